@@ -1,0 +1,1 @@
+//! The built-in simulated inference server (`ttftbench serve`, `demo`, tests).

@@ -1,0 +1,3 @@
+//! What to send: tokenizer, prompts, output lengths, request payloads.
+
+pub mod tokenizer;
