@@ -1,0 +1,1 @@
+//! Prompts: synthetic with exact token counts, or read from a JSONL file.
