@@ -1,1 +1,321 @@
-//! The built-in simulated inference server (`ttftbench serve`, `demo`, tests).
+//! The built-in simulated inference server (`ttftbench serve`, `ttftbench demo`, and every
+//! integration test).
+//!
+//! It speaks the real protocols on real sockets, with Triton's port layout (each listener binds
+//! separately; port 0 picks a free port and [`SimHandle`] reports what was bound):
+//!
+//! * **HTTP** (Triton 8000): KServe v2 — `GET /v2`, `/v2/health/{live,ready}`,
+//!   `/v2/models/{m}[/versions/{v}]` (metadata), `.../ready`, `.../config`, `.../stats`,
+//!   `GET /v2/models/stats`, `POST /v2/repository/index` (also `GET /v2/models`),
+//!   `POST .../generate`, `.../generate_stream` (SSE without `[DONE]`), `.../infer` — and OpenAI:
+//!   `GET /v1/models`, `POST /v1/chat/completions`, `POST /v1/completions` (SSE ending in
+//!   `data: [DONE]`, optional usage chunk, optional bearer key).
+//! * **gRPC** (Triton 8001): `inference.GRPCInferenceService` — health, metadata, config,
+//!   `ModelInfer` (non-decoupled models), `ModelStreamInfer` (many requests multiplexed on one
+//!   stream, matched by `id`, `triton_final_response` and the empty final response as Triton
+//!   sends them), `ModelStatistics`, `RepositoryIndex`.
+//! * **Metrics** (Triton 8002): `GET /metrics`, Prometheus text with Triton's metric names plus
+//!   `ttftbench_sim_first_response_us`, the simulator's own time to first token (see
+//!   [`metrics`](self) docs: request arrival → first content chunk handed to the transport;
+//!   summary with quantiles 0.5/0.9/0.99, `_sum`, `_count`, in microseconds).
+//!
+//! Timing comes from a miniature continuous-batching engine per model ([`EngineConfig`]):
+//! batch slots, a FIFO queue, prefill cost per input token, decode cost per running sequence.
+//! With all timings zero the engine is bypassed (instant mode), for benchmarking clients.
+//! Output text cycles through common English words that are one GPT-2 token each, so
+//! re-tokenizing a response gives exactly the number of tokens streamed. Faults
+//! ([`FaultConfig`]) are deterministic so tests can predict them.
+
+mod engine;
+mod faults;
+mod grpc;
+mod http;
+mod metrics;
+mod models;
+mod openai;
+mod request;
+mod state;
+mod stream;
+mod tokens;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::serve::ListenerExt as _;
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use engine::EngineConfig;
+pub use faults::FaultConfig;
+pub use models::{DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec, TensorSpec};
+
+use crate::workload::tokenizer::Tokenizer;
+
+/// Everything the simulated server needs to start.
+#[derive(Clone)]
+pub struct SimConfig {
+    /// Address every listener binds to.
+    pub bind: IpAddr,
+    /// KServe v2 + OpenAI HTTP port (Triton's default is 8000); 0 = any free port.
+    pub http_port: u16,
+    /// KServe v2 gRPC port (Triton's default is 8001); 0 = any free port.
+    pub grpc_port: u16,
+    /// Prometheus metrics port (Triton's default is 8002); 0 = any free port.
+    pub metrics_port: u16,
+    /// Engine timing and capacity, for models without their own.
+    pub engine: EngineConfig,
+    /// Faults to inject.
+    pub faults: FaultConfig,
+    /// When set, OpenAI routes require `Authorization: Bearer <key>`.
+    pub api_key: Option<String>,
+    /// When set, the statistics API requires header `triton-access-token: <token>`.
+    pub access_token: Option<String>,
+    /// The hosted models; default [`ModelSpec::defaults`] (`gpt2`, `vllm_model`).
+    pub models: Vec<ModelSpec>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            http_port: 0,
+            grpc_port: 0,
+            metrics_port: 0,
+            engine: EngineConfig::default(),
+            faults: FaultConfig::default(),
+            api_key: None,
+            access_token: None,
+            models: ModelSpec::defaults(),
+        }
+    }
+}
+
+impl std::fmt::Debug for SimConfig {
+    // Secrets are shown only as present or absent, so configs can be logged.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret = |s: &Option<String>| if s.is_some() { "<set>" } else { "<none>" };
+        f.debug_struct("SimConfig")
+            .field("bind", &self.bind)
+            .field("http_port", &self.http_port)
+            .field("grpc_port", &self.grpc_port)
+            .field("metrics_port", &self.metrics_port)
+            .field("engine", &self.engine)
+            .field("faults", &self.faults)
+            .field("api_key", &secret(&self.api_key))
+            .field("access_token", &secret(&self.access_token))
+            .field(
+                "models",
+                &self
+                    .models
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// A running simulated server. Dropping it stops the server (abruptly); [`SimHandle::shutdown`]
+/// stops it gracefully.
+pub struct SimHandle {
+    /// Bound address of the HTTP listener (KServe v2 + OpenAI).
+    pub http_addr: SocketAddr,
+    /// Bound address of the gRPC listener.
+    pub grpc_addr: SocketAddr,
+    /// Bound address of the metrics listener.
+    pub metrics_addr: SocketAddr,
+    state: Arc<state::SimState>,
+    shutdown_tx: watch::Sender<bool>,
+    servers: Vec<JoinHandle<()>>,
+    engines: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for SimHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimHandle")
+            .field("http_addr", &self.http_addr)
+            .field("grpc_addr", &self.grpc_addr)
+            .field("metrics_addr", &self.metrics_addr)
+            .finish()
+    }
+}
+
+/// How long [`SimHandle::shutdown`] waits for connections to finish before cutting them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+impl SimHandle {
+    /// Base URL of the HTTP listener, e.g. `http://127.0.0.1:8000`.
+    pub fn http_url(&self) -> String {
+        format!("http://{}", self.http_addr)
+    }
+
+    /// Address of the gRPC listener as `host:port` (what `-u` takes for Triton gRPC).
+    pub fn grpc_target(&self) -> String {
+        self.grpc_addr.to_string()
+    }
+
+    /// URL of the Prometheus endpoint, e.g. `http://127.0.0.1:8002/metrics`.
+    pub fn metrics_url(&self) -> String {
+        format!("http://{}/metrics", self.metrics_addr)
+    }
+
+    /// The names of the hosted models.
+    pub fn model_names(&self) -> Vec<String> {
+        self.state
+            .models
+            .iter()
+            .map(|m| m.spec.name.clone())
+            .collect()
+    }
+
+    /// A copy of the simulator's first-response histogram (µs) for `model` — the same data as
+    /// the `ttftbench_sim_first_response_us` summary, for in-process comparisons.
+    pub fn first_response_histogram(&self, model: &str) -> Option<hdrhistogram::Histogram<u64>> {
+        let entry = self.state.lookup(model, None).ok()?;
+        Some(entry.metrics.first_response_histogram())
+    }
+
+    /// Stops accepting connections, ends in-flight streams with an error, waits up to 5 s for
+    /// connections to close, then cuts whatever is left.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown_tx.send(true);
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        for task in self.servers.iter_mut().chain(self.engines.iter_mut()) {
+            if tokio::time::timeout_at(deadline, &mut *task).await.is_err() {
+                task.abort();
+            }
+        }
+        self.servers.clear();
+        self.engines.clear();
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        let _ = self.shutdown_tx.send(true);
+        for task in self.servers.iter().chain(self.engines.iter()) {
+            task.abort();
+        }
+    }
+}
+
+/// Pending connections the kernel may hold per listener: a load test opening thousands of
+/// connections at once must not see SYNs dropped (and retried a second later).
+const LISTEN_BACKLOG: u32 = 4096;
+
+fn bind(ip: IpAddr, port: u16, what: &str) -> anyhow::Result<TcpListener> {
+    let addr = SocketAddr::new(ip, port);
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()
+    } else {
+        TcpSocket::new_v6()
+    }
+    .with_context(|| format!("cannot create the {what} socket"))?;
+    // Lets `serve` restart on its fixed ports while old connections sit in TIME_WAIT.
+    socket
+        .set_reuseaddr(true)
+        .with_context(|| format!("cannot configure the {what} socket"))?;
+    socket
+        .bind(addr)
+        .with_context(|| format!("cannot bind the {what} port on {addr}"))?;
+    socket
+        .listen(LISTEN_BACKLOG)
+        .with_context(|| format!("cannot listen on the {what} port {addr}"))
+}
+
+/// Starts the simulated server on the current tokio runtime and returns once all three
+/// listeners are bound and serving.
+pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
+    cfg.engine.validate()?;
+    cfg.faults.validate()?;
+    if cfg.models.is_empty() {
+        anyhow::bail!("the simulator needs at least one model to host");
+    }
+    let http_listener = bind(cfg.bind, cfg.http_port, "HTTP")?;
+    let grpc_listener = bind(cfg.bind, cfg.grpc_port, "gRPC")?;
+    let metrics_listener = bind(cfg.bind, cfg.metrics_port, "metrics")?;
+    let http_addr = http_listener.local_addr()?;
+    let grpc_addr = grpc_listener.local_addr()?;
+    let metrics_addr = metrics_listener.local_addr()?;
+
+    // The tokenizer takes a moment to load in debug builds; keep it off the runtime threads.
+    let tokenizer = tokio::task::spawn_blocking(Tokenizer::builtin_gpt2)
+        .await
+        .context("loading the built-in tokenizer failed")?;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let (state, engines) = state::SimState::new(
+        cfg.models,
+        &cfg.engine,
+        cfg.faults,
+        cfg.api_key,
+        cfg.access_token,
+        tokenizer,
+        shutdown_rx.clone(),
+    )?;
+    let state = Arc::new(state);
+
+    let signal = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+    let mut servers = Vec::with_capacity(3);
+
+    let app = http::router(state.clone())
+        .merge(openai::router(state.clone()))
+        .fallback(http::not_found);
+    let listener = http_listener.tap_io(|tcp| {
+        // SSE events are small writes that must leave at once, not wait for Nagle.
+        let _ = tcp.set_nodelay(true);
+    });
+    let sig = signal(shutdown_rx.clone());
+    servers.push(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(sig).await {
+            tracing::warn!("simulator HTTP server stopped: {e}");
+        }
+    }));
+
+    let incoming =
+        tonic::transport::server::TcpIncoming::from(grpc_listener).with_nodelay(Some(true));
+    let svc = grpc::GrpcService::new(state.clone());
+    let sig = signal(shutdown_rx.clone());
+    servers.push(tokio::spawn(async move {
+        let mut builder = tonic::transport::Server::builder()
+            // hyper's default of 200 streams per connection is far below what a load test
+            // multiplexes onto one connection.
+            .max_concurrent_streams(Some(1 << 16));
+        if let Err(e) = builder
+            .add_service(svc)
+            .serve_with_incoming_shutdown(incoming, sig)
+            .await
+        {
+            tracing::warn!("simulator gRPC server stopped: {e}");
+        }
+    }));
+
+    let metrics_app = http::metrics_router(state.clone());
+    let listener = metrics_listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let sig = signal(shutdown_rx);
+    servers.push(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, metrics_app)
+            .with_graceful_shutdown(sig)
+            .await
+        {
+            tracing::warn!("simulator metrics server stopped: {e}");
+        }
+    }));
+
+    tracing::debug!(%http_addr, %grpc_addr, %metrics_addr, "simulated inference server started");
+    Ok(SimHandle {
+        http_addr,
+        grpc_addr,
+        metrics_addr,
+        state,
+        shutdown_tx,
+        servers,
+        engines,
+    })
+}

@@ -1,0 +1,918 @@
+//! The timing model: an inference engine in miniature.
+//!
+//! One engine per hosted model (each model is its own "GPU"), shared by the HTTP and gRPC sides.
+//! Requests wait in a FIFO queue in front of `max_batch` slots. A single loop runs steps
+//! back-to-back; each step
+//!
+//! 1. admits queued requests into free slots, in arrival order;
+//! 2. lasts `decode_base_us + decode_us_per_seq × running + Σ_admitted (prefill_base_us +
+//!    prefill_us_per_token × input_tokens)` — so new arrivals slow down everybody's next token,
+//!    as prefill does on a real server;
+//! 3. ends by giving every running sequence one token; a request admitted in this step gets its
+//!    first token now, and a sequence that reached its `max_tokens` leaves its slot.
+//!
+//! Step ends are absolute deadlines (`sleep_until`), each step starting where the previous one
+//! ended, so timer lateness does not accumulate into drift. Under a closed-loop concurrency
+//! ladder TTFT therefore grows slowly while requests fit in the slots (prefill interference),
+//! then jumps once the queue forms, and the queue counters say why.
+//!
+//! When every timing is zero the engine is bypassed entirely ("instant mode"): tokens are handed
+//! out as fast as the transport takes them, which is what a benchmark of the client itself needs.
+//!
+//! Engine and transports meet in a [`Seq`]: the engine bumps an atomic token counter and wakes
+//! the transport's task through an `AtomicWaker`, so delivering a token allocates nothing and
+//! several tokens produced while the transport was busy coalesce into one wake-up.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::task::AtomicWaker;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, Sleep};
+
+use super::metrics::ModelMetrics;
+
+/// Timing and capacity of the simulated engine. All times in microseconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EngineConfig {
+    /// Number of sequences decoded together (batch slots).
+    pub max_batch: usize,
+    /// Maximum number of requests waiting for a slot; 0 = unbounded. Overflow is refused with
+    /// HTTP 503 / gRPC `RESOURCE_EXHAUSTED` "queue full".
+    pub max_queue: usize,
+    /// Fixed prefill cost per newly admitted request.
+    pub prefill_base_us: u64,
+    /// Prefill cost per input token.
+    pub prefill_us_per_token: u64,
+    /// Fixed cost of one decode step.
+    pub decode_base_us: u64,
+    /// Extra cost of a decode step per running sequence.
+    pub decode_us_per_seq: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_batch: 8,
+            max_queue: 0,
+            prefill_base_us: 2000,
+            prefill_us_per_token: 100,
+            decode_base_us: 4000,
+            decode_us_per_seq: 250,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Zero latency everywhere: the engine is bypassed and tokens flow as fast as the transport
+    /// takes them.
+    pub fn instant() -> Self {
+        EngineConfig {
+            prefill_base_us: 0,
+            prefill_us_per_token: 0,
+            decode_base_us: 0,
+            decode_us_per_seq: 0,
+            ..EngineConfig::default()
+        }
+    }
+
+    /// True when every timing is zero (instant mode: no engine loop, no queue).
+    pub fn is_instant(&self) -> bool {
+        self.prefill_base_us == 0
+            && self.prefill_us_per_token == 0
+            && self.decode_base_us == 0
+            && self.decode_us_per_seq == 0
+    }
+
+    /// Duration of one step with `running` sequences (including the newly admitted ones) whose
+    /// newly admitted members have `admitted_input_tokens` input tokens each.
+    pub fn step_us(&self, running: usize, admitted_input_tokens: &[u32]) -> u64 {
+        let prefill: u64 = admitted_input_tokens
+            .iter()
+            .map(|&t| self.prefill_base_us + self.prefill_us_per_token * u64::from(t))
+            .sum();
+        self.decode_base_us + self.decode_us_per_seq * running as u64 + prefill
+    }
+
+    /// Checks that the configuration can run.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.max_batch == 0 {
+            anyhow::bail!("engine max_batch must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// A `Seq` is waiting in the queue.
+const QUEUED: u8 = 0;
+/// A `Seq` holds a slot and gets a token per step.
+const RUNNING: u8 = 1;
+/// A `Seq` got all its tokens.
+const FINISHED: u8 = 2;
+/// The transport went away (client disconnected); the engine drops it.
+const CANCELLED: u8 = 3;
+/// The engine shut down before the sequence finished.
+const ABORTED: u8 = 4;
+
+/// One request inside the engine, shared by the engine loop and the transport.
+#[derive(Debug)]
+pub(crate) struct Seq {
+    input_tokens: u32,
+    max_tokens: u32,
+    submitted_ns: u64,
+    admitted_ns: AtomicU64,
+    last_token_ns: AtomicU64,
+    produced: AtomicU32,
+    state: AtomicU8,
+    waker: AtomicWaker,
+}
+
+impl Seq {
+    fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    fn transition(&self, from: u8, to: u8) -> bool {
+        self.state
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+/// Why a request could not be handed to the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SubmitError {
+    /// `max_queue` requests are already waiting.
+    QueueFull,
+    /// The server is shutting down.
+    ShuttingDown,
+}
+
+impl std::fmt::Display for SubmitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SubmitError::QueueFull => "queue full",
+            SubmitError::ShuttingDown => "server is shutting down",
+        })
+    }
+}
+
+/// Handle to one model's engine loop.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    cfg: EngineConfig,
+    tx: mpsc::UnboundedSender<Arc<Seq>>,
+    epoch: Instant,
+    metrics: Arc<ModelMetrics>,
+}
+
+impl Engine {
+    /// Starts the engine loop on the current tokio runtime. The loop ends when `shutdown` turns
+    /// true (or its sender is dropped), aborting whatever is queued or running, or when the
+    /// engine handle is dropped and the last sequence finished.
+    pub(crate) fn spawn(
+        cfg: EngineConfig,
+        metrics: Arc<ModelMetrics>,
+        shutdown: watch::Receiver<bool>,
+    ) -> (Arc<Engine>, tokio::task::JoinHandle<()>) {
+        let (engine, lp) = Engine::parts(cfg, metrics);
+        (engine, tokio::spawn(lp.run(shutdown)))
+    }
+
+    /// The handle and the (not yet running) loop.
+    fn parts(cfg: EngineConfig, metrics: Arc<ModelMetrics>) -> (Arc<Engine>, EngineLoop) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let epoch = Instant::now();
+        let engine = Arc::new(Engine {
+            cfg: cfg.clone(),
+            tx,
+            epoch,
+            metrics: metrics.clone(),
+        });
+        let lp = EngineLoop {
+            cfg,
+            rx,
+            epoch,
+            metrics,
+            queue: VecDeque::new(),
+            running: Vec::new(),
+            admitted_tokens: Vec::new(),
+        };
+        (engine, lp)
+    }
+
+    /// Queues a request. Fails at once when the queue is full, so the protocol layer can refuse
+    /// it before sending any header.
+    pub(crate) fn submit(
+        self: &Arc<Self>,
+        input_tokens: u32,
+        max_tokens: u32,
+    ) -> Result<Arc<Seq>, SubmitError> {
+        self.submit_at(input_tokens, max_tokens, Instant::now())
+    }
+
+    fn submit_at(
+        self: &Arc<Self>,
+        input_tokens: u32,
+        max_tokens: u32,
+        now: Instant,
+    ) -> Result<Arc<Seq>, SubmitError> {
+        // Reserve the queue place first: counting and checking in one atomic step keeps
+        // concurrent submitters from overshooting `max_queue`.
+        let before = self.metrics.pending.fetch_add(1, Ordering::AcqRel);
+        if self.cfg.max_queue > 0 && before >= self.cfg.max_queue as i64 {
+            self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
+            return Err(SubmitError::QueueFull);
+        }
+        let seq = Arc::new(Seq {
+            input_tokens,
+            max_tokens: max_tokens.max(1),
+            submitted_ns: self.ns(now),
+            admitted_ns: AtomicU64::new(0),
+            last_token_ns: AtomicU64::new(0),
+            produced: AtomicU32::new(0),
+            state: AtomicU8::new(QUEUED),
+            waker: AtomicWaker::new(),
+        });
+        if self.tx.send(seq.clone()).is_err() {
+            self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
+            return Err(SubmitError::ShuttingDown);
+        }
+        Ok(seq)
+    }
+
+    fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    fn at(&self, ns: u64) -> Instant {
+        self.epoch + Duration::from_nanos(ns)
+    }
+
+    /// The transport gave up on `seq` (client disconnected).
+    fn cancel(&self, seq: &Seq) {
+        if seq.transition(QUEUED, CANCELLED) {
+            self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
+        } else {
+            seq.transition(RUNNING, CANCELLED);
+        }
+    }
+}
+
+/// If the loop wakes up later than this after a deadline (overloaded machine), the next step
+/// starts from "now" instead of catching up with a burst of short steps.
+const MAX_CATCH_UP: Duration = Duration::from_millis(10);
+
+/// Start and end of one engine step.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    start: Instant,
+    deadline: Instant,
+}
+
+struct EngineLoop {
+    cfg: EngineConfig,
+    rx: mpsc::UnboundedReceiver<Arc<Seq>>,
+    epoch: Instant,
+    metrics: Arc<ModelMetrics>,
+    queue: VecDeque<Arc<Seq>>,
+    running: Vec<Arc<Seq>>,
+    /// Scratch: input token counts of the requests admitted in the current step.
+    admitted_tokens: Vec<u32>,
+}
+
+impl EngineLoop {
+    async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        let mut prev_deadline: Option<Instant> = None;
+        let mut inbox_open = true;
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            inbox_open &= self.drain_inbox();
+            let Some(step) = self.begin_step(Instant::now(), prev_deadline) else {
+                // Idle: nothing runs and nothing live is queued. The next step starts when the
+                // next request arrives, not at a stale deadline.
+                prev_deadline = None;
+                if !inbox_open {
+                    return;
+                }
+                tokio::select! {
+                    biased;
+                    _ = signalled(&mut shutdown) => break,
+                    msg = self.rx.recv() => match msg {
+                        Some(seq) => self.queue.push_back(seq),
+                        None => inbox_open = false,
+                    },
+                }
+                continue;
+            };
+            if step.deadline == step.start {
+                // Zero-length steps (partial zero timings) must still let other tasks run.
+                tokio::task::yield_now().await;
+            } else {
+                tokio::select! {
+                    biased;
+                    _ = signalled(&mut shutdown) => break,
+                    _ = tokio::time::sleep_until(step.deadline) => {}
+                }
+            }
+            self.emit_tokens(step.deadline);
+            prev_deadline = Some(step.deadline);
+        }
+        self.abort_all();
+    }
+
+    /// Plans the next step at time `now`: drops sequences whose client left, admits from the
+    /// queue, and returns when the step starts and ends; `None` when there is nothing to run.
+    /// A step that follows another starts at the previous deadline (absolute schedule, no
+    /// drift) unless the loop is more than [`MAX_CATCH_UP`] late.
+    fn begin_step(&mut self, now: Instant, prev_deadline: Option<Instant>) -> Option<Step> {
+        self.running.retain(|s| s.state() == RUNNING);
+        let start = match prev_deadline {
+            Some(d) if now.saturating_duration_since(d) <= MAX_CATCH_UP => d,
+            _ => now,
+        };
+        self.admit(start);
+        self.metrics
+            .running
+            .store(self.running.len() as i64, Ordering::Relaxed);
+        if self.running.is_empty() {
+            return None;
+        }
+        if !self.admitted_tokens.is_empty() {
+            self.metrics.exec_count.fetch_add(1, Ordering::Relaxed);
+        }
+        let step = self.cfg.step_us(self.running.len(), &self.admitted_tokens);
+        Some(Step {
+            start,
+            deadline: start + Duration::from_micros(step),
+        })
+    }
+
+    /// Moves everything submitted so far into the queue. Returns false once every engine handle
+    /// is gone (no more submissions can come).
+    fn drain_inbox(&mut self) -> bool {
+        loop {
+            match self.rx.try_recv() {
+                Ok(seq) => self.queue.push_back(seq),
+                Err(mpsc::error::TryRecvError::Empty) => return true,
+                Err(mpsc::error::TryRecvError::Disconnected) => return false,
+            }
+        }
+    }
+
+    /// Fills free slots from the queue head, skipping requests whose client went away.
+    fn admit(&mut self, start: Instant) {
+        self.admitted_tokens.clear();
+        let start_ns = start.saturating_duration_since(self.epoch).as_nanos() as u64;
+        while self.running.len() < self.cfg.max_batch {
+            let Some(seq) = self.queue.pop_front() else {
+                break;
+            };
+            if !seq.transition(QUEUED, RUNNING) {
+                continue; // cancelled while queued; its pending count was already returned
+            }
+            self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
+            // A request that arrived after the (logical) step start is admitted at its arrival.
+            seq.admitted_ns
+                .store(start_ns.max(seq.submitted_ns), Ordering::Release);
+            self.admitted_tokens.push(seq.input_tokens);
+            self.running.push(seq);
+        }
+    }
+
+    /// End of a step: one token for every running sequence.
+    fn emit_tokens(&mut self, deadline: Instant) {
+        let end_ns = deadline.saturating_duration_since(self.epoch).as_nanos() as u64;
+        for seq in &self.running {
+            // Only this loop writes `produced`, so load + store is race-free; the timestamp is
+            // stored before the count is published so a reader that sees the last token also
+            // sees when it was made.
+            let n = seq.produced.load(Ordering::Relaxed) + 1;
+            if n >= seq.max_tokens {
+                seq.last_token_ns.store(end_ns, Ordering::Release);
+            }
+            seq.produced.store(n, Ordering::Release);
+            if n >= seq.max_tokens {
+                seq.transition(RUNNING, FINISHED);
+            }
+            seq.waker.wake();
+        }
+        self.running.retain(|s| s.state() == RUNNING);
+    }
+
+    /// Shutdown: nothing more is accepted; everything queued or running ends with an error.
+    fn abort_all(&mut self) {
+        self.rx.close();
+        self.drain_inbox();
+        for seq in self.queue.drain(..).chain(self.running.drain(..)) {
+            if seq.transition(QUEUED, ABORTED) {
+                self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
+            } else {
+                seq.transition(RUNNING, ABORTED);
+            }
+            seq.waker.wake();
+        }
+        self.metrics.running.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Resolves when shutdown is requested or the shutdown sender is gone.
+async fn signalled(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
+}
+
+/// Why a token source ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SourceError {
+    /// Submission after a stall found the queue full.
+    QueueFull,
+    /// The engine shut down.
+    ShuttingDown,
+}
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SourceError::QueueFull => "queue full",
+            SourceError::ShuttingDown => "server is shutting down",
+        })
+    }
+}
+
+impl From<SubmitError> for SourceError {
+    fn from(e: SubmitError) -> Self {
+        match e {
+            SubmitError::QueueFull => SourceError::QueueFull,
+            SubmitError::ShuttingDown => SourceError::ShuttingDown,
+        }
+    }
+}
+
+enum SourceKind {
+    /// Instant mode: every token is ready at once.
+    Instant,
+    /// Tokens come from an engine step by step.
+    Engine { engine: Arc<Engine>, seq: Arc<Seq> },
+    /// A stall fault: wait, then submit (to `engine`, or instant mode when `None`).
+    Stalled {
+        sleep: Pin<Box<Sleep>>,
+        engine: Option<Arc<Engine>>,
+        input_tokens: u32,
+    },
+    /// Ended with an error.
+    Failed,
+}
+
+/// The transport's view of one request's tokens: yields token indices `0..max_tokens` in order,
+/// waiting for the engine when it has to. Dropping it before the end cancels the request in the
+/// engine (its slot is freed at the next step).
+pub(crate) struct TokenSource {
+    kind: SourceKind,
+    next: u32,
+    max: u32,
+    /// When the request got a slot (instant mode: when it was submitted or its stall ended).
+    admitted: Option<Instant>,
+}
+
+impl std::fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenSource")
+            .field("next", &self.next)
+            .field("max", &self.max)
+            .finish()
+    }
+}
+
+impl TokenSource {
+    /// Starts generating `max_tokens` tokens: through `engine` when there is one, instantly
+    /// otherwise; after `stall` when a stall fault applies (submission then happens after the
+    /// stall, so a full queue is only discovered then).
+    pub(crate) fn start(
+        engine: Option<&Arc<Engine>>,
+        input_tokens: u32,
+        max_tokens: u32,
+        stall: Option<Duration>,
+    ) -> Result<TokenSource, SubmitError> {
+        let max = max_tokens.max(1);
+        let kind = match (stall, engine) {
+            (Some(d), engine) => SourceKind::Stalled {
+                sleep: Box::pin(tokio::time::sleep(d)),
+                engine: engine.cloned(),
+                input_tokens,
+            },
+            (None, Some(engine)) => {
+                let seq = engine.submit(input_tokens, max)?;
+                SourceKind::Engine {
+                    engine: engine.clone(),
+                    seq,
+                }
+            }
+            (None, None) => SourceKind::Instant,
+        };
+        let admitted = matches!(kind, SourceKind::Instant).then(Instant::now);
+        Ok(TokenSource {
+            kind,
+            next: 0,
+            max,
+            admitted,
+        })
+    }
+
+    /// Number of tokens this source yields in total.
+    pub(crate) fn max_tokens(&self) -> u32 {
+        self.max
+    }
+
+    /// Number of tokens handed out so far.
+    pub(crate) fn emitted(&self) -> u32 {
+        self.next
+    }
+
+    /// Next token index; `None` after the last one.
+    pub(crate) fn poll_token(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<u32, SourceError>>> {
+        loop {
+            if self.next >= self.max {
+                return Poll::Ready(None);
+            }
+            match &mut self.kind {
+                SourceKind::Instant => {
+                    let i = self.next;
+                    self.next += 1;
+                    return Poll::Ready(Some(Ok(i)));
+                }
+                SourceKind::Engine { seq, .. } => {
+                    if self.next < seq.produced.load(Ordering::Acquire) {
+                        let i = self.next;
+                        self.next += 1;
+                        return Poll::Ready(Some(Ok(i)));
+                    }
+                    // Register, then re-check, so a token produced in between is not missed.
+                    seq.waker.register(cx.waker());
+                    if self.next < seq.produced.load(Ordering::Acquire) {
+                        continue;
+                    }
+                    if seq.state() == ABORTED {
+                        self.kind = SourceKind::Failed;
+                        return Poll::Ready(Some(Err(SourceError::ShuttingDown)));
+                    }
+                    return Poll::Pending;
+                }
+                SourceKind::Stalled {
+                    sleep,
+                    engine,
+                    input_tokens,
+                } => {
+                    if sleep.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    let (engine, input_tokens) = (engine.take(), *input_tokens);
+                    match engine {
+                        None => {
+                            self.admitted = Some(Instant::now());
+                            self.kind = SourceKind::Instant;
+                        }
+                        Some(engine) => match engine.submit(input_tokens, self.max) {
+                            Ok(seq) => self.kind = SourceKind::Engine { engine, seq },
+                            Err(e) => {
+                                self.kind = SourceKind::Failed;
+                                return Poll::Ready(Some(Err(e.into())));
+                            }
+                        },
+                    }
+                }
+                SourceKind::Failed => return Poll::Ready(None),
+            }
+        }
+    }
+
+    /// Async form of [`TokenSource::poll_token`].
+    pub(crate) async fn next_token(&mut self) -> Option<Result<u32, SourceError>> {
+        std::future::poll_fn(|cx| self.poll_token(cx)).await
+    }
+
+    /// When the request got its slot, once known.
+    pub(crate) fn admitted_at(&self) -> Option<Instant> {
+        match &self.kind {
+            SourceKind::Engine { engine, seq } => {
+                let ns = seq.admitted_ns.load(Ordering::Acquire);
+                (seq.state() != QUEUED).then(|| engine.at(ns))
+            }
+            _ => self.admitted,
+        }
+    }
+
+    /// When the engine produced the last token (engine mode, after the last token only).
+    pub(crate) fn last_token_at(&self) -> Option<Instant> {
+        match &self.kind {
+            SourceKind::Engine { engine, seq } if seq.state() == FINISHED => {
+                Some(engine.at(seq.last_token_ns.load(Ordering::Acquire)))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Drop for TokenSource {
+    fn drop(&mut self) {
+        if let SourceKind::Engine { engine, seq } = &self.kind {
+            engine.cancel(seq);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::task::noop_waker_ref;
+
+    /// Drives an engine loop on a virtual clock: no sleeping, exact times.
+    struct Virtual {
+        engine: Arc<Engine>,
+        lp: EngineLoop,
+        metrics: Arc<ModelMetrics>,
+        t0: Instant,
+        now: Instant,
+        prev: Option<Instant>,
+    }
+
+    impl Virtual {
+        fn new(cfg: EngineConfig) -> Self {
+            let metrics = Arc::new(ModelMetrics::new("m", "1"));
+            let (engine, lp) = Engine::parts(cfg, metrics.clone());
+            let t0 = Instant::now();
+            Virtual {
+                engine,
+                lp,
+                metrics,
+                t0,
+                now: t0,
+                prev: None,
+            }
+        }
+
+        fn at(&self, us: u64) -> Instant {
+            self.t0 + Duration::from_micros(us)
+        }
+
+        fn submit(&self, input: u32, max: u32, at_us: u64) -> Result<TokenSource, SubmitError> {
+            let seq = self.engine.submit_at(input, max, self.at(at_us))?;
+            Ok(TokenSource {
+                kind: SourceKind::Engine {
+                    engine: self.engine.clone(),
+                    seq,
+                },
+                next: 0,
+                max,
+                admitted: None,
+            })
+        }
+
+        /// Runs one step; returns its end (µs after t0), or `None` when idle.
+        fn step(&mut self) -> Option<u64> {
+            self.lp.drain_inbox();
+            let step = self.lp.begin_step(self.now, self.prev)?;
+            self.lp.emit_tokens(step.deadline);
+            self.now = step.deadline;
+            self.prev = Some(step.deadline);
+            Some(step.deadline.duration_since(self.t0).as_micros() as u64)
+        }
+
+        /// Runs to idle, recording when each source's tokens became available.
+        fn run(&mut self, sources: &mut [TokenSource]) -> Vec<Vec<u64>> {
+            let mut times = vec![Vec::new(); sources.len()];
+            while let Some(end) = self.step() {
+                collect(sources, &mut times, end);
+            }
+            times
+        }
+    }
+
+    fn collect(sources: &mut [TokenSource], times: &mut [Vec<u64>], end: u64) {
+        let mut cx = Context::from_waker(noop_waker_ref());
+        for (src, t) in sources.iter_mut().zip(times.iter_mut()) {
+            while let Poll::Ready(Some(Ok(_))) = src.poll_token(&mut cx) {
+                t.push(end);
+            }
+        }
+    }
+
+    #[test]
+    fn ttft_at_batch_one_is_one_step_with_prefill() {
+        let mut v = Virtual::new(EngineConfig::default());
+        let mut srcs = vec![v.submit(100, 3, 0).expect("submit")];
+        let times = v.run(&mut srcs);
+        // prefill 2000 + 100×100, decode 4000 + 250×1; then decode-only steps of 4250.
+        let first = 2000 + 100 * 100 + 4000 + 250;
+        assert_eq!(times[0], vec![first, first + 4250, first + 8500]);
+        assert_eq!(v.metrics.exec_count.load(Ordering::Relaxed), 1);
+        assert_eq!(v.metrics.pending.load(Ordering::Relaxed), 0);
+        assert_eq!(srcs[0].admitted_at(), Some(v.t0));
+        assert_eq!(srcs[0].last_token_at(), Some(v.at(first + 8500)));
+    }
+
+    #[test]
+    fn queueing_when_concurrency_exceeds_slots() {
+        let mut v = Virtual::new(EngineConfig {
+            max_batch: 2,
+            ..EngineConfig::default()
+        });
+        let mut srcs: Vec<_> = (0..4)
+            .map(|_| v.submit(10, 2, 0).expect("submit"))
+            .collect();
+        assert_eq!(v.metrics.pending.load(Ordering::Relaxed), 4);
+        // Step 1 admits A,B: 4000 + 2×250 + 2×(2000 + 1000) = 10 500. Step 2 decodes: 4500.
+        assert_eq!(v.step(), Some(10_500));
+        assert_eq!(
+            v.metrics.pending.load(Ordering::Relaxed),
+            2,
+            "C and D wait for a slot"
+        );
+        assert_eq!(v.metrics.running.load(Ordering::Relaxed), 2);
+        let mut times = vec![vec![10_500], vec![10_500], vec![], vec![]];
+        let mut cx = Context::from_waker(noop_waker_ref());
+        for s in &mut srcs[..2] {
+            assert!(matches!(s.poll_token(&mut cx), Poll::Ready(Some(Ok(0)))));
+        }
+        while let Some(end) = v.step() {
+            collect(&mut srcs, &mut times, end);
+        }
+        // Steps 3 and 4 repeat the pattern for C and D, which queued for 15 ms.
+        assert_eq!(
+            times,
+            vec![
+                vec![10_500, 15_000],
+                vec![10_500, 15_000],
+                vec![25_500, 30_000],
+                vec![25_500, 30_000]
+            ]
+        );
+        assert_eq!(v.metrics.exec_count.load(Ordering::Relaxed), 2);
+        assert_eq!(v.metrics.pending.load(Ordering::Relaxed), 0);
+        assert_eq!(srcs[2].admitted_at(), Some(v.at(15_000)));
+    }
+
+    #[test]
+    fn late_arrival_joins_the_running_batch_at_the_next_step() {
+        let mut v = Virtual::new(EngineConfig::default());
+        let mut srcs = vec![v.submit(0, 3, 0).expect("a")];
+        assert_eq!(v.step(), Some(6250)); // A alone: 2000 + 4000 + 250
+        let mut times = vec![vec![6250], vec![]];
+        let mut cx = Context::from_waker(noop_waker_ref());
+        assert!(matches!(
+            srcs[0].poll_token(&mut cx),
+            Poll::Ready(Some(Ok(0)))
+        ));
+        // B arrived during A's first step (t = 1 ms): admitted when the next step starts.
+        srcs.push(v.submit(0, 1, 1000).expect("b"));
+        while let Some(end) = v.step() {
+            collect(&mut srcs, &mut times, end);
+        }
+        // Step 2 (B's prefill slows A too): 2000 + 4000 + 2×250 = 6500; step 3: A alone, 4250.
+        assert_eq!(times, vec![vec![6250, 12_750, 17_000], vec![12_750]]);
+        assert_eq!(srcs[1].admitted_at(), Some(v.at(6250)));
+    }
+
+    #[test]
+    fn ttft_rises_slowly_then_knees_past_the_slot_count() {
+        // Closed loop is approximated by a burst of c requests; mean TTFT per concurrency.
+        let mean_ttft = |c: usize| {
+            let mut v = Virtual::new(EngineConfig::default());
+            let mut srcs: Vec<_> = (0..c).map(|_| v.submit(100, 32, 0).expect("s")).collect();
+            let times = v.run(&mut srcs);
+            times.iter().map(|t| t[0]).sum::<u64>() / c as u64
+        };
+        let t: Vec<u64> = [1, 2, 4, 8, 16, 32].iter().map(|&c| mean_ttft(c)).collect();
+        assert!(
+            t.windows(2).all(|w| w[1] > w[0]),
+            "TTFT must grow with load: {t:?}"
+        );
+        // Up to 8 (the slot count) growth is prefill interference; beyond, queueing dominates.
+        assert!(t[3] < 8 * t[0], "{t:?}");
+        assert!(t[4] - t[3] > t[3] - t[2], "knee after 8 slots: {t:?}");
+        assert!(t[5] > 2 * t[4] - t[3], "queue wait keeps growing: {t:?}");
+    }
+
+    #[test]
+    fn queue_limit_and_cancellation() {
+        let mut v = Virtual::new(EngineConfig {
+            max_batch: 1,
+            max_queue: 2,
+            ..EngineConfig::default()
+        });
+        let a = v.submit(0, 1, 0).expect("a");
+        let b = v.submit(0, 1, 0).expect("b");
+        assert_eq!(v.submit(0, 1, 0).err(), Some(SubmitError::QueueFull));
+        // Cancelling a queued request frees its queue place at once.
+        drop(b);
+        assert_eq!(v.metrics.pending.load(Ordering::Relaxed), 1);
+        let c = v.submit(0, 1, 0).expect("c");
+        let mut srcs = vec![a, c];
+        assert_eq!(v.run(&mut srcs), vec![vec![6250], vec![12_500]]);
+    }
+
+    #[test]
+    fn cancelled_running_sequence_frees_its_slot() {
+        let mut v = Virtual::new(EngineConfig {
+            max_batch: 1,
+            ..EngineConfig::default()
+        });
+        let a = v.submit(0, 100, 0).expect("a");
+        let b = v.submit(0, 1, 0).expect("b");
+        assert_eq!(v.step(), Some(6250));
+        drop(a); // client went away while running
+        let mut srcs = vec![b];
+        assert_eq!(v.run(&mut srcs), vec![vec![12_500]]);
+    }
+
+    #[test]
+    fn instant_detection_and_step_formula() {
+        assert!(EngineConfig::instant().is_instant());
+        assert!(!EngineConfig::default().is_instant());
+        assert_eq!(EngineConfig::default().step_us(1, &[100]), 16_250);
+        assert_eq!(EngineConfig::default().step_us(8, &[]), 6000);
+    }
+
+    // The async loop itself, on the real clock (tolerant bounds: shared 2-core machines).
+
+    #[tokio::test]
+    async fn real_clock_first_token_and_spacing() {
+        let metrics = Arc::new(ModelMetrics::new("m", "1"));
+        let (_tx, rx) = watch::channel(false);
+        let (e, _task) = Engine::spawn(EngineConfig::default(), metrics, rx);
+        let t0 = Instant::now();
+        let mut src = TokenSource::start(Some(&e), 100, 3, None).expect("submit");
+        let mut times = Vec::new();
+        while let Some(r) = src.next_token().await {
+            r.expect("token");
+            times.push(t0.elapsed().as_micros() as u64);
+        }
+        assert!(times[0] >= 16_250 && times[0] < 200_000, "{times:?}");
+        // Absolute deadlines: the third token is 8.5 ms after the first, up to timer slack.
+        let spread = times[2] - times[0];
+        assert!((8_000..100_000).contains(&spread), "{times:?}");
+    }
+
+    #[tokio::test]
+    async fn shutdown_aborts_waiting_sequences() {
+        let metrics = Arc::new(ModelMetrics::new("m", "1"));
+        let (stop, rx) = watch::channel(false);
+        let (e, task) = Engine::spawn(
+            EngineConfig {
+                max_batch: 1,
+                ..EngineConfig::default()
+            },
+            metrics.clone(),
+            rx,
+        );
+        let mut a = TokenSource::start(Some(&e), 0, 100, None).expect("a");
+        let mut b = TokenSource::start(Some(&e), 0, 100, None).expect("b");
+        assert!(matches!(a.next_token().await, Some(Ok(0))));
+        stop.send(true).expect("send");
+        assert_eq!(a.next_token().await, Some(Err(SourceError::ShuttingDown)));
+        assert_eq!(b.next_token().await, Some(Err(SourceError::ShuttingDown)));
+        task.await.expect("engine loop ends");
+        assert_eq!(metrics.pending.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            TokenSource::start(Some(&e), 0, 1, None).err(),
+            Some(SubmitError::ShuttingDown)
+        );
+    }
+
+    #[tokio::test]
+    async fn stall_delays_submission() {
+        let metrics = Arc::new(ModelMetrics::new("m", "1"));
+        let (_tx, rx) = watch::channel(false);
+        let (e, _task) = Engine::spawn(EngineConfig::default(), metrics, rx);
+        let t0 = Instant::now();
+        let mut src =
+            TokenSource::start(Some(&e), 0, 1, Some(Duration::from_millis(50))).expect("s");
+        assert!(matches!(src.next_token().await, Some(Ok(0))));
+        let ttft = t0.elapsed();
+        assert!(
+            ttft >= Duration::from_micros(56_250) && ttft < Duration::from_millis(500),
+            "{ttft:?}"
+        );
+        // Instant mode: the stall alone.
+        let t1 = Instant::now();
+        let mut src = TokenSource::start(None, 0, 3, Some(Duration::from_millis(20))).expect("s");
+        let mut n = 0;
+        while let Some(r) = src.next_token().await {
+            r.expect("token");
+            n += 1;
+        }
+        assert_eq!(n, 3);
+        assert!(t1.elapsed() >= Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,671 @@
+//! KServe v2 / Triton HTTP routes (health, metadata, configuration, statistics, repository
+//! index, `infer`, and the generate extension), plus the Prometheus metrics router that serves
+//! the separate metrics port.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::{BufMut, BytesMut};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::metrics::{FailReason, render_prometheus};
+use super::models::DataType;
+use super::request::{Bag, GenParams, bag_from_infer_request, interpret};
+use super::state::{BeginError, Generation, ModelEntry, SimState};
+use super::stream::{EventFormat, SseBody, full_json_response, kserve_error};
+use super::tokens;
+use crate::proto;
+
+/// Largest request body accepted (image tensors of a batch of 8 are ~40 MB).
+pub(crate) const MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
+
+/// Server name reported by `GET /v2` and `ServerMetadata`.
+pub(crate) const SERVER_NAME: &str = "ttftbench-sim";
+
+/// Triton's extension list (its `server.cc`), which clients such as perf_analyzer inspect.
+pub(crate) const EXTENSIONS: [&str; 13] = [
+    "classification",
+    "sequence",
+    "model_repository",
+    "model_repository(unload_dependents)",
+    "schedule_policy",
+    "model_configuration",
+    "system_shared_memory",
+    "cuda_shared_memory",
+    "binary_tensor_data",
+    "parameters",
+    "statistics",
+    "trace",
+    "logging",
+];
+
+/// Header that carries the access token of restricted APIs.
+pub(crate) const ACCESS_TOKEN_HEADER: &str = "triton-access-token";
+
+/// Message when a restricted API is called without the right token.
+pub(crate) const RESTRICTED_MESSAGE: &str =
+    "This API is restricted, expecting header 'triton-access-token'";
+
+/// The KServe v2 router (the OpenAI routes are merged in by the caller).
+pub(crate) fn router(state: Arc<SimState>) -> Router {
+    Router::new()
+        .route("/v2", get(server_metadata))
+        .route("/v2/health/live", get(live))
+        .route("/v2/health/ready", get(ready))
+        .route("/v2/models", get(list_models))
+        .route("/v2/models/stats", get(all_stats))
+        .route("/v2/repository/index", post(list_models))
+        .route("/v2/models/{model}", get(model_metadata))
+        .route("/v2/models/{model}/versions/{version}", get(model_metadata))
+        .route("/v2/models/{model}/ready", get(model_ready))
+        .route(
+            "/v2/models/{model}/versions/{version}/ready",
+            get(model_ready),
+        )
+        .route("/v2/models/{model}/config", get(model_config))
+        .route(
+            "/v2/models/{model}/versions/{version}/config",
+            get(model_config),
+        )
+        .route("/v2/models/{model}/stats", get(model_stats))
+        .route(
+            "/v2/models/{model}/versions/{version}/stats",
+            get(model_stats),
+        )
+        .route("/v2/models/{model}/generate", post(generate))
+        .route(
+            "/v2/models/{model}/versions/{version}/generate",
+            post(generate),
+        )
+        .route("/v2/models/{model}/generate_stream", post(generate_stream))
+        .route(
+            "/v2/models/{model}/versions/{version}/generate_stream",
+            post(generate_stream),
+        )
+        .route("/v2/models/{model}/infer", post(infer))
+        .route("/v2/models/{model}/versions/{version}/infer", post(infer))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// The metrics-port router: `GET /metrics`.
+pub(crate) fn metrics_router(state: Arc<SimState>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "Not Found: try /metrics\n") })
+        .with_state(state)
+}
+
+/// Fallback for unknown paths on the HTTP port, in KServe's error shape.
+pub(crate) async fn not_found() -> Response {
+    kserve_error(StatusCode::NOT_FOUND, "Not Found")
+}
+
+#[derive(Debug, Deserialize)]
+struct ModelPath {
+    model: String,
+    version: Option<String>,
+}
+
+fn json_response(body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn lookup<'a>(st: &'a SimState, p: &ModelPath) -> Result<&'a ModelEntry, Response> {
+    st.lookup(&p.model, p.version.as_deref())
+        .map_err(|m| kserve_error(StatusCode::BAD_REQUEST, &m))
+}
+
+async fn server_metadata() -> Response {
+    let body = json!({
+        "name": SERVER_NAME,
+        "version": env!("CARGO_PKG_VERSION"),
+        "extensions": EXTENSIONS,
+    });
+    json_response(Bytes::from(body.to_string()))
+}
+
+async fn live() -> StatusCode {
+    StatusCode::OK
+}
+
+async fn ready(State(st): State<Arc<SimState>>) -> StatusCode {
+    if st.shutting_down() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    }
+}
+
+/// `GET /v2/models` (non-standard, for people with curl) and `POST /v2/repository/index`.
+async fn list_models(State(st): State<Arc<SimState>>) -> Response {
+    let list: Vec<Value> = st
+        .models
+        .iter()
+        .map(|m| json!({"name": m.spec.name, "version": m.spec.version, "state": "READY"}))
+        .collect();
+    json_response(Bytes::from(Value::Array(list).to_string()))
+}
+
+async fn model_metadata(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Response {
+    match lookup(&st, &p) {
+        Ok(m) => json_response(m.metadata_json.clone()),
+        Err(r) => r,
+    }
+}
+
+async fn model_ready(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Response {
+    match lookup(&st, &p) {
+        Ok(_) if !st.shutting_down() => StatusCode::OK.into_response(),
+        Ok(_) => StatusCode::BAD_REQUEST.into_response(),
+        Err(r) => r,
+    }
+}
+
+async fn model_config(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Response {
+    match lookup(&st, &p) {
+        Ok(m) => json_response(m.config_json.clone()),
+        Err(r) => r,
+    }
+}
+
+fn check_access(st: &SimState, headers: &HeaderMap) -> Result<(), Response> {
+    let Some(token) = &st.access_token else {
+        return Ok(());
+    };
+    let given = headers.get(ACCESS_TOKEN_HEADER).map(HeaderValue::as_bytes);
+    if given == Some(token.as_bytes()) {
+        Ok(())
+    } else {
+        Err(kserve_error(StatusCode::FORBIDDEN, RESTRICTED_MESSAGE))
+    }
+}
+
+async fn all_stats(State(st): State<Arc<SimState>>, headers: HeaderMap) -> Response {
+    if let Err(r) = check_access(&st, &headers) {
+        return r;
+    }
+    let stats: Vec<Value> = st.models.iter().map(|m| m.metrics.stats_json()).collect();
+    json_response(Bytes::from(json!({ "model_stats": stats }).to_string()))
+}
+
+async fn model_stats(
+    State(st): State<Arc<SimState>>,
+    Path(p): Path<ModelPath>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = check_access(&st, &headers) {
+        return r;
+    }
+    match lookup(&st, &p) {
+        Ok(m) => json_response(Bytes::from(
+            json!({ "model_stats": [m.metrics.stats_json()] }).to_string(),
+        )),
+        Err(r) => r,
+    }
+}
+
+async fn metrics(State(st): State<Arc<SimState>>) -> Response {
+    let all: Vec<_> = st.models.iter().map(|m| m.metrics.clone()).collect();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        render_prometheus(&all),
+    )
+        .into_response()
+}
+
+/// HTTP status for a request that could not start.
+pub(crate) fn begin_status(e: BeginError) -> StatusCode {
+    match e {
+        BeginError::Injected => StatusCode::INTERNAL_SERVER_ERROR,
+        BeginError::Unavailable | BeginError::QueueFull | BeginError::ShuttingDown => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+    }
+}
+
+/// Refuses tensor models on the LLM routes.
+fn require_llm(entry: &ModelEntry) -> Result<(), Response> {
+    if entry.is_llm() {
+        Ok(())
+    } else {
+        Err(kserve_error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "model '{}' is a tensor model: the generate extension needs a text model; tensor inference is not implemented in the simulator yet",
+                entry.spec.name
+            ),
+        ))
+    }
+}
+
+/// Parses a generate-extension body; returns the request `id` (echoed in responses) too.
+fn parse_generate(body: &[u8]) -> Result<(GenParams, Option<String>), String> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| format!("failed to parse the request body as JSON: {e}"))?;
+    let id = v.get("id").and_then(|i| match i {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    });
+    let params = interpret(Bag::from_generate_json(v)?)?;
+    Ok((params, id))
+}
+
+/// Shared start of both generate routes: lookup, parse, faults, engine.
+async fn start_generate(
+    st: &SimState,
+    p: &ModelPath,
+    body: &[u8],
+    arrival: Instant,
+) -> Result<(usize, GenParams, Option<String>, Generation), Response> {
+    let entry = lookup(st, p)?;
+    require_llm(entry)?;
+    let (params, id) = parse_generate(body).map_err(|m| {
+        entry
+            .metrics
+            .record_failure(FailReason::Other, elapsed_ns(arrival));
+        kserve_error(StatusCode::BAD_REQUEST, &m)
+    })?;
+    let g = st
+        .begin(entry, &params.prompt, params.max_tokens, false, arrival)
+        .await
+        .map_err(|e| kserve_error(begin_status(e), e.message()))?;
+    let index = st
+        .models
+        .iter()
+        .position(|m| std::ptr::eq(m, entry))
+        .unwrap_or(0);
+    Ok((index, params, id, g))
+}
+
+fn elapsed_ns(since: Instant) -> u64 {
+    Instant::now().saturating_duration_since(since).as_nanos() as u64
+}
+
+/// One generate response object, text included.
+fn generate_json(entry: &ModelEntry, id: Option<&str>, text: &str) -> Vec<u8> {
+    let mut v = json!({
+        "model_name": entry.spec.name,
+        "model_version": entry.spec.version,
+        "text_output": text,
+    });
+    if let Some(id) = id {
+        v["id"] = Value::String(id.to_owned());
+    }
+    v.to_string().into_bytes()
+}
+
+fn output_text(params: &GenParams, tokens_out: u32, with_input: bool) -> String {
+    let prompt = if with_input { params.prompt.text() } else { "" };
+    let mut s = String::with_capacity(prompt.len() + tokens::text_len(tokens_out));
+    s.push_str(prompt);
+    tokens::push_text(&mut s, tokens_out);
+    s
+}
+
+async fn generate(
+    State(st): State<Arc<SimState>>,
+    Path(p): Path<ModelPath>,
+    body: Bytes,
+) -> Response {
+    let arrival = Instant::now();
+    let (index, params, id, mut g) = match start_generate(&st, &p, &body, arrival).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let entry = &st.models[index];
+    let n = match g.run_to_end().await {
+        Ok(n) => n,
+        Err(e) => return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    let text = output_text(&params, n, params.echo_input());
+    let body = generate_json(entry, id.as_deref(), &text);
+    full_json_response(&mut g, body)
+}
+
+async fn generate_stream(
+    State(st): State<Arc<SimState>>,
+    Path(p): Path<ModelPath>,
+    body: Bytes,
+) -> Response {
+    let arrival = Instant::now();
+    let (index, params, id, mut g) = match start_generate(&st, &p, &body, arrival).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let entry = &st.models[index];
+    if params.stream == Some(false) {
+        // The backend was told not to stream: one event with the whole text, as TensorRT-LLM
+        // and vLLM answer `stream: false` on this route.
+        let n = match g.run_to_end().await {
+            Ok(n) => n,
+            Err(e) => return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        };
+        let text = output_text(&params, n, params.echo_input());
+        let mut event = b"data: ".to_vec();
+        event.extend_from_slice(&generate_json(entry, id.as_deref(), &text));
+        event.extend_from_slice(b"\n\n");
+        g.tracker.first_response();
+        g.succeed();
+        return (
+            [(header::CONTENT_TYPE, "text/event-stream; charset=utf-8")],
+            event,
+        )
+            .into_response();
+    }
+    let prefix = id.map(|id| {
+        let head =
+            json!({"id": id, "model_name": entry.spec.name, "model_version": entry.spec.version});
+        // `{"id":..,"model_name":..,"model_version":..}` → `data: {..., "text_output":`
+        let mut s = head.to_string();
+        s.pop();
+        Bytes::from(format!("data: {s},\"text_output\":"))
+    });
+    let format = KserveEvents {
+        shared: entry.generate_events.clone(),
+        prefix,
+        model: entry.spec.name.clone(),
+    };
+    SseBody::new(g, format).into_response()
+}
+
+/// `generate_stream` events: `data: {"model_name":..,"model_version":..,"text_output":"<token>"}`,
+/// no `[DONE]` sentinel (the body just ends), errors as `data: {"error": ...}`.
+struct KserveEvents {
+    /// Precomputed events (requests without `id`).
+    shared: Arc<[Bytes]>,
+    /// Per-request event head up to `"text_output":` when the request carried an `id`.
+    prefix: Option<Bytes>,
+    model: String,
+}
+
+impl EventFormat for KserveEvents {
+    fn token(&mut self, buf: &mut BytesMut, index: u32) {
+        if let Some(prefix) = &self.prefix {
+            buf.put_slice(prefix);
+            buf.put_u8(b'"');
+            buf.put_slice(tokens::word(index).as_bytes());
+            buf.put_slice(b"\"}\n\n");
+        }
+    }
+
+    fn shared_token(&self, index: u32) -> Option<Bytes> {
+        match self.prefix {
+            Some(_) => None,
+            None => self.shared.get(index as usize % tokens::CYCLE).cloned(),
+        }
+    }
+
+    fn malformed(&mut self, buf: &mut BytesMut) {
+        buf.put_slice(b"data: {\"model_name\":");
+        buf.put_slice(
+            serde_json::Value::String(self.model.clone())
+                .to_string()
+                .as_bytes(),
+        );
+        buf.put_slice(b",\"text_output\":\" the\n\n");
+    }
+
+    fn error(&mut self, buf: &mut BytesMut, message: &str) {
+        buf.put_slice(b"data: ");
+        buf.put_slice(json!({ "error": message }).to_string().as_bytes());
+        buf.put_slice(b"\n\n");
+    }
+
+    fn event_size_hint(&self) -> usize {
+        self.prefix.as_ref().map_or(0, Bytes::len) + 16
+    }
+}
+
+/// `POST .../infer` (JSON, with the binary tensor extension on input and output). Only
+/// non-decoupled text models can answer here, as on Triton.
+async fn infer(
+    State(st): State<Arc<SimState>>,
+    Path(p): Path<ModelPath>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let arrival = Instant::now();
+    let entry = match lookup(&st, &p) {
+        Ok(e) => e,
+        Err(r) => return r,
+    };
+    if entry.spec.decoupled {
+        return kserve_error(
+            StatusCode::BAD_REQUEST,
+            "HTTP end point doesn't support models with decoupled transaction policy",
+        );
+    }
+    if let Err(r) = require_llm(entry) {
+        return r;
+    }
+    let bad = |m: String| {
+        entry
+            .metrics
+            .record_failure(FailReason::Other, elapsed_ns(arrival));
+        kserve_error(StatusCode::BAD_REQUEST, &m)
+    };
+    let (req, binary_out) = match parse_infer_json(&headers, &body) {
+        Ok(x) => x,
+        Err(m) => return bad(m),
+    };
+    let params = match bag_from_infer_request(&entry.spec, &req).and_then(|(bag, _)| interpret(bag))
+    {
+        Ok(p) => p,
+        Err(m) => return bad(m),
+    };
+    let mut g = match st
+        .begin(entry, &params.prompt, params.max_tokens, false, arrival)
+        .await
+    {
+        Ok(g) => g,
+        Err(e) => return kserve_error(begin_status(e), e.message()),
+    };
+    let n = match g.run_to_end().await {
+        Ok(n) => n,
+        Err(e) => return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    let text = output_text(&params, n, params.echo_input());
+    let shape = entry.spec.single_output_shape();
+    let mut head = json!({
+        "model_name": entry.spec.name,
+        "model_version": entry.spec.version,
+        "outputs": [{"name": "text_output", "datatype": "BYTES", "shape": shape}],
+    });
+    if !req.id.is_empty() {
+        head["id"] = Value::String(req.id.clone());
+    }
+    if !binary_out {
+        head["outputs"][0]["data"] = json!([text]);
+        return full_json_response(&mut g, head.to_string().into_bytes());
+    }
+    let blob_len = 4 + text.len();
+    head["outputs"][0]["parameters"] = json!({ "binary_data_size": blob_len });
+    let head = head.to_string();
+    let mut out = Vec::with_capacity(head.len() + blob_len);
+    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+    g.tracker.first_response();
+    g.succeed();
+    (
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+            (
+                header::HeaderName::from_static("inference-header-content-length"),
+                head.len().to_string(),
+            ),
+        ],
+        out,
+    )
+        .into_response()
+}
+
+/// Turns a KServe JSON infer request (optionally followed by binary tensor data) into the gRPC
+/// request shape, every input as raw bytes, so validation is shared with gRPC. Returns whether
+/// the client asked for binary output.
+fn parse_infer_json(
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(proto::ModelInferRequest, bool), String> {
+    let header_len = match headers.get("inference-header-content-length") {
+        Some(v) => {
+            let n: usize = v
+                .to_str()
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .ok_or("expected Inference-Header-Content-Length to be a byte count")?;
+            if n > body.len() {
+                return Err(format!(
+                    "Inference-Header-Content-Length {n} is larger than the body ({} bytes)",
+                    body.len()
+                ));
+            }
+            n
+        }
+        None => body.len(),
+    };
+    let (json_part, mut binary) = body.split_at(header_len);
+    let v: Value = serde_json::from_slice(json_part)
+        .map_err(|e| format!("failed to parse the request JSON: {e}"))?;
+    let inputs = v
+        .get("inputs")
+        .and_then(Value::as_array)
+        .ok_or("expected an 'inputs' array of {name, shape, datatype, data}")?;
+    let mut req = proto::ModelInferRequest {
+        id: v
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        ..Default::default()
+    };
+    for input in inputs {
+        let name = input
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("expected every input to have a 'name'")?;
+        let dt_name = input
+            .get("datatype")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("expected input '{name}' to have a 'datatype'"))?;
+        let dt = DataType::from_kserve(dt_name)
+            .ok_or_else(|| format!("input '{name}': unknown datatype {dt_name}"))?;
+        let shape: Vec<i64> = input
+            .get("shape")
+            .and_then(Value::as_array)
+            .and_then(|a| a.iter().map(Value::as_i64).collect())
+            .ok_or_else(|| {
+                format!("expected input '{name}' to have a 'shape' array of integers")
+            })?;
+        let binary_size = input
+            .pointer("/parameters/binary_data_size")
+            .and_then(Value::as_u64);
+        let raw = match binary_size {
+            Some(size) => {
+                let size = size as usize;
+                if size > binary.len() {
+                    return Err(format!(
+                        "input '{name}': binary_data_size {size} is more than the {} binary bytes left",
+                        binary.len()
+                    ));
+                }
+                let (this, rest) = binary.split_at(size);
+                binary = rest;
+                this.to_vec()
+            }
+            None => json_data_to_raw(name, dt, input.get("data"))?,
+        };
+        req.inputs
+            .push(proto::model_infer_request::InferInputTensor {
+                name: name.to_owned(),
+                datatype: dt_name.to_owned(),
+                shape,
+                parameters: Default::default(),
+                contents: None,
+            });
+        req.raw_input_contents.push(raw);
+    }
+    let flag = |p: Option<&Value>| p.and_then(Value::as_bool).unwrap_or(false);
+    let binary_out = flag(v.pointer("/parameters/binary_data_output"))
+        || v.get("outputs")
+            .and_then(Value::as_array)
+            .is_some_and(|outs| {
+                outs.iter()
+                    .any(|o| flag(o.pointer("/parameters/binary_data")))
+            });
+    Ok((req, binary_out))
+}
+
+/// Encodes JSON tensor data (flat or nested, row-major) in raw form.
+fn json_data_to_raw(name: &str, dt: DataType, data: Option<&Value>) -> Result<Vec<u8>, String> {
+    let data = data
+        .ok_or_else(|| format!("expected input '{name}' to have 'data' (or binary_data_size)"))?;
+    let mut flat = Vec::new();
+    flatten(data, &mut flat);
+    let mut out = Vec::new();
+    let bad = |v: &Value| {
+        format!(
+            "input '{name}': {v} is not a valid {} element",
+            dt.kserve_name()
+        )
+    };
+    for v in flat {
+        match dt {
+            DataType::Bytes => {
+                let s = v.as_str().ok_or_else(|| bad(v))?;
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+            DataType::Bool => out.push(u8::from(v.as_bool().ok_or_else(|| bad(v))?)),
+            DataType::Int32 => {
+                let i = v
+                    .as_i64()
+                    .and_then(|i| i32::try_from(i).ok())
+                    .ok_or_else(|| bad(v))?;
+                out.extend_from_slice(&i.to_le_bytes());
+            }
+            DataType::Uint32 => {
+                let i = v
+                    .as_u64()
+                    .and_then(|i| u32::try_from(i).ok())
+                    .ok_or_else(|| bad(v))?;
+                out.extend_from_slice(&i.to_le_bytes());
+            }
+            DataType::Int64 => {
+                out.extend_from_slice(&v.as_i64().ok_or_else(|| bad(v))?.to_le_bytes())
+            }
+            DataType::Fp32 => {
+                out.extend_from_slice(&(v.as_f64().ok_or_else(|| bad(v))? as f32).to_le_bytes())
+            }
+            DataType::Fp64 => {
+                out.extend_from_slice(&v.as_f64().ok_or_else(|| bad(v))?.to_le_bytes())
+            }
+            other => {
+                return Err(format!(
+                    "input '{name}': {} data must be sent as binary data",
+                    other.kserve_name()
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn flatten<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| flatten(x, out)),
+        other => out.push(other),
+    }
+}

@@ -1,0 +1,566 @@
+//! What the simulator counts about itself, and the three ways it tells: Triton's statistics
+//! extension (HTTP JSON and gRPC `ModelStatistics`), and Prometheus text with Triton's metric
+//! names on the metrics port.
+//!
+//! All counters are cumulative since start and shared by HTTP and gRPC traffic; clients diff
+//! snapshots. Per successful request the server-side time splits without overlap into
+//!
+//! * `compute_input`: request received → parsed, validated and tokenized (handed to the queue);
+//! * `queue`: queued → admitted to a batch slot (includes an injected stall);
+//! * `compute_infer`: admitted → the engine produced the last token;
+//! * `compute_output`: last token produced → final response handed to the transport;
+//!
+//! and `request_duration` = received → final response handed to the transport = their sum.
+//!
+//! Besides Triton's families the simulator exports its own measurement of time to first token,
+//! `ttftbench_sim_first_response_us`: a summary (quantiles 0.5, 0.9, 0.99 from an HDR histogram
+//! with 3 significant digits, plus `_sum` and `_count`) of the time from the request's arrival
+//! (body fully read) to the moment its first content-bearing response is handed to the transport
+//! (HTTP body chunk or gRPC message). A client's TTFT minus this is its own overhead plus the
+//! network.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::proto;
+
+/// Why a request failed, as Triton's `nv_inference_request_failure{reason=...}` labels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FailReason {
+    /// Refused before running: queue full, server unavailable.
+    Rejected,
+    /// The client went away before the end.
+    Canceled,
+    /// The "backend" failed: injected error or cut stream.
+    Backend,
+    /// Anything else: invalid input, shutdown.
+    Other,
+}
+
+impl FailReason {
+    const ALL: [FailReason; 4] = [
+        FailReason::Rejected,
+        FailReason::Canceled,
+        FailReason::Backend,
+        FailReason::Other,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            FailReason::Rejected => "REJECTED",
+            FailReason::Canceled => "CANCELED",
+            FailReason::Backend => "BACKEND",
+            FailReason::Other => "OTHER",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A `{count, ns}` pair, as the statistics extension reports durations.
+#[derive(Debug, Default)]
+struct DurStat {
+    count: AtomicU64,
+    ns: AtomicU64,
+}
+
+impl DurStat {
+    fn add(&self, ns: u64) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> (u64, u64) {
+        (
+            self.count.load(Ordering::Relaxed),
+            self.ns.load(Ordering::Relaxed),
+        )
+    }
+
+    fn json(&self) -> Value {
+        let (count, ns) = self.get();
+        json!({"count": count, "ns": ns})
+    }
+
+    fn proto(&self) -> Option<proto::StatisticDuration> {
+        let (count, ns) = self.get();
+        Some(proto::StatisticDuration { count, ns })
+    }
+}
+
+/// Bucket bounds of `nv_inference_first_response_histogram_ms` (Triton's defaults).
+const FIRST_RESPONSE_BUCKETS_MS: [u64; 4] = [100, 500, 2000, 5000];
+
+/// Counters of one hosted model.
+#[derive(Debug)]
+pub(crate) struct ModelMetrics {
+    name: String,
+    version: String,
+    /// `model="...",version="..."`, escaped once.
+    labels: String,
+    success: DurStat,
+    fail: DurStat,
+    queue: DurStat,
+    compute_input: DurStat,
+    compute_infer: DurStat,
+    compute_output: DurStat,
+    fail_reasons: [AtomicU64; 4],
+    inference_count: AtomicU64,
+    /// Batch executions: engine steps that admitted at least one request (instant mode: one per
+    /// request).
+    pub(crate) exec_count: AtomicU64,
+    /// Gauge: requests queued, not yet in a slot.
+    pub(crate) pending: AtomicI64,
+    /// Gauge: sequences holding a slot.
+    pub(crate) running: AtomicI64,
+    last_inference_ms: AtomicU64,
+    output_tokens: AtomicU64,
+    /// Non-cumulative counts per first-response bucket; the last one is `+Inf`.
+    first_buckets: [AtomicU64; 5],
+    first_sum_us: AtomicU64,
+    first_count: AtomicU64,
+    /// First-response times in µs.
+    sim_first: Mutex<Histogram<u64>>,
+}
+
+impl ModelMetrics {
+    /// Zeroed counters for model `name`, version `version`.
+    pub(crate) fn new(name: &str, version: &str) -> Self {
+        // 1 µs .. 1 h at 3 significant digits; `saturating_record` clamps outliers. Constant
+        // bounds that are valid by construction, checked once at startup.
+        let hist = Histogram::new_with_bounds(1, 3_600_000_000, 3)
+            .expect("constant histogram bounds are valid");
+        ModelMetrics {
+            name: name.to_owned(),
+            version: version.to_owned(),
+            labels: format!(
+                "model=\"{}\",version=\"{}\"",
+                escape_label(name),
+                escape_label(version)
+            ),
+            success: DurStat::default(),
+            fail: DurStat::default(),
+            queue: DurStat::default(),
+            compute_input: DurStat::default(),
+            compute_infer: DurStat::default(),
+            compute_output: DurStat::default(),
+            fail_reasons: Default::default(),
+            inference_count: AtomicU64::new(0),
+            exec_count: AtomicU64::new(0),
+            pending: AtomicI64::new(0),
+            running: AtomicI64::new(0),
+            last_inference_ms: AtomicU64::new(0),
+            output_tokens: AtomicU64::new(0),
+            first_buckets: Default::default(),
+            first_sum_us: AtomicU64::new(0),
+            first_count: AtomicU64::new(0),
+            sim_first: Mutex::new(hist),
+        }
+    }
+
+    /// Records a failed request that took `ns` from arrival.
+    pub(crate) fn record_failure(&self, reason: FailReason, ns: u64) {
+        self.fail.add(ns);
+        self.fail_reasons[reason.index()].fetch_add(1, Ordering::Relaxed);
+        self.touch();
+    }
+
+    fn record_first_response(&self, us: u64) {
+        // Prometheus buckets are inclusive upper bounds (`le`).
+        let idx = FIRST_RESPONSE_BUCKETS_MS
+            .iter()
+            .position(|&b| us <= b * 1000);
+        self.first_buckets[idx.unwrap_or(FIRST_RESPONSE_BUCKETS_MS.len())]
+            .fetch_add(1, Ordering::Relaxed);
+        self.first_sum_us.fetch_add(us, Ordering::Relaxed);
+        self.first_count.fetch_add(1, Ordering::Relaxed);
+        let mut h = self.sim_first.lock().unwrap_or_else(|p| p.into_inner());
+        h.saturating_record(us.max(1));
+    }
+
+    fn touch(&self) {
+        let ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        self.last_inference_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// A copy of the first-response histogram (µs).
+    pub(crate) fn first_response_histogram(&self) -> Histogram<u64> {
+        self.sim_first
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The statistics-extension JSON object of this model.
+    pub(crate) fn stats_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "version": self.version,
+            "last_inference": self.last_inference_ms.load(Ordering::Relaxed),
+            "inference_count": self.inference_count.load(Ordering::Relaxed),
+            "execution_count": self.exec_count.load(Ordering::Relaxed),
+            "inference_stats": {
+                "success": self.success.json(),
+                "fail": self.fail.json(),
+                "queue": self.queue.json(),
+                "compute_input": self.compute_input.json(),
+                "compute_infer": self.compute_infer.json(),
+                "compute_output": self.compute_output.json(),
+                "cache_hit": {"count": 0, "ns": 0},
+                "cache_miss": {"count": 0, "ns": 0},
+            },
+            "response_stats": {},
+            "batch_stats": [],
+            "memory_usage": [],
+        })
+    }
+
+    /// The same statistics as a gRPC message.
+    pub(crate) fn stats_proto(&self) -> proto::ModelStatistics {
+        let zero = Some(proto::StatisticDuration { count: 0, ns: 0 });
+        proto::ModelStatistics {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            last_inference: self.last_inference_ms.load(Ordering::Relaxed),
+            inference_count: self.inference_count.load(Ordering::Relaxed),
+            execution_count: self.exec_count.load(Ordering::Relaxed),
+            inference_stats: Some(proto::InferStatistics {
+                success: self.success.proto(),
+                fail: self.fail.proto(),
+                queue: self.queue.proto(),
+                compute_input: self.compute_input.proto(),
+                compute_infer: self.compute_infer.proto(),
+                compute_output: self.compute_output.proto(),
+                cache_hit: zero,
+                cache_miss: zero,
+            }),
+            batch_stats: Vec::new(),
+            memory_usage: Vec::new(),
+            response_stats: Default::default(),
+        }
+    }
+}
+
+/// Follows one request from arrival to its end and records it exactly once. Dropping it
+/// without an outcome (the client went away and the transport dropped the response) records a
+/// `CANCELED` failure.
+#[derive(Debug)]
+pub(crate) struct Tracker {
+    metrics: Arc<ModelMetrics>,
+    arrival: Instant,
+    submitted: Instant,
+    first_done: bool,
+    finished: bool,
+}
+
+impl Tracker {
+    /// Starts tracking a request that arrived at `arrival`.
+    pub(crate) fn new(metrics: Arc<ModelMetrics>, arrival: Instant) -> Self {
+        Tracker {
+            metrics,
+            arrival,
+            submitted: arrival,
+            first_done: false,
+            finished: false,
+        }
+    }
+
+    /// The request was parsed and handed to the queue.
+    pub(crate) fn mark_submitted(&mut self) {
+        self.submitted = Instant::now();
+    }
+
+    /// The first content-bearing response was handed to the transport (recorded once).
+    pub(crate) fn first_response(&mut self) {
+        self.first_response_at(Instant::now());
+    }
+
+    fn first_response_at(&mut self, now: Instant) {
+        if !self.first_done {
+            self.first_done = true;
+            let us = now.saturating_duration_since(self.arrival).as_micros() as u64;
+            self.metrics.record_first_response(us);
+        }
+    }
+
+    /// The final response was handed to the transport. `admitted` and `last_token` come from the
+    /// token source (missing ones collapse the corresponding phase to zero).
+    pub(crate) fn succeed(
+        &mut self,
+        admitted: Option<Instant>,
+        last_token: Option<Instant>,
+        tokens: u32,
+    ) {
+        self.succeed_at(admitted, last_token, tokens, Instant::now());
+    }
+
+    fn succeed_at(
+        &mut self,
+        admitted: Option<Instant>,
+        last_token: Option<Instant>,
+        tokens: u32,
+        now: Instant,
+    ) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.first_response_at(now);
+        let admitted = admitted
+            .unwrap_or(self.submitted)
+            .clamp(self.submitted, now);
+        let last = last_token.unwrap_or(now).clamp(admitted, now);
+        let ns = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as u64;
+        let m = &self.metrics;
+        m.success.add(ns(self.arrival, now));
+        m.compute_input.add(ns(self.arrival, self.submitted));
+        m.queue.add(ns(self.submitted, admitted));
+        m.compute_infer.add(ns(admitted, last));
+        m.compute_output.add(ns(last, now));
+        m.inference_count.fetch_add(1, Ordering::Relaxed);
+        m.output_tokens
+            .fetch_add(u64::from(tokens), Ordering::Relaxed);
+        m.touch();
+    }
+
+    /// The request failed for `reason`.
+    pub(crate) fn fail(&mut self, reason: FailReason) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let ns = Instant::now()
+            .saturating_duration_since(self.arrival)
+            .as_nanos() as u64;
+        self.metrics.record_failure(reason, ns);
+    }
+}
+
+impl Drop for Tracker {
+    fn drop(&mut self) {
+        self.fail(FailReason::Canceled);
+    }
+}
+
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Prometheus text exposition (format 0.0.4) of every model's counters.
+pub(crate) fn render_prometheus(models: &[Arc<ModelMetrics>]) -> String {
+    let mut out = String::with_capacity(4096 + models.len() * 3072);
+    let counter = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> u64| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for m in models {
+            let _ = writeln!(out, "{name}{{{}}} {}", m.labels, f(m));
+        }
+    };
+    let gauge = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> i64| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for m in models {
+            let _ = writeln!(out, "{name}{{{}}} {}", m.labels, f(m).max(0));
+        }
+    };
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let us = |d: &DurStat| d.get().1 / 1000;
+
+    counter(
+        &mut out,
+        "nv_inference_request_success",
+        "Number of successful inference requests, all batch sizes",
+        &|m| m.success.get().0,
+    );
+    let name = "nv_inference_request_failure";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Number of failed inference requests, all batch sizes\n# TYPE {name} counter"
+    );
+    for m in models {
+        for r in FailReason::ALL {
+            let v = load(&m.fail_reasons[r.index()]);
+            let _ = writeln!(
+                out,
+                "{name}{{model=\"{}\",reason=\"{}\",version=\"{}\"}} {v}",
+                escape_label(&m.name),
+                r.label(),
+                escape_label(&m.version)
+            );
+        }
+    }
+    counter(
+        &mut out,
+        "nv_inference_count",
+        "Number of inferences performed (does not include cached requests)",
+        &|m| load(&m.inference_count),
+    );
+    counter(
+        &mut out,
+        "nv_inference_exec_count",
+        "Number of model executions performed (does not include cached requests)",
+        &|m| load(&m.exec_count),
+    );
+    gauge(
+        &mut out,
+        "nv_inference_pending_request_count",
+        "Instantaneous number of pending requests awaiting execution per-model.",
+        &|m| m.pending.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut out,
+        "nv_inference_request_duration_us",
+        "Cumulative inference request duration in microseconds (includes cached requests)",
+        &|m| us(&m.success),
+    );
+    counter(
+        &mut out,
+        "nv_inference_queue_duration_us",
+        "Cumulative inference queuing duration in microseconds (includes cached requests)",
+        &|m| us(&m.queue),
+    );
+    counter(
+        &mut out,
+        "nv_inference_compute_input_duration_us",
+        "Cumulative compute input duration in microseconds (does not include cached requests)",
+        &|m| us(&m.compute_input),
+    );
+    counter(
+        &mut out,
+        "nv_inference_compute_infer_duration_us",
+        "Cumulative compute inference duration in microseconds (does not include cached requests)",
+        &|m| us(&m.compute_infer),
+    );
+    counter(
+        &mut out,
+        "nv_inference_compute_output_duration_us",
+        "Cumulative inference compute output duration in microseconds (does not include cached requests)",
+        &|m| us(&m.compute_output),
+    );
+
+    let name = "nv_inference_first_response_histogram_ms";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Duration from request to first response in milliseconds\n# TYPE {name} histogram"
+    );
+    for m in models {
+        let count = load(&m.first_count);
+        let _ = writeln!(out, "{name}_count{{{}}} {count}", m.labels);
+        let sum_ms = load(&m.first_sum_us) as f64 / 1000.0;
+        let _ = writeln!(out, "{name}_sum{{{}}} {sum_ms}", m.labels);
+        let mut cum = 0;
+        for (i, le) in FIRST_RESPONSE_BUCKETS_MS.iter().enumerate() {
+            cum += load(&m.first_buckets[i]);
+            let _ = writeln!(out, "{name}_bucket{{{},le=\"{le}\"}} {cum}", m.labels);
+        }
+        cum += load(&m.first_buckets[FIRST_RESPONSE_BUCKETS_MS.len()]);
+        let _ = writeln!(out, "{name}_bucket{{{},le=\"+Inf\"}} {cum}", m.labels);
+    }
+
+    let name = "ttftbench_sim_first_response_us";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Simulator-side time to first token: request arrival to first content chunk handed to the transport, microseconds\n# TYPE {name} summary"
+    );
+    for m in models {
+        let h = m.first_response_histogram();
+        for q in [0.5, 0.9, 0.99] {
+            let v = if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(q)
+            };
+            let _ = writeln!(out, "{name}{{{},quantile=\"{q}\"}} {v}", m.labels);
+        }
+        let _ = writeln!(out, "{name}_sum{{{}}} {}", m.labels, load(&m.first_sum_us));
+        let _ = writeln!(out, "{name}_count{{{}}} {}", m.labels, load(&m.first_count));
+    }
+
+    gauge(
+        &mut out,
+        "ttftbench_sim_running_sequences",
+        "Sequences holding a batch slot in the simulated engine",
+        &|m| m.running.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut out,
+        "ttftbench_sim_output_tokens",
+        "Output tokens of successful requests",
+        &|m| load(&m.output_tokens),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracker_splits_time_without_overlap() {
+        let m = Arc::new(ModelMetrics::new("gpt2", "1"));
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + std::time::Duration::from_millis(ms);
+        let mut t = Tracker::new(m.clone(), t0);
+        t.submitted = at(1);
+        t.first_response_at(at(111));
+        t.succeed_at(Some(at(11)), Some(at(161)), 5, at(163));
+        drop(t);
+        let s = m.stats_json();
+        let st = &s["inference_stats"];
+        assert_eq!(st["success"]["count"], 1);
+        assert_eq!(st["success"]["ns"], 163_000_000u64);
+        assert_eq!(st["compute_input"]["ns"], 1_000_000u64);
+        assert_eq!(st["queue"]["ns"], 10_000_000u64);
+        assert_eq!(st["compute_infer"]["ns"], 150_000_000u64);
+        assert_eq!(st["compute_output"]["ns"], 2_000_000u64);
+        assert_eq!(st["fail"]["count"], 0);
+        assert_eq!(s["inference_count"], 1);
+        let text = render_prometheus(&[m.clone()]);
+        let has = |line: &str| assert!(text.contains(line), "missing {line:?} in\n{text}");
+        has("nv_inference_request_success{model=\"gpt2\",version=\"1\"} 1\n");
+        has("nv_inference_queue_duration_us{model=\"gpt2\",version=\"1\"} 10000\n");
+        has("nv_inference_request_duration_us{model=\"gpt2\",version=\"1\"} 163000\n");
+        has(
+            "nv_inference_first_response_histogram_ms_bucket{model=\"gpt2\",version=\"1\",le=\"100\"} 0\n",
+        );
+        has(
+            "nv_inference_first_response_histogram_ms_bucket{model=\"gpt2\",version=\"1\",le=\"500\"} 1\n",
+        );
+        has(
+            "nv_inference_first_response_histogram_ms_bucket{model=\"gpt2\",version=\"1\",le=\"+Inf\"} 1\n",
+        );
+        has("nv_inference_first_response_histogram_ms_sum{model=\"gpt2\",version=\"1\"} 111\n");
+        has("ttftbench_sim_first_response_us_count{model=\"gpt2\",version=\"1\"} 1\n");
+        has("ttftbench_sim_first_response_us_sum{model=\"gpt2\",version=\"1\"} 111000\n");
+        has("ttftbench_sim_first_response_us{model=\"gpt2\",version=\"1\",quantile=\"0.5\"} 111");
+        has("# TYPE nv_inference_pending_request_count gauge\n");
+    }
+
+    #[test]
+    fn dropped_tracker_counts_as_canceled() {
+        let m = Arc::new(ModelMetrics::new("m", "1"));
+        drop(Tracker::new(m.clone(), Instant::now()));
+        let text = render_prometheus(&[m.clone()]);
+        assert!(text.contains(
+            "nv_inference_request_failure{model=\"m\",reason=\"CANCELED\",version=\"1\"} 1"
+        ));
+        assert_eq!(
+            m.stats_proto()
+                .inference_stats
+                .and_then(|s| s.fail)
+                .map(|d| d.count),
+            Some(1)
+        );
+    }
+}

@@ -1,0 +1,601 @@
+//! The model table: which models the simulator hosts, and how each one describes itself
+//! (KServe model metadata, Triton model configuration) over HTTP and gRPC.
+//!
+//! The table is data (`Vec<ModelSpec>` in [`super::SimConfig`]), so new kinds of models are
+//! added by describing them, not by new routes. The defaults are the two LLM layouts GenAI-Perf
+//! targets on Triton: `gpt2` as a TensorRT-LLM ensemble and `vllm_model` as a vLLM backend model.
+//! Tensor models (image, classifier) can be described already; their compute arrives later.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::engine::EngineConfig;
+use crate::proto;
+
+/// Element type of a tensor, in the KServe/Triton vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum DataType {
+    /// 1-byte boolean.
+    Bool,
+    /// Unsigned 8-bit integer.
+    Uint8,
+    /// Unsigned 16-bit integer.
+    Uint16,
+    /// Unsigned 32-bit integer.
+    Uint32,
+    /// Unsigned 64-bit integer.
+    Uint64,
+    /// Signed 8-bit integer.
+    Int8,
+    /// Signed 16-bit integer.
+    Int16,
+    /// Signed 32-bit integer.
+    Int32,
+    /// Signed 64-bit integer.
+    Int64,
+    /// IEEE half precision.
+    Fp16,
+    /// IEEE single precision.
+    Fp32,
+    /// IEEE double precision.
+    Fp64,
+    /// bfloat16.
+    Bf16,
+    /// Variable-length byte strings (`TYPE_STRING` in a model config).
+    Bytes,
+}
+
+impl DataType {
+    /// Datatype string of model metadata and infer requests (`"INT32"`, `"BYTES"`, ...).
+    pub fn kserve_name(self) -> &'static str {
+        match self {
+            DataType::Bool => "BOOL",
+            DataType::Uint8 => "UINT8",
+            DataType::Uint16 => "UINT16",
+            DataType::Uint32 => "UINT32",
+            DataType::Uint64 => "UINT64",
+            DataType::Int8 => "INT8",
+            DataType::Int16 => "INT16",
+            DataType::Int32 => "INT32",
+            DataType::Int64 => "INT64",
+            DataType::Fp16 => "FP16",
+            DataType::Fp32 => "FP32",
+            DataType::Fp64 => "FP64",
+            DataType::Bf16 => "BF16",
+            DataType::Bytes => "BYTES",
+        }
+    }
+
+    /// Datatype name of a Triton model configuration (`"TYPE_INT32"`, `"TYPE_STRING"`, ...).
+    pub fn config_name(self) -> &'static str {
+        match self {
+            DataType::Bool => "TYPE_BOOL",
+            DataType::Uint8 => "TYPE_UINT8",
+            DataType::Uint16 => "TYPE_UINT16",
+            DataType::Uint32 => "TYPE_UINT32",
+            DataType::Uint64 => "TYPE_UINT64",
+            DataType::Int8 => "TYPE_INT8",
+            DataType::Int16 => "TYPE_INT16",
+            DataType::Int32 => "TYPE_INT32",
+            DataType::Int64 => "TYPE_INT64",
+            DataType::Fp16 => "TYPE_FP16",
+            DataType::Fp32 => "TYPE_FP32",
+            DataType::Fp64 => "TYPE_FP64",
+            DataType::Bf16 => "TYPE_BF16",
+            DataType::Bytes => "TYPE_STRING",
+        }
+    }
+
+    /// The model-config protobuf enum value.
+    pub fn proto(self) -> proto::DataType {
+        match self {
+            DataType::Bool => proto::DataType::TypeBool,
+            DataType::Uint8 => proto::DataType::TypeUint8,
+            DataType::Uint16 => proto::DataType::TypeUint16,
+            DataType::Uint32 => proto::DataType::TypeUint32,
+            DataType::Uint64 => proto::DataType::TypeUint64,
+            DataType::Int8 => proto::DataType::TypeInt8,
+            DataType::Int16 => proto::DataType::TypeInt16,
+            DataType::Int32 => proto::DataType::TypeInt32,
+            DataType::Int64 => proto::DataType::TypeInt64,
+            DataType::Fp16 => proto::DataType::TypeFp16,
+            DataType::Fp32 => proto::DataType::TypeFp32,
+            DataType::Fp64 => proto::DataType::TypeFp64,
+            DataType::Bf16 => proto::DataType::TypeBf16,
+            DataType::Bytes => proto::DataType::TypeString,
+        }
+    }
+
+    /// Size of one element in bytes; `None` for variable-length `BYTES`.
+    pub fn element_size(self) -> Option<usize> {
+        match self {
+            DataType::Bool | DataType::Uint8 | DataType::Int8 => Some(1),
+            DataType::Uint16 | DataType::Int16 | DataType::Fp16 | DataType::Bf16 => Some(2),
+            DataType::Uint32 | DataType::Int32 | DataType::Fp32 => Some(4),
+            DataType::Uint64 | DataType::Int64 | DataType::Fp64 => Some(8),
+            DataType::Bytes => None,
+        }
+    }
+
+    /// Parses a KServe datatype string.
+    pub fn from_kserve(s: &str) -> Option<DataType> {
+        Some(match s {
+            "BOOL" => DataType::Bool,
+            "UINT8" => DataType::Uint8,
+            "UINT16" => DataType::Uint16,
+            "UINT32" => DataType::Uint32,
+            "UINT64" => DataType::Uint64,
+            "INT8" => DataType::Int8,
+            "INT16" => DataType::Int16,
+            "INT32" => DataType::Int32,
+            "INT64" => DataType::Int64,
+            "FP16" => DataType::Fp16,
+            "FP32" => DataType::Fp32,
+            "FP64" => DataType::Fp64,
+            "BF16" => DataType::Bf16,
+            "BYTES" => DataType::Bytes,
+            _ => return None,
+        })
+    }
+}
+
+/// One input or output of a model, as its configuration declares it (without the batch dim).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorSpec {
+    /// Tensor name.
+    pub name: String,
+    /// Element type.
+    pub datatype: DataType,
+    /// Dimensions without the batch dimension; -1 = variable.
+    pub dims: Vec<i64>,
+    /// Inputs only: the request may leave it out.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+impl TensorSpec {
+    /// A required tensor.
+    pub fn new(name: &str, datatype: DataType, dims: &[i64]) -> Self {
+        TensorSpec {
+            name: name.to_owned(),
+            datatype,
+            dims: dims.to_vec(),
+            optional: false,
+        }
+    }
+
+    /// An optional input.
+    pub fn optional(name: &str, datatype: DataType, dims: &[i64]) -> Self {
+        TensorSpec {
+            optional: true,
+            ..TensorSpec::new(name, datatype, dims)
+        }
+    }
+}
+
+/// How the request of an LLM model is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmLayout {
+    /// TensorRT-LLM ensemble: `max_tokens` tensor; the last token may be followed by an empty
+    /// final response when the request asks for it (`triton_enable_empty_final_response`).
+    #[serde(rename = "tensorrtllm")]
+    TensorRtLlm,
+    /// vLLM backend: limits inside the `sampling_parameters` JSON string; the last token always
+    /// carries the final flag.
+    Vllm,
+}
+
+/// What a model computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    /// Text generation through the simulated engine.
+    Llm(LlmLayout),
+    /// Plain tensors in, tensors out (image model, classifier). Described and listed; inference
+    /// is refused with "not implemented" until tensor compute lands.
+    Tensor,
+}
+
+/// Triton's `dynamic_batching` block, for tensor models.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DynamicBatching {
+    /// Batch sizes the scheduler prefers to form.
+    pub preferred_batch_size: Vec<i32>,
+    /// How long the scheduler may hold a request to form a batch, in microseconds.
+    pub max_queue_delay_us: u64,
+}
+
+/// One hosted model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    /// Model name (also the OpenAI model id).
+    pub name: String,
+    /// The only version served (Triton's default repository layout has "1").
+    pub version: String,
+    /// Triton platform (`"ensemble"`, `"onnxruntime_onnx"`, ...), or empty for backend models.
+    pub platform: String,
+    /// Triton backend (`"vllm"`, `"python"`, ...), or empty for ensembles.
+    pub backend: String,
+    /// 0 = no batch dimension; > 0 = request shapes carry a leading batch dimension.
+    pub max_batch_size: u32,
+    /// Decoupled transaction policy: many responses per request, only over `ModelStreamInfer`.
+    pub decoupled: bool,
+    /// What the model computes.
+    pub kind: ModelKind,
+    /// Inputs in declaration order.
+    pub inputs: Vec<TensorSpec>,
+    /// Outputs in declaration order.
+    pub outputs: Vec<TensorSpec>,
+    /// Dynamic batching, for tensor models.
+    #[serde(default)]
+    pub dynamic_batching: Option<DynamicBatching>,
+    /// Engine timing for this model; `None` = the server-wide [`super::SimConfig::engine`].
+    #[serde(default)]
+    pub engine: Option<EngineConfig>,
+}
+
+impl ModelSpec {
+    /// The TensorRT-LLM ensemble layout (`all_models/inflight_batcher_llm/ensemble`), decoupled,
+    /// `max_batch_size` 64.
+    pub fn tensorrt_llm(name: &str) -> Self {
+        use DataType::*;
+        ModelSpec {
+            name: name.to_owned(),
+            version: "1".to_owned(),
+            platform: "ensemble".to_owned(),
+            backend: String::new(),
+            max_batch_size: 64,
+            decoupled: true,
+            kind: ModelKind::Llm(LlmLayout::TensorRtLlm),
+            inputs: vec![
+                TensorSpec::new("text_input", Bytes, &[1]),
+                TensorSpec::new("max_tokens", Int32, &[1]),
+                TensorSpec::optional("stream", Bool, &[1]),
+                TensorSpec::optional("exclude_input_in_output", Bool, &[1]),
+                TensorSpec::optional("min_tokens", Int32, &[1]),
+                TensorSpec::optional("temperature", Fp32, &[1]),
+                TensorSpec::optional("end_id", Int32, &[1]),
+                TensorSpec::optional("pad_id", Int32, &[1]),
+            ],
+            outputs: vec![TensorSpec::new("text_output", Bytes, &[-1])],
+            dynamic_batching: None,
+            engine: None,
+        }
+    }
+
+    /// The vLLM backend layout (`max_batch_size` 0, always decoupled).
+    pub fn vllm(name: &str) -> Self {
+        use DataType::*;
+        ModelSpec {
+            name: name.to_owned(),
+            version: "1".to_owned(),
+            platform: String::new(),
+            backend: "vllm".to_owned(),
+            max_batch_size: 0,
+            decoupled: true,
+            kind: ModelKind::Llm(LlmLayout::Vllm),
+            inputs: vec![
+                TensorSpec::new("text_input", Bytes, &[1]),
+                TensorSpec::optional("stream", Bool, &[1]),
+                TensorSpec::optional("sampling_parameters", Bytes, &[1]),
+                TensorSpec::optional("exclude_input_in_output", Bool, &[1]),
+            ],
+            outputs: vec![TensorSpec::new("text_output", Bytes, &[-1])],
+            dynamic_batching: None,
+            engine: None,
+        }
+    }
+
+    /// The models hosted when nothing else is configured: `gpt2` (TensorRT-LLM ensemble) and
+    /// `vllm_model` (vLLM backend).
+    pub fn defaults() -> Vec<ModelSpec> {
+        vec![
+            ModelSpec::tensorrt_llm("gpt2"),
+            ModelSpec::vllm("vllm_model"),
+        ]
+    }
+
+    /// Checks the spec is servable.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.name.is_empty() || self.name.contains('/') {
+            anyhow::bail!(
+                "model name {:?} must be non-empty and contain no '/'",
+                self.name
+            );
+        }
+        if self.version.is_empty() {
+            anyhow::bail!("model {:?}: version must be non-empty", self.name);
+        }
+        if let ModelKind::Llm(_) = self.kind {
+            let text_in = self.input("text_input");
+            let text_out = self.outputs.iter().find(|t| t.name == "text_output");
+            if text_in.map(|t| t.datatype) != Some(DataType::Bytes)
+                || text_out.map(|t| t.datatype) != Some(DataType::Bytes)
+            {
+                anyhow::bail!(
+                    "LLM model {:?} needs a BYTES input `text_input` and a BYTES output `text_output`",
+                    self.name
+                );
+            }
+        }
+        if let Some(e) = &self.engine {
+            e.validate()?;
+        }
+        Ok(())
+    }
+
+    /// The declared input called `name`.
+    pub fn input(&self, name: &str) -> Option<&TensorSpec> {
+        self.inputs.iter().find(|t| t.name == name)
+    }
+
+    /// Platform reported in model metadata: the config's platform, or the backend's name for
+    /// backend models (as Triton does).
+    pub fn metadata_platform(&self) -> &str {
+        if self.platform.is_empty() {
+            &self.backend
+        } else {
+            &self.platform
+        }
+    }
+
+    /// Shape of a tensor as metadata reports it: a leading -1 batch dim when batching.
+    pub fn metadata_shape(&self, t: &TensorSpec) -> Vec<i64> {
+        let mut shape = Vec::with_capacity(t.dims.len() + 1);
+        if self.max_batch_size > 0 {
+            shape.push(-1);
+        }
+        shape.extend_from_slice(&t.dims);
+        shape
+    }
+
+    /// Shape of one output element for a batch-1 request (`[1, 1]` when batching, else `[1]`).
+    pub(crate) fn single_output_shape(&self) -> &'static [i64] {
+        if self.max_batch_size > 0 {
+            &[1, 1]
+        } else {
+            &[1]
+        }
+    }
+
+    /// KServe model metadata JSON.
+    pub(crate) fn metadata_json(&self) -> Value {
+        let tensors = |ts: &[TensorSpec]| -> Vec<Value> {
+            ts.iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "datatype": t.datatype.kserve_name(),
+                        "shape": self.metadata_shape(t),
+                    })
+                })
+                .collect()
+        };
+        json!({
+            "name": self.name,
+            "versions": [self.version],
+            "platform": self.metadata_platform(),
+            "inputs": tensors(&self.inputs),
+            "outputs": tensors(&self.outputs),
+        })
+    }
+
+    /// gRPC `ModelMetadataResponse`.
+    pub(crate) fn metadata_proto(&self) -> proto::ModelMetadataResponse {
+        let tensors = |ts: &[TensorSpec]| {
+            ts.iter()
+                .map(|t| proto::model_metadata_response::TensorMetadata {
+                    name: t.name.clone(),
+                    datatype: t.datatype.kserve_name().to_owned(),
+                    shape: self.metadata_shape(t),
+                })
+                .collect()
+        };
+        proto::ModelMetadataResponse {
+            name: self.name.clone(),
+            versions: vec![self.version.clone()],
+            platform: self.metadata_platform().to_owned(),
+            inputs: tensors(&self.inputs),
+            outputs: tensors(&self.outputs),
+        }
+    }
+
+    fn instance_kind(&self) -> &'static str {
+        // The vLLM backend declares KIND_MODEL (it manages its own GPUs); Triton reports
+        // KIND_CPU for everything else in a CPU-only deployment.
+        if self.backend == "vllm" {
+            "KIND_MODEL"
+        } else {
+            "KIND_CPU"
+        }
+    }
+
+    /// Triton's model configuration as JSON (`GET /v2/models/{m}/config`), with the field names
+    /// and enum spellings Triton prints; integer fields are numbers, as Triton emits them.
+    pub(crate) fn config_json(&self) -> Value {
+        let inputs: Vec<Value> = self
+            .inputs
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "data_type": t.datatype.config_name(),
+                    "format": "FORMAT_NONE",
+                    "dims": t.dims,
+                    "is_shape_tensor": false,
+                    "allow_ragged_batch": false,
+                    "optional": t.optional,
+                    "is_non_linear_format_io": false,
+                })
+            })
+            .collect();
+        let outputs: Vec<Value> = self
+            .outputs
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "data_type": t.datatype.config_name(),
+                    "dims": t.dims,
+                    "label_filename": "",
+                    "is_shape_tensor": false,
+                    "is_non_linear_format_io": false,
+                })
+            })
+            .collect();
+        let mut cfg = json!({
+            "name": self.name,
+            "platform": self.platform,
+            "backend": self.backend,
+            "runtime": "",
+            "version_policy": {"latest": {"num_versions": 1}},
+            "max_batch_size": self.max_batch_size,
+            "input": inputs,
+            "output": outputs,
+            "batch_input": [],
+            "batch_output": [],
+            "optimization": {"priority": "PRIORITY_DEFAULT", "input_pinned_memory": {"enable": true},
+                "output_pinned_memory": {"enable": true}, "gather_kernel_buffer_threshold": 0,
+                "eager_batching": false},
+            "instance_group": [],
+            "default_model_filename": "",
+            "cc_model_filenames": {},
+            "metric_tags": {},
+            "parameters": {},
+            "model_warmup": [],
+            "model_transaction_policy": {"decoupled": self.decoupled},
+        });
+        if self.platform != "ensemble" {
+            cfg["instance_group"] = json!([{
+                "name": format!("{}_0", self.name),
+                "kind": self.instance_kind(),
+                "count": 1,
+                "gpus": [],
+                "secondary_devices": [],
+                "profile": [],
+                "passive": false,
+                "host_policy": "",
+            }]);
+        }
+        if self.platform == "ensemble" {
+            // Steps are left out on purpose: clients such as perf_analyzer fetch the config of
+            // every composing model, and the simulator hosts only the ensemble itself.
+            cfg["ensemble_scheduling"] = json!({"step": []});
+        } else if let Some(db) = &self.dynamic_batching {
+            cfg["dynamic_batching"] = json!({
+                "preferred_batch_size": db.preferred_batch_size,
+                "max_queue_delay_microseconds": db.max_queue_delay_us,
+                "preserve_ordering": false,
+                "priority_levels": 0,
+                "default_priority_level": 0,
+                "priority_queue_policy": {},
+            });
+        }
+        cfg
+    }
+
+    /// The same configuration as the gRPC `ModelConfig` message.
+    pub(crate) fn config_proto(&self) -> proto::ModelConfig {
+        use proto::model_config::SchedulingChoice;
+        let scheduling = if self.platform == "ensemble" {
+            Some(SchedulingChoice::EnsembleScheduling(
+                proto::ModelEnsembling { step: Vec::new() },
+            ))
+        } else {
+            self.dynamic_batching.as_ref().map(|db| {
+                SchedulingChoice::DynamicBatching(proto::ModelDynamicBatching {
+                    preferred_batch_size: db.preferred_batch_size.clone(),
+                    max_queue_delay_microseconds: db.max_queue_delay_us,
+                })
+            })
+        };
+        let instance_group = if self.platform == "ensemble" {
+            Vec::new()
+        } else {
+            let kind = if self.backend == "vllm" {
+                proto::model_instance_group::Kind::Model
+            } else {
+                proto::model_instance_group::Kind::Cpu
+            };
+            vec![proto::ModelInstanceGroup {
+                name: format!("{}_0", self.name),
+                count: 1,
+                gpus: Vec::new(),
+                kind: kind as i32,
+            }]
+        };
+        proto::ModelConfig {
+            name: self.name.clone(),
+            platform: self.platform.clone(),
+            backend: self.backend.clone(),
+            max_batch_size: self.max_batch_size.min(i32::MAX as u32) as i32,
+            input: self
+                .inputs
+                .iter()
+                .map(|t| proto::ModelInput {
+                    name: t.name.clone(),
+                    data_type: t.datatype.proto() as i32,
+                    format: proto::model_input::Format::None as i32,
+                    dims: t.dims.clone(),
+                    reshape: None,
+                    is_shape_tensor: false,
+                    allow_ragged_batch: false,
+                    optional: t.optional,
+                })
+                .collect(),
+            output: self
+                .outputs
+                .iter()
+                .map(|t| proto::ModelOutput {
+                    name: t.name.clone(),
+                    data_type: t.datatype.proto() as i32,
+                    dims: t.dims.clone(),
+                    label_filename: String::new(),
+                    reshape: None,
+                })
+                .collect(),
+            instance_group,
+            scheduling_choice: scheduling,
+            parameters: Default::default(),
+            model_transaction_policy: Some(proto::ModelTransactionPolicy {
+                decoupled: self.decoupled,
+            }),
+            response_cache: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_shapes_carry_batch_dim_only_when_batching() {
+        let g = ModelSpec::tensorrt_llm("gpt2").metadata_json();
+        assert_eq!(g["platform"], "ensemble");
+        assert_eq!(
+            g["inputs"][0],
+            json!({"name": "text_input", "datatype": "BYTES", "shape": [-1, 1]})
+        );
+        assert_eq!(g["inputs"][1]["datatype"], "INT32");
+        assert_eq!(g["outputs"][0]["shape"], json!([-1, -1]));
+        let v = ModelSpec::vllm("vllm_model").metadata_json();
+        assert_eq!(v["platform"], "vllm");
+        assert_eq!(v["inputs"][0]["shape"], json!([1]));
+    }
+
+    #[test]
+    fn config_json_looks_like_triton() {
+        let c = ModelSpec::tensorrt_llm("gpt2").config_json();
+        assert_eq!(c["max_batch_size"], 64);
+        assert_eq!(c["input"][0]["data_type"], "TYPE_STRING");
+        assert_eq!(c["input"][2]["optional"], true);
+        assert_eq!(c["model_transaction_policy"]["decoupled"], true);
+        let p = ModelSpec::vllm("v").config_proto();
+        assert_eq!(p.backend, "vllm");
+        assert_eq!(p.input[0].data_type, proto::DataType::TypeString as i32);
+        assert!(ModelSpec::defaults().iter().all(|m| m.validate().is_ok()));
+    }
+}

@@ -1,0 +1,469 @@
+//! OpenAI-compatible routes: `GET /v1/models`, `POST /v1/chat/completions`,
+//! `POST /v1/completions`, streaming (SSE ending in `data: [DONE]`) or not, serving the same models
+//! by name. Optional bearer-token check when an API key is configured.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::{BufMut, BytesMut};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::http::{MAX_BODY_BYTES, begin_status};
+use super::metrics::FailReason;
+use super::request::{DEFAULT_MAX_TOKENS, Prompt, Scalar, resolve_length};
+use super::state::{BeginError, SimState};
+use super::stream::{EventFormat, SseBody, full_json_response};
+use super::tokens;
+
+/// The OpenAI router.
+pub(crate) fn router(state: Arc<SimState>) -> Router {
+    Router::new()
+        .route("/v1/models", get(list_models))
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            require_api_key,
+        ))
+        .with_state(state)
+}
+
+/// `{"error": {"message", "type", "code"}}` with `status`.
+fn error(status: StatusCode, message: &str, kind: &str) -> Response {
+    let body = json!({"error": {"message": message, "type": kind, "code": status.as_u16()}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn begin_error(e: BeginError) -> Response {
+    let status = begin_status(e);
+    let kind = if status == StatusCode::INTERNAL_SERVER_ERROR {
+        "InternalServerError"
+    } else {
+        "ServiceUnavailableError"
+    };
+    error(status, e.message(), kind)
+}
+
+async fn require_api_key(State(st): State<Arc<SimState>>, req: Request, next: Next) -> Response {
+    if let Some(key) = &st.api_key {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        if given != Some(key.as_str()) {
+            let body = json!({"error": {
+                "message": "Incorrect API key provided",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }});
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+async fn list_models(State(st): State<Arc<SimState>>) -> Response {
+    let data: Vec<Value> = st
+        .models
+        .iter()
+        .filter(|m| m.is_llm())
+        .map(|m| {
+            json!({
+                "id": m.spec.name,
+                "object": "model",
+                "created": st.started_unix,
+                "owned_by": "ttftbench-sim",
+            })
+        })
+        .collect();
+    let body = json!({"object": "list", "data": data});
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// A parsed OpenAI request.
+#[derive(Debug)]
+struct OpenAiRequest {
+    model: Option<String>,
+    prompt: Prompt,
+    max_tokens: u32,
+    stream: bool,
+    include_usage: bool,
+    echo: bool,
+}
+
+fn lenient_u32(v: &Value, key: &str) -> Result<Option<u32>, String> {
+    match v.get(key).cloned().and_then(Scalar::from_json) {
+        Some(s) => s.to_u32(key).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn lenient_bool(v: Option<&Value>, key: &str) -> Result<bool, String> {
+    match v.cloned().and_then(Scalar::from_json) {
+        Some(s) => s.to_bool(key),
+        None => Ok(false),
+    }
+}
+
+/// Text of one chat message `content`: a string, or an array of parts whose `text` parts count.
+fn content_text(content: &Value, out: &mut String) -> Result<(), String> {
+    match content {
+        Value::String(s) => out.push_str(s),
+        Value::Null => {}
+        Value::Array(parts) => {
+            for p in parts {
+                if let Some(t) = p.get("text").and_then(Value::as_str) {
+                    out.push_str(t);
+                }
+            }
+        }
+        _ => {
+            return Err(
+                "expected message 'content' to be a string or an array of parts".to_owned(),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, String> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| format!("failed to parse the request body as JSON: {e}"))?;
+    if !v.is_object() {
+        return Err("expected a JSON object".to_owned());
+    }
+    let model = match v.get("model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("expected 'model' to be a string".to_owned()),
+    };
+    let prompt = if chat {
+        let messages = v
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or("expected 'messages' to be an array of {role, content}")?;
+        let mut text = String::new();
+        for m in messages {
+            content_text(m.get("content").unwrap_or(&Value::Null), &mut text)?;
+        }
+        Prompt::Text(text)
+    } else {
+        match v.get("prompt") {
+            Some(Value::String(s)) => Prompt::Text(s.clone()),
+            Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
+                Prompt::Text(a[0].as_str().unwrap_or_default().to_owned())
+            }
+            Some(Value::Array(a)) if a.iter().all(Value::is_u64) => Prompt::Tokens(a.len() as u32),
+            Some(Value::Array(a))
+                if a.len() == 1 && a[0].as_array().is_some_and(|t| t.iter().all(Value::is_u64)) =>
+            {
+                Prompt::Tokens(a[0].as_array().map_or(0, |t| t.len() as u32))
+            }
+            Some(Value::Array(_)) => {
+                return Err("the simulator accepts one prompt per request: a string, a one-string array, or an array of token ids".to_owned());
+            }
+            _ => return Err("expected 'prompt' to be a string".to_owned()),
+        }
+    };
+    if let Some(n) = lenient_u32(&v, "n")? {
+        if n != 1 {
+            return Err(format!(
+                "the simulator generates one choice per request ('n' must be 1, got {n})"
+            ));
+        }
+    }
+    let max = match lenient_u32(&v, "max_completion_tokens")? {
+        Some(n) => Some(n),
+        None => lenient_u32(&v, "max_tokens")?,
+    };
+    let min = lenient_u32(&v, "min_tokens")?;
+    Ok(OpenAiRequest {
+        model,
+        prompt,
+        max_tokens: resolve_length(max, min, DEFAULT_MAX_TOKENS)?,
+        stream: lenient_bool(v.get("stream"), "stream")?,
+        include_usage: lenient_bool(
+            v.pointer("/stream_options/include_usage"),
+            "stream_options.include_usage",
+        )?,
+        echo: lenient_bool(v.get("echo"), "echo")?,
+    })
+}
+
+async fn chat(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
+    serve(st, body, true).await
+}
+
+async fn completions(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
+    serve(st, body, false).await
+}
+
+async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
+    let arrival = Instant::now();
+    let req = match parse_request(&body, chat) {
+        Ok(r) => r,
+        Err(m) => return error(StatusCode::BAD_REQUEST, &m, "BadRequestError"),
+    };
+    let name = match &req.model {
+        Some(m) => m.as_str(),
+        // No model named: the first text model, as single-model servers behave.
+        None => match st.models.iter().find(|m| m.is_llm()) {
+            Some(m) => m.spec.name.as_str(),
+            None => {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    "no text model is hosted",
+                    "NotFoundError",
+                );
+            }
+        },
+    };
+    let entry = match st.lookup(name, None) {
+        Ok(e) if e.is_llm() => e,
+        _ => {
+            return error(
+                StatusCode::NOT_FOUND,
+                &format!("The model `{name}` does not exist."),
+                "NotFoundError",
+            );
+        }
+    };
+    let need_usage = !req.stream || req.include_usage;
+    let mut g = match st
+        .begin(entry, &req.prompt, req.max_tokens, need_usage, arrival)
+        .await
+    {
+        Ok(g) => g,
+        Err(e) => return begin_error(e),
+    };
+    let id = format!(
+        "{}-{}",
+        if chat { "chatcmpl" } else { "cmpl" },
+        st.next_id()
+    );
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let object = match (chat, req.stream) {
+        (true, true) => "chat.completion.chunk",
+        (true, false) => "chat.completion",
+        (false, _) => "text_completion",
+    };
+    if req.stream {
+        let head = json!({"id": id, "object": object, "created": created, "model": name});
+        let mut head = head.to_string();
+        head.pop(); // reopen the object: events append `,"choices":...}`
+        let format = OpenAiEvents {
+            head: Bytes::from(format!("data: {head}")),
+            chat,
+            include_usage: req.include_usage,
+            input_tokens: g.input_tokens,
+        };
+        return SseBody::new(g, format).into_response();
+    }
+    let n = match g.run_to_end().await {
+        Ok(n) => n,
+        Err(e) => {
+            g.tracker.fail(FailReason::Other);
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &e.to_string(),
+                "ServiceUnavailableError",
+            );
+        }
+    };
+    let mut text = String::with_capacity(tokens::text_len(n));
+    if req.echo && !chat {
+        text.push_str(req.prompt.text());
+    }
+    tokens::push_text(&mut text, n);
+    let choice = if chat {
+        json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": "length"})
+    } else {
+        json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
+    };
+    let body = json!({
+        "id": id,
+        "object": object,
+        "created": created,
+        "model": name,
+        "choices": [choice],
+        "usage": usage(g.input_tokens, n),
+    });
+    full_json_response(&mut g, body.to_string().into_bytes())
+}
+
+fn usage(prompt: u32, completion: u32) -> Value {
+    json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": u64::from(prompt) + u64::from(completion),
+    })
+}
+
+/// Chat / completion chunks. Every event starts with the per-request head
+/// `data: {"id":..,"object":..,"created":..,"model":..` and appends its `choices`.
+struct OpenAiEvents {
+    head: Bytes,
+    chat: bool,
+    include_usage: bool,
+    input_tokens: u32,
+}
+
+/// Closes a chat `delta` string and the chunk.
+const TAIL_DELTA: &[u8] = b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
+/// Closes a completion `text` string and the chunk.
+const TAIL_TEXT: &[u8] = b"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n";
+
+impl OpenAiEvents {
+    fn choice_open(&self, buf: &mut BytesMut) {
+        buf.put_slice(&self.head);
+        if self.chat {
+            buf.put_slice(b",\"choices\":[{\"index\":0,\"delta\":");
+        } else {
+            buf.put_slice(b",\"choices\":[{\"index\":0,\"text\":");
+        }
+    }
+}
+
+impl EventFormat for OpenAiEvents {
+    fn preamble(&mut self, buf: &mut BytesMut) {
+        if self.chat {
+            self.choice_open(buf);
+            buf.put_slice(b"{\"role\":\"assistant\",\"content\":\"");
+            buf.put_slice(TAIL_DELTA);
+        }
+    }
+
+    fn token(&mut self, buf: &mut BytesMut, index: u32) {
+        self.choice_open(buf);
+        if self.chat {
+            buf.put_slice(b"{\"content\":\"");
+            buf.put_slice(tokens::word(index).as_bytes());
+            buf.put_slice(TAIL_DELTA);
+        } else {
+            buf.put_u8(b'"');
+            buf.put_slice(tokens::word(index).as_bytes());
+            buf.put_slice(TAIL_TEXT);
+        }
+    }
+
+    fn finish(&mut self, buf: &mut BytesMut, tokens_out: u32) {
+        self.choice_open(buf);
+        if self.chat {
+            buf.put_slice(b"{},\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n");
+        } else {
+            buf.put_slice(b"\"\",\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n");
+        }
+        if self.include_usage {
+            buf.put_slice(&self.head);
+            buf.put_slice(b",\"choices\":[],\"usage\":");
+            buf.put_slice(usage(self.input_tokens, tokens_out).to_string().as_bytes());
+            buf.put_slice(b"}\n\n");
+        }
+        buf.put_slice(b"data: [DONE]\n\n");
+    }
+
+    fn malformed(&mut self, buf: &mut BytesMut) {
+        self.choice_open(buf);
+        if self.chat {
+            buf.put_slice(b"{\"content\":\" the\n\n");
+        } else {
+            buf.put_slice(b"\" the\n\n");
+        }
+    }
+
+    fn error(&mut self, buf: &mut BytesMut, message: &str) {
+        let e =
+            json!({"error": {"message": message, "type": "ServiceUnavailableError", "code": 503}});
+        buf.put_slice(b"data: ");
+        buf.put_slice(e.to_string().as_bytes());
+        buf.put_slice(b"\n\ndata: [DONE]\n\n");
+    }
+
+    fn event_size_hint(&self) -> usize {
+        self.head.len() + 96
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_chat_and_completion_forms() {
+        let r = parse_request(
+            br#"{"model":"gpt2","messages":[{"role":"user","content":"hi"},{"role":"user","content":[{"type":"text","text":" there"}]}],"max_completion_tokens":"5","stream":true,"stream_options":{"include_usage":true}}"#,
+            true,
+        )
+        .expect("chat");
+        assert_eq!(
+            (r.prompt.text(), r.max_tokens, r.stream, r.include_usage),
+            ("hi there", 5, true, true)
+        );
+        let r = parse_request(br#"{"model":"gpt2","prompt":[1,2,3]}"#, false).expect("tokens");
+        assert_eq!(
+            (r.prompt, r.max_tokens),
+            (Prompt::Tokens(3), DEFAULT_MAX_TOKENS)
+        );
+        assert!(parse_request(br#"{"prompt":["a","b"]}"#, false).is_err());
+        assert!(parse_request(br#"{"messages":"hi"}"#, true).is_err());
+        assert!(parse_request(br#"{"prompt":"x","n":2}"#, false).is_err());
+    }
+
+    #[test]
+    fn chunks_are_valid_json() {
+        let mut f = OpenAiEvents {
+            head: Bytes::from_static(
+                b"data: {\"id\":\"x\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\"",
+            ),
+            chat: false,
+            include_usage: true,
+            input_tokens: 3,
+        };
+        let mut buf = BytesMut::new();
+        f.token(&mut buf, 0);
+        f.finish(&mut buf, 1);
+        let text = String::from_utf8(buf.to_vec()).expect("utf8");
+        let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+        assert_eq!(events.len(), 4, "{text}");
+        for e in &events[..3] {
+            let v: Value = serde_json::from_str(e.trim_start_matches("data: ")).expect(e);
+            assert_eq!(v["object"], "text_completion");
+        }
+        assert_eq!(events[3], "data: [DONE]");
+        f.chat = true;
+        let mut buf = BytesMut::new();
+        f.preamble(&mut buf);
+        f.token(&mut buf, 1);
+        let text = String::from_utf8(buf.to_vec()).expect("utf8");
+        for e in text.split("\n\n").filter(|e| !e.is_empty()) {
+            let _: Value = serde_json::from_str(e.trim_start_matches("data: ")).expect(e);
+        }
+    }
+}

@@ -1,0 +1,750 @@
+//! What a generation request asks for, whatever protocol carried it.
+//!
+//! KServe `generate` JSON, KServe tensors (gRPC `ModelInferRequest`, raw or typed contents) and
+//! the vLLM `sampling_parameters` JSON string all reduce to a [`Bag`] of named scalars, which
+//! [`interpret`] turns into [`GenParams`]. Values are taken leniently where clients differ in
+//! practice (GenAI-Perf sends `"max_tokens": "100"` inside `sampling_parameters`, one-element
+//! arrays for `text_input`), and strictly where Triton is strict (tensor names, datatypes, shapes),
+//! so a client that works against the simulator also works against Triton. Every error message
+//! says what was expected.
+
+use serde_json::Value;
+
+use super::models::{DataType, ModelSpec};
+use crate::proto;
+
+/// Output length when a request names none (vLLM's and the generate extension's default).
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16;
+
+/// Largest output the simulator agrees to produce for one request.
+pub(crate) const MAX_TOKENS_LIMIT: u32 = 1 << 20;
+
+/// The prompt, as far as the simulator cares: text to tokenize, or a known token count (OpenAI
+/// completions accept token-id arrays).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Prompt {
+    /// Prompt text.
+    Text(String),
+    /// A prompt given as token ids; only their number matters.
+    Tokens(u32),
+}
+
+impl Prompt {
+    /// The prompt text, if it was given as text.
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            Prompt::Text(s) => s,
+            Prompt::Tokens(_) => "",
+        }
+    }
+}
+
+/// A resolved generation request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct GenParams {
+    /// What to prefill.
+    pub prompt: Prompt,
+    /// Exactly how many tokens to generate.
+    pub max_tokens: u32,
+    /// The request's `stream` flag, when it set one.
+    pub stream: Option<bool>,
+    /// The request's `exclude_input_in_output` flag, when it set one.
+    pub exclude_input: Option<bool>,
+    /// gRPC request parameter `triton_enable_empty_final_response`.
+    pub empty_final: bool,
+}
+
+impl GenParams {
+    /// True when a non-streaming answer must start with the prompt (TensorRT-LLM and vLLM echo
+    /// the input unless `exclude_input_in_output` is true).
+    pub(crate) fn echo_input(&self) -> bool {
+        self.exclude_input != Some(true)
+    }
+}
+
+/// A single value of a request field or tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Scalar {
+    /// A string (or a BYTES element).
+    Text(String),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+    /// A JSON object or a multi-element array.
+    Json(Value),
+}
+
+impl Scalar {
+    /// Converts a JSON value; one-element arrays unwrap (GenAI-Perf sends `["prompt"]`), `null`
+    /// is absent.
+    pub(crate) fn from_json(v: Value) -> Option<Scalar> {
+        Some(match v {
+            Value::Null => return None,
+            Value::Bool(b) => Scalar::Bool(b),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => Scalar::Int(i),
+                None => Scalar::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::String(s) => Scalar::Text(s),
+            Value::Array(mut a) if a.len() == 1 => return Scalar::from_json(a.pop()?),
+            other => Scalar::Json(other),
+        })
+    }
+
+    /// Short description for error messages.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Scalar::Text(s) if s.len() > 40 => format!("a {}-byte string", s.len()),
+            Scalar::Text(s) => format!("{s:?}"),
+            Scalar::Int(i) => i.to_string(),
+            Scalar::Float(f) => f.to_string(),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Json(v) if v.is_array() => "an array".to_owned(),
+            Scalar::Json(_) => "an object".to_owned(),
+        }
+    }
+
+    /// The value as a `u32`, leniently (integral floats and numeric strings accepted).
+    pub(crate) fn to_u32(&self, name: &str) -> Result<u32, String> {
+        let bad = || {
+            format!(
+                "expected '{name}' to be a non-negative integer, got {}",
+                self.describe()
+            )
+        };
+        let v: u64 = match self {
+            Scalar::Int(i) => u64::try_from(*i).map_err(|_| bad())?,
+            Scalar::Float(f) if f.fract() == 0.0 && *f >= 0.0 && *f <= u32::MAX as f64 => *f as u64,
+            Scalar::Text(s) => {
+                let t = s.trim();
+                match t.parse::<u64>() {
+                    Ok(v) => v,
+                    Err(_) => match t.parse::<f64>() {
+                        Ok(f) if f.fract() == 0.0 && f >= 0.0 && f <= u32::MAX as f64 => f as u64,
+                        _ => return Err(bad()),
+                    },
+                }
+            }
+            _ => return Err(bad()),
+        };
+        u32::try_from(v).map_err(|_| bad())
+    }
+
+    /// The value as a boolean, leniently (`"true"`, `1`, ...).
+    pub(crate) fn to_bool(&self, name: &str) -> Result<bool, String> {
+        match self {
+            Scalar::Bool(b) => Ok(*b),
+            Scalar::Int(0) => Ok(false),
+            Scalar::Int(1) => Ok(true),
+            Scalar::Text(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" => Ok(true),
+                "false" | "0" => Ok(false),
+                _ => Err(format!(
+                    "expected '{name}' to be a boolean, got {}",
+                    self.describe()
+                )),
+            },
+            _ => Err(format!(
+                "expected '{name}' to be a boolean, got {}",
+                self.describe()
+            )),
+        }
+    }
+}
+
+/// Named request values; the first value pushed under a name wins, so callers push in order of
+/// precedence (top-level keys before `parameters`).
+#[derive(Debug, Default)]
+pub(crate) struct Bag {
+    items: Vec<(String, Scalar)>,
+}
+
+impl Bag {
+    /// Adds `name` unless already present.
+    pub(crate) fn push(&mut self, name: String, value: Scalar) {
+        if self.get(&name).is_none() {
+            self.items.push((name, value));
+        }
+    }
+
+    /// The value of `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&Scalar> {
+        self.items.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    fn take(&mut self, name: &str) -> Option<Scalar> {
+        let i = self.items.iter().position(|(n, _)| n == name)?;
+        Some(self.items.swap_remove(i).1)
+    }
+
+    fn u32(&self, name: &str) -> Result<Option<u32>, String> {
+        self.get(name).map(|v| v.to_u32(name)).transpose()
+    }
+
+    fn bool(&self, name: &str) -> Result<Option<bool>, String> {
+        self.get(name).map(|v| v.to_bool(name)).transpose()
+    }
+
+    /// A bag from a generate-extension JSON body: top-level keys, then the keys of
+    /// `parameters` (lower precedence).
+    pub(crate) fn from_generate_json(body: Value) -> Result<Bag, String> {
+        let Value::Object(map) = body else {
+            return Err("expected a JSON object with a 'text_input' field".to_owned());
+        };
+        let mut bag = Bag::default();
+        let mut params = None;
+        for (k, v) in map {
+            if k == "parameters" {
+                params = Some(v);
+            } else if let Some(s) = Scalar::from_json(v) {
+                bag.push(k, s);
+            }
+        }
+        match params {
+            Some(Value::Object(p)) => {
+                for (k, v) in p {
+                    if let Some(s) = Scalar::from_json(v) {
+                        bag.push(k, s);
+                    }
+                }
+            }
+            Some(Value::Null) | None => {}
+            Some(_) => return Err("expected 'parameters' to be a JSON object".to_owned()),
+        }
+        Ok(bag)
+    }
+}
+
+/// Resolves the output length from `max_tokens` and `min_tokens` (either may be absent).
+pub(crate) fn resolve_length(
+    max: Option<u32>,
+    min: Option<u32>,
+    default: u32,
+) -> Result<u32, String> {
+    let n = match (max, min) {
+        (Some(max), Some(min)) if min > max => {
+            return Err(format!(
+                "min_tokens ({min}) must be less than or equal to max_tokens ({max})"
+            ));
+        }
+        (Some(max), _) => max,
+        (None, Some(min)) => min.max(default),
+        (None, None) => default,
+    };
+    if n == 0 {
+        return Err("expected max_tokens to be at least 1".to_owned());
+    }
+    if n > MAX_TOKENS_LIMIT {
+        return Err(format!(
+            "max_tokens {n} is above the simulator's limit of {MAX_TOKENS_LIMIT}"
+        ));
+    }
+    Ok(n)
+}
+
+/// Turns a bag into generation parameters: `text_input`, `max_tokens`, `min_tokens`, `stream`,
+/// `exclude_input_in_output`, and a vLLM `sampling_parameters` JSON (object or string, values may
+/// be strings) supplying `max_tokens`/`min_tokens` when the top level does not.
+pub(crate) fn interpret(mut bag: Bag) -> Result<GenParams, String> {
+    let prompt = match bag.take("text_input") {
+        Some(Scalar::Text(s)) => s,
+        Some(other) => {
+            return Err(format!(
+                "expected 'text_input' to be a string, got {}",
+                other.describe()
+            ));
+        }
+        None => return Err("expected a 'text_input' string".to_owned()),
+    };
+    let mut max = bag.u32("max_tokens")?;
+    let mut min = bag.u32("min_tokens")?;
+    if let Some(sp) = bag.take("sampling_parameters") {
+        let v = match sp {
+            Scalar::Text(s) if s.trim().is_empty() => Value::Object(Default::default()),
+            Scalar::Text(s) => serde_json::from_str::<Value>(&s).map_err(|e| {
+                format!("expected 'sampling_parameters' to be a JSON object string: {e}")
+            })?,
+            Scalar::Json(v) => v,
+            other => {
+                return Err(format!(
+                    "expected 'sampling_parameters' to be a JSON object, got {}",
+                    other.describe()
+                ));
+            }
+        };
+        let Value::Object(obj) = v else {
+            return Err("expected 'sampling_parameters' to be a JSON object".to_owned());
+        };
+        let mut sp = Bag::default();
+        for (k, v) in obj {
+            if let Some(s) = Scalar::from_json(v) {
+                sp.push(k, s);
+            }
+        }
+        if max.is_none() {
+            max = sp.u32("max_tokens")?;
+        }
+        if min.is_none() {
+            min = sp.u32("min_tokens")?;
+        }
+    }
+    Ok(GenParams {
+        prompt: Prompt::Text(prompt),
+        max_tokens: resolve_length(max, min, DEFAULT_MAX_TOKENS)?,
+        stream: bag.bool("stream")?,
+        exclude_input: bag.bool("exclude_input_in_output")?,
+        empty_final: false,
+    })
+}
+
+/// Reads the inputs of a gRPC `ModelInferRequest` into a bag, validating them against the model
+/// the way Triton does: known names, declared datatypes, shapes (with the batch dimension when
+/// `max_batch_size > 0`), all required inputs present. Request parameters `max_tokens` /
+/// `min_tokens` (perf_analyzer's `--request-parameter`) are accepted with lower precedence.
+pub(crate) fn bag_from_infer_request(
+    spec: &ModelSpec,
+    req: &proto::ModelInferRequest,
+) -> Result<(Bag, bool), String> {
+    let raw = &req.raw_input_contents;
+    if !raw.is_empty() && raw.len() != req.inputs.len() {
+        return Err(format!(
+            "expected {} raw_input_contents (one per input), got {}",
+            req.inputs.len(),
+            raw.len()
+        ));
+    }
+    let mut bag = Bag::default();
+    for (i, input) in req.inputs.iter().enumerate() {
+        let Some(ts) = spec.input(&input.name) else {
+            return Err(format!(
+                "unexpected inference input '{}' for model '{}'",
+                input.name, spec.name
+            ));
+        };
+        if bag.get(&input.name).is_some() {
+            return Err(format!("input '{}' appears more than once", input.name));
+        }
+        if input.datatype != ts.datatype.kserve_name() {
+            return Err(format!(
+                "unexpected datatype {} for inference input '{}', expecting {}",
+                input.datatype,
+                input.name,
+                ts.datatype.kserve_name()
+            ));
+        }
+        let expected = spec.metadata_shape(ts);
+        let shape_ok = input.shape.len() == expected.len()
+            && input
+                .shape
+                .iter()
+                .zip(&expected)
+                .all(|(&got, &want)| got >= 0 && (want < 0 || got == want));
+        if !shape_ok {
+            return Err(format!(
+                "unexpected shape for input '{}' for model '{}'. Expected {:?}, got {:?}{}",
+                input.name,
+                spec.name,
+                expected,
+                input.shape,
+                if spec.max_batch_size > 0 {
+                    " (the first dimension is the batch size, because max_batch_size > 0)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let count: i64 = input.shape.iter().product();
+        if spec.max_batch_size > 0 && input.shape.first().copied().unwrap_or(0) != 1 {
+            return Err(format!(
+                "input '{}' has batch size {}; the simulator serves one sequence per request, expected 1",
+                input.name,
+                input.shape.first().copied().unwrap_or(0)
+            ));
+        }
+        if count != 1 {
+            return Err(format!(
+                "input '{}' must hold exactly one element, got shape {:?}",
+                input.name, input.shape
+            ));
+        }
+        let value = if raw.is_empty() {
+            scalar_from_contents(&input.name, ts.datatype, input.contents.as_ref())?
+        } else {
+            if input.contents.is_some() {
+                return Err(format!(
+                    "input '{}': contents must not be set when raw_input_contents is used",
+                    input.name
+                ));
+            }
+            scalar_from_raw(&input.name, ts.datatype, &raw[i])?
+        };
+        bag.push(input.name.clone(), value);
+    }
+    let missing: Vec<&str> = spec
+        .inputs
+        .iter()
+        .filter(|t| !t.optional && bag.get(&t.name).is_none())
+        .map(|t| t.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        let got: Vec<&str> = req.inputs.iter().map(|t| t.name.as_str()).collect();
+        let required = spec.inputs.iter().filter(|t| !t.optional).count();
+        return Err(format!(
+            "expected {required} inputs but got {} inputs for model '{}'. Got input(s) {:?}, but missing required input(s) {:?}. Please provide all required input(s).",
+            req.inputs.len(),
+            spec.name,
+            got,
+            missing
+        ));
+    }
+    let mut empty_final = false;
+    for (k, p) in &req.parameters {
+        let value = match &p.parameter_choice {
+            Some(proto::infer_parameter::ParameterChoice::BoolParam(b)) => Scalar::Bool(*b),
+            Some(proto::infer_parameter::ParameterChoice::Int64Param(i)) => Scalar::Int(*i),
+            Some(proto::infer_parameter::ParameterChoice::Uint64Param(u)) => {
+                Scalar::Int(i64::try_from(*u).unwrap_or(i64::MAX))
+            }
+            Some(proto::infer_parameter::ParameterChoice::DoubleParam(d)) => Scalar::Float(*d),
+            Some(proto::infer_parameter::ParameterChoice::StringParam(s)) => {
+                Scalar::Text(s.clone())
+            }
+            None => continue,
+        };
+        match k.as_str() {
+            "triton_enable_empty_final_response" => empty_final = value.to_bool(k)?,
+            "max_tokens" | "min_tokens" => bag.push(k.clone(), value),
+            _ => {}
+        }
+    }
+    Ok((bag, empty_final))
+}
+
+fn scalar_from_raw(name: &str, dt: DataType, raw: &[u8]) -> Result<Scalar, String> {
+    let fixed = |n: usize| -> Result<&[u8], String> {
+        if raw.len() == n {
+            Ok(raw)
+        } else {
+            Err(format!(
+                "input '{name}': expected {n} bytes of raw {} data for one element, got {}",
+                dt.kserve_name(),
+                raw.len()
+            ))
+        }
+    };
+    Ok(match dt {
+        DataType::Bytes => {
+            let bad = || {
+                format!(
+                    "input '{name}': expected raw BYTES data as a 4-byte little-endian length followed by that many bytes ({} bytes given)",
+                    raw.len()
+                )
+            };
+            let head: [u8; 4] = raw
+                .get(..4)
+                .and_then(|h| h.try_into().ok())
+                .ok_or_else(bad)?;
+            let len = u32::from_le_bytes(head) as usize;
+            let body = raw.get(4..).filter(|b| b.len() == len).ok_or_else(bad)?;
+            Scalar::Text(utf8(name, body)?)
+        }
+        DataType::Bool => Scalar::Bool(fixed(1)?[0] != 0),
+        DataType::Int32 => {
+            let b = fixed(4)?;
+            Scalar::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        }
+        DataType::Uint32 => {
+            let b = fixed(4)?;
+            Scalar::Int(i64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        }
+        DataType::Int64 => {
+            let b = fixed(8)?;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            Scalar::Int(i64::from_le_bytes(a))
+        }
+        DataType::Fp32 => {
+            let b = fixed(4)?;
+            Scalar::Float(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        }
+        DataType::Fp64 => {
+            let b = fixed(8)?;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            Scalar::Float(f64::from_le_bytes(a))
+        }
+        other => {
+            return Err(format!(
+                "input '{name}': datatype {} is not supported by the simulator's LLM models",
+                other.kserve_name()
+            ));
+        }
+    })
+}
+
+fn scalar_from_contents(
+    name: &str,
+    dt: DataType,
+    contents: Option<&proto::InferTensorContents>,
+) -> Result<Scalar, String> {
+    let missing = || {
+        format!(
+            "input '{name}': expected its data either in raw_input_contents or in contents ({} field for {})",
+            contents_field(dt),
+            dt.kserve_name()
+        )
+    };
+    let c = contents.ok_or_else(missing)?;
+    // An empty field usually means the data sits in another field (INT64 values in
+    // int_contents, say), so name the field that was expected.
+    let one = |n: usize| -> Result<(), String> {
+        match n {
+            1 => Ok(()),
+            0 => Err(missing()),
+            n => Err(format!(
+                "input '{name}': expected 1 element in contents, got {n}"
+            )),
+        }
+    };
+    let scalar = match dt {
+        DataType::Bytes => {
+            one(c.bytes_contents.len())?;
+            Scalar::Text(utf8(name, &c.bytes_contents[0])?)
+        }
+        DataType::Bool => {
+            one(c.bool_contents.len())?;
+            Scalar::Bool(c.bool_contents[0])
+        }
+        DataType::Int32 | DataType::Int16 | DataType::Int8 => {
+            one(c.int_contents.len())?;
+            Scalar::Int(i64::from(c.int_contents[0]))
+        }
+        DataType::Uint32 | DataType::Uint16 | DataType::Uint8 => {
+            one(c.uint_contents.len())?;
+            Scalar::Int(i64::from(c.uint_contents[0]))
+        }
+        DataType::Int64 => {
+            one(c.int64_contents.len())?;
+            Scalar::Int(c.int64_contents[0])
+        }
+        DataType::Uint64 => {
+            one(c.uint64_contents.len())?;
+            Scalar::Int(i64::try_from(c.uint64_contents[0]).unwrap_or(i64::MAX))
+        }
+        DataType::Fp32 => {
+            one(c.fp32_contents.len())?;
+            Scalar::Float(f64::from(c.fp32_contents[0]))
+        }
+        DataType::Fp64 => {
+            one(c.fp64_contents.len())?;
+            Scalar::Float(c.fp64_contents[0])
+        }
+        DataType::Fp16 | DataType::Bf16 => {
+            return Err(format!(
+                "input '{name}': {} data must be sent in raw_input_contents",
+                dt.kserve_name()
+            ));
+        }
+    };
+    Ok(scalar)
+}
+
+fn contents_field(dt: DataType) -> &'static str {
+    match dt {
+        DataType::Bytes => "bytes_contents",
+        DataType::Bool => "bool_contents",
+        DataType::Int8 | DataType::Int16 | DataType::Int32 => "int_contents",
+        DataType::Uint8 | DataType::Uint16 | DataType::Uint32 => "uint_contents",
+        DataType::Int64 => "int64_contents",
+        DataType::Uint64 => "uint64_contents",
+        DataType::Fp32 => "fp32_contents",
+        DataType::Fp64 => "fp64_contents",
+        DataType::Fp16 | DataType::Bf16 => "raw_input_contents",
+    }
+}
+
+fn utf8(name: &str, b: &[u8]) -> Result<String, String> {
+    String::from_utf8(b.to_vec()).map_err(|e| format!("input '{name}' must be UTF-8 text: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse_gen(v: Value) -> Result<GenParams, String> {
+        interpret(Bag::from_generate_json(v)?)
+    }
+
+    #[test]
+    fn generate_json_forms() {
+        let p =
+            parse_gen(json!({"text_input": "hi", "max_tokens": 5, "stream": true})).expect("ok");
+        assert_eq!((p.max_tokens, p.stream), (5, Some(true)));
+        let p = parse_gen(
+            json!({"text_input": ["hi"], "parameters": {"max_tokens": "7", "stream": "false"}}),
+        )
+        .expect("ok");
+        assert_eq!(
+            (p.max_tokens, p.stream, p.prompt.text()),
+            (7, Some(false), "hi")
+        );
+        let p = parse_gen(json!({"text_input": "hi", "sampling_parameters": "{\"max_tokens\": \"100\", \"min_tokens\": \"100\"}"}))
+            .expect("ok");
+        assert_eq!(p.max_tokens, 100);
+        let p = parse_gen(json!({"text_input": "hi", "sampling_parameters": {"max_tokens": 3}}))
+            .expect("ok");
+        assert_eq!(p.max_tokens, 3);
+        assert_eq!(
+            parse_gen(json!({"text_input": "hi"}))
+                .expect("ok")
+                .max_tokens,
+            DEFAULT_MAX_TOKENS
+        );
+        assert_eq!(
+            parse_gen(json!({"text_input": "hi", "min_tokens": 40}))
+                .expect("ok")
+                .max_tokens,
+            40
+        );
+        // Top level wins over parameters.
+        let p =
+            parse_gen(json!({"text_input": "x", "max_tokens": 2, "parameters": {"max_tokens": 9}}))
+                .expect("ok");
+        assert_eq!(p.max_tokens, 2);
+    }
+
+    #[test]
+    fn generate_json_errors_say_what_was_expected() {
+        let e = parse_gen(json!({"max_tokens": 5})).expect_err("no text");
+        assert!(e.contains("text_input"), "{e}");
+        let e = parse_gen(json!({"text_input": "x", "max_tokens": "lots"})).expect_err("bad");
+        assert!(e.contains("non-negative integer"), "{e}");
+        let e = parse_gen(json!({"text_input": "x", "max_tokens": 2, "min_tokens": 3}))
+            .expect_err("bad");
+        assert!(e.contains("min_tokens"), "{e}");
+        let e =
+            parse_gen(json!({"text_input": "x", "sampling_parameters": "{oops"})).expect_err("bad");
+        assert!(e.contains("sampling_parameters"), "{e}");
+        assert!(parse_gen(json!({"text_input": "x", "max_tokens": 0})).is_err());
+        assert!(parse_gen(json!([1, 2])).is_err());
+    }
+
+    fn bytes_raw(s: &str) -> Vec<u8> {
+        let mut v = (s.len() as u32).to_le_bytes().to_vec();
+        v.extend_from_slice(s.as_bytes());
+        v
+    }
+
+    fn tensor(name: &str, dt: &str, shape: &[i64]) -> proto::model_infer_request::InferInputTensor {
+        proto::model_infer_request::InferInputTensor {
+            name: name.into(),
+            datatype: dt.into(),
+            shape: shape.to_vec(),
+            parameters: Default::default(),
+            contents: None,
+        }
+    }
+
+    #[test]
+    fn grpc_raw_and_typed_contents() {
+        let spec = ModelSpec::tensorrt_llm("gpt2");
+        let mut req = proto::ModelInferRequest {
+            model_name: "gpt2".into(),
+            inputs: vec![
+                tensor("text_input", "BYTES", &[1, 1]),
+                tensor("max_tokens", "INT32", &[1, 1]),
+                tensor("stream", "BOOL", &[1, 1]),
+            ],
+            raw_input_contents: vec![bytes_raw("hello"), 9i32.to_le_bytes().to_vec(), vec![1]],
+            ..Default::default()
+        };
+        req.parameters.insert(
+            "triton_enable_empty_final_response".into(),
+            proto::InferParameter {
+                parameter_choice: Some(proto::infer_parameter::ParameterChoice::BoolParam(true)),
+            },
+        );
+        let (bag, empty_final) = bag_from_infer_request(&spec, &req).expect("raw");
+        let p = interpret(bag).expect("params");
+        assert_eq!(
+            (p.prompt.text(), p.max_tokens, p.stream, empty_final),
+            ("hello", 9, Some(true), true)
+        );
+
+        req.raw_input_contents.clear();
+        req.inputs[0].contents = Some(proto::InferTensorContents {
+            bytes_contents: vec![b"hey".to_vec()],
+            ..Default::default()
+        });
+        req.inputs[1].contents = Some(proto::InferTensorContents {
+            int_contents: vec![4],
+            ..Default::default()
+        });
+        req.inputs[2].contents = Some(proto::InferTensorContents {
+            bool_contents: vec![false],
+            ..Default::default()
+        });
+        let (bag, _) = bag_from_infer_request(&spec, &req).expect("typed");
+        let p = interpret(bag).expect("params");
+        assert_eq!(
+            (p.prompt.text(), p.max_tokens, p.stream),
+            ("hey", 4, Some(false))
+        );
+    }
+
+    #[test]
+    fn grpc_validation_like_triton() {
+        let spec = ModelSpec::tensorrt_llm("gpt2");
+        let base = proto::ModelInferRequest {
+            inputs: vec![
+                tensor("text_input", "BYTES", &[1, 1]),
+                tensor("max_tokens", "INT32", &[1, 1]),
+            ],
+            raw_input_contents: vec![bytes_raw("hi"), 3i32.to_le_bytes().to_vec()],
+            ..Default::default()
+        };
+        let mut r = base.clone();
+        r.inputs[1].datatype = "INT64".into();
+        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        assert!(
+            e.contains("unexpected datatype INT64") && e.contains("expecting INT32"),
+            "{e}"
+        );
+        let mut r = base.clone();
+        r.inputs[0].shape = vec![1];
+        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        assert!(e.contains("unexpected shape"), "{e}");
+        let mut r = base.clone();
+        r.inputs.pop();
+        r.raw_input_contents.pop();
+        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        assert!(
+            e.contains("missing required input(s) [\"max_tokens\"]"),
+            "{e}"
+        );
+        let mut r = base.clone();
+        r.raw_input_contents[0] = vec![9, 0, 0, 0, b'x'];
+        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        assert!(e.contains("4-byte little-endian length"), "{e}");
+        let mut r = base.clone();
+        r.inputs[0].name = "prompt".into();
+        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        assert!(e.contains("unexpected inference input 'prompt'"), "{e}");
+        // vLLM: no batch dimension, sampling_parameters with string values.
+        let v = ModelSpec::vllm("vllm_model");
+        let r = proto::ModelInferRequest {
+            inputs: vec![
+                tensor("text_input", "BYTES", &[1]),
+                tensor("sampling_parameters", "BYTES", &[1]),
+            ],
+            raw_input_contents: vec![bytes_raw("hi"), bytes_raw("{\"max_tokens\": \"12\"}")],
+            ..Default::default()
+        };
+        let (bag, _) = bag_from_infer_request(&v, &r).expect("vllm");
+        assert_eq!(interpret(bag).expect("p").max_tokens, 12);
+    }
+}

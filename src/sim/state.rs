@@ -1,0 +1,326 @@
+//! Server-wide state shared by every protocol: the model table with each model's engine and
+//! counters, the fault decider, credentials, and the path every inference request takes from
+//! "validated" to "tokens flowing" ([`SimState::begin`]).
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::engine::{Engine, EngineConfig, SubmitError, TokenSource};
+use super::faults::{FaultConfig, FaultPlan, Faults};
+use super::grpc::ModelWire;
+use super::metrics::{FailReason, ModelMetrics, Tracker};
+use super::models::{ModelKind, ModelSpec};
+use super::request::Prompt;
+use super::tokens;
+use crate::workload::tokenizer::Tokenizer;
+
+/// One hosted model with everything precomputed for serving it.
+pub(crate) struct ModelEntry {
+    /// What the model is.
+    pub(crate) spec: ModelSpec,
+    /// Its counters.
+    pub(crate) metrics: Arc<ModelMetrics>,
+    /// Its engine; `None` in instant mode.
+    pub(crate) engine: Option<Arc<Engine>>,
+    /// Metadata JSON body.
+    pub(crate) metadata_json: Bytes,
+    /// Model configuration JSON body.
+    pub(crate) config_json: Bytes,
+    /// `generate_stream` events for requests without an `id`, one per output word, shared.
+    pub(crate) generate_events: Arc<[Bytes]>,
+    /// Precomputed gRPC response pieces.
+    pub(crate) wire: ModelWire,
+}
+
+impl ModelEntry {
+    /// True for text-generation models.
+    pub(crate) fn is_llm(&self) -> bool {
+        matches!(self.spec.kind, ModelKind::Llm(_))
+    }
+}
+
+/// Why an inference request did not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BeginError {
+    /// The `unavailable` fault is on.
+    Unavailable,
+    /// The `error_rate` fault hit this request.
+    Injected,
+    /// The engine queue is full.
+    QueueFull,
+    /// The server is shutting down.
+    ShuttingDown,
+}
+
+impl BeginError {
+    /// Message for the client.
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            BeginError::Unavailable => "server unavailable (fault injection: unavailable)",
+            BeginError::Injected => "injected fault: internal error (fault injection: error_rate)",
+            BeginError::QueueFull => "queue full",
+            BeginError::ShuttingDown => "server is shutting down",
+        }
+    }
+}
+
+impl From<SubmitError> for BeginError {
+    fn from(e: SubmitError) -> Self {
+        match e {
+            SubmitError::QueueFull => BeginError::QueueFull,
+            SubmitError::ShuttingDown => BeginError::ShuttingDown,
+        }
+    }
+}
+
+/// A request whose tokens are on their way.
+#[derive(Debug)]
+pub(crate) struct Generation {
+    /// Where the tokens come from.
+    pub(crate) source: TokenSource,
+    /// Records the request's outcome.
+    pub(crate) tracker: Tracker,
+    /// Faults to apply while streaming.
+    pub(crate) plan: FaultPlan,
+    /// Input token count (0 when it was not needed and so not counted).
+    pub(crate) input_tokens: u32,
+}
+
+impl Generation {
+    /// Records success now, with the engine's timestamps.
+    pub(crate) fn succeed(&mut self) {
+        let (admitted, last) = (self.source.admitted_at(), self.source.last_token_at());
+        let n = self.source.emitted();
+        self.tracker.succeed(admitted, last, n);
+    }
+
+    /// Waits for every token (non-streaming responses). Fails like the source does.
+    pub(crate) async fn run_to_end(&mut self) -> Result<u32, super::engine::SourceError> {
+        while let Some(t) = self.source.next_token().await {
+            t?;
+        }
+        Ok(self.source.emitted())
+    }
+}
+
+/// Prompt token counts are cached by text hash: benchmarks cycle through a fixed prompt set, and
+/// the tokenizer is the most expensive thing the simulator does per request.
+const TOKEN_CACHE_CAP: usize = 8192;
+
+/// Prompts longer than this are tokenized on the blocking pool, not on a runtime thread.
+const BLOCKING_TOKENIZE_BYTES: usize = 64 * 1024;
+
+/// Everything the protocol handlers share.
+pub(crate) struct SimState {
+    /// The hosted models, in configuration order.
+    pub(crate) models: Vec<ModelEntry>,
+    index: HashMap<String, usize>,
+    /// Fault decider.
+    pub(crate) faults: Faults,
+    /// Bearer token required on OpenAI routes.
+    pub(crate) api_key: Option<String>,
+    /// `triton-access-token` required on the statistics API.
+    pub(crate) access_token: Option<String>,
+    /// Server start, Unix seconds (OpenAI `created` of models).
+    pub(crate) started_unix: u64,
+    tokenizer: Tokenizer,
+    token_cache: Mutex<HashMap<u64, u32>>,
+    /// Turns true when the server shuts down.
+    pub(crate) shutdown: watch::Receiver<bool>,
+    next_id: AtomicU64,
+}
+
+impl SimState {
+    /// Builds the model table and starts one engine per LLM model (none in instant mode).
+    pub(crate) fn new(
+        specs: Vec<ModelSpec>,
+        engine: &EngineConfig,
+        faults: FaultConfig,
+        api_key: Option<String>,
+        access_token: Option<String>,
+        tokenizer: Tokenizer,
+        shutdown: watch::Receiver<bool>,
+    ) -> anyhow::Result<(SimState, Vec<tokio::task::JoinHandle<()>>)> {
+        let mut models = Vec::with_capacity(specs.len());
+        let mut index = HashMap::new();
+        let mut tasks = Vec::new();
+        for spec in specs {
+            spec.validate()?;
+            if index.insert(spec.name.clone(), models.len()).is_some() {
+                anyhow::bail!("model {:?} is configured twice", spec.name);
+            }
+            let metrics = Arc::new(ModelMetrics::new(&spec.name, &spec.version));
+            let cfg = spec.engine.clone().unwrap_or_else(|| engine.clone());
+            cfg.validate()?;
+            let engine = if cfg.is_instant() || !matches!(spec.kind, ModelKind::Llm(_)) {
+                None
+            } else {
+                let (e, task) = Engine::spawn(cfg, metrics.clone(), shutdown.clone());
+                tasks.push(task);
+                Some(e)
+            };
+            let generate_events = tokens::WORDS
+                .iter()
+                .map(|w| {
+                    let event = serde_json::json!({
+                        "model_name": spec.name,
+                        "model_version": spec.version,
+                        "text_output": w,
+                    });
+                    Bytes::from(format!("data: {event}\n\n"))
+                })
+                .collect();
+            models.push(ModelEntry {
+                metadata_json: Bytes::from(spec.metadata_json().to_string()),
+                config_json: Bytes::from(spec.config_json().to_string()),
+                generate_events,
+                wire: ModelWire::new(&spec),
+                spec,
+                metrics,
+                engine,
+            });
+        }
+        let started_unix = std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let state = SimState {
+            models,
+            index,
+            faults: Faults::new(faults),
+            api_key,
+            access_token,
+            started_unix,
+            tokenizer,
+            token_cache: Mutex::new(HashMap::new()),
+            shutdown,
+            next_id: AtomicU64::new(1),
+        };
+        Ok((state, tasks))
+    }
+
+    /// The model `name` (and `version`, when given and non-empty), or Triton's error message.
+    pub(crate) fn lookup(&self, name: &str, version: Option<&str>) -> Result<&ModelEntry, String> {
+        let entry = self
+            .index
+            .get(name)
+            .map(|&i| &self.models[i])
+            .ok_or_else(|| format!("Request for unknown model: '{name}' is not found"))?;
+        match version {
+            Some(v) if !v.is_empty() && v != entry.spec.version => Err(format!(
+                "Request for unknown model: '{name}' version {v} is not found"
+            )),
+            _ => Ok(entry),
+        }
+    }
+
+    /// A process-unique number for response ids.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// True once shutdown was requested.
+    pub(crate) fn shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// Number of GPT-2 tokens in the prompt.
+    pub(crate) async fn input_tokens(&self, prompt: &Prompt) -> u32 {
+        let text = match prompt {
+            Prompt::Tokens(n) => return *n,
+            Prompt::Text(t) => t,
+        };
+        if text.is_empty() {
+            return 0;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let key = h.finish();
+        if let Some(&n) = self
+            .token_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return n;
+        }
+        let n = if text.len() > BLOCKING_TOKENIZE_BYTES {
+            let (tk, owned) = (self.tokenizer.clone(), text.clone());
+            let approx = text.len() / 4;
+            tokio::task::spawn_blocking(move || tk.count(&owned))
+                .await
+                .unwrap_or(approx)
+        } else {
+            self.tokenizer.count(text)
+        };
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        let mut cache = self.token_cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= TOKEN_CACHE_CAP {
+            // Crude but bounded: a benchmark's prompt set refills it within one pass.
+            cache.clear();
+        }
+        cache.insert(key, n);
+        n
+    }
+
+    /// Starts an inference request that passed validation: applies the `unavailable` and
+    /// `error_rate` faults, counts input tokens when the engine or the response needs them, and
+    /// hands the request to the engine (or to instant mode). Failures are recorded in the
+    /// model's counters before they are returned.
+    pub(crate) async fn begin(
+        &self,
+        entry: &ModelEntry,
+        prompt: &Prompt,
+        max_tokens: u32,
+        need_input_tokens: bool,
+        arrival: Instant,
+    ) -> Result<Generation, BeginError> {
+        let mut tracker = Tracker::new(entry.metrics.clone(), arrival);
+        if self.faults.unavailable() {
+            tracker.fail(FailReason::Rejected);
+            return Err(BeginError::Unavailable);
+        }
+        if self.shutting_down() {
+            tracker.fail(FailReason::Other);
+            return Err(BeginError::ShuttingDown);
+        }
+        let plan = self.faults.next();
+        if plan.error {
+            tracker.fail(FailReason::Backend);
+            return Err(BeginError::Injected);
+        }
+        let input_tokens = if need_input_tokens || entry.engine.is_some() {
+            self.input_tokens(prompt).await
+        } else {
+            0
+        };
+        tracker.mark_submitted();
+        match TokenSource::start(entry.engine.as_ref(), input_tokens, max_tokens, plan.stall) {
+            Ok(source) => {
+                if entry.engine.is_none() {
+                    // Instant mode has no batching: every request is its own execution.
+                    entry.metrics.exec_count.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(Generation {
+                    source,
+                    tracker,
+                    plan,
+                    input_tokens,
+                })
+            }
+            Err(e) => {
+                tracker.fail(match e {
+                    SubmitError::QueueFull => FailReason::Rejected,
+                    SubmitError::ShuttingDown => FailReason::Other,
+                });
+                Err(e.into())
+            }
+        }
+    }
+}

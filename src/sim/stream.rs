@@ -1,0 +1,214 @@
+//! HTTP response bodies that stream tokens as server-sent events, shared by the KServe
+//! `generate_stream` route and the OpenAI routes, which differ only in how one event looks.
+//!
+//! The body is a hand-written `Stream` rather than a channel fed by a task: hyper polls it
+//! directly, each poll hands over whatever the engine has produced, and nothing is spawned or
+//! allocated per token. Events are written into one `BytesMut` block and split off as `Bytes`
+//! that share that block, so a stream allocates once per few kilobytes of events.
+//! Faults apply here: a malformed event halfway, or an aborted body (the client sees a chunked
+//! body that never terminates properly) after half of the tokens.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::{Bytes, BytesMut};
+use futures_util::Stream;
+
+use super::engine::SourceError;
+use super::metrics::FailReason;
+use super::state::Generation;
+
+/// How one protocol writes its events.
+pub(crate) trait EventFormat: Send + Unpin + 'static {
+    /// Events before the first token (OpenAI chat: the role-only chunk).
+    fn preamble(&mut self, _buf: &mut BytesMut) {}
+    /// The event carrying token `index`.
+    fn token(&mut self, buf: &mut BytesMut, index: u32);
+    /// A precomputed shared event for token `index`, when the format has one.
+    fn shared_token(&self, _index: u32) -> Option<Bytes> {
+        None
+    }
+    /// Events after the last token (finish reason, usage, `[DONE]`).
+    fn finish(&mut self, _buf: &mut BytesMut, _tokens: u32) {}
+    /// An event whose JSON is cut off (malformed fault).
+    fn malformed(&mut self, buf: &mut BytesMut);
+    /// An error event in the middle of a stream.
+    fn error(&mut self, buf: &mut BytesMut, message: &str);
+    /// Rough size of one token event, to size the buffer.
+    fn event_size_hint(&self) -> usize;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Preamble,
+    Tokens,
+    Finishing,
+    Done,
+}
+
+/// An SSE body driven by a [`Generation`].
+pub(crate) struct SseBody<F: EventFormat> {
+    generation: Generation,
+    format: F,
+    buf: BytesMut,
+    block: usize,
+    phase: Phase,
+    cut_after: Option<u32>,
+    malformed_at: Option<u32>,
+}
+
+impl<F: EventFormat> SseBody<F> {
+    /// A body streaming `generation` in `format`.
+    pub(crate) fn new(generation: Generation, format: F) -> Self {
+        let max = generation.source.max_tokens();
+        let half = max / 2;
+        let plan = generation.plan;
+        // One block holds a few dozen events: big enough to amortize the allocation, small
+        // enough that 10 000 concurrent streams do not pin much memory.
+        let block = (format.event_size_hint() * (max as usize + 3).min(24)).clamp(256, 8 * 1024);
+        SseBody {
+            cut_after: plan.cut.then_some(half),
+            malformed_at: plan.malformed.then_some(half),
+            generation,
+            format,
+            buf: BytesMut::new(),
+            block,
+            phase: Phase::Preamble,
+        }
+    }
+
+    /// The streaming response: 200, `text/event-stream`.
+    pub(crate) fn into_response(self) -> Response {
+        let mut resp = Response::new(Body::from_stream(self));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream; charset=utf-8"),
+        );
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        resp
+    }
+
+    fn reserve(&mut self) {
+        if self.buf.capacity() - self.buf.len() < self.format.event_size_hint() + 64 {
+            self.buf.reserve(self.block);
+        }
+    }
+
+    fn take(&mut self) -> Bytes {
+        self.buf.split().freeze()
+    }
+}
+
+impl<F: EventFormat> Stream for SseBody<F> {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            match this.phase {
+                Phase::Preamble => {
+                    this.phase = Phase::Tokens;
+                    this.reserve();
+                    this.format.preamble(&mut this.buf);
+                    if !this.buf.is_empty() {
+                        return Poll::Ready(Some(Ok(this.take())));
+                    }
+                }
+                Phase::Tokens => {
+                    let emitted = this.generation.source.emitted();
+                    if this.malformed_at == Some(emitted) {
+                        this.malformed_at = None;
+                        this.reserve();
+                        this.format.malformed(&mut this.buf);
+                        return Poll::Ready(Some(Ok(this.take())));
+                    }
+                    if this.cut_after.is_some_and(|k| emitted >= k) {
+                        this.phase = Phase::Done;
+                        this.generation.tracker.fail(FailReason::Backend);
+                        // An error from the body makes hyper abort the response mid-body.
+                        return Poll::Ready(Some(Err(std::io::Error::other(
+                            "stream cut by fault injection (cut_rate)",
+                        ))));
+                    }
+                    match this.generation.source.poll_token(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Some(Ok(i))) => {
+                            let chunk = match this.format.shared_token(i) {
+                                Some(b) => b,
+                                None => {
+                                    this.reserve();
+                                    this.format.token(&mut this.buf, i);
+                                    this.take()
+                                }
+                            };
+                            this.generation.tracker.first_response();
+                            return Poll::Ready(Some(Ok(chunk)));
+                        }
+                        Poll::Ready(Some(Err(e))) => {
+                            this.phase = Phase::Done;
+                            this.generation.tracker.fail(match e {
+                                SourceError::QueueFull => FailReason::Rejected,
+                                SourceError::ShuttingDown => FailReason::Other,
+                            });
+                            this.reserve();
+                            this.format.error(&mut this.buf, &e.to_string());
+                            return Poll::Ready(Some(Ok(this.take())));
+                        }
+                        Poll::Ready(None) => this.phase = Phase::Finishing,
+                    }
+                }
+                Phase::Finishing => {
+                    this.phase = Phase::Done;
+                    let n = this.generation.source.emitted();
+                    this.reserve();
+                    this.format.finish(&mut this.buf, n);
+                    this.generation.succeed();
+                    if !this.buf.is_empty() {
+                        return Poll::Ready(Some(Ok(this.take())));
+                    }
+                }
+                Phase::Done => return Poll::Ready(None),
+            }
+        }
+    }
+}
+
+/// A complete (non-streaming) JSON answer, with the stream faults translated: a cut sends the
+/// first half of the body and then aborts it; a malformed answer is truncated JSON.
+pub(crate) fn full_json_response(generation: &mut Generation, body: Vec<u8>) -> Response {
+    let plan = generation.plan;
+    if plan.cut {
+        generation.tracker.fail(FailReason::Backend);
+        let body = Bytes::from(body);
+        let first = body.slice(..body.len() / 2);
+        let parts: Vec<Result<Bytes, std::io::Error>> = vec![
+            Ok(first),
+            Err(std::io::Error::other(
+                "response cut by fault injection (cut_rate)",
+            )),
+        ];
+        let mut resp = Response::new(Body::from_stream(futures_util::stream::iter(parts)));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return resp;
+    }
+    generation.tracker.first_response();
+    generation.succeed();
+    let mut body = body;
+    if plan.malformed {
+        body.truncate(body.len() / 2);
+    }
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A JSON error body `{"error": message}` (KServe's shape).
+pub(crate) fn kserve_error(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({ "error": message }).to_string();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
