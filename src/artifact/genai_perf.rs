@@ -1,0 +1,346 @@
+//! GenAI-Perf's export files, as pure functions of a level's summary.
+//!
+//! `profile_export_genai_perf.csv`:
+//! ```text
+//! Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,unit
+//! time_to_first_token,45.12,...,ms           <- one row per per-request metric, snake_case key
+//! ...
+//!                                            <- blank line
+//! Metric,Value,unit
+//! output_token_throughput,1234.56,tokens/sec <- one row per system metric
+//! ...
+//! ```
+//! The `Metric` column holds the snake_case key (not GenAI-Perf's title-case label) so
+//! `grep -i first_token` and `csv.DictReader` rows keyed by `Metric` find the TTFT row. Numbers are
+//! plain decimals with two places (GenAI-Perf writes thousands separators, which forces quoting
+//! and breaks numeric parsing; here every cell parses as a float). Streaming-only metrics (TTFT,
+//! TTST, ITL, per-user throughput, inter-chunk latency) are omitted without `--streaming`, as
+//! GenAI-Perf does. Server metrics, when available, follow as `server_*` rows of the second section.
+//!
+//! `profile_export_genai_perf.json`: GenAI-Perf's keys in GenAI-Perf's order —
+//! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
+//! distributions (plus `p99.9` and `count`), `{unit, avg}` for system metrics — then
+//! `error_count`, `errors`, `server_metrics` (null when not scraped), `validity`, `level`, and
+//! `input_config` (the resolved plan, secrets removed).
+
+use serde_json::{Map, Value, json};
+
+use crate::server_metrics::ServerDelta;
+use crate::stats::{LevelSummary, Metric, Stats};
+
+/// Header of the distribution section.
+pub const CSV_DIST_HEADER: &str = "Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,unit";
+
+fn num(v: f64) -> String {
+    if v.is_finite() { format!("{v:.2}") } else { "N/A".to_string() }
+}
+
+/// The CSV file's text.
+pub fn csv(s: &LevelSummary) -> String {
+    let mut out = String::with_capacity(2048);
+    out.push_str(CSV_DIST_HEADER);
+    out.push('\n');
+    for (m, st) in s.shown_metrics() {
+        let cells = [
+            st.avg, st.min, st.max, st.p99, st.p95, st.p90, st.p75, st.p50, st.p25, st.p10, st.p5, st.p1, st.std,
+        ];
+        out.push_str(m.key());
+        for c in cells {
+            out.push(',');
+            out.push_str(&num(c));
+        }
+        out.push(',');
+        out.push_str(m.unit().label());
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str("Metric,Value,unit\n");
+    for (key, value, unit) in system_rows(s) {
+        out.push_str(&format!("{key},{value},{unit}\n"));
+    }
+    out
+}
+
+/// `(key, formatted value, unit)` rows of the CSV's second section.
+fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
+    let st = &s.stats;
+    let mut rows = vec![
+        ("output_token_throughput".to_string(), num(st.output_token_throughput), "tokens/sec"),
+        ("total_token_throughput".to_string(), num(st.total_token_throughput), "tokens/sec"),
+        ("request_throughput".to_string(), num(st.request_throughput), "requests/sec"),
+    ];
+    if let Some(g) = st.request_goodput {
+        rows.push(("request_goodput".into(), num(g), "requests/sec"));
+    }
+    rows.push(("request_count".into(), st.request_count.to_string(), "count"));
+    rows.push(("error_count".into(), st.error_count.to_string(), "count"));
+    rows.push(("benchmark_duration".into(), num(st.duration_s), "sec"));
+    if let Some(d) = &s.server {
+        rows.extend(server_rows(d));
+    }
+    rows
+}
+
+fn server_rows(d: &ServerDelta) -> Vec<(String, String, &'static str)> {
+    let mut rows = vec![
+        ("server_request_count".to_string(), d.requests.to_string(), "count"),
+        ("server_failure_count".to_string(), d.failures.to_string(), "count"),
+        ("server_request_time_avg".to_string(), num(d.avg_request_ms), "ms"),
+    ];
+    if let Some(q) = d.avg_queue_ms {
+        rows.push(("server_queue_time_avg".into(), num(q), "ms"));
+    }
+    rows.push(("server_compute_input_time_avg".into(), num(d.avg_compute_input_ms), "ms"));
+    rows.push(("server_compute_infer_time_avg".into(), num(d.avg_compute_infer_ms), "ms"));
+    rows.push(("server_compute_output_time_avg".into(), num(d.avg_compute_output_ms), "ms"));
+    if let Some(q) = d.queue_share {
+        rows.push(("server_queue_share".into(), num(q * 100.0), "percent"));
+    }
+    rows.push(("server_max_pending_requests".into(), num(d.max_pending), "count"));
+    rows
+}
+
+fn stats_json(unit: &str, st: &Stats) -> Value {
+    json!({
+        "unit": unit,
+        "avg": st.avg,
+        "p1": st.p1, "p5": st.p5, "p10": st.p10, "p25": st.p25, "p50": st.p50,
+        "p75": st.p75, "p90": st.p90, "p95": st.p95, "p99": st.p99,
+        "min": st.min, "max": st.max, "std": st.std,
+        "p99.9": st.p999,
+        "count": st.count,
+    })
+}
+
+/// The JSON document (without `input_config`, which the caller appends from the plan).
+pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
+    let st = &s.stats;
+    let mut m = Map::new();
+    m.insert("request_throughput".into(), json!({"unit": "requests/sec", "avg": st.request_throughput}));
+    let shown: Vec<(Metric, &Stats)> = s.shown_metrics().collect();
+    let dist = |m: &mut Map<String, Value>, metric: Metric| {
+        if let Some((_, stats)) = shown.iter().find(|(k, _)| *k == metric) {
+            m.insert(metric.key().into(), stats_json(metric.unit().label(), stats));
+        }
+    };
+    dist(&mut m, Metric::RequestLatency);
+    m.insert("request_count".into(), json!({"unit": "count", "avg": st.request_count}));
+    if let Some(g) = st.request_goodput {
+        m.insert("request_goodput".into(), json!({"unit": "requests/sec", "avg": g}));
+    }
+    dist(&mut m, Metric::TimeToFirstToken);
+    dist(&mut m, Metric::TimeToSecondToken);
+    dist(&mut m, Metric::InterTokenLatency);
+    m.insert("output_token_throughput".into(), json!({"unit": "tokens/sec", "avg": st.output_token_throughput}));
+    dist(&mut m, Metric::OutputTokenThroughputPerUser);
+    dist(&mut m, Metric::OutputSequenceLength);
+    dist(&mut m, Metric::InputSequenceLength);
+    m.insert("total_token_throughput".into(), json!({"unit": "tokens/sec", "avg": st.total_token_throughput}));
+    for (metric, _) in &shown {
+        if !m.contains_key(metric.key()) {
+            dist(&mut m, *metric);
+        }
+    }
+    m.insert("error_count".into(), json!({"unit": "count", "avg": st.error_count}));
+    m.insert("errors".into(), serde_json::to_value(&st.errors).unwrap_or(Value::Null));
+    m.insert("benchmark_duration".into(), json!({"unit": "sec", "avg": st.duration_s}));
+    m.insert("server_metrics".into(), s.server.as_ref().map_or(Value::Null, |d| serde_json::to_value(d).unwrap_or(Value::Null)));
+    m.insert(
+        "validity".into(),
+        json!({
+            "interrupted": s.interrupted,
+            "osl_mismatch_count": st.osl_mismatch,
+            "short_output_count": st.short_outputs,
+        }),
+    );
+    m.insert(
+        "level".into(),
+        json!({"name": s.stimulus.name(), "stimulus": s.stimulus.kind(), "value": s.stimulus.value(), "started_unix_ns": s.started_unix_ns}),
+    );
+    m.insert("input_config".into(), input_config.clone());
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Stimulus;
+    use crate::stats::{ErrorCount, LevelStats};
+
+    fn st(base: f64) -> Stats {
+        Stats {
+            count: 10,
+            avg: base,
+            min: base - 1.0,
+            max: base + 9.0,
+            std: 0.5,
+            p1: base - 1.0,
+            p5: base - 0.5,
+            p10: base - 0.25,
+            p25: base,
+            p50: base + 0.125,
+            p75: base + 1.0,
+            p90: base + 2.0,
+            p95: base + 3.0,
+            p99: base + 8.0,
+            p999: base + 9.0,
+        }
+    }
+
+    fn summary(streaming: bool, server: Option<ServerDelta>) -> LevelSummary {
+        LevelSummary {
+            stimulus: Stimulus::Concurrency(4),
+            stats: LevelStats {
+                metrics: vec![
+                    (Metric::TimeToFirstToken, st(45.0)),
+                    (Metric::RequestLatency, st(1000.0)),
+                    (Metric::InterTokenLatency, st(9.5)),
+                    (Metric::OutputSequenceLength, st(100.0)),
+                    (Metric::InputSequenceLength, st(200.0)),
+                    (Metric::SendLag, st(0.01)),
+                ],
+                request_count: 10,
+                error_count: 1,
+                errors: vec![ErrorCount { kind: "http_503".into(), count: 1, example: "busy".into(), hint: None }],
+                warmup_count: 0,
+                duration_s: 2.5,
+                output_token_throughput: 400.0,
+                total_token_throughput: 1200.0,
+                request_throughput: 4.0,
+                request_goodput: Some(3.6),
+                osl_mismatch: 0,
+                short_outputs: 0,
+            },
+            server,
+            streaming,
+            interrupted: false,
+            started_unix_ns: 1_700_000_000_000_000_000,
+        }
+    }
+
+    #[test]
+    fn csv_exact_text() {
+        let expected = "\
+Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,unit
+time_to_first_token,45.00,44.00,54.00,53.00,48.00,47.00,46.00,45.12,45.00,44.75,44.50,44.00,0.50,ms
+request_latency,1000.00,999.00,1009.00,1008.00,1003.00,1002.00,1001.00,1000.12,1000.00,999.75,999.50,999.00,0.50,ms
+inter_token_latency,9.50,8.50,18.50,17.50,12.50,11.50,10.50,9.62,9.50,9.25,9.00,8.50,0.50,ms
+output_sequence_length,100.00,99.00,109.00,108.00,103.00,102.00,101.00,100.12,100.00,99.75,99.50,99.00,0.50,tokens
+input_sequence_length,200.00,199.00,209.00,208.00,203.00,202.00,201.00,200.12,200.00,199.75,199.50,199.00,0.50,tokens
+
+Metric,Value,unit
+output_token_throughput,400.00,tokens/sec
+total_token_throughput,1200.00,tokens/sec
+request_throughput,4.00,requests/sec
+request_goodput,3.60,requests/sec
+request_count,10,count
+error_count,1,count
+benchmark_duration,2.50,sec
+";
+        assert_eq!(csv(&summary(true, None)), expected);
+    }
+
+    #[test]
+    fn csv_without_streaming_drops_token_timing_rows() {
+        let text = csv(&summary(false, None));
+        assert!(!text.contains("time_to_first_token"));
+        assert!(!text.contains("inter_token_latency"));
+        assert!(text.contains("\nrequest_latency,1000.00,"));
+    }
+
+    #[test]
+    fn csv_server_rows() {
+        let d = ServerDelta {
+            source: "prometheus",
+            requests: 10,
+            failures: 0,
+            executions: 40,
+            avg_request_ms: 50.0,
+            avg_queue_ms: Some(10.0),
+            avg_compute_input_ms: 0.1,
+            avg_compute_infer_ms: 39.8,
+            avg_compute_output_ms: 0.1,
+            queue_share: Some(0.2),
+            max_pending: 3.0,
+        };
+        let text = csv(&summary(true, Some(d)));
+        let tail = text.split("benchmark_duration,2.50,sec\n").nth(1).unwrap();
+        assert_eq!(
+            tail,
+            "\
+server_request_count,10,count
+server_failure_count,0,count
+server_request_time_avg,50.00,ms
+server_queue_time_avg,10.00,ms
+server_compute_input_time_avg,0.10,ms
+server_compute_infer_time_avg,39.80,ms
+server_compute_output_time_avg,0.10,ms
+server_queue_share,20.00,percent
+server_max_pending_requests,3.00,count
+"
+        );
+    }
+
+    #[test]
+    fn seed_snippets_find_the_ttft_row() {
+        let text = csv(&summary(true, None));
+        // column -s, -t file | grep -i first_token
+        assert_eq!(text.lines().filter(|l| l.to_lowercase().contains("first_token")).count(), 1);
+        // csv.DictReader: rows keyed by the first header line; 'time_to_first_token' in r['Metric']
+        let mut rdr = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
+        let headers = rdr.headers().unwrap().clone();
+        let metric = headers.iter().position(|h| h == "Metric").unwrap();
+        let avg = headers.iter().position(|h| h == "avg").unwrap();
+        let p99 = headers.iter().position(|h| h == "p99").unwrap();
+        let rows: Vec<_> = rdr
+            .records()
+            .map(|r| r.unwrap())
+            .filter(|r| r.get(metric).is_some_and(|m| m.contains("time_to_first_token")))
+            .collect();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(&rows[0][avg], "45.00");
+        assert_eq!(&rows[0][p99], "53.00");
+    }
+
+    #[test]
+    fn json_keys_and_order() {
+        let v = json(&summary(true, None), &json!({"model": "gpt2"}));
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "request_throughput",
+                "request_latency",
+                "request_count",
+                "request_goodput",
+                "time_to_first_token",
+                "inter_token_latency",
+                "output_token_throughput",
+                "output_sequence_length",
+                "input_sequence_length",
+                "total_token_throughput",
+                "error_count",
+                "errors",
+                "benchmark_duration",
+                "server_metrics",
+                "validity",
+                "level",
+                "input_config"
+            ]
+        );
+        let ttft = &v["time_to_first_token"];
+        assert_eq!(ttft["unit"], "ms");
+        assert_eq!(ttft["avg"], 45.0);
+        assert_eq!(ttft["p99"], 53.0);
+        assert_eq!(ttft["p99.9"], 54.0);
+        let ttft_keys: Vec<&str> = ttft.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(
+            ttft_keys,
+            ["unit", "avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "p99.9", "count"]
+        );
+        assert_eq!(v["request_count"], json!({"unit": "count", "avg": 10}));
+        assert_eq!(v["server_metrics"], Value::Null);
+        assert_eq!(v["level"]["name"], "concurrency4");
+        assert_eq!(v["input_config"]["model"], "gpt2");
+    }
+}

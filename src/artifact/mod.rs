@@ -1,0 +1,174 @@
+//! Where results go: one directory per load level (GenAI-Perf's layout and names), plus the
+//! sweep's `summary.csv` next to them.
+//!
+//! Per level: `profile_export_genai_perf.csv`, `profile_export_genai_perf.json`,
+//! `requests.jsonl` (streamed during the run) and `histograms.json` (serialized HDR histograms).
+
+pub mod genai_perf;
+pub mod histograms;
+pub mod records;
+pub mod summary;
+
+use std::path::{Path, PathBuf};
+
+use crate::plan::{RunPlan, Stimulus};
+
+/// File names inside a level directory.
+pub const CSV_FILE: &str = "profile_export_genai_perf.csv";
+/// GenAI-Perf JSON export.
+pub const JSON_FILE: &str = "profile_export_genai_perf.json";
+/// Per-request rows.
+pub const RECORDS_FILE: &str = "requests.jsonl";
+/// Serialized histograms.
+pub const HISTOGRAMS_FILE: &str = "histograms.json";
+/// Sweep summary.
+pub const SUMMARY_FILE: &str = "summary.csv";
+
+/// Placeholders `--artifact-dir` may contain; the level ones give each level its own directory.
+const LEVEL_PLACEHOLDERS: [&str; 3] = ["{concurrency}", "{rate}", "{level}"];
+
+/// Resolves artifact directories for a run.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    template: Option<String>,
+    base_name: String,
+    levels: usize,
+    timestamp: String,
+}
+
+impl Layout {
+    /// Layout for `plan`, with `timestamp` substituted for `{timestamp}`.
+    pub fn new(plan: &RunPlan, timestamp: String) -> Layout {
+        let t = &plan.target;
+        let base_name = format!("{}-{}-{}", t.model.replace('/', "_"), t.api.service_kind(), t.dir_tag());
+        let template = plan.artifact_dir.as_ref().map(|p| {
+            p.to_string_lossy().replace("{timestamp}", &timestamp).replace("{model}", &t.model.replace('/', "_"))
+        });
+        Layout { template, base_name, levels: plan.levels.len(), timestamp }
+    }
+
+    /// The `{timestamp}` value used.
+    pub fn timestamp(&self) -> &str {
+        &self.timestamp
+    }
+
+    fn has_level_placeholder(&self) -> bool {
+        self.template.as_deref().is_some_and(|t| LEVEL_PLACEHOLDERS.iter().any(|p| t.contains(p)))
+    }
+
+    /// GenAI-Perf's directory name for a level (`gpt2-triton-tensorrtllm-concurrency8`).
+    pub fn level_name(&self, s: &Stimulus) -> String {
+        format!("{}-{}", self.base_name, s.name())
+    }
+
+    /// The directory of one level.
+    pub fn level_dir(&self, s: &Stimulus) -> PathBuf {
+        match &self.template {
+            Some(t) if self.has_level_placeholder() => PathBuf::from(expand_level(t, s)),
+            Some(t) if self.levels == 1 => PathBuf::from(t),
+            Some(t) => Path::new(t).join(self.level_name(s)),
+            None => Path::new("artifacts").join(self.level_name(s)),
+        }
+    }
+
+    /// Where sweep-wide files go: the part of the template before the first per-level
+    /// component, the template itself, or `artifacts/`.
+    pub fn sweep_dir(&self) -> PathBuf {
+        match &self.template {
+            Some(t) if self.has_level_placeholder() => {
+                let mut dir = PathBuf::new();
+                for comp in Path::new(t).components() {
+                    let c = comp.as_os_str().to_string_lossy();
+                    if LEVEL_PLACEHOLDERS.iter().any(|p| c.contains(p)) {
+                        break;
+                    }
+                    dir.push(comp);
+                }
+                if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir }
+            }
+            Some(t) => PathBuf::from(t),
+            None => PathBuf::from("artifacts"),
+        }
+    }
+}
+
+fn expand_level(t: &str, s: &Stimulus) -> String {
+    let value = match s {
+        Stimulus::Concurrency(n) => n.to_string(),
+    };
+    t.replace("{concurrency}", &value).replace("{rate}", &value).replace("{level}", &s.name())
+}
+
+/// Local time as `YYYYMMDD_HHMMSS` (the seeds' `date +%Y%m%d_%H%M` with seconds).
+pub fn local_timestamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as libc::time_t)
+        .unwrap_or(0);
+    // SAFETY: localtime_r writes only into the tm we pass and reads the time_t we own.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
+    if !ok {
+        return format!("{secs}");
+    }
+    format!(
+        "{:04}{:02}{:02}_{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn layout(args: &[&str]) -> Layout {
+        let mut argv = vec!["ttftbench", "profile", "-m", "org/model"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
+        let crate::cli::Command::Profile(p) = cli.command else { unreachable!() };
+        let plan = RunPlan::from_profile(&p, &[]).unwrap();
+        Layout::new(&plan, "20261129_1200".into())
+    }
+
+    #[test]
+    fn default_names_follow_genai_perf() {
+        let l = layout(&["--concurrency", "8"]);
+        assert_eq!(l.level_dir(&Stimulus::Concurrency(8)), PathBuf::from("artifacts/org_model-triton-tensorrtllm-concurrency8"));
+        let l = layout(&["--endpoint-type", "chat", "--concurrency", "1,2"]);
+        assert_eq!(l.level_dir(&Stimulus::Concurrency(2)), PathBuf::from("artifacts/org_model-openai-chat-concurrency2"));
+        assert_eq!(l.sweep_dir(), PathBuf::from("artifacts"));
+    }
+
+    #[test]
+    fn explicit_dir_single_level_holds_files_directly() {
+        let l = layout(&["--artifact-dir", "./ttft_c1"]);
+        assert_eq!(l.level_dir(&Stimulus::Concurrency(1)), PathBuf::from("./ttft_c1"));
+    }
+
+    #[test]
+    fn explicit_dir_sweep_gets_subdirectories() {
+        let l = layout(&["--artifact-dir", "out", "--concurrency", "1:4"]);
+        assert_eq!(l.level_dir(&Stimulus::Concurrency(4)), PathBuf::from("out/org_model-triton-tensorrtllm-concurrency4"));
+        assert_eq!(l.sweep_dir(), PathBuf::from("out"));
+    }
+
+    #[test]
+    fn placeholders() {
+        let l = layout(&["--artifact-dir", "./bench/{timestamp}/c{concurrency}", "--concurrency", "1,8,32"]);
+        assert_eq!(l.level_dir(&Stimulus::Concurrency(8)), PathBuf::from("./bench/20261129_1200/c8"));
+        assert_eq!(l.sweep_dir(), PathBuf::from("./bench/20261129_1200"));
+    }
+
+    #[test]
+    fn timestamp_shape() {
+        let t = local_timestamp();
+        assert_eq!(t.len(), 15, "{t}");
+        assert_eq!(&t[8..9], "_");
+    }
+}

@@ -1,0 +1,136 @@
+//! `requests.jsonl`: one JSON object per request, written while the run goes (so an interrupted
+//! run still has every finished request on disk, and memory does not grow with request count).
+//!
+//! Fields (times are absolute Unix nanoseconds, so files from several machines merge; absent
+//! times are `null`):
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `level` | stimulus name, e.g. `concurrency8` |
+//! | `phase` | `warmup` or `measure` |
+//! | `seq` | request number within the level |
+//! | `prompt_index` | dataset entry sent |
+//! | `intended_ns` | when the schedule wanted it sent |
+//! | `sent_ns` | when it was handed to the transport |
+//! | `first_byte_ns` | first response byte |
+//! | `first_token_ns`, `second_token_ns`, `last_token_ns` | content-bearing responses |
+//! | `end_ns` | end of the exchange |
+//! | `ttft_ms`, `latency_ms`, `itl_ms` | derived, as in the summary |
+//! | `isl`, `osl`, `server_osl`, `requested_osl` | token counts |
+//! | `chunks`, `responses` | content-bearing responses, all responses |
+//! | `error`, `error_message` | failure kind and detail, or `null` |
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::record::{Clock, Phase, RequestRecord};
+
+#[derive(Serialize)]
+struct Row<'a> {
+    level: &'a str,
+    phase: Phase,
+    seq: u64,
+    prompt_index: u32,
+    intended_ns: u64,
+    sent_ns: u64,
+    first_byte_ns: Option<u64>,
+    first_token_ns: Option<u64>,
+    second_token_ns: Option<u64>,
+    last_token_ns: Option<u64>,
+    end_ns: u64,
+    ttft_ms: Option<f64>,
+    latency_ms: Option<f64>,
+    itl_ms: Option<f64>,
+    isl: u32,
+    osl: u32,
+    server_osl: Option<u32>,
+    requested_osl: u32,
+    chunks: u32,
+    responses: u32,
+    error: Option<&'a str>,
+    error_message: Option<&'a str>,
+}
+
+/// Writes one JSON line for `rec`.
+pub fn write_row(out: &mut impl Write, level: &str, clock: &Clock, rec: &RequestRecord) -> std::io::Result<()> {
+    let abs = |t: u64| clock.unix_ns(t);
+    let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
+    let kind = rec.error.as_ref().map(|e| e.kind.key());
+    let row = Row {
+        level,
+        phase: rec.phase,
+        seq: rec.seq,
+        prompt_index: rec.prompt_index,
+        intended_ns: abs(rec.intended_ns),
+        sent_ns: abs(rec.sent_ns),
+        first_byte_ns: rec.first_byte_ns.map(abs),
+        first_token_ns: rec.first_token_ns.map(abs),
+        second_token_ns: rec.second_token_ns.map(abs),
+        last_token_ns: rec.last_token_ns.map(abs),
+        end_ns: abs(rec.end_ns),
+        ttft_ms: ms(rec.ttft_ns()),
+        latency_ms: ms(rec.latency_ns()),
+        itl_ms: ms(rec.itl_ns()),
+        isl: rec.isl,
+        osl: rec.osl,
+        server_osl: rec.server_osl,
+        requested_osl: rec.requested_osl,
+        chunks: rec.chunks,
+        responses: rec.responses,
+        error: kind.as_deref(),
+        error_message: rec.error.as_ref().map(|e| &*e.message),
+    };
+    serde_json::to_writer(&mut *out, &row)?;
+    out.write_all(b"\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{ErrorKind, RequestError};
+
+    #[test]
+    fn row_exact_text() {
+        let clock = Clock::start();
+        let base = clock.unix_anchor_ns();
+        let rec = RequestRecord {
+            phase: Phase::Measure,
+            seq: 3,
+            prompt_index: 1,
+            intended_ns: 0,
+            sent_ns: 1_000,
+            first_byte_ns: Some(2_000_000),
+            first_token_ns: Some(3_001_000),
+            second_token_ns: None,
+            last_token_ns: Some(3_001_000),
+            end_ns: 4_000_000,
+            isl: 5,
+            osl: 1,
+            server_osl: None,
+            requested_osl: 1,
+            chunks: 1,
+            responses: 2,
+            error: None,
+        };
+        let mut out = Vec::new();
+        write_row(&mut out, "concurrency1", &clock, &rec).unwrap();
+        let expected = format!(
+            "{{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":3,\"prompt_index\":1,\"intended_ns\":{},\"sent_ns\":{},\"first_byte_ns\":{},\"first_token_ns\":{},\"second_token_ns\":null,\"last_token_ns\":{},\"end_ns\":{},\"ttft_ms\":3.0,\"latency_ms\":3.0,\"itl_ms\":null,\"isl\":5,\"osl\":1,\"server_osl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":2,\"error\":null,\"error_message\":null}}\n",
+            base,
+            base + 1_000,
+            base + 2_000_000,
+            base + 3_001_000,
+            base + 3_001_000,
+            base + 4_000_000
+        );
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
+
+        let mut failed = rec.clone();
+        failed.error = Some(RequestError::new(ErrorKind::HttpStatus(503), "HTTP 503: busy"));
+        let mut out = Vec::new();
+        write_row(&mut out, "concurrency1", &clock, &failed).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.ends_with("\"error\":\"http_503\",\"error_message\":\"HTTP 503: busy\"}\n"), "{s}");
+    }
+}

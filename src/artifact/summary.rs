@@ -1,0 +1,115 @@
+//! `summary.csv`: one row per level of a sweep, the numbers a capacity table needs.
+//!
+//! Columns: `level` (directory name stem, e.g. `concurrency8`), then the stimulus kind with its
+//! value (`concurrency`), TTFT avg/p50/p99, ITL avg/p99, request latency avg/p99 (ms), output
+//! token and request throughput (per second), the server's average queue and compute-infer time
+//! and queue share (empty when the server's metrics were not available), request and error
+//! counts. Values are plain decimals; a missing value is an empty cell.
+
+use crate::stats::{LevelSummary, Metric};
+
+/// Header line of `summary.csv`.
+pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count";
+
+fn cell(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite()).map(|x| format!("{x:.2}")).unwrap_or_default()
+}
+
+/// The file's text.
+pub fn csv(levels: &[LevelSummary]) -> String {
+    let mut out = String::from(HEADER);
+    out.push('\n');
+    for l in levels {
+        let get = |m: Metric, f: fn(&crate::stats::Stats) -> f64| {
+            l.stats.get(m).filter(|_| l.streaming || !m.streaming_only()).map(f)
+        };
+        let server = l.server.as_ref();
+        let row = [
+            l.stimulus.name(),
+            l.stimulus.kind().to_string(),
+            format_value(l.stimulus.value()),
+            cell(get(Metric::TimeToFirstToken, |s| s.avg)),
+            cell(get(Metric::TimeToFirstToken, |s| s.p50)),
+            cell(get(Metric::TimeToFirstToken, |s| s.p99)),
+            cell(get(Metric::InterTokenLatency, |s| s.avg)),
+            cell(get(Metric::InterTokenLatency, |s| s.p99)),
+            cell(get(Metric::RequestLatency, |s| s.avg)),
+            cell(get(Metric::RequestLatency, |s| s.p99)),
+            cell(Some(l.stats.output_token_throughput)),
+            cell(Some(l.stats.request_throughput)),
+            cell(server.and_then(|d| d.avg_queue_ms)),
+            cell(server.map(|d| d.avg_compute_infer_ms)),
+            cell(server.and_then(|d| d.queue_share).map(|q| q * 100.0)),
+            l.stats.request_count.to_string(),
+            l.stats.error_count.to_string(),
+        ];
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn format_value(v: f64) -> String {
+    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Stimulus;
+    use crate::server_metrics::ServerDelta;
+    use crate::stats::{LevelStats, Stats};
+
+    fn level(c: u32, ttft: f64, server: Option<ServerDelta>) -> LevelSummary {
+        let s = |avg: f64| Stats { count: 1, avg, p50: avg, p99: avg * 2.0, ..Stats::default() };
+        LevelSummary {
+            stimulus: Stimulus::Concurrency(c),
+            stats: LevelStats {
+                metrics: vec![
+                    (Metric::TimeToFirstToken, s(ttft)),
+                    (Metric::RequestLatency, s(500.0)),
+                    (Metric::InterTokenLatency, s(5.0)),
+                ],
+                request_count: 20,
+                error_count: 0,
+                errors: vec![],
+                warmup_count: 0,
+                duration_s: 1.0,
+                output_token_throughput: 1000.0,
+                total_token_throughput: 3000.0,
+                request_throughput: 10.0,
+                request_goodput: None,
+                osl_mismatch: 0,
+                short_outputs: 0,
+            },
+            server,
+            streaming: true,
+            interrupted: false,
+            started_unix_ns: 0,
+        }
+    }
+
+    #[test]
+    fn exact_text() {
+        let d = ServerDelta {
+            source: "prometheus",
+            requests: 20,
+            failures: 0,
+            executions: 5,
+            avg_request_ms: 100.0,
+            avg_queue_ms: Some(25.0),
+            avg_compute_input_ms: 0.0,
+            avg_compute_infer_ms: 75.0,
+            avg_compute_output_ms: 0.0,
+            queue_share: Some(0.25),
+            max_pending: 4.0,
+        };
+        let text = csv(&[level(1, 45.0, None), level(8, 88.5, Some(d))]);
+        assert_eq!(
+            text,
+            format!(
+                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0\n"
+            )
+        );
+    }
+}

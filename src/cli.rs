@@ -1,0 +1,264 @@
+//! Command-line syntax. These types only describe flags; `plan` turns them into a validated
+//! [`crate::plan::RunPlan`] once, and nothing downstream looks at strings again.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Load generator for LLM and tensor inference servers: TTFT, inter-token latency, throughput,
+/// knees and regressions.
+#[derive(Debug, Parser)]
+#[command(name = "ttftbench", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// GenAI-Perf-style LLM profiling: streaming TTFT / ITL / throughput over a load sweep.
+    Profile(Box<ProfileArgs>),
+}
+
+/// `--endpoint-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EndpointTypeArg {
+    /// Triton KServe v2 over gRPC (ModelStreamInfer).
+    Kserve,
+    /// OpenAI `/v1/chat/completions`.
+    Chat,
+    /// OpenAI `/v1/completions`.
+    Completions,
+    /// Triton HTTP `/v2/models/{model}/generate` (`generate_stream` with --streaming).
+    Generate,
+}
+
+/// `--service-kind` (legacy GenAI-Perf flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServiceKindArg {
+    /// Triton (gRPC by default).
+    Triton,
+    /// An OpenAI-compatible HTTP server.
+    Openai,
+}
+
+/// `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// TensorRT-LLM input layout (text_input, max_tokens, stream, ...).
+    Tensorrtllm,
+    /// vLLM backend input layout (text_input, stream, sampling_parameters).
+    Vllm,
+}
+
+/// Flags of `ttftbench profile` (GenAI-Perf's names and aliases).
+#[derive(Debug, Args, Clone)]
+pub struct ProfileArgs {
+    /// Model name as the server knows it.
+    #[arg(short = 'm', long = "model")]
+    pub model: String,
+
+    /// Legacy GenAI-Perf service kind; `openai` implies `--endpoint-type chat` unless one is given.
+    #[arg(long = "service-kind", value_enum)]
+    pub service_kind: Option<ServiceKindArg>,
+
+    /// Which API to drive.
+    #[arg(long = "endpoint-type", value_enum)]
+    pub endpoint_type: Option<EndpointTypeArg>,
+
+    /// Custom endpoint path (e.g. `v1/chat/completions`), overriding the endpoint type's default.
+    #[arg(long = "endpoint")]
+    pub endpoint: Option<String>,
+
+    /// Input layout of a Triton LLM model.
+    #[arg(long = "backend", value_enum)]
+    pub backend: Option<BackendArg>,
+
+    /// Server address, with or without scheme (default localhost:8001 for kserve, localhost:8000 otherwise).
+    #[arg(short = 'u', long = "url")]
+    pub url: Option<String>,
+
+    /// Stream responses (required for TTFT, TTST and ITL).
+    #[arg(long = "streaming")]
+    pub streaming: bool,
+
+    /// Number of unique prompts in the dataset (reused round-robin). Alone, also the number of
+    /// requests measured per level.
+    #[arg(long = "num-prompts", alias = "num-dataset-entries")]
+    pub num_prompts: Option<u32>,
+
+    /// Requests measured per level.
+    #[arg(long = "request-count", alias = "num-requests")]
+    pub request_count: Option<u64>,
+
+    /// Mean input (prompt) length in tokens.
+    #[arg(long = "synthetic-input-tokens-mean", alias = "isl")]
+    pub synthetic_input_tokens_mean: Option<u32>,
+
+    /// Standard deviation of the input length in tokens.
+    #[arg(long = "synthetic-input-tokens-stddev", default_value_t = 0)]
+    pub synthetic_input_tokens_stddev: u32,
+
+    /// Mean output length in tokens, sent as the API's max-tokens field.
+    #[arg(long = "output-tokens-mean", alias = "osl")]
+    pub output_tokens_mean: Option<u32>,
+
+    /// Standard deviation of the output length in tokens.
+    #[arg(long = "output-tokens-stddev", default_value_t = 0)]
+    pub output_tokens_stddev: u32,
+
+    /// Ask the server to produce exactly the sampled output length (min_tokens / ignore_eos).
+    #[arg(long = "output-tokens-mean-deterministic")]
+    pub output_tokens_mean_deterministic: bool,
+
+    /// Closed-loop concurrency: `N`, `start:end[:step]` (inclusive; powers of two without a step)
+    /// or a list `1,4,8,16,32`. Each value is one level of the sweep.
+    #[arg(long = "concurrency")]
+    pub concurrency: Option<String>,
+
+    /// Measurement window per level in milliseconds: requests sent within it are measured.
+    #[arg(short = 'p', long = "measurement-interval")]
+    pub measurement_interval: Option<u64>,
+
+    /// Requests sent before measuring each level (excluded from the results).
+    #[arg(long = "warmup-request-count", alias = "num-warmup-requests", default_value_t = 0)]
+    pub warmup_request_count: u64,
+
+    /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
+    #[arg(long = "artifact-dir")]
+    pub artifact_dir: Option<PathBuf>,
+
+    /// Hugging Face `tokenizer.json` to count tokens with (default: built-in GPT-2).
+    #[arg(long = "tokenizer")]
+    pub tokenizer: Option<PathBuf>,
+
+    /// Seed for prompts and output lengths.
+    #[arg(long = "random-seed", default_value_t = 0)]
+    pub random_seed: u64,
+
+    /// Extra HTTP header `Name: value` (repeatable); also sent on discovery and metrics calls.
+    #[arg(short = 'H', long = "header")]
+    pub header: Vec<String>,
+
+    /// Extra request field `name:value` (value parsed as JSON when it is JSON) or a JSON object.
+    #[arg(long = "extra-inputs")]
+    pub extra_inputs: Vec<String>,
+
+    /// Goodput objectives `metric:value` (ms for times, tokens/sec/user for per-user throughput).
+    #[arg(short = 'g', long = "goodput", num_args = 1..)]
+    pub goodput: Vec<String>,
+
+    /// JSONL prompts, one `{"text": ...}` per line, instead of synthetic ones.
+    #[arg(long = "input-file")]
+    pub input_file: Option<PathBuf>,
+
+    /// Prometheus endpoint of the server (default: port 8002 of the target host, if it answers).
+    #[arg(long = "server-metrics-url", alias = "server-metrics-urls")]
+    pub server_metrics_url: Option<String>,
+
+    /// Count output tokens from the server's usage report instead of the tokenizer.
+    #[arg(long = "use-server-token-count")]
+    pub use_server_token_count: bool,
+
+    /// API key sent as `Authorization: Bearer` (never written to artifacts or logs).
+    #[arg(long = "api-key", env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Per-request timeout in seconds (a timed-out request counts as an error of kind `timeout`).
+    #[arg(long = "request-timeout", default_value_t = 600.0)]
+    pub request_timeout: f64,
+
+    /// More detail on the console.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+
+    /// Print only the results table.
+    #[arg(long = "quiet")]
+    pub quiet: bool,
+}
+
+/// Flags of `ttftbench serve`.
+#[derive(Debug, Args, Clone)]
+pub struct ServeArgs {
+    /// Address to bind every listener to.
+    #[arg(long = "address", default_value = "0.0.0.0")]
+    pub address: std::net::IpAddr,
+    /// KServe v2 HTTP + OpenAI port (0 = any free port, printed).
+    #[arg(long = "http-port", default_value_t = 8000)]
+    pub http_port: u16,
+    /// KServe v2 gRPC port (0 = any free port, printed).
+    #[arg(long = "grpc-port", default_value_t = 8001)]
+    pub grpc_port: u16,
+    /// Prometheus metrics port (0 = any free port, printed).
+    #[arg(long = "metrics-port", default_value_t = 8002)]
+    pub metrics_port: u16,
+    /// Engine timing and faults.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Timing model and fault injection of the simulated server.
+#[derive(Debug, Args, Clone)]
+pub struct EngineArgs {
+    /// Batch slots: sequences decoded together; more requests wait in the queue.
+    #[arg(long = "max-batch", default_value_t = 8)]
+    pub max_batch: usize,
+    /// Fixed cost of a prefill, in microseconds.
+    #[arg(long = "prefill-base-us", default_value_t = 2000)]
+    pub prefill_base_us: u64,
+    /// Prefill cost per input token, in microseconds.
+    #[arg(long = "prefill-us-per-token", default_value_t = 100.0)]
+    pub prefill_us_per_token: f64,
+    /// Fixed cost of a decode step, in microseconds.
+    #[arg(long = "decode-base-us", default_value_t = 4000)]
+    pub decode_base_us: u64,
+    /// Extra decode-step cost per running sequence, in microseconds.
+    #[arg(long = "decode-us-per-seq", default_value_t = 250)]
+    pub decode_us_per_seq: u64,
+    /// Queue limit (0 = unbounded); beyond it requests are rejected (HTTP 503 / RESOURCE_EXHAUSTED).
+    #[arg(long = "max-queue", default_value_t = 0)]
+    pub max_queue: usize,
+    /// No timing at all: tokens as fast as the transport takes them (client benchmarks).
+    #[arg(long = "instant")]
+    pub instant: bool,
+    /// Fraction of requests answered with a server error.
+    #[arg(long = "fault-error-rate", default_value_t = 0.0)]
+    pub fault_error_rate: f64,
+    /// Fraction of streams cut off half-way.
+    #[arg(long = "fault-cut-rate", default_value_t = 0.0)]
+    pub fault_cut_rate: f64,
+    /// Fraction of requests that stall before their first token.
+    #[arg(long = "fault-stall-rate", default_value_t = 0.0)]
+    pub fault_stall_rate: f64,
+    /// How long a stalled request stalls, in milliseconds.
+    #[arg(long = "fault-stall-ms", default_value_t = 1000)]
+    pub fault_stall_ms: u64,
+    /// Fraction of streams with one malformed event.
+    #[arg(long = "fault-malformed-rate", default_value_t = 0.0)]
+    pub fault_malformed_rate: f64,
+    /// Answer every inference request with 503 / UNAVAILABLE.
+    #[arg(long = "fault-unavailable")]
+    pub fault_unavailable: bool,
+    /// Require `Authorization: Bearer KEY` on the OpenAI routes.
+    #[arg(long = "require-api-key", env = "TTFTBENCH_SIM_API_KEY", hide_env_values = true)]
+    pub require_api_key: Option<String>,
+    /// Restrict the statistics API to requests with header `triton-access-token: TOKEN`.
+    #[arg(long = "access-token", env = "TTFTBENCH_SIM_ACCESS_TOKEN", hide_env_values = true)]
+    pub access_token: Option<String>,
+}
+
+/// Flags of `ttftbench demo`.
+#[derive(Debug, Args, Clone)]
+pub struct DemoArgs {
+    /// Concurrency levels of the sweep.
+    #[arg(long = "concurrency", default_value = "1,2,4,8,16,32")]
+    pub concurrency: String,
+    /// Where artifacts go.
+    #[arg(long = "artifact-dir", default_value = "artifacts/demo")]
+    pub artifact_dir: PathBuf,
+    /// Print only the results table.
+    #[arg(long = "quiet")]
+    pub quiet: bool,
+}

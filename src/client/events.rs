@@ -1,0 +1,346 @@
+//! Reading the JSON of one streamed event (or one whole non-streamed body) without building a
+//! document: the text it carries is appended straight into the request's output buffer, so a
+//! token costs no heap allocation.
+//!
+//! Shapes understood, all in one pass:
+//! * OpenAI chat chunks `{"choices":[{"delta":{"content":"..","reasoning_content":".."}}]}` and
+//!   whole responses `{"choices":[{"message":{"content":".."}}]}`;
+//! * OpenAI completions `{"choices":[{"text":".."}]}`;
+//! * Triton generate / generate_stream `{"text_output":".."}` (a string, or an array of strings);
+//! * usage `{"usage":{"prompt_tokens":N,"completion_tokens":M}}` (any event, possibly `choices: []`);
+//! * errors `{"error":"msg"}` or `{"error":{"message":"msg"}}`.
+//!
+//! Only the first choice is read: one request asks for one completion.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+/// What one event contributed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct EventInfo {
+    /// Bytes of text appended to the output buffer (0 for role-only, usage-only, empty events).
+    pub content_bytes: usize,
+    /// `usage.completion_tokens`, when present.
+    pub completion_tokens: Option<u32>,
+    /// `usage.prompt_tokens`, when present.
+    pub prompt_tokens: Option<u32>,
+    /// An error the server reported in the event.
+    pub error: Option<String>,
+}
+
+/// Parses one event's JSON, appending any text it carries to `text`.
+pub fn parse_event(data: &[u8], text: &mut String) -> Result<EventInfo, serde_json::Error> {
+    let before = text.len();
+    let mut info = EventInfo::default();
+    let mut de = serde_json::Deserializer::from_slice(data);
+    let result = EventSeed { text, info: &mut info }.deserialize(&mut de).and_then(|()| de.end());
+    if let Err(e) = result {
+        text.truncate(before);
+        return Err(e);
+    }
+    info.content_bytes = text.len() - before;
+    Ok(info)
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum TopKey {
+    Choices,
+    Usage,
+    TextOutput,
+    Error,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum ChoiceKey {
+    Delta,
+    Message,
+    Text,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum DeltaKey {
+    Content,
+    ReasoningContent,
+    Reasoning,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize, Default)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+struct EventSeed<'a> {
+    text: &'a mut String,
+    info: &'a mut EventInfo,
+}
+
+impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<TopKey>()? {
+            match key {
+                TopKey::Choices => map.next_value_seed(ChoicesSeed { text: self.text })?,
+                TopKey::TextOutput => map.next_value_seed(TextSeed { text: self.text })?,
+                TopKey::Usage => {
+                    if let Some(u) = map.next_value::<Option<Usage>>()? {
+                        self.info.prompt_tokens = u.prompt_tokens.map(|v| v.min(u64::from(u32::MAX)) as u32);
+                        self.info.completion_tokens =
+                            u.completion_tokens.map(|v| v.min(u64::from(u32::MAX)) as u32);
+                    }
+                }
+                TopKey::Error => {
+                    let v: serde_json::Value = map.next_value()?;
+                    let msg = match &v {
+                        serde_json::Value::Null => None,
+                        serde_json::Value::String(s) => Some(s.clone()),
+                        serde_json::Value::Object(o) => Some(
+                            o.get("message").and_then(|m| m.as_str()).map_or_else(|| v.to_string(), str::to_string),
+                        ),
+                        other => Some(other.to_string()),
+                    };
+                    if msg.is_some() {
+                        self.info.error = msg;
+                    }
+                }
+                TopKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `choices`: reads the first element, skips the rest; `null` is allowed.
+struct ChoicesSeed<'a> {
+    text: &'a mut String,
+}
+
+impl<'de> DeserializeSeed<'de> for ChoicesSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChoicesSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of choices")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if seq.next_element_seed(ChoiceSeed { text: self.text })?.is_some() {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+        }
+        Ok(())
+    }
+}
+
+struct ChoiceSeed<'a> {
+    text: &'a mut String,
+}
+
+impl<'de> DeserializeSeed<'de> for ChoiceSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChoiceSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a choice object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<ChoiceKey>()? {
+            match key {
+                ChoiceKey::Delta | ChoiceKey::Message => map.next_value_seed(DeltaSeed { text: self.text })?,
+                ChoiceKey::Text => map.next_value_seed(TextSeed { text: self.text })?,
+                ChoiceKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `delta` or `message` object: content and reasoning text both count as output.
+struct DeltaSeed<'a> {
+    text: &'a mut String,
+}
+
+impl<'de> DeserializeSeed<'de> for DeltaSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DeltaSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a delta or message object")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<DeltaKey>()? {
+            match key {
+                DeltaKey::Content | DeltaKey::ReasoningContent | DeltaKey::Reasoning => {
+                    map.next_value_seed(TextSeed { text: self.text })?
+                }
+                DeltaKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A text value: a string (appended), `null` (nothing), or an array of strings (all appended).
+struct TextSeed<'a> {
+    text: &'a mut String,
+}
+
+impl<'de> DeserializeSeed<'de> for TextSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("text, null, or an array of text")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.text.push_str(v);
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(TextSeed { text: &mut *self.text })?.is_some() {}
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> (EventInfo, String) {
+        let mut t = String::new();
+        let info = parse_event(s.as_bytes(), &mut t).unwrap();
+        (info, t)
+    }
+
+    #[test]
+    fn chat_role_only_chunk_has_no_content() {
+        let (i, t) = parse(r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#);
+        assert_eq!(i.content_bytes, 0);
+        assert_eq!(t, "");
+    }
+
+    #[test]
+    fn chat_content_and_escapes() {
+        let (i, t) = parse(r#"{"choices":[{"index":0,"delta":{"content":" he said \"hi\"\n\u00e9"}}]}"#);
+        assert_eq!(t, " he said \"hi\"\né");
+        assert_eq!(i.content_bytes, t.len());
+    }
+
+    #[test]
+    fn reasoning_counts_as_output() {
+        let (_, t) = parse(r#"{"choices":[{"delta":{"reasoning_content":"think","content":null}}]}"#);
+        assert_eq!(t, "think");
+    }
+
+    #[test]
+    fn usage_only_chunk() {
+        let (i, t) = parse(r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}"#);
+        assert_eq!((i.content_bytes, i.prompt_tokens, i.completion_tokens), (0, Some(12), Some(34)));
+        assert_eq!(t, "");
+    }
+
+    #[test]
+    fn completions_text_and_null_usage() {
+        let (i, t) = parse(r#"{"choices":[{"text":" the","index":0,"logprobs":null,"finish_reason":null}],"usage":null}"#);
+        assert_eq!(t, " the");
+        assert_eq!(i.completion_tokens, None);
+    }
+
+    #[test]
+    fn whole_chat_response() {
+        let (i, t) = parse(r#"{"choices":[{"message":{"role":"assistant","content":"abc"}}],"usage":{"completion_tokens":3}}"#);
+        assert_eq!(t, "abc");
+        assert_eq!(i.completion_tokens, Some(3));
+    }
+
+    #[test]
+    fn triton_text_output_string_and_array() {
+        let (_, t) = parse(r#"{"model_name":"gpt2","model_version":"1","text_output":" world"}"#);
+        assert_eq!(t, " world");
+        let (_, t) = parse(r#"{"text_output":["a","b"],"batch_index":0}"#);
+        assert_eq!(t, "ab");
+    }
+
+    #[test]
+    fn only_first_choice_is_read() {
+        let (_, t) = parse(r#"{"choices":[{"delta":{"content":"A"}},{"delta":{"content":"B"}}]}"#);
+        assert_eq!(t, "A");
+    }
+
+    #[test]
+    fn errors_in_both_shapes() {
+        let (i, _) = parse(r#"{"error":"boom"}"#);
+        assert_eq!(i.error.as_deref(), Some("boom"));
+        let (i, _) = parse(r#"{"error":{"message":"bad key","type":"x"}}"#);
+        assert_eq!(i.error.as_deref(), Some("bad key"));
+        let (i, _) = parse(r#"{"error":null,"text_output":"a"}"#);
+        assert_eq!(i.error, None);
+    }
+
+    #[test]
+    fn malformed_json_leaves_buffer_untouched() {
+        let mut t = String::from("keep");
+        assert!(parse_event(br#"{"choices":[{"delta":{"content":"x"}}"#, &mut t).is_err());
+        assert_eq!(t, "keep");
+        assert!(parse_event(b"[DONE]", &mut t).is_err());
+    }
+}

@@ -1,0 +1,370 @@
+//! Triton's KServe v2 gRPC API: `ModelStreamInfer` (one bidirectional stream per request, many
+//! streams multiplexed over a small pool of HTTP/2 connections) and `ModelInfer`.
+//!
+//! Messages travel as raw bytes: requests are encoded once per dataset entry and only get their
+//! id appended per send; responses are timestamped in the codec the moment a complete message
+//! has arrived, before any protobuf decoding, then read with the allocation-free scanner in
+//! [`super::wire`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes};
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+use super::wire::{append_request_id, read_infer_response, read_stream_response};
+use super::{Exchange, error_chain};
+use crate::plan::{Target, UsageError};
+use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
+use crate::record::{Clock, ErrorKind, RequestError};
+use crate::workload::tensor::{DataType, ModelInfo, TensorSpec};
+
+const STREAM_PATH: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
+const INFER_PATH: &str = "/inference.GRPCInferenceService/ModelInfer";
+
+/// Requests in flight per HTTP/2 connection before another connection is opened. gRPC servers
+/// commonly cap concurrent streams per connection at 100; staying below keeps streams from
+/// queueing inside the client.
+pub const STREAMS_PER_CONNECTION: usize = 64;
+
+/// A response message with the time its last byte arrived.
+#[derive(Debug)]
+pub struct Timed {
+    /// Run-clock nanoseconds when the message was complete.
+    pub at: u64,
+    /// The undecoded message.
+    pub bytes: Bytes,
+}
+
+/// Codec passing bytes through: encodes pre-built request bytes, timestamps and hands over
+/// response bytes undecoded.
+#[derive(Clone, Copy, Debug)]
+pub struct RawCodec {
+    clock: Clock,
+}
+
+impl Codec for RawCodec {
+    type Encode = Bytes;
+    type Decode = Timed;
+    type Encoder = RawEncoder;
+    type Decoder = TimedDecoder;
+    fn encoder(&mut self) -> RawEncoder {
+        RawEncoder
+    }
+    fn decoder(&mut self) -> TimedDecoder {
+        TimedDecoder { clock: self.clock }
+    }
+}
+
+/// Writes pre-encoded request bytes.
+#[derive(Debug)]
+pub struct RawEncoder;
+
+impl Encoder for RawEncoder {
+    type Item = Bytes;
+    type Error = Status;
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put(item);
+        Ok(())
+    }
+}
+
+/// Timestamps each complete response message before anything decodes it.
+#[derive(Debug)]
+pub struct TimedDecoder {
+    clock: Clock,
+}
+
+impl Decoder for TimedDecoder {
+    type Item = Timed;
+    type Error = Status;
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Timed>, Status> {
+        let at = self.clock.now_ns();
+        let n = src.remaining();
+        Ok(Some(Timed { at, bytes: src.copy_to_bytes(n) }))
+    }
+}
+
+/// A pool of gRPC connections to one server, with the model's facts.
+#[derive(Clone, Debug)]
+pub struct GrpcClient {
+    channels: Arc<Vec<Channel>>,
+    next: Arc<AtomicUsize>,
+    ids: Arc<AtomicU64>,
+    metadata: Arc<MetadataMap>,
+    streaming: bool,
+    decoupled: bool,
+}
+
+/// Opens a channel (HTTP/2 connection) to `base_url`.
+pub async fn connect(base_url: &str) -> Result<Channel, String> {
+    let ep = Endpoint::from_shared(base_url.to_string())
+        .map_err(|e| format!("invalid gRPC address {base_url}: {e}"))?
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(10))
+        .http2_adaptive_window(true);
+    let ep = if base_url.starts_with("https://") {
+        ep.tls_config(tonic::transport::ClientTlsConfig::new().with_native_roots())
+            .map_err(|e| format!("TLS setup for {base_url}: {e}"))?
+    } else {
+        ep
+    };
+    ep.connect().await.map_err(|e| {
+        format!(
+            "cannot connect to the gRPC server at {base_url}: {}\n  check that the server is running and listening there (Triton's gRPC port is 8001; its HTTP port 8000 needs --endpoint-type generate); from a container use an address reachable from it and start Triton with --grpc-address 0.0.0.0",
+            error_chain(&e)
+        )
+    })
+}
+
+/// `-H` headers as gRPC metadata (names lower-cased; binary `-bin` headers are not supported).
+pub fn metadata_for(target: &Target) -> Result<MetadataMap, UsageError> {
+    let mut map = MetadataMap::new();
+    for h in &target.headers {
+        let key = MetadataKey::from_bytes(h.name.to_ascii_lowercase().as_bytes())
+            .map_err(|_| UsageError(format!("-H: '{}' is not a valid gRPC metadata name", h.name)))?;
+        let value = MetadataValue::try_from(h.value.as_str())
+            .map_err(|_| UsageError(format!("-H: the value of '{}' is not valid gRPC metadata", h.name)))?;
+        map.append(key, value);
+    }
+    if let Some(key) = &target.api_key {
+        let v = MetadataValue::try_from(format!("Bearer {}", key.trim()))
+            .map_err(|_| UsageError("--api-key contains characters not allowed in metadata".into()))?;
+        map.insert("authorization", v);
+    }
+    Ok(map)
+}
+
+/// Adds `-H` metadata to a request.
+pub fn with_metadata<T>(mut req: tonic::Request<T>, md: &MetadataMap) -> tonic::Request<T> {
+    if !md.is_empty() {
+        let m = req.metadata_mut();
+        for kv in md.iter() {
+            if let tonic::metadata::KeyAndValueRef::Ascii(k, v) = kv {
+                m.append(k.clone(), v.clone());
+            }
+        }
+    }
+    req
+}
+
+impl GrpcClient {
+    /// Opens enough connections for `workers` concurrent requests.
+    pub async fn new(target: &Target, info: &ModelInfo, workers: usize, first: Channel) -> Result<GrpcClient, String> {
+        let n = workers.div_ceil(STREAMS_PER_CONNECTION).max(1);
+        let mut channels = vec![first];
+        for _ in 1..n {
+            channels.push(connect(&target.base_url).await?);
+        }
+        let metadata = metadata_for(target).map_err(|e| e.0)?;
+        Ok(GrpcClient {
+            channels: Arc::new(channels),
+            next: Arc::new(AtomicUsize::new(0)),
+            ids: Arc::new(AtomicU64::new(1)),
+            metadata: Arc::new(metadata),
+            streaming: target.streaming,
+            decoupled: info.decoupled,
+        })
+    }
+
+    /// A channel for discovery and statistics calls.
+    pub fn channel(&self) -> Channel {
+        self.channels[0].clone()
+    }
+
+    /// Sends one request and reads every response into `ex`.
+    pub async fn execute(&self, body: &Bytes, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();
+        let mut grpc = tonic::client::Grpc::new(self.channels[i].clone());
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let mut buf = Vec::with_capacity(body.len() + 24);
+        append_request_id(body, id, &mut buf);
+        let msg = Bytes::from(buf);
+        grpc.ready().await.map_err(|e| RequestError::new(ErrorKind::Connect, error_chain(&e)))?;
+        let codec = RawCodec { clock: *clock };
+        // Decoupled models only answer on the stream RPC, even for a non-streamed request.
+        if self.streaming || self.decoupled {
+            let req = with_metadata(tonic::Request::new(futures_util::stream::once(async move { msg })), &self.metadata);
+            let path = tonic::codegen::http::uri::PathAndQuery::from_static(STREAM_PATH);
+            let resp = grpc.streaming(req, path, codec).await.map_err(status_error)?;
+            ex.bytes_at(clock.now_ns());
+            let mut stream = resp.into_inner();
+            let mut error = String::new();
+            loop {
+                match stream.message().await {
+                    Ok(Some(Timed { at, bytes })) => {
+                        ex.bytes_at(at);
+                        ex.responses += 1;
+                        let info = read_stream_response(&bytes, &mut ex.text, &mut error).map_err(|e| {
+                            RequestError::new(ErrorKind::MalformedResponse, format!("response {}: {e}", ex.responses))
+                        })?;
+                        if info.has_error {
+                            return Err(RequestError::new(ErrorKind::ServerError, std::mem::take(&mut error)));
+                        }
+                        if info.text_bytes > 0 {
+                            ex.content_at(at);
+                        }
+                        // A response without the parameter is final (Triton's client does the same).
+                        if info.final_flag.unwrap_or(true) {
+                            return Ok(());
+                        }
+                    }
+                    Ok(None) => {
+                        return Err(RequestError::new(
+                            ErrorKind::StreamCut,
+                            format!("the stream ended after {} responses without a final response", ex.responses),
+                        ));
+                    }
+                    Err(status) => {
+                        let mut e = status_error(status);
+                        if e.kind == ErrorKind::GrpcStatus(Code::Unknown as i32) || e.kind == ErrorKind::GrpcStatus(Code::Internal as i32) {
+                            e = RequestError::new(ErrorKind::StreamCut, format!("stream reset after {} responses: {}", ex.responses, e.message));
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        } else {
+            let req = with_metadata(tonic::Request::new(msg), &self.metadata);
+            let path = tonic::codegen::http::uri::PathAndQuery::from_static(INFER_PATH);
+            let resp = grpc.unary(req, path, codec).await.map_err(status_error)?;
+            let Timed { at, bytes } = resp.into_inner();
+            ex.bytes_at(at);
+            ex.responses += 1;
+            let info = read_infer_response(&bytes, &mut ex.text)
+                .map_err(|e| RequestError::new(ErrorKind::MalformedResponse, e.to_string()))?;
+            if info.text_bytes > 0 {
+                ex.content_at(at);
+            }
+            Ok(())
+        }
+    }
+
+    /// Connections are opened in [`GrpcClient::new`]; nothing more to warm.
+    pub async fn warm_connections(&self, _n: usize) {}
+}
+
+/// A gRPC status as a request error.
+pub fn status_error(s: Status) -> RequestError {
+    let kind = match s.code() {
+        Code::Unavailable if s.message().contains("connect") || s.message().contains("transport") => ErrorKind::Connect,
+        code => ErrorKind::GrpcStatus(code as i32),
+    };
+    let msg = if s.message().is_empty() { format!("{:?}", s.code()) } else { s.message().to_string() };
+    RequestError::new(kind, msg)
+}
+
+/// Discovery over gRPC: server live, model metadata and config, with messages that say what to
+/// change.
+pub async fn discover(channel: Channel, target: &Target) -> Result<ModelInfo, crate::client::discovery::PreflightError> {
+    use crate::client::discovery::{PreflightError, list_hint};
+    use crate::proto::{ModelConfigRequest, ModelMetadataRequest, RepositoryIndexRequest};
+    let md = metadata_for(target).map_err(PreflightError::Usage)?;
+    let mut c = GrpcInferenceServiceClient::new(channel);
+    let meta = c
+        .model_metadata(with_metadata(tonic::Request::new(ModelMetadataRequest { name: target.model.clone(), version: String::new() }), &md))
+        .await;
+    let meta = match meta {
+        Ok(m) => m.into_inner(),
+        Err(s) if matches!(s.code(), Code::NotFound | Code::InvalidArgument) || s.message().contains("unknown model") => {
+            let names = c
+                .repository_index(with_metadata(tonic::Request::new(RepositoryIndexRequest::default()), &md))
+                .await
+                .ok()
+                .map(|r| {
+                    let mut v: Vec<String> = r.into_inner().models.into_iter().map(|m| m.name).collect();
+                    v.sort();
+                    v.dedup();
+                    v
+                });
+            return Err(PreflightError::Usage(UsageError(format!(
+                "model '{}' is not found on {} ({}); {}",
+                target.model,
+                target.base_url,
+                s.message(),
+                list_hint(names.as_deref())
+            ))));
+        }
+        Err(s) if matches!(s.code(), Code::Unauthenticated | Code::PermissionDenied) => {
+            return Err(PreflightError::Usage(UsageError(format!(
+                "the server refused model metadata ({:?}: {}): add the header it expects with -H 'name: value' (e.g. -H 'triton-access-token: TOKEN')",
+                s.code(),
+                s.message()
+            ))));
+        }
+        Err(s) => {
+            return Err(PreflightError::Unavailable(format!(
+                "ModelMetadata for '{}' failed at {}: {:?}: {}",
+                target.model,
+                target.base_url,
+                s.code(),
+                s.message()
+            )));
+        }
+    };
+    let config = c
+        .model_config(with_metadata(tonic::Request::new(ModelConfigRequest { name: target.model.clone(), version: String::new() }), &md))
+        .await
+        .map(|r| r.into_inner().config)
+        .ok()
+        .flatten();
+    Ok(model_info(meta, config))
+}
+
+/// Combines metadata (names, datatypes, shapes) with config (batching, decoupled, optional inputs).
+pub fn model_info(meta: crate::proto::ModelMetadataResponse, config: Option<crate::proto::ModelConfig>) -> ModelInfo {
+    let max_batch_size = config.as_ref().map_or(0, |c| c.max_batch_size);
+    let strip_batch = |shape: &[i64]| -> Vec<i64> {
+        // Metadata shapes include the batch dimension (-1) when the model batches.
+        if max_batch_size > 0 && !shape.is_empty() { shape[1..].to_vec() } else { shape.to_vec() }
+    };
+    let optional = |name: &str| config.as_ref().is_some_and(|c| c.input.iter().any(|i| i.name == name && i.optional));
+    let inputs = meta
+        .inputs
+        .iter()
+        .map(|t| TensorSpec {
+            name: t.name.clone(),
+            datatype: DataType::from_name(&t.datatype).unwrap_or(DataType::Bytes),
+            dims: strip_batch(&t.shape),
+            optional: optional(&t.name),
+        })
+        .collect();
+    let outputs = meta
+        .outputs
+        .iter()
+        .map(|t| TensorSpec {
+            name: t.name.clone(),
+            datatype: DataType::from_name(&t.datatype).unwrap_or(DataType::Bytes),
+            dims: strip_batch(&t.shape),
+            optional: false,
+        })
+        .collect();
+    ModelInfo {
+        name: meta.name,
+        platform: meta.platform,
+        backend: config.as_ref().map(|c| c.backend.clone()).unwrap_or_default(),
+        max_batch_size,
+        decoupled: config.as_ref().and_then(|c| c.model_transaction_policy.as_ref()).is_some_and(|p| p.decoupled),
+        inputs,
+        outputs,
+    }
+}
+
+/// Cumulative per-model statistics (Triton's statistics extension).
+pub async fn model_statistics(
+    channel: Channel,
+    model: &str,
+    md: &MetadataMap,
+) -> Result<crate::server_metrics::StatsSnapshot, Status> {
+    use crate::proto::ModelStatisticsRequest;
+    let mut c = GrpcInferenceServiceClient::new(channel);
+    let resp = c
+        .model_statistics(with_metadata(tonic::Request::new(ModelStatisticsRequest { name: model.to_string(), version: String::new() }), md))
+        .await?
+        .into_inner();
+    Ok(crate::server_metrics::StatsSnapshot::from_proto(&resp.model_stats))
+}

@@ -1,0 +1,258 @@
+//! JSON over HTTP: OpenAI-compatible chat/completions and Triton's generate / generate_stream.
+//! Streams are server-sent events; one parser and one event reader serve both APIs.
+
+use std::sync::Once;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+
+use super::events::parse_event;
+use super::{Exchange, error_chain};
+use crate::plan::Target;
+use crate::record::{Clock, ErrorKind, RequestError};
+
+/// Installs rustls' ring provider once per process (reqwest is built without a default provider).
+pub fn install_tls_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// A pooled HTTP client bound to one endpoint.
+#[derive(Clone, Debug)]
+pub struct HttpClient {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    warm_url: reqwest::Url,
+    streaming: bool,
+}
+
+impl HttpClient {
+    /// Builds a client for the target's endpoint. Connections are pooled without limit so that N
+    /// concurrent requests use N keep-alive connections; proxies from the environment are ignored
+    /// because benchmark traffic must go straight to the server.
+    pub fn new(target: &Target, pool_hint: usize) -> anyhow::Result<HttpClient> {
+        install_tls_provider();
+        let url = reqwest::Url::parse(&target.endpoint_url())
+            .map_err(|e| anyhow::anyhow!("invalid URL {}: {e}", target.endpoint_url()))?;
+        let warm_url = reqwest::Url::parse(&target.warm_url())
+            .map_err(|e| anyhow::anyhow!("invalid URL {}: {e}", target.warm_url()))?;
+        let mut builder = reqwest::Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(pool_hint.max(1))
+            .pool_idle_timeout(Duration::from_secs(300))
+            .connect_timeout(Duration::from_secs(10))
+            .default_headers(target.header_map()?);
+        if url.scheme() == "http" {
+            builder = builder.http1_only();
+        }
+        let client = builder.build().map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {}", error_chain(&e)))?;
+        Ok(HttpClient {
+            client,
+            url,
+            warm_url,
+            streaming: target.streaming,
+        })
+    }
+
+    /// The underlying pooled client (for discovery calls that share its headers and pool).
+    pub fn inner(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Opens `n` keep-alive connections with cheap GETs so a level's first requests do not pay for
+    /// TCP (and TLS) setup inside their TTFT.
+    pub async fn warm_connections(&self, n: usize) {
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..n {
+            let c = self.client.clone();
+            let u = self.warm_url.clone();
+            set.spawn(async move {
+                if let Ok(r) = c.get(u).send().await {
+                    let _ = r.bytes().await;
+                }
+            });
+        }
+        while set.join_next().await.is_some() {}
+    }
+
+    /// Sends one request and reads its response into `ex`.
+    pub async fn execute(&self, body: &Bytes, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
+        let resp = self
+            .client
+            .post(self.url.clone())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(body.clone())
+            .send()
+            .await
+            .map_err(classify_send_error)?;
+        ex.bytes_at(clock.now_ns());
+        let status = resp.status();
+        if !status.is_success() {
+            let text = read_error_body(resp).await;
+            return Err(RequestError::new(
+                ErrorKind::HttpStatus(status.as_u16()),
+                format!("HTTP {status}: {text}"),
+            ));
+        }
+        let is_sse = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+        if self.streaming && !is_sse {
+            let ct = content_type(resp.headers());
+            let text = read_error_body(resp).await;
+            return Err(RequestError::new(
+                ErrorKind::NotStreaming,
+                format!("asked for a stream but the server answered {ct}: {text}"),
+            ));
+        }
+        if is_sse {
+            self.read_stream(resp, ex, clock).await
+        } else {
+            read_whole(resp, ex, clock).await
+        }
+    }
+
+    async fn read_stream(&self, mut resp: reqwest::Response, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
+        let mut state = StreamState { done: false, error: None };
+        let mut sse = std::mem::take(&mut ex.sse);
+        let result = loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    let t = clock.now_ns();
+                    ex.bytes_at(t);
+                    if let Err(e) = sse.feed(&chunk, |name, data| on_event(name, data, t, ex, &mut state)) {
+                        break Err(RequestError::new(ErrorKind::MalformedSse, e.to_string()));
+                    }
+                    if let Some(err) = state.error.take() {
+                        break Err(err);
+                    }
+                    if state.done {
+                        break Ok(());
+                    }
+                }
+                Ok(None) => {
+                    let t = clock.now_ns();
+                    sse.finish(|name, data| on_event(name, data, t, ex, &mut state));
+                    break match state.error.take() {
+                        Some(err) => Err(err),
+                        None => Ok(()),
+                    };
+                }
+                Err(e) => {
+                    break Err(RequestError::new(
+                        ErrorKind::StreamCut,
+                        format!("the response stream broke off after {} events: {}", ex.responses, error_chain(&e)),
+                    ));
+                }
+            }
+        };
+        sse.reset();
+        ex.sse = sse;
+        // OpenAI streams end with `data: [DONE]`, Triton's simply end; a body that ends cleanly
+        // without `[DONE]` is complete (a cut chunked body surfaces as a read error above).
+        result
+    }
+}
+
+struct StreamState {
+    done: bool,
+    error: Option<RequestError>,
+}
+
+fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut StreamState) {
+    if st.done || st.error.is_some() {
+        return;
+    }
+    ex.responses += 1;
+    if data == b"[DONE]" {
+        st.done = true;
+        return;
+    }
+    if name == b"error" {
+        st.error = Some(RequestError::new(
+            ErrorKind::ServerError,
+            format!("error event in stream: {}", String::from_utf8_lossy(data)),
+        ));
+        return;
+    }
+    match parse_event(data, &mut ex.text) {
+        Ok(info) => {
+            if let Some(msg) = info.error {
+                st.error = Some(RequestError::new(ErrorKind::ServerError, msg));
+                return;
+            }
+            if info.completion_tokens.is_some() {
+                ex.completion_tokens = info.completion_tokens;
+            }
+            if info.prompt_tokens.is_some() {
+                ex.prompt_tokens = info.prompt_tokens;
+            }
+            if info.content_bytes > 0 {
+                ex.content_at(t);
+            }
+        }
+        Err(e) => {
+            let shown = String::from_utf8_lossy(&data[..data.len().min(200)]).into_owned();
+            st.error = Some(RequestError::new(
+                ErrorKind::MalformedResponse,
+                format!("event {} is not valid JSON ({e}): {shown}", ex.responses),
+            ));
+        }
+    }
+}
+
+/// A whole (non-streamed) response: its content arrives at once, when the body is complete.
+async fn read_whole(resp: reqwest::Response, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
+    let body = resp.bytes().await.map_err(|e| {
+        RequestError::new(ErrorKind::StreamCut, format!("the response body broke off: {}", error_chain(&e)))
+    })?;
+    let t = clock.now_ns();
+    ex.responses += 1;
+    let info = parse_event(&body, &mut ex.text).map_err(|e| {
+        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        RequestError::new(ErrorKind::MalformedResponse, format!("response is not valid JSON ({e}): {shown}"))
+    })?;
+    if let Some(msg) = info.error {
+        return Err(RequestError::new(ErrorKind::ServerError, msg));
+    }
+    ex.completion_tokens = info.completion_tokens;
+    ex.prompt_tokens = info.prompt_tokens;
+    if info.content_bytes > 0 {
+        ex.content_at(t);
+    }
+    Ok(())
+}
+
+fn content_type(h: &HeaderMap) -> String {
+    h.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("no content type").to_string()
+}
+
+/// Reads at most 2 KiB of an error body for the message.
+async fn read_error_body(resp: reqwest::Response) -> String {
+    match tokio::time::timeout(Duration::from_secs(5), resp.bytes()).await {
+        Ok(Ok(b)) => {
+            let s = String::from_utf8_lossy(&b[..b.len().min(2048)]).trim().to_string();
+            if s.is_empty() { "(empty body)".to_string() } else { s }
+        }
+        _ => "(body unreadable)".to_string(),
+    }
+}
+
+fn classify_send_error(e: reqwest::Error) -> RequestError {
+    let msg = error_chain(&e);
+    let kind = if e.is_connect() {
+        ErrorKind::Connect
+    } else if e.is_timeout() {
+        ErrorKind::Timeout
+    } else {
+        // The connection was made but closed before a response head arrived.
+        ErrorKind::StreamCut
+    };
+    RequestError::new(kind, msg)
+}

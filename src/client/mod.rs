@@ -1,0 +1,172 @@
+//! How to talk to the server: one client per protocol, all filling the same per-request
+//! [`Exchange`] with byte-arrival timestamps.
+//!
+//! Timestamps are taken when the transport hands over bytes, before any JSON or protobuf is
+//! decoded; events that arrive in one read share that read's timestamp.
+
+pub mod discovery;
+pub mod events;
+pub mod grpc;
+pub mod http;
+pub mod sse;
+pub mod wire;
+
+use bytes::Bytes;
+
+use crate::record::{Clock, RequestError};
+
+pub use grpc::GrpcClient;
+pub use http::HttpClient;
+
+/// What the server sent back for one request, filled while the response streams in. A worker owns
+/// one and reuses it, so its buffers are allocated once, not per request or per token.
+#[derive(Debug, Default)]
+pub struct Exchange {
+    /// First response byte (response headers count).
+    pub first_byte_ns: Option<u64>,
+    /// First content-bearing response.
+    pub first_token_ns: Option<u64>,
+    /// Second content-bearing response.
+    pub second_token_ns: Option<u64>,
+    /// Latest content-bearing response.
+    pub last_token_ns: Option<u64>,
+    /// Content-bearing responses.
+    pub chunks: u32,
+    /// All responses/events, including empty, role-only and usage-only ones.
+    pub responses: u32,
+    /// Concatenated output text (what the tokenizer counts).
+    pub text: String,
+    /// Gaps between consecutive content-bearing responses (ns).
+    pub gaps: Vec<u64>,
+    /// Server-reported output tokens (usage), when it reported them.
+    pub completion_tokens: Option<u32>,
+    /// Server-reported input tokens (usage), when it reported them.
+    pub prompt_tokens: Option<u32>,
+    pub(crate) sse: sse::SseParser,
+}
+
+impl Exchange {
+    /// A fresh exchange with some capacity reserved.
+    pub fn new() -> Exchange {
+        Exchange { text: String::with_capacity(2048), gaps: Vec::with_capacity(256), ..Exchange::default() }
+    }
+
+    /// Clears the previous request's data, keeping buffer capacity.
+    pub fn reset(&mut self) {
+        self.first_byte_ns = None;
+        self.first_token_ns = None;
+        self.second_token_ns = None;
+        self.last_token_ns = None;
+        self.chunks = 0;
+        self.responses = 0;
+        self.text.clear();
+        self.gaps.clear();
+        self.completion_tokens = None;
+        self.prompt_tokens = None;
+        self.sse.reset();
+    }
+
+    /// Bytes were read at `t`.
+    #[inline]
+    pub fn bytes_at(&mut self, t: u64) {
+        if self.first_byte_ns.is_none() {
+            self.first_byte_ns = Some(t);
+        }
+    }
+
+    /// A response carrying output content was read at `t`.
+    #[inline]
+    pub fn content_at(&mut self, t: u64) {
+        match self.last_token_ns {
+            None => self.first_token_ns = Some(t),
+            Some(prev) => {
+                if self.second_token_ns.is_none() {
+                    self.second_token_ns = Some(t);
+                }
+                self.gaps.push(t.saturating_sub(prev));
+            }
+        }
+        self.last_token_ns = Some(t);
+        self.chunks += 1;
+    }
+}
+
+/// A request body prepared before the run, shared by every send of that dataset entry.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    /// JSON body for an HTTP API.
+    Http(Bytes),
+    /// Encoded `ModelInferRequest` without its `id` (appended per send).
+    Grpc(Bytes),
+}
+
+/// A protocol client. An enum rather than a trait object: the hot path dispatches without boxing
+/// futures.
+#[derive(Clone, Debug)]
+pub enum Client {
+    /// OpenAI-compatible or Triton HTTP (generate / generate_stream).
+    Http(HttpClient),
+    /// Triton KServe v2 gRPC.
+    Grpc(GrpcClient),
+}
+
+impl Client {
+    /// Sends one request and reads its whole response into `ex`.
+    pub async fn execute(&self, payload: &Payload, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
+        match (self, payload) {
+            (Client::Http(c), Payload::Http(body)) => c.execute(body, ex, clock).await,
+            (Client::Grpc(c), Payload::Grpc(body)) => c.execute(body, ex, clock).await,
+            // Datasets are built for their client; a mismatch is a programming error, reported
+            // as a failed request rather than a panic on the wire path.
+            _ => Err(RequestError::new(crate::record::ErrorKind::MalformedResponse, "payload does not match the client's protocol")),
+        }
+    }
+
+    /// Opens up to `n` connections ahead of a level so connection setup never lands inside a
+    /// measured request's TTFT.
+    pub async fn warm_connections(&self, n: usize) {
+        match self {
+            Client::Http(c) => c.warm_connections(n).await,
+            Client::Grpc(c) => c.warm_connections(n).await,
+        }
+    }
+}
+
+/// Joins an error's source chain into one line ("error sending request: connection refused").
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(src) = cur {
+        let t = src.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = src.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exchange_tracks_tokens_and_gaps() {
+        let mut ex = Exchange::new();
+        ex.bytes_at(5);
+        ex.bytes_at(9);
+        ex.content_at(10);
+        ex.content_at(10); // same read: a zero gap, recorded as such
+        ex.content_at(25);
+        assert_eq!(ex.first_byte_ns, Some(5));
+        assert_eq!(ex.first_token_ns, Some(10));
+        assert_eq!(ex.second_token_ns, Some(10));
+        assert_eq!(ex.last_token_ns, Some(25));
+        assert_eq!(ex.chunks, 3);
+        assert_eq!(ex.gaps, vec![0, 15]);
+        ex.reset();
+        assert_eq!(ex.chunks, 0);
+        assert!(ex.gaps.is_empty() && ex.first_token_ns.is_none());
+    }
+}

@@ -1,0 +1,396 @@
+//! Reading KServe v2 responses straight from protobuf bytes, without building message structs:
+//! a streamed token would otherwise cost several heap allocations (strings, a parameter map,
+//! output vectors). Only the fields a load generator needs are looked at; everything else is
+//! skipped by wire type, as protobuf allows.
+//!
+//! Field numbers (Triton `grpc_service.proto`): ModelStreamInferResponse {error_message = 1,
+//! infer_response = 2}; ModelInferResponse {id = 3, parameters = 4 (map entry {key = 1, value =
+//! 2}), outputs = 5, raw_output_contents = 6}; InferOutputTensor {name = 1, contents = 5};
+//! InferTensorContents {bytes_contents = 8}; InferParameter {bool_param = 1}.
+
+/// What one response carried.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseInfo {
+    /// Bytes of text appended (0 for an empty or flags-only response).
+    pub text_bytes: usize,
+    /// `triton_final_response` when present.
+    pub final_flag: Option<bool>,
+    /// Number of output tensors in the response.
+    pub outputs: u32,
+    /// Whether the response is a stream error (`error_message` set).
+    pub has_error: bool,
+}
+
+/// A malformed protobuf message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireError(pub &'static str);
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "malformed protobuf: {}", self.0)
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(b: &'a [u8]) -> Self {
+        Reader { b, i: 0 }
+    }
+
+    fn done(&self) -> bool {
+        self.i >= self.b.len()
+    }
+
+    fn varint(&mut self) -> Result<u64, WireError> {
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let byte = *self.b.get(self.i).ok_or(WireError("truncated varint"))?;
+            self.i += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return Ok(v);
+            }
+        }
+        Err(WireError("varint longer than 10 bytes"))
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], WireError> {
+        let len = self.varint()? as usize;
+        let end = self.i.checked_add(len).filter(|&e| e <= self.b.len()).ok_or(WireError("length past the end"))?;
+        let s = &self.b[self.i..end];
+        self.i = end;
+        Ok(s)
+    }
+
+    /// (field number, wire type)
+    fn key(&mut self) -> Result<(u32, u8), WireError> {
+        let k = self.varint()?;
+        Ok(((k >> 3) as u32, (k & 7) as u8))
+    }
+
+    fn skip(&mut self, wire_type: u8) -> Result<(), WireError> {
+        match wire_type {
+            0 => self.varint().map(|_| ()),
+            1 => self.advance(8),
+            2 => self.bytes().map(|_| ()),
+            5 => self.advance(4),
+            _ => Err(WireError("unsupported wire type")),
+        }
+    }
+
+    fn advance(&mut self, n: usize) -> Result<(), WireError> {
+        if self.i + n > self.b.len() {
+            return Err(WireError("fixed-width field past the end"));
+        }
+        self.i += n;
+        Ok(())
+    }
+}
+
+/// Reads a `ModelStreamInferResponse`. Text of the `text_output` tensor (or of the only output)
+/// is appended to `text`; a stream error's message is appended to `error`.
+pub fn read_stream_response(msg: &[u8], text: &mut String, error: &mut String) -> Result<ResponseInfo, WireError> {
+    let mut r = Reader::new(msg);
+    let mut info = ResponseInfo::default();
+    while !r.done() {
+        match r.key()? {
+            (1, 2) => {
+                let e = r.bytes()?;
+                if !e.is_empty() {
+                    info.has_error = true;
+                    error.push_str(&String::from_utf8_lossy(e));
+                }
+            }
+            (2, 2) => {
+                let inner = r.bytes()?;
+                let i = read_infer_response(inner, text)?;
+                info.text_bytes += i.text_bytes;
+                info.outputs += i.outputs;
+                info.final_flag = i.final_flag.or(info.final_flag);
+            }
+            (_, wt) => r.skip(wt)?,
+        }
+    }
+    Ok(info)
+}
+
+/// Reads a `ModelInferResponse`, appending its text output to `text`.
+pub fn read_infer_response(msg: &[u8], text: &mut String) -> Result<ResponseInfo, WireError> {
+    let mut info = ResponseInfo::default();
+    // First pass: which output index is the text, and the final flag. Outputs precede raw
+    // contents in Triton's encoding, but protobuf does not promise field order, so raw contents
+    // are read in a second pass.
+    let mut text_index: Option<u32> = None;
+    let mut r = Reader::new(msg);
+    let mut contents_text = 0usize;
+    while !r.done() {
+        match r.key()? {
+            (4, 2) => {
+                if let Some(f) = read_final_param(r.bytes()?)? {
+                    info.final_flag = Some(f);
+                }
+            }
+            (5, 2) => {
+                let out = r.bytes()?;
+                let (is_text, appended) = read_output_tensor(out, text)?;
+                if is_text && text_index.is_none() {
+                    text_index = Some(info.outputs);
+                }
+                contents_text += appended;
+                info.outputs += 1;
+            }
+            (_, wt) => r.skip(wt)?,
+        }
+    }
+    // A single output is the text even when it has another name.
+    let wanted = text_index.or(if info.outputs == 1 { Some(0) } else { None });
+    let mut raw_text = 0usize;
+    if let Some(want) = wanted {
+        let mut r = Reader::new(msg);
+        let mut idx = 0u32;
+        while !r.done() {
+            match r.key()? {
+                (6, 2) => {
+                    let blob = r.bytes()?;
+                    if idx == want {
+                        raw_text += append_bytes_tensor(blob, text);
+                    }
+                    idx += 1;
+                }
+                (_, wt) => r.skip(wt)?,
+            }
+        }
+    }
+    info.text_bytes = contents_text + raw_text;
+    Ok(info)
+}
+
+/// A parameters map entry: returns the bool if it is `triton_final_response`.
+fn read_final_param(entry: &[u8]) -> Result<Option<bool>, WireError> {
+    let mut r = Reader::new(entry);
+    let mut is_final = false;
+    let mut value: Option<bool> = None;
+    while !r.done() {
+        match r.key()? {
+            (1, 2) => is_final = r.bytes()? == b"triton_final_response",
+            (2, 2) => {
+                let p = r.bytes()?;
+                let mut pr = Reader::new(p);
+                while !pr.done() {
+                    match pr.key()? {
+                        (1, 0) => value = Some(pr.varint()? != 0),
+                        (_, wt) => pr.skip(wt)?,
+                    }
+                }
+            }
+            (_, wt) => r.skip(wt)?,
+        }
+    }
+    Ok(if is_final { Some(value.unwrap_or(false)) } else { None })
+}
+
+/// An output tensor: (is it named `text_output`, text appended from typed `bytes_contents`).
+fn read_output_tensor(t: &[u8], text: &mut String) -> Result<(bool, usize), WireError> {
+    let mut r = Reader::new(t);
+    let mut is_text = false;
+    let mut contents: Option<&[u8]> = None;
+    while !r.done() {
+        match r.key()? {
+            (1, 2) => is_text = r.bytes()? == b"text_output",
+            (5, 2) => contents = Some(r.bytes()?),
+            (_, wt) => r.skip(wt)?,
+        }
+    }
+    let mut appended = 0;
+    if is_text && let Some(c) = contents {
+        let mut r = Reader::new(c);
+        while !r.done() {
+            match r.key()? {
+                (8, 2) => {
+                    let s = r.bytes()?;
+                    appended += push_lossy(s, text);
+                }
+                (_, wt) => r.skip(wt)?,
+            }
+        }
+    }
+    Ok((is_text, appended))
+}
+
+/// A raw BYTES tensor: elements of 4-byte little-endian length + bytes. Appends every element.
+/// A blob that does not follow the framing is taken as plain text (some backends send it so).
+fn append_bytes_tensor(blob: &[u8], text: &mut String) -> usize {
+    let mut i = 0;
+    let mut total = 0;
+    let start_len = text.len();
+    while i + 4 <= blob.len() {
+        let len = u32::from_le_bytes([blob[i], blob[i + 1], blob[i + 2], blob[i + 3]]) as usize;
+        let end = i + 4 + len;
+        if end > blob.len() {
+            text.truncate(start_len);
+            return push_lossy(blob, text);
+        }
+        total += push_lossy(&blob[i + 4..end], text);
+        i = end;
+    }
+    if i != blob.len() {
+        text.truncate(start_len);
+        return push_lossy(blob, text);
+    }
+    total
+}
+
+fn push_lossy(b: &[u8], text: &mut String) -> usize {
+    match std::str::from_utf8(b) {
+        Ok(s) => text.push_str(s),
+        Err(_) => text.push_str(&String::from_utf8_lossy(b)),
+    }
+    b.len()
+}
+
+/// Appends field 3 (`id`) to a pre-encoded `ModelInferRequest`: fields may come in any order, so
+/// the body is encoded once and each request only adds its own decimal id.
+pub fn append_request_id(body: &[u8], id: u64, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(body);
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    let mut v = id;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.push(0x1a); // field 3, wire type 2 (length-delimited)
+    out.push(n as u8);
+    out.extend(digits[..n].iter().rev());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::model_infer_response::InferOutputTensor;
+    use crate::proto::{InferParameter, InferTensorContents, ModelInferRequest, ModelInferResponse, ModelStreamInferResponse, infer_parameter};
+    use prost::Message;
+
+    fn bytes_tensor(items: &[&str]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for s in items {
+            v.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            v.extend_from_slice(s.as_bytes());
+        }
+        v
+    }
+
+    fn response(outputs: &[&str], raw: Vec<Vec<u8>>, final_flag: Option<bool>) -> ModelInferResponse {
+        let mut params = std::collections::HashMap::new();
+        params.insert(
+            "other".to_string(),
+            InferParameter { parameter_choice: Some(infer_parameter::ParameterChoice::StringParam("x".into())) },
+        );
+        if let Some(f) = final_flag {
+            params.insert(
+                "triton_final_response".to_string(),
+                InferParameter { parameter_choice: Some(infer_parameter::ParameterChoice::BoolParam(f)) },
+            );
+        }
+        ModelInferResponse {
+            model_name: "gpt2".into(),
+            model_version: "1".into(),
+            id: "42".into(),
+            parameters: params,
+            outputs: outputs
+                .iter()
+                .map(|n| InferOutputTensor { name: n.to_string(), datatype: "BYTES".into(), shape: vec![1, 1], ..Default::default() })
+                .collect(),
+            raw_output_contents: raw.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    #[test]
+    fn token_response_with_final_flag() {
+        let r = response(&["cum_log_probs", "text_output"], vec![vec![0; 4], bytes_tensor(&[" hello"])], Some(false));
+        let msg = ModelStreamInferResponse { error_message: String::new(), infer_response: Some(r) }.encode_to_vec();
+        let (mut text, mut err) = (String::new(), String::new());
+        let info = read_stream_response(&msg, &mut text, &mut err).unwrap();
+        assert_eq!(text, " hello");
+        assert_eq!(info, ResponseInfo { text_bytes: 6, final_flag: Some(false), outputs: 2, has_error: false });
+    }
+
+    #[test]
+    fn empty_final_response() {
+        let r = response(&[], vec![], Some(true));
+        let msg = ModelStreamInferResponse { error_message: String::new(), infer_response: Some(r) }.encode_to_vec();
+        let (mut text, mut err) = (String::new(), String::new());
+        let info = read_stream_response(&msg, &mut text, &mut err).unwrap();
+        assert_eq!(info, ResponseInfo { text_bytes: 0, final_flag: Some(true), outputs: 0, has_error: false });
+    }
+
+    #[test]
+    fn single_output_with_other_name_and_multiple_elements() {
+        let r = response(&["OUTPUT0"], vec![bytes_tensor(&["a", "bc"])], None);
+        let mut text = String::new();
+        let info = read_infer_response(&r.encode_to_vec(), &mut text).unwrap();
+        assert_eq!(text, "abc");
+        assert_eq!(info.final_flag, None);
+    }
+
+    #[test]
+    fn typed_bytes_contents() {
+        let mut r = response(&["text_output"], vec![], Some(true));
+        r.outputs[0].contents = Some(InferTensorContents { bytes_contents: vec![b" typed".to_vec().into()], ..Default::default() });
+        let mut text = String::new();
+        let info = read_infer_response(&r.encode_to_vec(), &mut text).unwrap();
+        assert_eq!(text, " typed");
+        assert_eq!(info.text_bytes, 6);
+    }
+
+    #[test]
+    fn stream_error() {
+        let msg = ModelStreamInferResponse { error_message: "queue full".into(), infer_response: None }.encode_to_vec();
+        let (mut text, mut err) = (String::new(), String::new());
+        let info = read_stream_response(&msg, &mut text, &mut err).unwrap();
+        assert!(info.has_error);
+        assert_eq!(err, "queue full");
+    }
+
+    #[test]
+    fn truncated_messages_are_errors_not_panics() {
+        let r = response(&["text_output"], vec![bytes_tensor(&["xyz"])], Some(true));
+        let msg = ModelStreamInferResponse { error_message: String::new(), infer_response: Some(r) }.encode_to_vec();
+        for cut in 0..msg.len() {
+            let (mut text, mut err) = (String::new(), String::new());
+            let _ = read_stream_response(&msg[..cut], &mut text, &mut err);
+        }
+        // Arbitrary bytes never panic either.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2000 {
+            let mut buf = Vec::new();
+            for _ in 0..(x % 64) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                buf.push(x as u8);
+            }
+            let (mut text, mut err) = (String::new(), String::new());
+            let _ = read_stream_response(&buf, &mut text, &mut err);
+        }
+    }
+
+    #[test]
+    fn request_id_appended_decodes() {
+        let req = ModelInferRequest { model_name: "gpt2".into(), ..Default::default() };
+        let mut out = Vec::new();
+        append_request_id(&req.encode_to_vec(), 1234567, &mut out);
+        let back = ModelInferRequest::decode(out.as_slice()).unwrap();
+        assert_eq!(back.model_name, "gpt2");
+        assert_eq!(back.id, "1234567");
+    }
+}

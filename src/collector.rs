@@ -1,0 +1,84 @@
+//! Where records go while a level runs: one collector thread per level receives every finished
+//! request, streams it to `requests.jsonl`, folds it into the level's [`Aggregate`], and gives
+//! the request's gap buffer back to the pool. Workers never wait on it: the channel is unbounded
+//! and lock-free, and file I/O stays off the async runtime.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use indicatif::ProgressBar;
+
+use crate::artifact::records::write_row;
+use crate::load::{Completed, GapPool};
+use crate::record::{Clock, Phase};
+use crate::stats::{Aggregate, Objective};
+
+/// A running collector.
+pub struct Collector {
+    tx: mpsc::Sender<Completed>,
+    handle: JoinHandle<std::io::Result<Aggregate>>,
+}
+
+impl Collector {
+    /// Starts a collector for one level. `records` is the `requests.jsonl` path, when records
+    /// are written; `progress` advances with each measured request.
+    pub fn spawn(
+        level: String,
+        records: Option<&Path>,
+        clock: Clock,
+        objectives: Vec<Objective>,
+        pool: GapPool,
+        progress: Option<ProgressBar>,
+    ) -> std::io::Result<Collector> {
+        let mut out = match records {
+            Some(p) => Some(BufWriter::with_capacity(1 << 16, File::create(p)?)),
+            None => None,
+        };
+        let (tx, rx) = mpsc::channel::<Completed>();
+        let handle = std::thread::Builder::new().name(format!("collect-{level}")).spawn(move || {
+            let mut agg = Aggregate::new();
+            let mut io_error: Option<std::io::Error> = None;
+            for Completed { record, mut gaps } in rx {
+                if let Some(w) = out.as_mut()
+                    && io_error.is_none()
+                    && let Err(e) = write_row(w, &level, &clock, &record)
+                {
+                    io_error = Some(e);
+                }
+                agg.record(&record, &gaps, &objectives);
+                if record.phase == Phase::Measure
+                    && let Some(p) = &progress
+                {
+                    p.inc(1);
+                }
+                gaps.clear();
+                let _ = pool.push(gaps);
+            }
+            if let Some(w) = out.as_mut()
+                && io_error.is_none()
+                && let Err(e) = w.flush()
+            {
+                io_error = Some(e);
+            }
+            match io_error {
+                Some(e) => Err(e),
+                None => Ok(agg),
+            }
+        })?;
+        Ok(Collector { tx, handle })
+    }
+
+    /// A sender for workers.
+    pub fn sender(&self) -> mpsc::Sender<Completed> {
+        self.tx.clone()
+    }
+
+    /// Waits until every sender is gone and every record is written; returns the aggregate.
+    pub fn finish(self) -> std::io::Result<Aggregate> {
+        drop(self.tx);
+        self.handle.join().unwrap_or_else(|_| Err(std::io::Error::other("the collector thread panicked")))
+    }
+}

@@ -1,0 +1,250 @@
+//! When and how many: the scheduler that keeps a level's load on the server and turns every
+//! exchange into a [`RequestRecord`].
+//!
+//! A level is a fixed pool of worker tasks. In closed loop each worker sends its next request as
+//! soon as the previous one finishes, so N workers keep N requests in flight. Workers own their
+//! buffers ([`Exchange`]), so the steady state allocates nothing per token and takes no lock; the
+//! only shared state is an atomic ticket counter and the channel to the collector.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crossbeam_queue::ArrayQueue;
+use tokio::sync::watch;
+
+use crate::client::{Client, Exchange};
+use crate::plan::{Stimulus, Stop};
+use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord};
+use crate::workload::Dataset;
+use crate::workload::tokenizer::Tokenizer;
+
+/// A finished request on its way to the collector, with its inter-chunk gaps.
+#[derive(Debug)]
+pub struct Completed {
+    /// The record.
+    pub record: RequestRecord,
+    /// Gaps between consecutive content-bearing responses (ns); the buffer goes back to the pool.
+    pub gaps: Vec<u64>,
+}
+
+/// Recycled gap buffers, so a request's gap list costs no allocation once the pool is warm.
+pub type GapPool = Arc<ArrayQueue<Vec<u64>>>;
+
+/// Creates a gap-buffer pool.
+pub fn gap_pool() -> GapPool {
+    Arc::new(ArrayQueue::new(16_384))
+}
+
+/// Stop and abort signals shared by every worker (Ctrl-C, SIGTERM, `--duration` limits).
+#[derive(Clone, Debug)]
+pub struct Cancel {
+    stop: Arc<AtomicBool>,
+    abort_tx: Arc<watch::Sender<bool>>,
+    abort_rx: watch::Receiver<bool>,
+}
+
+impl Default for Cancel {
+    fn default() -> Self {
+        Cancel::new()
+    }
+}
+
+impl Cancel {
+    /// Neither stopped nor aborted.
+    pub fn new() -> Cancel {
+        let (tx, rx) = watch::channel(false);
+        Cancel { stop: Arc::new(AtomicBool::new(false)), abort_tx: Arc::new(tx), abort_rx: rx }
+    }
+
+    /// Stop sending new requests; in-flight ones continue.
+    pub fn stop_sending(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Abandon in-flight requests (they are recorded as `cancelled`).
+    pub fn abort(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.abort_tx.send_replace(true);
+    }
+
+    /// Whether sending has stopped.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Whether in-flight requests were abandoned.
+    pub fn aborted(&self) -> bool {
+        *self.abort_rx.borrow()
+    }
+
+    /// Resolves when in-flight requests are abandoned.
+    pub async fn wait_abort(&self) {
+        let mut rx = self.abort_rx.clone();
+        let _ = rx.wait_for(|a| *a).await;
+    }
+}
+
+/// What every worker of a run shares.
+#[derive(Debug)]
+pub struct Shared {
+    /// Protocol client.
+    pub client: Client,
+    /// Prepared requests.
+    pub dataset: Arc<Dataset>,
+    /// Counts output tokens.
+    pub tokenizer: Tokenizer,
+    /// Time base.
+    pub clock: Clock,
+    /// Stop/abort signals.
+    pub cancel: Cancel,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Prefer the server's usage for output token counts.
+    pub use_server_token_count: bool,
+    /// Gap buffer pool.
+    pub gaps: GapPool,
+}
+
+/// One phase of a level (warm-up or measurement).
+#[derive(Debug, Clone, Copy)]
+pub struct PhaseSpec {
+    /// Warm-up or measured.
+    pub phase: Phase,
+    /// Load shape.
+    pub stimulus: Stimulus,
+    /// When to stop sending.
+    pub stop: Stop,
+    /// Sequence number of the phase's first request (dataset entries continue round-robin).
+    pub seq_base: u64,
+}
+
+/// How a phase went, as the scheduler saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PhaseOutcome {
+    /// Requests sent.
+    pub sent: u64,
+    /// When the phase began (ns on the run clock).
+    pub start_ns: u64,
+    /// When the last worker finished.
+    pub end_ns: u64,
+    /// Whether Ctrl-C (or another stop) cut the phase short.
+    pub interrupted: bool,
+}
+
+/// Runs one phase to completion and returns when every worker has finished. Records go to
+/// `sink` as requests complete.
+pub async fn run_phase(shared: Arc<Shared>, spec: PhaseSpec, sink: std::sync::mpsc::Sender<Completed>) -> PhaseOutcome {
+    let start_ns = shared.clock.now_ns();
+    let deadline = match spec.stop {
+        Stop::Window(d) => Some(start_ns + d.as_nanos() as u64),
+        Stop::Requests(_) => None,
+    };
+    let tickets = Arc::new(AtomicU64::new(0));
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..spec.stimulus.workers() {
+        let (shared, tickets, sink) = (shared.clone(), tickets.clone(), sink.clone());
+        set.spawn(async move { closed_loop_worker(shared, spec, tickets, deadline, sink).await });
+    }
+    drop(sink);
+    while set.join_next().await.is_some() {}
+    let issued = tickets.load(Ordering::SeqCst);
+    // With a request budget, each worker takes one ticket past the end before it stops.
+    let sent = match spec.stop {
+        Stop::Requests(n) => issued.min(n),
+        Stop::Window(_) => issued,
+    };
+    PhaseOutcome { sent, start_ns, end_ns: shared.clock.now_ns(), interrupted: shared.cancel.stopping() }
+}
+
+async fn closed_loop_worker(
+    shared: Arc<Shared>,
+    spec: PhaseSpec,
+    tickets: Arc<AtomicU64>,
+    deadline: Option<u64>,
+    sink: std::sync::mpsc::Sender<Completed>,
+) {
+    let mut ex = Exchange::new();
+    loop {
+        if shared.cancel.stopping() {
+            return;
+        }
+        let intended = shared.clock.now_ns();
+        if deadline.is_some_and(|d| intended >= d) {
+            return;
+        }
+        let seq = tickets.fetch_add(1, Ordering::Relaxed);
+        if let Stop::Requests(n) = spec.stop
+            && seq >= n
+        {
+            return;
+        }
+        let completed = execute_one(&shared, &spec, spec.seq_base + seq, intended, &mut ex).await;
+        if sink.send(completed).is_err() {
+            return;
+        }
+    }
+}
+
+/// Sends dataset entry `seq mod N`, waits for the whole response, and builds its record.
+async fn execute_one(shared: &Shared, spec: &PhaseSpec, seq: u64, intended_ns: u64, ex: &mut Exchange) -> Completed {
+    let index = (seq % shared.dataset.len() as u64) as usize;
+    let entry = shared.dataset.entry(index);
+    ex.reset();
+    let clock = &shared.clock;
+    let sent_ns = clock.now_ns();
+    let result = tokio::select! {
+        biased;
+        _ = shared.cancel.wait_abort() => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted while this request was in flight")),
+        r = tokio::time::timeout(shared.timeout, shared.client.execute(&entry.payload, ex, clock)) => match r {
+            Ok(r) => r,
+            Err(_) => Err(RequestError::new(
+                ErrorKind::Timeout,
+                format!("no complete response within {:.1} s", shared.timeout.as_secs_f64()),
+            )),
+        },
+    };
+    let end_ns = clock.now_ns();
+    let error = match result {
+        Ok(()) if ex.chunks == 0 => Some(RequestError::new(
+            ErrorKind::NoContent,
+            format!("the response ended after {} events without any output text", ex.responses),
+        )),
+        Ok(()) => None,
+        Err(e) => Some(e),
+    };
+    let osl = if error.is_none() {
+        match (shared.use_server_token_count, ex.completion_tokens) {
+            (true, Some(n)) => n,
+            _ => shared.tokenizer.count(&ex.text) as u32,
+        }
+    } else {
+        0
+    };
+    let isl = match (shared.use_server_token_count, ex.prompt_tokens) {
+        (true, Some(n)) => n,
+        _ => entry.isl,
+    };
+    let record = RequestRecord {
+        phase: spec.phase,
+        seq,
+        prompt_index: index as u32,
+        intended_ns,
+        sent_ns,
+        first_byte_ns: ex.first_byte_ns,
+        first_token_ns: ex.first_token_ns,
+        second_token_ns: ex.second_token_ns,
+        last_token_ns: ex.last_token_ns,
+        end_ns,
+        isl,
+        osl,
+        server_osl: ex.completion_tokens,
+        requested_osl: entry.max_tokens,
+        chunks: ex.chunks,
+        responses: ex.responses,
+        error,
+    };
+    let fresh = shared.gaps.pop().unwrap_or_else(|| Vec::with_capacity(256));
+    let gaps = std::mem::replace(&mut ex.gaps, fresh);
+    Completed { record, gaps }
+}

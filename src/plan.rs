@@ -1,0 +1,826 @@
+//! What was asked, resolved: the validated, serializable [`RunPlan`] built once from the flags.
+//! Everything downstream reads typed fields; no string matching after this point.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
+
+use crate::cli::{BackendArg, EndpointTypeArg, ProfileArgs, ServiceKindArg};
+use crate::stats::{Metric, Objective};
+
+/// A mistake in the command line: exit code 2, with a message saying what to change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// Which API the requests go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// Triton KServe v2 gRPC (`ModelStreamInfer` / `ModelInfer`).
+    Kserve,
+    /// OpenAI chat completions.
+    Chat,
+    /// OpenAI completions.
+    Completions,
+    /// Triton HTTP generate / generate_stream.
+    Generate,
+}
+
+impl Api {
+    /// GenAI-Perf's service kind for this API, as used in artifact directory names.
+    pub fn service_kind(self) -> &'static str {
+        match self {
+            Api::Kserve => "triton",
+            Api::Chat | Api::Completions | Api::Generate => "openai",
+        }
+    }
+
+    /// The endpoint type's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Kserve => "kserve",
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+            Api::Generate => "generate",
+        }
+    }
+}
+
+/// Input layout of a Triton LLM model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// TensorRT-LLM.
+    Tensorrtllm,
+    /// vLLM backend.
+    Vllm,
+}
+
+impl Backend {
+    /// The backend's flag value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Tensorrtllm => "tensorrtllm",
+            Backend::Vllm => "vllm",
+        }
+    }
+}
+
+/// An extra header. Values of secret-looking headers never reach artifacts or logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Header name as given.
+    pub name: String,
+    /// Header value.
+    pub value: String,
+}
+
+impl Header {
+    /// Whether the value must be redacted wherever it is shown or written.
+    pub fn is_secret(&self) -> bool {
+        is_secret_name(&self.name)
+    }
+
+    /// `Name: value`, with secret values redacted.
+    pub fn redacted(&self) -> String {
+        if self.is_secret() { format!("{}: <redacted>", self.name) } else { format!("{}: {}", self.name, self.value) }
+    }
+}
+
+/// Whether a header or flag name suggests its value is a credential.
+pub fn is_secret_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["authorization", "token", "key", "secret", "cookie", "password", "credential"].iter().any(|s| n.contains(s))
+}
+
+impl Serialize for Header {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.redacted())
+    }
+}
+
+/// Where requests go and how they are framed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// The API.
+    pub api: Api,
+    /// `scheme://host:port[/prefix]`, no trailing slash.
+    pub base_url: String,
+    /// Host name, for deriving the metrics URL.
+    pub host: String,
+    /// Endpoint path under the base URL, no leading slash (HTTP APIs).
+    pub endpoint: String,
+    /// Model name.
+    pub model: String,
+    /// Triton LLM input layout (kserve).
+    pub backend: Backend,
+    /// Stream responses.
+    pub streaming: bool,
+    /// Extra headers (`-H`).
+    pub headers: Vec<Header>,
+    /// Bearer token; skipped when serialising.
+    #[serde(skip)]
+    pub api_key: Option<String>,
+}
+
+impl Target {
+    /// Full URL of the inference endpoint.
+    pub fn endpoint_url(&self) -> String {
+        format!("{}/{}", self.base_url, self.endpoint)
+    }
+
+    /// A cheap GET on the same server, used to open connections ahead of a level.
+    pub fn warm_url(&self) -> String {
+        match self.api {
+            Api::Chat | Api::Completions => format!("{}/v1/models", self.base_url),
+            Api::Generate | Api::Kserve => format!("{}/v2/health/ready", self.base_url),
+        }
+    }
+
+    /// Headers sent on every call: `-H` values plus `Authorization: Bearer` from the API key.
+    pub fn header_map(&self) -> Result<HeaderMap, UsageError> {
+        let mut map = HeaderMap::new();
+        for h in &self.headers {
+            let name = HeaderName::from_bytes(h.name.as_bytes())
+                .map_err(|_| UsageError(format!("-H: '{}' is not a valid header name", h.name)))?;
+            let value = HeaderValue::from_str(&h.value)
+                .map_err(|_| UsageError(format!("-H: the value of '{}' is not a valid header value", h.name)))?;
+            map.append(name, value);
+        }
+        if let Some(key) = &self.api_key {
+            let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim()))
+                .map_err(|_| UsageError("--api-key contains characters not allowed in a header".into()))?;
+            v.set_sensitive(true);
+            map.insert(AUTHORIZATION, v);
+        }
+        Ok(map)
+    }
+
+    /// The tag GenAI-Perf puts in artifact directory names: backend for Triton, else endpoint type.
+    pub fn dir_tag(&self) -> &'static str {
+        match self.api {
+            Api::Kserve => self.backend.name(),
+            other => other.name(),
+        }
+    }
+}
+
+/// One load level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stimulus {
+    /// Closed loop: keep N requests in flight.
+    Concurrency(u32),
+}
+
+impl Stimulus {
+    /// GenAI-Perf's stimulus name (`concurrency8`).
+    pub fn name(&self) -> String {
+        match self {
+            Stimulus::Concurrency(n) => format!("concurrency{n}"),
+        }
+    }
+
+    /// The stimulus' kind, as a column title.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Stimulus::Concurrency(_) => "concurrency",
+        }
+    }
+
+    /// The value, as a number.
+    pub fn value(&self) -> f64 {
+        match self {
+            Stimulus::Concurrency(n) => f64::from(*n),
+        }
+    }
+
+    /// Requests in flight at most.
+    pub fn workers(&self) -> usize {
+        match self {
+            Stimulus::Concurrency(n) => *n as usize,
+        }
+    }
+}
+
+/// When a level's measurement ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// After this many measured requests.
+    Requests(u64),
+    /// Requests sent within this window are measured; then sending stops and in-flight
+    /// requests finish.
+    Window(#[serde(with = "duration_ms")] Duration),
+}
+
+mod duration_ms {
+    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+}
+
+/// How the stop rule is chosen per level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopRule {
+    /// The same rule for every level.
+    Fixed(Stop),
+    /// GenAI-Perf's default: max(10, 2 × concurrency) requests.
+    Auto,
+}
+
+impl StopRule {
+    /// The stop rule for one level.
+    pub fn for_level(&self, s: &Stimulus) -> Stop {
+        match self {
+            StopRule::Fixed(stop) => *stop,
+            StopRule::Auto => Stop::Requests((2 * s.workers() as u64).max(10)),
+        }
+    }
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptSource {
+    /// Synthetic prompts with exactly sampled token counts.
+    Synthetic {
+        /// Mean input tokens.
+        mean: u32,
+        /// Standard deviation.
+        stddev: u32,
+    },
+    /// JSONL file of `{"text": ...}` rows.
+    File(PathBuf),
+}
+
+/// Output length to ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct OutputLength {
+    /// Mean output tokens.
+    pub mean: u32,
+    /// Standard deviation.
+    pub stddev: u32,
+    /// Ask for exactly this many (min_tokens / ignore_eos).
+    pub deterministic: bool,
+}
+
+/// What to send.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadPlan {
+    /// Prompt source.
+    pub prompts: PromptSource,
+    /// Unique dataset entries (synthetic prompts generated; file rows used up to this many).
+    pub num_prompts: u32,
+    /// Output length; `None` leaves it to the server (Triton TensorRT-LLM gets 256).
+    pub output: Option<OutputLength>,
+    /// Tokenizer file; `None` = built-in GPT-2.
+    pub tokenizer: Option<PathBuf>,
+    /// Seed for prompts and lengths.
+    pub seed: u64,
+    /// Extra request fields.
+    pub extra_inputs: Vec<(String, serde_json::Value)>,
+}
+
+/// Where the server's own metrics come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricsSource {
+    /// Try this URL; silently absent when it does not answer.
+    Auto(String),
+    /// The user asked for this URL; say so when it fails.
+    Url(String),
+}
+
+impl MetricsSource {
+    /// The URL to scrape.
+    pub fn url(&self) -> &str {
+        match self {
+            MetricsSource::Auto(u) | MetricsSource::Url(u) => u,
+        }
+    }
+}
+
+/// Console verbosity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verbosity {
+    /// Only the table.
+    Quiet,
+    /// Table, per-level lines, progress bars.
+    Normal,
+    /// Plus per-metric detail tables.
+    Verbose,
+}
+
+/// A complete, validated run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPlan {
+    /// Where and how.
+    pub target: Target,
+    /// What.
+    pub workload: WorkloadPlan,
+    /// Load levels, run in order.
+    pub levels: Vec<Stimulus>,
+    /// When each level's measurement ends.
+    pub stop: StopRule,
+    /// Warm-up requests before each level.
+    pub warmup_requests: u64,
+    /// `--artifact-dir`, when given.
+    pub artifact_dir: Option<PathBuf>,
+    /// Goodput objectives.
+    pub goodput: Vec<Objective>,
+    /// Server metrics endpoint.
+    pub server_metrics: MetricsSource,
+    /// Count output tokens from server usage.
+    pub use_server_token_count: bool,
+    /// Per-request timeout.
+    #[serde(with = "duration_secs")]
+    pub request_timeout: Duration,
+    /// Console verbosity.
+    pub verbosity: Verbosity,
+    /// The command line as typed, secrets redacted.
+    pub command_line: String,
+}
+
+mod duration_secs {
+    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+impl RunPlan {
+    /// Builds the plan from `profile` flags. `argv` is the command line, for the record.
+    pub fn from_profile(a: &ProfileArgs, argv: &[String]) -> Result<RunPlan, UsageError> {
+        let api = match (a.endpoint_type, a.service_kind) {
+            (Some(EndpointTypeArg::Kserve), Some(ServiceKindArg::Openai)) => {
+                return usage("--endpoint-type kserve is Triton's gRPC API; it cannot be combined with --service-kind openai");
+            }
+            (Some(EndpointTypeArg::Kserve), _) => Api::Kserve,
+            (Some(EndpointTypeArg::Chat), _) => Api::Chat,
+            (Some(EndpointTypeArg::Completions), _) => Api::Completions,
+            (Some(EndpointTypeArg::Generate), _) => Api::Generate,
+            (None, Some(ServiceKindArg::Openai)) => Api::Chat,
+            (None, _) => Api::Kserve,
+        };
+        if a.backend.is_some() && api != Api::Kserve {
+            return usage(format!(
+                "--backend only applies to Triton's KServe API (--endpoint-type kserve); it has no effect with --endpoint-type {}",
+                api.name()
+            ));
+        }
+        let backend = match a.backend {
+            Some(BackendArg::Vllm) => Backend::Vllm,
+            _ => Backend::Tensorrtllm,
+        };
+        let default_url = if api == Api::Kserve { "localhost:8001" } else { "localhost:8000" };
+        let (base_url, host) = normalize_url(a.url.as_deref().unwrap_or(default_url))?;
+        let endpoint = match &a.endpoint {
+            Some(e) => e.trim_start_matches('/').to_string(),
+            None => default_endpoint(api, &a.model, a.streaming),
+        };
+        if a.model.trim().is_empty() {
+            return usage("-m/--model must name a model");
+        }
+        let headers = a.header.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+        let api_key = a.api_key.clone().filter(|k| !k.trim().is_empty());
+        let target = Target {
+            api,
+            base_url,
+            host: host.clone(),
+            endpoint,
+            model: a.model.clone(),
+            backend,
+            streaming: a.streaming,
+            headers,
+            api_key,
+        };
+        target.header_map()?;
+
+        let levels = match &a.concurrency {
+            Some(spec) => parse_concurrency(spec)?,
+            None => vec![Stimulus::Concurrency(1)],
+        };
+        let stop = match (a.request_count, a.measurement_interval, a.num_prompts) {
+            (Some(_), Some(_), _) => {
+                return usage(
+                    "--request-count and --measurement-interval both end a level; give one of them (count: exact number of requests; interval: a time window)",
+                );
+            }
+            (Some(0), None, _) => return usage("--request-count must be at least 1"),
+            (Some(n), None, _) => StopRule::Fixed(Stop::Requests(n)),
+            (None, Some(0), _) => return usage("--measurement-interval must be at least 1 ms"),
+            (None, Some(ms), _) => StopRule::Fixed(Stop::Window(Duration::from_millis(ms))),
+            (None, None, Some(n)) => StopRule::Fixed(Stop::Requests(u64::from(n.max(1)))),
+            (None, None, None) => StopRule::Auto,
+        };
+        let num_prompts = a.num_prompts.unwrap_or(100);
+        if num_prompts == 0 {
+            return usage("--num-prompts must be at least 1");
+        }
+        let prompts = match &a.input_file {
+            Some(p) => {
+                if a.synthetic_input_tokens_mean.is_some() {
+                    return usage("--input-file and --synthetic-input-tokens-mean both choose prompts; give one");
+                }
+                PromptSource::File(p.clone())
+            }
+            None => {
+                let mean = a.synthetic_input_tokens_mean.unwrap_or(550);
+                if mean == 0 {
+                    return usage("--synthetic-input-tokens-mean must be at least 1");
+                }
+                PromptSource::Synthetic { mean, stddev: a.synthetic_input_tokens_stddev }
+            }
+        };
+        let output = match a.output_tokens_mean {
+            Some(0) => return usage("--output-tokens-mean must be at least 1"),
+            Some(mean) => Some(OutputLength {
+                mean,
+                stddev: a.output_tokens_stddev,
+                deterministic: a.output_tokens_mean_deterministic,
+            }),
+            None if a.output_tokens_mean_deterministic => {
+                return usage("--output-tokens-mean-deterministic needs --output-tokens-mean N");
+            }
+            None => None,
+        };
+        let extra_inputs = a.extra_inputs.iter().map(|s| parse_extra_input(s)).collect::<Result<Vec<_>, _>>()?;
+        let extra_inputs = extra_inputs.into_iter().flatten().collect();
+        let goodput = parse_objectives(&a.goodput)?;
+        let server_metrics = match &a.server_metrics_url {
+            Some(u) => MetricsSource::Url(normalize_metrics_url(u)?),
+            None => MetricsSource::Auto(format!("http://{}:8002/metrics", bracket_host(&host))),
+        };
+        if !(a.request_timeout > 0.0 && a.request_timeout.is_finite()) {
+            return usage("--request-timeout must be a positive number of seconds");
+        }
+        let verbosity = match (a.quiet, a.verbose) {
+            (true, true) => return usage("--quiet and --verbose contradict each other"),
+            (true, false) => Verbosity::Quiet,
+            (false, true) => Verbosity::Verbose,
+            (false, false) => Verbosity::Normal,
+        };
+        Ok(RunPlan {
+            target,
+            workload: WorkloadPlan {
+                prompts,
+                num_prompts,
+                output,
+                tokenizer: a.tokenizer.clone(),
+                seed: a.random_seed,
+                extra_inputs,
+            },
+            levels,
+            stop,
+            warmup_requests: a.warmup_request_count,
+            artifact_dir: a.artifact_dir.clone(),
+            goodput,
+            server_metrics,
+            use_server_token_count: a.use_server_token_count,
+            request_timeout: Duration::from_secs_f64(a.request_timeout),
+            verbosity,
+            command_line: redact_command_line(argv),
+        })
+    }
+
+    /// The plan as GenAI-Perf's `input_config` (secrets are never part of it).
+    pub fn input_config(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+fn default_endpoint(api: Api, model: &str, streaming: bool) -> String {
+    match api {
+        Api::Chat => "v1/chat/completions".into(),
+        Api::Completions => "v1/completions".into(),
+        Api::Generate if streaming => format!("v2/models/{model}/generate_stream"),
+        Api::Generate => format!("v2/models/{model}/generate"),
+        Api::Kserve => String::new(),
+    }
+}
+
+fn bracket_host(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() }
+}
+
+/// `-u` with or without scheme → (`scheme://host:port[/prefix]`, host).
+pub fn normalize_url(raw: &str) -> Result<(String, String), UsageError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return usage("-u/--url is empty");
+    }
+    let with_scheme = if raw.contains("://") { raw.to_string() } else { format!("http://{raw}") };
+    let url = reqwest::Url::parse(&with_scheme)
+        .map_err(|e| UsageError(format!("-u {raw}: not a valid address ({e}); expected host:port or http(s)://host:port")))?;
+    match url.scheme() {
+        "http" | "https" => {}
+        "grpc" => {
+            let rebuilt = with_scheme.replacen("grpc://", "http://", 1);
+            return normalize_url(&rebuilt);
+        }
+        other => return usage(format!("-u {raw}: scheme '{other}' is not supported; use http:// or https://")),
+    }
+    let host = url.host_str().ok_or_else(|| UsageError(format!("-u {raw}: no host")))?.to_string();
+    let mut base = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default());
+    if let Some(port) = url.port() {
+        base.push_str(&format!(":{port}"));
+    }
+    let path = url.path().trim_end_matches('/');
+    base.push_str(path);
+    Ok((base, host.trim_matches(['[', ']']).to_string()))
+}
+
+fn normalize_metrics_url(raw: &str) -> Result<String, UsageError> {
+    let (base, _) = normalize_url(raw)?;
+    Ok(if base.ends_with("/metrics") { base } else { format!("{base}/metrics") })
+}
+
+/// `Name: value` or `Name:value`.
+pub fn parse_header(raw: &str) -> Result<Header, UsageError> {
+    match raw.split_once(':') {
+        Some((n, v)) if !n.trim().is_empty() => Ok(Header { name: n.trim().to_string(), value: v.trim().to_string() }),
+        _ => usage(format!("-H '{}': expected 'Name: value'", redact_header_arg(raw))),
+    }
+}
+
+fn redact_header_arg(raw: &str) -> String {
+    match raw.split_once(':') {
+        Some((n, _)) if is_secret_name(n) => format!("{n}: <redacted>"),
+        _ => raw.to_string(),
+    }
+}
+
+/// `name:value` (value parsed as JSON when it is JSON, else a string) or a JSON object.
+pub fn parse_extra_input(raw: &str) -> Result<Vec<(String, serde_json::Value)>, UsageError> {
+    let t = raw.trim();
+    if t.starts_with('{') {
+        let v: serde_json::Value =
+            serde_json::from_str(t).map_err(|e| UsageError(format!("--extra-inputs {t}: invalid JSON object ({e})")))?;
+        return match v {
+            serde_json::Value::Object(m) => Ok(m.into_iter().collect()),
+            _ => usage(format!("--extra-inputs {t}: expected a JSON object")),
+        };
+    }
+    match t.split_once(':') {
+        Some((k, v)) if !k.trim().is_empty() => {
+            let v = v.trim();
+            let value = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+            Ok(vec![(k.trim().to_string(), value)])
+        }
+        _ => usage(format!("--extra-inputs '{t}': expected name:value or a JSON object")),
+    }
+}
+
+/// `--goodput time_to_first_token:500 inter_token_latency:20`.
+pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
+    let valid = "time_to_first_token, time_to_second_token, inter_token_latency, request_latency, output_token_throughput_per_user";
+    raw.iter()
+        .flat_map(|s| s.split_whitespace())
+        .map(|item| {
+            let (k, v) = item
+                .split_once(':')
+                .or_else(|| item.split_once('='))
+                .ok_or_else(|| UsageError(format!("--goodput '{item}': expected metric:value, e.g. time_to_first_token:500")))?;
+            let metric = Metric::from_key(k)
+                .filter(|m| {
+                    matches!(
+                        m,
+                        Metric::TimeToFirstToken
+                            | Metric::TimeToSecondToken
+                            | Metric::InterTokenLatency
+                            | Metric::RequestLatency
+                            | Metric::OutputTokenThroughputPerUser
+                    )
+                })
+                .ok_or_else(|| UsageError(format!("--goodput: unknown metric '{k}'; valid: {valid}")))?;
+            let bound: f64 = v
+                .trim_end_matches("ms")
+                .parse()
+                .map_err(|_| UsageError(format!("--goodput {item}: '{v}' is not a number")))?;
+            if !(bound > 0.0 && bound.is_finite()) {
+                return usage(format!("--goodput {item}: the value must be positive"));
+            }
+            Ok(Objective { metric, bound })
+        })
+        .collect()
+}
+
+/// `N`, `start:end[:step]` or `a,b,c`.
+pub fn parse_concurrency(spec: &str) -> Result<Vec<Stimulus>, UsageError> {
+    let values = parse_int_levels(spec, "--concurrency")?;
+    Ok(values.into_iter().map(Stimulus::Concurrency).collect())
+}
+
+/// Parses a level list of positive integers. `start:end` without a step doubles from start
+/// (GenAI-Perf's power-of-two sweep); with a step it counts linearly; both ends inclusive.
+pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> {
+    let spec = spec.trim();
+    let num = |s: &str| -> Result<u32, UsageError> {
+        let v: u32 = s
+            .trim()
+            .parse()
+            .map_err(|_| UsageError(format!("{flag} {spec}: '{s}' is not a positive whole number")))?;
+        if v == 0 {
+            return usage(format!("{flag} {spec}: levels must be at least 1"));
+        }
+        Ok(v)
+    };
+    if spec.contains(',') {
+        return spec.split(',').filter(|s| !s.trim().is_empty()).map(num).collect();
+    }
+    let parts: Vec<&str> = spec.split(':').collect();
+    match parts.as_slice() {
+        [one] => Ok(vec![num(one)?]),
+        [start, end] | [start, end, _] => {
+            let (start, end) = (num(start)?, num(end)?);
+            if end < start {
+                return usage(format!("{flag} {spec}: the end ({end}) is below the start ({start})"));
+            }
+            let mut out = Vec::new();
+            if let [_, _, step] = parts.as_slice() {
+                let step = num(step)?;
+                let mut v = start;
+                while v <= end {
+                    out.push(v);
+                    v = match v.checked_add(step) {
+                        Some(n) => n,
+                        None => break,
+                    };
+                }
+            } else {
+                let mut v = start;
+                while v <= end {
+                    out.push(v);
+                    v = match v.checked_mul(2) {
+                        Some(n) => n,
+                        None => break,
+                    };
+                }
+            }
+            if out.len() > 1000 {
+                return usage(format!("{flag} {spec}: {} levels is too many (at most 1000)", out.len()));
+            }
+            Ok(out)
+        }
+        _ => usage(format!("{flag} {spec}: expected N, start:end[:step], or a list like 1,4,8")),
+    }
+}
+
+/// The command line for the record, with secret flag values and secret headers redacted.
+pub fn redact_command_line(argv: &[String]) -> String {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut redact_next = false;
+    let mut header_next = false;
+    for a in argv {
+        if redact_next {
+            out.push("<redacted>".to_string());
+            redact_next = false;
+            continue;
+        }
+        if header_next {
+            out.push(shell_quote(&redact_header_arg(a)));
+            header_next = false;
+            continue;
+        }
+        if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| f.starts_with("--") && is_secret_name(f)) {
+            out.push(format!("{flag}=<redacted>"));
+            continue;
+        }
+        if a.starts_with("--") && is_secret_name(a) {
+            redact_next = true;
+        }
+        if a == "-H" || a == "--header" {
+            header_next = true;
+        }
+        if let Some(h) = a.strip_prefix("--header=") {
+            out.push(format!("--header={}", shell_quote(&redact_header_arg(h))));
+            continue;
+        }
+        out.push(shell_quote(a));
+    }
+    out.join(" ")
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+{}".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Result<RunPlan, UsageError> {
+        let mut argv = vec!["ttftbench", "profile"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| UsageError(e.to_string()))?;
+        match cli.command {
+            crate::cli::Command::Profile(p) => {
+                RunPlan::from_profile(&p, &argv.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn concurrency_forms() {
+        let v = |s: &str| parse_int_levels(s, "--concurrency").unwrap();
+        assert_eq!(v("8"), [8]);
+        assert_eq!(v("1:32"), [1, 2, 4, 8, 16, 32]);
+        assert_eq!(v("1:20"), [1, 2, 4, 8, 16]);
+        assert_eq!(v("1:32:2"), [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31]);
+        assert_eq!(v("1,4,8,16,32"), [1, 4, 8, 16, 32]);
+        assert!(parse_int_levels("0", "--concurrency").is_err());
+        assert!(parse_int_levels("8:4", "--concurrency").is_err());
+        assert!(parse_int_levels("a", "--concurrency").is_err());
+        assert!(parse_int_levels("1:2:3:4", "--concurrency").is_err());
+    }
+
+    #[test]
+    fn seed_command_resolves() {
+        let p = plan(&[
+            "-m", "gpt2", "--service-kind", "triton", "--backend", "tensorrtllm", "--num-prompts", "200",
+            "--synthetic-input-tokens-mean", "200", "--synthetic-input-tokens-stddev", "20", "--output-tokens-mean",
+            "100", "--output-tokens-stddev", "10", "--concurrency", "1", "--measurement-interval", "10000",
+            "--streaming", "--url", "localhost:8001", "--artifact-dir", "./ttft_c1",
+        ])
+        .unwrap();
+        assert_eq!(p.target.api, Api::Kserve);
+        assert_eq!(p.target.base_url, "http://localhost:8001");
+        assert_eq!(p.levels, [Stimulus::Concurrency(1)]);
+        assert_eq!(p.stop, StopRule::Fixed(Stop::Window(Duration::from_millis(10_000))));
+        assert_eq!(p.workload.num_prompts, 200);
+        assert_eq!(p.server_metrics, MetricsSource::Auto("http://localhost:8002/metrics".into()));
+    }
+
+    #[test]
+    fn openai_defaults_and_stop_rules() {
+        let p = plan(&["-m", "m", "--service-kind", "openai", "--num-prompts", "200", "--streaming"]).unwrap();
+        assert_eq!(p.target.api, Api::Chat);
+        assert_eq!(p.target.endpoint_url(), "http://localhost:8000/v1/chat/completions");
+        assert_eq!(p.stop, StopRule::Fixed(Stop::Requests(200)));
+        let p = plan(&["-m", "m", "--endpoint-type", "generate", "--streaming", "-u", "https://h:9/api/"]).unwrap();
+        assert_eq!(p.target.endpoint_url(), "https://h:9/api/v2/models/m/generate_stream");
+        assert_eq!(p.stop.for_level(&Stimulus::Concurrency(8)), Stop::Requests(16));
+        assert_eq!(p.stop.for_level(&Stimulus::Concurrency(1)), Stop::Requests(10));
+        assert!(plan(&["-m", "m", "--request-count", "5", "--measurement-interval", "100"]).is_err());
+        assert!(plan(&["-m", "m", "--endpoint-type", "chat", "--backend", "vllm"]).is_err());
+    }
+
+    #[test]
+    fn headers_goodput_extra_inputs() {
+        let p = plan(&[
+            "-m", "m", "--endpoint-type", "chat", "-H", "triton-access-token: s3cret", "-H", "X-Team:infra",
+            "--goodput", "time_to_first_token:500", "inter_token_latency:20", "--extra-inputs", "ignore_eos:true",
+            "--extra-inputs", "{\"temperature\":0.5}", "--api-key", "sk-abc",
+        ])
+        .unwrap();
+        assert_eq!(p.target.headers[1], Header { name: "X-Team".into(), value: "infra".into() });
+        assert_eq!(p.goodput.len(), 2);
+        assert_eq!(p.goodput[1], Objective { metric: Metric::InterTokenLatency, bound: 20.0 });
+        assert_eq!(p.workload.extra_inputs[0], ("ignore_eos".to_string(), serde_json::json!(true)));
+        assert_eq!(p.workload.extra_inputs[1], ("temperature".to_string(), serde_json::json!(0.5)));
+        let cfg = p.input_config().to_string();
+        assert!(!cfg.contains("s3cret") && !cfg.contains("sk-abc"), "{cfg}");
+        assert!(cfg.contains("triton-access-token: <redacted>"));
+        assert!(!p.command_line.contains("s3cret") && !p.command_line.contains("sk-abc"), "{}", p.command_line);
+        let map = p.target.header_map().unwrap();
+        assert_eq!(map.get("authorization").unwrap(), "Bearer sk-abc");
+        assert!(plan(&["-m", "m", "--goodput", "bogus:1"]).is_err());
+        assert!(plan(&["-m", "m", "-H", "novalue"]).is_err());
+    }
+
+    #[test]
+    fn command_line_redaction() {
+        let argv: Vec<String> =
+            ["ttftbench", "profile", "--api-key", "sk-1", "--api-key=sk-2", "-H", "Authorization: Bearer x", "-m", "gpt 2"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let s = redact_command_line(&argv);
+        assert_eq!(
+            s,
+            "ttftbench profile --api-key <redacted> --api-key=<redacted> -H 'Authorization: <redacted>' -m 'gpt 2'"
+        );
+    }
+}

@@ -1,0 +1,346 @@
+//! What happened to one request: the flat per-request record every later stage reads.
+//!
+//! Timestamps are nanoseconds on one monotonic clock ([`Clock`]), measured from the run's anchor;
+//! the anchor's wall-clock time turns them into absolute Unix times for export, so records from
+//! several processes can be merged.
+
+use std::borrow::Cow;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// The run's single time base: a monotonic anchor plus the wall-clock time it corresponds to.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    anchor: Instant,
+    unix_anchor_ns: u64,
+}
+
+impl Clock {
+    /// Starts a clock now.
+    pub fn start() -> Clock {
+        let anchor = Instant::now();
+        let unix_anchor_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Clock { anchor, unix_anchor_ns }
+    }
+
+    /// Nanoseconds since the anchor.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.anchor.elapsed().as_nanos() as u64
+    }
+
+    /// The monotonic instant of an offset, for sleeping until a scheduled time.
+    pub fn instant_at(&self, ns: u64) -> Instant {
+        self.anchor + std::time::Duration::from_nanos(ns)
+    }
+
+    /// Offset (ns) of an instant; instants before the anchor map to 0.
+    pub fn offset_of(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.anchor).as_nanos() as u64
+    }
+
+    /// Absolute Unix time (ns) of an offset.
+    pub fn unix_ns(&self, ns: u64) -> u64 {
+        self.unix_anchor_ns + ns
+    }
+
+    /// Unix time (ns) of the anchor.
+    pub fn unix_anchor_ns(&self) -> u64 {
+        self.unix_anchor_ns
+    }
+}
+
+/// Whether a request counts in the results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Sent to warm the server up; written to `requests.jsonl`, excluded from statistics.
+    Warmup,
+    /// Measured.
+    Measure,
+}
+
+/// Why a request failed. Each kind is counted separately; failed requests are data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// No connection could be made (refused, unreachable, DNS, TLS handshake).
+    Connect,
+    /// `--request-timeout` elapsed before the response completed.
+    Timeout,
+    /// The server answered with a non-success HTTP status.
+    HttpStatus(u16),
+    /// A stream was asked for but the server answered with one plain body.
+    NotStreaming,
+    /// The byte stream was not valid server-sent events.
+    MalformedSse,
+    /// An event or response body was not the JSON (or protobuf) the protocol defines.
+    MalformedResponse,
+    /// The transport ended before the final response.
+    StreamCut,
+    /// The server reported an error inside the stream (SSE error event, gRPC `error_message`).
+    ServerError,
+    /// A gRPC call ended with a non-OK status (the code as `tonic::Code` numbers it).
+    GrpcStatus(i32),
+    /// The response completed without a single content-bearing token.
+    NoContent,
+    /// The run was interrupted while the request was in flight.
+    Cancelled,
+}
+
+impl ErrorKind {
+    /// Stable snake_case key used in files and tables (`http_503`, `stream_cut`, ...).
+    pub fn key(&self) -> Cow<'static, str> {
+        match self {
+            ErrorKind::Connect => "connect".into(),
+            ErrorKind::Timeout => "timeout".into(),
+            ErrorKind::HttpStatus(code) => format!("http_{code}").into(),
+            ErrorKind::NotStreaming => "not_streaming".into(),
+            ErrorKind::MalformedSse => "malformed_sse".into(),
+            ErrorKind::MalformedResponse => "malformed_response".into(),
+            ErrorKind::StreamCut => "stream_cut".into(),
+            ErrorKind::ServerError => "server_error".into(),
+            ErrorKind::GrpcStatus(code) => format!("grpc_{}", grpc_code_name(*code)).into(),
+            ErrorKind::NoContent => "no_content".into(),
+            ErrorKind::Cancelled => "cancelled".into(),
+        }
+    }
+
+    /// What the user can do about this kind of failure, when there is something to say.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            ErrorKind::Connect => Some(
+                "check -u host:port, that the server is running, and that it listens on an address this machine can reach",
+            ),
+            ErrorKind::HttpStatus(401) | ErrorKind::HttpStatus(403) => Some(
+                "the server wants credentials: add --api-key KEY (or set OPENAI_API_KEY) or -H 'Header: value'",
+            ),
+            ErrorKind::HttpStatus(404) => Some("check -m (model name) and --endpoint-type / --endpoint"),
+            ErrorKind::HttpStatus(429) | ErrorKind::GrpcStatus(8) => Some(
+                "the server (or a gateway) is rejecting load: lower --concurrency / --request-rate or raise its queue limits",
+            ),
+            ErrorKind::NotStreaming => Some(
+                "the endpoint answered with a single body: drop --streaming, or enable streaming (decoupled model) on the server",
+            ),
+            ErrorKind::Timeout => Some("raise --request-timeout or lower the load"),
+            ErrorKind::StreamCut => Some("the server closed streams early: check its logs for crashes or proxies with idle timeouts"),
+            ErrorKind::NoContent => Some(
+                "responses carried no text: check --output-tokens-mean, and that the model streams text_output / delta.content",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// The canonical lower-case name of a gRPC status code number.
+pub fn grpc_code_name(code: i32) -> &'static str {
+    match code {
+        0 => "ok",
+        1 => "cancelled",
+        2 => "unknown",
+        3 => "invalid_argument",
+        4 => "deadline_exceeded",
+        5 => "not_found",
+        6 => "already_exists",
+        7 => "permission_denied",
+        8 => "resource_exhausted",
+        9 => "failed_precondition",
+        10 => "aborted",
+        11 => "out_of_range",
+        12 => "unimplemented",
+        13 => "internal",
+        14 => "unavailable",
+        15 => "data_loss",
+        16 => "unauthenticated",
+        _ => "other",
+    }
+}
+
+/// A failed request: the kind (counted) and a message (the first of each kind is shown).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestError {
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// Detail for people: status line, server message, transport error.
+    pub message: Box<str>,
+}
+
+impl RequestError {
+    /// Builds an error of `kind` with a message.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> RequestError {
+        RequestError { kind, message: message.into().into_boxed_str() }
+    }
+}
+
+impl std::fmt::Display for RequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind.key(), self.message)
+    }
+}
+
+/// One request, start to end. Times are ns offsets on the run's [`Clock`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestRecord {
+    /// Warm-up or measured.
+    pub phase: Phase,
+    /// Sequence number of the request within its level (warm-up and measured share the count).
+    pub seq: u64,
+    /// Which dataset entry was sent.
+    pub prompt_index: u32,
+    /// When the schedule wanted the request sent (open loop), or when its worker became free.
+    pub intended_ns: u64,
+    /// When the request was handed to the transport.
+    pub sent_ns: u64,
+    /// First response byte read from the transport.
+    pub first_byte_ns: Option<u64>,
+    /// First content-bearing response (first token).
+    pub first_token_ns: Option<u64>,
+    /// Second content-bearing response.
+    pub second_token_ns: Option<u64>,
+    /// Last content-bearing response.
+    pub last_token_ns: Option<u64>,
+    /// When the exchange ended (final response, stream end, or failure).
+    pub end_ns: u64,
+    /// Input tokens.
+    pub isl: u32,
+    /// Output tokens counted for this request (tokenizer, or server usage when asked for).
+    pub osl: u32,
+    /// Output tokens the server reported in its usage, when it did.
+    pub server_osl: Option<u32>,
+    /// Output tokens asked for (the max-tokens field sent).
+    pub requested_osl: u32,
+    /// Content-bearing responses (SSE events / stream responses with text).
+    pub chunks: u32,
+    /// Every response or event received, including empty and usage-only ones.
+    pub responses: u32,
+    /// The failure, for failed requests.
+    pub error: Option<RequestError>,
+}
+
+impl RequestRecord {
+    /// Whether the request completed with content.
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Time to first token from the actual send.
+    pub fn ttft_ns(&self) -> Option<u64> {
+        self.first_token_ns.map(|t| t.saturating_sub(self.sent_ns))
+    }
+
+    /// Time to first token from the intended send time (coordinated-omission corrected).
+    pub fn ttft_intended_ns(&self) -> Option<u64> {
+        self.first_token_ns.map(|t| t.saturating_sub(self.intended_ns))
+    }
+
+    /// Time between the first and second tokens (GenAI-Perf's time_to_second_token).
+    pub fn ttst_ns(&self) -> Option<u64> {
+        match (self.first_token_ns, self.second_token_ns) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        }
+    }
+
+    /// Time to first byte of the response.
+    pub fn ttfb_ns(&self) -> Option<u64> {
+        self.first_byte_ns.map(|t| t.saturating_sub(self.sent_ns))
+    }
+
+    /// Request latency: send to the last content-bearing response.
+    pub fn latency_ns(&self) -> Option<u64> {
+        self.last_token_ns.map(|t| t.saturating_sub(self.sent_ns))
+    }
+
+    /// Request latency from the intended send time.
+    pub fn latency_intended_ns(&self) -> Option<u64> {
+        self.last_token_ns.map(|t| t.saturating_sub(self.intended_ns))
+    }
+
+    /// How late the request left compared with its intended time.
+    pub fn send_lag_ns(&self) -> u64 {
+        self.sent_ns.saturating_sub(self.intended_ns)
+    }
+
+    /// Inter-token latency as GenAI-Perf computes it: (latency − TTFT) / (OSL − 1), defined when
+    /// more than one content response arrived and OSL > 1.
+    pub fn itl_ns(&self) -> Option<u64> {
+        if self.chunks < 2 || self.osl < 2 {
+            return None;
+        }
+        let (first, last) = (self.first_token_ns?, self.last_token_ns?);
+        let span = last.saturating_sub(first) as f64;
+        Some((span / f64::from(self.osl - 1)).round() as u64)
+    }
+
+    /// Output tokens per second seen by this request's user: 1 / ITL.
+    pub fn tokens_per_sec_per_user(&self) -> Option<f64> {
+        self.itl_ns().filter(|&v| v > 0).map(|v| 1e9 / v as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec() -> RequestRecord {
+        RequestRecord {
+            phase: Phase::Measure,
+            seq: 0,
+            prompt_index: 0,
+            intended_ns: 1_000,
+            sent_ns: 2_000,
+            first_byte_ns: Some(5_000),
+            first_token_ns: Some(10_000),
+            second_token_ns: Some(12_000),
+            last_token_ns: Some(30_000),
+            end_ns: 31_000,
+            isl: 10,
+            osl: 11,
+            server_osl: None,
+            requested_osl: 11,
+            chunks: 11,
+            responses: 12,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn derived_times() {
+        let r = rec();
+        assert_eq!(r.ttft_ns(), Some(8_000));
+        assert_eq!(r.ttft_intended_ns(), Some(9_000));
+        assert_eq!(r.ttst_ns(), Some(2_000));
+        assert_eq!(r.ttfb_ns(), Some(3_000));
+        assert_eq!(r.latency_ns(), Some(28_000));
+        assert_eq!(r.send_lag_ns(), 1_000);
+        // (28000 - 8000) / (11 - 1)
+        assert_eq!(r.itl_ns(), Some(2_000));
+        assert_eq!(r.tokens_per_sec_per_user(), Some(500_000.0));
+    }
+
+    #[test]
+    fn itl_needs_two_chunks_and_two_tokens() {
+        let mut r = rec();
+        r.chunks = 1;
+        assert_eq!(r.itl_ns(), None);
+        let mut r = rec();
+        r.osl = 1;
+        assert_eq!(r.itl_ns(), None);
+        // One chunk carrying many tokens still has no inter-token gap to measure.
+        let mut r = rec();
+        r.chunks = 1;
+        r.osl = 50;
+        assert_eq!(r.itl_ns(), None);
+    }
+
+    #[test]
+    fn error_keys() {
+        assert_eq!(ErrorKind::HttpStatus(503).key(), "http_503");
+        assert_eq!(ErrorKind::GrpcStatus(14).key(), "grpc_unavailable");
+        assert_eq!(ErrorKind::StreamCut.key(), "stream_cut");
+        assert!(ErrorKind::HttpStatus(401).hint().unwrap().contains("--api-key"));
+    }
+}

@@ -1,0 +1,214 @@
+//! What a person sees on the terminal: the sweep table, GenAI-Perf's per-level metric table,
+//! and error summaries. Pure functions of summaries, so their exact text is tested.
+
+use crate::stats::{LevelSummary, Metric};
+
+/// Column alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    /// Text columns.
+    Left,
+    /// Number columns.
+    Right,
+}
+
+/// Renders a table with a header rule, columns padded to their widest cell.
+pub fn table(headers: &[&str], aligns: &[Align], rows: &[Vec<String>]) -> String {
+    let n = headers.len();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(n) {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = widths[i].saturating_sub(c.chars().count());
+                match aligns.get(i).copied().unwrap_or(Align::Right) {
+                    Align::Left => format!("{c}{}", " ".repeat(pad)),
+                    Align::Right => format!("{}{c}", " ".repeat(pad)),
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_string()
+    };
+    let mut out = line(headers.to_vec());
+    out.push('\n');
+    out.push_str(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+        out.push('\n');
+    }
+    out
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite()).map_or_else(|| "-".to_string(), |x| format!("{x:.2}"))
+}
+
+/// The sweep table: one row per level.
+pub fn sweep_table(levels: &[LevelSummary]) -> String {
+    let kind = levels.first().map_or("level", |l| l.stimulus.kind());
+    let kind_title = match kind {
+        "concurrency" => "Concurrency",
+        _ => "Level",
+    };
+    let headers = [
+        kind_title,
+        "TTFT avg (ms)",
+        "TTFT p99 (ms)",
+        "ITL avg (ms)",
+        "Output tok/s",
+        "Req/s",
+        "Server queue (ms)",
+        "Errors",
+    ];
+    let rows: Vec<Vec<String>> = levels
+        .iter()
+        .map(|l| {
+            let get = |m: Metric| l.stats.get(m).filter(|_| l.streaming || !m.streaming_only());
+            let mut value = format_level_value(l.stimulus.value());
+            if l.interrupted {
+                value.push_str(" (interrupted)");
+            }
+            vec![
+                value,
+                ms(get(Metric::TimeToFirstToken).map(|s| s.avg)),
+                ms(get(Metric::TimeToFirstToken).map(|s| s.p99)),
+                ms(get(Metric::InterTokenLatency).map(|s| s.avg)),
+                format!("{:.1}", l.stats.output_token_throughput),
+                format!("{:.2}", l.stats.request_throughput),
+                ms(l.server.as_ref().and_then(|d| d.avg_queue_ms)),
+                l.stats.error_count.to_string(),
+            ]
+        })
+        .collect();
+    let mut aligns = vec![Align::Right; headers.len()];
+    aligns[0] = Align::Right;
+    table(&headers, &aligns, &rows)
+}
+
+fn format_level_value(v: f64) -> String {
+    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") }
+}
+
+/// GenAI-Perf's console table for one level (avg, min, max, p99, p90, p75) and its system metrics.
+pub fn level_table(l: &LevelSummary) -> String {
+    let headers = ["Statistic", "avg", "min", "max", "p99", "p90", "p75"];
+    let rows: Vec<Vec<String>> = l
+        .shown_metrics()
+        .map(|(m, s)| {
+            let f = |v: f64| format!("{v:.2}");
+            vec![m.label().to_string(), f(s.avg), f(s.min), f(s.max), f(s.p99), f(s.p90), f(s.p75)]
+        })
+        .collect();
+    let mut aligns = vec![Align::Right; headers.len()];
+    aligns[0] = Align::Left;
+    let mut out = format!("LLM metrics, {}\n", l.stimulus.name());
+    out.push_str(&table(&headers, &aligns, &rows));
+    let st = &l.stats;
+    out.push_str(&format!("Output token throughput (tokens/sec): {:.2}\n", st.output_token_throughput));
+    out.push_str(&format!("Request throughput (per sec): {:.2}\n", st.request_throughput));
+    if let Some(g) = st.request_goodput {
+        out.push_str(&format!("Request goodput (per sec): {g:.2}\n"));
+    }
+    out.push_str(&format!("Request count: {}  Errors: {}\n", st.request_count, st.error_count));
+    if let Some(d) = &l.server {
+        out.push_str(&format!(
+            "Server ({}): {} requests, avg {:.2} ms = queue {} + compute input {:.2} + infer {:.2} + output {:.2} ms\n",
+            d.source,
+            d.requests,
+            d.avg_request_ms,
+            d.avg_queue_ms.map_or_else(|| "n/a".to_string(), |q| format!("{q:.2}")),
+            d.avg_compute_input_ms,
+            d.avg_compute_infer_ms,
+            d.avg_compute_output_ms
+        ));
+    }
+    out
+}
+
+/// One line per error kind with its first message and a hint, for a level with failures.
+pub fn error_lines(l: &LevelSummary) -> String {
+    let mut out = String::new();
+    for e in &l.stats.errors {
+        out.push_str(&format!("  {} × {}: {}\n", e.count, e.kind, e.example));
+        if let Some(h) = &e.hint {
+            out.push_str(&format!("    hint: {h}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Stimulus;
+    use crate::stats::{ErrorCount, LevelStats, Stats};
+
+    fn level(c: u32, ttft: f64, errors: u64) -> LevelSummary {
+        let s = |avg: f64| Stats { count: 3, avg, min: avg / 2.0, max: avg * 3.0, p75: avg, p90: avg * 2.0, p99: avg * 2.5, ..Stats::default() };
+        LevelSummary {
+            stimulus: Stimulus::Concurrency(c),
+            stats: LevelStats {
+                metrics: vec![(Metric::TimeToFirstToken, s(ttft)), (Metric::InterTokenLatency, s(4.0))],
+                request_count: 10,
+                error_count: errors,
+                errors: if errors > 0 {
+                    vec![ErrorCount { kind: "http_401".into(), count: errors, example: "HTTP 401".into(), hint: Some("add --api-key".into()) }]
+                } else {
+                    vec![]
+                },
+                warmup_count: 0,
+                duration_s: 1.0,
+                output_token_throughput: 1234.56,
+                total_token_throughput: 0.0,
+                request_throughput: 12.3456,
+                request_goodput: None,
+                osl_mismatch: 0,
+                short_outputs: 0,
+            },
+            server: None,
+            streaming: true,
+            interrupted: false,
+            started_unix_ns: 0,
+        }
+    }
+
+    #[test]
+    fn sweep_table_exact() {
+        let text = sweep_table(&[level(1, 45.0, 0), level(32, 240.5, 2)]);
+        let expected = "\
+Concurrency  TTFT avg (ms)  TTFT p99 (ms)  ITL avg (ms)  Output tok/s  Req/s  Server queue (ms)  Errors
+-----------  -------------  -------------  ------------  ------------  -----  -----------------  ------
+          1          45.00         112.50          4.00        1234.6  12.35                  -       0
+         32         240.50         601.25          4.00        1234.6  12.35                  -       2
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn level_table_exact() {
+        let text = level_table(&level(8, 10.0, 0));
+        let expected = "\
+LLM metrics, concurrency8
+Statistic                   avg   min    max    p99    p90    p75
+------------------------  -----  ----  -----  -----  -----  -----
+Time To First Token (ms)  10.00  5.00  30.00  25.00  20.00  10.00
+Inter Token Latency (ms)   4.00  2.00  12.00  10.00   8.00   4.00
+Output token throughput (tokens/sec): 1234.56
+Request throughput (per sec): 12.35
+Request count: 10  Errors: 0
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn error_lines_with_hint() {
+        assert_eq!(error_lines(&level(1, 1.0, 2)), "  2 × http_401: HTTP 401\n    hint: add --api-key\n");
+    }
+}

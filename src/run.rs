@@ -1,0 +1,441 @@
+//! The engine, callable in-process: runs a [`RunPlan`] level by level and returns every level's
+//! summary. The CLI, `demo`, tests and benchmarks all call [`profile`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::artifact::{self, Layout};
+use crate::client::discovery::{PreflightError, check_http};
+use crate::client::{Client, GrpcClient, HttpClient, grpc};
+use crate::collector::Collector;
+use crate::load::{Cancel, PhaseSpec, Shared, gap_pool, run_phase};
+use crate::plan::{Api, MetricsSource, RunPlan, Stimulus, Stop, Verbosity};
+use crate::record::{Clock, Phase};
+use crate::report::console;
+use crate::server_metrics::{ServerDelta, Snapshot, StatsSnapshot, scrape};
+use crate::stats::{Aggregate, LevelSummary};
+use crate::workload::{dataset, kserve};
+use crate::workload::tokenizer::Tokenizer;
+
+/// The result of one level.
+#[derive(Debug, Clone)]
+pub struct LevelResult {
+    /// Numbers.
+    pub summary: LevelSummary,
+    /// Where its files are.
+    pub dir: PathBuf,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Levels run, in order (an interrupted run stops early).
+    pub levels: Vec<LevelResult>,
+    /// Where sweep-wide files went (`summary.csv`), for sweeps.
+    pub sweep_dir: Option<PathBuf>,
+    /// Whether the run was interrupted.
+    pub interrupted: bool,
+}
+
+impl Outcome {
+    /// Whether no request succeeded in any level (exit code 1).
+    pub fn all_failed(&self) -> bool {
+        self.levels.iter().all(|l| l.summary.stats.request_count == 0)
+    }
+}
+
+/// How output reaches the terminal.
+#[derive(Debug, Clone, Copy)]
+pub struct Ui {
+    /// Console verbosity.
+    pub verbosity: Verbosity,
+    /// Draw progress bars (only on a terminal).
+    pub progress: bool,
+}
+
+impl Ui {
+    /// Progress bars when stderr is a terminal and the run is not quiet.
+    pub fn for_terminal(verbosity: Verbosity) -> Ui {
+        use std::io::IsTerminal;
+        Ui { verbosity, progress: verbosity != Verbosity::Quiet && std::io::stderr().is_terminal() }
+    }
+
+    /// Nothing printed (tests, library use).
+    pub fn silent() -> Ui {
+        Ui { verbosity: Verbosity::Quiet, progress: false }
+    }
+
+    fn say(&self, s: &str) {
+        if self.verbosity != Verbosity::Quiet {
+            eprintln!("{s}");
+        }
+    }
+}
+
+/// Runs a plan: prepares the client and dataset, then every level in order. Errors that map to
+/// exit code 2 are [`crate::plan::UsageError`]s; everything else is a failed run.
+pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
+    let tokenizer = match &plan.workload.tokenizer {
+        Some(p) => Tokenizer::from_file(p).map_err(|e| crate::plan::UsageError(format!("--tokenizer: {e:#}")))?,
+        None => Tokenizer::builtin_gpt2(),
+    };
+    let max_workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
+    let prepared = prepare(plan, &tokenizer, max_workers).await?;
+    for n in &prepared.probe.notices {
+        ui.say(n);
+    }
+    let clock = Clock::start();
+    let shared = Arc::new(Shared {
+        client: prepared.client,
+        dataset: Arc::new(prepared.dataset),
+        tokenizer,
+        clock,
+        cancel: cancel.clone(),
+        timeout: plan.request_timeout,
+        use_server_token_count: plan.use_server_token_count,
+        gaps: gap_pool(),
+    });
+    let mut probe = prepared.probe;
+    let layout = Layout::new(plan, artifact::local_timestamp());
+    let input_config = plan.input_config();
+    let mut levels = Vec::new();
+    let mut seq_base = 0u64;
+    for stimulus in &plan.levels {
+        if cancel.stopping() {
+            break;
+        }
+        let dir = layout.level_dir(stimulus);
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create artifact directory {}", dir.display()))?;
+        let stop = plan.stop.for_level(stimulus);
+        let (summary, agg) = run_level(&shared, plan, stimulus, stop, &mut seq_base, &dir, &mut probe, &ui).await?;
+        write_level(&dir, &summary, &agg, &input_config)?;
+        if ui.verbosity != Verbosity::Quiet {
+            report_level(&summary, &dir, ui.verbosity);
+        }
+        levels.push(LevelResult { summary, dir });
+    }
+    let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
+    let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
+        let d = layout.sweep_dir();
+        std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+        let path = d.join(artifact::SUMMARY_FILE);
+        std::fs::write(&path, artifact::summary::csv(&summaries)).with_context(|| format!("cannot write {}", path.display()))?;
+        Some(d)
+    } else {
+        None
+    };
+    Ok(Outcome { levels, sweep_dir, interrupted: cancel.stopping() })
+}
+
+fn report_level(l: &LevelSummary, dir: &std::path::Path, verbosity: Verbosity) {
+    let ttft = l
+        .stats
+        .get(crate::stats::Metric::TimeToFirstToken)
+        .filter(|_| l.streaming)
+        .map_or("-".to_string(), |s| format!("{:.2}", s.avg));
+    eprintln!(
+        "{}: {} requests, {} errors, TTFT avg {} ms, {:.1} output tok/s -> {}",
+        l.stimulus.name(),
+        l.stats.request_count,
+        l.stats.error_count,
+        ttft,
+        l.stats.output_token_throughput,
+        dir.display()
+    );
+    if l.stats.error_count > 0 {
+        eprint!("{}", console::error_lines(l));
+    }
+    if verbosity == Verbosity::Verbose {
+        eprintln!("{}", console::level_table(l));
+    }
+}
+
+/// Client, dataset and server probe for a plan, after checking the server knows the model.
+struct Prepared {
+    client: Client,
+    dataset: crate::workload::Dataset,
+    probe: ServerProbe,
+}
+
+fn preflight_error(e: PreflightError) -> anyhow::Error {
+    match e {
+        PreflightError::Usage(u) => u.into(),
+        e @ PreflightError::Unavailable(_) => anyhow::anyhow!(e),
+    }
+}
+
+async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> Result<Prepared> {
+    use crate::plan::UsageError;
+    let t = &plan.target;
+    let calls = metrics_http_client(t)?;
+    match t.api {
+        Api::Chat | Api::Completions | Api::Generate => {
+            let c = HttpClient::new(t, max_workers)?;
+            check_http(c.inner(), t).await.map_err(preflight_error)?;
+            let dataset = dataset::build_http(plan, tokenizer).map_err(|e| UsageError(format!("{e:#}")))?;
+            let stats = match t.api {
+                Api::Generate => StatsSource::Http(format!("{}/v2/models/{}/stats", t.base_url, t.model)),
+                _ => StatsSource::None,
+            };
+            let probe = ServerProbe::new(calls, plan, stats).await;
+            Ok(Prepared { client: Client::Http(c), dataset, probe })
+        }
+        Api::Kserve => {
+            let channel = grpc::connect(&t.base_url).await.map_err(|e| anyhow::anyhow!(e))?;
+            let info = grpc::discover(channel.clone(), t).await.map_err(preflight_error)?;
+            kserve::check_layout(&info, t.backend)?;
+            if t.streaming && !info.decoupled {
+                return Err(UsageError(format!(
+                    "model '{}' is not decoupled (its config has no model_transaction_policy {{ decoupled: true }}), so it sends one response per request and cannot stream tokens: drop --streaming to measure whole-request latency, or deploy the model in decoupled mode",
+                    info.name
+                ))
+                .into());
+            }
+            let dataset = dataset::build_kserve(plan, tokenizer, &info).map_err(|e| match e.downcast::<UsageError>() {
+                Ok(u) => anyhow::Error::from(u),
+                Err(e) => anyhow::Error::from(UsageError(format!("{e:#}"))),
+            })?;
+            let client = GrpcClient::new(t, &info, max_workers, channel.clone()).await.map_err(|e| anyhow::anyhow!(e))?;
+            let md = grpc::metadata_for(t)?;
+            let probe = ServerProbe::new(calls, plan, StatsSource::Grpc(channel, md)).await;
+            Ok(Prepared { client: Client::Grpc(client), dataset, probe })
+        }
+    }
+}
+
+/// A small HTTP client for `/metrics` and `/stats`, carrying the `-H` headers (e.g. an access
+/// token) as those calls need them too.
+fn metrics_http_client(t: &crate::plan::Target) -> Result<reqwest::Client> {
+    crate::client::http::install_tls_provider();
+    reqwest::Client::builder()
+        .no_proxy()
+        .default_headers(t.header_map()?)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_level(
+    shared: &Arc<Shared>,
+    plan: &RunPlan,
+    stimulus: &Stimulus,
+    stop: Stop,
+    seq_base: &mut u64,
+    dir: &std::path::Path,
+    probe: &mut ServerProbe,
+    ui: &Ui,
+) -> Result<(LevelSummary, Aggregate)> {
+    let started_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
+    shared.client.warm_connections(stimulus.workers()).await;
+    let progress = ui.progress.then(|| level_progress(stimulus, stop));
+    let collector = Collector::spawn(
+        stimulus.name(),
+        Some(&dir.join(artifact::RECORDS_FILE)),
+        shared.clock,
+        plan.goodput.clone(),
+        shared.gaps.clone(),
+        progress.clone(),
+    )
+    .with_context(|| format!("cannot write {}", dir.join(artifact::RECORDS_FILE).display()))?;
+    if plan.warmup_requests > 0 {
+        let spec = PhaseSpec {
+            phase: Phase::Warmup,
+            stimulus: *stimulus,
+            stop: Stop::Requests(plan.warmup_requests),
+            seq_base: *seq_base,
+        };
+        let out = run_phase(shared.clone(), spec, collector.sender()).await;
+        *seq_base += out.sent;
+    }
+    let before = probe.snapshot().await;
+    let sampler = probe.start_pending_sampler();
+    let spec = PhaseSpec { phase: Phase::Measure, stimulus: *stimulus, stop, seq_base: *seq_base };
+    let out = run_phase(shared.clone(), spec, collector.sender()).await;
+    *seq_base += out.sent;
+    let max_pending = match sampler {
+        Some((handle, stop_tx)) => {
+            let _ = stop_tx.send(());
+            handle.await.unwrap_or(0.0)
+        }
+        None => 0.0,
+    };
+    let after = probe.snapshot().await;
+    let agg = collector.finish().with_context(|| format!("writing {}", dir.join(artifact::RECORDS_FILE).display()))?;
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
+    let server = ServerProbe::delta(&before, &after, max_pending);
+    let summary = LevelSummary {
+        stimulus: *stimulus,
+        stats: agg.summarize(!plan.goodput.is_empty()),
+        server,
+        streaming: plan.target.streaming,
+        interrupted: out.interrupted,
+        started_unix_ns,
+    };
+    Ok((summary, agg))
+}
+
+fn level_progress(stimulus: &Stimulus, stop: Stop) -> ProgressBar {
+    let bar = match stop {
+        Stop::Requests(n) => {
+            let b = ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos}/{len} requests {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            b
+        }
+        Stop::Window(d) => {
+            let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template(&format!("{{prefix:>16}} {{spinner}} {{pos}} requests {{elapsed}} / {:.0}s window", d.as_secs_f64()))
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            b.enable_steady_tick(Duration::from_millis(200));
+            b
+        }
+    };
+    bar.set_prefix(stimulus.name());
+    bar
+}
+
+/// Writes a level's GenAI-Perf files and histograms (`requests.jsonl` was streamed already).
+pub fn write_level(dir: &std::path::Path, s: &LevelSummary, agg: &Aggregate, input_config: &serde_json::Value) -> Result<()> {
+    let csv_path = dir.join(artifact::CSV_FILE);
+    std::fs::write(&csv_path, artifact::genai_perf::csv(s)).with_context(|| format!("cannot write {}", csv_path.display()))?;
+    let json_path = dir.join(artifact::JSON_FILE);
+    let doc = artifact::genai_perf::json(s, input_config);
+    std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?).with_context(|| format!("cannot write {}", json_path.display()))?;
+    let h_path = dir.join(artifact::HISTOGRAMS_FILE);
+    std::fs::write(&h_path, serde_json::to_string(&artifact::histograms::encode(agg))?)
+        .with_context(|| format!("cannot write {}", h_path.display()))?;
+    Ok(())
+}
+
+/// Where the server's statistics extension is reached.
+enum StatsSource {
+    /// Not available for this API.
+    None,
+    /// `GET /v2/models/{m}/stats`.
+    Http(String),
+    /// gRPC `ModelStatistics`, with the `-H` metadata.
+    Grpc(tonic::transport::Channel, tonic::metadata::MetadataMap),
+}
+
+/// Both of the server's own views, read before and after each level: the statistics extension
+/// (per-model queue and compute time, as perf_analyzer reads it) and Prometheus `/metrics`
+/// (the same counters plus the pending-request gauge).
+struct ServerProbe {
+    http: reqwest::Client,
+    prom_url: Option<String>,
+    stats: StatsSource,
+    model: String,
+    notices: Vec<String>,
+}
+
+/// Counters at one instant.
+#[derive(Default)]
+struct ProbeSnapshot {
+    prom: Option<Snapshot>,
+    stats: Option<StatsSnapshot>,
+}
+
+impl ServerProbe {
+    async fn new(http: reqwest::Client, plan: &RunPlan, stats: StatsSource) -> ServerProbe {
+        let model = plan.target.model.clone();
+        let mut notices = Vec::new();
+        let url = plan.server_metrics.url().to_string();
+        let prom_url = match scrape(&http, &url, &model).await {
+            Ok(_) => Some(url),
+            Err(e) => {
+                // The default URL is a guess; only an explicit --server-metrics-url deserves a warning.
+                if let MetricsSource::Url(_) = plan.server_metrics {
+                    notices.push(format!("warning: server metrics unavailable: {e}"));
+                }
+                None
+            }
+        };
+        let mut probe = ServerProbe { http, prom_url, stats, model, notices };
+        if let Err(e) = probe.read_stats().await {
+            probe.notices.push(e);
+            probe.stats = StatsSource::None;
+        }
+        probe
+    }
+
+    async fn read_stats(&self) -> Result<Option<StatsSnapshot>, String> {
+        let restricted = "the statistics API is restricted: add -H 'triton-access-token: TOKEN' (the header the server's --http-restricted-api / --grpc-restricted-protocol setting names) to see server queue and compute time";
+        match &self.stats {
+            StatsSource::None => Ok(None),
+            StatsSource::Http(url) => {
+                let resp = self.http.get(url).send().await.map_err(|e| format!("note: statistics unavailable: {e}"))?;
+                let status = resp.status();
+                if status == 403 || status == 401 {
+                    return Err(format!("note: {restricted}"));
+                }
+                if !status.is_success() {
+                    return Err(format!("note: statistics unavailable: {url} answered HTTP {status}"));
+                }
+                let v: serde_json::Value = resp.json().await.map_err(|e| format!("note: statistics unreadable: {e}"))?;
+                StatsSnapshot::from_json(&v).map(Some).ok_or_else(|| "note: statistics unreadable: no model_stats".to_string())
+            }
+            StatsSource::Grpc(channel, md) => match grpc::model_statistics(channel.clone(), &self.model, md).await {
+                Ok(s) => Ok(Some(s)),
+                Err(s) if matches!(s.code(), tonic::Code::PermissionDenied | tonic::Code::Unauthenticated)
+                    || s.message().contains("restricted") =>
+                {
+                    Err(format!("note: {restricted}"))
+                }
+                Err(s) => Err(format!("note: statistics unavailable: {:?}: {}", s.code(), s.message())),
+            },
+        }
+    }
+
+    async fn snapshot(&self) -> ProbeSnapshot {
+        let prom = match &self.prom_url {
+            Some(url) => scrape(&self.http, url, &self.model).await.ok(),
+            None => None,
+        };
+        ProbeSnapshot { prom, stats: self.read_stats().await.ok().flatten() }
+    }
+
+    /// The server's view of a level: statistics when available (with the pending gauge from
+    /// Prometheus), else Prometheus alone.
+    fn delta(before: &ProbeSnapshot, after: &ProbeSnapshot, max_pending: f64) -> Option<ServerDelta> {
+        match (&before.stats, &after.stats, &before.prom, &after.prom) {
+            (Some(b), Some(a), _, _) => Some(ServerDelta::from_stats(b, a, max_pending)),
+            (_, _, Some(b), Some(a)) => Some(ServerDelta::between(b, a, max_pending)),
+            _ => None,
+        }
+    }
+
+    /// Samples the pending-request gauge every 500 ms until told to stop; returns the maximum.
+    fn start_pending_sampler(&self) -> Option<(tokio::task::JoinHandle<f64>, tokio::sync::oneshot::Sender<()>)> {
+        let url = self.prom_url.clone()?;
+        let (client, model) = (self.http.clone(), self.model.clone());
+        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            let mut max = 0.0f64;
+            let mut tick = tokio::time::interval(Duration::from_millis(500));
+            loop {
+                tokio::select! {
+                    _ = &mut rx => break,
+                    _ = tick.tick() => {
+                        if let Ok(s) = scrape(&client, &url, &model).await {
+                            max = max.max(s.pending);
+                        }
+                    }
+                }
+            }
+            max
+        });
+        Some((handle, tx))
+    }
+}

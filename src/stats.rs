@@ -1,0 +1,754 @@
+//! What the records mean: per-metric distributions in HDR histograms (bounded memory, mergeable),
+//! system throughput, goodput and error counts for one load level.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::record::{ErrorKind, RequestRecord};
+
+/// Significant digits kept by every histogram (0.1 % relative precision).
+pub const SIGFIG: u8 = 3;
+
+/// A per-request metric with a distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// First content-bearing response minus the actual send.
+    TimeToFirstToken,
+    /// Second content-bearing response minus the first.
+    TimeToSecondToken,
+    /// Last content-bearing response minus the actual send.
+    RequestLatency,
+    /// (latency − TTFT) / (OSL − 1) per request.
+    InterTokenLatency,
+    /// 1 / ITL per request.
+    OutputTokenThroughputPerUser,
+    /// Output tokens per request.
+    OutputSequenceLength,
+    /// Input tokens per request.
+    InputSequenceLength,
+    /// First response byte minus the actual send.
+    TimeToFirstByte,
+    /// Every gap between consecutive content-bearing responses, pooled over requests.
+    InterChunkLatency,
+    /// First token minus the intended send time (coordinated-omission corrected).
+    TimeToFirstTokenIntended,
+    /// Last token minus the intended send time (coordinated-omission corrected).
+    RequestLatencyIntended,
+    /// Actual send minus intended send.
+    SendLag,
+}
+
+/// How a metric's raw integer samples are stored and shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Stored in ns, shown in ms.
+    Millis,
+    /// Stored and shown as whole tokens.
+    Tokens,
+    /// Stored in milli-tokens per second, shown in tokens/sec/user.
+    TokensPerSecPerUser,
+}
+
+impl Unit {
+    /// Label written in the `unit` column / field.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::Millis => "ms",
+            Unit::Tokens => "tokens",
+            Unit::TokensPerSecPerUser => "tokens/sec/user",
+        }
+    }
+
+    /// Factor from the stored integer to the shown value.
+    pub fn scale(self) -> f64 {
+        match self {
+            Unit::Millis => 1e-6,
+            Unit::Tokens => 1.0,
+            Unit::TokensPerSecPerUser => 1e-3,
+        }
+    }
+}
+
+impl Metric {
+    /// Every metric, in the order files list them (GenAI-Perf's order first).
+    pub const ALL: [Metric; 12] = [
+        Metric::TimeToFirstToken,
+        Metric::TimeToSecondToken,
+        Metric::RequestLatency,
+        Metric::InterTokenLatency,
+        Metric::OutputTokenThroughputPerUser,
+        Metric::OutputSequenceLength,
+        Metric::InputSequenceLength,
+        Metric::TimeToFirstByte,
+        Metric::InterChunkLatency,
+        Metric::TimeToFirstTokenIntended,
+        Metric::RequestLatencyIntended,
+        Metric::SendLag,
+    ];
+
+    /// The snake_case key used in CSV, JSON and `--goodput` / `--slo` expressions.
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::TimeToFirstToken => "time_to_first_token",
+            Metric::TimeToSecondToken => "time_to_second_token",
+            Metric::RequestLatency => "request_latency",
+            Metric::InterTokenLatency => "inter_token_latency",
+            Metric::OutputTokenThroughputPerUser => "output_token_throughput_per_user",
+            Metric::OutputSequenceLength => "output_sequence_length",
+            Metric::InputSequenceLength => "input_sequence_length",
+            Metric::TimeToFirstByte => "time_to_first_byte",
+            Metric::InterChunkLatency => "inter_chunk_latency",
+            Metric::TimeToFirstTokenIntended => "time_to_first_token_from_intended",
+            Metric::RequestLatencyIntended => "request_latency_from_intended",
+            Metric::SendLag => "send_lag",
+        }
+    }
+
+    /// Title-case label with unit, as GenAI-Perf's console shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::TimeToFirstToken => "Time To First Token (ms)",
+            Metric::TimeToSecondToken => "Time To Second Token (ms)",
+            Metric::RequestLatency => "Request Latency (ms)",
+            Metric::InterTokenLatency => "Inter Token Latency (ms)",
+            Metric::OutputTokenThroughputPerUser => "Output Token Throughput Per User (tokens/sec/user)",
+            Metric::OutputSequenceLength => "Output Sequence Length (tokens)",
+            Metric::InputSequenceLength => "Input Sequence Length (tokens)",
+            Metric::TimeToFirstByte => "Time To First Byte (ms)",
+            Metric::InterChunkLatency => "Inter Chunk Latency (ms)",
+            Metric::TimeToFirstTokenIntended => "Time To First Token From Intended Send (ms)",
+            Metric::RequestLatencyIntended => "Request Latency From Intended Send (ms)",
+            Metric::SendLag => "Send Lag (ms)",
+        }
+    }
+
+    /// Storage and display unit.
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::OutputSequenceLength | Metric::InputSequenceLength => Unit::Tokens,
+            Metric::OutputTokenThroughputPerUser => Unit::TokensPerSecPerUser,
+            _ => Unit::Millis,
+        }
+    }
+
+    /// Metrics that only mean something when responses stream token by token.
+    pub fn streaming_only(self) -> bool {
+        matches!(
+            self,
+            Metric::TimeToFirstToken
+                | Metric::TimeToSecondToken
+                | Metric::InterTokenLatency
+                | Metric::OutputTokenThroughputPerUser
+                | Metric::InterChunkLatency
+                | Metric::TimeToFirstTokenIntended
+        )
+    }
+
+    /// Metrics that only differ from their plain versions under an open-loop schedule.
+    pub fn open_loop_only(self) -> bool {
+        matches!(
+            self,
+            Metric::TimeToFirstTokenIntended | Metric::RequestLatencyIntended | Metric::SendLag
+        )
+    }
+
+    /// Parses a snake_case key (also accepts GenAI-Perf's legacy names).
+    pub fn from_key(key: &str) -> Option<Metric> {
+        let key = key.trim();
+        Metric::ALL.into_iter().find(|m| m.key() == key).or(match key {
+            "ttft" => Some(Metric::TimeToFirstToken),
+            "ttst" => Some(Metric::TimeToSecondToken),
+            "itl" => Some(Metric::InterTokenLatency),
+            "e2e_latency" | "latency" => Some(Metric::RequestLatency),
+            _ => None,
+        })
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Summary statistics of one metric, in its display unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Samples.
+    pub count: u64,
+    /// Mean (exact, from running sums).
+    pub avg: f64,
+    /// Smallest sample (exact).
+    pub min: f64,
+    /// Largest sample (exact).
+    pub max: f64,
+    /// Population standard deviation (exact, from running sums).
+    pub std: f64,
+    /// Percentiles from the HDR histogram (0.1 % precision).
+    pub p1: f64,
+    #[allow(missing_docs)]
+    pub p5: f64,
+    #[allow(missing_docs)]
+    pub p10: f64,
+    #[allow(missing_docs)]
+    pub p25: f64,
+    #[allow(missing_docs)]
+    pub p50: f64,
+    #[allow(missing_docs)]
+    pub p75: f64,
+    #[allow(missing_docs)]
+    pub p90: f64,
+    #[allow(missing_docs)]
+    pub p95: f64,
+    #[allow(missing_docs)]
+    pub p99: f64,
+    #[allow(missing_docs)]
+    pub p999: f64,
+}
+
+impl Stats {
+    /// A named statistic (`avg`, `p99`, ...), for SLO and threshold expressions.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        Some(match name {
+            "avg" | "mean" => self.avg,
+            "min" => self.min,
+            "max" => self.max,
+            "std" => self.std,
+            "p1" => self.p1,
+            "p5" => self.p5,
+            "p10" => self.p10,
+            "p25" => self.p25,
+            "p50" | "median" => self.p50,
+            "p75" => self.p75,
+            "p90" => self.p90,
+            "p95" => self.p95,
+            "p99" => self.p99,
+            "p999" | "p99.9" => self.p999,
+            _ => return None,
+        })
+    }
+}
+
+/// One metric's distribution: an HDR histogram for percentiles plus exact running moments.
+#[derive(Clone, Debug)]
+pub struct Dist {
+    hist: Histogram<u64>,
+    count: u64,
+    sum: f64,
+    sum_sq: f64,
+    min: u64,
+    max: u64,
+}
+
+impl Default for Dist {
+    fn default() -> Self {
+        Dist::new()
+    }
+}
+
+impl Dist {
+    /// An empty distribution. The histogram resizes itself to the largest value recorded, so its
+    /// memory depends on the value range, never on the number of samples.
+    pub fn new() -> Dist {
+        let mut hist = Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision");
+        hist.auto(true);
+        Dist { hist, count: 0, sum: 0.0, sum_sq: 0.0, min: u64::MAX, max: 0 }
+    }
+
+    /// Records one sample (stored unit).
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        // Auto-resizing histograms accept any u64; the error path is unreachable but harmless.
+        let _ = self.hist.record(v);
+        self.count += 1;
+        let f = v as f64;
+        self.sum += f;
+        self.sum_sq += f * f;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    /// Samples recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The histogram (stored unit).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+
+    /// Exact running sums: (count, sum, sum of squares, min, max).
+    pub fn moments(&self) -> (u64, f64, f64, u64, u64) {
+        (self.count, self.sum, self.sum_sq, self.min, self.max)
+    }
+
+    /// Rebuilds a distribution from a histogram and its exact moments (artifact files, merges).
+    pub fn from_parts(hist: Histogram<u64>, count: u64, sum: f64, sum_sq: f64, min: u64, max: u64) -> Dist {
+        let mut hist = hist;
+        hist.auto(true);
+        Dist { hist, count, sum, sum_sq, min, max }
+    }
+
+    /// Adds another distribution (exact: HDR addition loses nothing at the recorded precision).
+    pub fn merge(&mut self, other: &Dist) {
+        let _ = self.hist.add(&other.hist);
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// Summary in display units (`scale` converts the stored unit).
+    pub fn stats(&self, scale: f64) -> Stats {
+        if self.count == 0 {
+            return Stats::default();
+        }
+        let n = self.count as f64;
+        let mean = self.sum / n;
+        let var = (self.sum_sq / n - mean * mean).max(0.0);
+        let q = |p: f64| self.hist.value_at_quantile(p) as f64 * scale;
+        Stats {
+            count: self.count,
+            avg: mean * scale,
+            min: self.min as f64 * scale,
+            max: self.max as f64 * scale,
+            std: var.sqrt() * scale,
+            p1: q(0.01),
+            p5: q(0.05),
+            p10: q(0.10),
+            p25: q(0.25),
+            p50: q(0.50),
+            p75: q(0.75),
+            p90: q(0.90),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+        }
+    }
+}
+
+/// A service-level objective on one per-request metric, used for goodput: a request is good when
+/// it meets every objective.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Objective {
+    /// Which metric.
+    pub metric: Metric,
+    /// Bound in the metric's display unit (ms for times, tokens/sec/user for per-user throughput).
+    pub bound: f64,
+}
+
+impl Objective {
+    /// Whether a request meets the objective. Time metrics must be at most the bound, throughput
+    /// at least; a metric the request does not have (ITL of a one-token answer) cannot be missed.
+    pub fn met_by(&self, rec: &RequestRecord) -> bool {
+        match per_request_value(self.metric, rec) {
+            None => true,
+            Some(v) => {
+                let shown = v as f64 * self.metric.unit().scale();
+                if self.metric == Metric::OutputTokenThroughputPerUser {
+                    shown >= self.bound
+                } else {
+                    shown <= self.bound
+                }
+            }
+        }
+    }
+}
+
+/// The stored-unit value of a per-request metric, when the request has one.
+pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
+    match metric {
+        Metric::TimeToFirstToken => rec.ttft_ns(),
+        Metric::TimeToSecondToken => rec.ttst_ns(),
+        Metric::RequestLatency => rec.latency_ns(),
+        Metric::InterTokenLatency => rec.itl_ns(),
+        Metric::OutputTokenThroughputPerUser => rec.tokens_per_sec_per_user().map(|v| (v * 1e3).round() as u64),
+        Metric::OutputSequenceLength => Some(u64::from(rec.osl)),
+        Metric::InputSequenceLength => Some(u64::from(rec.isl)),
+        Metric::TimeToFirstByte => rec.ttfb_ns(),
+        Metric::InterChunkLatency => None,
+        Metric::TimeToFirstTokenIntended => rec.ttft_intended_ns(),
+        Metric::RequestLatencyIntended => rec.latency_intended_ns(),
+        Metric::SendLag => Some(rec.send_lag_ns()),
+    }
+}
+
+/// Failures of one kind.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ErrorCount {
+    /// Stable key (`http_503`, `stream_cut`, ...).
+    pub kind: String,
+    /// How many requests failed this way.
+    pub count: u64,
+    /// The first message seen for this kind.
+    pub example: String,
+    /// What to do about it, when there is advice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// Everything measured in one level, accumulated request by request. Memory does not grow with
+/// the number of requests.
+#[derive(Clone, Debug)]
+pub struct Aggregate {
+    dists: Vec<Dist>,
+    /// Measured requests that completed with content.
+    pub ok: u64,
+    /// Measured requests that met every goodput objective.
+    pub good: u64,
+    /// Warm-up requests seen (not in statistics).
+    pub warmup: u64,
+    errors: BTreeMap<ErrorKind, (u64, String)>,
+    /// Sum of output tokens over successful measured requests.
+    pub sum_osl: u64,
+    /// Sum of input tokens over successful measured requests.
+    pub sum_isl: u64,
+    /// Earliest send among successful measured requests.
+    pub first_sent_ns: Option<u64>,
+    /// Latest last-token time among successful measured requests.
+    pub last_response_ns: Option<u64>,
+    /// Successful requests whose server-reported output tokens differed from the count used.
+    pub osl_mismatch: u64,
+    /// Successful requests that received fewer output tokens than they asked for.
+    pub short_outputs: u64,
+}
+
+impl Default for Aggregate {
+    fn default() -> Self {
+        Aggregate::new()
+    }
+}
+
+impl Aggregate {
+    /// Empty.
+    pub fn new() -> Aggregate {
+        Aggregate {
+            dists: Metric::ALL.iter().map(|_| Dist::new()).collect(),
+            ok: 0,
+            good: 0,
+            warmup: 0,
+            errors: BTreeMap::new(),
+            sum_osl: 0,
+            sum_isl: 0,
+            first_sent_ns: None,
+            last_response_ns: None,
+            osl_mismatch: 0,
+            short_outputs: 0,
+        }
+    }
+
+    /// Accounts one finished request; `gaps` are its inter-chunk gaps (ns).
+    pub fn record(&mut self, rec: &RequestRecord, gaps: &[u64], objectives: &[Objective]) {
+        if rec.phase == crate::record::Phase::Warmup {
+            self.warmup += 1;
+            return;
+        }
+        if let Some(err) = &rec.error {
+            let entry = self.errors.entry(err.kind).or_insert_with(|| (0, err.message.to_string()));
+            entry.0 += 1;
+            return;
+        }
+        self.ok += 1;
+        self.sum_osl += u64::from(rec.osl);
+        self.sum_isl += u64::from(rec.isl);
+        self.first_sent_ns = Some(self.first_sent_ns.map_or(rec.sent_ns, |t| t.min(rec.sent_ns)));
+        if let Some(last) = rec.last_token_ns {
+            self.last_response_ns = Some(self.last_response_ns.map_or(last, |t| t.max(last)));
+        }
+        if rec.server_osl.is_some_and(|s| s != rec.osl) {
+            self.osl_mismatch += 1;
+        }
+        if rec.osl < rec.requested_osl {
+            self.short_outputs += 1;
+        }
+        for m in Metric::ALL {
+            if let Some(v) = per_request_value(m, rec) {
+                self.dists[m.index()].record(v);
+            }
+        }
+        let icl = &mut self.dists[Metric::InterChunkLatency.index()];
+        for &g in gaps {
+            icl.record(g);
+        }
+        if objectives.iter().all(|o| o.met_by(rec)) {
+            self.good += 1;
+        }
+    }
+
+    /// Accounts a failure that never became a request record (e.g. a worker that could not start).
+    pub fn record_error(&mut self, kind: ErrorKind, message: &str) {
+        let entry = self.errors.entry(kind).or_insert_with(|| (0, message.to_string()));
+        entry.0 += 1;
+    }
+
+    /// One metric's distribution.
+    pub fn dist(&self, m: Metric) -> &Dist {
+        &self.dists[m.index()]
+    }
+
+    /// Failed measured requests.
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().map(|(n, _)| n).sum()
+    }
+
+    /// Failures by kind, most frequent first.
+    pub fn error_counts(&self) -> Vec<ErrorCount> {
+        let mut v: Vec<ErrorCount> = self
+            .errors
+            .iter()
+            .map(|(k, (n, msg))| ErrorCount {
+                kind: k.key().into_owned(),
+                count: *n,
+                example: msg.clone(),
+                hint: k.hint().map(str::to_string),
+            })
+            .collect();
+        v.sort_by(|a, b| b.count.cmp(&a.count).then(a.kind.cmp(&b.kind)));
+        v
+    }
+
+    /// Adds another aggregate (shards of one level).
+    pub fn merge(&mut self, other: &Aggregate) {
+        for (a, b) in self.dists.iter_mut().zip(&other.dists) {
+            a.merge(b);
+        }
+        self.ok += other.ok;
+        self.good += other.good;
+        self.warmup += other.warmup;
+        for (k, (n, msg)) in &other.errors {
+            let e = self.errors.entry(*k).or_insert_with(|| (0, msg.clone()));
+            e.0 += n;
+        }
+        self.sum_osl += other.sum_osl;
+        self.sum_isl += other.sum_isl;
+        self.first_sent_ns = match (self.first_sent_ns, other.first_sent_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_response_ns = match (self.last_response_ns, other.last_response_ns) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.osl_mismatch += other.osl_mismatch;
+        self.short_outputs += other.short_outputs;
+    }
+
+    /// The distributions with their metrics (for serialising histograms).
+    pub fn dists(&self) -> impl Iterator<Item = (Metric, &Dist)> {
+        Metric::ALL.iter().map(move |&m| (m, &self.dists[m.index()]))
+    }
+
+    /// Replaces one metric's distribution (rebuilding from files).
+    pub fn set_dist(&mut self, m: Metric, d: Dist) {
+        self.dists[m.index()] = d;
+    }
+
+    /// Final numbers for the level.
+    pub fn summarize(&self, goodput_asked: bool) -> LevelStats {
+        let duration_ns = match (self.first_sent_ns, self.last_response_ns) {
+            (Some(a), Some(b)) if b > a => b - a,
+            _ => 0,
+        };
+        let secs = duration_ns as f64 / 1e9;
+        let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+        let metrics = Metric::ALL
+            .iter()
+            .filter(|m| self.dists[m.index()].count() > 0)
+            .map(|&m| (m, self.dists[m.index()].stats(m.unit().scale())))
+            .collect();
+        LevelStats {
+            metrics,
+            request_count: self.ok,
+            error_count: self.error_count(),
+            errors: self.error_counts(),
+            warmup_count: self.warmup,
+            duration_s: secs,
+            output_token_throughput: per_sec(self.sum_osl as f64),
+            total_token_throughput: per_sec((self.sum_osl + self.sum_isl) as f64),
+            request_throughput: per_sec(self.ok as f64),
+            request_goodput: goodput_asked.then(|| per_sec(self.good as f64)),
+            osl_mismatch: self.osl_mismatch,
+            short_outputs: self.short_outputs,
+        }
+    }
+}
+
+/// The final numbers of one level.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LevelStats {
+    /// Metrics that have samples, in [`Metric::ALL`] order.
+    pub metrics: Vec<(Metric, Stats)>,
+    /// Successful measured requests.
+    pub request_count: u64,
+    /// Failed measured requests.
+    pub error_count: u64,
+    /// Failures by kind.
+    pub errors: Vec<ErrorCount>,
+    /// Warm-up requests sent.
+    pub warmup_count: u64,
+    /// First send to last response over successful requests (GenAI-Perf's benchmark duration).
+    pub duration_s: f64,
+    /// Σ OSL / duration.
+    pub output_token_throughput: f64,
+    /// Σ (ISL + OSL) / duration.
+    pub total_token_throughput: f64,
+    /// Successful requests / duration.
+    pub request_throughput: f64,
+    /// Requests meeting every `--goodput` objective / duration (only when objectives were given).
+    pub request_goodput: Option<f64>,
+    /// Requests whose server-reported token count differed from the count used.
+    pub osl_mismatch: u64,
+    /// Requests that received fewer tokens than they asked for.
+    pub short_outputs: u64,
+}
+
+impl LevelStats {
+    /// The statistics of one metric, when it has samples.
+    pub fn get(&self, m: Metric) -> Option<&Stats> {
+        self.metrics.iter().find(|(k, _)| *k == m).map(|(_, s)| s)
+    }
+}
+
+/// Everything known about one finished level: what the encoders and reports read.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LevelSummary {
+    /// The load level.
+    pub stimulus: crate::plan::Stimulus,
+    /// Client-side numbers.
+    pub stats: LevelStats,
+    /// The server's own counters over the level, when they could be read.
+    pub server: Option<crate::server_metrics::ServerDelta>,
+    /// Whether responses streamed (TTFT, TTST and ITL are only meaningful then).
+    pub streaming: bool,
+    /// Whether the level was cut short (Ctrl-C).
+    pub interrupted: bool,
+    /// Wall-clock start of the level (Unix ns).
+    pub started_unix_ns: u64,
+}
+
+impl LevelSummary {
+    /// Metrics worth showing for this level, in file order: streaming-only metrics need
+    /// `--streaming`, open-loop metrics need a request-rate level.
+    pub fn shown_metrics(&self) -> impl Iterator<Item = (Metric, &Stats)> {
+        let streaming = self.streaming;
+        self.stats
+            .metrics
+            .iter()
+            .filter(move |(m, _)| (streaming || !m.streaming_only()) && !m.open_loop_only())
+            .map(|(m, s)| (*m, s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Phase, RequestError};
+
+    fn rec(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRecord {
+        let ms = 1_000_000;
+        RequestRecord {
+            phase: Phase::Measure,
+            seq: 0,
+            prompt_index: 0,
+            intended_ns: 0,
+            sent_ns: 0,
+            first_byte_ns: Some(ttft_ms * ms),
+            first_token_ns: Some(ttft_ms * ms),
+            second_token_ns: Some((ttft_ms + 1) * ms),
+            last_token_ns: Some(latency_ms * ms),
+            end_ns: latency_ms * ms,
+            isl: 100,
+            osl,
+            server_osl: None,
+            requested_osl: osl,
+            chunks: osl,
+            responses: osl,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn dist_exact_moments_and_percentiles() {
+        let mut d = Dist::new();
+        for v in 1..=100u64 {
+            d.record(v * 1_000_000);
+        }
+        let s = d.stats(1e-6);
+        assert_eq!(s.count, 100);
+        assert!((s.avg - 50.5).abs() < 1e-9);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 100.0);
+        // population std of 1..=100
+        assert!((s.std - 28.866_070_047_722_12).abs() < 1e-6);
+        assert!((s.p50 - 50.0).abs() / 50.0 < 0.001);
+        assert!((s.p99 - 99.0).abs() / 99.0 < 0.001);
+    }
+
+    #[test]
+    fn dist_merge_equals_single() {
+        let (mut a, mut b, mut all) = (Dist::new(), Dist::new(), Dist::new());
+        for v in 0..1000u64 {
+            let x = v * 7919 % 100_000 + 1;
+            if v % 2 == 0 { a.record(x) } else { b.record(x) }
+            all.record(x);
+        }
+        a.merge(&b);
+        assert_eq!(a.stats(1.0), all.stats(1.0));
+    }
+
+    /// Table: (ttft ms, latency ms, osl) per request → expected aggregate numbers.
+    #[test]
+    fn aggregate_throughput_itl_and_goodput() {
+        let objectives = [Objective { metric: Metric::TimeToFirstToken, bound: 50.0 }];
+        let mut agg = Aggregate::new();
+        for (ttft, lat, osl) in [(10, 110, 11), (40, 240, 21), (60, 160, 11), (20, 1000, 1)] {
+            agg.record(&rec(ttft, lat, osl), &[], &objectives);
+        }
+        let mut failed = rec(1, 2, 3);
+        failed.error = Some(RequestError::new(ErrorKind::HttpStatus(503), "busy"));
+        agg.record(&failed, &[], &objectives);
+        let mut warm = rec(1, 2, 3);
+        warm.phase = Phase::Warmup;
+        agg.record(&warm, &[], &objectives);
+
+        let s = agg.summarize(true);
+        assert_eq!(s.request_count, 4);
+        assert_eq!(s.error_count, 1);
+        assert_eq!(s.warmup_count, 1);
+        assert_eq!(s.errors[0].kind, "http_503");
+        // duration: first send 0 → last response 1000 ms
+        assert!((s.duration_s - 1.0).abs() < 1e-9);
+        assert!((s.output_token_throughput - 44.0).abs() < 1e-9);
+        assert!((s.request_throughput - 4.0).abs() < 1e-9);
+        // three requests meet TTFT <= 50 ms
+        assert_eq!(s.request_goodput, Some(3.0));
+        // ITL: (110-10)/10 = 10, (240-40)/20 = 10, (160-60)/10 = 10; the 1-token one has none.
+        let itl = s.get(Metric::InterTokenLatency).unwrap();
+        assert_eq!(itl.count, 3);
+        assert!((itl.avg - 10.0).abs() < 1e-9);
+        let tput = s.get(Metric::OutputTokenThroughputPerUser).unwrap();
+        assert!((tput.avg - 100.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn objective_direction() {
+        let r = rec(100, 200, 11); // ITL 10 ms → 100 tokens/s/user
+        let itl = Objective { metric: Metric::InterTokenLatency, bound: 20.0 };
+        let slow = Objective { metric: Metric::InterTokenLatency, bound: 5.0 };
+        let tput = Objective { metric: Metric::OutputTokenThroughputPerUser, bound: 50.0 };
+        assert!(itl.met_by(&r));
+        assert!(!slow.met_by(&r));
+        assert!(tput.met_by(&r));
+    }
+
+    #[test]
+    fn metric_keys_round_trip() {
+        for m in Metric::ALL {
+            assert_eq!(Metric::from_key(m.key()), Some(m));
+        }
+        assert_eq!(Metric::from_key("ttft"), Some(Metric::TimeToFirstToken));
+    }
+}

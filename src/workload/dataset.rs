@@ -1,0 +1,219 @@
+//! The requests of a run, prepared before it starts: prompts tokenized and request bodies
+//! serialized once, then shared by every send (the timed path never builds JSON).
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use serde_json::{Map, Value, json};
+
+use super::kserve::{self, LlmAsk};
+use super::prompts::{self, LengthSampler, Prompt};
+use super::tensor::ModelInfo;
+use super::tokenizer::Tokenizer;
+use crate::client::Payload;
+use crate::plan::{Api, PromptSource, RunPlan};
+
+/// One prepared request.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The body (or message) to send.
+    pub payload: Payload,
+    /// Input tokens under the run's tokenizer.
+    pub isl: u32,
+    /// Output tokens asked for (0 when the server decides).
+    pub max_tokens: u32,
+}
+
+/// Every prepared request, used round-robin.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    entries: Vec<Entry>,
+}
+
+impl Dataset {
+    /// Wraps prepared entries.
+    pub fn new(entries: Vec<Entry>) -> Dataset {
+        Dataset { entries }
+    }
+
+    /// Number of entries (never 0 for a built dataset).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entry `i`.
+    pub fn entry(&self, i: usize) -> &Entry {
+        &self.entries[i]
+    }
+}
+
+/// Mixed into the seed so output lengths do not reuse the prompt generator's random stream.
+const OUTPUT_SEED_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The prompts of a plan (synthetic or from `--input-file`).
+pub fn load_prompts(plan: &RunPlan, tokenizer: &Tokenizer) -> Result<Vec<Prompt>> {
+    let w = &plan.workload;
+    match &w.prompts {
+        PromptSource::Synthetic { mean, stddev } => {
+            Ok(prompts::synthetic(tokenizer, w.num_prompts as usize, *mean, *stddev, w.seed))
+        }
+        PromptSource::File(path) => {
+            let mut all = prompts::from_jsonl(path, tokenizer)
+                .with_context(|| format!("--input-file {}", path.display()))?;
+            if all.is_empty() {
+                anyhow::bail!("--input-file {}: no prompts in the file", path.display());
+            }
+            all.truncate(w.num_prompts.max(1) as usize);
+            Ok(all)
+        }
+    }
+}
+
+/// Output lengths, one per prompt, deterministic for the seed.
+pub fn output_lengths(plan: &RunPlan, n: usize) -> Vec<Option<u32>> {
+    match plan.workload.output {
+        Some(o) => {
+            let sampler = LengthSampler::new(o.mean, o.stddev);
+            let mut rng = StdRng::seed_from_u64(plan.workload.seed ^ OUTPUT_SEED_SALT);
+            (0..n).map(|_| Some(sampler.sample(&mut rng))).collect()
+        }
+        None => vec![None; n],
+    }
+}
+
+/// Builds the HTTP JSON bodies for the OpenAI and Triton generate APIs.
+pub fn build_http(plan: &RunPlan, tokenizer: &Tokenizer) -> Result<Dataset> {
+    let prompts = load_prompts(plan, tokenizer)?;
+    let lengths = output_lengths(plan, prompts.len());
+    let entries = prompts
+        .iter()
+        .zip(lengths)
+        .map(|(p, max_tokens)| {
+            let body = http_body(plan, &p.text, max_tokens);
+            Entry {
+                payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
+                isl: p.tokens,
+                max_tokens: max_tokens.unwrap_or(0),
+            }
+        })
+        .collect();
+    Ok(Dataset::new(entries))
+}
+
+/// Builds KServe v2 gRPC requests for an LLM model, shaped by what the server said about it.
+pub fn build_kserve(plan: &RunPlan, tokenizer: &Tokenizer, info: &ModelInfo) -> Result<Dataset> {
+    let prompts = load_prompts(plan, tokenizer)?;
+    let lengths = output_lengths(plan, prompts.len());
+    let deterministic = plan.workload.output.is_some_and(|o| o.deterministic);
+    let mut entries = Vec::with_capacity(prompts.len());
+    for (p, max_tokens) in prompts.iter().zip(lengths) {
+        let ask = LlmAsk {
+            text: &p.text,
+            max_tokens,
+            deterministic,
+            streaming: plan.target.streaming,
+            extra: &plan.workload.extra_inputs,
+        };
+        let (bytes, asked) = kserve::build_request(info, plan.target.backend, &ask)?;
+        entries.push(Entry { payload: Payload::Grpc(Bytes::from(bytes)), isl: p.tokens, max_tokens: asked });
+    }
+    Ok(Dataset::new(entries))
+}
+
+/// The JSON body of one request (public for tests and `doctor`).
+pub fn http_body(plan: &RunPlan, text: &str, max_tokens: Option<u32>) -> Value {
+    let t = &plan.target;
+    let deterministic = plan.workload.output.is_some_and(|o| o.deterministic);
+    let mut m = Map::new();
+    match t.api {
+        Api::Chat => {
+            m.insert("model".into(), json!(t.model));
+            m.insert("messages".into(), json!([{"role": "user", "content": text}]));
+        }
+        Api::Completions => {
+            m.insert("model".into(), json!(t.model));
+            m.insert("prompt".into(), json!(text));
+        }
+        Api::Generate | Api::Kserve => {
+            m.insert("text_input".into(), json!(text));
+        }
+    }
+    if let Some(n) = max_tokens {
+        m.insert("max_tokens".into(), json!(n));
+        if deterministic {
+            m.insert("min_tokens".into(), json!(n));
+            m.insert("ignore_eos".into(), json!(true));
+        }
+    }
+    m.insert("stream".into(), json!(t.streaming));
+    if t.streaming && plan.use_server_token_count && matches!(t.api, Api::Chat | Api::Completions) {
+        m.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    for (k, v) in &plan.workload.extra_inputs {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> RunPlan {
+        let mut argv = vec!["ttftbench", "profile", "-m", "gpt2"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
+        let crate::cli::Command::Profile(p) = cli.command else { unreachable!() };
+        RunPlan::from_profile(&p, &[]).unwrap()
+    }
+
+    #[test]
+    fn chat_body() {
+        let p = plan(&[
+            "--endpoint-type", "chat", "--streaming", "--output-tokens-mean", "100", "--output-tokens-mean-deterministic",
+            "--use-server-token-count", "--extra-inputs", "temperature:0",
+        ]);
+        let body = http_body(&p, "hi", Some(100));
+        assert_eq!(
+            body,
+            json!({"model": "gpt2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 100, "min_tokens": 100,
+                   "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}, "temperature": 0})
+        );
+        assert_eq!(serde_json::to_string(&body).unwrap().find("\"model\""), Some(1), "field order is stable");
+    }
+
+    #[test]
+    fn generate_and_completions_bodies() {
+        let p = plan(&["--endpoint-type", "generate", "--streaming"]);
+        assert_eq!(http_body(&p, "Hello", Some(8)), json!({"text_input": "Hello", "max_tokens": 8, "stream": true}));
+        let p = plan(&["--endpoint-type", "completions"]);
+        assert_eq!(http_body(&p, "x", None), json!({"model": "gpt2", "prompt": "x", "stream": false}));
+    }
+
+    #[test]
+    fn dataset_is_deterministic() {
+        let p = plan(&[
+            "--endpoint-type", "chat", "--num-prompts", "5", "--synthetic-input-tokens-mean", "50",
+            "--synthetic-input-tokens-stddev", "5", "--output-tokens-mean", "20", "--output-tokens-stddev", "4",
+        ]);
+        let tk = Tokenizer::builtin_gpt2();
+        let a = build_http(&p, &tk).unwrap();
+        let b = build_http(&p, &tk).unwrap();
+        assert_eq!(a.len(), 5);
+        for i in 0..5 {
+            match (&a.entry(i).payload, &b.entry(i).payload) {
+                (Payload::Http(x), Payload::Http(y)) => assert_eq!(x, y),
+                other => panic!("expected HTTP payloads, got {other:?}"),
+            }
+            assert_eq!(a.entry(i).max_tokens, b.entry(i).max_tokens);
+            assert!(a.entry(i).max_tokens >= 1);
+        }
+    }
+}

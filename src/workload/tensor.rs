@@ -1,0 +1,355 @@
+//! Tensors as KServe v2 carries them: datatypes, shapes, and the raw little-endian encoding of
+//! `raw_input_contents` (BYTES elements as a 4-byte little-endian length + bytes). Also what a
+//! server says about a model ([`ModelInfo`]), which decides names, types and shapes.
+
+use serde::Serialize;
+
+/// A KServe v2 datatype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum DataType {
+    /// 1 byte, 0 or 1.
+    Bool,
+    #[allow(missing_docs)]
+    U8,
+    #[allow(missing_docs)]
+    U16,
+    #[allow(missing_docs)]
+    U32,
+    #[allow(missing_docs)]
+    U64,
+    #[allow(missing_docs)]
+    I8,
+    #[allow(missing_docs)]
+    I16,
+    #[allow(missing_docs)]
+    I32,
+    #[allow(missing_docs)]
+    I64,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    Bf16,
+    #[allow(missing_docs)]
+    F32,
+    #[allow(missing_docs)]
+    F64,
+    /// Variable-length byte strings (`TYPE_STRING` in model configs).
+    Bytes,
+}
+
+impl DataType {
+    /// Parses a metadata datatype string (`"INT32"`, `"BYTES"`, ...).
+    pub fn from_name(s: &str) -> Option<DataType> {
+        Some(match s.trim().to_ascii_uppercase().trim_start_matches("TYPE_") {
+            "BOOL" => DataType::Bool,
+            "UINT8" => DataType::U8,
+            "UINT16" => DataType::U16,
+            "UINT32" => DataType::U32,
+            "UINT64" => DataType::U64,
+            "INT8" => DataType::I8,
+            "INT16" => DataType::I16,
+            "INT32" => DataType::I32,
+            "INT64" => DataType::I64,
+            "FP16" => DataType::F16,
+            "BF16" => DataType::Bf16,
+            "FP32" => DataType::F32,
+            "FP64" => DataType::F64,
+            "BYTES" | "STRING" => DataType::Bytes,
+            _ => return None,
+        })
+    }
+
+    /// The model-config enum number (`TYPE_BOOL = 1` ... `TYPE_BF16 = 14`).
+    pub fn from_config_enum(v: i32) -> Option<DataType> {
+        Some(match v {
+            1 => DataType::Bool,
+            2 => DataType::U8,
+            3 => DataType::U16,
+            4 => DataType::U32,
+            5 => DataType::U64,
+            6 => DataType::I8,
+            7 => DataType::I16,
+            8 => DataType::I32,
+            9 => DataType::I64,
+            10 => DataType::F16,
+            11 => DataType::F32,
+            12 => DataType::F64,
+            13 => DataType::Bytes,
+            14 => DataType::Bf16,
+            _ => return None,
+        })
+    }
+
+    /// The wire name (`"INT32"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DataType::Bool => "BOOL",
+            DataType::U8 => "UINT8",
+            DataType::U16 => "UINT16",
+            DataType::U32 => "UINT32",
+            DataType::U64 => "UINT64",
+            DataType::I8 => "INT8",
+            DataType::I16 => "INT16",
+            DataType::I32 => "INT32",
+            DataType::I64 => "INT64",
+            DataType::F16 => "FP16",
+            DataType::Bf16 => "BF16",
+            DataType::F32 => "FP32",
+            DataType::F64 => "FP64",
+            DataType::Bytes => "BYTES",
+        }
+    }
+
+    /// Bytes per element, `None` for BYTES.
+    pub fn size(self) -> Option<usize> {
+        Some(match self {
+            DataType::Bool | DataType::U8 | DataType::I8 => 1,
+            DataType::U16 | DataType::I16 | DataType::F16 | DataType::Bf16 => 2,
+            DataType::U32 | DataType::I32 | DataType::F32 => 4,
+            DataType::U64 | DataType::I64 | DataType::F64 => 8,
+            DataType::Bytes => return None,
+        })
+    }
+}
+
+/// One declared input or output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TensorSpec {
+    /// Tensor name.
+    pub name: String,
+    /// Datatype.
+    pub datatype: DataType,
+    /// Dimensions without the batch dimension (`-1` = variable).
+    pub dims: Vec<i64>,
+    /// Whether a request may leave it out.
+    pub optional: bool,
+}
+
+/// What a server says about a model: its metadata and configuration, combined.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelInfo {
+    /// Model name.
+    pub name: String,
+    /// Platform (`ensemble`, `python`, ...).
+    pub platform: String,
+    /// Backend (`tensorrtllm`, `vllm`, `python`, ...).
+    pub backend: String,
+    /// 0 = no batching; > 0 = requests carry a leading batch dimension.
+    pub max_batch_size: i32,
+    /// Decoupled transaction policy (many responses per request).
+    pub decoupled: bool,
+    /// Inputs.
+    pub inputs: Vec<TensorSpec>,
+    /// Outputs.
+    pub outputs: Vec<TensorSpec>,
+}
+
+impl ModelInfo {
+    /// The declared input named `name`.
+    pub fn input(&self, name: &str) -> Option<&TensorSpec> {
+        self.inputs.iter().find(|t| t.name == name)
+    }
+
+    /// "a (BYTES [1]), b (INT32 [1], optional)" for messages.
+    pub fn describe_inputs(&self) -> String {
+        self.inputs
+            .iter()
+            .map(|t| {
+                let dims = t.dims.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+                format!("{} ({} [{}]{})", t.name, t.datatype.name(), dims, if t.optional { ", optional" } else { "" })
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The shape a request sends for a tensor of `elements` elements along its variable
+    /// dimension: dims with -1 replaced, plus the batch dimension when the model batches.
+    pub fn request_shape(&self, spec: &TensorSpec, batch: usize, fill: i64) -> Vec<i64> {
+        let mut shape = Vec::with_capacity(spec.dims.len() + 1);
+        if self.max_batch_size > 0 {
+            shape.push(batch as i64);
+        }
+        if spec.dims.is_empty() {
+            shape.push(fill);
+        } else {
+            shape.extend(spec.dims.iter().map(|&d| if d < 0 { fill } else { d }));
+        }
+        shape
+    }
+}
+
+/// Encodes BYTES elements: each a 4-byte little-endian length followed by its bytes.
+pub fn encode_bytes_elements<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for it in items {
+        out.extend_from_slice(&(it.len() as u32).to_le_bytes());
+        out.extend_from_slice(it);
+    }
+    out
+}
+
+/// Encodes one JSON value as a single element of `dt` (raw little-endian). Strings that hold a
+/// number are accepted for numeric types (`--extra-inputs temperature:0.7` arrives as a number,
+/// `"0.7"` as a string).
+pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, String> {
+    use serde_json::Value;
+    let as_f64 = || -> Result<f64, String> {
+        match v {
+            Value::Number(n) => n.as_f64().ok_or_else(|| format!("{n} is not a number {}", dt.name())),
+            Value::String(s) => s.trim().parse().map_err(|_| format!("'{s}' is not a number")),
+            Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
+            other => Err(format!("{other} is not a scalar")),
+        }
+    };
+    let as_i128 = || -> Result<i128, String> {
+        match v {
+            Value::Number(n) => n
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| n.as_u64().map(i128::from))
+                .ok_or_else(|| format!("{n} is not a whole number")),
+            Value::String(s) => s.trim().parse().map_err(|_| format!("'{s}' is not a whole number")),
+            Value::Bool(b) => Ok(i128::from(*b)),
+            other => Err(format!("{other} is not a scalar")),
+        }
+    };
+    fn fit<T: TryFrom<i128>>(x: i128, dt: DataType) -> Result<T, String> {
+        T::try_from(x).map_err(|_| format!("{x} does not fit in {}", dt.name()))
+    }
+    Ok(match dt {
+        DataType::Bool => {
+            let b = match v {
+                Value::Bool(b) => *b,
+                Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
+                Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+                    "true" | "1" => true,
+                    "false" | "0" => false,
+                    _ => return Err(format!("'{s}' is not a boolean")),
+                },
+                other => return Err(format!("{other} is not a boolean")),
+            };
+            vec![u8::from(b)]
+        }
+        DataType::U8 => fit::<u8>(as_i128()?, dt)?.to_le_bytes().to_vec(),
+        DataType::U16 => fit::<u16>(as_i128()?, dt)?.to_le_bytes().to_vec(),
+        DataType::U32 => fit::<u32>(as_i128()?, dt)?.to_le_bytes().to_vec(),
+        DataType::U64 => fit::<u64>(as_i128()?, dt)?.to_le_bytes().to_vec(),
+        DataType::I8 => fit::<i8>(as_i128()?, dt)?.to_le_bytes().to_vec(),
+        DataType::I16 => fit::<i16>(as_i128()?, dt)?.to_le_bytes().to_vec(),
+        DataType::I32 => fit::<i32>(as_i128()?, dt)?.to_le_bytes().to_vec(),
+        DataType::I64 => fit::<i64>(as_i128()?, dt)?.to_le_bytes().to_vec(),
+        DataType::F32 => (as_f64()? as f32).to_le_bytes().to_vec(),
+        DataType::F64 => as_f64()?.to_le_bytes().to_vec(),
+        DataType::F16 => f32_to_f16(as_f64()? as f32).to_le_bytes().to_vec(),
+        DataType::Bf16 => f32_to_bf16(as_f64()? as f32).to_le_bytes().to_vec(),
+        DataType::Bytes => {
+            let s = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            encode_bytes_elements([s.as_bytes()])
+        }
+    })
+}
+
+/// f32 → IEEE 754 half (round to nearest even; overflow to infinity).
+pub fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let mant = bits & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if mant != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = mant | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rounded = (m + half - 1 + ((m >> shift) & 1)) >> shift;
+        return sign | rounded as u16;
+    }
+    let half = 0x1000u32;
+    let mut out = ((e as u32) << 10) | (mant >> 13);
+    let rest = mant & 0x1fff;
+    if rest > half || (rest == half && (out & 1) == 1) {
+        out += 1;
+    }
+    sign | out as u16
+}
+
+/// f32 → bfloat16 (round to nearest even).
+pub fn f32_to_bf16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) | 0x40) as u16;
+    }
+    let round = 0x7fff + ((bits >> 16) & 1);
+    ((bits + round) >> 16) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_round_trip() {
+        for n in ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "BF16", "FP32", "FP64", "BYTES"] {
+            assert_eq!(DataType::from_name(n).unwrap().name(), n);
+        }
+        assert_eq!(DataType::from_name("TYPE_STRING"), Some(DataType::Bytes));
+        assert_eq!(DataType::from_config_enum(8), Some(DataType::I32));
+        assert_eq!(DataType::from_config_enum(13), Some(DataType::Bytes));
+    }
+
+    #[test]
+    fn scalar_encodings() {
+        assert_eq!(encode_scalar(DataType::I32, &json!(256)).unwrap(), 256i32.to_le_bytes());
+        assert_eq!(encode_scalar(DataType::U32, &json!("7")).unwrap(), 7u32.to_le_bytes());
+        assert_eq!(encode_scalar(DataType::Bool, &json!(true)).unwrap(), [1]);
+        assert_eq!(encode_scalar(DataType::Bool, &json!("false")).unwrap(), [0]);
+        assert_eq!(encode_scalar(DataType::F32, &json!(0.5)).unwrap(), 0.5f32.to_le_bytes());
+        assert_eq!(encode_scalar(DataType::Bytes, &json!("hi")).unwrap(), [2, 0, 0, 0, b'h', b'i']);
+        assert!(encode_scalar(DataType::I8, &json!(300)).is_err());
+        assert!(encode_scalar(DataType::U32, &json!(-1)).is_err());
+        assert!(encode_scalar(DataType::I32, &json!("abc")).is_err());
+    }
+
+    #[test]
+    fn half_precision() {
+        assert_eq!(f32_to_f16(1.0), 0x3c00);
+        assert_eq!(f32_to_f16(-2.0), 0xc000);
+        assert_eq!(f32_to_f16(65504.0), 0x7bff);
+        assert_eq!(f32_to_f16(1e6), 0x7c00);
+        assert_eq!(f32_to_f16(0.0), 0);
+        assert_eq!(f32_to_bf16(1.0), 0x3f80);
+        assert_eq!(f32_to_bf16(-0.5), 0xbf00);
+    }
+
+    #[test]
+    fn shapes_with_batch() {
+        let spec = TensorSpec { name: "text_input".into(), datatype: DataType::Bytes, dims: vec![1], optional: false };
+        let mut m = ModelInfo {
+            name: "m".into(),
+            platform: String::new(),
+            backend: String::new(),
+            max_batch_size: 64,
+            decoupled: true,
+            inputs: vec![spec.clone()],
+            outputs: vec![],
+        };
+        assert_eq!(m.request_shape(&spec, 1, 1), [1, 1]);
+        m.max_batch_size = 0;
+        assert_eq!(m.request_shape(&spec, 1, 1), [1]);
+        let var = TensorSpec { dims: vec![-1], ..spec };
+        assert_eq!(m.request_shape(&var, 1, 5), [5]);
+        assert_eq!(m.describe_inputs(), "text_input (BYTES [1])");
+    }
+}
