@@ -8,14 +8,16 @@
 //! Faults apply here: a malformed event halfway, or an aborted body (the client sees a chunked
 //! body that never terminates properly) after half of the tokens.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 
 use super::engine::SourceError;
 use super::metrics::FailReason;
@@ -58,7 +60,13 @@ pub(crate) struct SseBody<F: EventFormat> {
     phase: Phase,
     cut_after: Option<u32>,
     malformed_at: Option<u32>,
+    /// Armed when the cut point is reached: the body errors once it fires.
+    cut_timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
+
+/// Pause between the last event before a cut and the abort. hyper drops its write buffer when a
+/// body fails, so without it an instant-mode stream would be cut before its first half left.
+pub(crate) const CUT_FLUSH_DELAY: Duration = Duration::from_millis(5);
 
 impl<F: EventFormat> SseBody<F> {
     /// A body streaming `generation` in `format`.
@@ -77,6 +85,7 @@ impl<F: EventFormat> SseBody<F> {
             buf: BytesMut::new(),
             block,
             phase: Phase::Preamble,
+            cut_timer: None,
         }
     }
 
@@ -127,6 +136,12 @@ impl<F: EventFormat> Stream for SseBody<F> {
                         return Poll::Ready(Some(Ok(this.take())));
                     }
                     if this.cut_after.is_some_and(|k| emitted >= k) {
+                        let timer = this
+                            .cut_timer
+                            .get_or_insert_with(|| Box::pin(tokio::time::sleep(CUT_FLUSH_DELAY)));
+                        if timer.as_mut().poll(cx).is_pending() {
+                            return Poll::Pending;
+                        }
                         this.phase = Phase::Done;
                         this.generation.tracker.fail(FailReason::Backend);
                         // An error from the body makes hyper abort the response mid-body.
@@ -185,13 +200,14 @@ pub(crate) fn full_json_response(generation: &mut Generation, body: Vec<u8>) -> 
         generation.tracker.fail(FailReason::Backend);
         let body = Bytes::from(body);
         let first = body.slice(..body.len() / 2);
-        let parts: Vec<Result<Bytes, std::io::Error>> = vec![
-            Ok(first),
+        let cut = futures_util::stream::once(async {
+            tokio::time::sleep(CUT_FLUSH_DELAY).await;
             Err(std::io::Error::other(
                 "response cut by fault injection (cut_rate)",
-            )),
-        ];
-        let mut resp = Response::new(Body::from_stream(futures_util::stream::iter(parts)));
+            ))
+        });
+        let parts = futures_util::stream::iter([Ok(first)]).chain(cut);
+        let mut resp = Response::new(Body::from_stream(parts));
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
