@@ -89,10 +89,10 @@ impl LengthSampler {
 /// bit could only change a length whose sample lies within ~1e-16 of a rounding boundary.)
 ///
 /// Exactness: words are added while their memoised token cost fits, the remainder is filled with
-/// words that cost one token, and the whole text is then counted and corrected (bounded rounds).
-/// Only for a tokenizer that cannot express some lengths at all (no one-token filler word) can a
-/// prompt end up with a different length; its `tokens` field then holds the true count and a
-/// warning is logged.
+/// words that cost one token, and the whole text is then counted and corrected (bounded rounds),
+/// falling back to filler words alone. If even that misses (in practice only for a tokenizer with
+/// no one-token filler word, such as a character-level one), the prompt keeps its closest text,
+/// its `tokens` field holds the true count, and a warning is logged.
 pub fn synthetic(
     tokenizer: &Tokenizer,
     count: usize,
@@ -185,7 +185,7 @@ impl<'t> PromptBuilder<'t> {
         b
     }
 
-    /// Marginal cost of the unit just appended at `draft.text[start..]`.
+    /// Marginal cost of the unit just appended at `text[start..]`.
     fn cost(&mut self, text: &str, start: usize) -> u32 {
         let unit = &text[start..];
         if let Some(&c) = self.costs.get(unit) {
@@ -258,10 +258,12 @@ impl<'t> PromptBuilder<'t> {
                 };
             }
             if actual < target {
-                for _ in actual..target {
-                    if !self.push_filler(&mut d, rng) {
-                        break;
-                    }
+                if !self.push_filler(&mut d, rng) {
+                    // Nothing to add with: more rounds would count the same text again.
+                    break;
+                }
+                for _ in actual + 1..target {
+                    self.push_filler(&mut d, rng);
                 }
             } else {
                 // Drop trailing units worth at least the excess (at least one unit).
@@ -412,11 +414,16 @@ fn pick(list: &'static [&'static str], rng: &mut StdRng) -> &'static str {
     list[rng.random_range(0..list.len())]
 }
 
+// Word lists for the sentence templates (written for this project). Common words, so that a
+// GPT-2-like tokenizer spends about one token per word and the per-thread word cache stays warm.
+
+#[rustfmt::skip]
 const DETERMINERS: &[&str] = &[
     "the", "the", "the", "a", "a", "every", "this", "that", "one", "each", "our", "their", "some",
     "another", "her", "his", "its", "my", "your", "no",
 ];
 
+#[rustfmt::skip]
 const ADJECTIVES: &[&str] = &[
     "quiet", "bright", "old", "new", "small", "large", "distant", "careful", "sudden", "gentle",
     "heavy", "narrow", "broad", "ancient", "modern", "silent", "warm", "cold", "green", "golden",
@@ -427,220 +434,49 @@ const ADJECTIVES: &[&str] = &[
     "thin", "deep", "shallow", "hollow", "fragile", "sturdy", "secret", "public", "final",
 ];
 
+#[rustfmt::skip]
 const NOUNS: &[&str] = &[
-    "river",
-    "mountain",
-    "village",
-    "garden",
-    "window",
-    "letter",
-    "engine",
-    "bridge",
-    "harbor",
-    "forest",
-    "teacher",
-    "farmer",
-    "doctor",
-    "captain",
-    "student",
-    "traveler",
-    "merchant",
-    "child",
-    "stranger",
-    "neighbor",
-    "machine",
-    "server",
-    "signal",
-    "message",
-    "report",
-    "question",
-    "answer",
-    "story",
-    "song",
-    "map",
-    "lantern",
-    "candle",
-    "road",
-    "path",
-    "field",
-    "meadow",
-    "valley",
-    "island",
-    "ocean",
-    "storm",
-    "cloud",
-    "winter",
-    "summer",
-    "morning",
-    "evening",
-    "market",
-    "library",
-    "kitchen",
-    "table",
-    "chair",
-    "door",
-    "wall",
-    "tower",
-    "castle",
-    "station",
-    "train",
-    "ship",
-    "boat",
-    "horse",
-    "dog",
-    "cat",
-    "bird",
-    "fox",
-    "wolf",
-    "tree",
-    "flower",
-    "stone",
-    "coin",
-    "book",
-    "page",
-    "pencil",
-    "clock",
-    "mirror",
-    "painting",
-    "picture",
-    "city",
-    "street",
-    "crowd",
-    "council",
-    "system",
-    "network",
-    "model",
-    "number",
-    "pattern",
-    "problem",
-    "idea",
-    "plan",
-    "journey",
-    "memory",
-    "promise",
-    "secret",
-    "voice",
-    "silence",
-    "light",
-    "shadow",
-    "fire",
-    "water",
-    "bread",
-    "apple",
-    "basket",
-    "blanket",
-    "ladder",
-    "rope",
-    "wheel",
-    "hammer",
-    "needle",
-    "thread",
-    "letterbox",
-    "compass",
-    "telescope",
-    "notebook",
-    "window",
+    "river", "mountain", "village", "garden", "window", "letter", "engine", "bridge", "harbor",
+    "forest", "teacher", "farmer", "doctor", "captain", "student", "traveler", "merchant", "child",
+    "stranger", "neighbor", "machine", "server", "signal", "message", "report", "question",
+    "answer", "story", "song", "map", "lantern", "candle", "road", "path", "field", "meadow",
+    "valley", "island", "ocean", "storm", "cloud", "winter", "summer", "morning", "evening",
+    "market", "library", "kitchen", "table", "chair", "door", "wall", "tower", "castle", "station",
+    "train", "ship", "boat", "horse", "dog", "cat", "bird", "fox", "wolf", "tree", "flower",
+    "stone", "coin", "book", "page", "pencil", "clock", "mirror", "painting", "picture", "city",
+    "street", "crowd", "council", "system", "network", "model", "number", "pattern", "problem",
+    "idea", "plan", "journey", "memory", "promise", "secret", "voice", "silence", "light",
+    "shadow", "fire", "water", "bread", "apple", "basket", "blanket", "ladder", "rope", "wheel",
+    "hammer", "needle", "thread", "letterbox", "compass", "telescope", "notebook", "orchard",
     "balcony",
 ];
 
+#[rustfmt::skip]
 const VERBS: &[&str] = &[
-    "found",
-    "carried",
-    "followed",
-    "watched",
-    "opened",
-    "closed",
-    "painted",
-    "repaired",
-    "built",
-    "crossed",
-    "visited",
-    "remembered",
-    "forgot",
-    "noticed",
-    "answered",
-    "questioned",
-    "described",
-    "measured",
-    "counted",
-    "collected",
-    "delivered",
-    "sent",
-    "received",
-    "borrowed",
-    "returned",
-    "lifted",
-    "pushed",
-    "pulled",
-    "admired",
-    "ignored",
-    "studied",
-    "explored",
-    "guarded",
-    "warned",
-    "greeted",
-    "invited",
-    "praised",
-    "trusted",
-    "doubted",
-    "shared",
-    "kept",
-    "lost",
-    "offered",
-    "prepared",
-    "cleaned",
-    "covered",
-    "discovered",
-    "imagined",
-    "joined",
-    "left",
-    "met",
-    "moved",
-    "passed",
-    "planned",
-    "reached",
-    "showed",
-    "taught",
-    "touched",
-    "wrote",
-    "read",
-    "heard",
-    "saw",
+    "found", "carried", "followed", "watched", "opened", "closed", "painted", "repaired", "built",
+    "crossed", "visited", "remembered", "forgot", "noticed", "answered", "questioned", "described",
+    "measured", "counted", "collected", "delivered", "sent", "received", "borrowed", "returned",
+    "lifted", "pushed", "pulled", "admired", "ignored", "studied", "explored", "guarded", "warned",
+    "greeted", "invited", "praised", "trusted", "doubted", "shared", "kept", "lost", "offered",
+    "prepared", "cleaned", "covered", "discovered", "imagined", "joined", "left", "met", "moved",
+    "passed", "planned", "reached", "showed", "taught", "touched", "wrote", "read", "heard", "saw",
 ];
 
+#[rustfmt::skip]
 const PREPOSITIONS: &[&str] = &[
     "across", "after", "against", "along", "around", "before", "behind", "beneath", "beside",
     "between", "beyond", "during", "inside", "near", "over", "through", "toward", "under",
     "within", "without", "past", "above", "below",
 ];
 
+#[rustfmt::skip]
 const ADVERBS: &[&str] = &[
-    "quietly",
-    "slowly",
-    "quickly",
-    "carefully",
-    "again",
-    "together",
-    "today",
-    "yesterday",
-    "eventually",
-    "gently",
-    "suddenly",
-    "twice",
-    "once",
-    "often",
-    "rarely",
-    "early",
-    "late",
-    "silently",
-    "happily",
-    "patiently",
-    "boldly",
-    "softly",
-    "anyway",
-    "instead",
+    "quietly", "slowly", "quickly", "carefully", "again", "together", "today", "yesterday",
+    "eventually", "gently", "suddenly", "twice", "once", "often", "rarely", "early", "late",
+    "silently", "happily", "patiently", "boldly", "softly", "anyway", "instead",
 ];
 
+#[rustfmt::skip]
 const CONJUNCTIONS: &[&str] = &[
     "and", "but", "while", "because", "although", "so", "until", "when", "after", "before",
 ];
