@@ -118,9 +118,13 @@ fn json_response(body: Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn lookup<'a>(st: &'a SimState, p: &ModelPath) -> Result<&'a ModelEntry, Response> {
+/// An early-exit HTTP answer. Boxed: a `Response` is large, and these paths run once per
+/// request at most.
+type Reject = Box<Response>;
+
+fn lookup<'a>(st: &'a SimState, p: &ModelPath) -> Result<&'a ModelEntry, Reject> {
     st.lookup(&p.model, p.version.as_deref())
-        .map_err(|m| kserve_error(StatusCode::BAD_REQUEST, &m))
+        .map_err(|m| Box::new(kserve_error(StatusCode::BAD_REQUEST, &m)))
 }
 
 async fn server_metadata() -> Response {
@@ -157,7 +161,7 @@ async fn list_models(State(st): State<Arc<SimState>>) -> Response {
 async fn model_metadata(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Response {
     match lookup(&st, &p) {
         Ok(m) => json_response(m.metadata_json.clone()),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -165,18 +169,18 @@ async fn model_ready(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) 
     match lookup(&st, &p) {
         Ok(_) if !st.shutting_down() => StatusCode::OK.into_response(),
         Ok(_) => StatusCode::BAD_REQUEST.into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
 async fn model_config(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Response {
     match lookup(&st, &p) {
         Ok(m) => json_response(m.config_json.clone()),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
-fn check_access(st: &SimState, headers: &HeaderMap) -> Result<(), Response> {
+fn check_access(st: &SimState, headers: &HeaderMap) -> Result<(), Reject> {
     let Some(token) = &st.access_token else {
         return Ok(());
     };
@@ -184,13 +188,16 @@ fn check_access(st: &SimState, headers: &HeaderMap) -> Result<(), Response> {
     if given == Some(token.as_bytes()) {
         Ok(())
     } else {
-        Err(kserve_error(StatusCode::FORBIDDEN, RESTRICTED_MESSAGE))
+        Err(Box::new(kserve_error(
+            StatusCode::FORBIDDEN,
+            RESTRICTED_MESSAGE,
+        )))
     }
 }
 
 async fn all_stats(State(st): State<Arc<SimState>>, headers: HeaderMap) -> Response {
     if let Err(r) = check_access(&st, &headers) {
-        return r;
+        return *r;
     }
     let stats: Vec<Value> = st.models.iter().map(|m| m.metrics.stats_json()).collect();
     json_response(Bytes::from(json!({ "model_stats": stats }).to_string()))
@@ -202,13 +209,13 @@ async fn model_stats(
     headers: HeaderMap,
 ) -> Response {
     if let Err(r) = check_access(&st, &headers) {
-        return r;
+        return *r;
     }
     match lookup(&st, &p) {
         Ok(m) => json_response(Bytes::from(
             json!({ "model_stats": [m.metrics.stats_json()] }).to_string(),
         )),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -235,17 +242,17 @@ pub(crate) fn begin_status(e: BeginError) -> StatusCode {
 }
 
 /// Refuses tensor models on the LLM routes.
-fn require_llm(entry: &ModelEntry) -> Result<(), Response> {
+fn require_llm(entry: &ModelEntry) -> Result<(), Reject> {
     if entry.is_llm() {
         Ok(())
     } else {
-        Err(kserve_error(
+        Err(Box::new(kserve_error(
             StatusCode::BAD_REQUEST,
             &format!(
                 "model '{}' is a tensor model: the generate extension needs a text model; tensor inference is not implemented in the simulator yet",
                 entry.spec.name
             ),
-        ))
+        )))
     }
 }
 
@@ -268,19 +275,19 @@ async fn start_generate(
     p: &ModelPath,
     body: &[u8],
     arrival: Instant,
-) -> Result<(usize, GenParams, Option<String>, Generation), Response> {
+) -> Result<(usize, GenParams, Option<String>, Generation), Reject> {
     let entry = lookup(st, p)?;
     require_llm(entry)?;
     let (params, id) = parse_generate(body).map_err(|m| {
         entry
             .metrics
             .record_failure(FailReason::Other, elapsed_ns(arrival));
-        kserve_error(StatusCode::BAD_REQUEST, &m)
+        Box::new(kserve_error(StatusCode::BAD_REQUEST, &m))
     })?;
     let g = st
         .begin(entry, &params.prompt, params.max_tokens, false, arrival)
         .await
-        .map_err(|e| kserve_error(begin_status(e), e.message()))?;
+        .map_err(|e| Box::new(kserve_error(begin_status(e), e.message())))?;
     let index = st
         .models
         .iter()
@@ -322,7 +329,7 @@ async fn generate(
     let arrival = Instant::now();
     let (index, params, id, mut g) = match start_generate(&st, &p, &body, arrival).await {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let entry = &st.models[index];
     let n = match g.run_to_end().await {
@@ -342,7 +349,7 @@ async fn generate_stream(
     let arrival = Instant::now();
     let (index, params, id, mut g) = match start_generate(&st, &p, &body, arrival).await {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let entry = &st.models[index];
     if params.stream == Some(false) {
@@ -439,7 +446,7 @@ async fn infer(
     let arrival = Instant::now();
     let entry = match lookup(&st, &p) {
         Ok(e) => e,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if entry.spec.decoupled {
         return kserve_error(
@@ -448,7 +455,7 @@ async fn infer(
         );
     }
     if let Err(r) = require_llm(entry) {
-        return r;
+        return *r;
     }
     let bad = |m: String| {
         entry

@@ -526,7 +526,7 @@ mod tests {
         assert_eq!(st["compute_output"]["ns"], 2_000_000u64);
         assert_eq!(st["fail"]["count"], 0);
         assert_eq!(s["inference_count"], 1);
-        let text = render_prometheus(&[m.clone()]);
+        let text = render_prometheus(std::slice::from_ref(&m));
         let has = |line: &str| assert!(text.contains(line), "missing {line:?} in\n{text}");
         has("nv_inference_request_success{model=\"gpt2\",version=\"1\"} 1\n");
         has("nv_inference_queue_duration_us{model=\"gpt2\",version=\"1\"} 10000\n");
@@ -551,7 +551,7 @@ mod tests {
     fn dropped_tracker_counts_as_canceled() {
         let m = Arc::new(ModelMetrics::new("m", "1"));
         drop(Tracker::new(m.clone(), Instant::now()));
-        let text = render_prometheus(&[m.clone()]);
+        let text = render_prometheus(std::slice::from_ref(&m));
         assert!(text.contains(
             "nv_inference_request_failure{model=\"m\",reason=\"CANCELED\",version=\"1\"} 1"
         ));

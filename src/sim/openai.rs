@@ -189,12 +189,12 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, String> {
             _ => return Err("expected 'prompt' to be a string".to_owned()),
         }
     };
-    if let Some(n) = lenient_u32(&v, "n")? {
-        if n != 1 {
-            return Err(format!(
-                "the simulator generates one choice per request ('n' must be 1, got {n})"
-            ));
-        }
+    if let Some(n) = lenient_u32(&v, "n")?
+        && n != 1
+    {
+        return Err(format!(
+            "the simulator generates one choice per request ('n' must be 1, got {n})"
+        ));
     }
     let max = match lenient_u32(&v, "max_completion_tokens")? {
         Some(n) => Some(n),
