@@ -20,6 +20,10 @@ pub struct Cli {
 pub enum Command {
     /// GenAI-Perf-style LLM profiling: streaming TTFT / ITL / throughput over a load sweep.
     Profile(Box<ProfileArgs>),
+    /// Built-in simulated inference server (Triton KServe v2 HTTP + gRPC, OpenAI, /metrics).
+    Serve(ServeArgs),
+    /// A concurrency sweep against an in-process simulated server: the zero-setup tour.
+    Demo(DemoArgs),
 }
 
 /// `--endpoint-type`.
@@ -199,43 +203,44 @@ pub struct ServeArgs {
     pub engine: EngineArgs,
 }
 
-/// Timing model and fault injection of the simulated server.
+/// Timing model and fault injection of the simulated server. Defaults are the simulator's own
+/// ([`crate::sim::EngineConfig::default`]).
 #[derive(Debug, Args, Clone)]
 pub struct EngineArgs {
     /// Batch slots: sequences decoded together; more requests wait in the queue.
-    #[arg(long = "max-batch", default_value_t = 8)]
+    #[arg(long = "max-batch", default_value_t = crate::sim::EngineConfig::default().max_batch)]
     pub max_batch: usize,
     /// Fixed cost of a prefill, in microseconds.
-    #[arg(long = "prefill-base-us", default_value_t = 2000)]
+    #[arg(long = "prefill-base-us", default_value_t = crate::sim::EngineConfig::default().prefill_base_us)]
     pub prefill_base_us: u64,
     /// Prefill cost per input token, in microseconds.
-    #[arg(long = "prefill-us-per-token", default_value_t = 100.0)]
-    pub prefill_us_per_token: f64,
+    #[arg(long = "prefill-us-per-token", default_value_t = crate::sim::EngineConfig::default().prefill_us_per_token)]
+    pub prefill_us_per_token: u64,
     /// Fixed cost of a decode step, in microseconds.
-    #[arg(long = "decode-base-us", default_value_t = 4000)]
+    #[arg(long = "decode-base-us", default_value_t = crate::sim::EngineConfig::default().decode_base_us)]
     pub decode_base_us: u64,
     /// Extra decode-step cost per running sequence, in microseconds.
-    #[arg(long = "decode-us-per-seq", default_value_t = 250)]
+    #[arg(long = "decode-us-per-seq", default_value_t = crate::sim::EngineConfig::default().decode_us_per_seq)]
     pub decode_us_per_seq: u64,
     /// Queue limit (0 = unbounded); beyond it requests are rejected (HTTP 503 / RESOURCE_EXHAUSTED).
     #[arg(long = "max-queue", default_value_t = 0)]
     pub max_queue: usize,
-    /// No timing at all: tokens as fast as the transport takes them (client benchmarks).
+    /// No timing at all: tokens as fast as the transport takes them (for benchmarking clients).
     #[arg(long = "instant")]
     pub instant: bool,
-    /// Fraction of requests answered with a server error.
+    /// Share of requests answered with a server error.
     #[arg(long = "fault-error-rate", default_value_t = 0.0)]
     pub fault_error_rate: f64,
-    /// Fraction of streams cut off half-way.
+    /// Share of streams cut off half-way.
     #[arg(long = "fault-cut-rate", default_value_t = 0.0)]
     pub fault_cut_rate: f64,
-    /// Fraction of requests that stall before their first token.
+    /// Share of requests that stall before their first token.
     #[arg(long = "fault-stall-rate", default_value_t = 0.0)]
     pub fault_stall_rate: f64,
     /// How long a stalled request stalls, in milliseconds.
     #[arg(long = "fault-stall-ms", default_value_t = 1000)]
     pub fault_stall_ms: u64,
-    /// Fraction of streams with one malformed event.
+    /// Share of streams with one malformed event.
     #[arg(long = "fault-malformed-rate", default_value_t = 0.0)]
     pub fault_malformed_rate: f64,
     /// Answer every inference request with 503 / UNAVAILABLE.

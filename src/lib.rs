@@ -2,8 +2,9 @@
 //!
 //! Data flows one way: CLI (`cli`) → validated plan (`plan`) → scheduler (`load`) driving a
 //! protocol client (`client`) → one flat record per request (`record`) → HDR-histogram
-//! aggregation (`stats`) → files (`artifact`) and what a person sees (`report`). The simulated
-//! inference server (`sim`) speaks the same protocols on real sockets for demos and tests.
+//! aggregation (`stats`, fed by `collector`) → files (`artifact`) and what a person sees
+//! (`report`). The simulated inference server (`sim`) speaks the same protocols on real sockets
+//! for demos and tests. `run` is the engine callable in-process; `app` holds the subcommands.
 
 /// Generated KServe v2 / Triton gRPC protocol types (from `proto/kserve.proto`).
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -11,5 +12,17 @@ pub mod proto {
     tonic::include_proto!("inference");
 }
 
+pub mod app;
+pub mod artifact;
+pub mod cli;
+pub mod client;
+pub mod collector;
+pub mod load;
+pub mod plan;
+pub mod record;
+pub mod report;
+pub mod run;
+pub mod server_metrics;
 pub mod sim;
+pub mod stats;
 pub mod workload;

@@ -1,1 +1,43 @@
-fn main() {}
+//! The `ttftbench` binary: parses the command line, runs the library, maps errors to exit codes
+//! (0 ok, 1 run failed or thresholds breached, 2 usage error).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use ttftbench::cli::Cli;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TTFTBENCH_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(ttftbench::app::run(cli.command, std::env::args().collect()));
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if let Some(u) = e.downcast_ref::<ttftbench::plan::UsageError>() {
+                eprintln!("error: {u}");
+                ExitCode::from(2)
+            } else {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        }
+    }
+}

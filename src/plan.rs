@@ -682,6 +682,13 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
     }
 }
 
+/// Flags whose values are credentials.
+const SECRET_FLAGS: [&str; 4] = ["--api-key", "--access-token", "--require-api-key", "--password"];
+
+fn is_secret_flag(flag: &str) -> bool {
+    SECRET_FLAGS.contains(&flag)
+}
+
 /// The command line for the record, with secret flag values and secret headers redacted.
 pub fn redact_command_line(argv: &[String]) -> String {
     let mut out = Vec::with_capacity(argv.len());
@@ -698,11 +705,11 @@ pub fn redact_command_line(argv: &[String]) -> String {
             header_next = false;
             continue;
         }
-        if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| f.starts_with("--") && is_secret_name(f)) {
+        if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| is_secret_flag(f)) {
             out.push(format!("{flag}=<redacted>"));
             continue;
         }
-        if a.starts_with("--") && is_secret_name(a) {
+        if is_secret_flag(a) {
             redact_next = true;
         }
         if a == "-H" || a == "--header" {
@@ -738,7 +745,7 @@ mod tests {
             crate::cli::Command::Profile(p) => {
                 RunPlan::from_profile(&p, &argv.iter().map(|s| s.to_string()).collect::<Vec<_>>())
             }
-            _ => unreachable!(),
+            other => panic!("expected profile, got {other:?}"),
         }
     }
 
@@ -813,14 +820,14 @@ mod tests {
     #[test]
     fn command_line_redaction() {
         let argv: Vec<String> =
-            ["ttftbench", "profile", "--api-key", "sk-1", "--api-key=sk-2", "-H", "Authorization: Bearer x", "-m", "gpt 2"]
+            ["ttftbench", "profile", "--api-key", "sk-1", "--api-key=sk-2", "-H", "Authorization: Bearer x", "-m", "gpt 2", "--output-tokens-mean", "100"]
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
         let s = redact_command_line(&argv);
         assert_eq!(
             s,
-            "ttftbench profile --api-key <redacted> --api-key=<redacted> -H 'Authorization: <redacted>' -m 'gpt 2'"
+            "ttftbench profile --api-key <redacted> --api-key=<redacted> -H 'Authorization: <redacted>' -m 'gpt 2' --output-tokens-mean 100"
         );
     }
 }

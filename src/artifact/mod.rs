@@ -131,7 +131,7 @@ mod tests {
         let mut argv = vec!["ttftbench", "profile", "-m", "org/model"];
         argv.extend_from_slice(args);
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
-        let crate::cli::Command::Profile(p) = cli.command else { unreachable!() };
+        let crate::cli::Command::Profile(p) = cli.command else { panic!("expected profile") };
         let plan = RunPlan::from_profile(&p, &[]).unwrap();
         Layout::new(&plan, "20261129_1200".into())
     }

@@ -220,9 +220,14 @@ impl GrpcClient {
                         ));
                     }
                     Err(status) => {
-                        let mut e = status_error(status);
-                        if e.kind == ErrorKind::GrpcStatus(Code::Unknown as i32) || e.kind == ErrorKind::GrpcStatus(Code::Internal as i32) {
-                            e = RequestError::new(ErrorKind::StreamCut, format!("stream reset after {} responses: {}", ex.responses, e.message));
+                        let e = status_error(status);
+                        // After tokens have flowed, a failed call is a stream cut off mid-way;
+                        // before, the status itself (UNAVAILABLE, RESOURCE_EXHAUSTED, ...) is the story.
+                        if ex.responses > 0 {
+                            return Err(RequestError::new(
+                                ErrorKind::StreamCut,
+                                format!("the stream broke off after {} responses: {} ({})", ex.responses, e.message, e.kind.key()),
+                            ));
                         }
                         return Err(e);
                     }

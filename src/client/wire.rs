@@ -157,7 +157,7 @@ pub fn read_infer_response(msg: &[u8], text: &mut String) -> Result<ResponseInfo
                 (6, 2) => {
                     let blob = r.bytes()?;
                     if idx == want {
-                        raw_text += append_bytes_tensor(blob, text);
+                        raw_text += append_bytes_tensor(blob, text)?;
                     }
                     idx += 1;
                 }
@@ -221,27 +221,24 @@ fn read_output_tensor(t: &[u8], text: &mut String) -> Result<(bool, usize), Wire
     Ok((is_text, appended))
 }
 
-/// A raw BYTES tensor: elements of 4-byte little-endian length + bytes. Appends every element.
-/// A blob that does not follow the framing is taken as plain text (some backends send it so).
-fn append_bytes_tensor(blob: &[u8], text: &mut String) -> usize {
+/// A raw BYTES tensor: elements of 4-byte little-endian length + bytes. Appends every element;
+/// a length that overruns the blob is a malformed response, not text.
+fn append_bytes_tensor(blob: &[u8], text: &mut String) -> Result<usize, WireError> {
     let mut i = 0;
     let mut total = 0;
-    let start_len = text.len();
-    while i + 4 <= blob.len() {
-        let len = u32::from_le_bytes([blob[i], blob[i + 1], blob[i + 2], blob[i + 3]]) as usize;
+    while i < blob.len() {
+        let Some(prefix) = blob.get(i..i + 4) else {
+            return Err(WireError("BYTES element shorter than its 4-byte length prefix"));
+        };
+        let len = u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as usize;
         let end = i + 4 + len;
-        if end > blob.len() {
-            text.truncate(start_len);
-            return push_lossy(blob, text);
-        }
-        total += push_lossy(&blob[i + 4..end], text);
+        let Some(item) = blob.get(i + 4..end) else {
+            return Err(WireError("BYTES element length overruns the tensor"));
+        };
+        total += push_lossy(item, text);
         i = end;
     }
-    if i != blob.len() {
-        text.truncate(start_len);
-        return push_lossy(blob, text);
-    }
-    total
+    Ok(total)
 }
 
 fn push_lossy(b: &[u8], text: &mut String) -> usize {
@@ -350,6 +347,13 @@ mod tests {
         let info = read_infer_response(&r.encode_to_vec(), &mut text).unwrap();
         assert_eq!(text, " typed");
         assert_eq!(info.text_bytes, 6);
+    }
+
+    #[test]
+    fn overrunning_length_prefix_is_malformed() {
+        let r = response(&["text_output"], vec![vec![200, 0, 0, 0, b'x']], Some(false));
+        let mut text = String::new();
+        assert!(read_infer_response(&r.encode_to_vec(), &mut text).is_err());
     }
 
     #[test]

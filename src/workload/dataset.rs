@@ -3,8 +3,6 @@
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 use serde_json::{Map, Value, json};
 
 use super::kserve::{self, LlmAsk};
@@ -78,11 +76,11 @@ pub fn load_prompts(plan: &RunPlan, tokenizer: &Tokenizer) -> Result<Vec<Prompt>
 /// Output lengths, one per prompt, deterministic for the seed.
 pub fn output_lengths(plan: &RunPlan, n: usize) -> Vec<Option<u32>> {
     match plan.workload.output {
-        Some(o) => {
-            let sampler = LengthSampler::new(o.mean, o.stddev);
-            let mut rng = StdRng::seed_from_u64(plan.workload.seed ^ OUTPUT_SEED_SALT);
-            (0..n).map(|_| Some(sampler.sample(&mut rng))).collect()
-        }
+        Some(o) => LengthSampler::new(o.mean, o.stddev)
+            .seeded(plan.workload.seed ^ OUTPUT_SEED_SALT, n)
+            .into_iter()
+            .map(Some)
+            .collect(),
         None => vec![None; n],
     }
 }
@@ -170,7 +168,7 @@ mod tests {
         let mut argv = vec!["ttftbench", "profile", "-m", "gpt2"];
         argv.extend_from_slice(args);
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
-        let crate::cli::Command::Profile(p) = cli.command else { unreachable!() };
+        let crate::cli::Command::Profile(p) = cli.command else { panic!("expected profile") };
         RunPlan::from_profile(&p, &[]).unwrap()
     }
 

@@ -1,4 +1,9 @@
-//! What to send: tokenizer, prompts, output lengths, request payloads.
+//! What to send: tokenizer, prompts, output lengths, tensors, request payloads.
 
+pub mod dataset;
+pub mod kserve;
 pub mod prompts;
+pub mod tensor;
 pub mod tokenizer;
+
+pub use dataset::{Dataset, Entry};
