@@ -1,0 +1,661 @@
+//! `profile` end to end against the simulator on real sockets: every endpoint type, exact token
+//! counts, TTFT against the simulator's configured timing, artifacts, and failures as data.
+//! Timing tolerances are wide on purpose (2-core shared machines); exactness is asserted where
+//! the simulator makes it exact (token counts, error counts).
+
+mod common;
+
+use common::*;
+use ttftbench::sim::{EngineConfig, FaultConfig, SimConfig};
+use ttftbench::stats::Metric;
+
+/// At concurrency 1 with [`round_engine`] and 100 input tokens: first token after 25 ms, then
+/// one token per 10 ms step.
+const TTFT_MS: f64 = 25.0;
+const ITL_MS: f64 = 10.0;
+
+fn check_level(outcome: &ttftbench::run::Outcome, requests: u64, osl: u32) {
+    let level = &outcome.levels[0];
+    let s = &level.summary;
+    assert_eq!(s.stats.error_count, 0, "errors: {:?}", s.stats.errors);
+    assert_eq!(s.stats.request_count, requests);
+    let ttft = s
+        .stats
+        .get(Metric::TimeToFirstToken)
+        .expect("TTFT measured");
+    assert!(
+        ttft.p50 >= TTFT_MS - 1.0 && ttft.p50 <= TTFT_MS + 20.0,
+        "TTFT p50 {} ms, expected ≈ {TTFT_MS}",
+        ttft.p50
+    );
+    let itl = s
+        .stats
+        .get(Metric::InterTokenLatency)
+        .expect("ITL measured");
+    assert!(
+        itl.avg >= ITL_MS - 1.0 && itl.avg <= ITL_MS + 5.0,
+        "ITL avg {} ms, expected ≈ {ITL_MS}",
+        itl.avg
+    );
+    for row in measured(&level.dir) {
+        assert_eq!(
+            row["osl"], osl,
+            "every request gets exactly the tokens it asked for: {row}"
+        );
+        assert_eq!(row["requested_osl"], osl);
+        assert_eq!(row["isl"], 100);
+        assert!(row["error"].is_null());
+    }
+    // The seeds' own readers find the TTFT row.
+    let (avg, p99) = csv_row(&level.dir, "time_to_first_token").expect("TTFT row in the CSV");
+    assert!((avg - ttft.avg).abs() < 0.01 && p99 >= avg);
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(level.dir.join("profile_export_genai_perf.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["request_count"]["avg"], requests);
+    assert_eq!(json["output_sequence_length"]["avg"], f64::from(osl));
+    assert_eq!(
+        json["input_config"]["target"]["model"],
+        json["input_config"]["target"]["model"]
+    );
+}
+
+fn base(endpoint: &[&str], url: String, dir: &std::path::Path) -> Vec<String> {
+    let mut a = args(&[
+        "--streaming",
+        "--synthetic-input-tokens-mean",
+        "100",
+        "--output-tokens-mean",
+        "12",
+        "--output-tokens-mean-deterministic",
+        "--num-prompts",
+        "4",
+        "--request-count",
+        "6",
+        "--concurrency",
+        "1",
+    ]);
+    a.extend(args(endpoint));
+    a.extend([
+        "-u".to_string(),
+        url,
+        "--artifact-dir".to_string(),
+        dir.display().to_string(),
+    ]);
+    a
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_completions_stream() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = profile(&base(
+        &["-m", "gpt2", "--endpoint-type", "chat"],
+        sim.http_url(),
+        tmp.path(),
+    ))
+    .await
+    .unwrap();
+    check_level(&out, 6, 12);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_stream_with_server_token_count() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = base(
+        &[
+            "-m",
+            "gpt2",
+            "--endpoint-type",
+            "completions",
+            "--use-server-token-count",
+        ],
+        sim.http_url(),
+        tmp.path(),
+    );
+    a.extend(args(&["--service-kind", "openai"]));
+    let out = profile(&a).await.unwrap();
+    check_level(&out, 6, 12);
+    for row in measured(&out.levels[0].dir) {
+        assert_eq!(row["server_osl"], 12, "usage chunk read: {row}");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn triton_generate_stream_over_http() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = profile(&base(
+        &["-m", "gpt2", "--endpoint-type", "generate"],
+        sim.http_url(),
+        tmp.path(),
+    ))
+    .await
+    .unwrap();
+    check_level(&out, 6, 12);
+    let server = out.levels[0]
+        .summary
+        .server
+        .as_ref()
+        .expect("statistics read from /v2/models/gpt2/stats");
+    assert_eq!(server.source, "statistics");
+    assert_eq!(server.requests, 6);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kserve_grpc_tensorrtllm_and_vllm_layouts() {
+    let sim = start_round().await;
+    for (model, backend) in [("gpt2", "tensorrtllm"), ("vllm_model", "vllm")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = base(
+            &[
+                "-m",
+                model,
+                "--service-kind",
+                "triton",
+                "--backend",
+                backend,
+            ],
+            sim.grpc_target(),
+            tmp.path(),
+        );
+        let out = profile(&a).await.unwrap_or_else(|e| panic!("{model}: {e}"));
+        check_level(&out, 6, 12);
+        let server = out.levels[0]
+            .summary
+            .server
+            .as_ref()
+            .expect("ModelStatistics over gRPC");
+        assert_eq!(server.source, "statistics");
+        assert_eq!(server.requests, 6, "{model}");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_streaming_measures_latency_only() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = base(
+        &["-m", "gpt2", "--endpoint-type", "chat"],
+        sim.http_url(),
+        tmp.path(),
+    );
+    a.retain(|x| x != "--streaming");
+    let out = profile(&a).await.unwrap();
+    let s = &out.levels[0].summary;
+    assert_eq!(s.stats.request_count, 6);
+    let lat = s.stats.get(Metric::RequestLatency).unwrap();
+    // One step with prefill, then 11 more steps.
+    assert!(lat.p50 >= 25.0 + 11.0 * 10.0 - 2.0, "latency {}", lat.p50);
+    assert!(
+        csv_row(&out.levels[0].dir, "time_to_first_token").is_none(),
+        "no TTFT row without --streaming"
+    );
+    assert!(csv_row(&out.levels[0].dir, "request_latency").is_some());
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweep_writes_levels_and_summary_and_queue_grows() {
+    let sim = start(SimConfig {
+        engine: EngineConfig {
+            max_batch: 2,
+            ..round_engine()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--service-kind",
+        "triton",
+        "--streaming",
+        "-u",
+        &sim.grpc_target(),
+        "--synthetic-input-tokens-mean",
+        "50",
+        "--output-tokens-mean",
+        "5",
+        "--concurrency",
+        "1:4",
+        "--request-count",
+        "12",
+        "--server-metrics-url",
+        &sim.metrics_url(),
+        "--artifact-dir",
+        &tmp.path().display().to_string(),
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(out.levels.len(), 3);
+    for (l, c) in out.levels.iter().zip([1, 2, 4]) {
+        assert_eq!(
+            l.dir,
+            tmp.path()
+                .join(format!("gpt2-triton-tensorrtllm-concurrency{c}"))
+        );
+        assert!(l.dir.join("profile_export_genai_perf.csv").exists());
+        assert!(l.dir.join("histograms.json").exists());
+        assert_eq!(measured(&l.dir).len(), 12);
+    }
+    let summary = std::fs::read_to_string(tmp.path().join("summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 4, "{summary}");
+    // Two batch slots: at concurrency 4 half the requests wait for a slot.
+    let queue = |i: usize| {
+        out.levels[i]
+            .summary
+            .server
+            .as_ref()
+            .and_then(|d| d.avg_queue_ms)
+            .unwrap()
+    };
+    assert!(
+        queue(2) > queue(0) + 10.0,
+        "queue wait grows past the slot count: {} vs {}",
+        queue(0),
+        queue(2)
+    );
+    let ttft = |i: usize| {
+        out.levels[i]
+            .summary
+            .stats
+            .get(Metric::TimeToFirstToken)
+            .unwrap()
+            .avg
+    };
+    assert!(
+        ttft(2) > ttft(0) * 1.5,
+        "TTFT rises with queueing: {} vs {}",
+        ttft(0),
+        ttft(2)
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn measurement_interval_bounds_the_level_in_time() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &sim.http_url(),
+        "--synthetic-input-tokens-mean",
+        "20",
+        "--output-tokens-mean",
+        "3",
+        "--num-prompts",
+        "200",
+        "--measurement-interval",
+        "600",
+        "--concurrency",
+        "2",
+        "--warmup-request-count",
+        "2",
+        "--artifact-dir",
+        &tmp.path().display().to_string(),
+    ]))
+    .await
+    .unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    let s = &out.levels[0].summary;
+    // Each request takes about 3 steps (≈ 30 ms): roughly 40 requests in 600 ms with 2 workers.
+    assert!(
+        s.stats.request_count >= 10 && s.stats.request_count < 200,
+        "{} requests",
+        s.stats.request_count
+    );
+    assert!(
+        elapsed < 5.0,
+        "the window, not --num-prompts, bounds the level ({elapsed:.1}s)"
+    );
+    assert_eq!(s.stats.warmup_count, 2);
+    let rows = rows(&out.levels[0].dir);
+    assert_eq!(rows.iter().filter(|r| r["phase"] == "warmup").count(), 2);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_are_counted_by_kind_and_artifacts_stay_consistent() {
+    for (faults, kind) in [
+        (
+            FaultConfig {
+                error_rate: 0.25,
+                ..FaultConfig::default()
+            },
+            "http_500",
+        ),
+        (
+            FaultConfig {
+                cut_rate: 0.25,
+                ..FaultConfig::default()
+            },
+            "stream_cut",
+        ),
+        (
+            FaultConfig {
+                malformed_rate: 0.25,
+                ..FaultConfig::default()
+            },
+            "malformed_response",
+        ),
+    ] {
+        let sim = start(SimConfig {
+            engine: EngineConfig::instant(),
+            faults,
+            ..SimConfig::default()
+        })
+        .await;
+        let tmp = tempfile::tempdir().unwrap();
+        let out = profile(&args(&[
+            "-m",
+            "gpt2",
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "-u",
+            &sim.http_url(),
+            "--synthetic-input-tokens-mean",
+            "20",
+            "--output-tokens-mean",
+            "10",
+            "--request-count",
+            "8",
+            "--concurrency",
+            "2",
+            "--artifact-dir",
+            &tmp.path().display().to_string(),
+        ]))
+        .await
+        .unwrap();
+        let s = &out.levels[0].summary;
+        assert_eq!(s.stats.error_count, 2, "{kind}: {:?}", s.stats.errors);
+        assert_eq!(s.stats.request_count, 6, "{kind}");
+        assert_eq!(s.stats.errors[0].kind, kind);
+        let rows = measured(&out.levels[0].dir);
+        assert_eq!(rows.len(), 8);
+        assert_eq!(rows.iter().filter(|r| r["error"] == kind).count(), 2);
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.levels[0].dir.join("profile_export_genai_perf.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["error_count"]["avg"], 2);
+        assert_eq!(json["request_count"]["avg"], 6);
+        sim.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_faults_cut_and_unavailable() {
+    let sim = start(SimConfig {
+        engine: EngineConfig::instant(),
+        faults: FaultConfig {
+            cut_rate: 0.5,
+            ..FaultConfig::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--streaming",
+        "-u",
+        &sim.grpc_target(),
+        "--synthetic-input-tokens-mean",
+        "20",
+        "--output-tokens-mean",
+        "10",
+        "--request-count",
+        "6",
+        "--artifact-dir",
+        &tmp.path().display().to_string(),
+    ]))
+    .await
+    .unwrap();
+    let s = &out.levels[0].summary;
+    assert_eq!(s.stats.error_count, 3, "{:?}", s.stats.errors);
+    assert_eq!(s.stats.errors[0].kind, "stream_cut");
+    sim.shutdown().await;
+
+    let sim = start(SimConfig {
+        engine: EngineConfig::instant(),
+        faults: FaultConfig {
+            unavailable: true,
+            ..FaultConfig::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--streaming",
+        "-u",
+        &sim.grpc_target(),
+        "--output-tokens-mean",
+        "10",
+        "--request-count",
+        "4",
+        "--artifact-dir",
+        &tmp.path().display().to_string(),
+    ]))
+    .await
+    .unwrap();
+    assert!(out.all_failed());
+    assert_eq!(
+        out.levels[0].summary.stats.errors[0].kind,
+        "grpc_unavailable"
+    );
+    assert_eq!(
+        measured(&out.levels[0].dir).len(),
+        4,
+        "failed requests are written too"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_model_lists_the_models() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    for (endpoint, url) in [
+        ("chat", sim.http_url()),
+        ("generate", sim.http_url()),
+        ("kserve", sim.grpc_target()),
+    ] {
+        let e = profile(&args(&[
+            "-m",
+            "llama",
+            "--endpoint-type",
+            endpoint,
+            "-u",
+            &url,
+            "--artifact-dir",
+            &tmp.path().display().to_string(),
+        ]))
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("'llama'") && e.contains("gpt2") && e.contains("vllm_model"),
+            "{endpoint}: {e}"
+        );
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_backend_names_the_inputs() {
+    let sim = start_round().await;
+    let e = profile(&args(&[
+        "-m",
+        "vllm_model",
+        "--backend",
+        "tensorrtllm",
+        "--streaming",
+        "-u",
+        &sim.grpc_target(),
+    ]))
+    .await
+    .unwrap_err();
+    assert!(
+        e.contains("sampling_parameters") && e.contains("--backend vllm"),
+        "{e}"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_hint_and_never_written() {
+    let sim = start(SimConfig {
+        engine: EngineConfig::instant(),
+        api_key: Some("sk-test-secret-123".into()),
+        access_token: Some("tok-secret-456".into()),
+        ..SimConfig::default()
+    })
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().display().to_string();
+    let e = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &sim.http_url(),
+        "--artifact-dir",
+        &dir,
+    ]))
+    .await
+    .unwrap_err();
+    assert!(e.contains("401") && e.contains("--api-key"), "{e}");
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &sim.http_url(),
+        "--api-key",
+        "sk-test-secret-123",
+        "--output-tokens-mean",
+        "4",
+        "--request-count",
+        "3",
+        "--artifact-dir",
+        &dir,
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(out.levels[0].summary.stats.request_count, 3);
+    // The statistics API is behind an access token: with the header, the server view is there.
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--streaming",
+        "-u",
+        &sim.grpc_target(),
+        "-H",
+        "triton-access-token: tok-secret-456",
+        "--output-tokens-mean",
+        "4",
+        "--request-count",
+        "3",
+        "--artifact-dir",
+        &dir,
+    ]))
+    .await
+    .unwrap();
+    let server = out.levels[0]
+        .summary
+        .server
+        .as_ref()
+        .expect("stats readable with the token");
+    assert_eq!(server.requests, 3);
+    let text = all_text(tmp.path());
+    assert!(
+        !text.contains("sk-test-secret-123") && !text.contains("tok-secret-456"),
+        "a secret reached the artifacts"
+    );
+    assert!(text.contains("triton-access-token: <redacted>"));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_asked_but_server_sends_one_body() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // The non-streaming generate route answers with one JSON body.
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "generate",
+        "--endpoint",
+        "v2/models/gpt2/generate",
+        "--streaming",
+        "-u",
+        &sim.http_url(),
+        "--output-tokens-mean",
+        "4",
+        "--request-count",
+        "2",
+        "--artifact-dir",
+        &tmp.path().display().to_string(),
+    ]))
+    .await
+    .unwrap();
+    let s = &out.levels[0].summary;
+    assert_eq!(s.stats.error_count, 2);
+    assert_eq!(s.stats.errors[0].kind, "not_streaming");
+    assert!(
+        s.stats.errors[0]
+            .hint
+            .as_deref()
+            .unwrap_or("")
+            .contains("--streaming")
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_refused_is_a_clear_failure() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    for endpoint in ["chat", "kserve"] {
+        let e = profile(&args(&[
+            "-m",
+            "gpt2",
+            "--endpoint-type",
+            endpoint,
+            "-u",
+            &format!("127.0.0.1:{port}"),
+        ]))
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("127.0.0.1") && (e.contains("refused") || e.contains("connect")),
+            "{endpoint}: {e}"
+        );
+    }
+}
