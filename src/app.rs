@@ -64,13 +64,14 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
     use std::io::Write;
     let cfg = sim_config(a.address, (a.http_port, a.grpc_port, a.metrics_port), &a.engine)?;
     let handle = crate::sim::start(cfg).await?;
+    // Output errors are ignored: a server whose stdout reader went away keeps serving.
     let mut out = std::io::stdout().lock();
-    writeln!(out, "ttftbench serve: simulated Triton-compatible inference server")?;
-    writeln!(out, "HTTP (KServe v2 + OpenAI) listening on {}", handle.http_addr)?;
-    writeln!(out, "gRPC (KServe v2) listening on {}", handle.grpc_addr)?;
-    writeln!(out, "metrics (Prometheus) listening on {}", handle.metrics_addr)?;
-    writeln!(out, "models: {}", handle.model_names().join(", "))?;
-    out.flush()?;
+    let _ = writeln!(out, "ttftbench serve: simulated Triton-compatible inference server");
+    let _ = writeln!(out, "HTTP (KServe v2 + OpenAI) listening on {}", handle.http_addr);
+    let _ = writeln!(out, "gRPC (KServe v2) listening on {}", handle.grpc_addr);
+    let _ = writeln!(out, "metrics (Prometheus) listening on {}", handle.metrics_addr);
+    let _ = writeln!(out, "models: {}", handle.model_names().join(", "));
+    let _ = out.flush();
     drop(out);
     wait_signal().await?;
     eprintln!("shutting down");

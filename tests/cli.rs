@@ -1,0 +1,293 @@
+//! The binary as users run it: exit codes (0 ok, 1 run failed, 2 usage error), messages that say
+//! what to change, `serve` printing its bound ports, and the seeds' command lines end to end.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ttftbench"))
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = bin().args(args).output().expect("binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `ttftbench serve` on free ports; returns the child and its (http, grpc, metrics) addresses.
+fn serve(extra: &[&str]) -> (Child, String, String, String) {
+    let mut child = bin()
+        .args([
+            "serve",
+            "--address",
+            "127.0.0.1",
+            "--http-port",
+            "0",
+            "--grpc-port",
+            "0",
+            "--metrics-port",
+            "0",
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut addr = |prefix: &str| -> String {
+        loop {
+            let line = lines.next().expect("serve prints its addresses").unwrap();
+            if let Some(rest) = line.strip_prefix(prefix) {
+                return rest.trim().rsplit(' ').next().unwrap().to_string();
+            }
+        }
+    };
+    let http = addr("HTTP");
+    let grpc = addr("gRPC");
+    let metrics = addr("metrics");
+    // Keep draining stdout so the server never writes into a closed pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, http, grpc, metrics)
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_with_a_reason() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["profile"], "--model"),
+        (
+            &["profile", "-m", "gpt2", "--concurrency", "0"],
+            "at least 1",
+        ),
+        (
+            &["profile", "-m", "gpt2", "--concurrency", "8:4"],
+            "below the start",
+        ),
+        (
+            &["profile", "-m", "gpt2", "--concurrency", "lots"],
+            "not a positive whole number",
+        ),
+        (
+            &[
+                "profile",
+                "-m",
+                "gpt2",
+                "--request-count",
+                "5",
+                "--measurement-interval",
+                "100",
+            ],
+            "give one of them",
+        ),
+        (
+            &[
+                "profile",
+                "-m",
+                "gpt2",
+                "--endpoint-type",
+                "chat",
+                "--backend",
+                "vllm",
+            ],
+            "--backend only applies",
+        ),
+        (
+            &["profile", "-m", "gpt2", "--goodput", "speed:5"],
+            "unknown metric",
+        ),
+        (&["profile", "-m", "gpt2", "-H", "no-colon"], "Name: value"),
+        (
+            &["profile", "-m", "gpt2", "--endpoint-type", "nope"],
+            "invalid value",
+        ),
+        (
+            &[
+                "profile",
+                "-m",
+                "gpt2",
+                "--output-tokens-mean-deterministic",
+            ],
+            "--output-tokens-mean N",
+        ),
+        (
+            &["profile", "-m", "gpt2", "--bogus-flag"],
+            "unexpected argument",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected '{needle}' in: {err}"
+        );
+    }
+}
+
+#[test]
+fn unreachable_server_exits_1() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (code, _, err) = run(&[
+        "profile",
+        "-m",
+        "gpt2",
+        "-u",
+        &format!("127.0.0.1:{port}"),
+        "--streaming",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("cannot connect") && err.contains("8001"),
+        "{err}"
+    );
+}
+
+#[test]
+fn seed_commands_against_serve() {
+    let (child, http, grpc, metrics) = serve(&["--instant"]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ttft_c1");
+    // The seeds' single-level command (gRPC), with a short window for the test.
+    let (code, out, err) = run(&[
+        "profile",
+        "-m",
+        "gpt2",
+        "--service-kind",
+        "triton",
+        "--backend",
+        "tensorrtllm",
+        "--num-prompts",
+        "20",
+        "--synthetic-input-tokens-mean",
+        "200",
+        "--synthetic-input-tokens-stddev",
+        "20",
+        "--output-tokens-mean",
+        "100",
+        "--output-tokens-stddev",
+        "10",
+        "--concurrency",
+        "1",
+        "--measurement-interval",
+        "300",
+        "--streaming",
+        "--url",
+        &grpc,
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+        "--server-metrics-url",
+        &format!("http://{metrics}/metrics"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("TTFT avg (ms)"), "{out}");
+    let csv = std::fs::read_to_string(dir.join("profile_export_genai_perf.csv")).unwrap();
+    // column -s, -t ./ttft_c1/profile_export_genai_perf.csv | grep -i first_token
+    let hits: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.to_lowercase().contains("first_token"))
+        .collect();
+    assert_eq!(hits.len(), 1, "{csv}");
+    assert!(dir.join("profile_export_genai_perf.json").exists());
+    assert!(dir.join("requests.jsonl").exists());
+
+    // OpenAI chat over HTTP, --service-kind openai, -u with a scheme.
+    let dir2 = tmp.path().join("chat");
+    let (code, _, err) = run(&[
+        "profile",
+        "-m",
+        "gpt2",
+        "--service-kind",
+        "openai",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &format!("http://{http}"),
+        "--num-prompts",
+        "10",
+        "--output-tokens-mean",
+        "5",
+        "--artifact-dir",
+        dir2.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir2.join("requests.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        10,
+        "--num-prompts 10 alone measures 10 requests"
+    );
+}
+
+#[test]
+fn every_request_failing_exits_1_with_artifacts() {
+    let (child, http, _grpc, _metrics) = serve(&["--instant", "--fault-unavailable"]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("down");
+    let (code, _out, err) = run(&[
+        "profile",
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "generate",
+        "--streaming",
+        "-u",
+        &http,
+        "--request-count",
+        "3",
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("http_503"), "{err}");
+    assert!(err.contains("every request failed"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("requests.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        3
+    );
+    assert!(dir.join("profile_export_genai_perf.json").exists());
+}
+
+#[test]
+fn serve_reports_ports_and_answers_health() {
+    let (child, http, _grpc, _metrics) = serve(&[]);
+    let _guard = Killed(child);
+    let mut ok = false;
+    for _ in 0..50 {
+        if let Ok(mut s) = std::net::TcpStream::connect(&http) {
+            use std::io::{Read, Write};
+            s.write_all(b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            let mut buf = String::new();
+            let _ = s.read_to_string(&mut buf);
+            ok = buf.starts_with("HTTP/1.1 200");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ok, "health/ready answers 200");
+}
