@@ -118,8 +118,8 @@ impl std::fmt::Debug for SimConfig {
     }
 }
 
-/// A running simulated server. Dropping it stops the server (abruptly); [`SimHandle::shutdown`]
-/// stops it gracefully.
+/// A running simulated server. Dropping it signals shutdown and lets connections close in the
+/// background; [`SimHandle::shutdown`] does the same and waits for it.
 pub struct SimHandle {
     /// Bound address of the HTTP listener (KServe v2 + OpenAI).
     pub http_addr: SocketAddr,
@@ -194,10 +194,29 @@ impl SimHandle {
 }
 
 impl Drop for SimHandle {
+    // Signal everything to stop, then let the servers close their connections in the
+    // background (aborting the accept loops at once would orphan the connection tasks); after
+    // the grace period whatever is left is aborted.
     fn drop(&mut self) {
         let _ = self.shutdown_tx.send(true);
-        for task in self.servers.iter().chain(self.engines.iter()) {
-            task.abort();
+        let tasks: Vec<JoinHandle<()>> = self
+            .servers
+            .drain(..)
+            .chain(self.engines.drain(..))
+            .collect();
+        if tasks.is_empty() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    tokio::time::sleep(SHUTDOWN_GRACE).await;
+                    for t in tasks {
+                        t.abort();
+                    }
+                });
+            }
+            Err(_) => tasks.iter().for_each(JoinHandle::abort),
         }
     }
 }

@@ -303,6 +303,7 @@ impl SimState {
         tracker.mark_submitted();
         match TokenSource::start(entry.engine.as_ref(), input_tokens, max_tokens, plan.stall) {
             Ok(source) => {
+                let source = source.with_shutdown(self.shutdown.clone());
                 if entry.engine.is_none() {
                     // Instant mode has no batching: every request is its own execution.
                     entry.metrics.exec_count.fetch_add(1, Ordering::Relaxed);
