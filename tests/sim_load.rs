@@ -61,9 +61,22 @@ async fn instant_mode_throughput() {
     .await
     .expect("sim");
     let c = http_client();
-    let url = format!("{}/v2/models/gpt2/generate_stream", h.http_url());
-    let body = json!({"text_input": prompt(100), "max_tokens": 16}).to_string();
-    for (name, concurrency) in [("HTTP generate_stream", 64usize)] {
+    let cases = [
+        (
+            "HTTP generate_stream",
+            format!("{}/v2/models/gpt2/generate_stream", h.http_url()),
+            json!({"text_input": prompt(100), "max_tokens": 16}).to_string(),
+        ),
+        (
+            "OpenAI chat stream + usage",
+            format!("{}/v1/chat/completions", h.http_url()),
+            json!({"model": "gpt2", "messages": [{"role": "user", "content": prompt(100)}],
+                "max_tokens": 16, "stream": true, "stream_options": {"include_usage": true}})
+            .to_string(),
+        ),
+    ];
+    for (name, url, body) in cases {
+        let concurrency = 64usize;
         let done = Arc::new(AtomicU64::new(0));
         let stop = Instant::now() + Duration::from_secs(3);
         let mut tasks = Vec::new();

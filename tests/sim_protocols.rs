@@ -1261,6 +1261,27 @@ async fn unavailable_access_token_and_api_key() {
 }
 
 #[tokio::test]
+async fn http2_prior_knowledge_streams_too() {
+    let h = start_instant().await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let c = reqwest::Client::builder()
+        .no_proxy()
+        .http2_prior_knowledge()
+        .build()
+        .expect("h2 client");
+    let r = c
+        .post(format!("{}/v1/chat/completions", h.http_url()))
+        .json(&json!({"model": "gpt2", "messages": [{"role": "user", "content": "x"}], "max_tokens": 8, "stream": true}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.version(), reqwest::Version::HTTP_2);
+    let events = sse_events(&r.text().await.expect("body"));
+    assert_eq!(events.len(), 1 + 8 + 1 + 1);
+    h.shutdown().await;
+}
+
+#[tokio::test]
 async fn shutdown_ends_streams_in_flight() {
     let h = start(SimConfig::default()).await;
     let c = http_client();

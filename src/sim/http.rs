@@ -334,7 +334,10 @@ async fn generate(
     let entry = &st.models[index];
     let n = match g.run_to_end().await {
         Ok(n) => n,
-        Err(e) => return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => {
+            g.tracker.fail(FailReason::Other);
+            return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+        }
     };
     let text = output_text(&params, n, params.echo_input());
     let body = generate_json(entry, id.as_deref(), &text);
@@ -357,7 +360,10 @@ async fn generate_stream(
         // and vLLM answer `stream: false` on this route.
         let n = match g.run_to_end().await {
             Ok(n) => n,
-            Err(e) => return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+            Err(e) => {
+                g.tracker.fail(FailReason::Other);
+                return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+            }
         };
         let text = output_text(&params, n, params.echo_input());
         let mut event = b"data: ".to_vec();
@@ -481,7 +487,10 @@ async fn infer(
     };
     let n = match g.run_to_end().await {
         Ok(n) => n,
-        Err(e) => return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        Err(e) => {
+            g.tracker.fail(FailReason::Other);
+            return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+        }
     };
     let text = output_text(&params, n, params.echo_input());
     let shape = entry.spec.single_output_shape();

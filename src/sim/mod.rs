@@ -15,9 +15,19 @@
 //!   stream, matched by `id`, `triton_final_response` and the empty final response as Triton
 //!   sends them), `ModelStatistics`, `RepositoryIndex`.
 //! * **Metrics** (Triton 8002): `GET /metrics`, Prometheus text with Triton's metric names plus
-//!   `ttftbench_sim_first_response_us`, the simulator's own time to first token (see
-//!   [`metrics`](self) docs: request arrival → first content chunk handed to the transport;
-//!   summary with quantiles 0.5/0.9/0.99, `_sum`, `_count`, in microseconds).
+//!   `ttftbench_sim_first_response_us`, the simulator's own time to first token: from the
+//!   request's arrival (body read) to its first content-bearing chunk or message being handed to
+//!   the transport; a summary in microseconds with quantiles 0.5/0.9/0.99 (HDR histogram, 3
+//!   significant digits), `_sum` and `_count`. A client's TTFT minus this is its own overhead
+//!   plus the network. Also `ttftbench_sim_running_sequences` (gauge) and
+//!   `ttftbench_sim_output_tokens` (counter).
+//!
+//! Per successful request the server-side time splits without overlap into `compute_input`
+//! (received → parsed and tokenized), `queue` (→ admitted to a batch slot, stall included),
+//! `compute_infer` (→ last token produced) and `compute_output` (→ final response handed to the
+//! transport); `request_duration` is their sum. Failures are counted by reason: `REJECTED`
+//! (queue full, unavailable), `CANCELED` (client left), `BACKEND` (injected error or cut),
+//! `OTHER` (invalid input, shutdown).
 //!
 //! Timing comes from a miniature continuous-batching engine per model ([`EngineConfig`]):
 //! batch slots, a FIFO queue, prefill cost per input token, decode cost per running sequence.
