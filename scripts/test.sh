@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command (README, CI): every unit, integration and CLI test against the built-in
+# simulator, plus the real-Triton tests against a PyTriton server that this script starts in
+# a Python venv and stops again. If PyTriton cannot be installed (no network), the real-Triton
+# tests print why and skip — unless TTFTBENCH_REQUIRE_TRITON=1 (CI), where they fail.
+# Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test profile_sim`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+triton_started=0
+stop_triton() {
+  if [ "$triton_started" = 1 ]; then scripts/triton/stop.sh || true; fi
+}
+trap stop_triton EXIT
+
+if [ "${TTFTBENCH_SKIP_TRITON:-0}" = 1 ]; then
+  echo "TTFTBENCH_SKIP_TRITON=1: not starting a Triton server" >&2
+elif scripts/triton/start.sh; then
+  triton_started=1
+  export TTFTBENCH_TRITON_ENV="$PWD/target/triton.env"
+else
+  echo "could not start a Triton server (see above); the real-Triton tests will report it" >&2
+fi
+
+cargo test "$@"
