@@ -25,7 +25,11 @@ pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
 }
 
 /// The simulator's configuration from `serve` flags.
-pub fn sim_config(bind: std::net::IpAddr, ports: (u16, u16, u16), e: &EngineArgs) -> Result<crate::sim::SimConfig> {
+pub fn sim_config(
+    bind: std::net::IpAddr,
+    ports: (u16, u16, u16),
+    e: &EngineArgs,
+) -> Result<crate::sim::SimConfig> {
     let engine = if e.instant {
         crate::sim::EngineConfig::instant()
     } else {
@@ -46,7 +50,9 @@ pub fn sim_config(bind: std::net::IpAddr, ports: (u16, u16, u16), e: &EngineArgs
         malformed_rate: e.fault_malformed_rate,
         unavailable: e.fault_unavailable,
     };
-    faults.validate().map_err(|err| crate::plan::UsageError(format!("{err:#}")))?;
+    faults
+        .validate()
+        .map_err(|err| crate::plan::UsageError(format!("{err:#}")))?;
     Ok(crate::sim::SimConfig {
         bind,
         http_port: ports.0,
@@ -62,14 +68,29 @@ pub fn sim_config(bind: std::net::IpAddr, ports: (u16, u16, u16), e: &EngineArgs
 
 async fn serve(a: &ServeArgs) -> Result<u8> {
     use std::io::Write;
-    let cfg = sim_config(a.address, (a.http_port, a.grpc_port, a.metrics_port), &a.engine)?;
+    let cfg = sim_config(
+        a.address,
+        (a.http_port, a.grpc_port, a.metrics_port),
+        &a.engine,
+    )?;
     let handle = crate::sim::start(cfg).await?;
     // Output errors are ignored: a server whose stdout reader went away keeps serving.
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "ttftbench serve: simulated Triton-compatible inference server");
-    let _ = writeln!(out, "HTTP (KServe v2 + OpenAI) listening on {}", handle.http_addr);
+    let _ = writeln!(
+        out,
+        "ttftbench serve: simulated Triton-compatible inference server"
+    );
+    let _ = writeln!(
+        out,
+        "HTTP (KServe v2 + OpenAI) listening on {}",
+        handle.http_addr
+    );
     let _ = writeln!(out, "gRPC (KServe v2) listening on {}", handle.grpc_addr);
-    let _ = writeln!(out, "metrics (Prometheus) listening on {}", handle.metrics_addr);
+    let _ = writeln!(
+        out,
+        "metrics (Prometheus) listening on {}",
+        handle.metrics_addr
+    );
     let _ = writeln!(out, "models: {}", handle.model_names().join(", "));
     let _ = out.flush();
     drop(out);
@@ -83,9 +104,27 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
     let cfg = crate::sim::SimConfig::default();
     let sim = crate::sim::start(cfg).await?;
     let mut argv: Vec<String> = [
-        "ttftbench", "profile", "-m", "gpt2", "--service-kind", "triton", "--backend", "tensorrtllm", "--streaming",
-        "--synthetic-input-tokens-mean", "200", "--synthetic-input-tokens-stddev", "20", "--output-tokens-mean", "100",
-        "--output-tokens-stddev", "10", "--num-prompts", "100", "--measurement-interval", "4000",
+        "ttftbench",
+        "profile",
+        "-m",
+        "gpt2",
+        "--service-kind",
+        "triton",
+        "--backend",
+        "tensorrtllm",
+        "--streaming",
+        "--synthetic-input-tokens-mean",
+        "200",
+        "--synthetic-input-tokens-stddev",
+        "20",
+        "--output-tokens-mean",
+        "100",
+        "--output-tokens-stddev",
+        "10",
+        "--num-prompts",
+        "100",
+        "--measurement-interval",
+        "4000",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -103,9 +142,13 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
     if a.quiet {
         argv.push("--quiet".into());
     }
-    let parsed = crate::cli::Cli::try_parse_from(&argv).map_err(|e| crate::plan::UsageError(e.to_string()))?;
+    let parsed = crate::cli::Cli::try_parse_from(&argv)
+        .map_err(|e| crate::plan::UsageError(e.to_string()))?;
     let Command::Profile(args) = parsed.command else {
-        return Err(crate::plan::UsageError("demo: internal command line did not parse as profile".into()).into());
+        return Err(crate::plan::UsageError(
+            "demo: internal command line did not parse as profile".into(),
+        )
+        .into());
     };
     let plan = RunPlan::from_profile(&args, &argv)?;
     if !a.quiet {
@@ -148,12 +191,22 @@ fn finish(outcome: &Outcome, verbosity: Verbosity) -> u8 {
         return 1;
     }
     print!("{}", console::sweep_table(&summaries));
+    if summaries.len() > 1 {
+        for line in &outcome.verdict.lines {
+            println!("{line}");
+        }
+    }
     if verbosity != Verbosity::Quiet {
         if let Some(d) = &outcome.sweep_dir {
-            eprintln!("summary: {}", d.join(crate::artifact::SUMMARY_FILE).display());
+            eprintln!(
+                "summary: {}",
+                d.join(crate::artifact::SUMMARY_FILE).display()
+            );
         }
         if outcome.interrupted {
-            eprintln!("interrupted: artifacts of the levels above are complete and marked interrupted");
+            eprintln!(
+                "interrupted: artifacts of the levels above are complete and marked interrupted"
+            );
         }
     }
     if outcome.all_failed() {

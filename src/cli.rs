@@ -127,7 +127,11 @@ pub struct ProfileArgs {
     pub measurement_interval: Option<u64>,
 
     /// Requests sent before measuring each level (excluded from the results).
-    #[arg(long = "warmup-request-count", alias = "num-warmup-requests", default_value_t = 0)]
+    #[arg(
+        long = "warmup-request-count",
+        alias = "num-warmup-requests",
+        default_value_t = 0
+    )]
     pub warmup_request_count: u64,
 
     /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
@@ -247,10 +251,18 @@ pub struct EngineArgs {
     #[arg(long = "fault-unavailable")]
     pub fault_unavailable: bool,
     /// Require `Authorization: Bearer KEY` on the OpenAI routes.
-    #[arg(long = "require-api-key", env = "TTFTBENCH_SIM_API_KEY", hide_env_values = true)]
+    #[arg(
+        long = "require-api-key",
+        env = "TTFTBENCH_SIM_API_KEY",
+        hide_env_values = true
+    )]
     pub require_api_key: Option<String>,
     /// Restrict the statistics API to requests with header `triton-access-token: TOKEN`.
-    #[arg(long = "access-token", env = "TTFTBENCH_SIM_ACCESS_TOKEN", hide_env_values = true)]
+    #[arg(
+        long = "access-token",
+        env = "TTFTBENCH_SIM_ACCESS_TOKEN",
+        hide_env_values = true
+    )]
     pub access_token: Option<String>,
 }
 

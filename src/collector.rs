@@ -38,36 +38,38 @@ impl Collector {
             None => None,
         };
         let (tx, rx) = mpsc::channel::<Completed>();
-        let handle = std::thread::Builder::new().name(format!("collect-{level}")).spawn(move || {
-            let mut agg = Aggregate::new();
-            let mut io_error: Option<std::io::Error> = None;
-            for Completed { record, mut gaps } in rx {
+        let handle = std::thread::Builder::new()
+            .name(format!("collect-{level}"))
+            .spawn(move || {
+                let mut agg = Aggregate::new();
+                let mut io_error: Option<std::io::Error> = None;
+                for Completed { record, mut gaps } in rx {
+                    if let Some(w) = out.as_mut()
+                        && io_error.is_none()
+                        && let Err(e) = write_row(w, &level, &clock, &record)
+                    {
+                        io_error = Some(e);
+                    }
+                    agg.record(&record, &gaps, &objectives);
+                    if record.phase == Phase::Measure
+                        && let Some(p) = &progress
+                    {
+                        p.inc(1);
+                    }
+                    gaps.clear();
+                    let _ = pool.push(gaps);
+                }
                 if let Some(w) = out.as_mut()
                     && io_error.is_none()
-                    && let Err(e) = write_row(w, &level, &clock, &record)
+                    && let Err(e) = w.flush()
                 {
                     io_error = Some(e);
                 }
-                agg.record(&record, &gaps, &objectives);
-                if record.phase == Phase::Measure
-                    && let Some(p) = &progress
-                {
-                    p.inc(1);
+                match io_error {
+                    Some(e) => Err(e),
+                    None => Ok(agg),
                 }
-                gaps.clear();
-                let _ = pool.push(gaps);
-            }
-            if let Some(w) = out.as_mut()
-                && io_error.is_none()
-                && let Err(e) = w.flush()
-            {
-                io_error = Some(e);
-            }
-            match io_error {
-                Some(e) => Err(e),
-                None => Ok(agg),
-            }
-        })?;
+            })?;
         Ok(Collector { tx, handle })
     }
 
@@ -79,6 +81,8 @@ impl Collector {
     /// Waits until every sender is gone and every record is written; returns the aggregate.
     pub fn finish(self) -> std::io::Result<Aggregate> {
         drop(self.tx);
-        self.handle.join().unwrap_or_else(|_| Err(std::io::Error::other("the collector thread panicked")))
+        self.handle
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the collector thread panicked")))
     }
 }

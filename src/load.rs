@@ -54,7 +54,11 @@ impl Cancel {
     /// Neither stopped nor aborted.
     pub fn new() -> Cancel {
         let (tx, rx) = watch::channel(false);
-        Cancel { stop: Arc::new(AtomicBool::new(false)), abort_tx: Arc::new(tx), abort_rx: rx }
+        Cancel {
+            stop: Arc::new(AtomicBool::new(false)),
+            abort_tx: Arc::new(tx),
+            abort_rx: rx,
+        }
     }
 
     /// Stop sending new requests; in-flight ones continue.
@@ -134,7 +138,11 @@ pub struct PhaseOutcome {
 
 /// Runs one phase to completion and returns when every worker has finished. Records go to
 /// `sink` as requests complete.
-pub async fn run_phase(shared: Arc<Shared>, spec: PhaseSpec, sink: std::sync::mpsc::Sender<Completed>) -> PhaseOutcome {
+pub async fn run_phase(
+    shared: Arc<Shared>,
+    spec: PhaseSpec,
+    sink: std::sync::mpsc::Sender<Completed>,
+) -> PhaseOutcome {
     let start_ns = shared.clock.now_ns();
     let deadline = match spec.stop {
         Stop::Window(d) => Some(start_ns + d.as_nanos() as u64),
@@ -154,7 +162,12 @@ pub async fn run_phase(shared: Arc<Shared>, spec: PhaseSpec, sink: std::sync::mp
         Stop::Requests(n) => issued.min(n),
         Stop::Window(_) => issued,
     };
-    PhaseOutcome { sent, start_ns, end_ns: shared.clock.now_ns(), interrupted: shared.cancel.stopping() }
+    PhaseOutcome {
+        sent,
+        start_ns,
+        end_ns: shared.clock.now_ns(),
+        interrupted: shared.cancel.stopping(),
+    }
 }
 
 async fn closed_loop_worker(
@@ -187,7 +200,13 @@ async fn closed_loop_worker(
 }
 
 /// Sends dataset entry `seq mod N`, waits for the whole response, and builds its record.
-async fn execute_one(shared: &Shared, spec: &PhaseSpec, seq: u64, intended_ns: u64, ex: &mut Exchange) -> Completed {
+async fn execute_one(
+    shared: &Shared,
+    spec: &PhaseSpec,
+    seq: u64,
+    intended_ns: u64,
+    ex: &mut Exchange,
+) -> Completed {
     let index = (seq % shared.dataset.len() as u64) as usize;
     let entry = shared.dataset.entry(index);
     ex.reset();
@@ -208,7 +227,10 @@ async fn execute_one(shared: &Shared, spec: &PhaseSpec, seq: u64, intended_ns: u
     let error = match result {
         Ok(()) if ex.chunks == 0 => Some(RequestError::new(
             ErrorKind::NoContent,
-            format!("the response ended after {} events without any output text", ex.responses),
+            format!(
+                "the response ended after {} events without any output text",
+                ex.responses
+            ),
         )),
         Ok(()) => None,
         Err(e) => Some(e),

@@ -97,14 +97,28 @@ impl Header {
 
     /// `Name: value`, with secret values redacted.
     pub fn redacted(&self) -> String {
-        if self.is_secret() { format!("{}: <redacted>", self.name) } else { format!("{}: {}", self.name, self.value) }
+        if self.is_secret() {
+            format!("{}: <redacted>", self.name)
+        } else {
+            format!("{}: {}", self.name, self.value)
+        }
     }
 }
 
 /// Whether a header or flag name suggests its value is a credential.
 pub fn is_secret_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    ["authorization", "token", "key", "secret", "cookie", "password", "credential"].iter().any(|s| n.contains(s))
+    [
+        "authorization",
+        "token",
+        "key",
+        "secret",
+        "cookie",
+        "password",
+        "credential",
+    ]
+    .iter()
+    .any(|s| n.contains(s))
 }
 
 impl Serialize for Header {
@@ -157,13 +171,18 @@ impl Target {
         for h in &self.headers {
             let name = HeaderName::from_bytes(h.name.as_bytes())
                 .map_err(|_| UsageError(format!("-H: '{}' is not a valid header name", h.name)))?;
-            let value = HeaderValue::from_str(&h.value)
-                .map_err(|_| UsageError(format!("-H: the value of '{}' is not a valid header value", h.name)))?;
+            let value = HeaderValue::from_str(&h.value).map_err(|_| {
+                UsageError(format!(
+                    "-H: the value of '{}' is not a valid header value",
+                    h.name
+                ))
+            })?;
             map.append(name, value);
         }
         if let Some(key) = &self.api_key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim()))
-                .map_err(|_| UsageError("--api-key contains characters not allowed in a header".into()))?;
+            let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
+                UsageError("--api-key contains characters not allowed in a header".into())
+            })?;
             v.set_sensitive(true);
             map.insert(AUTHORIZATION, v);
         }
@@ -229,7 +248,10 @@ pub enum Stop {
 }
 
 mod duration_ms {
-    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_u64(d.as_millis() as u64)
     }
 }
@@ -359,7 +381,10 @@ pub struct RunPlan {
 }
 
 mod duration_secs {
-    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
 }
@@ -369,7 +394,9 @@ impl RunPlan {
     pub fn from_profile(a: &ProfileArgs, argv: &[String]) -> Result<RunPlan, UsageError> {
         let api = match (a.endpoint_type, a.service_kind) {
             (Some(EndpointTypeArg::Kserve), Some(ServiceKindArg::Openai)) => {
-                return usage("--endpoint-type kserve is Triton's gRPC API; it cannot be combined with --service-kind openai");
+                return usage(
+                    "--endpoint-type kserve is Triton's gRPC API; it cannot be combined with --service-kind openai",
+                );
             }
             (Some(EndpointTypeArg::Kserve), _) => Api::Kserve,
             (Some(EndpointTypeArg::Chat), _) => Api::Chat,
@@ -388,7 +415,11 @@ impl RunPlan {
             Some(BackendArg::Vllm) => Backend::Vllm,
             _ => Backend::Tensorrtllm,
         };
-        let default_url = if api == Api::Kserve { "localhost:8001" } else { "localhost:8000" };
+        let default_url = if api == Api::Kserve {
+            "localhost:8001"
+        } else {
+            "localhost:8000"
+        };
         let (base_url, host) = normalize_url(a.url.as_deref().unwrap_or(default_url))?;
         let endpoint = match &a.endpoint {
             Some(e) => e.trim_start_matches('/').to_string(),
@@ -397,7 +428,11 @@ impl RunPlan {
         if a.model.trim().is_empty() {
             return usage("-m/--model must name a model");
         }
-        let headers = a.header.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+        let headers = a
+            .header
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
         let api_key = a.api_key.clone().filter(|k| !k.trim().is_empty());
         let target = Target {
             api,
@@ -436,7 +471,9 @@ impl RunPlan {
         let prompts = match &a.input_file {
             Some(p) => {
                 if a.synthetic_input_tokens_mean.is_some() {
-                    return usage("--input-file and --synthetic-input-tokens-mean both choose prompts; give one");
+                    return usage(
+                        "--input-file and --synthetic-input-tokens-mean both choose prompts; give one",
+                    );
                 }
                 PromptSource::File(p.clone())
             }
@@ -445,7 +482,10 @@ impl RunPlan {
                 if mean == 0 {
                     return usage("--synthetic-input-tokens-mean must be at least 1");
                 }
-                PromptSource::Synthetic { mean, stddev: a.synthetic_input_tokens_stddev }
+                PromptSource::Synthetic {
+                    mean,
+                    stddev: a.synthetic_input_tokens_stddev,
+                }
             }
         };
         let output = match a.output_tokens_mean {
@@ -460,7 +500,11 @@ impl RunPlan {
             }
             None => None,
         };
-        let extra_inputs = a.extra_inputs.iter().map(|s| parse_extra_input(s)).collect::<Result<Vec<_>, _>>()?;
+        let extra_inputs = a
+            .extra_inputs
+            .iter()
+            .map(|s| parse_extra_input(s))
+            .collect::<Result<Vec<_>, _>>()?;
         let extra_inputs = extra_inputs.into_iter().flatten().collect();
         let goodput = parse_objectives(&a.goodput)?;
         let server_metrics = match &a.server_metrics_url {
@@ -516,7 +560,11 @@ fn default_endpoint(api: Api, model: &str, streaming: bool) -> String {
 }
 
 fn bracket_host(host: &str) -> String {
-    if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() }
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
 }
 
 /// `-u` with or without scheme → (`scheme://host:port[/prefix]`, host).
@@ -525,18 +573,32 @@ pub fn normalize_url(raw: &str) -> Result<(String, String), UsageError> {
     if raw.is_empty() {
         return usage("-u/--url is empty");
     }
-    let with_scheme = if raw.contains("://") { raw.to_string() } else { format!("http://{raw}") };
-    let url = reqwest::Url::parse(&with_scheme)
-        .map_err(|e| UsageError(format!("-u {raw}: not a valid address ({e}); expected host:port or http(s)://host:port")))?;
+    let with_scheme = if raw.contains("://") {
+        raw.to_string()
+    } else {
+        format!("http://{raw}")
+    };
+    let url = reqwest::Url::parse(&with_scheme).map_err(|e| {
+        UsageError(format!(
+            "-u {raw}: not a valid address ({e}); expected host:port or http(s)://host:port"
+        ))
+    })?;
     match url.scheme() {
         "http" | "https" => {}
         "grpc" => {
             let rebuilt = with_scheme.replacen("grpc://", "http://", 1);
             return normalize_url(&rebuilt);
         }
-        other => return usage(format!("-u {raw}: scheme '{other}' is not supported; use http:// or https://")),
+        other => {
+            return usage(format!(
+                "-u {raw}: scheme '{other}' is not supported; use http:// or https://"
+            ));
+        }
     }
-    let host = url.host_str().ok_or_else(|| UsageError(format!("-u {raw}: no host")))?.to_string();
+    let host = url
+        .host_str()
+        .ok_or_else(|| UsageError(format!("-u {raw}: no host")))?
+        .to_string();
     let mut base = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default());
     if let Some(port) = url.port() {
         base.push_str(&format!(":{port}"));
@@ -548,14 +610,24 @@ pub fn normalize_url(raw: &str) -> Result<(String, String), UsageError> {
 
 fn normalize_metrics_url(raw: &str) -> Result<String, UsageError> {
     let (base, _) = normalize_url(raw)?;
-    Ok(if base.ends_with("/metrics") { base } else { format!("{base}/metrics") })
+    Ok(if base.ends_with("/metrics") {
+        base
+    } else {
+        format!("{base}/metrics")
+    })
 }
 
 /// `Name: value` or `Name:value`.
 pub fn parse_header(raw: &str) -> Result<Header, UsageError> {
     match raw.split_once(':') {
-        Some((n, v)) if !n.trim().is_empty() => Ok(Header { name: n.trim().to_string(), value: v.trim().to_string() }),
-        _ => usage(format!("-H '{}': expected 'Name: value'", redact_header_arg(raw))),
+        Some((n, v)) if !n.trim().is_empty() => Ok(Header {
+            name: n.trim().to_string(),
+            value: v.trim().to_string(),
+        }),
+        _ => usage(format!(
+            "-H '{}': expected 'Name: value'",
+            redact_header_arg(raw)
+        )),
     }
 }
 
@@ -570,8 +642,8 @@ fn redact_header_arg(raw: &str) -> String {
 pub fn parse_extra_input(raw: &str) -> Result<Vec<(String, serde_json::Value)>, UsageError> {
     let t = raw.trim();
     if t.starts_with('{') {
-        let v: serde_json::Value =
-            serde_json::from_str(t).map_err(|e| UsageError(format!("--extra-inputs {t}: invalid JSON object ({e})")))?;
+        let v: serde_json::Value = serde_json::from_str(t)
+            .map_err(|e| UsageError(format!("--extra-inputs {t}: invalid JSON object ({e})")))?;
         return match v {
             serde_json::Value::Object(m) => Ok(m.into_iter().collect()),
             _ => usage(format!("--extra-inputs {t}: expected a JSON object")),
@@ -580,10 +652,13 @@ pub fn parse_extra_input(raw: &str) -> Result<Vec<(String, serde_json::Value)>, 
     match t.split_once(':') {
         Some((k, v)) if !k.trim().is_empty() => {
             let v = v.trim();
-            let value = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+            let value = serde_json::from_str(v)
+                .unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
             Ok(vec![(k.trim().to_string(), value)])
         }
-        _ => usage(format!("--extra-inputs '{t}': expected name:value or a JSON object")),
+        _ => usage(format!(
+            "--extra-inputs '{t}': expected name:value or a JSON object"
+        )),
     }
 }
 
@@ -596,7 +671,11 @@ pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
             let (k, v) = item
                 .split_once(':')
                 .or_else(|| item.split_once('='))
-                .ok_or_else(|| UsageError(format!("--goodput '{item}': expected metric:value, e.g. time_to_first_token:500")))?;
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "--goodput '{item}': expected metric:value, e.g. time_to_first_token:500"
+                    ))
+                })?;
             let metric = Metric::from_key(k)
                 .filter(|m| {
                     matches!(
@@ -608,7 +687,9 @@ pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
                             | Metric::OutputTokenThroughputPerUser
                     )
                 })
-                .ok_or_else(|| UsageError(format!("--goodput: unknown metric '{k}'; valid: {valid}")))?;
+                .ok_or_else(|| {
+                    UsageError(format!("--goodput: unknown metric '{k}'; valid: {valid}"))
+                })?;
             let bound: f64 = v
                 .trim_end_matches("ms")
                 .parse()
@@ -632,17 +713,22 @@ pub fn parse_concurrency(spec: &str) -> Result<Vec<Stimulus>, UsageError> {
 pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> {
     let spec = spec.trim();
     let num = |s: &str| -> Result<u32, UsageError> {
-        let v: u32 = s
-            .trim()
-            .parse()
-            .map_err(|_| UsageError(format!("{flag} {spec}: '{s}' is not a positive whole number")))?;
+        let v: u32 = s.trim().parse().map_err(|_| {
+            UsageError(format!(
+                "{flag} {spec}: '{s}' is not a positive whole number"
+            ))
+        })?;
         if v == 0 {
             return usage(format!("{flag} {spec}: levels must be at least 1"));
         }
         Ok(v)
     };
     if spec.contains(',') {
-        return spec.split(',').filter(|s| !s.trim().is_empty()).map(num).collect();
+        return spec
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(num)
+            .collect();
     }
     let parts: Vec<&str> = spec.split(':').collect();
     match parts.as_slice() {
@@ -650,7 +736,9 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
         [start, end] | [start, end, _] => {
             let (start, end) = (num(start)?, num(end)?);
             if end < start {
-                return usage(format!("{flag} {spec}: the end ({end}) is below the start ({start})"));
+                return usage(format!(
+                    "{flag} {spec}: the end ({end}) is below the start ({start})"
+                ));
             }
             let mut out = Vec::new();
             if let [_, _, step] = parts.as_slice() {
@@ -674,16 +762,26 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
                 }
             }
             if out.len() > 1000 {
-                return usage(format!("{flag} {spec}: {} levels is too many (at most 1000)", out.len()));
+                return usage(format!(
+                    "{flag} {spec}: {} levels is too many (at most 1000)",
+                    out.len()
+                ));
             }
             Ok(out)
         }
-        _ => usage(format!("{flag} {spec}: expected N, start:end[:step], or a list like 1,4,8")),
+        _ => usage(format!(
+            "{flag} {spec}: expected N, start:end[:step], or a list like 1,4,8"
+        )),
     }
 }
 
 /// Flags whose values are credentials.
-const SECRET_FLAGS: [&str; 4] = ["--api-key", "--access-token", "--require-api-key", "--password"];
+const SECRET_FLAGS: [&str; 4] = [
+    "--api-key",
+    "--access-token",
+    "--require-api-key",
+    "--password",
+];
 
 fn is_secret_flag(flag: &str) -> bool {
     SECRET_FLAGS.contains(&flag)
@@ -725,7 +823,10 @@ pub fn redact_command_line(argv: &[String]) -> String {
 }
 
 fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+{}".contains(c)) {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+{}".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
@@ -755,7 +856,10 @@ mod tests {
         assert_eq!(v("8"), [8]);
         assert_eq!(v("1:32"), [1, 2, 4, 8, 16, 32]);
         assert_eq!(v("1:20"), [1, 2, 4, 8, 16]);
-        assert_eq!(v("1:32:2"), [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31]);
+        assert_eq!(
+            v("1:32:2"),
+            [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31]
+        );
         assert_eq!(v("1,4,8,16,32"), [1, 4, 8, 16, 32]);
         assert!(parse_int_levels("0", "--concurrency").is_err());
         assert!(parse_int_levels("8:4", "--concurrency").is_err());
@@ -766,51 +870,154 @@ mod tests {
     #[test]
     fn seed_command_resolves() {
         let p = plan(&[
-            "-m", "gpt2", "--service-kind", "triton", "--backend", "tensorrtllm", "--num-prompts", "200",
-            "--synthetic-input-tokens-mean", "200", "--synthetic-input-tokens-stddev", "20", "--output-tokens-mean",
-            "100", "--output-tokens-stddev", "10", "--concurrency", "1", "--measurement-interval", "10000",
-            "--streaming", "--url", "localhost:8001", "--artifact-dir", "./ttft_c1",
+            "-m",
+            "gpt2",
+            "--service-kind",
+            "triton",
+            "--backend",
+            "tensorrtllm",
+            "--num-prompts",
+            "200",
+            "--synthetic-input-tokens-mean",
+            "200",
+            "--synthetic-input-tokens-stddev",
+            "20",
+            "--output-tokens-mean",
+            "100",
+            "--output-tokens-stddev",
+            "10",
+            "--concurrency",
+            "1",
+            "--measurement-interval",
+            "10000",
+            "--streaming",
+            "--url",
+            "localhost:8001",
+            "--artifact-dir",
+            "./ttft_c1",
         ])
         .unwrap();
         assert_eq!(p.target.api, Api::Kserve);
         assert_eq!(p.target.base_url, "http://localhost:8001");
         assert_eq!(p.levels, [Stimulus::Concurrency(1)]);
-        assert_eq!(p.stop, StopRule::Fixed(Stop::Window(Duration::from_millis(10_000))));
+        assert_eq!(
+            p.stop,
+            StopRule::Fixed(Stop::Window(Duration::from_millis(10_000)))
+        );
         assert_eq!(p.workload.num_prompts, 200);
-        assert_eq!(p.server_metrics, MetricsSource::Auto("http://localhost:8002/metrics".into()));
+        assert_eq!(
+            p.server_metrics,
+            MetricsSource::Auto("http://localhost:8002/metrics".into())
+        );
     }
 
     #[test]
     fn openai_defaults_and_stop_rules() {
-        let p = plan(&["-m", "m", "--service-kind", "openai", "--num-prompts", "200", "--streaming"]).unwrap();
+        let p = plan(&[
+            "-m",
+            "m",
+            "--service-kind",
+            "openai",
+            "--num-prompts",
+            "200",
+            "--streaming",
+        ])
+        .unwrap();
         assert_eq!(p.target.api, Api::Chat);
-        assert_eq!(p.target.endpoint_url(), "http://localhost:8000/v1/chat/completions");
+        assert_eq!(
+            p.target.endpoint_url(),
+            "http://localhost:8000/v1/chat/completions"
+        );
         assert_eq!(p.stop, StopRule::Fixed(Stop::Requests(200)));
-        let p = plan(&["-m", "m", "--endpoint-type", "generate", "--streaming", "-u", "https://h:9/api/"]).unwrap();
-        assert_eq!(p.target.endpoint_url(), "https://h:9/api/v2/models/m/generate_stream");
-        assert_eq!(p.stop.for_level(&Stimulus::Concurrency(8)), Stop::Requests(16));
-        assert_eq!(p.stop.for_level(&Stimulus::Concurrency(1)), Stop::Requests(10));
-        assert!(plan(&["-m", "m", "--request-count", "5", "--measurement-interval", "100"]).is_err());
+        let p = plan(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "generate",
+            "--streaming",
+            "-u",
+            "https://h:9/api/",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.target.endpoint_url(),
+            "https://h:9/api/v2/models/m/generate_stream"
+        );
+        assert_eq!(
+            p.stop.for_level(&Stimulus::Concurrency(8)),
+            Stop::Requests(16)
+        );
+        assert_eq!(
+            p.stop.for_level(&Stimulus::Concurrency(1)),
+            Stop::Requests(10)
+        );
+        assert!(
+            plan(&[
+                "-m",
+                "m",
+                "--request-count",
+                "5",
+                "--measurement-interval",
+                "100"
+            ])
+            .is_err()
+        );
         assert!(plan(&["-m", "m", "--endpoint-type", "chat", "--backend", "vllm"]).is_err());
     }
 
     #[test]
     fn headers_goodput_extra_inputs() {
         let p = plan(&[
-            "-m", "m", "--endpoint-type", "chat", "-H", "triton-access-token: s3cret", "-H", "X-Team:infra",
-            "--goodput", "time_to_first_token:500", "inter_token_latency:20", "--extra-inputs", "ignore_eos:true",
-            "--extra-inputs", "{\"temperature\":0.5}", "--api-key", "sk-abc",
+            "-m",
+            "m",
+            "--endpoint-type",
+            "chat",
+            "-H",
+            "triton-access-token: s3cret",
+            "-H",
+            "X-Team:infra",
+            "--goodput",
+            "time_to_first_token:500",
+            "inter_token_latency:20",
+            "--extra-inputs",
+            "ignore_eos:true",
+            "--extra-inputs",
+            "{\"temperature\":0.5}",
+            "--api-key",
+            "sk-abc",
         ])
         .unwrap();
-        assert_eq!(p.target.headers[1], Header { name: "X-Team".into(), value: "infra".into() });
+        assert_eq!(
+            p.target.headers[1],
+            Header {
+                name: "X-Team".into(),
+                value: "infra".into()
+            }
+        );
         assert_eq!(p.goodput.len(), 2);
-        assert_eq!(p.goodput[1], Objective { metric: Metric::InterTokenLatency, bound: 20.0 });
-        assert_eq!(p.workload.extra_inputs[0], ("ignore_eos".to_string(), serde_json::json!(true)));
-        assert_eq!(p.workload.extra_inputs[1], ("temperature".to_string(), serde_json::json!(0.5)));
+        assert_eq!(
+            p.goodput[1],
+            Objective {
+                metric: Metric::InterTokenLatency,
+                bound: 20.0
+            }
+        );
+        assert_eq!(
+            p.workload.extra_inputs[0],
+            ("ignore_eos".to_string(), serde_json::json!(true))
+        );
+        assert_eq!(
+            p.workload.extra_inputs[1],
+            ("temperature".to_string(), serde_json::json!(0.5))
+        );
         let cfg = p.input_config().to_string();
         assert!(!cfg.contains("s3cret") && !cfg.contains("sk-abc"), "{cfg}");
         assert!(cfg.contains("triton-access-token: <redacted>"));
-        assert!(!p.command_line.contains("s3cret") && !p.command_line.contains("sk-abc"), "{}", p.command_line);
+        assert!(
+            !p.command_line.contains("s3cret") && !p.command_line.contains("sk-abc"),
+            "{}",
+            p.command_line
+        );
         let map = p.target.header_map().unwrap();
         assert_eq!(map.get("authorization").unwrap(), "Bearer sk-abc");
         assert!(plan(&["-m", "m", "--goodput", "bogus:1"]).is_err());
@@ -819,11 +1026,22 @@ mod tests {
 
     #[test]
     fn command_line_redaction() {
-        let argv: Vec<String> =
-            ["ttftbench", "profile", "--api-key", "sk-1", "--api-key=sk-2", "-H", "Authorization: Bearer x", "-m", "gpt 2", "--output-tokens-mean", "100"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+        let argv: Vec<String> = [
+            "ttftbench",
+            "profile",
+            "--api-key",
+            "sk-1",
+            "--api-key=sk-2",
+            "-H",
+            "Authorization: Bearer x",
+            "-m",
+            "gpt 2",
+            "--output-tokens-mean",
+            "100",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let s = redact_command_line(&argv);
         assert_eq!(
             s,

@@ -24,7 +24,10 @@ impl Clock {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
-        Clock { anchor, unix_anchor_ns }
+        Clock {
+            anchor,
+            unix_anchor_ns,
+        }
     }
 
     /// Nanoseconds since the anchor.
@@ -118,7 +121,9 @@ impl ErrorKind {
             ErrorKind::HttpStatus(401) | ErrorKind::HttpStatus(403) => Some(
                 "the server wants credentials: add --api-key KEY (or set OPENAI_API_KEY) or -H 'Header: value'",
             ),
-            ErrorKind::HttpStatus(404) => Some("check -m (model name) and --endpoint-type / --endpoint"),
+            ErrorKind::HttpStatus(404) => {
+                Some("check -m (model name) and --endpoint-type / --endpoint")
+            }
             ErrorKind::HttpStatus(429) | ErrorKind::GrpcStatus(8) => Some(
                 "the server (or a gateway) is rejecting load: lower --concurrency / --request-rate or raise its queue limits",
             ),
@@ -126,7 +131,9 @@ impl ErrorKind {
                 "the endpoint answered with a single body: drop --streaming, or enable streaming (decoupled model) on the server",
             ),
             ErrorKind::Timeout => Some("raise --request-timeout or lower the load"),
-            ErrorKind::StreamCut => Some("the server closed streams early: check its logs for crashes or proxies with idle timeouts"),
+            ErrorKind::StreamCut => Some(
+                "the server closed streams early: check its logs for crashes or proxies with idle timeouts",
+            ),
             ErrorKind::NoContent => Some(
                 "responses carried no text: check --output-tokens-mean, and that the model streams text_output / delta.content",
             ),
@@ -171,7 +178,10 @@ pub struct RequestError {
 impl RequestError {
     /// Builds an error of `kind` with a message.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> RequestError {
-        RequestError { kind, message: message.into().into_boxed_str() }
+        RequestError {
+            kind,
+            message: message.into().into_boxed_str(),
+        }
     }
 }
 
@@ -233,7 +243,8 @@ impl RequestRecord {
 
     /// Time to first token from the intended send time (coordinated-omission corrected).
     pub fn ttft_intended_ns(&self) -> Option<u64> {
-        self.first_token_ns.map(|t| t.saturating_sub(self.intended_ns))
+        self.first_token_ns
+            .map(|t| t.saturating_sub(self.intended_ns))
     }
 
     /// Time between the first and second tokens (GenAI-Perf's time_to_second_token).
@@ -256,7 +267,8 @@ impl RequestRecord {
 
     /// Request latency from the intended send time.
     pub fn latency_intended_ns(&self) -> Option<u64> {
-        self.last_token_ns.map(|t| t.saturating_sub(self.intended_ns))
+        self.last_token_ns
+            .map(|t| t.saturating_sub(self.intended_ns))
     }
 
     /// How late the request left compared with its intended time.
@@ -341,6 +353,11 @@ mod tests {
         assert_eq!(ErrorKind::HttpStatus(503).key(), "http_503");
         assert_eq!(ErrorKind::GrpcStatus(14).key(), "grpc_unavailable");
         assert_eq!(ErrorKind::StreamCut.key(), "stream_cut");
-        assert!(ErrorKind::HttpStatus(401).hint().unwrap().contains("--api-key"));
+        assert!(
+            ErrorKind::HttpStatus(401)
+                .hint()
+                .unwrap()
+                .contains("--api-key")
+        );
     }
 }

@@ -18,8 +18,8 @@ use crate::record::{Clock, Phase};
 use crate::report::console;
 use crate::server_metrics::{ServerDelta, Snapshot, StatsSnapshot, scrape};
 use crate::stats::{Aggregate, LevelSummary};
-use crate::workload::{dataset, kserve};
 use crate::workload::tokenizer::Tokenizer;
+use crate::workload::{dataset, kserve};
 
 /// The result of one level.
 #[derive(Debug, Clone)]
@@ -39,12 +39,16 @@ pub struct Outcome {
     pub sweep_dir: Option<PathBuf>,
     /// Whether the run was interrupted.
     pub interrupted: bool,
+    /// Where the server's time went across the levels.
+    pub verdict: crate::report::verdict::Verdict,
 }
 
 impl Outcome {
     /// Whether no request succeeded in any level (exit code 1).
     pub fn all_failed(&self) -> bool {
-        self.levels.iter().all(|l| l.summary.stats.request_count == 0)
+        self.levels
+            .iter()
+            .all(|l| l.summary.stats.request_count == 0)
     }
 }
 
@@ -61,12 +65,18 @@ impl Ui {
     /// Progress bars when stderr is a terminal and the run is not quiet.
     pub fn for_terminal(verbosity: Verbosity) -> Ui {
         use std::io::IsTerminal;
-        Ui { verbosity, progress: verbosity != Verbosity::Quiet && std::io::stderr().is_terminal() }
+        Ui {
+            verbosity,
+            progress: verbosity != Verbosity::Quiet && std::io::stderr().is_terminal(),
+        }
     }
 
     /// Nothing printed (tests, library use).
     pub fn silent() -> Ui {
-        Ui { verbosity: Verbosity::Quiet, progress: false }
+        Ui {
+            verbosity: Verbosity::Quiet,
+            progress: false,
+        }
     }
 
     fn say(&self, s: &str) {
@@ -80,7 +90,8 @@ impl Ui {
 /// exit code 2 are [`crate::plan::UsageError`]s; everything else is a failed run.
 pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let tokenizer = match &plan.workload.tokenizer {
-        Some(p) => Tokenizer::from_file(p).map_err(|e| crate::plan::UsageError(format!("--tokenizer: {e:#}")))?,
+        Some(p) => Tokenizer::from_file(p)
+            .map_err(|e| crate::plan::UsageError(format!("--tokenizer: {e:#}")))?,
         None => Tokenizer::builtin_gpt2(),
     };
     let max_workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
@@ -109,9 +120,20 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
             break;
         }
         let dir = layout.level_dir(stimulus);
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create artifact directory {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create artifact directory {}", dir.display()))?;
         let stop = plan.stop.for_level(stimulus);
-        let (summary, agg) = run_level(&shared, plan, stimulus, stop, &mut seq_base, &dir, &mut probe, &ui).await?;
+        let (summary, agg) = run_level(
+            &shared,
+            plan,
+            stimulus,
+            stop,
+            &mut seq_base,
+            &dir,
+            &mut probe,
+            &ui,
+        )
+        .await?;
         write_level(&dir, &summary, &agg, &input_config)?;
         if ui.verbosity != Verbosity::Quiet {
             report_level(&summary, &dir, ui.verbosity);
@@ -119,16 +141,28 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
         levels.push(LevelResult { summary, dir });
     }
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
+    let verdict = crate::report::verdict::verdict(&summaries);
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
         std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
         let path = d.join(artifact::SUMMARY_FILE);
-        std::fs::write(&path, artifact::summary::csv(&summaries)).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, artifact::summary::csv(&summaries))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        let path = d.join(artifact::SUMMARY_JSON_FILE);
+        let dirs: Vec<PathBuf> = levels.iter().map(|l| l.dir.clone()).collect();
+        let doc = artifact::summary::json(&summaries, &dirs, &verdict, &input_config);
+        std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         Some(d)
     } else {
         None
     };
-    Ok(Outcome { levels, sweep_dir, interrupted: cancel.stopping() })
+    Ok(Outcome {
+        levels,
+        sweep_dir,
+        interrupted: cancel.stopping(),
+        verdict,
+    })
 }
 
 fn report_level(l: &LevelSummary, dir: &std::path::Path, verbosity: Verbosity) {
@@ -176,17 +210,28 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
         Api::Chat | Api::Completions | Api::Generate => {
             let c = HttpClient::new(t, max_workers)?;
             check_http(c.inner(), t).await.map_err(preflight_error)?;
-            let dataset = dataset::build_http(plan, tokenizer).map_err(|e| UsageError(format!("{e:#}")))?;
+            let dataset =
+                dataset::build_http(plan, tokenizer).map_err(|e| UsageError(format!("{e:#}")))?;
             let stats = match t.api {
-                Api::Generate => StatsSource::Http(format!("{}/v2/models/{}/stats", t.base_url, t.model)),
+                Api::Generate => {
+                    StatsSource::Http(format!("{}/v2/models/{}/stats", t.base_url, t.model))
+                }
                 _ => StatsSource::None,
             };
             let probe = ServerProbe::new(calls, plan, stats).await;
-            Ok(Prepared { client: Client::Http(c), dataset, probe })
+            Ok(Prepared {
+                client: Client::Http(c),
+                dataset,
+                probe,
+            })
         }
         Api::Kserve => {
-            let channel = grpc::connect(&t.base_url).await.map_err(|e| anyhow::anyhow!(e))?;
-            let info = grpc::discover(channel.clone(), t).await.map_err(preflight_error)?;
+            let channel = grpc::connect(&t.base_url)
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
+            let info = grpc::discover(channel.clone(), t)
+                .await
+                .map_err(preflight_error)?;
             kserve::check_layout(&info, t.backend)?;
             if t.streaming && !info.decoupled {
                 return Err(UsageError(format!(
@@ -195,14 +240,22 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
                 ))
                 .into());
             }
-            let dataset = dataset::build_kserve(plan, tokenizer, &info).map_err(|e| match e.downcast::<UsageError>() {
-                Ok(u) => anyhow::Error::from(u),
-                Err(e) => anyhow::Error::from(UsageError(format!("{e:#}"))),
+            let dataset = dataset::build_kserve(plan, tokenizer, &info).map_err(|e| {
+                match e.downcast::<UsageError>() {
+                    Ok(u) => anyhow::Error::from(u),
+                    Err(e) => anyhow::Error::from(UsageError(format!("{e:#}"))),
+                }
             })?;
-            let client = GrpcClient::new(t, &info, max_workers, channel.clone()).await.map_err(|e| anyhow::anyhow!(e))?;
+            let client = GrpcClient::new(t, &info, max_workers, channel.clone())
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
             let md = grpc::metadata_for(t)?;
             let probe = ServerProbe::new(calls, plan, StatsSource::Grpc(channel, md)).await;
-            Ok(Prepared { client: Client::Grpc(client), dataset, probe })
+            Ok(Prepared {
+                client: Client::Grpc(client),
+                dataset,
+                probe,
+            })
         }
     }
 }
@@ -241,7 +294,12 @@ async fn run_level(
         shared.gaps.clone(),
         progress.clone(),
     )
-    .with_context(|| format!("cannot write {}", dir.join(artifact::RECORDS_FILE).display()))?;
+    .with_context(|| {
+        format!(
+            "cannot write {}",
+            dir.join(artifact::RECORDS_FILE).display()
+        )
+    })?;
     if plan.warmup_requests > 0 {
         let spec = PhaseSpec {
             phase: Phase::Warmup,
@@ -254,7 +312,12 @@ async fn run_level(
     }
     let before = probe.snapshot().await;
     let sampler = probe.start_pending_sampler();
-    let spec = PhaseSpec { phase: Phase::Measure, stimulus: *stimulus, stop, seq_base: *seq_base };
+    let spec = PhaseSpec {
+        phase: Phase::Measure,
+        stimulus: *stimulus,
+        stop,
+        seq_base: *seq_base,
+    };
     let out = run_phase(shared.clone(), spec, collector.sender()).await;
     *seq_base += out.sent;
     let max_pending = match sampler {
@@ -265,7 +328,9 @@ async fn run_level(
         None => 0.0,
     };
     let after = probe.snapshot().await;
-    let agg = collector.finish().with_context(|| format!("writing {}", dir.join(artifact::RECORDS_FILE).display()))?;
+    let agg = collector
+        .finish()
+        .with_context(|| format!("writing {}", dir.join(artifact::RECORDS_FILE).display()))?;
     if let Some(p) = progress {
         p.finish_and_clear();
     }
@@ -286,17 +351,22 @@ fn level_progress(stimulus: &Stimulus, stop: Stop) -> ProgressBar {
         Stop::Requests(n) => {
             let b = ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr());
             b.set_style(
-                ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos}/{len} requests {elapsed}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar())
-                    .progress_chars("=> "),
+                ProgressStyle::with_template(
+                    "{prefix:>16} [{bar:30}] {pos}/{len} requests {elapsed}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
             );
             b
         }
         Stop::Window(d) => {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             b.set_style(
-                ProgressStyle::with_template(&format!("{{prefix:>16}} {{spinner}} {{pos}} requests {{elapsed}} / {:.0}s window", d.as_secs_f64()))
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                ProgressStyle::with_template(&format!(
+                    "{{prefix:>16}} {{spinner}} {{pos}} requests {{elapsed}} / {:.0}s window",
+                    d.as_secs_f64()
+                ))
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             b.enable_steady_tick(Duration::from_millis(200));
             b
@@ -307,15 +377,25 @@ fn level_progress(stimulus: &Stimulus, stop: Stop) -> ProgressBar {
 }
 
 /// Writes a level's GenAI-Perf files and histograms (`requests.jsonl` was streamed already).
-pub fn write_level(dir: &std::path::Path, s: &LevelSummary, agg: &Aggregate, input_config: &serde_json::Value) -> Result<()> {
+pub fn write_level(
+    dir: &std::path::Path,
+    s: &LevelSummary,
+    agg: &Aggregate,
+    input_config: &serde_json::Value,
+) -> Result<()> {
     let csv_path = dir.join(artifact::CSV_FILE);
-    std::fs::write(&csv_path, artifact::genai_perf::csv(s)).with_context(|| format!("cannot write {}", csv_path.display()))?;
+    std::fs::write(&csv_path, artifact::genai_perf::csv(s))
+        .with_context(|| format!("cannot write {}", csv_path.display()))?;
     let json_path = dir.join(artifact::JSON_FILE);
     let doc = artifact::genai_perf::json(s, input_config);
-    std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?).with_context(|| format!("cannot write {}", json_path.display()))?;
+    std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
     let h_path = dir.join(artifact::HISTOGRAMS_FILE);
-    std::fs::write(&h_path, serde_json::to_string(&artifact::histograms::encode(agg))?)
-        .with_context(|| format!("cannot write {}", h_path.display()))?;
+    std::fs::write(
+        &h_path,
+        serde_json::to_string(&artifact::histograms::encode(agg))?,
+    )
+    .with_context(|| format!("cannot write {}", h_path.display()))?;
     Ok(())
 }
 
@@ -362,7 +442,13 @@ impl ServerProbe {
                 None
             }
         };
-        let mut probe = ServerProbe { http, prom_url, stats, model, notices };
+        let mut probe = ServerProbe {
+            http,
+            prom_url,
+            stats,
+            model,
+            notices,
+        };
         if let Err(e) = probe.read_stats().await {
             probe.notices.push(e);
             probe.stats = StatsSource::None;
@@ -375,26 +461,47 @@ impl ServerProbe {
         match &self.stats {
             StatsSource::None => Ok(None),
             StatsSource::Http(url) => {
-                let resp = self.http.get(url).send().await.map_err(|e| format!("note: statistics unavailable: {e}"))?;
+                let resp = self
+                    .http
+                    .get(url)
+                    .send()
+                    .await
+                    .map_err(|e| format!("note: statistics unavailable: {e}"))?;
                 let status = resp.status();
                 if status == 403 || status == 401 {
                     return Err(format!("note: {restricted}"));
                 }
                 if !status.is_success() {
-                    return Err(format!("note: statistics unavailable: {url} answered HTTP {status}"));
+                    return Err(format!(
+                        "note: statistics unavailable: {url} answered HTTP {status}"
+                    ));
                 }
-                let v: serde_json::Value = resp.json().await.map_err(|e| format!("note: statistics unreadable: {e}"))?;
-                StatsSnapshot::from_json(&v).map(Some).ok_or_else(|| "note: statistics unreadable: no model_stats".to_string())
+                let v: serde_json::Value = resp
+                    .json()
+                    .await
+                    .map_err(|e| format!("note: statistics unreadable: {e}"))?;
+                StatsSnapshot::from_json(&v)
+                    .map(Some)
+                    .ok_or_else(|| "note: statistics unreadable: no model_stats".to_string())
             }
-            StatsSource::Grpc(channel, md) => match grpc::model_statistics(channel.clone(), &self.model, md).await {
-                Ok(s) => Ok(Some(s)),
-                Err(s) if matches!(s.code(), tonic::Code::PermissionDenied | tonic::Code::Unauthenticated)
-                    || s.message().contains("restricted") =>
-                {
-                    Err(format!("note: {restricted}"))
+            StatsSource::Grpc(channel, md) => {
+                match grpc::model_statistics(channel.clone(), &self.model, md).await {
+                    Ok(s) => Ok(Some(s)),
+                    Err(s)
+                        if matches!(
+                            s.code(),
+                            tonic::Code::PermissionDenied | tonic::Code::Unauthenticated
+                        ) || s.message().contains("restricted") =>
+                    {
+                        Err(format!("note: {restricted}"))
+                    }
+                    Err(s) => Err(format!(
+                        "note: statistics unavailable: {:?}: {}",
+                        s.code(),
+                        s.message()
+                    )),
                 }
-                Err(s) => Err(format!("note: statistics unavailable: {:?}: {}", s.code(), s.message())),
-            },
+            }
         }
     }
 
@@ -403,12 +510,19 @@ impl ServerProbe {
             Some(url) => scrape(&self.http, url, &self.model).await.ok(),
             None => None,
         };
-        ProbeSnapshot { prom, stats: self.read_stats().await.ok().flatten() }
+        ProbeSnapshot {
+            prom,
+            stats: self.read_stats().await.ok().flatten(),
+        }
     }
 
     /// The server's view of a level: statistics when available (with the pending gauge from
     /// Prometheus), else Prometheus alone.
-    fn delta(before: &ProbeSnapshot, after: &ProbeSnapshot, max_pending: f64) -> Option<ServerDelta> {
+    fn delta(
+        before: &ProbeSnapshot,
+        after: &ProbeSnapshot,
+        max_pending: f64,
+    ) -> Option<ServerDelta> {
         match (&before.stats, &after.stats, &before.prom, &after.prom) {
             (Some(b), Some(a), _, _) => Some(ServerDelta::from_stats(b, a, max_pending)),
             (_, _, Some(b), Some(a)) => Some(ServerDelta::between(b, a, max_pending)),
@@ -417,7 +531,12 @@ impl ServerProbe {
     }
 
     /// Samples the pending-request gauge every 500 ms until told to stop; returns the maximum.
-    fn start_pending_sampler(&self) -> Option<(tokio::task::JoinHandle<f64>, tokio::sync::oneshot::Sender<()>)> {
+    fn start_pending_sampler(
+        &self,
+    ) -> Option<(
+        tokio::task::JoinHandle<f64>,
+        tokio::sync::oneshot::Sender<()>,
+    )> {
         let url = self.prom_url.clone()?;
         let (client, model) = (self.http.clone(), self.model.clone());
         let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();

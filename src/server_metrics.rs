@@ -48,7 +48,9 @@ pub fn parse_prometheus(text: &str, model: &str) -> Option<Snapshot> {
         }
         let (name, labels, rest) = match line.find('{') {
             Some(b) => {
-                let Some(e) = line[b..].find('}') else { continue };
+                let Some(e) = line[b..].find('}') else {
+                    continue;
+                };
                 (&line[..b], &line[b + 1..b + e], &line[b + e + 1..])
             }
             None => match line.split_once(char::is_whitespace) {
@@ -62,7 +64,11 @@ pub fn parse_prometheus(text: &str, model: &str) -> Option<Snapshot> {
         if label_value(labels, "model") != Some(model) {
             continue;
         }
-        let Some(value) = rest.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()) else {
+        let Some(value) = rest
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        else {
             continue;
         };
         let slot = match name {
@@ -149,11 +155,18 @@ impl ServerDelta {
     pub fn between(before: &Snapshot, after: &Snapshot, max_pending: f64) -> ServerDelta {
         let d = |a: f64, b: f64| (b - a).max(0.0);
         let requests = d(before.success, after.success);
-        let per = |total_us: f64| if requests > 0.0 { total_us / requests / 1000.0 } else { 0.0 };
+        let per = |total_us: f64| {
+            if requests > 0.0 {
+                total_us / requests / 1000.0
+            } else {
+                0.0
+            }
+        };
         let request_us = d(before.request_us, after.request_us);
         let queue_us = d(before.queue_us, after.queue_us);
         let avg_queue_ms = after.has_queue.then(|| per(queue_us));
-        let queue_share = (after.has_queue && request_us > 0.0).then(|| (queue_us / request_us).min(1.0));
+        let queue_share =
+            (after.has_queue && request_us > 0.0).then(|| (queue_us / request_us).min(1.0));
         ServerDelta {
             source: "prometheus",
             requests: requests as u64,
@@ -204,7 +217,10 @@ impl StatsSnapshot {
     /// From the gRPC `ModelStatisticsResponse.model_stats`.
     pub fn from_proto(stats: &[crate::proto::ModelStatistics]) -> StatsSnapshot {
         let d = |x: &Option<crate::proto::StatisticDuration>| {
-            x.as_ref().map_or(Duration::default(), |v| Duration { count: v.count, ns: v.ns })
+            x.as_ref().map_or(Duration::default(), |v| Duration {
+                count: v.count,
+                ns: v.ns,
+            })
         };
         let mut out = StatsSnapshot::default();
         for m in stats {
@@ -225,8 +241,12 @@ impl StatsSnapshot {
     /// From the HTTP `GET /v2/models/{m}/stats` JSON.
     pub fn from_json(v: &serde_json::Value) -> Option<StatsSnapshot> {
         let stats = v.get("model_stats")?.as_array()?;
-        let num = |x: Option<&serde_json::Value>| x.and_then(serde_json::Value::as_u64).unwrap_or(0);
-        let d = |i: &serde_json::Value, k: &str| Duration { count: num(i.get(k).and_then(|x| x.get("count"))), ns: num(i.get(k).and_then(|x| x.get("ns"))) };
+        let num =
+            |x: Option<&serde_json::Value>| x.and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let d = |i: &serde_json::Value, k: &str| Duration {
+            count: num(i.get(k).and_then(|x| x.get("count"))),
+            ns: num(i.get(k).and_then(|x| x.get("ns"))),
+        };
         let mut out = StatsSnapshot::default();
         for m in stats {
             out.inference_count += num(m.get("inference_count"));
@@ -251,19 +271,30 @@ impl Duration {
     }
 
     fn since(self, before: Duration) -> Duration {
-        Duration { count: self.count.saturating_sub(before.count), ns: self.ns.saturating_sub(before.ns) }
+        Duration {
+            count: self.count.saturating_sub(before.count),
+            ns: self.ns.saturating_sub(before.ns),
+        }
     }
 
     /// Average in ms per event (0 without events).
     fn avg_ms(self) -> f64 {
-        if self.count == 0 { 0.0 } else { self.ns as f64 / self.count as f64 / 1e6 }
+        if self.count == 0 {
+            0.0
+        } else {
+            self.ns as f64 / self.count as f64 / 1e6
+        }
     }
 }
 
 impl ServerDelta {
     /// Difference between two statistics snapshots, as perf_analyzer computes it: each phase's
     /// time over its own count.
-    pub fn from_stats(before: &StatsSnapshot, after: &StatsSnapshot, max_pending: f64) -> ServerDelta {
+    pub fn from_stats(
+        before: &StatsSnapshot,
+        after: &StatsSnapshot,
+        max_pending: f64,
+    ) -> ServerDelta {
         let success = after.success.since(before.success);
         let queue = after.queue.since(before.queue);
         let ci = after.compute_input.since(before.compute_input);
@@ -297,7 +328,10 @@ pub async fn scrape(client: &reqwest::Client, url: &str, model: &str) -> Result<
     if !resp.status().is_success() {
         return Err(format!("{url} answered HTTP {}", resp.status()));
     }
-    let text = resp.text().await.map_err(|e| format!("reading {url}: {e}"))?;
+    let text = resp
+        .text()
+        .await
+        .map_err(|e| format!("reading {url}: {e}"))?;
     parse_prometheus(&text, model).ok_or_else(|| {
         format!("{url} has no nv_inference_* counters for model '{model}' (is it a Triton metrics endpoint?)")
     })
@@ -339,7 +373,13 @@ nv_gpu_utilization{gpu_uuid="GPU-1"} 0.5
 
     #[test]
     fn delta_averages_per_request() {
-        let before = Snapshot { success: 20.0, request_us: 1_000_000.0, queue_us: 200_000.0, has_queue: true, ..Default::default() };
+        let before = Snapshot {
+            success: 20.0,
+            request_us: 1_000_000.0,
+            queue_us: 200_000.0,
+            has_queue: true,
+            ..Default::default()
+        };
         let after = parse_prometheus(TEXT, "gpt2").unwrap();
         let d = ServerDelta::between(&before, &after, 7.0);
         assert_eq!(d.requests, 100);
@@ -358,7 +398,17 @@ nv_gpu_utilization{gpu_uuid="GPU-1"} 0.5
                 "compute_infer": {"count": 30, "ns": 2_040_000_000u64}, "compute_output": {"count": 30, "ns": 30_000_000u64},
                 "cache_hit": {"count": 0, "ns": 0}, "cache_miss": {"count": 0, "ns": 0}}}]});
         let after = StatsSnapshot::from_json(&json).unwrap();
-        let before = StatsSnapshot { success: Duration { count: 10, ns: 1_000_000_000 }, queue: Duration { count: 10, ns: 100_000_000 }, ..Default::default() };
+        let before = StatsSnapshot {
+            success: Duration {
+                count: 10,
+                ns: 1_000_000_000,
+            },
+            queue: Duration {
+                count: 10,
+                ns: 100_000_000,
+            },
+            ..Default::default()
+        };
         let d = ServerDelta::from_stats(&before, &after, 2.0);
         assert_eq!(d.source, "statistics");
         assert_eq!(d.requests, 20);
@@ -371,7 +421,10 @@ nv_gpu_utilization{gpu_uuid="GPU-1"} 0.5
 
     #[test]
     fn label_parsing_handles_escapes_and_order() {
-        assert_eq!(label_value(r#"version="1",model="a\"b""#, "model"), Some(r#"a\"b"#));
+        assert_eq!(
+            label_value(r#"version="1",model="a\"b""#, "model"),
+            Some(r#"a\"b"#)
+        );
         assert_eq!(label_value(r#"model="m""#, "version"), None);
     }
 }

@@ -114,7 +114,9 @@ impl Metric {
             Metric::TimeToSecondToken => "Time To Second Token (ms)",
             Metric::RequestLatency => "Request Latency (ms)",
             Metric::InterTokenLatency => "Inter Token Latency (ms)",
-            Metric::OutputTokenThroughputPerUser => "Output Token Throughput Per User (tokens/sec/user)",
+            Metric::OutputTokenThroughputPerUser => {
+                "Output Token Throughput Per User (tokens/sec/user)"
+            }
             Metric::OutputSequenceLength => "Output Sequence Length (tokens)",
             Metric::InputSequenceLength => "Input Sequence Length (tokens)",
             Metric::TimeToFirstByte => "Time To First Byte (ms)",
@@ -158,13 +160,16 @@ impl Metric {
     /// Parses a snake_case key (also accepts GenAI-Perf's legacy names).
     pub fn from_key(key: &str) -> Option<Metric> {
         let key = key.trim();
-        Metric::ALL.into_iter().find(|m| m.key() == key).or(match key {
-            "ttft" => Some(Metric::TimeToFirstToken),
-            "ttst" => Some(Metric::TimeToSecondToken),
-            "itl" => Some(Metric::InterTokenLatency),
-            "e2e_latency" | "latency" => Some(Metric::RequestLatency),
-            _ => None,
-        })
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.key() == key)
+            .or(match key {
+                "ttft" => Some(Metric::TimeToFirstToken),
+                "ttst" => Some(Metric::TimeToSecondToken),
+                "itl" => Some(Metric::InterTokenLatency),
+                "e2e_latency" | "latency" => Some(Metric::RequestLatency),
+                _ => None,
+            })
     }
 
     fn index(self) -> usize {
@@ -251,9 +256,17 @@ impl Dist {
     /// An empty distribution. The histogram resizes itself to the largest value recorded, so its
     /// memory depends on the value range, never on the number of samples.
     pub fn new() -> Dist {
-        let mut hist = Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision");
+        let mut hist =
+            Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision");
         hist.auto(true);
-        Dist { hist, count: 0, sum: 0.0, sum_sq: 0.0, min: u64::MAX, max: 0 }
+        Dist {
+            hist,
+            count: 0,
+            sum: 0.0,
+            sum_sq: 0.0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 
     /// Records one sample (stored unit).
@@ -285,10 +298,24 @@ impl Dist {
     }
 
     /// Rebuilds a distribution from a histogram and its exact moments (artifact files, merges).
-    pub fn from_parts(hist: Histogram<u64>, count: u64, sum: f64, sum_sq: f64, min: u64, max: u64) -> Dist {
+    pub fn from_parts(
+        hist: Histogram<u64>,
+        count: u64,
+        sum: f64,
+        sum_sq: f64,
+        min: u64,
+        max: u64,
+    ) -> Dist {
         let mut hist = hist;
         hist.auto(true);
-        Dist { hist, count, sum, sum_sq, min, max }
+        Dist {
+            hist,
+            count,
+            sum,
+            sum_sq,
+            min,
+            max,
+        }
     }
 
     /// Adds another distribution (exact: HDR addition loses nothing at the recorded precision).
@@ -365,7 +392,9 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
         Metric::TimeToSecondToken => rec.ttst_ns(),
         Metric::RequestLatency => rec.latency_ns(),
         Metric::InterTokenLatency => rec.itl_ns(),
-        Metric::OutputTokenThroughputPerUser => rec.tokens_per_sec_per_user().map(|v| (v * 1e3).round() as u64),
+        Metric::OutputTokenThroughputPerUser => rec
+            .tokens_per_sec_per_user()
+            .map(|v| (v * 1e3).round() as u64),
         Metric::OutputSequenceLength => Some(u64::from(rec.osl)),
         Metric::InputSequenceLength => Some(u64::from(rec.isl)),
         Metric::TimeToFirstByte => rec.ttfb_ns(),
@@ -447,14 +476,20 @@ impl Aggregate {
             return;
         }
         if let Some(err) = &rec.error {
-            let entry = self.errors.entry(err.kind).or_insert_with(|| (0, err.message.to_string()));
+            let entry = self
+                .errors
+                .entry(err.kind)
+                .or_insert_with(|| (0, err.message.to_string()));
             entry.0 += 1;
             return;
         }
         self.ok += 1;
         self.sum_osl += u64::from(rec.osl);
         self.sum_isl += u64::from(rec.isl);
-        self.first_sent_ns = Some(self.first_sent_ns.map_or(rec.sent_ns, |t| t.min(rec.sent_ns)));
+        self.first_sent_ns = Some(
+            self.first_sent_ns
+                .map_or(rec.sent_ns, |t| t.min(rec.sent_ns)),
+        );
         if let Some(last) = rec.last_token_ns {
             self.last_response_ns = Some(self.last_response_ns.map_or(last, |t| t.max(last)));
         }
@@ -480,7 +515,10 @@ impl Aggregate {
 
     /// Accounts a failure that never became a request record (e.g. a worker that could not start).
     pub fn record_error(&mut self, kind: ErrorKind, message: &str) {
-        let entry = self.errors.entry(kind).or_insert_with(|| (0, message.to_string()));
+        let entry = self
+            .errors
+            .entry(kind)
+            .or_insert_with(|| (0, message.to_string()));
         entry.0 += 1;
     }
 
@@ -538,7 +576,9 @@ impl Aggregate {
 
     /// The distributions with their metrics (for serialising histograms).
     pub fn dists(&self) -> impl Iterator<Item = (Metric, &Dist)> {
-        Metric::ALL.iter().map(move |&m| (m, &self.dists[m.index()]))
+        Metric::ALL
+            .iter()
+            .map(move |&m| (m, &self.dists[m.index()]))
     }
 
     /// Replaces one metric's distribution (rebuilding from files).
@@ -692,7 +732,11 @@ mod tests {
         let (mut a, mut b, mut all) = (Dist::new(), Dist::new(), Dist::new());
         for v in 0..1000u64 {
             let x = v * 7919 % 100_000 + 1;
-            if v % 2 == 0 { a.record(x) } else { b.record(x) }
+            if v % 2 == 0 {
+                a.record(x)
+            } else {
+                b.record(x)
+            }
             all.record(x);
         }
         a.merge(&b);
@@ -702,7 +746,10 @@ mod tests {
     /// Table: (ttft ms, latency ms, osl) per request → expected aggregate numbers.
     #[test]
     fn aggregate_throughput_itl_and_goodput() {
-        let objectives = [Objective { metric: Metric::TimeToFirstToken, bound: 50.0 }];
+        let objectives = [Objective {
+            metric: Metric::TimeToFirstToken,
+            bound: 50.0,
+        }];
         let mut agg = Aggregate::new();
         for (ttft, lat, osl) in [(10, 110, 11), (40, 240, 21), (60, 160, 11), (20, 1000, 1)] {
             agg.record(&rec(ttft, lat, osl), &[], &objectives);
@@ -736,9 +783,18 @@ mod tests {
     #[test]
     fn objective_direction() {
         let r = rec(100, 200, 11); // ITL 10 ms → 100 tokens/s/user
-        let itl = Objective { metric: Metric::InterTokenLatency, bound: 20.0 };
-        let slow = Objective { metric: Metric::InterTokenLatency, bound: 5.0 };
-        let tput = Objective { metric: Metric::OutputTokenThroughputPerUser, bound: 50.0 };
+        let itl = Objective {
+            metric: Metric::InterTokenLatency,
+            bound: 20.0,
+        };
+        let slow = Objective {
+            metric: Metric::InterTokenLatency,
+            bound: 5.0,
+        };
+        let tput = Objective {
+            metric: Metric::OutputTokenThroughputPerUser,
+            bound: 50.0,
+        };
         assert!(itl.met_by(&r));
         assert!(!slow.met_by(&r));
         assert!(tput.met_by(&r));

@@ -55,10 +55,7 @@ fn check_level(outcome: &ttftbench::run::Outcome, requests: u64, osl: u32) {
     .unwrap();
     assert_eq!(json["request_count"]["avg"], requests);
     assert_eq!(json["output_sequence_length"]["avg"], f64::from(osl));
-    assert_eq!(
-        json["input_config"]["target"]["model"],
-        json["input_config"]["target"]["model"]
-    );
+    assert_eq!(json["input_config"]["target"]["streaming"], true);
 }
 
 fn base(endpoint: &[&str], url: String, dir: &std::path::Path) -> Vec<String> {

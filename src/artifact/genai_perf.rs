@@ -32,7 +32,11 @@ use crate::stats::{LevelSummary, Metric, Stats};
 pub const CSV_DIST_HEADER: &str = "Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,unit";
 
 fn num(v: f64) -> String {
-    if v.is_finite() { format!("{v:.2}") } else { "N/A".to_string() }
+    if v.is_finite() {
+        format!("{v:.2}")
+    } else {
+        "N/A".to_string()
+    }
 }
 
 /// The CSV file's text.
@@ -42,7 +46,8 @@ pub fn csv(s: &LevelSummary) -> String {
     out.push('\n');
     for (m, st) in s.shown_metrics() {
         let cells = [
-            st.avg, st.min, st.max, st.p99, st.p95, st.p90, st.p75, st.p50, st.p25, st.p10, st.p5, st.p1, st.std,
+            st.avg, st.min, st.max, st.p99, st.p95, st.p90, st.p75, st.p50, st.p25, st.p10, st.p5,
+            st.p1, st.std,
         ];
         out.push_str(m.key());
         for c in cells {
@@ -65,14 +70,30 @@ pub fn csv(s: &LevelSummary) -> String {
 fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
     let st = &s.stats;
     let mut rows = vec![
-        ("output_token_throughput".to_string(), num(st.output_token_throughput), "tokens/sec"),
-        ("total_token_throughput".to_string(), num(st.total_token_throughput), "tokens/sec"),
-        ("request_throughput".to_string(), num(st.request_throughput), "requests/sec"),
+        (
+            "output_token_throughput".to_string(),
+            num(st.output_token_throughput),
+            "tokens/sec",
+        ),
+        (
+            "total_token_throughput".to_string(),
+            num(st.total_token_throughput),
+            "tokens/sec",
+        ),
+        (
+            "request_throughput".to_string(),
+            num(st.request_throughput),
+            "requests/sec",
+        ),
     ];
     if let Some(g) = st.request_goodput {
         rows.push(("request_goodput".into(), num(g), "requests/sec"));
     }
-    rows.push(("request_count".into(), st.request_count.to_string(), "count"));
+    rows.push((
+        "request_count".into(),
+        st.request_count.to_string(),
+        "count",
+    ));
     rows.push(("error_count".into(), st.error_count.to_string(), "count"));
     rows.push(("benchmark_duration".into(), num(st.duration_s), "sec"));
     if let Some(d) = &s.server {
@@ -83,20 +104,48 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
 
 fn server_rows(d: &ServerDelta) -> Vec<(String, String, &'static str)> {
     let mut rows = vec![
-        ("server_request_count".to_string(), d.requests.to_string(), "count"),
-        ("server_failure_count".to_string(), d.failures.to_string(), "count"),
-        ("server_request_time_avg".to_string(), num(d.avg_request_ms), "ms"),
+        (
+            "server_request_count".to_string(),
+            d.requests.to_string(),
+            "count",
+        ),
+        (
+            "server_failure_count".to_string(),
+            d.failures.to_string(),
+            "count",
+        ),
+        (
+            "server_request_time_avg".to_string(),
+            num(d.avg_request_ms),
+            "ms",
+        ),
     ];
     if let Some(q) = d.avg_queue_ms {
         rows.push(("server_queue_time_avg".into(), num(q), "ms"));
     }
-    rows.push(("server_compute_input_time_avg".into(), num(d.avg_compute_input_ms), "ms"));
-    rows.push(("server_compute_infer_time_avg".into(), num(d.avg_compute_infer_ms), "ms"));
-    rows.push(("server_compute_output_time_avg".into(), num(d.avg_compute_output_ms), "ms"));
+    rows.push((
+        "server_compute_input_time_avg".into(),
+        num(d.avg_compute_input_ms),
+        "ms",
+    ));
+    rows.push((
+        "server_compute_infer_time_avg".into(),
+        num(d.avg_compute_infer_ms),
+        "ms",
+    ));
+    rows.push((
+        "server_compute_output_time_avg".into(),
+        num(d.avg_compute_output_ms),
+        "ms",
+    ));
     if let Some(q) = d.queue_share {
         rows.push(("server_queue_share".into(), num(q * 100.0), "percent"));
     }
-    rows.push(("server_max_pending_requests".into(), num(d.max_pending), "count"));
+    rows.push((
+        "server_max_pending_requests".into(),
+        num(d.max_pending),
+        "count",
+    ));
     rows
 }
 
@@ -116,35 +165,67 @@ fn stats_json(unit: &str, st: &Stats) -> Value {
 pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     let st = &s.stats;
     let mut m = Map::new();
-    m.insert("request_throughput".into(), json!({"unit": "requests/sec", "avg": st.request_throughput}));
+    m.insert(
+        "request_throughput".into(),
+        json!({"unit": "requests/sec", "avg": st.request_throughput}),
+    );
     let shown: Vec<(Metric, &Stats)> = s.shown_metrics().collect();
     let dist = |m: &mut Map<String, Value>, metric: Metric| {
         if let Some((_, stats)) = shown.iter().find(|(k, _)| *k == metric) {
-            m.insert(metric.key().into(), stats_json(metric.unit().label(), stats));
+            m.insert(
+                metric.key().into(),
+                stats_json(metric.unit().label(), stats),
+            );
         }
     };
     dist(&mut m, Metric::RequestLatency);
-    m.insert("request_count".into(), json!({"unit": "count", "avg": st.request_count}));
+    m.insert(
+        "request_count".into(),
+        json!({"unit": "count", "avg": st.request_count}),
+    );
     if let Some(g) = st.request_goodput {
-        m.insert("request_goodput".into(), json!({"unit": "requests/sec", "avg": g}));
+        m.insert(
+            "request_goodput".into(),
+            json!({"unit": "requests/sec", "avg": g}),
+        );
     }
     dist(&mut m, Metric::TimeToFirstToken);
     dist(&mut m, Metric::TimeToSecondToken);
     dist(&mut m, Metric::InterTokenLatency);
-    m.insert("output_token_throughput".into(), json!({"unit": "tokens/sec", "avg": st.output_token_throughput}));
+    m.insert(
+        "output_token_throughput".into(),
+        json!({"unit": "tokens/sec", "avg": st.output_token_throughput}),
+    );
     dist(&mut m, Metric::OutputTokenThroughputPerUser);
     dist(&mut m, Metric::OutputSequenceLength);
     dist(&mut m, Metric::InputSequenceLength);
-    m.insert("total_token_throughput".into(), json!({"unit": "tokens/sec", "avg": st.total_token_throughput}));
+    m.insert(
+        "total_token_throughput".into(),
+        json!({"unit": "tokens/sec", "avg": st.total_token_throughput}),
+    );
     for (metric, _) in &shown {
         if !m.contains_key(metric.key()) {
             dist(&mut m, *metric);
         }
     }
-    m.insert("error_count".into(), json!({"unit": "count", "avg": st.error_count}));
-    m.insert("errors".into(), serde_json::to_value(&st.errors).unwrap_or(Value::Null));
-    m.insert("benchmark_duration".into(), json!({"unit": "sec", "avg": st.duration_s}));
-    m.insert("server_metrics".into(), s.server.as_ref().map_or(Value::Null, |d| serde_json::to_value(d).unwrap_or(Value::Null)));
+    m.insert(
+        "error_count".into(),
+        json!({"unit": "count", "avg": st.error_count}),
+    );
+    m.insert(
+        "errors".into(),
+        serde_json::to_value(&st.errors).unwrap_or(Value::Null),
+    );
+    m.insert(
+        "benchmark_duration".into(),
+        json!({"unit": "sec", "avg": st.duration_s}),
+    );
+    m.insert(
+        "server_metrics".into(),
+        s.server.as_ref().map_or(Value::Null, |d| {
+            serde_json::to_value(d).unwrap_or(Value::Null)
+        }),
+    );
     m.insert(
         "validity".into(),
         json!({
@@ -201,7 +282,12 @@ mod tests {
                 ],
                 request_count: 10,
                 error_count: 1,
-                errors: vec![ErrorCount { kind: "http_503".into(), count: 1, example: "busy".into(), hint: None }],
+                errors: vec![ErrorCount {
+                    kind: "http_503".into(),
+                    count: 1,
+                    example: "busy".into(),
+                    hint: None,
+                }],
                 warmup_count: 0,
                 duration_s: 2.5,
                 output_token_throughput: 400.0,
@@ -285,9 +371,16 @@ server_max_pending_requests,3.00,count
     fn seed_snippets_find_the_ttft_row() {
         let text = csv(&summary(true, None));
         // column -s, -t file | grep -i first_token
-        assert_eq!(text.lines().filter(|l| l.to_lowercase().contains("first_token")).count(), 1);
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.to_lowercase().contains("first_token"))
+                .count(),
+            1
+        );
         // csv.DictReader: rows keyed by the first header line; 'time_to_first_token' in r['Metric']
-        let mut rdr = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
+        let mut rdr = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(text.as_bytes());
         let headers = rdr.headers().unwrap().clone();
         let metric = headers.iter().position(|h| h == "Metric").unwrap();
         let avg = headers.iter().position(|h| h == "avg").unwrap();
@@ -295,7 +388,10 @@ server_max_pending_requests,3.00,count
         let rows: Vec<_> = rdr
             .records()
             .map(|r| r.unwrap())
-            .filter(|r| r.get(metric).is_some_and(|m| m.contains("time_to_first_token")))
+            .filter(|r| {
+                r.get(metric)
+                    .is_some_and(|m| m.contains("time_to_first_token"))
+            })
             .collect();
         assert_eq!(rows.len(), 1);
         assert_eq!(&rows[0][avg], "45.00");
@@ -333,10 +429,18 @@ server_max_pending_requests,3.00,count
         assert_eq!(ttft["avg"], 45.0);
         assert_eq!(ttft["p99"], 53.0);
         assert_eq!(ttft["p99.9"], 54.0);
-        let ttft_keys: Vec<&str> = ttft.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        let ttft_keys: Vec<&str> = ttft
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
         assert_eq!(
             ttft_keys,
-            ["unit", "avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "p99.9", "count"]
+            [
+                "unit", "avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min",
+                "max", "std", "p99.9", "count"
+            ]
         );
         assert_eq!(v["request_count"], json!({"unit": "count", "avg": 10}));
         assert_eq!(v["server_metrics"], Value::Null);

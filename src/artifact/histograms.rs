@@ -31,7 +31,10 @@ pub fn encode(agg: &Aggregate) -> Value {
             continue;
         }
         let mut buf = Vec::new();
-        if V2DeflateSerializer::new().serialize(d.histogram(), &mut buf).is_err() {
+        if V2DeflateSerializer::new()
+            .serialize(d.histogram(), &mut buf)
+            .is_err()
+        {
             continue;
         }
         let (count, sum, sum_sq, min, max) = d.moments();
@@ -54,15 +57,30 @@ pub fn encode(agg: &Aggregate) -> Value {
 /// Decodes the distributions of a `histograms.json` document into `agg` (metrics it does not
 /// know are skipped). Returns how many were read.
 pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, String> {
-    let metrics = doc.get("metrics").and_then(Value::as_object).ok_or("histograms.json: no \"metrics\" object")?;
+    let metrics = doc
+        .get("metrics")
+        .and_then(Value::as_object)
+        .ok_or("histograms.json: no \"metrics\" object")?;
     let mut n = 0;
     for (key, v) in metrics {
-        let Some(m) = Metric::from_key(key) else { continue };
-        let b64 = v.get("hdr").and_then(Value::as_str).ok_or_else(|| format!("{key}: no \"hdr\""))?;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| format!("{key}: {e}"))?;
-        let hist: hdrhistogram::Histogram<u64> =
-            Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(|e| format!("{key}: {e:?}"))?;
-        let num = |f: &str| v.get(f).and_then(Value::as_f64).ok_or_else(|| format!("{key}: no \"{f}\""));
+        let Some(m) = Metric::from_key(key) else {
+            continue;
+        };
+        let b64 = v
+            .get("hdr")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{key}: no \"hdr\""))?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| format!("{key}: {e}"))?;
+        let hist: hdrhistogram::Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("{key}: {e:?}"))?;
+        let num = |f: &str| {
+            v.get(f)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| format!("{key}: no \"{f}\""))
+        };
         let d = Dist::from_parts(
             hist,
             num("count")? as u64,
@@ -112,8 +130,18 @@ mod tests {
         let mut back = Aggregate::new();
         let n = decode_into(&serde_json::from_str(&text).unwrap(), &mut back).unwrap();
         assert!(n >= 8);
-        for m in [Metric::TimeToFirstToken, Metric::InterTokenLatency, Metric::InterChunkLatency, Metric::OutputSequenceLength] {
-            assert_eq!(agg.dist(m).stats(1.0), back.dist(m).stats(1.0), "{}", m.key());
+        for m in [
+            Metric::TimeToFirstToken,
+            Metric::InterTokenLatency,
+            Metric::InterChunkLatency,
+            Metric::OutputSequenceLength,
+        ] {
+            assert_eq!(
+                agg.dist(m).stats(1.0),
+                back.dist(m).stats(1.0),
+                "{}",
+                m.key()
+            );
         }
     }
 }

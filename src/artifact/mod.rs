@@ -3,6 +3,8 @@
 //!
 //! Per level: `profile_export_genai_perf.csv`, `profile_export_genai_perf.json`,
 //! `requests.jsonl` (streamed during the run) and `histograms.json` (serialized HDR histograms).
+//! Per sweep: `summary.csv` (one row per level) and `summary.json` (the same levels with their
+//! directories, the server-side verdict and the plan).
 
 pub mod genai_perf;
 pub mod histograms;
@@ -21,8 +23,10 @@ pub const JSON_FILE: &str = "profile_export_genai_perf.json";
 pub const RECORDS_FILE: &str = "requests.jsonl";
 /// Serialized histograms.
 pub const HISTOGRAMS_FILE: &str = "histograms.json";
-/// Sweep summary.
+/// Sweep summary table.
 pub const SUMMARY_FILE: &str = "summary.csv";
+/// Sweep summary with the verdict, machine-readable.
+pub const SUMMARY_JSON_FILE: &str = "summary.json";
 
 /// Placeholders `--artifact-dir` may contain; the level ones give each level its own directory.
 const LEVEL_PLACEHOLDERS: [&str; 3] = ["{concurrency}", "{rate}", "{level}"];
@@ -40,11 +44,23 @@ impl Layout {
     /// Layout for `plan`, with `timestamp` substituted for `{timestamp}`.
     pub fn new(plan: &RunPlan, timestamp: String) -> Layout {
         let t = &plan.target;
-        let base_name = format!("{}-{}-{}", t.model.replace('/', "_"), t.api.service_kind(), t.dir_tag());
+        let base_name = format!(
+            "{}-{}-{}",
+            t.model.replace('/', "_"),
+            t.api.service_kind(),
+            t.dir_tag()
+        );
         let template = plan.artifact_dir.as_ref().map(|p| {
-            p.to_string_lossy().replace("{timestamp}", &timestamp).replace("{model}", &t.model.replace('/', "_"))
+            p.to_string_lossy()
+                .replace("{timestamp}", &timestamp)
+                .replace("{model}", &t.model.replace('/', "_"))
         });
-        Layout { template, base_name, levels: plan.levels.len(), timestamp }
+        Layout {
+            template,
+            base_name,
+            levels: plan.levels.len(),
+            timestamp,
+        }
     }
 
     /// The `{timestamp}` value used.
@@ -53,7 +69,9 @@ impl Layout {
     }
 
     fn has_level_placeholder(&self) -> bool {
-        self.template.as_deref().is_some_and(|t| LEVEL_PLACEHOLDERS.iter().any(|p| t.contains(p)))
+        self.template
+            .as_deref()
+            .is_some_and(|t| LEVEL_PLACEHOLDERS.iter().any(|p| t.contains(p)))
     }
 
     /// GenAI-Perf's directory name for a level (`gpt2-triton-tensorrtllm-concurrency8`).
@@ -84,7 +102,11 @@ impl Layout {
                     }
                     dir.push(comp);
                 }
-                if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir }
+                if dir.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    dir
+                }
             }
             Some(t) => PathBuf::from(t),
             None => PathBuf::from("artifacts"),
@@ -96,7 +118,9 @@ fn expand_level(t: &str, s: &Stimulus) -> String {
     let value = match s {
         Stimulus::Concurrency(n) => n.to_string(),
     };
-    t.replace("{concurrency}", &value).replace("{rate}", &value).replace("{level}", &s.name())
+    t.replace("{concurrency}", &value)
+        .replace("{rate}", &value)
+        .replace("{level}", &s.name())
 }
 
 /// Local time as `YYYYMMDD_HHMMSS` (the seeds' `date +%Y%m%d_%H%M` with seconds).
@@ -131,7 +155,9 @@ mod tests {
         let mut argv = vec!["ttftbench", "profile", "-m", "org/model"];
         argv.extend_from_slice(args);
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
-        let crate::cli::Command::Profile(p) = cli.command else { panic!("expected profile") };
+        let crate::cli::Command::Profile(p) = cli.command else {
+            panic!("expected profile")
+        };
         let plan = RunPlan::from_profile(&p, &[]).unwrap();
         Layout::new(&plan, "20261129_1200".into())
     }
@@ -139,29 +165,49 @@ mod tests {
     #[test]
     fn default_names_follow_genai_perf() {
         let l = layout(&["--concurrency", "8"]);
-        assert_eq!(l.level_dir(&Stimulus::Concurrency(8)), PathBuf::from("artifacts/org_model-triton-tensorrtllm-concurrency8"));
+        assert_eq!(
+            l.level_dir(&Stimulus::Concurrency(8)),
+            PathBuf::from("artifacts/org_model-triton-tensorrtllm-concurrency8")
+        );
         let l = layout(&["--endpoint-type", "chat", "--concurrency", "1,2"]);
-        assert_eq!(l.level_dir(&Stimulus::Concurrency(2)), PathBuf::from("artifacts/org_model-openai-chat-concurrency2"));
+        assert_eq!(
+            l.level_dir(&Stimulus::Concurrency(2)),
+            PathBuf::from("artifacts/org_model-openai-chat-concurrency2")
+        );
         assert_eq!(l.sweep_dir(), PathBuf::from("artifacts"));
     }
 
     #[test]
     fn explicit_dir_single_level_holds_files_directly() {
         let l = layout(&["--artifact-dir", "./ttft_c1"]);
-        assert_eq!(l.level_dir(&Stimulus::Concurrency(1)), PathBuf::from("./ttft_c1"));
+        assert_eq!(
+            l.level_dir(&Stimulus::Concurrency(1)),
+            PathBuf::from("./ttft_c1")
+        );
     }
 
     #[test]
     fn explicit_dir_sweep_gets_subdirectories() {
         let l = layout(&["--artifact-dir", "out", "--concurrency", "1:4"]);
-        assert_eq!(l.level_dir(&Stimulus::Concurrency(4)), PathBuf::from("out/org_model-triton-tensorrtllm-concurrency4"));
+        assert_eq!(
+            l.level_dir(&Stimulus::Concurrency(4)),
+            PathBuf::from("out/org_model-triton-tensorrtllm-concurrency4")
+        );
         assert_eq!(l.sweep_dir(), PathBuf::from("out"));
     }
 
     #[test]
     fn placeholders() {
-        let l = layout(&["--artifact-dir", "./bench/{timestamp}/c{concurrency}", "--concurrency", "1,8,32"]);
-        assert_eq!(l.level_dir(&Stimulus::Concurrency(8)), PathBuf::from("./bench/20261129_1200/c8"));
+        let l = layout(&[
+            "--artifact-dir",
+            "./bench/{timestamp}/c{concurrency}",
+            "--concurrency",
+            "1,8,32",
+        ]);
+        assert_eq!(
+            l.level_dir(&Stimulus::Concurrency(8)),
+            PathBuf::from("./bench/20261129_1200/c8")
+        );
         assert_eq!(l.sweep_dir(), PathBuf::from("./bench/20261129_1200"));
     }
 

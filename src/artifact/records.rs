@@ -53,7 +53,12 @@ struct Row<'a> {
 }
 
 /// Writes one JSON line for `rec`.
-pub fn write_row(out: &mut impl Write, level: &str, clock: &Clock, rec: &RequestRecord) -> std::io::Result<()> {
+pub fn write_row(
+    out: &mut impl Write,
+    level: &str,
+    clock: &Clock,
+    rec: &RequestRecord,
+) -> std::io::Result<()> {
     let abs = |t: u64| clock.unix_ns(t);
     let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
     let kind = rec.error.as_ref().map(|e| e.kind.key());
@@ -127,10 +132,16 @@ mod tests {
         assert_eq!(String::from_utf8(out).unwrap(), expected);
 
         let mut failed = rec.clone();
-        failed.error = Some(RequestError::new(ErrorKind::HttpStatus(503), "HTTP 503: busy"));
+        failed.error = Some(RequestError::new(
+            ErrorKind::HttpStatus(503),
+            "HTTP 503: busy",
+        ));
         let mut out = Vec::new();
         write_row(&mut out, "concurrency1", &clock, &failed).unwrap();
         let s = String::from_utf8(out).unwrap();
-        assert!(s.ends_with("\"error\":\"http_503\",\"error_message\":\"HTTP 503: busy\"}\n"), "{s}");
+        assert!(
+            s.ends_with("\"error\":\"http_503\",\"error_message\":\"HTTP 503: busy\"}\n"),
+            "{s}"
+        );
     }
 }

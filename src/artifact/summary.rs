@@ -12,7 +12,9 @@ use crate::stats::{LevelSummary, Metric};
 pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count";
 
 fn cell(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite()).map(|x| format!("{x:.2}")).unwrap_or_default()
+    v.filter(|x| x.is_finite())
+        .map(|x| format!("{x:.2}"))
+        .unwrap_or_default()
 }
 
 /// The file's text.
@@ -21,7 +23,10 @@ pub fn csv(levels: &[LevelSummary]) -> String {
     out.push('\n');
     for l in levels {
         let get = |m: Metric, f: fn(&crate::stats::Stats) -> f64| {
-            l.stats.get(m).filter(|_| l.streaming || !m.streaming_only()).map(f)
+            l.stats
+                .get(m)
+                .filter(|_| l.streaming || !m.streaming_only())
+                .map(f)
         };
         let server = l.server.as_ref();
         let row = [
@@ -49,8 +54,51 @@ pub fn csv(levels: &[LevelSummary]) -> String {
     out
 }
 
+/// `summary.json`: `{"levels": [{"name", "stimulus", "value", "dir", "interrupted", ...stats}],
+/// "verdict": {steps, queue_dominated, lines}, "input_config": {...}}`; each level carries the
+/// same numbers as its row of `summary.csv` plus the full server view.
+pub fn json(
+    levels: &[LevelSummary],
+    dirs: &[std::path::PathBuf],
+    verdict: &crate::report::verdict::Verdict,
+    input_config: &serde_json::Value,
+) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = levels
+        .iter()
+        .zip(dirs)
+        .map(|(l, d)| {
+            let stat = |m: Metric| {
+                l.stats
+                    .get(m)
+                    .filter(|_| l.streaming || !m.streaming_only())
+            };
+            serde_json::json!({
+                "name": l.stimulus.name(),
+                "stimulus": l.stimulus.kind(),
+                "value": l.stimulus.value(),
+                "dir": d.display().to_string(),
+                "interrupted": l.interrupted,
+                "time_to_first_token": stat(Metric::TimeToFirstToken),
+                "inter_token_latency": stat(Metric::InterTokenLatency),
+                "request_latency": stat(Metric::RequestLatency),
+                "output_token_throughput": l.stats.output_token_throughput,
+                "request_throughput": l.stats.request_throughput,
+                "request_goodput": l.stats.request_goodput,
+                "request_count": l.stats.request_count,
+                "error_count": l.stats.error_count,
+                "server_metrics": l.server,
+            })
+        })
+        .collect();
+    serde_json::json!({"levels": rows, "verdict": verdict, "input_config": input_config})
+}
+
 fn format_value(v: f64) -> String {
-    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") }
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
 }
 
 #[cfg(test)]
@@ -61,7 +109,13 @@ mod tests {
     use crate::stats::{LevelStats, Stats};
 
     fn level(c: u32, ttft: f64, server: Option<ServerDelta>) -> LevelSummary {
-        let s = |avg: f64| Stats { count: 1, avg, p50: avg, p99: avg * 2.0, ..Stats::default() };
+        let s = |avg: f64| Stats {
+            count: 1,
+            avg,
+            p50: avg,
+            p99: avg * 2.0,
+            ..Stats::default()
+        };
         LevelSummary {
             stimulus: Stimulus::Concurrency(c),
             stats: LevelStats {

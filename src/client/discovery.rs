@@ -27,7 +27,11 @@ impl std::fmt::Display for PreflightError {
 impl std::error::Error for PreflightError {}
 
 fn unavailable(target: &Target, url: &str, e: &reqwest::Error) -> PreflightError {
-    let mut msg = format!("cannot reach the server at {}: {}", target.base_url, error_chain(e));
+    let mut msg = format!(
+        "cannot reach the server at {}: {}",
+        target.base_url,
+        error_chain(e)
+    );
     if e.is_connect() {
         msg.push_str(&format!(
             "\n  check that the server is running and listening on that address (-u {}); if it runs in a container or on another host, use an address reachable from here and start it with --http-address 0.0.0.0 / --grpc-address 0.0.0.0",
@@ -46,9 +50,16 @@ fn auth_error(status: reqwest::StatusCode, body: &str) -> PreflightError {
 }
 
 /// Model names an OpenAI-compatible server lists at `/v1/models`.
-pub async fn openai_models(client: &reqwest::Client, target: &Target) -> Result<Option<Vec<String>>, PreflightError> {
+pub async fn openai_models(
+    client: &reqwest::Client,
+    target: &Target,
+) -> Result<Option<Vec<String>>, PreflightError> {
     let url = format!("{}/v1/models", target.base_url);
-    let resp = client.get(&url).send().await.map_err(|e| unavailable(target, &url, &e))?;
+    let resp = client
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| unavailable(target, &url, &e))?;
     let status = resp.status();
     if status == 401 || status == 403 {
         return Err(auth_error(status, &resp.text().await.unwrap_or_default()));
@@ -62,7 +73,9 @@ pub async fn openai_models(client: &reqwest::Client, target: &Target) -> Result<
         Err(_) => return Ok(None),
     };
     let names = v.get("data").and_then(Value::as_array).map(|a| {
-        a.iter().filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string)).collect::<Vec<_>>()
+        a.iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
+            .collect::<Vec<_>>()
     });
     Ok(names)
 }
@@ -70,13 +83,21 @@ pub async fn openai_models(client: &reqwest::Client, target: &Target) -> Result<
 /// Model names a Triton server reports through its repository index (HTTP).
 pub async fn triton_models_http(client: &reqwest::Client, base_url: &str) -> Option<Vec<String>> {
     let url = format!("{base_url}/v2/repository/index");
-    let resp = client.post(&url).json(&serde_json::json!({})).send().await.ok()?;
+    let resp = client
+        .post(&url)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .ok()?;
     if !resp.status().is_success() {
         return None;
     }
     let v: Value = resp.json().await.ok()?;
-    let mut names: Vec<String> =
-        v.as_array()?.iter().filter_map(|m| m.get("name").and_then(Value::as_str).map(str::to_string)).collect();
+    let mut names: Vec<String> = v
+        .as_array()?
+        .iter()
+        .filter_map(|m| m.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
     names.sort();
     names.dedup();
     Some(names)
@@ -110,7 +131,11 @@ pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(),
         }
         Api::Generate | Api::Kserve => {
             let url = format!("{}/v2/models/{}", target.base_url, target.model);
-            let resp = client.get(&url).send().await.map_err(|e| unavailable(target, &url, &e))?;
+            let resp = client
+                .get(&url)
+                .send()
+                .await
+                .map_err(|e| unavailable(target, &url, &e))?;
             let status = resp.status();
             if status == 401 || status == 403 {
                 return Err(auth_error(status, &resp.text().await.unwrap_or_default()));

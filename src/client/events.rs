@@ -14,8 +14,8 @@
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// What one event contributed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -35,7 +35,12 @@ pub fn parse_event(data: &[u8], text: &mut String) -> Result<EventInfo, serde_js
     let before = text.len();
     let mut info = EventInfo::default();
     let mut de = serde_json::Deserializer::from_slice(data);
-    let result = EventSeed { text, info: &mut info }.deserialize(&mut de).and_then(|()| de.end());
+    let result = EventSeed {
+        text,
+        info: &mut info,
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end());
     if let Err(e) = result {
         text.truncate(before);
         return Err(e);
@@ -107,9 +112,11 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 TopKey::TextOutput => map.next_value_seed(TextSeed { text: self.text })?,
                 TopKey::Usage => {
                     if let Some(u) = map.next_value::<Option<Usage>>()? {
-                        self.info.prompt_tokens = u.prompt_tokens.map(|v| v.min(u64::from(u32::MAX)) as u32);
-                        self.info.completion_tokens =
-                            u.completion_tokens.map(|v| v.min(u64::from(u32::MAX)) as u32);
+                        self.info.prompt_tokens =
+                            u.prompt_tokens.map(|v| v.min(u64::from(u32::MAX)) as u32);
+                        self.info.completion_tokens = u
+                            .completion_tokens
+                            .map(|v| v.min(u64::from(u32::MAX)) as u32);
                     }
                 }
                 TopKey::Error => {
@@ -118,7 +125,9 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                         serde_json::Value::Null => None,
                         serde_json::Value::String(s) => Some(s.clone()),
                         serde_json::Value::Object(o) => Some(
-                            o.get("message").and_then(|m| m.as_str()).map_or_else(|| v.to_string(), str::to_string),
+                            o.get("message")
+                                .and_then(|m| m.as_str())
+                                .map_or_else(|| v.to_string(), str::to_string),
                         ),
                         other => Some(other.to_string()),
                     };
@@ -156,7 +165,10 @@ impl<'de> Visitor<'de> for ChoicesSeed<'_> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        if seq.next_element_seed(ChoiceSeed { text: self.text })?.is_some() {
+        if seq
+            .next_element_seed(ChoiceSeed { text: self.text })?
+            .is_some()
+        {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
         }
         Ok(())
@@ -182,7 +194,9 @@ impl<'de> Visitor<'de> for ChoiceSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<ChoiceKey>()? {
             match key {
-                ChoiceKey::Delta | ChoiceKey::Message => map.next_value_seed(DeltaSeed { text: self.text })?,
+                ChoiceKey::Delta | ChoiceKey::Message => {
+                    map.next_value_seed(DeltaSeed { text: self.text })?
+                }
                 ChoiceKey::Text => map.next_value_seed(TextSeed { text: self.text })?,
                 ChoiceKey::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -256,7 +270,12 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(TextSeed { text: &mut *self.text })?.is_some() {}
+        while seq
+            .next_element_seed(TextSeed {
+                text: &mut *self.text,
+            })?
+            .is_some()
+        {}
         Ok(())
     }
 }
@@ -273,41 +292,54 @@ mod tests {
 
     #[test]
     fn chat_role_only_chunk_has_no_content() {
-        let (i, t) = parse(r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#);
+        let (i, t) = parse(
+            r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        );
         assert_eq!(i.content_bytes, 0);
         assert_eq!(t, "");
     }
 
     #[test]
     fn chat_content_and_escapes() {
-        let (i, t) = parse(r#"{"choices":[{"index":0,"delta":{"content":" he said \"hi\"\n\u00e9"}}]}"#);
+        let (i, t) =
+            parse(r#"{"choices":[{"index":0,"delta":{"content":" he said \"hi\"\n\u00e9"}}]}"#);
         assert_eq!(t, " he said \"hi\"\né");
         assert_eq!(i.content_bytes, t.len());
     }
 
     #[test]
     fn reasoning_counts_as_output() {
-        let (_, t) = parse(r#"{"choices":[{"delta":{"reasoning_content":"think","content":null}}]}"#);
+        let (_, t) =
+            parse(r#"{"choices":[{"delta":{"reasoning_content":"think","content":null}}]}"#);
         assert_eq!(t, "think");
     }
 
     #[test]
     fn usage_only_chunk() {
-        let (i, t) = parse(r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}"#);
-        assert_eq!((i.content_bytes, i.prompt_tokens, i.completion_tokens), (0, Some(12), Some(34)));
+        let (i, t) = parse(
+            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}"#,
+        );
+        assert_eq!(
+            (i.content_bytes, i.prompt_tokens, i.completion_tokens),
+            (0, Some(12), Some(34))
+        );
         assert_eq!(t, "");
     }
 
     #[test]
     fn completions_text_and_null_usage() {
-        let (i, t) = parse(r#"{"choices":[{"text":" the","index":0,"logprobs":null,"finish_reason":null}],"usage":null}"#);
+        let (i, t) = parse(
+            r#"{"choices":[{"text":" the","index":0,"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        );
         assert_eq!(t, " the");
         assert_eq!(i.completion_tokens, None);
     }
 
     #[test]
     fn whole_chat_response() {
-        let (i, t) = parse(r#"{"choices":[{"message":{"role":"assistant","content":"abc"}}],"usage":{"completion_tokens":3}}"#);
+        let (i, t) = parse(
+            r#"{"choices":[{"message":{"role":"assistant","content":"abc"}}],"usage":{"completion_tokens":3}}"#,
+        );
         assert_eq!(t, "abc");
         assert_eq!(i.completion_tokens, Some(3));
     }

@@ -85,7 +85,10 @@ impl Decoder for TimedDecoder {
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Timed>, Status> {
         let at = self.clock.now_ns();
         let n = src.remaining();
-        Ok(Some(Timed { at, bytes: src.copy_to_bytes(n) }))
+        Ok(Some(Timed {
+            at,
+            bytes: src.copy_to_bytes(n),
+        }))
     }
 }
 
@@ -125,15 +128,25 @@ pub async fn connect(base_url: &str) -> Result<Channel, String> {
 pub fn metadata_for(target: &Target) -> Result<MetadataMap, UsageError> {
     let mut map = MetadataMap::new();
     for h in &target.headers {
-        let key = MetadataKey::from_bytes(h.name.to_ascii_lowercase().as_bytes())
-            .map_err(|_| UsageError(format!("-H: '{}' is not a valid gRPC metadata name", h.name)))?;
-        let value = MetadataValue::try_from(h.value.as_str())
-            .map_err(|_| UsageError(format!("-H: the value of '{}' is not valid gRPC metadata", h.name)))?;
+        let key =
+            MetadataKey::from_bytes(h.name.to_ascii_lowercase().as_bytes()).map_err(|_| {
+                UsageError(format!(
+                    "-H: '{}' is not a valid gRPC metadata name",
+                    h.name
+                ))
+            })?;
+        let value = MetadataValue::try_from(h.value.as_str()).map_err(|_| {
+            UsageError(format!(
+                "-H: the value of '{}' is not valid gRPC metadata",
+                h.name
+            ))
+        })?;
         map.append(key, value);
     }
     if let Some(key) = &target.api_key {
-        let v = MetadataValue::try_from(format!("Bearer {}", key.trim()))
-            .map_err(|_| UsageError("--api-key contains characters not allowed in metadata".into()))?;
+        let v = MetadataValue::try_from(format!("Bearer {}", key.trim())).map_err(|_| {
+            UsageError("--api-key contains characters not allowed in metadata".into())
+        })?;
         map.insert("authorization", v);
     }
     Ok(map)
@@ -154,7 +167,12 @@ pub fn with_metadata<T>(mut req: tonic::Request<T>, md: &MetadataMap) -> tonic::
 
 impl GrpcClient {
     /// Opens enough connections for `workers` concurrent requests.
-    pub async fn new(target: &Target, info: &ModelInfo, workers: usize, first: Channel) -> Result<GrpcClient, String> {
+    pub async fn new(
+        target: &Target,
+        info: &ModelInfo,
+        workers: usize,
+        first: Channel,
+    ) -> Result<GrpcClient, String> {
         let n = workers.div_ceil(STREAMS_PER_CONNECTION).max(1);
         let mut channels = vec![first];
         for _ in 1..n {
@@ -177,20 +195,33 @@ impl GrpcClient {
     }
 
     /// Sends one request and reads every response into `ex`.
-    pub async fn execute(&self, body: &Bytes, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
+    pub async fn execute(
+        &self,
+        body: &Bytes,
+        ex: &mut Exchange,
+        clock: &Clock,
+    ) -> Result<(), RequestError> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();
         let mut grpc = tonic::client::Grpc::new(self.channels[i].clone());
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
         let mut buf = Vec::with_capacity(body.len() + 24);
         append_request_id(body, id, &mut buf);
         let msg = Bytes::from(buf);
-        grpc.ready().await.map_err(|e| RequestError::new(ErrorKind::Connect, error_chain(&e)))?;
+        grpc.ready()
+            .await
+            .map_err(|e| RequestError::new(ErrorKind::Connect, error_chain(&e)))?;
         let codec = RawCodec { clock: *clock };
         // Decoupled models only answer on the stream RPC, even for a non-streamed request.
         if self.streaming || self.decoupled {
-            let req = with_metadata(tonic::Request::new(futures_util::stream::once(async move { msg })), &self.metadata);
+            let req = with_metadata(
+                tonic::Request::new(futures_util::stream::once(async move { msg })),
+                &self.metadata,
+            );
             let path = tonic::codegen::http::uri::PathAndQuery::from_static(STREAM_PATH);
-            let resp = grpc.streaming(req, path, codec).await.map_err(status_error)?;
+            let resp = grpc
+                .streaming(req, path, codec)
+                .await
+                .map_err(status_error)?;
             ex.bytes_at(clock.now_ns());
             let mut stream = resp.into_inner();
             let mut error = String::new();
@@ -199,11 +230,19 @@ impl GrpcClient {
                     Ok(Some(Timed { at, bytes })) => {
                         ex.bytes_at(at);
                         ex.responses += 1;
-                        let info = read_stream_response(&bytes, &mut ex.text, &mut error).map_err(|e| {
-                            RequestError::new(ErrorKind::MalformedResponse, format!("response {}: {e}", ex.responses))
-                        })?;
+                        let info = read_stream_response(&bytes, &mut ex.text, &mut error).map_err(
+                            |e| {
+                                RequestError::new(
+                                    ErrorKind::MalformedResponse,
+                                    format!("response {}: {e}", ex.responses),
+                                )
+                            },
+                        )?;
                         if info.has_error {
-                            return Err(RequestError::new(ErrorKind::ServerError, std::mem::take(&mut error)));
+                            return Err(RequestError::new(
+                                ErrorKind::ServerError,
+                                std::mem::take(&mut error),
+                            ));
                         }
                         if info.text_bytes > 0 {
                             ex.content_at(at);
@@ -216,7 +255,10 @@ impl GrpcClient {
                     Ok(None) => {
                         return Err(RequestError::new(
                             ErrorKind::StreamCut,
-                            format!("the stream ended after {} responses without a final response", ex.responses),
+                            format!(
+                                "the stream ended after {} responses without a final response",
+                                ex.responses
+                            ),
                         ));
                     }
                     Err(status) => {
@@ -226,7 +268,12 @@ impl GrpcClient {
                         if ex.responses > 0 {
                             return Err(RequestError::new(
                                 ErrorKind::StreamCut,
-                                format!("the stream broke off after {} responses: {} ({})", ex.responses, e.message, e.kind.key()),
+                                format!(
+                                    "the stream broke off after {} responses: {} ({})",
+                                    ex.responses,
+                                    e.message,
+                                    e.kind.key()
+                                ),
                             ));
                         }
                         return Err(e);
@@ -256,32 +303,56 @@ impl GrpcClient {
 /// A gRPC status as a request error.
 pub fn status_error(s: Status) -> RequestError {
     let kind = match s.code() {
-        Code::Unavailable if s.message().contains("connect") || s.message().contains("transport") => ErrorKind::Connect,
+        Code::Unavailable
+            if s.message().contains("connect") || s.message().contains("transport") =>
+        {
+            ErrorKind::Connect
+        }
         code => ErrorKind::GrpcStatus(code as i32),
     };
-    let msg = if s.message().is_empty() { format!("{:?}", s.code()) } else { s.message().to_string() };
+    let msg = if s.message().is_empty() {
+        format!("{:?}", s.code())
+    } else {
+        s.message().to_string()
+    };
     RequestError::new(kind, msg)
 }
 
 /// Discovery over gRPC: server live, model metadata and config, with messages that say what to
 /// change.
-pub async fn discover(channel: Channel, target: &Target) -> Result<ModelInfo, crate::client::discovery::PreflightError> {
+pub async fn discover(
+    channel: Channel,
+    target: &Target,
+) -> Result<ModelInfo, crate::client::discovery::PreflightError> {
     use crate::client::discovery::{PreflightError, list_hint};
     use crate::proto::{ModelConfigRequest, ModelMetadataRequest, RepositoryIndexRequest};
     let md = metadata_for(target).map_err(PreflightError::Usage)?;
     let mut c = GrpcInferenceServiceClient::new(channel);
     let meta = c
-        .model_metadata(with_metadata(tonic::Request::new(ModelMetadataRequest { name: target.model.clone(), version: String::new() }), &md))
+        .model_metadata(with_metadata(
+            tonic::Request::new(ModelMetadataRequest {
+                name: target.model.clone(),
+                version: String::new(),
+            }),
+            &md,
+        ))
         .await;
     let meta = match meta {
         Ok(m) => m.into_inner(),
-        Err(s) if matches!(s.code(), Code::NotFound | Code::InvalidArgument) || s.message().contains("unknown model") => {
+        Err(s)
+            if matches!(s.code(), Code::NotFound | Code::InvalidArgument)
+                || s.message().contains("unknown model") =>
+        {
             let names = c
-                .repository_index(with_metadata(tonic::Request::new(RepositoryIndexRequest::default()), &md))
+                .repository_index(with_metadata(
+                    tonic::Request::new(RepositoryIndexRequest::default()),
+                    &md,
+                ))
                 .await
                 .ok()
                 .map(|r| {
-                    let mut v: Vec<String> = r.into_inner().models.into_iter().map(|m| m.name).collect();
+                    let mut v: Vec<String> =
+                        r.into_inner().models.into_iter().map(|m| m.name).collect();
                     v.sort();
                     v.dedup();
                     v
@@ -312,7 +383,13 @@ pub async fn discover(channel: Channel, target: &Target) -> Result<ModelInfo, cr
         }
     };
     let config = c
-        .model_config(with_metadata(tonic::Request::new(ModelConfigRequest { name: target.model.clone(), version: String::new() }), &md))
+        .model_config(with_metadata(
+            tonic::Request::new(ModelConfigRequest {
+                name: target.model.clone(),
+                version: String::new(),
+            }),
+            &md,
+        ))
         .await
         .map(|r| r.into_inner().config)
         .ok()
@@ -321,13 +398,24 @@ pub async fn discover(channel: Channel, target: &Target) -> Result<ModelInfo, cr
 }
 
 /// Combines metadata (names, datatypes, shapes) with config (batching, decoupled, optional inputs).
-pub fn model_info(meta: crate::proto::ModelMetadataResponse, config: Option<crate::proto::ModelConfig>) -> ModelInfo {
+pub fn model_info(
+    meta: crate::proto::ModelMetadataResponse,
+    config: Option<crate::proto::ModelConfig>,
+) -> ModelInfo {
     let max_batch_size = config.as_ref().map_or(0, |c| c.max_batch_size);
     let strip_batch = |shape: &[i64]| -> Vec<i64> {
         // Metadata shapes include the batch dimension (-1) when the model batches.
-        if max_batch_size > 0 && !shape.is_empty() { shape[1..].to_vec() } else { shape.to_vec() }
+        if max_batch_size > 0 && !shape.is_empty() {
+            shape[1..].to_vec()
+        } else {
+            shape.to_vec()
+        }
     };
-    let optional = |name: &str| config.as_ref().is_some_and(|c| c.input.iter().any(|i| i.name == name && i.optional));
+    let optional = |name: &str| {
+        config
+            .as_ref()
+            .is_some_and(|c| c.input.iter().any(|i| i.name == name && i.optional))
+    };
     let inputs = meta
         .inputs
         .iter()
@@ -351,9 +439,15 @@ pub fn model_info(meta: crate::proto::ModelMetadataResponse, config: Option<crat
     ModelInfo {
         name: meta.name,
         platform: meta.platform,
-        backend: config.as_ref().map(|c| c.backend.clone()).unwrap_or_default(),
+        backend: config
+            .as_ref()
+            .map(|c| c.backend.clone())
+            .unwrap_or_default(),
         max_batch_size,
-        decoupled: config.as_ref().and_then(|c| c.model_transaction_policy.as_ref()).is_some_and(|p| p.decoupled),
+        decoupled: config
+            .as_ref()
+            .and_then(|c| c.model_transaction_policy.as_ref())
+            .is_some_and(|p| p.decoupled),
         inputs,
         outputs,
     }
@@ -368,8 +462,16 @@ pub async fn model_statistics(
     use crate::proto::ModelStatisticsRequest;
     let mut c = GrpcInferenceServiceClient::new(channel);
     let resp = c
-        .model_statistics(with_metadata(tonic::Request::new(ModelStatisticsRequest { name: model.to_string(), version: String::new() }), md))
+        .model_statistics(with_metadata(
+            tonic::Request::new(ModelStatisticsRequest {
+                name: model.to_string(),
+                version: String::new(),
+            }),
+            md,
+        ))
         .await?
         .into_inner();
-    Ok(crate::server_metrics::StatsSnapshot::from_proto(&resp.model_stats))
+    Ok(crate::server_metrics::StatsSnapshot::from_proto(
+        &resp.model_stats,
+    ))
 }

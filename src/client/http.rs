@@ -49,7 +49,9 @@ impl HttpClient {
         if url.scheme() == "http" {
             builder = builder.http1_only();
         }
-        let client = builder.build().map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {}", error_chain(&e)))?;
+        let client = builder
+            .build()
+            .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {}", error_chain(&e)))?;
         Ok(HttpClient {
             client,
             url,
@@ -80,7 +82,12 @@ impl HttpClient {
     }
 
     /// Sends one request and reads its response into `ex`.
-    pub async fn execute(&self, body: &Bytes, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
+    pub async fn execute(
+        &self,
+        body: &Bytes,
+        ex: &mut Exchange,
+        clock: &Clock,
+    ) -> Result<(), RequestError> {
         let resp = self
             .client
             .post(self.url.clone())
@@ -102,7 +109,11 @@ impl HttpClient {
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+            .is_some_and(|ct| {
+                ct.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("text/event-stream")
+            });
         if self.streaming && !is_sse {
             let ct = content_type(resp.headers());
             let text = read_error_body(resp).await;
@@ -118,15 +129,25 @@ impl HttpClient {
         }
     }
 
-    async fn read_stream(&self, mut resp: reqwest::Response, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
-        let mut state = StreamState { done: false, error: None };
+    async fn read_stream(
+        &self,
+        mut resp: reqwest::Response,
+        ex: &mut Exchange,
+        clock: &Clock,
+    ) -> Result<(), RequestError> {
+        let mut state = StreamState {
+            done: false,
+            error: None,
+        };
         let mut sse = std::mem::take(&mut ex.sse);
         let result = loop {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
                     let t = clock.now_ns();
                     ex.bytes_at(t);
-                    if let Err(e) = sse.feed(&chunk, |name, data| on_event(name, data, t, ex, &mut state)) {
+                    if let Err(e) =
+                        sse.feed(&chunk, |name, data| on_event(name, data, t, ex, &mut state))
+                    {
                         break Err(RequestError::new(ErrorKind::MalformedSse, e.to_string()));
                     }
                     if let Some(err) = state.error.take() {
@@ -147,7 +168,11 @@ impl HttpClient {
                 Err(e) => {
                     break Err(RequestError::new(
                         ErrorKind::StreamCut,
-                        format!("the response stream broke off after {} events: {}", ex.responses, error_chain(&e)),
+                        format!(
+                            "the response stream broke off after {} events: {}",
+                            ex.responses,
+                            error_chain(&e)
+                        ),
                     ));
                 }
             }
@@ -208,15 +233,25 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
 }
 
 /// A whole (non-streamed) response: its content arrives at once, when the body is complete.
-async fn read_whole(resp: reqwest::Response, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
+async fn read_whole(
+    resp: reqwest::Response,
+    ex: &mut Exchange,
+    clock: &Clock,
+) -> Result<(), RequestError> {
     let body = resp.bytes().await.map_err(|e| {
-        RequestError::new(ErrorKind::StreamCut, format!("the response body broke off: {}", error_chain(&e)))
+        RequestError::new(
+            ErrorKind::StreamCut,
+            format!("the response body broke off: {}", error_chain(&e)),
+        )
     })?;
     let t = clock.now_ns();
     ex.responses += 1;
     let info = parse_event(&body, &mut ex.text).map_err(|e| {
         let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-        RequestError::new(ErrorKind::MalformedResponse, format!("response is not valid JSON ({e}): {shown}"))
+        RequestError::new(
+            ErrorKind::MalformedResponse,
+            format!("response is not valid JSON ({e}): {shown}"),
+        )
     })?;
     if let Some(msg) = info.error {
         return Err(RequestError::new(ErrorKind::ServerError, msg));
@@ -230,15 +265,24 @@ async fn read_whole(resp: reqwest::Response, ex: &mut Exchange, clock: &Clock) -
 }
 
 fn content_type(h: &HeaderMap) -> String {
-    h.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("no content type").to_string()
+    h.get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("no content type")
+        .to_string()
 }
 
 /// Reads at most 2 KiB of an error body for the message.
 async fn read_error_body(resp: reqwest::Response) -> String {
     match tokio::time::timeout(Duration::from_secs(5), resp.bytes()).await {
         Ok(Ok(b)) => {
-            let s = String::from_utf8_lossy(&b[..b.len().min(2048)]).trim().to_string();
-            if s.is_empty() { "(empty body)".to_string() } else { s }
+            let s = String::from_utf8_lossy(&b[..b.len().min(2048)])
+                .trim()
+                .to_string();
+            if s.is_empty() {
+                "(empty body)".to_string()
+            } else {
+                s
+            }
         }
         _ => "(body unreadable)".to_string(),
     }

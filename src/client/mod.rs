@@ -48,7 +48,11 @@ pub struct Exchange {
 impl Exchange {
     /// A fresh exchange with some capacity reserved.
     pub fn new() -> Exchange {
-        Exchange { text: String::with_capacity(2048), gaps: Vec::with_capacity(256), ..Exchange::default() }
+        Exchange {
+            text: String::with_capacity(2048),
+            gaps: Vec::with_capacity(256),
+            ..Exchange::default()
+        }
     }
 
     /// Clears the previous request's data, keeping buffer capacity.
@@ -112,13 +116,21 @@ pub enum Client {
 
 impl Client {
     /// Sends one request and reads its whole response into `ex`.
-    pub async fn execute(&self, payload: &Payload, ex: &mut Exchange, clock: &Clock) -> Result<(), RequestError> {
+    pub async fn execute(
+        &self,
+        payload: &Payload,
+        ex: &mut Exchange,
+        clock: &Clock,
+    ) -> Result<(), RequestError> {
         match (self, payload) {
             (Client::Http(c), Payload::Http(body)) => c.execute(body, ex, clock).await,
             (Client::Grpc(c), Payload::Grpc(body)) => c.execute(body, ex, clock).await,
             // Datasets are built for their client; a mismatch is a programming error, reported
             // as a failed request rather than a panic on the wire path.
-            _ => Err(RequestError::new(crate::record::ErrorKind::MalformedResponse, "payload does not match the client's protocol")),
+            _ => Err(RequestError::new(
+                crate::record::ErrorKind::MalformedResponse,
+                "payload does not match the client's protocol",
+            )),
         }
     }
 

@@ -27,7 +27,10 @@ pub enum SseError {
 impl std::fmt::Display for SseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SseError::EventTooLarge(n) => write!(f, "an SSE event exceeded {n} bytes without a blank line ending it"),
+            SseError::EventTooLarge(n) => write!(
+                f,
+                "an SSE event exceeded {n} bytes without a blank line ending it"
+            ),
         }
     }
 }
@@ -53,7 +56,11 @@ impl SseParser {
     }
 
     /// Consumes `chunk`, calling `on_event(name, data)` for every event it completes.
-    pub fn feed(&mut self, chunk: &[u8], mut on_event: impl FnMut(&[u8], &[u8])) -> Result<(), SseError> {
+    pub fn feed(
+        &mut self,
+        chunk: &[u8],
+        mut on_event: impl FnMut(&[u8], &[u8]),
+    ) -> Result<(), SseError> {
         self.buf.extend_from_slice(chunk);
         let mut start = 0;
         while let Some(end) = find_event_end(&self.buf[start..]) {
@@ -176,10 +183,20 @@ mod tests {
         let mut p = SseParser::new();
         let mut out = Vec::new();
         for c in chunks {
-            p.feed(c, |n, d| out.push((String::from_utf8_lossy(n).into(), String::from_utf8_lossy(d).into())))
-                .unwrap();
+            p.feed(c, |n, d| {
+                out.push((
+                    String::from_utf8_lossy(n).into(),
+                    String::from_utf8_lossy(d).into(),
+                ))
+            })
+            .unwrap();
         }
-        p.finish(|n, d| out.push((String::from_utf8_lossy(n).into(), String::from_utf8_lossy(d).into())));
+        p.finish(|n, d| {
+            out.push((
+                String::from_utf8_lossy(n).into(),
+                String::from_utf8_lossy(d).into(),
+            ))
+        });
         out
     }
 
@@ -195,10 +212,15 @@ mod tests {
 
     #[test]
     fn event_split_across_reads_at_every_byte() {
-        let stream: &[u8] = b"data: {\"x\":\"hello\"}\n\n: ping\n\nevent: error\ndata: bad\n\ndata: last\n\n";
+        let stream: &[u8] =
+            b"data: {\"x\":\"hello\"}\n\n: ping\n\nevent: error\ndata: bad\n\ndata: last\n\n";
         for cut in 0..stream.len() {
             let out = collect(&[&stream[..cut], &stream[cut..]]);
-            assert_eq!(data(&out), ["{\"x\":\"hello\"}", "bad", "last"], "cut at {cut}");
+            assert_eq!(
+                data(&out),
+                ["{\"x\":\"hello\"}", "bad", "last"],
+                "cut at {cut}"
+            );
             assert_eq!(out[1].0, "error");
         }
     }

@@ -60,7 +60,11 @@ impl<'a> Reader<'a> {
 
     fn bytes(&mut self) -> Result<&'a [u8], WireError> {
         let len = self.varint()? as usize;
-        let end = self.i.checked_add(len).filter(|&e| e <= self.b.len()).ok_or(WireError("length past the end"))?;
+        let end = self
+            .i
+            .checked_add(len)
+            .filter(|&e| e <= self.b.len())
+            .ok_or(WireError("length past the end"))?;
         let s = &self.b[self.i..end];
         self.i = end;
         Ok(s)
@@ -93,7 +97,11 @@ impl<'a> Reader<'a> {
 
 /// Reads a `ModelStreamInferResponse`. Text of the `text_output` tensor (or of the only output)
 /// is appended to `text`; a stream error's message is appended to `error`.
-pub fn read_stream_response(msg: &[u8], text: &mut String, error: &mut String) -> Result<ResponseInfo, WireError> {
+pub fn read_stream_response(
+    msg: &[u8],
+    text: &mut String,
+    error: &mut String,
+) -> Result<ResponseInfo, WireError> {
     let mut r = Reader::new(msg);
     let mut info = ResponseInfo::default();
     while !r.done() {
@@ -190,7 +198,11 @@ fn read_final_param(entry: &[u8]) -> Result<Option<bool>, WireError> {
             (_, wt) => r.skip(wt)?,
         }
     }
-    Ok(if is_final { Some(value.unwrap_or(false)) } else { None })
+    Ok(if is_final {
+        Some(value.unwrap_or(false))
+    } else {
+        None
+    })
 }
 
 /// An output tensor: (is it named `text_output`, text appended from typed `bytes_contents`).
@@ -228,7 +240,9 @@ fn append_bytes_tensor(blob: &[u8], text: &mut String) -> Result<usize, WireErro
     let mut total = 0;
     while i < blob.len() {
         let Some(prefix) = blob.get(i..i + 4) else {
-            return Err(WireError("BYTES element shorter than its 4-byte length prefix"));
+            return Err(WireError(
+                "BYTES element shorter than its 4-byte length prefix",
+            ));
         };
         let len = u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as usize;
         let end = i + 4 + len;
@@ -274,7 +288,10 @@ pub fn append_request_id(body: &[u8], id: u64, out: &mut Vec<u8>) {
 mod tests {
     use super::*;
     use crate::proto::model_infer_response::InferOutputTensor;
-    use crate::proto::{InferParameter, InferTensorContents, ModelInferRequest, ModelInferResponse, ModelStreamInferResponse, infer_parameter};
+    use crate::proto::{
+        InferParameter, InferTensorContents, ModelInferRequest, ModelInferResponse,
+        ModelStreamInferResponse, infer_parameter,
+    };
     use prost::Message;
 
     fn bytes_tensor(items: &[&str]) -> Vec<u8> {
@@ -286,16 +303,24 @@ mod tests {
         v
     }
 
-    fn response(outputs: &[&str], raw: Vec<Vec<u8>>, final_flag: Option<bool>) -> ModelInferResponse {
+    fn response(
+        outputs: &[&str],
+        raw: Vec<Vec<u8>>,
+        final_flag: Option<bool>,
+    ) -> ModelInferResponse {
         let mut params = std::collections::HashMap::new();
         params.insert(
             "other".to_string(),
-            InferParameter { parameter_choice: Some(infer_parameter::ParameterChoice::StringParam("x".into())) },
+            InferParameter {
+                parameter_choice: Some(infer_parameter::ParameterChoice::StringParam("x".into())),
+            },
         );
         if let Some(f) = final_flag {
             params.insert(
                 "triton_final_response".to_string(),
-                InferParameter { parameter_choice: Some(infer_parameter::ParameterChoice::BoolParam(f)) },
+                InferParameter {
+                    parameter_choice: Some(infer_parameter::ParameterChoice::BoolParam(f)),
+                },
             );
         }
         ModelInferResponse {
@@ -305,29 +330,62 @@ mod tests {
             parameters: params,
             outputs: outputs
                 .iter()
-                .map(|n| InferOutputTensor { name: n.to_string(), datatype: "BYTES".into(), shape: vec![1, 1], ..Default::default() })
+                .map(|n| InferOutputTensor {
+                    name: n.to_string(),
+                    datatype: "BYTES".into(),
+                    shape: vec![1, 1],
+                    ..Default::default()
+                })
                 .collect(),
-            raw_output_contents: raw.into_iter().map(Into::into).collect(),
+            raw_output_contents: raw,
         }
     }
 
     #[test]
     fn token_response_with_final_flag() {
-        let r = response(&["cum_log_probs", "text_output"], vec![vec![0; 4], bytes_tensor(&[" hello"])], Some(false));
-        let msg = ModelStreamInferResponse { error_message: String::new(), infer_response: Some(r) }.encode_to_vec();
+        let r = response(
+            &["cum_log_probs", "text_output"],
+            vec![vec![0; 4], bytes_tensor(&[" hello"])],
+            Some(false),
+        );
+        let msg = ModelStreamInferResponse {
+            error_message: String::new(),
+            infer_response: Some(r),
+        }
+        .encode_to_vec();
         let (mut text, mut err) = (String::new(), String::new());
         let info = read_stream_response(&msg, &mut text, &mut err).unwrap();
         assert_eq!(text, " hello");
-        assert_eq!(info, ResponseInfo { text_bytes: 6, final_flag: Some(false), outputs: 2, has_error: false });
+        assert_eq!(
+            info,
+            ResponseInfo {
+                text_bytes: 6,
+                final_flag: Some(false),
+                outputs: 2,
+                has_error: false
+            }
+        );
     }
 
     #[test]
     fn empty_final_response() {
         let r = response(&[], vec![], Some(true));
-        let msg = ModelStreamInferResponse { error_message: String::new(), infer_response: Some(r) }.encode_to_vec();
+        let msg = ModelStreamInferResponse {
+            error_message: String::new(),
+            infer_response: Some(r),
+        }
+        .encode_to_vec();
         let (mut text, mut err) = (String::new(), String::new());
         let info = read_stream_response(&msg, &mut text, &mut err).unwrap();
-        assert_eq!(info, ResponseInfo { text_bytes: 0, final_flag: Some(true), outputs: 0, has_error: false });
+        assert_eq!(
+            info,
+            ResponseInfo {
+                text_bytes: 0,
+                final_flag: Some(true),
+                outputs: 0,
+                has_error: false
+            }
+        );
     }
 
     #[test]
@@ -342,7 +400,10 @@ mod tests {
     #[test]
     fn typed_bytes_contents() {
         let mut r = response(&["text_output"], vec![], Some(true));
-        r.outputs[0].contents = Some(InferTensorContents { bytes_contents: vec![b" typed".to_vec().into()], ..Default::default() });
+        r.outputs[0].contents = Some(InferTensorContents {
+            bytes_contents: vec![b" typed".to_vec()],
+            ..Default::default()
+        });
         let mut text = String::new();
         let info = read_infer_response(&r.encode_to_vec(), &mut text).unwrap();
         assert_eq!(text, " typed");
@@ -351,14 +412,22 @@ mod tests {
 
     #[test]
     fn overrunning_length_prefix_is_malformed() {
-        let r = response(&["text_output"], vec![vec![200, 0, 0, 0, b'x']], Some(false));
+        let r = response(
+            &["text_output"],
+            vec![vec![200, 0, 0, 0, b'x']],
+            Some(false),
+        );
         let mut text = String::new();
         assert!(read_infer_response(&r.encode_to_vec(), &mut text).is_err());
     }
 
     #[test]
     fn stream_error() {
-        let msg = ModelStreamInferResponse { error_message: "queue full".into(), infer_response: None }.encode_to_vec();
+        let msg = ModelStreamInferResponse {
+            error_message: "queue full".into(),
+            infer_response: None,
+        }
+        .encode_to_vec();
         let (mut text, mut err) = (String::new(), String::new());
         let info = read_stream_response(&msg, &mut text, &mut err).unwrap();
         assert!(info.has_error);
@@ -368,7 +437,11 @@ mod tests {
     #[test]
     fn truncated_messages_are_errors_not_panics() {
         let r = response(&["text_output"], vec![bytes_tensor(&["xyz"])], Some(true));
-        let msg = ModelStreamInferResponse { error_message: String::new(), infer_response: Some(r) }.encode_to_vec();
+        let msg = ModelStreamInferResponse {
+            error_message: String::new(),
+            infer_response: Some(r),
+        }
+        .encode_to_vec();
         for cut in 0..msg.len() {
             let (mut text, mut err) = (String::new(), String::new());
             let _ = read_stream_response(&msg[..cut], &mut text, &mut err);
@@ -390,7 +463,10 @@ mod tests {
 
     #[test]
     fn request_id_appended_decodes() {
-        let req = ModelInferRequest { model_name: "gpt2".into(), ..Default::default() };
+        let req = ModelInferRequest {
+            model_name: "gpt2".into(),
+            ..Default::default()
+        };
         let mut out = Vec::new();
         append_request_id(&req.encode_to_vec(), 1234567, &mut out);
         let back = ModelInferRequest::decode(out.as_slice()).unwrap();

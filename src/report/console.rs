@@ -37,7 +37,13 @@ pub fn table(headers: &[&str], aligns: &[Align], rows: &[Vec<String>]) -> String
     };
     let mut out = line(headers.to_vec());
     out.push('\n');
-    out.push_str(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
+    out.push_str(
+        &widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .join("  "),
+    );
     out.push('\n');
     for r in rows {
         out.push_str(&line(r.iter().map(String::as_str).collect()));
@@ -47,7 +53,8 @@ pub fn table(headers: &[&str], aligns: &[Align], rows: &[Vec<String>]) -> String
 }
 
 fn ms(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite()).map_or_else(|| "-".to_string(), |x| format!("{x:.2}"))
+    v.filter(|x| x.is_finite())
+        .map_or_else(|| "-".to_string(), |x| format!("{x:.2}"))
 }
 
 /// The sweep table: one row per level.
@@ -70,7 +77,11 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     let rows: Vec<Vec<String>> = levels
         .iter()
         .map(|l| {
-            let get = |m: Metric| l.stats.get(m).filter(|_| l.streaming || !m.streaming_only());
+            let get = |m: Metric| {
+                l.stats
+                    .get(m)
+                    .filter(|_| l.streaming || !m.streaming_only())
+            };
             let mut value = format_level_value(l.stimulus.value());
             if l.interrupted {
                 value.push_str(" (interrupted)");
@@ -93,7 +104,11 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
 }
 
 fn format_level_value(v: f64) -> String {
-    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") }
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
 }
 
 /// GenAI-Perf's console table for one level (avg, min, max, p99, p90, p75) and its system metrics.
@@ -103,7 +118,15 @@ pub fn level_table(l: &LevelSummary) -> String {
         .shown_metrics()
         .map(|(m, s)| {
             let f = |v: f64| format!("{v:.2}");
-            vec![m.label().to_string(), f(s.avg), f(s.min), f(s.max), f(s.p99), f(s.p90), f(s.p75)]
+            vec![
+                m.label().to_string(),
+                f(s.avg),
+                f(s.min),
+                f(s.max),
+                f(s.p99),
+                f(s.p90),
+                f(s.p75),
+            ]
         })
         .collect();
     let mut aligns = vec![Align::Right; headers.len()];
@@ -111,12 +134,21 @@ pub fn level_table(l: &LevelSummary) -> String {
     let mut out = format!("LLM metrics, {}\n", l.stimulus.name());
     out.push_str(&table(&headers, &aligns, &rows));
     let st = &l.stats;
-    out.push_str(&format!("Output token throughput (tokens/sec): {:.2}\n", st.output_token_throughput));
-    out.push_str(&format!("Request throughput (per sec): {:.2}\n", st.request_throughput));
+    out.push_str(&format!(
+        "Output token throughput (tokens/sec): {:.2}\n",
+        st.output_token_throughput
+    ));
+    out.push_str(&format!(
+        "Request throughput (per sec): {:.2}\n",
+        st.request_throughput
+    ));
     if let Some(g) = st.request_goodput {
         out.push_str(&format!("Request goodput (per sec): {g:.2}\n"));
     }
-    out.push_str(&format!("Request count: {}  Errors: {}\n", st.request_count, st.error_count));
+    out.push_str(&format!(
+        "Request count: {}  Errors: {}\n",
+        st.request_count, st.error_count
+    ));
     if let Some(d) = &l.server {
         out.push_str(&format!(
             "Server ({}): {} requests, avg {:.2} ms = queue {} + compute input {:.2} + infer {:.2} + output {:.2} ms\n",
@@ -151,15 +183,32 @@ mod tests {
     use crate::stats::{ErrorCount, LevelStats, Stats};
 
     fn level(c: u32, ttft: f64, errors: u64) -> LevelSummary {
-        let s = |avg: f64| Stats { count: 3, avg, min: avg / 2.0, max: avg * 3.0, p75: avg, p90: avg * 2.0, p99: avg * 2.5, ..Stats::default() };
+        let s = |avg: f64| Stats {
+            count: 3,
+            avg,
+            min: avg / 2.0,
+            max: avg * 3.0,
+            p75: avg,
+            p90: avg * 2.0,
+            p99: avg * 2.5,
+            ..Stats::default()
+        };
         LevelSummary {
             stimulus: Stimulus::Concurrency(c),
             stats: LevelStats {
-                metrics: vec![(Metric::TimeToFirstToken, s(ttft)), (Metric::InterTokenLatency, s(4.0))],
+                metrics: vec![
+                    (Metric::TimeToFirstToken, s(ttft)),
+                    (Metric::InterTokenLatency, s(4.0)),
+                ],
                 request_count: 10,
                 error_count: errors,
                 errors: if errors > 0 {
-                    vec![ErrorCount { kind: "http_401".into(), count: errors, example: "HTTP 401".into(), hint: Some("add --api-key".into()) }]
+                    vec![ErrorCount {
+                        kind: "http_401".into(),
+                        count: errors,
+                        example: "HTTP 401".into(),
+                        hint: Some("add --api-key".into()),
+                    }]
                 } else {
                     vec![]
                 },
@@ -209,6 +258,9 @@ Request count: 10  Errors: 0
 
     #[test]
     fn error_lines_with_hint() {
-        assert_eq!(error_lines(&level(1, 1.0, 2)), "  2 × http_401: HTTP 401\n    hint: add --api-key\n");
+        assert_eq!(
+            error_lines(&level(1, 1.0, 2)),
+            "  2 × http_401: HTTP 401\n    hint: add --api-key\n"
+        );
     }
 }

@@ -1,3 +1,5 @@
-//! What a person sees: console tables now; the HTML report builds on the same summaries.
+//! What a person sees: console tables and the sweep verdict; the HTML report builds on the same
+//! summaries.
 
 pub mod console;
+pub mod verdict;

@@ -58,9 +58,13 @@ const OUTPUT_SEED_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
 pub fn load_prompts(plan: &RunPlan, tokenizer: &Tokenizer) -> Result<Vec<Prompt>> {
     let w = &plan.workload;
     match &w.prompts {
-        PromptSource::Synthetic { mean, stddev } => {
-            Ok(prompts::synthetic(tokenizer, w.num_prompts as usize, *mean, *stddev, w.seed))
-        }
+        PromptSource::Synthetic { mean, stddev } => Ok(prompts::synthetic(
+            tokenizer,
+            w.num_prompts as usize,
+            *mean,
+            *stddev,
+            w.seed,
+        )),
         PromptSource::File(path) => {
             let mut all = prompts::from_jsonl(path, tokenizer)
                 .with_context(|| format!("--input-file {}", path.display()))?;
@@ -119,7 +123,11 @@ pub fn build_kserve(plan: &RunPlan, tokenizer: &Tokenizer, info: &ModelInfo) -> 
             extra: &plan.workload.extra_inputs,
         };
         let (bytes, asked) = kserve::build_request(info, plan.target.backend, &ask)?;
-        entries.push(Entry { payload: Payload::Grpc(Bytes::from(bytes)), isl: p.tokens, max_tokens: asked });
+        entries.push(Entry {
+            payload: Payload::Grpc(Bytes::from(bytes)),
+            isl: p.tokens,
+            max_tokens: asked,
+        });
     }
     Ok(Dataset::new(entries))
 }
@@ -132,7 +140,10 @@ pub fn http_body(plan: &RunPlan, text: &str, max_tokens: Option<u32>) -> Value {
     match t.api {
         Api::Chat => {
             m.insert("model".into(), json!(t.model));
-            m.insert("messages".into(), json!([{"role": "user", "content": text}]));
+            m.insert(
+                "messages".into(),
+                json!([{"role": "user", "content": text}]),
+            );
         }
         Api::Completions => {
             m.insert("model".into(), json!(t.model));
@@ -168,15 +179,24 @@ mod tests {
         let mut argv = vec!["ttftbench", "profile", "-m", "gpt2"];
         argv.extend_from_slice(args);
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
-        let crate::cli::Command::Profile(p) = cli.command else { panic!("expected profile") };
+        let crate::cli::Command::Profile(p) = cli.command else {
+            panic!("expected profile")
+        };
         RunPlan::from_profile(&p, &[]).unwrap()
     }
 
     #[test]
     fn chat_body() {
         let p = plan(&[
-            "--endpoint-type", "chat", "--streaming", "--output-tokens-mean", "100", "--output-tokens-mean-deterministic",
-            "--use-server-token-count", "--extra-inputs", "temperature:0",
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "--output-tokens-mean",
+            "100",
+            "--output-tokens-mean-deterministic",
+            "--use-server-token-count",
+            "--extra-inputs",
+            "temperature:0",
         ]);
         let body = http_body(&p, "hi", Some(100));
         assert_eq!(
@@ -184,22 +204,42 @@ mod tests {
             json!({"model": "gpt2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 100, "min_tokens": 100,
                    "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}, "temperature": 0})
         );
-        assert_eq!(serde_json::to_string(&body).unwrap().find("\"model\""), Some(1), "field order is stable");
+        assert_eq!(
+            serde_json::to_string(&body).unwrap().find("\"model\""),
+            Some(1),
+            "field order is stable"
+        );
     }
 
     #[test]
     fn generate_and_completions_bodies() {
         let p = plan(&["--endpoint-type", "generate", "--streaming"]);
-        assert_eq!(http_body(&p, "Hello", Some(8)), json!({"text_input": "Hello", "max_tokens": 8, "stream": true}));
+        assert_eq!(
+            http_body(&p, "Hello", Some(8)),
+            json!({"text_input": "Hello", "max_tokens": 8, "stream": true})
+        );
         let p = plan(&["--endpoint-type", "completions"]);
-        assert_eq!(http_body(&p, "x", None), json!({"model": "gpt2", "prompt": "x", "stream": false}));
+        assert_eq!(
+            http_body(&p, "x", None),
+            json!({"model": "gpt2", "prompt": "x", "stream": false})
+        );
     }
 
     #[test]
     fn dataset_is_deterministic() {
         let p = plan(&[
-            "--endpoint-type", "chat", "--num-prompts", "5", "--synthetic-input-tokens-mean", "50",
-            "--synthetic-input-tokens-stddev", "5", "--output-tokens-mean", "20", "--output-tokens-stddev", "4",
+            "--endpoint-type",
+            "chat",
+            "--num-prompts",
+            "5",
+            "--synthetic-input-tokens-mean",
+            "50",
+            "--synthetic-input-tokens-stddev",
+            "5",
+            "--output-tokens-mean",
+            "20",
+            "--output-tokens-stddev",
+            "4",
         ]);
         let tk = Tokenizer::builtin_gpt2();
         let a = build_http(&p, &tk).unwrap();

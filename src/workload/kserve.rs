@@ -46,11 +46,19 @@ pub fn check_layout(info: &ModelInfo, backend: Backend) -> Result<(), UsageError
         Backend::Tensorrtllm => &["text_input", "max_tokens"],
         Backend::Vllm => &["text_input"],
     };
-    let missing: Vec<&str> = needed.iter().copied().filter(|n| info.input(n).is_none()).collect();
+    let missing: Vec<&str> = needed
+        .iter()
+        .copied()
+        .filter(|n| info.input(n).is_none())
+        .collect();
     if !missing.is_empty() {
         let other = match backend {
-            Backend::Tensorrtllm if info.input("sampling_parameters").is_some() => " It looks like the vLLM layout: try --backend vllm.",
-            Backend::Vllm if info.input("max_tokens").is_some() => " It looks like the TensorRT-LLM layout: try --backend tensorrtllm.",
+            Backend::Tensorrtllm if info.input("sampling_parameters").is_some() => {
+                " It looks like the vLLM layout: try --backend vllm."
+            }
+            Backend::Vllm if info.input("max_tokens").is_some() => {
+                " It looks like the TensorRT-LLM layout: try --backend tensorrtllm."
+            }
             _ => "",
         };
         return Err(UsageError(format!(
@@ -75,7 +83,11 @@ pub fn check_layout(info: &ModelInfo, backend: Backend) -> Result<(), UsageError
 
 /// Builds the request (without `id`, which each send appends) and returns it encoded, with the
 /// number of output tokens asked for.
-pub fn build_request(info: &ModelInfo, backend: Backend, ask: &LlmAsk<'_>) -> Result<(Vec<u8>, u32), UsageError> {
+pub fn build_request(
+    info: &ModelInfo,
+    backend: Backend,
+    ask: &LlmAsk<'_>,
+) -> Result<(Vec<u8>, u32), UsageError> {
     let mut b = Tensors::default();
     b.push_text(info, ask.text)?;
     let asked = match backend {
@@ -110,7 +122,11 @@ pub fn build_request(info: &ModelInfo, backend: Backend, ask: &LlmAsk<'_>) -> Re
             }
             if info.input("sampling_parameters").is_some() {
                 let json = serde_json::Value::Object(sp).to_string();
-                b.push(info, "sampling_parameters", &serde_json::Value::String(json))?;
+                b.push(
+                    info,
+                    "sampling_parameters",
+                    &serde_json::Value::String(json),
+                )?;
             } else if n.is_some() {
                 return Err(UsageError(format!(
                     "--output-tokens-mean needs the sampling_parameters input of the vLLM layout, and model '{}' lacks it; its inputs are: {}",
@@ -136,7 +152,9 @@ pub fn build_request(info: &ModelInfo, backend: Backend, ask: &LlmAsk<'_>) -> Re
     if ask.streaming {
         parameters.insert(
             "triton_enable_empty_final_response".to_string(),
-            InferParameter { parameter_choice: Some(ParameterChoice::BoolParam(true)) },
+            InferParameter {
+                parameter_choice: Some(ParameterChoice::BoolParam(true)),
+            },
         );
     }
     let req = ModelInferRequest {
@@ -160,7 +178,9 @@ struct Tensors {
 
 impl Tensors {
     fn push_text(&mut self, info: &ModelInfo, text: &str) -> Result<(), UsageError> {
-        let spec = info.input("text_input").ok_or_else(|| UsageError(format!("model '{}' has no text_input", info.name)))?;
+        let spec = info
+            .input("text_input")
+            .ok_or_else(|| UsageError(format!("model '{}' has no text_input", info.name)))?;
         self.inputs.push(InferInputTensor {
             name: "text_input".into(),
             datatype: "BYTES".into(),
@@ -172,12 +192,26 @@ impl Tensors {
     }
 
     /// One scalar input, encoded in the datatype the model declares.
-    fn push(&mut self, info: &ModelInfo, name: &str, value: &serde_json::Value) -> Result<(), UsageError> {
+    fn push(
+        &mut self,
+        info: &ModelInfo,
+        name: &str,
+        value: &serde_json::Value,
+    ) -> Result<(), UsageError> {
         let spec = info.input(name).ok_or_else(|| {
-            UsageError(format!("model '{}' has no input '{name}'; its inputs are: {}", info.name, info.describe_inputs()))
+            UsageError(format!(
+                "model '{}' has no input '{name}'; its inputs are: {}",
+                info.name,
+                info.describe_inputs()
+            ))
         })?;
-        let bytes = encode_scalar(spec.datatype, value)
-            .map_err(|e| UsageError(format!("input '{name}' of model '{}' is {}: {e}", info.name, spec.datatype.name())))?;
+        let bytes = encode_scalar(spec.datatype, value).map_err(|e| {
+            UsageError(format!(
+                "input '{name}' of model '{}' is {}: {e}",
+                info.name,
+                spec.datatype.name()
+            ))
+        })?;
         self.inputs.push(InferInputTensor {
             name: name.to_string(),
             datatype: spec.datatype.name().to_string(),
@@ -202,7 +236,12 @@ mod tests {
     use crate::workload::tensor::TensorSpec;
 
     fn spec(name: &str, dt: DataType, optional: bool) -> TensorSpec {
-        TensorSpec { name: name.into(), datatype: dt, dims: vec![1], optional }
+        TensorSpec {
+            name: name.into(),
+            datatype: dt,
+            dims: vec![1],
+            optional,
+        }
     }
 
     fn trtllm() -> ModelInfo {
@@ -244,18 +283,37 @@ mod tests {
     #[test]
     fn trtllm_request_tensors() {
         let extra = vec![("temperature".to_string(), serde_json::json!(0.5))];
-        let ask = LlmAsk { text: "Hi", max_tokens: Some(100), deterministic: true, streaming: true, extra: &extra };
+        let ask = LlmAsk {
+            text: "Hi",
+            max_tokens: Some(100),
+            deterministic: true,
+            streaming: true,
+            extra: &extra,
+        };
         let (bytes, asked) = build_request(&trtllm(), Backend::Tensorrtllm, &ask).unwrap();
         assert_eq!(asked, 100);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
         let names: Vec<&str> = req.inputs.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["text_input", "max_tokens", "min_tokens", "stream", "exclude_input_in_output", "temperature"]);
+        assert_eq!(
+            names,
+            [
+                "text_input",
+                "max_tokens",
+                "min_tokens",
+                "stream",
+                "exclude_input_in_output",
+                "temperature"
+            ]
+        );
         assert!(req.inputs.iter().all(|t| t.shape == [1, 1]));
         assert_eq!(req.raw_input_contents[0], [2, 0, 0, 0, b'H', b'i']);
         assert_eq!(req.raw_input_contents[1], 100i32.to_le_bytes());
         assert_eq!(req.raw_input_contents[3], [1]);
         assert_eq!(req.raw_input_contents[5], 0.5f32.to_le_bytes());
-        assert!(req.parameters.contains_key("triton_enable_empty_final_response"));
+        assert!(
+            req.parameters
+                .contains_key("triton_enable_empty_final_response")
+        );
         assert_eq!(req.inputs[1].datatype, "INT32");
     }
 
@@ -264,45 +322,88 @@ mod tests {
         let mut m = trtllm();
         m.inputs.retain(|t| t.name != "min_tokens");
         m.inputs.push(spec("min_length", DataType::U32, true));
-        let ask = LlmAsk { text: "x", max_tokens: None, deterministic: false, streaming: false, extra: &[] };
+        let ask = LlmAsk {
+            text: "x",
+            max_tokens: None,
+            deterministic: false,
+            streaming: false,
+            extra: &[],
+        };
         let (bytes, asked) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
         assert_eq!(asked, 256);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
         assert!(req.parameters.is_empty());
-        let ask = LlmAsk { max_tokens: Some(7), deterministic: true, ..ask };
+        let ask = LlmAsk {
+            max_tokens: Some(7),
+            deterministic: true,
+            ..ask
+        };
         let (bytes, _) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
-        let i = req.inputs.iter().position(|t| t.name == "min_length").unwrap();
+        let i = req
+            .inputs
+            .iter()
+            .position(|t| t.name == "min_length")
+            .unwrap();
         assert_eq!(req.raw_input_contents[i], 7u32.to_le_bytes());
     }
 
     #[test]
     fn vllm_sampling_parameters_are_strings() {
-        let ask = LlmAsk { text: "x", max_tokens: Some(64), deterministic: true, streaming: true, extra: &[] };
+        let ask = LlmAsk {
+            text: "x",
+            max_tokens: Some(64),
+            deterministic: true,
+            streaming: true,
+            extra: &[],
+        };
         let (bytes, asked) = build_request(&vllm(), Backend::Vllm, &ask).unwrap();
         assert_eq!(asked, 64);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
-        let i = req.inputs.iter().position(|t| t.name == "sampling_parameters").unwrap();
+        let i = req
+            .inputs
+            .iter()
+            .position(|t| t.name == "sampling_parameters")
+            .unwrap();
         let blob = &req.raw_input_contents[i];
         let json: serde_json::Value = serde_json::from_slice(&blob[4..]).unwrap();
-        assert_eq!(json, serde_json::json!({"max_tokens": "64", "min_tokens": "64", "ignore_eos": "true"}));
-        assert!(req.inputs.iter().all(|t| t.shape == [1]), "no batch dimension when max_batch_size is 0");
+        assert_eq!(
+            json,
+            serde_json::json!({"max_tokens": "64", "min_tokens": "64", "ignore_eos": "true"})
+        );
+        assert!(
+            req.inputs.iter().all(|t| t.shape == [1]),
+            "no batch dimension when max_batch_size is 0"
+        );
     }
 
     #[test]
     fn layout_mismatch_names_the_inputs() {
         let e = check_layout(&vllm(), Backend::Tensorrtllm).unwrap_err().0;
         assert!(e.contains("lacks max_tokens"), "{e}");
-        assert!(e.contains("sampling_parameters (BYTES [1], optional)"), "{e}");
+        assert!(
+            e.contains("sampling_parameters (BYTES [1], optional)"),
+            "{e}"
+        );
         assert!(e.contains("try --backend vllm"), "{e}");
         assert!(check_layout(&trtllm(), Backend::Tensorrtllm).is_ok());
         let extra = vec![("nonexistent".to_string(), serde_json::json!(1))];
-        let ask = LlmAsk { text: "x", max_tokens: None, deterministic: false, streaming: false, extra: &extra };
-        let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask).unwrap_err().0;
+        let ask = LlmAsk {
+            text: "x",
+            max_tokens: None,
+            deterministic: false,
+            streaming: false,
+            extra: &extra,
+        };
+        let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask)
+            .unwrap_err()
+            .0;
         assert!(e.contains("has no input 'nonexistent'"), "{e}");
         let bad = vec![("max_tokens".to_string(), serde_json::json!("lots"))];
         let ask = LlmAsk { extra: &bad, ..ask };
-        let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask).unwrap_err().0;
+        let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask)
+            .unwrap_err()
+            .0;
         assert!(e.contains("is INT32"), "{e}");
     }
 }

@@ -40,23 +40,25 @@ pub enum DataType {
 impl DataType {
     /// Parses a metadata datatype string (`"INT32"`, `"BYTES"`, ...).
     pub fn from_name(s: &str) -> Option<DataType> {
-        Some(match s.trim().to_ascii_uppercase().trim_start_matches("TYPE_") {
-            "BOOL" => DataType::Bool,
-            "UINT8" => DataType::U8,
-            "UINT16" => DataType::U16,
-            "UINT32" => DataType::U32,
-            "UINT64" => DataType::U64,
-            "INT8" => DataType::I8,
-            "INT16" => DataType::I16,
-            "INT32" => DataType::I32,
-            "INT64" => DataType::I64,
-            "FP16" => DataType::F16,
-            "BF16" => DataType::Bf16,
-            "FP32" => DataType::F32,
-            "FP64" => DataType::F64,
-            "BYTES" | "STRING" => DataType::Bytes,
-            _ => return None,
-        })
+        Some(
+            match s.trim().to_ascii_uppercase().trim_start_matches("TYPE_") {
+                "BOOL" => DataType::Bool,
+                "UINT8" => DataType::U8,
+                "UINT16" => DataType::U16,
+                "UINT32" => DataType::U32,
+                "UINT64" => DataType::U64,
+                "INT8" => DataType::I8,
+                "INT16" => DataType::I16,
+                "INT32" => DataType::I32,
+                "INT64" => DataType::I64,
+                "FP16" => DataType::F16,
+                "BF16" => DataType::Bf16,
+                "FP32" => DataType::F32,
+                "FP64" => DataType::F64,
+                "BYTES" | "STRING" => DataType::Bytes,
+                _ => return None,
+            },
+        )
     }
 
     /// The model-config enum number (`TYPE_BOOL = 1` ... `TYPE_BF16 = 14`).
@@ -155,8 +157,19 @@ impl ModelInfo {
         self.inputs
             .iter()
             .map(|t| {
-                let dims = t.dims.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-                format!("{} ({} [{}]{})", t.name, t.datatype.name(), dims, if t.optional { ", optional" } else { "" })
+                let dims = t
+                    .dims
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                format!(
+                    "{} ({} [{}]{})",
+                    t.name,
+                    t.datatype.name(),
+                    dims,
+                    if t.optional { ", optional" } else { "" }
+                )
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -195,8 +208,13 @@ pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, Str
     use serde_json::Value;
     let as_f64 = || -> Result<f64, String> {
         match v {
-            Value::Number(n) => n.as_f64().ok_or_else(|| format!("{n} is not a number {}", dt.name())),
-            Value::String(s) => s.trim().parse().map_err(|_| format!("'{s}' is not a number")),
+            Value::Number(n) => n
+                .as_f64()
+                .ok_or_else(|| format!("{n} is not a number {}", dt.name())),
+            Value::String(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{s}' is not a number")),
             Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
             other => Err(format!("{other} is not a scalar")),
         }
@@ -208,7 +226,10 @@ pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, Str
                 .map(i128::from)
                 .or_else(|| n.as_u64().map(i128::from))
                 .ok_or_else(|| format!("{n} is not a whole number")),
-            Value::String(s) => s.trim().parse().map_err(|_| format!("'{s}' is not a whole number")),
+            Value::String(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{s}' is not a whole number")),
             Value::Bool(b) => Ok(i128::from(*b)),
             other => Err(format!("{other} is not a scalar")),
         }
@@ -301,7 +322,10 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for n in ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "BF16", "FP32", "FP64", "BYTES"] {
+        for n in [
+            "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64",
+            "FP16", "BF16", "FP32", "FP64", "BYTES",
+        ] {
             assert_eq!(DataType::from_name(n).unwrap().name(), n);
         }
         assert_eq!(DataType::from_name("TYPE_STRING"), Some(DataType::Bytes));
@@ -311,12 +335,24 @@ mod tests {
 
     #[test]
     fn scalar_encodings() {
-        assert_eq!(encode_scalar(DataType::I32, &json!(256)).unwrap(), 256i32.to_le_bytes());
-        assert_eq!(encode_scalar(DataType::U32, &json!("7")).unwrap(), 7u32.to_le_bytes());
+        assert_eq!(
+            encode_scalar(DataType::I32, &json!(256)).unwrap(),
+            256i32.to_le_bytes()
+        );
+        assert_eq!(
+            encode_scalar(DataType::U32, &json!("7")).unwrap(),
+            7u32.to_le_bytes()
+        );
         assert_eq!(encode_scalar(DataType::Bool, &json!(true)).unwrap(), [1]);
         assert_eq!(encode_scalar(DataType::Bool, &json!("false")).unwrap(), [0]);
-        assert_eq!(encode_scalar(DataType::F32, &json!(0.5)).unwrap(), 0.5f32.to_le_bytes());
-        assert_eq!(encode_scalar(DataType::Bytes, &json!("hi")).unwrap(), [2, 0, 0, 0, b'h', b'i']);
+        assert_eq!(
+            encode_scalar(DataType::F32, &json!(0.5)).unwrap(),
+            0.5f32.to_le_bytes()
+        );
+        assert_eq!(
+            encode_scalar(DataType::Bytes, &json!("hi")).unwrap(),
+            [2, 0, 0, 0, b'h', b'i']
+        );
         assert!(encode_scalar(DataType::I8, &json!(300)).is_err());
         assert!(encode_scalar(DataType::U32, &json!(-1)).is_err());
         assert!(encode_scalar(DataType::I32, &json!("abc")).is_err());
@@ -335,7 +371,12 @@ mod tests {
 
     #[test]
     fn shapes_with_batch() {
-        let spec = TensorSpec { name: "text_input".into(), datatype: DataType::Bytes, dims: vec![1], optional: false };
+        let spec = TensorSpec {
+            name: "text_input".into(),
+            datatype: DataType::Bytes,
+            dims: vec![1],
+            optional: false,
+        };
         let mut m = ModelInfo {
             name: "m".into(),
             platform: String::new(),
@@ -348,7 +389,10 @@ mod tests {
         assert_eq!(m.request_shape(&spec, 1, 1), [1, 1]);
         m.max_batch_size = 0;
         assert_eq!(m.request_shape(&spec, 1, 1), [1]);
-        let var = TensorSpec { dims: vec![-1], ..spec };
+        let var = TensorSpec {
+            dims: vec![-1],
+            ..spec
+        };
         assert_eq!(m.request_shape(&var, 1, 5), [5]);
         assert_eq!(m.describe_inputs(), "text_input (BYTES [1])");
     }

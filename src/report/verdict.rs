@@ -1,0 +1,216 @@
+//! Where the time goes across a sweep, in words: between consecutive levels, if the server's
+//! queue time grew faster than its compute time, scheduling/queueing is the bottleneck, else
+//! compute (prefill); a level whose queue is more than half the server time is flagged. This is
+//! the reading rule of the Triton TTFT guides, applied to Triton's own counters.
+
+use serde::Serialize;
+
+use crate::stats::LevelSummary;
+
+/// Queue share above which a level is flagged.
+pub const QUEUE_SHARE_LIMIT: f64 = 0.5;
+
+/// What limits the step from one level to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bottleneck {
+    /// Queue time grew faster than compute time.
+    Queueing,
+    /// Compute time grew at least as fast as queue time.
+    Compute,
+}
+
+/// One step of the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// Lower level's name.
+    pub from: String,
+    /// Upper level's name.
+    pub to: String,
+    /// Change in average queue time (ms).
+    pub queue_delta_ms: f64,
+    /// Change in average compute time (ms).
+    pub compute_delta_ms: f64,
+    /// Verdict.
+    pub bottleneck: Bottleneck,
+}
+
+/// The sweep's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Verdict {
+    /// Each step between consecutive levels that both have server data.
+    pub steps: Vec<Step>,
+    /// Levels whose queue share exceeds [`QUEUE_SHARE_LIMIT`].
+    pub queue_dominated: Vec<String>,
+    /// The verdict in sentences.
+    pub lines: Vec<String>,
+}
+
+fn compute_ms(d: &crate::server_metrics::ServerDelta) -> f64 {
+    d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms
+}
+
+/// Reads the server's view across levels. Levels without server data are skipped; with fewer
+/// than one level of data the verdict says so.
+pub fn verdict(levels: &[LevelSummary]) -> Verdict {
+    let with: Vec<(&LevelSummary, f64, f64)> = levels
+        .iter()
+        .filter_map(|l| {
+            let d = l.server.as_ref()?;
+            Some((l, d.avg_queue_ms?, compute_ms(d)))
+        })
+        .collect();
+    let mut v = Verdict::default();
+    if with.is_empty() {
+        if !levels.is_empty() {
+            v.lines.push(
+                "no server-side queue/compute data: give --server-metrics-url (Triton's :8002/metrics) or make the statistics API reachable (-H for an access token)".into(),
+            );
+        }
+        return v;
+    }
+    let label =
+        |l: &LevelSummary| format!("{} {}", l.stimulus.kind(), format_value(l.stimulus.value()));
+    for w in with.windows(2) {
+        let (a, qa, ca) = w[0];
+        let (b, qb, cb) = w[1];
+        let (dq, dc) = (qb - qa, cb - ca);
+        let bottleneck = if dq > dc {
+            Bottleneck::Queueing
+        } else {
+            Bottleneck::Compute
+        };
+        let what = match bottleneck {
+            Bottleneck::Queueing => {
+                "queue time grew faster than compute: scheduling/queueing is the bottleneck"
+            }
+            Bottleneck::Compute => {
+                "compute time grew at least as fast as queue time: compute (prefill) is the bottleneck"
+            }
+        };
+        v.lines.push(format!(
+            "{} → {}: queue {dq:+.1} ms, compute {dc:+.1} ms — {what}",
+            label(a),
+            format_value(b.stimulus.value())
+        ));
+        v.steps.push(Step {
+            from: a.stimulus.name(),
+            to: b.stimulus.name(),
+            queue_delta_ms: dq,
+            compute_delta_ms: dc,
+            bottleneck,
+        });
+    }
+    for (l, _, _) in &with {
+        if let Some(share) = l.server.as_ref().and_then(|d| d.queue_share)
+            && share > QUEUE_SHARE_LIMIT
+        {
+            v.queue_dominated.push(l.stimulus.name());
+            v.lines.push(format!(
+                "{}: queue is {:.0}% of server time (over 50%): tune batching/scheduling (batch slots, instances) or cap concurrency below this level",
+                label(l),
+                share * 100.0
+            ));
+        }
+    }
+    v
+}
+
+fn format_value(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Stimulus;
+    use crate::server_metrics::ServerDelta;
+    use crate::stats::LevelStats;
+
+    fn level(c: u32, queue: Option<f64>, compute: f64) -> LevelSummary {
+        LevelSummary {
+            stimulus: Stimulus::Concurrency(c),
+            stats: LevelStats {
+                metrics: vec![],
+                request_count: 1,
+                error_count: 0,
+                errors: vec![],
+                warmup_count: 0,
+                duration_s: 1.0,
+                output_token_throughput: 0.0,
+                total_token_throughput: 0.0,
+                request_throughput: 0.0,
+                request_goodput: None,
+                osl_mismatch: 0,
+                short_outputs: 0,
+            },
+            server: queue.map(|q| ServerDelta {
+                source: "statistics",
+                requests: 10,
+                failures: 0,
+                executions: 10,
+                avg_request_ms: q + compute,
+                avg_queue_ms: Some(q),
+                avg_compute_input_ms: 0.0,
+                avg_compute_infer_ms: compute,
+                avg_compute_output_ms: 0.0,
+                queue_share: Some(q / (q + compute)),
+                max_pending: 0.0,
+            }),
+            streaming: true,
+            interrupted: false,
+            started_unix_ns: 0,
+        }
+    }
+
+    /// The seeds' example: queue 2 → 8 → 25 → 80 → 190 ms while compute grows slowly.
+    #[test]
+    fn seed_table_reads_as_compute_then_queueing() {
+        let levels = [
+            level(1, Some(2.0), 40.0),
+            level(4, Some(8.0), 60.0),
+            level(8, Some(25.0), 70.0),
+            level(16, Some(80.0), 90.0),
+            level(32, Some(190.0), 100.0),
+        ];
+        let v = verdict(&levels);
+        let b: Vec<Bottleneck> = v.steps.iter().map(|s| s.bottleneck).collect();
+        assert_eq!(
+            b,
+            [
+                Bottleneck::Compute,
+                Bottleneck::Queueing,
+                Bottleneck::Queueing,
+                Bottleneck::Queueing
+            ]
+        );
+        assert_eq!(v.queue_dominated, ["concurrency32"]);
+        assert_eq!(
+            v.lines[0],
+            "concurrency 1 → 4: queue +6.0 ms, compute +20.0 ms — compute time grew at least as fast as queue time: compute (prefill) is the bottleneck"
+        );
+        assert_eq!(
+            v.lines[4],
+            "concurrency 32: queue is 66% of server time (over 50%): tune batching/scheduling (batch slots, instances) or cap concurrency below this level"
+        );
+    }
+
+    #[test]
+    fn levels_without_server_data_are_skipped_or_explained() {
+        let v = verdict(&[
+            level(1, None, 0.0),
+            level(2, Some(1.0), 10.0),
+            level(4, Some(1.0), 20.0),
+        ]);
+        assert_eq!(v.steps.len(), 1);
+        assert_eq!(v.steps[0].from, "concurrency2");
+        let v = verdict(&[level(1, None, 0.0)]);
+        assert!(v.steps.is_empty());
+        assert!(v.lines[0].contains("--server-metrics-url"));
+        assert!(verdict(&[]).lines.is_empty());
+    }
+}
