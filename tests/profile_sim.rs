@@ -656,3 +656,87 @@ async fn connection_refused_is_a_clear_failure() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokenizer_file_and_input_file() {
+    use std::io::{Read, Write};
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // A tokenizer.json on disk: the built-in one, unpacked.
+    let gz = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/gpt2-tokenizer.json.gz"
+    ))
+    .unwrap();
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(gz.as_slice())
+        .read_to_end(&mut json)
+        .unwrap();
+    let tk_path = tmp.path().join("tokenizer.json");
+    std::fs::write(&tk_path, &json).unwrap();
+    // Two prompts from a JSONL file; the second has 9 tokens (" the" × 9 under GPT-2).
+    let prompts = tmp.path().join("prompts.jsonl");
+    let mut f = std::fs::File::create(&prompts).unwrap();
+    writeln!(f, "{{\"text\": \"Hello world\"}}").unwrap();
+    writeln!(f).unwrap();
+    writeln!(f, "{{\"text\": \"{}\"}}", " the".repeat(9)).unwrap();
+    drop(f);
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &sim.http_url(),
+        "--tokenizer",
+        tk_path.to_str().unwrap(),
+        "--input-file",
+        prompts.to_str().unwrap(),
+        "--output-tokens-mean",
+        "3",
+        "--request-count",
+        "4",
+        "--artifact-dir",
+        &tmp.path().join("out").display().to_string(),
+    ]))
+    .await
+    .unwrap();
+    let rows = measured(&out.levels[0].dir);
+    let isl: Vec<u64> = rows.iter().map(|r| r["isl"].as_u64().unwrap()).collect();
+    assert_eq!(
+        isl,
+        [2, 9, 2, 9],
+        "prompts cycle in file order, counted by the given tokenizer"
+    );
+    assert!(rows.iter().all(|r| r["osl"] == 3));
+    // Bad files are usage errors with a reason.
+    std::fs::write(&prompts, "{\"prompt_text\": 1}\n").unwrap();
+    let e = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "-u",
+        &sim.http_url(),
+        "--input-file",
+        prompts.to_str().unwrap(),
+    ]))
+    .await
+    .unwrap_err();
+    assert!(e.contains("line 1"), "{e}");
+    let e = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "-u",
+        &sim.http_url(),
+        "--tokenizer",
+        "/nonexistent/tokenizer.json",
+    ]))
+    .await
+    .unwrap_err();
+    assert!(e.contains("tokenizer"), "{e}");
+    sim.shutdown().await;
+}
