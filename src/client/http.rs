@@ -154,6 +154,7 @@ impl HttpClient {
                         break Err(err);
                     }
                     if state.done {
+                        drain_body(&mut resp).await;
                         break Ok(());
                     }
                 }
@@ -183,6 +184,17 @@ impl HttpClient {
         // without `[DONE]` is complete (a cut chunked body surfaces as a read error above).
         result
     }
+}
+
+/// How long to wait for the end of a body or stream after the final response. Reading it to the
+/// end lets the connection go back to the pool (HTTP) and lets the call finish cleanly instead of
+/// being reset (gRPC; thousands of resets make HTTP/2 peers tear the connection down).
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Reads whatever is left of a body after `[DONE]`.
+async fn drain_body(resp: &mut reqwest::Response) {
+    let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+    while let Ok(Ok(Some(_))) = tokio::time::timeout_at(deadline, resp.chunk()).await {}
 }
 
 struct StreamState {
