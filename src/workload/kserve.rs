@@ -10,8 +10,11 @@
 //!   `sampling_parameters`, a JSON string whose values are strings as GenAI-Perf sends them:
 //!   `{"max_tokens": "N"}` plus `"min_tokens": "N"` and `"ignore_eos": "true"` when deterministic.
 //!
-//! Every request carries the parameter `triton_enable_empty_final_response = true` when
-//! streaming, as perf_analyzer sets it, so the end of a response is always signalled.
+//! Every request that goes over `ModelStreamInfer` (streaming, or any request to a decoupled
+//! model) carries the parameter `triton_enable_empty_final_response = true`, as perf_analyzer
+//! sets it, so the end of a response is always signalled: a decoupled model may end a request
+//! with a flags-only FINAL after its last data response (PyTriton always does, even for one
+//! non-streamed response), and Triton forwards that to the client only with this parameter.
 
 use std::collections::HashMap;
 
@@ -149,7 +152,7 @@ pub fn build_request(
         b.push(info, name, value)?;
     }
     let mut parameters = HashMap::new();
-    if ask.streaming {
+    if ask.streaming || info.decoupled {
         parameters.insert(
             "triton_enable_empty_final_response".to_string(),
             InferParameter {
@@ -332,7 +335,16 @@ mod tests {
         let (bytes, asked) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
         assert_eq!(asked, 256);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
-        assert!(req.parameters.is_empty());
+        // Not streamed, but the model is decoupled: its end may be a flags-only FINAL.
+        assert!(
+            req.parameters
+                .contains_key("triton_enable_empty_final_response")
+        );
+        m.decoupled = false;
+        let (bytes, _) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
+        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
+        assert!(req.parameters.is_empty(), "ModelInfer to a plain model");
+        m.decoupled = true;
         let ask = LlmAsk {
             max_tokens: Some(7),
             deterministic: true,
