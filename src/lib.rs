@@ -24,5 +24,6 @@ pub mod report;
 pub mod run;
 pub mod server_metrics;
 pub mod sim;
+pub mod slo;
 pub mod stats;
 pub mod workload;

@@ -8,6 +8,7 @@
 
 pub mod genai_perf;
 pub mod histograms;
+pub mod read;
 pub mod records;
 pub mod summary;
 

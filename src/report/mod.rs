@@ -2,4 +2,5 @@
 //! summaries.
 
 pub mod console;
+pub mod knee;
 pub mod verdict;

@@ -1,0 +1,582 @@
+//! Reading artifact directories back: what `report` and `compare` work on.
+//!
+//! A directory is one of:
+//!
+//! * a **level**: it holds `profile_export_genai_perf.json`;
+//! * a **sweep**: it holds `summary.json`, whose `levels[].path` (relative to the sweep directory;
+//!   older files only have `dir`, as the run's command line wrote it) lead to its levels;
+//! * a **run made by a shell loop**: no `summary.json`, but level directories right below it
+//!   (the seeds' `./bench/$TS/c$c`);
+//! * a **timeline**: none of the above, but runs right below it (`bench/` with one directory per
+//!   timestamp).
+//!
+//! Every level is rebuilt into a [`LevelSummary`] from its JSON, so the same knee, verdict, SLO
+//! and table code serves live runs and old directories.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::Value;
+
+use super::{JSON_FILE, SUMMARY_JSON_FILE};
+use crate::plan::{Stimulus, UsageError};
+use crate::server_metrics::ServerDelta;
+use crate::stats::{ErrorCount, LevelStats, LevelSummary, Metric, Stats};
+
+/// An SLO check as recorded in a level's JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedSlo {
+    /// The objective as written (`time_to_first_token.p99<=500ms`).
+    pub objective: String,
+    /// The level's value, in `unit`.
+    pub actual: Option<f64>,
+    /// `ms`, `fraction`, `tokens/sec`, ...
+    pub unit: String,
+    /// Whether it held.
+    pub passed: bool,
+}
+
+/// One level read back from disk.
+#[derive(Debug, Clone)]
+pub struct LoadedLevel {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its numbers.
+    pub summary: LevelSummary,
+    /// The command line that produced it (secrets were redacted when it was written).
+    pub command_line: Option<String>,
+    /// The ttftbench version that wrote it, when recorded.
+    pub version: Option<String>,
+    /// SLO checks recorded with it.
+    pub slo: Vec<RecordedSlo>,
+}
+
+/// One run: the levels of one sweep (or of one shell loop), in load order.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Short name: the run directory's name (a timestamp in a timeline).
+    pub label: String,
+    /// The run's directory.
+    pub dir: PathBuf,
+    /// Its levels, sorted by load.
+    pub levels: Vec<LoadedLevel>,
+}
+
+impl Run {
+    /// The level summaries, for the knee, verdict and tables.
+    pub fn summaries(&self) -> Vec<LevelSummary> {
+        self.levels.iter().map(|l| l.summary.clone()).collect()
+    }
+
+    /// When the run started (its first level), Unix ns; 0 when unknown.
+    pub fn started_unix_ns(&self) -> u64 {
+        self.levels
+            .iter()
+            .map(|l| l.summary.started_unix_ns)
+            .filter(|&t| t > 0)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The command line of the run (the first level's).
+    pub fn command_line(&self) -> Option<&str> {
+        self.levels.iter().find_map(|l| l.command_line.as_deref())
+    }
+}
+
+/// What a directory holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirKind {
+    /// A level's files.
+    Level,
+    /// A sweep's `summary.json`.
+    Sweep,
+    /// Neither; maybe runs or levels below it.
+    Other,
+}
+
+/// Classifies a directory.
+pub fn kind_of(dir: &Path) -> DirKind {
+    if dir.join(JSON_FILE).is_file() {
+        DirKind::Level
+    } else if dir.join(SUMMARY_JSON_FILE).is_file() {
+        DirKind::Sweep
+    } else {
+        DirKind::Other
+    }
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn stats_from(v: &Value) -> Stats {
+    Stats {
+        count: v.get("count").and_then(Value::as_u64).unwrap_or(0),
+        avg: f(v, "avg"),
+        min: f(v, "min"),
+        max: f(v, "max"),
+        std: f(v, "std"),
+        p1: f(v, "p1"),
+        p5: f(v, "p5"),
+        p10: f(v, "p10"),
+        p25: f(v, "p25"),
+        p50: f(v, "p50"),
+        p75: f(v, "p75"),
+        p90: f(v, "p90"),
+        p95: f(v, "p95"),
+        p99: f(v, "p99"),
+        p999: f(v, "p99.9"),
+    }
+}
+
+fn server_from(v: &Value) -> Option<ServerDelta> {
+    if !v.is_object() {
+        return None;
+    }
+    let u = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Some(ServerDelta {
+        source: match v.get("source").and_then(Value::as_str) {
+            Some("statistics") => "statistics",
+            _ => "prometheus",
+        },
+        requests: u("requests"),
+        failures: u("failures"),
+        executions: u("executions"),
+        avg_request_ms: f(v, "avg_request_ms"),
+        avg_queue_ms: v.get("avg_queue_ms").and_then(Value::as_f64),
+        avg_compute_input_ms: f(v, "avg_compute_input_ms"),
+        avg_compute_infer_ms: f(v, "avg_compute_infer_ms"),
+        avg_compute_output_ms: f(v, "avg_compute_output_ms"),
+        queue_share: v.get("queue_share").and_then(Value::as_f64),
+        max_pending: f(v, "max_pending"),
+    })
+}
+
+/// The load level from the JSON's `level` block. Only closed-loop concurrency levels are read
+/// back for now; open-loop rate levels are added with the request-rate mode.
+fn stimulus_from(level: &Value, dir: &Path) -> Result<Stimulus> {
+    let kind = level.get("stimulus").and_then(Value::as_str).unwrap_or("");
+    let value = level.get("value").and_then(Value::as_f64);
+    match (kind, value) {
+        ("concurrency", Some(v)) if v >= 1.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX) => {
+            Ok(Stimulus::Concurrency(v as u32))
+        }
+        _ => bail!(
+            "{}: level kind '{kind}' with value {value:?} cannot be read by this version of ttftbench",
+            dir.display()
+        ),
+    }
+}
+
+/// Rebuilds a level summary from the text of `profile_export_genai_perf.json` (pure: no I/O).
+pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
+    let level = doc
+        .get("level")
+        .ok_or_else(|| anyhow!("{}: no 'level' block in {JSON_FILE}", dir.display()))?;
+    let stimulus = stimulus_from(level, dir)?;
+    let cfg = doc.get("input_config");
+    let streaming = cfg
+        .and_then(|c| c.pointer("/target/streaming"))
+        .and_then(Value::as_bool)
+        .unwrap_or_else(|| doc.get(Metric::TimeToFirstToken.key()).is_some());
+    let metrics = Metric::ALL
+        .iter()
+        .filter_map(|m| {
+            let v = doc.get(m.key())?;
+            v.is_object().then(|| (*m, stats_from(v)))
+        })
+        .collect();
+    let avg = |k: &str| doc.get(k).map_or(0.0, |v| f(v, "avg"));
+    let count = |k: &str| {
+        doc.get(k)
+            .and_then(|v| v.get("avg"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    let errors = doc
+        .get("errors")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|e| ErrorCount {
+                    kind: e
+                        .get("kind")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    count: e.get("count").and_then(Value::as_u64).unwrap_or(0),
+                    example: e
+                        .get("example")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    hint: e.get("hint").and_then(Value::as_str).map(str::to_string),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let validity = doc.get("validity");
+    let vcount = |k: &str| {
+        validity
+            .and_then(|v| v.get(k))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    let summary = LevelSummary {
+        stimulus,
+        stats: LevelStats {
+            metrics,
+            request_count: count("request_count"),
+            error_count: count("error_count"),
+            errors,
+            warmup_count: 0,
+            duration_s: avg("benchmark_duration"),
+            output_token_throughput: avg("output_token_throughput"),
+            total_token_throughput: avg("total_token_throughput"),
+            request_throughput: avg("request_throughput"),
+            request_goodput: doc
+                .get("request_goodput")
+                .and_then(|v| v.get("avg"))
+                .and_then(Value::as_f64),
+            osl_mismatch: vcount("osl_mismatch_count"),
+            short_outputs: vcount("short_output_count"),
+        },
+        server: doc.get("server_metrics").and_then(server_from),
+        streaming,
+        interrupted: validity
+            .and_then(|v| v.get("interrupted"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        started_unix_ns: level
+            .get("started_unix_ns")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+    };
+    let slo = doc
+        .get("slo")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|s| RecordedSlo {
+                    objective: s
+                        .get("objective")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    actual: s.get("actual").and_then(Value::as_f64),
+                    unit: s
+                        .get("unit")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    passed: s.get("passed").and_then(Value::as_bool).unwrap_or(false),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(LoadedLevel {
+        dir: dir.to_path_buf(),
+        summary,
+        command_line: cfg
+            .and_then(|c| c.get("command_line"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        version: doc
+            .get("ttftbench_version")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        slo,
+    })
+}
+
+/// Reads one level directory.
+pub fn read_level(dir: &Path) -> Result<LoadedLevel> {
+    let path = dir.join(JSON_FILE);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    level_from_json(&doc, dir)
+}
+
+fn label_of(dir: &Path) -> String {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name.is_empty() || name == "." || name == ".." {
+        std::fs::canonicalize(dir)
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| dir.display().to_string())
+    } else {
+        name
+    }
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn sort_levels(levels: &mut [LoadedLevel]) {
+    levels.sort_by(|a, b| {
+        a.summary
+            .stimulus
+            .value()
+            .total_cmp(&b.summary.stimulus.value())
+    });
+}
+
+/// Reads a sweep directory through its `summary.json`.
+pub fn read_sweep(dir: &Path) -> Result<Run> {
+    let path = dir.join(SUMMARY_JSON_FILE);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let rows = doc
+        .get("levels")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("{}: no 'levels' list", path.display()))?;
+    let mut levels = Vec::with_capacity(rows.len());
+    for row in rows {
+        let rel = row.get("path").and_then(Value::as_str).map(|p| dir.join(p));
+        let written = row.get("dir").and_then(Value::as_str).map(PathBuf::from);
+        // `dir` is relative to where the run was started; the last component below the sweep
+        // directory is the usual layout when the tree was moved.
+        let moved = written
+            .as_ref()
+            .and_then(|w| w.file_name())
+            .map(|n| dir.join(n));
+        let found = [rel, written, moved]
+            .into_iter()
+            .flatten()
+            .find(|p| kind_of(p) == DirKind::Level)
+            .ok_or_else(|| {
+                anyhow!(
+                    "{}: level {} is listed but its directory is missing",
+                    path.display(),
+                    row.get("name").and_then(Value::as_str).unwrap_or("?")
+                )
+            })?;
+        levels.push(read_level(&found)?);
+    }
+    sort_levels(&mut levels);
+    Ok(Run {
+        label: label_of(dir),
+        dir: dir.to_path_buf(),
+        levels,
+    })
+}
+
+/// A run from level directories directly below `dir` (a shell loop's output), if there are any.
+fn read_loop_run(dir: &Path) -> Result<Option<Run>> {
+    let level_dirs: Vec<PathBuf> = subdirs(dir)
+        .into_iter()
+        .filter(|p| kind_of(p) == DirKind::Level)
+        .collect();
+    if level_dirs.is_empty() {
+        return Ok(None);
+    }
+    let mut levels = level_dirs
+        .iter()
+        .map(|p| read_level(p))
+        .collect::<Result<Vec<_>>>()?;
+    sort_levels(&mut levels);
+    Ok(Some(Run {
+        label: label_of(dir),
+        dir: dir.to_path_buf(),
+        levels,
+    }))
+}
+
+/// The runs one directory holds: itself (a sweep, a level, a loop's run) or, for a timeline, one
+/// run per subdirectory, oldest first.
+pub fn runs_in(dir: &Path) -> Result<Vec<Run>> {
+    if !dir.is_dir() {
+        return Err(UsageError(format!(
+            "{}: no such directory (give an artifact directory: a level, a sweep, or a folder of runs)",
+            dir.display()
+        ))
+        .into());
+    }
+    match kind_of(dir) {
+        DirKind::Level => {
+            let l = read_level(dir)?;
+            Ok(vec![Run {
+                label: label_of(dir),
+                dir: dir.to_path_buf(),
+                levels: vec![l],
+            }])
+        }
+        DirKind::Sweep => Ok(vec![read_sweep(dir)?]),
+        DirKind::Other => {
+            if let Some(run) = read_loop_run(dir)? {
+                return Ok(vec![run]);
+            }
+            let mut runs = Vec::new();
+            for sub in subdirs(dir) {
+                match kind_of(&sub) {
+                    DirKind::Sweep => runs.push(read_sweep(&sub)?),
+                    DirKind::Level => {}
+                    DirKind::Other => {
+                        if let Some(r) = read_loop_run(&sub)? {
+                            runs.push(r);
+                        }
+                    }
+                }
+            }
+            if runs.is_empty() {
+                return Err(UsageError(format!(
+                    "{}: no ttftbench artifacts found (looked for {JSON_FILE} and {SUMMARY_JSON_FILE} in it and one level below)",
+                    dir.display()
+                ))
+                .into());
+            }
+            sort_runs(&mut runs);
+            Ok(runs)
+        }
+    }
+}
+
+/// Oldest first: by start time, then by name (timestamps sort by name too).
+pub fn sort_runs(runs: &mut [Run]) {
+    runs.sort_by(|a, b| {
+        a.started_unix_ns()
+            .cmp(&b.started_unix_ns())
+            .then_with(|| a.label.cmp(&b.label))
+    });
+}
+
+/// The runs named on a command line: level directories given together form one run (the seeds'
+/// `./ttft_c*`), each sweep is a run, a folder of runs adds all of them.
+pub fn runs_from_args(paths: &[PathBuf]) -> Result<Vec<Run>> {
+    let mut loose: Vec<LoadedLevel> = Vec::new();
+    let mut runs = Vec::new();
+    for p in paths {
+        if p.is_dir() && kind_of(p) == DirKind::Level {
+            loose.push(read_level(p)?);
+        } else {
+            runs.extend(runs_in(p)?);
+        }
+    }
+    if !loose.is_empty() {
+        sort_levels(&mut loose);
+        let parent = common_parent(paths);
+        runs.push(Run {
+            label: parent
+                .as_deref()
+                .map_or_else(|| "levels".to_string(), label_of),
+            dir: parent.unwrap_or_else(|| PathBuf::from(".")),
+            levels: loose,
+        });
+    }
+    sort_runs(&mut runs);
+    Ok(runs)
+}
+
+fn common_parent(paths: &[PathBuf]) -> Option<PathBuf> {
+    let parents: Vec<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
+    let first = *parents.first()?;
+    parents
+        .iter()
+        .all(|p| *p == first)
+        .then(|| first.to_path_buf())
+        .filter(|p| !p.as_os_str().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn level_json_round_trip_through_the_encoder() {
+        let summary = LevelSummary {
+            stimulus: Stimulus::Concurrency(8),
+            stats: LevelStats {
+                metrics: vec![(
+                    Metric::TimeToFirstToken,
+                    Stats {
+                        count: 5,
+                        avg: 10.0,
+                        min: 9.0,
+                        max: 12.0,
+                        std: 0.5,
+                        p1: 9.0,
+                        p5: 9.0,
+                        p10: 9.0,
+                        p25: 9.5,
+                        p50: 10.0,
+                        p75: 10.5,
+                        p90: 11.0,
+                        p95: 11.5,
+                        p99: 12.0,
+                        p999: 12.0,
+                    },
+                )],
+                request_count: 5,
+                error_count: 1,
+                errors: vec![ErrorCount {
+                    kind: "http_503".into(),
+                    count: 1,
+                    example: "busy".into(),
+                    hint: Some("retry".into()),
+                }],
+                warmup_count: 0,
+                duration_s: 2.0,
+                output_token_throughput: 250.0,
+                total_token_throughput: 750.0,
+                request_throughput: 2.5,
+                request_goodput: Some(2.0),
+                osl_mismatch: 1,
+                short_outputs: 2,
+            },
+            server: Some(ServerDelta {
+                source: "statistics",
+                requests: 5,
+                failures: 0,
+                executions: 5,
+                avg_request_ms: 10.0,
+                avg_queue_ms: Some(2.0),
+                avg_compute_input_ms: 0.5,
+                avg_compute_infer_ms: 7.0,
+                avg_compute_output_ms: 0.5,
+                queue_share: Some(0.2),
+                max_pending: 3.0,
+            }),
+            streaming: true,
+            interrupted: true,
+            started_unix_ns: 42,
+        };
+        let cfg =
+            json!({"target": {"streaming": true}, "command_line": "ttftbench profile -m gpt2"});
+        let mut doc = crate::artifact::genai_perf::json(&summary, &cfg);
+        doc["slo"] = json!([{"objective": "queue_share<=50%", "actual": 0.2, "unit": "fraction", "passed": true}]);
+        let back = level_from_json(&doc, Path::new("x")).unwrap();
+        assert_eq!(back.summary, summary);
+        assert_eq!(
+            back.command_line.as_deref(),
+            Some("ttftbench profile -m gpt2")
+        );
+        assert_eq!(back.slo[0].objective, "queue_share<=50%");
+        assert!(back.slo[0].passed);
+    }
+
+    #[test]
+    fn unknown_level_kind_is_an_error() {
+        let doc = json!({"level": {"name": "x", "stimulus": "bogus", "value": 1}});
+        let e = level_from_json(&doc, Path::new("d")).unwrap_err();
+        assert!(format!("{e}").contains("level kind 'bogus'"), "{e}");
+    }
+}

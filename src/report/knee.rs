@@ -1,0 +1,406 @@
+//! Where to stop adding load: the knee of the throughput-versus-latency curve.
+//!
+//! Levels are ordered by load. The knee is the first level *k* (not the last) such that
+//!
+//! * no higher level has more than `min_gain` (default [`DEFAULT_MIN_GAIN`], 10 %) more throughput
+//!   than *k* — beyond it, extra load buys (almost) no throughput; and
+//! * the p99 latency of some higher level exceeds *k*'s by more than the same fraction — beyond
+//!   it, extra load only buys latency.
+//!
+//! Comparing *k* with every higher level rather than only with the next one keeps a single noisy
+//! dip from being read as saturation when throughput grows again afterwards.
+//!
+//! Throughput is output tokens per second (requests per second when no level produced tokens).
+//! Latency is TTFT p99 for streamed runs, request latency p99 otherwise. Levels without successful
+//! requests are left out.
+
+use serde::Serialize;
+
+use crate::slo::{MetricRef, MetricSource, Stat, SystemMetric};
+use crate::stats::{LevelSummary, Metric};
+
+/// Default `--knee-min-gain`: beyond the knee, throughput grows by less than 10 %.
+pub const DEFAULT_MIN_GAIN: f64 = 0.10;
+
+/// One level reduced to what the knee needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    /// Load value (concurrency, request rate).
+    pub load: f64,
+    /// Throughput at that load.
+    pub throughput: f64,
+    /// p99 latency at that load (ms).
+    pub p99: f64,
+}
+
+/// What [`find`] concluded about a series of points (sorted by load).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Finding {
+    /// The knee is at this index.
+    Knee(usize),
+    /// Fewer than two points.
+    TooFewLevels,
+    /// Throughput still grew by more than the fraction beyond every level; `last_gain` is the
+    /// growth of the last step.
+    StillGrowing {
+        /// Relative throughput growth of the last step.
+        last_gain: f64,
+    },
+    /// Throughput saturated after this index, but latency did not rise.
+    LatencyFlat(usize),
+}
+
+/// Finds the knee of `points` (already sorted by load).
+pub fn find(points: &[Point], min_gain: f64) -> Finding {
+    if points.len() < 2 {
+        return Finding::TooFewLevels;
+    }
+    let mut flat = None;
+    for (k, p) in points[..points.len() - 1].iter().enumerate() {
+        let later = &points[k + 1..];
+        let max_t = later.iter().map(|q| q.throughput).fold(f64::MIN, f64::max);
+        let max_l = later.iter().map(|q| q.p99).fold(f64::MIN, f64::max);
+        let saturated = max_t < p.throughput * (1.0 + min_gain);
+        if !saturated {
+            continue;
+        }
+        if max_l > p.p99 * (1.0 + min_gain) {
+            return Finding::Knee(k);
+        }
+        flat.get_or_insert(k);
+    }
+    match flat {
+        Some(k) => Finding::LatencyFlat(k),
+        None => {
+            let n = points.len();
+            let (a, b) = (points[n - 2].throughput, points[n - 1].throughput);
+            Finding::StillGrowing {
+                last_gain: if a > 0.0 { b / a - 1.0 } else { f64::INFINITY },
+            }
+        }
+    }
+}
+
+/// The knee found in a sweep, in the units of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Knee {
+    /// Level name (`concurrency8`).
+    pub level: String,
+    /// Load value at the knee.
+    pub value: f64,
+    /// Throughput at the knee.
+    pub throughput: f64,
+    /// p99 latency at the knee (ms).
+    pub p99_ms: f64,
+    /// Largest throughput gain over the knee at any higher level (fraction).
+    pub max_gain_beyond: f64,
+    /// Largest p99 at any higher level (ms).
+    pub max_p99_beyond_ms: f64,
+}
+
+/// The knee analysis of a sweep, as written to `summary.json` and the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    /// The fraction used.
+    pub min_gain: f64,
+    /// Which throughput (`output_token_throughput` or `request_throughput`).
+    pub throughput_metric: String,
+    /// Which latency (`time_to_first_token.p99` or `request_latency.p99`).
+    pub latency_metric: String,
+    /// The knee, when there is one.
+    pub knee: Option<Knee>,
+    /// The conclusion in one sentence.
+    pub recommendation: String,
+}
+
+fn format_load(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn short_latency_name(m: MetricRef) -> &'static str {
+    match m {
+        MetricRef::Dist(Metric::TimeToFirstToken, _) => "TTFT p99",
+        _ => "request latency p99",
+    }
+}
+
+/// Analyses a sweep's levels (any order). `min_gain` is a fraction (0.10 = 10 %).
+pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
+    let mut sorted: Vec<&LevelSummary> = levels
+        .iter()
+        .filter(|l| l.stats.request_count > 0)
+        .collect();
+    sorted.sort_by(|a, b| a.stimulus.value().total_cmp(&b.stimulus.value()));
+    let streamed = !sorted.is_empty()
+        && sorted.iter().all(|l| {
+            l.metric(MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99))
+                .is_some()
+        });
+    let latency = if streamed {
+        MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99)
+    } else {
+        MetricRef::Dist(Metric::RequestLatency, Stat::P99)
+    };
+    let tokens = !sorted.is_empty() && sorted.iter().all(|l| l.stats.output_token_throughput > 0.0);
+    let throughput = if tokens {
+        SystemMetric::OutputTokenThroughput
+    } else {
+        SystemMetric::RequestThroughput
+    };
+    let (tput_label, tput_unit) = if tokens {
+        ("output throughput", "output tok/s")
+    } else {
+        ("request throughput", "req/s")
+    };
+    let with: Vec<(&LevelSummary, Point)> = sorted
+        .iter()
+        .filter_map(|l| {
+            Some((
+                *l,
+                Point {
+                    load: l.stimulus.value(),
+                    throughput: l.metric(MetricRef::System(throughput))?,
+                    p99: l.metric(latency)?,
+                },
+            ))
+        })
+        .collect();
+    let points: Vec<Point> = with.iter().map(|(_, p)| *p).collect();
+    let kind = with
+        .first()
+        .map_or("load", |(l, _)| l.stimulus.kind())
+        .replace('_', " ");
+    let lat_name = short_latency_name(latency);
+    let pct = format!("{:.0}%", min_gain * 100.0);
+    let mut knee = None;
+    let recommendation = match find(&points, min_gain) {
+        Finding::Knee(k) => {
+            let (l, p) = with[k];
+            let later = &points[k + 1..];
+            let max_t = later.iter().map(|q| q.throughput).fold(f64::MIN, f64::max);
+            let max_l = later.iter().map(|q| q.p99).fold(f64::MIN, f64::max);
+            let gain = if p.throughput > 0.0 {
+                max_t / p.throughput - 1.0
+            } else {
+                0.0
+            };
+            knee = Some(Knee {
+                level: l.stimulus.name(),
+                value: p.load,
+                throughput: p.throughput,
+                p99_ms: p.p99,
+                max_gain_beyond: gain,
+                max_p99_beyond_ms: max_l,
+            });
+            format!(
+                "knee at {kind} {load}: max sustainable {kind} ≈ {load} at {lat_name} ≤ {:.1} ms ({:.1} {tput_unit}); beyond it {tput_label} grows less than {pct} (at most {:+.1}%) while {lat_name} rises to {:.1} ms",
+                p.p99,
+                p.throughput,
+                gain * 100.0,
+                max_l,
+                load = format_load(p.load),
+            )
+        }
+        Finding::TooFewLevels if levels.len() <= 1 => {
+            "one level: the knee needs a sweep (e.g. --concurrency 1,2,4,8,16,32)".to_string()
+        }
+        Finding::TooFewLevels => {
+            "fewer than two levels with successful requests: no knee".to_string()
+        }
+        Finding::StillGrowing { last_gain } => {
+            let last = points.last().map_or(0.0, |p| p.load);
+            format!(
+                "no knee up to {kind} {}: {tput_label} still grew {:+.0}% over the last step; extend the sweep to higher {kind} to find it",
+                format_load(last),
+                last_gain * 100.0
+            )
+        }
+        Finding::LatencyFlat(k) => format!(
+            "no knee: {tput_label} stopped growing after {kind} {} but {lat_name} did not rise by more than {pct}",
+            format_load(points[k].load)
+        ),
+    };
+    Analysis {
+        min_gain,
+        throughput_metric: throughput.key().to_string(),
+        latency_metric: latency.key(),
+        knee,
+        recommendation,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Stimulus;
+    use crate::stats::{LevelStats, Stats};
+
+    fn pts(t: &[f64], l: &[f64]) -> Vec<Point> {
+        t.iter()
+            .zip(l)
+            .enumerate()
+            .map(|(i, (&throughput, &p99))| Point {
+                load: (1u32 << i) as f64,
+                throughput,
+                p99,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn find_table() {
+        let cases: &[(&str, &[f64], &[f64], Finding)] = &[
+            (
+                "the README demo: saturates at 8 batch slots",
+                &[223.1, 400.3, 671.2, 981.2, 983.2, 1003.2],
+                &[33.0, 60.0, 102.0, 178.0, 993.0, 2617.0],
+                Finding::Knee(3),
+            ),
+            (
+                "flat throughput, rising latency: knee at the first level",
+                &[100.0, 100.0, 100.0, 100.0],
+                &[10.0, 20.0, 40.0, 80.0],
+                Finding::Knee(0),
+            ),
+            (
+                "flat throughput and flat latency: no knee",
+                &[100.0, 101.0, 99.0, 100.0],
+                &[10.0, 10.2, 9.9, 10.1],
+                Finding::LatencyFlat(0),
+            ),
+            (
+                "monotone growth: still growing",
+                &[100.0, 200.0, 400.0, 800.0],
+                &[10.0, 10.0, 11.0, 12.0],
+                Finding::StillGrowing { last_gain: 1.0 },
+            ),
+            (
+                "a noisy dip is not the knee when throughput grows again",
+                &[100.0, 190.0, 185.0, 350.0, 360.0, 358.0],
+                &[10.0, 11.0, 12.0, 13.0, 40.0, 90.0],
+                Finding::Knee(3),
+            ),
+            (
+                "overload collapse after the peak",
+                &[100.0, 200.0, 300.0, 250.0, 200.0],
+                &[10.0, 11.0, 14.0, 80.0, 300.0],
+                Finding::Knee(2),
+            ),
+            (
+                "small steady gains add up past the fraction",
+                &[1000.0, 1050.0, 1080.0, 1110.0],
+                &[10.0, 20.0, 40.0, 80.0],
+                Finding::Knee(1),
+            ),
+            ("single level", &[100.0], &[10.0], Finding::TooFewLevels),
+            ("no levels", &[], &[], Finding::TooFewLevels),
+        ];
+        for (name, t, l, want) in cases {
+            assert_eq!(find(&pts(t, l), DEFAULT_MIN_GAIN), *want, "{name}");
+        }
+        // A looser fraction moves the knee earlier.
+        assert_eq!(
+            find(
+                &pts(&[100.0, 180.0, 250.0, 260.0], &[10.0, 11.0, 20.0, 40.0]),
+                0.5
+            ),
+            Finding::Knee(1)
+        );
+    }
+
+    fn level(c: u32, tput: f64, ttft_p99: Option<f64>, ok: u64) -> LevelSummary {
+        let mut metrics = vec![(
+            Metric::RequestLatency,
+            Stats {
+                count: 10,
+                p99: 1000.0 + f64::from(c),
+                ..Stats::default()
+            },
+        )];
+        if let Some(p) = ttft_p99 {
+            metrics.push((
+                Metric::TimeToFirstToken,
+                Stats {
+                    count: 10,
+                    p99: p,
+                    ..Stats::default()
+                },
+            ));
+        }
+        LevelSummary {
+            stimulus: Stimulus::Concurrency(c),
+            stats: LevelStats {
+                metrics,
+                request_count: ok,
+                error_count: 0,
+                errors: vec![],
+                warmup_count: 0,
+                duration_s: 1.0,
+                output_token_throughput: tput,
+                total_token_throughput: tput,
+                request_throughput: tput / 100.0,
+                request_goodput: None,
+                osl_mismatch: 0,
+                short_outputs: 0,
+            },
+            server: None,
+            streaming: ttft_p99.is_some(),
+            interrupted: false,
+            started_unix_ns: 0,
+        }
+    }
+
+    #[test]
+    fn analysis_sentences() {
+        let levels = [
+            level(16, 983.2, Some(993.53), 10),
+            level(1, 223.1, Some(33.18), 10),
+            level(8, 981.2, Some(178.52), 10),
+            level(32, 1003.2, Some(2617.25), 10),
+            level(4, 671.2, Some(102.5), 10),
+        ];
+        let a = analyze(&levels, DEFAULT_MIN_GAIN);
+        assert_eq!(a.latency_metric, "time_to_first_token.p99");
+        assert_eq!(a.throughput_metric, "output_token_throughput");
+        assert_eq!(a.knee.as_ref().unwrap().level, "concurrency8");
+        assert_eq!(
+            a.recommendation,
+            "knee at concurrency 8: max sustainable concurrency ≈ 8 at TTFT p99 ≤ 178.5 ms (981.2 output tok/s); beyond it output throughput grows less than 10% (at most +2.2%) while TTFT p99 rises to 2617.2 ms"
+        );
+        let a = analyze(&levels[1..2], DEFAULT_MIN_GAIN);
+        assert_eq!(
+            a.recommendation,
+            "one level: the knee needs a sweep (e.g. --concurrency 1,2,4,8,16,32)"
+        );
+        assert!(a.knee.is_none());
+        // Without streaming: request latency; a level with no successful request is left out.
+        let a = analyze(
+            &[
+                level(1, 100.0, None, 10),
+                level(2, 200.0, None, 10),
+                level(4, 0.0, None, 0),
+            ],
+            DEFAULT_MIN_GAIN,
+        );
+        assert_eq!(a.latency_metric, "request_latency.p99");
+        assert_eq!(
+            a.recommendation,
+            "no knee up to concurrency 2: output throughput still grew +100% over the last step; extend the sweep to higher concurrency to find it"
+        );
+        let a = analyze(
+            &[
+                level(1, 100.0, Some(10.0), 10),
+                level(2, 100.0, Some(10.0), 10),
+            ],
+            DEFAULT_MIN_GAIN,
+        );
+        assert_eq!(
+            a.recommendation,
+            "no knee: output throughput stopped growing after concurrency 1 but TTFT p99 did not rise by more than 10%"
+        );
+    }
+}
