@@ -48,6 +48,17 @@ pub enum ServiceKindArg {
     Openai,
 }
 
+/// `--request-distribution`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DistributionArg {
+    /// Evenly spaced sends.
+    Constant,
+    /// Exponential gaps (Poisson arrivals).
+    Poisson,
+    /// Gamma gaps with shape `--burstiness`.
+    Gamma,
+}
+
 /// `--backend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
@@ -121,6 +132,24 @@ pub struct ProfileArgs {
     /// or a list `1,4,8,16,32`. Each value is one level of the sweep.
     #[arg(long = "concurrency")]
     pub concurrency: Option<String>,
+
+    /// Open-loop request rate (requests/s): `R`, `start:end[:step]` (doubling without a step) or
+    /// a list `5,10,20`. Each value is one level. Excludes --concurrency.
+    #[arg(long = "request-rate", conflicts_with = "concurrency")]
+    pub request_rate: Option<String>,
+
+    /// Gaps between open-loop requests.
+    #[arg(long = "request-distribution", value_enum, default_value = "constant")]
+    pub request_distribution: DistributionArg,
+
+    /// Shape of gamma-distributed gaps (< 1 burstier than Poisson, > 1 more regular).
+    #[arg(long = "burstiness", default_value_t = 1.0)]
+    pub burstiness: f64,
+
+    /// Cap on requests in flight under --request-rate; a send that finds the cap reached leaves
+    /// late, and its lag is reported.
+    #[arg(long = "max-inflight", default_value_t = 1024)]
+    pub max_inflight: u32,
 
     /// Measurement window per level in milliseconds: requests sent within it are measured.
     #[arg(short = 'p', long = "measurement-interval")]

@@ -8,6 +8,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 
 use crate::cli::{BackendArg, EndpointTypeArg, ProfileArgs, ServiceKindArg};
+pub use crate::load::pacer::Arrival;
 use crate::stats::{Metric, Objective};
 
 /// A mistake in the command line: exit code 2, with a message saying what to change.
@@ -204,6 +205,15 @@ impl Target {
 pub enum Stimulus {
     /// Closed loop: keep N requests in flight.
     Concurrency(u32),
+    /// Open loop: send on an absolute schedule of `rate` requests per second.
+    RequestRate {
+        /// Requests per second.
+        rate: f64,
+        /// Gap distribution.
+        arrival: Arrival,
+        /// Requests in flight at most (the worker pool); beyond it sends leave late.
+        max_inflight: u32,
+    },
 }
 
 impl Stimulus {
@@ -211,6 +221,8 @@ impl Stimulus {
     pub fn name(&self) -> String {
         match self {
             Stimulus::Concurrency(n) => format!("concurrency{n}"),
+            // GenAI-Perf formats the rate as a float: `request_rate10.0`.
+            Stimulus::RequestRate { rate, .. } => format!("request_rate{rate:?}"),
         }
     }
 
@@ -218,6 +230,7 @@ impl Stimulus {
     pub fn kind(&self) -> &'static str {
         match self {
             Stimulus::Concurrency(_) => "concurrency",
+            Stimulus::RequestRate { .. } => "request_rate",
         }
     }
 
@@ -225,6 +238,7 @@ impl Stimulus {
     pub fn value(&self) -> f64 {
         match self {
             Stimulus::Concurrency(n) => f64::from(*n),
+            Stimulus::RequestRate { rate, .. } => *rate,
         }
     }
 
@@ -232,7 +246,13 @@ impl Stimulus {
     pub fn workers(&self) -> usize {
         match self {
             Stimulus::Concurrency(n) => *n as usize,
+            Stimulus::RequestRate { max_inflight, .. } => *max_inflight as usize,
         }
+    }
+
+    /// Whether requests follow a schedule (send lag and intended-time latencies are meaningful).
+    pub fn open_loop(&self) -> bool {
+        matches!(self, Stimulus::RequestRate { .. })
     }
 }
 
@@ -271,7 +291,11 @@ impl StopRule {
     pub fn for_level(&self, s: &Stimulus) -> Stop {
         match self {
             StopRule::Fixed(stop) => *stop,
-            StopRule::Auto => Stop::Requests((2 * s.workers() as u64).max(10)),
+            // GenAI-Perf's default request count: max(10, 2 × concurrency); 10 for a rate.
+            StopRule::Auto => match s {
+                Stimulus::Concurrency(n) => Stop::Requests((2 * u64::from(*n)).max(10)),
+                Stimulus::RequestRate { .. } => Stop::Requests(10),
+            },
         }
     }
 }
@@ -447,9 +471,21 @@ impl RunPlan {
         };
         target.header_map()?;
 
-        let levels = match &a.concurrency {
-            Some(spec) => parse_concurrency(spec)?,
-            None => vec![Stimulus::Concurrency(1)],
+        let arrival = arrival_from(a.request_distribution, a.burstiness)?;
+        if a.max_inflight == 0 {
+            return usage("--max-inflight must be at least 1");
+        }
+        let levels = match (&a.concurrency, &a.request_rate) {
+            (Some(spec), _) => parse_concurrency(spec)?,
+            (None, Some(spec)) => parse_float_levels(spec, "--request-rate")?
+                .into_iter()
+                .map(|rate| Stimulus::RequestRate {
+                    rate,
+                    arrival,
+                    max_inflight: a.max_inflight,
+                })
+                .collect(),
+            (None, None) => vec![Stimulus::Concurrency(1)],
         };
         let stop = match (a.request_count, a.measurement_interval, a.num_prompts) {
             (Some(_), Some(_), _) => {
@@ -702,6 +738,75 @@ pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
         .collect()
 }
 
+/// The arrival process from `--request-distribution` and `--burstiness`.
+pub fn arrival_from(
+    d: crate::cli::DistributionArg,
+    burstiness: f64,
+) -> Result<Arrival, UsageError> {
+    use crate::cli::DistributionArg;
+    if !(burstiness > 0.0 && burstiness.is_finite()) {
+        return usage("--burstiness must be a positive number (1 = Poisson)");
+    }
+    Ok(match d {
+        DistributionArg::Constant => Arrival::Constant,
+        DistributionArg::Poisson => Arrival::Poisson,
+        DistributionArg::Gamma => Arrival::Gamma { shape: burstiness },
+    })
+}
+
+/// Request rates: `R`, `start:end[:step]` (doubling without a step, both ends inclusive) or
+/// `a,b,c`; positive numbers.
+pub fn parse_float_levels(spec: &str, flag: &str) -> Result<Vec<f64>, UsageError> {
+    let spec = spec.trim();
+    let num = |s: &str| -> Result<f64, UsageError> {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| UsageError(format!("{flag} {spec}: '{s}' is not a number")))?;
+        if !(v > 0.0 && v.is_finite()) {
+            return usage(format!("{flag} {spec}: rates must be positive"));
+        }
+        Ok(v)
+    };
+    if spec.contains(',') {
+        return spec
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(num)
+            .collect();
+    }
+    let parts: Vec<&str> = spec.split(':').collect();
+    let (start, end, step) = match parts.as_slice() {
+        [one] => return Ok(vec![num(one)?]),
+        [a, b] => (num(a)?, num(b)?, None),
+        [a, b, c] => (num(a)?, num(b)?, Some(num(c)?)),
+        _ => {
+            return usage(format!(
+                "{flag} {spec}: expected R, start:end[:step], or a list like 5,10,20"
+            ));
+        }
+    };
+    if end < start {
+        return usage(format!(
+            "{flag} {spec}: the end ({end}) is below the start ({start})"
+        ));
+    }
+    let mut out = Vec::new();
+    let mut v = start;
+    // A small tolerance keeps `0.1:0.3:0.1` from losing its last level to rounding.
+    while v <= end * (1.0 + 1e-9) && out.len() <= 1000 {
+        out.push(v);
+        v = match step {
+            Some(s) => start + s * out.len() as f64,
+            None => v * 2.0,
+        };
+    }
+    if out.len() > 1000 {
+        return usage(format!("{flag} {spec}: too many levels (at most 1000)"));
+    }
+    Ok(out)
+}
+
 /// `N`, `start:end[:step]` or `a,b,c`.
 pub fn parse_concurrency(spec: &str) -> Result<Vec<Stimulus>, UsageError> {
     let values = parse_int_levels(spec, "--concurrency")?;
@@ -865,6 +970,41 @@ mod tests {
         assert!(parse_int_levels("8:4", "--concurrency").is_err());
         assert!(parse_int_levels("a", "--concurrency").is_err());
         assert!(parse_int_levels("1:2:3:4", "--concurrency").is_err());
+    }
+
+    #[test]
+    fn rate_forms() {
+        let v = |s: &str| parse_float_levels(s, "--request-rate").unwrap();
+        assert_eq!(v("10"), [10.0]);
+        assert_eq!(v("2.5"), [2.5]);
+        assert_eq!(v("1:8"), [1.0, 2.0, 4.0, 8.0]);
+        assert_eq!(v("10:50:20"), [10.0, 30.0, 50.0]);
+        assert_eq!(v("0.1:0.3:0.1").len(), 3);
+        assert_eq!(v("5,10,20"), [5.0, 10.0, 20.0]);
+        assert!(parse_float_levels("0", "--request-rate").is_err());
+        assert!(parse_float_levels("-1", "--request-rate").is_err());
+        assert!(parse_float_levels("x", "--request-rate").is_err());
+        let p = plan(&[
+            "-m",
+            "m",
+            "--request-rate",
+            "10,20",
+            "--request-distribution",
+            "gamma",
+            "--burstiness",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.levels[1],
+            Stimulus::RequestRate {
+                rate: 20.0,
+                arrival: Arrival::Gamma { shape: 0.5 },
+                max_inflight: 1024
+            }
+        );
+        assert_eq!(p.levels[0].name(), "request_rate10.0");
+        assert!(plan(&["-m", "m", "--request-rate", "10", "--concurrency", "4"]).is_err());
     }
 
     #[test]

@@ -204,6 +204,9 @@ pub struct RequestRecord {
     pub intended_ns: u64,
     /// When the request was handed to the transport.
     pub sent_ns: u64,
+    /// When the request's bytes were fully encoded into the transport (client send time ends),
+    /// where the protocol client can see it.
+    pub send_done_ns: Option<u64>,
     /// First response byte read from the transport.
     pub first_byte_ns: Option<u64>,
     /// First content-bearing response (first token).
@@ -271,6 +274,19 @@ impl RequestRecord {
             .map(|t| t.saturating_sub(self.intended_ns))
     }
 
+    /// Client send time: from handing the request over until its bytes were written.
+    pub fn send_ns(&self) -> Option<u64> {
+        self.send_done_ns.map(|t| t.saturating_sub(self.sent_ns))
+    }
+
+    /// Client receive time: from the first response byte to the last response.
+    pub fn recv_ns(&self) -> Option<u64> {
+        match (self.first_byte_ns, self.last_token_ns) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        }
+    }
+
     /// How late the request left compared with its intended time.
     pub fn send_lag_ns(&self) -> u64 {
         self.sent_ns.saturating_sub(self.intended_ns)
@@ -304,6 +320,7 @@ mod tests {
             prompt_index: 0,
             intended_ns: 1_000,
             sent_ns: 2_000,
+            send_done_ns: Some(2_500),
             first_byte_ns: Some(5_000),
             first_token_ns: Some(10_000),
             second_token_ns: Some(12_000),

@@ -12,7 +12,7 @@ use crate::artifact::{self, Layout};
 use crate::client::discovery::{PreflightError, check_http};
 use crate::client::{Client, GrpcClient, HttpClient, grpc};
 use crate::collector::Collector;
-use crate::load::{Cancel, PhaseSpec, Shared, gap_pool, run_phase};
+use crate::load::{Cancel, Halt, PhaseSpec, Shared, gap_pool, run_phase};
 use crate::plan::{Api, MetricsSource, RunPlan, Stimulus, Stop, Verbosity};
 use crate::record::{Clock, Phase};
 use crate::report::console;
@@ -108,6 +108,8 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
         cancel: cancel.clone(),
         timeout: plan.request_timeout,
         use_server_token_count: plan.use_server_token_count,
+        count_tokens: true,
+        seed: plan.workload.seed,
         gaps: gap_pool(),
     });
     let mut probe = prepared.probe;
@@ -307,7 +309,7 @@ async fn run_level(
             stop: Stop::Requests(plan.warmup_requests),
             seq_base: *seq_base,
         };
-        let out = run_phase(shared.clone(), spec, collector.sender()).await;
+        let out = run_phase(shared.clone(), spec, collector.sender(), Halt::new()).await;
         *seq_base += out.sent;
     }
     let before = probe.snapshot().await;
@@ -318,7 +320,7 @@ async fn run_level(
         stop,
         seq_base: *seq_base,
     };
-    let out = run_phase(shared.clone(), spec, collector.sender()).await;
+    let out = run_phase(shared.clone(), spec, collector.sender(), Halt::new()).await;
     *seq_base += out.sent;
     let max_pending = match sampler {
         Some((handle, stop_tx)) => {

@@ -674,10 +674,13 @@ impl LevelSummary {
     /// `--streaming`, open-loop metrics need a request-rate level.
     pub fn shown_metrics(&self) -> impl Iterator<Item = (Metric, &Stats)> {
         let streaming = self.streaming;
+        let open_loop = self.stimulus.open_loop();
         self.stats
             .metrics
             .iter()
-            .filter(move |(m, _)| (streaming || !m.streaming_only()) && !m.open_loop_only())
+            .filter(move |(m, _)| {
+                (streaming || !m.streaming_only()) && (open_loop || !m.open_loop_only())
+            })
             .map(|(m, s)| (*m, s))
     }
 }
@@ -695,6 +698,7 @@ mod tests {
             prompt_index: 0,
             intended_ns: 0,
             sent_ns: 0,
+            send_done_ns: None,
             first_byte_ns: Some(ttft_ms * ms),
             first_token_ns: Some(ttft_ms * ms),
             second_token_ns: Some((ttft_ms + 1) * ms),

@@ -110,6 +110,7 @@ mod tests {
                 prompt_index: 0,
                 intended_ns: 0,
                 sent_ns: 0,
+                send_done_ns: None,
                 first_byte_ns: Some(i * 900_000),
                 first_token_ns: Some(i * 1_000_000),
                 second_token_ns: Some(i * 1_000_000 + 5_000_000),

@@ -118,6 +118,7 @@ impl Layout {
 fn expand_level(t: &str, s: &Stimulus) -> String {
     let value = match s {
         Stimulus::Concurrency(n) => n.to_string(),
+        Stimulus::RequestRate { rate, .. } => format!("{rate}"),
     };
     t.replace("{concurrency}", &value)
         .replace("{rate}", &value)

@@ -105,6 +105,7 @@ mod tests {
             prompt_index: 1,
             intended_ns: 0,
             sent_ns: 1_000,
+            send_done_ns: None,
             first_byte_ns: Some(2_000_000),
             first_token_ns: Some(3_001_000),
             second_token_ns: None,

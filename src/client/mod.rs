@@ -22,6 +22,8 @@ pub use http::HttpClient;
 /// one and reuses it, so its buffers are allocated once, not per request or per token.
 #[derive(Debug, Default)]
 pub struct Exchange {
+    /// When the request's bytes were fully encoded into the transport.
+    pub send_done_ns: Option<u64>,
     /// First response byte (response headers count).
     pub first_byte_ns: Option<u64>,
     /// First content-bearing response.
@@ -46,17 +48,15 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    /// A fresh exchange with some capacity reserved.
+    /// A fresh exchange. Buffers start empty and grow to the largest response seen, then stay:
+    /// idle workers of a large open-loop pool cost almost nothing.
     pub fn new() -> Exchange {
-        Exchange {
-            text: String::with_capacity(2048),
-            gaps: Vec::with_capacity(256),
-            ..Exchange::default()
-        }
+        Exchange::default()
     }
 
     /// Clears the previous request's data, keeping buffer capacity.
     pub fn reset(&mut self) {
+        self.send_done_ns = None;
         self.first_byte_ns = None;
         self.first_token_ns = None;
         self.second_token_ns = None;

@@ -2,12 +2,17 @@
 //! exchange into a [`RequestRecord`].
 //!
 //! A level is a fixed pool of worker tasks. In closed loop each worker sends its next request as
-//! soon as the previous one finishes, so N workers keep N requests in flight. Workers own their
-//! buffers ([`Exchange`]), so the steady state allocates nothing per token and takes no lock; the
-//! only shared state is an atomic ticket counter and the channel to the collector.
+//! soon as the previous one finishes, so N workers keep N requests in flight. In open loop
+//! ([`pacer`]) each worker takes the next scheduled send time, sleeps until it, and sends; the
+//! pool size caps requests in flight (`--max-inflight`), and a request that finds every worker busy
+//! leaves late, which its record shows (intended vs actual send). Workers own their buffers
+//! ([`Exchange`]), so the steady state allocates nothing per token; the shared state is an atomic
+//! ticket counter (closed loop) or the schedule (open loop) and the channel to the collector.
+
+pub mod pacer;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
@@ -39,7 +44,8 @@ pub fn gap_pool() -> GapPool {
 /// Stop and abort signals shared by every worker (Ctrl-C, SIGTERM, `--duration` limits).
 #[derive(Clone, Debug)]
 pub struct Cancel {
-    stop: Arc<AtomicBool>,
+    stop_tx: Arc<watch::Sender<bool>>,
+    stop_rx: watch::Receiver<bool>,
     abort_tx: Arc<watch::Sender<bool>>,
     abort_rx: watch::Receiver<bool>,
 }
@@ -54,8 +60,10 @@ impl Cancel {
     /// Neither stopped nor aborted.
     pub fn new() -> Cancel {
         let (tx, rx) = watch::channel(false);
+        let (stop_tx, stop_rx) = watch::channel(false);
         Cancel {
-            stop: Arc::new(AtomicBool::new(false)),
+            stop_tx: Arc::new(stop_tx),
+            stop_rx,
             abort_tx: Arc::new(tx),
             abort_rx: rx,
         }
@@ -63,18 +71,24 @@ impl Cancel {
 
     /// Stop sending new requests; in-flight ones continue.
     pub fn stop_sending(&self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop_tx.send_replace(true);
     }
 
     /// Abandon in-flight requests (they are recorded as `cancelled`).
     pub fn abort(&self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop_tx.send_replace(true);
         self.abort_tx.send_replace(true);
     }
 
     /// Whether sending has stopped.
     pub fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        *self.stop_rx.borrow()
+    }
+
+    /// Resolves when sending stops (wakes workers sleeping until a scheduled send).
+    pub async fn wait_stop(&self) {
+        let mut rx = self.stop_rx.clone();
+        let _ = rx.wait_for(|s| *s).await;
     }
 
     /// Whether in-flight requests were abandoned.
@@ -106,6 +120,10 @@ pub struct Shared {
     pub timeout: Duration,
     /// Prefer the server's usage for output token counts.
     pub use_server_token_count: bool,
+    /// Count output tokens (LLM text); tensor profiling counts responses only.
+    pub count_tokens: bool,
+    /// Seed of open-loop schedules (each phase derives its own).
+    pub seed: u64,
     /// Gap buffer pool.
     pub gaps: GapPool,
 }
@@ -136,64 +154,192 @@ pub struct PhaseOutcome {
     pub interrupted: bool,
 }
 
+/// Stops a phase from outside (perf_analyzer's stability loop ends a level when its windows are
+/// stable). Workers finish the request they are on.
+#[derive(Clone, Debug)]
+pub struct Halt {
+    tx: Arc<watch::Sender<bool>>,
+    rx: watch::Receiver<bool>,
+}
+
+impl Default for Halt {
+    fn default() -> Self {
+        Halt::new()
+    }
+}
+
+impl Halt {
+    /// Not halted.
+    pub fn new() -> Halt {
+        let (tx, rx) = watch::channel(false);
+        Halt {
+            tx: Arc::new(tx),
+            rx,
+        }
+    }
+
+    /// Stop sending.
+    pub fn halt(&self) {
+        self.tx.send_replace(true);
+    }
+
+    /// Whether the phase was halted.
+    pub fn halted(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    async fn wait(&self) {
+        let mut rx = self.rx.clone();
+        let _ = rx.wait_for(|h| *h).await;
+    }
+}
+
 /// Runs one phase to completion and returns when every worker has finished. Records go to
-/// `sink` as requests complete.
+/// `sink` as requests complete; `halt` ends the phase early.
 pub async fn run_phase(
     shared: Arc<Shared>,
     spec: PhaseSpec,
     sink: std::sync::mpsc::Sender<Completed>,
+    halt: Halt,
 ) -> PhaseOutcome {
     let start_ns = shared.clock.now_ns();
     let deadline = match spec.stop {
         Stop::Window(d) => Some(start_ns + d.as_nanos() as u64),
         Stop::Requests(_) => None,
     };
-    let tickets = Arc::new(AtomicU64::new(0));
+    let sent = Arc::new(AtomicU64::new(0));
     let mut set = tokio::task::JoinSet::new();
-    for _ in 0..spec.stimulus.workers() {
-        let (shared, tickets, sink) = (shared.clone(), tickets.clone(), sink.clone());
-        set.spawn(async move { closed_loop_worker(shared, spec, tickets, deadline, sink).await });
+    let ctx = |sink: &std::sync::mpsc::Sender<Completed>| WorkerCtx {
+        shared: shared.clone(),
+        spec,
+        deadline,
+        sink: sink.clone(),
+        halt: halt.clone(),
+        sent: sent.clone(),
+    };
+    match spec.stimulus {
+        Stimulus::Concurrency(n) => {
+            let tickets = Arc::new(AtomicU64::new(0));
+            for _ in 0..n {
+                let (ctx, tickets) = (ctx(&sink), tickets.clone());
+                set.spawn(async move { closed_loop_worker(ctx, tickets).await });
+            }
+        }
+        Stimulus::RequestRate {
+            rate,
+            arrival,
+            max_inflight,
+        } => {
+            // Each phase gets its own stream, so warm-up and measurement do not replay each other.
+            let seed = shared.seed ^ spec.seq_base.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let schedule = Arc::new(std::sync::Mutex::new(pacer::Pacer::new(
+                rate, arrival, seed,
+            )));
+            for _ in 0..max_inflight.max(1) {
+                let (ctx, schedule) = (ctx(&sink), schedule.clone());
+                set.spawn(async move { open_loop_worker(ctx, schedule, start_ns).await });
+            }
+        }
     }
     drop(sink);
     while set.join_next().await.is_some() {}
-    let issued = tickets.load(Ordering::SeqCst);
-    // With a request budget, each worker takes one ticket past the end before it stops.
-    let sent = match spec.stop {
-        Stop::Requests(n) => issued.min(n),
-        Stop::Window(_) => issued,
-    };
     PhaseOutcome {
-        sent,
+        sent: sent.load(Ordering::SeqCst),
         start_ns,
         end_ns: shared.clock.now_ns(),
         interrupted: shared.cancel.stopping(),
     }
 }
 
-async fn closed_loop_worker(
+/// What one worker needs.
+struct WorkerCtx {
     shared: Arc<Shared>,
     spec: PhaseSpec,
-    tickets: Arc<AtomicU64>,
     deadline: Option<u64>,
     sink: std::sync::mpsc::Sender<Completed>,
-) {
+    halt: Halt,
+    sent: Arc<AtomicU64>,
+}
+
+impl WorkerCtx {
+    fn done(&self) -> bool {
+        self.shared.cancel.stopping() || self.halt.halted()
+    }
+}
+
+async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>) {
     let mut ex = Exchange::new();
     loop {
-        if shared.cancel.stopping() {
+        if ctx.done() {
             return;
         }
-        let intended = shared.clock.now_ns();
-        if deadline.is_some_and(|d| intended >= d) {
+        let intended = ctx.shared.clock.now_ns();
+        if ctx.deadline.is_some_and(|d| intended >= d) {
             return;
         }
         let seq = tickets.fetch_add(1, Ordering::Relaxed);
-        if let Stop::Requests(n) = spec.stop
+        if let Stop::Requests(n) = ctx.spec.stop
             && seq >= n
         {
             return;
         }
-        let completed = execute_one(&shared, &spec, spec.seq_base + seq, intended, &mut ex).await;
-        if sink.send(completed).is_err() {
+        ctx.sent.fetch_add(1, Ordering::Relaxed);
+        let completed = execute_one(
+            &ctx.shared,
+            &ctx.spec,
+            ctx.spec.seq_base + seq,
+            intended,
+            &mut ex,
+        )
+        .await;
+        if ctx.sink.send(completed).is_err() {
+            return;
+        }
+    }
+}
+
+async fn open_loop_worker(
+    ctx: WorkerCtx,
+    schedule: Arc<std::sync::Mutex<pacer::Pacer>>,
+    start_ns: u64,
+) {
+    let mut ex = Exchange::new();
+    loop {
+        if ctx.done() {
+            return;
+        }
+        // The lock is held only to draw the next send time (no await inside).
+        let (seq, offset) = match schedule.lock() {
+            Ok(mut p) => p.next_send(),
+            Err(_) => return,
+        };
+        if let Stop::Requests(n) = ctx.spec.stop
+            && seq >= n
+        {
+            return;
+        }
+        let intended = start_ns + offset;
+        if ctx.deadline.is_some_and(|d| intended >= d) {
+            return;
+        }
+        if intended > ctx.shared.clock.now_ns() {
+            let at = tokio::time::Instant::from_std(ctx.shared.clock.instant_at(intended));
+            tokio::select! {
+                _ = tokio::time::sleep_until(at) => {}
+                _ = ctx.halt.wait() => return,
+                _ = ctx.shared.cancel.wait_stop() => return,
+            }
+        }
+        ctx.sent.fetch_add(1, Ordering::Relaxed);
+        let completed = execute_one(
+            &ctx.shared,
+            &ctx.spec,
+            ctx.spec.seq_base + seq,
+            intended,
+            &mut ex,
+        )
+        .await;
+        if ctx.sink.send(completed).is_err() {
             return;
         }
     }
@@ -235,7 +381,7 @@ async fn execute_one(
         Ok(()) => None,
         Err(e) => Some(e),
     };
-    let osl = if error.is_none() {
+    let osl = if error.is_none() && shared.count_tokens {
         match (shared.use_server_token_count, ex.completion_tokens) {
             (true, Some(n)) => n,
             _ => shared.tokenizer.count(&ex.text) as u32,
@@ -253,6 +399,7 @@ async fn execute_one(
         prompt_index: index as u32,
         intended_ns,
         sent_ns,
+        send_done_ns: ex.send_done_ns,
         first_byte_ns: ex.first_byte_ns,
         first_token_ns: ex.first_token_ns,
         second_token_ns: ex.second_token_ns,

@@ -18,7 +18,13 @@ pub enum Bottleneck {
     Queueing,
     /// Compute time grew at least as fast as queue time.
     Compute,
+    /// Neither moved measurably (both within [`UNCHANGED_MS`]).
+    Unchanged,
 }
+
+/// Changes smaller than this (ms) in both queue and compute time mean the server did not notice
+/// the step.
+pub const UNCHANGED_MS: f64 = 0.05;
 
 /// One step of the sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]

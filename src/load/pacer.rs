@@ -1,0 +1,191 @@
+//! When each open-loop request is due: an absolute schedule of intended send times, generated
+//! lazily from a seeded random stream, so a run of any length needs no memory per request and
+//! the same seed replays the same arrivals.
+//!
+//! Send time `i` is the sum of the first `i` gaps (the first request is due at the phase start);
+//! workers sleep until their request's absolute time, so sleeping late never shifts later
+//! requests (no drift from relative sleeps).
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand_distr::{Distribution, Exp, Gamma};
+use serde::Serialize;
+
+/// How gaps between requests are distributed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Arrival {
+    /// Evenly spaced: every 1/rate seconds.
+    Constant,
+    /// Exponential gaps (a Poisson process).
+    Poisson,
+    /// Gamma-distributed gaps with this shape (`--burstiness`): below 1 burstier than Poisson,
+    /// above 1 more regular; 1 is Poisson.
+    Gamma {
+        /// Shape parameter k; the mean gap stays 1/rate.
+        shape: f64,
+    },
+}
+
+impl Arrival {
+    /// The name used on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+            Arrival::Gamma { .. } => "gamma",
+        }
+    }
+}
+
+enum Gaps {
+    Constant(f64),
+    Exp(Exp<f64>),
+    Gamma(Gamma<f64>),
+}
+
+/// Yields `(sequence number, intended offset in ns)` pairs in order.
+pub struct Pacer {
+    gaps: Gaps,
+    rng: StdRng,
+    next_ns: f64,
+    seq: u64,
+}
+
+impl std::fmt::Debug for Pacer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pacer")
+            .field("seq", &self.seq)
+            .field("next_ns", &self.next_ns)
+            .finish()
+    }
+}
+
+impl Pacer {
+    /// A schedule of `rate` requests per second (must be positive and finite).
+    pub fn new(rate: f64, arrival: Arrival, seed: u64) -> Pacer {
+        let rate = if rate.is_finite() && rate > 0.0 {
+            rate
+        } else {
+            1.0
+        };
+        let mean_ns = 1e9 / rate;
+        let gaps = match arrival {
+            Arrival::Constant => Gaps::Constant(mean_ns),
+            Arrival::Poisson => Gaps::Exp(
+                Exp::new(1.0 / mean_ns)
+                    .unwrap_or_else(|_| Exp::new(1.0).expect("1 is a valid rate")),
+            ),
+            Arrival::Gamma { shape } => {
+                let shape = if shape.is_finite() && shape > 0.0 {
+                    shape
+                } else {
+                    1.0
+                };
+                Gaps::Gamma(
+                    Gamma::new(shape, mean_ns / shape)
+                        .unwrap_or_else(|_| Gamma::new(1.0, mean_ns).expect("valid gamma")),
+                )
+            }
+        };
+        Pacer {
+            gaps,
+            rng: StdRng::seed_from_u64(seed),
+            next_ns: 0.0,
+            seq: 0,
+        }
+    }
+
+    /// The next request: its sequence number and when it is due (ns after the phase start).
+    pub fn next_send(&mut self) -> (u64, u64) {
+        let out = (self.seq, self.next_ns.round() as u64);
+        let gap = match &self.gaps {
+            Gaps::Constant(g) => *g,
+            Gaps::Exp(d) => d.sample(&mut self.rng),
+            Gaps::Gamma(d) => d.sample(&mut self.rng),
+        };
+        self.next_ns += gap;
+        self.seq += 1;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gaps(p: &mut Pacer, n: usize) -> Vec<f64> {
+        let times: Vec<u64> = (0..=n).map(|_| p.next_send().1).collect();
+        times.windows(2).map(|w| (w[1] - w[0]) as f64).collect()
+    }
+
+    fn mean_cv(g: &[f64]) -> (f64, f64) {
+        let n = g.len() as f64;
+        let mean = g.iter().sum::<f64>() / n;
+        let var = g.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        (mean, var.sqrt() / mean)
+    }
+
+    #[test]
+    fn constant_is_exact() {
+        let mut p = Pacer::new(1000.0, Arrival::Constant, 7);
+        let sends: Vec<(u64, u64)> = (0..5).map(|_| p.next_send()).collect();
+        assert_eq!(
+            sends,
+            [
+                (0, 0),
+                (1, 1_000_000),
+                (2, 2_000_000),
+                (3, 3_000_000),
+                (4, 4_000_000)
+            ]
+        );
+        // No drift over many requests: the 1 000 000th is due at exactly 1000 s.
+        let mut p = Pacer::new(1000.0, Arrival::Constant, 7);
+        let last = (0..=1_000_000).map(|_| p.next_send()).last().unwrap();
+        assert_eq!(last, (1_000_000, 1_000_000_000_000));
+        // A rate that is not a whole number of ns per request still lands on schedule.
+        let mut p = Pacer::new(3.0, Arrival::Constant, 0);
+        let t: Vec<u64> = (0..4).map(|_| p.next_send().1).collect();
+        assert_eq!(t, [0, 333_333_333, 666_666_667, 1_000_000_000]);
+    }
+
+    #[test]
+    fn poisson_mean_and_dispersion() {
+        let mut p = Pacer::new(200.0, Arrival::Poisson, 42);
+        let (mean, cv) = mean_cv(&gaps(&mut p, 50_000));
+        assert!((mean / 5e6 - 1.0).abs() < 0.02, "mean gap {mean}");
+        assert!(
+            (cv - 1.0).abs() < 0.03,
+            "coefficient of variation {cv} (exponential: 1)"
+        );
+    }
+
+    #[test]
+    fn gamma_dispersion_follows_shape() {
+        for (shape, want_cv) in [(0.25, 2.0), (4.0, 0.5)] {
+            let mut p = Pacer::new(100.0, Arrival::Gamma { shape }, 9);
+            let (mean, cv) = mean_cv(&gaps(&mut p, 50_000));
+            assert!(
+                (mean / 1e7 - 1.0).abs() < 0.03,
+                "shape {shape}: mean gap {mean}"
+            );
+            assert!(
+                (cv / want_cv - 1.0).abs() < 0.05,
+                "shape {shape}: cv {cv}, want {want_cv}"
+            );
+        }
+    }
+
+    #[test]
+    fn same_seed_same_schedule() {
+        let mut a = Pacer::new(50.0, Arrival::Poisson, 3);
+        let mut b = Pacer::new(50.0, Arrival::Poisson, 3);
+        let mut c = Pacer::new(50.0, Arrival::Poisson, 4);
+        let ta: Vec<u64> = (0..100).map(|_| a.next_send().1).collect();
+        let tb: Vec<u64> = (0..100).map(|_| b.next_send().1).collect();
+        let tc: Vec<u64> = (0..100).map(|_| c.next_send().1).collect();
+        assert_eq!(ta, tb);
+        assert_ne!(ta, tc);
+    }
+}
