@@ -81,7 +81,9 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
         let (a, qa, ca) = w[0];
         let (b, qb, cb) = w[1];
         let (dq, dc) = (qb - qa, cb - ca);
-        let bottleneck = if dq > dc {
+        let bottleneck = if dq.abs() < UNCHANGED_MS && dc.abs() < UNCHANGED_MS {
+            Bottleneck::Unchanged
+        } else if dq > dc {
             Bottleneck::Queueing
         } else {
             Bottleneck::Compute
@@ -92,6 +94,9 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
             }
             Bottleneck::Compute => {
                 "compute time grew at least as fast as queue time: compute (prefill) is the bottleneck"
+            }
+            Bottleneck::Unchanged => {
+                "server time did not change: the server is not the limit at these loads"
             }
         };
         v.lines.push(format!(
