@@ -13,10 +13,10 @@ use crate::client::discovery::{PreflightError, check_http};
 use crate::client::{Client, GrpcClient, HttpClient, grpc};
 use crate::collector::Collector;
 use crate::load::{Cancel, Halt, PhaseSpec, Shared, gap_pool, run_phase};
-use crate::plan::{Api, MetricsSource, RunPlan, Stimulus, Stop, Verbosity};
+use crate::plan::{Api, RunPlan, Stimulus, Stop, Verbosity};
 use crate::record::{Clock, Phase};
 use crate::report::console;
-use crate::server_metrics::{ServerDelta, Snapshot, StatsSnapshot, scrape};
+use crate::server_metrics::{ServerProbe, StatsSource};
 use crate::stats::{Aggregate, LevelSummary};
 use crate::workload::tokenizer::Tokenizer;
 use crate::workload::{dataset, kserve};
@@ -220,7 +220,8 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
                 }
                 _ => StatsSource::None,
             };
-            let probe = ServerProbe::new(calls, plan, stats).await;
+            let probe =
+                ServerProbe::new(calls, &plan.target.model, &plan.server_metrics, stats).await;
             Ok(Prepared {
                 client: Client::Http(c),
                 dataset,
@@ -252,7 +253,13 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
                 .await
                 .map_err(|e| anyhow::anyhow!(e))?;
             let md = grpc::metadata_for(t)?;
-            let probe = ServerProbe::new(calls, plan, StatsSource::Grpc(channel, md)).await;
+            let probe = ServerProbe::new(
+                calls,
+                &plan.target.model,
+                &plan.server_metrics,
+                StatsSource::Grpc(channel, md),
+            )
+            .await;
             Ok(Prepared {
                 client: Client::Grpc(client),
                 dataset,
@@ -399,164 +406,4 @@ pub fn write_level(
     )
     .with_context(|| format!("cannot write {}", h_path.display()))?;
     Ok(())
-}
-
-/// Where the server's statistics extension is reached.
-enum StatsSource {
-    /// Not available for this API.
-    None,
-    /// `GET /v2/models/{m}/stats`.
-    Http(String),
-    /// gRPC `ModelStatistics`, with the `-H` metadata.
-    Grpc(tonic::transport::Channel, tonic::metadata::MetadataMap),
-}
-
-/// Both of the server's own views, read before and after each level: the statistics extension
-/// (per-model queue and compute time, as perf_analyzer reads it) and Prometheus `/metrics`
-/// (the same counters plus the pending-request gauge).
-struct ServerProbe {
-    http: reqwest::Client,
-    prom_url: Option<String>,
-    stats: StatsSource,
-    model: String,
-    notices: Vec<String>,
-}
-
-/// Counters at one instant.
-#[derive(Default)]
-struct ProbeSnapshot {
-    prom: Option<Snapshot>,
-    stats: Option<StatsSnapshot>,
-}
-
-impl ServerProbe {
-    async fn new(http: reqwest::Client, plan: &RunPlan, stats: StatsSource) -> ServerProbe {
-        let model = plan.target.model.clone();
-        let mut notices = Vec::new();
-        let url = plan.server_metrics.url().to_string();
-        let prom_url = match scrape(&http, &url, &model).await {
-            Ok(_) => Some(url),
-            Err(e) => {
-                // The default URL is a guess; only an explicit --server-metrics-url deserves a warning.
-                if let MetricsSource::Url(_) = plan.server_metrics {
-                    notices.push(format!("warning: server metrics unavailable: {e}"));
-                }
-                None
-            }
-        };
-        let mut probe = ServerProbe {
-            http,
-            prom_url,
-            stats,
-            model,
-            notices,
-        };
-        if let Err(e) = probe.read_stats().await {
-            probe.notices.push(e);
-            probe.stats = StatsSource::None;
-        }
-        probe
-    }
-
-    async fn read_stats(&self) -> Result<Option<StatsSnapshot>, String> {
-        let restricted = "the statistics API is restricted: add -H 'triton-access-token: TOKEN' (the header the server's --http-restricted-api / --grpc-restricted-protocol setting names) to see server queue and compute time";
-        match &self.stats {
-            StatsSource::None => Ok(None),
-            StatsSource::Http(url) => {
-                let resp = self
-                    .http
-                    .get(url)
-                    .send()
-                    .await
-                    .map_err(|e| format!("note: statistics unavailable: {e}"))?;
-                let status = resp.status();
-                if status == 403 || status == 401 {
-                    return Err(format!("note: {restricted}"));
-                }
-                if !status.is_success() {
-                    return Err(format!(
-                        "note: statistics unavailable: {url} answered HTTP {status}"
-                    ));
-                }
-                let v: serde_json::Value = resp
-                    .json()
-                    .await
-                    .map_err(|e| format!("note: statistics unreadable: {e}"))?;
-                StatsSnapshot::from_json(&v)
-                    .map(Some)
-                    .ok_or_else(|| "note: statistics unreadable: no model_stats".to_string())
-            }
-            StatsSource::Grpc(channel, md) => {
-                match grpc::model_statistics(channel.clone(), &self.model, md).await {
-                    Ok(s) => Ok(Some(s)),
-                    Err(s)
-                        if matches!(
-                            s.code(),
-                            tonic::Code::PermissionDenied | tonic::Code::Unauthenticated
-                        ) || s.message().contains("restricted") =>
-                    {
-                        Err(format!("note: {restricted}"))
-                    }
-                    Err(s) => Err(format!(
-                        "note: statistics unavailable: {:?}: {}",
-                        s.code(),
-                        s.message()
-                    )),
-                }
-            }
-        }
-    }
-
-    async fn snapshot(&self) -> ProbeSnapshot {
-        let prom = match &self.prom_url {
-            Some(url) => scrape(&self.http, url, &self.model).await.ok(),
-            None => None,
-        };
-        ProbeSnapshot {
-            prom,
-            stats: self.read_stats().await.ok().flatten(),
-        }
-    }
-
-    /// The server's view of a level: statistics when available (with the pending gauge from
-    /// Prometheus), else Prometheus alone.
-    fn delta(
-        before: &ProbeSnapshot,
-        after: &ProbeSnapshot,
-        max_pending: f64,
-    ) -> Option<ServerDelta> {
-        match (&before.stats, &after.stats, &before.prom, &after.prom) {
-            (Some(b), Some(a), _, _) => Some(ServerDelta::from_stats(b, a, max_pending)),
-            (_, _, Some(b), Some(a)) => Some(ServerDelta::between(b, a, max_pending)),
-            _ => None,
-        }
-    }
-
-    /// Samples the pending-request gauge every 500 ms until told to stop; returns the maximum.
-    fn start_pending_sampler(
-        &self,
-    ) -> Option<(
-        tokio::task::JoinHandle<f64>,
-        tokio::sync::oneshot::Sender<()>,
-    )> {
-        let url = self.prom_url.clone()?;
-        let (client, model) = (self.http.clone(), self.model.clone());
-        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            let mut max = 0.0f64;
-            let mut tick = tokio::time::interval(Duration::from_millis(500));
-            loop {
-                tokio::select! {
-                    _ = &mut rx => break,
-                    _ = tick.tick() => {
-                        if let Ok(s) = scrape(&client, &url, &model).await {
-                            max = max.max(s.pending);
-                        }
-                    }
-                }
-            }
-            max
-        });
-        Some((handle, tx))
-    }
 }
