@@ -263,9 +263,27 @@ async fn health_metadata_config_and_index() {
         .json()
         .await
         .expect("json");
+    let names: Vec<&str> = index
+        .as_array()
+        .expect("index")
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
     assert_eq!(
-        index,
-        json!([{"name": "gpt2", "version": "1", "state": "READY"}, {"name": "vllm_model", "version": "1", "state": "READY"}])
+        names,
+        [
+            "gpt2",
+            "vllm_model",
+            "gpt2_nostream",
+            "yolov8s",
+            "bert_classifier",
+            "resnet_fp16",
+            "resnet_int8"
+        ]
+    );
+    assert_eq!(
+        index[0],
+        json!({"name": "gpt2", "version": "1", "state": "READY"})
     );
     assert_eq!(get_json(&c, format!("{base}/v2/models")).await, index);
 
@@ -333,7 +351,7 @@ async fn health_metadata_config_and_index() {
         .await
         .expect("idx")
         .into_inner();
-    assert_eq!(idx.models.len(), 2);
+    assert_eq!(idx.models.len(), ModelSpec::defaults().len());
     h.shutdown().await;
 }
 
@@ -813,7 +831,7 @@ async fn statistics_and_metrics_count_both_protocols() {
         .await
         .expect("stats")
         .into_inner();
-    assert_eq!(all.model_stats.len(), 2);
+    assert_eq!(all.model_stats.len(), ModelSpec::defaults().len());
 
     let text = c
         .get(h.metrics_url())
@@ -1230,7 +1248,7 @@ async fn unavailable_access_token_and_api_key() {
             .into_inner()
             .model_stats
             .len(),
-        2
+        ModelSpec::defaults().len()
     );
 
     // OpenAI routes need the bearer key.

@@ -268,7 +268,7 @@ impl Engine {
 
 /// If the loop wakes up later than this after a deadline (overloaded machine), the next step
 /// starts from "now" instead of catching up with a burst of short steps.
-const MAX_CATCH_UP: Duration = Duration::from_millis(10);
+pub(crate) const MAX_CATCH_UP: Duration = Duration::from_millis(10);
 
 /// Start and end of one engine step.
 #[derive(Debug, Clone, Copy)]
@@ -426,7 +426,7 @@ impl EngineLoop {
 }
 
 /// Resolves when shutdown is requested or the shutdown sender is gone.
-async fn signalled(rx: &mut watch::Receiver<bool>) {
+pub(crate) async fn signalled(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
 }
 

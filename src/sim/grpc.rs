@@ -15,6 +15,11 @@
 //! vLLM layout: the last token is always final. Per-request errors travel as
 //! `ModelStreamInferResponse.error_message`; a cut fault ends the whole call (as a dropped
 //! connection would) with status `ABORTED`.
+//!
+//! Tensor models answer `ModelInfer` (and, one response per request with
+//! `triton_final_response=true`, `ModelStreamInfer`): inputs in `raw_input_contents` or typed
+//! `contents`, validated by [`super::tensor`], outputs always in `raw_output_contents` as Triton
+//! sends them; validation errors are `INVALID_ARGUMENT`.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -41,7 +46,8 @@ use super::http::{
 use super::metrics::FailReason;
 use super::models::{LlmLayout, ModelKind, ModelSpec};
 use super::request::{GenParams, bag_from_infer_request, interpret};
-use super::state::{BeginError, Generation, ModelEntry, SimState};
+use super::state::{BeginError, Generation, ModelEntry, SimState, TensorRun};
+use super::tensor::{InputData, InputView, OutputChoice, select_outputs, validate_inputs};
 use super::tokens;
 use crate::proto;
 use crate::proto::grpc_inference_service_server::{
@@ -174,6 +180,9 @@ pub(crate) enum OutMsg {
     Error { head: Bytes, message: String },
     /// A response whose BYTES element is malformed (fault injection).
     Malformed { head: Bytes, outputs: Bytes },
+    /// A tensor model's only (so final) response; `body` holds its `outputs` and
+    /// `raw_output_contents` fields.
+    Tensor { head: Bytes, body: Bytes },
 }
 
 impl OutMsg {
@@ -207,6 +216,7 @@ impl OutMsg {
                 [head, &f.final_true, &[], &[]]
             }
             OutMsg::Malformed { head, outputs } => [head, &f.final_false, outputs, &f.malformed],
+            OutMsg::Tensor { head, body } => [head, &f.final_true, body, &[]],
         };
         let len: usize = parts.iter().map(|p| p.len()).sum();
         encode_key(2, WireType::LengthDelimited, buf);
@@ -376,7 +386,9 @@ impl Mux {
     /// Starts one request: validation errors become an immediate error response.
     fn accept(&mut self, req: proto::ModelInferRequest) {
         let arrival = Instant::now();
-        let state = &self.state;
+        // An owned handle, so the model entry borrowed from it does not borrow `self`.
+        let state_handle = self.state.clone();
+        let state = &state_handle;
         let (entry, index) = match state.lookup(&req.model_name, Some(&req.model_version)) {
             Ok(e) => (
                 e,
@@ -395,11 +407,7 @@ impl Mux {
         let head = entry.wire.head(&req.id);
         let layout = match entry.spec.kind {
             ModelKind::Llm(l) => l,
-            ModelKind::Tensor => {
-                let message = not_implemented(&entry.spec.name);
-                self.ready.push_back(OutMsg::Error { head, message });
-                return;
-            }
+            ModelKind::Tensor => return self.accept_tensor(entry, index, head, &req, arrival),
         };
         let params = match parse_llm_request(entry, &req) {
             Ok(p) => p,
@@ -428,6 +436,57 @@ impl Mux {
             streaming,
             empty_final,
             echo,
+            cut_after: None,
+            malformed_at: None,
+            text: String::new(),
+        });
+    }
+}
+
+impl Mux {
+    /// Starts one tensor request: one response once its execution ended.
+    fn accept_tensor(
+        &mut self,
+        entry: &ModelEntry,
+        index: usize,
+        head: Bytes,
+        req: &proto::ModelInferRequest,
+        arrival: Instant,
+    ) {
+        let (batch, outputs) = match parse_tensor_request(entry, req) {
+            Ok(x) => x,
+            Err(message) => {
+                entry
+                    .metrics
+                    .record_failure(FailReason::Other, elapsed_ns(arrival));
+                self.ready.push_back(OutMsg::Error { head, message });
+                return;
+            }
+        };
+        let st = self.state.clone();
+        let run = Box::pin(async move {
+            let entry = &st.models[index];
+            let run = st
+                .run_tensor(entry, batch, arrival)
+                .await
+                .map_err(|e| e.message().to_owned())?;
+            let wire = entry
+                .tensor
+                .as_ref()
+                .ok_or_else(|| "internal error: tensor model without outputs".to_owned())?;
+            let mut r = wire.grpc_response(&entry.spec, String::new(), batch, &outputs);
+            // Name, version and id are in the head already.
+            r.model_name.clear();
+            r.model_version.clear();
+            Ok((Bytes::from(r.encode_to_vec()), run))
+        });
+        self.active.push(ReqStream {
+            phase: ReqPhase::Tensor(run),
+            outputs: Bytes::new(),
+            head,
+            streaming: false,
+            empty_final: false,
+            echo: None,
             cut_after: None,
             malformed_at: None,
             text: String::new(),
@@ -498,10 +557,47 @@ fn error_head(req: &proto::ModelInferRequest) -> Bytes {
     )
 }
 
-fn not_implemented(model: &str) -> String {
-    format!(
-        "model '{model}' is a tensor model: tensor inference is not implemented in the simulator yet"
-    )
+/// Validates a tensor model's `ModelInferRequest`: its batch size and the outputs to answer.
+fn parse_tensor_request(
+    entry: &ModelEntry,
+    req: &proto::ModelInferRequest,
+) -> Result<(u32, Vec<OutputChoice>), String> {
+    let spec = &entry.spec;
+    let raw = &req.raw_input_contents;
+    if !raw.is_empty() && raw.len() != req.inputs.len() {
+        return Err(format!(
+            "expected {} raw_input_contents (one per input, in input order) for model '{}', got {}",
+            req.inputs.len(),
+            spec.name,
+            raw.len()
+        ));
+    }
+    let mut views = Vec::with_capacity(req.inputs.len());
+    for (i, input) in req.inputs.iter().enumerate() {
+        let data = match raw.get(i) {
+            None => InputData::Contents(input.contents.as_ref()),
+            Some(_) if input.contents.is_some() => {
+                return Err(format!(
+                    "contents field must not be specified when using raw_input_contents for '{}' for model '{}'",
+                    input.name, spec.name
+                ));
+            }
+            Some(r) => InputData::Raw(r),
+        };
+        views.push(InputView {
+            name: &input.name,
+            datatype: &input.datatype,
+            shape: &input.shape,
+            data,
+        });
+    }
+    let batch = validate_inputs(spec, &views)?;
+    let outputs = select_outputs(
+        spec,
+        req.outputs.iter().map(|o| (o.name.as_str(), None)),
+        true,
+    )?;
+    Ok((batch, outputs))
 }
 
 fn elapsed_ns(since: Instant) -> u64 {
@@ -520,8 +616,13 @@ fn parse_llm_request(
 
 type StartFuture = Pin<Box<dyn Future<Output = Result<Generation, BeginError>> + Send>>;
 
+/// A tensor request until its answer is encoded: the response body fields and the run to record.
+type TensorFuture = Pin<Box<dyn Future<Output = Result<(Bytes, TensorRun), String>> + Send>>;
+
 enum ReqPhase {
     Starting(StartFuture),
+    /// A tensor request waiting for its execution.
+    Tensor(TensorFuture),
     Running(Box<Generation>),
     /// The last token went out; an empty final response is owed.
     OweEmptyFinal(Box<Generation>),
@@ -572,6 +673,18 @@ impl Stream for ReqStream {
                             this.text = echo;
                         }
                         this.phase = ReqPhase::Running(Box::new(g));
+                    }
+                },
+                ReqPhase::Tensor(fut) => match fut.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Err(message)) => return this.error(message),
+                    Poll::Ready(Ok((body, run))) => {
+                        this.phase = ReqPhase::Done;
+                        run.succeed();
+                        return Poll::Ready(Some(Ok(OutMsg::Tensor {
+                            head: this.head.clone(),
+                            body,
+                        })));
                     }
                 },
                 ReqPhase::OweEmptyFinal(g) => {
@@ -693,6 +806,35 @@ impl Stream for ReqStream {
     }
 }
 
+/// `ModelInfer` of a tensor model.
+async fn tensor_infer(
+    st: &SimState,
+    entry: &ModelEntry,
+    mut req: proto::ModelInferRequest,
+    arrival: Instant,
+) -> Result<Response<proto::ModelInferResponse>, Status> {
+    let (batch, outputs) = parse_tensor_request(entry, &req).map_err(|m| {
+        entry
+            .metrics
+            .record_failure(FailReason::Other, elapsed_ns(arrival));
+        Status::invalid_argument(m)
+    })?;
+    // The input tensors (megabytes for images) are not needed past validation.
+    let id = std::mem::take(&mut req.id);
+    drop(req);
+    let run = st
+        .run_tensor(entry, batch, arrival)
+        .await
+        .map_err(begin_status)?;
+    let wire = entry
+        .tensor
+        .as_ref()
+        .ok_or_else(|| Status::internal("tensor model without outputs"))?;
+    let resp = wire.grpc_response(&entry.spec, id, batch, &outputs);
+    run.succeed();
+    Ok(Response::new(resp))
+}
+
 /// The unary RPCs (and a codec-generic `ModelStreamInfer` for completeness: the service in front
 /// of it routes that method to the fragment codec).
 #[derive(Clone)]
@@ -780,7 +922,7 @@ impl GrpcInferenceService for GrpcSim {
             ));
         }
         if !entry.is_llm() {
-            return Err(Status::unimplemented(not_implemented(&entry.spec.name)));
+            return tensor_infer(st, entry, req, arrival).await;
         }
         let params = parse_llm_request(entry, &req).map_err(|m| {
             entry

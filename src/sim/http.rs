@@ -1,6 +1,12 @@
 //! KServe v2 / Triton HTTP routes (health, metadata, configuration, statistics, repository
 //! index, `infer`, and the generate extension), plus the Prometheus metrics router that serves
 //! the separate metrics port.
+//!
+//! `infer` takes JSON tensors and the binary tensor data extension on both sides: inputs with
+//! `parameters.binary_data_size` read their bytes from after the JSON header (its length in
+//! `Inference-Header-Content-Length`); outputs asked with `parameters.binary_data` (or
+//! request-wide `binary_data_output`) are answered the same way, with
+//! `Content-Type: application/octet-stream`; everything else is plain JSON.
 
 use std::sync::Arc;
 
@@ -20,6 +26,9 @@ use super::models::DataType;
 use super::request::{Bag, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState};
 use super::stream::{EventFormat, SseBody, full_json_response, kserve_error};
+use super::tensor::{
+    HttpAnswer, InputData, InputView, OutputChoice, select_outputs, validate_inputs,
+};
 use super::tokens;
 use crate::proto;
 
@@ -249,8 +258,8 @@ fn require_llm(entry: &ModelEntry) -> Result<(), Reject> {
         Err(Box::new(kserve_error(
             StatusCode::BAD_REQUEST,
             &format!(
-                "model '{}' is a tensor model: the generate extension needs a text model; tensor inference is not implemented in the simulator yet",
-                entry.spec.name
+                "model '{}' is a tensor model: the generate extension needs a text model (send tensors to /v2/models/{}/infer)",
+                entry.spec.name, entry.spec.name
             ),
         )))
     }
@@ -441,8 +450,8 @@ impl EventFormat for KserveEvents {
     }
 }
 
-/// `POST .../infer` (JSON, with the binary tensor extension on input and output). Only
-/// non-decoupled text models can answer here, as on Triton.
+/// `POST .../infer` (JSON, with the binary tensor extension on input and output): tensor models
+/// and non-decoupled text models, as on Triton.
 async fn infer(
     State(st): State<Arc<SimState>>,
     Path(p): Path<ModelPath>,
@@ -460,8 +469,8 @@ async fn infer(
             "HTTP end point doesn't support models with decoupled transaction policy",
         );
     }
-    if let Err(r) = require_llm(entry) {
-        return *r;
+    if !entry.is_llm() {
+        return tensor_infer(&st, entry, &headers, &body, arrival).await;
     }
     let bad = |m: String| {
         entry
@@ -528,14 +537,191 @@ async fn infer(
         .into_response()
 }
 
-/// Turns a KServe JSON infer request (optionally followed by binary tensor data) into the gRPC
-/// request shape, every input as raw bytes, so validation is shared with gRPC. Returns whether
-/// the client asked for binary output.
-fn parse_infer_json(
+/// `infer` of a tensor model: validate, run through the batcher, answer in JSON or binary.
+async fn tensor_infer(
+    st: &SimState,
+    entry: &ModelEntry,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(proto::ModelInferRequest, bool), String> {
-    let header_len = match headers.get("inference-header-content-length") {
+    arrival: Instant,
+) -> Response {
+    let (batch, outputs, id) = match parse_tensor_infer(entry, headers, body) {
+        Ok(x) => x,
+        Err(m) => {
+            entry
+                .metrics
+                .record_failure(FailReason::Other, elapsed_ns(arrival));
+            return kserve_error(StatusCode::BAD_REQUEST, &m);
+        }
+    };
+    let run = match st.run_tensor(entry, batch, arrival).await {
+        Ok(r) => r,
+        Err(e) => return kserve_error(begin_status(e), e.message()),
+    };
+    let Some(wire) = &entry.tensor else {
+        return kserve_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error: tensor model without outputs",
+        );
+    };
+    let answer = wire.http_answer(&entry.spec, id.as_deref(), batch, &outputs);
+    run.succeed();
+    tensor_response(answer)
+}
+
+/// Binary answers up to this size are sent as one buffer; larger ones as the JSON header
+/// followed by the shared output buffers, uncopied.
+const COALESCE_BYTES: usize = 64 * 1024;
+
+fn tensor_response(a: HttpAnswer) -> Response {
+    if a.blobs.is_empty() {
+        return ([(header::CONTENT_TYPE, "application/json")], a.json).into_response();
+    }
+    let json_len = a.json.len();
+    let total = json_len + a.blobs.iter().map(Bytes::len).sum::<usize>();
+    let body = if total <= COALESCE_BYTES {
+        let mut all = a.json;
+        all.reserve_exact(total - json_len);
+        a.blobs.iter().for_each(|b| all.extend_from_slice(b));
+        axum::body::Body::from(all)
+    } else {
+        let chunks = std::iter::once(Bytes::from(a.json))
+            .chain(a.blobs)
+            .map(Ok::<_, std::convert::Infallible>);
+        axum::body::Body::from_stream(futures_util::stream::iter(chunks))
+    };
+    let mut resp = Response::new(body);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(
+        header::HeaderName::from_static("inference-header-content-length"),
+        HeaderValue::from(json_len),
+    );
+    // A streamed body has no length of its own; hyper frames it by this header instead of
+    // falling back to chunked encoding, as Triton's answers carry a length.
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(total));
+    resp
+}
+
+/// One input of a JSON infer request, shape parsed.
+struct JsonInput<'a> {
+    name: &'a str,
+    datatype: &'a str,
+    shape: Vec<i64>,
+    data: InputData<'a>,
+}
+
+/// Validates a tensor model's HTTP infer request (JSON, with binary inputs after the header):
+/// its batch size, the outputs to answer, and its `id`.
+fn parse_tensor_infer(
+    entry: &ModelEntry,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(u32, Vec<OutputChoice>, Option<String>), String> {
+    let spec = &entry.spec;
+    let (v, binary) = split_infer_body(headers, body)?;
+    let inputs = v
+        .get("inputs")
+        .and_then(Value::as_array)
+        .ok_or("expected an 'inputs' array of {name, shape, datatype, data}")?;
+    let mut rest = binary;
+    let mut parsed = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let name = input
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("expected every input to have a 'name'")?;
+        let datatype = input
+            .get("datatype")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("expected input '{name}' to have a 'datatype'"))?;
+        let shape: Vec<i64> = input
+            .get("shape")
+            .and_then(Value::as_array)
+            .and_then(|a| a.iter().map(Value::as_i64).collect())
+            .ok_or_else(|| {
+                format!("expected input '{name}' to have a 'shape' array of integers")
+            })?;
+        let data = match input.pointer("/parameters/binary_data_size") {
+            Some(size) => {
+                let size = size
+                    .as_u64()
+                    .and_then(|s| usize::try_from(s).ok())
+                    .ok_or_else(|| {
+                        format!("input '{name}': binary_data_size must be a byte count, got {size}")
+                    })?;
+                if size > rest.len() {
+                    return Err(format!(
+                        "input '{name}': binary_data_size {size} is more than the {} bytes of binary data left after the JSON header{}",
+                        rest.len(),
+                        if binary.is_empty() {
+                            " (binary tensor data needs the Inference-Header-Content-Length header, set to the JSON header's length)"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+                let (this, tail) = rest.split_at(size);
+                rest = tail;
+                InputData::Raw(this)
+            }
+            None => InputData::Json(input.get("data")),
+        };
+        parsed.push(JsonInput {
+            name,
+            datatype,
+            shape,
+            data,
+        });
+    }
+    if !rest.is_empty() {
+        return Err(format!(
+            "{} bytes of binary data left after the last input: the inputs' binary_data_size values must add up to the body after the JSON header",
+            rest.len()
+        ));
+    }
+    let views: Vec<InputView<'_>> = parsed
+        .iter()
+        .map(|p| InputView {
+            name: p.name,
+            datatype: p.datatype,
+            shape: &p.shape,
+            data: p.data,
+        })
+        .collect();
+    let batch = validate_inputs(spec, &views)?;
+    let flag = |p: Option<&Value>| p.and_then(Value::as_bool);
+    let binary_default = flag(v.pointer("/parameters/binary_data_output")).unwrap_or(false);
+    let requested = match v.get("outputs") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(outs)) => outs
+            .iter()
+            .map(|o| {
+                let name = o
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or("expected every requested output to have a 'name'")?;
+                Ok((name, flag(o.pointer("/parameters/binary_data"))))
+            })
+            .collect::<Result<Vec<_>, String>>()?,
+        Some(_) => return Err("expected 'outputs' to be an array of {name, parameters}".into()),
+    };
+    let outputs = select_outputs(spec, requested, binary_default)?;
+    let id = v.get("id").and_then(|i| match i {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    });
+    Ok((batch, outputs, id))
+}
+
+/// Splits an infer body into its JSON header (parsed) and the binary data after it.
+fn split_infer_body<'a>(headers: &HeaderMap, body: &'a [u8]) -> Result<(Value, &'a [u8]), String> {
+    let declared = headers.get("inference-header-content-length");
+    let header_len = match declared {
         Some(v) => {
             let n: usize = v
                 .to_str()
@@ -552,9 +738,28 @@ fn parse_infer_json(
         }
         None => body.len(),
     };
-    let (json_part, mut binary) = body.split_at(header_len);
-    let v: Value = serde_json::from_slice(json_part)
-        .map_err(|e| format!("failed to parse the request JSON: {e}"))?;
+    let (json_part, binary) = body.split_at(header_len);
+    let v: Value = serde_json::from_slice(json_part).map_err(|e| {
+        format!(
+            "failed to parse the request JSON: {e}{}",
+            if declared.is_none() {
+                " (a body carrying binary tensor data needs the Inference-Header-Content-Length header, set to the JSON header's length)"
+            } else {
+                ""
+            }
+        )
+    })?;
+    Ok((v, binary))
+}
+
+/// Turns a KServe JSON infer request (optionally followed by binary tensor data) for a text
+/// model into the gRPC request shape, every input as raw bytes, so validation is shared with
+/// gRPC. Returns whether the client asked for binary output.
+fn parse_infer_json(
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(proto::ModelInferRequest, bool), String> {
+    let (v, mut binary) = split_infer_body(headers, body)?;
     let inputs = v
         .get("inputs")
         .and_then(Value::as_array)

@@ -12,6 +12,15 @@
 //!
 //! and `request_duration` = received → final response handed to the transport = their sum.
 //!
+//! Tensor models count the way Triton's dynamic batcher does: `queue` runs from the request
+//! being handed to the batcher to the start of the execution it joined; `compute_input`,
+//! `compute_infer` and `compute_output` are the phases of that execution (every request of a
+//! batch reports the whole batch's phases); parsing, validation and response encoding belong to
+//! no phase and show as overhead (`success − queue − compute`), as on Triton.
+//! `inference_count` grows by the batch size of each execution and `execution_count` by one, and
+//! `batch_stats` holds, per execution batch size, the number of executions and their
+//! cumulative phase times.
+//!
 //! Besides Triton's families the simulator exports its own measurement of time to first token,
 //! `ttftbench_sim_first_response_us`: a summary (quantiles 0.5, 0.9, 0.99 from an HDR histogram
 //! with 3 significant digits, plus `_sum` and `_count`) of the time from the request's arrival
@@ -96,6 +105,26 @@ impl DurStat {
     }
 }
 
+/// Executions of one batch size: how many, and their cumulative phase times.
+#[derive(Debug, Default)]
+struct BatchStat {
+    count: AtomicU64,
+    input_ns: AtomicU64,
+    infer_ns: AtomicU64,
+    output_ns: AtomicU64,
+}
+
+impl BatchStat {
+    fn snapshot(&self) -> [u64; 4] {
+        [
+            self.count.load(Ordering::Relaxed),
+            self.input_ns.load(Ordering::Relaxed),
+            self.infer_ns.load(Ordering::Relaxed),
+            self.output_ns.load(Ordering::Relaxed),
+        ]
+    }
+}
+
 /// Bucket bounds of `nv_inference_first_response_histogram_ms` (Triton's defaults).
 const FIRST_RESPONSE_BUCKETS_MS: [u64; 4] = [100, 500, 2000, 5000];
 
@@ -114,6 +143,9 @@ pub(crate) struct ModelMetrics {
     compute_output: DurStat,
     fail_reasons: [AtomicU64; 4],
     inference_count: AtomicU64,
+    /// Per execution batch size `b`, at index `b − 1`; empty for models that do not record
+    /// executions (LLMs).
+    batch_stats: Box<[BatchStat]>,
     /// Batch executions: engine steps that admitted at least one request (instant mode: one per
     /// request).
     pub(crate) exec_count: AtomicU64,
@@ -132,8 +164,14 @@ pub(crate) struct ModelMetrics {
 }
 
 impl ModelMetrics {
-    /// Zeroed counters for model `name`, version `version`.
+    /// Zeroed counters for model `name`, version `version`, without batch statistics.
     pub(crate) fn new(name: &str, version: &str) -> Self {
+        ModelMetrics::with_batch_stats(name, version, 0)
+    }
+
+    /// Zeroed counters with room for batch statistics of executions up to `max_batch` elements
+    /// (0 = none recorded).
+    pub(crate) fn with_batch_stats(name: &str, version: &str, max_batch: u32) -> Self {
         // 1 µs .. 1 h at 3 significant digits; `saturating_record` clamps outliers. Constant
         // bounds that are valid by construction, checked once at startup.
         let hist = Histogram::new_with_bounds(1, 3_600_000_000, 3)
@@ -154,6 +192,7 @@ impl ModelMetrics {
             compute_output: DurStat::default(),
             fail_reasons: Default::default(),
             inference_count: AtomicU64::new(0),
+            batch_stats: (0..max_batch).map(|_| BatchStat::default()).collect(),
             exec_count: AtomicU64::new(0),
             pending: AtomicI64::new(0),
             running: AtomicI64::new(0),
@@ -171,6 +210,39 @@ impl ModelMetrics {
         self.fail.add(ns);
         self.fail_reasons[reason.index()].fetch_add(1, Ordering::Relaxed);
         self.touch();
+    }
+
+    /// Records one execution of `batch` elements with its phase durations: `execution_count`
+    /// +1, `inference_count` +`batch`, and the batch statistics of that size.
+    pub(crate) fn record_execution(
+        &self,
+        batch: u32,
+        input_ns: u64,
+        infer_ns: u64,
+        output_ns: u64,
+    ) {
+        self.exec_count.fetch_add(1, Ordering::Relaxed);
+        self.inference_count
+            .fetch_add(u64::from(batch), Ordering::Relaxed);
+        let slot = (batch as usize)
+            .checked_sub(1)
+            .and_then(|i| self.batch_stats.get(i));
+        if let Some(b) = slot {
+            b.count.fetch_add(1, Ordering::Relaxed);
+            b.input_ns.fetch_add(input_ns, Ordering::Relaxed);
+            b.infer_ns.fetch_add(infer_ns, Ordering::Relaxed);
+            b.output_ns.fetch_add(output_ns, Ordering::Relaxed);
+        }
+    }
+
+    /// Batch sizes that ran at least once, with `[count, input_ns, infer_ns, output_ns]`,
+    /// ascending.
+    fn batch_snapshot(&self) -> impl Iterator<Item = (u64, [u64; 4])> + '_ {
+        self.batch_stats
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as u64 + 1, b.snapshot()))
+            .filter(|(_, s)| s[0] > 0)
     }
 
     fn record_first_response(&self, us: u64) {
@@ -221,7 +293,12 @@ impl ModelMetrics {
                 "cache_miss": {"count": 0, "ns": 0},
             },
             "response_stats": {},
-            "batch_stats": [],
+            "batch_stats": self.batch_snapshot().map(|(size, [count, input, infer, output])| json!({
+                "batch_size": size,
+                "compute_input": {"count": count, "ns": input},
+                "compute_infer": {"count": count, "ns": infer},
+                "compute_output": {"count": count, "ns": output},
+            })).collect::<Vec<_>>(),
             "memory_usage": [],
         })
     }
@@ -245,7 +322,17 @@ impl ModelMetrics {
                 cache_hit: zero,
                 cache_miss: zero,
             }),
-            batch_stats: Vec::new(),
+            batch_stats: self
+                .batch_snapshot()
+                .map(
+                    |(batch_size, [count, input, infer, output])| proto::InferBatchStatistics {
+                        batch_size,
+                        compute_input: Some(proto::StatisticDuration { count, ns: input }),
+                        compute_infer: Some(proto::StatisticDuration { count, ns: infer }),
+                        compute_output: Some(proto::StatisticDuration { count, ns: output }),
+                    },
+                )
+                .collect(),
             memory_usage: Vec::new(),
             response_stats: Default::default(),
         }
@@ -331,6 +418,33 @@ impl Tracker {
         m.inference_count.fetch_add(1, Ordering::Relaxed);
         m.output_tokens
             .fetch_add(u64::from(tokens), Ordering::Relaxed);
+        m.touch();
+    }
+
+    /// A tensor request's response was handed to the transport. `start`, `input_end`,
+    /// `infer_end` and `end` delimit the phases of the execution it joined; the queue phase runs
+    /// from [`Tracker::mark_submitted`] to `start`. The batcher counted the execution itself.
+    pub(crate) fn succeed_tensor(&mut self, phases: [Instant; 4]) {
+        self.succeed_tensor_at(phases, Instant::now());
+    }
+
+    fn succeed_tensor_at(
+        &mut self,
+        [start, input_end, infer_end, end]: [Instant; 4],
+        now: Instant,
+    ) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.first_response_at(now);
+        let ns = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as u64;
+        let m = &self.metrics;
+        m.success.add(ns(self.arrival, now));
+        m.queue.add(ns(self.submitted, start));
+        m.compute_input.add(ns(start, input_end));
+        m.compute_infer.add(ns(input_end, infer_end));
+        m.compute_output.add(ns(infer_end, end));
         m.touch();
     }
 

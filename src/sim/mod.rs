@@ -36,6 +36,7 @@
 //! re-tokenizing a response gives exactly the number of tokens streamed. Faults
 //! ([`FaultConfig`]) are deterministic so tests can predict them.
 
+mod batcher;
 mod engine;
 mod faults;
 mod grpc;
@@ -46,6 +47,7 @@ mod openai;
 mod request;
 mod state;
 mod stream;
+mod tensor;
 mod tokens;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -60,7 +62,9 @@ use tokio::task::JoinHandle;
 
 pub use engine::EngineConfig;
 pub use faults::FaultConfig;
-pub use models::{DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec, TensorSpec};
+pub use models::{
+    DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec, TensorSpec, TensorTiming,
+};
 
 use crate::workload::tokenizer::Tokenizer;
 

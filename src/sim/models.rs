@@ -2,9 +2,12 @@
 //! (KServe model metadata, Triton model configuration) over HTTP and gRPC.
 //!
 //! The table is data (`Vec<ModelSpec>` in [`super::SimConfig`]), so new kinds of models are
-//! added by describing them, not by new routes. The defaults are the two LLM layouts GenAI-Perf
-//! targets on Triton: `gpt2` as a TensorRT-LLM ensemble and `vllm_model` as a vLLM backend model.
-//! Tensor models (image, classifier) can be described already; their compute arrives later.
+//! added by describing them, not by new routes. The defaults ([`ModelSpec::defaults`]) are the
+//! two LLM layouts GenAI-Perf targets on Triton (`gpt2` as a TensorRT-LLM ensemble, `vllm_model`
+//! as a vLLM backend model), a non-decoupled TensorRT-LLM model (`gpt2_nostream`), and the tensor
+//! models of perf_analyzer's usual examples: `yolov8s`, `bert_classifier`, `resnet_fp16` and
+//! `resnet_int8`. Tensor models run through the dynamic batcher (`super::batcher`) with the
+//! timing of [`TensorTiming`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -193,8 +196,8 @@ pub enum LlmLayout {
 pub enum ModelKind {
     /// Text generation through the simulated engine.
     Llm(LlmLayout),
-    /// Plain tensors in, tensors out (image model, classifier). Described and listed; inference
-    /// is refused with "not implemented" until tensor compute lands.
+    /// Plain tensors in, tensors out (image model, classifier): validated like Triton, batched
+    /// by the dynamic batcher, answered with deterministic (all-zero) outputs.
     Tensor,
 }
 
@@ -206,6 +209,71 @@ pub struct DynamicBatching {
     /// How long the scheduler may hold a request to form a batch, in microseconds.
     pub max_queue_delay_us: u64,
 }
+
+/// Compute timing of a tensor model: one execution of a batch of `b` elements takes
+/// `input_us_per_item × b` (compute_input: copying inputs to the device), then
+/// `base_us + per_item_us × b` (compute_infer: the model itself), then `output_us_per_item × b`
+/// (compute_output: copying outputs back). All times in microseconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TensorTiming {
+    /// Fixed cost of one execution (kernel launches, framework overhead).
+    pub base_us: u64,
+    /// Model cost per batch element.
+    pub per_item_us: u64,
+    /// Input copy cost per batch element.
+    pub input_us_per_item: u64,
+    /// Output copy cost per batch element.
+    pub output_us_per_item: u64,
+    /// Model instances executing batches in parallel (Triton's `instance_group.count`).
+    pub instance_count: u32,
+}
+
+impl Default for TensorTiming {
+    /// A GPU image model in the 5 ms class: 2000 + 500 × batch µs of compute, 50 µs per element
+    /// of input copy and 10 µs per element of output copy, one instance.
+    fn default() -> Self {
+        TensorTiming {
+            base_us: 2000,
+            per_item_us: 500,
+            input_us_per_item: 50,
+            output_us_per_item: 10,
+            instance_count: 1,
+        }
+    }
+}
+
+impl TensorTiming {
+    /// Durations of the compute_input, compute_infer and compute_output phases of one execution
+    /// of `batch` elements, in microseconds.
+    pub fn phases_us(&self, batch: u32) -> (u64, u64, u64) {
+        let b = u64::from(batch);
+        (
+            self.input_us_per_item.saturating_mul(b),
+            self.base_us
+                .saturating_add(self.per_item_us.saturating_mul(b)),
+            self.output_us_per_item.saturating_mul(b),
+        )
+    }
+
+    /// Total duration of one execution of `batch` elements, in microseconds.
+    pub fn execution_us(&self, batch: u32) -> u64 {
+        let (i, c, o) = self.phases_us(batch);
+        i.saturating_add(c).saturating_add(o)
+    }
+
+    /// Checks the timing can run.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.instance_count == 0 {
+            anyhow::bail!("tensor timing instance_count must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// Largest output buffer (one output at the maximum batch size) a tensor model may declare: the
+/// simulator keeps one zero buffer of that size per model to answer from.
+const MAX_OUTPUT_BYTES: usize = 64 << 20;
 
 /// One hosted model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -231,9 +299,14 @@ pub struct ModelSpec {
     /// Dynamic batching, for tensor models.
     #[serde(default)]
     pub dynamic_batching: Option<DynamicBatching>,
-    /// Engine timing for this model; `None` = the server-wide [`super::SimConfig::engine`].
+    /// Engine timing for this model; `None` = the server-wide [`super::SimConfig::engine`]. For
+    /// tensor models only two things of it matter: `max_queue`, and whether it is instant (all
+    /// timings zero), which makes the tensor model instant too (no batcher, zero compute time).
     #[serde(default)]
     pub engine: Option<EngineConfig>,
+    /// Compute timing of a tensor model; `None` = [`TensorTiming::default`]. Ignored by LLMs.
+    #[serde(default)]
+    pub tensor_timing: Option<TensorTiming>,
 }
 
 impl ModelSpec {
@@ -262,6 +335,16 @@ impl ModelSpec {
             outputs: vec![TensorSpec::new("text_output", Bytes, &[-1])],
             dynamic_batching: None,
             engine: None,
+            tensor_timing: None,
+        }
+    }
+
+    /// The TensorRT-LLM layout with a non-decoupled transaction policy: exactly one response per
+    /// request (`ModelInfer`, HTTP `infer` and `generate` work; streaming does not).
+    pub fn tensorrt_llm_non_decoupled(name: &str) -> Self {
+        ModelSpec {
+            decoupled: false,
+            ..ModelSpec::tensorrt_llm(name)
         }
     }
 
@@ -285,16 +368,181 @@ impl ModelSpec {
             outputs: vec![TensorSpec::new("text_output", Bytes, &[-1])],
             dynamic_batching: None,
             engine: None,
+            tensor_timing: None,
         }
     }
 
-    /// The models hosted when nothing else is configured: `gpt2` (TensorRT-LLM ensemble) and
-    /// `vllm_model` (vLLM backend).
+    /// A tensor model on the ONNX Runtime backend, without dynamic batching and with the default
+    /// timing; refine it with [`ModelSpec::with_dynamic_batching`], [`ModelSpec::with_timing`]
+    /// and [`ModelSpec::with_platform`].
+    pub fn tensor(
+        name: &str,
+        max_batch_size: u32,
+        inputs: Vec<TensorSpec>,
+        outputs: Vec<TensorSpec>,
+    ) -> Self {
+        ModelSpec {
+            name: name.to_owned(),
+            version: "1".to_owned(),
+            platform: "onnxruntime_onnx".to_owned(),
+            backend: "onnxruntime".to_owned(),
+            max_batch_size,
+            decoupled: false,
+            kind: ModelKind::Tensor,
+            inputs,
+            outputs,
+            dynamic_batching: None,
+            engine: None,
+            tensor_timing: None,
+        }
+    }
+
+    /// The same model with Triton's `dynamic_batching` block.
+    pub fn with_dynamic_batching(
+        mut self,
+        preferred_batch_size: &[i32],
+        max_queue_delay_us: u64,
+    ) -> Self {
+        self.dynamic_batching = Some(DynamicBatching {
+            preferred_batch_size: preferred_batch_size.to_vec(),
+            max_queue_delay_us,
+        });
+        self
+    }
+
+    /// The same model with its own compute timing.
+    pub fn with_timing(mut self, timing: TensorTiming) -> Self {
+        self.tensor_timing = Some(timing);
+        self
+    }
+
+    /// The same model on another platform/backend (`"tensorrt_plan"`/`"tensorrt"`, ...).
+    pub fn with_platform(mut self, platform: &str, backend: &str) -> Self {
+        self.platform = platform.to_owned();
+        self.backend = backend.to_owned();
+        self
+    }
+
+    /// `yolov8s`, the object detector of perf_analyzer's image example: input `images` FP32
+    /// `[3,640,640]` (4.9 MB per image), output `output0` FP32 `[84,100]`, `max_batch_size` 8,
+    /// dynamic batching (preferred 4 and 8, 100 µs queue delay), one instance, 2000 + 500 × batch
+    /// µs of compute plus 200 µs per image of input copy.
+    ///
+    /// The real model's output is `[84,8400]` (2.8 MB per image); 100 candidate boxes keep the
+    /// simulator's answers (33.6 KB per image) from dominating a load generator's test loop.
+    pub fn yolov8s() -> Self {
+        use DataType::*;
+        ModelSpec::tensor(
+            "yolov8s",
+            8,
+            vec![TensorSpec::new("images", Fp32, &[3, 640, 640])],
+            vec![TensorSpec::new("output0", Fp32, &[84, 100])],
+        )
+        .with_dynamic_batching(&[4, 8], 100)
+        .with_timing(TensorTiming {
+            base_us: 2000,
+            per_item_us: 500,
+            input_us_per_item: 200,
+            output_us_per_item: 10,
+            instance_count: 1,
+        })
+    }
+
+    /// `bert_classifier`, a text classifier: input `input_ids` INT64 `[-1]` (any sequence
+    /// length), optional `attention_mask` INT64 `[-1]`, output `logits` FP32 `[2]`,
+    /// `max_batch_size` 8, dynamic batching (no preferred sizes, no queue delay), two instances,
+    /// 1000 + 250 × batch µs of compute.
+    pub fn bert_classifier() -> Self {
+        use DataType::*;
+        ModelSpec::tensor(
+            "bert_classifier",
+            8,
+            vec![
+                TensorSpec::new("input_ids", Int64, &[-1]),
+                TensorSpec::optional("attention_mask", Int64, &[-1]),
+            ],
+            vec![TensorSpec::new("logits", Fp32, &[2])],
+        )
+        .with_dynamic_batching(&[], 0)
+        .with_timing(TensorTiming {
+            base_us: 1000,
+            per_item_us: 250,
+            input_us_per_item: 5,
+            output_us_per_item: 2,
+            instance_count: 2,
+        })
+    }
+
+    /// `resnet_fp16`, a TensorRT ResNet-50 plan at FP16 (perf_analyzer's batch/precision loop
+    /// `resnet_${fp_mode}` with `-b 1..16`): input `input` FP32 `[3,224,224]`, output `output`
+    /// FP32 `[1000]`, `max_batch_size` 16, dynamic batching (preferred 8 and 16, 100 µs delay),
+    /// 1500 + 650 × batch µs of compute.
+    pub fn resnet_fp16() -> Self {
+        use DataType::*;
+        ModelSpec::tensor(
+            "resnet_fp16",
+            16,
+            vec![TensorSpec::new("input", Fp32, &[3, 224, 224])],
+            vec![TensorSpec::new("output", Fp32, &[1000])],
+        )
+        .with_platform("tensorrt_plan", "tensorrt")
+        .with_dynamic_batching(&[8, 16], 100)
+        .with_timing(TensorTiming {
+            base_us: 1500,
+            per_item_us: 650,
+            input_us_per_item: 50,
+            output_us_per_item: 5,
+            instance_count: 1,
+        })
+    }
+
+    /// `resnet_int8`: the INT8 plan of the same network, faster (1000 + 350 × batch µs). Its
+    /// input is quantized on the client, INT8 `[3,224,224]` (a quarter of the FP32 bytes), so
+    /// clients are exercised on a 1-byte datatype too; output `output` FP32 `[1000]`.
+    pub fn resnet_int8() -> Self {
+        use DataType::*;
+        ModelSpec::tensor(
+            "resnet_int8",
+            16,
+            vec![TensorSpec::new("input", Int8, &[3, 224, 224])],
+            vec![TensorSpec::new("output", Fp32, &[1000])],
+        )
+        .with_platform("tensorrt_plan", "tensorrt")
+        .with_dynamic_batching(&[8, 16], 100)
+        .with_timing(TensorTiming {
+            base_us: 1000,
+            per_item_us: 350,
+            input_us_per_item: 15,
+            output_us_per_item: 5,
+            instance_count: 1,
+        })
+    }
+
+    /// The models hosted when nothing else is configured: `gpt2` (TensorRT-LLM ensemble,
+    /// decoupled), `vllm_model` (vLLM backend), `gpt2_nostream` (TensorRT-LLM layout, not
+    /// decoupled), and the tensor models `yolov8s`, `bert_classifier`, `resnet_fp16`,
+    /// `resnet_int8`.
     pub fn defaults() -> Vec<ModelSpec> {
         vec![
             ModelSpec::tensorrt_llm("gpt2"),
             ModelSpec::vllm("vllm_model"),
+            ModelSpec::tensorrt_llm_non_decoupled("gpt2_nostream"),
+            ModelSpec::yolov8s(),
+            ModelSpec::bert_classifier(),
+            ModelSpec::resnet_fp16(),
+            ModelSpec::resnet_int8(),
         ]
+    }
+
+    /// Compute timing of this (tensor) model.
+    pub fn timing(&self) -> TensorTiming {
+        self.tensor_timing.clone().unwrap_or_default()
+    }
+
+    /// Largest batch one request or one execution may carry: `max_batch_size`, or 1 for models
+    /// without a batch dimension.
+    pub fn max_batch(&self) -> u32 {
+        self.max_batch_size.max(1)
     }
 
     /// Checks the spec is servable.
@@ -323,7 +571,62 @@ impl ModelSpec {
         if let Some(e) = &self.engine {
             e.validate()?;
         }
+        if self.kind == ModelKind::Tensor {
+            self.validate_tensor()?;
+        }
         Ok(())
+    }
+
+    fn validate_tensor(&self) -> anyhow::Result<()> {
+        let name = &self.name;
+        if self.decoupled {
+            anyhow::bail!("tensor model {name:?}: decoupled tensor models are not simulated");
+        }
+        if self.outputs.is_empty() {
+            anyhow::bail!("tensor model {name:?} needs at least one output");
+        }
+        if let Some(db) = &self.dynamic_batching {
+            if self.max_batch_size == 0 {
+                anyhow::bail!("tensor model {name:?}: dynamic batching needs max_batch_size > 0");
+            }
+            if let Some(p) = db
+                .preferred_batch_size
+                .iter()
+                .find(|&&p| p < 1 || p as i64 > i64::from(self.max_batch_size))
+            {
+                anyhow::bail!(
+                    "tensor model {name:?}: preferred batch size {p} must be between 1 and max_batch_size {}",
+                    self.max_batch_size
+                );
+            }
+        }
+        for t in self.inputs.iter().chain(&self.outputs) {
+            if t.dims.iter().any(|&d| d < -1) {
+                anyhow::bail!(
+                    "tensor model {name:?}: tensor {:?} has an invalid dimension in {:?} (use -1 for variable)",
+                    t.name,
+                    t.dims
+                );
+            }
+        }
+        for t in &self.outputs {
+            let elems = t
+                .dims
+                .iter()
+                .try_fold(1usize, |acc, &d| acc.checked_mul(d.max(1) as usize));
+            let bytes = elems
+                .and_then(|e| e.checked_mul(t.datatype.element_size().unwrap_or(4)))
+                .and_then(|b| b.checked_mul(self.max_batch() as usize));
+            if bytes.is_none_or(|b| b > MAX_OUTPUT_BYTES) {
+                anyhow::bail!(
+                    "tensor model {name:?}: output {:?} is larger than {} MB at batch size {}",
+                    t.name,
+                    MAX_OUTPUT_BYTES >> 20,
+                    self.max_batch()
+                );
+            }
+        }
+        self.timing().validate()
     }
 
     /// The declared input called `name`.
@@ -402,6 +705,14 @@ impl ModelSpec {
         }
     }
 
+    /// Instances the configuration reports: the tensor timing's count, 1 for LLM backends.
+    fn instance_count(&self) -> u32 {
+        match self.kind {
+            ModelKind::Tensor => self.timing().instance_count,
+            ModelKind::Llm(_) => 1,
+        }
+    }
+
     fn instance_kind(&self) -> &'static str {
         // The vLLM backend declares KIND_MODEL (it manages its own GPUs); Triton reports
         // KIND_CPU for everything else in a CPU-only deployment.
@@ -471,7 +782,7 @@ impl ModelSpec {
             cfg["instance_group"] = json!([{
                 "name": format!("{}_0", self.name),
                 "kind": self.instance_kind(),
-                "count": 1,
+                "count": self.instance_count(),
                 "gpus": [],
                 "secondary_devices": [],
                 "profile": [],
@@ -521,7 +832,7 @@ impl ModelSpec {
             };
             vec![proto::ModelInstanceGroup {
                 name: format!("{}_0", self.name),
-                count: 1,
+                count: self.instance_count().min(i32::MAX as u32) as i32,
                 gpus: Vec::new(),
                 kind: kind as i32,
             }]

@@ -1,6 +1,7 @@
 //! Server-wide state shared by every protocol: the model table with each model's engine and
 //! counters, the fault decider, credentials, and the path every inference request takes from
-//! "validated" to "tokens flowing" ([`SimState::begin`]).
+//! "validated" to "tokens flowing" ([`SimState::begin`]), and the one a tensor request takes from
+//! "validated" to "executed" ([`SimState::run_tensor`]).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -11,12 +12,14 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::batcher::{Batcher, BatcherConfig, ExecTimes};
 use super::engine::{Engine, EngineConfig, SubmitError, TokenSource};
 use super::faults::{FaultConfig, FaultPlan, Faults};
 use super::grpc::ModelWire;
 use super::metrics::{FailReason, ModelMetrics, Tracker};
 use super::models::{ModelKind, ModelSpec};
 use super::request::Prompt;
+use super::tensor::TensorWire;
 use super::tokens;
 use crate::workload::tokenizer::Tokenizer;
 
@@ -26,8 +29,12 @@ pub(crate) struct ModelEntry {
     pub(crate) spec: ModelSpec,
     /// Its counters.
     pub(crate) metrics: Arc<ModelMetrics>,
-    /// Its engine; `None` in instant mode.
+    /// Its engine (LLMs); `None` in instant mode and for tensor models.
     pub(crate) engine: Option<Arc<Engine>>,
+    /// Its dynamic batcher (tensor models); `None` in instant mode and for LLMs.
+    pub(crate) batcher: Option<Arc<Batcher>>,
+    /// Precomputed answers (tensor models).
+    pub(crate) tensor: Option<TensorWire>,
     /// Metadata JSON body.
     pub(crate) metadata_json: Bytes,
     /// Model configuration JSON body.
@@ -109,6 +116,22 @@ impl Generation {
     }
 }
 
+/// A tensor request that ran: its tracker and the execution it joined. [`TensorRun::succeed`]
+/// records it once the answer is handed to the transport; dropping it records a cancellation.
+#[derive(Debug)]
+pub(crate) struct TensorRun {
+    tracker: Tracker,
+    /// The execution.
+    pub(crate) times: ExecTimes,
+}
+
+impl TensorRun {
+    /// Records success now.
+    pub(crate) fn succeed(mut self) {
+        self.tracker.succeed_tensor(self.times.phases());
+    }
+}
+
 /// Prompt token counts are cached by text hash: benchmarks cycle through a fixed prompt set, and
 /// the tokenizer is the most expensive thing the simulator does per request.
 const TOKEN_CACHE_CAP: usize = 8192;
@@ -155,16 +178,27 @@ impl SimState {
             if index.insert(spec.name.clone(), models.len()).is_some() {
                 anyhow::bail!("model {:?} is configured twice", spec.name);
             }
-            let metrics = Arc::new(ModelMetrics::new(&spec.name, &spec.version));
+            let is_tensor = spec.kind == ModelKind::Tensor;
+            let metrics = Arc::new(if is_tensor {
+                ModelMetrics::with_batch_stats(&spec.name, &spec.version, spec.max_batch())
+            } else {
+                ModelMetrics::new(&spec.name, &spec.version)
+            });
             let cfg = spec.engine.clone().unwrap_or_else(|| engine.clone());
             cfg.validate()?;
-            let engine = if cfg.is_instant() || !matches!(spec.kind, ModelKind::Llm(_)) {
-                None
+            let (engine, batcher) = if cfg.is_instant() {
+                (None, None)
+            } else if is_tensor {
+                let bcfg = BatcherConfig::for_model(&spec, &cfg);
+                let (b, task) = Batcher::spawn(bcfg, metrics.clone(), shutdown.clone());
+                tasks.push(task);
+                (None, Some(b))
             } else {
                 let (e, task) = Engine::spawn(cfg, metrics.clone(), shutdown.clone());
                 tasks.push(task);
-                Some(e)
+                (Some(e), None)
             };
+            let tensor = is_tensor.then(|| TensorWire::new(&spec));
             let generate_events = tokens::WORDS
                 .iter()
                 .map(|w| {
@@ -184,6 +218,8 @@ impl SimState {
                 spec,
                 metrics,
                 engine,
+                batcher,
+                tensor,
             });
         }
         let started_unix = std::time::SystemTime::now()
@@ -267,6 +303,69 @@ impl SimState {
         }
         cache.insert(key, n);
         n
+    }
+
+    /// Runs a tensor request of `batch` elements that passed validation: applies the
+    /// `unavailable`, `error_rate` and `stall` faults (a stall delays the request before it
+    /// reaches the batcher and counts as queue time), queues it in the model's batcher and waits
+    /// for its execution (instant mode: a zero-length execution of its own). Failures are
+    /// recorded before they are returned; dropping the future while queued withdraws the
+    /// request and counts it `CANCELED`.
+    pub(crate) async fn run_tensor(
+        &self,
+        entry: &ModelEntry,
+        batch: u32,
+        arrival: Instant,
+    ) -> Result<TensorRun, BeginError> {
+        let mut tracker = Tracker::new(entry.metrics.clone(), arrival);
+        if self.faults.unavailable() {
+            tracker.fail(FailReason::Rejected);
+            return Err(BeginError::Unavailable);
+        }
+        if self.shutting_down() {
+            tracker.fail(FailReason::Other);
+            return Err(BeginError::ShuttingDown);
+        }
+        let plan = self.faults.next();
+        if plan.error {
+            tracker.fail(FailReason::Backend);
+            return Err(BeginError::Injected);
+        }
+        tracker.mark_submitted();
+        if let Some(stall) = plan.stall {
+            let mut shutdown = self.shutdown.clone();
+            tokio::select! {
+                _ = shutdown.wait_for(|v| *v) => {
+                    tracker.fail(FailReason::Other);
+                    return Err(BeginError::ShuttingDown);
+                }
+                _ = tokio::time::sleep(stall) => {}
+            }
+        }
+        let times = match &entry.batcher {
+            None => {
+                let now = Instant::now();
+                entry.metrics.record_execution(batch, 0, 0, 0);
+                ExecTimes::instant(now, batch)
+            }
+            Some(b) => {
+                let outcome = match b.submit(batch) {
+                    Ok(ticket) => ticket.await,
+                    Err(e) => Err(e),
+                };
+                match outcome {
+                    Ok(t) => t,
+                    Err(e) => {
+                        tracker.fail(match e {
+                            SubmitError::QueueFull => FailReason::Rejected,
+                            SubmitError::ShuttingDown => FailReason::Other,
+                        });
+                        return Err(e.into());
+                    }
+                }
+            }
+        };
+        Ok(TensorRun { tracker, times })
     }
 
     /// Starts an inference request that passed validation: applies the `unavailable` and

@@ -1,0 +1,765 @@
+//! Tensor models on the wire: checking an inference request against the model the way Triton
+//! does, with Triton's error messages plus what was expected and what was given, and answering
+//! with deterministic outputs.
+//!
+//! Both protocols reduce a request to [`InputView`]s that borrow the request's bytes (gRPC
+//! `raw_input_contents` or typed `contents`; HTTP JSON `data` or binary-extension blobs), so
+//! validation copies no tensor data. Checks, in order: known input name, no duplicates,
+//! datatype, rank, batch dimension (1 ≤ b ≤ `max_batch_size`, the same in every input), fixed
+//! dimensions, then the data: raw byte size = elements × element size, BYTES framed as 4-byte
+//! little-endian lengths, typed/JSON element counts; finally every required input present.
+//!
+//! Outputs are all zeros (BYTES: empty strings) of the declared shape with the request's batch
+//! dimension; variable output dimensions are 1. They are sliced from one zero buffer per model
+//! (and, for JSON answers, one precomputed `0,0,...` text per output), so answering costs a copy
+//! at most, never per-element work.
+
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::models::{DataType, ModelSpec};
+use crate::proto;
+
+/// Where one input's data sits in the request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum InputData<'a> {
+    /// A gRPC `raw_input_contents` entry or an HTTP binary-extension blob.
+    Raw(&'a [u8]),
+    /// gRPC typed `contents`, when set.
+    Contents(Option<&'a proto::InferTensorContents>),
+    /// HTTP JSON `data`, when set.
+    Json(Option<&'a Value>),
+}
+
+/// One input of a request, as sent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InputView<'a> {
+    /// Input name.
+    pub(crate) name: &'a str,
+    /// Datatype string as sent.
+    pub(crate) datatype: &'a str,
+    /// Shape as sent (batch dimension included for batching models).
+    pub(crate) shape: &'a [i64],
+    /// The data.
+    pub(crate) data: InputData<'a>,
+}
+
+/// `[1,3,640,640]`, Triton's way of printing dims.
+pub(crate) fn dims(d: &[i64]) -> String {
+    let mut s = String::with_capacity(d.len() * 4 + 2);
+    s.push('[');
+    for (i, x) in d.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{x}");
+    }
+    s.push(']');
+    s
+}
+
+fn element_count(shape: &[i64]) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
+}
+
+/// Validates the inputs of a request for tensor model `spec`; returns its batch size (1 for
+/// models without a batch dimension).
+pub(crate) fn validate_inputs(spec: &ModelSpec, inputs: &[InputView<'_>]) -> Result<u32, String> {
+    let model = spec.name.as_str();
+    let batched = spec.max_batch_size > 0;
+    let mut batch: Option<(i64, &str)> = None;
+    for (i, input) in inputs.iter().enumerate() {
+        let name = input.name;
+        let Some(ts) = spec.input(name) else {
+            let known: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!(
+                "unexpected inference input '{name}' for model '{model}' (its inputs are {known:?})"
+            ));
+        };
+        if inputs[..i].iter().any(|o| o.name == name) {
+            return Err(format!(
+                "input '{name}' appears more than once in the request for model '{model}'"
+            ));
+        }
+        let want = ts.datatype.kserve_name();
+        if input.datatype != want {
+            return Err(format!(
+                "inference input '{name}' data-type is '{}', but model '{model}' expects '{want}'",
+                input.datatype
+            ));
+        }
+        let expected = spec.metadata_shape(ts);
+        let shape_error = |note: &str| {
+            format!(
+                "unexpected shape for input '{name}' for model '{model}'. Expected {}, got {}{note}",
+                dims(&expected),
+                dims(input.shape)
+            )
+        };
+        if input.shape.len() != expected.len() {
+            let note = if batched && input.shape.len() == ts.dims.len() {
+                format!(
+                    ". NOTE: max_batch_size is {}, so every input shape starts with the batch dimension, e.g. {}",
+                    spec.max_batch_size,
+                    dims(&[&[1], input.shape].concat())
+                )
+            } else {
+                String::new()
+            };
+            return Err(shape_error(&note));
+        }
+        if batched {
+            let b = input.shape[0];
+            if b < 1 {
+                return Err(format!(
+                    "inference request batch-size must be >= 1 for '{model}' (got {b} in input '{name}')"
+                ));
+            }
+            if b > i64::from(spec.max_batch_size) {
+                return Err(format!(
+                    "inference request batch-size must be <= {} for '{model}' (got {b} in input '{name}')",
+                    spec.max_batch_size
+                ));
+            }
+            match batch {
+                None => batch = Some((b, name)),
+                Some((first, first_name)) if first != b => {
+                    return Err(format!(
+                        "input '{name}' batch size does not match other inputs for '{model}': '{first_name}' has batch size {first}, '{name}' has {b}"
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        let fits = input
+            .shape
+            .iter()
+            .zip(&expected)
+            .all(|(&got, &want)| got >= 0 && (want < 0 || got == want));
+        if !fits {
+            return Err(shape_error(""));
+        }
+        let count = element_count(input.shape).ok_or_else(|| {
+            format!(
+                "input '{name}' for model '{model}': shape {} holds too many elements",
+                dims(input.shape)
+            )
+        })?;
+        check_data(model, input, ts.datatype, count)?;
+    }
+    let missing: Vec<&str> = spec
+        .inputs
+        .iter()
+        .filter(|t| !t.optional && !inputs.iter().any(|i| i.name == t.name))
+        .map(|t| t.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        let got: Vec<&str> = inputs.iter().map(|t| t.name).collect();
+        let required = spec.inputs.iter().filter(|t| !t.optional).count();
+        return Err(format!(
+            "expected {required} inputs but got {} inputs for model '{model}'. Got input(s) {got:?}, but missing required input(s) {missing:?}. Please provide all required input(s).",
+            inputs.len(),
+        ));
+    }
+    Ok(batch.map_or(1, |(b, _)| b as u32))
+}
+
+fn check_data(model: &str, input: &InputView<'_>, dt: DataType, count: u64) -> Result<(), String> {
+    let name = input.name;
+    match input.data {
+        InputData::Raw(raw) => match dt.element_size() {
+            Some(size) => {
+                let expected = count.saturating_mul(size as u64);
+                if raw.len() as u64 != expected {
+                    return Err(format!(
+                        "input byte size mismatch for input '{name}' for model '{model}'. Expected {expected}, got {} (shape {} is {count} elements of {size} bytes for {})",
+                        raw.len(),
+                        dims(input.shape),
+                        dt.kserve_name()
+                    ));
+                }
+                Ok(())
+            }
+            None => check_bytes_framing(model, name, raw, count),
+        },
+        InputData::Contents(None) => Err(format!(
+            "inference input '{name}' for model '{model}' has no data: send it in raw_input_contents or in contents.{}",
+            contents_field(dt)
+        )),
+        InputData::Contents(Some(c)) => {
+            let Some(len) = contents_len(dt, c) else {
+                return Err(format!(
+                    "inference input '{name}' for model '{model}': {} data must be sent in raw_input_contents",
+                    dt.kserve_name()
+                ));
+            };
+            if len as u64 != count {
+                return Err(format!(
+                    "unexpected number of elements for inference input '{name}' for model '{model}': shape {} needs {count}, contents.{} has {len}",
+                    dims(input.shape),
+                    contents_field(dt)
+                ));
+            }
+            Ok(())
+        }
+        InputData::Json(None) => Err(format!(
+            "inference input '{name}' for model '{model}' has no data: set 'data', or send it as binary data with parameters.binary_data_size"
+        )),
+        InputData::Json(Some(v)) => {
+            let mut n = 0u64;
+            json_elements(model, name, dt, v, &mut n)?;
+            if n != count {
+                return Err(format!(
+                    "unexpected number of elements for inference input '{name}' for model '{model}': shape {} needs {count}, 'data' has {n}",
+                    dims(input.shape)
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+const BYTES_FRAMING: &str =
+    "each BYTES element is a 4-byte little-endian length followed by that many bytes";
+
+fn check_bytes_framing(model: &str, name: &str, raw: &[u8], count: u64) -> Result<(), String> {
+    let mut rest = raw;
+    let mut n = 0u64;
+    while n < count {
+        if rest.is_empty() {
+            return Err(format!(
+                "expected {count} string elements for inference input '{name}' for model '{model}', got {n} ({BYTES_FRAMING})"
+            ));
+        }
+        let Some((head, tail)) = rest.split_first_chunk::<4>() else {
+            return Err(format!(
+                "incomplete string length indicator for inference input '{name}' for model '{model}', expecting 4 bytes but only {} bytes available (element {n}; {BYTES_FRAMING})",
+                rest.len()
+            ));
+        };
+        let len = u32::from_le_bytes(*head) as usize;
+        if len > tail.len() {
+            return Err(format!(
+                "string element {n} of inference input '{name}' for model '{model}' claims {len} bytes but only {} bytes remain ({BYTES_FRAMING})",
+                tail.len()
+            ));
+        }
+        rest = &tail[len..];
+        n += 1;
+    }
+    if !rest.is_empty() {
+        return Err(format!(
+            "inference input '{name}' for model '{model}' has {} bytes left after its {count} string elements ({BYTES_FRAMING})",
+            rest.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The typed-contents field that carries `dt`.
+pub(crate) fn contents_field(dt: DataType) -> &'static str {
+    match dt {
+        DataType::Bytes => "bytes_contents",
+        DataType::Bool => "bool_contents",
+        DataType::Int8 | DataType::Int16 | DataType::Int32 => "int_contents",
+        DataType::Uint8 | DataType::Uint16 | DataType::Uint32 => "uint_contents",
+        DataType::Int64 => "int64_contents",
+        DataType::Uint64 => "uint64_contents",
+        DataType::Fp32 => "fp32_contents",
+        DataType::Fp64 => "fp64_contents",
+        DataType::Fp16 | DataType::Bf16 => "raw_input_contents",
+    }
+}
+
+/// Elements in the typed-contents field of `dt`; `None` for types that must travel raw.
+fn contents_len(dt: DataType, c: &proto::InferTensorContents) -> Option<usize> {
+    Some(match dt {
+        DataType::Bytes => c.bytes_contents.len(),
+        DataType::Bool => c.bool_contents.len(),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 => c.int_contents.len(),
+        DataType::Uint8 | DataType::Uint16 | DataType::Uint32 => c.uint_contents.len(),
+        DataType::Int64 => c.int64_contents.len(),
+        DataType::Uint64 => c.uint64_contents.len(),
+        DataType::Fp32 => c.fp32_contents.len(),
+        DataType::Fp64 => c.fp64_contents.len(),
+        DataType::Fp16 | DataType::Bf16 => return None,
+    })
+}
+
+/// Counts the elements of JSON `data` (flat or nested, row-major), checking each one fits `dt`.
+fn json_elements(
+    model: &str,
+    name: &str,
+    dt: DataType,
+    v: &Value,
+    n: &mut u64,
+) -> Result<(), String> {
+    if let Value::Array(a) = v {
+        for x in a {
+            json_elements(model, name, dt, x, n)?;
+        }
+        return Ok(());
+    }
+    let int_in = |lo: i64, hi: i64| v.as_i64().is_some_and(|i| (lo..=hi).contains(&i));
+    let ok = match dt {
+        DataType::Bool => v.is_boolean(),
+        DataType::Bytes => v.is_string(),
+        DataType::Int8 => int_in(i8::MIN.into(), i8::MAX.into()),
+        DataType::Int16 => int_in(i16::MIN.into(), i16::MAX.into()),
+        DataType::Int32 => int_in(i32::MIN.into(), i32::MAX.into()),
+        DataType::Int64 => v.is_i64(),
+        DataType::Uint8 => int_in(0, u8::MAX.into()),
+        DataType::Uint16 => int_in(0, u16::MAX.into()),
+        DataType::Uint32 => int_in(0, u32::MAX.into()),
+        DataType::Uint64 => v.is_u64(),
+        DataType::Fp32 | DataType::Fp64 => v.is_number(),
+        DataType::Fp16 | DataType::Bf16 => {
+            return Err(format!(
+                "inference input '{name}' for model '{model}': {} data must be sent as binary data (parameters.binary_data_size), not JSON",
+                dt.kserve_name()
+            ));
+        }
+    };
+    if !ok {
+        let shown = match v {
+            Value::String(s) if s.len() > 40 => format!("a {}-byte string", s.len()),
+            other => other.to_string(),
+        };
+        return Err(format!(
+            "inference input '{name}' for model '{model}': {shown} is not a valid {} element",
+            dt.kserve_name()
+        ));
+    }
+    *n += 1;
+    Ok(())
+}
+
+/// One output a response carries: its index in the model's outputs, and whether it travels as
+/// binary data (HTTP binary extension; gRPC always answers raw).
+pub(crate) type OutputChoice = (usize, bool);
+
+/// Resolves the requested outputs (`name`, per-output `binary_data` flag); none requested means
+/// every output. `binary_default` applies where a request did not say (`binary_data_output`).
+pub(crate) fn select_outputs<'a>(
+    spec: &ModelSpec,
+    requested: impl IntoIterator<Item = (&'a str, Option<bool>)>,
+    binary_default: bool,
+) -> Result<Vec<OutputChoice>, String> {
+    let mut chosen = Vec::with_capacity(spec.outputs.len());
+    for (name, binary) in requested {
+        let Some(i) = spec.outputs.iter().position(|o| o.name == name) else {
+            let known: Vec<&str> = spec.outputs.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!(
+                "unexpected inference output '{name}' for model '{}' (its outputs are {known:?})",
+                spec.name
+            ));
+        };
+        chosen.push((i, binary.unwrap_or(binary_default)));
+    }
+    if chosen.is_empty() {
+        chosen.extend((0..spec.outputs.len()).map(|i| (i, binary_default)));
+    }
+    Ok(chosen)
+}
+
+/// Precomputed pieces of one output.
+#[derive(Debug)]
+struct OutputWire {
+    name: String,
+    /// The name as a JSON string literal.
+    name_json: String,
+    datatype: DataType,
+    /// Declared dims with variable ones resolved to 1.
+    dims: Vec<i64>,
+    /// Elements per batch element.
+    item_elems: usize,
+    /// Bytes per batch element (BYTES: 4 per element, the zero length prefix).
+    item_bytes: usize,
+    /// `0,0,...` (or `false`/`""`) for the largest batch, built on first JSON answer.
+    json_data: OnceLock<Bytes>,
+}
+
+impl OutputWire {
+    fn json_token(&self) -> &'static str {
+        match self.datatype {
+            DataType::Bool => "false",
+            DataType::Bytes => "\"\"",
+            _ => "0",
+        }
+    }
+}
+
+/// An HTTP infer answer: the JSON header and the binary blobs that follow it (if any).
+#[derive(Debug)]
+pub(crate) struct HttpAnswer {
+    /// The JSON part.
+    pub(crate) json: Vec<u8>,
+    /// Binary output data, in output order; empty for a pure JSON answer.
+    pub(crate) blobs: Vec<Bytes>,
+}
+
+/// Everything needed to answer one tensor model's requests, built once at startup.
+#[derive(Debug)]
+pub(crate) struct TensorWire {
+    batched: bool,
+    max_batch: usize,
+    outputs: Vec<OutputWire>,
+    /// Zeros, as long as the largest output at the largest batch.
+    zeros: Bytes,
+}
+
+impl TensorWire {
+    /// The answers of `spec` (a validated tensor model).
+    pub(crate) fn new(spec: &ModelSpec) -> Self {
+        let max_batch = spec.max_batch() as usize;
+        let outputs: Vec<OutputWire> = spec
+            .outputs
+            .iter()
+            .map(|o| {
+                let dims: Vec<i64> = o.dims.iter().map(|&d| d.max(1)).collect();
+                let item_elems = dims.iter().map(|&d| d as usize).product::<usize>();
+                OutputWire {
+                    name: o.name.clone(),
+                    name_json: Value::String(o.name.clone()).to_string(),
+                    datatype: o.datatype,
+                    dims,
+                    item_elems,
+                    item_bytes: item_elems * o.datatype.element_size().unwrap_or(4),
+                    json_data: OnceLock::new(),
+                }
+            })
+            .collect();
+        let largest = outputs.iter().map(|o| o.item_bytes).max().unwrap_or(0) * max_batch;
+        TensorWire {
+            batched: spec.max_batch_size > 0,
+            max_batch,
+            outputs,
+            zeros: Bytes::from(vec![0u8; largest]),
+        }
+    }
+
+    fn shape(&self, o: &OutputWire, batch: u32) -> Vec<i64> {
+        let mut s = Vec::with_capacity(o.dims.len() + 1);
+        if self.batched {
+            s.push(i64::from(batch));
+        }
+        s.extend_from_slice(&o.dims);
+        s
+    }
+
+    fn elems(&self, o: &OutputWire, batch: u32) -> usize {
+        o.item_elems * self.batch_factor(batch)
+    }
+
+    fn batch_factor(&self, batch: u32) -> usize {
+        if self.batched {
+            (batch as usize).clamp(1, self.max_batch)
+        } else {
+            1
+        }
+    }
+
+    fn raw(&self, o: &OutputWire, batch: u32) -> Bytes {
+        let n = (o.item_bytes * self.batch_factor(batch)).min(self.zeros.len());
+        self.zeros.slice(..n)
+    }
+
+    /// The gRPC `ModelInferResponse` (outputs always in `raw_output_contents`, as Triton does).
+    pub(crate) fn grpc_response(
+        &self,
+        spec: &ModelSpec,
+        id: String,
+        batch: u32,
+        outputs: &[OutputChoice],
+    ) -> proto::ModelInferResponse {
+        let mut r = proto::ModelInferResponse {
+            model_name: spec.name.clone(),
+            model_version: spec.version.clone(),
+            id,
+            parameters: Default::default(),
+            outputs: Vec::with_capacity(outputs.len()),
+            raw_output_contents: Vec::with_capacity(outputs.len()),
+        };
+        for &(i, _) in outputs {
+            let Some(o) = self.outputs.get(i) else {
+                continue;
+            };
+            r.outputs
+                .push(proto::model_infer_response::InferOutputTensor {
+                    name: o.name.clone(),
+                    datatype: o.datatype.kserve_name().to_owned(),
+                    shape: self.shape(o, batch),
+                    parameters: Default::default(),
+                    contents: None,
+                });
+            r.raw_output_contents.push(self.raw(o, batch).to_vec());
+        }
+        r
+    }
+
+    /// The HTTP answer: JSON `data` for outputs not asked in binary, blobs for the others.
+    pub(crate) fn http_answer(
+        &self,
+        spec: &ModelSpec,
+        id: Option<&str>,
+        batch: u32,
+        outputs: &[OutputChoice],
+    ) -> HttpAnswer {
+        let mut json = Vec::with_capacity(256);
+        let mut blobs = Vec::new();
+        json.extend_from_slice(b"{");
+        if let Some(id) = id {
+            json.extend_from_slice(b"\"id\":");
+            json.extend_from_slice(Value::String(id.to_owned()).to_string().as_bytes());
+            json.push(b',');
+        }
+        json.extend_from_slice(b"\"model_name\":");
+        json.extend_from_slice(Value::String(spec.name.clone()).to_string().as_bytes());
+        json.extend_from_slice(b",\"model_version\":");
+        json.extend_from_slice(Value::String(spec.version.clone()).to_string().as_bytes());
+        json.extend_from_slice(b",\"outputs\":[");
+        let mut first = true;
+        for &(i, binary) in outputs {
+            let Some(o) = self.outputs.get(i) else {
+                continue;
+            };
+            if !first {
+                json.push(b',');
+            }
+            first = false;
+            let _ = write!(
+                VecWriter(&mut json),
+                "{{\"name\":{},\"datatype\":\"{}\",\"shape\":{}",
+                o.name_json,
+                o.datatype.kserve_name(),
+                dims(&self.shape(o, batch))
+            );
+            if binary {
+                let blob = self.raw(o, batch);
+                let _ = write!(
+                    VecWriter(&mut json),
+                    ",\"parameters\":{{\"binary_data_size\":{}}}}}",
+                    blob.len()
+                );
+                blobs.push(blob);
+            } else {
+                json.extend_from_slice(b",\"data\":[");
+                json.extend_from_slice(&self.json_data(o, batch));
+                json.extend_from_slice(b"]}");
+            }
+        }
+        json.extend_from_slice(b"]}");
+        HttpAnswer { json, blobs }
+    }
+
+    fn json_data(&self, o: &OutputWire, batch: u32) -> Bytes {
+        let n = self.elems(o, batch);
+        let token = o.json_token();
+        let all = o.json_data.get_or_init(|| {
+            let max = o.item_elems * self.max_batch;
+            let mut s = Vec::with_capacity(max * (token.len() + 1));
+            for i in 0..max {
+                if i > 0 {
+                    s.push(b',');
+                }
+                s.extend_from_slice(token.as_bytes());
+            }
+            Bytes::from(s)
+        });
+        // Every token has the same length, so the first `n` elements are a prefix.
+        let len = (n * (token.len() + 1)).saturating_sub(1).min(all.len());
+        all.slice(..len)
+    }
+}
+
+/// `fmt::Write` into a byte vector.
+struct VecWriter<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for VecWriter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::models::TensorSpec;
+
+    fn raw<'a>(name: &'a str, dt: &'a str, shape: &'a [i64], data: &'a [u8]) -> InputView<'a> {
+        InputView {
+            name,
+            datatype: dt,
+            shape,
+            data: InputData::Raw(data),
+        }
+    }
+
+    #[test]
+    fn valid_requests_and_batch_size() {
+        let y = ModelSpec::yolov8s();
+        let img = vec![0u8; 3 * 640 * 640 * 4 * 2];
+        assert_eq!(
+            validate_inputs(&y, &[raw("images", "FP32", &[2, 3, 640, 640], &img)]),
+            Ok(2)
+        );
+        let b = ModelSpec::bert_classifier();
+        let ids = vec![0u8; 8 * 16];
+        assert_eq!(
+            validate_inputs(
+                &b,
+                &[
+                    raw("input_ids", "INT64", &[1, 16], &ids),
+                    raw("attention_mask", "INT64", &[1, 16], &ids)
+                ]
+            ),
+            Ok(1)
+        );
+        let bytes_model = ModelSpec::tensor(
+            "s",
+            0,
+            vec![TensorSpec::new("t", DataType::Bytes, &[2])],
+            vec![TensorSpec::new("o", DataType::Fp32, &[1])],
+        );
+        let framed = [2u32.to_le_bytes().as_slice(), b"hi", &0u32.to_le_bytes()].concat();
+        assert_eq!(
+            validate_inputs(&bytes_model, &[raw("t", "BYTES", &[2], &framed)]),
+            Ok(1)
+        );
+    }
+
+    #[test]
+    fn errors_name_what_was_expected() {
+        let y = ModelSpec::yolov8s();
+        let img = vec![0u8; 3 * 640 * 640 * 4];
+        let err = |inputs: &[InputView<'_>]| validate_inputs(&y, inputs).expect_err("invalid");
+        let e = err(&[raw("image", "FP32", &[1, 3, 640, 640], &img)]);
+        assert!(
+            e.starts_with("unexpected inference input 'image' for model 'yolov8s'"),
+            "{e}"
+        );
+        let e = err(&[raw("images", "FP16", &[1, 3, 640, 640], &img)]);
+        assert_eq!(
+            e,
+            "inference input 'images' data-type is 'FP16', but model 'yolov8s' expects 'FP32'"
+        );
+        let e = err(&[raw("images", "FP32", &[3, 640, 640], &img)]);
+        assert!(
+            e.starts_with("unexpected shape for input 'images' for model 'yolov8s'. Expected [-1,3,640,640], got [3,640,640]. NOTE"),
+            "{e}"
+        );
+        let e = err(&[raw("images", "FP32", &[1, 3, 640, 641], &img)]);
+        assert!(
+            e.contains("Expected [-1,3,640,640], got [1,3,640,641]"),
+            "{e}"
+        );
+        let e = err(&[raw("images", "FP32", &[9, 3, 640, 640], &img)]);
+        assert!(
+            e.starts_with("inference request batch-size must be <= 8 for 'yolov8s'"),
+            "{e}"
+        );
+        let e = err(&[raw("images", "FP32", &[1, 3, 640, 640], &img[1..])]);
+        assert!(
+            e.starts_with("input byte size mismatch for input 'images' for model 'yolov8s'. Expected 4915200, got 4915199"),
+            "{e}"
+        );
+        let e = err(&[]);
+        assert!(e.contains("missing required input(s) [\"images\"]"), "{e}");
+
+        let b = ModelSpec::bert_classifier();
+        let ids = vec![0u8; 8 * 4];
+        let e = validate_inputs(
+            &b,
+            &[
+                raw("input_ids", "INT64", &[1, 4], &ids),
+                raw("attention_mask", "INT64", &[2, 2], &ids),
+            ],
+        )
+        .expect_err("batch mismatch");
+        assert!(e.contains("batch size does not match other inputs"), "{e}");
+    }
+
+    #[test]
+    fn bytes_framing_and_typed_counts() {
+        let m = ModelSpec::tensor(
+            "s",
+            4,
+            vec![TensorSpec::new("t", DataType::Bytes, &[2])],
+            vec![TensorSpec::new("o", DataType::Fp32, &[1])],
+        );
+        let check = |data: &[u8]| validate_inputs(&m, &[raw("t", "BYTES", &[1, 2], data)]);
+        let one = [1u32.to_le_bytes().as_slice(), b"a"].concat();
+        let e = check(&one).expect_err("one of two");
+        assert!(e.starts_with("expected 2 string elements"), "{e}");
+        let e = check(&[one.as_slice(), &[1, 0]].concat()).expect_err("short prefix");
+        assert!(e.starts_with("incomplete string length indicator"), "{e}");
+        let e = check(&[one.as_slice(), &9u32.to_le_bytes(), b"x"].concat()).expect_err("overrun");
+        assert!(e.contains("claims 9 bytes but only 1 bytes remain"), "{e}");
+        let e = check(&[one.as_slice(), &one, b"zz"].concat()).expect_err("extra");
+        assert!(
+            e.contains("2 bytes left after its 2 string elements"),
+            "{e}"
+        );
+
+        let f = ModelSpec::tensor(
+            "f",
+            0,
+            vec![TensorSpec::new("x", DataType::Fp32, &[3])],
+            vec![TensorSpec::new("o", DataType::Fp32, &[1])],
+        );
+        let c = proto::InferTensorContents {
+            fp32_contents: vec![1.0, 2.0],
+            ..Default::default()
+        };
+        let v = InputView {
+            name: "x",
+            datatype: "FP32",
+            shape: &[3],
+            data: InputData::Contents(Some(&c)),
+        };
+        let e = validate_inputs(&f, &[v]).expect_err("2 of 3");
+        assert!(
+            e.contains("shape [3] needs 3, contents.fp32_contents has 2"),
+            "{e}"
+        );
+        let data = serde_json::json!([[1, 2], [true]]);
+        let v = InputView {
+            data: InputData::Json(Some(&data)),
+            ..v
+        };
+        let e = validate_inputs(&f, &[v]).expect_err("bool in FP32");
+        assert!(e.contains("true is not a valid FP32 element"), "{e}");
+    }
+
+    #[test]
+    fn outputs_have_the_batch_and_json_is_sliced() {
+        let y = ModelSpec::yolov8s();
+        let w = TensorWire::new(&y);
+        let r = w.grpc_response(&y, "7".into(), 3, &[(0, true)]);
+        assert_eq!(r.outputs[0].shape, vec![3, 84, 100]);
+        assert_eq!(r.raw_output_contents[0].len(), 3 * 84 * 100 * 4);
+        let b = ModelSpec::bert_classifier();
+        let w = TensorWire::new(&b);
+        let a = w.http_answer(&b, Some("x"), 2, &[(0, false)]);
+        let v: Value = serde_json::from_slice(&a.json).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({"id": "x", "model_name": "bert_classifier", "model_version": "1",
+                "outputs": [{"name": "logits", "datatype": "FP32", "shape": [2, 2], "data": [0, 0, 0, 0]}]})
+        );
+        let a = w.http_answer(&b, None, 8, &[(0, true)]);
+        let v: Value = serde_json::from_slice(&a.json).expect("json");
+        assert_eq!(v["outputs"][0]["parameters"]["binary_data_size"], 64);
+        assert_eq!(a.blobs[0].len(), 64);
+        assert_eq!(
+            select_outputs(&b, [("nope", None)], false).expect_err("unknown"),
+            "unexpected inference output 'nope' for model 'bert_classifier' (its outputs are [\"logits\"])"
+        );
+    }
+}
