@@ -17,6 +17,8 @@ pub mod artifact;
 pub mod cli;
 pub mod client;
 pub mod collector;
+pub mod compare;
+pub mod doctor;
 pub mod load;
 pub mod plan;
 pub mod record;

@@ -49,6 +49,10 @@ pub struct LoadedLevel {
     pub version: Option<String>,
     /// SLO checks recorded with it.
     pub slo: Vec<RecordedSlo>,
+    /// Model name, from the recorded plan.
+    pub model: Option<String>,
+    /// Endpoint type (`kserve`, `chat`, ...), from the recorded plan.
+    pub api: Option<String>,
 }
 
 /// One run: the levels of one sweep (or of one shell loop), in load order.
@@ -60,6 +64,29 @@ pub struct Run {
     pub dir: PathBuf,
     /// Its levels, sorted by load.
     pub levels: Vec<LoadedLevel>,
+}
+
+impl RecordedSlo {
+    /// The record of a check made in this process.
+    pub fn from_result(r: &crate::slo::SloResult) -> RecordedSlo {
+        RecordedSlo {
+            objective: r.slo.to_string(),
+            actual: r.actual,
+            unit: r.slo.metric.kind().unit().to_string(),
+            passed: r.passed,
+        }
+    }
+
+    /// `612.00 ms`, `72.1%`: the value in the unit people read.
+    pub fn shown_actual(&self) -> String {
+        match self.actual {
+            None => "no value".to_string(),
+            Some(v) if self.unit == "fraction" => format!("{:.1}%", v * 100.0),
+            Some(v) if self.unit == "ms" => format!("{v:.2} ms"),
+            Some(v) if self.unit == "count" => format!("{v:.0}"),
+            Some(v) => format!("{v:.2} {}", self.unit),
+        }
+    }
 }
 
 impl Run {
@@ -287,6 +314,14 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             .and_then(Value::as_str)
             .map(str::to_string),
         slo,
+        model: cfg
+            .and_then(|c| c.pointer("/target/model"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        api: cfg
+            .and_then(|c| c.pointer("/target/api"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
     })
 }
 

@@ -2,5 +2,7 @@
 //! summaries.
 
 pub mod console;
+pub mod html;
 pub mod knee;
+pub mod svg;
 pub mod verdict;

@@ -1,0 +1,780 @@
+//! `ttftbench compare BASELINE CURRENT`: did this run get slower than the last one?
+//!
+//! Levels are matched by name (`concurrency8`); two single-level directories are compared even
+//! when their names differ. For each level and metric the table shows the baseline, the current
+//! value and the change; limits turn changes into regressions (exit code 1):
+//!
+//! * `--max-throughput-drop 5%`: request and output-token throughput may fall by at most 5 %;
+//! * `--max-p99-increase 10%`: every p99 latency (TTFT, ITL, request latency) may rise by at most
+//!   10 %;
+//! * `--threshold METRIC:LIMIT` (repeatable), with the metric grammar of [`crate::slo`]:
+//!
+//! ```text
+//! threshold := metric ":" sign number [unit]
+//! sign      := "+"   a rise larger than the number is a regression
+//!            | "-"   a fall larger than the number is a regression
+//! unit      := "%"   relative to the baseline (time_to_first_token.p99:+10%)
+//!            | pp    percentage points, for shares (queue_share:+5pp)
+//!            | ms | s | us | tok/s | req/s | (none)   absolute, in the metric's unit
+//!                    (time_to_first_token.p99:+50ms, request_throughput.avg:-2)
+//! ```
+//!
+//! Without any limit flag the seeds' rule applies: throughput down more than 5 % or p99 up more
+//! than 10 %. A level present in the baseline but missing from the current run is a regression
+//! (the run probably failed there); a limited metric the current run lacks is one too.
+
+use std::fmt;
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::artifact::read::Run;
+use crate::report::console::{Align, table};
+use crate::report::svg::esc;
+use crate::slo::{Kind, MetricRef, MetricSource, Stat, SystemMetric, parse_value, trim_num};
+use crate::stats::{LevelSummary, Metric};
+
+/// How far a metric may move.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Limit {
+    /// A change relative to the baseline (signed fraction: +0.10 = a rise of more than 10 %
+    /// regresses, −0.05 = a fall of more than 5 % regresses).
+    Relative(f64),
+    /// An absolute change in the metric's unit (signed likewise).
+    Absolute(f64),
+}
+
+/// A limit on one metric.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Threshold {
+    /// The metric.
+    pub metric: MetricRef,
+    /// The limit.
+    pub limit: Limit,
+}
+
+impl Threshold {
+    /// Whether a change from `base` to `cur` breaks the limit.
+    pub fn breached(&self, base: f64, cur: f64) -> bool {
+        match self.limit {
+            Limit::Relative(f) => match relative(base, cur) {
+                Some(c) if f >= 0.0 => c > f + 1e-12,
+                Some(c) => c < f - 1e-12,
+                // From zero, any move in the watched direction is unbounded.
+                None => (f >= 0.0 && cur > base) || (f < 0.0 && cur < base),
+            },
+            Limit::Absolute(a) if a >= 0.0 => cur - base > a + 1e-12,
+            Limit::Absolute(a) => cur - base < a - 1e-12,
+        }
+    }
+
+    /// The limit as written on the command line: `+10%`, `-2`, `+5pp`, `+50ms`.
+    pub fn limit_text(&self) -> String {
+        let sign = |v: f64| if v < 0.0 { "-" } else { "+" };
+        match self.limit {
+            Limit::Relative(f) => format!("{}{}%", sign(f), trim_num(f.abs() * 100.0)),
+            Limit::Absolute(a) => match self.metric.kind() {
+                Kind::Fraction => format!("{}{}pp", sign(a), trim_num(a.abs() * 100.0)),
+                Kind::Time => format!("{}{}ms", sign(a), trim_num(a.abs())),
+                _ => format!("{}{}", sign(a), trim_num(a.abs())),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.metric, self.limit_text())
+    }
+}
+
+/// Parses `--threshold METRIC:(+|-)VALUE[unit]`.
+pub fn parse_threshold(raw: &str) -> Result<Threshold, String> {
+    let t = raw.trim();
+    let (m, limit) = t.rsplit_once(':').ok_or_else(|| {
+        format!(
+            "--threshold '{t}': expected METRIC:(+|-)LIMIT, e.g. time_to_first_token.p99:+10% or request_throughput:-5%"
+        )
+    })?;
+    let metric = MetricRef::parse(m).map_err(|e| format!("--threshold '{t}': {e}"))?;
+    let limit = limit.trim();
+    let (sign, rest) = match limit.chars().next() {
+        Some('+') => (1.0, &limit[1..]),
+        Some('-') => (-1.0, &limit[1..]),
+        _ => {
+            return Err(format!(
+                "--threshold '{t}': the limit needs a sign: '+' flags rises (latency: {m}:+10%), '-' flags falls (throughput: {m}:-5%)"
+            ));
+        }
+    };
+    let rest = rest.trim();
+    let lower = rest.to_ascii_lowercase();
+    let value = if let Some(p) = lower.strip_suffix('%') {
+        let v: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("--threshold '{t}': '{rest}' is not a percentage"))?;
+        Limit::Relative(v / 100.0)
+    } else if let Some(p) = lower.strip_suffix("pp") {
+        if metric.kind() != Kind::Fraction {
+            return Err(format!(
+                "--threshold '{t}': pp (percentage points) only fits shares such as queue_share or error_rate; use % for a relative change"
+            ));
+        }
+        let v: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("--threshold '{t}': '{rest}' is not a number of points"))?;
+        Limit::Absolute(v / 100.0)
+    } else {
+        let v = parse_value(rest, metric.kind()).map_err(|e| format!("--threshold '{t}': {e}"))?;
+        Limit::Absolute(v)
+    };
+    let (Limit::Relative(v) | Limit::Absolute(v)) = value;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!(
+            "--threshold '{t}': give the size of the change after the sign (a non-negative number)"
+        ));
+    }
+    Ok(Threshold {
+        metric,
+        limit: match value {
+            Limit::Relative(v) => Limit::Relative(sign * v),
+            Limit::Absolute(v) => Limit::Absolute(sign * v),
+        },
+    })
+}
+
+/// Parses `5%` or `5` (percent) for `--max-throughput-drop` / `--max-p99-increase`.
+pub fn parse_percent(flag: &str, raw: &str) -> Result<f64, String> {
+    let t = raw.trim();
+    let v: f64 = t
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("{flag} '{t}': expected a percentage such as 5%"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("{flag} '{t}': must be zero or more"));
+    }
+    Ok(v / 100.0)
+}
+
+/// All limits of one comparison.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Rules {
+    /// Largest allowed fall of request and output-token throughput (fraction).
+    pub max_throughput_drop: Option<f64>,
+    /// Largest allowed rise of any p99 latency (fraction).
+    pub max_p99_increase: Option<f64>,
+    /// Per-metric limits.
+    pub thresholds: Vec<Threshold>,
+}
+
+impl Rules {
+    /// The seeds' rule: throughput down more than 5 % or p99 up more than 10 %.
+    pub fn seeds() -> Rules {
+        Rules {
+            max_throughput_drop: Some(0.05),
+            max_p99_increase: Some(0.10),
+            thresholds: vec![],
+        }
+    }
+
+    /// Whether no limit is set.
+    pub fn is_empty(&self) -> bool {
+        self.max_throughput_drop.is_none()
+            && self.max_p99_increase.is_none()
+            && self.thresholds.is_empty()
+    }
+
+    /// The limits that apply to `m`.
+    pub fn limits_for(&self, m: MetricRef) -> Vec<Threshold> {
+        let mut out = Vec::new();
+        if let Some(d) = self.max_throughput_drop
+            && matches!(
+                m,
+                MetricRef::System(
+                    SystemMetric::RequestThroughput | SystemMetric::OutputTokenThroughput
+                )
+            )
+        {
+            out.push(Threshold {
+                metric: m,
+                limit: Limit::Relative(-d),
+            });
+        }
+        if let Some(i) = self.max_p99_increase
+            && let MetricRef::Dist(_, Stat::P99) = m
+            && m.kind() == Kind::Time
+        {
+            out.push(Threshold {
+                metric: m,
+                limit: Limit::Relative(i),
+            });
+        }
+        out.extend(self.thresholds.iter().filter(|t| t.metric == m).copied());
+        out
+    }
+}
+
+/// The metrics every comparison shows.
+pub const DEFAULT_METRICS: [MetricRef; 11] = [
+    MetricRef::Dist(Metric::TimeToFirstToken, Stat::Avg),
+    MetricRef::Dist(Metric::TimeToFirstToken, Stat::P50),
+    MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99),
+    MetricRef::Dist(Metric::InterTokenLatency, Stat::Avg),
+    MetricRef::Dist(Metric::InterTokenLatency, Stat::P99),
+    MetricRef::Dist(Metric::RequestLatency, Stat::Avg),
+    MetricRef::Dist(Metric::RequestLatency, Stat::P99),
+    MetricRef::System(SystemMetric::OutputTokenThroughput),
+    MetricRef::System(SystemMetric::RequestThroughput),
+    MetricRef::System(SystemMetric::ErrorRate),
+    MetricRef::System(SystemMetric::QueueShare),
+];
+
+/// Change of `cur` against `base` as a fraction; `None` from a zero baseline (unless both are 0).
+pub fn relative(base: f64, cur: f64) -> Option<f64> {
+    if base != 0.0 {
+        Some((cur - base) / base.abs())
+    } else if cur == 0.0 {
+        Some(0.0)
+    } else {
+        None
+    }
+}
+
+/// What happened to one metric of one level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// No limit applies.
+    Unchecked,
+    /// Within every limit.
+    Ok,
+    /// A limit was broken.
+    Regressed,
+    /// A limited metric the current run has no value for.
+    Missing,
+}
+
+impl Status {
+    fn word(self) -> &'static str {
+        match self {
+            Status::Unchecked => "",
+            Status::Ok => "ok",
+            Status::Regressed => "REGRESSED",
+            Status::Missing => "MISSING",
+        }
+    }
+}
+
+/// One row of the comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Level name.
+    pub level: String,
+    /// Metric.
+    pub metric: MetricRef,
+    /// Baseline value.
+    pub baseline: Option<f64>,
+    /// Current value.
+    pub current: Option<f64>,
+    /// Limits that applied.
+    pub limits: Vec<Threshold>,
+    /// Verdict.
+    pub status: Status,
+}
+
+impl Row {
+    /// Relative change, when both values exist.
+    pub fn change(&self) -> Option<f64> {
+        relative(self.baseline?, self.current?)
+    }
+
+    fn is_regression(&self) -> bool {
+        matches!(self.status, Status::Regressed | Status::Missing)
+    }
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// Baseline run name and directory.
+    pub baseline: (String, String),
+    /// Current run name and directory.
+    pub current: (String, String),
+    /// Limits in words, for the header.
+    pub rules: Vec<String>,
+    /// Rows, level by level.
+    pub rows: Vec<Row>,
+    /// Levels only the baseline has (each a regression).
+    pub only_in_baseline: Vec<String>,
+    /// Levels only the current run has.
+    pub only_in_current: Vec<String>,
+    /// Remarks (levels paired despite different names).
+    pub notes: Vec<String>,
+}
+
+impl Comparison {
+    /// Rows that regressed.
+    pub fn regressions(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.is_regression())
+    }
+
+    /// Regressed rows plus missing levels.
+    pub fn regression_count(&self) -> usize {
+        self.regressions().count() + self.only_in_baseline.len()
+    }
+}
+
+fn rules_text(r: &Rules) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(d) = r.max_throughput_drop {
+        v.push(format!(
+            "throughput may fall by at most {}%",
+            trim_num(d * 100.0)
+        ));
+    }
+    if let Some(i) = r.max_p99_increase {
+        v.push(format!(
+            "p99 latency may rise by at most {}%",
+            trim_num(i * 100.0)
+        ));
+    }
+    v.extend(r.thresholds.iter().map(|t| format!("--threshold {t}")));
+    v
+}
+
+/// Compares two runs level by level.
+pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
+    let mut metrics: Vec<MetricRef> = DEFAULT_METRICS.to_vec();
+    for t in &rules.thresholds {
+        if !metrics.contains(&t.metric) {
+            metrics.push(t.metric);
+        }
+    }
+    let mut pairs: Vec<(String, &LevelSummary, &LevelSummary)> = Vec::new();
+    let mut notes = Vec::new();
+    let mut only_in_baseline = Vec::new();
+    let mut only_in_current = Vec::new();
+    if let ([b], [c]) = (base.levels.as_slice(), cur.levels.as_slice())
+        && b.summary.stimulus.name() != c.summary.stimulus.name()
+    {
+        notes.push(format!(
+            "single levels with different loads compared: {} (baseline) with {} (current)",
+            b.summary.stimulus.name(),
+            c.summary.stimulus.name()
+        ));
+        pairs.push((
+            format!(
+                "{} → {}",
+                b.summary.stimulus.name(),
+                c.summary.stimulus.name()
+            ),
+            &b.summary,
+            &c.summary,
+        ));
+    } else {
+        for b in &base.levels {
+            let name = b.summary.stimulus.name();
+            match cur
+                .levels
+                .iter()
+                .find(|c| c.summary.stimulus.name() == name)
+            {
+                Some(c) => pairs.push((name, &b.summary, &c.summary)),
+                None => only_in_baseline.push(name),
+            }
+        }
+        for c in &cur.levels {
+            let name = c.summary.stimulus.name();
+            if !base
+                .levels
+                .iter()
+                .any(|b| b.summary.stimulus.name() == name)
+            {
+                only_in_current.push(name);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (name, b, c) in pairs {
+        for &m in &metrics {
+            let (bv, cv) = (b.metric(m), c.metric(m));
+            let limits = rules.limits_for(m);
+            if bv.is_none() && cv.is_none() && !rules.thresholds.iter().any(|t| t.metric == m) {
+                continue;
+            }
+            let status = match (limits.is_empty(), bv, cv) {
+                (true, _, _) => Status::Unchecked,
+                (false, Some(_), None) => Status::Missing,
+                (false, None, _) => Status::Unchecked,
+                (false, Some(bv), Some(cv)) => {
+                    if limits.iter().any(|t| t.breached(bv, cv)) {
+                        Status::Regressed
+                    } else {
+                        Status::Ok
+                    }
+                }
+            };
+            rows.push(Row {
+                level: name.clone(),
+                metric: m,
+                baseline: bv,
+                current: cv,
+                limits,
+                status,
+            });
+        }
+    }
+    Comparison {
+        baseline: (base.label.clone(), base.dir.display().to_string()),
+        current: (cur.label.clone(), cur.dir.display().to_string()),
+        rules: rules_text(rules),
+        rows,
+        only_in_baseline,
+        only_in_current,
+        notes,
+    }
+}
+
+/// A value compactly in its unit: `28.03 ms`, `72.1%`, `981.2 tok/s`, `10.26 req/s`.
+pub fn compact(kind: Kind, v: Option<f64>) -> String {
+    let Some(v) = v.filter(|x| x.is_finite()) else {
+        return "–".into();
+    };
+    match kind {
+        Kind::Time => format!("{v:.2} ms"),
+        Kind::Fraction => format!("{:.1}%", v * 100.0),
+        Kind::TokenRate => format!("{v:.1} tok/s"),
+        Kind::RequestRate => format!("{v:.2} req/s"),
+        Kind::PerUserRate => format!("{v:.1} tok/s/user"),
+        Kind::Tokens => format!("{v:.1} tokens"),
+        Kind::Count => format!("{v:.0}"),
+    }
+}
+
+fn change_text(r: &Row) -> String {
+    match (r.change(), r.baseline, r.current) {
+        (Some(c), _, _) => format!("{:+.1}%", c * 100.0),
+        (None, Some(_), Some(_)) => "new".into(),
+        _ => "–".into(),
+    }
+}
+
+fn cells(r: &Row) -> Vec<String> {
+    let kind = r.metric.kind();
+    vec![
+        r.level.clone(),
+        r.metric.key(),
+        compact(kind, r.baseline),
+        compact(kind, r.current),
+        change_text(r),
+        r.limits
+            .iter()
+            .map(Threshold::limit_text)
+            .collect::<Vec<_>>()
+            .join(" "),
+        r.status.word().to_string(),
+    ]
+}
+
+const HEADERS: [&str; 7] = [
+    "Level", "Metric", "Baseline", "Current", "Change", "Limit", "Status",
+];
+const ALIGNS: [Align; 7] = [
+    Align::Left,
+    Align::Left,
+    Align::Right,
+    Align::Right,
+    Align::Right,
+    Align::Right,
+    Align::Left,
+];
+
+fn verdict_line(c: &Comparison) -> String {
+    match c.regression_count() {
+        0 => "no regressions".to_string(),
+        1 => "1 regression".to_string(),
+        n => format!("{n} regressions"),
+    }
+}
+
+/// The console table (`--format table`).
+pub fn text(c: &Comparison) -> String {
+    let mut out = format!(
+        "baseline: {} ({})\ncurrent:  {} ({})\nlimits:   {}\n",
+        c.baseline.0,
+        c.baseline.1,
+        c.current.0,
+        c.current.1,
+        if c.rules.is_empty() {
+            "none".to_string()
+        } else {
+            c.rules.join("; ")
+        }
+    );
+    for n in &c.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out.push('\n');
+    let rows: Vec<Vec<String>> = c.rows.iter().map(cells).collect();
+    out.push_str(&table(&HEADERS, &ALIGNS, &rows));
+    for l in &c.only_in_current {
+        let _ = writeln!(out, "{l}: only in the current run (not compared)");
+    }
+    out.push('\n');
+    let regressed: Vec<Vec<String>> = c.regressions().map(cells).collect();
+    let _ = writeln!(out, "{}", verdict_line(c));
+    if !regressed.is_empty() {
+        out.push_str(&table(&HEADERS, &ALIGNS, &regressed));
+    }
+    for l in &c.only_in_baseline {
+        let _ = writeln!(
+            out,
+            "{l}: in the baseline but missing from the current run (did the run fail there?)"
+        );
+    }
+    out
+}
+
+fn md_row(cells: &[String]) -> String {
+    let escaped: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+    format!("| {} |\n", escaped.join(" | "))
+}
+
+/// Markdown for a CI comment (`--format markdown`).
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = format!(
+        "### ttftbench compare: `{}` vs baseline `{}`\n\n",
+        c.current.0, c.baseline.0
+    );
+    let n = c.regression_count();
+    let _ = writeln!(
+        out,
+        "{} **{}**{}\n",
+        if n == 0 { "✅" } else { "❌" },
+        verdict_line(c),
+        if c.rules.is_empty() {
+            String::new()
+        } else {
+            format!(" — limits: {}", c.rules.join("; "))
+        }
+    );
+    for note in &c.notes {
+        let _ = writeln!(out, "> note: {note}\n");
+    }
+    let head = md_row(&HEADERS.map(String::from));
+    let rule = "|---|---|---:|---:|---:|---:|---|\n";
+    if n > 0 {
+        out.push_str(&head);
+        out.push_str(rule);
+        for r in c.regressions() {
+            out.push_str(&md_row(&cells(r)));
+        }
+        for l in &c.only_in_baseline {
+            out.push_str(&md_row(&[
+                l.clone(),
+                "(level missing from the current run)".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                "MISSING".into(),
+            ]));
+        }
+        out.push('\n');
+    }
+    out.push_str("<details><summary>All metrics</summary>\n\n");
+    out.push_str(&head);
+    out.push_str(rule);
+    for r in &c.rows {
+        out.push_str(&md_row(&cells(r)));
+    }
+    out.push_str("\n</details>\n");
+    out
+}
+
+/// Machine-readable form (`--format json`).
+pub fn json(c: &Comparison) -> Value {
+    json!({
+        "baseline": {"label": c.baseline.0, "dir": c.baseline.1},
+        "current": {"label": c.current.0, "dir": c.current.1},
+        "limits": c.rules,
+        "passed": c.regression_count() == 0,
+        "regressions": c.regression_count(),
+        "rows": c.rows.iter().map(|r| json!({
+            "level": r.level,
+            "metric": r.metric.key(),
+            "unit": r.metric.kind().unit(),
+            "baseline": r.baseline,
+            "current": r.current,
+            "change_pct": r.change().map(|x| x * 100.0),
+            "limits": r.limits.iter().map(Threshold::limit_text).collect::<Vec<_>>(),
+            "status": match r.status {
+                Status::Unchecked => "unchecked",
+                Status::Ok => "ok",
+                Status::Regressed => "regressed",
+                Status::Missing => "missing",
+            },
+        })).collect::<Vec<_>>(),
+        "only_in_baseline": c.only_in_baseline,
+        "only_in_current": c.only_in_current,
+        "notes": c.notes,
+    })
+}
+
+/// An HTML table of the rows with limits (the report's "compared with the previous run").
+pub fn html_table(c: &Comparison) -> String {
+    let mut out = String::from(
+        "<div class=\"tablewrap\"><table class=\"compare\"><thead><tr><th>Level</th><th>Metric</th><th>Previous</th><th>Newest</th><th>Change</th><th>Limit</th><th>Status</th></tr></thead><tbody>\n",
+    );
+    for r in c.rows.iter().filter(|r| !r.limits.is_empty()) {
+        let cl = cells(r);
+        let class = if r.is_regression() { "fail" } else { "pass" };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",
+            esc(&cl[0]),
+            esc(&cl[1]),
+            esc(&cl[2]),
+            esc(&cl[3]),
+            esc(&cl[4]),
+            esc(&cl[5]),
+            if r.is_regression() {
+                "investigate"
+            } else {
+                "ok"
+            }
+        );
+    }
+    for l in &c.only_in_baseline {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td colspan=\"5\">missing from the newest run</td><td class=\"fail\">investigate</td></tr>",
+            esc(l)
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threshold_grammar() {
+        let cases: &[(&str, &str, Limit)] = &[
+            (
+                "time_to_first_token.p99:+10%",
+                "time_to_first_token.p99:+10%",
+                Limit::Relative(0.10),
+            ),
+            (
+                "request_throughput.avg:-5%",
+                "request_throughput:-5%",
+                Limit::Relative(-0.05),
+            ),
+            (
+                "ttft.p99:+50ms",
+                "time_to_first_token.p99:+50ms",
+                Limit::Absolute(50.0),
+            ),
+            (
+                "request_latency.avg:+0.5s",
+                "request_latency.avg:+500ms",
+                Limit::Absolute(500.0),
+            ),
+            (
+                "request_throughput:-2",
+                "request_throughput:-2",
+                Limit::Absolute(-2.0),
+            ),
+            (
+                "queue_share:+5pp",
+                "queue_share:+5pp",
+                Limit::Absolute(0.05),
+            ),
+            ("error_rate:+1pp", "error_rate:+1pp", Limit::Absolute(0.01)),
+        ];
+        for (text, shown, limit) in cases {
+            let t = parse_threshold(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(t.to_string(), *shown, "{text}");
+            match (t.limit, limit) {
+                (Limit::Relative(a), Limit::Relative(b))
+                | (Limit::Absolute(a), Limit::Absolute(b)) => {
+                    assert!((a - b).abs() < 1e-12, "{text}: {a} vs {b}")
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let errors: &[(&str, &str)] = &[
+            ("time_to_first_token.p99", "expected METRIC:(+|-)LIMIT"),
+            ("time_to_first_token.p99:10%", "needs a sign"),
+            ("time_to_first_token.p99:+ten%", "not a percentage"),
+            ("time_to_first_token:+10%", "name a statistic"),
+            ("ttft.p99:+5pp", "pp (percentage points) only fits shares"),
+            ("request_throughput:-5ms", "unit 'ms' does not fit"),
+            ("bogus.p99:+1%", "unknown metric 'bogus'"),
+        ];
+        for (text, want) in errors {
+            let e = parse_threshold(text).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn breach_table() {
+        let t = |s: &str| parse_threshold(s).unwrap();
+        // (threshold, baseline, current, breached)
+        let cases: &[(&str, f64, f64, bool)] = &[
+            ("time_to_first_token.p99:+10%", 100.0, 110.0, false),
+            ("time_to_first_token.p99:+10%", 100.0, 110.5, true),
+            ("time_to_first_token.p99:+10%", 100.0, 50.0, false),
+            ("request_throughput:-5%", 100.0, 95.0, false),
+            ("request_throughput:-5%", 100.0, 94.9, true),
+            ("request_throughput:-5%", 100.0, 200.0, false),
+            ("time_to_first_token.p99:+50ms", 100.0, 150.0, false),
+            ("time_to_first_token.p99:+50ms", 100.0, 150.1, true),
+            ("request_throughput:-2", 10.0, 7.9, true),
+            ("queue_share:+5pp", 0.40, 0.46, true),
+            ("error_rate:+10%", 0.0, 0.0, false),
+            ("error_rate:+10%", 0.0, 0.01, true),
+        ];
+        for (s, b, c, want) in cases {
+            assert_eq!(t(s).breached(*b, *c), *want, "{s} {b} → {c}");
+        }
+    }
+
+    #[test]
+    fn percent_flags() {
+        assert_eq!(parse_percent("--max-p99-increase", "10%"), Ok(0.10));
+        assert_eq!(parse_percent("--max-p99-increase", "10"), Ok(0.10));
+        assert!(
+            parse_percent("--max-throughput-drop", "-5%")
+                .unwrap_err()
+                .contains("zero or more")
+        );
+        assert!(parse_percent("--max-throughput-drop", "five").is_err());
+    }
+
+    #[test]
+    fn rules_apply_to_the_right_metrics() {
+        let r = Rules::seeds();
+        let ttft_p99 = MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99);
+        assert_eq!(r.limits_for(ttft_p99)[0].limit, Limit::Relative(0.10));
+        assert!(
+            r.limits_for(MetricRef::Dist(Metric::TimeToFirstToken, Stat::Avg))
+                .is_empty()
+        );
+        assert_eq!(
+            r.limits_for(MetricRef::System(SystemMetric::OutputTokenThroughput))[0].limit,
+            Limit::Relative(-0.05)
+        );
+        // p99 of a token count is not a latency.
+        assert!(
+            r.limits_for(MetricRef::Dist(Metric::OutputSequenceLength, Stat::P99))
+                .is_empty()
+        );
+    }
+}

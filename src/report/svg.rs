@@ -1,0 +1,648 @@
+//! Inline SVG charts for the HTML report, written by hand: no plotting crate, no script, no
+//! external resource. Every function is pure (data in, markup out) so its output is tested.
+//!
+//! Each chart is an `<svg class="chart" data-chart="ID">` with a `viewBox` (it scales with the
+//! page and prints crisply), a title, axes with ticks, a legend, and one `<g class="pt">` per data
+//! point holding its marker and a `<title>` (the browser shows it on hover; no JavaScript). Series
+//! differ in colour *and* in dash pattern and marker shape, so they stay apart when printed in
+//! grey.
+
+use std::fmt::Write as _;
+
+/// Width of every chart's coordinate system.
+pub const WIDTH: f64 = 640.0;
+/// Height of every chart's coordinate system.
+pub const HEIGHT: f64 = 320.0;
+const LEFT: f64 = 68.0;
+const RIGHT: f64 = 18.0;
+const TOP: f64 = 52.0;
+const BOTTOM: f64 = 56.0;
+
+/// Series colours (colour-blind-friendly order; a dash pattern and marker go with each).
+const COLORS: [&str; 8] = [
+    "#0b6bcb", "#d1495b", "#2a9d3f", "#e08e0b", "#7b4fc9", "#6b4f3a", "#c2459a", "#138a8a",
+];
+const DASHES: [&str; 4] = ["", "7 4", "2 3", "9 3 2 3"];
+
+/// Escapes text for HTML/SVG content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A number with as many decimals as its size needs (tick labels, coordinates).
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    let s = if a >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s == "-0" { "0".into() } else { s }
+}
+
+fn coord(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// One data point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pt {
+    /// X value (data units).
+    pub x: f64,
+    /// Y value (data units).
+    pub y: f64,
+    /// Hover text.
+    pub tip: String,
+    /// Text drawn next to the point (empty: none).
+    pub label: String,
+}
+
+impl Pt {
+    /// A point with a hover text and no label.
+    pub fn new(x: f64, y: f64, tip: impl Into<String>) -> Pt {
+        Pt {
+            x,
+            y,
+            tip: tip.into(),
+            label: String::new(),
+        }
+    }
+}
+
+/// One named line of points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Points in drawing order.
+    pub points: Vec<Pt>,
+}
+
+/// An annotated point (the knee).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// X value.
+    pub x: f64,
+    /// Y value.
+    pub y: f64,
+    /// Annotation.
+    pub text: String,
+}
+
+/// How the x axis maps values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XScale {
+    /// Proportional, from 0.
+    Linear,
+    /// Logarithmic (base 2), ticks at the data values: concurrency ladders 1, 2, 4, ... 32.
+    Log2,
+    /// One slot per index 0..n, ticks from `x_ticks` (runs of a timeline).
+    Index,
+}
+
+/// A line or scatter chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// Identifier (`data-chart`), for tests and anchors.
+    pub id: String,
+    /// Title above the plot.
+    pub title: String,
+    /// X axis title.
+    pub x_label: String,
+    /// Y axis title.
+    pub y_label: String,
+    /// X mapping.
+    pub x_scale: XScale,
+    /// Tick labels for [`XScale::Index`] (one per index).
+    pub x_ticks: Vec<String>,
+    /// The data.
+    pub series: Vec<Series>,
+    /// Draw lines between a series' points.
+    pub lines: bool,
+    /// Annotated points.
+    pub marks: Vec<Mark>,
+    /// Horizontal reference lines `(y, label)`.
+    pub hlines: Vec<(f64, String)>,
+}
+
+/// Axis maximum and tick step with 1-2-5 steps, about `n` ticks from 0 to at least `max`.
+pub fn nice_ticks(max: f64, n: usize) -> (f64, f64) {
+    let max = if max.is_finite() && max > 0.0 {
+        max
+    } else {
+        1.0
+    };
+    let raw = max / n.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+fn marker(shape: usize, cx: f64, cy: f64, color: &str) -> String {
+    let poly = |pts: &[(f64, f64)]| {
+        let d: Vec<String> = pts
+            .iter()
+            .enumerate()
+            .map(|(i, (x, y))| {
+                format!(
+                    "{}{} {}",
+                    if i == 0 { "M" } else { "L" },
+                    coord(cx + x),
+                    coord(cy + y)
+                )
+            })
+            .collect();
+        format!(r#"<path d="{}Z" fill="{color}"/>"#, d.join(""))
+    };
+    match shape % 4 {
+        0 => format!(
+            r#"<circle cx="{}" cy="{}" r="3.6" fill="{color}"/>"#,
+            coord(cx),
+            coord(cy)
+        ),
+        1 => format!(
+            r#"<rect x="{}" y="{}" width="7" height="7" fill="{color}"/>"#,
+            coord(cx - 3.5),
+            coord(cy - 3.5)
+        ),
+        2 => poly(&[(0.0, -4.5), (4.2, 3.2), (-4.2, 3.2)]),
+        _ => poly(&[(0.0, -4.8), (4.8, 0.0), (0.0, 4.8), (-4.8, 0.0)]),
+    }
+}
+
+fn open_svg(out: &mut String, id: &str, title: &str) {
+    let _ = write!(
+        out,
+        r#"<svg class="chart" data-chart="{}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{}"><title>{}</title><text class="ct" x="{}" y="20">{}</text>"#,
+        esc(id),
+        esc(title),
+        esc(title),
+        coord(LEFT),
+        esc(title)
+    );
+}
+
+fn legend(out: &mut String, names: &[(String, usize)]) {
+    let mut x = LEFT;
+    for (name, i) in names {
+        let color = COLORS[i % COLORS.len()];
+        let dash = DASHES[i % DASHES.len()];
+        let _ = write!(
+            out,
+            r#"<g class="legend"><line x1="{}" y1="36" x2="{}" y2="36" stroke="{color}" stroke-width="2"{}/>{}<text x="{}" y="40">{}</text></g>"#,
+            coord(x),
+            coord(x + 22.0),
+            if dash.is_empty() {
+                String::new()
+            } else {
+                format!(r#" stroke-dasharray="{dash}""#)
+            },
+            marker(*i, x + 11.0, 36.0, color),
+            coord(x + 27.0),
+            esc(name)
+        );
+        // Legend entries are laid out by an estimate of their text width (6.2 units per char
+        // at the 11-unit font size).
+        x += 40.0 + name.chars().count() as f64 * 6.2;
+    }
+}
+
+fn empty_chart(out: &mut String, msg: &str) {
+    let _ = write!(
+        out,
+        r#"<text class="empty" x="{}" y="{}" text-anchor="middle">{}</text></svg>"#,
+        coord(WIDTH / 2.0),
+        coord(HEIGHT / 2.0),
+        esc(msg)
+    );
+}
+
+/// Renders a line/scatter chart.
+pub fn line_chart(c: &Chart) -> String {
+    let mut out = String::with_capacity(4096);
+    open_svg(&mut out, &c.id, &c.title);
+    let pts: Vec<&Pt> = c
+        .series
+        .iter()
+        .flat_map(|s| &s.points)
+        .filter(|p| p.x.is_finite() && p.y.is_finite())
+        .collect();
+    if pts.is_empty() {
+        empty_chart(&mut out, "no data");
+        return out;
+    }
+    let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+    let ymax_data = pts
+        .iter()
+        .map(|p| p.y)
+        .chain(c.hlines.iter().map(|h| h.0))
+        .chain(c.marks.iter().map(|m| m.y))
+        .fold(0.0, f64::max);
+    let (ymax, ystep) = nice_ticks(ymax_data, 5);
+    let sy = |y: f64| TOP + ph - (y / ymax).clamp(0.0, 1.05) * ph;
+    let xs: Vec<f64> = pts.iter().map(|p| p.x).collect();
+    let (xmin, xmax) = xs
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let (x_lo, x_hi, xticks): (f64, f64, Vec<(f64, String)>) = match c.x_scale {
+        XScale::Index => {
+            let n = c.x_ticks.len().max(xmax as usize + 1);
+            let ticks = c
+                .x_ticks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as f64, t.clone()))
+                .collect();
+            (-0.5, n as f64 - 0.5, ticks)
+        }
+        XScale::Log2 if xmin > 0.0 => {
+            let mut vals: Vec<f64> = xs.clone();
+            vals.sort_by(f64::total_cmp);
+            vals.dedup();
+            let pad = if xmax > xmin { 0.35 } else { 1.0 };
+            let ticks = vals.iter().map(|v| (v.log2(), num(*v))).collect();
+            (xmin.log2() - pad, xmax.log2() + pad, ticks)
+        }
+        _ => {
+            let (hi, step) = nice_ticks(xmax, 6);
+            let ticks = (0..)
+                .map(|i| i as f64 * step)
+                .take_while(|v| *v <= hi + step * 1e-9)
+                .map(|v| (v, num(v)))
+                .collect();
+            (0.0, hi, ticks)
+        }
+    };
+    let tx = |x: f64| match c.x_scale {
+        XScale::Log2 if xmin > 0.0 => x.log2(),
+        _ => x,
+    };
+    let sx = |x: f64| LEFT + (tx(x) - x_lo) / (x_hi - x_lo).max(1e-12) * pw;
+    // Grid, ticks and axis titles.
+    out.push_str(r#"<g class="axis">"#);
+    let mut y = 0.0;
+    while y <= ymax + ystep * 1e-9 {
+        let py = coord(sy(y));
+        let _ = write!(
+            out,
+            r#"<line class="grid" x1="{}" y1="{py}" x2="{}" y2="{py}"/><text x="{}" y="{}" text-anchor="end">{}</text>"#,
+            coord(LEFT),
+            coord(WIDTH - RIGHT),
+            coord(LEFT - 6.0),
+            coord(sy(y) + 4.0),
+            num(y)
+        );
+        y += ystep;
+    }
+    let rotate = xticks.len() > 8 || xticks.iter().any(|(_, t)| t.chars().count() > 6);
+    for (v, t) in &xticks {
+        let px = LEFT + (v - x_lo) / (x_hi - x_lo).max(1e-12) * pw;
+        let base = TOP + ph;
+        let _ = write!(
+            out,
+            r#"<line class="tick" x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>"#,
+            coord(px),
+            coord(base),
+            coord(base + 4.0)
+        );
+        if rotate {
+            let _ = write!(
+                out,
+                r#"<text x="{0}" y="{1}" text-anchor="end" transform="rotate(-25 {0} {1})">{2}</text>"#,
+                coord(px),
+                coord(base + 14.0),
+                esc(t)
+            );
+        } else {
+            let _ = write!(
+                out,
+                r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+                coord(px),
+                coord(base + 16.0),
+                esc(t)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        r#"<line class="frame" x1="{l}" y1="{b}" x2="{r}" y2="{b}"/><line class="frame" x1="{l}" y1="{t}" x2="{l}" y2="{b}"/>"#,
+        l = coord(LEFT),
+        r = coord(WIDTH - RIGHT),
+        t = coord(TOP),
+        b = coord(TOP + ph)
+    );
+    let _ = write!(
+        out,
+        r#"<text class="at" x="{}" y="{}" text-anchor="middle">{}</text><text class="at" x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})">{}</text></g>"#,
+        coord(LEFT + pw / 2.0),
+        coord(HEIGHT - 6.0),
+        esc(&c.x_label),
+        coord(TOP + ph / 2.0),
+        coord(TOP + ph / 2.0),
+        esc(&c.y_label)
+    );
+    for (v, label) in &c.hlines {
+        let py = coord(sy(*v));
+        let _ = write!(
+            out,
+            r#"<g class="ref"><line x1="{}" y1="{py}" x2="{}" y2="{py}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
+            coord(LEFT),
+            coord(WIDTH - RIGHT),
+            coord(WIDTH - RIGHT - 4.0),
+            coord(sy(*v) - 4.0),
+            esc(label)
+        );
+    }
+    let names: Vec<(String, usize)> = c
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.clone(), i))
+        .collect();
+    if names.len() > 1 || c.lines {
+        legend(&mut out, &names);
+    }
+    for (i, s) in c.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let dash = DASHES[i % DASHES.len()];
+        let _ = write!(out, r#"<g class="series" data-series="{}">"#, esc(&s.name));
+        let valid: Vec<&Pt> = s
+            .points
+            .iter()
+            .filter(|p| p.x.is_finite() && p.y.is_finite())
+            .collect();
+        if c.lines && valid.len() > 1 {
+            let d: Vec<String> = valid
+                .iter()
+                .enumerate()
+                .map(|(j, p)| {
+                    format!(
+                        "{}{} {}",
+                        if j == 0 { "M" } else { "L" },
+                        coord(sx(p.x)),
+                        coord(sy(p.y))
+                    )
+                })
+                .collect();
+            let _ = write!(
+                out,
+                r#"<path class="line" d="{}" stroke="{color}"{}/>"#,
+                d.join(""),
+                if dash.is_empty() {
+                    String::new()
+                } else {
+                    format!(r#" stroke-dasharray="{dash}""#)
+                }
+            );
+        }
+        for p in valid {
+            let (px, py) = (sx(p.x), sy(p.y));
+            let _ = write!(
+                out,
+                r#"<g class="pt" data-x="{}" data-y="{}">{}<title>{}</title></g>"#,
+                num(p.x),
+                num(p.y),
+                marker(i, px, py, color),
+                esc(&p.tip)
+            );
+            if !p.label.is_empty() {
+                let _ = write!(
+                    out,
+                    r#"<text class="pl" x="{}" y="{}">{}</text>"#,
+                    coord(px + 6.0),
+                    coord(py - 6.0),
+                    esc(&p.label)
+                );
+            }
+        }
+        out.push_str("</g>");
+    }
+    for m in &c.marks {
+        let (px, py) = (sx(m.x), sy(m.y));
+        // The annotation goes to the side with more room.
+        let left = px > LEFT + pw * 0.6;
+        let _ = write!(
+            out,
+            r#"<g class="mark"><circle cx="{}" cy="{}" r="9"/><text x="{}" y="{}" text-anchor="{}">{}</text></g>"#,
+            coord(px),
+            coord(py),
+            coord(if left { px - 13.0 } else { px + 13.0 }),
+            coord((py + 22.0).min(TOP + ph - 4.0)),
+            if left { "end" } else { "start" },
+            esc(&m.text)
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// A stacked 100 % bar chart: one bar per category, `stacks` from the bottom up (values are
+/// fractions 0..1 of each bar), a dashed reference line at `limit` (a fraction).
+pub fn stacked_share_chart(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    categories: &[String],
+    stacks: &[(String, Vec<Option<f64>>)],
+    limit: Option<(f64, String)>,
+) -> String {
+    let mut out = String::with_capacity(4096);
+    open_svg(&mut out, id, title);
+    let any = stacks.iter().any(|(_, v)| v.iter().any(Option::is_some));
+    if categories.is_empty() || !any {
+        empty_chart(
+            &mut out,
+            "no server-side data: give --server-metrics-url or make the statistics API reachable",
+        );
+        return out;
+    }
+    let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+    let sy = |f: f64| TOP + ph - f.clamp(0.0, 1.0) * ph;
+    out.push_str(r#"<g class="axis">"#);
+    for i in 0..=4 {
+        let f = f64::from(i) * 0.25;
+        let py = coord(sy(f));
+        let _ = write!(
+            out,
+            r#"<line class="grid" x1="{}" y1="{py}" x2="{}" y2="{py}"/><text x="{}" y="{}" text-anchor="end">{}%</text>"#,
+            coord(LEFT),
+            coord(WIDTH - RIGHT),
+            coord(LEFT - 6.0),
+            coord(sy(f) + 4.0),
+            (f * 100.0) as u32
+        );
+    }
+    let slot = pw / categories.len() as f64;
+    let bar = (slot * 0.6).min(56.0);
+    for (i, c) in categories.iter().enumerate() {
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            coord(LEFT + slot * (i as f64 + 0.5)),
+            coord(TOP + ph + 16.0),
+            esc(c)
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<line class="frame" x1="{l}" y1="{b}" x2="{r}" y2="{b}"/><text class="at" x="{}" y="{}" text-anchor="middle">{}</text><text class="at" x="14" y="{m}" text-anchor="middle" transform="rotate(-90 14 {m})">share of server time</text></g>"#,
+        coord(LEFT + pw / 2.0),
+        coord(HEIGHT - 6.0),
+        esc(x_label),
+        l = coord(LEFT),
+        r = coord(WIDTH - RIGHT),
+        b = coord(TOP + ph),
+        m = coord(TOP + ph / 2.0)
+    );
+    let names: Vec<(String, usize)> = stacks
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| (n.clone(), i))
+        .collect();
+    legend(&mut out, &names);
+    for (i, c) in categories.iter().enumerate() {
+        let x = LEFT + slot * (i as f64 + 0.5) - bar / 2.0;
+        let mut base = 0.0;
+        for (k, (name, values)) in stacks.iter().enumerate() {
+            let Some(v) = values.get(i).copied().flatten() else {
+                continue;
+            };
+            let v = v.clamp(0.0, 1.0 - base);
+            let _ = write!(
+                out,
+                r#"<rect class="bar" data-series="{}" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {} {:.1}%</title></rect>"#,
+                esc(name),
+                coord(x),
+                coord(sy(base + v)),
+                coord(bar),
+                coord(v * ph),
+                COLORS[k % COLORS.len()],
+                esc(c),
+                esc(name),
+                v * 100.0
+            );
+            base += v;
+        }
+    }
+    if let Some((f, label)) = limit {
+        let py = coord(sy(f));
+        let _ = write!(
+            out,
+            r#"<g class="ref"><line x1="{}" y1="{py}" x2="{}" y2="{py}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
+            coord(LEFT),
+            coord(WIDTH - RIGHT),
+            coord(WIDTH - RIGHT - 4.0),
+            coord(sy(f) - 4.0),
+            esc(&label)
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_ticks_table() {
+        let cases = [
+            (0.0, 5, (1.0, 0.2)),
+            (7.3, 5, (8.0, 2.0)),
+            (100.0, 5, (100.0, 20.0)),
+            (2617.0, 5, (3000.0, 1000.0)),
+            (0.42, 5, (0.5, 0.1)),
+            (1003.2, 5, (1250.0, 250.0)),
+        ];
+        for (max, n, want) in cases {
+            let (hi, step) = nice_ticks(max, n);
+            assert!(
+                (hi - want.0).abs() < 1e-9 && (step - want.1).abs() < 1e-9,
+                "{max}: {hi} {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn escaping_and_numbers() {
+        assert_eq!(
+            esc(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(num(2617.25), "2617");
+        assert_eq!(num(45.25), "45.2");
+        assert_eq!(num(4.256), "4.26");
+        assert_eq!(num(0.5), "0.500");
+        assert_eq!(num(8.0), "8");
+    }
+
+    #[test]
+    fn tiny_chart_exact() {
+        let c = Chart {
+            id: "t".into(),
+            title: "T".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            x_scale: XScale::Linear,
+            x_ticks: vec![],
+            series: vec![Series {
+                name: "s".into(),
+                points: vec![Pt::new(1.0, 1.0, "a"), Pt::new(2.0, 2.0, "b<")],
+            }],
+            lines: false,
+            marks: vec![],
+            hlines: vec![],
+        };
+        let svg = line_chart(&c);
+        assert!(svg.starts_with(r#"<svg class="chart" data-chart="t" viewBox="0 0 640 320" role="img" aria-label="T"><title>T</title>"#));
+        assert_eq!(svg.matches(r#"<g class="pt""#).count(), 2);
+        assert!(
+            svg.contains(r##"<g class="pt" data-x="2" data-y="2"><circle cx="622.0" cy="52.0" r="3.6" fill="#0b6bcb"/><title>b&lt;</title></g>"##),
+            "{svg}"
+        );
+        assert!(svg.ends_with("</g></svg>"));
+        // No data: a message, not an empty frame.
+        let empty = line_chart(&Chart {
+            series: vec![],
+            ..c
+        });
+        assert!(empty.contains(">no data</text></svg>"));
+    }
+
+    #[test]
+    fn stacked_bars_count_and_limit() {
+        let svg = stacked_share_chart(
+            "q",
+            "Queue",
+            "concurrency",
+            &["1".into(), "8".into(), "32".into()],
+            &[
+                ("queue".into(), vec![Some(0.1), None, Some(0.72)]),
+                ("compute".into(), vec![Some(0.9), None, Some(0.28)]),
+            ],
+            Some((0.5, "50% queue".into())),
+        );
+        assert_eq!(svg.matches(r#"<rect class="bar""#).count(), 4);
+        assert!(svg.contains("<title>32: queue 72.0%</title>"));
+        assert!(svg.contains(">50% queue</text>"));
+    }
+}
