@@ -21,6 +21,9 @@ pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
         Command::Profile(args) => profile(&args, &argv).await,
         Command::Serve(args) => serve(&args).await,
         Command::Demo(args) => demo(&args).await,
+        Command::Report(args) => report(&args),
+        Command::Compare(args) => compare(&args),
+        Command::Doctor(args) => doctor(&args).await,
     }
 }
 
@@ -195,12 +198,34 @@ fn finish(outcome: &Outcome, verbosity: Verbosity) -> u8 {
         for line in &outcome.verdict.lines {
             println!("{line}");
         }
+        println!("{}", outcome.knee.recommendation);
+    }
+    let slo: Vec<(String, Vec<crate::slo::SloResult>)> = outcome
+        .levels
+        .iter()
+        .map(|l| {
+            (
+                format!(
+                    "{} {}",
+                    l.summary.stimulus.kind().replace('_', " "),
+                    crate::report::svg::num(l.summary.stimulus.value())
+                ),
+                l.slo.clone(),
+            )
+        })
+        .collect();
+    for line in crate::slo::console_lines(&slo) {
+        println!("{line}");
     }
     if verbosity != Verbosity::Quiet {
         if let Some(d) = &outcome.sweep_dir {
             eprintln!(
                 "summary: {}",
                 d.join(crate::artifact::SUMMARY_FILE).display()
+            );
+            eprintln!(
+                "report: {}",
+                d.join(crate::report::html::REPORT_FILE).display()
             );
         }
         if outcome.interrupted {
@@ -213,12 +238,250 @@ fn finish(outcome: &Outcome, verbosity: Verbosity) -> u8 {
         eprintln!("error: every request failed; see the errors above");
         return 1;
     }
+    if !outcome.slo_failures().is_empty() {
+        return 1;
+    }
     0
+}
+
+/// `ttftbench report DIR...`: writes report.html for existing artifact directories.
+fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
+    use crate::report::html;
+    let min_gain = crate::plan::parse_fraction("--knee-min-gain", &a.knee_min_gain)?;
+    let runs = crate::artifact::read::runs_from_args(&a.dirs)?;
+    let out = match (&a.output, a.dirs.as_slice()) {
+        (Some(o), _) => o.clone(),
+        (None, [one]) if one.is_dir() => one.join(html::REPORT_FILE),
+        (None, _) => std::path::PathBuf::from(html::REPORT_FILE),
+    };
+    let opts = html::Options {
+        knee_min_gain: min_gain,
+        version: crate::VERSION.to_string(),
+        generated_at: html::utc(html::now_unix_ns()),
+    };
+    let page = html::render(&runs, &opts);
+    std::fs::write(&out, page)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
+    let levels: usize = runs.iter().map(|r| r.levels.len()).sum();
+    for r in &runs {
+        let k = crate::report::knee::analyze(&r.summaries(), min_gain);
+        println!("{}: {}", r.label, k.recommendation);
+    }
+    println!(
+        "report: {} ({} run{}, {levels} levels)",
+        out.display(),
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    );
+    Ok(0)
+}
+
+/// `ttftbench compare BASELINE [CURRENT]`: exit code 1 on regression.
+fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
+    use crate::cli::CompareFormat;
+    use crate::compare::{self as cmp, Rules};
+    use crate::plan::UsageError;
+    let mut rules = Rules {
+        max_throughput_drop: a
+            .max_throughput_drop
+            .as_deref()
+            .map(|v| cmp::parse_percent("--max-throughput-drop", v))
+            .transpose()
+            .map_err(UsageError)?,
+        max_p99_increase: a
+            .max_p99_increase
+            .as_deref()
+            .map(|v| cmp::parse_percent("--max-p99-increase", v))
+            .transpose()
+            .map_err(UsageError)?,
+        thresholds: a
+            .threshold
+            .iter()
+            .map(|t| cmp::parse_threshold(t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(UsageError)?,
+    };
+    if rules.is_empty() {
+        // The seeds' rule when no limit is given: a comparison without limits gates nothing.
+        rules = Rules::seeds();
+    }
+    let one_run = |p: &std::path::Path, what: &str| -> Result<crate::artifact::read::Run> {
+        let mut runs = crate::artifact::read::runs_in(p)?;
+        if runs.len() != 1 {
+            return Err(UsageError(format!(
+                "{what} {}: holds {} runs; give one run directory (e.g. {}), or give only a folder of runs to compare its two newest",
+                p.display(),
+                runs.len(),
+                runs.last().map_or_else(String::new, |r| r.dir.display().to_string())
+            ))
+            .into());
+        }
+        Ok(runs.remove(0))
+    };
+    let (base, cur) = match &a.current {
+        Some(c) => (one_run(&a.baseline, "BASELINE")?, one_run(c, "CURRENT")?),
+        None => {
+            let mut runs = crate::artifact::read::runs_in(&a.baseline)?;
+            if runs.len() < 2 {
+                return Err(UsageError(format!(
+                    "{}: one run only; give BASELINE and CURRENT, or a folder holding at least two runs",
+                    a.baseline.display()
+                ))
+                .into());
+            }
+            let cur = runs.pop().expect("two runs");
+            let base = runs.pop().expect("two runs");
+            (base, cur)
+        }
+    };
+    let c = cmp::compare(&base, &cur, &rules);
+    let text = match a.format {
+        CompareFormat::Table => cmp::text(&c),
+        CompareFormat::Markdown => cmp::markdown(&c),
+        CompareFormat::Json => format!("{}\n", serde_json::to_string_pretty(&cmp::json(&c))?),
+    };
+    match &a.output {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            let n = c.regression_count();
+            eprintln!(
+                "compare: {} — written to {}",
+                match n {
+                    0 => "no regressions".to_string(),
+                    n => format!("{n} regressions"),
+                },
+                path.display()
+            );
+        }
+        None => print!("{text}"),
+    }
+    Ok(if c.regression_count() > 0 { 1 } else { 0 })
+}
+
+/// The one-prompt streamed profile plan `doctor` checks with: the same target resolution and
+/// request building as `profile`.
+pub fn doctor_plan(a: &crate::cli::DoctorArgs) -> Result<RunPlan> {
+    let mut argv: Vec<String> = [
+        "ttftbench",
+        "profile",
+        "--streaming",
+        "--num-prompts",
+        "1",
+        "--synthetic-input-tokens-mean",
+        "16",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    argv.extend(["-m".into(), a.model.clone()]);
+    argv.extend([
+        "--output-tokens-mean".into(),
+        a.output_tokens.max(1).to_string(),
+    ]);
+    if let Some(u) = &a.url {
+        argv.extend(["-u".into(), u.clone()]);
+    }
+    if let Some(e) = a.endpoint_type {
+        argv.extend([
+            "--endpoint-type".into(),
+            clap::ValueEnum::to_possible_value(&e)
+                .map_or_else(String::new, |v| v.get_name().to_string()),
+        ]);
+    }
+    if let Some(k) = a.service_kind {
+        argv.extend([
+            "--service-kind".into(),
+            clap::ValueEnum::to_possible_value(&k)
+                .map_or_else(String::new, |v| v.get_name().to_string()),
+        ]);
+    }
+    if let Some(b) = a.backend {
+        argv.extend([
+            "--backend".into(),
+            clap::ValueEnum::to_possible_value(&b)
+                .map_or_else(String::new, |v| v.get_name().to_string()),
+        ]);
+    }
+    if let Some(e) = &a.endpoint {
+        argv.extend(["--endpoint".into(), e.clone()]);
+    }
+    for h in &a.header {
+        argv.extend(["-H".into(), h.clone()]);
+    }
+    if let Some(u) = &a.server_metrics_url {
+        argv.extend(["--server-metrics-url".into(), u.clone()]);
+    }
+    let parsed = crate::cli::Cli::try_parse_from(&argv)
+        .map_err(|e| crate::plan::UsageError(e.to_string()))?;
+    let Command::Profile(mut args) = parsed.command else {
+        return Err(
+            crate::plan::UsageError("doctor: internal command line did not parse".into()).into(),
+        );
+    };
+    // The key goes in after parsing so it never sits in an argument list.
+    args.api_key = a.api_key.clone();
+    Ok(RunPlan::from_profile(&args, &argv)?)
+}
+
+/// `ttftbench doctor`: exit code 1 at the first failing step.
+async fn doctor(a: &crate::cli::DoctorArgs) -> Result<u8> {
+    use std::io::Write;
+    let plan = doctor_plan(a)?;
+    let t = &plan.target;
+    println!(
+        "ttftbench doctor: model '{}' over {} at {}",
+        t.model,
+        match t.api {
+            crate::plan::Api::Kserve => "KServe v2 gRPC".to_string(),
+            crate::plan::Api::Generate => format!("Triton HTTP ({})", t.endpoint),
+            other => format!("OpenAI {} ({})", other.name(), t.endpoint),
+        },
+        t.base_url
+    );
+    let d = crate::doctor::diagnose(&plan, &mut |i, step| {
+        print!("{}", step.render(i, crate::doctor::STEPS));
+        let _ = std::io::stdout().flush();
+    })
+    .await;
+    if let Some(f) = d.failed() {
+        println!("stopped at \"{}\": fix that and run doctor again", f.title);
+        return Ok(1);
+    }
+    let warnings = d
+        .steps
+        .iter()
+        .filter(|s| s.status == crate::doctor::Status::Warn)
+        .count();
+    println!(
+        "all checks passed{}. Next: one level, then the ladder:",
+        if warnings > 0 {
+            format!(
+                " ({warnings} warning{})",
+                if warnings == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        }
+    );
+    let mut cmd = format!(
+        "ttftbench profile -m {} -u {}",
+        t.model,
+        t.base_url.trim_start_matches("http://")
+    );
+    if t.api != crate::plan::Api::Kserve {
+        cmd.push_str(&format!(" --endpoint-type {}", t.api.name()));
+    }
+    println!("  {cmd} --streaming --concurrency 1");
+    println!(
+        "  {cmd} --streaming --concurrency 1,2,4,8,16,32 --artifact-dir './bench/{{timestamp}}/c{{concurrency}}'"
+    );
+    Ok(0)
 }
 
 /// Ctrl-C / SIGTERM: stop sending, give in-flight requests [`GRACE`] to finish, then abandon them.
 /// A second signal abandons them at once.
-fn watch_signals(cancel: Cancel) {
+pub fn watch_signals(cancel: Cancel) {
     tokio::spawn(async move {
         if wait_signal().await.is_err() {
             return;

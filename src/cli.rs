@@ -24,6 +24,12 @@ pub enum Command {
     Serve(ServeArgs),
     /// A concurrency sweep against an in-process simulated server: the zero-setup tour.
     Demo(DemoArgs),
+    /// Render report.html (charts, knee, trend across runs) for existing artifact directories.
+    Report(ReportArgs),
+    /// Compare a run with a baseline, level by level; exit code 1 on regression.
+    Compare(CompareArgs),
+    /// Step-by-step connectivity check: TCP, health, metadata, model, metrics, one streamed request.
+    Doctor(Box<DoctorArgs>),
 }
 
 /// `--endpoint-type`.
@@ -164,6 +170,8 @@ pub struct ProfileArgs {
     pub warmup_request_count: u64,
 
     /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
+    /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation), `{model}`,
+    /// `{concurrency}`/`{rate}`/`{level}` (per level), e.g. `./bench/{timestamp}/c{concurrency}`.
     #[arg(long = "artifact-dir")]
     pub artifact_dir: Option<PathBuf>,
 
@@ -186,6 +194,17 @@ pub struct ProfileArgs {
     /// Goodput objectives `metric:value` (ms for times, tokens/sec/user for per-user throughput).
     #[arg(short = 'g', long = "goodput", num_args = 1..)]
     pub goodput: Vec<String>,
+
+    /// Service-level objective checked at the end of every level, `METRIC[.STAT] OP VALUE[unit]`
+    /// (repeatable): `time_to_first_token.p99<=500ms`, `queue_share<=50%`,
+    /// `request_throughput>=10`, `error_rate<1%`. Any failure makes the exit code 1.
+    #[arg(long = "slo")]
+    pub slo: Vec<String>,
+
+    /// Knee detection: the knee is the first level beyond which throughput grows by less than
+    /// this while p99 latency rises by more.
+    #[arg(long = "knee-min-gain", default_value = "10%")]
+    pub knee_min_gain: String,
 
     /// JSONL prompts, one `{"text": ...}` per line, instead of synthetic ones.
     #[arg(long = "input-file")]
@@ -307,4 +326,92 @@ pub struct DemoArgs {
     /// Print only the results table.
     #[arg(long = "quiet")]
     pub quiet: bool,
+}
+
+/// Flags of `ttftbench report`.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// Artifact directories: level directories (given together they form one run), sweep
+    /// directories, or a folder of runs such as `bench/` (one run per timestamp directory).
+    #[arg(required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the page (default: `report.html` inside the one directory given, else in
+    /// the current directory).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Knee detection fraction (see `profile --knee-min-gain`).
+    #[arg(long = "knee-min-gain", default_value = "10%")]
+    pub knee_min_gain: String,
+}
+
+/// `compare --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Aligned columns for a terminal.
+    Table,
+    /// Machine-readable JSON.
+    Json,
+    /// Markdown, for a CI comment.
+    Markdown,
+}
+
+/// Flags of `ttftbench compare`.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// The baseline run (a sweep or level directory). Alone, a folder of runs: its two newest
+    /// runs are compared.
+    pub baseline: PathBuf,
+    /// The run to check against the baseline.
+    pub current: Option<PathBuf>,
+    /// Largest allowed fall of request and output-token throughput, e.g. `5%`.
+    #[arg(long = "max-throughput-drop")]
+    pub max_throughput_drop: Option<String>,
+    /// Largest allowed rise of any p99 latency (TTFT, ITL, request latency), e.g. `10%`.
+    #[arg(long = "max-p99-increase")]
+    pub max_p99_increase: Option<String>,
+    /// Per-metric limit `METRIC[.STAT]:(+|-)LIMIT` (repeatable): `time_to_first_token.p99:+10%`,
+    /// `request_throughput:-5%`, `time_to_first_token.p99:+50ms`, `queue_share:+5pp`.
+    #[arg(long = "threshold")]
+    pub threshold: Vec<String>,
+    /// Output format.
+    #[arg(long = "format", value_enum, default_value = "table")]
+    pub format: CompareFormat,
+    /// Write the output to this file instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+}
+
+/// Flags of `ttftbench doctor` (the target flags of `profile`).
+#[derive(Debug, Args, Clone)]
+pub struct DoctorArgs {
+    /// Model name as the server knows it.
+    #[arg(short = 'm', long = "model")]
+    pub model: String,
+    /// Server address (default localhost:8001 for kserve, localhost:8000 otherwise).
+    #[arg(short = 'u', long = "url")]
+    pub url: Option<String>,
+    /// Which API to check.
+    #[arg(long = "endpoint-type", value_enum)]
+    pub endpoint_type: Option<EndpointTypeArg>,
+    /// Legacy GenAI-Perf service kind (`openai` means `--endpoint-type chat`).
+    #[arg(long = "service-kind", value_enum)]
+    pub service_kind: Option<ServiceKindArg>,
+    /// Custom endpoint path, as for `profile`.
+    #[arg(long = "endpoint")]
+    pub endpoint: Option<String>,
+    /// Input layout of a Triton LLM model.
+    #[arg(long = "backend", value_enum)]
+    pub backend: Option<BackendArg>,
+    /// Extra header `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub header: Vec<String>,
+    /// API key sent as `Authorization: Bearer` (never printed).
+    #[arg(long = "api-key", env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Prometheus endpoint (default: port 8002 of the target host).
+    #[arg(long = "server-metrics-url")]
+    pub server_metrics_url: Option<String>,
+    /// Output tokens to ask for in the test request.
+    #[arg(long = "output-tokens", default_value_t = 12)]
+    pub output_tokens: u32,
 }

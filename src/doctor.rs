@@ -656,7 +656,7 @@ async fn openai_health(c: &reqwest::Client, t: &Target) -> (Step, Option<Vec<Str
 fn openai_model(t: &Target, names: Option<Vec<String>>) -> Step {
     let step = Step::new("model", format!("model '{}'", t.model));
     match names {
-        Some(n) if !n.is_empty() && !n.iter().any(|x| *x == t.model) => step.fail(
+        Some(n) if !n.is_empty() && !n.contains(&t.model) => step.fail(
             format!("not served at {}; {}", t.base_url, list_hint(Some(&n))),
             "use one of the model names listed, exactly as the server spells them (-m)",
         ),
@@ -811,7 +811,7 @@ async fn http_request(plan: &RunPlan, client: &reqwest::Client) -> Step {
     let body = match dataset::build_http(plan, &tokenizer) {
         Ok(d) if !d.is_empty() => match &d.entry(0).payload {
             Payload::Http(b) => b.clone(),
-            Payload::Grpc(_) | Payload::HttpInfer { .. } => {
+            _ => {
                 return step.fail("internal: wrong payload", "report this");
             }
         },
@@ -952,7 +952,7 @@ async fn grpc_request(plan: &RunPlan, ch: tonic::transport::Channel, info: &Mode
     let bytes = match dataset::build_kserve(plan, &tokenizer, info) {
         Ok(d) if !d.is_empty() => match &d.entry(0).payload {
             Payload::Grpc(b) => b.clone(),
-            Payload::Http(_) | Payload::HttpInfer { .. } => {
+            _ => {
                 return step.fail("internal: wrong payload", "report this");
             }
         },

@@ -12,6 +12,9 @@ pub mod proto {
     tonic::include_proto!("inference");
 }
 
+/// This build's version (from Cargo.toml), recorded in artifacts and reports.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub mod app;
 pub mod artifact;
 pub mod cli;

@@ -391,6 +391,10 @@ pub struct RunPlan {
     pub artifact_dir: Option<PathBuf>,
     /// Goodput objectives.
     pub goodput: Vec<Objective>,
+    /// `--slo` objectives, checked at the end of every level.
+    pub slos: Vec<crate::slo::Slo>,
+    /// `--knee-min-gain` as a fraction.
+    pub knee_min_gain: f64,
     /// Server metrics endpoint.
     pub server_metrics: MetricsSource,
     /// Count output tokens from server usage.
@@ -543,6 +547,12 @@ impl RunPlan {
             .collect::<Result<Vec<_>, _>>()?;
         let extra_inputs = extra_inputs.into_iter().flatten().collect();
         let goodput = parse_objectives(&a.goodput)?;
+        let slos = a
+            .slo
+            .iter()
+            .map(|s| crate::slo::parse(s).map_err(UsageError))
+            .collect::<Result<Vec<_>, _>>()?;
+        let knee_min_gain = parse_fraction("--knee-min-gain", &a.knee_min_gain)?;
         let server_metrics = match &a.server_metrics_url {
             Some(u) => MetricsSource::Url(normalize_metrics_url(u)?),
             None => MetricsSource::Auto(format!("http://{}:8002/metrics", bracket_host(&host))),
@@ -571,6 +581,8 @@ impl RunPlan {
             warmup_requests: a.warmup_request_count,
             artifact_dir: a.artifact_dir.clone(),
             goodput,
+            slos,
+            knee_min_gain,
             server_metrics,
             use_server_token_count: a.use_server_token_count,
             request_timeout: Duration::from_secs_f64(a.request_timeout),
@@ -805,6 +817,20 @@ pub fn parse_float_levels(spec: &str, flag: &str) -> Result<Vec<f64>, UsageError
         return usage(format!("{flag} {spec}: too many levels (at most 1000)"));
     }
     Ok(out)
+}
+
+/// A percentage (`10%`) or a fraction (`0.1`) as a fraction, for `--knee-min-gain`.
+pub fn parse_fraction(flag: &str, raw: &str) -> Result<f64, UsageError> {
+    let t = raw.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| UsageError(format!("{flag} '{t}': expected a percentage such as 10%")))?;
+    if !(v > 0.0 && v.is_finite()) {
+        return usage(format!("{flag} '{t}': must be more than 0"));
+    }
+    Ok(v)
 }
 
 /// `N`, `start:end[:step]` or `a,b,c`.

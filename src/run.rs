@@ -28,6 +28,8 @@ pub struct LevelResult {
     pub summary: LevelSummary,
     /// Where its files are.
     pub dir: PathBuf,
+    /// Its `--slo` checks (empty without objectives).
+    pub slo: Vec<crate::slo::SloResult>,
 }
 
 /// The result of a run.
@@ -41,6 +43,8 @@ pub struct Outcome {
     pub interrupted: bool,
     /// Where the server's time went across the levels.
     pub verdict: crate::report::verdict::Verdict,
+    /// The knee of the sweep and the recommendation.
+    pub knee: crate::report::knee::Analysis,
 }
 
 impl Outcome {
@@ -49,6 +53,19 @@ impl Outcome {
         self.levels
             .iter()
             .all(|l| l.summary.stats.request_count == 0)
+    }
+
+    /// `--slo` checks that failed, with their level names.
+    pub fn slo_failures(&self) -> Vec<(String, &crate::slo::SloResult)> {
+        self.levels
+            .iter()
+            .flat_map(|l| {
+                l.slo
+                    .iter()
+                    .filter(|r| !r.passed)
+                    .map(|r| (l.summary.stimulus.name(), r))
+            })
+            .collect()
     }
 }
 
@@ -136,14 +153,19 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
             &ui,
         )
         .await?;
-        write_level(&dir, &summary, &agg, &input_config)?;
+        let slo = crate::slo::evaluate(&plan.slos, &summary);
+        write_level(&dir, &summary, &agg, &input_config, &slo)?;
         if ui.verbosity != Verbosity::Quiet {
             report_level(&summary, &dir, ui.verbosity);
+            for r in &slo {
+                eprintln!("  SLO {}", r.line());
+            }
         }
-        levels.push(LevelResult { summary, dir });
+        levels.push(LevelResult { summary, dir, slo });
     }
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
     let verdict = crate::report::verdict::verdict(&summaries);
+    let knee = crate::report::knee::analyze(&summaries, plan.knee_min_gain);
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
         std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
@@ -152,9 +174,17 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
             .with_context(|| format!("cannot write {}", path.display()))?;
         let path = d.join(artifact::SUMMARY_JSON_FILE);
         let dirs: Vec<PathBuf> = levels.iter().map(|l| l.dir.clone()).collect();
-        let doc = artifact::summary::json(&summaries, &dirs, &verdict, &input_config);
+        let slos: Vec<Vec<crate::slo::SloResult>> = levels.iter().map(|l| l.slo.clone()).collect();
+        let doc = artifact::summary::with_decisions(
+            artifact::summary::json(&summaries, &dirs, &verdict, &input_config),
+            &d,
+            &dirs,
+            &slos,
+            &knee,
+        );
         std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
+        write_report(plan, &d, &levels)?;
         Some(d)
     } else {
         None
@@ -164,7 +194,34 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
         sweep_dir,
         interrupted: cancel.stopping(),
         verdict,
+        knee,
     })
+}
+
+/// Writes the sweep's `report.html` next to `summary.csv`.
+fn write_report(plan: &RunPlan, sweep_dir: &std::path::Path, levels: &[LevelResult]) -> Result<()> {
+    use crate::artifact::read::{LoadedLevel, RecordedSlo, run_from};
+    let loaded = levels
+        .iter()
+        .map(|l| LoadedLevel {
+            dir: l.dir.clone(),
+            summary: l.summary.clone(),
+            command_line: Some(plan.command_line.clone()),
+            version: Some(crate::VERSION.to_string()),
+            slo: l.slo.iter().map(RecordedSlo::from_result).collect(),
+            model: Some(plan.target.model.clone()),
+            api: Some(plan.target.api.name().to_string()),
+        })
+        .collect();
+    let run = run_from(sweep_dir, loaded);
+    let opts = crate::report::html::Options {
+        knee_min_gain: plan.knee_min_gain,
+        version: crate::VERSION.to_string(),
+        generated_at: crate::report::html::utc(crate::report::html::now_unix_ns()),
+    };
+    let path = sweep_dir.join(crate::report::html::REPORT_FILE);
+    std::fs::write(&path, crate::report::html::render(&[run], &opts))
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn report_level(l: &LevelSummary, dir: &std::path::Path, verbosity: Verbosity) {
@@ -391,12 +448,19 @@ pub fn write_level(
     s: &LevelSummary,
     agg: &Aggregate,
     input_config: &serde_json::Value,
+    slo: &[crate::slo::SloResult],
 ) -> Result<()> {
     let csv_path = dir.join(artifact::CSV_FILE);
     std::fs::write(&csv_path, artifact::genai_perf::csv(s))
         .with_context(|| format!("cannot write {}", csv_path.display()))?;
     let json_path = dir.join(artifact::JSON_FILE);
-    let doc = artifact::genai_perf::json(s, input_config);
+    let mut doc = artifact::genai_perf::json(s, input_config);
+    if let serde_json::Value::Object(m) = &mut doc {
+        m.insert("ttftbench_version".into(), crate::VERSION.into());
+        if !slo.is_empty() {
+            m.insert("slo".into(), crate::slo::json(slo));
+        }
+    }
     std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?)
         .with_context(|| format!("cannot write {}", json_path.display()))?;
     let h_path = dir.join(artifact::HISTOGRAMS_FILE);

@@ -622,6 +622,41 @@ pub fn json(results: &[SloResult]) -> Value {
     )
 }
 
+/// The console's SLO block after the results table: one line per objective across the levels
+/// (`(load label, results)` pairs, in level order), then the tally.
+pub fn console_lines(levels: &[(String, Vec<SloResult>)]) -> Vec<String> {
+    let Some((_, first)) = levels.iter().find(|(_, r)| !r.is_empty()) else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    for (i, slo) in first.iter().map(|r| r.slo).enumerate() {
+        let cells: Vec<String> = levels
+            .iter()
+            .filter_map(|(name, rs)| {
+                let r = rs.get(i)?;
+                Some(format!(
+                    "{name} {} {}",
+                    if r.passed { "PASS" } else { "FAIL" },
+                    r.actual
+                        .map_or_else(|| "no value".to_string(), |v| slo.metric.kind().show(v))
+                ))
+            })
+            .collect();
+        out.push(format!("SLO {slo}: {}", cells.join(" · ")));
+    }
+    let total: usize = levels.iter().map(|(_, r)| r.len()).sum();
+    let failed: usize = levels
+        .iter()
+        .map(|(_, r)| r.iter().filter(|x| !x.passed).count())
+        .sum();
+    out.push(if failed == 0 {
+        format!("SLO: all {total} checks passed")
+    } else {
+        format!("SLO: {failed} of {total} checks failed (exit code 1)")
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -797,6 +832,30 @@ mod tests {
         let r = evaluate(&slos[..1], &no_stream);
         assert!(!r[0].passed);
         assert!(r[0].line().contains("profile with --streaming"));
+    }
+
+    #[test]
+    fn console_lines_exact() {
+        let slos = [
+            parse("time_to_first_token.p99<=500ms").unwrap(),
+            parse("queue_share<=50%").unwrap(),
+        ];
+        let levels: Vec<(String, Vec<SloResult>)> = [
+            ("concurrency 1", level(30.0, Some(0.1), 0)),
+            ("8", level(612.0, None, 0)),
+        ]
+        .into_iter()
+        .map(|(n, l)| (n.to_string(), evaluate(&slos, &l)))
+        .collect();
+        assert_eq!(
+            console_lines(&levels),
+            [
+                "SLO time_to_first_token.p99<=500ms: concurrency 1 PASS 30.00 ms · 8 FAIL 612.00 ms",
+                "SLO queue_share<=50%: concurrency 1 PASS 10.0% · 8 FAIL no value",
+                "SLO: 2 of 4 checks failed (exit code 1)",
+            ]
+        );
+        assert!(console_lines(&[("1".into(), vec![])]).is_empty());
     }
 
     #[test]

@@ -414,6 +414,16 @@ pub fn read_sweep(dir: &Path) -> Result<Run> {
     })
 }
 
+/// A run of `levels` (any order) kept in `dir`, named after it.
+pub fn run_from(dir: &Path, mut levels: Vec<LoadedLevel>) -> Run {
+    sort_levels(&mut levels);
+    Run {
+        label: label_of(dir),
+        dir: dir.to_path_buf(),
+        levels,
+    }
+}
+
 /// A run from level directories directly below `dir` (a shell loop's output), if there are any.
 fn read_loop_run(dir: &Path) -> Result<Option<Run>> {
     let level_dirs: Vec<PathBuf> = subdirs(dir)

@@ -93,6 +93,71 @@ pub fn json(
     serde_json::json!({"levels": rows, "verdict": verdict, "input_config": input_config})
 }
 
+/// Adds what the sweep decided to the document from [`json`]: `ttftbench_version`; per level its
+/// `path` relative to the sweep directory (so the tree can be moved and still be read) and its
+/// `slo` checks; the sweep's `knee` (see [`crate::report::knee`]); and
+/// `slo: {checked, passed, failed: [{level, objective, actual, unit}]}` when objectives were given.
+pub fn with_decisions(
+    mut doc: serde_json::Value,
+    sweep_dir: &std::path::Path,
+    dirs: &[std::path::PathBuf],
+    slo: &[Vec<crate::slo::SloResult>],
+    knee: &crate::report::knee::Analysis,
+) -> serde_json::Value {
+    if let Some(rows) = doc.get_mut("levels").and_then(|v| v.as_array_mut()) {
+        for (i, row) in rows.iter_mut().enumerate() {
+            let Some(obj) = row.as_object_mut() else {
+                continue;
+            };
+            if let Some(rel) = dirs.get(i).and_then(|d| d.strip_prefix(sweep_dir).ok()) {
+                obj.insert("path".into(), rel.display().to_string().into());
+            }
+            if let Some(r) = slo.get(i).filter(|r| !r.is_empty()) {
+                obj.insert("slo".into(), crate::slo::json(r));
+            }
+        }
+    }
+    let names: Vec<String> = doc
+        .get("levels")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .map(|r| r["name"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(m) = doc.as_object_mut() {
+        m.insert("ttftbench_version".into(), crate::VERSION.into());
+        m.insert(
+            "knee".into(),
+            serde_json::to_value(knee).unwrap_or(serde_json::Value::Null),
+        );
+        let checked: usize = slo.iter().map(Vec::len).sum();
+        if checked > 0 {
+            let failed: Vec<serde_json::Value> = slo
+                .iter()
+                .enumerate()
+                .flat_map(|(i, rs)| {
+                    let name = names.get(i).cloned().unwrap_or_default();
+                    rs.iter().filter(|r| !r.passed).map(move |r| {
+                        serde_json::json!({
+                            "level": name,
+                            "objective": r.slo.to_string(),
+                            "actual": r.actual,
+                            "unit": r.slo.metric.kind().unit(),
+                        })
+                    })
+                })
+                .collect();
+            m.insert(
+                "slo".into(),
+                serde_json::json!({"checked": checked, "passed": failed.is_empty(), "failed": failed}),
+            );
+        }
+    }
+    doc
+}
+
 fn format_value(v: f64) -> String {
     if v.fract() == 0.0 {
         format!("{v:.0}")
@@ -141,6 +206,39 @@ mod tests {
             interrupted: false,
             started_unix_ns: 0,
         }
+    }
+
+    #[test]
+    fn decisions_added_to_summary_json() {
+        let levels = [level(1, 45.0, None), level(8, 88.5, None)];
+        let dirs = [
+            std::path::PathBuf::from("./bench/T/c1"),
+            std::path::PathBuf::from("./bench/T/c8"),
+        ];
+        let slos = [crate::slo::parse("time_to_first_token.p99<=100ms").unwrap()];
+        let results: Vec<Vec<crate::slo::SloResult>> = levels
+            .iter()
+            .map(|l| crate::slo::evaluate(&slos, l))
+            .collect();
+        let knee = crate::report::knee::analyze(&levels, 0.1);
+        let verdict = crate::report::verdict::verdict(&levels);
+        let doc = with_decisions(
+            json(&levels, &dirs, &verdict, &serde_json::json!({})),
+            std::path::Path::new("./bench/T"),
+            &dirs,
+            &results,
+            &knee,
+        );
+        assert_eq!(doc["levels"][0]["path"], "c1");
+        assert_eq!(doc["levels"][1]["slo"][0]["passed"], false);
+        assert_eq!(
+            doc["slo"],
+            serde_json::json!({"checked": 2, "passed": false, "failed": [
+                {"level": "concurrency8", "objective": "time_to_first_token.p99<=100ms", "actual": 177.0, "unit": "ms"}
+            ]})
+        );
+        assert_eq!(doc["knee"]["min_gain"], 0.1);
+        assert_eq!(doc["ttftbench_version"], crate::VERSION);
     }
 
     #[test]

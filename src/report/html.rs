@@ -63,7 +63,8 @@ svg .pl{font-size:10px;fill:var(--muted)}
 svg .mark circle{fill:none;stroke:#cf222e;stroke-width:2.2}
 svg .mark text{fill:#cf222e;font-weight:600}
 svg .ref line{stroke:#cf222e;stroke-dasharray:5 4;stroke-width:1.3}
-svg .ref text{fill:#cf222e}
+svg .ref text{fill:#cf222e;font-weight:600}
+svg .ref text,svg .mark text,svg .pl{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 svg .empty{fill:var(--muted);font-size:13px}
 .tablewrap{overflow-x:auto}
 table{border-collapse:collapse;width:100%;margin:8px 0;font-size:12.5px;font-variant-numeric:tabular-nums}
@@ -77,6 +78,13 @@ summary{cursor:pointer;font-weight:600}
 footer{color:var(--muted);font-size:12px;margin-top:30px;border-top:1px solid var(--line);padding-top:6px}
 @media print{body{max-width:none;padding:0;font-size:11px}.charts{grid-template-columns:1fr 1fr;gap:8px}figure,table,.decision,pre.cmd{break-inside:avoid}h2,h3{break-after:avoid}section.run+section.run,details{break-before:page}.tablewrap{overflow:visible}th,td{padding:2px 4px}}
 "#;
+
+/// The wall clock now, Unix nanoseconds (0 if the clock is before 1970).
+pub fn now_unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
 
 /// `2026-01-02 12:00:05 UTC` from Unix nanoseconds (proleptic Gregorian calendar).
 pub fn utc(unix_ns: u64) -> String {
@@ -158,9 +166,9 @@ fn stat_series(levels: &[LoadedLevel], name: &str, m: MetricRef, unit: &str) -> 
 }
 
 fn figure(out: &mut String, svg_text: &str, caption: &str) {
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<figure>{svg_text}<figcaption>{}</figcaption></figure>\n",
+        "<figure>{svg_text}<figcaption>{}</figcaption></figure>",
         esc(caption)
     );
 }
@@ -390,9 +398,9 @@ fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: Option<&str
     let kind = kind_title(levels);
     let d = |l: &LevelSummary, m: Metric, s: Stat| l.metric(MetricRef::Dist(m, s));
     let sys = |l: &LevelSummary, m: SystemMetric| l.metric(MetricRef::System(m));
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<div class=\"tablewrap\"><table class=\"levels\"><thead><tr><th>{}</th><th>TTFT avg (ms)</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL avg (ms)</th><th>ITL p99</th><th>Latency p99 (ms)</th><th>Output tok/s</th><th>Req/s</th><th>Queue (ms)</th><th>Queue share</th><th>Errors</th><th>SLO</th><th>Notes</th></tr></thead><tbody>\n",
+        "<div class=\"tablewrap\"><table class=\"levels\"><thead><tr><th>{}</th><th>TTFT avg (ms)</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL avg (ms)</th><th>ITL p99</th><th>Latency p99 (ms)</th><th>Output tok/s</th><th>Req/s</th><th>Queue (ms)</th><th>Queue share</th><th>Errors</th><th>SLO</th><th>Notes</th></tr></thead><tbody>",
         esc(&kind)
     );
     for lv in levels {

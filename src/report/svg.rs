@@ -18,6 +18,9 @@ const RIGHT: f64 = 18.0;
 const TOP: f64 = 52.0;
 const BOTTOM: f64 = 56.0;
 
+/// Stacked-bar colours: the first stack (queue) in the warning colour, the second (compute) light.
+const STACK_COLORS: [&str; 3] = ["#d1495b", "#9cc3e6", "#e08e0b"];
+
 /// Series colours (colour-blind-friendly order; a dash pattern and marker go with each).
 const COLORS: [&str; 8] = [
     "#0b6bcb", "#d1495b", "#2a9d3f", "#e08e0b", "#7b4fc9", "#6b4f3a", "#c2459a", "#138a8a",
@@ -50,7 +53,8 @@ pub fn num(v: f64) -> String {
     } else if a >= 1.0 {
         format!("{v:.2}")
     } else {
-        format!("{v:.3}")
+        let t = format!("{v:.3}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
     };
     if s == "-0" { "0".into() } else { s }
 }
@@ -223,6 +227,21 @@ fn legend(out: &mut String, names: &[(String, usize)]) {
         // Legend entries are laid out by an estimate of their text width (6.2 units per char
         // at the 11-unit font size).
         x += 40.0 + name.chars().count() as f64 * 6.2;
+    }
+}
+
+fn legend_swatches(out: &mut String, names: &[String]) {
+    let mut x = LEFT;
+    for (i, name) in names.iter().enumerate() {
+        let _ = write!(
+            out,
+            r#"<g class="legend"><rect x="{}" y="31" width="12" height="10" fill="{}"/><text x="{}" y="40">{}</text></g>"#,
+            coord(x),
+            STACK_COLORS[i % STACK_COLORS.len()],
+            coord(x + 17.0),
+            esc(name)
+        );
+        x += 30.0 + name.chars().count() as f64 * 6.2;
     }
 }
 
@@ -513,12 +532,8 @@ pub fn stacked_share_chart(
         b = coord(TOP + ph),
         m = coord(TOP + ph / 2.0)
     );
-    let names: Vec<(String, usize)> = stacks
-        .iter()
-        .enumerate()
-        .map(|(i, (n, _))| (n.clone(), i))
-        .collect();
-    legend(&mut out, &names);
+    let names: Vec<String> = stacks.iter().map(|(n, _)| n.clone()).collect();
+    legend_swatches(&mut out, &names);
     for (i, c) in categories.iter().enumerate() {
         let x = LEFT + slot * (i as f64 + 0.5) - bar / 2.0;
         let mut base = 0.0;
@@ -535,7 +550,7 @@ pub fn stacked_share_chart(
                 coord(sy(base + v)),
                 coord(bar),
                 coord(v * ph),
-                COLORS[k % COLORS.len()],
+                STACK_COLORS[k % STACK_COLORS.len()],
                 esc(c),
                 esc(name),
                 v * 100.0
@@ -591,7 +606,8 @@ mod tests {
         assert_eq!(num(2617.25), "2617");
         assert_eq!(num(45.25), "45.2");
         assert_eq!(num(4.256), "4.26");
-        assert_eq!(num(0.5), "0.500");
+        assert_eq!(num(0.5), "0.5");
+        assert_eq!(num(0.125), "0.125");
         assert_eq!(num(8.0), "8");
     }
 

@@ -1,0 +1,358 @@
+//! `ttftbench compare` on artifact directories written through the real encoders: exact tables,
+//! Markdown for CI comments, JSON, `-o`, exit codes, and the seeds' "compare with the last run"
+//! over a folder of runs.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+use ttftbench::plan::Stimulus;
+use ttftbench::server_metrics::ServerDelta;
+use ttftbench::stats::{LevelStats, LevelSummary, Metric, Stats};
+
+fn stats(avg: f64, p50: f64, p99: f64) -> Stats {
+    Stats {
+        count: 100,
+        avg,
+        min: avg / 2.0,
+        max: p99 * 1.1,
+        p50,
+        p90: p99 * 0.9,
+        p99,
+        ..Stats::default()
+    }
+}
+
+/// A level with round numbers: TTFT (avg, p99), output tok/s, queue share.
+fn level(c: u32, ttft: (f64, f64), tput: f64, queue: f64, errors: u64) -> LevelSummary {
+    LevelSummary {
+        stimulus: Stimulus::Concurrency(c),
+        stats: LevelStats {
+            metrics: vec![
+                (Metric::TimeToFirstToken, stats(ttft.0, ttft.0, ttft.1)),
+                (Metric::RequestLatency, stats(500.0, 500.0, 600.0)),
+                (Metric::InterTokenLatency, stats(5.0, 5.0, 6.0)),
+            ],
+            request_count: 100,
+            error_count: errors,
+            errors: vec![],
+            warmup_count: 0,
+            duration_s: 10.0,
+            output_token_throughput: tput,
+            total_token_throughput: tput * 3.0,
+            request_throughput: tput / 100.0,
+            request_goodput: None,
+            osl_mismatch: 0,
+            short_outputs: 0,
+        },
+        server: Some(ServerDelta {
+            source: "statistics",
+            requests: 100,
+            failures: 0,
+            executions: 10,
+            avg_request_ms: 100.0,
+            avg_queue_ms: Some(queue * 100.0),
+            avg_compute_input_ms: 0.0,
+            avg_compute_infer_ms: (1.0 - queue) * 100.0,
+            avg_compute_output_ms: 0.0,
+            queue_share: Some(queue),
+            max_pending: 0.0,
+        }),
+        streaming: true,
+        interrupted: false,
+        started_unix_ns: 1_767_355_200_000_000_000,
+    }
+}
+
+/// Writes a sweep the way `profile` does: level JSON files and summary.json.
+fn write_sweep(dir: &Path, levels: &[LevelSummary], started: u64) {
+    let cfg = json!({"target": {"streaming": true, "model": "gpt2", "api": "kserve"},
+        "command_line": "ttftbench profile -m gpt2 --streaming --concurrency 1,8"});
+    let mut dirs = Vec::new();
+    for l in levels {
+        let mut l = l.clone();
+        l.started_unix_ns = started;
+        let d = dir.join(format!("c{}", l.stimulus.value()));
+        std::fs::create_dir_all(&d).unwrap();
+        let doc = ttftbench::artifact::genai_perf::json(&l, &cfg);
+        std::fs::write(
+            d.join("profile_export_genai_perf.json"),
+            serde_json::to_string_pretty(&doc).unwrap(),
+        )
+        .unwrap();
+        dirs.push(d);
+    }
+    let verdict = ttftbench::report::verdict::verdict(levels);
+    let knee = ttftbench::report::knee::analyze(levels, 0.1);
+    let doc = ttftbench::artifact::summary::with_decisions(
+        ttftbench::artifact::summary::json(levels, &dirs, &verdict, &cfg),
+        dir,
+        &dirs,
+        &[],
+        &knee,
+    );
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&doc).unwrap(),
+    )
+    .unwrap();
+}
+
+fn bin(args: &[&str], cwd: &Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ttftbench"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// bench/20260102_1200 (baseline) and bench/20260102_1300 (current): at concurrency 8 the
+/// current run lost 10 % throughput and its TTFT p99 grew 25 %; concurrency 1 is steady.
+fn fixtures(root: &Path) {
+    let t0 = 1_767_355_200_000_000_000;
+    write_sweep(
+        &root.join("bench/20260102_1200"),
+        &[
+            level(1, (40.0, 50.0), 1000.0, 0.10, 0),
+            level(8, (80.0, 160.0), 4000.0, 0.20, 0),
+        ],
+        t0,
+    );
+    write_sweep(
+        &root.join("bench/20260102_1300"),
+        &[
+            level(1, (41.0, 52.0), 990.0, 0.10, 0),
+            level(8, (90.0, 200.0), 3600.0, 0.45, 2),
+        ],
+        t0 + 3_600_000_000_000,
+    );
+}
+
+const TABLE: &str = "\
+baseline: 20260102_1200 (bench/20260102_1200)
+current:  20260102_1300 (bench/20260102_1300)
+limits:   throughput may fall by at most 5%; p99 latency may rise by at most 10%
+
+Level         Metric                       Baseline       Current   Change  Limit  Status
+------------  -----------------------  ------------  ------------  -------  -----  ---------
+concurrency1  time_to_first_token.avg      40.00 ms      41.00 ms    +2.5%
+concurrency1  time_to_first_token.p50      40.00 ms      41.00 ms    +2.5%
+concurrency1  time_to_first_token.p99      50.00 ms      52.00 ms    +4.0%   +10%  ok
+concurrency1  inter_token_latency.avg       5.00 ms       5.00 ms    +0.0%
+concurrency1  inter_token_latency.p99       6.00 ms       6.00 ms    +0.0%   +10%  ok
+concurrency1  request_latency.avg         500.00 ms     500.00 ms    +0.0%
+concurrency1  request_latency.p99         600.00 ms     600.00 ms    +0.0%   +10%  ok
+concurrency1  output_token_throughput  1000.0 tok/s   990.0 tok/s    -1.0%    -5%  ok
+concurrency1  request_throughput        10.00 req/s    9.90 req/s    -1.0%    -5%  ok
+concurrency1  error_rate                       0.0%          0.0%    +0.0%
+concurrency1  queue_share                     10.0%         10.0%    +0.0%
+concurrency8  time_to_first_token.avg      80.00 ms      90.00 ms   +12.5%
+concurrency8  time_to_first_token.p50      80.00 ms      90.00 ms   +12.5%
+concurrency8  time_to_first_token.p99     160.00 ms     200.00 ms   +25.0%   +10%  REGRESSED
+concurrency8  inter_token_latency.avg       5.00 ms       5.00 ms    +0.0%
+concurrency8  inter_token_latency.p99       6.00 ms       6.00 ms    +0.0%   +10%  ok
+concurrency8  request_latency.avg         500.00 ms     500.00 ms    +0.0%
+concurrency8  request_latency.p99         600.00 ms     600.00 ms    +0.0%   +10%  ok
+concurrency8  output_token_throughput  4000.0 tok/s  3600.0 tok/s   -10.0%    -5%  REGRESSED
+concurrency8  request_throughput        40.00 req/s   36.00 req/s   -10.0%    -5%  REGRESSED
+concurrency8  error_rate                       0.0%          2.0%      new
+concurrency8  queue_share                     20.0%         45.0%  +125.0%
+
+3 regressions
+Level         Metric                       Baseline       Current  Change  Limit  Status
+------------  -----------------------  ------------  ------------  ------  -----  ---------
+concurrency8  time_to_first_token.p99     160.00 ms     200.00 ms  +25.0%   +10%  REGRESSED
+concurrency8  output_token_throughput  4000.0 tok/s  3600.0 tok/s  -10.0%    -5%  REGRESSED
+concurrency8  request_throughput        40.00 req/s   36.00 req/s  -10.0%    -5%  REGRESSED
+";
+
+#[test]
+fn seeds_rule_table_exact_and_exit_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    fixtures(tmp.path());
+    let (code, out, err) = bin(
+        &[
+            "compare",
+            "bench/20260102_1200",
+            "bench/20260102_1300",
+            "--max-throughput-drop",
+            "5%",
+            "--max-p99-increase",
+            "10%",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(out, TABLE);
+    // The same without flags: the seeds' rule is the default.
+    let (code, out2, _) = bin(
+        &["compare", "bench/20260102_1200", "bench/20260102_1300"],
+        tmp.path(),
+    );
+    assert_eq!((code, out2.as_str()), (1, TABLE));
+    // A folder of runs alone: its two newest runs.
+    let (code, out3, _) = bin(&["compare", "bench"], tmp.path());
+    assert_eq!((code, out3.as_str()), (1, TABLE));
+}
+
+#[test]
+fn thresholds_markdown_json_and_output_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    fixtures(tmp.path());
+    // Loose limits: nothing regresses, exit 0.
+    let (code, out, err) = bin(
+        &[
+            "compare",
+            "bench/20260102_1200",
+            "bench/20260102_1300",
+            "--threshold",
+            "time_to_first_token.p99:+30%",
+            "--threshold",
+            "request_throughput.avg:-15%",
+            "--threshold",
+            "queue_share:+30pp",
+            "--format",
+            "markdown",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let expected_head = "\
+### ttftbench compare: `20260102_1300` vs baseline `20260102_1200`
+
+✅ **no regressions** — limits: --threshold time_to_first_token.p99:+30%; --threshold request_throughput:-15%; --threshold queue_share:+30pp
+
+<details><summary>All metrics</summary>
+
+| Level | Metric | Baseline | Current | Change | Limit | Status |
+|---|---|---:|---:|---:|---:|---|
+| concurrency1 | time_to_first_token.avg | 40.00 ms | 41.00 ms | +2.5% |  |  |
+| concurrency1 | time_to_first_token.p50 | 40.00 ms | 41.00 ms | +2.5% |  |  |
+| concurrency1 | time_to_first_token.p99 | 50.00 ms | 52.00 ms | +4.0% | +30% | ok |
+";
+    assert!(out.starts_with(expected_head), "{out}");
+    assert!(
+        out.contains("| concurrency8 | queue_share | 20.0% | 45.0% | +125.0% | +30pp | ok |\n")
+    );
+    assert!(out.ends_with("\n</details>\n"));
+    // A tight absolute limit breaks: Markdown lists the regression first.
+    let (code, out, _) = bin(
+        &[
+            "compare",
+            "bench/20260102_1200",
+            "bench/20260102_1300",
+            "--threshold",
+            "time_to_first_token.p99:+20ms",
+            "--format",
+            "markdown",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, 1);
+    assert!(out.contains(
+        "❌ **1 regression** — limits: --threshold time_to_first_token.p99:+20ms\n\n| Level | Metric | Baseline | Current | Change | Limit | Status |\n|---|---|---:|---:|---:|---:|---|\n| concurrency8 | time_to_first_token.p99 | 160.00 ms | 200.00 ms | +25.0% | +20ms | REGRESSED |\n\n<details>"
+    ), "{out}");
+    // JSON to a file; stdout stays empty, stderr says where it went.
+    let (code, out, err) = bin(
+        &[
+            "compare",
+            "bench/20260102_1200",
+            "bench/20260102_1300",
+            "--format",
+            "json",
+            "-o",
+            "cmp.json",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, 1);
+    assert!(out.is_empty());
+    assert!(err.contains("3 regressions — written to cmp.json"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("cmp.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["passed"], false);
+    assert_eq!(v["regressions"], 3);
+    let row = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["level"] == "concurrency8" && r["metric"] == "output_token_throughput")
+        .unwrap();
+    assert_eq!(
+        row,
+        &json!({"level": "concurrency8", "metric": "output_token_throughput", "unit": "tokens/sec",
+            "baseline": 4000.0, "current": 3600.0, "change_pct": -10.0, "limits": ["-5%"], "status": "regressed"})
+    );
+}
+
+#[test]
+fn single_levels_missing_levels_and_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    fixtures(tmp.path());
+    // Single level directories match by level name.
+    let (code, out, _) = bin(
+        &[
+            "compare",
+            "bench/20260102_1200/c1",
+            "bench/20260102_1300/c1",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with("\nno regressions\n"), "{out}");
+    // Different loads: compared, with a note.
+    let (_, out, _) = bin(
+        &[
+            "compare",
+            "bench/20260102_1200/c1",
+            "bench/20260102_1300/c8",
+        ],
+        tmp.path(),
+    );
+    assert!(out.contains(
+        "note: single levels with different loads compared: concurrency1 (baseline) with concurrency8 (current)"
+    ));
+    // A level the current run lacks is a regression.
+    let (code, out, _) = bin(
+        &["compare", "bench/20260102_1200", "bench/20260102_1300/c1"],
+        tmp.path(),
+    );
+    assert_eq!(code, 1);
+    assert!(out.contains(
+        "concurrency8: in the baseline but missing from the current run (did the run fail there?)"
+    ));
+    // Usage errors: exit 2 with what to write.
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--threshold", "time_to_first_token.p99:10%"],
+            "the limit needs a sign",
+        ),
+        (&["--threshold", "ttft:+10%"], "name a statistic"),
+        (
+            &["--max-throughput-drop", "lots"],
+            "expected a percentage such as 5%",
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut a = vec!["compare", "bench/20260102_1200", "bench/20260102_1300"];
+        a.extend_from_slice(extra);
+        let (code, _, err) = bin(&a, tmp.path());
+        assert_eq!(code, 2, "{extra:?}");
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
+    let (code, _, err) = bin(&["compare", "bench", "bench/20260102_1300"], tmp.path());
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("holds 2 runs; give one run directory"),
+        "{err}"
+    );
+    let (code, _, err) = bin(&["compare", "bench/20260102_1300"], tmp.path());
+    assert_eq!(code, 2);
+    assert!(err.contains("one run only"), "{err}");
+}
