@@ -150,8 +150,9 @@ fail() {
   tail -n 40 "$log" >&2 || true
   echo "------------------------------" >&2
   if alive "$pid"; then
-    kill -TERM -- "-$pid" 2>/dev/null || true
-    sleep 2
+    # SIGTERM first, so that server.py stops tritonserver and removes PyTriton's workspace.
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 30); do alive "$pid" || break; sleep 0.5; done
     kill -KILL -- "-$pid" 2>/dev/null || true
   fi
   exit 4
