@@ -1176,3 +1176,119 @@ async fn tensor_models_refuse_the_generate_route() {
     );
     h.shutdown().await;
 }
+
+#[tokio::test]
+async fn queue_limit_and_faults_apply_to_tensor_models() {
+    // One slow instance and room for one waiting request: the third concurrent request is
+    // refused at once.
+    let slow = ModelSpec::tensor(
+        "slow",
+        4,
+        vec![TensorSpec::new("x", DataType::Fp32, &[1])],
+        vec![TensorSpec::new("y", DataType::Fp32, &[1])],
+    )
+    .with_timing(TensorTiming {
+        base_us: 300_000,
+        ..TensorTiming::default()
+    });
+    let slow = ModelSpec {
+        engine: Some(EngineConfig {
+            max_queue: 1,
+            ..EngineConfig::default()
+        }),
+        ..slow
+    };
+    let h = start(SimConfig {
+        models: vec![slow],
+        ..SimConfig::default()
+    })
+    .await;
+    let g = grpc(&h).await;
+    let req = || raw_request("slow", "", vec![("x", "FP32", vec![1, 1], vec![0; 4])]);
+    let first = {
+        let mut g = g.clone();
+        let r = req();
+        tokio::spawn(async move { g.model_infer(r).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = {
+        let mut g = g.clone();
+        let r = req();
+        tokio::spawn(async move { g.model_infer(r).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let e = g.clone().model_infer(req()).await.expect_err("queue full");
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted);
+    assert_eq!(e.message(), "queue full");
+    assert!(first.await.expect("join").is_ok());
+    assert!(second.await.expect("join").is_ok());
+    let c = http_client();
+    let s = http_stats(&c, &h, "slow").await;
+    assert_eq!(n(&s, "/inference_count"), 2);
+    assert_eq!(n(&s, "/inference_stats/fail/count"), 1);
+    // The second request queued for the rest of the first one's execution.
+    assert!(n(&s, "/inference_stats/queue/ns") >= 200_000_000, "{s}");
+    h.shutdown().await;
+
+    // Every second request hits an injected error; `unavailable` refuses everything.
+    let h = start(SimConfig {
+        faults: ttftbench::sim::FaultConfig {
+            error_rate: 0.5,
+            ..Default::default()
+        },
+        engine: EngineConfig::instant(),
+        ..SimConfig::default()
+    })
+    .await;
+    let mut g = grpc(&h).await;
+    assert!(g.model_infer(bert_request("1", 1, 4)).await.is_ok());
+    let e = g
+        .model_infer(bert_request("2", 1, 4))
+        .await
+        .expect_err("injected");
+    assert_eq!(e.code(), tonic::Code::Internal);
+    assert!(e.message().contains("fault injection"), "{}", e.message());
+    let c = http_client();
+    let r = c
+        .post(format!("{}/v2/models/bert_classifier/infer", h.http_url()))
+        .json(&json!({"inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [1, 1], "data": [1]}]}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200, "request 3 passes");
+    let r = c
+        .post(format!("{}/v2/models/bert_classifier/infer", h.http_url()))
+        .json(&json!({"inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [1, 1], "data": [1]}]}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 500, "request 4 hits the fault");
+    let text = c
+        .get(h.metrics_url())
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("text");
+    assert!(text.contains(
+        "nv_inference_request_failure{model=\"bert_classifier\",reason=\"BACKEND\",version=\"1\"} 2"
+    ));
+    h.shutdown().await;
+
+    let h = start(SimConfig {
+        faults: ttftbench::sim::FaultConfig {
+            unavailable: true,
+            ..Default::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let mut g = grpc(&h).await;
+    let e = g
+        .model_infer(image_request("", 1))
+        .await
+        .expect_err("unavailable");
+    assert_eq!(e.code(), tonic::Code::Unavailable);
+    h.shutdown().await;
+}

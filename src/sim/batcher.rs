@@ -18,10 +18,16 @@
 //! `compute_infer`, `compute_output`); every request in it reports those same phases.
 //!
 //! Like the LLM engine, the scheduler keeps an absolute schedule: an execution starts when its
-//! instance became free or its batch became ready (whichever is later), not when the timer
-//! happened to wake the loop, unless the loop is more than [`MAX_CATCH_UP`] late. The decision
-//! logic ([`BatchLoop::advance`]) takes the time as an argument, so unit tests drive it on a
-//! virtual clock.
+//! instance became free or its batch became ready (whichever is later), not when the loop
+//! happened to wake, unless the loop is more than [`MAX_CATCH_UP`] late. The decision logic
+//! ([`BatchLoop::advance`]) takes the time as an argument, so unit tests drive it on a virtual
+//! clock.
+//!
+//! The loop runs on a thread of its own (tokio's blocking pool), waiting with
+//! `recv_timeout`: tokio's timers tick in whole milliseconds, which would add up to a
+//! millisecond to every execution of models whose executions last one or two; an OS timed wait
+//! wakes within tens of microseconds. Completions reach the transports through wakers, so the
+//! async side never blocks.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -32,10 +38,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::task::AtomicWaker;
-use tokio::sync::{mpsc, watch};
+use std::sync::mpsc;
+
+use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::engine::{EngineConfig, MAX_CATCH_UP, SubmitError, signalled};
+use super::engine::{EngineConfig, MAX_CATCH_UP, SubmitError};
 use super::metrics::ModelMetrics;
 use super::models::{DynamicBatching, ModelSpec, TensorTiming};
 
@@ -119,6 +127,35 @@ pub(crate) struct Job {
     times_ns: [AtomicU64; 4],
     exec_batch: AtomicU32,
     waker: AtomicWaker,
+    /// For the pending gauge when the job leaves the queue.
+    metrics: Arc<ModelMetrics>,
+}
+
+/// The scheduler's hold on a job (in the channel, the queue, or an execution). Dropping it
+/// before the job finished (shutdown, a message left in the channel when the loop ended) fails
+/// the request, so no requester is left waiting forever.
+#[derive(Debug)]
+struct Held(Arc<Job>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let job = &self.0;
+        if job.transition(QUEUED, ABORTED) {
+            job.metrics.pending.fetch_sub(1, Ordering::AcqRel);
+            job.waker.wake();
+        } else if job.transition(RUNNING, ABORTED) {
+            job.waker.wake();
+        }
+    }
+}
+
+/// What the scheduler thread receives.
+#[derive(Debug)]
+enum Msg {
+    /// A new request.
+    Job(Held),
+    /// Shutdown was requested.
+    Stop,
 }
 
 impl Job {
@@ -137,25 +174,34 @@ impl Job {
 #[derive(Debug)]
 pub(crate) struct Batcher {
     cfg: BatcherConfig,
-    tx: mpsc::UnboundedSender<Arc<Job>>,
+    tx: mpsc::Sender<Msg>,
     epoch: Instant,
     metrics: Arc<ModelMetrics>,
 }
 
 impl Batcher {
-    /// Starts the scheduler loop on the current runtime. It ends when `shutdown` turns true,
-    /// failing whatever is queued or executing, or once every handle is gone and it is idle.
+    /// Starts the scheduler loop on a blocking-pool thread of the current runtime. It ends when
+    /// `shutdown` turns true, failing whatever is queued or executing, or once every handle is
+    /// gone and it is idle.
     pub(crate) fn spawn(
         cfg: BatcherConfig,
         metrics: Arc<ModelMetrics>,
         shutdown: watch::Receiver<bool>,
     ) -> (Arc<Batcher>, tokio::task::JoinHandle<()>) {
         let (b, lp) = Batcher::parts(cfg, metrics);
-        (b, tokio::spawn(lp.run(shutdown)))
+        // Wakes the thread at once on shutdown (it also polls the flag, in case the runtime
+        // goes away before this task runs).
+        let tx = b.tx.clone();
+        let mut watcher = shutdown.clone();
+        tokio::spawn(async move {
+            let _ = watcher.wait_for(|v| *v).await;
+            let _ = tx.send(Msg::Stop);
+        });
+        (b, tokio::task::spawn_blocking(move || lp.run(&shutdown)))
     }
 
     fn parts(cfg: BatcherConfig, metrics: Arc<ModelMetrics>) -> (Arc<Batcher>, BatchLoop) {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel();
         let epoch = Instant::now();
         let instances = (0..cfg.timing.instance_count.max(1))
             .map(|_| Instance {
@@ -171,6 +217,7 @@ impl Batcher {
             queue: VecDeque::new(),
             instances,
             spare: Vec::new(),
+            stopped: false,
         };
         (
             Arc::new(Batcher {
@@ -203,9 +250,11 @@ impl Batcher {
             times_ns: Default::default(),
             exec_batch: AtomicU32::new(0),
             waker: AtomicWaker::new(),
+            metrics: self.metrics.clone(),
         });
-        if self.tx.send(job.clone()).is_err() {
-            self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
+        if let Err(mpsc::SendError(msg)) = self.tx.send(Msg::Job(Held(job.clone()))) {
+            // The loop is gone; dropping the hold returns the queue place.
+            drop(msg);
             return Err(SubmitError::ShuttingDown);
         }
         Ok(Ticket {
@@ -272,7 +321,7 @@ impl Drop for Ticket {
 #[derive(Debug)]
 struct Running {
     end: Instant,
-    jobs: Vec<Arc<Job>>,
+    jobs: Vec<Held>,
 }
 
 #[derive(Debug)]
@@ -295,58 +344,52 @@ enum Decision {
 
 struct BatchLoop {
     cfg: BatcherConfig,
-    rx: mpsc::UnboundedReceiver<Arc<Job>>,
+    rx: mpsc::Receiver<Msg>,
     epoch: Instant,
     metrics: Arc<ModelMetrics>,
-    queue: VecDeque<Arc<Job>>,
+    queue: VecDeque<Held>,
     instances: Vec<Instance>,
     /// Emptied job vectors of finished executions, reused for the next ones.
-    spare: Vec<Vec<Arc<Job>>>,
+    spare: Vec<Vec<Held>>,
+    /// A `Stop` message arrived.
+    stopped: bool,
 }
 
+/// Longest the loop waits without looking at the shutdown flag.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(50);
+
 impl BatchLoop {
-    async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+    /// The scheduler thread: advance, then wait for the next decision time or arrival.
+    fn run(mut self, shutdown: &watch::Receiver<bool>) {
         let mut inbox_open = true;
         loop {
-            if *shutdown.borrow() {
+            inbox_open &= self.drain_inbox();
+            if self.stopped || *shutdown.borrow() {
                 break;
             }
-            inbox_open &= self.drain_inbox();
             let next = self.advance(Instant::now());
-            match next {
-                None => {
-                    if !inbox_open {
-                        return;
-                    }
-                    tokio::select! {
-                        biased;
-                        _ = signalled(&mut shutdown) => break,
-                        msg = self.rx.recv() => match msg {
-                            Some(job) => self.queue.push_back(job),
-                            None => inbox_open = false,
-                        },
-                    }
-                }
+            if next.is_none() && !inbox_open {
+                return; // idle, and nobody can submit any more
+            }
+            let wait = next
+                .map_or(SHUTDOWN_POLL, |t| {
+                    t.saturating_duration_since(Instant::now())
+                })
+                .min(SHUTDOWN_POLL);
+            if wait.is_zero() {
+                continue;
+            }
+            if !inbox_open || (next.is_some() && self.all_busy()) {
                 // With every instance busy, arrivals cannot change the next decision: let them
-                // pile up in the channel instead of waking the loop once per request.
-                Some(t) if !inbox_open || self.all_busy() => {
-                    tokio::select! {
-                        biased;
-                        _ = signalled(&mut shutdown) => break,
-                        _ = tokio::time::sleep_until(t) => {}
-                    }
-                }
-                Some(t) => {
-                    tokio::select! {
-                        biased;
-                        _ = signalled(&mut shutdown) => break,
-                        _ = tokio::time::sleep_until(t) => {}
-                        msg = self.rx.recv() => match msg {
-                            Some(job) => self.queue.push_back(job),
-                            None => inbox_open = false,
-                        },
-                    }
-                }
+                // pile up in the channel instead of waking the thread once per request.
+                std::thread::sleep(wait);
+                continue;
+            }
+            match self.rx.recv_timeout(wait) {
+                Ok(Msg::Job(job)) => self.queue.push_back(job),
+                Ok(Msg::Stop) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => inbox_open = false,
             }
         }
         self.abort_all();
@@ -356,9 +399,10 @@ impl BatchLoop {
     fn drain_inbox(&mut self) -> bool {
         loop {
             match self.rx.try_recv() {
-                Ok(job) => self.queue.push_back(job),
-                Err(mpsc::error::TryRecvError::Empty) => return true,
-                Err(mpsc::error::TryRecvError::Disconnected) => return false,
+                Ok(Msg::Job(job)) => self.queue.push_back(job),
+                Ok(Msg::Stop) => self.stopped = true,
+                Err(mpsc::TryRecvError::Empty) => return true,
+                Err(mpsc::TryRecvError::Disconnected) => return false,
             }
         }
     }
@@ -387,7 +431,7 @@ impl BatchLoop {
             }
         }
         // Requests whose client left are dropped from the queue here, not counted in batches.
-        self.queue.retain(|j| j.state() == QUEUED);
+        self.queue.retain(|j| j.0.state() == QUEUED);
         let mut wait = None;
         while let Some(inst) = self.free_instance() {
             match self.decide(now) {
@@ -417,7 +461,7 @@ impl BatchLoop {
     }
 
     fn decide(&self, now: Instant) -> Decision {
-        let Some(head) = self.queue.front() else {
+        let Some(Held(head)) = self.queue.front() else {
             return Decision::Empty;
         };
         let head_at = self.at(head.submitted_ns);
@@ -437,7 +481,7 @@ impl BatchLoop {
         let (mut total, mut n, mut newest) = (0u32, 0usize, head.submitted_ns);
         let mut best: Option<(usize, u64)> = None;
         let mut blocker: Option<u64> = None;
-        for job in &self.queue {
+        for Held(job) in &self.queue {
             if total + job.batch > max {
                 blocker = Some(job.submitted_ns);
                 break;
@@ -510,11 +554,11 @@ impl BatchLoop {
     fn start(&mut self, inst: usize, n: usize, ready_at: Instant, now: Instant) {
         let mut jobs = self.spare.pop().unwrap_or_default();
         let mut batch = 0u32;
-        for job in self.queue.drain(..n.min(self.queue.len())) {
+        for held in self.queue.drain(..n.min(self.queue.len())) {
             // A requester may leave between the queue check and now; it just drops out.
-            if job.transition(QUEUED, RUNNING) {
-                batch += job.batch;
-                jobs.push(job);
+            if held.0.transition(QUEUED, RUNNING) {
+                batch += held.0.batch;
+                jobs.push(held);
             }
         }
         if jobs.is_empty() {
@@ -538,7 +582,7 @@ impl BatchLoop {
             self.ns(infer_end),
             self.ns(end),
         ];
-        for job in &jobs {
+        for Held(job) in &jobs {
             for (slot, t) in job.times_ns.iter().zip(times) {
                 slot.store(t, Ordering::Release);
             }
@@ -553,35 +597,27 @@ impl BatchLoop {
     }
 
     /// An execution ended: its requests get their outputs.
-    fn finish(&mut self, mut jobs: Vec<Arc<Job>>) {
+    fn finish(&mut self, mut jobs: Vec<Held>) {
         self.metrics
             .running
             .fetch_sub(jobs.len() as i64, Ordering::Relaxed);
-        for job in jobs.drain(..) {
+        for Held(job) in &jobs {
             if job.transition(RUNNING, DONE) {
                 job.waker.wake();
             }
         }
+        jobs.clear();
         self.spare.push(jobs);
     }
 
-    /// Shutdown: nothing more is accepted; everything queued or executing fails.
+    /// Shutdown: everything queued or executing fails (dropping a [`Held`] does that).
+    /// Requests submitted after this fail when the loop's end closes the channel, or when the
+    /// channel drops their message.
     fn abort_all(&mut self) {
-        self.rx.close();
         self.drain_inbox();
-        for job in self.queue.drain(..) {
-            if job.transition(QUEUED, ABORTED) {
-                self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
-            }
-            job.waker.wake();
-        }
+        self.queue.clear();
         for inst in &mut self.instances {
-            if let Some(run) = inst.running.take() {
-                for job in run.jobs {
-                    job.transition(RUNNING, ABORTED);
-                    job.waker.wake();
-                }
-            }
+            inst.running = None;
         }
         self.metrics.running.store(0, Ordering::Relaxed);
     }
@@ -828,7 +864,22 @@ mod tests {
             ));
         }
         assert_eq!(v.metrics.pending.load(Ordering::Relaxed), 0);
-        assert_eq!(v.batcher.submit(1).err(), Some(SubmitError::ShuttingDown));
+        // A request still in the channel when the loop goes away fails too, and later ones are
+        // refused.
+        let mut f = v.submit(1, 7000);
+        let Virtual {
+            batcher,
+            lp,
+            metrics,
+            ..
+        } = v;
+        drop(lp);
+        assert!(matches!(
+            Pin::new(&mut f).poll(&mut cx),
+            Poll::Ready(Err(SubmitError::ShuttingDown))
+        ));
+        assert_eq!(metrics.pending.load(Ordering::Relaxed), 0);
+        assert_eq!(batcher.submit(1).err(), Some(SubmitError::ShuttingDown));
     }
 
     #[test]

@@ -44,8 +44,8 @@ use super::metrics::ModelMetrics;
 pub struct EngineConfig {
     /// Number of sequences decoded together (batch slots).
     pub max_batch: usize,
-    /// Maximum number of requests waiting for a slot; 0 = unbounded. Overflow is refused with
-    /// HTTP 503 / gRPC `RESOURCE_EXHAUSTED` "queue full".
+    /// Maximum number of requests waiting for a slot (tensor models: for an execution);
+    /// 0 = unbounded. Overflow is refused with HTTP 503 / gRPC `RESOURCE_EXHAUSTED` "queue full".
     pub max_queue: usize,
     /// Fixed prefill cost per newly admitted request.
     pub prefill_base_us: u64,

@@ -7,34 +7,70 @@
 //! * **HTTP** (Triton 8000): KServe v2 — `GET /v2`, `/v2/health/{live,ready}`,
 //!   `/v2/models/{m}[/versions/{v}]` (metadata), `.../ready`, `.../config`, `.../stats`,
 //!   `GET /v2/models/stats`, `POST /v2/repository/index` (also `GET /v2/models`),
-//!   `POST .../generate`, `.../generate_stream` (SSE without `[DONE]`), `.../infer` — and OpenAI:
-//!   `GET /v1/models`, `POST /v1/chat/completions`, `POST /v1/completions` (SSE ending in
-//!   `data: [DONE]`, optional usage chunk, optional bearer key).
+//!   `POST .../generate`, `.../generate_stream` (SSE without `[DONE]`), `.../infer` (JSON
+//!   tensors and the binary tensor data extension, both ways) — and OpenAI: `GET /v1/models`,
+//!   `POST /v1/chat/completions`, `POST /v1/completions` (SSE ending in `data: [DONE]`,
+//!   optional usage chunk, optional bearer key).
 //! * **gRPC** (Triton 8001): `inference.GRPCInferenceService` — health, metadata, config,
-//!   `ModelInfer` (non-decoupled models), `ModelStreamInfer` (many requests multiplexed on one
-//!   stream, matched by `id`, `triton_final_response` and the empty final response as Triton
-//!   sends them), `ModelStatistics`, `RepositoryIndex`.
+//!   `ModelInfer` (non-decoupled models; tensors in `raw_input_contents` or typed `contents`),
+//!   `ModelStreamInfer` (many requests multiplexed on one stream, matched by `id`,
+//!   `triton_final_response` and the empty final response as Triton sends them; tensor models
+//!   answer once per request), `ModelStatistics`, `RepositoryIndex`.
 //! * **Metrics** (Triton 8002): `GET /metrics`, Prometheus text with Triton's metric names plus
 //!   `ttftbench_sim_first_response_us`, the simulator's own time to first token: from the
 //!   request's arrival (body read) to its first content-bearing chunk or message being handed to
 //!   the transport; a summary in microseconds with quantiles 0.5/0.9/0.99 (HDR histogram, 3
 //!   significant digits), `_sum` and `_count`. A client's TTFT minus this is its own overhead
-//!   plus the network. Also `ttftbench_sim_running_sequences` (gauge) and
-//!   `ttftbench_sim_output_tokens` (counter).
+//!   plus the network. Also `ttftbench_sim_running_sequences` (gauge: sequences in a batch slot,
+//!   or tensor requests executing) and `ttftbench_sim_output_tokens` (counter).
 //!
-//! Per successful request the server-side time splits without overlap into `compute_input`
-//! (received → parsed and tokenized), `queue` (→ admitted to a batch slot, stall included),
-//! `compute_infer` (→ last token produced) and `compute_output` (→ final response handed to the
-//! transport); `request_duration` is their sum. Failures are counted by reason: `REJECTED`
-//! (queue full, unavailable), `CANCELED` (client left), `BACKEND` (injected error or cut),
-//! `OTHER` (invalid input, shutdown).
+//! # Models
 //!
-//! Timing comes from a miniature continuous-batching engine per model ([`EngineConfig`]):
-//! batch slots, a FIFO queue, prefill cost per input token, decode cost per running sequence.
-//! With all timings zero the engine is bypassed (instant mode), for benchmarking clients.
-//! Output text cycles through common English words that are one GPT-2 token each, so
-//! re-tokenizing a response gives exactly the number of tokens streamed. Faults
-//! ([`FaultConfig`]) are deterministic so tests can predict them.
+//! [`ModelSpec::defaults`]: `gpt2` (TensorRT-LLM ensemble, decoupled), `vllm_model` (vLLM
+//! backend), `gpt2_nostream` (TensorRT-LLM layout, not decoupled: one response per request), and
+//! four tensor models, each with its own [`TensorTiming`]:
+//!
+//! | model | inputs | outputs | max batch | dynamic batching | instances | compute (µs) |
+//! |---|---|---|---|---|---|---|
+//! | `yolov8s` | `images` FP32 `[3,640,640]` | `output0` FP32 `[84,100]` | 8 | preferred 4, 8; delay 100 µs | 1 | 2000 + 500·b, input 200·b, output 10·b |
+//! | `bert_classifier` | `input_ids` INT64 `[-1]`, optional `attention_mask` INT64 `[-1]` | `logits` FP32 `[2]` | 8 | no preferred; delay 0 | 2 | 1000 + 250·b, input 5·b, output 2·b |
+//! | `resnet_fp16` | `input` FP32 `[3,224,224]` | `output` FP32 `[1000]` | 16 | preferred 8, 16; delay 100 µs | 1 | 1500 + 650·b, input 50·b, output 5·b |
+//! | `resnet_int8` | `input` INT8 `[3,224,224]` | `output` FP32 `[1000]` | 16 | preferred 8, 16; delay 100 µs | 1 | 1000 + 350·b, input 15·b, output 5·b |
+//!
+//! `yolov8s`'s real output is `[84,8400]` (2.8 MB per image); 100 boxes keep answers small
+//! enough not to dominate a load generator's test loop. `resnet_int8` takes INT8 input (a
+//! client-quantized engine) so clients are exercised on a 1-byte datatype.
+//!
+//! # Timing
+//!
+//! LLMs run on a miniature continuous-batching engine per model ([`EngineConfig`]): batch slots,
+//! a FIFO queue, prefill cost per input token, decode cost per running sequence. Per successful
+//! request the server-side time splits without overlap into `compute_input` (received → parsed
+//! and tokenized), `queue` (→ admitted to a batch slot, stall included), `compute_infer` (→ last
+//! token produced) and `compute_output` (→ final response handed to the transport);
+//! `request_duration` is their sum. Output text cycles through common English words that are one
+//! GPT-2 token each, so re-tokenizing a response gives exactly the number of tokens streamed.
+//!
+//! Tensor models run on Triton's dynamic batcher in miniature (`batcher`): a FIFO queue,
+//! batches formed when a model instance is free (preferred sizes at once, otherwise after
+//! `max_queue_delay_us`, never above `max_batch_size`; without dynamic batching one request per
+//! execution), `instance_count` instances in parallel, and an execution of `b` elements lasting
+//! `input_us_per_item·b` (compute_input) + `base_us + per_item_us·b` (compute_infer) +
+//! `output_us_per_item·b` (compute_output). Statistics count as Triton does: `inference_count`
+//! +b and `execution_count` +1 per execution, `batch_stats` per batch size, every request of a
+//! batch reporting the batch's phases; parsing and encoding are overhead (`success − queue −
+//! compute`), and so is timer lateness (tokio's timers tick in milliseconds; the schedule itself
+//! does not drift). Requests are validated like Triton does, with its messages plus the expected
+//! and given values; outputs are zeros of the declared shape.
+//!
+//! With all engine timings zero (the server-wide [`EngineConfig::instant`], `serve --instant`)
+//! both the engine and the batcher are bypassed: tokens flow as fast as the transport takes them
+//! and every tensor request is its own zero-length execution, for benchmarking clients.
+//!
+//! Failures are counted by reason: `REJECTED` (queue full, unavailable), `CANCELED` (client
+//! left), `BACKEND` (injected error or cut), `OTHER` (invalid input, shutdown). Faults
+//! ([`FaultConfig`]) are deterministic so tests can predict them; tensor models honour
+//! `unavailable`, `error_rate` and `stall_rate` (cuts and malformed events are stream faults).
 
 mod batcher;
 mod engine;
@@ -87,7 +123,9 @@ pub struct SimConfig {
     pub api_key: Option<String>,
     /// When set, the statistics API requires header `triton-access-token: <token>`.
     pub access_token: Option<String>,
-    /// The hosted models; default [`ModelSpec::defaults`] (`gpt2`, `vllm_model`).
+    /// The hosted models; default [`ModelSpec::defaults`] (LLMs `gpt2`, `vllm_model`,
+    /// `gpt2_nostream`; tensor models `yolov8s`, `bert_classifier`, `resnet_fp16`,
+    /// `resnet_int8`).
     pub models: Vec<ModelSpec>,
 }
 
