@@ -19,6 +19,7 @@ const GRACE: Duration = Duration::from_secs(10);
 pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
     match command {
         Command::Profile(args) => profile(&args, &argv).await,
+        Command::Perf(args) => crate::perf::main(&args, &argv).await,
         Command::Serve(args) => serve(&args).await,
         Command::Demo(args) => demo(&args).await,
         Command::Report(args) => report(&args),

@@ -20,6 +20,9 @@ pub struct Cli {
 pub enum Command {
     /// GenAI-Perf-style LLM profiling: streaming TTFT / ITL / throughput over a load sweep.
     Profile(Box<ProfileArgs>),
+    /// perf_analyzer-style profiling of any KServe v2 model: tensors, batch sizes, stability
+    /// windows, perf_analyzer's console report and `-f` CSV.
+    Perf(Box<PerfArgs>),
     /// Built-in simulated inference server (Triton KServe v2 HTTP + gRPC, OpenAI, /metrics).
     Serve(ServeArgs),
     /// A concurrency sweep against an in-process simulated server: the zero-setup tour.
@@ -233,6 +236,165 @@ pub struct ProfileArgs {
     /// Print only the results table.
     #[arg(long = "quiet")]
     pub quiet: bool,
+}
+
+/// `-i`: perf_analyzer's protocol flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    /// KServe v2 gRPC.
+    Grpc,
+    /// KServe v2 HTTP/REST.
+    Http,
+}
+
+/// `--measurement-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MeasurementModeArg {
+    /// Windows of a fixed length (1.2 × --measurement-interval).
+    #[value(name = "time_windows")]
+    TimeWindows,
+    /// Windows of --measurement-request-count completed requests.
+    #[value(name = "count_windows")]
+    CountWindows,
+}
+
+/// `--input-tensor-format` / `--output-tensor-format` (HTTP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TensorFormatArg {
+    /// The binary tensor data extension.
+    Binary,
+    /// Tensors as JSON arrays.
+    Json,
+}
+
+/// Flags of `ttftbench perf` (perf_analyzer's names, short forms and defaults).
+#[derive(Debug, Args, Clone)]
+pub struct PerfArgs {
+    /// Model name.
+    #[arg(short = 'm', long = "model-name", visible_alias = "model")]
+    pub model: String,
+    /// Model version (default: the server's choice).
+    #[arg(short = 'x', long = "model-version")]
+    pub model_version: Option<String>,
+    /// Server address, with or without scheme (default localhost:8001 for gRPC, :8000 for HTTP).
+    #[arg(short = 'u', long = "url")]
+    pub url: Option<String>,
+    /// Protocol. Without -i the server is asked: gRPC when the address answers gRPC, else HTTP
+    /// (perf_analyzer defaults to HTTP, which fails against Triton's gRPC port 8001).
+    #[arg(short = 'i', long = "protocol", value_enum, ignore_case = true)]
+    pub protocol: Option<ProtocolArg>,
+    /// Service kind; only Triton (KServe v2) is supported by this mode.
+    #[arg(long = "service-kind", default_value = "triton")]
+    pub service_kind: String,
+    /// Batch size of each request (the model's leading dimension).
+    #[arg(short = 'b', long = "batch-size", default_value_t = 1)]
+    pub batch_size: u32,
+    /// Shape of an input with variable dimensions: `NAME:d1,d2,...` (repeatable).
+    #[arg(long = "shape")]
+    pub shape: Vec<String>,
+    /// `random`, `zero`, or a JSON file in perf_analyzer's input-data format (repeatable).
+    #[arg(long = "input-data")]
+    pub input_data: Vec<String>,
+    /// Length of random strings for BYTES inputs.
+    #[arg(long = "string-length", default_value_t = 128)]
+    pub string_length: usize,
+    /// Fixed string for BYTES inputs instead of random ones.
+    #[arg(long = "string-data")]
+    pub string_data: Option<String>,
+    /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (`1:32:2` = 1, 3, ..., 31).
+    #[arg(long = "concurrency-range")]
+    pub concurrency_range: Option<String>,
+    /// Request-rate sweep `start[:end[:step]]` (requests/s), inclusive and linear.
+    #[arg(long = "request-rate-range", conflicts_with = "concurrency_range")]
+    pub request_rate_range: Option<String>,
+    /// Gaps between requests under --request-rate-range.
+    #[arg(long = "request-distribution", value_enum, default_value = "constant")]
+    pub request_distribution: DistributionArg,
+    /// Ramp concurrency `start[:end[:step]]`: begin at start, add step requests each time the
+    /// latest requests have received --request-period responses, up to end; measured once,
+    /// without stability windows. With --request-rate-range, the rate drives the load and this
+    /// caps requests in flight at end.
+    #[arg(long = "periodic-concurrency-range")]
+    pub periodic_concurrency_range: Option<String>,
+    /// Responses each request of a periodic-concurrency step waits for before the next step.
+    #[arg(long = "request-period", default_value_t = 10)]
+    pub request_period: u32,
+    /// Measurement window in milliseconds (windows last 1.2 × this, as in perf_analyzer).
+    #[arg(short = 'p', long = "measurement-interval", default_value_t = 5000)]
+    pub measurement_interval: u64,
+    /// How windows end.
+    #[arg(long = "measurement-mode", value_enum, default_value = "time_windows")]
+    pub measurement_mode: MeasurementModeArg,
+    /// Completed requests per window in count_windows mode.
+    #[arg(long = "measurement-request-count", default_value_t = 50)]
+    pub measurement_request_count: u64,
+    /// Measure exactly this many requests in one window (no stability loop).
+    #[arg(long = "request-count")]
+    pub request_count: Option<u64>,
+    /// Stability: the last 3 windows' throughput and latency within this percentage.
+    #[arg(short = 's', long = "stability-percentage", default_value_t = 10.0)]
+    pub stability_percentage: f64,
+    /// Most windows per level before giving up on stability.
+    #[arg(short = 'r', long = "max-trials", default_value_t = 10)]
+    pub max_trials: u32,
+    /// Stabilize on, and report, this latency percentile instead of the average.
+    #[arg(long = "percentile")]
+    pub percentile: Option<u32>,
+    /// Stop the sweep once a level's latency passes this many milliseconds (0 = no limit).
+    #[arg(short = 'l', long = "latency-threshold", default_value_t = 0)]
+    pub latency_threshold: u64,
+    /// Requests sent before measuring each level.
+    #[arg(long = "warmup-request-count", default_value_t = 0)]
+    pub warmup_request_count: u64,
+    /// Decoupled models: stream responses over gRPC (time to first response, response throughput).
+    #[arg(long = "streaming")]
+    pub streaming: bool,
+    /// Accepted for perf_analyzer compatibility: requests are always asynchronous here.
+    #[arg(short = 'a', long = "async")]
+    pub async_mode: bool,
+    /// Accepted for perf_analyzer compatibility: requests are always asynchronous here, and
+    /// concurrency N keeps exactly N in flight either way.
+    #[arg(long = "sync")]
+    pub sync_mode: bool,
+    /// Accepted for perf_analyzer compatibility: the async runtime sizes itself.
+    #[arg(long = "max-threads")]
+    pub max_threads: Option<u32>,
+    /// Request parameter `name:value[:type]` (type bool, int, string; inferred when omitted).
+    #[arg(long = "request-parameter")]
+    pub request_parameter: Vec<String>,
+    /// Write perf_analyzer's latency report CSV here.
+    #[arg(short = 'f', long = "latency-report-file", visible_alias = "file")]
+    pub latency_report_file: Option<std::path::PathBuf>,
+    /// Add perf_analyzer's verbose columns to the CSV.
+    #[arg(long = "verbose-csv")]
+    pub verbose_csv: bool,
+    /// One CSV row per --timeline-interval of the run (soak tests: watch drift over hours).
+    #[arg(long = "timeline")]
+    pub timeline: Option<std::path::PathBuf>,
+    /// Seconds per timeline row.
+    #[arg(long = "timeline-interval", default_value_t = 10.0)]
+    pub timeline_interval: f64,
+    /// HTTP header `Name: value` (repeatable); sent as gRPC metadata too, and on statistics calls.
+    #[arg(short = 'H', long = "header")]
+    pub header: Vec<String>,
+    /// HTTP input tensor encoding.
+    #[arg(long = "input-tensor-format", value_enum, default_value = "binary")]
+    pub input_tensor_format: TensorFormatArg,
+    /// HTTP output tensor encoding.
+    #[arg(long = "output-tensor-format", value_enum, default_value = "binary")]
+    pub output_tensor_format: TensorFormatArg,
+    /// Prometheus endpoint for the pending-request gauge (default: port 8002 of the server, if it answers).
+    #[arg(long = "metrics-url")]
+    pub metrics_url: Option<String>,
+    /// Per-request timeout in seconds.
+    #[arg(long = "request-timeout", default_value_t = 600.0)]
+    pub request_timeout: f64,
+    /// Seed for random input data and schedules.
+    #[arg(long = "random-seed", default_value_t = 0)]
+    pub random_seed: u64,
+    /// Print each measurement window.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
 }
 
 /// Flags of `ttftbench serve`.

@@ -23,6 +23,7 @@ pub mod collector;
 pub mod compare;
 pub mod doctor;
 pub mod load;
+pub mod perf;
 pub mod plan;
 pub mod record;
 pub mod report;

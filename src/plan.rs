@@ -39,13 +39,15 @@ pub enum Api {
     Completions,
     /// Triton HTTP generate / generate_stream.
     Generate,
+    /// KServe v2 HTTP tensor inference (`/v2/models/{m}/infer`), for `perf -i http`.
+    Infer,
 }
 
 impl Api {
     /// GenAI-Perf's service kind for this API, as used in artifact directory names.
     pub fn service_kind(self) -> &'static str {
         match self {
-            Api::Kserve => "triton",
+            Api::Kserve | Api::Infer => "triton",
             Api::Chat | Api::Completions | Api::Generate => "openai",
         }
     }
@@ -57,6 +59,7 @@ impl Api {
             Api::Chat => "chat",
             Api::Completions => "completions",
             Api::Generate => "generate",
+            Api::Infer => "infer",
         }
     }
 }
@@ -162,7 +165,9 @@ impl Target {
     pub fn warm_url(&self) -> String {
         match self.api {
             Api::Chat | Api::Completions => format!("{}/v1/models", self.base_url),
-            Api::Generate | Api::Kserve => format!("{}/v2/health/ready", self.base_url),
+            Api::Generate | Api::Kserve | Api::Infer => {
+                format!("{}/v2/health/ready", self.base_url)
+            }
         }
     }
 
@@ -603,7 +608,7 @@ fn default_endpoint(api: Api, model: &str, streaming: bool) -> String {
         Api::Completions => "v1/completions".into(),
         Api::Generate if streaming => format!("v2/models/{model}/generate_stream"),
         Api::Generate => format!("v2/models/{model}/generate"),
-        Api::Kserve => String::new(),
+        Api::Kserve | Api::Infer => String::new(),
     }
 }
 

@@ -285,6 +285,10 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
                 probe,
             })
         }
+        Api::Infer => Err(UsageError(
+            "tensor inference (/v2/models/{m}/infer) is profiled with `ttftbench perf`, not `profile`".into(),
+        )
+        .into()),
         Api::Kserve => {
             let channel = grpc::connect(&t.base_url)
                 .await
@@ -306,7 +310,7 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
                     Err(e) => anyhow::Error::from(UsageError(format!("{e:#}"))),
                 }
             })?;
-            let client = GrpcClient::new(t, &info, max_workers, channel.clone())
+            let client = GrpcClient::new(t, &info, max_workers, channel.clone(), grpc::ResponseMode::Text)
                 .await
                 .map_err(|e| anyhow::anyhow!(e))?;
             let md = grpc::metadata_for(t)?;
@@ -328,7 +332,7 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
 
 /// A small HTTP client for `/metrics` and `/stats`, carrying the `-H` headers (e.g. an access
 /// token) as those calls need them too.
-fn metrics_http_client(t: &crate::plan::Target) -> Result<reqwest::Client> {
+pub fn metrics_http_client(t: &crate::plan::Target) -> Result<reqwest::Client> {
     crate::client::http::install_tls_provider();
     reqwest::Client::builder()
         .no_proxy()

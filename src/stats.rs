@@ -443,6 +443,14 @@ pub struct Aggregate {
     pub osl_mismatch: u64,
     /// Successful requests that received fewer output tokens than they asked for.
     pub short_outputs: u64,
+    /// Content-bearing responses over successful requests.
+    pub sum_chunks: u64,
+    /// Client send time summed over requests where it was observed (ns).
+    pub sum_send_ns: u64,
+    /// Requests with an observed send time.
+    pub send_count: u64,
+    /// Client receive time (first response byte to last response) summed over successes (ns).
+    pub sum_recv_ns: u64,
 }
 
 impl Default for Aggregate {
@@ -466,6 +474,10 @@ impl Aggregate {
             last_response_ns: None,
             osl_mismatch: 0,
             short_outputs: 0,
+            sum_chunks: 0,
+            sum_send_ns: 0,
+            send_count: 0,
+            sum_recv_ns: 0,
         }
     }
 
@@ -499,6 +511,12 @@ impl Aggregate {
         if rec.osl < rec.requested_osl {
             self.short_outputs += 1;
         }
+        self.sum_chunks += u64::from(rec.chunks);
+        if let Some(s) = rec.send_ns() {
+            self.sum_send_ns += s;
+            self.send_count += 1;
+        }
+        self.sum_recv_ns += rec.recv_ns().unwrap_or(0);
         for m in Metric::ALL {
             if let Some(v) = per_request_value(m, rec) {
                 self.dists[m.index()].record(v);
@@ -572,6 +590,10 @@ impl Aggregate {
         };
         self.osl_mismatch += other.osl_mismatch;
         self.short_outputs += other.short_outputs;
+        self.sum_chunks += other.sum_chunks;
+        self.sum_send_ns += other.sum_send_ns;
+        self.send_count += other.send_count;
+        self.sum_recv_ns += other.sum_recv_ns;
     }
 
     /// The distributions with their metrics (for serialising histograms).

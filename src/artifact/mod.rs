@@ -11,6 +11,7 @@ pub mod histograms;
 pub mod read;
 pub mod records;
 pub mod summary;
+pub mod timeline;
 
 use std::path::{Path, PathBuf};
 

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::error_chain;
 use crate::plan::{Api, Target, UsageError};
+use crate::workload::tensor::ModelInfo;
 
 /// Why the target cannot be profiled.
 #[derive(Debug)]
@@ -129,7 +130,7 @@ pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(),
             }
             Ok(())
         }
-        Api::Generate | Api::Kserve => {
+        Api::Generate | Api::Kserve | Api::Infer => {
             let url = format!("{}/v2/models/{}", target.base_url, target.model);
             let resp = client
                 .get(&url)
@@ -157,5 +158,158 @@ pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(),
                 resp.text().await.unwrap_or_default().trim()
             )))
         }
+    }
+}
+
+/// What a Triton HTTP server says about a model: its metadata (`GET /v2/models/{m}`) and config
+/// (`GET /v2/models/{m}/config`), as one [`ModelInfo`]. Unknown models list the names that exist.
+pub async fn model_info_http(
+    client: &reqwest::Client,
+    target: &Target,
+) -> Result<ModelInfo, PreflightError> {
+    let base = format!("{}/v2/models/{}", target.base_url, target.model);
+    let resp = client
+        .get(&base)
+        .send()
+        .await
+        .map_err(|e| unavailable(target, &base, &e))?;
+    let status = resp.status();
+    if status == 401 || status == 403 {
+        return Err(auth_error(status, &resp.text().await.unwrap_or_default()));
+    }
+    if status == 400 || status == 404 {
+        let names = triton_models_http(client, &target.base_url).await;
+        return Err(PreflightError::Usage(UsageError(format!(
+            "model '{}' is not found on {}; {}",
+            target.model,
+            target.base_url,
+            list_hint(names.as_deref())
+        ))));
+    }
+    if !status.is_success() {
+        return Err(PreflightError::Unavailable(format!(
+            "{base} answered HTTP {status}"
+        )));
+    }
+    let meta: Value = resp.json().await.map_err(|e| {
+        PreflightError::Unavailable(format!("{base}: model metadata is not JSON: {e}"))
+    })?;
+    let config: Option<Value> = match client.get(format!("{base}/config")).send().await {
+        Ok(r) if r.status().is_success() => r.json().await.ok(),
+        _ => None,
+    };
+    Ok(model_info_from_json(&meta, config.as_ref()))
+}
+
+/// Builds [`ModelInfo`] from KServe metadata JSON and Triton's config JSON. Dimensions may be
+/// numbers or strings (protobuf's JSON mapping writes int64 as strings).
+pub fn model_info_from_json(meta: &Value, config: Option<&Value>) -> ModelInfo {
+    use crate::workload::tensor::{DataType, TensorSpec};
+    let int = |v: &Value| {
+        v.as_i64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+    };
+    let max_batch_size = config
+        .and_then(|c| c.get("max_batch_size"))
+        .and_then(int)
+        .unwrap_or(0) as i32;
+    let optional = |name: &str| {
+        config
+            .and_then(|c| c.get("input"))
+            .and_then(Value::as_array)
+            .is_some_and(|ins| {
+                ins.iter().any(|i| {
+                    i.get("name").and_then(Value::as_str) == Some(name)
+                        && i.get("optional").and_then(Value::as_bool) == Some(true)
+                })
+            })
+    };
+    let tensors = |key: &str, with_optional: bool| -> Vec<TensorSpec> {
+        meta.get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|t| {
+                        let name = t
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string();
+                        let mut dims: Vec<i64> = t
+                            .get("shape")
+                            .and_then(Value::as_array)
+                            .map(|s| s.iter().filter_map(int).collect())
+                            .unwrap_or_default();
+                        // Metadata shapes include the batch dimension when the model batches.
+                        if max_batch_size > 0 && !dims.is_empty() {
+                            dims.remove(0);
+                        }
+                        TensorSpec {
+                            optional: with_optional && optional(&name),
+                            datatype: t
+                                .get("datatype")
+                                .and_then(Value::as_str)
+                                .and_then(DataType::from_name)
+                                .unwrap_or(DataType::Bytes),
+                            dims,
+                            name,
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    ModelInfo {
+        name: meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        platform: meta
+            .get("platform")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        backend: config
+            .and_then(|c| c.get("backend"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        max_batch_size,
+        decoupled: config
+            .and_then(|c| c.get("model_transaction_policy"))
+            .and_then(|p| p.get("decoupled"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        inputs: tensors("inputs", true),
+        outputs: tensors("outputs", false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn model_info_from_triton_json() {
+        let meta = json!({"name": "yolov8s", "versions": ["1"], "platform": "onnxruntime_onnx",
+            "inputs": [{"name": "images", "datatype": "FP32", "shape": [-1, 3, 640, 640]}],
+            "outputs": [{"name": "output0", "datatype": "FP32", "shape": [-1, 84, 100]}]});
+        let config = json!({"name": "yolov8s", "max_batch_size": 8, "backend": "onnxruntime",
+            "input": [{"name": "images", "data_type": "TYPE_FP32", "dims": ["3", "640", "640"]}],
+            "model_transaction_policy": {"decoupled": false}});
+        let m = model_info_from_json(&meta, Some(&config));
+        assert_eq!(m.max_batch_size, 8);
+        assert_eq!(m.inputs[0].dims, [3, 640, 640]);
+        assert_eq!(m.inputs[0].datatype, crate::workload::tensor::DataType::F32);
+        assert_eq!(m.outputs[0].dims, [84, 100]);
+        assert!(!m.decoupled);
+        let m = model_info_from_json(&meta, None);
+        assert_eq!(
+            m.inputs[0].dims,
+            [-1, 3, 640, 640],
+            "without a config nothing is stripped"
+        );
     }
 }

@@ -42,35 +42,55 @@ pub struct Timed {
     pub bytes: Bytes,
 }
 
-/// Codec passing bytes through: encodes pre-built request bytes, timestamps and hands over
-/// response bytes undecoded.
-#[derive(Clone, Copy, Debug)]
+/// A request on its way out: the body encoded once per dataset entry, plus this request's id.
+#[derive(Debug)]
+pub struct Outgoing {
+    /// `ModelInferRequest` without `id`.
+    pub body: Bytes,
+    /// The request id, appended as field 3.
+    pub id: u64,
+}
+
+/// Codec passing bytes through: writes pre-built request bytes (recording when they have been
+/// handed to the transport), timestamps response bytes and hands them over undecoded.
+#[derive(Clone, Debug)]
 pub struct RawCodec {
     clock: Clock,
+    sent: Arc<AtomicU64>,
 }
 
 impl Codec for RawCodec {
-    type Encode = Bytes;
+    type Encode = Outgoing;
     type Decode = Timed;
     type Encoder = RawEncoder;
     type Decoder = TimedDecoder;
     fn encoder(&mut self) -> RawEncoder {
-        RawEncoder
+        RawEncoder {
+            clock: self.clock,
+            sent: self.sent.clone(),
+        }
     }
     fn decoder(&mut self) -> TimedDecoder {
         TimedDecoder { clock: self.clock }
     }
 }
 
-/// Writes pre-encoded request bytes.
+/// Writes pre-encoded request bytes and the id field, without an intermediate copy.
 #[derive(Debug)]
-pub struct RawEncoder;
+pub struct RawEncoder {
+    clock: Clock,
+    sent: Arc<AtomicU64>,
+}
 
 impl Encoder for RawEncoder {
-    type Item = Bytes;
+    type Item = Outgoing;
     type Error = Status;
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put(item);
+    fn encode(&mut self, item: Outgoing, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        let mut id_field = Vec::with_capacity(24);
+        append_request_id(&[], item.id, &mut id_field);
+        dst.put(item.body);
+        dst.put_slice(&id_field);
+        self.sent.store(self.clock.now_ns(), Ordering::Relaxed);
         Ok(())
     }
 }
@@ -103,6 +123,17 @@ pub struct GrpcClient {
     metadata: Arc<MetadataMap>,
     streaming: bool,
     decoupled: bool,
+    text: bool,
+}
+
+/// What a response's content is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseMode {
+    /// LLM text (`text_output`): collected for token counting; a response counts when it carries text.
+    Text,
+    /// Tensors: outputs are only counted; a response counts when it has outputs (empty final
+    /// responses do not).
+    Tensors,
 }
 
 /// Opens a channel (HTTP/2 connection) to `base_url`.
@@ -193,6 +224,7 @@ impl GrpcClient {
         info: &ModelInfo,
         workers: usize,
         first: Channel,
+        mode: ResponseMode,
     ) -> Result<GrpcClient, String> {
         let n = workers.div_ceil(STREAMS_PER_CONNECTION).max(1);
         let mut channels = vec![first];
@@ -207,6 +239,7 @@ impl GrpcClient {
             metadata: Arc::new(metadata),
             streaming: target.streaming,
             decoupled: info.decoupled,
+            text: mode == ResponseMode::Text,
         })
     }
 
@@ -215,7 +248,9 @@ impl GrpcClient {
         self.channels[0].clone()
     }
 
-    /// Sends one request and reads every response into `ex`.
+    /// Sends one request and reads every response into `ex`. Both RPCs go through the
+    /// streaming call API (a unary call is one message each way on the wire), so response
+    /// headers, each message and the trailers are seen as they arrive.
     pub async fn execute(
         &self,
         body: &Bytes,
@@ -224,104 +259,132 @@ impl GrpcClient {
     ) -> Result<(), RequestError> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();
         let mut grpc = tonic::client::Grpc::new(self.channels[i].clone());
-        let id = self.ids.fetch_add(1, Ordering::Relaxed);
-        let mut buf = Vec::with_capacity(body.len() + 24);
-        append_request_id(body, id, &mut buf);
-        let msg = Bytes::from(buf);
+        let msg = Outgoing {
+            body: body.clone(),
+            id: self.ids.fetch_add(1, Ordering::Relaxed),
+        };
         grpc.ready()
             .await
             .map_err(|e| RequestError::new(ErrorKind::Connect, error_chain(&e)))?;
-        let codec = RawCodec { clock: *clock };
+        let sent = Arc::new(AtomicU64::new(0));
+        let codec = RawCodec {
+            clock: *clock,
+            sent: sent.clone(),
+        };
         // Decoupled models only answer on the stream RPC, even for a non-streamed request.
-        if self.streaming || self.decoupled {
-            let req = with_metadata(
-                tonic::Request::new(futures_util::stream::once(async move { msg })),
-                &self.metadata,
-            );
-            let path = tonic::codegen::http::uri::PathAndQuery::from_static(STREAM_PATH);
-            let resp = grpc
-                .streaming(req, path, codec)
-                .await
-                .map_err(status_error)?;
-            ex.bytes_at(clock.now_ns());
-            let mut stream = resp.into_inner();
-            let mut error = String::new();
-            loop {
-                match stream.message().await {
-                    Ok(Some(Timed { at, bytes })) => {
-                        ex.bytes_at(at);
-                        ex.responses += 1;
-                        let info = read_stream_response(&bytes, &mut ex.text, &mut error).map_err(
-                            |e| {
-                                RequestError::new(
-                                    ErrorKind::MalformedResponse,
-                                    format!("response {}: {e}", ex.responses),
-                                )
-                            },
-                        )?;
-                        if info.has_error {
-                            return Err(RequestError::new(
-                                ErrorKind::ServerError,
-                                std::mem::take(&mut error),
-                            ));
-                        }
-                        if info.text_bytes > 0 {
-                            ex.content_at(at);
-                        }
-                        // A response without the parameter is final (Triton's client does the same).
-                        if info.final_flag.unwrap_or(true) {
-                            // The request stream is half-closed, so the server ends the call
-                            // right after its final response; wait for that instead of
-                            // resetting the stream.
-                            let deadline = tokio::time::Instant::now() + super::http::DRAIN_TIMEOUT;
-                            while let Ok(Ok(Some(_))) =
-                                tokio::time::timeout_at(deadline, stream.message()).await
-                            {
-                            }
-                            return Ok(());
-                        }
+        let stream_rpc = self.streaming || self.decoupled;
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static(if stream_rpc {
+            STREAM_PATH
+        } else {
+            INFER_PATH
+        });
+        let req = with_metadata(
+            tonic::Request::new(futures_util::stream::once(std::future::ready(msg))),
+            &self.metadata,
+        );
+        let result = self
+            .exchange(&mut grpc, req, path, codec, stream_rpc, ex, clock)
+            .await;
+        let t = sent.load(Ordering::Relaxed);
+        if t > 0 {
+            ex.send_done_ns = Some(t);
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn exchange(
+        &self,
+        grpc: &mut tonic::client::Grpc<Channel>,
+        req: tonic::Request<futures_util::stream::Once<std::future::Ready<Outgoing>>>,
+        path: tonic::codegen::http::uri::PathAndQuery,
+        codec: RawCodec,
+        stream_rpc: bool,
+        ex: &mut Exchange,
+        clock: &Clock,
+    ) -> Result<(), RequestError> {
+        let resp = grpc
+            .streaming(req, path, codec)
+            .await
+            .map_err(status_error)?;
+        ex.bytes_at(clock.now_ns());
+        let mut stream = resp.into_inner();
+        let mut error = String::new();
+        loop {
+            match stream.message().await {
+                Ok(Some(Timed { at, bytes })) => {
+                    ex.bytes_at(at);
+                    ex.responses += 1;
+                    let text = if self.text { Some(&mut ex.text) } else { None };
+                    let info = if stream_rpc {
+                        read_stream_response(&bytes, text, &mut error)
+                    } else {
+                        read_infer_response(&bytes, text)
                     }
-                    Ok(None) => {
+                    .map_err(|e| {
+                        RequestError::new(
+                            ErrorKind::MalformedResponse,
+                            format!("response {}: {e}", ex.responses),
+                        )
+                    })?;
+                    if info.has_error {
+                        return Err(RequestError::new(
+                            ErrorKind::ServerError,
+                            std::mem::take(&mut error),
+                        ));
+                    }
+                    let content = if self.text {
+                        info.text_bytes > 0
+                    } else {
+                        info.outputs > 0
+                    };
+                    if content {
+                        ex.content_at(at);
+                    }
+                    // A response without the parameter is final (Triton's client does the same);
+                    // a unary call has exactly one.
+                    if !stream_rpc || info.final_flag.unwrap_or(true) {
+                        // The request stream is half-closed, so the server ends the call right
+                        // after its final response; wait for that instead of resetting the stream.
+                        let deadline = tokio::time::Instant::now() + super::http::DRAIN_TIMEOUT;
+                        while let Ok(Ok(Some(_))) =
+                            tokio::time::timeout_at(deadline, stream.message()).await
+                        {
+                        }
+                        return Ok(());
+                    }
+                }
+                Ok(None) => {
+                    return Err(RequestError::new(
+                        if stream_rpc {
+                            ErrorKind::StreamCut
+                        } else {
+                            ErrorKind::MalformedResponse
+                        },
+                        format!(
+                            "the call ended after {} responses without a final response",
+                            ex.responses
+                        ),
+                    ));
+                }
+                Err(status) => {
+                    let e = status_error(status);
+                    // After responses have flowed, a failed call is a stream cut off mid-way;
+                    // before, the status itself (UNAVAILABLE, RESOURCE_EXHAUSTED, ...) is the story.
+                    if ex.responses > 0 {
                         return Err(RequestError::new(
                             ErrorKind::StreamCut,
                             format!(
-                                "the stream ended after {} responses without a final response",
-                                ex.responses
+                                "the stream broke off after {} responses: {} ({})",
+                                ex.responses,
+                                e.message,
+                                e.kind.key()
                             ),
                         ));
                     }
-                    Err(status) => {
-                        let e = status_error(status);
-                        // After tokens have flowed, a failed call is a stream cut off mid-way;
-                        // before, the status itself (UNAVAILABLE, RESOURCE_EXHAUSTED, ...) is the story.
-                        if ex.responses > 0 {
-                            return Err(RequestError::new(
-                                ErrorKind::StreamCut,
-                                format!(
-                                    "the stream broke off after {} responses: {} ({})",
-                                    ex.responses,
-                                    e.message,
-                                    e.kind.key()
-                                ),
-                            ));
-                        }
-                        return Err(e);
-                    }
+                    return Err(e);
                 }
             }
-        } else {
-            let req = with_metadata(tonic::Request::new(msg), &self.metadata);
-            let path = tonic::codegen::http::uri::PathAndQuery::from_static(INFER_PATH);
-            let resp = grpc.unary(req, path, codec).await.map_err(status_error)?;
-            let Timed { at, bytes } = resp.into_inner();
-            ex.bytes_at(at);
-            ex.responses += 1;
-            let info = read_infer_response(&bytes, &mut ex.text)
-                .map_err(|e| RequestError::new(ErrorKind::MalformedResponse, e.to_string()))?;
-            if info.text_bytes > 0 {
-                ex.content_at(at);
-            }
-            Ok(())
         }
     }
 

@@ -129,6 +129,65 @@ impl HttpClient {
         }
     }
 
+    /// Sends one KServe v2 `/infer` request (tensors) and reads the whole response. The body is
+    /// streamed from a shared buffer (no copy) with its length declared, so the moment the last
+    /// byte was taken by the transport is the end of the client's send time.
+    pub async fn execute_infer(
+        &self,
+        body: &Bytes,
+        header_len: Option<usize>,
+        ex: &mut Exchange,
+        clock: &Clock,
+    ) -> Result<(), RequestError> {
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stream = TimedBody {
+            chunk: Some(body.clone()),
+            sent: sent.clone(),
+            clock: *clock,
+        };
+        let mut req = self
+            .client
+            .post(self.url.clone())
+            .header(reqwest::header::CONTENT_LENGTH, body.len())
+            .body(reqwest::Body::wrap_stream(stream));
+        req = match header_len {
+            Some(n) => req
+                .header(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("application/octet-stream"),
+                )
+                .header("Inference-Header-Content-Length", n),
+            None => req.header(CONTENT_TYPE, HeaderValue::from_static("application/json")),
+        };
+        let result = async {
+            let resp = req.send().await.map_err(classify_send_error)?;
+            ex.bytes_at(clock.now_ns());
+            let status = resp.status();
+            if !status.is_success() {
+                let text = read_error_body(resp).await;
+                return Err(RequestError::new(
+                    ErrorKind::HttpStatus(status.as_u16()),
+                    format!("HTTP {status}: {text}"),
+                ));
+            }
+            resp.bytes().await.map_err(|e| {
+                RequestError::new(
+                    ErrorKind::StreamCut,
+                    format!("the response body broke off: {}", error_chain(&e)),
+                )
+            })?;
+            ex.responses += 1;
+            ex.content_at(clock.now_ns());
+            Ok(())
+        }
+        .await;
+        let t = sent.load(std::sync::atomic::Ordering::Relaxed);
+        if t > 0 {
+            ex.send_done_ns = Some(t);
+        }
+        result
+    }
+
     async fn read_stream(
         &self,
         mut resp: reqwest::Response,
@@ -183,6 +242,36 @@ impl HttpClient {
         // OpenAI streams end with `data: [DONE]`, Triton's simply end; a body that ends cleanly
         // without `[DONE]` is complete (a cut chunked body surfaces as a read error above).
         result
+    }
+}
+
+/// A one-chunk request body that records when the transport took it, and again if the
+/// transport asks for more afterwards (the whole request has then been written). With a
+/// declared length the transport may never ask again; the hand-over time then stands.
+struct TimedBody {
+    chunk: Option<Bytes>,
+    sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    clock: Clock,
+}
+
+impl futures_util::Stream for TimedBody {
+    type Item = Result<Bytes, std::io::Error>;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        match self.chunk.take() {
+            Some(b) => {
+                self.sent
+                    .store(self.clock.now_ns(), std::sync::atomic::Ordering::Relaxed);
+                std::task::Poll::Ready(Some(Ok(b)))
+            }
+            None => {
+                self.sent
+                    .store(self.clock.now_ns(), std::sync::atomic::Ordering::Relaxed);
+                std::task::Poll::Ready(None)
+            }
+        }
     }
 }
 

@@ -102,6 +102,13 @@ pub enum Payload {
     Http(Bytes),
     /// Encoded `ModelInferRequest` without its `id` (appended per send).
     Grpc(Bytes),
+    /// KServe v2 HTTP `/infer` body; with the binary tensor extension, the JSON header's length.
+    HttpInfer {
+        /// JSON, or JSON header followed by raw tensor data.
+        body: Bytes,
+        /// `Inference-Header-Content-Length`, when the body carries binary tensors.
+        header_len: Option<usize>,
+    },
 }
 
 /// A protocol client. An enum rather than a trait object: the hot path dispatches without boxing
@@ -125,6 +132,9 @@ impl Client {
         match (self, payload) {
             (Client::Http(c), Payload::Http(body)) => c.execute(body, ex, clock).await,
             (Client::Grpc(c), Payload::Grpc(body)) => c.execute(body, ex, clock).await,
+            (Client::Http(c), Payload::HttpInfer { body, header_len }) => {
+                c.execute_infer(body, *header_len, ex, clock).await
+            }
             // Datasets are built for their client; a mismatch is a programming error, reported
             // as a failed request rather than a panic on the wire path.
             _ => Err(RequestError::new(

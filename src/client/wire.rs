@@ -96,10 +96,11 @@ impl<'a> Reader<'a> {
 }
 
 /// Reads a `ModelStreamInferResponse`. Text of the `text_output` tensor (or of the only output)
-/// is appended to `text`; a stream error's message is appended to `error`.
+/// is appended to `text` when given (tensor profiling passes `None`: outputs are only counted);
+/// a stream error's message is appended to `error`.
 pub fn read_stream_response(
     msg: &[u8],
-    text: &mut String,
+    mut text: Option<&mut String>,
     error: &mut String,
 ) -> Result<ResponseInfo, WireError> {
     let mut r = Reader::new(msg);
@@ -115,7 +116,7 @@ pub fn read_stream_response(
             }
             (2, 2) => {
                 let inner = r.bytes()?;
-                let i = read_infer_response(inner, text)?;
+                let i = read_infer_response(inner, text.as_deref_mut())?;
                 info.text_bytes += i.text_bytes;
                 info.outputs += i.outputs;
                 info.final_flag = i.final_flag.or(info.final_flag);
@@ -126,8 +127,11 @@ pub fn read_stream_response(
     Ok(info)
 }
 
-/// Reads a `ModelInferResponse`, appending its text output to `text`.
-pub fn read_infer_response(msg: &[u8], text: &mut String) -> Result<ResponseInfo, WireError> {
+/// Reads a `ModelInferResponse`, appending its text output to `text` when given.
+pub fn read_infer_response(
+    msg: &[u8],
+    mut text: Option<&mut String>,
+) -> Result<ResponseInfo, WireError> {
     let mut info = ResponseInfo::default();
     // First pass: which output index is the text, and the final flag. Outputs precede raw
     // contents in Triton's encoding, but protobuf does not promise field order, so raw contents
@@ -144,7 +148,7 @@ pub fn read_infer_response(msg: &[u8], text: &mut String) -> Result<ResponseInfo
             }
             (5, 2) => {
                 let out = r.bytes()?;
-                let (is_text, appended) = read_output_tensor(out, text)?;
+                let (is_text, appended) = read_output_tensor(out, text.as_deref_mut())?;
                 if is_text && text_index.is_none() {
                     text_index = Some(info.outputs);
                 }
@@ -156,6 +160,9 @@ pub fn read_infer_response(msg: &[u8], text: &mut String) -> Result<ResponseInfo
     }
     // A single output is the text even when it has another name.
     let wanted = text_index.or(if info.outputs == 1 { Some(0) } else { None });
+    let Some(text) = text else {
+        return Ok(info);
+    };
     let mut raw_text = 0usize;
     if let Some(want) = wanted {
         let mut r = Reader::new(msg);
@@ -206,7 +213,7 @@ fn read_final_param(entry: &[u8]) -> Result<Option<bool>, WireError> {
 }
 
 /// An output tensor: (is it named `text_output`, text appended from typed `bytes_contents`).
-fn read_output_tensor(t: &[u8], text: &mut String) -> Result<(bool, usize), WireError> {
+fn read_output_tensor(t: &[u8], text: Option<&mut String>) -> Result<(bool, usize), WireError> {
     let mut r = Reader::new(t);
     let mut is_text = false;
     let mut contents: Option<&[u8]> = None;
@@ -218,7 +225,10 @@ fn read_output_tensor(t: &[u8], text: &mut String) -> Result<(bool, usize), Wire
         }
     }
     let mut appended = 0;
-    if is_text && let Some(c) = contents {
+    if is_text
+        && let Some(c) = contents
+        && let Some(text) = text
+    {
         let mut r = Reader::new(c);
         while !r.done() {
             match r.key()? {
@@ -354,7 +364,7 @@ mod tests {
         }
         .encode_to_vec();
         let (mut text, mut err) = (String::new(), String::new());
-        let info = read_stream_response(&msg, &mut text, &mut err).unwrap();
+        let info = read_stream_response(&msg, Some(&mut text), &mut err).unwrap();
         assert_eq!(text, " hello");
         assert_eq!(
             info,
@@ -376,7 +386,7 @@ mod tests {
         }
         .encode_to_vec();
         let (mut text, mut err) = (String::new(), String::new());
-        let info = read_stream_response(&msg, &mut text, &mut err).unwrap();
+        let info = read_stream_response(&msg, Some(&mut text), &mut err).unwrap();
         assert_eq!(
             info,
             ResponseInfo {
@@ -392,7 +402,7 @@ mod tests {
     fn single_output_with_other_name_and_multiple_elements() {
         let r = response(&["OUTPUT0"], vec![bytes_tensor(&["a", "bc"])], None);
         let mut text = String::new();
-        let info = read_infer_response(&r.encode_to_vec(), &mut text).unwrap();
+        let info = read_infer_response(&r.encode_to_vec(), Some(&mut text)).unwrap();
         assert_eq!(text, "abc");
         assert_eq!(info.final_flag, None);
     }
@@ -405,7 +415,7 @@ mod tests {
             ..Default::default()
         });
         let mut text = String::new();
-        let info = read_infer_response(&r.encode_to_vec(), &mut text).unwrap();
+        let info = read_infer_response(&r.encode_to_vec(), Some(&mut text)).unwrap();
         assert_eq!(text, " typed");
         assert_eq!(info.text_bytes, 6);
     }
@@ -418,7 +428,7 @@ mod tests {
             Some(false),
         );
         let mut text = String::new();
-        assert!(read_infer_response(&r.encode_to_vec(), &mut text).is_err());
+        assert!(read_infer_response(&r.encode_to_vec(), Some(&mut text)).is_err());
     }
 
     #[test]
@@ -429,7 +439,7 @@ mod tests {
         }
         .encode_to_vec();
         let (mut text, mut err) = (String::new(), String::new());
-        let info = read_stream_response(&msg, &mut text, &mut err).unwrap();
+        let info = read_stream_response(&msg, Some(&mut text), &mut err).unwrap();
         assert!(info.has_error);
         assert_eq!(err, "queue full");
     }
@@ -444,7 +454,7 @@ mod tests {
         .encode_to_vec();
         for cut in 0..msg.len() {
             let (mut text, mut err) = (String::new(), String::new());
-            let _ = read_stream_response(&msg[..cut], &mut text, &mut err);
+            let _ = read_stream_response(&msg[..cut], Some(&mut text), &mut err);
         }
         // Arbitrary bytes never panic either.
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -457,7 +467,7 @@ mod tests {
                 buf.push(x as u8);
             }
             let (mut text, mut err) = (String::new(), String::new());
-            let _ = read_stream_response(&buf, &mut text, &mut err);
+            let _ = read_stream_response(&buf, Some(&mut text), &mut err);
         }
     }
 

@@ -149,7 +149,7 @@ pub fn http_body(plan: &RunPlan, text: &str, max_tokens: Option<u32>) -> Value {
             m.insert("model".into(), json!(t.model));
             m.insert("prompt".into(), json!(text));
         }
-        Api::Generate | Api::Kserve => {
+        Api::Generate | Api::Kserve | Api::Infer => {
             m.insert("text_input".into(), json!(text));
         }
     }

@@ -1,0 +1,182 @@
+//! Timeline CSV: one row per fixed interval of a run, so drift over hours shows (soak tests).
+//! Rows are written as each interval closes; memory holds only the open interval.
+//!
+//! Columns: `start_unix_ms,end_unix_ms,requests,errors,requests_per_sec,latency_avg_ms,`
+//! `latency_p50_ms,latency_p99_ms,ttft_p50_ms,ttft_p99_ms,output_tokens_per_sec`. A request
+//! belongs to the interval its exchange ended in; empty cells mean no sample.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::record::{Clock, RequestRecord};
+use crate::stats::Dist;
+
+/// Header line.
+pub const HEADER: &str = "start_unix_ms,end_unix_ms,requests,errors,requests_per_sec,latency_avg_ms,latency_p50_ms,latency_p99_ms,ttft_p50_ms,ttft_p99_ms,output_tokens_per_sec";
+
+/// One interval's accumulators.
+#[derive(Debug, Default)]
+struct Bucket {
+    ok: u64,
+    errors: u64,
+    tokens: u64,
+    latency: Dist,
+    ttft: Dist,
+}
+
+/// A timeline being written.
+#[derive(Debug)]
+pub struct Timeline {
+    out: BufWriter<File>,
+    clock: Clock,
+    every_ns: u64,
+    start_ns: u64,
+    cur: Bucket,
+}
+
+impl Timeline {
+    /// Creates the file and writes the header; intervals start now.
+    pub fn create(path: &Path, every: Duration, clock: Clock) -> std::io::Result<Timeline> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut out = BufWriter::new(File::create(path)?);
+        writeln!(out, "{HEADER}")?;
+        Ok(Timeline {
+            out,
+            clock,
+            every_ns: every.as_nanos().max(1) as u64,
+            start_ns: clock.now_ns(),
+            cur: Bucket::default(),
+        })
+    }
+
+    /// Accounts a finished request (writing the intervals that ended before it).
+    pub fn record(&mut self, rec: &RequestRecord) {
+        self.advance(rec.end_ns);
+        match &rec.error {
+            Some(_) => self.cur.errors += 1,
+            None => {
+                self.cur.ok += 1;
+                self.cur.tokens += u64::from(rec.osl);
+                if let Some(l) = rec.latency_ns() {
+                    self.cur.latency.record(l);
+                }
+                if let Some(t) = rec.ttft_ns() {
+                    self.cur.ttft.record(t);
+                }
+            }
+        }
+    }
+
+    /// Writes every interval that ended before `now_ns`.
+    pub fn advance(&mut self, now_ns: u64) {
+        while now_ns >= self.start_ns + self.every_ns {
+            let end = self.start_ns + self.every_ns;
+            let bucket = std::mem::take(&mut self.cur);
+            let _ = self.write_row(self.start_ns, end, &bucket);
+            self.start_ns = end;
+        }
+    }
+
+    fn write_row(&mut self, start: u64, end: u64, b: &Bucket) -> std::io::Result<()> {
+        let secs = (end - start) as f64 / 1e9;
+        let ms = |d: &Dist, f: fn(&crate::stats::Stats) -> f64| {
+            if d.count() == 0 {
+                String::new()
+            } else {
+                format!("{:.3}", f(&d.stats(1e-6)))
+            }
+        };
+        writeln!(
+            self.out,
+            "{},{},{},{},{:.3},{},{},{},{},{},{:.1}",
+            self.clock.unix_ns(start) / 1_000_000,
+            self.clock.unix_ns(end) / 1_000_000,
+            b.ok,
+            b.errors,
+            b.ok as f64 / secs,
+            ms(&b.latency, |s| s.avg),
+            ms(&b.latency, |s| s.p50),
+            ms(&b.latency, |s| s.p99),
+            ms(&b.ttft, |s| s.p50),
+            ms(&b.ttft, |s| s.p99),
+            b.tokens as f64 / secs
+        )
+    }
+
+    /// Writes the last interval if it covers at least half an interval (shorter tails give
+    /// noisy rates), and flushes.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        let now = self.clock.now_ns();
+        self.advance(now);
+        if now >= self.start_ns + self.every_ns / 2 && (self.cur.ok + self.cur.errors) > 0 {
+            let bucket = std::mem::take(&mut self.cur);
+            self.write_row(self.start_ns, now, &bucket)?;
+        }
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Phase;
+
+    /// A request ending `end_ms` after `base_ns`.
+    fn rec(base_ns: u64, end_ms: u64, latency_ms: u64, error: bool) -> RequestRecord {
+        let ms = 1_000_000;
+        let end = base_ns + end_ms * ms;
+        RequestRecord {
+            phase: Phase::Measure,
+            seq: 0,
+            prompt_index: 0,
+            intended_ns: end - latency_ms * ms,
+            sent_ns: end - latency_ms * ms,
+            send_done_ns: None,
+            first_byte_ns: None,
+            first_token_ns: Some(end - latency_ms * ms + ms),
+            second_token_ns: None,
+            last_token_ns: Some(end),
+            end_ns: end,
+            isl: 1,
+            osl: 10,
+            server_osl: None,
+            requested_osl: 10,
+            chunks: 10,
+            responses: 10,
+            error: error
+                .then(|| crate::record::RequestError::new(crate::record::ErrorKind::Timeout, "t")),
+        }
+    }
+
+    #[test]
+    fn rows_per_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        let clock = Clock::start();
+        let mut t = Timeline::create(&path, Duration::from_millis(100), clock).unwrap();
+        let base = t.start_ns;
+        t.record(&rec(base, 10, 5, false));
+        t.record(&rec(base, 20, 7, false));
+        t.record(&rec(base, 150, 9, true));
+        t.record(&rec(base, 350, 11, false));
+        t.advance(base + 400 * 1_000_000);
+        drop(t);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect())
+            .collect();
+        assert_eq!(text.lines().next().unwrap(), HEADER);
+        assert_eq!(rows.len(), 4, "{text}");
+        assert_eq!((rows[0][2], rows[0][3], rows[0][4]), ("2", "0", "20.000"));
+        assert_eq!(rows[0][5], "6.000");
+        assert_eq!((rows[1][2], rows[1][3], rows[1][5]), ("0", "1", ""));
+        assert_eq!(rows[2][2], "0");
+        assert_eq!((rows[3][2], rows[3][10]), ("1", "100.0"));
+    }
+}

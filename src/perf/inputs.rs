@@ -1,0 +1,811 @@
+//! Input tensors for `ttftbench perf`: names, datatypes and shapes from the model's metadata and
+//! config; values random, zero, or from perf_analyzer's input-data JSON; encoded once per
+//! dataset entry for gRPC (`raw_input_contents`) or HTTP (binary tensor extension or JSON), and
+//! reused for every request.
+//!
+//! perf_analyzer's input-data format: `{"data": [{"INPUT": VALUE, ...}, ...]}` where VALUE is a
+//! flat (or nested) list in row-major order, `{"content": LIST, "shape": [d1, ...]}`, or
+//! `{"b64": "..."}` (raw little-endian bytes; BYTES elements with their 4-byte length prefixes).
+//! One entry is one request; entries are sent round-robin. A file of JSON lines, each such an
+//! object, is read the same way. `model` and `validation_data` keys are ignored.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use base64::Engine;
+use bytes::Bytes;
+use prost::Message;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde_json::{Value, json};
+
+use super::plan::{DataSource, ParamValue, PerfPlan, Protocol};
+use crate::client::Payload;
+use crate::plan::UsageError;
+use crate::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
+use crate::proto::{InferParameter, ModelInferRequest, infer_parameter::ParameterChoice};
+use crate::workload::tensor::{
+    DataType, ModelInfo, TensorSpec, encode_bytes_elements, encode_scalar,
+};
+use crate::workload::{Dataset, Entry};
+
+/// One input of one request, ready to encode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    /// Input name.
+    pub name: String,
+    /// Datatype.
+    pub datatype: DataType,
+    /// Full shape, batch dimension included when the model batches.
+    pub shape: Vec<i64>,
+    /// Row-major little-endian contents (BYTES: length-prefixed elements).
+    pub raw: Vec<u8>,
+}
+
+/// Builds the requests of a run: the tensors of every dataset entry, checked against the model.
+pub fn tensors(plan: &PerfPlan, info: &ModelInfo) -> Result<Vec<Vec<Tensor>>, UsageError> {
+    check_batch(plan, info)?;
+    for (name, _) in &plan.shapes {
+        if info.input(name).is_none() {
+            return Err(UsageError(format!(
+                "--shape {name}: model '{}' has no input '{name}'; its inputs are: {}",
+                info.name,
+                info.describe_inputs()
+            )));
+        }
+    }
+    let entries: Vec<HashMap<String, Value>> = match &plan.data {
+        DataSource::Random | DataSource::Zero => vec![HashMap::new()],
+        DataSource::Files(paths) => {
+            let mut all = Vec::new();
+            for p in paths {
+                all.extend(read_data_file(p)?);
+            }
+            if all.is_empty() {
+                return Err(UsageError(
+                    "--input-data: the files hold no data entries".into(),
+                ));
+            }
+            all
+        }
+    };
+    let mut rng = StdRng::seed_from_u64(plan.seed);
+    let mut out = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        for key in entry.keys() {
+            if info.input(key).is_none() {
+                return Err(UsageError(format!(
+                    "--input-data entry {i}: '{key}' is not an input of model '{}'; its inputs are: {}",
+                    info.name,
+                    info.describe_inputs()
+                )));
+            }
+        }
+        let mut request = Vec::new();
+        for spec in &info.inputs {
+            let tensor = match entry.get(&spec.name) {
+                Some(v) => from_json(plan, info, spec, v, i)?,
+                None if matches!(plan.data, DataSource::Files(_)) && spec.optional => continue,
+                None if matches!(plan.data, DataSource::Files(_)) => {
+                    return Err(UsageError(format!(
+                        "--input-data entry {i}: input '{}' ({} {}) is missing and not optional",
+                        spec.name,
+                        spec.datatype.name(),
+                        dims_text(&spec.dims)
+                    )));
+                }
+                // An optional input whose shape is not known is left out rather than guessed.
+                None if spec.optional && item_shape(plan, info, spec).is_err() => continue,
+                None => generated(plan, info, spec, &mut rng)?,
+            };
+            request.push(tensor);
+        }
+        out.push(request);
+    }
+    Ok(out)
+}
+
+fn check_batch(plan: &PerfPlan, info: &ModelInfo) -> Result<(), UsageError> {
+    if info.max_batch_size == 0 && plan.batch > 1 {
+        return Err(UsageError(format!(
+            "-b {}: model '{}' does not batch (max_batch_size 0); use -b 1",
+            plan.batch, info.name
+        )));
+    }
+    if info.max_batch_size > 0 && plan.batch > info.max_batch_size as u32 {
+        return Err(UsageError(format!(
+            "-b {}: larger than model '{}' allows (max_batch_size {})",
+            plan.batch, info.name, info.max_batch_size
+        )));
+    }
+    Ok(())
+}
+
+fn dims_text(d: &[i64]) -> String {
+    format!(
+        "[{}]",
+        d.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+    )
+}
+
+/// The per-item shape of an input: `--shape` first, then the model's dims; variable dims must be
+/// given.
+fn item_shape(
+    plan: &PerfPlan,
+    info: &ModelInfo,
+    spec: &TensorSpec,
+) -> Result<Vec<i64>, UsageError> {
+    if let Some((_, s)) = plan.shapes.iter().find(|(n, _)| *n == spec.name) {
+        let fixed_ok =
+            s.len() == spec.dims.len() && s.iter().zip(&spec.dims).all(|(g, d)| *d < 0 || g == d);
+        if !spec.dims.is_empty() && !fixed_ok {
+            return Err(UsageError(format!(
+                "--shape {}:{}: model '{}' declares {} as {} {} (-1 = any); the given shape does not fit",
+                spec.name,
+                s.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
+                info.name,
+                spec.name,
+                spec.datatype.name(),
+                dims_text(&spec.dims)
+            )));
+        }
+        return Ok(s.clone());
+    }
+    if spec.dims.iter().any(|d| *d < 0) {
+        return Err(UsageError(format!(
+            "input '{}' of model '{}' has variable dimensions {}: give its shape with --shape {}:{}",
+            spec.name,
+            info.name,
+            dims_text(&spec.dims),
+            spec.name,
+            spec.dims
+                .iter()
+                .map(|d| if *d < 0 {
+                    "N".to_string()
+                } else {
+                    d.to_string()
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
+    Ok(spec.dims.clone())
+}
+
+fn with_batch(plan: &PerfPlan, info: &ModelInfo, item: &[i64]) -> Vec<i64> {
+    let mut s = Vec::with_capacity(item.len() + 1);
+    if info.max_batch_size > 0 {
+        s.push(i64::from(plan.batch));
+    }
+    s.extend_from_slice(item);
+    s
+}
+
+fn elements(shape: &[i64]) -> usize {
+    shape.iter().map(|d| (*d).max(0) as usize).product()
+}
+
+/// Random or zero values, generated once.
+fn generated(
+    plan: &PerfPlan,
+    info: &ModelInfo,
+    spec: &TensorSpec,
+    rng: &mut StdRng,
+) -> Result<Tensor, UsageError> {
+    let item = item_shape(plan, info, spec)?;
+    let n = elements(&item);
+    let zero = plan.data == DataSource::Zero;
+    let one: Vec<u8> = match spec.datatype {
+        DataType::Bytes => {
+            let strings: Vec<Vec<u8>> = (0..n)
+                .map(|_| match &plan.string_data {
+                    Some(s) => s.as_bytes().to_vec(),
+                    None if zero => vec![b'0'; plan.string_length],
+                    None => (0..plan.string_length)
+                        .map(|_| b"abcdefghijklmnopqrstuvwxyz0123456789"[rng.random_range(0..36)])
+                        .collect(),
+                })
+                .collect();
+            encode_bytes_elements(strings.iter().map(Vec::as_slice))
+        }
+        dt => {
+            let size = dt.size().unwrap_or(1);
+            let mut v = vec![0u8; n * size];
+            if !zero {
+                for chunk in v.chunks_mut(size) {
+                    let x = match dt {
+                        DataType::Bool => json!(rng.random_bool(0.5)),
+                        DataType::F16 | DataType::Bf16 | DataType::F32 | DataType::F64 => {
+                            json!(rng.random::<f64>())
+                        }
+                        // Small non-negative integers are valid for every integer type and for
+                        // inputs such as token ids.
+                        _ => json!(rng.random_range(0..100u32)),
+                    };
+                    let bytes = encode_scalar(dt, &x).map_err(UsageError)?;
+                    chunk.copy_from_slice(&bytes);
+                }
+            }
+            v
+        }
+    };
+    Ok(batched(plan, info, spec, &item, one))
+}
+
+/// Replicates one item's contents along the batch dimension.
+fn batched(
+    plan: &PerfPlan,
+    info: &ModelInfo,
+    spec: &TensorSpec,
+    item: &[i64],
+    one: Vec<u8>,
+) -> Tensor {
+    let copies = if info.max_batch_size > 0 {
+        plan.batch as usize
+    } else {
+        1
+    };
+    let raw = if copies == 1 { one } else { one.repeat(copies) };
+    Tensor {
+        name: spec.name.clone(),
+        datatype: spec.datatype,
+        shape: with_batch(plan, info, item),
+        raw,
+    }
+}
+
+fn flatten<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+    match v {
+        Value::Array(items) => items.iter().for_each(|x| flatten(x, out)),
+        other => out.push(other),
+    }
+}
+
+fn from_json(
+    plan: &PerfPlan,
+    info: &ModelInfo,
+    spec: &TensorSpec,
+    v: &Value,
+    entry: usize,
+) -> Result<Tensor, UsageError> {
+    let at = format!("--input-data entry {entry}, input '{}'", spec.name);
+    let (content, given_shape): (&Value, Option<Vec<i64>>) = match v {
+        Value::Object(o) if o.contains_key("b64") => {
+            let b64 = o
+                .get("b64")
+                .and_then(Value::as_str)
+                .ok_or_else(|| UsageError(format!("{at}: \"b64\" must be a string")))?;
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| UsageError(format!("{at}: invalid base64 ({e})")))?;
+            let item = match o.get("shape") {
+                Some(s) => shape_from_json(s, &at)?,
+                None => item_shape(plan, info, spec)?,
+            };
+            if let Some(size) = spec.datatype.size()
+                && raw.len() != elements(&item) * size
+            {
+                return Err(UsageError(format!(
+                    "{at}: {} bytes of b64 data, expected {} for {} {}",
+                    raw.len(),
+                    elements(&item) * size,
+                    spec.datatype.name(),
+                    dims_text(&item)
+                )));
+            }
+            return Ok(batched(plan, info, spec, &item, raw));
+        }
+        Value::Object(o) => {
+            let c = o.get("content").ok_or_else(|| {
+                UsageError(format!("{at}: an object needs \"content\" (or \"b64\")"))
+            })?;
+            (
+                c,
+                o.get("shape")
+                    .map(|s| shape_from_json(s, &at))
+                    .transpose()?,
+            )
+        }
+        other => (other, None),
+    };
+    let mut flat = Vec::new();
+    flatten(content, &mut flat);
+    let item = match given_shape {
+        Some(s) => s,
+        None => match item_shape(plan, info, spec) {
+            Ok(s) => s,
+            // One variable dimension can be read off the number of values.
+            Err(e) => {
+                let fixed: i64 = spec.dims.iter().filter(|d| **d > 0).product();
+                if spec.dims.iter().filter(|d| **d < 0).count() == 1
+                    && fixed > 0
+                    && flat.len() as i64 % fixed == 0
+                {
+                    spec.dims
+                        .iter()
+                        .map(|d| {
+                            if *d < 0 {
+                                flat.len() as i64 / fixed
+                            } else {
+                                *d
+                            }
+                        })
+                        .collect()
+                } else {
+                    return Err(e);
+                }
+            }
+        },
+    };
+    if flat.len() != elements(&item) {
+        return Err(UsageError(format!(
+            "{at}: {} values, expected {} for shape {} ({} declares {})",
+            flat.len(),
+            elements(&item),
+            dims_text(&item),
+            info.name,
+            dims_text(&spec.dims)
+        )));
+    }
+    let raw = if spec.datatype == DataType::Bytes {
+        let strings: Vec<String> = flat
+            .iter()
+            .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+            .collect();
+        encode_bytes_elements(strings.iter().map(|s| s.as_bytes()))
+    } else {
+        let mut raw = Vec::with_capacity(flat.len() * spec.datatype.size().unwrap_or(1));
+        for x in flat {
+            raw.extend(encode_scalar(spec.datatype, x).map_err(|e| {
+                UsageError(format!(
+                    "{at}: expected {} values: {e}",
+                    spec.datatype.name()
+                ))
+            })?);
+        }
+        raw
+    };
+    Ok(batched(plan, info, spec, &item, raw))
+}
+
+fn shape_from_json(v: &Value, at: &str) -> Result<Vec<i64>, UsageError> {
+    v.as_array()
+        .and_then(|a| {
+            a.iter()
+                .map(|d| d.as_i64().filter(|x| *x > 0))
+                .collect::<Option<Vec<_>>>()
+        })
+        .ok_or_else(|| {
+            UsageError(format!(
+                "{at}: \"shape\" must be a list of positive integers"
+            ))
+        })
+}
+
+/// Reads a perf_analyzer input-data file (or JSON lines of entries).
+pub fn read_data_file(path: &Path) -> Result<Vec<HashMap<String, Value>>, UsageError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("--input-data {}: {e}", path.display())))?;
+    let entry = |v: Value, where_: &str| -> Result<HashMap<String, Value>, UsageError> {
+        match v {
+            Value::Object(mut o) => {
+                o.remove("model");
+                Ok(o.into_iter().collect())
+            }
+            Value::Array(_) => Err(UsageError(format!(
+                "--input-data {} {where_}: sequence (stream) entries are not supported; give one object of input tensors per entry",
+                path.display()
+            ))),
+            _ => Err(UsageError(format!(
+                "--input-data {} {where_}: expected an object of input tensors",
+                path.display()
+            ))),
+        }
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(o)) if o.contains_key("data") => {
+            let data = o.get("data").and_then(Value::as_array).ok_or_else(|| {
+                UsageError(format!("--input-data {}: \"data\" must be a list of entries", path.display()))
+            })?;
+            data.iter().enumerate().map(|(i, v)| entry(v.clone(), &format!("entry {i}"))).collect()
+        }
+        Ok(Value::Object(o)) => Ok(vec![entry(Value::Object(o), "")?]),
+        Ok(_) => Err(UsageError(format!(
+            "--input-data {}: expected {{\"data\": [{{\"INPUT\": [...]}}, ...]}} (perf_analyzer's input-data format)",
+            path.display()
+        ))),
+        Err(_) => text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                let v: Value = serde_json::from_str(l).map_err(|e| {
+                    UsageError(format!(
+                        "--input-data {} line {}: not JSON ({e}); expected perf_analyzer's {{\"data\": [...]}} format or one JSON object per line",
+                        path.display(),
+                        i + 1
+                    ))
+                })?;
+                entry(v, &format!("line {}", i + 1))
+            })
+            .collect(),
+    }
+}
+
+fn param(v: &ParamValue) -> InferParameter {
+    let choice = match v {
+        ParamValue::Bool(b) => ParameterChoice::BoolParam(*b),
+        ParamValue::Int(i) => ParameterChoice::Int64Param(*i),
+        ParamValue::Double(d) => ParameterChoice::DoubleParam(*d),
+        ParamValue::Str(s) => ParameterChoice::StringParam(s.clone()),
+    };
+    InferParameter {
+        parameter_choice: Some(choice),
+    }
+}
+
+/// Encodes one request for gRPC (without `id`, appended per send).
+pub fn grpc_request(plan: &PerfPlan, info: &ModelInfo, tensors: &[Tensor]) -> Vec<u8> {
+    let mut parameters: HashMap<String, InferParameter> = plan
+        .request_parameters
+        .iter()
+        .map(|(k, v)| (k.clone(), param(v)))
+        .collect();
+    if plan.target.streaming {
+        parameters.insert(
+            "triton_enable_empty_final_response".into(),
+            InferParameter {
+                parameter_choice: Some(ParameterChoice::BoolParam(true)),
+            },
+        );
+    }
+    ModelInferRequest {
+        model_name: info.name.clone(),
+        model_version: plan.model_version.clone(),
+        id: String::new(),
+        parameters,
+        inputs: tensors
+            .iter()
+            .map(|t| InferInputTensor {
+                name: t.name.clone(),
+                datatype: t.datatype.name().into(),
+                shape: t.shape.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        outputs: Vec::<InferRequestedOutputTensor>::new(),
+        raw_input_contents: tensors.iter().map(|t| t.raw.clone()).collect(),
+    }
+    .encode_to_vec()
+}
+
+/// Encodes one request for HTTP: binary tensor extension (JSON header + raw blobs, returning the
+/// header length for `Inference-Header-Content-Length`) or all-JSON.
+pub fn http_request(
+    plan: &PerfPlan,
+    info: &ModelInfo,
+    tensors: &[Tensor],
+) -> (Vec<u8>, Option<usize>) {
+    let params: serde_json::Map<String, Value> = plan
+        .request_parameters
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
+        .collect();
+    let outputs: Vec<Value> = info
+        .outputs
+        .iter()
+        .map(|o| json!({"name": o.name, "parameters": {"binary_data": plan.binary_outputs}}))
+        .collect();
+    if plan.binary_inputs {
+        let inputs: Vec<Value> = tensors
+            .iter()
+            .map(|t| json!({"name": t.name, "shape": t.shape, "datatype": t.datatype.name(), "parameters": {"binary_data_size": t.raw.len()}}))
+            .collect();
+        let mut header = json!({"inputs": inputs, "outputs": outputs});
+        if !params.is_empty() {
+            header["parameters"] = Value::Object(params);
+        }
+        let mut body = serde_json::to_vec(&header).unwrap_or_default();
+        let header_len = body.len();
+        for t in tensors {
+            body.extend_from_slice(&t.raw);
+        }
+        (body, Some(header_len))
+    } else {
+        let inputs: Vec<Value> = tensors
+            .iter()
+            .map(|t| json!({"name": t.name, "shape": t.shape, "datatype": t.datatype.name(), "data": json_values(t)}))
+            .collect();
+        let mut doc = json!({"inputs": inputs, "outputs": outputs});
+        if !params.is_empty() {
+            doc["parameters"] = Value::Object(params);
+        }
+        (serde_json::to_vec(&doc).unwrap_or_default(), None)
+    }
+}
+
+/// A tensor's values as a flat JSON list (for the all-JSON HTTP encoding).
+fn json_values(t: &Tensor) -> Vec<Value> {
+    let r = &t.raw;
+    macro_rules! le {
+        ($ty:ty, $n:expr) => {
+            r.chunks_exact($n)
+                .map(|c| json!(<$ty>::from_le_bytes(c.try_into().unwrap_or([0; $n]))))
+                .collect()
+        };
+    }
+    match t.datatype {
+        DataType::Bool => r.iter().map(|b| json!(*b != 0)).collect(),
+        DataType::U8 => r.iter().map(|b| json!(*b)).collect(),
+        DataType::I8 => r.iter().map(|b| json!(*b as i8)).collect(),
+        DataType::U16 => le!(u16, 2),
+        DataType::I16 => le!(i16, 2),
+        DataType::U32 => le!(u32, 4),
+        DataType::I32 => le!(i32, 4),
+        DataType::U64 => le!(u64, 8),
+        DataType::I64 => le!(i64, 8),
+        DataType::F32 => le!(f32, 4),
+        DataType::F64 => le!(f64, 8),
+        // Half-precision values travel as their float value.
+        DataType::F16 | DataType::Bf16 => r
+            .chunks_exact(2)
+            .map(|c| {
+                let bits = u16::from_le_bytes([c[0], c[1]]);
+                json!(if t.datatype == DataType::Bf16 {
+                    f32::from_bits(u32::from(bits) << 16)
+                } else {
+                    f16_to_f32(bits)
+                })
+            })
+            .collect(),
+        DataType::Bytes => {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i + 4 <= r.len() {
+                let n = u32::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]) as usize;
+                let end = (i + 4 + n).min(r.len());
+                out.push(json!(String::from_utf8_lossy(&r[i + 4..end])));
+                i = end;
+            }
+            out
+        }
+    }
+}
+
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = (h >> 10) & 0x1f;
+    let frac = f32::from(h & 0x3ff);
+    match exp {
+        0 => sign * frac * 2f32.powi(-24),
+        0x1f => {
+            if frac == 0.0 {
+                sign * f32::INFINITY
+            } else {
+                f32::NAN
+            }
+        }
+        e => sign * (1.0 + frac / 1024.0) * 2f32.powi(i32::from(e) - 15),
+    }
+}
+
+/// The run's dataset: one prepared payload per data entry.
+pub fn dataset(
+    plan: &PerfPlan,
+    info: &ModelInfo,
+    protocol: Protocol,
+) -> Result<Dataset, UsageError> {
+    let all = tensors(plan, info)?;
+    let entries = all
+        .iter()
+        .map(|t| {
+            let payload = match protocol {
+                Protocol::Grpc => Payload::Grpc(Bytes::from(grpc_request(plan, info, t))),
+                Protocol::Http => {
+                    let (body, header_len) = http_request(plan, info, t);
+                    Payload::HttpInfer {
+                        body: Bytes::from(body),
+                        header_len,
+                    }
+                }
+            };
+            Entry {
+                payload,
+                isl: 0,
+                max_tokens: 0,
+            }
+        })
+        .collect();
+    Ok(Dataset::new(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> PerfPlan {
+        let mut argv = vec!["ttftbench", "perf", "-m", "m"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
+        let crate::cli::Command::Perf(p) = cli.command else {
+            panic!("expected perf")
+        };
+        PerfPlan::from_args(&p, &[]).unwrap()
+    }
+
+    fn spec(name: &str, dt: DataType, dims: &[i64]) -> TensorSpec {
+        TensorSpec {
+            name: name.into(),
+            datatype: dt,
+            dims: dims.to_vec(),
+            optional: false,
+        }
+    }
+
+    fn model(max_batch: i32, inputs: Vec<TensorSpec>) -> ModelInfo {
+        ModelInfo {
+            name: "m".into(),
+            platform: String::new(),
+            backend: String::new(),
+            max_batch_size: max_batch,
+            decoupled: false,
+            inputs,
+            outputs: vec![spec("out", DataType::F32, &[2])],
+        }
+    }
+
+    #[test]
+    fn random_image_input_with_batch() {
+        let m = model(8, vec![spec("images", DataType::F32, &[3, 4, 4])]);
+        let t = tensors(&plan(&["-b", "4"]), &m).unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0][0].shape, [4, 3, 4, 4]);
+        assert_eq!(t[0][0].raw.len(), 4 * 3 * 4 * 4 * 4);
+        // Every batch item repeats the first.
+        let item = 3 * 4 * 4 * 4;
+        assert_eq!(t[0][0].raw[..item], t[0][0].raw[item..2 * item]);
+        assert!(t[0][0].raw.iter().any(|b| *b != 0));
+        let z = tensors(&plan(&["--input-data", "zero"]), &m).unwrap();
+        assert!(z[0][0].raw.iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn variable_dims_need_shape() {
+        let m = model(8, vec![spec("input_ids", DataType::I64, &[-1])]);
+        let e = tensors(&plan(&[]), &m).unwrap_err().0;
+        assert!(e.contains("--shape input_ids:N"), "{e}");
+        let t = tensors(&plan(&["--shape", "input_ids:16"]), &m).unwrap();
+        assert_eq!(t[0][0].shape, [1, 16]);
+        assert_eq!(t[0][0].raw.len(), 16 * 8);
+        let e = tensors(&plan(&["--shape", "bogus:3"]), &m).unwrap_err().0;
+        assert!(
+            e.contains("no input 'bogus'") && e.contains("input_ids (INT64 [-1])"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn batch_limits() {
+        let m = model(8, vec![spec("x", DataType::F32, &[1])]);
+        assert!(
+            tensors(&plan(&["-b", "16"]), &m)
+                .unwrap_err()
+                .0
+                .contains("max_batch_size 8")
+        );
+        let m0 = model(0, vec![spec("x", DataType::F32, &[1])]);
+        assert!(
+            tensors(&plan(&["-b", "2"]), &m0)
+                .unwrap_err()
+                .0
+                .contains("does not batch")
+        );
+        assert_eq!(tensors(&plan(&[]), &m0).unwrap()[0][0].shape, [1]);
+    }
+
+    #[test]
+    fn json_input_data_forms() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("in.json");
+        let raw = base64::engine::general_purpose::STANDARD.encode(7i64.to_le_bytes().repeat(2));
+        std::fs::write(
+            &f,
+            format!(
+                r#"{{"data": [{{"ids": [1, 2, 3], "text": ["hi"]}}, {{"ids": {{"content": [[4], [5]], "shape": [2]}}, "text": ["x"]}}, {{"ids": {{"b64": "{raw}", "shape": [2]}}, "text": ["y"]}}]}}"#
+            ),
+        )
+        .unwrap();
+        let m = model(
+            0,
+            vec![
+                spec("ids", DataType::I64, &[-1]),
+                spec("text", DataType::Bytes, &[1]),
+            ],
+        );
+        let t = tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m).unwrap();
+        assert_eq!(t.len(), 3);
+        assert_eq!(t[0][0].shape, [3]);
+        assert_eq!(
+            t[0][0].raw,
+            [1i64, 2, 3]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>()
+        );
+        assert_eq!(t[0][1].raw, [2, 0, 0, 0, b'h', b'i']);
+        assert_eq!(t[1][0].shape, [2]);
+        assert_eq!(t[2][0].raw, 7i64.to_le_bytes().repeat(2));
+        // Wrong names, counts and types say what was expected.
+        std::fs::write(&f, r#"{"data": [{"idz": [1]}]}"#).unwrap();
+        let e = tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("'idz' is not an input"), "{e}");
+        std::fs::write(
+            &f,
+            r#"{"data": [{"ids": {"content": [1, 2, 3], "shape": [2]}, "text": ["a"]}]}"#,
+        )
+        .unwrap();
+        let e = tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("3 values, expected 2"), "{e}");
+        std::fs::write(&f, r#"{"data": [{"ids": ["a"], "text": ["a"]}]}"#).unwrap();
+        let e = tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("expected INT64"), "{e}");
+        std::fs::write(
+            &f,
+            "{\"ids\": [1], \"text\": [\"a\"]}\n{\"ids\": [2, 3], \"text\": [\"b\"]}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m)
+                .unwrap()
+                .len(),
+            2,
+            "JSON lines"
+        );
+    }
+
+    #[test]
+    fn encodings() {
+        let m = model(8, vec![spec("x", DataType::I32, &[2])]);
+        let p = plan(&[
+            "--request-parameter",
+            "max_tokens:256",
+            "--input-data",
+            "zero",
+        ]);
+        let t = tensors(&p, &m).unwrap();
+        let req = ModelInferRequest::decode(grpc_request(&p, &m, &t[0]).as_slice()).unwrap();
+        assert_eq!(req.inputs[0].shape, [1, 2]);
+        assert_eq!(req.raw_input_contents[0], [0; 8]);
+        assert_eq!(
+            req.parameters["max_tokens"].parameter_choice,
+            Some(ParameterChoice::Int64Param(256))
+        );
+        let (body, header_len) = http_request(&p, &m, &t[0]);
+        let header_len = header_len.unwrap();
+        let header: Value = serde_json::from_slice(&body[..header_len]).unwrap();
+        assert_eq!(header["inputs"][0]["parameters"]["binary_data_size"], 8);
+        assert_eq!(header["outputs"][0]["parameters"]["binary_data"], true);
+        assert_eq!(header["parameters"]["max_tokens"], 256);
+        assert_eq!(&body[header_len..], [0; 8]);
+        let pj = plan(&[
+            "--input-tensor-format",
+            "json",
+            "--output-tensor-format",
+            "json",
+            "--input-data",
+            "zero",
+        ]);
+        let (body, none) = http_request(&pj, &m, &t[0]);
+        assert!(none.is_none());
+        let doc: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(doc["inputs"][0]["data"], json!([0, 0]));
+        assert_eq!(doc["outputs"][0]["parameters"]["binary_data"], false);
+    }
+}

@@ -1,0 +1,494 @@
+//! perf_analyzer's console report and `-f` latency-report CSV, as pure functions of the levels.
+//!
+//! CSV (`-f FILE`): header, then one row per level sorted by ascending Inferences/Second.
+//! Columns, in order (bracketed ones are conditional, as in perf_analyzer):
+//! `Concurrency` or `Request Rate`, `Inferences/Second`, [`Response Throughput` — streaming],
+//! `Client Send`, [`Network+Server Send/Recv`, `Server Queue`, `Server Compute Input`,
+//! `Server Compute Infer`, `Server Compute Output` — when the server's statistics were read],
+//! `Client Recv`, `p50 latency`, `p90 latency`, `p95 latency`, `p99 latency`, [`pN latency` —
+//! `--percentile N` other than 50/90/95/99], then with `--verbose-csv`: [`Avg latency` — without
+//! `--percentile`], `request/response`, `response wait`. Time columns are integer microseconds
+//! (ns / 1000, truncated); Inferences/Second uses C++ stream formatting (6 significant digits).
+//! Network+Server Send/Recv = max(0, avg latency − send − recv − server queue − server compute).
+
+use super::{PerfLevel, ServerView};
+use crate::plan::Stimulus;
+
+/// C++ `ostream << double` default formatting: 6 significant digits, no trailing zeros.
+pub fn g6(v: f64) -> String {
+    if !v.is_finite() {
+        return "0".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let exp = v.abs().log10().floor() as i32;
+    if !(-4..6).contains(&exp) {
+        let s = format!("{:.5e}", v);
+        let (mant, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let mant = mant.trim_end_matches('0').trim_end_matches('.');
+        let e: i32 = e.parse().unwrap_or(0);
+        return format!("{mant}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    }
+    let decimals = (5 - exp).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn us(ns: f64) -> u64 {
+    (ns.max(0.0) / 1000.0) as u64
+}
+
+/// perf_analyzer's server overhead: success time minus the accounted phases, floored at 0.
+fn overhead_ns(s: &ServerView) -> f64 {
+    (s.avg_request_ns
+        - s.avg_queue_ns
+        - s.avg_compute_input_ns
+        - s.avg_compute_infer_ns
+        - s.avg_compute_output_ns)
+        .max(0.0)
+}
+
+fn stimulus_label(s: &Stimulus) -> String {
+    match s {
+        Stimulus::Concurrency(n) => format!("Request concurrency: {n}"),
+        Stimulus::RequestRate { rate, .. } => {
+            format!("Request Rate: {} inference requests per seconds", g6(*rate))
+        }
+    }
+}
+
+/// The `*** Measurement Settings ***` block.
+pub fn settings(s: &super::Settings) -> String {
+    let mut out = String::from("*** Measurement Settings ***\n");
+    out.push_str(&format!("  Batch size: {}\n", s.batch));
+    out.push_str("  Service Kind: Triton\n");
+    match s.window {
+        super::plan::WindowRule::Time(d) => {
+            out.push_str("  Using \"time_windows\" mode for stabilization\n");
+            // The flag's value; windows last 1.2 × this.
+            out.push_str(&format!(
+                "  Measurement window: {} msec\n",
+                (d.as_millis() as f64 / 1.2).round() as u64
+            ));
+        }
+        super::plan::WindowRule::Count(n) => {
+            out.push_str("  Using \"count_windows\" mode for stabilization\n");
+            out.push_str(&format!(
+                "  Minimum number of samples in each window: {n}\n"
+            ));
+        }
+        super::plan::WindowRule::Requests(n) => {
+            out.push_str(&format!("  Measuring {n} requests in one window\n"))
+        }
+        super::plan::WindowRule::Once(d) => out.push_str(&format!(
+            "  Measuring one window of {} msec (no stability trials)\n",
+            d.as_millis()
+        )),
+    }
+    if s.latency_threshold_ms > 0 {
+        out.push_str(&format!(
+            "  Latency limit: {} msec\n",
+            s.latency_threshold_ms
+        ));
+    }
+    out.push_str(&format!(
+        "  Using asynchronous calls for inference over {}\n",
+        s.protocol
+    ));
+    if s.streaming {
+        out.push_str("  Streaming responses (ModelStreamInfer)\n");
+    }
+    match s.percentile {
+        Some(p) => out.push_str(&format!(
+            "  Stabilizing using p{p} latency and throughput\n"
+        )),
+        None => out.push_str("  Stabilizing using average latency and throughput\n"),
+    }
+    out.push('\n');
+    out
+}
+
+/// One level's client and server blocks.
+pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
+    let mut out = format!("{}\n", stimulus_label(&l.stimulus));
+    out.push_str("  Client: \n");
+    out.push_str(&format!("    Request count: {}\n", l.request_count));
+    out.push_str(&format!("    Throughput: {} infer/sec\n", g6(l.throughput)));
+    if l.streaming {
+        out.push_str(&format!(
+            "    Response Throughput: {} responses/sec\n",
+            g6(l.response_throughput)
+        ));
+        if let Some(f) = &l.first_response {
+            out.push_str(&format!(
+                "    Avg time to first response: {} usec\n",
+                us(f.avg)
+            ));
+        }
+    }
+    if percentile.is_none() {
+        out.push_str(&format!(
+            "    Avg latency: {} usec (standard deviation {} usec)\n",
+            us(l.latency.avg),
+            us(l.latency.std)
+        ));
+    }
+    for (p, v) in [
+        (50, l.latency.p50),
+        (90, l.latency.p90),
+        (95, l.latency.p95),
+        (99, l.latency.p99),
+    ] {
+        out.push_str(&format!("    p{p} latency: {} usec\n", us(v)));
+    }
+    if let Some((p, v)) = l.extra_percentile {
+        out.push_str(&format!("    p{p} latency: {} usec\n", us(v)));
+    }
+    let wait = (l.latency.avg - l.avg_send_ns - l.avg_recv_ns).max(0.0);
+    if l.streaming {
+        // perf_analyzer omits client-library times for decoupled models.
+    } else if protocol == "gRPC" {
+        out.push_str(&format!(
+            "    Avg gRPC time: {} usec ((un)marshal request/response {} usec + response wait {} usec)\n",
+            us(l.latency.avg),
+            us(l.avg_send_ns + l.avg_recv_ns),
+            us(wait)
+        ));
+    } else {
+        out.push_str(&format!(
+            "    Avg HTTP time: {} usec (send/recv {} usec + response wait {} usec)\n",
+            us(l.latency.avg),
+            us(l.avg_send_ns + l.avg_recv_ns),
+            us(wait)
+        ));
+    }
+    if l.error_count > 0 {
+        out.push_str(&format!("    Failed requests: {}\n", l.error_count));
+    }
+    if let Some(s) = &l.server {
+        out.push_str("  Server: \n");
+        out.push_str(&format!("    Inference count: {}\n", s.inference_count));
+        out.push_str(&format!("    Execution count: {}\n", s.execution_count));
+        out.push_str(&format!(
+            "    Successful request count: {}\n",
+            s.success_count
+        ));
+        out.push_str(&format!(
+            "    Avg request latency: {} usec (overhead {} usec + queue {} usec + compute input {} usec + compute infer {} usec + compute output {} usec)\n",
+            us(s.avg_request_ns),
+            us(overhead_ns(s)),
+            us(s.avg_queue_ns),
+            us(s.avg_compute_input_ns),
+            us(s.avg_compute_infer_ns),
+            us(s.avg_compute_output_ns)
+        ));
+    }
+    if !l.stable {
+        out.push_str(&format!(
+            "  Failed to obtain stable measurement within {} measurement windows for {}. Please try to increase the --measurement-interval.\n",
+            l.windows,
+            match l.stimulus {
+                Stimulus::Concurrency(n) => format!("concurrency {n}"),
+                Stimulus::RequestRate { rate, .. } => format!("request rate {}", g6(rate)),
+            }
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+/// The closing summary lines.
+pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
+    let which = percentile.map_or("Average".to_string(), |p| format!("p{p}"));
+    let mut out = format!("Inferences/Second vs. Client {which} Batch Latency\n");
+    for l in levels {
+        let lat = match (percentile, l.extra_percentile) {
+            (Some(_), Some((_, v))) => v,
+            (Some(50), None) => l.latency.p50,
+            (Some(90), None) => l.latency.p90,
+            (Some(95), None) => l.latency.p95,
+            (Some(99), None) => l.latency.p99,
+            _ => l.latency.avg,
+        };
+        let head = match l.stimulus {
+            Stimulus::Concurrency(n) => format!("Concurrency: {n}"),
+            Stimulus::RequestRate { rate, .. } => format!("Request Rate: {}", g6(rate)),
+        };
+        out.push_str(&format!(
+            "{head}, throughput: {} infer/sec, latency {} usec\n",
+            g6(l.throughput),
+            us(lat)
+        ));
+    }
+    out
+}
+
+/// Options that shape the CSV.
+#[derive(Debug, Clone, Copy)]
+pub struct CsvOptions {
+    /// `--percentile`.
+    pub percentile: Option<u32>,
+    /// `--verbose-csv`.
+    pub verbose: bool,
+}
+
+/// perf_analyzer's `-f` CSV.
+pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
+    let rate = levels.first().is_some_and(|l| l.stimulus.open_loop());
+    let streaming = levels.iter().any(|l| l.streaming);
+    let server = !levels.is_empty() && levels.iter().all(|l| l.server.is_some());
+    let extra_p = o.percentile.filter(|p| ![50, 90, 95, 99].contains(p));
+    let mut head: Vec<String> = vec![
+        if rate { "Request Rate" } else { "Concurrency" }.into(),
+        "Inferences/Second".into(),
+    ];
+    if streaming {
+        head.push("Response Throughput".into());
+    }
+    head.push("Client Send".into());
+    if server {
+        for h in [
+            "Network+Server Send/Recv",
+            "Server Queue",
+            "Server Compute Input",
+            "Server Compute Infer",
+            "Server Compute Output",
+        ] {
+            head.push(h.into());
+        }
+    }
+    head.push("Client Recv".into());
+    for p in [50, 90, 95, 99] {
+        head.push(format!("p{p} latency"));
+    }
+    if let Some(p) = extra_p {
+        head.push(format!("p{p} latency"));
+    }
+    if o.verbose {
+        if o.percentile.is_none() {
+            head.push("Avg latency".into());
+        }
+        head.push("request/response".into());
+        head.push("response wait".into());
+    }
+    let mut rows: Vec<&PerfLevel> = levels.iter().collect();
+    rows.sort_by(|a, b| {
+        a.throughput
+            .partial_cmp(&b.throughput)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut out = head.join(",");
+    out.push('\n');
+    for l in rows {
+        let mut r: Vec<String> = vec![
+            match l.stimulus {
+                Stimulus::Concurrency(n) => n.to_string(),
+                Stimulus::RequestRate { rate, .. } => g6(rate),
+            },
+            g6(l.throughput),
+        ];
+        if streaming {
+            r.push(g6(l.response_throughput));
+        }
+        r.push(us(l.avg_send_ns).to_string());
+        if server && let Some(s) = &l.server {
+            let accounted = s.avg_queue_ns
+                + s.avg_compute_input_ns
+                + s.avg_compute_infer_ns
+                + s.avg_compute_output_ns;
+            let network = (l.latency.avg - l.avg_send_ns - l.avg_recv_ns - accounted).max(0.0);
+            for v in [
+                network,
+                s.avg_queue_ns,
+                s.avg_compute_input_ns,
+                s.avg_compute_infer_ns,
+                s.avg_compute_output_ns,
+            ] {
+                r.push(us(v).to_string());
+            }
+        }
+        r.push(us(l.avg_recv_ns).to_string());
+        for v in [l.latency.p50, l.latency.p90, l.latency.p95, l.latency.p99] {
+            r.push(us(v).to_string());
+        }
+        if extra_p.is_some() {
+            r.push(us(l.extra_percentile.map_or(0.0, |(_, v)| v)).to_string());
+        }
+        if o.verbose {
+            if o.percentile.is_none() {
+                r.push(us(l.latency.avg).to_string());
+            }
+            r.push(us(l.avg_send_ns + l.avg_recv_ns).to_string());
+            r.push(us((l.latency.avg - l.avg_send_ns - l.avg_recv_ns).max(0.0)).to_string());
+        }
+        out.push_str(&r.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Stats;
+
+    #[test]
+    fn g6_like_cpp() {
+        assert_eq!(g6(168.604_12), "168.604");
+        assert_eq!(g6(8556.0), "8556");
+        assert_eq!(g6(2608.5), "2608.5");
+        assert_eq!(g6(11.6), "11.6");
+        assert_eq!(g6(122.21123), "122.211");
+        assert_eq!(g6(1234567.0), "1.23457e+06");
+        assert_eq!(g6(0.000_012_345_6), "1.23456e-05");
+        assert_eq!(g6(0.5), "0.5");
+        assert_eq!(g6(0.0), "0");
+    }
+
+    fn ns_stats(avg_us: f64) -> Stats {
+        let ns = |x: f64| x * 1000.0;
+        Stats {
+            count: 100,
+            avg: ns(avg_us),
+            min: ns(avg_us * 0.5),
+            max: ns(avg_us * 3.0),
+            std: ns(avg_us * 0.1),
+            p50: ns(avg_us * 0.98),
+            p90: ns(avg_us * 1.2),
+            p95: ns(avg_us * 1.3),
+            p99: ns(avg_us * 1.7),
+            ..Stats::default()
+        }
+    }
+
+    fn lvl(c: u32, tput: f64, lat_us: f64, server: bool) -> PerfLevel {
+        PerfLevel {
+            stimulus: Stimulus::Concurrency(c),
+            request_count: 1000,
+            error_count: 0,
+            throughput: tput,
+            response_throughput: tput,
+            latency: ns_stats(lat_us),
+            first_response: None,
+            extra_percentile: None,
+            avg_send_ns: 4_500.0,
+            avg_recv_ns: 1_200.0,
+            streaming: false,
+            stable: true,
+            windows: 3,
+            server: server.then_some(ServerView {
+                inference_count: 1000,
+                execution_count: 250,
+                success_count: 1000,
+                avg_request_ns: lat_us * 1000.0 * 0.8,
+                avg_queue_ns: 342_000.0,
+                avg_compute_input_ns: 21_000.0,
+                avg_compute_infer_ns: 431_000.0,
+                avg_compute_output_ns: 10_000.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn csv_exact_with_server_columns_sorted_by_throughput() {
+        let text = csv(
+            &[lvl(8, 8556.0, 934.0, true), lvl(4, 4100.5, 900.0, true)],
+            CsvOptions {
+                percentile: None,
+                verbose: false,
+            },
+        );
+        assert_eq!(
+            text,
+            "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency
+4,4100.5,4,90,342,21,431,10,1,882,1080,1170,1530
+8,8556,4,124,342,21,431,10,1,915,1120,1214,1587
+"
+        );
+    }
+
+    #[test]
+    fn csv_without_server_stats_verbose_and_percentile() {
+        let mut l = lvl(2, 100.0, 1000.0, false);
+        l.extra_percentile = Some((75, 1_100_000.0));
+        let text = csv(
+            &[l],
+            CsvOptions {
+                percentile: Some(75),
+                verbose: true,
+            },
+        );
+        assert_eq!(
+            text,
+            "Concurrency,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,p75 latency,request/response,response wait
+2,100,4,1,980,1200,1300,1700,1100,5,994
+"
+        );
+        let text = csv(
+            &[lvl(2, 100.0, 1000.0, false)],
+            CsvOptions {
+                percentile: None,
+                verbose: true,
+            },
+        );
+        assert!(text.starts_with("Concurrency,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,response wait\n"));
+    }
+
+    #[test]
+    fn csv_request_rate_and_streaming() {
+        let mut l = lvl(1, 99.5, 2000.0, false);
+        l.stimulus = Stimulus::RequestRate {
+            rate: 100.0,
+            arrival: crate::plan::Arrival::Constant,
+            max_inflight: 8,
+        };
+        l.streaming = true;
+        l.response_throughput = 1990.0;
+        let text = csv(
+            &[l],
+            CsvOptions {
+                percentile: None,
+                verbose: false,
+            },
+        );
+        assert_eq!(
+            text,
+            "Request Rate,Inferences/Second,Response Throughput,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n100,99.5,1990,4,1,1960,2400,2600,3400\n"
+        );
+    }
+
+    #[test]
+    fn console_blocks_exact() {
+        let text = level(&lvl(8, 8556.0, 934.0, true), "gRPC", None);
+        assert_eq!(
+            text,
+            "Request concurrency: 8
+  Client: 
+    Request count: 1000
+    Throughput: 8556 infer/sec
+    Avg latency: 934 usec (standard deviation 93 usec)
+    p50 latency: 915 usec
+    p90 latency: 1120 usec
+    p95 latency: 1214 usec
+    p99 latency: 1587 usec
+    Avg gRPC time: 934 usec ((un)marshal request/response 5 usec + response wait 928 usec)
+  Server: 
+    Inference count: 1000
+    Execution count: 250
+    Successful request count: 1000
+    Avg request latency: 747 usec (overhead 0 usec + queue 342 usec + compute input 21 usec + compute infer 431 usec + compute output 10 usec)
+
+"
+        );
+        let s = summary(&[lvl(1, 168.604, 5694.0, false)], None);
+        assert_eq!(
+            s,
+            "Inferences/Second vs. Client Average Batch Latency\nConcurrency: 1, throughput: 168.604 infer/sec, latency 5694 usec\n"
+        );
+    }
+}
