@@ -470,7 +470,7 @@ async fn infer(
         );
     }
     if !entry.is_llm() {
-        return tensor_infer(&st, entry, &headers, &body, arrival).await;
+        return tensor_infer(&st, entry, &headers, body, arrival).await;
     }
     let bad = |m: String| {
         entry
@@ -542,10 +542,13 @@ async fn tensor_infer(
     st: &SimState,
     entry: &ModelEntry,
     headers: &HeaderMap,
-    body: &[u8],
+    body: Bytes,
     arrival: Instant,
 ) -> Response {
-    let (batch, outputs, id) = match parse_tensor_infer(entry, headers, body) {
+    let parsed = parse_tensor_infer(entry, headers, &body);
+    // The input tensors (megabytes for images) are not needed past validation.
+    drop(body);
+    let (batch, outputs, id) = match parsed {
         Ok(x) => x,
         Err(m) => {
             entry

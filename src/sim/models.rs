@@ -275,6 +275,10 @@ impl TensorTiming {
 /// simulator keeps one zero buffer of that size per model to answer from.
 const MAX_OUTPUT_BYTES: usize = 64 << 20;
 
+/// Longest execution a tensor model may take (one hour): keeps the scheduler's time arithmetic
+/// far from overflow.
+const MAX_EXECUTION_US: u64 = 3_600_000_000;
+
 /// One hosted model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSpec {
@@ -626,7 +630,16 @@ impl ModelSpec {
                 );
             }
         }
-        self.timing().validate()
+        let timing = self.timing();
+        timing.validate()?;
+        if timing.execution_us(self.max_batch()) > MAX_EXECUTION_US {
+            anyhow::bail!(
+                "tensor model {name:?}: one execution at batch size {} would last {} µs, more than an hour",
+                self.max_batch(),
+                timing.execution_us(self.max_batch())
+            );
+        }
+        Ok(())
     }
 
     /// The declared input called `name`.
@@ -908,5 +921,47 @@ mod tests {
         assert_eq!(p.backend, "vllm");
         assert_eq!(p.input[0].data_type, proto::DataType::TypeString as i32);
         assert!(ModelSpec::defaults().iter().all(|m| m.validate().is_ok()));
+    }
+
+    #[test]
+    fn tensor_specs_are_checked() {
+        let base = ModelSpec::yolov8s();
+        assert!(base.validate().is_ok());
+        let bad = |m: ModelSpec| m.validate().expect_err("invalid").to_string();
+        let e = bad(base.clone().with_dynamic_batching(&[16], 0));
+        assert!(e.contains("preferred batch size 16"), "{e}");
+        let e = bad(ModelSpec {
+            max_batch_size: 0,
+            ..base.clone()
+        });
+        assert!(
+            e.contains("dynamic batching needs max_batch_size > 0"),
+            "{e}"
+        );
+        let e = bad(base.clone().with_timing(TensorTiming {
+            instance_count: 0,
+            ..TensorTiming::default()
+        }));
+        assert!(e.contains("instance_count"), "{e}");
+        let e = bad(base.clone().with_timing(TensorTiming {
+            per_item_us: u64::MAX,
+            ..TensorTiming::default()
+        }));
+        assert!(e.contains("more than an hour"), "{e}");
+        let e = bad(ModelSpec {
+            outputs: vec![TensorSpec::new("huge", DataType::Fp32, &[1 << 20, 1 << 10])],
+            ..base.clone()
+        });
+        assert!(e.contains("larger than 64 MB"), "{e}");
+        let c = base.config_json();
+        assert_eq!(c["instance_group"][0]["count"], 1);
+        assert_eq!(c["dynamic_batching"]["preferred_batch_size"], json!([4, 8]));
+        assert_eq!(
+            ModelSpec::bert_classifier().config_proto().instance_group[0].count,
+            2
+        );
+        let p = ModelSpec::resnet_int8().config_proto();
+        assert_eq!(p.input[0].data_type, proto::DataType::TypeInt8 as i32);
+        assert_eq!(p.platform, "tensorrt_plan");
     }
 }
