@@ -296,7 +296,7 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
             let info = grpc::discover(channel.clone(), t)
                 .await
                 .map_err(preflight_error)?;
-            kserve::check_layout(&info, t.backend)?;
+            // Streaming a non-decoupled model is the more basic mistake: say so first.
             if t.streaming && !info.decoupled {
                 return Err(UsageError(format!(
                     "model '{}' is not decoupled (its config has no model_transaction_policy {{ decoupled: true }}), so it sends one response per request and cannot stream tokens: drop --streaming to measure whole-request latency, or deploy the model in decoupled mode",
@@ -304,6 +304,7 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
                 ))
                 .into());
             }
+            kserve::check_layout(&info, t.backend)?;
             let dataset = dataset::build_kserve(plan, tokenizer, &info).map_err(|e| {
                 match e.downcast::<UsageError>() {
                     Ok(u) => anyhow::Error::from(u),

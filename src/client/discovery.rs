@@ -81,24 +81,46 @@ pub async fn openai_models(
     Ok(names)
 }
 
-/// Model names a Triton server reports through its repository index (HTTP).
+/// Model names a Triton server reports, over HTTP: its repository index, or — when the index is
+/// empty or restricted (PyTriton loads models with inline configs, so its index is empty) — the
+/// per-model statistics, which list every loaded model.
 pub async fn triton_models_http(client: &reqwest::Client, base_url: &str) -> Option<Vec<String>> {
-    let url = format!("{base_url}/v2/repository/index");
-    let resp = client
-        .post(&url)
+    let names_of = |v: &Value, key: Option<&str>| -> Vec<String> {
+        let list = match key {
+            Some(k) => v.get(k).and_then(Value::as_array),
+            None => v.as_array(),
+        };
+        list.map(|a| {
+            a.iter()
+                .filter_map(|m| m.get("name").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+    };
+    let mut names = Vec::new();
+    if let Ok(resp) = client
+        .post(format!("{base_url}/v2/repository/index"))
         .json(&serde_json::json!({}))
         .send()
         .await
-        .ok()?;
-    if !resp.status().is_success() {
+        && resp.status().is_success()
+        && let Ok(v) = resp.json::<Value>().await
+    {
+        names = names_of(&v, None);
+    }
+    if names.is_empty()
+        && let Ok(resp) = client
+            .get(format!("{base_url}/v2/models/stats"))
+            .send()
+            .await
+        && resp.status().is_success()
+        && let Ok(v) = resp.json::<Value>().await
+    {
+        names = names_of(&v, Some("model_stats"));
+    }
+    if names.is_empty() {
         return None;
     }
-    let v: Value = resp.json().await.ok()?;
-    let mut names: Vec<String> = v
-        .as_array()?
-        .iter()
-        .filter_map(|m| m.get("name").and_then(Value::as_str).map(str::to_string))
-        .collect();
     names.sort();
     names.dedup();
     Some(names)

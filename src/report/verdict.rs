@@ -50,7 +50,14 @@ pub struct Verdict {
     pub queue_dominated: Vec<String>,
     /// The verdict in sentences.
     pub lines: Vec<String>,
+    /// Whether the server's timing covers only a small part of the client's latency (decoupled
+    /// models on Triton), so queue shares were not flagged.
+    pub server_partial: bool,
 }
+
+/// Server time below this fraction of client latency means the server's statistics miss most of
+/// each request.
+pub const PARTIAL_COVERAGE: f64 = 0.25;
 
 fn compute_ms(d: &crate::server_metrics::ServerDelta) -> f64 {
     d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms
@@ -111,6 +118,24 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
             compute_delta_ms: dc,
             bottleneck,
         });
+    }
+    // Triton times a decoupled model only while its execute call runs; when that covers a small
+    // part of what clients wait, the queue share describes scheduling, not generation.
+    let covered: Vec<f64> = with
+        .iter()
+        .filter_map(|(l, _, _)| {
+            let client = l.stats.get(crate::stats::Metric::RequestLatency)?.avg;
+            let server = l.server.as_ref()?.avg_request_ms;
+            (client > 0.0).then_some(server / client)
+        })
+        .collect();
+    if !covered.is_empty() && covered.iter().all(|c| *c < PARTIAL_COVERAGE) {
+        v.server_partial = true;
+        v.lines.push(format!(
+            "note: the server's statistics cover only {:.0}% of the time clients wait for a response (a decoupled model is timed while its execute call runs, not while it streams), so queue and compute shares describe scheduling, not generation",
+            covered.iter().sum::<f64>() / covered.len() as f64 * 100.0
+        ));
+        return v;
     }
     for (l, _, _) in &with {
         if let Some(share) = l.server.as_ref().and_then(|d| d.queue_share)
@@ -207,6 +232,32 @@ mod tests {
         assert_eq!(
             v.lines[4],
             "concurrency 32: queue is 66% of server time (over 50%): tune batching/scheduling (batch slots, instances) or cap concurrency below this level"
+        );
+    }
+
+    #[test]
+    fn partial_server_timing_is_explained_not_flagged() {
+        let mut levels = [level(1, Some(0.2), 0.3), level(8, Some(3.0), 0.3)];
+        for l in levels.iter_mut() {
+            l.stats.metrics.push((
+                crate::stats::Metric::RequestLatency,
+                crate::stats::Stats {
+                    count: 1,
+                    avg: 140.0,
+                    ..Default::default()
+                },
+            ));
+        }
+        let v = verdict(&levels);
+        assert!(v.server_partial);
+        assert!(v.queue_dominated.is_empty());
+        assert!(
+            v.lines
+                .last()
+                .unwrap()
+                .starts_with("note: the server's statistics cover only 1%"),
+            "{:?}",
+            v.lines
         );
     }
 
