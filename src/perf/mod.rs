@@ -372,7 +372,7 @@ fn preflight(e: PreflightError) -> anyhow::Error {
 fn check_model(plan: &PerfPlan, info: &ModelInfo) -> Result<(), UsageError> {
     if plan.target.streaming && !info.decoupled {
         return Err(UsageError(format!(
-            "--streaming needs a decoupled model, and '{}' is not (model_transaction_policy.decoupled is false): drop --streaming",
+            "model '{}' is not decoupled (model_transaction_policy.decoupled is false), so it answers each request once and cannot stream: drop --streaming",
             info.name
         )));
     }

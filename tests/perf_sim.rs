@@ -1,0 +1,397 @@
+//! `ttftbench perf` against the simulator's tensor and LLM models over real sockets: the second
+//! article's command lines, perf_analyzer's CSV read by column name, stability windows, batch
+//! sizes, both protocols, streaming, and the errors a user needs to see.
+
+use clap::Parser;
+use ttftbench::cli::{Cli, Command};
+use ttftbench::load::Cancel;
+use ttftbench::perf::plan::PerfPlan;
+use ttftbench::perf::{PerfOutcome, report};
+use ttftbench::sim::{self, SimConfig, SimHandle};
+
+async fn start() -> SimHandle {
+    sim::start(SimConfig::default())
+        .await
+        .expect("simulator starts")
+}
+
+fn plan(args: &[&str]) -> Result<PerfPlan, String> {
+    let mut argv = vec!["ttftbench", "perf"];
+    argv.extend_from_slice(args);
+    let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
+    match cli.command {
+        Command::Perf(p) => PerfPlan::from_args(&p, &[]).map_err(|e| e.0),
+        other => Err(format!("not perf: {other:?}")),
+    }
+}
+
+async fn perf(args: &[&str]) -> Result<PerfOutcome, String> {
+    let p = plan(args)?;
+    ttftbench::perf::run(&p, Cancel::new(), false)
+        .await
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// Reads a CSV into (header, rows) and looks columns up by name, as pandas users do.
+fn read_csv(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let header = rdr.headers().unwrap().iter().map(str::to_string).collect();
+    let rows = rdr
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect();
+    (header, rows)
+}
+
+fn col(header: &[String], name: &str) -> usize {
+    header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name:?} in {header:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_model_concurrency_sweep_and_csv() {
+    let sim = start().await;
+    let url = sim.grpc_target();
+    // perf_analyzer -m yolov8s --concurrency-range 1:32:2 ... -f latency_vs_concurrency.csv (shortened)
+    let out = perf(&[
+        "-m",
+        "yolov8s",
+        "--concurrency-range",
+        "1:3:2",
+        "--shape",
+        "images:3,640,640",
+        "--input-data",
+        "random",
+        "-u",
+        &url,
+        "--measurement-interval",
+        "400",
+        "-s",
+        "50",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(out.levels.len(), 2);
+    let csv = report::csv(
+        &out.levels,
+        report::CsvOptions {
+            percentile: None,
+            verbose: false,
+        },
+    );
+    let (header, rows) = read_csv(&csv);
+    assert_eq!(
+        header.join(","),
+        "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency"
+    );
+    assert_eq!(rows.len(), 2);
+    let tput: Vec<f64> = rows
+        .iter()
+        .map(|r| r[col(&header, "Inferences/Second")].parse().unwrap())
+        .collect();
+    assert!(tput[0] <= tput[1], "rows sorted by throughput: {tput:?}");
+    for r in &rows {
+        let p50: u64 = r[col(&header, "p50 latency")].parse().unwrap();
+        let p99: u64 = r[col(&header, "p99 latency")].parse().unwrap();
+        let infer: u64 = r[col(&header, "Server Compute Infer")].parse().unwrap();
+        assert!(p50 > 0 && p99 >= p50, "{r:?}");
+        assert!(
+            infer >= 2_000,
+            "the simulated image model computes for milliseconds (µs column): {r:?}"
+        );
+    }
+    for l in &out.levels {
+        let s = l.server.as_ref().expect("statistics read");
+        assert_eq!(
+            s.success_count, s.inference_count,
+            "batch 1: one inference per request"
+        );
+        assert!(l.windows >= 3);
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_size_multiplies_throughput_and_inferences() {
+    let sim = start().await;
+    let out = perf(&[
+        "-m",
+        "resnet_fp16",
+        "-b",
+        "4",
+        "--concurrency-range",
+        "2",
+        "--input-data",
+        "random",
+        "-u",
+        &sim.grpc_target(),
+        "-p",
+        "400",
+        "-s",
+        "50",
+    ])
+    .await
+    .unwrap();
+    let l = &out.levels[0];
+    let s = l.server.as_ref().unwrap();
+    assert_eq!(
+        s.inference_count,
+        4 * s.success_count,
+        "inference_count counts batch elements"
+    );
+    let e = perf(&[
+        "-m",
+        "resnet_fp16",
+        "-b",
+        "32",
+        "--input-data",
+        "random",
+        "-u",
+        &sim.grpc_target(),
+        "-p",
+        "300",
+    ])
+    .await
+    .unwrap_err();
+    assert!(e.contains("max_batch_size 16"), "{e}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_binary_json_and_count_windows() {
+    let sim = start().await;
+    for fmt in ["binary", "json"] {
+        let out = perf(&[
+            "-m",
+            "bert_classifier",
+            "-i",
+            "http",
+            "--shape",
+            "input_ids:32",
+            "--concurrency-range",
+            "2",
+            "-u",
+            &sim.http_url(),
+            "--input-tensor-format",
+            fmt,
+            "--output-tensor-format",
+            fmt,
+            "--measurement-mode",
+            "count_windows",
+            "--measurement-request-count",
+            "40",
+            "-s",
+            "60",
+        ])
+        .await
+        .unwrap_or_else(|e| panic!("{fmt}: {e}"));
+        let l = &out.levels[0];
+        assert!(
+            l.request_count >= 120,
+            "{fmt}: three windows of 40: {}",
+            l.request_count
+        );
+        assert_eq!(l.error_count, 0, "{fmt}");
+        assert!(l.server.is_some(), "{fmt}: HTTP statistics");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_llm_reports_first_response_and_response_throughput() {
+    let sim = start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("prompts.json");
+    std::fs::write(
+        &data,
+        r#"{"data": [{"text_input": ["Hello there"], "max_tokens": [8], "stream": [true]}]}"#,
+    )
+    .unwrap();
+    let out = perf(&[
+        "-m",
+        "gpt2",
+        "--input-data",
+        data.to_str().unwrap(),
+        "--streaming",
+        "--concurrency-range",
+        "1",
+        "-u",
+        &sim.grpc_target(),
+        "--async",
+        "--request-parameter",
+        "max_tokens:256",
+        "--request-count",
+        "6",
+    ])
+    .await
+    .unwrap();
+    let l = &out.levels[0];
+    assert_eq!(l.request_count, 6);
+    assert!(l.first_response.is_some());
+    // 8 tokens per request: responses per second ≈ 8 × requests per second.
+    assert!(
+        (l.response_throughput / l.throughput - 8.0).abs() < 0.5,
+        "{} vs {}",
+        l.response_throughput,
+        l.throughput
+    );
+    let csv = report::csv(
+        &out.levels,
+        report::CsvOptions {
+            percentile: None,
+            verbose: false,
+        },
+    );
+    assert!(
+        csv.starts_with("Concurrency,Inferences/Second,Response Throughput,"),
+        "{csv}"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_rate_single_window_with_timeline() {
+    let sim = start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let timeline = tmp.path().join("t.csv");
+    let out = perf(&[
+        "-m",
+        "bert_classifier",
+        "--shape",
+        "input_ids:16",
+        "--request-rate-range",
+        "50",
+        "-u",
+        &sim.grpc_target(),
+        "--measurement-interval",
+        "1200",
+        "--periodic-concurrency-range",
+        "1",
+        "--timeline",
+        timeline.to_str().unwrap(),
+        "--timeline-interval",
+        "0.3",
+    ])
+    .await
+    .unwrap();
+    let l = &out.levels[0];
+    assert!(
+        (l.throughput - 50.0).abs() < 10.0,
+        "constant 50/s: {}",
+        l.throughput
+    );
+    assert_eq!(l.windows, 1);
+    let text = std::fs::read_to_string(&timeline).unwrap();
+    assert!(text.lines().count() >= 4, "{text}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unstable_level_is_reported() {
+    let sim = start().await;
+    // A stability tolerance no real measurement meets.
+    let out = perf(&[
+        "-m",
+        "yolov8s",
+        "--shape",
+        "images:3,640,640",
+        "-u",
+        &sim.grpc_target(),
+        "-p",
+        "150",
+        "-s",
+        "0.0001",
+        "-r",
+        "3",
+    ])
+    .await
+    .unwrap();
+    assert!(!out.levels[0].stable);
+    assert_eq!(out.levels[0].windows, 3);
+    assert!(
+        report::level(&out.levels[0], "gRPC", None)
+            .contains("Failed to obtain stable measurement within 3 measurement windows")
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clear_errors() {
+    let sim = start().await;
+    let g = sim.grpc_target();
+    let cases: &[(&[&str], &str)] = &[
+        (&["-m", "nope", "-u", &g], "yolov8s"),
+        (
+            &["-m", "yolov8s", "-u", &g, "--shape", "image:3,640,640"],
+            "no input 'image'",
+        ),
+        (
+            &["-m", "yolov8s", "-u", &g, "--shape", "images:3,320,320"],
+            "does not fit",
+        ),
+        (&["-m", "bert_classifier", "-u", &g], "--shape input_ids:N"),
+        (&["-m", "yolov8s", "-u", &g, "--streaming"], "not decoupled"),
+    ];
+    for (args, needle) in cases {
+        let mut a = args.to_vec();
+        a.extend(["-p", "200"]);
+        let e = perf(&a).await.unwrap_err();
+        assert!(e.contains(needle), "{args:?}: expected {needle:?} in {e}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("bad.json");
+    std::fs::write(
+        &f,
+        r#"{"data": [{"images": {"content": [1.0, 2.0], "shape": [3, 640, 640]}}]}"#,
+    )
+    .unwrap();
+    let e = perf(&[
+        "-m",
+        "yolov8s",
+        "-u",
+        &g,
+        "--input-data",
+        f.to_str().unwrap(),
+        "-p",
+        "200",
+    ])
+    .await
+    .unwrap_err();
+    assert!(e.contains("2 values, expected 1228800"), "{e}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_is_detected_when_not_given() {
+    let sim = start().await;
+    let out = perf(&[
+        "-m",
+        "bert_classifier",
+        "--shape",
+        "input_ids:8",
+        "-u",
+        &sim.grpc_target(),
+        "--request-count",
+        "5",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(out.protocol, ttftbench::perf::plan::Protocol::Grpc);
+    let out = perf(&[
+        "-m",
+        "bert_classifier",
+        "--shape",
+        "input_ids:8",
+        "-u",
+        &sim.http_url(),
+        "--request-count",
+        "5",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(out.protocol, ttftbench::perf::plan::Protocol::Http);
+    assert_eq!(out.levels[0].request_count, 5);
+    sim.shutdown().await;
+}
