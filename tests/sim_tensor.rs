@@ -928,7 +928,14 @@ async fn dynamic_batching_shows_in_stats_and_metrics() {
 
 #[tokio::test]
 async fn yolov8s_batches_under_concurrency_over_http_binary() {
-    let h = start(SimConfig::default()).await;
+    // Uploading 4.9 MB images takes milliseconds on a loaded test machine, so concurrent
+    // requests may arrive further apart than the default 100 µs queue delay; 20 ms makes them
+    // meet in the queue every time.
+    let h = start(SimConfig {
+        models: vec![ModelSpec::yolov8s().with_dynamic_batching(&[4, 8], 20_000)],
+        ..SimConfig::default()
+    })
+    .await;
     let c = http_client();
     let url = format!("{}/v2/models/yolov8s/infer", h.http_url());
     let image = std::sync::Arc::new(vec![0u8; IMAGE_BYTES]);
