@@ -409,14 +409,19 @@ async fn grpc_server(t: &Target, ch: tonic::transport::Channel) -> Step {
 }
 
 fn describe(info: &ModelInfo) -> String {
-    let fits: Vec<&str> = [
-        crate::plan::Backend::Tensorrtllm,
-        crate::plan::Backend::Vllm,
-    ]
-    .into_iter()
-    .filter(|b| kserve::check_layout(info, *b).is_ok())
-    .map(|b| b.name())
-    .collect();
+    use crate::plan::Backend;
+    // vLLM's layout needs only text_input, which TensorRT-LLM's has too: name the one the
+    // model's own inputs point at.
+    let fits: Vec<&str> = if info.input("sampling_parameters").is_some() {
+        vec![Backend::Vllm.name()]
+    } else {
+        [Backend::Tensorrtllm, Backend::Vllm]
+            .into_iter()
+            .find(|b| kserve::check_layout(info, *b).is_ok())
+            .map(|b| b.name())
+            .into_iter()
+            .collect()
+    };
     format!(
         "{}: platform {}, backend {}, max_batch_size {}, decoupled: {}; inputs: {}; layout fits --backend {}",
         info.name,
@@ -749,7 +754,11 @@ fn event_lines(events: &[Event]) -> Vec<String> {
                 let t: String = e.text.chars().take(60).collect();
                 format!("{t:?}")
             };
-            format!("+{:>9.1} ms  event {:>3}: {shown}", e.at_ms, i + 1)
+            format!(
+                "{:>10} ms  event {:>3}: {shown}",
+                format!("+{:.1}", e.at_ms),
+                i + 1
+            )
         })
         .collect();
     if events.len() > SHOWN_EVENTS {

@@ -56,6 +56,7 @@ svg.chart{width:100%;height:auto;display:block;font:11px system-ui,"DejaVu Sans"
 svg text{fill:#24292f}
 svg .ct{font-size:14px;font-weight:600}
 svg .at{font-size:11.5px;fill:var(--muted)}
+svg .lt{fill:var(--muted)}
 svg .grid{stroke:#e6e9ed;stroke-width:1}
 svg .frame,svg .tick{stroke:#8c959f;stroke-width:1}
 svg .line{fill:none;stroke-width:2}
@@ -71,6 +72,7 @@ table{border-collapse:collapse;width:100%;margin:8px 0;font-size:12.5px;font-var
 th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
 thead th{background:#f6f8fa}
+table.compare td:nth-child(2),table.compare th:nth-child(2){text-align:left}
 td.fail{color:var(--bad);font-weight:600}
 td.pass{color:var(--ok)}
 details{margin:10px 0}
@@ -205,6 +207,7 @@ fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
         lines: true,
         marks: vec![],
         hlines: vec![],
+        legend_title: String::new(),
     };
     figure(
         out,
@@ -284,6 +287,7 @@ fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
         lines: true,
         marks,
         hlines: vec![],
+        legend_title: String::new(),
     };
     figure(out, &svg::line_chart(&chart), &k.recommendation);
     // 3. ITL versus load.
@@ -312,6 +316,7 @@ fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
         lines: true,
         marks: vec![],
         hlines: vec![],
+        legend_title: String::new(),
     };
     figure(
         out,
@@ -380,6 +385,7 @@ fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
         lines: true,
         marks: vec![],
         hlines: vec![],
+        legend_title: String::new(),
     };
     figure(
         out,
@@ -644,20 +650,20 @@ fn level_names(runs: &[Run]) -> Vec<(f64, String)> {
 fn trend(out: &mut String, runs: &[Run]) {
     let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
     let names = level_names(runs);
+    let kind = runs
+        .last()
+        .map_or_else(|| "load".to_string(), |r| kind_title(&r.levels));
     let _ = writeln!(
         out,
         "<section id=\"trend\"><h2>Trend across {} runs</h2>\n<p class=\"meta\">Oldest to newest; one line per load level. Hover a point for its value.</p>",
         runs.len()
     );
-    if let [.., prev, last] = runs {
-        changes(out, prev, last);
-    }
     out.push_str("<div class=\"charts\">\n");
     for (id, title, metric, unit, scale) in TREND {
         let series: Vec<Series> = names
             .iter()
-            .map(|(_, name)| Series {
-                name: name.clone(),
+            .map(|(value, name)| Series {
+                name: svg::num(*value),
                 points: runs
                     .iter()
                     .enumerate()
@@ -691,11 +697,15 @@ fn trend(out: &mut String, runs: &[Run]) {
             lines: true,
             marks: vec![],
             hlines: vec![],
+            legend_title: format!("{kind}:"),
         };
         figure(out, &svg::line_chart(&chart), &metric.key());
     }
     out.push_str("</div>\n");
-    out.push_str("<div class=\"tablewrap\"><table class=\"runs\"><thead><tr><th>Run</th><th>Started</th><th>Levels</th><th>Knee</th><th>SLO</th><th>Errors</th></tr></thead><tbody>\n");
+    if let [.., prev, last] = runs {
+        changes(out, prev, last);
+    }
+    out.push_str("<h3>Runs</h3>\n<div class=\"tablewrap\"><table class=\"runs\"><thead><tr><th>Run</th><th>Started</th><th>Levels</th><th>Knee</th><th>SLO</th><th>Errors</th></tr></thead><tbody>\n");
     for r in runs.iter().rev() {
         let k = knee::analyze(&r.summaries(), knee::DEFAULT_MIN_GAIN);
         let total: usize = r.levels.iter().map(|l| l.slo.len()).sum();

@@ -142,6 +142,8 @@ pub struct Chart {
     pub marks: Vec<Mark>,
     /// Horizontal reference lines `(y, label)`.
     pub hlines: Vec<(f64, String)>,
+    /// Text before the legend entries (`concurrency:` when series are named by load).
+    pub legend_title: String,
 }
 
 /// Axis maximum and tick step with 1-2-5 steps, about `n` ticks from 0 to at least `max`.
@@ -205,8 +207,17 @@ fn open_svg(out: &mut String, id: &str, title: &str) {
     );
 }
 
-fn legend(out: &mut String, names: &[(String, usize)]) {
+fn legend(out: &mut String, title: &str, names: &[(String, usize)]) {
     let mut x = LEFT;
+    if !title.is_empty() {
+        let _ = write!(
+            out,
+            r#"<text class="lt" x="{}" y="40">{}</text>"#,
+            coord(x),
+            esc(title)
+        );
+        x += 10.0 + title.chars().count() as f64 * 6.2;
+    }
     for (name, i) in names {
         let color = COLORS[i % COLORS.len()];
         let dash = DASHES[i % DASHES.len()];
@@ -398,7 +409,7 @@ pub fn line_chart(c: &Chart) -> String {
         .map(|(i, s)| (s.name.clone(), i))
         .collect();
     if names.len() > 1 || c.lines {
-        legend(&mut out, &names);
+        legend(&mut out, &c.legend_title, &names);
     }
     for (i, s) in c.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
@@ -627,6 +638,7 @@ mod tests {
             lines: false,
             marks: vec![],
             hlines: vec![],
+            legend_title: String::new(),
         };
         let svg = line_chart(&c);
         assert!(svg.starts_with(r#"<svg class="chart" data-chart="t" viewBox="0 0 640 320" role="img" aria-label="T"><title>T</title>"#));
