@@ -9,6 +9,7 @@
 //! ([`Exchange`]), so the steady state allocates nothing per token; the shared state is an atomic
 //! ticket counter (closed loop) or the schedule (open loop) and the channel to the collector.
 
+pub mod dispatch;
 pub mod pacer;
 
 use std::sync::Arc;
@@ -152,7 +153,16 @@ pub struct PhaseOutcome {
     pub end_ns: u64,
     /// Whether Ctrl-C (or another stop) cut the phase short.
     pub interrupted: bool,
+    /// Open loop: requests that waited more than [`CAP_DELAY_NS`] for a free worker (the
+    /// in-flight cap delayed them).
+    pub delayed_by_cap: u64,
+    /// Open loop: from the phase start to the last release of a request (ns), for the achieved
+    /// rate.
+    pub release_span_ns: u64,
 }
+
+/// A due request that waits longer than this for a free worker counts as delayed by the cap.
+pub const CAP_DELAY_NS: u64 = 1_000_000;
 
 /// Stops a phase from outside (perf_analyzer's stability loop ends a level when its windows are
 /// stable). Workers finish the request they are on.
@@ -208,6 +218,9 @@ pub async fn run_phase(
         Stop::Requests(_) => None,
     };
     let sent = Arc::new(AtomicU64::new(0));
+    let delayed = Arc::new(AtomicU64::new(0));
+    let mut pacer_thread = None;
+    let mut schedule: Option<Arc<dispatch::Tickets>> = None;
     let mut set = tokio::task::JoinSet::new();
     let ctx = |sink: &std::sync::mpsc::Sender<Completed>| WorkerCtx {
         shared: shared.clone(),
@@ -232,22 +245,51 @@ pub async fn run_phase(
         } => {
             // Each phase gets its own stream, so warm-up and measurement do not replay each other.
             let seed = shared.seed ^ spec.seq_base.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            let schedule = Arc::new(std::sync::Mutex::new(pacer::Pacer::new(
-                rate, arrival, seed,
-            )));
-            for _ in 0..max_inflight.max(1) {
-                let (ctx, schedule) = (ctx(&sink), schedule.clone());
-                set.spawn(async move { open_loop_worker(ctx, schedule, start_ns).await });
+            let run = dispatch::PacerRun {
+                pacer: pacer::Pacer::new(rate, arrival, seed),
+                start_ns,
+                clock: shared.clock,
+                stop: spec.stop,
+                deadline,
+                cancel: shared.cancel.clone(),
+                halt: halt.clone(),
+            };
+            let tickets = Arc::new(dispatch::Tickets::default());
+            match dispatch::spawn(run, tickets.clone()) {
+                Ok(h) => pacer_thread = Some(h),
+                Err(_) => {
+                    return PhaseOutcome {
+                        start_ns,
+                        end_ns: start_ns,
+                        ..PhaseOutcome::default()
+                    };
+                }
             }
+            for _ in 0..max_inflight.max(1) {
+                let (ctx, tickets, delayed) = (ctx(&sink), tickets.clone(), delayed.clone());
+                set.spawn(async move { open_loop_worker(ctx, tickets, delayed).await });
+            }
+            schedule = Some(tickets);
         }
     }
     drop(sink);
     while set.join_next().await.is_some() {}
+    if let Some(h) = pacer_thread {
+        // The workers stop only once the pacer is done (or the phase was stopped, which ends it).
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    let release_span_ns = schedule.map_or(0, |t| {
+        t.last_release_ns
+            .load(Ordering::Relaxed)
+            .saturating_sub(start_ns)
+    });
     PhaseOutcome {
         sent: sent.load(Ordering::SeqCst),
         start_ns,
         end_ns: shared.clock.now_ns(),
         interrupted: shared.cancel.stopping(),
+        delayed_by_cap: delayed.load(Ordering::Relaxed),
+        release_span_ns,
     }
 }
 
@@ -300,42 +342,20 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>) {
 
 async fn open_loop_worker(
     ctx: WorkerCtx,
-    schedule: Arc<std::sync::Mutex<pacer::Pacer>>,
-    start_ns: u64,
+    tickets: Arc<dispatch::Tickets>,
+    delayed: Arc<AtomicU64>,
 ) {
     let mut ex = Exchange::new();
-    loop {
-        if ctx.done() {
-            return;
-        }
-        // The lock is held only to draw the next send time (no await inside).
-        let (seq, offset) = match schedule.lock() {
-            Ok(mut p) => p.next_send(),
-            Err(_) => return,
-        };
-        if let Stop::Requests(n) = ctx.spec.stop
-            && seq >= n
-        {
-            return;
-        }
-        let intended = start_ns + offset;
-        if ctx.deadline.is_some_and(|d| intended >= d) {
-            return;
-        }
-        if intended > ctx.shared.clock.now_ns() {
-            let at = tokio::time::Instant::from_std(ctx.shared.clock.instant_at(intended));
-            tokio::select! {
-                _ = tokio::time::sleep_until(at) => {}
-                _ = ctx.halt.wait() => return,
-                _ = ctx.shared.cancel.wait_stop() => return,
-            }
+    while let Some(t) = tickets.next(&ctx.halt, &ctx.shared.cancel).await {
+        if ctx.shared.clock.now_ns().saturating_sub(t.released_ns) > CAP_DELAY_NS {
+            delayed.fetch_add(1, Ordering::Relaxed);
         }
         ctx.sent.fetch_add(1, Ordering::Relaxed);
         let completed = execute_one(
             &ctx.shared,
             &ctx.spec,
-            ctx.spec.seq_base + seq,
-            intended,
+            ctx.spec.seq_base + t.seq,
+            t.intended_ns,
             &mut ex,
         )
         .await;
