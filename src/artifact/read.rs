@@ -180,14 +180,48 @@ fn server_from(v: &Value) -> Option<ServerDelta> {
     })
 }
 
-/// The load level from the JSON's `level` block. Only closed-loop concurrency levels are read
-/// back for now; open-loop rate levels are added with the request-rate mode.
-fn stimulus_from(level: &Value, dir: &Path) -> Result<Stimulus> {
+/// The load level from the JSON's `level` block; for a request rate, the arrival process and
+/// in-flight cap come from the recorded plan (`input_config.levels`) when it has them.
+fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimulus> {
+    use crate::plan::Arrival;
     let kind = level.get("stimulus").and_then(Value::as_str).unwrap_or("");
     let value = level.get("value").and_then(Value::as_f64);
     match (kind, value) {
         ("concurrency", Some(v)) if v >= 1.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX) => {
             Ok(Stimulus::Concurrency(v as u32))
+        }
+        ("request_rate", Some(rate)) if rate > 0.0 && rate.is_finite() => {
+            let planned = cfg
+                .and_then(|c| c.get("levels"))
+                .and_then(Value::as_array)
+                .and_then(|ls| {
+                    ls.iter()
+                        .filter_map(|l| l.get("request_rate"))
+                        .find(|r| r.get("rate").and_then(Value::as_f64) == Some(rate))
+                });
+            let arrival = match planned
+                .and_then(|r| r.pointer("/arrival/kind"))
+                .and_then(Value::as_str)
+            {
+                Some("poisson") => Arrival::Poisson,
+                Some("gamma") => Arrival::Gamma {
+                    shape: planned
+                        .and_then(|r| r.pointer("/arrival/shape"))
+                        .and_then(Value::as_f64)
+                        .unwrap_or(1.0),
+                },
+                _ => Arrival::Constant,
+            };
+            let max_inflight = planned
+                .and_then(|r| r.get("max_inflight"))
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(1024);
+            Ok(Stimulus::RequestRate {
+                rate,
+                arrival,
+                max_inflight,
+            })
         }
         _ => bail!(
             "{}: level kind '{kind}' with value {value:?} cannot be read by this version of ttftbench",
@@ -201,8 +235,8 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
     let level = doc
         .get("level")
         .ok_or_else(|| anyhow!("{}: no 'level' block in {JSON_FILE}", dir.display()))?;
-    let stimulus = stimulus_from(level, dir)?;
     let cfg = doc.get("input_config");
+    let stimulus = stimulus_from(level, cfg, dir)?;
     let streaming = cfg
         .and_then(|c| c.pointer("/target/streaming"))
         .and_then(Value::as_bool)
@@ -616,6 +650,27 @@ mod tests {
         );
         assert_eq!(back.slo[0].objective, "queue_share<=50%");
         assert!(back.slo[0].passed);
+    }
+
+    #[test]
+    fn request_rate_levels_read_back_with_their_arrival() {
+        let doc = json!({
+            "level": {"name": "request_rate2.5", "stimulus": "request_rate", "value": 2.5},
+            "input_config": {"levels": [
+                {"request_rate": {"rate": 1.0, "arrival": {"kind": "constant"}, "max_inflight": 8}},
+                {"request_rate": {"rate": 2.5, "arrival": {"kind": "gamma", "shape": 0.5}, "max_inflight": 64}}
+            ]}
+        });
+        let l = level_from_json(&doc, Path::new("d")).unwrap();
+        assert_eq!(
+            l.summary.stimulus,
+            Stimulus::RequestRate {
+                rate: 2.5,
+                arrival: crate::plan::Arrival::Gamma { shape: 0.5 },
+                max_inflight: 64
+            }
+        );
+        assert_eq!(l.summary.stimulus.name(), "request_rate2.5");
     }
 
     #[test]
