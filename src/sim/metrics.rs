@@ -17,9 +17,11 @@
 //! `compute_infer` and `compute_output` are the phases of that execution (every request of a
 //! batch reports the whole batch's phases); parsing, validation and response encoding belong to
 //! no phase and show as overhead (`success − queue − compute`), as on Triton.
-//! `inference_count` grows by the batch size of each execution and `execution_count` by one, and
-//! `batch_stats` holds, per execution batch size, the number of executions and their
-//! cumulative phase times.
+//! `execution_count` and `batch_stats` (per execution batch size: executions and their cumulative
+//! phase times) are recorded when an execution ends; `inference_count` grows by a request's
+//! batch size together with its success, so in any window of statistics deltas
+//! `inference_count = Σ batch` over the successful requests, as clients such as perf_analyzer
+//! expect (on Triton both are reported at the end of the execution).
 //!
 //! Besides Triton's families the simulator exports its own measurement of time to first token,
 //! `ttftbench_sim_first_response_us`: a summary (quantiles 0.5, 0.9, 0.99 from an HDR histogram
@@ -213,7 +215,8 @@ impl ModelMetrics {
     }
 
     /// Records one execution of `batch` elements with its phase durations: `execution_count`
-    /// +1, `inference_count` +`batch`, and the batch statistics of that size.
+    /// +1 and the batch statistics of that size (`inference_count` grows with each request's
+    /// success).
     pub(crate) fn record_execution(
         &self,
         batch: u32,
@@ -222,8 +225,6 @@ impl ModelMetrics {
         output_ns: u64,
     ) {
         self.exec_count.fetch_add(1, Ordering::Relaxed);
-        self.inference_count
-            .fetch_add(u64::from(batch), Ordering::Relaxed);
         let slot = (batch as usize)
             .checked_sub(1)
             .and_then(|i| self.batch_stats.get(i));
@@ -421,16 +422,18 @@ impl Tracker {
         m.touch();
     }
 
-    /// A tensor request's response was handed to the transport. `start`, `input_end`,
-    /// `infer_end` and `end` delimit the phases of the execution it joined; the queue phase runs
-    /// from [`Tracker::mark_submitted`] to `start`. The batcher counted the execution itself.
-    pub(crate) fn succeed_tensor(&mut self, phases: [Instant; 4]) {
-        self.succeed_tensor_at(phases, Instant::now());
+    /// A tensor request of `batch` elements had its response handed to the transport.
+    /// `start`, `input_end`, `infer_end` and `end` delimit the phases of the execution it
+    /// joined; the queue phase runs from [`Tracker::mark_submitted`] to `start`.
+    /// `inference_count` grows by `batch`; the batcher counted the execution itself.
+    pub(crate) fn succeed_tensor(&mut self, phases: [Instant; 4], batch: u32) {
+        self.succeed_tensor_at(phases, batch, Instant::now());
     }
 
     fn succeed_tensor_at(
         &mut self,
         [start, input_end, infer_end, end]: [Instant; 4],
+        batch: u32,
         now: Instant,
     ) {
         if self.finished {
@@ -445,6 +448,8 @@ impl Tracker {
         m.compute_input.add(ns(start, input_end));
         m.compute_infer.add(ns(input_end, infer_end));
         m.compute_output.add(ns(infer_end, end));
+        m.inference_count
+            .fetch_add(u64::from(batch), Ordering::Relaxed);
         m.touch();
     }
 

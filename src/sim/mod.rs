@@ -56,9 +56,10 @@
 //! `max_queue_delay_us`, never above `max_batch_size`; without dynamic batching one request per
 //! execution), `instance_count` instances in parallel, and an execution of `b` elements lasting
 //! `input_us_per_item·b` (compute_input) + `base_us + per_item_us·b` (compute_infer) +
-//! `output_us_per_item·b` (compute_output). Statistics count as Triton does: `inference_count`
-//! +b and `execution_count` +1 per execution, `batch_stats` per batch size, every request of a
-//! batch reporting the batch's phases; parsing and encoding are overhead (`success − queue −
+//! `output_us_per_item·b` (compute_output). Statistics count as Triton does: `execution_count`
+//! +1 per execution and `batch_stats` per batch size (both when the execution ends),
+//! `inference_count` +b per successful request of b elements, every request of a batch
+//! reporting the batch's phases; parsing and encoding are overhead (`success − queue −
 //! compute`), and so is timer lateness (tokio's timers tick in milliseconds; the schedule itself
 //! does not drift). Requests are validated like Triton does, with its messages plus the expected
 //! and given values; outputs are zeros of the declared shape.

@@ -123,12 +123,14 @@ pub(crate) struct TensorRun {
     tracker: Tracker,
     /// The execution.
     pub(crate) times: ExecTimes,
+    /// The request's own batch size.
+    batch: u32,
 }
 
 impl TensorRun {
     /// Records success now.
     pub(crate) fn succeed(mut self) {
-        self.tracker.succeed_tensor(self.times.phases());
+        self.tracker.succeed_tensor(self.times.phases(), self.batch);
     }
 }
 
@@ -365,7 +367,11 @@ impl SimState {
                 }
             }
         };
-        Ok(TensorRun { tracker, times })
+        Ok(TensorRun {
+            tracker,
+            times,
+            batch,
+        })
     }
 
     /// Starts an inference request that passed validation: applies the `unavailable` and
