@@ -292,6 +292,41 @@ fn thresholds_markdown_json_and_output_file() {
 }
 
 #[test]
+fn a_folder_of_fixed_concurrency_runs_compares_its_two_newest() {
+    // The perf guide's habit: the same concurrency after every change, each run in its own
+    // timestamped directory holding the level's files directly.
+    let tmp = tempfile::tempdir().unwrap();
+    let t0 = 1_767_355_200_000_000_000u64;
+    let cfg = json!({"target": {"streaming": true}});
+    for (i, (name, tput)) in [
+        ("20260101_0900", 1000.0),
+        ("20260102_0900", 990.0),
+        ("20260103_0900", 900.0),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut l = level(8, (80.0, 160.0), *tput, 0.2, 0);
+        l.started_unix_ns = t0 + i as u64 * 86_400_000_000_000;
+        let d = tmp.path().join("ci").join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("profile_export_genai_perf.json"),
+            ttftbench::artifact::genai_perf::json(&l, &cfg).to_string(),
+        )
+        .unwrap();
+    }
+    let (code, out, err) = bin(&["compare", "ci"], tmp.path());
+    assert_eq!(code, 1, "{err}");
+    assert!(out.starts_with("baseline: 20260102_0900 (ci/20260102_0900)\ncurrent:  20260103_0900 (ci/20260103_0900)\n"), "{out}");
+    assert!(out.contains("\n2 regressions\n"), "{out}");
+    // And the report draws them as a timeline of three runs.
+    let (code, out, _) = bin(&["report", "ci"], tmp.path());
+    assert_eq!(code, 0);
+    assert!(out.contains("(3 runs, 3 levels)"), "{out}");
+}
+
+#[test]
 fn single_levels_missing_levels_and_usage_errors() {
     let tmp = tempfile::tempdir().unwrap();
     fixtures(tmp.path());

@@ -6,7 +6,8 @@
 //! * a **sweep**: it holds `summary.json`, whose `levels[].path` (relative to the sweep directory;
 //!   older files only have `dir`, as the run's command line wrote it) lead to its levels;
 //! * a **run made by a shell loop**: no `summary.json`, but level directories right below it
-//!   (the seeds' `./bench/$TS/c$c`);
+//!   (the seeds' `./bench/$TS/c$c`); when those levels repeat one load, each is a run of its own
+//!   (a fixed-concurrency check written to `./bench/{timestamp}` after every change);
 //! * a **timeline**: none of the above, but runs right below it (`bench/` with one directory per
 //!   timestamp).
 //!
@@ -501,7 +502,30 @@ pub fn runs_in(dir: &Path) -> Result<Vec<Run>> {
         DirKind::Sweep => Ok(vec![read_sweep(dir)?]),
         DirKind::Other => {
             if let Some(run) = read_loop_run(dir)? {
-                return Ok(vec![run]);
+                // Level directories with distinct loads are one run (a shell loop's ladder);
+                // repeats of one load are one run each (`--artifact-dir ./bench/{timestamp}`
+                // at a fixed concurrency, run after every change).
+                let mut names: Vec<String> = run
+                    .levels
+                    .iter()
+                    .map(|l| l.summary.stimulus.name())
+                    .collect();
+                names.sort();
+                names.dedup();
+                if names.len() == run.levels.len() {
+                    return Ok(vec![run]);
+                }
+                let mut runs: Vec<Run> = run
+                    .levels
+                    .into_iter()
+                    .map(|l| Run {
+                        label: label_of(&l.dir),
+                        dir: l.dir.clone(),
+                        levels: vec![l],
+                    })
+                    .collect();
+                sort_runs(&mut runs);
+                return Ok(runs);
             }
             let mut runs = Vec::new();
             for sub in subdirs(dir) {

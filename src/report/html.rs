@@ -8,8 +8,8 @@
 //! the page starts with the trend of each key metric across runs and the change of the newest run
 //! against the one before it, so the seeds' timeline needs no script.
 //!
-//! The page needs nothing else: inline CSS (with print rules: charts two per row, no split
-//! figures, one run per page), inline SVG from [`super::svg`], no script, no font or image
+//! The page needs nothing else: inline CSS (with print rules: one chart per row at a readable
+//! size, no split figures or tables, each earlier run on its own page), inline SVG from [`super::svg`], no script, no font or image
 //! fetched. [`render`] is a pure function of the runs; the caller writes the file.
 
 use std::fmt::Write as _;
@@ -78,7 +78,7 @@ td.pass{color:var(--ok)}
 details{margin:10px 0}
 summary{cursor:pointer;font-weight:600}
 footer{color:var(--muted);font-size:12px;margin-top:30px;border-top:1px solid var(--line);padding-top:6px}
-@media print{body{max-width:none;padding:0;font-size:11px}.charts{grid-template-columns:1fr 1fr;gap:8px}figure,table,.decision,pre.cmd{break-inside:avoid}h2,h3{break-after:avoid}section.run+section.run,details{break-before:page}.tablewrap{overflow:visible}th,td{padding:2px 4px}}
+@media print{body{max-width:none;padding:0;font-size:11px}.charts{grid-template-columns:1fr;gap:8px}figure{width:15cm;margin:0 auto}figcaption{font-size:10px}figure,table,.decision,pre.cmd{break-inside:avoid}h2,h3{break-after:avoid}section.run+section.run,details{break-before:page}.tablewrap{overflow:visible}table{font-size:9px}th,td{padding:2px 3px;white-space:normal}}
 "#;
 
 /// The wall clock now, Unix nanoseconds (0 if the clock is before 1970).
