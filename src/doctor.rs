@@ -1084,3 +1084,91 @@ fn request_status_step(step: Step, s: &tonic::Status) -> Step {
         _ => step.fail(detail, "see the server's log"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(at_ms: f64, text: &str) -> Event {
+        Event {
+            at_ms,
+            text: text.into(),
+            note: "no text: role, final or empty",
+        }
+    }
+
+    #[test]
+    fn judging_the_events() {
+        let s = || Step::new("request", "one streamed request");
+        let ok = judge(
+            s(),
+            vec![ev(12.0, " the"), ev(15.5, " of"), ev(15.6, "")],
+            false,
+        );
+        assert_eq!(ok.status, Status::Ok);
+        assert_eq!(
+            ok.detail,
+            "3 events, 2 with text; first token at +12.0 ms, last at +15.5 ms"
+        );
+        assert_eq!(
+            ok.lines,
+            [
+                "     +12.0 ms  event   1: \" the\"",
+                "     +15.5 ms  event   2: \" of\"",
+                "     +15.6 ms  event   3: (no text: role, final or empty)"
+            ]
+        );
+        let one = judge(s(), vec![ev(80.0, "all of it"), ev(80.1, "")], false);
+        assert_eq!(one.status, Status::Fail);
+        assert!(one.detail.starts_with("only one event carried text"));
+        assert_eq!(one.fix.as_deref(), Some(NOT_DECOUPLED_FIX));
+        let none = judge(s(), vec![ev(5.0, "")], false);
+        assert!(none.detail.contains("none carried text"));
+        let body = judge(s(), vec![ev(90.0, "whole answer")], true);
+        assert!(
+            body.detail
+                .starts_with("the endpoint answered with one JSON body")
+        );
+        let many: Vec<Event> = (0..25).map(|i| ev(f64::from(i), "x")).collect();
+        let st = judge(s(), many, false);
+        assert_eq!(st.lines.len(), SHOWN_EVENTS + 1);
+        assert_eq!(
+            st.lines[SHOWN_EVENTS],
+            "... 5 more events, the last at +24.0 ms"
+        );
+    }
+
+    #[test]
+    fn stream_response_text_and_final_flag() {
+        use crate::proto::model_infer_response::InferOutputTensor;
+        use crate::proto::{InferParameter, ModelInferResponse, infer_parameter::ParameterChoice};
+        let bytes = |parts: &[&str]| {
+            let mut v = Vec::new();
+            for p in parts {
+                v.extend_from_slice(&(p.len() as u32).to_le_bytes());
+                v.extend_from_slice(p.as_bytes());
+            }
+            v
+        };
+        let mut r = ModelInferResponse {
+            outputs: vec![InferOutputTensor {
+                name: "text_output".into(),
+                datatype: "BYTES".into(),
+                ..Default::default()
+            }],
+            raw_output_contents: vec![bytes(&[" hello", " world"])],
+            ..Default::default()
+        };
+        r.parameters.insert(
+            "triton_final_response".into(),
+            InferParameter {
+                parameter_choice: Some(ParameterChoice::BoolParam(false)),
+            },
+        );
+        assert_eq!(stream_text(Some(&r)), (" hello world".to_string(), false));
+        r.parameters.clear();
+        r.raw_output_contents.clear();
+        assert_eq!(stream_text(Some(&r)), (String::new(), true));
+        assert_eq!(stream_text(None), (String::new(), true));
+    }
+}

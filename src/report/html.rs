@@ -826,6 +826,99 @@ pub fn render(runs: &[Run], opts: &Options) -> String {
 mod tests {
     use super::*;
 
+    use crate::artifact::read::{LoadedLevel, RecordedSlo, run_from};
+    use crate::plan::Stimulus;
+    use crate::stats::{LevelStats, Stats};
+
+    fn level(c: u32, ttft_p99: f64, tput: f64, slo_passed: Option<bool>) -> LoadedLevel {
+        let st = |p99: f64| Stats {
+            count: 10,
+            avg: p99 / 2.0,
+            p50: p99 / 2.0,
+            p99,
+            ..Stats::default()
+        };
+        LoadedLevel {
+            dir: std::path::PathBuf::from(format!("r/c{c}")),
+            summary: LevelSummary {
+                stimulus: Stimulus::Concurrency(c),
+                stats: LevelStats {
+                    metrics: vec![
+                        (Metric::TimeToFirstToken, st(ttft_p99)),
+                        (Metric::InterTokenLatency, st(6.0)),
+                        (Metric::RequestLatency, st(500.0)),
+                    ],
+                    request_count: 10,
+                    error_count: 0,
+                    errors: vec![],
+                    warmup_count: 0,
+                    duration_s: 1.0,
+                    output_token_throughput: tput,
+                    total_token_throughput: tput,
+                    request_throughput: tput / 100.0,
+                    request_goodput: None,
+                    osl_mismatch: 0,
+                    short_outputs: 0,
+                },
+                server: None,
+                streaming: true,
+                interrupted: false,
+                started_unix_ns: 1_767_355_205_000_000_000,
+            },
+            command_line: Some("ttftbench profile -m gpt2 --api-key <redacted>".into()),
+            version: Some("0.0.9".into()),
+            slo: slo_passed
+                .map(|p| RecordedSlo {
+                    objective: "time_to_first_token.p99<=500ms".into(),
+                    actual: Some(ttft_p99),
+                    unit: "ms".into(),
+                    passed: p,
+                })
+                .into_iter()
+                .collect(),
+            model: Some("gpt2".into()),
+            api: Some("kserve".into()),
+        }
+    }
+
+    fn opts() -> Options {
+        Options {
+            knee_min_gain: 0.1,
+            version: "1.2.3".into(),
+            generated_at: "2026-01-02 12:00:05 UTC".into(),
+        }
+    }
+
+    #[test]
+    fn one_run_page_exact_parts() {
+        let run = run_from(
+            std::path::Path::new("r"),
+            vec![
+                level(8, 180.0, 1000.0, Some(true)),
+                level(1, 30.0, 200.0, Some(true)),
+                level(32, 2600.0, 1010.0, Some(false)),
+            ],
+        );
+        let page = render(std::slice::from_ref(&run), &opts());
+        assert_eq!(page, render(&[run], &opts()), "deterministic");
+        assert!(page.starts_with(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+        ));
+        assert!(page.contains("<header><h1>ttftbench report: r</h1><p class=\"meta\">Generated 2026-01-02 12:00:05 UTC by ttftbench 1.2.3.</p></header>"));
+        assert!(page.contains("<p class=\"meta\">3 levels · model gpt2 · endpoint type kserve · started 2026-01-02 12:00:05 UTC · recorded by ttftbench 0.0.9</p>"));
+        assert!(page.contains(
+            "<pre class=\"cmd\">ttftbench profile -m gpt2 --api-key &lt;redacted&gt;</pre>"
+        ));
+        assert!(page.contains("<span class=\"bad\">SLO: 1 of 3 checks failed</span>"));
+        assert!(page.contains("<p class=\"fail\">SLO failed at concurrency32: time_to_first_token.p99&lt;=500ms — 2600.00 ms</p>"));
+        assert!(page.contains(
+            "<tr><td>8</td><td>90.00</td><td>90.00</td><td>180.00</td><td>3.00</td><td>6.00</td><td>500.00</td><td>1000.0</td><td>10.00</td><td>–</td><td>–</td><td>0</td><td class=\"pass\">pass (1)</td><td>knee</td></tr>"
+        ), "{page}");
+        assert!(page.contains("<g class=\"mark\">"));
+        assert!(!page.contains("Trend across"));
+        assert!(page.ends_with("</body>\n</html>\n"));
+    }
+
     #[test]
     fn utc_dates() {
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
