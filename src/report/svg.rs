@@ -148,8 +148,10 @@ pub struct Chart {
 
 /// Axis maximum and tick step with 1-2-5 steps, about `n` ticks from 0 to at least `max`.
 pub fn nice_ticks(max: f64, n: usize) -> (f64, f64) {
-    let max = if max.is_finite() && max > 0.0 {
-        max
+    // Values too small to step through (or not numbers) get the unit axis, so the tick loops
+    // always end.
+    let max = if max.is_finite() && max > 1e-9 {
+        max.min(1e300)
     } else {
         1.0
     };
@@ -593,6 +595,8 @@ mod tests {
     fn nice_ticks_table() {
         let cases = [
             (0.0, 5, (1.0, 0.2)),
+            (1e-320, 5, (1.0, 0.2)),
+            (f64::NAN, 5, (1.0, 0.2)),
             (7.3, 5, (8.0, 2.0)),
             (100.0, 5, (100.0, 20.0)),
             (2617.0, 5, (3000.0, 1000.0)),
