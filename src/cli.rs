@@ -173,7 +173,8 @@ pub struct ProfileArgs {
     pub warmup_request_count: u64,
 
     /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
-    /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation), `{model}`,
+    /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
+    /// if an earlier run in the same second took it), `{model}`,
     /// `{concurrency}`/`{rate}`/`{level}` (per level), e.g. `./bench/{timestamp}/c{concurrency}`.
     #[arg(long = "artifact-dir")]
     pub artifact_dir: Option<PathBuf>,

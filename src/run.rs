@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::artifact::{self, Layout};
+use crate::artifact;
 use crate::client::discovery::{PreflightError, check_http};
 use crate::client::{Client, GrpcClient, HttpClient, grpc};
 use crate::collector::Collector;
@@ -130,7 +130,7 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
         gaps: gap_pool(),
     });
     let mut probe = prepared.probe;
-    let layout = Layout::new(plan, artifact::local_timestamp());
+    let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
     let input_config = plan.input_config();
     let mut levels = Vec::new();
     let mut seq_base = 0u64;

@@ -126,6 +126,30 @@ fn expand_level(t: &str, s: &Stimulus) -> String {
         .replace("{level}", &s.name())
 }
 
+/// A layout whose `{timestamp}` directory does not exist yet: a run started within the same
+/// second as an earlier one gets `_2`, `_3`, ... after the timestamp instead of overwriting it
+/// (the suffixed name still sorts between that second and the next).
+pub fn fresh_layout(plan: &RunPlan, timestamp: &str) -> Layout {
+    let uses_timestamp = plan
+        .artifact_dir
+        .as_ref()
+        .is_some_and(|p| p.to_string_lossy().contains("{timestamp}"));
+    let mut layout = Layout::new(plan, timestamp.to_string());
+    if !uses_timestamp {
+        return layout;
+    }
+    let probe = |l: &Layout| match plan.levels.as_slice() {
+        [one] => l.level_dir(one),
+        _ => l.sweep_dir(),
+    };
+    let mut n = 2;
+    while probe(&layout).exists() && n < 1000 {
+        layout = Layout::new(plan, format!("{timestamp}_{n}"));
+        n += 1;
+    }
+    layout
+}
+
 /// Local time as `YYYYMMDD_HHMMSS` (the seeds' `date +%Y%m%d_%H%M` with seconds).
 pub fn local_timestamp() -> String {
     let secs = std::time::SystemTime::now()
@@ -212,6 +236,31 @@ mod tests {
             PathBuf::from("./bench/20261129_1200/c8")
         );
         assert_eq!(l.sweep_dir(), PathBuf::from("./bench/20261129_1200"));
+    }
+
+    #[test]
+    fn same_second_runs_do_not_overwrite() {
+        let tmp = tempfile::tempdir().unwrap();
+        let template = format!(
+            "{}/bench/{{timestamp}}/c{{concurrency}}",
+            tmp.path().display()
+        );
+        let mut argv = vec!["ttftbench", "profile", "-m", "gpt2", "--concurrency", "1,8"];
+        argv.extend(["--artifact-dir", &template]);
+        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
+        let crate::cli::Command::Profile(p) = cli.command else {
+            panic!("expected profile")
+        };
+        let plan = RunPlan::from_profile(&p, &[]).unwrap();
+        let first = fresh_layout(&plan, "20261129_1200");
+        assert_eq!(first.sweep_dir(), tmp.path().join("bench/20261129_1200"));
+        std::fs::create_dir_all(first.sweep_dir()).unwrap();
+        let second = fresh_layout(&plan, "20261129_1200");
+        assert_eq!(second.timestamp(), "20261129_1200_2");
+        assert_eq!(second.sweep_dir(), tmp.path().join("bench/20261129_1200_2"));
+        // Without {timestamp} the directory is the user's to reuse.
+        let l = layout(&["--artifact-dir", "./ttft_c1"]);
+        assert_eq!(l.timestamp(), "20261129_1200");
     }
 
     #[test]
