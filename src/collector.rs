@@ -6,19 +6,18 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use indicatif::ProgressBar;
 
 use crate::artifact::records::write_row;
-use crate::load::{Completed, GapPool};
+use crate::load::{Completed, GapPool, RecordSink, record_queue};
 use crate::record::{Clock, Phase};
 use crate::stats::{Aggregate, Objective};
 
 /// A running collector.
 pub struct Collector {
-    tx: mpsc::Sender<Completed>,
+    tx: RecordSink,
     handle: JoinHandle<std::io::Result<Aggregate>>,
 }
 
@@ -37,13 +36,13 @@ impl Collector {
             Some(p) => Some(BufWriter::with_capacity(1 << 16, File::create(p)?)),
             None => None,
         };
-        let (tx, rx) = mpsc::channel::<Completed>();
+        let (tx, rx) = record_queue();
         let handle = std::thread::Builder::new()
             .name(format!("collect-{level}"))
             .spawn(move || {
                 let mut agg = Aggregate::new();
                 let mut io_error: Option<std::io::Error> = None;
-                for Completed { record, mut gaps } in rx {
+                while let Some(Completed { record, mut gaps }) = rx.recv() {
                     if let Some(w) = out.as_mut()
                         && io_error.is_none()
                         && let Err(e) = write_row(w, &level, &clock, &record)
@@ -74,7 +73,7 @@ impl Collector {
     }
 
     /// A sender for workers.
-    pub fn sender(&self) -> mpsc::Sender<Completed> {
+    pub fn sender(&self) -> RecordSink {
         self.tx.clone()
     }
 

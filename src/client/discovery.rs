@@ -189,7 +189,27 @@ pub async fn model_info_http(
     client: &reqwest::Client,
     target: &Target,
 ) -> Result<ModelInfo, PreflightError> {
-    let base = format!("{}/v2/models/{}", target.base_url, target.model);
+    model_info_http_version(client, target, "").await
+}
+
+/// `v2/models/{m}` or `v2/models/{m}/versions/{v}` (`""` = the server's choice).
+pub fn model_path(model: &str, version: &str) -> String {
+    if version.is_empty() {
+        format!("v2/models/{model}")
+    } else {
+        format!("v2/models/{model}/versions/{version}")
+    }
+}
+
+/// [`model_info_http`] for one model version: metadata and config from
+/// `v2/models/{m}/versions/{v}[/config]`. An unknown version is a usage error at start (Triton
+/// answers 404 "Request for unknown model: 'm' version 7 is not found"), as in perf_analyzer.
+pub async fn model_info_http_version(
+    client: &reqwest::Client,
+    target: &Target,
+    version: &str,
+) -> Result<ModelInfo, PreflightError> {
+    let base = format!("{}/{}", target.base_url, model_path(&target.model, version));
     let resp = client
         .get(&base)
         .send()
@@ -198,6 +218,19 @@ pub async fn model_info_http(
     let status = resp.status();
     if status == 401 || status == 403 {
         return Err(auth_error(status, &resp.text().await.unwrap_or_default()));
+    }
+    if (status == 400 || status == 404) && !version.is_empty() {
+        let unversioned = format!("{}/{}", target.base_url, model_path(&target.model, ""));
+        if let Ok(r) = client.get(&unversioned).send().await
+            && r.status().is_success()
+        {
+            return Err(PreflightError::Usage(UsageError(format!(
+                "model '{}' has no version {version} on {} ({}): drop -x/--model-version to use the server's choice, or give one it has",
+                target.model,
+                target.base_url,
+                resp.text().await.unwrap_or_default().trim()
+            ))));
+        }
     }
     if status == 400 || status == 404 {
         let names = triton_models_http(client, &target.base_url).await;

@@ -33,6 +33,13 @@ pub struct EventInfo {
 /// Parses one event's JSON, appending any text it carries to `text`.
 pub fn parse_event(data: &[u8], text: &mut String) -> Result<EventInfo, serde_json::Error> {
     let before = text.len();
+    if let Some(n) = fast::scan(data, text) {
+        return Ok(EventInfo {
+            content_bytes: n,
+            ..EventInfo::default()
+        });
+    }
+    text.truncate(before);
     let mut info = EventInfo::default();
     let mut de = serde_json::Deserializer::from_slice(data);
     let result = EventSeed {
@@ -280,6 +287,244 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
     }
 }
 
+/// A single-pass scanner for the common token event — text in `choices[0].delta.content` (or
+/// `reasoning_content`, `reasoning`, `message.content`, `text`) or in `text_output` — that reads
+/// only the bytes it must. Anything it is not sure about (escapes in the text, `usage`, `error`,
+/// malformed input, unexpected shapes) makes it give up with `None`, and the full JSON reader
+/// decides; so it never accepts what that reader would reject for the text it extracts.
+mod fast {
+    /// Appends the event's text to `text` and returns its length, or `None` to defer.
+    pub fn scan(data: &[u8], text: &mut String) -> Option<usize> {
+        let mut p = Parser { b: data, i: 0 };
+        let before = text.len();
+        p.ws();
+        p.expect(b'{')?;
+        p.object_fields(|p, key| match key {
+            b"choices" => p.choices(text),
+            b"text_output" => p.text_value(text),
+            b"usage" | b"error" => None,
+            _ => p.skip_value(),
+        })?;
+        p.ws();
+        if p.i != p.b.len() {
+            return None;
+        }
+        Some(text.len() - before)
+    }
+
+    struct Parser<'a> {
+        b: &'a [u8],
+        i: usize,
+    }
+
+    impl<'a> Parser<'a> {
+        fn ws(&mut self) {
+            while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+                self.i += 1;
+            }
+        }
+
+        fn peek(&mut self) -> Option<u8> {
+            self.ws();
+            self.b.get(self.i).copied()
+        }
+
+        fn expect(&mut self, c: u8) -> Option<()> {
+            (self.peek()? == c).then(|| self.i += 1)
+        }
+
+        /// Calls `f(key)` for each field, `f` consuming the value.
+        fn object_fields(
+            &mut self,
+            mut f: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+        ) -> Option<()> {
+            if self.peek()? == b'}' {
+                self.i += 1;
+                return Some(());
+            }
+            loop {
+                let key = self.plain_string()?;
+                self.expect(b':')?;
+                f(self, key)?;
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    b'}' => {
+                        self.i += 1;
+                        return Some(());
+                    }
+                    _ => return None,
+                }
+            }
+        }
+
+        /// A string without escapes, returned raw (keys, and text we append).
+        fn plain_string(&mut self) -> Option<&'a [u8]> {
+            self.expect(b'"')?;
+            let start = self.i;
+            let rest = &self.b[start..];
+            let end = memchr::memchr2(b'"', b'\\', rest)?;
+            if rest[end] != b'"' {
+                return None;
+            }
+            // Raw control characters are invalid JSON; leave such input to the full reader.
+            if rest[..end].iter().any(|c| *c < 0x20) {
+                return None;
+            }
+            self.i = start + end + 1;
+            Some(&rest[..end])
+        }
+
+        /// Skips any value; strings may hold escapes here since nothing is extracted.
+        fn skip_value(&mut self) -> Option<()> {
+            match self.peek()? {
+                b'"' => {
+                    self.i += 1;
+                    loop {
+                        let rest = &self.b[self.i..];
+                        let j = memchr::memchr2(b'"', b'\\', rest)?;
+                        if rest[j] == b'\\' {
+                            self.i += j + 2;
+                            if self.i > self.b.len() {
+                                return None;
+                            }
+                        } else {
+                            self.i += j + 1;
+                            return Some(());
+                        }
+                    }
+                }
+                b'{' => {
+                    self.i += 1;
+                    self.object_fields(|p, _| p.skip_value())
+                }
+                b'[' => {
+                    self.i += 1;
+                    self.array_items(|p, _| p.skip_value())
+                }
+                b't' => self.literal(b"true"),
+                b'f' => self.literal(b"false"),
+                b'n' => self.literal(b"null"),
+                b'-' | b'0'..=b'9' => self.number(),
+                _ => None,
+            }
+        }
+
+        /// A JSON number, checked against the grammar without converting it.
+        fn number(&mut self) -> Option<()> {
+            let b = self.b;
+            let digits = |i: &mut usize| {
+                let s = *i;
+                while *i < b.len() && b[*i].is_ascii_digit() {
+                    *i += 1;
+                }
+                *i > s
+            };
+            let mut i = self.i;
+            if b.get(i) == Some(&b'-') {
+                i += 1;
+            }
+            match b.get(i) {
+                Some(b'0') => i += 1,
+                Some(b'1'..=b'9') => {
+                    digits(&mut i);
+                }
+                _ => return None,
+            }
+            if b.get(i) == Some(&b'.') {
+                i += 1;
+                if !digits(&mut i) {
+                    return None;
+                }
+            }
+            if matches!(b.get(i), Some(b'e' | b'E')) {
+                i += 1;
+                if matches!(b.get(i), Some(b'+' | b'-')) {
+                    i += 1;
+                }
+                if !digits(&mut i) {
+                    return None;
+                }
+            }
+            self.i = i;
+            Some(())
+        }
+
+        fn literal(&mut self, lit: &[u8]) -> Option<()> {
+            if self.b[self.i..].starts_with(lit) {
+                self.i += lit.len();
+                Some(())
+            } else {
+                None
+            }
+        }
+
+        /// Calls `f(index)` for each element, `f` consuming it.
+        fn array_items(&mut self, mut f: impl FnMut(&mut Self, usize) -> Option<()>) -> Option<()> {
+            if self.peek()? == b']' {
+                self.i += 1;
+                return Some(());
+            }
+            let mut n = 0;
+            loop {
+                f(self, n)?;
+                n += 1;
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    b']' => {
+                        self.i += 1;
+                        return Some(());
+                    }
+                    _ => return None,
+                }
+            }
+        }
+
+        /// `choices`: text of the first choice; later choices skipped.
+        fn choices(&mut self, text: &mut String) -> Option<()> {
+            if self.peek()? == b'n' {
+                return self.literal(b"null");
+            }
+            self.expect(b'[')?;
+            self.array_items(|p, idx| {
+                if idx > 0 {
+                    return p.skip_value();
+                }
+                p.expect(b'{')?;
+                p.object_fields(|p, key| match key {
+                    b"delta" | b"message" => {
+                        if p.peek()? == b'n' {
+                            return p.literal(b"null");
+                        }
+                        p.expect(b'{')?;
+                        p.object_fields(|p, key| match key {
+                            b"content" | b"reasoning_content" | b"reasoning" => p.text_value(text),
+                            _ => p.skip_value(),
+                        })
+                    }
+                    b"text" => p.text_value(text),
+                    _ => p.skip_value(),
+                })
+            })
+        }
+
+        /// A text value: a plain string (appended), `null`, or an array of plain strings.
+        fn text_value(&mut self, text: &mut String) -> Option<()> {
+            match self.peek()? {
+                b'n' => self.literal(b"null"),
+                b'[' => {
+                    self.i += 1;
+                    self.array_items(|p, _| p.text_value(text))
+                }
+                _ => {
+                    let s = self.plain_string()?;
+                    text.push_str(std::str::from_utf8(s).ok()?);
+                    Some(())
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,6 +611,68 @@ mod tests {
         assert_eq!(i.error.as_deref(), Some("bad key"));
         let (i, _) = parse(r#"{"error":null,"text_output":"a"}"#);
         assert_eq!(i.error, None);
+    }
+
+    /// The fast scanner and the full reader agree on every event shape and on broken input.
+    #[test]
+    fn fast_path_agrees_with_the_full_reader() {
+        let events = [
+            r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" the"},"finish_reason":null}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"choices":[{"delta":{"content":"a"b\n"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"hm","content":null}}],"x":[1,2.5e3,-4,{"y":"z\u00e9"}]}"#,
+            r#"{"choices":[],"usage":{"completion_tokens":3}}"#,
+            r#"{"choices":[{"text":" x"},{"text":" y"}]}"#,
+            r#"{"model_name":"gpt2","model_version":"1","text_output":" w"}"#,
+            r#"{"text_output":["a","b"]}"#,
+            r#"{"error":"boom"}"#,
+            r#" { "choices" : [ { "delta" : { "content" : "sp" } } ] } "#,
+            r#"{"choices":[{"delta":{"content":"é✓"}}]}"#,
+            r#"{"choices":[{"delta":{"content":" the"}}]"#,
+            r#"{"choices":[{"delta":{"content":" the"}}]}}"#,
+            r#"{"choices":[{"delta":{"content":" the"}}],}"#,
+            r#"{"a":tru,"choices":[]}"#,
+            r#"{"a":01x}"#,
+            r#"{"a":-0.5e+3,"b":1E2,"c":-,"choices":[]}"#,
+            r#"{"a":1.,"choices":[]}"#,
+            r#"{"a":-12.75e-2,"choices":[{"delta":{"content":"n"}}]}"#,
+            "{\"choices\":[{\"delta\":{\"content\":\"tab\there\"}}]}",
+            r#"[1]"#,
+            r#""#,
+            r#"{"choices":null,"text_output":null}"#,
+        ];
+        for e in events {
+            let mut full = String::new();
+            let mut de = serde_json::Deserializer::from_slice(e.as_bytes());
+            let mut info = EventInfo::default();
+            let full_ok = EventSeed {
+                text: &mut full,
+                info: &mut info,
+            }
+            .deserialize(&mut de)
+            .and_then(|()| de.end())
+            .is_ok();
+            let mut fast_text = String::new();
+            if let Some(n) = fast::scan(e.as_bytes(), &mut fast_text) {
+                assert!(
+                    full_ok,
+                    "fast path accepted what the full reader rejects: {e}"
+                );
+                assert_eq!(fast_text, full, "{e}");
+                assert_eq!(n, fast_text.len());
+            }
+            let mut t = String::from("pre");
+            let r = parse_event(e.as_bytes(), &mut t);
+            assert_eq!(r.is_ok(), full_ok, "{e}");
+            if full_ok {
+                assert_eq!(&t[3..], full, "{e}");
+            } else {
+                assert_eq!(t, "pre", "{e}");
+            }
+        }
+        // The common shapes take the fast path.
+        assert!(fast::scan(events[0].as_bytes(), &mut String::new()).is_some());
+        assert!(fast::scan(events[6].as_bytes(), &mut String::new()).is_some());
     }
 
     #[test]

@@ -33,6 +33,12 @@ const INFER_PATH: &str = "/inference.GRPCInferenceService/ModelInfer";
 /// streams at 1024 (servers cap concurrent streams per connection, commonly near 100).
 pub const STREAMS_PER_CONNECTION: usize = 64;
 
+/// Largest response message accepted: Triton's own gRPC limit (`INT32_MAX`). tonic's default of
+/// 4 MiB fails every request of a model whose outputs are larger — YOLOv8's `output0`
+/// `[84,8400]` FP32 is 2.8 MB per image, so from batch 2 on — with `OutOfRange: decoded message
+/// length too large`, although Triton sent a valid response.
+pub const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
+
 /// A response message with the time its last byte arrived.
 #[derive(Debug)]
 pub struct Timed {
@@ -258,7 +264,8 @@ impl GrpcClient {
         clock: &Clock,
     ) -> Result<(), RequestError> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();
-        let mut grpc = tonic::client::Grpc::new(self.channels[i].clone());
+        let mut grpc = tonic::client::Grpc::new(self.channels[i].clone())
+            .max_decoding_message_size(MAX_RESPONSE_BYTES);
         let msg = Outgoing {
             body: body.clone(),
             id: self.ids.fetch_add(1, Ordering::Relaxed),
@@ -416,6 +423,16 @@ pub async fn discover(
     channel: Channel,
     target: &Target,
 ) -> Result<ModelInfo, crate::client::discovery::PreflightError> {
+    discover_version(channel, target, "").await
+}
+
+/// [`discover`] for one model version (`""` = the server's choice). An unknown version is a
+/// usage error at start, as in perf_analyzer, instead of every request failing later.
+pub async fn discover_version(
+    channel: Channel,
+    target: &Target,
+    version: &str,
+) -> Result<ModelInfo, crate::client::discovery::PreflightError> {
     use crate::client::discovery::{PreflightError, list_hint};
     use crate::proto::{ModelConfigRequest, ModelMetadataRequest};
     let md = metadata_for(target).map_err(PreflightError::Usage)?;
@@ -424,13 +441,21 @@ pub async fn discover(
         .model_metadata(with_metadata(
             tonic::Request::new(ModelMetadataRequest {
                 name: target.model.clone(),
-                version: String::new(),
+                version: version.to_string(),
             }),
             &md,
         ))
         .await;
     let meta = match meta {
         Ok(m) => m.into_inner(),
+        Err(s) if !version.is_empty() && version_missing(&s, &mut c, target, &md).await => {
+            return Err(PreflightError::Usage(UsageError(format!(
+                "model '{}' has no version {version} on {} ({}): drop -x/--model-version to use the server's choice, or give one it has",
+                target.model,
+                target.base_url,
+                s.message()
+            ))));
+        }
         Err(s)
             if matches!(s.code(), Code::NotFound | Code::InvalidArgument)
                 || s.message().contains("unknown model") =>
@@ -465,7 +490,7 @@ pub async fn discover(
         .model_config(with_metadata(
             tonic::Request::new(ModelConfigRequest {
                 name: target.model.clone(),
-                version: String::new(),
+                version: version.to_string(),
             }),
             &md,
         ))
@@ -474,6 +499,34 @@ pub async fn discover(
         .ok()
         .flatten();
     Ok(model_info(meta, config))
+}
+
+/// Whether a failed versioned metadata call failed because of the version: the model itself
+/// answers without one. (Triton says "Request for unknown model: 'm' version 7 is not found"
+/// either way, so the message alone cannot tell.)
+async fn version_missing(
+    s: &Status,
+    c: &mut GrpcInferenceServiceClient<Channel>,
+    target: &Target,
+    md: &MetadataMap,
+) -> bool {
+    use crate::proto::ModelMetadataRequest;
+    if !matches!(
+        s.code(),
+        Code::NotFound | Code::InvalidArgument | Code::Unavailable
+    ) && !s.message().contains("unknown model")
+    {
+        return false;
+    }
+    c.model_metadata(with_metadata(
+        tonic::Request::new(ModelMetadataRequest {
+            name: target.model.clone(),
+            version: String::new(),
+        }),
+        md,
+    ))
+    .await
+    .is_ok()
 }
 
 /// The models a server has, for an "unknown model" message: the repository index, or, when that
@@ -588,13 +641,23 @@ pub async fn model_statistics(
     model: &str,
     md: &MetadataMap,
 ) -> Result<crate::server_metrics::StatsSnapshot, Status> {
+    model_statistics_version(channel, model, "", md).await
+}
+
+/// [`model_statistics`] of one version (`""` = every version, summed).
+pub async fn model_statistics_version(
+    channel: Channel,
+    model: &str,
+    version: &str,
+    md: &MetadataMap,
+) -> Result<crate::server_metrics::StatsSnapshot, Status> {
     use crate::proto::ModelStatisticsRequest;
     let mut c = GrpcInferenceServiceClient::new(channel);
     let resp = c
         .model_statistics(with_metadata(
             tonic::Request::new(ModelStatisticsRequest {
                 name: model.to_string(),
-                version: String::new(),
+                version: version.to_string(),
             }),
             md,
         ))

@@ -1,5 +1,7 @@
-//! JSON over HTTP: OpenAI-compatible chat/completions and Triton's generate / generate_stream.
-//! Streams are server-sent events; one parser and one event reader serve both APIs.
+//! JSON over HTTP: OpenAI-compatible chat/completions, Triton's generate / generate_stream, and
+//! KServe v2 `/infer`. Streams are server-sent events; one parser and one event reader serve
+//! every API. Plain-HTTP targets go through the per-worker connection of [`super::h1`]; HTTPS
+//! targets through a pooled reqwest client.
 
 use std::sync::Once;
 use std::time::Duration;
@@ -8,6 +10,7 @@ use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use super::events::parse_event;
+use super::h1::{self, H1Target};
 use super::{Exchange, error_chain};
 use crate::plan::Target;
 use crate::record::{Clock, ErrorKind, RequestError};
@@ -27,6 +30,8 @@ pub struct HttpClient {
     url: reqwest::Url,
     warm_url: reqwest::Url,
     streaming: bool,
+    /// The direct HTTP/1.1 path, for `http://` targets.
+    h1: Option<std::sync::Arc<H1Target>>,
 }
 
 impl HttpClient {
@@ -52,11 +57,13 @@ impl HttpClient {
         let client = builder
             .build()
             .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {}", error_chain(&e)))?;
+        let h1 = H1Target::new(&url, &target.header_map()?).map(std::sync::Arc::new);
         Ok(HttpClient {
             client,
             url,
             warm_url,
             streaming: target.streaming,
+            h1,
         })
     }
 
@@ -68,6 +75,10 @@ impl HttpClient {
     /// Opens `n` keep-alive connections with cheap GETs so a level's first requests do not pay for
     /// TCP (and TLS) setup inside their TTFT.
     pub async fn warm_connections(&self, n: usize) {
+        // Direct connections are opened by each worker before its first measured request.
+        if self.h1.is_some() {
+            return;
+        }
         let mut set = tokio::task::JoinSet::new();
         for _ in 0..n {
             let c = self.client.clone();
@@ -81,6 +92,143 @@ impl HttpClient {
         while set.join_next().await.is_some() {}
     }
 
+    /// Makes sure the worker's direct connection is open, outside any measured time.
+    pub async fn prepare(&self, ex: &mut Exchange) -> Result<(), RequestError> {
+        let Some(t) = &self.h1 else { return Ok(()) };
+        if ex.h1.as_mut().is_some_and(|c| c.is_open()) {
+            return Ok(());
+        }
+        ex.h1 = Some(h1::connect(t).await?);
+        Ok(())
+    }
+
+    /// One exchange on the worker's direct connection. `tensors`: count one response per body
+    /// instead of reading text.
+    #[allow(clippy::too_many_arguments)]
+    async fn execute_h1(
+        &self,
+        t: &H1Target,
+        body: &[u8],
+        content_type: &str,
+        extra: Option<(&str, usize)>,
+        tensors: bool,
+        ex: &mut Exchange,
+        clock: &Clock,
+    ) -> Result<(), RequestError> {
+        let mut conn = match ex.h1.take() {
+            Some(c) => c,
+            None => h1::connect(t).await?,
+        };
+        let mut scratch = std::mem::take(&mut ex.scratch);
+        let sent = conn.send(t, content_type, extra, body, &mut scratch).await;
+        ex.scratch = scratch;
+        sent.map_err(|e| {
+            RequestError::new(ErrorKind::StreamCut, format!("writing the request: {e}"))
+        })?;
+        ex.send_done_ns = Some(clock.now_ns());
+        let (head, first_byte) = conn.read_head(clock).await?;
+        ex.bytes_at(first_byte);
+        let status = head.status;
+        let mut whole = std::mem::take(&mut ex.body);
+        whole.clear();
+        let result = if !(200..300).contains(&status)
+            || (self.streaming && !head.is_sse() && !tensors)
+            || !head.is_sse()
+        {
+            let limit = if (200..300).contains(&status) {
+                usize::MAX
+            } else {
+                64 * 1024
+            };
+            let mut at = first_byte;
+            let read = conn
+                .read_body(head.framing, clock, |d, t| {
+                    at = t;
+                    let room = limit.saturating_sub(whole.len());
+                    whole.extend_from_slice(&d[..d.len().min(room)]);
+                    true
+                })
+                .await;
+            match read {
+                Err(e) => Err(e),
+                Ok(()) if !(200..300).contains(&status) => {
+                    let text = String::from_utf8_lossy(&whole[..whole.len().min(2048)])
+                        .trim()
+                        .to_string();
+                    Err(RequestError::new(
+                        ErrorKind::HttpStatus(status),
+                        format!(
+                            "HTTP {status} {}: {}",
+                            head.reason,
+                            if text.is_empty() {
+                                "(empty body)"
+                            } else {
+                                &text
+                            }
+                        ),
+                    ))
+                }
+                Ok(()) if self.streaming && !tensors => {
+                    let ct = if head.content_type.is_empty() {
+                        "no content type"
+                    } else {
+                        &head.content_type
+                    };
+                    let text = String::from_utf8_lossy(&whole[..whole.len().min(2048)])
+                        .trim()
+                        .to_string();
+                    Err(RequestError::new(
+                        ErrorKind::NotStreaming,
+                        format!("asked for a stream but the server answered {ct}: {text}"),
+                    ))
+                }
+                Ok(()) if tensors => {
+                    ex.responses += 1;
+                    ex.content_at(at);
+                    Ok(())
+                }
+                Ok(()) => read_whole_bytes(&whole, at, ex),
+            }
+        } else {
+            let mut sse = std::mem::take(&mut ex.sse);
+            let mut state = StreamState {
+                done: false,
+                error: None,
+            };
+            let read = conn
+                .read_body(head.framing, clock, |d, t| {
+                    ex.bytes_at(t);
+                    if let Err(e) =
+                        sse.feed(d, |name, data| on_event(name, data, t, ex, &mut state))
+                    {
+                        state.error =
+                            Some(RequestError::new(ErrorKind::MalformedSse, e.to_string()));
+                    }
+                    state.error.is_none()
+                })
+                .await;
+            if read.is_ok() && state.error.is_none() {
+                let t = clock.now_ns();
+                sse.finish(|name, data| on_event(name, data, t, ex, &mut state));
+            }
+            sse.reset();
+            ex.sse = sse;
+            match (read, state.error.take()) {
+                (_, Some(e)) => Err(e),
+                (Err(e), None) => Err(RequestError::new(
+                    e.kind,
+                    format!("after {} events: {}", ex.responses, e.message),
+                )),
+                (Ok(()), None) => Ok(()),
+            }
+        };
+        ex.body = whole;
+        if result.is_ok() && conn.reusable && head.keep_alive {
+            ex.h1 = Some(conn);
+        }
+        result
+    }
+
     /// Sends one request and reads its response into `ex`.
     pub async fn execute(
         &self,
@@ -88,6 +236,11 @@ impl HttpClient {
         ex: &mut Exchange,
         clock: &Clock,
     ) -> Result<(), RequestError> {
+        if let Some(t) = &self.h1 {
+            return self
+                .execute_h1(t, body, "application/json", None, false, ex, clock)
+                .await;
+        }
         let resp = self
             .client
             .post(self.url.clone())
@@ -139,6 +292,16 @@ impl HttpClient {
         ex: &mut Exchange,
         clock: &Clock,
     ) -> Result<(), RequestError> {
+        if let Some(t) = &self.h1 {
+            let (ct, extra) = match header_len {
+                Some(n) => (
+                    "application/octet-stream",
+                    Some(("Inference-Header-Content-Length", n)),
+                ),
+                None => ("application/json", None),
+            };
+            return self.execute_h1(t, body, ct, extra, true, ex, clock).await;
+        }
         let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let stream = TimedBody {
             chunk: Some(body.clone()),
@@ -348,6 +511,27 @@ async fn read_whole(
     let t = clock.now_ns();
     ex.responses += 1;
     let info = parse_event(&body, &mut ex.text).map_err(|e| {
+        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        RequestError::new(
+            ErrorKind::MalformedResponse,
+            format!("response is not valid JSON ({e}): {shown}"),
+        )
+    })?;
+    if let Some(msg) = info.error {
+        return Err(RequestError::new(ErrorKind::ServerError, msg));
+    }
+    ex.completion_tokens = info.completion_tokens;
+    ex.prompt_tokens = info.prompt_tokens;
+    if info.content_bytes > 0 {
+        ex.content_at(t);
+    }
+    Ok(())
+}
+
+/// A whole JSON body read at `t`: its text arrives at once.
+fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), RequestError> {
+    ex.responses += 1;
+    let info = parse_event(body, &mut ex.text).map_err(|e| {
         let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
         RequestError::new(
             ErrorKind::MalformedResponse,

@@ -7,6 +7,7 @@
 pub mod discovery;
 pub mod events;
 pub mod grpc;
+pub mod h1;
 pub mod http;
 pub mod sse;
 pub mod wire;
@@ -45,6 +46,12 @@ pub struct Exchange {
     /// Server-reported input tokens (usage), when it reported them.
     pub prompt_tokens: Option<u32>,
     pub(crate) sse: sse::SseParser,
+    /// The worker's direct HTTP/1.1 connection, kept between requests.
+    pub(crate) h1: Option<h1::H1Conn>,
+    /// Request-writing buffer, reused.
+    pub(crate) scratch: Vec<u8>,
+    /// Whole-body buffer, reused.
+    pub(crate) body: Vec<u8>,
 }
 
 impl Exchange {
@@ -141,6 +148,15 @@ impl Client {
                 crate::record::ErrorKind::MalformedResponse,
                 "payload does not match the client's protocol",
             )),
+        }
+    }
+
+    /// Gets the worker's connection ready before a request is timed (direct HTTP/1.1 targets
+    /// connect here, so connection setup never counts in a request's TTFT).
+    pub async fn prepare(&self, ex: &mut Exchange) -> Result<(), RequestError> {
+        match self {
+            Client::Http(c) => c.prepare(ex).await,
+            Client::Grpc(_) => Ok(()),
         }
     }
 

@@ -55,22 +55,20 @@ impl SseParser {
         self.buf.iter().any(|b| !b.is_ascii_whitespace())
     }
 
-    /// Consumes `chunk`, calling `on_event(name, data)` for every event it completes.
+    /// Consumes `chunk`, calling `on_event(name, data)` for every event it completes. Complete
+    /// events are read in place; only an unfinished tail is copied and kept.
     pub fn feed(
         &mut self,
         chunk: &[u8],
         mut on_event: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), SseError> {
-        self.buf.extend_from_slice(chunk);
-        let mut start = 0;
-        while let Some(end) = find_event_end(&self.buf[start..]) {
-            let (body_len, delim_len) = end;
-            let event = start..start + body_len;
-            dispatch(&self.buf[event], &mut self.joined, &mut on_event);
-            start += body_len + delim_len;
-        }
-        if start > 0 {
-            self.buf.drain(..start);
+        if self.buf.is_empty() {
+            let used = parse(chunk, &mut self.joined, &mut on_event);
+            self.buf.extend_from_slice(&chunk[used..]);
+        } else {
+            self.buf.extend_from_slice(chunk);
+            let used = parse(&self.buf, &mut self.joined, &mut on_event);
+            self.buf.drain(..used);
         }
         if self.buf.len() > MAX_EVENT_BYTES {
             return Err(SseError::EventTooLarge(MAX_EVENT_BYTES));
@@ -82,69 +80,50 @@ impl SseParser {
     /// servers end the body right after the last `data:` line).
     pub fn finish(&mut self, mut on_event: impl FnMut(&[u8], &[u8])) {
         if self.has_partial() {
-            let buf = std::mem::take(&mut self.buf);
-            dispatch(&buf, &mut self.joined, &mut on_event);
-            self.buf = buf;
+            self.buf.extend_from_slice(b"\n\n");
+            parse(&self.buf, &mut self.joined, &mut on_event);
         }
         self.buf.clear();
     }
 }
 
-/// Finds the end of the first event in `b`: (event length, delimiter length). The delimiter is a
-/// blank line in any of the three line-ending styles.
-fn find_event_end(b: &[u8]) -> Option<(usize, usize)> {
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'\n' => {
-                // "\n\n" or "\n\r\n" or "\n\r" (then the \r ends the blank line)
-                match b.get(i + 1) {
-                    Some(b'\n') => return Some((i, 2)),
-                    Some(b'\r') => {
-                        return match b.get(i + 2) {
-                            Some(b'\n') => Some((i, 3)),
-                            Some(_) => Some((i, 2)),
-                            // "\n\r" at the end of the buffer: the \r may be followed by \n in the
-                            // next read; wait for it so the \n is not taken as a new blank line.
-                            None => None,
-                        };
-                    }
-                    Some(_) => i += 1,
-                    None => return None,
-                }
-            }
-            b'\r' => match b.get(i + 1) {
-                Some(b'\n') => match b.get(i + 2) {
-                    Some(b'\r') => match b.get(i + 3) {
-                        Some(b'\n') => return Some((i, 4)),
-                        Some(_) => return Some((i, 3)),
-                        None => return None,
-                    },
-                    Some(b'\n') => return Some((i, 3)),
-                    Some(_) => i += 2,
-                    None => return None,
-                },
-                Some(b'\r') => return Some((i, 2)),
-                Some(_) => i += 1,
-                None => return None,
-            },
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// Splits one event's lines and calls back with its name and data.
-fn dispatch(event: &[u8], joined: &mut Vec<u8>, on_event: &mut impl FnMut(&[u8], &[u8])) {
+/// Reads the complete events at the start of `data` in one pass over its lines, calling
+/// `on_event` for each; returns how many bytes they took (the rest is an unfinished event).
+fn parse(data: &[u8], joined: &mut Vec<u8>, on_event: &mut impl FnMut(&[u8], &[u8])) -> usize {
+    let mut pos = 0;
+    let mut used = 0;
     let mut name: &[u8] = b"";
-    let mut single: Option<&[u8]> = None;
+    let mut single: &[u8] = b"";
     let mut data_lines = 0usize;
-    joined.clear();
-    for line in event.split(|&c| c == b'\n' || c == b'\r') {
-        if line.is_empty() || line[0] == b':' {
+    while let Some(off) = memchr::memchr2(b'\n', b'\r', &data[pos..]) {
+        let eol = pos + off;
+        let term = if data[eol] == b'\r' {
+            match data.get(eol + 1) {
+                // A CR at the very end may be the first half of CRLF: wait for the next read.
+                None => break,
+                Some(b'\n') => 2,
+                Some(_) => 1,
+            }
+        } else {
+            1
+        };
+        let line = &data[pos..eol];
+        pos = eol + term;
+        if line.is_empty() {
+            match data_lines {
+                0 => {}
+                1 => on_event(name, single),
+                _ => on_event(name, joined),
+            }
+            name = b"";
+            data_lines = 0;
+            used = pos;
             continue;
         }
-        let (field, value) = match line.iter().position(|&c| c == b':') {
+        if line[0] == b':' {
+            continue;
+        }
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(p) => {
                 let v = &line[p + 1..];
                 (&line[..p], v.strip_prefix(b" ").unwrap_or(v))
@@ -155,10 +134,11 @@ fn dispatch(event: &[u8], joined: &mut Vec<u8>, on_event: &mut impl FnMut(&[u8],
             b"data" => {
                 data_lines += 1;
                 if data_lines == 1 {
-                    single = Some(value);
+                    single = value;
                 } else {
                     if data_lines == 2 {
-                        joined.extend_from_slice(single.unwrap_or_default());
+                        joined.clear();
+                        joined.extend_from_slice(single);
                     }
                     joined.push(b'\n');
                     joined.extend_from_slice(value);
@@ -168,11 +148,7 @@ fn dispatch(event: &[u8], joined: &mut Vec<u8>, on_event: &mut impl FnMut(&[u8],
             _ => {}
         }
     }
-    match data_lines {
-        0 => {}
-        1 => on_event(name, single.unwrap_or_default()),
-        _ => on_event(name, joined),
-    }
+    used
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@
 
 pub mod dispatch;
 pub mod pacer;
+pub mod queue;
+
+pub use queue::{RecordSink, RecordSource, record_queue};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -209,7 +212,7 @@ impl Halt {
 pub async fn run_phase(
     shared: Arc<Shared>,
     spec: PhaseSpec,
-    sink: std::sync::mpsc::Sender<Completed>,
+    sink: RecordSink,
     halt: Halt,
 ) -> PhaseOutcome {
     let start_ns = shared.clock.now_ns();
@@ -222,7 +225,7 @@ pub async fn run_phase(
     let mut pacer_thread = None;
     let mut schedule: Option<Arc<dispatch::Tickets>> = None;
     let mut set = tokio::task::JoinSet::new();
-    let ctx = |sink: &std::sync::mpsc::Sender<Completed>| WorkerCtx {
+    let ctx = |sink: &RecordSink| WorkerCtx {
         shared: shared.clone(),
         spec,
         deadline,
@@ -298,7 +301,7 @@ struct WorkerCtx {
     shared: Arc<Shared>,
     spec: PhaseSpec,
     deadline: Option<u64>,
-    sink: std::sync::mpsc::Sender<Completed>,
+    sink: RecordSink,
     halt: Halt,
     sent: Arc<AtomicU64>,
 }
@@ -334,9 +337,7 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>) {
             &mut ex,
         )
         .await;
-        if ctx.sink.send(completed).is_err() {
-            return;
-        }
+        ctx.sink.send(completed);
     }
 }
 
@@ -359,9 +360,7 @@ async fn open_loop_worker(
             &mut ex,
         )
         .await;
-        if ctx.sink.send(completed).is_err() {
-            return;
-        }
+        ctx.sink.send(completed);
     }
 }
 
@@ -377,17 +376,27 @@ async fn execute_one(
     let entry = shared.dataset.entry(index);
     ex.reset();
     let clock = &shared.clock;
-    let sent_ns = clock.now_ns();
-    let result = tokio::select! {
+    // Connection setup happens here, before the send time is taken.
+    let prepared = tokio::select! {
         biased;
-        _ = shared.cancel.wait_abort() => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted while this request was in flight")),
-        r = tokio::time::timeout(shared.timeout, shared.client.execute(&entry.payload, ex, clock)) => match r {
-            Ok(r) => r,
-            Err(_) => Err(RequestError::new(
-                ErrorKind::Timeout,
-                format!("no complete response within {:.1} s", shared.timeout.as_secs_f64()),
-            )),
-        },
+        _ = shared.cancel.wait_abort() => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted before this request was sent")),
+        r = tokio::time::timeout(shared.timeout, shared.client.prepare(ex)) => r.unwrap_or_else(|_| Err(RequestError::new(ErrorKind::Connect, "connecting timed out"))),
+    };
+    let sent_ns = clock.now_ns();
+    let result = if let Err(e) = prepared {
+        Err(e)
+    } else {
+        tokio::select! {
+            biased;
+            _ = shared.cancel.wait_abort() => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted while this request was in flight")),
+            r = tokio::time::timeout(shared.timeout, shared.client.execute(&entry.payload, ex, clock)) => match r {
+                Ok(r) => r,
+                Err(_) => Err(RequestError::new(
+                    ErrorKind::Timeout,
+                    format!("no complete response within {:.1} s", shared.timeout.as_secs_f64()),
+                )),
+            },
+        }
     };
     let end_ns = clock.now_ns();
     let error = match result {

@@ -17,7 +17,6 @@ pub mod plan;
 pub mod report;
 
 use std::sync::Arc;
-use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -127,6 +126,9 @@ pub struct PerfLevel {
     pub windows: u32,
     /// The server's statistics over the merged windows.
     pub server: Option<ServerView>,
+    /// Failed requests of the merged windows by kind, with the first message of each (most
+    /// frequent first): what Triton said, so a failing run says why.
+    pub errors: Vec<crate::stats::ErrorCount>,
 }
 
 /// What the settings block shows.
@@ -177,7 +179,17 @@ pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     if outcome.levels.is_empty() || outcome.levels.iter().all(|l| l.request_count == 0) {
-        eprintln!("error: no request completed successfully");
+        // Say what the server answered: without it a run where every request failed (an unknown
+        // input, a model error) shows only zeros.
+        match outcome.levels.iter().flat_map(|l| l.errors.first()).next() {
+            Some(e) => eprintln!(
+                "error: no request completed successfully; {} failed with {}: {}",
+                e.count,
+                e.kind,
+                report::short_error(&e.example)
+            ),
+            None => eprintln!("error: no request completed successfully"),
+        }
         return Ok(1);
     }
     // perf_analyzer exits non-zero when its only level never stabilised.
@@ -318,10 +330,10 @@ async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, Server
             let channel = grpc::connect(&t.base_url)
                 .await
                 .map_err(|e| anyhow::anyhow!(e))?;
-            let info = grpc::discover(channel.clone(), t)
+            let info = grpc::discover_version(channel.clone(), t, &plan.model_version)
                 .await
                 .map_err(preflight)?;
-            check_model(plan, &info)?;
+            check_model(plan, &info, protocol)?;
             let client = GrpcClient::new(t, &info, workers, channel.clone(), ResponseMode::Tensors)
                 .await
                 .map_err(|e| anyhow::anyhow!(e))?;
@@ -332,18 +344,28 @@ async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, Server
                 &plan.metrics,
                 StatsSource::Grpc(channel, md),
             )
-            .await;
+            .await
+            .with_version(&plan.model_version);
             Ok((protocol, info, Client::Grpc(client), probe))
         }
         Protocol::Http => {
             let mut target = t.clone();
             target.api = crate::plan::Api::Infer;
-            let info = crate::client::discovery::model_info_http(&http, &target)
-                .await
-                .map_err(preflight)?;
-            check_model(plan, &info)?;
+            let info = crate::client::discovery::model_info_http_version(
+                &http,
+                &target,
+                &plan.model_version,
+            )
+            .await
+            .map_err(preflight)?;
+            check_model(plan, &info, protocol)?;
             let client = HttpClient::new(&target, workers)?;
-            let stats_url = format!("{}/v2/models/{}/stats", t.base_url, t.model);
+            // perf_analyzer reads `v2/models/<m>[/versions/<v>]/stats`: with -x, that version only.
+            let stats_url = format!(
+                "{}/{}/stats",
+                t.base_url,
+                crate::client::discovery::model_path(&t.model, &plan.model_version)
+            );
             let probe =
                 ServerProbe::new(http, &t.model, &plan.metrics, StatsSource::Http(stats_url)).await;
             Ok((protocol, info, Client::Http(client), probe))
@@ -369,7 +391,15 @@ fn preflight(e: PreflightError) -> anyhow::Error {
     }
 }
 
-fn check_model(plan: &PerfPlan, info: &ModelInfo) -> Result<(), UsageError> {
+fn check_model(plan: &PerfPlan, info: &ModelInfo, protocol: Protocol) -> Result<(), UsageError> {
+    // Explicit `-i http --streaming` is refused by the plan; this catches a detected HTTP server.
+    if plan.target.streaming && protocol == Protocol::Http {
+        return Err(UsageError(format!(
+            "{} (the server at {} answered HTTP, not gRPC)",
+            plan::STREAMING_NEEDS_GRPC,
+            plan.target.base_url
+        )));
+    }
     if plan.target.streaming && !info.decoupled {
         return Err(UsageError(format!(
             "model '{}' is not decoupled (model_transaction_policy.decoupled is false), so it answers each request once and cannot stream: drop --streaming",
@@ -403,8 +433,8 @@ async fn measure_level(
 ) -> Result<PerfLevel> {
     shared.client.warm_connections(stimulus.workers()).await;
     if plan.warmup > 0 {
-        let (tx, rx) = std::sync::mpsc::channel::<Completed>();
-        let drain = std::thread::spawn(move || rx.into_iter().count());
+        let (tx, rx) = crate::load::record_queue();
+        let drain = std::thread::spawn(move || std::iter::from_fn(|| rx.recv()).count());
         let spec = PhaseSpec {
             phase: Phase::Warmup,
             stimulus,
@@ -422,12 +452,12 @@ async fn measure_level(
         WindowRule::Time(_) | WindowRule::Count(_) => Stop::Requests(u64::MAX),
     };
     let (win_tx, mut win_rx) = unbounded_channel::<Window>();
-    let (rec_tx, rec_rx) = std::sync::mpsc::channel::<Completed>();
+    let (rec_tx, rec_rx) = crate::load::record_queue();
     let start_ns = shared.clock.now_ns();
     let rule = plan.windows;
     let clock = shared.clock;
     let pool = shared.gaps.clone();
-    let mut snapshots = vec![probe.snapshot().await.stats];
+    let mut snapshots = vec![stats_now(probe).await];
     // The timeline travels with the collector thread and comes back when it ends.
     let lent = timeline.take();
     let collector = std::thread::Builder::new()
@@ -445,7 +475,7 @@ async fn measure_level(
     let mut measured = 0u32;
     let mut stable = !rule.stabilizes();
     while let Some(w) = win_rx.recv().await {
-        snapshots.push(probe.snapshot().await.stats);
+        snapshots.push(stats_now(probe).await);
         measured += 1;
         if print && plan.verbose {
             let lat = window_latency(&w.agg, plan.percentile);
@@ -479,7 +509,7 @@ async fn measure_level(
     // Wait for the collector to finish (it ends when the last sender is gone).
     while let Some(w) = win_rx.recv().await {
         if !rule.stabilizes() && windows.is_empty() {
-            snapshots.push(probe.snapshot().await.stats);
+            snapshots.push(stats_now(probe).await);
             windows.push(w);
         }
     }
@@ -495,6 +525,13 @@ async fn measure_level(
     Ok(merge(
         plan, stimulus, &windows, measured, stable, first_snap, last_snap,
     ))
+}
+
+/// The statistics extension's counters now. Only those: perf reports no Prometheus numbers,
+/// and scraping `/metrics` first would read the counters that much later than the window's
+/// end, while requests keep completing (the client's and the server's counts then differ more).
+async fn stats_now(probe: &ServerProbe) -> Option<StatsSnapshot> {
+    probe.read_stats().await.ok().flatten()
 }
 
 fn window_latency(agg: &Aggregate, percentile: Option<u32>) -> f64 {
@@ -579,6 +616,7 @@ fn merge(
             (Some(a), Some(b)) => Some(ServerView::between(&a, &b)),
             _ => None,
         },
+        errors: agg.error_counts(),
     }
 }
 
@@ -589,7 +627,7 @@ fn collect_windows(
     rule: WindowRule,
     start_ns: u64,
     clock: Clock,
-    rx: std::sync::mpsc::Receiver<Completed>,
+    rx: crate::load::RecordSource,
     tx: UnboundedSender<Window>,
     pool: crate::load::GapPool,
     mut timeline: Option<Timeline>,
@@ -616,7 +654,7 @@ fn collect_windows(
     };
     loop {
         let msg = rx.recv_timeout(Duration::from_millis(2));
-        let closed = matches!(msg, Err(RecvTimeoutError::Disconnected));
+        let closed = matches!(msg, Err(crate::load::queue::Empty::Closed));
         if let Ok(Completed { record, mut gaps }) = msg {
             if record.phase == Phase::Measure {
                 if let Some(t) = timeline.as_mut() {
@@ -664,4 +702,93 @@ fn collect_windows(
         let _ = tx.send(cur);
     }
     timeline
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{self, DataType as SimType, ModelSpec, SimConfig, TensorSpec as SimTensor};
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> PerfPlan {
+        let mut argv = vec!["ttftbench", "perf"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
+        let crate::cli::Command::Perf(p) = cli.command else {
+            panic!("expected perf")
+        };
+        PerfPlan::from_args(&p, &[]).unwrap()
+    }
+
+    /// A YOLOv8-sized output: `[84,8400]` FP32, 2.8 MB per image.
+    fn big_output_sim() -> SimConfig {
+        SimConfig {
+            models: vec![ModelSpec::tensor(
+                "yolo_full",
+                8,
+                vec![SimTensor::new("images", SimType::Fp32, &[3, 8, 8])],
+                vec![SimTensor::new("output0", SimType::Fp32, &[84, 8400])],
+            )],
+            ..SimConfig::default()
+        }
+    }
+
+    /// Found against real Triton (`yolov8s`, `-b 2`): responses over 4 MiB failed with tonic's
+    /// default decoding limit ("decoded message length too large") although Triton sent them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn grpc_responses_over_4_mib_are_read() {
+        let sim = sim::start(big_output_sim()).await.unwrap();
+        let url = sim.grpc_target();
+        let out = run(
+            &plan(&[
+                "-m",
+                "yolo_full",
+                "-b",
+                "2",
+                "-u",
+                &url,
+                "--request-count",
+                "3",
+            ]),
+            Cancel::new(),
+            false,
+        )
+        .await
+        .unwrap();
+        let l = &out.levels[0];
+        assert!(l.errors.is_empty(), "5.6 MB responses: {:?}", l.errors);
+        assert_eq!(l.request_count, 3);
+        sim.shutdown().await;
+    }
+
+    /// Found against real Triton: `-x 7` of a model that has only version 1 passed discovery
+    /// (metadata and config were read without the version) and every request failed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unknown_model_version_is_a_usage_error() {
+        let sim = sim::start(big_output_sim()).await.unwrap();
+        for (proto, url) in [("grpc", sim.grpc_target()), ("http", sim.http_url())] {
+            let args = [
+                "-m",
+                "yolo_full",
+                "-i",
+                proto,
+                "-u",
+                &url,
+                "--request-count",
+                "1",
+            ];
+            let mut bad = args.to_vec();
+            bad.extend(["-x", "7"]);
+            let e = run(&plan(&bad), Cancel::new(), false).await.unwrap_err();
+            let u = e
+                .downcast_ref::<UsageError>()
+                .unwrap_or_else(|| panic!("{proto}: a usage error, got {e:#}"));
+            assert!(u.0.contains("has no version 7"), "{proto}: {u}");
+            let mut good = args.to_vec();
+            good.extend(["-x", "1"]);
+            let out = run(&plan(&good), Cancel::new(), false).await.unwrap();
+            assert_eq!(out.levels[0].request_count, 1, "{proto}");
+        }
+        sim.shutdown().await;
+    }
 }

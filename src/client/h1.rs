@@ -1,0 +1,561 @@
+//! A minimal HTTP/1.1 client for plain-HTTP targets. Each worker owns one keep-alive connection
+//! and reads responses straight off the socket: every read is timestamped the moment it returns,
+//! and the body is unframed (chunked or sized), split into server-sent events and read as JSON in
+//! place — no body channel, no task hand-off, no allocation per token. (A general HTTP client
+//! delivers each chunk of a streamed body through a channel to the reading task, which costs a
+//! wake-up per token and dominated the client's CPU.) HTTPS targets use the pooled reqwest
+//! client.
+//!
+//! Requests are written as `METHOD path HTTP/1.1` with `Host`, `Content-Type`, `Content-Length`,
+//! the user's headers, and the body. Responses may be chunked, sized, or read to close; a
+//! connection is reused unless the server said `Connection: close` or the exchange failed.
+
+use std::io;
+
+use reqwest::header::HeaderMap;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::record::{Clock, ErrorKind, RequestError};
+
+/// Where and how requests are written, rendered once.
+#[derive(Debug, Clone)]
+pub struct H1Target {
+    addr: String,
+    /// `POST /path HTTP/1.1\r\nHost: ...\r\n` plus the user's headers; content type and length
+    /// follow per request.
+    head: Vec<u8>,
+}
+
+impl H1Target {
+    /// For an `http://` URL; `None` for other schemes.
+    pub fn new(url: &reqwest::Url, headers: &HeaderMap) -> Option<H1Target> {
+        if url.scheme() != "http" {
+            return None;
+        }
+        let host = url.host_str()?;
+        let port = url.port_or_known_default()?;
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let host_header = match url.port() {
+            Some(p) => format!(
+                "{}:{p}",
+                if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host.to_string()
+                }
+            ),
+            None => host.to_string(),
+        };
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let mut head =
+            format!("POST {path} HTTP/1.1\r\nHost: {host_header}\r\nAccept: */*\r\n").into_bytes();
+        for (name, value) in headers {
+            head.extend_from_slice(name.as_str().as_bytes());
+            head.extend_from_slice(b": ");
+            head.extend_from_slice(value.as_bytes());
+            head.extend_from_slice(b"\r\n");
+        }
+        Some(H1Target { addr, head })
+    }
+}
+
+/// One keep-alive connection with its read buffer.
+#[derive(Debug)]
+pub struct H1Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Reusable for another request.
+    pub reusable: bool,
+    /// When the latest read returned (run clock, ns): the arrival time of what it read.
+    last_read_ns: u64,
+}
+
+/// Opens a connection.
+pub async fn connect(t: &H1Target) -> Result<H1Conn, RequestError> {
+    let stream = TcpStream::connect(&t.addr).await.map_err(|e| {
+        RequestError::new(
+            ErrorKind::Connect,
+            format!("cannot connect to {}: {e}", t.addr),
+        )
+    })?;
+    let _ = stream.set_nodelay(true);
+    Ok(H1Conn {
+        stream,
+        buf: vec![0; 16 * 1024],
+        start: 0,
+        end: 0,
+        reusable: true,
+        last_read_ns: 0,
+    })
+}
+
+impl H1Conn {
+    /// Whether an idle connection is still open (a server may close keep-alive connections it
+    /// considers idle; finding out before sending keeps reconnects out of measured time).
+    pub fn is_open(&mut self) -> bool {
+        if !self.reusable {
+            return false;
+        }
+        let mut probe = [0u8; 1];
+        match self.stream.try_read(&mut probe) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
+            // EOF, an error, or bytes nobody asked for: not usable.
+            _ => false,
+        }
+    }
+
+    /// Writes one request: the target's head, content type, length, extra header, body. Returns
+    /// when the last byte has been handed to the kernel.
+    pub async fn send(
+        &mut self,
+        t: &H1Target,
+        content_type: &str,
+        extra: Option<(&str, usize)>,
+        body: &[u8],
+        scratch: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        scratch.clear();
+        scratch.extend_from_slice(&t.head);
+        scratch.extend_from_slice(b"Content-Type: ");
+        scratch.extend_from_slice(content_type.as_bytes());
+        scratch.extend_from_slice(b"\r\nContent-Length: ");
+        push_decimal(scratch, body.len());
+        scratch.extend_from_slice(b"\r\n");
+        if let Some((name, value)) = extra {
+            scratch.extend_from_slice(name.as_bytes());
+            scratch.extend_from_slice(b": ");
+            push_decimal(scratch, value);
+            scratch.extend_from_slice(b"\r\n");
+        }
+        scratch.extend_from_slice(b"\r\n");
+        // Small bodies travel in the same write as the head; large tensors are written from the
+        // shared buffer without copying.
+        if body.len() <= 64 * 1024 {
+            scratch.extend_from_slice(body);
+            self.stream.write_all(scratch).await
+        } else {
+            self.stream.write_all(scratch).await?;
+            self.stream.write_all(body).await
+        }
+    }
+
+    /// Reads more bytes into the buffer and timestamps them; returns how many (0 at EOF).
+    async fn fill(&mut self, clock: &Clock) -> io::Result<usize> {
+        if self.start > 0 && self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                let n = self.buf.len() * 2;
+                self.buf.resize(n, 0);
+            }
+        }
+        let n = self.stream.read(&mut self.buf[self.end..]).await?;
+        // Taken as the read returns, before anything is parsed.
+        self.last_read_ns = clock.now_ns();
+        self.end += n;
+        Ok(n)
+    }
+
+    fn available(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Reads the response head; returns it with the arrival time of its first byte.
+    pub async fn read_head(&mut self, clock: &Clock) -> Result<(Head, u64), RequestError> {
+        let mut first: Option<u64> = None;
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut resp = httparse::Response::new(&mut headers);
+            match resp.parse(self.available()) {
+                Ok(httparse::Status::Complete(len)) => {
+                    let head = Head::from_parsed(&resp)?;
+                    self.start += len;
+                    return Ok((head, first.unwrap_or(self.last_read_ns)));
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(e) => {
+                    self.reusable = false;
+                    return Err(RequestError::new(
+                        ErrorKind::MalformedResponse,
+                        format!("invalid HTTP response head: {e}"),
+                    ));
+                }
+            }
+            let n = self.fill(clock).await.map_err(|e| {
+                self.reusable = false;
+                RequestError::new(
+                    ErrorKind::StreamCut,
+                    format!("reading the response head: {e}"),
+                )
+            })?;
+            if n == 0 {
+                self.reusable = false;
+                return Err(RequestError::new(
+                    ErrorKind::StreamCut,
+                    "the server closed the connection before responding",
+                ));
+            }
+            first.get_or_insert(self.last_read_ns);
+        }
+    }
+
+    /// Reads the body, calling `data(bytes, t)` with each piece of unframed payload and the
+    /// arrival time of the read that brought it. Stops early (and marks the connection
+    /// unusable) when `data` returns `false`.
+    pub async fn read_body(
+        &mut self,
+        framing: Framing,
+        clock: &Clock,
+        mut data: impl FnMut(&[u8], u64) -> bool,
+    ) -> Result<(), RequestError> {
+        let mut state = match framing {
+            Framing::Chunked => Unframe::ChunkSize,
+            Framing::Length(0) => return Ok(()),
+            Framing::Length(n) => Unframe::Sized(n),
+            Framing::Close => {
+                self.reusable = false;
+                Unframe::ToClose
+            }
+        };
+        loop {
+            // Consume what is buffered.
+            loop {
+                let avail = self.available();
+                match &mut state {
+                    Unframe::Done => return Ok(()),
+                    Unframe::Sized(rem) | Unframe::ChunkData(rem) => {
+                        if avail.is_empty() {
+                            break;
+                        }
+                        let take = (*rem).min(avail.len() as u64) as usize;
+                        let keep_going = data(&avail[..take], self.last_read_ns);
+                        self.start += take;
+                        *rem -= take as u64;
+                        if !keep_going {
+                            self.reusable = false;
+                            return Ok(());
+                        }
+                        if *rem == 0 {
+                            state = match state {
+                                Unframe::Sized(_) => Unframe::Done,
+                                _ => Unframe::ChunkCrlf,
+                            };
+                        }
+                    }
+                    Unframe::ToClose => {
+                        if avail.is_empty() {
+                            break;
+                        }
+                        let n = avail.len();
+                        let keep_going = data(avail, self.last_read_ns);
+                        self.start += n;
+                        if !keep_going {
+                            return Ok(());
+                        }
+                    }
+                    Unframe::ChunkSize => match memchr::memchr(b'\n', avail) {
+                        None if avail.len() > 1024 => {
+                            return Err(self.malformed("chunk size line too long"));
+                        }
+                        None => break,
+                        Some(i) => {
+                            let line = &avail[..i];
+                            let hex = line.split(|&c| c == b';').next().unwrap_or_default();
+                            let hex = std::str::from_utf8(hex).unwrap_or("").trim();
+                            let size = u64::from_str_radix(hex, 16)
+                                .map_err(|_| self.malformed("invalid chunk size"))?;
+                            self.start += i + 1;
+                            state = if size == 0 {
+                                Unframe::Trailers
+                            } else {
+                                Unframe::ChunkData(size)
+                            };
+                        }
+                    },
+                    Unframe::ChunkCrlf => {
+                        if avail.is_empty() || avail == b"\r" {
+                            break;
+                        }
+                        match avail {
+                            [b'\r', b'\n', ..] => self.start += 2,
+                            [b'\n', ..] => self.start += 1,
+                            _ => return Err(self.malformed("chunk data longer than its size")),
+                        }
+                        state = Unframe::ChunkSize;
+                    }
+                    Unframe::Trailers => match memchr::memchr(b'\n', avail) {
+                        None => break,
+                        Some(i) => {
+                            let empty = avail[..i].iter().all(|c| *c == b'\r');
+                            self.start += i + 1;
+                            if empty {
+                                state = Unframe::Done;
+                            }
+                        }
+                    },
+                }
+            }
+            if matches!(state, Unframe::Done) {
+                return Ok(());
+            }
+            let n = self.fill(clock).await.map_err(|e| {
+                self.reusable = false;
+                RequestError::new(
+                    ErrorKind::StreamCut,
+                    format!("the response body broke off: {e}"),
+                )
+            })?;
+            if n == 0 {
+                if matches!(state, Unframe::ToClose) {
+                    return Ok(());
+                }
+                self.reusable = false;
+                return Err(RequestError::new(
+                    ErrorKind::StreamCut,
+                    "the response body broke off: connection closed before its end",
+                ));
+            }
+        }
+    }
+
+    fn malformed(&mut self, what: &str) -> RequestError {
+        self.reusable = false;
+        RequestError::new(
+            ErrorKind::MalformedResponse,
+            format!("invalid chunked body: {what}"),
+        )
+    }
+}
+
+enum Unframe {
+    ChunkSize,
+    ChunkData(u64),
+    ChunkCrlf,
+    Trailers,
+    Sized(u64),
+    ToClose,
+    Done,
+}
+
+/// How the body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// `Content-Length`.
+    Length(u64),
+    /// Until the server closes the connection.
+    Close,
+}
+
+/// What the response head said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// Status code.
+    pub status: u16,
+    /// Reason phrase.
+    pub reason: String,
+    /// `Content-Type`, lower-cased.
+    pub content_type: String,
+    /// Body framing.
+    pub framing: Framing,
+    /// Whether the server keeps the connection open.
+    pub keep_alive: bool,
+}
+
+impl Head {
+    fn from_parsed(r: &httparse::Response<'_, '_>) -> Result<Head, RequestError> {
+        let status = r.code.ok_or_else(|| {
+            RequestError::new(ErrorKind::MalformedResponse, "response without a status")
+        })?;
+        let mut content_type = String::new();
+        let mut chunked = false;
+        let mut length = None;
+        let mut close = r.version == Some(0);
+        for h in r.headers.iter() {
+            let v = std::str::from_utf8(h.value).unwrap_or("").trim();
+            if h.name.eq_ignore_ascii_case("content-type") {
+                content_type = v.to_ascii_lowercase();
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked |= v.to_ascii_lowercase().contains("chunked");
+            } else if h.name.eq_ignore_ascii_case("content-length") {
+                length = v.parse::<u64>().ok();
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                let v = v.to_ascii_lowercase();
+                if v.contains("close") {
+                    close = true;
+                } else if v.contains("keep-alive") {
+                    close = false;
+                }
+            }
+        }
+        let framing = if chunked {
+            Framing::Chunked
+        } else if let Some(n) = length {
+            Framing::Length(n)
+        } else if status == 204 || status == 304 {
+            Framing::Length(0)
+        } else {
+            Framing::Close
+        };
+        Ok(Head {
+            status,
+            reason: r.reason.unwrap_or("").to_string(),
+            content_type,
+            framing,
+            keep_alive: !close && framing != Framing::Close,
+        })
+    }
+
+    /// Whether the body is a server-sent event stream.
+    pub fn is_sse(&self) -> bool {
+        self.content_type.starts_with("text/event-stream")
+    }
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut v: usize) {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend(digits[..n].iter().rev());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpListener;
+
+    /// A server that answers one request with `response`, written in pieces of `piece` bytes.
+    async fn serve_once(response: Vec<u8>, piece: usize) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut req = vec![0u8; 4096];
+            let _ = s.read(&mut req).await;
+            for c in response.chunks(piece.max(1)) {
+                let _ = s.write_all(c).await;
+                tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+            }
+        });
+        addr
+    }
+
+    async fn exchange(
+        response: &[u8],
+        piece: usize,
+    ) -> (Head, Vec<u8>, Result<(), RequestError>, bool) {
+        let addr = serve_once(response.to_vec(), piece).await;
+        let url = reqwest::Url::parse(&format!("http://{addr}/v1/x")).unwrap();
+        let t = H1Target::new(&url, &HeaderMap::new()).unwrap();
+        let mut c = connect(&t).await.unwrap();
+        let mut scratch = Vec::new();
+        c.send(&t, "application/json", None, b"{}", &mut scratch)
+            .await
+            .unwrap();
+        let clock = Clock::start();
+        let (head, _) = c.read_head(&clock).await.unwrap();
+        let mut body = Vec::new();
+        let r = c
+            .read_body(head.framing, &clock, |d, _| {
+                body.extend_from_slice(d);
+                true
+            })
+            .await;
+        let reusable = c.reusable && head.keep_alive;
+        (head, body, r, reusable)
+    }
+
+    #[tokio::test]
+    async fn chunked_body_split_anywhere() {
+        let resp = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n7\r\ndata: a\r\n4;ext=1\r\n\n\n\nx\r\n0\r\nTrailer: v\r\n\r\n";
+        for piece in [1, 2, 3, 7, 1000] {
+            let (head, body, r, reusable) = exchange(resp, piece).await;
+            assert!(r.is_ok(), "piece {piece}: {r:?}");
+            assert!(head.is_sse());
+            assert_eq!(body, b"data: a\n\n\nx", "piece {piece}");
+            assert!(reusable, "piece {piece}");
+        }
+    }
+
+    #[tokio::test]
+    async fn sized_and_close_delimited() {
+        let (head, body, r, reusable) =
+            exchange(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 2).await;
+        assert!(r.is_ok());
+        assert_eq!(
+            (head.framing, body.as_slice(), reusable),
+            (Framing::Length(5), &b"hello"[..], true)
+        );
+        let (head, body, r, reusable) = exchange(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end",
+            4,
+        )
+        .await;
+        assert!(r.is_ok());
+        assert_eq!(
+            (head.framing, body.as_slice(), reusable),
+            (Framing::Close, &b"until the end"[..], false)
+        );
+    }
+
+    #[tokio::test]
+    async fn truncated_chunked_body_is_a_stream_cut() {
+        let (_, body, r, reusable) = exchange(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
+            100,
+        )
+        .await;
+        assert_eq!(r.unwrap_err().kind, ErrorKind::StreamCut);
+        assert_eq!(body, b"hel");
+        assert!(!reusable);
+        let (_, _, r, _) = exchange(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            100,
+        )
+        .await;
+        assert_eq!(r.unwrap_err().kind, ErrorKind::MalformedResponse);
+    }
+
+    #[test]
+    fn request_head_rendering() {
+        let url = reqwest::Url::parse("http://localhost:8000/api/v1/chat/completions?x=1").unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("authorization", "Bearer k".parse().unwrap());
+        let t = H1Target::new(&url, &h).unwrap();
+        assert_eq!(t.addr, "localhost:8000");
+        assert_eq!(
+            String::from_utf8(t.head.clone()).unwrap(),
+            "POST /api/v1/chat/completions?x=1 HTTP/1.1\r\nHost: localhost:8000\r\nAccept: */*\r\nauthorization: Bearer k\r\n"
+        );
+        assert!(H1Target::new(&reqwest::Url::parse("https://x/").unwrap(), &h).is_none());
+        let mut v = Vec::new();
+        push_decimal(&mut v, 1234567);
+        assert_eq!(v, b"1234567");
+    }
+}
