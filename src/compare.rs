@@ -399,9 +399,16 @@ pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
     let mut rows = Vec::new();
     for (name, b, c) in pairs {
         for &m in &metrics {
-            let (bv, cv) = (b.metric(m), c.metric(m));
+            // A statistic a file does not have (perf_analyzer's CSV has no average) is NaN.
+            let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
+            let (bv, cv) = (finite(b.metric(m)), finite(c.metric(m)));
             let limits = rules.limits_for(m);
-            if bv.is_none() && cv.is_none() && !rules.thresholds.iter().any(|t| t.metric == m) {
+            let named = rules.thresholds.iter().any(|t| t.metric == m);
+            // No tokens on either side (a tensor model, a perf_analyzer CSV): nothing to compare.
+            let no_tokens = m == MetricRef::System(SystemMetric::OutputTokenThroughput)
+                && bv == Some(0.0)
+                && cv == Some(0.0);
+            if (bv.is_none() && cv.is_none() || no_tokens) && !named {
                 continue;
             }
             let status = match (limits.is_empty(), bv, cv) {

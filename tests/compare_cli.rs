@@ -61,6 +61,7 @@ fn level(c: u32, ttft: (f64, f64), tput: f64, queue: f64, errors: u64) -> LevelS
         streaming: true,
         interrupted: false,
         started_unix_ns: 1_767_355_200_000_000_000,
+        validity: Default::default(),
     }
 }
 
@@ -324,6 +325,50 @@ fn a_folder_of_fixed_concurrency_runs_compares_its_two_newest() {
     let (code, out, _) = bin(&["report", "ci"], tmp.path());
     assert_eq!(code, 0);
     assert!(out.contains("(3 runs, 3 levels)"), "{out}");
+}
+
+#[test]
+fn perf_analyzer_csv_files_compare() {
+    // The perf guide's CI habit: the same fixed-concurrency run, compared with the last CSV.
+    let tmp = tempfile::tempdir().unwrap();
+    let head = "Concurrency,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency";
+    std::fs::write(
+        tmp.path().join("last.csv"),
+        format!("{head}\n8,8556.2,128,40,921,1152,1284,1623\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("ci_result.csv"),
+        format!("{head}\n8,7900,130,41,1010,1300,1500,1900\n"),
+    )
+    .unwrap();
+    let (code, out, err) = bin(&["compare", "last.csv", "ci_result.csv"], tmp.path());
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        out,
+        "\
+baseline: last (last.csv)
+current:  ci_result (ci_result.csv)
+limits:   throughput may fall by at most 5%; p99 latency may rise by at most 10%
+
+Level         Metric                    Baseline        Current  Change  Limit  Status
+------------  -------------------  -------------  -------------  ------  -----  ---------
+concurrency8  request_latency.p99        1.62 ms        1.90 ms  +17.1%   +10%  REGRESSED
+concurrency8  request_throughput   8556.20 req/s  7900.00 req/s   -7.7%    -5%  REGRESSED
+concurrency8  error_rate                    0.0%           0.0%   +0.0%
+
+2 regressions
+Level         Metric                    Baseline        Current  Change  Limit  Status
+------------  -------------------  -------------  -------------  ------  -----  ---------
+concurrency8  request_latency.p99        1.62 ms        1.90 ms  +17.1%   +10%  REGRESSED
+concurrency8  request_throughput   8556.20 req/s  7900.00 req/s   -7.7%    -5%  REGRESSED
+"
+    );
+    // Not a perf_analyzer CSV: a usage error naming what was expected.
+    std::fs::write(tmp.path().join("other.csv"), "a,b\n1,2\n").unwrap();
+    let (code, _, err) = bin(&["compare", "other.csv", "last.csv"], tmp.path());
+    assert_eq!(code, 2);
+    assert!(err.contains("not a perf_analyzer CSV"), "{err}");
 }
 
 #[test]

@@ -314,6 +314,9 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             .get("started_unix_ns")
             .and_then(Value::as_u64)
             .unwrap_or(0),
+        validity: validity
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default(),
     };
     let slo = doc
         .get("slo")
@@ -483,9 +486,12 @@ fn read_loop_run(dir: &Path) -> Result<Option<Run>> {
 /// The runs one directory holds: itself (a sweep, a level, a loop's run) or, for a timeline, one
 /// run per subdirectory, oldest first.
 pub fn runs_in(dir: &Path) -> Result<Vec<Run>> {
+    if dir.is_file() {
+        return file_run(dir).map(|r| vec![r]);
+    }
     if !dir.is_dir() {
         return Err(UsageError(format!(
-            "{}: no such directory (give an artifact directory: a level, a sweep, or a folder of runs)",
+            "{}: no such directory (give an artifact directory: a level, a sweep, or a folder of runs; or a perf_analyzer CSV file)",
             dir.display()
         ))
         .into());
@@ -559,6 +565,172 @@ pub fn sort_runs(runs: &mut [Run]) {
             .cmp(&b.started_unix_ns())
             .then_with(|| a.label.cmp(&b.label))
     });
+}
+
+/// A run from a file: a perf_analyzer CSV (`perf -f`), or a sweep's own `summary.csv` /
+/// `summary.json` / a level's JSON, which stand for their directory.
+fn file_run(path: &Path) -> Result<Run> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if name == super::SUMMARY_FILE || name == SUMMARY_JSON_FILE {
+        return read_sweep(parent);
+    }
+    if name == JSON_FILE || name == super::CSV_FILE {
+        return Ok(run_from(parent, vec![read_level(parent)?]));
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let levels = perf_csv_levels(&text, path)?;
+    let label = path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let mut run = run_from(path, levels);
+    run.label = label;
+    Ok(run)
+}
+
+/// Levels of a perf_analyzer CSV (`-f FILE`, perf_analyzer's own or `ttftbench perf`'s), read by
+/// column name: `Concurrency` or `Request Rate`, `Inferences/Second`, `pN latency` and
+/// `Avg latency` (µs), and the server's `Server Queue` / `Server Compute *` (µs) when present.
+/// The file has no request or error counts (perf_analyzer stops on errors), so each row counts
+/// as measured without errors; statistics it lacks are NaN and shown as missing.
+pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let headers = rdr
+        .headers()
+        .with_context(|| format!("{}: no CSV header", path.display()))?
+        .clone();
+    let col = |name: &str| headers.iter().position(|h| h.trim() == name);
+    let Some(tput_col) = col("Inferences/Second") else {
+        return Err(UsageError(format!(
+            "{}: not a perf_analyzer CSV (no Inferences/Second column); give an artifact directory or a `perf -f` CSV",
+            path.display()
+        ))
+        .into());
+    };
+    let (load_col, rate) = match (col("Concurrency"), col("Request Rate")) {
+        (Some(c), _) => (c, false),
+        (None, Some(c)) => (c, true),
+        (None, None) => {
+            return Err(UsageError(format!(
+                "{}: no Concurrency or Request Rate column",
+                path.display()
+            ))
+            .into());
+        }
+    };
+    let mut levels = Vec::new();
+    for (i, rec) in rdr.records().enumerate() {
+        let rec = rec.with_context(|| format!("{}: row {}", path.display(), i + 2))?;
+        let num = |c: Option<usize>| -> Option<f64> {
+            c.and_then(|c| rec.get(c))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        };
+        let us = |name: &str| num(col(name)).map(|v| v / 1000.0);
+        let (Some(load), Some(tput)) = (num(Some(load_col)), num(Some(tput_col))) else {
+            bail!(
+                "{}: row {}: load or throughput is not a number",
+                path.display(),
+                i + 2
+            );
+        };
+        let stimulus = if rate {
+            Stimulus::RequestRate {
+                rate: load,
+                arrival: crate::plan::Arrival::Constant,
+                max_inflight: 1024,
+            }
+        } else if load >= 1.0 && load.fract() == 0.0 && load <= f64::from(u32::MAX) {
+            Stimulus::Concurrency(load as u32)
+        } else {
+            bail!(
+                "{}: row {}: concurrency '{load}' is not a whole number",
+                path.display(),
+                i + 2
+            );
+        };
+        let nan = f64::NAN;
+        let latency = Stats {
+            count: 1,
+            avg: us("Avg latency").unwrap_or(nan),
+            min: nan,
+            max: nan,
+            std: nan,
+            p1: nan,
+            p5: nan,
+            p10: nan,
+            p25: nan,
+            p50: us("p50 latency").unwrap_or(nan),
+            p75: us("p75 latency").unwrap_or(nan),
+            p90: us("p90 latency").unwrap_or(nan),
+            p95: us("p95 latency").unwrap_or(nan),
+            p99: us("p99 latency").unwrap_or(nan),
+            p999: nan,
+        };
+        let server = us("Server Queue").map(|q| {
+            let ci = us("Server Compute Input").unwrap_or(0.0);
+            let cf = us("Server Compute Infer").unwrap_or(0.0);
+            let co = us("Server Compute Output").unwrap_or(0.0);
+            let total = q + ci + cf + co;
+            ServerDelta {
+                source: "statistics",
+                requests: 0,
+                failures: 0,
+                executions: 0,
+                avg_request_ms: total,
+                avg_queue_ms: Some(q),
+                avg_compute_input_ms: ci,
+                avg_compute_infer_ms: cf,
+                avg_compute_output_ms: co,
+                queue_share: (total > 0.0).then(|| q / total),
+                max_pending: 0.0,
+            }
+        });
+        levels.push(LoadedLevel {
+            dir: path.to_path_buf(),
+            summary: LevelSummary {
+                stimulus,
+                stats: LevelStats {
+                    metrics: vec![(Metric::RequestLatency, latency)],
+                    request_count: 1,
+                    error_count: 0,
+                    errors: vec![],
+                    warmup_count: 0,
+                    duration_s: 0.0,
+                    output_token_throughput: 0.0,
+                    total_token_throughput: 0.0,
+                    request_throughput: tput,
+                    request_goodput: None,
+                    osl_mismatch: 0,
+                    short_outputs: 0,
+                },
+                server,
+                streaming: false,
+                interrupted: false,
+                started_unix_ns: std::fs::metadata(path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos() as u64),
+                validity: Default::default(),
+            },
+            command_line: None,
+            version: None,
+            slo: vec![],
+            model: None,
+            api: Some("perf_analyzer CSV".into()),
+        });
+    }
+    if levels.is_empty() {
+        return Err(UsageError(format!("{}: no rows", path.display())).into());
+    }
+    Ok(levels)
 }
 
 /// The runs named on a command line: level directories given together form one run (the seeds'
@@ -661,6 +833,7 @@ mod tests {
             streaming: true,
             interrupted: true,
             started_unix_ns: 42,
+            validity: Default::default(),
         };
         let cfg =
             json!({"target": {"streaming": true}, "command_line": "ttftbench profile -m gpt2"});
@@ -695,6 +868,32 @@ mod tests {
             }
         );
         assert_eq!(l.summary.stimulus.name(), "request_rate2.5");
+    }
+
+    #[test]
+    fn perf_analyzer_csv_levels() {
+        let text = "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n1,540.2,20,300,100,50,1200,30,10,1700,1900,2000,2400\n4,1900,20,400,300,50,1300,30,10,2000,2300,2500,3100\n";
+        let levels = perf_csv_levels(text, Path::new("sweep.csv")).unwrap();
+        assert_eq!(levels.len(), 2);
+        let l = &levels[1].summary;
+        assert_eq!(l.stimulus, Stimulus::Concurrency(4));
+        assert_eq!(l.stats.request_throughput, 1900.0);
+        use crate::slo::{MetricRef, MetricSource, Stat, SystemMetric};
+        assert_eq!(
+            l.metric(MetricRef::Dist(Metric::RequestLatency, Stat::P99)),
+            Some(3.1)
+        );
+        assert!(
+            l.metric(MetricRef::Dist(Metric::RequestLatency, Stat::Avg))
+                .unwrap()
+                .is_nan()
+        );
+        let q = l
+            .metric(MetricRef::System(SystemMetric::QueueShare))
+            .unwrap();
+        assert!((q - 300.0 / 1680.0).abs() < 1e-12);
+        let e = perf_csv_levels("Metric,avg\nx,1\n", Path::new("s.csv")).unwrap_err();
+        assert!(format!("{e}").contains("not a perf_analyzer CSV"), "{e}");
     }
 
     #[test]

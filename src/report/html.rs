@@ -125,11 +125,16 @@ fn kind_title(levels: &[LoadedLevel]) -> String {
 }
 
 fn x_scale(levels: &[LoadedLevel]) -> XScale {
-    let vals: Vec<f64> = levels.iter().map(|l| l.summary.stimulus.value()).collect();
-    let min = vals.iter().copied().fold(f64::MAX, f64::min);
-    let max = vals.iter().copied().fold(0.0, f64::max);
-    // Ladders that double (1..32) crowd the left of a linear axis.
-    if min > 0.0 && max / min >= 8.0 {
+    let mut vals: Vec<f64> = levels.iter().map(|l| l.summary.stimulus.value()).collect();
+    vals.sort_by(f64::total_cmp);
+    vals.dedup();
+    let (Some(&min), Some(&max)) = (vals.first(), vals.last()) else {
+        return XScale::Linear;
+    };
+    // Ladders that grow geometrically (1, 2, 4, ... 32) crowd the left of a linear axis; evenly
+    // stepped ones (1, 3, 5, ... 31) crowd the right of a logarithmic one.
+    let geometric = vals.windows(2).all(|w| w[1] >= w[0] * 1.5);
+    if min > 0.0 && max / min >= 8.0 && geometric {
         XScale::Log2
     } else {
         XScale::Linear
@@ -203,6 +208,8 @@ fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
                     "ms",
                 )
             })
+            // A statistic the source lacks (perf_analyzer's CSV has no average) is left out.
+            .filter(|s| s.points.iter().any(|p| p.y.is_finite()))
             .collect(),
         lines: true,
         marks: vec![],
@@ -864,6 +871,7 @@ mod tests {
                 streaming: true,
                 interrupted: false,
                 started_unix_ns: 1_767_355_205_000_000_000,
+                validity: Default::default(),
             },
             command_line: Some("ttftbench profile -m gpt2 --api-key <redacted>".into()),
             version: Some("0.0.9".into()),
