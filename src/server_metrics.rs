@@ -360,6 +360,8 @@ pub struct ServerProbe {
     prom_url: Option<String>,
     stats: StatsSource,
     model: String,
+    /// Model version whose gRPC statistics are read ("" = all versions, summed).
+    version: String,
     /// Things the user should know about the server's metrics (printed once).
     pub notices: Vec<String>,
 }
@@ -405,6 +407,7 @@ impl ServerProbe {
             prom_url,
             stats,
             model,
+            version: String::new(),
             notices,
         };
         if let Err(e) = probe.read_stats().await {
@@ -412,6 +415,13 @@ impl ServerProbe {
             probe.stats = StatsSource::None;
         }
         probe
+    }
+
+    /// Reads the gRPC statistics of one model version only (perf_analyzer's `-x`), not the sum
+    /// over every loaded version. (For HTTP the version is part of the [`StatsSource::Http`] URL.)
+    pub fn with_version(mut self, version: &str) -> ServerProbe {
+        self.version = version.to_string();
+        self
     }
 
     /// Reads the statistics extension once (`Ok(None)` when there is no source).
@@ -444,7 +454,14 @@ impl ServerProbe {
                     .ok_or_else(|| "note: statistics unreadable: no model_stats".to_string())
             }
             StatsSource::Grpc(channel, md) => {
-                match grpc::model_statistics(channel.clone(), &self.model, md).await {
+                match grpc::model_statistics_version(
+                    channel.clone(),
+                    &self.model,
+                    &self.version,
+                    md,
+                )
+                .await
+                {
                     Ok(s) => Ok(Some(s)),
                     Err(s)
                         if matches!(

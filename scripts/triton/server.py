@@ -11,6 +11,8 @@ Models:
                    FIRST_TOKEN_DELAY + (max_tokens - 1) * ITL (for "cannot stream" checks).
   images           not decoupled: images FP32 [3,640,640] -> output0 FP32 [84], max_batch_size 8,
                    dynamic batching, compute = sleep(2 ms + 1 ms per batch item).
+  yolov8s          the same, with YOLOv8's real output size: output0 FP32 [84,8400] (2.8 MB per
+                   image, so responses pass gRPC's 4 MB default message limit from batch 2 on).
   text_classifier  not decoupled: input_ids INT64 [-1] -> logits FP32 [2], max_batch_size 8.
 
 Each streamed token is one GPT-2 token with a leading space (" the", " of", " and", " to", " in"),
@@ -185,7 +187,9 @@ def make_llm_unary(first_delay_s, itl_s):
     return infer
 
 
-def make_images():
+def make_images(out_shape):
+    """An image model: output0 of `out_shape` per item, zeros but for its first three values, the
+    input's per-channel means (cheap, deterministic, and they show the input arrived intact)."""
     import numpy as np
 
     async def infer(requests):
@@ -195,9 +199,8 @@ def make_images():
             x = r["images"]
             b = x.shape[0]
             total += b
-            o = np.zeros((b, 84), dtype=np.float32)
-            # Cheap, deterministic and touching the input: the per-channel means.
-            o[:, :3] = x.reshape(b, 3, -1).mean(axis=2, dtype=np.float32)
+            o = np.zeros((b,) + tuple(out_shape), dtype=np.float32)
+            o.reshape(b, -1)[:, :3] = x.reshape(b, 3, -1).mean(axis=2, dtype=np.float32)
             outs.append({"output0": o})
         await asyncio.sleep(0.002 + 0.001 * total)
         return outs
@@ -267,9 +270,17 @@ def bind_models(triton, args):
     )
     triton.bind(
         model_name="images",
-        infer_func=make_images(),
+        infer_func=make_images((84,)),
         inputs=[Tensor(name="images", dtype=np.float32, shape=(3, 640, 640))],
         outputs=[Tensor(name="output0", dtype=np.float32, shape=(84,))],
+        config=ModelConfig(batching=True, max_batch_size=8, batcher=DynamicBatcher(max_queue_delay_microseconds=500)),
+    )
+    # The second seed's yolov8s: same input and timing, the real model's output size.
+    triton.bind(
+        model_name="yolov8s",
+        infer_func=make_images((84, 8400)),
+        inputs=[Tensor(name="images", dtype=np.float32, shape=(3, 640, 640))],
+        outputs=[Tensor(name="output0", dtype=np.float32, shape=(84, 8400))],
         config=ModelConfig(batching=True, max_batch_size=8, batcher=DynamicBatcher(max_queue_delay_microseconds=500)),
     )
     triton.bind(
@@ -279,7 +290,7 @@ def bind_models(triton, args):
         outputs=[Tensor(name="logits", dtype=np.float32, shape=(2,))],
         config=ModelConfig(batching=True, max_batch_size=8, batcher=DynamicBatcher()),
     )
-    return ["trtllm_stream", "trtllm_unary", "vllm_stream", "images", "text_classifier"]
+    return ["trtllm_stream", "trtllm_unary", "vllm_stream", "images", "yolov8s", "text_classifier"]
 
 
 class Stop(Exception):

@@ -24,7 +24,7 @@ set -euo pipefail
 
 PYTRITON_VERSION=0.7.0
 NUMPY_VERSION=1.26.4
-MODELS=(trtllm_stream trtllm_unary vllm_stream images text_classifier)
+MODELS=(trtllm_stream trtllm_unary vllm_stream images yolov8s text_classifier)
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)

@@ -451,7 +451,10 @@ pub fn grpc_request(plan: &PerfPlan, info: &ModelInfo, tensors: &[Tensor]) -> Ve
         .iter()
         .map(|(k, v)| (k.clone(), param(v)))
         .collect();
-    if plan.target.streaming {
+    // Every request to a decoupled model, streamed or not: backends may end a request with a
+    // flags-only FINAL (PyTriton always does, TensorRT-LLM ensembles when a step is still in
+    // flight), which Triton forwards only when asked; without it such a request never ends.
+    if plan.target.streaming || info.decoupled {
         parameters.insert(
             "triton_enable_empty_final_response".into(),
             InferParameter {
@@ -589,12 +592,55 @@ fn f16_to_f32(h: u16) -> f32 {
     }
 }
 
+/// Triton refuses FP16 and BF16 tensors as JSON both ways ("receiving FP16 data via JSON is not
+/// supported. Please use the binary data format for input X"; outputs: "sending FP16 data via
+/// JSON is not supported"), so every request of such a run would fail: say so before it starts.
+pub fn check_json_datatypes(
+    plan: &PerfPlan,
+    info: &ModelInfo,
+    protocol: Protocol,
+) -> Result<(), UsageError> {
+    if protocol != Protocol::Http {
+        return Ok(());
+    }
+    let half = |t: &&TensorSpec| matches!(t.datatype, DataType::F16 | DataType::Bf16);
+    let checks = [
+        (
+            !plan.binary_inputs,
+            &info.inputs,
+            "input",
+            "--input-tensor-format",
+            "receiving",
+        ),
+        (
+            !plan.binary_outputs,
+            &info.outputs,
+            "output",
+            "--output-tensor-format",
+            "sending",
+        ),
+    ];
+    for (json, tensors, what, flag, verb) in checks {
+        if let Some(t) = tensors.iter().find(half).filter(|_| json) {
+            return Err(UsageError(format!(
+                "{flag} json: {what} '{}' of model '{}' is {}, and Triton does not support {verb} {} data via JSON; use {flag} binary (the default) or -i grpc",
+                t.name,
+                info.name,
+                t.datatype.name(),
+                t.datatype.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The run's dataset: one prepared payload per data entry.
 pub fn dataset(
     plan: &PerfPlan,
     info: &ModelInfo,
     protocol: Protocol,
 ) -> Result<Dataset, UsageError> {
+    check_json_datatypes(plan, info, protocol)?;
     let all = tensors(plan, info)?;
     let entries = all
         .iter()
@@ -807,5 +853,57 @@ mod tests {
         let doc: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(doc["inputs"][0]["data"], json!([0, 0]));
         assert_eq!(doc["outputs"][0]["parameters"]["binary_data"], false);
+    }
+
+    /// Found against real Triton 2.51: `{"datatype": "FP16", "data": [...]}` answers 400
+    /// "receiving FP16 data via JSON is not supported. Please use the binary data format for
+    /// input input_ids" (BF16 likewise), and FP16 outputs cannot be sent as JSON either.
+    #[test]
+    fn half_precision_needs_binary_tensors_over_http() {
+        let mut m = model(8, vec![spec("x", DataType::F16, &[2])]);
+        let json_in = plan(&["-i", "http", "--input-tensor-format", "json"]);
+        let e = check_json_datatypes(&json_in, &m, Protocol::Http)
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("input 'x' of model 'm' is FP16")
+                && e.contains("--input-tensor-format binary"),
+            "{e}"
+        );
+        assert!(check_json_datatypes(&json_in, &m, Protocol::Grpc).is_ok());
+        assert!(check_json_datatypes(&plan(&["-i", "http"]), &m, Protocol::Http).is_ok());
+        m.inputs[0].datatype = DataType::F32;
+        assert!(check_json_datatypes(&json_in, &m, Protocol::Http).is_ok());
+        m.outputs[0].datatype = DataType::Bf16;
+        let json_out = plan(&["-i", "http", "--output-tensor-format", "json"]);
+        let e = check_json_datatypes(&json_out, &m, Protocol::Http)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("output 'out' of model 'm' is BF16"), "{e}");
+    }
+
+    /// Found against real Triton (PyTriton): a decoupled model profiled without `--streaming`
+    /// answered, then ended with a flags-only FINAL that Triton only forwards when the request
+    /// asks for empty final responses, so every request waited until its timeout.
+    #[test]
+    fn decoupled_models_always_ask_for_the_empty_final_response() {
+        let flag = |streaming: bool, decoupled: bool| {
+            let mut m = model(8, vec![spec("x", DataType::I32, &[1])]);
+            m.decoupled = decoupled;
+            let p = plan(if streaming {
+                &["--streaming", "--input-data", "zero"]
+            } else {
+                &["--input-data", "zero"]
+            });
+            let t = tensors(&p, &m).unwrap();
+            let req = ModelInferRequest::decode(grpc_request(&p, &m, &t[0]).as_slice()).unwrap();
+            req.parameters
+                .get("triton_enable_empty_final_response")
+                .map(|v| v.parameter_choice.clone())
+        };
+        let on = Some(Some(ParameterChoice::BoolParam(true)));
+        assert_eq!(flag(true, true), on);
+        assert_eq!(flag(false, true), on, "decoupled without --streaming");
+        assert_eq!(flag(false, false), None, "not decoupled: a unary call");
     }
 }

@@ -142,6 +142,10 @@ pub struct PerfPlan {
     pub command_line: String,
 }
 
+/// perf_analyzer's refusal of `--streaming` over HTTP (KServe's HTTP `/infer` answers once; only
+/// gRPC `ModelStreamInfer` streams a decoupled model's responses).
+pub const STREAMING_NEEDS_GRPC: &str = "--streaming is only allowed with the gRPC protocol (-i grpc, Triton's port 8001): HTTP /infer answers each request once";
+
 /// Windows at least this long get an automatic timeline next to the `-f` file.
 pub const AUTO_TIMELINE_WINDOW: Duration = Duration::from_secs(60);
 
@@ -161,6 +165,9 @@ impl PerfPlan {
             ProtocolArg::Grpc => Protocol::Grpc,
             ProtocolArg::Http => Protocol::Http,
         });
+        if a.streaming && protocol == Some(Protocol::Http) {
+            return usage(STREAMING_NEEDS_GRPC);
+        }
         let default_url = match protocol {
             Some(Protocol::Http) => "localhost:8000",
             _ => "localhost:8001",
@@ -693,6 +700,12 @@ mod tests {
         assert!(plan(&["-m", "m", "--input-data", "/nonexistent.json"]).is_err());
         assert!(plan(&["-m", "m", "--service-kind", "openai"]).is_err());
         assert!(plan(&["-m", "m", "-i", "grpc", "-r", "2"]).is_err());
+        // Found against real Triton: `-i http --streaming` ran and every request failed.
+        let e = plan(&["-m", "m", "-i", "http", "--streaming"])
+            .unwrap_err()
+            .0;
+        assert!(e.contains("only allowed with the gRPC protocol"), "{e}");
+        assert!(plan(&["-m", "m", "-i", "grpc", "--streaming"]).is_ok());
         let p = plan(&[
             "-m",
             "m",

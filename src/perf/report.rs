@@ -169,6 +169,14 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
     }
     if l.error_count > 0 {
         out.push_str(&format!("    Failed requests: {}\n", l.error_count));
+        for e in &l.errors {
+            out.push_str(&format!(
+                "      {} × {}: {}\n",
+                e.count,
+                e.kind,
+                short_error(&e.example)
+            ));
+        }
     }
     if let Some(s) = &l.server {
         out.push_str("  Server: \n");
@@ -200,6 +208,27 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
     }
     out.push('\n');
     out
+}
+
+/// A server's error message on one line of at most 300 characters. Python-backend models
+/// (PyTriton, Triton's python backend) send whole tracebacks; their last line names the
+/// exception, the rest is frames.
+pub fn short_error(msg: &str) -> String {
+    let msg = msg.trim();
+    let line = if msg.contains("Traceback (most recent call last)") {
+        msg.lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or(msg)
+            .to_string()
+    } else {
+        msg.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    match line.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line,
+    }
 }
 
 /// The closing summary lines.
@@ -381,6 +410,7 @@ mod tests {
             streaming: false,
             stable: true,
             windows: 3,
+            errors: Vec::new(),
             server: server.then_some(ServerView {
                 inference_count: 1000,
                 execution_count: 250,
@@ -485,6 +515,29 @@ mod tests {
 
 "
         );
+        // Failed requests say what the server answered (found against real Triton: a run
+        // where every request failed showed only zeros and "Failed requests: 20").
+        let mut failing = lvl(1, 0.0, 0.0, false);
+        failing.error_count = 20;
+        failing.errors = vec![crate::stats::ErrorCount {
+            kind: "grpc_not_found".into(),
+            count: 20,
+            example: "Request for unknown model: 'm' version 7 is not found".into(),
+            hint: None,
+        }];
+        let text = level(&failing, "gRPC", None);
+        assert!(
+            text.contains("    Failed requests: 20\n      20 × grpc_not_found: Request for unknown model: 'm' version 7 is not found\n"),
+            "{text}"
+        );
+        assert_eq!(
+            short_error(
+                "Traceback (most recent call last):\n  File \"x.py\", line 1, in parse\n    json.loads(s)\njson.decoder.JSONDecodeError: Extra data: line 1 column 2 (char 1)\n\n"
+            ),
+            "json.decoder.JSONDecodeError: Extra data: line 1 column 2 (char 1)"
+        );
+        assert_eq!(short_error(" a\n  b "), "a b");
+        assert_eq!(short_error(&"é".repeat(400)).chars().count(), 301);
         let s = summary(&[lvl(1, 168.604, 5694.0, false)], None);
         assert_eq!(
             s,
