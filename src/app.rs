@@ -167,7 +167,7 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let outcome = run::profile(&plan, cancel, Ui::for_terminal(plan.verbosity)).await?;
-    let code = finish(&outcome, plan.verbosity);
+    let code = finish(&outcome, plan.verbosity, plan.strict);
     if !a.quiet {
         eprintln!("artifacts: {}", a.artifact_dir.display());
         eprintln!(
@@ -184,11 +184,11 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     watch_signals(cancel.clone());
     let ui = Ui::for_terminal(plan.verbosity);
     let outcome = run::profile(&plan, cancel, ui).await?;
-    Ok(finish(&outcome, plan.verbosity))
+    Ok(finish(&outcome, plan.verbosity, plan.strict))
 }
 
 /// Prints the results table and picks the exit code.
-fn finish(outcome: &Outcome, verbosity: Verbosity) -> u8 {
+fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
     let summaries: Vec<_> = outcome.levels.iter().map(|l| l.summary.clone()).collect();
     if summaries.is_empty() {
         eprintln!("no level completed");
@@ -218,6 +218,15 @@ fn finish(outcome: &Outcome, verbosity: Verbosity) -> u8 {
     for line in crate::slo::console_lines(&slo) {
         println!("{line}");
     }
+    let untrusted: Vec<&crate::stats::LevelSummary> = summaries
+        .iter()
+        .filter(|l| !l.validity.trustworthy)
+        .collect();
+    for l in &untrusted {
+        for reason in &l.validity.reasons {
+            println!("NOT TRUSTWORTHY {}: {reason}", l.stimulus.name());
+        }
+    }
     if verbosity != Verbosity::Quiet {
         if let Some(d) = &outcome.sweep_dir {
             eprintln!(
@@ -240,6 +249,13 @@ fn finish(outcome: &Outcome, verbosity: Verbosity) -> u8 {
         return 1;
     }
     if !outcome.slo_failures().is_empty() {
+        return 1;
+    }
+    if strict && !untrusted.is_empty() {
+        eprintln!(
+            "error: --strict: {} level(s) measured untrustworthy numbers (see above)",
+            untrusted.len()
+        );
         return 1;
     }
     0

@@ -172,6 +172,26 @@ pub struct ProfileArgs {
     )]
     pub warmup_request_count: u64,
 
+    /// Seconds of load before measuring each level (excluded from the results).
+    #[arg(long = "warmup-duration", conflicts_with = "warmup_request_count")]
+    pub warmup_duration: Option<f64>,
+
+    /// Seconds per level: requests sent within it are measured (like --measurement-interval, in s).
+    #[arg(long = "duration", conflicts_with_all = ["measurement_interval", "request_count"])]
+    pub duration: Option<f64>,
+
+    /// Send-lag p99 (ms) above which an open-loop level is marked not trustworthy.
+    #[arg(long = "max-send-lag", default_value_t = crate::validity::DEFAULT_MAX_SEND_LAG_MS)]
+    pub max_send_lag: f64,
+
+    /// Exit with code 1 when any level's measurement is not trustworthy.
+    #[arg(long = "strict")]
+    pub strict: bool,
+
+    /// Seconds per row of each level's timeline.csv.
+    #[arg(long = "timeline-interval", default_value_t = 1.0)]
+    pub timeline_interval: f64,
+
     /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
     /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
     /// if an earlier run in the same second took it), `{model}`,

@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use indicatif::ProgressBar;
 
 use crate::artifact::records::write_row;
+use crate::artifact::timeline::Timeline;
 use crate::load::{Completed, GapPool, RecordSink, record_queue};
 use crate::record::{Clock, Phase};
 use crate::stats::{Aggregate, Objective};
@@ -31,6 +32,7 @@ impl Collector {
         objectives: Vec<Objective>,
         pool: GapPool,
         progress: Option<ProgressBar>,
+        mut timeline: Option<Timeline>,
     ) -> std::io::Result<Collector> {
         let mut out = match records {
             Some(p) => Some(BufWriter::with_capacity(1 << 16, File::create(p)?)),
@@ -50,6 +52,10 @@ impl Collector {
                         io_error = Some(e);
                     }
                     agg.record(&record, &gaps, &objectives);
+                    // Warm-up traffic is on the timeline too: it is what the server saw.
+                    if let Some(t) = timeline.as_mut() {
+                        t.record(&record);
+                    }
                     if record.phase == Phase::Measure
                         && let Some(p) = &progress
                     {

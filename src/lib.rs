@@ -32,4 +32,5 @@ pub mod server_metrics;
 pub mod sim;
 pub mod slo;
 pub mod stats;
+pub mod validity;
 pub mod workload;

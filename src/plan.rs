@@ -392,6 +392,16 @@ pub struct RunPlan {
     pub stop: StopRule,
     /// Warm-up requests before each level.
     pub warmup_requests: u64,
+    /// Warm-up time before each level (instead of a request count).
+    #[serde(with = "opt_duration_secs")]
+    pub warmup_duration: Option<Duration>,
+    /// Send-lag p99 (ms) above which an open-loop level is not trustworthy.
+    pub max_send_lag_ms: f64,
+    /// Untrustworthy levels make the run fail.
+    pub strict: bool,
+    /// Timeline row interval.
+    #[serde(with = "duration_secs")]
+    pub timeline_interval: Duration,
     /// `--artifact-dir`, when given.
     pub artifact_dir: Option<PathBuf>,
     /// Goodput objectives.
@@ -411,6 +421,18 @@ pub struct RunPlan {
     pub verbosity: Verbosity,
     /// The command line as typed, secrets redacted.
     pub command_line: String,
+}
+
+mod opt_duration_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &Option<std::time::Duration>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
 }
 
 mod duration_secs {
@@ -496,7 +518,27 @@ impl RunPlan {
                 .collect(),
             (None, None) => vec![Stimulus::Concurrency(1)],
         };
-        let stop = match (a.request_count, a.measurement_interval, a.num_prompts) {
+        let secs = |v: Option<f64>, flag: &str| -> Result<Option<Duration>, UsageError> {
+            match v {
+                Some(x) if !(x > 0.0 && x.is_finite()) => {
+                    usage(format!("{flag} must be a positive number of seconds"))
+                }
+                Some(x) => Ok(Some(Duration::from_secs_f64(x))),
+                None => Ok(None),
+            }
+        };
+        let duration = secs(a.duration, "--duration")?;
+        let warmup_duration = secs(a.warmup_duration, "--warmup-duration")?;
+        let timeline_interval = secs(Some(a.timeline_interval), "--timeline-interval")?
+            .unwrap_or(Duration::from_secs(1));
+        if !(a.max_send_lag > 0.0 && a.max_send_lag.is_finite()) {
+            return usage("--max-send-lag must be a positive number of milliseconds");
+        }
+        let measurement_interval = match (a.measurement_interval, duration) {
+            (_, Some(d)) => Some(d.as_millis().max(1) as u64),
+            (m, None) => m,
+        };
+        let stop = match (a.request_count, measurement_interval, a.num_prompts) {
             (Some(_), Some(_), _) => {
                 return usage(
                     "--request-count and --measurement-interval both end a level; give one of them (count: exact number of requests; interval: a time window)",
@@ -584,6 +626,10 @@ impl RunPlan {
             levels,
             stop,
             warmup_requests: a.warmup_request_count,
+            warmup_duration,
+            max_send_lag_ms: a.max_send_lag,
+            strict: a.strict,
+            timeline_interval,
             artifact_dir: a.artifact_dir.clone(),
             goodput,
             slos,

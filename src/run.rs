@@ -357,6 +357,13 @@ async fn run_level(
     let started_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
     shared.client.warm_connections(stimulus.workers()).await;
     let progress = ui.progress.then(|| level_progress(stimulus, stop));
+    let timeline_path = dir.join(artifact::TIMELINE_FILE);
+    let timeline = crate::artifact::timeline::Timeline::create(
+        &timeline_path,
+        plan.timeline_interval,
+        shared.clock,
+    )
+    .with_context(|| format!("cannot write {}", timeline_path.display()))?;
     let collector = Collector::spawn(
         stimulus.name(),
         Some(&dir.join(artifact::RECORDS_FILE)),
@@ -364,6 +371,7 @@ async fn run_level(
         plan.goodput.clone(),
         shared.gaps.clone(),
         progress.clone(),
+        Some(timeline),
     )
     .with_context(|| {
         format!(
@@ -371,11 +379,16 @@ async fn run_level(
             dir.join(artifact::RECORDS_FILE).display()
         )
     })?;
-    if plan.warmup_requests > 0 {
+    let warmup = match (plan.warmup_duration, plan.warmup_requests) {
+        (Some(d), _) => Some(Stop::Window(d)),
+        (None, n) if n > 0 => Some(Stop::Requests(n)),
+        _ => None,
+    };
+    if let Some(stop) = warmup {
         let spec = PhaseSpec {
             phase: Phase::Warmup,
             stimulus: *stimulus,
-            stop: Stop::Requests(plan.warmup_requests),
+            stop,
             seq_base: *seq_base,
         };
         let out = run_phase(shared.clone(), spec, collector.sender(), Halt::new()).await;
@@ -389,7 +402,13 @@ async fn run_level(
         stop,
         seq_base: *seq_base,
     };
+    let cpu0 = crate::validity::process_cpu();
+    let wall0 = std::time::Instant::now();
+    let stalls = crate::validity::StallMonitor::start();
     let out = run_phase(shared.clone(), spec, collector.sender(), Halt::new()).await;
+    let max_stall_ms = stalls.finish().await;
+    let cpu_seconds = (crate::validity::process_cpu().saturating_sub(cpu0)).as_secs_f64();
+    let wall_seconds = wall0.elapsed().as_secs_f64();
     *seq_base += out.sent;
     let max_pending = match sampler {
         Some((handle, stop_tx)) => {
@@ -406,13 +425,34 @@ async fn run_level(
         p.finish_and_clear();
     }
     let server = ServerProbe::delta(&before, &after, max_pending);
+    let stats = agg.summarize(!plan.goodput.is_empty());
+    let open_loop = stimulus.open_loop();
+    let observed = crate::validity::Observed {
+        cpu_seconds,
+        wall_seconds,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        send_lag_p99_ms: stats
+            .get(crate::stats::Metric::SendLag)
+            .filter(|_| open_loop)
+            .map(|s| s.p99),
+        requested_rate: match stimulus {
+            Stimulus::RequestRate { rate, .. } => Some(*rate),
+            Stimulus::Concurrency(_) => None,
+        },
+        sent: out.sent,
+        release_span_s: out.release_span_ns as f64 / 1e9,
+        delayed_by_cap: out.delayed_by_cap,
+        max_stall_ms: Some(max_stall_ms),
+        interrupted: out.interrupted,
+    };
     let summary = LevelSummary {
         stimulus: *stimulus,
-        stats: agg.summarize(!plan.goodput.is_empty()),
+        stats,
         server,
         streaming: plan.target.streaming,
         interrupted: out.interrupted,
         started_unix_ns,
+        validity: crate::validity::assess(&observed, plan.max_send_lag_ms),
     };
     Ok((summary, agg))
 }

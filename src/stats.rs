@@ -689,6 +689,8 @@ pub struct LevelSummary {
     pub interrupted: bool,
     /// Wall-clock start of the level (Unix ns).
     pub started_unix_ns: u64,
+    /// Whether the measurement can be trusted, and why not.
+    pub validity: crate::validity::Validity,
 }
 
 impl LevelSummary {

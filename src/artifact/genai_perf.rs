@@ -226,14 +226,11 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
             serde_json::to_value(d).unwrap_or(Value::Null)
         }),
     );
-    m.insert(
-        "validity".into(),
-        json!({
-            "interrupted": s.interrupted,
-            "osl_mismatch_count": st.osl_mismatch,
-            "short_output_count": st.short_outputs,
-        }),
-    );
+    let mut validity = serde_json::to_value(&s.validity).unwrap_or_else(|_| json!({}));
+    validity["interrupted"] = json!(s.interrupted);
+    validity["osl_mismatch_count"] = json!(st.osl_mismatch);
+    validity["short_output_count"] = json!(st.short_outputs);
+    m.insert("validity".into(), validity);
     m.insert(
         "level".into(),
         json!({"name": s.stimulus.name(), "stimulus": s.stimulus.kind(), "value": s.stimulus.value(), "started_unix_ns": s.started_unix_ns}),
@@ -301,6 +298,7 @@ mod tests {
             streaming,
             interrupted: false,
             started_unix_ns: 1_700_000_000_000_000_000,
+            validity: Default::default(),
         }
     }
 

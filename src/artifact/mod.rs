@@ -2,7 +2,8 @@
 //! sweep's `summary.csv` next to them.
 //!
 //! Per level: `profile_export_genai_perf.csv`, `profile_export_genai_perf.json`,
-//! `requests.jsonl` (streamed during the run) and `histograms.json` (serialized HDR histograms).
+//! `requests.jsonl` (streamed during the run), `histograms.json` (serialized HDR histograms) and
+//! `timeline.csv` (one row per `--timeline-interval`, for drift over long runs).
 //! Per sweep: `summary.csv` (one row per level) and `summary.json` (the same levels with their
 //! directories, the server-side verdict and the plan).
 
@@ -25,6 +26,8 @@ pub const JSON_FILE: &str = "profile_export_genai_perf.json";
 pub const RECORDS_FILE: &str = "requests.jsonl";
 /// Serialized histograms.
 pub const HISTOGRAMS_FILE: &str = "histograms.json";
+/// One row per interval of the level.
+pub const TIMELINE_FILE: &str = "timeline.csv";
 /// Sweep summary table.
 pub const SUMMARY_FILE: &str = "summary.csv";
 /// Sweep summary with the verdict, machine-readable.

@@ -205,6 +205,7 @@ mod tests {
             streaming: true,
             interrupted: false,
             started_unix_ns: 0,
+            validity: Default::default(),
         }
     }
 

@@ -351,6 +351,7 @@ mod tests {
             streaming: ttft_p99.is_some(),
             interrupted: false,
             started_unix_ns: 0,
+            validity: Default::default(),
         }
     }
 
