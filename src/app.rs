@@ -251,6 +251,10 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
     if !outcome.slo_failures().is_empty() {
         return 1;
     }
+    if outcome.interrupted {
+        // The shell's convention for a run stopped by Ctrl-C; its artifacts are complete.
+        return 130;
+    }
     if strict && !untrusted.is_empty() {
         eprintln!(
             "error: --strict: {} level(s) measured untrustworthy numbers (see above)",

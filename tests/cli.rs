@@ -291,3 +291,67 @@ fn serve_reports_ports_and_answers_health() {
     }
     assert!(ok, "health/ready answers 200");
 }
+
+#[test]
+fn ctrl_c_stops_sending_and_leaves_complete_artifacts() {
+    let (child, http, _grpc, _metrics) = serve(&[]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("interrupted");
+    let mut run = bin()
+        .args([
+            "profile",
+            "-m",
+            "gpt2",
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "-u",
+            &http,
+            "--output-tokens-mean",
+            "20",
+            "--concurrency",
+            "4",
+            "--duration",
+            "60",
+            "--artifact-dir",
+            dir.to_str().unwrap(),
+            "--quiet",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once the level is under way (startup takes a while in a debug build).
+    let rows_file = dir.join("requests.jsonl");
+    for _ in 0..300 {
+        if std::fs::metadata(&rows_file).is_ok_and(|m| m.len() > 0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(run.id() as i32, libc::SIGINT);
+    }
+    let started = std::time::Instant::now();
+    let status = run.wait().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "in-flight requests get a bounded grace period"
+    );
+    assert_eq!(status.code(), Some(130));
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("profile_export_genai_perf.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["validity"]["interrupted"], true);
+    assert_eq!(json["validity"]["trustworthy"], false);
+    let rows = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap();
+    assert!(rows.lines().count() > 4);
+    for line in rows.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("every row is complete JSON");
+    }
+    assert!(json["request_count"]["avg"].as_u64().unwrap() > 0);
+}

@@ -740,3 +740,173 @@ async fn tokenizer_file_and_input_file() {
     assert!(e.contains("tokenizer"), "{e}");
     sim.shutdown().await;
 }
+
+/// Coordinated omission: a server that stalls every 4th request for 300 ms, driven open-loop at
+/// 20 requests/s with room for one request in flight. Requests scheduled during a stall leave
+/// late; their TTFT from the intended send time shows the wait, their TTFT from the actual send
+/// does not, and the level says it is not trustworthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coordinated_omission_is_corrected_and_flagged() {
+    let sim = start(SimConfig {
+        engine: EngineConfig::instant(),
+        faults: FaultConfig {
+            stall_rate: 0.25,
+            stall_ms: 300,
+            ..FaultConfig::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &sim.http_url(),
+        "--synthetic-input-tokens-mean",
+        "10",
+        "--output-tokens-mean",
+        "4",
+        "--request-rate",
+        "20",
+        "--max-inflight",
+        "1",
+        "--request-count",
+        "24",
+        "--artifact-dir",
+        &tmp.path().display().to_string(),
+    ]))
+    .await
+    .unwrap();
+    let s = &out.levels[0].summary;
+    assert_eq!(s.stats.request_count, 24);
+    let lag = s.stats.get(Metric::SendLag).unwrap();
+    let ttft = s.stats.get(Metric::TimeToFirstToken).unwrap();
+    let corrected = s.stats.get(Metric::TimeToFirstTokenIntended).unwrap();
+    assert!(
+        lag.max >= 200.0,
+        "requests behind a stall leave late: max lag {} ms",
+        lag.max
+    );
+    assert!(
+        corrected.p99 >= 200.0,
+        "corrected TTFT shows the wait: p99 {} ms",
+        corrected.p99
+    );
+    assert!(
+        ttft.p50 < 100.0,
+        "uncorrected TTFT hides it: p50 {} ms",
+        ttft.p50
+    );
+    assert!(corrected.avg > ttft.avg + 50.0);
+    assert!(!s.validity.trustworthy);
+    assert!(
+        s.validity
+            .reasons
+            .iter()
+            .any(|r| r.contains("--max-inflight")),
+        "{:?}",
+        s.validity.reasons
+    );
+    // The corrected metrics are in the files of an open-loop level.
+    assert!(csv_row(&out.levels[0].dir, "time_to_first_token_from_intended").is_some());
+    assert!(csv_row(&out.levels[0].dir, "send_lag").is_some());
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.levels[0].dir.join("profile_export_genai_perf.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["validity"]["trustworthy"], false);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_timeout_counts_and_finishes() {
+    let sim = start(SimConfig {
+        engine: EngineConfig::instant(),
+        faults: FaultConfig {
+            stall_rate: 0.5,
+            stall_ms: 3_000,
+            ..FaultConfig::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &sim.http_url(),
+        "--output-tokens-mean",
+        "4",
+        "--request-count",
+        "6",
+        "--concurrency",
+        "2",
+        "--request-timeout",
+        "0.4",
+        "--artifact-dir",
+        &tmp.path().display().to_string(),
+    ]))
+    .await
+    .unwrap();
+    assert!(
+        started.elapsed().as_secs_f64() < 2.5,
+        "stalled requests never hold the run"
+    );
+    let s = &out.levels[0].summary;
+    assert_eq!(s.stats.error_count, 3, "{:?}", s.stats.errors);
+    assert_eq!(s.stats.errors[0].kind, "timeout");
+    assert_eq!(
+        measured(&out.levels[0].dir)
+            .iter()
+            .filter(|r| r["error"] == "timeout")
+            .count(),
+        3
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeline_rows_are_written_per_level() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = profile(&args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &sim.http_url(),
+        "--output-tokens-mean",
+        "3",
+        "--duration",
+        "1",
+        "--timeline-interval",
+        "0.25",
+        "--artifact-dir",
+        &tmp.path().display().to_string(),
+    ]))
+    .await
+    .unwrap();
+    let text = std::fs::read_to_string(out.levels[0].dir.join("timeline.csv")).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert!(rows.len() >= 4, "{text}");
+    let total: u64 = rows
+        .iter()
+        .map(|r| r.split(',').nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        total >= out.levels[0].summary.stats.request_count.saturating_sub(2),
+        "{text}"
+    );
+    sim.shutdown().await;
+}
