@@ -413,6 +413,10 @@ pub struct PerfArgs {
     /// Seed for random input data and schedules.
     #[arg(long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
+    /// Service-level objective checked on every level, e.g. `request_latency.p99<=3ms` or
+    /// `request_throughput>=8000` (infer/sec); exit code 1 when one fails (repeatable).
+    #[arg(long = "slo")]
+    pub slo: Vec<String>,
     /// Print each measurement window.
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,

@@ -395,3 +395,36 @@ async fn protocol_is_detected_when_not_given() {
     assert_eq!(out.levels[0].request_count, 5);
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slo_gates_on_throughput_and_latency() {
+    let sim = start().await;
+    let out = perf(&[
+        "-m",
+        "bert_classifier",
+        "--shape",
+        "input_ids:8",
+        "-u",
+        &sim.grpc_target(),
+        "--request-count",
+        "20",
+        "--slo",
+        "request_latency.p99<=2000ms",
+        "--slo",
+        "request_throughput>=1000000",
+        "--slo",
+        "queue_share<=100%",
+    ])
+    .await
+    .unwrap();
+    let r = &out.levels[0].slo;
+    assert_eq!(r.len(), 3);
+    assert!(r[0].passed, "{:?}", r[0]);
+    assert!(
+        !r[1].passed,
+        "a million inferences per second is out of reach: {:?}",
+        r[1]
+    );
+    assert!(r[2].passed && r[2].actual.is_some(), "{:?}", r[2]);
+    sim.shutdown().await;
+}

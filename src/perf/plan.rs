@@ -136,6 +136,8 @@ pub struct PerfPlan {
     pub request_timeout: Duration,
     /// Random seed.
     pub seed: u64,
+    /// `--slo` objectives, checked on every level.
+    pub slos: Vec<crate::slo::Slo>,
     /// Print every window.
     pub verbose: bool,
     /// The command line, secrets redacted.
@@ -349,6 +351,11 @@ impl PerfPlan {
             metrics,
             request_timeout: Duration::from_secs_f64(a.request_timeout),
             seed: a.random_seed,
+            slos: a
+                .slo
+                .iter()
+                .map(|s| crate::slo::parse(s).map_err(UsageError))
+                .collect::<Result<Vec<_>, _>>()?,
             verbose: a.verbose,
             command_line: redact_command_line(argv),
         })

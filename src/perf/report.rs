@@ -421,6 +421,7 @@ mod tests {
                 avg_compute_infer_ns: 431_000.0,
                 avg_compute_output_ns: 10_000.0,
             }),
+            slo: Vec::new(),
         }
     }
 
