@@ -657,6 +657,15 @@ async fn article_batch_sizes() {
     .await
     .unwrap_err();
     assert!(e.contains("-b 16") && e.contains("max_batch_size 8"), "{e}");
+    // The binary: a usage error is exit code 2, before any request.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = binary(
+        &strings(&["-m", "images", "-b", "16", "-u", &t.grpc]),
+        dir.path(),
+    )
+    .await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("max_batch_size 8"), "{stderr}");
 }
 
 /// `-i http` with the binary tensor extension and with JSON tensors, both ways; versioned paths
@@ -1255,6 +1264,18 @@ async fn errors_like_perf_analyzer() {
     assert!(
         console.contains("× server_error: json.decoder.JSONDecodeError: "),
         "{console}"
+    );
+    // The binary: every request failed, exit code 1, and the reason on stderr.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = binary(
+        &run(&["-m", "vllm_stream", "--streaming"], &t.grpc),
+        dir.path(),
+    )
+    .await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("error: no request completed successfully; 2 failed with server_error: json.decoder.JSONDecodeError"),
+        "{stderr}"
     );
 }
 
