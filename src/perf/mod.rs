@@ -129,6 +129,48 @@ pub struct PerfLevel {
     /// Failed requests of the merged windows by kind, with the first message of each (most
     /// frequent first): what Triton said, so a failing run says why.
     pub errors: Vec<crate::stats::ErrorCount>,
+    /// `--slo` results.
+    pub slo: Vec<crate::slo::SloResult>,
+}
+
+impl crate::slo::MetricSource for PerfLevel {
+    /// perf's latencies are request latencies (and time to first response when streaming), in
+    /// ms like every time objective; throughput is inferences per second.
+    fn metric(&self, m: crate::slo::MetricRef) -> Option<f64> {
+        use crate::slo::{MetricRef, SystemMetric};
+        let ms = |s: &Stats, stat: crate::slo::Stat| stat.of(s) / 1e6;
+        match m {
+            MetricRef::Dist(Metric::RequestLatency, stat) => Some(ms(&self.latency, stat)),
+            MetricRef::Dist(Metric::TimeToFirstToken, stat) => {
+                self.first_response.as_ref().map(|s| ms(s, stat))
+            }
+            MetricRef::Dist(..) => None,
+            MetricRef::System(s) => match s {
+                SystemMetric::RequestThroughput => Some(self.throughput),
+                SystemMetric::RequestCount => Some(self.request_count as f64),
+                SystemMetric::ErrorCount => Some(self.error_count as f64),
+                SystemMetric::ErrorRate => {
+                    let all = self.request_count + self.error_count;
+                    (all > 0).then(|| self.error_count as f64 / all as f64)
+                }
+                SystemMetric::QueueShare => self.server.as_ref().and_then(|v| {
+                    let total = v.avg_queue_ns
+                        + v.avg_compute_input_ns
+                        + v.avg_compute_infer_ns
+                        + v.avg_compute_output_ns;
+                    (total > 0.0).then(|| v.avg_queue_ns / total)
+                }),
+                SystemMetric::ServerQueueTime => self.server.as_ref().map(|v| v.avg_queue_ns / 1e6),
+                SystemMetric::ServerComputeTime => self.server.as_ref().map(|v| {
+                    (v.avg_compute_input_ns + v.avg_compute_infer_ns + v.avg_compute_output_ns)
+                        / 1e6
+                }),
+                SystemMetric::OutputTokenThroughput
+                | SystemMetric::TotalTokenThroughput
+                | SystemMetric::RequestGoodput => None,
+            },
+        }
+    }
 }
 
 /// What the settings block shows.
@@ -191,6 +233,23 @@ pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
             None => eprintln!("error: no request completed successfully"),
         }
         return Ok(1);
+    }
+    if !plan.slos.is_empty() {
+        let named: Vec<(String, Vec<crate::slo::SloResult>)> = outcome
+            .levels
+            .iter()
+            .map(|l| (l.stimulus.name(), l.slo.clone()))
+            .collect();
+        for line in crate::slo::console_lines(&named) {
+            println!("{line}");
+        }
+        if outcome
+            .levels
+            .iter()
+            .any(|l| l.slo.iter().any(|r| !r.passed))
+        {
+            return Ok(1);
+        }
     }
     // perf_analyzer exits non-zero when its only level never stabilised.
     if outcome.levels.len() == 1 && !outcome.levels[0].stable {
@@ -522,9 +581,11 @@ async fn measure_level(
         snapshots.first().cloned().flatten(),
         snapshots.last().cloned().flatten(),
     );
-    Ok(merge(
+    let mut level = merge(
         plan, stimulus, &windows, measured, stable, first_snap, last_snap,
-    ))
+    );
+    level.slo = crate::slo::evaluate(&plan.slos, &level);
+    Ok(level)
 }
 
 /// The statistics extension's counters now. Only those: perf reports no Prometheus numbers,
@@ -617,6 +678,7 @@ fn merge(
             _ => None,
         },
         errors: agg.error_counts(),
+        slo: Vec::new(),
     }
 }
 
