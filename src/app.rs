@@ -180,6 +180,18 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
 
 async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let plan = RunPlan::from_profile(args, argv)?;
+    // HTTP/1.1 opens a connection per request in flight; gRPC multiplexes them.
+    if plan.target.api != crate::plan::Api::Kserve
+        && let Some(w) = fd_warning(
+            plan.levels
+                .iter()
+                .map(crate::plan::Stimulus::workers)
+                .max()
+                .unwrap_or(1),
+        )
+    {
+        eprintln!("{w}");
+    }
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let ui = Ui::for_terminal(plan.verbosity);
@@ -498,6 +510,48 @@ async fn doctor(a: &crate::cli::DoctorArgs) -> Result<u8> {
         "  {cmd} --streaming --concurrency 1,2,4,8,16,32 --artifact-dir './bench/{{timestamp}}/c{{concurrency}}'"
     );
     Ok(0)
+}
+
+/// Raises this process's open-file limit to its hard limit: every stream in flight holds a
+/// socket (and the simulator one per client connection), and the usual soft limit of 1024 would
+/// cap a run at about a thousand concurrent streams. Returns the limit now in force.
+pub fn raise_fd_limit() -> u64 {
+    // SAFETY: getrlimit/setrlimit read and write only the struct passed.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
+            return 0;
+        }
+        if rl.rlim_cur < rl.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: rl.rlim_max,
+                rlim_max: rl.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                return want.rlim_cur as u64;
+            }
+        }
+        rl.rlim_cur as u64
+    }
+}
+
+/// A warning when a run needs more sockets than the process may open.
+pub fn fd_warning(in_flight: usize) -> Option<String> {
+    // SAFETY: as above.
+    let limit = unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
+            return None;
+        }
+        rl.rlim_cur as u64
+    };
+    // Some descriptors are taken by files, the runtime and discovery connections.
+    let need = in_flight as u64 + 64;
+    (need > limit).then(|| {
+        format!(
+            "warning: {in_flight} requests in flight need about {need} open files, and this process may open {limit}: raise the hard limit (ulimit -Hn, or LimitNOFILE= for a service) or connections will fail with \"too many open files\""
+        )
+    })
 }
 
 /// Ctrl-C / SIGTERM: stop sending, give in-flight requests [`GRACE`] to finish, then abandon them.
