@@ -70,6 +70,13 @@ impl Collector {
                 {
                     io_error = Some(e);
                 }
+                // The last interval is still open: close it at the level's end.
+                if let Some(t) = timeline
+                    && let Err(e) = t.finish()
+                    && io_error.is_none()
+                {
+                    io_error = Some(e);
+                }
                 match io_error {
                     Some(e) => Err(e),
                     None => Ok(agg),

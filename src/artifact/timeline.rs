@@ -107,12 +107,12 @@ impl Timeline {
         )
     }
 
-    /// Writes the last interval if it covers at least half an interval (shorter tails give
-    /// noisy rates), and flushes.
+    /// Writes the last, partial interval (ending now, its rates over its own span, so the
+    /// rows' request counts add up to the run's) if any request ended in it, and flushes.
     pub fn finish(mut self) -> std::io::Result<()> {
         let now = self.clock.now_ns();
         self.advance(now);
-        if now >= self.start_ns + self.every_ns / 2 && (self.cur.ok + self.cur.errors) > 0 {
+        if now > self.start_ns && (self.cur.ok + self.cur.errors) > 0 {
             let bucket = std::mem::take(&mut self.cur);
             self.write_row(self.start_ns, now, &bucket)?;
         }
@@ -178,5 +178,32 @@ mod tests {
         assert_eq!((rows[1][2], rows[1][3], rows[1][5]), ("0", "1", ""));
         assert_eq!(rows[2][2], "0");
         assert_eq!((rows[3][2], rows[3][10]), ("1", "100.0"));
+    }
+
+    #[test]
+    fn finish_writes_the_partial_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        let clock = Clock::start();
+        // An interval far longer than the test: everything lands in the unfinished tail.
+        let mut t = Timeline::create(&path, Duration::from_secs(3600), clock).unwrap();
+        let base = t.start_ns;
+        std::thread::sleep(Duration::from_millis(5));
+        t.record(&rec(base, 1, 1, false));
+        t.record(&rec(base, 2, 1, true));
+        t.finish().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect())
+            .collect();
+        assert_eq!(rows.len(), 1, "{text}");
+        assert_eq!((rows[0][2], rows[0][3]), ("1", "1"));
+        let span_ms: u64 = rows[0][1].parse::<u64>().unwrap() - rows[0][0].parse::<u64>().unwrap();
+        assert!(
+            span_ms < 3_600_000,
+            "the tail ends when the run does: {text}"
+        );
     }
 }
