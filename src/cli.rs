@@ -386,7 +386,8 @@ pub struct PerfArgs {
     /// Write perf_analyzer's latency report CSV here.
     #[arg(short = 'f', long = "latency-report-file", visible_alias = "file")]
     pub latency_report_file: Option<std::path::PathBuf>,
-    /// Add perf_analyzer's verbose columns to the CSV.
+    /// Add perf_analyzer's verbose columns to the CSV; with -f, also write every measured
+    /// request (send time, latency, first response, error) to <stem>.requests.jsonl beside it.
     #[arg(long = "verbose-csv")]
     pub verbose_csv: bool,
     /// One CSV row per --timeline-interval of the run (soak tests: watch drift over hours).

@@ -355,3 +355,72 @@ fn ctrl_c_stops_sending_and_leaves_complete_artifacts() {
     }
     assert!(json["request_count"]["avg"].as_u64().unwrap() > 0);
 }
+
+/// The guides' 24-hour soak (`perf -m bert_classifier --request-rate-range 100
+/// --measurement-interval 86400000 --periodic-concurrency-range 1 -f stability_24h.csv`) ended
+/// early with Ctrl-C: exit 130, and the CSV and per-request log cover what was measured.
+#[test]
+fn perf_soak_ended_by_ctrl_c_writes_its_report() {
+    let (child, _http, grpc, _metrics) = serve(&[]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("stability_24h.csv");
+    let run = bin()
+        .args([
+            "perf",
+            "-m",
+            "bert_classifier",
+            "--request-rate-range",
+            "100",
+            "--measurement-interval",
+            "86400000",
+            "--periodic-concurrency-range",
+            "1",
+            "-f",
+            csv.to_str().unwrap(),
+            "--verbose-csv",
+            "-u",
+            &grpc,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The auto timeline appears when measuring starts.
+    let timeline = tmp.path().join("stability_24h.timeline.csv");
+    for _ in 0..300 {
+        if timeline.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(2000));
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(run.id() as i32, libc::SIGINT);
+    }
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("Request Rate,Inferences/Second,")
+    );
+    let row: Vec<&str> = lines.next().expect("one row").split(',').collect();
+    assert_eq!(row[0], "100");
+    let rate: f64 = row[1].parse().unwrap();
+    assert!((rate - 100.0).abs() < 15.0, "{text}");
+    let log = std::fs::read_to_string(tmp.path().join("stability_24h.requests.jsonl")).unwrap();
+    assert!(log.lines().count() >= 100, "two seconds at 100/s");
+    for line in log.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("every row is complete JSON");
+    }
+}

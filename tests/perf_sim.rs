@@ -165,7 +165,7 @@ async fn http_binary_json_and_count_windows() {
     for fmt in ["binary", "json"] {
         let out = perf(&[
             "-m",
-            "bert_classifier",
+            "text_classifier",
             "-i",
             "http",
             "--shape",
@@ -256,11 +256,12 @@ async fn request_rate_single_window_with_timeline() {
     let sim = start().await;
     let tmp = tempfile::tempdir().unwrap();
     let timeline = tmp.path().join("t.csv");
+    // The guides' soak test (perf_analyzer -m bert_classifier --request-rate-range 100
+    // --measurement-interval 86400000 --periodic-concurrency-range 1 -f stability_24h.csv),
+    // shortened: no --shape, as bert_classifier's sequence length is fixed.
     let out = perf(&[
         "-m",
         "bert_classifier",
-        "--shape",
-        "input_ids:16",
         "--request-rate-range",
         "50",
         "-u",
@@ -331,7 +332,7 @@ async fn clear_errors() {
             &["-m", "yolov8s", "-u", &g, "--shape", "images:3,320,320"],
             "does not fit",
         ),
-        (&["-m", "bert_classifier", "-u", &g], "--shape input_ids:N"),
+        (&["-m", "text_classifier", "-u", &g], "--shape input_ids:N"),
         (&["-m", "yolov8s", "-u", &g, "--streaming"], "not decoupled"),
     ];
     for (args, needle) in cases {
@@ -363,12 +364,53 @@ async fn clear_errors() {
     sim.shutdown().await;
 }
 
+/// perf_analyzer -m yolov8s --concurrency-range 8 --latency-report-file latency_report.csv
+/// --verbose-csv, shortened: the guides read it for each request's latency, which goes to
+/// latency_report.requests.jsonl (one line per measured request, streamed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbose_csv_writes_every_request() {
+    let sim = start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let report = tmp.path().join("latency_report.csv");
+    let out = perf(&[
+        "-m",
+        "yolov8s",
+        "--concurrency-range",
+        "2",
+        "-u",
+        &sim.grpc_target(),
+        "--request-count",
+        "12",
+        "--warmup-request-count",
+        "3",
+        "--latency-report-file",
+        report.to_str().unwrap(),
+        "--verbose-csv",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(out.levels[0].request_count, 12);
+    let text = std::fs::read_to_string(tmp.path().join("latency_report.requests.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 12, "measured requests only: {text}");
+    for r in &rows {
+        assert_eq!(r["level"], "concurrency2");
+        assert_eq!(r["phase"], "measure");
+        assert!(r["latency_ms"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["error"].is_null(), "{r}");
+    }
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protocol_is_detected_when_not_given() {
     let sim = start().await;
     let out = perf(&[
         "-m",
-        "bert_classifier",
+        "text_classifier",
         "--shape",
         "input_ids:8",
         "-u",
@@ -381,7 +423,7 @@ async fn protocol_is_detected_when_not_given() {
     assert_eq!(out.protocol, ttftbench::perf::plan::Protocol::Grpc);
     let out = perf(&[
         "-m",
-        "bert_classifier",
+        "text_classifier",
         "--shape",
         "input_ids:8",
         "-u",
@@ -401,7 +443,7 @@ async fn slo_gates_on_throughput_and_latency() {
     let sim = start().await;
     let out = perf(&[
         "-m",
-        "bert_classifier",
+        "text_classifier",
         "--shape",
         "input_ids:8",
         "-u",

@@ -277,6 +277,7 @@ async fn health_metadata_config_and_index() {
             "gpt2_nostream",
             "yolov8s",
             "bert_classifier",
+            "text_classifier",
             "resnet_fp16",
             "resnet_int8"
         ]

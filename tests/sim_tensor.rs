@@ -82,7 +82,7 @@ fn image_request(id: &str, batch: usize) -> proto::ModelInferRequest {
 
 fn bert_request(id: &str, batch: usize, seq: usize) -> proto::ModelInferRequest {
     raw_request(
-        "bert_classifier",
+        "text_classifier",
         id,
         vec![(
             "input_ids",
@@ -218,7 +218,7 @@ async fn tensor_models_describe_themselves() {
     let mut g = grpc(&h).await;
     let bert = g
         .model_config(proto::ModelConfigRequest {
-            name: "bert_classifier".into(),
+            name: "text_classifier".into(),
             version: String::new(),
         })
         .await
@@ -288,7 +288,7 @@ async fn grpc_raw_and_typed_contents() {
 
     // Typed contents, the optional input, a named output, a versioned request.
     let mut req = proto::ModelInferRequest {
-        model_name: "bert_classifier".into(),
+        model_name: "text_classifier".into(),
         model_version: "1".into(),
         id: "typed".into(),
         inputs: vec![
@@ -339,7 +339,7 @@ async fn grpc_raw_and_typed_contents() {
             other => panic!("no final flag: {other:?}"),
         };
         assert!(final_flag);
-        assert_eq!(r.model_name, "bert_classifier");
+        assert_eq!(r.model_name, "text_classifier");
         got.push((r.id.clone(), r.outputs[0].shape.clone()));
     }
     got.sort();
@@ -351,7 +351,7 @@ async fn grpc_raw_and_typed_contents() {
     let s = grpc_stats(&mut g, "yolov8s").await;
     assert_eq!(s.inference_count, 2);
     assert_eq!(s.execution_count, 1);
-    let b = grpc_stats(&mut g, "bert_classifier").await;
+    let b = grpc_stats(&mut g, "text_classifier").await;
     assert_eq!(b.inference_count, 2 + 1 + 4);
     assert_eq!(
         b.inference_stats.and_then(|st| st.success).map(|d| d.count),
@@ -371,7 +371,7 @@ async fn http_json_and_binary() {
         {"name": "input_ids", "datatype": "INT64", "shape": [2, 3], "data": [[101, 2023, 102], [101, 2003, 102]]}
     ]});
     let r = c
-        .post(format!("{base}/v2/models/bert_classifier/infer"))
+        .post(format!("{base}/v2/models/text_classifier/infer"))
         .json(&body)
         .send()
         .await
@@ -384,7 +384,7 @@ async fn http_json_and_binary() {
     let v: Value = r.json().await.expect("json");
     assert_eq!(
         v,
-        json!({"id": "j1", "model_name": "bert_classifier", "model_version": "1",
+        json!({"id": "j1", "model_name": "text_classifier", "model_version": "1",
             "outputs": [{"name": "logits", "datatype": "FP32", "shape": [2, 2], "data": [0, 0, 0, 0]}]})
     );
 
@@ -461,7 +461,7 @@ async fn http_json_and_binary() {
     });
     let r = post_binary(
         &c,
-        format!("{base}/v2/models/bert_classifier/infer"),
+        format!("{base}/v2/models/text_classifier/infer"),
         &header,
         &[&[0u8; 32]],
     )
@@ -620,7 +620,7 @@ async fn validation_errors_say_what_was_expected() {
         "{e}"
     );
     let r = raw_request(
-        "bert_classifier",
+        "text_classifier",
         "",
         vec![
             ("input_ids", "INT64", vec![2, 4], vec![0; 64]),
@@ -661,7 +661,7 @@ async fn validation_errors_say_what_was_expected() {
         });
     let e = grpc_error(&mut g, r).await;
     assert!(
-        e.starts_with("unexpected inference output 'probabilities' for model 'bert_classifier'"),
+        e.starts_with("unexpected inference output 'probabilities' for model 'text_classifier'"),
         "{e}"
     );
     // BYTES framing.
@@ -717,7 +717,7 @@ async fn validation_errors_say_what_was_expected() {
     let e = http_error(
         &c,
         &h,
-        "bert_classifier",
+        "text_classifier",
         json!({"inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [1, 2],
             "parameters": {"binary_data_size": 16}}]}),
         &[&[0u8; 20]],
@@ -730,19 +730,19 @@ async fn validation_errors_say_what_was_expected() {
     let e = http_error(
         &c,
         &h,
-        "bert_classifier",
+        "text_classifier",
         json!({"inputs": [{"name": "input_ids", "datatype": "INT32", "shape": [1, 2], "data": [1, 2]}]}),
         &[],
     )
     .await;
     assert_eq!(
         e,
-        "inference input 'input_ids' data-type is 'INT32', but model 'bert_classifier' expects 'INT64'"
+        "inference input 'input_ids' data-type is 'INT32', but model 'text_classifier' expects 'INT64'"
     );
     let e = http_error(
         &c,
         &h,
-        "bert_classifier",
+        "text_classifier",
         json!({"inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [1, 3], "data": [1, 2]}]}),
         &[],
     )
@@ -751,7 +751,7 @@ async fn validation_errors_say_what_was_expected() {
     let e = http_error(
         &c,
         &h,
-        "bert_classifier",
+        "text_classifier",
         json!({"inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [1, 2], "data": [1, "two"]}]}),
         &[],
     )
@@ -769,7 +769,7 @@ async fn validation_errors_say_what_was_expected() {
     assert!(e.contains("claims 9 bytes but only 2 bytes remain"), "{e}");
     // Binary data without the header-length header: the JSON parser says why it failed.
     let r = c
-        .post(format!("{}/v2/models/bert_classifier/infer", h.http_url()))
+        .post(format!("{}/v2/models/text_classifier/infer", h.http_url()))
         .body(
             binary_body(
                 &json!({"inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [1, 1],
@@ -802,7 +802,7 @@ async fn dynamic_batching_shows_in_stats_and_metrics() {
     let h = start(SimConfig::default()).await;
     let g = grpc(&h).await;
     let c = http_client();
-    // Closed loop, 8 concurrent clients × 12 requests on bert_classifier (2 instances, no
+    // Closed loop, 8 concurrent clients × 12 requests on text_classifier (2 instances, no
     // queue delay): requests pile up while both instances are busy, so executions batch them.
     let clients = 8;
     let per_client = 12;
@@ -827,7 +827,7 @@ async fn dynamic_batching_shows_in_stats_and_metrics() {
     }
     let elapsed = t0.elapsed();
     let total = (clients * per_client) as u64;
-    let s = http_stats(&c, &h, "bert_classifier").await;
+    let s = http_stats(&c, &h, "text_classifier").await;
     assert_eq!(n(&s, "/inference_count"), total);
     let execs = n(&s, "/execution_count");
     assert!(
@@ -842,7 +842,7 @@ async fn dynamic_batching_shows_in_stats_and_metrics() {
         let k = n(b, "/compute_infer/count");
         assert_eq!(n(b, "/compute_input/count"), k);
         assert_eq!(n(b, "/compute_output/count"), k);
-        // bert_classifier: 1000 + 250 × batch µs of compute_infer per execution, exactly.
+        // text_classifier: 1000 + 250 × batch µs of compute_infer per execution, exactly.
         assert_eq!(n(b, "/compute_infer/ns"), k * (1000 + 250 * size) * 1000);
         elems += size * k;
         count += k;
@@ -873,7 +873,7 @@ async fn dynamic_batching_shows_in_stats_and_metrics() {
 
     // gRPC statistics say the same.
     let mut g2 = g.clone();
-    let gs = grpc_stats(&mut g2, "bert_classifier").await;
+    let gs = grpc_stats(&mut g2, "text_classifier").await;
     assert_eq!(gs.inference_count, total);
     assert_eq!(gs.execution_count, execs);
     assert_eq!(gs.batch_stats.len(), batches.len());
@@ -894,32 +894,32 @@ async fn dynamic_batching_shows_in_stats_and_metrics() {
         .text()
         .await
         .expect("text");
-    assert_eq!(prom(&text, "nv_inference_count", "bert_classifier"), total);
+    assert_eq!(prom(&text, "nv_inference_count", "text_classifier"), total);
     assert_eq!(
-        prom(&text, "nv_inference_exec_count", "bert_classifier"),
+        prom(&text, "nv_inference_exec_count", "text_classifier"),
         execs
     );
     assert_eq!(
-        prom(&text, "nv_inference_request_success", "bert_classifier"),
+        prom(&text, "nv_inference_request_success", "text_classifier"),
         total
     );
     assert_eq!(
         prom(
             &text,
             "nv_inference_compute_infer_duration_us",
-            "bert_classifier"
+            "text_classifier"
         ),
         n(&s, "/inference_stats/compute_infer/ns") / 1000
     );
     assert_eq!(
-        prom(&text, "nv_inference_queue_duration_us", "bert_classifier"),
+        prom(&text, "nv_inference_queue_duration_us", "text_classifier"),
         n(&s, "/inference_stats/queue/ns") / 1000
     );
     assert_eq!(
         prom(
             &text,
             "nv_inference_pending_request_count",
-            "bert_classifier"
+            "text_classifier"
         ),
         0
     );
@@ -1257,14 +1257,14 @@ async fn queue_limit_and_faults_apply_to_tensor_models() {
     assert!(e.message().contains("fault injection"), "{}", e.message());
     let c = http_client();
     let r = c
-        .post(format!("{}/v2/models/bert_classifier/infer", h.http_url()))
+        .post(format!("{}/v2/models/text_classifier/infer", h.http_url()))
         .json(&json!({"inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [1, 1], "data": [1]}]}))
         .send()
         .await
         .expect("send");
     assert_eq!(r.status(), 200, "request 3 passes");
     let r = c
-        .post(format!("{}/v2/models/bert_classifier/infer", h.http_url()))
+        .post(format!("{}/v2/models/text_classifier/infer", h.http_url()))
         .json(&json!({"inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [1, 1], "data": [1]}]}))
         .send()
         .await
@@ -1279,7 +1279,7 @@ async fn queue_limit_and_faults_apply_to_tensor_models() {
         .await
         .expect("text");
     assert!(text.contains(
-        "nv_inference_request_failure{model=\"bert_classifier\",reason=\"BACKEND\",version=\"1\"} 2"
+        "nv_inference_request_failure{model=\"text_classifier\",reason=\"BACKEND\",version=\"1\"} 2"
     ));
     h.shutdown().await;
 

@@ -87,8 +87,18 @@ pub fn tensors(plan: &PerfPlan, info: &ModelInfo) -> Result<Vec<Vec<Tensor>>, Us
                 Some(v) => from_json(plan, info, spec, v, i)?,
                 None if matches!(plan.data, DataSource::Files(_)) && spec.optional => continue,
                 None if matches!(plan.data, DataSource::Files(_)) => {
+                    // perf_analyzer's --request-parameter travels as a request parameter, which
+                    // a model reading the value from an input tensor never sees.
+                    let hint = if plan.request_parameters.iter().any(|(n, _)| n == &spec.name) {
+                        format!(
+                            " (--request-parameter {} is sent as a request parameter, not as this input: put \"{}\": [value] in each entry)",
+                            spec.name, spec.name
+                        )
+                    } else {
+                        format!(": add \"{}\" to each entry", spec.name)
+                    };
                     return Err(UsageError(format!(
-                        "--input-data entry {i}: input '{}' ({} {}) is missing and not optional",
+                        "--input-data entry {i}: input '{}' ({} {}) is missing and not optional{hint}",
                         spec.name,
                         spec.datatype.name(),
                         dims_text(&spec.dims)
@@ -748,6 +758,32 @@ mod tests {
                 .contains("does not batch")
         );
         assert_eq!(tensors(&plan(&[]), &m0).unwrap()[0][0].shape, [1]);
+    }
+
+    #[test]
+    fn missing_input_names_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("prompts.json");
+        std::fs::write(&f, "{\"text_input\": [\"hi\"]}\n").unwrap();
+        let f = f.to_str().unwrap();
+        let m = model(
+            0,
+            vec![
+                spec("text_input", DataType::Bytes, &[1]),
+                spec("max_tokens", DataType::I32, &[1]),
+            ],
+        );
+        let e = tensors(&plan(&["--input-data", f]), &m).unwrap_err().0;
+        assert!(
+            e.ends_with("is missing and not optional: add \"max_tokens\" to each entry"),
+            "{e}"
+        );
+        let p = plan(&["--input-data", f, "--request-parameter", "max_tokens:256"]);
+        let e = tensors(&p, &m).unwrap_err().0;
+        assert!(
+            e.contains("--request-parameter max_tokens is sent as a request parameter"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod inputs;
 pub mod plan;
 pub mod report;
 
+use std::io::{BufWriter, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -209,7 +210,7 @@ pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
     let plan = PerfPlan::from_args(args, argv)?;
     let cancel = Cancel::new();
     crate::app::watch_signals(cancel.clone());
-    let outcome = run(&plan, cancel, true).await?;
+    let outcome = run(&plan, cancel.clone(), true).await?;
     if let Some(path) = &plan.report_file {
         let text = report::csv(
             &outcome.levels,
@@ -250,6 +251,12 @@ pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
         {
             return Ok(1);
         }
+    }
+    if cancel.stopping() {
+        // As `profile`: the shell's code for a run stopped by Ctrl-C/SIGTERM, whose report and
+        // CSV cover the windows measured until then (how a soak test is ended early).
+        eprintln!("interrupted: the report covers the windows measured before the signal");
+        return Ok(130);
     }
     // perf_analyzer exits non-zero when its only level never stabilised.
     if outcome.levels.len() == 1 && !outcome.levels[0].stable {
@@ -304,12 +311,24 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         seed: plan.seed,
         gaps: gap_pool(),
     });
-    let mut timeline = match &plan.timeline {
-        Some((path, every)) => Some(
-            Timeline::create(path, *every, shared.clock)
-                .with_context(|| format!("cannot write {}", path.display()))?,
-        ),
-        None => None,
+    let mut sinks = Sinks {
+        timeline: match &plan.timeline {
+            Some((path, every)) => Some(
+                Timeline::create(path, *every, shared.clock)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+            ),
+            None => None,
+        },
+        requests: match &plan.requests_log {
+            Some(path) => Some(BufWriter::with_capacity(
+                1 << 16,
+                std::fs::File::create(path)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+            )),
+            None => None,
+        },
+        error: None,
+        level: String::new(),
     };
     let mut levels: Vec<PerfLevel> = Vec::new();
     let mut seq_base = 0u64;
@@ -324,7 +343,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
             &probe,
             stimulus,
             &mut seq_base,
-            &mut timeline,
+            &mut sinks,
             print,
         )
         .await?;
@@ -358,8 +377,14 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
             todo.push_back(Stimulus::Concurrency(n + 1));
         }
     }
-    if let Some(t) = timeline.take() {
+    if let Some(t) = sinks.timeline.take() {
         t.finish().context("writing the timeline")?;
+    }
+    if let Some(mut w) = sinks.requests.take() {
+        if let Some(e) = sinks.error.take() {
+            return Err(e).context("writing the per-request log");
+        }
+        w.flush().context("writing the per-request log")?;
     }
     if print && !levels.is_empty() {
         print!("{}", report::summary(&levels, plan.percentile));
@@ -487,7 +512,7 @@ async fn measure_level(
     probe: &ServerProbe,
     stimulus: Stimulus,
     seq_base: &mut u64,
-    timeline: &mut Option<Timeline>,
+    sinks: &mut Sinks,
     print: bool,
 ) -> Result<PerfLevel> {
     shared.client.warm_connections(stimulus.workers()).await;
@@ -517,8 +542,9 @@ async fn measure_level(
     let clock = shared.clock;
     let pool = shared.gaps.clone();
     let mut snapshots = vec![stats_now(probe).await];
-    // The timeline travels with the collector thread and comes back when it ends.
-    let lent = timeline.take();
+    // The files travel with the collector thread and come back when it ends.
+    let mut lent = std::mem::take(sinks);
+    lent.level = stimulus.name();
     let collector = std::thread::Builder::new()
         .name("perf-windows".into())
         .spawn(move || collect_windows(rule, start_ns, clock, rec_rx, win_tx, pool, lent))?;
@@ -572,7 +598,9 @@ async fn measure_level(
             windows.push(w);
         }
     }
-    *timeline = collector.join().unwrap_or(None);
+    *sinks = collector
+        .join()
+        .map_err(|_| anyhow::anyhow!("the measurement thread panicked"))?;
     if windows.is_empty() {
         anyhow::bail!("no measurement window completed for {}", stimulus.name());
     }
@@ -692,8 +720,8 @@ fn collect_windows(
     rx: crate::load::RecordSource,
     tx: UnboundedSender<Window>,
     pool: crate::load::GapPool,
-    mut timeline: Option<Timeline>,
-) -> Option<Timeline> {
+    mut sinks: Sinks,
+) -> Sinks {
     // Completions reach this thread microseconds after they end; a time window closes once its
     // end is this far in the past, so late arrivals still land in the right window.
     const GRACE_NS: u64 = 5_000_000;
@@ -719,9 +747,7 @@ fn collect_windows(
         let closed = matches!(msg, Err(crate::load::queue::Empty::Closed));
         if let Ok(Completed { record, mut gaps }) = msg {
             if record.phase == Phase::Measure {
-                if let Some(t) = timeline.as_mut() {
-                    t.record(&record);
-                }
+                sinks.record(&clock, &record);
                 let end = record.last_token_ns.unwrap_or(record.end_ns);
                 if let Some(len) = len_ns {
                     while end >= cur.end_ns {
@@ -741,7 +767,7 @@ fn collect_windows(
             let _ = pool.push(gaps);
         }
         let now = clock.now_ns();
-        if let Some(t) = timeline.as_mut() {
+        if let Some(t) = sinks.timeline.as_mut() {
             t.advance(now);
         }
         if let Some(len) = len_ns {
@@ -763,7 +789,33 @@ fn collect_windows(
             .max(cur.start_ns + 1);
         let _ = tx.send(cur);
     }
-    timeline
+    sinks
+}
+
+/// Where measured requests are written besides the windows: the timeline and, with
+/// `--verbose-csv`, the per-request log. Lent to each level's collector thread.
+#[derive(Default)]
+struct Sinks {
+    timeline: Option<Timeline>,
+    requests: Option<BufWriter<std::fs::File>>,
+    /// The first write error; the run reports it at the end instead of stopping mid-level.
+    error: Option<std::io::Error>,
+    /// The level being measured, as the per-request log names it (`concurrency8`).
+    level: String,
+}
+
+impl Sinks {
+    fn record(&mut self, clock: &Clock, record: &crate::record::RequestRecord) {
+        if let Some(t) = self.timeline.as_mut() {
+            t.record(record);
+        }
+        if let Some(w) = self.requests.as_mut()
+            && self.error.is_none()
+            && let Err(e) = crate::artifact::records::write_row(w, &self.level, clock, record)
+        {
+            self.error = Some(e);
+        }
+    }
 }
 
 #[cfg(test)]

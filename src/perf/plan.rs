@@ -123,6 +123,9 @@ pub struct PerfPlan {
     pub report_file: Option<PathBuf>,
     /// `--verbose-csv`.
     pub verbose_csv: bool,
+    /// With `--verbose-csv` and `-f`: every measured request, one JSON line each (the format of
+    /// `profile`'s `requests.jsonl`), in `<stem>.requests.jsonl` beside the report.
+    pub requests_log: Option<PathBuf>,
     /// Timeline file and its row interval.
     pub timeline: Option<(PathBuf, Duration)>,
     /// HTTP: binary input tensors.
@@ -293,11 +296,7 @@ impl PerfPlan {
         let timeline = match (&a.timeline, &a.latency_report_file) {
             (Some(p), _) => Some(p.clone()),
             (None, Some(f)) if window_len(&windows).is_some_and(|w| w >= AUTO_TIMELINE_WINDOW) => {
-                let stem = f
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "perf".into());
-                Some(f.with_file_name(format!("{stem}.timeline.csv")))
+                Some(sibling(f, "timeline.csv"))
             }
             _ => None,
         };
@@ -345,6 +344,11 @@ impl PerfPlan {
             request_parameters,
             report_file: a.latency_report_file.clone(),
             verbose_csv: a.verbose_csv,
+            requests_log: a
+                .latency_report_file
+                .as_ref()
+                .filter(|_| a.verbose_csv)
+                .map(|f| sibling(f, "requests.jsonl")),
             timeline: timeline.map(|p| (p, Duration::from_secs_f64(a.timeline_interval))),
             binary_inputs: a.input_tensor_format == TensorFormatArg::Binary,
             binary_outputs: a.output_tensor_format == TensorFormatArg::Binary,
@@ -422,6 +426,15 @@ fn parse_data(values: &[String]) -> Result<DataSource, UsageError> {
             Ok(DataSource::Files(paths))
         }
     }
+}
+
+/// `dir/stem.ext` → `dir/stem.{suffix}`: files that belong with the `-f` report.
+fn sibling(report: &std::path::Path, suffix: &str) -> PathBuf {
+    let stem = report
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "perf".into());
+    report.with_file_name(format!("{stem}.{suffix}"))
 }
 
 /// `name:value[:type]`; the type is inferred from the value when omitted.
@@ -640,6 +653,10 @@ mod tests {
         ])
         .unwrap();
         assert!(p.verbose_csv && p.report_file.is_some());
+        assert_eq!(
+            p.requests_log.as_deref(),
+            Some(std::path::Path::new("latency_report.requests.jsonl"))
+        );
         let p = plan(&[
             "-m",
             "bert_classifier",

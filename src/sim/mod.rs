@@ -28,12 +28,13 @@
 //!
 //! [`ModelSpec::defaults`]: `gpt2` (TensorRT-LLM ensemble, decoupled), `vllm_model` (vLLM
 //! backend), `gpt2_nostream` (TensorRT-LLM layout, not decoupled: one response per request), and
-//! four tensor models, each with its own [`TensorTiming`]:
+//! five tensor models, each with its own [`TensorTiming`]:
 //!
 //! | model | inputs | outputs | max batch | dynamic batching | instances | compute (µs) |
 //! |---|---|---|---|---|---|---|
 //! | `yolov8s` | `images` FP32 `[3,640,640]` | `output0` FP32 `[84,100]` | 8 | preferred 4, 8; delay 100 µs | 1 | 2000 + 500·b, input 200·b, output 10·b |
-//! | `bert_classifier` | `input_ids` INT64 `[-1]`, optional `attention_mask` INT64 `[-1]` | `logits` FP32 `[2]` | 8 | no preferred; delay 0 | 2 | 1000 + 250·b, input 5·b, output 2·b |
+//! | `bert_classifier` | `input_ids` INT64 `[128]`, optional `attention_mask` INT64 `[128]` | `logits` FP32 `[2]` | 8 | no preferred; delay 0 | 2 | 1000 + 250·b, input 5·b, output 2·b |
+//! | `text_classifier` | `input_ids` INT64 `[-1]`, optional `attention_mask` INT64 `[-1]` | `logits` FP32 `[2]` | 8 | no preferred; delay 0 | 2 | 1000 + 250·b, input 5·b, output 2·b |
 //! | `resnet_fp16` | `input` FP32 `[3,224,224]` | `output` FP32 `[1000]` | 16 | preferred 8, 16; delay 100 µs | 1 | 1500 + 650·b, input 50·b, output 5·b |
 //! | `resnet_int8` | `input` INT8 `[3,224,224]` | `output` FP32 `[1000]` | 16 | preferred 8, 16; delay 100 µs | 1 | 1000 + 350·b, input 15·b, output 5·b |
 //!
@@ -125,8 +126,8 @@ pub struct SimConfig {
     /// When set, the statistics API requires header `triton-access-token: <token>`.
     pub access_token: Option<String>,
     /// The hosted models; default [`ModelSpec::defaults`] (LLMs `gpt2`, `vllm_model`,
-    /// `gpt2_nostream`; tensor models `yolov8s`, `bert_classifier`, `resnet_fp16`,
-    /// `resnet_int8`).
+    /// `gpt2_nostream`; tensor models `yolov8s`, `bert_classifier`, `text_classifier`,
+    /// `resnet_fp16`, `resnet_int8`).
     pub models: Vec<ModelSpec>,
 }
 

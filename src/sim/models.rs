@@ -5,8 +5,8 @@
 //! added by describing them, not by new routes. The defaults ([`ModelSpec::defaults`]) are the
 //! two LLM layouts GenAI-Perf targets on Triton (`gpt2` as a TensorRT-LLM ensemble, `vllm_model`
 //! as a vLLM backend model), a non-decoupled TensorRT-LLM model (`gpt2_nostream`), and the tensor
-//! models of perf_analyzer's usual examples: `yolov8s`, `bert_classifier`, `resnet_fp16` and
-//! `resnet_int8`. Tensor models run through the dynamic batcher (`super::batcher`) with the
+//! models of perf_analyzer's usual examples: `yolov8s`, `bert_classifier` (and
+//! `text_classifier`, its dynamic-length twin), `resnet_fp16` and `resnet_int8`. Tensor models run through the dynamic batcher (`super::batcher`) with the
 //! timing of [`TensorTiming`].
 
 use serde::{Deserialize, Serialize};
@@ -452,18 +452,31 @@ impl ModelSpec {
         })
     }
 
-    /// `bert_classifier`, a text classifier: input `input_ids` INT64 `[-1]` (any sequence
-    /// length), optional `attention_mask` INT64 `[-1]`, output `logits` FP32 `[2]`,
-    /// `max_batch_size` 8, dynamic batching (no preferred sizes, no queue delay), two instances,
-    /// 1000 + 250 × batch µs of compute.
+    /// `bert_classifier`, a BERT sequence classifier exported at a fixed sequence length (as
+    /// most TensorRT and ONNX exports are): input `input_ids` INT64 `[128]`, optional
+    /// `attention_mask` INT64 `[128]`, output `logits` FP32 `[2]`, `max_batch_size` 8, dynamic
+    /// batching (no preferred sizes, no queue delay), two instances, 1000 + 250 × batch µs of
+    /// compute. Fixed dimensions are what let perf_analyzer's command lines for it (and the
+    /// soak test in the guides) run without `--shape`.
     pub fn bert_classifier() -> Self {
+        Self::classifier("bert_classifier", 128)
+    }
+
+    /// `text_classifier`: the same classifier with a dynamic sequence length (`[-1]`), so a
+    /// client must be told the shape to send (`--shape input_ids:N`), as with Triton.
+    pub fn text_classifier() -> Self {
+        Self::classifier("text_classifier", -1)
+    }
+
+    /// A two-instance sequence classifier over `input_ids` of length `seq` (-1: any).
+    fn classifier(name: &str, seq: i64) -> Self {
         use DataType::*;
         ModelSpec::tensor(
-            "bert_classifier",
+            name,
             8,
             vec![
-                TensorSpec::new("input_ids", Int64, &[-1]),
-                TensorSpec::optional("attention_mask", Int64, &[-1]),
+                TensorSpec::new("input_ids", Int64, &[seq]),
+                TensorSpec::optional("attention_mask", Int64, &[seq]),
             ],
             vec![TensorSpec::new("logits", Fp32, &[2])],
         )
@@ -524,8 +537,8 @@ impl ModelSpec {
 
     /// The models hosted when nothing else is configured: `gpt2` (TensorRT-LLM ensemble,
     /// decoupled), `vllm_model` (vLLM backend), `gpt2_nostream` (TensorRT-LLM layout, not
-    /// decoupled), and the tensor models `yolov8s`, `bert_classifier`, `resnet_fp16`,
-    /// `resnet_int8`.
+    /// decoupled), and the tensor models `yolov8s`, `bert_classifier`, `text_classifier`,
+    /// `resnet_fp16`, `resnet_int8`.
     pub fn defaults() -> Vec<ModelSpec> {
         vec![
             ModelSpec::tensorrt_llm("gpt2"),
@@ -533,6 +546,7 @@ impl ModelSpec {
             ModelSpec::tensorrt_llm_non_decoupled("gpt2_nostream"),
             ModelSpec::yolov8s(),
             ModelSpec::bert_classifier(),
+            ModelSpec::text_classifier(),
             ModelSpec::resnet_fp16(),
             ModelSpec::resnet_int8(),
         ]

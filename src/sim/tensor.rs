@@ -609,7 +609,7 @@ mod tests {
             validate_inputs(&y, &[raw("images", "FP32", &[2, 3, 640, 640], &img)]),
             Ok(2)
         );
-        let b = ModelSpec::bert_classifier();
+        let b = ModelSpec::text_classifier();
         let ids = vec![0u8; 8 * 16];
         assert_eq!(
             validate_inputs(
@@ -672,7 +672,7 @@ mod tests {
         let e = err(&[]);
         assert!(e.contains("missing required input(s) [\"images\"]"), "{e}");
 
-        let b = ModelSpec::bert_classifier();
+        let b = ModelSpec::text_classifier();
         let ids = vec![0u8; 8 * 4];
         let e = validate_inputs(
             &b,
@@ -744,13 +744,13 @@ mod tests {
         let r = w.grpc_response(&y, "7".into(), 3, &[(0, true)]);
         assert_eq!(r.outputs[0].shape, vec![3, 84, 100]);
         assert_eq!(r.raw_output_contents[0].len(), 3 * 84 * 100 * 4);
-        let b = ModelSpec::bert_classifier();
+        let b = ModelSpec::text_classifier();
         let w = TensorWire::new(&b);
         let a = w.http_answer(&b, Some("x"), 2, &[(0, false)]);
         let v: Value = serde_json::from_slice(&a.json).expect("json");
         assert_eq!(
             v,
-            serde_json::json!({"id": "x", "model_name": "bert_classifier", "model_version": "1",
+            serde_json::json!({"id": "x", "model_name": "text_classifier", "model_version": "1",
                 "outputs": [{"name": "logits", "datatype": "FP32", "shape": [2, 2], "data": [0, 0, 0, 0]}]})
         );
         let a = w.http_answer(&b, None, 8, &[(0, true)]);
@@ -759,7 +759,7 @@ mod tests {
         assert_eq!(a.blobs[0].len(), 64);
         assert_eq!(
             select_outputs(&b, [("nope", None)], false).expect_err("unknown"),
-            "unexpected inference output 'nope' for model 'bert_classifier' (its outputs are [\"logits\"])"
+            "unexpected inference output 'nope' for model 'text_classifier' (its outputs are [\"logits\"])"
         );
     }
 }
