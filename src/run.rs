@@ -441,6 +441,7 @@ async fn run_level(
         },
         sent: out.sent,
         release_span_s: out.release_span_ns as f64 / 1e9,
+        intended_span_s: out.intended_span_ns as f64 / 1e9,
         delayed_by_cap: out.delayed_by_cap,
         max_stall_ms: Some(max_stall_ms),
         interrupted: out.interrupted,

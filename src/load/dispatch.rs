@@ -6,7 +6,7 @@
 //! exactly the delay an in-flight cap adds.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crossbeam_queue::SegQueue;
@@ -26,6 +26,9 @@ pub struct Ticket {
     pub intended_ns: u64,
     /// When the pacer released it to the pool.
     pub released_ns: u64,
+    /// Every worker was busy when it was released: a wait for pickup is the in-flight cap's
+    /// doing (otherwise it is only the runtime waking an idle worker, already in the send lag).
+    pub all_busy: bool,
 }
 
 /// Due requests waiting for a worker.
@@ -36,6 +39,13 @@ pub struct Tickets {
     done: AtomicBool,
     /// Latest release time (ns), for the achieved rate.
     pub last_release_ns: AtomicU64,
+    /// Latest intended send time released (ns): what the schedule itself asked for over the
+    /// same requests, so a random schedule's own variation is not blamed on the generator.
+    pub last_intended_ns: AtomicU64,
+    /// Workers serving this queue (the in-flight cap); 0 = unknown, never counted as full.
+    pub workers: AtomicUsize,
+    /// Workers executing a request now.
+    pub busy: AtomicUsize,
 }
 
 /// Releases earlier than this before the intended time do not sleep: the thread would wake up
@@ -68,9 +78,13 @@ impl Tickets {
         }
     }
 
-    fn release(&self, t: Ticket) {
+    fn release(&self, mut t: Ticket) {
+        let workers = self.workers.load(Ordering::Relaxed);
+        t.all_busy = workers > 0 && self.busy.load(Ordering::Relaxed) >= workers;
         self.last_release_ns
             .fetch_max(t.released_ns, Ordering::Relaxed);
+        self.last_intended_ns
+            .fetch_max(t.intended_ns, Ordering::Relaxed);
         self.queue.push(t);
         self.notify.notify_one();
     }
@@ -135,6 +149,7 @@ fn pace(mut run: PacerRun, tickets: &Tickets) {
                     seq,
                     intended_ns: intended,
                     released_ns: now.max(intended),
+                    all_busy: false,
                 });
                 break;
             }

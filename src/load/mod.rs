@@ -156,12 +156,15 @@ pub struct PhaseOutcome {
     pub end_ns: u64,
     /// Whether Ctrl-C (or another stop) cut the phase short.
     pub interrupted: bool,
-    /// Open loop: requests that waited more than [`CAP_DELAY_NS`] for a free worker (the
-    /// in-flight cap delayed them).
+    /// Open loop: requests released while every worker was busy that then waited more than
+    /// [`CAP_DELAY_NS`] for one (the in-flight cap delayed them).
     pub delayed_by_cap: u64,
     /// Open loop: from the phase start to the last release of a request (ns), for the achieved
     /// rate.
     pub release_span_ns: u64,
+    /// Open loop: from the phase start to the intended send time of the last request released
+    /// (ns): the span the schedule itself gave those requests.
+    pub intended_span_ns: u64,
 }
 
 /// A due request that waits longer than this for a free worker counts as delayed by the cap.
@@ -258,6 +261,9 @@ pub async fn run_phase(
                 halt: halt.clone(),
             };
             let tickets = Arc::new(dispatch::Tickets::default());
+            tickets
+                .workers
+                .store(max_inflight.max(1) as usize, Ordering::Relaxed);
             match dispatch::spawn(run, tickets.clone()) {
                 Ok(h) => pacer_thread = Some(h),
                 Err(_) => {
@@ -281,11 +287,11 @@ pub async fn run_phase(
         // The workers stop only once the pacer is done (or the phase was stopped, which ends it).
         let _ = tokio::task::spawn_blocking(move || h.join()).await;
     }
-    let release_span_ns = schedule.map_or(0, |t| {
-        t.last_release_ns
-            .load(Ordering::Relaxed)
-            .saturating_sub(start_ns)
-    });
+    let span = |last: Option<&AtomicU64>| {
+        last.map_or(0, |a| a.load(Ordering::Relaxed).saturating_sub(start_ns))
+    };
+    let release_span_ns = span(schedule.as_ref().map(|t| &t.last_release_ns));
+    let intended_span_ns = span(schedule.as_ref().map(|t| &t.last_intended_ns));
     PhaseOutcome {
         sent: sent.load(Ordering::SeqCst),
         start_ns,
@@ -293,6 +299,7 @@ pub async fn run_phase(
         interrupted: shared.cancel.stopping(),
         delayed_by_cap: delayed.load(Ordering::Relaxed),
         release_span_ns,
+        intended_span_ns,
     }
 }
 
@@ -348,9 +355,10 @@ async fn open_loop_worker(
 ) {
     let mut ex = Exchange::new();
     while let Some(t) = tickets.next(&ctx.halt, &ctx.shared.cancel).await {
-        if ctx.shared.clock.now_ns().saturating_sub(t.released_ns) > CAP_DELAY_NS {
+        if t.all_busy && ctx.shared.clock.now_ns().saturating_sub(t.released_ns) > CAP_DELAY_NS {
             delayed.fetch_add(1, Ordering::Relaxed);
         }
+        tickets.busy.fetch_add(1, Ordering::Relaxed);
         ctx.sent.fetch_add(1, Ordering::Relaxed);
         let completed = execute_one(
             &ctx.shared,
@@ -360,6 +368,7 @@ async fn open_loop_worker(
             &mut ex,
         )
         .await;
+        tickets.busy.fetch_sub(1, Ordering::Relaxed);
         ctx.sink.send(completed);
     }
 }
