@@ -440,7 +440,7 @@ async fn run_level(
             Stimulus::Concurrency(_) => None,
         },
         sent: out.sent,
-        release_span_s: out.release_span_ns as f64 / 1e9,
+        send_span_s: out.send_span_ns as f64 / 1e9,
         intended_span_s: out.intended_span_ns as f64 / 1e9,
         delayed_by_cap: out.delayed_by_cap,
         max_stall_ms: Some(max_stall_ms),

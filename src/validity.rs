@@ -75,8 +75,8 @@ pub struct Observed {
     pub requested_rate: Option<f64>,
     /// Requests sent.
     pub sent: u64,
-    /// From the phase start to the last release (s), open loop.
-    pub release_span_s: f64,
+    /// From the phase start to the last actual send (s), open loop.
+    pub send_span_s: f64,
     /// From the phase start to the last released request's intended send time (s), open loop.
     pub intended_span_s: f64,
     /// Requests held back by the cap.
@@ -117,9 +117,9 @@ pub fn assess(o: &Observed, max_send_lag_ms: f64) -> Validity {
     }
     if let Some(rate) = o.requested_rate
         && o.sent > 1
-        && o.release_span_s > 0.0
+        && o.send_span_s > 0.0
     {
-        let achieved = (o.sent - 1) as f64 / o.release_span_s;
+        let achieved = (o.sent - 1) as f64 / o.send_span_s;
         v.achieved_rate = Some(achieved);
         // A Poisson or gamma schedule sends fewer or more than `rate` in a finite window by
         // design; what the generator owes is the rate its own schedule asked for.
@@ -220,7 +220,7 @@ mod tests {
             send_lag_p99_ms: Some(0.3),
             requested_rate: Some(100.0),
             sent: 1001,
-            release_span_s: 10.0,
+            send_span_s: 10.0,
             intended_span_s: 10.0,
             delayed_by_cap: 0,
             max_stall_ms: Some(2.0),
@@ -234,7 +234,7 @@ mod tests {
     fn a_sparse_random_schedule_kept_is_trustworthy() {
         let o = Observed {
             sent: 881,
-            release_span_s: 10.0,
+            send_span_s: 10.0,
             intended_span_s: 9.99,
             ..ok()
         };
@@ -267,7 +267,7 @@ mod tests {
             ),
             (
                 Observed {
-                    release_span_s: 20.0,
+                    send_span_s: 20.0,
                     ..ok()
                 },
                 "achieved 50.0 requests/s where the schedule asked for 100.0",

@@ -37,8 +37,9 @@ pub struct Tickets {
     queue: SegQueue<Ticket>,
     notify: Notify,
     done: AtomicBool,
-    /// Latest release time (ns), for the achieved rate.
-    pub last_release_ns: AtomicU64,
+    /// Latest time a worker took a request to send it (ns), for the achieved rate: a release
+    /// only queues the request, and a queue nobody drains must not look like a rate kept.
+    pub last_send_ns: AtomicU64,
     /// Latest intended send time released (ns): what the schedule itself asked for over the
     /// same requests, so a random schedule's own variation is not blamed on the generator.
     pub last_intended_ns: AtomicU64,
@@ -81,8 +82,6 @@ impl Tickets {
     fn release(&self, mut t: Ticket) {
         let workers = self.workers.load(Ordering::Relaxed);
         t.all_busy = workers > 0 && self.busy.load(Ordering::Relaxed) >= workers;
-        self.last_release_ns
-            .fetch_max(t.released_ns, Ordering::Relaxed);
         self.last_intended_ns
             .fetch_max(t.intended_ns, Ordering::Relaxed);
         self.queue.push(t);

@@ -159,9 +159,9 @@ pub struct PhaseOutcome {
     /// Open loop: requests released while every worker was busy that then waited more than
     /// [`CAP_DELAY_NS`] for one (the in-flight cap delayed them).
     pub delayed_by_cap: u64,
-    /// Open loop: from the phase start to the last release of a request (ns), for the achieved
-    /// rate.
-    pub release_span_ns: u64,
+    /// Open loop: from the phase start to the last request a worker took to send (ns), for the
+    /// achieved rate.
+    pub send_span_ns: u64,
     /// Open loop: from the phase start to the intended send time of the last request released
     /// (ns): the span the schedule itself gave those requests.
     pub intended_span_ns: u64,
@@ -290,7 +290,7 @@ pub async fn run_phase(
     let span = |last: Option<&AtomicU64>| {
         last.map_or(0, |a| a.load(Ordering::Relaxed).saturating_sub(start_ns))
     };
-    let release_span_ns = span(schedule.as_ref().map(|t| &t.last_release_ns));
+    let send_span_ns = span(schedule.as_ref().map(|t| &t.last_send_ns));
     let intended_span_ns = span(schedule.as_ref().map(|t| &t.last_intended_ns));
     PhaseOutcome {
         sent: sent.load(Ordering::SeqCst),
@@ -298,7 +298,7 @@ pub async fn run_phase(
         end_ns: shared.clock.now_ns(),
         interrupted: shared.cancel.stopping(),
         delayed_by_cap: delayed.load(Ordering::Relaxed),
-        release_span_ns,
+        send_span_ns,
         intended_span_ns,
     }
 }
@@ -359,6 +359,9 @@ async fn open_loop_worker(
             delayed.fetch_add(1, Ordering::Relaxed);
         }
         tickets.busy.fetch_add(1, Ordering::Relaxed);
+        tickets
+            .last_send_ns
+            .fetch_max(ctx.shared.clock.now_ns(), Ordering::Relaxed);
         ctx.sent.fetch_add(1, Ordering::Relaxed);
         let completed = execute_one(
             &ctx.shared,

@@ -57,23 +57,30 @@ fn ms(v: Option<f64>) -> String {
         .map_or_else(|| "-".to_string(), |x| format!("{x:.2}"))
 }
 
-/// The sweep table: one row per level.
+/// The sweep table: one row per level. Open-loop levels add TTFT p99 measured from each
+/// request's intended send time (corrected for coordinated omission) beside the one from the
+/// actual send, so a generator or cap that sent late shows as the gap between the two.
 pub fn sweep_table(levels: &[LevelSummary]) -> String {
     let kind = levels.first().map_or("level", |l| l.stimulus.kind());
     let kind_title = match kind {
         "concurrency" => "Concurrency",
+        "request_rate" => "Request rate",
         _ => "Level",
     };
-    let headers = [
-        kind_title,
-        "TTFT avg (ms)",
-        "TTFT p99 (ms)",
+    let open_loop = levels
+        .iter()
+        .any(|l| matches!(l.stimulus, crate::plan::Stimulus::RequestRate { .. }));
+    let mut headers = vec![kind_title, "TTFT avg (ms)", "TTFT p99 (ms)"];
+    if open_loop {
+        headers.push("TTFT p99 intended (ms)");
+    }
+    headers.extend([
         "ITL avg (ms)",
         "Output tok/s",
         "Req/s",
         "Server queue (ms)",
         "Errors",
-    ];
+    ]);
     let rows: Vec<Vec<String>> = levels
         .iter()
         .map(|l| {
@@ -86,20 +93,25 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             if l.interrupted {
                 value.push_str(" (interrupted)");
             }
-            vec![
+            let mut row = vec![
                 value,
                 ms(get(Metric::TimeToFirstToken).map(|s| s.avg)),
                 ms(get(Metric::TimeToFirstToken).map(|s| s.p99)),
+            ];
+            if open_loop {
+                row.push(ms(get(Metric::TimeToFirstTokenIntended).map(|s| s.p99)));
+            }
+            row.extend([
                 ms(get(Metric::InterTokenLatency).map(|s| s.avg)),
                 format!("{:.1}", l.stats.output_token_throughput),
                 format!("{:.2}", l.stats.request_throughput),
                 ms(l.server.as_ref().and_then(|d| d.avg_queue_ms)),
                 l.stats.error_count.to_string(),
-            ]
+            ]);
+            row
         })
         .collect();
-    let mut aligns = vec![Align::Right; headers.len()];
-    aligns[0] = Align::Right;
+    let aligns = vec![Align::Right; headers.len()];
     table(&headers, &aligns, &rows)
 }
 
@@ -237,6 +249,34 @@ Concurrency  TTFT avg (ms)  TTFT p99 (ms)  ITL avg (ms)  Output tok/s  Req/s  Se
 -----------  -------------  -------------  ------------  ------------  -----  -----------------  ------
           1          45.00         112.50          4.00        1234.6  12.35                  -       0
          32         240.50         601.25          4.00        1234.6  12.35                  -       2
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn open_loop_sweep_table_shows_ttft_from_intended() {
+        let rate = |r: f64, ttft: f64, intended: f64| {
+            let mut l = level(1, ttft, 0);
+            l.stimulus = Stimulus::RequestRate {
+                rate: r,
+                arrival: crate::plan::Arrival::Poisson,
+                max_inflight: 1024,
+            };
+            l.stats.metrics.push((
+                Metric::TimeToFirstTokenIntended,
+                Stats {
+                    p99: intended,
+                    ..Stats::default()
+                },
+            ));
+            l
+        };
+        let text = sweep_table(&[rate(5.0, 20.0, 50.5), rate(7.5, 30.0, 1500.0)]);
+        let expected = "\
+Request rate  TTFT avg (ms)  TTFT p99 (ms)  TTFT p99 intended (ms)  ITL avg (ms)  Output tok/s  Req/s  Server queue (ms)  Errors
+------------  -------------  -------------  ----------------------  ------------  ------------  -----  -----------------  ------
+           5          20.00          50.00                   50.50          4.00        1234.6  12.35                  -       0
+         7.5          30.00          75.00                 1500.00          4.00        1234.6  12.35                  -       0
 ";
         assert_eq!(text, expected);
     }
