@@ -177,6 +177,52 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
     let lat_name = short_latency_name(latency);
     let pct = format!("{:.0}%", min_gain * 100.0);
     let mut knee = None;
+    // Open loop: a rate the server completes more slowly than it is sent is past the knee
+    // whatever the curve looks like: its queue grows for as long as the load lasts.
+    let behind = with.iter().position(|(l, _)| falls_behind(l));
+    if let Some(j) = behind {
+        let (l, _) = with[j];
+        let sent = l.validity.achieved_rate.unwrap_or(0.0);
+        let lag = format!(
+            "at {kind} {} the server completed {:.2} requests/s of the {:.2} sent: its queue grows for as long as the load lasts",
+            format_load(l.stimulus.value()),
+            l.stats.request_throughput,
+            sent
+        );
+        let recommendation = if j == 0 {
+            format!("no sustainable {kind} in this sweep: {lag}; lower the rates")
+        } else {
+            let (kl, p) = with[j - 1];
+            let later = &points[j..];
+            let max_t = later.iter().map(|q| q.throughput).fold(f64::MIN, f64::max);
+            let max_l = later.iter().map(|q| q.p99).fold(f64::MIN, f64::max);
+            knee = Some(Knee {
+                level: kl.stimulus.name(),
+                value: p.load,
+                throughput: p.throughput,
+                p99_ms: p.p99,
+                max_gain_beyond: if p.throughput > 0.0 {
+                    max_t / p.throughput - 1.0
+                } else {
+                    0.0
+                },
+                max_p99_beyond_ms: max_l,
+            });
+            format!(
+                "knee at {kind} {load}: max sustainable {kind} ≈ {load} at {lat_name} ≤ {:.1} ms ({:.1} {tput_unit}); {lag}",
+                p.p99,
+                p.throughput,
+                load = format_load(p.load),
+            )
+        };
+        return Analysis {
+            min_gain,
+            throughput_metric: throughput.key().to_string(),
+            latency_metric: latency.key(),
+            knee,
+            recommendation,
+        };
+    }
     let recommendation = match find(&points, min_gain) {
         Finding::Knee(k) => {
             let (l, p) = with[k];
@@ -231,6 +277,15 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
         knee,
         recommendation,
     }
+}
+
+/// An open-loop level whose server completed under 90 % of the requests per second actually
+/// sent (not the nominal rate: a Poisson schedule sends more or fewer by chance).
+fn falls_behind(l: &LevelSummary) -> bool {
+    matches!(l.stimulus, crate::plan::Stimulus::RequestRate { .. })
+        && l.validity
+            .achieved_rate
+            .is_some_and(|sent| sent > 0.0 && l.stats.request_throughput < 0.9 * sent)
 }
 
 #[cfg(test)]
@@ -402,6 +457,44 @@ mod tests {
         assert_eq!(
             a.recommendation,
             "no knee: output throughput stopped growing after concurrency 1 but TTFT p99 did not rise by more than 10%"
+        );
+    }
+
+    /// Open loop: the knee is the last rate the server completes as fast as it was sent, even
+    /// where output throughput still grew past it (the README's Poisson sweep).
+    #[test]
+    fn open_loop_knee_is_the_last_rate_kept_up_with() {
+        let rate = |r: f64, sent: f64, done: f64, p99: f64| {
+            let mut l = level(1, done * 50.0, Some(p99), 10);
+            l.stimulus = Stimulus::RequestRate {
+                rate: r,
+                arrival: crate::plan::Arrival::Poisson,
+                max_inflight: 1024,
+            };
+            l.stats.request_throughput = done;
+            l.validity.achieved_rate = Some(sent);
+            l
+        };
+        let a = analyze(
+            &[
+                rate(4.0, 3.46, 3.46, 176.7),
+                rate(12.0, 14.09, 10.39, 3353.4),
+                rate(24.0, 26.16, 10.55, 14554.2),
+            ],
+            DEFAULT_MIN_GAIN,
+        );
+        assert_eq!(a.knee.as_ref().unwrap().level, "request_rate4.0");
+        assert_eq!(
+            a.recommendation,
+            "knee at request rate 4: max sustainable request rate ≈ 4 at TTFT p99 ≤ 176.7 ms (173.0 output tok/s); at request rate 12 the server completed 10.39 requests/s of the 14.09 sent: its queue grows for as long as the load lasts"
+        );
+        let a = analyze(&[rate(12.0, 14.09, 10.39, 3353.4)], DEFAULT_MIN_GAIN);
+        assert!(a.knee.is_none());
+        assert!(
+            a.recommendation
+                .starts_with("no sustainable request rate in this sweep: at request rate 12"),
+            "{}",
+            a.recommendation
         );
     }
 }
