@@ -193,21 +193,7 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
             format!("no sustainable {kind} in this sweep: {lag}; lower the rates")
         } else {
             let (kl, p) = with[j - 1];
-            let later = &points[j..];
-            let max_t = later.iter().map(|q| q.throughput).fold(f64::MIN, f64::max);
-            let max_l = later.iter().map(|q| q.p99).fold(f64::MIN, f64::max);
-            knee = Some(Knee {
-                level: kl.stimulus.name(),
-                value: p.load,
-                throughput: p.throughput,
-                p99_ms: p.p99,
-                max_gain_beyond: if p.throughput > 0.0 {
-                    max_t / p.throughput - 1.0
-                } else {
-                    0.0
-                },
-                max_p99_beyond_ms: max_l,
-            });
+            knee = Some(knee_at(kl, p, &points[j..]));
             format!(
                 "knee at {kind} {load}: max sustainable {kind} ≈ {load} at {lat_name} ≤ {:.1} ms ({:.1} {tput_unit}); {lag}",
                 p.p99,
@@ -226,22 +212,9 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
     let recommendation = match find(&points, min_gain) {
         Finding::Knee(k) => {
             let (l, p) = with[k];
-            let later = &points[k + 1..];
-            let max_t = later.iter().map(|q| q.throughput).fold(f64::MIN, f64::max);
-            let max_l = later.iter().map(|q| q.p99).fold(f64::MIN, f64::max);
-            let gain = if p.throughput > 0.0 {
-                max_t / p.throughput - 1.0
-            } else {
-                0.0
-            };
-            knee = Some(Knee {
-                level: l.stimulus.name(),
-                value: p.load,
-                throughput: p.throughput,
-                p99_ms: p.p99,
-                max_gain_beyond: gain,
-                max_p99_beyond_ms: max_l,
-            });
+            let found = knee_at(l, p, &points[k + 1..]);
+            let (gain, max_l) = (found.max_gain_beyond, found.max_p99_beyond_ms);
+            knee = Some(found);
             format!(
                 "knee at {kind} {load}: max sustainable {kind} ≈ {load} at {lat_name} ≤ {:.1} ms ({:.1} {tput_unit}); beyond it {tput_label} grows less than {pct} (at most {:+.1}%) while {lat_name} rises to {:.1} ms",
                 p.p99,
@@ -276,6 +249,23 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
         latency_metric: latency.key(),
         knee,
         recommendation,
+    }
+}
+
+/// The knee at level `l` (point `p`), compared with the levels beyond it.
+fn knee_at(l: &LevelSummary, p: Point, later: &[Point]) -> Knee {
+    let max_t = later.iter().map(|q| q.throughput).fold(f64::MIN, f64::max);
+    Knee {
+        level: l.stimulus.name(),
+        value: p.load,
+        throughput: p.throughput,
+        p99_ms: p.p99,
+        max_gain_beyond: if p.throughput > 0.0 {
+            max_t / p.throughput - 1.0
+        } else {
+            0.0
+        },
+        max_p99_beyond_ms: later.iter().map(|q| q.p99).fold(f64::MIN, f64::max),
     }
 }
 
