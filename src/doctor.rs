@@ -102,6 +102,12 @@ impl Step {
         self
     }
 
+    /// The step with `lines` (the request's events) shown under it.
+    fn with_lines(mut self, lines: Vec<String>) -> Step {
+        self.lines = lines;
+        self
+    }
+
     fn skip(mut self, detail: impl Into<String>) -> Step {
         self.status = Status::Skip;
         self.detail = detail.into();
@@ -775,7 +781,7 @@ fn event_lines(events: &[Event]) -> Vec<String> {
 fn judge(step: Step, events: Vec<Event>, one_body: bool) -> Step {
     let content: Vec<&Event> = events.iter().filter(|e| !e.text.is_empty()).collect();
     let lines = event_lines(&events);
-    let mut step = if one_body {
+    let step = if one_body {
         step.fail(
             format!(
                 "the endpoint answered with one JSON body instead of a stream ({} bytes of text at +{:.1} ms): there is no time to first token",
@@ -806,8 +812,7 @@ fn judge(step: Step, events: Vec<Event>, one_body: bool) -> Step {
             )),
         }
     };
-    step.lines = lines;
-    step
+    step.with_lines(lines)
 }
 
 async fn http_request(plan: &RunPlan, client: &reqwest::Client) -> Step {
@@ -918,7 +923,7 @@ async fn http_request(plan: &RunPlan, client: &reqwest::Client) -> Step {
                 break;
             }
             Ok(Err(e)) => {
-                let mut s = step.fail(
+                return step.with_lines(event_lines(&events)).fail(
                     format!(
                         "the stream broke off after {} events: {}",
                         events.len(),
@@ -926,16 +931,12 @@ async fn http_request(plan: &RunPlan, client: &reqwest::Client) -> Step {
                     ),
                     "the server or a proxy cut the response: see the server's log and any proxy timeouts",
                 );
-                s.lines = event_lines(&events);
-                return s;
             }
             Err(_) => {
-                let mut s = step.fail(
+                return step.with_lines(event_lines(&events)).fail(
                     format!("no data for {}s", REQUEST_TIMEOUT.as_secs()),
                     "the server stalls: see its log",
                 );
-                s.lines = event_lines(&events);
-                return s;
             }
         }
     }
@@ -943,12 +944,10 @@ async fn http_request(plan: &RunPlan, client: &reqwest::Client) -> Step {
         .iter()
         .find(|e| e.note == "error event" || e.note == "error in event")
     {
-        let mut s = step.fail(
+        return step.with_lines(event_lines(&events)).fail(
             format!("the server reported an error at +{:.1} ms", e.at_ms),
             "see the server's log",
         );
-        s.lines = event_lines(&events);
-        return s;
     }
     judge(step, events, false)
 }
@@ -991,12 +990,10 @@ async fn grpc_request(plan: &RunPlan, ch: tonic::transport::Channel, info: &Mode
             Ok(Ok(Some(msg))) => {
                 let at_ms = sent.elapsed().as_secs_f64() * 1e3;
                 if !msg.error_message.is_empty() {
-                    let mut s = step.fail(
+                    return step.with_lines(event_lines(&events)).fail(
                         format!("the server reported: {}", msg.error_message),
                         "see the server's log; check the inputs doctor listed against --backend and --extra-inputs",
                     );
-                    s.lines = event_lines(&events);
-                    return s;
                 }
                 let (text, fin) = stream_text(msg.infer_response.as_ref());
                 events.push(Event {
@@ -1010,17 +1007,13 @@ async fn grpc_request(plan: &RunPlan, ch: tonic::transport::Channel, info: &Mode
             }
             Ok(Ok(None)) => break,
             Ok(Err(s)) => {
-                let mut st = request_status_step(step, &s);
-                st.lines = event_lines(&events);
-                return st;
+                return request_status_step(step, &s).with_lines(event_lines(&events));
             }
             Err(_) => {
-                let mut s = step.fail(
+                return step.with_lines(event_lines(&events)).fail(
                     format!("no response for {}s", REQUEST_TIMEOUT.as_secs()),
                     "the server stalls: see its log",
                 );
-                s.lines = event_lines(&events);
-                return s;
             }
         }
     }

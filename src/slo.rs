@@ -372,9 +372,7 @@ impl MetricSource for LevelSummary {
     fn metric(&self, m: MetricRef) -> Option<f64> {
         let st = &self.stats;
         match m {
-            MetricRef::Dist(metric, stat) => st
-                .get(metric)
-                .filter(|_| self.streaming || !metric.streaming_only())
+            MetricRef::Dist(metric, stat) => crate::report::shown_stat(self, metric)
                 .filter(|s| s.count > 0)
                 .map(|s| stat.of(s)),
             MetricRef::System(s) => match s {

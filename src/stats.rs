@@ -488,11 +488,7 @@ impl Aggregate {
             return;
         }
         if let Some(err) = &rec.error {
-            let entry = self
-                .errors
-                .entry(err.kind)
-                .or_insert_with(|| (0, err.message.to_string()));
-            entry.0 += 1;
+            self.record_error(err.kind, &err.message);
             return;
         }
         self.ok += 1;
@@ -531,7 +527,7 @@ impl Aggregate {
         }
     }
 
-    /// Accounts a failure that never became a request record (e.g. a worker that could not start).
+    /// Accounts a failed request by its kind, keeping the first message as the example.
     pub fn record_error(&mut self, kind: ErrorKind, message: &str) {
         let entry = self
             .errors

@@ -363,14 +363,16 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
     })
 }
 
+/// The JSON document in `path`, with the file named in the error.
+fn read_json(path: &Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+}
+
 /// Reads one level directory.
 pub fn read_level(dir: &Path) -> Result<LoadedLevel> {
-    let path = dir.join(JSON_FILE);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let doc: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", path.display()))?;
-    level_from_json(&doc, dir)
+    level_from_json(&read_json(&dir.join(JSON_FILE))?, dir)
 }
 
 fn label_of(dir: &Path) -> String {
@@ -413,10 +415,7 @@ fn sort_levels(levels: &mut [LoadedLevel]) {
 /// Reads a sweep directory through its `summary.json`.
 pub fn read_sweep(dir: &Path) -> Result<Run> {
     let path = dir.join(SUMMARY_JSON_FILE);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let doc: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let doc = read_json(&path)?;
     let rows = doc
         .get("levels")
         .and_then(Value::as_array)
@@ -444,12 +443,7 @@ pub fn read_sweep(dir: &Path) -> Result<Run> {
             })?;
         levels.push(read_level(&found)?);
     }
-    sort_levels(&mut levels);
-    Ok(Run {
-        label: label_of(dir),
-        dir: dir.to_path_buf(),
-        levels,
-    })
+    Ok(run_from(dir, levels))
 }
 
 /// A run of `levels` (any order) kept in `dir`, named after it.
@@ -471,16 +465,11 @@ fn read_loop_run(dir: &Path) -> Result<Option<Run>> {
     if level_dirs.is_empty() {
         return Ok(None);
     }
-    let mut levels = level_dirs
+    let levels = level_dirs
         .iter()
         .map(|p| read_level(p))
         .collect::<Result<Vec<_>>>()?;
-    sort_levels(&mut levels);
-    Ok(Some(Run {
-        label: label_of(dir),
-        dir: dir.to_path_buf(),
-        levels,
-    }))
+    Ok(Some(run_from(dir, levels)))
 }
 
 /// The runs one directory holds: itself (a sweep, a level, a loop's run) or, for a timeline, one
@@ -497,14 +486,7 @@ pub fn runs_in(dir: &Path) -> Result<Vec<Run>> {
         .into());
     }
     match kind_of(dir) {
-        DirKind::Level => {
-            let l = read_level(dir)?;
-            Ok(vec![Run {
-                label: label_of(dir),
-                dir: dir.to_path_buf(),
-                levels: vec![l],
-            }])
-        }
+        DirKind::Level => Ok(vec![run_from(dir, vec![read_level(dir)?])]),
         DirKind::Sweep => Ok(vec![read_sweep(dir)?]),
         DirKind::Other => {
             if let Some(run) = read_loop_run(dir)? {
@@ -524,11 +506,7 @@ pub fn runs_in(dir: &Path) -> Result<Vec<Run>> {
                 let mut runs: Vec<Run> = run
                     .levels
                     .into_iter()
-                    .map(|l| Run {
-                        label: label_of(&l.dir),
-                        dir: l.dir.clone(),
-                        levels: vec![l],
-                    })
+                    .map(|l| run_from(&l.dir.clone(), vec![l]))
                     .collect();
                 sort_runs(&mut runs);
                 return Ok(runs);
@@ -625,6 +603,12 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
             .into());
         }
     };
+    // The file has no start times: every row is dated by the file's modification time.
+    let modified_ns = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
     let mut levels = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
         let rec = rec.with_context(|| format!("{}: row {}", path.display(), i + 2))?;
@@ -713,11 +697,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
                 server,
                 streaming: false,
                 interrupted: false,
-                started_unix_ns: std::fs::metadata(path)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map_or(0, |d| d.as_nanos() as u64),
+                started_unix_ns: modified_ns,
                 validity: Default::default(),
             },
             command_line: None,

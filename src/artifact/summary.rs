@@ -11,10 +11,9 @@ use crate::stats::{LevelSummary, Metric};
 /// Header line of `summary.csv`.
 pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count";
 
+/// Two decimals; an empty cell for a missing value.
 fn cell(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite())
-        .map(|x| format!("{x:.2}"))
-        .unwrap_or_default()
+    crate::report::fixed_or(v, 2, "")
 }
 
 /// The file's text.
@@ -23,16 +22,13 @@ pub fn csv(levels: &[LevelSummary]) -> String {
     out.push('\n');
     for l in levels {
         let get = |m: Metric, f: fn(&crate::stats::Stats) -> f64| {
-            l.stats
-                .get(m)
-                .filter(|_| l.streaming || !m.streaming_only())
-                .map(f)
+            crate::report::shown_stat(l, m).map(f)
         };
         let server = l.server.as_ref();
         let row = [
             l.stimulus.name(),
             l.stimulus.kind().to_string(),
-            format_value(l.stimulus.value()),
+            crate::report::load_text(l.stimulus.value()),
             cell(get(Metric::TimeToFirstToken, |s| s.avg)),
             cell(get(Metric::TimeToFirstToken, |s| s.p50)),
             cell(get(Metric::TimeToFirstToken, |s| s.p99)),
@@ -67,11 +63,7 @@ pub fn json(
         .iter()
         .zip(dirs)
         .map(|(l, d)| {
-            let stat = |m: Metric| {
-                l.stats
-                    .get(m)
-                    .filter(|_| l.streaming || !m.streaming_only())
-            };
+            let stat = |m: Metric| crate::report::shown_stat(l, m);
             serde_json::json!({
                 "name": l.stimulus.name(),
                 "stimulus": l.stimulus.kind(),
@@ -156,14 +148,6 @@ pub fn with_decisions(
         }
     }
     doc
-}
-
-fn format_value(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v}")
-    }
 }
 
 #[cfg(test)]

@@ -83,12 +83,11 @@ impl Timeline {
 
     fn write_row(&mut self, start: u64, end: u64, b: &Bucket) -> std::io::Result<()> {
         let secs = (end - start) as f64 / 1e9;
-        let ms = |d: &Dist, f: fn(&crate::stats::Stats) -> f64| {
-            if d.count() == 0 {
-                String::new()
-            } else {
-                format!("{:.3}", f(&d.stats(1e-6)))
-            }
+        // A summary reads ten quantiles off the histogram: one per distribution, not one per cell.
+        let summarize = |d: &Dist| (d.count() > 0).then(|| d.stats(1e-6));
+        let (latency, ttft) = (summarize(&b.latency), summarize(&b.ttft));
+        let ms = |s: Option<&crate::stats::Stats>, f: fn(&crate::stats::Stats) -> f64| {
+            s.map_or_else(String::new, |s| format!("{:.3}", f(s)))
         };
         writeln!(
             self.out,
@@ -98,11 +97,11 @@ impl Timeline {
             b.ok,
             b.errors,
             b.ok as f64 / secs,
-            ms(&b.latency, |s| s.avg),
-            ms(&b.latency, |s| s.p50),
-            ms(&b.latency, |s| s.p99),
-            ms(&b.ttft, |s| s.p50),
-            ms(&b.ttft, |s| s.p99),
+            ms(latency.as_ref(), |s| s.avg),
+            ms(latency.as_ref(), |s| s.p50),
+            ms(latency.as_ref(), |s| s.p99),
+            ms(ttft.as_ref(), |s| s.p50),
+            ms(ttft.as_ref(), |s| s.p99),
             b.tokens as f64 / secs
         )
     }

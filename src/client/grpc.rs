@@ -16,7 +16,7 @@ use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
-use super::wire::{append_request_id, read_infer_response, read_stream_response};
+use super::wire::{read_infer_response, read_stream_response, request_id_field};
 use super::{Exchange, error_chain};
 use crate::plan::{Target, UsageError};
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
@@ -92,10 +92,8 @@ impl Encoder for RawEncoder {
     type Item = Outgoing;
     type Error = Status;
     fn encode(&mut self, item: Outgoing, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        let mut id_field = Vec::with_capacity(24);
-        append_request_id(&[], item.id, &mut id_field);
         dst.put(item.body);
-        dst.put_slice(&id_field);
+        dst.put_slice(request_id_field(item.id, &mut [0; 22]));
         self.sent.store(self.clock.now_ns(), Ordering::Relaxed);
         Ok(())
     }
@@ -320,7 +318,6 @@ impl GrpcClient {
         loop {
             match stream.message().await {
                 Ok(Some(Timed { at, bytes })) => {
-                    ex.bytes_at(at);
                     ex.responses += 1;
                     let text = if self.text { Some(&mut ex.text) } else { None };
                     let info = if stream_rpc {

@@ -370,10 +370,13 @@ pub enum Framing {
 pub struct Head {
     /// Status code.
     pub status: u16,
-    /// Reason phrase.
+    /// Reason phrase; kept only for a status other than 2xx (it only appears in errors).
     pub reason: String,
-    /// `Content-Type`, lower-cased.
+    /// `Content-Type`, lower-cased; kept only when it is not an event stream (it only appears
+    /// in errors), so a streamed response costs no allocation here.
     pub content_type: String,
+    /// Whether the body is a server-sent event stream.
+    sse: bool,
     /// Body framing.
     pub framing: Framing,
     /// Whether the server keeps the connection open.
@@ -386,22 +389,27 @@ impl Head {
             RequestError::new(ErrorKind::MalformedResponse, "response without a status")
         })?;
         let mut content_type = String::new();
+        let mut sse = false;
         let mut chunked = false;
         let mut length = None;
         let mut close = r.version == Some(0);
         for h in r.headers.iter() {
             let v = std::str::from_utf8(h.value).unwrap_or("").trim();
             if h.name.eq_ignore_ascii_case("content-type") {
-                content_type = v.to_ascii_lowercase();
+                sse = starts_with_ci(v, "text/event-stream");
+                content_type = if sse {
+                    String::new()
+                } else {
+                    v.to_ascii_lowercase()
+                };
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked |= v.to_ascii_lowercase().contains("chunked");
+                chunked |= contains_ci(v, "chunked");
             } else if h.name.eq_ignore_ascii_case("content-length") {
                 length = v.parse::<u64>().ok();
             } else if h.name.eq_ignore_ascii_case("connection") {
-                let v = v.to_ascii_lowercase();
-                if v.contains("close") {
+                if contains_ci(v, "close") {
                     close = true;
-                } else if v.contains("keep-alive") {
+                } else if contains_ci(v, "keep-alive") {
                     close = false;
                 }
             }
@@ -417,8 +425,13 @@ impl Head {
         };
         Ok(Head {
             status,
-            reason: r.reason.unwrap_or("").to_string(),
+            reason: if (200..300).contains(&status) {
+                String::new()
+            } else {
+                r.reason.unwrap_or("").to_string()
+            },
             content_type,
+            sse,
             framing,
             keep_alive: !close && framing != Framing::Close,
         })
@@ -426,22 +439,25 @@ impl Head {
 
     /// Whether the body is a server-sent event stream.
     pub fn is_sse(&self) -> bool {
-        self.content_type.starts_with("text/event-stream")
+        self.sse
     }
 }
 
-fn push_decimal(out: &mut Vec<u8>, mut v: usize) {
-    let mut digits = [0u8; 20];
-    let mut n = 0;
-    loop {
-        digits[n] = b'0' + (v % 10) as u8;
-        n += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend(digits[..n].iter().rev());
+/// ASCII-case-insensitive prefix test, without lower-casing a copy.
+pub(crate) fn starts_with_ci(s: &str, prefix: &str) -> bool {
+    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+/// ASCII-case-insensitive substring test, without lower-casing a copy.
+fn contains_ci(s: &str, needle: &str) -> bool {
+    s.as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+fn push_decimal(out: &mut Vec<u8>, v: usize) {
+    let mut buf = [0u8; 20];
+    out.extend_from_slice(super::wire::decimal(v as u64, &mut buf));
 }
 
 #[cfg(test)]

@@ -119,9 +119,7 @@ impl HttpClient {
             Some(c) => c,
             None => h1::connect(t).await?,
         };
-        let mut scratch = std::mem::take(&mut ex.scratch);
-        let sent = conn.send(t, content_type, extra, body, &mut scratch).await;
-        ex.scratch = scratch;
+        let sent = conn.send(t, content_type, extra, body, &mut ex.scratch).await;
         sent.map_err(|e| {
             RequestError::new(ErrorKind::StreamCut, format!("writing the request: {e}"))
         })?;
@@ -131,14 +129,15 @@ impl HttpClient {
         let status = head.status;
         let mut whole = std::mem::take(&mut ex.body);
         whole.clear();
-        let result = if !(200..300).contains(&status)
-            || (self.streaming && !head.is_sse() && !tensors)
-            || !head.is_sse()
-        {
-            let limit = if (200..300).contains(&status) {
-                usize::MAX
-            } else {
+        let ok = (200..300).contains(&status);
+        let result = if !ok || !head.is_sse() {
+            // Tensor answers are only timed, never read: nothing of them is kept.
+            let limit = if !ok {
                 64 * 1024
+            } else if tensors {
+                0
+            } else {
+                usize::MAX
             };
             let mut at = first_byte;
             let read = conn
@@ -151,7 +150,7 @@ impl HttpClient {
                 .await;
             match read {
                 Err(e) => Err(e),
-                Ok(()) if !(200..300).contains(&status) => {
+                Ok(()) if !ok => {
                     let text = String::from_utf8_lossy(&whole[..whole.len().min(2048)])
                         .trim()
                         .to_string();
@@ -197,7 +196,6 @@ impl HttpClient {
             };
             let read = conn
                 .read_body(head.framing, clock, |d, t| {
-                    ex.bytes_at(t);
                     if let Err(e) =
                         sse.feed(d, |name, data| on_event(name, data, t, ex, &mut state))
                     {
@@ -262,11 +260,7 @@ impl HttpClient {
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| {
-                ct.trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("text/event-stream")
-            });
+            .is_some_and(|ct| super::h1::starts_with_ci(ct.trim_start(), "text/event-stream"));
         if self.streaming && !is_sse {
             let ct = content_type(resp.headers());
             let text = read_error_body(resp).await;
@@ -333,12 +327,9 @@ impl HttpClient {
                     format!("HTTP {status}: {text}"),
                 ));
             }
-            resp.bytes().await.map_err(|e| {
-                RequestError::new(
-                    ErrorKind::StreamCut,
-                    format!("the response body broke off: {}", error_chain(&e)),
-                )
-            })?;
+            // Read to the end without joining the frames into one buffer: only the time counts.
+            let mut resp = resp;
+            while resp.chunk().await.map_err(body_broke_off)?.is_some() {}
             ex.responses += 1;
             ex.content_at(clock.now_ns());
             Ok(())
@@ -366,7 +357,6 @@ impl HttpClient {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
                     let t = clock.now_ns();
-                    ex.bytes_at(t);
                     if let Err(e) =
                         sse.feed(&chunk, |name, data| on_event(name, data, t, ex, &mut state))
                     {
@@ -502,30 +492,15 @@ async fn read_whole(
     ex: &mut Exchange,
     clock: &Clock,
 ) -> Result<(), RequestError> {
-    let body = resp.bytes().await.map_err(|e| {
-        RequestError::new(
-            ErrorKind::StreamCut,
-            format!("the response body broke off: {}", error_chain(&e)),
-        )
-    })?;
-    let t = clock.now_ns();
-    ex.responses += 1;
-    let info = parse_event(&body, &mut ex.text).map_err(|e| {
-        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-        RequestError::new(
-            ErrorKind::MalformedResponse,
-            format!("response is not valid JSON ({e}): {shown}"),
-        )
-    })?;
-    if let Some(msg) = info.error {
-        return Err(RequestError::new(ErrorKind::ServerError, msg));
-    }
-    ex.completion_tokens = info.completion_tokens;
-    ex.prompt_tokens = info.prompt_tokens;
-    if info.content_bytes > 0 {
-        ex.content_at(t);
-    }
-    Ok(())
+    let body = resp.bytes().await.map_err(body_broke_off)?;
+    read_whole_bytes(&body, clock.now_ns(), ex)
+}
+
+fn body_broke_off(e: reqwest::Error) -> RequestError {
+    RequestError::new(
+        ErrorKind::StreamCut,
+        format!("the response body broke off: {}", error_chain(&e)),
+    )
 }
 
 /// A whole JSON body read at `t`: its text arrives at once.

@@ -135,11 +135,13 @@ pub fn read_infer_response(
     let mut info = ResponseInfo::default();
     // First pass: which output index is the text, and the final flag. Outputs precede raw
     // contents in Triton's encoding, but protobuf does not promise field order, so raw contents
-    // are read in a second pass.
+    // are read in a second pass, from the first of them on.
     let mut text_index: Option<u32> = None;
     let mut r = Reader::new(msg);
     let mut contents_text = 0usize;
+    let mut raw_start: Option<usize> = None;
     while !r.done() {
+        let at = r.i;
         match r.key()? {
             (4, 2) => {
                 if let Some(f) = read_final_param(r.bytes()?)? {
@@ -155,6 +157,10 @@ pub fn read_infer_response(
                 contents_text += appended;
                 info.outputs += 1;
             }
+            (6, wt) => {
+                raw_start.get_or_insert(at);
+                r.skip(wt)?;
+            }
             (_, wt) => r.skip(wt)?,
         }
     }
@@ -164,8 +170,8 @@ pub fn read_infer_response(
         return Ok(info);
     };
     let mut raw_text = 0usize;
-    if let Some(want) = wanted {
-        let mut r = Reader::new(msg);
+    if let (Some(want), Some(start)) = (wanted, raw_start) {
+        let mut r = Reader { b: msg, i: start };
         let mut idx = 0u32;
         while !r.done() {
             match r.key()? {
@@ -273,25 +279,30 @@ fn push_lossy(b: &[u8], text: &mut String) -> usize {
     b.len()
 }
 
-/// Appends field 3 (`id`) to a pre-encoded `ModelInferRequest`: fields may come in any order, so
-/// the body is encoded once and each request only adds its own decimal id.
-pub fn append_request_id(body: &[u8], id: u64, out: &mut Vec<u8>) {
-    out.clear();
-    out.extend_from_slice(body);
+/// Field 3 (`id`, the decimal `id`) of a `ModelInferRequest`, encoded into `buf` (no
+/// allocation): protobuf fields may come in any order, so the body is encoded once and each
+/// request only appends its own id field after it.
+pub fn request_id_field(id: u64, buf: &mut [u8; 22]) -> &[u8] {
     let mut digits = [0u8; 20];
-    let mut n = 0;
-    let mut v = id;
+    let d = decimal(id, &mut digits);
+    buf[0] = 0x1a; // field 3, wire type 2 (length-delimited)
+    buf[1] = d.len() as u8;
+    buf[2..2 + d.len()].copy_from_slice(d);
+    &buf[..2 + d.len()]
+}
+
+/// `v` in decimal, written into the tail of `buf` (no allocation); returns the digits.
+pub fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
     loop {
-        digits[n] = b'0' + (v % 10) as u8;
-        n += 1;
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
         v /= 10;
         if v == 0 {
             break;
         }
     }
-    out.push(0x1a); // field 3, wire type 2 (length-delimited)
-    out.push(n as u8);
-    out.extend(digits[..n].iter().rev());
+    &buf[i..]
 }
 
 #[cfg(test)]
@@ -477,8 +488,8 @@ mod tests {
             model_name: "gpt2".into(),
             ..Default::default()
         };
-        let mut out = Vec::new();
-        append_request_id(&req.encode_to_vec(), 1234567, &mut out);
+        let mut out = req.encode_to_vec();
+        out.extend_from_slice(request_id_field(1234567, &mut [0; 22]));
         let back = ModelInferRequest::decode(out.as_slice()).unwrap();
         assert_eq!(back.model_name, "gpt2");
         assert_eq!(back.id, "1234567");

@@ -60,6 +60,10 @@ impl Tickets {
     /// The next due request; `None` once the schedule is exhausted (or stopped) and the queue
     /// is empty. Waits while the schedule has nothing due.
     pub async fn next(&self, halt: &Halt, cancel: &Cancel) -> Option<Ticket> {
+        // Fast path: a due request is waiting, no need to register as a waiter.
+        if let Some(t) = self.queue.pop() {
+            return Some(t);
+        }
         loop {
             let notified = self.notify.notified();
             tokio::pin!(notified);

@@ -53,12 +53,24 @@ fn overhead_ns(s: &ServerView) -> f64 {
         .max(0.0)
 }
 
-fn stimulus_label(s: &Stimulus) -> String {
+/// The level's load as perf_analyzer prints it: the concurrency, or the rate in C++ formatting.
+fn load_value(s: &Stimulus) -> String {
     match s {
-        Stimulus::Concurrency(n) => format!("Request concurrency: {n}"),
-        Stimulus::RequestRate { rate, .. } => {
-            format!("Request Rate: {} inference requests per seconds", g6(*rate))
-        }
+        Stimulus::Concurrency(n) => n.to_string(),
+        Stimulus::RequestRate { rate, .. } => g6(*rate),
+    }
+}
+
+/// What the client waited for beyond sending and receiving (ns), floored at 0.
+fn response_wait_ns(l: &PerfLevel) -> f64 {
+    (l.latency.avg - l.avg_send_ns - l.avg_recv_ns).max(0.0)
+}
+
+fn stimulus_label(s: &Stimulus) -> String {
+    let v = load_value(s);
+    match s {
+        Stimulus::Concurrency(_) => format!("Request concurrency: {v}"),
+        Stimulus::RequestRate { .. } => format!("Request Rate: {v} inference requests per seconds"),
     }
 }
 
@@ -149,7 +161,7 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
     if let Some((p, v)) = l.extra_percentile {
         out.push_str(&format!("    p{p} latency: {} usec\n", us(v)));
     }
-    let wait = (l.latency.avg - l.avg_send_ns - l.avg_recv_ns).max(0.0);
+    let wait = response_wait_ns(l);
     if l.streaming {
         // perf_analyzer omits client-library times for decoupled models.
     } else if protocol == "gRPC" {
@@ -198,12 +210,13 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
     }
     if !l.stable {
         out.push_str(&format!(
-            "  Failed to obtain stable measurement within {} measurement windows for {}. Please try to increase the --measurement-interval.\n",
+            "  Failed to obtain stable measurement within {} measurement windows for {} {}. Please try to increase the --measurement-interval.\n",
             l.windows,
             match l.stimulus {
-                Stimulus::Concurrency(n) => format!("concurrency {n}"),
-                Stimulus::RequestRate { rate, .. } => format!("request rate {}", g6(rate)),
-            }
+                Stimulus::Concurrency(_) => "concurrency",
+                Stimulus::RequestRate { .. } => "request rate",
+            },
+            load_value(&l.stimulus)
         ));
     }
     out.push('\n');
@@ -245,9 +258,10 @@ pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
             _ => l.latency.avg,
         };
         let head = match l.stimulus {
-            Stimulus::Concurrency(n) => format!("Concurrency: {n}"),
-            Stimulus::RequestRate { rate, .. } => format!("Request Rate: {}", g6(rate)),
+            Stimulus::Concurrency(_) => "Concurrency",
+            Stimulus::RequestRate { .. } => "Request Rate",
         };
+        let head = format!("{head}: {}", load_value(&l.stimulus));
         out.push_str(&format!(
             "{head}, throughput: {} infer/sec, latency {} usec\n",
             g6(l.throughput),
@@ -314,13 +328,7 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
     let mut out = head.join(",");
     out.push('\n');
     for l in rows {
-        let mut r: Vec<String> = vec![
-            match l.stimulus {
-                Stimulus::Concurrency(n) => n.to_string(),
-                Stimulus::RequestRate { rate, .. } => g6(rate),
-            },
-            g6(l.throughput),
-        ];
+        let mut r: Vec<String> = vec![load_value(&l.stimulus), g6(l.throughput)];
         if streaming {
             r.push(g6(l.response_throughput));
         }
@@ -353,7 +361,7 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
                 r.push(us(l.latency.avg).to_string());
             }
             r.push(us(l.avg_send_ns + l.avg_recv_ns).to_string());
-            r.push(us((l.latency.avg - l.avg_send_ns - l.avg_recv_ns).max(0.0)).to_string());
+            r.push(us(response_wait_ns(l)).to_string());
         }
         out.push_str(&r.join(","));
         out.push('\n');

@@ -52,9 +52,9 @@ pub fn table(headers: &[&str], aligns: &[Align], rows: &[Vec<String>]) -> String
     out
 }
 
+/// Milliseconds with two decimals; `-` for a missing value.
 fn ms(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite())
-        .map_or_else(|| "-".to_string(), |x| format!("{x:.2}"))
+    super::fixed_or(v, 2, "-")
 }
 
 /// The sweep table: one row per level. Open-loop levels add TTFT p99 measured from each
@@ -84,12 +84,8 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     let rows: Vec<Vec<String>> = levels
         .iter()
         .map(|l| {
-            let get = |m: Metric| {
-                l.stats
-                    .get(m)
-                    .filter(|_| l.streaming || !m.streaming_only())
-            };
-            let mut value = format_level_value(l.stimulus.value());
+            let get = |m: Metric| super::shown_stat(l, m);
+            let mut value = super::load_text(l.stimulus.value());
             if l.interrupted {
                 value.push_str(" (interrupted)");
             }
@@ -113,14 +109,6 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
         .collect();
     let aligns = vec![Align::Right; headers.len()];
     table(&headers, &aligns, &rows)
-}
-
-fn format_level_value(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v}")
-    }
 }
 
 /// GenAI-Perf's console table for one level (avg, min, max, p99, p90, p75) and its system metrics.

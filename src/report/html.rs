@@ -402,9 +402,9 @@ fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
     out.push_str("</div>\n");
 }
 
+/// `digits` decimals; an en dash for a missing value.
 fn cell(v: Option<f64>, digits: usize) -> String {
-    v.filter(|x| x.is_finite())
-        .map_or_else(|| "–".to_string(), |x| format!("{x:.digits$}"))
+    super::fixed_or(v, digits, "–")
 }
 
 fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: Option<&str>) {

@@ -113,14 +113,6 @@ pub struct Analysis {
     pub recommendation: String,
 }
 
-fn format_load(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v}")
-    }
-}
-
 fn short_latency_name(m: MetricRef) -> &'static str {
     match m {
         MetricRef::Dist(Metric::TimeToFirstToken, _) => "TTFT p99",
@@ -185,7 +177,7 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
         let sent = l.validity.achieved_rate.unwrap_or(0.0);
         let lag = format!(
             "at {kind} {} the server completed {:.2} requests/s of the {:.2} sent: its queue grows for as long as the load lasts",
-            format_load(l.stimulus.value()),
+            super::load_text(l.stimulus.value()),
             l.stats.request_throughput,
             sent
         );
@@ -198,7 +190,7 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
                 "knee at {kind} {load}: max sustainable {kind} ≈ {load} at {lat_name} ≤ {:.1} ms ({:.1} {tput_unit}); {lag}",
                 p.p99,
                 p.throughput,
-                load = format_load(p.load),
+                load = super::load_text(p.load),
             )
         };
         return Analysis {
@@ -221,7 +213,7 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
                 p.throughput,
                 gain * 100.0,
                 max_l,
-                load = format_load(p.load),
+                load = super::load_text(p.load),
             )
         }
         Finding::TooFewLevels if levels.len() <= 1 => {
@@ -234,13 +226,13 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
             let last = points.last().map_or(0.0, |p| p.load);
             format!(
                 "no knee up to {kind} {}: {tput_label} still grew {:+.0}% over the last step; extend the sweep to higher {kind} to find it",
-                format_load(last),
+                super::load_text(last),
                 last_gain * 100.0
             )
         }
         Finding::LatencyFlat(k) => format!(
             "no knee: {tput_label} stopped growing after {kind} {} but {lat_name} did not rise by more than {pct}",
-            format_load(points[k].load)
+            super::load_text(points[k].load)
         ),
     };
     Analysis {

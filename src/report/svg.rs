@@ -209,6 +209,29 @@ fn open_svg(out: &mut String, id: &str, title: &str) {
     );
 }
 
+/// The stroke-dasharray attribute of a series' dash pattern (none for a solid line).
+fn dash_attr(dash: &str) -> String {
+    if dash.is_empty() {
+        String::new()
+    } else {
+        format!(r#" stroke-dasharray="{dash}""#)
+    }
+}
+
+/// A labelled horizontal reference line across the plot at pixel height `py`.
+fn ref_line(out: &mut String, py: f64, label: &str) {
+    let _ = write!(
+        out,
+        r#"<g class="ref"><line x1="{}" y1="{y}" x2="{}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
+        coord(LEFT),
+        coord(WIDTH - RIGHT),
+        coord(WIDTH - RIGHT - 4.0),
+        coord(py - 4.0),
+        esc(label),
+        y = coord(py)
+    );
+}
+
 fn legend(out: &mut String, title: &str, names: &[(String, usize)]) {
     let mut x = LEFT;
     if !title.is_empty() {
@@ -228,11 +251,7 @@ fn legend(out: &mut String, title: &str, names: &[(String, usize)]) {
             r#"<g class="legend"><line x1="{}" y1="36" x2="{}" y2="36" stroke="{color}" stroke-width="2"{}/>{}<text x="{}" y="40">{}</text></g>"#,
             coord(x),
             coord(x + 22.0),
-            if dash.is_empty() {
-                String::new()
-            } else {
-                format!(r#" stroke-dasharray="{dash}""#)
-            },
+            dash_attr(dash),
             marker(*i, x + 11.0, 36.0, color),
             coord(x + 27.0),
             esc(name)
@@ -393,16 +412,7 @@ pub fn line_chart(c: &Chart) -> String {
         esc(&c.y_label)
     );
     for (v, label) in &c.hlines {
-        let py = coord(sy(*v));
-        let _ = write!(
-            out,
-            r#"<g class="ref"><line x1="{}" y1="{py}" x2="{}" y2="{py}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
-            coord(LEFT),
-            coord(WIDTH - RIGHT),
-            coord(WIDTH - RIGHT - 4.0),
-            coord(sy(*v) - 4.0),
-            esc(label)
-        );
+        ref_line(&mut out, sy(*v), label);
     }
     let names: Vec<(String, usize)> = c
         .series
@@ -439,11 +449,7 @@ pub fn line_chart(c: &Chart) -> String {
                 out,
                 r#"<path class="line" d="{}" stroke="{color}"{}/>"#,
                 d.join(""),
-                if dash.is_empty() {
-                    String::new()
-                } else {
-                    format!(r#" stroke-dasharray="{dash}""#)
-                }
+                dash_attr(dash)
             );
         }
         for p in valid {
@@ -572,16 +578,7 @@ pub fn stacked_share_chart(
         }
     }
     if let Some((f, label)) = limit {
-        let py = coord(sy(f));
-        let _ = write!(
-            out,
-            r#"<g class="ref"><line x1="{}" y1="{py}" x2="{}" y2="{py}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
-            coord(LEFT),
-            coord(WIDTH - RIGHT),
-            coord(WIDTH - RIGHT - 4.0),
-            coord(sy(f) - 4.0),
-            esc(&label)
-        );
+        ref_line(&mut out, sy(f), &label);
     }
     out.push_str("</svg>");
     out

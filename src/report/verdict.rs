@@ -83,7 +83,7 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
         return v;
     }
     let label =
-        |l: &LevelSummary| format!("{} {}", l.stimulus.kind(), format_value(l.stimulus.value()));
+        |l: &LevelSummary| format!("{} {}", l.stimulus.kind(), super::load_text(l.stimulus.value()));
     for w in with.windows(2) {
         let (a, qa, ca) = w[0];
         let (b, qb, cb) = w[1];
@@ -109,7 +109,7 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
         v.lines.push(format!(
             "{} → {}: queue {dq:+.1} ms, compute {dc:+.1} ms — {what}",
             label(a),
-            format_value(b.stimulus.value())
+            super::load_text(b.stimulus.value())
         ));
         v.steps.push(Step {
             from: a.stimulus.name(),
@@ -150,14 +150,6 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
         }
     }
     v
-}
-
-fn format_value(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v}")
-    }
 }
 
 #[cfg(test)]

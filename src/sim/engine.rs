@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, Sleep};
 
-use super::metrics::ModelMetrics;
+use super::metrics::{FailReason, ModelMetrics};
 
 /// Timing and capacity of the simulated engine. All times in microseconds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,6 +161,17 @@ impl std::fmt::Display for SubmitError {
             SubmitError::QueueFull => "queue full",
             SubmitError::ShuttingDown => "server is shutting down",
         })
+    }
+}
+
+/// How a request refused by the engine (or the batcher) or ended early by its token source
+/// counts: a full queue is a rejection, shutdown is `OTHER`.
+impl From<SubmitError> for FailReason {
+    fn from(e: SubmitError) -> Self {
+        match e {
+            SubmitError::QueueFull => FailReason::Rejected,
+            SubmitError::ShuttingDown => FailReason::Other,
+        }
     }
 }
 
@@ -430,32 +441,9 @@ pub(crate) async fn signalled(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
 }
 
-/// Why a token source ended early.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SourceError {
-    /// Submission after a stall found the queue full.
-    QueueFull,
-    /// The engine shut down.
-    ShuttingDown,
-}
-
-impl std::fmt::Display for SourceError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SourceError::QueueFull => "queue full",
-            SourceError::ShuttingDown => "server is shutting down",
-        })
-    }
-}
-
-impl From<SubmitError> for SourceError {
-    fn from(e: SubmitError) -> Self {
-        match e {
-            SubmitError::QueueFull => SourceError::QueueFull,
-            SubmitError::ShuttingDown => SourceError::ShuttingDown,
-        }
-    }
-}
+/// Why a token source ended early: a submission after a stall found the queue full, or the
+/// engine shut down. The same two cases as a refused submission, so the same type.
+pub(crate) type SourceError = SubmitError;
 
 enum SourceKind {
     /// Instant mode: every token is ready at once.
@@ -530,7 +518,7 @@ impl TokenSource {
         })
     }
 
-    /// Makes an instant-mode source end with [`SourceError::ShuttingDown`] once `shutdown`
+    /// Makes an instant-mode source end with [`SubmitError::ShuttingDown`] once `shutdown`
     /// turns true (engine-mode sources are aborted by their engine instead).
     pub(crate) fn with_shutdown(mut self, shutdown: watch::Receiver<bool>) -> Self {
         self.shutdown = Some(shutdown);
@@ -607,7 +595,7 @@ impl TokenSource {
                             Ok(seq) => self.kind = SourceKind::Engine { engine, seq },
                             Err(e) => {
                                 self.kind = SourceKind::Failed;
-                                return Poll::Ready(Some(Err(e.into())));
+                                return Poll::Ready(Some(Err(e)));
                             }
                         },
                     }

@@ -33,6 +33,7 @@ use futures_util::stream::SelectAll;
 use futures_util::{Stream, StreamExt};
 use prost::Message;
 use prost::encoding::{WireType, encode_key, encode_varint};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::Service;
@@ -40,6 +41,7 @@ use tonic::codegen::{BoxFuture, http};
 use tonic::server::NamedService;
 use tonic::{Code, Request, Response, Status, Streaming};
 
+use super::engine::signalled;
 use super::http::{
     ACCESS_TOKEN_HEADER, EXTENSIONS, MAX_BODY_BYTES, RESTRICTED_MESSAGE, SERVER_NAME,
 };
@@ -363,24 +365,50 @@ pub(crate) struct Mux {
     inbound: Option<Streaming<proto::ModelInferRequest>>,
     active: SelectAll<ReqStream>,
     ready: VecDeque<OutMsg>,
+    /// The shutdown flag, checked on every poll: one atomic load while nothing changed.
+    shutdown_rx: watch::Receiver<bool>,
+    /// Resolves on shutdown. Polled only before returning `Pending`, so the task is woken on
+    /// shutdown without locking the flag's shared waiter list once per message sent.
     shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
     done: bool,
 }
 
 impl Mux {
     fn new(state: Arc<SimState>, inbound: Streaming<proto::ModelInferRequest>) -> Self {
+        let mut shutdown_rx = state.shutdown.clone();
+        // The first check reads the flag itself, whatever the clone's notion of "seen" is.
+        shutdown_rx.mark_changed();
         let mut rx = state.shutdown.clone();
         let shutdown = Box::pin(async move {
-            let _ = rx.wait_for(|v| *v).await;
+            signalled(&mut rx).await;
         });
         Mux {
             state,
             inbound: Some(inbound),
             active: SelectAll::new(),
             ready: VecDeque::new(),
+            shutdown_rx,
             shutdown,
             done: false,
         }
+    }
+
+    /// True when the `shutdown` future would resolve: the flag is true or its sender is gone.
+    fn shutdown_requested(&mut self) -> bool {
+        match self.shutdown_rx.has_changed() {
+            // Nothing sent since the flag was last read, and it read `false` then.
+            Ok(false) => false,
+            Ok(true) => *self.shutdown_rx.borrow_and_update(),
+            Err(_) => true,
+        }
+    }
+
+    /// Ends the call: the server is shutting down.
+    fn shut_down(&mut self) -> Poll<Option<Result<OutMsg, Status>>> {
+        self.done = true;
+        Poll::Ready(Some(Err(Status::unavailable(
+            BeginError::ShuttingDown.message(),
+        ))))
     }
 
     /// Starts one request: validation errors become an immediate error response.
@@ -412,9 +440,7 @@ impl Mux {
         let params = match parse_llm_request(entry, &req) {
             Ok(p) => p,
             Err(message) => {
-                entry
-                    .metrics
-                    .record_failure(FailReason::Other, elapsed_ns(arrival));
+                entry.record_invalid(arrival);
                 self.ready.push_back(OutMsg::Error { head, message });
                 return;
             }
@@ -456,9 +482,7 @@ impl Mux {
         let (batch, outputs) = match parse_tensor_request(entry, req) {
             Ok(x) => x,
             Err(message) => {
-                entry
-                    .metrics
-                    .record_failure(FailReason::Other, elapsed_ns(arrival));
+                entry.record_invalid(arrival);
                 self.ready.push_back(OutMsg::Error { head, message });
                 return;
             }
@@ -502,11 +526,8 @@ impl Stream for Mux {
         if this.done {
             return Poll::Ready(None);
         }
-        if this.shutdown.as_mut().poll(cx).is_ready() {
-            this.done = true;
-            return Poll::Ready(Some(Err(Status::unavailable(
-                BeginError::ShuttingDown.message(),
-            ))));
+        if this.shutdown_requested() {
+            return this.shut_down();
         }
         let mut budget = ACCEPT_BUDGET;
         while let Some(inbound) = this.inbound.as_mut() {
@@ -540,7 +561,13 @@ impl Stream for Mux {
             }
             // Nothing in flight: the call ends once the client closed its side.
             Poll::Ready(None) if this.inbound.is_none() => Poll::Ready(None),
-            Poll::Ready(None) | Poll::Pending => Poll::Pending,
+            Poll::Ready(None) | Poll::Pending => {
+                // Registers the waker for shutdown; resolves if it came since the check above.
+                if this.shutdown.as_mut().poll(cx).is_ready() {
+                    return this.shut_down();
+                }
+                Poll::Pending
+            }
         }
     }
 }
@@ -598,10 +625,6 @@ fn parse_tensor_request(
         true,
     )?;
     Ok((batch, outputs))
-}
-
-fn elapsed_ns(since: Instant) -> u64 {
-    Instant::now().saturating_duration_since(since).as_nanos() as u64
 }
 
 fn parse_llm_request(
@@ -814,9 +837,7 @@ async fn tensor_infer(
     arrival: Instant,
 ) -> Result<Response<proto::ModelInferResponse>, Status> {
     let (batch, outputs) = parse_tensor_request(entry, &req).map_err(|m| {
-        entry
-            .metrics
-            .record_failure(FailReason::Other, elapsed_ns(arrival));
+        entry.record_invalid(arrival);
         Status::invalid_argument(m)
     })?;
     // The input tensors (megabytes for images) are not needed past validation.
@@ -925,9 +946,7 @@ impl GrpcInferenceService for GrpcSim {
             return tensor_infer(st, entry, req, arrival).await;
         }
         let params = parse_llm_request(entry, &req).map_err(|m| {
-            entry
-                .metrics
-                .record_failure(FailReason::Other, elapsed_ns(arrival));
+            entry.record_invalid(arrival);
             Status::invalid_argument(m)
         })?;
         let mut g = st
@@ -957,7 +976,6 @@ impl GrpcInferenceService for GrpcSim {
         };
         element.extend_from_slice(&prefix.to_le_bytes());
         element.extend_from_slice(text.as_bytes());
-        g.tracker.first_response();
         g.succeed();
         Ok(Response::new(proto::ModelInferResponse {
             model_name: entry.spec.name.clone(),

@@ -288,9 +288,7 @@ async fn start_generate(
     let entry = lookup(st, p)?;
     require_llm(entry)?;
     let (params, id) = parse_generate(body).map_err(|m| {
-        entry
-            .metrics
-            .record_failure(FailReason::Other, elapsed_ns(arrival));
+        entry.record_invalid(arrival);
         Box::new(kserve_error(StatusCode::BAD_REQUEST, &m))
     })?;
     let g = st
@@ -303,10 +301,6 @@ async fn start_generate(
         .position(|m| std::ptr::eq(m, entry))
         .unwrap_or(0);
     Ok((index, params, id, g))
-}
-
-fn elapsed_ns(since: Instant) -> u64 {
-    Instant::now().saturating_duration_since(since).as_nanos() as u64
 }
 
 /// One generate response object, text included.
@@ -378,7 +372,6 @@ async fn generate_stream(
         let mut event = b"data: ".to_vec();
         event.extend_from_slice(&generate_json(entry, id.as_deref(), &text));
         event.extend_from_slice(b"\n\n");
-        g.tracker.first_response();
         g.succeed();
         return (
             [(header::CONTENT_TYPE, "text/event-stream; charset=utf-8")],
@@ -473,9 +466,7 @@ async fn infer(
         return tensor_infer(&st, entry, &headers, body, arrival).await;
     }
     let bad = |m: String| {
-        entry
-            .metrics
-            .record_failure(FailReason::Other, elapsed_ns(arrival));
+        entry.record_invalid(arrival);
         kserve_error(StatusCode::BAD_REQUEST, &m)
     };
     let (req, binary_out) = match parse_infer_json(&headers, &body) {
@@ -522,7 +513,6 @@ async fn infer(
     out.extend_from_slice(head.as_bytes());
     out.extend_from_slice(&(text.len() as u32).to_le_bytes());
     out.extend_from_slice(text.as_bytes());
-    g.tracker.first_response();
     g.succeed();
     (
         [
@@ -551,9 +541,7 @@ async fn tensor_infer(
     let (batch, outputs, id) = match parsed {
         Ok(x) => x,
         Err(m) => {
-            entry
-                .metrics
-                .record_failure(FailReason::Other, elapsed_ns(arrival));
+            entry.record_invalid(arrival);
             return kserve_error(StatusCode::BAD_REQUEST, &m);
         }
     };

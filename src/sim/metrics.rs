@@ -33,7 +33,6 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
@@ -260,10 +259,7 @@ impl ModelMetrics {
     }
 
     fn touch(&self) {
-        let ms = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
+        let ms = super::unix_now().as_millis() as u64;
         self.last_inference_ms.store(ms, Ordering::Relaxed);
     }
 
@@ -383,7 +379,8 @@ impl Tracker {
     }
 
     /// The final response was handed to the transport. `admitted` and `last_token` come from the
-    /// token source (missing ones collapse the corresponding phase to zero).
+    /// token source (missing ones collapse the corresponding phase to zero). A request whose
+    /// only response this is gets its first response recorded now too.
     pub(crate) fn succeed(
         &mut self,
         admitted: Option<Instant>,
@@ -459,11 +456,14 @@ impl Tracker {
             return;
         }
         self.finished = true;
-        let ns = Instant::now()
-            .saturating_duration_since(self.arrival)
-            .as_nanos() as u64;
-        self.metrics.record_failure(reason, ns);
+        self.metrics
+            .record_failure(reason, elapsed_ns(self.arrival));
     }
+}
+
+/// Nanoseconds from `since` to now (0 if `since` is in the future).
+pub(crate) fn elapsed_ns(since: Instant) -> u64 {
+    Instant::now().saturating_duration_since(since).as_nanos() as u64
 }
 
 impl Drop for Tracker {

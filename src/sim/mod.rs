@@ -275,6 +275,13 @@ impl Drop for SimHandle {
     }
 }
 
+/// Time since the Unix epoch by the wall clock (zero if the clock is before 1970).
+pub(crate) fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+}
+
 /// Pending connections the kernel may hold per listener: a load test opening thousands of
 /// connections at once must not see SYNs dropped (and retried a second later).
 const LISTEN_BACKLOG: u32 = 4096;

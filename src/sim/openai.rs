@@ -265,10 +265,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
         if chat { "chatcmpl" } else { "cmpl" },
         st.next_id()
     );
-    let created = std::time::SystemTime::now()
-        .duration_since(std::time::SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let created = super::unix_now().as_secs();
     let object = match (chat, req.stream) {
         (true, true) => "chat.completion.chunk",
         (true, false) => "chat.completion",

@@ -11,6 +11,7 @@
 use serde_json::Value;
 
 use super::models::{DataType, ModelSpec};
+use super::tensor::{check_required_inputs, contents_field};
 use crate::proto;
 
 /// Output length when a request names none (vLLM's and the generate extension's default).
@@ -383,23 +384,9 @@ pub(crate) fn bag_from_infer_request(
         };
         bag.push(input.name.clone(), value);
     }
-    let missing: Vec<&str> = spec
-        .inputs
-        .iter()
-        .filter(|t| !t.optional && bag.get(&t.name).is_none())
-        .map(|t| t.name.as_str())
-        .collect();
-    if !missing.is_empty() {
-        let got: Vec<&str> = req.inputs.iter().map(|t| t.name.as_str()).collect();
-        let required = spec.inputs.iter().filter(|t| !t.optional).count();
-        return Err(format!(
-            "expected {required} inputs but got {} inputs for model '{}'. Got input(s) {:?}, but missing required input(s) {:?}. Please provide all required input(s).",
-            req.inputs.len(),
-            spec.name,
-            got,
-            missing
-        ));
-    }
+    // The bag holds exactly the request's inputs here (each was pushed above, parameters come
+    // below), so looking the names up in the request is the same as in the bag.
+    check_required_inputs(spec, req.inputs.iter().map(|t| t.name.as_str()))?;
     let mut empty_final = false;
     for (k, p) in &req.parameters {
         let value = match &p.parameter_choice {
@@ -550,20 +537,6 @@ fn scalar_from_contents(
         }
     };
     Ok(scalar)
-}
-
-fn contents_field(dt: DataType) -> &'static str {
-    match dt {
-        DataType::Bytes => "bytes_contents",
-        DataType::Bool => "bool_contents",
-        DataType::Int8 | DataType::Int16 | DataType::Int32 => "int_contents",
-        DataType::Uint8 | DataType::Uint16 | DataType::Uint32 => "uint_contents",
-        DataType::Int64 => "int64_contents",
-        DataType::Uint64 => "uint64_contents",
-        DataType::Fp32 => "fp32_contents",
-        DataType::Fp64 => "fp64_contents",
-        DataType::Fp16 | DataType::Bf16 => "raw_input_contents",
-    }
 }
 
 fn utf8(name: &str, b: &[u8]) -> Result<String, String> {

@@ -16,7 +16,7 @@ use super::batcher::{Batcher, BatcherConfig, ExecTimes};
 use super::engine::{Engine, EngineConfig, SubmitError, TokenSource};
 use super::faults::{FaultConfig, FaultPlan, Faults};
 use super::grpc::ModelWire;
-use super::metrics::{FailReason, ModelMetrics, Tracker};
+use super::metrics::{FailReason, ModelMetrics, Tracker, elapsed_ns};
 use super::models::{ModelKind, ModelSpec};
 use super::request::Prompt;
 use super::tensor::TensorWire;
@@ -49,6 +49,12 @@ impl ModelEntry {
     /// True for text-generation models.
     pub(crate) fn is_llm(&self) -> bool {
         matches!(self.spec.kind, ModelKind::Llm(_))
+    }
+
+    /// Records a request that arrived at `arrival` and failed validation (reason `OTHER`).
+    pub(crate) fn record_invalid(&self, arrival: Instant) {
+        self.metrics
+            .record_failure(FailReason::Other, elapsed_ns(arrival));
     }
 }
 
@@ -224,10 +230,7 @@ impl SimState {
                 tensor,
             });
         }
-        let started_unix = std::time::SystemTime::now()
-            .duration_since(std::time::SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let started_unix = super::unix_now().as_secs();
         let state = SimState {
             models,
             index,
@@ -307,18 +310,14 @@ impl SimState {
         n
     }
 
-    /// Runs a tensor request of `batch` elements that passed validation: applies the
-    /// `unavailable`, `error_rate` and `stall` faults (a stall delays the request before it
-    /// reaches the batcher and counts as queue time), queues it in the model's batcher and waits
-    /// for its execution (instant mode: a zero-length execution of its own). Failures are
-    /// recorded before they are returned; dropping the future while queued withdraws the
-    /// request and counts it `CANCELED`.
-    pub(crate) async fn run_tensor(
+    /// The admission every validated request goes through: starts tracking it, then applies
+    /// the `unavailable` fault, refuses it during shutdown, and draws its faults (refusing it
+    /// when `error_rate` hits). A refusal is recorded before it is returned.
+    fn admit(
         &self,
         entry: &ModelEntry,
-        batch: u32,
         arrival: Instant,
-    ) -> Result<TensorRun, BeginError> {
+    ) -> Result<(Tracker, FaultPlan), BeginError> {
         let mut tracker = Tracker::new(entry.metrics.clone(), arrival);
         if self.faults.unavailable() {
             tracker.fail(FailReason::Rejected);
@@ -333,6 +332,22 @@ impl SimState {
             tracker.fail(FailReason::Backend);
             return Err(BeginError::Injected);
         }
+        Ok((tracker, plan))
+    }
+
+    /// Runs a tensor request of `batch` elements that passed validation: applies the
+    /// `unavailable`, `error_rate` and `stall` faults (a stall delays the request before it
+    /// reaches the batcher and counts as queue time), queues it in the model's batcher and waits
+    /// for its execution (instant mode: a zero-length execution of its own). Failures are
+    /// recorded before they are returned; dropping the future while queued withdraws the
+    /// request and counts it `CANCELED`.
+    pub(crate) async fn run_tensor(
+        &self,
+        entry: &ModelEntry,
+        batch: u32,
+        arrival: Instant,
+    ) -> Result<TensorRun, BeginError> {
+        let (mut tracker, plan) = self.admit(entry, arrival)?;
         tracker.mark_submitted();
         if let Some(stall) = plan.stall {
             let mut shutdown = self.shutdown.clone();
@@ -358,10 +373,7 @@ impl SimState {
                 match outcome {
                     Ok(t) => t,
                     Err(e) => {
-                        tracker.fail(match e {
-                            SubmitError::QueueFull => FailReason::Rejected,
-                            SubmitError::ShuttingDown => FailReason::Other,
-                        });
+                        tracker.fail(e.into());
                         return Err(e.into());
                     }
                 }
@@ -386,20 +398,7 @@ impl SimState {
         need_input_tokens: bool,
         arrival: Instant,
     ) -> Result<Generation, BeginError> {
-        let mut tracker = Tracker::new(entry.metrics.clone(), arrival);
-        if self.faults.unavailable() {
-            tracker.fail(FailReason::Rejected);
-            return Err(BeginError::Unavailable);
-        }
-        if self.shutting_down() {
-            tracker.fail(FailReason::Other);
-            return Err(BeginError::ShuttingDown);
-        }
-        let plan = self.faults.next();
-        if plan.error {
-            tracker.fail(FailReason::Backend);
-            return Err(BeginError::Injected);
-        }
+        let (mut tracker, plan) = self.admit(entry, arrival)?;
         let input_tokens = if need_input_tokens || entry.engine.is_some() {
             self.input_tokens(prompt).await
         } else {
@@ -421,10 +420,7 @@ impl SimState {
                 })
             }
             Err(e) => {
-                tracker.fail(match e {
-                    SubmitError::QueueFull => FailReason::Rejected,
-                    SubmitError::ShuttingDown => FailReason::Other,
-                });
+                tracker.fail(e.into());
                 Err(e.into())
             }
         }

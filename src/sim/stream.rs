@@ -19,7 +19,6 @@ use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 
-use super::engine::SourceError;
 use super::metrics::FailReason;
 use super::state::Generation;
 
@@ -165,10 +164,7 @@ impl<F: EventFormat> Stream for SseBody<F> {
                         }
                         Poll::Ready(Some(Err(e))) => {
                             this.phase = Phase::Done;
-                            this.generation.tracker.fail(match e {
-                                SourceError::QueueFull => FailReason::Rejected,
-                                SourceError::ShuttingDown => FailReason::Other,
-                            });
+                            this.generation.tracker.fail(e.into());
                             this.reserve();
                             this.format.error(&mut this.buf, &e.to_string());
                             return Poll::Ready(Some(Ok(this.take())));
@@ -214,7 +210,6 @@ pub(crate) fn full_json_response(generation: &mut Generation, body: Vec<u8>) -> 
         );
         return resp;
     }
-    generation.tracker.first_response();
     generation.succeed();
     let mut body = body;
     if plan.malformed {

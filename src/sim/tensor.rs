@@ -152,21 +152,32 @@ pub(crate) fn validate_inputs(spec: &ModelSpec, inputs: &[InputView<'_>]) -> Res
         })?;
         check_data(model, input, ts.datatype, count)?;
     }
+    check_required_inputs(spec, inputs.iter().map(|i| i.name))?;
+    Ok(batch.map_or(1, |(b, _)| b as u32))
+}
+
+/// Triton's error when a request for `spec` whose inputs are named `given` (in request order)
+/// lacks a required input. Shared by the LLM and the tensor models' validation.
+pub(crate) fn check_required_inputs<'a>(
+    spec: &ModelSpec,
+    given: impl Iterator<Item = &'a str> + Clone,
+) -> Result<(), String> {
     let missing: Vec<&str> = spec
         .inputs
         .iter()
-        .filter(|t| !t.optional && !inputs.iter().any(|i| i.name == t.name))
+        .filter(|t| !t.optional && !given.clone().any(|n| n == t.name))
         .map(|t| t.name.as_str())
         .collect();
-    if !missing.is_empty() {
-        let got: Vec<&str> = inputs.iter().map(|t| t.name).collect();
-        let required = spec.inputs.iter().filter(|t| !t.optional).count();
-        return Err(format!(
-            "expected {required} inputs but got {} inputs for model '{model}'. Got input(s) {got:?}, but missing required input(s) {missing:?}. Please provide all required input(s).",
-            inputs.len(),
-        ));
+    if missing.is_empty() {
+        return Ok(());
     }
-    Ok(batch.map_or(1, |(b, _)| b as u32))
+    let got: Vec<&str> = given.collect();
+    let required = spec.inputs.iter().filter(|t| !t.optional).count();
+    Err(format!(
+        "expected {required} inputs but got {} inputs for model '{}'. Got input(s) {got:?}, but missing required input(s) {missing:?}. Please provide all required input(s).",
+        got.len(),
+        spec.name
+    ))
 }
 
 fn check_data(model: &str, input: &InputView<'_>, dt: DataType, count: u64) -> Result<(), String> {
