@@ -21,9 +21,8 @@ pub fn csv(levels: &[LevelSummary]) -> String {
     let mut out = String::from(HEADER);
     out.push('\n');
     for l in levels {
-        let get = |m: Metric, f: fn(&crate::stats::Stats) -> f64| {
-            crate::report::shown_stat(l, m).map(f)
-        };
+        let get =
+            |m: Metric, f: fn(&crate::stats::Stats) -> f64| crate::report::shown_stat(l, m).map(f);
         let server = l.server.as_ref();
         let row = [
             l.stimulus.name(),

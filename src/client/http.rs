@@ -119,7 +119,9 @@ impl HttpClient {
             Some(c) => c,
             None => h1::connect(t).await?,
         };
-        let sent = conn.send(t, content_type, extra, body, &mut ex.scratch).await;
+        let sent = conn
+            .send(t, content_type, extra, body, &mut ex.scratch)
+            .await;
         sent.map_err(|e| {
             RequestError::new(ErrorKind::StreamCut, format!("writing the request: {e}"))
         })?;

@@ -30,5 +30,7 @@ pub(crate) fn fixed_or(v: Option<f64>, digits: usize, missing: &str) -> String {
 /// run without `--streaming`. Unlike [`crate::slo::MetricSource::metric`] it does not drop
 /// statistics that count no samples; callers that relied on that keep their own filter.
 pub(crate) fn shown_stat(l: &LevelSummary, m: Metric) -> Option<&Stats> {
-    l.stats.get(m).filter(|_| l.streaming || !m.streaming_only())
+    l.stats
+        .get(m)
+        .filter(|_| l.streaming || !m.streaming_only())
 }

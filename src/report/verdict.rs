@@ -82,8 +82,13 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
         }
         return v;
     }
-    let label =
-        |l: &LevelSummary| format!("{} {}", l.stimulus.kind(), super::load_text(l.stimulus.value()));
+    let label = |l: &LevelSummary| {
+        format!(
+            "{} {}",
+            l.stimulus.kind(),
+            super::load_text(l.stimulus.value())
+        )
+    };
     for w in with.windows(2) {
         let (a, qa, ca) = w[0];
         let (b, qb, cb) = w[1];
