@@ -1,5 +1,5 @@
 //! The subcommands as library functions: what `main` calls after parsing. Each returns the
-//! process exit code, or an error (a [`crate::plan::UsageError`] means exit code 2).
+//! process exit code, or an error (a [`crate::error::UsageError`] means exit code 2).
 
 use std::time::Duration;
 
@@ -56,7 +56,7 @@ pub fn sim_config(
     };
     faults
         .validate()
-        .map_err(|err| crate::plan::UsageError(format!("{err:#}")))?;
+        .map_err(|err| crate::error::UsageError(format!("{err:#}")))?;
     Ok(crate::sim::SimConfig {
         bind,
         http_port: ports.0,
@@ -147,9 +147,9 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
         argv.push("--quiet".into());
     }
     let parsed = crate::cli::Cli::try_parse_from(&argv)
-        .map_err(|e| crate::plan::UsageError(e.to_string()))?;
+        .map_err(|e| crate::error::UsageError(e.to_string()))?;
     let Command::Profile(args) = parsed.command else {
-        return Err(crate::plan::UsageError(
+        return Err(crate::error::UsageError(
             "demo: internal command line did not parse as profile".into(),
         )
         .into());
@@ -181,11 +181,11 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
 async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let plan = RunPlan::from_profile(args, argv)?;
     // HTTP/1.1 opens a connection per request in flight; gRPC multiplexes them.
-    if plan.target.api != crate::plan::Api::Kserve
+    if plan.target.api != crate::target::Api::Kserve
         && let Some(w) = fd_warning(
             plan.levels
                 .iter()
-                .map(crate::plan::Stimulus::workers)
+                .map(crate::load::Stimulus::workers)
                 .max()
                 .unwrap_or(1),
         )
@@ -213,7 +213,7 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
         }
         println!("{}", outcome.knee.recommendation);
     }
-    let slo: Vec<(String, Vec<crate::slo::SloResult>)> = outcome
+    let slo: Vec<(String, Vec<crate::analysis::slo::SloResult>)> = outcome
         .levels
         .iter()
         .map(|l| {
@@ -227,7 +227,7 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
             )
         })
         .collect();
-    for line in crate::slo::console_lines(&slo) {
+    for line in crate::analysis::slo::console_lines(&slo) {
         println!("{line}");
     }
     let untrusted: Vec<&crate::stats::LevelSummary> = summaries
@@ -297,7 +297,7 @@ fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
     let levels: usize = runs.iter().map(|r| r.levels.len()).sum();
     for r in &runs {
-        let k = crate::report::knee::analyze(&r.summaries(), min_gain);
+        let k = crate::analysis::knee::analyze(&r.summaries(), min_gain);
         println!("{}: {}", r.label, k.recommendation);
     }
     println!(
@@ -312,8 +312,8 @@ fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
 /// `ttftbench compare BASELINE [CURRENT]`: exit code 1 on regression.
 fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
     use crate::cli::CompareFormat;
-    use crate::compare::{self as cmp, Rules};
-    use crate::plan::UsageError;
+    use crate::error::UsageError;
+    use crate::report::compare::{self as cmp, Rules};
     let mut rules = Rules {
         max_throughput_drop: a
             .max_throughput_drop
@@ -446,10 +446,10 @@ pub fn doctor_plan(a: &crate::cli::DoctorArgs) -> Result<RunPlan> {
         argv.extend(["--server-metrics-url".into(), u.clone()]);
     }
     let parsed = crate::cli::Cli::try_parse_from(&argv)
-        .map_err(|e| crate::plan::UsageError(e.to_string()))?;
+        .map_err(|e| crate::error::UsageError(e.to_string()))?;
     let Command::Profile(mut args) = parsed.command else {
         return Err(
-            crate::plan::UsageError("doctor: internal command line did not parse".into()).into(),
+            crate::error::UsageError("doctor: internal command line did not parse".into()).into(),
         );
     };
     // The key goes in after parsing so it never sits in an argument list.
@@ -466,8 +466,8 @@ async fn doctor(a: &crate::cli::DoctorArgs) -> Result<u8> {
         "ttftbench doctor: model '{}' over {} at {}",
         t.model,
         match t.api {
-            crate::plan::Api::Kserve => "KServe v2 gRPC".to_string(),
-            crate::plan::Api::Generate => format!("Triton HTTP ({})", t.endpoint),
+            crate::target::Api::Kserve => "KServe v2 gRPC".to_string(),
+            crate::target::Api::Generate => format!("Triton HTTP ({})", t.endpoint),
             other => format!("OpenAI {} ({})", other.name(), t.endpoint),
         },
         t.base_url
@@ -502,7 +502,7 @@ async fn doctor(a: &crate::cli::DoctorArgs) -> Result<u8> {
         t.model,
         t.base_url.trim_start_matches("http://")
     );
-    if t.api != crate::plan::Api::Kserve {
+    if t.api != crate::target::Api::Kserve {
         cmd.push_str(&format!(" --endpoint-type {}", t.api.name()));
     }
     println!("  {cmd} --streaming --concurrency 1");

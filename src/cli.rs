@@ -181,7 +181,7 @@ pub struct ProfileArgs {
     pub duration: Option<f64>,
 
     /// Send-lag p99 (ms) above which an open-loop level is marked not trustworthy.
-    #[arg(long = "max-send-lag", default_value_t = crate::validity::DEFAULT_MAX_SEND_LAG_MS)]
+    #[arg(long = "max-send-lag", default_value_t = crate::analysis::validity::DEFAULT_MAX_SEND_LAG_MS)]
     pub max_send_lag: f64,
 
     /// Exit with code 1 when any level's measurement is not trustworthy.

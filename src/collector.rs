@@ -13,8 +13,9 @@ use indicatif::ProgressBar;
 use crate::artifact::records::write_row;
 use crate::artifact::timeline::Timeline;
 use crate::load::{Completed, GapPool, RecordSink, record_queue};
+use crate::metrics::Objective;
 use crate::record::{Clock, Phase};
-use crate::stats::{Aggregate, Objective};
+use crate::stats::Aggregate;
 
 /// A running collector.
 pub struct Collector {

@@ -16,8 +16,9 @@ use serde_json::Value;
 
 use crate::client::discovery::{PreflightError, list_hint, openai_models, triton_models_http};
 use crate::client::{Payload, error_chain, grpc};
-use crate::plan::{Api, RunPlan, Target};
+use crate::plan::RunPlan;
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
+use crate::target::{Api, Target};
 use crate::workload::tensor::ModelInfo;
 use crate::workload::tokenizer::Tokenizer;
 use crate::workload::{dataset, kserve};
@@ -415,7 +416,7 @@ async fn grpc_server(t: &Target, ch: tonic::transport::Channel) -> Step {
 }
 
 fn describe(info: &ModelInfo) -> String {
-    use crate::plan::Backend;
+    use crate::target::Backend;
     // vLLM's layout needs only text_input, which TensorRT-LLM's has too: name the one the
     // model's own inputs point at.
     let fits: Vec<&str> = if info.input("sampling_parameters").is_some() {

@@ -15,14 +15,16 @@ pub mod proto {
 /// This build's version (from Cargo.toml), recorded in artifacts and reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+pub mod analysis;
 pub mod app;
 pub mod artifact;
 pub mod cli;
 pub mod client;
 pub mod collector;
-pub mod compare;
 pub mod doctor;
+pub mod error;
 pub mod load;
+pub mod metrics;
 pub mod perf;
 pub mod plan;
 pub mod record;
@@ -30,7 +32,6 @@ pub mod report;
 pub mod run;
 pub mod server_metrics;
 pub mod sim;
-pub mod slo;
 pub mod stats;
-pub mod validity;
+pub mod target;
 pub mod workload;

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            if let Some(u) = e.downcast_ref::<ttftbench::plan::UsageError>() {
+            if let Some(u) = e.downcast_ref::<ttftbench::error::UsageError>() {
                 eprintln!("error: {u}");
                 ExitCode::from(2)
             } else {

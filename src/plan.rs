@@ -4,367 +4,21 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 
 use crate::cli::{BackendArg, EndpointTypeArg, ProfileArgs, ServiceKindArg};
-pub use crate::load::pacer::Arrival;
-use crate::stats::{Metric, Objective};
-
-/// A mistake in the command line: exit code 2, with a message saying what to change.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
+use crate::error::UsageError;
+use crate::load::{Arrival, Stimulus, Stop, StopRule};
+use crate::metrics::{Metric, Objective};
+use crate::server_metrics::MetricsSource;
+use crate::target::{
+    Api, Backend, Target, bracket_host, default_endpoint, normalize_metrics_url, normalize_url,
+    parse_header, redact_command_line,
+};
+use crate::workload::{OutputLength, PromptSource, WorkloadPlan};
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
-}
-
-/// Which API the requests go to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Api {
-    /// Triton KServe v2 gRPC (`ModelStreamInfer` / `ModelInfer`).
-    Kserve,
-    /// OpenAI chat completions.
-    Chat,
-    /// OpenAI completions.
-    Completions,
-    /// Triton HTTP generate / generate_stream.
-    Generate,
-    /// KServe v2 HTTP tensor inference (`/v2/models/{m}/infer`), for `perf -i http`.
-    Infer,
-}
-
-impl Api {
-    /// GenAI-Perf's service kind for this API, as used in artifact directory names.
-    pub fn service_kind(self) -> &'static str {
-        match self {
-            Api::Kserve | Api::Infer => "triton",
-            Api::Chat | Api::Completions | Api::Generate => "openai",
-        }
-    }
-
-    /// The endpoint type's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Api::Kserve => "kserve",
-            Api::Chat => "chat",
-            Api::Completions => "completions",
-            Api::Generate => "generate",
-            Api::Infer => "infer",
-        }
-    }
-}
-
-/// Input layout of a Triton LLM model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Backend {
-    /// TensorRT-LLM.
-    Tensorrtllm,
-    /// vLLM backend.
-    Vllm,
-}
-
-impl Backend {
-    /// The backend's flag value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Tensorrtllm => "tensorrtllm",
-            Backend::Vllm => "vllm",
-        }
-    }
-}
-
-/// An extra header. Values of secret-looking headers never reach artifacts or logs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
-    /// Header name as given.
-    pub name: String,
-    /// Header value.
-    pub value: String,
-}
-
-impl Header {
-    /// Whether the value must be redacted wherever it is shown or written.
-    pub fn is_secret(&self) -> bool {
-        is_secret_name(&self.name)
-    }
-
-    /// `Name: value`, with secret values redacted.
-    pub fn redacted(&self) -> String {
-        if self.is_secret() {
-            format!("{}: <redacted>", self.name)
-        } else {
-            format!("{}: {}", self.name, self.value)
-        }
-    }
-}
-
-/// Whether a header or flag name suggests its value is a credential.
-pub fn is_secret_name(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    [
-        "authorization",
-        "token",
-        "key",
-        "secret",
-        "cookie",
-        "password",
-        "credential",
-    ]
-    .iter()
-    .any(|s| n.contains(s))
-}
-
-impl Serialize for Header {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.redacted())
-    }
-}
-
-/// Where requests go and how they are framed.
-#[derive(Debug, Clone, Serialize)]
-pub struct Target {
-    /// The API.
-    pub api: Api,
-    /// `scheme://host:port[/prefix]`, no trailing slash.
-    pub base_url: String,
-    /// Host name, for deriving the metrics URL.
-    pub host: String,
-    /// Endpoint path under the base URL, no leading slash (HTTP APIs).
-    pub endpoint: String,
-    /// Model name.
-    pub model: String,
-    /// Triton LLM input layout (kserve).
-    pub backend: Backend,
-    /// Stream responses.
-    pub streaming: bool,
-    /// Extra headers (`-H`).
-    pub headers: Vec<Header>,
-    /// Bearer token; skipped when serialising.
-    #[serde(skip)]
-    pub api_key: Option<String>,
-}
-
-impl Target {
-    /// Full URL of the inference endpoint.
-    pub fn endpoint_url(&self) -> String {
-        format!("{}/{}", self.base_url, self.endpoint)
-    }
-
-    /// A cheap GET on the same server, used to open connections ahead of a level.
-    pub fn warm_url(&self) -> String {
-        match self.api {
-            Api::Chat | Api::Completions => format!("{}/v1/models", self.base_url),
-            Api::Generate | Api::Kserve | Api::Infer => {
-                format!("{}/v2/health/ready", self.base_url)
-            }
-        }
-    }
-
-    /// Headers sent on every call: `-H` values plus `Authorization: Bearer` from the API key.
-    pub fn header_map(&self) -> Result<HeaderMap, UsageError> {
-        let mut map = HeaderMap::new();
-        for h in &self.headers {
-            let name = HeaderName::from_bytes(h.name.as_bytes())
-                .map_err(|_| UsageError(format!("-H: '{}' is not a valid header name", h.name)))?;
-            let value = HeaderValue::from_str(&h.value).map_err(|_| {
-                UsageError(format!(
-                    "-H: the value of '{}' is not a valid header value",
-                    h.name
-                ))
-            })?;
-            map.append(name, value);
-        }
-        if let Some(key) = &self.api_key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
-                UsageError("--api-key contains characters not allowed in a header".into())
-            })?;
-            v.set_sensitive(true);
-            map.insert(AUTHORIZATION, v);
-        }
-        Ok(map)
-    }
-
-    /// The tag GenAI-Perf puts in artifact directory names: backend for Triton, else endpoint type.
-    pub fn dir_tag(&self) -> &'static str {
-        match self.api {
-            Api::Kserve => self.backend.name(),
-            other => other.name(),
-        }
-    }
-}
-
-/// One load level.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stimulus {
-    /// Closed loop: keep N requests in flight.
-    Concurrency(u32),
-    /// Open loop: send on an absolute schedule of `rate` requests per second.
-    RequestRate {
-        /// Requests per second.
-        rate: f64,
-        /// Gap distribution.
-        arrival: Arrival,
-        /// Requests in flight at most (the worker pool); beyond it sends leave late.
-        max_inflight: u32,
-    },
-}
-
-impl Stimulus {
-    /// GenAI-Perf's stimulus name (`concurrency8`).
-    pub fn name(&self) -> String {
-        match self {
-            Stimulus::Concurrency(n) => format!("concurrency{n}"),
-            // GenAI-Perf formats the rate as a float: `request_rate10.0`.
-            Stimulus::RequestRate { rate, .. } => format!("request_rate{rate:?}"),
-        }
-    }
-
-    /// The stimulus' kind, as a column title.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Stimulus::Concurrency(_) => "concurrency",
-            Stimulus::RequestRate { .. } => "request_rate",
-        }
-    }
-
-    /// The value, as a number.
-    pub fn value(&self) -> f64 {
-        match self {
-            Stimulus::Concurrency(n) => f64::from(*n),
-            Stimulus::RequestRate { rate, .. } => *rate,
-        }
-    }
-
-    /// Requests in flight at most.
-    pub fn workers(&self) -> usize {
-        match self {
-            Stimulus::Concurrency(n) => *n as usize,
-            Stimulus::RequestRate { max_inflight, .. } => *max_inflight as usize,
-        }
-    }
-
-    /// Whether requests follow a schedule (send lag and intended-time latencies are meaningful).
-    pub fn open_loop(&self) -> bool {
-        matches!(self, Stimulus::RequestRate { .. })
-    }
-}
-
-/// When a level's measurement ends.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stop {
-    /// After this many measured requests.
-    Requests(u64),
-    /// Requests sent within this window are measured; then sending stops and in-flight
-    /// requests finish.
-    Window(#[serde(with = "duration_ms")] Duration),
-}
-
-mod duration_ms {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_millis() as u64)
-    }
-}
-
-/// How the stop rule is chosen per level.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopRule {
-    /// The same rule for every level.
-    Fixed(Stop),
-    /// GenAI-Perf's default: max(10, 2 × concurrency) requests.
-    Auto,
-}
-
-impl StopRule {
-    /// The stop rule for one level.
-    pub fn for_level(&self, s: &Stimulus) -> Stop {
-        match self {
-            StopRule::Fixed(stop) => *stop,
-            // GenAI-Perf's default request count: max(10, 2 × concurrency); 10 for a rate.
-            StopRule::Auto => match s {
-                Stimulus::Concurrency(n) => Stop::Requests((2 * u64::from(*n)).max(10)),
-                Stimulus::RequestRate { .. } => Stop::Requests(10),
-            },
-        }
-    }
-}
-
-/// Where prompts come from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PromptSource {
-    /// Synthetic prompts with exactly sampled token counts.
-    Synthetic {
-        /// Mean input tokens.
-        mean: u32,
-        /// Standard deviation.
-        stddev: u32,
-    },
-    /// JSONL file of `{"text": ...}` rows.
-    File(PathBuf),
-}
-
-/// Output length to ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct OutputLength {
-    /// Mean output tokens.
-    pub mean: u32,
-    /// Standard deviation.
-    pub stddev: u32,
-    /// Ask for exactly this many (min_tokens / ignore_eos).
-    pub deterministic: bool,
-}
-
-/// What to send.
-#[derive(Debug, Clone, Serialize)]
-pub struct WorkloadPlan {
-    /// Prompt source.
-    pub prompts: PromptSource,
-    /// Unique dataset entries (synthetic prompts generated; file rows used up to this many).
-    pub num_prompts: u32,
-    /// Output length; `None` leaves it to the server (Triton TensorRT-LLM gets 256).
-    pub output: Option<OutputLength>,
-    /// Tokenizer file; `None` = built-in GPT-2.
-    pub tokenizer: Option<PathBuf>,
-    /// Seed for prompts and lengths.
-    pub seed: u64,
-    /// Extra request fields.
-    pub extra_inputs: Vec<(String, serde_json::Value)>,
-}
-
-/// Where the server's own metrics come from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricsSource {
-    /// Try this URL; silently absent when it does not answer.
-    Auto(String),
-    /// The user asked for this URL; say so when it fails.
-    Url(String),
-}
-
-impl MetricsSource {
-    /// The URL to scrape.
-    pub fn url(&self) -> &str {
-        match self {
-            MetricsSource::Auto(u) | MetricsSource::Url(u) => u,
-        }
-    }
 }
 
 /// Console verbosity.
@@ -407,7 +61,7 @@ pub struct RunPlan {
     /// Goodput objectives.
     pub goodput: Vec<Objective>,
     /// `--slo` objectives, checked at the end of every level.
-    pub slos: Vec<crate::slo::Slo>,
+    pub slos: Vec<crate::metrics::Slo>,
     /// `--knee-min-gain` as a fraction.
     pub knee_min_gain: f64,
     /// Server metrics endpoint.
@@ -597,7 +251,7 @@ impl RunPlan {
         let slos = a
             .slo
             .iter()
-            .map(|s| crate::slo::parse(s).map_err(UsageError))
+            .map(|s| crate::metrics::parse(s).map_err(UsageError))
             .collect::<Result<Vec<_>, _>>()?;
         let knee_min_gain = parse_fraction("--knee-min-gain", &a.knee_min_gain)?;
         let server_metrics = match &a.server_metrics_url {
@@ -645,95 +299,6 @@ impl RunPlan {
     /// The plan as GenAI-Perf's `input_config` (secrets are never part of it).
     pub fn input_config(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-    }
-}
-
-fn default_endpoint(api: Api, model: &str, streaming: bool) -> String {
-    match api {
-        Api::Chat => "v1/chat/completions".into(),
-        Api::Completions => "v1/completions".into(),
-        Api::Generate if streaming => format!("v2/models/{model}/generate_stream"),
-        Api::Generate => format!("v2/models/{model}/generate"),
-        Api::Kserve | Api::Infer => String::new(),
-    }
-}
-
-fn bracket_host(host: &str) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host.to_string()
-    }
-}
-
-/// `-u` with or without scheme → (`scheme://host:port[/prefix]`, host).
-pub fn normalize_url(raw: &str) -> Result<(String, String), UsageError> {
-    let raw = raw.trim();
-    if raw.is_empty() {
-        return usage("-u/--url is empty");
-    }
-    let with_scheme = if raw.contains("://") {
-        raw.to_string()
-    } else {
-        format!("http://{raw}")
-    };
-    let url = reqwest::Url::parse(&with_scheme).map_err(|e| {
-        UsageError(format!(
-            "-u {raw}: not a valid address ({e}); expected host:port or http(s)://host:port"
-        ))
-    })?;
-    match url.scheme() {
-        "http" | "https" => {}
-        "grpc" => {
-            let rebuilt = with_scheme.replacen("grpc://", "http://", 1);
-            return normalize_url(&rebuilt);
-        }
-        other => {
-            return usage(format!(
-                "-u {raw}: scheme '{other}' is not supported; use http:// or https://"
-            ));
-        }
-    }
-    let host = url
-        .host_str()
-        .ok_or_else(|| UsageError(format!("-u {raw}: no host")))?
-        .to_string();
-    let mut base = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default());
-    if let Some(port) = url.port() {
-        base.push_str(&format!(":{port}"));
-    }
-    let path = url.path().trim_end_matches('/');
-    base.push_str(path);
-    Ok((base, host.trim_matches(['[', ']']).to_string()))
-}
-
-fn normalize_metrics_url(raw: &str) -> Result<String, UsageError> {
-    let (base, _) = normalize_url(raw)?;
-    Ok(if base.ends_with("/metrics") {
-        base
-    } else {
-        format!("{base}/metrics")
-    })
-}
-
-/// `Name: value` or `Name:value`.
-pub fn parse_header(raw: &str) -> Result<Header, UsageError> {
-    match raw.split_once(':') {
-        Some((n, v)) if !n.trim().is_empty() => Ok(Header {
-            name: n.trim().to_string(),
-            value: v.trim().to_string(),
-        }),
-        _ => usage(format!(
-            "-H '{}': expected 'Name: value'",
-            redact_header_arg(raw)
-        )),
-    }
-}
-
-fn redact_header_arg(raw: &str) -> String {
-    match raw.split_once(':') {
-        Some((n, _)) if is_secret_name(n) => format!("{n}: <redacted>"),
-        _ => raw.to_string(),
     }
 }
 
@@ -957,67 +522,10 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
     }
 }
 
-/// Flags whose values are credentials.
-const SECRET_FLAGS: [&str; 4] = [
-    "--api-key",
-    "--access-token",
-    "--require-api-key",
-    "--password",
-];
-
-fn is_secret_flag(flag: &str) -> bool {
-    SECRET_FLAGS.contains(&flag)
-}
-
-/// The command line for the record, with secret flag values and secret headers redacted.
-pub fn redact_command_line(argv: &[String]) -> String {
-    let mut out = Vec::with_capacity(argv.len());
-    let mut redact_next = false;
-    let mut header_next = false;
-    for a in argv {
-        if redact_next {
-            out.push("<redacted>".to_string());
-            redact_next = false;
-            continue;
-        }
-        if header_next {
-            out.push(shell_quote(&redact_header_arg(a)));
-            header_next = false;
-            continue;
-        }
-        if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| is_secret_flag(f)) {
-            out.push(format!("{flag}=<redacted>"));
-            continue;
-        }
-        if is_secret_flag(a) {
-            redact_next = true;
-        }
-        if a == "-H" || a == "--header" {
-            header_next = true;
-        }
-        if let Some(h) = a.strip_prefix("--header=") {
-            out.push(format!("--header={}", shell_quote(&redact_header_arg(h))));
-            continue;
-        }
-        out.push(shell_quote(a));
-    }
-    out.join(" ")
-}
-
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+{}".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::target::Header;
     use clap::Parser;
 
     fn plan(args: &[&str]) -> Result<RunPlan, UsageError> {
@@ -1239,30 +747,5 @@ mod tests {
         assert_eq!(map.get("authorization").unwrap(), "Bearer sk-abc");
         assert!(plan(&["-m", "m", "--goodput", "bogus:1"]).is_err());
         assert!(plan(&["-m", "m", "-H", "novalue"]).is_err());
-    }
-
-    #[test]
-    fn command_line_redaction() {
-        let argv: Vec<String> = [
-            "ttftbench",
-            "profile",
-            "--api-key",
-            "sk-1",
-            "--api-key=sk-2",
-            "-H",
-            "Authorization: Bearer x",
-            "-m",
-            "gpt 2",
-            "--output-tokens-mean",
-            "100",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let s = redact_command_line(&argv);
-        assert_eq!(
-            s,
-            "ttftbench profile --api-key <redacted> --api-key=<redacted> -H 'Authorization: <redacted>' -m 'gpt 2' --output-tokens-mean 100"
-        );
     }
 }

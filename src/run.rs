@@ -13,11 +13,13 @@ use crate::client::discovery::{PreflightError, check_http};
 use crate::client::{Client, GrpcClient, HttpClient, grpc};
 use crate::collector::Collector;
 use crate::load::{Cancel, Halt, PhaseSpec, Shared, gap_pool, run_phase};
-use crate::plan::{Api, RunPlan, Stimulus, Stop, Verbosity};
+use crate::load::{Stimulus, Stop};
+use crate::plan::{RunPlan, Verbosity};
 use crate::record::{Clock, Phase};
 use crate::report::console;
 use crate::server_metrics::{ServerProbe, StatsSource};
 use crate::stats::{Aggregate, LevelSummary};
+use crate::target::Api;
 use crate::workload::tokenizer::Tokenizer;
 use crate::workload::{dataset, kserve};
 
@@ -29,7 +31,7 @@ pub struct LevelResult {
     /// Where its files are.
     pub dir: PathBuf,
     /// Its `--slo` checks (empty without objectives).
-    pub slo: Vec<crate::slo::SloResult>,
+    pub slo: Vec<crate::analysis::slo::SloResult>,
 }
 
 /// The result of a run.
@@ -42,9 +44,9 @@ pub struct Outcome {
     /// Whether the run was interrupted.
     pub interrupted: bool,
     /// Where the server's time went across the levels.
-    pub verdict: crate::report::verdict::Verdict,
+    pub verdict: crate::analysis::verdict::Verdict,
     /// The knee of the sweep and the recommendation.
-    pub knee: crate::report::knee::Analysis,
+    pub knee: crate::analysis::knee::Analysis,
 }
 
 impl Outcome {
@@ -56,7 +58,7 @@ impl Outcome {
     }
 
     /// `--slo` checks that failed, with their level names.
-    pub fn slo_failures(&self) -> Vec<(String, &crate::slo::SloResult)> {
+    pub fn slo_failures(&self) -> Vec<(String, &crate::analysis::slo::SloResult)> {
         self.levels
             .iter()
             .flat_map(|l| {
@@ -104,11 +106,11 @@ impl Ui {
 }
 
 /// Runs a plan: prepares the client and dataset, then every level in order. Errors that map to
-/// exit code 2 are [`crate::plan::UsageError`]s; everything else is a failed run.
+/// exit code 2 are [`crate::error::UsageError`]s; everything else is a failed run.
 pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let tokenizer = match &plan.workload.tokenizer {
         Some(p) => Tokenizer::from_file(p)
-            .map_err(|e| crate::plan::UsageError(format!("--tokenizer: {e:#}")))?,
+            .map_err(|e| crate::error::UsageError(format!("--tokenizer: {e:#}")))?,
         None => Tokenizer::builtin_gpt2(),
     };
     let max_workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
@@ -153,7 +155,7 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
             &ui,
         )
         .await?;
-        let slo = crate::slo::evaluate(&plan.slos, &summary);
+        let slo = crate::analysis::slo::evaluate(&plan.slos, &summary);
         write_level(&dir, &summary, &agg, &input_config, &slo)?;
         if ui.verbosity != Verbosity::Quiet {
             report_level(&summary, &dir, ui.verbosity);
@@ -164,8 +166,8 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
         levels.push(LevelResult { summary, dir, slo });
     }
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let verdict = crate::report::verdict::verdict(&summaries);
-    let knee = crate::report::knee::analyze(&summaries, plan.knee_min_gain);
+    let verdict = crate::analysis::verdict::verdict(&summaries);
+    let knee = crate::analysis::knee::analyze(&summaries, plan.knee_min_gain);
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
         std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
@@ -174,7 +176,8 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
             .with_context(|| format!("cannot write {}", path.display()))?;
         let path = d.join(artifact::SUMMARY_JSON_FILE);
         let dirs: Vec<PathBuf> = levels.iter().map(|l| l.dir.clone()).collect();
-        let slos: Vec<Vec<crate::slo::SloResult>> = levels.iter().map(|l| l.slo.clone()).collect();
+        let slos: Vec<Vec<crate::analysis::slo::SloResult>> =
+            levels.iter().map(|l| l.slo.clone()).collect();
         let doc = artifact::summary::with_decisions(
             artifact::summary::json(&summaries, &dirs, &verdict, &input_config),
             &d,
@@ -227,7 +230,7 @@ fn write_report(plan: &RunPlan, sweep_dir: &std::path::Path, levels: &[LevelResu
 fn report_level(l: &LevelSummary, dir: &std::path::Path, verbosity: Verbosity) {
     let ttft = l
         .stats
-        .get(crate::stats::Metric::TimeToFirstToken)
+        .get(crate::metrics::Metric::TimeToFirstToken)
         .filter(|_| l.streaming)
         .map_or("-".to_string(), |s| format!("{:.2}", s.avg));
     eprintln!(
@@ -262,7 +265,7 @@ fn preflight_error(e: PreflightError) -> anyhow::Error {
 }
 
 async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> Result<Prepared> {
-    use crate::plan::UsageError;
+    use crate::error::UsageError;
     let t = &plan.target;
     let calls = metrics_http_client(t)?;
     match t.api {
@@ -333,7 +336,7 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
 
 /// A small HTTP client for `/metrics` and `/stats`, carrying the `-H` headers (e.g. an access
 /// token) as those calls need them too.
-pub fn metrics_http_client(t: &crate::plan::Target) -> Result<reqwest::Client> {
+pub fn metrics_http_client(t: &crate::target::Target) -> Result<reqwest::Client> {
     crate::client::http::install_tls_provider();
     reqwest::Client::builder()
         .no_proxy()
@@ -402,12 +405,12 @@ async fn run_level(
         stop,
         seq_base: *seq_base,
     };
-    let cpu0 = crate::validity::process_cpu();
+    let cpu0 = crate::analysis::validity::process_cpu();
     let wall0 = std::time::Instant::now();
-    let stalls = crate::validity::StallMonitor::start();
+    let stalls = crate::analysis::validity::StallMonitor::start();
     let out = run_phase(shared.clone(), spec, collector.sender(), Halt::new()).await;
     let max_stall_ms = stalls.finish().await;
-    let cpu_seconds = (crate::validity::process_cpu().saturating_sub(cpu0)).as_secs_f64();
+    let cpu_seconds = (crate::analysis::validity::process_cpu().saturating_sub(cpu0)).as_secs_f64();
     let wall_seconds = wall0.elapsed().as_secs_f64();
     *seq_base += out.sent;
     let max_pending = match sampler {
@@ -427,12 +430,12 @@ async fn run_level(
     let server = ServerProbe::delta(&before, &after, max_pending);
     let stats = agg.summarize(!plan.goodput.is_empty());
     let open_loop = stimulus.open_loop();
-    let observed = crate::validity::Observed {
+    let observed = crate::analysis::validity::Observed {
         cpu_seconds,
         wall_seconds,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         send_lag_p99_ms: stats
-            .get(crate::stats::Metric::SendLag)
+            .get(crate::metrics::Metric::SendLag)
             .filter(|_| open_loop)
             .map(|s| s.p99),
         requested_rate: match stimulus {
@@ -453,7 +456,7 @@ async fn run_level(
         streaming: plan.target.streaming,
         interrupted: out.interrupted,
         started_unix_ns,
-        validity: crate::validity::assess(&observed, plan.max_send_lag_ms),
+        validity: crate::analysis::validity::assess(&observed, plan.max_send_lag_ms),
     };
     Ok((summary, agg))
 }
@@ -494,7 +497,7 @@ pub fn write_level(
     s: &LevelSummary,
     agg: &Aggregate,
     input_config: &serde_json::Value,
-    slo: &[crate::slo::SloResult],
+    slo: &[crate::analysis::slo::SloResult],
 ) -> Result<()> {
     let csv_path = dir.join(artifact::CSV_FILE);
     std::fs::write(&csv_path, artifact::genai_perf::csv(s))
@@ -504,7 +507,7 @@ pub fn write_level(
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("ttftbench_version".into(), crate::VERSION.into());
         if !slo.is_empty() {
-            m.insert("slo".into(), crate::slo::json(slo));
+            m.insert("slo".into(), crate::analysis::slo::json(slo));
         }
     }
     std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?)

@@ -6,234 +6,13 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::metrics::{
+    Metric, MetricRef, MetricSource, Objective, Stats, SystemMetric, per_request_value,
+};
 use crate::record::{ErrorKind, RequestRecord};
 
 /// Significant digits kept by every histogram (0.1 % relative precision).
 pub const SIGFIG: u8 = 3;
-
-/// A per-request metric with a distribution.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    /// First content-bearing response minus the actual send.
-    TimeToFirstToken,
-    /// Second content-bearing response minus the first.
-    TimeToSecondToken,
-    /// Last content-bearing response minus the actual send.
-    RequestLatency,
-    /// (latency − TTFT) / (OSL − 1) per request.
-    InterTokenLatency,
-    /// 1 / ITL per request.
-    OutputTokenThroughputPerUser,
-    /// Output tokens per request.
-    OutputSequenceLength,
-    /// Input tokens per request.
-    InputSequenceLength,
-    /// First response byte minus the actual send.
-    TimeToFirstByte,
-    /// Every gap between consecutive content-bearing responses, pooled over requests.
-    InterChunkLatency,
-    /// First token minus the intended send time (coordinated-omission corrected).
-    TimeToFirstTokenIntended,
-    /// Last token minus the intended send time (coordinated-omission corrected).
-    RequestLatencyIntended,
-    /// Actual send minus intended send.
-    SendLag,
-}
-
-/// How a metric's raw integer samples are stored and shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    /// Stored in ns, shown in ms.
-    Millis,
-    /// Stored and shown as whole tokens.
-    Tokens,
-    /// Stored in milli-tokens per second, shown in tokens/sec/user.
-    TokensPerSecPerUser,
-}
-
-impl Unit {
-    /// Label written in the `unit` column / field.
-    pub fn label(self) -> &'static str {
-        match self {
-            Unit::Millis => "ms",
-            Unit::Tokens => "tokens",
-            Unit::TokensPerSecPerUser => "tokens/sec/user",
-        }
-    }
-
-    /// Factor from the stored integer to the shown value.
-    pub fn scale(self) -> f64 {
-        match self {
-            Unit::Millis => 1e-6,
-            Unit::Tokens => 1.0,
-            Unit::TokensPerSecPerUser => 1e-3,
-        }
-    }
-}
-
-impl Metric {
-    /// Every metric, in the order files list them (GenAI-Perf's order first).
-    pub const ALL: [Metric; 12] = [
-        Metric::TimeToFirstToken,
-        Metric::TimeToSecondToken,
-        Metric::RequestLatency,
-        Metric::InterTokenLatency,
-        Metric::OutputTokenThroughputPerUser,
-        Metric::OutputSequenceLength,
-        Metric::InputSequenceLength,
-        Metric::TimeToFirstByte,
-        Metric::InterChunkLatency,
-        Metric::TimeToFirstTokenIntended,
-        Metric::RequestLatencyIntended,
-        Metric::SendLag,
-    ];
-
-    /// The snake_case key used in CSV, JSON and `--goodput` / `--slo` expressions.
-    pub fn key(self) -> &'static str {
-        match self {
-            Metric::TimeToFirstToken => "time_to_first_token",
-            Metric::TimeToSecondToken => "time_to_second_token",
-            Metric::RequestLatency => "request_latency",
-            Metric::InterTokenLatency => "inter_token_latency",
-            Metric::OutputTokenThroughputPerUser => "output_token_throughput_per_user",
-            Metric::OutputSequenceLength => "output_sequence_length",
-            Metric::InputSequenceLength => "input_sequence_length",
-            Metric::TimeToFirstByte => "time_to_first_byte",
-            Metric::InterChunkLatency => "inter_chunk_latency",
-            Metric::TimeToFirstTokenIntended => "time_to_first_token_from_intended",
-            Metric::RequestLatencyIntended => "request_latency_from_intended",
-            Metric::SendLag => "send_lag",
-        }
-    }
-
-    /// Title-case label with unit, as GenAI-Perf's console shows it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Metric::TimeToFirstToken => "Time To First Token (ms)",
-            Metric::TimeToSecondToken => "Time To Second Token (ms)",
-            Metric::RequestLatency => "Request Latency (ms)",
-            Metric::InterTokenLatency => "Inter Token Latency (ms)",
-            Metric::OutputTokenThroughputPerUser => {
-                "Output Token Throughput Per User (tokens/sec/user)"
-            }
-            Metric::OutputSequenceLength => "Output Sequence Length (tokens)",
-            Metric::InputSequenceLength => "Input Sequence Length (tokens)",
-            Metric::TimeToFirstByte => "Time To First Byte (ms)",
-            Metric::InterChunkLatency => "Inter Chunk Latency (ms)",
-            Metric::TimeToFirstTokenIntended => "Time To First Token From Intended Send (ms)",
-            Metric::RequestLatencyIntended => "Request Latency From Intended Send (ms)",
-            Metric::SendLag => "Send Lag (ms)",
-        }
-    }
-
-    /// Storage and display unit.
-    pub fn unit(self) -> Unit {
-        match self {
-            Metric::OutputSequenceLength | Metric::InputSequenceLength => Unit::Tokens,
-            Metric::OutputTokenThroughputPerUser => Unit::TokensPerSecPerUser,
-            _ => Unit::Millis,
-        }
-    }
-
-    /// Metrics that only mean something when responses stream token by token.
-    pub fn streaming_only(self) -> bool {
-        matches!(
-            self,
-            Metric::TimeToFirstToken
-                | Metric::TimeToSecondToken
-                | Metric::InterTokenLatency
-                | Metric::OutputTokenThroughputPerUser
-                | Metric::InterChunkLatency
-                | Metric::TimeToFirstTokenIntended
-        )
-    }
-
-    /// Metrics that only differ from their plain versions under an open-loop schedule.
-    pub fn open_loop_only(self) -> bool {
-        matches!(
-            self,
-            Metric::TimeToFirstTokenIntended | Metric::RequestLatencyIntended | Metric::SendLag
-        )
-    }
-
-    /// Parses a snake_case key (also accepts GenAI-Perf's legacy names).
-    pub fn from_key(key: &str) -> Option<Metric> {
-        let key = key.trim();
-        Metric::ALL
-            .into_iter()
-            .find(|m| m.key() == key)
-            .or(match key {
-                "ttft" => Some(Metric::TimeToFirstToken),
-                "ttst" => Some(Metric::TimeToSecondToken),
-                "itl" => Some(Metric::InterTokenLatency),
-                "e2e_latency" | "latency" => Some(Metric::RequestLatency),
-                _ => None,
-            })
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// Summary statistics of one metric, in its display unit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Stats {
-    /// Samples.
-    pub count: u64,
-    /// Mean (exact, from running sums).
-    pub avg: f64,
-    /// Smallest sample (exact).
-    pub min: f64,
-    /// Largest sample (exact).
-    pub max: f64,
-    /// Population standard deviation (exact, from running sums).
-    pub std: f64,
-    /// Percentiles from the HDR histogram (0.1 % precision).
-    pub p1: f64,
-    #[allow(missing_docs)]
-    pub p5: f64,
-    #[allow(missing_docs)]
-    pub p10: f64,
-    #[allow(missing_docs)]
-    pub p25: f64,
-    #[allow(missing_docs)]
-    pub p50: f64,
-    #[allow(missing_docs)]
-    pub p75: f64,
-    #[allow(missing_docs)]
-    pub p90: f64,
-    #[allow(missing_docs)]
-    pub p95: f64,
-    #[allow(missing_docs)]
-    pub p99: f64,
-    #[allow(missing_docs)]
-    pub p999: f64,
-}
-
-impl Stats {
-    /// A named statistic (`avg`, `p99`, ...), for SLO and threshold expressions.
-    pub fn get(&self, name: &str) -> Option<f64> {
-        Some(match name {
-            "avg" | "mean" => self.avg,
-            "min" => self.min,
-            "max" => self.max,
-            "std" => self.std,
-            "p1" => self.p1,
-            "p5" => self.p5,
-            "p10" => self.p10,
-            "p25" => self.p25,
-            "p50" | "median" => self.p50,
-            "p75" => self.p75,
-            "p90" => self.p90,
-            "p95" => self.p95,
-            "p99" => self.p99,
-            "p999" | "p99.9" => self.p999,
-            _ => return None,
-        })
-    }
-}
 
 /// One metric's distribution: an HDR histogram for percentiles plus exact running moments.
 #[derive(Clone, Debug)]
@@ -354,54 +133,6 @@ impl Dist {
             p99: q(0.99),
             p999: q(0.999),
         }
-    }
-}
-
-/// A service-level objective on one per-request metric, used for goodput: a request is good when
-/// it meets every objective.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Objective {
-    /// Which metric.
-    pub metric: Metric,
-    /// Bound in the metric's display unit (ms for times, tokens/sec/user for per-user throughput).
-    pub bound: f64,
-}
-
-impl Objective {
-    /// Whether a request meets the objective. Time metrics must be at most the bound, throughput
-    /// at least; a metric the request does not have (ITL of a one-token answer) cannot be missed.
-    pub fn met_by(&self, rec: &RequestRecord) -> bool {
-        match per_request_value(self.metric, rec) {
-            None => true,
-            Some(v) => {
-                let shown = v as f64 * self.metric.unit().scale();
-                if self.metric == Metric::OutputTokenThroughputPerUser {
-                    shown >= self.bound
-                } else {
-                    shown <= self.bound
-                }
-            }
-        }
-    }
-}
-
-/// The stored-unit value of a per-request metric, when the request has one.
-pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
-    match metric {
-        Metric::TimeToFirstToken => rec.ttft_ns(),
-        Metric::TimeToSecondToken => rec.ttst_ns(),
-        Metric::RequestLatency => rec.latency_ns(),
-        Metric::InterTokenLatency => rec.itl_ns(),
-        Metric::OutputTokenThroughputPerUser => rec
-            .tokens_per_sec_per_user()
-            .map(|v| (v * 1e3).round() as u64),
-        Metric::OutputSequenceLength => Some(u64::from(rec.osl)),
-        Metric::InputSequenceLength => Some(u64::from(rec.isl)),
-        Metric::TimeToFirstByte => rec.ttfb_ns(),
-        Metric::InterChunkLatency => None,
-        Metric::TimeToFirstTokenIntended => rec.ttft_intended_ns(),
-        Metric::RequestLatencyIntended => rec.latency_intended_ns(),
-        Metric::SendLag => Some(rec.send_lag_ns()),
     }
 }
 
@@ -674,7 +405,7 @@ impl LevelStats {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LevelSummary {
     /// The load level.
-    pub stimulus: crate::plan::Stimulus,
+    pub stimulus: crate::load::Stimulus,
     /// Client-side numbers.
     pub stats: LevelStats,
     /// The server's own counters over the level, when they could be read.
@@ -686,7 +417,7 @@ pub struct LevelSummary {
     /// Wall-clock start of the level (Unix ns).
     pub started_unix_ns: u64,
     /// Whether the measurement can be trusted, and why not.
-    pub validity: crate::validity::Validity,
+    pub validity: crate::metrics::Validity,
 }
 
 impl LevelSummary {
@@ -702,6 +433,46 @@ impl LevelSummary {
                 (streaming || !m.streaming_only()) && (open_loop || !m.open_loop_only())
             })
             .map(|(m, s)| (*m, s))
+    }
+}
+
+impl LevelSummary {
+    /// The statistics of `m` a level shows: none for a streaming-only metric (TTFT, ITL) of a level
+    /// run without `--streaming`. Unlike [`crate::metrics::MetricSource::metric`] it does not drop
+    /// statistics that count no samples; callers that relied on that keep their own filter.
+    pub fn shown_stat(&self, m: Metric) -> Option<&Stats> {
+        self.stats
+            .get(m)
+            .filter(|_| self.streaming || !m.streaming_only())
+    }
+}
+
+impl MetricSource for LevelSummary {
+    fn metric(&self, m: MetricRef) -> Option<f64> {
+        let st = &self.stats;
+        match m {
+            MetricRef::Dist(metric, stat) => self
+                .shown_stat(metric)
+                .filter(|s| s.count > 0)
+                .map(|s| stat.of(s)),
+            MetricRef::System(s) => match s {
+                SystemMetric::RequestThroughput => Some(st.request_throughput),
+                SystemMetric::OutputTokenThroughput => Some(st.output_token_throughput),
+                SystemMetric::TotalTokenThroughput => Some(st.total_token_throughput),
+                SystemMetric::RequestGoodput => st.request_goodput,
+                SystemMetric::ErrorRate => {
+                    let all = st.request_count + st.error_count;
+                    (all > 0).then(|| st.error_count as f64 / all as f64)
+                }
+                SystemMetric::ErrorCount => Some(st.error_count as f64),
+                SystemMetric::RequestCount => Some(st.request_count as f64),
+                SystemMetric::QueueShare => self.server.as_ref().and_then(|d| d.queue_share),
+                SystemMetric::ServerQueueTime => self.server.as_ref().and_then(|d| d.avg_queue_ms),
+                SystemMetric::ServerComputeTime => self.server.as_ref().map(|d| {
+                    d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms
+                }),
+            },
+        }
     }
 }
 

@@ -6,9 +6,10 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::json;
-use ttftbench::plan::Stimulus;
+use ttftbench::load::Stimulus;
+use ttftbench::metrics::{Metric, Stats};
 use ttftbench::server_metrics::ServerDelta;
-use ttftbench::stats::{LevelStats, LevelSummary, Metric, Stats};
+use ttftbench::stats::{LevelStats, LevelSummary};
 
 fn stats(avg: f64, p50: f64, p99: f64) -> Stats {
     Stats {
@@ -83,8 +84,8 @@ fn write_sweep(dir: &Path, levels: &[LevelSummary], started: u64) {
         .unwrap();
         dirs.push(d);
     }
-    let verdict = ttftbench::report::verdict::verdict(levels);
-    let knee = ttftbench::report::knee::analyze(levels, 0.1);
+    let verdict = ttftbench::analysis::verdict::verdict(levels);
+    let knee = ttftbench::analysis::knee::analyze(levels, 0.1);
     let doc = ttftbench::artifact::summary::with_decisions(
         ttftbench::artifact::summary::json(levels, &dirs, &verdict, &cfg),
         dir,

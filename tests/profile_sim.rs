@@ -6,8 +6,8 @@
 mod common;
 
 use common::*;
+use ttftbench::metrics::Metric;
 use ttftbench::sim::{EngineConfig, FaultConfig, SimConfig};
-use ttftbench::stats::Metric;
 
 /// At concurrency 1 with [`round_engine`] and 100 input tokens: first token after 25 ms, then
 /// one token per 10 ms step.

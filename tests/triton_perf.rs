@@ -32,9 +32,9 @@ use clap::Parser;
 use serde_json::{Value, json};
 use ttftbench::cli::{Cli, Command};
 use ttftbench::load::Cancel;
+use ttftbench::load::Stimulus;
 use ttftbench::perf::plan::{PerfPlan, Protocol};
 use ttftbench::perf::{PerfLevel, PerfOutcome, inputs, report};
-use ttftbench::plan::Stimulus;
 
 /// One test at a time against the server: timing assertions need the 2 cores.
 static SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -18,10 +18,11 @@ use std::path::Path;
 use clap::Parser;
 use serde_json::Value;
 use ttftbench::cli::{Cli, Command};
+use ttftbench::error::UsageError;
 use ttftbench::load::Cancel;
-use ttftbench::plan::{RunPlan, UsageError};
+use ttftbench::metrics::Metric;
+use ttftbench::plan::RunPlan;
 use ttftbench::run::{Outcome, Ui};
-use ttftbench::stats::Metric;
 
 /// One test at a time against the server: timing assertions need the 2 cores.
 static SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -25,8 +25,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::metrics::{Metric, Stats};
 use crate::server_metrics::ServerDelta;
-use crate::stats::{LevelSummary, Metric, Stats};
+use crate::stats::LevelSummary;
 
 /// Header of the distribution section.
 pub const CSV_DIST_HEADER: &str = "Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,unit";
@@ -242,7 +243,7 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Stimulus;
+    use crate::load::Stimulus;
     use crate::stats::{ErrorCount, LevelStats};
 
     fn st(base: f64) -> Stats {

@@ -13,7 +13,8 @@ use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde_json::{Map, Value, json};
 
-use crate::stats::{Aggregate, Dist, Metric, SIGFIG, Unit};
+use crate::metrics::{Metric, Unit};
+use crate::stats::{Aggregate, Dist, SIGFIG};
 
 fn stored_unit(m: Metric) -> &'static str {
     match m.unit() {

@@ -16,7 +16,8 @@ pub mod timeline;
 
 use std::path::{Path, PathBuf};
 
-use crate::plan::{RunPlan, Stimulus};
+use crate::load::Stimulus;
+use crate::plan::RunPlan;
 
 /// File names inside a level directory.
 pub const CSV_FILE: &str = "profile_export_genai_perf.csv";

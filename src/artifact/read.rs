@@ -20,9 +20,11 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
 use super::{JSON_FILE, SUMMARY_JSON_FILE};
-use crate::plan::{Stimulus, UsageError};
+use crate::error::UsageError;
+use crate::load::Stimulus;
+use crate::metrics::{Metric, Stats};
 use crate::server_metrics::ServerDelta;
-use crate::stats::{ErrorCount, LevelStats, LevelSummary, Metric, Stats};
+use crate::stats::{ErrorCount, LevelStats, LevelSummary};
 
 /// An SLO check as recorded in a level's JSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +71,7 @@ pub struct Run {
 
 impl RecordedSlo {
     /// The record of a check made in this process.
-    pub fn from_result(r: &crate::slo::SloResult) -> RecordedSlo {
+    pub fn from_result(r: &crate::analysis::slo::SloResult) -> RecordedSlo {
         RecordedSlo {
             objective: r.slo.to_string(),
             actual: r.actual,
@@ -184,7 +186,7 @@ fn server_from(v: &Value) -> Option<ServerDelta> {
 /// The load level from the JSON's `level` block; for a request rate, the arrival process and
 /// in-flight cap come from the recorded plan (`input_config.levels`) when it has them.
 fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimulus> {
-    use crate::plan::Arrival;
+    use crate::load::Arrival;
     let kind = level.get("stimulus").and_then(Value::as_str).unwrap_or("");
     let value = level.get("value").and_then(Value::as_f64);
     match (kind, value) {
@@ -627,7 +629,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
         let stimulus = if rate {
             Stimulus::RequestRate {
                 rate: load,
-                arrival: crate::plan::Arrival::Constant,
+                arrival: crate::load::Arrival::Constant,
                 max_inflight: 1024,
             }
         } else if load >= 1.0 && load.fract() == 0.0 && load <= f64::from(u32::MAX) {
@@ -843,7 +845,7 @@ mod tests {
             l.summary.stimulus,
             Stimulus::RequestRate {
                 rate: 2.5,
-                arrival: crate::plan::Arrival::Gamma { shape: 0.5 },
+                arrival: crate::load::Arrival::Gamma { shape: 0.5 },
                 max_inflight: 64
             }
         );
@@ -858,7 +860,7 @@ mod tests {
         let l = &levels[1].summary;
         assert_eq!(l.stimulus, Stimulus::Concurrency(4));
         assert_eq!(l.stats.request_throughput, 1900.0);
-        use crate::slo::{MetricRef, MetricSource, Stat, SystemMetric};
+        use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
         assert_eq!(
             l.metric(MetricRef::Dist(Metric::RequestLatency, Stat::P99)),
             Some(3.1)

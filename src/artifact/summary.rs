@@ -6,14 +6,15 @@
 //! and queue share (empty when the server's metrics were not available), request and error
 //! counts. Values are plain decimals; a missing value is an empty cell.
 
-use crate::stats::{LevelSummary, Metric};
+use crate::metrics::Metric;
+use crate::stats::LevelSummary;
 
 /// Header line of `summary.csv`.
 pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count";
 
 /// Two decimals; an empty cell for a missing value.
 fn cell(v: Option<f64>) -> String {
-    crate::report::fixed_or(v, 2, "")
+    crate::analysis::text::fixed_or(v, 2, "")
 }
 
 /// The file's text.
@@ -21,13 +22,12 @@ pub fn csv(levels: &[LevelSummary]) -> String {
     let mut out = String::from(HEADER);
     out.push('\n');
     for l in levels {
-        let get =
-            |m: Metric, f: fn(&crate::stats::Stats) -> f64| crate::report::shown_stat(l, m).map(f);
+        let get = |m: Metric, f: fn(&crate::metrics::Stats) -> f64| l.shown_stat(m).map(f);
         let server = l.server.as_ref();
         let row = [
             l.stimulus.name(),
             l.stimulus.kind().to_string(),
-            crate::report::load_text(l.stimulus.value()),
+            crate::analysis::text::load_text(l.stimulus.value()),
             cell(get(Metric::TimeToFirstToken, |s| s.avg)),
             cell(get(Metric::TimeToFirstToken, |s| s.p50)),
             cell(get(Metric::TimeToFirstToken, |s| s.p99)),
@@ -55,14 +55,14 @@ pub fn csv(levels: &[LevelSummary]) -> String {
 pub fn json(
     levels: &[LevelSummary],
     dirs: &[std::path::PathBuf],
-    verdict: &crate::report::verdict::Verdict,
+    verdict: &crate::analysis::verdict::Verdict,
     input_config: &serde_json::Value,
 ) -> serde_json::Value {
     let rows: Vec<serde_json::Value> = levels
         .iter()
         .zip(dirs)
         .map(|(l, d)| {
-            let stat = |m: Metric| crate::report::shown_stat(l, m);
+            let stat = |m: Metric| l.shown_stat(m);
             serde_json::json!({
                 "name": l.stimulus.name(),
                 "stimulus": l.stimulus.kind(),
@@ -86,14 +86,14 @@ pub fn json(
 
 /// Adds what the sweep decided to the document from [`json`]: `ttftbench_version`; per level its
 /// `path` relative to the sweep directory (so the tree can be moved and still be read) and its
-/// `slo` checks; the sweep's `knee` (see [`crate::report::knee`]); and
+/// `slo` checks; the sweep's `knee` (see [`crate::analysis::knee`]); and
 /// `slo: {checked, passed, failed: [{level, objective, actual, unit}]}` when objectives were given.
 pub fn with_decisions(
     mut doc: serde_json::Value,
     sweep_dir: &std::path::Path,
     dirs: &[std::path::PathBuf],
-    slo: &[Vec<crate::slo::SloResult>],
-    knee: &crate::report::knee::Analysis,
+    slo: &[Vec<crate::analysis::slo::SloResult>],
+    knee: &crate::analysis::knee::Analysis,
 ) -> serde_json::Value {
     if let Some(rows) = doc.get_mut("levels").and_then(|v| v.as_array_mut()) {
         for (i, row) in rows.iter_mut().enumerate() {
@@ -104,7 +104,7 @@ pub fn with_decisions(
                 obj.insert("path".into(), rel.display().to_string().into());
             }
             if let Some(r) = slo.get(i).filter(|r| !r.is_empty()) {
-                obj.insert("slo".into(), crate::slo::json(r));
+                obj.insert("slo".into(), crate::analysis::slo::json(r));
             }
         }
     }
@@ -152,9 +152,10 @@ pub fn with_decisions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Stimulus;
+    use crate::load::Stimulus;
+    use crate::metrics::Stats;
     use crate::server_metrics::ServerDelta;
-    use crate::stats::{LevelStats, Stats};
+    use crate::stats::LevelStats;
 
     fn level(c: u32, ttft: f64, server: Option<ServerDelta>) -> LevelSummary {
         let s = |avg: f64| Stats {
@@ -199,13 +200,13 @@ mod tests {
             std::path::PathBuf::from("./bench/T/c1"),
             std::path::PathBuf::from("./bench/T/c8"),
         ];
-        let slos = [crate::slo::parse("time_to_first_token.p99<=100ms").unwrap()];
-        let results: Vec<Vec<crate::slo::SloResult>> = levels
+        let slos = [crate::metrics::parse("time_to_first_token.p99<=100ms").unwrap()];
+        let results: Vec<Vec<crate::analysis::slo::SloResult>> = levels
             .iter()
-            .map(|l| crate::slo::evaluate(&slos, l))
+            .map(|l| crate::analysis::slo::evaluate(&slos, l))
             .collect();
-        let knee = crate::report::knee::analyze(&levels, 0.1);
-        let verdict = crate::report::verdict::verdict(&levels);
+        let knee = crate::analysis::knee::analyze(&levels, 0.1);
+        let verdict = crate::analysis::verdict::verdict(&levels);
         let doc = with_decisions(
             json(&levels, &dirs, &verdict, &serde_json::json!({})),
             std::path::Path::new("./bench/T"),

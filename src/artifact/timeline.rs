@@ -86,7 +86,7 @@ impl Timeline {
         // A summary reads ten quantiles off the histogram: one per distribution, not one per cell.
         let summarize = |d: &Dist| (d.count() > 0).then(|| d.stats(1e-6));
         let (latency, ttft) = (summarize(&b.latency), summarize(&b.ttft));
-        let ms = |s: Option<&crate::stats::Stats>, f: fn(&crate::stats::Stats) -> f64| {
+        let ms = |s: Option<&crate::metrics::Stats>, f: fn(&crate::metrics::Stats) -> f64| {
             s.map_or_else(String::new, |s| format!("{:.3}", f(s)))
         };
         writeln!(

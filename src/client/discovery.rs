@@ -4,7 +4,8 @@
 use serde_json::Value;
 
 use super::error_chain;
-use crate::plan::{Api, Target, UsageError};
+use crate::error::UsageError;
+use crate::target::{Api, Target};
 use crate::workload::tensor::ModelInfo;
 
 /// Why the target cannot be profiled.

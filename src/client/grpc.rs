@@ -18,9 +18,10 @@ use tonic::{Code, Status};
 
 use super::wire::{read_infer_response, read_stream_response, request_id_field};
 use super::{Exchange, error_chain};
-use crate::plan::{Target, UsageError};
+use crate::error::UsageError;
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use crate::record::{Clock, ErrorKind, RequestError};
+use crate::target::Target;
 use crate::workload::tensor::{DataType, ModelInfo, TensorSpec};
 
 const STREAM_PATH: &str = "/inference.GRPCInferenceService/ModelStreamInfer";

@@ -12,8 +12,8 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use super::events::parse_event;
 use super::h1::{self, H1Target};
 use super::{Exchange, error_chain};
-use crate::plan::Target;
 use crate::record::{Clock, ErrorKind, RequestError};
+use crate::target::Target;
 
 /// Installs rustls' ring provider once per process (reqwest is built without a default provider).
 pub fn install_tls_provider() {

@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 
 use super::pacer::Pacer;
 use super::{Cancel, Halt};
-use crate::plan::Stop;
+use crate::load::Stop;
 use crate::record::Clock;
 
 /// A request that is due.
@@ -178,7 +178,7 @@ fn lower_timer_slack() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::pacer::Arrival;
+    use crate::load::Arrival;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn releases_on_schedule_and_finishes() {

@@ -12,8 +12,10 @@
 pub mod dispatch;
 pub mod pacer;
 pub mod queue;
+pub mod stimulus;
 
 pub use queue::{RecordSink, RecordSource, record_queue};
+pub use stimulus::{Arrival, Stimulus, Stop, StopRule};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +25,6 @@ use crossbeam_queue::ArrayQueue;
 use tokio::sync::watch;
 
 use crate::client::{Client, Exchange};
-use crate::plan::{Stimulus, Stop};
 use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord};
 use crate::workload::Dataset;
 use crate::workload::tokenizer::Tokenizer;

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::plan::{DataSource, ParamValue, PerfPlan, Protocol};
 use crate::client::Payload;
-use crate::plan::UsageError;
+use crate::error::UsageError;
 use crate::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use crate::proto::{InferParameter, ModelInferRequest, infer_parameter::ParameterChoice};
 use crate::workload::tensor::{

@@ -27,11 +27,13 @@ use crate::artifact::timeline::Timeline;
 use crate::client::discovery::PreflightError;
 use crate::client::grpc::{self, GrpcClient, ResponseMode};
 use crate::client::{Client, HttpClient};
+use crate::error::UsageError;
 use crate::load::{Cancel, Completed, Halt, PhaseSpec, Shared, gap_pool, run_phase};
-use crate::plan::{Stimulus, Stop, UsageError};
+use crate::load::{Stimulus, Stop};
+use crate::metrics::{Metric, Stats};
 use crate::record::{Clock, Phase};
 use crate::server_metrics::{ServerProbe, StatsSnapshot, StatsSource};
-use crate::stats::{Aggregate, Metric, Stats};
+use crate::stats::Aggregate;
 use crate::workload::tensor::ModelInfo;
 use crate::workload::tokenizer::Tokenizer;
 use plan::{PerfPlan, Protocol, WindowRule};
@@ -131,15 +133,15 @@ pub struct PerfLevel {
     /// frequent first): what Triton said, so a failing run says why.
     pub errors: Vec<crate::stats::ErrorCount>,
     /// `--slo` results.
-    pub slo: Vec<crate::slo::SloResult>,
+    pub slo: Vec<crate::analysis::slo::SloResult>,
 }
 
-impl crate::slo::MetricSource for PerfLevel {
+impl crate::metrics::MetricSource for PerfLevel {
     /// perf's latencies are request latencies (and time to first response when streaming), in
     /// ms like every time objective; throughput is inferences per second.
-    fn metric(&self, m: crate::slo::MetricRef) -> Option<f64> {
-        use crate::slo::{MetricRef, SystemMetric};
-        let ms = |s: &Stats, stat: crate::slo::Stat| stat.of(s) / 1e6;
+    fn metric(&self, m: crate::metrics::MetricRef) -> Option<f64> {
+        use crate::metrics::{MetricRef, SystemMetric};
+        let ms = |s: &Stats, stat: crate::metrics::Stat| stat.of(s) / 1e6;
         match m {
             MetricRef::Dist(Metric::RequestLatency, stat) => Some(ms(&self.latency, stat)),
             MetricRef::Dist(Metric::TimeToFirstToken, stat) => {
@@ -236,12 +238,12 @@ pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
         return Ok(1);
     }
     if !plan.slos.is_empty() {
-        let named: Vec<(String, Vec<crate::slo::SloResult>)> = outcome
+        let named: Vec<(String, Vec<crate::analysis::slo::SloResult>)> = outcome
             .levels
             .iter()
             .map(|l| (l.stimulus.name(), l.slo.clone()))
             .collect();
-        for line in crate::slo::console_lines(&named) {
+        for line in crate::analysis::slo::console_lines(&named) {
             println!("{line}");
         }
         if outcome
@@ -434,7 +436,7 @@ async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, Server
         }
         Protocol::Http => {
             let mut target = t.clone();
-            target.api = crate::plan::Api::Infer;
+            target.api = crate::target::Api::Infer;
             let info = crate::client::discovery::model_info_http_version(
                 &http,
                 &target,
@@ -612,7 +614,7 @@ async fn measure_level(
     let mut level = merge(
         plan, stimulus, &windows, measured, stable, first_snap, last_snap,
     );
-    level.slo = crate::slo::evaluate(&plan.slos, &level);
+    level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
     Ok(level)
 }
 

@@ -6,10 +6,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::{MeasurementModeArg, PerfArgs, ProtocolArg, TensorFormatArg};
-use crate::plan::{
-    Api, Backend, MetricsSource, Stimulus, Target, UsageError, normalize_url, parse_header,
-    redact_command_line,
-};
+use crate::error::UsageError;
+use crate::load::Stimulus;
+use crate::server_metrics::MetricsSource;
+use crate::target::{Api, Backend, Target, normalize_url, parse_header, redact_command_line};
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -140,7 +140,7 @@ pub struct PerfPlan {
     /// Random seed.
     pub seed: u64,
     /// `--slo` objectives, checked on every level.
-    pub slos: Vec<crate::slo::Slo>,
+    pub slos: Vec<crate::metrics::Slo>,
     /// Print every window.
     pub verbose: bool,
     /// The command line, secrets redacted.
@@ -358,7 +358,7 @@ impl PerfPlan {
             slos: a
                 .slo
                 .iter()
-                .map(|s| crate::slo::parse(s).map_err(UsageError))
+                .map(|s| crate::metrics::parse(s).map_err(UsageError))
                 .collect::<Result<Vec<_>, _>>()?,
             verbose: a.verbose,
             command_line: redact_command_line(argv),
@@ -561,7 +561,7 @@ pub fn parse_range_f64(raw: &str, flag: &str) -> Result<Vec<f64>, UsageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Arrival;
+    use crate::load::Arrival;
     use clap::Parser;
 
     fn plan(args: &[&str]) -> Result<PerfPlan, UsageError> {

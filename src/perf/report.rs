@@ -12,7 +12,7 @@
 //! Network+Server Send/Recv = max(0, avg latency − send − recv − server queue − server compute).
 
 use super::{PerfLevel, ServerView};
-use crate::plan::Stimulus;
+use crate::load::Stimulus;
 
 /// C++ `ostream << double` default formatting: 6 significant digits, no trailing zeros.
 pub fn g6(v: f64) -> String {
@@ -372,7 +372,7 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Stats;
+    use crate::metrics::Stats;
 
     #[test]
     fn g6_like_cpp() {
@@ -483,7 +483,7 @@ mod tests {
         let mut l = lvl(1, 99.5, 2000.0, false);
         l.stimulus = Stimulus::RequestRate {
             rate: 100.0,
-            arrival: crate::plan::Arrival::Constant,
+            arrival: crate::load::Arrival::Constant,
             max_inflight: 8,
         };
         l.streaming = true;

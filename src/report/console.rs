@@ -1,7 +1,8 @@
 //! What a person sees on the terminal: the sweep table, GenAI-Perf's per-level metric table,
 //! and error summaries. Pure functions of summaries, so their exact text is tested.
 
-use crate::stats::{LevelSummary, Metric};
+use crate::metrics::Metric;
+use crate::stats::LevelSummary;
 
 /// Column alignment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +55,7 @@ pub fn table(headers: &[&str], aligns: &[Align], rows: &[Vec<String>]) -> String
 
 /// Milliseconds with two decimals; `-` for a missing value.
 fn ms(v: Option<f64>) -> String {
-    super::fixed_or(v, 2, "-")
+    crate::analysis::text::fixed_or(v, 2, "-")
 }
 
 /// The sweep table: one row per level. Open-loop levels add TTFT p99 measured from each
@@ -69,7 +70,7 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     };
     let open_loop = levels
         .iter()
-        .any(|l| matches!(l.stimulus, crate::plan::Stimulus::RequestRate { .. }));
+        .any(|l| matches!(l.stimulus, crate::load::Stimulus::RequestRate { .. }));
     let mut headers = vec![kind_title, "TTFT avg (ms)", "TTFT p99 (ms)"];
     if open_loop {
         headers.push("TTFT p99 intended (ms)");
@@ -84,8 +85,8 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     let rows: Vec<Vec<String>> = levels
         .iter()
         .map(|l| {
-            let get = |m: Metric| super::shown_stat(l, m);
-            let mut value = super::load_text(l.stimulus.value());
+            let get = |m: Metric| l.shown_stat(m);
+            let mut value = crate::analysis::text::load_text(l.stimulus.value());
             if l.interrupted {
                 value.push_str(" (interrupted)");
             }
@@ -179,8 +180,9 @@ pub fn error_lines(l: &LevelSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Stimulus;
-    use crate::stats::{ErrorCount, LevelStats, Stats};
+    use crate::load::Stimulus;
+    use crate::metrics::Stats;
+    use crate::stats::{ErrorCount, LevelStats};
 
     fn level(c: u32, ttft: f64, errors: u64) -> LevelSummary {
         let s = |avg: f64| Stats {
@@ -247,7 +249,7 @@ Concurrency  TTFT avg (ms)  TTFT p99 (ms)  ITL avg (ms)  Output tok/s  Req/s  Se
             let mut l = level(1, ttft, 0);
             l.stimulus = Stimulus::RequestRate {
                 rate: r,
-                arrival: crate::plan::Arrival::Poisson,
+                arrival: crate::load::Arrival::Poisson,
                 max_inflight: 1024,
             };
             l.stats.metrics.push((

@@ -14,11 +14,12 @@
 
 use std::fmt::Write as _;
 
-use super::knee;
 use super::svg::{self, Chart, Mark, Pt, Series, XScale, esc};
+use crate::analysis::knee;
 use crate::artifact::read::{LoadedLevel, Run};
-use crate::slo::{MetricRef, MetricSource, Stat, SystemMetric};
-use crate::stats::{LevelSummary, Metric};
+use crate::metrics::Metric;
+use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
+use crate::stats::LevelSummary;
 
 /// File name of the report.
 pub const REPORT_FILE: &str = "report.html";
@@ -353,7 +354,7 @@ fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
             &cats,
             &[("queue".into(), queue), ("compute".into(), compute)],
             Some((
-                crate::report::verdict::QUEUE_SHARE_LIMIT,
+                crate::analysis::verdict::QUEUE_SHARE_LIMIT,
                 "50%: tune scheduling above".into(),
             )),
         ),
@@ -404,7 +405,7 @@ fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
 
 /// `digits` decimals; an en dash for a missing value.
 fn cell(v: Option<f64>, digits: usize) -> String {
-    super::fixed_or(v, digits, "–")
+    crate::analysis::text::fixed_or(v, digits, "–")
 }
 
 fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: Option<&str>) {
@@ -566,7 +567,7 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
     out.push_str("<div class=\"decision\">\n");
     let _ = writeln!(out, "<p><strong>{}</strong></p>", esc(&k.recommendation));
     if summaries.len() > 1 {
-        for line in crate::report::verdict::verdict(&summaries).lines {
+        for line in crate::analysis::verdict::verdict(&summaries).lines {
             let _ = writeln!(out, "<p>{}</p>", esc(&line));
         }
     }
@@ -756,7 +757,7 @@ fn trend(out: &mut String, runs: &[Run]) {
 /// The newest run against the one before, with the seeds' rule: throughput down more than 5 %
 /// or p99 up more than 10 % is worth investigating.
 fn changes(out: &mut String, prev: &Run, last: &Run) {
-    let cmp = crate::compare::compare(prev, last, &crate::compare::Rules::seeds());
+    let cmp = crate::report::compare::compare(prev, last, &crate::report::compare::Rules::seeds());
     let _ = writeln!(
         out,
         "<h3>{} compared with {}</h3>",
@@ -773,7 +774,7 @@ fn changes(out: &mut String, prev: &Run, last: &Run) {
             format!("{regressed} changes crossed it (marked below).")
         }
     );
-    out.push_str(&crate::compare::html_table(&cmp));
+    out.push_str(&crate::report::compare::html_table(&cmp));
 }
 
 /// The whole page for `runs` (oldest first).
@@ -834,8 +835,9 @@ mod tests {
     use super::*;
 
     use crate::artifact::read::{LoadedLevel, RecordedSlo, run_from};
-    use crate::plan::Stimulus;
-    use crate::stats::{LevelStats, Stats};
+    use crate::load::Stimulus;
+    use crate::metrics::Stats;
+    use crate::stats::LevelStats;
 
     fn level(c: u32, ttft_p99: f64, tput: f64, slo_passed: Option<bool>) -> LoadedLevel {
         let st = |p99: f64| Stats {

@@ -12,7 +12,25 @@ use std::time::Duration as StdDuration;
 use serde::Serialize;
 
 use crate::client::grpc;
-use crate::plan::MetricsSource;
+
+/// Where the server's own metrics come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricsSource {
+    /// Try this URL; silently absent when it does not answer.
+    Auto(String),
+    /// The user asked for this URL; say so when it fails.
+    Url(String),
+}
+
+impl MetricsSource {
+    /// The URL to scrape.
+    pub fn url(&self) -> &str {
+        match self {
+            MetricsSource::Auto(u) | MetricsSource::Url(u) => u,
+        }
+    }
+}
 
 /// Cumulative per-model counters at one instant.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

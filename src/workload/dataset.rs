@@ -10,7 +10,9 @@ use super::prompts::{self, LengthSampler, Prompt};
 use super::tensor::ModelInfo;
 use super::tokenizer::Tokenizer;
 use crate::client::Payload;
-use crate::plan::{Api, PromptSource, RunPlan};
+use crate::plan::RunPlan;
+use crate::target::Api;
+use crate::workload::PromptSource;
 
 /// One prepared request.
 #[derive(Debug, Clone)]

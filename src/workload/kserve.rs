@@ -21,9 +21,10 @@ use std::collections::HashMap;
 use prost::Message;
 
 use super::tensor::{DataType, ModelInfo, encode_bytes_elements, encode_scalar};
-use crate::plan::{Backend, UsageError};
+use crate::error::UsageError;
 use crate::proto::model_infer_request::InferInputTensor;
 use crate::proto::{InferParameter, ModelInferRequest, infer_parameter::ParameterChoice};
+use crate::target::Backend;
 
 /// Default `max_tokens` for TensorRT-LLM when the user gives no output length (GenAI-Perf's).
 pub const DEFAULT_TRTLLM_MAX_TOKENS: u32 = 256;

@@ -3,7 +3,9 @@
 pub mod dataset;
 pub mod kserve;
 pub mod prompts;
+pub mod spec;
 pub mod tensor;
 pub mod tokenizer;
 
 pub use dataset::{Dataset, Entry};
+pub use spec::{OutputLength, PromptSource, WorkloadPlan};

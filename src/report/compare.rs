@@ -29,10 +29,11 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use crate::artifact::read::Run;
+use crate::metrics::Metric;
+use crate::metrics::{Kind, MetricRef, MetricSource, Stat, SystemMetric, parse_value, trim_num};
 use crate::report::console::{Align, table};
 use crate::report::svg::esc;
-use crate::slo::{Kind, MetricRef, MetricSource, Stat, SystemMetric, parse_value, trim_num};
-use crate::stats::{LevelSummary, Metric};
+use crate::stats::LevelSummary;
 
 /// How far a metric may move.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,8 +16,9 @@
 
 use serde::Serialize;
 
-use crate::slo::{MetricRef, MetricSource, Stat, SystemMetric};
-use crate::stats::{LevelSummary, Metric};
+use crate::metrics::Metric;
+use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
+use crate::stats::LevelSummary;
 
 /// Default `--knee-min-gain`: beyond the knee, throughput grows by less than 10 %.
 pub const DEFAULT_MIN_GAIN: f64 = 0.10;
@@ -177,7 +178,7 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
         let sent = l.validity.achieved_rate.unwrap_or(0.0);
         let lag = format!(
             "at {kind} {} the server completed {:.2} requests/s of the {:.2} sent: its queue grows for as long as the load lasts",
-            super::load_text(l.stimulus.value()),
+            super::text::load_text(l.stimulus.value()),
             l.stats.request_throughput,
             sent
         );
@@ -190,7 +191,7 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
                 "knee at {kind} {load}: max sustainable {kind} ≈ {load} at {lat_name} ≤ {:.1} ms ({:.1} {tput_unit}); {lag}",
                 p.p99,
                 p.throughput,
-                load = super::load_text(p.load),
+                load = super::text::load_text(p.load),
             )
         };
         return Analysis {
@@ -213,7 +214,7 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
                 p.throughput,
                 gain * 100.0,
                 max_l,
-                load = super::load_text(p.load),
+                load = super::text::load_text(p.load),
             )
         }
         Finding::TooFewLevels if levels.len() <= 1 => {
@@ -226,13 +227,13 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
             let last = points.last().map_or(0.0, |p| p.load);
             format!(
                 "no knee up to {kind} {}: {tput_label} still grew {:+.0}% over the last step; extend the sweep to higher {kind} to find it",
-                super::load_text(last),
+                super::text::load_text(last),
                 last_gain * 100.0
             )
         }
         Finding::LatencyFlat(k) => format!(
             "no knee: {tput_label} stopped growing after {kind} {} but {lat_name} did not rise by more than {pct}",
-            super::load_text(points[k].load)
+            super::text::load_text(points[k].load)
         ),
     };
     Analysis {
@@ -264,7 +265,7 @@ fn knee_at(l: &LevelSummary, p: Point, later: &[Point]) -> Knee {
 /// An open-loop level whose server completed under 90 % of the requests per second actually
 /// sent (not the nominal rate: a Poisson schedule sends more or fewer by chance).
 fn falls_behind(l: &LevelSummary) -> bool {
-    matches!(l.stimulus, crate::plan::Stimulus::RequestRate { .. })
+    matches!(l.stimulus, crate::load::Stimulus::RequestRate { .. })
         && l.validity
             .achieved_rate
             .is_some_and(|sent| sent > 0.0 && l.stats.request_throughput < 0.9 * sent)
@@ -273,8 +274,9 @@ fn falls_behind(l: &LevelSummary) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Stimulus;
-    use crate::stats::{LevelStats, Stats};
+    use crate::load::Stimulus;
+    use crate::metrics::Stats;
+    use crate::stats::LevelStats;
 
     fn pts(t: &[f64], l: &[f64]) -> Vec<Point> {
         t.iter()
@@ -450,7 +452,7 @@ mod tests {
             let mut l = level(1, done * 50.0, Some(p99), 10);
             l.stimulus = Stimulus::RequestRate {
                 rate: r,
-                arrival: crate::plan::Arrival::Poisson,
+                arrival: crate::load::Arrival::Poisson,
                 max_inflight: 1024,
             };
             l.stats.request_throughput = done;

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+pub use crate::metrics::Validity;
 
 /// Process CPU above this share of all cores means the generator itself was saturated.
 pub const MAX_CPU_SHARE: f64 = 0.90;
@@ -19,46 +19,6 @@ pub const MAX_CAPPED_SHARE: f64 = 0.01;
 pub const MAX_STALL_MS: f64 = 50.0;
 /// Default bound on the 99th percentile of send lag (open loop), in ms.
 pub const DEFAULT_MAX_SEND_LAG_MS: f64 = 2.0;
-
-/// The verdict on one level, with the measurements behind it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Validity {
-    /// Whether every check passed.
-    pub trustworthy: bool,
-    /// Why not, in words (empty when trustworthy).
-    pub reasons: Vec<String>,
-    /// The generator process's CPU use over the measurement, as a share of all cores (0–1).
-    pub cpu_share: Option<f64>,
-    /// Cores available to the process.
-    pub cores: usize,
-    /// Open loop: 99th percentile of send lag (actual minus intended send), ms.
-    pub send_lag_p99_ms: Option<f64>,
-    /// Open loop: requests per second asked for.
-    pub requested_rate: Option<f64>,
-    /// Open loop: requests per second actually released.
-    pub achieved_rate: Option<f64>,
-    /// Open loop: requests that waited for a free worker (the in-flight cap).
-    pub delayed_by_cap: u64,
-    /// Longest the async runtime fell behind its 10 ms tick, ms.
-    pub max_stall_ms: Option<f64>,
-}
-
-impl Default for Validity {
-    fn default() -> Self {
-        Validity {
-            trustworthy: true,
-            reasons: Vec::new(),
-            cpu_share: None,
-            cores: 0,
-            send_lag_p99_ms: None,
-            requested_rate: None,
-            achieved_rate: None,
-            delayed_by_cap: 0,
-            max_stall_ms: None,
-        }
-    }
-}
 
 /// What was observed during a level.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -86,7 +86,7 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
         format!(
             "{} {}",
             l.stimulus.kind(),
-            super::load_text(l.stimulus.value())
+            super::text::load_text(l.stimulus.value())
         )
     };
     for w in with.windows(2) {
@@ -114,7 +114,7 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
         v.lines.push(format!(
             "{} → {}: queue {dq:+.1} ms, compute {dc:+.1} ms — {what}",
             label(a),
-            super::load_text(b.stimulus.value())
+            super::text::load_text(b.stimulus.value())
         ));
         v.steps.push(Step {
             from: a.stimulus.name(),
@@ -129,7 +129,7 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
     let covered: Vec<f64> = with
         .iter()
         .filter_map(|(l, _, _)| {
-            let client = l.stats.get(crate::stats::Metric::RequestLatency)?.avg;
+            let client = l.stats.get(crate::metrics::Metric::RequestLatency)?.avg;
             let server = l.server.as_ref()?.avg_request_ms;
             (client > 0.0).then_some(server / client)
         })
@@ -160,7 +160,7 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Stimulus;
+    use crate::load::Stimulus;
     use crate::server_metrics::ServerDelta;
     use crate::stats::LevelStats;
 
@@ -238,8 +238,8 @@ mod tests {
         let mut levels = [level(1, Some(0.2), 0.3), level(8, Some(3.0), 0.3)];
         for l in levels.iter_mut() {
             l.stats.metrics.push((
-                crate::stats::Metric::RequestLatency,
-                crate::stats::Stats {
+                crate::metrics::Metric::RequestLatency,
+                crate::metrics::Stats {
                     count: 1,
                     avg: 140.0,
                     ..Default::default()

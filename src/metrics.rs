@@ -1,4 +1,9 @@
-//! Service-level objectives on a finished level: `--slo "time_to_first_token.p99<=500ms"`.
+//! The vocabulary of measurement: per-request metrics and their units, the statistics of a
+//! distribution, level-wide metrics, the objectives written on them (`--slo`, `--goodput`,
+//! `compare --threshold`), the source trait that SLO, knee and compare code read, and the
+//! validity verdict every level carries.
+//!
+//! Objectives: `--slo "time_to_first_token.p99<=500ms"`.
 //!
 //! Grammar (whitespace around the operator is allowed):
 //!
@@ -23,10 +28,282 @@
 
 use std::fmt;
 
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
-use crate::stats::{LevelSummary, Metric, Stats};
+use crate::record::RequestRecord;
+
+/// A per-request metric with a distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// First content-bearing response minus the actual send.
+    TimeToFirstToken,
+    /// Second content-bearing response minus the first.
+    TimeToSecondToken,
+    /// Last content-bearing response minus the actual send.
+    RequestLatency,
+    /// (latency − TTFT) / (OSL − 1) per request.
+    InterTokenLatency,
+    /// 1 / ITL per request.
+    OutputTokenThroughputPerUser,
+    /// Output tokens per request.
+    OutputSequenceLength,
+    /// Input tokens per request.
+    InputSequenceLength,
+    /// First response byte minus the actual send.
+    TimeToFirstByte,
+    /// Every gap between consecutive content-bearing responses, pooled over requests.
+    InterChunkLatency,
+    /// First token minus the intended send time (coordinated-omission corrected).
+    TimeToFirstTokenIntended,
+    /// Last token minus the intended send time (coordinated-omission corrected).
+    RequestLatencyIntended,
+    /// Actual send minus intended send.
+    SendLag,
+}
+
+/// How a metric's raw integer samples are stored and shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Stored in ns, shown in ms.
+    Millis,
+    /// Stored and shown as whole tokens.
+    Tokens,
+    /// Stored in milli-tokens per second, shown in tokens/sec/user.
+    TokensPerSecPerUser,
+}
+
+impl Unit {
+    /// Label written in the `unit` column / field.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::Millis => "ms",
+            Unit::Tokens => "tokens",
+            Unit::TokensPerSecPerUser => "tokens/sec/user",
+        }
+    }
+
+    /// Factor from the stored integer to the shown value.
+    pub fn scale(self) -> f64 {
+        match self {
+            Unit::Millis => 1e-6,
+            Unit::Tokens => 1.0,
+            Unit::TokensPerSecPerUser => 1e-3,
+        }
+    }
+}
+
+impl Metric {
+    /// Every metric, in the order files list them (GenAI-Perf's order first).
+    pub const ALL: [Metric; 12] = [
+        Metric::TimeToFirstToken,
+        Metric::TimeToSecondToken,
+        Metric::RequestLatency,
+        Metric::InterTokenLatency,
+        Metric::OutputTokenThroughputPerUser,
+        Metric::OutputSequenceLength,
+        Metric::InputSequenceLength,
+        Metric::TimeToFirstByte,
+        Metric::InterChunkLatency,
+        Metric::TimeToFirstTokenIntended,
+        Metric::RequestLatencyIntended,
+        Metric::SendLag,
+    ];
+
+    /// The snake_case key used in CSV, JSON and `--goodput` / `--slo` expressions.
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::TimeToFirstToken => "time_to_first_token",
+            Metric::TimeToSecondToken => "time_to_second_token",
+            Metric::RequestLatency => "request_latency",
+            Metric::InterTokenLatency => "inter_token_latency",
+            Metric::OutputTokenThroughputPerUser => "output_token_throughput_per_user",
+            Metric::OutputSequenceLength => "output_sequence_length",
+            Metric::InputSequenceLength => "input_sequence_length",
+            Metric::TimeToFirstByte => "time_to_first_byte",
+            Metric::InterChunkLatency => "inter_chunk_latency",
+            Metric::TimeToFirstTokenIntended => "time_to_first_token_from_intended",
+            Metric::RequestLatencyIntended => "request_latency_from_intended",
+            Metric::SendLag => "send_lag",
+        }
+    }
+
+    /// Title-case label with unit, as GenAI-Perf's console shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::TimeToFirstToken => "Time To First Token (ms)",
+            Metric::TimeToSecondToken => "Time To Second Token (ms)",
+            Metric::RequestLatency => "Request Latency (ms)",
+            Metric::InterTokenLatency => "Inter Token Latency (ms)",
+            Metric::OutputTokenThroughputPerUser => {
+                "Output Token Throughput Per User (tokens/sec/user)"
+            }
+            Metric::OutputSequenceLength => "Output Sequence Length (tokens)",
+            Metric::InputSequenceLength => "Input Sequence Length (tokens)",
+            Metric::TimeToFirstByte => "Time To First Byte (ms)",
+            Metric::InterChunkLatency => "Inter Chunk Latency (ms)",
+            Metric::TimeToFirstTokenIntended => "Time To First Token From Intended Send (ms)",
+            Metric::RequestLatencyIntended => "Request Latency From Intended Send (ms)",
+            Metric::SendLag => "Send Lag (ms)",
+        }
+    }
+
+    /// Storage and display unit.
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::OutputSequenceLength | Metric::InputSequenceLength => Unit::Tokens,
+            Metric::OutputTokenThroughputPerUser => Unit::TokensPerSecPerUser,
+            _ => Unit::Millis,
+        }
+    }
+
+    /// Metrics that only mean something when responses stream token by token.
+    pub fn streaming_only(self) -> bool {
+        matches!(
+            self,
+            Metric::TimeToFirstToken
+                | Metric::TimeToSecondToken
+                | Metric::InterTokenLatency
+                | Metric::OutputTokenThroughputPerUser
+                | Metric::InterChunkLatency
+                | Metric::TimeToFirstTokenIntended
+        )
+    }
+
+    /// Metrics that only differ from their plain versions under an open-loop schedule.
+    pub fn open_loop_only(self) -> bool {
+        matches!(
+            self,
+            Metric::TimeToFirstTokenIntended | Metric::RequestLatencyIntended | Metric::SendLag
+        )
+    }
+
+    /// Parses a snake_case key (also accepts GenAI-Perf's legacy names).
+    pub fn from_key(key: &str) -> Option<Metric> {
+        let key = key.trim();
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.key() == key)
+            .or(match key {
+                "ttft" => Some(Metric::TimeToFirstToken),
+                "ttst" => Some(Metric::TimeToSecondToken),
+                "itl" => Some(Metric::InterTokenLatency),
+                "e2e_latency" | "latency" => Some(Metric::RequestLatency),
+                _ => None,
+            })
+    }
+
+    /// Position in [`Metric::ALL`], for arrays indexed by metric.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Summary statistics of one metric, in its display unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Samples.
+    pub count: u64,
+    /// Mean (exact, from running sums).
+    pub avg: f64,
+    /// Smallest sample (exact).
+    pub min: f64,
+    /// Largest sample (exact).
+    pub max: f64,
+    /// Population standard deviation (exact, from running sums).
+    pub std: f64,
+    /// Percentiles from the HDR histogram (0.1 % precision).
+    pub p1: f64,
+    #[allow(missing_docs)]
+    pub p5: f64,
+    #[allow(missing_docs)]
+    pub p10: f64,
+    #[allow(missing_docs)]
+    pub p25: f64,
+    #[allow(missing_docs)]
+    pub p50: f64,
+    #[allow(missing_docs)]
+    pub p75: f64,
+    #[allow(missing_docs)]
+    pub p90: f64,
+    #[allow(missing_docs)]
+    pub p95: f64,
+    #[allow(missing_docs)]
+    pub p99: f64,
+    #[allow(missing_docs)]
+    pub p999: f64,
+}
+
+impl Stats {
+    /// A named statistic (`avg`, `p99`, ...), for SLO and threshold expressions.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        Some(match name {
+            "avg" | "mean" => self.avg,
+            "min" => self.min,
+            "max" => self.max,
+            "std" => self.std,
+            "p1" => self.p1,
+            "p5" => self.p5,
+            "p10" => self.p10,
+            "p25" => self.p25,
+            "p50" | "median" => self.p50,
+            "p75" => self.p75,
+            "p90" => self.p90,
+            "p95" => self.p95,
+            "p99" => self.p99,
+            "p999" | "p99.9" => self.p999,
+            _ => return None,
+        })
+    }
+}
+
+/// A service-level objective on one per-request metric, used for goodput: a request is good when
+/// it meets every objective.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Objective {
+    /// Which metric.
+    pub metric: Metric,
+    /// Bound in the metric's display unit (ms for times, tokens/sec/user for per-user throughput).
+    pub bound: f64,
+}
+
+impl Objective {
+    /// Whether a request meets the objective. Time metrics must be at most the bound, throughput
+    /// at least; a metric the request does not have (ITL of a one-token answer) cannot be missed.
+    pub fn met_by(&self, rec: &RequestRecord) -> bool {
+        match per_request_value(self.metric, rec) {
+            None => true,
+            Some(v) => {
+                let shown = v as f64 * self.metric.unit().scale();
+                if self.metric == Metric::OutputTokenThroughputPerUser {
+                    shown >= self.bound
+                } else {
+                    shown <= self.bound
+                }
+            }
+        }
+    }
+}
+
+/// The stored-unit value of a per-request metric, when the request has one.
+pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
+    match metric {
+        Metric::TimeToFirstToken => rec.ttft_ns(),
+        Metric::TimeToSecondToken => rec.ttst_ns(),
+        Metric::RequestLatency => rec.latency_ns(),
+        Metric::InterTokenLatency => rec.itl_ns(),
+        Metric::OutputTokenThroughputPerUser => rec
+            .tokens_per_sec_per_user()
+            .map(|v| (v * 1e3).round() as u64),
+        Metric::OutputSequenceLength => Some(u64::from(rec.osl)),
+        Metric::InputSequenceLength => Some(u64::from(rec.isl)),
+        Metric::TimeToFirstByte => rec.ttfb_ns(),
+        Metric::InterChunkLatency => None,
+        Metric::TimeToFirstTokenIntended => rec.ttft_intended_ns(),
+        Metric::RequestLatencyIntended => rec.latency_intended_ns(),
+        Metric::SendLag => Some(rec.send_lag_ns()),
+    }
+}
 
 /// A statistic of a distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -293,9 +570,9 @@ impl MetricRef {
     pub fn kind(self) -> Kind {
         match self {
             MetricRef::Dist(m, _) => match m.unit() {
-                crate::stats::Unit::Millis => Kind::Time,
-                crate::stats::Unit::Tokens => Kind::Tokens,
-                crate::stats::Unit::TokensPerSecPerUser => Kind::PerUserRate,
+                crate::metrics::Unit::Millis => Kind::Time,
+                crate::metrics::Unit::Tokens => Kind::Tokens,
+                crate::metrics::Unit::TokensPerSecPerUser => Kind::PerUserRate,
             },
             MetricRef::System(s) => s.kind(),
         }
@@ -366,34 +643,6 @@ impl fmt::Display for MetricRef {
 pub trait MetricSource {
     /// The value in the metric's [`Kind`] unit, or `None` when the level has none.
     fn metric(&self, m: MetricRef) -> Option<f64>;
-}
-
-impl MetricSource for LevelSummary {
-    fn metric(&self, m: MetricRef) -> Option<f64> {
-        let st = &self.stats;
-        match m {
-            MetricRef::Dist(metric, stat) => crate::report::shown_stat(self, metric)
-                .filter(|s| s.count > 0)
-                .map(|s| stat.of(s)),
-            MetricRef::System(s) => match s {
-                SystemMetric::RequestThroughput => Some(st.request_throughput),
-                SystemMetric::OutputTokenThroughput => Some(st.output_token_throughput),
-                SystemMetric::TotalTokenThroughput => Some(st.total_token_throughput),
-                SystemMetric::RequestGoodput => st.request_goodput,
-                SystemMetric::ErrorRate => {
-                    let all = st.request_count + st.error_count;
-                    (all > 0).then(|| st.error_count as f64 / all as f64)
-                }
-                SystemMetric::ErrorCount => Some(st.error_count as f64),
-                SystemMetric::RequestCount => Some(st.request_count as f64),
-                SystemMetric::QueueShare => self.server.as_ref().and_then(|d| d.queue_share),
-                SystemMetric::ServerQueueTime => self.server.as_ref().and_then(|d| d.avg_queue_ms),
-                SystemMetric::ServerComputeTime => self.server.as_ref().map(|d| {
-                    d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms
-                }),
-            },
-        }
-    }
 }
 
 /// Comparison operator of an objective.
@@ -540,127 +789,49 @@ pub fn parse(raw: &str) -> Result<Slo, String> {
     Ok(Slo { metric, op, bound })
 }
 
-/// The outcome of one objective on one level.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SloResult {
-    /// The objective.
-    pub slo: Slo,
-    /// The level's value, when it has one.
-    pub actual: Option<f64>,
-    /// Whether the objective holds (a missing value does not).
-    pub passed: bool,
+/// The verdict on one level, with the measurements behind it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Validity {
+    /// Whether every check passed.
+    pub trustworthy: bool,
+    /// Why not, in words (empty when trustworthy).
+    pub reasons: Vec<String>,
+    /// The generator process's CPU use over the measurement, as a share of all cores (0–1).
+    pub cpu_share: Option<f64>,
+    /// Cores available to the process.
+    pub cores: usize,
+    /// Open loop: 99th percentile of send lag (actual minus intended send), ms.
+    pub send_lag_p99_ms: Option<f64>,
+    /// Open loop: requests per second asked for.
+    pub requested_rate: Option<f64>,
+    /// Open loop: requests per second actually released.
+    pub achieved_rate: Option<f64>,
+    /// Open loop: requests that waited for a free worker (the in-flight cap).
+    pub delayed_by_cap: u64,
+    /// Longest the async runtime fell behind its 10 ms tick, ms.
+    pub max_stall_ms: Option<f64>,
 }
 
-impl SloResult {
-    /// `PASS time_to_first_token.p99<=500ms: 188.48 ms` and, for a missing value, why.
-    pub fn line(&self) -> String {
-        let verdict = if self.passed { "PASS" } else { "FAIL" };
-        let kind = self.slo.metric.kind();
-        match self.actual {
-            Some(v) => format!("{verdict} {}: {}", self.slo, kind.show(v)),
-            None => format!(
-                "{verdict} {}: no value ({})",
-                self.slo,
-                missing_reason(self.slo.metric)
-            ),
+impl Default for Validity {
+    fn default() -> Self {
+        Validity {
+            trustworthy: true,
+            reasons: Vec::new(),
+            cpu_share: None,
+            cores: 0,
+            send_lag_p99_ms: None,
+            requested_rate: None,
+            achieved_rate: None,
+            delayed_by_cap: 0,
+            max_stall_ms: None,
         }
     }
-}
-
-/// Why a level may have no value for a metric, and what to do.
-pub fn missing_reason(m: MetricRef) -> &'static str {
-    match m {
-        MetricRef::System(
-            SystemMetric::QueueShare
-            | SystemMetric::ServerQueueTime
-            | SystemMetric::ServerComputeTime,
-        ) => {
-            "the server's queue/compute counters were not read: give --server-metrics-url or -H 'triton-access-token: ...' for the statistics API"
-        }
-        MetricRef::System(SystemMetric::RequestGoodput) => "give --goodput objectives",
-        MetricRef::System(SystemMetric::ErrorRate) => "no request was measured",
-        MetricRef::Dist(m, _) if m.streaming_only() => {
-            "no streamed tokens: profile with --streaming"
-        }
-        _ => "the level has no samples of this metric",
-    }
-}
-
-/// Checks every objective against one level.
-pub fn evaluate(slos: &[Slo], src: &impl MetricSource) -> Vec<SloResult> {
-    slos.iter()
-        .map(|slo| {
-            let actual = src.metric(slo.metric).filter(|v| v.is_finite());
-            SloResult {
-                slo: *slo,
-                actual,
-                passed: actual.is_some_and(|v| slo.op.holds(v, slo.bound)),
-            }
-        })
-        .collect()
-}
-
-/// The `slo` array of a level's JSON: one object per objective, numbers in the metric's unit.
-pub fn json(results: &[SloResult]) -> Value {
-    Value::Array(
-        results
-            .iter()
-            .map(|r| {
-                json!({
-                    "objective": r.slo.to_string(),
-                    "metric": r.slo.metric.key(),
-                    "op": r.slo.op.symbol(),
-                    "bound": r.slo.bound,
-                    "unit": r.slo.metric.kind().unit(),
-                    "actual": r.actual,
-                    "passed": r.passed,
-                })
-            })
-            .collect(),
-    )
-}
-
-/// The console's SLO block after the results table: one line per objective across the levels
-/// (`(load label, results)` pairs, in level order), then the tally.
-pub fn console_lines(levels: &[(String, Vec<SloResult>)]) -> Vec<String> {
-    let Some((_, first)) = levels.iter().find(|(_, r)| !r.is_empty()) else {
-        return vec![];
-    };
-    let mut out = Vec::new();
-    for (i, slo) in first.iter().map(|r| r.slo).enumerate() {
-        let cells: Vec<String> = levels
-            .iter()
-            .filter_map(|(name, rs)| {
-                let r = rs.get(i)?;
-                Some(format!(
-                    "{name} {} {}",
-                    if r.passed { "PASS" } else { "FAIL" },
-                    r.actual
-                        .map_or_else(|| "no value".to_string(), |v| slo.metric.kind().show(v))
-                ))
-            })
-            .collect();
-        out.push(format!("SLO {slo}: {}", cells.join(" · ")));
-    }
-    let total: usize = levels.iter().map(|(_, r)| r.len()).sum();
-    let failed: usize = levels
-        .iter()
-        .map(|(_, r)| r.iter().filter(|x| !x.passed).count())
-        .sum();
-    out.push(if failed == 0 {
-        format!("SLO: all {total} checks passed")
-    } else {
-        format!("SLO: {failed} of {total} checks failed (exit code 1)")
-    });
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Stimulus;
-    use crate::server_metrics::ServerDelta;
-    use crate::stats::LevelStats;
 
     #[test]
     fn parse_table() {
@@ -748,122 +919,5 @@ mod tests {
             assert_eq!(s.to_string(), text);
             assert_eq!(parse(&s.to_string()).unwrap(), s);
         }
-    }
-
-    fn level(ttft_p99: f64, queue_share: Option<f64>, errors: u64) -> LevelSummary {
-        LevelSummary {
-            stimulus: Stimulus::Concurrency(8),
-            stats: LevelStats {
-                metrics: vec![(
-                    Metric::TimeToFirstToken,
-                    Stats {
-                        count: 10,
-                        avg: ttft_p99 / 2.0,
-                        p99: ttft_p99,
-                        ..Stats::default()
-                    },
-                )],
-                request_count: 90,
-                error_count: errors,
-                errors: vec![],
-                warmup_count: 0,
-                duration_s: 1.0,
-                output_token_throughput: 1000.0,
-                total_token_throughput: 3000.0,
-                request_throughput: 9.0,
-                request_goodput: None,
-                osl_mismatch: 0,
-                short_outputs: 0,
-            },
-            server: queue_share.map(|q| ServerDelta {
-                source: "statistics",
-                requests: 90,
-                failures: 0,
-                executions: 9,
-                avg_request_ms: 100.0,
-                avg_queue_ms: Some(q * 100.0),
-                avg_compute_input_ms: 0.0,
-                avg_compute_infer_ms: (1.0 - q) * 100.0,
-                avg_compute_output_ms: 0.0,
-                queue_share: Some(q),
-                max_pending: 0.0,
-            }),
-            streaming: true,
-            interrupted: false,
-            started_unix_ns: 0,
-            validity: Default::default(),
-        }
-    }
-
-    #[test]
-    fn evaluate_table() {
-        let slos: Vec<Slo> = [
-            "time_to_first_token.p99<=500ms",
-            "queue_share<=50%",
-            "error_rate<=5%",
-            "request_throughput>=10",
-        ]
-        .iter()
-        .map(|s| parse(s).unwrap())
-        .collect();
-        // (ttft p99, queue share, errors) → pass/fail per objective
-        let cases: &[(f64, Option<f64>, u64, [bool; 4])] = &[
-            (188.0, Some(0.2), 0, [true, true, true, false]),
-            (500.0, Some(0.5), 10, [true, true, false, false]),
-            (612.0, Some(0.72), 0, [false, false, true, false]),
-            (100.0, None, 0, [true, false, true, false]),
-        ];
-        for (ttft, q, errors, want) in cases {
-            let r = evaluate(&slos, &level(*ttft, *q, *errors));
-            let got: Vec<bool> = r.iter().map(|x| x.passed).collect();
-            assert_eq!(got, want, "ttft {ttft} queue {q:?} errors {errors}");
-        }
-        let r = evaluate(&slos, &level(612.0, None, 0));
-        assert_eq!(
-            r[0].line(),
-            "FAIL time_to_first_token.p99<=500ms: 612.00 ms"
-        );
-        assert!(r[1].line().starts_with(
-            "FAIL queue_share<=50%: no value (the server's queue/compute counters were not read"
-        ));
-        let mut no_stream = level(100.0, None, 0);
-        no_stream.streaming = false;
-        let r = evaluate(&slos[..1], &no_stream);
-        assert!(!r[0].passed);
-        assert!(r[0].line().contains("profile with --streaming"));
-    }
-
-    #[test]
-    fn console_lines_exact() {
-        let slos = [
-            parse("time_to_first_token.p99<=500ms").unwrap(),
-            parse("queue_share<=50%").unwrap(),
-        ];
-        let levels: Vec<(String, Vec<SloResult>)> = [
-            ("concurrency 1", level(30.0, Some(0.1), 0)),
-            ("8", level(612.0, None, 0)),
-        ]
-        .into_iter()
-        .map(|(n, l)| (n.to_string(), evaluate(&slos, &l)))
-        .collect();
-        assert_eq!(
-            console_lines(&levels),
-            [
-                "SLO time_to_first_token.p99<=500ms: concurrency 1 PASS 30.00 ms · 8 FAIL 612.00 ms",
-                "SLO queue_share<=50%: concurrency 1 PASS 10.0% · 8 FAIL no value",
-                "SLO: 2 of 4 checks failed (exit code 1)",
-            ]
-        );
-        assert!(console_lines(&[("1".into(), vec![])]).is_empty());
-    }
-
-    #[test]
-    fn json_exact() {
-        let slos = [parse("queue_share<=50%").unwrap()];
-        let r = evaluate(&slos, &level(1.0, Some(0.25), 0));
-        assert_eq!(
-            json(&r).to_string(),
-            r#"[{"objective":"queue_share<=50%","metric":"queue_share","op":"<=","bound":0.5,"unit":"fraction","actual":0.25,"passed":true}]"#
-        );
     }
 }

@@ -1,0 +1,366 @@
+//! Where requests go: the API, the server's address, the model, headers and credentials, and
+//! how each is shown without its secrets (redaction of headers and command lines).
+
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
+
+use crate::error::UsageError;
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// Which API the requests go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// Triton KServe v2 gRPC (`ModelStreamInfer` / `ModelInfer`).
+    Kserve,
+    /// OpenAI chat completions.
+    Chat,
+    /// OpenAI completions.
+    Completions,
+    /// Triton HTTP generate / generate_stream.
+    Generate,
+    /// KServe v2 HTTP tensor inference (`/v2/models/{m}/infer`), for `perf -i http`.
+    Infer,
+}
+
+impl Api {
+    /// GenAI-Perf's service kind for this API, as used in artifact directory names.
+    pub fn service_kind(self) -> &'static str {
+        match self {
+            Api::Kserve | Api::Infer => "triton",
+            Api::Chat | Api::Completions | Api::Generate => "openai",
+        }
+    }
+
+    /// The endpoint type's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Kserve => "kserve",
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+            Api::Generate => "generate",
+            Api::Infer => "infer",
+        }
+    }
+}
+
+/// Input layout of a Triton LLM model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// TensorRT-LLM.
+    Tensorrtllm,
+    /// vLLM backend.
+    Vllm,
+}
+
+impl Backend {
+    /// The backend's flag value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Tensorrtllm => "tensorrtllm",
+            Backend::Vllm => "vllm",
+        }
+    }
+}
+
+/// An extra header. Values of secret-looking headers never reach artifacts or logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Header name as given.
+    pub name: String,
+    /// Header value.
+    pub value: String,
+}
+
+impl Header {
+    /// Whether the value must be redacted wherever it is shown or written.
+    pub fn is_secret(&self) -> bool {
+        is_secret_name(&self.name)
+    }
+
+    /// `Name: value`, with secret values redacted.
+    pub fn redacted(&self) -> String {
+        if self.is_secret() {
+            format!("{}: <redacted>", self.name)
+        } else {
+            format!("{}: {}", self.name, self.value)
+        }
+    }
+}
+
+/// Whether a header or flag name suggests its value is a credential.
+pub fn is_secret_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "authorization",
+        "token",
+        "key",
+        "secret",
+        "cookie",
+        "password",
+        "credential",
+    ]
+    .iter()
+    .any(|s| n.contains(s))
+}
+
+impl Serialize for Header {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.redacted())
+    }
+}
+
+/// Where requests go and how they are framed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// The API.
+    pub api: Api,
+    /// `scheme://host:port[/prefix]`, no trailing slash.
+    pub base_url: String,
+    /// Host name, for deriving the metrics URL.
+    pub host: String,
+    /// Endpoint path under the base URL, no leading slash (HTTP APIs).
+    pub endpoint: String,
+    /// Model name.
+    pub model: String,
+    /// Triton LLM input layout (kserve).
+    pub backend: Backend,
+    /// Stream responses.
+    pub streaming: bool,
+    /// Extra headers (`-H`).
+    pub headers: Vec<Header>,
+    /// Bearer token; skipped when serialising.
+    #[serde(skip)]
+    pub api_key: Option<String>,
+}
+
+impl Target {
+    /// Full URL of the inference endpoint.
+    pub fn endpoint_url(&self) -> String {
+        format!("{}/{}", self.base_url, self.endpoint)
+    }
+
+    /// A cheap GET on the same server, used to open connections ahead of a level.
+    pub fn warm_url(&self) -> String {
+        match self.api {
+            Api::Chat | Api::Completions => format!("{}/v1/models", self.base_url),
+            Api::Generate | Api::Kserve | Api::Infer => {
+                format!("{}/v2/health/ready", self.base_url)
+            }
+        }
+    }
+
+    /// Headers sent on every call: `-H` values plus `Authorization: Bearer` from the API key.
+    pub fn header_map(&self) -> Result<HeaderMap, UsageError> {
+        let mut map = HeaderMap::new();
+        for h in &self.headers {
+            let name = HeaderName::from_bytes(h.name.as_bytes())
+                .map_err(|_| UsageError(format!("-H: '{}' is not a valid header name", h.name)))?;
+            let value = HeaderValue::from_str(&h.value).map_err(|_| {
+                UsageError(format!(
+                    "-H: the value of '{}' is not a valid header value",
+                    h.name
+                ))
+            })?;
+            map.append(name, value);
+        }
+        if let Some(key) = &self.api_key {
+            let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
+                UsageError("--api-key contains characters not allowed in a header".into())
+            })?;
+            v.set_sensitive(true);
+            map.insert(AUTHORIZATION, v);
+        }
+        Ok(map)
+    }
+
+    /// The tag GenAI-Perf puts in artifact directory names: backend for Triton, else endpoint type.
+    pub fn dir_tag(&self) -> &'static str {
+        match self.api {
+            Api::Kserve => self.backend.name(),
+            other => other.name(),
+        }
+    }
+}
+
+pub(crate) fn default_endpoint(api: Api, model: &str, streaming: bool) -> String {
+    match api {
+        Api::Chat => "v1/chat/completions".into(),
+        Api::Completions => "v1/completions".into(),
+        Api::Generate if streaming => format!("v2/models/{model}/generate_stream"),
+        Api::Generate => format!("v2/models/{model}/generate"),
+        Api::Kserve | Api::Infer => String::new(),
+    }
+}
+
+pub(crate) fn bracket_host(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+/// `-u` with or without scheme → (`scheme://host:port[/prefix]`, host).
+pub fn normalize_url(raw: &str) -> Result<(String, String), UsageError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return usage("-u/--url is empty");
+    }
+    let with_scheme = if raw.contains("://") {
+        raw.to_string()
+    } else {
+        format!("http://{raw}")
+    };
+    let url = reqwest::Url::parse(&with_scheme).map_err(|e| {
+        UsageError(format!(
+            "-u {raw}: not a valid address ({e}); expected host:port or http(s)://host:port"
+        ))
+    })?;
+    match url.scheme() {
+        "http" | "https" => {}
+        "grpc" => {
+            let rebuilt = with_scheme.replacen("grpc://", "http://", 1);
+            return normalize_url(&rebuilt);
+        }
+        other => {
+            return usage(format!(
+                "-u {raw}: scheme '{other}' is not supported; use http:// or https://"
+            ));
+        }
+    }
+    let host = url
+        .host_str()
+        .ok_or_else(|| UsageError(format!("-u {raw}: no host")))?
+        .to_string();
+    let mut base = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default());
+    if let Some(port) = url.port() {
+        base.push_str(&format!(":{port}"));
+    }
+    let path = url.path().trim_end_matches('/');
+    base.push_str(path);
+    Ok((base, host.trim_matches(['[', ']']).to_string()))
+}
+
+/// A metrics URL as given (`host:port`, with or without `/metrics`) → its full URL.
+pub fn normalize_metrics_url(raw: &str) -> Result<String, UsageError> {
+    let (base, _) = normalize_url(raw)?;
+    Ok(if base.ends_with("/metrics") {
+        base
+    } else {
+        format!("{base}/metrics")
+    })
+}
+
+/// `Name: value` or `Name:value`.
+pub fn parse_header(raw: &str) -> Result<Header, UsageError> {
+    match raw.split_once(':') {
+        Some((n, v)) if !n.trim().is_empty() => Ok(Header {
+            name: n.trim().to_string(),
+            value: v.trim().to_string(),
+        }),
+        _ => usage(format!(
+            "-H '{}': expected 'Name: value'",
+            redact_header_arg(raw)
+        )),
+    }
+}
+
+fn redact_header_arg(raw: &str) -> String {
+    match raw.split_once(':') {
+        Some((n, _)) if is_secret_name(n) => format!("{n}: <redacted>"),
+        _ => raw.to_string(),
+    }
+}
+
+/// Flags whose values are credentials.
+const SECRET_FLAGS: [&str; 4] = [
+    "--api-key",
+    "--access-token",
+    "--require-api-key",
+    "--password",
+];
+
+fn is_secret_flag(flag: &str) -> bool {
+    SECRET_FLAGS.contains(&flag)
+}
+
+/// The command line for the record, with secret flag values and secret headers redacted.
+pub fn redact_command_line(argv: &[String]) -> String {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut redact_next = false;
+    let mut header_next = false;
+    for a in argv {
+        if redact_next {
+            out.push("<redacted>".to_string());
+            redact_next = false;
+            continue;
+        }
+        if header_next {
+            out.push(shell_quote(&redact_header_arg(a)));
+            header_next = false;
+            continue;
+        }
+        if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| is_secret_flag(f)) {
+            out.push(format!("{flag}=<redacted>"));
+            continue;
+        }
+        if is_secret_flag(a) {
+            redact_next = true;
+        }
+        if a == "-H" || a == "--header" {
+            header_next = true;
+        }
+        if let Some(h) = a.strip_prefix("--header=") {
+            out.push(format!("--header={}", shell_quote(&redact_header_arg(h))));
+            continue;
+        }
+        out.push(shell_quote(a));
+    }
+    out.join(" ")
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+{}".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_redaction() {
+        let argv: Vec<String> = [
+            "ttftbench",
+            "profile",
+            "--api-key",
+            "sk-1",
+            "--api-key=sk-2",
+            "-H",
+            "Authorization: Bearer x",
+            "-m",
+            "gpt 2",
+            "--output-tokens-mean",
+            "100",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let s = redact_command_line(&argv);
+        assert_eq!(
+            s,
+            "ttftbench profile --api-key <redacted> --api-key=<redacted> -H 'Authorization: <redacted>' -m 'gpt 2' --output-tokens-mean 100"
+        );
+    }
+}
