@@ -708,7 +708,7 @@ async fn statistics(
     match (t.api, channel) {
         (Api::Kserve, Some(ch)) => {
             let md = grpc::metadata_for(t).unwrap_or_default();
-            match grpc::model_statistics(ch, &t.model, &md).await {
+            match crate::server_metrics::model_statistics(ch, &t.model, &md).await {
                 Ok(s) => step.ok(format!("{} successful requests so far", s.success.count)),
                 Err(s)
                     if matches!(
@@ -823,7 +823,7 @@ async fn http_request(plan: &RunPlan, client: &reqwest::Client) -> Step {
         format!("one streamed request (POST {})", t.endpoint_url()),
     );
     let tokenizer = Tokenizer::builtin_gpt2();
-    let body = match dataset::build_http(plan, &tokenizer) {
+    let body = match dataset::build_http(&plan.target, &plan.workload, &tokenizer) {
         Ok(d) if !d.is_empty() => match &d.entry(0).payload {
             Payload::Http(b) => b.clone(),
             _ => {
@@ -958,7 +958,7 @@ async fn grpc_request(plan: &RunPlan, ch: tonic::transport::Channel, info: &Mode
     let t = &plan.target;
     let step = Step::new("request", "one streamed request (ModelStreamInfer)");
     let tokenizer = Tokenizer::builtin_gpt2();
-    let bytes = match dataset::build_kserve(plan, &tokenizer, info) {
+    let bytes = match dataset::build_kserve(&plan.target, &plan.workload, &tokenizer, info) {
         Ok(d) if !d.is_empty() => match &d.entry(0).payload {
             Payload::Grpc(b) => b.clone(),
             _ => {

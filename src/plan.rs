@@ -276,6 +276,7 @@ impl RunPlan {
                 tokenizer: a.tokenizer.clone(),
                 seed: a.random_seed,
                 extra_inputs,
+                server_usage: a.use_server_token_count,
             },
             levels,
             stop,

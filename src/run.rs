@@ -273,7 +273,7 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
             let c = HttpClient::new(t, max_workers)?;
             check_http(c.inner(), t).await.map_err(preflight_error)?;
             let dataset =
-                dataset::build_http(plan, tokenizer).map_err(|e| UsageError(format!("{e:#}")))?;
+                dataset::build_http(&plan.target, &plan.workload, tokenizer).map_err(|e| UsageError(format!("{e:#}")))?;
             let stats = match t.api {
                 Api::Generate => {
                     StatsSource::Http(format!("{}/v2/models/{}/stats", t.base_url, t.model))
@@ -308,7 +308,7 @@ async fn prepare(plan: &RunPlan, tokenizer: &Tokenizer, max_workers: usize) -> R
                 .into());
             }
             kserve::check_layout(&info, t.backend)?;
-            let dataset = dataset::build_kserve(plan, tokenizer, &info).map_err(|e| {
+            let dataset = dataset::build_kserve(&plan.target, &plan.workload, tokenizer, &info).map_err(|e| {
                 match e.downcast::<UsageError>() {
                     Ok(u) => anyhow::Error::from(u),
                     Err(e) => anyhow::Error::from(UsageError(format!("{e:#}"))),

@@ -123,7 +123,9 @@ fn graph(src: &Path) -> Graph {
                     g.entry(from.clone())
                         .or_default()
                         .entry(to)
-                        .or_insert_with(|| format!("{}:{n}", f.strip_prefix(src).unwrap_or(f).display()));
+                        .or_insert_with(|| {
+                            format!("{}:{n}", f.strip_prefix(src).unwrap_or(f).display())
+                        });
                 }
             }
         }

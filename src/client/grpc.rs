@@ -633,39 +633,6 @@ pub fn model_info(
     }
 }
 
-/// Cumulative per-model statistics (Triton's statistics extension).
-pub async fn model_statistics(
-    channel: Channel,
-    model: &str,
-    md: &MetadataMap,
-) -> Result<crate::server_metrics::StatsSnapshot, Status> {
-    model_statistics_version(channel, model, "", md).await
-}
-
-/// [`model_statistics`] of one version (`""` = every version, summed).
-pub async fn model_statistics_version(
-    channel: Channel,
-    model: &str,
-    version: &str,
-    md: &MetadataMap,
-) -> Result<crate::server_metrics::StatsSnapshot, Status> {
-    use crate::proto::ModelStatisticsRequest;
-    let mut c = GrpcInferenceServiceClient::new(channel);
-    let resp = c
-        .model_statistics(with_metadata(
-            tonic::Request::new(ModelStatisticsRequest {
-                name: model.to_string(),
-                version: version.to_string(),
-            }),
-            md,
-        ))
-        .await?
-        .into_inner();
-    Ok(crate::server_metrics::StatsSnapshot::from_proto(
-        &resp.model_stats,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,8 @@
 //! Timestamps are taken when the transport hands over bytes, before any JSON or protobuf is
 //! decoded; events that arrive in one read share that read's timestamp.
 
+pub use crate::workload::Payload;
+
 pub mod discovery;
 pub mod events;
 pub mod grpc;
@@ -11,8 +13,6 @@ pub mod h1;
 pub mod http;
 pub mod sse;
 pub mod wire;
-
-use bytes::Bytes;
 
 use crate::record::{Clock, RequestError};
 
@@ -100,22 +100,6 @@ impl Exchange {
         self.last_token_ns = Some(t);
         self.chunks += 1;
     }
-}
-
-/// A request body prepared before the run, shared by every send of that dataset entry.
-#[derive(Clone, Debug)]
-pub enum Payload {
-    /// JSON body for an HTTP API.
-    Http(Bytes),
-    /// Encoded `ModelInferRequest` without its `id` (appended per send).
-    Grpc(Bytes),
-    /// KServe v2 HTTP `/infer` body; with the binary tensor extension, the JSON header's length.
-    HttpInfer {
-        /// JSON, or JSON header followed by raw tensor data.
-        body: Bytes,
-        /// `Inference-Header-Content-Length`, when the body carries binary tensors.
-        header_len: Option<usize>,
-    },
 }
 
 /// A protocol client. An enum rather than a trait object: the hot path dispatches without boxing

@@ -15,7 +15,7 @@ pub mod queue;
 pub mod stimulus;
 
 pub use queue::{RecordSink, RecordSource, record_queue};
-pub use stimulus::{Arrival, Stimulus, Stop, StopRule};
+pub use stimulus::{Arrival, Stimulus, Stop, StopRule, WindowRule};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

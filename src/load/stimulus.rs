@@ -107,3 +107,24 @@ impl StopRule {
         }
     }
 }
+
+/// How a level's measurement windows are formed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowRule {
+    /// perf_analyzer's time windows: each lasts 1.2 × `--measurement-interval`.
+    Time(#[serde(with = "duration_ms")] Duration),
+    /// Windows of this many completed requests.
+    Count(u64),
+    /// One window of exactly this many requests (`--request-count`).
+    Requests(u64),
+    /// One window of exactly this length (periodic concurrency, soak runs).
+    Once(#[serde(with = "duration_ms")] Duration),
+}
+
+impl WindowRule {
+    /// Whether the level runs perf_analyzer's stability loop (else: one window).
+    pub fn stabilizes(&self) -> bool {
+        matches!(self, WindowRule::Time(_) | WindowRule::Count(_))
+    }
+}

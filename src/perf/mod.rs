@@ -28,6 +28,7 @@ use crate::client::discovery::PreflightError;
 use crate::client::grpc::{self, GrpcClient, ResponseMode};
 use crate::client::{Client, HttpClient};
 use crate::error::UsageError;
+use crate::load::WindowRule;
 use crate::load::{Cancel, Completed, Halt, PhaseSpec, Shared, gap_pool, run_phase};
 use crate::load::{Stimulus, Stop};
 use crate::metrics::{Metric, Stats};
@@ -36,7 +37,7 @@ use crate::server_metrics::{ServerProbe, StatsSnapshot, StatsSource};
 use crate::stats::Aggregate;
 use crate::workload::tensor::ModelInfo;
 use crate::workload::tokenizer::Tokenizer;
-use plan::{PerfPlan, Protocol, WindowRule};
+use plan::{PerfPlan, Protocol};
 
 /// The server's statistics over a level, as perf_analyzer prints them.
 #[derive(Debug, Clone, PartialEq)]

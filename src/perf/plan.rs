@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::cli::{MeasurementModeArg, PerfArgs, ProtocolArg, TensorFormatArg};
 use crate::error::UsageError;
 use crate::load::Stimulus;
+use crate::load::WindowRule;
 use crate::server_metrics::MetricsSource;
 use crate::target::{Api, Backend, Target, normalize_url, parse_header, redact_command_line};
 
@@ -36,36 +37,6 @@ pub enum DataSource {
     /// perf_analyzer input-data JSON files (`{"data": [{"INPUT": [...]}, ...]}`), or JSON lines of
     /// such objects; entries are sent round-robin.
     Files(Vec<PathBuf>),
-}
-
-/// How a level's measurement windows are formed.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WindowRule {
-    /// perf_analyzer's time windows: each lasts 1.2 × `--measurement-interval`.
-    Time(#[serde(with = "ms")] Duration),
-    /// Windows of this many completed requests.
-    Count(u64),
-    /// One window of exactly this many requests (`--request-count`).
-    Requests(u64),
-    /// One window of exactly this length (periodic concurrency, soak runs).
-    Once(#[serde(with = "ms")] Duration),
-}
-
-impl WindowRule {
-    /// Whether the level runs perf_analyzer's stability loop (else: one window).
-    pub fn stabilizes(&self) -> bool {
-        matches!(self, WindowRule::Time(_) | WindowRule::Count(_))
-    }
-}
-
-mod ms {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_millis() as u64)
-    }
 }
 
 /// A request parameter's value.

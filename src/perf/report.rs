@@ -80,7 +80,7 @@ pub fn settings(s: &super::Settings) -> String {
     out.push_str(&format!("  Batch size: {}\n", s.batch));
     out.push_str("  Service Kind: Triton\n");
     match s.window {
-        super::plan::WindowRule::Time(d) => {
+        crate::load::WindowRule::Time(d) => {
             out.push_str("  Using \"time_windows\" mode for stabilization\n");
             // The flag's value; windows last 1.2 × this.
             out.push_str(&format!(
@@ -88,16 +88,16 @@ pub fn settings(s: &super::Settings) -> String {
                 (d.as_millis() as f64 / 1.2).round() as u64
             ));
         }
-        super::plan::WindowRule::Count(n) => {
+        crate::load::WindowRule::Count(n) => {
             out.push_str("  Using \"count_windows\" mode for stabilization\n");
             out.push_str(&format!(
                 "  Minimum number of samples in each window: {n}\n"
             ));
         }
-        super::plan::WindowRule::Requests(n) => {
+        crate::load::WindowRule::Requests(n) => {
             out.push_str(&format!("  Measuring {n} requests in one window\n"))
         }
-        super::plan::WindowRule::Once(d) => out.push_str(&format!(
+        crate::load::WindowRule::Once(d) => out.push_str(&format!(
             "  Measuring one window of {} msec (no stability trials)\n",
             d.as_millis()
         )),

@@ -472,13 +472,8 @@ impl ServerProbe {
                     .ok_or_else(|| "note: statistics unreadable: no model_stats".to_string())
             }
             StatsSource::Grpc(channel, md) => {
-                match grpc::model_statistics_version(
-                    channel.clone(),
-                    &self.model,
-                    &self.version,
-                    md,
-                )
-                .await
+                match model_statistics_version(channel.clone(), &self.model, &self.version, md)
+                    .await
                 {
                     Ok(s) => Ok(Some(s)),
                     Err(s)
@@ -552,6 +547,38 @@ impl ServerProbe {
         });
         Some((handle, tx))
     }
+}
+
+/// Cumulative per-model statistics (Triton's statistics extension).
+pub async fn model_statistics(
+    channel: tonic::transport::Channel,
+    model: &str,
+    md: &tonic::metadata::MetadataMap,
+) -> Result<StatsSnapshot, tonic::Status> {
+    model_statistics_version(channel, model, "", md).await
+}
+
+/// [`model_statistics`] of one version (`""` = every version, summed).
+pub async fn model_statistics_version(
+    channel: tonic::transport::Channel,
+    model: &str,
+    version: &str,
+    md: &tonic::metadata::MetadataMap,
+) -> Result<StatsSnapshot, tonic::Status> {
+    use crate::proto::ModelStatisticsRequest;
+    let mut c =
+        crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient::new(channel);
+    let resp = c
+        .model_statistics(grpc::with_metadata(
+            tonic::Request::new(ModelStatisticsRequest {
+                name: model.to_string(),
+                version: version.to_string(),
+            }),
+            md,
+        ))
+        .await?
+        .into_inner();
+    Ok(StatsSnapshot::from_proto(&resp.model_stats))
 }
 
 #[cfg(test)]

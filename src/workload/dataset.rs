@@ -9,10 +9,24 @@ use super::kserve::{self, LlmAsk};
 use super::prompts::{self, LengthSampler, Prompt};
 use super::tensor::ModelInfo;
 use super::tokenizer::Tokenizer;
-use crate::client::Payload;
-use crate::plan::RunPlan;
-use crate::target::Api;
-use crate::workload::PromptSource;
+use super::{PromptSource, WorkloadPlan};
+use crate::target::{Api, Target};
+
+/// A request body prepared before the run, shared by every send of that dataset entry.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    /// JSON body for an HTTP API.
+    Http(Bytes),
+    /// Encoded `ModelInferRequest` without its `id` (appended per send).
+    Grpc(Bytes),
+    /// KServe v2 HTTP `/infer` body; with the binary tensor extension, the JSON header's length.
+    HttpInfer {
+        /// JSON, or JSON header followed by raw tensor data.
+        body: Bytes,
+        /// `Inference-Header-Content-Length`, when the body carries binary tensors.
+        header_len: Option<usize>,
+    },
+}
 
 /// One prepared request.
 #[derive(Debug, Clone)]
@@ -57,8 +71,7 @@ impl Dataset {
 const OUTPUT_SEED_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// The prompts of a plan (synthetic or from `--input-file`).
-pub fn load_prompts(plan: &RunPlan, tokenizer: &Tokenizer) -> Result<Vec<Prompt>> {
-    let w = &plan.workload;
+pub fn load_prompts(w: &WorkloadPlan, tokenizer: &Tokenizer) -> Result<Vec<Prompt>> {
     match &w.prompts {
         PromptSource::Synthetic { mean, stddev } => Ok(prompts::synthetic(
             tokenizer,
@@ -80,10 +93,10 @@ pub fn load_prompts(plan: &RunPlan, tokenizer: &Tokenizer) -> Result<Vec<Prompt>
 }
 
 /// Output lengths, one per prompt, deterministic for the seed.
-pub fn output_lengths(plan: &RunPlan, n: usize) -> Vec<Option<u32>> {
-    match plan.workload.output {
+pub fn output_lengths(w: &WorkloadPlan, n: usize) -> Vec<Option<u32>> {
+    match w.output {
         Some(o) => LengthSampler::new(o.mean, o.stddev)
-            .seeded(plan.workload.seed ^ OUTPUT_SEED_SALT, n)
+            .seeded(w.seed ^ OUTPUT_SEED_SALT, n)
             .into_iter()
             .map(Some)
             .collect(),
@@ -92,14 +105,14 @@ pub fn output_lengths(plan: &RunPlan, n: usize) -> Vec<Option<u32>> {
 }
 
 /// Builds the HTTP JSON bodies for the OpenAI and Triton generate APIs.
-pub fn build_http(plan: &RunPlan, tokenizer: &Tokenizer) -> Result<Dataset> {
-    let prompts = load_prompts(plan, tokenizer)?;
-    let lengths = output_lengths(plan, prompts.len());
+pub fn build_http(t: &Target, w: &WorkloadPlan, tokenizer: &Tokenizer) -> Result<Dataset> {
+    let prompts = load_prompts(w, tokenizer)?;
+    let lengths = output_lengths(w, prompts.len());
     let entries = prompts
         .iter()
         .zip(lengths)
         .map(|(p, max_tokens)| {
-            let body = http_body(plan, &p.text, max_tokens);
+            let body = http_body(t, w, &p.text, max_tokens);
             Entry {
                 payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
                 isl: p.tokens,
@@ -111,20 +124,25 @@ pub fn build_http(plan: &RunPlan, tokenizer: &Tokenizer) -> Result<Dataset> {
 }
 
 /// Builds KServe v2 gRPC requests for an LLM model, shaped by what the server said about it.
-pub fn build_kserve(plan: &RunPlan, tokenizer: &Tokenizer, info: &ModelInfo) -> Result<Dataset> {
-    let prompts = load_prompts(plan, tokenizer)?;
-    let lengths = output_lengths(plan, prompts.len());
-    let deterministic = plan.workload.output.is_some_and(|o| o.deterministic);
+pub fn build_kserve(
+    t: &Target,
+    w: &WorkloadPlan,
+    tokenizer: &Tokenizer,
+    info: &ModelInfo,
+) -> Result<Dataset> {
+    let prompts = load_prompts(w, tokenizer)?;
+    let lengths = output_lengths(w, prompts.len());
+    let deterministic = w.output.is_some_and(|o| o.deterministic);
     let mut entries = Vec::with_capacity(prompts.len());
     for (p, max_tokens) in prompts.iter().zip(lengths) {
         let ask = LlmAsk {
             text: &p.text,
             max_tokens,
             deterministic,
-            streaming: plan.target.streaming,
-            extra: &plan.workload.extra_inputs,
+            streaming: t.streaming,
+            extra: &w.extra_inputs,
         };
-        let (bytes, asked) = kserve::build_request(info, plan.target.backend, &ask)?;
+        let (bytes, asked) = kserve::build_request(info, t.backend, &ask)?;
         entries.push(Entry {
             payload: Payload::Grpc(Bytes::from(bytes)),
             isl: p.tokens,
@@ -135,9 +153,8 @@ pub fn build_kserve(plan: &RunPlan, tokenizer: &Tokenizer, info: &ModelInfo) -> 
 }
 
 /// The JSON body of one request (public for tests and `doctor`).
-pub fn http_body(plan: &RunPlan, text: &str, max_tokens: Option<u32>) -> Value {
-    let t = &plan.target;
-    let deterministic = plan.workload.output.is_some_and(|o| o.deterministic);
+pub fn http_body(t: &Target, w: &WorkloadPlan, text: &str, max_tokens: Option<u32>) -> Value {
+    let deterministic = w.output.is_some_and(|o| o.deterministic);
     let mut m = Map::new();
     match t.api {
         Api::Chat => {
@@ -163,10 +180,10 @@ pub fn http_body(plan: &RunPlan, text: &str, max_tokens: Option<u32>) -> Value {
         }
     }
     m.insert("stream".into(), json!(t.streaming));
-    if t.streaming && plan.use_server_token_count && matches!(t.api, Api::Chat | Api::Completions) {
+    if t.streaming && w.server_usage && matches!(t.api, Api::Chat | Api::Completions) {
         m.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    for (k, v) in &plan.workload.extra_inputs {
+    for (k, v) in &w.extra_inputs {
         m.insert(k.clone(), v.clone());
     }
     Value::Object(m)
@@ -175,6 +192,7 @@ pub fn http_body(plan: &RunPlan, text: &str, max_tokens: Option<u32>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::RunPlan;
     use clap::Parser;
 
     fn plan(args: &[&str]) -> RunPlan {
@@ -200,7 +218,7 @@ mod tests {
             "--extra-inputs",
             "temperature:0",
         ]);
-        let body = http_body(&p, "hi", Some(100));
+        let body = http_body(&p.target, &p.workload, "hi", Some(100));
         assert_eq!(
             body,
             json!({"model": "gpt2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 100, "min_tokens": 100,
@@ -217,12 +235,12 @@ mod tests {
     fn generate_and_completions_bodies() {
         let p = plan(&["--endpoint-type", "generate", "--streaming"]);
         assert_eq!(
-            http_body(&p, "Hello", Some(8)),
+            http_body(&p.target, &p.workload, "Hello", Some(8)),
             json!({"text_input": "Hello", "max_tokens": 8, "stream": true})
         );
         let p = plan(&["--endpoint-type", "completions"]);
         assert_eq!(
-            http_body(&p, "x", None),
+            http_body(&p.target, &p.workload, "x", None),
             json!({"model": "gpt2", "prompt": "x", "stream": false})
         );
     }
@@ -244,8 +262,8 @@ mod tests {
             "4",
         ]);
         let tk = Tokenizer::builtin_gpt2();
-        let a = build_http(&p, &tk).unwrap();
-        let b = build_http(&p, &tk).unwrap();
+        let a = build_http(&p.target, &p.workload, &tk).unwrap();
+        let b = build_http(&p.target, &p.workload, &tk).unwrap();
         assert_eq!(a.len(), 5);
         for i in 0..5 {
             match (&a.entry(i).payload, &b.entry(i).payload) {

@@ -7,5 +7,5 @@ pub mod spec;
 pub mod tensor;
 pub mod tokenizer;
 
-pub use dataset::{Dataset, Entry};
+pub use dataset::{Dataset, Entry, Payload};
 pub use spec::{OutputLength, PromptSource, WorkloadPlan};

@@ -46,4 +46,6 @@ pub struct WorkloadPlan {
     pub seed: u64,
     /// Extra request fields.
     pub extra_inputs: Vec<(String, serde_json::Value)>,
+    /// Ask OpenAI-compatible servers to report token usage in the stream.
+    pub server_usage: bool,
 }
