@@ -6,10 +6,10 @@
 use clap::Parser;
 use ttftbench::cli::{Cli, Command};
 use ttftbench::load::Cancel;
+use ttftbench::metrics::Metric;
 use ttftbench::plan::RunPlan;
-use ttftbench::run::{self, Ui};
+use ttftbench::profile::{self, Ui};
 use ttftbench::sim::{self, SimConfig};
-use ttftbench::stats::Metric;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -42,7 +42,7 @@ async fn main() -> anyhow::Result<()> {
         anyhow::bail!("not a profile command");
     };
     let plan = RunPlan::from_profile(&args, &argv)?;
-    let outcome = run::profile(&plan, Cancel::new(), Ui::silent()).await?;
+    let outcome = profile::run(&plan, Cancel::new(), Ui::silent()).await?;
     for level in &outcome.levels {
         let s = &level.summary;
         let ttft = s

@@ -1,19 +1,14 @@
 //! The subcommands as library functions: what `main` calls after parsing. Each returns the
-//! process exit code, or an error (a [`crate::error::UsageError`] means exit code 2).
+//! process exit code, or an [`Error`] that carries its own.
 
-use std::time::Duration;
-
-use anyhow::Result;
 use clap::Parser;
 
 use crate::cli::{Command, DemoArgs, EngineArgs, ProfileArgs, ServeArgs};
+use crate::engine::signals::{wait_signal, watch_signals};
+use crate::error::{Error, Result, write_file};
 use crate::load::Cancel;
 use crate::plan::{RunPlan, Verbosity};
-use crate::report::console;
-use crate::run::{self, Outcome, Ui};
-
-/// How long in-flight requests may finish after Ctrl-C before they are abandoned.
-const GRACE: Duration = Duration::from_secs(10);
+use crate::profile::{Outcome, Ui};
 
 /// Runs one subcommand.
 pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
@@ -56,7 +51,7 @@ pub fn sim_config(
     };
     faults
         .validate()
-        .map_err(|err| crate::error::UsageError(format!("{err:#}")))?;
+        .map_err(|err| Error::usage(format!("{err:#}")))?;
     Ok(crate::sim::SimConfig {
         bind,
         http_port: ports.0,
@@ -77,7 +72,9 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
         (a.http_port, a.grpc_port, a.metrics_port),
         &a.engine,
     )?;
-    let handle = crate::sim::start(cfg).await?;
+    let handle = crate::sim::start(cfg)
+        .await
+        .map_err(|e| Error::failed(format!("cannot start the simulated server: {e:#}")))?;
     // Output errors are ignored: a server whose stdout reader went away keeps serving.
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
@@ -98,7 +95,9 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
     let _ = writeln!(out, "models: {}", handle.model_names().join(", "));
     let _ = out.flush();
     drop(out);
-    wait_signal().await?;
+    wait_signal()
+        .await
+        .map_err(|e| Error::failed(format!("cannot wait for a signal: {e}")))?;
     eprintln!("shutting down");
     handle.shutdown().await;
     Ok(0)
@@ -106,7 +105,9 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
 
 async fn demo(a: &DemoArgs) -> Result<u8> {
     let cfg = crate::sim::SimConfig::default();
-    let sim = crate::sim::start(cfg).await?;
+    let sim = crate::sim::start(cfg)
+        .await
+        .map_err(|e| Error::failed(format!("cannot start the simulated server: {e:#}")))?;
     let mut argv: Vec<String> = [
         "ttftbench",
         "profile",
@@ -166,7 +167,7 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
     }
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
-    let outcome = run::profile(&plan, cancel, Ui::for_terminal(plan.verbosity)).await?;
+    let outcome = crate::profile::run(&plan, cancel, Ui::for_terminal(plan.verbosity)).await?;
     let code = finish(&outcome, plan.verbosity, plan.strict);
     if !a.quiet {
         eprintln!("artifacts: {}", a.artifact_dir.display());
@@ -195,18 +196,16 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let ui = Ui::for_terminal(plan.verbosity);
-    let outcome = run::profile(&plan, cancel, ui).await?;
+    let outcome = crate::profile::run(&plan, cancel, ui).await?;
     Ok(finish(&outcome, plan.verbosity, plan.strict))
 }
 
 /// Prints the results table and picks the exit code.
 fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
     let summaries: Vec<_> = outcome.levels.iter().map(|l| l.summary.clone()).collect();
-    if summaries.is_empty() {
-        eprintln!("no level completed");
-        return 1;
+    if !summaries.is_empty() {
+        print!("{}", crate::report::console::sweep_table(&summaries));
     }
-    print!("{}", console::sweep_table(&summaries));
     if summaries.len() > 1 {
         for line in &outcome.verdict.lines {
             println!("{line}");
@@ -230,51 +229,28 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
     for line in crate::analysis::slo::console_lines(&slo) {
         println!("{line}");
     }
-    let untrusted: Vec<&crate::stats::LevelSummary> = summaries
-        .iter()
-        .filter(|l| !l.validity.trustworthy)
-        .collect();
-    for l in &untrusted {
-        for reason in &l.validity.reasons {
-            println!("NOT TRUSTWORTHY {}: {reason}", l.stimulus.name());
-        }
+    for line in crate::report::console::untrusted_lines(
+        summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+    ) {
+        println!("{line}");
     }
-    if verbosity != Verbosity::Quiet {
-        if let Some(d) = &outcome.sweep_dir {
-            eprintln!(
-                "summary: {}",
-                d.join(crate::artifact::SUMMARY_FILE).display()
-            );
-            eprintln!(
-                "report: {}",
-                d.join(crate::report::html::REPORT_FILE).display()
-            );
-        }
-        if outcome.interrupted {
-            eprintln!(
-                "interrupted: artifacts of the levels above are complete and marked interrupted"
-            );
-        }
-    }
-    if outcome.all_failed() {
-        eprintln!("error: every request failed; see the errors above");
-        return 1;
-    }
-    if !outcome.slo_failures().is_empty() {
-        return 1;
-    }
-    if outcome.interrupted {
-        // The shell's convention for a run stopped by Ctrl-C; its artifacts are complete.
-        return 130;
-    }
-    if strict && !untrusted.is_empty() {
+    if verbosity != Verbosity::Quiet
+        && let Some(d) = &outcome.sweep_dir
+    {
         eprintln!(
-            "error: --strict: {} level(s) measured untrustworthy numbers (see above)",
-            untrusted.len()
+            "summary: {}",
+            d.join(crate::artifact::SUMMARY_FILE).display()
         );
-        return 1;
+        eprintln!(
+            "report: {}",
+            d.join(crate::report::html::REPORT_FILE).display()
+        );
     }
-    0
+    let end = outcome.ending(strict);
+    for line in &end.lines {
+        eprintln!("{line}");
+    }
+    end.code
 }
 
 /// `ttftbench report DIR...`: writes report.html for existing artifact directories.
@@ -293,8 +269,7 @@ fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
         generated_at: html::utc(html::now_unix_ns()),
     };
     let page = html::render(&runs, &opts);
-    std::fs::write(&out, page)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
+    write_file(&out, page)?;
     let levels: usize = runs.iter().map(|r| r.levels.len()).sum();
     for r in &runs {
         let k = crate::analysis::knee::analyze(&r.summaries(), min_gain);
@@ -371,12 +346,14 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
     let text = match a.format {
         CompareFormat::Table => cmp::text(&c),
         CompareFormat::Markdown => cmp::markdown(&c),
-        CompareFormat::Json => format!("{}\n", serde_json::to_string_pretty(&cmp::json(&c))?),
+        CompareFormat::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&cmp::json(&c)).unwrap_or_default()
+        ),
     };
     match &a.output {
         Some(path) => {
-            std::fs::write(path, &text)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            write_file(path, &text)?;
             let n = c.regression_count();
             eprintln!(
                 "compare: {} — written to {}",
@@ -552,39 +529,4 @@ pub fn fd_warning(in_flight: usize) -> Option<String> {
             "warning: {in_flight} requests in flight need about {need} open files, and this process may open {limit}: raise the hard limit (ulimit -Hn, or LimitNOFILE= for a service) or connections will fail with \"too many open files\""
         )
     })
-}
-
-/// Ctrl-C / SIGTERM: stop sending, give in-flight requests [`GRACE`] to finish, then abandon them.
-/// A second signal abandons them at once.
-pub fn watch_signals(cancel: Cancel) {
-    tokio::spawn(async move {
-        if wait_signal().await.is_err() {
-            return;
-        }
-        eprintln!(
-            "\nstopping: no new requests; waiting up to {}s for in-flight ones (Ctrl-C again to abandon them)",
-            GRACE.as_secs()
-        );
-        cancel.stop_sending();
-        tokio::select! {
-            _ = tokio::time::sleep(GRACE) => {}
-            _ = wait_signal() => {}
-        }
-        cancel.abort();
-    });
-}
-
-async fn wait_signal() -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r,
-            _ = term.recv() => Ok(()),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await
-    }
 }

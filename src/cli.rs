@@ -418,6 +418,12 @@ pub struct PerfArgs {
     /// `request_throughput>=8000` (infer/sec); exit code 1 when one fails (repeatable).
     #[arg(long = "slo")]
     pub slo: Vec<String>,
+    /// Send-lag p99 (ms) above which an open-loop level is marked not trustworthy.
+    #[arg(long = "max-send-lag", default_value_t = crate::analysis::validity::DEFAULT_MAX_SEND_LAG_MS)]
+    pub max_send_lag: f64,
+    /// Exit with code 1 when any level's measurement is not trustworthy.
+    #[arg(long = "strict")]
+    pub strict: bool,
     /// Print each measurement window.
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,

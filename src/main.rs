@@ -1,5 +1,6 @@
 //! The `ttftbench` binary: parses the command line, runs the library, maps errors to exit codes
-//! (0 ok, 1 run failed or thresholds breached, 2 usage error).
+//! (0 ok, 1 run failed or thresholds breached, 2 usage error, 130 interrupted): the one place an
+//! error becomes text.
 
 use std::process::ExitCode;
 
@@ -40,13 +41,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            if let Some(u) = e.downcast_ref::<ttftbench::error::UsageError>() {
-                eprintln!("error: {u}");
-                ExitCode::from(2)
-            } else {
-                eprintln!("error: {e:#}");
-                ExitCode::from(1)
-            }
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -395,10 +395,12 @@ async fn verbose_csv_writes_every_request() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 12, "measured requests only: {text}");
-    for r in &rows {
+    // Every request the server saw, warm-up included and marked as such (as in profile's
+    // requests.jsonl), then the 12 measured ones.
+    assert_eq!(rows.len(), 15, "{text}");
+    for (i, r) in rows.iter().enumerate() {
         assert_eq!(r["level"], "concurrency2");
-        assert_eq!(r["phase"], "measure");
+        assert_eq!(r["phase"], if i < 3 { "warmup" } else { "measure" }, "{r}");
         assert!(r["latency_ms"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["error"].is_null(), "{r}");
     }

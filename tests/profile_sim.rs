@@ -14,7 +14,7 @@ use ttftbench::sim::{EngineConfig, FaultConfig, SimConfig};
 const TTFT_MS: f64 = 25.0;
 const ITL_MS: f64 = 10.0;
 
-fn check_level(outcome: &ttftbench::run::Outcome, requests: u64, osl: u32) {
+fn check_level(outcome: &ttftbench::profile::Outcome, requests: u64, osl: u32) {
     let level = &outcome.levels[0];
     let s = &level.summary;
     assert_eq!(s.stats.error_count, 0, "errors: {:?}", s.stats.errors);

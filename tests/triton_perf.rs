@@ -1144,7 +1144,9 @@ async fn errors_like_perf_analyzer() {
     .await;
     assert_eq!(code, 1, "{stderr}");
     assert!(
-        stderr.contains("error: no request completed successfully; 2 failed with server_error: json.decoder.JSONDecodeError"),
+        stderr.contains(
+            "error: every request failed; 2 failed with server_error: json.decoder.JSONDecodeError"
+        ),
         "{stderr}"
     );
 }

@@ -22,7 +22,7 @@ use ttftbench::error::UsageError;
 use ttftbench::load::Cancel;
 use ttftbench::metrics::Metric;
 use ttftbench::plan::RunPlan;
-use ttftbench::run::{Outcome, Ui};
+use ttftbench::profile::{Outcome, Ui};
 
 /// One test at a time against the server: timing assertions need the 2 cores.
 static SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -31,7 +31,7 @@ mod triton_env;
 use triton_env::*;
 
 /// Runs `ttftbench profile <args> --artifact-dir <dir>` in-process.
-async fn profile(args: &[String], dir: &Path) -> anyhow::Result<Outcome> {
+async fn profile(args: &[String], dir: &Path) -> ttftbench::error::Result<Outcome> {
     let mut argv = strings(&["ttftbench", "profile"]);
     argv.extend(args.iter().cloned());
     argv.extend(["--artifact-dir".to_string(), dir.display().to_string()]);
@@ -43,7 +43,7 @@ async fn profile(args: &[String], dir: &Path) -> anyhow::Result<Outcome> {
     // Bounded: a stream that never ends must fail the test, not hang CI.
     match tokio::time::timeout(
         std::time::Duration::from_secs(120),
-        ttftbench::run::profile(&plan, Cancel::new(), Ui::silent()),
+        ttftbench::profile::run(&plan, Cancel::new(), Ui::silent()),
     )
     .await
     {
@@ -63,10 +63,8 @@ async fn usage_error(args: &[String]) -> String {
                 .map(|l| &l.summary.stats)
                 .collect::<Vec<_>>()
         ),
-        Err(e) => match e.downcast_ref::<UsageError>() {
-            Some(u) => u.0.clone(),
-            None => panic!("expected a usage error (exit code 2), got: {e:#}"),
-        },
+        Err(e) if e.exit_code() == 2 => e.to_string(),
+        Err(e) => panic!("expected a usage error (exit code 2), got: {e}"),
     }
 }
 

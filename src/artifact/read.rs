@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use crate::error::{Error, Result};
 use serde_json::Value;
 
 use super::{JSON_FILE, SUMMARY_JSON_FILE};
@@ -226,18 +226,23 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
                 max_inflight,
             })
         }
-        _ => bail!(
-            "{}: level kind '{kind}' with value {value:?} cannot be read by this version of ttftbench",
-            dir.display()
-        ),
+        _ => {
+            return Err(Error::usage(format!(
+                "{}: level kind '{kind}' with value {value:?} cannot be read by this version of ttftbench",
+                dir.display()
+            )));
+        }
     }
 }
 
 /// Rebuilds a level summary from the text of `profile_export_genai_perf.json` (pure: no I/O).
 pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
-    let level = doc
-        .get("level")
-        .ok_or_else(|| anyhow!("{}: no 'level' block in {JSON_FILE}", dir.display()))?;
+    let level = doc.get("level").ok_or_else(|| {
+        Error::usage(format!(
+            "{}: no 'level' block in {JSON_FILE}",
+            dir.display()
+        ))
+    })?;
     let cfg = doc.get("input_config");
     let stimulus = stimulus_from(level, cfg, dir)?;
     let streaming = cfg
@@ -367,9 +372,18 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
 
 /// The JSON document in `path`, with the file named in the error.
 fn read_json(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::usage(format!(
+            "{}: {e}",
+            format!("cannot read {}", path.display())
+        ))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::usage(format!(
+            "{}: {e}",
+            format!("{} is not valid JSON", path.display())
+        ))
+    })
 }
 
 /// Reads one level directory.
@@ -421,7 +435,7 @@ pub fn read_sweep(dir: &Path) -> Result<Run> {
     let rows = doc
         .get("levels")
         .and_then(Value::as_array)
-        .ok_or_else(|| anyhow!("{}: no 'levels' list", path.display()))?;
+        .ok_or_else(|| Error::usage(format!("{}: no 'levels' list", path.display())))?;
     let mut levels = Vec::with_capacity(rows.len());
     for row in rows {
         let rel = row.get("path").and_then(Value::as_str).map(|p| dir.join(p));
@@ -437,11 +451,11 @@ pub fn read_sweep(dir: &Path) -> Result<Run> {
             .flatten()
             .find(|p| kind_of(p) == DirKind::Level)
             .ok_or_else(|| {
-                anyhow!(
+                Error::usage(format!(
                     "{}: level {} is listed but its directory is missing",
                     path.display(),
                     row.get("name").and_then(Value::as_str).unwrap_or("?")
-                )
+                ))
             })?;
         levels.push(read_level(&found)?);
     }
@@ -561,8 +575,12 @@ fn file_run(path: &Path) -> Result<Run> {
     if name == JSON_FILE || name == super::CSV_FILE {
         return Ok(run_from(parent, vec![read_level(parent)?]));
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::usage(format!(
+            "{}: {e}",
+            format!("cannot read {}", path.display())
+        ))
+    })?;
     let levels = perf_csv_levels(&text, path)?;
     let label = path.file_stem().map_or_else(
         || path.display().to_string(),
@@ -584,7 +602,12 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
         .from_reader(text.as_bytes());
     let headers = rdr
         .headers()
-        .with_context(|| format!("{}: no CSV header", path.display()))?
+        .map_err(|e| {
+            Error::usage(format!(
+                "{}: {e}",
+                format!("{}: no CSV header", path.display())
+            ))
+        })?
         .clone();
     let col = |name: &str| headers.iter().position(|h| h.trim() == name);
     let Some(tput_col) = col("Inferences/Second") else {
@@ -613,18 +636,23 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
         .map_or(0, |d| d.as_nanos() as u64);
     let mut levels = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
-        let rec = rec.with_context(|| format!("{}: row {}", path.display(), i + 2))?;
+        let rec = rec.map_err(|e| {
+            Error::usage(format!(
+                "{}: {e}",
+                format!("{}: row {}", path.display(), i + 2)
+            ))
+        })?;
         let num = |c: Option<usize>| -> Option<f64> {
             c.and_then(|c| rec.get(c))
                 .and_then(|v| v.trim().parse::<f64>().ok())
         };
         let us = |name: &str| num(col(name)).map(|v| v / 1000.0);
         let (Some(load), Some(tput)) = (num(Some(load_col)), num(Some(tput_col))) else {
-            bail!(
+            return Err(Error::usage(format!(
                 "{}: row {}: load or throughput is not a number",
                 path.display(),
                 i + 2
-            );
+            )));
         };
         let stimulus = if rate {
             Stimulus::RequestRate {
@@ -635,11 +663,11 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
         } else if load >= 1.0 && load.fract() == 0.0 && load <= f64::from(u32::MAX) {
             Stimulus::Concurrency(load as u32)
         } else {
-            bail!(
+            return Err(Error::usage(format!(
                 "{}: row {}: concurrency '{load}' is not a whole number",
                 path.display(),
                 i + 2
-            );
+            )));
         };
         let nan = f64::NAN;
         let latency = Stats {

@@ -28,6 +28,15 @@ impl std::fmt::Display for PreflightError {
 
 impl std::error::Error for PreflightError {}
 
+impl From<PreflightError> for crate::error::Error {
+    fn from(e: PreflightError) -> crate::error::Error {
+        match e {
+            PreflightError::Usage(UsageError(m)) => crate::error::Error::Usage(m),
+            PreflightError::Unavailable(m) => crate::error::Error::Failed(m),
+        }
+    }
+}
+
 fn unavailable(target: &Target, url: &str, e: &reqwest::Error) -> PreflightError {
     let mut msg = format!(
         "cannot reach the server at {}: {}",

@@ -38,12 +38,14 @@ impl HttpClient {
     /// Builds a client for the target's endpoint. Connections are pooled without limit so that N
     /// concurrent requests use N keep-alive connections; proxies from the environment are ignored
     /// because benchmark traffic must go straight to the server.
-    pub fn new(target: &Target, pool_hint: usize) -> anyhow::Result<HttpClient> {
+    pub fn new(target: &Target, pool_hint: usize) -> crate::error::Result<HttpClient> {
         install_tls_provider();
-        let url = reqwest::Url::parse(&target.endpoint_url())
-            .map_err(|e| anyhow::anyhow!("invalid URL {}: {e}", target.endpoint_url()))?;
-        let warm_url = reqwest::Url::parse(&target.warm_url())
-            .map_err(|e| anyhow::anyhow!("invalid URL {}: {e}", target.warm_url()))?;
+        let url = reqwest::Url::parse(&target.endpoint_url()).map_err(|e| {
+            crate::error::Error::usage(format!("invalid URL {}: {e}", target.endpoint_url()))
+        })?;
+        let warm_url = reqwest::Url::parse(&target.warm_url()).map_err(|e| {
+            crate::error::Error::usage(format!("invalid URL {}: {e}", target.warm_url()))
+        })?;
         let mut builder = reqwest::Client::builder()
             .no_proxy()
             .tcp_nodelay(true)
@@ -54,9 +56,12 @@ impl HttpClient {
         if url.scheme() == "http" {
             builder = builder.http1_only();
         }
-        let client = builder
-            .build()
-            .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {}", error_chain(&e)))?;
+        let client = builder.build().map_err(|e| {
+            crate::error::Error::failed(format!(
+                "cannot build the HTTP client: {}",
+                error_chain(&e)
+            ))
+        })?;
         let h1 = H1Target::new(&url, &target.header_map()?).map(std::sync::Arc::new);
         Ok(HttpClient {
             client,

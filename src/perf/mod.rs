@@ -15,26 +15,20 @@
 pub mod inputs;
 pub mod plan;
 pub mod report;
+pub mod session;
 
-use std::io::{BufWriter, Write};
 use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{Context, Result};
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
-
-use crate::artifact::timeline::Timeline;
-use crate::client::discovery::PreflightError;
-use crate::client::grpc::{self, GrpcClient, ResponseMode};
-use crate::client::{Client, HttpClient};
-use crate::error::UsageError;
-use crate::load::WindowRule;
-use crate::load::{Cancel, Completed, Halt, PhaseSpec, Shared, gap_pool, run_phase};
-use crate::load::{Stimulus, Stop};
+use crate::analysis::slo::SloResult;
+use crate::engine::outcome::{Ending, LevelEnd, Rules};
+use crate::engine::{
+    LevelSpec, Measured, Pass, Policy, RecordsFile, Session, Sinks, Stability, measure_level,
+};
+use crate::error::{Error, Result, write_file};
+use crate::load::{Cancel, Shared, Stimulus, Stop, WindowRule, gap_pool};
 use crate::metrics::{Metric, Stats};
-use crate::record::{Clock, Phase};
-use crate::server_metrics::{ServerProbe, StatsSnapshot, StatsSource};
-use crate::stats::Aggregate;
+use crate::record::Clock;
+use crate::server_metrics::StatsSnapshot;
 use crate::workload::tensor::ModelInfo;
 use crate::workload::tokenizer::Tokenizer;
 use plan::{PerfPlan, Protocol};
@@ -135,6 +129,8 @@ pub struct PerfLevel {
     pub errors: Vec<crate::stats::ErrorCount>,
     /// `--slo` results.
     pub slo: Vec<crate::analysis::slo::SloResult>,
+    /// Whether the level's numbers can be trusted, and why not.
+    pub validity: crate::metrics::Validity,
 }
 
 impl crate::metrics::MetricSource for PerfLevel {
@@ -194,17 +190,57 @@ pub struct Settings {
     pub percentile: Option<u32>,
 }
 
-/// One closed window.
-#[derive(Debug)]
-struct Window {
-    start_ns: u64,
-    end_ns: u64,
-    agg: Aggregate,
-}
-
-impl Window {
-    fn secs(&self) -> f64 {
-        (self.end_ns.saturating_sub(self.start_ns)) as f64 / 1e9
+impl PerfLevel {
+    /// perf_analyzer's numbers of a measured level: throughput in inferences (requests × batch)
+    /// per second of the reported windows, latencies in ns, the server's statistics over those
+    /// windows.
+    pub fn from_measured(m: &Measured, batch: u32, percentile: Option<u32>) -> PerfLevel {
+        let agg = &m.agg;
+        let secs = m.windows.secs.max(1e-9);
+        let streaming = m.summary.streaming;
+        let lat_dist = agg.dist(Metric::RequestLatency);
+        let extra = percentile
+            .filter(|p| ![50, 90, 95, 99].contains(p))
+            .map(|p| {
+                (
+                    p,
+                    lat_dist.histogram().value_at_quantile(f64::from(p) / 100.0) as f64,
+                )
+            });
+        let first = agg.dist(Metric::TimeToFirstToken);
+        PerfLevel {
+            stimulus: m.summary.stimulus,
+            request_count: agg.ok,
+            error_count: agg.error_count(),
+            throughput: agg.ok as f64 * f64::from(batch) / secs,
+            response_throughput: agg.sum_chunks as f64 / secs,
+            latency: lat_dist.stats(1.0),
+            first_response: (streaming && first.count() > 0).then(|| first.stats(1.0)),
+            extra_percentile: extra,
+            // As perf_analyzer: client send/receive times are not meaningful for decoupled
+            // streams (the "receive" would span the whole generation), so they are 0 there.
+            avg_send_ns: if agg.send_count > 0 && !streaming {
+                agg.sum_send_ns as f64 / agg.send_count as f64
+            } else {
+                0.0
+            },
+            avg_recv_ns: if agg.ok > 0 && !streaming {
+                agg.sum_recv_ns as f64 / agg.ok as f64
+            } else {
+                0.0
+            },
+            streaming,
+            stable: m.windows.stable,
+            windows: m.windows.measured,
+            server: m
+                .windows
+                .stats
+                .as_ref()
+                .map(|(a, b)| ServerView::between(a, b)),
+            errors: agg.error_counts(),
+            slo: Vec::new(),
+            validity: m.summary.validity.clone(),
+        }
     }
 }
 
@@ -212,7 +248,7 @@ impl Window {
 pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
     let plan = PerfPlan::from_args(args, argv)?;
     let cancel = Cancel::new();
-    crate::app::watch_signals(cancel.clone());
+    crate::engine::signals::watch_signals(cancel.clone());
     let outcome = run(&plan, cancel.clone(), true).await?;
     if let Some(path) = &plan.report_file {
         let text = report::csv(
@@ -222,24 +258,18 @@ pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
                 verbose: plan.verbose_csv,
             },
         );
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        write_file(path, text)?;
     }
-    if outcome.levels.is_empty() || outcome.levels.iter().all(|l| l.request_count == 0) {
-        // Say what the server answered: without it a run where every request failed (an unknown
-        // input, a model error) shows only zeros.
-        match outcome.levels.iter().flat_map(|l| l.errors.first()).next() {
-            Some(e) => eprintln!(
-                "error: no request completed successfully; {} failed with {}: {}",
-                e.count,
-                e.kind,
-                report::short_error(&e.example)
-            ),
-            None => eprintln!("error: no request completed successfully"),
-        }
-        return Ok(1);
+    for line in crate::report::console::untrusted_lines(
+        outcome
+            .levels
+            .iter()
+            .map(|l| (l.stimulus.name(), &l.validity)),
+    ) {
+        println!("{line}");
     }
     if !plan.slos.is_empty() {
-        let named: Vec<(String, Vec<crate::analysis::slo::SloResult>)> = outcome
+        let named: Vec<(String, Vec<SloResult>)> = outcome
             .levels
             .iter()
             .map(|l| (l.stimulus.name(), l.slo.clone()))
@@ -247,25 +277,12 @@ pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
         for line in crate::analysis::slo::console_lines(&named) {
             println!("{line}");
         }
-        if outcome
-            .levels
-            .iter()
-            .any(|l| l.slo.iter().any(|r| !r.passed))
-        {
-            return Ok(1);
-        }
     }
-    if cancel.stopping() {
-        // As `profile`: the shell's code for a run stopped by Ctrl-C/SIGTERM, whose report and
-        // CSV cover the windows measured until then (how a soak test is ended early).
-        eprintln!("interrupted: the report covers the windows measured before the signal");
-        return Ok(130);
+    let end = outcome.ending(plan.strict, cancel.stopping());
+    for line in &end.lines {
+        eprintln!("{line}");
     }
-    // perf_analyzer exits non-zero when its only level never stabilised.
-    if outcome.levels.len() == 1 && !outcome.levels[0].stable {
-        return Ok(1);
-    }
-    Ok(0)
+    Ok(end.code)
 }
 
 /// The result of a perf run.
@@ -279,10 +296,35 @@ pub struct PerfOutcome {
     pub model: ModelInfo,
 }
 
+impl PerfOutcome {
+    /// How the run ends (perf_analyzer's rule: a single level that never stabilised fails).
+    pub fn ending(&self, strict: bool, interrupted: bool) -> Ending {
+        let ends: Vec<LevelEnd<'_>> = self
+            .levels
+            .iter()
+            .map(|l| LevelEnd {
+                succeeded: l.request_count,
+                errors: &l.errors,
+                trustworthy: l.validity.trustworthy,
+                slo: &l.slo,
+                stable: l.stable,
+            })
+            .collect();
+        crate::engine::outcome::ending(
+            &ends,
+            interrupted,
+            Rules {
+                strict,
+                single_level_must_stabilize: true,
+            },
+        )
+    }
+}
+
 /// Runs a perf plan in-process. With `print`, writes perf_analyzer's console report to stdout as
 /// levels complete.
 pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOutcome> {
-    let (protocol, info, client, probe) = prepare(plan).await?;
+    let (protocol, info, client, probe) = session::prepare(plan).await?;
     let dataset = inputs::dataset(plan, &info, protocol)?;
     let settings = Settings {
         batch: plan.batch,
@@ -302,7 +344,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         }
         print!("{}", report::settings(&settings));
     }
-    let shared = Arc::new(Shared {
+    let shared = Shared {
         client,
         dataset: Arc::new(dataset),
         tokenizer: Tokenizer::builtin_gpt2(),
@@ -313,43 +355,82 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         count_tokens: false,
         seed: plan.seed,
         gaps: gap_pool(),
-    });
-    let mut sinks = Sinks {
+    };
+    let mut session = Session::new(shared, probe);
+    let mut sinks = open_sinks(plan, session.shared.clock)?;
+    let levels = run_levels(plan, &mut session, &mut sinks, &settings, print).await?;
+    if let Some(t) = sinks.timeline.take() {
+        t.finish()
+            .map_err(|e| Error::failed(format!("writing the timeline: {e}")))?;
+    }
+    if let Some(r) = sinks.records.take() {
+        r.finish()?;
+    }
+    if print && !levels.is_empty() {
+        print!("{}", report::summary(&levels, plan.percentile));
+    }
+    Ok(PerfOutcome {
+        levels,
+        protocol,
+        model: info,
+    })
+}
+
+/// The timeline and the per-request log, kept across levels.
+fn open_sinks(plan: &PerfPlan, clock: Clock) -> Result<Sinks> {
+    Ok(Sinks {
         timeline: match &plan.timeline {
             Some((path, every)) => Some(
-                Timeline::create(path, *every, shared.clock)
-                    .with_context(|| format!("cannot write {}", path.display()))?,
+                crate::artifact::timeline::Timeline::create(path, *every, clock)
+                    .map_err(|e| Error::io("write", path, e))?,
             ),
             None => None,
         },
-        requests: match &plan.requests_log {
-            Some(path) => Some(BufWriter::with_capacity(
-                1 << 16,
-                std::fs::File::create(path)
-                    .with_context(|| format!("cannot write {}", path.display()))?,
-            )),
+        records: match &plan.requests_log {
+            Some(path) => Some(RecordsFile::create(path)?),
             None => None,
         },
-        error: None,
-        level: String::new(),
-    };
+        progress: None,
+    })
+}
+
+/// The level loop: each level in order; past the latency threshold the sweep stops, and an
+/// open-ended concurrency range adds one step at a time until it is reached.
+async fn run_levels(
+    plan: &PerfPlan,
+    session: &mut Session,
+    sinks: &mut Sinks,
+    settings: &Settings,
+    print: bool,
+) -> Result<Vec<PerfLevel>> {
     let mut levels: Vec<PerfLevel> = Vec::new();
-    let mut seq_base = 0u64;
     let mut todo: std::collections::VecDeque<Stimulus> = plan.levels.iter().copied().collect();
+    let pass_line = |p: &Pass| {
+        println!(
+            "  Pass [{}] throughput: {} infer/sec. {}: {} usec",
+            p.index,
+            report::g6(p.ok as f64 * f64::from(plan.batch) / p.secs.max(1e-9)),
+            plan.percentile
+                .map_or("Avg latency".to_string(), |p| format!("p{p} latency")),
+            (p.latency_ns / 1000.0) as u64
+        );
+    };
     while let Some(stimulus) = todo.pop_front() {
-        if cancel.stopping() {
+        if session.shared.cancel.stopping() {
             break;
         }
-        let level = measure_level(
-            plan,
-            &shared,
-            &probe,
+        let spec = LevelSpec {
             stimulus,
-            &mut seq_base,
-            &mut sinks,
-            print,
-        )
-        .await?;
+            policy: policy(plan),
+            warmup: (plan.warmup > 0).then_some(Stop::Requests(plan.warmup)),
+            objectives: &[],
+            max_send_lag_ms: plan.max_send_lag_ms,
+            streaming: plan.target.streaming,
+            on_pass: (print && plan.verbose).then_some(&pass_line as &(dyn Fn(&Pass) + Sync)),
+        };
+        let measured = measure_level(session, &spec, sinks).await?;
+        let mut level = PerfLevel::from_measured(&measured, plan.batch, plan.percentile);
+        level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
         if print {
             print!(
                 "{}",
@@ -380,444 +461,21 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
             todo.push_back(Stimulus::Concurrency(n + 1));
         }
     }
-    if let Some(t) = sinks.timeline.take() {
-        t.finish().context("writing the timeline")?;
-    }
-    if let Some(mut w) = sinks.requests.take() {
-        if let Some(e) = sinks.error.take() {
-            return Err(e).context("writing the per-request log");
-        }
-        w.flush().context("writing the per-request log")?;
-    }
-    if print && !levels.is_empty() {
-        print!("{}", report::summary(&levels, plan.percentile));
-    }
-    Ok(PerfOutcome {
-        levels,
-        protocol,
-        model: info,
-    })
+    Ok(levels)
 }
 
-/// Connects (detecting the protocol when `-i` was not given), reads the model's metadata and
-/// config, and builds the client and the server probe.
-async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, ServerProbe)> {
-    let t = &plan.target;
-    let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
-    let http = crate::run::metrics_http_client(t)?;
-    let protocol = match plan.protocol {
-        Some(p) => p,
-        None => match grpc::connect(&t.base_url).await {
-            Ok(ch) if probe_grpc(ch.clone()).await => Protocol::Grpc,
-            _ => Protocol::Http,
-        },
-    };
-    match protocol {
-        Protocol::Grpc => {
-            let channel = grpc::connect(&t.base_url)
-                .await
-                .map_err(|e| anyhow::anyhow!(e))?;
-            let info = grpc::discover_version(channel.clone(), t, &plan.model_version)
-                .await
-                .map_err(preflight)?;
-            check_model(plan, &info, protocol)?;
-            let client = GrpcClient::new(t, &info, workers, channel.clone(), ResponseMode::Tensors)
-                .await
-                .map_err(|e| anyhow::anyhow!(e))?;
-            let md = grpc::metadata_for(t)?;
-            let probe = ServerProbe::new(
-                http,
-                &t.model,
-                &plan.metrics,
-                StatsSource::Grpc(channel, md),
-            )
-            .await
-            .with_version(&plan.model_version);
-            Ok((protocol, info, Client::Grpc(client), probe))
-        }
-        Protocol::Http => {
-            let mut target = t.clone();
-            target.api = crate::target::Api::Infer;
-            let info = crate::client::discovery::model_info_http_version(
-                &http,
-                &target,
-                &plan.model_version,
-            )
-            .await
-            .map_err(preflight)?;
-            check_model(plan, &info, protocol)?;
-            let client = HttpClient::new(&target, workers)?;
-            // perf_analyzer reads `v2/models/<m>[/versions/<v>]/stats`: with -x, that version only.
-            let stats_url = format!(
-                "{}/{}/stats",
-                t.base_url,
-                crate::client::discovery::model_path(&t.model, &plan.model_version)
-            );
-            let probe =
-                ServerProbe::new(http, &t.model, &plan.metrics, StatsSource::Http(stats_url)).await;
-            Ok((protocol, info, Client::Http(client), probe))
-        }
-    }
-}
-
-/// Whether the address answers KServe gRPC (ServerLive).
-async fn probe_grpc(channel: tonic::transport::Channel) -> bool {
-    let mut c =
-        crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient::new(channel);
-    let call = c.server_live(crate::proto::ServerLiveRequest {});
-    matches!(
-        tokio::time::timeout(Duration::from_secs(5), call).await,
-        Ok(Ok(_))
-    )
-}
-
-fn preflight(e: PreflightError) -> anyhow::Error {
-    match e {
-        PreflightError::Usage(u) => u.into(),
-        e @ PreflightError::Unavailable(_) => anyhow::anyhow!(e),
-    }
-}
-
-fn check_model(plan: &PerfPlan, info: &ModelInfo, protocol: Protocol) -> Result<(), UsageError> {
-    // Explicit `-i http --streaming` is refused by the plan; this catches a detected HTTP server.
-    if plan.target.streaming && protocol == Protocol::Http {
-        return Err(UsageError(format!(
-            "{} (the server at {} answered HTTP, not gRPC)",
-            plan::STREAMING_NEEDS_GRPC,
-            plan.target.base_url
-        )));
-    }
-    if plan.target.streaming && !info.decoupled {
-        return Err(UsageError(format!(
-            "model '{}' is not decoupled (model_transaction_policy.decoupled is false), so it answers each request once and cannot stream: drop --streaming",
-            info.name
-        )));
-    }
-    if info.decoupled && !plan.target.streaming && plan.protocol == Some(Protocol::Http) {
-        return Err(UsageError(format!(
-            "model '{}' is decoupled: its responses only stream over gRPC; use -i grpc --streaming",
-            info.name
-        )));
-    }
-    if info.inputs.is_empty() {
-        return Err(UsageError(format!(
-            "model '{}' declares no inputs; perf needs its metadata to build requests",
-            info.name
-        )));
-    }
-    Ok(())
-}
-
-/// Warms up, then measures windows until stable (or the single window), and merges the last ones.
-async fn measure_level(
-    plan: &PerfPlan,
-    shared: &Arc<Shared>,
-    probe: &ServerProbe,
-    stimulus: Stimulus,
-    seq_base: &mut u64,
-    sinks: &mut Sinks,
-    print: bool,
-) -> Result<PerfLevel> {
-    shared.client.warm_connections(stimulus.workers()).await;
-    if plan.warmup > 0 {
-        let (tx, rx) = crate::load::record_queue();
-        let drain = std::thread::spawn(move || std::iter::from_fn(|| rx.recv()).count());
-        let spec = PhaseSpec {
-            phase: Phase::Warmup,
-            stimulus,
-            stop: Stop::Requests(plan.warmup),
-            seq_base: *seq_base,
-        };
-        let out = run_phase(shared.clone(), spec, tx, Halt::new()).await;
-        let _ = drain.join();
-        *seq_base += out.sent;
-    }
-    let stop = match plan.windows {
-        WindowRule::Requests(n) => Stop::Requests(n),
-        WindowRule::Once(d) => Stop::Window(d),
-        // Runs until the stability loop halts it.
-        WindowRule::Time(_) | WindowRule::Count(_) => Stop::Requests(u64::MAX),
-    };
-    let (win_tx, mut win_rx) = unbounded_channel::<Window>();
-    let (rec_tx, rec_rx) = crate::load::record_queue();
-    let start_ns = shared.clock.now_ns();
-    let rule = plan.windows;
-    let clock = shared.clock;
-    let pool = shared.gaps.clone();
-    let mut snapshots = vec![stats_now(probe).await];
-    // The files travel with the collector thread and come back when it ends.
-    let mut lent = std::mem::take(sinks);
-    lent.level = stimulus.name();
-    let collector = std::thread::Builder::new()
-        .name("perf-windows".into())
-        .spawn(move || collect_windows(rule, start_ns, clock, rec_rx, win_tx, pool, lent))?;
-    let halt = Halt::new();
-    let spec = PhaseSpec {
-        phase: Phase::Measure,
-        stimulus,
-        stop,
-        seq_base: *seq_base,
-    };
-    let phase = tokio::spawn(run_phase(shared.clone(), spec, rec_tx, halt.clone()));
-    let mut windows: Vec<Window> = Vec::new();
-    let mut measured = 0u32;
-    let mut stable = !rule.stabilizes();
-    while let Some(w) = win_rx.recv().await {
-        snapshots.push(stats_now(probe).await);
-        measured += 1;
-        if print && plan.verbose {
-            let lat = window_latency(&w.agg, plan.percentile);
-            println!(
-                "  Pass [{measured}] throughput: {} infer/sec. {}: {} usec",
-                report::g6(w.agg.ok as f64 * f64::from(plan.batch) / w.secs().max(1e-9)),
-                plan.percentile
-                    .map_or("Avg latency".to_string(), |p| format!("p{p} latency")),
-                (lat / 1000.0) as u64
-            );
-        }
-        windows.push(w);
-        if windows.len() > 3 {
-            windows.remove(0);
-            snapshots.remove(0);
-        }
-        if !rule.stabilizes() {
-            continue;
-        }
-        if windows.len() == 3 && is_stable(&windows, plan) {
-            stable = true;
-            break;
-        }
-        if measured >= plan.max_trials || shared.cancel.stopping() {
-            break;
-        }
-    }
-    halt.halt();
-    let out = phase.await.context("the load task failed")?;
-    *seq_base += out.sent;
-    // Wait for the collector to finish (it ends when the last sender is gone).
-    while let Some(w) = win_rx.recv().await {
-        if !rule.stabilizes() && windows.is_empty() {
-            snapshots.push(stats_now(probe).await);
-            windows.push(w);
-        }
-    }
-    *sinks = collector
-        .join()
-        .map_err(|_| anyhow::anyhow!("the measurement thread panicked"))?;
-    if windows.is_empty() {
-        anyhow::bail!("no measurement window completed for {}", stimulus.name());
-    }
-    // Single-window levels: the snapshot before and the one after the window.
-    let (first_snap, last_snap) = (
-        snapshots.first().cloned().flatten(),
-        snapshots.last().cloned().flatten(),
-    );
-    let mut level = merge(
-        plan, stimulus, &windows, measured, stable, first_snap, last_snap,
-    );
-    level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
-    Ok(level)
-}
-
-/// The statistics extension's counters now. Only those: perf reports no Prometheus numbers,
-/// and scraping `/metrics` first would read the counters that much later than the window's
-/// end, while requests keep completing (the client's and the server's counts then differ more).
-async fn stats_now(probe: &ServerProbe) -> Option<StatsSnapshot> {
-    probe.read_stats().await.ok().flatten()
-}
-
-fn window_latency(agg: &Aggregate, percentile: Option<u32>) -> f64 {
-    let d = agg.dist(Metric::RequestLatency);
-    match percentile {
-        Some(p) => d.histogram().value_at_quantile(f64::from(p) / 100.0) as f64,
-        None => d.stats(1.0).avg,
-    }
-}
-
-/// perf_analyzer's rule over the last three windows.
-fn is_stable(w: &[Window], plan: &PerfPlan) -> bool {
-    let tput: Vec<f64> = w
-        .iter()
-        .map(|x| x.agg.ok as f64 / x.secs().max(1e-9))
-        .collect();
-    let lat: Vec<f64> = w
-        .iter()
-        .map(|x| window_latency(&x.agg, plan.percentile))
-        .collect();
-    let within = |v: &[f64]| {
-        let (mn, mx) = v
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
-        mn > 0.0 && mx / mn <= 1.0 + plan.stability
-    };
-    within(&tput) && within(&lat)
-}
-
-fn merge(
-    plan: &PerfPlan,
-    stimulus: Stimulus,
-    windows: &[Window],
-    measured: u32,
-    stable: bool,
-    before: Option<StatsSnapshot>,
-    after: Option<StatsSnapshot>,
-) -> PerfLevel {
-    let mut agg = Aggregate::new();
-    let mut secs = 0.0;
-    for w in windows {
-        agg.merge(&w.agg);
-        secs += w.secs();
-    }
-    let secs = secs.max(1e-9);
-    let lat_dist = agg.dist(Metric::RequestLatency);
-    let extra = plan
-        .percentile
-        .filter(|p| ![50, 90, 95, 99].contains(p))
-        .map(|p| {
-            (
-                p,
-                lat_dist.histogram().value_at_quantile(f64::from(p) / 100.0) as f64,
-            )
-        });
-    let first = agg.dist(Metric::TimeToFirstToken);
-    PerfLevel {
-        stimulus,
-        request_count: agg.ok,
-        error_count: agg.error_count(),
-        throughput: agg.ok as f64 * f64::from(plan.batch) / secs,
-        response_throughput: agg.sum_chunks as f64 / secs,
-        latency: lat_dist.stats(1.0),
-        first_response: (plan.target.streaming && first.count() > 0).then(|| first.stats(1.0)),
-        extra_percentile: extra,
-        // As perf_analyzer: client send/receive times are not meaningful for decoupled streams
-        // (the "receive" would span the whole generation), so they are 0 there.
-        avg_send_ns: if agg.send_count > 0 && !plan.target.streaming {
-            agg.sum_send_ns as f64 / agg.send_count as f64
-        } else {
-            0.0
-        },
-        avg_recv_ns: if agg.ok > 0 && !plan.target.streaming {
-            agg.sum_recv_ns as f64 / agg.ok as f64
-        } else {
-            0.0
-        },
-        streaming: plan.target.streaming,
-        stable,
-        windows: measured,
-        server: match (before, after) {
-            (Some(a), Some(b)) => Some(ServerView::between(&a, &b)),
-            _ => None,
-        },
-        errors: agg.error_counts(),
-        slo: Vec::new(),
-    }
-}
-
-/// The collector thread: assigns each finished request to the window its last response falls
-/// in, sends each window when it closes, feeds the timeline, and recycles gap buffers. Returns
-/// the timeline when the load has stopped.
-fn collect_windows(
-    rule: WindowRule,
-    start_ns: u64,
-    clock: Clock,
-    rx: crate::load::RecordSource,
-    tx: UnboundedSender<Window>,
-    pool: crate::load::GapPool,
-    mut sinks: Sinks,
-) -> Sinks {
-    // Completions reach this thread microseconds after they end; a time window closes once its
-    // end is this far in the past, so late arrivals still land in the right window.
-    const GRACE_NS: u64 = 5_000_000;
-    let len_ns = match rule {
-        WindowRule::Time(d) => Some(d.as_nanos() as u64),
-        _ => None,
-    };
-    let mut cur = Window {
-        start_ns,
-        end_ns: len_ns.map_or(u64::MAX, |l| start_ns + l),
-        agg: Aggregate::new(),
-    };
-    let close = |cur: &mut Window, next_end: u64, tx: &UnboundedSender<Window>| {
-        let next = Window {
-            start_ns: cur.end_ns,
-            end_ns: next_end,
-            agg: Aggregate::new(),
-        };
-        let _ = tx.send(std::mem::replace(cur, next));
-    };
-    loop {
-        let msg = rx.recv_timeout(Duration::from_millis(2));
-        let closed = matches!(msg, Err(crate::load::queue::Empty::Closed));
-        if let Ok(Completed { record, mut gaps }) = msg {
-            if record.phase == Phase::Measure {
-                sinks.record(&clock, &record);
-                let end = record.last_token_ns.unwrap_or(record.end_ns);
-                if let Some(len) = len_ns {
-                    while end >= cur.end_ns {
-                        let next_end = cur.end_ns + len;
-                        close(&mut cur, next_end, &tx);
-                    }
-                }
-                cur.agg.record(&record, &[], &[]);
-                if let WindowRule::Count(n) = rule
-                    && cur.agg.ok >= n
-                {
-                    cur.end_ns = end.max(cur.start_ns + 1);
-                    close(&mut cur, u64::MAX, &tx);
-                }
-            }
-            gaps.clear();
-            let _ = pool.push(gaps);
-        }
-        let now = clock.now_ns();
-        if let Some(t) = sinks.timeline.as_mut() {
-            t.advance(now);
-        }
-        if let Some(len) = len_ns {
-            while now >= cur.end_ns + GRACE_NS {
-                let next_end = cur.end_ns + len;
-                close(&mut cur, next_end, &tx);
-            }
-        }
-        if closed {
-            break;
-        }
-    }
-    // Single-window rules report once the load has stopped: the window ends at its last response.
-    if matches!(rule, WindowRule::Once(_) | WindowRule::Requests(_)) {
-        cur.end_ns = cur
-            .agg
-            .last_response_ns
-            .unwrap_or_else(|| clock.now_ns())
-            .max(cur.start_ns + 1);
-        let _ = tx.send(cur);
-    }
-    sinks
-}
-
-/// Where measured requests are written besides the windows: the timeline and, with
-/// `--verbose-csv`, the per-request log. Lent to each level's collector thread.
-#[derive(Default)]
-struct Sinks {
-    timeline: Option<Timeline>,
-    requests: Option<BufWriter<std::fs::File>>,
-    /// The first write error; the run reports it at the end instead of stopping mid-level.
-    error: Option<std::io::Error>,
-    /// The level being measured, as the per-request log names it (`concurrency8`).
-    level: String,
-}
-
-impl Sinks {
-    fn record(&mut self, clock: &Clock, record: &crate::record::RequestRecord) {
-        if let Some(t) = self.timeline.as_mut() {
-            t.record(record);
-        }
-        if let Some(w) = self.requests.as_mut()
-            && self.error.is_none()
-            && let Err(e) = crate::artifact::records::write_row(w, &self.level, clock, record)
-        {
-            self.error = Some(e);
-        }
+/// perf_analyzer's windows as the engine's policy: one window for `--request-count` and periodic
+/// runs, the stability rule otherwise.
+fn policy(plan: &PerfPlan) -> Policy {
+    match plan.windows {
+        WindowRule::Requests(n) => Policy::Fixed(Stop::Requests(n)),
+        WindowRule::Once(d) => Policy::Fixed(Stop::Window(d)),
+        rule @ (WindowRule::Time(_) | WindowRule::Count(_)) => Policy::Stable(Stability {
+            rule,
+            tolerance: plan.stability,
+            max_trials: plan.max_trials,
+            percentile: plan.percentile,
+        }),
     }
 }
 
@@ -897,10 +555,8 @@ mod tests {
             let mut bad = args.to_vec();
             bad.extend(["-x", "7"]);
             let e = run(&plan(&bad), Cancel::new(), false).await.unwrap_err();
-            let u = e
-                .downcast_ref::<UsageError>()
-                .unwrap_or_else(|| panic!("{proto}: a usage error, got {e:#}"));
-            assert!(u.0.contains("has no version 7"), "{proto}: {u}");
+            assert_eq!(e.exit_code(), 2, "{proto}: a usage error, got {e}");
+            assert!(e.to_string().contains("has no version 7"), "{proto}: {e}");
             let mut good = args.to_vec();
             good.extend(["-x", "1"]);
             let out = run(&plan(&good), Cancel::new(), false).await.unwrap();

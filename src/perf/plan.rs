@@ -112,6 +112,10 @@ pub struct PerfPlan {
     pub seed: u64,
     /// `--slo` objectives, checked on every level.
     pub slos: Vec<crate::metrics::Slo>,
+    /// Send-lag p99 (ms) above which an open-loop level is not trustworthy.
+    pub max_send_lag_ms: f64,
+    /// Untrustworthy levels make the run fail.
+    pub strict: bool,
     /// Print every window.
     pub verbose: bool,
     /// The command line, secrets redacted.
@@ -295,6 +299,9 @@ impl PerfPlan {
         if !(a.request_timeout > 0.0 && a.request_timeout.is_finite()) {
             return usage("--request-timeout must be a positive number of seconds");
         }
+        if !(a.max_send_lag > 0.0 && a.max_send_lag.is_finite()) {
+            return usage("--max-send-lag must be a positive number of milliseconds");
+        }
         Ok(PerfPlan {
             target,
             protocol,
@@ -331,6 +338,8 @@ impl PerfPlan {
                 .iter()
                 .map(|s| crate::metrics::parse(s).map_err(UsageError))
                 .collect::<Result<Vec<_>, _>>()?,
+            max_send_lag_ms: a.max_send_lag,
+            strict: a.strict,
             verbose: a.verbose,
             command_line: redact_command_line(argv),
         })

@@ -223,26 +223,7 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
     out
 }
 
-/// A server's error message on one line of at most 300 characters. Python-backend models
-/// (PyTriton, Triton's python backend) send whole tracebacks; their last line names the
-/// exception, the rest is frames.
-pub fn short_error(msg: &str) -> String {
-    let msg = msg.trim();
-    let line = if msg.contains("Traceback (most recent call last)") {
-        msg.lines()
-            .rev()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or(msg)
-            .to_string()
-    } else {
-        msg.split_whitespace().collect::<Vec<_>>().join(" ")
-    };
-    match line.char_indices().nth(300) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line,
-    }
-}
+pub use crate::engine::outcome::short_error;
 
 /// The closing summary lines.
 pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
@@ -430,6 +411,7 @@ mod tests {
                 avg_compute_output_ns: 10_000.0,
             }),
             slo: Vec::new(),
+            validity: crate::metrics::Validity::default(),
         }
     }
 

@@ -177,6 +177,23 @@ pub fn error_lines(l: &LevelSummary) -> String {
     out
 }
 
+/// `NOT TRUSTWORTHY <level>: <reason>` for every reason of every untrustworthy level, as both
+/// `profile` and `perf` print them under their tables.
+pub fn untrusted_lines<'a>(
+    levels: impl IntoIterator<Item = (String, &'a crate::metrics::Validity)>,
+) -> Vec<String> {
+    levels
+        .into_iter()
+        .filter(|(_, v)| !v.trustworthy)
+        .flat_map(|(name, v)| {
+            v.reasons
+                .iter()
+                .map(move |r| format!("NOT TRUSTWORTHY {name}: {r}"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,6 @@
 //! The requests of a run, prepared before it starts: prompts tokenized and request bodies
 //! serialized once, then shared by every send (the timed path never builds JSON).
 
-use anyhow::{Context, Result};
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
@@ -10,6 +9,7 @@ use super::prompts::{self, LengthSampler, Prompt};
 use super::tensor::ModelInfo;
 use super::tokenizer::Tokenizer;
 use super::{PromptSource, WorkloadPlan};
+use crate::error::UsageError;
 use crate::target::{Api, Target};
 
 /// A request body prepared before the run, shared by every send of that dataset entry.
@@ -71,7 +71,7 @@ impl Dataset {
 const OUTPUT_SEED_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// The prompts of a plan (synthetic or from `--input-file`).
-pub fn load_prompts(w: &WorkloadPlan, tokenizer: &Tokenizer) -> Result<Vec<Prompt>> {
+pub fn load_prompts(w: &WorkloadPlan, tokenizer: &Tokenizer) -> Result<Vec<Prompt>, UsageError> {
     match &w.prompts {
         PromptSource::Synthetic { mean, stddev } => Ok(prompts::synthetic(
             tokenizer,
@@ -82,9 +82,12 @@ pub fn load_prompts(w: &WorkloadPlan, tokenizer: &Tokenizer) -> Result<Vec<Promp
         )),
         PromptSource::File(path) => {
             let mut all = prompts::from_jsonl(path, tokenizer)
-                .with_context(|| format!("--input-file {}", path.display()))?;
+                .map_err(|e| UsageError(format!("--input-file: {e}")))?;
             if all.is_empty() {
-                anyhow::bail!("--input-file {}: no prompts in the file", path.display());
+                return Err(UsageError(format!(
+                    "--input-file {}: no prompts in the file",
+                    path.display()
+                )));
             }
             all.truncate(w.num_prompts.max(1) as usize);
             Ok(all)
@@ -105,7 +108,11 @@ pub fn output_lengths(w: &WorkloadPlan, n: usize) -> Vec<Option<u32>> {
 }
 
 /// Builds the HTTP JSON bodies for the OpenAI and Triton generate APIs.
-pub fn build_http(t: &Target, w: &WorkloadPlan, tokenizer: &Tokenizer) -> Result<Dataset> {
+pub fn build_http(
+    t: &Target,
+    w: &WorkloadPlan,
+    tokenizer: &Tokenizer,
+) -> Result<Dataset, UsageError> {
     let prompts = load_prompts(w, tokenizer)?;
     let lengths = output_lengths(w, prompts.len());
     let entries = prompts
@@ -129,7 +136,7 @@ pub fn build_kserve(
     w: &WorkloadPlan,
     tokenizer: &Tokenizer,
     info: &ModelInfo,
-) -> Result<Dataset> {
+) -> Result<Dataset, UsageError> {
     let prompts = load_prompts(w, tokenizer)?;
     let lengths = output_lengths(w, prompts.len());
     let deterministic = w.output.is_some_and(|o| o.deterministic);

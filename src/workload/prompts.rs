@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use anyhow::{Context, Result, anyhow, bail};
+use crate::error::UsageError;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
@@ -487,18 +487,18 @@ const CONJUNCTIONS: &[&str] = &[
 /// Reads a GenAI-Perf `--input-file` JSONL: one object per line with the prompt in `"text"`
 /// (also accepted: `"text_input"`, `"prompt"`, in that order). Blank lines are skipped; errors
 /// name the file and line.
-pub fn from_jsonl(path: &Path, tokenizer: &Tokenizer) -> Result<Vec<Prompt>> {
+pub fn from_jsonl(path: &Path, tokenizer: &Tokenizer) -> Result<Vec<Prompt>, UsageError> {
     let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open prompt file {}", path.display()))?;
+        .map_err(|e| UsageError(format!("cannot open prompt file {}: {e}", path.display())))?;
     let mut prompts = Vec::new();
     // Lines as bytes, so that one bad line gets an error with its number instead of failing the
     // whole read.
     for (i, line) in BufReader::new(file).split(b'\n').enumerate() {
         let n = i + 1;
         let where_ = || format!("{}: line {n}", path.display());
-        let line = line.with_context(|| format!("{}: cannot read", where_()))?;
+        let line = line.map_err(|e| UsageError(format!("{}: cannot read: {e}", where_())))?;
         let Ok(line) = std::str::from_utf8(&line) else {
-            bail!("{}: not valid UTF-8", where_());
+            return Err(UsageError(format!("{}: not valid UTF-8", where_())));
         };
         let line = if n == 1 {
             line.trim_start_matches('\u{feff}')
@@ -509,14 +509,22 @@ pub fn from_jsonl(path: &Path, tokenizer: &Tokenizer) -> Result<Vec<Prompt>> {
         if line.is_empty() {
             continue;
         }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| anyhow!("{}: invalid JSON: {e}", where_()))?;
+        let value: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| UsageError(format!("{}: invalid JSON: {e}", where_())))?;
         let text = ["text", "text_input", "prompt"]
             .iter()
             .find_map(|k| value.get(k))
-            .ok_or_else(|| anyhow!("{}: expected a JSON object with a \"text\" field", where_()))?;
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "{}: expected a JSON object with a \"text\" field",
+                    where_()
+                ))
+            })?;
         let Some(text) = text.as_str() else {
-            bail!("{}: the \"text\" field must be a string", where_());
+            return Err(UsageError(format!(
+                "{}: the \"text\" field must be a string",
+                where_()
+            )));
         };
         let tokens = u32::try_from(tokenizer.count(text)).unwrap_or(u32::MAX);
         prompts.push(Prompt {
@@ -525,7 +533,10 @@ pub fn from_jsonl(path: &Path, tokenizer: &Tokenizer) -> Result<Vec<Prompt>> {
         });
     }
     if prompts.is_empty() {
-        bail!("{}: no prompts (every line is blank)", path.display());
+        return Err(UsageError(format!(
+            "{}: no prompts (every line is blank)",
+            path.display()
+        )));
     }
     Ok(prompts)
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use ttftbench::cli::{Cli, Command};
 use ttftbench::load::Cancel;
 use ttftbench::plan::RunPlan;
-use ttftbench::run::{Outcome, Ui};
+use ttftbench::profile::{Outcome, Ui};
 use ttftbench::sim::{self, EngineConfig, SimConfig, SimHandle};
 
 /// An engine with round numbers: prefill 5 ms + 0.1 ms/token, decode step 10 ms flat.
@@ -54,7 +54,7 @@ pub fn plan(args: &[String]) -> Result<RunPlan, String> {
 /// Runs `profile` in-process; errors are returned as their display text.
 pub async fn profile(args: &[String]) -> Result<Outcome, String> {
     let plan = plan(args)?;
-    ttftbench::run::profile(&plan, Cancel::new(), Ui::silent())
+    ttftbench::profile::run(&plan, Cancel::new(), Ui::silent())
         .await
         .map_err(|e| format!("{e:#}"))
 }

@@ -1,0 +1,287 @@
+//! Where a level's records go: one collector thread per level receives every finished request
+//! (warm-up and measured), hands it to the sinks — `requests.jsonl` (every phase), the timeline
+//! (every phase: it is what the server saw), the progress bar (measured only) — and cuts the
+//! measured ones into windows. A request belongs to the window its last response falls in.
+//!
+//! A fixed stop has one window, closed when the load has stopped (it ends at the level's last
+//! response). perf_analyzer's time windows close as time passes (each is sent to the level's
+//! stability loop as it closes); count windows close at their N-th successful request. When the
+//! load stops, what the open window holds is sent as a partial window, so an interrupted level
+//! still reports what it measured. Workers never wait on the collector: the queue is lock-free,
+//! and file I/O stays off the async runtime.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use indicatif::ProgressBar;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::artifact::records::write_row;
+use crate::artifact::timeline::Timeline;
+use crate::load::{Completed, GapPool, RecordSource, WindowRule};
+use crate::metrics::Objective;
+use crate::record::{Clock, Phase, RequestRecord};
+use crate::stats::Aggregate;
+
+/// Completions reach the collector microseconds after they end; a time window closes once its end
+/// is this far in the past, so late arrivals still land in the right window.
+const GRACE_NS: u64 = 5_000_000;
+
+/// Where every request is written as one JSON line (`requests.jsonl`, or perf's
+/// `<stem>.requests.jsonl`), with the level it belongs to.
+pub struct RecordsFile {
+    path: PathBuf,
+    out: BufWriter<File>,
+    /// The first write error; writing stops there and the level reports it.
+    error: Option<std::io::Error>,
+}
+
+impl RecordsFile {
+    /// Creates (truncates) the file.
+    pub fn create(path: &Path) -> crate::error::Result<RecordsFile> {
+        let f = File::create(path).map_err(|e| crate::error::Error::io("write", path, e))?;
+        Ok(RecordsFile {
+            path: path.to_path_buf(),
+            out: BufWriter::with_capacity(1 << 16, f),
+            error: None,
+        })
+    }
+
+    fn write(&mut self, level: &str, clock: &Clock, rec: &RequestRecord) {
+        if self.error.is_none()
+            && let Err(e) = write_row(&mut self.out, level, clock, rec)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    /// Flushes what was written; the first error of the file's life, if any.
+    pub fn finish(mut self) -> crate::error::Result<()> {
+        let r = match self.error.take() {
+            Some(e) => Err(e),
+            None => self.out.flush(),
+        };
+        r.map_err(|e| crate::error::Error::io("write", &self.path, e))
+    }
+}
+
+/// The outputs a level's records feed besides its aggregate. A front end owns them and lends
+/// them to each level's collector: `profile` makes new ones per level, `perf` keeps one timeline
+/// and one requests file across its levels.
+#[derive(Default)]
+pub struct Sinks {
+    /// Every request, one JSON line each.
+    pub records: Option<RecordsFile>,
+    /// Per-interval rows.
+    pub timeline: Option<Timeline>,
+    /// Advanced once per measured request.
+    pub progress: Option<ProgressBar>,
+}
+
+/// One closed window of measured requests.
+#[derive(Debug)]
+pub struct Window {
+    /// Start (ns on the run clock).
+    pub start_ns: u64,
+    /// End (ns on the run clock).
+    pub end_ns: u64,
+    /// The requests whose last response fell in it.
+    pub agg: Aggregate,
+    /// Whether the load stopped before the window's rule closed it.
+    pub partial: bool,
+}
+
+impl Window {
+    /// Length in seconds.
+    pub fn secs(&self) -> f64 {
+        self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9
+    }
+}
+
+/// What the collector needs to know about its level.
+pub struct Setup {
+    /// The level's name as records carry it (`concurrency8`).
+    pub level: String,
+    /// The run's clock.
+    pub clock: Clock,
+    /// Goodput objectives.
+    pub objectives: Vec<Objective>,
+    /// Gap buffers go back here.
+    pub pool: GapPool,
+    /// How measured requests are cut into windows.
+    pub rule: WindowRule,
+    /// When the measurement started (ns on the run clock; 0 until it has).
+    pub measure_start: Arc<AtomicU64>,
+}
+
+/// What the collector hands back when the load has stopped.
+pub struct Collected {
+    /// The sinks, to be finished or lent to the next level.
+    pub sinks: Sinks,
+    /// Warm-up requests seen.
+    pub warmup: u64,
+}
+
+/// Starts the collector thread; it ends when every sender of `rx` is gone.
+pub fn spawn(
+    setup: Setup,
+    sinks: Sinks,
+    rx: RecordSource,
+    windows: UnboundedSender<Window>,
+) -> std::io::Result<std::thread::JoinHandle<Collected>> {
+    std::thread::Builder::new()
+        .name(format!("collect-{}", setup.level))
+        .spawn(move || Cutter::new(setup, sinks, windows).run(rx))
+}
+
+/// The collector thread's state.
+struct Cutter {
+    setup: Setup,
+    sinks: Sinks,
+    tx: UnboundedSender<Window>,
+    /// The open window, once the measurement has started.
+    cur: Option<Window>,
+    /// Time windows' length.
+    len_ns: Option<u64>,
+    warmup: u64,
+}
+
+impl Cutter {
+    fn new(setup: Setup, sinks: Sinks, tx: UnboundedSender<Window>) -> Cutter {
+        let len_ns = match setup.rule {
+            WindowRule::Time(d) => Some(d.as_nanos() as u64),
+            _ => None,
+        };
+        Cutter {
+            setup,
+            sinks,
+            tx,
+            cur: None,
+            len_ns,
+            warmup: 0,
+        }
+    }
+
+    fn run(mut self, rx: RecordSource) -> Collected {
+        loop {
+            let msg = rx.recv_timeout(Duration::from_millis(2));
+            let closed = matches!(msg, Err(crate::load::queue::Empty::Closed));
+            if let Ok(Completed { record, mut gaps }) = msg {
+                self.take(&record, &gaps);
+                gaps.clear();
+                let _ = self.setup.pool.push(gaps);
+            }
+            let now = self.setup.clock.now_ns();
+            if let Some(t) = self.sinks.timeline.as_mut() {
+                t.advance(now);
+            }
+            self.open_if_started();
+            if let Some(len) = self.len_ns {
+                while self
+                    .cur
+                    .as_ref()
+                    .is_some_and(|c| now >= c.end_ns + GRACE_NS)
+                {
+                    self.close(len);
+                }
+            }
+            if closed {
+                break;
+            }
+        }
+        self.finish()
+    }
+
+    /// Opens the first window once the measurement has started.
+    fn open_if_started(&mut self) {
+        if self.cur.is_none() {
+            let start = self.setup.measure_start.load(Ordering::Acquire);
+            if start > 0 {
+                self.cur = Some(Window {
+                    start_ns: start,
+                    end_ns: self.len_ns.map_or(u64::MAX, |l| start + l),
+                    agg: Aggregate::new(),
+                    partial: false,
+                });
+            }
+        }
+    }
+
+    fn take(&mut self, record: &RequestRecord, gaps: &[u64]) {
+        if let Some(r) = self.sinks.records.as_mut() {
+            r.write(&self.setup.level, &self.setup.clock, record);
+        }
+        if let Some(t) = self.sinks.timeline.as_mut() {
+            t.record(record);
+        }
+        if record.phase != Phase::Measure {
+            self.warmup += 1;
+            return;
+        }
+        if let Some(p) = &self.sinks.progress {
+            p.inc(1);
+        }
+        self.open_if_started();
+        let end = record.last_token_ns.unwrap_or(record.end_ns);
+        if let Some(len) = self.len_ns {
+            while self.cur.as_ref().is_some_and(|c| end >= c.end_ns) {
+                self.close(len);
+            }
+        }
+        let Some(cur) = self.cur.as_mut() else {
+            return;
+        };
+        cur.agg.record(record, gaps, &self.setup.objectives);
+        if let WindowRule::Count(n) = self.setup.rule
+            && cur.agg.ok >= n
+        {
+            cur.end_ns = end.max(cur.start_ns + 1);
+            self.close(0);
+        }
+    }
+
+    /// Sends the open window and opens the next one, `len_ns` long (0: open-ended).
+    fn close(&mut self, len_ns: u64) {
+        let Some(cur) = self.cur.as_mut() else {
+            return;
+        };
+        let start = cur.end_ns;
+        let next = Window {
+            start_ns: start,
+            end_ns: if len_ns > 0 { start + len_ns } else { u64::MAX },
+            agg: Aggregate::new(),
+            partial: false,
+        };
+        let done = std::mem::replace(cur, next);
+        let _ = self.tx.send(done);
+    }
+
+    /// The load has stopped: the open window ends at its last response and goes out (partial
+    /// unless the rule is a single window, which this completes).
+    fn finish(mut self) -> Collected {
+        self.open_if_started();
+        if let Some(mut cur) = self.cur.take() {
+            let single = matches!(
+                self.setup.rule,
+                WindowRule::Once(_) | WindowRule::Requests(_)
+            );
+            cur.end_ns = cur
+                .agg
+                .last_response_ns
+                .unwrap_or_else(|| self.setup.clock.now_ns())
+                .max(cur.start_ns + 1);
+            cur.partial = !single;
+            if single || cur.agg.ok + cur.agg.error_count() > 0 {
+                let _ = self.tx.send(cur);
+            }
+        }
+        Collected {
+            sinks: self.sinks,
+            warmup: self.warmup,
+        }
+    }
+}

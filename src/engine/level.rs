@@ -1,0 +1,466 @@
+//! One load level, measured the same way in every mode: connections warmed, warm-up requests
+//! sent (and recorded as such), the measurement run under its policy — a fixed stop, or
+//! perf_analyzer's stability windows — while the server's counters, the generator's own CPU
+//! and the async runtime's stalls are watched; then the level's summary and validity verdict.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use super::Session;
+use super::collector::{self, Setup, Sinks, Window};
+use crate::analysis::validity::{self, Observed, StallMonitor};
+use crate::error::{Error, Result};
+use crate::load::{Halt, PhaseOutcome, Stimulus, Stop, WindowRule, run_phase};
+use crate::metrics::{Metric, Objective};
+use crate::record::Phase;
+use crate::server_metrics::{ProbeSnapshot, ServerDelta, ServerProbe, StatsSnapshot};
+use crate::stats::{Aggregate, LevelSummary};
+
+/// When a level's measurement ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Policy {
+    /// After a count or a time window: one window, the whole measurement.
+    Fixed(Stop),
+    /// perf_analyzer's rule: windows until the last three agree.
+    Stable(Stability),
+}
+
+/// perf_analyzer's stability rule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stability {
+    /// How windows are cut (time or count windows).
+    pub rule: WindowRule,
+    /// Largest max/min ratio minus one, for throughput and latency over the last three windows.
+    pub tolerance: f64,
+    /// Most windows per level.
+    pub max_trials: u32,
+    /// Judge latency by this percentile instead of the average.
+    pub percentile: Option<u32>,
+}
+
+impl Policy {
+    /// The window rule the collector cuts by.
+    fn rule(&self) -> WindowRule {
+        match self {
+            Policy::Fixed(Stop::Requests(n)) => WindowRule::Requests(*n),
+            Policy::Fixed(Stop::Window(d)) => WindowRule::Once(*d),
+            Policy::Stable(s) => s.rule,
+        }
+    }
+
+    /// When the load itself stops sending (a stability loop halts it instead).
+    fn stop(&self) -> Stop {
+        match self {
+            Policy::Fixed(stop) => *stop,
+            Policy::Stable(_) => Stop::Requests(u64::MAX),
+        }
+    }
+}
+
+/// One measured window, as the stability loop saw it (for perf's `-v` pass lines).
+#[derive(Debug, Clone, Copy)]
+pub struct Pass {
+    /// 1-based window number.
+    pub index: u32,
+    /// Successful requests in it.
+    pub ok: u64,
+    /// Its length (s).
+    pub secs: f64,
+    /// Its latency (ns): the average, or the stability percentile.
+    pub latency_ns: f64,
+}
+
+/// What to measure at one level.
+pub struct LevelSpec<'a> {
+    /// The load.
+    pub stimulus: Stimulus,
+    /// When the measurement ends.
+    pub policy: Policy,
+    /// Warm-up before the measurement (recorded with `phase: warmup`, excluded from statistics).
+    pub warmup: Option<Stop>,
+    /// Goodput objectives.
+    pub objectives: &'a [Objective],
+    /// Send-lag p99 (ms) above which an open-loop level is not trustworthy.
+    pub max_send_lag_ms: f64,
+    /// Whether responses stream.
+    pub streaming: bool,
+    /// Called as each stability window closes.
+    pub on_pass: Option<&'a (dyn Fn(&Pass) + Sync)>,
+}
+
+/// How the windows of a level went.
+#[derive(Debug, Clone, Default)]
+pub struct Windows {
+    /// Windows measured (1 for a fixed stop).
+    pub measured: u32,
+    /// Whether the stability rule was met (always for a fixed stop).
+    pub stable: bool,
+    /// Seconds the reported windows cover.
+    pub secs: f64,
+    /// The statistics extension's counters at the start and end of the reported windows.
+    pub stats: Option<(StatsSnapshot, StatsSnapshot)>,
+}
+
+/// A measured level: the common result every encoder reads.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Numbers, server view and validity.
+    pub summary: LevelSummary,
+    /// The reported requests, aggregated (histograms for the artifact files).
+    pub agg: Aggregate,
+    /// How the windows went.
+    pub windows: Windows,
+}
+
+/// Measures one level. `sinks` are lent to the level's collector and handed back.
+pub async fn measure_level(
+    session: &mut Session,
+    spec: &LevelSpec<'_>,
+    sinks: &mut Sinks,
+) -> Result<Measured> {
+    let shared = session.shared.clone();
+    let started_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
+    shared
+        .client
+        .warm_connections(spec.stimulus.workers())
+        .await;
+    let measure_start = Arc::new(AtomicU64::new(0));
+    let (win_tx, win_rx) = unbounded_channel::<Window>();
+    let (rec_tx, rec_rx) = crate::load::record_queue();
+    let setup = Setup {
+        level: spec.stimulus.name(),
+        clock: shared.clock,
+        objectives: spec.objectives.to_vec(),
+        pool: shared.gaps.clone(),
+        rule: spec.policy.rule(),
+        measure_start: measure_start.clone(),
+    };
+    let thread = collector::spawn(setup, std::mem::take(sinks), rec_rx, win_tx)
+        .map_err(|e| Error::failed(format!("cannot start the collector thread: {e}")))?;
+    if let Some(stop) = spec.warmup {
+        let out = run_phase(
+            shared.clone(),
+            session.phase(Phase::Warmup, spec.stimulus, stop),
+            rec_tx.clone(),
+            Halt::new(),
+        )
+        .await;
+        session.seq += out.sent;
+    }
+    let watch = Watch::start(&session.probe, &spec.policy).await;
+    measure_start.store(shared.clock.now_ns().max(1), Ordering::Release);
+    let halt = Halt::new();
+    let phase = tokio::spawn(run_phase(
+        shared.clone(),
+        session.phase(Phase::Measure, spec.stimulus, spec.policy.stop()),
+        rec_tx,
+        halt.clone(),
+    ));
+    let mut loop_ = WindowLoop::new(win_rx, watch.stats_before.clone());
+    if let Policy::Stable(s) = spec.policy {
+        loop_
+            .until_stable(&s, &session.probe, &shared.cancel, spec.on_pass)
+            .await;
+        halt.halt();
+    }
+    let out = phase
+        .await
+        .map_err(|e| Error::failed(format!("the load task failed: {e}")))?;
+    session.seq += out.sent;
+    loop_.drain(&session.probe, &spec.policy).await;
+    let collected = thread
+        .join()
+        .map_err(|_| Error::failed("the collector thread panicked"))?;
+    *sinks = collected.sinks;
+    let observed = watch.finish(&session.probe).await;
+    let (windows, mut agg) = loop_.report(spec)?;
+    agg.warmup = collected.warmup;
+    let summary = summarize(spec, &agg, &windows, &observed, &out, started_unix_ns);
+    Ok(Measured {
+        summary,
+        agg,
+        windows,
+    })
+}
+
+/// What is watched while a level's measurement runs: the server's counters before (and after),
+/// the generator's CPU, the runtime's stalls, the server's pending-request gauge.
+struct Watch {
+    /// Fixed stops read both sources before and after; stability windows read statistics only.
+    full: bool,
+    before: ProbeSnapshot,
+    stats_before: Option<StatsSnapshot>,
+    sampler: Option<(
+        tokio::task::JoinHandle<f64>,
+        tokio::sync::oneshot::Sender<()>,
+    )>,
+    cpu0: std::time::Duration,
+    wall0: std::time::Instant,
+    stalls: StallMonitor,
+}
+
+/// The watch's readings at the end of a level.
+struct Watched {
+    server: Option<ServerDelta>,
+    cpu_seconds: f64,
+    wall_seconds: f64,
+    max_stall_ms: f64,
+}
+
+impl Watch {
+    async fn start(probe: &ServerProbe, policy: &Policy) -> Watch {
+        // Stability windows read only the statistics extension at their boundaries: scraping
+        // /metrics first would read the counters that much later while requests keep completing.
+        let (before, sampler) = match policy {
+            Policy::Fixed(_) => (probe.snapshot().await, probe.start_pending_sampler()),
+            Policy::Stable(_) => (
+                ProbeSnapshot {
+                    prom: None,
+                    stats: probe.read_stats().await.ok().flatten(),
+                },
+                None,
+            ),
+        };
+        Watch {
+            full: matches!(policy, Policy::Fixed(_)),
+            stats_before: before.stats,
+            before,
+            sampler,
+            cpu0: validity::process_cpu(),
+            wall0: std::time::Instant::now(),
+            stalls: StallMonitor::start(),
+        }
+    }
+
+    async fn finish(self, probe: &ServerProbe) -> Watched {
+        let max_stall_ms = self.stalls.finish().await;
+        let cpu_seconds = validity::process_cpu()
+            .saturating_sub(self.cpu0)
+            .as_secs_f64();
+        let wall_seconds = self.wall0.elapsed().as_secs_f64();
+        let max_pending = match self.sampler {
+            Some((handle, stop)) => {
+                let _ = stop.send(());
+                handle.await.unwrap_or(0.0)
+            }
+            None => 0.0,
+        };
+        let server = if self.full {
+            let after = probe.snapshot().await;
+            ServerProbe::delta(&self.before, &after, max_pending)
+        } else {
+            None
+        };
+        Watched {
+            server,
+            cpu_seconds,
+            wall_seconds,
+            max_stall_ms,
+        }
+    }
+}
+
+/// The windows of a level as they arrive, with the statistics counters read at each boundary.
+struct WindowLoop {
+    rx: UnboundedReceiver<Window>,
+    /// The last (up to three) complete windows.
+    windows: Vec<Window>,
+    /// `snapshots[i]` was read when `windows[i]` opened; one more at the end.
+    snapshots: Vec<Option<StatsSnapshot>>,
+    measured: u32,
+    stable: bool,
+    /// A window the load's end cut short.
+    partial: Option<Window>,
+}
+
+impl WindowLoop {
+    fn new(rx: UnboundedReceiver<Window>, before: Option<StatsSnapshot>) -> WindowLoop {
+        WindowLoop {
+            rx,
+            windows: Vec::new(),
+            snapshots: vec![before],
+            measured: 0,
+            stable: false,
+            partial: None,
+        }
+    }
+
+    /// perf_analyzer's loop: windows until the last three agree, `max_trials` are spent, or the
+    /// run is stopped.
+    async fn until_stable(
+        &mut self,
+        s: &Stability,
+        probe: &ServerProbe,
+        cancel: &crate::load::Cancel,
+        on_pass: Option<&(dyn Fn(&Pass) + Sync)>,
+    ) {
+        loop {
+            let w = tokio::select! {
+                w = self.rx.recv() => w,
+                _ = cancel.wait_stop() => None,
+            };
+            let Some(w) = w else {
+                return;
+            };
+            if w.partial {
+                self.partial = Some(w);
+                return;
+            }
+            self.push(w, probe).await;
+            if let (Some(f), Some(last)) = (on_pass, self.windows.last()) {
+                f(&Pass {
+                    index: self.measured,
+                    ok: last.agg.ok,
+                    secs: last.secs(),
+                    latency_ns: window_latency(&last.agg, s.percentile),
+                });
+            }
+            if self.windows.len() == 3 && is_stable(&self.windows, s) {
+                self.stable = true;
+                return;
+            }
+            if self.measured >= s.max_trials || cancel.stopping() {
+                return;
+            }
+        }
+    }
+
+    async fn push(&mut self, w: Window, probe: &ServerProbe) {
+        self.snapshots.push(probe.read_stats().await.ok().flatten());
+        self.measured += 1;
+        self.windows.push(w);
+        if self.windows.len() > 3 {
+            self.windows.remove(0);
+            self.snapshots.remove(0);
+        }
+    }
+
+    /// After the load stopped: a fixed stop's single window (or what the collector sent since
+    /// the loop ended, kept only when nothing complete was measured).
+    async fn drain(&mut self, probe: &ServerProbe, policy: &Policy) {
+        while let Some(w) = self.rx.recv().await {
+            match policy {
+                Policy::Fixed(_) if self.windows.is_empty() => {
+                    self.push(w, probe).await;
+                    self.stable = true;
+                }
+                _ if w.partial => self.partial = Some(w),
+                _ => {}
+            }
+        }
+    }
+
+    /// The reported windows merged. A level stopped before any window completed reports its
+    /// partial window (marked interrupted by the caller's validity).
+    fn report(&mut self, spec: &LevelSpec<'_>) -> Result<(Windows, Aggregate)> {
+        if self.windows.is_empty() {
+            match self.partial.take() {
+                Some(w) => {
+                    self.snapshots.truncate(1);
+                    self.snapshots.push(None);
+                    self.windows.push(w);
+                }
+                None => {
+                    return Err(Error::failed(format!(
+                        "no request of {} was measured",
+                        spec.stimulus.name()
+                    )));
+                }
+            }
+        }
+        let mut agg = Aggregate::new();
+        let mut secs = 0.0;
+        for w in &self.windows {
+            agg.merge(&w.agg);
+            secs += w.secs();
+        }
+        let stats = match (self.snapshots.first(), self.snapshots.last()) {
+            (Some(Some(a)), Some(Some(b))) if self.snapshots.len() > 1 => Some((*a, *b)),
+            _ => None,
+        };
+        let windows = Windows {
+            measured: self.measured.max(1),
+            stable: self.stable || !matches!(spec.policy, Policy::Stable(_)),
+            secs,
+            stats,
+        };
+        Ok((windows, agg))
+    }
+}
+
+/// A window's latency for the stability rule (ns): the average, or the asked percentile.
+pub fn window_latency(agg: &Aggregate, percentile: Option<u32>) -> f64 {
+    let d = agg.dist(Metric::RequestLatency);
+    match percentile {
+        Some(p) => d.histogram().value_at_quantile(f64::from(p) / 100.0) as f64,
+        None => d.stats(1.0).avg,
+    }
+}
+
+/// perf_analyzer's rule over the last three windows: none without throughput, and throughput
+/// and latency each within `tolerance` (max/min − 1).
+fn is_stable(w: &[Window], s: &Stability) -> bool {
+    let tput: Vec<f64> = w
+        .iter()
+        .map(|x| x.agg.ok as f64 / x.secs().max(1e-9))
+        .collect();
+    let lat: Vec<f64> = w
+        .iter()
+        .map(|x| window_latency(&x.agg, s.percentile))
+        .collect();
+    let within = |v: &[f64]| {
+        let (mn, mx) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+        mn > 0.0 && mx / mn <= 1.0 + s.tolerance
+    };
+    within(&tput) && within(&lat)
+}
+
+/// The level's summary: statistics of the reported windows, the server's view (statistics over
+/// the reported windows when there are several, else before/after the level), and the verdict.
+fn summarize(
+    spec: &LevelSpec<'_>,
+    agg: &Aggregate,
+    windows: &Windows,
+    watched: &Watched,
+    out: &PhaseOutcome,
+    started_unix_ns: u64,
+) -> LevelSummary {
+    let stats = agg.summarize(!spec.objectives.is_empty());
+    let open_loop = spec.stimulus.open_loop();
+    let observed = Observed {
+        cpu_seconds: watched.cpu_seconds,
+        wall_seconds: watched.wall_seconds,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        send_lag_p99_ms: stats
+            .get(Metric::SendLag)
+            .filter(|_| open_loop)
+            .map(|s| s.p99),
+        requested_rate: match spec.stimulus {
+            Stimulus::RequestRate { rate, .. } => Some(rate),
+            Stimulus::Concurrency(_) => None,
+        },
+        sent: out.sent,
+        send_span_s: out.send_span_ns as f64 / 1e9,
+        intended_span_s: out.intended_span_ns as f64 / 1e9,
+        delayed_by_cap: out.delayed_by_cap,
+        max_stall_ms: Some(watched.max_stall_ms),
+        interrupted: out.interrupted,
+    };
+    let server = match (&spec.policy, &windows.stats) {
+        (Policy::Stable(_), Some((a, b))) => Some(ServerDelta::from_stats(a, b, 0.0)),
+        _ => watched.server.clone(),
+    };
+    LevelSummary {
+        stimulus: spec.stimulus,
+        stats,
+        server,
+        streaming: spec.streaming,
+        interrupted: out.interrupted,
+        started_unix_ns,
+        validity: validity::assess(&observed, spec.max_send_lag_ms),
+    }
+}

@@ -1,0 +1,54 @@
+//! The one level engine every mode runs on. A [`Session`] is what a run prepared once — the
+//! protocol client, the requests to send, the server probe — and [`measure_level`] measures one
+//! load level under a [`Policy`] (a fixed stop, or perf_analyzer's stability windows), feeding
+//! the level's [`Sinks`] from one collector thread. Warm-up, the validity verdict and the
+//! server's view are done here once; `profile`, `perf`, `doctor` and `demo` are front ends that
+//! choose levels and encode the [`Measured`] results. How a run ends (exit codes, Ctrl-C) is in
+//! [`outcome`] and [`signals`].
+
+pub mod collector;
+pub mod level;
+pub mod outcome;
+pub mod session;
+pub mod signals;
+
+use std::sync::Arc;
+
+pub use collector::{RecordsFile, Sinks};
+pub use level::{LevelSpec, Measured, Pass, Policy, Stability, Windows, measure_level};
+
+use crate::load::{PhaseSpec, Shared, Stimulus, Stop};
+use crate::record::Phase;
+use crate::server_metrics::ServerProbe;
+
+/// What a run prepared once and every level shares.
+pub struct Session {
+    /// Client, requests, clock, stop signals.
+    pub shared: Arc<Shared>,
+    /// The server's own counters.
+    pub probe: ServerProbe,
+    /// Sequence number of the next request (dataset entries continue round-robin across phases
+    /// and levels).
+    pub seq: u64,
+}
+
+impl Session {
+    /// A session over prepared shared state and a probe.
+    pub fn new(shared: Shared, probe: ServerProbe) -> Session {
+        Session {
+            shared: Arc::new(shared),
+            probe,
+            seq: 0,
+        }
+    }
+
+    /// The next phase of this session.
+    fn phase(&self, phase: Phase, stimulus: Stimulus, stop: Stop) -> PhaseSpec {
+        PhaseSpec {
+            phase,
+            stimulus,
+            stop,
+            seq_base: self.seq,
+        }
+    }
+}

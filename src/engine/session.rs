@@ -1,0 +1,112 @@
+//! Preparing a session for an LLM plan (`profile`, `demo`, `doctor`): the tokenizer, the client
+//! for the endpoint (after checking the server knows the model and its layout), the requests
+//! built once, and the server probe. Tensor sessions are prepared by `perf`, which knows tensors.
+
+use std::time::Duration;
+
+use super::Session;
+use crate::client::discovery::check_http;
+use crate::client::{Client, GrpcClient, HttpClient, grpc};
+use crate::error::{Error, Result};
+use crate::load::{Cancel, Shared, Stimulus, gap_pool};
+use crate::plan::RunPlan;
+use crate::record::Clock;
+use crate::server_metrics::{ServerProbe, StatsSource};
+use crate::target::{Api, Target};
+use crate::workload::tokenizer::Tokenizer;
+use crate::workload::{Dataset, dataset, kserve};
+
+/// Connects, checks the server, builds every request and opens the probe for `plan`.
+pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
+    let tokenizer = match &plan.workload.tokenizer {
+        Some(p) => {
+            Tokenizer::from_file(p).map_err(|e| Error::usage(format!("--tokenizer: {e:#}")))?
+        }
+        None => Tokenizer::builtin_gpt2(),
+    };
+    let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
+    let (client, dataset, probe) = connect_llm(plan, &tokenizer, workers).await?;
+    if dataset.is_empty() {
+        return Err(Error::usage(
+            "the workload has no requests: give --num-prompts of at least 1, or an --input-file with prompts",
+        ));
+    }
+    let shared = Shared {
+        client,
+        dataset: std::sync::Arc::new(dataset),
+        tokenizer,
+        clock: Clock::start(),
+        cancel,
+        timeout: plan.request_timeout,
+        use_server_token_count: plan.use_server_token_count,
+        count_tokens: true,
+        seed: plan.workload.seed,
+        gaps: gap_pool(),
+    };
+    Ok(Session::new(shared, probe))
+}
+
+async fn connect_llm(
+    plan: &RunPlan,
+    tokenizer: &Tokenizer,
+    workers: usize,
+) -> Result<(Client, Dataset, ServerProbe)> {
+    let t = &plan.target;
+    let calls = metrics_http_client(t)?;
+    match t.api {
+        Api::Chat | Api::Completions | Api::Generate => {
+            let c = HttpClient::new(t, workers)?;
+            check_http(c.inner(), t).await?;
+            let dataset = dataset::build_http(t, &plan.workload, tokenizer)?;
+            let stats = match t.api {
+                Api::Generate => {
+                    StatsSource::Http(format!("{}/v2/models/{}/stats", t.base_url, t.model))
+                }
+                _ => StatsSource::None,
+            };
+            let probe = ServerProbe::new(calls, &t.model, &plan.server_metrics, stats).await;
+            Ok((Client::Http(c), dataset, probe))
+        }
+        Api::Infer => Err(Error::usage(
+            "tensor inference (/v2/models/{m}/infer) is profiled with `ttftbench perf`, not `profile`",
+        )),
+        Api::Kserve => {
+            let channel = grpc::connect(&t.base_url).await.map_err(Error::Failed)?;
+            let info = grpc::discover(channel.clone(), t).await?;
+            // Streaming a non-decoupled model is the more basic mistake: say so first.
+            if t.streaming && !info.decoupled {
+                return Err(Error::usage(format!(
+                    "model '{}' is not decoupled (its config has no model_transaction_policy {{ decoupled: true }}), so it sends one response per request and cannot stream tokens: drop --streaming to measure whole-request latency, or deploy the model in decoupled mode",
+                    info.name
+                )));
+            }
+            kserve::check_layout(&info, t.backend)?;
+            let dataset = dataset::build_kserve(t, &plan.workload, tokenizer, &info)?;
+            let client =
+                GrpcClient::new(t, &info, workers, channel.clone(), grpc::ResponseMode::Text)
+                    .await
+                    .map_err(Error::Failed)?;
+            let md = grpc::metadata_for(t)?;
+            let probe = ServerProbe::new(
+                calls,
+                &t.model,
+                &plan.server_metrics,
+                StatsSource::Grpc(channel, md),
+            )
+            .await;
+            Ok((Client::Grpc(client), dataset, probe))
+        }
+    }
+}
+
+/// A small HTTP client for `/metrics` and `/stats`, carrying the `-H` headers (e.g. an access
+/// token) as those calls need them too.
+pub fn metrics_http_client(t: &Target) -> Result<reqwest::Client> {
+    crate::client::http::install_tls_provider();
+    reqwest::Client::builder()
+        .no_proxy()
+        .default_headers(t.header_map()?)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| Error::failed(format!("cannot build the HTTP client: {e}")))
+}

@@ -1,0 +1,45 @@
+//! Ctrl-C and SIGTERM: the first stops sending and gives in-flight requests [`GRACE`] to finish;
+//! a second (or the end of the grace) abandons them. Every mode stops the same way, and its
+//! artifacts cover what was measured.
+
+use std::time::Duration;
+
+use crate::load::Cancel;
+
+/// How long in-flight requests may finish after Ctrl-C before they are abandoned.
+pub const GRACE: Duration = Duration::from_secs(10);
+
+/// Watches for Ctrl-C / SIGTERM on behalf of `cancel`.
+pub fn watch_signals(cancel: Cancel) {
+    tokio::spawn(async move {
+        if wait_signal().await.is_err() {
+            return;
+        }
+        eprintln!(
+            "\nstopping: no new requests; waiting up to {}s for in-flight ones (Ctrl-C again to abandon them)",
+            GRACE.as_secs()
+        );
+        cancel.stop_sending();
+        tokio::select! {
+            _ = tokio::time::sleep(GRACE) => {}
+            _ = wait_signal() => {}
+        }
+        cancel.abort();
+    });
+}
+
+/// Resolves at the next Ctrl-C or SIGTERM.
+pub async fn wait_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await
+    }
+}

@@ -1,0 +1,110 @@
+//! perf's session: connects (detecting the protocol when `-i` was not given), reads the model's
+//! metadata and config, refuses what perf_analyzer refuses, and builds the client and the
+//! server probe for tensor requests.
+
+use std::time::Duration;
+
+use super::plan::{self, PerfPlan, Protocol};
+use crate::client::grpc::{self, GrpcClient, ResponseMode};
+use crate::client::{Client, HttpClient};
+use crate::error::{Error, Result, UsageError};
+use crate::load::Stimulus;
+use crate::server_metrics::{ServerProbe, StatsSource};
+use crate::workload::tensor::ModelInfo;
+
+/// Connects (detecting the protocol when `-i` was not given), reads the model's metadata and
+/// config, and builds the client and the server probe.
+pub async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, ServerProbe)> {
+    let t = &plan.target;
+    let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
+    let http = crate::engine::session::metrics_http_client(t)?;
+    let protocol = match plan.protocol {
+        Some(p) => p,
+        None => match grpc::connect(&t.base_url).await {
+            Ok(ch) if probe_grpc(ch.clone()).await => Protocol::Grpc,
+            _ => Protocol::Http,
+        },
+    };
+    match protocol {
+        Protocol::Grpc => {
+            let channel = grpc::connect(&t.base_url).await.map_err(Error::Failed)?;
+            let info = grpc::discover_version(channel.clone(), t, &plan.model_version).await?;
+            check_model(plan, &info, protocol)?;
+            let client = GrpcClient::new(t, &info, workers, channel.clone(), ResponseMode::Tensors)
+                .await
+                .map_err(Error::Failed)?;
+            let md = grpc::metadata_for(t)?;
+            let probe = ServerProbe::new(
+                http,
+                &t.model,
+                &plan.metrics,
+                StatsSource::Grpc(channel, md),
+            )
+            .await
+            .with_version(&plan.model_version);
+            Ok((protocol, info, Client::Grpc(client), probe))
+        }
+        Protocol::Http => {
+            let mut target = t.clone();
+            target.api = crate::target::Api::Infer;
+            let info = crate::client::discovery::model_info_http_version(
+                &http,
+                &target,
+                &plan.model_version,
+            )
+            .await?;
+            check_model(plan, &info, protocol)?;
+            let client = HttpClient::new(&target, workers)?;
+            // perf_analyzer reads `v2/models/<m>[/versions/<v>]/stats`: with -x, that version only.
+            let stats_url = format!(
+                "{}/{}/stats",
+                t.base_url,
+                crate::client::discovery::model_path(&t.model, &plan.model_version)
+            );
+            let probe =
+                ServerProbe::new(http, &t.model, &plan.metrics, StatsSource::Http(stats_url)).await;
+            Ok((protocol, info, Client::Http(client), probe))
+        }
+    }
+}
+
+/// Whether the address answers KServe gRPC (ServerLive).
+async fn probe_grpc(channel: tonic::transport::Channel) -> bool {
+    let mut c =
+        crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient::new(channel);
+    let call = c.server_live(crate::proto::ServerLiveRequest {});
+    matches!(
+        tokio::time::timeout(Duration::from_secs(5), call).await,
+        Ok(Ok(_))
+    )
+}
+
+fn check_model(plan: &PerfPlan, info: &ModelInfo, protocol: Protocol) -> Result<(), UsageError> {
+    // Explicit `-i http --streaming` is refused by the plan; this catches a detected HTTP server.
+    if plan.target.streaming && protocol == Protocol::Http {
+        return Err(UsageError(format!(
+            "{} (the server at {} answered HTTP, not gRPC)",
+            plan::STREAMING_NEEDS_GRPC,
+            plan.target.base_url
+        )));
+    }
+    if plan.target.streaming && !info.decoupled {
+        return Err(UsageError(format!(
+            "model '{}' is not decoupled (model_transaction_policy.decoupled is false), so it answers each request once and cannot stream: drop --streaming",
+            info.name
+        )));
+    }
+    if info.decoupled && !plan.target.streaming && plan.protocol == Some(Protocol::Http) {
+        return Err(UsageError(format!(
+            "model '{}' is decoupled: its responses only stream over gRPC; use -i grpc --streaming",
+            info.name
+        )));
+    }
+    if info.inputs.is_empty() {
+        return Err(UsageError(format!(
+            "model '{}' declares no inputs; perf needs its metadata to build requests",
+            info.name
+        )));
+    }
+    Ok(())
+}
