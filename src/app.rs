@@ -44,6 +44,9 @@ pub fn sim_config(
             prefill_us_per_token: e.prefill_us_per_token,
             decode_base_us: e.decode_base_us,
             decode_us_per_seq: e.decode_us_per_seq,
+            kv_blocks: e.kv_blocks,
+            kv_block_size: e.kv_block_size.max(1),
+            prefix_caching: e.prefix_caching,
         }
     };
     let faults = crate::sim::FaultConfig {
@@ -72,11 +75,14 @@ pub fn sim_config(
 
 async fn serve(a: &ServeArgs) -> Result<u8> {
     use std::io::Write;
-    let cfg = sim_config(
-        a.address,
-        (a.http_port, a.grpc_port, a.metrics_port),
-        &a.engine,
-    )?;
+    let cfg = crate::sim::SimConfig {
+        metrics_style: a.metrics_style,
+        ..sim_config(
+            a.address,
+            (a.http_port, a.grpc_port, a.metrics_port),
+            &a.engine,
+        )?
+    };
     let handle = crate::sim::start(cfg).await?;
     // Output errors are ignored: a server whose stdout reader went away keeps serving.
     let mut out = std::io::stdout().lock();

@@ -869,6 +869,7 @@ async fn engine_timing_queueing_shows_in_counters() {
         decode_base_us: 2000,
         decode_us_per_seq: 0,
         max_queue: 0,
+        ..EngineConfig::default()
     };
     let h = start(SimConfig {
         engine,

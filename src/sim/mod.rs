@@ -75,10 +75,14 @@
 //! `unavailable`, `error_rate` and `stall_rate` (cuts and malformed events are stream faults).
 
 mod batcher;
+mod counters;
 mod engine;
+mod export;
 mod faults;
+mod gpu;
 mod grpc;
 mod http;
+mod kv;
 mod metrics;
 mod models;
 mod openai;
@@ -98,10 +102,12 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use engine::EngineConfig;
+pub use crate::server_metrics::ServerKind;
+pub use engine::{EngineConfig, NOMINAL_TOKENS_PER_SLOT};
 pub use faults::FaultConfig;
 pub use models::{
-    DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec, TensorSpec, TensorTiming,
+    DEFAULT_REASONING_TOKENS, DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec,
+    ReasoningField, ReasoningSpec, TensorSpec, TensorTiming,
 };
 
 use crate::workload::tokenizer::Tokenizer;
@@ -125,10 +131,10 @@ pub struct SimConfig {
     pub api_key: Option<String>,
     /// When set, the statistics API requires header `triton-access-token: <token>`.
     pub access_token: Option<String>,
-    /// The hosted models; default [`ModelSpec::defaults`] (LLMs `gpt2`, `vllm_model`,
-    /// `gpt2_nostream`; tensor models `yolov8s`, `bert_classifier`, `text_classifier`,
-    /// `resnet_fp16`, `resnet_int8`).
+    /// The hosted models; default [`ModelSpec::defaults`].
     pub models: Vec<ModelSpec>,
+    /// Which engine's metric families `/metrics` serves (`serve --metrics-style`).
+    pub metrics_style: ServerKind,
 }
 
 impl Default for SimConfig {
@@ -143,6 +149,7 @@ impl Default for SimConfig {
             api_key: None,
             access_token: None,
             models: ModelSpec::defaults(),
+            metrics_style: ServerKind::Triton,
         }
     }
 }
@@ -160,6 +167,7 @@ impl std::fmt::Debug for SimConfig {
             .field("faults", &self.faults)
             .field("api_key", &secret(&self.api_key))
             .field("access_token", &secret(&self.access_token))
+            .field("metrics_style", &self.metrics_style)
             .field(
                 "models",
                 &self
@@ -214,6 +222,11 @@ impl SimHandle {
     /// URL of the Prometheus endpoint, e.g. `http://127.0.0.1:8002/metrics`.
     pub fn metrics_url(&self) -> String {
         format!("http://{}/metrics", self.metrics_addr)
+    }
+
+    /// URL of the simulated DCGM exporter, e.g. `http://127.0.0.1:8002/dcgm/metrics`.
+    pub fn dcgm_url(&self) -> String {
+        format!("http://{}/dcgm/metrics", self.metrics_addr)
     }
 
     /// The names of the hosted models.
@@ -326,15 +339,7 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
         .await
         .context("loading the built-in tokenizer failed")?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let (state, engines) = state::SimState::new(
-        cfg.models,
-        &cfg.engine,
-        cfg.faults,
-        cfg.api_key,
-        cfg.access_token,
-        tokenizer,
-        shutdown_rx.clone(),
-    )?;
+    let (state, engines) = state::SimState::new(cfg, tokenizer, shutdown_rx.clone())?;
     let state = Arc::new(state);
 
     let signal = |mut rx: watch::Receiver<bool>| async move {

@@ -23,6 +23,7 @@ pub fn round_engine() -> EngineConfig {
         prefill_us_per_token: 100,
         decode_base_us: 10_000,
         decode_us_per_seq: 0,
+        ..EngineConfig::default()
     }
 }
 
