@@ -98,8 +98,8 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
     let _ = writeln!(out, "gRPC (KServe v2) listening on {}", handle.grpc_addr);
     let _ = writeln!(
         out,
-        "metrics (Prometheus) listening on {}",
-        handle.metrics_addr
+        "metrics (Prometheus, {} families; DCGM at /dcgm/metrics) listening on {}",
+        a.metrics_style, handle.metrics_addr
     );
     let _ = writeln!(out, "models: {}", handle.model_names().join(", "));
     let _ = out.flush();

@@ -279,7 +279,9 @@ async fn health_metadata_config_and_index() {
             "bert_classifier",
             "text_classifier",
             "resnet_fp16",
-            "resnet_int8"
+            "resnet_int8",
+            "reasoning_vllm",
+            "reasoning_sglang"
         ]
     );
     assert_eq!(

@@ -125,6 +125,17 @@ pub struct EngineLevelView {
     pub generation_tokens: Option<f64>,
 }
 
+impl EngineLevelView {
+    /// Mean time a request waited in the engine, estimated by Little's law from the waiting
+    /// gauge (`avg waiting × level seconds / requests`): for engines that export the queue's
+    /// length but not its time (TensorRT-LLM). `None` without the gauge or finished requests.
+    pub fn estimated_queue_s(&self, level_s: f64) -> Option<f64> {
+        let waiting = self.waiting?.avg;
+        let n = self.requests.filter(|&n| n > 0.0)?;
+        Some(waiting * level_s / n)
+    }
+}
+
 /// Accumulates one level's engine samples.
 #[derive(Debug, Clone)]
 pub struct EngineLevel {
@@ -317,6 +328,8 @@ mod tests {
         assert_eq!(t.p99_s, Some(0.1), "past the last finite bound: that bound");
         assert!(v.model_matched);
         assert_eq!((v.avg_prefill_s, v.prefill_busy_s), (None, None));
+        // Without a finished-request counter there is nothing to divide by.
+        assert_eq!(v.estimated_queue_s(10.0), None);
     }
 
     #[test]
@@ -340,5 +353,7 @@ mod tests {
             })
         );
         assert_eq!(v.kv_usage, None);
+        // Little's law: 3 waiting on average over 8 s while 12 requests finished.
+        assert_eq!(v.estimated_queue_s(8.0), Some(2.0));
     }
 }
