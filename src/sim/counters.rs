@@ -189,19 +189,19 @@ pub(crate) struct RequestTimes {
 impl RequestTimes {
     /// Histograms bucketed as `style` exports them (Triton styles export none: no buckets).
     pub(crate) fn for_style(style: ServerKind) -> Self {
-        let (ttft, queue, request, tpot, tokens): (&[f64], &[f64], &[f64], &[f64], &[f64]) =
-            match style {
-                ServerKind::Triton | ServerKind::TrtLlm => (&[], &[], &[], &[], &[]),
-                ServerKind::Vllm => (VLLM_TTFT, VLLM_REQUEST, VLLM_REQUEST, VLLM_TPOT, &[]),
-                ServerKind::Sglang => (SGLANG_TTFT, SGLANG_QUEUE, SGLANG_E2E, SGLANG_ITL, &[]),
-                ServerKind::Tgi => (
-                    TGI_DURATION,
-                    TGI_DURATION,
-                    TGI_DURATION,
-                    TGI_DURATION,
-                    TGI_TOKENS,
-                ),
-            };
+        let none: &'static [f64] = &[];
+        let [ttft, queue, request, tpot, tokens] = match style {
+            ServerKind::Triton | ServerKind::TrtLlm => [none; 5],
+            ServerKind::Vllm => [VLLM_TTFT, VLLM_REQUEST, VLLM_REQUEST, VLLM_TPOT, none],
+            ServerKind::Sglang => [SGLANG_TTFT, SGLANG_QUEUE, SGLANG_E2E, SGLANG_ITL, none],
+            ServerKind::Tgi => [
+                TGI_DURATION,
+                TGI_DURATION,
+                TGI_DURATION,
+                TGI_DURATION,
+                TGI_TOKENS,
+            ],
+        };
         RequestTimes {
             ttft: Hist::seconds(ttft),
             queue: Hist::seconds(queue),

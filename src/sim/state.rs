@@ -207,6 +207,9 @@ impl TensorRun {
 /// the tokenizer is the most expensive thing the simulator does per request.
 const TOKEN_CACHE_CAP: usize = 8192;
 
+/// A prompt's token count and the chained hashes of its full KV blocks.
+type PromptBlocks = (u32, Arc<[u64]>);
+
 /// Prompts whose block hashes are kept (each holds one hash per KV block of its prompt).
 const PREFIX_CACHE_CAP: usize = 1024;
 
@@ -233,7 +236,7 @@ pub(crate) struct SimState {
     tokenizer: Tokenizer,
     token_cache: Mutex<HashMap<u64, u32>>,
     /// Prompt block hashes by (text hash, block size), for prefix-caching engines.
-    prefix_cache: Mutex<HashMap<(u64, u32), (u32, Arc<[u64]>)>>,
+    prefix_cache: Mutex<HashMap<(u64, u32), PromptBlocks>>,
     /// Turns true when the server shuts down.
     pub(crate) shutdown: watch::Receiver<bool>,
     next_id: AtomicU64,
@@ -372,7 +375,7 @@ impl SimState {
                     tk.encode(&owned)
                 };
                 let n = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-                let v: (u32, Arc<[u64]>) = (n, block_hashes(&ids, block).into());
+                let v: PromptBlocks = (n, block_hashes(&ids, block).into());
                 let mut cache = self.prefix_cache.lock().unwrap_or_else(|p| p.into_inner());
                 if cache.len() >= PREFIX_CACHE_CAP {
                     cache.clear();

@@ -24,7 +24,7 @@ mod vllm;
 
 use std::fmt::Write as _;
 
-use super::counters::HistSnapshot;
+use super::counters::{Hist, HistSnapshot};
 use super::gpu;
 use super::metrics::{ModelMetrics, escape_label, render_prometheus};
 use super::state::SimState;
@@ -63,6 +63,9 @@ pub(crate) fn render_dcgm(st: &SimState) -> String {
     let all: Vec<&ModelMetrics> = st.models.iter().map(|m| &*m.metrics).collect();
     gpu::render_dcgm(&st.gpu.read(&all))
 }
+
+/// A histogram family: name, help text, and where each model keeps it.
+type HistFamily = (&'static str, &'static str, fn(&ModelMetrics) -> &Hist);
 
 /// `# HELP` and `# TYPE` of a family.
 fn family(out: &mut String, name: &str, help: &str, kind: &str) {

@@ -18,8 +18,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Dialect, family, histogram, labels, py_float, sample};
-use crate::sim::counters::{EngineStats, Hist};
+use super::{Dialect, HistFamily, family, histogram, labels, py_float, sample};
+use crate::sim::counters::EngineStats;
 use crate::sim::metrics::{FailReason, ModelMetrics};
 
 fn scheduler_labels(m: &ModelMetrics) -> [(&str, &str); 4] {
@@ -164,7 +164,7 @@ fn tokenizer(out: &mut String, models: &[&ModelMetrics]) {
         "Number of requests aborted.",
         &|m| m.failures(FailReason::Canceled),
     );
-    let families: [(&str, &str, fn(&ModelMetrics) -> &Hist); 3] = [
+    let families: [HistFamily; 3] = [
         (
             "sglang:time_to_first_token_seconds",
             "Histogram of time to first token in seconds.",

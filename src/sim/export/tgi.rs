@@ -22,7 +22,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Dialect, family, histogram, labels, merged, sample};
+use super::{Dialect, HistFamily, family, histogram, labels, merged, sample};
 use crate::sim::counters::{Hist, HistSnapshot};
 use crate::sim::metrics::{FailReason, ModelMetrics};
 
@@ -117,7 +117,7 @@ fn batches(out: &mut String, models: &[&ModelMetrics]) {
 }
 
 fn requests(out: &mut String, models: &[&ModelMetrics]) {
-    let families: [(&str, &str, fn(&ModelMetrics) -> &Hist); 5] = [
+    let families: [HistFamily; 5] = [
         (
             "tgi_request_duration",
             "Total time spent processing the request",

@@ -17,8 +17,8 @@
 //!   `vllm:request_queue_time_seconds`, `vllm:request_inference_time_seconds`,
 //!   `vllm:request_prefill_time_seconds`, `vllm:request_decode_time_seconds`.
 
-use super::{Dialect, family, histogram, labels, py_float, sample};
-use crate::sim::counters::{EngineStats, Hist};
+use super::{Dialect, HistFamily, family, histogram, labels, py_float, sample};
+use crate::sim::counters::EngineStats;
 use crate::sim::metrics::{FailReason, ModelMetrics};
 
 /// The `vllm:*` families of every LLM model.
@@ -179,7 +179,7 @@ fn counters(out: &mut String, models: &[&ModelMetrics], started_unix: u64) {
 }
 
 fn histograms(out: &mut String, models: &[&ModelMetrics]) {
-    let families: [(&str, &str, fn(&ModelMetrics) -> &Hist); 7] = [
+    let families: [HistFamily; 7] = [
         (
             "vllm:time_to_first_token_seconds",
             "Histogram of time to first token in seconds.",
