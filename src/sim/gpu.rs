@@ -9,7 +9,9 @@
 //! `gpu_memory_utilization`) is divided evenly over the blocks of every LLM engine's pool.
 //! **Power** is linear in utilization between [`IDLE_W`] and [`MAX_W`]; **energy** integrates
 //! that power from the busy time between readings (exact for a linear power model), since the
-//! server started.
+//! server started. A background task reads the GPU every [`UTIL_WINDOW`] ([`sample_every`]), so
+//! utilization describes the last window whatever the scrape cadence, as Triton's DCGM thread
+//! polls on its own interval.
 //!
 //! Two expositions: Triton's GPU families on `/metrics` (`nv_gpu_utilization` 0–1,
 //! `nv_gpu_memory_total_bytes`, `nv_gpu_memory_used_bytes`, `nv_gpu_power_usage` W,
@@ -20,13 +22,15 @@
 //! `modelName`, `Hostname`; help texts of dcgm-exporter's `default-counters.csv`).
 
 use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::metrics::ModelMetrics;
+use super::state::SimState;
 
 /// Device name (DCGM's `modelName`).
 pub(crate) const GPU_NAME: &str = "NVIDIA H100 80GB HBM3";
@@ -130,6 +134,20 @@ impl Meter {
             memory_used: 0,
             power_w: IDLE_W + (MAX_W - IDLE_W) * self.utilization,
             energy_j: self.energy_j,
+        }
+    }
+}
+
+/// Reads the server's GPU every [`UTIL_WINDOW`] until shutdown.
+pub(crate) async fn sample_every(state: Arc<SimState>, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(UTIL_WINDOW);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = super::engine::signalled(&mut shutdown) => return,
+            _ = tick.tick() => {
+                state.gpu_reading();
+            }
         }
     }
 }

@@ -375,8 +375,12 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
         .await
         .context("loading the built-in tokenizer failed")?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let (state, engines) = state::SimState::new(cfg, tokenizer, shutdown_rx.clone())?;
+    let (state, mut engines) = state::SimState::new(cfg, tokenizer, shutdown_rx.clone())?;
     let state = Arc::new(state);
+    engines.push(tokio::spawn(gpu::sample_every(
+        state.clone(),
+        shutdown_rx.clone(),
+    )));
 
     let signal = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|v| *v).await;

@@ -297,6 +297,12 @@ impl SimState {
         }
     }
 
+    /// The simulated GPU now (advances its utilization window and energy).
+    pub(crate) fn gpu_reading(&self) -> super::gpu::GpuReading {
+        let all: Vec<&ModelMetrics> = self.models.iter().map(|m| &*m.metrics).collect();
+        self.gpu.read(&all)
+    }
+
     /// A process-unique number for response ids.
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)

@@ -46,7 +46,7 @@ pub(crate) fn render(style: ServerKind, st: &SimState) -> String {
             if style == ServerKind::TrtLlm {
                 trtllm::render(&mut out, &llms);
             }
-            gpu::render_triton(&mut out, &st.gpu.read(&all));
+            gpu::render_triton(&mut out, &st.gpu_reading());
         }
         ServerKind::Vllm => vllm::render(&mut out, &llms, st.started_unix),
         ServerKind::Sglang => sglang::render(&mut out, &llms),
@@ -60,8 +60,7 @@ pub(crate) fn render(style: ServerKind, st: &SimState) -> String {
 
 /// The DCGM exporter's page for the simulated GPU.
 pub(crate) fn render_dcgm(st: &SimState) -> String {
-    let all: Vec<&ModelMetrics> = st.models.iter().map(|m| &*m.metrics).collect();
-    gpu::render_dcgm(&st.gpu.read(&all))
+    gpu::render_dcgm(&st.gpu_reading())
 }
 
 /// A histogram family: name, help text, and where each model keeps it.
