@@ -185,7 +185,7 @@ async fn tgi_style_reads_queue_and_batch_split() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gpu_reports_through_triton_and_dcgm() {
     let sim = sim_with(ServerKind::Triton, small_engine(0, false)).await;
-    let (_, gpus, _) = chat_level(&sim, "gpt2", distinct_prompts(8), 64).await;
+    let (_, gpus, _) = chat_level(&sim, "gpt2", distinct_prompts(8), 128).await;
     assert_eq!(gpus.len(), 1);
     let g = &gpus[0];
     assert_eq!(g.name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
