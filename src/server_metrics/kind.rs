@@ -5,7 +5,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// An inference server whose Prometheus metrics ttftbench can read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ServerKind {
     /// Triton Inference Server core metrics (`nv_inference_*`), any backend.
@@ -87,5 +89,11 @@ mod tests {
         assert_eq!("TensorRTLLM".parse::<ServerKind>(), Ok(ServerKind::TrtLlm));
         let e = "llamacpp".parse::<ServerKind>().unwrap_err();
         assert!(e.to_string().contains("expected one of"), "{e}");
+        // Serde uses the flag names too (plans written to files).
+        for k in ServerKind::ALL {
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.name()));
+            assert_eq!(serde_json::from_str::<ServerKind>(&json).unwrap(), k);
+        }
     }
 }
