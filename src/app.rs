@@ -39,6 +39,9 @@ pub fn sim_config(
             prefill_us_per_token: e.prefill_us_per_token,
             decode_base_us: e.decode_base_us,
             decode_us_per_seq: e.decode_us_per_seq,
+            kv_blocks: e.kv_blocks,
+            kv_block_size: e.kv_block_size.max(1),
+            prefix_caching: e.prefix_caching,
         }
     };
     let faults = crate::sim::FaultConfig {
@@ -67,11 +70,14 @@ pub fn sim_config(
 
 async fn serve(a: &ServeArgs) -> Result<u8> {
     use std::io::Write;
-    let cfg = sim_config(
-        a.address,
-        (a.http_port, a.grpc_port, a.metrics_port),
-        &a.engine,
-    )?;
+    let cfg = crate::sim::SimConfig {
+        metrics_style: a.metrics_style,
+        ..sim_config(
+            a.address,
+            (a.http_port, a.grpc_port, a.metrics_port),
+            &a.engine,
+        )?
+    };
     let handle = crate::sim::start(cfg)
         .await
         .map_err(|e| Error::failed(format!("cannot start the simulated server: {e:#}")))?;
@@ -89,8 +95,8 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
     let _ = writeln!(out, "gRPC (KServe v2) listening on {}", handle.grpc_addr);
     let _ = writeln!(
         out,
-        "metrics (Prometheus) listening on {}",
-        handle.metrics_addr
+        "metrics (Prometheus, {} families; DCGM at /dcgm/metrics) listening on {}",
+        a.metrics_style, handle.metrics_addr
     );
     let _ = writeln!(out, "models: {}", handle.model_names().join(", "));
     let _ = out.flush();

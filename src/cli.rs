@@ -432,8 +432,8 @@ pub struct PerfArgs {
 /// Flags of `ttftbench serve`.
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
-    /// Address to bind every listener to.
-    #[arg(long = "address", default_value = "0.0.0.0")]
+    /// Address to bind every listener to (0.0.0.0 serves every interface).
+    #[arg(long = "address", default_value = "127.0.0.1")]
     pub address: std::net::IpAddr,
     /// KServe v2 HTTP + OpenAI port (0 = any free port, printed).
     #[arg(long = "http-port", default_value_t = 8000)]
@@ -441,9 +441,21 @@ pub struct ServeArgs {
     /// KServe v2 gRPC port (0 = any free port, printed).
     #[arg(long = "grpc-port", default_value_t = 8001)]
     pub grpc_port: u16,
-    /// Prometheus metrics port (0 = any free port, printed).
+    /// Prometheus metrics port (0 = any free port, printed); also serves /dcgm/metrics.
     #[arg(long = "metrics-port", default_value_t = 8002)]
     pub metrics_port: u16,
+    /// Which engine's metric families /metrics serves: triton, trtllm, vllm, sglang, tgi.
+    #[arg(
+        long = "metrics-style",
+        default_value = "triton",
+        value_parser = clap::builder::TypedValueParser::try_map(
+            clap::builder::PossibleValuesParser::new(
+                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
+            ),
+            |s| s.parse::<crate::server_metrics::ServerKind>()
+        )
+    )]
+    pub metrics_style: crate::server_metrics::ServerKind,
     /// Engine timing and faults.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -468,6 +480,15 @@ pub struct EngineArgs {
     /// Extra decode-step cost per running sequence, in microseconds.
     #[arg(long = "decode-us-per-seq", default_value_t = crate::sim::EngineConfig::default().decode_us_per_seq)]
     pub decode_us_per_seq: u64,
+    /// KV-cache blocks per model (0 = unlimited: never blocks admission or preempts).
+    #[arg(long = "kv-blocks", default_value_t = crate::sim::EngineConfig::default().kv_blocks)]
+    pub kv_blocks: u32,
+    /// Tokens per KV-cache block.
+    #[arg(long = "kv-block-size", default_value_t = crate::sim::EngineConfig::default().kv_block_size)]
+    pub kv_block_size: u32,
+    /// Reuse cached prompt blocks: shared prefixes skip that part of prefill.
+    #[arg(long = "prefix-caching")]
+    pub prefix_caching: bool,
     /// Queue limit (0 = unbounded); beyond it requests are rejected (HTTP 503 / RESOURCE_EXHAUSTED).
     #[arg(long = "max-queue", default_value_t = 0)]
     pub max_queue: usize,

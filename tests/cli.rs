@@ -272,6 +272,105 @@ fn every_request_failing_exits_1_with_artifacts() {
     assert!(dir.join("profile_export_genai_perf.json").exists());
 }
 
+/// One HTTP/1.1 GET over a fresh connection; the whole response as text.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connects");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf
+}
+
+#[test]
+fn serve_binds_loopback_unless_told_otherwise() {
+    // No --address: every listener is on 127.0.0.1.
+    let mut child = bin()
+        .args([
+            "serve",
+            "--http-port",
+            "0",
+            "--grpc-port",
+            "0",
+            "--metrics-port",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let out = child.stdout.take().unwrap();
+    let _guard = Killed(child);
+    let lines: Vec<String> = BufReader::new(out)
+        .lines()
+        .map(|l| l.unwrap())
+        .take_while(|l| !l.starts_with("models:"))
+        .collect();
+    let addrs: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.contains("listening on"))
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect();
+    assert_eq!(addrs.len(), 3, "{lines:?}");
+    for a in addrs {
+        let ip: std::net::SocketAddr = a.parse().expect("an address");
+        assert!(ip.ip().is_loopback(), "{a} is not loopback");
+    }
+    // --address widens it.
+    let mut child = bin()
+        .args([
+            "serve",
+            "--address",
+            "0.0.0.0",
+            "--http-port",
+            "0",
+            "--grpc-port",
+            "0",
+            "--metrics-port",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let out = child.stdout.take().unwrap();
+    let _guard = Killed(child);
+    let http = BufReader::new(out)
+        .lines()
+        .map(|l| l.unwrap())
+        .find(|l| l.starts_with("HTTP"))
+        .unwrap();
+    assert!(http.contains(" 0.0.0.0:"), "{http}");
+}
+
+#[test]
+fn serve_metrics_style_and_dcgm_page() {
+    let (child, _http, _grpc, metrics) = serve(&[
+        "--metrics-style",
+        "vllm",
+        "--kv-blocks",
+        "64",
+        "--prefix-caching",
+    ]);
+    let _guard = Killed(child);
+    let page = http_get(&metrics, "/metrics");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(
+        page.contains("vllm:num_requests_waiting{engine=\"0\",model_name=\"gpt2\"} 0.0"),
+        "{page}"
+    );
+    assert!(page.contains("block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"True\",engine=\"0\",gpu_memory_utilization=\"0.9\",num_gpu_blocks=\"64\""), "{page}");
+    let dcgm = http_get(&metrics, "/dcgm/metrics");
+    assert!(dcgm.contains("# TYPE DCGM_FI_DEV_GPU_UTIL gauge"), "{dcgm}");
+    let (code, _, err) = run(&["serve", "--metrics-style", "llamacpp"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("triton") && err.contains("sglang"), "{err}");
+}
+
 #[test]
 fn serve_reports_ports_and_answers_health() {
     let (child, http, _grpc, _metrics) = serve(&[]);

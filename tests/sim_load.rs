@@ -268,6 +268,7 @@ async fn ten_thousand_concurrent_streams() {
         decode_base_us: 20_000,
         decode_us_per_seq: 0,
         max_queue: 0,
+        ..EngineConfig::default()
     };
     let h = sim::start(SimConfig {
         engine,

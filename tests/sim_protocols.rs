@@ -279,7 +279,9 @@ async fn health_metadata_config_and_index() {
             "bert_classifier",
             "text_classifier",
             "resnet_fp16",
-            "resnet_int8"
+            "resnet_int8",
+            "reasoning_vllm",
+            "reasoning_sglang"
         ]
     );
     assert_eq!(
@@ -869,6 +871,7 @@ async fn engine_timing_queueing_shows_in_counters() {
         decode_base_us: 2000,
         decode_us_per_seq: 0,
         max_queue: 0,
+        ..EngineConfig::default()
     };
     let h = start(SimConfig {
         engine,

@@ -7,6 +7,14 @@
 //! `nv_inference_compute_input_duration_us`, `nv_inference_compute_infer_duration_us`,
 //! `nv_inference_compute_output_duration_us`; gauge `nv_inference_pending_request_count`.
 
+pub mod engines;
+pub mod gpu;
+pub mod kind;
+pub mod level;
+pub mod prometheus;
+
+pub use kind::ServerKind;
+
 use std::time::Duration as StdDuration;
 
 use serde::Serialize;

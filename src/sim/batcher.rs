@@ -581,6 +581,12 @@ impl BatchLoop {
             start = now;
         }
         let (input_us, infer_us, output_us) = self.cfg.timing.phases_us(batch);
+        // The simulated GPU is busy for the whole execution.
+        let busy_us = input_us + infer_us + output_us;
+        self.metrics
+            .engine
+            .busy_ns
+            .fetch_add(busy_us.saturating_mul(1000), Ordering::Relaxed);
         let input_end = start + Duration::from_micros(input_us);
         let infer_end = input_end + Duration::from_micros(infer_us);
         let end = infer_end + Duration::from_micros(output_us);

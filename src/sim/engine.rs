@@ -11,6 +11,17 @@
 //! 3. ends by giving every running sequence one token; a request admitted in this step gets its
 //!    first token now, and a sequence that reached its `max_tokens` leaves its slot.
 //!
+//! Each step also has a KV-cache side (`super::kv`): before step 2 every running sequence gets a
+//! block when its next token crosses a block boundary; when none is left the engine preempts
+//! the youngest running sequence (vLLM's recompute mode: its blocks are freed, it goes back to
+//! the front of the queue, and when readmitted it prefills its prompt and the tokens it already
+//! produced again), and admits nothing new in that step. A queued request is admitted only when
+//! its prompt's blocks fit (head of line: the queue does not overtake); a request that would run
+//! alone is admitted regardless, so an oversized request cannot stall the engine. With prefix
+//! caching on, admission looks up the prompt's full blocks in the cache and prefill costs only
+//! the uncached tokens: `prefill_base_us + prefill_us_per_token × (input − cached)`. The default
+//! pool is unlimited and prefix caching is off, which keeps the timing below exact.
+//!
 //! Step ends are absolute deadlines (`sleep_until`), each step starting where the previous one
 //! ended, so timer lateness does not accumulate into drift. Under a closed-loop concurrency
 //! ladder TTFT therefore grows slowly while requests fit in the slots (prefill interference),
@@ -36,6 +47,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, Sleep};
 
+use super::kv::{KvCache, SeqBlocks};
 use super::metrics::{FailReason, ModelMetrics};
 
 /// Timing and capacity of the simulated engine. All times in microseconds.
@@ -55,7 +67,18 @@ pub struct EngineConfig {
     pub decode_base_us: u64,
     /// Extra cost of a decode step per running sequence.
     pub decode_us_per_seq: u64,
+    /// Tokens per KV-cache block (vLLM's default, 16).
+    pub kv_block_size: u32,
+    /// KV-cache blocks. 0 = unlimited: admission and timing are those of an engine without a
+    /// KV cache, and usage is reported against a nominal pool of `max_batch ×`
+    /// [`NOMINAL_TOKENS_PER_SLOT`] tokens.
+    pub kv_blocks: u32,
+    /// Prefix caching: full prompt blocks already in the KV cache are not prefilled again.
+    pub prefix_caching: bool,
 }
+
+/// Tokens per batch slot of the nominal pool an unlimited KV cache reports usage against.
+pub const NOMINAL_TOKENS_PER_SLOT: u64 = 4096;
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -66,6 +89,9 @@ impl Default for EngineConfig {
             prefill_us_per_token: 100,
             decode_base_us: 4000,
             decode_us_per_seq: 250,
+            kv_block_size: 16,
+            kv_blocks: 0,
+            prefix_caching: false,
         }
     }
 }
@@ -106,7 +132,29 @@ impl EngineConfig {
         if self.max_batch == 0 {
             anyhow::bail!("engine max_batch must be at least 1");
         }
+        if self.kv_block_size == 0 {
+            anyhow::bail!("engine kv_block_size must be at least 1 token");
+        }
         Ok(())
+    }
+
+    /// Blocks of the KV pool: `kv_blocks`, or the nominal size of an unlimited pool.
+    pub fn kv_capacity(&self) -> u32 {
+        if self.kv_blocks > 0 {
+            return self.kv_blocks;
+        }
+        let tokens = self.max_batch as u64 * NOMINAL_TOKENS_PER_SLOT;
+        u32::try_from(tokens.div_ceil(u64::from(self.kv_block_size.max(1)))).unwrap_or(u32::MAX)
+    }
+
+    /// An empty KV cache of this configuration.
+    pub(crate) fn kv_cache(&self) -> KvCache {
+        KvCache::new(
+            self.kv_block_size,
+            self.kv_capacity(),
+            self.kv_blocks > 0,
+            self.prefix_caching,
+        )
     }
 }
 
@@ -125,9 +173,13 @@ const ABORTED: u8 = 4;
 #[derive(Debug)]
 pub(crate) struct Seq {
     input_tokens: u32,
+    /// Chained hashes of the prompt's full KV blocks (empty without prefix caching).
+    prefix: Arc<[u64]>,
     max_tokens: u32,
     submitted_ns: u64,
+    /// First admission (a preempted sequence keeps it).
     admitted_ns: AtomicU64,
+    first_token_ns: AtomicU64,
     last_token_ns: AtomicU64,
     produced: AtomicU32,
     state: AtomicU8,
@@ -135,6 +187,11 @@ pub(crate) struct Seq {
 }
 
 impl Seq {
+    /// Tokens whose KV the sequence stores: its prompt and what it produced so far.
+    fn stored_tokens(&self) -> u64 {
+        u64::from(self.input_tokens) + u64::from(self.produced.load(Ordering::Relaxed))
+    }
+
     fn state(&self) -> u8 {
         self.state.load(Ordering::Acquire)
     }
@@ -143,6 +200,29 @@ impl Seq {
         self.state
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+    }
+}
+
+/// What a request asks of the engine.
+#[derive(Debug, Clone)]
+pub(crate) struct Work {
+    /// Prompt tokens to prefill.
+    pub(crate) input_tokens: u32,
+    /// Chained hashes of the prompt's full KV blocks ([`super::kv::block_hashes`]); empty when
+    /// the model has no prefix caching (or the prompt came as token ids).
+    pub(crate) prefix: Arc<[u64]>,
+    /// Tokens to generate.
+    pub(crate) max_tokens: u32,
+}
+
+impl Work {
+    /// A request without prefix hashes.
+    pub(crate) fn new(input_tokens: u32, max_tokens: u32) -> Self {
+        Work {
+            input_tokens,
+            prefix: Arc::from([]),
+            max_tokens,
+        }
     }
 }
 
@@ -207,7 +287,9 @@ impl Engine {
             epoch,
             metrics: metrics.clone(),
         });
+        metrics.engine.configure(&cfg);
         let lp = EngineLoop {
+            kv: cfg.kv_cache(),
             cfg,
             rx,
             epoch,
@@ -221,20 +303,11 @@ impl Engine {
 
     /// Queues a request. Fails at once when the queue is full, so the protocol layer can refuse
     /// it before sending any header.
-    pub(crate) fn submit(
-        self: &Arc<Self>,
-        input_tokens: u32,
-        max_tokens: u32,
-    ) -> Result<Arc<Seq>, SubmitError> {
-        self.submit_at(input_tokens, max_tokens, Instant::now())
+    pub(crate) fn submit(self: &Arc<Self>, work: &Work) -> Result<Arc<Seq>, SubmitError> {
+        self.submit_at(work, Instant::now())
     }
 
-    fn submit_at(
-        self: &Arc<Self>,
-        input_tokens: u32,
-        max_tokens: u32,
-        now: Instant,
-    ) -> Result<Arc<Seq>, SubmitError> {
+    fn submit_at(self: &Arc<Self>, work: &Work, now: Instant) -> Result<Arc<Seq>, SubmitError> {
         // Reserve the queue place first: counting and checking in one atomic step keeps
         // concurrent submitters from overshooting `max_queue`.
         let before = self.metrics.pending.fetch_add(1, Ordering::AcqRel);
@@ -243,10 +316,12 @@ impl Engine {
             return Err(SubmitError::QueueFull);
         }
         let seq = Arc::new(Seq {
-            input_tokens,
-            max_tokens: max_tokens.max(1),
+            input_tokens: work.input_tokens,
+            prefix: work.prefix.clone(),
+            max_tokens: work.max_tokens.max(1),
             submitted_ns: self.ns(now),
             admitted_ns: AtomicU64::new(0),
+            first_token_ns: AtomicU64::new(0),
             last_token_ns: AtomicU64::new(0),
             produced: AtomicU32::new(0),
             state: AtomicU8::new(QUEUED),
@@ -288,14 +363,22 @@ struct Step {
     deadline: Instant,
 }
 
+/// A sequence holding a batch slot, with the KV blocks it holds.
+struct Active {
+    seq: Arc<Seq>,
+    blocks: SeqBlocks,
+}
+
 struct EngineLoop {
     cfg: EngineConfig,
     rx: mpsc::UnboundedReceiver<Arc<Seq>>,
     epoch: Instant,
     metrics: Arc<ModelMetrics>,
     queue: VecDeque<Arc<Seq>>,
-    running: Vec<Arc<Seq>>,
-    /// Scratch: input token counts of the requests admitted in the current step.
+    /// Running sequences in admission order (the youngest last: preempted first).
+    running: Vec<Active>,
+    kv: KvCache,
+    /// Scratch: tokens to prefill for each request admitted in the current step.
     admitted_tokens: Vec<u32>,
 }
 
@@ -341,20 +424,23 @@ impl EngineLoop {
         self.abort_all();
     }
 
-    /// Plans the next step at time `now`: drops sequences whose client left, admits from the
-    /// queue, and returns when the step starts and ends; `None` when there is nothing to run.
-    /// A step that follows another starts at the previous deadline (absolute schedule, no
-    /// drift) unless the loop is more than [`MAX_CATCH_UP`] late.
+    /// Plans the next step at time `now`: drops sequences whose client left, gives running
+    /// sequences the KV blocks their next token needs (preempting when the pool is full),
+    /// admits from the queue, and returns when the step starts and ends; `None` when there is
+    /// nothing to run. A step that follows another starts at the previous deadline (absolute
+    /// schedule, no drift) unless the loop is more than [`MAX_CATCH_UP`] late.
     fn begin_step(&mut self, now: Instant, prev_deadline: Option<Instant>) -> Option<Step> {
-        self.running.retain(|s| s.state() == RUNNING);
+        self.reap();
         let start = match prev_deadline {
             Some(d) if now.saturating_duration_since(d) <= MAX_CATCH_UP => d,
             _ => now,
         };
-        self.admit(start);
-        self.metrics
-            .running
-            .store(self.running.len() as i64, Ordering::Relaxed);
+        let preempted = self.grow_running();
+        self.admitted_tokens.clear();
+        if !preempted {
+            self.admit(start);
+        }
+        self.publish_gauges();
         if self.running.is_empty() {
             return None;
         }
@@ -362,10 +448,61 @@ impl EngineLoop {
             self.metrics.exec_count.fetch_add(1, Ordering::Relaxed);
         }
         let step = self.cfg.step_us(self.running.len(), &self.admitted_tokens);
+        let prefill = step - self.cfg.step_us(self.running.len(), &[]);
+        self.metrics
+            .engine
+            .record_step(step, prefill, &self.admitted_tokens, self.running.len());
         Some(Step {
             start,
             deadline: start + Duration::from_micros(step),
         })
+    }
+
+    /// Frees the slots and blocks of sequences that finished or whose client left.
+    fn reap(&mut self) {
+        let kv = &mut self.kv;
+        self.running.retain_mut(|a| {
+            let keep = a.seq.state() == RUNNING;
+            if !keep {
+                kv.release(&mut a.blocks);
+            }
+            keep
+        });
+    }
+
+    /// Every running sequence, oldest first, gets the blocks its next token needs; when the
+    /// pool is full the youngest running sequence is preempted until it fits (a sequence alone
+    /// may overcommit). Returns whether anything was preempted.
+    fn grow_running(&mut self) -> bool {
+        let mut preempted = false;
+        let mut i = 0;
+        while i < self.running.len() {
+            let tokens = self.running[i].seq.stored_tokens() + 1;
+            let alone = self.running.len() == 1;
+            if self.kv.grow(&mut self.running[i].blocks, tokens, alone) {
+                i += 1;
+                continue;
+            }
+            preempted = true;
+            let last = self.running.len() - 1;
+            self.preempt(last);
+            // If it was sequence `i` itself, the loop ends; otherwise retry `i`.
+        }
+        preempted
+    }
+
+    /// Sends running sequence `i` back to the front of the queue, its blocks freed.
+    fn preempt(&mut self, i: usize) {
+        let mut a = self.running.remove(i);
+        self.kv.release(&mut a.blocks);
+        self.metrics
+            .engine
+            .preemptions
+            .fetch_add(1, Ordering::Relaxed);
+        if a.seq.transition(RUNNING, QUEUED) {
+            self.metrics.pending.fetch_add(1, Ordering::AcqRel);
+            self.queue.push_front(a.seq);
+        }
     }
 
     /// Moves everything submitted so far into the queue. Returns false once every engine handle
@@ -380,34 +517,70 @@ impl EngineLoop {
         }
     }
 
-    /// Fills free slots from the queue head, skipping requests whose client went away.
+    /// Fills free slots from the queue head while the head's blocks fit, skipping requests
+    /// whose client went away.
     fn admit(&mut self, start: Instant) {
-        self.admitted_tokens.clear();
         let start_ns = start.saturating_duration_since(self.epoch).as_nanos() as u64;
         while self.running.len() < self.cfg.max_batch {
-            let Some(seq) = self.queue.pop_front() else {
+            let Some(seq) = self.queue.front() else {
                 break;
             };
+            if seq.state() != QUEUED {
+                self.queue.pop_front(); // cancelled while queued; its pending count was returned
+                continue;
+            }
+            let produced = u64::from(seq.produced.load(Ordering::Relaxed));
+            let stored = seq.stored_tokens();
+            let alone = self.running.is_empty();
+            let Some((blocks, adm)) =
+                self.kv
+                    .admit(&seq.prefix, seq.input_tokens, stored + 1, alone)
+            else {
+                break; // head of line waits for blocks
+            };
+            let seq = self.queue.pop_front().expect("front exists");
             if !seq.transition(QUEUED, RUNNING) {
-                continue; // cancelled while queued; its pending count was already returned
+                let mut blocks = blocks;
+                self.kv.release(&mut blocks);
+                continue;
             }
             self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
-            // A request that arrived after the (logical) step start is admitted at its arrival.
-            seq.admitted_ns
-                .store(start_ns.max(seq.submitted_ns), Ordering::Release);
-            self.admitted_tokens.push(seq.input_tokens);
-            self.running.push(seq);
+            if produced == 0 {
+                // A request that arrived after the (logical) step start is admitted at its
+                // arrival; a preempted one keeps its first admission.
+                seq.admitted_ns
+                    .store(start_ns.max(seq.submitted_ns), Ordering::Release);
+            }
+            let prefill = stored.saturating_sub(u64::from(adm.cached_tokens));
+            self.admitted_tokens
+                .push(u32::try_from(prefill).unwrap_or(u32::MAX));
+            self.running.push(Active { seq, blocks });
         }
+    }
+
+    /// Running count, KV usage and prefix-cache counters for the exporters.
+    fn publish_gauges(&self) {
+        let e = &self.metrics.engine;
+        self.metrics
+            .running
+            .store(self.running.len() as i64, Ordering::Relaxed);
+        e.kv_used
+            .store(u64::from(self.kv.used()), Ordering::Relaxed);
+        e.publish_prefix(self.kv.counters());
     }
 
     /// End of a step: one token for every running sequence.
     fn emit_tokens(&mut self, deadline: Instant) {
         let end_ns = deadline.saturating_duration_since(self.epoch).as_nanos() as u64;
-        for seq in &self.running {
-            // Only this loop writes `produced`, so load + store is race-free; the timestamp is
-            // stored before the count is published so a reader that sees the last token also
-            // sees when it was made.
+        for Active { seq, .. } in &self.running {
+            // Only this loop writes `produced`, so load + store is race-free; timestamps are
+            // stored before the count is published so a reader that sees a token also sees
+            // when it was made.
             let n = seq.produced.load(Ordering::Relaxed) + 1;
+            if n == 1 {
+                seq.first_token_ns.store(end_ns, Ordering::Release);
+                self.metrics.engine.first_token(seq.input_tokens);
+            }
             if n >= seq.max_tokens {
                 seq.last_token_ns.store(end_ns, Ordering::Release);
             }
@@ -417,14 +590,26 @@ impl EngineLoop {
             }
             seq.waker.wake();
         }
-        self.running.retain(|s| s.state() == RUNNING);
+        self.metrics
+            .engine
+            .generation_tokens
+            .fetch_add(self.running.len() as u64, Ordering::Relaxed);
+        self.reap();
+        self.publish_gauges();
     }
 
     /// Shutdown: nothing more is accepted; everything queued or running ends with an error.
     fn abort_all(&mut self) {
         self.rx.close();
         self.drain_inbox();
-        for seq in self.queue.drain(..).chain(self.running.drain(..)) {
+        let running: Vec<Arc<Seq>> = std::mem::take(&mut self.running)
+            .into_iter()
+            .map(|mut a| {
+                self.kv.release(&mut a.blocks);
+                a.seq
+            })
+            .collect();
+        for seq in self.queue.drain(..).chain(running) {
             if seq.transition(QUEUED, ABORTED) {
                 self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
             } else {
@@ -432,7 +617,7 @@ impl EngineLoop {
             }
             seq.waker.wake();
         }
-        self.metrics.running.store(0, Ordering::Relaxed);
+        self.publish_gauges();
     }
 }
 
@@ -454,7 +639,7 @@ enum SourceKind {
     Stalled {
         sleep: Pin<Box<Sleep>>,
         engine: Option<Arc<Engine>>,
-        input_tokens: u32,
+        work: Work,
     },
     /// Ended with an error.
     Failed,
@@ -483,24 +668,24 @@ impl std::fmt::Debug for TokenSource {
 }
 
 impl TokenSource {
-    /// Starts generating `max_tokens` tokens: through `engine` when there is one, instantly
-    /// otherwise; after `stall` when a stall fault applies (submission then happens after the
-    /// stall, so a full queue is only discovered then).
+    /// Starts generating `work.max_tokens` tokens: through `engine` when there is one,
+    /// instantly otherwise; after `stall` when a stall fault applies (submission then happens
+    /// after the stall, so a full queue is only discovered then).
     pub(crate) fn start(
         engine: Option<&Arc<Engine>>,
-        input_tokens: u32,
-        max_tokens: u32,
+        mut work: Work,
         stall: Option<Duration>,
     ) -> Result<TokenSource, SubmitError> {
-        let max = max_tokens.max(1);
+        let max = work.max_tokens.max(1);
+        work.max_tokens = max;
         let kind = match (stall, engine) {
             (Some(d), engine) => SourceKind::Stalled {
                 sleep: Box::pin(tokio::time::sleep(d)),
                 engine: engine.cloned(),
-                input_tokens,
+                work,
             },
             (None, Some(engine)) => {
-                let seq = engine.submit(input_tokens, max)?;
+                let seq = engine.submit(&work)?;
                 SourceKind::Engine {
                     engine: engine.clone(),
                     seq,
@@ -580,18 +765,17 @@ impl TokenSource {
                 SourceKind::Stalled {
                     sleep,
                     engine,
-                    input_tokens,
+                    work,
                 } => {
                     if sleep.as_mut().poll(cx).is_pending() {
                         return Poll::Pending;
                     }
-                    let (engine, input_tokens) = (engine.take(), *input_tokens);
-                    match engine {
+                    match engine.take() {
                         None => {
                             self.admitted = Some(Instant::now());
                             self.kind = SourceKind::Instant;
                         }
-                        Some(engine) => match engine.submit(input_tokens, self.max) {
+                        Some(engine) => match engine.submit(work) {
                             Ok(seq) => self.kind = SourceKind::Engine { engine, seq },
                             Err(e) => {
                                 self.kind = SourceKind::Failed;
@@ -618,6 +802,16 @@ impl TokenSource {
                 (seq.state() != QUEUED).then(|| engine.at(ns))
             }
             _ => self.admitted,
+        }
+    }
+
+    /// When the engine produced the first token (engine mode, once it did).
+    pub(crate) fn first_token_at(&self) -> Option<Instant> {
+        match &self.kind {
+            SourceKind::Engine { engine, seq } if seq.produced.load(Ordering::Acquire) > 0 => {
+                Some(engine.at(seq.first_token_ns.load(Ordering::Acquire)))
+            }
+            _ => None,
         }
     }
 
@@ -675,7 +869,14 @@ mod tests {
         }
 
         fn submit(&self, input: u32, max: u32, at_us: u64) -> Result<TokenSource, SubmitError> {
-            let seq = self.engine.submit_at(input, max, self.at(at_us))?;
+            self.submit_work(&Work::new(input, max), at_us)
+        }
+
+        fn submit_work(&self, work: &Work, at_us: u64) -> Result<TokenSource, SubmitError> {
+            let (max, seq) = (
+                work.max_tokens,
+                self.engine.submit_at(work, self.at(at_us))?,
+            );
             Ok(TokenSource {
                 kind: SourceKind::Engine {
                     engine: self.engine.clone(),
@@ -853,6 +1054,104 @@ mod tests {
         assert_eq!(EngineConfig::default().step_us(8, &[]), 6000);
     }
 
+    /// Round timing for KV tests: prefill 100 µs per token, decode steps of 1000 µs.
+    fn kv_engine(blocks: u32, prefix_caching: bool) -> EngineConfig {
+        EngineConfig {
+            max_batch: 4,
+            max_queue: 0,
+            prefill_base_us: 0,
+            prefill_us_per_token: 100,
+            decode_base_us: 1000,
+            decode_us_per_seq: 0,
+            kv_block_size: 4,
+            kv_blocks: blocks,
+            prefix_caching,
+        }
+    }
+
+    #[test]
+    fn kv_exhaustion_preempts_the_youngest_which_recomputes_later() {
+        let mut v = Virtual::new(kv_engine(6, false));
+        let mut srcs = vec![
+            v.submit(4, 12, 0).expect("a"),
+            v.submit(4, 12, 0).expect("b"),
+        ];
+        let times = v.run(&mut srcs);
+        // Both admitted with 2 blocks (prompt + first token), 3 each after 8 tokens: the pool
+        // of 6 is full, so when A needs its 4th block B is preempted (A runs on alone) and
+        // readmitted once A is done, prefilling its 4 prompt and 8 generated tokens again.
+        let steps: Vec<u64> = (0..8).map(|k| 1800 + 1000 * k).collect();
+        let mut a = steps.clone();
+        a.extend([9800, 10_800, 11_800, 12_800]);
+        let mut b = steps;
+        b.extend([12_800 + 1200 + 1000, 16_000, 17_000, 18_000]);
+        assert_eq!(times, vec![a, b]);
+        let e = &v.metrics.engine;
+        assert_eq!(e.preemptions.load(Ordering::Relaxed), 1);
+        assert_eq!(e.kv_used.load(Ordering::Relaxed), 0);
+        assert_eq!(v.metrics.pending.load(Ordering::Relaxed), 0);
+        assert_eq!(e.generation_tokens.load(Ordering::Relaxed), 24);
+        assert_eq!(
+            e.prompt_tokens.load(Ordering::Relaxed),
+            8,
+            "counted at the first token"
+        );
+        // B's admission and first token stay those of its first run.
+        assert_eq!(srcs[1].admitted_at(), Some(v.t0));
+        assert_eq!(srcs[1].first_token_at(), Some(v.at(1800)));
+    }
+
+    #[test]
+    fn kv_blocks_gate_admission_at_the_head_of_the_queue() {
+        let mut v = Virtual::new(kv_engine(4, false));
+        // A takes 3 of 4 blocks; B (2 blocks) waits although a slot is free, and so does C
+        // (1 block, would fit): the queue does not overtake.
+        let mut srcs = vec![
+            v.submit(8, 2, 0).expect("a"),
+            v.submit(4, 1, 0).expect("b"),
+            v.submit(0, 1, 0).expect("c"),
+        ];
+        assert_eq!(v.step(), Some(1800));
+        assert_eq!(v.metrics.running.load(Ordering::Relaxed), 1);
+        assert_eq!(v.metrics.pending.load(Ordering::Relaxed), 2);
+        let mut times = vec![vec![], vec![], vec![]];
+        collect(&mut srcs, &mut times, 1800);
+        while let Some(end) = v.step() {
+            collect(&mut srcs, &mut times, end);
+        }
+        assert_eq!(times, vec![vec![1800, 2800], vec![4200], vec![4200]]);
+    }
+
+    #[test]
+    fn a_request_larger_than_the_pool_runs_alone() {
+        let mut v = Virtual::new(kv_engine(2, false));
+        let mut srcs = vec![v.submit(100, 2, 0).expect("a")];
+        assert_eq!(v.run(&mut srcs), vec![vec![11_000, 12_000]]);
+        assert_eq!(v.metrics.engine.preemptions.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn prefix_cache_hits_skip_prefill() {
+        let mut v = Virtual::new(kv_engine(0, true));
+        let toks: Vec<u32> = (0..10).collect();
+        let work = Work {
+            input_tokens: 10,
+            prefix: super::super::kv::block_hashes(&toks, 4).into(),
+            max_tokens: 1,
+        };
+        let mut srcs = vec![v.submit_work(&work, 0).expect("a")];
+        assert_eq!(v.run(&mut srcs), vec![vec![2000]], "10 tokens to prefill");
+        // The same prompt later: 8 of its 10 tokens are cached (the last block is partial).
+        v.now = v.at(5000);
+        v.prev = None;
+        let mut srcs = vec![v.submit_work(&work, 5000).expect("b")];
+        assert_eq!(v.run(&mut srcs), vec![vec![5000 + 200 + 1000]]);
+        let e = &v.metrics.engine;
+        assert_eq!(e.prefix_queried_tokens.load(Ordering::Relaxed), 20);
+        assert_eq!(e.prefix_hit_tokens.load(Ordering::Relaxed), 8);
+        assert_eq!(e.prefix_hit_blocks.load(Ordering::Relaxed), 2);
+    }
+
     // The async loop itself, on the real clock (tolerant bounds: shared 2-core machines).
 
     #[tokio::test]
@@ -861,7 +1160,7 @@ mod tests {
         let (_tx, rx) = watch::channel(false);
         let (e, _task) = Engine::spawn(EngineConfig::default(), metrics, rx);
         let t0 = Instant::now();
-        let mut src = TokenSource::start(Some(&e), 100, 3, None).expect("submit");
+        let mut src = TokenSource::start(Some(&e), Work::new(100, 3), None).expect("submit");
         let mut times = Vec::new();
         while let Some(r) = src.next_token().await {
             r.expect("token");
@@ -886,8 +1185,8 @@ mod tests {
             metrics.clone(),
             rx,
         );
-        let mut a = TokenSource::start(Some(&e), 0, 100, None).expect("a");
-        let mut b = TokenSource::start(Some(&e), 0, 100, None).expect("b");
+        let mut a = TokenSource::start(Some(&e), Work::new(0, 100), None).expect("a");
+        let mut b = TokenSource::start(Some(&e), Work::new(0, 100), None).expect("b");
         assert!(matches!(a.next_token().await, Some(Ok(0))));
         stop.send(true).expect("send");
         assert_eq!(a.next_token().await, Some(Err(SourceError::ShuttingDown)));
@@ -895,7 +1194,7 @@ mod tests {
         task.await.expect("engine loop ends");
         assert_eq!(metrics.pending.load(Ordering::Relaxed), 0);
         assert_eq!(
-            TokenSource::start(Some(&e), 0, 1, None).err(),
+            TokenSource::start(Some(&e), Work::new(0, 1), None).err(),
             Some(SubmitError::ShuttingDown)
         );
     }
@@ -903,7 +1202,7 @@ mod tests {
     #[tokio::test]
     async fn instant_source_stops_on_shutdown() {
         let (stop, rx) = watch::channel(false);
-        let mut src = TokenSource::start(None, 0, 1000, None)
+        let mut src = TokenSource::start(None, Work::new(0, 1000), None)
             .expect("s")
             .with_shutdown(rx);
         assert_eq!(src.next_token().await, Some(Ok(0)));
@@ -919,7 +1218,8 @@ mod tests {
         let (e, _task) = Engine::spawn(EngineConfig::default(), metrics, rx);
         let t0 = Instant::now();
         let mut src =
-            TokenSource::start(Some(&e), 0, 1, Some(Duration::from_millis(50))).expect("s");
+            TokenSource::start(Some(&e), Work::new(0, 1), Some(Duration::from_millis(50)))
+                .expect("s");
         assert!(matches!(src.next_token().await, Some(Ok(0))));
         let ttft = t0.elapsed();
         assert!(
@@ -928,7 +1228,8 @@ mod tests {
         );
         // Instant mode: the stall alone.
         let t1 = Instant::now();
-        let mut src = TokenSource::start(None, 0, 3, Some(Duration::from_millis(20))).expect("s");
+        let mut src =
+            TokenSource::start(None, Work::new(0, 3), Some(Duration::from_millis(20))).expect("s");
         let mut n = 0;
         while let Some(r) = src.next_token().await {
             r.expect("token");

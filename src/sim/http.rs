@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::metrics::{FailReason, render_prometheus};
+use super::metrics::FailReason;
 use super::models::DataType;
 use super::request::{Bag, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState};
@@ -104,11 +104,18 @@ pub(crate) fn router(state: Arc<SimState>) -> Router {
         .with_state(state)
 }
 
-/// The metrics-port router: `GET /metrics`.
+/// The metrics-port router: `GET /metrics` (in the server's metrics style) and
+/// `GET /dcgm/metrics` (the DCGM exporter's page for the simulated GPU).
 pub(crate) fn metrics_router(state: Arc<SimState>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
-        .fallback(|| async { (StatusCode::NOT_FOUND, "Not Found: try /metrics\n") })
+        .route("/dcgm/metrics", get(dcgm_metrics))
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                "Not Found: try /metrics or /dcgm/metrics\n",
+            )
+        })
         .with_state(state)
 }
 
@@ -229,13 +236,20 @@ async fn model_stats(
 }
 
 async fn metrics(State(st): State<Arc<SimState>>) -> Response {
-    let all: Vec<_> = st.models.iter().map(|m| m.metrics.clone()).collect();
+    prometheus_text(super::export::render(st.metrics_style, &st))
+}
+
+async fn dcgm_metrics(State(st): State<Arc<SimState>>) -> Response {
+    prometheus_text(super::export::render_dcgm(&st))
+}
+
+fn prometheus_text(body: String) -> Response {
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        render_prometheus(&all),
+        body,
     )
         .into_response()
 }

@@ -38,7 +38,9 @@ use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::counters::{EngineStats, RequestTimes};
 use crate::proto;
+use crate::server_metrics::ServerKind;
 
 /// Why a request failed, as Triton's `nv_inference_request_failure{reason=...}` labels it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,6 +164,16 @@ pub(crate) struct ModelMetrics {
     first_count: AtomicU64,
     /// First-response times in µs.
     sim_first: Mutex<Histogram<u64>>,
+    /// False when Triton does not see the engine's queue (TensorRT-LLM style: requests go to
+    /// the backend at once and wait inside it), so Triton's queue counter and pending gauge stay
+    /// at zero and the wait shows in `compute_infer`.
+    queue_visible: bool,
+    /// Requests received (validated or not).
+    received: AtomicU64,
+    /// Engine state and counters (LLMs).
+    pub(crate) engine: EngineStats,
+    /// Per-request latency histograms in the metrics style's buckets.
+    pub(crate) times: RequestTimes,
 }
 
 impl ModelMetrics {
@@ -203,6 +215,52 @@ impl ModelMetrics {
             first_sum_us: AtomicU64::new(0),
             first_count: AtomicU64::new(0),
             sim_first: Mutex::new(hist),
+            queue_visible: true,
+            received: AtomicU64::new(0),
+            engine: EngineStats::default(),
+            times: RequestTimes::for_style(ServerKind::Triton),
+        }
+    }
+
+    /// The same counters as the server exports them in `style`: histograms in its buckets, and
+    /// for an LLM on TensorRT-LLM the engine's queue hidden from Triton's counters.
+    pub(crate) fn styled(mut self, style: ServerKind, llm: bool) -> Self {
+        self.times = RequestTimes::for_style(style);
+        self.queue_visible = !(llm && style == ServerKind::TrtLlm);
+        self
+    }
+
+    /// Model name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Model version.
+    pub(crate) fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Successful requests.
+    pub(crate) fn successes(&self) -> u64 {
+        self.success.get().0
+    }
+
+    /// Failed requests for `reason`.
+    pub(crate) fn failures(&self, reason: FailReason) -> u64 {
+        self.fail_reasons[reason.index()].load(Ordering::Relaxed)
+    }
+
+    /// Requests received.
+    pub(crate) fn received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
+    }
+
+    /// Requests waiting for the engine, as Triton's pending gauge shows them.
+    fn triton_pending(&self) -> i64 {
+        if self.queue_visible {
+            self.pending.load(Ordering::Relaxed)
+        } else {
+            0
         }
     }
 
@@ -246,6 +304,7 @@ impl ModelMetrics {
     }
 
     fn record_first_response(&self, us: u64) {
+        self.times.ttft.observe_ns(us.saturating_mul(1000));
         // Prometheus buckets are inclusive upper bounds (`le`).
         let idx = FIRST_RESPONSE_BUCKETS_MS
             .iter()
@@ -336,6 +395,18 @@ impl ModelMetrics {
     }
 }
 
+/// When the engine admitted a request and produced its first and last tokens (each `None` when
+/// unknown: instant mode, or the phase never happened).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct EngineTimes {
+    /// First admitted to a batch slot.
+    pub(crate) admitted: Option<Instant>,
+    /// First token produced.
+    pub(crate) first_token: Option<Instant>,
+    /// Last token produced.
+    pub(crate) last_token: Option<Instant>,
+}
+
 /// Follows one request from arrival to its end and records it exactly once. Dropping it
 /// without an outcome (the client went away and the transport dropped the response) records a
 /// `CANCELED` failure.
@@ -351,6 +422,7 @@ pub(crate) struct Tracker {
 impl Tracker {
     /// Starts tracking a request that arrived at `arrival`.
     pub(crate) fn new(metrics: Arc<ModelMetrics>, arrival: Instant) -> Self {
+        metrics.received.fetch_add(1, Ordering::Relaxed);
         Tracker {
             metrics,
             arrival,
@@ -378,44 +450,50 @@ impl Tracker {
         }
     }
 
-    /// The final response was handed to the transport. `admitted` and `last_token` come from the
-    /// token source (missing ones collapse the corresponding phase to zero). A request whose
-    /// only response this is gets its first response recorded now too.
-    pub(crate) fn succeed(
-        &mut self,
-        admitted: Option<Instant>,
-        last_token: Option<Instant>,
-        tokens: u32,
-    ) {
-        self.succeed_at(admitted, last_token, tokens, Instant::now());
+    /// The final response was handed to the transport. `admitted`, `first_token` and
+    /// `last_token` come from the token source (missing ones collapse the corresponding phase to
+    /// zero). A request whose only response this is gets its first response recorded now too.
+    pub(crate) fn succeed(&mut self, engine: EngineTimes, tokens: u32) {
+        self.succeed_at(engine, tokens, Instant::now());
     }
 
-    fn succeed_at(
-        &mut self,
-        admitted: Option<Instant>,
-        last_token: Option<Instant>,
-        tokens: u32,
-        now: Instant,
-    ) {
+    fn succeed_at(&mut self, engine: EngineTimes, tokens: u32, now: Instant) {
         if self.finished {
             return;
         }
         self.finished = true;
         self.first_response_at(now);
-        let admitted = admitted
+        let admitted = engine
+            .admitted
             .unwrap_or(self.submitted)
             .clamp(self.submitted, now);
-        let last = last_token.unwrap_or(now).clamp(admitted, now);
+        let last = engine.last_token.unwrap_or(now).clamp(admitted, now);
+        let first = engine.first_token.unwrap_or(last).clamp(admitted, last);
         let ns = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as u64;
         let m = &self.metrics;
         m.success.add(ns(self.arrival, now));
         m.compute_input.add(ns(self.arrival, self.submitted));
-        m.queue.add(ns(self.submitted, admitted));
-        m.compute_infer.add(ns(admitted, last));
+        if m.queue_visible {
+            m.queue.add(ns(self.submitted, admitted));
+            m.compute_infer.add(ns(admitted, last));
+        } else {
+            m.queue.add(0);
+            m.compute_infer.add(ns(self.submitted, last));
+        }
         m.compute_output.add(ns(last, now));
         m.inference_count.fetch_add(1, Ordering::Relaxed);
         m.output_tokens
             .fetch_add(u64::from(tokens), Ordering::Relaxed);
+        let t = &m.times;
+        t.queue.observe_ns(ns(self.submitted, admitted));
+        t.prefill.observe_ns(ns(admitted, first));
+        t.decode.observe_ns(ns(first, last));
+        t.inference.observe_ns(ns(admitted, last));
+        t.e2e.observe_ns(ns(self.arrival, now));
+        if tokens > 1 {
+            t.tpot.observe_ns(ns(first, last) / u64::from(tokens - 1));
+        }
+        t.generated.observe(f64::from(tokens));
         m.touch();
     }
 
@@ -472,26 +550,22 @@ impl Drop for Tracker {
     }
 }
 
-fn escape_label(v: &str) -> String {
+/// A label value with Prometheus' escapes (`\\`, `\"`, `\n`).
+pub(crate) fn escape_label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }
 
-/// Prometheus text exposition (format 0.0.4) of every model's counters.
-pub(crate) fn render_prometheus(models: &[Arc<ModelMetrics>]) -> String {
+/// Prometheus text exposition (format 0.0.4) of every model's counters with Triton's names,
+/// then the simulator's own families ([`render_sim_own`]).
+pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
     let mut out = String::with_capacity(4096 + models.len() * 3072);
     let counter = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> u64| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-        for m in models {
-            let _ = writeln!(out, "{name}{{{}}} {}", m.labels, f(m));
-        }
+        triton_counter(out, models, name, help, f)
     };
     let gauge = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> i64| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-        for m in models {
-            let _ = writeln!(out, "{name}{{{}}} {}", m.labels, f(m).max(0));
-        }
+        triton_gauge(out, models, name, help, f)
     };
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let us = |d: &DurStat| d.get().1 / 1000;
@@ -535,7 +609,7 @@ pub(crate) fn render_prometheus(models: &[Arc<ModelMetrics>]) -> String {
         &mut out,
         "nv_inference_pending_request_count",
         "Instantaneous number of pending requests awaiting execution per-model.",
-        &|m| m.pending.load(Ordering::Relaxed),
+        &|m| m.triton_pending(),
     );
     counter(
         &mut out,
@@ -587,6 +661,43 @@ pub(crate) fn render_prometheus(models: &[Arc<ModelMetrics>]) -> String {
         let _ = writeln!(out, "{name}_bucket{{{},le=\"+Inf\"}} {cum}", m.labels);
     }
 
+    render_sim_own(&mut out, models);
+    out
+}
+
+/// A counter family labelled `model`/`version`, one line per model.
+fn triton_counter(
+    out: &mut String,
+    models: &[&ModelMetrics],
+    name: &str,
+    help: &str,
+    f: &dyn Fn(&ModelMetrics) -> u64,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+    for m in models {
+        let _ = writeln!(out, "{name}{{{}}} {}", m.labels, f(m));
+    }
+}
+
+/// A gauge family labelled `model`/`version` (negative values shown as 0).
+fn triton_gauge(
+    out: &mut String,
+    models: &[&ModelMetrics],
+    name: &str,
+    help: &str,
+    f: &dyn Fn(&ModelMetrics) -> i64,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+    for m in models {
+        let _ = writeln!(out, "{name}{{{}}} {}", m.labels, f(m).max(0));
+    }
+}
+
+/// The simulator's own families, in every metrics style: `ttftbench_sim_first_response_us`
+/// (summary, µs), `ttftbench_sim_running_sequences` (gauge), `ttftbench_sim_output_tokens`
+/// (counter).
+pub(crate) fn render_sim_own(out: &mut String, models: &[&ModelMetrics]) {
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let name = "ttftbench_sim_first_response_us";
     let _ = writeln!(
         out,
@@ -606,19 +717,20 @@ pub(crate) fn render_prometheus(models: &[Arc<ModelMetrics>]) -> String {
         let _ = writeln!(out, "{name}_count{{{}}} {}", m.labels, load(&m.first_count));
     }
 
-    gauge(
-        &mut out,
+    triton_gauge(
+        out,
+        models,
         "ttftbench_sim_running_sequences",
         "Sequences holding a batch slot in the simulated engine",
         &|m| m.running.load(Ordering::Relaxed),
     );
-    counter(
-        &mut out,
+    triton_counter(
+        out,
+        models,
         "ttftbench_sim_output_tokens",
         "Output tokens of successful requests",
         &|m| load(&m.output_tokens),
     );
-    out
 }
 
 #[cfg(test)]
@@ -633,7 +745,12 @@ mod tests {
         let mut t = Tracker::new(m.clone(), t0);
         t.submitted = at(1);
         t.first_response_at(at(111));
-        t.succeed_at(Some(at(11)), Some(at(161)), 5, at(163));
+        let engine = EngineTimes {
+            admitted: Some(at(11)),
+            first_token: Some(at(61)),
+            last_token: Some(at(161)),
+        };
+        t.succeed_at(engine, 5, at(163));
         drop(t);
         let s = m.stats_json();
         let st = &s["inference_stats"];
@@ -645,7 +762,7 @@ mod tests {
         assert_eq!(st["compute_output"]["ns"], 2_000_000u64);
         assert_eq!(st["fail"]["count"], 0);
         assert_eq!(s["inference_count"], 1);
-        let text = render_prometheus(std::slice::from_ref(&m));
+        let text = render_prometheus(&[&*m]);
         let has = |line: &str| assert!(text.contains(line), "missing {line:?} in\n{text}");
         has("nv_inference_request_success{model=\"gpt2\",version=\"1\"} 1\n");
         has("nv_inference_queue_duration_us{model=\"gpt2\",version=\"1\"} 10000\n");
@@ -670,7 +787,7 @@ mod tests {
     fn dropped_tracker_counts_as_canceled() {
         let m = Arc::new(ModelMetrics::new("m", "1"));
         drop(Tracker::new(m.clone(), Instant::now()));
-        let text = render_prometheus(std::slice::from_ref(&m));
+        let text = render_prometheus(&[&*m]);
         assert!(text.contains(
             "nv_inference_request_failure{model=\"m\",reason=\"CANCELED\",version=\"1\"} 1"
         ));

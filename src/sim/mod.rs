@@ -16,7 +16,13 @@
 //!   `ModelStreamInfer` (many requests multiplexed on one stream, matched by `id`,
 //!   `triton_final_response` and the empty final response as Triton sends them; tensor models
 //!   answer once per request), `ModelStatistics`, `RepositoryIndex`.
-//! * **Metrics** (Triton 8002): `GET /metrics`, Prometheus text with Triton's metric names plus
+//! * **Metrics** (Triton 8002): `GET /metrics` in the server's metrics style
+//!   ([`SimConfig::metrics_style`], `serve --metrics-style`): the real metric families of Triton
+//!   (`triton`, the default), TensorRT-LLM on Triton (`trtllm`), vLLM (`vllm`), SGLang
+//!   (`sglang`) or TGI (`tgi`), computed from the engine's state (the `export` module lists
+//!   every family). `GET /dcgm/metrics` is the DCGM exporter's page for the simulated GPU, in
+//!   every style (for `--gpu-metrics-url`); Triton styles also carry Triton's `nv_gpu_*`
+//!   families on `/metrics`. Every style ends with the simulator's own families:
 //!   `ttftbench_sim_first_response_us`, the simulator's own time to first token: from the
 //!   request's arrival (body read) to its first content-bearing chunk or message being handed to
 //!   the transport; a summary in microseconds with quantiles 0.5/0.9/0.99 (HDR histogram, 3
@@ -24,11 +30,32 @@
 //!   plus the network. Also `ttftbench_sim_running_sequences` (gauge: sequences in a batch slot,
 //!   or tensor requests executing) and `ttftbench_sim_output_tokens` (counter).
 //!
+//! # `ttftbench serve` flags
+//!
+//! | flag | default | what |
+//! |---|---|---|
+//! | `--address ADDR` | `127.0.0.1` | where every listener binds (`0.0.0.0`: every interface) |
+//! | `--http-port`, `--grpc-port`, `--metrics-port` | 8000, 8001, 8002 | 0 = a free port, printed |
+//! | `--metrics-style triton\|trtllm\|vllm\|sglang\|tgi` | `triton` | which engine's families `/metrics` serves |
+//! | `--max-batch`, `--max-queue`, `--prefill-base-us`, `--prefill-us-per-token`, `--decode-base-us`, `--decode-us-per-seq`, `--instant` | [`EngineConfig::default`] | engine timing and capacity |
+//! | `--kv-blocks N` | 0 (unlimited) | KV-cache blocks per model; when they run out the engine preempts |
+//! | `--kv-block-size N` | 16 | tokens per KV block |
+//! | `--prefix-caching` | off | full prompt blocks already cached are not prefilled again |
+//! | `--fault-*`, `--require-api-key`, `--access-token` | off | faults and credentials |
+//!
+//! For example `ttftbench serve --metrics-style vllm --kv-blocks 400 --prefix-caching` behaves
+//! like a vLLM server whose KV cache holds 6 400 tokens per model.
+//!
 //! # Models
 //!
 //! [`ModelSpec::defaults`]: `gpt2` (TensorRT-LLM ensemble, decoupled), `vllm_model` (vLLM
-//! backend), `gpt2_nostream` (TensorRT-LLM layout, not decoupled: one response per request), and
-//! five tensor models, each with its own [`TensorTiming`]:
+//! backend), `gpt2_nostream` (TensorRT-LLM layout, not decoupled: one response per request), two
+//! reasoning models in the vLLM layout ([`ReasoningSpec`]: the first
+//! [`DEFAULT_REASONING_TOKENS`] tokens of a chat answer are reasoning, sent in the field the
+//! model names: `reasoning_vllm` uses `reasoning` as vLLM does, `reasoning_sglang` uses
+//! `reasoning_content` as SGLang and DeepSeek do; usage reports
+//! `completion_tokens_details.reasoning_tokens`), and five tensor models, each with its own
+//! [`TensorTiming`]:
 //!
 //! | model | inputs | outputs | max batch | dynamic batching | instances | compute (µs) |
 //! |---|---|---|---|---|---|---|
@@ -45,11 +72,17 @@
 //! # Timing
 //!
 //! LLMs run on a miniature continuous-batching engine per model ([`EngineConfig`]): batch slots,
-//! a FIFO queue, prefill cost per input token, decode cost per running sequence. Per successful
+//! a FIFO queue, prefill cost per input token, decode cost per running sequence, and a paged KV
+//! cache (`kv`): admission needs blocks for the prompt, decode takes a block at each block
+//! boundary, a full pool preempts the youngest running request (recomputed when readmitted), and
+//! with prefix caching a prompt's cached leading blocks are not prefilled. The default pool is
+//! unlimited and prefix caching off, which keeps the timing below exact. Per successful
 //! request the server-side time splits without overlap into `compute_input` (received → parsed
 //! and tokenized), `queue` (→ admitted to a batch slot, stall included), `compute_infer` (→ last
 //! token produced) and `compute_output` (→ final response handed to the transport);
-//! `request_duration` is their sum. Output text cycles through common English words that are one
+//! `request_duration` is their sum (in the `trtllm` style Triton does not see the engine's queue:
+//! its `queue` stays 0 and the wait is part of `compute_infer`, as with the real backend). Output
+//! text cycles through common English words that are one
 //! GPT-2 token each, so re-tokenizing a response gives exactly the number of tokens streamed.
 //!
 //! Tensor models run on Triton's dynamic batcher in miniature (`batcher`): a FIFO queue,
@@ -73,12 +106,19 @@
 //! left), `BACKEND` (injected error or cut), `OTHER` (invalid input, shutdown). Faults
 //! ([`FaultConfig`]) are deterministic so tests can predict them; tensor models honour
 //! `unavailable`, `error_rate` and `stall_rate` (cuts and malformed events are stream faults).
+//!
+//! The simulated GPU (`gpu`) is shared by every model: utilization follows the engines' busy
+//! time, memory the KV blocks in use, power the utilization, and energy integrates power.
 
 mod batcher;
+mod counters;
 mod engine;
+mod export;
 mod faults;
+mod gpu;
 mod grpc;
 mod http;
+mod kv;
 mod metrics;
 mod models;
 mod openai;
@@ -98,10 +138,12 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use engine::EngineConfig;
+pub use crate::server_metrics::ServerKind;
+pub use engine::{EngineConfig, NOMINAL_TOKENS_PER_SLOT};
 pub use faults::FaultConfig;
 pub use models::{
-    DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec, TensorSpec, TensorTiming,
+    DEFAULT_REASONING_TOKENS, DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec,
+    ReasoningField, ReasoningSpec, TensorSpec, TensorTiming,
 };
 
 use crate::workload::tokenizer::Tokenizer;
@@ -125,10 +167,10 @@ pub struct SimConfig {
     pub api_key: Option<String>,
     /// When set, the statistics API requires header `triton-access-token: <token>`.
     pub access_token: Option<String>,
-    /// The hosted models; default [`ModelSpec::defaults`] (LLMs `gpt2`, `vllm_model`,
-    /// `gpt2_nostream`; tensor models `yolov8s`, `bert_classifier`, `text_classifier`,
-    /// `resnet_fp16`, `resnet_int8`).
+    /// The hosted models; default [`ModelSpec::defaults`].
     pub models: Vec<ModelSpec>,
+    /// Which engine's metric families `/metrics` serves (`serve --metrics-style`).
+    pub metrics_style: ServerKind,
 }
 
 impl Default for SimConfig {
@@ -143,6 +185,7 @@ impl Default for SimConfig {
             api_key: None,
             access_token: None,
             models: ModelSpec::defaults(),
+            metrics_style: ServerKind::Triton,
         }
     }
 }
@@ -160,6 +203,7 @@ impl std::fmt::Debug for SimConfig {
             .field("faults", &self.faults)
             .field("api_key", &secret(&self.api_key))
             .field("access_token", &secret(&self.access_token))
+            .field("metrics_style", &self.metrics_style)
             .field(
                 "models",
                 &self
@@ -214,6 +258,11 @@ impl SimHandle {
     /// URL of the Prometheus endpoint, e.g. `http://127.0.0.1:8002/metrics`.
     pub fn metrics_url(&self) -> String {
         format!("http://{}/metrics", self.metrics_addr)
+    }
+
+    /// URL of the simulated DCGM exporter, e.g. `http://127.0.0.1:8002/dcgm/metrics`.
+    pub fn dcgm_url(&self) -> String {
+        format!("http://{}/dcgm/metrics", self.metrics_addr)
     }
 
     /// The names of the hosted models.
@@ -326,16 +375,12 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
         .await
         .context("loading the built-in tokenizer failed")?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let (state, engines) = state::SimState::new(
-        cfg.models,
-        &cfg.engine,
-        cfg.faults,
-        cfg.api_key,
-        cfg.access_token,
-        tokenizer,
-        shutdown_rx.clone(),
-    )?;
+    let (state, mut engines) = state::SimState::new(cfg, tokenizer, shutdown_rx.clone())?;
     let state = Arc::new(state);
+    engines.push(tokio::spawn(gpu::sample_every(
+        state.clone(),
+        shutdown_rx.clone(),
+    )));
 
     let signal = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|v| *v).await;

@@ -271,6 +271,42 @@ impl TensorTiming {
     }
 }
 
+/// Which field of an OpenAI chat completion carries a reasoning model's reasoning text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningField {
+    /// `reasoning_content`: DeepSeek's API and SGLang, and vLLM until it renamed the field.
+    ReasoningContent,
+    /// `reasoning`: vLLM's name since its `reasoning_content` → `reasoning` change (RFC
+    /// vllm-project/vllm#27755, PR #27752; the old name was removed in PR #33402).
+    Reasoning,
+}
+
+impl ReasoningField {
+    /// The JSON key.
+    pub fn key(self) -> &'static str {
+        match self {
+            ReasoningField::ReasoningContent => "reasoning_content",
+            ReasoningField::Reasoning => "reasoning",
+        }
+    }
+}
+
+/// A reasoning model: the first `tokens` tokens of every answer are reasoning. On the OpenAI
+/// chat route they stream as `delta.<field>` (non-streaming: `message.<field>`) and the rest as
+/// `content`; usage counts them in `completion_tokens_details.reasoning_tokens`. Other routes
+/// (completions, KServe) return every token as text, as servers without a reasoning parser do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningSpec {
+    /// Reasoning tokens per answer (fewer when the answer is shorter).
+    pub tokens: u32,
+    /// The field they go in.
+    pub field: ReasoningField,
+}
+
+/// Reasoning tokens per answer of the default reasoning models.
+pub const DEFAULT_REASONING_TOKENS: u32 = 32;
+
 /// Largest output buffer (one output at the maximum batch size) a tensor model may declare: the
 /// simulator keeps one zero buffer of that size per model to answer from.
 const MAX_OUTPUT_BYTES: usize = 64 << 20;
@@ -311,6 +347,9 @@ pub struct ModelSpec {
     /// Compute timing of a tensor model; `None` = [`TensorTiming::default`]. Ignored by LLMs.
     #[serde(default)]
     pub tensor_timing: Option<TensorTiming>,
+    /// A reasoning model's split of its answers (LLMs); `None` = no reasoning.
+    #[serde(default)]
+    pub reasoning: Option<ReasoningSpec>,
 }
 
 impl ModelSpec {
@@ -340,6 +379,7 @@ impl ModelSpec {
             dynamic_batching: None,
             engine: None,
             tensor_timing: None,
+            reasoning: None,
         }
     }
 
@@ -373,6 +413,7 @@ impl ModelSpec {
             dynamic_batching: None,
             engine: None,
             tensor_timing: None,
+            reasoning: None,
         }
     }
 
@@ -398,6 +439,7 @@ impl ModelSpec {
             dynamic_batching: None,
             engine: None,
             tensor_timing: None,
+            reasoning: None,
         }
     }
 
@@ -412,6 +454,15 @@ impl ModelSpec {
             max_queue_delay_us,
         });
         self
+    }
+
+    /// A reasoning model in the vLLM backend layout whose first `tokens` tokens are reasoning,
+    /// sent in `field` on the OpenAI chat route.
+    pub fn reasoning(name: &str, tokens: u32, field: ReasoningField) -> Self {
+        ModelSpec {
+            reasoning: Some(ReasoningSpec { tokens, field }),
+            ..ModelSpec::vllm(name)
+        }
     }
 
     /// The same model with its own compute timing.
@@ -537,8 +588,11 @@ impl ModelSpec {
 
     /// The models hosted when nothing else is configured: `gpt2` (TensorRT-LLM ensemble,
     /// decoupled), `vllm_model` (vLLM backend), `gpt2_nostream` (TensorRT-LLM layout, not
-    /// decoupled), and the tensor models `yolov8s`, `bert_classifier`, `text_classifier`,
-    /// `resnet_fp16`, `resnet_int8`.
+    /// decoupled), the tensor models `yolov8s`, `bert_classifier`, `text_classifier`,
+    /// `resnet_fp16`, `resnet_int8`, and two reasoning models with
+    /// [`DEFAULT_REASONING_TOKENS`] reasoning tokens: `reasoning_vllm` (field `reasoning`, as
+    /// vLLM sends it) and `reasoning_sglang` (field `reasoning_content`, as SGLang and DeepSeek
+    /// send it).
     pub fn defaults() -> Vec<ModelSpec> {
         vec![
             ModelSpec::tensorrt_llm("gpt2"),
@@ -549,6 +603,16 @@ impl ModelSpec {
             ModelSpec::text_classifier(),
             ModelSpec::resnet_fp16(),
             ModelSpec::resnet_int8(),
+            ModelSpec::reasoning(
+                "reasoning_vllm",
+                DEFAULT_REASONING_TOKENS,
+                ReasoningField::Reasoning,
+            ),
+            ModelSpec::reasoning(
+                "reasoning_sglang",
+                DEFAULT_REASONING_TOKENS,
+                ReasoningField::ReasoningContent,
+            ),
         ]
     }
 

@@ -1,6 +1,11 @@
 //! OpenAI-compatible routes: `GET /v1/models`, `POST /v1/chat/completions`,
 //! `POST /v1/completions`, streaming (SSE ending in `data: [DONE]`) or not, serving the same models
 //! by name. Optional bearer-token check when an API key is configured.
+//!
+//! A reasoning model ([`super::models::ReasoningSpec`]) answers chat requests with its first
+//! reasoning tokens in the model's reasoning field (`delta.reasoning` or
+//! `delta.reasoning_content`; non-streaming `message.<field>`), the rest in `content` (`null`
+//! when nothing is left), and usage with `completion_tokens_details.reasoning_tokens`.
 
 use std::sync::Arc;
 
@@ -17,6 +22,7 @@ use tokio::time::Instant;
 
 use super::http::{MAX_BODY_BYTES, begin_status};
 use super::metrics::FailReason;
+use super::models::ReasoningSpec;
 use super::request::{DEFAULT_MAX_TOKENS, Prompt, Scalar, resolve_length};
 use super::state::{BeginError, SimState};
 use super::stream::{EventFormat, SseBody, full_json_response};
@@ -253,6 +259,8 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
         }
     };
     let need_usage = !req.stream || req.include_usage;
+    // Only the chat route separates reasoning from content.
+    let reasoning = entry.spec.reasoning.filter(|_| chat);
     let mut g = match st
         .begin(entry, &req.prompt, req.max_tokens, need_usage, arrival)
         .await
@@ -280,6 +288,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
             chat,
             include_usage: req.include_usage,
             input_tokens: g.input_tokens,
+            reasoning,
         };
         return SseBody::new(g, format).into_response();
     }
@@ -300,7 +309,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
     }
     tokens::push_text(&mut text, n);
     let choice = if chat {
-        json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": "length"})
+        json!({"index": 0, "message": chat_message(text, reasoning, n), "logprobs": null, "finish_reason": "length"})
     } else {
         json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
     };
@@ -310,17 +319,44 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
         "created": created,
         "model": name,
         "choices": [choice],
-        "usage": usage(g.input_tokens, n),
+        "usage": usage(g.input_tokens, n, reasoning),
     });
     full_json_response(&mut g, body.to_string().into_bytes())
 }
 
-fn usage(prompt: u32, completion: u32) -> Value {
-    json!({
+/// The assistant message of `n` tokens whose text is `text`: reasoning first when the model
+/// reasons.
+fn chat_message(text: String, reasoning: Option<ReasoningSpec>, n: u32) -> Value {
+    let Some(r) = reasoning else {
+        return json!({"role": "assistant", "content": text});
+    };
+    let split = tokens::text_len(r.tokens.min(n));
+    let content = &text[split..];
+    let mut m = serde_json::Map::new();
+    m.insert("role".into(), json!("assistant"));
+    m.insert(r.field.key().into(), json!(&text[..split]));
+    m.insert(
+        "content".into(),
+        if content.is_empty() {
+            Value::Null
+        } else {
+            json!(content)
+        },
+    );
+    Value::Object(m)
+}
+
+/// The usage object; a reasoning model's adds `completion_tokens_details.reasoning_tokens`.
+fn usage(prompt: u32, completion: u32, reasoning: Option<ReasoningSpec>) -> Value {
+    let mut u = json!({
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": u64::from(prompt) + u64::from(completion),
-    })
+    });
+    if let Some(r) = reasoning {
+        u["completion_tokens_details"] = json!({"reasoning_tokens": r.tokens.min(completion)});
+    }
+    u
 }
 
 /// Chat / completion chunks. Every event starts with the per-request head
@@ -330,6 +366,8 @@ struct OpenAiEvents {
     chat: bool,
     include_usage: bool,
     input_tokens: u32,
+    /// Chat with a reasoning model: its leading tokens go in its reasoning field.
+    reasoning: Option<ReasoningSpec>,
 }
 
 /// Closes a chat `delta` string and the chunk.
@@ -359,7 +397,15 @@ impl EventFormat for OpenAiEvents {
 
     fn token(&mut self, buf: &mut BytesMut, index: u32) {
         self.choice_open(buf);
-        if self.chat {
+        if let Some(r) = self.reasoning
+            && index < r.tokens
+        {
+            buf.put_slice(b"{\"");
+            buf.put_slice(r.field.key().as_bytes());
+            buf.put_slice(b"\":\"");
+            buf.put_slice(tokens::word(index).as_bytes());
+            buf.put_slice(TAIL_DELTA);
+        } else if self.chat {
             buf.put_slice(b"{\"content\":\"");
             buf.put_slice(tokens::word(index).as_bytes());
             buf.put_slice(TAIL_DELTA);
@@ -380,7 +426,11 @@ impl EventFormat for OpenAiEvents {
         if self.include_usage {
             buf.put_slice(&self.head);
             buf.put_slice(b",\"choices\":[],\"usage\":");
-            buf.put_slice(usage(self.input_tokens, tokens_out).to_string().as_bytes());
+            buf.put_slice(
+                usage(self.input_tokens, tokens_out, self.reasoning)
+                    .to_string()
+                    .as_bytes(),
+            );
             buf.put_slice(b"}\n\n");
         }
         buf.put_slice(b"data: [DONE]\n\n");
@@ -442,6 +492,7 @@ mod tests {
             chat: false,
             include_usage: true,
             input_tokens: 3,
+            reasoning: None,
         };
         let mut buf = BytesMut::new();
         f.token(&mut buf, 0);

@@ -13,10 +13,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::batcher::{Batcher, BatcherConfig, ExecTimes};
-use super::engine::{Engine, EngineConfig, SubmitError, TokenSource};
-use super::faults::{FaultConfig, FaultPlan, Faults};
+use super::engine::{Engine, SubmitError, TokenSource, Work};
+use super::faults::{FaultPlan, Faults};
 use super::grpc::ModelWire;
-use super::metrics::{FailReason, ModelMetrics, Tracker, elapsed_ns};
+use super::kv::block_hashes;
+use super::metrics::{EngineTimes, FailReason, ModelMetrics, Tracker, elapsed_ns};
 use super::models::{ModelKind, ModelSpec};
 use super::request::Prompt;
 use super::tensor::TensorWire;
@@ -33,6 +34,8 @@ pub(crate) struct ModelEntry {
     pub(crate) engine: Option<Arc<Engine>>,
     /// Its dynamic batcher (tensor models); `None` in instant mode and for LLMs.
     pub(crate) batcher: Option<Arc<Batcher>>,
+    /// KV block size when its engine caches prefixes (prompts are then hashed per block).
+    prefix_block: Option<u32>,
     /// Precomputed answers (tensor models).
     pub(crate) tensor: Option<TensorWire>,
     /// Metadata JSON body.
@@ -46,6 +49,62 @@ pub(crate) struct ModelEntry {
 }
 
 impl ModelEntry {
+    /// Prepares model `spec` and starts its engine (LLMs) or batcher (tensor models) with
+    /// `engine` timing, unless that timing is instant; counters are kept as `style` exports
+    /// them.
+    fn start(
+        spec: ModelSpec,
+        engine: super::EngineConfig,
+        style: crate::server_metrics::ServerKind,
+        shutdown: &watch::Receiver<bool>,
+    ) -> (ModelEntry, Option<tokio::task::JoinHandle<()>>) {
+        let is_tensor = spec.kind == ModelKind::Tensor;
+        let metrics = if is_tensor {
+            ModelMetrics::with_batch_stats(&spec.name, &spec.version, spec.max_batch())
+        } else {
+            ModelMetrics::new(&spec.name, &spec.version)
+        };
+        let metrics = Arc::new(metrics.styled(style, !is_tensor));
+        if !is_tensor {
+            metrics.engine.configure(&engine);
+        }
+        let (llm_engine, batcher, task) = if engine.is_instant() {
+            (None, None, None)
+        } else if is_tensor {
+            let bcfg = BatcherConfig::for_model(&spec, &engine);
+            let (b, task) = Batcher::spawn(bcfg, metrics.clone(), shutdown.clone());
+            (None, Some(b), Some(task))
+        } else {
+            let (e, task) = Engine::spawn(engine.clone(), metrics.clone(), shutdown.clone());
+            (Some(e), None, Some(task))
+        };
+        let generate_events = tokens::WORDS
+            .iter()
+            .map(|w| {
+                let event = serde_json::json!({
+                    "model_name": spec.name,
+                    "model_version": spec.version,
+                    "text_output": w,
+                });
+                Bytes::from(format!("data: {event}\n\n"))
+            })
+            .collect();
+        let entry = ModelEntry {
+            metadata_json: Bytes::from(spec.metadata_json().to_string()),
+            config_json: Bytes::from(spec.config_json().to_string()),
+            generate_events,
+            wire: ModelWire::new(&spec),
+            tensor: is_tensor.then(|| TensorWire::new(&spec)),
+            prefix_block: (llm_engine.is_some() && engine.prefix_caching)
+                .then_some(engine.kv_block_size),
+            spec,
+            metrics,
+            engine: llm_engine,
+            batcher,
+        };
+        (entry, task)
+    }
+
     /// True for text-generation models.
     pub(crate) fn is_llm(&self) -> bool {
         matches!(self.spec.kind, ModelKind::Llm(_))
@@ -108,9 +167,13 @@ pub(crate) struct Generation {
 impl Generation {
     /// Records success now, with the engine's timestamps.
     pub(crate) fn succeed(&mut self) {
-        let (admitted, last) = (self.source.admitted_at(), self.source.last_token_at());
+        let engine = EngineTimes {
+            admitted: self.source.admitted_at(),
+            first_token: self.source.first_token_at(),
+            last_token: self.source.last_token_at(),
+        };
         let n = self.source.emitted();
-        self.tracker.succeed(admitted, last, n);
+        self.tracker.succeed(engine, n);
     }
 
     /// Waits for every token (non-streaming responses). Fails like the source does.
@@ -144,6 +207,12 @@ impl TensorRun {
 /// the tokenizer is the most expensive thing the simulator does per request.
 const TOKEN_CACHE_CAP: usize = 8192;
 
+/// A prompt's token count and the chained hashes of its full KV blocks.
+type PromptBlocks = (u32, Arc<[u64]>);
+
+/// Prompts whose block hashes are kept (each holds one hash per KV block of its prompt).
+const PREFIX_CACHE_CAP: usize = 1024;
+
 /// Prompts longer than this are tokenized on the blocking pool, not on a runtime thread.
 const BLOCKING_TOKENIZE_BYTES: usize = 64 * 1024;
 
@@ -160,8 +229,14 @@ pub(crate) struct SimState {
     pub(crate) access_token: Option<String>,
     /// Server start, Unix seconds (OpenAI `created` of models).
     pub(crate) started_unix: u64,
+    /// Which engine's metric families `/metrics` serves.
+    pub(crate) metrics_style: crate::server_metrics::ServerKind,
+    /// The simulated GPU every model runs on.
+    pub(crate) gpu: super::gpu::SimGpu,
     tokenizer: Tokenizer,
     token_cache: Mutex<HashMap<u64, u32>>,
+    /// Prompt block hashes by (text hash, block size), for prefix-caching engines.
+    prefix_cache: Mutex<HashMap<(u64, u32), PromptBlocks>>,
     /// Turns true when the server shuts down.
     pub(crate) shutdown: watch::Receiver<bool>,
     next_id: AtomicU64,
@@ -170,76 +245,37 @@ pub(crate) struct SimState {
 impl SimState {
     /// Builds the model table and starts one engine per LLM model (none in instant mode).
     pub(crate) fn new(
-        specs: Vec<ModelSpec>,
-        engine: &EngineConfig,
-        faults: FaultConfig,
-        api_key: Option<String>,
-        access_token: Option<String>,
+        cfg: super::SimConfig,
         tokenizer: Tokenizer,
         shutdown: watch::Receiver<bool>,
     ) -> anyhow::Result<(SimState, Vec<tokio::task::JoinHandle<()>>)> {
-        let mut models = Vec::with_capacity(specs.len());
+        let mut models = Vec::with_capacity(cfg.models.len());
         let mut index = HashMap::new();
         let mut tasks = Vec::new();
-        for spec in specs {
+        for spec in cfg.models {
             spec.validate()?;
             if index.insert(spec.name.clone(), models.len()).is_some() {
                 anyhow::bail!("model {:?} is configured twice", spec.name);
             }
-            let is_tensor = spec.kind == ModelKind::Tensor;
-            let metrics = Arc::new(if is_tensor {
-                ModelMetrics::with_batch_stats(&spec.name, &spec.version, spec.max_batch())
-            } else {
-                ModelMetrics::new(&spec.name, &spec.version)
-            });
-            let cfg = spec.engine.clone().unwrap_or_else(|| engine.clone());
-            cfg.validate()?;
-            let (engine, batcher) = if cfg.is_instant() {
-                (None, None)
-            } else if is_tensor {
-                let bcfg = BatcherConfig::for_model(&spec, &cfg);
-                let (b, task) = Batcher::spawn(bcfg, metrics.clone(), shutdown.clone());
-                tasks.push(task);
-                (None, Some(b))
-            } else {
-                let (e, task) = Engine::spawn(cfg, metrics.clone(), shutdown.clone());
-                tasks.push(task);
-                (Some(e), None)
-            };
-            let tensor = is_tensor.then(|| TensorWire::new(&spec));
-            let generate_events = tokens::WORDS
-                .iter()
-                .map(|w| {
-                    let event = serde_json::json!({
-                        "model_name": spec.name,
-                        "model_version": spec.version,
-                        "text_output": w,
-                    });
-                    Bytes::from(format!("data: {event}\n\n"))
-                })
-                .collect();
-            models.push(ModelEntry {
-                metadata_json: Bytes::from(spec.metadata_json().to_string()),
-                config_json: Bytes::from(spec.config_json().to_string()),
-                generate_events,
-                wire: ModelWire::new(&spec),
-                spec,
-                metrics,
-                engine,
-                batcher,
-                tensor,
-            });
+            let engine_cfg = spec.engine.clone().unwrap_or_else(|| cfg.engine.clone());
+            engine_cfg.validate()?;
+            let (entry, task) = ModelEntry::start(spec, engine_cfg, cfg.metrics_style, &shutdown);
+            tasks.extend(task);
+            models.push(entry);
         }
         let started_unix = super::unix_now().as_secs();
         let state = SimState {
             models,
             index,
-            faults: Faults::new(faults),
-            api_key,
-            access_token,
+            faults: Faults::new(cfg.faults),
+            api_key: cfg.api_key,
+            access_token: cfg.access_token,
             started_unix,
+            metrics_style: cfg.metrics_style,
+            gpu: super::gpu::SimGpu::new(),
             tokenizer,
             token_cache: Mutex::new(HashMap::new()),
+            prefix_cache: Mutex::new(HashMap::new()),
             shutdown,
             next_id: AtomicU64::new(1),
         };
@@ -259,6 +295,12 @@ impl SimState {
             )),
             _ => Ok(entry),
         }
+    }
+
+    /// The simulated GPU now (advances its utilization window and energy).
+    pub(crate) fn gpu_reading(&self) -> super::gpu::GpuReading {
+        let all: Vec<&ModelMetrics> = self.models.iter().map(|m| &*m.metrics).collect();
+        self.gpu.read(&all)
     }
 
     /// A process-unique number for response ids.
@@ -308,6 +350,51 @@ impl SimState {
         }
         cache.insert(key, n);
         n
+    }
+
+    /// The prompt's token count and the chained hashes of its full `block`-token KV blocks, for
+    /// an engine with prefix caching. Token-id prompts carry no content here, so they get no
+    /// hashes (and never hit the prefix cache).
+    async fn prefixed_work(&self, prompt: &Prompt, block: u32, max_tokens: u32) -> Work {
+        let text = match prompt {
+            Prompt::Tokens(n) => return Work::new(*n, max_tokens),
+            Prompt::Text(t) => t,
+        };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let key = (h.finish(), block);
+        let cached = self
+            .prefix_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned();
+        let (n, prefix) = match cached {
+            Some(v) => v,
+            None => {
+                let (tk, owned) = (self.tokenizer.clone(), text.clone());
+                let ids = if text.len() > BLOCKING_TOKENIZE_BYTES {
+                    tokio::task::spawn_blocking(move || tk.encode(&owned))
+                        .await
+                        .unwrap_or_default()
+                } else {
+                    tk.encode(&owned)
+                };
+                let n = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+                let v: PromptBlocks = (n, block_hashes(&ids, block).into());
+                let mut cache = self.prefix_cache.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.len() >= PREFIX_CACHE_CAP {
+                    cache.clear();
+                }
+                cache.insert(key, v.clone());
+                v
+            }
+        };
+        Work {
+            input_tokens: n,
+            prefix,
+            max_tokens,
+        }
     }
 
     /// The admission every validated request goes through: starts tracking it, then applies
@@ -399,13 +486,16 @@ impl SimState {
         arrival: Instant,
     ) -> Result<Generation, BeginError> {
         let (mut tracker, plan) = self.admit(entry, arrival)?;
-        let input_tokens = if need_input_tokens || entry.engine.is_some() {
-            self.input_tokens(prompt).await
-        } else {
-            0
+        let work = match entry.prefix_block {
+            Some(block) => self.prefixed_work(prompt, block, max_tokens).await,
+            None if need_input_tokens || entry.engine.is_some() => {
+                Work::new(self.input_tokens(prompt).await, max_tokens)
+            }
+            None => Work::new(0, max_tokens),
         };
+        let input_tokens = work.input_tokens;
         tracker.mark_submitted();
-        match TokenSource::start(entry.engine.as_ref(), input_tokens, max_tokens, plan.stall) {
+        match TokenSource::start(entry.engine.as_ref(), work, plan.stall) {
             Ok(source) => {
                 let source = source.with_shutdown(self.shutdown.clone());
                 if entry.engine.is_none() {

@@ -23,6 +23,7 @@ pub fn round_engine() -> EngineConfig {
         prefill_us_per_token: 100,
         decode_base_us: 10_000,
         decode_us_per_seq: 0,
+        ..EngineConfig::default()
     }
 }
 
@@ -121,4 +122,121 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// A plain HTTP client for talking to the simulator directly (no proxy).
+pub fn http_client() -> reqwest::Client {
+    // reqwest is built with `rustls-no-provider`: it refuses to build a client, even for plain
+    // http, until a process-wide crypto provider is installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("reqwest client")
+}
+
+/// The `data:` payloads of an SSE body, `[DONE]` included.
+pub fn sse_data(body: &str) -> Vec<String> {
+    body.split("\n\n")
+        .filter_map(|e| e.trim().strip_prefix("data: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Streams an OpenAI chat completion of `max_tokens` tokens for one user message; returns the
+/// JSON chunks (without `[DONE]`). Panics unless the server answers 200.
+pub async fn chat_stream(
+    c: &reqwest::Client,
+    base: &str,
+    model: &str,
+    prompt: &str,
+    max_tokens: u32,
+) -> Vec<Value> {
+    let body = serde_json::json!({
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    let r = c
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200, "chat answers");
+    let text = r.text().await.expect("body");
+    sse_data(&text)
+        .into_iter()
+        .filter(|d| d != "[DONE]")
+        .map(|d| serde_json::from_str(&d).expect("chunk is JSON"))
+        .collect()
+}
+
+/// GET `url` as text.
+pub async fn get_text(c: &reqwest::Client, url: &str) -> String {
+    c.get(url)
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("body")
+}
+
+/// `model`'s engine sample from the simulator's `/metrics` (engine detected from the page) and
+/// its GPUs from `/dcgm/metrics`.
+pub async fn server_sample(
+    c: &reqwest::Client,
+    sim: &SimHandle,
+    model: &str,
+) -> (
+    ttftbench::server_metrics::engines::EngineSample,
+    Vec<ttftbench::server_metrics::gpu::GpuSample>,
+) {
+    use ttftbench::server_metrics::{engines, gpu, prometheus};
+    let page = get_text(c, &sim.metrics_url()).await;
+    let sample = engines::sample_from_text(&page, None, Some(model)).expect("an engine page");
+    let dcgm = prometheus::parse(&get_text(c, &sim.dcgm_url()).await);
+    (sample, gpu::read_gpus(&dcgm))
+}
+
+/// Runs `prompts` as concurrent streaming chat requests of `max_tokens` tokens against
+/// `model`, sampling the server every 20 ms as a level engine would; returns the engine's and
+/// the GPUs' view of that "level" and the chunks of every response.
+pub async fn chat_level(
+    sim: &SimHandle,
+    model: &str,
+    prompts: Vec<String>,
+    max_tokens: u32,
+) -> (
+    ttftbench::server_metrics::level::EngineLevelView,
+    Vec<ttftbench::server_metrics::gpu::GpuLevelView>,
+    Vec<Vec<Value>>,
+) {
+    use ttftbench::server_metrics::{gpu::GpuLevel, level::EngineLevel};
+    let c = http_client();
+    let (start, gpus) = server_sample(&c, sim, model).await;
+    let (mut level, mut gpu_level) = (EngineLevel::new(start), GpuLevel::new(gpus));
+    let base = sim.http_url();
+    let tasks: Vec<_> = prompts
+        .into_iter()
+        .map(|p| {
+            let (c, base, model) = (c.clone(), base.clone(), model.to_string());
+            tokio::spawn(async move { chat_stream(&c, &base, &model, &p, max_tokens).await })
+        })
+        .collect();
+    while !tasks.iter().all(|t| t.is_finished()) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let (s, g) = server_sample(&c, sim, model).await;
+        level.observe(&s);
+        gpu_level.observe(&g);
+    }
+    let mut responses = Vec::new();
+    for t in tasks {
+        responses.push(t.await.expect("request task"));
+    }
+    let (end, gpus) = server_sample(&c, sim, model).await;
+    (level.finish(&end), gpu_level.finish(&gpus), responses)
 }

@@ -1,0 +1,354 @@
+//! Exact readings of pages shaped like each engine's real output.
+
+use super::*;
+
+const VLLM: &str = r#"# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 8.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 5.0
+# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.8125
+# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3.0
+# HELP vllm:num_preemptions_created Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_created gauge
+vllm:num_preemptions_created{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1.7000000005e+09
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 12800.0
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 9600.0
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 27453.0
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{engine="0",finished_reason="abort",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="meta-llama/Llama-3.1-8B-Instruct"} 4.0
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 12.8
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.25",model_name="meta-llama/Llama-3.1-8B-Instruct"} 48.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 64.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 64.0
+vllm:time_to_first_token_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 64.0
+# TYPE vllm:request_queue_time_seconds histogram
+vllm:request_queue_time_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 6.4
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.3",model_name="meta-llama/Llama-3.1-8B-Instruct"} 64.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 64.0
+vllm:request_queue_time_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 64.0
+# TYPE vllm:request_prefill_time_seconds histogram
+vllm:request_prefill_time_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3.2
+vllm:request_prefill_time_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 64.0
+# TYPE vllm:request_decode_time_seconds histogram
+vllm:request_decode_time_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 96.0
+vllm:request_decode_time_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 64.0
+vllm:num_requests_waiting{engine="0",model_name="other"} 40.0
+"#;
+
+#[test]
+fn vllm_page() {
+    let page = parse(VLLM);
+    assert_eq!(detect(&page), Some(ServerKind::Vllm));
+    let s = read_sample(
+        &page,
+        ServerKind::Vllm,
+        Some("meta-llama/Llama-3.1-8B-Instruct"),
+    )
+    .unwrap();
+    assert!(s.model_matched);
+    assert_eq!(
+        (s.waiting, s.running, s.kv_usage),
+        (Some(5.0), Some(8.0), Some(0.8125))
+    );
+    assert_eq!(s.preemptions, Some(3.0));
+    assert_eq!(s.requests, Some(64.0), "length + stop, not abort");
+    assert_eq!(
+        s.queue,
+        Some(TimeSum {
+            seconds: 6.4,
+            count: 64.0
+        })
+    );
+    assert_eq!(
+        s.prefill,
+        Some(TimeSum {
+            seconds: 3.2,
+            count: 64.0
+        })
+    );
+    assert_eq!(
+        s.decode,
+        Some(TimeSum {
+            seconds: 96.0,
+            count: 64.0
+        })
+    );
+    assert_eq!(s.inference, None);
+    let ttft = s.ttft.as_ref().unwrap();
+    assert_eq!(
+        ttft.buckets,
+        vec![
+            (0.1, 20.0),
+            (0.25, 48.0),
+            (0.5, 64.0),
+            (f64::INFINITY, 64.0)
+        ]
+    );
+    assert_eq!(
+        s.prefix_cache,
+        Some(PrefixCache {
+            queried: Some(12800.0),
+            hits: 9600.0,
+            unit: CacheUnit::Tokens
+        })
+    );
+    assert_eq!(s.generation_tokens, Some(27453.0));
+    assert_eq!(s.prompt_tokens, None);
+    assert_eq!(s.triton_queue, None);
+    // Another model on the same page; an unknown one falls back to every series.
+    let other = read_sample(&page, ServerKind::Vllm, Some("other")).unwrap();
+    assert_eq!(other.waiting, Some(40.0));
+    assert_eq!(other.running, None);
+    let unknown = read_sample(&page, ServerKind::Vllm, Some("nope")).unwrap();
+    assert!(!unknown.model_matched);
+    assert_eq!(unknown.waiting, Some(45.0));
+}
+
+#[test]
+fn vllm_older_names() {
+    let page = "vllm:gpu_cache_usage_perc{model_name=\"m\"} 0.5\n\
+                vllm:gpu_prefix_cache_queries_total{model_name=\"m\"} 10\n\
+                vllm:gpu_prefix_cache_hits_total{model_name=\"m\"} 4\n";
+    let s = sample_from_text(page, None, Some("m")).unwrap();
+    assert_eq!(s.kv_usage, Some(0.5));
+    assert_eq!(
+        s.prefix_cache.map(|p| (p.queried, p.hits)),
+        Some((Some(10.0), 4.0))
+    );
+}
+
+const SGLANG: &str = r#"# HELP sglang:num_running_reqs The number of running requests.
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 12.0
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 7.0
+# TYPE sglang:token_usage gauge
+sglang:token_usage{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 0.28
+# TYPE sglang:num_retracted_requests_total counter
+sglang:num_retracted_requests_total{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 2.0
+# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total{model_name="qwen"} 8.128902e+06
+# TYPE sglang:cached_tokens_total counter
+sglang:cached_tokens_total{model_name="qwen"} 4.064451e+06
+# TYPE sglang:num_requests_total counter
+sglang:num_requests_total{model_name="qwen"} 1000.0
+# TYPE sglang:queue_time_seconds histogram
+sglang:queue_time_seconds_sum{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 150.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="0.0",model_name="qwen",pp_rank="0",tp_rank="0"} 0.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="+Inf",model_name="qwen",pp_rank="0",tp_rank="0"} 1000.0
+sglang:queue_time_seconds_count{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 1000.0
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_sum{model_name="qwen"} 400.0
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="qwen"} 100.0
+sglang:time_to_first_token_seconds_bucket{le="0.2",model_name="qwen"} 300.0
+sglang:time_to_first_token_seconds_bucket{le="0.4",model_name="qwen"} 600.0
+sglang:time_to_first_token_seconds_bucket{le="0.6",model_name="qwen"} 1000.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="qwen"} 1000.0
+sglang:time_to_first_token_seconds_count{model_name="qwen"} 1000.0
+"#;
+
+#[test]
+fn sglang_page() {
+    let s = sample_from_text(SGLANG, None, Some("qwen")).unwrap();
+    assert_eq!(s.kind, ServerKind::Sglang);
+    assert_eq!(
+        (s.waiting, s.running, s.kv_usage),
+        (Some(7.0), Some(12.0), Some(0.28))
+    );
+    assert_eq!(s.preemptions, Some(2.0));
+    assert_eq!(s.requests, Some(1000.0));
+    assert_eq!(
+        s.queue,
+        Some(TimeSum {
+            seconds: 150.0,
+            count: 1000.0
+        })
+    );
+    assert_eq!(
+        s.prefix_cache,
+        Some(PrefixCache {
+            queried: Some(8_128_902.0),
+            hits: 4_064_451.0,
+            unit: CacheUnit::Tokens
+        })
+    );
+    let p50 = s.ttft.as_ref().unwrap().quantile(0.5).unwrap();
+    assert!((p50 - (0.2 + 0.2 * 200.0 / 300.0)).abs() < 1e-12, "{p50}");
+}
+
+const TGI: &str = r#"# TYPE tgi_queue_size gauge
+tgi_queue_size 9
+# TYPE tgi_batch_current_size gauge
+tgi_batch_current_size 32
+# TYPE tgi_request_success counter
+tgi_request_success 120
+# TYPE tgi_request_queue_duration histogram
+tgi_request_queue_duration_bucket{le="0.00015000000000000001"} 10
+tgi_request_queue_duration_bucket{le="+Inf"} 120
+tgi_request_queue_duration_sum 30.5
+tgi_request_queue_duration_count 120
+# TYPE tgi_request_inference_duration histogram
+tgi_request_inference_duration_sum 240
+tgi_request_inference_duration_count 120
+# TYPE tgi_batch_inference_duration histogram
+tgi_batch_inference_duration_bucket{method="prefill",le="+Inf"} 40
+tgi_batch_inference_duration_sum{method="prefill"} 4
+tgi_batch_inference_duration_count{method="prefill"} 40
+tgi_batch_inference_duration_bucket{method="decode",le="+Inf"} 5000
+tgi_batch_inference_duration_sum{method="decode"} 100
+tgi_batch_inference_duration_count{method="decode"} 5000
+"#;
+
+#[test]
+fn tgi_page() {
+    let s = sample_from_text(TGI, None, Some("whatever")).unwrap();
+    assert_eq!(s.kind, ServerKind::Tgi);
+    assert_eq!((s.waiting, s.running), (Some(9.0), Some(32.0)));
+    assert_eq!(s.requests, Some(120.0));
+    assert_eq!(
+        s.queue,
+        Some(TimeSum {
+            seconds: 30.5,
+            count: 120.0
+        })
+    );
+    assert_eq!(
+        s.inference,
+        Some(TimeSum {
+            seconds: 240.0,
+            count: 120.0
+        })
+    );
+    assert_eq!(
+        s.prefill_batches,
+        Some(TimeSum {
+            seconds: 4.0,
+            count: 40.0
+        })
+    );
+    assert_eq!(
+        s.decode_batches,
+        Some(TimeSum {
+            seconds: 100.0,
+            count: 5000.0
+        })
+    );
+    assert_eq!(
+        (s.kv_usage, s.preemptions, s.ttft.is_none()),
+        (None, None, true)
+    );
+}
+
+const TRTLLM: &str = r#"# HELP nv_inference_request_success Number of successful inference requests, all batch sizes
+# TYPE nv_inference_request_success counter
+nv_inference_request_success{model="ensemble",version="1"} 50
+nv_inference_request_success{model="tensorrt_llm",version="1"} 50
+# TYPE nv_inference_queue_duration_us counter
+nv_inference_queue_duration_us{model="ensemble",version="1"} 500
+nv_inference_queue_duration_us{model="tensorrt_llm",version="1"} 250
+# TYPE nv_inference_compute_infer_duration_us counter
+nv_inference_compute_infer_duration_us{model="ensemble",version="1"} 40000000
+# TYPE nv_inference_pending_request_count gauge
+nv_inference_pending_request_count{model="ensemble",version="1"} 0
+# HELP nv_trt_llm_request_metrics TRT LLM request metrics
+# TYPE nv_trt_llm_request_metrics gauge
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="waiting",version="1"} 24
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="context",version="1"} 1
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="scheduled",version="1"} 8
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="max",version="1"} 8
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="active",version="1"} 8
+# HELP nv_trt_llm_kv_cache_block_metrics TRT LLM KV cache block metrics
+# TYPE nv_trt_llm_kv_cache_block_metrics gauge
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction",model="tensorrt_llm",version="1"} 0.4875
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="tokens_per",model="tensorrt_llm",version="1"} 64
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="used",model="tensorrt_llm",version="1"} 3042
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="free",model="tensorrt_llm",version="1"} 3197
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="max",model="tensorrt_llm",version="1"} 6239
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="reused",model="tensorrt_llm",version="1"} 1200
+"#;
+
+#[test]
+fn trtllm_page_reads_the_backend_for_the_ensemble() {
+    let page = parse(TRTLLM);
+    assert_eq!(detect(&page), Some(ServerKind::TrtLlm));
+    // The client talks to `ensemble`; the backend's families say `tensorrt_llm`.
+    let s = read_sample(&page, ServerKind::TrtLlm, Some("ensemble")).unwrap();
+    assert_eq!(
+        (s.waiting, s.running, s.kv_usage),
+        (Some(24.0), Some(8.0), Some(0.4875))
+    );
+    assert!(!s.model_matched, "backend series read by fallback");
+    assert_eq!(s.queue, None, "the executor's queue time is not exported");
+    assert_eq!(
+        s.triton_queue,
+        Some(TimeSum {
+            seconds: 0.0005,
+            count: 50.0
+        })
+    );
+    assert_eq!(
+        s.inference,
+        Some(TimeSum {
+            seconds: 40.0,
+            count: 50.0
+        })
+    );
+    assert_eq!(s.requests, Some(50.0));
+    assert_eq!(
+        s.prefix_cache,
+        Some(PrefixCache {
+            queried: None,
+            hits: 1200.0,
+            unit: CacheUnit::Blocks
+        })
+    );
+    // Forced to plain Triton, the same page reads Triton's pending gauge as the queue.
+    let t = read_sample(&page, ServerKind::Triton, Some("ensemble")).unwrap();
+    assert_eq!(
+        (t.kind, t.waiting, t.model_matched),
+        (ServerKind::Triton, Some(0.0), true)
+    );
+    assert_eq!(t.queue, t.triton_queue);
+}
+
+#[test]
+fn triton_core_and_nothing_known() {
+    let page = "nv_inference_request_success{model=\"gpt2\",version=\"1\"} 10\n\
+        nv_inference_queue_duration_us{model=\"gpt2\",version=\"1\"} 2000000\n\
+        nv_inference_pending_request_count{model=\"gpt2\",version=\"1\"} 3\n\
+        nv_inference_first_response_histogram_ms_bucket{model=\"gpt2\",version=\"1\",le=\"100\"} 4\n\
+        nv_inference_first_response_histogram_ms_bucket{model=\"gpt2\",version=\"1\",le=\"+Inf\"} 10\n\
+        nv_inference_first_response_histogram_ms_sum{model=\"gpt2\",version=\"1\"} 1500\n\
+        nv_inference_first_response_histogram_ms_count{model=\"gpt2\",version=\"1\"} 10\n";
+    let s = sample_from_text(page, None, Some("gpt2")).unwrap();
+    assert_eq!(s.kind, ServerKind::Triton);
+    assert_eq!(s.waiting, Some(3.0));
+    assert_eq!(
+        s.queue,
+        Some(TimeSum {
+            seconds: 2.0,
+            count: 10.0
+        })
+    );
+    let ttft = s.ttft.unwrap();
+    assert_eq!(ttft.buckets[0], (0.1, 4.0), "ms bounds become seconds");
+    assert!((ttft.sum - 1.5).abs() < 1e-12);
+    assert!(sample_from_text("go_goroutines 12\n", None, None).is_none());
+    assert!(
+        sample_from_text(TGI, Some(ServerKind::Vllm), None).is_none(),
+        "forced kind absent"
+    );
+}

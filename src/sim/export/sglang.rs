@@ -1,0 +1,196 @@
+//! The SGLang page, from `python/sglang/srt/metrics/collector.py`
+//! (`SchedulerMetricsCollector`, `TokenizerMetricsCollector`) and SGLang's production-metrics
+//! documentation.
+//!
+//! SGLang runs `prometheus_client` in multiprocess mode (no `_created` samples). Scheduler
+//! series are labelled `engine_type="unified"`, `model_name`, `pp_rank="0"`, `tp_rank="0"`;
+//! tokenizer series `model_name` only.
+//!
+//! * scheduler gauges `sglang:num_running_reqs`, `sglang:num_queue_reqs`,
+//!   `sglang:num_used_tokens`, `sglang:token_usage` (used tokens / `max_total_num_tokens`),
+//!   `sglang:max_total_num_tokens`, `sglang:cache_hit_rate` (prefix cache, cumulative here);
+//!   counter `sglang:num_retracted_requests_total` (retractions are SGLang's preemptions);
+//!   histogram `sglang:queue_time_seconds`;
+//! * tokenizer counters `sglang:prompt_tokens_total`, `sglang:generation_tokens_total`,
+//!   `sglang:cached_tokens_total`, `sglang:num_requests_total`,
+//!   `sglang:num_aborted_requests_total`; histograms `sglang:time_to_first_token_seconds`,
+//!   `sglang:inter_token_latency_seconds`, `sglang:e2e_request_latency_seconds`.
+
+use std::sync::atomic::Ordering;
+
+use super::{Dialect, HistFamily, family, histogram, labels, py_float, sample};
+use crate::sim::counters::EngineStats;
+use crate::sim::metrics::{FailReason, ModelMetrics};
+
+fn scheduler_labels(m: &ModelMetrics) -> [(&str, &str); 4] {
+    [
+        ("engine_type", "unified"),
+        ("model_name", m.name()),
+        ("pp_rank", "0"),
+        ("tp_rank", "0"),
+    ]
+}
+
+/// The `sglang:*` families of every LLM model.
+pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
+    scheduler(out, models);
+    tokenizer(out, models);
+}
+
+fn scheduler(out: &mut String, models: &[&ModelMetrics]) {
+    let get = EngineStats::get;
+    let series =
+        |out: &mut String, kind: &str, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> f64| {
+            family(out, name, help, kind);
+            for m in models {
+                sample(out, name, &labels(&scheduler_labels(m)), &py_float(f(m)));
+            }
+        };
+    let tokens_per_block = |m: &ModelMetrics| get(&m.engine.block_size) as f64;
+    series(
+        out,
+        "gauge",
+        "sglang:num_running_reqs",
+        "The number of running requests.",
+        &|m| m.running.load(Ordering::Relaxed).max(0) as f64,
+    );
+    series(
+        out,
+        "gauge",
+        "sglang:num_used_tokens",
+        "The number of used tokens.",
+        &|m| get(&m.engine.kv_used) as f64 * tokens_per_block(m),
+    );
+    series(
+        out,
+        "gauge",
+        "sglang:token_usage",
+        "The token usage.",
+        &|m| m.engine.kv_usage(),
+    );
+    series(
+        out,
+        "gauge",
+        "sglang:num_queue_reqs",
+        "The number of requests in the waiting queue.",
+        &|m| m.pending.load(Ordering::Relaxed).max(0) as f64,
+    );
+    series(
+        out,
+        "gauge",
+        "sglang:cache_hit_rate",
+        "The prefix cache hit rate.",
+        &|m| {
+            let q = get(&m.engine.prefix_queried_tokens);
+            if q == 0 {
+                0.0
+            } else {
+                get(&m.engine.prefix_hit_tokens) as f64 / q as f64
+            }
+        },
+    );
+    series(
+        out,
+        "gauge",
+        "sglang:max_total_num_tokens",
+        "Maximum total number of tokens in the KV cache pool.",
+        &|m| get(&m.engine.kv_capacity) as f64 * tokens_per_block(m),
+    );
+    series(
+        out,
+        "counter",
+        "sglang:num_retracted_requests_total",
+        "Total number of retracted requests.",
+        &|m| get(&m.engine.preemptions) as f64,
+    );
+    let name = "sglang:queue_time_seconds";
+    family(
+        out,
+        name,
+        "Histogram of queueing time in seconds.",
+        "histogram",
+    );
+    for m in models {
+        histogram(
+            out,
+            Dialect::Python,
+            name,
+            &scheduler_labels(m),
+            &m.times.queue.snapshot(),
+        );
+    }
+}
+
+fn tokenizer(out: &mut String, models: &[&ModelMetrics]) {
+    let get = EngineStats::get;
+    let counter = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> u64| {
+        family(out, name, help, "counter");
+        for m in models {
+            sample(
+                out,
+                name,
+                &labels(&[("model_name", m.name())]),
+                &py_float(f(m) as f64),
+            );
+        }
+    };
+    counter(
+        out,
+        "sglang:prompt_tokens_total",
+        "Number of prefill tokens processed.",
+        &|m| get(&m.engine.prompt_tokens),
+    );
+    counter(
+        out,
+        "sglang:generation_tokens_total",
+        "Number of generation tokens processed.",
+        &|m| get(&m.engine.generation_tokens),
+    );
+    counter(
+        out,
+        "sglang:cached_tokens_total",
+        "Number of cached prompt tokens.",
+        &|m| get(&m.engine.prefix_hit_tokens),
+    );
+    counter(
+        out,
+        "sglang:num_requests_total",
+        "Number of requests processed.",
+        &|m| m.successes(),
+    );
+    counter(
+        out,
+        "sglang:num_aborted_requests_total",
+        "Number of requests aborted.",
+        &|m| m.failures(FailReason::Canceled),
+    );
+    let families: [HistFamily; 3] = [
+        (
+            "sglang:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            |m| &m.times.ttft,
+        ),
+        (
+            "sglang:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            |m| &m.times.tpot,
+        ),
+        (
+            "sglang:e2e_request_latency_seconds",
+            "Histogram of End-to-end request latency in seconds",
+            |m| &m.times.e2e,
+        ),
+    ];
+    for (name, help, hist) in families {
+        family(out, name, help, "histogram");
+        for m in models {
+            histogram(
+                out,
+                Dialect::Python,
+                name,
+                &[("model_name", m.name())],
+                &hist(m).snapshot(),
+            );
+        }
+    }
+}
