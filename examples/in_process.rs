@@ -6,10 +6,10 @@
 use clap::Parser;
 use ttftbench::cli::{Cli, Command};
 use ttftbench::load::Cancel;
+use ttftbench::metrics::Metric;
 use ttftbench::plan::RunPlan;
 use ttftbench::run::{self, Ui};
 use ttftbench::sim::{self, SimConfig};
-use ttftbench::stats::Metric;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

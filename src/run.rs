@@ -234,10 +234,10 @@ fn report_level(l: &LevelSummary, dir: &std::path::Path, verbosity: Verbosity) {
         .filter(|_| l.streaming)
         .map_or("-".to_string(), |s| format!("{:.2}", s.avg));
     eprintln!(
-        "{}: {} requests, {} errors, TTFT avg {} ms, {:.1} output tok/s -> {}",
+        "{}: {}, {}, TTFT avg {} ms, {:.1} output tok/s -> {}",
         l.stimulus.name(),
-        l.stats.request_count,
-        l.stats.error_count,
+        crate::analysis::text::count(l.stats.request_count, "request"),
+        crate::analysis::text::count(l.stats.error_count, "error"),
         ttft,
         l.stats.output_token_throughput,
         dir.display()
@@ -428,7 +428,7 @@ async fn run_level(
         p.finish_and_clear();
     }
     let server = ServerProbe::delta(&before, &after, max_pending);
-    let stats = agg.summarize(!plan.goodput.is_empty());
+    let stats = agg.summarize(!plan.goodput.is_empty(), plan.percentile_method);
     let open_loop = stimulus.open_loop();
     let observed = crate::analysis::validity::Observed {
         cpu_seconds,
@@ -448,6 +448,7 @@ async fn run_level(
         delayed_by_cap: out.delayed_by_cap,
         max_stall_ms: Some(max_stall_ms),
         interrupted: out.interrupted,
+        measured: stats.request_count,
     };
     let summary = LevelSummary {
         stimulus: *stimulus,

@@ -566,7 +566,7 @@ async fn measure_level(
         snapshots.push(stats_now(probe).await);
         measured += 1;
         if print && plan.verbose {
-            let lat = window_latency(&w.agg, plan.percentile);
+            let lat = window_latency(&w.agg, plan);
             println!(
                 "  Pass [{measured}] throughput: {} infer/sec. {}: {} usec",
                 report::g6(w.agg.ok as f64 * f64::from(plan.batch) / w.secs().max(1e-9)),
@@ -626,10 +626,10 @@ async fn stats_now(probe: &ServerProbe) -> Option<StatsSnapshot> {
     probe.read_stats().await.ok().flatten()
 }
 
-fn window_latency(agg: &Aggregate, percentile: Option<u32>) -> f64 {
+fn window_latency(agg: &Aggregate, plan: &PerfPlan) -> f64 {
     let d = agg.dist(Metric::RequestLatency);
-    match percentile {
-        Some(p) => d.histogram().value_at_quantile(f64::from(p) / 100.0) as f64,
+    match plan.percentile {
+        Some(p) => d.percentile(f64::from(p), plan.percentile_method),
         None => d.stats(1.0).avg,
     }
 }
@@ -640,10 +640,7 @@ fn is_stable(w: &[Window], plan: &PerfPlan) -> bool {
         .iter()
         .map(|x| x.agg.ok as f64 / x.secs().max(1e-9))
         .collect();
-    let lat: Vec<f64> = w
-        .iter()
-        .map(|x| window_latency(&x.agg, plan.percentile))
-        .collect();
+    let lat: Vec<f64> = w.iter().map(|x| window_latency(&x.agg, plan)).collect();
     let within = |v: &[f64]| {
         let (mn, mx) = v
             .iter()
@@ -673,12 +670,7 @@ fn merge(
     let extra = plan
         .percentile
         .filter(|p| ![50, 90, 95, 99].contains(p))
-        .map(|p| {
-            (
-                p,
-                lat_dist.histogram().value_at_quantile(f64::from(p) / 100.0) as f64,
-            )
-        });
+        .map(|p| (p, lat_dist.percentile(f64::from(p), plan.percentile_method)));
     let first = agg.dist(Metric::TimeToFirstToken);
     PerfLevel {
         stimulus,
@@ -686,8 +678,9 @@ fn merge(
         error_count: agg.error_count(),
         throughput: agg.ok as f64 * f64::from(plan.batch) / secs,
         response_throughput: agg.sum_chunks as f64 / secs,
-        latency: lat_dist.stats(1.0),
-        first_response: (plan.target.streaming && first.count() > 0).then(|| first.stats(1.0)),
+        latency: lat_dist.stats_by(1.0, plan.percentile_method),
+        first_response: (plan.target.streaming && first.count() > 0)
+            .then(|| first.stats_by(1.0, plan.percentile_method)),
         extra_percentile: extra,
         // As perf_analyzer: client send/receive times are not meaningful for decoupled streams
         // (the "receive" would span the whole generation), so they are 0 there.
