@@ -282,10 +282,10 @@ fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
         println!("{}: {}", r.label, k.recommendation);
     }
     println!(
-        "report: {} ({} run{}, {levels} levels)",
+        "report: {} ({}, {})",
         out.display(),
-        runs.len(),
-        if runs.len() == 1 { "" } else { "s" }
+        crate::analysis::text::count(runs.len() as u64, "run"),
+        crate::analysis::text::count(levels as u64, "level")
     );
     Ok(0)
 }

@@ -77,6 +77,25 @@ pub enum BackendArg {
     Vllm,
 }
 
+/// `--percentile-method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PercentileMethodArg {
+    /// numpy's default linear interpolation between neighbouring samples (GenAI-Perf, vLLM bench).
+    Linear,
+    /// The sample at rank (n-1)·p rounded half up (perf_analyzer).
+    NearestRank,
+}
+
+impl PercentileMethodArg {
+    /// The plan's value.
+    pub fn method(self) -> crate::metrics::PercentileMethod {
+        match self {
+            PercentileMethodArg::Linear => crate::metrics::PercentileMethod::Linear,
+            PercentileMethodArg::NearestRank => crate::metrics::PercentileMethod::NearestRank,
+        }
+    }
+}
+
 /// Flags of `ttftbench profile` (GenAI-Perf's names and aliases).
 #[derive(Debug, Args, Clone)]
 pub struct ProfileArgs {
@@ -187,6 +206,10 @@ pub struct ProfileArgs {
     /// Exit with code 1 when any level's measurement is not trustworthy.
     #[arg(long = "strict")]
     pub strict: bool,
+
+    /// How percentiles are computed: numpy's linear interpolation (GenAI-Perf's) or perf_analyzer's nearest rank.
+    #[arg(long = "percentile-method", value_enum, default_value = "linear")]
+    pub percentile_method: PercentileMethodArg,
 
     /// Seconds per row of each level's timeline.csv.
     #[arg(long = "timeline-interval", default_value_t = 1.0)]
@@ -361,6 +384,9 @@ pub struct PerfArgs {
     /// Stabilize on, and report, this latency percentile instead of the average.
     #[arg(long = "percentile")]
     pub percentile: Option<u32>,
+    /// How percentiles are computed: perf_analyzer's nearest rank, or numpy's linear interpolation.
+    #[arg(long = "percentile-method", value_enum, default_value = "nearest-rank")]
+    pub percentile_method: PercentileMethodArg,
     /// Stop the sweep once a level's latency passes this many milliseconds (0 = no limit).
     #[arg(short = 'l', long = "latency-threshold", default_value_t = 0)]
     pub latency_threshold: u64,

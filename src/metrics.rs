@@ -199,6 +199,34 @@ impl Metric {
     }
 }
 
+/// How a percentile is computed from the samples (`stats` reads it off the histogram).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PercentileMethod {
+    /// numpy's default (GenAI-Perf, vLLM bench, AIPerf): the position `(n−1)·q` in the sorted
+    /// samples, interpolated linearly between the two neighbouring samples.
+    #[default]
+    Linear,
+    /// perf_analyzer's nearest rank: the sample at position `(n−1)·q` rounded half up.
+    NearestRank,
+}
+
+impl PercentileMethod {
+    /// The name used on the command line and in the JSON files.
+    pub fn key(self) -> &'static str {
+        match self {
+            PercentileMethod::Linear => "linear",
+            PercentileMethod::NearestRank => "nearest-rank",
+        }
+    }
+}
+
+impl fmt::Display for PercentileMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
 /// Summary statistics of one metric, in its display unit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Stats {
@@ -212,7 +240,8 @@ pub struct Stats {
     pub max: f64,
     /// Population standard deviation (exact, from running sums).
     pub std: f64,
-    /// Percentiles from the HDR histogram (0.1 % precision).
+    /// Percentiles by the level's [`PercentileMethod`], within [min, max] and within 0.05 % of
+    /// the exact value on the samples (exact below 2048 stored units).
     pub p1: f64,
     #[allow(missing_docs)]
     pub p5: f64,

@@ -53,6 +53,8 @@ pub struct RunPlan {
     pub max_send_lag_ms: f64,
     /// Untrustworthy levels make the run fail.
     pub strict: bool,
+    /// How percentiles are computed (`--percentile-method`).
+    pub percentile_method: crate::metrics::PercentileMethod,
     /// Timeline row interval.
     #[serde(with = "duration_secs")]
     pub timeline_interval: Duration,
@@ -284,6 +286,7 @@ impl RunPlan {
             warmup_duration,
             max_send_lag_ms: a.max_send_lag,
             strict: a.strict,
+            percentile_method: a.percentile_method.method(),
             timeline_interval,
             artifact_dir: a.artifact_dir.clone(),
             goodput,

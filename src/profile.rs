@@ -205,6 +205,7 @@ async fn run_level(
         objectives: &plan.goodput,
         max_send_lag_ms: plan.max_send_lag_ms,
         streaming: plan.target.streaming,
+        percentile_method: plan.percentile_method,
         on_pass: None,
     };
     let measured = measure_level(session, &spec, &mut sinks).await?;
@@ -288,10 +289,10 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
         .filter(|_| l.streaming)
         .map_or("-".to_string(), |s| format!("{:.2}", s.avg));
     eprintln!(
-        "{}: {} requests, {} errors, TTFT avg {} ms, {:.1} output tok/s -> {}",
+        "{}: {}, {}, TTFT avg {} ms, {:.1} output tok/s -> {}",
         l.stimulus.name(),
-        l.stats.request_count,
-        l.stats.error_count,
+        crate::analysis::text::count(l.stats.request_count, "request"),
+        crate::analysis::text::count(l.stats.error_count, "error"),
         ttft,
         l.stats.output_token_throughput,
         dir.display()

@@ -7,9 +7,12 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::metrics::{
-    Metric, MetricRef, MetricSource, Objective, Stats, SystemMetric, per_request_value,
+    Metric, MetricRef, MetricSource, Objective, PercentileMethod, Stats, SystemMetric,
+    per_request_value,
 };
 use crate::record::{ErrorKind, RequestRecord};
+
+mod percentile;
 
 /// Significant digits kept by every histogram (0.1 % relative precision).
 pub const SIGFIG: u8 = 3;
@@ -107,32 +110,51 @@ impl Dist {
         self.max = self.max.max(other.max);
     }
 
-    /// Summary in display units (`scale` converts the stored unit).
+    /// Summary in display units (`scale` converts the stored unit), percentiles by numpy's
+    /// linear interpolation (GenAI-Perf's).
     pub fn stats(&self, scale: f64) -> Stats {
+        self.stats_by(scale, PercentileMethod::Linear)
+    }
+
+    /// Summary in display units, percentiles by `method`.
+    pub fn stats_by(&self, scale: f64, method: PercentileMethod) -> Stats {
         if self.count == 0 {
             return Stats::default();
         }
         let n = self.count as f64;
         let mean = self.sum / n;
         let var = (self.sum_sq / n - mean * mean).max(0.0);
-        let q = |p: f64| self.hist.value_at_quantile(p) as f64 * scale;
+        let [p1, p5, p10, p25, p50, p75, p90, p95, p99, p999] = percentile::percentiles(
+            &self.hist,
+            self.min,
+            self.max,
+            [1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9],
+            method,
+        )
+        .map(|v| v * scale);
         Stats {
             count: self.count,
             avg: mean * scale,
             min: self.min as f64 * scale,
             max: self.max as f64 * scale,
             std: var.sqrt() * scale,
-            p1: q(0.01),
-            p5: q(0.05),
-            p10: q(0.10),
-            p25: q(0.25),
-            p50: q(0.50),
-            p75: q(0.75),
-            p90: q(0.90),
-            p95: q(0.95),
-            p99: q(0.99),
-            p999: q(0.999),
+            p1,
+            p5,
+            p10,
+            p25,
+            p50,
+            p75,
+            p90,
+            p95,
+            p99,
+            p999,
         }
+    }
+
+    /// One percentile `p` (0–100) by `method`, in the stored unit (0 without samples).
+    pub fn percentile(&self, p: f64, method: PercentileMethod) -> f64 {
+        let [v] = percentile::percentiles(&self.hist, self.min, self.max, [p], method);
+        v
     }
 }
 
@@ -335,8 +357,8 @@ impl Aggregate {
         self.dists[m.index()] = d;
     }
 
-    /// Final numbers for the level.
-    pub fn summarize(&self, goodput_asked: bool) -> LevelStats {
+    /// Final numbers for the level, percentiles by `method`.
+    pub fn summarize(&self, goodput_asked: bool, method: PercentileMethod) -> LevelStats {
         let duration_ns = match (self.first_sent_ns, self.last_response_ns) {
             (Some(a), Some(b)) if b > a => b - a,
             _ => 0,
@@ -346,7 +368,7 @@ impl Aggregate {
         let metrics = Metric::ALL
             .iter()
             .filter(|m| self.dists[m.index()].count() > 0)
-            .map(|&m| (m, self.dists[m.index()].stats(m.unit().scale())))
+            .map(|&m| (m, self.dists[m.index()].stats_by(m.unit().scale(), method)))
             .collect();
         LevelStats {
             metrics,
@@ -361,6 +383,7 @@ impl Aggregate {
             request_goodput: goodput_asked.then(|| per_sec(self.good as f64)),
             osl_mismatch: self.osl_mismatch,
             short_outputs: self.short_outputs,
+            percentile_method: Some(method),
         }
     }
 }
@@ -392,6 +415,8 @@ pub struct LevelStats {
     pub osl_mismatch: u64,
     /// Requests that received fewer tokens than they asked for.
     pub short_outputs: u64,
+    /// How the percentiles were computed (`None`: read from a file that does not say).
+    pub percentile_method: Option<PercentileMethod>,
 }
 
 impl LevelStats {
@@ -518,8 +543,14 @@ mod tests {
         assert_eq!(s.max, 100.0);
         // population std of 1..=100
         assert!((s.std - 28.866_070_047_722_12).abs() < 1e-6);
-        assert!((s.p50 - 50.0).abs() / 50.0 < 0.001);
-        assert!((s.p99 - 99.0).abs() / 99.0 < 0.001);
+        // numpy.percentile(range(1, 101), [50, 99]) = [50.5, 99.01], within half a bucket.
+        assert!((s.p50 - 50.5).abs() / 50.5 < 1.0 / 2048.0, "{}", s.p50);
+        assert!((s.p99 - 99.01).abs() / 99.01 < 1.0 / 2048.0, "{}", s.p99);
+        assert!(s.p999 <= s.max);
+        // perf_analyzer's nearest rank: x[⌊99·0.5 + 0.5⌋] = x[50] = 51, x[⌊99·0.99 + 0.5⌋] = 99.
+        let pa = d.stats_by(1e-6, PercentileMethod::NearestRank);
+        assert!((pa.p50 - 51.0).abs() / 51.0 < 1.0 / 2048.0, "{}", pa.p50);
+        assert!((pa.p99 - 99.0).abs() / 99.0 < 1.0 / 2048.0, "{}", pa.p99);
     }
 
     #[test]
@@ -556,7 +587,8 @@ mod tests {
         warm.phase = Phase::Warmup;
         agg.record(&warm, &[], &objectives);
 
-        let s = agg.summarize(true);
+        let s = agg.summarize(true, PercentileMethod::Linear);
+        assert_eq!(s.percentile_method, Some(PercentileMethod::Linear));
         assert_eq!(s.request_count, 4);
         assert_eq!(s.error_count, 1);
         assert_eq!(s.warmup_count, 1);

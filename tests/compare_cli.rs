@@ -45,6 +45,7 @@ fn level(c: u32, ttft: (f64, f64), tput: f64, queue: f64, errors: u64) -> LevelS
             request_goodput: None,
             osl_mismatch: 0,
             short_outputs: 0,
+            percentile_method: None,
         },
         server: Some(ServerDelta {
             source: "statistics",
@@ -151,8 +152,8 @@ concurrency1  request_latency.avg         500.00 ms     500.00 ms    +0.0%
 concurrency1  request_latency.p99         600.00 ms     600.00 ms    +0.0%   +10%  ok
 concurrency1  output_token_throughput  1000.0 tok/s   990.0 tok/s    -1.0%    -5%  ok
 concurrency1  request_throughput        10.00 req/s    9.90 req/s    -1.0%    -5%  ok
-concurrency1  error_rate                       0.0%          0.0%    +0.0%
-concurrency1  queue_share                     10.0%         10.0%    +0.0%
+concurrency1  error_rate                       0.0%          0.0%
+concurrency1  queue_share                     10.0%         10.0%
 concurrency8  time_to_first_token.avg      80.00 ms      90.00 ms   +12.5%
 concurrency8  time_to_first_token.p50      80.00 ms      90.00 ms   +12.5%
 concurrency8  time_to_first_token.p99     160.00 ms     200.00 ms   +25.0%   +10%  REGRESSED
@@ -162,8 +163,8 @@ concurrency8  request_latency.avg         500.00 ms     500.00 ms    +0.0%
 concurrency8  request_latency.p99         600.00 ms     600.00 ms    +0.0%   +10%  ok
 concurrency8  output_token_throughput  4000.0 tok/s  3600.0 tok/s   -10.0%    -5%  REGRESSED
 concurrency8  request_throughput        40.00 req/s   36.00 req/s   -10.0%    -5%  REGRESSED
-concurrency8  error_rate                       0.0%          2.0%      new
-concurrency8  queue_share                     20.0%         45.0%  +125.0%
+concurrency8  error_rate                       0.0%          2.0%   +2.0pp
+concurrency8  queue_share                     20.0%         45.0%  +25.0pp
 
 3 regressions
 Level         Metric                       Baseline       Current  Change  Limit  Status
@@ -239,7 +240,7 @@ fn thresholds_markdown_json_and_output_file() {
 ";
     assert!(out.starts_with(expected_head), "{out}");
     assert!(
-        out.contains("| concurrency8 | queue_share | 20.0% | 45.0% | +125.0% | +30pp | ok |\n")
+        out.contains("| concurrency8 | queue_share | 20.0% | 45.0% | +25.0pp | +30pp | ok |\n")
     );
     assert!(out.ends_with("\n</details>\n"));
     // A tight absolute limit breaks: Markdown lists the regression first.
@@ -356,7 +357,7 @@ Level         Metric                    Baseline        Current  Change  Limit  
 ------------  -------------------  -------------  -------------  ------  -----  ---------
 concurrency8  request_latency.p99        1.62 ms        1.90 ms  +17.1%   +10%  REGRESSED
 concurrency8  request_throughput   8556.20 req/s  7900.00 req/s   -7.7%    -5%  REGRESSED
-concurrency8  error_rate                    0.0%           0.0%   +0.0%
+concurrency8  error_rate                    0.0%           0.0%
 
 2 regressions
 Level         Metric                    Baseline        Current  Change  Limit  Status

@@ -385,6 +385,7 @@ mod tests {
                 request_goodput: None,
                 osl_mismatch: 0,
                 short_outputs: 0,
+                percentile_method: None,
             },
             server: None,
             streaming: ttft_p99.is_some(),

@@ -116,9 +116,15 @@ pub fn console_lines(levels: &[(String, Vec<SloResult>)]) -> Vec<String> {
         .map(|(_, r)| r.iter().filter(|x| !x.passed).count())
         .sum();
     out.push(if failed == 0 {
-        format!("SLO: all {total} checks passed")
+        format!(
+            "SLO: {} passed",
+            crate::analysis::text::count(total as u64, "check")
+        )
     } else {
-        format!("SLO: {failed} of {total} checks failed (exit code 1)")
+        format!(
+            "SLO: {failed} of {} failed (exit code 1)",
+            crate::analysis::text::count(total as u64, "check")
+        )
     });
     out
 }
@@ -153,6 +159,7 @@ mod tests {
                 request_goodput: None,
                 osl_mismatch: 0,
                 short_outputs: 0,
+                percentile_method: None,
             },
             server: queue_share.map(|q| ServerDelta {
                 source: "statistics",

@@ -1,4 +1,5 @@
-//! How numbers read in every output: load values and fixed decimals with a per-format gap marker.
+//! How numbers read in every output: load values, fixed decimals with a per-format gap marker,
+//! and counts with their noun.
 
 /// A load value as people write it: `8` for a whole number, `7.5` otherwise. Table rows, the
 /// verdict, the knee sentence and `summary.csv` all use it, so a level reads the same everywhere.
@@ -15,4 +16,24 @@ pub fn load_text(v: f64) -> String {
 pub fn fixed_or(v: Option<f64>, digits: usize, missing: &str) -> String {
     v.filter(|x| x.is_finite())
         .map_or_else(|| missing.to_string(), |x| format!("{x:.digits$}"))
+}
+
+/// `n` and the noun, plural unless `n` is 1: `1 run`, `3 levels`, `0 requests`. The noun is
+/// made plural by an `s` on its last word (every count shown names such a noun).
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_with_plurals() {
+        assert_eq!(super::count(1, "run"), "1 run");
+        assert_eq!(super::count(0, "level"), "0 levels");
+        assert_eq!(super::count(9, "failed request"), "9 failed requests");
+    }
 }

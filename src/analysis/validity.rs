@@ -1,6 +1,7 @@
 //! Can a level's numbers be trusted? The load generator checks itself while it measures: its own
 //! CPU use, how late it sent scheduled requests, whether the in-flight cap held requests back,
-//! whether the achieved rate matched the requested one, and whether its async runtime stalled.
+//! whether the achieved rate matched the requested one, whether its async runtime stalled, and
+//! whether the level measured enough requests for the percentiles it shows.
 //! Any failed check makes the level "not trustworthy", said in words on the console and as a
 //! machine-readable field in `profile_export_genai_perf.json` (`validity`, which also carries the
 //! level's `interrupted` flag and token-count warnings); `--strict` turns it into exit code 1.
@@ -17,6 +18,12 @@ pub const MIN_RATE_SHARE: f64 = 0.95;
 pub const MAX_CAPPED_SHARE: f64 = 0.01;
 /// The async runtime falling this far behind a 10 ms tick is a stall.
 pub const MAX_STALL_MS: f64 = 50.0;
+/// Fewest measured requests for a p99 that describes a tail: one request in a hundred is expected
+/// beyond it only from 100 on; with fewer, p99 is the slowest request or a blend of the two
+/// slowest (the shown tables and the knee use p99).
+pub const MIN_REQUESTS_P99: u64 = 100;
+/// Fewest measured requests for a p90, by the same rule (one in ten beyond it).
+pub const MIN_REQUESTS_P90: u64 = 10;
 /// Default bound on the 99th percentile of send lag (open loop), in ms.
 pub const DEFAULT_MAX_SEND_LAG_MS: f64 = 2.0;
 
@@ -45,6 +52,8 @@ pub struct Observed {
     pub max_stall_ms: Option<f64>,
     /// Interrupted.
     pub interrupted: bool,
+    /// Measured requests that succeeded (the samples behind the latency percentiles).
+    pub measured: u64,
 }
 
 /// Judges a level. `max_send_lag_ms` bounds the send-lag p99.
@@ -96,8 +105,9 @@ pub fn assess(o: &Observed, max_send_lag_ms: f64) -> Validity {
     }
     if o.sent > 0 && o.delayed_by_cap as f64 / o.sent as f64 > MAX_CAPPED_SHARE {
         v.reasons.push(format!(
-            "{} of {} requests waited for a free slot (the in-flight cap): raise --max-inflight, or the server cannot absorb this rate",
-            o.delayed_by_cap, o.sent
+            "{} of {} waited for a free slot (the in-flight cap): raise --max-inflight, or the server cannot absorb this rate",
+            o.delayed_by_cap,
+            crate::analysis::text::count(o.sent, "request")
         ));
     }
     if let Some(stall) = o.max_stall_ms
@@ -111,8 +121,28 @@ pub fn assess(o: &Observed, max_send_lag_ms: f64) -> Validity {
         v.reasons
             .push("the level was interrupted: it measured fewer requests than planned".into());
     }
+    v.reasons.extend(too_few_samples(o.measured));
     v.trustworthy = v.reasons.is_empty();
     v
+}
+
+/// The minimum-sample reason: too few successful requests for the percentiles shown.
+fn too_few_samples(n: u64) -> Option<String> {
+    let needs = if n >= MIN_REQUESTS_P99 {
+        return None;
+    } else if n >= MIN_REQUESTS_P90 {
+        format!(
+            "p99 needs at least {MIN_REQUESTS_P99} to describe a tail (with fewer it is the slowest request or a blend of the two slowest; p90 and below are usable)"
+        )
+    } else {
+        format!(
+            "p90 needs at least {MIN_REQUESTS_P90} and p99 at least {MIN_REQUESTS_P99} to describe a tail (with fewer each is the slowest request or a blend of the two slowest)"
+        )
+    };
+    Some(format!(
+        "only {} measured: {needs}; measure longer (--measurement-interval or --request-count)",
+        crate::analysis::text::count(n, "successful request")
+    ))
 }
 
 /// CPU time of this process so far (user + system).
@@ -185,6 +215,7 @@ mod tests {
             delayed_by_cap: 0,
             max_stall_ms: Some(2.0),
             interrupted: false,
+            measured: 1000,
         }
     }
 
@@ -264,6 +295,30 @@ mod tests {
                 v.reasons
             );
         }
+        // Too few samples for the percentiles shown.
+        let few = |n: u64| {
+            assess(
+                &Observed {
+                    measured: n,
+                    ..ok()
+                },
+                DEFAULT_MAX_SEND_LAG_MS,
+            )
+        };
+        let one = few(1);
+        assert!(!one.trustworthy);
+        assert_eq!(one.reasons.len(), 1, "{:?}", one.reasons);
+        assert!(
+            one.reasons[0].starts_with(
+                "only 1 successful request measured: p90 needs at least 10 and p99 at least 100"
+            ),
+            "{:?}",
+            one.reasons
+        );
+        assert!(few(99).reasons[0].contains(
+            "only 99 successful requests measured: p99 needs at least 100 to describe a tail"
+        ));
+        assert!(few(100).trustworthy);
         // Closed loop: no rate or lag checks.
         let closed = Observed {
             requested_rate: None,

@@ -180,6 +180,7 @@ mod tests {
                 request_goodput: None,
                 osl_mismatch: 0,
                 short_outputs: 0,
+                percentile_method: None,
             },
             server: queue.map(|q| ServerDelta {
                 source: "statistics",

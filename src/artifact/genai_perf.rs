@@ -20,8 +20,10 @@
 //! `profile_export_genai_perf.json`: GenAI-Perf's keys in GenAI-Perf's order —
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
 //! distributions (plus `p99.9` and `count`), `{unit, avg}` for system metrics — then
-//! `error_count`, `errors`, `server_metrics` (null when not scraped), `validity`, `level`, and
-//! `input_config` (the resolved plan, secrets removed).
+//! `error_count`, `errors`, `server_metrics` (null when not scraped), `validity`, `level` (name,
+//! stimulus, value, `started_unix_ns`, and `percentile_method`: `linear`, numpy's default as
+//! GenAI-Perf computes percentiles, or `nearest-rank`, perf_analyzer's), and `input_config` (the
+//! resolved plan, secrets removed).
 
 use serde_json::{Map, Value, json};
 
@@ -234,7 +236,7 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     m.insert("validity".into(), validity);
     m.insert(
         "level".into(),
-        json!({"name": s.stimulus.name(), "stimulus": s.stimulus.kind(), "value": s.stimulus.value(), "started_unix_ns": s.started_unix_ns}),
+        json!({"name": s.stimulus.name(), "stimulus": s.stimulus.kind(), "value": s.stimulus.value(), "started_unix_ns": s.started_unix_ns, "percentile_method": st.percentile_method}),
     );
     m.insert("input_config".into(), input_config.clone());
     Value::Object(m)
@@ -294,6 +296,7 @@ mod tests {
                 request_goodput: Some(3.6),
                 osl_mismatch: 0,
                 short_outputs: 0,
+                percentile_method: None,
             },
             server,
             streaming,

@@ -310,6 +310,9 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
                 .and_then(Value::as_f64),
             osl_mismatch: vcount("osl_mismatch_count"),
             short_outputs: vcount("short_output_count"),
+            percentile_method: level
+                .get("percentile_method")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
         },
         server: doc.get("server_metrics").and_then(server_from),
         streaming,
@@ -723,6 +726,8 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
                     request_goodput: None,
                     osl_mismatch: 0,
                     short_outputs: 0,
+                    // perf_analyzer's CSV does not say; perf_analyzer itself uses nearest rank.
+                    percentile_method: None,
                 },
                 server,
                 streaming: false,
@@ -826,6 +831,7 @@ mod tests {
                 request_goodput: Some(2.0),
                 osl_mismatch: 1,
                 short_outputs: 2,
+                percentile_method: None,
             },
             server: Some(ServerDelta {
                 source: "statistics",

@@ -184,6 +184,7 @@ mod tests {
                 request_goodput: None,
                 osl_mismatch: 0,
                 short_outputs: 0,
+                percentile_method: None,
             },
             server,
             streaming: true,

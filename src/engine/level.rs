@@ -13,7 +13,7 @@ use super::collector::{self, Setup, Sinks, Window};
 use crate::analysis::validity::{self, Observed, StallMonitor};
 use crate::error::{Error, Result};
 use crate::load::{Halt, PhaseOutcome, Stimulus, Stop, WindowRule, run_phase};
-use crate::metrics::{Metric, Objective};
+use crate::metrics::{Metric, Objective, PercentileMethod};
 use crate::record::Phase;
 use crate::server_metrics::{ProbeSnapshot, ServerDelta, ServerProbe, StatsSnapshot};
 use crate::stats::{Aggregate, LevelSummary};
@@ -38,6 +38,8 @@ pub struct Stability {
     pub max_trials: u32,
     /// Judge latency by this percentile instead of the average.
     pub percentile: Option<u32>,
+    /// How that percentile is read.
+    pub method: PercentileMethod,
 }
 
 impl Policy {
@@ -86,6 +88,8 @@ pub struct LevelSpec<'a> {
     pub max_send_lag_ms: f64,
     /// Whether responses stream.
     pub streaming: bool,
+    /// How percentiles are computed.
+    pub percentile_method: PercentileMethod,
     /// Called as each stability window closes.
     pub on_pass: Option<&'a (dyn Fn(&Pass) + Sync)>,
 }
@@ -314,7 +318,7 @@ impl WindowLoop {
                     index: self.measured,
                     ok: last.agg.ok,
                     secs: last.secs(),
-                    latency_ns: window_latency(&last.agg, s.percentile),
+                    latency_ns: window_latency(&last.agg, s.percentile, s.method),
                 });
             }
             if self.windows.len() == 3 && is_stable(&self.windows, s) {
@@ -391,10 +395,10 @@ impl WindowLoop {
 }
 
 /// A window's latency for the stability rule (ns): the average, or the asked percentile.
-pub fn window_latency(agg: &Aggregate, percentile: Option<u32>) -> f64 {
+pub fn window_latency(agg: &Aggregate, percentile: Option<u32>, method: PercentileMethod) -> f64 {
     let d = agg.dist(Metric::RequestLatency);
     match percentile {
-        Some(p) => d.histogram().value_at_quantile(f64::from(p) / 100.0) as f64,
+        Some(p) => d.percentile(f64::from(p), method),
         None => d.stats(1.0).avg,
     }
 }
@@ -408,7 +412,7 @@ fn is_stable(w: &[Window], s: &Stability) -> bool {
         .collect();
     let lat: Vec<f64> = w
         .iter()
-        .map(|x| window_latency(&x.agg, s.percentile))
+        .map(|x| window_latency(&x.agg, s.percentile, s.method))
         .collect();
     let within = |v: &[f64]| {
         let (mn, mx) = v
@@ -429,7 +433,7 @@ fn summarize(
     out: &PhaseOutcome,
     started_unix_ns: u64,
 ) -> LevelSummary {
-    let stats = agg.summarize(!spec.objectives.is_empty());
+    let stats = agg.summarize(!spec.objectives.is_empty(), spec.percentile_method);
     let open_loop = spec.stimulus.open_loop();
     let observed = Observed {
         cpu_seconds: watched.cpu_seconds,
@@ -449,6 +453,7 @@ fn summarize(
         delayed_by_cap: out.delayed_by_cap,
         max_stall_ms: Some(watched.max_stall_ms),
         interrupted: out.interrupted,
+        measured: stats.request_count,
     };
     let server = match (&spec.policy, &windows.stats) {
         (Policy::Stable(_), Some((a, b))) => Some(ServerDelta::from_stats(a, b, 0.0)),

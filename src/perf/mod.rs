@@ -26,7 +26,7 @@ use crate::engine::{
 };
 use crate::error::{Error, Result, write_file};
 use crate::load::{Cancel, Shared, Stimulus, Stop, WindowRule, gap_pool};
-use crate::metrics::{Metric, Stats};
+use crate::metrics::{Metric, PercentileMethod, Stats};
 use crate::record::Clock;
 use crate::server_metrics::StatsSnapshot;
 use crate::workload::tensor::ModelInfo;
@@ -194,19 +194,19 @@ impl PerfLevel {
     /// perf_analyzer's numbers of a measured level: throughput in inferences (requests × batch)
     /// per second of the reported windows, latencies in ns, the server's statistics over those
     /// windows.
-    pub fn from_measured(m: &Measured, batch: u32, percentile: Option<u32>) -> PerfLevel {
+    pub fn from_measured(
+        m: &Measured,
+        batch: u32,
+        percentile: Option<u32>,
+        method: PercentileMethod,
+    ) -> PerfLevel {
         let agg = &m.agg;
         let secs = m.windows.secs.max(1e-9);
         let streaming = m.summary.streaming;
         let lat_dist = agg.dist(Metric::RequestLatency);
         let extra = percentile
             .filter(|p| ![50, 90, 95, 99].contains(p))
-            .map(|p| {
-                (
-                    p,
-                    lat_dist.histogram().value_at_quantile(f64::from(p) / 100.0) as f64,
-                )
-            });
+            .map(|p| (p, lat_dist.percentile(f64::from(p), method)));
         let first = agg.dist(Metric::TimeToFirstToken);
         PerfLevel {
             stimulus: m.summary.stimulus,
@@ -214,8 +214,8 @@ impl PerfLevel {
             error_count: agg.error_count(),
             throughput: agg.ok as f64 * f64::from(batch) / secs,
             response_throughput: agg.sum_chunks as f64 / secs,
-            latency: lat_dist.stats(1.0),
-            first_response: (streaming && first.count() > 0).then(|| first.stats(1.0)),
+            latency: lat_dist.stats_by(1.0, method),
+            first_response: (streaming && first.count() > 0).then(|| first.stats_by(1.0, method)),
             extra_percentile: extra,
             // As perf_analyzer: client send/receive times are not meaningful for decoupled
             // streams (the "receive" would span the whole generation), so they are 0 there.
@@ -426,10 +426,16 @@ async fn run_levels(
             objectives: &[],
             max_send_lag_ms: plan.max_send_lag_ms,
             streaming: plan.target.streaming,
+            percentile_method: plan.percentile_method,
             on_pass: (print && plan.verbose).then_some(&pass_line as &(dyn Fn(&Pass) + Sync)),
         };
         let measured = measure_level(session, &spec, sinks).await?;
-        let mut level = PerfLevel::from_measured(&measured, plan.batch, plan.percentile);
+        let mut level = PerfLevel::from_measured(
+            &measured,
+            plan.batch,
+            plan.percentile,
+            plan.percentile_method,
+        );
         level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
         if print {
             print!(
@@ -475,6 +481,7 @@ fn policy(plan: &PerfPlan) -> Policy {
             tolerance: plan.stability,
             max_trials: plan.max_trials,
             percentile: plan.percentile,
+            method: plan.percentile_method,
         }),
     }
 }

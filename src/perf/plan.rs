@@ -84,6 +84,8 @@ pub struct PerfPlan {
     pub max_trials: u32,
     /// Latency percentile to stabilize on and report, instead of the average.
     pub percentile: Option<u32>,
+    /// How percentiles are computed (`--percentile-method`, perf_analyzer's nearest rank by default).
+    pub percentile_method: crate::metrics::PercentileMethod,
     /// Stop the sweep once latency passes this (ms; 0 = none).
     pub latency_threshold_ms: u64,
     /// Warm-up requests per level.
@@ -317,6 +319,7 @@ impl PerfPlan {
             stability: a.stability_percentage / 100.0,
             max_trials: a.max_trials.max(1),
             percentile: a.percentile,
+            percentile_method: a.percentile_method.method(),
             latency_threshold_ms: a.latency_threshold,
             warmup: a.warmup_request_count,
             request_parameters,

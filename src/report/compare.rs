@@ -397,6 +397,7 @@ pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
             }
         }
     }
+    notes.extend(method_note(base, cur));
     let mut rows = Vec::new();
     for (name, b, c) in pairs {
         for &m in &metrics {
@@ -445,6 +446,22 @@ pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
     }
 }
 
+/// A remark when the two runs computed percentiles differently: their p50/p99 then differ by
+/// method as well as by server (most where levels have few requests).
+fn method_note(base: &Run, cur: &Run) -> Option<String> {
+    let method = |r: &Run| {
+        r.levels
+            .iter()
+            .find_map(|l| l.summary.stats.percentile_method)
+    };
+    match (method(base), method(cur)) {
+        (Some(b), Some(c)) if b != c => Some(format!(
+            "percentiles computed differently: baseline {b}, current {c} (--percentile-method); their changes include the method's"
+        )),
+        _ => None,
+    }
+}
+
 /// A value compactly in its unit: `28.03 ms`, `72.1%`, `981.2 tok/s`, `10.26 req/s`.
 pub fn compact(kind: Kind, v: Option<f64>) -> String {
     let Some(v) = v.filter(|x| x.is_finite()) else {
@@ -461,8 +478,22 @@ pub fn compact(kind: Kind, v: Option<f64>) -> String {
     }
 }
 
+/// The change column: relative for values, in percentage points for shares (a relative change
+/// of two shares that both round to 0.0% is noise, e.g. "-57.7%"), blank when two shares look
+/// the same.
 fn change_text(r: &Row) -> String {
+    let kind = r.metric.kind();
     match (r.change(), r.baseline, r.current) {
+        (_, Some(b), Some(c)) if kind == Kind::Fraction => {
+            // Points between the shares as shown (one decimal of a percent).
+            let shown = |v: f64| (v * 1000.0).round() / 10.0;
+            let pp = shown(c) - shown(b);
+            if pp == 0.0 {
+                String::new()
+            } else {
+                format!("{pp:+.1}pp")
+            }
+        }
         (Some(c), _, _) => format!("{:+.1}%", c * 100.0),
         (None, Some(_), Some(_)) => "new".into(),
         _ => "–".into(),
@@ -764,6 +795,27 @@ mod tests {
                 .contains("zero or more")
         );
         assert!(parse_percent("--max-throughput-drop", "five").is_err());
+    }
+
+    #[test]
+    fn share_changes_in_points() {
+        let row = |m: MetricRef, b: f64, c: f64| Row {
+            level: "concurrency1".into(),
+            metric: m,
+            baseline: Some(b),
+            current: Some(c),
+            limits: vec![],
+            status: Status::Unchecked,
+        };
+        let queue = MetricRef::System(SystemMetric::QueueShare);
+        // Both round to 0.0%: nothing, not "-57.7%".
+        assert_eq!(change_text(&row(queue, 0.000_4, 0.000_17)), "");
+        assert_eq!(change_text(&row(queue, 0.20, 0.45)), "+25.0pp");
+        assert_eq!(change_text(&row(queue, 0.1004, 0.1006)), "+0.1pp");
+        let errors = MetricRef::System(SystemMetric::ErrorRate);
+        assert_eq!(change_text(&row(errors, 0.0, 0.02)), "+2.0pp");
+        let ttft = MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99);
+        assert_eq!(change_text(&row(ttft, 100.0, 110.0)), "+10.0%");
     }
 
     #[test]

@@ -152,9 +152,9 @@ pub fn level_table(l: &LevelSummary) -> String {
     ));
     if let Some(d) = &l.server {
         out.push_str(&format!(
-            "Server ({}): {} requests, avg {:.2} ms = queue {} + compute input {:.2} + infer {:.2} + output {:.2} ms\n",
+            "Server ({}): {}, avg {:.2} ms = queue {} + compute input {:.2} + infer {:.2} + output {:.2} ms\n",
             d.source,
-            d.requests,
+            crate::analysis::text::count(d.requests, "request"),
             d.avg_request_ms,
             d.avg_queue_ms.map_or_else(|| "n/a".to_string(), |q| format!("{q:.2}")),
             d.avg_compute_input_ms,
@@ -239,6 +239,7 @@ mod tests {
                 request_goodput: None,
                 osl_mismatch: 0,
                 short_outputs: 0,
+                percentile_method: None,
             },
             server: None,
             streaming: true,

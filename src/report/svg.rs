@@ -9,6 +9,13 @@
 
 use std::fmt::Write as _;
 
+mod axis;
+mod bars;
+
+use axis::Frame;
+pub use axis::{LOG_SPAN, log_titled, nice_ticks, spans_decades};
+pub use bars::stacked_share_chart;
+
 /// Width of every chart's coordinate system.
 pub const WIDTH: f64 = 640.0;
 /// Height of every chart's coordinate system.
@@ -115,6 +122,9 @@ pub enum XScale {
     Linear,
     /// Logarithmic (base 2), ticks at the data values: concurrency ladders 1, 2, 4, ... 32.
     Log2,
+    /// Logarithmic (base 10), 1-2-5 or decade ticks: latencies spanning decades (proportional
+    /// when they do not, or when a value is not positive).
+    Log10,
     /// One slot per index 0..n, ticks from `x_ticks` (runs of a timeline).
     Index,
 }
@@ -144,25 +154,6 @@ pub struct Chart {
     pub hlines: Vec<(f64, String)>,
     /// Text before the legend entries (`concurrency:` when series are named by load).
     pub legend_title: String,
-}
-
-/// Axis maximum and tick step with 1-2-5 steps, about `n` ticks from 0 to at least `max`.
-pub fn nice_ticks(max: f64, n: usize) -> (f64, f64) {
-    // Values too small to step through (or not numbers) get the unit axis, so the tick loops
-    // always end.
-    let max = if max.is_finite() && max > 1e-9 {
-        max.min(1e300)
-    } else {
-        1.0
-    };
-    let raw = max / n.max(1) as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    ((max / step).ceil() * step, step)
 }
 
 fn marker(shape: usize, cx: f64, cy: f64, color: &str) -> String {
@@ -218,6 +209,20 @@ fn dash_attr(dash: &str) -> String {
     }
 }
 
+/// A horizontal grid line across the plot at pixel height `py`, its tick label left of the axis.
+fn grid_line(out: &mut String, py: f64, label: &str) {
+    let _ = write!(
+        out,
+        r#"<line class="grid" x1="{}" y1="{y}" x2="{}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text>"#,
+        coord(LEFT),
+        coord(WIDTH - RIGHT),
+        coord(LEFT - 6.0),
+        coord(py + 4.0),
+        label,
+        y = coord(py)
+    );
+}
+
 /// A labelled horizontal reference line across the plot at pixel height `py`.
 fn ref_line(out: &mut String, py: f64, label: &str) {
     let _ = write!(
@@ -262,7 +267,8 @@ fn legend(out: &mut String, title: &str, names: &[(String, usize)]) {
     }
 }
 
-fn legend_swatches(out: &mut String, names: &[String]) {
+/// Colour swatches and names in the legend row; returns where the row ends.
+fn legend_swatches(out: &mut String, names: &[String]) -> f64 {
     let mut x = LEFT;
     for (i, name) in names.iter().enumerate() {
         let _ = write!(
@@ -275,6 +281,30 @@ fn legend_swatches(out: &mut String, names: &[String]) {
         );
         x += 30.0 + name.chars().count() as f64 * 6.2;
     }
+    x
+}
+
+/// A dashed reference line across the plot at pixel height `py`, its words elsewhere.
+fn ref_rule(out: &mut String, py: f64) {
+    let _ = write!(
+        out,
+        r#"<g class="ref"><line x1="{}" y1="{y}" x2="{}" y2="{y}"/></g>"#,
+        coord(LEFT),
+        coord(WIDTH - RIGHT),
+        y = coord(py)
+    );
+}
+
+/// A reference line's key in the legend row at `x`: a dashed stroke and its words.
+fn ref_key(out: &mut String, x: f64, label: &str) {
+    let _ = write!(
+        out,
+        r#"<g class="ref"><line x1="{}" y1="36" x2="{}" y2="36"/><text x="{}" y="40">{}</text></g>"#,
+        coord(x),
+        coord(x + 22.0),
+        coord(x + 27.0),
+        esc(label)
+    );
 }
 
 fn empty_chart(out: &mut String, msg: &str) {
@@ -287,7 +317,8 @@ fn empty_chart(out: &mut String, msg: &str) {
     );
 }
 
-/// Renders a line/scatter chart.
+/// Renders a line/scatter chart. The y axis turns logarithmic (base 10, "log scale" in its title)
+/// when the positive values span more than [`axis::LOG_SPAN`]×.
 pub fn line_chart(c: &Chart) -> String {
     let mut out = String::with_capacity(4096);
     open_svg(&mut out, &c.id, &c.title);
@@ -301,118 +332,20 @@ pub fn line_chart(c: &Chart) -> String {
         empty_chart(&mut out, "no data");
         return out;
     }
-    let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
-    let ymax_data = pts
+    let ys: Vec<f64> = pts
         .iter()
         .map(|p| p.y)
         .chain(c.hlines.iter().map(|h| h.0))
         .chain(c.marks.iter().map(|m| m.y))
-        .fold(0.0, f64::max);
-    let (ymax, ystep) = nice_ticks(ymax_data, 5);
-    let sy = |y: f64| TOP + ph - (y / ymax).clamp(0.0, 1.05) * ph;
+        .collect();
     let xs: Vec<f64> = pts.iter().map(|p| p.x).collect();
-    let (xmin, xmax) = xs
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    let (x_lo, x_hi, xticks): (f64, f64, Vec<(f64, String)>) = match c.x_scale {
-        XScale::Index => {
-            let n = c.x_ticks.len().max(xmax as usize + 1);
-            let ticks = c
-                .x_ticks
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as f64, t.clone()))
-                .collect();
-            (-0.5, n as f64 - 0.5, ticks)
-        }
-        XScale::Log2 if xmin > 0.0 => {
-            let mut vals: Vec<f64> = xs.clone();
-            vals.sort_by(f64::total_cmp);
-            vals.dedup();
-            let pad = if xmax > xmin { 0.35 } else { 1.0 };
-            let ticks = vals.iter().map(|v| (v.log2(), num(*v))).collect();
-            (xmin.log2() - pad, xmax.log2() + pad, ticks)
-        }
-        _ => {
-            let (hi, step) = nice_ticks(xmax, 6);
-            let ticks = (0..)
-                .map(|i| i as f64 * step)
-                .take_while(|v| *v <= hi + step * 1e-9)
-                .map(|v| (v, num(v)))
-                .collect();
-            (0.0, hi, ticks)
-        }
+    let frame = Frame {
+        x: axis::x_axis(c, &xs),
+        y: axis::y_axis(&ys),
     };
-    let tx = |x: f64| match c.x_scale {
-        XScale::Log2 if xmin > 0.0 => x.log2(),
-        _ => x,
-    };
-    let sx = |x: f64| LEFT + (tx(x) - x_lo) / (x_hi - x_lo).max(1e-12) * pw;
-    // Grid, ticks and axis titles.
-    out.push_str(r#"<g class="axis">"#);
-    let mut y = 0.0;
-    while y <= ymax + ystep * 1e-9 {
-        let py = coord(sy(y));
-        let _ = write!(
-            out,
-            r#"<line class="grid" x1="{}" y1="{py}" x2="{}" y2="{py}"/><text x="{}" y="{}" text-anchor="end">{}</text>"#,
-            coord(LEFT),
-            coord(WIDTH - RIGHT),
-            coord(LEFT - 6.0),
-            coord(sy(y) + 4.0),
-            num(y)
-        );
-        y += ystep;
-    }
-    let rotate = xticks.len() > 8 || xticks.iter().any(|(_, t)| t.chars().count() > 6);
-    for (v, t) in &xticks {
-        let px = LEFT + (v - x_lo) / (x_hi - x_lo).max(1e-12) * pw;
-        let base = TOP + ph;
-        let _ = write!(
-            out,
-            r#"<line class="tick" x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>"#,
-            coord(px),
-            coord(base),
-            coord(base + 4.0)
-        );
-        if rotate {
-            let _ = write!(
-                out,
-                r#"<text x="{0}" y="{1}" text-anchor="end" transform="rotate(-25 {0} {1})">{2}</text>"#,
-                coord(px),
-                coord(base + 14.0),
-                esc(t)
-            );
-        } else {
-            let _ = write!(
-                out,
-                r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-                coord(px),
-                coord(base + 16.0),
-                esc(t)
-            );
-        }
-    }
-    let _ = write!(
-        out,
-        r#"<line class="frame" x1="{l}" y1="{b}" x2="{r}" y2="{b}"/><line class="frame" x1="{l}" y1="{t}" x2="{l}" y2="{b}"/>"#,
-        l = coord(LEFT),
-        r = coord(WIDTH - RIGHT),
-        t = coord(TOP),
-        b = coord(TOP + ph)
-    );
-    let _ = write!(
-        out,
-        r#"<text class="at" x="{}" y="{}" text-anchor="middle">{}</text><text class="at" x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})">{}</text></g>"#,
-        coord(LEFT + pw / 2.0),
-        coord(HEIGHT - 6.0),
-        esc(&c.x_label),
-        coord(TOP + ph / 2.0),
-        coord(TOP + ph / 2.0),
-        esc(&c.y_label)
-    );
+    frame.draw(&mut out, c);
     for (v, label) in &c.hlines {
-        ref_line(&mut out, sy(*v), label);
+        ref_line(&mut out, frame.py(*v), label);
     }
     let names: Vec<(String, usize)> = c
         .series
@@ -424,164 +357,89 @@ pub fn line_chart(c: &Chart) -> String {
         legend(&mut out, &c.legend_title, &names);
     }
     for (i, s) in c.series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let dash = DASHES[i % DASHES.len()];
-        let _ = write!(out, r#"<g class="series" data-series="{}">"#, esc(&s.name));
-        let valid: Vec<&Pt> = s
-            .points
-            .iter()
-            .filter(|p| p.x.is_finite() && p.y.is_finite())
-            .collect();
-        if c.lines && valid.len() > 1 {
-            let d: Vec<String> = valid
-                .iter()
-                .enumerate()
-                .map(|(j, p)| {
-                    format!(
-                        "{}{} {}",
-                        if j == 0 { "M" } else { "L" },
-                        coord(sx(p.x)),
-                        coord(sy(p.y))
-                    )
-                })
-                .collect();
-            let _ = write!(
-                out,
-                r#"<path class="line" d="{}" stroke="{color}"{}/>"#,
-                d.join(""),
-                dash_attr(dash)
-            );
-        }
-        for p in valid {
-            let (px, py) = (sx(p.x), sy(p.y));
-            let _ = write!(
-                out,
-                r#"<g class="pt" data-x="{}" data-y="{}">{}<title>{}</title></g>"#,
-                num(p.x),
-                num(p.y),
-                marker(i, px, py, color),
-                esc(&p.tip)
-            );
-            if !p.label.is_empty() {
-                let _ = write!(
-                    out,
-                    r#"<text class="pl" x="{}" y="{}">{}</text>"#,
-                    coord(px + 6.0),
-                    coord(py - 6.0),
-                    esc(&p.label)
-                );
-            }
-        }
-        out.push_str("</g>");
+        series(&mut out, c, &frame, i, s);
     }
     for m in &c.marks {
-        let (px, py) = (sx(m.x), sy(m.y));
-        // The annotation goes to the side with more room.
-        let left = px > LEFT + pw * 0.6;
-        let _ = write!(
-            out,
-            r#"<g class="mark"><circle cx="{}" cy="{}" r="9"/><text x="{}" y="{}" text-anchor="{}">{}</text></g>"#,
-            coord(px),
-            coord(py),
-            coord(if left { px - 13.0 } else { px + 13.0 }),
-            coord((py + 22.0).min(TOP + ph - 4.0)),
-            if left { "end" } else { "start" },
-            esc(&m.text)
-        );
+        mark(&mut out, &frame, m);
     }
     out.push_str("</svg>");
     out
 }
 
-/// A stacked 100 % bar chart: one bar per category, `stacks` from the bottom up (values are
-/// fractions 0..1 of each bar), a dashed reference line at `limit` (a fraction).
-pub fn stacked_share_chart(
-    id: &str,
-    title: &str,
-    x_label: &str,
-    categories: &[String],
-    stacks: &[(String, Vec<Option<f64>>)],
-    limit: Option<(f64, String)>,
-) -> String {
-    let mut out = String::with_capacity(4096);
-    open_svg(&mut out, id, title);
-    let any = stacks.iter().any(|(_, v)| v.iter().any(Option::is_some));
-    if categories.is_empty() || !any {
-        empty_chart(
-            &mut out,
-            "no server-side data: give --server-metrics-url or make the statistics API reachable",
-        );
-        return out;
-    }
-    let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
-    let sy = |f: f64| TOP + ph - f.clamp(0.0, 1.0) * ph;
-    out.push_str(r#"<g class="axis">"#);
-    for i in 0..=4 {
-        let f = f64::from(i) * 0.25;
-        let py = coord(sy(f));
+/// One series: its line, its points with their hover text, and their labels.
+fn series(out: &mut String, c: &Chart, frame: &Frame, i: usize, s: &Series) {
+    let color = COLORS[i % COLORS.len()];
+    let dash = DASHES[i % DASHES.len()];
+    let _ = write!(out, r#"<g class="series" data-series="{}">"#, esc(&s.name));
+    let valid: Vec<&Pt> = s
+        .points
+        .iter()
+        .filter(|p| p.x.is_finite() && p.y.is_finite())
+        .collect();
+    if c.lines && valid.len() > 1 {
+        let d: Vec<String> = valid
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                format!(
+                    "{}{} {}",
+                    if j == 0 { "M" } else { "L" },
+                    coord(frame.px(p.x)),
+                    coord(frame.py(p.y))
+                )
+            })
+            .collect();
         let _ = write!(
             out,
-            r#"<line class="grid" x1="{}" y1="{py}" x2="{}" y2="{py}"/><text x="{}" y="{}" text-anchor="end">{}%</text>"#,
-            coord(LEFT),
-            coord(WIDTH - RIGHT),
-            coord(LEFT - 6.0),
-            coord(sy(f) + 4.0),
-            (f * 100.0) as u32
+            r#"<path class="line" d="{}" stroke="{color}"{}/>"#,
+            d.join(""),
+            dash_attr(dash)
         );
     }
-    let slot = pw / categories.len() as f64;
-    let bar = (slot * 0.6).min(56.0);
-    for (i, c) in categories.iter().enumerate() {
+    for p in valid {
+        let (px, py) = (frame.px(p.x), frame.py(p.y));
         let _ = write!(
             out,
-            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-            coord(LEFT + slot * (i as f64 + 0.5)),
-            coord(TOP + ph + 16.0),
-            esc(c)
+            r#"<g class="pt" data-x="{}" data-y="{}">{}<title>{}</title></g>"#,
+            num(p.x),
+            num(p.y),
+            marker(i, px, py, color),
+            esc(&p.tip)
         );
-    }
-    let _ = write!(
-        out,
-        r#"<line class="frame" x1="{l}" y1="{b}" x2="{r}" y2="{b}"/><text class="at" x="{}" y="{}" text-anchor="middle">{}</text><text class="at" x="14" y="{m}" text-anchor="middle" transform="rotate(-90 14 {m})">share of server time</text></g>"#,
-        coord(LEFT + pw / 2.0),
-        coord(HEIGHT - 6.0),
-        esc(x_label),
-        l = coord(LEFT),
-        r = coord(WIDTH - RIGHT),
-        b = coord(TOP + ph),
-        m = coord(TOP + ph / 2.0)
-    );
-    let names: Vec<String> = stacks.iter().map(|(n, _)| n.clone()).collect();
-    legend_swatches(&mut out, &names);
-    for (i, c) in categories.iter().enumerate() {
-        let x = LEFT + slot * (i as f64 + 0.5) - bar / 2.0;
-        let mut base = 0.0;
-        for (k, (name, values)) in stacks.iter().enumerate() {
-            let Some(v) = values.get(i).copied().flatten() else {
-                continue;
-            };
-            let v = v.clamp(0.0, 1.0 - base);
+        if !p.label.is_empty() {
+            // A marked point's label goes outside the mark's ring, so the ring does not hide it.
+            let marked = c.marks.iter().any(|m| m.x == p.x && m.y == p.y);
+            let off = if marked { MARK_RADIUS + 2.0 } else { 6.0 };
             let _ = write!(
                 out,
-                r#"<rect class="bar" data-series="{}" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {} {:.1}%</title></rect>"#,
-                esc(name),
-                coord(x),
-                coord(sy(base + v)),
-                coord(bar),
-                coord(v * ph),
-                STACK_COLORS[k % STACK_COLORS.len()],
-                esc(c),
-                esc(name),
-                v * 100.0
+                r#"<text class="pl" x="{}" y="{}">{}</text>"#,
+                coord(px + off),
+                coord(py - off),
+                esc(&p.label)
             );
-            base += v;
         }
     }
-    if let Some((f, label)) = limit {
-        ref_line(&mut out, sy(f), &label);
-    }
-    out.push_str("</svg>");
-    out
+    out.push_str("</g>");
+}
+
+/// Radius of the ring around an annotated point.
+const MARK_RADIUS: f64 = 9.0;
+
+/// An annotated point: a ring and its text, on the side with more room.
+fn mark(out: &mut String, frame: &Frame, m: &Mark) {
+    let (px, py) = (frame.px(m.x), frame.py(m.y));
+    let pw = WIDTH - LEFT - RIGHT;
+    let left = px > LEFT + pw * 0.6;
+    let _ = write!(
+        out,
+        r#"<g class="mark"><circle cx="{}" cy="{}" r="{MARK_RADIUS}"/><text x="{}" y="{}" text-anchor="{}">{}</text></g>"#,
+        coord(px),
+        coord(py),
+        coord(if left { px - 13.0 } else { px + 13.0 }),
+        coord((py + 22.0).min(HEIGHT - BOTTOM - 4.0)),
+        if left { "end" } else { "start" },
+        esc(&m.text)
+    );
 }
 
 #[cfg(test)]

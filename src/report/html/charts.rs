@@ -1,0 +1,360 @@
+//! The five charts of one run: TTFT (or request latency) versus load, throughput versus p99
+//! with the knee marked, ITL versus load, the server's queue versus compute share, error rate.
+//! Latency axes turn logarithmic when the levels span more than ten times (a knee's tail would
+//! otherwise flatten the levels before it).
+
+use std::fmt::Write as _;
+
+use super::super::svg::{self, Chart, Mark, Pt, Series, XScale, esc};
+use crate::analysis::knee;
+use crate::artifact::read::LoadedLevel;
+use crate::metrics::Metric;
+use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
+use crate::stats::LevelSummary;
+
+/// A level's load as its axis tick and point label show it.
+pub(super) fn load_label(l: &LevelSummary) -> String {
+    svg::num(l.stimulus.value())
+}
+
+/// The load axis' name: `concurrency`, `request rate (req/s)`.
+pub(super) fn kind_title(levels: &[LoadedLevel]) -> String {
+    match levels.first().map(|l| l.summary.stimulus.kind()) {
+        Some("concurrency") => "concurrency".into(),
+        Some("request_rate") => "request rate (req/s)".into(),
+        Some(other) => other.replace('_', " "),
+        None => "load".into(),
+    }
+}
+
+/// Log2 for geometric load ladders, else proportional.
+fn x_scale(levels: &[LoadedLevel]) -> XScale {
+    let mut vals: Vec<f64> = levels.iter().map(|l| l.summary.stimulus.value()).collect();
+    vals.sort_by(f64::total_cmp);
+    vals.dedup();
+    let (Some(&min), Some(&max)) = (vals.first(), vals.last()) else {
+        return XScale::Linear;
+    };
+    // Ladders that grow geometrically (1, 2, 4, ... 32) crowd the left of a linear axis; evenly
+    // stepped ones (1, 3, 5, ... 31) crowd the right of a logarithmic one.
+    let geometric = vals.windows(2).all(|w| w[1] >= w[0] * 1.5);
+    if min > 0.0 && max / min >= 8.0 && geometric {
+        XScale::Log2
+    } else {
+        XScale::Linear
+    }
+}
+
+/// Whether any level has TTFT (streamed responses).
+fn streamed(levels: &[LoadedLevel]) -> bool {
+    levels.iter().any(|l| {
+        l.summary
+            .metric(MetricRef::Dist(Metric::TimeToFirstToken, Stat::Avg))
+            .is_some()
+    })
+}
+
+/// One statistic of one metric across the levels, as a series.
+fn stat_series(levels: &[LoadedLevel], name: &str, m: MetricRef, unit: &str) -> Series {
+    Series {
+        name: name.to_string(),
+        points: levels
+            .iter()
+            .filter_map(|l| {
+                let v = l.summary.metric(m)?;
+                let x = l.summary.stimulus.value();
+                Some(Pt::new(
+                    x,
+                    v,
+                    format!(
+                        "{} {}: {name} {} {unit}",
+                        l.summary.stimulus.kind().replace('_', " "),
+                        load_label(&l.summary),
+                        svg::num(v)
+                    ),
+                ))
+            })
+            .collect(),
+    }
+}
+
+/// A chart with its caption.
+pub(super) fn figure(out: &mut String, svg_text: &str, caption: &str) {
+    let _ = writeln!(
+        out,
+        "<figure>{svg_text}<figcaption>{}</figcaption></figure>",
+        esc(caption)
+    );
+}
+
+/// What every chart of a run shares.
+struct Ctx<'a> {
+    levels: &'a [LoadedLevel],
+    /// The load axis' name.
+    kind: String,
+    /// The load axis' scale.
+    scale: XScale,
+    /// Whether responses streamed (TTFT and ITL exist).
+    streaming: bool,
+}
+
+impl Ctx<'_> {
+    /// A line chart over the load axis with no marks or reference lines.
+    fn load_chart(&self, id: &str, title: String, y_label: &str, series: Vec<Series>) -> Chart {
+        Chart {
+            id: id.into(),
+            title,
+            x_label: self.kind.clone(),
+            y_label: y_label.into(),
+            x_scale: self.scale,
+            x_ticks: vec![],
+            series,
+            lines: true,
+            marks: vec![],
+            hlines: vec![],
+            legend_title: String::new(),
+        }
+    }
+}
+
+/// The charts of one run, in a grid.
+pub(super) fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
+    let ctx = Ctx {
+        levels,
+        kind: kind_title(levels),
+        scale: x_scale(levels),
+        streaming: streamed(levels),
+    };
+    out.push_str("<div class=\"charts\">\n");
+    latency_chart(out, &ctx);
+    knee_chart(out, &ctx, k);
+    itl_chart(out, &ctx);
+    queue_chart(out, &ctx);
+    error_chart(out, &ctx);
+    out.push_str("</div>\n");
+}
+
+/// 1. TTFT (or request latency, without streaming) avg, p50 and p99 versus load.
+fn latency_chart(out: &mut String, ctx: &Ctx) {
+    let (metric, title, what) = if ctx.streaming {
+        (Metric::TimeToFirstToken, "TTFT", "time to first token")
+    } else {
+        (Metric::RequestLatency, "Request latency", "request latency")
+    };
+    let series = [("avg", Stat::Avg), ("p50", Stat::P50), ("p99", Stat::P99)]
+        .iter()
+        .map(|(n, s)| {
+            stat_series(
+                ctx.levels,
+                &format!("{title} {n}"),
+                MetricRef::Dist(metric, *s),
+                "ms",
+            )
+        })
+        // A statistic the source lacks (perf_analyzer's CSV has no average) is left out.
+        .filter(|s| s.points.iter().any(|p| p.y.is_finite()))
+        .collect();
+    let chart = ctx.load_chart(
+        "ttft",
+        format!("{title} vs {}", ctx.kind),
+        &format!("{what} (ms)"),
+        series,
+    );
+    figure(
+        out,
+        &svg::line_chart(&chart),
+        if ctx.streaming {
+            "A p99 pulling away from p50 is the tail users feel first."
+        } else {
+            "Not streamed: there is no TTFT without --streaming, so request latency is shown."
+        },
+    );
+}
+
+/// 2. Throughput versus p99 latency, one point per level labelled by its load, the knee marked.
+fn knee_chart(out: &mut String, ctx: &Ctx, k: &knee::Analysis) {
+    let (lat, lat_name) = if ctx.streaming {
+        (Metric::TimeToFirstToken, "time to first token")
+    } else {
+        (Metric::RequestLatency, "request latency")
+    };
+    let lat = MetricRef::Dist(lat, Stat::P99);
+    let tput = if k.throughput_metric == SystemMetric::OutputTokenThroughput.key() {
+        SystemMetric::OutputTokenThroughput
+    } else {
+        SystemMetric::RequestThroughput
+    };
+    let tput_unit = match tput {
+        SystemMetric::OutputTokenThroughput => "output tokens/s",
+        _ => "requests/s",
+    };
+    let points: Vec<Pt> = ctx
+        .levels
+        .iter()
+        .filter(|l| l.summary.stats.request_count > 0)
+        .filter_map(|l| {
+            let x = l.summary.metric(lat)?;
+            let y = l.summary.metric(MetricRef::System(tput))?;
+            Some(Pt {
+                x,
+                y,
+                tip: format!(
+                    "{} {}: {} {tput_unit} at p99 {} ms",
+                    ctx.kind,
+                    load_label(&l.summary),
+                    svg::num(y),
+                    svg::num(x)
+                ),
+                label: load_label(&l.summary),
+            })
+        })
+        .collect();
+    let marks = k
+        .knee
+        .as_ref()
+        .map(|kn| Mark {
+            x: kn.p99_ms,
+            y: kn.throughput,
+            text: format!("knee: {} {}", ctx.kind, svg::num(kn.value)),
+        })
+        .into_iter()
+        .collect();
+    // p99 from before the knee to far beyond it spans decades: a log axis keeps the levels
+    // before the knee apart.
+    let x_scale = if svg::spans_decades(points.iter().map(|p| p.x)) {
+        XScale::Log10
+    } else {
+        XScale::Linear
+    };
+    let chart = Chart {
+        id: "knee".into(),
+        title: format!(
+            "Throughput vs {}",
+            if ctx.streaming {
+                "TTFT p99"
+            } else {
+                "latency p99"
+            }
+        ),
+        x_label: if x_scale == XScale::Log10 {
+            svg::log_titled(&format!("{lat_name} p99 (ms)"))
+        } else {
+            format!("{lat_name} p99 (ms)")
+        },
+        y_label: tput_unit.into(),
+        x_scale,
+        x_ticks: vec![],
+        series: vec![Series {
+            name: format!("levels (labelled by {})", ctx.kind),
+            points,
+        }],
+        lines: true,
+        marks,
+        hlines: vec![],
+        legend_title: String::new(),
+    };
+    figure(out, &svg::line_chart(&chart), &k.recommendation);
+}
+
+/// 3. ITL avg and p99 versus load.
+fn itl_chart(out: &mut String, ctx: &Ctx) {
+    let series = if ctx.streaming {
+        [("avg", Stat::Avg), ("p99", Stat::P99)]
+            .iter()
+            .map(|(n, s)| {
+                stat_series(
+                    ctx.levels,
+                    &format!("ITL {n}"),
+                    MetricRef::Dist(Metric::InterTokenLatency, *s),
+                    "ms",
+                )
+            })
+            .collect()
+    } else {
+        vec![]
+    };
+    let chart = ctx.load_chart(
+        "itl",
+        format!("Inter-token latency vs {}", ctx.kind),
+        "inter-token latency (ms)",
+        series,
+    );
+    figure(
+        out,
+        &svg::line_chart(&chart),
+        if ctx.streaming {
+            "Decode speed per user: it grows with the batch the server decodes together."
+        } else {
+            "No inter-token latency without --streaming."
+        },
+    );
+}
+
+/// 4. The server's queue versus compute share per level, with the verdict's limit.
+fn queue_chart(out: &mut String, ctx: &Ctx) {
+    let cats: Vec<String> = ctx.levels.iter().map(|l| load_label(&l.summary)).collect();
+    let queue: Vec<Option<f64>> = ctx
+        .levels
+        .iter()
+        .map(|l| {
+            l.summary
+                .metric(MetricRef::System(SystemMetric::QueueShare))
+        })
+        .collect();
+    let compute: Vec<Option<f64>> = queue.iter().map(|q| q.map(|q| 1.0 - q)).collect();
+    figure(
+        out,
+        &svg::stacked_share_chart(
+            "queue",
+            &format!("Server time: queue vs compute, by {}", ctx.kind),
+            &ctx.kind,
+            &cats,
+            &[("queue".into(), queue), ("compute".into(), compute)],
+            Some((
+                crate::analysis::verdict::QUEUE_SHARE_LIMIT,
+                "50%: tune scheduling above".into(),
+            )),
+        ),
+        "From Triton's own counters. A queue share above half the server time means requests wait more than they compute.",
+    );
+}
+
+/// 5. Failed requests as a share of all, per level.
+fn error_chart(out: &mut String, ctx: &Ctx) {
+    let points = ctx
+        .levels
+        .iter()
+        .filter_map(|l| {
+            let s = &l.summary.stats;
+            let r = l
+                .summary
+                .metric(MetricRef::System(SystemMetric::ErrorRate))?;
+            Some(Pt::new(
+                l.summary.stimulus.value(),
+                r * 100.0,
+                format!(
+                    "{} {}: {} of {} failed ({:.1}%)",
+                    ctx.kind,
+                    load_label(&l.summary),
+                    s.error_count,
+                    crate::analysis::text::count(s.error_count + s.request_count, "request"),
+                    r * 100.0
+                ),
+            ))
+        })
+        .collect();
+    let chart = ctx.load_chart(
+        "errors",
+        format!("Error rate vs {}", ctx.kind),
+        "failed requests (%)",
+        vec![Series {
+            name: "error rate".into(),
+            points,
+        }],
+    );
+    figure(
+        out,
+        &svg::line_chart(&chart),
+        "Failures are counted by kind in each level's profile_export_genai_perf.json.",
+    );
+}

@@ -1,0 +1,465 @@
+//! `report.html`: one self-contained page per sweep or timeline of runs.
+//!
+//! Contents, per run: the command line (secrets were redacted when it was recorded), the
+//! ttftbench version, validity flags, the decisions (knee recommendation, queue-versus-compute
+//! verdict, SLO checks), five charts — TTFT avg/p50/p99 versus load, throughput versus p99
+//! latency with the knee marked, ITL versus load, the server's queue versus compute share, error
+//! rate — and a table of every level. Over several runs (a `bench/` folder of timestamped runs)
+//! the page starts with the trend of each key metric across runs and the change of the newest run
+//! against the one before it, so the seeds' timeline needs no script.
+//!
+//! The page needs nothing else: inline CSS ([`style`], with print rules), inline SVG from
+//! [`super::svg`], no script, no font or image fetched. [`render`] is a pure function of the runs;
+//! the caller writes the file. This module lays out the page and a run's header; the charts,
+//! the level table and the trend over runs have a file each.
+
+use std::fmt::Write as _;
+
+use super::svg::esc;
+use crate::analysis::knee;
+use crate::artifact::read::Run;
+
+mod charts;
+mod style;
+mod tables;
+mod trend;
+
+use style::CSS;
+
+/// File name of the report.
+pub const REPORT_FILE: &str = "report.html";
+
+/// What the page says about how it was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Knee fraction (see [`knee`]).
+    pub knee_min_gain: f64,
+    /// Version of the ttftbench writing the page.
+    pub version: String,
+    /// When the page was written (free text, e.g. `2026-01-02 12:00:00 UTC`).
+    pub generated_at: String,
+}
+
+/// The wall clock now, Unix nanoseconds (0 if the clock is before 1970).
+pub fn now_unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// `2026-01-02 12:00:05 UTC` from Unix nanoseconds (proleptic Gregorian calendar).
+pub fn utc(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The run's flags: valid or not, failures, short outputs, missing server data, SLO totals.
+fn badges(out: &mut String, run: &Run) {
+    out.push_str("<p class=\"badges\">");
+    let interrupted: Vec<String> = run
+        .levels
+        .iter()
+        .filter(|l| l.summary.interrupted)
+        .map(|l| l.summary.stimulus.name())
+        .collect();
+    let errors: u64 = run.levels.iter().map(|l| l.summary.stats.error_count).sum();
+    let short: u64 = run
+        .levels
+        .iter()
+        .map(|l| l.summary.stats.short_outputs)
+        .sum();
+    let no_server = run.levels.iter().all(|l| l.summary.server.is_none());
+    let untrusted: Vec<String> = run
+        .levels
+        .iter()
+        .filter(|l| !l.summary.validity.trustworthy)
+        .map(|l| l.summary.stimulus.name())
+        .collect();
+    if interrupted.is_empty() && errors == 0 && untrusted.is_empty() {
+        out.push_str("<span class=\"ok\">valid: complete, no errors</span>");
+    }
+    if !untrusted.is_empty() {
+        let _ = write!(
+            out,
+            "<span class=\"bad\">not trustworthy: {}</span>",
+            esc(&untrusted.join(", "))
+        );
+    }
+    if !interrupted.is_empty() {
+        let _ = write!(
+            out,
+            "<span class=\"bad\">interrupted: {}</span>",
+            esc(&interrupted.join(", "))
+        );
+    }
+    if errors > 0 {
+        let _ = write!(
+            out,
+            "<span class=\"warn\">{}</span>",
+            crate::analysis::text::count(errors, "failed request")
+        );
+    }
+    if short > 0 {
+        let _ = write!(
+            out,
+            "<span class=\"warn\">{} shorter than asked</span>",
+            crate::analysis::text::count(short, "response")
+        );
+    }
+    if no_server {
+        out.push_str("<span class=\"warn\">no server-side queue/compute data</span>");
+    }
+    slo_badge(out, run);
+    out.push_str("</p>\n");
+}
+
+/// SLO checks over a run's levels: (checked, failed).
+fn slo_counts(run: &Run) -> (usize, usize) {
+    let checks = run.levels.iter().flat_map(|l| &l.slo);
+    let failed = checks.clone().filter(|s| !s.passed).count();
+    (checks.count(), failed)
+}
+
+/// The SLO checks of every level: all passed, or how many failed.
+fn slo_badge(out: &mut String, run: &Run) {
+    let (slo_total, slo_failed) = slo_counts(run);
+    if slo_total > 0 {
+        if slo_failed == 0 {
+            let _ = write!(
+                out,
+                "<span class=\"ok\">SLO: {} passed</span>",
+                crate::analysis::text::count(slo_total as u64, "check")
+            );
+        } else {
+            let _ = write!(
+                out,
+                "<span class=\"bad\">SLO: {slo_failed} of {} failed</span>",
+                crate::analysis::text::count(slo_total as u64, "check")
+            );
+        }
+    }
+}
+
+/// One run: its header (meta, command, flags, decisions), charts and level table.
+fn run_body(out: &mut String, run: &Run, opts: &Options) {
+    let summaries = run.summaries();
+    let k = knee::analyze(&summaries, opts.knee_min_gain);
+    let model = run.levels.iter().find_map(|l| l.model.clone());
+    let api = run.levels.iter().find_map(|l| l.api.clone());
+    let version = run.levels.iter().find_map(|l| l.version.clone());
+    let mut meta = vec![crate::analysis::text::count(
+        run.levels.len() as u64,
+        "level",
+    )];
+    if let Some(m) = model {
+        meta.push(format!("model {m}"));
+    }
+    if let Some(a) = api {
+        meta.push(format!("endpoint type {a}"));
+    }
+    if run.started_unix_ns() > 0 {
+        meta.push(format!("started {}", utc(run.started_unix_ns())));
+    }
+    meta.push(format!(
+        "recorded by ttftbench {}",
+        version.as_deref().unwrap_or("(version not recorded)")
+    ));
+    let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&meta.join(" · ")));
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">directory: <code>{}</code></p>",
+        esc(&run.dir.display().to_string())
+    );
+    if let Some(cmd) = run.command_line() {
+        let _ = writeln!(out, "<pre class=\"cmd\">{}</pre>", esc(cmd));
+    }
+    badges(out, run);
+    out.push_str("<div class=\"decision\">\n");
+    let _ = writeln!(out, "<p><strong>{}</strong></p>", esc(&k.recommendation));
+    if summaries.len() > 1 {
+        for line in crate::analysis::verdict::verdict(&summaries).lines {
+            let _ = writeln!(out, "<p>{}</p>", esc(&line));
+        }
+    }
+    for l in run
+        .levels
+        .iter()
+        .filter(|l| !l.summary.validity.trustworthy)
+    {
+        let _ = writeln!(
+            out,
+            "<p class=\"fail\">Not trustworthy at {}: {}</p>",
+            esc(&l.summary.stimulus.name()),
+            esc(&l.summary.validity.reasons.join("; "))
+        );
+    }
+    for l in &run.levels {
+        for s in l.slo.iter().filter(|s| !s.passed) {
+            let _ = writeln!(
+                out,
+                "<p class=\"fail\">SLO failed at {}: {} — {}</p>",
+                esc(&l.summary.stimulus.name()),
+                esc(&s.objective),
+                esc(&s.shown_actual())
+            );
+        }
+    }
+    out.push_str("</div>\n");
+    charts::run_charts(out, &run.levels, &k);
+    tables::level_table(out, &run.levels, k.knee.as_ref().map(|k| k.level.as_str()));
+}
+
+/// The whole page for `runs` (oldest first).
+pub fn render(runs: &[Run], opts: &Options) -> String {
+    let mut out = String::with_capacity(64 * 1024);
+    let newest = runs.last();
+    let title = match (runs.len(), newest) {
+        (1, Some(r)) => format!("ttftbench report: {}", r.label),
+        (n, Some(r)) => format!("ttftbench report: {n} runs, newest {}", r.label),
+        _ => "ttftbench report".to_string(),
+    };
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<meta name=\"generator\" content=\"ttftbench {}\"/>\n<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<header><h1>{}</h1><p class=\"meta\">Generated {} by ttftbench {}.</p></header>\n<main>\n",
+        esc(&opts.version),
+        esc(&title),
+        esc(&title),
+        esc(&opts.generated_at),
+        esc(&opts.version)
+    );
+    if runs.len() > 1 {
+        trend::trend(&mut out, runs);
+    }
+    if let Some(r) = newest {
+        let _ = writeln!(
+            out,
+            "<section class=\"run\" id=\"run-{}\"><h2>{}{}</h2>",
+            esc(&r.label),
+            if runs.len() > 1 {
+                "Newest run: "
+            } else {
+                "Run "
+            },
+            esc(&r.label)
+        );
+        run_body(&mut out, r, opts);
+        out.push_str("</section>\n");
+    }
+    if runs.len() > 1 {
+        let _ = writeln!(out, "<h2>Earlier runs</h2>");
+        for r in runs[..runs.len() - 1].iter().rev() {
+            let _ = writeln!(
+                out,
+                "<details class=\"run\" id=\"run-{}\"><summary>Run {}</summary>",
+                esc(&r.label),
+                esc(&r.label)
+            );
+            run_body(&mut out, r, opts);
+            out.push_str("</details>\n");
+        }
+    }
+    out.push_str("</main>\n<footer>Self-contained: inline SVG charts, no script, nothing loaded from the network. Hover a point for its value. Knee: the first level beyond which throughput grows less than the set fraction while p99 latency rises by more than it.</footer>\n</body>\n</html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::artifact::read::{LoadedLevel, RecordedSlo, run_from};
+    use crate::load::Stimulus;
+    use crate::metrics::{Metric, Stats};
+    use crate::stats::{LevelStats, LevelSummary};
+
+    fn level(c: u32, ttft_p99: f64, tput: f64, slo_passed: Option<bool>) -> LoadedLevel {
+        let st = |p99: f64| Stats {
+            count: 10,
+            avg: p99 / 2.0,
+            p50: p99 / 2.0,
+            p99,
+            ..Stats::default()
+        };
+        LoadedLevel {
+            dir: std::path::PathBuf::from(format!("r/c{c}")),
+            summary: LevelSummary {
+                stimulus: Stimulus::Concurrency(c),
+                stats: LevelStats {
+                    metrics: vec![
+                        (Metric::TimeToFirstToken, st(ttft_p99)),
+                        (Metric::InterTokenLatency, st(6.0)),
+                        (Metric::RequestLatency, st(500.0)),
+                    ],
+                    request_count: 10,
+                    error_count: 0,
+                    errors: vec![],
+                    warmup_count: 0,
+                    duration_s: 1.0,
+                    output_token_throughput: tput,
+                    total_token_throughput: tput,
+                    request_throughput: tput / 100.0,
+                    request_goodput: None,
+                    osl_mismatch: 0,
+                    short_outputs: 0,
+                    percentile_method: None,
+                },
+                server: None,
+                streaming: true,
+                interrupted: false,
+                started_unix_ns: 1_767_355_205_000_000_000,
+                validity: Default::default(),
+            },
+            command_line: Some("ttftbench profile -m gpt2 --api-key <redacted>".into()),
+            version: Some("0.0.9".into()),
+            slo: slo_passed
+                .map(|p| RecordedSlo {
+                    objective: "time_to_first_token.p99<=500ms".into(),
+                    actual: Some(ttft_p99),
+                    unit: "ms".into(),
+                    passed: p,
+                })
+                .into_iter()
+                .collect(),
+            model: Some("gpt2".into()),
+            api: Some("kserve".into()),
+        }
+    }
+
+    fn opts() -> Options {
+        Options {
+            knee_min_gain: 0.1,
+            version: "1.2.3".into(),
+            generated_at: "2026-01-02 12:00:05 UTC".into(),
+        }
+    }
+
+    #[test]
+    fn one_run_page_exact_parts() {
+        let run = run_from(
+            std::path::Path::new("r"),
+            vec![
+                level(8, 180.0, 1000.0, Some(true)),
+                level(1, 30.0, 200.0, Some(true)),
+                level(32, 2600.0, 1010.0, Some(false)),
+            ],
+        );
+        let page = render(std::slice::from_ref(&run), &opts());
+        assert_eq!(page, render(&[run], &opts()), "deterministic");
+        assert!(page.starts_with(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+        ));
+        assert!(page.contains("<header><h1>ttftbench report: r</h1><p class=\"meta\">Generated 2026-01-02 12:00:05 UTC by ttftbench 1.2.3.</p></header>"));
+        assert!(page.contains("<p class=\"meta\">3 levels · model gpt2 · endpoint type kserve · started 2026-01-02 12:00:05 UTC · recorded by ttftbench 0.0.9</p>"));
+        assert!(page.contains(
+            "<pre class=\"cmd\">ttftbench profile -m gpt2 --api-key &lt;redacted&gt;</pre>"
+        ));
+        assert!(page.contains("<span class=\"bad\">SLO: 1 of 3 checks failed</span>"));
+        assert!(page.contains("<p class=\"fail\">SLO failed at concurrency32: time_to_first_token.p99&lt;=500ms — 2600.00 ms</p>"));
+        assert!(page.contains(
+            "<tr><td>8</td><td>90.00</td><td>90.00</td><td>180.00</td><td>3.00</td><td>6.00</td><td>500.00</td><td>1000.0</td><td>10.00</td><td>–</td><td>–</td><td>0</td><td class=\"pass\">pass (1)</td><td>knee</td></tr>"
+        ), "{page}");
+        assert!(page.contains("<g class=\"mark\">"));
+        assert!(!page.contains("Trend across"));
+        assert!(page.ends_with("</body>\n</html>\n"));
+    }
+
+    /// The part of a page holding one chart.
+    fn chart<'a>(page: &'a str, id: &str) -> &'a str {
+        let start = page.find(&format!("data-chart=\"{id}\"")).unwrap();
+        &page[start..start + page[start..].find("</svg>").unwrap()]
+    }
+
+    /// Issue 15: levels before the knee (p99 30-180 ms) under a 2,600 ms tail were a flat line on
+    /// a proportional axis. Spanning more than 10x, the latency axes turn logarithmic with 1-2-5
+    /// ticks; within 10x they stay proportional.
+    #[test]
+    fn latency_axes_turn_log_when_levels_span_decades() {
+        let wide = run_from(
+            std::path::Path::new("r"),
+            vec![
+                level(1, 30.0, 200.0, None),
+                level(8, 180.0, 1000.0, None),
+                level(32, 2600.0, 1010.0, None),
+            ],
+        );
+        let page = render(&[wide], &opts());
+        let ttft = chart(&page, "ttft");
+        assert!(
+            ttft.contains(r#"<g class="axis" data-y-scale="log">"#),
+            "{ttft}"
+        );
+        assert!(ttft.contains(">time to first token (ms, log scale)</text>"));
+        // avg/p50 are p99/2 here: 15 ms to 2,600 ms, ticked 10, 20, 50, ... 5000.
+        for tick in [
+            "10", "20", "50", "100", "200", "500", "1000", "2000", "5000",
+        ] {
+            assert!(
+                ttft.contains(&format!(r#"text-anchor="end">{tick}</text>"#)),
+                "{tick}"
+            );
+        }
+        let knee = chart(&page, "knee");
+        assert!(knee.contains(">time to first token p99 (ms, log scale)</text>"));
+        // The knee's ring (r = 9) leaves its point's label outside: offset 11, not 6.
+        let ring = knee
+            .split(r#"<g class="mark"><circle cx=""#)
+            .nth(1)
+            .unwrap();
+        let cx: f64 = ring.split('"').next().unwrap().parse().unwrap();
+        let label_x = format!(r#"<text class="pl" x="{:.1}""#, cx + 11.0);
+        assert!(knee.contains(&label_x), "{knee}");
+        // Within 10x: proportional, from 0.
+        let narrow = run_from(
+            std::path::Path::new("r"),
+            vec![level(1, 100.0, 200.0, None), level(8, 180.0, 1000.0, None)],
+        );
+        let page = render(&[narrow], &opts());
+        let ttft = chart(&page, "ttft");
+        assert!(ttft.contains(r#"<g class="axis"><line"#), "{ttft}");
+        assert!(ttft.contains(">time to first token (ms)</text>"));
+        assert!(chart(&page, "knee").contains(">time to first token p99 (ms)</text>"));
+    }
+
+    #[test]
+    fn untrustworthy_levels_are_flagged() {
+        let mut few = level(1, 30.0, 200.0, None);
+        few.summary.validity = crate::metrics::Validity {
+            trustworthy: false,
+            reasons: vec!["only 1 successful request measured".into()],
+            ..Default::default()
+        };
+        let run = run_from(
+            std::path::Path::new("r"),
+            vec![few, level(8, 180.0, 1000.0, None)],
+        );
+        let page = render(&[run], &opts());
+        assert!(!page.contains("valid: complete"));
+        assert!(page.contains("<span class=\"bad\">not trustworthy: concurrency1</span>"));
+        assert!(page.contains(
+            "<p class=\"fail\">Not trustworthy at concurrency1: only 1 successful request measured</p>"
+        ));
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400_000_000_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_767_355_205_000_000_000), "2026-01-02 12:00:05 UTC");
+    }
+}
