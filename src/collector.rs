@@ -1,6 +1,7 @@
 //! Where records go while a level runs: one collector thread per level receives every finished
-//! request, streams it to `requests.jsonl`, folds it into the level's [`Aggregate`], and gives
-//! the request's gap buffer back to the pool. Workers never wait on it: the channel is unbounded
+//! request, streams it to `requests.jsonl` (and, when asked, to GenAI-Perf's raw
+//! `profile_export.json`), folds it into the level's [`Aggregate`], and gives the request's gap
+//! buffer and response capture back to their pools. Workers never wait on it: the channel is unbounded
 //! and lock-free, and file I/O stays off the async runtime.
 
 use std::fs::File;
@@ -10,12 +11,22 @@ use std::thread::JoinHandle;
 
 use indicatif::ProgressBar;
 
+use crate::artifact::raw_export::RawExportWriter;
 use crate::artifact::records::write_row;
 use crate::artifact::timeline::Timeline;
 use crate::load::{Completed, GapPool, RecordSink, record_queue};
 use crate::metrics::Objective;
 use crate::record::{Clock, Phase};
 use crate::stats::Aggregate;
+
+/// Optional per-level files fed one record at a time.
+#[derive(Default)]
+pub struct FileSinks {
+    /// `timeline.csv`.
+    pub timeline: Option<Timeline>,
+    /// `profile_export.json` (GenAI-Perf's raw export); takes each record's response capture.
+    pub raw_export: Option<RawExportWriter>,
+}
 
 /// A running collector.
 pub struct Collector {
@@ -33,8 +44,12 @@ impl Collector {
         objectives: Vec<Objective>,
         pool: GapPool,
         progress: Option<ProgressBar>,
-        mut timeline: Option<Timeline>,
+        sinks: FileSinks,
     ) -> std::io::Result<Collector> {
+        let FileSinks {
+            mut timeline,
+            mut raw_export,
+        } = sinks;
         let mut out = match records {
             Some(p) => Some(BufWriter::with_capacity(1 << 16, File::create(p)?)),
             None => None,
@@ -45,7 +60,12 @@ impl Collector {
             .spawn(move || {
                 let mut agg = Aggregate::new();
                 let mut io_error: Option<std::io::Error> = None;
-                while let Some(Completed { record, mut gaps }) = rx.recv() {
+                while let Some(Completed {
+                    record,
+                    mut gaps,
+                    capture,
+                }) = rx.recv()
+                {
                     if let Some(w) = out.as_mut()
                         && io_error.is_none()
                         && let Err(e) = write_row(w, &level, &clock, &record)
@@ -53,6 +73,12 @@ impl Collector {
                         io_error = Some(e);
                     }
                     agg.record(&record, &gaps, &objectives);
+                    if let Some(raw) = raw_export.as_mut()
+                        && let Err(e) = raw.record(&record, capture)
+                        && io_error.is_none()
+                    {
+                        io_error = Some(e);
+                    }
                     // Warm-up traffic is on the timeline too: it is what the server saw.
                     if let Some(t) = timeline.as_mut() {
                         t.record(&record);
@@ -68,6 +94,12 @@ impl Collector {
                 if let Some(w) = out.as_mut()
                     && io_error.is_none()
                     && let Err(e) = w.flush()
+                {
+                    io_error = Some(e);
+                }
+                if let Some(mut raw) = raw_export
+                    && let Err(e) = raw.end_level().and_then(|()| raw.finish())
+                    && io_error.is_none()
                 {
                     io_error = Some(e);
                 }

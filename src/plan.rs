@@ -56,6 +56,8 @@ pub struct RunPlan {
     /// Timeline row interval.
     #[serde(with = "duration_secs")]
     pub timeline_interval: Duration,
+    /// Write GenAI-Perf's raw per-request export (`--raw-export full`).
+    pub raw_export: bool,
     /// `--artifact-dir`, when given.
     pub artifact_dir: Option<PathBuf>,
     /// Goodput objectives.
@@ -285,6 +287,7 @@ impl RunPlan {
             max_send_lag_ms: a.max_send_lag,
             strict: a.strict,
             timeline_interval,
+            raw_export: a.raw_export == crate::cli::RawExportArg::Full,
             artifact_dir: a.artifact_dir.clone(),
             goodput,
             slos,

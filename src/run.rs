@@ -11,8 +11,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::artifact;
 use crate::client::discovery::{PreflightError, check_http};
 use crate::client::{Client, GrpcClient, HttpClient, grpc};
-use crate::collector::Collector;
-use crate::load::{Cancel, Halt, PhaseSpec, Shared, gap_pool, run_phase};
+use crate::collector::{Collector, FileSinks};
+use crate::load::{Cancel, Halt, PhaseSpec, Shared, capture_pool, gap_pool, run_phase};
 use crate::load::{Stimulus, Stop};
 use crate::plan::{RunPlan, Verbosity};
 use crate::record::{Clock, Phase};
@@ -130,6 +130,10 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
         count_tokens: true,
         seed: plan.workload.seed,
         gaps: gap_pool(),
+        captures: plan.raw_export.then(capture_pool),
+    });
+    let raw_export = shared.captures.clone().map(|pool| {
+        artifact::raw_export::RawExport::new(&plan.target, &shared.client, &shared.dataset, pool)
     });
     let mut probe = prepared.probe;
     let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
@@ -153,6 +157,7 @@ pub async fn profile(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> 
             &dir,
             &mut probe,
             &ui,
+            raw_export.as_ref(),
         )
         .await?;
         let slo = crate::analysis::slo::evaluate(&plan.slos, &summary);
@@ -356,6 +361,7 @@ async fn run_level(
     dir: &std::path::Path,
     probe: &mut ServerProbe,
     ui: &Ui,
+    raw_export: Option<&artifact::raw_export::RawExport>,
 ) -> Result<(LevelSummary, Aggregate)> {
     let started_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
     shared.client.warm_connections(stimulus.workers()).await;
@@ -367,6 +373,13 @@ async fn run_level(
         shared.clock,
     )
     .with_context(|| format!("cannot write {}", timeline_path.display()))?;
+    let raw_export = match raw_export {
+        Some(r) => Some(
+            r.level(dir, stimulus, shared.clock, &shared.dataset)
+                .with_context(|| format!("cannot write the raw export in {}", dir.display()))?,
+        ),
+        None => None,
+    };
     let collector = Collector::spawn(
         stimulus.name(),
         Some(&dir.join(artifact::RECORDS_FILE)),
@@ -374,7 +387,10 @@ async fn run_level(
         plan.goodput.clone(),
         shared.gaps.clone(),
         progress.clone(),
-        Some(timeline),
+        FileSinks {
+            timeline: Some(timeline),
+            raw_export,
+        },
     )
     .with_context(|| {
         format!(

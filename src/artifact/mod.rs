@@ -9,6 +9,7 @@
 
 pub mod genai_perf;
 pub mod histograms;
+pub mod raw_export;
 pub mod read;
 pub mod records;
 pub mod summary;

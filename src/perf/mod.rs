@@ -313,8 +313,13 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         count_tokens: false,
         seed: plan.seed,
         gaps: gap_pool(),
+        captures: plan
+            .profile_export
+            .is_some()
+            .then(crate::load::capture_pool),
     });
     let mut sinks = Sinks {
+        raw_export: raw_export_writer(plan, protocol, &info, &shared)?,
         timeline: match &plan.timeline {
             Some((path, every)) => Some(
                 Timeline::create(path, *every, shared.clock)
@@ -383,6 +388,12 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     if let Some(t) = sinks.timeline.take() {
         t.finish().context("writing the timeline")?;
     }
+    if let Some(w) = sinks.raw_export.take() {
+        if let Some(e) = sinks.error.take() {
+            return Err(e).context("writing --profile-export-file or the per-request log");
+        }
+        w.finish().context("writing --profile-export-file")?;
+    }
     if let Some(mut w) = sinks.requests.take() {
         if let Some(e) = sinks.error.take() {
             return Err(e).context("writing the per-request log");
@@ -397,6 +408,35 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         protocol,
         model: info,
     })
+}
+
+/// perf_analyzer's `--profile-export-file`, when asked for: every output of the model listed
+/// in each response, as perf_analyzer requests them all.
+fn raw_export_writer(
+    plan: &PerfPlan,
+    protocol: Protocol,
+    info: &ModelInfo,
+    shared: &Shared,
+) -> Result<Option<crate::artifact::raw_export::RawExportWriter>> {
+    let (Some(path), Some(pool)) = (&plan.profile_export, &shared.captures) else {
+        return Ok(None);
+    };
+    let mut target = plan.target.clone();
+    if protocol == Protocol::Http {
+        target.api = crate::target::Api::Infer;
+    }
+    let outputs = info.outputs.iter().map(|o| o.name.clone()).collect();
+    let export = crate::artifact::raw_export::RawExport::new(
+        &target,
+        &shared.client,
+        &shared.dataset,
+        pool.clone(),
+    )
+    .with_outputs(outputs);
+    let w = export
+        .writer(path, shared.clock)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Some(w))
 }
 
 /// Connects (detecting the protocol when `-i` was not given), reads the model's metadata and
@@ -545,6 +585,10 @@ async fn measure_level(
     let clock = shared.clock;
     let pool = shared.gaps.clone();
     let mut snapshots = vec![stats_now(probe).await];
+    if let Some(w) = sinks.raw_export.as_mut() {
+        w.begin_level(&stimulus)
+            .context("writing --profile-export-file")?;
+    }
     // The files travel with the collector thread and come back when it ends.
     let mut lent = std::mem::take(sinks);
     lent.level = stimulus.name();
@@ -604,6 +648,9 @@ async fn measure_level(
     *sinks = collector
         .join()
         .map_err(|_| anyhow::anyhow!("the measurement thread panicked"))?;
+    if let Some(w) = sinks.raw_export.as_mut() {
+        w.end_level().context("writing --profile-export-file")?;
+    }
     if windows.is_empty() {
         anyhow::bail!("no measurement window completed for {}", stimulus.name());
     }
@@ -748,7 +795,13 @@ fn collect_windows(
     loop {
         let msg = rx.recv_timeout(Duration::from_millis(2));
         let closed = matches!(msg, Err(crate::load::queue::Empty::Closed));
-        if let Ok(Completed { record, mut gaps }) = msg {
+        if let Ok(Completed {
+            record,
+            mut gaps,
+            capture,
+        }) = msg
+        {
+            sinks.raw_export(&record, capture);
             if record.phase == Phase::Measure {
                 sinks.record(&clock, &record);
                 let end = record.last_token_ns.unwrap_or(record.end_ns);
@@ -801,6 +854,8 @@ fn collect_windows(
 struct Sinks {
     timeline: Option<Timeline>,
     requests: Option<BufWriter<std::fs::File>>,
+    /// `--profile-export-file`.
+    raw_export: Option<crate::artifact::raw_export::RawExportWriter>,
     /// The first write error; the run reports it at the end instead of stopping mid-level.
     error: Option<std::io::Error>,
     /// The level being measured, as the per-request log names it (`concurrency8`).
@@ -808,6 +863,20 @@ struct Sinks {
 }
 
 impl Sinks {
+    /// Hands a request and its response capture to the raw export (which recycles the capture).
+    fn raw_export(
+        &mut self,
+        record: &crate::record::RequestRecord,
+        capture: Option<crate::client::Capture>,
+    ) {
+        if let Some(w) = self.raw_export.as_mut()
+            && let Err(e) = w.record(record, capture)
+            && self.error.is_none()
+        {
+            self.error = Some(e);
+        }
+    }
+
     fn record(&mut self, clock: &Clock, record: &crate::record::RequestRecord) {
         if let Some(t) = self.timeline.as_mut() {
             t.record(record);
