@@ -8,6 +8,7 @@
 //! directories, the server-side verdict and the plan).
 
 pub mod genai_perf;
+pub mod genai_perf_dir;
 pub mod histograms;
 pub mod raw_export;
 pub mod read;
