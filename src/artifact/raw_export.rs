@@ -194,16 +194,32 @@ pub fn request(
 }
 
 fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    // Text responses are escaped straight into `out`: one per token, no allocation.
+    let (prefix, suffix) = match f.responses {
+        ResponseForm::SseEvents => ("data: ", "\\n\\n"),
+        ResponseForm::Body => ("", ""),
+        _ => return tensor_output(out, bytes, f),
+    };
+    out.extend_from_slice(b"{\"response\":\"");
+    out.extend_from_slice(prefix.as_bytes());
+    push_escaped(out, bytes);
+    out.extend_from_slice(suffix.as_bytes());
+    out.extend_from_slice(b"\"}");
+}
+
+/// `bytes` as the inside of a JSON string (invalid UTF-8 replaced, as text readers would).
+fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let start = out.len();
+    // Serializing a string cannot fail; its surrounding quotes are then dropped.
+    let _ = serde_json::to_writer(&mut *out, text.as_ref());
+    out.remove(start);
+    out.pop();
+}
+
+fn tensor_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
     let obj = match f.responses {
-        ResponseForm::SseEvents => {
-            let mut s = String::with_capacity(bytes.len() + 8);
-            s.push_str("data: ");
-            s.push_str(&String::from_utf8_lossy(bytes));
-            s.push_str("\n\n");
-            single("response", Value::String(s))
-        }
-        ResponseForm::Body => single("response", Value::String(text(bytes))),
+        ResponseForm::SseEvents | ResponseForm::Body => return,
         ResponseForm::KserveStream => {
             let msg = crate::proto::ModelStreamInferResponse::decode(bytes).ok();
             grpc_outputs(msg.and_then(|m| m.infer_response).as_ref(), &f.outputs)
