@@ -21,8 +21,10 @@ use anyhow::{Result, bail};
 use serde_json::Value;
 
 use super::read::LoadedLevel;
-use crate::plan::{Arrival, Stimulus};
-use crate::stats::{LevelStats, LevelSummary, Metric, Stats};
+use crate::load::Stimulus;
+use crate::load::pacer::Arrival;
+use crate::metrics::{Metric, Stats};
+use crate::stats::{LevelStats, LevelSummary};
 
 /// Whether a `*_genai_perf.json` document was written by GenAI-Perf (it has GenAI-Perf's
 /// `input_config` and none of ttftbench's `level` block).

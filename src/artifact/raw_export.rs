@@ -75,8 +75,8 @@ use serde_json::{Map, Value};
 use crate::client::{Capture, Client, Payload};
 use crate::load::CapturePool;
 use crate::load::Stimulus;
-use crate::target::{Api, Target};
 use crate::record::{Clock, Phase, RequestRecord};
+use crate::target::{Api, Target};
 use crate::workload::Dataset;
 use crate::workload::tensor::DataType;
 
