@@ -22,4 +22,12 @@ else
   echo "could not start a Triton server (see above); the real-Triton tests will report it" >&2
 fi
 
+# GenAI-Perf (pure Python, from PyPI) for tests/genai_perf_crosscheck.rs and
+# tests/perf_guide_snippet.rs: 65 s to install the first time, a few seconds after.
+if gp_python=$(scripts/genai_perf/setup.sh); then
+  export TTFTBENCH_GENAI_PERF_PYTHON="$gp_python"
+else
+  echo "could not install GenAI-Perf (see above); the GenAI-Perf cross-check tests will report it" >&2
+fi
+
 cargo test "$@"

@@ -57,6 +57,15 @@ pub enum ServiceKindArg {
     Openai,
 }
 
+/// `--raw-export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RawExportArg {
+    /// No per-request export (maximum-rate runs).
+    None,
+    /// `profile_export.json` and `inputs.json` in every level directory, as GenAI-Perf writes them.
+    Full,
+}
+
 /// `--request-distribution`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DistributionArg {
@@ -214,6 +223,12 @@ pub struct ProfileArgs {
     /// Seconds per row of each level's timeline.csv.
     #[arg(long = "timeline-interval", default_value_t = 1.0)]
     pub timeline_interval: f64,
+
+    /// GenAI-Perf's raw per-request export (`profile_export.json`, `inputs.json`) in each level
+    /// directory, which NVIDIA's own parser and users' scripts read; `none` skips it (it costs
+    /// a copy of every response).
+    #[arg(long = "raw-export", value_enum, default_value = "full")]
+    pub raw_export: RawExportArg,
 
     /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
     /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
@@ -412,6 +427,10 @@ pub struct PerfArgs {
     /// Write perf_analyzer's latency report CSV here.
     #[arg(short = 'f', long = "latency-report-file", visible_alias = "file")]
     pub latency_report_file: Option<std::path::PathBuf>,
+    /// Write perf_analyzer's raw per-request export (JSON: every request's inputs, timestamps and
+    /// output tensors, one experiment per level) here.
+    #[arg(long = "profile-export-file")]
+    pub profile_export_file: Option<std::path::PathBuf>,
     /// Add perf_analyzer's verbose columns to the CSV; with -f, also write every measured
     /// request (send time, latency, first response, error) to <stem>.requests.jsonl beside it.
     #[arg(long = "verbose-csv")]

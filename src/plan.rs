@@ -58,6 +58,8 @@ pub struct RunPlan {
     /// Timeline row interval.
     #[serde(with = "duration_secs")]
     pub timeline_interval: Duration,
+    /// Write GenAI-Perf's raw per-request export (`--raw-export full`).
+    pub raw_export: bool,
     /// `--artifact-dir`, when given.
     pub artifact_dir: Option<PathBuf>,
     /// Goodput objectives.
@@ -288,6 +290,7 @@ impl RunPlan {
             strict: a.strict,
             percentile_method: a.percentile_method.method(),
             timeline_interval,
+            raw_export: a.raw_export == crate::cli::RawExportArg::Full,
             artifact_dir: a.artifact_dir.clone(),
             goodput,
             slos,

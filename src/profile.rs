@@ -11,6 +11,7 @@ use crate::analysis::knee::{self, Analysis};
 use crate::analysis::slo::{self, SloResult};
 use crate::analysis::verdict::{self, Verdict};
 use crate::artifact;
+use crate::artifact::raw_export::RawExport;
 use crate::artifact::timeline::Timeline;
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, measure_level};
@@ -126,6 +127,14 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     for n in &session.probe.notices {
         ui.say(n);
     }
+    let raw = session.shared.captures.clone().map(|pool| {
+        RawExport::new(
+            &plan.target,
+            &session.shared.client,
+            &session.shared.dataset,
+            pool,
+        )
+    });
     let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
     let input_config = plan.input_config();
     let mut levels = Vec::new();
@@ -143,7 +152,8 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
                 plan.levels.len(),
             )
         });
-        let measured = run_level(&mut session, plan, stimulus, &dir, progress).await?;
+        let measured =
+            run_level(&mut session, plan, stimulus, &dir, progress, raw.as_ref()).await?;
         let slo = slo::evaluate(&plan.slos, &measured.summary);
         write_level(&dir, &measured.summary, &measured.agg, &input_config, &slo)?;
         if ui.verbosity != Verbosity::Quiet {
@@ -184,14 +194,26 @@ async fn run_level(
     stimulus: &Stimulus,
     dir: &Path,
     progress: Option<ProgressBar>,
+    raw: Option<&RawExport>,
 ) -> Result<Measured> {
     let timeline_path = dir.join(artifact::TIMELINE_FILE);
     let timeline = Timeline::create(&timeline_path, plan.timeline_interval, session.shared.clock)
         .map_err(|e| Error::io("write", &timeline_path, e))?;
+    let raw_export = match raw {
+        Some(r) => Some(
+            r.level(dir, stimulus, session.shared.clock, &session.shared.dataset)
+                .map_err(|e| {
+                    Error::io("write", &dir.join(artifact::raw_export::RAW_EXPORT_FILE), e)
+                })?,
+        ),
+        None => None,
+    };
     let mut sinks = Sinks {
         records: Some(RecordsFile::create(&dir.join(artifact::RECORDS_FILE))?),
         timeline: Some(timeline),
         progress,
+        raw_export,
+        raw_error: None,
     };
     let warmup = match (plan.warmup_duration, plan.warmup_requests) {
         (Some(d), _) => Some(Stop::Window(d)),
@@ -219,6 +241,13 @@ async fn run_level(
     }
     if let Some(r) = sinks.records.take() {
         r.finish()?;
+    }
+    sinks.raw_result("the raw export")?;
+    if let Some(mut w) = sinks.raw_export.take() {
+        let path = dir.join(artifact::raw_export::RAW_EXPORT_FILE);
+        w.end_level()
+            .and_then(|()| w.finish())
+            .map_err(|e| Error::io("write", &path, e))?;
     }
     Ok(measured)
 }

@@ -438,3 +438,112 @@ fn single_levels_missing_levels_and_usage_errors() {
     assert_eq!(code, 2);
     assert!(err.contains("one run only"), "{err}");
 }
+
+/// A team's GenAI-Perf baseline (`tests/fixtures/genai_perf_run`, written by GenAI-Perf's own
+/// exporters; see its README) compared with a ttftbench run of the same command against the
+/// simulator: both levels line up, GenAI-Perf's numbers are read as the baseline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn genai_perf_artifact_directory_is_a_baseline() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/genai_perf_run");
+    let sim = ttftbench::sim::start(ttftbench::sim::SimConfig::default())
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ttftbench_run");
+    let argv: Vec<String> = [
+        "ttftbench",
+        "profile",
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--concurrency",
+        "1,2",
+        "--request-count",
+        "8",
+        "--num-prompts",
+        "4",
+        "--synthetic-input-tokens-mean",
+        "40",
+        "--synthetic-input-tokens-stddev",
+        "10",
+        "--output-tokens-mean",
+        "8",
+        "--output-tokens-stddev",
+        "2",
+        "-u",
+        &sim.http_url(),
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let cli = <ttftbench::cli::Cli as clap::Parser>::try_parse_from(&argv).unwrap();
+    let ttftbench::cli::Command::Profile(p) = cli.command else {
+        panic!("profile")
+    };
+    let plan = ttftbench::plan::RunPlan::from_profile(&p, &argv).unwrap();
+    ttftbench::profile::run(
+        &plan,
+        ttftbench::load::Cancel::new(),
+        ttftbench::profile::Ui::silent(),
+    )
+    .await
+    .unwrap();
+    sim.shutdown().await;
+    let (code, out, err) = bin(
+        &[
+            "compare",
+            fixture.to_str().unwrap(),
+            dir.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        tmp.path(),
+    );
+    assert!(code == 0 || code == 1, "compare ran: {err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["baseline"]["label"], "genai_perf_run");
+    let baseline_json = |c: u32| -> serde_json::Value {
+        let p = fixture.join(format!(
+            "gpt2-openai-chat-concurrency{c}/profile_export_genai_perf.json"
+        ));
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    for c in [1u32, 2] {
+        let gp = baseline_json(c);
+        let row = |metric: &str| {
+            doc["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["level"] == format!("concurrency{c}") && r["metric"] == metric)
+                .unwrap_or_else(|| panic!("concurrency{c} {metric} compared: {out}"))
+                .clone()
+        };
+        for (metric, key, stat) in [
+            ("time_to_first_token.p99", "time_to_first_token", "p99"),
+            ("request_latency.avg", "request_latency", "avg"),
+            ("request_throughput", "request_throughput", "avg"),
+            ("output_token_throughput", "output_token_throughput", "avg"),
+        ] {
+            let r = row(metric);
+            assert_eq!(r["baseline"], gp[key][stat], "{metric}: {r}");
+            assert!(r["current"].as_f64().unwrap() > 0.0, "{metric}: {r}");
+            assert!(r["change_pct"].is_number(), "{metric}: {r}");
+        }
+    }
+    // `report` reads it too.
+    let (code, out, err) = bin(
+        &["report", fixture.to_str().unwrap(), "-o", "r.html"],
+        tmp.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let html = std::fs::read_to_string(tmp.path().join("r.html")).unwrap();
+    assert!(
+        html.contains("genai_perf_run"),
+        "the run is named in the report"
+    );
+}

@@ -84,7 +84,7 @@ async fn image_model_concurrency_sweep_and_csv() {
     let (header, rows) = read_csv(&csv);
     assert_eq!(
         header.join(","),
-        "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency"
+        "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Throughput,p99 Latency"
     );
     assert_eq!(rows.len(), 2);
     let tput: Vec<f64> = rows
@@ -470,5 +470,70 @@ async fn slo_gates_on_throughput_and_latency() {
         r[1]
     );
     assert!(r[2].passed && r[2].actual.is_some(), "{:?}", r[2]);
+    sim.shutdown().await;
+}
+
+/// `perf --profile-export-file`: perf_analyzer's raw export, one experiment per level, every
+/// measured request with its input tensors, response timestamps and output tensors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profile_export_file_holds_every_measured_request() {
+    let sim = start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let export = tmp.path().join("profile_export.json");
+    for (proto, url) in [("grpc", sim.grpc_target()), ("http", sim.http_url())] {
+        let out = perf(&[
+            "-m",
+            "text_classifier",
+            "-i",
+            proto,
+            "--shape",
+            "input_ids:8",
+            "--concurrency-range",
+            "1:2",
+            "--request-count",
+            "12",
+            "-u",
+            &url,
+            "--profile-export-file",
+            export.to_str().unwrap(),
+        ])
+        .await
+        .unwrap_or_else(|e| panic!("{proto}: {e}"));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+        assert_eq!(doc["service_kind"], "triton", "{proto}");
+        assert_eq!(doc["endpoint"], "", "{proto}");
+        let exps = doc["experiments"].as_array().unwrap();
+        assert_eq!(
+            exps.len(),
+            out.levels.len(),
+            "{proto}: one experiment per level"
+        );
+        for (e, level) in exps.iter().zip(&out.levels) {
+            assert_eq!(e["experiment"]["mode"], "concurrency");
+            let reqs = e["requests"].as_array().unwrap();
+            assert_eq!(reqs.len() as u64, level.request_count, "{proto}");
+            let w = e["window_boundaries"].as_array().unwrap();
+            assert_eq!(w.len(), 2);
+            for r in reqs {
+                let t0 = r["timestamp"].as_u64().unwrap();
+                assert!(w[0].as_u64().unwrap() <= t0, "{proto}: {r}");
+                let ts = r["response_timestamps"].as_array().unwrap();
+                assert_eq!(ts.len(), 1, "{proto}: one response per request: {r}");
+                assert!(ts[0].as_u64().unwrap() > t0);
+                // input_ids: 8 integers; the classifier's output: its logits, listed by name.
+                let ids = r["request_inputs"]["input_ids"].as_array().unwrap();
+                assert_eq!(ids.len(), 8, "{proto}: {r}");
+                let out0 = &r["response_outputs"][0];
+                assert!(
+                    out0.as_object()
+                        .unwrap()
+                        .values()
+                        .any(|v| v.is_array() || v.is_number()),
+                    "{proto}: output tensors rendered: {out0}"
+                );
+            }
+        }
+    }
     sim.shutdown().await;
 }

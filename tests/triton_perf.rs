@@ -309,8 +309,9 @@ async fn article_fixed_concurrency_yolov8s() {
 
 /// The article's sweep, run as the binary: `--concurrency-range 1:3:2 ... -f latency.csv`, the
 /// console report and exit code, then the CSV read by column name as the article's pandas users
-/// do. (The article's `df['Throughput']` and `df['p99 Latency']` are not perf_analyzer's names
-/// either: its columns are `Inferences/Second` and `p99 latency`, which ttftbench writes.)
+/// do. (The article's `df['Throughput']` and `df['p99 Latency']` are not perf_analyzer's names:
+/// its columns are `Inferences/Second` and `p99 latency`; ttftbench writes those and appends the
+/// article's two as the last columns.)
 /// Without the token the statistics are restricted: the run still succeeds, says which header
 /// opens them, and the CSV has no server columns, as perf_analyzer's without the extension.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,7 +372,11 @@ async fn article_sweep_binary_console_and_csv_by_column() {
         .expect("-f wrote the CSV");
     let (header, rows) = read_csv(&text);
     if !t.token.is_empty() {
-        assert_eq!(header.join(","), PA_HEADER);
+        // perf_analyzer's columns, then the two the guide's pandas snippet plots.
+        assert_eq!(
+            header.join(","),
+            format!("{PA_HEADER},Throughput,p99 Latency")
+        );
     }
     assert_eq!(rows.len(), 2, "{text}");
     let mut concurrency: Vec<f64> = rows.iter().map(|r| num(r, "Concurrency")).collect();

@@ -8,7 +8,9 @@
 //! directories, the server-side verdict and the plan).
 
 pub mod genai_perf;
+pub mod genai_perf_dir;
 pub mod histograms;
+pub mod raw_export;
 pub mod read;
 pub mod records;
 pub mod summary;

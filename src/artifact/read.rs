@@ -2,7 +2,9 @@
 //!
 //! A directory is one of:
 //!
-//! * a **level**: it holds `profile_export_genai_perf.json`;
+//! * a **level**: it holds `profile_export_genai_perf.json` (or GenAI-Perf's
+//!   `<stem>_genai_perf.json`), written by ttftbench or by GenAI-Perf itself
+//!   ([`super::genai_perf_dir`]); so a GenAI-Perf artifact directory reads as a run;
 //! * a **sweep**: it holds `summary.json`, whose `levels[].path` (relative to the sweep directory;
 //!   older files only have `dir`, as the run's command line wrote it) lead to its levels;
 //! * a **run made by a shell loop**: no `summary.json`, but level directories right below it
@@ -125,9 +127,31 @@ pub enum DirKind {
     Other,
 }
 
+/// A level directory's JSON: `profile_export_genai_perf.json`, or else the first
+/// `<stem>_genai_perf.json` (GenAI-Perf names it after `--profile-export-file`).
+pub fn level_json(dir: &Path) -> Option<PathBuf> {
+    let default = dir.join(JSON_FILE);
+    if default.is_file() {
+        return Some(default);
+    }
+    let mut named: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with("_genai_perf.json"))
+        })
+        .collect();
+    named.sort();
+    named.into_iter().next()
+}
+
 /// Classifies a directory.
 pub fn kind_of(dir: &Path) -> DirKind {
-    if dir.join(JSON_FILE).is_file() {
+    if level_json(dir).is_some() {
         DirKind::Level
     } else if dir.join(SUMMARY_JSON_FILE).is_file() {
         DirKind::Sweep
@@ -235,8 +259,12 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
     }
 }
 
-/// Rebuilds a level summary from the text of `profile_export_genai_perf.json` (pure: no I/O).
+/// Rebuilds a level summary from the text of `profile_export_genai_perf.json` (pure: no I/O),
+/// whether ttftbench or GenAI-Perf wrote it.
 pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
+    if super::genai_perf_dir::is_genai_perf(doc) {
+        return super::genai_perf_dir::level_from_genai_perf(doc, dir);
+    }
     let level = doc.get("level").ok_or_else(|| {
         Error::usage(format!(
             "{}: no 'level' block in {JSON_FILE}",
@@ -391,7 +419,8 @@ fn read_json(path: &Path) -> Result<Value> {
 
 /// Reads one level directory.
 pub fn read_level(dir: &Path) -> Result<LoadedLevel> {
-    level_from_json(&read_json(&dir.join(JSON_FILE))?, dir)
+    let path = level_json(dir).unwrap_or_else(|| dir.join(JSON_FILE));
+    level_from_json(&read_json(&path)?, dir)
 }
 
 fn label_of(dir: &Path) -> String {
@@ -575,7 +604,11 @@ fn file_run(path: &Path) -> Result<Run> {
     if name == super::SUMMARY_FILE || name == SUMMARY_JSON_FILE {
         return read_sweep(parent);
     }
-    if name == JSON_FILE || name == super::CSV_FILE {
+    if name == JSON_FILE
+        || name == super::CSV_FILE
+        || name.ends_with("_genai_perf.json")
+        || name.ends_with("_genai_perf.csv")
+    {
         return Ok(run_from(parent, vec![read_level(parent)?]));
     }
     let text = std::fs::read_to_string(path).map_err(|e| {

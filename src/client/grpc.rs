@@ -248,6 +248,12 @@ impl GrpcClient {
         })
     }
 
+    /// Whether requests go over `ModelStreamInfer` (streaming, or a decoupled model) rather
+    /// than `ModelInfer`.
+    pub fn stream_rpc(&self) -> bool {
+        self.streaming || self.decoupled
+    }
+
     /// A channel for discovery and statistics calls.
     pub fn channel(&self) -> Channel {
         self.channels[0].clone()
@@ -278,7 +284,7 @@ impl GrpcClient {
             sent: sent.clone(),
         };
         // Decoupled models only answer on the stream RPC, even for a non-streamed request.
-        let stream_rpc = self.streaming || self.decoupled;
+        let stream_rpc = self.stream_rpc();
         let path = tonic::codegen::http::uri::PathAndQuery::from_static(if stream_rpc {
             STREAM_PATH
         } else {
@@ -320,6 +326,7 @@ impl GrpcClient {
             match stream.message().await {
                 Ok(Some(Timed { at, bytes })) => {
                     ex.responses += 1;
+                    ex.keep_response(at, &bytes);
                     let text = if self.text { Some(&mut ex.text) } else { None };
                     let info = if stream_rpc {
                         read_stream_response(&bytes, text, &mut error)

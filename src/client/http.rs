@@ -141,7 +141,7 @@ impl HttpClient {
             // Tensor answers are only timed, never read: nothing of them is kept.
             let limit = if !ok {
                 64 * 1024
-            } else if tensors {
+            } else if tensors && ex.capture.is_none() {
                 0
             } else {
                 usize::MAX
@@ -191,6 +191,7 @@ impl HttpClient {
                 Ok(()) if tensors => {
                     ex.responses += 1;
                     ex.content_at(at);
+                    ex.keep_response(at, &whole);
                     Ok(())
                 }
                 Ok(()) => read_whole_bytes(&whole, at, ex),
@@ -334,11 +335,22 @@ impl HttpClient {
                     format!("HTTP {status}: {text}"),
                 ));
             }
-            // Read to the end without joining the frames into one buffer: only the time counts.
+            // Read to the end without joining the frames into one buffer: only the time counts
+            // (unless the raw export keeps the response).
             let mut resp = resp;
-            while resp.chunk().await.map_err(body_broke_off)?.is_some() {}
+            let keep = ex.capture.is_some();
+            let mut whole = std::mem::take(&mut ex.body);
+            whole.clear();
+            while let Some(c) = resp.chunk().await.map_err(body_broke_off)? {
+                if keep {
+                    whole.extend_from_slice(&c);
+                }
+            }
             ex.responses += 1;
-            ex.content_at(clock.now_ns());
+            let t = clock.now_ns();
+            ex.content_at(t);
+            ex.keep_response(t, &whole);
+            ex.body = whole;
             Ok(())
         }
         .await;
@@ -456,6 +468,7 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
         return;
     }
     ex.responses += 1;
+    ex.keep_response(t, data);
     if data == b"[DONE]" {
         st.done = true;
         return;
@@ -513,6 +526,7 @@ fn body_broke_off(e: reqwest::Error) -> RequestError {
 /// A whole JSON body read at `t`: its text arrives at once.
 fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), RequestError> {
     ex.responses += 1;
+    ex.keep_response(t, body);
     let info = parse_event(body, &mut ex.text).map_err(|e| {
         let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
         RequestError::new(

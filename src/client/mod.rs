@@ -52,6 +52,55 @@ pub struct Exchange {
     pub(crate) scratch: Vec<u8>,
     /// Whole-body buffer, reused.
     pub(crate) body: Vec<u8>,
+    /// Every response as received, for the raw export (`profile_export.json`); `None` when the
+    /// run does not write one, so the hot path pays one branch per response.
+    pub capture: Option<Capture>,
+}
+
+/// Each response of one request as it arrived: its read time and its bytes (an SSE event's
+/// `data`, a whole HTTP body, or an undecoded gRPC response message). Pooled and reused, so a
+/// warm run allocates nothing here; encoded into the raw export by the collector, off the hot
+/// path.
+#[derive(Debug, Default)]
+pub struct Capture {
+    bytes: Vec<u8>,
+    /// (arrival time ns, end offset of the response's bytes in `bytes`).
+    spans: Vec<(u64, usize)>,
+}
+
+impl Capture {
+    /// Records one response read at `t`.
+    #[inline]
+    pub fn push(&mut self, t: u64, data: &[u8]) {
+        self.bytes.extend_from_slice(data);
+        self.spans.push((t, self.bytes.len()));
+    }
+
+    /// Forgets the responses, keeping capacity.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.spans.clear();
+    }
+
+    /// Responses recorded.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The responses in arrival order: (time, bytes).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
+        let mut start = 0;
+        self.spans.iter().map(move |&(t, end)| {
+            let s = &self.bytes[start..end];
+            start = end;
+            (t, s)
+        })
+    }
 }
 
 impl Exchange {
@@ -75,6 +124,17 @@ impl Exchange {
         self.completion_tokens = None;
         self.prompt_tokens = None;
         self.sse.reset();
+        if let Some(c) = self.capture.as_mut() {
+            c.clear();
+        }
+    }
+
+    /// Keeps a copy of a response read at `t`, when the run captures responses.
+    #[inline]
+    pub fn keep_response(&mut self, t: u64, data: &[u8]) {
+        if let Some(c) = self.capture.as_mut() {
+            c.push(t, data);
+        }
     }
 
     /// Bytes were read at `t`.
@@ -190,5 +250,25 @@ mod tests {
         ex.reset();
         assert_eq!(ex.chunks, 0);
         assert!(ex.gaps.is_empty() && ex.first_token_ns.is_none());
+    }
+
+    #[test]
+    fn capture_keeps_responses_in_order_and_only_when_on() {
+        let mut ex = Exchange::new();
+        ex.keep_response(1, b"ignored");
+        assert!(ex.capture.is_none());
+        ex.capture = Some(Capture::default());
+        ex.keep_response(5, b"{\"a\":1}");
+        ex.keep_response(5, b"");
+        ex.keep_response(9, b"[DONE]");
+        let c = ex.capture.as_ref().unwrap();
+        let got: Vec<(u64, &[u8])> = c.iter().collect();
+        assert_eq!(
+            got,
+            vec![(5, &b"{\"a\":1}"[..]), (5, &b""[..]), (9, &b"[DONE]"[..])]
+        );
+        assert_eq!(c.len(), 3);
+        ex.reset();
+        assert!(ex.capture.as_ref().unwrap().is_empty());
     }
 }

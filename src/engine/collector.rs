@@ -20,6 +20,7 @@ use std::time::Duration;
 use indicatif::ProgressBar;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::artifact::raw_export::RawExportWriter;
 use crate::artifact::records::write_row;
 use crate::artifact::timeline::Timeline;
 use crate::load::{Completed, GapPool, RecordSource, WindowRule};
@@ -80,6 +81,21 @@ pub struct Sinks {
     pub timeline: Option<Timeline>,
     /// Advanced once per measured request.
     pub progress: Option<ProgressBar>,
+    /// GenAI-Perf's / perf_analyzer's raw per-request export, with an experiment open; takes each
+    /// record's response capture (and recycles it).
+    pub raw_export: Option<RawExportWriter>,
+    /// The raw export's first write error; it stops writing there.
+    pub raw_error: Option<std::io::Error>,
+}
+
+impl Sinks {
+    /// The first error the raw export met, naming the file.
+    pub fn raw_result(&mut self, what: &str) -> crate::error::Result<()> {
+        match self.raw_error.take() {
+            Some(e) => Err(crate::error::Error::failed(format!("writing {what}: {e}"))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// One closed window of measured requests.
@@ -170,8 +186,14 @@ impl Cutter {
         loop {
             let msg = rx.recv_timeout(Duration::from_millis(2));
             let closed = matches!(msg, Err(crate::load::queue::Empty::Closed));
-            if let Ok(Completed { record, mut gaps }) = msg {
+            if let Ok(Completed {
+                record,
+                mut gaps,
+                capture,
+            }) = msg
+            {
                 self.take(&record, &gaps);
+                self.raw(&record, capture);
                 gaps.clear();
                 let _ = self.setup.pool.push(gaps);
             }
@@ -194,6 +216,17 @@ impl Cutter {
             }
         }
         self.finish()
+    }
+
+    /// Hands a request and its response capture to the raw export, which writes measured,
+    /// successful requests and recycles the capture.
+    fn raw(&mut self, record: &RequestRecord, capture: Option<crate::client::Capture>) {
+        if let Some(w) = self.sinks.raw_export.as_mut()
+            && self.sinks.raw_error.is_none()
+            && let Err(e) = w.record(record, capture)
+        {
+            self.sinks.raw_error = Some(e);
+        }
     }
 
     /// Opens the first window once the measurement has started.

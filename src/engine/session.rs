@@ -42,6 +42,7 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
         count_tokens: true,
         seed: plan.workload.seed,
         gaps: gap_pool(),
+        captures: plan.raw_export.then(crate::load::capture_pool),
     };
     Ok(Session::new(shared, probe))
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 use crossbeam_queue::ArrayQueue;
 use tokio::sync::watch;
 
-use crate::client::{Client, Exchange};
+use crate::client::{Capture, Client, Exchange};
 use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord};
 use crate::workload::Dataset;
 use crate::workload::tokenizer::Tokenizer;
@@ -36,6 +36,16 @@ pub struct Completed {
     pub record: RequestRecord,
     /// Gaps between consecutive content-bearing responses (ns); the buffer goes back to the pool.
     pub gaps: Vec<u64>,
+    /// Every response as received, when the run writes a raw export; back to its pool after.
+    pub capture: Option<Capture>,
+}
+
+/// Recycled response captures for the raw export (see [`Capture`]).
+pub type CapturePool = Arc<ArrayQueue<Capture>>;
+
+/// Creates a capture pool.
+pub fn capture_pool() -> CapturePool {
+    Arc::new(ArrayQueue::new(4_096))
 }
 
 /// Recycled gap buffers, so a request's gap list costs no allocation once the pool is warm.
@@ -131,6 +141,8 @@ pub struct Shared {
     pub seed: u64,
     /// Gap buffer pool.
     pub gaps: GapPool,
+    /// Response captures, when the run writes a raw export (`None`: nothing is kept).
+    pub captures: Option<CapturePool>,
 }
 
 /// One phase of a level (warm-up or measurement).
@@ -387,6 +399,11 @@ async fn execute_one(
 ) -> Completed {
     let index = (seq % shared.dataset.len() as u64) as usize;
     let entry = shared.dataset.entry(index);
+    if let Some(pool) = &shared.captures
+        && ex.capture.is_none()
+    {
+        ex.capture = Some(pool.pop().unwrap_or_default());
+    }
     ex.reset();
     let clock = &shared.clock;
     // One abort watch for both stages: each one registers with the channel shared by every
@@ -461,5 +478,13 @@ async fn execute_one(
     };
     let fresh = shared.gaps.pop().unwrap_or_else(|| Vec::with_capacity(256));
     let gaps = std::mem::replace(&mut ex.gaps, fresh);
-    Completed { record, gaps }
+    let capture = match &shared.captures {
+        Some(pool) => ex.capture.replace(pool.pop().unwrap_or_default()),
+        None => None,
+    };
+    Completed {
+        record,
+        gaps,
+        capture,
+    }
 }

@@ -147,6 +147,7 @@ mod tests {
                 error: None,
             },
             gaps: Vec::new(),
+            capture: None,
         }
     }
 

@@ -355,9 +355,14 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         count_tokens: false,
         seed: plan.seed,
         gaps: gap_pool(),
+        captures: plan
+            .profile_export
+            .is_some()
+            .then(crate::load::capture_pool),
     };
     let mut session = Session::new(shared, probe);
     let mut sinks = open_sinks(plan, session.shared.clock)?;
+    sinks.raw_export = raw_export_writer(plan, protocol, &info, &session.shared)?;
     let levels = run_levels(plan, &mut session, &mut sinks, &settings, print).await?;
     if let Some(t) = sinks.timeline.take() {
         t.finish()
@@ -365,6 +370,11 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     }
     if let Some(r) = sinks.records.take() {
         r.finish()?;
+    }
+    sinks.raw_result("--profile-export-file")?;
+    if let Some(w) = sinks.raw_export.take() {
+        w.finish()
+            .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
     }
     if print && !levels.is_empty() {
         print!("{}", report::summary(&levels, plan.percentile));
@@ -391,7 +401,38 @@ fn open_sinks(plan: &PerfPlan, clock: Clock) -> Result<Sinks> {
             None => None,
         },
         progress: None,
+        raw_export: None,
+        raw_error: None,
     })
+}
+
+/// perf_analyzer's `--profile-export-file`, when asked for: every output of the model listed
+/// in each response, as perf_analyzer requests them all.
+fn raw_export_writer(
+    plan: &PerfPlan,
+    protocol: Protocol,
+    info: &ModelInfo,
+    shared: &Shared,
+) -> Result<Option<crate::artifact::raw_export::RawExportWriter>> {
+    let (Some(path), Some(pool)) = (&plan.profile_export, &shared.captures) else {
+        return Ok(None);
+    };
+    let mut target = plan.target.clone();
+    if protocol == Protocol::Http {
+        target.api = crate::target::Api::Infer;
+    }
+    let outputs = info.outputs.iter().map(|o| o.name.clone()).collect();
+    let export = crate::artifact::raw_export::RawExport::new(
+        &target,
+        &shared.client,
+        &shared.dataset,
+        pool.clone(),
+    )
+    .with_outputs(outputs);
+    let w = export
+        .writer(path, shared.clock)
+        .map_err(|e| Error::io("write", path, e))?;
+    Ok(Some(w))
 }
 
 /// The level loop: each level in order; past the latency threshold the sweep stops, and an
@@ -429,7 +470,15 @@ async fn run_levels(
             percentile_method: plan.percentile_method,
             on_pass: (print && plan.verbose).then_some(&pass_line as &(dyn Fn(&Pass) + Sync)),
         };
+        if let Some(w) = sinks.raw_export.as_mut() {
+            w.begin_level(&stimulus)
+                .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
+        }
         let measured = measure_level(session, &spec, sinks).await?;
+        if let Some(w) = sinks.raw_export.as_mut() {
+            w.end_level()
+                .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
+        }
         let mut level = PerfLevel::from_measured(
             &measured,
             plan.batch,

@@ -99,6 +99,8 @@ pub struct PerfPlan {
     /// With `--verbose-csv` and `-f`: every measured request, one JSON line each (the format of
     /// `profile`'s `requests.jsonl`), in `<stem>.requests.jsonl` beside the report.
     pub requests_log: Option<PathBuf>,
+    /// `--profile-export-file`: perf_analyzer's raw per-request export.
+    pub profile_export: Option<PathBuf>,
     /// Timeline file and its row interval.
     pub timeline: Option<(PathBuf, Duration)>,
     /// HTTP: binary input tensors.
@@ -324,6 +326,7 @@ impl PerfPlan {
             warmup: a.warmup_request_count,
             request_parameters,
             report_file: a.latency_report_file.clone(),
+            profile_export: a.profile_export_file.clone(),
             verbose_csv: a.verbose_csv,
             requests_log: a
                 .latency_report_file

@@ -7,7 +7,13 @@
 //! `Server Compute Infer`, `Server Compute Output` — when the server's statistics were read],
 //! `Client Recv`, `p50 latency`, `p90 latency`, `p95 latency`, `p99 latency`, [`pN latency` —
 //! `--percentile N` other than 50/90/95/99], then with `--verbose-csv`: [`Avg latency` — without
-//! `--percentile`], `request/response`, `response wait`. Time columns are integer microseconds
+//! `--percentile`], `request/response`, `response wait`; and last, always, two columns
+//! perf_analyzer does not write: `Throughput` (the value of `Inferences/Second`) and
+//! `p99 Latency` (the value of `p99 latency`, µs). They are what the perf_analyzer guide's pandas
+//! snippet plots (`df['Throughput']`, `df['p99 Latency']`); appended after every perf_analyzer
+//! column, they leave positional scripts (`awk -F, '{print $3}'`) reading what they read from
+//! perf_analyzer's file. Readers of this file (`compare`, `report`) go by column name.
+//! Time columns are integer microseconds
 //! (ns / 1000, truncated); Inferences/Second uses C++ stream formatting (6 significant digits).
 //! Network+Server Send/Recv = max(0, avg latency − send − recv − server queue − server compute).
 
@@ -300,6 +306,8 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
         head.push("request/response".into());
         head.push("response wait".into());
     }
+    head.push("Throughput".into());
+    head.push("p99 Latency".into());
     let mut rows: Vec<&PerfLevel> = levels.iter().collect();
     rows.sort_by(|a, b| {
         a.throughput
@@ -344,6 +352,8 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
             r.push(us(l.avg_send_ns + l.avg_recv_ns).to_string());
             r.push(us(response_wait_ns(l)).to_string());
         }
+        r.push(g6(l.throughput));
+        r.push(us(l.latency.p99).to_string());
         out.push_str(&r.join(","));
         out.push('\n');
     }
@@ -426,9 +436,9 @@ mod tests {
         );
         assert_eq!(
             text,
-            "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency
-4,4100.5,4,90,342,21,431,10,1,882,1080,1170,1530
-8,8556,4,124,342,21,431,10,1,915,1120,1214,1587
+            "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Throughput,p99 Latency
+4,4100.5,4,90,342,21,431,10,1,882,1080,1170,1530,4100.5,1530
+8,8556,4,124,342,21,431,10,1,915,1120,1214,1587,8556,1587
 "
         );
     }
@@ -446,8 +456,8 @@ mod tests {
         );
         assert_eq!(
             text,
-            "Concurrency,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,p75 latency,request/response,response wait
-2,100,4,1,980,1200,1300,1700,1100,5,994
+            "Concurrency,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,p75 latency,request/response,response wait,Throughput,p99 Latency
+2,100,4,1,980,1200,1300,1700,1100,5,994,100,1700
 "
         );
         let text = csv(
@@ -457,7 +467,7 @@ mod tests {
                 verbose: true,
             },
         );
-        assert!(text.starts_with("Concurrency,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,response wait\n"));
+        assert!(text.starts_with("Concurrency,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,response wait,Throughput,p99 Latency\n"));
     }
 
     #[test]
@@ -479,7 +489,7 @@ mod tests {
         );
         assert_eq!(
             text,
-            "Request Rate,Inferences/Second,Response Throughput,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n100,99.5,1990,4,1,1960,2400,2600,3400\n"
+            "Request Rate,Inferences/Second,Response Throughput,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Throughput,p99 Latency\n100,99.5,1990,4,1,1960,2400,2600,3400,99.5,3400\n"
         );
     }
 

@@ -240,3 +240,48 @@ pub async fn chat_level(
     let (end, gpus) = server_sample(&c, sim, model).await;
     (level.finish(&end), gpu_level.finish(&gpus), responses)
 }
+
+/// The Python of the GenAI-Perf venv (`scripts/genai_perf/setup.sh`: GenAI-Perf, pandas,
+/// matplotlib): `$TTFTBENCH_GENAI_PERF_PYTHON`, else `.venv-gp/bin/python` in the repository.
+/// `None`, with the reason printed, when it is missing or cannot import them — unless
+/// `TTFTBENCH_REQUIRE_GENAI_PERF=1` (CI), where that fails the test.
+pub fn genai_perf_python() -> Option<std::path::PathBuf> {
+    let python = std::env::var_os("TTFTBENCH_GENAI_PERF_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-gp/bin/python"));
+    let probe = std::process::Command::new(&python)
+        .args(["-c", "import genai_perf, pandas, matplotlib"])
+        .output();
+    let why = match probe {
+        Ok(o) if o.status.success() => return Some(python),
+        Ok(o) => format!(
+            "{} cannot import genai_perf, pandas, matplotlib: {}",
+            python.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        Err(e) => format!("no Python at {}: {e}", python.display()),
+    };
+    let msg = format!("{why} (run scripts/genai_perf/setup.sh)");
+    if std::env::var("TTFTBENCH_REQUIRE_GENAI_PERF").as_deref() == Ok("1") {
+        panic!("TTFTBENCH_REQUIRE_GENAI_PERF=1: {msg}");
+    }
+    eprintln!("skipping: {msg}");
+    None
+}
+
+/// Runs a Python script of the repository with `python`; returns its stdout, panicking with
+/// both streams when it fails.
+pub fn run_python(python: &Path, script: &str, args: &[&Path]) -> String {
+    let out = std::process::Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(script))
+        .args(args)
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}

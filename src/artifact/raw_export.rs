@@ -1,0 +1,929 @@
+//! perf_analyzer's raw per-request export — GenAI-Perf's `profile_export.json` and `inputs.json`,
+//! and `perf --profile-export-file` — encoded request by request and streamed to disk.
+//!
+//! # `profile_export.json`
+//!
+//! The layout perf_analyzer writes (`src/profile_data_exporter.cc`) and GenAI-Perf's
+//! `LLMProfileDataParser` reads (`genai_perf/profile_data_parser/`), key order as perf_analyzer
+//! writes it, compact, one level (experiment) per file:
+//!
+//! ```text
+//! {"experiments":[{"experiment":{"mode":"concurrency","value":4},      <- or "request_rate", 5.0
+//!   "requests":[
+//!     {"timestamp":1764412345000000000,                                 <- request sent, Unix ns
+//!      "request_inputs":{"payload":"{\"model\":\"gpt2\",...}"},          <- openai: the body, a string
+//!      "response_timestamps":[1764412345041000000, ...],                <- one per response, Unix ns
+//!      "response_outputs":[{"response":"data: {...}\n\n"}, ...]},       <- openai: one per SSE event
+//!     ...],
+//!   "window_boundaries":[1764412345000000000,1764412355000000000]}],
+//!  "version":"ttftbench 0.1.0","service_kind":"openai","endpoint":"v1/chat/completions"}
+//! ```
+//!
+//! * `service_kind` is `openai` for every HTTP JSON API (chat, completions, and Triton's
+//!   `generate`/`generate_stream`, which GenAI-Perf also drives through perf_analyzer's OpenAI
+//!   client) and `triton` for KServe v2 (gRPC and HTTP `/infer`). `endpoint` is the URL path
+//!   without its leading `/` (`v1/chat/completions`, `v2/models/gpt2/generate_stream`); `""` for
+//!   `triton`. GenAI-Perf picks its response parser from these two fields.
+//! * Timestamps are nanoseconds since the Unix epoch: the run's monotonic offsets plus its one
+//!   wall-clock anchor, so every timestamp of a run is on one clock. `timestamp` is when the
+//!   request was handed to the transport (perf_analyzer: just before the asynchronous send); each
+//!   response timestamp is when the read that brought it returned, before decoding (responses
+//!   of one read share it, as in `requests.jsonl`).
+//! * One `response_outputs` entry per response, in arrival order, text as received:
+//!   - streamed HTTP: one entry per server-sent event, `{"response": "data: <data>\n\n"}` with
+//!     the event's `data` as it arrived (`[DONE]` included). perf_analyzer writes one entry per
+//!     libcurl read, which may hold several events or part of one; GenAI-Perf splits and merges
+//!     those back into events, so one event per entry is the form its parser is built for.
+//!   - non-streamed HTTP: the whole body, `{"response": "<body>"}`.
+//!   - KServe (`triton`): `{"<output name>": <value>, ...}` per response message, each output
+//!     tensor as perf_analyzer renders it (below). A response without `text_output` (Triton's
+//!     empty final response) still lists it as `""`, as perf_analyzer lists every requested output
+//!     and renders an empty buffer as `""`.
+//! * `request_inputs`: for `openai`, `{"payload": "<request body>"}`, with the prompt of
+//!   completions (`prompt`) and generate (`text_input`) in the one-element list form GenAI-Perf's
+//!   converters send and its parser joins (`" ".join(payload["prompt"])`); ttftbench sends the
+//!   same text as a plain string, which those APIs treat identically. For `triton`, the input
+//!   tensors by name.
+//! * Tensor values, as perf_analyzer's `AddDataToJSON`: `BYTES` is one string (the buffer after
+//!   its first 4-byte length prefix); a numeric tensor of one element is a scalar, of several a
+//!   flat array; an empty buffer is `""`. FP16 and BF16, which perf_analyzer leaves `null`, are
+//!   written as numbers.
+//! * Only measured requests that completed are written: perf_analyzer records no failed request
+//!   and no warm-up. Failures stay in `requests.jsonl`.
+//! * `window_boundaries`: the measurement's start and end (Unix ns): earliest send and latest end
+//!   of any measured request of the level.
+//!
+//! # `inputs.json`
+//!
+//! perf_analyzer's `--input-data` file, one entry per dataset entry in dataset order:
+//! `{"data":[{"payload":[{<body>}]}, ...]}` for HTTP JSON APIs (the body in the list form above),
+//! `{"data":[{"text_input":["..."],"max_tokens":[256],...}, ...]}` (each tensor's values as a
+//! list) for KServe.
+//!
+//! Both files are written by [`RawExportWriter`]: the header at the start of the level, one
+//! request at a time as the collector receives it, the footer at the end; nothing accumulates in
+//! memory.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use prost::Message;
+use serde_json::{Map, Value};
+
+use crate::client::{Capture, Client, Payload};
+use crate::load::CapturePool;
+use crate::load::Stimulus;
+use crate::record::{Clock, Phase, RequestRecord};
+use crate::target::{Api, Target};
+use crate::workload::Dataset;
+use crate::workload::tensor::DataType;
+
+/// Raw per-request export inside a level directory.
+pub const RAW_EXPORT_FILE: &str = "profile_export.json";
+/// The requests' payloads, in perf_analyzer's input-data format.
+pub const INPUTS_FILE: &str = "inputs.json";
+
+/// How captured responses are rendered into `response_outputs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseForm {
+    /// Each capture is one SSE event's `data`.
+    SseEvents,
+    /// Each capture is one whole JSON body.
+    Body,
+    /// Each capture is a `ModelStreamInferResponse` message.
+    KserveStream,
+    /// Each capture is a `ModelInferResponse` message.
+    KserveUnary,
+    /// Each capture is a KServe v2 HTTP `/infer` response body (JSON, or JSON plus binary tensors).
+    KserveHttp,
+}
+
+/// What a level's raw export says about its traffic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportFormat {
+    /// `openai` or `triton`.
+    pub service_kind: &'static str,
+    /// URL path without the leading `/` (`""` for `triton`).
+    pub endpoint: String,
+    /// How responses were captured.
+    pub responses: ResponseForm,
+    /// Outputs listed in every KServe response (`""` when a response lacks one).
+    pub outputs: Vec<String>,
+}
+
+/// The file's opening, up to its first experiment.
+pub const FILE_OPEN: &str = "{\"experiments\":[";
+
+/// An experiment's opening, up to its first request (after a comma unless it is the first).
+pub fn experiment_open(stimulus: &Stimulus, first: bool) -> String {
+    let (mode, value) = match stimulus {
+        Stimulus::Concurrency(n) => ("concurrency", Value::from(*n)),
+        Stimulus::RequestRate { rate, .. } => ("request_rate", Value::from(*rate)),
+    };
+    format!(
+        "{}{{\"experiment\":{{\"mode\":\"{mode}\",\"value\":{value}}},\"requests\":[",
+        if first { "" } else { "," }
+    )
+}
+
+/// An experiment's end, after its last request.
+pub fn experiment_close(window: Option<(u64, u64)>) -> String {
+    let bounds = match window {
+        Some((a, b)) => format!("{a},{b}"),
+        None => String::new(),
+    };
+    format!("],\"window_boundaries\":[{bounds}]}}")
+}
+
+/// The file's end, after its last experiment.
+pub fn file_close(version: &str, f: &ExportFormat) -> String {
+    format!(
+        "],\"version\":{},\"service_kind\":{},\"endpoint\":{}}}",
+        json_str(version),
+        json_str(f.service_kind),
+        json_str(&f.endpoint)
+    )
+}
+
+/// A one-experiment file's opening (GenAI-Perf's per-level file), up to the first request.
+pub fn open(stimulus: &Stimulus) -> String {
+    format!("{FILE_OPEN}{}", experiment_open(stimulus, true))
+}
+
+/// A one-experiment file's end.
+pub fn close(window: Option<(u64, u64)>, version: &str, f: &ExportFormat) -> String {
+    format!("{}{}", experiment_close(window), file_close(version, f))
+}
+
+/// One request object (preceded by a comma unless it is the first), appended to `out`.
+/// `inputs` is the request's `request_inputs` object as JSON text ([`request_inputs`]);
+/// `unix` turns a run-clock offset into Unix ns.
+pub fn request(
+    out: &mut Vec<u8>,
+    first: bool,
+    sent_unix_ns: u64,
+    inputs: &str,
+    capture: &Capture,
+    f: &ExportFormat,
+    unix: impl Fn(u64) -> u64,
+) {
+    if !first {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"{\"timestamp\":");
+    push_u64(out, sent_unix_ns);
+    out.extend_from_slice(b",\"request_inputs\":");
+    out.extend_from_slice(inputs.as_bytes());
+    out.extend_from_slice(b",\"response_timestamps\":[");
+    for (i, (t, _)) in capture.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_u64(out, unix(t));
+    }
+    out.extend_from_slice(b"],\"response_outputs\":[");
+    for (i, (_, bytes)) in capture.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        response_output(out, bytes, f);
+    }
+    out.extend_from_slice(b"]}");
+}
+
+fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
+    // Text responses are escaped straight into `out`: one per token, no allocation.
+    let (prefix, suffix) = match f.responses {
+        ResponseForm::SseEvents => ("data: ", "\\n\\n"),
+        ResponseForm::Body => ("", ""),
+        _ => return tensor_output(out, bytes, f),
+    };
+    out.extend_from_slice(b"{\"response\":\"");
+    out.extend_from_slice(prefix.as_bytes());
+    push_escaped(out, bytes);
+    out.extend_from_slice(suffix.as_bytes());
+    out.extend_from_slice(b"\"}");
+}
+
+/// `bytes` as the inside of a JSON string (invalid UTF-8 replaced, as text readers would).
+fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let start = out.len();
+    // Serializing a string cannot fail; its surrounding quotes are then dropped.
+    let _ = serde_json::to_writer(&mut *out, text.as_ref());
+    out.remove(start);
+    out.pop();
+}
+
+fn tensor_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
+    let obj = match f.responses {
+        ResponseForm::SseEvents | ResponseForm::Body => return,
+        ResponseForm::KserveStream => {
+            let msg = crate::proto::ModelStreamInferResponse::decode(bytes).ok();
+            grpc_outputs(msg.and_then(|m| m.infer_response).as_ref(), &f.outputs)
+        }
+        ResponseForm::KserveUnary => {
+            let msg = crate::proto::ModelInferResponse::decode(bytes).ok();
+            grpc_outputs(msg.as_ref(), &f.outputs)
+        }
+        ResponseForm::KserveHttp => http_tensors(bytes, "outputs", &f.outputs),
+    };
+    // Serializing a map of strings and numbers cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &obj);
+}
+
+fn single(key: &str, v: Value) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(key.to_string(), v);
+    m
+}
+
+/// Each output tensor of a KServe gRPC response, then every `listed` name it lacked as `""`.
+fn grpc_outputs(
+    resp: Option<&crate::proto::ModelInferResponse>,
+    listed: &[String],
+) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(r) = resp {
+        for (i, t) in r.outputs.iter().enumerate() {
+            let dt = DataType::from_name(&t.datatype);
+            let v = match (r.raw_output_contents.get(i), &t.contents) {
+                (Some(raw), _) => raw_tensor(dt, raw),
+                (None, Some(c)) => typed_tensor(dt, c),
+                (None, None) => Value::String(String::new()),
+            };
+            m.insert(t.name.clone(), v);
+        }
+    }
+    for name in listed {
+        if !m.contains_key(name) {
+            m.insert(name.clone(), Value::String(String::new()));
+        }
+    }
+    m
+}
+
+/// A tensor's raw little-endian buffer as perf_analyzer renders it.
+pub fn raw_tensor(dt: Option<DataType>, raw: &[u8]) -> Value {
+    if raw.is_empty() {
+        return Value::String(String::new());
+    }
+    let Some(dt) = dt else {
+        return Value::Null;
+    };
+    if dt == DataType::Bytes {
+        let rest = raw.get(4..).unwrap_or_default();
+        return Value::String(String::from_utf8_lossy(rest).into_owned());
+    }
+    let size = dt.size().unwrap_or(1);
+    let values: Vec<Value> = raw.chunks_exact(size).map(|c| element(dt, c)).collect();
+    match values.len() {
+        1 => values.into_iter().next().unwrap_or(Value::Null),
+        _ => Value::Array(values),
+    }
+}
+
+fn element(dt: DataType, c: &[u8]) -> Value {
+    let n = |v: f64| serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number);
+    let mut b8 = [0u8; 8];
+    b8[..c.len().min(8)].copy_from_slice(&c[..c.len().min(8)]);
+    let u = u64::from_le_bytes(b8);
+    match dt {
+        DataType::Bool => Value::Bool(c[0] != 0),
+        DataType::U8 | DataType::U16 | DataType::U32 | DataType::U64 => Value::from(u),
+        DataType::I8 => Value::from(c[0] as i8),
+        DataType::I16 => Value::from(i16::from_le_bytes([c[0], c[1]])),
+        DataType::I32 => Value::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        DataType::I64 => Value::from(u as i64),
+        DataType::F32 => n(f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
+        DataType::F64 => n(f64::from_bits(u)),
+        DataType::F16 => n(f64::from(half_to_f32(u16::from_le_bytes([c[0], c[1]])))),
+        DataType::Bf16 => n(f64::from(f32::from_bits(
+            u32::from(u16::from_le_bytes([c[0], c[1]])) << 16,
+        ))),
+        DataType::Bytes => Value::Null,
+    }
+}
+
+fn half_to_f32(h: u16) -> f32 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let frac = f32::from(h & 0x3ff);
+    sign * match exp {
+        0 => frac * 2f32.powi(-24),
+        31 if frac == 0.0 => f32::INFINITY,
+        31 => f32::NAN,
+        e => (1.0 + frac / 1024.0) * 2f32.powi(e - 15),
+    }
+}
+
+/// A tensor sent in typed `contents` fields.
+fn typed_tensor(dt: Option<DataType>, c: &crate::proto::InferTensorContents) -> Value {
+    let nums = |v: Vec<Value>| match v.len() {
+        0 => Value::String(String::new()),
+        1 => v.into_iter().next().unwrap_or(Value::Null),
+        _ => Value::Array(v),
+    };
+    match dt {
+        Some(DataType::Bytes) => c
+            .bytes_contents
+            .first()
+            .map_or(Value::String(String::new()), |b| {
+                Value::String(String::from_utf8_lossy(b).into_owned())
+            }),
+        Some(DataType::Bool) => nums(c.bool_contents.iter().map(|&b| Value::Bool(b)).collect()),
+        _ => {
+            let mut v: Vec<Value> = Vec::new();
+            v.extend(c.int_contents.iter().map(|&x| Value::from(x)));
+            v.extend(c.int64_contents.iter().map(|&x| Value::from(x)));
+            v.extend(c.uint_contents.iter().map(|&x| Value::from(x)));
+            v.extend(c.uint64_contents.iter().map(|&x| Value::from(x)));
+            v.extend(c.fp32_contents.iter().map(|&x| Value::from(f64::from(x))));
+            v.extend(c.fp64_contents.iter().map(|&x| Value::from(x)));
+            nums(v)
+        }
+    }
+}
+
+/// The tensors (`inputs` or `outputs`) of a KServe v2 HTTP body: a JSON header, followed by the
+/// binary blobs of tensors whose `parameters.binary_data_size` is set, in tensor order.
+fn http_tensors(body: &[u8], key: &str, listed: &[String]) -> Map<String, Value> {
+    let mut stream = serde_json::Deserializer::from_slice(body).into_iter::<Value>();
+    let header = stream.next().and_then(Result::ok).unwrap_or(Value::Null);
+    let mut binary = body.get(stream.byte_offset()..).unwrap_or_default();
+    let mut m = Map::new();
+    if let Some(tensors) = header.get(key).and_then(Value::as_array) {
+        for t in tensors {
+            let name = t.get("name").and_then(Value::as_str).unwrap_or_default();
+            let dt = t
+                .get("datatype")
+                .and_then(Value::as_str)
+                .and_then(DataType::from_name);
+            let size = t
+                .pointer("/parameters/binary_data_size")
+                .and_then(Value::as_u64);
+            let v = match size {
+                Some(n) => {
+                    let n = (n as usize).min(binary.len());
+                    let (raw, rest) = binary.split_at(n);
+                    binary = rest;
+                    raw_tensor(dt, raw)
+                }
+                None => json_data(dt, t.get("data")),
+            };
+            m.insert(name.to_string(), v);
+        }
+    }
+    for name in listed {
+        if !m.contains_key(name) {
+            m.insert(name.clone(), Value::String(String::new()));
+        }
+    }
+    m
+}
+
+/// A tensor's JSON `data` (nested or flat) rendered like a raw buffer: one string for BYTES,
+/// a scalar for one element, an array otherwise.
+fn json_data(dt: Option<DataType>, data: Option<&Value>) -> Value {
+    let mut flat = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<Value>) {
+        match v {
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            other => out.push(other.clone()),
+        }
+    }
+    if let Some(d) = data {
+        walk(d, &mut flat);
+    }
+    if dt == Some(DataType::Bytes) {
+        return flat
+            .into_iter()
+            .next()
+            .unwrap_or(Value::String(String::new()));
+    }
+    match flat.len() {
+        0 => Value::String(String::new()),
+        1 => flat.into_iter().next().unwrap_or(Value::Null),
+        _ => Value::Array(flat),
+    }
+}
+
+/// An HTTP JSON body with the prompt in GenAI-Perf's list form (`prompt`/`text_input` strings
+/// become one-element lists); `None` when the body is not a JSON object.
+pub fn genai_perf_body(body: &[u8]) -> Option<Map<String, Value>> {
+    let Ok(Value::Object(mut m)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    for key in ["prompt", "text_input"] {
+        if let Some(v) = m.get_mut(key)
+            && v.is_string()
+        {
+            *v = Value::Array(vec![v.take()]);
+        }
+    }
+    Some(m)
+}
+
+/// A request's `request_inputs` object as JSON text.
+pub fn request_inputs(payload: &Payload) -> String {
+    let obj = match payload {
+        Payload::Http(body) => {
+            let text = match genai_perf_body(body) {
+                Some(m) => Value::Object(m).to_string(),
+                None => String::from_utf8_lossy(body).into_owned(),
+            };
+            single("payload", Value::String(text))
+        }
+        Payload::Grpc(bytes) => grpc_inputs(bytes),
+        Payload::HttpInfer { body, .. } => http_tensors(body, "inputs", &[]),
+    };
+    Value::Object(obj).to_string()
+}
+
+fn grpc_inputs(bytes: &[u8]) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Ok(req) = crate::proto::ModelInferRequest::decode(bytes) {
+        for (i, t) in req.inputs.iter().enumerate() {
+            let dt = DataType::from_name(&t.datatype);
+            let v = match (req.raw_input_contents.get(i), &t.contents) {
+                (Some(raw), _) => raw_tensor(dt, raw),
+                (None, Some(c)) => typed_tensor(dt, c),
+                (None, None) => Value::String(String::new()),
+            };
+            m.insert(t.name.clone(), v);
+        }
+    }
+    m
+}
+
+/// One `inputs.json` entry: `{"payload":[{body}]}` for HTTP JSON APIs, tensor name → list of
+/// values for KServe.
+pub fn inputs_entry(payload: &Payload) -> String {
+    let obj = match payload {
+        Payload::Http(body) => {
+            let b = genai_perf_body(body).map_or(Value::Null, Value::Object);
+            single("payload", Value::Array(vec![b]))
+        }
+        Payload::Grpc(bytes) => listed(grpc_inputs(bytes)),
+        Payload::HttpInfer { body, .. } => listed(http_tensors(body, "inputs", &[])),
+    };
+    Value::Object(obj).to_string()
+}
+
+fn listed(m: Map<String, Value>) -> Map<String, Value> {
+    m.into_iter()
+        .map(|(k, v)| match v {
+            Value::Array(_) => (k, v),
+            other => (k, Value::Array(vec![other])),
+        })
+        .collect()
+}
+
+fn json_str(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+fn push_u64(out: &mut Vec<u8>, v: u64) {
+    let mut buf = [0u8; 20];
+    out.extend_from_slice(crate::client::wire::decimal(v, &mut buf));
+}
+
+/// Writes `inputs.json` for a dataset (entry by entry, never the whole text at once).
+pub fn write_inputs(path: &Path, dataset: &Dataset) -> io::Result<()> {
+    let mut w = BufWriter::new(File::create(path)?);
+    w.write_all(b"{\"data\":[")?;
+    for i in 0..dataset.len() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        w.write_all(inputs_entry(&dataset.entry(i).payload).as_bytes())?;
+    }
+    w.write_all(b"]}")?;
+    w.flush()
+}
+
+/// The `request_inputs` text of every dataset entry, rendered once per run.
+pub fn all_request_inputs(dataset: &Dataset) -> Arc<[Box<str>]> {
+    (0..dataset.len())
+        .map(|i| request_inputs(&dataset.entry(i).payload).into_boxed_str())
+        .collect()
+}
+
+/// A run's raw export: its format, every dataset entry's `request_inputs` rendered once, and the
+/// pool response captures come from and go back to.
+#[derive(Debug, Clone)]
+pub struct RawExport {
+    format: ExportFormat,
+    inputs: Arc<[Box<str>]>,
+    pool: CapturePool,
+}
+
+impl RawExport {
+    /// For a run of `dataset` through `client` to `target`; captures recycle through `pool`.
+    pub fn new(
+        target: &Target,
+        client: &Client,
+        dataset: &Dataset,
+        pool: CapturePool,
+    ) -> RawExport {
+        RawExport {
+            format: format_for(target, client),
+            inputs: all_request_inputs(dataset),
+            pool,
+        }
+    }
+
+    /// Writes `inputs.json` into a level directory and opens its `profile_export.json`.
+    pub fn level(
+        &self,
+        dir: &Path,
+        stimulus: &Stimulus,
+        clock: Clock,
+        dataset: &Dataset,
+    ) -> io::Result<RawExportWriter> {
+        write_inputs(&dir.join(INPUTS_FILE), dataset)?;
+        let mut w = self.writer(&dir.join(RAW_EXPORT_FILE), clock)?;
+        w.begin_level(stimulus)?;
+        Ok(w)
+    }
+
+    /// Opens a `profile_export.json` at `path` (no experiment open yet).
+    pub fn writer(&self, path: &Path, clock: Clock) -> io::Result<RawExportWriter> {
+        RawExportWriter::create(
+            path,
+            self.format.clone(),
+            self.inputs.clone(),
+            clock,
+            self.pool.clone(),
+        )
+    }
+
+    /// Lists these outputs in every KServe response (`""` when a response lacks one), as
+    /// perf_analyzer lists every output it requested.
+    pub fn with_outputs(mut self, outputs: Vec<String>) -> RawExport {
+        self.format.outputs = outputs;
+        self
+    }
+}
+
+/// What a run's traffic looks like to the export's readers.
+pub fn format_for(target: &Target, client: &Client) -> ExportFormat {
+    let (service_kind, endpoint) = match target.api {
+        Api::Kserve | Api::Infer => ("triton", String::new()),
+        Api::Chat | Api::Completions | Api::Generate => ("openai", target.endpoint.clone()),
+    };
+    let responses = match (client, target.api) {
+        (Client::Grpc(c), _) if c.stream_rpc() => ResponseForm::KserveStream,
+        (Client::Grpc(_), _) => ResponseForm::KserveUnary,
+        (Client::Http(_), Api::Infer) => ResponseForm::KserveHttp,
+        (Client::Http(_), _) if target.streaming => ResponseForm::SseEvents,
+        (Client::Http(_), _) => ResponseForm::Body,
+    };
+    let outputs = match target.api {
+        Api::Kserve => vec!["text_output".to_string()],
+        _ => Vec::new(),
+    };
+    ExportFormat {
+        service_kind,
+        endpoint,
+        responses,
+        outputs,
+    }
+}
+
+/// Streams a `profile_export.json`: experiments (levels) opened and closed in turn, fed by the
+/// collector one record at a time, the footer written at the end. Captures go back to their
+/// pool once written.
+pub struct RawExportWriter {
+    out: BufWriter<File>,
+    format: ExportFormat,
+    inputs: Arc<[Box<str>]>,
+    clock: Clock,
+    pool: CapturePool,
+    experiments: u32,
+    written: u64,
+    window: Option<(u64, u64)>,
+    buf: Vec<u8>,
+}
+
+impl RawExportWriter {
+    /// Creates the file and writes its opening; no experiment is open yet.
+    pub fn create(
+        path: &Path,
+        format: ExportFormat,
+        inputs: Arc<[Box<str>]>,
+        clock: Clock,
+        pool: CapturePool,
+    ) -> io::Result<RawExportWriter> {
+        let mut out = BufWriter::with_capacity(1 << 16, File::create(path)?);
+        out.write_all(FILE_OPEN.as_bytes())?;
+        Ok(RawExportWriter {
+            out,
+            format,
+            inputs,
+            clock,
+            pool,
+            experiments: 0,
+            written: 0,
+            window: None,
+            buf: Vec::with_capacity(4096),
+        })
+    }
+
+    /// Opens the experiment of one level.
+    pub fn begin_level(&mut self, stimulus: &Stimulus) -> io::Result<()> {
+        let first = self.experiments == 0;
+        self.experiments += 1;
+        self.written = 0;
+        self.window = None;
+        self.out
+            .write_all(experiment_open(stimulus, first).as_bytes())
+    }
+
+    /// Closes the open experiment.
+    pub fn end_level(&mut self) -> io::Result<()> {
+        let clock = self.clock;
+        let window = self
+            .window
+            .map(|(a, b)| (clock.unix_ns(a), clock.unix_ns(b)));
+        self.out.write_all(experiment_close(window).as_bytes())
+    }
+
+    /// Writes a completed measured request; recycles its capture either way.
+    pub fn record(&mut self, rec: &RequestRecord, capture: Option<Capture>) -> io::Result<()> {
+        let result = match &capture {
+            Some(c) if rec.phase == Phase::Measure => self.write(rec, c),
+            _ => Ok(()),
+        };
+        if let Some(mut c) = capture {
+            c.clear();
+            let _ = self.pool.push(c);
+        }
+        result
+    }
+
+    fn write(&mut self, rec: &RequestRecord, c: &Capture) -> io::Result<()> {
+        let (a, b) = self.window.unwrap_or((rec.sent_ns, rec.end_ns));
+        self.window = Some((a.min(rec.sent_ns), b.max(rec.end_ns)));
+        if !rec.ok() || c.is_empty() {
+            return Ok(());
+        }
+        let inputs = self
+            .inputs
+            .get(rec.prompt_index as usize)
+            .map_or("{}", |s| s);
+        self.buf.clear();
+        let clock = self.clock;
+        request(
+            &mut self.buf,
+            self.written == 0,
+            clock.unix_ns(rec.sent_ns),
+            inputs,
+            c,
+            &self.format,
+            |t| clock.unix_ns(t),
+        );
+        self.written += 1;
+        self.out.write_all(&self.buf)
+    }
+
+    /// Writes the footer and flushes.
+    pub fn finish(mut self) -> io::Result<()> {
+        let version = format!("ttftbench {}", crate::VERSION);
+        self.out
+            .write_all(file_close(&version, &self.format).as_bytes())?;
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat() -> ExportFormat {
+        ExportFormat {
+            service_kind: "openai",
+            endpoint: "v1/chat/completions".into(),
+            responses: ResponseForm::SseEvents,
+            outputs: vec![],
+        }
+    }
+
+    #[test]
+    fn whole_file_for_one_chat_request() {
+        let mut c = Capture::default();
+        c.push(
+            10,
+            br#"{"choices":[{"delta":{"role":"assistant"}}],"object":"chat.completion.chunk"}"#,
+        );
+        c.push(
+            25,
+            br#"{"choices":[{"delta":{"content":"Hi"}}],"object":"chat.completion.chunk"}"#,
+        );
+        c.push(25, b"[DONE]");
+        let inputs = request_inputs(&Payload::Http(bytes::Bytes::from_static(
+            br#"{"model":"gpt2","messages":[{"role":"user","content":"Say \"hi\""}],"stream":true}"#,
+        )));
+        let mut out = open(&Stimulus::Concurrency(2)).into_bytes();
+        request(&mut out, true, 1_000_005, &inputs, &c, &chat(), |t| {
+            1_000_000 + t
+        });
+        out.extend_from_slice(
+            close(Some((1_000_000, 1_000_030)), "ttftbench 9", &chat()).as_bytes(),
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"experiments":[{"experiment":{"mode":"concurrency","value":2},"requests":["#,
+                r#"{"timestamp":1000005,"request_inputs":{"payload":"{\"model\":\"gpt2\",\"messages\":[{\"role\":\"user\",\"content\":\"Say \\\"hi\\\"\"}],\"stream\":true}"},"#,
+                r#""response_timestamps":[1000010,1000025,1000025],"#,
+                r#""response_outputs":[{"response":"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}],\"object\":\"chat.completion.chunk\"}\n\n"},"#,
+                r#"{"response":"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}],\"object\":\"chat.completion.chunk\"}\n\n"},"#,
+                r#"{"response":"data: [DONE]\n\n"}]}"#,
+                r#"],"window_boundaries":[1000000,1000030]}],"version":"ttftbench 9","service_kind":"openai","endpoint":"v1/chat/completions"}"#
+            )
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v["experiments"][0]["requests"][0]["response_outputs"][2]["response"],
+            "data: [DONE]\n\n"
+        );
+    }
+
+    #[test]
+    fn second_request_is_comma_separated_and_rate_is_a_float() {
+        let mut c = Capture::default();
+        c.push(1, b"{}");
+        let f = ExportFormat {
+            responses: ResponseForm::Body,
+            ..chat()
+        };
+        let mut out = Vec::new();
+        request(&mut out, false, 7, "{\"payload\":\"{}\"}", &c, &f, |t| t);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#",{"timestamp":7,"request_inputs":{"payload":"{}"},"response_timestamps":[1],"response_outputs":[{"response":"{}"}]}"#
+        );
+        let rate = Stimulus::RequestRate {
+            rate: 5.0,
+            arrival: crate::load::pacer::Arrival::Constant,
+            max_inflight: 8,
+        };
+        assert_eq!(
+            open(&rate),
+            r#"{"experiments":[{"experiment":{"mode":"request_rate","value":5.0},"requests":["#
+        );
+        assert_eq!(
+            close(None, "v", &f),
+            r#"],"window_boundaries":[]}],"version":"v","service_kind":"openai","endpoint":"v1/chat/completions"}"#
+        );
+    }
+
+    #[test]
+    fn prompts_take_genai_perf_list_form() {
+        let inputs =
+            |b: &'static [u8]| request_inputs(&Payload::Http(bytes::Bytes::from_static(b)));
+        assert_eq!(
+            inputs(br#"{"model":"m","prompt":"a b","max_tokens":3}"#),
+            r#"{"payload":"{\"model\":\"m\",\"prompt\":[\"a b\"],\"max_tokens\":3}"}"#
+        );
+        assert_eq!(
+            inputs(br#"{"text_input":"x","stream":true}"#),
+            r#"{"payload":"{\"text_input\":[\"x\"],\"stream\":true}"}"#
+        );
+        let entry = inputs_entry(&Payload::Http(bytes::Bytes::from_static(
+            br#"{"text_input":"x","stream":true}"#,
+        )));
+        assert_eq!(entry, r#"{"payload":[{"text_input":["x"],"stream":true}]}"#);
+    }
+
+    fn kserve_request() -> Vec<u8> {
+        use crate::proto::model_infer_request::InferInputTensor;
+        crate::proto::ModelInferRequest {
+            model_name: "m".into(),
+            inputs: vec![
+                InferInputTensor {
+                    name: "text_input".into(),
+                    datatype: "BYTES".into(),
+                    shape: vec![1, 1],
+                    ..Default::default()
+                },
+                InferInputTensor {
+                    name: "max_tokens".into(),
+                    datatype: "INT32".into(),
+                    shape: vec![1, 1],
+                    ..Default::default()
+                },
+                InferInputTensor {
+                    name: "stream".into(),
+                    datatype: "BOOL".into(),
+                    shape: vec![1, 1],
+                    ..Default::default()
+                },
+            ],
+            raw_input_contents: vec![
+                crate::workload::tensor::encode_bytes_elements([&b"Hello"[..]]),
+                7i32.to_le_bytes().to_vec(),
+                vec![1],
+            ],
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn kserve_inputs_render_like_perf_analyzer() {
+        let p = Payload::Grpc(bytes::Bytes::from(kserve_request()));
+        assert_eq!(
+            request_inputs(&p),
+            r#"{"text_input":"Hello","max_tokens":7,"stream":true}"#
+        );
+        assert_eq!(
+            inputs_entry(&p),
+            r#"{"text_input":["Hello"],"max_tokens":[7],"stream":[true]}"#
+        );
+    }
+
+    #[test]
+    fn kserve_stream_responses_and_the_empty_final_one() {
+        use crate::proto::model_infer_response::InferOutputTensor;
+        let token = crate::proto::ModelStreamInferResponse {
+            error_message: String::new(),
+            infer_response: Some(crate::proto::ModelInferResponse {
+                outputs: vec![InferOutputTensor {
+                    name: "text_output".into(),
+                    datatype: "BYTES".into(),
+                    shape: vec![1],
+                    ..Default::default()
+                }],
+                raw_output_contents: vec![crate::workload::tensor::encode_bytes_elements([
+                    &b" tok"[..],
+                ])],
+                ..Default::default()
+            }),
+        }
+        .encode_to_vec();
+        let empty_final = crate::proto::ModelStreamInferResponse {
+            error_message: String::new(),
+            infer_response: Some(crate::proto::ModelInferResponse::default()),
+        }
+        .encode_to_vec();
+        let mut c = Capture::default();
+        c.push(3, &token);
+        c.push(4, &empty_final);
+        let f = ExportFormat {
+            service_kind: "triton",
+            endpoint: String::new(),
+            responses: ResponseForm::KserveStream,
+            outputs: vec!["text_output".into()],
+        };
+        let mut out = Vec::new();
+        request(&mut out, true, 1, "{}", &c, &f, |t| t);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"timestamp":1,"request_inputs":{},"response_timestamps":[3,4],"response_outputs":[{"text_output":" tok"},{"text_output":""}]}"#
+        );
+    }
+
+    #[test]
+    fn tensors_as_perf_analyzer_renders_them() {
+        let f32s: Vec<u8> = [1.5f32, -2.0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        assert_eq!(
+            raw_tensor(Some(DataType::F32), &f32s),
+            serde_json::json!([1.5, -2.0])
+        );
+        assert_eq!(
+            raw_tensor(Some(DataType::I64), &(-3i64).to_le_bytes()),
+            serde_json::json!(-3)
+        );
+        assert_eq!(raw_tensor(Some(DataType::U8), &[]), serde_json::json!(""));
+        assert_eq!(
+            raw_tensor(Some(DataType::F16), &0x3c00u16.to_le_bytes()),
+            serde_json::json!(1.0)
+        );
+        // KServe HTTP: a JSON header with one JSON tensor and one binary one.
+        let mut body = br#"{"model_name":"m","outputs":[{"name":"A","datatype":"INT32","shape":[2],"data":[[1],[2]]},{"name":"B","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}]}"#.to_vec();
+        body.extend_from_slice(&0.5f32.to_le_bytes());
+        let f = ExportFormat {
+            service_kind: "triton",
+            endpoint: String::new(),
+            responses: ResponseForm::KserveHttp,
+            outputs: vec!["A".into(), "B".into(), "C".into()],
+        };
+        let mut c = Capture::default();
+        c.push(9, &body);
+        let mut out = Vec::new();
+        request(&mut out, true, 1, "{}", &c, &f, |t| t);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["response_outputs"][0],
+            serde_json::json!({"A": [1, 2], "B": 0.5, "C": ""})
+        );
+    }
+}
