@@ -23,6 +23,8 @@ pub mod client;
 pub mod doctor;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod load;
 pub mod metrics;
 pub mod perf;

@@ -40,6 +40,14 @@ pub fn parse_event(data: &[u8], text: &mut String) -> Result<EventInfo, serde_js
         });
     }
     text.truncate(before);
+    parse_event_full(data, text)
+}
+
+/// The full JSON reader alone, without the fast scanner's shortcut (the fuzz target checks that
+/// the two agree).
+#[doc(hidden)]
+pub fn parse_event_full(data: &[u8], text: &mut String) -> Result<EventInfo, serde_json::Error> {
+    let before = text.len();
     let mut info = EventInfo::default();
     let mut de = serde_json::Deserializer::from_slice(data);
     let result = EventSeed {
@@ -285,6 +293,12 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
         {}
         Ok(())
     }
+}
+
+/// The fast scanner alone: the text it appended, or `None` where it defers to the full reader.
+#[doc(hidden)]
+pub fn scan_fast(data: &[u8], text: &mut String) -> Option<usize> {
+    fast::scan(data, text)
 }
 
 /// A single-pass scanner for the common token event — text in `choices[0].delta.content` (or

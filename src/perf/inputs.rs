@@ -69,6 +69,17 @@ pub fn tensors(plan: &PerfPlan, info: &ModelInfo) -> Result<Vec<Vec<Tensor>>, Us
             all
         }
     };
+    tensors_from_entries(plan, info, &entries)
+}
+
+/// The tensors of every entry read from `--input-data` (or the one empty entry of generated
+/// data), checked against the model. Pure: the fuzz target calls it with hostile entries.
+#[doc(hidden)]
+pub fn tensors_from_entries(
+    plan: &PerfPlan,
+    info: &ModelInfo,
+    entries: &[HashMap<String, Value>],
+) -> Result<Vec<Vec<Tensor>>, UsageError> {
     let mut rng = StdRng::seed_from_u64(plan.seed);
     let mut out = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
@@ -396,6 +407,15 @@ fn shape_from_json(v: &Value, at: &str) -> Result<Vec<i64>, UsageError> {
 pub fn read_data_file(path: &Path) -> Result<Vec<HashMap<String, Value>>, UsageError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("--input-data {}: {e}", path.display())))?;
+    parse_data_text(&text, path)
+}
+
+/// Parses the text of an input-data file named `path` (pure: the fuzz target's entry point).
+#[doc(hidden)]
+pub fn parse_data_text(
+    text: &str,
+    path: &Path,
+) -> Result<Vec<HashMap<String, Value>>, UsageError> {
     let entry = |v: Value, where_: &str| -> Result<HashMap<String, Value>, UsageError> {
         match v {
             Value::Object(mut o) => {
@@ -412,7 +432,7 @@ pub fn read_data_file(path: &Path) -> Result<Vec<HashMap<String, Value>>, UsageE
             ))),
         }
     };
-    match serde_json::from_str::<Value>(&text) {
+    match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(o)) if o.contains_key("data") => {
             let data = o.get("data").and_then(Value::as_array).ok_or_else(|| {
                 UsageError(format!("--input-data {}: \"data\" must be a list of entries", path.display()))

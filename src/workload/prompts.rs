@@ -490,10 +490,21 @@ const CONJUNCTIONS: &[&str] = &[
 pub fn from_jsonl(path: &Path, tokenizer: &Tokenizer) -> Result<Vec<Prompt>, UsageError> {
     let file = std::fs::File::open(path)
         .map_err(|e| UsageError(format!("cannot open prompt file {}: {e}", path.display())))?;
+    from_jsonl_reader(BufReader::new(file), path, tokenizer)
+}
+
+/// [`from_jsonl`] over any reader; `path` only names the source in errors (the fuzz target's
+/// entry point).
+#[doc(hidden)]
+pub fn from_jsonl_reader(
+    reader: impl BufRead,
+    path: &Path,
+    tokenizer: &Tokenizer,
+) -> Result<Vec<Prompt>, UsageError> {
     let mut prompts = Vec::new();
     // Lines as bytes, so that one bad line gets an error with its number instead of failing the
     // whole read.
-    for (i, line) in BufReader::new(file).split(b'\n').enumerate() {
+    for (i, line) in reader.split(b'\n').enumerate() {
         let n = i + 1;
         let where_ = || format!("{}: line {n}", path.display());
         let line = line.map_err(|e| UsageError(format!("{}: cannot read: {e}", where_())))?;

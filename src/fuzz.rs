@@ -1,0 +1,400 @@
+//! Fuzz targets: one function per parser of outside data, each checking properties beyond "does
+//! not panic", shared by the coverage-guided harnesses in `fuzz/`, the stable mutation runner
+//! (`examples/fuzz_stable.rs`) and the regression replay in `tests/fuzz_regressions.rs`.
+//!
+//! A target takes arbitrary bytes, feeds them to one parser and panics only when a property
+//! fails (or the parser itself panics): that is what the fuzzers report as a crash. Targets never
+//! touch the file system or the network, so millions of inputs run per minute.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde_json::Value;
+
+use crate::client::{events, sse, wire};
+use crate::workload::tensor::{DataType, ModelInfo, TensorSpec};
+use crate::workload::tokenizer::Tokenizer;
+
+/// One fuzz target: its name (the `fuzz/fuzz_targets/<name>.rs` harness and the corpus folder)
+/// and the function that checks one input.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    /// Name used by scripts, corpora and harnesses.
+    pub name: &'static str,
+    /// Checks one input; panics when a property fails.
+    pub run: fn(&[u8]),
+}
+
+/// Every target, in the order `scripts/fuzz.sh` runs them.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "sse",
+        run: sse_framing,
+    },
+    Target {
+        name: "events",
+        run: event_json,
+    },
+    Target {
+        name: "wire",
+        run: kserve_wire,
+    },
+    Target {
+        name: "prometheus",
+        run: prometheus_text,
+    },
+    Target {
+        name: "level_json",
+        run: level_json,
+    },
+    Target {
+        name: "histograms",
+        run: histograms_json,
+    },
+    Target {
+        name: "perf_csv",
+        run: perf_csv,
+    },
+    Target {
+        name: "input_data",
+        run: input_data,
+    },
+    Target {
+        name: "prompts",
+        run: prompt_file,
+    },
+];
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<Target> {
+    TARGETS.iter().copied().find(|t| t.name == name)
+}
+
+/// Events as `(name, data)` pairs, owned, for comparing two framings of one stream.
+type Events = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn frame(chunks: &[&[u8]]) -> (Events, bool) {
+    let mut p = sse::SseParser::new();
+    let mut out = Events::new();
+    let mut failed = false;
+    for c in chunks {
+        if p.feed(c, |n, d| out.push((n.to_vec(), d.to_vec()))).is_err() {
+            failed = true;
+            break;
+        }
+    }
+    if !failed {
+        p.finish(|n, d| out.push((n.to_vec(), d.to_vec())));
+    }
+    (out, failed)
+}
+
+/// SSE framing: the events of a byte stream are the same however the stream is split into
+/// reads. The first byte picks the split points (a pseudo-random walk seeded by it); the rest is
+/// the stream.
+pub fn sse_framing(data: &[u8]) {
+    let Some((&seed, stream)) = data.split_first() else {
+        return;
+    };
+    let whole = frame(&[stream]);
+    let mut rng = StdRng::seed_from_u64(u64::from(seed));
+    let mut chunks = Vec::new();
+    let mut rest = stream;
+    while !rest.is_empty() {
+        let n = rng.random_range(1..=rest.len().min(1 + usize::from(seed % 17)));
+        let (a, b) = rest.split_at(n);
+        chunks.push(a);
+        rest = b;
+    }
+    let split = frame(&chunks);
+    assert_eq!(whole, split, "framing depends on how the stream was split");
+    // One byte at a time is the most adversarial split of all.
+    let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+    assert_eq!(whole, frame(&bytes), "byte-at-a-time framing differs");
+    for (name, _) in &whole.0 {
+        assert!(
+            !name.contains(&b'\n') && !name.contains(&b'\r'),
+            "an event name spans lines"
+        );
+    }
+}
+
+/// Event JSON: when the fast scanner accepts an event, the full JSON reader accepts it too and
+/// extracts the same text; a failed parse leaves the output buffer as it was; whatever is
+/// accepted is valid JSON.
+pub fn event_json(data: &[u8]) {
+    let mut fast = String::from("prefix");
+    let scanned = events::scan_fast(data, &mut fast);
+    let mut full = String::from("prefix");
+    let parsed = events::parse_event_full(data, &mut full);
+    // Whenever both accept, they agree. The scanner may accept a little more than the reader:
+    // it does not check the UTF-8 of fields it skips (the text it extracts is checked).
+    if let (Some(n), Ok(info)) = (scanned, &parsed) {
+        assert_eq!(fast, full, "fast scanner and JSON reader disagree on the text");
+        assert_eq!(n, info.content_bytes);
+        assert!(info.error.is_none() && info.completion_tokens.is_none());
+    }
+    if scanned.is_some() && parsed.is_err() {
+        assert!(
+            std::str::from_utf8(data).is_err(),
+            "the fast scanner accepted valid UTF-8 that is not a valid event"
+        );
+    }
+    if parsed.is_err() {
+        assert_eq!(full, "prefix", "a rejected event left text behind");
+    } else {
+        assert!(
+            serde_json::from_slice::<serde::de::IgnoredAny>(data).is_ok(),
+            "the JSON reader accepted an event that is not JSON"
+        );
+    }
+    let mut both = String::new();
+    let _ = events::parse_event(data, &mut both);
+}
+
+/// KServe v2 protobuf: the in-place reader never panics, and whenever `prost` also decodes the
+/// message, both see the same outputs and the same error flag.
+pub fn kserve_wire(data: &[u8]) {
+    use prost::Message;
+    let mut text = String::new();
+    let mut error = String::new();
+    let stream = wire::read_stream_response(data, Some(&mut text), &mut error);
+    if let (Ok(info), Ok(msg)) = (
+        &stream,
+        crate::proto::ModelStreamInferResponse::decode(data),
+    ) {
+        let outputs = msg.infer_response.as_ref().map_or(0, |r| r.outputs.len());
+        assert_eq!(info.outputs as usize, outputs, "output count differs from prost");
+        assert_eq!(info.has_error, !msg.error_message.is_empty());
+    }
+    let mut text = String::new();
+    let infer = wire::read_infer_response(data, Some(&mut text));
+    if let (Ok(info), Ok(msg)) = (&infer, crate::proto::ModelInferResponse::decode(data)) {
+        assert_eq!(info.outputs as usize, msg.outputs.len());
+    }
+    let _ = wire::read_infer_response(data, None);
+}
+
+/// Prometheus text exposition: no panic, and counters read are finite numbers.
+pub fn prometheus_text(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for model in ["m", "", "llama"] {
+        let _ = crate::server_metrics::parse_prometheus(&text, model);
+    }
+}
+
+/// A level's `profile_export_genai_perf.json` as compare/report read it.
+pub fn level_json(data: &[u8]) {
+    let Ok(doc) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    if let Ok(level) = crate::artifact::read::level_from_json(&doc, Path::new("fuzz")) {
+        // What compare and report do next with a level.
+        let run = crate::artifact::read::run_from(Path::new("fuzz"), vec![level]);
+        let _ = run.summaries();
+        let _ = run.started_unix_ns();
+    }
+}
+
+/// `histograms.json` (what merge reads): the JSON document, or — when the input is not JSON —
+/// the bytes as one metric's serialized HDR histogram.
+pub fn histograms_json(data: &[u8]) {
+    use base64::Engine;
+    let doc = serde_json::from_slice::<Value>(data).unwrap_or_else(|_| {
+        serde_json::json!({"metrics": {"time_to_first_token": {
+            "hdr": base64::engine::general_purpose::STANDARD.encode(data),
+            "count": 3, "sum": 3e6, "sum_sq": 3e12, "min": 1e6, "max": 1e6}}})
+    });
+    let mut agg = crate::stats::Aggregate::new();
+    if crate::artifact::histograms::decode_into(&doc, &mut agg).is_ok() {
+        for (_, d) in agg.dists() {
+            let _ = d.stats(1.0);
+        }
+    }
+}
+
+/// A perf_analyzer CSV (`-f`), as compare/report read it.
+pub fn perf_csv(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(levels) = crate::artifact::read::perf_csv_levels(&text, Path::new("fuzz.csv")) {
+        let run = crate::artifact::read::run_from(Path::new("fuzz.csv"), levels);
+        let _ = run.summaries();
+    }
+}
+
+fn spec(name: &str, datatype: DataType, dims: &[i64], optional: bool) -> TensorSpec {
+    TensorSpec {
+        name: name.into(),
+        datatype,
+        dims: dims.to_vec(),
+        optional,
+    }
+}
+
+/// Two models (batching and not) with inputs of every shape rule: fixed, one variable dim, two
+/// variable dims, BYTES, optional.
+fn fuzz_models() -> &'static [(crate::perf::plan::PerfPlan, ModelInfo); 2] {
+    static MODELS: OnceLock<[(crate::perf::plan::PerfPlan, ModelInfo); 2]> = OnceLock::new();
+    MODELS.get_or_init(|| {
+        let inputs = vec![
+            spec("F32", DataType::F32, &[-1], false),
+            spec("BYTES", DataType::Bytes, &[2], false),
+            spec("I64", DataType::I64, &[-1, 3], true),
+            spec("F16", DataType::F16, &[2, 2], true),
+            spec("BOOL", DataType::Bool, &[-1, -1], true),
+        ];
+        let model = |max_batch_size| ModelInfo {
+            name: "m".into(),
+            platform: String::new(),
+            backend: String::new(),
+            max_batch_size,
+            decoupled: false,
+            inputs: inputs.clone(),
+            outputs: vec![spec("OUT", DataType::F32, &[1], false)],
+        };
+        let plan = |batch: &str| {
+            use clap::Parser;
+            let argv = ["ttftbench", "perf", "-m", "m", "-b", batch];
+            let cli = crate::cli::Cli::try_parse_from(argv).expect("fixed perf arguments parse");
+            let crate::cli::Command::Perf(p) = cli.command else {
+                unreachable!("the arguments name the perf command")
+            };
+            let mut plan =
+                crate::perf::plan::PerfPlan::from_args(&p, &[]).expect("fixed perf plan builds");
+            plan.data = crate::perf::plan::DataSource::Files(vec![PathBuf::from("fuzz.json")]);
+            plan
+        };
+        [(plan("1"), model(0)), (plan("2"), model(4))]
+    })
+}
+
+/// `--input-data` JSON: parsing the file and turning its entries into tensors for a model; every
+/// tensor built holds exactly the bytes its datatype and shape call for.
+pub fn input_data(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(entries) = crate::perf::inputs::parse_data_text(text, Path::new("fuzz.json")) else {
+        return;
+    };
+    let entries: Vec<HashMap<String, Value>> = entries.into_iter().take(8).collect();
+    for (plan, info) in fuzz_models() {
+        let Ok(requests) = crate::perf::inputs::tensors_from_entries(plan, info, &entries) else {
+            continue;
+        };
+        for t in requests.iter().flatten() {
+            if let Some(size) = t.datatype.size() {
+                let n: u128 = t.shape.iter().map(|d| (*d).max(0) as u128).product();
+                assert_eq!(
+                    t.raw.len() as u128,
+                    n * size as u128,
+                    "tensor {} of shape {:?} holds the wrong number of bytes",
+                    t.name,
+                    t.shape
+                );
+            }
+        }
+    }
+}
+
+/// `--input-file` prompts (JSONL): parsing and token counting of arbitrary text.
+pub fn prompt_file(data: &[u8]) {
+    static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
+    let tk = TOKENIZER.get_or_init(Tokenizer::builtin_gpt2);
+    if let Ok(prompts) = crate::workload::prompts::from_jsonl_reader(data, Path::new("fuzz"), tk)
+    {
+        assert!(!prompts.is_empty(), "an empty prompt list was accepted");
+    }
+}
+
+/// A stable (no nightly, no instrumentation) mutation fuzzer: starting from `seeds`, applies
+/// random byte-level mutations (flips, inserts, deletes, splices, interesting values, duplicated
+/// runs) and runs `target` on each input. Returns how many inputs ran before `deadline` or
+/// `max_inputs`. A property failure panics, naming nothing; callers save the input first via
+/// `on_input` if they want it kept.
+pub fn mutate_run(
+    target: Target,
+    seeds: &[Vec<u8>],
+    rng_seed: u64,
+    max_inputs: u64,
+    deadline: Option<std::time::Instant>,
+    mut on_input: impl FnMut(&[u8]),
+) -> u64 {
+    let mut rng = StdRng::seed_from_u64(rng_seed);
+    let empty = [Vec::new()];
+    let seeds = if seeds.is_empty() { &empty[..] } else { seeds };
+    let mut buf = Vec::new();
+    let mut n = 0;
+    while n < max_inputs {
+        if n % 256 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            break;
+        }
+        buf.clear();
+        buf.extend_from_slice(&seeds[rng.random_range(0..seeds.len())]);
+        let rounds = 1 + rng.random_range(0..6);
+        for _ in 0..rounds {
+            mutate(&mut buf, seeds, &mut rng);
+        }
+        on_input(&buf);
+        (target.run)(&buf);
+        n += 1;
+    }
+    n
+}
+
+/// Bytes that tend to matter to these parsers: structure characters, line ends, protobuf keys.
+const INTERESTING: &[u8] = b"{}[]\":,\\\n\r\t :-0123456789eE.+ndtfa\x00\x08\x0a\x12\x1a\x22\x2a\x42\x80\xff";
+
+fn mutate(buf: &mut Vec<u8>, seeds: &[Vec<u8>], rng: &mut StdRng) {
+    let len = buf.len();
+    match rng.random_range(0..8) {
+        0 if len > 0 => {
+            let i = rng.random_range(0..len);
+            buf[i] ^= 1 << rng.random_range(0..8);
+        }
+        1 => {
+            let i = rng.random_range(0..=len);
+            buf.insert(i, INTERESTING[rng.random_range(0..INTERESTING.len())]);
+        }
+        2 if len > 0 => {
+            let i = rng.random_range(0..len);
+            let j = (i + 1 + rng.random_range(0..8)).min(len);
+            buf.drain(i..j);
+        }
+        3 if len > 0 => {
+            let i = rng.random_range(0..len);
+            buf[i] = INTERESTING[rng.random_range(0..INTERESTING.len())];
+        }
+        4 => {
+            // Splice a piece of another seed in.
+            let other = &seeds[rng.random_range(0..seeds.len())];
+            if !other.is_empty() {
+                let a = rng.random_range(0..other.len());
+                let b = (a + 1 + rng.random_range(0..32)).min(other.len());
+                let at = rng.random_range(0..=len);
+                buf.splice(at..at, other[a..b].iter().copied());
+            }
+        }
+        5 if len > 0 => {
+            // Duplicate a run (repeated fields, nested brackets, long lines).
+            let a = rng.random_range(0..len);
+            let b = (a + 1 + rng.random_range(0..16)).min(len);
+            let piece = buf[a..b].to_vec();
+            for _ in 0..rng.random_range(1..4) {
+                buf.splice(a..a, piece.iter().copied());
+            }
+        }
+        6 if len > 0 => {
+            buf.truncate(rng.random_range(0..len));
+        }
+        _ => {
+            let i = rng.random_range(0..=len);
+            let v: u8 = rng.random();
+            buf.insert(i, v);
+        }
+    }
+    buf.truncate(64 << 10);
+}
