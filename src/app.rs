@@ -44,14 +44,7 @@ pub fn sim_config(
             prefix_caching: e.prefix_caching,
         }
     };
-    let faults = crate::sim::FaultConfig {
-        error_rate: e.fault_error_rate,
-        cut_rate: e.fault_cut_rate,
-        stall_rate: e.fault_stall_rate,
-        stall_ms: e.fault_stall_ms,
-        malformed_rate: e.fault_malformed_rate,
-        unavailable: e.fault_unavailable,
-    };
+    let faults = crate::sim::FaultConfig::from_args(e);
     faults
         .validate()
         .map_err(|err| Error::usage(format!("{err:#}")))?;

@@ -558,6 +558,29 @@ pub struct EngineArgs {
     /// Answer every inference request with 503 / UNAVAILABLE.
     #[arg(long = "fault-unavailable")]
     pub fault_unavailable: bool,
+    /// When the outage of --fault-outage-ms begins, in milliseconds after the server started.
+    #[arg(long = "fault-outage-after-ms", default_value_t = 0)]
+    pub fault_outage_after_ms: u64,
+    /// An outage this long (ms): HTTP and gRPC listeners closed, open connections reset, then
+    /// back on the same ports (0 = none).
+    #[arg(long = "fault-outage-ms", default_value_t = 0)]
+    pub fault_outage_ms: u64,
+    /// Share of requests refused as rate-limited (HTTP 429 / gRPC RESOURCE_EXHAUSTED) with a
+    /// Retry-After.
+    #[arg(long = "fault-rate-limit-rate", default_value_t = 0.0)]
+    pub fault_rate_limit_rate: f64,
+    /// Share of requests refused as unavailable (HTTP 503 / gRPC UNAVAILABLE) with a Retry-After.
+    #[arg(long = "fault-unavailable-rate", default_value_t = 0.0)]
+    pub fault_unavailable_rate: f64,
+    /// The Retry-After (seconds) sent with rate-limited and unavailable answers.
+    #[arg(long = "fault-retry-after", default_value_t = 1)]
+    pub fault_retry_after: u64,
+    /// Share of gRPC calls reset (RST_STREAM) after their first response.
+    #[arg(long = "fault-reset-rate", default_value_t = 0.0)]
+    pub fault_reset_rate: f64,
+    /// Send GOAWAY on every gRPC connection this many milliseconds after it opened (0 = never).
+    #[arg(long = "fault-goaway-ms", default_value_t = 0)]
+    pub fault_goaway_ms: u64,
     /// Require `Authorization: Bearer KEY` on the OpenAI routes.
     #[arg(
         long = "require-api-key",

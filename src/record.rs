@@ -92,6 +92,17 @@ pub enum ErrorKind {
     NoContent,
     /// The run was interrupted while the request was in flight.
     Cancelled,
+    /// The server's address refused the connection (nothing listening: down or restarting).
+    ConnectRefused,
+    /// The connection was reset or closed by the server before the response began.
+    ConnectionReset,
+    /// The server asked the client to slow down: HTTP 429, HTTP 503 with `Retry-After`, gRPC
+    /// `RESOURCE_EXHAUSTED`.
+    RateLimited,
+    /// The server reset the HTTP/2 stream (`RST_STREAM`).
+    StreamReset,
+    /// The server closed the HTTP/2 connection (`GOAWAY`) before the call completed.
+    GoAway,
 }
 
 impl ErrorKind {
@@ -109,6 +120,11 @@ impl ErrorKind {
             ErrorKind::GrpcStatus(code) => format!("grpc_{}", grpc_code_name(*code)).into(),
             ErrorKind::NoContent => "no_content".into(),
             ErrorKind::Cancelled => "cancelled".into(),
+            ErrorKind::ConnectRefused => "connect_refused".into(),
+            ErrorKind::ConnectionReset => "connection_reset".into(),
+            ErrorKind::RateLimited => "rate_limited".into(),
+            ErrorKind::StreamReset => "stream_reset".into(),
+            ErrorKind::GoAway => "goaway".into(),
         }
     }
 
@@ -124,7 +140,13 @@ impl ErrorKind {
             ErrorKind::HttpStatus(404) => {
                 Some("check -m (model name) and --endpoint-type / --endpoint")
             }
-            ErrorKind::HttpStatus(429) | ErrorKind::GrpcStatus(8) => Some(
+            ErrorKind::ConnectRefused => Some(
+                "nothing listened at the server's address: check that it is running (workers retried with backoff)",
+            ),
+            ErrorKind::ConnectionReset | ErrorKind::GoAway | ErrorKind::StreamReset => Some(
+                "the server dropped connections or streams: check its logs for restarts, and proxies or load balancers in between",
+            ),
+            ErrorKind::RateLimited | ErrorKind::HttpStatus(429) | ErrorKind::GrpcStatus(8) => Some(
                 "the server (or a gateway) is rejecting load: lower --concurrency / --request-rate or raise its queue limits",
             ),
             ErrorKind::NotStreaming => Some(
@@ -370,6 +392,8 @@ mod tests {
         assert_eq!(ErrorKind::HttpStatus(503).key(), "http_503");
         assert_eq!(ErrorKind::GrpcStatus(14).key(), "grpc_unavailable");
         assert_eq!(ErrorKind::StreamCut.key(), "stream_cut");
+        assert_eq!(ErrorKind::ConnectRefused.key(), "connect_refused");
+        assert_eq!(ErrorKind::RateLimited.key(), "rate_limited");
         assert!(
             ErrorKind::HttpStatus(401)
                 .hint()

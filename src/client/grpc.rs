@@ -275,9 +275,10 @@ impl GrpcClient {
             body: body.clone(),
             id: self.ids.fetch_add(1, Ordering::Relaxed),
         };
-        grpc.ready()
-            .await
-            .map_err(|e| RequestError::new(ErrorKind::Connect, error_chain(&e)))?;
+        grpc.ready().await.map_err(|e| {
+            let kind = super::failure::chain_kind(&e).unwrap_or(ErrorKind::Connect);
+            RequestError::new(kind, error_chain(&e))
+        })?;
         let sent = Arc::new(AtomicU64::new(0));
         let codec = RawCodec {
             clock: *clock,
@@ -315,10 +316,10 @@ impl GrpcClient {
         ex: &mut Exchange,
         clock: &Clock,
     ) -> Result<(), RequestError> {
-        let resp = grpc
-            .streaming(req, path, codec)
-            .await
-            .map_err(status_error)?;
+        let resp = grpc.streaming(req, path, codec).await.map_err(|s| {
+            ex.retry_after = super::failure::grpc_pushback(s.metadata());
+            status_error(s)
+        })?;
         ex.bytes_at(clock.now_ns());
         let mut stream = resp.into_inner();
         let mut error = String::new();
@@ -380,10 +381,16 @@ impl GrpcClient {
                     ));
                 }
                 Err(status) => {
+                    ex.retry_after = super::failure::grpc_pushback(status.metadata());
                     let e = status_error(status);
-                    // After responses have flowed, a failed call is a stream cut off mid-way;
-                    // before, the status itself (UNAVAILABLE, RESOURCE_EXHAUSTED, ...) is the story.
-                    if ex.responses > 0 {
+                    // After responses have flowed, a failed call is a stream cut off mid-way
+                    // (unless the transport says exactly how: reset, GOAWAY); before, the status
+                    // itself (UNAVAILABLE, RESOURCE_EXHAUSTED, ...) is the story.
+                    let transport = matches!(
+                        e.kind,
+                        ErrorKind::StreamReset | ErrorKind::GoAway | ErrorKind::ConnectionReset
+                    );
+                    if ex.responses > 0 && !transport {
                         return Err(RequestError::new(
                             ErrorKind::StreamCut,
                             format!(
@@ -404,15 +411,20 @@ impl GrpcClient {
     pub async fn warm_connections(&self, _n: usize) {}
 }
 
-/// A gRPC status as a request error.
+/// A gRPC status as a request error. The transport's own failures (refused, reset, GOAWAY,
+/// `RST_STREAM`) are told by the error tonic keeps as the status's source; rate limiting is
+/// `RESOURCE_EXHAUSTED`.
 pub fn status_error(s: Status) -> RequestError {
-    let kind = match s.code() {
-        Code::Unavailable
+    let specific = std::error::Error::source(&s).and_then(super::failure::chain_kind);
+    let kind = match (s.code(), specific) {
+        (_, Some(k)) => k,
+        (Code::ResourceExhausted, None) => ErrorKind::RateLimited,
+        (Code::Unavailable, None)
             if s.message().contains("connect") || s.message().contains("transport") =>
         {
             ErrorKind::Connect
         }
-        code => ErrorKind::GrpcStatus(code as i32),
+        (code, None) => ErrorKind::GrpcStatus(code as i32),
     };
     let msg = if s.message().is_empty() {
         format!("{:?}", s.code())

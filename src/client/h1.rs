@@ -85,7 +85,7 @@ pub struct H1Conn {
 pub async fn connect(t: &H1Target) -> Result<H1Conn, RequestError> {
     let stream = TcpStream::connect(&t.addr).await.map_err(|e| {
         RequestError::new(
-            ErrorKind::Connect,
+            super::failure::io_kind(&e, ErrorKind::Connect),
             format!("cannot connect to {}: {e}", t.addr),
         )
     })?;
@@ -201,14 +201,14 @@ impl H1Conn {
             let n = self.fill(clock).await.map_err(|e| {
                 self.reusable = false;
                 RequestError::new(
-                    ErrorKind::StreamCut,
+                    super::failure::io_kind(&e, ErrorKind::StreamCut),
                     format!("reading the response head: {e}"),
                 )
             })?;
             if n == 0 {
                 self.reusable = false;
                 return Err(RequestError::new(
-                    ErrorKind::StreamCut,
+                    ErrorKind::ConnectionReset,
                     "the server closed the connection before responding",
                 ));
             }
@@ -318,7 +318,7 @@ impl H1Conn {
             let n = self.fill(clock).await.map_err(|e| {
                 self.reusable = false;
                 RequestError::new(
-                    ErrorKind::StreamCut,
+                    super::failure::io_kind(&e, ErrorKind::StreamCut),
                     format!("the response body broke off: {e}"),
                 )
             })?;
@@ -381,6 +381,8 @@ pub struct Head {
     pub framing: Framing,
     /// Whether the server keeps the connection open.
     pub keep_alive: bool,
+    /// `Retry-After`, read only on a status other than 2xx.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl Head {
@@ -393,7 +395,11 @@ impl Head {
         let mut chunked = false;
         let mut length = None;
         let mut close = r.version == Some(0);
+        let mut retry_after = None;
         for h in r.headers.iter() {
+            if !(200..300).contains(&status) && h.name.eq_ignore_ascii_case("retry-after") {
+                retry_after = super::failure::retry_after(h.value);
+            }
             let v = std::str::from_utf8(h.value).unwrap_or("").trim();
             if h.name.eq_ignore_ascii_case("content-type") {
                 sse = starts_with_ci(v, "text/event-stream");
@@ -434,6 +440,7 @@ impl Head {
             sse,
             framing,
             keep_alive: !close && framing != Framing::Close,
+            retry_after,
         })
     }
 

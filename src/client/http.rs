@@ -128,7 +128,10 @@ impl HttpClient {
             .send(t, content_type, extra, body, &mut ex.scratch)
             .await;
         sent.map_err(|e| {
-            RequestError::new(ErrorKind::StreamCut, format!("writing the request: {e}"))
+            RequestError::new(
+                super::failure::io_kind(&e, ErrorKind::StreamCut),
+                format!("writing the request: {e}"),
+            )
         })?;
         ex.send_done_ns = Some(clock.now_ns());
         let (head, first_byte) = conn.read_head(clock).await?;
@@ -161,8 +164,9 @@ impl HttpClient {
                     let text = String::from_utf8_lossy(&whole[..whole.len().min(2048)])
                         .trim()
                         .to_string();
+                    ex.retry_after = head.retry_after;
                     Err(RequestError::new(
-                        ErrorKind::HttpStatus(status),
+                        super::failure::http_status_kind(status, head.retry_after),
                         format!(
                             "HTTP {status} {}: {}",
                             head.reason,
@@ -258,11 +262,7 @@ impl HttpClient {
         ex.bytes_at(clock.now_ns());
         let status = resp.status();
         if !status.is_success() {
-            let text = read_error_body(resp).await;
-            return Err(RequestError::new(
-                ErrorKind::HttpStatus(status.as_u16()),
-                format!("HTTP {status}: {text}"),
-            ));
+            return Err(status_failure(resp, ex).await);
         }
         let is_sse = resp
             .headers()
@@ -327,13 +327,8 @@ impl HttpClient {
         let result = async {
             let resp = req.send().await.map_err(classify_send_error)?;
             ex.bytes_at(clock.now_ns());
-            let status = resp.status();
-            if !status.is_success() {
-                let text = read_error_body(resp).await;
-                return Err(RequestError::new(
-                    ErrorKind::HttpStatus(status.as_u16()),
-                    format!("HTTP {status}: {text}"),
-                ));
+            if !resp.status().is_success() {
+                return Err(status_failure(resp, &mut *ex).await);
             }
             // Read to the end without joining the frames into one buffer: only the time counts
             // (unless the raw export keeps the response).
@@ -569,15 +564,31 @@ async fn read_error_body(resp: reqwest::Response) -> String {
     }
 }
 
+/// A non-success response as a request error; a `Retry-After` it carries goes to `ex`.
+async fn status_failure(resp: reqwest::Response, ex: &mut Exchange) -> RequestError {
+    let status = resp.status();
+    let wait = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| super::failure::retry_after(v.as_bytes()));
+    ex.retry_after = wait;
+    let text = read_error_body(resp).await;
+    RequestError::new(
+        super::failure::http_status_kind(status.as_u16(), wait),
+        format!("HTTP {status}: {text}"),
+    )
+}
+
 fn classify_send_error(e: reqwest::Error) -> RequestError {
     let msg = error_chain(&e);
-    let kind = if e.is_connect() {
-        ErrorKind::Connect
-    } else if e.is_timeout() {
+    let specific = super::failure::chain_kind(&e);
+    let kind = if e.is_timeout() {
         ErrorKind::Timeout
+    } else if e.is_connect() {
+        specific.unwrap_or(ErrorKind::Connect)
     } else {
         // The connection was made but closed before a response head arrived.
-        ErrorKind::StreamCut
+        specific.unwrap_or(ErrorKind::StreamCut)
     };
     RequestError::new(kind, msg)
 }

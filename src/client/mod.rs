@@ -8,6 +8,7 @@ pub use crate::workload::Payload;
 
 pub mod discovery;
 pub mod events;
+pub mod failure;
 pub mod grpc;
 pub mod h1;
 pub mod http;
@@ -45,6 +46,9 @@ pub struct Exchange {
     pub completion_tokens: Option<u32>,
     /// Server-reported input tokens (usage), when it reported them.
     pub prompt_tokens: Option<u32>,
+    /// How long the server asked the client to wait before the next request (`Retry-After`,
+    /// gRPC retry pushback), when a failed response said so.
+    pub retry_after: Option<std::time::Duration>,
     pub(crate) sse: sse::SseParser,
     /// The worker's direct HTTP/1.1 connection, kept between requests.
     pub(crate) h1: Option<h1::H1Conn>,
@@ -123,6 +127,7 @@ impl Exchange {
         self.gaps.clear();
         self.completion_tokens = None;
         self.prompt_tokens = None;
+        self.retry_after = None;
         self.sse.reset();
         if let Some(c) = self.capture.as_mut() {
             c.clear();

@@ -9,6 +9,7 @@
 //! ([`Exchange`]), so the steady state allocates nothing per token; the shared state is an atomic
 //! ticket counter (closed loop) or the schedule (open loop) and the channel to the collector.
 
+pub mod backoff;
 pub mod dispatch;
 pub mod pacer;
 pub mod queue;
@@ -217,7 +218,7 @@ impl Halt {
         *self.rx.borrow()
     }
 
-    async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         let mut rx = self.rx.clone();
         let _ = rx.wait_for(|h| *h).await;
     }
@@ -252,9 +253,9 @@ pub async fn run_phase(
     match spec.stimulus {
         Stimulus::Concurrency(n) => {
             let tickets = Arc::new(AtomicU64::new(0));
-            for _ in 0..n {
+            for w in 0..n {
                 let (ctx, tickets) = (ctx(&sink), tickets.clone());
-                set.spawn(async move { closed_loop_worker(ctx, tickets).await });
+                set.spawn(async move { closed_loop_worker(ctx, tickets, u64::from(w)).await });
             }
         }
         Stimulus::RequestRate {
@@ -287,9 +288,11 @@ pub async fn run_phase(
                     };
                 }
             }
-            for _ in 0..max_inflight.max(1) {
+            for w in 0..max_inflight.max(1) {
                 let (ctx, tickets, delayed) = (ctx(&sink), tickets.clone(), delayed.clone());
-                set.spawn(async move { open_loop_worker(ctx, tickets, delayed).await });
+                set.spawn(
+                    async move { open_loop_worker(ctx, tickets, delayed, u64::from(w)).await },
+                );
             }
             schedule = Some(tickets);
         }
@@ -330,10 +333,40 @@ impl WorkerCtx {
     fn done(&self) -> bool {
         self.shared.cancel.stopping() || self.halt.halted()
     }
+
+    /// A worker's backoff, its jitter seeded by the run seed and the worker's number.
+    fn backoff(&self, worker: u64) -> backoff::Backoff {
+        backoff::Backoff::new(
+            self.shared.seed ^ worker.wrapping_mul(0x2545_f491_4f6c_dd1d),
+            self.shared.timeout,
+        )
+    }
+
+    /// Hands a finished request to the collector, then waits as long as its outcome calls for
+    /// ([`backoff`]). Returns `false` when the phase ended during the wait.
+    async fn finish(&self, completed: Completed, ex: &Exchange, b: &mut backoff::Backoff) -> bool {
+        let kind = completed.record.error.as_ref().map(|e| e.kind);
+        let wait = b.after(kind, ex.retry_after);
+        self.sink.send(completed);
+        let Some(mut wait) = wait else {
+            return true;
+        };
+        if let Some(d) = self.deadline {
+            wait = wait.min(Duration::from_nanos(
+                d.saturating_sub(self.shared.clock.now_ns()),
+            ));
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => !self.done(),
+            _ = self.shared.cancel.wait_stop() => false,
+            _ = self.halt.wait() => false,
+        }
+    }
 }
 
-async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>) {
+async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64) {
     let mut ex = Exchange::new();
+    let mut backoff = ctx.backoff(worker);
     loop {
         if ctx.done() {
             return;
@@ -357,7 +390,9 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>) {
             &mut ex,
         )
         .await;
-        ctx.sink.send(completed);
+        if !ctx.finish(completed, &ex, &mut backoff).await {
+            return;
+        }
     }
 }
 
@@ -365,8 +400,10 @@ async fn open_loop_worker(
     ctx: WorkerCtx,
     tickets: Arc<dispatch::Tickets>,
     delayed: Arc<AtomicU64>,
+    worker: u64,
 ) {
     let mut ex = Exchange::new();
+    let mut backoff = ctx.backoff(worker);
     while let Some(t) = tickets.next(&ctx.halt, &ctx.shared.cancel).await {
         if t.all_busy && ctx.shared.clock.now_ns().saturating_sub(t.released_ns) > CAP_DELAY_NS {
             delayed.fetch_add(1, Ordering::Relaxed);
@@ -385,7 +422,11 @@ async fn open_loop_worker(
         )
         .await;
         tickets.busy.fetch_sub(1, Ordering::Relaxed);
-        ctx.sink.send(completed);
+        // A worker backing off is not busy: tickets due meanwhile go to other workers, or wait
+        // and leave late against their intended time.
+        if !ctx.finish(completed, &ex, &mut backoff).await {
+            return;
+        }
     }
 }
 

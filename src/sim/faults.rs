@@ -1,5 +1,6 @@
 //! Fault injection for reliability tests: errors, streams cut mid-way, stalls, malformed events,
-//! and a server that refuses everything.
+//! a server that refuses everything, and the server-level faults of [`super::disruption`]
+//! (outages, rate limits with `Retry-After`, gRPC stream resets and GOAWAY).
 //!
 //! Faults are deterministic, not random, so a test can predict exactly which request fails:
 //! request number `i` (1-based, counting every inference request that passed validation, on any
@@ -10,6 +11,10 @@
 //! wins (nothing is streamed); otherwise a stall, a malformed event and a cut can combine (the
 //! stall delays the first token, the malformed event sits in the middle of what is sent, the cut
 //! ends the stream after half of the tokens).
+//!
+//! Admission faults (rate limited, unavailable, reset) number inference requests on their own
+//! counter, as they arrive and before validation, with the same rule; a rate-limited request wins
+//! over an unavailable one, which wins over a reset.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -37,6 +42,39 @@ pub struct FaultConfig {
     /// Refuse every inference request (HTTP 503, gRPC `UNAVAILABLE`), as a server that is up but
     /// not serving does. Health and metadata keep answering.
     pub unavailable: bool,
+    /// When the outage begins, in milliseconds after the server started.
+    pub outage_after_ms: u64,
+    /// Length of the outage in milliseconds (0 = none): the HTTP and gRPC listeners are closed
+    /// (connections are refused) and every open connection on them is reset; then both listen
+    /// again on the same ports. Metrics keep answering.
+    pub outage_ms: u64,
+    /// Share of inference requests refused as rate-limited: HTTP 429 with `Retry-After`, gRPC
+    /// `RESOURCE_EXHAUSTED` with `grpc-retry-pushback-ms`.
+    pub rate_limit_rate: f64,
+    /// Share of inference requests refused as unavailable: HTTP 503 with `Retry-After`, gRPC
+    /// `UNAVAILABLE` with `grpc-retry-pushback-ms`.
+    pub unavailable_rate: f64,
+    /// The wait the two above ask for, in whole seconds (`Retry-After` has no finer unit).
+    pub retry_after_s: u64,
+    /// Share of gRPC calls reset (HTTP/2 `RST_STREAM`) after their first response message.
+    /// HTTP/1.1 has no stream to reset: `cut_rate` is its equivalent.
+    pub reset_rate: f64,
+    /// Age in milliseconds after which the gRPC server sends `GOAWAY` on each connection and
+    /// closes it once its calls are done (0 = never).
+    pub goaway_ms: u64,
+}
+
+/// What admission does with one inference request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Served normally.
+    Pass,
+    /// Refused as rate-limited (429 / `RESOURCE_EXHAUSTED`).
+    RateLimited,
+    /// Refused as unavailable (503 / `UNAVAILABLE`).
+    Unavailable,
+    /// Served, but its gRPC stream is reset after the first message.
+    Reset,
 }
 
 impl FaultConfig {
@@ -47,12 +85,34 @@ impl FaultConfig {
             ("cut_rate", self.cut_rate),
             ("stall_rate", self.stall_rate),
             ("malformed_rate", self.malformed_rate),
+            ("rate_limit_rate", self.rate_limit_rate),
+            ("unavailable_rate", self.unavailable_rate),
+            ("reset_rate", self.reset_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 anyhow::bail!("fault {name} must be between 0 and 1, got {rate}");
             }
         }
         Ok(())
+    }
+
+    /// The faults `serve` flags ask for (validated later, with the rest of the config).
+    pub fn from_args(e: &crate::cli::EngineArgs) -> FaultConfig {
+        FaultConfig {
+            error_rate: e.fault_error_rate,
+            cut_rate: e.fault_cut_rate,
+            stall_rate: e.fault_stall_rate,
+            stall_ms: e.fault_stall_ms,
+            malformed_rate: e.fault_malformed_rate,
+            unavailable: e.fault_unavailable,
+            outage_after_ms: e.fault_outage_after_ms,
+            outage_ms: e.fault_outage_ms,
+            rate_limit_rate: e.fault_rate_limit_rate,
+            unavailable_rate: e.fault_unavailable_rate,
+            retry_after_s: e.fault_retry_after,
+            reset_rate: e.fault_reset_rate,
+            goaway_ms: e.fault_goaway_ms,
+        }
     }
 }
 
@@ -74,6 +134,7 @@ pub(crate) struct FaultPlan {
 pub(crate) struct Faults {
     cfg: FaultConfig,
     counter: AtomicU64,
+    admitted: AtomicU64,
 }
 
 impl Faults {
@@ -82,6 +143,30 @@ impl Faults {
         Faults {
             cfg,
             counter: AtomicU64::new(0),
+            admitted: AtomicU64::new(0),
+        }
+    }
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> &FaultConfig {
+        &self.cfg
+    }
+
+    /// Numbers the next arriving inference request and says whether it is admitted.
+    pub(crate) fn admit(&self) -> Admission {
+        let c = &self.cfg;
+        if c.rate_limit_rate <= 0.0 && c.unavailable_rate <= 0.0 && c.reset_rate <= 0.0 {
+            return Admission::Pass;
+        }
+        let i = self.admitted.fetch_add(1, Ordering::Relaxed) + 1;
+        if hits(c.rate_limit_rate, i) {
+            Admission::RateLimited
+        } else if hits(c.unavailable_rate, i) {
+            Admission::Unavailable
+        } else if hits(c.reset_rate, i) {
+            Admission::Reset
+        } else {
+            Admission::Pass
         }
     }
 
@@ -142,6 +227,20 @@ mod tests {
             let count = (1..=n).filter(|&i| hits(rate, i)).count();
             assert_eq!(count, expected, "rate {rate}");
         }
+    }
+
+    #[test]
+    fn admission_faults_share_one_counter() {
+        let f = Faults::new(FaultConfig {
+            rate_limit_rate: 0.25,
+            unavailable_rate: 0.5,
+            reset_rate: 1.0,
+            ..FaultConfig::default()
+        });
+        let got: Vec<Admission> = (0..4).map(|_| f.admit()).collect();
+        use Admission::*;
+        assert_eq!(got, vec![Reset, Unavailable, Reset, RateLimited]);
+        assert_eq!(Faults::new(FaultConfig::default()).admit(), Pass);
     }
 
     #[test]

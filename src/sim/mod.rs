@@ -112,6 +112,7 @@
 
 mod batcher;
 mod counters;
+mod disruption;
 mod engine;
 mod export;
 mod faults;
@@ -335,7 +336,7 @@ pub(crate) fn unix_now() -> Duration {
 /// connections at once must not see SYNs dropped (and retried a second later).
 const LISTEN_BACKLOG: u32 = 4096;
 
-fn bind(ip: IpAddr, port: u16, what: &str) -> anyhow::Result<TcpListener> {
+pub(crate) fn bind(ip: IpAddr, port: u16, what: &str) -> anyhow::Result<TcpListener> {
     let addr = SocketAddr::new(ip, port);
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()
@@ -375,6 +376,7 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
         .await
         .context("loading the built-in tokenizer failed")?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let cfg_faults = cfg.faults.clone();
     let (state, mut engines) = state::SimState::new(cfg, tokenizer, shutdown_rx.clone())?;
     let state = Arc::new(state);
     engines.push(tokio::spawn(gpu::sample_every(
@@ -387,13 +389,17 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
     };
     let mut servers = Vec::with_capacity(3);
 
+    let outage = disruption::Outage::from_config(&cfg_faults);
     let app = http::router(state.clone())
         .merge(openai::router(state.clone()))
-        .fallback(http::not_found);
-    let listener = http_listener.tap_io(|tcp| {
-        // SSE events are small writes that must leave at once, not wait for Nagle.
-        let _ = tcp.set_nodelay(true);
-    });
+        .fallback(http::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            disruption::admit_http,
+        ));
+    // SSE events are small writes that must leave at once, not wait for Nagle: the listener
+    // sets TCP_NODELAY on every connection it accepts.
+    let listener = disruption::OutageListener::new(http_listener, outage)?;
     let sig = signal(shutdown_rx.clone());
     servers.push(tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(sig).await {
@@ -401,15 +407,23 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
         }
     }));
 
-    let incoming =
-        tonic::transport::server::TcpIncoming::from(grpc_listener).with_nodelay(Some(true));
+    let incoming = disruption::OutageListener::new(grpc_listener, outage)?.incoming();
     let svc = grpc::GrpcService::new(state.clone());
     let sig = signal(shutdown_rx.clone());
+    let goaway = (cfg_faults.goaway_ms > 0).then(|| Duration::from_millis(cfg_faults.goaway_ms));
+    let admission = disruption::GrpcAdmissionLayer(state.clone());
     servers.push(tokio::spawn(async move {
         let mut builder = tonic::transport::Server::builder()
             // hyper's default of 200 streams per connection is far below what a load test
             // multiplexes onto one connection.
             .max_concurrent_streams(Some(1 << 16));
+        if let Some(age) = goaway {
+            // GOAWAY after `age`; calls still running get a moment to finish.
+            builder = builder
+                .max_connection_age(age)
+                .max_connection_age_grace(Duration::from_secs(5));
+        }
+        let mut builder = builder.layer(admission);
         if let Err(e) = builder
             .add_service(svc)
             .serve_with_incoming_shutdown(incoming, sig)
