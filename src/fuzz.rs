@@ -81,7 +81,9 @@ fn frame(chunks: &[&[u8]]) -> (Events, bool) {
     let mut out = Events::new();
     let mut failed = false;
     for c in chunks {
-        if p.feed(c, |n, d| out.push((n.to_vec(), d.to_vec()))).is_err() {
+        if p.feed(c, |n, d| out.push((n.to_vec(), d.to_vec())))
+            .is_err()
+        {
             failed = true;
             break;
         }
@@ -133,7 +135,10 @@ pub fn event_json(data: &[u8]) {
     // Whenever both accept, they agree. The scanner may accept a little more than the reader:
     // it does not check the UTF-8 of fields it skips (the text it extracts is checked).
     if let (Some(n), Ok(info)) = (scanned, &parsed) {
-        assert_eq!(fast, full, "fast scanner and JSON reader disagree on the text");
+        assert_eq!(
+            fast, full,
+            "fast scanner and JSON reader disagree on the text"
+        );
         assert_eq!(n, info.content_bytes);
         assert!(info.error.is_none() && info.completion_tokens.is_none());
     }
@@ -167,7 +172,10 @@ pub fn kserve_wire(data: &[u8]) {
         crate::proto::ModelStreamInferResponse::decode(data),
     ) {
         let outputs = msg.infer_response.as_ref().map_or(0, |r| r.outputs.len());
-        assert_eq!(info.outputs as usize, outputs, "output count differs from prost");
+        assert_eq!(
+            info.outputs as usize, outputs,
+            "output count differs from prost"
+        );
         assert_eq!(info.has_error, !msg.error_message.is_empty());
     }
     let mut text = String::new();
@@ -304,8 +312,7 @@ pub fn input_data(data: &[u8]) {
 pub fn prompt_file(data: &[u8]) {
     static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
     let tk = TOKENIZER.get_or_init(Tokenizer::builtin_gpt2);
-    if let Ok(prompts) = crate::workload::prompts::from_jsonl_reader(data, Path::new("fuzz"), tk)
-    {
+    if let Ok(prompts) = crate::workload::prompts::from_jsonl_reader(data, Path::new("fuzz"), tk) {
         assert!(!prompts.is_empty(), "an empty prompt list was accepted");
     }
 }
@@ -346,7 +353,8 @@ pub fn mutate_run(
 }
 
 /// Bytes that tend to matter to these parsers: structure characters, line ends, protobuf keys.
-const INTERESTING: &[u8] = b"{}[]\":,\\\n\r\t :-0123456789eE.+ndtfa\x00\x08\x0a\x12\x1a\x22\x2a\x42\x80\xff";
+const INTERESTING: &[u8] =
+    b"{}[]\":,\\\n\r\t :-0123456789eE.+ndtfa\x00\x08\x0a\x12\x1a\x22\x2a\x42\x80\xff";
 
 fn mutate(buf: &mut Vec<u8>, seeds: &[Vec<u8>], rng: &mut StdRng) {
     let len = buf.len();

@@ -523,3 +523,66 @@ fn perf_soak_ended_by_ctrl_c_writes_its_report() {
         serde_json::from_str::<serde_json::Value>(line).expect("every row is complete JSON");
     }
 }
+
+/// A full disk mid-run, made with a file-size limit on the profiling process (`RLIMIT_FSIZE`,
+/// with `SIGXFSZ` ignored so a write past it fails with `EFBIG` as on a full disk): the run
+/// fails with exit 1 and a message naming `requests.jsonl` and how many lines it saved, and the
+/// file ends at its last complete line.
+#[test]
+fn full_disk_mid_run_names_the_file_and_what_was_saved() {
+    use std::os::unix::process::CommandExt;
+    let (child, http, _grpc, _metrics) = serve(&["--instant"]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("full");
+    const LIMIT: u64 = 200 * 1024;
+    let mut cmd = bin();
+    cmd.args([
+        "profile",
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &http,
+        "--concurrency",
+        "8",
+        "--request-count",
+        "2000",
+        "--output-tokens-mean",
+        "4",
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+    ]);
+    // SAFETY: between fork and exec only async-signal-safe calls (setrlimit, signal) are made.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("requests.jsonl"), "{err}");
+    assert!(err.contains("complete lines"), "{err}");
+    let text = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap();
+    assert!(!text.is_empty() && text.len() as u64 <= LIMIT);
+    assert!(text.ends_with('\n'), "ends at a complete line");
+    let lines = text.lines().count();
+    for l in text.lines() {
+        serde_json::from_str::<serde_json::Value>(l).expect("every saved line is whole JSON");
+    }
+    assert!(
+        err.contains(&format!("after {lines} complete lines")),
+        "the message counts the {lines} lines saved: {err}"
+    );
+}

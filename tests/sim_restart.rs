@@ -122,7 +122,11 @@ async fn restart(grpc: bool) {
     // only, and there are plenty of them.
     let last_err = rows.iter().rposition(|r| !r["error"].is_null()).unwrap();
     assert!(rows[last_err + 1..].iter().all(|r| r["error"].is_null()));
-    assert!(rows.len() - last_err > 100, "{} after the outage", rows.len() - last_err);
+    assert!(
+        rows.len() - last_err > 100,
+        "{} after the outage",
+        rows.len() - last_err
+    );
     // Bounded: 600 × ~25 ms / 4 + 2 s outage + backoff, with a generous margin for a busy box.
     assert!(took.as_secs() < 60, "{took:?}");
     sim.shutdown().await;
@@ -148,7 +152,11 @@ async fn rate_limited(grpc: bool, faults: FaultConfig) {
     })
     .await;
     let tmp = tempfile::tempdir().unwrap();
-    let url = if grpc { sim.grpc_target() } else { sim.http_url() };
+    let url = if grpc {
+        sim.grpc_target()
+    } else {
+        sim.http_url()
+    };
     let mut extra = vec!["--concurrency", "1", "--request-count", "8"];
     if !grpc {
         extra.extend(["--endpoint-type", "chat"]);
@@ -167,10 +175,17 @@ async fn rate_limited(grpc: bool, faults: FaultConfig) {
             assert!(wait_ms >= 990, "waited {wait_ms} ms, asked 1000");
             // The wait is not in the next request's own latency.
             assert!(pair[1]["error"].is_null());
-            assert!(pair[1]["latency_ms"].as_f64().unwrap() < 900.0, "{}", pair[1]);
+            assert!(
+                pair[1]["latency_ms"].as_f64().unwrap() < 900.0,
+                "{}",
+                pair[1]
+            );
         }
     }
-    eprintln!("rate limited ({}): waits {waits:?} ms", if grpc { "gRPC" } else { "HTTP" });
+    eprintln!(
+        "rate limited ({}): waits {waits:?} ms",
+        if grpc { "gRPC" } else { "HTTP" }
+    );
     assert_eq!(waits.len(), 1, "the second refusal is the last request");
     sim.shutdown().await;
 }
@@ -264,7 +279,10 @@ async fn grpc_rst_stream_mid_stream_is_counted() {
     assert_eq!(errors.get("stream_reset"), Some(&4), "{errors:?}");
     assert_eq!(errors.len(), 1);
     for r in rows.iter().filter(|r| r["error"] == "stream_reset") {
-        assert!(r["responses"].as_u64().unwrap() >= 1, "reset mid-stream: {r}");
+        assert!(
+            r["responses"].as_u64().unwrap() >= 1,
+            "reset mid-stream: {r}"
+        );
     }
     sim.shutdown().await;
 }
@@ -297,7 +315,13 @@ async fn grpc_goaway_is_survived() {
     assert_eq!(rows.len(), 200);
     for k in errors.keys() {
         assert!(
-            ["goaway", "grpc_unavailable", "connection_reset", "stream_cut"].contains(&k.as_str()),
+            [
+                "goaway",
+                "grpc_unavailable",
+                "connection_reset",
+                "stream_cut"
+            ]
+            .contains(&k.as_str()),
             "unexpected kind {k}"
         );
     }

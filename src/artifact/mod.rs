@@ -7,9 +7,11 @@
 //! Per sweep: `summary.csv` (one row per level) and `summary.json` (the same levels with their
 //! directories, the server-side verdict and the plan).
 
+pub mod atomic;
 pub mod genai_perf;
 pub mod genai_perf_dir;
 pub mod histograms;
+pub mod lines;
 pub mod raw_export;
 pub mod read;
 pub mod records;
@@ -17,6 +19,8 @@ pub mod summary;
 pub mod timeline;
 
 use std::path::{Path, PathBuf};
+
+pub use atomic::write_atomic;
 
 use crate::load::Stimulus;
 use crate::plan::RunPlan;

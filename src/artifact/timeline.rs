@@ -5,11 +5,11 @@
 //! `latency_p50_ms,latency_p99_ms,ttft_p50_ms,ttft_p99_ms,output_tokens_per_sec`. A request
 //! belongs to the interval its exchange ended in; empty cells mean no sample.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
+use super::lines::{LineFile, LinesError};
 use crate::record::{Clock, RequestRecord};
 use crate::stats::Dist;
 
@@ -29,7 +29,7 @@ struct Bucket {
 /// A timeline being written.
 #[derive(Debug)]
 pub struct Timeline {
-    out: BufWriter<File>,
+    out: LineFile,
     clock: Clock,
     every_ns: u64,
     start_ns: u64,
@@ -42,8 +42,8 @@ impl Timeline {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let mut out = BufWriter::new(File::create(path)?);
-        writeln!(out, "{HEADER}")?;
+        let mut out = LineFile::create(path)?;
+        out.line(|b| b.write_all(HEADER.as_bytes()));
         Ok(Timeline {
             out,
             clock,
@@ -76,12 +76,12 @@ impl Timeline {
         while now_ns >= self.start_ns + self.every_ns {
             let end = self.start_ns + self.every_ns;
             let bucket = std::mem::take(&mut self.cur);
-            let _ = self.write_row(self.start_ns, end, &bucket);
+            self.write_row(self.start_ns, end, &bucket);
             self.start_ns = end;
         }
     }
 
-    fn write_row(&mut self, start: u64, end: u64, b: &Bucket) -> std::io::Result<()> {
+    fn write_row(&mut self, start: u64, end: u64, b: &Bucket) {
         let secs = (end - start) as f64 / 1e9;
         // A summary reads ten quantiles off the histogram: one per distribution, not one per cell.
         let summarize = |d: &Dist| (d.count() > 0).then(|| d.stats(1e-6));
@@ -89,33 +89,40 @@ impl Timeline {
         let ms = |s: Option<&crate::metrics::Stats>, f: fn(&crate::metrics::Stats) -> f64| {
             s.map_or_else(String::new, |s| format!("{:.3}", f(s)))
         };
-        writeln!(
-            self.out,
-            "{},{},{},{},{:.3},{},{},{},{},{},{:.1}",
-            self.clock.unix_ns(start) / 1_000_000,
-            self.clock.unix_ns(end) / 1_000_000,
-            b.ok,
-            b.errors,
-            b.ok as f64 / secs,
-            ms(latency.as_ref(), |s| s.avg),
-            ms(latency.as_ref(), |s| s.p50),
-            ms(latency.as_ref(), |s| s.p99),
-            ms(ttft.as_ref(), |s| s.p50),
-            ms(ttft.as_ref(), |s| s.p99),
-            b.tokens as f64 / secs
-        )
+        let clock = self.clock;
+        self.out.line(|out| {
+            write!(
+                out,
+                "{},{},{},{},{:.3},{},{},{},{},{},{:.1}",
+                clock.unix_ns(start) / 1_000_000,
+                clock.unix_ns(end) / 1_000_000,
+                b.ok,
+                b.errors,
+                b.ok as f64 / secs,
+                ms(latency.as_ref(), |s| s.avg),
+                ms(latency.as_ref(), |s| s.p50),
+                ms(latency.as_ref(), |s| s.p99),
+                ms(ttft.as_ref(), |s| s.p50),
+                ms(ttft.as_ref(), |s| s.p99),
+                b.tokens as f64 / secs
+            )
+        });
     }
 
     /// Writes the last, partial interval (ending now, its rates over its own span, so the
     /// rows' request counts add up to the run's) if any request ended in it, and flushes.
+    /// A failed write is an I/O error whose message names the file and the rows it saved.
     pub fn finish(mut self) -> std::io::Result<()> {
         let now = self.clock.now_ns();
         self.advance(now);
         if now > self.start_ns && (self.cur.ok + self.cur.errors) > 0 {
             let bucket = std::mem::take(&mut self.cur);
-            self.write_row(self.start_ns, now, &bucket)?;
+            self.write_row(self.start_ns, now, &bucket);
         }
-        self.out.flush()
+        self.out
+            .finish()
+            .map(|_| ())
+            .map_err(|e: LinesError| std::io::Error::new(e.cause.kind(), e.to_string()))
     }
 }
 

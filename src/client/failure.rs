@@ -88,9 +88,15 @@ mod tests {
     #[test]
     fn io_errors_by_kind() {
         let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
-        assert_eq!(io_kind(&refused, ErrorKind::Connect), ErrorKind::ConnectRefused);
+        assert_eq!(
+            io_kind(&refused, ErrorKind::Connect),
+            ErrorKind::ConnectRefused
+        );
         let reset = io::Error::from(io::ErrorKind::ConnectionReset);
-        assert_eq!(io_kind(&reset, ErrorKind::StreamCut), ErrorKind::ConnectionReset);
+        assert_eq!(
+            io_kind(&reset, ErrorKind::StreamCut),
+            ErrorKind::ConnectionReset
+        );
         let other = io::Error::other("x");
         assert_eq!(io_kind(&other, ErrorKind::StreamCut), ErrorKind::StreamCut);
         // Found through a wrapper's source chain.

@@ -10,9 +10,7 @@
 //! still reports what it measured. Workers never wait on the collector: the queue is lock-free,
 //! and file I/O stays off the async runtime.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -20,6 +18,7 @@ use std::time::Duration;
 use indicatif::ProgressBar;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::artifact::lines::LineFile;
 use crate::artifact::raw_export::RawExportWriter;
 use crate::artifact::records::write_row;
 use crate::artifact::timeline::Timeline;
@@ -35,38 +34,28 @@ const GRACE_NS: u64 = 5_000_000;
 /// Where every request is written as one JSON line (`requests.jsonl`, or perf's
 /// `<stem>.requests.jsonl`), with the level it belongs to.
 pub struct RecordsFile {
-    path: PathBuf,
-    out: BufWriter<File>,
-    /// The first write error; writing stops there and the level reports it.
-    error: Option<std::io::Error>,
+    /// Written in whole lines: after a crash or a failed write it ends at a complete line.
+    out: LineFile,
 }
 
 impl RecordsFile {
     /// Creates (truncates) the file.
     pub fn create(path: &Path) -> crate::error::Result<RecordsFile> {
-        let f = File::create(path).map_err(|e| crate::error::Error::io("write", path, e))?;
-        Ok(RecordsFile {
-            path: path.to_path_buf(),
-            out: BufWriter::with_capacity(1 << 16, f),
-            error: None,
-        })
+        let out = LineFile::create(path).map_err(|e| crate::error::Error::io("write", path, e))?;
+        Ok(RecordsFile { out })
     }
 
     fn write(&mut self, level: &str, clock: &Clock, rec: &RequestRecord) {
-        if self.error.is_none()
-            && let Err(e) = write_row(&mut self.out, level, clock, rec)
-        {
-            self.error = Some(e);
-        }
+        self.out.line(|b| write_row(b, level, clock, rec));
     }
 
-    /// Flushes what was written; the first error of the file's life, if any.
-    pub fn finish(mut self) -> crate::error::Result<()> {
-        let r = match self.error.take() {
-            Some(e) => Err(e),
-            None => self.out.flush(),
-        };
-        r.map_err(|e| crate::error::Error::io("write", &self.path, e))
+    /// Writes what is buffered; the first error of the file's life, if any, with the file and
+    /// the lines it saved.
+    pub fn finish(self) -> crate::error::Result<()> {
+        self.out
+            .finish()
+            .map(|_| ())
+            .map_err(|e| crate::error::Error::failed(e.to_string()))
     }
 }
 

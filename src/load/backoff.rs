@@ -109,7 +109,11 @@ mod tests {
         let mut full = BASE;
         for _ in 0..10 {
             let w = b.after(Some(ErrorKind::ConnectRefused), None).unwrap();
-            assert!(w >= full / 2 && w <= full, "{w:?} outside [{:?}, {full:?}]", full / 2);
+            assert!(
+                w >= full / 2 && w <= full,
+                "{w:?} outside [{:?}, {full:?}]",
+                full / 2
+            );
             full = (full * 2).min(CAP);
         }
         // Success resets the count.

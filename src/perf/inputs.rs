@@ -412,10 +412,7 @@ pub fn read_data_file(path: &Path) -> Result<Vec<HashMap<String, Value>>, UsageE
 
 /// Parses the text of an input-data file named `path` (pure: the fuzz target's entry point).
 #[doc(hidden)]
-pub fn parse_data_text(
-    text: &str,
-    path: &Path,
-) -> Result<Vec<HashMap<String, Value>>, UsageError> {
+pub fn parse_data_text(text: &str, path: &Path) -> Result<Vec<HashMap<String, Value>>, UsageError> {
     let entry = |v: Value, where_: &str| -> Result<HashMap<String, Value>, UsageError> {
         match v {
             Value::Object(mut o) => {
