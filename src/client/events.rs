@@ -309,6 +309,14 @@ pub fn scan_fast(data: &[u8], text: &mut String) -> Option<usize> {
 mod fast {
     /// Appends the event's text to `text` and returns its length, or `None` to defer.
     pub fn scan(data: &[u8], text: &mut String) -> Option<usize> {
+        // Two checks for the whole event instead of one per string (both vectorize): invalid
+        // UTF-8 or a raw control character anywhere, even in a field that is skipped, is for the
+        // full reader to judge. Compact JSON (what servers stream) has no control characters at
+        // all, so only pretty-printed events take the slow path for it.
+        if data.iter().copied().min().is_some_and(|m| m < 0x20) {
+            return None;
+        }
+        std::str::from_utf8(data).ok()?;
         let mut p = Parser { b: data, i: 0 };
         let before = text.len();
         p.ws();
@@ -380,10 +388,8 @@ mod fast {
             if rest[end] != b'"' {
                 return None;
             }
-            // Raw control characters are invalid JSON; leave such input to the full reader.
-            if rest[..end].iter().any(|c| *c < 0x20) {
-                return None;
-            }
+            // Raw control characters and invalid UTF-8 were ruled out for the whole event in
+            // `scan`.
             self.i = start + end + 1;
             Some(&rest[..end])
         }

@@ -105,14 +105,15 @@ pub fn read_stream_response(
 ) -> Result<ResponseInfo, WireError> {
     let mut r = Reader::new(msg);
     let mut info = ResponseInfo::default();
+    let error_start = error.len();
     while !r.done() {
         match r.key()? {
             (1, 2) => {
+                // A repeated scalar field: the last occurrence wins, as protobuf decoders do.
                 let e = r.bytes()?;
-                if !e.is_empty() {
-                    info.has_error = true;
-                    error.push_str(&String::from_utf8_lossy(e));
-                }
+                error.truncate(error_start);
+                error.push_str(&String::from_utf8_lossy(e));
+                info.has_error = !e.is_empty();
             }
             (2, 2) => {
                 let inner = r.bytes()?;
