@@ -403,10 +403,19 @@ mod fast {
                         let rest = &self.b[self.i..];
                         let j = memchr::memchr2(b'"', b'\\', rest)?;
                         if rest[j] == b'\\' {
-                            self.i += j + 2;
-                            if self.i > self.b.len() {
-                                return None;
-                            }
+                            // Only the escapes JSON defines (the full reader rejects others).
+                            let len = match rest.get(j + 1)? {
+                                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
+                                b'u' if rest
+                                    .get(j + 2..j + 6)?
+                                    .iter()
+                                    .all(u8::is_ascii_hexdigit) =>
+                                {
+                                    6
+                                }
+                                _ => return None,
+                            };
+                            self.i += j + len;
                         } else {
                             self.i += j + 1;
                             return Some(());
