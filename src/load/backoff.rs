@@ -42,7 +42,7 @@ pub fn unreachable(kind: ErrorKind) -> bool {
             | ErrorKind::Connect
             | ErrorKind::ConnectionReset
             | ErrorKind::GoAway
-            | ErrorKind::HttpStatus(502 | 503 | 504)
+            | ErrorKind::HttpStatus(502..=504)
             | ErrorKind::GrpcStatus(14)
     )
 }
