@@ -20,6 +20,7 @@ fn quick_engine() -> EngineConfig {
         prefill_us_per_token: 10,
         decode_base_us: 2_000,
         decode_us_per_seq: 0,
+        ..EngineConfig::default()
     }
 }
 
