@@ -51,6 +51,10 @@ pub const TARGETS: &[Target] = &[
         run: level_json,
     },
     Target {
+        name: "genai_perf_json",
+        run: genai_perf_json,
+    },
+    Target {
         name: "histograms",
         run: histograms_json,
     },
@@ -182,12 +186,27 @@ pub fn kserve_wire(data: &[u8]) {
     let _ = wire::read_infer_response(data, None);
 }
 
-/// Prometheus text exposition: no panic, and counters read are finite numbers.
+/// Prometheus text exposition: Triton's counters (`parse_prometheus`), the general parser, engine
+/// detection, every engine's sample and the GPU families read from the same page.
 pub fn prometheus_text(data: &[u8]) {
+    use crate::server_metrics::{ServerKind, engines, gpu, prometheus};
     let text = String::from_utf8_lossy(data);
     for model in ["m", "", "llama"] {
         let _ = crate::server_metrics::parse_prometheus(&text, model);
     }
+    let page = prometheus::parse(&text);
+    let _ = engines::detect(&page);
+    for kind in [
+        ServerKind::Triton,
+        ServerKind::TrtLlm,
+        ServerKind::Vllm,
+        ServerKind::Sglang,
+        ServerKind::Tgi,
+    ] {
+        let _ = engines::read_sample(&page, kind, Some("m"));
+        let _ = engines::read_sample(&page, kind, None);
+    }
+    let _ = gpu::read_gpus(&page);
 }
 
 /// A level's `profile_export_genai_perf.json` as compare/report read it.
@@ -200,6 +219,20 @@ pub fn level_json(data: &[u8]) {
         let run = crate::artifact::read::run_from(Path::new("fuzz"), vec![level]);
         let _ = run.summaries();
         let _ = run.started_unix_ns();
+    }
+}
+
+/// A level directory's JSON that GenAI-Perf itself wrote, as compare/report read a baseline.
+pub fn genai_perf_json(data: &[u8]) {
+    let Ok(doc) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let _ = crate::artifact::genai_perf_dir::is_genai_perf(&doc);
+    if let Ok(level) =
+        crate::artifact::genai_perf_dir::level_from_genai_perf(&doc, Path::new("fuzz"))
+    {
+        let run = crate::artifact::read::run_from(Path::new("fuzz"), vec![level]);
+        let _ = run.summaries();
     }
 }
 

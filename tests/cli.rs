@@ -552,6 +552,10 @@ fn full_disk_mid_run_names_the_file_and_what_was_saved() {
         "2000",
         "--output-tokens-mean",
         "4",
+        // The raw export (profile_export.json) grows per request too; this test is about
+        // requests.jsonl reaching the limit.
+        "--raw-export",
+        "none",
         "--artifact-dir",
         dir.to_str().unwrap(),
     ]);
