@@ -250,12 +250,10 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
                 max_inflight,
             })
         }
-        _ => {
-            return Err(Error::usage(format!(
-                "{}: level kind '{kind}' with value {value:?} cannot be read by this version of ttftbench",
-                dir.display()
-            )));
-        }
+        _ => Err(Error::usage(format!(
+            "{}: level kind '{kind}' with value {value:?} cannot be read by this version of ttftbench",
+            dir.display()
+        ))),
     }
 }
 
@@ -403,18 +401,10 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
 
 /// The JSON document in `path`, with the file named in the error.
 fn read_json(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::usage(format!(
-            "{}: {e}",
-            format!("cannot read {}", path.display())
-        ))
-    })?;
-    serde_json::from_str(&text).map_err(|e| {
-        Error::usage(format!(
-            "{}: {e}",
-            format!("{} is not valid JSON", path.display())
-        ))
-    })
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("cannot read {}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::usage(format!("{} is not valid JSON: {e}", path.display())))
 }
 
 /// Reads one level directory.
@@ -611,12 +601,8 @@ fn file_run(path: &Path) -> Result<Run> {
     {
         return Ok(run_from(parent, vec![read_level(parent)?]));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::usage(format!(
-            "{}: {e}",
-            format!("cannot read {}", path.display())
-        ))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("cannot read {}: {e}", path.display())))?;
     let levels = perf_csv_levels(&text, path)?;
     let label = path.file_stem().map_or_else(
         || path.display().to_string(),
@@ -638,12 +624,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
         .from_reader(text.as_bytes());
     let headers = rdr
         .headers()
-        .map_err(|e| {
-            Error::usage(format!(
-                "{}: {e}",
-                format!("{}: no CSV header", path.display())
-            ))
-        })?
+        .map_err(|e| Error::usage(format!("{}: no CSV header: {e}", path.display())))?
         .clone();
     let col = |name: &str| headers.iter().position(|h| h.trim() == name);
     let Some(tput_col) = col("Inferences/Second") else {
@@ -672,12 +653,8 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
         .map_or(0, |d| d.as_nanos() as u64);
     let mut levels = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
-        let rec = rec.map_err(|e| {
-            Error::usage(format!(
-                "{}: {e}",
-                format!("{}: row {}", path.display(), i + 2)
-            ))
-        })?;
+        let rec =
+            rec.map_err(|e| Error::usage(format!("{}: row {}: {e}", path.display(), i + 2)))?;
         let num = |c: Option<usize>| -> Option<f64> {
             c.and_then(|c| rec.get(c))
                 .and_then(|v| v.trim().parse::<f64>().ok())

@@ -162,7 +162,7 @@ pub async fn measure_level(
         rec_tx,
         halt.clone(),
     ));
-    let mut loop_ = WindowLoop::new(win_rx, watch.stats_before.clone());
+    let mut loop_ = WindowLoop::new(win_rx, watch.stats_before);
     if let Policy::Stable(s) = spec.policy {
         loop_
             .until_stable(&s, &session.probe, &shared.cancel, spec.on_pass)
