@@ -7,7 +7,6 @@ use clap::Parser;
 use ttftbench::cli::{Cli, Command};
 use ttftbench::load::Cancel;
 use ttftbench::metrics::Metric;
-use ttftbench::plan::RunPlan;
 use ttftbench::profile::{self, Ui};
 use ttftbench::sim::{self, SimConfig};
 
@@ -41,7 +40,7 @@ async fn main() -> anyhow::Result<()> {
     let Command::Profile(args) = Cli::try_parse_from(&argv)?.command else {
         anyhow::bail!("not a profile command");
     };
-    let plan = RunPlan::from_profile(&args, &argv)?;
+    let plan = args.plan(&argv)?;
     let outcome = profile::run(&plan, Cancel::new(), Ui::silent()).await?;
     for level in &outcome.levels {
         let s = &level.summary;

@@ -154,7 +154,7 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
         )
         .into());
     };
-    let plan = RunPlan::from_profile(&args, &argv)?;
+    let plan = args.plan(&argv)?;
     if !a.quiet {
         eprintln!(
             "demo: simulated Triton server on {} (gRPC) / {} (HTTP), model gpt2 with {} batch slots",
@@ -179,7 +179,7 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
 }
 
 async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
-    let plan = RunPlan::from_profile(args, argv)?;
+    let plan = args.plan(argv)?;
     // HTTP/1.1 opens a connection per request in flight; gRPC multiplexes them.
     if plan.target.api != crate::target::Api::Kserve
         && let Some(w) = fd_warning(
@@ -255,7 +255,7 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
 /// `ttftbench report DIR...`: writes report.html for existing artifact directories.
 fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
     use crate::report::html;
-    let min_gain = crate::plan::parse_fraction("--knee-min-gain", &a.knee_min_gain)?;
+    let min_gain = crate::plan::values::parse_fraction("--knee-min-gain", &a.knee_min_gain)?;
     let runs = crate::artifact::read::runs_from_args(&a.dirs)?;
     let out = match (&a.output, a.dirs.as_slice()) {
         (Some(o), _) => o.clone(),
@@ -430,7 +430,7 @@ pub fn doctor_plan(a: &crate::cli::DoctorArgs) -> Result<RunPlan> {
     };
     // The key goes in after parsing so it never sits in an argument list.
     args.api_key = a.api_key.clone();
-    Ok(RunPlan::from_profile(&args, &argv)?)
+    Ok(args.plan(&argv)?)
 }
 
 /// `ttftbench doctor`: exit code 1 at the first failing step.

@@ -299,8 +299,7 @@ fn fuzz_models() -> &'static [(crate::perf::plan::PerfPlan, ModelInfo); 2] {
             let crate::cli::Command::Perf(p) = cli.command else {
                 unreachable!("the arguments name the perf command")
             };
-            let mut plan =
-                crate::perf::plan::PerfPlan::from_args(&p, &[]).expect("fixed perf plan builds");
+            let mut plan = p.plan(&[]).expect("fixed perf plan builds");
             plan.data = crate::perf::plan::DataSource::Files(vec![PathBuf::from("fuzz.json")]);
             plan
         };

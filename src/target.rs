@@ -47,6 +47,17 @@ impl Api {
     }
 }
 
+/// GenAI-Perf's legacy `--service-kind`: which family of server (an OpenAI one implies the chat
+/// endpoint unless another is named).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceKind {
+    /// Triton (KServe v2).
+    Triton,
+    /// An OpenAI-compatible server.
+    Openai,
+}
+
 /// Input layout of a Triton LLM model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -484,7 +484,7 @@ async fn genai_perf_artifact_directory_is_a_baseline() {
     let ttftbench::cli::Command::Profile(p) = cli.command else {
         panic!("profile")
     };
-    let plan = ttftbench::plan::RunPlan::from_profile(&p, &argv).unwrap();
+    let plan = p.plan(&argv).unwrap();
     ttftbench::profile::run(
         &plan,
         ttftbench::load::Cancel::new(),

@@ -20,7 +20,7 @@ fn plan(args: &[&str]) -> Result<PerfPlan, String> {
     argv.extend_from_slice(args);
     let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
     match cli.command {
-        Command::Perf(p) => PerfPlan::from_args(&p, &[]).map_err(|e| e.0),
+        Command::Perf(p) => p.plan(&[]).map_err(|e| e.0),
         other => Err(format!("not perf: {other:?}")),
     }
 }

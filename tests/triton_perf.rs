@@ -67,7 +67,7 @@ fn plan(args: &[String]) -> Result<PerfPlan, String> {
     argv.extend(args.iter().cloned());
     let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
     match cli.command {
-        Command::Perf(p) => PerfPlan::from_args(&p, &argv).map_err(|e| e.0),
+        Command::Perf(p) => p.plan(&argv).map_err(|e| e.0),
         other => Err(format!("not perf: {other:?}")),
     }
 }

@@ -21,7 +21,6 @@ use ttftbench::cli::{Cli, Command};
 use ttftbench::error::UsageError;
 use ttftbench::load::Cancel;
 use ttftbench::metrics::Metric;
-use ttftbench::plan::RunPlan;
 use ttftbench::profile::{Outcome, Ui};
 
 /// One test at a time against the server: timing assertions need the 2 cores.
@@ -39,7 +38,7 @@ async fn profile(args: &[String], dir: &Path) -> ttftbench::error::Result<Outcom
     let Command::Profile(p) = cli.command else {
         panic!("not a profile command: {argv:?}");
     };
-    let plan = RunPlan::from_profile(&p, &argv)?;
+    let plan = p.plan(&argv)?;
     // Bounded: a stream that never ends must fail the test, not hang CI.
     match tokio::time::timeout(
         std::time::Duration::from_secs(120),

@@ -195,7 +195,7 @@ mod tests {
         let crate::cli::Command::Profile(p) = cli.command else {
             panic!("expected profile")
         };
-        let plan = RunPlan::from_profile(&p, &[]).unwrap();
+        let plan = p.plan(&[]).unwrap();
         Layout::new(&plan, "20261129_1200".into())
     }
 
@@ -261,7 +261,7 @@ mod tests {
         let crate::cli::Command::Profile(p) = cli.command else {
             panic!("expected profile")
         };
-        let plan = RunPlan::from_profile(&p, &[]).unwrap();
+        let plan = p.plan(&[]).unwrap();
         let first = fresh_layout(&plan, "20261129_1200");
         assert_eq!(first.sweep_dir(), tmp.path().join("bench/20261129_1200"));
         std::fs::create_dir_all(first.sweep_dir()).unwrap();

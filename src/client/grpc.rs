@@ -674,9 +674,7 @@ mod tests {
             panic!("expected profile")
         };
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        crate::plan::RunPlan::from_profile(&p, &argv)
-            .unwrap()
-            .target
+        p.plan(&argv).unwrap().target
     }
 
     #[test]

@@ -704,7 +704,7 @@ mod tests {
         let crate::cli::Command::Perf(p) = cli.command else {
             panic!("expected perf")
         };
-        PerfPlan::from_args(&p, &[]).unwrap()
+        p.plan(&[]).unwrap()
     }
 
     fn spec(name: &str, dt: DataType, dims: &[i64]) -> TensorSpec {

@@ -246,7 +246,7 @@ impl PerfLevel {
 
 /// Runs `ttftbench perf`: returns the exit code.
 pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
-    let plan = PerfPlan::from_args(args, argv)?;
+    let plan = args.plan(argv)?;
     let cancel = Cancel::new();
     crate::engine::signals::watch_signals(cancel.clone());
     let outcome = run(&plan, cancel.clone(), true).await?;
@@ -548,7 +548,7 @@ mod tests {
         let crate::cli::Command::Perf(p) = cli.command else {
             panic!("expected perf")
         };
-        PerfPlan::from_args(&p, &[]).unwrap()
+        p.plan(&[]).unwrap()
     }
 
     /// A YOLOv8-sized output: `[84,8400]` FP32, 2.8 MB per image.

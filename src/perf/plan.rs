@@ -5,12 +5,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cli::{MeasurementModeArg, PerfArgs, ProtocolArg, TensorFormatArg};
 use crate::error::UsageError;
-use crate::load::Stimulus;
-use crate::load::WindowRule;
+use crate::load::{Stimulus, WindowRule};
 use crate::server_metrics::MetricsSource;
-use crate::target::{Api, Backend, Target, normalize_url, parse_header, redact_command_line};
+use crate::target::Target;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -133,232 +131,6 @@ pub const STREAMING_NEEDS_GRPC: &str = "--streaming is only allowed with the gRP
 /// Windows at least this long get an automatic timeline next to the `-f` file.
 pub const AUTO_TIMELINE_WINDOW: Duration = Duration::from_secs(60);
 
-impl PerfPlan {
-    /// Resolves perf_analyzer's flags.
-    pub fn from_args(a: &PerfArgs, argv: &[String]) -> Result<PerfPlan, UsageError> {
-        if !a.service_kind.eq_ignore_ascii_case("triton") {
-            return usage(format!(
-                "--service-kind {}: ttftbench perf profiles KServe v2 (Triton) servers; for OpenAI-compatible LLM endpoints use `ttftbench profile --endpoint-type chat`",
-                a.service_kind
-            ));
-        }
-        if a.model.trim().is_empty() {
-            return usage("-m must name a model");
-        }
-        let protocol = a.protocol.map(|p| match p {
-            ProtocolArg::Grpc => Protocol::Grpc,
-            ProtocolArg::Http => Protocol::Http,
-        });
-        if a.streaming && protocol == Some(Protocol::Http) {
-            return usage(STREAMING_NEEDS_GRPC);
-        }
-        let default_url = match protocol {
-            Some(Protocol::Http) => "localhost:8000",
-            _ => "localhost:8001",
-        };
-        let (base_url, host) = normalize_url(a.url.as_deref().unwrap_or(default_url))?;
-        let headers = a
-            .header
-            .iter()
-            .map(|h| parse_header(h))
-            .collect::<Result<Vec<_>, _>>()?;
-        let model_version = a.model_version.clone().unwrap_or_default();
-        let target = Target {
-            api: if protocol == Some(Protocol::Http) {
-                Api::Infer
-            } else {
-                Api::Kserve
-            },
-            base_url,
-            host: host.clone(),
-            endpoint: infer_path(&a.model, &model_version),
-            model: a.model.clone(),
-            backend: Backend::Tensorrtllm,
-            streaming: a.streaming,
-            headers,
-            api_key: None,
-        };
-        target.header_map()?;
-        if a.batch_size == 0 {
-            return usage("-b must be at least 1");
-        }
-        let shapes = a
-            .shape
-            .iter()
-            .map(|s| parse_shape(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        let data = parse_data(&a.input_data)?;
-        let arrival = crate::plan::arrival_from(a.request_distribution, 1.0)?;
-        let periodic = a
-            .periodic_concurrency_range
-            .as_deref()
-            .map(|s| parse_range_u32(s, "--periodic-concurrency-range"))
-            .transpose()?;
-        let (mut levels, mut unbounded) = (Vec::new(), false);
-        match (&a.concurrency_range, &a.request_rate_range) {
-            (_, Some(r)) => {
-                let cap = periodic.map_or(1024, |(_, end, _)| end.max(1));
-                for rate in parse_range_f64(r, "--request-rate-range")? {
-                    levels.push(Stimulus::RequestRate {
-                        rate,
-                        arrival,
-                        max_inflight: cap,
-                    });
-                }
-            }
-            (Some(c), None) => {
-                let (start, end, step) = parse_range_u32(c, "--concurrency-range")?;
-                if end == 0 {
-                    if a.latency_threshold == 0 {
-                        return usage(
-                            "--concurrency-range with end 0 sweeps until the latency threshold: give -l/--latency-threshold MS",
-                        );
-                    }
-                    unbounded = true;
-                    levels.push(Stimulus::Concurrency(start));
-                } else {
-                    levels.extend(
-                        linear(start, end, step)?
-                            .into_iter()
-                            .map(Stimulus::Concurrency),
-                    );
-                }
-            }
-            (None, None) => match periodic {
-                Some((start, end, step)) => levels.extend(
-                    linear(start, end.max(start), step)?
-                        .into_iter()
-                        .map(Stimulus::Concurrency),
-                ),
-                None => levels.push(Stimulus::Concurrency(1)),
-            },
-        }
-        if a.measurement_interval == 0 {
-            return usage("--measurement-interval must be at least 1 ms");
-        }
-        let interval = Duration::from_millis(a.measurement_interval);
-        let windows = match (a.request_count, periodic.is_some(), a.measurement_mode) {
-            (Some(0), _, _) => return usage("--request-count must be at least 1"),
-            (Some(n), _, _) => WindowRule::Requests(n),
-            (None, true, _) => WindowRule::Once(interval),
-            (None, false, MeasurementModeArg::TimeWindows) => {
-                WindowRule::Time(interval.mul_f64(1.2))
-            }
-            (None, false, MeasurementModeArg::CountWindows) => {
-                if a.measurement_request_count == 0 {
-                    return usage("--measurement-request-count must be at least 1");
-                }
-                WindowRule::Count(a.measurement_request_count)
-            }
-        };
-        if !(a.stability_percentage > 0.0 && a.stability_percentage.is_finite()) {
-            return usage("-s/--stability-percentage must be a positive number");
-        }
-        if a.max_trials < 3 && windows.stabilizes() {
-            return usage(
-                "-r/--max-trials must be at least 3 (stability compares the last 3 windows)",
-            );
-        }
-        if let Some(p) = a.percentile
-            && !(1..=99).contains(&p)
-        {
-            return usage("--percentile must be between 1 and 99");
-        }
-        let request_parameters = a
-            .request_parameter
-            .iter()
-            .map(|p| parse_param(p))
-            .collect::<Result<Vec<_>, _>>()?;
-        if a.string_length == 0 && a.string_data.is_none() {
-            return usage("--string-length must be at least 1");
-        }
-        let timeline = match (&a.timeline, &a.latency_report_file) {
-            (Some(p), _) => Some(p.clone()),
-            (None, Some(f)) if window_len(&windows).is_some_and(|w| w >= AUTO_TIMELINE_WINDOW) => {
-                Some(sibling(f, "timeline.csv"))
-            }
-            _ => None,
-        };
-        if !(a.timeline_interval > 0.0 && a.timeline_interval.is_finite()) {
-            return usage("--timeline-interval must be a positive number of seconds");
-        }
-        let metrics = match &a.metrics_url {
-            Some(u) => {
-                let (b, _) = normalize_url(u)?;
-                MetricsSource::Url(if b.ends_with("/metrics") {
-                    b
-                } else {
-                    format!("{b}/metrics")
-                })
-            }
-            None => {
-                let h = if host.contains(':') {
-                    format!("[{host}]")
-                } else {
-                    host.clone()
-                };
-                MetricsSource::Auto(format!("http://{h}:8002/metrics"))
-            }
-        };
-        if !(a.request_timeout > 0.0 && a.request_timeout.is_finite()) {
-            return usage("--request-timeout must be a positive number of seconds");
-        }
-        if !(a.max_send_lag > 0.0 && a.max_send_lag.is_finite()) {
-            return usage("--max-send-lag must be a positive number of milliseconds");
-        }
-        Ok(PerfPlan {
-            target,
-            protocol,
-            model_version,
-            batch: a.batch_size,
-            shapes,
-            data,
-            string_length: a.string_length,
-            string_data: a.string_data.clone(),
-            levels,
-            unbounded,
-            windows,
-            stability: a.stability_percentage / 100.0,
-            max_trials: a.max_trials.max(1),
-            percentile: a.percentile,
-            percentile_method: a.percentile_method.method(),
-            latency_threshold_ms: a.latency_threshold,
-            warmup: a.warmup_request_count,
-            request_parameters,
-            report_file: a.latency_report_file.clone(),
-            profile_export: a.profile_export_file.clone(),
-            verbose_csv: a.verbose_csv,
-            requests_log: a
-                .latency_report_file
-                .as_ref()
-                .filter(|_| a.verbose_csv)
-                .map(|f| sibling(f, "requests.jsonl")),
-            timeline: timeline.map(|p| (p, Duration::from_secs_f64(a.timeline_interval))),
-            binary_inputs: a.input_tensor_format == TensorFormatArg::Binary,
-            binary_outputs: a.output_tensor_format == TensorFormatArg::Binary,
-            metrics,
-            request_timeout: Duration::from_secs_f64(a.request_timeout),
-            seed: a.random_seed,
-            slos: a
-                .slo
-                .iter()
-                .map(|s| crate::metrics::parse(s).map_err(UsageError))
-                .collect::<Result<Vec<_>, _>>()?,
-            max_send_lag_ms: a.max_send_lag,
-            strict: a.strict,
-            verbose: a.verbose,
-            command_line: redact_command_line(argv),
-        })
-    }
-}
-
-fn window_len(w: &WindowRule) -> Option<Duration> {
-    match w {
-        WindowRule::Time(d) | WindowRule::Once(d) => Some(*d),
-        _ => None,
-    }
-}
-
 /// `v2/models/{m}[/versions/{v}]/infer`.
 pub fn infer_path(model: &str, version: &str) -> String {
     if version.is_empty() {
@@ -393,7 +165,7 @@ pub fn parse_shape(raw: &str) -> Result<(String, Vec<i64>), UsageError> {
     Ok((name.to_string(), dims))
 }
 
-fn parse_data(values: &[String]) -> Result<DataSource, UsageError> {
+pub fn parse_data(values: &[String]) -> Result<DataSource, UsageError> {
     match values {
         [] => Ok(DataSource::Random),
         [one] if one == "random" => Ok(DataSource::Random),
@@ -415,7 +187,8 @@ fn parse_data(values: &[String]) -> Result<DataSource, UsageError> {
 }
 
 /// `dir/stem.ext` → `dir/stem.{suffix}`: files that belong with the `-f` report.
-fn sibling(report: &std::path::Path, suffix: &str) -> PathBuf {
+/// `<stem>.<suffix>` beside the `-f` report.
+pub fn sibling(report: &std::path::Path, suffix: &str) -> PathBuf {
     let stem = report
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -496,7 +269,8 @@ pub fn parse_range_u32(raw: &str, flag: &str) -> Result<(u32, u32, u32), UsageEr
     Ok((start, end, step))
 }
 
-fn linear(start: u32, end: u32, step: u32) -> Result<Vec<u32>, UsageError> {
+/// `start, start+step, …, end` (inclusive).
+pub fn linear(start: u32, end: u32, step: u32) -> Result<Vec<u32>, UsageError> {
     let v: Vec<u32> = (start..=end).step_by(step as usize).collect();
     if v.len() > 1000 {
         return usage("too many levels (at most 1000)");
@@ -542,195 +316,4 @@ pub fn parse_range_f64(raw: &str, flag: &str) -> Result<Vec<f64>, UsageError> {
         return usage(format!("{flag} {raw}: too many levels (at most 1000)"));
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::load::Arrival;
-    use clap::Parser;
-
-    fn plan(args: &[&str]) -> Result<PerfPlan, UsageError> {
-        let mut argv = vec!["ttftbench", "perf"];
-        argv.extend_from_slice(args);
-        let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| UsageError(e.to_string()))?;
-        match cli.command {
-            crate::cli::Command::Perf(p) => PerfPlan::from_args(&p, &[]),
-            other => panic!("expected perf, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn seed_commands_parse() {
-        let p = plan(&[
-            "-m",
-            "yolov8s",
-            "--concurrency-range",
-            "1:32:2",
-            "--shape",
-            "images:3,640,640",
-            "--input-data",
-            "random",
-            "-u",
-            "localhost:8001",
-            "--measurement-interval",
-            "15000",
-            "-f",
-            "latency_vs_concurrency.csv",
-        ])
-        .unwrap();
-        assert_eq!(p.levels.len(), 16);
-        assert_eq!(p.levels[1], Stimulus::Concurrency(3));
-        assert_eq!(p.levels[15], Stimulus::Concurrency(31));
-        assert_eq!(p.windows, WindowRule::Time(Duration::from_millis(18_000)));
-        assert_eq!(p.shapes, [("images".to_string(), vec![3, 640, 640])]);
-        assert_eq!(p.protocol, None, "detected from the server");
-        let p = plan(&[
-            "-m",
-            "resnet_fp16",
-            "-b",
-            "8",
-            "--concurrency-range",
-            "8",
-            "--input-data",
-            "random",
-            "-f",
-            "r.csv",
-        ])
-        .unwrap();
-        assert_eq!(
-            (p.batch, p.levels.clone()),
-            (8, vec![Stimulus::Concurrency(8)])
-        );
-        let p = plan(&[
-            "-m",
-            "llama3",
-            "--streaming",
-            "--measurement-interval",
-            "30000",
-            "--concurrency-range",
-            "1:8:2",
-            "-u",
-            "localhost:8001",
-            "--async",
-            "--request-parameter",
-            "max_tokens:256",
-            "--request-parameter",
-            "temperature:0.0",
-        ])
-        .unwrap();
-        assert_eq!(p.levels, [1, 3, 5, 7].map(Stimulus::Concurrency));
-        assert_eq!(
-            p.request_parameters[0],
-            ("max_tokens".to_string(), ParamValue::Int(256))
-        );
-        assert_eq!(
-            p.request_parameters[1],
-            ("temperature".to_string(), ParamValue::Double(0.0))
-        );
-        let p = plan(&[
-            "-m",
-            "yolov8s",
-            "--concurrency-range",
-            "8",
-            "--latency-report-file",
-            "latency_report.csv",
-            "--verbose-csv",
-        ])
-        .unwrap();
-        assert!(p.verbose_csv && p.report_file.is_some());
-        assert_eq!(
-            p.requests_log.as_deref(),
-            Some(std::path::Path::new("latency_report.requests.jsonl"))
-        );
-        let p = plan(&[
-            "-m",
-            "bert_classifier",
-            "--request-rate-range",
-            "100",
-            "--measurement-interval",
-            "86400000",
-            "--periodic-concurrency-range",
-            "1",
-            "-f",
-            "stability_24h.csv",
-        ])
-        .unwrap();
-        assert_eq!(
-            p.levels,
-            [Stimulus::RequestRate {
-                rate: 100.0,
-                arrival: Arrival::Constant,
-                max_inflight: 1
-            }]
-        );
-        assert_eq!(p.windows, WindowRule::Once(Duration::from_secs(86_400)));
-        assert_eq!(
-            p.timeline.as_ref().unwrap().0,
-            PathBuf::from("stability_24h.timeline.csv")
-        );
-    }
-
-    #[test]
-    fn ranges_and_errors() {
-        assert_eq!(parse_range_u32("4", "f").unwrap(), (4, 4, 1));
-        assert_eq!(parse_range_u32("1:4", "f").unwrap(), (1, 4, 1));
-        assert!(parse_range_u32("0:4", "f").is_err());
-        assert!(parse_range_u32("4:1", "f").is_err());
-        assert!(parse_range_u32("1:4:0", "f").is_err());
-        assert_eq!(
-            parse_range_f64("10:30:10", "f").unwrap(),
-            [10.0, 20.0, 30.0]
-        );
-        assert_eq!(
-            parse_shape("input_ids:128").unwrap(),
-            ("input_ids".to_string(), vec![128])
-        );
-        assert!(parse_shape("images").is_err());
-        assert!(parse_shape("images:3,x").is_err());
-        assert_eq!(
-            parse_param("flag:true:bool").unwrap().1,
-            ParamValue::Bool(true)
-        );
-        assert_eq!(
-            parse_param("name:abc").unwrap().1,
-            ParamValue::Str("abc".into())
-        );
-        assert!(parse_param("n:abc:int").is_err());
-        assert!(
-            plan(&["-m", "m", "--concurrency-range", "1:0"]).is_err(),
-            "open-ended sweep needs -l"
-        );
-        assert!(
-            plan(&["-m", "m", "--concurrency-range", "1:0", "-l", "50"])
-                .unwrap()
-                .unbounded
-        );
-        assert!(plan(&["-m", "m", "-b", "0"]).is_err());
-        assert!(plan(&["-m", "m", "--input-data", "/nonexistent.json"]).is_err());
-        assert!(plan(&["-m", "m", "--service-kind", "openai"]).is_err());
-        assert!(plan(&["-m", "m", "-i", "grpc", "-r", "2"]).is_err());
-        // Found against real Triton: `-i http --streaming` ran and every request failed.
-        let e = plan(&["-m", "m", "-i", "http", "--streaming"])
-            .unwrap_err()
-            .0;
-        assert!(e.contains("only allowed with the gRPC protocol"), "{e}");
-        assert!(plan(&["-m", "m", "-i", "grpc", "--streaming"]).is_ok());
-        let p = plan(&[
-            "-m",
-            "m",
-            "-i",
-            "http",
-            "--measurement-mode",
-            "count_windows",
-            "--measurement-request-count",
-            "20",
-        ])
-        .unwrap();
-        assert_eq!(
-            p.target.endpoint_url(),
-            "http://localhost:8000/v2/models/m/infer"
-        );
-        assert_eq!(p.windows, WindowRule::Count(20));
-    }
 }

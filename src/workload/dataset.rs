@@ -209,7 +209,7 @@ mod tests {
         let crate::cli::Command::Profile(p) = cli.command else {
             panic!("expected profile")
         };
-        RunPlan::from_profile(&p, &[]).unwrap()
+        p.plan(&[]).unwrap()
     }
 
     #[test]

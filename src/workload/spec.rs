@@ -49,3 +49,22 @@ pub struct WorkloadPlan {
     /// Ask OpenAI-compatible servers to report token usage in the stream.
     pub server_usage: bool,
 }
+
+impl Default for WorkloadPlan {
+    /// GenAI-Perf's defaults: 100 synthetic prompts of 550 tokens, output length left to the
+    /// server, seed 0.
+    fn default() -> WorkloadPlan {
+        WorkloadPlan {
+            prompts: PromptSource::Synthetic {
+                mean: 550,
+                stddev: 0,
+            },
+            num_prompts: 100,
+            output: None,
+            tokenizer: None,
+            seed: 0,
+            extra_inputs: Vec::new(),
+            server_usage: false,
+        }
+    }
+}

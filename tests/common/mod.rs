@@ -47,7 +47,7 @@ pub fn plan(args: &[String]) -> Result<RunPlan, String> {
     argv.extend(args.iter().cloned());
     let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
     match cli.command {
-        Command::Profile(p) => RunPlan::from_profile(&p, &argv).map_err(|e| e.0),
+        Command::Profile(p) => p.plan(&argv).map_err(|e| e.0),
         other => Err(format!("not a profile command: {other:?}")),
     }
 }

@@ -1,7 +1,11 @@
 //! Command-line syntax. These types only describe flags; `plan` turns them into a validated
 //! [`crate::plan::RunPlan`] once, and nothing downstream looks at strings again.
 
+pub mod perf;
+pub mod profile;
+
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -188,9 +192,10 @@ pub struct ProfileArgs {
     #[arg(long = "max-inflight", default_value_t = 1024)]
     pub max_inflight: u32,
 
-    /// Measurement window per level in milliseconds: requests sent within it are measured.
-    #[arg(short = 'p', long = "measurement-interval")]
-    pub measurement_interval: Option<u64>,
+    /// Measurement window per level (bare number: milliseconds; or 500ms, 10s, 1m): requests
+    /// sent within it are measured.
+    #[arg(short = 'p', long = "measurement-interval", value_parser = millis)]
+    pub measurement_interval: Option<Duration>,
 
     /// Requests sent before measuring each level (excluded from the results).
     #[arg(
@@ -200,17 +205,17 @@ pub struct ProfileArgs {
     )]
     pub warmup_request_count: u64,
 
-    /// Seconds of load before measuring each level (excluded from the results).
-    #[arg(long = "warmup-duration", conflicts_with = "warmup_request_count")]
-    pub warmup_duration: Option<f64>,
+    /// Load before measuring each level, excluded from the results (bare number: seconds).
+    #[arg(long = "warmup-duration", conflicts_with = "warmup_request_count", value_parser = secs)]
+    pub warmup_duration: Option<Duration>,
 
     /// Seconds per level: requests sent within it are measured (like --measurement-interval, in s).
-    #[arg(long = "duration", conflicts_with_all = ["measurement_interval", "request_count"])]
-    pub duration: Option<f64>,
+    #[arg(long = "duration", conflicts_with_all = ["measurement_interval", "request_count"], value_parser = secs)]
+    pub duration: Option<Duration>,
 
-    /// Send-lag p99 (ms) above which an open-loop level is marked not trustworthy.
-    #[arg(long = "max-send-lag", default_value_t = crate::analysis::validity::DEFAULT_MAX_SEND_LAG_MS)]
-    pub max_send_lag: f64,
+    /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).
+    #[arg(long = "max-send-lag", default_value = "2ms", value_parser = millis)]
+    pub max_send_lag: Duration,
 
     /// Exit with code 1 when any level's measurement is not trustworthy.
     #[arg(long = "strict")]
@@ -220,9 +225,9 @@ pub struct ProfileArgs {
     #[arg(long = "percentile-method", value_enum, default_value = "linear")]
     pub percentile_method: PercentileMethodArg,
 
-    /// Seconds per row of each level's timeline.csv.
-    #[arg(long = "timeline-interval", default_value_t = 1.0)]
-    pub timeline_interval: f64,
+    /// Time per row of each level's timeline.csv (bare number: seconds).
+    #[arg(long = "timeline-interval", default_value = "1s", value_parser = secs)]
+    pub timeline_interval: Duration,
 
     /// GenAI-Perf's raw per-request export (`profile_export.json`, `inputs.json`) in each level
     /// directory, which NVIDIA's own parser and users' scripts read; `none` skips it (it costs
@@ -284,9 +289,10 @@ pub struct ProfileArgs {
     #[arg(long = "api-key", env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
 
-    /// Per-request timeout in seconds (a timed-out request counts as an error of kind `timeout`).
-    #[arg(long = "request-timeout", default_value_t = 600.0)]
-    pub request_timeout: f64,
+    /// Per-request timeout (bare number: seconds); a timed-out request counts as an error of kind
+    /// `timeout`.
+    #[arg(long = "request-timeout", default_value = "600s", value_parser = secs)]
+    pub request_timeout: Duration,
 
     /// More detail on the console.
     #[arg(short = 'v', long = "verbose")]
@@ -378,9 +384,10 @@ pub struct PerfArgs {
     /// Responses each request of a periodic-concurrency step waits for before the next step.
     #[arg(long = "request-period", default_value_t = 10)]
     pub request_period: u32,
-    /// Measurement window in milliseconds (windows last 1.2 × this, as in perf_analyzer).
-    #[arg(short = 'p', long = "measurement-interval", default_value_t = 5000)]
-    pub measurement_interval: u64,
+    /// Measurement window (bare number: milliseconds); windows last 1.2 × this, as in
+    /// perf_analyzer.
+    #[arg(short = 'p', long = "measurement-interval", default_value = "5000", value_parser = millis)]
+    pub measurement_interval: Duration,
     /// How windows end.
     #[arg(long = "measurement-mode", value_enum, default_value = "time_windows")]
     pub measurement_mode: MeasurementModeArg,
@@ -402,9 +409,9 @@ pub struct PerfArgs {
     /// How percentiles are computed: perf_analyzer's nearest rank, or numpy's linear interpolation.
     #[arg(long = "percentile-method", value_enum, default_value = "nearest-rank")]
     pub percentile_method: PercentileMethodArg,
-    /// Stop the sweep once a level's latency passes this many milliseconds (0 = no limit).
-    #[arg(short = 'l', long = "latency-threshold", default_value_t = 0)]
-    pub latency_threshold: u64,
+    /// Stop the sweep once a level's latency passes this (bare number: milliseconds; 0 = no limit).
+    #[arg(short = 'l', long = "latency-threshold", default_value = "0", value_parser = millis)]
+    pub latency_threshold: Duration,
     /// Requests sent before measuring each level.
     #[arg(long = "warmup-request-count", default_value_t = 0)]
     pub warmup_request_count: u64,
@@ -438,9 +445,9 @@ pub struct PerfArgs {
     /// One CSV row per --timeline-interval of the run (soak tests: watch drift over hours).
     #[arg(long = "timeline")]
     pub timeline: Option<std::path::PathBuf>,
-    /// Seconds per timeline row.
-    #[arg(long = "timeline-interval", default_value_t = 10.0)]
-    pub timeline_interval: f64,
+    /// Time per timeline row (bare number: seconds).
+    #[arg(long = "timeline-interval", default_value = "10s", value_parser = secs)]
+    pub timeline_interval: Duration,
     /// HTTP header `Name: value` (repeatable); sent as gRPC metadata too, and on statistics calls.
     #[arg(short = 'H', long = "header")]
     pub header: Vec<String>,
@@ -453,9 +460,9 @@ pub struct PerfArgs {
     /// Prometheus endpoint for the pending-request gauge (default: port 8002 of the server, if it answers).
     #[arg(long = "metrics-url")]
     pub metrics_url: Option<String>,
-    /// Per-request timeout in seconds.
-    #[arg(long = "request-timeout", default_value_t = 600.0)]
-    pub request_timeout: f64,
+    /// Per-request timeout (bare number: seconds).
+    #[arg(long = "request-timeout", default_value = "600s", value_parser = secs)]
+    pub request_timeout: Duration,
     /// Seed for random input data and schedules.
     #[arg(long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
@@ -463,9 +470,9 @@ pub struct PerfArgs {
     /// `request_throughput>=8000` (infer/sec); exit code 1 when one fails (repeatable).
     #[arg(long = "slo")]
     pub slo: Vec<String>,
-    /// Send-lag p99 (ms) above which an open-loop level is marked not trustworthy.
-    #[arg(long = "max-send-lag", default_value_t = crate::analysis::validity::DEFAULT_MAX_SEND_LAG_MS)]
-    pub max_send_lag: f64,
+    /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).
+    #[arg(long = "max-send-lag", default_value = "2ms", value_parser = millis)]
+    pub max_send_lag: Duration,
     /// Exit with code 1 when any level's measurement is not trustworthy.
     #[arg(long = "strict")]
     pub strict: bool,
@@ -697,4 +704,14 @@ pub struct DoctorArgs {
     /// Output tokens to ask for in the test request.
     #[arg(long = "output-tokens", default_value_t = 12)]
     pub output_tokens: u32,
+}
+
+/// A duration flag whose bare numbers are milliseconds (`500`, `500ms`, `2s`, `1m`).
+fn millis(raw: &str) -> Result<Duration, String> {
+    crate::plan::values::parse_duration("", raw, Duration::from_millis(1)).map_err(|e| e.0)
+}
+
+/// A duration flag whose bare numbers are seconds (`30`, `500ms`, `2s`, `1m`).
+fn secs(raw: &str) -> Result<Duration, String> {
+    crate::plan::values::parse_duration("", raw, Duration::from_secs(1)).map_err(|e| e.0)
 }

@@ -1,0 +1,443 @@
+//! `perf`'s flags (perf_analyzer's names) converted into a [`PerfPlan`]: the target and
+//! protocol, the levels, the measurement windows, then the rest. The clap types end here.
+
+use std::path::PathBuf;
+
+use super::{MeasurementModeArg, PerfArgs, ProtocolArg, TensorFormatArg};
+use crate::error::UsageError;
+use crate::load::{Stimulus, WindowRule};
+use crate::perf::plan::{
+    AUTO_TIMELINE_WINDOW, PerfPlan, Protocol, STREAMING_NEEDS_GRPC, infer_path, linear, parse_data,
+    parse_param, parse_range_f64, parse_range_u32, parse_shape, sibling,
+};
+use crate::plan::resolve;
+use crate::target::{Api, Backend, Target, normalize_url, parse_header, redact_command_line};
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+impl PerfArgs {
+    /// The validated plan of these flags; `argv` is kept (redacted) for the record.
+    pub fn plan(&self, argv: &[String]) -> Result<PerfPlan, UsageError> {
+        if !self.service_kind.eq_ignore_ascii_case("triton") {
+            return usage(format!(
+                "--service-kind {}: ttftbench perf profiles KServe v2 (Triton) servers; for OpenAI-compatible LLM endpoints use `ttftbench profile --endpoint-type chat`",
+                self.service_kind
+            ));
+        }
+        let protocol = self.protocol.map(|p| match p {
+            ProtocolArg::Grpc => Protocol::Grpc,
+            ProtocolArg::Http => Protocol::Http,
+        });
+        if self.streaming && protocol == Some(Protocol::Http) {
+            return usage(STREAMING_NEEDS_GRPC);
+        }
+        let target = self.target(protocol)?;
+        if self.batch_size == 0 {
+            return usage("-b must be at least 1");
+        }
+        let periodic = self
+            .periodic_concurrency_range
+            .as_deref()
+            .map(|s| parse_range_u32(s, "--periodic-concurrency-range"))
+            .transpose()?;
+        let (levels, unbounded) = self.levels(periodic)?;
+        let windows = self.windows(periodic.is_some())?;
+        self.check_numbers(&windows)?;
+        Ok(PerfPlan {
+            metrics: resolve::metrics_source(self.metrics_url.as_deref(), &target.host)?,
+            target,
+            protocol,
+            model_version: self.model_version.clone().unwrap_or_default(),
+            batch: self.batch_size,
+            shapes: self
+                .shape
+                .iter()
+                .map(|s| parse_shape(s))
+                .collect::<Result<Vec<_>, _>>()?,
+            data: parse_data(&self.input_data)?,
+            string_length: self.string_length,
+            string_data: self.string_data.clone(),
+            levels,
+            unbounded,
+            windows,
+            stability: self.stability_percentage / 100.0,
+            max_trials: self.max_trials.max(1),
+            percentile: self.percentile,
+            latency_threshold_ms: self.latency_threshold.as_millis() as u64,
+            warmup: self.warmup_request_count,
+            request_parameters: self
+                .request_parameter
+                .iter()
+                .map(|p| parse_param(p))
+                .collect::<Result<Vec<_>, _>>()?,
+            report_file: self.latency_report_file.clone(),
+            profile_export: self.profile_export_file.clone(),
+            percentile_method: self.percentile_method.method(),
+            verbose_csv: self.verbose_csv,
+            requests_log: self
+                .latency_report_file
+                .as_ref()
+                .filter(|_| self.verbose_csv)
+                .map(|f| sibling(f, "requests.jsonl")),
+            timeline: self.timeline(&windows).map(|p| (p, self.timeline_interval)),
+            binary_inputs: self.input_tensor_format == TensorFormatArg::Binary,
+            binary_outputs: self.output_tensor_format == TensorFormatArg::Binary,
+            request_timeout: self.request_timeout,
+            seed: self.random_seed,
+            slos: self
+                .slo
+                .iter()
+                .map(|s| crate::metrics::parse(s).map_err(UsageError))
+                .collect::<Result<Vec<_>, _>>()?,
+            max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
+            strict: self.strict,
+            verbose: self.verbose,
+            command_line: redact_command_line(argv),
+        })
+    }
+
+    /// The server, the model's infer path and the headers; gRPC's port 8001 unless `-i http`.
+    fn target(&self, protocol: Option<Protocol>) -> Result<Target, UsageError> {
+        if self.model.trim().is_empty() {
+            return usage("-m must name a model");
+        }
+        let default_url = match protocol {
+            Some(Protocol::Http) => "localhost:8000",
+            _ => "localhost:8001",
+        };
+        let (base_url, host) = normalize_url(self.url.as_deref().unwrap_or(default_url))?;
+        let headers = self
+            .header
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
+        let version = self.model_version.clone().unwrap_or_default();
+        let target = Target {
+            api: if protocol == Some(Protocol::Http) {
+                Api::Infer
+            } else {
+                Api::Kserve
+            },
+            base_url,
+            host,
+            endpoint: infer_path(&self.model, &version),
+            model: self.model.clone(),
+            backend: Backend::Tensorrtllm,
+            streaming: self.streaming,
+            headers,
+            api_key: None,
+        };
+        target.header_map()?;
+        Ok(target)
+    }
+
+    /// The levels in order, and whether the concurrency range is open-ended (`start:0`).
+    fn levels(
+        &self,
+        periodic: Option<(u32, u32, u32)>,
+    ) -> Result<(Vec<Stimulus>, bool), UsageError> {
+        let arrival = super::profile::arrival(self.request_distribution, 1.0)?;
+        match (&self.concurrency_range, &self.request_rate_range) {
+            (_, Some(r)) => {
+                let cap = periodic.map_or(1024, |(_, end, _)| end.max(1));
+                let levels = parse_range_f64(r, "--request-rate-range")?
+                    .into_iter()
+                    .map(|rate| Stimulus::RequestRate {
+                        rate,
+                        arrival,
+                        max_inflight: cap,
+                    })
+                    .collect();
+                Ok((levels, false))
+            }
+            (Some(c), None) => {
+                let (start, end, step) = parse_range_u32(c, "--concurrency-range")?;
+                if end == 0 {
+                    if self.latency_threshold.is_zero() {
+                        return usage(
+                            "--concurrency-range with end 0 sweeps until the latency threshold: give -l/--latency-threshold MS",
+                        );
+                    }
+                    return Ok((vec![Stimulus::Concurrency(start)], true));
+                }
+                let levels = linear(start, end, step)?
+                    .into_iter()
+                    .map(Stimulus::Concurrency)
+                    .collect();
+                Ok((levels, false))
+            }
+            (None, None) => match periodic {
+                Some((start, end, step)) => Ok((
+                    linear(start, end.max(start), step)?
+                        .into_iter()
+                        .map(Stimulus::Concurrency)
+                        .collect(),
+                    false,
+                )),
+                None => Ok((vec![Stimulus::Concurrency(1)], false)),
+            },
+        }
+    }
+
+    /// perf_analyzer's windows: time windows of 1.2 × the interval, count windows, one window of
+    /// `--request-count` requests, or one window of the interval (periodic concurrency).
+    fn windows(&self, periodic: bool) -> Result<WindowRule, UsageError> {
+        if self.measurement_interval.is_zero() {
+            return usage("--measurement-interval must be at least 1 ms");
+        }
+        let interval = self.measurement_interval;
+        Ok(
+            match (self.request_count, periodic, self.measurement_mode) {
+                (Some(0), _, _) => return usage("--request-count must be at least 1"),
+                (Some(n), _, _) => WindowRule::Requests(n),
+                (None, true, _) => WindowRule::Once(interval),
+                (None, false, MeasurementModeArg::TimeWindows) => {
+                    WindowRule::Time(interval.mul_f64(1.2))
+                }
+                (None, false, MeasurementModeArg::CountWindows) => {
+                    if self.measurement_request_count == 0 {
+                        return usage("--measurement-request-count must be at least 1");
+                    }
+                    WindowRule::Count(self.measurement_request_count)
+                }
+            },
+        )
+    }
+
+    fn check_numbers(&self, windows: &WindowRule) -> Result<(), UsageError> {
+        if !(self.stability_percentage > 0.0 && self.stability_percentage.is_finite()) {
+            return usage("-s/--stability-percentage must be a positive number");
+        }
+        if self.max_trials < 3 && windows.stabilizes() {
+            return usage(
+                "-r/--max-trials must be at least 3 (stability compares the last 3 windows)",
+            );
+        }
+        if let Some(p) = self.percentile
+            && !(1..=99).contains(&p)
+        {
+            return usage("--percentile must be between 1 and 99");
+        }
+        if self.string_length == 0 && self.string_data.is_none() {
+            return usage("--string-length must be at least 1");
+        }
+        for (flag, d) in [
+            ("--timeline-interval", self.timeline_interval),
+            ("--request-timeout", self.request_timeout),
+            ("--max-send-lag", self.max_send_lag),
+        ] {
+            if d.is_zero() {
+                return usage(format!("{flag} must be more than 0"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `--timeline`, or one next to the `-f` file when windows are a minute or longer (a soak).
+    fn timeline(&self, windows: &WindowRule) -> Option<PathBuf> {
+        let long = match windows {
+            WindowRule::Time(d) | WindowRule::Once(d) => *d >= AUTO_TIMELINE_WINDOW,
+            _ => false,
+        };
+        match (&self.timeline, &self.latency_report_file) {
+            (Some(p), _) => Some(p.clone()),
+            (None, Some(f)) if long => Some(sibling(f, "timeline.csv")),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::Arrival;
+    use crate::perf::plan::ParamValue;
+    use clap::Parser;
+    use std::time::Duration;
+
+    fn plan(args: &[&str]) -> Result<PerfPlan, UsageError> {
+        let mut argv = vec!["ttftbench", "perf"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| UsageError(e.to_string()))?;
+        match cli.command {
+            crate::cli::Command::Perf(p) => p.plan(&[]),
+            other => panic!("expected perf, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn seed_commands_parse() {
+        let p = plan(&[
+            "-m",
+            "yolov8s",
+            "--concurrency-range",
+            "1:32:2",
+            "--shape",
+            "images:3,640,640",
+            "--input-data",
+            "random",
+            "-u",
+            "localhost:8001",
+            "--measurement-interval",
+            "15000",
+            "-f",
+            "latency_vs_concurrency.csv",
+        ])
+        .unwrap();
+        assert_eq!(p.levels.len(), 16);
+        assert_eq!(p.levels[1], Stimulus::Concurrency(3));
+        assert_eq!(p.levels[15], Stimulus::Concurrency(31));
+        assert_eq!(p.windows, WindowRule::Time(Duration::from_millis(18_000)));
+        assert_eq!(p.shapes, [("images".to_string(), vec![3, 640, 640])]);
+        assert_eq!(p.protocol, None, "detected from the server");
+        let p = plan(&[
+            "-m",
+            "resnet_fp16",
+            "-b",
+            "8",
+            "--concurrency-range",
+            "8",
+            "--input-data",
+            "random",
+            "-f",
+            "r.csv",
+        ])
+        .unwrap();
+        assert_eq!(
+            (p.batch, p.levels.clone()),
+            (8, vec![Stimulus::Concurrency(8)])
+        );
+        let p = plan(&[
+            "-m",
+            "llama3",
+            "--streaming",
+            "--measurement-interval",
+            "30000",
+            "--concurrency-range",
+            "1:8:2",
+            "-u",
+            "localhost:8001",
+            "--async",
+            "--request-parameter",
+            "max_tokens:256",
+            "--request-parameter",
+            "temperature:0.0",
+        ])
+        .unwrap();
+        assert_eq!(p.levels, [1, 3, 5, 7].map(Stimulus::Concurrency));
+        assert_eq!(
+            p.request_parameters[0],
+            ("max_tokens".to_string(), ParamValue::Int(256))
+        );
+        assert_eq!(
+            p.request_parameters[1],
+            ("temperature".to_string(), ParamValue::Double(0.0))
+        );
+        let p = plan(&[
+            "-m",
+            "yolov8s",
+            "--concurrency-range",
+            "8",
+            "--latency-report-file",
+            "latency_report.csv",
+            "--verbose-csv",
+        ])
+        .unwrap();
+        assert!(p.verbose_csv && p.report_file.is_some());
+        assert_eq!(
+            p.requests_log.as_deref(),
+            Some(std::path::Path::new("latency_report.requests.jsonl"))
+        );
+        let p = plan(&[
+            "-m",
+            "bert_classifier",
+            "--request-rate-range",
+            "100",
+            "--measurement-interval",
+            "86400000",
+            "--periodic-concurrency-range",
+            "1",
+            "-f",
+            "stability_24h.csv",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.levels,
+            [Stimulus::RequestRate {
+                rate: 100.0,
+                arrival: Arrival::Constant,
+                max_inflight: 1
+            }]
+        );
+        assert_eq!(p.windows, WindowRule::Once(Duration::from_secs(86_400)));
+        assert_eq!(
+            p.timeline.as_ref().unwrap().0,
+            PathBuf::from("stability_24h.timeline.csv")
+        );
+    }
+
+    #[test]
+    fn ranges_and_errors() {
+        assert_eq!(parse_range_u32("4", "f").unwrap(), (4, 4, 1));
+        assert_eq!(parse_range_u32("1:4", "f").unwrap(), (1, 4, 1));
+        assert!(parse_range_u32("0:4", "f").is_err());
+        assert!(parse_range_u32("4:1", "f").is_err());
+        assert!(parse_range_u32("1:4:0", "f").is_err());
+        assert_eq!(
+            parse_range_f64("10:30:10", "f").unwrap(),
+            [10.0, 20.0, 30.0]
+        );
+        assert_eq!(
+            parse_shape("input_ids:128").unwrap(),
+            ("input_ids".to_string(), vec![128])
+        );
+        assert!(parse_shape("images").is_err());
+        assert!(parse_shape("images:3,x").is_err());
+        assert_eq!(
+            parse_param("flag:true:bool").unwrap().1,
+            ParamValue::Bool(true)
+        );
+        assert_eq!(
+            parse_param("name:abc").unwrap().1,
+            ParamValue::Str("abc".into())
+        );
+        assert!(parse_param("n:abc:int").is_err());
+        assert!(
+            plan(&["-m", "m", "--concurrency-range", "1:0"]).is_err(),
+            "open-ended sweep needs -l"
+        );
+        assert!(
+            plan(&["-m", "m", "--concurrency-range", "1:0", "-l", "50"])
+                .unwrap()
+                .unbounded
+        );
+        assert!(plan(&["-m", "m", "-b", "0"]).is_err());
+        assert!(plan(&["-m", "m", "--input-data", "/nonexistent.json"]).is_err());
+        assert!(plan(&["-m", "m", "--service-kind", "openai"]).is_err());
+        assert!(plan(&["-m", "m", "-i", "grpc", "-r", "2"]).is_err());
+        // Found against real Triton: `-i http --streaming` ran and every request failed.
+        let e = plan(&["-m", "m", "-i", "http", "--streaming"])
+            .unwrap_err()
+            .0;
+        assert!(e.contains("only allowed with the gRPC protocol"), "{e}");
+        assert!(plan(&["-m", "m", "-i", "grpc", "--streaming"]).is_ok());
+        let p = plan(&[
+            "-m",
+            "m",
+            "-i",
+            "http",
+            "--measurement-mode",
+            "count_windows",
+            "--measurement-request-count",
+            "20",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.target.endpoint_url(),
+            "http://localhost:8000/v2/models/m/infer"
+        );
+        assert_eq!(p.windows, WindowRule::Count(20));
+    }
+}

@@ -1,0 +1,392 @@
+//! `profile`'s flags converted into a [`RunPlan`], each section through its resolver. The clap
+//! types end here.
+
+use std::time::Duration;
+
+use super::{BackendArg, DistributionArg, EndpointTypeArg, ProfileArgs, ServiceKindArg};
+use crate::error::UsageError;
+use crate::load::Arrival;
+use crate::plan::resolve::{self, StopSpec, TargetSpec, WorkloadSpec};
+use crate::plan::{RunPlan, Verbosity, values};
+use crate::target::{Api, Backend, ServiceKind, redact_command_line};
+
+impl From<EndpointTypeArg> for Api {
+    fn from(e: EndpointTypeArg) -> Api {
+        match e {
+            EndpointTypeArg::Kserve => Api::Kserve,
+            EndpointTypeArg::Chat => Api::Chat,
+            EndpointTypeArg::Completions => Api::Completions,
+            EndpointTypeArg::Generate => Api::Generate,
+        }
+    }
+}
+
+impl From<ServiceKindArg> for ServiceKind {
+    fn from(k: ServiceKindArg) -> ServiceKind {
+        match k {
+            ServiceKindArg::Triton => ServiceKind::Triton,
+            ServiceKindArg::Openai => ServiceKind::Openai,
+        }
+    }
+}
+
+impl From<BackendArg> for Backend {
+    fn from(b: BackendArg) -> Backend {
+        match b {
+            BackendArg::Tensorrtllm => Backend::Tensorrtllm,
+            BackendArg::Vllm => Backend::Vllm,
+        }
+    }
+}
+
+/// The arrival process of `--request-distribution` with `--burstiness`.
+pub fn arrival(d: DistributionArg, burstiness: f64) -> Result<Arrival, UsageError> {
+    values::check_burstiness(burstiness)?;
+    Ok(match d {
+        DistributionArg::Constant => Arrival::Constant,
+        DistributionArg::Poisson => Arrival::Poisson,
+        DistributionArg::Gamma => values::gamma(burstiness)?,
+    })
+}
+
+impl ProfileArgs {
+    /// Where requests go, as given.
+    pub fn target_spec(&self) -> TargetSpec {
+        TargetSpec {
+            endpoint_type: self.endpoint_type.map(Api::from),
+            service_kind: self.service_kind.map(ServiceKind::from),
+            backend: self.backend.map(Backend::from),
+            url: self.url.clone(),
+            endpoint: self.endpoint.clone(),
+            model: self.model.clone(),
+            streaming: self.streaming,
+            headers: self.header.clone(),
+            api_key: self.api_key.clone(),
+        }
+    }
+
+    fn workload_spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            input_file: self.input_file.clone(),
+            input_tokens_mean: self.synthetic_input_tokens_mean,
+            input_tokens_stddev: self.synthetic_input_tokens_stddev,
+            output_tokens_mean: self.output_tokens_mean,
+            output_tokens_stddev: self.output_tokens_stddev,
+            output_deterministic: self.output_tokens_mean_deterministic,
+            num_prompts: self.num_prompts,
+            tokenizer: self.tokenizer.clone(),
+            seed: self.random_seed,
+            extra_inputs: self.extra_inputs.clone(),
+            server_usage: self.use_server_token_count,
+        }
+    }
+
+    fn verbosity(&self) -> Result<Verbosity, UsageError> {
+        match (self.quiet, self.verbose) {
+            (true, true) => Err(UsageError(
+                "--quiet and --verbose contradict each other".into(),
+            )),
+            (true, false) => Ok(Verbosity::Quiet),
+            (false, true) => Ok(Verbosity::Verbose),
+            (false, false) => Ok(Verbosity::Normal),
+        }
+    }
+
+    /// The validated plan of these flags; `argv` is the command line, kept (redacted) for the
+    /// record.
+    pub fn plan(&self, argv: &[String]) -> Result<RunPlan, UsageError> {
+        let target = resolve::target(&self.target_spec())?;
+        let levels = resolve::levels(
+            self.concurrency.as_deref(),
+            self.request_rate.as_deref(),
+            arrival(self.request_distribution, self.burstiness)?,
+            self.max_inflight,
+        )?;
+        let stop = resolve::stop(&StopSpec {
+            request_count: self.request_count,
+            measurement_interval: self.measurement_interval,
+            duration: self.duration,
+            num_prompts: self.num_prompts,
+        })?;
+        positive("--request-timeout", self.request_timeout)?;
+        positive("--timeline-interval", self.timeline_interval)?;
+        positive("--max-send-lag", self.max_send_lag)?;
+        Ok(RunPlan {
+            server_metrics: resolve::metrics_source(
+                self.server_metrics_url.as_deref(),
+                &target.host,
+            )?,
+            workload: resolve::workload(&self.workload_spec())?,
+            levels,
+            stop,
+            warmup_requests: self.warmup_request_count,
+            warmup_duration: self.warmup_duration,
+            max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
+            strict: self.strict,
+            timeline_interval: self.timeline_interval,
+            percentile_method: self.percentile_method.method(),
+            raw_export: self.raw_export == super::RawExportArg::Full,
+            artifact_dir: self.artifact_dir.clone(),
+            goodput: values::parse_objectives(&self.goodput)?,
+            slos: self
+                .slo
+                .iter()
+                .map(|s| crate::metrics::parse(s).map_err(UsageError))
+                .collect::<Result<Vec<_>, _>>()?,
+            knee_min_gain: values::parse_fraction("--knee-min-gain", &self.knee_min_gain)?,
+            use_server_token_count: self.use_server_token_count,
+            request_timeout: self.request_timeout,
+            verbosity: self.verbosity()?,
+            command_line: redact_command_line(argv),
+            target,
+        })
+    }
+}
+
+fn positive(flag: &str, d: Duration) -> Result<(), UsageError> {
+    if d.is_zero() {
+        return Err(UsageError(format!("{flag} must be more than 0")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::load::{Arrival, Stimulus, Stop, StopRule};
+    use crate::metrics::{Metric, Objective};
+    use crate::server_metrics::MetricsSource;
+    use crate::target::{Api, Header};
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Result<RunPlan, UsageError> {
+        let mut argv = vec!["ttftbench", "profile"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(&argv).map_err(|e| UsageError(e.to_string()))?;
+        match cli.command {
+            Command::Profile(p) => p.plan(&argv.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+            other => panic!("expected profile, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn request_rates_with_their_arrival() {
+        let p = plan(&[
+            "-m",
+            "m",
+            "--request-rate",
+            "10,20",
+            "--request-distribution",
+            "gamma",
+            "--burstiness",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.levels[1],
+            Stimulus::RequestRate {
+                rate: 20.0,
+                arrival: Arrival::Gamma { shape: 0.5 },
+                max_inflight: 1024
+            }
+        );
+        assert_eq!(p.levels[0].name(), "request_rate10.0");
+        assert!(plan(&["-m", "m", "--request-rate", "10", "--concurrency", "4"]).is_err());
+    }
+
+    /// Every duration flag takes units; bare numbers keep their documented unit.
+    #[test]
+    fn duration_flags_take_units() {
+        let p = plan(&[
+            "-m",
+            "m",
+            "--request-timeout",
+            "500ms",
+            "--measurement-interval",
+            "2s",
+            "--warmup-duration",
+            "1500ms",
+            "--timeline-interval",
+            "250ms",
+            "--max-send-lag",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(p.request_timeout, Duration::from_millis(500));
+        assert_eq!(
+            p.stop,
+            StopRule::Fixed(Stop::Window(Duration::from_secs(2)))
+        );
+        assert_eq!(p.warmup_duration, Some(Duration::from_millis(1500)));
+        assert_eq!(p.timeline_interval, Duration::from_millis(250));
+        assert_eq!(p.max_send_lag_ms, 1.0);
+        let p = plan(&["-m", "m", "-p", "4000", "--request-timeout", "30"]).unwrap();
+        assert_eq!(
+            p.stop,
+            StopRule::Fixed(Stop::Window(Duration::from_secs(4)))
+        );
+        assert_eq!(p.request_timeout, Duration::from_secs(30));
+        let e = plan(&["-m", "m", "--request-timeout", "0"]).unwrap_err();
+        assert!(e.0.contains("--request-timeout"), "{e}");
+        let e = plan(&["-m", "m", "--request-timeout", "5x"]).unwrap_err();
+        assert!(e.0.contains("unknown unit 'x'"), "{e}");
+    }
+
+    #[test]
+    fn seed_command_resolves() {
+        let p = plan(&[
+            "-m",
+            "gpt2",
+            "--service-kind",
+            "triton",
+            "--backend",
+            "tensorrtllm",
+            "--num-prompts",
+            "200",
+            "--synthetic-input-tokens-mean",
+            "200",
+            "--synthetic-input-tokens-stddev",
+            "20",
+            "--output-tokens-mean",
+            "100",
+            "--output-tokens-stddev",
+            "10",
+            "--concurrency",
+            "1",
+            "--measurement-interval",
+            "10000",
+            "--streaming",
+            "--url",
+            "localhost:8001",
+            "--artifact-dir",
+            "./ttft_c1",
+        ])
+        .unwrap();
+        assert_eq!(p.target.api, Api::Kserve);
+        assert_eq!(p.target.base_url, "http://localhost:8001");
+        assert_eq!(p.levels, [Stimulus::Concurrency(1)]);
+        assert_eq!(
+            p.stop,
+            StopRule::Fixed(Stop::Window(Duration::from_millis(10_000)))
+        );
+        assert_eq!(p.workload.num_prompts, 200);
+        assert_eq!(
+            p.server_metrics,
+            MetricsSource::Auto("http://localhost:8002/metrics".into())
+        );
+    }
+
+    #[test]
+    fn openai_defaults_and_stop_rules() {
+        let p = plan(&[
+            "-m",
+            "m",
+            "--service-kind",
+            "openai",
+            "--num-prompts",
+            "200",
+            "--streaming",
+        ])
+        .unwrap();
+        assert_eq!(p.target.api, Api::Chat);
+        assert_eq!(
+            p.target.endpoint_url(),
+            "http://localhost:8000/v1/chat/completions"
+        );
+        assert_eq!(p.stop, StopRule::Fixed(Stop::Requests(200)));
+        let p = plan(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "generate",
+            "--streaming",
+            "-u",
+            "https://h:9/api/",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.target.endpoint_url(),
+            "https://h:9/api/v2/models/m/generate_stream"
+        );
+        assert_eq!(
+            p.stop.for_level(&Stimulus::Concurrency(8)),
+            Stop::Requests(16)
+        );
+        assert_eq!(
+            p.stop.for_level(&Stimulus::Concurrency(1)),
+            Stop::Requests(10)
+        );
+        assert!(
+            plan(&[
+                "-m",
+                "m",
+                "--request-count",
+                "5",
+                "--measurement-interval",
+                "100"
+            ])
+            .is_err()
+        );
+        assert!(plan(&["-m", "m", "--endpoint-type", "chat", "--backend", "vllm"]).is_err());
+    }
+
+    #[test]
+    fn headers_goodput_extra_inputs() {
+        let p = plan(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "chat",
+            "-H",
+            "triton-access-token: s3cret",
+            "-H",
+            "X-Team:infra",
+            "--goodput",
+            "time_to_first_token:500",
+            "inter_token_latency:20",
+            "--extra-inputs",
+            "ignore_eos:true",
+            "--extra-inputs",
+            "{\"temperature\":0.5}",
+            "--api-key",
+            "sk-abc",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.target.headers[1],
+            Header {
+                name: "X-Team".into(),
+                value: "infra".into()
+            }
+        );
+        assert_eq!(p.goodput.len(), 2);
+        assert_eq!(
+            p.goodput[1],
+            Objective {
+                metric: Metric::InterTokenLatency,
+                bound: 20.0
+            }
+        );
+        assert_eq!(
+            p.workload.extra_inputs[0],
+            ("ignore_eos".to_string(), serde_json::json!(true))
+        );
+        assert_eq!(
+            p.workload.extra_inputs[1],
+            ("temperature".to_string(), serde_json::json!(0.5))
+        );
+        let cfg = p.input_config().to_string();
+        assert!(!cfg.contains("s3cret") && !cfg.contains("sk-abc"), "{cfg}");
+        assert!(cfg.contains("triton-access-token: <redacted>"));
+        assert!(
+            !p.command_line.contains("s3cret") && !p.command_line.contains("sk-abc"),
+            "{}",
+            p.command_line
+        );
+        let map = p.target.header_map().unwrap();
+        assert_eq!(map.get("authorization").unwrap(), "Bearer sk-abc");
+        assert!(plan(&["-m", "m", "--goodput", "bogus:1"]).is_err());
+        assert!(plan(&["-m", "m", "-H", "novalue"]).is_err());
+    }
+}

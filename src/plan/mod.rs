@@ -1,0 +1,138 @@
+//! What was asked, resolved: the validated, serializable [`RunPlan`], built once — from the
+//! flags by the front end (`cli`), or directly by `demo`, `doctor` and tests — out of sections
+//! each resolved and checked alone ([`resolve`]), from values parsed by [`values`]. Everything
+//! downstream reads typed fields; no string matching after this point.
+
+pub mod resolve;
+pub mod values;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::analysis::validity::DEFAULT_MAX_SEND_LAG_MS;
+use crate::load::{Stimulus, StopRule};
+use crate::metrics::{Objective, PercentileMethod};
+use crate::server_metrics::MetricsSource;
+use crate::target::Target;
+use crate::workload::WorkloadPlan;
+
+/// Console verbosity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verbosity {
+    /// Only the table.
+    Quiet,
+    /// Table, per-level lines, progress bars.
+    Normal,
+    /// Plus per-metric detail tables.
+    Verbose,
+}
+
+/// A complete, validated run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPlan {
+    /// Where and how.
+    pub target: Target,
+    /// What.
+    pub workload: WorkloadPlan,
+    /// Load levels, run in order.
+    pub levels: Vec<Stimulus>,
+    /// When each level's measurement ends.
+    pub stop: StopRule,
+    /// Warm-up requests before each level.
+    pub warmup_requests: u64,
+    /// Warm-up time before each level (instead of a request count).
+    #[serde(with = "opt_duration_secs")]
+    pub warmup_duration: Option<Duration>,
+    /// Send-lag p99 (ms) above which an open-loop level is not trustworthy.
+    pub max_send_lag_ms: f64,
+    /// Untrustworthy levels make the run fail.
+    pub strict: bool,
+    /// How percentiles are computed (`--percentile-method`).
+    pub percentile_method: PercentileMethod,
+    /// Timeline row interval.
+    #[serde(with = "duration_secs")]
+    pub timeline_interval: Duration,
+    /// Write GenAI-Perf's raw per-request export (`--raw-export full`).
+    pub raw_export: bool,
+    /// `--artifact-dir`, when given.
+    pub artifact_dir: Option<PathBuf>,
+    /// Goodput objectives.
+    pub goodput: Vec<Objective>,
+    /// `--slo` objectives, checked at the end of every level.
+    pub slos: Vec<crate::metrics::Slo>,
+    /// `--knee-min-gain` as a fraction.
+    pub knee_min_gain: f64,
+    /// Server metrics endpoint.
+    pub server_metrics: MetricsSource,
+    /// Count output tokens from server usage.
+    pub use_server_token_count: bool,
+    /// Per-request timeout.
+    #[serde(with = "duration_secs")]
+    pub request_timeout: Duration,
+    /// Console verbosity.
+    pub verbosity: Verbosity,
+    /// The command line as typed, secrets redacted.
+    pub command_line: String,
+}
+
+mod opt_duration_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &Option<std::time::Duration>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+}
+
+mod duration_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+impl RunPlan {
+    /// A plan for `target` with GenAI-Perf's defaults (the builder's start): concurrency 1,
+    /// max(10, 2 × concurrency) requests per level, 100 synthetic prompts of 550 tokens, output
+    /// length left to the server, metrics from port 8002 of the target's host. Change fields with
+    /// struct update syntax: `RunPlan { levels, ..RunPlan::new(target) }`.
+    pub fn new(target: Target) -> RunPlan {
+        let server_metrics = resolve::metrics_source(None, &target.host)
+            .unwrap_or_else(|_| MetricsSource::Auto(String::new()));
+        RunPlan {
+            target,
+            workload: WorkloadPlan::default(),
+            levels: vec![Stimulus::Concurrency(1)],
+            stop: StopRule::Auto,
+            warmup_requests: 0,
+            warmup_duration: None,
+            max_send_lag_ms: DEFAULT_MAX_SEND_LAG_MS,
+            strict: false,
+            timeline_interval: Duration::from_secs(1),
+            percentile_method: PercentileMethod::Linear,
+            raw_export: true,
+            artifact_dir: None,
+            goodput: Vec::new(),
+            slos: Vec::new(),
+            knee_min_gain: 0.10,
+            server_metrics,
+            use_server_token_count: false,
+            request_timeout: Duration::from_secs(600),
+            verbosity: Verbosity::Normal,
+            command_line: String::new(),
+        }
+    }
+
+    /// The plan as GenAI-Perf's `input_config` (secrets are never part of it).
+    pub fn input_config(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}

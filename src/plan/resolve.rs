@@ -1,0 +1,446 @@
+//! The plan's sections, each resolved from plain values and validated alone: where requests go
+//! ([`target`]), the load levels ([`levels`]), when a level's measurement ends ([`stop`]), what
+//! to send ([`workload`]), and where the server's metrics are ([`metrics_source`]). The front end
+//! converts its flags into these inputs; `demo`, `doctor` and tests call them directly.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::UsageError;
+use crate::load::{Arrival, Stimulus, Stop, StopRule};
+use crate::server_metrics::MetricsSource;
+use crate::target::{
+    Api, Backend, ServiceKind, Target, bracket_host, default_endpoint, normalize_metrics_url,
+    normalize_url, parse_header,
+};
+use crate::workload::{OutputLength, PromptSource, WorkloadPlan};
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// What names the target, as given.
+#[derive(Debug, Clone, Default)]
+pub struct TargetSpec {
+    /// `--endpoint-type`.
+    pub endpoint_type: Option<Api>,
+    /// `--service-kind` (legacy).
+    pub service_kind: Option<ServiceKind>,
+    /// `--backend`.
+    pub backend: Option<Backend>,
+    /// `-u`.
+    pub url: Option<String>,
+    /// `--endpoint`.
+    pub endpoint: Option<String>,
+    /// `-m`.
+    pub model: String,
+    /// `--streaming`.
+    pub streaming: bool,
+    /// `-H` values as given (`Name: value`).
+    pub headers: Vec<String>,
+    /// `--api-key`.
+    pub api_key: Option<String>,
+}
+
+/// The API, address, endpoint and headers of a run: Triton's gRPC port by default, the HTTP port
+/// for HTTP APIs.
+pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
+    let api = match (s.endpoint_type, s.service_kind) {
+        (Some(Api::Kserve), Some(ServiceKind::Openai)) => {
+            return usage(
+                "--endpoint-type kserve is Triton's gRPC API; it cannot be combined with --service-kind openai",
+            );
+        }
+        (Some(api), _) => api,
+        (None, Some(ServiceKind::Openai)) => Api::Chat,
+        (None, _) => Api::Kserve,
+    };
+    if s.backend.is_some() && api != Api::Kserve {
+        return usage(format!(
+            "--backend only applies to Triton's KServe API (--endpoint-type kserve); it has no effect with --endpoint-type {}",
+            api.name()
+        ));
+    }
+    if s.model.trim().is_empty() {
+        return usage("-m/--model must name a model");
+    }
+    let default_url = if api == Api::Kserve {
+        "localhost:8001"
+    } else {
+        "localhost:8000"
+    };
+    let (base_url, host) = normalize_url(s.url.as_deref().unwrap_or(default_url))?;
+    let endpoint = match &s.endpoint {
+        Some(e) => e.trim_start_matches('/').to_string(),
+        None => default_endpoint(api, &s.model, s.streaming),
+    };
+    let headers = s
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let target = Target {
+        api,
+        base_url,
+        host,
+        endpoint,
+        model: s.model.clone(),
+        backend: s.backend.unwrap_or(Backend::Tensorrtllm),
+        streaming: s.streaming,
+        headers,
+        api_key: s.api_key.clone().filter(|k| !k.trim().is_empty()),
+    };
+    target.header_map()?;
+    Ok(target)
+}
+
+/// The load levels: closed-loop concurrencies, or open-loop rates with their arrival process and
+/// in-flight cap; concurrency 1 when neither is given.
+pub fn levels(
+    concurrency: Option<&str>,
+    request_rate: Option<&str>,
+    arrival: Arrival,
+    max_inflight: u32,
+) -> Result<Vec<Stimulus>, UsageError> {
+    if max_inflight == 0 {
+        return usage("--max-inflight must be at least 1");
+    }
+    Ok(match (concurrency, request_rate) {
+        (Some(_), Some(_)) => {
+            return usage("--concurrency and --request-rate both set the load; give one of them");
+        }
+        (Some(spec), None) => super::values::parse_concurrency(spec)?,
+        (None, Some(spec)) => super::values::parse_float_levels(spec, "--request-rate")?
+            .into_iter()
+            .map(|rate| Stimulus::RequestRate {
+                rate,
+                arrival,
+                max_inflight,
+            })
+            .collect(),
+        (None, None) => vec![Stimulus::Concurrency(1)],
+    })
+}
+
+/// What ends a level, as given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StopSpec {
+    /// `--request-count`.
+    pub request_count: Option<u64>,
+    /// `--measurement-interval`.
+    pub measurement_interval: Option<Duration>,
+    /// `--duration` (overrides the interval).
+    pub duration: Option<Duration>,
+    /// `--num-prompts`: alone, also the requests per level.
+    pub num_prompts: Option<u32>,
+}
+
+/// When each level's measurement ends: a count, a window, or GenAI-Perf's default
+/// (max(10, 2 × concurrency) requests).
+pub fn stop(s: &StopSpec) -> Result<StopRule, UsageError> {
+    let window = s.duration.or(s.measurement_interval);
+    match (s.request_count, window, s.num_prompts) {
+        (Some(_), Some(_), _) => usage(
+            "--request-count and --measurement-interval both end a level; give one of them (count: exact number of requests; interval: a time window)",
+        ),
+        (Some(0), None, _) => usage("--request-count must be at least 1"),
+        (Some(n), None, _) => Ok(StopRule::Fixed(Stop::Requests(n))),
+        (None, Some(d), _) if d < Duration::from_millis(1) => {
+            usage("--measurement-interval must be at least 1 ms")
+        }
+        (None, Some(d), _) => Ok(StopRule::Fixed(Stop::Window(d))),
+        (None, None, Some(n)) => Ok(StopRule::Fixed(Stop::Requests(u64::from(n.max(1))))),
+        (None, None, None) => Ok(StopRule::Auto),
+    }
+}
+
+/// What to send, as given.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadSpec {
+    /// `--input-file`.
+    pub input_file: Option<PathBuf>,
+    /// `--synthetic-input-tokens-mean`.
+    pub input_tokens_mean: Option<u32>,
+    /// `--synthetic-input-tokens-stddev`.
+    pub input_tokens_stddev: u32,
+    /// `--output-tokens-mean`.
+    pub output_tokens_mean: Option<u32>,
+    /// `--output-tokens-stddev`.
+    pub output_tokens_stddev: u32,
+    /// `--output-tokens-mean-deterministic`.
+    pub output_deterministic: bool,
+    /// `--num-prompts`.
+    pub num_prompts: Option<u32>,
+    /// `--tokenizer`.
+    pub tokenizer: Option<PathBuf>,
+    /// `--random-seed`.
+    pub seed: u64,
+    /// `--extra-inputs` values as given.
+    pub extra_inputs: Vec<String>,
+    /// Ask the server for token usage in the stream.
+    pub server_usage: bool,
+}
+
+/// Prompts (synthetic, 550 tokens by default as GenAI-Perf, or a file), output lengths and extra
+/// request fields.
+pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
+    let num_prompts = s.num_prompts.unwrap_or(100);
+    if num_prompts == 0 {
+        return usage("--num-prompts must be at least 1");
+    }
+    let prompts = match &s.input_file {
+        Some(_) if s.input_tokens_mean.is_some() => {
+            return usage(
+                "--input-file and --synthetic-input-tokens-mean both choose prompts; give one",
+            );
+        }
+        Some(p) => PromptSource::File(p.clone()),
+        None => match s.input_tokens_mean.unwrap_or(550) {
+            0 => return usage("--synthetic-input-tokens-mean must be at least 1"),
+            mean => PromptSource::Synthetic {
+                mean,
+                stddev: s.input_tokens_stddev,
+            },
+        },
+    };
+    let output = match s.output_tokens_mean {
+        Some(0) => return usage("--output-tokens-mean must be at least 1"),
+        Some(mean) => Some(OutputLength {
+            mean,
+            stddev: s.output_tokens_stddev,
+            deterministic: s.output_deterministic,
+        }),
+        None if s.output_deterministic => {
+            return usage("--output-tokens-mean-deterministic needs --output-tokens-mean N");
+        }
+        None => None,
+    };
+    let extra_inputs = s
+        .extra_inputs
+        .iter()
+        .map(|x| super::values::parse_extra_input(x))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(WorkloadPlan {
+        prompts,
+        num_prompts,
+        output,
+        tokenizer: s.tokenizer.clone(),
+        seed: s.seed,
+        extra_inputs,
+        server_usage: s.server_usage,
+    })
+}
+
+/// The server's Prometheus endpoint: the one given, or port 8002 of the target's host (tried
+/// quietly).
+pub fn metrics_source(url: Option<&str>, target_host: &str) -> Result<MetricsSource, UsageError> {
+    Ok(match url {
+        Some(u) => MetricsSource::Url(normalize_metrics_url(u)?),
+        None => MetricsSource::Auto(format!("http://{}:8002/metrics", bracket_host(target_host))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(model: &str) -> TargetSpec {
+        TargetSpec {
+            model: model.into(),
+            ..TargetSpec::default()
+        }
+    }
+
+    #[test]
+    fn target_defaults_and_endpoints() {
+        let t = target(&spec("gpt2")).unwrap();
+        assert_eq!(t.api, Api::Kserve);
+        assert_eq!(t.base_url, "http://localhost:8001");
+        let t = target(&TargetSpec {
+            service_kind: Some(ServiceKind::Openai),
+            streaming: true,
+            ..spec("m")
+        })
+        .unwrap();
+        assert_eq!(t.api, Api::Chat);
+        assert_eq!(
+            t.endpoint_url(),
+            "http://localhost:8000/v1/chat/completions"
+        );
+        let t = target(&TargetSpec {
+            endpoint_type: Some(Api::Generate),
+            streaming: true,
+            url: Some("https://h:9/api/".into()),
+            ..spec("m")
+        })
+        .unwrap();
+        assert_eq!(
+            t.endpoint_url(),
+            "https://h:9/api/v2/models/m/generate_stream"
+        );
+        for bad in [
+            TargetSpec {
+                endpoint_type: Some(Api::Chat),
+                backend: Some(Backend::Vllm),
+                ..spec("m")
+            },
+            TargetSpec {
+                endpoint_type: Some(Api::Kserve),
+                service_kind: Some(ServiceKind::Openai),
+                ..spec("m")
+            },
+            spec(" "),
+            TargetSpec {
+                headers: vec!["novalue".into()],
+                ..spec("m")
+            },
+        ] {
+            assert!(target(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn levels_forms_and_conflicts() {
+        assert_eq!(
+            levels(None, None, Arrival::Constant, 1024).unwrap(),
+            [Stimulus::Concurrency(1)]
+        );
+        assert_eq!(
+            levels(Some("1:8"), None, Arrival::Constant, 1024).unwrap(),
+            [1, 2, 4, 8].map(Stimulus::Concurrency)
+        );
+        let r = levels(None, Some("10,20"), Arrival::Poisson, 64).unwrap();
+        assert_eq!(
+            r[1],
+            Stimulus::RequestRate {
+                rate: 20.0,
+                arrival: Arrival::Poisson,
+                max_inflight: 64
+            }
+        );
+        assert!(levels(Some("4"), Some("10"), Arrival::Constant, 1024).is_err());
+        assert!(levels(None, Some("10"), Arrival::Constant, 0).is_err());
+    }
+
+    #[test]
+    fn stop_rules() {
+        let ms = Duration::from_millis;
+        assert_eq!(stop(&StopSpec::default()).unwrap(), StopRule::Auto);
+        assert_eq!(
+            stop(&StopSpec {
+                num_prompts: Some(200),
+                ..StopSpec::default()
+            })
+            .unwrap(),
+            StopRule::Fixed(Stop::Requests(200))
+        );
+        assert_eq!(
+            stop(&StopSpec {
+                measurement_interval: Some(ms(10_000)),
+                num_prompts: Some(200),
+                ..StopSpec::default()
+            })
+            .unwrap(),
+            StopRule::Fixed(Stop::Window(ms(10_000)))
+        );
+        assert_eq!(
+            stop(&StopSpec {
+                duration: Some(ms(3_000)),
+                ..StopSpec::default()
+            })
+            .unwrap(),
+            StopRule::Fixed(Stop::Window(ms(3_000)))
+        );
+        for bad in [
+            StopSpec {
+                request_count: Some(5),
+                measurement_interval: Some(ms(100)),
+                ..StopSpec::default()
+            },
+            StopSpec {
+                request_count: Some(0),
+                ..StopSpec::default()
+            },
+            StopSpec {
+                measurement_interval: Some(Duration::from_micros(10)),
+                ..StopSpec::default()
+            },
+        ] {
+            assert!(stop(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn workload_sections() {
+        let w = workload(&WorkloadSpec::default()).unwrap();
+        assert_eq!(
+            w.prompts,
+            PromptSource::Synthetic {
+                mean: 550,
+                stddev: 0
+            }
+        );
+        assert_eq!(w.num_prompts, 100);
+        assert_eq!(w.output, None);
+        let w = workload(&WorkloadSpec {
+            output_tokens_mean: Some(100),
+            output_tokens_stddev: 10,
+            output_deterministic: true,
+            extra_inputs: vec!["ignore_eos:true".into(), "{\"temperature\":0.5}".into()],
+            ..WorkloadSpec::default()
+        })
+        .unwrap();
+        assert_eq!(
+            w.output,
+            Some(OutputLength {
+                mean: 100,
+                stddev: 10,
+                deterministic: true
+            })
+        );
+        assert_eq!(
+            w.extra_inputs[0],
+            ("ignore_eos".into(), serde_json::json!(true))
+        );
+        assert_eq!(
+            w.extra_inputs[1],
+            ("temperature".into(), serde_json::json!(0.5))
+        );
+        for bad in [
+            WorkloadSpec {
+                num_prompts: Some(0),
+                ..WorkloadSpec::default()
+            },
+            WorkloadSpec {
+                input_file: Some("p.jsonl".into()),
+                input_tokens_mean: Some(10),
+                ..WorkloadSpec::default()
+            },
+            WorkloadSpec {
+                output_deterministic: true,
+                ..WorkloadSpec::default()
+            },
+            WorkloadSpec {
+                extra_inputs: vec!["{not json".into()],
+                ..WorkloadSpec::default()
+            },
+        ] {
+            assert!(workload(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn metrics_source_default_and_given() {
+        assert_eq!(
+            metrics_source(None, "::1").unwrap(),
+            MetricsSource::Auto("http://[::1]:8002/metrics".into())
+        );
+        assert_eq!(
+            metrics_source(Some("h:9"), "x").unwrap(),
+            MetricsSource::Url("http://h:9/metrics".into())
+        );
+    }
+}
