@@ -462,7 +462,7 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
         ));
         return;
     }
-    match parse_event(data, &mut ex.text) {
+    match ex.events.read(data, &mut ex.text) {
         Ok(info) => {
             if let Some(msg) = info.error {
                 st.error = Some(RequestError::new(ErrorKind::ServerError, msg));

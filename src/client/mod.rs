@@ -46,6 +46,8 @@ pub struct Exchange {
     /// Server-reported input tokens (usage), when it reported them.
     pub prompt_tokens: Option<u32>,
     pub(crate) sse: sse::SseParser,
+    /// Reads each event's JSON, remembering the shape of the stream's token events.
+    pub(crate) events: events::EventReader,
     /// The worker's direct HTTP/1.1 connection, kept between requests.
     pub(crate) h1: Option<h1::H1Conn>,
     /// Request-writing buffer, reused.
