@@ -199,6 +199,7 @@ fn record(i: u64) -> RequestRecord {
         requested_osl: 100,
         chunks: 100,
         responses: 101,
+        lossy_text: false,
         error: None,
     }
 }

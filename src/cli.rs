@@ -250,6 +250,12 @@ pub struct ProfileArgs {
     #[arg(long = "request-timeout", default_value_t = 600.0)]
     pub request_timeout: f64,
 
+    /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
+    /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
+    /// instead of being buffered.
+    #[arg(long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
+    pub max_event_size: usize,
+
     /// More detail on the console.
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,
@@ -411,6 +417,11 @@ pub struct PerfArgs {
     /// Per-request timeout in seconds.
     #[arg(long = "request-timeout", default_value_t = 600.0)]
     pub request_timeout: f64,
+    /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
+    /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
+    /// instead of being buffered.
+    #[arg(long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
+    pub max_event_size: usize,
     /// Seed for random input data and schedules.
     #[arg(long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
@@ -602,4 +613,25 @@ pub struct DoctorArgs {
     /// Output tokens to ask for in the test request.
     #[arg(long = "output-tokens", default_value_t = 12)]
     pub output_tokens: u32,
+}
+
+/// A byte size: a number, optionally followed by `KiB`, `MiB` or `GiB` (or `K`, `M`, `G`).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 4194304 or 4MiB)"))?;
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        _ => return Err(format!("'{s}': unknown unit (use KiB, MiB or GiB)")),
+    };
+    match n.checked_mul(mult) {
+        Some(v) if v > 0 => Ok(v),
+        _ => Err(format!("'{s}' must be at least 1 byte and fit in memory")),
+    }
 }

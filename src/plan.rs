@@ -153,6 +153,7 @@ impl RunPlan {
             streaming: a.streaming,
             headers,
             api_key,
+            max_event_bytes: a.max_event_size,
         };
         target.header_map()?;
 

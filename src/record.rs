@@ -92,6 +92,9 @@ pub enum ErrorKind {
     NoContent,
     /// The run was interrupted while the request was in flight.
     Cancelled,
+    /// An event, streamed message, whole body or the response's text passed `--max-event-size`
+    /// (reading stopped there instead of buffering it).
+    ResponseTooLarge,
 }
 
 impl ErrorKind {
@@ -109,6 +112,7 @@ impl ErrorKind {
             ErrorKind::GrpcStatus(code) => format!("grpc_{}", grpc_code_name(*code)).into(),
             ErrorKind::NoContent => "no_content".into(),
             ErrorKind::Cancelled => "cancelled".into(),
+            ErrorKind::ResponseTooLarge => "response_too_large".into(),
         }
     }
 
@@ -133,6 +137,9 @@ impl ErrorKind {
             ErrorKind::Timeout => Some("raise --request-timeout or lower the load"),
             ErrorKind::StreamCut => Some(
                 "the server closed streams early: check its logs for crashes or proxies with idle timeouts",
+            ),
+            ErrorKind::ResponseTooLarge => Some(
+                "the server sent more than --max-event-size in one event or response (default 4MiB): raise it if that is expected, otherwise the server ignores the requested length",
             ),
             ErrorKind::NoContent => Some(
                 "responses carried no text: check --output-tokens-mean, and that the model streams text_output / delta.content",
@@ -229,6 +236,9 @@ pub struct RequestRecord {
     pub chunks: u32,
     /// Every response or event received, including empty and usage-only ones.
     pub responses: u32,
+    /// The output text held invalid UTF-8: it was counted after replacing each invalid
+    /// sequence with U+FFFD (as a Python client decoding with `errors="replace"` would).
+    pub lossy_text: bool,
     /// The failure, for failed requests.
     pub error: Option<RequestError>,
 }
@@ -332,6 +342,7 @@ mod tests {
             requested_osl: 11,
             chunks: 11,
             responses: 12,
+            lossy_text: false,
             error: None,
         }
     }

@@ -501,6 +501,7 @@ mod tests {
             requested_osl: osl,
             chunks: osl,
             responses: osl,
+            lossy_text: false,
             error: None,
         }
     }

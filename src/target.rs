@@ -136,6 +136,9 @@ pub struct Target {
     /// Bearer token; skipped when serialising.
     #[serde(skip)]
     pub api_key: Option<String>,
+    /// Largest event, streamed message or whole body accepted (`--max-event-size`).
+    #[serde(skip)]
+    pub max_event_bytes: usize,
 }
 
 impl Target {

@@ -129,6 +129,8 @@ pub struct GrpcClient {
     streaming: bool,
     decoupled: bool,
     text: bool,
+    /// Largest response message accepted.
+    max_message: usize,
 }
 
 /// What a response's content is.
@@ -245,6 +247,13 @@ impl GrpcClient {
             streaming: target.streaming,
             decoupled: info.decoupled,
             text: mode == ResponseMode::Text,
+            // Text responses carry a token or a few; tensors may be megabytes (Triton's own
+            // limit applies to them).
+            max_message: if mode == ResponseMode::Text {
+                target.max_event_bytes.max(1)
+            } else {
+                MAX_RESPONSE_BYTES
+            },
         })
     }
 
@@ -264,7 +273,7 @@ impl GrpcClient {
     ) -> Result<(), RequestError> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();
         let mut grpc = tonic::client::Grpc::new(self.channels[i].clone())
-            .max_decoding_message_size(MAX_RESPONSE_BYTES);
+            .max_decoding_message_size(self.max_message);
         let msg = Outgoing {
             body: body.clone(),
             id: self.ids.fetch_add(1, Ordering::Relaxed),
@@ -346,6 +355,15 @@ impl GrpcClient {
                     if content {
                         ex.content_at(at);
                     }
+                    if self.text && ex.text.len() > self.max_message {
+                        return Err(RequestError::new(
+                            ErrorKind::ResponseTooLarge,
+                            format!(
+                                "the response's output text passed --max-event-size ({} bytes); reading stopped there",
+                                self.max_message
+                            ),
+                        ));
+                    }
                     // A response without the parameter is final (Triton's client does the same);
                     // a unary call has exactly one.
                     if !stream_rpc || info.final_flag.unwrap_or(true) {
@@ -404,6 +422,10 @@ pub fn status_error(s: Status) -> RequestError {
             if s.message().contains("connect") || s.message().contains("transport") =>
         {
             ErrorKind::Connect
+        }
+        // tonic refuses a message past max_decoding_message_size before buffering it.
+        Code::OutOfRange if s.message().contains("message length too large") => {
+            ErrorKind::ResponseTooLarge
         }
         code => ErrorKind::GrpcStatus(code as i32),
     };

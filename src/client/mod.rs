@@ -45,6 +45,8 @@ pub struct Exchange {
     pub completion_tokens: Option<u32>,
     /// Server-reported input tokens (usage), when it reported them.
     pub prompt_tokens: Option<u32>,
+    /// The output text held invalid UTF-8 and was kept with U+FFFD in its place.
+    pub lossy_text: bool,
     pub(crate) sse: sse::SseParser,
     /// Reads each event's JSON, remembering the shape of the stream's token events.
     pub(crate) events: events::EventReader,
@@ -76,7 +78,15 @@ impl Exchange {
         self.gaps.clear();
         self.completion_tokens = None;
         self.prompt_tokens = None;
+        self.lossy_text = false;
         self.sse.reset();
+        // A huge response's buffers are given back rather than kept for every later request.
+        if self.text.capacity() > 1 << 20 {
+            self.text = String::new();
+        }
+        if self.body.capacity() > 1 << 20 {
+            self.body = Vec::new();
+        }
     }
 
     /// Bytes were read at `t`.

@@ -457,6 +457,7 @@ async fn execute_one(
         requested_osl: entry.max_tokens,
         chunks: ex.chunks,
         responses: ex.responses,
+        lossy_text: ex.lossy_text,
         error,
     };
     let fresh = shared.gaps.pop().unwrap_or_else(|| Vec::with_capacity(256));

@@ -144,6 +144,7 @@ mod tests {
                 requested_osl: 0,
                 chunks: 0,
                 responses: 0,
+                lossy_text: false,
                 error: None,
             },
             gaps: Vec::new(),

@@ -169,6 +169,7 @@ impl PerfPlan {
             streaming: a.streaming,
             headers,
             api_key: None,
+            max_event_bytes: a.max_event_size,
         };
         target.header_map()?;
         if a.batch_size == 0 {
