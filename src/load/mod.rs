@@ -345,6 +345,18 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>) {
             &mut ex,
         )
         .await;
+        hand_over(&ctx, completed, &mut ex);
+    }
+}
+
+/// Sends a finished request to the collector; when its output tokens are still to be counted,
+/// its text goes along and is counted there, off the worker (see [`queue`]).
+fn hand_over(ctx: &WorkerCtx, (completed, count): (Completed, bool), ex: &mut Exchange) {
+    if count {
+        let text = std::mem::replace(&mut ex.text, ctx.sink.text_buffer());
+        ctx.sink
+            .send_counting(completed, text, &ctx.shared.tokenizer);
+    } else {
         ctx.sink.send(completed);
     }
 }
@@ -373,18 +385,20 @@ async fn open_loop_worker(
         )
         .await;
         tickets.busy.fetch_sub(1, Ordering::Relaxed);
-        ctx.sink.send(completed);
+        hand_over(&ctx, completed, &mut ex);
     }
 }
 
-/// Sends dataset entry `seq mod N`, waits for the whole response, and builds its record.
+/// Sends dataset entry `seq mod N`, waits for the whole response, and builds its record; says
+/// whether its output tokens are still to be counted from `ex.text` (the record's `osl` is 0
+/// until then).
 async fn execute_one(
     shared: &Shared,
     spec: &PhaseSpec,
     seq: u64,
     intended_ns: u64,
     ex: &mut Exchange,
-) -> Completed {
+) -> (Completed, bool) {
     let index = (seq % shared.dataset.len() as u64) as usize;
     let entry = shared.dataset.entry(index);
     ex.reset();
@@ -427,13 +441,13 @@ async fn execute_one(
         Ok(()) => None,
         Err(e) => Some(e),
     };
-    let osl = if error.is_none() && shared.count_tokens {
+    let (osl, count_later) = if error.is_none() && shared.count_tokens {
         match (shared.use_server_token_count, ex.completion_tokens) {
-            (true, Some(n)) => n,
-            _ => shared.tokenizer.count(&ex.text) as u32,
+            (true, Some(n)) => (n, false),
+            _ => (0, true),
         }
     } else {
-        0
+        (0, false)
     };
     let isl = match (shared.use_server_token_count, ex.prompt_tokens) {
         (true, Some(n)) => n,
@@ -462,5 +476,5 @@ async fn execute_one(
     };
     let fresh = shared.gaps.pop().unwrap_or_else(|| Vec::with_capacity(256));
     let gaps = std::mem::replace(&mut ex.gaps, fresh);
-    Completed { record, gaps }
+    (Completed { record, gaps }, count_later)
 }

@@ -1,7 +1,8 @@
 //! Which tokenizer counts tokens, and how it does so fast enough to sit on the hot path.
 //!
 //! Token counting runs once per completed request in the load generator (100–2000 output tokens
-//! of text) and once per prompt in the simulated server. The Hugging Face `tokenizers` pipeline
+//! of text; on the collector's thread, see `load::queue`) and once per prompt in the simulated
+//! server. The Hugging Face `tokenizers` pipeline
 //! costs ~55 µs for a 100-token text and ~540 µs for 1000 tokens (release, 2-core dev machine:
 //! regex pre-tokenizer through a backtracking VM, offsets, an `Encoding` with seven vectors),
 //! over half of the client's CPU budget of ~100 µs per 100-token request on its own. So
