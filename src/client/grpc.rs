@@ -16,7 +16,7 @@ use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
-use super::wire::{read_infer_response, read_stream_response, request_id_field};
+use super::wire::{read_infer_response, request_id_field};
 use super::{Exchange, error_chain};
 use crate::error::UsageError;
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
@@ -331,7 +331,7 @@ impl GrpcClient {
                     ex.responses += 1;
                     let text = if self.text { Some(&mut ex.text) } else { None };
                     let info = if stream_rpc {
-                        read_stream_response(&bytes, text, &mut error)
+                        ex.responses_shape.read(&bytes, text, &mut error)
                     } else {
                         read_infer_response(&bytes, text)
                     }

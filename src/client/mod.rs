@@ -50,6 +50,8 @@ pub struct Exchange {
     pub(crate) sse: sse::SseParser,
     /// Reads each event's JSON, remembering the shape of the stream's token events.
     pub(crate) events: events::EventReader,
+    /// Reads each gRPC stream response, remembering the shape of the stream's token responses.
+    pub(crate) responses_shape: wire::StreamShape,
     /// The worker's direct HTTP/1.1 connection, kept between requests.
     pub(crate) h1: Option<h1::H1Conn>,
     /// Request-writing buffer, reused.
