@@ -178,12 +178,17 @@ fn parse(data: &[u8], joined: &mut Vec<u8>, on_event: &mut impl FnMut(&[u8], &[u
         if line[0] == b':' {
             continue;
         }
-        let (field, value) = match memchr::memchr(b':', line) {
-            Some(p) => {
-                let v = &line[p + 1..];
-                (&line[..p], v.strip_prefix(b" ").unwrap_or(v))
+        // Nearly every line is `data: ...`: no search for its colon.
+        let (field, value) = if let Some(v) = line.strip_prefix(b"data:") {
+            (&b"data"[..], v.strip_prefix(b" ").unwrap_or(v))
+        } else {
+            match memchr::memchr(b':', line) {
+                Some(p) => {
+                    let v = &line[p + 1..];
+                    (&line[..p], v.strip_prefix(b" ").unwrap_or(v))
+                }
+                None => (line, &b""[..]),
             }
-            None => (line, &b""[..]),
         };
         match field {
             b"data" => {
