@@ -8,7 +8,7 @@
 use divan::{Bencher, black_box};
 use prost::Message;
 use ttftbench::artifact::records::write_row;
-use ttftbench::client::events::parse_event;
+use ttftbench::client::events::{EventReader, parse_event};
 use ttftbench::client::sse::SseParser;
 use ttftbench::client::wire::read_stream_response;
 use ttftbench::proto::model_infer_response::InferOutputTensor;
@@ -76,6 +76,28 @@ fn event_json(b: Bencher, kind: &str) {
                 .map(|i| i.content_bytes)
                 .unwrap_or(0),
         )
+    });
+}
+
+/// The 100 token events of one stream read through one [`EventReader`], as a stream is read:
+/// the first event is scanned field by field, the rest match its remembered shape.
+#[divan::bench]
+fn event_json_stream_100(b: Bencher) {
+    let events: Vec<String> = (0..100)
+        .map(|i| CHUNK.replace(" the", [" the", " of", " and", " to"][i % 4]))
+        .collect();
+    let mut text = String::with_capacity(1 << 16);
+    let mut reader = EventReader::new();
+    b.bench_local(|| {
+        text.clear();
+        let mut n = 0;
+        for e in &events {
+            n += reader
+                .read(e.as_bytes(), &mut text)
+                .map(|i| i.content_bytes)
+                .unwrap_or(0);
+        }
+        black_box(n)
     });
 }
 
@@ -177,6 +199,7 @@ fn record(i: u64) -> RequestRecord {
         requested_osl: 100,
         chunks: 100,
         responses: 101,
+        lossy_text: false,
         error: None,
     }
 }

@@ -1,30 +1,53 @@
 #!/usr/bin/env bash
 # How fast is the load generator itself? Measures, in one run on this machine, the client-speed
-# targets of the load-fidelity work, each against `ttftbench serve` started here in its own
-# process (so client and server share the cores, as they do when you benchmark on one box):
+# targets, each server in its own process on loopback (client and server share the cores, as
+# they do when you benchmark on one box). wrk is the reference for the cost of an HTTP request
+# (it reads the bytes and parses nothing). Three kinds of server send the same 100-token chat
+# stream:
 #
-#   1. requests/s at concurrency 64, 100-token chat streams: ttftbench vs wrk (raw HTTP, parses
-#      nothing), alternated ROUNDS times; target ttftbench >= 0.9 x wrk;
-#   2. CPU time (user + sys) per request, token counting and artifacts included; target <= 100 us;
-#   3. client overhead on TTFT at concurrency 1: ttftbench's TTFT p50 minus the simulator's own
-#      first-response p50 (ttftbench_sim_first_response_us); target <= 0.3 ms;
-#   4. 10 000 concurrent streams: zero errors and 10 000 actually overlapping;
-#   5. peak RSS of a 1 000 000-request run; target <= 50 MB.
+#   one-write   nginx serving the stream from a file: the whole response in one write
+#               (the client is the bottleneck);
+#   per-write   `ttftbench serve --instant`: every token in its own write;
+#   python      scripts/sse_per_write.py, an independent server writing each event separately
+#               (server-bound; CPU per request is what counts there);
+#   gRPC        ModelStreamInfer against the simulator's gRPC port (no wrk equivalent: compared
+#               with ttftbench's own HTTP SSE figure on the same simulator).
+#
+# Each figure is a median of ROUNDS alternations of wrk and ttftbench at concurrency 64. CPU per
+# request is user + sys time of the client process over its run divided by its requests (token
+# counting, requests.jsonl, histograms and timeline included): robust to other load on the
+# machine, unlike requests/s. Targets:
+#
+#   1. CPU/request <= 2x wrk's on every HTTP server kind; <= 100 us;
+#   2. requests/s >= 0.7x wrk's on the one-write server (>= 0.9x on the simulator);
+#   3. gRPC CPU/request <= 1.5x HTTP SSE's on the same simulator;
+#   4. client overhead on TTFT at concurrency 1: ttftbench's TTFT p50 minus the simulator's own
+#      first-response p50 (ttftbench_sim_first_response_us) <= 0.3 ms;
+#   5. 10 000 concurrent streams: zero errors and 10 000 actually overlapping;
+#   6. peak RSS of a 1 000 000-request run <= 50 MB.
 #
 # Usage: scripts/bench_client.sh            (about 4 minutes)
-#        ROUNDS=5 DURATION=15 STREAMS=10000 RSS_REQUESTS=1000000 scripts/bench_client.sh
-# Needs wrk (apt-get install -y wrk) and python3 (for getrusage of a child). Exits 1 if a target
-# is missed. The machine must be otherwise idle: other load skews the wrk ratio first.
+#        QUICK=1 scripts/bench_client.sh    (one round, 200 000 requests for the RSS check: ~2 min)
+#        ROUNDS=5 DURATION=10 STREAMS=10000 RSS_REQUESTS=1000000 scripts/bench_client.sh
+# Needs wrk and nginx (apt-get install -y wrk nginx-light), python3 and curl. Exits 1 if a target
+# is missed. Other load on the machine skews requests/s first; the load average is printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ -n "${QUICK:-}" ]; then
+    ROUNDS=${ROUNDS:-1}
+    RSS_REQUESTS=${RSS_REQUESTS:-200000}
+fi
 ROUNDS=${ROUNDS:-3}
-DURATION=${DURATION:-10}
+DURATION=${DURATION:-5}
 STREAMS=${STREAMS:-10000}
 RSS_REQUESTS=${RSS_REQUESTS:-1000000}
 BIN=${TTFTBENCH_BIN:-target/release/ttftbench}
 
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 2; }
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || { echo "nginx is missing: apt-get install -y nginx-light" >&2; exit 2; }
+command -v curl >/dev/null || { echo "curl is missing" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "python3 is missing" >&2; exit 2; }
 if [ -z "${TTFTBENCH_BIN:-}" ]; then cargo build --release --quiet; fi
 
@@ -36,6 +59,7 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((STREAMS + 200)) ];
 fi
 
 WORK=$(mktemp -d)
+chmod 755 "$WORK" # nginx's workers run as another user and read the stream file from here
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -86,42 +110,116 @@ CHAT=(-m gpt2 --endpoint-type chat --streaming --output-tokens-mean 100
 
 echo "== machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 start_sim INSTANT --instant
-echo "== 1-2. concurrency 64, 100-token streams, ${DURATION}s each, $ROUNDS rounds (simulator --instant at $INSTANT_HTTP)"
+GRPC=$(sed -n 's/^gRPC .* listening on //p' "$WORK/INSTANT.log")
 cat >"$WORK/chat.lua" <<'LUA'
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '{"model":"gpt2","messages":[{"role":"user","content":"hello there how are you today"}],"max_tokens":100,"min_tokens":100,"ignore_eos":true,"stream":true}'
 LUA
-wrk_rps=()
-tb_rps=()
-tb_us=()
-wrk_us=()
-for r in $(seq "$ROUNDS"); do
-    read -r cpu _ < <(rusage "$WORK/wrk.txt" wrk -t2 -c64 -d"${DURATION}s" -s "$WORK/chat.lua" \
-        "http://$INSTANT_HTTP/v1/chat/completions")
-    rps=$(sed -n 's/^Requests\/sec: *//p' "$WORK/wrk.txt")
-    n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$WORK/wrk.txt")
-    wrk_rps+=("$rps")
-    wrk_us+=("$(python3 -c "print(f'{$cpu / $n * 1e6:.1f}')")")
-    read -r cpu _ < <(rusage "$WORK/tb.txt" "$BIN" profile "${CHAT[@]}" -u "$INSTANT_HTTP" \
-        --concurrency 64 --duration "$DURATION" --artifact-dir "$WORK/c64")
-    f="$WORK/c64/profile_export_genai_perf.json"
-    rps=$(json "$f" "round(d['request_throughput']['avg'], 1)")
-    n=$(json "$f" "d['request_count']['avg'] + d['error_count']['avg']")
-    osl=$(json "$f" "round(d['output_sequence_length']['avg'], 1)")
-    tb_rps+=("$rps")
-    tb_us+=("$(python3 -c "print(f'{$cpu / $n * 1e6:.1f}')")")
-    echo "   round $r: wrk ${wrk_rps[-1]} req/s (${wrk_us[-1]} us CPU/req) | ttftbench $rps req/s (${tb_us[-1]} us CPU/req, $osl tokens/req counted, $(json "$f" "d['error_count']['avg']") errors)"
+
+# The simulator's own 100-token stream, served by the other servers byte for byte.
+mkdir -p "$WORK/ng/html/v1/chat" "$WORK/ng/logs"
+curl -s -X POST -H 'Content-Type: application/json' -d @<(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" "$WORK/chat.lua") \
+    "http://$INSTANT_HTTP/v1/chat/completions" >"$WORK/ng/html/v1/chat/completions"
+chmod -R a+rX "$WORK/ng"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+NGINX_PORT=$(free_port)
+cat >"$WORK/ng/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $WORK/ng/nginx.pid;
+error_log $WORK/ng/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 300s;
+  sendfile off;
+  output_buffers 1 64k;
+  open_file_cache max=16;
+  open_file_cache_valid 3600s;
+  client_body_temp_path $WORK/ng/body;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    root $WORK/ng/html;
+    # A POST to a static file is refused with 405; answer it with the file instead.
+    location / { default_type text/event-stream; error_page 405 =200 \$uri; }
+  }
+}
+NGINX
+"$NGINX" -e "$WORK/ng/logs/error.log" -p "$WORK/ng" -c "$WORK/ng/nginx.conf" >"$WORK/nginx.log" 2>&1 &
+PIDS+=($!)
+PY_PORT=$(free_port)
+python3 scripts/sse_per_write.py "$WORK/ng/html/v1/chat/completions" "$PY_PORT" >"$WORK/py.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 50); do
+    curl -s -o /dev/null -X POST -d '{}' "http://127.0.0.1:$NGINX_PORT/v1/chat/completions" &&
+        curl -s -o /dev/null -X POST -d '{}' "http://127.0.0.1:$PY_PORT/v1/chat/completions" && break
+    sleep 0.1
 done
+
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-WRK_RPS=$(median "${wrk_rps[@]}")
-TB_RPS=$(median "${tb_rps[@]}")
-TB_US=$(median "${tb_us[@]}")
-WRK_US=$(median "${wrk_us[@]}")
-RATIO=$(python3 -c "print(f'{$TB_RPS / $WRK_RPS:.3f}')")
+per_req() { python3 -c "print(f'{$1 / $2 * 1e6:.1f}')"; }
+
+# tb NAME ARGS...: one ttftbench run; sets TB_RPS, TB_US (CPU us per request) and TB_INFO.
+tb() {
+    local name=$1
+    shift
+    local cpu n f
+    rm -rf "$WORK/$name"
+    read -r cpu _ < <(rusage "$WORK/$name.txt" "$BIN" profile -m gpt2 --output-tokens-mean 100 \
+        --synthetic-input-tokens-mean 8 --synthetic-input-tokens-stddev 0 --concurrency 64 \
+        --duration "$DURATION" --artifact-dir "$WORK/$name" "$@")
+    f="$WORK/$name/profile_export_genai_perf.json"
+    n=$(json "$f" "d['request_count']['avg'] + d['error_count']['avg']")
+    TB_RPS=$(json "$f" "round(d['request_throughput']['avg'], 1)")
+    TB_US=$(per_req "$cpu" "$n")
+    TB_INFO="$(json "$f" "round(d['output_sequence_length']['avg'], 1)") tokens/req counted, $(json "$f" "int(d['error_count']['avg'])") errors"
+}
+
+# versus NAME HOSTPORT: ROUNDS alternations of wrk and ttftbench against one server; sets
+# NAME_WRK_RPS, NAME_WRK_US, NAME_TB_RPS, NAME_TB_US (medians).
+versus() {
+    local name=$1 hp=$2 cpu n rps
+    local wrk_rps=() wrk_us=() tb_rps=() tb_us=()
+    for r in $(seq "$ROUNDS"); do
+        local load
+        load=$(cut -d' ' -f1 /proc/loadavg)
+        read -r cpu _ < <(rusage "$WORK/wrk.txt" wrk -t2 -c64 -d"${DURATION}s" -s "$WORK/chat.lua" \
+            "http://$hp/v1/chat/completions")
+        rps=$(sed -n 's/^Requests\/sec: *//p' "$WORK/wrk.txt")
+        n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$WORK/wrk.txt")
+        wrk_rps+=("$rps")
+        wrk_us+=("$(per_req "$cpu" "$n")")
+        tb "$name" --endpoint-type chat --streaming --extra-inputs ignore_eos:true -u "$hp"
+        tb_rps+=("$TB_RPS")
+        tb_us+=("$TB_US")
+        echo "   round $r (load $load): wrk ${wrk_rps[-1]} req/s, ${wrk_us[-1]} us CPU/req | ttftbench $TB_RPS req/s, $TB_US us CPU/req ($TB_INFO)"
+    done
+    printf -v "${name}_WRK_RPS" %s "$(median "${wrk_rps[@]}")"
+    printf -v "${name}_WRK_US" %s "$(median "${wrk_us[@]}")"
+    printf -v "${name}_TB_RPS" %s "$(median "${tb_rps[@]}")"
+    printf -v "${name}_TB_US" %s "$(median "${tb_us[@]}")"
+}
+
+echo "== 1. one-write server (nginx at 127.0.0.1:$NGINX_PORT): concurrency 64, 100-token streams, ${DURATION}s x $ROUNDS"
+versus ONE "127.0.0.1:$NGINX_PORT"
+echo "== 2. per-write server (simulator --instant at $INSTANT_HTTP)"
+versus SIM "$INSTANT_HTTP"
+echo "== 3. per-write server, independent (python at 127.0.0.1:$PY_PORT; server-bound)"
+versus PY "127.0.0.1:$PY_PORT"
+echo "== 4. gRPC ModelStreamInfer (simulator --instant at $GRPC)"
+grpc_us=()
+for r in $(seq "$ROUNDS"); do
+    tb GRPC --endpoint-type kserve --streaming --output-tokens-mean-deterministic -u "$GRPC"
+    grpc_us+=("$TB_US")
+    echo "   round $r (load $(cut -d' ' -f1 /proc/loadavg)): ttftbench $TB_RPS req/s, $TB_US us CPU/req ($TB_INFO)"
+done
+GRPC_US=$(median "${grpc_us[@]}")
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 
 start_sim TIMED
-echo "== 3. TTFT overhead at concurrency 1 (simulator with its default timing at $TIMED_HTTP)"
+echo "== 5. TTFT overhead at concurrency 1 (simulator with its default timing at $TIMED_HTTP)"
 "$BIN" profile -m vllm_model --endpoint-type chat --streaming --output-tokens-mean 2 \
     --extra-inputs ignore_eos:true --synthetic-input-tokens-mean 8 --synthetic-input-tokens-stddev 0 \
     -u "$TIMED_HTTP" --concurrency 1 --request-count 500 --warmup-request-count 20 \
@@ -136,7 +234,7 @@ echo "   ttftbench TTFT p50 $CLIENT_P50 ms, simulator first response p50 $SIM_P5
 
 start_sim SLOW --max-batch "$STREAMS" --prefill-base-us 0 --prefill-us-per-token 0 \
     --decode-base-us 100000 --decode-us-per-seq 0
-echo "== 4. $STREAMS concurrent streams (30 tokens at 100 ms each, 2 per slot)"
+echo "== 6. $STREAMS concurrent streams (30 tokens at 100 ms each, 2 per slot)"
 read -r _ STREAM_RSS < <(rusage "$WORK/10k.txt" "$BIN" profile -m gpt2 --endpoint-type chat \
     --streaming --output-tokens-mean 30 --extra-inputs ignore_eos:true \
     --synthetic-input-tokens-mean 8 --synthetic-input-tokens-stddev 0 -u "$SLOW_HTTP" \
@@ -160,28 +258,37 @@ for _, d in ev:
 print(peak)' "$WORK/10k/requests.jsonl")
 echo "   $STREAM_OK ok, $STREAM_ERRORS errors, $STREAM_PEAK in flight at the peak, client RSS $((STREAM_RSS / 1024)) MB"
 
-echo "== 5. peak RSS over $RSS_REQUESTS requests (concurrency 64, --instant)"
+echo "== 7. peak RSS over $RSS_REQUESTS requests (concurrency 64, --instant)"
 read -r RSS_CPU RSS_KB < <(rusage "$WORK/1m.txt" "$BIN" profile "${CHAT[@]}" -u "$INSTANT_HTTP" \
     --concurrency 64 --request-count "$RSS_REQUESTS" --artifact-dir "$WORK/1m")
 RSS_OK=$(json "$WORK/1m/profile_export_genai_perf.json" "d['request_count']['avg']")
 echo "   $RSS_OK requests, peak RSS $((RSS_KB / 1024)) MB, ${RSS_CPU}s CPU, requests.jsonl $(du -m "$WORK/1m/requests.jsonl" | cut -f1) MB"
 
 echo
-echo "== summary (medians of $ROUNDS rounds)"
+echo "== summary (medians of $ROUNDS rounds; load now $(cut -d' ' -f1-3 /proc/loadavg))"
 fail=0
 check() { # NAME VALUE OP TARGET
     if python3 -c "import sys; sys.exit(0 if $2 $3 $4 else 1)"; then
-        printf '  %-52s %12s   target %s %s   ok\n' "$1" "$2" "$3" "$4"
+        printf '  %-58s %10s   target %s %s   ok\n' "$1" "$2" "$3" "$4"
     else
-        printf '  %-52s %12s   target %s %s   MISSED\n' "$1" "$2" "$3" "$4"
+        printf '  %-58s %10s   target %s %s   MISSED\n' "$1" "$2" "$3" "$4"
         fail=1
     fi
 }
-printf '  %-52s %12s\n' "wrk requests/s (c=64, 100-token streams)" "$WRK_RPS"
-printf '  %-52s %12s\n' "ttftbench requests/s" "$TB_RPS"
-check "ttftbench / wrk requests/s" "$RATIO" ">=" 0.9
-printf '  %-52s %12s\n' "wrk CPU us per request (parses nothing)" "$WRK_US"
-check "ttftbench CPU us per request (tokens counted)" "$TB_US" "<=" 100
+printf '  %-12s %14s %14s %12s %12s %10s %10s\n' server "wrk req/s" "ttftb req/s" "wrk us/req" "ttftb us/req" "req/s x" "CPU x"
+for k in ONE SIM PY; do
+    wr=${k}_WRK_RPS tr=${k}_TB_RPS wu=${k}_WRK_US tu=${k}_TB_US
+    printf '  %-12s %14s %14s %12s %12s %10s %10s\n' "$(case $k in ONE) echo one-write;; SIM) echo per-write;; PY) echo python;; esac)" \
+        "${!wr}" "${!tr}" "${!wu}" "${!tu}" "$(ratio "${!tr}" "${!wr}")" "$(ratio "${!tu}" "${!wu}")"
+done
+printf '  %-12s %14s %14s %12s %12s %10s %10s\n' gRPC - - - "$GRPC_US" - "$(ratio "$GRPC_US" "$SIM_TB_US")x SSE"
+check "one-write: ttftbench / wrk requests/s" "$(ratio "$ONE_TB_RPS" "$ONE_WRK_RPS")" ">=" 0.7
+check "one-write: ttftbench / wrk CPU per request" "$(ratio "$ONE_TB_US" "$ONE_WRK_US")" "<=" 2
+check "per-write (simulator): ttftbench / wrk requests/s" "$(ratio "$SIM_TB_RPS" "$SIM_WRK_RPS")" ">=" 0.9
+check "per-write (simulator): ttftbench / wrk CPU per request" "$(ratio "$SIM_TB_US" "$SIM_WRK_US")" "<=" 2
+check "per-write (python): ttftbench / wrk CPU per request" "$(ratio "$PY_TB_US" "$PY_WRK_US")" "<=" 2
+check "ttftbench CPU us per request (simulator, tokens counted)" "$SIM_TB_US" "<=" 100
+check "gRPC / HTTP SSE CPU per request (simulator)" "$(ratio "$GRPC_US" "$SIM_TB_US")" "<=" 1.5
 check "TTFT overhead at c=1, ms (client p50 - server p50)" "$OVERHEAD" "<=" 0.3
 check "concurrent streams held ($STREAM_ERRORS errors)" "$STREAM_PEAK" ">=" "$STREAMS"
 check "errors among $STREAMS concurrent streams" "$STREAM_ERRORS" "==" 0

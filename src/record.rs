@@ -103,6 +103,9 @@ pub enum ErrorKind {
     StreamReset,
     /// The server closed the HTTP/2 connection (`GOAWAY`) before the call completed.
     GoAway,
+    /// An event, streamed message, whole body or the response's text passed `--max-event-size`
+    /// (reading stopped there instead of buffering it).
+    ResponseTooLarge,
 }
 
 impl ErrorKind {
@@ -125,6 +128,7 @@ impl ErrorKind {
             ErrorKind::RateLimited => "rate_limited".into(),
             ErrorKind::StreamReset => "stream_reset".into(),
             ErrorKind::GoAway => "goaway".into(),
+            ErrorKind::ResponseTooLarge => "response_too_large".into(),
         }
     }
 
@@ -155,6 +159,9 @@ impl ErrorKind {
             ErrorKind::Timeout => Some("raise --request-timeout or lower the load"),
             ErrorKind::StreamCut => Some(
                 "the server closed streams early: check its logs for crashes or proxies with idle timeouts",
+            ),
+            ErrorKind::ResponseTooLarge => Some(
+                "the server sent more than --max-event-size in one event or response (default 4MiB): raise it if that is expected, otherwise the server ignores the requested length",
             ),
             ErrorKind::NoContent => Some(
                 "responses carried no text: check --output-tokens-mean, and that the model streams text_output / delta.content",
@@ -251,6 +258,9 @@ pub struct RequestRecord {
     pub chunks: u32,
     /// Every response or event received, including empty and usage-only ones.
     pub responses: u32,
+    /// The output text held invalid UTF-8: it was counted after replacing each invalid
+    /// sequence with U+FFFD (as a Python client decoding with `errors="replace"` would).
+    pub lossy_text: bool,
     /// The failure, for failed requests.
     pub error: Option<RequestError>,
 }
@@ -354,6 +364,7 @@ mod tests {
             requested_osl: 11,
             chunks: 11,
             responses: 12,
+            lossy_text: false,
             error: None,
         }
     }

@@ -526,6 +526,7 @@ mod tests {
             requested_osl: osl,
             chunks: osl,
             responses: osl,
+            lossy_text: false,
             error: None,
         }
     }

@@ -125,6 +125,9 @@ impl Serialize for Header {
     }
 }
 
+/// The largest event, streamed message or body accepted when nothing else is said (4 MiB).
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 4 << 20;
+
 /// Where requests go and how they are framed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Target {
@@ -147,6 +150,9 @@ pub struct Target {
     /// Bearer token; skipped when serialising.
     #[serde(skip)]
     pub api_key: Option<String>,
+    /// Largest event, streamed message or whole body accepted (`--max-event-size`).
+    #[serde(skip)]
+    pub max_event_bytes: usize,
 }
 
 impl Target {

@@ -123,6 +123,7 @@ mod tests {
                 requested_osl: 101,
                 chunks: 101,
                 responses: 102,
+                lossy_text: false,
                 error: None,
             };
             agg.record(&rec, &[5_000_000, 4_000_000], &[]);

@@ -18,6 +18,7 @@
 //! | `ttft_ms`, `latency_ms`, `itl_ms` | derived, as in the summary |
 //! | `isl`, `osl`, `server_osl`, `requested_osl` | token counts |
 //! | `chunks`, `responses` | content-bearing responses, all responses |
+//! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
 //! | `error`, `error_message` | failure kind and detail, or `null` |
 
 use std::io::Write;
@@ -48,6 +49,7 @@ struct Row<'a> {
     requested_osl: u32,
     chunks: u32,
     responses: u32,
+    lossy_text: bool,
     error: Option<&'a str>,
     error_message: Option<&'a str>,
 }
@@ -83,6 +85,7 @@ pub fn write_row(
         requested_osl: rec.requested_osl,
         chunks: rec.chunks,
         responses: rec.responses,
+        lossy_text: rec.lossy_text,
         error: kind.as_deref(),
         error_message: rec.error.as_ref().map(|e| &*e.message),
     };
@@ -117,12 +120,13 @@ mod tests {
             requested_osl: 1,
             chunks: 1,
             responses: 2,
+            lossy_text: false,
             error: None,
         };
         let mut out = Vec::new();
         write_row(&mut out, "concurrency1", &clock, &rec).unwrap();
         let expected = format!(
-            "{{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":3,\"prompt_index\":1,\"intended_ns\":{},\"sent_ns\":{},\"first_byte_ns\":{},\"first_token_ns\":{},\"second_token_ns\":null,\"last_token_ns\":{},\"end_ns\":{},\"ttft_ms\":3.0,\"latency_ms\":3.0,\"itl_ms\":null,\"isl\":5,\"osl\":1,\"server_osl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":2,\"error\":null,\"error_message\":null}}\n",
+            "{{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":3,\"prompt_index\":1,\"intended_ns\":{},\"sent_ns\":{},\"first_byte_ns\":{},\"first_token_ns\":{},\"second_token_ns\":null,\"last_token_ns\":{},\"end_ns\":{},\"ttft_ms\":3.0,\"latency_ms\":3.0,\"itl_ms\":null,\"isl\":5,\"osl\":1,\"server_osl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":2,\"lossy_text\":false,\"error\":null,\"error_message\":null}}\n",
             base,
             base + 1_000,
             base + 2_000_000,

@@ -153,6 +153,7 @@ mod tests {
             requested_osl: 10,
             chunks: 10,
             responses: 10,
+            lossy_text: false,
             error: error
                 .then(|| crate::record::RequestError::new(crate::record::ErrorKind::Timeout, "t")),
         }

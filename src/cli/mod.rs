@@ -294,6 +294,12 @@ pub struct ProfileArgs {
     #[arg(long = "request-timeout", default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,
 
+    /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
+    /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
+    /// instead of being buffered.
+    #[arg(long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
+    pub max_event_size: usize,
+
     /// More detail on the console.
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,
@@ -463,6 +469,11 @@ pub struct PerfArgs {
     /// Per-request timeout (bare number: seconds).
     #[arg(long = "request-timeout", default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,
+    /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
+    /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
+    /// instead of being buffered.
+    #[arg(long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
+    pub max_event_size: usize,
     /// Seed for random input data and schedules.
     #[arg(long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
@@ -714,4 +725,25 @@ fn millis(raw: &str) -> Result<Duration, String> {
 /// A duration flag whose bare numbers are seconds (`30`, `500ms`, `2s`, `1m`).
 fn secs(raw: &str) -> Result<Duration, String> {
     crate::plan::values::parse_duration("", raw, Duration::from_secs(1)).map_err(|e| e.0)
+}
+
+/// A byte size: a number, optionally followed by `KiB`, `MiB` or `GiB` (or `K`, `M`, `G`).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 4194304 or 4MiB)"))?;
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        _ => return Err(format!("'{s}': unknown unit (use KiB, MiB or GiB)")),
+    };
+    match n.checked_mul(mult) {
+        Some(v) if v > 0 => Ok(v),
+        _ => Err(format!("'{s}' must be at least 1 byte and fit in memory")),
+    }
 }

@@ -128,6 +128,7 @@ impl PerfArgs {
             streaming: self.streaming,
             headers,
             api_key: None,
+            max_event_bytes: self.max_event_size,
         };
         target.header_map()?;
         Ok(target)

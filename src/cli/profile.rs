@@ -62,6 +62,7 @@ impl ProfileArgs {
             streaming: self.streaming,
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
+            max_event_bytes: self.max_event_size,
         }
     }
 

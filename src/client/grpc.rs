@@ -16,7 +16,7 @@ use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
-use super::wire::{read_infer_response, read_stream_response, request_id_field};
+use super::wire::{read_infer_response, request_id_field};
 use super::{Exchange, error_chain};
 use crate::error::UsageError;
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
@@ -129,6 +129,8 @@ pub struct GrpcClient {
     streaming: bool,
     decoupled: bool,
     text: bool,
+    /// Largest response message accepted.
+    max_message: usize,
 }
 
 /// What a response's content is.
@@ -245,6 +247,13 @@ impl GrpcClient {
             streaming: target.streaming,
             decoupled: info.decoupled,
             text: mode == ResponseMode::Text,
+            // Text responses carry a token or a few; tensors may be megabytes (Triton's own
+            // limit applies to them).
+            max_message: if mode == ResponseMode::Text {
+                target.max_event_bytes.max(1)
+            } else {
+                MAX_RESPONSE_BYTES
+            },
         })
     }
 
@@ -270,7 +279,7 @@ impl GrpcClient {
     ) -> Result<(), RequestError> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();
         let mut grpc = tonic::client::Grpc::new(self.channels[i].clone())
-            .max_decoding_message_size(MAX_RESPONSE_BYTES);
+            .max_decoding_message_size(self.max_message);
         let msg = Outgoing {
             body: body.clone(),
             id: self.ids.fetch_add(1, Ordering::Relaxed),
@@ -330,7 +339,7 @@ impl GrpcClient {
                     ex.keep_response(at, &bytes);
                     let text = if self.text { Some(&mut ex.text) } else { None };
                     let info = if stream_rpc {
-                        read_stream_response(&bytes, text, &mut error)
+                        ex.responses_shape.read(&bytes, text, &mut error)
                     } else {
                         read_infer_response(&bytes, text)
                     }
@@ -353,6 +362,15 @@ impl GrpcClient {
                     };
                     if content {
                         ex.content_at(at);
+                    }
+                    if self.text && ex.text.len() > self.max_message {
+                        return Err(RequestError::new(
+                            ErrorKind::ResponseTooLarge,
+                            format!(
+                                "the response's output text passed --max-event-size ({} bytes); reading stopped there",
+                                self.max_message
+                            ),
+                        ));
                     }
                     // A response without the parameter is final (Triton's client does the same);
                     // a unary call has exactly one.
@@ -423,6 +441,10 @@ pub fn status_error(s: Status) -> RequestError {
             if s.message().contains("connect") || s.message().contains("transport") =>
         {
             ErrorKind::Connect
+        }
+        // tonic refuses a message past max_decoding_message_size before buffering it.
+        (Code::OutOfRange, None) if s.message().contains("message length too large") => {
+            ErrorKind::ResponseTooLarge
         }
         (code, None) => ErrorKind::GrpcStatus(code as i32),
     };

@@ -68,6 +68,16 @@ impl H1Target {
     }
 }
 
+/// The read buffer a connection starts with: room for a streamed token's event or a small
+/// response, so ten thousand idle streams cost little.
+const FIRST_READ_BUF: usize = 4 * 1024;
+/// The read buffer's limit. A read that fills the buffer doubles it up to this, so a server that
+/// sends a whole response at once is read in one system call (the first read of a 19 KB stream
+/// into 16 KB cost a second read, its wake-up and a copy of the cut event).
+const MAX_READ_BUF: usize = 256 * 1024;
+/// The longest response head accepted; a head that does not end by then is malformed.
+const MAX_HEAD: usize = 64 * 1024;
+
 /// One keep-alive connection with its read buffer.
 #[derive(Debug)]
 pub struct H1Conn {
@@ -92,7 +102,7 @@ pub async fn connect(t: &H1Target) -> Result<H1Conn, RequestError> {
     let _ = stream.set_nodelay(true);
     Ok(H1Conn {
         stream,
-        buf: vec![0; 16 * 1024],
+        buf: vec![0; FIRST_READ_BUF],
         start: 0,
         end: 0,
         reusable: true,
@@ -162,14 +172,22 @@ impl H1Conn {
                 self.end -= self.start;
                 self.start = 0;
             } else {
+                // Only an unfinished head or chunk-size line is kept unconsumed, and both are
+                // bounded by their callers: this stays below MAX_HEAD + MAX_READ_BUF.
                 let n = self.buf.len() * 2;
                 self.buf.resize(n, 0);
             }
         }
+        let room = self.buf.len() - self.end;
         let n = self.stream.read(&mut self.buf[self.end..]).await?;
         // Taken as the read returns, before anything is parsed.
         self.last_read_ns = clock.now_ns();
         self.end += n;
+        if n == room && self.buf.len() < MAX_READ_BUF {
+            // More was probably waiting: read it in one go next time.
+            let len = (self.buf.len() * 2).min(MAX_READ_BUF);
+            self.buf.resize(len, 0);
+        }
         Ok(n)
     }
 
@@ -188,6 +206,13 @@ impl H1Conn {
                     let head = Head::from_parsed(&resp)?;
                     self.start += len;
                     return Ok((head, first.unwrap_or(self.last_read_ns)));
+                }
+                Ok(httparse::Status::Partial) if self.available().len() > MAX_HEAD => {
+                    self.reusable = false;
+                    return Err(RequestError::new(
+                        ErrorKind::MalformedResponse,
+                        format!("the response head did not end within {MAX_HEAD} bytes"),
+                    ));
                 }
                 Ok(httparse::Status::Partial) => {}
                 Err(e) => {
@@ -301,6 +326,9 @@ impl H1Conn {
                         state = Unframe::ChunkSize;
                     }
                     Unframe::Trailers => match memchr::memchr(b'\n', avail) {
+                        None if avail.len() > MAX_HEAD => {
+                            return Err(self.malformed("trailer line too long"));
+                        }
                         None => break,
                         Some(i) => {
                             let empty = avail[..i].iter().all(|c| *c == b'\r');

@@ -32,6 +32,8 @@ pub struct HttpClient {
     streaming: bool,
     /// The direct HTTP/1.1 path, for `http://` targets.
     h1: Option<std::sync::Arc<H1Target>>,
+    /// Largest event, whole body or response text accepted.
+    max_event: usize,
 }
 
 impl HttpClient {
@@ -69,6 +71,7 @@ impl HttpClient {
             warm_url,
             streaming: target.streaming,
             h1,
+            max_event: target.max_event_bytes.max(1),
         })
     }
 
@@ -142,23 +145,27 @@ impl HttpClient {
         let ok = (200..300).contains(&status);
         let result = if !ok || !head.is_sse() {
             // Tensor answers are only timed, never read: nothing of them is kept.
-            let limit = if !ok {
-                64 * 1024
+            let (limit, strict) = if !ok {
+                (64 * 1024, false)
             } else if tensors && ex.capture.is_none() {
-                0
+                (0, false)
             } else {
-                usize::MAX
+                (self.max_event, true)
             };
             let mut at = first_byte;
+            let mut too_large = false;
             let read = conn
                 .read_body(head.framing, clock, |d, t| {
                     at = t;
                     let room = limit.saturating_sub(whole.len());
+                    // A JSON body is read whole, so one past the limit ends the request.
+                    too_large = strict && d.len() > room;
                     whole.extend_from_slice(&d[..d.len().min(room)]);
-                    true
+                    !too_large
                 })
                 .await;
             match read {
+                Ok(()) if too_large => Err(too_large_error("the response body", limit)),
                 Err(e) => Err(e),
                 Ok(()) if !ok => {
                     let text = String::from_utf8_lossy(&whole[..whole.len().min(2048)])
@@ -202,17 +209,18 @@ impl HttpClient {
             }
         } else {
             let mut sse = std::mem::take(&mut ex.sse);
+            sse.set_limit(self.max_event);
             let mut state = StreamState {
                 done: false,
                 error: None,
+                max_text: self.max_event,
             };
             let read = conn
                 .read_body(head.framing, clock, |d, t| {
                     if let Err(e) =
                         sse.feed(d, |name, data| on_event(name, data, t, ex, &mut state))
                     {
-                        state.error =
-                            Some(RequestError::new(ErrorKind::MalformedSse, e.to_string()));
+                        state.error = Some(sse_error(e));
                     }
                     state.error.is_none()
                 })
@@ -280,7 +288,7 @@ impl HttpClient {
         if is_sse {
             self.read_stream(resp, ex, clock).await
         } else {
-            read_whole(resp, ex, clock).await
+            read_whole(resp, ex, clock, self.max_event).await
         }
     }
 
@@ -365,8 +373,10 @@ impl HttpClient {
         let mut state = StreamState {
             done: false,
             error: None,
+            max_text: self.max_event,
         };
         let mut sse = std::mem::take(&mut ex.sse);
+        sse.set_limit(self.max_event);
         let result = loop {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
@@ -374,7 +384,7 @@ impl HttpClient {
                     if let Err(e) =
                         sse.feed(&chunk, |name, data| on_event(name, data, t, ex, &mut state))
                     {
-                        break Err(RequestError::new(ErrorKind::MalformedSse, e.to_string()));
+                        break Err(sse_error(e));
                     }
                     if let Some(err) = state.error.take() {
                         break Err(err);
@@ -456,6 +466,23 @@ async fn drain_body(resp: &mut reqwest::Response) {
 struct StreamState {
     done: bool,
     error: Option<RequestError>,
+    /// Largest output text accepted for one response.
+    max_text: usize,
+}
+
+/// An event that outgrew the limit is a response too large; nothing else goes wrong in SSE
+/// framing (unknown lines are ignored by the format).
+fn sse_error(e: super::sse::SseError) -> RequestError {
+    match e {
+        super::sse::SseError::EventTooLarge(n) => too_large_error("one server-sent event", n),
+    }
+}
+
+fn too_large_error(what: &str, limit: usize) -> RequestError {
+    RequestError::new(
+        ErrorKind::ResponseTooLarge,
+        format!("{what} passed --max-event-size ({limit} bytes); reading stopped there"),
+    )
 }
 
 fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut StreamState) {
@@ -475,7 +502,11 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
         ));
         return;
     }
-    match parse_event(data, &mut ex.text) {
+    let parsed = match ex.events.read(data, &mut ex.text) {
+        Err(e) if std::str::from_utf8(data).is_err() => lossy_event(data, ex).ok_or(e),
+        r => r,
+    };
+    match parsed {
         Ok(info) => {
             if let Some(msg) = info.error {
                 st.error = Some(RequestError::new(ErrorKind::ServerError, msg));
@@ -489,6 +520,9 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
             }
             if info.content_bytes > 0 {
                 ex.content_at(t);
+                if ex.text.len() > st.max_text {
+                    st.error = Some(too_large_error("the response's output text", st.max_text));
+                }
             }
         }
         Err(e) => {
@@ -501,14 +535,42 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
     }
 }
 
+/// An event that is JSON once its invalid UTF-8 is replaced by U+FFFD: read that way, and the
+/// request marked (its record says `lossy_text`; the console says it once per run).
+fn lossy_event(data: &[u8], ex: &mut Exchange) -> Option<super::events::EventInfo> {
+    let fixed = String::from_utf8_lossy(data);
+    let info = super::events::parse_event(fixed.as_bytes(), &mut ex.text).ok()?;
+    ex.lossy_text = true;
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!(
+            "the server sent text that is not valid UTF-8; it is counted with U+FFFD in place of each invalid sequence (requests.jsonl: lossy_text)"
+        );
+    }
+    Some(info)
+}
+
 /// A whole (non-streamed) response: its content arrives at once, when the body is complete.
 async fn read_whole(
-    resp: reqwest::Response,
+    mut resp: reqwest::Response,
     ex: &mut Exchange,
     clock: &Clock,
+    limit: usize,
 ) -> Result<(), RequestError> {
-    let body = resp.bytes().await.map_err(body_broke_off)?;
-    read_whole_bytes(&body, clock.now_ns(), ex)
+    let mut body = std::mem::take(&mut ex.body);
+    body.clear();
+    let result = loop {
+        match resp.chunk().await {
+            Ok(Some(c)) if body.len() + c.len() > limit => {
+                break Err(too_large_error("the response body", limit));
+            }
+            Ok(Some(c)) => body.extend_from_slice(&c),
+            Ok(None) => break read_whole_bytes(&body, clock.now_ns(), ex),
+            Err(e) => break Err(body_broke_off(e)),
+        }
+    };
+    ex.body = body;
+    result
 }
 
 fn body_broke_off(e: reqwest::Error) -> RequestError {
@@ -522,7 +584,11 @@ fn body_broke_off(e: reqwest::Error) -> RequestError {
 fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), RequestError> {
     ex.responses += 1;
     ex.keep_response(t, body);
-    let info = parse_event(body, &mut ex.text).map_err(|e| {
+    let parsed = match parse_event(body, &mut ex.text) {
+        Err(e) if std::str::from_utf8(body).is_err() => lossy_event(body, ex).ok_or(e),
+        r => r,
+    };
+    let info = parsed.map_err(|e| {
         let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
         RequestError::new(
             ErrorKind::MalformedResponse,

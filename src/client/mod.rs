@@ -49,7 +49,13 @@ pub struct Exchange {
     /// How long the server asked the client to wait before the next request (`Retry-After`,
     /// gRPC retry pushback), when a failed response said so.
     pub retry_after: Option<std::time::Duration>,
+    /// The output text held invalid UTF-8 and was kept with U+FFFD in its place.
+    pub lossy_text: bool,
     pub(crate) sse: sse::SseParser,
+    /// Reads each event's JSON, remembering the shape of the stream's token events.
+    pub(crate) events: events::EventReader,
+    /// Reads each gRPC stream response, remembering the shape of the stream's token responses.
+    pub(crate) responses_shape: wire::StreamShape,
     /// The worker's direct HTTP/1.1 connection, kept between requests.
     pub(crate) h1: Option<h1::H1Conn>,
     /// Request-writing buffer, reused.
@@ -128,9 +134,17 @@ impl Exchange {
         self.completion_tokens = None;
         self.prompt_tokens = None;
         self.retry_after = None;
+        self.lossy_text = false;
         self.sse.reset();
         if let Some(c) = self.capture.as_mut() {
             c.clear();
+        }
+        // A huge response's buffers are given back rather than kept for every later request.
+        if self.text.capacity() > 1 << 20 {
+            self.text = String::new();
+        }
+        if self.body.capacity() > 1 << 20 {
+            self.body = Vec::new();
         }
     }
 

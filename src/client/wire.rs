@@ -128,6 +128,113 @@ pub fn read_stream_response(
     Ok(info)
 }
 
+/// Reads a stream's `ModelStreamInferResponse`s, remembering the bytes of its token responses
+/// before their text: a server encodes every token of a request the same way (model, id,
+/// parameters, output description) and only the last field, the raw `text_output` element,
+/// differs. A response that is one `infer_response` whose bytes start with the remembered ones
+/// and end in one raw BYTES element is read with a comparison instead of a walk over every
+/// field (per-message protobuf walking was the largest user-space cost of a gRPC stream).
+///
+/// Exact, like [`super::events::EventReader`]: the remembered bytes come from a response the
+/// full reader read, whose whole text was that one element, stored last and alone; the same
+/// bytes before another such element mean the same outputs, flags and text index.
+#[derive(Debug, Default)]
+pub struct StreamShape {
+    /// `infer_response`'s bytes before its raw text field.
+    prefix: Vec<u8>,
+    /// What the rest of such a response says (its text aside).
+    info: ResponseInfo,
+}
+
+impl StreamShape {
+    /// Reads one response like [`read_stream_response`].
+    pub fn read(
+        &mut self,
+        msg: &[u8],
+        text: Option<&mut String>,
+        error: &mut String,
+    ) -> Result<ResponseInfo, WireError> {
+        let Some(text) = text else {
+            return read_stream_response(msg, None, error);
+        };
+        if let Some(n) = self.same_shape(msg, text) {
+            return Ok(ResponseInfo {
+                text_bytes: n,
+                ..self.info
+            });
+        }
+        let before = text.len();
+        let info = read_stream_response(msg, Some(&mut *text), error)?;
+        if !info.has_error && info.text_bytes > 0 {
+            self.learn(msg, &text.as_bytes()[before..], info);
+        }
+        Ok(info)
+    }
+
+    /// `infer_response`'s bytes when `msg` is that field alone.
+    fn inner(msg: &[u8]) -> Option<&[u8]> {
+        let mut r = Reader::new(msg);
+        if r.key().ok()? != (2, 2) {
+            return None;
+        }
+        let inner = r.bytes().ok()?;
+        r.done().then_some(inner)
+    }
+
+    /// The text of a one-element raw BYTES field, `[tag][len][u32 le n][n bytes]`, that is all
+    /// of `rest`.
+    fn raw_text(rest: &[u8]) -> Option<&[u8]> {
+        let mut r = Reader::new(rest);
+        if r.key().ok()? != (6, 2) {
+            return None;
+        }
+        let blob = r.bytes().ok()?;
+        if !r.done() || blob.len() < 4 {
+            return None;
+        }
+        let n = u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize;
+        (n == blob.len() - 4).then(|| &blob[4..])
+    }
+
+    #[inline]
+    fn same_shape(&self, msg: &[u8], text: &mut String) -> Option<usize> {
+        if self.prefix.is_empty() {
+            return None;
+        }
+        let inner = Self::inner(msg)?;
+        let rest = inner.strip_prefix(self.prefix.as_slice())?;
+        let t = std::str::from_utf8(Self::raw_text(rest)?).ok()?;
+        text.push_str(t);
+        Some(t.len())
+    }
+
+    /// Remembers `msg`'s shape if its whole text (`appended`, read losslessly) was its only raw
+    /// field, stored last.
+    fn learn(&mut self, msg: &[u8], appended: &[u8], info: ResponseInfo) {
+        let Some(inner) = Self::inner(msg) else {
+            return;
+        };
+        let mut r = Reader::new(inner);
+        let (mut last, mut raws) = (0, 0);
+        while !r.done() {
+            last = r.i;
+            let Ok((field, wt)) = r.key() else { return };
+            raws += usize::from(field == 6);
+            if r.skip(wt).is_err() {
+                return;
+            }
+        }
+        if raws == 1 && Self::raw_text(&inner[last..]) == Some(appended) {
+            self.prefix.clear();
+            self.prefix.extend_from_slice(&inner[..last]);
+            self.info = ResponseInfo {
+                text_bytes: 0,
+                ..info
+            };
+        }
+    }
+}
+
 /// Reads a `ModelInferResponse`, appending its text output to `text` when given.
 pub fn read_infer_response(
     msg: &[u8],
@@ -316,6 +423,15 @@ mod tests {
     };
     use prost::Message;
 
+    fn bytes_tensor_raw(items: &[&[u8]]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for i in items {
+            v.extend_from_slice(&(i.len() as u32).to_le_bytes());
+            v.extend_from_slice(i);
+        }
+        v
+    }
+
     fn bytes_tensor(items: &[&str]) -> Vec<u8> {
         let mut v = Vec::new();
         for s in items {
@@ -361,6 +477,86 @@ mod tests {
                 .collect(),
             raw_output_contents: raw,
         }
+    }
+
+    fn stream_msg(resp: ModelInferResponse, error: &str) -> Vec<u8> {
+        ModelStreamInferResponse {
+            error_message: error.into(),
+            infer_response: Some(resp),
+        }
+        .encode_to_vec()
+    }
+
+    /// A stream read through one [`StreamShape`] gives, message by message, exactly what
+    /// [`read_stream_response`] gives each alone, and token messages take the remembered shape.
+    #[test]
+    fn stream_shape_agrees_with_the_full_reader() {
+        let token = |t: &[u8], id: &str| {
+            let mut r = response(&["text_output"], vec![bytes_tensor_raw(&[t])], None);
+            r.parameters.clear();
+            r.id = id.into();
+            stream_msg(r, "")
+        };
+        let mut msgs = vec![
+            token(b" the", "1"),
+            token(b" of", "1"),
+            token(b"", "1"),
+            token("é✓".as_bytes(), "1"),
+            token(b"\xff\xfe", "1"),
+            token(b" x", "2"),
+            stream_msg(
+                response(&["text_output"], vec![bytes_tensor(&["a", "b"])], None),
+                "",
+            ),
+            stream_msg(
+                response(&["text_output"], vec![bytes_tensor(&["c"])], Some(true)),
+                "",
+            ),
+            stream_msg(response(&["text_output"], vec![], Some(true)), ""),
+            stream_msg(
+                response(
+                    &["a", "text_output"],
+                    vec![bytes_tensor(&["no"]), bytes_tensor(&["yes"])],
+                    None,
+                ),
+                "",
+            ),
+            stream_msg(
+                response(&["text_output"], vec![bytes_tensor(&["e"])], None),
+                "boom",
+            ),
+        ];
+        let mut cut = token(b" cut", "1");
+        cut.truncate(cut.len() - 2);
+        msgs.push(cut);
+        let mut shape = StreamShape::default();
+        for round in 0..msgs.len() {
+            for i in 0..msgs.len() {
+                let m = &msgs[(i * (round + 1)) % msgs.len()];
+                let (mut a, mut b, mut ea, mut eb) = (
+                    String::from("p"),
+                    String::from("p"),
+                    String::new(),
+                    String::new(),
+                );
+                let ra = shape.read(m, Some(&mut a), &mut ea);
+                let rb = read_stream_response(m, Some(&mut b), &mut eb);
+                assert_eq!(ra, rb);
+                assert_eq!((a, ea), (b, eb));
+            }
+        }
+        let mut shape = StreamShape::default();
+        shape
+            .read(
+                &token(b" a", "7"),
+                Some(&mut String::new()),
+                &mut String::new(),
+            )
+            .unwrap();
+        let mut t = String::new();
+        assert_eq!(shape.same_shape(&token(b" bcd", "7"), &mut t), Some(4));
+        assert_eq!(t, " bcd");
+        assert_eq!(shape.same_shape(&token(b" bcd", "8"), &mut t), None);
     }
 
     #[test]

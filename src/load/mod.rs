@@ -344,10 +344,15 @@ impl WorkerCtx {
 
     /// Hands a finished request to the collector, then waits as long as its outcome calls for
     /// ([`backoff`]). Returns `false` when the phase ended during the wait.
-    async fn finish(&self, completed: Completed, ex: &Exchange, b: &mut backoff::Backoff) -> bool {
-        let kind = completed.record.error.as_ref().map(|e| e.kind);
+    async fn finish(
+        &self,
+        completed: (Completed, bool),
+        ex: &mut Exchange,
+        b: &mut backoff::Backoff,
+    ) -> bool {
+        let kind = completed.0.record.error.as_ref().map(|e| e.kind);
         let wait = b.after(kind, ex.retry_after);
-        self.sink.send(completed);
+        hand_over(self, completed, ex);
         let Some(mut wait) = wait else {
             return true;
         };
@@ -390,9 +395,21 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64
             &mut ex,
         )
         .await;
-        if !ctx.finish(completed, &ex, &mut backoff).await {
+        if !ctx.finish(completed, &mut ex, &mut backoff).await {
             return;
         }
+    }
+}
+
+/// Sends a finished request to the collector; when its output tokens are still to be counted,
+/// its text goes along and is counted there, off the worker (see [`queue`]).
+fn hand_over(ctx: &WorkerCtx, (completed, count): (Completed, bool), ex: &mut Exchange) {
+    if count {
+        let text = std::mem::replace(&mut ex.text, ctx.sink.text_buffer());
+        ctx.sink
+            .send_counting(completed, text, &ctx.shared.tokenizer);
+    } else {
+        ctx.sink.send(completed);
     }
 }
 
@@ -424,20 +441,22 @@ async fn open_loop_worker(
         tickets.busy.fetch_sub(1, Ordering::Relaxed);
         // A worker backing off is not busy: tickets due meanwhile go to other workers, or wait
         // and leave late against their intended time.
-        if !ctx.finish(completed, &ex, &mut backoff).await {
+        if !ctx.finish(completed, &mut ex, &mut backoff).await {
             return;
         }
     }
 }
 
-/// Sends dataset entry `seq mod N`, waits for the whole response, and builds its record.
+/// Sends dataset entry `seq mod N`, waits for the whole response, and builds its record; says
+/// whether its output tokens are still to be counted from `ex.text` (the record's `osl` is 0
+/// until then).
 async fn execute_one(
     shared: &Shared,
     spec: &PhaseSpec,
     seq: u64,
     intended_ns: u64,
     ex: &mut Exchange,
-) -> Completed {
+) -> (Completed, bool) {
     let index = (seq % shared.dataset.len() as u64) as usize;
     let entry = shared.dataset.entry(index);
     if let Some(pool) = &shared.captures
@@ -485,13 +504,13 @@ async fn execute_one(
         Ok(()) => None,
         Err(e) => Some(e),
     };
-    let osl = if error.is_none() && shared.count_tokens {
+    let (osl, count_later) = if error.is_none() && shared.count_tokens {
         match (shared.use_server_token_count, ex.completion_tokens) {
-            (true, Some(n)) => n,
-            _ => shared.tokenizer.count(&ex.text) as u32,
+            (true, Some(n)) => (n, false),
+            _ => (0, true),
         }
     } else {
-        0
+        (0, false)
     };
     let isl = match (shared.use_server_token_count, ex.prompt_tokens) {
         (true, Some(n)) => n,
@@ -515,6 +534,7 @@ async fn execute_one(
         requested_osl: entry.max_tokens,
         chunks: ex.chunks,
         responses: ex.responses,
+        lossy_text: ex.lossy_text,
         error,
     };
     let fresh = shared.gaps.pop().unwrap_or_else(|| Vec::with_capacity(256));
@@ -523,9 +543,12 @@ async fn execute_one(
         Some(pool) => ex.capture.replace(pool.pop().unwrap_or_default()),
         None => None,
     };
-    Completed {
-        record,
-        gaps,
-        capture,
-    }
+    (
+        Completed {
+            record,
+            gaps,
+            capture,
+        },
+        count_later,
+    )
 }

@@ -40,6 +40,8 @@ pub struct TargetSpec {
     pub headers: Vec<String>,
     /// `--api-key`.
     pub api_key: Option<String>,
+    /// `--max-event-size` in bytes (0: the default, 4 MiB).
+    pub max_event_bytes: usize,
 }
 
 /// The API, address, endpoint and headers of a run: Triton's gRPC port by default, the HTTP port
@@ -89,6 +91,11 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
         streaming: s.streaming,
         headers,
         api_key: s.api_key.clone().filter(|k| !k.trim().is_empty()),
+        max_event_bytes: if s.max_event_bytes == 0 {
+            crate::target::DEFAULT_MAX_EVENT_BYTES
+        } else {
+            s.max_event_bytes
+        },
     };
     target.header_map()?;
     Ok(target)

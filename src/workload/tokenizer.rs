@@ -1,7 +1,8 @@
 //! Which tokenizer counts tokens, and how it does so fast enough to sit on the hot path.
 //!
 //! Token counting runs once per completed request in the load generator (100–2000 output tokens
-//! of text) and once per prompt in the simulated server. The Hugging Face `tokenizers` pipeline
+//! of text; on the collector's thread, see `load::queue`) and once per prompt in the simulated
+//! server. The Hugging Face `tokenizers` pipeline
 //! costs ~55 µs for a 100-token text and ~540 µs for 1000 tokens (release, 2-core dev machine:
 //! regex pre-tokenizer through a backtracking VM, offsets, an `Encoding` with seven vectors),
 //! over half of the client's CPU budget of ~100 µs per 100-token request on its own. So
@@ -1049,6 +1050,8 @@ struct AddedMatcher {
     by_first: Vec<Vec<usize>>,
     /// Whether any pattern starts with this byte: the scan's fast skip.
     starts: Vec<bool>,
+    /// The distinct first bytes of the patterns.
+    first_bytes: Vec<u8>,
 }
 
 impl AddedMatcher {
@@ -1063,10 +1066,12 @@ impl AddedMatcher {
             by_first[p[0] as usize].push(i);
             starts[p[0] as usize] = true;
         }
+        let first_bytes = (0..=255u8).filter(|b| starts[*b as usize]).collect();
         AddedMatcher {
             patterns,
             by_first,
             starts,
+            first_bytes,
         }
     }
 
@@ -1079,7 +1084,12 @@ impl AddedMatcher {
     fn find(&self, hay: &[u8], from: usize) -> Option<(usize, usize, u32)> {
         let mut i = from;
         while i < hay.len() {
-            let k = hay[i..].iter().position(|&b| self.starts[b as usize])?;
+            // Usually one added token (`<|endoftext|>`), so one first byte: a vector search.
+            let k = match self.first_bytes.as_slice() {
+                [b] => memchr::memchr(*b, &hay[i..])?,
+                [a, b] => memchr::memchr2(*a, *b, &hay[i..])?,
+                _ => hay[i..].iter().position(|&b| self.starts[b as usize])?,
+            };
             i += k;
             let mut best: Option<(usize, u32)> = None;
             for &p in &self.by_first[hay[i] as usize] {

@@ -285,3 +285,71 @@ pub fn run_python(python: &Path, script: &str, args: &[&Path]) -> String {
     );
     stdout
 }
+
+/// What a raw test server does with one POST: writes its response to the socket (it may stop
+/// early when the client goes away; write errors are the client closing).
+pub type Respond = std::sync::Arc<dyn Fn(&mut std::net::TcpStream) + Send + Sync>;
+
+/// A raw HTTP/1.1 server on a free loopback port, for servers that misbehave in ways the
+/// simulator does not: GETs (discovery) get an empty 404, each POST gets `respond`, after which
+/// the connection closes. One thread per connection; the threads end with the test process.
+/// Returns `host:port`.
+pub fn raw_http_server(respond: Respond) -> String {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let respond = respond.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().expect("clone"));
+                let mut conn = conn;
+                loop {
+                    let mut head = Vec::new();
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        head.push(line);
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    if head.first().is_some_and(|l| l.starts_with("POST")) {
+                        respond(&mut conn);
+                        return;
+                    }
+                    use std::io::Write;
+                    if conn
+                        .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The process's peak resident set so far (VmHWM), in bytes.
+pub fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
