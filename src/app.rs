@@ -14,7 +14,7 @@ use crate::profile::{Outcome, Ui};
 pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
     match command {
         Command::Profile(args) => profile(&args, &argv).await,
-        Command::Perf(args) => crate::perf::main(&args, &argv).await,
+        Command::Perf(args) => crate::perf::main(&args.plan(&argv)?).await,
         Command::Serve(args) => serve(&args).await,
         Command::Demo(args) => demo(&args).await,
         Command::Report(args) => report(&args),
@@ -44,7 +44,7 @@ pub fn sim_config(
             prefix_caching: e.prefix_caching,
         }
     };
-    let faults = crate::sim::FaultConfig::from_args(e);
+    let faults = e.faults();
     faults
         .validate()
         .map_err(|err| Error::usage(format!("{err:#}")))?;

@@ -747,3 +747,25 @@ fn parse_size(s: &str) -> Result<usize, String> {
         _ => Err(format!("'{s}' must be at least 1 byte and fit in memory")),
     }
 }
+
+impl EngineArgs {
+    /// The faults `serve` flags ask for (validated later, with the rest of the config).
+    pub fn faults(&self) -> crate::sim::FaultConfig {
+        let e = self;
+        crate::sim::FaultConfig {
+            error_rate: e.fault_error_rate,
+            cut_rate: e.fault_cut_rate,
+            stall_rate: e.fault_stall_rate,
+            stall_ms: e.fault_stall_ms,
+            malformed_rate: e.fault_malformed_rate,
+            unavailable: e.fault_unavailable,
+            outage_after_ms: e.fault_outage_after_ms,
+            outage_ms: e.fault_outage_ms,
+            rate_limit_rate: e.fault_rate_limit_rate,
+            unavailable_rate: e.fault_unavailable_rate,
+            retry_after_s: e.fault_retry_after,
+            reset_rate: e.fault_reset_rate,
+            goaway_ms: e.fault_goaway_ms,
+        }
+    }
+}

@@ -244,12 +244,11 @@ impl PerfLevel {
     }
 }
 
-/// Runs `ttftbench perf`: returns the exit code.
-pub async fn main(args: &crate::cli::PerfArgs, argv: &[String]) -> Result<u8> {
-    let plan = args.plan(argv)?;
+/// Runs `ttftbench perf` for a plan made from its flags: returns the exit code.
+pub async fn main(plan: &PerfPlan) -> Result<u8> {
     let cancel = Cancel::new();
     crate::engine::signals::watch_signals(cancel.clone());
-    let outcome = run(&plan, cancel.clone(), true).await?;
+    let outcome = run(plan, cancel.clone(), true).await?;
     if let Some(path) = &plan.report_file {
         let text = report::csv(
             &outcome.levels,
