@@ -1,8 +1,6 @@
 //! The subcommands as library functions: what `main` calls after parsing. Each returns the
 //! process exit code, or an [`Error`] that carries its own.
 
-use clap::Parser;
-
 use crate::cli::{Command, DemoArgs, EngineArgs, ProfileArgs, ServeArgs};
 use crate::engine::signals::{wait_signal, watch_signals};
 use crate::error::{Error, Result, write_file};
@@ -107,54 +105,7 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
     let sim = crate::sim::start(cfg)
         .await
         .map_err(|e| Error::failed(format!("cannot start the simulated server: {e:#}")))?;
-    let mut argv: Vec<String> = [
-        "ttftbench",
-        "profile",
-        "-m",
-        "gpt2",
-        "--service-kind",
-        "triton",
-        "--backend",
-        "tensorrtllm",
-        "--streaming",
-        "--synthetic-input-tokens-mean",
-        "200",
-        "--synthetic-input-tokens-stddev",
-        "20",
-        "--output-tokens-mean",
-        "100",
-        "--output-tokens-stddev",
-        "10",
-        "--num-prompts",
-        "100",
-        "--measurement-interval",
-        "4000",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    argv.extend([
-        "--concurrency".into(),
-        a.concurrency.clone(),
-        "--url".into(),
-        sim.grpc_target(),
-        "--server-metrics-url".into(),
-        sim.metrics_url(),
-        "--artifact-dir".into(),
-        a.artifact_dir.to_string_lossy().into_owned(),
-    ]);
-    if a.quiet {
-        argv.push("--quiet".into());
-    }
-    let parsed = crate::cli::Cli::try_parse_from(&argv)
-        .map_err(|e| crate::error::UsageError(e.to_string()))?;
-    let Command::Profile(args) = parsed.command else {
-        return Err(crate::error::UsageError(
-            "demo: internal command line did not parse as profile".into(),
-        )
-        .into());
-    };
-    let plan = args.plan(&argv)?;
+    let plan = demo_plan(a, &sim)?;
     if !a.quiet {
         eprintln!(
             "demo: simulated Triton server on {} (gRPC) / {} (HTTP), model gpt2 with {} batch slots",
@@ -251,6 +202,60 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
     }
     end.code
 }
+
+/// The demo's sweep: the TTFT guides' ladder against the simulator's gpt2 over gRPC, 100 measured
+/// requests per level (enough for a p99, so every level's numbers are trustworthy).
+fn demo_plan(a: &DemoArgs, sim: &crate::sim::SimHandle) -> Result<RunPlan> {
+    use crate::plan::resolve::{self, TargetSpec, WorkloadSpec};
+    const REQUESTS: u64 = 100;
+    let target = resolve::target(&TargetSpec {
+        service_kind: Some(crate::target::ServiceKind::Triton),
+        backend: Some(crate::target::Backend::Tensorrtllm),
+        url: Some(sim.grpc_target()),
+        model: "gpt2".into(),
+        streaming: true,
+        ..TargetSpec::default()
+    })?;
+    let workload = resolve::workload(&WorkloadSpec {
+        input_tokens_mean: Some(200),
+        input_tokens_stddev: 20,
+        output_tokens_mean: Some(DEMO_OUTPUT_TOKENS),
+        output_tokens_stddev: 4,
+        num_prompts: Some(100),
+        ..WorkloadSpec::default()
+    })?;
+    let command: Vec<String> = [
+        "ttftbench profile -m gpt2 --service-kind triton --backend tensorrtllm --streaming",
+        "--synthetic-input-tokens-mean 200 --synthetic-input-tokens-stddev 20",
+        &format!("--output-tokens-mean {DEMO_OUTPUT_TOKENS} --output-tokens-stddev 4"),
+        &format!("--num-prompts 100 --request-count {REQUESTS}"),
+        &format!("--concurrency {}", a.concurrency),
+        &format!("--url {}", sim.grpc_target()),
+        &format!("--server-metrics-url {}", sim.metrics_url()),
+        &format!("--artifact-dir {}", a.artifact_dir.display()),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    Ok(RunPlan {
+        workload,
+        levels: crate::plan::values::parse_concurrency(&a.concurrency)?,
+        stop: crate::load::StopRule::Fixed(crate::load::Stop::Requests(REQUESTS)),
+        server_metrics: crate::server_metrics::MetricsSource::Url(sim.metrics_url()),
+        artifact_dir: Some(a.artifact_dir.clone()),
+        verbosity: if a.quiet {
+            Verbosity::Quiet
+        } else {
+            Verbosity::Normal
+        },
+        command_line: command.join(" "),
+        ..RunPlan::new(target)
+    })
+}
+
+/// Output tokens per demo request: short enough that 100 requests at concurrency 1 take seconds,
+/// long enough for inter-token latency to mean something.
+const DEMO_OUTPUT_TOKENS: u32 = 32;
 
 /// `ttftbench report DIR...`: writes report.html for existing artifact directories.
 fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
@@ -368,75 +373,10 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
     Ok(if c.regression_count() > 0 { 1 } else { 0 })
 }
 
-/// The one-prompt streamed profile plan `doctor` checks with: the same target resolution and
-/// request building as `profile`.
-pub fn doctor_plan(a: &crate::cli::DoctorArgs) -> Result<RunPlan> {
-    let mut argv: Vec<String> = [
-        "ttftbench",
-        "profile",
-        "--streaming",
-        "--num-prompts",
-        "1",
-        "--synthetic-input-tokens-mean",
-        "16",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    argv.extend(["-m".into(), a.model.clone()]);
-    argv.extend([
-        "--output-tokens-mean".into(),
-        a.output_tokens.max(1).to_string(),
-    ]);
-    if let Some(u) = &a.url {
-        argv.extend(["-u".into(), u.clone()]);
-    }
-    if let Some(e) = a.endpoint_type {
-        argv.extend([
-            "--endpoint-type".into(),
-            clap::ValueEnum::to_possible_value(&e)
-                .map_or_else(String::new, |v| v.get_name().to_string()),
-        ]);
-    }
-    if let Some(k) = a.service_kind {
-        argv.extend([
-            "--service-kind".into(),
-            clap::ValueEnum::to_possible_value(&k)
-                .map_or_else(String::new, |v| v.get_name().to_string()),
-        ]);
-    }
-    if let Some(b) = a.backend {
-        argv.extend([
-            "--backend".into(),
-            clap::ValueEnum::to_possible_value(&b)
-                .map_or_else(String::new, |v| v.get_name().to_string()),
-        ]);
-    }
-    if let Some(e) = &a.endpoint {
-        argv.extend(["--endpoint".into(), e.clone()]);
-    }
-    for h in &a.header {
-        argv.extend(["-H".into(), h.clone()]);
-    }
-    if let Some(u) = &a.server_metrics_url {
-        argv.extend(["--server-metrics-url".into(), u.clone()]);
-    }
-    let parsed = crate::cli::Cli::try_parse_from(&argv)
-        .map_err(|e| crate::error::UsageError(e.to_string()))?;
-    let Command::Profile(mut args) = parsed.command else {
-        return Err(
-            crate::error::UsageError("doctor: internal command line did not parse".into()).into(),
-        );
-    };
-    // The key goes in after parsing so it never sits in an argument list.
-    args.api_key = a.api_key.clone();
-    Ok(args.plan(&argv)?)
-}
-
 /// `ttftbench doctor`: exit code 1 at the first failing step.
 async fn doctor(a: &crate::cli::DoctorArgs) -> Result<u8> {
     use std::io::Write;
-    let plan = doctor_plan(a)?;
+    let plan = a.plan()?;
     let t = &plan.target;
     println!(
         "ttftbench doctor: model '{}' over {} at {}",

@@ -16,7 +16,7 @@ async fn doctor(args: &[&str]) -> Diagnosis {
     let Command::Doctor(a) = cli.command else {
         panic!("not doctor")
     };
-    let plan = ttftbench::app::doctor_plan(&a).expect("plan");
+    let plan = a.plan().expect("plan");
     diagnose(&plan, &mut |_, _| {}).await
 }
 

@@ -440,7 +440,7 @@ async fn article_sweep_binary_console_and_csv_by_column() {
         );
         assert_eq!(
             header.join(","),
-            "Concurrency,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,response wait"
+            "Concurrency,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,response wait,Throughput,p99 Latency"
         );
         let r = &rows[0];
         // Each column is truncated to whole microseconds on its own.

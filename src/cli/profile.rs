@@ -144,6 +144,40 @@ impl ProfileArgs {
     }
 }
 
+impl super::DoctorArgs {
+    /// doctor's one-prompt streamed plan: the same target resolution and request building as
+    /// `profile`, a 16-token prompt, `--output-tokens` asked for.
+    pub fn plan(&self) -> Result<RunPlan, UsageError> {
+        let target = resolve::target(&TargetSpec {
+            endpoint_type: self.endpoint_type.map(Api::from),
+            service_kind: self.service_kind.map(ServiceKind::from),
+            backend: self.backend.map(Backend::from),
+            url: self.url.clone(),
+            endpoint: self.endpoint.clone(),
+            model: self.model.clone(),
+            streaming: true,
+            headers: self.header.clone(),
+            api_key: self.api_key.clone(),
+            max_event_bytes: 0,
+        })?;
+        Ok(RunPlan {
+            server_metrics: resolve::metrics_source(
+                self.server_metrics_url.as_deref(),
+                &target.host,
+            )?,
+            workload: resolve::workload(&WorkloadSpec {
+                input_tokens_mean: Some(16),
+                output_tokens_mean: Some(self.output_tokens.max(1)),
+                num_prompts: Some(1),
+                ..WorkloadSpec::default()
+            })?,
+            stop: crate::load::StopRule::Fixed(crate::load::Stop::Requests(1)),
+            raw_export: false,
+            ..RunPlan::new(target)
+        })
+    }
+}
+
 fn positive(flag: &str, d: Duration) -> Result<(), UsageError> {
     if d.is_zero() {
         return Err(UsageError(format!("{flag} must be more than 0")));
