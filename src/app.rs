@@ -1,9 +1,10 @@
 //! The subcommands as library functions: what `main` calls after parsing. Each returns the
 //! process exit code, or an [`Error`] that carries its own.
 
+use crate::artifact::write_file;
 use crate::cli::{Command, DemoArgs, EngineArgs, ProfileArgs, ServeArgs};
 use crate::engine::signals::{wait_signal, watch_signals};
-use crate::error::{Error, Result, write_file};
+use crate::error::{Error, Result};
 use crate::load::Cancel;
 use crate::plan::{RunPlan, Verbosity};
 use crate::profile::{Outcome, Ui};

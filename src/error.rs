@@ -85,11 +85,6 @@ impl From<UsageError> for Error {
     }
 }
 
-/// Writes `bytes` to `path`, naming the file in the error.
-pub fn write_file(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|e| Error::io("write", path, e))
-}
-
 /// Creates `dir` and its parents, naming it in the error.
 pub fn create_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))

@@ -13,9 +13,10 @@ use crate::analysis::verdict::{self, Verdict};
 use crate::artifact;
 use crate::artifact::raw_export::RawExport;
 use crate::artifact::timeline::Timeline;
+use crate::artifact::write_file;
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, measure_level};
-use crate::error::{Error, Result, create_dir, write_file};
+use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus, Stop};
 use crate::plan::{RunPlan, Verbosity};
 use crate::report::console;
@@ -236,8 +237,7 @@ async fn run_level(
     }
     if let Some(t) = sinks.timeline.take() {
         // The last interval is still open: close it at the level's end.
-        t.finish()
-            .map_err(|e| Error::io("write", &timeline_path, e))?;
+        t.finish()?;
     }
     if let Some(r) = sinks.records.take() {
         r.finish()?;

@@ -388,8 +388,8 @@ impl Aggregate {
     }
 }
 
-/// The final numbers of one level.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The final numbers of one level. `Default` is an empty level (no requests, no metrics).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LevelStats {
     /// Metrics that have samples, in [`Metric::ALL`] order.
     pub metrics: Vec<(Metric, Stats)>,

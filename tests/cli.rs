@@ -2,20 +2,15 @@
 //! what to change, `serve` printing its bound ports, and the seeds' command lines end to end.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ttftbench"))
-}
+mod common;
+
+use common::bin;
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = bin().args(args).output().expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::run_in(args, std::path::Path::new("."))
 }
 
 /// `ttftbench serve` on free ports; returns the child and its (http, grpc, metrics) addresses.
@@ -516,7 +511,9 @@ fn perf_soak_ended_by_ctrl_c_writes_its_report() {
     let row: Vec<&str> = lines.next().expect("one row").split(',').collect();
     assert_eq!(row[0], "100");
     let rate: f64 = row[1].parse().unwrap();
-    assert!((rate - 100.0).abs() < 15.0, "{text}");
+    // One-sided on the wall clock: a busy machine can only lower the achieved rate (not below
+    // half); above the asked rate would be a pacing bug whatever the machine.
+    assert!((50.0..=115.0).contains(&rate), "{text}");
     let log = std::fs::read_to_string(tmp.path().join("stability_24h.requests.jsonl")).unwrap();
     assert!(log.lines().count() >= 100, "two seconds at 100/s");
     for line in log.lines() {

@@ -3,7 +3,10 @@
 //! over a folder of runs.
 
 use std::path::Path;
-use std::process::Command;
+
+mod common;
+
+use common::run_in;
 
 use serde_json::json;
 use ttftbench::load::Stimulus;
@@ -36,16 +39,11 @@ fn level(c: u32, ttft: (f64, f64), tput: f64, queue: f64, errors: u64) -> LevelS
             ],
             request_count: 100,
             error_count: errors,
-            errors: vec![],
-            warmup_count: 0,
             duration_s: 10.0,
             output_token_throughput: tput,
             total_token_throughput: tput * 3.0,
             request_throughput: tput / 100.0,
-            request_goodput: None,
-            osl_mismatch: 0,
-            short_outputs: 0,
-            percentile_method: None,
+            ..Default::default()
         },
         server: Some(ServerDelta {
             source: "statistics",
@@ -99,19 +97,6 @@ fn write_sweep(dir: &Path, levels: &[LevelSummary], started: u64) {
         serde_json::to_string_pretty(&doc).unwrap(),
     )
     .unwrap();
-}
-
-fn bin(args: &[&str], cwd: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ttftbench"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// bench/20260102_1200 (baseline) and bench/20260102_1300 (current): at concurrency 8 the
@@ -178,7 +163,7 @@ concurrency8  request_throughput        40.00 req/s   36.00 req/s  -10.0%    -5%
 fn seeds_rule_table_exact_and_exit_1() {
     let tmp = tempfile::tempdir().unwrap();
     fixtures(tmp.path());
-    let (code, out, err) = bin(
+    let (code, out, err) = run_in(
         &[
             "compare",
             "bench/20260102_1200",
@@ -193,13 +178,13 @@ fn seeds_rule_table_exact_and_exit_1() {
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, TABLE);
     // The same without flags: the seeds' rule is the default.
-    let (code, out2, _) = bin(
+    let (code, out2, _) = run_in(
         &["compare", "bench/20260102_1200", "bench/20260102_1300"],
         tmp.path(),
     );
     assert_eq!((code, out2.as_str()), (1, TABLE));
     // A folder of runs alone: its two newest runs.
-    let (code, out3, _) = bin(&["compare", "bench"], tmp.path());
+    let (code, out3, _) = common::run_in(&["compare", "bench"], tmp.path());
     assert_eq!((code, out3.as_str()), (1, TABLE));
 }
 
@@ -208,7 +193,7 @@ fn thresholds_markdown_json_and_output_file() {
     let tmp = tempfile::tempdir().unwrap();
     fixtures(tmp.path());
     // Loose limits: nothing regresses, exit 0.
-    let (code, out, err) = bin(
+    let (code, out, err) = run_in(
         &[
             "compare",
             "bench/20260102_1200",
@@ -244,7 +229,7 @@ fn thresholds_markdown_json_and_output_file() {
     );
     assert!(out.ends_with("\n</details>\n"));
     // A tight absolute limit breaks: Markdown lists the regression first.
-    let (code, out, _) = bin(
+    let (code, out, _) = run_in(
         &[
             "compare",
             "bench/20260102_1200",
@@ -261,7 +246,7 @@ fn thresholds_markdown_json_and_output_file() {
         "❌ **1 regression** — limits: --threshold time_to_first_token.p99:+20ms\n\n| Level | Metric | Baseline | Current | Change | Limit | Status |\n|---|---|---:|---:|---:|---:|---|\n| concurrency8 | time_to_first_token.p99 | 160.00 ms | 200.00 ms | +25.0% | +20ms | REGRESSED |\n\n<details>"
     ), "{out}");
     // JSON to a file; stdout stays empty, stderr says where it went.
-    let (code, out, err) = bin(
+    let (code, out, err) = run_in(
         &[
             "compare",
             "bench/20260102_1200",
@@ -319,12 +304,12 @@ fn a_folder_of_fixed_concurrency_runs_compares_its_two_newest() {
         )
         .unwrap();
     }
-    let (code, out, err) = bin(&["compare", "ci"], tmp.path());
+    let (code, out, err) = common::run_in(&["compare", "ci"], tmp.path());
     assert_eq!(code, 1, "{err}");
     assert!(out.starts_with("baseline: 20260102_0900 (ci/20260102_0900)\ncurrent:  20260103_0900 (ci/20260103_0900)\n"), "{out}");
     assert!(out.contains("\n2 regressions\n"), "{out}");
     // And the report draws them as a timeline of three runs.
-    let (code, out, _) = bin(&["report", "ci"], tmp.path());
+    let (code, out, _) = common::run_in(&["report", "ci"], tmp.path());
     assert_eq!(code, 0);
     assert!(out.contains("(3 runs, 3 levels)"), "{out}");
 }
@@ -344,7 +329,7 @@ fn perf_analyzer_csv_files_compare() {
         format!("{head}\n8,7900,130,41,1010,1300,1500,1900\n"),
     )
     .unwrap();
-    let (code, out, err) = bin(&["compare", "last.csv", "ci_result.csv"], tmp.path());
+    let (code, out, err) = common::run_in(&["compare", "last.csv", "ci_result.csv"], tmp.path());
     assert_eq!(code, 1, "{err}");
     assert_eq!(
         out,
@@ -368,7 +353,7 @@ concurrency8  request_throughput   8556.20 req/s  7900.00 req/s   -7.7%    -5%  
     );
     // Not a perf_analyzer CSV: a usage error naming what was expected.
     std::fs::write(tmp.path().join("other.csv"), "a,b\n1,2\n").unwrap();
-    let (code, _, err) = bin(&["compare", "other.csv", "last.csv"], tmp.path());
+    let (code, _, err) = common::run_in(&["compare", "other.csv", "last.csv"], tmp.path());
     assert_eq!(code, 2);
     assert!(err.contains("not a perf_analyzer CSV"), "{err}");
 }
@@ -378,7 +363,7 @@ fn single_levels_missing_levels_and_usage_errors() {
     let tmp = tempfile::tempdir().unwrap();
     fixtures(tmp.path());
     // Single level directories match by level name.
-    let (code, out, _) = bin(
+    let (code, out, _) = run_in(
         &[
             "compare",
             "bench/20260102_1200/c1",
@@ -389,7 +374,7 @@ fn single_levels_missing_levels_and_usage_errors() {
     assert_eq!(code, 0, "{out}");
     assert!(out.ends_with("\nno regressions\n"), "{out}");
     // Different loads: compared, with a note.
-    let (_, out, _) = bin(
+    let (_, out, _) = run_in(
         &[
             "compare",
             "bench/20260102_1200/c1",
@@ -401,7 +386,7 @@ fn single_levels_missing_levels_and_usage_errors() {
         "note: single levels with different loads compared: concurrency1 (baseline) with concurrency8 (current)"
     ));
     // A level the current run lacks is a regression.
-    let (code, out, _) = bin(
+    let (code, out, _) = run_in(
         &["compare", "bench/20260102_1200", "bench/20260102_1300/c1"],
         tmp.path(),
     );
@@ -424,17 +409,17 @@ fn single_levels_missing_levels_and_usage_errors() {
     for (extra, want) in cases {
         let mut a = vec!["compare", "bench/20260102_1200", "bench/20260102_1300"];
         a.extend_from_slice(extra);
-        let (code, _, err) = bin(&a, tmp.path());
+        let (code, _, err) = common::run_in(&a, tmp.path());
         assert_eq!(code, 2, "{extra:?}");
         assert!(err.contains(want), "{extra:?}: {err}");
     }
-    let (code, _, err) = bin(&["compare", "bench", "bench/20260102_1300"], tmp.path());
+    let (code, _, err) = common::run_in(&["compare", "bench", "bench/20260102_1300"], tmp.path());
     assert_eq!(code, 2);
     assert!(
         err.contains("holds 2 runs; give one run directory"),
         "{err}"
     );
-    let (code, _, err) = bin(&["compare", "bench/20260102_1300"], tmp.path());
+    let (code, _, err) = common::run_in(&["compare", "bench/20260102_1300"], tmp.path());
     assert_eq!(code, 2);
     assert!(err.contains("one run only"), "{err}");
 }
@@ -493,7 +478,7 @@ async fn genai_perf_artifact_directory_is_a_baseline() {
     .await
     .unwrap();
     sim.shutdown().await;
-    let (code, out, err) = bin(
+    let (code, out, err) = run_in(
         &[
             "compare",
             fixture.to_str().unwrap(),
@@ -536,7 +521,7 @@ async fn genai_perf_artifact_directory_is_a_baseline() {
         }
     }
     // `report` reads it too.
-    let (code, out, err) = bin(
+    let (code, out, err) = run_in(
         &["report", fixture.to_str().unwrap(), "-o", "r.html"],
         tmp.path(),
     );

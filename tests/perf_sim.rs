@@ -2,52 +2,19 @@
 //! article's command lines, perf_analyzer's CSV read by column name, stability windows, batch
 //! sizes, both protocols, streaming, and the errors a user needs to see.
 
-use clap::Parser;
-use ttftbench::cli::{Cli, Command};
-use ttftbench::load::Cancel;
-use ttftbench::perf::plan::PerfPlan;
+mod common;
+
+use common::read_csv;
 use ttftbench::perf::{PerfOutcome, report};
-use ttftbench::sim::{self, SimConfig, SimHandle};
+use ttftbench::sim::{SimConfig, SimHandle};
 
 async fn start() -> SimHandle {
-    sim::start(SimConfig::default())
-        .await
-        .expect("simulator starts")
+    common::start(SimConfig::default()).await
 }
 
-fn plan(args: &[&str]) -> Result<PerfPlan, String> {
-    let mut argv = vec!["ttftbench", "perf"];
-    argv.extend_from_slice(args);
-    let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
-    match cli.command {
-        Command::Perf(p) => p.plan(&[]).map_err(|e| e.0),
-        other => Err(format!("not perf: {other:?}")),
-    }
-}
-
+/// `ttftbench perf <args>` in-process (the common runner, with `&str` arguments).
 async fn perf(args: &[&str]) -> Result<PerfOutcome, String> {
-    let p = plan(args)?;
-    ttftbench::perf::run(&p, Cancel::new(), false)
-        .await
-        .map_err(|e| format!("{e:#}"))
-}
-
-/// Reads a CSV into (header, rows) and looks columns up by name, as pandas users do.
-fn read_csv(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut rdr = csv::Reader::from_reader(text.as_bytes());
-    let header = rdr.headers().unwrap().iter().map(str::to_string).collect();
-    let rows = rdr
-        .records()
-        .map(|r| r.unwrap().iter().map(str::to_string).collect())
-        .collect();
-    (header, rows)
-}
-
-fn col(header: &[String], name: &str) -> usize {
-    header
-        .iter()
-        .position(|h| h == name)
-        .unwrap_or_else(|| panic!("no column {name:?} in {header:?}"))
+    common::perf(&common::args(args)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,13 +56,13 @@ async fn image_model_concurrency_sweep_and_csv() {
     assert_eq!(rows.len(), 2);
     let tput: Vec<f64> = rows
         .iter()
-        .map(|r| r[col(&header, "Inferences/Second")].parse().unwrap())
+        .map(|r| r["Inferences/Second"].parse().unwrap())
         .collect();
     assert!(tput[0] <= tput[1], "rows sorted by throughput: {tput:?}");
     for r in &rows {
-        let p50: u64 = r[col(&header, "p50 latency")].parse().unwrap();
-        let p99: u64 = r[col(&header, "p99 latency")].parse().unwrap();
-        let infer: u64 = r[col(&header, "Server Compute Infer")].parse().unwrap();
+        let p50: u64 = r["p50 latency"].parse().unwrap();
+        let p99: u64 = r["p99 latency"].parse().unwrap();
+        let infer: u64 = r["Server Compute Infer"].parse().unwrap();
         assert!(p50 > 0 && p99 >= p50, "{r:?}");
         assert!(
             infer >= 2_000,
@@ -279,7 +246,8 @@ async fn request_rate_single_window_with_timeline() {
     .unwrap();
     let l = &out.levels[0];
     assert!(
-        (l.throughput - 50.0).abs() < 10.0,
+        // A busy machine can only lower it; above the asked rate is a pacing bug.
+        (25.0..=60.0).contains(&l.throughput),
         "constant 50/s: {}",
         l.throughput
     );

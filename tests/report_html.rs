@@ -216,10 +216,6 @@ async fn sweep_writes_a_self_contained_report() {
     sim.shutdown().await;
 }
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ttftbench"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn report_over_a_timeline_draws_trends() {
     let sim = small_sim().await;

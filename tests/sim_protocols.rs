@@ -2,30 +2,16 @@
 //! (reqwest for HTTP, the generated tonic client for gRPC). Timing assertions are loose on
 //! purpose: these run on small shared machines.
 
+mod common;
+
+use common::{Grpc, grpc, http_client, input, start};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use ttftbench::proto;
-use ttftbench::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
-use ttftbench::sim::{self, EngineConfig, FaultConfig, ModelSpec, SimConfig, SimHandle};
+use ttftbench::sim::{EngineConfig, FaultConfig, ModelSpec, SimConfig, SimHandle};
 use ttftbench::workload::tokenizer::Tokenizer;
-
-type Grpc = GrpcInferenceServiceClient<tonic::transport::Channel>;
-
-fn http_client() -> reqwest::Client {
-    // reqwest is built with `rustls-no-provider`: it refuses to build a client, even for plain
-    // http, until a process-wide crypto provider is installed.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("reqwest client")
-}
-
-async fn start(cfg: SimConfig) -> SimHandle {
-    sim::start(cfg).await.expect("sim starts")
-}
 
 async fn start_instant() -> SimHandle {
     start(SimConfig {
@@ -33,12 +19,6 @@ async fn start_instant() -> SimHandle {
         ..SimConfig::default()
     })
     .await
-}
-
-async fn grpc(h: &SimHandle) -> Grpc {
-    GrpcInferenceServiceClient::connect(format!("http://{}", h.grpc_addr))
-        .await
-        .expect("grpc connect")
 }
 
 /// SSE `data:` payloads of a complete body.
@@ -61,16 +41,6 @@ fn bytes_el(s: &str) -> Vec<u8> {
     let mut v = (s.len() as u32).to_le_bytes().to_vec();
     v.extend_from_slice(s.as_bytes());
     v
-}
-
-fn input(name: &str, dt: &str, shape: &[i64]) -> proto::model_infer_request::InferInputTensor {
-    proto::model_infer_request::InferInputTensor {
-        name: name.into(),
-        datatype: dt.into(),
-        shape: shape.to_vec(),
-        parameters: HashMap::new(),
-        contents: None,
-    }
 }
 
 fn bool_param(b: bool) -> proto::InferParameter {

@@ -4,50 +4,19 @@
 //! small shared machines. Phase durations in the statistics come from the simulated schedule,
 //! so those are asserted exactly.
 
+mod common;
+
+use common::{Grpc, grpc, http_client, input, start};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use ttftbench::proto;
-use ttftbench::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use ttftbench::sim::{
-    self, DataType, EngineConfig, ModelSpec, SimConfig, SimHandle, TensorSpec, TensorTiming,
+    DataType, EngineConfig, ModelSpec, SimConfig, SimHandle, TensorSpec, TensorTiming,
 };
 
-type Grpc = GrpcInferenceServiceClient<tonic::transport::Channel>;
-
 const IMAGE_BYTES: usize = 3 * 640 * 640 * 4;
-
-fn http_client() -> reqwest::Client {
-    // reqwest is built with `rustls-no-provider`: it needs a process-wide crypto provider even
-    // for plain http.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("reqwest client")
-}
-
-async fn start(cfg: SimConfig) -> SimHandle {
-    sim::start(cfg).await.expect("sim starts")
-}
-
-async fn grpc(h: &SimHandle) -> Grpc {
-    GrpcInferenceServiceClient::connect(format!("http://{}", h.grpc_addr))
-        .await
-        .expect("grpc connect")
-        .max_decoding_message_size(64 << 20)
-}
-
-fn input(name: &str, dt: &str, shape: &[i64]) -> proto::model_infer_request::InferInputTensor {
-    proto::model_infer_request::InferInputTensor {
-        name: name.into(),
-        datatype: dt.into(),
-        shape: shape.to_vec(),
-        parameters: HashMap::new(),
-        contents: None,
-    }
-}
 
 /// A request with every input in `raw_input_contents`.
 fn raw_request(

@@ -28,13 +28,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use clap::Parser;
 use serde_json::{Value, json};
-use ttftbench::cli::{Cli, Command};
-use ttftbench::load::Cancel;
 use ttftbench::load::Stimulus;
-use ttftbench::perf::plan::{PerfPlan, Protocol};
-use ttftbench::perf::{PerfLevel, PerfOutcome, inputs, report};
+use ttftbench::perf::plan::Protocol;
+use ttftbench::perf::{PerfLevel, inputs, report};
 
 /// One test at a time against the server: timing assertions need the 2 cores.
 static SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -44,7 +41,9 @@ fn image_sleep_ms(batch: u64) -> f64 {
     2.0 + batch as f64
 }
 
+mod common;
 mod triton_env;
+use common::{num, perf, perf_ok, read_csv};
 use triton_env::*;
 
 // --- running perf ---------------------------------------------------------------------------------
@@ -60,37 +59,6 @@ fn token_args(t: &Triton) -> Vec<String> {
             format!("triton-access-token: {}", t.token),
         ]
     }
-}
-
-fn plan(args: &[String]) -> Result<PerfPlan, String> {
-    let mut argv = strings(&["ttftbench", "perf"]);
-    argv.extend(args.iter().cloned());
-    let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
-    match cli.command {
-        Command::Perf(p) => p.plan(&argv).map_err(|e| e.0),
-        other => Err(format!("not perf: {other:?}")),
-    }
-}
-
-/// Runs `ttftbench perf <args>` in-process; errors (usage or run) as text.
-async fn perf(args: &[String]) -> Result<PerfOutcome, String> {
-    let p = plan(args)?;
-    // Bounded: a request that never ends must fail the test, not hang CI.
-    match tokio::time::timeout(
-        Duration::from_secs(120),
-        ttftbench::perf::run(&p, Cancel::new(), false),
-    )
-    .await
-    {
-        Ok(r) => r.map_err(|e| format!("{e:#}")),
-        Err(_) => panic!("perf {args:?} did not finish within 120 s"),
-    }
-}
-
-async fn perf_ok(args: &[String]) -> PerfOutcome {
-    perf(args)
-        .await
-        .unwrap_or_else(|e| panic!("perf {args:?} failed: {e}"))
 }
 
 /// Runs the real binary; returns (exit code, stdout, stderr).
@@ -110,36 +78,6 @@ async fn binary(args: &[String], dir: &Path) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// Reads a CSV into (header, rows) and looks columns up by name, as pandas users do.
-fn read_csv(text: &str) -> (Vec<String>, Vec<HashMap<String, String>>) {
-    let mut rdr = csv::Reader::from_reader(text.as_bytes());
-    let header: Vec<String> = rdr
-        .headers()
-        .expect("a CSV header")
-        .iter()
-        .map(str::to_string)
-        .collect();
-    let rows = rdr
-        .records()
-        .map(|r| {
-            let r = r.expect("a CSV row");
-            header
-                .iter()
-                .cloned()
-                .zip(r.iter().map(str::to_string))
-                .collect()
-        })
-        .collect();
-    (header, rows)
-}
-
-fn num(row: &HashMap<String, String>, col: &str) -> f64 {
-    row.get(col)
-        .unwrap_or_else(|| panic!("no column {col:?} in {row:?}"))
-        .parse()
-        .unwrap_or_else(|e| panic!("column {col:?} of {row:?} is not a number: {e}"))
 }
 
 /// perf_analyzer's header with the statistics extension readable (`docs/measurements_metrics.md`).
@@ -726,7 +664,7 @@ async fn tensor_encodings_round_trip_through_triton() {
         let info = out.model;
 
         // gRPC: raw_input_contents.
-        let p = plan(&args).unwrap();
+        let p = common::perf_plan(&args).unwrap();
         let tensors = inputs::tensors(&p, &info).unwrap();
         let req = ttftbench::proto::ModelInferRequest::decode(
             inputs::grpc_request(&p, &info, &tensors[0]).as_slice(),
@@ -747,7 +685,7 @@ async fn tensor_encodings_round_trip_through_triton() {
             let what = format!("{model} HTTP {fmt}");
             let mut args = base(fmt);
             args.extend(strings(&["-i", "http", "-u", &t.http]));
-            let p = plan(&args).unwrap();
+            let p = common::perf_plan(&args).unwrap();
             let tensors = inputs::tensors(&p, &info).unwrap();
             let (body, header_len) = inputs::http_request(&p, &info, &tensors[0]);
             let mut req = http
@@ -902,7 +840,8 @@ async fn request_rate_soak_with_timeline() {
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     assert_eq!(l.windows, 1);
     assert!(
-        (l.throughput - 40.0).abs() <= 8.0,
+        // A busy machine can only lower it; above the asked rate is a pacing bug.
+        (20.0..=48.0).contains(&l.throughput),
         "constant 40/s: {}",
         l.throughput
     );

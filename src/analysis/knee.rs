@@ -375,17 +375,11 @@ mod tests {
             stats: LevelStats {
                 metrics,
                 request_count: ok,
-                error_count: 0,
-                errors: vec![],
-                warmup_count: 0,
                 duration_s: 1.0,
                 output_token_throughput: tput,
                 total_token_throughput: tput,
                 request_throughput: tput / 100.0,
-                request_goodput: None,
-                osl_mismatch: 0,
-                short_outputs: 0,
-                percentile_method: None,
+                ..Default::default()
             },
             server: None,
             streaming: ttft_p99.is_some(),

@@ -150,16 +150,11 @@ mod tests {
                 )],
                 request_count: 90,
                 error_count: errors,
-                errors: vec![],
-                warmup_count: 0,
                 duration_s: 1.0,
                 output_token_throughput: 1000.0,
                 total_token_throughput: 3000.0,
                 request_throughput: 9.0,
-                request_goodput: None,
-                osl_mismatch: 0,
-                short_outputs: 0,
-                percentile_method: None,
+                ..Default::default()
             },
             server: queue_share.map(|q| ServerDelta {
                 source: "statistics",

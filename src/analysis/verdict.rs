@@ -168,19 +168,9 @@ mod tests {
         LevelSummary {
             stimulus: Stimulus::Concurrency(c),
             stats: LevelStats {
-                metrics: vec![],
                 request_count: 1,
-                error_count: 0,
-                errors: vec![],
-                warmup_count: 0,
                 duration_s: 1.0,
-                output_token_throughput: 0.0,
-                total_token_throughput: 0.0,
-                request_throughput: 0.0,
-                request_goodput: None,
-                osl_mismatch: 0,
-                short_outputs: 0,
-                percentile_method: None,
+                ..Default::default()
             },
             server: queue.map(|q| ServerDelta {
                 source: "statistics",

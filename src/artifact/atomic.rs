@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// A whole-file write that failed; nothing was left under the final name.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write {}: {cause}{}", path.display(), hint(cause))]
+#[error("cannot write {}: {cause}{}", path.display(), full_disk_hint(cause))]
 pub struct WriteError {
     /// The file that was to be written.
     pub path: PathBuf,
@@ -16,7 +16,9 @@ pub struct WriteError {
     pub cause: std::io::Error,
 }
 
-fn hint(e: &std::io::Error) -> &'static str {
+/// What to do when a write failed because the disk or a file-size limit is full (empty for
+/// other causes); shared by every artifact writer.
+pub(crate) fn full_disk_hint(e: &std::io::Error) -> &'static str {
     match e.raw_os_error() {
         Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => {
             " (the disk or a file-size limit is full: free space or choose another --artifact-dir)"

@@ -18,7 +18,7 @@ const BUFFER: usize = 1 << 16;
 #[error(
     "writing {} failed after {lines} complete lines ({bytes} bytes) were saved; later lines are missing: {cause}{}",
     path.display(),
-    hint(cause)
+    super::atomic::full_disk_hint(cause)
 )]
 pub struct LinesError {
     /// The file.
@@ -29,15 +29,6 @@ pub struct LinesError {
     pub bytes: u64,
     /// What the file system said (part of the message, not a separate source: shown once).
     pub cause: std::io::Error,
-}
-
-fn hint(e: &std::io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => {
-            " (the disk or a file-size limit is full: free space or choose another --artifact-dir)"
-        }
-        _ => "",
-    }
 }
 
 /// An open line file.

@@ -22,6 +22,25 @@ use std::path::{Path, PathBuf};
 
 pub use atomic::write_atomic;
 
+/// Writes a whole artifact atomically (see [`atomic`]): a reader never sees half of it.
+pub fn write_file(path: &Path, bytes: impl AsRef<[u8]>) -> crate::error::Result<()> {
+    Ok(write_atomic(path, bytes)?)
+}
+
+impl From<atomic::WriteError> for crate::error::Error {
+    /// The message already names the file and the cause; it is shown once.
+    fn from(e: atomic::WriteError) -> Self {
+        crate::error::Error::failed(e.to_string())
+    }
+}
+
+impl From<lines::LinesError> for crate::error::Error {
+    /// The message already names the file and how much of it was saved; it is shown once.
+    fn from(e: lines::LinesError) -> Self {
+        crate::error::Error::failed(e.to_string())
+    }
+}
+
 use crate::load::Stimulus;
 use crate::plan::RunPlan;
 

@@ -833,7 +833,6 @@ mod tests {
                     example: "busy".into(),
                     hint: Some("retry".into()),
                 }],
-                warmup_count: 0,
                 duration_s: 2.0,
                 output_token_throughput: 250.0,
                 total_token_throughput: 750.0,
@@ -841,7 +840,7 @@ mod tests {
                 request_goodput: Some(2.0),
                 osl_mismatch: 1,
                 short_outputs: 2,
-                percentile_method: None,
+                ..Default::default()
             },
             server: Some(ServerDelta {
                 source: "statistics",

@@ -112,17 +112,14 @@ impl Timeline {
     /// Writes the last, partial interval (ending now, its rates over its own span, so the
     /// rows' request counts add up to the run's) if any request ended in it, and flushes.
     /// A failed write is an I/O error whose message names the file and the rows it saved.
-    pub fn finish(mut self) -> std::io::Result<()> {
+    pub fn finish(mut self) -> Result<(), LinesError> {
         let now = self.clock.now_ns();
         self.advance(now);
         if now > self.start_ns && (self.cur.ok + self.cur.errors) > 0 {
             let bucket = std::mem::take(&mut self.cur);
             self.write_row(self.start_ns, now, &bucket);
         }
-        self.out
-            .finish()
-            .map(|_| ())
-            .map_err(|e: LinesError| std::io::Error::new(e.cause.kind(), e.to_string()))
+        self.out.finish().map(|_| ())
     }
 }
 

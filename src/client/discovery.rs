@@ -60,21 +60,33 @@ fn auth_error(status: reqwest::StatusCode, body: &str) -> PreflightError {
     )))
 }
 
+/// GETs `url`; an unreachable server or a refused credential is the error, any other answer
+/// is the caller's to read.
+async fn get_authorized(
+    client: &reqwest::Client,
+    target: &Target,
+    url: &str,
+) -> Result<reqwest::Response, PreflightError> {
+    let resp = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| unavailable(target, url, &e))?;
+    let status = resp.status();
+    if status == 401 || status == 403 {
+        return Err(auth_error(status, &resp.text().await.unwrap_or_default()));
+    }
+    Ok(resp)
+}
+
 /// Model names an OpenAI-compatible server lists at `/v1/models`.
 pub async fn openai_models(
     client: &reqwest::Client,
     target: &Target,
 ) -> Result<Option<Vec<String>>, PreflightError> {
     let url = format!("{}/v1/models", target.base_url);
-    let resp = client
-        .get(&url)
-        .send()
-        .await
-        .map_err(|e| unavailable(target, &url, &e))?;
+    let resp = get_authorized(client, target, &url).await?;
     let status = resp.status();
-    if status == 401 || status == 403 {
-        return Err(auth_error(status, &resp.text().await.unwrap_or_default()));
-    }
     if !status.is_success() {
         // Not every OpenAI-compatible server implements /v1/models; that is not an error.
         return Ok(None);
@@ -164,15 +176,8 @@ pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(),
         }
         Api::Generate | Api::Kserve | Api::Infer => {
             let url = format!("{}/v2/models/{}", target.base_url, target.model);
-            let resp = client
-                .get(&url)
-                .send()
-                .await
-                .map_err(|e| unavailable(target, &url, &e))?;
+            let resp = get_authorized(client, target, &url).await?;
             let status = resp.status();
-            if status == 401 || status == 403 {
-                return Err(auth_error(status, &resp.text().await.unwrap_or_default()));
-            }
             if status.is_success() {
                 return Ok(());
             }

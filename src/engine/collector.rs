@@ -52,10 +52,7 @@ impl RecordsFile {
     /// Writes what is buffered; the first error of the file's life, if any, with the file and
     /// the lines it saved.
     pub fn finish(self) -> crate::error::Result<()> {
-        self.out
-            .finish()
-            .map(|_| ())
-            .map_err(|e| crate::error::Error::failed(e.to_string()))
+        Ok(self.out.finish().map(|_| ())?)
     }
 }
 

@@ -20,11 +20,12 @@ pub mod session;
 use std::sync::Arc;
 
 use crate::analysis::slo::SloResult;
+use crate::artifact::write_file;
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{
     LevelSpec, Measured, Pass, Policy, RecordsFile, Session, Sinks, Stability, measure_level,
 };
-use crate::error::{Error, Result, write_file};
+use crate::error::{Error, Result};
 use crate::load::{Cancel, Shared, Stimulus, Stop, WindowRule, gap_pool};
 use crate::metrics::{Metric, PercentileMethod, Stats};
 use crate::record::Clock;
@@ -364,8 +365,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     sinks.raw_export = raw_export_writer(plan, protocol, &info, &session.shared)?;
     let levels = run_levels(plan, &mut session, &mut sinks, &settings, print).await?;
     if let Some(t) = sinks.timeline.take() {
-        t.finish()
-            .map_err(|e| Error::failed(format!("writing the timeline: {e}")))?;
+        t.finish()?;
     }
     if let Some(r) = sinks.records.take() {
         r.finish()?;

@@ -231,15 +231,10 @@ mod tests {
                 } else {
                     vec![]
                 },
-                warmup_count: 0,
                 duration_s: 1.0,
                 output_token_throughput: 1234.56,
-                total_token_throughput: 0.0,
                 request_throughput: 12.3456,
-                request_goodput: None,
-                osl_mismatch: 0,
-                short_outputs: 0,
-                percentile_method: None,
+                ..Default::default()
             },
             server: None,
             streaming: true,

@@ -46,6 +46,7 @@ use tokio::time::Instant;
 use super::engine::{EngineConfig, MAX_CATCH_UP, SubmitError};
 use super::metrics::ModelMetrics;
 use super::models::{DynamicBatching, ModelSpec, TensorTiming};
+use super::phase::{ABORTED, CANCELLED, DONE, QUEUED, RUNNING};
 
 /// How one tensor model's batcher behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,17 +105,6 @@ impl ExecTimes {
         }
     }
 }
-
-/// The job is waiting in the queue.
-const QUEUED: u8 = 0;
-/// The job is part of an execution.
-const RUNNING: u8 = 1;
-/// The execution ended; the times are final.
-const DONE: u8 = 2;
-/// The requester left while the job was queued.
-const CANCELLED: u8 = 3;
-/// The batcher shut down first.
-const ABORTED: u8 = 4;
 
 /// One request inside the batcher, shared by the scheduler and the waiting transport.
 #[derive(Debug)]

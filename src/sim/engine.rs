@@ -49,6 +49,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::kv::{KvCache, SeqBlocks};
 use super::metrics::{FailReason, ModelMetrics};
+use super::phase::{ABORTED, CANCELLED, DONE, QUEUED, RUNNING};
 
 /// Timing and capacity of the simulated engine. All times in microseconds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,17 +158,6 @@ impl EngineConfig {
         )
     }
 }
-
-/// A `Seq` is waiting in the queue.
-const QUEUED: u8 = 0;
-/// A `Seq` holds a slot and gets a token per step.
-const RUNNING: u8 = 1;
-/// A `Seq` got all its tokens.
-const FINISHED: u8 = 2;
-/// The transport went away (client disconnected); the engine drops it.
-const CANCELLED: u8 = 3;
-/// The engine shut down before the sequence finished.
-const ABORTED: u8 = 4;
 
 /// One request inside the engine, shared by the engine loop and the transport.
 #[derive(Debug)]
@@ -586,7 +576,7 @@ impl EngineLoop {
             }
             seq.produced.store(n, Ordering::Release);
             if n >= seq.max_tokens {
-                seq.transition(RUNNING, FINISHED);
+                seq.transition(RUNNING, DONE);
             }
             seq.waker.wake();
         }
@@ -818,7 +808,7 @@ impl TokenSource {
     /// When the engine produced the last token (engine mode, after the last token only).
     pub(crate) fn last_token_at(&self) -> Option<Instant> {
         match &self.kind {
-            SourceKind::Engine { engine, seq } if seq.state() == FINISHED => {
+            SourceKind::Engine { engine, seq } if seq.state() == DONE => {
                 Some(engine.at(seq.last_token_ns.load(Ordering::Acquire)))
             }
             _ => None,

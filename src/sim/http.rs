@@ -64,44 +64,35 @@ pub(crate) const RESTRICTED_MESSAGE: &str =
 
 /// The KServe v2 router (the OpenAI routes are merged in by the caller).
 pub(crate) fn router(state: Arc<SimState>) -> Router {
-    Router::new()
+    let r = Router::new()
         .route("/v2", get(server_metadata))
         .route("/v2/health/live", get(live))
         .route("/v2/health/ready", get(ready))
         .route("/v2/models", get(list_models))
         .route("/v2/models/stats", get(all_stats))
-        .route("/v2/repository/index", post(list_models))
-        .route("/v2/models/{model}", get(model_metadata))
-        .route("/v2/models/{model}/versions/{version}", get(model_metadata))
-        .route("/v2/models/{model}/ready", get(model_ready))
-        .route(
-            "/v2/models/{model}/versions/{version}/ready",
-            get(model_ready),
-        )
-        .route("/v2/models/{model}/config", get(model_config))
-        .route(
-            "/v2/models/{model}/versions/{version}/config",
-            get(model_config),
-        )
-        .route("/v2/models/{model}/stats", get(model_stats))
-        .route(
-            "/v2/models/{model}/versions/{version}/stats",
-            get(model_stats),
-        )
-        .route("/v2/models/{model}/generate", post(generate))
-        .route(
-            "/v2/models/{model}/versions/{version}/generate",
-            post(generate),
-        )
-        .route("/v2/models/{model}/generate_stream", post(generate_stream))
-        .route(
-            "/v2/models/{model}/versions/{version}/generate_stream",
-            post(generate_stream),
-        )
-        .route("/v2/models/{model}/infer", post(infer))
-        .route("/v2/models/{model}/versions/{version}/infer", post(infer))
+        .route("/v2/repository/index", post(list_models));
+    let r = per_model(r, "", get(model_metadata));
+    let r = per_model(r, "/ready", get(model_ready));
+    let r = per_model(r, "/config", get(model_config));
+    let r = per_model(r, "/stats", get(model_stats));
+    let r = per_model(r, "/generate", post(generate));
+    let r = per_model(r, "/generate_stream", post(generate_stream));
+    per_model(r, "/infer", post(infer))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
+}
+
+/// Routes `tail` under a model with and without a version, as Triton does.
+fn per_model(
+    r: Router<Arc<SimState>>,
+    tail: &str,
+    handler: axum::routing::MethodRouter<Arc<SimState>>,
+) -> Router<Arc<SimState>> {
+    r.route(&format!("/v2/models/{{model}}{tail}"), handler.clone())
+        .route(
+            &format!("/v2/models/{{model}}/versions/{{version}}{tail}"),
+            handler,
+        )
 }
 
 /// The metrics-port router: `GET /metrics` (in the server's metrics style) and

@@ -123,6 +123,7 @@ mod kv;
 mod metrics;
 mod models;
 mod openai;
+mod phase;
 mod request;
 mod state;
 mod stream;

@@ -3,14 +3,20 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::time::Duration;
 
 use clap::Parser;
 use serde_json::Value;
 use ttftbench::cli::{Cli, Command};
 use ttftbench::load::Cancel;
+use ttftbench::perf::PerfOutcome;
+use ttftbench::perf::plan::PerfPlan;
 use ttftbench::plan::RunPlan;
 use ttftbench::profile::{Outcome, Ui};
+use ttftbench::proto;
+use ttftbench::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use ttftbench::sim::{self, EngineConfig, SimConfig, SimHandle};
 
 /// An engine with round numbers: prefill 5 ms + 0.1 ms/token, decode step 10 ms flat.
@@ -352,4 +358,109 @@ pub fn peak_rss() -> u64 {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024)
+}
+
+/// A KServe v2 gRPC client.
+pub type Grpc = GrpcInferenceServiceClient<tonic::transport::Channel>;
+
+/// Connects a gRPC client to the simulator (image tensors need more than tonic's 4 MB default).
+pub async fn grpc(h: &SimHandle) -> Grpc {
+    GrpcInferenceServiceClient::connect(format!("http://{}", h.grpc_addr))
+        .await
+        .expect("grpc connect")
+        .max_decoding_message_size(64 << 20)
+}
+
+/// A KServe v2 input tensor description with no contents (they go in `raw_input_contents`).
+pub fn input(name: &str, dt: &str, shape: &[i64]) -> proto::model_infer_request::InferInputTensor {
+    proto::model_infer_request::InferInputTensor {
+        name: name.into(),
+        datatype: dt.into(),
+        shape: shape.to_vec(),
+        parameters: HashMap::new(),
+        contents: None,
+    }
+}
+
+/// Builds the plan of `ttftbench perf <args>` exactly as the CLI does.
+pub fn perf_plan(args: &[String]) -> Result<PerfPlan, String> {
+    let mut argv = vec!["ttftbench".to_string(), "perf".to_string()];
+    argv.extend(args.iter().cloned());
+    let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
+    match cli.command {
+        Command::Perf(p) => p.plan(&argv).map_err(|e| e.0),
+        other => Err(format!("not perf: {other:?}")),
+    }
+}
+
+/// Runs `ttftbench perf <args>` in-process; errors (usage or run) as text.
+pub async fn perf(args: &[String]) -> Result<PerfOutcome, String> {
+    let p = perf_plan(args)?;
+    // Bounded: a request that never ends must fail the test, not hang CI.
+    match tokio::time::timeout(
+        Duration::from_secs(120),
+        ttftbench::perf::run(&p, Cancel::new(), false),
+    )
+    .await
+    {
+        Ok(r) => r.map_err(|e| format!("{e:#}")),
+        Err(_) => panic!("perf {args:?} did not finish within 120 s"),
+    }
+}
+
+/// [`perf`] that must succeed.
+pub async fn perf_ok(args: &[String]) -> PerfOutcome {
+    perf(args)
+        .await
+        .unwrap_or_else(|e| panic!("perf {args:?} failed: {e}"))
+}
+
+/// Reads a CSV into (header, rows) and looks columns up by name, as pandas users do.
+pub fn read_csv(text: &str) -> (Vec<String>, Vec<HashMap<String, String>>) {
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = rdr
+        .headers()
+        .expect("a CSV header")
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let rows = rdr
+        .records()
+        .map(|r| {
+            let r = r.expect("a CSV row");
+            header
+                .iter()
+                .cloned()
+                .zip(r.iter().map(str::to_string))
+                .collect()
+        })
+        .collect();
+    (header, rows)
+}
+
+/// A numeric CSV cell by column name.
+pub fn num(row: &HashMap<String, String>, col: &str) -> f64 {
+    row.get(col)
+        .unwrap_or_else(|| panic!("no column {col:?} in {row:?}"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{col}: {e} in {row:?}"))
+}
+
+/// The built `ttftbench` binary, ready for arguments.
+pub fn bin() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ttftbench"))
+}
+
+/// Runs the binary with `args` in `cwd`; returns (exit code, stdout, stderr).
+pub fn run_in(args: &[&str], cwd: &Path) -> (i32, String, String) {
+    let out = bin()
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

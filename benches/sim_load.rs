@@ -1,8 +1,10 @@
-//! Load measurements of the simulated server (ignored by default; they print numbers rather than
-//! assert tight bounds). Run in release:
+//! Load measurements of the simulated server: the instant engine's request rate over HTTP and
+//! gRPC, the default engine's concurrency ladder, and 10 000 concurrent streams. They print
+//! tables rather than assert speed (speed targets live here, never in timed tests). Run:
 //!
 //! ```text
-//! cargo test --release --test sim_load -- --ignored --nocapture --test-threads 1
+//! cargo bench --bench sim_load              # all three
+//! cargo bench --bench sim_load -- ladder    # the ones whose name contains "ladder"
 //! ```
 
 use std::sync::Arc;
@@ -13,6 +15,28 @@ use serde_json::{Value, json};
 use ttftbench::proto;
 use ttftbench::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use ttftbench::sim::{self, EngineConfig, SimConfig};
+
+fn main() {
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let wanted = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    if wanted("instant_mode_throughput") {
+        rt.block_on(instant_mode_throughput());
+    }
+    if wanted("default_engine_concurrency_ladder") {
+        rt.block_on(default_engine_concurrency_ladder());
+    }
+    if wanted("ten_thousand_concurrent_streams") {
+        rt.block_on(ten_thousand_concurrent_streams());
+    }
+}
 
 fn http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -51,8 +75,6 @@ fn trt_request(id: u64, prompt: &str, max_tokens: i32) -> proto::ModelInferReque
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "measurement; run in release with --ignored --nocapture"]
 async fn instant_mode_throughput() {
     let h = sim::start(SimConfig {
         engine: EngineConfig::instant(),
@@ -179,8 +201,6 @@ fn stat(v: &Value, path: &str) -> u64 {
         .unwrap_or(0)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "measurement; run in release with --ignored --nocapture"]
 async fn default_engine_concurrency_ladder() {
     let h = sim::start(SimConfig::default()).await.expect("sim");
     let c = http_client();
@@ -257,8 +277,6 @@ async fn default_engine_concurrency_ladder() {
     h.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "measurement; run in release with --ignored --nocapture"]
 async fn ten_thousand_concurrent_streams() {
     // 10 000 sequences running at once in one engine: 20 ms decode steps, 20 tokens each.
     let engine = EngineConfig {
