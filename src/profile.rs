@@ -124,6 +124,10 @@ impl Ui {
 /// Runs a plan: prepares the session, then every level in order. Usage mistakes (the server
 /// does not know the model, a bad input file) are [`Error::Usage`]; nothing is sent then.
 pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
+    let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
+    if let Some(first) = plan.levels.first() {
+        artifact::ensure_writable(&layout.level_dir(first))?;
+    }
     let mut session = crate::engine::session::prepare_llm(plan, cancel.clone()).await?;
     for n in &session.probe.notices {
         ui.say(n);
@@ -136,7 +140,6 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
             pool,
         )
     });
-    let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
     let input_config = plan.input_config();
     let mut levels = Vec::new();
     for (i, stimulus) in plan.levels.iter().enumerate() {

@@ -267,6 +267,39 @@ fn every_request_failing_exits_1_with_artifacts() {
     assert!(dir.join("profile_export_genai_perf.json").exists());
 }
 
+/// `--artifact-dir` under a regular file: refused as a usage mistake before any request is sent
+/// (the simulator's statistics count no inference).
+#[test]
+fn unwritable_artifact_dir_exits_2_before_sending() {
+    let (child, http, _grpc, _metrics) = serve(&["--instant"]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let dir = file.join("results");
+    let (code, _out, err) = run(&[
+        "profile",
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "generate",
+        "--streaming",
+        "-u",
+        &http,
+        "--request-count",
+        "3",
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--artifact-dir") && err.contains("nothing was sent"),
+        "{err}"
+    );
+    let stats = http_get(&http, "/v2/models/gpt2/stats");
+    assert!(stats.contains("\"inference_count\":0"), "{stats}");
+}
+
 /// One HTTP/1.1 GET over a fresh connection; the whole response as text.
 fn http_get(addr: &str, path: &str) -> String {
     use std::io::{Read, Write};

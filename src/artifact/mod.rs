@@ -22,6 +22,23 @@ use std::path::{Path, PathBuf};
 
 pub use atomic::write_atomic;
 
+/// Creates `dir` and proves a file can be written in it, before anything is sent: a run that
+/// could not keep its results is a usage mistake (exit 2), not a failure found after the load.
+pub fn ensure_writable(dir: &Path) -> crate::error::Result<()> {
+    let refuse = |e: std::io::Error| {
+        crate::error::Error::usage(format!(
+            "--artifact-dir: cannot write results under {}: {e}; choose a directory you can write \
+             (nothing was sent)",
+            dir.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(refuse)?;
+    let probe = dir.join(format!(".ttftbench-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(refuse)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 /// Writes a whole artifact atomically (see [`atomic`]): a reader never sees half of it.
 pub fn write_file(path: &Path, bytes: impl AsRef<[u8]>) -> crate::error::Result<()> {
     Ok(write_atomic(path, bytes)?)
