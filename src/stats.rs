@@ -435,6 +435,11 @@ pub struct LevelSummary {
     pub stats: LevelStats,
     /// The server's own counters over the level, when they could be read.
     pub server: Option<crate::server_metrics::ServerDelta>,
+    /// The engine's own view (its queue, batch, KV cache, server-side TTFT, prefix cache), when
+    /// its metrics page was read.
+    pub engine: Option<crate::server_metrics::level::EngineLevelView>,
+    /// The GPUs over the level (utilization, memory, power, energy), when reported.
+    pub gpu: Option<crate::server_metrics::gpu::GpuView>,
     /// Whether responses streamed (TTFT, TTST and ITL are only meaningful then).
     pub streaming: bool,
     /// Whether the level was cut short (Ctrl-C).
@@ -472,6 +477,25 @@ impl LevelSummary {
     }
 }
 
+impl LevelSummary {
+    /// The engine's own split of its time (queue, prefill, decode), for engines other than
+    /// plain Triton (whose statistics, in [`LevelSummary::server`], are the better source).
+    pub fn engine_split(&self) -> Option<crate::server_metrics::split::EngineSplit> {
+        self.engine
+            .as_ref()
+            .filter(|e| e.kind != crate::server_metrics::ServerKind::Triton)?
+            .split()
+    }
+
+    /// Client TTFT minus the server's own (ms): network plus client time, where the engine
+    /// exports its time to first token.
+    pub fn network_and_client_ttft_ms(&self) -> Option<f64> {
+        let server = self.engine.as_ref()?.server_ttft?;
+        let client = self.shown_stat(Metric::TimeToFirstToken)?;
+        (client.count > 0 && server.count > 0.0).then(|| client.avg - server.avg_s * 1e3)
+    }
+}
+
 impl MetricSource for LevelSummary {
     fn metric(&self, m: MetricRef) -> Option<f64> {
         let st = &self.stats;
@@ -491,11 +515,22 @@ impl MetricSource for LevelSummary {
                 }
                 SystemMetric::ErrorCount => Some(st.error_count as f64),
                 SystemMetric::RequestCount => Some(st.request_count as f64),
-                SystemMetric::QueueShare => self.server.as_ref().and_then(|d| d.queue_share),
-                SystemMetric::ServerQueueTime => self.server.as_ref().and_then(|d| d.avg_queue_ms),
-                SystemMetric::ServerComputeTime => self.server.as_ref().map(|d| {
-                    d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms
-                }),
+                SystemMetric::QueueShare => match self.engine_split() {
+                    Some(s) => s.queue_share(),
+                    None => self.server.as_ref().and_then(|d| d.queue_share),
+                },
+                SystemMetric::ServerQueueTime => match self.engine_split() {
+                    Some(s) => Some(s.queue_ms),
+                    None => self.server.as_ref().and_then(|d| d.avg_queue_ms),
+                },
+                SystemMetric::ServerComputeTime => match self.engine_split() {
+                    Some(s) => Some(s.generation_ms),
+                    None => self.server.as_ref().map(|d| {
+                        d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms
+                    }),
+                },
+                SystemMetric::KvCacheUsage => self.engine.as_ref()?.kv_usage.map(|g| g.max),
+                SystemMetric::Preemptions => self.engine.as_ref()?.preemptions,
             },
         }
     }

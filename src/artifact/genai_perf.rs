@@ -296,6 +296,8 @@ mod tests {
                 ..Default::default()
             },
             server,
+            engine: None,
+            gpu: None,
             streaming,
             interrupted: false,
             started_unix_ns: 1_700_000_000_000_000_000,

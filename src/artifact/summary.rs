@@ -181,6 +181,8 @@ mod tests {
                 ..Default::default()
             },
             server,
+            engine: None,
+            gpu: None,
             streaming: true,
             interrupted: false,
             started_unix_ns: 0,

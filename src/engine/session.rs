@@ -65,7 +65,7 @@ async fn connect_llm(
                 }
                 _ => StatsSource::None,
             };
-            let probe = ServerProbe::new(calls, &t.model, &plan.server_metrics, stats).await;
+            let probe = ServerProbe::new(calls, &t.model, &plan.probe_config(), stats).await;
             Ok((Client::Http(c), dataset, probe))
         }
         Api::Infer => Err(Error::usage(
@@ -87,11 +87,11 @@ async fn connect_llm(
                 GrpcClient::new(t, &info, workers, channel.clone(), grpc::ResponseMode::Text)
                     .await
                     .map_err(Error::Failed)?;
-            let md = grpc::metadata_for(t)?;
+            let md = grpc::stats_metadata_for(t)?;
             let probe = ServerProbe::new(
                 calls,
                 &t.model,
-                &plan.server_metrics,
+                &plan.probe_config(),
                 StatsSource::Grpc(channel, md),
             )
             .await;
@@ -100,13 +100,15 @@ async fn connect_llm(
     }
 }
 
-/// A small HTTP client for `/metrics` and `/stats`, carrying the `-H` headers (e.g. an access
-/// token) as those calls need them too.
+/// A small HTTP client for `/metrics` and `/stats`: it carries only the `-H` headers those
+/// endpoints may see (Triton's access token, and what `--metrics-header` names), never the API
+/// key, and follows no redirect (a redirect could lead the headers elsewhere).
 pub fn metrics_http_client(t: &Target) -> Result<reqwest::Client> {
     crate::client::http::install_tls_provider();
     reqwest::Client::builder()
         .no_proxy()
-        .default_headers(t.header_map()?)
+        .redirect(reqwest::redirect::Policy::none())
+        .default_headers(t.metrics_header_map()?)
         .timeout(Duration::from_secs(5))
         .build()
         .map_err(|e| Error::failed(format!("cannot build the HTTP client: {e}")))

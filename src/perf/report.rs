@@ -409,6 +409,7 @@ mod tests {
             streaming: false,
             stable: true,
             windows: 3,
+            engine: None,
             errors: Vec::new(),
             server: server.then_some(ServerView {
                 inference_count: 1000,

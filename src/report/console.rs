@@ -237,6 +237,8 @@ mod tests {
                 ..Default::default()
             },
             server: None,
+            engine: None,
+            gpu: None,
             streaming: true,
             interrupted: false,
             started_unix_ns: 0,

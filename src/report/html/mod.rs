@@ -314,6 +314,8 @@ mod tests {
                     ..Default::default()
                 },
                 server: None,
+                engine: None,
+                gpu: None,
                 streaming: true,
                 interrupted: false,
                 started_unix_ns: 1_767_355_205_000_000_000,
