@@ -536,6 +536,50 @@ impl MetricSource for LevelSummary {
     }
 }
 
+/// A streamed level for tests: 40 requests over 10 s, TTFT `ttft_ms` on average (and at every
+/// percentile), 600 output tokens a second; no server view.
+#[cfg(test)]
+pub(crate) fn test_level(stimulus: crate::load::Stimulus, ttft_ms: f64) -> LevelSummary {
+    let st = |v: f64| Stats {
+        count: 40,
+        avg: v,
+        min: v,
+        max: v,
+        p50: v,
+        p90: v,
+        p99: v,
+        ..Stats::default()
+    };
+    LevelSummary {
+        stimulus,
+        stats: LevelStats {
+            metrics: vec![
+                (Metric::TimeToFirstToken, st(ttft_ms)),
+                (Metric::RequestLatency, st(ttft_ms + 1000.0)),
+            ],
+            request_count: 40,
+            error_count: 0,
+            errors: Vec::new(),
+            warmup_count: 0,
+            duration_s: 10.0,
+            output_token_throughput: 600.0,
+            total_token_throughput: 1000.0,
+            request_throughput: 4.0,
+            request_goodput: None,
+            osl_mismatch: 0,
+            short_outputs: 0,
+            percentile_method: None,
+        },
+        server: None,
+        engine: None,
+        gpu: None,
+        streaming: true,
+        interrupted: false,
+        started_unix_ns: 0,
+        validity: crate::metrics::Validity::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

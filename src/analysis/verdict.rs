@@ -353,12 +353,7 @@ fn kv_lines(levels: &[LevelSummary], v: &mut Verdict) {
     v.kv_pressure = hit.iter().map(|(l, _)| l.stimulus.name()).collect();
     let each: Vec<String> = hit
         .iter()
-        .map(|(l, n)| {
-            format!(
-                "{} {n}",
-                super::text::load_text(l.stimulus.value())
-            )
-        })
+        .map(|(l, n)| format!("{} {n}", super::text::load_text(l.stimulus.value())))
         .collect();
     v.lines.push(format!(
         "KV-cache pressure from {} on ({}): the batch is limited by KV-cache memory, not batch slots{} — give the engine more KV memory (a shorter max context, a quantized KV cache, more GPUs) or cap concurrency below {}",
@@ -413,7 +408,11 @@ fn coverage(with: &[Reading]) -> Vec<f64> {
     with.iter()
         .filter(|r| r.engine.is_none())
         .filter_map(|r| {
-            let client = r.level.stats.get(crate::metrics::Metric::RequestLatency)?.avg;
+            let client = r
+                .level
+                .stats
+                .get(crate::metrics::Metric::RequestLatency)?
+                .avg;
             let server = r.level.server.as_ref()?.avg_request_ms;
             (client > 0.0).then_some(server / client)
         })

@@ -15,6 +15,7 @@ pub mod lines;
 pub mod raw_export;
 pub mod read;
 pub mod records;
+pub mod server_view;
 pub mod summary;
 pub mod timeline;
 

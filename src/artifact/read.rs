@@ -341,8 +341,12 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
                 .and_then(|v| serde_json::from_value(v.clone()).ok()),
         },
         server: doc.get("server_metrics").and_then(server_from),
-        engine: doc.get("engine_metrics").and_then(|v| serde_json::from_value(v.clone()).ok()),
-        gpu: doc.get("gpu_metrics").and_then(|v| serde_json::from_value(v.clone()).ok()),
+        engine: doc
+            .get("engine_metrics")
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        gpu: doc
+            .get("gpu_metrics")
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
         streaming,
         interrupted: validity
             .and_then(|v| v.get("interrupted"))

@@ -459,7 +459,9 @@ pub(super) async fn metrics(c: &reqwest::Client, plan: &RunPlan) -> Step {
         let page = prometheus::parse(&text);
         let kind = plan.server_kind.or_else(|| engines::detect(&page));
         let Some(sample) = kind.and_then(|k| engines::read_sample(&page, k, Some(model))) else {
-            tried.push(format!("{url} has no metrics this version reads for '{model}'"));
+            tried.push(format!(
+                "{url} has no metrics this version reads for '{model}'"
+            ));
             continue;
         };
         let found: Vec<&str> = [
@@ -484,8 +486,11 @@ pub(super) async fn metrics(c: &reqwest::Client, plan: &RunPlan) -> Step {
             found.join(", ")
         ));
     }
-    Step::new("metrics", format!("metrics endpoint {}", plan.server_metrics.url()))
-        .warn(tried.join("; "), FIX)
+    Step::new(
+        "metrics",
+        format!("metrics endpoint {}", plan.server_metrics.url()),
+    )
+    .warn(tried.join("; "), FIX)
 }
 
 const RESTRICTED_FIX: &str = "the statistics API is restricted: add -H 'triton-access-token: TOKEN' (the header the server's --http-restricted-api / --grpc-restricted-protocol names) to see queue and compute time; profiling works without it";

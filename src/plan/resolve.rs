@@ -540,7 +540,10 @@ mod tests {
         for triton in [Api::Kserve, Api::Generate] {
             assert_eq!(with_env(triton, None), None, "{triton:?}");
             // Given on the command line, it is the user's choice (a gateway in front of Triton).
-            assert_eq!(with_env(triton, Some("sk-flag")).as_deref(), Some("sk-flag"));
+            assert_eq!(
+                with_env(triton, Some("sk-flag")).as_deref(),
+                Some("sk-flag")
+            );
         }
     }
 
@@ -562,7 +565,11 @@ mod tests {
         assert_eq!(m.get("x-team").unwrap(), "infra");
         assert_eq!(m.get("triton-access-token").unwrap(), "t");
         assert!(m.get("authorization").is_none() && m.get("x-gateway-key").is_none());
-        assert_eq!(t.header_map().unwrap().len(), 4, "all of them to the target");
+        assert_eq!(
+            t.header_map().unwrap().len(),
+            4,
+            "all of them to the target"
+        );
         let e = target(&TargetSpec {
             metrics_headers: vec!["X-Missing".into()],
             ..api_spec(Api::Chat, "h:1")

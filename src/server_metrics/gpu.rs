@@ -267,7 +267,11 @@ impl GpuView {
 
     /// Mean over GPUs of each one's average utilization, 0–1.
     pub fn utilization_avg(&self) -> Option<f64> {
-        mean(self.gpus.iter().filter_map(|g| g.utilization.map(|u| u.avg)))
+        mean(
+            self.gpus
+                .iter()
+                .filter_map(|g| g.utilization.map(|u| u.avg)),
+        )
     }
 
     /// Highest utilization any GPU reached, 0–1.

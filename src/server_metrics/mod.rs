@@ -382,7 +382,9 @@ pub async fn fetch_page(client: &reqwest::Client, url: &str) -> Result<String, S
         .map_err(|e| format!("reading {url}: {e}"))?
     {
         if body.len() + chunk.len() > MAX_PAGE_BYTES {
-            return Err(format!("{url}: the page is larger than {MAX_PAGE_BYTES} bytes"));
+            return Err(format!(
+                "{url}: the page is larger than {MAX_PAGE_BYTES} bytes"
+            ));
         }
         body.extend_from_slice(&chunk);
     }

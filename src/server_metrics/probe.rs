@@ -70,7 +70,10 @@ impl PageReader {
         {
             out = self.parse(&text, self.gpu_url.as_deref() == Some(url.as_str()));
         }
-        if let Some(g) = self.gpu_url.as_ref().filter(|g| Some(*g) != self.prom_url.as_ref())
+        if let Some(g) = self
+            .gpu_url
+            .as_ref()
+            .filter(|g| Some(*g) != self.prom_url.as_ref())
             && let Ok(text) = fetch_page(&self.http, g).await
         {
             out.gpus = gpu::read_gpus(&prometheus::parse(&text));
