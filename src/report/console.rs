@@ -176,7 +176,15 @@ pub fn engine_lines(l: &LevelSummary) -> String {
         if let Some(p) = e.prefix_cache {
             more.push(match p.hit_rate {
                 Some(r) => format!("prefix cache {:.1}% hits", r * 100.0),
-                None => format!("prefix cache {:.0} {:?} hits", p.hits, p.unit).to_lowercase(),
+                // TensorRT-LLM counts reused KV blocks but not the blocks looked up.
+                None => format!(
+                    "prefix cache {:.0} {} reused (no hit rate exported)",
+                    p.hits,
+                    match p.unit {
+                        crate::server_metrics::engines::CacheUnit::Tokens => "tokens",
+                        crate::server_metrics::engines::CacheUnit::Blocks => "KV blocks",
+                    }
+                ),
             });
         }
         if !more.is_empty() {
