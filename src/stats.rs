@@ -492,7 +492,7 @@ impl LevelSummary {
     pub fn network_and_client_ttft_ms(&self) -> Option<f64> {
         let server = self.engine.as_ref()?.server_ttft?;
         let client = self.shown_stat(Metric::TimeToFirstToken)?;
-        (client.count > 0 && server.count > 0.0).then(|| client.avg - server.avg_s * 1e3)
+        (client.count > 0 && server.count > 0.0).then_some(client.avg - server.avg_s * 1e3)
     }
 }
 
