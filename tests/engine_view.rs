@@ -261,7 +261,7 @@ async fn vllm_kv_pressure_and_preemptions_are_named_and_checked() {
 async fn run_binary(argv: Vec<String>, key: &str) -> std::process::Output {
     let key = key.to_string();
     tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_ttftbench"))
+        common::bin()
             .args(&argv)
             .env("OPENAI_API_KEY", key)
             .output()
