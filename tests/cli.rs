@@ -2,7 +2,7 @@
 //! what to change, `serve` printing its bound ports, and the seeds' command lines end to end.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 mod common;

@@ -220,7 +220,7 @@ pub struct ProfileArgs {
     #[arg(help_heading = TARGET, long = "service-kind", value_enum)]
     pub service_kind: Option<ServiceKindArg>,
 
-    /// Which API to drive.
+    /// Which API to drive (default: kserve; chat with --service-kind openai).
     #[arg(help_heading = TARGET, long = "endpoint-type", value_enum)]
     pub endpoint_type: Option<EndpointTypeArg>,
 
@@ -228,7 +228,7 @@ pub struct ProfileArgs {
     #[arg(help_heading = TARGET, long = "endpoint")]
     pub endpoint: Option<String>,
 
-    /// Input layout of a Triton LLM model.
+    /// Input layout of a Triton LLM model (default: tensorrtllm).
     #[arg(help_heading = TARGET, long = "backend", value_enum)]
     pub backend: Option<BackendArg>,
 
@@ -240,12 +240,12 @@ pub struct ProfileArgs {
     #[arg(help_heading = TARGET, long = "streaming")]
     pub streaming: bool,
 
-    /// Number of unique prompts in the dataset (reused round-robin). Alone, also the number of
-    /// requests measured per level.
+    /// Number of unique prompts in the dataset (reused round-robin; default 100). Alone, also the
+    /// number of requests measured per level.
     #[arg(help_heading = WORKLOAD, long = "num-prompts", alias = "num-dataset-entries")]
     pub num_prompts: Option<u32>,
 
-    /// Mean input (prompt) length in tokens.
+    /// Mean input (prompt) length in tokens (default 550).
     #[arg(help_heading = WORKLOAD, long = "synthetic-input-tokens-mean", alias = "isl")]
     pub synthetic_input_tokens_mean: Option<u32>,
 
@@ -253,7 +253,8 @@ pub struct ProfileArgs {
     #[arg(help_heading = WORKLOAD, long = "synthetic-input-tokens-stddev", default_value_t = 0)]
     pub synthetic_input_tokens_stddev: u32,
 
-    /// Mean output length in tokens, sent as the API's max-tokens field.
+    /// Mean output length in tokens, sent as the API's max-tokens field (default: not sent, the
+    /// server decides).
     #[arg(help_heading = WORKLOAD, long = "output-tokens-mean", alias = "osl")]
     pub output_tokens_mean: Option<u32>,
 
@@ -266,7 +267,7 @@ pub struct ProfileArgs {
     pub output_tokens_mean_deterministic: bool,
 
     /// Closed-loop concurrency: `N`, `start:end[:step]` (inclusive; powers of two without a step)
-    /// or a list `1,4,8,16,32`. Each value is one level of the sweep.
+    /// or a list `1,4,8,16,32`. Each value is one level of the sweep (default 1).
     #[arg(help_heading = LOAD, long = "concurrency")]
     pub concurrency: Option<String>,
 
@@ -288,7 +289,8 @@ pub struct ProfileArgs {
     #[arg(help_heading = LOAD, long = "max-inflight", default_value_t = 1024)]
     pub max_inflight: u32,
 
-    /// Requests measured per level.
+    /// Requests measured per level (default: max(10, 2 × concurrency), 10 for a request rate,
+    /// or --num-prompts when that alone is given).
     #[arg(help_heading = MEASUREMENT, long = "request-count", alias = "num-requests")]
     pub request_count: Option<u64>,
 
@@ -477,7 +479,8 @@ pub struct PerfArgs {
     /// Fixed string for BYTES inputs instead of random ones.
     #[arg(help_heading = WORKLOAD, long = "string-data")]
     pub string_data: Option<String>,
-    /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (`1:32:2` = 1, 3, ..., 31).
+    /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (`1:32:2` = 1, 3, ..., 31;
+    /// default 1).
     #[arg(help_heading = LOAD, long = "concurrency-range")]
     pub concurrency_range: Option<String>,
     /// Request-rate sweep `start[:end[:step]]` (requests/s), inclusive and linear.
