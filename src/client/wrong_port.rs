@@ -34,15 +34,22 @@ impl Wire {
 /// How long each probe may take (a wrong port answers at once; a slow right one gets time).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Whether `base_url` answers KServe gRPC (`ServerLive` succeeds).
+/// Whether `base_url` answers KServe gRPC (`ServerLive` succeeds), connection included within
+/// the probe's time (a host that drops packets must not add the connect timeout again).
 pub async fn answers_grpc(base_url: &str) -> bool {
-    let Ok(channel) = super::grpc::connect(base_url).await else {
-        return false;
+    let probe = async {
+        let Ok(channel) = super::grpc::connect(base_url).await else {
+            return false;
+        };
+        let mut c =
+            crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient::new(channel);
+        c.server_live(crate::proto::ServerLiveRequest {})
+            .await
+            .is_ok()
     };
-    let mut c =
-        crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient::new(channel);
-    let call = c.server_live(crate::proto::ServerLiveRequest {});
-    matches!(tokio::time::timeout(PROBE_TIMEOUT, call).await, Ok(Ok(_)))
+    tokio::time::timeout(PROBE_TIMEOUT, probe)
+        .await
+        .unwrap_or(false)
 }
 
 /// Whether `base_url` answers HTTP/1.1 at all (any status: a 404 is still HTTP).
