@@ -12,8 +12,7 @@ use crate::stats::{ErrorCount, LevelSummary};
 /// Error share above which a level gets a warning line under the table.
 pub const LOUD_ERROR_SHARE: f64 = 0.01;
 
-/// `--max-error-rate`'s default: a level where more than half the requests failed fails the run.
-pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.5;
+pub use crate::plan::DEFAULT_MAX_ERROR_RATE;
 
 /// One finished level, as the exit code sees it.
 #[derive(Debug, Clone, Copy)]

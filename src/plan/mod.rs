@@ -101,6 +101,9 @@ mod duration_secs {
     }
 }
 
+/// `--max-error-rate`'s default: a level where more than half the requests failed fails the run.
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.5;
+
 impl RunPlan {
     /// A plan for `target` with GenAI-Perf's defaults (the builder's start): concurrency 1,
     /// max(10, 2 × concurrency) requests per level, 100 synthetic prompts of 550 tokens, output
@@ -118,7 +121,7 @@ impl RunPlan {
             warmup_duration: None,
             max_send_lag_ms: DEFAULT_MAX_SEND_LAG_MS,
             strict: false,
-            max_error_rate: crate::engine::outcome::DEFAULT_MAX_ERROR_RATE,
+            max_error_rate: DEFAULT_MAX_ERROR_RATE,
             timeline_interval: Duration::from_secs(1),
             percentile_method: PercentileMethod::Linear,
             raw_export: true,
