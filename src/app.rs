@@ -19,7 +19,38 @@ pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
         Command::Report(args) => report(&args),
         Command::Compare(args) => compare(&args),
         Command::Doctor(args) => doctor(&args).await,
+        Command::Completions(args) => completions(args.shell),
+        Command::Man => man(),
     }
+}
+
+/// `ttftbench completions SHELL`: the completion script for the whole command line.
+fn completions(shell: clap_complete::Shell) -> Result<u8> {
+    use clap::CommandFactory;
+    let mut cmd = crate::cli::Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "ttftbench", &mut out);
+    write_stdout(&out)
+}
+
+/// `ttftbench man`: the man page (roff), its SUBCOMMANDS section listing every subcommand.
+fn man() -> Result<u8> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_mangen::Man::new(crate::cli::Cli::command())
+        .render(&mut out)
+        .map_err(|e| Error::failed(format!("cannot render the man page: {e}")))?;
+    write_stdout(&out)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<u8> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(bytes)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Error::failed(format!("cannot write to stdout: {e}")))?;
+    Ok(0)
 }
 
 /// The simulator's configuration from `serve` flags.
@@ -119,43 +150,68 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let outcome = crate::profile::run(&plan, cancel, Ui::for_terminal(plan.verbosity)).await?;
-    let code = finish(&outcome, plan.verbosity, plan.strict);
+    let code = finish(&outcome, &plan);
     if !a.quiet {
         eprintln!("artifacts: {}", a.artifact_dir.display());
-        eprintln!(
-            "next: `ttftbench serve` starts the same server on Triton's ports (8000/8001/8002); point the seeds' commands at it, or at your own Triton."
-        );
+        eprintln!("{}", next_line(&self_command()));
     }
     sim.shutdown().await;
     Ok(code)
 }
 
+/// The demo's closing hint, naming this binary the way the user can run it (`cmd`).
+fn next_line(cmd: &str) -> String {
+    let mut line = format!(
+        "next: `{cmd} serve` starts the same server on Triton's ports (8000/8001/8002); point the seeds' commands at it, or at your own Triton."
+    );
+    if cmd != "ttftbench" {
+        line.push_str(
+            " `cargo install --path .` puts `ttftbench` on PATH, as the README's examples use it.",
+        );
+    }
+    line
+}
+
+/// How to run this binary again: `ttftbench` when that name on `PATH` is this binary, else its
+/// path (relative to the current directory when under it, as `target/release/ttftbench`).
+fn self_command() -> String {
+    let Ok(exe) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+        return "ttftbench".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .any(|d| d.join("ttftbench").canonicalize().is_ok_and(|p| p == exe))
+    });
+    if on_path {
+        return "ttftbench".into();
+    }
+    let cwd = std::env::current_dir().and_then(|d| d.canonicalize());
+    match cwd
+        .ok()
+        .and_then(|d| exe.strip_prefix(d).ok().map(|r| r.to_path_buf()))
+    {
+        Some(rel) => rel.display().to_string(),
+        None => exe.display().to_string(),
+    }
+}
+
 async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let plan = args.plan(argv)?;
-    // HTTP/1.1 opens a connection per request in flight; gRPC multiplexes them.
-    if plan.target.api != crate::target::Api::Kserve
-        && let Some(w) = fd_warning(
-            plan.levels
-                .iter()
-                .map(crate::load::Stimulus::workers)
-                .max()
-                .unwrap_or(1),
-        )
-    {
-        eprintln!("{w}");
-    }
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let ui = Ui::for_terminal(plan.verbosity);
     let outcome = crate::profile::run(&plan, cancel, ui).await?;
-    Ok(finish(&outcome, plan.verbosity, plan.strict))
+    Ok(finish(&outcome, &plan))
 }
 
 /// Prints the results table and picks the exit code.
-fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
+fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
     let summaries: Vec<_> = outcome.levels.iter().map(|l| l.summary.clone()).collect();
     if !summaries.is_empty() {
         print!("{}", crate::report::console::sweep_table(&summaries));
+    }
+    if let Some(note) = crate::report::console::not_streaming_note(&summaries) {
+        println!("{note}");
     }
     if summaries.len() > 1 {
         for line in &outcome.verdict.lines {
@@ -185,7 +241,7 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
     ) {
         println!("{line}");
     }
-    if verbosity != Verbosity::Quiet
+    if plan.verbosity != Verbosity::Quiet
         && let Some(d) = &outcome.sweep_dir
     {
         eprintln!(
@@ -197,7 +253,7 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
             d.join(crate::report::html::REPORT_FILE).display()
         );
     }
-    let end = outcome.ending(strict);
+    let end = outcome.ending(plan.strict, plan.max_error_rate);
     for line in &end.lines {
         eprintln!("{line}");
     }
@@ -452,21 +508,23 @@ pub fn raise_fd_limit() -> u64 {
     }
 }
 
-/// A warning when a run needs more sockets than the process may open.
-pub fn fd_warning(in_flight: usize) -> Option<String> {
-    // SAFETY: as above.
-    let limit = unsafe {
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
-            return None;
-        }
-        rl.rlim_cur as u64
-    };
-    // Some descriptors are taken by files, the runtime and discovery connections.
-    let need = in_flight as u64 + 64;
-    (need > limit).then(|| {
-        format!(
-            "warning: {in_flight} requests in flight need about {need} open files, and this process may open {limit}: raise the hard limit (ulimit -Hn, or LimitNOFILE= for a service) or connections will fail with \"too many open files\""
-        )
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_line_names_the_binary_as_it_can_be_run() {
+        let installed = next_line("ttftbench");
+        assert!(
+            installed.starts_with("next: `ttftbench serve`"),
+            "{installed}"
+        );
+        assert!(!installed.contains("cargo install"), "{installed}");
+        let built = next_line("target/release/ttftbench");
+        assert!(
+            built.starts_with("next: `target/release/ttftbench serve`"),
+            "{built}"
+        );
+        assert!(built.contains("`cargo install --path .`"), "{built}");
+    }
 }

@@ -70,7 +70,7 @@ impl Outcome {
     }
 
     /// How the run ends: exit code and the lines that explain it.
-    pub fn ending(&self, strict: bool) -> Ending {
+    pub fn ending(&self, strict: bool, max_error_rate: f64) -> Ending {
         let ends: Vec<LevelEnd<'_>> = self
             .levels
             .iter()
@@ -82,6 +82,7 @@ impl Outcome {
             Rules {
                 strict,
                 single_level_must_stabilize: false,
+                max_error_rate,
             },
         )
     }
@@ -337,15 +338,15 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     }
 }
 
-/// A progress bar for one level of `total`; while in-flight requests finish after a time window
-/// it says it is draining.
+/// A progress bar for one level of `total`, prefixed `level i/N`; while in-flight requests
+/// finish after a time window the engine sets its message to say it is draining.
 fn level_progress(stimulus: &Stimulus, stop: Stop, index: usize, total: usize) -> ProgressBar {
     let bar = match stop {
         Stop::Requests(n) => {
             let b = ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr());
             b.set_style(
                 ProgressStyle::with_template(
-                    "{prefix:>24} [{bar:30}] {pos}/{len} requests {elapsed}",
+                    "{prefix:>24} [{bar:30}] {pos}/{len} requests {elapsed} {msg}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
@@ -356,7 +357,7 @@ fn level_progress(stimulus: &Stimulus, stop: Stop, index: usize, total: usize) -
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             b.set_style(
                 ProgressStyle::with_template(&format!(
-                    "{{prefix:>24}} {{spinner}} {{pos}} requests {{elapsed}} / {:.0}s window",
+                    "{{prefix:>24}} {{spinner}} {{pos}} requests {{elapsed}} / {:.0}s window {{msg}}",
                     d.as_secs_f64()
                 ))
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -365,8 +366,13 @@ fn level_progress(stimulus: &Stimulus, stop: Stop, index: usize, total: usize) -
             b
         }
     };
-    bar.set_prefix(format!("[{}/{total}] {}", index + 1, stimulus.name()));
+    bar.set_prefix(progress_prefix(stimulus, index, total));
     bar
+}
+
+/// `level 2/6 concurrency4`: which level of how many is running.
+fn progress_prefix(stimulus: &Stimulus, index: usize, total: usize) -> String {
+    format!("level {}/{total} {}", index + 1, stimulus.name())
 }
 
 /// Writes a level's GenAI-Perf files and histograms (`requests.jsonl` was streamed already).
@@ -390,4 +396,17 @@ pub fn write_level(
         &dir.join(artifact::HISTOGRAMS_FILE),
         serde_json::to_string(&artifact::histograms::encode(agg)).unwrap_or_default(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_prefix_says_which_level_of_how_many() {
+        assert_eq!(
+            progress_prefix(&Stimulus::Concurrency(4), 2, 6),
+            "level 3/6 concurrency4"
+        );
+    }
 }

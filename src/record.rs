@@ -106,6 +106,8 @@ pub enum ErrorKind {
     /// An event, streamed message, whole body or the response's text passed `--max-event-size`
     /// (reading stopped there instead of buffering it).
     ResponseTooLarge,
+    /// This process may open no more files (`EMFILE`/`ENFILE`): every connection is one.
+    OpenFiles,
 }
 
 impl ErrorKind {
@@ -129,11 +131,19 @@ impl ErrorKind {
             ErrorKind::StreamReset => "stream_reset".into(),
             ErrorKind::GoAway => "goaway".into(),
             ErrorKind::ResponseTooLarge => "response_too_large".into(),
+            ErrorKind::OpenFiles => "too_many_open_files".into(),
         }
     }
 
     /// What the user can do about this kind of failure, when there is something to say.
-    pub fn hint(&self) -> Option<&'static str> {
+    pub fn hint(&self) -> Option<Cow<'static, str>> {
+        if *self == ErrorKind::OpenFiles {
+            return Some(open_files_hint(open_file_limit()).into());
+        }
+        self.static_hint().map(Cow::Borrowed)
+    }
+
+    fn static_hint(&self) -> Option<&'static str> {
         match self {
             ErrorKind::Connect => Some(
                 "check -u host:port, that the server is running, and that it listens on an address this machine can reach",
@@ -169,6 +179,29 @@ impl ErrorKind {
             _ => None,
         }
     }
+}
+
+/// This process's open-file limit (soft, hard), when the system says.
+pub fn open_file_limit() -> Option<(u64, u64)> {
+    // SAFETY: getrlimit writes only the struct passed.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
+            return None;
+        }
+        Some((rl.rlim_cur as u64, rl.rlim_max as u64))
+    }
+}
+
+/// The file-limit advice for `too_many_open_files`, with the limit in force.
+fn open_files_hint(limit: Option<(u64, u64)>) -> String {
+    let now = match limit {
+        Some((soft, hard)) => format!("this process may open {soft} files (hard limit {hard})"),
+        None => "this process reached its open-file limit".to_string(),
+    };
+    format!(
+        "{now}, and every HTTP connection in flight (and every 64 gRPC streams) takes one: raise it with `ulimit -n N` in the shell that runs ttftbench (up to the hard limit; above it `ulimit -Hn` as root, or LimitNOFILE= for a service, or /etc/security/limits.conf), or lower --concurrency / --max-inflight"
+    )
 }
 
 /// The canonical lower-case name of a gRPC status code number.
@@ -411,5 +444,16 @@ mod tests {
                 .unwrap()
                 .contains("--api-key")
         );
+        assert_eq!(ErrorKind::OpenFiles.key(), "too_many_open_files");
+        let h = open_files_hint(Some((1024, 4096)));
+        assert!(
+            h.starts_with("this process may open 1024 files (hard limit 4096)"),
+            "{h}"
+        );
+        assert!(
+            h.contains("ulimit -n") && h.contains("--concurrency"),
+            "{h}"
+        );
+        assert!(!h.contains("-u host:port"), "{h}");
     }
 }

@@ -308,7 +308,7 @@ impl Aggregate {
                 kind: k.key().into_owned(),
                 count: *n,
                 example: msg.clone(),
-                hint: k.hint().map(str::to_string),
+                hint: k.hint().map(std::borrow::Cow::into_owned),
             })
             .collect();
         v.sort_by(|a, b| b.count.cmp(&a.count).then(a.kind.cmp(&b.kind)));

@@ -907,3 +907,49 @@ async fn timeline_rows_are_written_per_level() {
     assert!(total >= out.levels[0].summary.stats.request_count, "{text}");
     sim.shutdown().await;
 }
+
+/// Issue 15.12: when a time window ends with requests still in flight, the level's progress bar
+/// says it is draining them (instead of a clock running past the window).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_says_draining_after_the_window() {
+    use ttftbench::engine::{LevelSpec, Policy, Sinks, level::DRAINING, measure_level};
+    use ttftbench::load::{Cancel, Stop};
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // 100 tokens at 10 ms a step: each request takes about a second, the window 300 ms.
+    let mut a = base(
+        &["-m", "gpt2", "--endpoint-type", "chat"],
+        sim.http_url(),
+        tmp.path(),
+    );
+    let i = a.iter().position(|x| x == "--output-tokens-mean").unwrap();
+    a[i + 1] = "100".into();
+    let plan = plan(&a).unwrap();
+    let mut session = ttftbench::engine::session::prepare_llm(&plan, Cancel::new())
+        .await
+        .unwrap();
+    let bar = indicatif::ProgressBar::hidden();
+    let mut sinks = Sinks {
+        progress: Some(bar.clone()),
+        ..Sinks::default()
+    };
+    let spec = LevelSpec {
+        stimulus: ttftbench::load::Stimulus::Concurrency(2),
+        policy: Policy::Fixed(Stop::Window(std::time::Duration::from_millis(300))),
+        warmup: None,
+        objectives: &[],
+        max_send_lag_ms: 2.0,
+        streaming: true,
+        percentile_method: plan.percentile_method,
+        on_pass: None,
+    };
+    let m = measure_level(&mut session, &spec, &mut sinks)
+        .await
+        .unwrap();
+    assert!(
+        m.summary.stats.request_count >= 2,
+        "the in-flight requests finished"
+    );
+    assert_eq!(bar.message(), DRAINING);
+    sim.shutdown().await;
+}

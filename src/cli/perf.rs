@@ -10,7 +10,7 @@ use crate::perf::plan::{
     AUTO_TIMELINE_WINDOW, PerfPlan, Protocol, STREAMING_NEEDS_GRPC, infer_path, linear, parse_data,
     parse_param, parse_range_f64, parse_range_u32, parse_shape, sibling,
 };
-use crate::plan::resolve;
+use crate::plan::{resolve, values};
 use crate::target::{Api, Backend, Target, normalize_url, parse_header, redact_command_line};
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
@@ -93,6 +93,7 @@ impl PerfArgs {
                 .collect::<Result<Vec<_>, _>>()?,
             max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
             strict: self.strict,
+            max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
             verbose: self.verbose,
             command_line: redact_command_line(argv),
         })

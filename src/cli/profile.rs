@@ -124,6 +124,7 @@ impl ProfileArgs {
             warmup_duration: self.warmup_duration,
             max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
             strict: self.strict,
+            max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
             timeline_interval: self.timeline_interval,
             percentile_method: self.percentile_method.method(),
             raw_export: self.raw_export == super::RawExportArg::Full,

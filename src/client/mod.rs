@@ -14,6 +14,7 @@ pub mod h1;
 pub mod http;
 pub mod sse;
 pub mod wire;
+pub mod wrong_port;
 
 use crate::record::{Clock, RequestError};
 

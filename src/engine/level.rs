@@ -141,6 +141,7 @@ pub async fn measure_level(
         rule: spec.policy.rule(),
         measure_start: measure_start.clone(),
     };
+    let bar = sinks.progress.clone();
     let thread = collector::spawn(setup, std::mem::take(sinks), rec_rx, win_tx)
         .map_err(|e| Error::failed(format!("cannot start the collector thread: {e}")))?;
     if let Some(stop) = spec.warmup {
@@ -162,6 +163,7 @@ pub async fn measure_level(
         rec_tx,
         halt.clone(),
     ));
+    let draining = drain_notice(bar, spec.policy.stop());
     let mut loop_ = WindowLoop::new(win_rx, watch.stats_before);
     if let Policy::Stable(s) = spec.policy {
         loop_
@@ -173,6 +175,9 @@ pub async fn measure_level(
         .await
         .map_err(|e| Error::failed(format!("the load task failed: {e}")))?;
     session.seq += out.sent;
+    if let Some(t) = draining {
+        t.abort();
+    }
     loop_.drain(&session.probe, &spec.policy).await;
     let collected = thread
         .join()
@@ -187,6 +192,25 @@ pub async fn measure_level(
         agg,
         windows,
     })
+}
+
+/// What the progress bar's message says once a time window is over and the requests still in
+/// flight are finishing (they count in the level; none are sent after the window).
+pub const DRAINING: &str = "window over, draining requests in flight";
+
+/// Sets the bar's message to [`DRAINING`] when a time window ends (the task is aborted when
+/// the load finishes first).
+fn drain_notice(
+    bar: Option<indicatif::ProgressBar>,
+    stop: Stop,
+) -> Option<tokio::task::JoinHandle<()>> {
+    match (bar, stop) {
+        (Some(bar), Stop::Window(d)) => Some(tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            bar.set_message(DRAINING);
+        })),
+        _ => None,
+    }
 }
 
 /// What is watched while a level's measurement runs: the server's counters before (and after),

@@ -6,6 +6,7 @@
 //! choose levels and encode the [`Measured`] results. How a run ends (exit codes, Ctrl-C) is in
 //! [`outcome`] and [`signals`].
 
+pub mod capacity;
 pub mod collector;
 pub mod level;
 pub mod outcome;

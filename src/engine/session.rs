@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::Session;
 use crate::client::discovery::check_http;
+use crate::client::wrong_port::{self, Wire};
 use crate::client::{Client, GrpcClient, HttpClient, grpc};
 use crate::error::{Error, Result};
 use crate::load::{Cancel, Shared, Stimulus, gap_pool};
@@ -25,7 +26,14 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
         None => Tokenizer::builtin_gpt2(),
     };
     let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
-    let (client, dataset, probe) = connect_llm(plan, &tokenizer, workers).await?;
+    let (client, dataset, mut probe) = match connect_llm(plan, &tokenizer, workers).await {
+        Ok(c) => c,
+        Err(e) => return Err(explain_wrong_port(e, &plan.target).await),
+    };
+    let grpc = matches!(client, Client::Grpc(_));
+    probe
+        .notices
+        .extend(super::capacity::warnings(workers, grpc));
     if dataset.is_empty() {
         return Err(Error::usage(
             "the workload has no requests: give --num-prompts of at least 1, or an --input-file with prompts",
@@ -74,6 +82,9 @@ async fn connect_llm(
         Api::Kserve => {
             let channel = grpc::connect(&t.base_url).await.map_err(Error::Failed)?;
             let info = grpc::discover(channel.clone(), t).await?;
+            if info.input("text_input").is_none() {
+                return Err(Error::usage(tensor_model(&info, t)));
+            }
             // Streaming a non-decoupled model is the more basic mistake: say so first.
             if t.streaming && !info.decoupled {
                 return Err(Error::usage(format!(
@@ -98,6 +109,36 @@ async fn connect_llm(
             Ok((Client::Grpc(client), dataset, probe))
         }
     }
+}
+
+/// `e` (the first exchange failed), or, when `-u` answers the other protocol than the endpoint
+/// type speaks, the flag that fixes it.
+async fn explain_wrong_port(e: Error, t: &Target) -> Error {
+    let (asked, fix) = match t.api {
+        Api::Kserve => (
+            Wire::Grpc,
+            "Triton's gRPC port is 8001; to use this HTTP port give --endpoint-type generate (Triton's generate API) or --endpoint-type chat (an OpenAI-compatible server)",
+        ),
+        Api::Chat | Api::Completions | Api::Generate | Api::Infer => (
+            Wire::Http,
+            "this is a gRPC port (Triton's is 8001): give --endpoint-type kserve to profile over gRPC, or point -u at the HTTP port (Triton's is 8000)",
+        ),
+    };
+    wrong_port::explain(e, &t.base_url, asked, fix).await
+}
+
+/// Why `profile` cannot drive a model without a `text_input` (neither TensorRT-LLM's nor
+/// vLLM's layout: a tensor model such as a detector or classifier), and the command that can.
+fn tensor_model(info: &crate::workload::tensor::ModelInfo, t: &Target) -> String {
+    format!(
+        "model '{}' takes tensors, not a text prompt (its inputs: {}): `profile` measures text generation; measure this model with `ttftbench perf -m {} -u {}` (perf_analyzer's flags: -b, --concurrency-range, --shape)",
+        info.name,
+        info.describe_inputs(),
+        info.name,
+        t.base_url
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+    )
 }
 
 /// A small HTTP client for `/metrics` and `/stats`, carrying the `-H` headers (e.g. an access

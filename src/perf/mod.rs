@@ -121,6 +121,8 @@ pub struct PerfLevel {
     pub streaming: bool,
     /// Whether the stability rule was met (always true for single-window levels).
     pub stable: bool,
+    /// Stopped by a signal before its windows could stabilise (the partial window is reported).
+    pub interrupted: bool,
     /// Windows measured.
     pub windows: u32,
     /// The server's statistics over the merged windows.
@@ -232,6 +234,7 @@ impl PerfLevel {
             },
             streaming,
             stable: m.windows.stable,
+            interrupted: m.summary.interrupted,
             windows: m.windows.measured,
             server: m
                 .windows
@@ -278,7 +281,7 @@ pub async fn main(plan: &PerfPlan) -> Result<u8> {
             println!("{line}");
         }
     }
-    let end = outcome.ending(plan.strict, cancel.stopping());
+    let end = outcome.ending(plan.strict, plan.max_error_rate, cancel.stopping());
     for line in &end.lines {
         eprintln!("{line}");
     }
@@ -298,11 +301,12 @@ pub struct PerfOutcome {
 
 impl PerfOutcome {
     /// How the run ends (perf_analyzer's rule: a single level that never stabilised fails).
-    pub fn ending(&self, strict: bool, interrupted: bool) -> Ending {
+    pub fn ending(&self, strict: bool, max_error_rate: f64, interrupted: bool) -> Ending {
         let ends: Vec<LevelEnd<'_>> = self
             .levels
             .iter()
             .map(|l| LevelEnd {
+                load: l.stimulus,
                 succeeded: l.request_count,
                 errors: &l.errors,
                 trustworthy: l.validity.trustworthy,
@@ -316,6 +320,7 @@ impl PerfOutcome {
             Rules {
                 strict,
                 single_level_must_stabilize: true,
+                max_error_rate,
             },
         )
     }

@@ -194,6 +194,9 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
                 e.kind,
                 short_error(&e.example)
             ));
+            if let Some(h) = &e.hint {
+                out.push_str(&format!("        hint: {h}\n"));
+            }
         }
     }
     if let Some(s) = &l.server {
@@ -214,7 +217,11 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
             us(s.avg_compute_output_ns)
         ));
     }
-    if !l.stable {
+    if l.interrupted {
+        out.push_str(
+            "  Interrupted: these numbers cover the partial measurement window before the signal.\n",
+        );
+    } else if !l.stable {
         out.push_str(&format!(
             "  Failed to obtain stable measurement within {} measurement windows for {} {}. Please try to increase the --measurement-interval.\n",
             l.windows,
@@ -408,6 +415,7 @@ mod tests {
             avg_recv_ns: 1_200.0,
             streaming: false,
             stable: true,
+            interrupted: false,
             windows: 3,
             errors: Vec::new(),
             server: server.then_some(ServerView {

@@ -50,6 +50,8 @@ pub struct RunPlan {
     pub max_send_lag_ms: f64,
     /// Untrustworthy levels make the run fail.
     pub strict: bool,
+    /// A level with a larger share of failed requests fails the run (`--max-error-rate`).
+    pub max_error_rate: f64,
     /// How percentiles are computed (`--percentile-method`).
     pub percentile_method: PercentileMethod,
     /// Timeline row interval.
@@ -99,6 +101,9 @@ mod duration_secs {
     }
 }
 
+/// `--max-error-rate`'s default: a level where more than half the requests failed fails the run.
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.5;
+
 impl RunPlan {
     /// A plan for `target` with GenAI-Perf's defaults (the builder's start): concurrency 1,
     /// max(10, 2 × concurrency) requests per level, 100 synthetic prompts of 550 tokens, output
@@ -116,6 +121,7 @@ impl RunPlan {
             warmup_duration: None,
             max_send_lag_ms: DEFAULT_MAX_SEND_LAG_MS,
             strict: false,
+            max_error_rate: DEFAULT_MAX_ERROR_RATE,
             timeline_interval: Duration::from_secs(1),
             percentile_method: PercentileMethod::Linear,
             raw_export: true,

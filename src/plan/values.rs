@@ -207,6 +207,20 @@ pub fn parse_fraction(flag: &str, raw: &str) -> Result<f64, UsageError> {
     Ok(v)
 }
 
+/// A share from 0 to 100 % (`50%` or `0.5`), for `--max-error-rate`.
+pub fn parse_share(flag: &str, raw: &str) -> Result<f64, UsageError> {
+    let t = raw.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| UsageError(format!("{flag} '{t}': expected a percentage such as 50%")))?;
+    if !(0.0..=1.0).contains(&v) {
+        return usage(format!("{flag} '{t}': must be from 0% to 100%"));
+    }
+    Ok(v)
+}
+
 /// `N`, `start:end[:step]` or `a,b,c`.
 pub fn parse_concurrency(spec: &str) -> Result<Vec<Stimulus>, UsageError> {
     let values = parse_int_levels(spec, "--concurrency")?;

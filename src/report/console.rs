@@ -165,6 +165,14 @@ pub fn level_table(l: &LevelSummary) -> String {
     out
 }
 
+/// Why TTFT and ITL show "-" when the levels did not stream, and how to get them; `None` when
+/// every level streamed.
+pub fn not_streaming_note(levels: &[LevelSummary]) -> Option<&'static str> {
+    levels.iter().any(|l| !l.streaming).then_some(
+        "TTFT and ITL are \"-\": without --streaming the server sends each response whole, so there is no first token (or gap between tokens) to time, only the request's latency. Add --streaming to measure them (the endpoint must stream: a decoupled model over gRPC, or an HTTP endpoint that sends events).",
+    )
+}
+
 /// One line per error kind with its first message and a hint, for a level with failures.
 pub fn error_lines(l: &LevelSummary) -> String {
     let mut out = String::new();
