@@ -19,7 +19,42 @@ pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
         Command::Report(args) => report(&args),
         Command::Compare(args) => compare(&args),
         Command::Doctor(args) => doctor(&args).await,
+        Command::Merge(args) => merge(&args),
     }
+}
+
+/// `ttftbench merge DIR... -o OUT`: prints the merged table and each level's shards.
+fn merge(a: &crate::cli::MergeArgs) -> Result<u8> {
+    let m = crate::merge::run(&a.dirs, &a.output)?;
+    let summaries: Vec<_> = m.levels.iter().map(|l| l.merged.summary.clone()).collect();
+    print!("{}", crate::report::console::sweep_table(&summaries));
+    for l in &m.levels {
+        println!(
+            "{}",
+            crate::artifact::shard::section_line(
+                &l.merged.summary.stimulus.name(),
+                &l.merged.shards
+            )
+        );
+    }
+    if summaries.len() > 1 {
+        for line in &m.verdict.lines {
+            println!("{line}");
+        }
+        println!("{}", m.knee.recommendation);
+    }
+    for line in crate::report::console::untrusted_lines(
+        summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+    ) {
+        println!("{line}");
+    }
+    for n in &m.notices {
+        eprintln!("note: {n}");
+    }
+    if !a.quiet {
+        eprintln!("merged: {}", a.output.display());
+    }
+    Ok(0)
 }
 
 /// The simulator's configuration from `serve` flags.
