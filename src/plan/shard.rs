@@ -154,9 +154,16 @@ mod tests {
             Some(Stop::Requests(2)),
         );
         assert_eq!(p.load, Ok((Stimulus::Concurrency(2), Stop::Requests(3))));
+        assert_eq!(p.warmup, Some(Stop::Requests(1)));
+        let p = plan(2, 4).part(
+            0,
+            Stimulus::Concurrency(8),
+            Stop::Requests(10),
+            Some(Stop::Requests(2)),
+        );
         assert_eq!(
             p.warmup, None,
-            "2 warm-up requests over 4 shards: none for shard 1"
+            "2 warm-up requests over 4 shards: none for shard 2"
         );
         let rate = Stimulus::RequestRate {
             rate: 8.0,

@@ -317,13 +317,29 @@ pub fn parse_start_at(raw: &str) -> Result<u64, UsageError> {
             "--start-at {t}: expected Unix seconds (e.g. 1767225600) or an RFC 3339 time (e.g. 2026-01-01T00:00:00Z)"
         ))
     };
-    if let Ok(secs) = t.parse::<f64>() {
-        if !(secs > 0.0 && secs < 1e11) {
-            return Err(bad());
-        }
-        return Ok((secs * 1e9).round() as u64);
+    if t.starts_with(|c: char| c.is_ascii_digit()) && !t.contains(['-', ':']) {
+        return unix_seconds_ns(t).ok_or_else(bad);
     }
     rfc3339_unix_ns(t).ok_or_else(bad)
+}
+
+/// `1767225600.25` as Unix ns, exactly (a float would round the nanoseconds).
+fn unix_seconds_ns(t: &str) -> Option<u64> {
+    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(frac) || frac.len() > 9 {
+        return None;
+    }
+    let secs: u64 = whole
+        .parse()
+        .ok()
+        .filter(|s| (1..100_000_000_000).contains(s))?;
+    let frac_ns = if frac.is_empty() {
+        0
+    } else {
+        frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32)
+    };
+    Some(secs * 1_000_000_000 + frac_ns)
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` as Unix ns (`t` or a space may separate date and
