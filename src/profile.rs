@@ -349,7 +349,7 @@ fn say_schedule(plan: &RunPlan, ui: Ui) {
     });
     let wait = (at as f64 - crate::engine::start::unix_now_ns() as f64) / 1e9;
     ui.say(&format!(
-        "{who}first level starts at {} UTC ({}){slot}",
+        "{who}first level starts at {} ({}){slot}",
         crate::report::html::utc(at),
         if wait >= 0.0 {
             format!("in {wait:.1} s")
@@ -368,7 +368,7 @@ fn say_late(m: &Measured, plan: &RunPlan) {
             format!("{} ", plan.shard.shard)
         };
         eprintln!(
-            "{}: {who}started {:.3} s after its planned start {} UTC (recorded in shard.json and the validity verdict of the merged run)",
+            "{}: {who}started {:.3} s after its planned start {} (recorded in shard.json and the validity verdict of the merged run)",
             m.summary.stimulus.name(),
             s.delay_ns() as f64 / 1e9,
             crate::report::html::utc(s.planned_unix_ns)

@@ -7,6 +7,7 @@
 //! together. Pure: files are read and written by the caller.
 
 use crate::analysis::slo::{self, SloResult};
+use crate::analysis::validity::too_few_samples;
 use crate::artifact::shard::{ShardPart, ShardRecord, ShardsSection};
 use crate::load::Stimulus;
 use crate::metrics::{Metric, PercentileMethod, Slo, Validity};
@@ -141,7 +142,8 @@ fn section(shards: &[ShardLevel], skew_ns: u64, server_from: Option<u32>) -> Sha
     }
 }
 
-/// Not trustworthy when any shard was not (its reasons, prefixed with the shard), when the
+/// Not trustworthy when any shard was not (its reasons, prefixed with the shard, except its own
+/// sample count: the union's is judged instead), when the
 /// shards' starts lie more than [`MAX_START_SKEW_NS`] apart, or when one started more than that
 /// after the planned moment. The generator's numbers: the busiest shard's CPU share and stall,
 /// the union's send-lag p99, rates and cap delays summed.
@@ -158,9 +160,12 @@ fn merged_validity(
             continue;
         };
         let lv = &l.validity;
+        // A shard's own sample count says nothing about the union's: judged once below.
+        let own_count = too_few_samples(l.stats.request_count);
         v.reasons.extend(
             lv.reasons
                 .iter()
+                .filter(|r| Some(*r) != own_count.as_ref())
                 .map(|r| format!("{}: {r}", s.record.shard)),
         );
         v.cpu_share = max_of(v.cpu_share, lv.cpu_share);
@@ -188,6 +193,7 @@ fn merged_validity(
             MAX_START_SKEW_NS as f64 / 1e9
         ));
     }
+    v.reasons.extend(too_few_samples(agg.ok));
     if let Stimulus::RequestRate { rate, .. } = stimulus {
         v.requested_rate = Some(rate);
         let lag = agg.dist(Metric::SendLag);
@@ -253,9 +259,12 @@ mod tests {
             validity: Validity {
                 trustworthy: trusted,
                 reasons: if trusted {
-                    vec![]
+                    vec![too_few_samples(10).unwrap()]
                 } else {
-                    vec!["the generator's CPU was saturated".into()]
+                    vec![
+                        "the generator's CPU was saturated".into(),
+                        too_few_samples(10).unwrap(),
+                    ]
                 },
                 ..Validity::default()
             },
@@ -306,7 +315,13 @@ mod tests {
         // Union window: first send 0 ms, last response 100 + 1800 + 69 + 100 ms.
         assert!((m.summary.stats.duration_s - 2.069).abs() < 1e-9);
         assert!((m.summary.stats.request_throughput - 20.0 / 2.069).abs() < 1e-9);
-        assert!(m.summary.validity.trustworthy);
+        // Each shard's own "only 10 requests" is dropped; the union's 20 are judged once.
+        assert_eq!(
+            m.summary.validity.reasons,
+            [too_few_samples(20).unwrap()],
+            "{:?}",
+            m.summary.validity.reasons
+        );
         assert_eq!(m.shards.start_skew_ms, 1.0);
         assert_eq!(m.shards.shards[1].requests, 10);
         let m = merge(
@@ -325,6 +340,8 @@ mod tests {
             reasons[2].starts_with("the shards started this level 2.5 s apart"),
             "{reasons:?}"
         );
+        assert_eq!(reasons[3], too_few_samples(20).unwrap());
+        assert_eq!(reasons.len(), 4, "{reasons:?}");
         assert!(!m.shards.shards[1].trustworthy);
     }
 }

@@ -71,7 +71,17 @@ impl ShardPlan {
     /// runs it: its part of the workers or rate, of the request counts, and the level's start.
     pub fn part(&self, index: u32, whole: Stimulus, stop: Stop, warmup: Option<Stop>) -> LevelPart {
         let s = self.shard;
-        let stop_part = stop.for_shard(s);
+        // Request counts go to the shards with load at this level only (concurrency 3 over 4
+        // shards: the counts split over the three with a worker), so the parts add up.
+        let loaded = match whole {
+            Stimulus::Concurrency(n) => s.count.min(n).max(1),
+            Stimulus::RequestRate { .. } => s.count,
+        };
+        let among_loaded = Shard {
+            index: s.index.min(loaded - 1),
+            count: loaded,
+        };
+        let stop_part = stop.for_shard(among_loaded);
         let load = match whole.for_shard(s) {
             None => Err(format!(
                 "{} split over {} shards leaves {s} no worker",
@@ -92,7 +102,9 @@ impl ShardPlan {
             index,
             whole,
             load,
-            warmup: warmup.map(|w| w.for_shard(s)).filter(|w| !w.is_empty()),
+            warmup: warmup
+                .map(|w| w.for_shard(among_loaded))
+                .filter(|w| !w.is_empty()),
             start_at: self.level_start(index),
         }
     }
@@ -147,6 +159,18 @@ mod tests {
             Err("concurrency3 split over 4 shards leaves shard 3/4 no worker".into())
         );
         assert_eq!(p.start_at, Some(1_000_000_030_000_000_000));
+        let parts: Vec<_> = (0..3)
+            .map(|i| {
+                plan(i, 4)
+                    .part(0, Stimulus::Concurrency(3), Stop::Requests(90), None)
+                    .load
+            })
+            .collect();
+        assert_eq!(
+            parts,
+            vec![Ok((Stimulus::Concurrency(1), Stop::Requests(30))); 3],
+            "requests split over the shards with a worker"
+        );
         let p = plan(1, 4).part(
             0,
             Stimulus::Concurrency(8),
