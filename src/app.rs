@@ -21,6 +21,7 @@ pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
         Command::Doctor(args) => doctor(&args).await,
         Command::Completions(args) => completions(args.shell),
         Command::Man => man(),
+        Command::Merge(args) => merge(&args),
     }
 }
 
@@ -50,6 +51,40 @@ fn write_stdout(bytes: &[u8]) -> Result<u8> {
         .write_all(bytes)
         .and_then(|()| stdout.flush())
         .map_err(|e| Error::failed(format!("cannot write to stdout: {e}")))?;
+    Ok(0)
+}
+
+/// `ttftbench merge DIR... -o OUT`: prints the merged table and each level's shards.
+fn merge(a: &crate::cli::MergeArgs) -> Result<u8> {
+    let m = crate::merge::run(&a.dirs, &a.output)?;
+    let summaries: Vec<_> = m.levels.iter().map(|l| l.merged.summary.clone()).collect();
+    print!("{}", crate::report::console::sweep_table(&summaries));
+    for l in &m.levels {
+        println!(
+            "{}",
+            crate::artifact::shard::section_line(
+                &l.merged.summary.stimulus.name(),
+                &l.merged.shards
+            )
+        );
+    }
+    if summaries.len() > 1 {
+        for line in &m.verdict.lines {
+            println!("{line}");
+        }
+        println!("{}", m.knee.recommendation);
+    }
+    for line in crate::report::console::untrusted_lines(
+        summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+    ) {
+        println!("{line}");
+    }
+    for n in &m.notices {
+        eprintln!("note: {n}");
+    }
+    if !a.quiet {
+        eprintln!("merged: {}", a.output.display());
+    }
     Ok(0)
 }
 

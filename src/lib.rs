@@ -37,6 +37,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod load;
+pub mod merge;
 pub mod metrics;
 pub mod perf;
 pub mod plan;

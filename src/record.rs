@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The run's single time base: a monotonic anchor plus the wall-clock time it corresponds to.
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +27,15 @@ impl Clock {
         Clock {
             anchor,
             unix_anchor_ns,
+        }
+    }
+
+    /// The Unix clock itself: offsets are Unix ns (its monotonic readings are not used). For
+    /// times read back from files, which are absolute.
+    pub fn unix() -> Clock {
+        Clock {
+            anchor: Instant::now(),
+            unix_anchor_ns: 0,
         }
     }
 
@@ -58,7 +67,7 @@ impl Clock {
 }
 
 /// Whether a request counts in the results.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Sent to warm the server up; written to `requests.jsonl`, excluded from statistics.
@@ -133,6 +142,35 @@ impl ErrorKind {
             ErrorKind::ResponseTooLarge => "response_too_large".into(),
             ErrorKind::OpenFiles => "too_many_open_files".into(),
         }
+    }
+
+    /// The kind a [`ErrorKind::key`] names (`grpc_other` reads back as an unnamed gRPC code).
+    pub fn from_key(key: &str) -> Option<ErrorKind> {
+        if let Some(code) = key.strip_prefix("http_") {
+            return code.parse().ok().map(ErrorKind::HttpStatus);
+        }
+        if let Some(name) = key.strip_prefix("grpc_") {
+            let code = (0..=16).find(|c| grpc_code_name(*c) == name).unwrap_or(-1);
+            return Some(ErrorKind::GrpcStatus(code));
+        }
+        Some(match key {
+            "connect" => ErrorKind::Connect,
+            "timeout" => ErrorKind::Timeout,
+            "not_streaming" => ErrorKind::NotStreaming,
+            "malformed_sse" => ErrorKind::MalformedSse,
+            "malformed_response" => ErrorKind::MalformedResponse,
+            "stream_cut" => ErrorKind::StreamCut,
+            "server_error" => ErrorKind::ServerError,
+            "no_content" => ErrorKind::NoContent,
+            "cancelled" => ErrorKind::Cancelled,
+            "connect_refused" => ErrorKind::ConnectRefused,
+            "connection_reset" => ErrorKind::ConnectionReset,
+            "rate_limited" => ErrorKind::RateLimited,
+            "stream_reset" => ErrorKind::StreamReset,
+            "goaway" => ErrorKind::GoAway,
+            "response_too_large" => ErrorKind::ResponseTooLarge,
+            _ => return None,
+        })
     }
 
     /// What the user can do about this kind of failure, when there is something to say.

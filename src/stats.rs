@@ -315,6 +315,21 @@ impl Aggregate {
         v
     }
 
+    /// Failures by kind with their count and first message, in kind order (for files).
+    pub fn error_entries(&self) -> impl Iterator<Item = (ErrorKind, u64, &str)> {
+        self.errors.iter().map(|(k, (n, m))| (*k, *n, m.as_str()))
+    }
+
+    /// Accounts `count` failures of `kind` at once (read back from a file); the first message
+    /// of a kind is kept.
+    pub fn add_errors(&mut self, kind: ErrorKind, count: u64, message: &str) {
+        let entry = self
+            .errors
+            .entry(kind)
+            .or_insert_with(|| (0, message.to_string()));
+        entry.0 += count;
+    }
+
     /// Adds another aggregate (shards of one level).
     pub fn merge(&mut self, other: &Aggregate) {
         for (a, b) in self.dists.iter_mut().zip(&other.dists) {

@@ -942,6 +942,8 @@ async fn progress_says_draining_after_the_window() {
         streaming: true,
         percentile_method: plan.percentile_method,
         on_pass: None,
+        index: 0,
+        start_at: None,
     };
     let m = measure_level(&mut session, &spec, &mut sinks)
         .await

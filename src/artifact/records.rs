@@ -20,12 +20,13 @@
 //! | `chunks`, `responses` | content-bearing responses, all responses |
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
 //! | `error`, `error_message` | failure kind and detail, or `null` |
+//! | `shard` | in a merged file only: the shard that sent the request |
 
 use std::io::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::record::{Clock, Phase, RequestRecord};
+use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord};
 
 #[derive(Serialize)]
 struct Row<'a> {
@@ -52,6 +53,8 @@ struct Row<'a> {
     lossy_text: bool,
     error: Option<&'a str>,
     error_message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<u32>,
 }
 
 /// Writes one JSON line for `rec`.
@@ -60,6 +63,17 @@ pub fn write_row(
     level: &str,
     clock: &Clock,
     rec: &RequestRecord,
+) -> std::io::Result<()> {
+    write_shard_row(out, level, clock, rec, None)
+}
+
+/// Writes one JSON line for `rec`, with the shard that sent it (a merged file).
+pub fn write_shard_row(
+    out: &mut impl Write,
+    level: &str,
+    clock: &Clock,
+    rec: &RequestRecord,
+    shard: Option<u32>,
 ) -> std::io::Result<()> {
     let abs = |t: u64| clock.unix_ns(t);
     let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
@@ -88,9 +102,72 @@ pub fn write_row(
         lossy_text: rec.lossy_text,
         error: kind.as_deref(),
         error_message: rec.error.as_ref().map(|e| &*e.message),
+        shard,
     };
     serde_json::to_writer(&mut *out, &row)?;
     out.write_all(b"\n")
+}
+
+/// A row as read back: the fields a record is rebuilt from (the derived ones are recomputed).
+#[derive(Deserialize)]
+struct ReadRow {
+    level: String,
+    phase: Phase,
+    seq: u64,
+    prompt_index: u32,
+    intended_ns: u64,
+    sent_ns: u64,
+    first_byte_ns: Option<u64>,
+    first_token_ns: Option<u64>,
+    second_token_ns: Option<u64>,
+    last_token_ns: Option<u64>,
+    end_ns: u64,
+    isl: u32,
+    osl: u32,
+    server_osl: Option<u32>,
+    requested_osl: u32,
+    chunks: u32,
+    responses: u32,
+    #[serde(default)]
+    lossy_text: bool,
+    error: Option<String>,
+    error_message: Option<String>,
+}
+
+/// Reads one line back into its level name and record, the record's times on the Unix clock
+/// ([`Clock::unix`]), so writing it with that clock gives the line again.
+pub fn read_row(line: &str) -> Result<(String, RequestRecord), String> {
+    let r: ReadRow = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let error = match r.error {
+        Some(key) => {
+            let kind =
+                ErrorKind::from_key(&key).ok_or_else(|| format!("unknown error kind '{key}'"))?;
+            Some(RequestError::new(kind, r.error_message.unwrap_or_default()))
+        }
+        None => None,
+    };
+    let rec = RequestRecord {
+        phase: r.phase,
+        seq: r.seq,
+        prompt_index: r.prompt_index,
+        intended_ns: r.intended_ns,
+        sent_ns: r.sent_ns,
+        send_done_ns: None,
+        first_byte_ns: r.first_byte_ns,
+        first_token_ns: r.first_token_ns,
+        second_token_ns: r.second_token_ns,
+        last_token_ns: r.last_token_ns,
+        end_ns: r.end_ns,
+        isl: r.isl,
+        osl: r.osl,
+        server_osl: r.server_osl,
+        requested_osl: r.requested_osl,
+        chunks: r.chunks,
+        responses: r.responses,
+        lossy_text: r.lossy_text,
+        error,
+    };
+    Ok((r.level, rec))
 }
 
 #[cfg(test)]
@@ -147,6 +224,25 @@ mod tests {
         assert!(
             s.ends_with("\"error\":\"http_503\",\"error_message\":\"HTTP 503: busy\"}\n"),
             "{s}"
+        );
+        // Read back on the Unix clock, written again: the same line, and a shard can be added.
+        let (level, back) = read_row(s.trim_end()).unwrap();
+        assert_eq!(level, "concurrency1");
+        let mut again = Vec::new();
+        write_row(&mut again, &level, &Clock::unix(), &back).unwrap();
+        assert_eq!(String::from_utf8(again).unwrap(), s);
+        let mut tagged = Vec::new();
+        write_shard_row(&mut tagged, &level, &Clock::unix(), &back, Some(3)).unwrap();
+        assert!(
+            String::from_utf8(tagged)
+                .unwrap()
+                .ends_with("busy\",\"shard\":3}\n")
+        );
+        assert!(read_row("{}").is_err());
+        assert!(
+            read_row(&s.replace("http_503", "bogus"))
+                .unwrap_err()
+                .contains("bogus")
         );
     }
 }

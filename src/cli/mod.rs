@@ -64,6 +64,9 @@ pub enum Command {
     /// Print the man page (roff) to stdout.
     #[command(after_help = MAN_EXAMPLES)]
     Man,
+    /// Add up the artifact directories of the shards of one run (`--shard I/N`) into the files
+    /// one process would have written: exact percentiles, throughput over the union.
+    Merge(MergeArgs),
 }
 
 /// Flags of `ttftbench completions`.
@@ -345,7 +348,8 @@ pub struct ProfileArgs {
     /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
     /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
     /// if an earlier run in the same second took it), `{model}`,
-    /// `{concurrency}`/`{rate}`/`{level}` (per level), e.g. `./bench/{timestamp}/c{concurrency}`.
+    /// `{concurrency}`/`{rate}`/`{level}` (per level), `{shard}` (the shard index with
+    /// --shard/--shards), e.g. `./bench/{timestamp}/c{concurrency}`.
     #[arg(help_heading = OUTPUT, long = "artifact-dir")]
     pub artifact_dir: Option<PathBuf>,
 
@@ -414,6 +418,34 @@ pub struct ProfileArgs {
     /// Print only the results table.
     #[arg(help_heading = OUTPUT, long = "quiet")]
     pub quiet: bool,
+
+    /// Where this process takes part in a run of several.
+    #[command(flatten)]
+    pub shard: ShardArgs,
+}
+
+/// Running one plan as N processes (`ttftbench merge` adds their results up).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ShardArgs {
+    /// Run shard I of N (0-based): this process's part of the plan — concurrency, rate and
+    /// request counts divided, prompts partitioned — for `ttftbench merge` to add up.
+    #[arg(long = "shard", value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Run one of N shards, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or
+    /// --shard-index.
+    #[arg(long = "shards", value_name = "N")]
+    pub shards: Option<u32>,
+    /// This process's shard index with --shards (Kubernetes sets JOB_COMPLETION_INDEX).
+    #[arg(long = "shard-index", env = "JOB_COMPLETION_INDEX", value_name = "I")]
+    pub shard_index: Option<u32>,
+    /// Start the first level at this moment — Unix seconds or RFC 3339 (2026-01-01T12:00:00Z) —
+    /// and later levels on shared boundaries after it, so all shards load the server together.
+    #[arg(long = "start-at", value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// Time between level starts after --start-at (bare number: seconds); by default a level's
+    /// length plus a drain allowance, when the plan fixes that length.
+    #[arg(long = "level-slot", value_parser = secs)]
+    pub level_slot: Option<Duration>,
 }
 
 /// `-i`: perf_analyzer's protocol flag.
@@ -754,6 +786,21 @@ pub struct ReportArgs {
     /// Knee detection fraction (see `profile --knee-min-gain`).
     #[arg(long = "knee-min-gain", default_value = "10%")]
     pub knee_min_gain: String,
+}
+
+/// Flags of `ttftbench merge`.
+#[derive(Debug, Args, Clone)]
+pub struct MergeArgs {
+    /// The shards' artifact directories: each a sweep or a level directory written with
+    /// --shard/--shards (every shard of the run, once).
+    #[arg(required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged run goes (a new directory, not inside a shard's).
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Print only the results table.
+    #[arg(long = "quiet")]
+    pub quiet: bool,
 }
 
 /// `compare --format`.

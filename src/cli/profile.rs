@@ -112,7 +112,7 @@ impl ProfileArgs {
         positive("--request-timeout", self.request_timeout)?;
         positive("--timeline-interval", self.timeline_interval)?;
         positive("--max-send-lag", self.max_send_lag)?;
-        Ok(RunPlan {
+        let mut plan = RunPlan {
             server_metrics: resolve::metrics_source(
                 self.server_metrics_url.as_deref(),
                 &target.host,
@@ -141,7 +141,26 @@ impl ProfileArgs {
             verbosity: self.verbosity()?,
             command_line: redact_command_line(argv),
             target,
-        })
+            shard: crate::plan::ShardPlan::default(),
+        };
+        // The slot between level starts depends on each level's length, known once the plan is.
+        plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;
+        Ok(plan)
+    }
+}
+
+impl super::ShardArgs {
+    /// The shard section as given, for a plan of `levels` levels of `level_length` each.
+    pub fn spec(&self, levels: usize, level_length: Option<Duration>) -> resolve::ShardSpec {
+        resolve::ShardSpec {
+            shard: self.shard.clone(),
+            shards: self.shards,
+            shard_index: self.shard_index,
+            start_at: self.start_at.clone(),
+            level_slot: self.level_slot,
+            levels,
+            level_length,
+        }
     }
 }
 

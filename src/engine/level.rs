@@ -76,8 +76,14 @@ pub struct Pass {
 
 /// What to measure at one level.
 pub struct LevelSpec<'a> {
-    /// The load.
+    /// The level's place in the plan (0-based), the same on every shard: open-loop schedules
+    /// are seeded from it.
+    pub index: u32,
+    /// The load (a shard's part of the plan's level).
     pub stimulus: Stimulus,
+    /// Wait until this wall-clock time (Unix ns) before the first request (`--start-at` and
+    /// the level slots after it); connections are opened before the wait.
+    pub start_at: Option<u64>,
     /// When the measurement ends.
     pub policy: Policy,
     /// Warm-up before the measurement (recorded with `phase: warmup`, excluded from statistics).
@@ -116,6 +122,8 @@ pub struct Measured {
     pub agg: Aggregate,
     /// How the windows went.
     pub windows: Windows,
+    /// The level's start against its planned moment, when it had one.
+    pub start: Option<super::start::LevelStart>,
 }
 
 /// Measures one level. `sinks` are lent to the level's collector and handed back.
@@ -125,11 +133,22 @@ pub async fn measure_level(
     sinks: &mut Sinks,
 ) -> Result<Measured> {
     let shared = session.shared.clone();
-    let started_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
     shared
         .client
         .warm_connections(spec.stimulus.workers())
         .await;
+    let start = match spec.start_at {
+        Some(at) => Some(
+            super::start::wait_until(at, &shared.cancel)
+                .await
+                .ok_or(Error::Interrupted)?,
+        ),
+        None => None,
+    };
+    let started_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
+    if let (Some(_), Some(t)) = (spec.start_at, sinks.timeline.as_mut()) {
+        t.restart_if_idle(shared.clock.now_ns());
+    }
     let measure_start = Arc::new(AtomicU64::new(0));
     let (win_tx, win_rx) = unbounded_channel::<Window>();
     let (rec_tx, rec_rx) = crate::load::record_queue();
@@ -147,7 +166,7 @@ pub async fn measure_level(
     if let Some(stop) = spec.warmup {
         let out = run_phase(
             shared.clone(),
-            session.phase(Phase::Warmup, spec.stimulus, stop),
+            session.phase(Phase::Warmup, spec.index, spec.stimulus, stop),
             rec_tx.clone(),
             Halt::new(),
         )
@@ -159,7 +178,12 @@ pub async fn measure_level(
     let halt = Halt::new();
     let phase = tokio::spawn(run_phase(
         shared.clone(),
-        session.phase(Phase::Measure, spec.stimulus, spec.policy.stop()),
+        session.phase(
+            Phase::Measure,
+            spec.index,
+            spec.stimulus,
+            spec.policy.stop(),
+        ),
         rec_tx,
         halt.clone(),
     ));
@@ -191,6 +215,7 @@ pub async fn measure_level(
         summary,
         agg,
         windows,
+        start,
     })
 }
 

@@ -39,6 +39,8 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
             "the workload has no requests: give --num-prompts of at least 1, or an --input-file with prompts",
         ));
     }
+    let shard = plan.shard.shard;
+    let dataset = dataset.partition(shard.index, shard.count)?;
     let shared = Shared {
         client,
         dataset: std::sync::Arc::new(dataset),
@@ -49,6 +51,7 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
         use_server_token_count: plan.use_server_token_count,
         count_tokens: true,
         seed: plan.workload.seed,
+        shard,
         gaps: gap_pool(),
         captures: plan.raw_export.then(crate::load::capture_pool),
     };

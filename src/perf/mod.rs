@@ -359,6 +359,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         use_server_token_count: false,
         count_tokens: false,
         seed: plan.seed,
+        shard: crate::load::Shard::WHOLE,
         gaps: gap_pool(),
         captures: plan
             .profile_export
@@ -465,7 +466,9 @@ async fn run_levels(
             break;
         }
         let spec = LevelSpec {
+            index: levels.len() as u32,
             stimulus,
+            start_at: None,
             policy: policy(plan),
             warmup: (plan.warmup > 0).then_some(Stop::Requests(plan.warmup)),
             objectives: &[],

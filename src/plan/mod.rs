@@ -4,6 +4,7 @@
 //! downstream reads typed fields; no string matching after this point.
 
 pub mod resolve;
+pub mod shard;
 pub mod values;
 
 use std::path::PathBuf;
@@ -12,11 +13,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::analysis::validity::DEFAULT_MAX_SEND_LAG_MS;
-use crate::load::{Stimulus, StopRule};
+use crate::load::{Stimulus, Stop, StopRule};
 use crate::metrics::{Objective, PercentileMethod};
 use crate::server_metrics::MetricsSource;
 use crate::target::Target;
 use crate::workload::WorkloadPlan;
+pub use shard::{LevelPart, ShardPlan};
 
 /// Console verbosity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -78,7 +80,13 @@ pub struct RunPlan {
     pub verbosity: Verbosity,
     /// The command line as typed, secrets redacted.
     pub command_line: String,
+    /// Which part of a run of several processes this is, and when its levels start.
+    pub shard: ShardPlan,
 }
+
+/// Fields of a [`RunPlan`]'s JSON that differ between the shards of one run and are left out
+/// of its identity.
+pub const PER_PROCESS_FIELDS: [&str; 4] = ["shard", "artifact_dir", "command_line", "verbosity"];
 
 mod opt_duration_secs {
     pub fn serialize<S: serde::Serializer>(
@@ -134,6 +142,38 @@ impl RunPlan {
             request_timeout: Duration::from_secs(600),
             verbosity: Verbosity::Normal,
             command_line: String::new(),
+            shard: ShardPlan::default(),
+        }
+    }
+
+    /// The plan's identity, equal on every shard of one run (see [`shard::plan_id`]).
+    pub fn plan_id(&self) -> String {
+        shard::plan_id(&self.input_config(), &PER_PROCESS_FIELDS)
+    }
+
+    /// Level `index` as this process runs it: its part of the load, of the request counts and
+    /// of the warm-up, and when it starts.
+    pub fn level_part(&self, index: usize) -> LevelPart {
+        let whole = self.levels[index];
+        let warmup = match (self.warmup_duration, self.warmup_requests) {
+            (Some(d), _) => Some(Stop::Window(d)),
+            (None, n) if n > 0 => Some(Stop::Requests(n)),
+            _ => None,
+        };
+        self.shard
+            .part(index as u32, whole, self.stop.for_level(&whole), warmup)
+    }
+
+    /// One level's length when the plan fixes it (a time window after a timed warm-up or
+    /// none), for the slot between level starts.
+    pub fn level_length(&self) -> Option<Duration> {
+        let StopRule::Fixed(Stop::Window(window)) = self.stop else {
+            return None;
+        };
+        match (self.warmup_duration, self.warmup_requests) {
+            (Some(d), _) => Some(d + window),
+            (None, 0) => Some(window),
+            (None, _) => None,
         }
     }
 

@@ -1,13 +1,15 @@
 //! The plan's sections, each resolved from plain values and validated alone: where requests go
 //! ([`target`]), the load levels ([`levels`]), when a level's measurement ends ([`stop`]), what
-//! to send ([`workload`]), and where the server's metrics are ([`metrics_source`]). The front end
+//! to send ([`workload`]), where the server's metrics are ([`metrics_source`]), and which part of
+//! a run of several processes this one is, with when its levels start ([`shard`]). The front end
 //! converts its flags into these inputs; `demo`, `doctor` and tests call them directly.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::shard::{ShardPlan, derived_slot};
 use crate::error::UsageError;
-use crate::load::{Arrival, Stimulus, Stop, StopRule};
+use crate::load::{Arrival, Shard, Stimulus, Stop, StopRule};
 use crate::server_metrics::MetricsSource;
 use crate::target::{
     Api, Backend, ServiceKind, Target, bracket_host, default_endpoint, normalize_metrics_url,
@@ -250,9 +252,147 @@ pub fn metrics_source(url: Option<&str>, target_host: &str) -> Result<MetricsSou
     })
 }
 
+/// How this process takes part in a run of several, as given.
+#[derive(Debug, Clone, Default)]
+pub struct ShardSpec {
+    /// `--shard I/N`.
+    pub shard: Option<String>,
+    /// `--shards N` (the Kubernetes form).
+    pub shards: Option<u32>,
+    /// `--shard-index`, or `JOB_COMPLETION_INDEX` (read with `--shards`).
+    pub shard_index: Option<u32>,
+    /// `--start-at`.
+    pub start_at: Option<String>,
+    /// `--level-slot`.
+    pub level_slot: Option<Duration>,
+    /// Levels in the plan.
+    pub levels: usize,
+    /// One level's length when the plan fixes it: a time window, after a timed warm-up or none.
+    pub level_length: Option<Duration>,
+}
+
+/// The shard section: this process's part (`--shard I/N`, or `--shards N` with the index from
+/// `JOB_COMPLETION_INDEX`), the first level's start and the slot between level starts (given,
+/// or derived from a level's fixed length; see [`super::shard`]).
+pub fn shard(s: &ShardSpec) -> Result<ShardPlan, UsageError> {
+    let shard = match (&s.shard, s.shards, s.shard_index) {
+        (Some(_), Some(_), _) => {
+            return usage(
+                "--shard I/N and --shards N both say which part this process runs; give one (--shards takes the index from JOB_COMPLETION_INDEX)",
+            );
+        }
+        (Some(raw), None, _) => super::values::parse_shard(raw)?,
+        (None, Some(n), Some(i)) => {
+            super::values::shard(i, n, "--shards with JOB_COMPLETION_INDEX")?
+        }
+        (None, Some(n), None) => {
+            return usage(format!(
+                "--shards {n} takes this process's index from JOB_COMPLETION_INDEX (set in every pod of a Kubernetes Indexed Job) or --shard-index, and neither is set: give --shard I/{n} instead"
+            ));
+        }
+        (None, None, _) => Shard::WHOLE,
+    };
+    let start_at_unix_ns = s
+        .start_at
+        .as_deref()
+        .map(super::values::parse_start_at)
+        .transpose()?;
+    let level_slot = match (start_at_unix_ns, s.level_slot) {
+        (None, Some(_)) => {
+            return usage(
+                "--level-slot spaces the level starts after --start-at: give --start-at too",
+            );
+        }
+        (_, Some(d)) if d.is_zero() => return usage("--level-slot must be more than 0"),
+        (Some(_), Some(d)) => {
+            if let Some(len) = s.level_length.filter(|len| d < *len) {
+                return usage(format!(
+                    "--level-slot {:.1}s is shorter than one level ({:.1}s of warm-up and measurement): every level would start late",
+                    d.as_secs_f64(),
+                    len.as_secs_f64()
+                ));
+            }
+            Some(d)
+        }
+        (Some(_), None) if s.levels > 1 => match s.level_length {
+            Some(len) => Some(derived_slot(len)),
+            None => {
+                return usage(format!(
+                    "--start-at with {} levels: shards move from level to level together only when each level has a known length; give --level-slot (e.g. 90s), or time-bounded levels (--measurement-interval or --duration, with --warmup-duration instead of a warm-up request count)",
+                    s.levels
+                ));
+            }
+        },
+        (_, None) => None,
+    };
+    Ok(ShardPlan {
+        shard,
+        start_at_unix_ns,
+        level_slot,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shard_sections() {
+        let secs = Duration::from_secs;
+        let spec = |shard: Option<&str>, shards, index| ShardSpec {
+            shard: shard.map(str::to_string),
+            shards,
+            shard_index: index,
+            levels: 1,
+            ..ShardSpec::default()
+        };
+        assert_eq!(
+            shard(&spec(None, None, Some(3))).unwrap().shard,
+            Shard::WHOLE
+        );
+        assert_eq!(
+            shard(&spec(Some("1/4"), None, Some(3))).unwrap().shard,
+            Shard { index: 1, count: 4 }
+        );
+        assert_eq!(
+            shard(&spec(None, Some(4), Some(3))).unwrap().shard,
+            Shard { index: 3, count: 4 }
+        );
+        for (bad, says) in [
+            (spec(None, Some(4), None), "JOB_COMPLETION_INDEX"),
+            (spec(Some("1/4"), Some(4), None), "give one"),
+            (spec(None, Some(4), Some(4)), "not below"),
+        ] {
+            let e = shard(&bad).unwrap_err();
+            assert!(e.0.contains(says), "{e}");
+        }
+        let timed = |levels, level_length, level_slot| ShardSpec {
+            start_at: Some("1767225600".into()),
+            levels,
+            level_length,
+            level_slot,
+            ..ShardSpec::default()
+        };
+        let p = shard(&timed(3, Some(secs(10)), None)).unwrap();
+        assert_eq!(p.start_at_unix_ns, Some(1_767_225_600_000_000_000));
+        assert_eq!(p.level_slot, Some(secs(15)));
+        assert_eq!(p.level_start(2), Some(1_767_225_630_000_000_000));
+        assert_eq!(shard(&timed(1, None, None)).unwrap().level_slot, None);
+        assert_eq!(
+            shard(&timed(3, None, Some(secs(90)))).unwrap().level_slot,
+            Some(secs(90))
+        );
+        let e = shard(&timed(3, None, None)).unwrap_err();
+        assert!(e.0.contains("--level-slot"), "{e}");
+        let e = shard(&timed(3, Some(secs(10)), Some(secs(5)))).unwrap_err();
+        assert!(e.0.contains("shorter than one level"), "{e}");
+        let e = shard(&ShardSpec {
+            level_slot: Some(secs(5)),
+            ..ShardSpec::default()
+        })
+        .unwrap_err();
+        assert!(e.0.contains("give --start-at"), "{e}");
+    }
 
     fn spec(model: &str) -> TargetSpec {
         TargetSpec {
