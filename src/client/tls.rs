@@ -26,6 +26,8 @@ use tokio::net::TcpStream;
 use crate::error::{Error, UsageError};
 use crate::target::{Encoding, Target, TlsSettings, Verify};
 
+/// What the check before a run offers when the protocol is not known yet.
+pub const ALPN_ANY: &[&[u8]] = &[ALPN_H2, ALPN_HTTP1];
 /// ALPN for HTTP/1.1 connections.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
 /// ALPN for gRPC (HTTP/2) connections.
@@ -91,8 +93,8 @@ impl TlsContext {
         })
     }
 
-    /// A rustls client configuration offering `alpn`.
-    pub fn client_config(&self, alpn: &[u8]) -> Result<ClientConfig, UsageError> {
+    /// A rustls client configuration offering the protocols of `alpn`.
+    pub fn client_config(&self, alpn: &[&[u8]]) -> Result<ClientConfig, UsageError> {
         let builder = ClientConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| UsageError(format!("TLS setup: {e}")))?
@@ -104,7 +106,7 @@ impl TlsContext {
                 .map_err(|e| UsageError(format!("--cert/--key: {e}")))?,
             None => builder.with_no_client_auth(),
         };
-        config.alpn_protocols = vec![alpn.to_vec()];
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(config)
     }
 
@@ -130,7 +132,7 @@ impl TlsContext {
 
     /// A reqwest client builder that verifies (or not) exactly as the other clients do.
     pub fn reqwest(&self, b: reqwest::ClientBuilder) -> Result<reqwest::ClientBuilder, UsageError> {
-        Ok(b.tls_backend_preconfigured(self.client_config(ALPN_HTTP1)?))
+        Ok(b.tls_backend_preconfigured(self.client_config(&[ALPN_HTTP1])?))
     }
 }
 
@@ -444,26 +446,43 @@ impl TlsFailure {
                 | AlertDescription::AccessDenied),
             ) => TlsFailure::ClientCertRefused(format!("{a:?}")),
             rustls::Error::InvalidMessage(_) => {
-                TlsFailure::Other(format!(
-                    "{e}: the server does not seem to speak TLS here (a plain-HTTP port? then use http://)"
-                ))
+                TlsFailure::Other(format!("{e}: the server does not seem to speak TLS here"))
             }
             other => TlsFailure::Other(other.to_string()),
         }
     }
 
-    /// The message: what failed, why, and what to change.
-    pub fn message(&self, addr: &str) -> String {
+    /// What failed, and why.
+    pub fn detail(&self, addr: &str) -> String {
         match self {
-            TlsFailure::Rejected(r) => format!("TLS with {addr}: {r}; {}", r.fix()),
+            TlsFailure::Rejected(r) => format!("TLS with {addr}: {r}"),
             TlsFailure::NeedsClientCert => format!(
-                "TLS with {addr}: the server requires a client certificate (mutual TLS) and none was given: give it with --cert FILE --key FILE (PEM)"
+                "TLS with {addr}: the server requires a client certificate (mutual TLS) and none was given"
             ),
             TlsFailure::ClientCertRefused(alert) => format!(
-                "TLS with {addr}: the server refused the client certificate (alert {alert}): check that --cert is signed by a CA the server trusts, is still valid, and matches --key"
+                "TLS with {addr}: the server refused the client certificate (alert {alert})"
             ),
             TlsFailure::Other(m) => format!("TLS with {addr} failed: {m}"),
         }
+    }
+
+    /// What to change.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            TlsFailure::Rejected(r) => r.fix(),
+            TlsFailure::NeedsClientCert => "give it with --cert FILE --key FILE (PEM)",
+            TlsFailure::ClientCertRefused(_) => {
+                "check that --cert is signed by a CA the server trusts, is still valid, and matches --key"
+            }
+            TlsFailure::Other(_) => {
+                "check that -u names the server's TLS port; for a plain-HTTP server use http://"
+            }
+        }
+    }
+
+    /// The message: what failed, why, and what to change.
+    pub fn message(&self, addr: &str) -> String {
+        format!("{}; {}", self.detail(addr), self.fix())
     }
 }
 
@@ -489,7 +508,7 @@ pub fn server_name(host: &str) -> Result<ServerName<'static>, UsageError> {
 /// will, so a certificate problem is a usage error (exit 2, nothing measured) with one
 /// message for every front end. A server that cannot be reached is left for the usual checks
 /// to report. Returns the context to build the clients with (`None` for plain HTTP).
-pub async fn check(target: &Target, alpn: &[u8]) -> Result<Option<TlsContext>, Error> {
+pub async fn check(target: &Target, alpn: &[&[u8]]) -> Result<Option<TlsContext>, Error> {
     if !target.uses_tls() {
         return Ok(None);
     }
@@ -521,7 +540,7 @@ pub async fn handshake(
     ctx: &TlsContext,
     host: &str,
     port: u16,
-    alpn: &[u8],
+    alpn: &[&[u8]],
 ) -> Result<(), HandshakeError> {
     let config = ctx.client_config(alpn).map_err(HandshakeError::Usage)?;
     let name = server_name(host).map_err(HandshakeError::Usage)?;

@@ -53,6 +53,11 @@ async fn connect_llm(
     workers: usize,
 ) -> Result<(Client, Dataset, ServerProbe)> {
     let t = &plan.target;
+    let alpn = match t.api {
+        Api::Kserve => crate::client::tls::ALPN_H2,
+        _ => crate::client::tls::ALPN_HTTP1,
+    };
+    crate::client::tls::check(t, &[alpn]).await?;
     let calls = metrics_http_client(t)?;
     match t.api {
         Api::Chat | Api::Completions | Api::Generate => {
@@ -72,7 +77,7 @@ async fn connect_llm(
             "tensor inference (/v2/models/{m}/infer) is profiled with `ttftbench perf`, not `profile`",
         )),
         Api::Kserve => {
-            let channel = grpc::connect(&t.base_url).await.map_err(Error::Failed)?;
+            let channel = grpc::connect(t).await?;
             let info = grpc::discover(channel.clone(), t).await?;
             // Streaming a non-decoupled model is the more basic mistake: say so first.
             if t.streaming && !info.decoupled {
@@ -101,13 +106,16 @@ async fn connect_llm(
 }
 
 /// A small HTTP client for `/metrics` and `/stats`, carrying the `-H` headers (e.g. an access
-/// token) as those calls need them too.
+/// token) as those calls need them too, and verifying TLS as the target's clients do.
 pub fn metrics_http_client(t: &Target) -> Result<reqwest::Client> {
     crate::client::http::install_tls_provider();
-    reqwest::Client::builder()
+    let mut b = reqwest::Client::builder()
         .no_proxy()
         .default_headers(t.header_map()?)
-        .timeout(Duration::from_secs(5))
-        .build()
+        .timeout(Duration::from_secs(5));
+    if t.uses_tls() {
+        b = crate::client::tls::TlsContext::new(&t.tls)?.reqwest(b)?;
+    }
+    b.build()
         .map_err(|e| Error::failed(format!("cannot build the HTTP client: {e}")))
 }

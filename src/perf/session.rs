@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::plan::{self, PerfPlan, Protocol};
 use crate::client::grpc::{self, GrpcClient, ResponseMode};
-use crate::client::{Client, HttpClient};
+use crate::client::{Client, HttpClient, tls};
 use crate::error::{Error, Result, UsageError};
 use crate::load::Stimulus;
 use crate::server_metrics::{ServerProbe, StatsSource};
@@ -17,17 +17,23 @@ use crate::workload::tensor::ModelInfo;
 pub async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, ServerProbe)> {
     let t = &plan.target;
     let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
+    let alpn = match plan.protocol {
+        Some(Protocol::Grpc) => &[tls::ALPN_H2][..],
+        Some(Protocol::Http) => &[tls::ALPN_HTTP1][..],
+        None => tls::ALPN_ANY,
+    };
+    tls::check(t, alpn).await?;
     let http = crate::engine::session::metrics_http_client(t)?;
     let protocol = match plan.protocol {
         Some(p) => p,
-        None => match grpc::connect(&t.base_url).await {
+        None => match grpc::connect(t).await {
             Ok(ch) if probe_grpc(ch.clone()).await => Protocol::Grpc,
             _ => Protocol::Http,
         },
     };
     match protocol {
         Protocol::Grpc => {
-            let channel = grpc::connect(&t.base_url).await.map_err(Error::Failed)?;
+            let channel = grpc::connect(t).await?;
             let info = grpc::discover_version(channel.clone(), t, &plan.model_version).await?;
             check_model(plan, &info, protocol)?;
             let client = GrpcClient::new(t, &info, workers, channel.clone(), ResponseMode::Tensors)
