@@ -64,7 +64,11 @@ fn input_config(dir: &std::path::Path) -> Value {
     let f = std::fs::read_dir(dir)
         .expect("artifact dir")
         .filter_map(|e| e.ok())
-        .find(|e| e.file_name().to_string_lossy().ends_with("_genai_perf.json"))
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with("_genai_perf.json")
+        })
         .expect("level JSON");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(f.path()).unwrap()).unwrap();
     v["input_config"].clone()
@@ -83,13 +87,22 @@ async fn verified_with_cacert_refused_without_on_http_and_grpc() {
     for endpoint in ["chat", "kserve"] {
         let tmp = tempfile::tempdir().unwrap();
         let url = url_of(&sim, endpoint);
-        let out = run(&run_args(endpoint, &url, tmp.path(), &["--cacert", &p(&pki.ca)]))
-            .await
-            .unwrap_or_else(|e| panic!("{endpoint} with --cacert: {e}"));
+        let out = run(&run_args(
+            endpoint,
+            &url,
+            tmp.path(),
+            &["--cacert", &p(&pki.ca)],
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{endpoint} with --cacert: {e}"));
         assert_all_ok(&out, endpoint);
         let cfg = input_config(tmp.path());
         assert_eq!(cfg["target"]["tls"]["verify"], "full", "{endpoint}");
-        assert_eq!(cfg["target"]["tls"]["ca_files"][0], p(&pki.ca), "{endpoint}");
+        assert_eq!(
+            cfg["target"]["tls"]["ca_files"][0],
+            p(&pki.ca),
+            "{endpoint}"
+        );
 
         let refused = tempfile::tempdir().unwrap();
         let e = run(&run_args(endpoint, &url, refused.path(), &[]))
@@ -119,20 +132,38 @@ async fn verified_with_cacert_refused_without_on_http_and_grpc() {
 async fn expired_and_wrong_name_say_why() {
     let pki = test_pki();
     let cases = [
-        (&pki.expired_cert, &pki.expired_key, "expired", "CN=ttftbench old sim"),
-        (&pki.wrong_name_cert, &pki.wrong_name_key, "name mismatch", "other.invalid"),
+        (
+            &pki.expired_cert,
+            &pki.expired_key,
+            "expired",
+            "CN=ttftbench old sim",
+        ),
+        (
+            &pki.wrong_name_cert,
+            &pki.wrong_name_key,
+            "name mismatch",
+            "other.invalid",
+        ),
     ];
     for (cert, key, why, names) in cases {
         let sim = start_tls(cert, key, None).await;
         for endpoint in ["chat", "kserve"] {
             let tmp = tempfile::tempdir().unwrap();
             let url = url_of(&sim, endpoint);
-            let e = run(&run_args(endpoint, &url, tmp.path(), &["--cacert", &p(&pki.ca)]))
-                .await
-                .expect_err("refused");
+            let e = run(&run_args(
+                endpoint,
+                &url,
+                tmp.path(),
+                &["--cacert", &p(&pki.ca)],
+            ))
+            .await
+            .expect_err("refused");
             let msg = e.to_string();
             assert_eq!(e.exit_code(), 2, "{msg}");
-            assert!(msg.contains(why) && msg.contains(names), "{endpoint}: {msg}");
+            assert!(
+                msg.contains(why) && msg.contains(names),
+                "{endpoint}: {msg}"
+            );
         }
         sim.shutdown().await;
     }
@@ -144,9 +175,14 @@ async fn insecure_runs_and_is_recorded() {
     let sim = start_tls(&pki.server_cert, &pki.server_key, None).await;
     for endpoint in ["chat", "kserve"] {
         let tmp = tempfile::tempdir().unwrap();
-        let out = run(&run_args(endpoint, &url_of(&sim, endpoint), tmp.path(), &["-k"]))
-            .await
-            .unwrap_or_else(|e| panic!("{endpoint} -k: {e}"));
+        let out = run(&run_args(
+            endpoint,
+            &url_of(&sim, endpoint),
+            tmp.path(),
+            &["-k"],
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{endpoint} -k: {e}"));
         assert_all_ok(&out, endpoint);
         assert_eq!(input_config(tmp.path())["target"]["tls"]["verify"], "off");
     }
@@ -176,16 +212,24 @@ async fn mutual_tls_accepted_with_a_client_certificate_refused_without() {
         // The key's path is recorded; its contents are not.
         let key_text = std::fs::read_to_string(&pki.client_key).unwrap();
         let body = key_text.lines().nth(1).unwrap();
-        assert!(!all_text(tmp.path()).contains(body), "{endpoint}: key in artifacts");
+        assert!(
+            !all_text(tmp.path()).contains(body),
+            "{endpoint}: key in artifacts"
+        );
         assert_eq!(
             input_config(tmp.path())["target"]["tls"]["identity"]["key"],
             p(&pki.client_key)
         );
 
         let refused = tempfile::tempdir().unwrap();
-        let e = run(&run_args(endpoint, &url, refused.path(), &["--cacert", &ca]))
-            .await
-            .expect_err("no client certificate: refused");
+        let e = run(&run_args(
+            endpoint,
+            &url,
+            refused.path(),
+            &["--cacert", &ca],
+        ))
+        .await
+        .expect_err("no client certificate: refused");
         let msg = e.to_string();
         assert_eq!(e.exit_code(), 2, "{endpoint}: {msg}");
         assert!(
@@ -249,8 +293,16 @@ async fn perf_takes_perf_analyzer_names() {
     }
     // Verification off under perf_analyzer's name, and the name check alone.
     let argv = [
-        "ttftbench", "perf", "-m", "text_classifier", "-i", "http", "-u", "127.0.0.1:1",
-        "--ssl-https-verify-peer", "0",
+        "ttftbench",
+        "perf",
+        "-m",
+        "text_classifier",
+        "-i",
+        "http",
+        "-u",
+        "127.0.0.1:1",
+        "--ssl-https-verify-peer",
+        "0",
     ];
     let Command::Perf(a) = Cli::try_parse_from(argv).unwrap().command else {
         panic!("not perf")
@@ -267,7 +319,7 @@ async fn doctor(args: &[&str]) -> ttftbench::doctor::Diagnosis {
     let Command::Doctor(a) = Cli::try_parse_from(&argv).expect("parse").command else {
         panic!("not doctor")
     };
-    let plan = ttftbench::app::doctor_plan(&a).expect("plan");
+    let plan = a.plan().expect("plan");
     ttftbench::doctor::diagnose(&plan, &mut |_, _| {}).await
 }
 
@@ -290,8 +342,17 @@ async fn doctor_connect_step_says_what_profile_says() {
             "{endpoint}"
         );
         let ca = p(&pki.ca);
-        let d = doctor(&["-m", "gpt2", "--endpoint-type", endpoint, "-u", &url, "--cacert", &ca])
-            .await;
+        let d = doctor(&[
+            "-m",
+            "gpt2",
+            "--endpoint-type",
+            endpoint,
+            "-u",
+            &url,
+            "--cacert",
+            &ca,
+        ])
+        .await;
         assert!(d.failed().is_none(), "{endpoint}: {d:#?}");
     }
     sim.shutdown().await;
@@ -306,7 +367,12 @@ fn binary_warns_once_about_insecure() {
     let url = sim.http_url();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ttftbench"))
         .arg("profile")
-        .args(run_args("chat", &url, tmp.path(), &["--insecure", "--quiet"]))
+        .args(run_args(
+            "chat",
+            &url,
+            tmp.path(),
+            &["--insecure", "--quiet"],
+        ))
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);

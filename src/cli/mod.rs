@@ -365,13 +365,23 @@ pub struct PerfTlsArgs {
     #[arg(long = "ssl-https-client-certificate-file", value_name = "FILE")]
     pub ssl_https_client_certificate_file: Option<PathBuf>,
     /// HTTPS: how the client certificate file is encoded.
-    #[arg(long = "ssl-https-client-certificate-type", value_enum, ignore_case = true, default_value = "pem")]
+    #[arg(
+        long = "ssl-https-client-certificate-type",
+        value_enum,
+        ignore_case = true,
+        default_value = "pem"
+    )]
     pub ssl_https_client_certificate_type: EncodingArg,
     /// HTTPS: the client certificate's private key (like --key).
     #[arg(long = "ssl-https-private-key-file", value_name = "FILE")]
     pub ssl_https_private_key_file: Option<PathBuf>,
     /// HTTPS: how the private key file is encoded.
-    #[arg(long = "ssl-https-private-key-type", value_enum, ignore_case = true, default_value = "pem")]
+    #[arg(
+        long = "ssl-https-private-key-type",
+        value_enum,
+        ignore_case = true,
+        default_value = "pem"
+    )]
     pub ssl_https_private_key_type: EncodingArg,
 }
 
@@ -850,10 +860,7 @@ impl TlsArgs {
             insecure: self.insecure,
             skip_hostname: false,
             ca_files: self.cacert.clone(),
-            cert: self
-                .cert
-                .clone()
-                .map(|p| (p, crate::target::Encoding::Pem)),
+            cert: self.cert.clone().map(|p| (p, crate::target::Encoding::Pem)),
             key: self.key.clone().map(|p| (p, crate::target::Encoding::Pem)),
         }
     }

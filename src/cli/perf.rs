@@ -11,7 +11,9 @@ use crate::perf::plan::{
     parse_param, parse_range_f64, parse_range_u32, parse_shape, sibling,
 };
 use crate::plan::resolve;
-use crate::target::{Api, Backend, Encoding, Target, normalize_url, parse_header, redact_command_line};
+use crate::target::{
+    Api, Backend, Encoding, Target, normalize_url, parse_header, redact_command_line,
+};
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -156,7 +158,10 @@ impl PerfArgs {
                     .map(|f| (f, Encoding::Pem));
             }
             if spec.key.is_none() {
-                spec.key = p.ssl_grpc_private_key_file.clone().map(|f| (f, Encoding::Pem));
+                spec.key = p
+                    .ssl_grpc_private_key_file
+                    .clone()
+                    .map(|f| (f, Encoding::Pem));
             }
         }
         if http {

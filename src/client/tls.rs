@@ -19,7 +19,9 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
+use rustls::{
+    AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore,
+};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
@@ -217,7 +219,10 @@ impl Verifier {
         for f in &tls.ca_files {
             for c in read_certs("--cacert", f, Encoding::Pem)? {
                 roots.add(c).map_err(|e| {
-                    UsageError(format!("--cacert {}: not a usable CA certificate ({e})", f.display()))
+                    UsageError(format!(
+                        "--cacert {}: not a usable CA certificate ({e})",
+                        f.display()
+                    ))
                 })?;
             }
         }
@@ -589,7 +594,9 @@ fn tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
         if n == 0 || n > 4 || b.len() < n {
             return None;
         }
-        let len = b[..n].iter().fold(0usize, |acc, &x| (acc << 8) | x as usize);
+        let len = b[..n]
+            .iter()
+            .fold(0usize, |acc, &x| (acc << 8) | x as usize);
         (len, &b[n..])
     };
     (b.len() >= len).then(|| (tag, &b[..len], &b[len..]))
@@ -600,7 +607,9 @@ fn dn_text(mut name: &[u8]) -> String {
     let mut parts: Vec<String> = Vec::new();
     while let Some((_, set, rest)) = tlv(name) {
         name = rest;
-        let Some((_, atv, _)) = tlv(set) else { continue };
+        let Some((_, atv, _)) = tlv(set) else {
+            continue;
+        };
         let Some((_, oid, value)) = tlv(atv) else {
             continue;
         };
@@ -611,7 +620,9 @@ fn dn_text(mut name: &[u8]) -> String {
             [0x55, 0x04, 0x06] => "C",
             _ => continue,
         };
-        let Some((_, v, _)) = tlv(value) else { continue };
+        let Some((_, v, _)) = tlv(value) else {
+            continue;
+        };
         let text: String = String::from_utf8_lossy(v)
             .chars()
             .filter(|c| !c.is_control())

@@ -10,8 +10,8 @@ use crate::error::UsageError;
 use crate::load::{Arrival, Stimulus, Stop, StopRule};
 use crate::server_metrics::MetricsSource;
 use crate::target::{
-    Api, Backend, ClientIdentity, Encoding, ServiceKind, Target, TlsSettings, Verify, bracket_host, default_endpoint, normalize_metrics_url,
-    normalize_url, parse_header,
+    Api, Backend, ClientIdentity, Encoding, ServiceKind, Target, TlsSettings, Verify, bracket_host,
+    default_endpoint, normalize_metrics_url, normalize_url, parse_header,
 };
 use crate::workload::{OutputLength, PromptSource, WorkloadPlan};
 
@@ -89,7 +89,9 @@ pub fn tls(s: &TlsSpec) -> Result<TlsSettings, UsageError> {
             );
         }
         (None, Some(_)) => {
-            return usage("--key names a private key but no --cert names its certificate; give both");
+            return usage(
+                "--key names a private key but no --cert names its certificate; give both",
+            );
         }
         (Some((cert, cert_encoding)), Some((key, key_encoding))) => {
             readable_file("--cert", cert)?;

@@ -144,11 +144,11 @@ use tokio::task::JoinHandle;
 pub use crate::server_metrics::ServerKind;
 pub use engine::{EngineConfig, NOMINAL_TOKENS_PER_SLOT};
 pub use faults::FaultConfig;
-pub use tls::SimTls;
 pub use models::{
     DEFAULT_REASONING_TOKENS, DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec,
     ReasoningField, ReasoningSpec, TensorSpec, TensorTiming,
 };
+pub use tls::SimTls;
 
 use crate::workload::tokenizer::Tokenizer;
 

@@ -57,9 +57,11 @@ impl SimTls {
                 for c in certs(ca)? {
                     roots.add(c)?;
                 }
-                let verifier =
-                    rustls::server::WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
-                        .build()?;
+                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    roots.into(),
+                    provider,
+                )
+                .build()?;
                 builder.with_client_cert_verifier(verifier)
             }
             None => builder.with_no_client_auth(),
@@ -80,7 +82,8 @@ impl SimTls {
         let mut cfg = tonic::transport::ServerTlsConfig::new().identity(identity);
         if let Some(ca) = &self.client_ca {
             cfg = cfg.client_ca_root(tonic::transport::Certificate::from_pem(read(
-                "client CA", ca,
+                "client CA",
+                ca,
             )?));
         }
         Ok(cfg)
@@ -97,7 +100,8 @@ pub(crate) struct TlsListener {
 impl TlsListener {
     /// Accepts from `inner` and shakes hands with each client on its own task.
     pub(crate) fn new(mut inner: OutageListener, config: Arc<rustls::ServerConfig>) -> TlsListener {
-        let addr = axum::serve::Listener::local_addr(&inner).unwrap_or(SocketAddr::from(([0; 4], 0)));
+        let addr =
+            axum::serve::Listener::local_addr(&inner).unwrap_or(SocketAddr::from(([0; 4], 0)));
         let acceptor = tokio_rustls::TlsAcceptor::from(config);
         let (tx, ready) = mpsc::channel(1024);
         let accepting = tokio::spawn(async move {

@@ -561,11 +561,7 @@ pub fn test_pki() -> TestPki {
 
 /// The simulator over TLS with `cert`/`key`, requiring client certificates signed by
 /// `client_ca` when given.
-pub async fn start_tls(
-    cert: &Path,
-    key: &Path,
-    client_ca: Option<&Path>,
-) -> SimHandle {
+pub async fn start_tls(cert: &Path, key: &Path, client_ca: Option<&Path>) -> SimHandle {
     start(SimConfig {
         engine: EngineConfig::instant(),
         tls: Some(sim::SimTls {
