@@ -128,8 +128,17 @@ pub fn sim_config(
 
 async fn serve(a: &ServeArgs) -> Result<u8> {
     use std::io::Write;
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::sim::SimTls {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: a.tls_client_ca.clone(),
+        }),
+        _ => None,
+    };
     let cfg = crate::sim::SimConfig {
         metrics_style: a.metrics_style,
+        tls,
         ..sim_config(
             a.address,
             (a.http_port, a.grpc_port, a.metrics_port),
@@ -145,12 +154,17 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
         out,
         "ttftbench serve: simulated Triton-compatible inference server"
     );
+    let over = if handle.tls { " over TLS" } else { "" };
     let _ = writeln!(
         out,
-        "HTTP (KServe v2 + OpenAI) listening on {}",
+        "HTTP (KServe v2 + OpenAI){over} listening on {}",
         handle.http_addr
     );
-    let _ = writeln!(out, "gRPC (KServe v2) listening on {}", handle.grpc_addr);
+    let _ = writeln!(
+        out,
+        "gRPC (KServe v2){over} listening on {}",
+        handle.grpc_addr
+    );
     let _ = writeln!(
         out,
         "metrics (Prometheus, {} families; DCGM at /dcgm/metrics) listening on {}",

@@ -411,6 +411,10 @@ pub struct ProfileArgs {
     #[arg(help_heading = MEASUREMENT, long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
     pub max_event_size: usize,
 
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+
     /// More detail on the console.
     #[arg(help_heading = OUTPUT, short = 'v', long = "verbose")]
     pub verbose: bool,
@@ -426,6 +430,7 @@ pub struct ProfileArgs {
 
 /// Running one plan as N processes (`ttftbench merge` adds their results up).
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = LOAD)]
 pub struct ShardArgs {
     /// Run shard I of N (0-based): this process's part of the plan — concurrency, rate and
     /// request counts divided, prompts partitioned — for `ttftbench merge` to add up.
@@ -446,6 +451,90 @@ pub struct ShardArgs {
     /// length plus a drain allowance, when the plan fixes that length.
     #[arg(long = "level-slot", value_parser = secs)]
     pub level_slot: Option<Duration>,
+}
+
+/// TLS flags shared by `profile`, `perf` and `doctor`: they apply when the URL is `https://` (a
+/// URL without a scheme becomes `https://` when one is given).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = TARGET)]
+pub struct TlsArgs {
+    /// CA certificate(s) to trust in addition to the system's roots: a PEM file with one or more
+    /// certificates (repeatable). For servers whose certificate a private CA signed.
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Vec<PathBuf>,
+    /// Client certificate chain (PEM) for servers that require mutual TLS; needs --key.
+    #[arg(long = "cert", value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+    /// Private key of --cert (PEM: PKCS#8, RSA or EC). Its path may be shown; its contents never
+    /// reach artifacts or logs.
+    #[arg(long = "key", value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Do not verify the server's certificate at all (anyone on the path could pose as the
+    /// server). Warned about, and recorded in the artifacts.
+    #[arg(short = 'k', long = "insecure")]
+    pub insecure: bool,
+}
+
+/// perf_analyzer's names for TLS settings (`perf` only), mapped onto the same settings as
+/// `--cacert`, `--cert`, `--key` and `-k`.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = TARGET)]
+pub struct PerfTlsArgs {
+    /// gRPC over TLS (perf_analyzer's name).
+    #[arg(long = "ssl-grpc-use-ssl")]
+    pub ssl_grpc_use_ssl: bool,
+    /// gRPC: PEM file of the root certificates to trust (like --cacert).
+    #[arg(long = "ssl-grpc-root-certifications-file", value_name = "FILE")]
+    pub ssl_grpc_root_certifications_file: Option<PathBuf>,
+    /// gRPC: PEM file of the client's private key (like --key).
+    #[arg(long = "ssl-grpc-private-key-file", value_name = "FILE")]
+    pub ssl_grpc_private_key_file: Option<PathBuf>,
+    /// gRPC: PEM file of the client's certificate chain (like --cert).
+    #[arg(long = "ssl-grpc-certificate-chain-file", value_name = "FILE")]
+    pub ssl_grpc_certificate_chain_file: Option<PathBuf>,
+    /// HTTPS: verify the server's certificate, 1 (default) or 0 (like -k), as libcurl's
+    /// CURLOPT_SSL_VERIFYPEER.
+    #[arg(long = "ssl-https-verify-peer", value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub ssl_https_verify_peer: Option<u8>,
+    /// HTTPS: check the certificate's name against the host, 2 (default; 1 means the same, as in
+    /// libcurl) or 0 (chain checked, name not), as libcurl's CURLOPT_SSL_VERIFYHOST.
+    #[arg(long = "ssl-https-verify-host", value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub ssl_https_verify_host: Option<u8>,
+    /// HTTPS: CA bundle to trust (like --cacert).
+    #[arg(long = "ssl-https-ca-certificates-file", value_name = "FILE")]
+    pub ssl_https_ca_certificates_file: Option<PathBuf>,
+    /// HTTPS: client certificate (like --cert).
+    #[arg(long = "ssl-https-client-certificate-file", value_name = "FILE")]
+    pub ssl_https_client_certificate_file: Option<PathBuf>,
+    /// HTTPS: how the client certificate file is encoded.
+    #[arg(
+        long = "ssl-https-client-certificate-type",
+        value_enum,
+        ignore_case = true,
+        default_value = "pem"
+    )]
+    pub ssl_https_client_certificate_type: EncodingArg,
+    /// HTTPS: the client certificate's private key (like --key).
+    #[arg(long = "ssl-https-private-key-file", value_name = "FILE")]
+    pub ssl_https_private_key_file: Option<PathBuf>,
+    /// HTTPS: how the private key file is encoded.
+    #[arg(
+        long = "ssl-https-private-key-type",
+        value_enum,
+        ignore_case = true,
+        default_value = "pem"
+    )]
+    pub ssl_https_private_key_type: EncodingArg,
+}
+
+/// `--ssl-https-*-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum EncodingArg {
+    /// Base64 PEM text.
+    #[default]
+    Pem,
+    /// Raw DER.
+    Der,
 }
 
 /// `-i`: perf_analyzer's protocol flag.
@@ -630,6 +719,13 @@ pub struct PerfArgs {
     /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1).
     #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "50%")]
     pub max_error_rate: String,
+
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// TLS under perf_analyzer's names.
+    #[command(flatten)]
+    pub pa_tls: PerfTlsArgs,
     /// Print each measurement window.
     #[arg(help_heading = OUTPUT, short = 'v', long = "verbose")]
     pub verbose: bool,
@@ -662,6 +758,15 @@ pub struct ServeArgs {
         )
     )]
     pub metrics_style: crate::server_metrics::ServerKind,
+    /// Serve HTTP and gRPC over TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key of --tls-cert (PEM).
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this CA (PEM) on HTTP and gRPC: mutual TLS.
+    #[arg(long = "tls-client-ca", value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Engine timing and faults.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -873,6 +978,9 @@ pub struct DoctorArgs {
     /// Output tokens to ask for in the test request.
     #[arg(long = "output-tokens", default_value_t = 12)]
     pub output_tokens: u32,
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// A duration flag whose bare numbers are milliseconds (`500`, `500ms`, `2s`, `1m`).
@@ -903,6 +1011,30 @@ fn parse_size(s: &str) -> Result<usize, String> {
     match n.checked_mul(mult) {
         Some(v) if v > 0 => Ok(v),
         _ => Err(format!("'{s}' must be at least 1 byte and fit in memory")),
+    }
+}
+
+impl TlsArgs {
+    /// The TLS options as given.
+    pub fn spec(&self) -> crate::plan::resolve::TlsSpec {
+        crate::plan::resolve::TlsSpec {
+            use_tls: false,
+            insecure: self.insecure,
+            skip_hostname: false,
+            ca_files: self.cacert.clone(),
+            cert: self.cert.clone().map(|p| (p, crate::target::Encoding::Pem)),
+            key: self.key.clone().map(|p| (p, crate::target::Encoding::Pem)),
+        }
+    }
+}
+
+impl EncodingArg {
+    /// The plan's value.
+    pub fn encoding(self) -> crate::target::Encoding {
+        match self {
+            EncodingArg::Pem => crate::target::Encoding::Pem,
+            EncodingArg::Der => crate::target::Encoding::Der,
+        }
     }
 }
 

@@ -63,6 +63,7 @@ impl ProfileArgs {
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
             max_event_bytes: self.max_event_size,
+            tls: self.tls.spec(),
         }
     }
 
@@ -179,6 +180,7 @@ impl super::DoctorArgs {
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
             max_event_bytes: 0,
+            tls: self.tls.spec(),
         })?;
         Ok(RunPlan {
             server_metrics: resolve::metrics_source(

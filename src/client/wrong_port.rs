@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::target::Target;
 
 /// The two ways to talk to a KServe v2 server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,11 +35,12 @@ impl Wire {
 /// How long each probe may take (a wrong port answers at once; a slow right one gets time).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Whether `base_url` answers KServe gRPC (`ServerLive` succeeds), connection included within
-/// the probe's time (a host that drops packets must not add the connect timeout again).
-pub async fn answers_grpc(base_url: &str) -> bool {
+/// Whether the target's address answers KServe gRPC (`ServerLive` succeeds, over TLS when the
+/// target uses it), connection included within the probe's time (a host that drops packets must
+/// not add the connect timeout again).
+pub async fn answers_grpc(t: &Target) -> bool {
     let probe = async {
-        let Ok(channel) = super::grpc::connect(base_url).await else {
+        let Ok(channel) = super::grpc::connect(t).await else {
             return false;
         };
         let mut c =
@@ -52,18 +54,27 @@ pub async fn answers_grpc(base_url: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Whether `base_url` answers HTTP/1.1 at all (any status: a 404 is still HTTP).
-pub async fn answers_http(base_url: &str) -> bool {
+/// Whether the target's address answers HTTP/1.1 at all (any status: a 404 is still HTTP), over
+/// TLS when the target uses it.
+pub async fn answers_http(t: &Target) -> bool {
     super::http::install_tls_provider();
-    let Ok(c) = reqwest::Client::builder()
+    let mut b = reqwest::Client::builder()
         .no_proxy()
         .http1_only()
-        .timeout(PROBE_TIMEOUT)
-        .build()
-    else {
+        .timeout(PROBE_TIMEOUT);
+    if t.uses_tls() {
+        let Ok(ctx) = super::tls::TlsContext::new(&t.tls) else {
+            return false;
+        };
+        let Ok(with_tls) = ctx.reqwest(b) else {
+            return false;
+        };
+        b = with_tls;
+    }
+    let Ok(c) = b.build() else {
         return false;
     };
-    c.get(format!("{base_url}/v2/health/live"))
+    c.get(format!("{}/v2/health/live", t.base_url))
         .send()
         .await
         .is_ok()
@@ -73,19 +84,20 @@ pub async fn answers_http(base_url: &str) -> bool {
 /// protocol, a usage error (exit 2) saying so and naming `fix`, the flag that fixes it in the
 /// caller's mode. Usage errors the server already explained (unknown model, credentials) pass
 /// through unprobed.
-pub async fn explain(err: Error, base_url: &str, asked: Wire, fix: &str) -> Error {
+pub async fn explain(err: Error, t: &Target, asked: Wire, fix: &str) -> Error {
     if matches!(err, Error::Usage(_) | Error::Interrupted) {
         return err;
     }
     let answers = match asked.other() {
-        Wire::Http => answers_http(base_url).await,
-        Wire::Grpc => answers_grpc(base_url).await,
+        Wire::Http => answers_http(t).await,
+        Wire::Grpc => answers_grpc(t).await,
     };
     if !answers {
         return err;
     }
     Error::usage(format!(
-        "{base_url} speaks {}, not {}: {fix}",
+        "{} speaks {}, not {}: {fix}",
+        t.base_url,
         asked.other().name(),
         asked.name()
     ))

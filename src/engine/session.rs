@@ -64,6 +64,11 @@ async fn connect_llm(
     workers: usize,
 ) -> Result<(Client, Dataset, ServerProbe)> {
     let t = &plan.target;
+    let alpn = match t.api {
+        Api::Kserve => crate::client::tls::ALPN_H2,
+        _ => crate::client::tls::ALPN_HTTP1,
+    };
+    crate::client::tls::check(t, &[alpn]).await?;
     let calls = metrics_http_client(t)?;
     match t.api {
         Api::Chat | Api::Completions | Api::Generate => {
@@ -83,7 +88,7 @@ async fn connect_llm(
             "tensor inference (/v2/models/{m}/infer) is profiled with `ttftbench perf`, not `profile`",
         )),
         Api::Kserve => {
-            let channel = grpc::connect(&t.base_url).await.map_err(Error::Failed)?;
+            let channel = grpc::connect(t).await?;
             let info = grpc::discover(channel.clone(), t).await?;
             if info.input("text_input").is_none() {
                 return Err(Error::usage(tensor_model(&info, t)));
@@ -127,7 +132,7 @@ async fn explain_wrong_port(e: Error, t: &Target) -> Error {
             "this is a gRPC port (Triton's is 8001): give --endpoint-type kserve to profile over gRPC, or point -u at the HTTP port (Triton's is 8000)",
         ),
     };
-    wrong_port::explain(e, &t.base_url, asked, fix).await
+    wrong_port::explain(e, t, asked, fix).await
 }
 
 /// Why `profile` cannot drive a model without a `text_input` (neither TensorRT-LLM's nor
@@ -145,13 +150,16 @@ fn tensor_model(info: &crate::workload::tensor::ModelInfo, t: &Target) -> String
 }
 
 /// A small HTTP client for `/metrics` and `/stats`, carrying the `-H` headers (e.g. an access
-/// token) as those calls need them too.
+/// token) as those calls need them too, and verifying TLS as the target's clients do.
 pub fn metrics_http_client(t: &Target) -> Result<reqwest::Client> {
     crate::client::http::install_tls_provider();
-    reqwest::Client::builder()
+    let mut b = reqwest::Client::builder()
         .no_proxy()
         .default_headers(t.header_map()?)
-        .timeout(Duration::from_secs(5))
-        .build()
+        .timeout(Duration::from_secs(5));
+    if t.uses_tls() {
+        b = crate::client::tls::TlsContext::new(&t.tls)?.reqwest(b)?;
+    }
+    b.build()
         .map_err(|e| Error::failed(format!("cannot build the HTTP client: {e}")))
 }

@@ -5,7 +5,7 @@
 use super::plan::{self, PerfPlan, Protocol};
 use crate::client::grpc::{self, GrpcClient, ResponseMode};
 use crate::client::wrong_port::{self, Wire};
-use crate::client::{Client, HttpClient};
+use crate::client::{Client, HttpClient, tls};
 use crate::error::{Error, Result, UsageError};
 use crate::load::Stimulus;
 use crate::server_metrics::{ServerProbe, StatsSource};
@@ -15,9 +15,15 @@ use crate::workload::tensor::ModelInfo;
 /// config, and builds the client and the server probe.
 pub async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, ServerProbe)> {
     let t = &plan.target;
+    let alpn = match plan.protocol {
+        Some(Protocol::Grpc) => &[tls::ALPN_H2][..],
+        Some(Protocol::Http) => &[tls::ALPN_HTTP1][..],
+        None => tls::ALPN_ANY,
+    };
+    tls::check(t, alpn).await?;
     let protocol = match plan.protocol {
         Some(p) => p,
-        None if wrong_port::answers_grpc(&t.base_url).await => Protocol::Grpc,
+        None if wrong_port::answers_grpc(t).await => Protocol::Grpc,
         None => Protocol::Http,
     };
     match connect(plan, protocol).await {
@@ -40,7 +46,7 @@ pub async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, Se
                     "give -i grpc to use this gRPC port (or drop -i to detect it), or point -u at the HTTP port (Triton's is 8000)",
                 ),
             };
-            Err(wrong_port::explain(e, &t.base_url, asked, fix).await)
+            Err(wrong_port::explain(e, t, asked, fix).await)
         }
     }
 }
@@ -52,7 +58,7 @@ async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Clie
     let http = crate::engine::session::metrics_http_client(t)?;
     match protocol {
         Protocol::Grpc => {
-            let channel = grpc::connect(&t.base_url).await.map_err(Error::Failed)?;
+            let channel = grpc::connect(t).await?;
             let info = grpc::discover_version(channel.clone(), t, &plan.model_version).await?;
             check_model(plan, &info, protocol)?;
             let client = GrpcClient::new(t, &info, workers, channel.clone(), ResponseMode::Tensors)

@@ -12,8 +12,8 @@ use crate::error::UsageError;
 use crate::load::{Arrival, Shard, Stimulus, Stop, StopRule};
 use crate::server_metrics::MetricsSource;
 use crate::target::{
-    Api, Backend, ServiceKind, Target, bracket_host, default_endpoint, normalize_metrics_url,
-    normalize_url, parse_header,
+    Api, Backend, ClientIdentity, Encoding, ServiceKind, Target, TlsSettings, Verify, bracket_host,
+    default_endpoint, normalize_metrics_url, normalize_url, parse_header,
 };
 use crate::workload::{OutputLength, PromptSource, WorkloadPlan};
 
@@ -44,6 +44,103 @@ pub struct TargetSpec {
     pub api_key: Option<String>,
     /// `--max-event-size` in bytes (0: the default, 4 MiB).
     pub max_event_bytes: usize,
+    /// TLS options.
+    pub tls: TlsSpec,
+}
+
+/// TLS options as given, under whichever names (`--cacert`, `-k`, perf_analyzer's `--ssl-*`).
+#[derive(Debug, Clone, Default)]
+pub struct TlsSpec {
+    /// Use TLS even though the URL names no scheme (`--ssl-grpc-use-ssl`).
+    pub use_tls: bool,
+    /// Check nothing of the server's certificate (`-k`, `--ssl-https-verify-peer 0`).
+    pub insecure: bool,
+    /// Check the chain but not the name (`--ssl-https-verify-host 0`).
+    pub skip_hostname: bool,
+    /// Extra trusted CA files (PEM).
+    pub ca_files: Vec<PathBuf>,
+    /// Client certificate chain file and its encoding.
+    pub cert: Option<(PathBuf, Encoding)>,
+    /// Client private key file and its encoding.
+    pub key: Option<(PathBuf, Encoding)>,
+}
+
+impl TlsSpec {
+    /// Whether anything here asks for TLS: a URL without a scheme then means `https://`.
+    pub fn asks_for_tls(&self) -> bool {
+        self.use_tls
+            || self.insecure
+            || self.skip_hostname
+            || !self.ca_files.is_empty()
+            || self.cert.is_some()
+            || self.key.is_some()
+    }
+}
+
+/// The TLS settings: verification on unless switched off, the extra CAs and the client
+/// certificate, each file checked to exist (their contents are read when connecting).
+pub fn tls(s: &TlsSpec) -> Result<TlsSettings, UsageError> {
+    for f in &s.ca_files {
+        readable_file("--cacert", f)?;
+    }
+    let identity = match (&s.cert, &s.key) {
+        (None, None) => None,
+        (Some(_), None) => {
+            return usage(
+                "--cert names a client certificate but no --key names its private key; give both",
+            );
+        }
+        (None, Some(_)) => {
+            return usage(
+                "--key names a private key but no --cert names its certificate; give both",
+            );
+        }
+        (Some((cert, cert_encoding)), Some((key, key_encoding))) => {
+            readable_file("--cert", cert)?;
+            readable_file("--key", key)?;
+            Some(ClientIdentity {
+                cert: cert.clone(),
+                cert_encoding: *cert_encoding,
+                key: key.clone(),
+                key_encoding: *key_encoding,
+            })
+        }
+    };
+    Ok(TlsSettings {
+        verify: if s.insecure {
+            Verify::Off
+        } else if s.skip_hostname {
+            Verify::ChainOnly
+        } else {
+            Verify::Full
+        },
+        ca_files: s.ca_files.clone(),
+        identity,
+    })
+}
+
+fn readable_file(flag: &str, p: &std::path::Path) -> Result<(), UsageError> {
+    match std::fs::metadata(p) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => usage(format!("{flag} {}: not a file", p.display())),
+        Err(e) => usage(format!("{flag} {}: {e}", p.display())),
+    }
+}
+
+/// The server's address with TLS options taken into account: a URL without a scheme becomes
+/// `https://` when TLS is asked for; an explicit `http://` with TLS options is a contradiction.
+pub fn url_for_tls(raw: &str, tls: &TlsSpec) -> Result<String, UsageError> {
+    let raw = raw.trim();
+    let explicit = raw.contains("://");
+    if !tls.asks_for_tls() || raw.starts_with("https://") {
+        return Ok(raw.to_string());
+    }
+    if explicit {
+        return usage(format!(
+            "-u {raw} is plain HTTP, but TLS options (--cacert, --cert/--key, -k or --ssl-*) were given: use -u https://... to connect over TLS, or drop the TLS options"
+        ));
+    }
+    Ok(format!("https://{raw}"))
 }
 
 /// The API, address, endpoint and headers of a run: Triton's gRPC port by default, the HTTP port
@@ -73,7 +170,8 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
     } else {
         "localhost:8000"
     };
-    let (base_url, host) = normalize_url(s.url.as_deref().unwrap_or(default_url))?;
+    let url = url_for_tls(s.url.as_deref().unwrap_or(default_url), &s.tls)?;
+    let (base_url, host) = normalize_url(&url)?;
     let endpoint = match &s.endpoint {
         Some(e) => e.trim_start_matches('/').to_string(),
         None => default_endpoint(api, &s.model, s.streaming),
@@ -98,6 +196,7 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
         } else {
             s.max_event_bytes
         },
+        tls: tls(&s.tls)?,
     };
     target.header_map()?;
     Ok(target)
