@@ -242,9 +242,11 @@ pub struct ProfileArgs {
     #[arg(long = "artifact-dir")]
     pub artifact_dir: Option<PathBuf>,
 
-    /// Hugging Face `tokenizer.json` to count tokens with (default: built-in GPT-2).
+    /// Tokenizer to count tokens with: a Hugging Face `tokenizer.json`, a directory holding one,
+    /// or a model name (`meta-llama/Meta-Llama-3-8B-Instruct`) already in the local Hugging Face
+    /// cache (HF_HOME / HF_HUB_CACHE; nothing is downloaded). Default: built-in GPT-2.
     #[arg(long = "tokenizer")]
-    pub tokenizer: Option<PathBuf>,
+    pub tokenizer: Option<String>,
 
     /// Seed for prompts and output lengths.
     #[arg(long = "random-seed", default_value_t = 0)]

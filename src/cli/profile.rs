@@ -78,7 +78,6 @@ impl ProfileArgs {
             tokenizer: self.tokenizer.clone(),
             seed: self.random_seed,
             extra_inputs: self.extra_inputs.clone(),
-            server_usage: self.use_server_token_count,
         }
     }
 

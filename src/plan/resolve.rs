@@ -178,14 +178,12 @@ pub struct WorkloadSpec {
     pub output_deterministic: bool,
     /// `--num-prompts`.
     pub num_prompts: Option<u32>,
-    /// `--tokenizer`.
-    pub tokenizer: Option<PathBuf>,
+    /// `--tokenizer`: a file, a directory or a Hugging Face model name.
+    pub tokenizer: Option<String>,
     /// `--random-seed`.
     pub seed: u64,
     /// `--extra-inputs` values as given.
     pub extra_inputs: Vec<String>,
-    /// Ask the server for token usage in the stream.
-    pub server_usage: bool,
 }
 
 /// Prompts (synthetic, 550 tokens by default as GenAI-Perf, or a file), output lengths and extra
@@ -237,7 +235,6 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
         tokenizer: s.tokenizer.clone(),
         seed: s.seed,
         extra_inputs,
-        server_usage: s.server_usage,
     })
 }
 
