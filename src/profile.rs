@@ -334,6 +334,9 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     }
     if verbosity == Verbosity::Verbose {
         eprintln!("{}", console::level_table(l));
+        if let Some(line) = console::token_count_line(l) {
+            eprintln!("{line}");
+        }
     }
 }
 

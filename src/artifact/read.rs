@@ -335,6 +335,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
                 .and_then(|v| v.get("avg"))
                 .and_then(Value::as_f64),
             osl_mismatch: vcount("osl_mismatch_count"),
+            osl_compared: vcount("osl_compared_count"),
             short_outputs: vcount("short_output_count"),
             percentile_method: level
                 .get("percentile_method")
@@ -735,6 +736,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
                     request_throughput: tput,
                     request_goodput: None,
                     osl_mismatch: 0,
+                    osl_compared: 0,
                     short_outputs: 0,
                     // perf_analyzer's CSV does not say; perf_analyzer itself uses nearest rank.
                     percentile_method: None,
@@ -839,6 +841,7 @@ mod tests {
                 request_throughput: 2.5,
                 request_goodput: Some(2.0),
                 osl_mismatch: 1,
+                osl_compared: 1,
                 short_outputs: 2,
                 ..Default::default()
             },
