@@ -18,6 +18,7 @@ use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, measure_level};
 use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus, Stop};
+use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
 use crate::plan::{RunPlan, Verbosity};
 use crate::report::console;
 use crate::stats::{Aggregate, LevelSummary};
@@ -141,6 +142,7 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         )
     });
     let input_config = plan.input_config();
+    let fingerprint = plan.fingerprint();
     let mut levels = Vec::new();
     for (i, stimulus) in plan.levels.iter().enumerate() {
         if cancel.stopping() {
@@ -159,7 +161,11 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         let measured =
             run_level(&mut session, plan, stimulus, &dir, progress, raw.as_ref()).await?;
         let slo = slo::evaluate(&plan.slos, &measured.summary);
-        write_level(&dir, &measured.summary, &measured.agg, &input_config, &slo)?;
+        let recorded = Recorded {
+            input_config: &input_config,
+            fingerprint: &fingerprint,
+        };
+        write_level(&dir, &measured.summary, &measured.agg, &recorded, &slo)?;
         if ui.verbosity != Verbosity::Quiet {
             report_level(&measured.summary, &dir, ui.verbosity);
             for r in &slo {
@@ -293,6 +299,7 @@ fn write_report(plan: &RunPlan, sweep_dir: &Path, levels: &[LevelResult]) -> Res
     let loaded = levels
         .iter()
         .map(|l| LoadedLevel {
+            fingerprint: Some(plan.fingerprint()),
             dir: l.dir.clone(),
             summary: l.summary.clone(),
             command_line: Some(plan.command_line.clone()),
@@ -372,18 +379,30 @@ fn level_progress(stimulus: &Stimulus, stop: Stop, index: usize, total: usize) -
     bar
 }
 
+/// What every level's JSON records about the run besides its numbers.
+pub struct Recorded<'a> {
+    /// The plan, as GenAI-Perf's `input_config`.
+    pub input_config: &'a serde_json::Value,
+    /// What `compare` checks before comparing two runs.
+    pub fingerprint: &'a Fingerprint,
+}
+
 /// Writes a level's GenAI-Perf files and histograms (`requests.jsonl` was streamed already).
 pub fn write_level(
     dir: &Path,
     s: &LevelSummary,
     agg: &Aggregate,
-    input_config: &serde_json::Value,
+    recorded: &Recorded,
     slo: &[SloResult],
 ) -> Result<()> {
     write_file(&dir.join(artifact::CSV_FILE), artifact::genai_perf::csv(s))?;
-    let mut doc = artifact::genai_perf::json(s, input_config);
+    let mut doc = artifact::genai_perf::json(s, recorded.input_config);
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("ttftbench_version".into(), crate::VERSION.into());
+        m.insert(
+            FINGERPRINT_KEY.into(),
+            serde_json::to_value(recorded.fingerprint).unwrap_or_default(),
+        );
         if !slo.is_empty() {
             m.insert("slo".into(), slo::json(slo));
         }

@@ -58,6 +58,9 @@ pub struct LoadedLevel {
     pub model: Option<String>,
     /// Endpoint type (`kserve`, `chat`, ...), from the recorded plan.
     pub api: Option<String>,
+    /// The workload fingerprint, when the run recorded one (not before it was introduced, nor
+    /// in GenAI-Perf's own artifacts).
+    pub fingerprint: Option<crate::plan::fingerprint::Fingerprint>,
 }
 
 /// One run: the levels of one sweep (or of one shell loop), in load order.
@@ -378,6 +381,9 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         })
         .unwrap_or_default();
     Ok(LoadedLevel {
+        fingerprint: doc
+            .get(crate::plan::fingerprint::FINGERPRINT_KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
         dir: dir.to_path_buf(),
         summary,
         command_line: cfg
@@ -721,6 +727,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
             }
         });
         levels.push(LoadedLevel {
+            fingerprint: None,
             dir: path.to_path_buf(),
             summary: LevelSummary {
                 stimulus,

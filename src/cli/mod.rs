@@ -666,6 +666,10 @@ pub struct CompareArgs {
     pub baseline: PathBuf,
     /// The run to check against the baseline.
     pub current: Option<PathBuf>,
+    /// Compare runs whose workloads differ (endpoint, model, input/output lengths, tokenizer,
+    /// prompts, stop rule); without it such runs are refused.
+    #[arg(long = "allow-mismatch")]
+    pub allow_mismatch: bool,
     /// Largest allowed fall of request and output-token throughput, e.g. `5%`.
     #[arg(long = "max-throughput-drop")]
     pub max_throughput_drop: Option<String>,
