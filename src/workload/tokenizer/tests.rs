@@ -319,10 +319,6 @@ fn endoftext_is_one_token_like_hf() {
     assert_eq!(tk.decode(&[50256]), "<|endoftext|>");
 }
 
-/// Every code point's class agrees with `\p{L}`, `\p{N}` and `\s` as compiled by the regex
-/// engine HF uses (fancy-regex delegating to the regex crate). With
-/// `TTFTBENCH_PRINT_UNICODE_TABLES=1` it prints the tables for this file.
-
 /// Decoding odd id sequences (split multi-byte characters, unknown ids) matches HF's decoder.
 #[test]
 fn decode_matches_hf_on_odd_ids() {
