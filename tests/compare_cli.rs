@@ -555,7 +555,7 @@ fn mismatched_workloads_are_refused_unless_allowed() {
     fixtures(tmp.path());
     let (base, cur) = ("bench/20260102_1200", "bench/20260102_1300");
     // Runs without a fingerprint (older ttftbench, GenAI-Perf) compare, with a note.
-    let (code, out, err) = bin(&["compare", base, cur], tmp.path());
+    let (code, out, err) = run_in(&["compare", base, cur], tmp.path());
     assert_eq!((code, out.as_str()), (1, TABLE));
     assert!(err.contains("records no workload fingerprint"), "{err}");
 
@@ -574,12 +574,12 @@ fn mismatched_workloads_are_refused_unless_allowed() {
     });
     stamp(&tmp.path().join(base), &plan);
     stamp(&tmp.path().join(cur), &plan);
-    let (code, out, err) = bin(&["compare", base, cur], tmp.path());
+    let (code, out, err) = run_in(&["compare", base, cur], tmp.path());
     assert_eq!((code, out.as_str()), (1, TABLE));
     assert!(!err.contains("fingerprint"), "{err}");
 
     stamp(&tmp.path().join(cur), &short);
-    let (code, out, err) = bin(&["compare", base, cur], tmp.path());
+    let (code, out, err) = run_in(&["compare", base, cur], tmp.path());
     assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert!(
         err.contains("different workloads")
@@ -587,7 +587,7 @@ fn mismatched_workloads_are_refused_unless_allowed() {
             && err.contains("--allow-mismatch"),
         "{err}"
     );
-    let (code, out, err) = bin(&["compare", base, cur, "--allow-mismatch"], tmp.path());
+    let (code, out, err) = run_in(&["compare", base, cur, "--allow-mismatch"], tmp.path());
     assert_eq!((code, out.as_str()), (1, TABLE));
     assert!(
         err.contains("warning: comparing different workloads"),
