@@ -452,6 +452,22 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
             (base, cur)
         }
     };
+    match cmp::comparable(&base, &cur) {
+        Ok(notes) => notes.iter().for_each(|n| eprintln!("{n}")),
+        Err(diffs) if a.allow_mismatch => {
+            eprintln!("warning: comparing different workloads (--allow-mismatch):");
+            diffs.iter().for_each(|d| eprintln!("  {d}"));
+        }
+        Err(diffs) => {
+            return Err(UsageError(format!(
+                "{} and {} measured different workloads, so their numbers are not comparable:\n  {}\nRe-run one of them with the other's workload, or pass --allow-mismatch to compare anyway",
+                base.dir.display(),
+                cur.dir.display(),
+                diffs.join("\n  ")
+            ))
+            .into());
+        }
+    }
     let c = cmp::compare(&base, &cur, &rules);
     let text = match a.format {
         CompareFormat::Table => cmp::text(&c),

@@ -19,6 +19,7 @@ use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, measure_level};
 use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus, Stop};
+use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
 use crate::plan::{LevelPart, RunPlan, Verbosity};
 use crate::report::console;
 use crate::stats::LevelSummary;
@@ -161,6 +162,7 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let ids = Ids {
         plan_id: plan.plan_id(),
         input_config: plan.input_config(),
+        fingerprint: plan.fingerprint(),
     };
     if parts.iter().all(|p| p.load.is_err()) {
         // Nothing to send at any level: say so without connecting to anything.
@@ -253,6 +255,8 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
 struct Ids {
     plan_id: String,
     input_config: serde_json::Value,
+    /// What `compare` checks before comparing two runs.
+    fingerprint: Fingerprint,
 }
 
 /// One level of this process: the plan's level and this process's part of it.
@@ -487,6 +491,7 @@ fn write_report(plan: &RunPlan, sweep_dir: &Path, levels: &[LevelResult]) -> Res
     let loaded = levels
         .iter()
         .map(|l| LoadedLevel {
+            fingerprint: Some(plan.fingerprint()),
             dir: l.dir.clone(),
             summary: l.summary.clone(),
             command_line: Some(plan.command_line.clone()),
@@ -528,6 +533,9 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     }
     if verbosity == Verbosity::Verbose {
         eprintln!("{}", console::level_table(l));
+        if let Some(line) = console::token_count_line(l) {
+            eprintln!("{line}");
+        }
     }
 }
 
@@ -591,6 +599,10 @@ fn write_level(
                 serde_json::to_value(r.shard).unwrap_or_default(),
             );
         }
+        map.insert(
+            FINGERPRINT_KEY.into(),
+            serde_json::to_value(&ids.fingerprint).unwrap_or_default(),
+        );
         if !slo.is_empty() {
             map.insert("slo".into(), slo::json(slo));
         }

@@ -323,6 +323,11 @@ pub struct RequestRecord {
     pub osl: u32,
     /// Output tokens the server reported in its usage, when it did.
     pub server_osl: Option<u32>,
+    /// Output tokens the tokenizer counted in the text, when it was counted (every successful
+    /// LLM request): next to `server_osl`, it shows whether the two agree.
+    pub tokenizer_osl: Option<u32>,
+    /// Input tokens the server reported in its usage, when it did.
+    pub server_isl: Option<u32>,
     /// Output tokens asked for (the max-tokens field sent).
     pub requested_osl: u32,
     /// Content-bearing responses (SSE events / stream responses with text).
@@ -337,6 +342,16 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// Sets the tokenizer's output count; it becomes the count used (`osl`) unless
+    /// `keep_server` says `osl` already holds the server's.
+    pub fn set_tokenizer_osl(&mut self, n: usize, keep_server: bool) {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        self.tokenizer_osl = Some(n);
+        if !keep_server {
+            self.osl = n;
+        }
+    }
+
     /// Whether the request completed with content.
     pub fn ok(&self) -> bool {
         self.error.is_none()
@@ -432,12 +447,24 @@ mod tests {
             isl: 10,
             osl: 11,
             server_osl: None,
+            tokenizer_osl: None,
+            server_isl: None,
             requested_osl: 11,
             chunks: 11,
             responses: 12,
             lossy_text: false,
             error: None,
         }
+    }
+
+    #[test]
+    fn tokenizer_count_is_used_unless_the_server_count_is_kept() {
+        let mut r = rec();
+        r.set_tokenizer_osl(7, false);
+        assert_eq!((r.osl, r.tokenizer_osl), (7, Some(7)));
+        r.osl = 9;
+        r.set_tokenizer_osl(8, true);
+        assert_eq!((r.osl, r.tokenizer_osl), (9, Some(8)));
     }
 
     #[test]

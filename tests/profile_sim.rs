@@ -95,6 +95,19 @@ async fn chat_completions_stream() {
     .await
     .unwrap();
     check_level(&out, 6, 12);
+    // Usage is always asked for: both counts per request, and their agreement per level.
+    for row in measured(&out.levels[0].dir) {
+        assert_eq!(row["server_osl"], 12, "usage chunk read: {row}");
+        assert_eq!(row["tokenizer_osl"], 12, "{row}");
+        assert_eq!(row["server_isl"], 100, "{row}");
+    }
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.levels[0].dir.join("profile_export_genai_perf.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["validity"]["osl_compared_count"], 6);
+    assert_eq!(json["validity"]["osl_mismatch_count"], 0);
+    assert_eq!(json["validity"]["osl_mismatch_share"], 0.0);
     sim.shutdown().await;
 }
 
@@ -118,6 +131,7 @@ async fn completions_stream_with_server_token_count() {
     check_level(&out, 6, 12);
     for row in measured(&out.levels[0].dir) {
         assert_eq!(row["server_osl"], 12, "usage chunk read: {row}");
+        assert_eq!(row["tokenizer_osl"], 12, "also counted: {row}");
     }
     sim.shutdown().await;
 }

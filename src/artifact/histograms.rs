@@ -196,6 +196,8 @@ mod tests {
                 isl: 200,
                 osl: 101,
                 server_osl: None,
+                tokenizer_osl: None,
+                server_isl: None,
                 requested_osl: 101,
                 chunks: 101,
                 responses: 102,

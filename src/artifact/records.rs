@@ -16,7 +16,10 @@
 //! | `first_token_ns`, `second_token_ns`, `last_token_ns` | content-bearing responses |
 //! | `end_ns` | end of the exchange |
 //! | `ttft_ms`, `latency_ms`, `itl_ms` | derived, as in the summary |
-//! | `isl`, `osl`, `server_osl`, `requested_osl` | token counts |
+//! | `isl`, `osl` | input and output tokens as counted for the statistics (the tokenizer's, or the server's with `--use-server-token-count`) |
+//! | `server_isl`, `server_osl` | the server's usage counts, `null` when it reported none |
+//! | `tokenizer_osl` | the tokenizer's output count, `null` for failed requests |
+//! | `requested_osl` | output tokens asked for |
 //! | `chunks`, `responses` | content-bearing responses, all responses |
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
 //! | `error`, `error_message` | failure kind and detail, or `null` |
@@ -47,6 +50,8 @@ struct Row<'a> {
     isl: u32,
     osl: u32,
     server_osl: Option<u32>,
+    tokenizer_osl: Option<u32>,
+    server_isl: Option<u32>,
     requested_osl: u32,
     chunks: u32,
     responses: u32,
@@ -96,6 +101,8 @@ pub fn write_shard_row(
         isl: rec.isl,
         osl: rec.osl,
         server_osl: rec.server_osl,
+        tokenizer_osl: rec.tokenizer_osl,
+        server_isl: rec.server_isl,
         requested_osl: rec.requested_osl,
         chunks: rec.chunks,
         responses: rec.responses,
@@ -125,6 +132,11 @@ struct ReadRow {
     isl: u32,
     osl: u32,
     server_osl: Option<u32>,
+    // Absent in rows written before the tokenizer and server counts were recorded apart.
+    #[serde(default)]
+    tokenizer_osl: Option<u32>,
+    #[serde(default)]
+    server_isl: Option<u32>,
     requested_osl: u32,
     chunks: u32,
     responses: u32,
@@ -161,6 +173,8 @@ pub fn read_row(line: &str) -> Result<(String, RequestRecord), String> {
         isl: r.isl,
         osl: r.osl,
         server_osl: r.server_osl,
+        tokenizer_osl: r.tokenizer_osl,
+        server_isl: r.server_isl,
         requested_osl: r.requested_osl,
         chunks: r.chunks,
         responses: r.responses,
@@ -194,6 +208,8 @@ mod tests {
             isl: 5,
             osl: 1,
             server_osl: None,
+            tokenizer_osl: None,
+            server_isl: None,
             requested_osl: 1,
             chunks: 1,
             responses: 2,
@@ -203,7 +219,7 @@ mod tests {
         let mut out = Vec::new();
         write_row(&mut out, "concurrency1", &clock, &rec).unwrap();
         let expected = format!(
-            "{{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":3,\"prompt_index\":1,\"intended_ns\":{},\"sent_ns\":{},\"first_byte_ns\":{},\"first_token_ns\":{},\"second_token_ns\":null,\"last_token_ns\":{},\"end_ns\":{},\"ttft_ms\":3.0,\"latency_ms\":3.0,\"itl_ms\":null,\"isl\":5,\"osl\":1,\"server_osl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":2,\"lossy_text\":false,\"error\":null,\"error_message\":null}}\n",
+            "{{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":3,\"prompt_index\":1,\"intended_ns\":{},\"sent_ns\":{},\"first_byte_ns\":{},\"first_token_ns\":{},\"second_token_ns\":null,\"last_token_ns\":{},\"end_ns\":{},\"ttft_ms\":3.0,\"latency_ms\":3.0,\"itl_ms\":null,\"isl\":5,\"osl\":1,\"server_osl\":null,\"tokenizer_osl\":null,\"server_isl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":2,\"lossy_text\":false,\"error\":null,\"error_message\":null}}\n",
             base,
             base + 1_000,
             base + 2_000_000,

@@ -171,6 +171,8 @@ mod tests {
             isl: 1,
             osl: 10,
             server_osl: None,
+            tokenizer_osl: None,
+            server_isl: None,
             requested_osl: 10,
             chunks: 10,
             responses: 10,

@@ -353,9 +353,11 @@ pub struct ProfileArgs {
     #[arg(help_heading = OUTPUT, long = "artifact-dir")]
     pub artifact_dir: Option<PathBuf>,
 
-    /// Hugging Face `tokenizer.json` to count tokens with (default: built-in GPT-2).
+    /// Tokenizer to count tokens with: a Hugging Face `tokenizer.json`, a directory holding one,
+    /// or a model name (`meta-llama/Meta-Llama-3-8B-Instruct`) already in the local Hugging Face
+    /// cache (HF_HOME / HF_HUB_CACHE; nothing is downloaded). Default: built-in GPT-2.
     #[arg(help_heading = WORKLOAD, long = "tokenizer")]
-    pub tokenizer: Option<PathBuf>,
+    pub tokenizer: Option<String>,
 
     /// Seed for prompts and output lengths.
     #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
@@ -927,6 +929,10 @@ pub struct CompareArgs {
     pub baseline: PathBuf,
     /// The run to check against the baseline.
     pub current: Option<PathBuf>,
+    /// Compare runs whose workloads differ (endpoint, model, input/output lengths, tokenizer,
+    /// prompts, stop rule); without it such runs are refused.
+    #[arg(long = "allow-mismatch")]
+    pub allow_mismatch: bool,
     /// Largest allowed fall of request and output-token throughput, e.g. `5%`.
     #[arg(long = "max-throughput-drop")]
     pub max_throughput_drop: Option<String>,

@@ -79,7 +79,6 @@ impl ProfileArgs {
             tokenizer: self.tokenizer.clone(),
             seed: self.random_seed,
             extra_inputs: self.extra_inputs.clone(),
-            server_usage: self.use_server_token_count,
         }
     }
 
@@ -137,7 +136,10 @@ impl ProfileArgs {
                 .map(|s| crate::metrics::parse(s).map_err(UsageError))
                 .collect::<Result<Vec<_>, _>>()?,
             knee_min_gain: values::parse_fraction("--knee-min-gain", &self.knee_min_gain)?,
-            use_server_token_count: self.use_server_token_count,
+            use_server_token_count: resolve::server_token_count(
+                target.api,
+                self.use_server_token_count,
+            )?,
             request_timeout: self.request_timeout,
             verbosity: self.verbosity()?,
             command_line: redact_command_line(argv),

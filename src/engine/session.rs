@@ -14,15 +14,14 @@ use crate::plan::RunPlan;
 use crate::record::Clock;
 use crate::server_metrics::{ServerProbe, StatsSource};
 use crate::target::{Api, Target};
-use crate::workload::tokenizer::Tokenizer;
+use crate::workload::tokenizer::{HubEnv, Tokenizer};
 use crate::workload::{Dataset, dataset, kserve};
 
 /// Connects, checks the server, builds every request and opens the probe for `plan`.
 pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
     let tokenizer = match &plan.workload.tokenizer {
-        Some(p) => {
-            Tokenizer::from_file(p).map_err(|e| Error::usage(format!("--tokenizer: {e:#}")))?
-        }
+        Some(spec) => Tokenizer::from_spec(spec, &HubEnv::from_process())
+            .map_err(|e| Error::usage(format!("--tokenizer: {e}")))?,
         None => Tokenizer::builtin_gpt2(),
     };
     let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);

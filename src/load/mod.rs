@@ -417,8 +417,10 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64
 fn hand_over(ctx: &WorkerCtx, (completed, count): (Completed, bool), ex: &mut Exchange) {
     if count {
         let text = std::mem::replace(&mut ex.text, ctx.sink.text_buffer());
+        let keep_server =
+            ctx.shared.use_server_token_count && completed.record.server_osl.is_some();
         ctx.sink
-            .send_counting(completed, text, &ctx.shared.tokenizer);
+            .send_counting(completed, text, &ctx.shared.tokenizer, keep_server);
     } else {
         ctx.sink.send(completed);
     }
@@ -516,13 +518,15 @@ async fn execute_one(
         Ok(()) => None,
         Err(e) => Some(e),
     };
-    let (osl, count_later) = if error.is_none() && shared.count_tokens {
-        match (shared.use_server_token_count, ex.completion_tokens) {
-            (true, Some(n)) => (n, false),
-            _ => (0, true),
-        }
-    } else {
-        (0, false)
+    // The tokenizer counts every successful response, also when the server's count is the one
+    // used, so both are recorded.
+    let count_later = error.is_none() && shared.count_tokens;
+    let osl = match (
+        count_later && shared.use_server_token_count,
+        ex.completion_tokens,
+    ) {
+        (true, Some(n)) => n,
+        _ => 0,
     };
     let isl = match (shared.use_server_token_count, ex.prompt_tokens) {
         (true, Some(n)) => n,
@@ -543,6 +547,8 @@ async fn execute_one(
         isl,
         osl,
         server_osl: ex.completion_tokens,
+        tokenizer_osl: None,
+        server_isl: ex.prompt_tokens,
         requested_osl: entry.max_tokens,
         chunks: ex.chunks,
         responses: ex.responses,

@@ -235,6 +235,8 @@ mod tests {
             isl: 10,
             osl: 5,
             server_osl: None,
+            tokenizer_osl: Some(5),
+            server_isl: None,
             requested_osl: 5,
             chunks: 5,
             responses: 5,

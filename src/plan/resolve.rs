@@ -279,14 +279,12 @@ pub struct WorkloadSpec {
     pub output_deterministic: bool,
     /// `--num-prompts`.
     pub num_prompts: Option<u32>,
-    /// `--tokenizer`.
-    pub tokenizer: Option<PathBuf>,
+    /// `--tokenizer`: a file, a directory or a Hugging Face model name.
+    pub tokenizer: Option<String>,
     /// `--random-seed`.
     pub seed: u64,
     /// `--extra-inputs` values as given.
     pub extra_inputs: Vec<String>,
-    /// Ask the server for token usage in the stream.
-    pub server_usage: bool,
 }
 
 /// Prompts (synthetic, 550 tokens by default as GenAI-Perf, or a file), output lengths and extra
@@ -338,7 +336,6 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
         tokenizer: s.tokenizer.clone(),
         seed: s.seed,
         extra_inputs,
-        server_usage: s.server_usage,
     })
 }
 
@@ -431,6 +428,22 @@ pub fn shard(s: &ShardSpec) -> Result<ShardPlan, UsageError> {
     })
 }
 
+/// `--use-server-token-count` against the API: only OpenAI-compatible servers report counts
+/// (`usage`, asked for in every streamed request). Decided from the endpoint type, before any
+/// request, because Triton's generate and KServe responses carry no count ttftbench reads (it
+/// does not read TensorRT-LLM's `output_ids`/`sequence_length` tensors), and a flag silently
+/// ignored there would pass the tokenizer's numbers off as the server's.
+pub fn server_token_count(api: Api, asked: bool) -> Result<bool, UsageError> {
+    match api {
+        Api::Chat | Api::Completions => Ok(asked),
+        Api::Generate | Api::Kserve | Api::Infer if asked => Err(UsageError(format!(
+            "--use-server-token-count: the {} endpoint reports no token counts (only OpenAI-compatible chat and completions endpoints send `usage`); drop the flag and give the model's tokenizer instead (--tokenizer ORG/NAME, from the local Hugging Face cache, or a tokenizer.json)",
+            api.name()
+        ))),
+        _ => Ok(false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,6 +504,20 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.0.contains("give --start-at"), "{e}");
+    }
+
+    #[test]
+    fn server_token_count_only_where_the_server_counts() {
+        assert_eq!(server_token_count(Api::Chat, true), Ok(true));
+        assert_eq!(server_token_count(Api::Completions, false), Ok(false));
+        assert_eq!(server_token_count(Api::Generate, false), Ok(false));
+        for api in [Api::Generate, Api::Kserve] {
+            let e = server_token_count(api, true).unwrap_err();
+            assert!(
+                e.0.contains("reports no token counts") && e.0.contains("--tokenizer"),
+                "{e}"
+            );
+        }
     }
 
     fn spec(model: &str) -> TargetSpec {

@@ -185,6 +185,18 @@ pub fn error_lines(l: &LevelSummary) -> String {
     out
 }
 
+/// How the server's output token counts compare with the tokenizer's (`-v`), when the server
+/// reported counts: statistics use the tokenizer's unless `--use-server-token-count`.
+pub fn token_count_line(l: &LevelSummary) -> Option<String> {
+    let share = l.stats.osl_mismatch_share()?;
+    Some(format!(
+        "output tokens: the server's count differs from the tokenizer's on {} of {} ({:.1}%)",
+        l.stats.osl_mismatch,
+        crate::analysis::text::count(l.stats.osl_compared, "request"),
+        share * 100.0
+    ))
+}
+
 /// `NOT TRUSTWORTHY <level>: <reason>` for every reason of every untrustworthy level, as both
 /// `profile` and `perf` print them under their tables.
 pub fn untrusted_lines<'a>(
@@ -306,6 +318,18 @@ Request throughput (per sec): 12.35
 Request count: 10  Errors: 0
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn token_count_line_exact() {
+        let mut l = level(1, 10.0, 0);
+        assert_eq!(token_count_line(&l), None);
+        l.stats.osl_compared = 40;
+        l.stats.osl_mismatch = 3;
+        assert_eq!(
+            token_count_line(&l).unwrap(),
+            "output tokens: the server's count differs from the tokenizer's on 3 of 40 requests (7.5%)"
+        );
     }
 
     #[test]

@@ -226,7 +226,10 @@ pub fn http_body(t: &Target, w: &WorkloadPlan, text: &str, max_tokens: Option<u3
         }
     }
     m.insert("stream".into(), json!(t.streaming));
-    if t.streaming && w.server_usage && matches!(t.api, Api::Chat | Api::Completions) {
+    // Always: the server's count is recorded next to the tokenizer's (and used with
+    // --use-server-token-count). Only streamed requests take `stream_options`; a whole body
+    // carries `usage` anyway.
+    if t.streaming && matches!(t.api, Api::Chat | Api::Completions) {
         m.insert("stream_options".into(), json!({"include_usage": true}));
     }
     for (k, v) in &w.extra_inputs {
