@@ -95,6 +95,7 @@ impl PerfArgs {
             strict: self.strict,
             verbose: self.verbose,
             command_line: redact_command_line(argv),
+            outputs: self.outputs.plan()?,
         })
     }
 

@@ -3,6 +3,7 @@
 //! each resolved and checked alone ([`resolve`]), from values parsed by [`values`]. Everything
 //! downstream reads typed fields; no string matching after this point.
 
+pub mod outputs;
 pub mod resolve;
 pub mod values;
 
@@ -76,6 +77,10 @@ pub struct RunPlan {
     pub verbosity: Verbosity,
     /// The command line as typed, secrets redacted.
     pub command_line: String,
+    /// Where results go besides the artifact directory (JUnit, JSON stdout, Pushgateway, the
+    /// GitHub step summary); not part of GenAI-Perf's `input_config`.
+    #[serde(skip)]
+    pub outputs: outputs::Outputs,
 }
 
 mod opt_duration_secs {
@@ -128,6 +133,7 @@ impl RunPlan {
             request_timeout: Duration::from_secs(600),
             verbosity: Verbosity::Normal,
             command_line: String::new(),
+            outputs: outputs::Outputs::default(),
         }
     }
 
