@@ -119,7 +119,7 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let outcome = crate::profile::run(&plan, cancel, Ui::for_terminal(plan.verbosity)).await?;
-    let code = finish(&outcome, plan.verbosity, plan.strict);
+    let code = finish(&outcome, &plan);
     if !a.quiet {
         eprintln!("artifacts: {}", a.artifact_dir.display());
         eprintln!(
@@ -148,20 +148,25 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     watch_signals(cancel.clone());
     let ui = Ui::for_terminal(plan.verbosity);
     let outcome = crate::profile::run(&plan, cancel, ui).await?;
-    Ok(finish(&outcome, plan.verbosity, plan.strict))
+    Ok(finish(&outcome, &plan))
 }
 
-/// Prints the results table and picks the exit code.
-fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
+/// Prints the results table (on stderr when stdout carries `--output json`) and picks the exit
+/// code.
+fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
+    let (verbosity, strict) = (plan.verbosity, plan.strict);
+    let mut text = String::new();
     let summaries: Vec<_> = outcome.levels.iter().map(|l| l.summary.clone()).collect();
     if !summaries.is_empty() {
-        print!("{}", crate::report::console::sweep_table(&summaries));
+        text.push_str(&crate::report::console::sweep_table(&summaries));
     }
     if summaries.len() > 1 {
         for line in &outcome.verdict.lines {
-            println!("{line}");
+            text.push_str(line);
+            text.push('\n');
         }
-        println!("{}", outcome.knee.recommendation);
+        text.push_str(&outcome.knee.recommendation);
+        text.push('\n');
     }
     let slo: Vec<(String, Vec<crate::analysis::slo::SloResult>)> = outcome
         .levels
@@ -177,14 +182,15 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
             )
         })
         .collect();
-    for line in crate::analysis::slo::console_lines(&slo) {
-        println!("{line}");
-    }
-    for line in crate::report::console::untrusted_lines(
-        summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+    for line in crate::analysis::slo::console_lines(&slo).into_iter().chain(
+        crate::report::console::untrusted_lines(
+            summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+        ),
     ) {
-        println!("{line}");
+        text.push_str(&line);
+        text.push('\n');
     }
+    crate::publish::console_text(plan.outputs.json_stdout(), &text);
     if verbosity != Verbosity::Quiet
         && let Some(d) = &outcome.sweep_dir
     {
@@ -314,6 +320,9 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
             .collect::<Result<Vec<_>, _>>()
             .map_err(UsageError)?,
     };
+    if let Some(p) = &a.junit {
+        crate::plan::outputs::check_writable("--junit", p)?;
+    }
     if rules.is_empty() {
         // The seeds' rule when no limit is given: a comparison without limits gates nothing.
         rules = Rules::seeds();
@@ -348,6 +357,7 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
         }
     };
     let c = cmp::compare(&base, &cur, &rules);
+    publish_compare(&c, a.junit.as_deref())?;
     let text = match a.format {
         CompareFormat::Table => cmp::text(&c),
         CompareFormat::Markdown => cmp::markdown(&c),
@@ -372,6 +382,24 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
         None => print!("{text}"),
     }
     Ok(if c.regression_count() > 0 { 1 } else { 0 })
+}
+
+/// A comparison's JUnit report (`--junit`) and GitHub step summary (`GITHUB_STEP_SUMMARY`).
+fn publish_compare(
+    c: &crate::report::compare::Comparison,
+    junit: Option<&std::path::Path>,
+) -> Result<()> {
+    use crate::publish::{junit, step_summary};
+    if let Some(path) = junit {
+        let name = format!("ttftbench compare {} vs {}", c.current.0, c.baseline.0);
+        crate::artifact::write_atomic(path, junit::encode(&name, &junit::compare_suites(c)))
+            .map_err(|e| Error::failed(format!("--junit: {e}")))?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let md = format!("{}\n", crate::report::compare::markdown(c));
+        step_summary::append(std::path::Path::new(&path), &md)?;
+    }
+    Ok(())
 }
 
 /// `ttftbench doctor`: exit code 1 at the first failing step.

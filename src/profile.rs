@@ -19,6 +19,7 @@ use crate::engine::{LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, me
 use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus, Stop};
 use crate::plan::{RunPlan, Verbosity};
+use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
 use crate::report::console;
 use crate::stats::{Aggregate, LevelSummary};
 
@@ -141,6 +142,7 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         )
     });
     let input_config = plan.input_config();
+    let mut publisher = Publisher::new(&plan.outputs, Mode::Profile, &plan.target.model);
     let mut levels = Vec::new();
     for (i, stimulus) in plan.levels.iter().enumerate() {
         if cancel.stopping() {
@@ -159,13 +161,23 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         let measured =
             run_level(&mut session, plan, stimulus, &dir, progress, raw.as_ref()).await?;
         let slo = slo::evaluate(&plan.slos, &measured.summary);
-        write_level(&dir, &measured.summary, &measured.agg, &input_config, &slo)?;
+        let doc = level_doc(&measured.summary, &input_config, &slo);
+        write_level(&dir, &measured.summary, &measured.agg, &doc)?;
         if ui.verbosity != Verbosity::Quiet {
             report_level(&measured.summary, &dir, ui.verbosity);
             for r in &slo {
                 eprintln!("  SLO {}", r.line());
             }
         }
+        publisher
+            .level(LevelReport {
+                stimulus: *stimulus,
+                doc,
+                slo: slo.clone(),
+                validity: measured.summary.validity.clone(),
+                key: KeyMetrics::of(&measured.summary),
+            })
+            .await;
         levels.push(LevelResult {
             summary: measured.summary,
             dir,
@@ -182,13 +194,25 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     } else {
         None
     };
-    Ok(Outcome {
+    let outcome = Outcome {
         levels,
         sweep_dir,
         interrupted: cancel.stopping(),
         verdict,
         knee,
-    })
+    };
+    let sweep = outcome.levels.len() > 1;
+    publisher.finish(&RunEnd {
+        exit_code: outcome.ending(plan.strict).code,
+        interrupted: outcome.interrupted,
+        knee: sweep.then(|| outcome.knee.recommendation.clone()),
+        verdict: if sweep {
+            outcome.verdict.lines.clone()
+        } else {
+            Vec::new()
+        },
+    })?;
+    Ok(outcome)
 }
 
 /// One level on the engine, with its own `requests.jsonl` and timeline in `dir`.
@@ -369,15 +393,12 @@ fn level_progress(stimulus: &Stimulus, stop: Stop, index: usize, total: usize) -
     bar
 }
 
-/// Writes a level's GenAI-Perf files and histograms (`requests.jsonl` was streamed already).
-pub fn write_level(
-    dir: &Path,
+/// A level's JSON document (its GenAI-Perf JSON file, and its line of `--output json`).
+pub fn level_doc(
     s: &LevelSummary,
-    agg: &Aggregate,
     input_config: &serde_json::Value,
     slo: &[SloResult],
-) -> Result<()> {
-    write_file(&dir.join(artifact::CSV_FILE), artifact::genai_perf::csv(s))?;
+) -> serde_json::Value {
     let mut doc = artifact::genai_perf::json(s, input_config);
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("ttftbench_version".into(), crate::VERSION.into());
@@ -385,7 +406,19 @@ pub fn write_level(
             m.insert("slo".into(), slo::json(slo));
         }
     }
-    write_file(&dir.join(artifact::JSON_FILE), pretty(&doc))?;
+    doc
+}
+
+/// Writes a level's GenAI-Perf files (the JSON one is `doc`, from [`level_doc`]) and
+/// histograms (`requests.jsonl` was streamed already).
+pub fn write_level(
+    dir: &Path,
+    s: &LevelSummary,
+    agg: &Aggregate,
+    doc: &serde_json::Value,
+) -> Result<()> {
+    write_file(&dir.join(artifact::CSV_FILE), artifact::genai_perf::csv(s))?;
+    write_file(&dir.join(artifact::JSON_FILE), pretty(doc))?;
     write_file(
         &dir.join(artifact::HISTOGRAMS_FILE),
         serde_json::to_string(&artifact::histograms::encode(agg)).unwrap_or_default(),
