@@ -245,3 +245,65 @@ pub fn compare_suites(c: &Comparison) -> Vec<Suite> {
     }
     suites
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::publish::tests::level;
+
+    #[test]
+    fn levels_exact() {
+        let suites = [
+            level_suite(Mode::Profile, &level(1, 25.0, true)),
+            level_suite(Mode::Profile, &level(8, 612.0, false)),
+        ];
+        let xml = encode("ttftbench profile gpt2", &suites);
+        let expected = r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="ttftbench profile gpt2" tests="6" failures="4" errors="0">
+  <testsuite name="concurrency1" tests="3" failures="1" errors="0" skipped="0">
+    <testcase classname="ttftbench.profile.concurrency1" name="time_to_first_token.p99&lt;=500ms">
+      <system-out>value: 25.00 ms
+limit: &lt;= 500.00 ms</system-out>
+    </testcase>
+    <testcase classname="ttftbench.profile.concurrency1" name="queue_share&lt;=50%">
+      <failure type="slo" message="no value (the server&apos;s queue/compute counters were not read: give --server-metrics-url or -H &apos;triton-access-token: ...&apos; for the statistics API) breaks &lt;= 50.0%"/>
+      <system-out>value: no value (the server&apos;s queue/compute counters were not read: give --server-metrics-url or -H &apos;triton-access-token: ...&apos; for the statistics API)
+limit: &lt;= 50.0%</system-out>
+    </testcase>
+    <testcase classname="ttftbench.profile.concurrency1" name="trustworthy">
+      <system-out>value: yes
+limit: every validity check passes</system-out>
+    </testcase>
+  </testsuite>
+  <testsuite name="concurrency8" tests="3" failures="3" errors="0" skipped="0">
+    <testcase classname="ttftbench.profile.concurrency8" name="time_to_first_token.p99&lt;=500ms">
+      <failure type="slo" message="612.00 ms breaks &lt;= 500.00 ms"/>
+      <system-out>value: 612.00 ms
+limit: &lt;= 500.00 ms</system-out>
+    </testcase>
+    <testcase classname="ttftbench.profile.concurrency8" name="queue_share&lt;=50%">
+      <failure type="slo" message="no value (the server&apos;s queue/compute counters were not read: give --server-metrics-url or -H &apos;triton-access-token: ...&apos; for the statistics API) breaks &lt;= 50.0%"/>
+      <system-out>value: no value (the server&apos;s queue/compute counters were not read: give --server-metrics-url or -H &apos;triton-access-token: ...&apos; for the statistics API)
+limit: &lt;= 50.0%</system-out>
+    </testcase>
+    <testcase classname="ttftbench.profile.concurrency8" name="trustworthy">
+      <failure type="validity" message="not trustworthy: send lag p99 9.0 ms &gt; 2 ms"/>
+      <system-out>value: no
+limit: every validity check passes</system-out>
+    </testcase>
+  </testsuite>
+</testsuites>
+"#;
+        assert_eq!(xml, expected);
+    }
+
+    #[test]
+    fn escaping_drops_what_xml_cannot_carry() {
+        assert_eq!(esc("a<b>&\"c'\u{1}\td\u{FFFF}é"), "a&lt;b&gt;&amp;&quot;c&apos;\tdé");
+        let xml = encode("", &[]);
+        assert_eq!(
+            xml,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"\" tests=\"0\" failures=\"0\" errors=\"0\">\n</testsuites>\n"
+        );
+    }
+}

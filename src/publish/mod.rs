@@ -278,3 +278,99 @@ fn json_line(v: &Value) {
     let _ = writeln!(out, "{}", serde_json::to_string(v).unwrap_or_default());
     let _ = out.flush();
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::load::Stimulus;
+
+    /// A level with TTFT p99 `ttft_p99` ms against `time_to_first_token.p99<=500ms` and
+    /// `request_throughput>=10`, at concurrency `c`.
+    pub fn level(c: u32, ttft_p99: f64, trustworthy: bool) -> LevelReport {
+        let lat = |p99: f64| Latencies {
+            avg: p99 / 2.0,
+            p50: p99 / 2.0,
+            p90: p99 * 0.8,
+            p95: p99 * 0.9,
+            p99,
+        };
+        let slo = |s: &str, actual: Option<f64>, passed: bool| SloResult {
+            slo: crate::metrics::parse(s).unwrap(),
+            actual,
+            passed,
+        };
+        LevelReport {
+            stimulus: Stimulus::Concurrency(c),
+            doc: json!({"level": c}),
+            slo: vec![
+                slo(
+                    "time_to_first_token.p99<=500ms",
+                    Some(ttft_p99),
+                    ttft_p99 <= 500.0,
+                ),
+                slo("queue_share<=50%", None, false),
+            ],
+            validity: Validity {
+                trustworthy,
+                reasons: if trustworthy {
+                    vec![]
+                } else {
+                    vec!["send lag p99 9.0 ms > 2 ms".into()]
+                },
+                ..Validity::default()
+            },
+            key: KeyMetrics {
+                ttft: Some(lat(ttft_p99)),
+                itl: None,
+                latency: Some(lat(1000.0)),
+                request_throughput: Some(16.5),
+                output_token_throughput: Some(520.25),
+                total_token_throughput: None,
+                requests: 10,
+                errors: 1,
+                error_rate: Some(1.0 / 11.0),
+            },
+        }
+    }
+
+    #[test]
+    fn summary_object_counts_checks_and_levels() {
+        let mut p = Publisher::new(&Outputs::default(), Mode::Profile, "gpt2");
+        p.levels = vec![level(1, 25.0, true), level(8, 612.0, false)];
+        let end = RunEnd {
+            exit_code: 1,
+            knee: Some("knee at concurrency 1".into()),
+            ..RunEnd::default()
+        };
+        assert_eq!(
+            p.summary_json(&end).to_string(),
+            r#"{"type":"run_summary","mode":"profile","model":"gpt2","levels":["concurrency1","concurrency8"],"exit_code":1,"interrupted":false,"slo_checks":4,"slo_failed":3,"untrustworthy_levels":["concurrency8"],"knee":"knee at concurrency 1","verdict":[]}"#
+        );
+    }
+
+    #[test]
+    fn key_metrics_read_through_the_metric_source() {
+        struct Src;
+        impl MetricSource for Src {
+            fn metric(&self, m: MetricRef) -> Option<f64> {
+                match m {
+                    MetricRef::Dist(Metric::RequestLatency, s) => Some(s.of(&crate::metrics::Stats {
+                        avg: 1.0,
+                        p50: 2.0,
+                        p90: 3.0,
+                        p95: 4.0,
+                        p99: 5.0,
+                        ..Default::default()
+                    })),
+                    MetricRef::System(SystemMetric::RequestCount) => Some(7.0),
+                    MetricRef::System(SystemMetric::RequestThroughput) => Some(f64::NAN),
+                    _ => None,
+                }
+            }
+        }
+        let k = KeyMetrics::of(&Src);
+        assert_eq!(k.latency.unwrap().named()[4], ("p99", 5.0));
+        assert_eq!((k.ttft, k.requests, k.errors), (None, 7, 0));
+        assert_eq!(k.request_throughput, None, "NaN is no value");
+    }
+}

@@ -276,3 +276,83 @@ fn describe(e: &reqwest::Error) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::publish::tests::level;
+
+    #[test]
+    fn exposition_exact() {
+        let mut l = level(8, 612.0, false);
+        l.key.ttft = None;
+        l.key.output_token_throughput = None;
+        l.key.error_rate = Some(0.25);
+        let text = encode(&families(Mode::Perf, &l));
+        let expected = format!(
+            "# HELP ttftbench_request_latency_seconds Request latency of the level's requests.
+# TYPE ttftbench_request_latency_seconds gauge
+ttftbench_request_latency_seconds{{stat=\"avg\"}} 0.5
+ttftbench_request_latency_seconds{{stat=\"p50\"}} 0.5
+ttftbench_request_latency_seconds{{stat=\"p90\"}} 0.8
+ttftbench_request_latency_seconds{{stat=\"p95\"}} 0.9
+ttftbench_request_latency_seconds{{stat=\"p99\"}} 1
+# HELP ttftbench_request_throughput Requests per second (perf: inferences per second).
+# TYPE ttftbench_request_throughput gauge
+ttftbench_request_throughput 16.5
+# HELP ttftbench_requests Successful requests measured.
+# TYPE ttftbench_requests gauge
+ttftbench_requests 10
+# HELP ttftbench_errors Failed requests.
+# TYPE ttftbench_errors gauge
+ttftbench_errors 1
+# HELP ttftbench_error_ratio Failed share of all requests.
+# TYPE ttftbench_error_ratio gauge
+ttftbench_error_ratio 0.25
+# HELP ttftbench_valid 1 when every validity check passed, else 0.
+# TYPE ttftbench_valid gauge
+ttftbench_valid 0
+# HELP ttftbench_load The level's load: concurrency, or requests per second asked for.
+# TYPE ttftbench_load gauge
+ttftbench_load{{kind=\"concurrency\"}} 8
+# HELP ttftbench_level_info The mode and ttftbench version of the level's run.
+# TYPE ttftbench_level_info gauge
+ttftbench_level_info{{mode=\"perf\",version=\"{}\"}} 1
+",
+            crate::VERSION
+        );
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn labels_escaped_and_non_finite_left_out() {
+        let f = Family {
+            name: "x",
+            help: "h",
+            samples: vec![
+                (vec![("a", "q\"b\\s\nn".to_string())], 1.5),
+                (vec![], f64::INFINITY),
+            ],
+        };
+        assert_eq!(
+            encode(&[f]),
+            "# HELP x h\n# TYPE x gauge\nx{a=\"q\\\"b\\\\s\\nn\"} 1.5\n"
+        );
+    }
+
+    #[test]
+    fn grouping_key_paths() {
+        assert_eq!(
+            group_path("host-1", "gpt2", "concurrency8"),
+            "/metrics/job/ttftbench/instance/host-1/model/gpt2/level/concurrency8"
+        );
+        assert_eq!(
+            group_path("h", "meta-llama/Llama-3.1-8B", "request_rate2.5"),
+            "/metrics/job/ttftbench/instance/h/model@base64/bWV0YS1sbGFtYS9MbGFtYS0zLjEtOEI/level/request_rate2.5"
+        );
+        assert_eq!(
+            group_path("", "m", "l"),
+            "/metrics/job/ttftbench/instance@base64/=/model/m/level/l"
+        );
+    }
+}

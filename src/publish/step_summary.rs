@@ -141,3 +141,58 @@ fn slo_table(levels: &[LevelReport]) -> String {
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::publish::tests::level;
+
+    #[test]
+    fn run_section_exact() {
+        let levels = [level(1, 25.0, true), level(8, 612.0, false)];
+        let end = RunEnd {
+            exit_code: 1,
+            interrupted: false,
+            knee: Some("Knee at concurrency 1 | then flat".into()),
+            verdict: vec!["Queue-bound above concurrency 4.".into()],
+        };
+        let md = run(Mode::Profile, "org/model", &levels, &end);
+        let expected = "## ttftbench profile: `org/model`
+
+| level | requests | errors | TTFT p99 (ms) | ITL p99 (ms) | latency p99 (ms) | req/s | output tok/s | trustworthy |
+|---|---:|---:|---:|---:|---:|---:|---:|---|
+| concurrency1 | 10 | 1 | 25.00 | - | 1000.00 | 16.5 | 520.2 | yes |
+| concurrency8 | 10 | 1 | 612.00 | - | 1000.00 | 16.5 | 520.2 | no |
+
+**SLO: 3 of 4 checks failed**
+
+| level | objective | value | result |
+|---|---|---|---|
+| concurrency1 | `time_to_first_token.p99<=500ms` | 25.00 ms | pass |
+| concurrency1 | `queue_share<=50%` | no value | **FAIL** |
+| concurrency8 | `time_to_first_token.p99<=500ms` | 612.00 ms | **FAIL** |
+| concurrency8 | `queue_share<=50%` | no value | **FAIL** |
+
+**Knee:** Knee at concurrency 1 \\| then flat
+
+Queue-bound above concurrency 4.
+
+**concurrency8 is not trustworthy:** send lag p99 9.0 ms > 2 ms
+
+Exit code 1.
+
+";
+        assert_eq!(md, expected);
+        let empty = run(Mode::Perf, "m", &[], &RunEnd::default());
+        assert_eq!(empty, "## ttftbench perf: `m`\n\nNo level completed.\n\nExit code 0.\n\n");
+    }
+
+    #[test]
+    fn append_keeps_earlier_sections() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("summary.md");
+        std::fs::write(&p, "earlier step\n").unwrap();
+        append(&p, "## ours\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "earlier step\n## ours\n");
+    }
+}
