@@ -28,11 +28,11 @@ use crate::engine::{
 use crate::error::{Error, Result};
 use crate::load::{Cancel, Shared, Stimulus, Stop, WindowRule, gap_pool};
 use crate::metrics::{Metric, PercentileMethod, Stats};
+use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
 use crate::record::Clock;
 use crate::server_metrics::StatsSnapshot;
 use crate::workload::tensor::ModelInfo;
 use crate::workload::tokenizer::Tokenizer;
-use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
 use plan::{PerfPlan, Protocol};
 
 /// The server's statistics over a level, as perf_analyzer prints them.
@@ -365,7 +365,15 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     let mut sinks = open_sinks(plan, session.shared.clock)?;
     sinks.raw_export = raw_export_writer(plan, protocol, &info, &session.shared)?;
     let mut publisher = Publisher::new(&plan.outputs, Mode::Perf, &plan.target.model);
-    let levels = run_levels(plan, &mut session, &mut sinks, &settings, print, &mut publisher).await?;
+    let levels = run_levels(
+        plan,
+        &mut session,
+        &mut sinks,
+        &settings,
+        print,
+        &mut publisher,
+    )
+    .await?;
     if let Some(t) = sinks.timeline.take() {
         t.finish()?;
     }

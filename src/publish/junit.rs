@@ -299,7 +299,10 @@ limit: every validity check passes</system-out>
 
     #[test]
     fn escaping_drops_what_xml_cannot_carry() {
-        assert_eq!(esc("a<b>&\"c'\u{1}\td\u{FFFF}é"), "a&lt;b&gt;&amp;&quot;c&apos;\tdé");
+        assert_eq!(
+            esc("a<b>&\"c'\u{1}\td\u{FFFF}é"),
+            "a&lt;b&gt;&amp;&quot;c&apos;\tdé"
+        );
         let xml = encode("", &[]);
         assert_eq!(
             xml,

@@ -85,7 +85,10 @@ impl KeyMetrics {
     /// The key numbers of any level.
     pub fn of(src: &impl MetricSource) -> KeyMetrics {
         let dist = |m: Metric| {
-            let s = |stat| src.metric(MetricRef::Dist(m, stat)).filter(|v| v.is_finite());
+            let s = |stat| {
+                src.metric(MetricRef::Dist(m, stat))
+                    .filter(|v| v.is_finite())
+            };
             Some(Latencies {
                 avg: s(Stat::Avg)?,
                 p50: s(Stat::P50)?,
@@ -354,14 +357,16 @@ pub(crate) mod tests {
         impl MetricSource for Src {
             fn metric(&self, m: MetricRef) -> Option<f64> {
                 match m {
-                    MetricRef::Dist(Metric::RequestLatency, s) => Some(s.of(&crate::metrics::Stats {
-                        avg: 1.0,
-                        p50: 2.0,
-                        p90: 3.0,
-                        p95: 4.0,
-                        p99: 5.0,
-                        ..Default::default()
-                    })),
+                    MetricRef::Dist(Metric::RequestLatency, s) => {
+                        Some(s.of(&crate::metrics::Stats {
+                            avg: 1.0,
+                            p50: 2.0,
+                            p90: 3.0,
+                            p95: 4.0,
+                            p99: 5.0,
+                            ..Default::default()
+                        }))
+                    }
                     MetricRef::System(SystemMetric::RequestCount) => Some(7.0),
                     MetricRef::System(SystemMetric::RequestThroughput) => Some(f64::NAN),
                     _ => None,

@@ -107,7 +107,11 @@ pub fn families(mode: Mode, l: &LevelReport) -> Vec<Family> {
             "Successful requests measured.",
             Some(k.requests as f64),
         ),
-        Family::one("ttftbench_errors", "Failed requests.", Some(k.errors as f64)),
+        Family::one(
+            "ttftbench_errors",
+            "Failed requests.",
+            Some(k.errors as f64),
+        ),
         Family::one(
             "ttftbench_error_ratio",
             "Failed share of all requests.",
@@ -176,8 +180,7 @@ pub fn group_path(instance: &str, model: &str, level: &str) -> String {
     let mut out = String::from("/metrics/job/ttftbench");
     for (k, v) in [("instance", instance), ("model", model), ("level", level)] {
         let plain = !v.is_empty()
-            && v
-                .bytes()
+            && v.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
         if plain {
             let _ = write!(out, "/{k}/{v}");

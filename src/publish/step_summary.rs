@@ -70,7 +70,11 @@ pub fn run(mode: Mode, model: &str, levels: &[LevelReport], end: &RunEnd) -> Str
         out,
         "Exit code {}{}.\n",
         end.exit_code,
-        if end.interrupted { " (interrupted)" } else { "" }
+        if end.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
     );
     out
 }
@@ -184,7 +188,10 @@ Exit code 1.
 ";
         assert_eq!(md, expected);
         let empty = run(Mode::Perf, "m", &[], &RunEnd::default());
-        assert_eq!(empty, "## ttftbench perf: `m`\n\nNo level completed.\n\nExit code 0.\n\n");
+        assert_eq!(
+            empty,
+            "## ttftbench perf: `m`\n\nNo level completed.\n\nExit code 0.\n\n"
+        );
     }
 
     #[test]
@@ -193,6 +200,9 @@ Exit code 1.
         let p = d.path().join("summary.md");
         std::fs::write(&p, "earlier step\n").unwrap();
         append(&p, "## ours\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "earlier step\n## ours\n");
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "earlier step\n## ours\n"
+        );
     }
 }

@@ -464,3 +464,28 @@ pub fn run_in(args: &[&str], cwd: &Path) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Runs the `ttftbench` binary with `args` and extra environment variables, off the async
+/// runtime (an in-process simulator keeps serving meanwhile): (exit code, stdout, stderr).
+pub async fn run_bin(args: &[String], envs: &[(&str, &Path)]) -> (i32, String, String) {
+    let args = args.to_vec();
+    let envs: Vec<(String, std::path::PathBuf)> = envs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_path_buf()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = bin();
+        cmd.args(&args).env_remove("GITHUB_STEP_SUMMARY");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("the binary runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .expect("the child's thread ends")
+}
