@@ -319,9 +319,12 @@ async fn gateway() -> (String, Pushes) {
     (format!("http://{addr}"), seen)
 }
 
+/// One sample line: metric name, labels, value.
+type Sample = (String, Vec<(String, String)>, f64);
+
 /// Checks one exposition-format body line by line: HELP and TYPE before a family's samples,
 /// valid metric and label names, well-formed escapes in label values, numeric values.
-fn check_exposition(body: &str) -> Vec<(String, Vec<(String, String)>, f64)> {
+fn check_exposition(body: &str) -> Vec<Sample> {
     let name_ok = |n: &str| {
         let mut c = n.chars();
         c.next()
