@@ -478,6 +478,13 @@ mod tests {
     }
 
     #[test]
+    fn level_json_exact() {
+        let v = json(&lvl(4, 4100.5, 900.0, true));
+        let expected = r#"{"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":1000,"error_count":0,"throughput_infer_per_sec":4100.5,"response_throughput":4100.5,"latency_us":{"avg":900.0,"min":450.0,"max":2700.0,"std":90.0,"p50":882.0,"p90":1080.0,"p95":1170.0,"p99":1530.0},"first_response_us":null,"extra_percentile":null,"client_send_us":4.5,"client_recv_us":1.2,"streaming":false,"stable":true,"windows":3,"server":{"inference_count":1000,"execution_count":250,"success_count":1000,"avg_request_us":720.0,"avg_queue_us":342.0,"avg_compute_input_us":21.0,"avg_compute_infer_us":431.0,"avg_compute_output_us":10.0},"errors":[],"slo":[],"validity":{"trustworthy":true,"reasons":[],"cpu_share":null,"cores":0,"send_lag_p99_ms":null,"requested_rate":null,"achieved_rate":null,"delayed_by_cap":0,"max_stall_ms":null},"ttftbench_version":"VERSION"}"#;
+        assert_eq!(v.to_string(), expected.replace("VERSION", crate::VERSION));
+    }
+
+    #[test]
     fn csv_exact_with_server_columns_sorted_by_throughput() {
         let text = csv(
             &[lvl(8, 8556.0, 934.0, true), lvl(4, 4100.5, 900.0, true)],
