@@ -253,20 +253,26 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     Ok(finish(&outcome, &plan))
 }
 
-/// Prints the results table and picks the exit code.
+/// Prints the results table (on stderr when stdout carries `--output json`) and picks the exit
+/// code.
 fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
+    let verbosity = plan.verbosity;
+    let mut text = String::new();
     let summaries: Vec<_> = outcome.levels.iter().map(|l| l.summary.clone()).collect();
     if !summaries.is_empty() {
-        print!("{}", crate::report::console::sweep_table(&summaries));
+        text.push_str(&crate::report::console::sweep_table(&summaries));
     }
     if let Some(note) = crate::report::console::not_streaming_note(&summaries) {
-        println!("{note}");
+        text.push_str(note);
+        text.push('\n');
     }
     if summaries.len() > 1 {
         for line in &outcome.verdict.lines {
-            println!("{line}");
+            text.push_str(line);
+            text.push('\n');
         }
-        println!("{}", outcome.knee.recommendation);
+        text.push_str(&outcome.knee.recommendation);
+        text.push('\n');
     }
     let slo: Vec<(String, Vec<crate::analysis::slo::SloResult>)> = outcome
         .levels
@@ -282,15 +288,16 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
             )
         })
         .collect();
-    for line in crate::analysis::slo::console_lines(&slo) {
-        println!("{line}");
-    }
-    for line in crate::report::console::untrusted_lines(
-        summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+    for line in crate::analysis::slo::console_lines(&slo).into_iter().chain(
+        crate::report::console::untrusted_lines(
+            summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+        ),
     ) {
-        println!("{line}");
+        text.push_str(&line);
+        text.push('\n');
     }
-    if plan.verbosity != Verbosity::Quiet
+    crate::publish::console_text(plan.outputs.json_stdout(), &text);
+    if verbosity != Verbosity::Quiet
         && let Some(d) = &outcome.sweep_dir
     {
         eprintln!(
@@ -419,6 +426,9 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
             .collect::<Result<Vec<_>, _>>()
             .map_err(UsageError)?,
     };
+    if let Some(p) = &a.junit {
+        crate::plan::outputs::check_writable("--junit", p)?;
+    }
     if rules.is_empty() {
         // The seeds' rule when no limit is given: a comparison without limits gates nothing.
         rules = Rules::seeds();
@@ -469,6 +479,7 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
         }
     }
     let c = cmp::compare(&base, &cur, &rules);
+    publish_compare(&c, a.junit.as_deref())?;
     let text = match a.format {
         CompareFormat::Table => cmp::text(&c),
         CompareFormat::Markdown => cmp::markdown(&c),
@@ -493,6 +504,24 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
         None => print!("{text}"),
     }
     Ok(if c.regression_count() > 0 { 1 } else { 0 })
+}
+
+/// A comparison's JUnit report (`--junit`) and GitHub step summary (`GITHUB_STEP_SUMMARY`).
+fn publish_compare(
+    c: &crate::report::compare::Comparison,
+    junit: Option<&std::path::Path>,
+) -> Result<()> {
+    use crate::publish::{junit, step_summary};
+    if let Some(path) = junit {
+        let name = format!("ttftbench compare {} vs {}", c.current.0, c.baseline.0);
+        crate::artifact::write_atomic(path, junit::encode(&name, &junit::compare_suites(c)))
+            .map_err(|e| Error::failed(format!("--junit: {e}")))?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let md = format!("{}\n", crate::report::compare::markdown(c));
+        step_summary::append(std::path::Path::new(&path), &md)?;
+    }
+    Ok(())
 }
 
 /// `ttftbench doctor`: exit code 1 at the first failing step.

@@ -42,6 +42,7 @@ pub mod metrics;
 pub mod perf;
 pub mod plan;
 pub mod profile;
+pub mod publish;
 pub mod record;
 pub mod report;
 pub mod server_metrics;

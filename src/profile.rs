@@ -21,6 +21,7 @@ use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus, Stop};
 use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
 use crate::plan::{LevelPart, RunPlan, Verbosity};
+use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
 use crate::report::console;
 use crate::stats::LevelSummary;
 
@@ -183,6 +184,7 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     });
     say_schedule(plan, ui);
     let anchor = session.shared.clock.unix_anchor_ns();
+    let mut publisher = Publisher::new(&plan.outputs, Mode::Profile, &plan.target.model);
     let mut levels = Vec::new();
     let mut idle = Vec::new();
     for (i, part) in parts.iter().enumerate() {
@@ -217,7 +219,8 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         };
         let slo = slo::evaluate(&plan.slos, &measured.summary);
         let record = shard_record(plan, &ids, part, anchor, &measured);
-        write_level(&dir, &measured, &ids, &slo, anchor, record.as_ref())?;
+        let doc = level_doc(&measured.summary, &ids, &slo, record.as_ref());
+        write_level(&dir, &measured, &doc, anchor, record.as_ref())?;
         if ui.verbosity != Verbosity::Quiet {
             say_late(&measured, plan);
             report_level(&measured.summary, &dir, ui.verbosity);
@@ -225,6 +228,15 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
                 eprintln!("  SLO {}", r.line());
             }
         }
+        publisher
+            .level(LevelReport {
+                stimulus: part.whole,
+                doc,
+                slo: slo.clone(),
+                validity: measured.summary.validity.clone(),
+                key: KeyMetrics::of(&measured.summary),
+            })
+            .await;
         levels.push(LevelResult {
             summary: measured.summary,
             dir,
@@ -241,14 +253,26 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     } else {
         None
     };
-    Ok(Outcome {
+    let outcome = Outcome {
         levels,
         sweep_dir,
         interrupted: cancel.stopping(),
         verdict,
         knee,
         idle,
-    })
+    };
+    let sweep = outcome.levels.len() > 1;
+    publisher.finish(&RunEnd {
+        exit_code: outcome.ending(plan.strict, plan.max_error_rate).code,
+        interrupted: outcome.interrupted,
+        knee: sweep.then(|| outcome.knee.recommendation.clone()),
+        verdict: if sweep {
+            outcome.verdict.lines.clone()
+        } else {
+            Vec::new()
+        },
+    })?;
+    Ok(outcome)
 }
 
 /// The plan's identity and recorded form, written into every artifact.
@@ -576,19 +600,14 @@ fn progress_prefix(stimulus: &Stimulus, index: usize, total: usize) -> String {
     format!("level {}/{total} {}", index + 1, stimulus.name())
 }
 
-/// Writes a level's GenAI-Perf files and histograms (`requests.jsonl` was streamed already),
-/// the plan's identity in its JSON, and, for a shard, `shard.json`. `unix_anchor_ns` is the
-/// Unix time of the run clock the level's times are on.
-fn write_level(
-    dir: &Path,
-    m: &Measured,
+/// A level's JSON document (its GenAI-Perf JSON file, and its line of `--output json`): the
+/// numbers, the plan's identity and workload fingerprint, the shard, the SLO results.
+fn level_doc(
+    s: &LevelSummary,
     ids: &Ids,
     slo: &[SloResult],
-    unix_anchor_ns: u64,
     shard_record: Option<&ShardRecord>,
-) -> Result<()> {
-    let s = &m.summary;
-    write_file(&dir.join(artifact::CSV_FILE), artifact::genai_perf::csv(s))?;
+) -> serde_json::Value {
     let mut doc = artifact::genai_perf::json(s, &ids.input_config);
     if let serde_json::Value::Object(map) = &mut doc {
         map.insert("ttftbench_version".into(), crate::VERSION.into());
@@ -607,7 +626,24 @@ fn write_level(
             map.insert("slo".into(), slo::json(slo));
         }
     }
-    write_file(&dir.join(artifact::JSON_FILE), pretty(&doc))?;
+    doc
+}
+
+/// Writes a level's GenAI-Perf files (the JSON one is `doc`, from [`level_doc`]), its
+/// histograms (`requests.jsonl` was streamed already) and, for a shard, `shard.json`.
+/// `unix_anchor_ns` is the Unix time of the run clock the level's times are on.
+fn write_level(
+    dir: &Path,
+    m: &Measured,
+    doc: &serde_json::Value,
+    unix_anchor_ns: u64,
+    shard_record: Option<&ShardRecord>,
+) -> Result<()> {
+    write_file(
+        &dir.join(artifact::CSV_FILE),
+        artifact::genai_perf::csv(&m.summary),
+    )?;
+    write_file(&dir.join(artifact::JSON_FILE), pretty(doc))?;
     write_file(
         &dir.join(artifact::HISTOGRAMS_FILE),
         serde_json::to_string(&artifact::histograms::encode(&m.agg, unix_anchor_ns))

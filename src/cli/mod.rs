@@ -417,6 +417,10 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub tls: TlsArgs,
 
+    /// JUnit report, JSON stdout, Pushgateway.
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+
     /// More detail on the console.
     #[arg(help_heading = OUTPUT, short = 'v', long = "verbose")]
     pub verbose: bool,
@@ -537,6 +541,32 @@ pub enum EncodingArg {
     Pem,
     /// Raw DER.
     Der,
+}
+
+/// `--output`: what stdout carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormatArg {
+    /// The console tables.
+    Text,
+    /// One JSON object per finished level, then a summary object; all else on stderr.
+    Json,
+}
+
+/// Result channels of `profile` and `perf` besides the artifact files.
+#[derive(Debug, Args, Clone)]
+pub struct OutputArgs {
+    /// Write a JUnit XML report here: one test case per --slo objective and per level's validity
+    /// verdict, for CI test reporters (GitLab, Jenkins, GitHub).
+    #[arg(long = "junit")]
+    pub junit: Option<PathBuf>,
+    /// `json`: one JSON object per finished level and a final summary object on stdout (for
+    /// `| jq`); console text goes to stderr.
+    #[arg(long = "output", value_enum, default_value = "text")]
+    pub output: OutputFormatArg,
+    /// Push each level's key metrics to this Prometheus Pushgateway (e.g.
+    /// http://pushgateway:9091) when it ends; a failed push is a warning.
+    #[arg(long = "push-gateway")]
+    pub push_gateway: Option<String>,
 }
 
 /// `-i`: perf_analyzer's protocol flag.
@@ -731,6 +761,9 @@ pub struct PerfArgs {
     /// Print each measurement window.
     #[arg(help_heading = OUTPUT, short = 'v', long = "verbose")]
     pub verbose: bool,
+    /// JUnit report, JSON stdout, Pushgateway.
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 }
 
 /// Flags of `ttftbench serve`.
@@ -949,6 +982,9 @@ pub struct CompareArgs {
     /// Write the output to this file instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Write a JUnit XML report here: one test case per limit on each metric of each level.
+    #[arg(long = "junit")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Flags of `ttftbench doctor` (the target flags of `profile`).

@@ -98,6 +98,7 @@ impl PerfArgs {
             max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
             verbose: self.verbose,
             command_line: redact_command_line(argv),
+            outputs: self.outputs.plan()?,
         })
     }
 

@@ -143,6 +143,7 @@ impl ProfileArgs {
             request_timeout: self.request_timeout,
             verbosity: self.verbosity()?,
             command_line: redact_command_line(argv),
+            outputs: self.outputs.plan()?,
             target,
             shard: crate::plan::ShardPlan::default(),
         };
@@ -164,6 +165,21 @@ impl super::ShardArgs {
             levels,
             level_length,
         }
+    }
+}
+
+impl super::OutputArgs {
+    /// The validated result channels; `GITHUB_STEP_SUMMARY` is read here, once.
+    pub fn plan(&self) -> Result<crate::plan::outputs::Outputs, UsageError> {
+        crate::plan::outputs::resolve(
+            self.junit.as_deref(),
+            match self.output {
+                super::OutputFormatArg::Text => crate::plan::outputs::StdoutFormat::Text,
+                super::OutputFormatArg::Json => crate::plan::outputs::StdoutFormat::Json,
+            },
+            self.push_gateway.as_deref(),
+            std::env::var_os("GITHUB_STEP_SUMMARY").map(std::path::PathBuf::from),
+        )
     }
 }
 

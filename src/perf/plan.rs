@@ -124,6 +124,10 @@ pub struct PerfPlan {
     pub verbose: bool,
     /// The command line, secrets redacted.
     pub command_line: String,
+    /// Where results go besides the console and `-f` (JUnit, JSON stdout, Pushgateway, the
+    /// GitHub step summary).
+    #[serde(skip)]
+    pub outputs: crate::plan::outputs::Outputs,
 }
 
 /// perf_analyzer's refusal of `--streaming` over HTTP (KServe's HTTP `/infer` answers once; only

@@ -4,6 +4,7 @@
 //! downstream reads typed fields; no string matching after this point.
 
 pub mod fingerprint;
+pub mod outputs;
 pub mod resolve;
 pub mod shard;
 pub mod values;
@@ -83,6 +84,11 @@ pub struct RunPlan {
     pub command_line: String,
     /// Which part of a run of several processes this is, and when its levels start.
     pub shard: ShardPlan,
+
+    /// Where results go besides the artifact directory (JUnit, JSON stdout, Pushgateway, the
+    /// GitHub step summary); not part of GenAI-Perf's `input_config`.
+    #[serde(skip)]
+    pub outputs: outputs::Outputs,
 }
 
 /// Fields of a [`RunPlan`]'s JSON that differ between the shards of one run and are left out
@@ -144,6 +150,7 @@ impl RunPlan {
             verbosity: Verbosity::Normal,
             command_line: String::new(),
             shard: ShardPlan::default(),
+            outputs: outputs::Outputs::default(),
         }
     }
 

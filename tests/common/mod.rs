@@ -448,7 +448,10 @@ pub fn num(row: &HashMap<String, String>, col: &str) -> f64 {
 
 /// The built `ttftbench` binary, ready for arguments.
 pub fn bin() -> std::process::Command {
-    std::process::Command::new(env!("CARGO_BIN_EXE_ttftbench"))
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ttftbench"));
+    // Tests must not append to a real GitHub job summary when CI runs on GitHub Actions.
+    c.env_remove("GITHUB_STEP_SUMMARY");
+    c
 }
 
 /// Runs the binary with `args` in `cwd`; returns (exit code, stdout, stderr).
@@ -572,4 +575,29 @@ pub async fn start_tls(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Sim
         ..SimConfig::default()
     })
     .await
+}
+
+/// Runs the `ttftbench` binary with `args` and extra environment variables, off the async
+/// runtime (an in-process simulator keeps serving meanwhile): (exit code, stdout, stderr).
+pub async fn run_bin(args: &[String], envs: &[(&str, &Path)]) -> (i32, String, String) {
+    let args = args.to_vec();
+    let envs: Vec<(String, std::path::PathBuf)> = envs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_path_buf()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = bin();
+        cmd.args(&args);
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("the binary runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .expect("the child's thread ends")
 }
