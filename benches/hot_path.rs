@@ -196,6 +196,8 @@ fn record(i: u64) -> RequestRecord {
         isl: 200,
         osl: 100,
         server_osl: None,
+        tokenizer_osl: None,
+        server_isl: None,
         requested_osl: 100,
         chunks: 100,
         responses: 101,

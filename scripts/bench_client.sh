@@ -26,7 +26,14 @@
 #   5. 10 000 concurrent streams: zero errors and 10 000 actually overlapping;
 #   6. peak RSS of a 1 000 000-request run <= 50 MB.
 #
+# TLS=1 runs only the HTTPS comparison instead (about 2 minutes): CPU per streamed request over
+# HTTPS against plain HTTP from the same server, nginx (one listener each, a CA made here with
+# openssl signs the certificate; sessions kept alive as in every run) and the simulator (a plain
+# and a TLS instance). Target: HTTPS CPU/request <= 1.5x plain HTTP's on both; wrk's own ratio is
+# printed for reference (it verifies nothing).
+#
 # Usage: scripts/bench_client.sh            (about 4 minutes)
+#        TLS=1 scripts/bench_client.sh      (HTTPS vs HTTP only; needs openssl)
 #        QUICK=1 scripts/bench_client.sh    (one round, 200 000 requests for the RSS check: ~2 min)
 #        ROUNDS=5 DURATION=10 STREAMS=10000 RSS_REQUESTS=1000000 scripts/bench_client.sh
 # Needs wrk and nginx (apt-get install -y wrk nginx-light), python3 and curl. Exits 1 if a target
@@ -124,6 +131,29 @@ curl -s -X POST -H 'Content-Type: application/json' -d @<(sed -n "s/^wrk.body = 
 chmod -R a+rX "$WORK/ng"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NGINX_PORT=$(free_port)
+NGINX_TLS=""
+if [ -n "${TLS:-}" ]; then
+    command -v openssl >/dev/null || { echo "openssl is missing: apt-get install -y openssl" >&2; exit 2; }
+    # A CA and a certificate it signs for 127.0.0.1 (rustls refuses a self-signed leaf as its
+    # own anchor, as browsers do).
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=bench_client CA" -keyout "$WORK/ca.key" -out "$WORK/ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+        -keyout "$WORK/tls.key" -out "$WORK/tls.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' \
+        >"$WORK/tls.ext"
+    openssl x509 -req -in "$WORK/tls.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" \
+        -CAcreateserial -days 2 -extfile "$WORK/tls.ext" -out "$WORK/tls.pem" 2>/dev/null
+    chmod a+r "$WORK/tls.key"
+    NGINX_TLS_PORT=$(free_port)
+    NGINX_TLS="server {
+    listen 127.0.0.1:$NGINX_TLS_PORT ssl;
+    ssl_certificate $WORK/tls.pem;
+    ssl_certificate_key $WORK/tls.key;
+    root $WORK/ng/html;
+    location / { default_type text/event-stream; error_page 405 =200 \$uri; }
+  }"
+fi
 cat >"$WORK/ng/nginx.conf" <<NGINX
 worker_processes 1;
 daemon off;
@@ -145,6 +175,7 @@ http {
     # A POST to a static file is refused with 405; answer it with the file instead.
     location / { default_type text/event-stream; error_page 405 =200 \$uri; }
   }
+  $NGINX_TLS
 }
 NGINX
 "$NGINX" -e "$WORK/ng/logs/error.log" -p "$WORK/ng" -c "$WORK/ng/nginx.conf" >"$WORK/nginx.log" 2>&1 &
@@ -159,6 +190,7 @@ for _ in $(seq 50); do
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 per_req() { python3 -c "print(f'{$1 / $2 * 1e6:.1f}')"; }
 
 # tb NAME ARGS...: one ttftbench run; sets TB_RPS, TB_US (CPU us per request) and TB_INFO.
@@ -202,6 +234,58 @@ versus() {
     printf -v "${name}_TB_US" %s "$(median "${tb_us[@]}")"
 }
 
+# tls_versus NAME HTTP_HOSTPORT HTTPS_HOSTPORT: ROUNDS alternations of plain and TLS runs of wrk
+# and ttftbench against one server; sets NAME_HTTP_US, NAME_HTTPS_US (ttftbench) and
+# NAME_WRK_HTTP_US, NAME_WRK_HTTPS_US (medians of CPU us per request).
+tls_versus() {
+    local name=$1 plain=$2 tls=$3 cpu n
+    local http_us=() https_us=() wrk_http=() wrk_https=()
+    for r in $(seq "$ROUNDS"); do
+        for url in "http://$plain" "https://$tls"; do
+            read -r cpu _ < <(rusage "$WORK/wrk.txt" wrk -t2 -c64 -d"${DURATION}s" \
+                -s "$WORK/chat.lua" "$url/v1/chat/completions")
+            n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$WORK/wrk.txt")
+            case $url in http:*) wrk_http+=("$(per_req "$cpu" "$n")") ;; *) wrk_https+=("$(per_req "$cpu" "$n")") ;; esac
+        done
+        tb "$name" --endpoint-type chat --streaming --extra-inputs ignore_eos:true -u "http://$plain"
+        http_us+=("$TB_US")
+        local info="$TB_RPS req/s, $TB_US us CPU/req ($TB_INFO)"
+        tb "$name" --endpoint-type chat --streaming --extra-inputs ignore_eos:true \
+            -u "https://$tls" --cacert "$WORK/ca.pem"
+        https_us+=("$TB_US")
+        echo "   round $r: http $info | https $TB_RPS req/s, $TB_US us CPU/req ($TB_INFO) | wrk ${wrk_http[-1]} / ${wrk_https[-1]} us CPU/req"
+    done
+    printf -v "${name}_HTTP_US" %s "$(median "${http_us[@]}")"
+    printf -v "${name}_HTTPS_US" %s "$(median "${https_us[@]}")"
+    printf -v "${name}_WRK_HTTP_US" %s "$(median "${wrk_http[@]}")"
+    printf -v "${name}_WRK_HTTPS_US" %s "$(median "${wrk_https[@]}")"
+}
+
+if [ -n "${TLS:-}" ]; then
+    start_sim TLSSIM --instant --tls-cert "$WORK/tls.pem" --tls-key "$WORK/tls.key"
+    for _ in $(seq 50); do
+        curl -s -o /dev/null --cacert "$WORK/ca.pem" -X POST -d '{}' \
+            "https://127.0.0.1:$NGINX_TLS_PORT/v1/chat/completions" && break
+        sleep 0.1
+    done
+    echo "== TLS 1. nginx (one write): http 127.0.0.1:$NGINX_PORT vs https 127.0.0.1:$NGINX_TLS_PORT, concurrency 64, ${DURATION}s x $ROUNDS"
+    tls_versus NGX "127.0.0.1:$NGINX_PORT" "127.0.0.1:$NGINX_TLS_PORT"
+    echo "== TLS 2. simulator --instant (per write): http $INSTANT_HTTP vs https $TLSSIM_HTTP"
+    tls_versus TSIM "$INSTANT_HTTP" "$TLSSIM_HTTP"
+    echo
+    echo "== summary (medians of $ROUNDS rounds; load now $(cut -d' ' -f1-3 /proc/loadavg))"
+    printf '  %-12s %14s %14s %8s %14s %14s %8s\n' server "http us/req" "https us/req" "x" "wrk http" "wrk https" "wrk x"
+    fail=0
+    for k in NGX TSIM; do
+        h=${k}_HTTP_US s=${k}_HTTPS_US wh=${k}_WRK_HTTP_US ws=${k}_WRK_HTTPS_US
+        x=$(ratio "${!s}" "${!h}")
+        printf '  %-12s %14s %14s %8s %14s %14s %8s\n' "$(case $k in NGX) echo nginx;; TSIM) echo simulator;; esac)" \
+            "${!h}" "${!s}" "$x" "${!wh}" "${!ws}" "$(ratio "${!ws}" "${!wh}")"
+        python3 -c "import sys; sys.exit(0 if $x <= 1.5 else 1)" || { echo "  MISSED: $k HTTPS CPU/request $x x plain HTTP's (target <= 1.5)"; fail=1; }
+    done
+    exit $fail
+fi
+
 echo "== 1. one-write server (nginx at 127.0.0.1:$NGINX_PORT): concurrency 64, 100-token streams, ${DURATION}s x $ROUNDS"
 versus ONE "127.0.0.1:$NGINX_PORT"
 echo "== 2. per-write server (simulator --instant at $INSTANT_HTTP)"
@@ -216,7 +300,6 @@ for r in $(seq "$ROUNDS"); do
     echo "   round $r (load $(cut -d' ' -f1 /proc/loadavg)): ttftbench $TB_RPS req/s, $TB_US us CPU/req ($TB_INFO)"
 done
 GRPC_US=$(median "${grpc_us[@]}")
-ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 
 start_sim TIMED
 echo "== 5. TTFT overhead at concurrency 1 (simulator with its default timing at $TIMED_HTTP)"

@@ -19,7 +19,73 @@ pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
         Command::Report(args) => report(&args),
         Command::Compare(args) => compare(&args),
         Command::Doctor(args) => doctor(&args).await,
+        Command::Completions(args) => completions(args.shell),
+        Command::Man => man(),
+        Command::Merge(args) => merge(&args),
     }
+}
+
+/// `ttftbench completions SHELL`: the completion script for the whole command line.
+fn completions(shell: clap_complete::Shell) -> Result<u8> {
+    use clap::CommandFactory;
+    let mut cmd = crate::cli::Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "ttftbench", &mut out);
+    write_stdout(&out)
+}
+
+/// `ttftbench man`: the man page (roff), its SUBCOMMANDS section listing every subcommand.
+fn man() -> Result<u8> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_mangen::Man::new(crate::cli::Cli::command())
+        .render(&mut out)
+        .map_err(|e| Error::failed(format!("cannot render the man page: {e}")))?;
+    write_stdout(&out)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<u8> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(bytes)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Error::failed(format!("cannot write to stdout: {e}")))?;
+    Ok(0)
+}
+
+/// `ttftbench merge DIR... -o OUT`: prints the merged table and each level's shards.
+fn merge(a: &crate::cli::MergeArgs) -> Result<u8> {
+    let m = crate::merge::run(&a.dirs, &a.output)?;
+    let summaries: Vec<_> = m.levels.iter().map(|l| l.merged.summary.clone()).collect();
+    print!("{}", crate::report::console::sweep_table(&summaries));
+    for l in &m.levels {
+        println!(
+            "{}",
+            crate::artifact::shard::section_line(
+                &l.merged.summary.stimulus.name(),
+                &l.merged.shards
+            )
+        );
+    }
+    if summaries.len() > 1 {
+        for line in &m.verdict.lines {
+            println!("{line}");
+        }
+        println!("{}", m.knee.recommendation);
+    }
+    for line in crate::report::console::untrusted_lines(
+        summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+    ) {
+        println!("{line}");
+    }
+    for n in &m.notices {
+        eprintln!("note: {n}");
+    }
+    if !a.quiet {
+        eprintln!("merged: {}", a.output.display());
+    }
+    Ok(0)
 }
 
 /// The simulator's configuration from `serve` flags.
@@ -62,8 +128,17 @@ pub fn sim_config(
 
 async fn serve(a: &ServeArgs) -> Result<u8> {
     use std::io::Write;
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::sim::SimTls {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: a.tls_client_ca.clone(),
+        }),
+        _ => None,
+    };
     let cfg = crate::sim::SimConfig {
         metrics_style: a.metrics_style,
+        tls,
         ..sim_config(
             a.address,
             (a.http_port, a.grpc_port, a.metrics_port),
@@ -79,12 +154,17 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
         out,
         "ttftbench serve: simulated Triton-compatible inference server"
     );
+    let over = if handle.tls { " over TLS" } else { "" };
     let _ = writeln!(
         out,
-        "HTTP (KServe v2 + OpenAI) listening on {}",
+        "HTTP (KServe v2 + OpenAI){over} listening on {}",
         handle.http_addr
     );
-    let _ = writeln!(out, "gRPC (KServe v2) listening on {}", handle.grpc_addr);
+    let _ = writeln!(
+        out,
+        "gRPC (KServe v2){over} listening on {}",
+        handle.grpc_addr
+    );
     let _ = writeln!(
         out,
         "metrics (Prometheus, {} families; DCGM at /dcgm/metrics) listening on {}",
@@ -128,49 +208,80 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let outcome = crate::profile::run(&plan, cancel, Ui::for_terminal(plan.verbosity)).await?;
-    let code = finish(&outcome, plan.verbosity, plan.strict);
+    let code = finish(&outcome, &plan);
     if !a.quiet {
         eprintln!("artifacts: {}", a.artifact_dir.display());
-        eprintln!(
-            "next: `ttftbench serve` starts the same server on Triton's ports (8000/8001/8002); point the seeds' commands at it, or at your own Triton."
-        );
+        eprintln!("{}", next_line(&self_command()));
     }
     sim.shutdown().await;
     Ok(code)
 }
 
+/// The demo's closing hint, naming this binary the way the user can run it (`cmd`).
+fn next_line(cmd: &str) -> String {
+    let mut line = format!(
+        "next: `{cmd} serve` starts the same server on Triton's ports (8000/8001/8002); point the seeds' commands at it, or at your own Triton."
+    );
+    if cmd != "ttftbench" {
+        line.push_str(
+            " `cargo install --path .` puts `ttftbench` on PATH, as the README's examples use it.",
+        );
+    }
+    line
+}
+
+/// How to run this binary again: `ttftbench` when that name on `PATH` is this binary, else its
+/// path (relative to the current directory when under it, as `target/release/ttftbench`).
+fn self_command() -> String {
+    let Ok(exe) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+        return "ttftbench".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .any(|d| d.join("ttftbench").canonicalize().is_ok_and(|p| p == exe))
+    });
+    if on_path {
+        return "ttftbench".into();
+    }
+    let cwd = std::env::current_dir().and_then(|d| d.canonicalize());
+    match cwd
+        .ok()
+        .and_then(|d| exe.strip_prefix(d).ok().map(|r| r.to_path_buf()))
+    {
+        Some(rel) => rel.display().to_string(),
+        None => exe.display().to_string(),
+    }
+}
+
 async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let plan = args.plan(argv)?;
-    // HTTP/1.1 opens a connection per request in flight; gRPC multiplexes them.
-    if plan.target.api != crate::target::Api::Kserve
-        && let Some(w) = fd_warning(
-            plan.levels
-                .iter()
-                .map(crate::load::Stimulus::workers)
-                .max()
-                .unwrap_or(1),
-        )
-    {
-        eprintln!("{w}");
-    }
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let ui = Ui::for_terminal(plan.verbosity);
     let outcome = crate::profile::run(&plan, cancel, ui).await?;
-    Ok(finish(&outcome, plan.verbosity, plan.strict))
+    Ok(finish(&outcome, &plan))
 }
 
-/// Prints the results table and picks the exit code.
-fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
+/// Prints the results table (on stderr when stdout carries `--output json`) and picks the exit
+/// code.
+fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
+    let verbosity = plan.verbosity;
+    let mut text = String::new();
     let summaries: Vec<_> = outcome.levels.iter().map(|l| l.summary.clone()).collect();
     if !summaries.is_empty() {
-        print!("{}", crate::report::console::sweep_table(&summaries));
+        text.push_str(&crate::report::console::sweep_table(&summaries));
+    }
+    if let Some(note) = crate::report::console::not_streaming_note(&summaries) {
+        text.push_str(note);
+        text.push('\n');
     }
     if summaries.len() > 1 {
         for line in &outcome.verdict.lines {
-            println!("{line}");
+            text.push_str(line);
+            text.push('\n');
         }
-        println!("{}", outcome.knee.recommendation);
+        text.push_str(&outcome.knee.recommendation);
+        text.push('\n');
     }
     let slo: Vec<(String, Vec<crate::analysis::slo::SloResult>)> = outcome
         .levels
@@ -186,14 +297,15 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
             )
         })
         .collect();
-    for line in crate::analysis::slo::console_lines(&slo) {
-        println!("{line}");
-    }
-    for line in crate::report::console::untrusted_lines(
-        summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+    for line in crate::analysis::slo::console_lines(&slo).into_iter().chain(
+        crate::report::console::untrusted_lines(
+            summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+        ),
     ) {
-        println!("{line}");
+        text.push_str(&line);
+        text.push('\n');
     }
+    crate::publish::console_text(plan.outputs.json_stdout(), &text);
     if verbosity != Verbosity::Quiet
         && let Some(d) = &outcome.sweep_dir
     {
@@ -206,7 +318,7 @@ fn finish(outcome: &Outcome, verbosity: Verbosity, strict: bool) -> u8 {
             d.join(crate::report::html::REPORT_FILE).display()
         );
     }
-    let end = outcome.ending(strict);
+    let end = outcome.ending(plan.strict, plan.max_error_rate);
     for line in &end.lines {
         eprintln!("{line}");
     }
@@ -323,6 +435,9 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
             .collect::<Result<Vec<_>, _>>()
             .map_err(UsageError)?,
     };
+    if let Some(p) = &a.junit {
+        crate::plan::outputs::check_writable("--junit", p)?;
+    }
     if rules.is_empty() {
         // The seeds' rule when no limit is given: a comparison without limits gates nothing.
         rules = Rules::seeds();
@@ -356,7 +471,24 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
             (base, cur)
         }
     };
+    match cmp::comparable(&base, &cur) {
+        Ok(notes) => notes.iter().for_each(|n| eprintln!("{n}")),
+        Err(diffs) if a.allow_mismatch => {
+            eprintln!("warning: comparing different workloads (--allow-mismatch):");
+            diffs.iter().for_each(|d| eprintln!("  {d}"));
+        }
+        Err(diffs) => {
+            return Err(UsageError(format!(
+                "{} and {} measured different workloads, so their numbers are not comparable:\n  {}\nRe-run one of them with the other's workload, or pass --allow-mismatch to compare anyway",
+                base.dir.display(),
+                cur.dir.display(),
+                diffs.join("\n  ")
+            ))
+            .into());
+        }
+    }
     let c = cmp::compare(&base, &cur, &rules);
+    publish_compare(&c, a.junit.as_deref())?;
     let text = match a.format {
         CompareFormat::Table => cmp::text(&c),
         CompareFormat::Markdown => cmp::markdown(&c),
@@ -381,6 +513,24 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
         None => print!("{text}"),
     }
     Ok(if c.regression_count() > 0 { 1 } else { 0 })
+}
+
+/// A comparison's JUnit report (`--junit`) and GitHub step summary (`GITHUB_STEP_SUMMARY`).
+fn publish_compare(
+    c: &crate::report::compare::Comparison,
+    junit: Option<&std::path::Path>,
+) -> Result<()> {
+    use crate::publish::{junit, step_summary};
+    if let Some(path) = junit {
+        let name = format!("ttftbench compare {} vs {}", c.current.0, c.baseline.0);
+        crate::artifact::write_atomic(path, junit::encode(&name, &junit::compare_suites(c)))
+            .map_err(|e| Error::failed(format!("--junit: {e}")))?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let md = format!("{}\n", crate::report::compare::markdown(c));
+        step_summary::append(std::path::Path::new(&path), &md)?;
+    }
+    Ok(())
 }
 
 /// `ttftbench doctor`: exit code 1 at the first failing step.
@@ -461,21 +611,23 @@ pub fn raise_fd_limit() -> u64 {
     }
 }
 
-/// A warning when a run needs more sockets than the process may open.
-pub fn fd_warning(in_flight: usize) -> Option<String> {
-    // SAFETY: as above.
-    let limit = unsafe {
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
-            return None;
-        }
-        rl.rlim_cur as u64
-    };
-    // Some descriptors are taken by files, the runtime and discovery connections.
-    let need = in_flight as u64 + 64;
-    (need > limit).then(|| {
-        format!(
-            "warning: {in_flight} requests in flight need about {need} open files, and this process may open {limit}: raise the hard limit (ulimit -Hn, or LimitNOFILE= for a service) or connections will fail with \"too many open files\""
-        )
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_line_names_the_binary_as_it_can_be_run() {
+        let installed = next_line("ttftbench");
+        assert!(
+            installed.starts_with("next: `ttftbench serve`"),
+            "{installed}"
+        );
+        assert!(!installed.contains("cargo install"), "{installed}");
+        let built = next_line("target/release/ttftbench");
+        assert!(
+            built.starts_with("next: `target/release/ttftbench serve`"),
+            "{built}"
+        );
+        assert!(built.contains("`cargo install --path .`"), "{built}");
+    }
 }

@@ -246,10 +246,11 @@ pub fn histograms_json(data: &[u8]) {
             "count": 3, "sum": 3e6, "sum_sq": 3e12, "min": 1e6, "max": 1e6}}})
     });
     let mut agg = crate::stats::Aggregate::new();
-    if crate::artifact::histograms::decode_into(&doc, &mut agg).is_ok() {
+    if crate::artifact::histograms::decode(&doc, &mut agg).is_ok() {
         for (_, d) in agg.dists() {
             let _ = d.stats(1.0);
         }
+        let _ = agg.summarize(true, crate::metrics::PercentileMethod::Linear);
     }
 }
 

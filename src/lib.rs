@@ -15,6 +15,17 @@ pub mod proto {
 /// This build's version (from Cargo.toml), recorded in artifacts and reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The git commit this binary was built from (`unknown` outside a git checkout).
+pub const GIT_COMMIT: &str = env!("TTFTBENCH_GIT_COMMIT");
+
+/// What `--version` prints after the name: the version and the commit.
+pub const VERSION_LINE: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("TTFTBENCH_GIT_COMMIT"),
+    ")"
+);
+
 pub mod analysis;
 pub mod app;
 pub mod artifact;
@@ -26,10 +37,12 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod load;
+pub mod merge;
 pub mod metrics;
 pub mod perf;
 pub mod plan;
 pub mod profile;
+pub mod publish;
 pub mod record;
 pub mod report;
 pub mod server_metrics;

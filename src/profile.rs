@@ -12,15 +12,18 @@ use crate::analysis::slo::{self, SloResult};
 use crate::analysis::verdict::{self, Verdict};
 use crate::artifact;
 use crate::artifact::raw_export::RawExport;
+use crate::artifact::shard::{self, LevelRecord, SHARD_FILE, ShardRecord, StartRecord};
 use crate::artifact::timeline::Timeline;
 use crate::artifact::write_file;
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, measure_level};
 use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus, Stop};
-use crate::plan::{RunPlan, Verbosity};
+use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
+use crate::plan::{LevelPart, RunPlan, Verbosity};
+use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
 use crate::report::console;
-use crate::stats::{Aggregate, LevelSummary};
+use crate::stats::LevelSummary;
 
 /// The result of one level.
 #[derive(Debug, Clone)]
@@ -46,9 +49,23 @@ pub struct Outcome {
     pub verdict: Verdict,
     /// The knee of the sweep and the recommendation.
     pub knee: Analysis,
+    /// Levels at which this shard had no load: name and why.
+    pub idle: Vec<(String, String)>,
 }
 
 impl Outcome {
+    /// A shard with no load at any level: nothing was sent.
+    fn idle(idle: Vec<(String, String)>) -> Outcome {
+        Outcome {
+            levels: Vec::new(),
+            sweep_dir: None,
+            interrupted: false,
+            verdict: verdict::verdict(&[]),
+            knee: knee::analyze(&[], 0.1),
+            idle,
+        }
+    }
+
     /// Whether no request succeeded in any level.
     pub fn all_failed(&self) -> bool {
         self.levels
@@ -69,8 +86,18 @@ impl Outcome {
             .collect()
     }
 
-    /// How the run ends: exit code and the lines that explain it.
-    pub fn ending(&self, strict: bool) -> Ending {
+    /// How the run ends: exit code and the lines that explain it. A shard with no load at any
+    /// level ends with 0: its directories say so, and `merge` counts it.
+    pub fn ending(&self, strict: bool, max_error_rate: f64) -> Ending {
+        if self.levels.is_empty() && !self.idle.is_empty() && !self.interrupted {
+            return Ending {
+                code: 0,
+                lines: vec![format!(
+                    "this shard has no load at any level ({}); nothing was sent",
+                    self.idle[0].1
+                )],
+            };
+        }
         let ends: Vec<LevelEnd<'_>> = self
             .levels
             .iter()
@@ -82,6 +109,7 @@ impl Outcome {
             Rules {
                 strict,
                 single_level_must_stabilize: false,
+                max_error_rate,
             },
         )
     }
@@ -123,10 +151,24 @@ impl Ui {
 
 /// Runs a plan: prepares the session, then every level in order. Usage mistakes (the server
 /// does not know the model, a bad input file) are [`Error::Usage`]; nothing is sent then.
+/// A shard (`--shard`) runs its part of each level, waits for each level's shared start, and
+/// writes `shard.json` beside each level's files; at a level where its part is empty it writes
+/// only that file, saying so.
 pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
+    let parts: Vec<LevelPart> = (0..plan.levels.len()).map(|i| plan.level_part(i)).collect();
     let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
     if let Some(first) = plan.levels.first() {
         artifact::ensure_writable(&layout.level_dir(first))?;
+    }
+    let ids = Ids {
+        plan_id: plan.plan_id(),
+        input_config: plan.input_config(),
+        fingerprint: plan.fingerprint(),
+    };
+    if parts.iter().all(|p| p.load.is_err()) {
+        // Nothing to send at any level: say so without connecting to anything.
+        let idle = write_idle_levels(plan, &layout, &ids, &parts, 0, ui)?;
+        return Ok(Outcome::idle(idle));
     }
     let mut session = crate::engine::session::prepare_llm(plan, cancel.clone()).await?;
     for n in &session.probe.notices {
@@ -140,32 +182,61 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
             pool,
         )
     });
-    let input_config = plan.input_config();
+    say_schedule(plan, ui);
+    let anchor = session.shared.clock.unix_anchor_ns();
+    let mut publisher = Publisher::new(&plan.outputs, Mode::Profile, &plan.target.model);
     let mut levels = Vec::new();
-    for (i, stimulus) in plan.levels.iter().enumerate() {
+    let mut idle = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
         if cancel.stopping() {
             break;
         }
-        let dir = layout.level_dir(stimulus);
+        let dir = layout.level_dir(&part.whole);
         create_dir(&dir)?;
-        let progress = ui.progress.then(|| {
-            level_progress(
-                stimulus,
-                plan.stop.for_level(stimulus),
-                i,
-                plan.levels.len(),
-            )
-        });
-        let measured =
-            run_level(&mut session, plan, stimulus, &dir, progress, raw.as_ref()).await?;
+        let Ok((stimulus, stop)) = part.load.clone() else {
+            idle.extend(write_idle_levels(
+                plan,
+                &layout,
+                &ids,
+                std::slice::from_ref(part),
+                anchor,
+                ui,
+            )?);
+            continue;
+        };
+        let progress = ui
+            .progress
+            .then(|| level_progress(&stimulus, stop, i, plan.levels.len()));
+        let level = LevelRun {
+            part,
+            stimulus,
+            stop,
+            dir: &dir,
+        };
+        let measured = match run_level(&mut session, plan, &level, progress, raw.as_ref()).await {
+            Err(Error::Interrupted) if !levels.is_empty() => break,
+            r => r?,
+        };
         let slo = slo::evaluate(&plan.slos, &measured.summary);
-        write_level(&dir, &measured.summary, &measured.agg, &input_config, &slo)?;
+        let record = shard_record(plan, &ids, part, anchor, &measured);
+        let doc = level_doc(&measured.summary, &ids, &slo, record.as_ref());
+        write_level(&dir, &measured, &doc, anchor, record.as_ref())?;
         if ui.verbosity != Verbosity::Quiet {
+            say_late(&measured, plan);
             report_level(&measured.summary, &dir, ui.verbosity);
             for r in &slo {
                 eprintln!("  SLO {}", r.line());
             }
         }
+        publisher
+            .level(LevelReport {
+                stimulus: part.whole,
+                doc,
+                slo: slo.clone(),
+                validity: measured.summary.validity.clone(),
+                key: KeyMetrics::of(&measured.summary),
+            })
+            .await;
         levels.push(LevelResult {
             summary: measured.summary,
             dir,
@@ -177,38 +248,184 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let verdict = verdict::with_knee(&summaries, knee.knee.as_ref().map(|k| k.level.as_str()));
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
-        write_sweep(plan, &d, &levels, &verdict, &knee, &input_config)?;
+        write_sweep(plan, &d, &levels, (&verdict, &knee), &ids)?;
         Some(d)
     } else {
         None
     };
-    Ok(Outcome {
+    let outcome = Outcome {
         levels,
         sweep_dir,
         interrupted: cancel.stopping(),
         verdict,
         knee,
+        idle,
+    };
+    let sweep = outcome.levels.len() > 1;
+    publisher.finish(&RunEnd {
+        exit_code: outcome.ending(plan.strict, plan.max_error_rate).code,
+        interrupted: outcome.interrupted,
+        knee: sweep.then(|| outcome.knee.recommendation.clone()),
+        verdict: if sweep {
+            outcome.verdict.lines.clone()
+        } else {
+            Vec::new()
+        },
+    })?;
+    Ok(outcome)
+}
+
+/// The plan's identity and recorded form, written into every artifact.
+struct Ids {
+    plan_id: String,
+    input_config: serde_json::Value,
+    /// What `compare` checks before comparing two runs.
+    fingerprint: Fingerprint,
+}
+
+/// One level of this process: the plan's level and this process's part of it.
+struct LevelRun<'a> {
+    part: &'a LevelPart,
+    stimulus: Stimulus,
+    stop: Stop,
+    dir: &'a Path,
+}
+
+/// Writes `shard.json` for levels at which this shard has no load, and says so; returns their
+/// names and reasons.
+fn write_idle_levels(
+    plan: &RunPlan,
+    layout: &artifact::Layout,
+    ids: &Ids,
+    parts: &[LevelPart],
+    anchor: u64,
+    ui: Ui,
+) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for part in parts {
+        let Err(reason) = &part.load else {
+            continue;
+        };
+        let dir = layout.level_dir(&part.whole);
+        create_dir(&dir)?;
+        let record = ShardRecord {
+            part: None,
+            idle: Some(reason.clone()),
+            start: None,
+            ..base_record(plan, ids, part, anchor)
+        };
+        write_file(&dir.join(SHARD_FILE), shard::encode(&record))?;
+        ui.say(&format!(
+            "{}: no load for this shard ({reason}); {} says so",
+            part.whole.name(),
+            dir.join(SHARD_FILE).display()
+        ));
+        out.push((part.whole.name(), reason.clone()));
+    }
+    Ok(out)
+}
+
+/// `shard.json`'s fields common to every level of this process.
+fn base_record(plan: &RunPlan, ids: &Ids, part: &LevelPart, anchor: u64) -> ShardRecord {
+    ShardRecord {
+        format: shard::SHARD_FORMAT.into(),
+        ttftbench_version: crate::VERSION.into(),
+        mode: "profile".into(),
+        plan_id: ids.plan_id.clone(),
+        shard: plan.shard.shard,
+        start_at_unix_ns: plan.shard.start_at_unix_ns,
+        clock_anchor_unix_ns: anchor,
+        level: LevelRecord {
+            index: part.index,
+            stimulus: part.whole,
+        },
+        part: part.load.as_ref().ok().map(|(s, _)| *s),
+        idle: None,
+        start: None,
+    }
+}
+
+/// The level's `shard.json`, for a shard (a whole run has none).
+fn shard_record(
+    plan: &RunPlan,
+    ids: &Ids,
+    part: &LevelPart,
+    anchor: u64,
+    m: &Measured,
+) -> Option<ShardRecord> {
+    (!plan.shard.shard.is_whole()).then(|| ShardRecord {
+        start: m.start.map(|s| StartRecord {
+            planned_unix_ns: s.planned_unix_ns,
+            actual_unix_ns: s.actual_unix_ns,
+            late: s.late,
+        }),
+        ..base_record(plan, ids, part, anchor)
     })
 }
 
-/// One level on the engine, with its own `requests.jsonl` and timeline in `dir`.
+/// With `--start-at`: when the levels start, once.
+fn say_schedule(plan: &RunPlan, ui: Ui) {
+    let Some(at) = plan.shard.start_at_unix_ns else {
+        return;
+    };
+    let who = if plan.shard.shard.is_whole() {
+        String::new()
+    } else {
+        format!("{}: ", plan.shard.shard)
+    };
+    let slot = plan.shard.level_slot.map_or_else(String::new, |d| {
+        format!(", then a level every {:.0} s", d.as_secs_f64())
+    });
+    let wait = (at as f64 - crate::engine::start::unix_now_ns() as f64) / 1e9;
+    ui.say(&format!(
+        "{who}first level starts at {} ({}){slot}",
+        crate::report::html::utc(at),
+        if wait >= 0.0 {
+            format!("in {wait:.1} s")
+        } else {
+            format!("{:.1} s ago: starting at once", -wait)
+        }
+    ));
+}
+
+/// A level that started after its planned moment says by how much.
+fn say_late(m: &Measured, plan: &RunPlan) {
+    if let Some(s) = m.start.filter(|s| s.late) {
+        let who = if plan.shard.shard.is_whole() {
+            String::new()
+        } else {
+            format!("{} ", plan.shard.shard)
+        };
+        eprintln!(
+            "{}: {who}started {:.3} s after its planned start {} (recorded in shard.json and the validity verdict of the merged run)",
+            m.summary.stimulus.name(),
+            s.delay_ns() as f64 / 1e9,
+            crate::report::html::utc(s.planned_unix_ns)
+        );
+    }
+}
+
+/// One level on the engine, with its own `requests.jsonl` and timeline in its directory.
 async fn run_level(
     session: &mut Session,
     plan: &RunPlan,
-    stimulus: &Stimulus,
-    dir: &Path,
+    level: &LevelRun<'_>,
     progress: Option<ProgressBar>,
     raw: Option<&RawExport>,
 ) -> Result<Measured> {
+    let dir = level.dir;
     let timeline_path = dir.join(artifact::TIMELINE_FILE);
     let timeline = Timeline::create(&timeline_path, plan.timeline_interval, session.shared.clock)
         .map_err(|e| Error::io("write", &timeline_path, e))?;
     let raw_export = match raw {
         Some(r) => Some(
-            r.level(dir, stimulus, session.shared.clock, &session.shared.dataset)
-                .map_err(|e| {
-                    Error::io("write", &dir.join(artifact::raw_export::RAW_EXPORT_FILE), e)
-                })?,
+            r.level(
+                dir,
+                &level.stimulus,
+                session.shared.clock,
+                &session.shared.dataset,
+            )
+            .map_err(|e| Error::io("write", &dir.join(artifact::raw_export::RAW_EXPORT_FILE), e))?,
         ),
         None => None,
     };
@@ -219,15 +436,12 @@ async fn run_level(
         raw_export,
         raw_error: None,
     };
-    let warmup = match (plan.warmup_duration, plan.warmup_requests) {
-        (Some(d), _) => Some(Stop::Window(d)),
-        (None, n) if n > 0 => Some(Stop::Requests(n)),
-        _ => None,
-    };
     let spec = LevelSpec {
-        stimulus: *stimulus,
-        policy: Policy::Fixed(plan.stop.for_level(stimulus)),
-        warmup,
+        index: level.part.index,
+        stimulus: level.stimulus,
+        start_at: level.part.start_at,
+        policy: Policy::Fixed(level.stop),
+        warmup: level.part.warmup,
         objectives: &plan.goodput,
         max_send_lag_ms: plan.max_send_lag_ms,
         streaming: plan.target.streaming,
@@ -260,9 +474,8 @@ fn write_sweep(
     plan: &RunPlan,
     d: &Path,
     levels: &[LevelResult],
-    verdict: &Verdict,
-    knee: &Analysis,
-    input_config: &serde_json::Value,
+    (verdict, knee): (&Verdict, &Analysis),
+    ids: &Ids,
 ) -> Result<()> {
     create_dir(d)?;
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
@@ -272,13 +485,22 @@ fn write_sweep(
     )?;
     let dirs: Vec<PathBuf> = levels.iter().map(|l| l.dir.clone()).collect();
     let slos: Vec<Vec<SloResult>> = levels.iter().map(|l| l.slo.clone()).collect();
-    let doc = artifact::summary::with_decisions(
-        artifact::summary::json(&summaries, &dirs, verdict, input_config),
+    let mut doc = artifact::summary::with_decisions(
+        artifact::summary::json(&summaries, &dirs, verdict, &ids.input_config),
         d,
         &dirs,
         &slos,
         knee,
     );
+    if let serde_json::Value::Object(m) = &mut doc {
+        m.insert("plan_id".into(), ids.plan_id.clone().into());
+        if !plan.shard.shard.is_whole() {
+            m.insert(
+                "shard".into(),
+                serde_json::to_value(plan.shard.shard).unwrap_or_default(),
+            );
+        }
+    }
     write_file(&d.join(artifact::SUMMARY_JSON_FILE), pretty(&doc))?;
     write_report(plan, d, levels)
 }
@@ -293,6 +515,7 @@ fn write_report(plan: &RunPlan, sweep_dir: &Path, levels: &[LevelResult]) -> Res
     let loaded = levels
         .iter()
         .map(|l| LoadedLevel {
+            fingerprint: Some(plan.fingerprint()),
             dir: l.dir.clone(),
             summary: l.summary.clone(),
             command_line: Some(plan.command_line.clone()),
@@ -335,18 +558,21 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     if verbosity == Verbosity::Verbose {
         eprint!("{}", console::engine_lines(l));
         eprintln!("{}", console::level_table(l));
+        if let Some(line) = console::token_count_line(l) {
+            eprintln!("{line}");
+        }
     }
 }
 
-/// A progress bar for one level of `total`; while in-flight requests finish after a time window
-/// it says it is draining.
+/// A progress bar for one level of `total`, prefixed `level i/N`; while in-flight requests
+/// finish after a time window the engine sets its message to say it is draining.
 fn level_progress(stimulus: &Stimulus, stop: Stop, index: usize, total: usize) -> ProgressBar {
     let bar = match stop {
         Stop::Requests(n) => {
             let b = ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr());
             b.set_style(
                 ProgressStyle::with_template(
-                    "{prefix:>24} [{bar:30}] {pos}/{len} requests {elapsed}",
+                    "{prefix:>24} [{bar:30}] {pos}/{len} requests {elapsed} {msg}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
@@ -357,7 +583,7 @@ fn level_progress(stimulus: &Stimulus, stop: Stop, index: usize, total: usize) -
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             b.set_style(
                 ProgressStyle::with_template(&format!(
-                    "{{prefix:>24}} {{spinner}} {{pos}} requests {{elapsed}} / {:.0}s window",
+                    "{{prefix:>24}} {{spinner}} {{pos}} requests {{elapsed}} / {:.0}s window {{msg}}",
                     d.as_secs_f64()
                 ))
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -366,29 +592,79 @@ fn level_progress(stimulus: &Stimulus, stop: Stop, index: usize, total: usize) -
             b
         }
     };
-    bar.set_prefix(format!("[{}/{total}] {}", index + 1, stimulus.name()));
+    bar.set_prefix(progress_prefix(stimulus, index, total));
     bar
 }
 
-/// Writes a level's GenAI-Perf files and histograms (`requests.jsonl` was streamed already).
-pub fn write_level(
-    dir: &Path,
+/// `level 2/6 concurrency4`: which level of how many is running.
+fn progress_prefix(stimulus: &Stimulus, index: usize, total: usize) -> String {
+    format!("level {}/{total} {}", index + 1, stimulus.name())
+}
+
+/// A level's JSON document (its GenAI-Perf JSON file, and its line of `--output json`): the
+/// numbers, the plan's identity and workload fingerprint, the shard, the SLO results.
+fn level_doc(
     s: &LevelSummary,
-    agg: &Aggregate,
-    input_config: &serde_json::Value,
+    ids: &Ids,
     slo: &[SloResult],
-) -> Result<()> {
-    write_file(&dir.join(artifact::CSV_FILE), artifact::genai_perf::csv(s))?;
-    let mut doc = artifact::genai_perf::json(s, input_config);
-    if let serde_json::Value::Object(m) = &mut doc {
-        m.insert("ttftbench_version".into(), crate::VERSION.into());
+    shard_record: Option<&ShardRecord>,
+) -> serde_json::Value {
+    let mut doc = artifact::genai_perf::json(s, &ids.input_config);
+    if let serde_json::Value::Object(map) = &mut doc {
+        map.insert("ttftbench_version".into(), crate::VERSION.into());
+        map.insert("plan_id".into(), ids.plan_id.clone().into());
+        if let Some(r) = shard_record {
+            map.insert(
+                "shard".into(),
+                serde_json::to_value(r.shard).unwrap_or_default(),
+            );
+        }
+        map.insert(
+            FINGERPRINT_KEY.into(),
+            serde_json::to_value(&ids.fingerprint).unwrap_or_default(),
+        );
         if !slo.is_empty() {
-            m.insert("slo".into(), slo::json(slo));
+            map.insert("slo".into(), slo::json(slo));
         }
     }
-    write_file(&dir.join(artifact::JSON_FILE), pretty(&doc))?;
+    doc
+}
+
+/// Writes a level's GenAI-Perf files (the JSON one is `doc`, from [`level_doc`]), its
+/// histograms (`requests.jsonl` was streamed already) and, for a shard, `shard.json`.
+/// `unix_anchor_ns` is the Unix time of the run clock the level's times are on.
+fn write_level(
+    dir: &Path,
+    m: &Measured,
+    doc: &serde_json::Value,
+    unix_anchor_ns: u64,
+    shard_record: Option<&ShardRecord>,
+) -> Result<()> {
+    write_file(
+        &dir.join(artifact::CSV_FILE),
+        artifact::genai_perf::csv(&m.summary),
+    )?;
+    write_file(&dir.join(artifact::JSON_FILE), pretty(doc))?;
     write_file(
         &dir.join(artifact::HISTOGRAMS_FILE),
-        serde_json::to_string(&artifact::histograms::encode(agg)).unwrap_or_default(),
-    )
+        serde_json::to_string(&artifact::histograms::encode(&m.agg, unix_anchor_ns))
+            .unwrap_or_default(),
+    )?;
+    match shard_record {
+        Some(r) => write_file(&dir.join(SHARD_FILE), shard::encode(r)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_prefix_says_which_level_of_how_many() {
+        assert_eq!(
+            progress_prefix(&Stimulus::Concurrency(4), 2, 6),
+            "level 3/6 concurrency4"
+        );
+    }
 }

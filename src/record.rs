@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The run's single time base: a monotonic anchor plus the wall-clock time it corresponds to.
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +27,15 @@ impl Clock {
         Clock {
             anchor,
             unix_anchor_ns,
+        }
+    }
+
+    /// The Unix clock itself: offsets are Unix ns (its monotonic readings are not used). For
+    /// times read back from files, which are absolute.
+    pub fn unix() -> Clock {
+        Clock {
+            anchor: Instant::now(),
+            unix_anchor_ns: 0,
         }
     }
 
@@ -58,7 +67,7 @@ impl Clock {
 }
 
 /// Whether a request counts in the results.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Sent to warm the server up; written to `requests.jsonl`, excluded from statistics.
@@ -106,6 +115,8 @@ pub enum ErrorKind {
     /// An event, streamed message, whole body or the response's text passed `--max-event-size`
     /// (reading stopped there instead of buffering it).
     ResponseTooLarge,
+    /// This process may open no more files (`EMFILE`/`ENFILE`): every connection is one.
+    OpenFiles,
 }
 
 impl ErrorKind {
@@ -129,11 +140,48 @@ impl ErrorKind {
             ErrorKind::StreamReset => "stream_reset".into(),
             ErrorKind::GoAway => "goaway".into(),
             ErrorKind::ResponseTooLarge => "response_too_large".into(),
+            ErrorKind::OpenFiles => "too_many_open_files".into(),
         }
     }
 
+    /// The kind a [`ErrorKind::key`] names (`grpc_other` reads back as an unnamed gRPC code).
+    pub fn from_key(key: &str) -> Option<ErrorKind> {
+        if let Some(code) = key.strip_prefix("http_") {
+            return code.parse().ok().map(ErrorKind::HttpStatus);
+        }
+        if let Some(name) = key.strip_prefix("grpc_") {
+            let code = (0..=16).find(|c| grpc_code_name(*c) == name).unwrap_or(-1);
+            return Some(ErrorKind::GrpcStatus(code));
+        }
+        Some(match key {
+            "connect" => ErrorKind::Connect,
+            "timeout" => ErrorKind::Timeout,
+            "not_streaming" => ErrorKind::NotStreaming,
+            "malformed_sse" => ErrorKind::MalformedSse,
+            "malformed_response" => ErrorKind::MalformedResponse,
+            "stream_cut" => ErrorKind::StreamCut,
+            "server_error" => ErrorKind::ServerError,
+            "no_content" => ErrorKind::NoContent,
+            "cancelled" => ErrorKind::Cancelled,
+            "connect_refused" => ErrorKind::ConnectRefused,
+            "connection_reset" => ErrorKind::ConnectionReset,
+            "rate_limited" => ErrorKind::RateLimited,
+            "stream_reset" => ErrorKind::StreamReset,
+            "goaway" => ErrorKind::GoAway,
+            "response_too_large" => ErrorKind::ResponseTooLarge,
+            _ => return None,
+        })
+    }
+
     /// What the user can do about this kind of failure, when there is something to say.
-    pub fn hint(&self) -> Option<&'static str> {
+    pub fn hint(&self) -> Option<Cow<'static, str>> {
+        if *self == ErrorKind::OpenFiles {
+            return Some(open_files_hint(open_file_limit()).into());
+        }
+        self.static_hint().map(Cow::Borrowed)
+    }
+
+    fn static_hint(&self) -> Option<&'static str> {
         match self {
             ErrorKind::Connect => Some(
                 "check -u host:port, that the server is running, and that it listens on an address this machine can reach",
@@ -169,6 +217,29 @@ impl ErrorKind {
             _ => None,
         }
     }
+}
+
+/// This process's open-file limit (soft, hard), when the system says.
+pub fn open_file_limit() -> Option<(u64, u64)> {
+    // SAFETY: getrlimit writes only the struct passed.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
+            return None;
+        }
+        Some((rl.rlim_cur as u64, rl.rlim_max as u64))
+    }
+}
+
+/// The file-limit advice for `too_many_open_files`, with the limit in force.
+fn open_files_hint(limit: Option<(u64, u64)>) -> String {
+    let now = match limit {
+        Some((soft, hard)) => format!("this process may open {soft} files (hard limit {hard})"),
+        None => "this process reached its open-file limit".to_string(),
+    };
+    format!(
+        "{now}, and every HTTP connection in flight (and every 64 gRPC streams) takes one: raise it with `ulimit -n N` in the shell that runs ttftbench (up to the hard limit; above it `ulimit -Hn` as root, or LimitNOFILE= for a service, or /etc/security/limits.conf), or lower --concurrency / --max-inflight"
+    )
 }
 
 /// The canonical lower-case name of a gRPC status code number.
@@ -252,6 +323,11 @@ pub struct RequestRecord {
     pub osl: u32,
     /// Output tokens the server reported in its usage, when it did.
     pub server_osl: Option<u32>,
+    /// Output tokens the tokenizer counted in the text, when it was counted (every successful
+    /// LLM request): next to `server_osl`, it shows whether the two agree.
+    pub tokenizer_osl: Option<u32>,
+    /// Input tokens the server reported in its usage, when it did.
+    pub server_isl: Option<u32>,
     /// Output tokens asked for (the max-tokens field sent).
     pub requested_osl: u32,
     /// Content-bearing responses (SSE events / stream responses with text).
@@ -266,6 +342,16 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// Sets the tokenizer's output count; it becomes the count used (`osl`) unless
+    /// `keep_server` says `osl` already holds the server's.
+    pub fn set_tokenizer_osl(&mut self, n: usize, keep_server: bool) {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        self.tokenizer_osl = Some(n);
+        if !keep_server {
+            self.osl = n;
+        }
+    }
+
     /// Whether the request completed with content.
     pub fn ok(&self) -> bool {
         self.error.is_none()
@@ -361,12 +447,24 @@ mod tests {
             isl: 10,
             osl: 11,
             server_osl: None,
+            tokenizer_osl: None,
+            server_isl: None,
             requested_osl: 11,
             chunks: 11,
             responses: 12,
             lossy_text: false,
             error: None,
         }
+    }
+
+    #[test]
+    fn tokenizer_count_is_used_unless_the_server_count_is_kept() {
+        let mut r = rec();
+        r.set_tokenizer_osl(7, false);
+        assert_eq!((r.osl, r.tokenizer_osl), (7, Some(7)));
+        r.osl = 9;
+        r.set_tokenizer_osl(8, true);
+        assert_eq!((r.osl, r.tokenizer_osl), (9, Some(8)));
     }
 
     #[test]
@@ -411,5 +509,16 @@ mod tests {
                 .unwrap()
                 .contains("--api-key")
         );
+        assert_eq!(ErrorKind::OpenFiles.key(), "too_many_open_files");
+        let h = open_files_hint(Some((1024, 4096)));
+        assert!(
+            h.starts_with("this process may open 1024 files (hard limit 4096)"),
+            "{h}"
+        );
+        assert!(
+            h.contains("ulimit -n") && h.contains("--concurrency"),
+            "{h}"
+        );
+        assert!(!h.contains("-u host:port"), "{h}");
     }
 }

@@ -192,8 +192,10 @@ pub struct Aggregate {
     pub first_sent_ns: Option<u64>,
     /// Latest last-token time among successful measured requests.
     pub last_response_ns: Option<u64>,
-    /// Successful requests whose server-reported output tokens differed from the count used.
+    /// Successful requests whose server-reported output tokens differed from the tokenizer's.
     pub osl_mismatch: u64,
+    /// Successful requests with both a server-reported and a tokenizer output count.
+    pub osl_compared: u64,
     /// Successful requests that received fewer output tokens than they asked for.
     pub short_outputs: u64,
     /// Content-bearing responses over successful requests.
@@ -226,6 +228,7 @@ impl Aggregate {
             first_sent_ns: None,
             last_response_ns: None,
             osl_mismatch: 0,
+            osl_compared: 0,
             short_outputs: 0,
             sum_chunks: 0,
             sum_send_ns: 0,
@@ -254,8 +257,9 @@ impl Aggregate {
         if let Some(last) = rec.last_token_ns {
             self.last_response_ns = Some(self.last_response_ns.map_or(last, |t| t.max(last)));
         }
-        if rec.server_osl.is_some_and(|s| s != rec.osl) {
-            self.osl_mismatch += 1;
+        if let (Some(server), Some(counted)) = (rec.server_osl, rec.tokenizer_osl) {
+            self.osl_compared += 1;
+            self.osl_mismatch += u64::from(server != counted);
         }
         if rec.osl < rec.requested_osl {
             self.short_outputs += 1;
@@ -308,11 +312,26 @@ impl Aggregate {
                 kind: k.key().into_owned(),
                 count: *n,
                 example: msg.clone(),
-                hint: k.hint().map(str::to_string),
+                hint: k.hint().map(std::borrow::Cow::into_owned),
             })
             .collect();
         v.sort_by(|a, b| b.count.cmp(&a.count).then(a.kind.cmp(&b.kind)));
         v
+    }
+
+    /// Failures by kind with their count and first message, in kind order (for files).
+    pub fn error_entries(&self) -> impl Iterator<Item = (ErrorKind, u64, &str)> {
+        self.errors.iter().map(|(k, (n, m))| (*k, *n, m.as_str()))
+    }
+
+    /// Accounts `count` failures of `kind` at once (read back from a file); the first message
+    /// of a kind is kept.
+    pub fn add_errors(&mut self, kind: ErrorKind, count: u64, message: &str) {
+        let entry = self
+            .errors
+            .entry(kind)
+            .or_insert_with(|| (0, message.to_string()));
+        entry.0 += count;
     }
 
     /// Adds another aggregate (shards of one level).
@@ -338,6 +357,7 @@ impl Aggregate {
             (a, b) => a.or(b),
         };
         self.osl_mismatch += other.osl_mismatch;
+        self.osl_compared += other.osl_compared;
         self.short_outputs += other.short_outputs;
         self.sum_chunks += other.sum_chunks;
         self.sum_send_ns += other.sum_send_ns;
@@ -382,6 +402,7 @@ impl Aggregate {
             request_throughput: per_sec(self.ok as f64),
             request_goodput: goodput_asked.then(|| per_sec(self.good as f64)),
             osl_mismatch: self.osl_mismatch,
+            osl_compared: self.osl_compared,
             short_outputs: self.short_outputs,
             percentile_method: Some(method),
         }
@@ -411,8 +432,10 @@ pub struct LevelStats {
     pub request_throughput: f64,
     /// Requests meeting every `--goodput` objective / duration (only when objectives were given).
     pub request_goodput: Option<f64>,
-    /// Requests whose server-reported token count differed from the count used.
+    /// Requests whose server-reported output token count differed from the tokenizer's.
     pub osl_mismatch: u64,
+    /// Requests with both counts (the denominator of the mismatch share).
+    pub osl_compared: u64,
     /// Requests that received fewer tokens than they asked for.
     pub short_outputs: u64,
     /// How the percentiles were computed (`None`: read from a file that does not say).
@@ -496,6 +519,14 @@ impl LevelSummary {
     }
 }
 
+impl LevelStats {
+    /// The share of requests with both counts whose server and tokenizer output counts differ
+    /// (`None` when the server reported no counts).
+    pub fn osl_mismatch_share(&self) -> Option<f64> {
+        (self.osl_compared > 0).then(|| self.osl_mismatch as f64 / self.osl_compared as f64)
+    }
+}
+
 impl MetricSource for LevelSummary {
     fn metric(&self, m: MetricRef) -> Option<f64> {
         let st = &self.stats;
@@ -567,6 +598,7 @@ pub(crate) fn test_level(stimulus: crate::load::Stimulus, ttft_ms: f64) -> Level
             request_throughput: 4.0,
             request_goodput: None,
             osl_mismatch: 0,
+            osl_compared: 0,
             short_outputs: 0,
             percentile_method: None,
         },
@@ -602,6 +634,8 @@ mod tests {
             isl: 100,
             osl,
             server_osl: None,
+            tokenizer_osl: None,
+            server_isl: None,
             requested_osl: osl,
             chunks: osl,
             responses: osl,
@@ -647,6 +681,24 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a.stats(1.0), all.stats(1.0));
+    }
+
+    /// (server count, tokenizer count) per request → compared requests and mismatches; requests
+    /// without a server count are not compared.
+    #[test]
+    fn server_and_tokenizer_counts_compared() {
+        let mut agg = Aggregate::new();
+        for (server, counted) in [(Some(11), Some(11)), (Some(12), Some(11)), (None, Some(9))] {
+            let mut r = rec(10, 100, 11);
+            r.server_osl = server;
+            r.tokenizer_osl = counted;
+            agg.record(&r, &[], &[]);
+        }
+        let s = agg.summarize(true, PercentileMethod::Linear);
+        assert_eq!((s.osl_compared, s.osl_mismatch), (2, 1));
+        assert_eq!(s.osl_mismatch_share(), Some(0.5));
+        let none = Aggregate::new().summarize(true, PercentileMethod::Linear);
+        assert_eq!(none.osl_mismatch_share(), None);
     }
 
     /// Table: (ttft ms, latency ms, osl) per request → expected aggregate numbers.

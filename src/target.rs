@@ -1,6 +1,8 @@
 //! Where requests go: the API, the server's address, the model, headers and credentials, and
 //! how each is shown without its secrets (redaction of headers and command lines).
 
+use std::path::PathBuf;
+
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 
@@ -125,6 +127,64 @@ impl Serialize for Header {
     }
 }
 
+/// How much of the server's certificate is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verify {
+    /// The chain must lead to a trusted root (the system's or `--cacert`'s), be valid now, and
+    /// name the host of the URL.
+    #[default]
+    Full,
+    /// The chain is checked, the name is not (perf_analyzer's `--ssl-https-verify-host 0`).
+    ChainOnly,
+    /// Nothing is checked (`-k/--insecure`, `--ssl-https-verify-peer 0`): anyone on the path can
+    /// pose as the server. Warned about once and recorded in the artifacts.
+    Off,
+}
+
+/// How a certificate or key file is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// Base64 between `-----BEGIN ...-----` lines (one or more items).
+    #[default]
+    Pem,
+    /// One raw DER item (perf_analyzer's `--ssl-https-*-type DER`).
+    Der,
+}
+
+/// A client certificate for mutual TLS: file paths only. The key is read when a connection is
+/// made and never kept in the plan, so it cannot reach artifacts or logs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClientIdentity {
+    /// The certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// How the certificate file is encoded.
+    pub cert_encoding: Encoding,
+    /// The private key (PKCS#8, PKCS#1 RSA or SEC1 EC).
+    pub key: PathBuf,
+    /// How the key file is encoded.
+    pub key_encoding: Encoding,
+}
+
+/// TLS settings of a target, used when its URL is `https://` (HTTP, and gRPC over TLS).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct TlsSettings {
+    /// What is checked of the server's certificate.
+    pub verify: Verify,
+    /// CA certificates trusted in addition to the system's roots (`--cacert`, PEM).
+    pub ca_files: Vec<PathBuf>,
+    /// The client certificate, for servers that require one (`--cert`, `--key`).
+    pub identity: Option<ClientIdentity>,
+}
+
+impl TlsSettings {
+    /// Whether verification is off entirely (`-k`).
+    pub fn insecure(&self) -> bool {
+        self.verify == Verify::Off
+    }
+}
+
 /// The largest event, streamed message or body accepted when nothing else is said (4 MiB).
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 4 << 20;
 
@@ -156,9 +216,16 @@ pub struct Target {
     /// Largest event, streamed message or whole body accepted (`--max-event-size`).
     #[serde(skip)]
     pub max_event_bytes: usize,
+    /// TLS settings; apply when `base_url` is `https://`.
+    pub tls: TlsSettings,
 }
 
 impl Target {
+    /// Whether requests travel over TLS (the URL is `https://`).
+    pub fn uses_tls(&self) -> bool {
+        self.base_url.starts_with("https://")
+    }
+
     /// Full URL of the inference endpoint.
     pub fn endpoint_url(&self) -> String {
         format!("{}/{}", self.base_url, self.endpoint)

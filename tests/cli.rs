@@ -2,7 +2,7 @@
 //! what to change, `serve` printing its bound ports, and the seeds' command lines end to end.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 mod common;
@@ -619,4 +619,306 @@ fn full_disk_mid_run_names_the_file_and_what_was_saved() {
         err.contains(&format!("after {lines} complete lines")),
         "the message counts the {lines} lines saved: {err}"
     );
+}
+
+/// Issue 15.1: a gRPC client pointed at the HTTP port, and HTTP clients pointed at the gRPC port,
+/// get doctor's diagnosis (the port speaks the other protocol) with the flag that fixes it, exit 2,
+/// from `profile` and `perf` alike.
+#[test]
+fn wrong_port_for_the_protocol_names_the_flag_that_fixes_it() {
+    let (child, http, grpc, _metrics) = serve(&[]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["profile", "-m", "gpt2", "-u", &http],
+            "--endpoint-type generate",
+        ),
+        (
+            &[
+                "profile",
+                "-m",
+                "gpt2",
+                "--endpoint-type",
+                "generate",
+                "-u",
+                &grpc,
+            ],
+            "--endpoint-type kserve",
+        ),
+        (
+            &[
+                "profile",
+                "-m",
+                "gpt2",
+                "--endpoint-type",
+                "chat",
+                "-u",
+                &grpc,
+            ],
+            "--endpoint-type kserve",
+        ),
+        (
+            &["perf", "-m", "bert_classifier", "-i", "grpc", "-u", &http],
+            "-i http",
+        ),
+        (
+            &["perf", "-m", "bert_classifier", "-i", "http", "-u", &grpc],
+            "-i grpc",
+        ),
+    ];
+    for (args, fix) in cases {
+        let mut argv = args.to_vec();
+        if argv[0] == "profile" {
+            argv.extend(["--duration", "1", "--artifact-dir", dir]);
+        }
+        let (code, _out, err) = run(&argv);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(fix), "{args:?} should name {fix}: {err}");
+        let other = if fix.contains("kserve") || fix.contains("grpc") {
+            "speaks gRPC, not HTTP"
+        } else {
+            "speaks HTTP, not gRPC"
+        };
+        assert!(err.contains(other), "{args:?}: {err}");
+        assert!(!err.contains("compression flag"), "{args:?}: {err}");
+    }
+}
+
+/// Issue 15.3: `perf` stopped with Ctrl-C before its first window completes exits 130, writes the
+/// partial window to the CSV, says it was interrupted, and does not blame stability.
+#[test]
+fn perf_ctrl_c_before_the_first_window_reports_the_partial_window() {
+    let (child, _http, grpc, _metrics) = serve(&[]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("partial.csv");
+    let run = bin()
+        .args(["perf", "-m", "bert_classifier", "-u", &grpc])
+        .args([
+            "--measurement-interval",
+            "60000",
+            "--verbose-csv",
+            "-f",
+            csv.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = tmp.path().join("partial.requests.jsonl");
+    for _ in 0..300 {
+        if std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(run.id() as i32, libc::SIGINT);
+    }
+    let out = run.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(text.contains("nterrupted"), "{text}");
+    assert!(
+        !text.contains("Failed to obtain stable measurement"),
+        "{text}"
+    );
+    let report = std::fs::read_to_string(&csv).expect("the CSV is written");
+    let row: Vec<&str> = report.lines().nth(1).expect("one row").split(',').collect();
+    assert_eq!(row[0], "1", "{report}");
+    assert!(row[1].parse::<f64>().unwrap() > 0.0, "{report}");
+}
+
+/// Issue 15.4: a level where most requests failed fails the run (exit 1) under the default
+/// `--max-error-rate 50%`, with a loud line naming the level; `--max-error-rate 100%` accepts it
+/// (exit 0) and still prints the line.
+#[test]
+fn error_share_over_max_error_rate_fails_the_run() {
+    let (child, http, _grpc, _metrics) = serve(&["--instant", "--fault-error-rate", "0.7"]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let base = [
+        "profile",
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        &http,
+        "--concurrency",
+        "4",
+        "--request-count",
+        "200",
+    ];
+    let dir = tmp.path().join("a");
+    let mut argv = base.to_vec();
+    argv.extend(["--artifact-dir", dir.to_str().unwrap()]);
+    let (code, _out, err) = run(&argv);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("WARNING concurrency4: "), "{err}");
+    assert!(err.contains("over --max-error-rate 50 %"), "{err}");
+    let dir = tmp.path().join("b");
+    let mut argv = base.to_vec();
+    argv.extend([
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+        "--max-error-rate",
+        "100%",
+    ]);
+    let (code, _out, err) = run(&argv);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("WARNING concurrency4: "), "{err}");
+    let (code, _out, err) = run(&[&argv[..], &["--max-error-rate", "150%"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--max-error-rate"), "{err}");
+}
+
+/// Issue 15.5: connections that fail with "Too many open files" are counted as
+/// `too_many_open_files` with a hint about the file limit (its value, `ulimit -n`, lower
+/// concurrency), not about the server's address; the pre-load check warns first.
+#[test]
+fn too_many_open_files_hint_is_about_the_file_limit() {
+    let (child, http, _grpc, _metrics) = serve(&["--instant"]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("emfile");
+    let script = format!(
+        "ulimit -n 48 && exec {} profile -m gpt2 --endpoint-type chat --streaming -u {http} --concurrency 100 --request-count 300 --artifact-dir {}",
+        env!("CARGO_BIN_EXE_ttftbench"),
+        dir.display()
+    );
+    let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("need about 164 open files"), "{err}");
+    assert!(err.contains("too_many_open_files"), "{err}");
+    assert!(err.contains("this process may open 48 files"), "{err}");
+    assert!(err.contains("ulimit -n"), "{err}");
+    assert!(!err.contains("check -u host:port"), "{err}");
+}
+
+/// Issue 15.7: a run without `--streaming` explains the "-" under TTFT and ITL and how to get
+/// them; issue 15.8: a tensor model given to `profile` is pointed at `ttftbench perf`.
+#[test]
+fn non_streaming_explains_dashes_and_tensor_models_point_at_perf() {
+    let (child, http, grpc, _metrics) = serve(&["--instant"]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("plain");
+    let (code, out, err) = run(&[
+        "profile",
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "-u",
+        &http,
+        "--request-count",
+        "10",
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("TTFT and ITL are \"-\""), "{out}");
+    assert!(out.contains("Add --streaming"), "{out}");
+    let dir = tmp.path().join("tensor");
+    let (code, _out, err) = run(&[
+        "profile",
+        "-m",
+        "yolov8s",
+        "-u",
+        &grpc,
+        "--streaming",
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("ttftbench perf -m yolov8s -u {grpc}")),
+        "{err}"
+    );
+}
+
+/// Issues 15.14 and 14.3: `--help` groups the flags by purpose and ends with examples, defaults
+/// shown; completions load in bash; the man page lists the subcommands; `--version` names the
+/// commit.
+#[test]
+fn help_groups_completions_man_and_version() {
+    for (sub, flags) in [
+        ("profile", ["--concurrency", "--slo", "--artifact-dir"]),
+        ("perf", ["--concurrency-range", "--latency-threshold", "-f"]),
+    ] {
+        let (code, out, err) = run(&[sub, "--help"]);
+        assert_eq!(code, 0, "{err}");
+        // Target first; the other groups follow in the order their flags are declared.
+        let target = out.find("\nTarget:\n").expect("a Target heading");
+        for heading in [
+            "Load:",
+            "Workload:",
+            "Measurement:",
+            "Output:",
+            "Decisions:",
+        ] {
+            let i = out
+                .find(&format!("\n{heading}\n"))
+                .unwrap_or_else(|| panic!("{sub} --help has no {heading} heading:\n{out}"));
+            assert!(i > target, "{sub}: {heading} before Target");
+        }
+        for f in flags {
+            assert!(out.contains(f), "{sub} --help lists {f}");
+        }
+        let examples = &out[out.find("\nExamples:\n").expect("examples")..];
+        assert!(
+            examples.matches(&format!("ttftbench {sub} ")).count() >= 3,
+            "{examples}"
+        );
+        assert!(out.contains("[default: 50%]"), "defaults shown: {out}");
+    }
+    let (code, script, err) = run(&["completions", "bash"]);
+    assert_eq!(code, 0, "{err}");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("ttftbench.bash");
+    std::fs::write(&file, &script).unwrap();
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            &format!("source {} && complete -p ttftbench", file.display()),
+        ])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(shown.contains("ttftbench"), "{shown}");
+    for shell in ["zsh", "fish", "powershell"] {
+        let (code, script, err) = run(&["completions", shell]);
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(script.contains("profile"), "{shell}: {script}");
+    }
+    let (code, page, err) = run(&["man"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH ttftbench"),
+        "{page}"
+    );
+    for sub in [
+        "profile", "perf", "serve", "demo", "report", "compare", "doctor",
+    ] {
+        assert!(page.contains(sub), "the man page lists {sub}");
+    }
+    let (code, version, _) = run(&["--version"]);
+    assert_eq!(code, 0);
+    assert!(version.starts_with("ttftbench "), "{version}");
+    assert!(version.contains("(commit "), "{version}");
 }

@@ -534,3 +534,65 @@ async fn genai_perf_artifact_directory_is_a_baseline() {
         "the run is named in the report"
     );
 }
+
+/// Adds `plan`'s workload fingerprint to every level JSON under `run`, as `profile` writes it.
+fn stamp(run: &Path, plan: &ttftbench::plan::RunPlan) {
+    for entry in std::fs::read_dir(run).unwrap() {
+        let file = entry.unwrap().path().join("profile_export_genai_perf.json");
+        if !file.is_file() {
+            continue;
+        }
+        let mut doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        doc["workload_fingerprint"] = serde_json::to_value(plan.fingerprint()).unwrap();
+        std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn mismatched_workloads_are_refused_unless_allowed() {
+    use ttftbench::plan::RunPlan;
+    use ttftbench::plan::resolve::{TargetSpec, target};
+    let tmp = tempfile::tempdir().unwrap();
+    fixtures(tmp.path());
+    let (base, cur) = ("bench/20260102_1200", "bench/20260102_1300");
+    // Runs without a fingerprint (older ttftbench, GenAI-Perf) compare, with a note.
+    let (code, out, err) = run_in(&["compare", base, cur], tmp.path());
+    assert_eq!((code, out.as_str()), (1, TABLE));
+    assert!(err.contains("records no workload fingerprint"), "{err}");
+
+    let plan = RunPlan::new(
+        target(&TargetSpec {
+            model: "gpt2".into(),
+            ..TargetSpec::default()
+        })
+        .unwrap(),
+    );
+    let mut short = plan.clone();
+    short.workload.output = Some(ttftbench::workload::OutputLength {
+        mean: 10,
+        stddev: 0,
+        deterministic: false,
+    });
+    stamp(&tmp.path().join(base), &plan);
+    stamp(&tmp.path().join(cur), &plan);
+    let (code, out, err) = run_in(&["compare", base, cur], tmp.path());
+    assert_eq!((code, out.as_str()), (1, TABLE));
+    assert!(!err.contains("fingerprint"), "{err}");
+
+    stamp(&tmp.path().join(cur), &short);
+    let (code, out, err) = run_in(&["compare", base, cur], tmp.path());
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(
+        err.contains("different workloads")
+            && err.contains("output: left to the server → 10±0 tokens")
+            && err.contains("--allow-mismatch"),
+        "{err}"
+    );
+    let (code, out, err) = run_in(&["compare", base, cur, "--allow-mismatch"], tmp.path());
+    assert_eq!((code, out.as_str()), (1, TABLE));
+    assert!(
+        err.contains("warning: comparing different workloads"),
+        "{err}"
+    );
+}

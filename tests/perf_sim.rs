@@ -70,6 +70,14 @@ async fn image_model_concurrency_sweep_and_csv() {
         );
     }
     for l in &out.levels {
+        // Issue 15.9: the client's send/recv are parts of the request's latency.
+        assert!(
+            l.avg_send_ns + l.avg_recv_ns <= l.latency.avg,
+            "send {} + recv {} within latency {}",
+            l.avg_send_ns,
+            l.avg_recv_ns,
+            l.latency.avg
+        );
         let s = l.server.as_ref().expect("statistics read");
         assert_eq!(
             s.success_count, s.inference_count,
@@ -302,6 +310,9 @@ async fn clear_errors() {
         ),
         (&["-m", "text_classifier", "-u", &g], "--shape input_ids:N"),
         (&["-m", "yolov8s", "-u", &g, "--streaming"], "not decoupled"),
+        // Issue 15.9: a decoupled model without --streaming is refused, as perf_analyzer does.
+        (&["-m", "gpt2", "-u", &g], "is decoupled"),
+        (&["-m", "gpt2", "-u", &g], "add --streaming"),
     ];
     for (args, needle) in cases {
         let mut a = args.to_vec();

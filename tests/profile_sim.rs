@@ -95,6 +95,19 @@ async fn chat_completions_stream() {
     .await
     .unwrap();
     check_level(&out, 6, 12);
+    // Usage is always asked for: both counts per request, and their agreement per level.
+    for row in measured(&out.levels[0].dir) {
+        assert_eq!(row["server_osl"], 12, "usage chunk read: {row}");
+        assert_eq!(row["tokenizer_osl"], 12, "{row}");
+        assert_eq!(row["server_isl"], 100, "{row}");
+    }
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.levels[0].dir.join("profile_export_genai_perf.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["validity"]["osl_compared_count"], 6);
+    assert_eq!(json["validity"]["osl_mismatch_count"], 0);
+    assert_eq!(json["validity"]["osl_mismatch_share"], 0.0);
     sim.shutdown().await;
 }
 
@@ -118,6 +131,7 @@ async fn completions_stream_with_server_token_count() {
     check_level(&out, 6, 12);
     for row in measured(&out.levels[0].dir) {
         assert_eq!(row["server_osl"], 12, "usage chunk read: {row}");
+        assert_eq!(row["tokenizer_osl"], 12, "also counted: {row}");
     }
     sim.shutdown().await;
 }
@@ -905,5 +919,53 @@ async fn timeline_rows_are_written_per_level() {
         .map(|r| r.split(',').nth(2).unwrap().parse::<u64>().unwrap())
         .sum();
     assert!(total >= out.levels[0].summary.stats.request_count, "{text}");
+    sim.shutdown().await;
+}
+
+/// Issue 15.12: when a time window ends with requests still in flight, the level's progress bar
+/// says it is draining them (instead of a clock running past the window).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_says_draining_after_the_window() {
+    use ttftbench::engine::{LevelSpec, Policy, Sinks, level::DRAINING, measure_level};
+    use ttftbench::load::{Cancel, Stop};
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // 100 tokens at 10 ms a step: each request takes about a second, the window 300 ms.
+    let mut a = base(
+        &["-m", "gpt2", "--endpoint-type", "chat"],
+        sim.http_url(),
+        tmp.path(),
+    );
+    let i = a.iter().position(|x| x == "--output-tokens-mean").unwrap();
+    a[i + 1] = "100".into();
+    let plan = plan(&a).unwrap();
+    let mut session = ttftbench::engine::session::prepare_llm(&plan, Cancel::new())
+        .await
+        .unwrap();
+    let bar = indicatif::ProgressBar::hidden();
+    let mut sinks = Sinks {
+        progress: Some(bar.clone()),
+        ..Sinks::default()
+    };
+    let spec = LevelSpec {
+        stimulus: ttftbench::load::Stimulus::Concurrency(2),
+        policy: Policy::Fixed(Stop::Window(std::time::Duration::from_millis(300))),
+        warmup: None,
+        objectives: &[],
+        max_send_lag_ms: 2.0,
+        streaming: true,
+        percentile_method: plan.percentile_method,
+        on_pass: None,
+        index: 0,
+        start_at: None,
+    };
+    let m = measure_level(&mut session, &spec, &mut sinks)
+        .await
+        .unwrap();
+    assert!(
+        m.summary.stats.request_count >= 2,
+        "the in-flight requests finished"
+    );
+    assert_eq!(bar.message(), DRAINING);
     sim.shutdown().await;
 }

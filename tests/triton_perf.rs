@@ -950,29 +950,18 @@ async fn streaming_llm_first_response_and_response_throughput() {
         ["Concurrency", "Inferences/Second", "Response Throughput"]
     );
 
-    // Without --streaming: the responses still stream (stream=true in the data), and the
-    // request ends at Triton's empty final response.
-    let out = perf_ok(&strings(&[
+    // Without --streaming a decoupled model is refused, as perf_analyzer refuses it (issue 15.9).
+    let e = perf(&strings(&[
         "-m",
         "trtllm_stream",
         "--input-data",
         data,
         "-u",
         &t.grpc,
-        "--request-count",
-        "4",
-        "--request-timeout",
-        "10",
     ]))
-    .await;
-    let l = &out.levels[0];
-    assert!(l.errors.is_empty(), "{:?}", l.errors);
-    assert_eq!(l.request_count, 4);
-    let p50 = l.latency.p50 / 1e6;
-    assert!(
-        p50 >= last_ms - 1.0 && p50 <= last_ms + TTFT_MARGIN_MS,
-        "latency p50 {p50:.1} ms, last token at {last_ms} ms"
-    );
+    .await
+    .unwrap_err();
+    assert!(e.contains("add --streaming"), "{e}");
 
     let e = perf(&strings(&[
         "-m",

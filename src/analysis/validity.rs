@@ -126,8 +126,9 @@ pub fn assess(o: &Observed, max_send_lag_ms: f64) -> Validity {
     v
 }
 
-/// The minimum-sample reason: too few successful requests for the percentiles shown.
-fn too_few_samples(n: u64) -> Option<String> {
+/// The minimum-sample reason: too few successful requests for the percentiles shown (`merge`
+/// judges the shards' union by it, not each shard's part).
+pub fn too_few_samples(n: u64) -> Option<String> {
     let needs = if n >= MIN_REQUESTS_P99 {
         return None;
     } else if n >= MIN_REQUESTS_P90 {

@@ -237,6 +237,8 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     let mut validity = serde_json::to_value(&s.validity).unwrap_or_else(|_| json!({}));
     validity["interrupted"] = json!(s.interrupted);
     validity["osl_mismatch_count"] = json!(st.osl_mismatch);
+    validity["osl_compared_count"] = json!(st.osl_compared);
+    validity["osl_mismatch_share"] = json!(st.osl_mismatch_share());
     validity["short_output_count"] = json!(st.short_outputs);
     m.insert("validity".into(), validity);
     m.insert(

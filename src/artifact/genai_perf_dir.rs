@@ -121,6 +121,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
                 .and_then(|v| v.get("avg"))
                 .and_then(Value::as_f64),
             osl_mismatch: 0,
+            osl_compared: 0,
             short_outputs: 0,
         },
         server: None,
@@ -136,6 +137,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
     };
     let text = |p: &str| cfg.pointer(p).and_then(Value::as_str).map(str::to_string);
     Ok(LoadedLevel {
+        fingerprint: None,
         dir: dir.to_path_buf(),
         summary,
         command_line: None,

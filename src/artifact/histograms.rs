@@ -1,19 +1,29 @@
 //! `histograms.json`: every metric's HDR histogram in the standard serialized form (HdrHistogram
 //! "V2 compressed", base64 — what HdrHistogram interval logs carry, readable by the Java, Python
-//! and Go libraries), plus the exact running moments, so levels and shards merge without loss.
+//! and Go libraries), plus the exact running moments and the level's counters, so levels and
+//! shards merge without loss: adding the files of a level's shards gives the file one process
+//! would have written for all their requests.
 //!
 //! ```text
 //! {"format": "hdrhistogram-v2-deflate-base64", "significant_digits": 3,
 //!  "metrics": {"time_to_first_token": {"stored_unit": "ns", "count": 200, "sum": 9.1e9,
-//!              "sum_sq": 4.2e17, "min": 41000000, "max": 52000000, "hdr": "HISTFAAA..."}, ...}}
+//!              "sum_sq": 4.2e17, "min": 41000000, "max": 52000000, "hdr": "HISTFAAA..."}, ...},
+//!  "counters": {"ok": 200, "good": 180, "warmup": 0, "sum_osl": 20000, "sum_isl": 40000,
+//!               "osl_mismatch": 0, "short_outputs": 0, "sum_chunks": 20000, "sum_send_ns": 0,
+//!               "send_count": 0, "sum_recv_ns": 9.0e10,
+//!               "first_sent_unix_ns": 1767225600001000000, "last_response_unix_ns": ...,
+//!               "errors": [{"kind": "http_503", "count": 2, "example": "HTTP 503: busy"}]}}
 //! ```
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
+//! The counters' times are absolute (Unix ns), so shards' windows line up; files without
+//! `counters` (older versions) still give their distributions.
 
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde_json::{Map, Value, json};
 
 use crate::metrics::{Metric, Unit};
+use crate::record::ErrorKind;
 use crate::stats::{Aggregate, Dist, SIGFIG};
 
 fn stored_unit(m: Metric) -> &'static str {
@@ -24,8 +34,9 @@ fn stored_unit(m: Metric) -> &'static str {
     }
 }
 
-/// Encodes every non-empty distribution of `agg`.
-pub fn encode(agg: &Aggregate) -> Value {
+/// Encodes every non-empty distribution of `agg` and its counters; `unix_anchor_ns` is the
+/// Unix time of the clock `agg`'s times are on.
+pub fn encode(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
     let mut metrics = Map::new();
     for (m, d) in agg.dists() {
         if d.count() == 0 {
@@ -52,7 +63,72 @@ pub fn encode(agg: &Aggregate) -> Value {
             }),
         );
     }
-    json!({"format": "hdrhistogram-v2-deflate-base64", "significant_digits": SIGFIG, "metrics": metrics})
+    json!({"format": "hdrhistogram-v2-deflate-base64", "significant_digits": SIGFIG, "metrics": metrics,
+           "counters": counters(agg, unix_anchor_ns)})
+}
+
+fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
+    let errors: Vec<Value> = agg
+        .error_entries()
+        .map(|(k, n, m)| json!({"kind": k.key(), "count": n, "example": m}))
+        .collect();
+    json!({
+        "ok": agg.ok, "good": agg.good, "warmup": agg.warmup,
+        "sum_osl": agg.sum_osl, "sum_isl": agg.sum_isl,
+        "osl_mismatch": agg.osl_mismatch, "short_outputs": agg.short_outputs,
+        "sum_chunks": agg.sum_chunks, "sum_send_ns": agg.sum_send_ns,
+        "send_count": agg.send_count, "sum_recv_ns": agg.sum_recv_ns,
+        "first_sent_unix_ns": agg.first_sent_ns.map(|t| unix_anchor_ns + t),
+        "last_response_unix_ns": agg.last_response_ns.map(|t| unix_anchor_ns + t),
+        "errors": errors,
+    })
+}
+
+/// Reads the counters into `agg` (its times become Unix ns); `false` when the file has none.
+fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
+    let Some(c) = doc.get("counters") else {
+        return Ok(false);
+    };
+    let u = |k: &str| {
+        c.get(k)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("counters: no \"{k}\""))
+    };
+    agg.ok = u("ok")?;
+    agg.good = u("good")?;
+    agg.warmup = u("warmup")?;
+    agg.sum_osl = u("sum_osl")?;
+    agg.sum_isl = u("sum_isl")?;
+    agg.osl_mismatch = u("osl_mismatch")?;
+    agg.short_outputs = u("short_outputs")?;
+    agg.sum_chunks = u("sum_chunks")?;
+    agg.sum_send_ns = u("sum_send_ns")?;
+    agg.send_count = u("send_count")?;
+    agg.sum_recv_ns = u("sum_recv_ns")?;
+    agg.first_sent_ns = c.get("first_sent_unix_ns").and_then(Value::as_u64);
+    agg.last_response_ns = c.get("last_response_unix_ns").and_then(Value::as_u64);
+    for e in c
+        .get("errors")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = e.get("kind").and_then(Value::as_str).unwrap_or("");
+        let kind = ErrorKind::from_key(key)
+            .ok_or_else(|| format!("counters: unknown error kind \"{key}\""))?;
+        let n = e.get("count").and_then(Value::as_u64).unwrap_or(0);
+        let example = e.get("example").and_then(Value::as_str).unwrap_or("");
+        agg.add_errors(kind, n, example);
+    }
+    Ok(true)
+}
+
+/// Decodes a `histograms.json` document into `agg`: its distributions (metrics it does not know
+/// are skipped) and, when the file has them, its counters (times in Unix ns). Returns how many
+/// distributions were read and whether there were counters.
+pub fn decode(doc: &Value, agg: &mut Aggregate) -> Result<(usize, bool), String> {
+    let n = decode_into(doc, agg)?;
+    Ok((n, decode_counters(doc, agg)?))
 }
 
 /// Decodes the distributions of a `histograms.json` document into `agg` (metrics it does not
@@ -120,6 +196,8 @@ mod tests {
                 isl: 200,
                 osl: 101,
                 server_osl: None,
+                tokenizer_osl: None,
+                server_isl: None,
                 requested_osl: 101,
                 chunks: 101,
                 responses: 102,
@@ -128,11 +206,22 @@ mod tests {
             };
             agg.record(&rec, &[5_000_000, 4_000_000], &[]);
         }
-        let doc = encode(&agg);
+        agg.record_error(ErrorKind::HttpStatus(503), "HTTP 503: busy");
+        agg.record_error(ErrorKind::GrpcStatus(14), "unavailable");
+        let doc = encode(&agg, 1_000_000_000);
         let text = serde_json::to_string(&doc).unwrap();
         let mut back = Aggregate::new();
-        let n = decode_into(&serde_json::from_str(&text).unwrap(), &mut back).unwrap();
-        assert!(n >= 8);
+        let (n, counters) = decode(&serde_json::from_str(&text).unwrap(), &mut back).unwrap();
+        assert!(n >= 8 && counters);
+        assert_eq!(back.ok, 500);
+        assert_eq!(back.sum_osl, 500 * 101);
+        assert_eq!(back.error_counts(), agg.error_counts());
+        assert_eq!(back.first_sent_ns, Some(1_000_000_000), "absolute");
+        assert_eq!(back.last_response_ns, Some(1_000_000_000 + 1_000_000_000));
+        assert_eq!(
+            back.summarize(false, crate::metrics::PercentileMethod::Linear),
+            agg.summarize(false, crate::metrics::PercentileMethod::Linear)
+        );
         for m in [
             Metric::TimeToFirstToken,
             Metric::InterTokenLatency,

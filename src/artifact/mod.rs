@@ -5,7 +5,8 @@
 //! `requests.jsonl` (streamed during the run), `histograms.json` (serialized HDR histograms) and
 //! `timeline.csv` (one row per `--timeline-interval`, for drift over long runs).
 //! Per sweep: `summary.csv` (one row per level) and `summary.json` (the same levels with their
-//! directories, the server-side verdict and the plan).
+//! directories, the server-side verdict and the plan). A `--shard` run adds `shard.json` to every
+//! level directory ([`shard`]) and writes under `artifacts/shard{I}-of-{N}/` by default.
 
 pub mod atomic;
 pub mod genai_perf;
@@ -16,6 +17,7 @@ pub mod raw_export;
 pub mod read;
 pub mod records;
 pub mod server_view;
+pub mod shard;
 pub mod summary;
 pub mod timeline;
 
@@ -84,6 +86,8 @@ const LEVEL_PLACEHOLDERS: [&str; 3] = ["{concurrency}", "{rate}", "{level}"];
 #[derive(Debug, Clone)]
 pub struct Layout {
     template: Option<String>,
+    /// Where levels go without `--artifact-dir`.
+    root: PathBuf,
     base_name: String,
     levels: usize,
     timestamp: String,
@@ -99,13 +103,22 @@ impl Layout {
             t.api.service_kind(),
             t.dir_tag()
         );
+        let shard = plan.shard.shard;
         let template = plan.artifact_dir.as_ref().map(|p| {
             p.to_string_lossy()
                 .replace("{timestamp}", &timestamp)
                 .replace("{model}", &t.model.replace('/', "_"))
+                .replace("{shard}", &shard.index.to_string())
         });
+        // Shards started on one machine must not write into each other's directories.
+        let root = if shard.is_whole() {
+            PathBuf::from("artifacts")
+        } else {
+            Path::new("artifacts").join(format!("shard{}-of-{}", shard.index, shard.count))
+        };
         Layout {
             template,
+            root,
             base_name,
             levels: plan.levels.len(),
             timestamp,
@@ -134,7 +147,7 @@ impl Layout {
             Some(t) if self.has_level_placeholder() => PathBuf::from(expand_level(t, s)),
             Some(t) if self.levels == 1 => PathBuf::from(t),
             Some(t) => Path::new(t).join(self.level_name(s)),
-            None => Path::new("artifacts").join(self.level_name(s)),
+            None => self.root.join(self.level_name(s)),
         }
     }
 
@@ -158,7 +171,7 @@ impl Layout {
                 }
             }
             Some(t) => PathBuf::from(t),
-            None => PathBuf::from("artifacts"),
+            None => self.root.clone(),
         }
     }
 }
@@ -249,6 +262,24 @@ mod tests {
             PathBuf::from("artifacts/org_model-openai-chat-concurrency2")
         );
         assert_eq!(l.sweep_dir(), PathBuf::from("artifacts"));
+    }
+
+    #[test]
+    fn shards_write_apart() {
+        let l = layout(&["--concurrency", "8", "--shard", "1/4"]);
+        assert_eq!(
+            l.level_dir(&Stimulus::Concurrency(8)),
+            PathBuf::from("artifacts/shard1-of-4/org_model-triton-tensorrtllm-concurrency8")
+        );
+        let l = layout(&[
+            "--shard",
+            "2/4",
+            "--artifact-dir",
+            "/results/s{shard}",
+            "--concurrency",
+            "1,2",
+        ]);
+        assert_eq!(l.sweep_dir(), PathBuf::from("/results/s2"));
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub struct LoadedLevel {
     pub model: Option<String>,
     /// Endpoint type (`kserve`, `chat`, ...), from the recorded plan.
     pub api: Option<String>,
+    /// The workload fingerprint, when the run recorded one (not before it was introduced, nor
+    /// in GenAI-Perf's own artifacts).
+    pub fingerprint: Option<crate::plan::fingerprint::Fingerprint>,
 }
 
 /// One run: the levels of one sweep (or of one shell loop), in load order.
@@ -335,6 +338,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
                 .and_then(|v| v.get("avg"))
                 .and_then(Value::as_f64),
             osl_mismatch: vcount("osl_mismatch_count"),
+            osl_compared: vcount("osl_compared_count"),
             short_outputs: vcount("short_output_count"),
             percentile_method: level
                 .get("percentile_method")
@@ -383,6 +387,9 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         })
         .unwrap_or_default();
     Ok(LoadedLevel {
+        fingerprint: doc
+            .get(crate::plan::fingerprint::FINGERPRINT_KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
         dir: dir.to_path_buf(),
         summary,
         command_line: cfg
@@ -726,6 +733,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
             }
         });
         levels.push(LoadedLevel {
+            fingerprint: None,
             dir: path.to_path_buf(),
             summary: LevelSummary {
                 stimulus,
@@ -741,6 +749,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
                     request_throughput: tput,
                     request_goodput: None,
                     osl_mismatch: 0,
+                    osl_compared: 0,
                     short_outputs: 0,
                     // perf_analyzer's CSV does not say; perf_analyzer itself uses nearest rank.
                     percentile_method: None,
@@ -847,6 +856,7 @@ mod tests {
                 request_throughput: 2.5,
                 request_goodput: Some(2.0),
                 osl_mismatch: 1,
+                osl_compared: 1,
                 short_outputs: 2,
                 ..Default::default()
             },

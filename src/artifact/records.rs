@@ -16,16 +16,20 @@
 //! | `first_token_ns`, `second_token_ns`, `last_token_ns` | content-bearing responses |
 //! | `end_ns` | end of the exchange |
 //! | `ttft_ms`, `latency_ms`, `itl_ms` | derived, as in the summary |
-//! | `isl`, `osl`, `server_osl`, `requested_osl` | token counts |
+//! | `isl`, `osl` | input and output tokens as counted for the statistics (the tokenizer's, or the server's with `--use-server-token-count`) |
+//! | `server_isl`, `server_osl` | the server's usage counts, `null` when it reported none |
+//! | `tokenizer_osl` | the tokenizer's output count, `null` for failed requests |
+//! | `requested_osl` | output tokens asked for |
 //! | `chunks`, `responses` | content-bearing responses, all responses |
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
 //! | `error`, `error_message` | failure kind and detail, or `null` |
+//! | `shard` | in a merged file only: the shard that sent the request |
 
 use std::io::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::record::{Clock, Phase, RequestRecord};
+use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord};
 
 #[derive(Serialize)]
 struct Row<'a> {
@@ -46,12 +50,16 @@ struct Row<'a> {
     isl: u32,
     osl: u32,
     server_osl: Option<u32>,
+    tokenizer_osl: Option<u32>,
+    server_isl: Option<u32>,
     requested_osl: u32,
     chunks: u32,
     responses: u32,
     lossy_text: bool,
     error: Option<&'a str>,
     error_message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<u32>,
 }
 
 /// Writes one JSON line for `rec`.
@@ -60,6 +68,17 @@ pub fn write_row(
     level: &str,
     clock: &Clock,
     rec: &RequestRecord,
+) -> std::io::Result<()> {
+    write_shard_row(out, level, clock, rec, None)
+}
+
+/// Writes one JSON line for `rec`, with the shard that sent it (a merged file).
+pub fn write_shard_row(
+    out: &mut impl Write,
+    level: &str,
+    clock: &Clock,
+    rec: &RequestRecord,
+    shard: Option<u32>,
 ) -> std::io::Result<()> {
     let abs = |t: u64| clock.unix_ns(t);
     let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
@@ -82,15 +101,87 @@ pub fn write_row(
         isl: rec.isl,
         osl: rec.osl,
         server_osl: rec.server_osl,
+        tokenizer_osl: rec.tokenizer_osl,
+        server_isl: rec.server_isl,
         requested_osl: rec.requested_osl,
         chunks: rec.chunks,
         responses: rec.responses,
         lossy_text: rec.lossy_text,
         error: kind.as_deref(),
         error_message: rec.error.as_ref().map(|e| &*e.message),
+        shard,
     };
     serde_json::to_writer(&mut *out, &row)?;
     out.write_all(b"\n")
+}
+
+/// A row as read back: the fields a record is rebuilt from (the derived ones are recomputed).
+#[derive(Deserialize)]
+struct ReadRow {
+    level: String,
+    phase: Phase,
+    seq: u64,
+    prompt_index: u32,
+    intended_ns: u64,
+    sent_ns: u64,
+    first_byte_ns: Option<u64>,
+    first_token_ns: Option<u64>,
+    second_token_ns: Option<u64>,
+    last_token_ns: Option<u64>,
+    end_ns: u64,
+    isl: u32,
+    osl: u32,
+    server_osl: Option<u32>,
+    // Absent in rows written before the tokenizer and server counts were recorded apart.
+    #[serde(default)]
+    tokenizer_osl: Option<u32>,
+    #[serde(default)]
+    server_isl: Option<u32>,
+    requested_osl: u32,
+    chunks: u32,
+    responses: u32,
+    #[serde(default)]
+    lossy_text: bool,
+    error: Option<String>,
+    error_message: Option<String>,
+}
+
+/// Reads one line back into its level name and record, the record's times on the Unix clock
+/// ([`Clock::unix`]), so writing it with that clock gives the line again.
+pub fn read_row(line: &str) -> Result<(String, RequestRecord), String> {
+    let r: ReadRow = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let error = match r.error {
+        Some(key) => {
+            let kind =
+                ErrorKind::from_key(&key).ok_or_else(|| format!("unknown error kind '{key}'"))?;
+            Some(RequestError::new(kind, r.error_message.unwrap_or_default()))
+        }
+        None => None,
+    };
+    let rec = RequestRecord {
+        phase: r.phase,
+        seq: r.seq,
+        prompt_index: r.prompt_index,
+        intended_ns: r.intended_ns,
+        sent_ns: r.sent_ns,
+        send_done_ns: None,
+        first_byte_ns: r.first_byte_ns,
+        first_token_ns: r.first_token_ns,
+        second_token_ns: r.second_token_ns,
+        last_token_ns: r.last_token_ns,
+        end_ns: r.end_ns,
+        isl: r.isl,
+        osl: r.osl,
+        server_osl: r.server_osl,
+        tokenizer_osl: r.tokenizer_osl,
+        server_isl: r.server_isl,
+        requested_osl: r.requested_osl,
+        chunks: r.chunks,
+        responses: r.responses,
+        lossy_text: r.lossy_text,
+        error,
+    };
+    Ok((r.level, rec))
 }
 
 #[cfg(test)]
@@ -117,6 +208,8 @@ mod tests {
             isl: 5,
             osl: 1,
             server_osl: None,
+            tokenizer_osl: None,
+            server_isl: None,
             requested_osl: 1,
             chunks: 1,
             responses: 2,
@@ -126,7 +219,7 @@ mod tests {
         let mut out = Vec::new();
         write_row(&mut out, "concurrency1", &clock, &rec).unwrap();
         let expected = format!(
-            "{{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":3,\"prompt_index\":1,\"intended_ns\":{},\"sent_ns\":{},\"first_byte_ns\":{},\"first_token_ns\":{},\"second_token_ns\":null,\"last_token_ns\":{},\"end_ns\":{},\"ttft_ms\":3.0,\"latency_ms\":3.0,\"itl_ms\":null,\"isl\":5,\"osl\":1,\"server_osl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":2,\"lossy_text\":false,\"error\":null,\"error_message\":null}}\n",
+            "{{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":3,\"prompt_index\":1,\"intended_ns\":{},\"sent_ns\":{},\"first_byte_ns\":{},\"first_token_ns\":{},\"second_token_ns\":null,\"last_token_ns\":{},\"end_ns\":{},\"ttft_ms\":3.0,\"latency_ms\":3.0,\"itl_ms\":null,\"isl\":5,\"osl\":1,\"server_osl\":null,\"tokenizer_osl\":null,\"server_isl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":2,\"lossy_text\":false,\"error\":null,\"error_message\":null}}\n",
             base,
             base + 1_000,
             base + 2_000_000,
@@ -147,6 +240,25 @@ mod tests {
         assert!(
             s.ends_with("\"error\":\"http_503\",\"error_message\":\"HTTP 503: busy\"}\n"),
             "{s}"
+        );
+        // Read back on the Unix clock, written again: the same line, and a shard can be added.
+        let (level, back) = read_row(s.trim_end()).unwrap();
+        assert_eq!(level, "concurrency1");
+        let mut again = Vec::new();
+        write_row(&mut again, &level, &Clock::unix(), &back).unwrap();
+        assert_eq!(String::from_utf8(again).unwrap(), s);
+        let mut tagged = Vec::new();
+        write_shard_row(&mut tagged, &level, &Clock::unix(), &back, Some(3)).unwrap();
+        assert!(
+            String::from_utf8(tagged)
+                .unwrap()
+                .ends_with("busy\",\"shard\":3}\n")
+        );
+        assert!(read_row("{}").is_err());
+        assert!(
+            read_row(&s.replace("http_503", "bogus"))
+                .unwrap_err()
+                .contains("bogus")
         );
     }
 }

@@ -39,6 +39,17 @@ pub struct Timeline {
 impl Timeline {
     /// Creates the file and writes the header; intervals start now.
     pub fn create(path: &Path, every: Duration, clock: Clock) -> std::io::Result<Timeline> {
+        Timeline::create_at(path, every, clock, clock.now_ns())
+    }
+
+    /// Creates the file and writes the header; intervals start at `start_ns` on `clock` (a
+    /// merge rebuilds a timeline from records on the Unix clock, [`Clock::unix`]).
+    pub fn create_at(
+        path: &Path,
+        every: Duration,
+        clock: Clock,
+        start_ns: u64,
+    ) -> std::io::Result<Timeline> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
@@ -48,7 +59,7 @@ impl Timeline {
             out,
             clock,
             every_ns: every.as_nanos().max(1) as u64,
-            start_ns: clock.now_ns(),
+            start_ns,
             cur: Bucket::default(),
         })
     }
@@ -68,6 +79,14 @@ impl Timeline {
                     self.cur.ttft.record(t);
                 }
             }
+        }
+    }
+
+    /// Starts the open interval at `now_ns` if nothing was recorded in it: a level that waited
+    /// for its planned start (`--start-at`) leaves no empty rows for the wait.
+    pub fn restart_if_idle(&mut self, now_ns: u64) {
+        if self.cur.ok + self.cur.errors == 0 && now_ns > self.start_ns {
+            self.start_ns = now_ns;
         }
     }
 
@@ -112,8 +131,13 @@ impl Timeline {
     /// Writes the last, partial interval (ending now, its rates over its own span, so the
     /// rows' request counts add up to the run's) if any request ended in it, and flushes.
     /// A failed write is an I/O error whose message names the file and the rows it saved.
-    pub fn finish(mut self) -> Result<(), LinesError> {
+    pub fn finish(self) -> Result<(), LinesError> {
         let now = self.clock.now_ns();
+        self.finish_at(now)
+    }
+
+    /// [`Timeline::finish`] with the run ending at `now` (ns on the timeline's clock).
+    pub fn finish_at(mut self, now: u64) -> Result<(), LinesError> {
         self.advance(now);
         if now > self.start_ns && (self.cur.ok + self.cur.errors) > 0 {
             let bucket = std::mem::take(&mut self.cur);
@@ -147,6 +171,8 @@ mod tests {
             isl: 1,
             osl: 10,
             server_osl: None,
+            tokenizer_osl: None,
+            server_isl: None,
             requested_osl: 10,
             chunks: 10,
             responses: 10,

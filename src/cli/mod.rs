@@ -9,10 +9,24 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+// `--help` groups flags under these headings, in this order of purpose.
+/// Which server and model, and how to talk to it.
+const TARGET: &str = "Target";
+/// How much load: concurrency or request rate.
+const LOAD: &str = "Load";
+/// What is sent: prompts, tensors, lengths.
+const WORKLOAD: &str = "Workload";
+/// When and how a level is measured.
+const MEASUREMENT: &str = "Measurement";
+/// Files and console output.
+const OUTPUT: &str = "Output";
+/// What passes and what fails the run.
+const DECISIONS: &str = "Decisions";
+
 /// Load generator for LLM and tensor inference servers: TTFT, inter-token latency, throughput,
 /// knees and regressions.
 #[derive(Debug, Parser)]
-#[command(name = "ttftbench", version, about, long_about = None, propagate_version = true)]
+#[command(name = "ttftbench", version = crate::VERSION_LINE, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -23,21 +37,110 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// GenAI-Perf-style LLM profiling: streaming TTFT / ITL / throughput over a load sweep.
+    #[command(after_help = PROFILE_EXAMPLES)]
     Profile(Box<ProfileArgs>),
     /// perf_analyzer-style profiling of any KServe v2 model: tensors, batch sizes, stability
     /// windows, perf_analyzer's console report and `-f` CSV.
+    #[command(after_help = PERF_EXAMPLES)]
     Perf(Box<PerfArgs>),
     /// Built-in simulated inference server (Triton KServe v2 HTTP + gRPC, OpenAI, /metrics).
+    #[command(after_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
     /// A concurrency sweep against an in-process simulated server: the zero-setup tour.
+    #[command(after_help = DEMO_EXAMPLES)]
     Demo(DemoArgs),
     /// Render report.html (charts, knee, trend across runs) for existing artifact directories.
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Compare a run with a baseline, level by level; exit code 1 on regression.
+    #[command(after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
     /// Step-by-step connectivity check: TCP, health, metadata, model, metrics, one streamed request.
+    #[command(after_help = DOCTOR_EXAMPLES)]
     Doctor(Box<DoctorArgs>),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to stdout.
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout.
+    #[command(after_help = MAN_EXAMPLES)]
+    Man,
+    /// Add up the artifact directories of the shards of one run (`--shard I/N`) into the files
+    /// one process would have written: exact percentiles, throughput over the union.
+    Merge(MergeArgs),
 }
+
+/// Flags of `ttftbench completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+// Each subcommand's help ends with a few commands that run as written (against `ttftbench
+// serve`, which listens on Triton's ports 8000/8001/8002, or a real Triton).
+const PROFILE_EXAMPLES: &str = "\
+Examples:
+  ttftbench profile -m gpt2 -u localhost:8001 --streaming --concurrency 1
+  ttftbench profile -m gpt2 -u localhost:8001 --streaming --concurrency 1,2,4,8,16,32 \\
+      --artifact-dir './bench/{timestamp}/c{concurrency}'
+  ttftbench profile -m gpt2 --endpoint-type chat -u localhost:8000 --streaming \\
+      --request-rate 5,10,20 --duration 10s
+  ttftbench profile -m gpt2 -u localhost:8001 --streaming --concurrency 8 \\
+      --slo 'time_to_first_token.p99<=500ms' --slo 'queue_share<=50%'";
+
+const PERF_EXAMPLES: &str = "\
+Examples:
+  ttftbench perf -m yolov8s -u localhost:8001 --concurrency-range 1:8:2 \\
+      --shape images:3,640,640 --input-data random
+  ttftbench perf -m bert_classifier -u localhost:8000 -i http -b 4 --concurrency-range 4 -f result.csv
+  ttftbench perf -m bert_classifier -u localhost:8001 --request-rate-range 100:400:100 -p 2000
+  ttftbench perf -m gpt2 -u localhost:8001 --streaming --concurrency-range 1:4 \\
+      --request-parameter max_tokens:64:int";
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  ttftbench serve
+  ttftbench serve --http-port 0 --grpc-port 0 --metrics-port 0
+  ttftbench serve --max-batch 4 --fault-error-rate 0.02
+  ttftbench serve --instant --address 0.0.0.0";
+
+const DEMO_EXAMPLES: &str = "\
+Examples:
+  ttftbench demo
+  ttftbench demo --concurrency 1,4,16 --artifact-dir /tmp/demo
+  ttftbench demo --quiet";
+
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  ttftbench report bench/
+  ttftbench report artifacts/demo -o demo_report.html
+  ttftbench report latency_vs_concurrency.csv -o pa_report.html";
+
+const COMPARE_EXAMPLES: &str = "\
+Examples:
+  ttftbench compare bench/
+  ttftbench compare baseline/ current/ --max-throughput-drop 5% --max-p99-increase 10%
+  ttftbench compare last.csv ci_result.csv \\
+      --threshold request_throughput:-5% --threshold request_latency.p99:+10%";
+
+const DOCTOR_EXAMPLES: &str = "\
+Examples:
+  ttftbench doctor -u localhost:8001 -m gpt2
+  ttftbench doctor -u localhost:8000 -m gpt2 --endpoint-type generate
+  ttftbench doctor -u localhost:8000 -m gpt2 --endpoint-type chat";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  source <(ttftbench completions bash)
+  ttftbench completions zsh > ~/.zfunc/_ttftbench
+  ttftbench completions fish > ~/.config/fish/completions/ttftbench.fish
+  ttftbench completions powershell >> $PROFILE";
+
+const MAN_EXAMPLES: &str = "\
+Examples:
+  ttftbench man | man -l -
+  ttftbench man > ~/.local/share/man/man1/ttftbench.1";
 
 /// `--endpoint-type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -113,92 +216,95 @@ impl PercentileMethodArg {
 #[derive(Debug, Args, Clone)]
 pub struct ProfileArgs {
     /// Model name as the server knows it.
-    #[arg(short = 'm', long = "model")]
+    #[arg(help_heading = TARGET, short = 'm', long = "model")]
     pub model: String,
 
     /// Legacy GenAI-Perf service kind; `openai` implies `--endpoint-type chat` unless one is given.
-    #[arg(long = "service-kind", value_enum)]
+    #[arg(help_heading = TARGET, long = "service-kind", value_enum)]
     pub service_kind: Option<ServiceKindArg>,
 
-    /// Which API to drive.
-    #[arg(long = "endpoint-type", value_enum)]
+    /// Which API to drive (default: kserve; chat with --service-kind openai).
+    #[arg(help_heading = TARGET, long = "endpoint-type", value_enum)]
     pub endpoint_type: Option<EndpointTypeArg>,
 
     /// Custom endpoint path (e.g. `v1/chat/completions`), overriding the endpoint type's default.
-    #[arg(long = "endpoint")]
+    #[arg(help_heading = TARGET, long = "endpoint")]
     pub endpoint: Option<String>,
 
-    /// Input layout of a Triton LLM model.
-    #[arg(long = "backend", value_enum)]
+    /// Input layout of a Triton LLM model (default: tensorrtllm).
+    #[arg(help_heading = TARGET, long = "backend", value_enum)]
     pub backend: Option<BackendArg>,
 
     /// Server address, with or without scheme (default localhost:8001 for kserve, localhost:8000 otherwise).
-    #[arg(short = 'u', long = "url")]
+    #[arg(help_heading = TARGET, short = 'u', long = "url")]
     pub url: Option<String>,
 
     /// Stream responses (required for TTFT, TTST and ITL).
-    #[arg(long = "streaming")]
+    #[arg(help_heading = TARGET, long = "streaming")]
     pub streaming: bool,
 
-    /// Number of unique prompts in the dataset (reused round-robin). Alone, also the number of
-    /// requests measured per level.
-    #[arg(long = "num-prompts", alias = "num-dataset-entries")]
+    /// Number of unique prompts in the dataset (reused round-robin; default 100). Alone, also the
+    /// number of requests measured per level.
+    #[arg(help_heading = WORKLOAD, long = "num-prompts", alias = "num-dataset-entries")]
     pub num_prompts: Option<u32>,
 
-    /// Requests measured per level.
-    #[arg(long = "request-count", alias = "num-requests")]
-    pub request_count: Option<u64>,
-
-    /// Mean input (prompt) length in tokens.
-    #[arg(long = "synthetic-input-tokens-mean", alias = "isl")]
+    /// Mean input (prompt) length in tokens (default 550).
+    #[arg(help_heading = WORKLOAD, long = "synthetic-input-tokens-mean", alias = "isl")]
     pub synthetic_input_tokens_mean: Option<u32>,
 
     /// Standard deviation of the input length in tokens.
-    #[arg(long = "synthetic-input-tokens-stddev", default_value_t = 0)]
+    #[arg(help_heading = WORKLOAD, long = "synthetic-input-tokens-stddev", default_value_t = 0)]
     pub synthetic_input_tokens_stddev: u32,
 
-    /// Mean output length in tokens, sent as the API's max-tokens field.
-    #[arg(long = "output-tokens-mean", alias = "osl")]
+    /// Mean output length in tokens, sent as the API's max-tokens field (default: not sent, the
+    /// server decides).
+    #[arg(help_heading = WORKLOAD, long = "output-tokens-mean", alias = "osl")]
     pub output_tokens_mean: Option<u32>,
 
     /// Standard deviation of the output length in tokens.
-    #[arg(long = "output-tokens-stddev", default_value_t = 0)]
+    #[arg(help_heading = WORKLOAD, long = "output-tokens-stddev", default_value_t = 0)]
     pub output_tokens_stddev: u32,
 
     /// Ask the server to produce exactly the sampled output length (min_tokens / ignore_eos).
-    #[arg(long = "output-tokens-mean-deterministic")]
+    #[arg(help_heading = WORKLOAD, long = "output-tokens-mean-deterministic")]
     pub output_tokens_mean_deterministic: bool,
 
     /// Closed-loop concurrency: `N`, `start:end[:step]` (inclusive; powers of two without a step)
-    /// or a list `1,4,8,16,32`. Each value is one level of the sweep.
-    #[arg(long = "concurrency")]
+    /// or a list `1,4,8,16,32`. Each value is one level of the sweep (default 1).
+    #[arg(help_heading = LOAD, long = "concurrency")]
     pub concurrency: Option<String>,
 
     /// Open-loop request rate (requests/s): `R`, `start:end[:step]` (doubling without a step) or
     /// a list `5,10,20`. Each value is one level. Excludes --concurrency.
-    #[arg(long = "request-rate", conflicts_with = "concurrency")]
+    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency")]
     pub request_rate: Option<String>,
 
     /// Gaps between open-loop requests.
-    #[arg(long = "request-distribution", value_enum, default_value = "constant")]
+    #[arg(help_heading = LOAD, long = "request-distribution", value_enum, default_value = "constant")]
     pub request_distribution: DistributionArg,
 
     /// Shape of gamma-distributed gaps (< 1 burstier than Poisson, > 1 more regular).
-    #[arg(long = "burstiness", default_value_t = 1.0)]
+    #[arg(help_heading = LOAD, long = "burstiness", default_value_t = 1.0)]
     pub burstiness: f64,
 
     /// Cap on requests in flight under --request-rate; a send that finds the cap reached leaves
     /// late, and its lag is reported.
-    #[arg(long = "max-inflight", default_value_t = 1024)]
+    #[arg(help_heading = LOAD, long = "max-inflight", default_value_t = 1024)]
     pub max_inflight: u32,
+
+    /// Requests measured per level (default: max(10, 2 × concurrency), 10 for a request rate,
+    /// or --num-prompts when that alone is given).
+    #[arg(help_heading = MEASUREMENT, long = "request-count", alias = "num-requests")]
+    pub request_count: Option<u64>,
 
     /// Measurement window per level (bare number: milliseconds; or 500ms, 10s, 1m): requests
     /// sent within it are measured.
-    #[arg(short = 'p', long = "measurement-interval", value_parser = millis)]
+    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", value_parser = millis)]
     pub measurement_interval: Option<Duration>,
 
     /// Requests sent before measuring each level (excluded from the results).
     #[arg(
+        help_heading = MEASUREMENT,
         long = "warmup-request-count",
         alias = "num-warmup-requests",
         default_value_t = 0
@@ -206,81 +312,88 @@ pub struct ProfileArgs {
     pub warmup_request_count: u64,
 
     /// Load before measuring each level, excluded from the results (bare number: seconds).
-    #[arg(long = "warmup-duration", conflicts_with = "warmup_request_count", value_parser = secs)]
+    #[arg(help_heading = MEASUREMENT, long = "warmup-duration", conflicts_with = "warmup_request_count", value_parser = secs)]
     pub warmup_duration: Option<Duration>,
 
     /// Seconds per level: requests sent within it are measured (like --measurement-interval, in s).
-    #[arg(long = "duration", conflicts_with_all = ["measurement_interval", "request_count"], value_parser = secs)]
+    #[arg(help_heading = MEASUREMENT, long = "duration", conflicts_with_all = ["measurement_interval", "request_count"], value_parser = secs)]
     pub duration: Option<Duration>,
 
     /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).
-    #[arg(long = "max-send-lag", default_value = "2ms", value_parser = millis)]
+    #[arg(help_heading = DECISIONS, long = "max-send-lag", default_value = "2ms", value_parser = millis)]
     pub max_send_lag: Duration,
 
     /// Exit with code 1 when any level's measurement is not trustworthy.
-    #[arg(long = "strict")]
+    #[arg(help_heading = DECISIONS, long = "strict")]
     pub strict: bool,
 
+    /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1).
+    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "50%")]
+    pub max_error_rate: String,
+
     /// How percentiles are computed: numpy's linear interpolation (GenAI-Perf's) or perf_analyzer's nearest rank.
-    #[arg(long = "percentile-method", value_enum, default_value = "linear")]
+    #[arg(help_heading = MEASUREMENT, long = "percentile-method", value_enum, default_value = "linear")]
     pub percentile_method: PercentileMethodArg,
 
     /// Time per row of each level's timeline.csv (bare number: seconds).
-    #[arg(long = "timeline-interval", default_value = "1s", value_parser = secs)]
+    #[arg(help_heading = MEASUREMENT, long = "timeline-interval", default_value = "1s", value_parser = secs)]
     pub timeline_interval: Duration,
 
     /// GenAI-Perf's raw per-request export (`profile_export.json`, `inputs.json`) in each level
     /// directory, which NVIDIA's own parser and users' scripts read; `none` skips it (it costs
     /// a copy of every response).
-    #[arg(long = "raw-export", value_enum, default_value = "full")]
+    #[arg(help_heading = OUTPUT, long = "raw-export", value_enum, default_value = "full")]
     pub raw_export: RawExportArg,
 
     /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
     /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
     /// if an earlier run in the same second took it), `{model}`,
-    /// `{concurrency}`/`{rate}`/`{level}` (per level), e.g. `./bench/{timestamp}/c{concurrency}`.
-    #[arg(long = "artifact-dir")]
+    /// `{concurrency}`/`{rate}`/`{level}` (per level), `{shard}` (the shard index with
+    /// --shard/--shards), e.g. `./bench/{timestamp}/c{concurrency}`.
+    #[arg(help_heading = OUTPUT, long = "artifact-dir")]
     pub artifact_dir: Option<PathBuf>,
 
-    /// Hugging Face `tokenizer.json` to count tokens with (default: built-in GPT-2).
-    #[arg(long = "tokenizer")]
-    pub tokenizer: Option<PathBuf>,
+    /// Tokenizer to count tokens with: a Hugging Face `tokenizer.json`, a directory holding one,
+    /// or a model name (`meta-llama/Meta-Llama-3-8B-Instruct`) already in the local Hugging Face
+    /// cache (HF_HOME / HF_HUB_CACHE; nothing is downloaded). Default: built-in GPT-2.
+    #[arg(help_heading = WORKLOAD, long = "tokenizer")]
+    pub tokenizer: Option<String>,
 
     /// Seed for prompts and output lengths.
-    #[arg(long = "random-seed", default_value_t = 0)]
+    #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
 
     /// Extra HTTP header `Name: value` (repeatable), sent to the inference server (discovery
     /// included); to metrics and statistics only when --metrics-header names it.
-    #[arg(short = 'H', long = "header")]
+    #[arg(help_heading = TARGET, short = 'H', long = "header")]
     pub header: Vec<String>,
 
     /// Extra request field `name:value` (value parsed as JSON when it is JSON) or a JSON object.
-    #[arg(long = "extra-inputs")]
+    #[arg(help_heading = WORKLOAD, long = "extra-inputs")]
     pub extra_inputs: Vec<String>,
 
     /// Goodput objectives `metric:value` (ms for times, tokens/sec/user for per-user throughput).
-    #[arg(short = 'g', long = "goodput", num_args = 1..)]
+    #[arg(help_heading = DECISIONS, short = 'g', long = "goodput", num_args = 1..)]
     pub goodput: Vec<String>,
 
     /// Service-level objective checked at the end of every level, `METRIC[.STAT] OP VALUE[unit]`
     /// (repeatable): `time_to_first_token.p99<=500ms`, `queue_share<=50%`,
     /// `request_throughput>=10`, `error_rate<1%`. Any failure makes the exit code 1.
-    #[arg(long = "slo")]
+    #[arg(help_heading = DECISIONS, long = "slo")]
     pub slo: Vec<String>,
 
     /// Knee detection: the knee is the first level beyond which throughput grows by less than
     /// this while p99 latency rises by more.
-    #[arg(long = "knee-min-gain", default_value = "10%")]
+    #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%")]
     pub knee_min_gain: String,
 
     /// JSONL prompts, one `{"text": ...}` per line, instead of synthetic ones.
-    #[arg(long = "input-file")]
+    #[arg(help_heading = WORKLOAD, long = "input-file")]
     pub input_file: Option<PathBuf>,
 
     /// Prometheus endpoint of the server (default: the target's own /metrics for an OpenAI API,
     /// then port 8002 of the target host, whichever answers).
-    #[arg(long = "server-metrics-url", alias = "server-metrics-urls")]
+    #[arg(help_heading = MEASUREMENT, long = "server-metrics-url", alias = "server-metrics-urls")]
     pub server_metrics_url: Option<String>,
 
     /// Which engine's metrics to read from the server's page (default: detected from it):
@@ -307,33 +420,180 @@ pub struct ProfileArgs {
     pub metrics_header: Vec<String>,
 
     /// Count output tokens from the server's usage report instead of the tokenizer.
-    #[arg(long = "use-server-token-count")]
+    #[arg(help_heading = MEASUREMENT, long = "use-server-token-count")]
     pub use_server_token_count: bool,
 
     /// API key sent as `Authorization: Bearer` to the target's own address only (never to
     /// metrics, never written to artifacts or logs). For the chat and completions endpoint types
     /// `OPENAI_API_KEY` is read when this is not given; Triton targets never read it.
-    #[arg(long = "api-key")]
+    #[arg(help_heading = TARGET, long = "api-key")]
     pub api_key: Option<String>,
 
     /// Per-request timeout (bare number: seconds); a timed-out request counts as an error of kind
     /// `timeout`.
-    #[arg(long = "request-timeout", default_value = "600s", value_parser = secs)]
+    #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,
 
     /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
     /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
     /// instead of being buffered.
-    #[arg(long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
+    #[arg(help_heading = MEASUREMENT, long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
     pub max_event_size: usize,
 
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+
+    /// JUnit report, JSON stdout, Pushgateway.
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+
     /// More detail on the console.
-    #[arg(short = 'v', long = "verbose")]
+    #[arg(help_heading = OUTPUT, short = 'v', long = "verbose")]
     pub verbose: bool,
 
     /// Print only the results table.
-    #[arg(long = "quiet")]
+    #[arg(help_heading = OUTPUT, long = "quiet")]
     pub quiet: bool,
+
+    /// Where this process takes part in a run of several.
+    #[command(flatten)]
+    pub shard: ShardArgs,
+}
+
+/// Running one plan as N processes (`ttftbench merge` adds their results up).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = LOAD)]
+pub struct ShardArgs {
+    /// Run shard I of N (0-based): this process's part of the plan — concurrency, rate and
+    /// request counts divided, prompts partitioned — for `ttftbench merge` to add up.
+    #[arg(long = "shard", value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Run one of N shards, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or
+    /// --shard-index.
+    #[arg(long = "shards", value_name = "N")]
+    pub shards: Option<u32>,
+    /// This process's shard index with --shards (Kubernetes sets JOB_COMPLETION_INDEX).
+    #[arg(long = "shard-index", env = "JOB_COMPLETION_INDEX", value_name = "I")]
+    pub shard_index: Option<u32>,
+    /// Start the first level at this moment — Unix seconds or RFC 3339 (2026-01-01T12:00:00Z) —
+    /// and later levels on shared boundaries after it, so all shards load the server together.
+    #[arg(long = "start-at", value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// Time between level starts after --start-at (bare number: seconds); by default a level's
+    /// length plus a drain allowance, when the plan fixes that length.
+    #[arg(long = "level-slot", value_parser = secs)]
+    pub level_slot: Option<Duration>,
+}
+
+/// TLS flags shared by `profile`, `perf` and `doctor`: they apply when the URL is `https://` (a
+/// URL without a scheme becomes `https://` when one is given).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = TARGET)]
+pub struct TlsArgs {
+    /// CA certificate(s) to trust in addition to the system's roots: a PEM file with one or more
+    /// certificates (repeatable). For servers whose certificate a private CA signed.
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Vec<PathBuf>,
+    /// Client certificate chain (PEM) for servers that require mutual TLS; needs --key.
+    #[arg(long = "cert", value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+    /// Private key of --cert (PEM: PKCS#8, RSA or EC). Its path may be shown; its contents never
+    /// reach artifacts or logs.
+    #[arg(long = "key", value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Do not verify the server's certificate at all (anyone on the path could pose as the
+    /// server). Warned about, and recorded in the artifacts.
+    #[arg(short = 'k', long = "insecure")]
+    pub insecure: bool,
+}
+
+/// perf_analyzer's names for TLS settings (`perf` only), mapped onto the same settings as
+/// `--cacert`, `--cert`, `--key` and `-k`.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = TARGET)]
+pub struct PerfTlsArgs {
+    /// gRPC over TLS (perf_analyzer's name).
+    #[arg(long = "ssl-grpc-use-ssl")]
+    pub ssl_grpc_use_ssl: bool,
+    /// gRPC: PEM file of the root certificates to trust (like --cacert).
+    #[arg(long = "ssl-grpc-root-certifications-file", value_name = "FILE")]
+    pub ssl_grpc_root_certifications_file: Option<PathBuf>,
+    /// gRPC: PEM file of the client's private key (like --key).
+    #[arg(long = "ssl-grpc-private-key-file", value_name = "FILE")]
+    pub ssl_grpc_private_key_file: Option<PathBuf>,
+    /// gRPC: PEM file of the client's certificate chain (like --cert).
+    #[arg(long = "ssl-grpc-certificate-chain-file", value_name = "FILE")]
+    pub ssl_grpc_certificate_chain_file: Option<PathBuf>,
+    /// HTTPS: verify the server's certificate, 1 (default) or 0 (like -k), as libcurl's
+    /// CURLOPT_SSL_VERIFYPEER.
+    #[arg(long = "ssl-https-verify-peer", value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub ssl_https_verify_peer: Option<u8>,
+    /// HTTPS: check the certificate's name against the host, 2 (default; 1 means the same, as in
+    /// libcurl) or 0 (chain checked, name not), as libcurl's CURLOPT_SSL_VERIFYHOST.
+    #[arg(long = "ssl-https-verify-host", value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub ssl_https_verify_host: Option<u8>,
+    /// HTTPS: CA bundle to trust (like --cacert).
+    #[arg(long = "ssl-https-ca-certificates-file", value_name = "FILE")]
+    pub ssl_https_ca_certificates_file: Option<PathBuf>,
+    /// HTTPS: client certificate (like --cert).
+    #[arg(long = "ssl-https-client-certificate-file", value_name = "FILE")]
+    pub ssl_https_client_certificate_file: Option<PathBuf>,
+    /// HTTPS: how the client certificate file is encoded.
+    #[arg(
+        long = "ssl-https-client-certificate-type",
+        value_enum,
+        ignore_case = true,
+        default_value = "pem"
+    )]
+    pub ssl_https_client_certificate_type: EncodingArg,
+    /// HTTPS: the client certificate's private key (like --key).
+    #[arg(long = "ssl-https-private-key-file", value_name = "FILE")]
+    pub ssl_https_private_key_file: Option<PathBuf>,
+    /// HTTPS: how the private key file is encoded.
+    #[arg(
+        long = "ssl-https-private-key-type",
+        value_enum,
+        ignore_case = true,
+        default_value = "pem"
+    )]
+    pub ssl_https_private_key_type: EncodingArg,
+}
+
+/// `--ssl-https-*-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum EncodingArg {
+    /// Base64 PEM text.
+    #[default]
+    Pem,
+    /// Raw DER.
+    Der,
+}
+
+/// `--output`: what stdout carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormatArg {
+    /// The console tables.
+    Text,
+    /// One JSON object per finished level, then a summary object; all else on stderr.
+    Json,
+}
+
+/// Result channels of `profile` and `perf` besides the artifact files.
+#[derive(Debug, Args, Clone)]
+pub struct OutputArgs {
+    /// Write a JUnit XML report here: one test case per --slo objective and per level's validity
+    /// verdict, for CI test reporters (GitLab, Jenkins, GitHub).
+    #[arg(long = "junit")]
+    pub junit: Option<PathBuf>,
+    /// `json`: one JSON object per finished level and a final summary object on stdout (for
+    /// `| jq`); console text goes to stderr.
+    #[arg(long = "output", value_enum, default_value = "text")]
+    pub output: OutputFormatArg,
+    /// Push each level's key metrics to this Prometheus Pushgateway (e.g.
+    /// http://pushgateway:9091) when it ends; a failed push is a warning.
+    #[arg(long = "push-gateway")]
+    pub push_gateway: Option<String>,
 }
 
 /// `-i`: perf_analyzer's protocol flag.
@@ -369,131 +629,132 @@ pub enum TensorFormatArg {
 #[derive(Debug, Args, Clone)]
 pub struct PerfArgs {
     /// Model name.
-    #[arg(short = 'm', long = "model-name", visible_alias = "model")]
+    #[arg(help_heading = TARGET, short = 'm', long = "model-name", visible_alias = "model")]
     pub model: String,
     /// Model version (default: the server's choice).
-    #[arg(short = 'x', long = "model-version")]
+    #[arg(help_heading = TARGET, short = 'x', long = "model-version")]
     pub model_version: Option<String>,
     /// Server address, with or without scheme (default localhost:8001 for gRPC, :8000 for HTTP).
-    #[arg(short = 'u', long = "url")]
+    #[arg(help_heading = TARGET, short = 'u', long = "url")]
     pub url: Option<String>,
     /// Protocol. Without -i the server is asked: gRPC when the address answers gRPC, else HTTP
     /// (perf_analyzer defaults to HTTP, which fails against Triton's gRPC port 8001).
-    #[arg(short = 'i', long = "protocol", value_enum, ignore_case = true)]
+    #[arg(help_heading = TARGET, short = 'i', long = "protocol", value_enum, ignore_case = true)]
     pub protocol: Option<ProtocolArg>,
     /// Service kind; only Triton (KServe v2) is supported by this mode.
-    #[arg(long = "service-kind", default_value = "triton")]
+    #[arg(help_heading = TARGET, long = "service-kind", default_value = "triton")]
     pub service_kind: String,
     /// Batch size of each request (the model's leading dimension).
-    #[arg(short = 'b', long = "batch-size", default_value_t = 1)]
+    #[arg(help_heading = WORKLOAD, short = 'b', long = "batch-size", default_value_t = 1)]
     pub batch_size: u32,
     /// Shape of an input with variable dimensions: `NAME:d1,d2,...` (repeatable).
-    #[arg(long = "shape")]
+    #[arg(help_heading = WORKLOAD, long = "shape")]
     pub shape: Vec<String>,
     /// `random`, `zero`, or a JSON file in perf_analyzer's input-data format (repeatable).
-    #[arg(long = "input-data")]
+    #[arg(help_heading = WORKLOAD, long = "input-data")]
     pub input_data: Vec<String>,
     /// Length of random strings for BYTES inputs.
-    #[arg(long = "string-length", default_value_t = 128)]
+    #[arg(help_heading = WORKLOAD, long = "string-length", default_value_t = 128)]
     pub string_length: usize,
     /// Fixed string for BYTES inputs instead of random ones.
-    #[arg(long = "string-data")]
+    #[arg(help_heading = WORKLOAD, long = "string-data")]
     pub string_data: Option<String>,
-    /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (`1:32:2` = 1, 3, ..., 31).
-    #[arg(long = "concurrency-range")]
+    /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (`1:32:2` = 1, 3, ..., 31;
+    /// default 1).
+    #[arg(help_heading = LOAD, long = "concurrency-range")]
     pub concurrency_range: Option<String>,
     /// Request-rate sweep `start[:end[:step]]` (requests/s), inclusive and linear.
-    #[arg(long = "request-rate-range", conflicts_with = "concurrency_range")]
+    #[arg(help_heading = LOAD, long = "request-rate-range", conflicts_with = "concurrency_range")]
     pub request_rate_range: Option<String>,
     /// Gaps between requests under --request-rate-range.
-    #[arg(long = "request-distribution", value_enum, default_value = "constant")]
+    #[arg(help_heading = LOAD, long = "request-distribution", value_enum, default_value = "constant")]
     pub request_distribution: DistributionArg,
     /// Ramp concurrency `start[:end[:step]]`: begin at start, add step requests each time the
     /// latest requests have received --request-period responses, up to end; measured once,
     /// without stability windows. With --request-rate-range, the rate drives the load and this
     /// caps requests in flight at end.
-    #[arg(long = "periodic-concurrency-range")]
+    #[arg(help_heading = LOAD, long = "periodic-concurrency-range")]
     pub periodic_concurrency_range: Option<String>,
     /// Responses each request of a periodic-concurrency step waits for before the next step.
-    #[arg(long = "request-period", default_value_t = 10)]
+    #[arg(help_heading = LOAD, long = "request-period", default_value_t = 10)]
     pub request_period: u32,
     /// Measurement window (bare number: milliseconds); windows last 1.2 × this, as in
     /// perf_analyzer.
-    #[arg(short = 'p', long = "measurement-interval", default_value = "5000", value_parser = millis)]
+    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", default_value = "5000", value_parser = millis)]
     pub measurement_interval: Duration,
     /// How windows end.
-    #[arg(long = "measurement-mode", value_enum, default_value = "time_windows")]
+    #[arg(help_heading = MEASUREMENT, long = "measurement-mode", value_enum, default_value = "time_windows")]
     pub measurement_mode: MeasurementModeArg,
     /// Completed requests per window in count_windows mode.
-    #[arg(long = "measurement-request-count", default_value_t = 50)]
+    #[arg(help_heading = MEASUREMENT, long = "measurement-request-count", default_value_t = 50)]
     pub measurement_request_count: u64,
     /// Measure exactly this many requests in one window (no stability loop).
-    #[arg(long = "request-count")]
+    #[arg(help_heading = MEASUREMENT, long = "request-count")]
     pub request_count: Option<u64>,
     /// Stability: the last 3 windows' throughput and latency within this percentage.
-    #[arg(short = 's', long = "stability-percentage", default_value_t = 10.0)]
+    #[arg(help_heading = MEASUREMENT, short = 's', long = "stability-percentage", default_value_t = 10.0)]
     pub stability_percentage: f64,
     /// Most windows per level before giving up on stability.
-    #[arg(short = 'r', long = "max-trials", default_value_t = 10)]
+    #[arg(help_heading = MEASUREMENT, short = 'r', long = "max-trials", default_value_t = 10)]
     pub max_trials: u32,
     /// Stabilize on, and report, this latency percentile instead of the average.
-    #[arg(long = "percentile")]
+    #[arg(help_heading = MEASUREMENT, long = "percentile")]
     pub percentile: Option<u32>,
     /// How percentiles are computed: perf_analyzer's nearest rank, or numpy's linear interpolation.
-    #[arg(long = "percentile-method", value_enum, default_value = "nearest-rank")]
+    #[arg(help_heading = MEASUREMENT, long = "percentile-method", value_enum, default_value = "nearest-rank")]
     pub percentile_method: PercentileMethodArg,
     /// Stop the sweep once a level's latency passes this (bare number: milliseconds; 0 = no limit).
-    #[arg(short = 'l', long = "latency-threshold", default_value = "0", value_parser = millis)]
+    #[arg(help_heading = DECISIONS, short = 'l', long = "latency-threshold", default_value = "0", value_parser = millis)]
     pub latency_threshold: Duration,
     /// Requests sent before measuring each level.
-    #[arg(long = "warmup-request-count", default_value_t = 0)]
+    #[arg(help_heading = MEASUREMENT, long = "warmup-request-count", default_value_t = 0)]
     pub warmup_request_count: u64,
     /// Decoupled models: stream responses over gRPC (time to first response, response throughput).
-    #[arg(long = "streaming")]
+    #[arg(help_heading = TARGET, long = "streaming")]
     pub streaming: bool,
     /// Accepted for perf_analyzer compatibility: requests are always asynchronous here.
-    #[arg(short = 'a', long = "async")]
+    #[arg(help_heading = TARGET, short = 'a', long = "async")]
     pub async_mode: bool,
     /// Accepted for perf_analyzer compatibility: requests are always asynchronous here, and
     /// concurrency N keeps exactly N in flight either way.
-    #[arg(long = "sync")]
+    #[arg(help_heading = TARGET, long = "sync")]
     pub sync_mode: bool,
     /// Accepted for perf_analyzer compatibility: the async runtime sizes itself.
-    #[arg(long = "max-threads")]
+    #[arg(help_heading = LOAD, long = "max-threads")]
     pub max_threads: Option<u32>,
     /// Request parameter `name:value[:type]` (type bool, int, string; inferred when omitted).
-    #[arg(long = "request-parameter")]
+    #[arg(help_heading = WORKLOAD, long = "request-parameter")]
     pub request_parameter: Vec<String>,
     /// Write perf_analyzer's latency report CSV here.
-    #[arg(short = 'f', long = "latency-report-file", visible_alias = "file")]
+    #[arg(help_heading = OUTPUT, short = 'f', long = "latency-report-file", visible_alias = "file")]
     pub latency_report_file: Option<std::path::PathBuf>,
     /// Write perf_analyzer's raw per-request export (JSON: every request's inputs, timestamps and
     /// output tensors, one experiment per level) here.
-    #[arg(long = "profile-export-file")]
+    #[arg(help_heading = OUTPUT, long = "profile-export-file")]
     pub profile_export_file: Option<std::path::PathBuf>,
     /// Add perf_analyzer's verbose columns to the CSV; with -f, also write every measured
     /// request (send time, latency, first response, error) to <stem>.requests.jsonl beside it.
-    #[arg(long = "verbose-csv")]
+    #[arg(help_heading = OUTPUT, long = "verbose-csv")]
     pub verbose_csv: bool,
     /// One CSV row per --timeline-interval of the run (soak tests: watch drift over hours).
-    #[arg(long = "timeline")]
+    #[arg(help_heading = OUTPUT, long = "timeline")]
     pub timeline: Option<std::path::PathBuf>,
     /// Time per timeline row (bare number: seconds).
-    #[arg(long = "timeline-interval", default_value = "10s", value_parser = secs)]
+    #[arg(help_heading = OUTPUT, long = "timeline-interval", default_value = "10s", value_parser = secs)]
     pub timeline_interval: Duration,
     /// HTTP header `Name: value` (repeatable); sent as gRPC metadata too; on statistics and
     /// metrics calls only when --metrics-header names it (or it is triton-access-token).
-    #[arg(short = 'H', long = "header")]
+    #[arg(help_heading = TARGET, short = 'H', long = "header")]
     pub header: Vec<String>,
     /// HTTP input tensor encoding.
-    #[arg(long = "input-tensor-format", value_enum, default_value = "binary")]
+    #[arg(help_heading = TARGET, long = "input-tensor-format", value_enum, default_value = "binary")]
     pub input_tensor_format: TensorFormatArg,
     /// HTTP output tensor encoding.
-    #[arg(long = "output-tensor-format", value_enum, default_value = "binary")]
+    #[arg(help_heading = TARGET, long = "output-tensor-format", value_enum, default_value = "binary")]
     pub output_tensor_format: TensorFormatArg,
     /// Prometheus endpoint for the pending-request gauge and the engine's metrics (default: port
     /// 8002 of the server, if it answers).
-    #[arg(long = "metrics-url")]
+    #[arg(help_heading = MEASUREMENT, long = "metrics-url")]
     pub metrics_url: Option<String>,
     /// Which engine's metrics to read from the server's page (default: detected from it):
     /// triton, trtllm, vllm, sglang, tgi.
@@ -515,29 +776,42 @@ pub struct PerfArgs {
     #[arg(long = "metrics-header")]
     pub metrics_header: Vec<String>,
     /// Per-request timeout (bare number: seconds).
-    #[arg(long = "request-timeout", default_value = "600s", value_parser = secs)]
+    #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,
     /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
     /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
     /// instead of being buffered.
-    #[arg(long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
+    #[arg(help_heading = MEASUREMENT, long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
     pub max_event_size: usize,
     /// Seed for random input data and schedules.
-    #[arg(long = "random-seed", default_value_t = 0)]
+    #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
     /// Service-level objective checked on every level, e.g. `request_latency.p99<=3ms` or
     /// `request_throughput>=8000` (infer/sec); exit code 1 when one fails (repeatable).
-    #[arg(long = "slo")]
+    #[arg(help_heading = DECISIONS, long = "slo")]
     pub slo: Vec<String>,
     /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).
-    #[arg(long = "max-send-lag", default_value = "2ms", value_parser = millis)]
+    #[arg(help_heading = DECISIONS, long = "max-send-lag", default_value = "2ms", value_parser = millis)]
     pub max_send_lag: Duration,
     /// Exit with code 1 when any level's measurement is not trustworthy.
-    #[arg(long = "strict")]
+    #[arg(help_heading = DECISIONS, long = "strict")]
     pub strict: bool,
+    /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1).
+    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "50%")]
+    pub max_error_rate: String,
+
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// TLS under perf_analyzer's names.
+    #[command(flatten)]
+    pub pa_tls: PerfTlsArgs,
     /// Print each measurement window.
-    #[arg(short = 'v', long = "verbose")]
+    #[arg(help_heading = OUTPUT, short = 'v', long = "verbose")]
     pub verbose: bool,
+    /// JUnit report, JSON stdout, Pushgateway.
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 }
 
 /// Flags of `ttftbench serve`.
@@ -567,6 +841,15 @@ pub struct ServeArgs {
         )
     )]
     pub metrics_style: crate::server_metrics::ServerKind,
+    /// Serve HTTP and gRPC over TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key of --tls-cert (PEM).
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this CA (PEM) on HTTP and gRPC: mutual TLS.
+    #[arg(long = "tls-client-ca", value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Engine timing and faults.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -693,6 +976,21 @@ pub struct ReportArgs {
     pub knee_min_gain: String,
 }
 
+/// Flags of `ttftbench merge`.
+#[derive(Debug, Args, Clone)]
+pub struct MergeArgs {
+    /// The shards' artifact directories: each a sweep or a level directory written with
+    /// --shard/--shards (every shard of the run, once).
+    #[arg(required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged run goes (a new directory, not inside a shard's).
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Print only the results table.
+    #[arg(long = "quiet")]
+    pub quiet: bool,
+}
+
 /// `compare --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompareFormat {
@@ -712,6 +1010,10 @@ pub struct CompareArgs {
     pub baseline: PathBuf,
     /// The run to check against the baseline.
     pub current: Option<PathBuf>,
+    /// Compare runs whose workloads differ (endpoint, model, input/output lengths, tokenizer,
+    /// prompts, stop rule); without it such runs are refused.
+    #[arg(long = "allow-mismatch")]
+    pub allow_mismatch: bool,
     /// Largest allowed fall of request and output-token throughput, e.g. `5%`.
     #[arg(long = "max-throughput-drop")]
     pub max_throughput_drop: Option<String>,
@@ -728,6 +1030,9 @@ pub struct CompareArgs {
     /// Write the output to this file instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Write a JUnit XML report here: one test case per limit on each metric of each level.
+    #[arg(long = "junit")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Flags of `ttftbench doctor` (the target flags of `profile`).
@@ -768,6 +1073,9 @@ pub struct DoctorArgs {
     /// Output tokens to ask for in the test request.
     #[arg(long = "output-tokens", default_value_t = 12)]
     pub output_tokens: u32,
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// A duration flag whose bare numbers are milliseconds (`500`, `500ms`, `2s`, `1m`).
@@ -798,6 +1106,30 @@ fn parse_size(s: &str) -> Result<usize, String> {
     match n.checked_mul(mult) {
         Some(v) if v > 0 => Ok(v),
         _ => Err(format!("'{s}' must be at least 1 byte and fit in memory")),
+    }
+}
+
+impl TlsArgs {
+    /// The TLS options as given.
+    pub fn spec(&self) -> crate::plan::resolve::TlsSpec {
+        crate::plan::resolve::TlsSpec {
+            use_tls: false,
+            insecure: self.insecure,
+            skip_hostname: false,
+            ca_files: self.cacert.clone(),
+            cert: self.cert.clone().map(|p| (p, crate::target::Encoding::Pem)),
+            key: self.key.clone().map(|p| (p, crate::target::Encoding::Pem)),
+        }
+    }
+}
+
+impl EncodingArg {
+    /// The plan's value.
+    pub fn encoding(self) -> crate::target::Encoding {
+        match self {
+            EncodingArg::Pem => crate::target::Encoding::Pem,
+            EncodingArg::Der => crate::target::Encoding::Der,
+        }
     }
 }
 

@@ -10,8 +10,10 @@ use crate::perf::plan::{
     AUTO_TIMELINE_WINDOW, PerfPlan, Protocol, STREAMING_NEEDS_GRPC, infer_path, linear, parse_data,
     parse_param, parse_range_f64, parse_range_u32, parse_shape, sibling,
 };
-use crate::plan::resolve;
-use crate::target::{Api, Backend, Target, normalize_url, parse_header, redact_command_line};
+use crate::plan::{resolve, values};
+use crate::target::{
+    Api, Backend, Encoding, Target, normalize_url, parse_header, redact_command_line,
+};
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -95,8 +97,10 @@ impl PerfArgs {
                 .collect::<Result<Vec<_>, _>>()?,
             max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
             strict: self.strict,
+            max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
             verbose: self.verbose,
             command_line: redact_command_line(argv),
+            outputs: self.outputs.plan()?,
         })
     }
 
@@ -109,7 +113,9 @@ impl PerfArgs {
             Some(Protocol::Http) => "localhost:8000",
             _ => "localhost:8001",
         };
-        let (base_url, host) = normalize_url(self.url.as_deref().unwrap_or(default_url))?;
+        let tls = self.tls_spec(protocol);
+        let url = resolve::url_for_tls(self.url.as_deref().unwrap_or(default_url), &tls)?;
+        let (base_url, host) = normalize_url(&url)?;
         let headers = self
             .header
             .iter()
@@ -132,9 +138,56 @@ impl PerfArgs {
             headers,
             api_key: None,
             max_event_bytes: self.max_event_size,
+            tls: resolve::tls(&tls)?,
         };
         target.header_map()?;
         Ok(target)
+    }
+
+    /// The TLS options under both sets of names as one: ttftbench's (`--cacert`, `--cert`,
+    /// `--key`, `-k`) apply to either protocol; perf_analyzer's `--ssl-grpc-*` to gRPC and
+    /// `--ssl-https-*` to HTTP, as in perf_analyzer (both when the protocol is detected).
+    fn tls_spec(&self, protocol: Option<Protocol>) -> resolve::TlsSpec {
+        let mut spec = self.tls.spec();
+        let p = &self.pa_tls;
+        let grpc = protocol != Some(Protocol::Http);
+        let http = protocol != Some(Protocol::Grpc);
+        if grpc {
+            spec.use_tls |= p.ssl_grpc_use_ssl;
+            spec.ca_files
+                .extend(p.ssl_grpc_root_certifications_file.clone());
+            if spec.cert.is_none() {
+                spec.cert = p
+                    .ssl_grpc_certificate_chain_file
+                    .clone()
+                    .map(|f| (f, Encoding::Pem));
+            }
+            if spec.key.is_none() {
+                spec.key = p
+                    .ssl_grpc_private_key_file
+                    .clone()
+                    .map(|f| (f, Encoding::Pem));
+            }
+        }
+        if http {
+            spec.insecure |= p.ssl_https_verify_peer == Some(0);
+            spec.skip_hostname |= p.ssl_https_verify_host == Some(0);
+            spec.ca_files
+                .extend(p.ssl_https_ca_certificates_file.clone());
+            if spec.cert.is_none() {
+                spec.cert = p
+                    .ssl_https_client_certificate_file
+                    .clone()
+                    .map(|f| (f, p.ssl_https_client_certificate_type.encoding()));
+            }
+            if spec.key.is_none() {
+                spec.key = p
+                    .ssl_https_private_key_file
+                    .clone()
+                    .map(|f| (f, p.ssl_https_private_key_type.encoding()));
+            }
+        }
+        spec
     }
 
     /// The levels in order, and whether the concurrency range is open-ended (`start:0`).

@@ -65,6 +65,7 @@ impl ProfileArgs {
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
             metrics_headers: self.metrics_header.clone(),
             max_event_bytes: self.max_event_size,
+            tls: self.tls.spec(),
         }
     }
 
@@ -80,7 +81,6 @@ impl ProfileArgs {
             tokenizer: self.tokenizer.clone(),
             seed: self.random_seed,
             extra_inputs: self.extra_inputs.clone(),
-            server_usage: self.use_server_token_count,
         }
     }
 
@@ -114,7 +114,7 @@ impl ProfileArgs {
         positive("--request-timeout", self.request_timeout)?;
         positive("--timeline-interval", self.timeline_interval)?;
         positive("--max-send-lag", self.max_send_lag)?;
-        Ok(RunPlan {
+        let mut plan = RunPlan {
             server_metrics: resolve::metrics_source(self.server_metrics_url.as_deref(), &target)?,
             server_kind: self.server_kind,
             gpu_metrics_url: resolve::gpu_metrics_url(self.gpu_metrics_url.as_deref())?,
@@ -125,6 +125,7 @@ impl ProfileArgs {
             warmup_duration: self.warmup_duration,
             max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
             strict: self.strict,
+            max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
             timeline_interval: self.timeline_interval,
             percentile_method: self.percentile_method.method(),
             raw_export: self.raw_export == super::RawExportArg::Full,
@@ -136,12 +137,50 @@ impl ProfileArgs {
                 .map(|s| crate::metrics::parse(s).map_err(UsageError))
                 .collect::<Result<Vec<_>, _>>()?,
             knee_min_gain: values::parse_fraction("--knee-min-gain", &self.knee_min_gain)?,
-            use_server_token_count: self.use_server_token_count,
+            use_server_token_count: resolve::server_token_count(
+                target.api,
+                self.use_server_token_count,
+            )?,
             request_timeout: self.request_timeout,
             verbosity: self.verbosity()?,
             command_line: redact_command_line(argv),
+            outputs: self.outputs.plan()?,
             target,
-        })
+            shard: crate::plan::ShardPlan::default(),
+        };
+        // The slot between level starts depends on each level's length, known once the plan is.
+        plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;
+        Ok(plan)
+    }
+}
+
+impl super::ShardArgs {
+    /// The shard section as given, for a plan of `levels` levels of `level_length` each.
+    pub fn spec(&self, levels: usize, level_length: Option<Duration>) -> resolve::ShardSpec {
+        resolve::ShardSpec {
+            shard: self.shard.clone(),
+            shards: self.shards,
+            shard_index: self.shard_index,
+            start_at: self.start_at.clone(),
+            level_slot: self.level_slot,
+            levels,
+            level_length,
+        }
+    }
+}
+
+impl super::OutputArgs {
+    /// The validated result channels; `GITHUB_STEP_SUMMARY` is read here, once.
+    pub fn plan(&self) -> Result<crate::plan::outputs::Outputs, UsageError> {
+        crate::plan::outputs::resolve(
+            self.junit.as_deref(),
+            match self.output {
+                super::OutputFormatArg::Text => crate::plan::outputs::StdoutFormat::Text,
+                super::OutputFormatArg::Json => crate::plan::outputs::StdoutFormat::Json,
+            },
+            self.push_gateway.as_deref(),
+            std::env::var_os("GITHUB_STEP_SUMMARY").map(std::path::PathBuf::from),
+        )
     }
 }
 
@@ -162,6 +201,7 @@ impl super::DoctorArgs {
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
             metrics_headers: self.metrics_header.clone(),
             max_event_bytes: 0,
+            tls: self.tls.spec(),
         })?;
         Ok(RunPlan {
             server_metrics: resolve::metrics_source(self.server_metrics_url.as_deref(), &target)?,

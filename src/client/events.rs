@@ -3,7 +3,8 @@
 //! token costs no heap allocation.
 //!
 //! Shapes understood, all in one pass:
-//! * OpenAI chat chunks `{"choices":[{"delta":{"content":"..","reasoning_content":".."}}]}` and
+//! * OpenAI chat chunks `{"choices":[{"delta":{"content":"..","reasoning_content":".."}}]}`
+//!   (tool-call deltas `"tool_calls":[{"function":{"arguments":".."}}]` count as text too) and
 //!   whole responses `{"choices":[{"message":{"content":".."}}]}`;
 //! * OpenAI completions `{"choices":[{"text":".."}]}`;
 //! * Triton generate / generate_stream `{"text_output":".."}` (a string, or an array of strings);
@@ -168,6 +169,7 @@ enum ChoiceKey {
 enum DeltaKey {
     Content,
     ReasoningContent,
+    ToolCalls,
     Reasoning,
     #[serde(other)]
     Other,
@@ -326,9 +328,84 @@ impl<'de> Visitor<'de> for DeltaSeed<'_> {
                 DeltaKey::Content | DeltaKey::ReasoningContent | DeltaKey::Reasoning => {
                     map.next_value_seed(TextSeed { text: self.text })?
                 }
+                DeltaKey::ToolCalls => map.next_value_seed(ToolCallsSeed { text: self.text })?,
                 DeltaKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `tool_calls`: `null`, or an array of calls; each call's `function.arguments` is output text
+/// (a model streaming a tool call generates those tokens as it would content).
+struct ToolCallsSeed<'a> {
+    text: &'a mut String,
+}
+
+impl<'de> DeserializeSeed<'de> for ToolCallsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ToolCallsSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of tool calls")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq
+            .next_element_seed(FieldSeed {
+                path: &["function", "arguments"],
+                text: &mut *self.text,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+}
+
+/// An object in which the text at `path` (nested keys) is appended; everything else skipped.
+struct FieldSeed<'a> {
+    path: &'static [&'static str],
+    text: &'a mut String,
+}
+
+impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let (first, rest) = self.path.split_first().expect("a non-empty path");
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key != *first {
+                map.next_value::<IgnoredAny>()?;
+            } else if rest.is_empty() {
+                map.next_value_seed(TextSeed {
+                    text: &mut *self.text,
+                })?;
+            } else {
+                map.next_value_seed(FieldSeed {
+                    path: rest,
+                    text: &mut *self.text,
+                })?;
             }
         }
         Ok(())
@@ -623,10 +700,33 @@ mod fast {
                         p.expect(b'{')?;
                         p.object_fields(|p, key| match key {
                             b"content" | b"reasoning_content" | b"reasoning" => p.text_value(text),
+                            b"tool_calls" => p.tool_calls(text),
                             _ => p.skip_value(),
                         })
                     }
                     b"text" => p.text_value(text),
+                    _ => p.skip_value(),
+                })
+            })
+        }
+
+        /// `tool_calls`: `null`, or calls whose `function.arguments` text is appended (arguments
+        /// are JSON text, so they usually hold escapes and defer to the full reader).
+        fn tool_calls(&mut self, text: &mut String) -> Option<()> {
+            if self.peek()? == b'n' {
+                return self.literal(b"null");
+            }
+            self.expect(b'[')?;
+            self.array_items(|p, _| {
+                p.expect(b'{')?;
+                p.object_fields(|p, key| match key {
+                    b"function" => {
+                        p.expect(b'{')?;
+                        p.object_fields(|p, key| match key {
+                            b"arguments" => p.text_value(text),
+                            _ => p.skip_value(),
+                        })
+                    }
                     _ => p.skip_value(),
                 })
             })
@@ -686,6 +786,26 @@ mod tests {
         let (_, t) =
             parse(r#"{"choices":[{"delta":{"reasoning_content":"think","content":null}}]}"#);
         assert_eq!(t, "think");
+    }
+
+    /// Tool-call arguments are output, on the fast path (no escapes) and the full reader's
+    /// (escaped JSON arguments); the call's id, type and name are not.
+    #[test]
+    fn tool_call_arguments_count_as_output() {
+        let plain = r#"{"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"city"}}]}}]}"#;
+        let mut t = String::new();
+        assert_eq!(scan_fast(plain.as_bytes(), &mut t), Some(4));
+        assert_eq!(parse(plain).1, "city");
+        let escaped = r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \"Paris\"}"}},{"function":{"name":"x","arguments":"!"}}]}}]}"#;
+        let mut t = String::new();
+        assert_eq!(scan_fast(escaped.as_bytes(), &mut t), None);
+        let (i, t) = parse(escaped);
+        assert_eq!(t, r#"{"city": "Paris"}!"#);
+        assert_eq!(i.content_bytes, t.len());
+        assert_eq!(
+            parse(r#"{"choices":[{"delta":{"tool_calls":null}}]}"#).1,
+            ""
+        );
     }
 
     #[test]

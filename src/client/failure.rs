@@ -12,6 +12,9 @@ use crate::record::ErrorKind;
 
 /// The kind of an I/O failure on a connection, `fallback` when it says nothing more specific.
 pub fn io_kind(e: &io::Error, fallback: ErrorKind) -> ErrorKind {
+    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+        return ErrorKind::OpenFiles;
+    }
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
         io::ErrorKind::ConnectionReset

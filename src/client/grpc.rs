@@ -143,24 +143,30 @@ pub enum ResponseMode {
     Tensors,
 }
 
-/// Opens a channel (HTTP/2 connection) to `base_url`.
-pub async fn connect(base_url: &str) -> Result<Channel, String> {
+/// Opens a channel (HTTP/2 connection) to the target: over TLS for `https://`, verified with
+/// the same settings and explained the same way as HTTP. A refused certificate or unusable TLS
+/// settings are usage errors; an unreachable server is a failed run.
+pub async fn connect(target: &Target) -> Result<Channel, crate::error::Error> {
+    let base_url = &target.base_url;
     let ep = Endpoint::from_shared(base_url.to_string())
-        .map_err(|e| format!("invalid gRPC address {base_url}: {e}"))?
+        .map_err(|e| crate::error::Error::usage(format!("invalid gRPC address {base_url}: {e}")))?
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(10))
         .http2_adaptive_window(true);
-    let ep = if base_url.starts_with("https://") {
-        ep.tls_config(tonic::transport::ClientTlsConfig::new().with_native_roots())
-            .map_err(|e| format!("TLS setup for {base_url}: {e}"))?
+    let ep = if target.uses_tls() {
+        super::tls::TlsContext::new(&target.tls)?.grpc_endpoint(ep)?
     } else {
         ep
     };
     ep.connect().await.map_err(|e| {
-        format!(
+        if let Some(f) = super::tls::TlsFailure::find(&e) {
+            let addr = base_url.trim_start_matches("https://");
+            return crate::error::Error::usage(f.message(addr));
+        }
+        crate::error::Error::failed(format!(
             "cannot connect to the gRPC server at {base_url}: {}\n  check that the server is running and listening there (Triton's gRPC port is 8001; its HTTP port 8000 needs --endpoint-type generate); from a container use an address reachable from it and start Triton with --grpc-address 0.0.0.0",
             error_chain(&e)
-        )
+        ))
     })
 }
 
@@ -251,7 +257,7 @@ impl GrpcClient {
         let n = workers.div_ceil(STREAMS_PER_CONNECTION).max(1);
         let mut channels = vec![first];
         for _ in 1..n {
-            channels.push(connect(&target.base_url).await?);
+            channels.push(connect(target).await.map_err(|e| e.to_string())?);
         }
         let metadata = metadata_for(target).map_err(|e| e.0)?;
         Ok(GrpcClient {

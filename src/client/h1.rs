@@ -1,22 +1,54 @@
-//! A minimal HTTP/1.1 client for plain-HTTP targets. Each worker owns one keep-alive connection
-//! and reads responses straight off the socket: every read is timestamped the moment it returns,
-//! and the body is unframed (chunked or sized), split into server-sent events and read as JSON in
-//! place — no body channel, no task hand-off, no allocation per token. (A general HTTP client
-//! delivers each chunk of a streamed body through a channel to the reading task, which costs a
-//! wake-up per token and dominated the client's CPU.) HTTPS targets use the pooled reqwest
-//! client.
+//! A minimal HTTP/1.1 client for HTTP and HTTPS targets. Each worker owns one keep-alive
+//! connection and reads responses straight off the socket: every read is timestamped the moment
+//! it returns, and the body is unframed (chunked or sized), split into server-sent events and read
+//! as JSON in place — no body channel, no task hand-off, no allocation per token. (A general HTTP
+//! client delivers each chunk of a streamed body through a channel to the reading task, which
+//! costs a wake-up per token and dominated the client's CPU.) HTTPS runs the same loop over a
+//! rustls stream ([`Stream::Tls`]): the read returns decrypted bytes, timestamped as it returns,
+//! so reads, timestamps and the bounds on hostile streams are shared.
 //!
 //! Requests are written as `METHOD path HTTP/1.1` with `Host`, `Content-Type`, `Content-Length`,
 //! the user's headers, and the body. Responses may be chunked, sized, or read to close; a
 //! connection is reused unless the server said `Connection: close` or the exchange failed.
 
 use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use reqwest::header::HeaderMap;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::record::{Clock, ErrorKind, RequestError};
+
+/// TLS for an `https://` target: the connector (the target's rustls configuration) and the
+/// name the server's certificate must carry.
+#[derive(Clone)]
+pub struct H1Tls {
+    connector: tokio_rustls::TlsConnector,
+    name: rustls::pki_types::ServerName<'static>,
+}
+
+impl std::fmt::Debug for H1Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H1Tls").field("name", &self.name).finish()
+    }
+}
+
+impl H1Tls {
+    /// TLS to `host` with `ctx`'s verifier and client certificate, offering HTTP/1.1.
+    pub fn new(
+        ctx: &super::tls::TlsContext,
+        host: &str,
+    ) -> Result<H1Tls, crate::error::UsageError> {
+        let config = ctx.client_config(&[super::tls::ALPN_HTTP1])?;
+        Ok(H1Tls {
+            connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            name: super::tls::server_name(host)?,
+        })
+    }
+}
 
 /// Where and how requests are written, rendered once.
 #[derive(Debug, Clone)]
@@ -25,14 +57,19 @@ pub struct H1Target {
     /// `POST /path HTTP/1.1\r\nHost: ...\r\n` plus the user's headers; content type and length
     /// follow per request.
     head: Vec<u8>,
+    /// TLS, for `https://`.
+    tls: Option<H1Tls>,
 }
 
 impl H1Target {
-    /// For an `http://` URL; `None` for other schemes.
-    pub fn new(url: &reqwest::Url, headers: &HeaderMap) -> Option<H1Target> {
-        if url.scheme() != "http" {
-            return None;
-        }
+    /// For an `http://` URL, or an `https://` one with its TLS; `None` for other schemes (or
+    /// `https://` without TLS settings).
+    pub fn new(url: &reqwest::Url, headers: &HeaderMap, tls: Option<H1Tls>) -> Option<H1Target> {
+        let tls = match (url.scheme(), tls) {
+            ("http", _) => None,
+            ("https", Some(t)) => Some(t),
+            _ => return None,
+        };
         let host = url.host_str()?;
         let port = url.port_or_known_default()?;
         let addr = if host.contains(':') {
@@ -64,7 +101,7 @@ impl H1Target {
             head.extend_from_slice(value.as_bytes());
             head.extend_from_slice(b"\r\n");
         }
-        Some(H1Target { addr, head })
+        Some(H1Target { addr, head, tls })
     }
 }
 
@@ -78,10 +115,55 @@ const MAX_READ_BUF: usize = 256 * 1024;
 /// The longest response head accepted; a head that does not end by then is malformed.
 const MAX_HEAD: usize = 64 * 1024;
 
+/// A connection's byte stream: plain TCP, or TLS over it.
+#[derive(Debug)]
+pub enum Stream {
+    /// `http://`.
+    Plain(TcpStream),
+    /// `https://`: reads return decrypted bytes.
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, b),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, b),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
 /// One keep-alive connection with its read buffer.
 #[derive(Debug)]
 pub struct H1Conn {
-    stream: TcpStream,
+    stream: Stream,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -100,6 +182,21 @@ pub async fn connect(t: &H1Target) -> Result<H1Conn, RequestError> {
         )
     })?;
     let _ = stream.set_nodelay(true);
+    let stream = match &t.tls {
+        None => Stream::Plain(stream),
+        Some(tls) => {
+            let s = tls
+                .connector
+                .connect(tls.name.clone(), stream)
+                .await
+                .map_err(|e| {
+                    let msg = super::tls::describe_io(&e, &t.addr)
+                        .unwrap_or_else(|| format!("TLS handshake with {} failed: {e}", t.addr));
+                    RequestError::new(super::failure::io_kind(&e, ErrorKind::Connect), msg)
+                })?;
+            Stream::Tls(Box::new(s))
+        }
+    };
     Ok(H1Conn {
         stream,
         buf: vec![0; FIRST_READ_BUF],
@@ -118,10 +215,24 @@ impl H1Conn {
             return false;
         }
         let mut probe = [0u8; 1];
-        match self.stream.try_read(&mut probe) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
-            // EOF, an error, or bytes nobody asked for: not usable.
-            _ => false,
+        match &mut self.stream {
+            Stream::Plain(s) => match s.try_read(&mut probe) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
+                // EOF, an error, or bytes nobody asked for: not usable.
+                _ => false,
+            },
+            // TLS records (session tickets) may arrive between responses: a read that takes
+            // them returns no data and would wait, so the connection is open; EOF, a
+            // close_notify, an error or unasked-for data make it unusable.
+            Stream::Tls(s) => {
+                let waker = std::task::Waker::noop();
+                let mut cx = Context::from_waker(waker);
+                let mut buf = ReadBuf::new(&mut probe);
+                matches!(
+                    Pin::new(s.as_mut()).poll_read(&mut cx, &mut buf),
+                    Poll::Pending
+                )
+            }
         }
     }
 
@@ -153,11 +264,13 @@ impl H1Conn {
         // shared buffer without copying.
         if body.len() <= 64 * 1024 {
             scratch.extend_from_slice(body);
-            self.stream.write_all(scratch).await
+            self.stream.write_all(scratch).await?;
         } else {
             self.stream.write_all(scratch).await?;
-            self.stream.write_all(body).await
+            self.stream.write_all(body).await?;
         }
+        // TLS may hold the last record until flushed; for TCP this is a no-op.
+        self.stream.flush().await
     }
 
     /// Reads more bytes into the buffer and timestamps them; returns how many (0 at EOF).
@@ -523,7 +636,7 @@ mod tests {
     ) -> (Head, Vec<u8>, Result<(), RequestError>, bool) {
         let addr = serve_once(response.to_vec(), piece).await;
         let url = reqwest::Url::parse(&format!("http://{addr}/v1/x")).unwrap();
-        let t = H1Target::new(&url, &HeaderMap::new()).unwrap();
+        let t = H1Target::new(&url, &HeaderMap::new(), None).unwrap();
         let mut c = connect(&t).await.unwrap();
         let mut scratch = Vec::new();
         c.send(&t, "application/json", None, b"{}", &mut scratch)
@@ -598,13 +711,13 @@ mod tests {
         let url = reqwest::Url::parse("http://localhost:8000/api/v1/chat/completions?x=1").unwrap();
         let mut h = HeaderMap::new();
         h.insert("authorization", "Bearer k".parse().unwrap());
-        let t = H1Target::new(&url, &h).unwrap();
+        let t = H1Target::new(&url, &h, None).unwrap();
         assert_eq!(t.addr, "localhost:8000");
         assert_eq!(
             String::from_utf8(t.head.clone()).unwrap(),
             "POST /api/v1/chat/completions?x=1 HTTP/1.1\r\nHost: localhost:8000\r\nAccept: */*\r\nauthorization: Bearer k\r\n"
         );
-        assert!(H1Target::new(&reqwest::Url::parse("https://x/").unwrap(), &h).is_none());
+        assert!(H1Target::new(&reqwest::Url::parse("https://x/").unwrap(), &h, None).is_none());
         let mut v = Vec::new();
         push_decimal(&mut v, 1234567);
         assert_eq!(v, b"1234567");

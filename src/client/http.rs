@@ -1,13 +1,12 @@
 //! JSON over HTTP: OpenAI-compatible chat/completions, Triton's generate / generate_stream, and
 //! KServe v2 `/infer`. Streams are server-sent events; one parser and one event reader serve
-//! every API. Plain-HTTP targets go through the per-worker connection of [`super::h1`]; HTTPS
-//! targets through a pooled reqwest client.
+//! every API. Requests go through the per-worker connection of [`super::h1`], over TCP or TLS;
+//! a pooled reqwest client (verifying TLS the same way) serves discovery calls.
 
 use std::sync::Once;
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use super::events::parse_event;
 use super::h1::{self, H1Target};
@@ -23,31 +22,31 @@ pub fn install_tls_provider() {
     });
 }
 
-/// A pooled HTTP client bound to one endpoint.
+/// An HTTP client bound to one endpoint.
 #[derive(Clone, Debug)]
 pub struct HttpClient {
+    /// For discovery calls.
     client: reqwest::Client,
-    url: reqwest::Url,
-    warm_url: reqwest::Url,
     streaming: bool,
-    /// The direct HTTP/1.1 path, for `http://` targets.
-    h1: Option<std::sync::Arc<H1Target>>,
+    /// Where requests go, over each worker's own connection.
+    h1: std::sync::Arc<H1Target>,
     /// Largest event, whole body or response text accepted.
     max_event: usize,
 }
 
 impl HttpClient {
-    /// Builds a client for the target's endpoint. Connections are pooled without limit so that N
-    /// concurrent requests use N keep-alive connections; proxies from the environment are ignored
-    /// because benchmark traffic must go straight to the server.
+    /// Builds a client for the target's endpoint: each worker keeps one keep-alive connection
+    /// (TLS for `https://`, verified as the plan says). Proxies from the environment are
+    /// ignored because benchmark traffic must go straight to the server.
     pub fn new(target: &Target, pool_hint: usize) -> crate::error::Result<HttpClient> {
         install_tls_provider();
         let url = reqwest::Url::parse(&target.endpoint_url()).map_err(|e| {
             crate::error::Error::usage(format!("invalid URL {}: {e}", target.endpoint_url()))
         })?;
-        let warm_url = reqwest::Url::parse(&target.warm_url()).map_err(|e| {
-            crate::error::Error::usage(format!("invalid URL {}: {e}", target.warm_url()))
-        })?;
+        let tls = match target.uses_tls() {
+            true => Some(super::tls::TlsContext::new(&target.tls)?),
+            false => None,
+        };
         let mut builder = reqwest::Client::builder()
             .no_proxy()
             .tcp_nodelay(true)
@@ -58,17 +57,29 @@ impl HttpClient {
         if url.scheme() == "http" {
             builder = builder.http1_only();
         }
+        let h1_tls = match &tls {
+            Some(ctx) => {
+                builder = ctx.reqwest(builder)?;
+                Some(h1::H1Tls::new(ctx, url.host_str().unwrap_or_default())?)
+            }
+            None => None,
+        };
         let client = builder.build().map_err(|e| {
             crate::error::Error::failed(format!(
                 "cannot build the HTTP client: {}",
                 error_chain(&e)
             ))
         })?;
-        let h1 = H1Target::new(&url, &target.header_map()?).map(std::sync::Arc::new);
+        let h1 = H1Target::new(&url, &target.header_map()?, h1_tls)
+            .map(std::sync::Arc::new)
+            .ok_or_else(|| {
+                crate::error::Error::usage(format!(
+                    "{}: only http:// and https:// URLs are supported",
+                    target.endpoint_url()
+                ))
+            })?;
         Ok(HttpClient {
             client,
-            url,
-            warm_url,
             streaming: target.streaming,
             h1,
             max_event: target.max_event_bytes.max(1),
@@ -80,29 +91,13 @@ impl HttpClient {
         &self.client
     }
 
-    /// Opens `n` keep-alive connections with cheap GETs so a level's first requests do not pay for
-    /// TCP (and TLS) setup inside their TTFT.
-    pub async fn warm_connections(&self, n: usize) {
-        // Direct connections are opened by each worker before its first measured request.
-        if self.h1.is_some() {
-            return;
-        }
-        let mut set = tokio::task::JoinSet::new();
-        for _ in 0..n {
-            let c = self.client.clone();
-            let u = self.warm_url.clone();
-            set.spawn(async move {
-                if let Ok(r) = c.get(u).send().await {
-                    let _ = r.bytes().await;
-                }
-            });
-        }
-        while set.join_next().await.is_some() {}
-    }
+    /// Nothing to open ahead of a level: each worker connects before its first measured
+    /// request ([`HttpClient::prepare`]).
+    pub async fn warm_connections(&self, _n: usize) {}
 
     /// Makes sure the worker's direct connection is open, outside any measured time.
     pub async fn prepare(&self, ex: &mut Exchange) -> Result<(), RequestError> {
-        let Some(t) = &self.h1 else { return Ok(()) };
+        let t = &self.h1;
         if ex.h1.as_mut().is_some_and(|c| c.is_open()) {
             return Ok(());
         }
@@ -254,47 +249,12 @@ impl HttpClient {
         ex: &mut Exchange,
         clock: &Clock,
     ) -> Result<(), RequestError> {
-        if let Some(t) = &self.h1 {
-            return self
-                .execute_h1(t, body, "application/json", None, false, ex, clock)
-                .await;
-        }
-        let resp = self
-            .client
-            .post(self.url.clone())
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .body(body.clone())
-            .send()
+        self.execute_h1(&self.h1, body, "application/json", None, false, ex, clock)
             .await
-            .map_err(classify_send_error)?;
-        ex.bytes_at(clock.now_ns());
-        let status = resp.status();
-        if !status.is_success() {
-            return Err(status_failure(resp, ex).await);
-        }
-        let is_sse = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| super::h1::starts_with_ci(ct.trim_start(), "text/event-stream"));
-        if self.streaming && !is_sse {
-            let ct = content_type(resp.headers());
-            let text = read_error_body(resp).await;
-            return Err(RequestError::new(
-                ErrorKind::NotStreaming,
-                format!("asked for a stream but the server answered {ct}: {text}"),
-            ));
-        }
-        if is_sse {
-            self.read_stream(resp, ex, clock).await
-        } else {
-            read_whole(resp, ex, clock, self.max_event).await
-        }
     }
 
-    /// Sends one KServe v2 `/infer` request (tensors) and reads the whole response. The body is
-    /// streamed from a shared buffer (no copy) with its length declared, so the moment the last
-    /// byte was taken by the transport is the end of the client's send time.
+    /// Sends one KServe v2 `/infer` request (tensors) and reads the whole response; the binary
+    /// tensor extension's header length goes in `Inference-Header-Content-Length`.
     pub async fn execute_infer(
         &self,
         body: &Bytes,
@@ -302,153 +262,15 @@ impl HttpClient {
         ex: &mut Exchange,
         clock: &Clock,
     ) -> Result<(), RequestError> {
-        if let Some(t) = &self.h1 {
-            let (ct, extra) = match header_len {
-                Some(n) => (
-                    "application/octet-stream",
-                    Some(("Inference-Header-Content-Length", n)),
-                ),
-                None => ("application/json", None),
-            };
-            return self.execute_h1(t, body, ct, extra, true, ex, clock).await;
-        }
-        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let stream = TimedBody {
-            chunk: Some(body.clone()),
-            sent: sent.clone(),
-            clock: *clock,
+        let (ct, extra) = match header_len {
+            Some(n) => (
+                "application/octet-stream",
+                Some(("Inference-Header-Content-Length", n)),
+            ),
+            None => ("application/json", None),
         };
-        let mut req = self
-            .client
-            .post(self.url.clone())
-            .header(reqwest::header::CONTENT_LENGTH, body.len())
-            .body(reqwest::Body::wrap_stream(stream));
-        req = match header_len {
-            Some(n) => req
-                .header(
-                    CONTENT_TYPE,
-                    HeaderValue::from_static("application/octet-stream"),
-                )
-                .header("Inference-Header-Content-Length", n),
-            None => req.header(CONTENT_TYPE, HeaderValue::from_static("application/json")),
-        };
-        let result = async {
-            let resp = req.send().await.map_err(classify_send_error)?;
-            ex.bytes_at(clock.now_ns());
-            if !resp.status().is_success() {
-                return Err(status_failure(resp, &mut *ex).await);
-            }
-            // Read to the end without joining the frames into one buffer: only the time counts
-            // (unless the raw export keeps the response).
-            let mut resp = resp;
-            let keep = ex.capture.is_some();
-            let mut whole = std::mem::take(&mut ex.body);
-            whole.clear();
-            while let Some(c) = resp.chunk().await.map_err(body_broke_off)? {
-                if keep {
-                    whole.extend_from_slice(&c);
-                }
-            }
-            ex.responses += 1;
-            let t = clock.now_ns();
-            ex.content_at(t);
-            ex.keep_response(t, &whole);
-            ex.body = whole;
-            Ok(())
-        }
-        .await;
-        let t = sent.load(std::sync::atomic::Ordering::Relaxed);
-        if t > 0 {
-            ex.send_done_ns = Some(t);
-        }
-        result
-    }
-
-    async fn read_stream(
-        &self,
-        mut resp: reqwest::Response,
-        ex: &mut Exchange,
-        clock: &Clock,
-    ) -> Result<(), RequestError> {
-        let mut state = StreamState {
-            done: false,
-            error: None,
-            max_text: self.max_event,
-        };
-        let mut sse = std::mem::take(&mut ex.sse);
-        sse.set_limit(self.max_event);
-        let result = loop {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => {
-                    let t = clock.now_ns();
-                    if let Err(e) =
-                        sse.feed(&chunk, |name, data| on_event(name, data, t, ex, &mut state))
-                    {
-                        break Err(sse_error(e));
-                    }
-                    if let Some(err) = state.error.take() {
-                        break Err(err);
-                    }
-                    if state.done {
-                        drain_body(&mut resp).await;
-                        break Ok(());
-                    }
-                }
-                Ok(None) => {
-                    let t = clock.now_ns();
-                    sse.finish(|name, data| on_event(name, data, t, ex, &mut state));
-                    break match state.error.take() {
-                        Some(err) => Err(err),
-                        None => Ok(()),
-                    };
-                }
-                Err(e) => {
-                    break Err(RequestError::new(
-                        ErrorKind::StreamCut,
-                        format!(
-                            "the response stream broke off after {} events: {}",
-                            ex.responses,
-                            error_chain(&e)
-                        ),
-                    ));
-                }
-            }
-        };
-        sse.reset();
-        ex.sse = sse;
-        // OpenAI streams end with `data: [DONE]`, Triton's simply end; a body that ends cleanly
-        // without `[DONE]` is complete (a cut chunked body surfaces as a read error above).
-        result
-    }
-}
-
-/// A one-chunk request body that records when the transport took it, and again if the
-/// transport asks for more afterwards (the whole request has then been written). With a
-/// declared length the transport may never ask again; the hand-over time then stands.
-struct TimedBody {
-    chunk: Option<Bytes>,
-    sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    clock: Clock,
-}
-
-impl futures_util::Stream for TimedBody {
-    type Item = Result<Bytes, std::io::Error>;
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        match self.chunk.take() {
-            Some(b) => {
-                self.sent
-                    .store(self.clock.now_ns(), std::sync::atomic::Ordering::Relaxed);
-                std::task::Poll::Ready(Some(Ok(b)))
-            }
-            None => {
-                self.sent
-                    .store(self.clock.now_ns(), std::sync::atomic::Ordering::Relaxed);
-                std::task::Poll::Ready(None)
-            }
-        }
+        self.execute_h1(&self.h1, body, ct, extra, true, ex, clock)
+            .await
     }
 }
 
@@ -456,12 +278,6 @@ impl futures_util::Stream for TimedBody {
 /// end lets the connection go back to the pool (HTTP) and lets the call finish cleanly instead of
 /// being reset (gRPC; thousands of resets make HTTP/2 peers tear the connection down).
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// Reads whatever is left of a body after `[DONE]`.
-async fn drain_body(resp: &mut reqwest::Response) {
-    let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
-    while let Ok(Ok(Some(_))) = tokio::time::timeout_at(deadline, resp.chunk()).await {}
-}
 
 struct StreamState {
     done: bool,
@@ -550,36 +366,6 @@ fn lossy_event(data: &[u8], ex: &mut Exchange) -> Option<super::events::EventInf
     Some(info)
 }
 
-/// A whole (non-streamed) response: its content arrives at once, when the body is complete.
-async fn read_whole(
-    mut resp: reqwest::Response,
-    ex: &mut Exchange,
-    clock: &Clock,
-    limit: usize,
-) -> Result<(), RequestError> {
-    let mut body = std::mem::take(&mut ex.body);
-    body.clear();
-    let result = loop {
-        match resp.chunk().await {
-            Ok(Some(c)) if body.len() + c.len() > limit => {
-                break Err(too_large_error("the response body", limit));
-            }
-            Ok(Some(c)) => body.extend_from_slice(&c),
-            Ok(None) => break read_whole_bytes(&body, clock.now_ns(), ex),
-            Err(e) => break Err(body_broke_off(e)),
-        }
-    };
-    ex.body = body;
-    result
-}
-
-fn body_broke_off(e: reqwest::Error) -> RequestError {
-    RequestError::new(
-        ErrorKind::StreamCut,
-        format!("the response body broke off: {}", error_chain(&e)),
-    )
-}
-
 /// A whole JSON body read at `t`: its text arrives at once.
 fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), RequestError> {
     ex.responses += 1;
@@ -604,57 +390,4 @@ fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), Reques
         ex.content_at(t);
     }
     Ok(())
-}
-
-fn content_type(h: &HeaderMap) -> String {
-    h.get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("no content type")
-        .to_string()
-}
-
-/// Reads at most 2 KiB of an error body for the message.
-async fn read_error_body(resp: reqwest::Response) -> String {
-    match tokio::time::timeout(Duration::from_secs(5), resp.bytes()).await {
-        Ok(Ok(b)) => {
-            let s = String::from_utf8_lossy(&b[..b.len().min(2048)])
-                .trim()
-                .to_string();
-            if s.is_empty() {
-                "(empty body)".to_string()
-            } else {
-                s
-            }
-        }
-        _ => "(body unreadable)".to_string(),
-    }
-}
-
-/// A non-success response as a request error; a `Retry-After` it carries goes to `ex`.
-async fn status_failure(resp: reqwest::Response, ex: &mut Exchange) -> RequestError {
-    let status = resp.status();
-    let wait = resp
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| super::failure::retry_after(v.as_bytes()));
-    ex.retry_after = wait;
-    let text = read_error_body(resp).await;
-    RequestError::new(
-        super::failure::http_status_kind(status.as_u16(), wait),
-        format!("HTTP {status}: {text}"),
-    )
-}
-
-fn classify_send_error(e: reqwest::Error) -> RequestError {
-    let msg = error_chain(&e);
-    let specific = super::failure::chain_kind(&e);
-    let kind = if e.is_timeout() {
-        ErrorKind::Timeout
-    } else if e.is_connect() {
-        specific.unwrap_or(ErrorKind::Connect)
-    } else {
-        // The connection was made but closed before a response head arrived.
-        specific.unwrap_or(ErrorKind::StreamCut)
-    };
-    RequestError::new(kind, msg)
 }

@@ -13,7 +13,9 @@ pub mod grpc;
 pub mod h1;
 pub mod http;
 pub mod sse;
+pub mod tls;
 pub mod wire;
+pub mod wrong_port;
 
 use crate::record::{Clock, RequestError};
 

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::{BIND_FIX, KEY_FIX, NOT_DECOUPLED_FIX, Step};
 use crate::client::discovery::{PreflightError, list_hint, openai_models, triton_models_http};
+use crate::client::tls::{self, HandshakeError, TlsContext};
 use crate::client::{error_chain, grpc};
 use crate::plan::RunPlan;
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
@@ -21,11 +22,16 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 pub(super) fn http_client(t: &Target) -> Result<reqwest::Client, String> {
     crate::client::http::install_tls_provider();
     let headers = t.header_map().map_err(|e| e.0)?;
-    reqwest::Client::builder()
+    let mut b = reqwest::Client::builder()
         .no_proxy()
         .default_headers(headers)
-        .timeout(STEP_TIMEOUT)
-        .build()
+        .timeout(STEP_TIMEOUT);
+    if t.uses_tls() {
+        b = TlsContext::new(&t.tls)
+            .and_then(|c| c.reqwest(b))
+            .map_err(|e| e.0)?;
+    }
+    b.build()
         .map_err(|e| format!("cannot build the HTTP client: {}", error_chain(&e)))
 }
 
@@ -58,6 +64,7 @@ pub(super) async fn connect(t: &Target) -> Step {
     let mut last = String::from("no address");
     for a in &addrs {
         match tokio::time::timeout(STEP_TIMEOUT, tokio::net::TcpStream::connect(a)).await {
+            Ok(Ok(_)) if t.uses_tls() => return tls_step(step, t, host, port, start).await,
             Ok(Ok(_)) => {
                 return step.ok(format!(
                     "{a} answered in {:.1} ms",
@@ -80,14 +87,54 @@ pub(super) async fn connect(t: &Target) -> Step {
     )
 }
 
+/// The TLS handshake of the connect step, made as `profile` and `perf` make it: a failure
+/// reads the same as theirs.
+async fn tls_step(step: Step, t: &Target, host: &str, port: u16, start: Instant) -> Step {
+    let step = Step {
+        title: format!("TCP and TLS connect to {host}:{port}"),
+        ..step
+    };
+    let ctx = match TlsContext::new(&t.tls) {
+        Ok(c) => c,
+        Err(e) => return step.fail(e.0, "fix the TLS options (--cacert, --cert, --key)"),
+    };
+    let alpn = match t.api {
+        Api::Kserve => tls::ALPN_H2,
+        _ => tls::ALPN_HTTP1,
+    };
+    let alpn = [alpn];
+    let shake = tls::handshake(&ctx, host, port, &alpn);
+    match tokio::time::timeout(STEP_TIMEOUT, shake).await {
+        Ok(Ok(())) => step.ok(format!(
+            "TLS handshake done in {:.1} ms{}",
+            start.elapsed().as_secs_f64() * 1e3,
+            if t.tls.insecure() {
+                " (certificate NOT verified: -k)"
+            } else {
+                ", certificate verified"
+            }
+        )),
+        Ok(Err(HandshakeError::Tls(f))) => step.fail(f.detail(&format!("{host}:{port}")), f.fix()),
+        Ok(Err(HandshakeError::Usage(u))) => step.fail(u.0, "fix the TLS options"),
+        Ok(Err(HandshakeError::Io(e))) => step.fail(
+            format!("the connection broke during the TLS handshake: {e}"),
+            "check that -u names the server's TLS port; for a plain-HTTP server use http://",
+        ),
+        Err(_) => step.fail(
+            format!("no TLS handshake within {}s", STEP_TIMEOUT.as_secs()),
+            "check that -u names the server's TLS port; for a plain-HTTP server use http://",
+        ),
+    }
+}
+
 const GRPC_PORT_FIX: &str = "this port does not speak Triton's gRPC API: Triton's gRPC port is 8001 (for its HTTP port 8000 use --endpoint-type generate, for an OpenAI-compatible server --endpoint-type chat)";
 
 pub(super) async fn grpc_health(t: &Target) -> (Step, Option<tonic::transport::Channel>) {
     let step = Step::new("health", "gRPC health (ServerLive, ServerReady)");
-    let ch = match grpc::connect(&t.base_url).await {
+    let ch = match grpc::connect(t).await {
         Ok(c) => c,
         Err(e) => {
-            let first = e.lines().next().unwrap_or("").to_string();
+            let first = e.to_string().lines().next().unwrap_or("").to_string();
             return (step.fail(first, GRPC_PORT_FIX), None);
         }
     };

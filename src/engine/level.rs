@@ -78,8 +78,14 @@ pub struct Pass {
 
 /// What to measure at one level.
 pub struct LevelSpec<'a> {
-    /// The load.
+    /// The level's place in the plan (0-based), the same on every shard: open-loop schedules
+    /// are seeded from it.
+    pub index: u32,
+    /// The load (a shard's part of the plan's level).
     pub stimulus: Stimulus,
+    /// Wait until this wall-clock time (Unix ns) before the first request (`--start-at` and
+    /// the level slots after it); connections are opened before the wait.
+    pub start_at: Option<u64>,
     /// When the measurement ends.
     pub policy: Policy,
     /// Warm-up before the measurement (recorded with `phase: warmup`, excluded from statistics).
@@ -118,6 +124,8 @@ pub struct Measured {
     pub agg: Aggregate,
     /// How the windows went.
     pub windows: Windows,
+    /// The level's start against its planned moment, when it had one.
+    pub start: Option<super::start::LevelStart>,
 }
 
 /// Measures one level. `sinks` are lent to the level's collector and handed back.
@@ -127,11 +135,22 @@ pub async fn measure_level(
     sinks: &mut Sinks,
 ) -> Result<Measured> {
     let shared = session.shared.clone();
-    let started_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
     shared
         .client
         .warm_connections(spec.stimulus.workers())
         .await;
+    let start = match spec.start_at {
+        Some(at) => Some(
+            super::start::wait_until(at, &shared.cancel)
+                .await
+                .ok_or(Error::Interrupted)?,
+        ),
+        None => None,
+    };
+    let started_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
+    if let (Some(_), Some(t)) = (spec.start_at, sinks.timeline.as_mut()) {
+        t.restart_if_idle(shared.clock.now_ns());
+    }
     let measure_start = Arc::new(AtomicU64::new(0));
     let (win_tx, win_rx) = unbounded_channel::<Window>();
     let (rec_tx, rec_rx) = crate::load::record_queue();
@@ -143,12 +162,13 @@ pub async fn measure_level(
         rule: spec.policy.rule(),
         measure_start: measure_start.clone(),
     };
+    let bar = sinks.progress.clone();
     let thread = collector::spawn(setup, std::mem::take(sinks), rec_rx, win_tx)
         .map_err(|e| Error::failed(format!("cannot start the collector thread: {e}")))?;
     if let Some(stop) = spec.warmup {
         let out = run_phase(
             shared.clone(),
-            session.phase(Phase::Warmup, spec.stimulus, stop),
+            session.phase(Phase::Warmup, spec.index, spec.stimulus, stop),
             rec_tx.clone(),
             Halt::new(),
         )
@@ -160,10 +180,16 @@ pub async fn measure_level(
     let halt = Halt::new();
     let phase = tokio::spawn(run_phase(
         shared.clone(),
-        session.phase(Phase::Measure, spec.stimulus, spec.policy.stop()),
+        session.phase(
+            Phase::Measure,
+            spec.index,
+            spec.stimulus,
+            spec.policy.stop(),
+        ),
         rec_tx,
         halt.clone(),
     ));
+    let draining = drain_notice(bar, spec.policy.stop());
     let mut loop_ = WindowLoop::new(win_rx, watch.stats_before);
     if let Policy::Stable(s) = spec.policy {
         loop_
@@ -175,6 +201,9 @@ pub async fn measure_level(
         .await
         .map_err(|e| Error::failed(format!("the load task failed: {e}")))?;
     session.seq += out.sent;
+    if let Some(t) = draining {
+        t.abort();
+    }
     loop_.drain(&session.probe, &spec.policy).await;
     let collected = thread
         .join()
@@ -188,7 +217,27 @@ pub async fn measure_level(
         summary,
         agg,
         windows,
+        start,
     })
+}
+
+/// What the progress bar's message says once a time window is over and the requests still in
+/// flight are finishing (they count in the level; none are sent after the window).
+pub const DRAINING: &str = "window over, draining requests in flight";
+
+/// Sets the bar's message to [`DRAINING`] when a time window ends (the task is aborted when
+/// the load finishes first).
+fn drain_notice(
+    bar: Option<indicatif::ProgressBar>,
+    stop: Stop,
+) -> Option<tokio::task::JoinHandle<()>> {
+    match (bar, stop) {
+        (Some(bar), Stop::Window(d)) => Some(tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            bar.set_message(DRAINING);
+        })),
+        _ => None,
+    }
 }
 
 /// What is watched while a level's measurement runs: the server's counters before (and after),

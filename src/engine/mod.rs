@@ -6,11 +6,13 @@
 //! choose levels and encode the [`Measured`] results. How a run ends (exit codes, Ctrl-C) is in
 //! [`outcome`] and [`signals`].
 
+pub mod capacity;
 pub mod collector;
 pub mod level;
 pub mod outcome;
 pub mod session;
 pub mod signals;
+pub mod start;
 
 use std::sync::Arc;
 
@@ -42,13 +44,14 @@ impl Session {
         }
     }
 
-    /// The next phase of this session.
-    fn phase(&self, phase: Phase, stimulus: Stimulus, stop: Stop) -> PhaseSpec {
+    /// The next phase of this session: a phase of the plan's level `level`.
+    fn phase(&self, phase: Phase, level: u32, stimulus: Stimulus, stop: Stop) -> PhaseSpec {
         PhaseSpec {
             phase,
             stimulus,
             stop,
             seq_base: self.seq,
+            stream: u64::from(level) * 2 + u64::from(phase == Phase::Measure),
         }
     }
 }

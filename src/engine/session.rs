@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::Session;
 use crate::client::discovery::check_http;
+use crate::client::wrong_port::{self, Wire};
 use crate::client::{Client, GrpcClient, HttpClient, grpc};
 use crate::error::{Error, Result};
 use crate::load::{Cancel, Shared, Stimulus, gap_pool};
@@ -13,24 +14,32 @@ use crate::plan::RunPlan;
 use crate::record::Clock;
 use crate::server_metrics::{ServerProbe, StatsSource};
 use crate::target::{Api, Target};
-use crate::workload::tokenizer::Tokenizer;
+use crate::workload::tokenizer::{HubEnv, Tokenizer};
 use crate::workload::{Dataset, dataset, kserve};
 
 /// Connects, checks the server, builds every request and opens the probe for `plan`.
 pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
     let tokenizer = match &plan.workload.tokenizer {
-        Some(p) => {
-            Tokenizer::from_file(p).map_err(|e| Error::usage(format!("--tokenizer: {e:#}")))?
-        }
+        Some(spec) => Tokenizer::from_spec(spec, &HubEnv::from_process())
+            .map_err(|e| Error::usage(format!("--tokenizer: {e}")))?,
         None => Tokenizer::builtin_gpt2(),
     };
     let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
-    let (client, dataset, probe) = connect_llm(plan, &tokenizer, workers).await?;
+    let (client, dataset, mut probe) = match connect_llm(plan, &tokenizer, workers).await {
+        Ok(c) => c,
+        Err(e) => return Err(explain_wrong_port(e, &plan.target).await),
+    };
+    let grpc = matches!(client, Client::Grpc(_));
+    probe
+        .notices
+        .extend(super::capacity::warnings(workers, grpc));
     if dataset.is_empty() {
         return Err(Error::usage(
             "the workload has no requests: give --num-prompts of at least 1, or an --input-file with prompts",
         ));
     }
+    let shard = plan.shard.shard;
+    let dataset = dataset.partition(shard.index, shard.count)?;
     let shared = Shared {
         client,
         dataset: std::sync::Arc::new(dataset),
@@ -41,6 +50,7 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
         use_server_token_count: plan.use_server_token_count,
         count_tokens: true,
         seed: plan.workload.seed,
+        shard,
         gaps: gap_pool(),
         captures: plan.raw_export.then(crate::load::capture_pool),
     };
@@ -53,6 +63,11 @@ async fn connect_llm(
     workers: usize,
 ) -> Result<(Client, Dataset, ServerProbe)> {
     let t = &plan.target;
+    let alpn = match t.api {
+        Api::Kserve => crate::client::tls::ALPN_H2,
+        _ => crate::client::tls::ALPN_HTTP1,
+    };
+    crate::client::tls::check(t, &[alpn]).await?;
     let calls = metrics_http_client(t)?;
     match t.api {
         Api::Chat | Api::Completions | Api::Generate => {
@@ -72,8 +87,11 @@ async fn connect_llm(
             "tensor inference (/v2/models/{m}/infer) is profiled with `ttftbench perf`, not `profile`",
         )),
         Api::Kserve => {
-            let channel = grpc::connect(&t.base_url).await.map_err(Error::Failed)?;
+            let channel = grpc::connect(t).await?;
             let info = grpc::discover(channel.clone(), t).await?;
+            if info.input("text_input").is_none() {
+                return Err(Error::usage(tensor_model(&info, t)));
+            }
             // Streaming a non-decoupled model is the more basic mistake: say so first.
             if t.streaming && !info.decoupled {
                 return Err(Error::usage(format!(
@@ -100,16 +118,50 @@ async fn connect_llm(
     }
 }
 
+/// `e` (the first exchange failed), or, when `-u` answers the other protocol than the endpoint
+/// type speaks, the flag that fixes it.
+async fn explain_wrong_port(e: Error, t: &Target) -> Error {
+    let (asked, fix) = match t.api {
+        Api::Kserve => (
+            Wire::Grpc,
+            "Triton's gRPC port is 8001; to use this HTTP port give --endpoint-type generate (Triton's generate API) or --endpoint-type chat (an OpenAI-compatible server)",
+        ),
+        Api::Chat | Api::Completions | Api::Generate | Api::Infer => (
+            Wire::Http,
+            "this is a gRPC port (Triton's is 8001): give --endpoint-type kserve to profile over gRPC, or point -u at the HTTP port (Triton's is 8000)",
+        ),
+    };
+    wrong_port::explain(e, t, asked, fix).await
+}
+
+/// Why `profile` cannot drive a model without a `text_input` (neither TensorRT-LLM's nor
+/// vLLM's layout: a tensor model such as a detector or classifier), and the command that can.
+fn tensor_model(info: &crate::workload::tensor::ModelInfo, t: &Target) -> String {
+    format!(
+        "model '{}' takes tensors, not a text prompt (its inputs: {}): `profile` measures text generation; measure this model with `ttftbench perf -m {} -u {}` (perf_analyzer's flags: -b, --concurrency-range, --shape)",
+        info.name,
+        info.describe_inputs(),
+        info.name,
+        t.base_url
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+    )
+}
+
 /// A small HTTP client for `/metrics` and `/stats`: it carries only the `-H` headers those
 /// endpoints may see (Triton's access token, and what `--metrics-header` names), never the API
-/// key, and follows no redirect (a redirect could lead the headers elsewhere).
+/// key; follows no redirect (a redirect could lead the headers elsewhere); verifies TLS as the
+/// target's clients do.
 pub fn metrics_http_client(t: &Target) -> Result<reqwest::Client> {
     crate::client::http::install_tls_provider();
-    reqwest::Client::builder()
+    let mut b = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .default_headers(t.metrics_header_map()?)
-        .timeout(Duration::from_secs(5))
-        .build()
+        .timeout(Duration::from_secs(5));
+    if t.uses_tls() {
+        b = crate::client::tls::TlsContext::new(&t.tls)?.reqwest(b)?;
+    }
+    b.build()
         .map_err(|e| Error::failed(format!("cannot build the HTTP client: {e}")))
 }

@@ -13,9 +13,11 @@ pub mod backoff;
 pub mod dispatch;
 pub mod pacer;
 pub mod queue;
+pub mod shard;
 pub mod stimulus;
 
 pub use queue::{RecordSink, RecordSource, record_queue};
+pub use shard::Shard;
 pub use stimulus::{Arrival, Stimulus, Stop, StopRule, WindowRule};
 
 use std::sync::Arc;
@@ -140,6 +142,8 @@ pub struct Shared {
     pub count_tokens: bool,
     /// Seed of open-loop schedules (each phase derives its own).
     pub seed: u64,
+    /// Which part of the plan this process runs ([`Shard::WHOLE`] alone).
+    pub shard: Shard,
     /// Gap buffer pool.
     pub gaps: GapPool,
     /// Response captures, when the run writes a raw export (`None`: nothing is kept).
@@ -157,6 +161,9 @@ pub struct PhaseSpec {
     pub stop: Stop,
     /// Sequence number of the phase's first request (dataset entries continue round-robin).
     pub seq_base: u64,
+    /// The phase's place in the plan (level and warm-up or measurement), the same on every
+    /// shard: its open-loop schedule is seeded from it and the run seed.
+    pub stream: u64,
 }
 
 /// How a phase went, as the scheduler saw it.
@@ -263,10 +270,12 @@ pub async fn run_phase(
             arrival,
             max_inflight,
         } => {
-            // Each phase gets its own stream, so warm-up and measurement do not replay each other.
-            let seed = shared.seed ^ spec.seq_base.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            // Each phase gets its own stream, so warm-up and measurement do not replay each other;
+            // every shard derives the same one and keeps its part of it.
+            let seed = shared.seed ^ (spec.stream + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let whole_rate = rate * f64::from(shared.shard.count.max(1));
             let run = dispatch::PacerRun {
-                pacer: pacer::Pacer::new(rate, arrival, seed),
+                pacer: pacer::Pacer::new(whole_rate, arrival, seed).for_shard(shared.shard),
                 start_ns,
                 clock: shared.clock,
                 stop: spec.stop,
@@ -334,10 +343,12 @@ impl WorkerCtx {
         self.shared.cancel.stopping() || self.halt.halted()
     }
 
-    /// A worker's backoff, its jitter seeded by the run seed and the worker's number.
+    /// A worker's backoff, its jitter seeded by the run seed, the shard and the worker's number
+    /// (so shards' workers do not retry in step).
     fn backoff(&self, worker: u64) -> backoff::Backoff {
+        let who = (u64::from(self.shared.shard.index) << 32) ^ worker;
         backoff::Backoff::new(
-            self.shared.seed ^ worker.wrapping_mul(0x2545_f491_4f6c_dd1d),
+            self.shared.seed ^ who.wrapping_mul(0x2545_f491_4f6c_dd1d),
             self.shared.timeout,
         )
     }
@@ -406,8 +417,10 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64
 fn hand_over(ctx: &WorkerCtx, (completed, count): (Completed, bool), ex: &mut Exchange) {
     if count {
         let text = std::mem::replace(&mut ex.text, ctx.sink.text_buffer());
+        let keep_server =
+            ctx.shared.use_server_token_count && completed.record.server_osl.is_some();
         ctx.sink
-            .send_counting(completed, text, &ctx.shared.tokenizer);
+            .send_counting(completed, text, &ctx.shared.tokenizer, keep_server);
     } else {
         ctx.sink.send(completed);
     }
@@ -447,7 +460,8 @@ async fn open_loop_worker(
     }
 }
 
-/// Sends dataset entry `seq mod N`, waits for the whole response, and builds its record; says
+/// Sends dataset entry `seq mod N` (a shard's entries are its part of the prompts; the record
+/// carries the prompt's index in the whole dataset), waits for the whole response, and builds its record; says
 /// whether its output tokens are still to be counted from `ex.text` (the record's `osl` is 0
 /// until then).
 async fn execute_one(
@@ -504,13 +518,15 @@ async fn execute_one(
         Ok(()) => None,
         Err(e) => Some(e),
     };
-    let (osl, count_later) = if error.is_none() && shared.count_tokens {
-        match (shared.use_server_token_count, ex.completion_tokens) {
-            (true, Some(n)) => (n, false),
-            _ => (0, true),
-        }
-    } else {
-        (0, false)
+    // The tokenizer counts every successful response, also when the server's count is the one
+    // used, so both are recorded.
+    let count_later = error.is_none() && shared.count_tokens;
+    let osl = match (
+        count_later && shared.use_server_token_count,
+        ex.completion_tokens,
+    ) {
+        (true, Some(n)) => n,
+        _ => 0,
     };
     let isl = match (shared.use_server_token_count, ex.prompt_tokens) {
         (true, Some(n)) => n,
@@ -519,7 +535,7 @@ async fn execute_one(
     let record = RequestRecord {
         phase: spec.phase,
         seq,
-        prompt_index: index as u32,
+        prompt_index: shared.dataset.prompt_index(index),
         intended_ns,
         sent_ns,
         send_done_ns: ex.send_done_ns,
@@ -531,6 +547,8 @@ async fn execute_one(
         isl,
         osl,
         server_osl: ex.completion_tokens,
+        tokenizer_osl: None,
+        server_isl: ex.prompt_tokens,
         requested_osl: entry.max_tokens,
         chunks: ex.chunks,
         responses: ex.responses,

@@ -5,14 +5,22 @@
 //! Send time `i` is the sum of the first `i` gaps (the first request is due at the phase start);
 //! workers sleep until their request's absolute time, so sleeping late never shifts later
 //! requests (no drift from relative sleeps).
+//!
+//! A shard of a plan run by N processes ([`Pacer::for_shard`]) walks the whole plan's schedule
+//! (same seed, whole rate) and keeps every N-th request, starting at its index. The shards'
+//! union is therefore the one schedule a single process would follow, for every distribution:
+//! independent gamma streams of rate r/N would not add up to a gamma stream of rate r (their
+//! superposition drifts towards Poisson), a thinned common stream does.
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Exp, Gamma};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use super::shard::Shard;
 
 /// How gaps between requests are distributed.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Arrival {
     /// Evenly spaced: every 1/rate seconds.
@@ -49,7 +57,11 @@ pub struct Pacer {
     gaps: Gaps,
     rng: StdRng,
     next_ns: f64,
+    /// Requests of the whole schedule generated so far.
+    whole_seq: u64,
+    /// Requests of this shard's part yielded so far.
     seq: u64,
+    shard: Shard,
 }
 
 impl std::fmt::Debug for Pacer {
@@ -92,21 +104,41 @@ impl Pacer {
             gaps,
             rng: StdRng::seed_from_u64(seed),
             next_ns: 0.0,
+            whole_seq: 0,
             seq: 0,
+            shard: Shard::WHOLE,
         }
     }
 
-    /// The next request: its sequence number and when it is due (ns after the phase start).
-    pub fn next_send(&mut self) -> (u64, u64) {
-        let out = (self.seq, self.next_ns.round() as u64);
-        let gap = match &self.gaps {
-            Gaps::Constant(g) => *g,
-            Gaps::Exp(d) => d.sample(&mut self.rng),
-            Gaps::Gamma(d) => d.sample(&mut self.rng),
+    /// This shard's part of the schedule `self` (built with the whole plan's rate and seed):
+    /// requests `index`, `index + count`, `index + 2·count`, ... of it, numbered 0, 1, 2, ...
+    pub fn for_shard(mut self, shard: Shard) -> Pacer {
+        self.shard = Shard {
+            index: shard.index,
+            count: shard.count.max(1),
         };
-        self.next_ns += gap;
-        self.seq += 1;
-        out
+        self
+    }
+
+    /// The next request: its sequence number (within this shard's part) and when it is due (ns
+    /// after the phase start).
+    pub fn next_send(&mut self) -> (u64, u64) {
+        let count = u64::from(self.shard.count);
+        loop {
+            let whole = self.whole_seq;
+            let at = self.next_ns.round() as u64;
+            let gap = match &self.gaps {
+                Gaps::Constant(g) => *g,
+                Gaps::Exp(d) => d.sample(&mut self.rng),
+                Gaps::Gamma(d) => d.sample(&mut self.rng),
+            };
+            self.next_ns += gap;
+            self.whole_seq += 1;
+            if whole % count == u64::from(self.shard.index) {
+                self.seq += 1;
+                return (self.seq - 1, at);
+            }
+        }
     }
 }
 
@@ -175,6 +207,47 @@ mod tests {
                 "shape {shape}: cv {cv}, want {want_cv}"
             );
         }
+    }
+
+    /// Shards thin one schedule: their union is the whole schedule, request for request, so a
+    /// bursty gamma stream stays exactly as bursty when it is split.
+    #[test]
+    fn shards_union_is_the_whole_schedule() {
+        for arrival in [
+            Arrival::Constant,
+            Arrival::Poisson,
+            Arrival::Gamma { shape: 0.25 },
+        ] {
+            let whole: Vec<u64> = {
+                let mut p = Pacer::new(40.0, arrival, 11);
+                (0..3000).map(|_| p.next_send().1).collect()
+            };
+            let mut union = Vec::new();
+            for index in 0..3 {
+                let shard = Shard { index, count: 3 };
+                let mut p = Pacer::new(40.0, arrival, 11).for_shard(shard);
+                for k in 0..1000u64 {
+                    let (seq, at) = p.next_send();
+                    assert_eq!(seq, k, "a shard numbers its own requests");
+                    union.push(at);
+                }
+            }
+            union.sort_unstable();
+            assert_eq!(union, whole, "{arrival:?}");
+        }
+        let mut p = Pacer::new(100.0, Arrival::Gamma { shape: 0.25 }, 9);
+        let whole_cv = mean_cv(&gaps(&mut p, 39_999)).1;
+        let mut all: Vec<u64> = (0..4)
+            .flat_map(|index| {
+                let mut s = Pacer::new(100.0, Arrival::Gamma { shape: 0.25 }, 9)
+                    .for_shard(Shard { index, count: 4 });
+                (0..10_000).map(move |_| s.next_send().1)
+            })
+            .collect();
+        all.sort_unstable();
+        let union_gaps: Vec<f64> = all.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        // The union's first 40 000 sends are the whole schedule's: the same burstiness (CV 2).
+        assert!((mean_cv(&union_gaps).1 - whole_cv).abs() < 1e-9);
     }
 
     #[test]

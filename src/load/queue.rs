@@ -35,6 +35,9 @@ struct Inner {
 struct Item {
     done: Completed,
     text: Option<String>,
+    /// `osl` holds the server's count (`--use-server-token-count`): the text's count is recorded
+    /// next to it, not instead.
+    keep_server: bool,
 }
 
 /// Text buffers kept for reuse (one per worker in flight is enough; more are dropped).
@@ -107,16 +110,25 @@ impl RecordSink {
         self.inner.queue.push(Item {
             done: c,
             text: None,
+            keep_server: false,
         });
     }
 
     /// Queues a finished request whose output tokens are to be counted: the receiver sets its
-    /// `osl` to `tokenizer`'s count of `text` (every sender of a queue uses one tokenizer).
+    /// `tokenizer_osl` (and its `osl`, unless `keep_server`) to `tokenizer`'s count of `text`
+    /// (every sender of a queue uses one tokenizer).
     /// When the receiver is far behind (a starved collector thread), the sender counts instead,
     /// so the backlog, and the memory it holds, does not grow because of counting.
-    pub fn send_counting(&self, mut c: Completed, mut text: String, tokenizer: &Tokenizer) {
+    pub fn send_counting(
+        &self,
+        mut c: Completed,
+        mut text: String,
+        tokenizer: &Tokenizer,
+        keep_server: bool,
+    ) {
         if self.inner.queue.len() > BEHIND {
-            c.record.osl = u32::try_from(tokenizer.count(&text)).unwrap_or(u32::MAX);
+            c.record
+                .set_tokenizer_osl(tokenizer.count(&text), keep_server);
             text.clear();
             let _ = self.inner.texts.push(text);
             self.send(c);
@@ -126,6 +138,7 @@ impl RecordSink {
         self.inner.queue.push(Item {
             done: c,
             text: Some(text),
+            keep_server,
         });
     }
 
@@ -167,10 +180,14 @@ impl RecordSource {
 
     /// Counts an item's text, if it came with one, and returns the buffer to the pool.
     fn settle(&self, item: Item) -> Completed {
-        let Item { mut done, text } = item;
+        let Item {
+            mut done,
+            text,
+            keep_server,
+        } = item;
         if let Some(mut text) = text {
             if let Some(t) = self.inner.tokenizer.get() {
-                done.record.osl = u32::try_from(t.count(&text)).unwrap_or(u32::MAX);
+                done.record.set_tokenizer_osl(t.count(&text), keep_server);
             }
             text.clear();
             let _ = self.inner.texts.push(text);
@@ -212,6 +229,8 @@ mod tests {
                 isl: 0,
                 osl: 0,
                 server_osl: None,
+                tokenizer_osl: None,
+                server_isl: None,
                 requested_osl: 0,
                 chunks: 0,
                 responses: 0,
@@ -272,7 +291,7 @@ mod tests {
             let cut = t.char_indices().map(|(k, _)| k).nth(i).unwrap_or(t.len());
             buf.push_str(&t[..cut]);
             buf.push_str(&t[cut..]);
-            tx.send_counting(completed(i as u64), buf, &tk);
+            tx.send_counting(completed(i as u64), buf, &tk, false);
         }
         tx.send(completed(99));
         drop(tx);
@@ -295,7 +314,7 @@ mod tests {
         for i in 0..BEHIND as u64 + 10 {
             let mut buf = tx.text_buffer();
             buf.push_str(texts[i as usize % texts.len()]);
-            tx.send_counting(completed(i), buf, &tk);
+            tx.send_counting(completed(i), buf, &tk, false);
         }
         drop(tx);
         let mut n = 0;

@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use super::pacer::Arrival;
+use super::shard::Shard;
 
 /// One load level.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stimulus {
     /// Closed loop: keep N requests in flight.
@@ -62,6 +63,32 @@ impl Stimulus {
     pub fn open_loop(&self) -> bool {
         matches!(self, Stimulus::RequestRate { .. })
     }
+
+    /// This shard's part of the level, `None` when it gets no load. Closed loop: the workers
+    /// split, the first shards taking one more when they do not divide evenly (concurrency 3
+    /// over 4 shards: 1, 1, 1, 0). Open loop: the rate divided by the count — each shard sends
+    /// every count-th request of the whole schedule ([`super::pacer::Pacer::for_shard`]), so
+    /// their union is the asked schedule — and the in-flight cap split (at least 1 each).
+    pub fn for_shard(&self, shard: Shard) -> Option<Stimulus> {
+        if shard.is_whole() {
+            return Some(*self);
+        }
+        match *self {
+            Stimulus::Concurrency(n) => match shard.share(u64::from(n)) {
+                0 => None,
+                k => Some(Stimulus::Concurrency(k as u32)),
+            },
+            Stimulus::RequestRate {
+                rate,
+                arrival,
+                max_inflight,
+            } => Some(Stimulus::RequestRate {
+                rate: rate / f64::from(shard.count),
+                arrival,
+                max_inflight: shard.share(u64::from(max_inflight)).max(1) as u32,
+            }),
+        }
+    }
 }
 
 /// When a level's measurement ends.
@@ -73,6 +100,23 @@ pub enum Stop {
     /// Requests sent within this window are measured; then sending stops and in-flight
     /// requests finish.
     Window(#[serde(with = "duration_ms")] Duration),
+}
+
+impl Stop {
+    /// This shard's part: request counts split like workers (the first shards take the
+    /// remainder; a part may be 0), time windows unchanged — shards run at the same time, so
+    /// each measures the whole window and their union is the window's load.
+    pub fn for_shard(&self, shard: Shard) -> Stop {
+        match *self {
+            Stop::Requests(n) => Stop::Requests(shard.share(n)),
+            Stop::Window(d) => Stop::Window(d),
+        }
+    }
+
+    /// Whether this stop sends nothing (a shard's part of a count smaller than the shards).
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Stop::Requests(0))
+    }
 }
 
 mod duration_ms {
@@ -126,5 +170,41 @@ impl WindowRule {
     /// Whether the level runs perf_analyzer's stability loop (else: one window).
     pub fn stabilizes(&self) -> bool {
         matches!(self, WindowRule::Time(_) | WindowRule::Count(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_and_stops_split_across_shards() {
+        let s = |index| Shard { index, count: 4 };
+        let parts: Vec<Option<Stimulus>> = (0..4)
+            .map(|i| Stimulus::Concurrency(6).for_shard(s(i)))
+            .collect();
+        assert_eq!(
+            parts,
+            [Some(2), Some(2), Some(1), Some(1)].map(|c| c.map(Stimulus::Concurrency))
+        );
+        assert_eq!(Stimulus::Concurrency(3).for_shard(s(3)), None);
+        let rate = Stimulus::RequestRate {
+            rate: 10.0,
+            arrival: Arrival::Poisson,
+            max_inflight: 6,
+        };
+        assert_eq!(
+            rate.for_shard(s(3)),
+            Some(Stimulus::RequestRate {
+                rate: 2.5,
+                arrival: Arrival::Poisson,
+                max_inflight: 1
+            })
+        );
+        assert_eq!(rate.for_shard(Shard::WHOLE), Some(rate));
+        assert_eq!(Stop::Requests(10).for_shard(s(0)), Stop::Requests(3));
+        assert!(Stop::Requests(3).for_shard(s(3)).is_empty());
+        let w = Stop::Window(Duration::from_secs(5));
+        assert_eq!(w.for_shard(s(2)), w);
     }
 }

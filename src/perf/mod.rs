@@ -28,6 +28,7 @@ use crate::engine::{
 use crate::error::{Error, Result};
 use crate::load::{Cancel, Shared, Stimulus, Stop, WindowRule, gap_pool};
 use crate::metrics::{Metric, PercentileMethod, Stats};
+use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
 use crate::record::Clock;
 use crate::server_metrics::StatsSnapshot;
 use crate::workload::tensor::ModelInfo;
@@ -121,6 +122,8 @@ pub struct PerfLevel {
     pub streaming: bool,
     /// Whether the stability rule was met (always true for single-window levels).
     pub stable: bool,
+    /// Stopped by a signal before its windows could stabilise (the partial window is reported).
+    pub interrupted: bool,
     /// Windows measured.
     pub windows: u32,
     /// The server's statistics over the merged windows.
@@ -236,6 +239,7 @@ impl PerfLevel {
             },
             streaming,
             stable: m.windows.stable,
+            interrupted: m.summary.interrupted,
             windows: m.windows.measured,
             server: m
                 .windows
@@ -265,25 +269,24 @@ pub async fn main(plan: &PerfPlan) -> Result<u8> {
         );
         write_file(path, text)?;
     }
-    for line in crate::report::console::untrusted_lines(
+    let mut lines = crate::report::console::untrusted_lines(
         outcome
             .levels
             .iter()
             .map(|l| (l.stimulus.name(), &l.validity)),
-    ) {
-        println!("{line}");
-    }
+    );
     if !plan.slos.is_empty() {
         let named: Vec<(String, Vec<SloResult>)> = outcome
             .levels
             .iter()
             .map(|l| (l.stimulus.name(), l.slo.clone()))
             .collect();
-        for line in crate::analysis::slo::console_lines(&named) {
-            println!("{line}");
-        }
+        lines.extend(crate::analysis::slo::console_lines(&named));
     }
-    let end = outcome.ending(plan.strict, cancel.stopping());
+    for line in lines {
+        crate::publish::console_text(plan.outputs.json_stdout(), &format!("{line}\n"));
+    }
+    let end = outcome.ending(plan.strict, plan.max_error_rate, cancel.stopping());
     for line in &end.lines {
         eprintln!("{line}");
     }
@@ -303,11 +306,12 @@ pub struct PerfOutcome {
 
 impl PerfOutcome {
     /// How the run ends (perf_analyzer's rule: a single level that never stabilised fails).
-    pub fn ending(&self, strict: bool, interrupted: bool) -> Ending {
+    pub fn ending(&self, strict: bool, max_error_rate: f64, interrupted: bool) -> Ending {
         let ends: Vec<LevelEnd<'_>> = self
             .levels
             .iter()
             .map(|l| LevelEnd {
+                load: l.stimulus,
                 succeeded: l.request_count,
                 errors: &l.errors,
                 trustworthy: l.validity.trustworthy,
@@ -321,13 +325,15 @@ impl PerfOutcome {
             Rules {
                 strict,
                 single_level_must_stabilize: true,
+                max_error_rate,
             },
         )
     }
 }
 
-/// Runs a perf plan in-process. With `print`, writes perf_analyzer's console report to stdout as
-/// levels complete.
+/// Runs a perf plan in-process. With `print`, writes perf_analyzer's console report to stdout
+/// (stderr under `--output json`) as levels complete. The plan's result channels
+/// ([`crate::publish`]) get each level and the run's end.
 pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOutcome> {
     let (protocol, info, client, probe) = session::prepare(plan).await?;
     let dataset = inputs::dataset(plan, &info, protocol)?;
@@ -347,7 +353,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         for n in &probe.notices {
             eprintln!("{n}");
         }
-        print!("{}", report::settings(&settings));
+        crate::publish::console_text(plan.outputs.json_stdout(), &report::settings(&settings));
     }
     let shared = Shared {
         client,
@@ -359,6 +365,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         use_server_token_count: false,
         count_tokens: false,
         seed: plan.seed,
+        shard: crate::load::Shard::WHOLE,
         gaps: gap_pool(),
         captures: plan
             .profile_export
@@ -368,7 +375,16 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     let mut session = Session::new(shared, probe);
     let mut sinks = open_sinks(plan, session.shared.clock)?;
     sinks.raw_export = raw_export_writer(plan, protocol, &info, &session.shared)?;
-    let levels = run_levels(plan, &mut session, &mut sinks, &settings, print).await?;
+    let mut publisher = Publisher::new(&plan.outputs, Mode::Perf, &plan.target.model);
+    let levels = run_levels(
+        plan,
+        &mut session,
+        &mut sinks,
+        &settings,
+        print,
+        &mut publisher,
+    )
+    .await?;
     if let Some(t) = sinks.timeline.take() {
         t.finish()?;
     }
@@ -381,13 +397,22 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
             .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
     }
     if print && !levels.is_empty() {
-        print!("{}", report::summary(&levels, plan.percentile));
+        publisher.text(&report::summary(&levels, plan.percentile));
     }
-    Ok(PerfOutcome {
+    let outcome = PerfOutcome {
         levels,
         protocol,
         model: info,
-    })
+    };
+    publisher.finish(&RunEnd {
+        exit_code: outcome
+            .ending(plan.strict, plan.max_error_rate, cancel.stopping())
+            .code,
+        interrupted: cancel.stopping(),
+        knee: None,
+        verdict: Vec::new(),
+    })?;
+    Ok(outcome)
 }
 
 /// The timeline and the per-request log, kept across levels.
@@ -447,25 +472,30 @@ async fn run_levels(
     sinks: &mut Sinks,
     settings: &Settings,
     print: bool,
+    publisher: &mut Publisher,
 ) -> Result<Vec<PerfLevel>> {
     let mut levels: Vec<PerfLevel> = Vec::new();
     let mut todo: std::collections::VecDeque<Stimulus> = plan.levels.iter().copied().collect();
+    let json = plan.outputs.json_stdout();
     let pass_line = |p: &Pass| {
-        println!(
-            "  Pass [{}] throughput: {} infer/sec. {}: {} usec",
+        let line = format!(
+            "  Pass [{}] throughput: {} infer/sec. {}: {} usec\n",
             p.index,
             report::g6(p.ok as f64 * f64::from(plan.batch) / p.secs.max(1e-9)),
             plan.percentile
                 .map_or("Avg latency".to_string(), |p| format!("p{p} latency")),
             (p.latency_ns / 1000.0) as u64
         );
+        crate::publish::console_text(json, &line);
     };
     while let Some(stimulus) = todo.pop_front() {
         if session.shared.cancel.stopping() {
             break;
         }
         let spec = LevelSpec {
+            index: levels.len() as u32,
             stimulus,
+            start_at: None,
             policy: policy(plan),
             warmup: (plan.warmup > 0).then_some(Stop::Requests(plan.warmup)),
             objectives: &[],
@@ -491,11 +521,17 @@ async fn run_levels(
         );
         level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
         if print {
-            print!(
-                "{}",
-                report::level(&level, settings.protocol, plan.percentile)
-            );
+            publisher.text(&report::level(&level, settings.protocol, plan.percentile));
         }
+        publisher
+            .level(LevelReport {
+                stimulus,
+                doc: report::json(&level),
+                slo: level.slo.clone(),
+                validity: level.validity.clone(),
+                key: KeyMetrics::of(&level),
+            })
+            .await;
         let over = plan.latency_threshold_ms > 0
             && level
                 .latency
@@ -506,10 +542,10 @@ async fn run_levels(
         levels.push(level);
         if over {
             if print {
-                println!(
-                    "Measured latency went over the set limit of {} msec.",
+                publisher.text(&format!(
+                    "Measured latency went over the set limit of {} msec.\n",
                     plan.latency_threshold_ms
-                );
+                ));
             }
             break;
         }

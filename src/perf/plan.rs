@@ -122,10 +122,16 @@ pub struct PerfPlan {
     pub max_send_lag_ms: f64,
     /// Untrustworthy levels make the run fail.
     pub strict: bool,
+    /// A level with a larger share of failed requests fails the run (`--max-error-rate`).
+    pub max_error_rate: f64,
     /// Print every window.
     pub verbose: bool,
     /// The command line, secrets redacted.
     pub command_line: String,
+    /// Where results go besides the console and `-f` (JUnit, JSON stdout, Pushgateway, the
+    /// GitHub step summary).
+    #[serde(skip)]
+    pub outputs: crate::plan::outputs::Outputs,
 }
 
 impl PerfPlan {

@@ -194,6 +194,9 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
                 e.kind,
                 short_error(&e.example)
             ));
+            if let Some(h) = &e.hint {
+                out.push_str(&format!("        hint: {h}\n"));
+            }
         }
     }
     if let Some(s) = &l.server {
@@ -214,7 +217,11 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
             us(s.avg_compute_output_ns)
         ));
     }
-    if !l.stable {
+    if l.interrupted {
+        out.push_str(
+            "  Interrupted: these numbers cover the partial measurement window before the signal.\n",
+        );
+    } else if !l.stable {
         out.push_str(&format!(
             "  Failed to obtain stable measurement within {} measurement windows for {} {}. Please try to increase the --measurement-interval.\n",
             l.windows,
@@ -256,6 +263,58 @@ pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
         ));
     }
     out
+}
+
+/// One level as a JSON object (perf's line of `--output json`; perf writes no per-level JSON
+/// file, so these are the `-f` CSV's numbers by name). Times in µs as perf_analyzer prints them;
+/// `first_response_us`, `server` and `extra_percentile` are null when the level has none.
+///
+/// ```text
+/// {"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":100,
+///  "error_count":0,"throughput_infer_per_sec":812.5,"response_throughput":0.0,
+///  "latency_us":{"avg":..,"min":..,"max":..,"std":..,"p50":..,"p90":..,"p95":..,"p99":..},
+///  "first_response_us":null,"extra_percentile":null,"client_send_us":12.0,
+///  "client_recv_us":30.0,"streaming":false,"stable":true,"windows":3,"server":{...},
+///  "errors":[],"slo":[...],"validity":{...},"ttftbench_version":"..."}
+/// ```
+pub fn json(l: &PerfLevel) -> serde_json::Value {
+    use serde_json::json;
+    let us_stats = |s: &crate::metrics::Stats| {
+        json!({
+            "avg": s.avg / 1e3, "min": s.min / 1e3, "max": s.max / 1e3, "std": s.std / 1e3,
+            "p50": s.p50 / 1e3, "p90": s.p90 / 1e3, "p95": s.p95 / 1e3, "p99": s.p99 / 1e3,
+        })
+    };
+    json!({
+        "level": l.stimulus.name(),
+        "load": {"kind": l.stimulus.kind(), "value": l.stimulus.value()},
+        "request_count": l.request_count,
+        "error_count": l.error_count,
+        "throughput_infer_per_sec": l.throughput,
+        "response_throughput": l.response_throughput,
+        "latency_us": us_stats(&l.latency),
+        "first_response_us": l.first_response.as_ref().map(us_stats),
+        "extra_percentile": l.extra_percentile.map(|(p, v)| json!({"percentile": p, "us": v / 1e3})),
+        "client_send_us": l.avg_send_ns / 1e3,
+        "client_recv_us": l.avg_recv_ns / 1e3,
+        "streaming": l.streaming,
+        "stable": l.stable,
+        "windows": l.windows,
+        "server": l.server.as_ref().map(|v| json!({
+            "inference_count": v.inference_count,
+            "execution_count": v.execution_count,
+            "success_count": v.success_count,
+            "avg_request_us": v.avg_request_ns / 1e3,
+            "avg_queue_us": v.avg_queue_ns / 1e3,
+            "avg_compute_input_us": v.avg_compute_input_ns / 1e3,
+            "avg_compute_infer_us": v.avg_compute_infer_ns / 1e3,
+            "avg_compute_output_us": v.avg_compute_output_ns / 1e3,
+        })),
+        "errors": l.errors,
+        "slo": crate::analysis::slo::json(&l.slo),
+        "validity": l.validity,
+        "ttftbench_version": crate::VERSION,
+    })
 }
 
 /// Options that shape the CSV.
@@ -408,6 +467,7 @@ mod tests {
             avg_recv_ns: 1_200.0,
             streaming: false,
             stable: true,
+            interrupted: false,
             windows: 3,
             engine: None,
             errors: Vec::new(),
@@ -424,6 +484,13 @@ mod tests {
             slo: Vec::new(),
             validity: crate::metrics::Validity::default(),
         }
+    }
+
+    #[test]
+    fn level_json_exact() {
+        let v = json(&lvl(4, 4100.5, 900.0, true));
+        let expected = r#"{"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":1000,"error_count":0,"throughput_infer_per_sec":4100.5,"response_throughput":4100.5,"latency_us":{"avg":900.0,"min":450.0,"max":2700.0,"std":90.0,"p50":882.0,"p90":1080.0,"p95":1170.0,"p99":1530.0},"first_response_us":null,"extra_percentile":null,"client_send_us":4.5,"client_recv_us":1.2,"streaming":false,"stable":true,"windows":3,"server":{"inference_count":1000,"execution_count":250,"success_count":1000,"avg_request_us":720.0,"avg_queue_us":342.0,"avg_compute_input_us":21.0,"avg_compute_infer_us":431.0,"avg_compute_output_us":10.0},"errors":[],"slo":[],"validity":{"trustworthy":true,"reasons":[],"cpu_share":null,"cores":0,"send_lag_p99_ms":null,"requested_rate":null,"achieved_rate":null,"delayed_by_cap":0,"max_stall_ms":null},"ttftbench_version":"VERSION"}"#;
+        assert_eq!(v.to_string(), expected.replace("VERSION", crate::VERSION));
     }
 
     #[test]

@@ -2,11 +2,10 @@
 //! metadata and config, refuses what perf_analyzer refuses, and builds the client and the
 //! server probe for tensor requests.
 
-use std::time::Duration;
-
 use super::plan::{self, PerfPlan, Protocol};
 use crate::client::grpc::{self, GrpcClient, ResponseMode};
-use crate::client::{Client, HttpClient};
+use crate::client::wrong_port::{self, Wire};
+use crate::client::{Client, HttpClient, tls};
 use crate::error::{Error, Result, UsageError};
 use crate::load::Stimulus;
 use crate::server_metrics::{ServerProbe, StatsSource};
@@ -16,18 +15,50 @@ use crate::workload::tensor::ModelInfo;
 /// config, and builds the client and the server probe.
 pub async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, ServerProbe)> {
     let t = &plan.target;
-    let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
-    let http = crate::engine::session::metrics_http_client(t)?;
+    let alpn = match plan.protocol {
+        Some(Protocol::Grpc) => &[tls::ALPN_H2][..],
+        Some(Protocol::Http) => &[tls::ALPN_HTTP1][..],
+        None => tls::ALPN_ANY,
+    };
+    tls::check(t, alpn).await?;
     let protocol = match plan.protocol {
         Some(p) => p,
-        None => match grpc::connect(&t.base_url).await {
-            Ok(ch) if probe_grpc(ch.clone()).await => Protocol::Grpc,
-            _ => Protocol::Http,
-        },
+        None if wrong_port::answers_grpc(t).await => Protocol::Grpc,
+        None => Protocol::Http,
     };
+    match connect(plan, protocol).await {
+        Ok((info, client, mut probe)) => {
+            let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
+            let grpc = protocol == Protocol::Grpc;
+            probe
+                .notices
+                .extend(crate::engine::capacity::warnings(workers, grpc));
+            Ok((protocol, info, client, probe))
+        }
+        Err(e) => {
+            let (asked, fix) = match protocol {
+                Protocol::Grpc => (
+                    Wire::Grpc,
+                    "give -i http to use this HTTP port (or drop -i to detect it), or point -u at the gRPC port (Triton's is 8001)",
+                ),
+                Protocol::Http => (
+                    Wire::Http,
+                    "give -i grpc to use this gRPC port (or drop -i to detect it), or point -u at the HTTP port (Triton's is 8000)",
+                ),
+            };
+            Err(wrong_port::explain(e, t, asked, fix).await)
+        }
+    }
+}
+
+/// Reads the model over `protocol` and builds the client and the probe.
+async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Client, ServerProbe)> {
+    let t = &plan.target;
+    let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
+    let http = crate::engine::session::metrics_http_client(t)?;
     match protocol {
         Protocol::Grpc => {
-            let channel = grpc::connect(&t.base_url).await.map_err(Error::Failed)?;
+            let channel = grpc::connect(t).await?;
             let info = grpc::discover_version(channel.clone(), t, &plan.model_version).await?;
             check_model(plan, &info, protocol)?;
             let client = GrpcClient::new(t, &info, workers, channel.clone(), ResponseMode::Tensors)
@@ -42,7 +73,7 @@ pub async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, Se
             )
             .await
             .with_version(&plan.model_version);
-            Ok((protocol, info, Client::Grpc(client), probe))
+            Ok((info, Client::Grpc(client), probe))
         }
         Protocol::Http => {
             let mut target = t.clone();
@@ -69,20 +100,9 @@ pub async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, Se
                 StatsSource::Http(stats_url),
             )
             .await;
-            Ok((protocol, info, Client::Http(client), probe))
+            Ok((info, Client::Http(client), probe))
         }
     }
-}
-
-/// Whether the address answers KServe gRPC (ServerLive).
-async fn probe_grpc(channel: tonic::transport::Channel) -> bool {
-    let mut c =
-        crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient::new(channel);
-    let call = c.server_live(crate::proto::ServerLiveRequest {});
-    matches!(
-        tokio::time::timeout(Duration::from_secs(5), call).await,
-        Ok(Ok(_))
-    )
 }
 
 fn check_model(plan: &PerfPlan, info: &ModelInfo, protocol: Protocol) -> Result<(), UsageError> {
@@ -100,9 +120,16 @@ fn check_model(plan: &PerfPlan, info: &ModelInfo, protocol: Protocol) -> Result<
             info.name
         )));
     }
-    if info.decoupled && !plan.target.streaming && plan.protocol == Some(Protocol::Http) {
+    // As perf_analyzer: a decoupled model's responses only come over a gRPC stream, and timing
+    // them as one request-response call would put the whole generation in "(un)marshal".
+    if info.decoupled && !plan.target.streaming {
+        let how = if protocol == Protocol::Http {
+            "-i grpc --streaming"
+        } else {
+            "--streaming"
+        };
         return Err(UsageError(format!(
-            "model '{}' is decoupled: its responses only stream over gRPC; use -i grpc --streaming",
+            "model '{}' is decoupled (model_transaction_policy.decoupled is true): its responses stream over gRPC, so perf measures it only with streaming; add {how}",
             info.name
         )));
     }

@@ -3,7 +3,10 @@
 //! each resolved and checked alone ([`resolve`]), from values parsed by [`values`]. Everything
 //! downstream reads typed fields; no string matching after this point.
 
+pub mod fingerprint;
+pub mod outputs;
 pub mod resolve;
+pub mod shard;
 pub mod values;
 
 use std::path::PathBuf;
@@ -12,11 +15,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::analysis::validity::DEFAULT_MAX_SEND_LAG_MS;
-use crate::load::{Stimulus, StopRule};
+use crate::load::{Stimulus, Stop, StopRule};
 use crate::metrics::{Objective, PercentileMethod};
 use crate::server_metrics::{MetricsSource, ProbeConfig, ServerKind};
 use crate::target::Target;
 use crate::workload::WorkloadPlan;
+pub use shard::{LevelPart, ShardPlan};
 
 /// Console verbosity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,6 +54,8 @@ pub struct RunPlan {
     pub max_send_lag_ms: f64,
     /// Untrustworthy levels make the run fail.
     pub strict: bool,
+    /// A level with a larger share of failed requests fails the run (`--max-error-rate`).
+    pub max_error_rate: f64,
     /// How percentiles are computed (`--percentile-method`).
     pub percentile_method: PercentileMethod,
     /// Timeline row interval.
@@ -80,7 +86,18 @@ pub struct RunPlan {
     pub verbosity: Verbosity,
     /// The command line as typed, secrets redacted.
     pub command_line: String,
+    /// Which part of a run of several processes this is, and when its levels start.
+    pub shard: ShardPlan,
+
+    /// Where results go besides the artifact directory (JUnit, JSON stdout, Pushgateway, the
+    /// GitHub step summary); not part of GenAI-Perf's `input_config`.
+    #[serde(skip)]
+    pub outputs: outputs::Outputs,
 }
+
+/// Fields of a [`RunPlan`]'s JSON that differ between the shards of one run and are left out
+/// of its identity.
+pub const PER_PROCESS_FIELDS: [&str; 4] = ["shard", "artifact_dir", "command_line", "verbosity"];
 
 mod opt_duration_secs {
     pub fn serialize<S: serde::Serializer>(
@@ -103,6 +120,9 @@ mod duration_secs {
     }
 }
 
+/// `--max-error-rate`'s default: a level where more than half the requests failed fails the run.
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.5;
+
 impl RunPlan {
     /// A plan for `target` with GenAI-Perf's defaults (the builder's start): concurrency 1,
     /// max(10, 2 × concurrency) requests per level, 100 synthetic prompts of 550 tokens, output
@@ -120,6 +140,7 @@ impl RunPlan {
             warmup_duration: None,
             max_send_lag_ms: DEFAULT_MAX_SEND_LAG_MS,
             strict: false,
+            max_error_rate: DEFAULT_MAX_ERROR_RATE,
             timeline_interval: Duration::from_secs(1),
             percentile_method: PercentileMethod::Linear,
             raw_export: true,
@@ -134,6 +155,39 @@ impl RunPlan {
             request_timeout: Duration::from_secs(600),
             verbosity: Verbosity::Normal,
             command_line: String::new(),
+            shard: ShardPlan::default(),
+            outputs: outputs::Outputs::default(),
+        }
+    }
+
+    /// The plan's identity, equal on every shard of one run (see [`shard::plan_id`]).
+    pub fn plan_id(&self) -> String {
+        shard::plan_id(&self.input_config(), &PER_PROCESS_FIELDS)
+    }
+
+    /// Level `index` as this process runs it: its part of the load, of the request counts and
+    /// of the warm-up, and when it starts.
+    pub fn level_part(&self, index: usize) -> LevelPart {
+        let whole = self.levels[index];
+        let warmup = match (self.warmup_duration, self.warmup_requests) {
+            (Some(d), _) => Some(Stop::Window(d)),
+            (None, n) if n > 0 => Some(Stop::Requests(n)),
+            _ => None,
+        };
+        self.shard
+            .part(index as u32, whole, self.stop.for_level(&whole), warmup)
+    }
+
+    /// One level's length when the plan fixes it (a time window after a timed warm-up or
+    /// none), for the slot between level starts.
+    pub fn level_length(&self) -> Option<Duration> {
+        let StopRule::Fixed(Stop::Window(window)) = self.stop else {
+            return None;
+        };
+        match (self.warmup_duration, self.warmup_requests) {
+            (Some(d), _) => Some(d + window),
+            (None, 0) => Some(window),
+            (None, _) => None,
         }
     }
 

@@ -1,17 +1,19 @@
 //! The plan's sections, each resolved from plain values and validated alone: where requests go
 //! ([`target`]), the load levels ([`levels`]), when a level's measurement ends ([`stop`]), what
-//! to send ([`workload`]), and where the server's metrics are ([`metrics_source`]). The front end
+//! to send ([`workload`]), where the server's metrics are ([`metrics_source`]), and which part of
+//! a run of several processes this one is, with when its levels start ([`shard`]). The front end
 //! converts its flags into these inputs; `demo`, `doctor` and tests call them directly.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::shard::{ShardPlan, derived_slot};
 use crate::error::UsageError;
-use crate::load::{Arrival, Stimulus, Stop, StopRule};
+use crate::load::{Arrival, Shard, Stimulus, Stop, StopRule};
 use crate::server_metrics::MetricsSource;
 use crate::target::{
-    Api, Backend, ServiceKind, Target, bracket_host, default_endpoint, normalize_metrics_url,
-    normalize_url, parse_header,
+    Api, Backend, ClientIdentity, Encoding, ServiceKind, Target, TlsSettings, Verify, bracket_host,
+    default_endpoint, normalize_metrics_url, normalize_url, parse_header,
 };
 use crate::workload::{OutputLength, PromptSource, WorkloadPlan};
 
@@ -47,6 +49,103 @@ pub struct TargetSpec {
     pub metrics_headers: Vec<String>,
     /// `--max-event-size` in bytes (0: the default, 4 MiB).
     pub max_event_bytes: usize,
+    /// TLS options.
+    pub tls: TlsSpec,
+}
+
+/// TLS options as given, under whichever names (`--cacert`, `-k`, perf_analyzer's `--ssl-*`).
+#[derive(Debug, Clone, Default)]
+pub struct TlsSpec {
+    /// Use TLS even though the URL names no scheme (`--ssl-grpc-use-ssl`).
+    pub use_tls: bool,
+    /// Check nothing of the server's certificate (`-k`, `--ssl-https-verify-peer 0`).
+    pub insecure: bool,
+    /// Check the chain but not the name (`--ssl-https-verify-host 0`).
+    pub skip_hostname: bool,
+    /// Extra trusted CA files (PEM).
+    pub ca_files: Vec<PathBuf>,
+    /// Client certificate chain file and its encoding.
+    pub cert: Option<(PathBuf, Encoding)>,
+    /// Client private key file and its encoding.
+    pub key: Option<(PathBuf, Encoding)>,
+}
+
+impl TlsSpec {
+    /// Whether anything here asks for TLS: a URL without a scheme then means `https://`.
+    pub fn asks_for_tls(&self) -> bool {
+        self.use_tls
+            || self.insecure
+            || self.skip_hostname
+            || !self.ca_files.is_empty()
+            || self.cert.is_some()
+            || self.key.is_some()
+    }
+}
+
+/// The TLS settings: verification on unless switched off, the extra CAs and the client
+/// certificate, each file checked to exist (their contents are read when connecting).
+pub fn tls(s: &TlsSpec) -> Result<TlsSettings, UsageError> {
+    for f in &s.ca_files {
+        readable_file("--cacert", f)?;
+    }
+    let identity = match (&s.cert, &s.key) {
+        (None, None) => None,
+        (Some(_), None) => {
+            return usage(
+                "--cert names a client certificate but no --key names its private key; give both",
+            );
+        }
+        (None, Some(_)) => {
+            return usage(
+                "--key names a private key but no --cert names its certificate; give both",
+            );
+        }
+        (Some((cert, cert_encoding)), Some((key, key_encoding))) => {
+            readable_file("--cert", cert)?;
+            readable_file("--key", key)?;
+            Some(ClientIdentity {
+                cert: cert.clone(),
+                cert_encoding: *cert_encoding,
+                key: key.clone(),
+                key_encoding: *key_encoding,
+            })
+        }
+    };
+    Ok(TlsSettings {
+        verify: if s.insecure {
+            Verify::Off
+        } else if s.skip_hostname {
+            Verify::ChainOnly
+        } else {
+            Verify::Full
+        },
+        ca_files: s.ca_files.clone(),
+        identity,
+    })
+}
+
+fn readable_file(flag: &str, p: &std::path::Path) -> Result<(), UsageError> {
+    match std::fs::metadata(p) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => usage(format!("{flag} {}: not a file", p.display())),
+        Err(e) => usage(format!("{flag} {}: {e}", p.display())),
+    }
+}
+
+/// The server's address with TLS options taken into account: a URL without a scheme becomes
+/// `https://` when TLS is asked for; an explicit `http://` with TLS options is a contradiction.
+pub fn url_for_tls(raw: &str, tls: &TlsSpec) -> Result<String, UsageError> {
+    let raw = raw.trim();
+    let explicit = raw.contains("://");
+    if !tls.asks_for_tls() || raw.starts_with("https://") {
+        return Ok(raw.to_string());
+    }
+    if explicit {
+        return usage(format!(
+            "-u {raw} is plain HTTP, but TLS options (--cacert, --cert/--key, -k or --ssl-*) were given: use -u https://... to connect over TLS, or drop the TLS options"
+        ));
+    }
+    Ok(format!("https://{raw}"))
 }
 
 /// The API, address, endpoint and headers of a run: Triton's gRPC port by default, the HTTP port
@@ -76,7 +175,8 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
     } else {
         "localhost:8000"
     };
-    let (base_url, host) = normalize_url(s.url.as_deref().unwrap_or(default_url))?;
+    let url = url_for_tls(s.url.as_deref().unwrap_or(default_url), &s.tls)?;
+    let (base_url, host) = normalize_url(&url)?;
     let endpoint = match &s.endpoint {
         Some(e) => e.trim_start_matches('/').to_string(),
         None => default_endpoint(api, &s.model, s.streaming),
@@ -109,6 +209,7 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
         } else {
             s.max_event_bytes
         },
+        tls: tls(&s.tls)?,
     };
     target.header_map()?;
     Ok(target)
@@ -211,14 +312,12 @@ pub struct WorkloadSpec {
     pub output_deterministic: bool,
     /// `--num-prompts`.
     pub num_prompts: Option<u32>,
-    /// `--tokenizer`.
-    pub tokenizer: Option<PathBuf>,
+    /// `--tokenizer`: a file, a directory or a Hugging Face model name.
+    pub tokenizer: Option<String>,
     /// `--random-seed`.
     pub seed: u64,
     /// `--extra-inputs` values as given.
     pub extra_inputs: Vec<String>,
-    /// Ask the server for token usage in the stream.
-    pub server_usage: bool,
 }
 
 /// Prompts (synthetic, 550 tokens by default as GenAI-Perf, or a file), output lengths and extra
@@ -270,7 +369,6 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
         tokenizer: s.tokenizer.clone(),
         seed: s.seed,
         extra_inputs,
-        server_usage: s.server_usage,
     })
 }
 
@@ -300,9 +398,177 @@ pub fn gpu_metrics_url(url: Option<&str>) -> Result<Option<String>, UsageError> 
     url.map(normalize_metrics_url).transpose()
 }
 
+/// How this process takes part in a run of several, as given.
+#[derive(Debug, Clone, Default)]
+pub struct ShardSpec {
+    /// `--shard I/N`.
+    pub shard: Option<String>,
+    /// `--shards N` (the Kubernetes form).
+    pub shards: Option<u32>,
+    /// `--shard-index`, or `JOB_COMPLETION_INDEX` (read with `--shards`).
+    pub shard_index: Option<u32>,
+    /// `--start-at`.
+    pub start_at: Option<String>,
+    /// `--level-slot`.
+    pub level_slot: Option<Duration>,
+    /// Levels in the plan.
+    pub levels: usize,
+    /// One level's length when the plan fixes it: a time window, after a timed warm-up or none.
+    pub level_length: Option<Duration>,
+}
+
+/// The shard section: this process's part (`--shard I/N`, or `--shards N` with the index from
+/// `JOB_COMPLETION_INDEX`), the first level's start and the slot between level starts (given,
+/// or derived from a level's fixed length; see [`super::shard`]).
+pub fn shard(s: &ShardSpec) -> Result<ShardPlan, UsageError> {
+    let shard = match (&s.shard, s.shards, s.shard_index) {
+        (Some(_), Some(_), _) => {
+            return usage(
+                "--shard I/N and --shards N both say which part this process runs; give one (--shards takes the index from JOB_COMPLETION_INDEX)",
+            );
+        }
+        (Some(raw), None, _) => super::values::parse_shard(raw)?,
+        (None, Some(n), Some(i)) => {
+            super::values::shard(i, n, "--shards with JOB_COMPLETION_INDEX")?
+        }
+        (None, Some(n), None) => {
+            return usage(format!(
+                "--shards {n} takes this process's index from JOB_COMPLETION_INDEX (set in every pod of a Kubernetes Indexed Job) or --shard-index, and neither is set: give --shard I/{n} instead"
+            ));
+        }
+        (None, None, _) => Shard::WHOLE,
+    };
+    let start_at_unix_ns = s
+        .start_at
+        .as_deref()
+        .map(super::values::parse_start_at)
+        .transpose()?;
+    let level_slot = match (start_at_unix_ns, s.level_slot) {
+        (None, Some(_)) => {
+            return usage(
+                "--level-slot spaces the level starts after --start-at: give --start-at too",
+            );
+        }
+        (_, Some(d)) if d.is_zero() => return usage("--level-slot must be more than 0"),
+        (Some(_), Some(d)) => {
+            if let Some(len) = s.level_length.filter(|len| d < *len) {
+                return usage(format!(
+                    "--level-slot {:.1}s is shorter than one level ({:.1}s of warm-up and measurement): every level would start late",
+                    d.as_secs_f64(),
+                    len.as_secs_f64()
+                ));
+            }
+            Some(d)
+        }
+        (Some(_), None) if s.levels > 1 => match s.level_length {
+            Some(len) => Some(derived_slot(len)),
+            None => {
+                return usage(format!(
+                    "--start-at with {} levels: shards move from level to level together only when each level has a known length; give --level-slot (e.g. 90s), or time-bounded levels (--measurement-interval or --duration, with --warmup-duration instead of a warm-up request count)",
+                    s.levels
+                ));
+            }
+        },
+        (_, None) => None,
+    };
+    Ok(ShardPlan {
+        shard,
+        start_at_unix_ns,
+        level_slot,
+    })
+}
+
+/// `--use-server-token-count` against the API: only OpenAI-compatible servers report counts
+/// (`usage`, asked for in every streamed request). Decided from the endpoint type, before any
+/// request, because Triton's generate and KServe responses carry no count ttftbench reads (it
+/// does not read TensorRT-LLM's `output_ids`/`sequence_length` tensors), and a flag silently
+/// ignored there would pass the tokenizer's numbers off as the server's.
+pub fn server_token_count(api: Api, asked: bool) -> Result<bool, UsageError> {
+    match api {
+        Api::Chat | Api::Completions => Ok(asked),
+        Api::Generate | Api::Kserve | Api::Infer if asked => Err(UsageError(format!(
+            "--use-server-token-count: the {} endpoint reports no token counts (only OpenAI-compatible chat and completions endpoints send `usage`); drop the flag and give the model's tokenizer instead (--tokenizer ORG/NAME, from the local Hugging Face cache, or a tokenizer.json)",
+            api.name()
+        ))),
+        _ => Ok(false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shard_sections() {
+        let secs = Duration::from_secs;
+        let spec = |shard: Option<&str>, shards, index| ShardSpec {
+            shard: shard.map(str::to_string),
+            shards,
+            shard_index: index,
+            levels: 1,
+            ..ShardSpec::default()
+        };
+        assert_eq!(
+            shard(&spec(None, None, Some(3))).unwrap().shard,
+            Shard::WHOLE
+        );
+        assert_eq!(
+            shard(&spec(Some("1/4"), None, Some(3))).unwrap().shard,
+            Shard { index: 1, count: 4 }
+        );
+        assert_eq!(
+            shard(&spec(None, Some(4), Some(3))).unwrap().shard,
+            Shard { index: 3, count: 4 }
+        );
+        for (bad, says) in [
+            (spec(None, Some(4), None), "JOB_COMPLETION_INDEX"),
+            (spec(Some("1/4"), Some(4), None), "give one"),
+            (spec(None, Some(4), Some(4)), "not below"),
+        ] {
+            let e = shard(&bad).unwrap_err();
+            assert!(e.0.contains(says), "{e}");
+        }
+        let timed = |levels, level_length, level_slot| ShardSpec {
+            start_at: Some("1767225600".into()),
+            levels,
+            level_length,
+            level_slot,
+            ..ShardSpec::default()
+        };
+        let p = shard(&timed(3, Some(secs(10)), None)).unwrap();
+        assert_eq!(p.start_at_unix_ns, Some(1_767_225_600_000_000_000));
+        assert_eq!(p.level_slot, Some(secs(15)));
+        assert_eq!(p.level_start(2), Some(1_767_225_630_000_000_000));
+        assert_eq!(shard(&timed(1, None, None)).unwrap().level_slot, None);
+        assert_eq!(
+            shard(&timed(3, None, Some(secs(90)))).unwrap().level_slot,
+            Some(secs(90))
+        );
+        let e = shard(&timed(3, None, None)).unwrap_err();
+        assert!(e.0.contains("--level-slot"), "{e}");
+        let e = shard(&timed(3, Some(secs(10)), Some(secs(5)))).unwrap_err();
+        assert!(e.0.contains("shorter than one level"), "{e}");
+        let e = shard(&ShardSpec {
+            level_slot: Some(secs(5)),
+            ..ShardSpec::default()
+        })
+        .unwrap_err();
+        assert!(e.0.contains("give --start-at"), "{e}");
+    }
+
+    #[test]
+    fn server_token_count_only_where_the_server_counts() {
+        assert_eq!(server_token_count(Api::Chat, true), Ok(true));
+        assert_eq!(server_token_count(Api::Completions, false), Ok(false));
+        assert_eq!(server_token_count(Api::Generate, false), Ok(false));
+        for api in [Api::Generate, Api::Kserve] {
+            let e = server_token_count(api, true).unwrap_err();
+            assert!(
+                e.0.contains("reports no token counts") && e.0.contains("--tokenizer"),
+                "{e}"
+            );
+        }
+    }
 
     fn spec(model: &str) -> TargetSpec {
         TargetSpec {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::error::UsageError;
-use crate::load::{Arrival, Stimulus};
+use crate::load::{Arrival, Shard, Stimulus};
 use crate::metrics::{Metric, Objective};
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
@@ -207,6 +207,20 @@ pub fn parse_fraction(flag: &str, raw: &str) -> Result<f64, UsageError> {
     Ok(v)
 }
 
+/// A share from 0 to 100 % (`50%` or `0.5`), for `--max-error-rate`.
+pub fn parse_share(flag: &str, raw: &str) -> Result<f64, UsageError> {
+    let t = raw.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| UsageError(format!("{flag} '{t}': expected a percentage such as 50%")))?;
+    if !(0.0..=1.0).contains(&v) {
+        return usage(format!("{flag} '{t}': must be from 0% to 100%"));
+    }
+    Ok(v)
+}
+
 /// `N`, `start:end[:step]` or `a,b,c`.
 pub fn parse_concurrency(spec: &str) -> Result<Vec<Stimulus>, UsageError> {
     let values = parse_int_levels(spec, "--concurrency")?;
@@ -280,9 +294,174 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
     }
 }
 
+/// `--shard I/N`: shard `I` (0-based, as Kubernetes' `JOB_COMPLETION_INDEX`) of `N`.
+pub fn parse_shard(raw: &str) -> Result<Shard, UsageError> {
+    let t = raw.trim();
+    let bad = || {
+        UsageError(format!(
+            "--shard {t}: expected I/N, the 0-based index of this process and the number of processes (e.g. 0/4 ... 3/4)"
+        ))
+    };
+    let (i, n) = t.split_once('/').ok_or_else(bad)?;
+    let index: u32 = i.trim().parse().map_err(|_| bad())?;
+    let count: u32 = n.trim().parse().map_err(|_| bad())?;
+    shard(index, count, "--shard")
+}
+
+/// A shard from its index and count, checked: `flag` names where they came from.
+pub fn shard(index: u32, count: u32, flag: &str) -> Result<Shard, UsageError> {
+    if count == 0 {
+        return usage(format!("{flag}: the number of shards must be at least 1"));
+    }
+    if index >= count {
+        return usage(format!(
+            "{flag}: index {index} is not below the number of shards {count} (indices run 0..{})",
+            count - 1
+        ));
+    }
+    Ok(Shard { index, count })
+}
+
+/// `--start-at`: Unix seconds (`1767225600`, fractions allowed) or an RFC 3339 time
+/// (`2026-01-01T00:00:00Z`, `2026-01-01T01:00:00.5+01:00`), as Unix nanoseconds.
+pub fn parse_start_at(raw: &str) -> Result<u64, UsageError> {
+    let t = raw.trim();
+    let bad = || {
+        UsageError(format!(
+            "--start-at {t}: expected Unix seconds (e.g. 1767225600) or an RFC 3339 time (e.g. 2026-01-01T00:00:00Z)"
+        ))
+    };
+    if t.starts_with(|c: char| c.is_ascii_digit()) && !t.contains(['-', ':']) {
+        return unix_seconds_ns(t).ok_or_else(bad);
+    }
+    rfc3339_unix_ns(t).ok_or_else(bad)
+}
+
+/// `1767225600.25` as Unix ns, exactly (a float would round the nanoseconds).
+fn unix_seconds_ns(t: &str) -> Option<u64> {
+    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(frac) || frac.len() > 9 {
+        return None;
+    }
+    let secs: u64 = whole
+        .parse()
+        .ok()
+        .filter(|s| (1..100_000_000_000).contains(s))?;
+    let frac_ns = if frac.is_empty() {
+        0
+    } else {
+        frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32)
+    };
+    Some(secs * 1_000_000_000 + frac_ns)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` as Unix ns (`t` or a space may separate date and
+/// time; `z` as `Z`).
+fn rfc3339_unix_ns(t: &str) -> Option<u64> {
+    let b = t.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    if !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = t.get(r)?;
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())?
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let mut rest = &t[19..];
+    let mut frac_ns = 0i64;
+    if let Some(f) = rest.strip_prefix('.') {
+        let digits = f.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let kept = &f[..digits.min(9)];
+        frac_ns = kept.parse::<i64>().ok()? * 10i64.pow(9 - kept.len() as u32);
+        rest = &f[digits..];
+    }
+    let offset_s = match rest {
+        "Z" | "z" => 0,
+        o if o.len() == 6 && matches!(&o[..1], "+" | "-") && &o[3..4] == ":" => {
+            let oh: i64 = o[1..3].parse().ok()?;
+            let om: i64 = o[4..6].parse().ok()?;
+            let sign = if o.starts_with('-') { -1 } else { 1 };
+            sign * (oh * 3600 + om * 60)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(y, mo, d);
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset_s;
+    u64::try_from(secs * 1_000_000_000 + frac_ns).ok()
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_and_start_times() {
+        assert_eq!(parse_shard("2/4").unwrap(), Shard { index: 2, count: 4 });
+        assert_eq!(parse_shard(" 0 / 1 ").unwrap(), Shard::WHOLE);
+        for bad in ["4/4", "1/0", "x/4", "2", "-1/4"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
+        assert!(
+            parse_shard("4/4")
+                .unwrap_err()
+                .0
+                .contains("indices run 0..3")
+        );
+        assert_eq!(
+            parse_start_at("1767225600").unwrap(),
+            1_767_225_600_000_000_000
+        );
+        assert_eq!(
+            parse_start_at("1767225600.25").unwrap(),
+            1_767_225_600_250_000_000
+        );
+        assert_eq!(
+            parse_start_at("2026-01-01T00:00:00Z").unwrap(),
+            1_767_225_600_000_000_000
+        );
+        assert_eq!(
+            parse_start_at("2026-01-01T01:30:00.5+01:30").unwrap(),
+            1_767_225_600_500_000_000
+        );
+        assert_eq!(
+            parse_start_at("2000-02-29 12:00:00.000000001-00:00").unwrap(),
+            951_825_600_000_000_001
+        );
+        for bad in [
+            "",
+            "soon",
+            "2026-13-01T00:00:00Z",
+            "2026-01-01T00:00:00",
+            "-5",
+            "2026-01-01T00:00:00.Z",
+        ] {
+            assert!(parse_start_at(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn concurrency_forms() {

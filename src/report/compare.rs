@@ -345,6 +345,29 @@ fn rules_text(r: &Rules) -> Vec<String> {
     v
 }
 
+/// Whether `base` and `cur` measured the same workload: `Ok` with notes to print (a run without
+/// a recorded fingerprint is compared unchecked), or `Err` naming each field that differs
+/// (`output: 200±0 tokens → 10±0 tokens`).
+pub fn comparable(base: &Run, cur: &Run) -> Result<Vec<String>, Vec<String>> {
+    let print = |r: &Run| r.levels.iter().find_map(|l| l.fingerprint.clone());
+    match (print(base), print(cur)) {
+        (Some(b), Some(c)) => {
+            let d = b.differences(&c);
+            if d.is_empty() { Ok(Vec::new()) } else { Err(d) }
+        }
+        (b, c) => Ok([("BASELINE", base, b.is_none()), ("CURRENT", cur, c.is_none())]
+            .into_iter()
+            .filter(|(_, _, missing)| *missing)
+            .map(|(what, r, _)| {
+                format!(
+                    "note: {what} {} records no workload fingerprint (written by GenAI-Perf or an older ttftbench): check by hand that both runs sent the same workload",
+                    r.dir.display()
+                )
+            })
+            .collect()),
+    }
+}
+
 /// Compares two runs level by level.
 pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
     let mut metrics: Vec<MetricRef> = DEFAULT_METRICS.to_vec();

@@ -258,6 +258,14 @@ pub fn level_table(l: &LevelSummary) -> String {
     out
 }
 
+/// Why TTFT and ITL show "-" when the levels did not stream, and how to get them; `None` when
+/// every level streamed.
+pub fn not_streaming_note(levels: &[LevelSummary]) -> Option<&'static str> {
+    levels.iter().any(|l| !l.streaming).then_some(
+        "TTFT and ITL are \"-\": without --streaming the server sends each response whole, so there is no first token (or gap between tokens) to time, only the request's latency. Add --streaming to measure them (the endpoint must stream: a decoupled model over gRPC, or an HTTP endpoint that sends events).",
+    )
+}
+
 /// One line per error kind with its first message and a hint, for a level with failures.
 pub fn error_lines(l: &LevelSummary) -> String {
     let mut out = String::new();
@@ -268,6 +276,18 @@ pub fn error_lines(l: &LevelSummary) -> String {
         }
     }
     out
+}
+
+/// How the server's output token counts compare with the tokenizer's (`-v`), when the server
+/// reported counts: statistics use the tokenizer's unless `--use-server-token-count`.
+pub fn token_count_line(l: &LevelSummary) -> Option<String> {
+    let share = l.stats.osl_mismatch_share()?;
+    Some(format!(
+        "output tokens: the server's count differs from the tokenizer's on {} of {} ({:.1}%)",
+        l.stats.osl_mismatch,
+        crate::analysis::text::count(l.stats.osl_compared, "request"),
+        share * 100.0
+    ))
 }
 
 /// `NOT TRUSTWORTHY <level>: <reason>` for every reason of every untrustworthy level, as both
@@ -393,6 +413,18 @@ Request throughput (per sec): 12.35
 Request count: 10  Errors: 0
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn token_count_line_exact() {
+        let mut l = level(1, 10.0, 0);
+        assert_eq!(token_count_line(&l), None);
+        l.stats.osl_compared = 40;
+        l.stats.osl_mismatch = 3;
+        assert_eq!(
+            token_count_line(&l).unwrap(),
+            "output tokens: the server's count differs from the tokenizer's on 3 of 40 requests (7.5%)"
+        );
     }
 
     #[test]

@@ -128,6 +128,7 @@ mod request;
 mod state;
 mod stream;
 mod tensor;
+mod tls;
 mod tokens;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -147,6 +148,7 @@ pub use models::{
     DEFAULT_REASONING_TOKENS, DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec,
     ReasoningField, ReasoningSpec, TensorSpec, TensorTiming,
 };
+pub use tls::SimTls;
 
 use crate::workload::tokenizer::Tokenizer;
 
@@ -173,6 +175,9 @@ pub struct SimConfig {
     pub models: Vec<ModelSpec>,
     /// Which engine's metric families `/metrics` serves (`serve --metrics-style`).
     pub metrics_style: ServerKind,
+    /// Serve HTTP and gRPC over TLS (`serve --tls-cert`, `--tls-key`, `--tls-client-ca`); the
+    /// metrics port stays plain HTTP, as Triton's does.
+    pub tls: Option<SimTls>,
 }
 
 impl Default for SimConfig {
@@ -188,6 +193,7 @@ impl Default for SimConfig {
             access_token: None,
             models: ModelSpec::defaults(),
             metrics_style: ServerKind::Triton,
+            tls: None,
         }
     }
 }
@@ -206,6 +212,7 @@ impl std::fmt::Debug for SimConfig {
             .field("api_key", &secret(&self.api_key))
             .field("access_token", &secret(&self.access_token))
             .field("metrics_style", &self.metrics_style)
+            .field("tls", &self.tls)
             .field(
                 "models",
                 &self
@@ -227,6 +234,8 @@ pub struct SimHandle {
     pub grpc_addr: SocketAddr,
     /// Bound address of the metrics listener.
     pub metrics_addr: SocketAddr,
+    /// HTTP and gRPC are served over TLS.
+    pub tls: bool,
     state: Arc<state::SimState>,
     shutdown_tx: watch::Sender<bool>,
     servers: Vec<JoinHandle<()>>,
@@ -247,14 +256,19 @@ impl std::fmt::Debug for SimHandle {
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 impl SimHandle {
-    /// Base URL of the HTTP listener, e.g. `http://127.0.0.1:8000`.
+    /// Base URL of the HTTP listener, e.g. `http://127.0.0.1:8000` (`https://` over TLS).
     pub fn http_url(&self) -> String {
-        format!("http://{}", self.http_addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.http_addr)
     }
 
-    /// Address of the gRPC listener as `host:port` (what `-u` takes for Triton gRPC).
+    /// Address of the gRPC listener as `host:port` (what `-u` takes for Triton gRPC), with
+    /// `https://` in front when it serves TLS.
     pub fn grpc_target(&self) -> String {
-        self.grpc_addr.to_string()
+        match self.tls {
+            true => format!("https://{}", self.grpc_addr),
+            false => self.grpc_addr.to_string(),
+        }
     }
 
     /// URL of the Prometheus endpoint, e.g. `http://127.0.0.1:8002/metrics`.
@@ -378,6 +392,15 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
         .context("loading the built-in tokenizer failed")?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let cfg_faults = cfg.faults.clone();
+    let tls = cfg.tls.clone();
+    let http_tls = tls.as_ref().map(SimTls::server_config).transpose()?;
+    let grpc_tls = tls.as_ref().map(SimTls::grpc_config).transpose()?;
+    if let Some(c) = &grpc_tls {
+        // Checked here so a bad certificate fails `start`, not the gRPC task later.
+        tonic::transport::Server::builder()
+            .tls_config(c.clone())
+            .context("the gRPC listener cannot use the TLS certificate")?;
+    }
     let (state, mut engines) = state::SimState::new(cfg, tokenizer, shutdown_rx.clone())?;
     let state = Arc::new(state);
     engines.push(tokio::spawn(gpu::sample_every(
@@ -403,7 +426,14 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
     let listener = disruption::OutageListener::new(http_listener, outage)?;
     let sig = signal(shutdown_rx.clone());
     servers.push(tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(sig).await {
+        let served = match http_tls {
+            Some(config) => {
+                let listener = tls::TlsListener::new(listener, config);
+                axum::serve(listener, app).with_graceful_shutdown(sig).await
+            }
+            None => axum::serve(listener, app).with_graceful_shutdown(sig).await,
+        };
+        if let Err(e) = served {
             tracing::warn!("simulator HTTP server stopped: {e}");
         }
     }));
@@ -418,6 +448,15 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
             // hyper's default of 200 streams per connection is far below what a load test
             // multiplexes onto one connection.
             .max_concurrent_streams(Some(1 << 16));
+        if let Some(cfg) = grpc_tls {
+            builder = match builder.tls_config(cfg) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!("simulator gRPC server cannot use its TLS settings: {e}");
+                    return;
+                }
+            };
+        }
         if let Some(age) = goaway {
             // GOAWAY after `age`; calls still running get a moment to finish.
             builder = builder
@@ -453,6 +492,7 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
         http_addr,
         grpc_addr,
         metrics_addr,
+        tls: tls.is_some(),
         state,
         shutdown_tx,
         servers,

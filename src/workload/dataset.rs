@@ -43,12 +43,51 @@ pub struct Entry {
 #[derive(Debug, Clone)]
 pub struct Dataset {
     entries: Vec<Entry>,
+    /// Each entry's index in the whole dataset, when this is a shard's part of it.
+    indices: Option<Vec<u32>>,
 }
 
 impl Dataset {
     /// Wraps prepared entries.
     pub fn new(entries: Vec<Entry>) -> Dataset {
-        Dataset { entries }
+        Dataset {
+            entries,
+            indices: None,
+        }
+    }
+
+    /// Shard `index` of `count`'s part: entries `index`, `index + count`, ... of the whole
+    /// dataset, so shards never send the same prompt. Fails when there are fewer entries than
+    /// shards (some shard would have none).
+    pub fn partition(self, index: u32, count: u32) -> Result<Dataset, UsageError> {
+        if count <= 1 {
+            return Ok(self);
+        }
+        if self.entries.len() < count as usize {
+            return Err(UsageError(format!(
+                "{} prompts cannot be split over {count} shards without two shards sending the same prompt: give --num-prompts of at least {count}",
+                self.entries.len()
+            )));
+        }
+        let (entries, indices) = self
+            .entries
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i as u64 % u64::from(count) == u64::from(index))
+            .map(|(i, e)| (e, i as u32))
+            .unzip();
+        Ok(Dataset {
+            entries,
+            indices: Some(indices),
+        })
+    }
+
+    /// The index in the whole dataset of entry `i` (`i` itself unless partitioned).
+    pub fn prompt_index(&self, i: usize) -> u32 {
+        match &self.indices {
+            Some(ix) => ix[i],
+            None => i as u32,
+        }
     }
 
     /// Number of entries (never 0 for a built dataset).
@@ -187,7 +226,10 @@ pub fn http_body(t: &Target, w: &WorkloadPlan, text: &str, max_tokens: Option<u3
         }
     }
     m.insert("stream".into(), json!(t.streaming));
-    if t.streaming && w.server_usage && matches!(t.api, Api::Chat | Api::Completions) {
+    // Always: the server's count is recorded next to the tokenizer's (and used with
+    // --use-server-token-count). Only streamed requests take `stream_options`; a whole body
+    // carries `usage` anyway.
+    if t.streaming && matches!(t.api, Api::Chat | Api::Completions) {
         m.insert("stream_options".into(), json!({"include_usage": true}));
     }
     for (k, v) in &w.extra_inputs {
@@ -250,6 +292,31 @@ mod tests {
             http_body(&p.target, &p.workload, "x", None),
             json!({"model": "gpt2", "prompt": "x", "stream": false})
         );
+    }
+
+    #[test]
+    fn partition_keeps_global_indices_and_never_overlaps() {
+        let entry = |n: u32| Entry {
+            payload: Payload::Http(Bytes::from(vec![n as u8])),
+            isl: n,
+            max_tokens: 0,
+        };
+        let whole = Dataset::new((0..10).map(entry).collect());
+        let mut seen = Vec::new();
+        for index in 0..3 {
+            let part = whole.clone().partition(index, 3).unwrap();
+            for i in 0..part.len() {
+                let global = part.prompt_index(i);
+                assert_eq!(part.entry(i).isl, global, "the entry is the global one");
+                assert_eq!(global % 3, index);
+                seen.push(global);
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..10).collect::<Vec<u32>>());
+        assert_eq!(whole.clone().partition(0, 1).unwrap().prompt_index(7), 7);
+        let e = whole.partition(0, 11).unwrap_err();
+        assert!(e.0.contains("--num-prompts of at least 11"), "{e}");
     }
 
     #[test]

@@ -40,14 +40,13 @@ pub struct WorkloadPlan {
     pub num_prompts: u32,
     /// Output length; `None` leaves it to the server (Triton TensorRT-LLM gets 256).
     pub output: Option<OutputLength>,
-    /// Tokenizer file; `None` = built-in GPT-2.
-    pub tokenizer: Option<PathBuf>,
+    /// `--tokenizer` as given (a `tokenizer.json`, a directory holding one, or a Hugging Face
+    /// model name found in the local cache); `None` = built-in GPT-2.
+    pub tokenizer: Option<String>,
     /// Seed for prompts and lengths.
     pub seed: u64,
     /// Extra request fields.
     pub extra_inputs: Vec<(String, serde_json::Value)>,
-    /// Ask OpenAI-compatible servers to report token usage in the stream.
-    pub server_usage: bool,
 }
 
 impl Default for WorkloadPlan {
@@ -64,7 +63,6 @@ impl Default for WorkloadPlan {
             tokenizer: None,
             seed: 0,
             extra_inputs: Vec::new(),
-            server_usage: false,
         }
     }
 }

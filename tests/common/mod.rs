@@ -448,7 +448,10 @@ pub fn num(row: &HashMap<String, String>, col: &str) -> f64 {
 
 /// The built `ttftbench` binary, ready for arguments.
 pub fn bin() -> std::process::Command {
-    std::process::Command::new(env!("CARGO_BIN_EXE_ttftbench"))
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ttftbench"));
+    // Tests must not append to a real GitHub job summary when CI runs on GitHub Actions.
+    c.env_remove("GITHUB_STEP_SUMMARY");
+    c
 }
 
 /// Runs the binary with `args` in `cwd`; returns (exit code, stdout, stderr).
@@ -545,4 +548,138 @@ impl Tee {
             .map(|c| String::from_utf8_lossy(c).into_owned())
             .collect()
     }
+}
+
+/// Certificates for the TLS tests, generated fresh and written to a temporary directory: a
+/// server CA and a server certificate it signed (for `localhost` and `127.0.0.1`), an expired
+/// one and one for another name, and a client CA with a client certificate it signed.
+pub struct TestPki {
+    /// Holds the files; removed on drop.
+    pub dir: tempfile::TempDir,
+    /// The CA that signed the server certificates (what `--cacert` takes).
+    pub ca: std::path::PathBuf,
+    /// The server certificate and key.
+    pub server_cert: std::path::PathBuf,
+    /// The server key.
+    pub server_key: std::path::PathBuf,
+    /// An expired server certificate (same CA) and its key.
+    pub expired_cert: std::path::PathBuf,
+    /// Its key.
+    pub expired_key: std::path::PathBuf,
+    /// A server certificate for `other.invalid` only (same CA) and its key.
+    pub wrong_name_cert: std::path::PathBuf,
+    /// Its key.
+    pub wrong_name_key: std::path::PathBuf,
+    /// The CA the server trusts for client certificates.
+    pub client_ca: std::path::PathBuf,
+    /// A client certificate the client CA signed, and its key.
+    pub client_cert: std::path::PathBuf,
+    /// Its key.
+    pub client_key: std::path::PathBuf,
+}
+
+fn test_ca(name: &str) -> rcgen::CertifiedIssuer<'static, rcgen::KeyPair> {
+    let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    p.distinguished_name
+        .push(rcgen::DnType::CommonName, name.to_string());
+    p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    p.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    rcgen::CertifiedIssuer::self_signed(p, rcgen::KeyPair::generate().expect("key"))
+        .expect("CA signs itself")
+}
+
+fn test_leaf(
+    issuer: &rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+    cn: &str,
+    names: &[&str],
+    purpose: rcgen::ExtendedKeyUsagePurpose,
+    expired: bool,
+) -> (String, String) {
+    let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let mut p = rcgen::CertificateParams::new(names).expect("leaf params");
+    p.distinguished_name
+        .push(rcgen::DnType::CommonName, cn.to_string());
+    p.extended_key_usages = vec![purpose];
+    if expired {
+        p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        p.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    }
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = p.signed_by(&key, issuer).expect("CA signs");
+    (cert.pem(), key.serialize_pem())
+}
+
+/// Generates the certificates of [`TestPki`].
+pub fn test_pki() -> TestPki {
+    use rcgen::ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("write PEM");
+        p
+    };
+    let ca = test_ca("ttftbench test server CA");
+    let here = ["localhost", "127.0.0.1"];
+    let (cert, key) = test_leaf(&ca, "ttftbench sim", &here, ServerAuth, false);
+    let (old_cert, old_key) = test_leaf(&ca, "ttftbench old sim", &here, ServerAuth, true);
+    let (wrong_cert, wrong_key) =
+        test_leaf(&ca, "elsewhere", &["other.invalid"], ServerAuth, false);
+    let client_ca = test_ca("ttftbench test client CA");
+    let (client_cert, client_key) = test_leaf(&client_ca, "bench client", &[], ClientAuth, false);
+    TestPki {
+        ca: write("ca.pem", &ca.pem()),
+        server_cert: write("server.pem", &cert),
+        server_key: write("server.key", &key),
+        expired_cert: write("expired.pem", &old_cert),
+        expired_key: write("expired.key", &old_key),
+        wrong_name_cert: write("wrong.pem", &wrong_cert),
+        wrong_name_key: write("wrong.key", &wrong_key),
+        client_ca: write("client-ca.pem", &client_ca.pem()),
+        client_cert: write("client.pem", &client_cert),
+        client_key: write("client.key", &client_key),
+        dir,
+    }
+}
+
+/// The simulator over TLS with `cert`/`key`, requiring client certificates signed by
+/// `client_ca` when given.
+pub async fn start_tls(cert: &Path, key: &Path, client_ca: Option<&Path>) -> SimHandle {
+    start(SimConfig {
+        engine: EngineConfig::instant(),
+        tls: Some(sim::SimTls {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+            client_ca: client_ca.map(Path::to_path_buf),
+        }),
+        ..SimConfig::default()
+    })
+    .await
+}
+
+/// Runs the `ttftbench` binary with `args` and extra environment variables, off the async
+/// runtime (an in-process simulator keeps serving meanwhile): (exit code, stdout, stderr).
+pub async fn run_bin(args: &[String], envs: &[(&str, &Path)]) -> (i32, String, String) {
+    let args = args.to_vec();
+    let envs: Vec<(String, std::path::PathBuf)> = envs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_path_buf()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = bin();
+        cmd.args(&args);
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("the binary runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .expect("the child's thread ends")
 }

@@ -301,6 +301,7 @@ mod tests {
             ..Stats::default()
         };
         LoadedLevel {
+            fingerprint: None,
             dir: std::path::PathBuf::from(format!("r/c{c}")),
             summary: LevelSummary {
                 stimulus: Stimulus::Concurrency(c),

@@ -1,0 +1,147 @@
+//! Whether two runs measured the same thing: the workload fingerprint stored in every level's
+//! JSON (`workload_fingerprint`) and the differences `compare` refuses.
+//!
+//! The fingerprint holds what changes the numbers independently of the server: where requests
+//! go (endpoint type and path, model, streaming), what they carry (prompt source with its
+//! input-length distribution, output-length distribution, extra request fields), how tokens are
+//! counted (tokenizer, server counts or not) and when a level's measurement ends (stop rule).
+//! Load levels are not part of it: `compare` matches levels by load itself. Values are short
+//! strings, so a difference reads as `output: 200±0 tokens → 10±0 tokens`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::RunPlan;
+use crate::load::{Stop, StopRule};
+use crate::workload::PromptSource;
+
+/// The key of the fingerprint in a level's JSON.
+pub const FINGERPRINT_KEY: &str = "workload_fingerprint";
+
+/// A run's workload, field by field (names are stable: they are written to disk).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Fingerprint(pub BTreeMap<String, String>);
+
+impl RunPlan {
+    /// This plan's workload fingerprint.
+    pub fn fingerprint(&self) -> Fingerprint {
+        let t = &self.target;
+        let w = &self.workload;
+        let prompts = match &w.prompts {
+            PromptSource::Synthetic { mean, stddev } => {
+                format!("synthetic, {mean}±{stddev} tokens")
+            }
+            PromptSource::File(p) => format!("file {}", p.display()),
+        };
+        let output = w.output.map_or("left to the server".to_string(), |o| {
+            let exact = if o.deterministic { ", exact" } else { "" };
+            format!("{}±{} tokens{exact}", o.mean, o.stddev)
+        });
+        let stop = match self.stop {
+            StopRule::Auto => "max(10, 2 × concurrency) requests".to_string(),
+            StopRule::Fixed(Stop::Requests(n)) => format!("{n} requests"),
+            StopRule::Fixed(Stop::Window(d)) => format!("{} ms window", d.as_millis()),
+        };
+        let extra = w
+            .extra_inputs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let tokens = if self.use_server_token_count {
+            "server usage"
+        } else {
+            "tokenizer"
+        };
+        let fields = [
+            ("endpoint", format!("{} {}", t.api.name(), t.endpoint)),
+            ("model", t.model.clone()),
+            ("streaming", t.streaming.to_string()),
+            ("prompts", prompts),
+            ("output", output),
+            ("extra_inputs", extra),
+            (
+                "tokenizer",
+                w.tokenizer.clone().unwrap_or("gpt2 (built-in)".into()),
+            ),
+            ("token_count", tokens.to_string()),
+            ("stop", stop),
+        ];
+        Fingerprint(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
+    }
+}
+
+impl Fingerprint {
+    /// `field: base → current` for every field that differs (a field only one side has counts
+    /// as differing).
+    pub fn differences(&self, current: &Fingerprint) -> Vec<String> {
+        let keys: std::collections::BTreeSet<&String> =
+            self.0.keys().chain(current.0.keys()).collect();
+        let shown = |v: Option<&String>| v.map_or("(not recorded)".to_string(), |v| v.clone());
+        keys.into_iter()
+            .filter(|k| self.0.get(*k) != current.0.get(*k))
+            .map(|k| {
+                format!(
+                    "{k}: {} → {}",
+                    shown(self.0.get(k)),
+                    shown(current.0.get(k))
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::resolve::{TargetSpec, target};
+    use crate::workload::OutputLength;
+
+    fn plan() -> RunPlan {
+        RunPlan::new(
+            target(&TargetSpec {
+                model: "gpt2".into(),
+                ..TargetSpec::default()
+            })
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn same_plan_same_fingerprint_and_differences_named() {
+        let a = plan();
+        assert_eq!(
+            a.fingerprint().differences(&plan().fingerprint()),
+            Vec::<String>::new()
+        );
+        let mut b = plan();
+        b.workload.output = Some(OutputLength {
+            mean: 10,
+            stddev: 0,
+            deterministic: false,
+        });
+        b.stop = StopRule::Fixed(Stop::Requests(50));
+        assert_eq!(
+            a.fingerprint().differences(&b.fingerprint()),
+            vec![
+                "output: left to the server → 10±0 tokens".to_string(),
+                "stop: max(10, 2 × concurrency) requests → 50 requests".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn round_trips_through_json() {
+        let f = plan().fingerprint();
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["model"], "gpt2");
+        assert_eq!(serde_json::from_value::<Fingerprint>(v).unwrap(), f);
+    }
+}
