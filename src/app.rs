@@ -182,17 +182,26 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
 }
 
 async fn demo(a: &DemoArgs) -> Result<u8> {
-    let cfg = crate::sim::SimConfig::default();
+    // The TensorRT-LLM case: the backend queues requests in its executor, where Triton's own
+    // queue counter does not look; its waiting-requests gauge is what explains the knee.
+    let cfg = crate::sim::SimConfig {
+        metrics_style: crate::server_metrics::ServerKind::TrtLlm,
+        ..crate::sim::SimConfig::default()
+    };
     let sim = crate::sim::start(cfg)
         .await
         .map_err(|e| Error::failed(format!("cannot start the simulated server: {e:#}")))?;
     let plan = demo_plan(a, &sim)?;
     if !a.quiet {
         eprintln!(
-            "demo: simulated Triton server on {} (gRPC) / {} (HTTP), model gpt2 with {} batch slots",
+            "demo: simulated Triton server on {} (gRPC) / {} (HTTP), model gpt2 on the TensorRT-LLM backend with {} batch slots",
             sim.grpc_target(),
             sim.http_url(),
             crate::sim::EngineConfig::default().max_batch
+        );
+        eprintln!(
+            "demo: requests beyond the slots wait in the TensorRT-LLM executor, not in Triton's queue: the verdict reads the executor's waiting requests from {}",
+            sim.metrics_url()
         );
         eprintln!("demo: running {}", plan.command_line);
     }

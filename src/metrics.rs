@@ -10,11 +10,12 @@
 //! ```text
 //! objective := metric OP value [unit]
 //! metric    := DIST "." STAT            time_to_first_token.p99, inter_token_latency.avg, ...
-//!            | SYSTEM [".avg"]          request_throughput, output_token_throughput, error_rate, queue_share, ...
+//!            | SYSTEM [".avg"]          request_throughput, output_token_throughput, error_rate, queue_share,
+//!                                     kv_cache_usage, preemptions, ...
 //! OP        := "<=" | "<" | ">=" | ">"
 //! STAT      := avg | min | max | std | p1 | p5 | p10 | p25 | p50 | p75 | p90 | p95 | p99 | p99.9
 //! unit      := ms | s | us            (times; a bare number is ms)
-//!            | %                      (shares: error_rate, queue_share; a bare number is a fraction 0..1)
+//!            | %                      (shares: error_rate, queue_share, kv_cache_usage; a bare number is a fraction 0..1)
 //!            | /s | tok/s | req/s     (throughputs, optional)
 //! ```
 //!
@@ -454,17 +455,24 @@ pub enum SystemMetric {
     ErrorCount,
     /// Successful measured requests.
     RequestCount,
-    /// The server's queue time as a share of its time (0..1).
+    /// The server's queue time as a share of its time (0..1): the engine's own queue where it
+    /// has one (vLLM, SGLang, TGI; TensorRT-LLM's estimated from its waiting requests), else
+    /// Triton's.
     QueueShare,
-    /// The server's average queue time per request (ms).
+    /// The server's average queue time per request (ms), from the same source.
     ServerQueueTime,
-    /// The server's average compute time per request (input + infer + output, ms).
+    /// The server's average time per request after its queue (ms): the engine's prefill plus
+    /// decode, or Triton's compute input + infer + output.
     ServerComputeTime,
+    /// The engine's KV-cache usage at its peak during the level (0..1).
+    KvCacheUsage,
+    /// Requests the engine preempted (evicted for KV-cache space) during the level.
+    Preemptions,
 }
 
 impl SystemMetric {
     /// Every system metric.
-    pub const ALL: [SystemMetric; 10] = [
+    pub const ALL: [SystemMetric; 12] = [
         SystemMetric::RequestThroughput,
         SystemMetric::OutputTokenThroughput,
         SystemMetric::TotalTokenThroughput,
@@ -475,6 +483,8 @@ impl SystemMetric {
         SystemMetric::QueueShare,
         SystemMetric::ServerQueueTime,
         SystemMetric::ServerComputeTime,
+        SystemMetric::KvCacheUsage,
+        SystemMetric::Preemptions,
     ];
 
     /// Key in expressions and files.
@@ -490,6 +500,8 @@ impl SystemMetric {
             SystemMetric::QueueShare => "queue_share",
             SystemMetric::ServerQueueTime => "server_queue_time",
             SystemMetric::ServerComputeTime => "server_compute_time",
+            SystemMetric::KvCacheUsage => "kv_cache_usage",
+            SystemMetric::Preemptions => "preemptions",
         }
     }
 
@@ -506,8 +518,12 @@ impl SystemMetric {
             SystemMetric::OutputTokenThroughput | SystemMetric::TotalTokenThroughput => {
                 Kind::TokenRate
             }
-            SystemMetric::ErrorRate | SystemMetric::QueueShare => Kind::Fraction,
-            SystemMetric::ErrorCount | SystemMetric::RequestCount => Kind::Count,
+            SystemMetric::ErrorRate | SystemMetric::QueueShare | SystemMetric::KvCacheUsage => {
+                Kind::Fraction
+            }
+            SystemMetric::ErrorCount | SystemMetric::RequestCount | SystemMetric::Preemptions => {
+                Kind::Count
+            }
             SystemMetric::ServerQueueTime | SystemMetric::ServerComputeTime => Kind::Time,
         }
     }
@@ -885,6 +901,8 @@ mod tests {
                 3000.0,
             ),
             ("queue_share<=50%", "queue_share", Op::Le, 0.5),
+            ("kv_cache_usage<=90%", "kv_cache_usage", Op::Le, 0.9),
+            ("preemptions<=0", "preemptions", Op::Le, 0.0),
             ("error_rate<0.01", "error_rate", Op::Lt, 0.01),
             (
                 "request_throughput.avg>=8000",

@@ -244,8 +244,8 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         });
     }
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let verdict = verdict::verdict(&summaries);
     let knee = knee::analyze(&summaries, plan.knee_min_gain);
+    let verdict = verdict::with_knee(&summaries, knee.knee.as_ref().map(|k| k.level.as_str()));
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
         write_sweep(plan, &d, &levels, (&verdict, &knee), &ids)?;
@@ -556,6 +556,7 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
         eprint!("{}", console::error_lines(l));
     }
     if verbosity == Verbosity::Verbose {
+        eprint!("{}", console::engine_lines(l));
         eprintln!("{}", console::level_table(l));
         if let Some(line) = console::token_count_line(l) {
             eprintln!("{line}");

@@ -458,6 +458,11 @@ pub struct LevelSummary {
     pub stats: LevelStats,
     /// The server's own counters over the level, when they could be read.
     pub server: Option<crate::server_metrics::ServerDelta>,
+    /// The engine's own view (its queue, batch, KV cache, server-side TTFT, prefix cache), when
+    /// its metrics page was read.
+    pub engine: Option<crate::server_metrics::level::EngineLevelView>,
+    /// The GPUs over the level (utilization, memory, power, energy), when reported.
+    pub gpu: Option<crate::server_metrics::gpu::GpuView>,
     /// Whether responses streamed (TTFT, TTST and ITL are only meaningful then).
     pub streaming: bool,
     /// Whether the level was cut short (Ctrl-C).
@@ -495,6 +500,25 @@ impl LevelSummary {
     }
 }
 
+impl LevelSummary {
+    /// The engine's own split of its time (queue, prefill, decode), for engines other than
+    /// plain Triton (whose statistics, in [`LevelSummary::server`], are the better source).
+    pub fn engine_split(&self) -> Option<crate::server_metrics::split::EngineSplit> {
+        self.engine
+            .as_ref()
+            .filter(|e| e.kind != crate::server_metrics::ServerKind::Triton)?
+            .split()
+    }
+
+    /// Client TTFT minus the server's own (ms): network plus client time, where the engine
+    /// exports its time to first token.
+    pub fn network_and_client_ttft_ms(&self) -> Option<f64> {
+        let server = self.engine.as_ref()?.server_ttft?;
+        let client = self.shown_stat(Metric::TimeToFirstToken)?;
+        (client.count > 0 && server.count > 0.0).then_some(client.avg - server.avg_s * 1e3)
+    }
+}
+
 impl LevelStats {
     /// The share of requests with both counts whose server and tokenizer output counts differ
     /// (`None` when the server reported no counts).
@@ -522,13 +546,69 @@ impl MetricSource for LevelSummary {
                 }
                 SystemMetric::ErrorCount => Some(st.error_count as f64),
                 SystemMetric::RequestCount => Some(st.request_count as f64),
-                SystemMetric::QueueShare => self.server.as_ref().and_then(|d| d.queue_share),
-                SystemMetric::ServerQueueTime => self.server.as_ref().and_then(|d| d.avg_queue_ms),
-                SystemMetric::ServerComputeTime => self.server.as_ref().map(|d| {
-                    d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms
-                }),
+                SystemMetric::QueueShare => match self.engine_split() {
+                    Some(s) => s.queue_share(),
+                    None => self.server.as_ref().and_then(|d| d.queue_share),
+                },
+                SystemMetric::ServerQueueTime => match self.engine_split() {
+                    Some(s) => Some(s.queue_ms),
+                    None => self.server.as_ref().and_then(|d| d.avg_queue_ms),
+                },
+                SystemMetric::ServerComputeTime => match self.engine_split() {
+                    Some(s) => Some(s.generation_ms),
+                    None => self.server.as_ref().map(|d| {
+                        d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms
+                    }),
+                },
+                SystemMetric::KvCacheUsage => self.engine.as_ref()?.kv_usage.map(|g| g.max),
+                SystemMetric::Preemptions => self.engine.as_ref()?.preemptions,
             },
         }
+    }
+}
+
+/// A streamed level for tests: 40 requests over 10 s, TTFT `ttft_ms` on average (and at every
+/// percentile), 600 output tokens a second; no server view.
+#[cfg(test)]
+pub(crate) fn test_level(stimulus: crate::load::Stimulus, ttft_ms: f64) -> LevelSummary {
+    let st = |v: f64| Stats {
+        count: 40,
+        avg: v,
+        min: v,
+        max: v,
+        p50: v,
+        p90: v,
+        p99: v,
+        ..Stats::default()
+    };
+    LevelSummary {
+        stimulus,
+        stats: LevelStats {
+            metrics: vec![
+                (Metric::TimeToFirstToken, st(ttft_ms)),
+                (Metric::RequestLatency, st(ttft_ms + 1000.0)),
+            ],
+            request_count: 40,
+            error_count: 0,
+            errors: Vec::new(),
+            warmup_count: 0,
+            duration_s: 10.0,
+            output_token_throughput: 600.0,
+            total_token_throughput: 1000.0,
+            request_throughput: 4.0,
+            request_goodput: None,
+            osl_mismatch: 0,
+            osl_compared: 0,
+            short_outputs: 0,
+            percentile_method: None,
+        },
+        server: None,
+        engine: None,
+        gpu: None,
+        streaming: true,
+        interrupted: false,
+        started_unix_ns: 0,
+        validity: crate::metrics::Validity::default(),
     }
 }
 

@@ -207,7 +207,10 @@ pub struct Target {
     pub streaming: bool,
     /// Extra headers (`-H`).
     pub headers: Vec<Header>,
-    /// Bearer token; skipped when serialising.
+    /// Names of `-H` headers that may also go to the server's metrics and statistics endpoints
+    /// (`--metrics-header`); Triton's access-token header always may.
+    pub metrics_headers: Vec<String>,
+    /// Bearer token for the target's own origin only; skipped when serialising.
     #[serde(skip)]
     pub api_key: Option<String>,
     /// Largest event, streamed message or whole body accepted (`--max-event-size`).
@@ -238,20 +241,40 @@ impl Target {
         }
     }
 
-    /// Headers sent on every call: `-H` values plus `Authorization: Bearer` from the API key.
-    pub fn header_map(&self) -> Result<HeaderMap, UsageError> {
-        let mut map = HeaderMap::new();
-        for h in &self.headers {
-            let name = HeaderName::from_bytes(h.name.as_bytes())
-                .map_err(|_| UsageError(format!("-H: '{}' is not a valid header name", h.name)))?;
-            let value = HeaderValue::from_str(&h.value).map_err(|_| {
-                UsageError(format!(
-                    "-H: the value of '{}' is not a valid header value",
-                    h.name
-                ))
-            })?;
-            map.append(name, value);
+    /// `scheme://host:port` of the target: where the API key may go.
+    pub fn origin(&self) -> String {
+        match reqwest::Url::parse(&self.base_url) {
+            Ok(u) => {
+                let mut o = format!(
+                    "{}://{}",
+                    u.scheme(),
+                    bracket_host(u.host_str().unwrap_or_default())
+                );
+                if let Some(p) = u.port() {
+                    o.push_str(&format!(":{p}"));
+                }
+                o
+            }
+            Err(_) => self.base_url.clone(),
         }
+    }
+
+    /// Whether `-H` header `h` may go to the metrics and statistics endpoints: named by
+    /// `--metrics-header`, or Triton's access-token header (the statistics API asks for it).
+    pub fn is_metrics_header(&self, h: &Header) -> bool {
+        let n = h.name.to_ascii_lowercase();
+        n == TRITON_ACCESS_TOKEN
+            || n == format!("triton-grpc-protocol-{TRITON_ACCESS_TOKEN}")
+            || self
+                .metrics_headers
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(&h.name))
+    }
+
+    /// Headers sent on every inference and discovery call to the target's own origin: `-H`
+    /// values plus `Authorization: Bearer` from the API key.
+    pub fn header_map(&self) -> Result<HeaderMap, UsageError> {
+        let mut map = headers_of(self.headers.iter())?;
         if let Some(key) = &self.api_key {
             let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
                 UsageError("--api-key contains characters not allowed in a header".into())
@@ -262,6 +285,12 @@ impl Target {
         Ok(map)
     }
 
+    /// Headers for the server's metrics and statistics endpoints: only the `-H` headers
+    /// [`Target::is_metrics_header`] allows, never the API key.
+    pub fn metrics_header_map(&self) -> Result<HeaderMap, UsageError> {
+        headers_of(self.headers.iter().filter(|h| self.is_metrics_header(h)))
+    }
+
     /// The tag GenAI-Perf puts in artifact directory names: backend for Triton, else endpoint type.
     pub fn dir_tag(&self) -> &'static str {
         match self.api {
@@ -269,6 +298,26 @@ impl Target {
             other => other.name(),
         }
     }
+}
+
+/// Triton's access-token header (PyTriton and `--http-restricted-api`), lower-cased.
+pub const TRITON_ACCESS_TOKEN: &str = "triton-access-token";
+
+fn headers_of<'a>(headers: impl Iterator<Item = &'a Header>) -> Result<HeaderMap, UsageError> {
+    let mut map = HeaderMap::new();
+    for h in headers {
+        let name = HeaderName::from_bytes(h.name.as_bytes())
+            .map_err(|_| UsageError(format!("-H: '{}' is not a valid header name", h.name)))?;
+        let mut value = HeaderValue::from_str(&h.value).map_err(|_| {
+            UsageError(format!(
+                "-H: the value of '{}' is not a valid header value",
+                h.name
+            ))
+        })?;
+        value.set_sensitive(h.is_secret());
+        map.append(name, value);
+    }
+    Ok(map)
 }
 
 pub(crate) fn default_endpoint(api: Api, model: &str, streaming: bool) -> String {

@@ -58,6 +58,8 @@ fn level(c: u32, ttft: (f64, f64), tput: f64, queue: f64, errors: u64) -> LevelS
             queue_share: Some(queue),
             max_pending: 0.0,
         }),
+        engine: None,
+        gpu: None,
         streaming: true,
         interrupted: false,
         started_unix_ns: 1_767_355_200_000_000_000,

@@ -153,7 +153,10 @@ async fn sweep_writes_a_self_contained_report() {
         .iter()
         .filter(|t| t.name == "svg" && t.attrs.contains("class=\"chart\""))
         .collect();
-    assert_eq!(charts.len(), 5, "five charts for one run");
+    // Five charts, and the GPUs' from the simulated Triton's nv_gpu_* metrics (no KV-cache
+    // chart: Triton's own families have no KV gauge).
+    assert_eq!(charts.len(), 6, "six charts for one run");
+    assert!(html.contains("data-chart=\"gpu\"") && !html.contains("data-chart=\"kv\""));
     // TTFT avg/p50/p99 at four levels.
     let ttft = chart(&html, "ttft");
     assert_eq!(ttft.matches("<g class=\"pt\"").count(), 12);

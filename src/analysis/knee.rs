@@ -382,6 +382,8 @@ mod tests {
                 ..Default::default()
             },
             server: None,
+            engine: None,
+            gpu: None,
             streaming: ttft_p99.is_some(),
             interrupted: false,
             started_unix_ns: 0,

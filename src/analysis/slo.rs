@@ -169,6 +169,8 @@ mod tests {
                 queue_share: Some(q),
                 max_pending: 0.0,
             }),
+            engine: None,
+            gpu: None,
             streaming: true,
             interrupted: false,
             started_unix_ns: 0,

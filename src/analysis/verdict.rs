@@ -1,29 +1,40 @@
-//! Where the time goes across a sweep, in words: between consecutive levels, if the server's
-//! queue time grew faster than its compute time, scheduling/queueing is the bottleneck, else
-//! compute (prefill); a level whose queue is more than half the server time is flagged. This is
-//! the reading rule of the Triton TTFT guides, applied to Triton's own counters.
+//! Where the time goes across a sweep, in words: between consecutive levels, which part of the
+//! server's time grew most — the queue, or the work after it (prefill and decode where the
+//! engine splits them, else compute) — names the bottleneck; a level whose queue is more than
+//! half the server time is flagged, and KV-cache pressure and preemptions are named where they
+//! appear (and at the knee, when one is given). This is the reading rule of the Triton TTFT
+//! guides, applied to the engine's own split where it has one (vLLM, SGLang, TGI, TensorRT-LLM
+//! through its waiting queue: `server_metrics::split`), else to Triton's counters.
 
 use serde::Serialize;
 
+use crate::server_metrics::ServerKind;
+use crate::server_metrics::split::{EngineSplit, QueueSource, engine_name};
 use crate::stats::LevelSummary;
 
 /// Queue share above which a level is flagged.
 pub const QUEUE_SHARE_LIMIT: f64 = 0.5;
 
+/// KV-cache usage at or above which (at its peak) a level is under KV pressure.
+pub const KV_PRESSURE: f64 = 0.9;
+
 /// What limits the step from one level to the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bottleneck {
-    /// Queue time grew faster than compute time.
+    /// Queue time grew most.
     Queueing,
-    /// Compute time grew at least as fast as queue time.
+    /// Prefill time grew most (engines that split prefill from decode).
+    Prefill,
+    /// Decode time grew most (engines that split prefill from decode).
+    Decode,
+    /// The time after the queue grew at least as fast as the queue (not split further).
     Compute,
-    /// Neither moved measurably (both within [`UNCHANGED_MS`]).
+    /// Nothing moved measurably (every change within [`UNCHANGED_MS`]).
     Unchanged,
 }
 
-/// Changes smaller than this (ms) in both queue and compute time mean the server did not notice
-/// the step.
+/// Changes smaller than this (ms) in every part mean the server did not notice the step.
 pub const UNCHANGED_MS: f64 = 0.05;
 
 /// One step of the sweep.
@@ -35,8 +46,14 @@ pub struct Step {
     pub to: String,
     /// Change in average queue time (ms).
     pub queue_delta_ms: f64,
-    /// Change in average compute time (ms).
+    /// Change in average time after the queue (ms): compute, or prefill plus decode.
     pub compute_delta_ms: f64,
+    /// Change in average prefill time (ms), where the engine exports it.
+    pub prefill_delta_ms: Option<f64>,
+    /// Change in average decode time (ms), where the engine exports it.
+    pub decode_delta_ms: Option<f64>,
+    /// Whose split: `triton`, or the engine (`vllm`, `trtllm`, ...).
+    pub source: ServerKind,
     /// Verdict.
     pub bottleneck: Bottleneck,
 }
@@ -48,6 +65,8 @@ pub struct Verdict {
     pub steps: Vec<Step>,
     /// Levels whose queue share exceeds [`QUEUE_SHARE_LIMIT`].
     pub queue_dominated: Vec<String>,
+    /// Levels whose KV cache reached [`KV_PRESSURE`] or that preempted requests.
+    pub kv_pressure: Vec<String>,
     /// The verdict in sentences.
     pub lines: Vec<String>,
     /// Whether the server's timing covers only a small part of the client's latency (decoupled
@@ -59,102 +78,345 @@ pub struct Verdict {
 /// each request.
 pub const PARTIAL_COVERAGE: f64 = 0.25;
 
-fn compute_ms(d: &crate::server_metrics::ServerDelta) -> f64 {
-    d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms
+/// One level's server time as the verdict reads it (ms).
+#[derive(Debug, Clone, Copy)]
+struct Reading<'a> {
+    level: &'a LevelSummary,
+    queue: f64,
+    prefill: Option<f64>,
+    decode: Option<f64>,
+    /// Everything after the queue.
+    compute: f64,
+    share: Option<f64>,
+    /// Whose numbers: the engine's split (with where its queue comes from), or Triton's.
+    engine: Option<(ServerKind, QueueSource)>,
 }
 
-/// Reads the server's view across levels. Levels without server data are skipped; with fewer
-/// than one level of data the verdict says so.
-pub fn verdict(levels: &[LevelSummary]) -> Verdict {
-    let with: Vec<(&LevelSummary, f64, f64)> = levels
-        .iter()
-        .filter_map(|l| {
-            let d = l.server.as_ref()?;
-            Some((l, d.avg_queue_ms?, compute_ms(d)))
+impl<'a> Reading<'a> {
+    fn of(l: &'a LevelSummary) -> Option<Reading<'a>> {
+        if let (Some(s), Some(e)) = (l.engine_split(), &l.engine) {
+            return Some(Reading::from_split(l, &s, e.kind));
+        }
+        let d = l.server.as_ref()?;
+        Some(Reading {
+            level: l,
+            queue: d.avg_queue_ms?,
+            prefill: None,
+            decode: None,
+            compute: d.avg_compute_input_ms + d.avg_compute_infer_ms + d.avg_compute_output_ms,
+            share: d.queue_share,
+            engine: None,
         })
-        .collect();
+    }
+
+    fn from_split(l: &'a LevelSummary, s: &EngineSplit, kind: ServerKind) -> Reading<'a> {
+        Reading {
+            level: l,
+            queue: s.queue_ms,
+            prefill: s.prefill_ms,
+            decode: s.decode_ms,
+            compute: s.generation_ms,
+            share: s.queue_share(),
+            engine: Some((kind, s.queue_source)),
+        }
+    }
+
+    fn kind(&self) -> ServerKind {
+        self.engine.map_or(ServerKind::Triton, |(k, _)| k)
+    }
+
+    /// `vLLM queue`, `Triton queue`, `TensorRT-LLM queue (estimated ...)`.
+    fn queue_noun(&self) -> String {
+        match self.engine {
+            Some((k, q)) => q.noun(k),
+            None => "Triton queue".to_string(),
+        }
+    }
+}
+
+/// `concurrency 8`, `request_rate 2.5`.
+fn label(l: &LevelSummary) -> String {
+    format!(
+        "{} {}",
+        l.stimulus.kind(),
+        super::text::load_text(l.stimulus.value())
+    )
+}
+
+/// Reads the server's view across levels. Levels without server data are skipped; with no
+/// level of data the verdict says so.
+pub fn verdict(levels: &[LevelSummary]) -> Verdict {
+    with_knee(levels, None)
+}
+
+/// [`verdict`], plus what explains the knee at level `knee` (a level name such as
+/// `concurrency8`) when one was found.
+pub fn with_knee(levels: &[LevelSummary], knee: Option<&str>) -> Verdict {
+    let with: Vec<Reading> = levels.iter().filter_map(Reading::of).collect();
     let mut v = Verdict::default();
     if with.is_empty() {
         if !levels.is_empty() {
             v.lines.push(
-                "no server-side queue/compute data: give --server-metrics-url (Triton's :8002/metrics) or make the statistics API reachable (-H for an access token)".into(),
+                "no server-side queue/compute data: give --server-metrics-url (Triton's :8002/metrics, or an engine's /metrics: vLLM, SGLang, TGI) or make the statistics API reachable (-H for an access token)".into(),
             );
         }
         return v;
     }
-    let label = |l: &LevelSummary| {
-        format!(
-            "{} {}",
-            l.stimulus.kind(),
-            super::text::load_text(l.stimulus.value())
-        )
-    };
     for w in with.windows(2) {
-        let (a, qa, ca) = w[0];
-        let (b, qb, cb) = w[1];
-        let (dq, dc) = (qb - qa, cb - ca);
-        let bottleneck = if dq.abs() < UNCHANGED_MS && dc.abs() < UNCHANGED_MS {
-            Bottleneck::Unchanged
-        } else if dq > dc {
-            Bottleneck::Queueing
-        } else {
-            Bottleneck::Compute
-        };
-        let what = match bottleneck {
-            Bottleneck::Queueing => {
-                "queue time grew faster than compute: scheduling/queueing is the bottleneck"
-            }
-            Bottleneck::Compute => {
-                "compute time grew at least as fast as queue time: compute (prefill) is the bottleneck"
-            }
-            Bottleneck::Unchanged => {
-                "server time did not change: the server is not the limit at these loads"
-            }
-        };
-        v.lines.push(format!(
-            "{} → {}: queue {dq:+.1} ms, compute {dc:+.1} ms — {what}",
-            label(a),
-            super::text::load_text(b.stimulus.value())
-        ));
-        v.steps.push(Step {
-            from: a.stimulus.name(),
-            to: b.stimulus.name(),
-            queue_delta_ms: dq,
-            compute_delta_ms: dc,
-            bottleneck,
-        });
+        if w[0].engine.map(|e| e.0) != w[1].engine.map(|e| e.0) {
+            continue;
+        }
+        let step = step(&w[0], &w[1]);
+        v.lines.push(step_line(&w[0], &w[1], &step));
+        v.steps.push(step);
     }
-    // Triton times a decoupled model only while its execute call runs; when that covers a small
-    // part of what clients wait, the queue share describes scheduling, not generation.
-    let covered: Vec<f64> = with
-        .iter()
-        .filter_map(|(l, _, _)| {
-            let client = l.stats.get(crate::metrics::Metric::RequestLatency)?.avg;
-            let server = l.server.as_ref()?.avg_request_ms;
-            (client > 0.0).then_some(server / client)
-        })
-        .collect();
-    if !covered.is_empty() && covered.iter().all(|c| *c < PARTIAL_COVERAGE) {
+    if triton_partial(&with) {
         v.server_partial = true;
+        let covered = coverage(&with);
         v.lines.push(format!(
             "note: the server's statistics cover only {:.0}% of the time clients wait for a response (a decoupled model is timed while its execute call runs, not while it streams), so queue and compute shares describe scheduling, not generation",
             covered.iter().sum::<f64>() / covered.len() as f64 * 100.0
         ));
         return v;
     }
-    for (l, _, _) in &with {
-        if let Some(share) = l.server.as_ref().and_then(|d| d.queue_share)
+    for r in &with {
+        if let Some(share) = r.share
             && share > QUEUE_SHARE_LIMIT
         {
-            v.queue_dominated.push(l.stimulus.name());
-            v.lines.push(format!(
-                "{}: queue is {:.0}% of server time (over 50%): tune batching/scheduling (batch slots, instances) or cap concurrency below this level",
-                label(l),
-                share * 100.0
-            ));
+            v.queue_dominated.push(r.level.stimulus.name());
+            v.lines.push(queue_line(r, share));
         }
     }
+    kv_lines(levels, &mut v);
+    if let Some(line) = knee.and_then(|k| knee_line(&with, &v, k)) {
+        v.lines.push(line);
+    }
     v
+}
+
+/// The bottleneck of the step from `a` to `b`: the part that grew most.
+fn step(a: &Reading, b: &Reading) -> Step {
+    let dq = b.queue - a.queue;
+    let dc = b.compute - a.compute;
+    let delta = |x: Option<f64>, y: Option<f64>| Some(y? - x?);
+    let (dp, dd) = (delta(a.prefill, b.prefill), delta(a.decode, b.decode));
+    let parts = [Some(dq), Some(dc), dp, dd];
+    let bottleneck = if parts.iter().flatten().all(|d| d.abs() < UNCHANGED_MS) {
+        Bottleneck::Unchanged
+    } else if dq > dc {
+        Bottleneck::Queueing
+    } else {
+        match (dp, dd) {
+            (Some(p), Some(d)) if p >= d => Bottleneck::Prefill,
+            (Some(_), Some(_)) => Bottleneck::Decode,
+            _ => Bottleneck::Compute,
+        }
+    };
+    Step {
+        from: a.level.stimulus.name(),
+        to: b.level.stimulus.name(),
+        queue_delta_ms: dq,
+        compute_delta_ms: dc,
+        prefill_delta_ms: dp,
+        decode_delta_ms: dd,
+        source: b.kind(),
+        bottleneck,
+    }
+}
+
+/// `concurrency 1 → 4: <deltas> — <what it means>`.
+fn step_line(a: &Reading, b: &Reading, s: &Step) -> String {
+    let mut deltas = vec![format!(
+        "{} {:+.1} ms",
+        if b.engine.is_some() {
+            b.queue_noun()
+        } else {
+            "queue".to_string()
+        },
+        s.queue_delta_ms
+    )];
+    match (s.prefill_delta_ms, s.decode_delta_ms) {
+        (Some(p), Some(d)) => deltas.push(format!("prefill {p:+.1} ms, decode {d:+.1} ms")),
+        _ if b.engine.is_some() => deltas.push(format!("generation {:+.1} ms", s.compute_delta_ms)),
+        _ => deltas.push(format!("compute {:+.1} ms", s.compute_delta_ms)),
+    }
+    if b.kind() == ServerKind::TrtLlm
+        && let (Some(x), Some(y)) = (triton_queue_ms(a.level), triton_queue_ms(b.level))
+    {
+        deltas.push(format!("Triton's own queue {:+.1} ms", y - x));
+    }
+    let what = bottleneck_text(b, s.bottleneck);
+    let mut line = format!(
+        "{} → {}: {} — {what}",
+        label(a.level),
+        super::text::load_text(b.level.stimulus.value()),
+        deltas.join(", ")
+    );
+    if let Some(kv) = kv_note(b.level) {
+        line.push_str(&format!(" ({kv})"));
+    }
+    line
+}
+
+/// What a step's bottleneck means, for this reading's source.
+fn bottleneck_text(r: &Reading, b: Bottleneck) -> String {
+    match (b, r.engine) {
+        (Bottleneck::Queueing, Some((ServerKind::TrtLlm, _))) => "the TensorRT-LLM executor's waiting queue grew most: queueing inside the engine is the bottleneck, where Triton's own queue counter does not look".to_string(),
+        (Bottleneck::Queueing, Some((k, _))) => format!(
+            "time in the {} queue grew most: requests wait for a batch slot or KV-cache space, so queueing is the bottleneck",
+            engine_name(k)
+        ),
+        (Bottleneck::Queueing, None) => {
+            "queue time grew faster than compute: scheduling/queueing is the bottleneck".to_string()
+        }
+        (Bottleneck::Prefill, _) => {
+            "prefill grew most: prompt processing is the bottleneck".to_string()
+        }
+        (Bottleneck::Decode, _) => "decode grew most: each request generates more slowly as the batch grows, so decode is the bottleneck, not waiting".to_string(),
+        (Bottleneck::Compute, Some(_)) => "generation time grew at least as fast as queue time: the engine's work (prefill and decode) is the bottleneck".to_string(),
+        (Bottleneck::Compute, None) => "compute time grew at least as fast as queue time: the model's execution is the bottleneck (for a decoupled LLM model Triton's compute time spans the whole generation, prefill and decode, not prefill alone)".to_string(),
+        (Bottleneck::Unchanged, _) => {
+            "server time did not change: the server is not the limit at these loads".to_string()
+        }
+    }
+}
+
+/// Triton's own average queue time (ms) of a level, from its counters.
+fn triton_queue_ms(l: &LevelSummary) -> Option<f64> {
+    match &l.server {
+        Some(d) => d.avg_queue_ms,
+        None => l.engine.as_ref()?.avg_triton_queue_s.map(|s| s * 1e3),
+    }
+}
+
+/// A level flagged for its queue share.
+fn queue_line(r: &Reading, share: f64) -> String {
+    let l = label(r.level);
+    match r.engine {
+        None => format!(
+            "{l}: queue is {:.0}% of server time (over 50%): tune batching/scheduling (batch slots, instances) or cap concurrency below this level",
+            share * 100.0
+        ),
+        Some((kind, _)) => {
+            let triton = match (kind, r.level.server.as_ref().and_then(|d| d.queue_share)) {
+                (ServerKind::TrtLlm, Some(t)) => format!(
+                    ", while Triton's own queue counter says {:.0}%: the queue is inside the engine",
+                    t * 100.0
+                ),
+                _ => String::new(),
+            };
+            let waiting = r
+                .level
+                .engine
+                .as_ref()
+                .and_then(|e| e.waiting)
+                .map_or(String::new(), |w| {
+                    format!(" ({:.1} requests waiting on average)", w.avg)
+                });
+            format!(
+                "{l}: the {} is {:.0}% of server time (over 50%){waiting}{triton} — add batch slots or KV-cache memory, or cap concurrency below this level",
+                r.queue_noun(),
+                share * 100.0
+            )
+        }
+    }
+}
+
+/// `KV cache 97% full at peak, 12 preemptions`, for a level under KV pressure.
+fn kv_note(l: &LevelSummary) -> Option<String> {
+    let e = l.engine.as_ref()?;
+    let peak = e.kv_usage.map(|g| g.max).filter(|&m| m >= KV_PRESSURE);
+    let preempted = e.preemptions.filter(|&p| p > 0.0);
+    match (peak, preempted) {
+        (None, None) => None,
+        (Some(m), None) => Some(format!("KV cache {:.0}% full at peak", m * 100.0)),
+        (peak, Some(p)) => Some(format!(
+            "{}{}",
+            peak.map_or(String::new(), |m| format!(
+                "KV cache {:.0}% full at peak, ",
+                m * 100.0
+            )),
+            super::text::count(p.round() as u64, "preemption")
+        )),
+    }
+}
+
+/// One line naming every level under KV pressure.
+fn kv_lines(levels: &[LevelSummary], v: &mut Verdict) {
+    let hit: Vec<(&LevelSummary, String)> = levels
+        .iter()
+        .filter_map(|l| Some((l, kv_note(l)?)))
+        .collect();
+    let Some((first, _)) = hit.first() else {
+        return;
+    };
+    v.kv_pressure = hit.iter().map(|(l, _)| l.stimulus.name()).collect();
+    let each: Vec<String> = hit
+        .iter()
+        .map(|(l, n)| format!("{} {n}", super::text::load_text(l.stimulus.value())))
+        .collect();
+    v.lines.push(format!(
+        "KV-cache pressure from {} on ({}): the batch is limited by KV-cache memory, not batch slots{} — give the engine more KV memory (a shorter max context, a quantized KV cache, more GPUs) or cap concurrency below {}",
+        label(first),
+        each.join("; "),
+        if hit.iter().any(|(l, _)| l.engine.as_ref().and_then(|e| e.preemptions).is_some_and(|p| p > 0.0)) {
+            ", and preempted requests recompute their prompts"
+        } else {
+            ""
+        },
+        label(first)
+    ));
+}
+
+/// What explains the knee at level `knee`: the step beyond it, and KV pressure there.
+fn knee_line(with: &[Reading], v: &Verdict, knee: &str) -> Option<String> {
+    let s = v.steps.iter().find(|s| s.from == knee)?;
+    let upper = with.iter().find(|r| r.level.stimulus.name() == s.to)?;
+    let lower = with.iter().find(|r| r.level.stimulus.name() == knee)?;
+    let why = match s.bottleneck {
+        Bottleneck::Queueing => format!(
+            "the {} takes the extra load ({:.1} → {:.1} ms per request)",
+            upper.queue_noun(),
+            lower.queue,
+            upper.queue
+        ),
+        Bottleneck::Prefill => "prefill slows down".to_string(),
+        Bottleneck::Decode => "decode slows down as the batch grows".to_string(),
+        Bottleneck::Compute => "the server's compute time grows".to_string(),
+        Bottleneck::Unchanged => return None,
+    };
+    let kv = kv_note(upper.level).map_or(String::new(), |k| format!(", with {k}"));
+    Some(format!(
+        "the knee at {}: beyond it {why}{kv}",
+        label(lower.level)
+    ))
+}
+
+/// Whether Triton's statistics (not an engine's split) cover only a small part of what
+/// clients wait at every level.
+fn triton_partial(with: &[Reading]) -> bool {
+    let covered = coverage(with);
+    with.iter().all(|r| r.engine.is_none())
+        && !covered.is_empty()
+        && covered.iter().all(|c| *c < PARTIAL_COVERAGE)
+}
+
+/// Server time over client latency, per level read from Triton's statistics.
+fn coverage(with: &[Reading]) -> Vec<f64> {
+    // Triton times a decoupled model only while its execute call runs; when that covers a small
+    // part of what clients wait, the queue share describes scheduling, not generation.
+    with.iter()
+        .filter(|r| r.engine.is_none())
+        .filter_map(|r| {
+            let client = r
+                .level
+                .stats
+                .get(crate::metrics::Metric::RequestLatency)?
+                .avg;
+            let server = r.level.server.as_ref()?.avg_request_ms;
+            (client > 0.0).then_some(server / client)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -185,6 +447,8 @@ mod tests {
                 queue_share: Some(q / (q + compute)),
                 max_pending: 0.0,
             }),
+            engine: None,
+            gpu: None,
             streaming: true,
             interrupted: false,
             started_unix_ns: 0,
@@ -216,7 +480,7 @@ mod tests {
         assert_eq!(v.queue_dominated, ["concurrency32"]);
         assert_eq!(
             v.lines[0],
-            "concurrency 1 → 4: queue +6.0 ms, compute +20.0 ms — compute time grew at least as fast as queue time: compute (prefill) is the bottleneck"
+            "concurrency 1 → 4: queue +6.0 ms, compute +20.0 ms — compute time grew at least as fast as queue time: the model's execution is the bottleneck (for a decoupled LLM model Triton's compute time spans the whole generation, prefill and decode, not prefill alone)"
         );
         assert_eq!(
             v.lines[4],
@@ -247,6 +511,158 @@ mod tests {
                 .starts_with("note: the server's statistics cover only 1%"),
             "{:?}",
             v.lines
+        );
+    }
+
+    /// A level with an engine view: `waiting` requests on average over a 10 s window in which
+    /// 100 finished, Triton's queue (if any) and compute per request, KV usage peak, preemptions.
+    fn engine_level(
+        c: u32,
+        kind: ServerKind,
+        waiting: f64,
+        split: (Option<f64>, f64),
+        kv_peak: f64,
+        preemptions: f64,
+    ) -> LevelSummary {
+        use crate::server_metrics::level::{EngineLevelView, GaugeStats};
+        let (queue_s, after_s) = split;
+        let g = |avg: f64, max: f64| {
+            Some(GaugeStats {
+                avg,
+                max,
+                samples: 10,
+            })
+        };
+        let mut l = level(c, None, 0.0);
+        let trt = kind == ServerKind::TrtLlm;
+        if trt {
+            // Triton sees no queue; its compute time holds the executor's queue.
+            let compute = waiting * 10.0 / 100.0 * 1e3 + after_s * 1e3;
+            l.server = level(c, Some(0.0), compute).server;
+        }
+        l.engine = Some(EngineLevelView {
+            kind,
+            model_matched: true,
+            waiting: g(waiting, waiting * 2.0),
+            running: g(8.0, 8.0),
+            kv_usage: g(kv_peak * 0.8, kv_peak),
+            preemptions: Some(preemptions),
+            requests: Some(100.0),
+            avg_queue_s: queue_s,
+            avg_triton_queue_s: trt.then_some(0.0),
+            avg_prefill_s: (!trt).then_some(after_s * 0.2),
+            avg_decode_s: (!trt).then_some(after_s * 0.8),
+            avg_inference_s: trt.then(|| waiting * 10.0 / 100.0 + after_s),
+            avg_e2e_s: None,
+            prefill_busy_s: None,
+            decode_busy_s: None,
+            server_ttft: None,
+            prefix_cache: None,
+            prompt_tokens: None,
+            generation_tokens: None,
+            window_s: Some(10.0),
+        });
+        l
+    }
+
+    #[test]
+    fn trtllm_queue_is_named_where_triton_sees_none() {
+        let levels = [
+            engine_level(4, ServerKind::TrtLlm, 0.0, (None, 0.5), 0.3, 0.0),
+            engine_level(8, ServerKind::TrtLlm, 0.2, (None, 0.6), 0.5, 0.0),
+            engine_level(16, ServerKind::TrtLlm, 12.0, (None, 0.7), 0.6, 0.0),
+        ];
+        // Triton's own counters alone read the same sweep as compute-bound.
+        let triton_only: Vec<LevelSummary> = levels
+            .iter()
+            .map(|l| LevelSummary {
+                engine: None,
+                ..l.clone()
+            })
+            .collect();
+        let blind = verdict(&triton_only);
+        assert!(
+            blind
+                .steps
+                .iter()
+                .all(|s| s.bottleneck == Bottleneck::Compute),
+            "{blind:?}"
+        );
+        assert!(blind.queue_dominated.is_empty());
+        let v = with_knee(&levels, Some("concurrency8"));
+        assert_eq!(
+            v.steps.iter().map(|s| s.bottleneck).collect::<Vec<_>>(),
+            [Bottleneck::Compute, Bottleneck::Queueing]
+        );
+        assert_eq!(v.steps[1].source, ServerKind::TrtLlm);
+        assert_eq!(v.queue_dominated, ["concurrency16"]);
+        assert_eq!(
+            v.lines[1],
+            "concurrency 8 → 16: TensorRT-LLM queue (estimated from its waiting requests) +1180.0 ms, generation +100.0 ms, Triton's own queue +0.0 ms — the TensorRT-LLM executor's waiting queue grew most: queueing inside the engine is the bottleneck, where Triton's own queue counter does not look"
+        );
+        assert_eq!(
+            v.lines[2],
+            "concurrency 16: the TensorRT-LLM queue (estimated from its waiting requests) is 63% of server time (over 50%) (12.0 requests waiting on average), while Triton's own queue counter says 0%: the queue is inside the engine — add batch slots or KV-cache memory, or cap concurrency below this level"
+        );
+        assert_eq!(
+            v.lines.last().unwrap(),
+            "the knee at concurrency 8: beyond it the TensorRT-LLM queue (estimated from its waiting requests) takes the extra load (20.0 → 1200.0 ms per request)"
+        );
+        // The SLO metric reads the engine's queue.
+        use crate::metrics::{MetricRef, MetricSource, SystemMetric};
+        let share = levels[2].metric(MetricRef::System(SystemMetric::QueueShare));
+        assert!((share.unwrap() - 1.2 / 1.9).abs() < 1e-9, "{share:?}");
+        assert_eq!(
+            triton_only[2].metric(MetricRef::System(SystemMetric::QueueShare)),
+            Some(0.0)
+        );
+    }
+
+    #[test]
+    fn vllm_split_names_decode_then_kv_pressure_and_preemptions() {
+        let levels = [
+            engine_level(8, ServerKind::Vllm, 0.0, (Some(0.001), 1.0), 0.5, 0.0),
+            engine_level(16, ServerKind::Vllm, 0.0, (Some(0.002), 1.5), 0.8, 0.0),
+            engine_level(32, ServerKind::Vllm, 6.0, (Some(2.0), 1.6), 0.99, 7.0),
+        ];
+        let v = with_knee(&levels, Some("concurrency16"));
+        let b: Vec<Bottleneck> = v.steps.iter().map(|s| s.bottleneck).collect();
+        assert_eq!(b, [Bottleneck::Decode, Bottleneck::Queueing]);
+        assert_eq!(
+            v.lines[0],
+            "concurrency 8 → 16: vLLM queue +1.0 ms, prefill +100.0 ms, decode +400.0 ms — decode grew most: each request generates more slowly as the batch grows, so decode is the bottleneck, not waiting"
+        );
+        assert!(
+            v.lines[1].ends_with(
+                "so queueing is the bottleneck (KV cache 99% full at peak, 7 preemptions)"
+            ),
+            "{}",
+            v.lines[1]
+        );
+        assert_eq!(v.kv_pressure, ["concurrency32"]);
+        assert!(
+            v.lines.iter().any(|l| l.starts_with(
+                "KV-cache pressure from concurrency 32 on (32 KV cache 99% full at peak, 7 preemptions): the batch is limited by KV-cache memory"
+            )),
+            "{:?}",
+            v.lines
+        );
+        assert_eq!(
+            v.lines.last().unwrap(),
+            "the knee at concurrency 16: beyond it the vLLM queue takes the extra load (2.0 → 2000.0 ms per request), with KV cache 99% full at peak, 7 preemptions"
+        );
+        use crate::metrics::{MetricRef, MetricSource, SystemMetric};
+        assert_eq!(
+            levels[2].metric(MetricRef::System(SystemMetric::KvCacheUsage)),
+            Some(0.99)
+        );
+        assert_eq!(
+            levels[2].metric(MetricRef::System(SystemMetric::Preemptions)),
+            Some(7.0)
+        );
+        assert_eq!(
+            level(1, Some(1.0), 2.0).metric(MetricRef::System(SystemMetric::KvCacheUsage)),
+            None
         );
     }
 

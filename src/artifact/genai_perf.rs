@@ -15,12 +15,14 @@
 //! plain decimals with two places (GenAI-Perf writes thousands separators, which forces quoting
 //! and breaks numeric parsing; here every cell parses as a float). Streaming-only metrics (TTFT,
 //! TTST, ITL, per-user throughput, inter-chunk latency) are omitted without `--streaming`, as
-//! GenAI-Perf does. Server metrics, when available, follow as `server_*` rows of the second section.
+//! GenAI-Perf does. Server metrics, when available, follow as `server_*` rows of the second section,
+//! then the engine's and the GPUs' rows (see [`super::server_view`]).
 //!
 //! `profile_export_genai_perf.json`: GenAI-Perf's keys in GenAI-Perf's order —
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
 //! distributions (plus `p99.9` and `count`), `{unit, avg}` for system metrics — then
-//! `error_count`, `errors`, `server_metrics` (null when not scraped), `validity`, `level` (name,
+//! `error_count`, `errors`, `server_metrics` (Triton's counters; null when not scraped),
+//! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`, `level` (name,
 //! stimulus, value, `started_unix_ns`, and `percentile_method`: `linear`, numpy's default as
 //! GenAI-Perf computes percentiles, or `nearest-rank`, perf_analyzer's), and `input_config` (the
 //! resolved plan, secrets removed).
@@ -102,6 +104,7 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
     if let Some(d) = &s.server {
         rows.extend(server_rows(d));
     }
+    rows.extend(super::server_view::csv_rows(s));
     rows
 }
 
@@ -229,6 +232,8 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
             serde_json::to_value(d).unwrap_or(Value::Null)
         }),
     );
+    m.insert("engine_metrics".into(), super::server_view::engine_json(s));
+    m.insert("gpu_metrics".into(), super::server_view::gpu_json(s));
     let mut validity = serde_json::to_value(&s.validity).unwrap_or_else(|_| json!({}));
     validity["interrupted"] = json!(s.interrupted);
     validity["osl_mismatch_count"] = json!(st.osl_mismatch);
@@ -298,6 +303,8 @@ mod tests {
                 ..Default::default()
             },
             server,
+            engine: None,
+            gpu: None,
             streaming,
             interrupted: false,
             started_unix_ns: 1_700_000_000_000_000_000,
@@ -420,6 +427,8 @@ server_max_pending_requests,3.00,count
                 "errors",
                 "benchmark_duration",
                 "server_metrics",
+                "engine_metrics",
+                "gpu_metrics",
                 "validity",
                 "level",
                 "input_config"
@@ -445,6 +454,7 @@ server_max_pending_requests,3.00,count
         );
         assert_eq!(v["request_count"], json!({"unit": "count", "avg": 10}));
         assert_eq!(v["server_metrics"], Value::Null);
+        assert_eq!(v["engine_metrics"], Value::Null);
         assert_eq!(v["level"]["name"], "concurrency4");
         assert_eq!(v["input_config"]["model"], "gpt2");
     }

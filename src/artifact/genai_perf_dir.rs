@@ -125,6 +125,8 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             short_outputs: 0,
         },
         server: None,
+        engine: None,
+        gpu: None,
         streaming: cfg
             .pointer("/endpoint/streaming")
             .and_then(Value::as_bool)

@@ -16,6 +16,7 @@ pub mod lines;
 pub mod raw_export;
 pub mod read;
 pub mod records;
+pub mod server_view;
 pub mod shard;
 pub mod summary;
 pub mod timeline;

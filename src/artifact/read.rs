@@ -345,6 +345,12 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
                 .and_then(|v| serde_json::from_value(v.clone()).ok()),
         },
         server: doc.get("server_metrics").and_then(server_from),
+        engine: doc
+            .get("engine_metrics")
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        gpu: doc
+            .get("gpu_metrics")
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
         streaming,
         interrupted: validity
             .and_then(|v| v.get("interrupted"))
@@ -749,6 +755,8 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
                     percentile_method: None,
                 },
                 server,
+                engine: None,
+                gpu: None,
                 streaming: false,
                 interrupted: false,
                 started_unix_ns: modified_ns,
@@ -865,6 +873,8 @@ mod tests {
                 queue_share: Some(0.2),
                 max_pending: 3.0,
             }),
+            engine: None,
+            gpu: None,
             streaming: true,
             interrupted: true,
             started_unix_ns: 42,

@@ -4,13 +4,17 @@
 //! value (`concurrency`), TTFT avg/p50/p99, ITL avg/p99, request latency avg/p99 (ms), output
 //! token and request throughput (per second), the server's average queue and compute-infer time
 //! and queue share (empty when the server's metrics were not available), request and error
-//! counts. Values are plain decimals; a missing value is an empty cell.
+//! counts; then the engine's view (`engine` kind, its queue with `engine_queue_source` —
+//! `engine`, `triton` or `waiting_gauge` for Little's-law estimates —, prefill, decode and
+//! generation time, waiting and running requests, KV-cache usage, preemptions, server TTFT and
+//! client TTFT minus it, prefix-cache hit rate) and the GPUs' (utilization, peak memory in GiB,
+//! power, output tokens per joule). Values are plain decimals; a missing value is an empty cell.
 
 use crate::metrics::Metric;
 use crate::stats::LevelSummary;
 
 /// Header line of `summary.csv`.
-pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count";
+pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule";
 
 /// Two decimals; an empty cell for a missing value.
 fn cell(v: Option<f64>) -> String {
@@ -44,9 +48,49 @@ pub fn csv(levels: &[LevelSummary]) -> String {
             l.stats.error_count.to_string(),
         ];
         out.push_str(&row.join(","));
+        out.push(',');
+        out.push_str(&engine_cells(l).join(","));
         out.push('\n');
     }
     out
+}
+
+/// The engine's and the GPUs' cells of a row: empty where not read.
+fn engine_cells(l: &LevelSummary) -> Vec<String> {
+    let e = l.engine.as_ref();
+    let split = e.and_then(|e| e.split());
+    let g = l.gpu.as_ref();
+    let pct = |v: Option<f64>| cell(v.map(|v| v * 100.0));
+    vec![
+        e.map_or(String::new(), |e| e.kind.name().to_string()),
+        cell(split.map(|s| s.queue_ms)),
+        split.map_or(String::new(), |s| {
+            serde_json::to_value(s.queue_source)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        }),
+        cell(split.and_then(|s| s.prefill_ms)),
+        cell(split.and_then(|s| s.decode_ms)),
+        cell(split.map(|s| s.generation_ms)),
+        cell(e.and_then(|e| e.waiting).map(|g| g.avg)),
+        cell(e.and_then(|e| e.waiting).map(|g| g.max)),
+        cell(e.and_then(|e| e.running).map(|g| g.avg)),
+        pct(e.and_then(|e| e.kv_usage).map(|g| g.avg)),
+        pct(e.and_then(|e| e.kv_usage).map(|g| g.max)),
+        cell(e.and_then(|e| e.preemptions)),
+        cell(e.and_then(|e| e.server_ttft).map(|t| t.avg_s * 1e3)),
+        cell(l.network_and_client_ttft_ms()),
+        pct(e.and_then(|e| e.prefix_cache).and_then(|p| p.hit_rate)),
+        pct(g.and_then(|g| g.utilization_avg())),
+        pct(g.and_then(|g| g.utilization_max())),
+        cell(
+            g.and_then(|g| g.memory_used_max_bytes())
+                .map(|b| b / super::server_view::GIB),
+        ),
+        cell(g.and_then(|g| g.power_avg_w())),
+        cell(g.and_then(|g| g.output_tokens_per_joule)),
+    ]
 }
 
 /// `summary.json`: `{"levels": [{"name", "stimulus", "value", "dir", "interrupted", ...stats}],
@@ -78,6 +122,8 @@ pub fn json(
                 "request_count": l.stats.request_count,
                 "error_count": l.stats.error_count,
                 "server_metrics": l.server,
+                "engine_metrics": super::server_view::engine_json(l),
+                "gpu_metrics": super::server_view::gpu_json(l),
             })
         })
         .collect();
@@ -181,6 +227,8 @@ mod tests {
                 ..Default::default()
             },
             server,
+            engine: None,
+            gpu: None,
             streaming: true,
             interrupted: false,
             started_unix_ns: 0,
@@ -240,7 +288,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0\n"
+                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,\n"
             )
         );
     }

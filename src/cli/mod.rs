@@ -363,7 +363,8 @@ pub struct ProfileArgs {
     #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
 
-    /// Extra HTTP header `Name: value` (repeatable); also sent on discovery and metrics calls.
+    /// Extra HTTP header `Name: value` (repeatable), sent to the inference server (discovery
+    /// included); to metrics and statistics only when --metrics-header names it.
     #[arg(help_heading = TARGET, short = 'H', long = "header")]
     pub header: Vec<String>,
 
@@ -390,16 +391,42 @@ pub struct ProfileArgs {
     #[arg(help_heading = WORKLOAD, long = "input-file")]
     pub input_file: Option<PathBuf>,
 
-    /// Prometheus endpoint of the server (default: port 8002 of the target host, if it answers).
+    /// Prometheus endpoint of the server (default: the target's own /metrics for an OpenAI API,
+    /// then port 8002 of the target host, whichever answers).
     #[arg(help_heading = MEASUREMENT, long = "server-metrics-url", alias = "server-metrics-urls")]
     pub server_metrics_url: Option<String>,
+
+    /// Which engine's metrics to read from the server's page (default: detected from it):
+    /// triton, trtllm, vllm, sglang, tgi.
+    #[arg(
+        long = "server-kind",
+        value_parser = clap::builder::TypedValueParser::try_map(
+            clap::builder::PossibleValuesParser::new(
+                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
+            ),
+            |s| s.parse::<crate::server_metrics::ServerKind>()
+        )
+    )]
+    pub server_kind: Option<crate::server_metrics::ServerKind>,
+
+    /// A DCGM exporter's page for GPU telemetry (e.g. host:9400); without it GPUs are read from
+    /// Triton's own metrics page when it has them.
+    #[arg(long = "gpu-metrics-url")]
+    pub gpu_metrics_url: Option<String>,
+
+    /// Send the -H header of this name to the metrics and statistics endpoints too (repeatable);
+    /// other -H headers go only to the inference server (Triton's triton-access-token always may).
+    #[arg(long = "metrics-header")]
+    pub metrics_header: Vec<String>,
 
     /// Count output tokens from the server's usage report instead of the tokenizer.
     #[arg(help_heading = MEASUREMENT, long = "use-server-token-count")]
     pub use_server_token_count: bool,
 
-    /// API key sent as `Authorization: Bearer` (never written to artifacts or logs).
-    #[arg(help_heading = TARGET, long = "api-key", env = "OPENAI_API_KEY", hide_env_values = true)]
+    /// API key sent as `Authorization: Bearer` to the target's own address only (never to
+    /// metrics, never written to artifacts or logs). For the chat and completions endpoint types
+    /// `OPENAI_API_KEY` is read when this is not given; Triton targets never read it.
+    #[arg(help_heading = TARGET, long = "api-key")]
     pub api_key: Option<String>,
 
     /// Per-request timeout (bare number: seconds); a timed-out request counts as an error of kind
@@ -715,7 +742,8 @@ pub struct PerfArgs {
     /// Time per timeline row (bare number: seconds).
     #[arg(help_heading = OUTPUT, long = "timeline-interval", default_value = "10s", value_parser = secs)]
     pub timeline_interval: Duration,
-    /// HTTP header `Name: value` (repeatable); sent as gRPC metadata too, and on statistics calls.
+    /// HTTP header `Name: value` (repeatable); sent as gRPC metadata too; on statistics and
+    /// metrics calls only when --metrics-header names it (or it is triton-access-token).
     #[arg(help_heading = TARGET, short = 'H', long = "header")]
     pub header: Vec<String>,
     /// HTTP input tensor encoding.
@@ -724,9 +752,29 @@ pub struct PerfArgs {
     /// HTTP output tensor encoding.
     #[arg(help_heading = TARGET, long = "output-tensor-format", value_enum, default_value = "binary")]
     pub output_tensor_format: TensorFormatArg,
-    /// Prometheus endpoint for the pending-request gauge (default: port 8002 of the server, if it answers).
+    /// Prometheus endpoint for the pending-request gauge and the engine's metrics (default: port
+    /// 8002 of the server, if it answers).
     #[arg(help_heading = MEASUREMENT, long = "metrics-url")]
     pub metrics_url: Option<String>,
+    /// Which engine's metrics to read from the server's page (default: detected from it):
+    /// triton, trtllm, vllm, sglang, tgi.
+    #[arg(
+        long = "server-kind",
+        value_parser = clap::builder::TypedValueParser::try_map(
+            clap::builder::PossibleValuesParser::new(
+                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
+            ),
+            |s| s.parse::<crate::server_metrics::ServerKind>()
+        )
+    )]
+    pub server_kind: Option<crate::server_metrics::ServerKind>,
+    /// A DCGM exporter's page for GPU telemetry (e.g. host:9400).
+    #[arg(long = "gpu-metrics-url")]
+    pub gpu_metrics_url: Option<String>,
+    /// Send the -H header of this name to the metrics and statistics endpoints too (repeatable);
+    /// Triton's triton-access-token always goes.
+    #[arg(long = "metrics-header")]
+    pub metrics_header: Vec<String>,
     /// Per-request timeout (bare number: seconds).
     #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,
@@ -1011,12 +1059,17 @@ pub struct DoctorArgs {
     /// Extra header `Name: value` (repeatable).
     #[arg(short = 'H', long = "header")]
     pub header: Vec<String>,
-    /// API key sent as `Authorization: Bearer` (never printed).
-    #[arg(long = "api-key", env = "OPENAI_API_KEY", hide_env_values = true)]
+    /// API key sent as `Authorization: Bearer` to the target only (never printed); for chat and
+    /// completions `OPENAI_API_KEY` is read when this is not given.
+    #[arg(long = "api-key")]
     pub api_key: Option<String>,
-    /// Prometheus endpoint (default: port 8002 of the target host).
+    /// Prometheus endpoint (default: the target's own /metrics for an OpenAI API, then port 8002
+    /// of the target host).
     #[arg(long = "server-metrics-url")]
     pub server_metrics_url: Option<String>,
+    /// Send the -H header of this name to the metrics and statistics endpoints too (repeatable).
+    #[arg(long = "metrics-header")]
+    pub metrics_header: Vec<String>,
     /// Output tokens to ask for in the test request.
     #[arg(long = "output-tokens", default_value_t = 12)]
     pub output_tokens: u32,

@@ -48,7 +48,9 @@ impl PerfArgs {
         let windows = self.windows(periodic.is_some())?;
         self.check_numbers(&windows)?;
         Ok(PerfPlan {
-            metrics: resolve::metrics_source(self.metrics_url.as_deref(), &target.host)?,
+            metrics: resolve::metrics_source(self.metrics_url.as_deref(), &target)?,
+            server_kind: self.server_kind,
+            gpu_metrics_url: resolve::gpu_metrics_url(self.gpu_metrics_url.as_deref())?,
             target,
             protocol,
             model_version: self.model_version.clone().unwrap_or_default(),
@@ -132,6 +134,7 @@ impl PerfArgs {
             model: self.model.clone(),
             backend: Backend::Tensorrtllm,
             streaming: self.streaming,
+            metrics_headers: resolve::metrics_headers(&headers, &self.metrics_header)?,
             headers,
             api_key: None,
             max_event_bytes: self.max_event_size,

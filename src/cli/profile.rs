@@ -62,6 +62,8 @@ impl ProfileArgs {
             streaming: self.streaming,
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
+            env_api_key: std::env::var("OPENAI_API_KEY").ok(),
+            metrics_headers: self.metrics_header.clone(),
             max_event_bytes: self.max_event_size,
             tls: self.tls.spec(),
         }
@@ -113,10 +115,9 @@ impl ProfileArgs {
         positive("--timeline-interval", self.timeline_interval)?;
         positive("--max-send-lag", self.max_send_lag)?;
         let mut plan = RunPlan {
-            server_metrics: resolve::metrics_source(
-                self.server_metrics_url.as_deref(),
-                &target.host,
-            )?,
+            server_metrics: resolve::metrics_source(self.server_metrics_url.as_deref(), &target)?,
+            server_kind: self.server_kind,
+            gpu_metrics_url: resolve::gpu_metrics_url(self.gpu_metrics_url.as_deref())?,
             workload: resolve::workload(&self.workload_spec())?,
             levels,
             stop,
@@ -197,14 +198,13 @@ impl super::DoctorArgs {
             streaming: true,
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
+            env_api_key: std::env::var("OPENAI_API_KEY").ok(),
+            metrics_headers: self.metrics_header.clone(),
             max_event_bytes: 0,
             tls: self.tls.spec(),
         })?;
         Ok(RunPlan {
-            server_metrics: resolve::metrics_source(
-                self.server_metrics_url.as_deref(),
-                &target.host,
-            )?,
+            server_metrics: resolve::metrics_source(self.server_metrics_url.as_deref(), &target)?,
             workload: resolve::workload(&WorkloadSpec {
                 input_tokens_mean: Some(16),
                 output_tokens_mean: Some(self.output_tokens.max(1)),
@@ -348,7 +348,7 @@ mod tests {
         assert_eq!(p.workload.num_prompts, 200);
         assert_eq!(
             p.server_metrics,
-            MetricsSource::Auto("http://localhost:8002/metrics".into())
+            MetricsSource::Auto(vec!["http://localhost:8002/metrics".into()])
         );
     }
 

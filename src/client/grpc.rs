@@ -175,14 +175,35 @@ pub async fn connect(target: &Target) -> Result<Channel, crate::error::Error> {
 /// `triton-grpc-protocol-triton-access-token: T` (over HTTP the key itself is the header).
 pub const RESTRICTED_PROTOCOL_PREFIX: &str = "triton-grpc-protocol-";
 
-/// `-H` headers as gRPC metadata (names lower-cased; binary `-bin` headers are not supported).
+/// `-H` headers as gRPC metadata (names lower-cased; binary `-bin` headers are not supported),
+/// with `authorization: Bearer` from the API key: what inference and discovery calls carry.
 ///
 /// A `triton-*` header (Triton's own keys, such as PyTriton's `triton-access-token`) is also sent
 /// under [`RESTRICTED_PROTOCOL_PREFIX`], so the `-H 'triton-access-token: T'` that opens a
 /// restricted API over HTTP opens it over gRPC too.
 pub fn metadata_for(target: &Target) -> Result<MetadataMap, UsageError> {
+    let mut map = metadata_of(target, |_| true)?;
+    if let Some(key) = &target.api_key {
+        let v = MetadataValue::try_from(format!("Bearer {}", key.trim())).map_err(|_| {
+            UsageError("--api-key contains characters not allowed in metadata".into())
+        })?;
+        map.insert("authorization", v);
+    }
+    Ok(map)
+}
+
+/// The metadata of the statistics call: only the headers the statistics endpoint may see
+/// ([`Target::is_metrics_header`]), never the API key.
+pub fn stats_metadata_for(target: &Target) -> Result<MetadataMap, UsageError> {
+    metadata_of(target, |h| target.is_metrics_header(h))
+}
+
+fn metadata_of(
+    target: &Target,
+    keep: impl Fn(&crate::target::Header) -> bool,
+) -> Result<MetadataMap, UsageError> {
     let mut map = MetadataMap::new();
-    for h in &target.headers {
+    for h in target.headers.iter().filter(|h| keep(h)) {
         let name = h.name.to_ascii_lowercase();
         let key = MetadataKey::from_bytes(name.as_bytes()).map_err(|_| {
             UsageError(format!(
@@ -207,12 +228,6 @@ pub fn metadata_for(target: &Target) -> Result<MetadataMap, UsageError> {
             }
         }
         map.append(key, value);
-    }
-    if let Some(key) = &target.api_key {
-        let v = MetadataValue::try_from(format!("Bearer {}", key.trim())).map_err(|_| {
-            UsageError("--api-key contains characters not allowed in metadata".into())
-        })?;
-        map.insert("authorization", v);
     }
     Ok(map)
 }

@@ -491,23 +491,53 @@ pub(super) fn openai_model(t: &Target, names: Option<Vec<String>>) -> Step {
 }
 
 pub(super) async fn metrics(c: &reqwest::Client, plan: &RunPlan) -> Step {
-    let url = plan.server_metrics.url().to_string();
-    let step = Step::new("metrics", format!("metrics endpoint {url}"));
-    match crate::server_metrics::scrape(c, &url, &plan.target.model).await {
-        Ok(s) => step.ok(format!(
-            "Triton counters for '{}' (queue time {})",
-            plan.target.model,
-            if s.has_queue {
-                "present"
-            } else {
-                "missing: an older Triton names it differently"
+    use crate::server_metrics::{engines, prometheus, split};
+    const FIX: &str = "profiling works without it, but the server's own view (queue, batch, KV cache) is then missing: start Triton with --metrics-port 8002 (--allow-metrics true), or give --server-metrics-url (vLLM, SGLang and TGI serve /metrics on their API port)";
+    let model = &plan.target.model;
+    let mut tried = Vec::new();
+    for url in plan.server_metrics.candidates() {
+        let text = match crate::server_metrics::fetch_page(c, url).await {
+            Ok(t) => t,
+            Err(e) => {
+                tried.push(e);
+                continue;
             }
-        )),
-        Err(e) => step.warn(
-            e,
-            "profiling works without it, but the server's queue/compute split then needs the statistics API: start Triton with --metrics-port 8002 (--allow-metrics true) or give --server-metrics-url",
-        ),
+        };
+        let page = prometheus::parse(&text);
+        let kind = plan.server_kind.or_else(|| engines::detect(&page));
+        let Some(sample) = kind.and_then(|k| engines::read_sample(&page, k, Some(model))) else {
+            tried.push(format!(
+                "{url} has no metrics this version reads for '{model}'"
+            ));
+            continue;
+        };
+        let found: Vec<&str> = [
+            (sample.waiting.is_some(), "waiting requests"),
+            (sample.running.is_some(), "running requests"),
+            (sample.kv_usage.is_some(), "KV-cache usage"),
+            (sample.queue.is_some(), "queue time"),
+            (sample.ttft.is_some(), "server TTFT"),
+            (sample.prefix_cache.is_some(), "prefix cache"),
+        ]
+        .into_iter()
+        .filter_map(|(present, name)| present.then_some(name))
+        .collect();
+        let whose = if sample.model_matched {
+            format!("'{model}'")
+        } else {
+            "the page's only model (none is labelled with -m)".to_string()
+        };
+        return Step::new("metrics", format!("metrics endpoint {url}")).ok(format!(
+            "{} metrics for {whose}: {}",
+            split::engine_name(sample.kind),
+            found.join(", ")
+        ));
     }
+    Step::new(
+        "metrics",
+        format!("metrics endpoint {}", plan.server_metrics.url()),
+    )
+    .warn(tried.join("; "), FIX)
 }
 
 const RESTRICTED_FIX: &str = "the statistics API is restricted: add -H 'triton-access-token: TOKEN' (the header the server's --http-restricted-api / --grpc-restricted-protocol names) to see queue and compute time; profiling works without it";
@@ -520,7 +550,7 @@ pub(super) async fn statistics(
     let step = Step::new("statistics", "statistics API (queue vs compute time)");
     match (t.api, channel) {
         (Api::Kserve, Some(ch)) => {
-            let md = grpc::metadata_for(t).unwrap_or_default();
+            let md = grpc::stats_metadata_for(t).unwrap_or_default();
             match crate::server_metrics::model_statistics(ch, &t.model, &md).await {
                 Ok(s) => step.ok(format!("{} successful requests so far", s.success.count)),
                 Err(s)

@@ -229,8 +229,19 @@ pub async fn diagnose(plan: &RunPlan, report: &mut dyn FnMut(usize, &Step)) -> D
             return d;
         }
     }
-    push(&mut d, metrics(&http, plan).await);
-    push(&mut d, statistics(&http, t, channel.clone()).await);
+    // Metrics and statistics get only the headers meant for them, never the API key.
+    match crate::engine::session::metrics_http_client(t) {
+        Ok(m) => {
+            push(&mut d, metrics(&m, plan).await);
+            push(&mut d, statistics(&m, t, channel.clone()).await);
+        }
+        Err(e) => {
+            push(
+                &mut d,
+                Step::new("metrics", "metrics endpoint").fail(e.to_string(), "check the -H values"),
+            );
+        }
+    }
     push(&mut d, request::request(plan).await);
     d
 }

@@ -15,7 +15,9 @@ use crate::error::{Error, Result};
 use crate::load::{Halt, PhaseOutcome, Stimulus, Stop, WindowRule, run_phase};
 use crate::metrics::{Metric, Objective, PercentileMethod};
 use crate::record::Phase;
-use crate::server_metrics::{ProbeSnapshot, ServerDelta, ServerProbe, StatsSnapshot};
+use crate::server_metrics::gpu::GpuView;
+use crate::server_metrics::level::EngineLevelView;
+use crate::server_metrics::{ProbeSnapshot, Sampler, ServerDelta, ServerProbe, StatsSnapshot};
 use crate::stats::{Aggregate, LevelSummary};
 
 /// When a level's measurement ends.
@@ -239,16 +241,15 @@ fn drain_notice(
 }
 
 /// What is watched while a level's measurement runs: the server's counters before (and after),
-/// the generator's CPU, the runtime's stalls, the server's pending-request gauge.
+/// the generator's CPU, the runtime's stalls, and the server's gauges (Triton's pending
+/// requests, the engine's queue, batch and KV cache, the GPUs) sampled in between.
 struct Watch {
-    /// Fixed stops read both sources before and after; stability windows read statistics only.
+    /// Fixed stops read Triton's counters before and after; stability windows read its
+    /// statistics at their own boundaries.
     full: bool,
     before: ProbeSnapshot,
     stats_before: Option<StatsSnapshot>,
-    sampler: Option<(
-        tokio::task::JoinHandle<f64>,
-        tokio::sync::oneshot::Sender<()>,
-    )>,
+    sampler: Option<Sampler>,
     cpu0: std::time::Duration,
     wall0: std::time::Instant,
     stalls: StallMonitor,
@@ -257,6 +258,8 @@ struct Watch {
 /// The watch's readings at the end of a level.
 struct Watched {
     server: Option<ServerDelta>,
+    engine: Option<EngineLevelView>,
+    gpu: Option<GpuView>,
     cpu_seconds: f64,
     wall_seconds: f64,
     max_stall_ms: f64,
@@ -264,23 +267,17 @@ struct Watched {
 
 impl Watch {
     async fn start(probe: &ServerProbe, policy: &Policy) -> Watch {
-        // Stability windows read only the statistics extension at their boundaries: scraping
-        // /metrics first would read the counters that much later while requests keep completing.
-        let (before, sampler) = match policy {
-            Policy::Fixed(_) => (probe.snapshot().await, probe.start_pending_sampler()),
-            Policy::Stable(_) => (
-                ProbeSnapshot {
-                    prom: None,
-                    stats: probe.read_stats().await.ok().flatten(),
-                },
-                None,
-            ),
+        // Stability windows read the statistics extension at their boundaries: the first read
+        // comes first, the metrics pages after it.
+        let before = match policy {
+            Policy::Fixed(_) => probe.snapshot().await,
+            Policy::Stable(_) => probe.snapshot_stats_first().await,
         };
         Watch {
             full: matches!(policy, Policy::Fixed(_)),
             stats_before: before.stats,
+            sampler: probe.start_sampler(&before),
             before,
-            sampler,
             cpu0: validity::process_cpu(),
             wall0: std::time::Instant::now(),
             stalls: StallMonitor::start(),
@@ -293,21 +290,24 @@ impl Watch {
             .saturating_sub(self.cpu0)
             .as_secs_f64();
         let wall_seconds = self.wall0.elapsed().as_secs_f64();
-        let max_pending = match self.sampler {
-            Some((handle, stop)) => {
-                let _ = stop.send(());
-                handle.await.unwrap_or(0.0)
-            }
-            None => 0.0,
+        let sampled = match self.sampler {
+            Some(s) => s.finish().await,
+            None => None,
         };
+        let after = probe.snapshot().await;
+        let max_pending = sampled.as_ref().map_or(0.0, |s| s.max_pending);
         let server = if self.full {
-            let after = probe.snapshot().await;
             ServerProbe::delta(&self.before, &after, max_pending)
         } else {
             None
         };
+        let (engine, gpu) = sampled
+            .map(|s| s.finish(&after, self.wall0.elapsed().as_secs_f64()))
+            .unwrap_or_default();
         Watched {
             server,
+            engine,
+            gpu,
             cpu_seconds,
             wall_seconds,
             max_stall_ms,
@@ -508,10 +508,16 @@ fn summarize(
         (Policy::Stable(_), Some((a, b))) => Some(ServerDelta::from_stats(a, b, 0.0)),
         _ => watched.server.clone(),
     };
+    let gpu = watched
+        .gpu
+        .clone()
+        .map(|g| g.with_output_rate(stats.output_token_throughput));
     LevelSummary {
         stimulus: spec.stimulus,
         stats,
         server,
+        engine: watched.engine.clone(),
+        gpu,
         streaming: spec.streaming,
         interrupted: out.interrupted,
         started_unix_ns,

@@ -80,7 +80,7 @@ async fn connect_llm(
                 }
                 _ => StatsSource::None,
             };
-            let probe = ServerProbe::new(calls, &t.model, &plan.server_metrics, stats).await;
+            let probe = ServerProbe::new(calls, &t.model, &plan.probe_config(), stats).await;
             Ok((Client::Http(c), dataset, probe))
         }
         Api::Infer => Err(Error::usage(
@@ -105,11 +105,11 @@ async fn connect_llm(
                 GrpcClient::new(t, &info, workers, channel.clone(), grpc::ResponseMode::Text)
                     .await
                     .map_err(Error::Failed)?;
-            let md = grpc::metadata_for(t)?;
+            let md = grpc::stats_metadata_for(t)?;
             let probe = ServerProbe::new(
                 calls,
                 &t.model,
-                &plan.server_metrics,
+                &plan.probe_config(),
                 StatsSource::Grpc(channel, md),
             )
             .await;
@@ -148,13 +148,16 @@ fn tensor_model(info: &crate::workload::tensor::ModelInfo, t: &Target) -> String
     )
 }
 
-/// A small HTTP client for `/metrics` and `/stats`, carrying the `-H` headers (e.g. an access
-/// token) as those calls need them too, and verifying TLS as the target's clients do.
+/// A small HTTP client for `/metrics` and `/stats`: it carries only the `-H` headers those
+/// endpoints may see (Triton's access token, and what `--metrics-header` names), never the API
+/// key; follows no redirect (a redirect could lead the headers elsewhere); verifies TLS as the
+/// target's clients do.
 pub fn metrics_http_client(t: &Target) -> Result<reqwest::Client> {
     crate::client::http::install_tls_provider();
     let mut b = reqwest::Client::builder()
         .no_proxy()
-        .default_headers(t.header_map()?)
+        .redirect(reqwest::redirect::Policy::none())
+        .default_headers(t.metrics_header_map()?)
         .timeout(Duration::from_secs(5));
     if t.uses_tls() {
         b = crate::client::tls::TlsContext::new(&t.tls)?.reqwest(b)?;

@@ -91,6 +91,9 @@ pub fn merge(stimulus: Stimulus, shards: &[ShardLevel], rules: &Rules) -> Merged
         stimulus,
         stats,
         server: server_from.as_ref().and_then(|(_, d)| d.clone()),
+        // Every shard watched the same server: its view from the longest-measuring shard.
+        engine: longest(shards, |l| l.engine.clone()),
+        gpu: longest(shards, |l| l.gpu.clone()),
         streaming: shards
             .iter()
             .filter_map(|s| s.measured.as_ref())
@@ -203,6 +206,16 @@ fn merged_validity(
     v
 }
 
+/// `view` of the level of the shard whose measurement spanned longest, among those that have it.
+fn longest<T>(shards: &[ShardLevel], view: impl Fn(&LevelSummary) -> Option<T>) -> Option<T> {
+    shards
+        .iter()
+        .filter_map(|s| s.measured.as_ref().map(|(l, _)| l))
+        .filter_map(|l| Some((l.stats.duration_s, view(l)?)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, v)| v)
+}
+
 fn max_of(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.max(y)),
@@ -255,6 +268,8 @@ mod tests {
             stimulus: Stimulus::Concurrency(1),
             stats: agg.summarize(false, PercentileMethod::Linear),
             server: None,
+            engine: None,
+            gpu: None,
             streaming: true,
             interrupted: false,
             started_unix_ns: planned + delay_ms * 1_000_000,

@@ -128,6 +128,8 @@ pub struct PerfLevel {
     pub windows: u32,
     /// The server's statistics over the merged windows.
     pub server: Option<ServerView>,
+    /// The engine's own view over the whole level (`--server-kind`, or detected).
+    pub engine: Option<crate::server_metrics::level::EngineLevelView>,
     /// Failed requests of the merged windows by kind, with the first message of each (most
     /// frequent first): what Triton said, so a failing run says why.
     pub errors: Vec<crate::stats::ErrorCount>,
@@ -169,6 +171,8 @@ impl crate::metrics::MetricSource for PerfLevel {
                     (v.avg_compute_input_ns + v.avg_compute_infer_ns + v.avg_compute_output_ns)
                         / 1e6
                 }),
+                SystemMetric::KvCacheUsage => self.engine.as_ref()?.kv_usage.map(|g| g.max),
+                SystemMetric::Preemptions => self.engine.as_ref()?.preemptions,
                 SystemMetric::OutputTokenThroughput
                 | SystemMetric::TotalTokenThroughput
                 | SystemMetric::RequestGoodput => None,
@@ -242,6 +246,7 @@ impl PerfLevel {
                 .stats
                 .as_ref()
                 .map(|(a, b)| ServerView::between(a, b)),
+            engine: m.summary.engine.clone(),
             errors: agg.error_counts(),
             slo: Vec::new(),
             validity: m.summary.validity.clone(),

@@ -107,6 +107,10 @@ pub struct PerfPlan {
     pub binary_outputs: bool,
     /// Prometheus endpoint.
     pub metrics: MetricsSource,
+    /// The engine whose metrics to read (`--server-kind`); detected when `None`.
+    pub server_kind: Option<crate::server_metrics::ServerKind>,
+    /// A DCGM exporter's page (`--gpu-metrics-url`).
+    pub gpu_metrics_url: Option<String>,
     /// Per-request timeout.
     #[serde(skip)]
     pub request_timeout: Duration,
@@ -128,6 +132,17 @@ pub struct PerfPlan {
     /// GitHub step summary).
     #[serde(skip)]
     pub outputs: crate::plan::outputs::Outputs,
+}
+
+impl PerfPlan {
+    /// Which metrics pages the server probe reads.
+    pub fn probe_config(&self) -> crate::server_metrics::ProbeConfig {
+        crate::server_metrics::ProbeConfig {
+            metrics: self.metrics.clone(),
+            kind: self.server_kind,
+            gpu_url: self.gpu_metrics_url.clone(),
+        }
+    }
 }
 
 /// perf_analyzer's refusal of `--streaming` over HTTP (KServe's HTTP `/infer` answers once; only

@@ -469,6 +469,7 @@ mod tests {
             stable: true,
             interrupted: false,
             windows: 3,
+            engine: None,
             errors: Vec::new(),
             server: server.then_some(ServerView {
                 inference_count: 1000,

@@ -64,11 +64,11 @@ async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Clie
             let client = GrpcClient::new(t, &info, workers, channel.clone(), ResponseMode::Tensors)
                 .await
                 .map_err(Error::Failed)?;
-            let md = grpc::metadata_for(t)?;
+            let md = grpc::stats_metadata_for(t)?;
             let probe = ServerProbe::new(
                 http,
                 &t.model,
-                &plan.metrics,
+                &plan.probe_config(),
                 StatsSource::Grpc(channel, md),
             )
             .await
@@ -78,22 +78,28 @@ async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Clie
         Protocol::Http => {
             let mut target = t.clone();
             target.api = crate::target::Api::Infer;
+            // Discovery goes to the target with its own headers; the metrics client has fewer.
+            let client = HttpClient::new(&target, workers)?;
             let info = crate::client::discovery::model_info_http_version(
-                &http,
+                client.inner(),
                 &target,
                 &plan.model_version,
             )
             .await?;
             check_model(plan, &info, protocol)?;
-            let client = HttpClient::new(&target, workers)?;
             // perf_analyzer reads `v2/models/<m>[/versions/<v>]/stats`: with -x, that version only.
             let stats_url = format!(
                 "{}/{}/stats",
                 t.base_url,
                 crate::client::discovery::model_path(&t.model, &plan.model_version)
             );
-            let probe =
-                ServerProbe::new(http, &t.model, &plan.metrics, StatsSource::Http(stats_url)).await;
+            let probe = ServerProbe::new(
+                http,
+                &t.model,
+                &plan.probe_config(),
+                StatsSource::Http(stats_url),
+            )
+            .await;
             Ok((info, Client::Http(client), probe))
         }
     }

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::analysis::validity::DEFAULT_MAX_SEND_LAG_MS;
 use crate::load::{Stimulus, Stop, StopRule};
 use crate::metrics::{Objective, PercentileMethod};
-use crate::server_metrics::MetricsSource;
+use crate::server_metrics::{MetricsSource, ProbeConfig, ServerKind};
 use crate::target::Target;
 use crate::workload::WorkloadPlan;
 pub use shard::{LevelPart, ShardPlan};
@@ -73,6 +73,10 @@ pub struct RunPlan {
     pub knee_min_gain: f64,
     /// Server metrics endpoint.
     pub server_metrics: MetricsSource,
+    /// The engine whose metrics to read (`--server-kind`); detected when `None`.
+    pub server_kind: Option<ServerKind>,
+    /// A DCGM exporter's page (`--gpu-metrics-url`).
+    pub gpu_metrics_url: Option<String>,
     /// Count output tokens from server usage.
     pub use_server_token_count: bool,
     /// Per-request timeout.
@@ -125,8 +129,8 @@ impl RunPlan {
     /// length left to the server, metrics from port 8002 of the target's host. Change fields with
     /// struct update syntax: `RunPlan { levels, ..RunPlan::new(target) }`.
     pub fn new(target: Target) -> RunPlan {
-        let server_metrics = resolve::metrics_source(None, &target.host)
-            .unwrap_or_else(|_| MetricsSource::Auto(String::new()));
+        let server_metrics = resolve::metrics_source(None, &target)
+            .unwrap_or_else(|_| MetricsSource::Auto(Vec::new()));
         RunPlan {
             target,
             workload: WorkloadPlan::default(),
@@ -145,6 +149,8 @@ impl RunPlan {
             slos: Vec::new(),
             knee_min_gain: 0.10,
             server_metrics,
+            server_kind: None,
+            gpu_metrics_url: None,
             use_server_token_count: false,
             request_timeout: Duration::from_secs(600),
             verbosity: Verbosity::Normal,
@@ -182,6 +188,15 @@ impl RunPlan {
             (Some(d), _) => Some(d + window),
             (None, 0) => Some(window),
             (None, _) => None,
+        }
+    }
+
+    /// Which metrics pages the server probe reads.
+    pub fn probe_config(&self) -> ProbeConfig {
+        ProbeConfig {
+            metrics: self.server_metrics.clone(),
+            kind: self.server_kind,
+            gpu_url: self.gpu_metrics_url.clone(),
         }
     }
 

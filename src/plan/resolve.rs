@@ -42,6 +42,11 @@ pub struct TargetSpec {
     pub headers: Vec<String>,
     /// `--api-key`.
     pub api_key: Option<String>,
+    /// `OPENAI_API_KEY` from the environment: used for OpenAI targets only (a Triton target
+    /// never takes a key it was not given on the command line).
+    pub env_api_key: Option<String>,
+    /// `--metrics-header` names: `-H` headers that may also go to metrics and statistics.
+    pub metrics_headers: Vec<String>,
     /// `--max-event-size` in bytes (0: the default, 4 MiB).
     pub max_event_bytes: usize,
     /// TLS options.
@@ -181,6 +186,13 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    let metrics_headers = metrics_headers(&headers, &s.metrics_headers)?;
+    let openai = matches!(api, Api::Chat | Api::Completions);
+    let api_key = s
+        .api_key
+        .clone()
+        .or_else(|| s.env_api_key.clone().filter(|_| openai))
+        .filter(|k| !k.trim().is_empty());
     let target = Target {
         api,
         base_url,
@@ -190,7 +202,8 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
         backend: s.backend.unwrap_or(Backend::Tensorrtllm),
         streaming: s.streaming,
         headers,
-        api_key: s.api_key.clone().filter(|k| !k.trim().is_empty()),
+        metrics_headers,
+        api_key,
         max_event_bytes: if s.max_event_bytes == 0 {
             crate::target::DEFAULT_MAX_EVENT_BYTES
         } else {
@@ -200,6 +213,26 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
     };
     target.header_map()?;
     Ok(target)
+}
+
+/// `--metrics-header` names, each naming a `-H` header (case-insensitively).
+pub fn metrics_headers(
+    headers: &[crate::target::Header],
+    names: &[String],
+) -> Result<Vec<String>, UsageError> {
+    names
+        .iter()
+        .map(|n| {
+            let n = n.trim();
+            if headers.iter().any(|h| h.name.eq_ignore_ascii_case(n)) {
+                Ok(n.to_string())
+            } else {
+                usage(format!(
+                    "--metrics-header {n}: no -H header has that name; give the header with -H '{n}: value' too"
+                ))
+            }
+        })
+        .collect()
 }
 
 /// The load levels: closed-loop concurrencies, or open-loop rates with their arrival process and
@@ -339,13 +372,30 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
     })
 }
 
-/// The server's Prometheus endpoint: the one given, or port 8002 of the target's host (tried
-/// quietly).
-pub fn metrics_source(url: Option<&str>, target_host: &str) -> Result<MetricsSource, UsageError> {
+/// The server's Prometheus endpoint: the one given, or else tried quietly: the target's own
+/// `/metrics` for an OpenAI API (vLLM, SGLang and TGI serve it on their API port), then port
+/// 8002 of the target's host (Triton's).
+pub fn metrics_source(url: Option<&str>, target: &Target) -> Result<MetricsSource, UsageError> {
     Ok(match url {
         Some(u) => MetricsSource::Url(normalize_metrics_url(u)?),
-        None => MetricsSource::Auto(format!("http://{}:8002/metrics", bracket_host(target_host))),
+        None => {
+            let triton = format!("http://{}:8002/metrics", bracket_host(&target.host));
+            let mut urls = Vec::new();
+            if matches!(target.api, Api::Chat | Api::Completions) {
+                urls.push(format!("{}/metrics", target.origin()));
+            }
+            if !urls.contains(&triton) {
+                urls.push(triton);
+            }
+            MetricsSource::Auto(urls)
+        }
     })
+}
+
+/// `--gpu-metrics-url`: a DCGM exporter's page (`host:9400` or a full URL; `/metrics` added
+/// when the path does not end with it).
+pub fn gpu_metrics_url(url: Option<&str>) -> Result<Option<String>, UsageError> {
+    url.map(normalize_metrics_url).transpose()
 }
 
 /// How this process takes part in a run of several, as given.
@@ -705,15 +755,92 @@ mod tests {
         }
     }
 
+    fn api_spec(api: Api, url: &str) -> TargetSpec {
+        TargetSpec {
+            endpoint_type: Some(api),
+            url: Some(url.into()),
+            model: "m".into(),
+            ..TargetSpec::default()
+        }
+    }
+
     #[test]
     fn metrics_source_default_and_given() {
+        let kserve = target(&api_spec(Api::Kserve, "[::1]:8001")).unwrap();
         assert_eq!(
-            metrics_source(None, "::1").unwrap(),
-            MetricsSource::Auto("http://[::1]:8002/metrics".into())
+            metrics_source(None, &kserve).unwrap(),
+            MetricsSource::Auto(vec!["http://[::1]:8002/metrics".into()])
+        );
+        // An OpenAI server's own port first (vLLM, SGLang, TGI), then Triton's.
+        let chat = target(&api_spec(Api::Chat, "https://h:8080/prefix")).unwrap();
+        assert_eq!(
+            metrics_source(None, &chat).unwrap(),
+            MetricsSource::Auto(vec![
+                "https://h:8080/metrics".into(),
+                "http://h:8002/metrics".into()
+            ])
         );
         assert_eq!(
-            metrics_source(Some("h:9"), "x").unwrap(),
+            metrics_source(Some("h:9"), &chat).unwrap(),
             MetricsSource::Url("http://h:9/metrics".into())
         );
+        assert_eq!(
+            gpu_metrics_url(Some("dcgm:9400")).unwrap(),
+            Some("http://dcgm:9400/metrics".into())
+        );
+    }
+
+    #[test]
+    fn the_environment_key_is_for_openai_targets_only() {
+        let with_env = |api: Api, flag: Option<&str>| {
+            target(&TargetSpec {
+                api_key: flag.map(str::to_string),
+                env_api_key: Some("sk-env".into()),
+                ..api_spec(api, "h:1")
+            })
+            .unwrap()
+            .api_key
+        };
+        assert_eq!(with_env(Api::Chat, None).as_deref(), Some("sk-env"));
+        assert_eq!(with_env(Api::Completions, None).as_deref(), Some("sk-env"));
+        for triton in [Api::Kserve, Api::Generate] {
+            assert_eq!(with_env(triton, None), None, "{triton:?}");
+            // Given on the command line, it is the user's choice (a gateway in front of Triton).
+            assert_eq!(
+                with_env(triton, Some("sk-flag")).as_deref(),
+                Some("sk-flag")
+            );
+        }
+    }
+
+    #[test]
+    fn metrics_headers_name_given_headers() {
+        let t = target(&TargetSpec {
+            headers: vec![
+                "X-Team: infra".into(),
+                "Triton-Access-Token: t".into(),
+                "X-Gateway-Key: g".into(),
+            ],
+            metrics_headers: vec!["x-team".into()],
+            api_key: Some("sk".into()),
+            ..api_spec(Api::Chat, "h:1")
+        })
+        .unwrap();
+        let m = t.metrics_header_map().unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.get("x-team").unwrap(), "infra");
+        assert_eq!(m.get("triton-access-token").unwrap(), "t");
+        assert!(m.get("authorization").is_none() && m.get("x-gateway-key").is_none());
+        assert_eq!(
+            t.header_map().unwrap().len(),
+            4,
+            "all of them to the target"
+        );
+        let e = target(&TargetSpec {
+            metrics_headers: vec!["X-Missing".into()],
+            ..api_spec(Api::Chat, "h:1")
+        })
+        .unwrap_err();
+        assert!(e.0.contains("no -H header"), "{e}");
     }
 }

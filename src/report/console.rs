@@ -102,7 +102,13 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
                 ms(get(Metric::InterTokenLatency).map(|s| s.avg)),
                 format!("{:.1}", l.stats.output_token_throughput),
                 format!("{:.2}", l.stats.request_throughput),
-                ms(l.server.as_ref().and_then(|d| d.avg_queue_ms)),
+                // The engine's queue where it has one (TensorRT-LLM's estimated), else Triton's.
+                ms(crate::metrics::MetricSource::metric(
+                    l,
+                    crate::metrics::MetricRef::System(
+                        crate::metrics::SystemMetric::ServerQueueTime,
+                    ),
+                )),
                 l.stats.error_count.to_string(),
             ]);
             row
@@ -110,6 +116,93 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
         .collect();
     let aligns = vec![Align::Right; headers.len()];
     table(&headers, &aligns, &rows)
+}
+
+/// The engine's and the GPUs' view of a level in three lines at most (`-v`); empty when
+/// neither was read.
+pub fn engine_lines(l: &LevelSummary) -> String {
+    use crate::server_metrics::split::{QueueSource, engine_name};
+    let mut out = String::new();
+    let one = |v: Option<f64>| crate::analysis::text::fixed_or(v, 1, "-");
+    if let Some(e) = &l.engine {
+        let mut parts = Vec::new();
+        if let Some(w) = e.waiting {
+            parts.push(format!("waiting {:.1} avg / {:.0} max", w.avg, w.max));
+        }
+        if let Some(r) = e.running {
+            parts.push(format!("running {:.1} avg / {:.0} max", r.avg, r.max));
+        }
+        if let Some(s) = e.split() {
+            let est = if s.queue_source == QueueSource::WaitingGauge {
+                " (estimated)"
+            } else {
+                ""
+            };
+            parts.push(format!("queue {:.1} ms{est}", s.queue_ms));
+            match (s.prefill_ms, s.decode_ms) {
+                (Some(p), Some(d)) => {
+                    parts.push(format!("prefill {p:.1} ms, decode {d:.1} ms"));
+                }
+                _ => parts.push(format!("generation {:.1} ms", s.generation_ms)),
+            }
+        }
+        out.push_str(&format!(
+            "  {}: {}\n",
+            engine_name(e.kind),
+            if parts.is_empty() {
+                "no gauges or times exported".to_string()
+            } else {
+                parts.join(", ")
+            }
+        ));
+        let mut more = Vec::new();
+        if let Some(k) = e.kv_usage {
+            more.push(format!(
+                "KV cache {:.0}% avg / {:.0}% max",
+                k.avg * 100.0,
+                k.max * 100.0
+            ));
+        }
+        if let Some(p) = e.preemptions {
+            more.push(format!("{p:.0} preemptions"));
+        }
+        if let Some(t) = e.server_ttft {
+            more.push(format!(
+                "server TTFT {:.1} ms (network + client {} ms)",
+                t.avg_s * 1e3,
+                one(l.network_and_client_ttft_ms())
+            ));
+        }
+        if let Some(p) = e.prefix_cache {
+            more.push(match p.hit_rate {
+                Some(r) => format!("prefix cache {:.1}% hits", r * 100.0),
+                // TensorRT-LLM counts reused KV blocks but not the blocks looked up.
+                None => format!(
+                    "prefix cache {:.0} {} reused (no hit rate exported)",
+                    p.hits,
+                    match p.unit {
+                        crate::server_metrics::engines::CacheUnit::Tokens => "tokens",
+                        crate::server_metrics::engines::CacheUnit::Blocks => "KV blocks",
+                    }
+                ),
+            });
+        }
+        if !more.is_empty() {
+            out.push_str(&format!("  {}\n", more.join(", ")));
+        }
+    }
+    if let Some(g) = &l.gpu {
+        let pct = |v: Option<f64>| crate::analysis::text::fixed_or(v.map(|v| v * 100.0), 0, "-");
+        out.push_str(&format!(
+            "  GPUs ({}): utilization {}% avg / {}% max, {} W, {} output tokens/J\n",
+            g.gpus.len(),
+            pct(g.utilization_avg()),
+            pct(g.utilization_max()),
+            crate::analysis::text::fixed_or(g.power_avg_w(), 0, "-"),
+            crate::analysis::text::fixed_or(g.output_tokens_per_joule, 2, "-"),
+        ));
+    }
+    out
 }
 
 /// GenAI-Perf's console table for one level (avg, min, max, p99, p90, p75) and its system metrics.
@@ -257,6 +350,8 @@ mod tests {
                 ..Default::default()
             },
             server: None,
+            engine: None,
+            gpu: None,
             streaming: true,
             interrupted: false,
             started_unix_ns: 0,
@@ -337,6 +432,19 @@ Request count: 10  Errors: 0
         assert_eq!(
             error_lines(&level(1, 1.0, 2)),
             "  2 × http_401: HTTP 401\n    hint: add --api-key\n"
+        );
+    }
+
+    #[test]
+    fn engine_lines_exact() {
+        let mut l = crate::stats::test_level(crate::load::Stimulus::Concurrency(8), 2200.0);
+        assert_eq!(engine_lines(&l), "");
+        l.engine = Some(crate::artifact::server_view::tests::vllm_view());
+        assert_eq!(
+            engine_lines(&l),
+            "  vLLM: waiting 3.0 avg / 6 max, running 8.0 avg / 8 max, queue 2000.0 ms, prefill 100.0 ms, decode 900.0 ms
+  KV cache 80% avg / 95% max, 4 preemptions, server TTFT 2100.0 ms (network + client 100.0 ms), prefix cache 25.0% hits
+"
         );
     }
 }

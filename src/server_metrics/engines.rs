@@ -38,7 +38,7 @@ pub struct TimeSum {
 }
 
 /// What prefix-cache counters count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheUnit {
     /// Prompt tokens (vLLM, SGLang).

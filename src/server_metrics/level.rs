@@ -9,14 +9,14 @@
 //! missing at the start but present at the end counts from zero (exporters that create a series
 //! on its first event, as TGI's does); one missing at the end is `None`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::engines::{CacheUnit, EngineSample, TimeSum};
 use super::kind::ServerKind;
 use super::prometheus::Histogram;
 
 /// Average and maximum of a gauge over a level's samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GaugeStats {
     /// Mean of the samples.
     pub avg: f64,
@@ -55,7 +55,7 @@ impl GaugeAcc {
 }
 
 /// Server-side time to first token over a level, seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TtftView {
     /// Requests whose first token the server counted.
     pub count: f64,
@@ -70,7 +70,7 @@ pub struct TtftView {
 }
 
 /// Prefix-cache lookups over a level.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PrefixView {
     /// Looked up (`None` when the engine exports hits only).
     pub queried: Option<f64>,
@@ -82,8 +82,9 @@ pub struct PrefixView {
     pub unit: CacheUnit,
 }
 
-/// The engine's own view of a level.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The engine's own view of a level. Read back from a level's JSON (`engine_metrics`), where a
+/// missing field is `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineLevelView {
     /// Which engine.
     pub kind: ServerKind,
@@ -123,6 +124,9 @@ pub struct EngineLevelView {
     pub prompt_tokens: Option<f64>,
     /// Tokens generated during the level.
     pub generation_tokens: Option<f64>,
+    /// Seconds between the level's first and last sample (what Little's law divides by).
+    #[serde(default)]
+    pub window_s: Option<f64>,
 }
 
 impl EngineLevelView {
@@ -130,6 +134,9 @@ impl EngineLevelView {
     /// gauge (`avg waiting × level seconds / requests`): for engines that export the queue's
     /// length but not its time (TensorRT-LLM). `None` without the gauge or finished requests.
     pub fn estimated_queue_s(&self, level_s: f64) -> Option<f64> {
+        if level_s <= 0.0 {
+            return None;
+        }
         let waiting = self.waiting?.avg;
         let n = self.requests.filter(|&n| n > 0.0)?;
         Some(waiting * level_s / n)
@@ -164,6 +171,15 @@ impl EngineLevel {
         self.running.push(s.running);
         self.kv.push(s.kv_usage);
         self.matched &= s.model_matched;
+    }
+
+    /// Ends a level that lasted `window_s` seconds at `end`: [`EngineLevel::finish`] with the
+    /// window recorded, so the queue can be estimated from the waiting gauge.
+    pub fn finish_over(self, end: &EngineSample, window_s: f64) -> EngineLevelView {
+        EngineLevelView {
+            window_s: Some(window_s),
+            ..self.finish(end)
+        }
     }
 
     /// Ends the level at `end` (whose gauges count as one more sample).
@@ -202,6 +218,7 @@ impl EngineLevel {
             prefix_cache: prefix_view(b, end),
             prompt_tokens: d(b.prompt_tokens, end.prompt_tokens),
             generation_tokens: d(b.generation_tokens, end.generation_tokens),
+            window_s: None,
         }
     }
 }

@@ -11,11 +11,12 @@ pub mod engines;
 pub mod gpu;
 pub mod kind;
 pub mod level;
+pub mod probe;
 pub mod prometheus;
+pub mod split;
 
 pub use kind::ServerKind;
-
-use std::time::Duration as StdDuration;
+pub use probe::{ProbeConfig, ProbeSnapshot, Sampled, Sampler, ServerProbe, StatsSource};
 
 use serde::Serialize;
 
@@ -25,18 +26,30 @@ use crate::client::grpc;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricsSource {
-    /// Try this URL; silently absent when it does not answer.
-    Auto(String),
+    /// Try these URLs in order (the first with metrics for the model wins); silently absent
+    /// when none answers.
+    Auto(Vec<String>),
     /// The user asked for this URL; say so when it fails.
     Url(String),
 }
 
 impl MetricsSource {
-    /// The URL to scrape.
+    /// The URL tried first.
     pub fn url(&self) -> &str {
+        self.candidates().first().map_or("", String::as_str)
+    }
+
+    /// Every URL to try, in order.
+    pub fn candidates(&self) -> &[String] {
         match self {
-            MetricsSource::Auto(u) | MetricsSource::Url(u) => u,
+            MetricsSource::Auto(u) => u,
+            MetricsSource::Url(u) => std::slice::from_ref(u),
         }
+    }
+
+    /// Whether the user named the URL (its failure deserves a warning).
+    pub fn explicit(&self) -> bool {
+        matches!(self, MetricsSource::Url(_))
     }
 }
 
@@ -348,9 +361,12 @@ impl ServerDelta {
     }
 }
 
-/// Fetches and parses the metrics page. Errors say what was tried.
-pub async fn scrape(client: &reqwest::Client, url: &str, model: &str) -> Result<Snapshot, String> {
-    let resp = client
+/// Largest metrics page read (a server with thousands of series stays far below it).
+const MAX_PAGE_BYTES: usize = 16 << 20;
+
+/// Fetches a metrics page as text. Errors say what was tried.
+pub async fn fetch_page(client: &reqwest::Client, url: &str) -> Result<String, String> {
+    let mut resp = client
         .get(url)
         .timeout(std::time::Duration::from_secs(5))
         .send()
@@ -359,202 +375,28 @@ pub async fn scrape(client: &reqwest::Client, url: &str, model: &str) -> Result<
     if !resp.status().is_success() {
         return Err(format!("{url} answered HTTP {}", resp.status()));
     }
-    let text = resp
-        .text()
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
         .await
-        .map_err(|e| format!("reading {url}: {e}"))?;
+        .map_err(|e| format!("reading {url}: {e}"))?
+    {
+        if body.len() + chunk.len() > MAX_PAGE_BYTES {
+            return Err(format!(
+                "{url}: the page is larger than {MAX_PAGE_BYTES} bytes"
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Fetches the metrics page and reads Triton's counters of `model`. Errors say what was tried.
+pub async fn scrape(client: &reqwest::Client, url: &str, model: &str) -> Result<Snapshot, String> {
+    let text = fetch_page(client, url).await?;
     parse_prometheus(&text, model).ok_or_else(|| {
         format!("{url} has no nv_inference_* counters for model '{model}' (is it a Triton metrics endpoint?)")
     })
-}
-
-/// Where the server's statistics extension is reached.
-pub enum StatsSource {
-    /// Not available for this API.
-    None,
-    /// `GET /v2/models/{m}/stats`.
-    Http(String),
-    /// gRPC `ModelStatistics`, with the `-H` metadata.
-    Grpc(tonic::transport::Channel, tonic::metadata::MetadataMap),
-}
-
-/// Both of the server's own views, read before and after each level: the statistics extension
-/// (per-model queue and compute time, as perf_analyzer reads it) and Prometheus `/metrics`
-/// (the same counters plus the pending-request gauge).
-pub struct ServerProbe {
-    http: reqwest::Client,
-    prom_url: Option<String>,
-    stats: StatsSource,
-    model: String,
-    /// Model version whose gRPC statistics are read ("" = all versions, summed).
-    version: String,
-    /// Things the user should know about the server's metrics (printed once).
-    pub notices: Vec<String>,
-}
-
-/// Counters at one instant.
-#[derive(Default, Debug, Clone)]
-pub struct ProbeSnapshot {
-    /// Prometheus counters.
-    pub prom: Option<Snapshot>,
-    /// Statistics extension counters.
-    pub stats: Option<StatsSnapshot>,
-}
-
-impl ServerProbe {
-    /// Whether the statistics extension is readable.
-    pub fn has_stats(&self) -> bool {
-        !matches!(self.stats, StatsSource::None)
-    }
-
-    /// Probes both sources once; a source that does not answer is dropped (with a notice when
-    /// the user asked for it explicitly).
-    pub async fn new(
-        http: reqwest::Client,
-        model: &str,
-        metrics: &MetricsSource,
-        stats: StatsSource,
-    ) -> ServerProbe {
-        let model = model.to_string();
-        let mut notices = Vec::new();
-        let url = metrics.url().to_string();
-        let prom_url = match scrape(&http, &url, &model).await {
-            Ok(_) => Some(url),
-            Err(e) => {
-                // The default URL is a guess; only an explicit --server-metrics-url deserves a warning.
-                if let MetricsSource::Url(_) = metrics {
-                    notices.push(format!("warning: server metrics unavailable: {e}"));
-                }
-                None
-            }
-        };
-        let mut probe = ServerProbe {
-            http,
-            prom_url,
-            stats,
-            model,
-            version: String::new(),
-            notices,
-        };
-        if let Err(e) = probe.read_stats().await {
-            probe.notices.push(e);
-            probe.stats = StatsSource::None;
-        }
-        probe
-    }
-
-    /// Reads the gRPC statistics of one model version only (perf_analyzer's `-x`), not the sum
-    /// over every loaded version. (For HTTP the version is part of the [`StatsSource::Http`] URL.)
-    pub fn with_version(mut self, version: &str) -> ServerProbe {
-        self.version = version.to_string();
-        self
-    }
-
-    /// Reads the statistics extension once (`Ok(None)` when there is no source).
-    pub async fn read_stats(&self) -> Result<Option<StatsSnapshot>, String> {
-        let restricted = "the statistics API is restricted: add -H 'triton-access-token: TOKEN' (the header the server's --http-restricted-api / --grpc-restricted-protocol setting names) to see server queue and compute time";
-        match &self.stats {
-            StatsSource::None => Ok(None),
-            StatsSource::Http(url) => {
-                let resp = self
-                    .http
-                    .get(url)
-                    .send()
-                    .await
-                    .map_err(|e| format!("note: statistics unavailable: {e}"))?;
-                let status = resp.status();
-                if status == 403 || status == 401 {
-                    return Err(format!("note: {restricted}"));
-                }
-                if !status.is_success() {
-                    return Err(format!(
-                        "note: statistics unavailable: {url} answered HTTP {status}"
-                    ));
-                }
-                let v: serde_json::Value = resp
-                    .json()
-                    .await
-                    .map_err(|e| format!("note: statistics unreadable: {e}"))?;
-                StatsSnapshot::from_json(&v)
-                    .map(Some)
-                    .ok_or_else(|| "note: statistics unreadable: no model_stats".to_string())
-            }
-            StatsSource::Grpc(channel, md) => {
-                match model_statistics_version(channel.clone(), &self.model, &self.version, md)
-                    .await
-                {
-                    Ok(s) => Ok(Some(s)),
-                    Err(s)
-                        if matches!(
-                            s.code(),
-                            tonic::Code::PermissionDenied | tonic::Code::Unauthenticated
-                        ) || s.message().contains("restricted") =>
-                    {
-                        Err(format!("note: {restricted}"))
-                    }
-                    Err(s) => Err(format!(
-                        "note: statistics unavailable: {:?}: {}",
-                        s.code(),
-                        s.message()
-                    )),
-                }
-            }
-        }
-    }
-
-    /// Both counters now.
-    pub async fn snapshot(&self) -> ProbeSnapshot {
-        let prom = match &self.prom_url {
-            Some(url) => scrape(&self.http, url, &self.model).await.ok(),
-            None => None,
-        };
-        ProbeSnapshot {
-            prom,
-            stats: self.read_stats().await.ok().flatten(),
-        }
-    }
-
-    /// The server's view of a level: statistics when available (with the pending gauge from
-    /// Prometheus), else Prometheus alone.
-    pub fn delta(
-        before: &ProbeSnapshot,
-        after: &ProbeSnapshot,
-        max_pending: f64,
-    ) -> Option<ServerDelta> {
-        match (&before.stats, &after.stats, &before.prom, &after.prom) {
-            (Some(b), Some(a), _, _) => Some(ServerDelta::from_stats(b, a, max_pending)),
-            (_, _, Some(b), Some(a)) => Some(ServerDelta::between(b, a, max_pending)),
-            _ => None,
-        }
-    }
-
-    /// Samples the pending-request gauge every 500 ms until told to stop; returns the maximum.
-    pub fn start_pending_sampler(
-        &self,
-    ) -> Option<(
-        tokio::task::JoinHandle<f64>,
-        tokio::sync::oneshot::Sender<()>,
-    )> {
-        let url = self.prom_url.clone()?;
-        let (client, model) = (self.http.clone(), self.model.clone());
-        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            let mut max = 0.0f64;
-            let mut tick = tokio::time::interval(StdDuration::from_millis(500));
-            loop {
-                tokio::select! {
-                    _ = &mut rx => break,
-                    _ = tick.tick() => {
-                        if let Ok(s) = scrape(&client, &url, &model).await {
-                            max = max.max(s.pending);
-                        }
-                    }
-                }
-            }
-            max
-        });
-        Some((handle, tx))
-    }
 }
 
 /// Cumulative per-model statistics (Triton's statistics extension).

@@ -468,6 +468,88 @@ pub fn run_in(args: &[&str], cwd: &Path) -> (i32, String, String) {
     )
 }
 
+/// A TCP relay on a free loopback port in front of `upstream`, recording every byte clients
+/// send through it (one buffer per connection): what left the process for that port.
+pub struct Tee {
+    /// `127.0.0.1:port` to point the client at.
+    pub addr: String,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Tee {
+    /// Starts relaying to `upstream`; one thread per direction per connection, ending with the
+    /// connection (the listener's thread ends with the test process).
+    pub fn start(upstream: std::net::SocketAddr) -> Tee {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
+        let log = sent.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = std::net::TcpStream::connect(upstream) else {
+                    continue;
+                };
+                let index = {
+                    let mut l = log.lock().unwrap();
+                    l.push(Vec::new());
+                    l.len() - 1
+                };
+                let (mut c_read, mut s_write) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16 * 1024];
+                    while let Ok(n) = c_read.read(&mut buf) {
+                        if n == 0 || s_write.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                        log.lock().unwrap()[index].extend_from_slice(&buf[..n]);
+                    }
+                    let _ = s_write.shutdown(std::net::Shutdown::Write);
+                });
+                let (mut s_read, mut c_write) = (server, client);
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s_read, &mut c_write);
+                    let _ = c_write.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        });
+        Tee { addr, sent }
+    }
+
+    /// Every HTTP/1.1 request head sent so far (request line and headers), in order per
+    /// connection.
+    pub fn heads(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for conn in self.sent.lock().unwrap().iter() {
+            let text = String::from_utf8_lossy(conn);
+            let mut rest: &str = &text;
+            while let Some(at) = ["GET /", "POST /"]
+                .iter()
+                .filter_map(|m| rest.find(m))
+                .min()
+            {
+                let head = &rest[at..];
+                let end = head.find("\r\n\r\n").unwrap_or(head.len());
+                out.push(head[..end].to_string());
+                rest = &head[end..];
+            }
+        }
+        out
+    }
+
+    /// Every byte sent so far, lossily as text.
+    pub fn all_sent(&self) -> String {
+        self.sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect()
+    }
+}
+
 /// Certificates for the TLS tests, generated fresh and written to a temporary directory: a
 /// server CA and a server certificate it signed (for `localhost` and `127.0.0.1`), an expired
 /// one and one for another name, and a client CA with a client certificate it signed.

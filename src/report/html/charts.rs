@@ -1,5 +1,6 @@
 //! The five charts of one run: TTFT (or request latency) versus load, throughput versus p99
-//! with the knee marked, ITL versus load, the server's queue versus compute share, error rate.
+//! with the knee marked, ITL versus load, the server's queue versus compute share, error rate;
+//! then the engine's KV-cache and GPU charts where those were read (see `super::engine`).
 //! Latency axes turn logarithmic when the levels span more than ten times (a knee's tail would
 //! otherwise flatten the levels before it).
 
@@ -28,7 +29,7 @@ pub(super) fn kind_title(levels: &[LoadedLevel]) -> String {
 }
 
 /// Log2 for geometric load ladders, else proportional.
-fn x_scale(levels: &[LoadedLevel]) -> XScale {
+pub(super) fn x_scale(levels: &[LoadedLevel]) -> XScale {
     let mut vals: Vec<f64> = levels.iter().map(|l| l.summary.stimulus.value()).collect();
     vals.sort_by(f64::total_cmp);
     vals.dedup();
@@ -131,6 +132,7 @@ pub(super) fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Ana
     itl_chart(out, &ctx);
     queue_chart(out, &ctx);
     error_chart(out, &ctx);
+    super::engine::charts(out, levels, ctx.scale);
     out.push_str("</div>\n");
 }
 
@@ -315,7 +317,7 @@ fn queue_chart(out: &mut String, ctx: &Ctx) {
                 "50%: tune scheduling above".into(),
             )),
         ),
-        "From Triton's own counters. A queue share above half the server time means requests wait more than they compute.",
+        "From the engine's own queue where its metrics page was read (TensorRT-LLM's estimated from its waiting requests), else Triton's counters. A queue share above half the server time means requests wait more than they compute.",
     );
 }
 

@@ -4,7 +4,8 @@
 //! ttftbench version, validity flags, the decisions (knee recommendation, queue-versus-compute
 //! verdict, SLO checks), five charts — TTFT avg/p50/p99 versus load, throughput versus p99
 //! latency with the knee marked, ITL versus load, the server's queue versus compute share, error
-//! rate — and a table of every level. Over several runs (a `bench/` folder of timestamped runs)
+//! rate — and a table of every level; where the server's metrics page was read, the engine's
+//! KV-cache and the GPUs' charts and a table of the engine's view. Over several runs (a `bench/` folder of timestamped runs)
 //! the page starts with the trend of each key metric across runs and the change of the newest run
 //! against the one before it, so the seeds' timeline needs no script.
 //!
@@ -20,6 +21,7 @@ use crate::analysis::knee;
 use crate::artifact::read::Run;
 
 mod charts;
+mod engine;
 mod style;
 mod tables;
 mod trend;
@@ -194,7 +196,8 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
     out.push_str("<div class=\"decision\">\n");
     let _ = writeln!(out, "<p><strong>{}</strong></p>", esc(&k.recommendation));
     if summaries.len() > 1 {
-        for line in crate::analysis::verdict::verdict(&summaries).lines {
+        let knee = k.knee.as_ref().map(|k| k.level.as_str());
+        for line in crate::analysis::verdict::with_knee(&summaries, knee).lines {
             let _ = writeln!(out, "<p>{}</p>", esc(&line));
         }
     }
@@ -224,6 +227,7 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
     out.push_str("</div>\n");
     charts::run_charts(out, &run.levels, &k);
     tables::level_table(out, &run.levels, k.knee.as_ref().map(|k| k.level.as_str()));
+    engine::table(out, &run.levels);
 }
 
 /// The whole page for `runs` (oldest first).
@@ -315,6 +319,8 @@ mod tests {
                     ..Default::default()
                 },
                 server: None,
+                engine: None,
+                gpu: None,
                 streaming: true,
                 interrupted: false,
                 started_unix_ns: 1_767_355_205_000_000_000,

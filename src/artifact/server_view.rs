@@ -1,0 +1,324 @@
+//! The engine's and the GPUs' view of a level in the export files, as pure functions of the
+//! level's summary.
+//!
+//! Level JSON: `engine_metrics` is the engine's view (`server_metrics::level::EngineLevelView`:
+//! `kind`, gauges as `{avg, max, samples}`, times in seconds, counters as deltas over the level,
+//! `prefix_cache {queried, hits, hit_rate, unit}`, `window_s`) plus two derived keys: `split`
+//! (`{queue_ms, queue_source: engine|triton|waiting_gauge, prefill_ms, decode_ms, generation_ms}`)
+//! and `network_and_client_ttft_ms` (client TTFT avg minus the server's); `null` when the page
+//! was not read. `gpu_metrics` is `{gpus: [{uuid, name, utilization, memory_used_bytes,
+//! memory_total_bytes, power_w, energy_j}], window_s, energy_j, energy_source: counter|power,
+//! output_tokens_per_joule}` or `null`.
+//!
+//! CSV rows (second section, `key,value,unit`), each only when known: `engine_waiting_requests_
+//! {avg,max}`, `engine_running_requests_{avg,max}` (count), `engine_queue_time_avg` (ms; named
+//! `engine_queue_time_estimated_avg` when Little's law estimated it from the waiting gauge),
+//! `engine_prefill_time_avg`, `engine_decode_time_avg`, `engine_generation_time_avg` (ms),
+//! `engine_queue_share` (percent), `engine_kv_cache_usage_{avg,max}` (percent),
+//! `engine_preemptions` (count), `server_ttft_{avg,p99}` and `network_and_client_ttft_avg` (ms),
+//! `prefix_cache_hit_rate` (percent), `prefix_cache_hits` (tokens or blocks); then
+//! `gpu_count`, `gpu_utilization_{avg,max}` (percent), `gpu_memory_used_max` (GiB, all GPUs),
+//! `gpu_power_avg` (W, all GPUs), `gpu_energy` (J) and `output_tokens_per_joule`.
+
+use serde_json::{Value, json};
+
+use crate::server_metrics::split::QueueSource;
+use crate::stats::LevelSummary;
+
+/// One `key,value,unit` row.
+pub type Row = (String, String, &'static str);
+
+fn num(v: f64) -> String {
+    crate::analysis::text::fixed_or(Some(v), 2, "N/A")
+}
+
+/// The `engine_metrics` value.
+pub fn engine_json(s: &LevelSummary) -> Value {
+    let Some(e) = &s.engine else {
+        return Value::Null;
+    };
+    let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
+    if let Some(m) = v.as_object_mut() {
+        m.insert("split".into(), json!(e.split()));
+        m.insert(
+            "network_and_client_ttft_ms".into(),
+            json!(s.network_and_client_ttft_ms()),
+        );
+    }
+    v
+}
+
+/// The `gpu_metrics` value.
+pub fn gpu_json(s: &LevelSummary) -> Value {
+    s.gpu.as_ref().map_or(Value::Null, |g| {
+        serde_json::to_value(g).unwrap_or(Value::Null)
+    })
+}
+
+/// The engine's and the GPUs' rows of the CSV's second section.
+pub fn csv_rows(s: &LevelSummary) -> Vec<Row> {
+    let mut rows = engine_rows(s);
+    rows.extend(gpu_rows(s));
+    rows
+}
+
+fn engine_rows(s: &LevelSummary) -> Vec<Row> {
+    let Some(e) = &s.engine else {
+        return Vec::new();
+    };
+    let mut rows: Vec<Row> = Vec::new();
+    let mut push = |key: &str, v: Option<f64>, unit: &'static str| {
+        if let Some(v) = v {
+            rows.push((key.to_string(), num(v), unit));
+        }
+    };
+    push(
+        "engine_waiting_requests_avg",
+        e.waiting.map(|g| g.avg),
+        "count",
+    );
+    push(
+        "engine_waiting_requests_max",
+        e.waiting.map(|g| g.max),
+        "count",
+    );
+    push(
+        "engine_running_requests_avg",
+        e.running.map(|g| g.avg),
+        "count",
+    );
+    push(
+        "engine_running_requests_max",
+        e.running.map(|g| g.max),
+        "count",
+    );
+    if let Some(sp) = e.split() {
+        let key = if sp.queue_source == QueueSource::WaitingGauge {
+            "engine_queue_time_estimated_avg"
+        } else {
+            "engine_queue_time_avg"
+        };
+        push(key, Some(sp.queue_ms), "ms");
+        push("engine_prefill_time_avg", sp.prefill_ms, "ms");
+        push("engine_decode_time_avg", sp.decode_ms, "ms");
+        push("engine_generation_time_avg", Some(sp.generation_ms), "ms");
+        push(
+            "engine_queue_share",
+            sp.queue_share().map(|q| q * 100.0),
+            "percent",
+        );
+    }
+    let pct = |g: Option<crate::server_metrics::level::GaugeStats>, max: bool| {
+        g.map(|g| if max { g.max } else { g.avg } * 100.0)
+    };
+    push(
+        "engine_kv_cache_usage_avg",
+        pct(e.kv_usage, false),
+        "percent",
+    );
+    push(
+        "engine_kv_cache_usage_max",
+        pct(e.kv_usage, true),
+        "percent",
+    );
+    push("engine_preemptions", e.preemptions, "count");
+    push(
+        "server_ttft_avg",
+        e.server_ttft.map(|t| t.avg_s * 1e3),
+        "ms",
+    );
+    push(
+        "server_ttft_p99",
+        e.server_ttft.and_then(|t| t.p99_s).map(|p| p * 1e3),
+        "ms",
+    );
+    push(
+        "network_and_client_ttft_avg",
+        s.network_and_client_ttft_ms(),
+        "ms",
+    );
+    if let Some(p) = e.prefix_cache {
+        push(
+            "prefix_cache_hit_rate",
+            p.hit_rate.map(|r| r * 100.0),
+            "percent",
+        );
+        let unit = match p.unit {
+            crate::server_metrics::engines::CacheUnit::Tokens => "tokens",
+            crate::server_metrics::engines::CacheUnit::Blocks => "blocks",
+        };
+        push("prefix_cache_hits", Some(p.hits), unit);
+    }
+    rows
+}
+
+fn gpu_rows(s: &LevelSummary) -> Vec<Row> {
+    let Some(g) = &s.gpu else {
+        return Vec::new();
+    };
+    let mut rows: Vec<Row> = vec![("gpu_count".into(), g.gpus.len().to_string(), "count")];
+    let mut push = |key: &str, v: Option<f64>, unit: &'static str| {
+        if let Some(v) = v {
+            rows.push((key.to_string(), num(v), unit));
+        }
+    };
+    push(
+        "gpu_utilization_avg",
+        g.utilization_avg().map(|u| u * 100.0),
+        "percent",
+    );
+    push(
+        "gpu_utilization_max",
+        g.utilization_max().map(|u| u * 100.0),
+        "percent",
+    );
+    push(
+        "gpu_memory_used_max",
+        g.memory_used_max_bytes().map(|b| b / GIB),
+        "GiB",
+    );
+    push("gpu_power_avg", g.power_avg_w(), "W");
+    push("gpu_energy", g.energy_j, "J");
+    push(
+        "output_tokens_per_joule",
+        g.output_tokens_per_joule,
+        "tokens/J",
+    );
+    rows
+}
+
+/// Bytes in a GiB.
+pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::server_metrics::ServerKind;
+    use crate::server_metrics::engines::CacheUnit;
+    use crate::server_metrics::gpu::{GpuLevelView, GpuView};
+    use crate::server_metrics::level::{EngineLevelView, GaugeStats, PrefixView, TtftView};
+
+    fn gauge(avg: f64, max: f64) -> Option<GaugeStats> {
+        Some(GaugeStats {
+            avg,
+            max,
+            samples: 10,
+        })
+    }
+
+    /// A vLLM level: 2 s of queue, 0.1 s prefill, 0.9 s decode, KV 95% at peak.
+    pub(crate) fn vllm_view() -> EngineLevelView {
+        EngineLevelView {
+            kind: ServerKind::Vllm,
+            model_matched: true,
+            waiting: gauge(3.0, 6.0),
+            running: gauge(8.0, 8.0),
+            kv_usage: gauge(0.8, 0.95),
+            preemptions: Some(4.0),
+            requests: Some(40.0),
+            avg_queue_s: Some(2.0),
+            avg_triton_queue_s: None,
+            avg_prefill_s: Some(0.1),
+            avg_decode_s: Some(0.9),
+            avg_inference_s: Some(1.0),
+            avg_e2e_s: Some(3.0),
+            prefill_busy_s: None,
+            decode_busy_s: None,
+            server_ttft: Some(TtftView {
+                count: 40.0,
+                avg_s: 2.1,
+                p50_s: None,
+                p90_s: None,
+                p99_s: Some(2.5),
+            }),
+            prefix_cache: Some(PrefixView {
+                queried: Some(1000.0),
+                hits: 250.0,
+                hit_rate: Some(0.25),
+                unit: CacheUnit::Tokens,
+            }),
+            prompt_tokens: Some(4000.0),
+            generation_tokens: Some(2000.0),
+            window_s: Some(10.0),
+        }
+    }
+
+    fn level() -> LevelSummary {
+        let mut s = crate::stats::test_level(crate::load::Stimulus::Concurrency(8), 2200.0);
+        s.engine = Some(vllm_view());
+        s.gpu = Some(
+            GpuView::new(
+                vec![GpuLevelView {
+                    uuid: "GPU-a".into(),
+                    name: Some("NVIDIA H100".into()),
+                    utilization: gauge(0.5, 0.9),
+                    memory_used_bytes: gauge(GIB, 2.0 * GIB),
+                    memory_total_bytes: Some(80.0 * GIB),
+                    power_w: gauge(300.0, 400.0),
+                    energy_j: None,
+                }],
+                10.0,
+            )
+            .with_output_rate(600.0),
+        );
+        s
+    }
+
+    #[test]
+    fn csv_rows_exact() {
+        let rows: Vec<String> = csv_rows(&level())
+            .into_iter()
+            .map(|(k, v, u)| format!("{k},{v},{u}"))
+            .collect();
+        assert_eq!(
+            rows.join("\n"),
+            "engine_waiting_requests_avg,3.00,count
+engine_waiting_requests_max,6.00,count
+engine_running_requests_avg,8.00,count
+engine_running_requests_max,8.00,count
+engine_queue_time_avg,2000.00,ms
+engine_prefill_time_avg,100.00,ms
+engine_decode_time_avg,900.00,ms
+engine_generation_time_avg,1000.00,ms
+engine_queue_share,66.67,percent
+engine_kv_cache_usage_avg,80.00,percent
+engine_kv_cache_usage_max,95.00,percent
+engine_preemptions,4.00,count
+server_ttft_avg,2100.00,ms
+server_ttft_p99,2500.00,ms
+network_and_client_ttft_avg,100.00,ms
+prefix_cache_hit_rate,25.00,percent
+prefix_cache_hits,250.00,tokens
+gpu_count,1,count
+gpu_utilization_avg,50.00,percent
+gpu_utilization_max,90.00,percent
+gpu_memory_used_max,2.00,GiB
+gpu_power_avg,300.00,W
+gpu_energy,3000.00,J
+output_tokens_per_joule,2.00,tokens/J"
+        );
+        assert!(
+            csv_rows(&crate::stats::test_level(
+                crate::load::Stimulus::Concurrency(1),
+                5.0
+            ))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn json_carries_the_split_and_reads_back() {
+        let s = level();
+        let v = engine_json(&s);
+        assert_eq!(v["kind"], "vllm");
+        assert_eq!(v["split"]["queue_source"], "engine");
+        assert_eq!(v["split"]["queue_ms"], 2000.0);
+        assert_eq!(v["network_and_client_ttft_ms"], 100.0);
+        let back: EngineLevelView = serde_json::from_value(v).unwrap();
+        assert_eq!(back, vllm_view());
+        let g = gpu_json(&s);
+        assert_eq!(g["energy_source"], "power");
+        let back: GpuView = serde_json::from_value(g).unwrap();
+        assert_eq!(Some(back), s.gpu);
+    }
+}

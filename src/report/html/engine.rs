@@ -1,0 +1,209 @@
+//! The server's own view in the report, where its metrics page was read: the engine's table
+//! (its queue, prefill and decode, batch, KV cache, preemptions, server TTFT, prefix cache) and
+//! two charts — KV-cache usage versus load, GPU utilization and power versus load (with output
+//! tokens per joule in each point's hover text).
+
+use std::fmt::Write as _;
+
+use super::charts::{figure, kind_title, load_label};
+use crate::artifact::read::LoadedLevel;
+use crate::report::svg::{self, Chart, Pt, Series, XScale, esc};
+use crate::server_metrics::split::engine_name;
+use crate::stats::LevelSummary;
+
+/// A series of one value per level, points only where it is known.
+fn series(
+    levels: &[LoadedLevel],
+    name: &str,
+    value: impl Fn(&LevelSummary) -> Option<f64>,
+    tip: impl Fn(&LevelSummary, f64) -> String,
+) -> Series {
+    Series {
+        name: name.to_string(),
+        points: levels
+            .iter()
+            .filter_map(|l| {
+                let v = value(&l.summary)?;
+                Some(Pt::new(l.summary.stimulus.value(), v, tip(&l.summary, v)))
+            })
+            .collect(),
+    }
+}
+
+fn chart(id: &str, title: String, x: &str, y: &str, scale: XScale, series: Vec<Series>) -> Chart {
+    Chart {
+        id: id.into(),
+        title,
+        x_label: x.into(),
+        y_label: y.into(),
+        x_scale: scale,
+        x_ticks: vec![],
+        series,
+        lines: true,
+        marks: vec![],
+        hlines: vec![],
+        legend_title: String::new(),
+    }
+}
+
+/// The KV-cache chart (when an engine exported its usage) and the GPU chart (when GPUs were
+/// read).
+pub(super) fn charts(out: &mut String, levels: &[LoadedLevel], scale: XScale) {
+    let kind = kind_title(levels);
+    let at = |l: &LevelSummary| format!("{kind} {}", load_label(l));
+    if levels.iter().any(|l| {
+        l.summary
+            .engine
+            .as_ref()
+            .is_some_and(|e| e.kv_usage.is_some())
+    }) {
+        let kv = |max: bool| {
+            move |l: &LevelSummary| {
+                let g = l.engine.as_ref()?.kv_usage?;
+                Some(if max { g.max } else { g.avg } * 100.0)
+            }
+        };
+        let tip = |what: &'static str| {
+            let at = &at;
+            move |l: &LevelSummary, v: f64| {
+                let pre = l.engine.as_ref().and_then(|e| e.preemptions).unwrap_or(0.0);
+                format!("{}: KV cache {what} {v:.0}%, {pre:.0} preemptions", at(l))
+            }
+        };
+        let c = chart(
+            "kv",
+            format!("KV-cache usage vs {kind}"),
+            &kind,
+            "KV-cache usage (%)",
+            scale,
+            vec![
+                series(levels, "avg", kv(false), tip("avg")),
+                series(levels, "max", kv(true), tip("max")),
+            ],
+        );
+        figure(
+            out,
+            &svg::line_chart(&c),
+            "From the engine's own gauge, sampled every 500 ms. Near 100% the engine stops admitting requests or preempts running ones (hover for the count).",
+        );
+    }
+    if levels.iter().any(|l| l.summary.gpu.is_some()) {
+        gpu_chart(out, levels, &kind, scale);
+    }
+}
+
+fn gpu_chart(out: &mut String, levels: &[LoadedLevel], kind: &str, scale: XScale) {
+    let tip = |l: &LevelSummary, what: String| {
+        let tpj = l
+            .gpu
+            .as_ref()
+            .and_then(|g| g.output_tokens_per_joule)
+            .map_or(String::new(), |t| format!(", {t:.2} output tokens/J"));
+        format!("{kind} {}: {what}{tpj}", load_label(l))
+    };
+    let util = series(
+        levels,
+        "utilization avg (%)",
+        |l| l.gpu.as_ref()?.utilization_avg().map(|u| u * 100.0),
+        |l, v| tip(l, format!("GPU utilization {v:.0}%")),
+    );
+    let power = series(
+        levels,
+        "power, all GPUs (W ÷ 10)",
+        |l| l.gpu.as_ref()?.power_avg_w().map(|w| w / 10.0),
+        |l, v| tip(l, format!("{:.0} W", v * 10.0)),
+    );
+    let c = chart(
+        "gpu",
+        format!("GPUs vs {kind}"),
+        kind,
+        "utilization (%) · power (W ÷ 10)",
+        scale,
+        vec![util, power]
+            .into_iter()
+            .filter(|s| !s.points.is_empty())
+            .collect(),
+    );
+    figure(
+        out,
+        &svg::line_chart(&c),
+        "From Triton's nv_gpu_* metrics or a DCGM exporter (--gpu-metrics-url). Hover for output tokens per joule where power or energy is known.",
+    );
+}
+
+fn cell(v: Option<f64>, digits: usize) -> String {
+    crate::analysis::text::fixed_or(v, digits, "–")
+}
+
+/// One level's row of the engine table.
+fn row(l: &LevelSummary) -> Option<String> {
+    let e = l.engine.as_ref();
+    let g = l.gpu.as_ref();
+    if e.is_none() && g.is_none() {
+        return None;
+    }
+    let split = e.and_then(|e| e.split());
+    let queue = split.map_or_else(
+        || "–".to_string(),
+        |s| {
+            let est = matches!(
+                s.queue_source,
+                crate::server_metrics::split::QueueSource::WaitingGauge
+            );
+            format!("{:.1}{}", s.queue_ms, if est { " (est.)" } else { "" })
+        },
+    );
+    let gauge = |v: Option<crate::server_metrics::level::GaugeStats>, pct: f64| {
+        v.map_or_else(
+            || "–".to_string(),
+            |g| format!("{:.1} / {:.1}", g.avg * pct, g.max * pct),
+        )
+    };
+    let cells = [
+        e.map_or("–", |e| engine_name(e.kind)).to_string(),
+        gauge(e.and_then(|e| e.waiting), 1.0),
+        gauge(e.and_then(|e| e.running), 1.0),
+        queue,
+        cell(split.and_then(|s| s.prefill_ms), 1),
+        cell(split.and_then(|s| s.decode_ms), 1),
+        cell(split.map(|s| s.generation_ms), 1),
+        gauge(e.and_then(|e| e.kv_usage), 100.0),
+        cell(e.and_then(|e| e.preemptions), 0),
+        cell(e.and_then(|e| e.server_ttft).map(|t| t.avg_s * 1e3), 1),
+        cell(l.network_and_client_ttft_ms(), 1),
+        cell(
+            e.and_then(|e| e.prefix_cache)
+                .and_then(|p| p.hit_rate)
+                .map(|r| r * 100.0),
+            1,
+        ),
+        cell(g.and_then(|g| g.utilization_avg()).map(|u| u * 100.0), 0),
+        cell(g.and_then(|g| g.power_avg_w()), 0),
+        cell(g.and_then(|g| g.output_tokens_per_joule), 2),
+    ];
+    let mut s = format!("<tr><td>{}</td>", esc(&load_label(l)));
+    for c in cells {
+        let _ = write!(s, "<td>{}</td>", esc(&c));
+    }
+    s.push_str("</tr>");
+    Some(s)
+}
+
+/// The engine's table, when any level has the engine's or the GPUs' view.
+pub(super) fn table(out: &mut String, levels: &[LoadedLevel]) {
+    let rows: Vec<String> = levels.iter().filter_map(|l| row(&l.summary)).collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h3>The server's view</h3><div class=\"tablewrap\"><table class=\"levels engine\"><thead><tr><th>{}</th><th>Engine</th><th>Waiting avg / max</th><th>Running avg / max</th><th>Queue (ms)</th><th>Prefill (ms)</th><th>Decode (ms)</th><th>Generation (ms)</th><th>KV cache avg / max (%)</th><th>Preemptions</th><th>Server TTFT (ms)</th><th>Network + client TTFT (ms)</th><th>Prefix-cache hits (%)</th><th>GPU util (%)</th><th>GPU power (W)</th><th>Output tok/J</th></tr></thead><tbody>",
+        esc(&kind_title(levels))
+    );
+    for r in rows {
+        out.push_str(&r);
+        out.push('\n');
+    }
+    out.push_str("</tbody></table></div>\n");
+    out.push_str("<p class=\"meta\">Queue marked (est.): estimated by Little's law from the engine's waiting requests (TensorRT-LLM exports no queue time). Network + client TTFT: client TTFT minus the server's own.</p>\n");
+}

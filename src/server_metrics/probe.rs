@@ -1,0 +1,455 @@
+//! Reading the server's own view while a run goes: Triton's statistics extension and its
+//! Prometheus counters before and after each level, and the engine's metrics page — whichever
+//! engine it is ([`super::engines::detect`], or `--server-kind`) — with the GPUs' (Triton's own
+//! page or a DCGM exporter's, `--gpu-metrics-url`), sampled every 500 ms while the level runs so
+//! gauges (waiting, running, KV-cache usage, GPU utilization and power) are averaged over it.
+//!
+//! Requests to these endpoints carry only the headers the caller's client has (see
+//! `engine::session::metrics_http_client`: never the API key).
+
+use std::time::Duration as StdDuration;
+
+use super::engines::{self, EngineSample};
+use super::gpu::{self, GpuLevel, GpuSample, GpuView};
+use super::level::{EngineLevel, EngineLevelView};
+use super::prometheus;
+use super::{
+    MetricsSource, ServerDelta, ServerKind, Snapshot, StatsSnapshot, fetch_page,
+    model_statistics_version, parse_prometheus,
+};
+
+/// How often gauges are sampled while a level runs.
+pub const SAMPLE_EVERY: StdDuration = StdDuration::from_millis(500);
+
+/// Where the server's statistics extension is reached.
+pub enum StatsSource {
+    /// Not available for this API.
+    None,
+    /// `GET /v2/models/{m}/stats`.
+    Http(String),
+    /// gRPC `ModelStatistics`, with the metadata the statistics call may carry.
+    Grpc(tonic::transport::Channel, tonic::metadata::MetadataMap),
+}
+
+/// Which metrics pages to read, as the plan says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeConfig {
+    /// The server's `/metrics`.
+    pub metrics: MetricsSource,
+    /// The engine whose families to read (`--server-kind`); detected from the page when `None`.
+    pub kind: Option<ServerKind>,
+    /// A DCGM exporter's page (`--gpu-metrics-url`); without it GPUs are read from the server's
+    /// page when it has Triton's GPU families.
+    pub gpu_url: Option<String>,
+}
+
+/// What one read of the metrics pages says.
+#[derive(Debug, Clone, Default)]
+struct Page {
+    prom: Option<Snapshot>,
+    engine: Option<EngineSample>,
+    gpus: Vec<GpuSample>,
+}
+
+/// Reads the pages the probe settled on (cheap to clone into the sampling task).
+#[derive(Clone)]
+struct PageReader {
+    http: reqwest::Client,
+    prom_url: Option<String>,
+    kind: Option<ServerKind>,
+    gpu_url: Option<String>,
+    model: String,
+}
+
+impl PageReader {
+    /// One read of each page; a page that does not answer reads as empty.
+    async fn read(&self) -> Page {
+        let mut out = Page::default();
+        if let Some(url) = &self.prom_url
+            && let Ok(text) = fetch_page(&self.http, url).await
+        {
+            out = self.parse(&text, self.gpu_url.as_deref() == Some(url.as_str()));
+        }
+        if let Some(g) = self
+            .gpu_url
+            .as_ref()
+            .filter(|g| Some(*g) != self.prom_url.as_ref())
+            && let Ok(text) = fetch_page(&self.http, g).await
+        {
+            out.gpus = gpu::read_gpus(&prometheus::parse(&text));
+        }
+        out
+    }
+
+    fn parse(&self, text: &str, gpus: bool) -> Page {
+        let page = prometheus::parse(text);
+        Page {
+            prom: parse_prometheus(text, &self.model),
+            engine: self
+                .kind
+                .and_then(|k| engines::read_sample(&page, k, Some(&self.model))),
+            gpus: if gpus {
+                gpu::read_gpus(&page)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
+/// The server's own views, read before and after each level: the statistics extension
+/// (per-model queue and compute time, as perf_analyzer reads it), Triton's Prometheus counters,
+/// the engine's metrics and the GPUs'.
+pub struct ServerProbe {
+    reader: PageReader,
+    stats: StatsSource,
+    /// Model version whose gRPC statistics are read ("" = all versions, summed).
+    version: String,
+    /// Things the user should know about the server's metrics (printed once).
+    pub notices: Vec<String>,
+}
+
+/// Counters at one instant.
+#[derive(Default, Debug, Clone)]
+pub struct ProbeSnapshot {
+    /// Triton's Prometheus counters.
+    pub prom: Option<Snapshot>,
+    /// Statistics extension counters.
+    pub stats: Option<StatsSnapshot>,
+    /// The engine's sample.
+    pub engine: Option<EngineSample>,
+    /// Every GPU's sample.
+    pub gpus: Vec<GpuSample>,
+}
+
+/// What the sampling task saw while a level ran.
+#[derive(Debug, Clone)]
+pub struct Sampled {
+    /// Largest pending-request count of Triton's gauge.
+    pub max_pending: f64,
+    /// The engine's gauges and start counters.
+    pub engine: Option<EngineLevel>,
+    /// The GPUs' gauges and start counters.
+    pub gpus: Option<GpuLevel>,
+}
+
+impl Sampled {
+    /// Nothing sampled yet, from the level's start.
+    fn from_start(start: &ProbeSnapshot) -> Sampled {
+        Sampled {
+            max_pending: 0.0,
+            engine: start.engine.clone().map(EngineLevel::new),
+            gpus: (!start.gpus.is_empty()).then(|| GpuLevel::new(start.gpus.clone())),
+        }
+    }
+
+    fn observe(&mut self, page: &Page) {
+        if let Some(p) = &page.prom {
+            self.max_pending = self.max_pending.max(p.pending);
+        }
+        if let (Some(level), Some(s)) = (&mut self.engine, &page.engine) {
+            level.observe(s);
+        }
+        if let Some(level) = &mut self.gpus
+            && !page.gpus.is_empty()
+        {
+            level.observe(&page.gpus);
+        }
+    }
+
+    /// The level's engine and GPU views, ending at `end` after `window_s` seconds.
+    pub fn finish(
+        self,
+        end: &ProbeSnapshot,
+        window_s: f64,
+    ) -> (Option<EngineLevelView>, Option<GpuView>) {
+        let engine = match (self.engine, &end.engine) {
+            (Some(level), Some(e)) => Some(level.finish_over(e, window_s)),
+            _ => None,
+        };
+        let gpus = match self.gpus {
+            Some(level) if !end.gpus.is_empty() => {
+                Some(GpuView::new(level.finish(&end.gpus), window_s))
+            }
+            _ => None,
+        };
+        (engine, gpus)
+    }
+}
+
+/// The task sampling gauges while a level runs.
+pub struct Sampler {
+    handle: tokio::task::JoinHandle<Sampled>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Sampler {
+    /// Stops sampling; what was seen.
+    pub async fn finish(self) -> Option<Sampled> {
+        let _ = self.stop.send(());
+        self.handle.await.ok()
+    }
+}
+
+impl ServerProbe {
+    /// Whether the statistics extension is readable.
+    pub fn has_stats(&self) -> bool {
+        !matches!(self.stats, StatsSource::None)
+    }
+
+    /// The engine whose metrics are read, when a page with them was found.
+    pub fn kind(&self) -> Option<ServerKind> {
+        self.reader.prom_url.as_ref().and(self.reader.kind)
+    }
+
+    /// Probes every source once; a source that does not answer is dropped (with a notice when
+    /// the user asked for it explicitly).
+    pub async fn new(
+        http: reqwest::Client,
+        model: &str,
+        cfg: &ProbeConfig,
+        stats: StatsSource,
+    ) -> ServerProbe {
+        let mut notices = Vec::new();
+        let found = find_metrics(&http, model, cfg, &mut notices).await;
+        let gpu_url = match &cfg.gpu_url {
+            Some(url) => check_gpu_page(&http, url, &mut notices).await,
+            None => found.as_ref().filter(|f| f.has_gpus).map(|f| f.url.clone()),
+        };
+        let mut probe = ServerProbe {
+            reader: PageReader {
+                http,
+                prom_url: found.as_ref().map(|f| f.url.clone()),
+                kind: found.and_then(|f| f.kind),
+                gpu_url,
+                model: model.to_string(),
+            },
+            stats,
+            version: String::new(),
+            notices,
+        };
+        if let Err(e) = probe.read_stats().await {
+            probe.notices.push(e);
+            probe.stats = StatsSource::None;
+        }
+        probe
+    }
+
+    /// Reads the gRPC statistics of one model version only (perf_analyzer's `-x`), not the sum
+    /// over every loaded version. (For HTTP the version is part of the [`StatsSource::Http`] URL.)
+    pub fn with_version(mut self, version: &str) -> ServerProbe {
+        self.version = version.to_string();
+        self
+    }
+
+    /// Reads the statistics extension once (`Ok(None)` when there is no source).
+    pub async fn read_stats(&self) -> Result<Option<StatsSnapshot>, String> {
+        let restricted = "the statistics API is restricted: add -H 'triton-access-token: TOKEN' (the header the server's --http-restricted-api / --grpc-restricted-protocol setting names) to see server queue and compute time";
+        match &self.stats {
+            StatsSource::None => Ok(None),
+            StatsSource::Http(url) => {
+                let resp = self
+                    .reader
+                    .http
+                    .get(url)
+                    .send()
+                    .await
+                    .map_err(|e| format!("note: statistics unavailable: {e}"))?;
+                let status = resp.status();
+                if status == 403 || status == 401 {
+                    return Err(format!("note: {restricted}"));
+                }
+                if !status.is_success() {
+                    return Err(format!(
+                        "note: statistics unavailable: {url} answered HTTP {status}"
+                    ));
+                }
+                let v: serde_json::Value = resp
+                    .json()
+                    .await
+                    .map_err(|e| format!("note: statistics unreadable: {e}"))?;
+                StatsSnapshot::from_json(&v)
+                    .map(Some)
+                    .ok_or_else(|| "note: statistics unreadable: no model_stats".to_string())
+            }
+            StatsSource::Grpc(channel, md) => {
+                match model_statistics_version(
+                    channel.clone(),
+                    &self.reader.model,
+                    &self.version,
+                    md,
+                )
+                .await
+                {
+                    Ok(s) => Ok(Some(s)),
+                    Err(s)
+                        if matches!(
+                            s.code(),
+                            tonic::Code::PermissionDenied | tonic::Code::Unauthenticated
+                        ) || s.message().contains("restricted") =>
+                    {
+                        Err(format!("note: {restricted}"))
+                    }
+                    Err(s) => Err(format!(
+                        "note: statistics unavailable: {:?}: {}",
+                        s.code(),
+                        s.message()
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Every source now: the metrics pages first, then the statistics.
+    pub async fn snapshot(&self) -> ProbeSnapshot {
+        let page = self.reader.read().await;
+        ProbeSnapshot {
+            prom: page.prom,
+            stats: self.read_stats().await.ok().flatten(),
+            engine: page.engine,
+            gpus: page.gpus,
+        }
+    }
+
+    /// The statistics first, then the metrics pages without Triton's counters: for stability
+    /// windows, whose boundaries are the statistics reads.
+    pub async fn snapshot_stats_first(&self) -> ProbeSnapshot {
+        let stats = self.read_stats().await.ok().flatten();
+        let page = self.reader.read().await;
+        ProbeSnapshot {
+            prom: None,
+            stats,
+            engine: page.engine,
+            gpus: page.gpus,
+        }
+    }
+
+    /// Triton's view of a level: statistics when available (with the pending gauge from
+    /// Prometheus), else Prometheus alone.
+    pub fn delta(
+        before: &ProbeSnapshot,
+        after: &ProbeSnapshot,
+        max_pending: f64,
+    ) -> Option<ServerDelta> {
+        match (&before.stats, &after.stats, &before.prom, &after.prom) {
+            (Some(b), Some(a), _, _) => Some(ServerDelta::from_stats(b, a, max_pending)),
+            (_, _, Some(b), Some(a)) => Some(ServerDelta::between(b, a, max_pending)),
+            _ => None,
+        }
+    }
+
+    /// Samples the metrics pages every [`SAMPLE_EVERY`] from `start` until told to stop;
+    /// `None` when there is no page to read.
+    pub fn start_sampler(&self, start: &ProbeSnapshot) -> Option<Sampler> {
+        if self.reader.prom_url.is_none() && self.reader.gpu_url.is_none() {
+            return None;
+        }
+        let reader = self.reader.clone();
+        let mut sampled = Sampled::from_start(start);
+        let (stop, mut rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(SAMPLE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // The first tick is immediate: that sample is the start's, already taken.
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = &mut rx => break,
+                    _ = tick.tick() => sampled.observe(&reader.read().await),
+                }
+            }
+            sampled
+        });
+        Some(Sampler { handle, stop })
+    }
+}
+
+/// The metrics page the probe reads.
+struct Found {
+    url: String,
+    kind: Option<ServerKind>,
+    has_gpus: bool,
+}
+
+/// The first candidate URL with metrics for `model`: Triton's counters or an engine's families.
+async fn find_metrics(
+    http: &reqwest::Client,
+    model: &str,
+    cfg: &ProbeConfig,
+    notices: &mut Vec<String>,
+) -> Option<Found> {
+    let explicit = cfg.metrics.explicit();
+    for url in cfg.metrics.candidates() {
+        let text = match fetch_page(http, url).await {
+            Ok(t) => t,
+            Err(e) => {
+                // A default URL is a guess; only an explicit --server-metrics-url deserves a warning.
+                if explicit {
+                    notices.push(format!("warning: server metrics unavailable: {e}"));
+                }
+                continue;
+            }
+        };
+        let page = prometheus::parse(&text);
+        let detected = engines::detect(&page);
+        let kind = cfg.kind.or(detected);
+        // Triton lists every loaded model by name: another model's counters are not this one's.
+        let engine = kind
+            .and_then(|k| engines::read_sample(&page, k, Some(model)))
+            .filter(|e| e.model_matched || e.kind != ServerKind::Triton);
+        let triton = parse_prometheus(&text, model);
+        if let (Some(forced), None) = (cfg.kind, &engine) {
+            notices.push(format!(
+                "warning: --server-kind {forced}: {url} has none of {}'s metric families{}",
+                super::split::engine_name(forced),
+                detected.map_or(String::new(), |d| format!(" (it looks like {d})"))
+            ));
+        }
+        if engine.is_none() && triton.is_none() {
+            if explicit {
+                notices.push(format!(
+                    "warning: server metrics unavailable: {url} has no metrics this version reads for model '{model}' (Triton, TensorRT-LLM, vLLM, SGLang or TGI families)"
+                ));
+            }
+            continue;
+        }
+        if let Some(e) = engine.as_ref().filter(|e| !e.model_matched) {
+            notices.push(format!(
+                "note: {url} has no {} series labelled '{model}'; reading the page's {} series",
+                e.kind,
+                if kind == Some(ServerKind::TrtLlm) {
+                    "TensorRT-LLM model's"
+                } else {
+                    "only model's (or every)"
+                }
+            ));
+        }
+        return Some(Found {
+            url: url.clone(),
+            kind: engine.map(|e| e.kind),
+            has_gpus: !gpu::read_gpus(&page).is_empty(),
+        });
+    }
+    None
+}
+
+/// `url` when it answers with GPU series; a warning otherwise.
+async fn check_gpu_page(
+    http: &reqwest::Client,
+    url: &str,
+    notices: &mut Vec<String>,
+) -> Option<String> {
+    match fetch_page(http, url).await {
+        Ok(text) if !gpu::read_gpus(&prometheus::parse(&text)).is_empty() => Some(url.to_string()),
+        Ok(_) => {
+            notices.push(format!(
+                "warning: GPU metrics unavailable: {url} has no GPU series (nv_gpu_* or DCGM_FI_DEV_*)"
+            ));
+            None
+        }
+        Err(e) => {
+            notices.push(format!("warning: GPU metrics unavailable: {e}"));
+            None
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! The server's own view during a run, end to end through `profile` against the simulator in
+//! each engine's metrics style: the engine's level view and the GPUs' in the summaries, the
+//! level JSON (read back), the CSV, `summary.csv` and `report.html`; the verdict naming
+//! TensorRT-LLM's executor queue and vLLM's KV pressure; and credentials reaching only the
+//! endpoints they belong to (a canary key, every request that leaves the process recorded).
+
+mod common;
+
+use common::{Tee, args, profile, start};
+use serde_json::Value;
+use ttftbench::server_metrics::ServerKind;
+use ttftbench::sim::{EngineConfig, SimConfig, SimHandle};
+
+/// 4 batch slots, prefill 1 ms + 10 µs/token, decode steps of 2 ms + 100 µs per sequence.
+fn small_engine(kv_blocks: u32) -> EngineConfig {
+    EngineConfig {
+        max_batch: 4,
+        max_queue: 0,
+        prefill_base_us: 1000,
+        prefill_us_per_token: 10,
+        decode_base_us: 2000,
+        decode_us_per_seq: 100,
+        kv_block_size: 16,
+        kv_blocks,
+        prefix_caching: true,
+    }
+}
+
+async fn sim(style: ServerKind, kv_blocks: u32) -> SimHandle {
+    sim_with(style, small_engine(kv_blocks)).await
+}
+
+/// Decode steps of 20 ms: a level lasts seconds, so the 500 ms gauge samples see its queue.
+fn slow_engine(kv_blocks: u32) -> EngineConfig {
+    EngineConfig {
+        decode_base_us: 20_000,
+        ..small_engine(kv_blocks)
+    }
+}
+
+async fn sim_with(style: ServerKind, engine: EngineConfig) -> SimHandle {
+    start(SimConfig {
+        engine,
+        metrics_style: style,
+        ..SimConfig::default()
+    })
+    .await
+}
+
+/// `profile` of `model` at concurrencies `levels` against `sim`: gRPC KServe for Triton's
+/// styles, OpenAI chat for the others; `extra` appended.
+async fn run(
+    sim: &SimHandle,
+    style: ServerKind,
+    levels: &str,
+    output_tokens: &str,
+    dir: &str,
+    extra: &[&str],
+) -> ttftbench::profile::Outcome {
+    let (grpc, http, metrics) = (sim.grpc_target(), sim.http_url(), sim.metrics_url());
+    let mut a = if style.is_triton() {
+        vec!["--endpoint-type", "kserve", "-u", &grpc]
+    } else {
+        vec!["--endpoint-type", "chat", "-u", &http]
+    };
+    a.extend([
+        "-m",
+        "gpt2",
+        "--streaming",
+        "--concurrency",
+        levels,
+        "--request-count",
+        "12",
+        "--synthetic-input-tokens-mean",
+        "100",
+        "--output-tokens-mean",
+        output_tokens,
+        "--server-metrics-url",
+        &metrics,
+        "--artifact-dir",
+        dir,
+    ]);
+    a.extend(extra);
+    profile(&args(&a)).await.expect("profile runs")
+}
+
+fn level_json(dir: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("profile_export_genai_perf.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_engine_style_is_read_per_level_and_written() {
+    for style in ServerKind::ALL {
+        let sim = sim(style, 0).await;
+        let tmp = tempfile::tempdir().unwrap();
+        let dcgm = sim.dcgm_url();
+        // Triton's own page has the GPUs; the others read the DCGM exporter.
+        let gpu: Vec<&str> = if style == ServerKind::Triton {
+            vec![]
+        } else {
+            vec!["--gpu-metrics-url", &dcgm]
+        };
+        let out = run(
+            &sim,
+            style,
+            "1,6",
+            "16",
+            &tmp.path().display().to_string(),
+            &gpu,
+        )
+        .await;
+        for l in &out.levels {
+            let s = &l.summary;
+            let e = s
+                .engine
+                .as_ref()
+                .unwrap_or_else(|| panic!("{style}: engine view"));
+            assert_eq!(e.kind, style);
+            assert!(
+                e.model_matched || style == ServerKind::TrtLlm,
+                "{style}: {e:?}"
+            );
+            assert!(e.waiting.is_some(), "{style}: waiting gauge {e:?}");
+            assert!(
+                e.split().is_some(),
+                "{style}: a queue/generation split {e:?}"
+            );
+            let g = s
+                .gpu
+                .as_ref()
+                .unwrap_or_else(|| panic!("{style}: GPU view"));
+            assert!(!g.gpus.is_empty() && g.utilization_avg().is_some(), "{g:?}");
+            assert!(g.output_tokens_per_joule.is_some_and(|t| t > 0.0), "{g:?}");
+            if matches!(style, ServerKind::Vllm | ServerKind::Sglang) {
+                assert!(e.kv_usage.is_some() && e.prefix_cache.is_some(), "{e:?}");
+                assert!(e.server_ttft.is_some(), "{style}: server TTFT");
+                let net = s.network_and_client_ttft_ms().unwrap();
+                assert!(net > -5.0, "client TTFT minus the server's: {net}");
+            }
+            // The level JSON carries both views and reads back into the same summary fields.
+            let doc = level_json(&l.dir);
+            assert_eq!(doc["engine_metrics"]["kind"], style.name());
+            assert!(doc["engine_metrics"]["split"]["queue_ms"].is_number());
+            assert!(doc["gpu_metrics"]["gpus"][0]["uuid"].is_string());
+            // (JSON keeps 15-17 significant digits: compare what the reports show.)
+            let back = ttftbench::artifact::read::read_level(&l.dir)
+                .unwrap()
+                .summary;
+            let be = back.engine.as_ref().expect("engine view read back");
+            assert_eq!(
+                (be.kind, be.requests, be.waiting),
+                (e.kind, e.requests, e.waiting)
+            );
+            let (q0, q1) = (e.split().unwrap().queue_ms, be.split().unwrap().queue_ms);
+            assert!((q0 - q1).abs() <= 1e-9 * q0.abs().max(1.0), "{q0} vs {q1}");
+            let bg = back.gpu.as_ref().expect("GPU view read back");
+            assert_eq!(bg.gpus.len(), g.gpus.len());
+            assert_eq!(bg.energy_source, g.energy_source);
+            let csv = std::fs::read_to_string(l.dir.join("profile_export_genai_perf.csv")).unwrap();
+            assert!(csv.contains("\nengine_waiting_requests_avg,"), "{csv}");
+            assert!(csv.contains("\ngpu_utilization_avg,"), "{csv}");
+        }
+        let sweep = out.sweep_dir.expect("a sweep");
+        let summary = std::fs::read_to_string(sweep.join("summary.csv")).unwrap();
+        let row = summary.lines().nth(1).unwrap();
+        assert!(row.contains(&format!(",{},", style.name())), "{summary}");
+        let html = std::fs::read_to_string(sweep.join("report.html")).unwrap();
+        assert!(html.contains("data-chart=\"gpu\""), "{style}: GPU chart");
+        assert!(html.contains("The server's view"), "{style}: engine table");
+        if style == ServerKind::Vllm {
+            assert!(html.contains("data-chart=\"kv\""), "KV-cache chart");
+        }
+        sim.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trtllm_verdict_names_the_executor_queue_triton_does_not_see() {
+    let sim = sim_with(ServerKind::TrtLlm, slow_engine(0)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(
+        &sim,
+        ServerKind::TrtLlm,
+        "1,12",
+        "32",
+        &tmp.path().display().to_string(),
+        &[],
+    )
+    .await;
+    let top = &out.levels[1].summary;
+    // Triton's statistics: the backend took every request at once, so its queue stays near 0.
+    let triton_queue = top.server.as_ref().and_then(|d| d.avg_queue_ms).unwrap();
+    let split = top.engine_split().expect("TensorRT-LLM split");
+    assert!(
+        split.queue_ms > 10.0 * (triton_queue + 1.0),
+        "executor queue {} ms vs Triton's {triton_queue} ms",
+        split.queue_ms
+    );
+    use ttftbench::metrics::{MetricRef, MetricSource, SystemMetric};
+    let share = top
+        .metric(MetricRef::System(SystemMetric::QueueShare))
+        .unwrap();
+    assert!(share > 0.3, "queue share from the waiting gauge: {share}");
+    let text = out.verdict.lines.join("\n");
+    assert!(
+        text.contains("TensorRT-LLM queue (estimated from its waiting requests)")
+            && text.contains("where Triton's own queue counter does not look"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("prefill +") && !text.contains("prefill grew"),
+        "Triton's compute is not prefill: {text}"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_kv_pressure_and_preemptions_are_named_and_checked() {
+    // 24 blocks of 16 tokens hold three ~100-token prompts; decode growth outruns the pool.
+    let sim = sim_with(ServerKind::Vllm, slow_engine(24)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(
+        &sim,
+        ServerKind::Vllm,
+        "1,8",
+        "64",
+        &tmp.path().display().to_string(),
+        &["--slo", "kv_cache_usage<=60%", "--slo", "preemptions<=0"],
+    )
+    .await;
+    let top = &out.levels[1].summary;
+    let e = top.engine.as_ref().unwrap();
+    assert!(e.preemptions.unwrap() >= 1.0, "{e:?}");
+    // Sampled every 500 ms, the gauge may miss the very peak; one request alone needs 46%.
+    assert!(e.kv_usage.unwrap().max > 0.6, "{e:?}");
+    let text = out.verdict.lines.join("\n");
+    assert!(
+        text.contains("KV-cache pressure from concurrency 8")
+            && text.contains("preemption")
+            && text.contains("preempted requests recompute their prompts"),
+        "{text}"
+    );
+    assert_eq!(out.verdict.kv_pressure, ["concurrency8"]);
+    // The new SLO metrics fail at the top level and pass at the bottom.
+    let failed = |i: usize| -> Vec<String> {
+        out.levels[i]
+            .slo
+            .iter()
+            .filter(|r| !r.passed)
+            .map(|r| r.slo.to_string())
+            .collect()
+    };
+    assert_eq!(failed(1).len(), 2, "{:?}", out.levels[1].slo);
+    assert!(failed(0).is_empty(), "{:?}", out.levels[0].slo);
+    sim.shutdown().await;
+}
+
+/// Runs the binary with `OPENAI_API_KEY` set to `key` (on a blocking thread: the simulator
+/// runs on this test's runtime).
+async fn run_binary(argv: Vec<String>, key: &str) -> std::process::Output {
+    let key = key.to_string();
+    tokio::task::spawn_blocking(move || {
+        common::bin()
+            .args(&argv)
+            .env("OPENAI_API_KEY", key)
+            .output()
+            .expect("runs")
+    })
+    .await
+    .unwrap()
+}
+
+fn lower(heads: Vec<String>) -> Vec<String> {
+    heads.into_iter().map(|h| h.to_ascii_lowercase()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_key_and_headers_reach_only_where_they_belong() {
+    const CANARY: &str = "sk-canary-7f3a9c";
+    let sim = start(SimConfig {
+        engine: EngineConfig::instant(),
+        api_key: Some(CANARY.into()),
+        access_token: Some("tok-access".into()),
+        ..SimConfig::default()
+    })
+    .await;
+    let (http, metrics) = (Tee::start(sim.http_addr), Tee::start(sim.metrics_addr));
+    let tmp = tempfile::tempdir().unwrap();
+    let common = |endpoint: &str| -> Vec<String> {
+        args(&[
+            "profile",
+            "-m",
+            "gpt2",
+            "--endpoint-type",
+            endpoint,
+            "--streaming",
+            "-u",
+            &http.addr,
+            "--request-count",
+            "3",
+            "--output-tokens-mean",
+            "4",
+            "-H",
+            "X-Secret: hidden-header-value",
+            "-H",
+            "X-Team: infra",
+            "-H",
+            "triton-access-token: tok-access",
+            "--metrics-header",
+            "x-team",
+            "--server-metrics-url",
+            &metrics.addr,
+            "--gpu-metrics-url",
+            &format!("{}/dcgm/metrics", metrics.addr),
+            "--artifact-dir",
+            &tmp.path().display().to_string(),
+        ])
+    };
+    // An OpenAI target takes the key from the environment, for its own origin only.
+    let out = run_binary(common("chat"), CANARY).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A Triton target never reads it.
+    let out = run_binary(common("generate"), CANARY).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (inference, scrapes) = (lower(http.heads()), lower(metrics.heads()));
+    let chat: Vec<&String> = inference.iter().filter(|h| h.contains("/v1/")).collect();
+    let generate: Vec<&String> = inference
+        .iter()
+        .filter(|h| h.contains("/generate"))
+        .collect();
+    let stats: Vec<&String> = inference.iter().filter(|h| h.contains("/stats")).collect();
+    assert!(chat.len() >= 3 && generate.len() >= 3 && !stats.is_empty() && scrapes.len() >= 4);
+    let bearer = format!("authorization: bearer {CANARY}");
+    for h in &chat {
+        assert!(
+            h.contains(&bearer) && h.contains("x-secret: hidden-header-value"),
+            "{h}"
+        );
+    }
+    for h in &generate {
+        assert!(!h.contains(CANARY) && h.contains("x-secret:"), "{h}");
+    }
+    for h in stats
+        .iter()
+        .chain(scrapes.iter().collect::<Vec<_>>().iter())
+    {
+        assert!(
+            !h.contains("authorization") && !h.contains("x-secret"),
+            "{h}"
+        );
+        assert!(
+            h.contains("x-team: infra") && h.contains("triton-access-token: tok-access"),
+            "{h}"
+        );
+    }
+    // Nothing else carried it either: no other path on the inference port, no byte elsewhere.
+    for h in inference.iter().filter(|h| h.contains(CANARY)) {
+        assert!(
+            h.starts_with("post /v1/") || h.starts_with("get /v1/"),
+            "{h}"
+        );
+    }
+    assert!(!metrics.all_sent().contains(CANARY));
+    assert!(
+        !common::all_text(tmp.path()).contains(CANARY),
+        "never in artifacts"
+    );
+    sim.shutdown().await;
+}
