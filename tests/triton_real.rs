@@ -496,18 +496,20 @@ async fn wrong_layout_and_not_decoupled_are_usage_errors() {
     assert!(e.contains("is not decoupled"), "{e}");
     assert!(e.contains("drop --streaming"), "{e}");
 
-    // `images` is not decoupled either: streaming it is the first mistake named.
-    let e = usage_error(&grpc("images", "tensorrtllm")).await;
-    assert!(e.contains("'images' is not decoupled"), "{e}");
-    // Without --streaming, the layout is what is wrong, and its inputs are named.
-    let mut args = grpc("images", "tensorrtllm");
-    args.retain(|a| a != "--streaming");
-    let e = usage_error(&args).await;
-    assert!(
-        e.contains("does not have the tensorrtllm input layout"),
-        "{e}"
-    );
-    assert!(e.contains("images (FP32 [3,640,640])"), "{e}");
+    // `images` takes tensors: with or without --streaming, the tool that measures it is named,
+    // with its inputs.
+    for streaming in [true, false] {
+        let mut args = grpc("images", "tensorrtllm");
+        if !streaming {
+            args.retain(|a| a != "--streaming");
+        }
+        let e = usage_error(&args).await;
+        assert!(
+            e.contains("takes tensors") && e.contains("ttftbench perf -m images"),
+            "{e}"
+        );
+        assert!(e.contains("images (FP32 [3,640,640])"), "{e}");
+    }
 }
 
 #[test]

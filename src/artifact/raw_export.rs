@@ -177,20 +177,38 @@ pub fn request(
     out.extend_from_slice(b",\"request_inputs\":");
     out.extend_from_slice(inputs.as_bytes());
     out.extend_from_slice(b",\"response_timestamps\":[");
-    for (i, (t, _)) in capture.iter().enumerate() {
+    let kept = || capture.iter().filter(|(_, b)| exported(b, f));
+    for (i, (t, _)) in kept().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         push_u64(out, unix(t));
     }
     out.extend_from_slice(b"],\"response_outputs\":[");
-    for (i, (_, bytes)) in capture.iter().enumerate() {
+    for (i, (_, bytes)) in kept().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         response_output(out, bytes, f);
     }
     out.extend_from_slice(b"]}");
+}
+
+/// Whether a captured response goes into the export: all but the usage-only event ttftbench asks
+/// OpenAI-compatible servers for (`"choices": []` with `usage`). GenAI-Perf does not ask for it,
+/// so its files never hold one, and its parser fails on an event without a choice; the counts
+/// it carries are in `requests.jsonl` (`server_osl`, `server_isl`).
+fn exported(bytes: &[u8], f: &ExportFormat) -> bool {
+    if f.responses != ResponseForm::SseEvents || memchr::memmem::find(bytes, b"\"usage\"").is_none()
+    {
+        return true;
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+        return true;
+    };
+    !v.get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.is_empty())
 }
 
 fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
@@ -751,6 +769,27 @@ mod tests {
             v["experiments"][0]["requests"][0]["response_outputs"][2]["response"],
             "data: [DONE]\n\n"
         );
+    }
+
+    #[test]
+    fn usage_only_event_is_left_out_with_its_timestamp() {
+        let mut c = Capture::default();
+        c.push(
+            5,
+            br#"{"choices":[{"delta":{"content":"Hi"}}],"usage":null}"#,
+        );
+        c.push(
+            6,
+            br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+        );
+        c.push(7, b"[DONE]");
+        let mut out = Vec::new();
+        request(&mut out, true, 1, "{}", &c, &chat(), |t| t);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["response_timestamps"], serde_json::json!([5, 7]));
+        let outputs = v["response_outputs"].as_array().unwrap();
+        assert_eq!(outputs.len(), 2);
+        assert!(outputs[0]["response"].as_str().unwrap().contains("Hi"));
     }
 
     #[test]
