@@ -25,7 +25,8 @@ fi
 echo "fuzz engine: $engine, ${secs}s per target"
 
 if [ "$engine" = stable ]; then
-  exec cargo run --quiet --release --example fuzz_stable -- --seconds "$secs" "${targets[@]}"
+  # FUZZ_PROFILE=dev reuses a test build (CI's smoke: no second, release build of everything).
+  exec cargo run --quiet --profile "${FUZZ_PROFILE:-release}" --example fuzz_stable -- --seconds "$secs" "${targets[@]}"
 fi
 
 failed=0
