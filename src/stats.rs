@@ -474,6 +474,22 @@ pub struct LevelSummary {
 }
 
 impl LevelSummary {
+    /// A streamed level with these client-side numbers and nothing else known yet: no server or
+    /// GPU view, not interrupted, trusted, started at 0. Readers and tests set what they know.
+    pub fn new(stimulus: crate::load::Stimulus, stats: LevelStats) -> LevelSummary {
+        LevelSummary {
+            stimulus,
+            stats,
+            server: None,
+            engine: None,
+            gpu: None,
+            streaming: true,
+            interrupted: false,
+            started_unix_ns: 0,
+            validity: Default::default(),
+        }
+    }
+
     /// Metrics worth showing for this level, in file order: streaming-only metrics need
     /// `--streaming`, open-loop metrics need a request-rate level.
     pub fn shown_metrics(&self) -> impl Iterator<Item = (Metric, &Stats)> {

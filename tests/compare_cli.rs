@@ -30,21 +30,6 @@ fn stats(avg: f64, p50: f64, p99: f64) -> Stats {
 /// A level with round numbers: TTFT (avg, p99), output tok/s, queue share.
 fn level(c: u32, ttft: (f64, f64), tput: f64, queue: f64, errors: u64) -> LevelSummary {
     LevelSummary {
-        stimulus: Stimulus::Concurrency(c),
-        stats: LevelStats {
-            metrics: vec![
-                (Metric::TimeToFirstToken, stats(ttft.0, ttft.0, ttft.1)),
-                (Metric::RequestLatency, stats(500.0, 500.0, 600.0)),
-                (Metric::InterTokenLatency, stats(5.0, 5.0, 6.0)),
-            ],
-            request_count: 100,
-            error_count: errors,
-            duration_s: 10.0,
-            output_token_throughput: tput,
-            total_token_throughput: tput * 3.0,
-            request_throughput: tput / 100.0,
-            ..Default::default()
-        },
         server: Some(ServerDelta {
             source: "statistics",
             requests: 100,
@@ -58,12 +43,24 @@ fn level(c: u32, ttft: (f64, f64), tput: f64, queue: f64, errors: u64) -> LevelS
             queue_share: Some(queue),
             max_pending: 0.0,
         }),
-        engine: None,
-        gpu: None,
-        streaming: true,
-        interrupted: false,
         started_unix_ns: 1_767_355_200_000_000_000,
-        validity: Default::default(),
+        ..LevelSummary::new(
+            Stimulus::Concurrency(c),
+            LevelStats {
+                metrics: vec![
+                    (Metric::TimeToFirstToken, stats(ttft.0, ttft.0, ttft.1)),
+                    (Metric::RequestLatency, stats(500.0, 500.0, 600.0)),
+                    (Metric::InterTokenLatency, stats(5.0, 5.0, 6.0)),
+                ],
+                request_count: 100,
+                error_count: errors,
+                duration_s: 10.0,
+                output_token_throughput: tput,
+                total_token_throughput: tput * 3.0,
+                request_throughput: tput / 100.0,
+                ..Default::default()
+            },
+        )
     }
 }
 

@@ -371,23 +371,19 @@ mod tests {
             ));
         }
         LevelSummary {
-            stimulus: Stimulus::Concurrency(c),
-            stats: LevelStats {
-                metrics,
-                request_count: ok,
-                duration_s: 1.0,
-                output_token_throughput: tput,
-                total_token_throughput: tput,
-                request_throughput: tput / 100.0,
-                ..Default::default()
-            },
-            server: None,
-            engine: None,
-            gpu: None,
             streaming: ttft_p99.is_some(),
-            interrupted: false,
-            started_unix_ns: 0,
-            validity: Default::default(),
+            ..LevelSummary::new(
+                Stimulus::Concurrency(c),
+                LevelStats {
+                    metrics,
+                    request_count: ok,
+                    duration_s: 1.0,
+                    output_token_throughput: tput,
+                    total_token_throughput: tput,
+                    request_throughput: tput / 100.0,
+                    ..Default::default()
+                },
+            )
         }
     }
 

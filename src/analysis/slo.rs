@@ -137,25 +137,6 @@ mod tests {
 
     fn level(ttft_p99: f64, queue_share: Option<f64>, errors: u64) -> LevelSummary {
         LevelSummary {
-            stimulus: Stimulus::Concurrency(8),
-            stats: LevelStats {
-                metrics: vec![(
-                    Metric::TimeToFirstToken,
-                    Stats {
-                        count: 10,
-                        avg: ttft_p99 / 2.0,
-                        p99: ttft_p99,
-                        ..Stats::default()
-                    },
-                )],
-                request_count: 90,
-                error_count: errors,
-                duration_s: 1.0,
-                output_token_throughput: 1000.0,
-                total_token_throughput: 3000.0,
-                request_throughput: 9.0,
-                ..Default::default()
-            },
             server: queue_share.map(|q| ServerDelta {
                 source: "statistics",
                 requests: 90,
@@ -169,12 +150,27 @@ mod tests {
                 queue_share: Some(q),
                 max_pending: 0.0,
             }),
-            engine: None,
-            gpu: None,
-            streaming: true,
-            interrupted: false,
-            started_unix_ns: 0,
-            validity: Default::default(),
+            ..LevelSummary::new(
+                Stimulus::Concurrency(8),
+                LevelStats {
+                    metrics: vec![(
+                        Metric::TimeToFirstToken,
+                        Stats {
+                            count: 10,
+                            avg: ttft_p99 / 2.0,
+                            p99: ttft_p99,
+                            ..Stats::default()
+                        },
+                    )],
+                    request_count: 90,
+                    error_count: errors,
+                    duration_s: 1.0,
+                    output_token_throughput: 1000.0,
+                    total_token_throughput: 3000.0,
+                    request_throughput: 9.0,
+                    ..Default::default()
+                },
+            )
         }
     }
 

@@ -428,12 +428,6 @@ mod tests {
 
     fn level(c: u32, queue: Option<f64>, compute: f64) -> LevelSummary {
         LevelSummary {
-            stimulus: Stimulus::Concurrency(c),
-            stats: LevelStats {
-                request_count: 1,
-                duration_s: 1.0,
-                ..Default::default()
-            },
             server: queue.map(|q| ServerDelta {
                 source: "statistics",
                 requests: 10,
@@ -447,12 +441,14 @@ mod tests {
                 queue_share: Some(q / (q + compute)),
                 max_pending: 0.0,
             }),
-            engine: None,
-            gpu: None,
-            streaming: true,
-            interrupted: false,
-            started_unix_ns: 0,
-            validity: Default::default(),
+            ..LevelSummary::new(
+                Stimulus::Concurrency(c),
+                LevelStats {
+                    request_count: 1,
+                    duration_s: 1.0,
+                    ..Default::default()
+                },
+            )
         }
     }
 

@@ -277,38 +277,37 @@ mod tests {
 
     fn summary(streaming: bool, server: Option<ServerDelta>) -> LevelSummary {
         LevelSummary {
-            stimulus: Stimulus::Concurrency(4),
-            stats: LevelStats {
-                metrics: vec![
-                    (Metric::TimeToFirstToken, st(45.0)),
-                    (Metric::RequestLatency, st(1000.0)),
-                    (Metric::InterTokenLatency, st(9.5)),
-                    (Metric::OutputSequenceLength, st(100.0)),
-                    (Metric::InputSequenceLength, st(200.0)),
-                    (Metric::SendLag, st(0.01)),
-                ],
-                request_count: 10,
-                error_count: 1,
-                errors: vec![ErrorCount {
-                    kind: "http_503".into(),
-                    count: 1,
-                    example: "busy".into(),
-                    hint: None,
-                }],
-                duration_s: 2.5,
-                output_token_throughput: 400.0,
-                total_token_throughput: 1200.0,
-                request_throughput: 4.0,
-                request_goodput: Some(3.6),
-                ..Default::default()
-            },
-            server,
-            engine: None,
             gpu: None,
             streaming,
-            interrupted: false,
             started_unix_ns: 1_700_000_000_000_000_000,
-            validity: Default::default(),
+            server,
+            ..LevelSummary::new(
+                Stimulus::Concurrency(4),
+                LevelStats {
+                    metrics: vec![
+                        (Metric::TimeToFirstToken, st(45.0)),
+                        (Metric::RequestLatency, st(1000.0)),
+                        (Metric::InterTokenLatency, st(9.5)),
+                        (Metric::OutputSequenceLength, st(100.0)),
+                        (Metric::InputSequenceLength, st(200.0)),
+                        (Metric::SendLag, st(0.01)),
+                    ],
+                    request_count: 10,
+                    error_count: 1,
+                    errors: vec![ErrorCount {
+                        kind: "http_503".into(),
+                        count: 1,
+                        example: "busy".into(),
+                        hint: None,
+                    }],
+                    duration_s: 2.5,
+                    output_token_throughput: 400.0,
+                    total_token_throughput: 1200.0,
+                    request_throughput: 4.0,
+                    request_goodput: Some(3.6),
+                    ..Default::default()
+                },
+            )
         }
     }
 

@@ -820,46 +820,6 @@ mod tests {
     #[test]
     fn level_json_round_trip_through_the_encoder() {
         let summary = LevelSummary {
-            stimulus: Stimulus::Concurrency(8),
-            stats: LevelStats {
-                metrics: vec![(
-                    Metric::TimeToFirstToken,
-                    Stats {
-                        count: 5,
-                        avg: 10.0,
-                        min: 9.0,
-                        max: 12.0,
-                        std: 0.5,
-                        p1: 9.0,
-                        p5: 9.0,
-                        p10: 9.0,
-                        p25: 9.5,
-                        p50: 10.0,
-                        p75: 10.5,
-                        p90: 11.0,
-                        p95: 11.5,
-                        p99: 12.0,
-                        p999: 12.0,
-                    },
-                )],
-                request_count: 5,
-                error_count: 1,
-                errors: vec![ErrorCount {
-                    kind: "http_503".into(),
-                    count: 1,
-                    example: "busy".into(),
-                    hint: Some("retry".into()),
-                }],
-                duration_s: 2.0,
-                output_token_throughput: 250.0,
-                total_token_throughput: 750.0,
-                request_throughput: 2.5,
-                request_goodput: Some(2.0),
-                osl_mismatch: 1,
-                osl_compared: 1,
-                short_outputs: 2,
-                ..Default::default()
-            },
             server: Some(ServerDelta {
                 source: "statistics",
                 requests: 5,
@@ -873,12 +833,50 @@ mod tests {
                 queue_share: Some(0.2),
                 max_pending: 3.0,
             }),
-            engine: None,
-            gpu: None,
-            streaming: true,
             interrupted: true,
             started_unix_ns: 42,
-            validity: Default::default(),
+            ..LevelSummary::new(
+                Stimulus::Concurrency(8),
+                LevelStats {
+                    metrics: vec![(
+                        Metric::TimeToFirstToken,
+                        Stats {
+                            count: 5,
+                            avg: 10.0,
+                            min: 9.0,
+                            max: 12.0,
+                            std: 0.5,
+                            p1: 9.0,
+                            p5: 9.0,
+                            p10: 9.0,
+                            p25: 9.5,
+                            p50: 10.0,
+                            p75: 10.5,
+                            p90: 11.0,
+                            p95: 11.5,
+                            p99: 12.0,
+                            p999: 12.0,
+                        },
+                    )],
+                    request_count: 5,
+                    error_count: 1,
+                    errors: vec![ErrorCount {
+                        kind: "http_503".into(),
+                        count: 1,
+                        example: "busy".into(),
+                        hint: Some("retry".into()),
+                    }],
+                    duration_s: 2.0,
+                    output_token_throughput: 250.0,
+                    total_token_throughput: 750.0,
+                    request_throughput: 2.5,
+                    request_goodput: Some(2.0),
+                    osl_mismatch: 1,
+                    osl_compared: 1,
+                    short_outputs: 2,
+                    ..Default::default()
+                },
+            )
         };
         let cfg =
             json!({"target": {"streaming": true}, "command_line": "ttftbench profile -m gpt2"});

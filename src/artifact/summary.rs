@@ -212,27 +212,23 @@ mod tests {
             ..Stats::default()
         };
         LevelSummary {
-            stimulus: Stimulus::Concurrency(c),
-            stats: LevelStats {
-                metrics: vec![
-                    (Metric::TimeToFirstToken, s(ttft)),
-                    (Metric::RequestLatency, s(500.0)),
-                    (Metric::InterTokenLatency, s(5.0)),
-                ],
-                request_count: 20,
-                duration_s: 1.0,
-                output_token_throughput: 1000.0,
-                total_token_throughput: 3000.0,
-                request_throughput: 10.0,
-                ..Default::default()
-            },
             server,
-            engine: None,
-            gpu: None,
-            streaming: true,
-            interrupted: false,
-            started_unix_ns: 0,
-            validity: Default::default(),
+            ..LevelSummary::new(
+                Stimulus::Concurrency(c),
+                LevelStats {
+                    metrics: vec![
+                        (Metric::TimeToFirstToken, s(ttft)),
+                        (Metric::RequestLatency, s(500.0)),
+                        (Metric::InterTokenLatency, s(5.0)),
+                    ],
+                    request_count: 20,
+                    duration_s: 1.0,
+                    output_token_throughput: 1000.0,
+                    total_token_throughput: 3000.0,
+                    request_throughput: 10.0,
+                    ..Default::default()
+                },
+            )
         }
     }
 

@@ -326,36 +326,31 @@ mod tests {
             ..Stats::default()
         };
         LevelSummary {
-            stimulus: Stimulus::Concurrency(c),
-            stats: LevelStats {
-                metrics: vec![
-                    (Metric::TimeToFirstToken, s(ttft)),
-                    (Metric::InterTokenLatency, s(4.0)),
-                ],
-                request_count: 10,
-                error_count: errors,
-                errors: if errors > 0 {
-                    vec![ErrorCount {
-                        kind: "http_401".into(),
-                        count: errors,
-                        example: "HTTP 401".into(),
-                        hint: Some("add --api-key".into()),
-                    }]
-                } else {
-                    vec![]
+            ..LevelSummary::new(
+                Stimulus::Concurrency(c),
+                LevelStats {
+                    metrics: vec![
+                        (Metric::TimeToFirstToken, s(ttft)),
+                        (Metric::InterTokenLatency, s(4.0)),
+                    ],
+                    request_count: 10,
+                    error_count: errors,
+                    errors: if errors > 0 {
+                        vec![ErrorCount {
+                            kind: "http_401".into(),
+                            count: errors,
+                            example: "HTTP 401".into(),
+                            hint: Some("add --api-key".into()),
+                        }]
+                    } else {
+                        vec![]
+                    },
+                    duration_s: 1.0,
+                    output_token_throughput: 1234.56,
+                    request_throughput: 12.3456,
+                    ..Default::default()
                 },
-                duration_s: 1.0,
-                output_token_throughput: 1234.56,
-                request_throughput: 12.3456,
-                ..Default::default()
-            },
-            server: None,
-            engine: None,
-            gpu: None,
-            streaming: true,
-            interrupted: false,
-            started_unix_ns: 0,
-            validity: Default::default(),
+            )
         }
     }
 

@@ -304,27 +304,23 @@ mod tests {
             fingerprint: None,
             dir: std::path::PathBuf::from(format!("r/c{c}")),
             summary: LevelSummary {
-                stimulus: Stimulus::Concurrency(c),
-                stats: LevelStats {
-                    metrics: vec![
-                        (Metric::TimeToFirstToken, st(ttft_p99)),
-                        (Metric::InterTokenLatency, st(6.0)),
-                        (Metric::RequestLatency, st(500.0)),
-                    ],
-                    request_count: 10,
-                    duration_s: 1.0,
-                    output_token_throughput: tput,
-                    total_token_throughput: tput,
-                    request_throughput: tput / 100.0,
-                    ..Default::default()
-                },
-                server: None,
-                engine: None,
-                gpu: None,
-                streaming: true,
-                interrupted: false,
                 started_unix_ns: 1_767_355_205_000_000_000,
-                validity: Default::default(),
+                ..LevelSummary::new(
+                    Stimulus::Concurrency(c),
+                    LevelStats {
+                        metrics: vec![
+                            (Metric::TimeToFirstToken, st(ttft_p99)),
+                            (Metric::InterTokenLatency, st(6.0)),
+                            (Metric::RequestLatency, st(500.0)),
+                        ],
+                        request_count: 10,
+                        duration_s: 1.0,
+                        output_token_throughput: tput,
+                        total_token_throughput: tput,
+                        request_throughput: tput / 100.0,
+                        ..Default::default()
+                    },
+                )
             },
             command_line: Some("ttftbench profile -m gpt2 --api-key <redacted>".into()),
             version: Some("0.0.9".into()),
