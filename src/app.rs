@@ -255,6 +255,9 @@ fn self_command() -> String {
 
 async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let plan = args.plan(argv)?;
+    for n in &plan.notices {
+        eprintln!("note: {n}");
+    }
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let ui = Ui::for_terminal(plan.verbosity);

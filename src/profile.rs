@@ -251,6 +251,9 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         write_sweep(plan, &d, &levels, (&verdict, &knee), &ids)?;
         Some(d)
     } else {
+        if let (true, [one]) = (plan.generate_plots, levels.as_slice()) {
+            write_report(plan, &one.dir, &levels)?;
+        }
         None
     };
     let outcome = Outcome {
@@ -509,7 +512,8 @@ fn pretty(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
-/// Writes the sweep's `report.html` next to `summary.csv`.
+/// Writes `report.html` into `dir`: the sweep's, next to `summary.csv`, or a single level's
+/// (`--generate-plots`).
 fn write_report(plan: &RunPlan, sweep_dir: &Path, levels: &[LevelResult]) -> Result<()> {
     use crate::artifact::read::{LoadedLevel, RecordedSlo, run_from};
     let loaded = levels

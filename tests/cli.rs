@@ -300,6 +300,52 @@ fn unwritable_artifact_dir_exits_2_before_sending() {
     assert!(stats.contains("\"inference_count\":0"), "{stats}");
 }
 
+/// A GenAI-Perf command line copied with `--generate-plots` and perf_analyzer arguments after
+/// `--`: the measurement interval is read, the rest is named as ignored, and one level gets its
+/// report.html.
+#[test]
+fn genai_perf_plots_flag_and_perf_analyzer_arguments() {
+    let (child, http, _grpc, _metrics) = serve(&["--instant"]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("one");
+    let (code, _out, err) = run(&[
+        "profile",
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "generate",
+        "--streaming",
+        "-u",
+        &http,
+        "--generate-plots",
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+        "--",
+        "--measurement-interval",
+        "400",
+        "--max-threads",
+        "4",
+        "--shared-memory",
+        "none",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("note: -- --max-threads 4: ignored"), "{err}");
+    assert!(err.contains("note: -- --shared-memory none"), "{err}");
+    assert!(dir.join("report.html").exists());
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("profile_export_genai_perf.json")).unwrap(),
+    )
+    .unwrap();
+    // The interval after `--` became the measurement window (milliseconds in the record).
+    assert_eq!(
+        doc["input_config"]["stop"]["fixed"]["window"].as_f64(),
+        Some(400.0),
+        "{}",
+        doc["input_config"]["stop"]
+    );
+}
+
 /// One HTTP/1.1 GET over a fresh connection; the whole response as text.
 fn http_get(addr: &str, path: &str) -> String {
     use std::io::{Read, Write};

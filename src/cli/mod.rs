@@ -459,6 +459,19 @@ pub struct ProfileArgs {
     /// Where this process takes part in a run of several.
     #[command(flatten)]
     pub shard: ShardArgs,
+
+    /// Write report.html for a single level too (GenAI-Perf's flag; a sweep always gets one).
+    #[arg(help_heading = OUTPUT, long = "generate-plots")]
+    pub generate_plots: bool,
+
+    /// GenAI-Perf passes arguments after `--` to perf_analyzer: `--measurement-interval`/`-p`
+    /// and `-v` are read, anything else is named in a note and ignored.
+    #[arg(
+        last = true,
+        allow_hyphen_values = true,
+        value_name = "PERF_ANALYZER_ARGS"
+    )]
+    pub perf_analyzer_args: Vec<String>,
 }
 
 /// Running one plan as N processes (`ttftbench merge` adds their results up).

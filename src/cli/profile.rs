@@ -98,6 +98,7 @@ impl ProfileArgs {
     /// The validated plan of these flags; `argv` is the command line, kept (redacted) for the
     /// record.
     pub fn plan(&self, argv: &[String]) -> Result<RunPlan, UsageError> {
+        let passed = values::perf_analyzer_passthrough(&self.perf_analyzer_args)?;
         let target = resolve::target(&self.target_spec())?;
         let levels = resolve::levels(
             self.concurrency.as_deref(),
@@ -107,7 +108,8 @@ impl ProfileArgs {
         )?;
         let stop = resolve::stop(&StopSpec {
             request_count: self.request_count,
-            measurement_interval: self.measurement_interval,
+            // A flag of ttftbench's own wins over the same one after `--`.
+            measurement_interval: self.measurement_interval.or(passed.measurement_interval),
             duration: self.duration,
             num_prompts: self.num_prompts,
         })?;
@@ -142,11 +144,16 @@ impl ProfileArgs {
                 self.use_server_token_count,
             )?,
             request_timeout: self.request_timeout,
-            verbosity: self.verbosity()?,
+            verbosity: match self.verbosity()? {
+                Verbosity::Normal if passed.verbose => Verbosity::Verbose,
+                v => v,
+            },
             command_line: redact_command_line(argv),
             outputs: self.outputs.plan()?,
             target,
             shard: crate::plan::ShardPlan::default(),
+            generate_plots: self.generate_plots,
+            notices: passed.ignored,
         };
         // The slot between level starts depends on each level's length, known once the plan is.
         plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;

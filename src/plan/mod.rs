@@ -93,11 +93,24 @@ pub struct RunPlan {
     /// GitHub step summary); not part of GenAI-Perf's `input_config`.
     #[serde(skip)]
     pub outputs: outputs::Outputs,
+    /// Write `report.html` for a single level too (GenAI-Perf's `--generate-plots`; a sweep
+    /// always gets one).
+    pub generate_plots: bool,
+    /// What the user should know about how the command line was read (arguments meant for
+    /// perf_analyzer that mean nothing here), said before the run starts.
+    #[serde(skip)]
+    pub notices: Vec<String>,
 }
 
 /// Fields of a [`RunPlan`]'s JSON that differ between the shards of one run and are left out
 /// of its identity.
-pub const PER_PROCESS_FIELDS: [&str; 4] = ["shard", "artifact_dir", "command_line", "verbosity"];
+pub const PER_PROCESS_FIELDS: [&str; 5] = [
+    "shard",
+    "artifact_dir",
+    "command_line",
+    "verbosity",
+    "generate_plots",
+];
 
 mod opt_duration_secs {
     pub fn serialize<S: serde::Serializer>(
@@ -157,6 +170,8 @@ impl RunPlan {
             command_line: String::new(),
             shard: ShardPlan::default(),
             outputs: outputs::Outputs::default(),
+            generate_plots: false,
+            notices: Vec::new(),
         }
     }
 

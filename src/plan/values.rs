@@ -207,6 +207,67 @@ pub fn parse_fraction(flag: &str, raw: &str) -> Result<f64, UsageError> {
     Ok(v)
 }
 
+/// What GenAI-Perf's arguments after `--` (meant for perf_analyzer) mean here.
+#[derive(Debug, Default, PartialEq)]
+pub struct Passthrough {
+    /// `--measurement-interval MS` / `-p MS`.
+    pub measurement_interval: Option<Duration>,
+    /// `-v` / `--verbose`.
+    pub verbose: bool,
+    /// What was left out, and why, one line each.
+    pub ignored: Vec<String>,
+}
+
+/// Reads perf_analyzer arguments given after `--` to a GenAI-Perf command: those with a meaning
+/// here are mapped (the measurement interval, `-v`), the rest are named as ignored, so a copied
+/// script runs and says what it dropped. A value that does not parse is a usage error.
+pub fn perf_analyzer_passthrough(args: &[String]) -> Result<Passthrough, UsageError> {
+    let mut out = Passthrough::default();
+    let mut it = args.iter().peekable();
+    while let Some(a) = it.next() {
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = || inline.clone().or_else(|| it.next().cloned());
+        match name {
+            "--measurement-interval" | "-p" => {
+                let raw = value().ok_or_else(|| {
+                    UsageError(format!("-- {name}: give the interval (milliseconds)"))
+                })?;
+                out.measurement_interval = Some(parse_duration(
+                    &format!("-- {name}"),
+                    &raw,
+                    Duration::from_millis(1),
+                )?);
+            }
+            "-v" | "--verbose" | "--verbose-csv" => out.verbose = true,
+            "--max-threads" => {
+                let n = value().unwrap_or_default();
+                out.ignored.push(format!(
+                    "-- --max-threads {n}: ignored (ttftbench's requests are async tasks on all cores, not threads)"
+                ));
+            }
+            other if other.starts_with('-') => {
+                // A following value (not a flag) belongs to it.
+                let takes_next = inline.is_none() && it.peek().is_some_and(|n| !n.starts_with('-'));
+                let v = match (&inline, takes_next) {
+                    (Some(v), _) => format!(" {v}"),
+                    (None, true) => format!(" {}", it.next().map(String::as_str).unwrap_or("")),
+                    (None, false) => String::new(),
+                };
+                out.ignored.push(format!(
+                    "-- {other}{v}: a perf_analyzer argument with no meaning here, ignored"
+                ));
+            }
+            other => out
+                .ignored
+                .push(format!("-- {other}: not a perf_analyzer flag, ignored")),
+        }
+    }
+    Ok(out)
+}
+
 /// A share from 0 to 100 % (`50%` or `0.5`), for `--max-error-rate`.
 pub fn parse_share(flag: &str, raw: &str) -> Result<f64, UsageError> {
     let t = raw.trim();
@@ -540,5 +601,32 @@ mod tests {
         assert!(parse_fraction("--knee-min-gain", "0").is_err());
         assert!(parse_extra_input("x").is_err());
         assert!(check_burstiness(0.0).is_err());
+    }
+
+    #[test]
+    fn perf_analyzer_arguments_after_the_double_dash() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let p = perf_analyzer_passthrough(&a(&[
+            "--measurement-interval",
+            "10000",
+            "-v",
+            "--max-threads=8",
+            "--shared-memory",
+            "system",
+            "--collect-metrics",
+        ]))
+        .unwrap();
+        assert_eq!(p.measurement_interval, Some(Duration::from_secs(10)));
+        assert!(p.verbose);
+        assert_eq!(p.ignored.len(), 3, "{:?}", p.ignored);
+        assert!(p.ignored[0].contains("--max-threads 8"));
+        assert!(p.ignored[1].contains("--shared-memory system"));
+        assert!(p.ignored[2].contains("--collect-metrics"));
+        let e = perf_analyzer_passthrough(&a(&["-p", "soon"])).unwrap_err();
+        assert!(e.0.contains("-- -p"), "{e}");
+        assert_eq!(
+            perf_analyzer_passthrough(&[]).unwrap(),
+            Passthrough::default()
+        );
     }
 }
