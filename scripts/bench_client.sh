@@ -223,7 +223,7 @@ versus() {
         n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$WORK/wrk.txt")
         wrk_rps+=("$rps")
         wrk_us+=("$(per_req "$cpu" "$n")")
-        tb "$name" --endpoint-type chat --streaming --extra-inputs ignore_eos:true -u "$hp"
+        tb "$name" --endpoint-type chat --streaming --extra-inputs ignore_eos:true --raw-export none -u "$hp"
         tb_rps+=("$TB_RPS")
         tb_us+=("$TB_US")
         echo "   round $r (load $load): wrk ${wrk_rps[-1]} req/s, ${wrk_us[-1]} us CPU/req | ttftbench $TB_RPS req/s, $TB_US us CPU/req ($TB_INFO)"
@@ -247,10 +247,10 @@ tls_versus() {
             n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$WORK/wrk.txt")
             case $url in http:*) wrk_http+=("$(per_req "$cpu" "$n")") ;; *) wrk_https+=("$(per_req "$cpu" "$n")") ;; esac
         done
-        tb "$name" --endpoint-type chat --streaming --extra-inputs ignore_eos:true -u "http://$plain"
+        tb "$name" --endpoint-type chat --streaming --extra-inputs ignore_eos:true --raw-export none -u "http://$plain"
         http_us+=("$TB_US")
         local info="$TB_RPS req/s, $TB_US us CPU/req ($TB_INFO)"
-        tb "$name" --endpoint-type chat --streaming --extra-inputs ignore_eos:true \
+        tb "$name" --endpoint-type chat --streaming --extra-inputs ignore_eos:true --raw-export none \
             -u "https://$tls" --cacert "$WORK/ca.pem"
         https_us+=("$TB_US")
         echo "   round $r: http $info | https $TB_RPS req/s, $TB_US us CPU/req ($TB_INFO) | wrk ${wrk_http[-1]} / ${wrk_https[-1]} us CPU/req"
@@ -295,7 +295,7 @@ versus PY "127.0.0.1:$PY_PORT"
 echo "== 4. gRPC ModelStreamInfer (simulator --instant at $GRPC)"
 grpc_us=()
 for r in $(seq "$ROUNDS"); do
-    tb GRPC --endpoint-type kserve --streaming --output-tokens-mean-deterministic -u "$GRPC"
+    tb GRPC --endpoint-type kserve --streaming --output-tokens-mean-deterministic --raw-export none -u "$GRPC"
     grpc_us+=("$TB_US")
     echo "   round $r (load $(cut -d' ' -f1 /proc/loadavg)): ttftbench $TB_RPS req/s, $TB_US us CPU/req ($TB_INFO)"
 done
