@@ -150,21 +150,28 @@ pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, String> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(b64)
             .map_err(|e| format!("{key}: {e}"))?;
-        let hist: hdrhistogram::Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| format!("{key}: {e:?}"))?;
+        // The hdrhistogram crate's varint decoding can overflow on damaged bytes (a panic where
+        // arithmetic is checked): a file from elsewhere must be an error, never a crash.
+        let hist: hdrhistogram::Histogram<u64> =
+            std::panic::catch_unwind(|| Deserializer::new().deserialize(&mut bytes.as_slice()))
+                .map_err(|_| format!("{key}: not an HDR histogram (its encoding does not decode)"))?
+                .map_err(|e| format!("{key}: {e:?}"))?;
         let num = |f: &str| {
             v.get(f)
                 .and_then(Value::as_f64)
                 .ok_or_else(|| format!("{key}: no \"{f}\""))
         };
+        let (min, max) = (num("min")? as u64, num("max")? as u64);
+        if !hist.is_empty() && min > max {
+            return Err(format!("{key}: min {min} is above max {max}"));
+        }
         let d = Dist::from_parts(
             hist,
             num("count")? as u64,
             num("sum")?,
             num("sum_sq")?,
-            num("min")? as u64,
-            num("max")? as u64,
+            min,
+            max,
         );
         agg.set_dist(m, d);
         n += 1;

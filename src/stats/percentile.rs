@@ -56,9 +56,10 @@ pub(crate) fn percentiles<const N: usize>(
     let at = |rank: u64| values[wanted.binary_search(&rank).unwrap_or(0)];
     spans.map(|(lo, hi, w)| {
         let (a, b) = (at(lo), at(hi));
-        // `a + (b − a)·w` with 0 ≤ w < 1 and a ≤ b stays in [a, b]; the clamp only guards the
-        // last bit of rounding.
-        (a + (b - a) * w).clamp(min as f64, max as f64)
+        // `a + (b − a)·w` with 0 ≤ w < 1 and a ≤ b stays in [a, b]; the bounds only guard the
+        // last bit of rounding. max-then-min, not `clamp`: extremes read from a damaged file may
+        // be out of order, and that must not panic.
+        (a + (b - a) * w).max(min as f64).min(max as f64)
     })
 }
 
