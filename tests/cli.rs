@@ -13,6 +13,23 @@ fn run(args: &[&str]) -> (i32, String, String) {
     common::run_in(args, std::path::Path::new("."))
 }
 
+/// `profile -m gpt2 --endpoint-type generate --streaming -u HTTP` with `extra` flags: the
+/// simulator's Triton generate endpoint over HTTP.
+fn profile_generate(http: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        "profile",
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "generate",
+        "--streaming",
+        "-u",
+        http,
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
 /// `ttftbench serve` on free ports; returns the child and its (http, grpc, metrics) addresses.
 fn serve(extra: &[&str]) -> (Child, String, String, String) {
     let mut child = bin()
@@ -240,20 +257,15 @@ fn every_request_failing_exits_1_with_artifacts() {
     let _guard = Killed(child);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("down");
-    let (code, _out, err) = run(&[
-        "profile",
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "generate",
-        "--streaming",
-        "-u",
+    let (code, _out, err) = profile_generate(
         &http,
-        "--request-count",
-        "3",
-        "--artifact-dir",
-        dir.to_str().unwrap(),
-    ]);
+        &[
+            "--request-count",
+            "3",
+            "--artifact-dir",
+            dir.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("http_503"), "{err}");
     assert!(err.contains("every request failed"), "{err}");
@@ -277,20 +289,15 @@ fn unwritable_artifact_dir_exits_2_before_sending() {
     let file = tmp.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
     let dir = file.join("results");
-    let (code, _out, err) = run(&[
-        "profile",
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "generate",
-        "--streaming",
-        "-u",
+    let (code, _out, err) = profile_generate(
         &http,
-        "--request-count",
-        "3",
-        "--artifact-dir",
-        dir.to_str().unwrap(),
-    ]);
+        &[
+            "--request-count",
+            "3",
+            "--artifact-dir",
+            dir.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("--artifact-dir") && err.contains("nothing was sent"),
@@ -309,26 +316,21 @@ fn genai_perf_plots_flag_and_perf_analyzer_arguments() {
     let _guard = Killed(child);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("one");
-    let (code, _out, err) = run(&[
-        "profile",
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "generate",
-        "--streaming",
-        "-u",
+    let (code, _out, err) = profile_generate(
         &http,
-        "--generate-plots",
-        "--artifact-dir",
-        dir.to_str().unwrap(),
-        "--",
-        "--measurement-interval",
-        "400",
-        "--max-threads",
-        "4",
-        "--shared-memory",
-        "none",
-    ]);
+        &[
+            "--generate-plots",
+            "--artifact-dir",
+            dir.to_str().unwrap(),
+            "--",
+            "--measurement-interval",
+            "400",
+            "--max-threads",
+            "4",
+            "--shared-memory",
+            "none",
+        ],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("note: -- --max-threads 4: ignored"), "{err}");
     assert!(err.contains("note: -- --shared-memory none"), "{err}");

@@ -396,28 +396,9 @@ pub struct ProfileArgs {
     #[arg(help_heading = MEASUREMENT, long = "server-metrics-url", alias = "server-metrics-urls")]
     pub server_metrics_url: Option<String>,
 
-    /// Which engine's metrics to read from the server's page (default: detected from it):
-    /// triton, trtllm, vllm, sglang, tgi.
-    #[arg(
-        long = "server-kind",
-        value_parser = clap::builder::TypedValueParser::try_map(
-            clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
-            ),
-            |s| s.parse::<crate::server_metrics::ServerKind>()
-        )
-    )]
-    pub server_kind: Option<crate::server_metrics::ServerKind>,
-
-    /// A DCGM exporter's page for GPU telemetry (e.g. host:9400); without it GPUs are read from
-    /// Triton's own metrics page when it has them.
-    #[arg(long = "gpu-metrics-url")]
-    pub gpu_metrics_url: Option<String>,
-
-    /// Send the -H header of this name to the metrics and statistics endpoints too (repeatable);
-    /// other -H headers go only to the inference server (Triton's triton-access-token always may).
-    #[arg(long = "metrics-header")]
-    pub metrics_header: Vec<String>,
+    /// The engine's and the GPUs' view, and which headers the metrics endpoints get.
+    #[command(flatten)]
+    pub engine_view: EngineViewArgs,
 
     /// Count output tokens from the server's usage report instead of the tokenizer.
     #[arg(help_heading = MEASUREMENT, long = "use-server-token-count")]
@@ -472,6 +453,34 @@ pub struct ProfileArgs {
         value_name = "PERF_ANALYZER_ARGS"
     )]
     pub perf_analyzer_args: Vec<String>,
+}
+
+/// Where the server's own view is read (profile and perf alike).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = MEASUREMENT)]
+pub struct EngineViewArgs {
+    /// Which engine's metrics to read from the server's page (default: detected from it):
+    /// triton, trtllm, vllm, sglang, tgi.
+    #[arg(
+        long = "server-kind",
+        value_parser = clap::builder::TypedValueParser::try_map(
+            clap::builder::PossibleValuesParser::new(
+                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
+            ),
+            |s| s.parse::<crate::server_metrics::ServerKind>()
+        )
+    )]
+    pub server_kind: Option<crate::server_metrics::ServerKind>,
+
+    /// A DCGM exporter's page for GPU telemetry (e.g. host:9400); without it GPUs are read from
+    /// Triton's own metrics page when it has them.
+    #[arg(long = "gpu-metrics-url")]
+    pub gpu_metrics_url: Option<String>,
+
+    /// Send the -H header of this name to the metrics and statistics endpoints too (repeatable);
+    /// other -H headers go only to the inference server (Triton's triton-access-token always may).
+    #[arg(long = "metrics-header")]
+    pub metrics_header: Vec<String>,
 }
 
 /// Running one plan as N processes (`ttftbench merge` adds their results up).
@@ -769,25 +778,9 @@ pub struct PerfArgs {
     /// 8002 of the server, if it answers).
     #[arg(help_heading = MEASUREMENT, long = "metrics-url")]
     pub metrics_url: Option<String>,
-    /// Which engine's metrics to read from the server's page (default: detected from it):
-    /// triton, trtllm, vllm, sglang, tgi.
-    #[arg(
-        long = "server-kind",
-        value_parser = clap::builder::TypedValueParser::try_map(
-            clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
-            ),
-            |s| s.parse::<crate::server_metrics::ServerKind>()
-        )
-    )]
-    pub server_kind: Option<crate::server_metrics::ServerKind>,
-    /// A DCGM exporter's page for GPU telemetry (e.g. host:9400).
-    #[arg(long = "gpu-metrics-url")]
-    pub gpu_metrics_url: Option<String>,
-    /// Send the -H header of this name to the metrics and statistics endpoints too (repeatable);
-    /// Triton's triton-access-token always goes.
-    #[arg(long = "metrics-header")]
-    pub metrics_header: Vec<String>,
+    /// The engine's and the GPUs' view, and which headers the metrics endpoints get.
+    #[command(flatten)]
+    pub engine_view: EngineViewArgs,
     /// Per-request timeout (bare number: seconds).
     #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,

@@ -49,8 +49,8 @@ impl PerfArgs {
         self.check_numbers(&windows)?;
         Ok(PerfPlan {
             metrics: resolve::metrics_source(self.metrics_url.as_deref(), &target)?,
-            server_kind: self.server_kind,
-            gpu_metrics_url: resolve::gpu_metrics_url(self.gpu_metrics_url.as_deref())?,
+            server_kind: self.engine_view.server_kind,
+            gpu_metrics_url: resolve::gpu_metrics_url(self.engine_view.gpu_metrics_url.as_deref())?,
             target,
             protocol,
             model_version: self.model_version.clone().unwrap_or_default(),
@@ -134,7 +134,7 @@ impl PerfArgs {
             model: self.model.clone(),
             backend: Backend::Tensorrtllm,
             streaming: self.streaming,
-            metrics_headers: resolve::metrics_headers(&headers, &self.metrics_header)?,
+            metrics_headers: resolve::metrics_headers(&headers, &self.engine_view.metrics_header)?,
             headers,
             api_key: None,
             max_event_bytes: self.max_event_size,

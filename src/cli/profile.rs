@@ -63,7 +63,7 @@ impl ProfileArgs {
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
-            metrics_headers: self.metrics_header.clone(),
+            metrics_headers: self.engine_view.metrics_header.clone(),
             max_event_bytes: self.max_event_size,
             tls: self.tls.spec(),
         }
@@ -118,8 +118,8 @@ impl ProfileArgs {
         positive("--max-send-lag", self.max_send_lag)?;
         let mut plan = RunPlan {
             server_metrics: resolve::metrics_source(self.server_metrics_url.as_deref(), &target)?,
-            server_kind: self.server_kind,
-            gpu_metrics_url: resolve::gpu_metrics_url(self.gpu_metrics_url.as_deref())?,
+            server_kind: self.engine_view.server_kind,
+            gpu_metrics_url: resolve::gpu_metrics_url(self.engine_view.gpu_metrics_url.as_deref())?,
             workload: resolve::workload(&self.workload_spec())?,
             levels,
             stop,
