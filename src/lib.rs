@@ -31,6 +31,7 @@ pub mod app;
 pub mod artifact;
 pub mod cli;
 pub mod client;
+pub mod context;
 pub mod doctor;
 pub mod engine;
 pub mod error;

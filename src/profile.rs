@@ -15,6 +15,7 @@ use crate::artifact::raw_export::RawExport;
 use crate::artifact::shard::{self, LevelRecord, SHARD_FILE, ShardRecord, StartRecord};
 use crate::artifact::timeline::Timeline;
 use crate::artifact::write_file;
+use crate::context::{RunContext, ServerIdentity};
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, measure_level};
 use crate::error::{Error, Result, create_dir};
@@ -160,10 +161,16 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     if let Some(first) = plan.levels.first() {
         artifact::ensure_writable(&layout.level_dir(first))?;
     }
-    let ids = Ids {
+    let mut ids = Ids {
         plan_id: plan.plan_id(),
         input_config: plan.input_config(),
         fingerprint: plan.fingerprint(),
+        context: RunContext::new(
+            plan.outputs.labels.clone(),
+            ServerIdentity::default(),
+            None,
+            crate::engine::start::unix_now_ns(),
+        ),
     };
     if parts.iter().all(|p| p.load.is_err()) {
         // Nothing to send at any level: say so without connecting to anything.
@@ -174,6 +181,9 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     for n in &session.probe.notices {
         ui.say(n);
     }
+    ids.context.server = session.probe.identity.clone();
+    ids.context.model = session.probe.model.clone();
+    say_context(&ids.context, ui);
     let raw = session.shared.captures.clone().map(|pool| {
         RawExport::new(
             &plan.target,
@@ -218,9 +228,20 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
             r => r?,
         };
         let slo = slo::evaluate(&plan.slos, &measured.summary);
+        if let Some(g) = &measured.summary.gpu {
+            ids.context
+                .add_gpus(g.gpus.iter().filter_map(|g| g.name.as_deref()));
+        }
         let record = shard_record(plan, &ids, part, anchor, &measured);
         let doc = level_doc(&measured.summary, &ids, &slo, record.as_ref());
-        write_level(&dir, &measured, &doc, anchor, record.as_ref())?;
+        write_level(
+            &dir,
+            &plan.export_names,
+            &measured,
+            &doc,
+            anchor,
+            record.as_ref(),
+        )?;
         if ui.verbosity != Verbosity::Quiet {
             say_late(&measured, plan);
             report_level(&measured.summary, &dir, ui.verbosity);
@@ -252,7 +273,7 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         Some(d)
     } else {
         if let (true, [one]) = (plan.generate_plots, levels.as_slice()) {
-            write_report(plan, &one.dir, &levels)?;
+            write_report(plan, &one.dir, &levels, &ids.context)?;
         }
         None
     };
@@ -284,6 +305,25 @@ struct Ids {
     input_config: serde_json::Value,
     /// What `compare` checks before comparing two runs.
     fingerprint: Fingerprint,
+    /// The run id, labels, client host, server identity and GPUs.
+    context: RunContext,
+}
+
+/// The run's id and the server it measures, once at the start.
+fn say_context(c: &RunContext, ui: Ui) {
+    let labels = c.labels_line();
+    ui.say(&format!(
+        "run {}{}: server {} ({}), client {}",
+        c.run_id,
+        if labels.is_empty() {
+            String::new()
+        } else {
+            format!(" [{labels}]")
+        },
+        c.server.describe(),
+        c.server.source,
+        c.client.describe()
+    ));
 }
 
 /// One level of this process: the plan's level and this process's part of it.
@@ -424,11 +464,12 @@ async fn run_level(
         Some(r) => Some(
             r.level(
                 dir,
+                &plan.export_names.raw,
                 &level.stimulus,
                 session.shared.clock,
                 &session.shared.dataset,
             )
-            .map_err(|e| Error::io("write", &dir.join(artifact::raw_export::RAW_EXPORT_FILE), e))?,
+            .map_err(|e| Error::io("write", &dir.join(&plan.export_names.raw), e))?,
         ),
         None => None,
     };
@@ -464,7 +505,7 @@ async fn run_level(
     }
     sinks.raw_result("the raw export")?;
     if let Some(mut w) = sinks.raw_export.take() {
-        let path = dir.join(artifact::raw_export::RAW_EXPORT_FILE);
+        let path = dir.join(&plan.export_names.raw);
         w.end_level()
             .and_then(|()| w.finish())
             .map_err(|e| Error::io("write", &path, e))?;
@@ -497,6 +538,10 @@ fn write_sweep(
     );
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("plan_id".into(), ids.plan_id.clone().into());
+        m.insert(
+            "context".into(),
+            serde_json::to_value(&ids.context).unwrap_or_default(),
+        );
         if !plan.shard.shard.is_whole() {
             m.insert(
                 "shard".into(),
@@ -504,8 +549,9 @@ fn write_sweep(
             );
         }
     }
+    artifact::stamp(&mut doc);
     write_file(&d.join(artifact::SUMMARY_JSON_FILE), pretty(&doc))?;
-    write_report(plan, d, levels)
+    write_report(plan, d, levels, &ids.context)
 }
 
 fn pretty(v: &serde_json::Value) -> String {
@@ -514,11 +560,17 @@ fn pretty(v: &serde_json::Value) -> String {
 
 /// Writes `report.html` into `dir`: the sweep's, next to `summary.csv`, or a single level's
 /// (`--generate-plots`).
-fn write_report(plan: &RunPlan, sweep_dir: &Path, levels: &[LevelResult]) -> Result<()> {
+fn write_report(
+    plan: &RunPlan,
+    sweep_dir: &Path,
+    levels: &[LevelResult],
+    context: &RunContext,
+) -> Result<()> {
     use crate::artifact::read::{LoadedLevel, RecordedSlo, run_from};
     let loaded = levels
         .iter()
         .map(|l| LoadedLevel {
+            context: Some(context.clone()),
             fingerprint: Some(plan.fingerprint()),
             dir: l.dir.clone(),
             summary: l.summary.clone(),
@@ -630,7 +682,12 @@ fn level_doc(
         if !slo.is_empty() {
             map.insert("slo".into(), slo::json(slo));
         }
+        map.insert(
+            "context".into(),
+            serde_json::to_value(&ids.context).unwrap_or_default(),
+        );
     }
+    artifact::stamp(&mut doc);
     doc
 }
 
@@ -639,16 +696,14 @@ fn level_doc(
 /// `unix_anchor_ns` is the Unix time of the run clock the level's times are on.
 fn write_level(
     dir: &Path,
+    names: &crate::plan::outputs::ExportNames,
     m: &Measured,
     doc: &serde_json::Value,
     unix_anchor_ns: u64,
     shard_record: Option<&ShardRecord>,
 ) -> Result<()> {
-    write_file(
-        &dir.join(artifact::CSV_FILE),
-        artifact::genai_perf::csv(&m.summary),
-    )?;
-    write_file(&dir.join(artifact::JSON_FILE), pretty(doc))?;
+    write_file(&dir.join(&names.csv), artifact::genai_perf::csv(&m.summary))?;
+    write_file(&dir.join(&names.json), pretty(doc))?;
     write_file(
         &dir.join(artifact::HISTOGRAMS_FILE),
         serde_json::to_string(&artifact::histograms::encode(&m.agg, unix_anchor_ns))

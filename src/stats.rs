@@ -469,6 +469,9 @@ pub struct LevelSummary {
     pub interrupted: bool,
     /// Wall-clock start of the level (Unix ns).
     pub started_unix_ns: u64,
+    /// Wall-clock end of the level (Unix ns): when its last request finished or was abandoned
+    /// (0 when not recorded: older files).
+    pub ended_unix_ns: u64,
     /// Whether the measurement can be trusted, and why not.
     pub validity: crate::metrics::Validity,
 }
@@ -486,6 +489,7 @@ impl LevelSummary {
             streaming: true,
             interrupted: false,
             started_unix_ns: 0,
+            ended_unix_ns: 0,
             validity: Default::default(),
         }
     }
@@ -624,6 +628,7 @@ pub(crate) fn test_level(stimulus: crate::load::Stimulus, ttft_ms: f64) -> Level
         streaming: true,
         interrupted: false,
         started_unix_ns: 0,
+        ended_unix_ns: 0,
         validity: crate::metrics::Validity::default(),
     }
 }

@@ -44,6 +44,7 @@ fn level(c: u32, ttft: (f64, f64), tput: f64, queue: f64, errors: u64) -> LevelS
             max_pending: 0.0,
         }),
         started_unix_ns: 1_767_355_200_000_000_000,
+        ended_unix_ns: 1_767_355_260_000_000_000,
         ..LevelSummary::new(
             Stimulus::Concurrency(c),
             LevelStats {
@@ -592,4 +593,38 @@ fn mismatched_workloads_are_refused_unless_allowed() {
         err.contains("warning: comparing different workloads"),
         "{err}"
     );
+}
+
+/// Sets the recorded server identity of every level JSON under `run`, as `profile` writes it.
+fn stamp_server(run: &Path, name: &str, version: &str) {
+    for entry in std::fs::read_dir(run).unwrap() {
+        let file = entry.unwrap().path().join("profile_export_genai_perf.json");
+        if !file.is_file() {
+            continue;
+        }
+        let mut doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        doc["context"] = serde_json::json!({"run_id": "r", "server": {"name": name, "version": version, "source": "GET /v2"}});
+        std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn a_changed_server_version_is_noted() {
+    let tmp = tempfile::tempdir().unwrap();
+    fixtures(tmp.path());
+    let (base, cur) = ("bench/20260102_1200", "bench/20260102_1300");
+    stamp_server(&tmp.path().join(base), "triton", "2.50.0");
+    stamp_server(&tmp.path().join(cur), "triton", "2.50.0");
+    let (_, out, _) = run_in(&["compare", base, cur], tmp.path());
+    assert!(!out.contains("server"), "{out}");
+    stamp_server(&tmp.path().join(cur), "triton", "2.51.0");
+    let (code, out, _) = run_in(&["compare", base, cur], tmp.path());
+    assert_eq!(code, 1, "the regressions still decide the exit code");
+    assert!(
+        out.contains("server version changed: triton 2.50.0 → triton 2.51.0"),
+        "{out}"
+    );
+    let (_, json, _) = run_in(&["compare", base, cur, "--format", "json"], tmp.path());
+    assert!(json.contains("server version changed"), "{json}");
 }

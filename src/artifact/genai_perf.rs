@@ -243,7 +243,7 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     m.insert("validity".into(), validity);
     m.insert(
         "level".into(),
-        json!({"name": s.stimulus.name(), "stimulus": s.stimulus.kind(), "value": s.stimulus.value(), "started_unix_ns": s.started_unix_ns, "percentile_method": st.percentile_method}),
+        json!({"name": s.stimulus.name(), "stimulus": s.stimulus.kind(), "value": s.stimulus.value(), "started_unix_ns": s.started_unix_ns, "ended_unix_ns": s.ended_unix_ns, "percentile_method": st.percentile_method}),
     );
     m.insert("input_config".into(), input_config.clone());
     Value::Object(m)
@@ -280,6 +280,7 @@ mod tests {
             gpu: None,
             streaming,
             started_unix_ns: 1_700_000_000_000_000_000,
+            ended_unix_ns: 1_700_000_060_000_000_000,
             server,
             ..LevelSummary::new(
                 Stimulus::Concurrency(4),

@@ -133,10 +133,12 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             .unwrap_or_else(|| doc.get(Metric::TimeToFirstToken.key()).is_some()),
         interrupted: false,
         started_unix_ns: 0,
+        ended_unix_ns: 0,
         validity: Default::default(),
     };
     let text = |p: &str| cfg.pointer(p).and_then(Value::as_str).map(str::to_string);
     Ok(LoadedLevel {
+        context: None,
         fingerprint: None,
         dir: dir.to_path_buf(),
         summary,

@@ -5,7 +5,7 @@
 //! would have written for all their requests.
 //!
 //! ```text
-//! {"format": "hdrhistogram-v2-deflate-base64", "significant_digits": 3,
+//! {"format": "hdrhistogram-v2-deflate-base64", "schema_version": 2, "significant_digits": 3,
 //!  "metrics": {"time_to_first_token": {"stored_unit": "ns", "count": 200, "sum": 9.1e9,
 //!              "sum_sq": 4.2e17, "min": 41000000, "max": 52000000, "hdr": "HISTFAAA..."}, ...},
 //!  "counters": {"ok": 200, "good": 180, "warmup": 0, "sum_osl": 20000, "sum_isl": 40000,
@@ -63,8 +63,8 @@ pub fn encode(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
             }),
         );
     }
-    json!({"format": "hdrhistogram-v2-deflate-base64", "significant_digits": SIGFIG, "metrics": metrics,
-           "counters": counters(agg, unix_anchor_ns)})
+    json!({"format": "hdrhistogram-v2-deflate-base64", "schema_version": super::SCHEMA_VERSION,
+           "significant_digits": SIGFIG, "metrics": metrics, "counters": counters(agg, unix_anchor_ns)})
 }
 
 fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {

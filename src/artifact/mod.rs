@@ -64,6 +64,18 @@ impl From<lines::LinesError> for crate::error::Error {
 use crate::load::Stimulus;
 use crate::plan::RunPlan;
 
+/// The version of the JSON files ttftbench writes (`schema_version` in each: level and sweep
+/// JSON, histograms, shard records, the raw export and its inputs): raised when a field changes
+/// meaning or goes away; new fields do not raise it. Files without it were written before 2.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Adds `schema_version` to a JSON object (the files ttftbench writes).
+pub fn stamp(doc: &mut serde_json::Value) {
+    if let serde_json::Value::Object(m) = doc {
+        m.insert("schema_version".into(), SCHEMA_VERSION.into());
+    }
+}
+
 /// File names inside a level directory.
 pub const CSV_FILE: &str = "profile_export_genai_perf.csv";
 /// GenAI-Perf JSON export.
@@ -72,6 +84,16 @@ pub const JSON_FILE: &str = "profile_export_genai_perf.json";
 pub const RECORDS_FILE: &str = "requests.jsonl";
 /// Serialized histograms.
 pub const HISTOGRAMS_FILE: &str = "histograms.json";
+/// Files of a level directory besides GenAI-Perf's three (whose names `--profile-export-file`
+/// sets): what that flag may not be named.
+pub const OTHER_LEVEL_FILES: [&str; 6] = [
+    RECORDS_FILE,
+    HISTOGRAMS_FILE,
+    TIMELINE_FILE,
+    raw_export::INPUTS_FILE,
+    shard::SHARD_FILE,
+    crate::report::html::REPORT_FILE,
+];
 /// One row per interval of the level.
 pub const TIMELINE_FILE: &str = "timeline.csv";
 /// Sweep summary table.

@@ -16,7 +16,7 @@
 //!      "response_outputs":[{"response":"data: {...}\n\n"}, ...]},       <- openai: one per SSE event
 //!     ...],
 //!   "window_boundaries":[1764412345000000000,1764412355000000000]}],
-//!  "version":"ttftbench 0.1.0","service_kind":"openai","endpoint":"v1/chat/completions"}
+//!  "version":"ttftbench 0.1.0","schema_version":2,"service_kind":"openai","endpoint":"v1/chat/completions"}
 //! ```
 //!
 //! * `service_kind` is `openai` for every HTTP JSON API (chat, completions, and Triton's
@@ -58,7 +58,7 @@
 //! perf_analyzer's `--input-data` file, one entry per dataset entry in dataset order:
 //! `{"data":[{"payload":[{<body>}]}, ...]}` for HTTP JSON APIs (the body in the list form above),
 //! `{"data":[{"text_input":["..."],"max_tokens":[256],...}, ...]}` (each tensor's values as a
-//! list) for KServe.
+//! list) for KServe; then `"schema_version":2` (perf_analyzer reads only `data`).
 //!
 //! Both files are written by [`RawExportWriter`]: the header at the start of the level, one
 //! request at a time as the collector receives it, the footer at the end; nothing accumulates in
@@ -140,8 +140,9 @@ pub fn experiment_close(window: Option<(u64, u64)>) -> String {
 /// The file's end, after its last experiment.
 pub fn file_close(version: &str, f: &ExportFormat) -> String {
     format!(
-        "],\"version\":{},\"service_kind\":{},\"endpoint\":{}}}",
+        "],\"version\":{},\"schema_version\":{},\"service_kind\":{},\"endpoint\":{}}}",
         json_str(version),
+        super::SCHEMA_VERSION,
         json_str(f.service_kind),
         json_str(&f.endpoint)
     )
@@ -518,7 +519,7 @@ pub fn write_inputs(path: &Path, dataset: &Dataset) -> io::Result<()> {
         }
         w.write_all(inputs_entry(&dataset.entry(i).payload).as_bytes())?;
     }
-    w.write_all(b"]}")?;
+    write!(w, "],\"schema_version\":{}}}", super::SCHEMA_VERSION)?;
     w.flush()
 }
 
@@ -553,16 +554,18 @@ impl RawExport {
         }
     }
 
-    /// Writes `inputs.json` into a level directory and opens its `profile_export.json`.
+    /// Writes `inputs.json` into a level directory and opens its raw export, `name`
+    /// (`profile_export.json` unless `--profile-export-file` says otherwise).
     pub fn level(
         &self,
         dir: &Path,
+        name: &str,
         stimulus: &Stimulus,
         clock: Clock,
         dataset: &Dataset,
     ) -> io::Result<RawExportWriter> {
         write_inputs(&dir.join(INPUTS_FILE), dataset)?;
-        let mut w = self.writer(&dir.join(RAW_EXPORT_FILE), clock)?;
+        let mut w = self.writer(&dir.join(name), clock)?;
         w.begin_level(stimulus)?;
         Ok(w)
     }
@@ -761,7 +764,7 @@ mod tests {
                 r#""response_outputs":[{"response":"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}],\"object\":\"chat.completion.chunk\"}\n\n"},"#,
                 r#"{"response":"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}],\"object\":\"chat.completion.chunk\"}\n\n"},"#,
                 r#"{"response":"data: [DONE]\n\n"}]}"#,
-                r#"],"window_boundaries":[1000000,1000030]}],"version":"ttftbench 9","service_kind":"openai","endpoint":"v1/chat/completions"}"#
+                r#"],"window_boundaries":[1000000,1000030]}],"version":"ttftbench 9","schema_version":2,"service_kind":"openai","endpoint":"v1/chat/completions"}"#
             )
         );
         let v: Value = serde_json::from_str(&text).unwrap();

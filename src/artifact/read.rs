@@ -61,6 +61,9 @@ pub struct LoadedLevel {
     /// The workload fingerprint, when the run recorded one (not before it was introduced, nor
     /// in GenAI-Perf's own artifacts).
     pub fingerprint: Option<crate::plan::fingerprint::Fingerprint>,
+    /// Where and against what it was measured (run id, labels, hosts, server version), when
+    /// recorded (ttftbench 2 files and later).
+    pub context: Option<crate::context::RunContext>,
 }
 
 /// One run: the levels of one sweep (or of one shell loop), in load order.
@@ -101,6 +104,15 @@ impl Run {
     /// The level summaries, for the knee, verdict and tables.
     pub fn summaries(&self) -> Vec<LevelSummary> {
         self.levels.iter().map(|l| l.summary.clone()).collect()
+    }
+
+    /// When the run's last level ended (Unix ns; 0 when not recorded).
+    pub fn ended_unix_ns(&self) -> u64 {
+        self.levels
+            .iter()
+            .map(|l| l.summary.ended_unix_ns)
+            .max()
+            .unwrap_or(0)
     }
 
     /// When the run started (its first level), Unix ns; 0 when unknown.
@@ -360,6 +372,10 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             .get("started_unix_ns")
             .and_then(Value::as_u64)
             .unwrap_or(0),
+        ended_unix_ns: level
+            .get("ended_unix_ns")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
         validity: validity
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or_default(),
@@ -387,6 +403,9 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         })
         .unwrap_or_default();
     Ok(LoadedLevel {
+        context: doc
+            .get("context")
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
         fingerprint: doc
             .get(crate::plan::fingerprint::FINGERPRINT_KEY)
             .and_then(|v| serde_json::from_value(v.clone()).ok()),
@@ -734,6 +753,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
         });
         levels.push(LoadedLevel {
             fingerprint: None,
+            context: None,
             dir: path.to_path_buf(),
             summary: LevelSummary {
                 stimulus,
@@ -760,6 +780,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
                 streaming: false,
                 interrupted: false,
                 started_unix_ns: modified_ns,
+                ended_unix_ns: modified_ns,
                 validity: Default::default(),
             },
             command_line: None,
@@ -835,6 +856,7 @@ mod tests {
             }),
             interrupted: true,
             started_unix_ns: 42,
+            ended_unix_ns: 43,
             ..LevelSummary::new(
                 Stimulus::Concurrency(8),
                 LevelStats {

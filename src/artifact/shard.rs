@@ -87,7 +87,9 @@ impl ShardRecord {
 
 /// The text of `shard.json`.
 pub fn encode(r: &ShardRecord) -> String {
-    serde_json::to_string_pretty(r).unwrap_or_default()
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    super::stamp(&mut v);
+    serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
 /// Reads `shard.json`'s text; the message says what is wrong.

@@ -345,6 +345,11 @@ pub struct ProfileArgs {
     #[arg(help_heading = OUTPUT, long = "raw-export", value_enum, default_value = "full")]
     pub raw_export: RawExportArg,
 
+    /// File name of the raw export in each level directory (GenAI-Perf's flag: a bare name);
+    /// the statistics files are named after its stem: NAME.json → NAME_genai_perf.csv/.json.
+    #[arg(help_heading = OUTPUT, long = "profile-export-file", default_value = "profile_export.json")]
+    pub profile_export_file: String,
+
     /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
     /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
     /// if an earlier run in the same second took it), `{model}`,
@@ -616,6 +621,11 @@ pub struct OutputArgs {
     /// http://pushgateway:9091) when it ends; a failed push is a warning.
     #[arg(long = "push-gateway")]
     pub push_gateway: Option<String>,
+    /// Tag the run: KEY=VALUE, repeatable (e.g. --label release=v2.3 --label gpu=h100). Recorded
+    /// with the run id, client host and server version in every level's JSON and summary.json,
+    /// and shown in report.html's header.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
 }
 
 /// `-i`: perf_analyzer's protocol flag.

@@ -131,6 +131,10 @@ impl ProfileArgs {
             timeline_interval: self.timeline_interval,
             percentile_method: self.percentile_method.method(),
             raw_export: self.raw_export == super::RawExportArg::Full,
+            export_names: crate::plan::outputs::ExportNames::from_file(
+                &self.profile_export_file,
+                &crate::artifact::OTHER_LEVEL_FILES,
+            )?,
             artifact_dir: self.artifact_dir.clone(),
             goodput: values::parse_objectives(&self.goodput)?,
             slos: self
@@ -179,7 +183,7 @@ impl super::ShardArgs {
 impl super::OutputArgs {
     /// The validated result channels; `GITHUB_STEP_SUMMARY` is read here, once.
     pub fn plan(&self) -> Result<crate::plan::outputs::Outputs, UsageError> {
-        crate::plan::outputs::resolve(
+        let mut outputs = crate::plan::outputs::resolve(
             self.junit.as_deref(),
             match self.output {
                 super::OutputFormatArg::Text => crate::plan::outputs::StdoutFormat::Text,
@@ -187,7 +191,9 @@ impl super::OutputArgs {
             },
             self.push_gateway.as_deref(),
             std::env::var_os("GITHUB_STEP_SUMMARY").map(std::path::PathBuf::from),
-        )
+        )?;
+        outputs.labels = crate::plan::outputs::labels(&self.labels)?;
+        Ok(outputs)
     }
 }
 

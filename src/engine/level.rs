@@ -212,7 +212,9 @@ pub async fn measure_level(
     let observed = watch.finish(&session.probe).await;
     let (windows, mut agg) = loop_.report(spec)?;
     agg.warmup = collected.warmup;
-    let summary = summarize(spec, &agg, &windows, &observed, &out, started_unix_ns);
+    let ended_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
+    let times = (started_unix_ns, ended_unix_ns);
+    let summary = summarize(spec, &agg, &windows, &observed, &out, times);
     Ok(Measured {
         summary,
         agg,
@@ -480,7 +482,7 @@ fn summarize(
     windows: &Windows,
     watched: &Watched,
     out: &PhaseOutcome,
-    started_unix_ns: u64,
+    (started_unix_ns, ended_unix_ns): (u64, u64),
 ) -> LevelSummary {
     let stats = agg.summarize(!spec.objectives.is_empty(), spec.percentile_method);
     let open_loop = spec.stimulus.open_loop();
@@ -521,6 +523,7 @@ fn summarize(
         streaming: spec.streaming,
         interrupted: out.interrupted,
         started_unix_ns,
+        ended_unix_ns,
         validity: validity::assess(&observed, spec.max_send_lag_ms),
     }
 }

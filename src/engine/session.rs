@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::Session;
-use crate::client::discovery::check_http;
+use crate::client::discovery::{check_http, model_info_http};
 use crate::client::wrong_port::{self, Wire};
 use crate::client::{Client, GrpcClient, HttpClient, grpc};
 use crate::error::{Error, Result};
@@ -80,7 +80,12 @@ async fn connect_llm(
                 }
                 _ => StatsSource::None,
             };
-            let probe = ServerProbe::new(calls, &t.model, &plan.probe_config(), stats).await;
+            let mut probe = ServerProbe::new(calls, &t.model, &plan.probe_config(), stats).await;
+            let info = match t.api {
+                Api::Generate => model_info_http(c.inner(), t).await.ok(),
+                _ => None,
+            };
+            probe.identify(&t.base_url, None, info.as_ref()).await;
             Ok((Client::Http(c), dataset, probe))
         }
         Api::Infer => Err(Error::usage(
@@ -106,13 +111,16 @@ async fn connect_llm(
                     .await
                     .map_err(Error::Failed)?;
             let md = grpc::stats_metadata_for(t)?;
-            let probe = ServerProbe::new(
+            let mut probe = ServerProbe::new(
                 calls,
                 &t.model,
                 &plan.probe_config(),
-                StatsSource::Grpc(channel, md),
+                StatsSource::Grpc(channel.clone(), md.clone()),
             )
             .await;
+            probe
+                .identify(&t.base_url, Some((channel, &md)), Some(&info))
+                .await;
             Ok((Client::Grpc(client), dataset, probe))
         }
     }

@@ -103,6 +103,12 @@ pub fn merge(stimulus: Stimulus, shards: &[ShardLevel], rules: &Rules) -> Merged
             .filter_map(|s| s.measured.as_ref())
             .any(|(l, _)| l.interrupted),
         started_unix_ns: first,
+        ended_unix_ns: shards
+            .iter()
+            .filter_map(|s| s.measured.as_ref())
+            .map(|(l, _)| l.ended_unix_ns)
+            .max()
+            .unwrap_or(0),
         validity,
     };
     let slo = slo::evaluate(&rules.slos, &summary);
@@ -273,6 +279,7 @@ mod tests {
             streaming: true,
             interrupted: false,
             started_unix_ns: planned + delay_ms * 1_000_000,
+            ended_unix_ns: planned + (delay_ms + 1000) * 1_000_000,
             validity: Validity {
                 trustworthy: trusted,
                 reasons: if trusted {

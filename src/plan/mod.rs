@@ -63,6 +63,8 @@ pub struct RunPlan {
     pub timeline_interval: Duration,
     /// Write GenAI-Perf's raw per-request export (`--raw-export full`).
     pub raw_export: bool,
+    /// The names of each level's GenAI-Perf files (`--profile-export-file`).
+    pub export_names: outputs::ExportNames,
     /// `--artifact-dir`, when given.
     pub artifact_dir: Option<PathBuf>,
     /// Goodput objectives.
@@ -157,6 +159,7 @@ impl RunPlan {
             timeline_interval: Duration::from_secs(1),
             percentile_method: PercentileMethod::Linear,
             raw_export: true,
+            export_names: outputs::ExportNames::default(),
             artifact_dir: None,
             goodput: Vec::new(),
             slos: Vec::new(),

@@ -1,7 +1,8 @@
 //! Where a run's results go besides its artifact files, validated before any request is sent:
 //! `--junit FILE`, `--output text|json`, `--push-gateway URL`, and the GitHub step summary
-//! (`GITHUB_STEP_SUMMARY`).
+//! (`GITHUB_STEP_SUMMARY`); and the `--label key=value` tags every artifact carries.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::UsageError;
@@ -28,12 +29,67 @@ pub struct Outputs {
     pub push_gateway: Option<String>,
     /// `GITHUB_STEP_SUMMARY`: the markdown file GitHub Actions shows on the job's page.
     pub step_summary: Option<PathBuf>,
+    /// `--label key=value` tags, recorded in the run's context.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Outputs {
     /// Whether stdout is reserved for JSON lines (console text then goes to stderr).
     pub fn json_stdout(&self) -> bool {
         self.stdout == StdoutFormat::Json
+    }
+}
+
+/// The names of a level's GenAI-Perf files, from `--profile-export-file NAME` as GenAI-Perf
+/// derives them: the raw export is `NAME`, the tables `<stem>_genai_perf.csv` and `.json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExportNames {
+    /// The raw per-request export (`profile_export.json`).
+    pub raw: String,
+    /// The statistics table (`profile_export_genai_perf.csv`).
+    pub csv: String,
+    /// The statistics JSON (`profile_export_genai_perf.json`).
+    pub json: String,
+}
+
+impl Default for ExportNames {
+    fn default() -> ExportNames {
+        ExportNames::stemmed("profile_export.json", "profile_export")
+    }
+}
+
+impl ExportNames {
+    fn stemmed(raw: &str, stem: &str) -> ExportNames {
+        ExportNames {
+            raw: raw.to_string(),
+            csv: format!("{stem}_genai_perf.csv"),
+            json: format!("{stem}_genai_perf.json"),
+        }
+    }
+
+    /// `--profile-export-file NAME`: a bare file name (GenAI-Perf refuses a path too, since the
+    /// file goes into each level's directory), none of `reserved` (the level's other files).
+    pub fn from_file(name: &str, reserved: &[&str]) -> Result<ExportNames, UsageError> {
+        let refuse = |why: &str| {
+            Err(UsageError(format!(
+                "--profile-export-file {name}: {why}; give a bare file name such as my_export.json (it is written into each level's directory; choose the directory with --artifact-dir)"
+            )))
+        };
+        if name.is_empty() || name == "." || name == ".." {
+            return refuse("not a file name");
+        }
+        if name.contains(['/', '\\']) {
+            return refuse("a path, not a file name");
+        }
+        let stem = Path::new(name)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(name);
+        let names = ExportNames::stemmed(name, stem);
+        if reserved.contains(&name) {
+            return refuse("the name of another file ttftbench writes into a level's directory");
+        }
+        Ok(names)
     }
 }
 
@@ -53,7 +109,39 @@ pub fn resolve(
         stdout,
         push_gateway: push_gateway.map(push_url).transpose()?,
         step_summary: step_summary.filter(|p| !p.as_os_str().is_empty()),
+        labels: BTreeMap::new(),
     })
+}
+
+/// `--label key=value` tags: keys of letters, digits, `_`, `-`, `.` and `/` (as Kubernetes
+/// label keys), each given once; values one line of at most 256 characters.
+pub fn labels(raw: &[String]) -> Result<BTreeMap<String, String>, UsageError> {
+    let mut out = BTreeMap::new();
+    for r in raw {
+        let refuse = |why: &str| {
+            Err(UsageError(format!(
+                "--label {r}: {why}; give --label key=value, e.g. --label release=v2.3"
+            )))
+        };
+        let Some((k, v)) = r.split_once('=') else {
+            return refuse("no '='");
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let key_ok = !k.is_empty()
+            && k.len() <= 63
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
+        if !key_ok {
+            return refuse("the key must be 1-63 letters, digits, '_', '-', '.' or '/'");
+        }
+        if v.chars().count() > 256 || v.contains(['\n', '\r']) {
+            return refuse("the value must be one line of at most 256 characters");
+        }
+        if out.insert(k.to_string(), v.to_string()).is_some() {
+            return refuse("this key is given twice");
+        }
+    }
+    Ok(out)
 }
 
 /// Refuses a file that could not be written at the end of the run: its directory must exist and
@@ -137,6 +225,53 @@ mod tests {
         assert!(e.0.contains("does not exist"), "{e}");
         let e = resolve(Some(d.path()), StdoutFormat::Text, None, None).unwrap_err();
         assert!(e.0.contains("is a directory"), "{e}");
+    }
+
+    #[test]
+    fn labels_parsed_and_refused() {
+        let raw = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let l = labels(&raw(&["release=v2.3", "team = serving", "note="])).unwrap();
+        assert_eq!(
+            l.into_iter().collect::<Vec<_>>(),
+            [("note", ""), ("release", "v2.3"), ("team", "serving")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+        for (bad, why) in [
+            ("release", "no '='"),
+            ("=v", "the key"),
+            ("a b=c", "the key"),
+            ("k=line\nbreak", "one line"),
+        ] {
+            let e = labels(&raw(&[bad])).unwrap_err();
+            assert!(e.0.contains(why), "{bad}: {e}");
+        }
+        let e = labels(&raw(&["a=1", "a=2"])).unwrap_err();
+        assert!(e.0.contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn export_names_follow_genai_perf() {
+        assert_eq!(
+            ExportNames::default(),
+            ExportNames::from_file("profile_export.json", &[]).unwrap()
+        );
+        let n = ExportNames::from_file("run7.json", &[]).unwrap();
+        assert_eq!(
+            (n.raw.as_str(), n.csv.as_str(), n.json.as_str()),
+            ("run7.json", "run7_genai_perf.csv", "run7_genai_perf.json")
+        );
+        assert_eq!(
+            ExportNames::from_file("raw", &[]).unwrap().csv,
+            "raw_genai_perf.csv"
+        );
+        for (bad, why) in [
+            ("out/x.json", "a path"),
+            ("", "not a file name"),
+            ("histograms.json", "another file"),
+        ] {
+            let e = ExportNames::from_file(bad, &["histograms.json"]).unwrap_err();
+            assert!(e.0.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -194,18 +194,6 @@ pub fn group_path(instance: &str, model: &str, level: &str) -> String {
     out
 }
 
-/// This machine's host name (the `instance` of the grouping key).
-pub fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer passed.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    match std::str::from_utf8(&buf[..end]) {
-        Ok(s) if rc == 0 && !s.is_empty() => s.to_string(),
-        _ => "unknown".to_string(),
-    }
-}
-
 /// Pushes levels to one gateway.
 pub struct Pusher {
     url: String,
@@ -221,7 +209,7 @@ impl Pusher {
         crate::client::http::install_tls_provider();
         Pusher {
             url: url.to_string(),
-            instance: host_name(),
+            instance: crate::context::host_name(),
             model: model.to_string(),
             mode,
             // A push must not hold up the run: a gateway that does not answer in 5 s is a

@@ -368,6 +368,27 @@ pub fn comparable(base: &Run, cur: &Run) -> Result<Vec<String>, Vec<String>> {
     }
 }
 
+/// "server changed: triton 2.50.0 → triton 2.51.0" when both runs recorded the server's
+/// identity (ttftbench 2 files) and it differs: the numbers may move for that reason alone.
+pub fn server_change(base: &Run, cur: &Run) -> Option<String> {
+    let server = |r: &Run| {
+        r.levels
+            .iter()
+            .find_map(|l| l.context.as_ref())
+            .map(|c| c.server.clone())
+    };
+    let (b, c) = (server(base)?, server(cur)?);
+    if b.name == c.name && b.version == c.version {
+        return None;
+    }
+    let what = if b.name == c.name {
+        "server version changed"
+    } else {
+        "server changed"
+    };
+    Some(format!("{what}: {} → {}", b.describe(), c.describe()))
+}
+
 /// Compares two runs level by level.
 pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
     let mut metrics: Vec<MetricRef> = DEFAULT_METRICS.to_vec();
@@ -377,7 +398,7 @@ pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
         }
     }
     let mut pairs: Vec<(String, &LevelSummary, &LevelSummary)> = Vec::new();
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = server_change(base, cur).into_iter().collect();
     let mut only_in_baseline = Vec::new();
     let mut only_in_current = Vec::new();
     if let ([b], [c]) = (base.levels.as_slice(), cur.levels.as_slice())

@@ -9,6 +9,7 @@
 
 pub mod engines;
 pub mod gpu;
+pub mod identity;
 pub mod kind;
 pub mod level;
 pub mod probe;

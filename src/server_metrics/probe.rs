@@ -107,6 +107,10 @@ pub struct ServerProbe {
     version: String,
     /// Things the user should know about the server's metrics (printed once).
     pub notices: Vec<String>,
+    /// What the server says it is (after [`ServerProbe::identify`]).
+    pub identity: super::identity::ServerIdentity,
+    /// What the server says about the model (after [`ServerProbe::identify`]), when it says.
+    pub model: Option<serde_json::Value>,
 }
 
 /// Counters at one instant.
@@ -227,12 +231,37 @@ impl ServerProbe {
             stats,
             version: String::new(),
             notices,
+            identity: super::identity::ServerIdentity::default(),
+            model: None,
         };
         if let Err(e) = probe.read_stats().await {
             probe.notices.push(e);
             probe.stats = StatsSource::None;
         }
         probe
+    }
+
+    /// Reads once who the server is (see [`super::identity`]): over gRPC when `grpc` gives the
+    /// channel and its metadata, else over HTTP at `base_url`. `model` is what the session
+    /// learned of the model (Triton's metadata and config); without it, the OpenAI listing's
+    /// entry is read.
+    pub async fn identify(
+        &mut self,
+        base_url: &str,
+        grpc: Option<(tonic::transport::Channel, &tonic::metadata::MetadataMap)>,
+        model: Option<&crate::workload::tensor::ModelInfo>,
+    ) {
+        use super::identity;
+        self.identity = match grpc {
+            Some((channel, md)) => identity::identify_grpc(channel, md).await,
+            None => identity::identify_http(&self.reader.http, base_url).await,
+        };
+        self.model = match model {
+            Some(info) => Some(identity::describe_model(info)),
+            None => {
+                identity::openai_model_http(&self.reader.http, base_url, &self.reader.model).await
+            }
+        };
     }
 
     /// Reads the gRPC statistics of one model version only (perf_analyzer's `-x`), not the sum

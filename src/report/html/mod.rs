@@ -54,16 +54,7 @@ pub fn utc(unix_ns: u64) -> String {
     let secs = unix_ns / 1_000_000_000;
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = crate::context::civil_date(days);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
         rem / 3600,
@@ -179,11 +170,19 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
     if run.started_unix_ns() > 0 {
         meta.push(format!("started {}", utc(run.started_unix_ns())));
     }
+    if run.ended_unix_ns() > 0 {
+        meta.push(format!("ended {}", utc(run.ended_unix_ns())));
+    }
     meta.push(format!(
         "recorded by ttftbench {}",
         version.as_deref().unwrap_or("(version not recorded)")
     ));
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&meta.join(" · ")));
+    if let Some(c) = run.levels.iter().find_map(|l| l.context.as_ref()) {
+        for line in c.header_lines() {
+            let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&line));
+        }
+    }
     let _ = writeln!(
         out,
         "<p class=\"meta\">directory: <code>{}</code></p>",
@@ -301,10 +300,12 @@ mod tests {
             ..Stats::default()
         };
         LoadedLevel {
+            context: None,
             fingerprint: None,
             dir: std::path::PathBuf::from(format!("r/c{c}")),
             summary: LevelSummary {
                 started_unix_ns: 1_767_355_205_000_000_000,
+                ended_unix_ns: 1_767_355_265_000_000_000,
                 ..LevelSummary::new(
                     Stimulus::Concurrency(c),
                     LevelStats {
