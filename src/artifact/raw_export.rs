@@ -820,7 +820,7 @@ mod tests {
         );
         assert_eq!(
             close(None, "v", &f),
-            r#"],"window_boundaries":[]}],"version":"v","service_kind":"openai","endpoint":"v1/chat/completions"}"#
+            r#"],"window_boundaries":[]}],"version":"v","schema_version":2,"service_kind":"openai","endpoint":"v1/chat/completions"}"#
         );
     }
 

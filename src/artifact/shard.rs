@@ -226,7 +226,8 @@ mod tests {
     "planned_unix_ns": 1767225600000000000,
     "actual_unix_ns": 1767225600001000000,
     "late": false
-  }
+  },
+  "schema_version": 2
 }"#;
         assert_eq!(text, expected);
         assert_eq!(decode(&text).unwrap(), record());

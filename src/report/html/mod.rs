@@ -299,8 +299,28 @@ mod tests {
             p99,
             ..Stats::default()
         };
+        let context = crate::context::RunContext {
+            run_id: "20260102T120005Z-00abcd".into(),
+            labels: [("release".to_string(), "v2".to_string())].into(),
+            client: crate::context::ClientHost {
+                host: "bench-1".into(),
+                os: "linux".into(),
+                arch: "x86_64".into(),
+                kernel: None,
+                cpu: None,
+                cores: 2,
+            },
+            server: crate::context::ServerIdentity {
+                name: Some("triton".into()),
+                version: Some("2.51.0".into()),
+                extensions: Vec::new(),
+                source: "GET /v2".into(),
+            },
+            model: None,
+            gpus: Vec::new(),
+        };
         LoadedLevel {
-            context: None,
+            context: Some(context),
             fingerprint: None,
             dir: std::path::PathBuf::from(format!("r/c{c}")),
             summary: LevelSummary {
@@ -363,7 +383,7 @@ mod tests {
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
         ));
         assert!(page.contains("<header><h1>ttftbench report: r</h1><p class=\"meta\">Generated 2026-01-02 12:00:05 UTC by ttftbench 1.2.3.</p></header>"));
-        assert!(page.contains("<p class=\"meta\">3 levels · model gpt2 · endpoint type kserve · started 2026-01-02 12:00:05 UTC · recorded by ttftbench 0.0.9</p>"));
+        assert!(page.contains("<p class=\"meta\">3 levels · model gpt2 · endpoint type kserve · started 2026-01-02 12:00:05 UTC · ended 2026-01-02 12:01:05 UTC · recorded by ttftbench 0.0.9</p>\n<p class=\"meta\">run 20260102T120005Z-00abcd · labels release=v2</p>\n<p class=\"meta\">server triton 2.51.0 (from GET /v2)</p>\n<p class=\"meta\">client bench-1 (linux x86_64, 2 cores)</p>"));
         assert!(page.contains(
             "<pre class=\"cmd\">ttftbench profile -m gpt2 --api-key &lt;redacted&gt;</pre>"
         ));
