@@ -136,6 +136,44 @@ async fn completions_stream_with_server_token_count() {
     sim.shutdown().await;
 }
 
+/// On Triton the server's count comes from the model's count outputs; a model without any
+/// (the simulator's gpt2 returns only `text_output`) refuses the flag before any request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_token_count_refused_where_the_model_returns_no_count() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    for (api, url) in [("generate", sim.http_url()), ("kserve", sim.grpc_target())] {
+        let e = profile(&base(
+            &[
+                "-m",
+                "gpt2",
+                "--endpoint-type",
+                api,
+                "--use-server-token-count",
+            ],
+            url,
+            tmp.path(),
+        ))
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("model 'gpt2' returns no token count (its outputs: text_output)")
+                && e.contains("--tokenizer"),
+            "{api}: {e}"
+        );
+    }
+    let stats = common::get_text(
+        &common::http_client(),
+        &format!("{}/v2/models/gpt2/stats", sim.http_url()),
+    )
+    .await;
+    assert!(
+        stats.contains("\"inference_count\":0"),
+        "nothing was sent: {stats}"
+    );
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn triton_generate_stream_over_http() {
     let sim = start_round().await;

@@ -9,6 +9,10 @@
 //! * OpenAI completions `{"choices":[{"text":".."}]}`;
 //! * Triton generate / generate_stream `{"text_output":".."}` (a string, or an array of strings);
 //! * usage `{"usage":{"prompt_tokens":N,"completion_tokens":M}}` (any event, possibly `choices: []`);
+//! * Triton's token counts next to `text_output`, when the model returns them:
+//!   `num_output_tokens` (the vLLM backend), `output_ids` (TensorRT-LLM: the tokens; their count),
+//!   `sequence_length` (TensorRT-LLM), in that order of preference, each a number or nested
+//!   arrays; a count per event, summed over a stream;
 //! * errors `{"error":"msg"}` or `{"error":{"message":"msg"}}`.
 //!
 //! Only the first choice is read: one request asks for one completion.
@@ -27,6 +31,9 @@ pub struct EventInfo {
     pub completion_tokens: Option<u32>,
     /// `usage.prompt_tokens`, when present.
     pub prompt_tokens: Option<u32>,
+    /// Output tokens this event carries by the server's own count (Triton's
+    /// `num_output_tokens`, `output_ids`, `sequence_length`), when present.
+    pub tokens: Option<u32>,
     /// An error the server reported in the event.
     pub error: Option<String>,
 }
@@ -150,6 +157,9 @@ enum TopKey {
     Usage,
     TextOutput,
     Error,
+    NumOutputTokens,
+    OutputIds,
+    SequenceLength,
     #[serde(other)]
     Other,
 }
@@ -201,6 +211,8 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
         f.write_str("a JSON object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // num_output_tokens, output_ids, sequence_length: the first present is the count.
+        let mut counts: [Option<u32>; 3] = [None; 3];
         while let Some(key) = map.next_key::<TopKey>()? {
             match key {
                 TopKey::Choices => map.next_value_seed(ChoicesSeed { text: self.text })?,
@@ -230,12 +242,34 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                         self.info.error = msg;
                     }
                 }
+                TopKey::NumOutputTokens => counts[0] = first_number(&map.next_value()?),
+                TopKey::OutputIds => counts[1] = Some(numbers(&map.next_value()?)),
+                TopKey::SequenceLength => counts[2] = first_number(&map.next_value()?),
                 TopKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
+        self.info.tokens = counts.into_iter().flatten().next();
         Ok(())
+    }
+}
+
+/// The first number in a value (a number, or nested arrays of them), as a count.
+fn first_number(v: &serde_json::Value) -> Option<u32> {
+    match v {
+        serde_json::Value::Number(n) => n.as_u64().map(|n| n.min(u64::from(u32::MAX)) as u32),
+        serde_json::Value::Array(a) => a.iter().find_map(first_number),
+        _ => None,
+    }
+}
+
+/// How many numbers a value holds (`output_ids`: the tokens themselves).
+fn numbers(v: &serde_json::Value) -> u32 {
+    match v {
+        serde_json::Value::Number(_) => 1,
+        serde_json::Value::Array(a) => a.iter().map(numbers).fold(0, u32::saturating_add),
+        _ => 0,
     }
 }
 
@@ -490,7 +524,8 @@ mod fast {
         p.object_fields(|p, key| match key {
             b"choices" => p.choices(text),
             b"text_output" => p.text_value(text),
-            b"usage" | b"error" => None,
+            // Usage, errors and the server's token counts are read by the full reader.
+            b"usage" | b"error" | b"num_output_tokens" | b"output_ids" | b"sequence_length" => None,
             _ => p.skip_value(),
         })?;
         p.ws();
@@ -836,6 +871,27 @@ mod tests {
         );
         assert_eq!(t, "abc");
         assert_eq!(i.completion_tokens, Some(3));
+    }
+
+    #[test]
+    fn triton_token_counts() {
+        let count = |s: &str| parse(s).0.tokens;
+        assert_eq!(
+            count(r#"{"text_output":" a b","output_ids":[[5,6]],"sequence_length":[2]}"#),
+            Some(2)
+        );
+        assert_eq!(
+            count(r#"{"text_output":"x","sequence_length":[[7]]}"#),
+            Some(7)
+        );
+        assert_eq!(
+            count(r#"{"text_output":"x","output_ids":[1,2,3],"num_output_tokens":1}"#),
+            Some(1),
+            "num_output_tokens first"
+        );
+        assert_eq!(count(r#"{"text_output":"x"}"#), None);
+        let (i, t) = parse(r#"{"model_name":"m","text_output":"ab","output_ids":[9,9]}"#);
+        assert_eq!((i.content_bytes, t.as_str(), i.tokens), (2, "ab", Some(2)));
     }
 
     #[test]

@@ -376,6 +376,7 @@ impl GrpcClient {
                             std::mem::take(&mut error),
                         ));
                     }
+                    ex.add_server_tokens(info.tokens);
                     let content = if self.text {
                         info.text_bytes > 0
                     } else {

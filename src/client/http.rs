@@ -331,6 +331,7 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
             if info.completion_tokens.is_some() {
                 ex.completion_tokens = info.completion_tokens;
             }
+            ex.add_server_tokens(info.tokens);
             if info.prompt_tokens.is_some() {
                 ex.prompt_tokens = info.prompt_tokens;
             }
@@ -386,6 +387,7 @@ fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), Reques
     }
     ex.completion_tokens = info.completion_tokens;
     ex.prompt_tokens = info.prompt_tokens;
+    ex.add_server_tokens(info.tokens);
     if info.content_bytes > 0 {
         ex.content_at(t);
     }

@@ -166,6 +166,15 @@ impl Exchange {
         }
     }
 
+    /// A response said how many output tokens it carries (Triton's count outputs): they add up
+    /// over a stream into the server's count.
+    #[inline]
+    pub fn add_server_tokens(&mut self, n: Option<u32>) {
+        if let Some(n) = n {
+            self.completion_tokens = Some(self.completion_tokens.unwrap_or(0).saturating_add(n));
+        }
+    }
+
     /// A response carrying output content was read at `t`.
     #[inline]
     pub fn content_at(&mut self, t: u64) {

@@ -5,8 +5,15 @@
 //!
 //! Field numbers (Triton `grpc_service.proto`): ModelStreamInferResponse {error_message = 1,
 //! infer_response = 2}; ModelInferResponse {id = 3, parameters = 4 (map entry {key = 1, value =
-//! 2}), outputs = 5, raw_output_contents = 6}; InferOutputTensor {name = 1, contents = 5};
-//! InferTensorContents {bytes_contents = 8}; InferParameter {bool_param = 1}.
+//! 2}), outputs = 5, raw_output_contents = 6}; InferOutputTensor {name = 1, shape = 3,
+//! contents = 5}; InferTensorContents {int_contents = 2, uint_contents = 4, bytes_contents = 8};
+//! InferParameter {bool_param = 1}.
+//!
+//! The server's own token count, when the model returns one: `num_output_tokens` (Triton's vLLM
+//! backend, a count per response), else `output_ids` (TensorRT-LLM: the tokens themselves; their
+//! number is the product of the tensor's shape, beam width 1), else `sequence_length`
+//! (TensorRT-LLM: a count per response). Counts are INT32/UINT32, read from `raw_output_contents`
+//! or typed contents.
 
 /// What one response carried.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +26,41 @@ pub struct ResponseInfo {
     pub outputs: u32,
     /// Whether the response is a stream error (`error_message` set).
     pub has_error: bool,
+    /// Output tokens this response carries by the server's count, when the model returns one.
+    pub tokens: Option<u32>,
+}
+
+/// Outputs that say how many tokens a response carries, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum CountOutput {
+    /// `num_output_tokens`: the count itself.
+    NumOutputTokens,
+    /// `output_ids`: the tokens; the count is the shape's product.
+    OutputIds,
+    /// `sequence_length`: the count itself.
+    SequenceLength,
+}
+
+impl CountOutput {
+    fn of(name: &[u8]) -> Option<CountOutput> {
+        match name {
+            b"num_output_tokens" => Some(CountOutput::NumOutputTokens),
+            b"output_ids" => Some(CountOutput::OutputIds),
+            b"sequence_length" => Some(CountOutput::SequenceLength),
+            _ => None,
+        }
+    }
+}
+
+/// What [`read_output_tensor`] found in one output.
+struct OutputTensor {
+    is_text: bool,
+    appended: usize,
+    count: Option<CountOutput>,
+    /// The product of its shape.
+    elements: u64,
+    /// Its first integer from typed contents, when it has them.
+    first_int: Option<u32>,
 }
 
 /// A malformed protobuf message.
@@ -121,6 +163,10 @@ pub fn read_stream_response(
                 info.text_bytes += i.text_bytes;
                 info.outputs += i.outputs;
                 info.final_flag = i.final_flag.or(info.final_flag);
+                info.tokens = match (info.tokens, i.tokens) {
+                    (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                    (a, b) => a.or(b),
+                };
             }
             (_, wt) => r.skip(wt)?,
         }
@@ -235,16 +281,19 @@ impl StreamShape {
     }
 }
 
-/// Reads a `ModelInferResponse`, appending its text output to `text` when given.
+/// Reads a `ModelInferResponse`, appending its text output to `text` when given, and the
+/// server's token count when an output says it.
 pub fn read_infer_response(
     msg: &[u8],
     mut text: Option<&mut String>,
 ) -> Result<ResponseInfo, WireError> {
     let mut info = ResponseInfo::default();
-    // First pass: which output index is the text, and the final flag. Outputs precede raw
-    // contents in Triton's encoding, but protobuf does not promise field order, so raw contents
-    // are read in a second pass, from the first of them on.
+    // First pass: which output index is the text, which one counts tokens, and the final flag.
+    // Outputs precede raw contents in Triton's encoding, but protobuf does not promise field
+    // order, so raw contents are read in a second pass, from the first of them on.
     let mut text_index: Option<u32> = None;
+    // (which output, its index, its shape's product, its typed first integer)
+    let mut count: Option<(CountOutput, u32, u64, Option<u32>)> = None;
     let mut r = Reader::new(msg);
     let mut contents_text = 0usize;
     let mut raw_start: Option<usize> = None;
@@ -257,12 +306,16 @@ pub fn read_infer_response(
                 }
             }
             (5, 2) => {
-                let out = r.bytes()?;
-                let (is_text, appended) = read_output_tensor(out, text.as_deref_mut())?;
-                if is_text && text_index.is_none() {
+                let out = read_output_tensor(r.bytes()?, text.as_deref_mut())?;
+                if out.is_text && text_index.is_none() {
                     text_index = Some(info.outputs);
                 }
-                contents_text += appended;
+                if let Some(c) = out.count
+                    && count.is_none_or(|(best, ..)| c < best)
+                {
+                    count = Some((c, info.outputs, out.elements, out.first_int));
+                }
+                contents_text += out.appended;
                 info.outputs += 1;
             }
             (6, wt) => {
@@ -274,19 +327,37 @@ pub fn read_infer_response(
     }
     // A single output is the text even when it has another name.
     let wanted = text_index.or(if info.outputs == 1 { Some(0) } else { None });
-    let Some(text) = text else {
-        return Ok(info);
+    let count_raw = match count {
+        Some((CountOutput::OutputIds, _, n, _)) => {
+            info.tokens = Some(n.min(u64::from(u32::MAX)) as u32);
+            None
+        }
+        Some((_, _, _, Some(v))) => {
+            info.tokens = Some(v);
+            None
+        }
+        Some((_, index, ..)) => Some(index),
+        None => None,
     };
+    if text.is_none() && count_raw.is_none() {
+        return Ok(info);
+    }
     let mut raw_text = 0usize;
-    if let (Some(want), Some(start)) = (wanted, raw_start) {
+    if let Some(start) = raw_start {
         let mut r = Reader { b: msg, i: start };
         let mut idx = 0u32;
         while !r.done() {
             match r.key()? {
                 (6, 2) => {
                     let blob = r.bytes()?;
-                    if idx == want {
-                        raw_text += append_bytes_tensor(blob, text)?;
+                    if Some(idx) == wanted
+                        && let Some(t) = text.as_deref_mut()
+                    {
+                        raw_text += append_bytes_tensor(blob, t)?;
+                    }
+                    if Some(idx) == count_raw && blob.len() >= 4 {
+                        info.tokens =
+                            Some(u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]));
                     }
                     idx += 1;
                 }
@@ -326,35 +397,63 @@ fn read_final_param(entry: &[u8]) -> Result<Option<bool>, WireError> {
     })
 }
 
-/// An output tensor: (is it named `text_output`, text appended from typed `bytes_contents`).
-fn read_output_tensor(t: &[u8], text: Option<&mut String>) -> Result<(bool, usize), WireError> {
+/// An output tensor: is it named `text_output` (text appended from typed `bytes_contents`), or
+/// one that counts tokens (its shape's product and first typed integer).
+fn read_output_tensor(t: &[u8], mut text: Option<&mut String>) -> Result<OutputTensor, WireError> {
     let mut r = Reader::new(t);
-    let mut is_text = false;
+    let mut out = OutputTensor {
+        is_text: false,
+        appended: 0,
+        count: None,
+        elements: 1,
+        first_int: None,
+    };
     let mut contents: Option<&[u8]> = None;
     while !r.done() {
         match r.key()? {
-            (1, 2) => is_text = r.bytes()? == b"text_output",
+            (1, 2) => {
+                let name = r.bytes()?;
+                out.is_text = name == b"text_output";
+                out.count = CountOutput::of(name);
+            }
+            (3, 2) => {
+                let mut p = Reader::new(r.bytes()?);
+                while !p.done() {
+                    out.elements = out.elements.saturating_mul(p.varint()?);
+                }
+            }
+            (3, 0) => out.elements = out.elements.saturating_mul(r.varint()?),
             (5, 2) => contents = Some(r.bytes()?),
             (_, wt) => r.skip(wt)?,
         }
     }
-    let mut appended = 0;
-    if is_text
-        && let Some(c) = contents
-        && let Some(text) = text
-    {
-        let mut r = Reader::new(c);
-        while !r.done() {
-            match r.key()? {
-                (8, 2) => {
-                    let s = r.bytes()?;
-                    appended += push_lossy(s, text);
+    let Some(c) = contents else {
+        return Ok(out);
+    };
+    let mut r = Reader::new(c);
+    while !r.done() {
+        match r.key()? {
+            (8, 2) if out.is_text => {
+                let s = r.bytes()?;
+                if let Some(text) = text.as_deref_mut() {
+                    out.appended += push_lossy(s, text);
                 }
-                (_, wt) => r.skip(wt)?,
             }
+            // int_contents / uint_contents, packed or not: the count is the first element.
+            (2 | 4, 2) if out.count.is_some() => {
+                let mut p = Reader::new(r.bytes()?);
+                if !p.done() {
+                    out.first_int.get_or_insert(p.varint()? as u32);
+                }
+            }
+            (2 | 4, 0) if out.count.is_some() => {
+                let v = r.varint()? as u32;
+                out.first_int.get_or_insert(v);
+            }
+            (_, wt) => r.skip(wt)?,
         }
     }
-    Ok((is_text, appended))
+    Ok(out)
 }
 
 /// A raw BYTES tensor: elements of 4-byte little-endian length + bytes. Appends every element;
@@ -580,8 +679,70 @@ mod tests {
                 text_bytes: 6,
                 final_flag: Some(false),
                 outputs: 2,
-                has_error: false
+                has_error: false,
+                tokens: None,
             }
+        );
+    }
+
+    /// The server's count: `output_ids` by its shape, `sequence_length` and `num_output_tokens`
+    /// by value (raw or typed contents), `num_output_tokens` first; summed over a stream.
+    #[test]
+    fn token_counts_from_count_outputs() {
+        let count_out = |name: &str, dt: &str, shape: Vec<i64>| InferOutputTensor {
+            name: name.into(),
+            datatype: dt.into(),
+            shape,
+            ..Default::default()
+        };
+        let read = |r: ModelInferResponse| {
+            let (mut text, mut err) = (String::new(), String::new());
+            let info = read_stream_response(&stream_msg(r, ""), Some(&mut text), &mut err).unwrap();
+            (info.tokens, text)
+        };
+        // TensorRT-LLM: text, output_ids [1, 1, 3] and sequence_length [1, 1] = 3, all raw.
+        let mut r = response(&["text_output"], vec![bytes_tensor_raw(&[b" a b c"])], None);
+        r.outputs
+            .push(count_out("output_ids", "INT32", vec![1, 1, 3]));
+        r.outputs
+            .push(count_out("sequence_length", "INT32", vec![1, 1]));
+        r.raw_output_contents
+            .push([5i32, 6, 7].iter().flat_map(|v| v.to_le_bytes()).collect());
+        r.raw_output_contents.push(3i32.to_le_bytes().to_vec());
+        assert_eq!(read(r.clone()), (Some(3), " a b c".to_string()));
+        // sequence_length alone, raw: its value.
+        let mut s = response(&["text_output"], vec![bytes_tensor_raw(&[b"x"])], None);
+        s.outputs
+            .push(count_out("sequence_length", "INT32", vec![1]));
+        s.raw_output_contents.push(9i32.to_le_bytes().to_vec());
+        assert_eq!(read(s).0, Some(9));
+        // vLLM backend: num_output_tokens in typed contents wins over output_ids.
+        let mut v = r.clone();
+        let mut n = count_out("num_output_tokens", "UINT32", vec![1]);
+        n.contents = Some(InferTensorContents {
+            uint_contents: vec![2],
+            ..Default::default()
+        });
+        v.outputs.insert(0, n);
+        assert_eq!(read(v).0, Some(2));
+        // No count output: none.
+        let plain = response(&["text_output"], vec![bytes_tensor_raw(&[b"x"])], None);
+        assert_eq!(read(plain).0, None);
+        // A stream's messages sum: two token responses through one StreamShape.
+        let mut shape = StreamShape::default();
+        let (mut text, mut err) = (String::new(), String::new());
+        let mut total = 0;
+        for _ in 0..2 {
+            let msg = stream_msg(r.clone(), "");
+            total += shape
+                .read(&msg, Some(&mut text), &mut err)
+                .unwrap()
+                .tokens
+                .unwrap();
+        }
+        assert_eq!(
+            total, 6,
+            "every message is read in full: none takes the remembered shape"
         );
     }
 
@@ -601,7 +762,8 @@ mod tests {
                 text_bytes: 0,
                 final_flag: Some(true),
                 outputs: 0,
-                has_error: false
+                has_error: false,
+                tokens: None,
             }
         );
     }

@@ -11,8 +11,9 @@ use crate::client::{Client, GrpcClient, HttpClient, grpc};
 use crate::error::{Error, Result};
 use crate::load::{Cancel, Shared, Stimulus, gap_pool};
 use crate::plan::RunPlan;
+use crate::plan::resolve::check_server_count;
 use crate::record::Clock;
-use crate::server_metrics::{ServerProbe, StatsSource};
+use crate::server_metrics::{ServerProbe, StatsSource, identity};
 use crate::target::{Api, Target};
 use crate::workload::tokenizer::{HubEnv, Tokenizer};
 use crate::workload::{Dataset, dataset, kserve};
@@ -81,11 +82,18 @@ async fn connect_llm(
                 _ => StatsSource::None,
             };
             let mut probe = ServerProbe::new(calls, &t.model, &plan.probe_config(), stats).await;
-            let info = match t.api {
-                Api::Generate => model_info_http(c.inner(), t).await.ok(),
-                _ => None,
+            let model = match t.api {
+                Api::Generate => {
+                    let info = model_info_http(c.inner(), t).await.ok();
+                    if plan.use_server_token_count {
+                        let outputs = info.as_ref().map_or(Vec::new(), output_names);
+                        check_server_count(&t.model, &outputs, &plan.workload.extra_inputs)?;
+                    }
+                    info.map(|i| identity::describe_model(&i))
+                }
+                _ => identity::openai_model_http(c.inner(), &t.base_url, &t.model).await,
             };
-            probe.identify(&t.base_url, None, info.as_ref()).await;
+            probe.identify(&t.base_url, None, model).await;
             Ok((Client::Http(c), dataset, probe))
         }
         Api::Infer => Err(Error::usage(
@@ -105,6 +113,9 @@ async fn connect_llm(
                 )));
             }
             kserve::check_layout(&info, t.backend)?;
+            if plan.use_server_token_count {
+                check_server_count(&t.model, &output_names(&info), &plan.workload.extra_inputs)?;
+            }
             let dataset = dataset::build_kserve(t, &plan.workload, tokenizer, &info)?;
             let client =
                 GrpcClient::new(t, &info, workers, channel.clone(), grpc::ResponseMode::Text)
@@ -119,11 +130,20 @@ async fn connect_llm(
             )
             .await;
             probe
-                .identify(&t.base_url, Some((channel, &md)), Some(&info))
+                .identify(
+                    &t.base_url,
+                    Some((channel, &md)),
+                    Some(identity::describe_model(&info)),
+                )
                 .await;
             Ok((Client::Grpc(client), dataset, probe))
         }
     }
+}
+
+/// The names of a model's outputs.
+fn output_names(info: &crate::workload::tensor::ModelInfo) -> Vec<&str> {
+    info.outputs.iter().map(|o| o.name.as_str()).collect()
 }
 
 /// `e` (the first exchange failed), or, when `-u` answers the other protocol than the endpoint

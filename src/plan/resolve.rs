@@ -478,20 +478,55 @@ pub fn shard(s: &ShardSpec) -> Result<ShardPlan, UsageError> {
     })
 }
 
-/// `--use-server-token-count` against the API: only OpenAI-compatible servers report counts
-/// (`usage`, asked for in every streamed request). Decided from the endpoint type, before any
-/// request, because Triton's generate and KServe responses carry no count ttftbench reads (it
-/// does not read TensorRT-LLM's `output_ids`/`sequence_length` tensors), and a flag silently
-/// ignored there would pass the tokenizer's numbers off as the server's.
+/// `--use-server-token-count` against the API: OpenAI-compatible servers report counts
+/// (`usage`, asked for in every streamed request); Triton's generate and KServe endpoints do
+/// when the model returns a count output, which the session checks against the model's
+/// outputs before any request (a flag silently ignored would pass the tokenizer's numbers off
+/// as the server's). Tensor inference has no tokens.
 pub fn server_token_count(api: Api, asked: bool) -> Result<bool, UsageError> {
     match api {
-        Api::Chat | Api::Completions => Ok(asked),
-        Api::Generate | Api::Kserve | Api::Infer if asked => Err(UsageError(format!(
-            "--use-server-token-count: the {} endpoint reports no token counts (only OpenAI-compatible chat and completions endpoints send `usage`); drop the flag and give the model's tokenizer instead (--tokenizer ORG/NAME, from the local Hugging Face cache, or a tokenizer.json)",
-            api.name()
-        ))),
-        _ => Ok(false),
+        Api::Chat | Api::Completions | Api::Generate | Api::Kserve => Ok(asked),
+        Api::Infer if asked => Err(UsageError(
+            "--use-server-token-count: tensor inference has no tokens to count".into(),
+        )),
+        Api::Infer => Ok(false),
     }
+}
+
+/// The outputs a Triton LLM model reports its token count in (TensorRT-LLM's `output_ids` and
+/// `sequence_length`; the vLLM backend's `num_output_tokens`, sent only when the request asks
+/// with `return_num_output_tokens`).
+pub const COUNT_OUTPUTS: [&str; 3] = ["output_ids", "sequence_length", "num_output_tokens"];
+
+/// Whether a Triton model's outputs let `--use-server-token-count` read the server's count:
+/// `Err` names its outputs and what to do instead.
+pub fn check_server_count(
+    model: &str,
+    outputs: &[&str],
+    extra_inputs: &[(String, serde_json::Value)],
+) -> Result<(), UsageError> {
+    let asks_vllm = extra_inputs
+        .iter()
+        .any(|(k, v)| k == "return_num_output_tokens" && v == &serde_json::Value::Bool(true));
+    let counts = outputs
+        .iter()
+        .any(|o| COUNT_OUTPUTS[..2].contains(o) || (*o == COUNT_OUTPUTS[2] && asks_vllm));
+    if counts {
+        return Ok(());
+    }
+    let vllm_hint = if outputs.contains(&COUNT_OUTPUTS[2]) {
+        " (it declares num_output_tokens: add --extra-inputs return_num_output_tokens:true to have the vLLM backend send it)"
+    } else {
+        ""
+    };
+    Err(UsageError(format!(
+        "--use-server-token-count: model '{model}' returns no token count (its outputs: {}){vllm_hint}; Triton reports one only in output_ids or sequence_length (TensorRT-LLM) or num_output_tokens (vLLM backend); drop the flag and give the model's tokenizer instead (--tokenizer ORG/NAME, from the local Hugging Face cache, or a tokenizer.json)",
+        if outputs.is_empty() {
+            "none declared".to_string()
+        } else {
+            outputs.join(", ")
+        }
+    )))
 }
 
 #[cfg(test)]
@@ -560,14 +595,27 @@ mod tests {
     fn server_token_count_only_where_the_server_counts() {
         assert_eq!(server_token_count(Api::Chat, true), Ok(true));
         assert_eq!(server_token_count(Api::Completions, false), Ok(false));
-        assert_eq!(server_token_count(Api::Generate, false), Ok(false));
-        for api in [Api::Generate, Api::Kserve] {
-            let e = server_token_count(api, true).unwrap_err();
-            assert!(
-                e.0.contains("reports no token counts") && e.0.contains("--tokenizer"),
-                "{e}"
-            );
-        }
+        assert_eq!(server_token_count(Api::Kserve, true), Ok(true));
+        assert!(server_token_count(Api::Infer, true).is_err());
+        let e = check_server_count("gpt2", &["text_output"], &[]).unwrap_err();
+        assert!(
+            e.0.contains("model 'gpt2' returns no token count (its outputs: text_output)")
+                && e.0.contains("--tokenizer"),
+            "{e}"
+        );
+        assert!(check_server_count("m", &["text_output", "output_ids"], &[]).is_ok());
+        assert!(check_server_count("m", &["sequence_length"], &[]).is_ok());
+        let vllm = ["text_output", "num_output_tokens"];
+        let e = check_server_count("m", &vllm, &[]).unwrap_err();
+        assert!(
+            e.0.contains("--extra-inputs return_num_output_tokens:true"),
+            "{e}"
+        );
+        let asked = [(
+            "return_num_output_tokens".to_string(),
+            serde_json::Value::Bool(true),
+        )];
+        assert!(check_server_count("m", &vllm, &asked).is_ok());
     }
 
     fn spec(model: &str) -> TargetSpec {

@@ -229,8 +229,8 @@ pub fn describe_openai_model(listing: &Value, model: &str) -> Option<Value> {
     Some(Value::Object(out))
 }
 
-/// The model's entry from `GET {base_url}/v1/models` (bounded read, no API key sent: servers
-/// that require one for the listing are recorded without it).
+/// The model's entry from `GET {base_url}/v1/models` (bounded read); `client` is the
+/// target's own (it carries the API key the listing may need, to the target's origin only).
 pub async fn openai_model_http(
     client: &reqwest::Client,
     base_url: &str,

@@ -242,26 +242,20 @@ impl ServerProbe {
     }
 
     /// Reads once who the server is (see [`super::identity`]): over gRPC when `grpc` gives the
-    /// channel and its metadata, else over HTTP at `base_url`. `model` is what the session
-    /// learned of the model (Triton's metadata and config); without it, the OpenAI listing's
-    /// entry is read.
+    /// channel and its metadata, else over HTTP at `base_url` (with the metrics client: no API
+    /// key). `model` is what the session learned of the model.
     pub async fn identify(
         &mut self,
         base_url: &str,
         grpc: Option<(tonic::transport::Channel, &tonic::metadata::MetadataMap)>,
-        model: Option<&crate::workload::tensor::ModelInfo>,
+        model: Option<serde_json::Value>,
     ) {
         use super::identity;
         self.identity = match grpc {
             Some((channel, md)) => identity::identify_grpc(channel, md).await,
             None => identity::identify_http(&self.reader.http, base_url).await,
         };
-        self.model = match model {
-            Some(info) => Some(identity::describe_model(info)),
-            None => {
-                identity::openai_model_http(&self.reader.http, base_url, &self.reader.model).await
-            }
-        };
+        self.model = model;
     }
 
     /// Reads the gRPC statistics of one model version only (perf_analyzer's `-x`), not the sum
