@@ -723,7 +723,7 @@ mod tests {
             uint_contents: vec![2],
             ..Default::default()
         });
-        v.outputs.insert(0, n);
+        v.outputs.push(n);
         assert_eq!(read(v).0, Some(2));
         // No count output: none.
         let plain = response(&["text_output"], vec![bytes_tensor_raw(&[b"x"])], None);
