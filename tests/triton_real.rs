@@ -179,6 +179,30 @@ async fn grpc_tensorrtllm_layout_streams_exact_tokens() {
             .dir
             .ends_with("trtllm_stream-triton-tensorrtllm-concurrency1")
     );
+    check_context(&o, "gRPC ServerMetadata");
+}
+
+/// The real server's identity and the model's config, as the level's JSON records them.
+fn check_context(o: &Outcome, source: &str) {
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(o.levels[0].dir.join("profile_export_genai_perf.json")).unwrap(),
+    )
+    .unwrap();
+    let c = &doc["context"];
+    assert_eq!(c["server"]["name"], "triton", "{c}");
+    assert_eq!(c["server"]["source"], source, "{c}");
+    assert!(
+        c["server"]["version"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty()),
+        "{c}"
+    );
+    if let Ok(v) = std::env::var("TTFTBENCH_TRITON_SERVER_VERSION") {
+        assert_eq!(c["server"]["version"], v.as_str(), "{c}");
+    }
+    assert_eq!(c["model"]["name"], "trtllm_stream", "{c}");
+    assert_eq!(c["model"]["decoupled"], true, "{c}");
+    assert_eq!(doc["schema_version"], 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,6 +234,7 @@ async fn http_generate_stream_exact_tokens() {
     let o = profile(&args, dir.path()).await.expect("profile runs");
     // generate_stream sends no event for the flags-only FINAL: the body just ends.
     check_streamed(&t, &o, OSL);
+    check_context(&o, "GET /v2");
 }
 
 /// A decoupled model asked without `--streaming` (stream=false) answers with one response holding
