@@ -24,7 +24,9 @@
 #   4. client overhead on TTFT at concurrency 1: ttftbench's TTFT p50 minus the simulator's own
 #      first-response p50 (ttftbench_sim_first_response_us) <= 0.3 ms;
 #   5. 10 000 concurrent streams: zero errors and 10 000 actually overlapping;
-#   6. peak RSS of a 1 000 000-request run <= 50 MB.
+#   6. peak RSS of a 1 000 000-request run <= 50 MB;
+#   7. all cores used at concurrency 256 (one-write server): no single client thread does more
+#      than 60% of the client's CPU (the per-thread split is printed).
 #
 # TLS=1 runs only the HTTPS comparison instead (about 2 minutes): CPU per streamed request over
 # HTTPS against plain HTTP from the same server, nginx (one listener each, a CA made here with
@@ -347,6 +349,51 @@ read -r RSS_CPU RSS_KB < <(rusage "$WORK/1m.txt" "$BIN" profile "${CHAT[@]}" -u 
 RSS_OK=$(json "$WORK/1m/profile_export_genai_perf.json" "d['request_count']['avg']")
 echo "   $RSS_OK requests, peak RSS $((RSS_KB / 1024)) MB, ${RSS_CPU}s CPU, requests.jsonl $(du -m "$WORK/1m/requests.jsonl" | cut -f1) MB"
 
+echo "== 8. per-thread CPU at concurrency 256 (nginx, ${DURATION}s)"
+# Samples every thread's user+sys ticks from /proc while the run lasts (threads vanish at exit,
+# so the last sample before it is the end) and prints each thread's share of the client's CPU.
+THREAD_MAX=$(python3 - "$WORK/t256" "$BIN" profile "${CHAT[@]}" -u "127.0.0.1:$NGINX_PORT" \
+    --concurrency 256 --duration "$DURATION" --artifact-dir "$WORK/t256" <<'PY'
+import os, subprocess, sys, time
+out = open(sys.argv[1] + ".txt", "w")
+p = subprocess.Popen(sys.argv[2:], stdout=out, stderr=subprocess.STDOUT)
+tck = os.sysconf("SC_CLK_TCK")
+def sample():
+    s = {}
+    try:
+        tids = os.listdir(f"/proc/{p.pid}/task")
+    except FileNotFoundError:
+        return s
+    for t in tids:
+        try:
+            st = open(f"/proc/{p.pid}/task/{t}/stat").read()
+        except FileNotFoundError:
+            continue
+        name = st[st.index("(") + 1 : st.rindex(")")]
+        f = st[st.rindex(")") + 2 :].split()
+        s[t] = (name, (int(f[11]) + int(f[12])) / tck)
+    return s
+time.sleep(1.0)
+first, t0 = sample(), time.time()
+last, t1 = first, t0
+while p.poll() is None:
+    s = sample()
+    if s:
+        last, t1 = s, time.time()
+    time.sleep(0.2)
+rows = sorted(((last[t][1] - first.get(t, (None, 0.0))[1], last[t][0], t) for t in last), reverse=True)
+total = sum(r[0] for r in rows) or 1e-9
+wall = max(t1 - t0, 1e-9)
+for cpu, name, tid in rows[:6]:
+    if cpu > 0:
+        print(f"   thread {tid:>7} {name:<18} {cpu / wall:5.2f} cores  {cpu / total * 100:5.1f}% of the client's CPU", file=sys.stderr)
+print(f"   client total {total / wall:.2f} cores over {wall:.1f}s", file=sys.stderr)
+print(f"{rows[0][0] / total:.2f}")
+PY
+)
+THREAD_RPS=$(json "$WORK/t256/profile_export_genai_perf.json" "round(d['request_throughput']['avg'], 1)")
+echo "   $THREAD_RPS req/s; busiest thread ${THREAD_MAX} of the client's CPU"
+
 echo
 echo "== summary (medians of $ROUNDS rounds; load now $(cut -d' ' -f1-3 /proc/loadavg))"
 fail=0
@@ -376,4 +423,5 @@ check "TTFT overhead at c=1, ms (client p50 - server p50)" "$OVERHEAD" "<=" 0.3
 check "concurrent streams held ($STREAM_ERRORS errors)" "$STREAM_PEAK" ">=" "$STREAMS"
 check "errors among $STREAMS concurrent streams" "$STREAM_ERRORS" "==" 0
 check "peak RSS MB, $RSS_REQUESTS requests" "$((RSS_KB / 1024))" "<=" 50
+check "busiest client thread's share of its CPU at c=256" "$THREAD_MAX" "<=" 0.6
 exit $fail
