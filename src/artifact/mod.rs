@@ -92,8 +92,11 @@ pub const OTHER_LEVEL_FILES: [&str; 6] = [
     TIMELINE_FILE,
     raw_export::INPUTS_FILE,
     shard::SHARD_FILE,
-    crate::report::html::REPORT_FILE,
+    REPORT_FILE,
 ];
+
+/// The HTML report of a sweep (or of one level with `--generate-plots`).
+pub const REPORT_FILE: &str = "report.html";
 /// One row per interval of the level.
 pub const TIMELINE_FILE: &str = "timeline.csv";
 /// Sweep summary table.

@@ -29,7 +29,7 @@ mod trend;
 use style::CSS;
 
 /// File name of the report.
-pub const REPORT_FILE: &str = "report.html";
+pub use crate::artifact::REPORT_FILE;
 
 /// What the page says about how it was made.
 #[derive(Debug, Clone, PartialEq)]
