@@ -47,7 +47,7 @@ impl PerfArgs {
         let (levels, unbounded) = self.levels(periodic)?;
         let windows = self.windows(periodic.is_some())?;
         self.check_numbers(&windows)?;
-        Ok(PerfPlan {
+        let mut plan = PerfPlan {
             metrics: resolve::metrics_source(self.metrics_url.as_deref(), &target)?,
             server_kind: self.engine_view.server_kind,
             gpu_metrics_url: resolve::gpu_metrics_url(self.engine_view.gpu_metrics_url.as_deref())?,
@@ -101,7 +101,46 @@ impl PerfArgs {
             verbose: self.verbose,
             command_line: redact_command_line(argv),
             outputs: self.outputs.plan()?,
-        })
+            artifact_dir: self.artifact_dir.clone(),
+            shard: crate::plan::ShardPlan::default(),
+        };
+        // The slot between level starts depends on each level's length, known once the plan is.
+        plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;
+        self.shard_rules(&mut plan)?;
+        Ok(plan)
+    }
+
+    /// What a shard needs besides its part: a sweep every shard walks alike (no latency
+    /// threshold, which each shard would judge on its own latency alone), and its level
+    /// directories for `merge` (by default `artifacts/perf-shard{I}-of-{N}`), where its rows go
+    /// too.
+    fn shard_rules(&self, plan: &mut PerfPlan) -> Result<(), UsageError> {
+        let s = plan.shard.shard;
+        if plan.unbounded && plan.shard.start_at_unix_ns.is_some() {
+            return usage(
+                "--start-at with an open-ended --concurrency-range (end 0): the levels' starts must be known in advance; give the range an end",
+            );
+        }
+        if !s.is_whole() && plan.latency_threshold_ms > 0 {
+            return usage(
+                "-l/--latency-threshold with --shard: each shard would stop the sweep on its own latency and the shards would part ways; drop -l and give the range an end",
+            );
+        }
+        if !s.is_whole() && plan.artifact_dir.is_none() {
+            plan.artifact_dir = Some(PathBuf::from(format!(
+                "artifacts/perf-shard{}-of-{}",
+                s.index, s.count
+            )));
+        }
+        if let Some(dir) = &plan.artifact_dir {
+            plan.artifact_dir = Some(PathBuf::from(
+                dir.to_string_lossy()
+                    .replace("{shard}", &s.index.to_string()),
+            ));
+            // Each level's requests.jsonl holds the rows; no second copy beside -f.
+            plan.requests_log = None;
+        }
+        Ok(())
     }
 
     /// The server, the model's infer path and the headers; gRPC's port 8001 unless `-i http`.
