@@ -139,12 +139,18 @@ pub fn experiment_close(window: Option<(u64, u64)>) -> String {
 
 /// The file's end, after its last experiment.
 pub fn file_close(version: &str, f: &ExportFormat) -> String {
+    footer(version, f.service_kind, &f.endpoint)
+}
+
+/// The file's end from its fields: `service_kind` and `endpoint` as the readers pick their
+/// parser by (a merged file keeps its shards').
+pub fn footer(version: &str, service_kind: &str, endpoint: &str) -> String {
     format!(
         "],\"version\":{},\"schema_version\":{},\"service_kind\":{},\"endpoint\":{}}}",
         json_str(version),
         super::SCHEMA_VERSION,
-        json_str(f.service_kind),
-        json_str(&f.endpoint)
+        json_str(service_kind),
+        json_str(endpoint)
     )
 }
 
