@@ -77,10 +77,10 @@ fn merge(dirs: &[PathBuf], out: &Path) -> Output {
     std::process::Command::new(BIN).args(&a).output().unwrap()
 }
 
-/// The nearest-rank percentile (perf_analyzer's) of sorted values.
+/// perf_analyzer's percentile of sorted values: the sample at `(p / 100) × (n − 1) + 0.5`,
+/// truncated.
 fn nearest_rank(v: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
-    v[rank - 1]
+    v[((p / 100.0) * (v.len() - 1) as f64 + 0.5) as usize]
 }
 
 /// Asserts that `dir`'s measured rows all started within 150 ms after `at_ns`; returns them.
