@@ -151,8 +151,10 @@ pub fn run(args: &[PathBuf], out: &Path) -> Result<Merged> {
             out.to_path_buf()
         };
         let written = write_level(&dir, &merged, &view, g)?;
+        // Fewer rows than histogram counts: a file was cut short. More is perf's way: its rows
+        // include requests that completed outside the reported windows.
         let expected = merged.agg.ok + merged.agg.error_count();
-        if written.measured != expected {
+        if written.measured < expected {
             notices.push(format!(
                 "{}: the shards' requests.jsonl hold {} measured requests, their histograms {expected}: a requests file was cut short",
                 merged.summary.stimulus.name(),
