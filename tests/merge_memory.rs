@@ -30,10 +30,8 @@ fn write_export(path: &Path, offset: u64) {
         let times: Vec<String> = (1..=8)
             .map(|k| (sent + k * 5_000_000).to_string())
             .collect();
-        let outs = vec![
-            r#"{"response":"data: {\"choices\":[{\"delta\":{\"content\":\" tok\"}}]}\n\n"}"#;
-            8
-        ];
+        let outs =
+            [r#"{"response":"data: {\"choices\":[{\"delta\":{\"content\":\" tok\"}}]}\n\n"}"#; 8];
         write!(
             out,
             r#"{{"timestamp":{sent},"request_inputs":{{"payload":"{{\"model\":\"gpt2\",\"messages\":[{{\"role\":\"user\",\"content\":\"prompt {i}\"}}],\"stream\":true}}"}},"response_timestamps":[{}],"response_outputs":[{}]}}"#,
@@ -80,7 +78,7 @@ fn raw_exports_merge_in_flat_memory() {
     let _: serde::de::IgnoredAny = serde_json::from_reader(file()).unwrap();
     let again = tmp.path().join("again.json");
     assert_eq!(
-        merge_files(&[to.clone()], &again, Stimulus::Concurrency(16)).unwrap(),
+        merge_files(std::slice::from_ref(&to), &again, Stimulus::Concurrency(16)).unwrap(),
         2 * REQUESTS
     );
     let mut head = String::new();
