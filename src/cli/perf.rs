@@ -475,6 +475,62 @@ mod tests {
     }
 
     #[test]
+    fn shard_plans() {
+        let shard = |extra: &[&str]| {
+            let mut a = vec![
+                "-m",
+                "m",
+                "--concurrency-range",
+                "2:4:2",
+                "-p",
+                "1000",
+                "-r",
+                "3",
+            ];
+            a.extend_from_slice(extra);
+            plan(&a)
+        };
+        let (a, b) = (
+            shard(&["--shard", "0/2"]).unwrap(),
+            shard(&["--shard", "1/2", "-f", "other.csv"]).unwrap(),
+        );
+        assert_eq!(a.plan_id(), b.plan_id(), "paths are per process");
+        assert_ne!(
+            a.plan_id(),
+            shard(&["--shard", "1/2", "-b", "2"]).unwrap().plan_id()
+        );
+        assert_eq!(
+            b.artifact_dir.as_deref(),
+            Some(std::path::Path::new("artifacts/perf-shard1-of-2"))
+        );
+        let p = b.level_part(1, Stimulus::Concurrency(4));
+        assert_eq!(p.load.unwrap().0, Stimulus::Concurrency(2));
+        // Three windows of 1.2 s each on every shard, plus 5 s of drain: a 9 s slot.
+        let t = shard(&["--shard", "1/2", "--start-at", "1767225600"]).unwrap();
+        assert_eq!(t.level_length(), Some(Duration::from_millis(3600)));
+        assert_eq!(t.shard.level_slot, Some(Duration::from_secs(9)));
+        assert_eq!(t.shard.level_start(1), Some(1_767_225_609_000_000_000));
+        let e = shard(&["--shard", "1/2", "-l", "50"]).unwrap_err().0;
+        assert!(e.contains("--latency-threshold with --shard"), "{e}");
+        let e = shard(&[
+            "--shard",
+            "1/2",
+            "--warmup-request-count",
+            "5",
+            "--start-at",
+            "1767225600",
+        ])
+        .unwrap_err()
+        .0;
+        assert!(e.contains("give --level-slot"), "{e}");
+        let d = shard(&["--shard", "1/2", "--artifact-dir", "out/s{shard}"]).unwrap();
+        assert_eq!(
+            d.artifact_dir.as_deref(),
+            Some(std::path::Path::new("out/s1"))
+        );
+    }
+
+    #[test]
     fn ranges_and_errors() {
         assert_eq!(parse_range_u32("4", "f").unwrap(), (4, 4, 1));
         assert_eq!(parse_range_u32("1:4", "f").unwrap(), (1, 4, 1));
