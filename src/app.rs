@@ -84,6 +84,12 @@ fn merge(a: &crate::cli::MergeArgs) -> Result<u8> {
     }
     if !a.quiet {
         eprintln!("merged: {}", a.output.display());
+        if !m.perf.is_empty() {
+            eprintln!(
+                "perf_analyzer CSV of the union: {}",
+                a.output.join(crate::merge::perf::PERF_CSV_FILE).display()
+            );
+        }
     }
     Ok(0)
 }

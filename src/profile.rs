@@ -12,12 +12,14 @@ use crate::analysis::slo::{self, SloResult};
 use crate::analysis::verdict::{self, Verdict};
 use crate::artifact;
 use crate::artifact::raw_export::RawExport;
-use crate::artifact::shard::{self, LevelRecord, SHARD_FILE, ShardRecord, StartRecord};
+use crate::artifact::shard::SHARD_FILE;
 use crate::artifact::timeline::Timeline;
 use crate::artifact::write_file;
 use crate::context::{RunContext, ServerIdentity};
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
-use crate::engine::{LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, measure_level};
+use crate::engine::{
+    LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, files, measure_level,
+};
 use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus, Stop};
 use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
@@ -232,16 +234,10 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
             ids.context
                 .add_gpus(g.gpus.iter().filter_map(|g| g.name.as_deref()));
         }
-        let record = shard_record(plan, &ids, part, anchor, &measured);
-        let doc = level_doc(&measured.summary, &ids, &slo, record.as_ref());
-        write_level(
-            &dir,
-            &plan.export_names,
-            &measured,
-            &doc,
-            anchor,
-            record.as_ref(),
-        )?;
+        let writer = ids.writer(plan, anchor);
+        let record = writer.shard_record(part, measured.start);
+        let doc = level_doc(&measured.summary, &ids, &slo, &writer);
+        writer.write_level(&dir, &plan.export_names, &measured, &doc, record.as_ref())?;
         if ui.verbosity != Verbosity::Quiet {
             say_late(&measured, plan);
             report_level(&measured.summary, &dir, ui.verbosity);
@@ -326,6 +322,18 @@ fn say_context(c: &RunContext, ui: Ui) {
     ));
 }
 
+impl Ids {
+    /// The level files' writer of this process (`anchor`: the run clock's Unix anchor).
+    fn writer<'a>(&'a self, plan: &'a RunPlan, anchor: u64) -> files::Writer<'a> {
+        files::Writer {
+            mode: "profile",
+            plan_id: &self.plan_id,
+            shard: &plan.shard,
+            anchor_unix_ns: anchor,
+        }
+    }
+}
+
 /// One level of this process: the plan's level and this process's part of it.
 struct LevelRun<'a> {
     part: &'a LevelPart,
@@ -346,64 +354,18 @@ fn write_idle_levels(
 ) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for part in parts {
-        let Err(reason) = &part.load else {
+        let dir = layout.level_dir(&part.whole);
+        let Some(reason) = ids.writer(plan, anchor).write_idle(&dir, part)? else {
             continue;
         };
-        let dir = layout.level_dir(&part.whole);
-        create_dir(&dir)?;
-        let record = ShardRecord {
-            part: None,
-            idle: Some(reason.clone()),
-            start: None,
-            ..base_record(plan, ids, part, anchor)
-        };
-        write_file(&dir.join(SHARD_FILE), shard::encode(&record))?;
         ui.say(&format!(
             "{}: no load for this shard ({reason}); {} says so",
             part.whole.name(),
             dir.join(SHARD_FILE).display()
         ));
-        out.push((part.whole.name(), reason.clone()));
+        out.push((part.whole.name(), reason));
     }
     Ok(out)
-}
-
-/// `shard.json`'s fields common to every level of this process.
-fn base_record(plan: &RunPlan, ids: &Ids, part: &LevelPart, anchor: u64) -> ShardRecord {
-    ShardRecord {
-        format: shard::SHARD_FORMAT.into(),
-        ttftbench_version: crate::VERSION.into(),
-        mode: "profile".into(),
-        plan_id: ids.plan_id.clone(),
-        shard: plan.shard.shard,
-        start_at_unix_ns: plan.shard.start_at_unix_ns,
-        clock_anchor_unix_ns: anchor,
-        level: LevelRecord {
-            index: part.index,
-            stimulus: part.whole,
-        },
-        part: part.load.as_ref().ok().map(|(s, _)| *s),
-        idle: None,
-        start: None,
-    }
-}
-
-/// The level's `shard.json`, for a shard (a whole run has none).
-fn shard_record(
-    plan: &RunPlan,
-    ids: &Ids,
-    part: &LevelPart,
-    anchor: u64,
-    m: &Measured,
-) -> Option<ShardRecord> {
-    (!plan.shard.shard.is_whole()).then(|| ShardRecord {
-        start: m.start.map(|s| StartRecord {
-            planned_unix_ns: s.planned_unix_ns,
-            actual_unix_ns: s.actual_unix_ns,
-            late: s.late,
-        }),
-        ..base_record(plan, ids, part, anchor)
-    })
 }
 
 /// With `--start-at`: when the levels start, once.
@@ -663,18 +625,11 @@ fn level_doc(
     s: &LevelSummary,
     ids: &Ids,
     slo: &[SloResult],
-    shard_record: Option<&ShardRecord>,
+    writer: &files::Writer<'_>,
 ) -> serde_json::Value {
     let mut doc = artifact::genai_perf::json(s, &ids.input_config);
+    writer.stamp(&mut doc);
     if let serde_json::Value::Object(map) = &mut doc {
-        map.insert("ttftbench_version".into(), crate::VERSION.into());
-        map.insert("plan_id".into(), ids.plan_id.clone().into());
-        if let Some(r) = shard_record {
-            map.insert(
-                "shard".into(),
-                serde_json::to_value(r.shard).unwrap_or_default(),
-            );
-        }
         map.insert(
             FINGERPRINT_KEY.into(),
             serde_json::to_value(&ids.fingerprint).unwrap_or_default(),
@@ -689,30 +644,6 @@ fn level_doc(
     }
     artifact::stamp(&mut doc);
     doc
-}
-
-/// Writes a level's GenAI-Perf files (the JSON one is `doc`, from [`level_doc`]), its
-/// histograms (`requests.jsonl` was streamed already) and, for a shard, `shard.json`.
-/// `unix_anchor_ns` is the Unix time of the run clock the level's times are on.
-fn write_level(
-    dir: &Path,
-    names: &crate::plan::outputs::ExportNames,
-    m: &Measured,
-    doc: &serde_json::Value,
-    unix_anchor_ns: u64,
-    shard_record: Option<&ShardRecord>,
-) -> Result<()> {
-    write_file(&dir.join(&names.csv), artifact::genai_perf::csv(&m.summary))?;
-    write_file(&dir.join(&names.json), pretty(doc))?;
-    write_file(
-        &dir.join(artifact::HISTOGRAMS_FILE),
-        serde_json::to_string(&artifact::histograms::encode(&m.agg, unix_anchor_ns))
-            .unwrap_or_default(),
-    )?;
-    match shard_record {
-        Some(r) => write_file(&dir.join(SHARD_FILE), shard::encode(r)),
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]

@@ -153,6 +153,65 @@ fn same_as_whole(merged: &Aggregate, whole_doc: &Value, whole: &Aggregate, parts
     }
 }
 
+/// The merged `profile_export.json` holds every shard's requests, unchanged and on the one
+/// (Unix ns) time base, its window spanning theirs; GenAI-Perf's own parser, when its venv is
+/// here, recomputes the merged level's numbers from it.
+fn raw_exports_merged(shards: &[PathBuf], merged: &Path) {
+    let export = |d: &Path| json(&d.join("profile_export.json"));
+    let requests = |doc: &Value| -> Vec<Value> {
+        doc["experiments"][0]["requests"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let m = export(merged);
+    assert_eq!(m["experiments"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        m["experiments"][0]["experiment"],
+        serde_json::json!({"mode": "concurrency", "value": 3}),
+        "the plan's level"
+    );
+    let mut want: Vec<Value> = Vec::new();
+    let (mut lo, mut hi) = (u64::MAX, 0);
+    for d in shards {
+        let doc = export(d);
+        assert_eq!(doc["service_kind"], m["service_kind"]);
+        assert_eq!(doc["endpoint"], m["endpoint"]);
+        let w = &doc["experiments"][0]["window_boundaries"];
+        lo = lo.min(w[0].as_u64().unwrap());
+        hi = hi.max(w[1].as_u64().unwrap());
+        want.extend(requests(&doc));
+    }
+    let mut got = requests(&m);
+    assert_eq!(got.len(), 90, "every shard's requests");
+    let key = |r: &Value| r["timestamp"].as_u64().unwrap();
+    let last = |r: &Value| {
+        r["response_timestamps"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .as_u64()
+            .unwrap()
+    };
+    assert!(
+        got.windows(2).all(|w| last(&w[0]) <= last(&w[1])),
+        "in order of their last response"
+    );
+    got.sort_by_key(key);
+    want.sort_by_key(key);
+    assert_eq!(got, want, "the requests as the shards wrote them");
+    assert_eq!(
+        m["experiments"][0]["window_boundaries"],
+        serde_json::json!([lo, hi])
+    );
+    if let Some(python) = genai_perf_python() {
+        let table = run_python(&python, "scripts/genai_perf/crosscheck.py", &[merged]);
+        println!("{table}");
+        assert!(table.contains(" 0 failed"), "{table}");
+    }
+}
+
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
@@ -274,6 +333,7 @@ async fn shard_processes_start_together_and_merge_exactly() {
     assert_eq!(doc["shards"]["shards"][3]["requests"], 0);
     assert!(doc["shards"]["start_skew_ms"].as_f64().unwrap() < 150.0);
     assert_eq!(measured(&merged).len(), 90);
+    raw_exports_merged(&dirs[..3], &merged);
     ttft.sort_by(f64::total_cmp);
     for (p, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)] {
         let exact = linear(&ttft, q);

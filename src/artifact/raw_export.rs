@@ -139,12 +139,18 @@ pub fn experiment_close(window: Option<(u64, u64)>) -> String {
 
 /// The file's end, after its last experiment.
 pub fn file_close(version: &str, f: &ExportFormat) -> String {
+    footer(version, f.service_kind, &f.endpoint)
+}
+
+/// The file's end from its fields: `service_kind` and `endpoint` as the readers pick their
+/// parser by (a merged file keeps its shards').
+pub fn footer(version: &str, service_kind: &str, endpoint: &str) -> String {
     format!(
         "],\"version\":{},\"schema_version\":{},\"service_kind\":{},\"endpoint\":{}}}",
         json_str(version),
         super::SCHEMA_VERSION,
-        json_str(f.service_kind),
-        json_str(&f.endpoint)
+        json_str(service_kind),
+        json_str(endpoint)
     )
 }
 
@@ -523,11 +529,20 @@ pub fn write_inputs(path: &Path, dataset: &Dataset) -> io::Result<()> {
     w.flush()
 }
 
-/// The `request_inputs` text of every dataset entry, rendered once per run.
+/// The `request_inputs` text of every dataset entry, rendered once per run, by the entry's
+/// index in the whole dataset (a record's `prompt_index`): a shard's part of a partitioned
+/// dataset leaves the other shards' places empty (an empty `Box<str>` does not allocate).
 pub fn all_request_inputs(dataset: &Dataset) -> Arc<[Box<str>]> {
-    (0..dataset.len())
-        .map(|i| request_inputs(&dataset.entry(i).payload).into_boxed_str())
-        .collect()
+    let len = (0..dataset.len())
+        .map(|i| dataset.prompt_index(i) as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut out: Vec<Box<str>> = vec![Box::from(""); len];
+    for i in 0..dataset.len() {
+        out[dataset.prompt_index(i) as usize] =
+            request_inputs(&dataset.entry(i).payload).into_boxed_str();
+    }
+    out.into()
 }
 
 /// A run's raw export: its format, every dataset entry's `request_inputs` rendered once, and the
@@ -722,6 +737,24 @@ impl RawExportWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found merging shards' exports: a shard's records name prompts by their index in the whole
+    /// dataset, and its export gave them another prompt's inputs, or `{}`.
+    #[test]
+    fn a_shards_request_inputs_are_found_by_whole_dataset_index() {
+        let entry = |t: &str| crate::workload::Entry {
+            payload: Payload::Http(bytes::Bytes::from(format!("{{\"prompt\":\"{t}\"}}"))),
+            isl: 1,
+            max_tokens: 1,
+        };
+        let whole = Dataset::new(["a", "b", "c", "d", "e"].map(entry).to_vec());
+        let shard = whole.partition(1, 2).unwrap();
+        let ins = all_request_inputs(&shard);
+        assert_eq!(ins.len(), 4, "up to whole index 3");
+        assert_eq!(&*ins[1], request_inputs(&entry("b").payload));
+        assert_eq!(&*ins[3], request_inputs(&entry("d").payload));
+        assert_eq!((&*ins[0], &*ins[2]), ("", ""));
+    }
 
     fn chat() -> ExportFormat {
         ExportFormat {

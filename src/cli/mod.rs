@@ -493,7 +493,11 @@ pub struct EngineViewArgs {
 #[command(next_help_heading = LOAD)]
 pub struct ShardArgs {
     /// Run shard I of N (0-based): this process's part of the plan — concurrency, rate and
-    /// request counts divided, prompts partitioned — for `ttftbench merge` to add up.
+    /// request counts divided, prompts (perf: input-data entries) partitioned — for
+    /// `ttftbench merge` to add up. perf's stability windows: every shard measures all -r
+    /// windows of each level (no shard can know when the others' windows agree), reports the
+    /// last three as perf_analyzer does, and marks the level stable when they agreed; a level
+    /// lasts -r × 1.2 × the measurement interval on every shard (give -r 3 for the shortest).
     #[arg(long = "shard", value_name = "I/N")]
     pub shard: Option<String>,
     /// Run one of N shards, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or
@@ -828,6 +832,15 @@ pub struct PerfArgs {
     /// JUnit report, JSON stdout, Pushgateway.
     #[command(flatten)]
     pub outputs: OutputArgs,
+    /// Also write each level's files in a directory of its own below this one (GenAI-Perf's
+    /// CSV and JSON, histograms.json, requests.jsonl; with --shard also shard.json), for
+    /// `report`, `compare` and `merge`. Under --shard/--shards the default is
+    /// artifacts/perf-shard{I}-of-{N}; `{shard}` is replaced by the shard index.
+    #[arg(help_heading = OUTPUT, long = "artifact-dir")]
+    pub artifact_dir: Option<PathBuf>,
+    /// Where this process takes part in a run of several.
+    #[command(flatten)]
+    pub shard: ShardArgs,
 }
 
 /// Flags of `ttftbench serve`.

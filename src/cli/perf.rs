@@ -47,7 +47,7 @@ impl PerfArgs {
         let (levels, unbounded) = self.levels(periodic)?;
         let windows = self.windows(periodic.is_some())?;
         self.check_numbers(&windows)?;
-        Ok(PerfPlan {
+        let mut plan = PerfPlan {
             metrics: resolve::metrics_source(self.metrics_url.as_deref(), &target)?,
             server_kind: self.engine_view.server_kind,
             gpu_metrics_url: resolve::gpu_metrics_url(self.engine_view.gpu_metrics_url.as_deref())?,
@@ -101,7 +101,46 @@ impl PerfArgs {
             verbose: self.verbose,
             command_line: redact_command_line(argv),
             outputs: self.outputs.plan()?,
-        })
+            artifact_dir: self.artifact_dir.clone(),
+            shard: crate::plan::ShardPlan::default(),
+        };
+        // The slot between level starts depends on each level's length, known once the plan is.
+        plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;
+        self.shard_rules(&mut plan)?;
+        Ok(plan)
+    }
+
+    /// What a shard needs besides its part: a sweep every shard walks alike (no latency
+    /// threshold, which each shard would judge on its own latency alone), and its level
+    /// directories for `merge` (by default `artifacts/perf-shard{I}-of-{N}`), where its rows go
+    /// too.
+    fn shard_rules(&self, plan: &mut PerfPlan) -> Result<(), UsageError> {
+        let s = plan.shard.shard;
+        if plan.unbounded && plan.shard.start_at_unix_ns.is_some() {
+            return usage(
+                "--start-at with an open-ended --concurrency-range (end 0): the levels' starts must be known in advance; give the range an end",
+            );
+        }
+        if !s.is_whole() && plan.latency_threshold_ms > 0 {
+            return usage(
+                "-l/--latency-threshold with --shard: each shard would stop the sweep on its own latency and the shards would part ways; drop -l and give the range an end",
+            );
+        }
+        if !s.is_whole() && plan.artifact_dir.is_none() {
+            plan.artifact_dir = Some(PathBuf::from(format!(
+                "artifacts/perf-shard{}-of-{}",
+                s.index, s.count
+            )));
+        }
+        if let Some(dir) = &plan.artifact_dir {
+            plan.artifact_dir = Some(PathBuf::from(
+                dir.to_string_lossy()
+                    .replace("{shard}", &s.index.to_string()),
+            ));
+            // Each level's requests.jsonl holds the rows; no second copy beside -f.
+            plan.requests_log = None;
+        }
+        Ok(())
     }
 
     /// The server, the model's infer path and the headers; gRPC's port 8001 unless `-i http`.
@@ -432,6 +471,62 @@ mod tests {
         assert_eq!(
             p.timeline.as_ref().unwrap().0,
             PathBuf::from("stability_24h.timeline.csv")
+        );
+    }
+
+    #[test]
+    fn shard_plans() {
+        let shard = |extra: &[&str]| {
+            let mut a = vec![
+                "-m",
+                "m",
+                "--concurrency-range",
+                "2:4:2",
+                "-p",
+                "1000",
+                "-r",
+                "3",
+            ];
+            a.extend_from_slice(extra);
+            plan(&a)
+        };
+        let (a, b) = (
+            shard(&["--shard", "0/2"]).unwrap(),
+            shard(&["--shard", "1/2", "-f", "other.csv"]).unwrap(),
+        );
+        assert_eq!(a.plan_id(), b.plan_id(), "paths are per process");
+        assert_ne!(
+            a.plan_id(),
+            shard(&["--shard", "1/2", "-b", "2"]).unwrap().plan_id()
+        );
+        assert_eq!(
+            b.artifact_dir.as_deref(),
+            Some(std::path::Path::new("artifacts/perf-shard1-of-2"))
+        );
+        let p = b.level_part(1, Stimulus::Concurrency(4));
+        assert_eq!(p.load.unwrap().0, Stimulus::Concurrency(2));
+        // Three windows of 1.2 s each on every shard, plus 5 s of drain: a 9 s slot.
+        let t = shard(&["--shard", "1/2", "--start-at", "1767225600"]).unwrap();
+        assert_eq!(t.level_length(), Some(Duration::from_millis(3600)));
+        assert_eq!(t.shard.level_slot, Some(Duration::from_secs(9)));
+        assert_eq!(t.shard.level_start(1), Some(1_767_225_609_000_000_000));
+        let e = shard(&["--shard", "1/2", "-l", "50"]).unwrap_err().0;
+        assert!(e.contains("--latency-threshold with --shard"), "{e}");
+        let e = shard(&[
+            "--shard",
+            "1/2",
+            "--warmup-request-count",
+            "5",
+            "--start-at",
+            "1767225600",
+        ])
+        .unwrap_err()
+        .0;
+        assert!(e.contains("give --level-slot"), "{e}");
+        let d = shard(&["--shard", "1/2", "--artifact-dir", "out/s{shard}"]).unwrap();
+        assert_eq!(
+            d.artifact_dir.as_deref(),
+            Some(std::path::Path::new("out/s1"))
         );
     }
 

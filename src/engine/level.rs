@@ -42,6 +42,10 @@ pub struct Stability {
     pub percentile: Option<u32>,
     /// How that percentile is read.
     pub method: PercentileMethod,
+    /// Measure all `max_trials` windows even once the last three agree: a shard of a run of
+    /// several processes cannot know when the others' windows agree, so every shard's level
+    /// lasts the same time; `stable` then says whether the reported three agreed.
+    pub every_trial: bool,
 }
 
 impl Policy {
@@ -372,9 +376,11 @@ impl WindowLoop {
                     latency_ns: window_latency(&last.agg, s.percentile, s.method),
                 });
             }
-            if self.windows.len() == 3 && is_stable(&self.windows, s) {
-                self.stable = true;
-                return;
+            if self.windows.len() == 3 {
+                self.stable = is_stable(&self.windows, s);
+                if self.stable && !s.every_trial {
+                    return;
+                }
             }
             if self.measured >= s.max_trials || cancel.stopping() {
                 return;

@@ -8,6 +8,7 @@
 
 pub mod capacity;
 pub mod collector;
+pub mod files;
 pub mod level;
 pub mod outcome;
 pub mod session;

@@ -9,11 +9,15 @@
 //! a level is untrustworthy when any shard was, or when the shards did not run together
 //! ([`level`]). The merged JSON says how many shards there were, their start skew and each one's
 //! requests and errors (`shards`). Mixed runs, missing or repeated shards and directories that
-//! are not shard output are refused before anything is written ([`inputs`]). The raw GenAI-Perf
-//! export (`profile_export.json`) is not merged: each shard keeps its own.
+//! are not shard output are refused before anything is written ([`inputs`]). When every loaded
+//! shard of a level has GenAI-Perf's raw export (`profile_export.json`), the merged level gets
+//! one holding all their requests ([`raw_export`], streamed). Shards of `perf` also give
+//! `perf.csv`, perf_analyzer's `-f` CSV of the union ([`perf`]).
 
 pub mod inputs;
 pub mod level;
+pub mod perf;
+pub mod raw_export;
 pub mod records;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +31,7 @@ use crate::artifact::write_file;
 use crate::artifact::{self, shard};
 use crate::error::{Error, Result, create_dir};
 use crate::metrics::PercentileMethod;
+use crate::perf::files::PerfSection;
 use crate::stats::{Aggregate, LevelSummary};
 use inputs::{LevelGroup, Member};
 use level::{MergedLevel, Rules, ShardLevel};
@@ -120,6 +125,8 @@ pub struct Merged {
     pub knee: Analysis,
     /// Things the user should know that did not stop the merge.
     pub notices: Vec<String>,
+    /// perf shards: perf_analyzer's numbers of every merged level, written to `perf.csv`.
+    pub perf: Vec<crate::perf::PerfLevel>,
 }
 
 /// Merges the shard directories `args` into `out`.
@@ -129,8 +136,9 @@ pub fn run(args: &[PathBuf], out: &Path) -> Result<Merged> {
     let mut levels = Vec::new();
     let mut notices = Vec::new();
     let mut plan: Option<PlanView> = None;
+    let mut perf_levels = Vec::new();
     for g in &groups {
-        let (shards, doc) = read_group(g)?;
+        let (shards, doc, sections) = read_group(g)?;
         let view = match (&plan, doc) {
             (Some(p), _) => p.clone(),
             (None, Some(doc)) => PlanView::from_level_json(&doc, &g.members[0].record.plan_id),
@@ -143,14 +151,23 @@ pub fn run(args: &[PathBuf], out: &Path) -> Result<Merged> {
             out.to_path_buf()
         };
         let written = write_level(&dir, &merged, &view, g)?;
+        // Fewer rows than histogram counts: a file was cut short. More is perf's way: its rows
+        // include requests that completed outside the reported windows.
         let expected = merged.agg.ok + merged.agg.error_count();
-        if written.measured != expected {
+        if written.measured < expected {
             notices.push(format!(
                 "{}: the shards' requests.jsonl hold {} measured requests, their histograms {expected}: a requests file was cut short",
                 merged.summary.stimulus.name(),
                 written.measured
             ));
         }
+        if g.members[0].record.mode == "perf"
+            && let Some(section) = perf::combine(&sections, merged.shards.server_metrics_from)
+        {
+            let pv = perf::PerfView::from_config(&view.input_config);
+            perf_levels.push(perf::level(&merged, &section, pv, view.rules.method));
+        }
+        notices.extend(raw_export::merge_level(g, &dir, merged.summary.stimulus)?);
         levels.push(WrittenLevel { merged, dir });
         plan.get_or_insert(view);
     }
@@ -169,6 +186,10 @@ pub fn run(args: &[PathBuf], out: &Path) -> Result<Merged> {
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.merged.summary.clone()).collect();
     let verdict = verdict::verdict(&summaries);
     let knee = knee::analyze(&summaries, plan.knee_min_gain);
+    if !perf_levels.is_empty() {
+        let pv = perf::PerfView::from_config(&plan.input_config);
+        write_file(&out.join(perf::PERF_CSV_FILE), perf::csv(&perf_levels, pv))?;
+    }
     let sweep_dir = if plan.levels > 1 {
         write_sweep(out, &levels, &plan, (&verdict, &knee), args)?;
         Some(out.to_path_buf())
@@ -181,6 +202,7 @@ pub fn run(args: &[PathBuf], out: &Path) -> Result<Merged> {
         verdict,
         knee,
         notices,
+        perf: perf_levels,
     })
 }
 
@@ -212,15 +234,23 @@ fn level_dir_name(m: &Member) -> String {
         .unwrap_or_else(|| m.record.level_name())
 }
 
-/// Reads every shard's part of a level; also the first loaded level JSON (the plan's record).
-fn read_group(g: &LevelGroup) -> Result<(Vec<ShardLevel>, Option<Value>)> {
+/// A level's shards as read: their parts, the first loaded level JSON (the plan's record), and
+/// each loaded shard's `perf` section (perf shards).
+type ReadGroup = (Vec<ShardLevel>, Option<Value>, Vec<(u32, PerfSection)>);
+
+/// Reads every shard's part of a level.
+fn read_group(g: &LevelGroup) -> Result<ReadGroup> {
     let mut out = Vec::with_capacity(g.members.len());
     let mut first_doc = None;
+    let mut sections = Vec::new();
     for m in &g.members {
         let measured = if m.record.idle.is_some() {
             None
         } else {
             let (summary, agg, doc) = read_measured(&m.dir)?;
+            if let Some(s) = crate::perf::files::section(&doc) {
+                sections.push((m.record.shard.index, s));
+            }
             first_doc.get_or_insert(doc);
             Some((summary, agg))
         };
@@ -230,7 +260,7 @@ fn read_group(g: &LevelGroup) -> Result<(Vec<ShardLevel>, Option<Value>)> {
             measured,
         });
     }
-    Ok((out, first_doc))
+    Ok((out, first_doc, sections))
 }
 
 /// A shard level's summary (from its JSON) and aggregate (from `histograms.json`, which must

@@ -12,6 +12,7 @@
 //! Where this differs from perf_analyzer: count windows close exactly when their last request
 //! completes (perf_analyzer polls once a second); percentiles come from HDR histograms (0.1 %).
 
+pub mod files;
 pub mod inputs;
 pub mod plan;
 pub mod report;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 
 use crate::analysis::slo::SloResult;
 use crate::artifact::write_file;
+use crate::engine::files as files_w;
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{
     LevelSpec, Measured, Pass, Policy, RecordsFile, Session, Sinks, Stability, measure_level,
@@ -36,7 +38,7 @@ use crate::workload::tokenizer::Tokenizer;
 use plan::{PerfPlan, Protocol};
 
 /// The server's statistics over a level, as perf_analyzer prints them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ServerView {
     /// Batch elements inferred.
     pub inference_count: u64,
@@ -208,19 +210,41 @@ impl PerfLevel {
         percentile: Option<u32>,
         method: PercentileMethod,
     ) -> PerfLevel {
-        let agg = &m.agg;
-        let secs = m.windows.secs.max(1e-9);
-        let streaming = m.summary.streaming;
+        let windows = files::PerfSection {
+            batch,
+            windows: m.windows.measured,
+            stable: m.windows.stable,
+            window_secs: m.windows.secs,
+            server: m
+                .windows
+                .stats
+                .as_ref()
+                .map(|(a, b)| ServerView::between(a, b)),
+        };
+        PerfLevel::from_parts(&m.summary, &m.agg, &windows, percentile, method)
+    }
+
+    /// perf_analyzer's numbers of a level's summary, its reported requests' aggregate and how
+    /// its windows went (also a merged level's: the shards' aggregates summed).
+    pub fn from_parts(
+        summary: &crate::stats::LevelSummary,
+        agg: &crate::stats::Aggregate,
+        w: &files::PerfSection,
+        percentile: Option<u32>,
+        method: PercentileMethod,
+    ) -> PerfLevel {
+        let secs = w.window_secs.max(1e-9);
+        let streaming = summary.streaming;
         let lat_dist = agg.dist(Metric::RequestLatency);
         let extra = percentile
             .filter(|p| ![50, 90, 95, 99].contains(p))
             .map(|p| (p, lat_dist.percentile(f64::from(p), method)));
         let first = agg.dist(Metric::TimeToFirstToken);
         PerfLevel {
-            stimulus: m.summary.stimulus,
+            stimulus: summary.stimulus,
             request_count: agg.ok,
             error_count: agg.error_count(),
-            throughput: agg.ok as f64 * f64::from(batch) / secs,
+            throughput: agg.ok as f64 * f64::from(w.batch) / secs,
             response_throughput: agg.sum_chunks as f64 / secs,
             latency: lat_dist.stats_by(1.0, method),
             first_response: (streaming && first.count() > 0).then(|| first.stats_by(1.0, method)),
@@ -238,18 +262,14 @@ impl PerfLevel {
                 0.0
             },
             streaming,
-            stable: m.windows.stable,
-            interrupted: m.summary.interrupted,
-            windows: m.windows.measured,
-            server: m
-                .windows
-                .stats
-                .as_ref()
-                .map(|(a, b)| ServerView::between(a, b)),
-            engine: m.summary.engine.clone(),
+            stable: w.stable,
+            interrupted: summary.interrupted,
+            windows: w.windows,
+            server: w.server.clone(),
+            engine: summary.engine.clone(),
             errors: agg.error_counts(),
             slo: Vec::new(),
-            validity: m.summary.validity.clone(),
+            validity: summary.validity.clone(),
         }
     }
 }
@@ -302,11 +322,24 @@ pub struct PerfOutcome {
     pub protocol: Protocol,
     /// What the server said about the model.
     pub model: ModelInfo,
+    /// Levels at which this shard had no load: name and why.
+    pub idle: Vec<(String, String)>,
 }
 
 impl PerfOutcome {
     /// How the run ends (perf_analyzer's rule: a single level that never stabilised fails).
     pub fn ending(&self, strict: bool, max_error_rate: f64, interrupted: bool) -> Ending {
+        // A shard with no load at any level ends with 0: its directories say so, and `merge`
+        // counts it.
+        if let (true, Some((_, why))) = (self.levels.is_empty() && !interrupted, self.idle.first())
+        {
+            return Ending {
+                code: 0,
+                lines: vec![format!(
+                    "this shard has no load at any level ({why}); nothing was sent"
+                )],
+            };
+        }
         let ends: Vec<LevelEnd<'_>> = self
             .levels
             .iter()
@@ -336,7 +369,7 @@ impl PerfOutcome {
 /// ([`crate::publish`]) get each level and the run's end.
 pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOutcome> {
     let (protocol, info, client, probe) = session::prepare(plan).await?;
-    let dataset = inputs::dataset(plan, &info, protocol)?;
+    let dataset = partition(inputs::dataset(plan, &info, protocol)?, plan, print)?;
     let settings = Settings {
         batch: plan.batch,
         window: plan.windows,
@@ -365,7 +398,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         use_server_token_count: false,
         count_tokens: false,
         seed: plan.seed,
-        shard: crate::load::Shard::WHOLE,
+        shard: plan.shard.shard,
         gaps: gap_pool(),
         captures: plan
             .profile_export
@@ -376,7 +409,10 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     let mut sinks = open_sinks(plan, session.shared.clock)?;
     sinks.raw_export = raw_export_writer(plan, protocol, &info, &session.shared)?;
     let mut publisher = Publisher::new(&plan.outputs, Mode::Perf, &plan.target.model);
-    let levels = run_levels(
+    if print {
+        say_schedule(plan);
+    }
+    let (levels, idle) = run_levels(
         plan,
         &mut session,
         &mut sinks,
@@ -403,6 +439,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         levels,
         protocol,
         model: info,
+        idle,
     };
     publisher.finish(&RunEnd {
         exit_code: outcome
@@ -464,8 +501,66 @@ fn raw_export_writer(
     Ok(Some(w))
 }
 
-/// The level loop: each level in order; past the latency threshold the sweep stops, and an
-/// open-ended concurrency range adds one step at a time until it is reached.
+/// A shard's part of the input data: entries `index`, `index + count`, ... of a list of
+/// several (`--input-data` files); random or zero data, one tensor set, is sent by every shard.
+fn partition(
+    d: crate::workload::Dataset,
+    plan: &PerfPlan,
+    print: bool,
+) -> Result<crate::workload::Dataset> {
+    let s = plan.shard.shard;
+    if s.is_whole() || d.len() < 2 {
+        return Ok(d);
+    }
+    if d.len() < s.count as usize {
+        if print {
+            eprintln!(
+                "{s}: {} input-data entries are fewer than the {} shards: every shard sends all of them",
+                d.len(),
+                s.count
+            );
+        }
+        return Ok(d);
+    }
+    Ok(d.partition(s.index, s.count)?)
+}
+
+/// With `--start-at`: when the levels start and, for shards, how long a level lasts.
+fn say_schedule(plan: &PerfPlan) {
+    let Some(at) = plan.shard.start_at_unix_ns else {
+        return;
+    };
+    let s = plan.shard.shard;
+    let who = if s.is_whole() {
+        String::new()
+    } else {
+        format!("{s}: ")
+    };
+    let slot = plan.shard.level_slot.map_or_else(String::new, |d| {
+        format!(", then a level every {:.0} s", d.as_secs_f64())
+    });
+    let wait = (at as f64 - crate::engine::start::unix_now_ns() as f64) / 1e9;
+    let mut line = format!(
+        "{who}first level starts at {} ({}){slot}",
+        crate::report::html::utc(at),
+        if wait >= 0.0 {
+            format!("in {wait:.1} s")
+        } else {
+            format!("{:.1} s ago: starting at once", -wait)
+        }
+    );
+    if !s.is_whole() && plan.windows.stabilizes() {
+        line.push_str(&format!(
+            "; every level measures all {} windows (-r) on every shard, so shards stay together",
+            plan.max_trials
+        ));
+    }
+    crate::publish::console_text(plan.outputs.json_stdout(), &format!("{line}\n"));
+}
+
+/// The level loop: each level in order (a shard runs its part of each, or records that it has
+/// none); past the latency threshold the sweep stops, and an open-ended concurrency range adds
+/// one step at a time until it is reached.
 async fn run_levels(
     plan: &PerfPlan,
     session: &mut Session,
@@ -473,53 +568,33 @@ async fn run_levels(
     settings: &Settings,
     print: bool,
     publisher: &mut Publisher,
-) -> Result<Vec<PerfLevel>> {
+) -> Result<(Vec<PerfLevel>, Vec<(String, String)>)> {
     let mut levels: Vec<PerfLevel> = Vec::new();
+    let mut idle = Vec::new();
     let mut todo: std::collections::VecDeque<Stimulus> = plan.levels.iter().copied().collect();
-    let json = plan.outputs.json_stdout();
-    let pass_line = |p: &Pass| {
-        let line = format!(
-            "  Pass [{}] throughput: {} infer/sec. {}: {} usec\n",
-            p.index,
-            report::g6(p.ok as f64 * f64::from(plan.batch) / p.secs.max(1e-9)),
-            plan.percentile
-                .map_or("Avg latency".to_string(), |p| format!("p{p} latency")),
-            (p.latency_ns / 1000.0) as u64
-        );
-        crate::publish::console_text(json, &line);
-    };
+    let ids = (plan.plan_id(), plan.input_config());
+    let writer = files_writer(plan, &ids.0, session.shared.clock.unix_anchor_ns());
+    let mut index = 0;
     while let Some(stimulus) = todo.pop_front() {
         if session.shared.cancel.stopping() {
             break;
         }
-        let spec = LevelSpec {
-            index: levels.len() as u32,
-            stimulus,
-            start_at: None,
-            policy: policy(plan),
-            warmup: (plan.warmup > 0).then_some(Stop::Requests(plan.warmup)),
-            objectives: &[],
-            max_send_lag_ms: plan.max_send_lag_ms,
-            streaming: plan.target.streaming,
-            percentile_method: plan.percentile_method,
-            on_pass: (print && plan.verbose).then_some(&pass_line as &(dyn Fn(&Pass) + Sync)),
-        };
-        if let Some(w) = sinks.raw_export.as_mut() {
-            w.begin_level(&stimulus)
-                .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
+        let part = plan.level_part(index, stimulus);
+        index += 1;
+        if let Some(dir) = files::level_dir(plan, &stimulus)
+            && let Some(why) = writer.write_idle(&dir, &part)?
+        {
+            if print {
+                eprintln!(
+                    "{}: no load for this shard ({why}); {} says so",
+                    stimulus.name(),
+                    dir.join(crate::artifact::shard::SHARD_FILE).display()
+                );
+            }
+            idle.push((stimulus.name(), why));
+            continue;
         }
-        let measured = measure_level(session, &spec, sinks).await?;
-        if let Some(w) = sinks.raw_export.as_mut() {
-            w.end_level()
-                .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
-        }
-        let mut level = PerfLevel::from_measured(
-            &measured,
-            plan.batch,
-            plan.percentile,
-            plan.percentile_method,
-        );
-        level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
+        let level = run_level(plan, session, sinks, &part, (&writer, &ids.1), print).await?;
         if print {
             publisher.text(&report::level(&level, settings.protocol, plan.percentile));
         }
@@ -556,23 +631,138 @@ async fn run_levels(
             todo.push_back(Stimulus::Concurrency(n + 1));
         }
     }
-    Ok(levels)
+    Ok((levels, idle))
 }
 
-/// perf_analyzer's windows as the engine's policy: one window for `--request-count` and periodic
-/// runs, the stability rule otherwise.
-fn policy(plan: &PerfPlan) -> Policy {
-    match plan.windows {
-        WindowRule::Requests(n) => Policy::Fixed(Stop::Requests(n)),
-        WindowRule::Once(d) => Policy::Fixed(Stop::Window(d)),
-        rule @ (WindowRule::Time(_) | WindowRule::Count(_)) => Policy::Stable(Stability {
-            rule,
-            tolerance: plan.stability,
-            max_trials: plan.max_trials,
-            percentile: plan.percentile,
-            method: plan.percentile_method,
-        }),
+/// The level files' writer of this process.
+fn files_writer<'a>(plan: &'a PerfPlan, plan_id: &'a str, anchor: u64) -> files_w::Writer<'a> {
+    files_w::Writer {
+        mode: "perf",
+        plan_id,
+        shard: &plan.shard,
+        anchor_unix_ns: anchor,
     }
+}
+
+/// One level (this process's part of it) on the engine; with a level directory, its rows go
+/// to the directory's `requests.jsonl` and its files are written there.
+async fn run_level(
+    plan: &PerfPlan,
+    session: &mut Session,
+    sinks: &mut Sinks,
+    part: &crate::plan::LevelPart,
+    (writer, input_config): (&files_w::Writer<'_>, &serde_json::Value),
+    print: bool,
+) -> Result<PerfLevel> {
+    let (stimulus, stop) = part.load.clone().map_err(Error::failed)?;
+    let pass_line = |p: &Pass| {
+        let line = format!(
+            "  Pass [{}] throughput: {} infer/sec. {}: {} usec\n",
+            p.index,
+            report::g6(p.ok as f64 * f64::from(plan.batch) / p.secs.max(1e-9)),
+            plan.percentile
+                .map_or("Avg latency".to_string(), |p| format!("p{p} latency")),
+            (p.latency_ns / 1000.0) as u64
+        );
+        crate::publish::console_text(plan.outputs.json_stdout(), &line);
+    };
+    let spec = LevelSpec {
+        index: part.index,
+        stimulus,
+        start_at: part.start_at,
+        policy: policy(plan, stop),
+        warmup: part.warmup,
+        objectives: &[],
+        max_send_lag_ms: plan.max_send_lag_ms,
+        streaming: plan.target.streaming,
+        percentile_method: plan.percentile_method,
+        on_pass: (print && plan.verbose).then_some(&pass_line as &(dyn Fn(&Pass) + Sync)),
+    };
+    let dir = files::level_dir(plan, &part.whole);
+    let run_wide = match &dir {
+        Some(d) => {
+            crate::error::create_dir(d)?;
+            let level = RecordsFile::create(&d.join(crate::artifact::RECORDS_FILE))?;
+            Some(sinks.records.replace(level))
+        }
+        None => None,
+    };
+    if let Some(w) = sinks.raw_export.as_mut() {
+        w.begin_level(&stimulus)
+            .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
+    }
+    let measured = measure_level(session, &spec, sinks).await?;
+    if let Some(w) = sinks.raw_export.as_mut() {
+        w.end_level()
+            .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
+    }
+    let mut level = PerfLevel::from_measured(
+        &measured,
+        plan.batch,
+        plan.percentile,
+        plan.percentile_method,
+    );
+    level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
+    if print {
+        say_late(plan, &measured);
+    }
+    if let (Some(d), Some(before)) = (dir, run_wide) {
+        if let Some(r) = std::mem::replace(&mut sinks.records, before) {
+            r.finish()?;
+        }
+        let mut doc = crate::artifact::genai_perf::json(&measured.summary, input_config);
+        writer.stamp(&mut doc);
+        files::add_section(
+            &mut doc,
+            &files::PerfSection::of(&level, plan.batch, measured.windows.secs),
+        );
+        if !level.slo.is_empty()
+            && let serde_json::Value::Object(m) = &mut doc
+        {
+            m.insert("slo".into(), crate::analysis::slo::json(&level.slo));
+        }
+        let record = writer.shard_record(part, measured.start);
+        crate::artifact::stamp(&mut doc);
+        let names = crate::plan::outputs::ExportNames::default();
+        writer.write_level(&d, &names, &measured, &doc, record.as_ref())?;
+    }
+    Ok(level)
+}
+
+/// A level that started after its planned moment says by how much.
+fn say_late(plan: &PerfPlan, m: &Measured) {
+    if let Some(s) = m.start.filter(|s| s.late) {
+        eprintln!(
+            "{}: {}started {:.3} s after its planned start {} (recorded in shard.json and the validity verdict of the merged run)",
+            m.summary.stimulus.name(),
+            if plan.shard.shard.is_whole() {
+                String::new()
+            } else {
+                format!("{} ", plan.shard.shard)
+            },
+            s.delay_ns() as f64 / 1e9,
+            crate::report::html::utc(s.planned_unix_ns)
+        );
+    }
+}
+
+/// perf_analyzer's windows as the engine's policy for this process's part of a level ended by
+/// `stop`: one window for `--request-count` and periodic runs, the stability rule otherwise
+/// (count windows of this shard's part of the count; every window measured on a shard).
+fn policy(plan: &PerfPlan, stop: Stop) -> Policy {
+    let rule = match (plan.windows, stop) {
+        (WindowRule::Requests(_) | WindowRule::Once(_), stop) => return Policy::Fixed(stop),
+        (WindowRule::Count(_), Stop::Requests(n)) => WindowRule::Count(n),
+        (rule, _) => rule,
+    };
+    Policy::Stable(Stability {
+        rule,
+        tolerance: plan.stability,
+        max_trials: plan.max_trials,
+        percentile: plan.percentile,
+        method: plan.percentile_method,
+        every_trial: !plan.shard.shard.is_whole(),
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::UsageError;
-use crate::load::{Stimulus, WindowRule};
+use crate::load::{Stimulus, Stop, WindowRule};
+use crate::plan::{LevelPart, ShardPlan};
 use crate::server_metrics::MetricsSource;
 use crate::target::Target;
 
@@ -132,9 +133,62 @@ pub struct PerfPlan {
     /// GitHub step summary).
     #[serde(skip)]
     pub outputs: crate::plan::outputs::Outputs,
+    /// `--artifact-dir`: each level's files in a directory of its own below this one.
+    pub artifact_dir: Option<PathBuf>,
+    /// Which part of a run of several processes this is, and when its levels start.
+    pub shard: ShardPlan,
 }
 
+/// Fields of a [`PerfPlan`]'s JSON that differ between the shards of one run (paths, the
+/// command line, console detail) and are left out of its identity.
+pub const PER_PROCESS_FIELDS: [&str; 8] = [
+    "shard",
+    "artifact_dir",
+    "command_line",
+    "report_file",
+    "requests_log",
+    "profile_export",
+    "timeline",
+    "verbose",
+];
+
 impl PerfPlan {
+    /// The plan as recorded in every level's JSON (`input_config`).
+    pub fn input_config(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The plan's identity, equal on every shard of one run (see [`crate::plan::shard::plan_id`]).
+    pub fn plan_id(&self) -> String {
+        crate::plan::shard::plan_id(&self.input_config(), &PER_PROCESS_FIELDS)
+    }
+
+    /// Level `index` of the plan (`whole`) as this process runs it: its part of the load, of the
+    /// request counts (`--request-count`, count windows, warm-up) and its start. Time windows
+    /// are not divided: shards measure them together.
+    pub fn level_part(&self, index: usize, whole: Stimulus) -> LevelPart {
+        let stop = match self.windows {
+            WindowRule::Requests(n) | WindowRule::Count(n) => Stop::Requests(n),
+            WindowRule::Time(d) | WindowRule::Once(d) => Stop::Window(d),
+        };
+        let warmup = (self.warmup > 0).then_some(Stop::Requests(self.warmup));
+        self.shard.part(index as u32, whole, stop, warmup)
+    }
+
+    /// The longest a level can take when the plan fixes it, for the slot between level starts:
+    /// `-r` time windows (every shard measures all of them), or the one window of a periodic
+    /// run; unknown with a warm-up request count or request-counted windows.
+    pub fn level_length(&self) -> Option<Duration> {
+        if self.warmup > 0 {
+            return None;
+        }
+        match self.windows {
+            WindowRule::Time(w) => Some(w * self.max_trials),
+            WindowRule::Once(d) => Some(d),
+            WindowRule::Requests(_) | WindowRule::Count(_) => None,
+        }
+    }
+
     /// Which metrics pages the server probe reads.
     pub fn probe_config(&self) -> crate::server_metrics::ProbeConfig {
         crate::server_metrics::ProbeConfig {
