@@ -143,6 +143,10 @@ async fn perf_shards_start_together_and_merge_into_the_union() {
         );
         let doc = json(&level.join("profile_export_genai_perf.json"));
         assert_eq!(doc["perf"]["windows"], 1);
+        assert_eq!(doc["schema_version"], 2);
+        let c = &doc["context"];
+        assert_eq!(c["server"]["name"], "ttftbench-sim", "{c}");
+        assert_eq!(c["model"]["name"], "bert_classifier", "{c}");
         count += doc["request_count"]["avg"].as_u64().unwrap();
     }
     assert_eq!(count, 120);

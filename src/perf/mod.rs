@@ -574,6 +574,12 @@ async fn run_levels(
     let mut todo: std::collections::VecDeque<Stimulus> = plan.levels.iter().copied().collect();
     let ids = (plan.plan_id(), plan.input_config());
     let writer = files_writer(plan, &ids.0, session.shared.clock.unix_anchor_ns());
+    let mut context = crate::context::RunContext::new(
+        plan.outputs.labels.clone(),
+        session.probe.identity.clone(),
+        session.probe.model.clone(),
+        crate::engine::start::unix_now_ns(),
+    );
     let mut index = 0;
     while let Some(stimulus) = todo.pop_front() {
         if session.shared.cancel.stopping() {
@@ -594,7 +600,15 @@ async fn run_levels(
             idle.push((stimulus.name(), why));
             continue;
         }
-        let level = run_level(plan, session, sinks, &part, (&writer, &ids.1), print).await?;
+        let level = run_level(
+            plan,
+            session,
+            sinks,
+            &part,
+            (&writer, &ids.1, &mut context),
+            print,
+        )
+        .await?;
         if print {
             publisher.text(&report::level(&level, settings.protocol, plan.percentile));
         }
@@ -651,7 +665,11 @@ async fn run_level(
     session: &mut Session,
     sinks: &mut Sinks,
     part: &crate::plan::LevelPart,
-    (writer, input_config): (&files_w::Writer<'_>, &serde_json::Value),
+    (writer, input_config, context): (
+        &files_w::Writer<'_>,
+        &serde_json::Value,
+        &mut crate::context::RunContext,
+    ),
     print: bool,
 ) -> Result<PerfLevel> {
     let (stimulus, stop) = part.load.clone().map_err(Error::failed)?;
@@ -722,6 +740,15 @@ async fn run_level(
             m.insert("slo".into(), crate::analysis::slo::json(&level.slo));
         }
         let record = writer.shard_record(part, measured.start);
+        if let Some(g) = &measured.summary.gpu {
+            context.add_gpus(g.gpus.iter().filter_map(|g| g.name.as_deref()));
+        }
+        if let serde_json::Value::Object(m) = &mut doc {
+            m.insert(
+                "context".into(),
+                serde_json::to_value(&*context).unwrap_or_default(),
+            );
+        }
         crate::artifact::stamp(&mut doc);
         let names = crate::plan::outputs::ExportNames::default();
         writer.write_level(&d, &names, &measured, &doc, record.as_ref())?;

@@ -65,14 +65,18 @@ async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Clie
                 .await
                 .map_err(Error::Failed)?;
             let md = grpc::stats_metadata_for(t)?;
-            let probe = ServerProbe::new(
+            let mut probe = ServerProbe::new(
                 http,
                 &t.model,
                 &plan.probe_config(),
-                StatsSource::Grpc(channel, md),
+                StatsSource::Grpc(channel.clone(), md.clone()),
             )
             .await
             .with_version(&plan.model_version);
+            let model = Some(crate::server_metrics::identity::describe_model(&info));
+            probe
+                .identify(&t.base_url, Some((channel, &md)), model)
+                .await;
             Ok((info, Client::Grpc(client), probe))
         }
         Protocol::Http => {
@@ -93,13 +97,15 @@ async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Clie
                 t.base_url,
                 crate::client::discovery::model_path(&t.model, &plan.model_version)
             );
-            let probe = ServerProbe::new(
+            let mut probe = ServerProbe::new(
                 http,
                 &t.model,
                 &plan.probe_config(),
                 StatsSource::Http(stats_url),
             )
             .await;
+            let model = Some(crate::server_metrics::identity::describe_model(&info));
+            probe.identify(&t.base_url, None, model).await;
             Ok((info, Client::Http(client), probe))
         }
     }
