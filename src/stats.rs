@@ -38,17 +38,8 @@ impl Dist {
     /// An empty distribution. The histogram resizes itself to the largest value recorded, so its
     /// memory depends on the value range, never on the number of samples.
     pub fn new() -> Dist {
-        let mut hist =
-            Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision");
-        hist.auto(true);
-        Dist {
-            hist,
-            count: 0,
-            sum: 0.0,
-            sum_sq: 0.0,
-            min: u64::MAX,
-            max: 0,
-        }
+        let hist = Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision");
+        Dist::from_parts(hist, 0, 0.0, 0.0, u64::MAX, 0)
     }
 
     /// Records one sample (stored unit).

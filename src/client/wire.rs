@@ -586,6 +586,13 @@ mod tests {
         .encode_to_vec()
     }
 
+    /// Reads one stream message that must parse: its info, text and error message.
+    fn read_whole(msg: &[u8]) -> (ResponseInfo, String, String) {
+        let (mut text, mut err) = (String::new(), String::new());
+        let info = read_stream_response(msg, Some(&mut text), &mut err).unwrap();
+        (info, text, err)
+    }
+
     /// A stream read through one [`StreamShape`] gives, message by message, exactly what
     /// [`read_stream_response`] gives each alone, and token messages take the remembered shape.
     #[test]
@@ -665,14 +672,9 @@ mod tests {
             vec![vec![0; 4], bytes_tensor(&[" hello"])],
             Some(false),
         );
-        let msg = ModelStreamInferResponse {
-            error_message: String::new(),
-            infer_response: Some(r),
-        }
-        .encode_to_vec();
-        let (mut text, mut err) = (String::new(), String::new());
-        let info = read_stream_response(&msg, Some(&mut text), &mut err).unwrap();
-        assert_eq!(text, " hello");
+        let msg = stream_msg(r, "");
+        let (info, text, err) = read_whole(&msg);
+        assert_eq!((text.as_str(), err.as_str()), (" hello", ""));
         assert_eq!(
             info,
             ResponseInfo {
@@ -749,13 +751,9 @@ mod tests {
     #[test]
     fn empty_final_response() {
         let r = response(&[], vec![], Some(true));
-        let msg = ModelStreamInferResponse {
-            error_message: String::new(),
-            infer_response: Some(r),
-        }
-        .encode_to_vec();
-        let (mut text, mut err) = (String::new(), String::new());
-        let info = read_stream_response(&msg, Some(&mut text), &mut err).unwrap();
+        let msg = stream_msg(r, "");
+        let (info, text, err) = read_whole(&msg);
+        assert_eq!((text.as_str(), err.as_str()), ("", ""));
         assert_eq!(
             info,
             ResponseInfo {
@@ -808,20 +806,15 @@ mod tests {
             infer_response: None,
         }
         .encode_to_vec();
-        let (mut text, mut err) = (String::new(), String::new());
-        let info = read_stream_response(&msg, Some(&mut text), &mut err).unwrap();
+        let (info, text, err) = read_whole(&msg);
         assert!(info.has_error);
-        assert_eq!(err, "queue full");
+        assert_eq!((text.as_str(), err.as_str()), ("", "queue full"));
     }
 
     #[test]
     fn truncated_messages_are_errors_not_panics() {
         let r = response(&["text_output"], vec![bytes_tensor(&["xyz"])], Some(true));
-        let msg = ModelStreamInferResponse {
-            error_message: String::new(),
-            infer_response: Some(r),
-        }
-        .encode_to_vec();
+        let msg = stream_msg(r, "");
         for cut in 0..msg.len() {
             let (mut text, mut err) = (String::new(), String::new());
             let _ = read_stream_response(&msg[..cut], Some(&mut text), &mut err);
