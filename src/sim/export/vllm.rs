@@ -88,6 +88,9 @@ fn cache_config_info(out: &mut String, models: &[&ModelMetrics]) {
     }
 }
 
+/// A counter family: name (without `_total`), help text, and each model's count.
+type CounterFamily = (&'static str, &'static str, fn(&ModelMetrics) -> u64);
+
 /// A counter family (`name` without `_total`): `_total` samples, then the `_created` gauge.
 fn counter(
     out: &mut String,
@@ -121,7 +124,7 @@ fn counter(
 fn counters(out: &mut String, models: &[&ModelMetrics], started_unix: u64) {
     let started = started_unix as f64;
     #[rustfmt::skip]
-    let families: [(&str, &str, fn(&ModelMetrics) -> u64); 5] = [
+    let families: [CounterFamily; 5] = [
         ("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", |m| EngineStats::get(&m.engine.prefix_queried_tokens)),
         ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", |m| EngineStats::get(&m.engine.prefix_hit_tokens)),
         ("vllm:num_preemptions", "Cumulative number of preemption from the engine.", |m| EngineStats::get(&m.engine.preemptions)),
