@@ -592,36 +592,21 @@ pub(crate) fn test_level(stimulus: crate::load::Stimulus, ttft_ms: f64) -> Level
         p99: v,
         ..Stats::default()
     };
-    LevelSummary {
+    LevelSummary::new(
         stimulus,
-        stats: LevelStats {
+        LevelStats {
             metrics: vec![
                 (Metric::TimeToFirstToken, st(ttft_ms)),
                 (Metric::RequestLatency, st(ttft_ms + 1000.0)),
             ],
             request_count: 40,
-            error_count: 0,
-            errors: Vec::new(),
-            warmup_count: 0,
             duration_s: 10.0,
             output_token_throughput: 600.0,
             total_token_throughput: 1000.0,
             request_throughput: 4.0,
-            request_goodput: None,
-            osl_mismatch: 0,
-            osl_compared: 0,
-            short_outputs: 0,
-            percentile_method: None,
+            ..Default::default()
         },
-        server: None,
-        engine: None,
-        gpu: None,
-        streaming: true,
-        interrupted: false,
-        started_unix_ns: 0,
-        ended_unix_ns: 0,
-        validity: crate::metrics::Validity::default(),
-    }
+    )
 }
 
 #[cfg(test)]
