@@ -665,26 +665,29 @@ mod tests {
         assert_eq!(shape.same_shape(&token(b" bcd", "8"), &mut t), None);
     }
 
+    /// A token response and an empty final one: the text each carries and what the reader says.
     #[test]
-    fn token_response_with_final_flag() {
-        let r = response(
+    fn token_and_empty_final_responses() {
+        let token = response(
             &["cum_log_probs", "text_output"],
             vec![vec![0; 4], bytes_tensor(&[" hello"])],
             Some(false),
         );
-        let msg = stream_msg(r, "");
-        let (info, text, err) = read_whole(&msg);
-        assert_eq!((text.as_str(), err.as_str()), (" hello", ""));
-        assert_eq!(
-            info,
-            ResponseInfo {
-                text_bytes: 6,
-                final_flag: Some(false),
-                outputs: 2,
-                has_error: false,
-                tokens: None,
-            }
-        );
+        let token_info = ResponseInfo {
+            text_bytes: 6,
+            final_flag: Some(false),
+            outputs: 2,
+            ..ResponseInfo::default()
+        };
+        let last = response(&[], vec![], Some(true));
+        let last_info = ResponseInfo {
+            final_flag: Some(true),
+            ..ResponseInfo::default()
+        };
+        for (r, want_text, want) in [(token, " hello", token_info), (last, "", last_info)] {
+            let (info, text, err) = read_whole(&stream_msg(r, ""));
+            assert_eq!((info, text.as_str(), err.as_str()), (want, want_text, ""));
+        }
     }
 
     /// The server's count: `output_ids` by its shape, `sequence_length` and `num_output_tokens`
@@ -745,24 +748,6 @@ mod tests {
         assert_eq!(
             total, 6,
             "every message is read in full: none takes the remembered shape"
-        );
-    }
-
-    #[test]
-    fn empty_final_response() {
-        let r = response(&[], vec![], Some(true));
-        let msg = stream_msg(r, "");
-        let (info, text, err) = read_whole(&msg);
-        assert_eq!((text.as_str(), err.as_str()), ("", ""));
-        assert_eq!(
-            info,
-            ResponseInfo {
-                text_bytes: 0,
-                final_flag: Some(true),
-                outputs: 0,
-                has_error: false,
-                tokens: None,
-            }
         );
     }
 
