@@ -38,17 +38,8 @@ impl Dist {
     /// An empty distribution. The histogram resizes itself to the largest value recorded, so its
     /// memory depends on the value range, never on the number of samples.
     pub fn new() -> Dist {
-        let mut hist =
-            Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision");
-        hist.auto(true);
-        Dist {
-            hist,
-            count: 0,
-            sum: 0.0,
-            sum_sq: 0.0,
-            min: u64::MAX,
-            max: 0,
-        }
+        let hist = Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision");
+        Dist::from_parts(hist, 0, 0.0, 0.0, u64::MAX, 0)
     }
 
     /// Records one sample (stored unit).
@@ -601,36 +592,21 @@ pub(crate) fn test_level(stimulus: crate::load::Stimulus, ttft_ms: f64) -> Level
         p99: v,
         ..Stats::default()
     };
-    LevelSummary {
+    LevelSummary::new(
         stimulus,
-        stats: LevelStats {
+        LevelStats {
             metrics: vec![
                 (Metric::TimeToFirstToken, st(ttft_ms)),
                 (Metric::RequestLatency, st(ttft_ms + 1000.0)),
             ],
             request_count: 40,
-            error_count: 0,
-            errors: Vec::new(),
-            warmup_count: 0,
             duration_s: 10.0,
             output_token_throughput: 600.0,
             total_token_throughput: 1000.0,
             request_throughput: 4.0,
-            request_goodput: None,
-            osl_mismatch: 0,
-            osl_compared: 0,
-            short_outputs: 0,
-            percentile_method: None,
+            ..Default::default()
         },
-        server: None,
-        engine: None,
-        gpu: None,
-        streaming: true,
-        interrupted: false,
-        started_unix_ns: 0,
-        ended_unix_ns: 0,
-        validity: crate::metrics::Validity::default(),
-    }
+    )
 }
 
 #[cfg(test)]

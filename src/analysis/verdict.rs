@@ -537,8 +537,6 @@ mod tests {
             l.server = level(c, Some(0.0), compute).server;
         }
         l.engine = Some(EngineLevelView {
-            kind,
-            model_matched: true,
             waiting: g(waiting, waiting * 2.0),
             running: g(8.0, 8.0),
             kv_usage: g(kv_peak * 0.8, kv_peak),
@@ -549,14 +547,8 @@ mod tests {
             avg_prefill_s: (!trt).then_some(after_s * 0.2),
             avg_decode_s: (!trt).then_some(after_s * 0.8),
             avg_inference_s: trt.then(|| waiting * 10.0 / 100.0 + after_s),
-            avg_e2e_s: None,
-            prefill_busy_s: None,
-            decode_busy_s: None,
-            server_ttft: None,
-            prefix_cache: None,
-            prompt_tokens: None,
-            generation_tokens: None,
             window_s: Some(10.0),
+            ..EngineLevelView::empty(kind)
         });
         l
     }

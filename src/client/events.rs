@@ -193,23 +193,35 @@ struct Usage {
     completion_tokens: Option<u64>,
 }
 
+/// Implements `DeserializeSeed` (by `$deserialize`) and `Visitor` for a seed that reads into
+/// `()`, given what the visitor expects and its `visit_*` methods: each seed below states only
+/// how it reads its part of the event.
+macro_rules! seed {
+    ($seed:ident, $deserialize:ident, $expecting:literal, $($visit:item)*) => {
+        impl<'de> DeserializeSeed<'de> for $seed<'_> {
+            type Value = ();
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+                d.$deserialize(self)
+            }
+        }
+
+        impl<'de> Visitor<'de> for $seed<'_> {
+            type Value = ();
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str($expecting)
+            }
+            $($visit)*
+        }
+    };
+}
+
 struct EventSeed<'a> {
     text: &'a mut String,
     info: &'a mut EventInfo,
 }
 
-impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for EventSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
+seed! {
+    EventSeed, deserialize_map, "a JSON object",
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         // num_output_tokens, output_ids, sequence_length: the first present is the count.
         let mut counts: [Option<u32>; 3] = [None; 3];
@@ -278,18 +290,8 @@ struct ChoicesSeed<'a> {
     text: &'a mut String,
 }
 
-impl<'de> DeserializeSeed<'de> for ChoicesSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ChoicesSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array of choices")
-    }
+seed! {
+    ChoicesSeed, deserialize_any, "an array of choices",
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         Ok(())
     }
@@ -308,18 +310,8 @@ struct ChoiceSeed<'a> {
     text: &'a mut String,
 }
 
-impl<'de> DeserializeSeed<'de> for ChoiceSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ChoiceSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a choice object")
-    }
+seed! {
+    ChoiceSeed, deserialize_map, "a choice object",
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<ChoiceKey>()? {
             match key {
@@ -341,18 +333,8 @@ struct DeltaSeed<'a> {
     text: &'a mut String,
 }
 
-impl<'de> DeserializeSeed<'de> for DeltaSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for DeltaSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a delta or message object")
-    }
+seed! {
+    DeltaSeed, deserialize_any, "a delta or message object",
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         Ok(())
     }
@@ -378,18 +360,8 @@ struct ToolCallsSeed<'a> {
     text: &'a mut String,
 }
 
-impl<'de> DeserializeSeed<'de> for ToolCallsSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ToolCallsSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array of tool calls")
-    }
+seed! {
+    ToolCallsSeed, deserialize_any, "an array of tool calls",
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         Ok(())
     }
@@ -411,18 +383,8 @@ struct FieldSeed<'a> {
     text: &'a mut String,
 }
 
-impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for FieldSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object")
-    }
+seed! {
+    FieldSeed, deserialize_any, "an object",
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         Ok(())
     }
@@ -451,18 +413,8 @@ struct TextSeed<'a> {
     text: &'a mut String,
 }
 
-impl<'de> DeserializeSeed<'de> for TextSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TextSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("text, null, or an array of text")
-    }
+seed! {
+    TextSeed, deserialize_any, "text, null, or an array of text",
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
         self.text.push_str(v);
         Ok(())

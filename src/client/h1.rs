@@ -273,6 +273,18 @@ impl H1Conn {
         self.stream.flush().await
     }
 
+    /// [`Self::fill`] within a response: a failed read spends the connection and becomes a
+    /// request error that says what was being read.
+    async fn fill_or_fail(&mut self, clock: &Clock, reading: &str) -> Result<usize, RequestError> {
+        self.fill(clock).await.map_err(|e| {
+            self.reusable = false;
+            RequestError::new(
+                super::failure::io_kind(&e, ErrorKind::StreamCut),
+                format!("{reading}: {e}"),
+            )
+        })
+    }
+
     /// Reads more bytes into the buffer and timestamps them; returns how many (0 at EOF).
     async fn fill(&mut self, clock: &Clock) -> io::Result<usize> {
         if self.start > 0 && self.start == self.end {
@@ -336,13 +348,9 @@ impl H1Conn {
                     ));
                 }
             }
-            let n = self.fill(clock).await.map_err(|e| {
-                self.reusable = false;
-                RequestError::new(
-                    super::failure::io_kind(&e, ErrorKind::StreamCut),
-                    format!("reading the response head: {e}"),
-                )
-            })?;
+            let n = self
+                .fill_or_fail(clock, "reading the response head")
+                .await?;
             if n == 0 {
                 self.reusable = false;
                 return Err(RequestError::new(
@@ -456,13 +464,9 @@ impl H1Conn {
             if matches!(state, Unframe::Done) {
                 return Ok(());
             }
-            let n = self.fill(clock).await.map_err(|e| {
-                self.reusable = false;
-                RequestError::new(
-                    super::failure::io_kind(&e, ErrorKind::StreamCut),
-                    format!("the response body broke off: {e}"),
-                )
-            })?;
+            let n = self
+                .fill_or_fail(clock, "the response body broke off")
+                .await?;
             if n == 0 {
                 if matches!(state, Unframe::ToClose) {
                     return Ok(());

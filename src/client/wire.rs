@@ -586,6 +586,13 @@ mod tests {
         .encode_to_vec()
     }
 
+    /// Reads one stream message that must parse: its info, text and error message.
+    fn read_whole(msg: &[u8]) -> (ResponseInfo, String, String) {
+        let (mut text, mut err) = (String::new(), String::new());
+        let info = read_stream_response(msg, Some(&mut text), &mut err).unwrap();
+        (info, text, err)
+    }
+
     /// A stream read through one [`StreamShape`] gives, message by message, exactly what
     /// [`read_stream_response`] gives each alone, and token messages take the remembered shape.
     #[test]
@@ -658,31 +665,29 @@ mod tests {
         assert_eq!(shape.same_shape(&token(b" bcd", "8"), &mut t), None);
     }
 
+    /// A token response and an empty final one: the text each carries and what the reader says.
     #[test]
-    fn token_response_with_final_flag() {
-        let r = response(
+    fn token_and_empty_final_responses() {
+        let token = response(
             &["cum_log_probs", "text_output"],
             vec![vec![0; 4], bytes_tensor(&[" hello"])],
             Some(false),
         );
-        let msg = ModelStreamInferResponse {
-            error_message: String::new(),
-            infer_response: Some(r),
+        let token_info = ResponseInfo {
+            text_bytes: 6,
+            final_flag: Some(false),
+            outputs: 2,
+            ..ResponseInfo::default()
+        };
+        let last = response(&[], vec![], Some(true));
+        let last_info = ResponseInfo {
+            final_flag: Some(true),
+            ..ResponseInfo::default()
+        };
+        for (r, want_text, want) in [(token, " hello", token_info), (last, "", last_info)] {
+            let (info, text, err) = read_whole(&stream_msg(r, ""));
+            assert_eq!((info, text.as_str(), err.as_str()), (want, want_text, ""));
         }
-        .encode_to_vec();
-        let (mut text, mut err) = (String::new(), String::new());
-        let info = read_stream_response(&msg, Some(&mut text), &mut err).unwrap();
-        assert_eq!(text, " hello");
-        assert_eq!(
-            info,
-            ResponseInfo {
-                text_bytes: 6,
-                final_flag: Some(false),
-                outputs: 2,
-                has_error: false,
-                tokens: None,
-            }
-        );
     }
 
     /// The server's count: `output_ids` by its shape, `sequence_length` and `num_output_tokens`
@@ -747,28 +752,6 @@ mod tests {
     }
 
     #[test]
-    fn empty_final_response() {
-        let r = response(&[], vec![], Some(true));
-        let msg = ModelStreamInferResponse {
-            error_message: String::new(),
-            infer_response: Some(r),
-        }
-        .encode_to_vec();
-        let (mut text, mut err) = (String::new(), String::new());
-        let info = read_stream_response(&msg, Some(&mut text), &mut err).unwrap();
-        assert_eq!(
-            info,
-            ResponseInfo {
-                text_bytes: 0,
-                final_flag: Some(true),
-                outputs: 0,
-                has_error: false,
-                tokens: None,
-            }
-        );
-    }
-
-    #[test]
     fn single_output_with_other_name_and_multiple_elements() {
         let r = response(&["OUTPUT0"], vec![bytes_tensor(&["a", "bc"])], None);
         let mut text = String::new();
@@ -808,20 +791,15 @@ mod tests {
             infer_response: None,
         }
         .encode_to_vec();
-        let (mut text, mut err) = (String::new(), String::new());
-        let info = read_stream_response(&msg, Some(&mut text), &mut err).unwrap();
+        let (info, text, err) = read_whole(&msg);
         assert!(info.has_error);
-        assert_eq!(err, "queue full");
+        assert_eq!((text.as_str(), err.as_str()), ("", "queue full"));
     }
 
     #[test]
     fn truncated_messages_are_errors_not_panics() {
         let r = response(&["text_output"], vec![bytes_tensor(&["xyz"])], Some(true));
-        let msg = ModelStreamInferResponse {
-            error_message: String::new(),
-            infer_response: Some(r),
-        }
-        .encode_to_vec();
+        let msg = stream_msg(r, "");
         for cut in 0..msg.len() {
             let (mut text, mut err) = (String::new(), String::new());
             let _ = read_stream_response(&msg[..cut], Some(&mut text), &mut err);

@@ -156,6 +156,32 @@ pub struct Chart {
     pub legend_title: String,
 }
 
+impl Chart {
+    /// A line chart of `series` with no tick labels, marks, reference lines or legend title.
+    pub fn lines(
+        id: &str,
+        title: String,
+        x_label: &str,
+        y_label: &str,
+        x_scale: XScale,
+        series: Vec<Series>,
+    ) -> Chart {
+        Chart {
+            id: id.into(),
+            title,
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            x_scale,
+            x_ticks: vec![],
+            series,
+            lines: true,
+            marks: vec![],
+            hlines: vec![],
+            legend_title: String::new(),
+        }
+    }
+}
+
 fn marker(shape: usize, cx: f64, cy: f64, color: &str) -> String {
     let poly = |pts: &[(f64, f64)]| {
         let d: Vec<String> = pts

@@ -130,6 +130,32 @@ pub struct EngineLevelView {
 }
 
 impl EngineLevelView {
+    /// A view of `kind` in which no series was read (the model matched, every figure absent).
+    pub fn empty(kind: ServerKind) -> Self {
+        EngineLevelView {
+            kind,
+            model_matched: true,
+            waiting: None,
+            running: None,
+            kv_usage: None,
+            preemptions: None,
+            requests: None,
+            avg_queue_s: None,
+            avg_triton_queue_s: None,
+            avg_prefill_s: None,
+            avg_decode_s: None,
+            avg_inference_s: None,
+            avg_e2e_s: None,
+            prefill_busy_s: None,
+            decode_busy_s: None,
+            server_ttft: None,
+            prefix_cache: None,
+            prompt_tokens: None,
+            generation_tokens: None,
+            window_s: None,
+        }
+    }
+
     /// Mean time a request waited in the engine, estimated by Little's law from the waiting
     /// gauge (`avg waiting × level seconds / requests`): for engines that export the queue's
     /// length but not its time (TensorRT-LLM). `None` without the gauge or finished requests.

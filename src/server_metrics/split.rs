@@ -118,38 +118,13 @@ mod tests {
     use super::*;
     use crate::server_metrics::level::GaugeStats;
 
-    fn view(kind: ServerKind) -> EngineLevelView {
-        EngineLevelView {
-            kind,
-            model_matched: true,
-            waiting: None,
-            running: None,
-            kv_usage: None,
-            preemptions: None,
-            requests: None,
-            avg_queue_s: None,
-            avg_triton_queue_s: None,
-            avg_prefill_s: None,
-            avg_decode_s: None,
-            avg_inference_s: None,
-            avg_e2e_s: None,
-            prefill_busy_s: None,
-            decode_busy_s: None,
-            server_ttft: None,
-            prefix_cache: None,
-            prompt_tokens: None,
-            generation_tokens: None,
-            window_s: None,
-        }
-    }
-
     #[test]
     fn vllm_splits_queue_prefill_and_decode() {
         let v = EngineLevelView {
             avg_queue_s: Some(0.3),
             avg_prefill_s: Some(0.05),
             avg_decode_s: Some(0.65),
-            ..view(ServerKind::Vllm)
+            ..EngineLevelView::empty(ServerKind::Vllm)
         };
         let s = v.split().unwrap();
         assert_eq!(s.queue_source, QueueSource::Engine);
@@ -173,7 +148,7 @@ mod tests {
             avg_triton_queue_s: Some(0.0),
             avg_inference_s: Some(3.0),
             window_s: Some(10.0),
-            ..view(ServerKind::TrtLlm)
+            ..EngineLevelView::empty(ServerKind::TrtLlm)
         };
         let s = v.split().unwrap();
         assert_eq!(s.queue_source, QueueSource::WaitingGauge);
@@ -196,21 +171,21 @@ mod tests {
         let sg = EngineLevelView {
             avg_queue_s: Some(0.1),
             avg_e2e_s: Some(0.5),
-            ..view(ServerKind::Sglang)
+            ..EngineLevelView::empty(ServerKind::Sglang)
         };
         assert!((sg.split().unwrap().generation_ms - 400.0).abs() < 1e-9);
         let tgi = EngineLevelView {
             avg_queue_s: Some(0.1),
             avg_inference_s: Some(0.3),
-            ..view(ServerKind::Tgi)
+            ..EngineLevelView::empty(ServerKind::Tgi)
         };
         assert!((tgi.split().unwrap().generation_ms - 300.0).abs() < 1e-9);
-        assert_eq!(view(ServerKind::Tgi).split(), None);
+        assert_eq!(EngineLevelView::empty(ServerKind::Tgi).split(), None);
         let triton = EngineLevelView {
             avg_queue_s: Some(0.01),
             avg_triton_queue_s: Some(0.01),
             avg_inference_s: Some(0.2),
-            ..view(ServerKind::Triton)
+            ..EngineLevelView::empty(ServerKind::Triton)
         };
         assert_eq!(triton.split().unwrap().queue_source, QueueSource::Triton);
     }

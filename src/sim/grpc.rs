@@ -953,10 +953,10 @@ impl GrpcInferenceService for GrpcSim {
             .begin(entry, &params.prompt, params.max_tokens, false, arrival)
             .await
             .map_err(begin_status)?;
-        let n = g.run_to_end().await.map_err(|e| {
-            g.tracker.fail(FailReason::Other);
-            Status::unavailable(e.to_string())
-        })?;
+        let n = g
+            .run_to_end()
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
         if g.plan.cut {
             g.tracker.fail(FailReason::Backend);
             return Err(Status::aborted(

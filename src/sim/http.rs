@@ -21,7 +21,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::metrics::FailReason;
 use super::models::DataType;
 use super::request::{Bag, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState};
@@ -274,22 +273,18 @@ fn require_llm(entry: &ModelEntry) -> Result<(), Reject> {
 fn parse_generate(body: &[u8]) -> Result<(GenParams, Option<String>), String> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| format!("failed to parse the request body as JSON: {e}"))?;
-    let id = v.get("id").and_then(|i| match i {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    });
+    let id = request_id(&v);
     let params = interpret(Bag::from_generate_json(v)?)?;
     Ok((params, id))
 }
 
 /// Shared start of both generate routes: lookup, parse, faults, engine.
-async fn start_generate(
-    st: &SimState,
+async fn start_generate<'a>(
+    st: &'a SimState,
     p: &ModelPath,
     body: &[u8],
-    arrival: Instant,
-) -> Result<(usize, GenParams, Option<String>, Generation), Reject> {
+) -> Result<(&'a ModelEntry, GenParams, Option<String>, Generation), Reject> {
+    let arrival = Instant::now();
     let entry = lookup(st, p)?;
     require_llm(entry)?;
     let (params, id) = parse_generate(body).map_err(|m| {
@@ -300,12 +295,7 @@ async fn start_generate(
         .begin(entry, &params.prompt, params.max_tokens, false, arrival)
         .await
         .map_err(|e| Box::new(kserve_error(begin_status(e), e.message())))?;
-    let index = st
-        .models
-        .iter()
-        .position(|m| std::ptr::eq(m, entry))
-        .unwrap_or(0);
-    Ok((index, params, id, g))
+    Ok((entry, params, id, g))
 }
 
 /// One generate response object, text included.
@@ -329,27 +319,41 @@ fn output_text(params: &GenParams, tokens_out: u32, with_input: bool) -> String 
     s
 }
 
+/// Runs a generation to its end and returns the response text, or the error answer.
+async fn whole_text(g: &mut Generation, params: &GenParams) -> Result<String, Response> {
+    match g.run_to_end().await {
+        Ok(n) => Ok(output_text(params, n, params.echo_input())),
+        Err(e) => Err(kserve_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &e.to_string(),
+        )),
+    }
+}
+
+/// Runs a generate request to its end: the one response object, or the error answer.
+async fn whole_json(
+    g: &mut Generation,
+    entry: &ModelEntry,
+    id: Option<&str>,
+    params: &GenParams,
+) -> Result<Vec<u8>, Response> {
+    let text = whole_text(g, params).await?;
+    Ok(generate_json(entry, id, &text))
+}
+
 async fn generate(
     State(st): State<Arc<SimState>>,
     Path(p): Path<ModelPath>,
     body: Bytes,
 ) -> Response {
-    let arrival = Instant::now();
-    let (index, params, id, mut g) = match start_generate(&st, &p, &body, arrival).await {
+    let (entry, params, id, mut g) = match start_generate(&st, &p, &body).await {
         Ok(x) => x,
         Err(r) => return *r,
     };
-    let entry = &st.models[index];
-    let n = match g.run_to_end().await {
-        Ok(n) => n,
-        Err(e) => {
-            g.tracker.fail(FailReason::Other);
-            return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
-        }
-    };
-    let text = output_text(&params, n, params.echo_input());
-    let body = generate_json(entry, id.as_deref(), &text);
-    full_json_response(&mut g, body)
+    match whole_json(&mut g, entry, id.as_deref(), &params).await {
+        Ok(body) => full_json_response(&mut g, body),
+        Err(r) => r,
+    }
 }
 
 async fn generate_stream(
@@ -357,25 +361,19 @@ async fn generate_stream(
     Path(p): Path<ModelPath>,
     body: Bytes,
 ) -> Response {
-    let arrival = Instant::now();
-    let (index, params, id, mut g) = match start_generate(&st, &p, &body, arrival).await {
+    let (entry, params, id, mut g) = match start_generate(&st, &p, &body).await {
         Ok(x) => x,
         Err(r) => return *r,
     };
-    let entry = &st.models[index];
     if params.stream == Some(false) {
         // The backend was told not to stream: one event with the whole text, as TensorRT-LLM
         // and vLLM answer `stream: false` on this route.
-        let n = match g.run_to_end().await {
-            Ok(n) => n,
-            Err(e) => {
-                g.tracker.fail(FailReason::Other);
-                return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
-            }
+        let json = match whole_json(&mut g, entry, id.as_deref(), &params).await {
+            Ok(json) => json,
+            Err(r) => return r,
         };
-        let text = output_text(&params, n, params.echo_input());
         let mut event = b"data: ".to_vec();
-        event.extend_from_slice(&generate_json(entry, id.as_deref(), &text));
+        event.extend_from_slice(&json);
         event.extend_from_slice(b"\n\n");
         g.succeed();
         return (
@@ -490,14 +488,10 @@ async fn infer(
         Ok(g) => g,
         Err(e) => return kserve_error(begin_status(e), e.message()),
     };
-    let n = match g.run_to_end().await {
-        Ok(n) => n,
-        Err(e) => {
-            g.tracker.fail(FailReason::Other);
-            return kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
-        }
+    let text = match whole_text(&mut g, &params).await {
+        Ok(t) => t,
+        Err(r) => return r,
     };
-    let text = output_text(&params, n, params.echo_input());
     let shape = entry.spec.single_output_shape();
     let mut head = json!({
         "model_name": entry.spec.name,
@@ -619,28 +613,11 @@ fn parse_tensor_infer(
 ) -> Result<(u32, Vec<OutputChoice>, Option<String>), String> {
     let spec = &entry.spec;
     let (v, binary) = split_infer_body(headers, body)?;
-    let inputs = v
-        .get("inputs")
-        .and_then(Value::as_array)
-        .ok_or("expected an 'inputs' array of {name, shape, datatype, data}")?;
+    let inputs = json_inputs(&v)?;
     let mut rest = binary;
     let mut parsed = Vec::with_capacity(inputs.len());
     for input in inputs {
-        let name = input
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or("expected every input to have a 'name'")?;
-        let datatype = input
-            .get("datatype")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("expected input '{name}' to have a 'datatype'"))?;
-        let shape: Vec<i64> = input
-            .get("shape")
-            .and_then(Value::as_array)
-            .and_then(|a| a.iter().map(Value::as_i64).collect())
-            .ok_or_else(|| {
-                format!("expected input '{name}' to have a 'shape' array of integers")
-            })?;
+        let (name, datatype, shape) = input_head(input)?;
         let data = match input.pointer("/parameters/binary_data_size") {
             Some(size) => {
                 let size = size
@@ -706,12 +683,42 @@ fn parse_tensor_infer(
         Some(_) => return Err("expected 'outputs' to be an array of {name, parameters}".into()),
     };
     let outputs = select_outputs(spec, requested, binary_default)?;
-    let id = v.get("id").and_then(|i| match i {
+    let id = request_id(&v);
+    Ok((batch, outputs, id))
+}
+
+/// A request's `id`, string or number, as the responses echo it.
+fn request_id(v: &Value) -> Option<String> {
+    match v.get("id")? {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
-    });
-    Ok((batch, outputs, id))
+    }
+}
+
+/// The `inputs` array of a JSON infer request.
+fn json_inputs(v: &Value) -> Result<&Vec<Value>, String> {
+    v.get("inputs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "expected an 'inputs' array of {name, shape, datatype, data}".to_owned())
+}
+
+/// The `name`, `datatype` and `shape` every JSON infer input must carry.
+fn input_head(input: &Value) -> Result<(&str, &str, Vec<i64>), String> {
+    let name = input
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("expected every input to have a 'name'")?;
+    let datatype = input
+        .get("datatype")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("expected input '{name}' to have a 'datatype'"))?;
+    let shape = input
+        .get("shape")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().map(Value::as_i64).collect())
+        .ok_or_else(|| format!("expected input '{name}' to have a 'shape' array of integers"))?;
+    Ok((name, datatype, shape))
 }
 
 /// Splits an infer body into its JSON header (parsed) and the binary data after it.
@@ -756,10 +763,7 @@ fn parse_infer_json(
     body: &[u8],
 ) -> Result<(proto::ModelInferRequest, bool), String> {
     let (v, mut binary) = split_infer_body(headers, body)?;
-    let inputs = v
-        .get("inputs")
-        .and_then(Value::as_array)
-        .ok_or("expected an 'inputs' array of {name, shape, datatype, data}")?;
+    let inputs = json_inputs(&v)?;
     let mut req = proto::ModelInferRequest {
         id: v
             .get("id")
@@ -769,23 +773,9 @@ fn parse_infer_json(
         ..Default::default()
     };
     for input in inputs {
-        let name = input
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or("expected every input to have a 'name'")?;
-        let dt_name = input
-            .get("datatype")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("expected input '{name}' to have a 'datatype'"))?;
+        let (name, dt_name, shape) = input_head(input)?;
         let dt = DataType::from_kserve(dt_name)
             .ok_or_else(|| format!("input '{name}': unknown datatype {dt_name}"))?;
-        let shape: Vec<i64> = input
-            .get("shape")
-            .and_then(Value::as_array)
-            .and_then(|a| a.iter().map(Value::as_i64).collect())
-            .ok_or_else(|| {
-                format!("expected input '{name}' to have a 'shape' array of integers")
-            })?;
         let binary_size = input
             .pointer("/parameters/binary_data_size")
             .and_then(Value::as_u64);

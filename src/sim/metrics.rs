@@ -557,15 +557,25 @@ pub(crate) fn escape_label(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// Triton's cumulative duration counters (µs), in the order its page lists them: family, help,
+/// and the phase each one sums.
+type DurationFamily = (&'static str, &'static str, fn(&ModelMetrics) -> &DurStat);
+
+#[rustfmt::skip]
+const TRITON_DURATIONS: [DurationFamily; 5] = [
+    ("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)", |m| &m.success),
+    ("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds (includes cached requests)", |m| &m.queue),
+    ("nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)", |m| &m.compute_input),
+    ("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)", |m| &m.compute_infer),
+    ("nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)", |m| &m.compute_output),
+];
+
 /// Prometheus text exposition (format 0.0.4) of every model's counters with Triton's names,
 /// then the simulator's own families ([`render_sim_own`]).
 pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
     let mut out = String::with_capacity(4096 + models.len() * 3072);
     let counter = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> u64| {
-        triton_counter(out, models, name, help, f)
-    };
-    let gauge = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> i64| {
-        triton_gauge(out, models, name, help, f)
+        triton_family(out, models, (name, "counter", help), f)
     };
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let us = |d: &DurStat| d.get().1 / 1000;
@@ -605,42 +615,20 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
         "Number of model executions performed (does not include cached requests)",
         &|m| load(&m.exec_count),
     );
-    gauge(
+    // Gauges below zero (a decrement racing its increment) show as 0.
+    triton_family(
         &mut out,
-        "nv_inference_pending_request_count",
-        "Instantaneous number of pending requests awaiting execution per-model.",
-        &|m| m.triton_pending(),
+        models,
+        (
+            "nv_inference_pending_request_count",
+            "gauge",
+            "Instantaneous number of pending requests awaiting execution per-model.",
+        ),
+        &|m| m.triton_pending().max(0) as u64,
     );
-    counter(
-        &mut out,
-        "nv_inference_request_duration_us",
-        "Cumulative inference request duration in microseconds (includes cached requests)",
-        &|m| us(&m.success),
-    );
-    counter(
-        &mut out,
-        "nv_inference_queue_duration_us",
-        "Cumulative inference queuing duration in microseconds (includes cached requests)",
-        &|m| us(&m.queue),
-    );
-    counter(
-        &mut out,
-        "nv_inference_compute_input_duration_us",
-        "Cumulative compute input duration in microseconds (does not include cached requests)",
-        &|m| us(&m.compute_input),
-    );
-    counter(
-        &mut out,
-        "nv_inference_compute_infer_duration_us",
-        "Cumulative compute inference duration in microseconds (does not include cached requests)",
-        &|m| us(&m.compute_infer),
-    );
-    counter(
-        &mut out,
-        "nv_inference_compute_output_duration_us",
-        "Cumulative inference compute output duration in microseconds (does not include cached requests)",
-        &|m| us(&m.compute_output),
-    );
+    for (name, help, phase) in TRITON_DURATIONS {
+        counter(&mut out, name, help, &|m| us(phase(m)));
+    }
 
     let name = "nv_inference_first_response_histogram_ms";
     let _ = writeln!(
@@ -665,31 +653,16 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
     out
 }
 
-/// A counter family labelled `model`/`version`, one line per model.
-fn triton_counter(
+/// A family labelled `model`/`version`, one line per model; `kind` is its Prometheus type.
+fn triton_family(
     out: &mut String,
     models: &[&ModelMetrics],
-    name: &str,
-    help: &str,
+    (name, kind, help): (&str, &str, &str),
     f: &dyn Fn(&ModelMetrics) -> u64,
 ) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
     for m in models {
         let _ = writeln!(out, "{name}{{{}}} {}", m.labels, f(m));
-    }
-}
-
-/// A gauge family labelled `model`/`version` (negative values shown as 0).
-fn triton_gauge(
-    out: &mut String,
-    models: &[&ModelMetrics],
-    name: &str,
-    help: &str,
-    f: &dyn Fn(&ModelMetrics) -> i64,
-) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-    for m in models {
-        let _ = writeln!(out, "{name}{{{}}} {}", m.labels, f(m).max(0));
     }
 }
 
@@ -717,18 +690,24 @@ pub(crate) fn render_sim_own(out: &mut String, models: &[&ModelMetrics]) {
         let _ = writeln!(out, "{name}_count{{{}}} {}", m.labels, load(&m.first_count));
     }
 
-    triton_gauge(
+    triton_family(
         out,
         models,
-        "ttftbench_sim_running_sequences",
-        "Sequences holding a batch slot in the simulated engine",
-        &|m| m.running.load(Ordering::Relaxed),
+        (
+            "ttftbench_sim_running_sequences",
+            "gauge",
+            "Sequences holding a batch slot in the simulated engine",
+        ),
+        &|m| m.running.load(Ordering::Relaxed).max(0) as u64,
     );
-    triton_counter(
+    triton_family(
         out,
         models,
-        "ttftbench_sim_output_tokens",
-        "Output tokens of successful requests",
+        (
+            "ttftbench_sim_output_tokens",
+            "counter",
+            "Output tokens of successful requests",
+        ),
         &|m| load(&m.output_tokens),
     );
 }

@@ -21,7 +21,6 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::http::{MAX_BODY_BYTES, begin_status};
-use super::metrics::FailReason;
 use super::models::ReasoningSpec;
 use super::request::{DEFAULT_MAX_TOKENS, Prompt, Scalar, resolve_length};
 use super::state::{BeginError, SimState};
@@ -295,7 +294,6 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
     let n = match g.run_to_end().await {
         Ok(n) => n,
         Err(e) => {
-            g.tracker.fail(FailReason::Other);
             return error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &e.to_string(),

@@ -410,18 +410,18 @@ pub(crate) fn bag_from_infer_request(
     Ok((bag, empty_final))
 }
 
+/// One fixed-width element's bytes (`N` of them), or what was wrong with `raw`.
+fn fixed<const N: usize>(name: &str, dt: DataType, raw: &[u8]) -> Result<[u8; N], String> {
+    raw.try_into().map_err(|_| {
+        format!(
+            "input '{name}': expected {N} bytes of raw {} data for one element, got {}",
+            dt.kserve_name(),
+            raw.len()
+        )
+    })
+}
+
 fn scalar_from_raw(name: &str, dt: DataType, raw: &[u8]) -> Result<Scalar, String> {
-    let fixed = |n: usize| -> Result<&[u8], String> {
-        if raw.len() == n {
-            Ok(raw)
-        } else {
-            Err(format!(
-                "input '{name}': expected {n} bytes of raw {} data for one element, got {}",
-                dt.kserve_name(),
-                raw.len()
-            ))
-        }
-    };
     Ok(match dt {
         DataType::Bytes => {
             let bad = || {
@@ -438,31 +438,12 @@ fn scalar_from_raw(name: &str, dt: DataType, raw: &[u8]) -> Result<Scalar, Strin
             let body = raw.get(4..).filter(|b| b.len() == len).ok_or_else(bad)?;
             Scalar::Text(utf8(name, body)?)
         }
-        DataType::Bool => Scalar::Bool(fixed(1)?[0] != 0),
-        DataType::Int32 => {
-            let b = fixed(4)?;
-            Scalar::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-        }
-        DataType::Uint32 => {
-            let b = fixed(4)?;
-            Scalar::Int(i64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-        }
-        DataType::Int64 => {
-            let b = fixed(8)?;
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            Scalar::Int(i64::from_le_bytes(a))
-        }
-        DataType::Fp32 => {
-            let b = fixed(4)?;
-            Scalar::Float(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-        }
-        DataType::Fp64 => {
-            let b = fixed(8)?;
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            Scalar::Float(f64::from_le_bytes(a))
-        }
+        DataType::Bool => Scalar::Bool(fixed::<1>(name, dt, raw)?[0] != 0),
+        DataType::Int32 => Scalar::Int(i64::from(i32::from_le_bytes(fixed(name, dt, raw)?))),
+        DataType::Uint32 => Scalar::Int(i64::from(u32::from_le_bytes(fixed(name, dt, raw)?))),
+        DataType::Int64 => Scalar::Int(i64::from_le_bytes(fixed(name, dt, raw)?)),
+        DataType::Fp32 => Scalar::Float(f64::from(f32::from_le_bytes(fixed(name, dt, raw)?))),
+        DataType::Fp64 => Scalar::Float(f64::from_le_bytes(fixed(name, dt, raw)?)),
         other => {
             return Err(format!(
                 "input '{name}': datatype {} is not supported by the simulator's LLM models",

@@ -176,10 +176,14 @@ impl Generation {
         self.tracker.succeed(engine, n);
     }
 
-    /// Waits for every token (non-streaming responses). Fails like the source does.
+    /// Waits for every token (non-streaming responses). Fails like the source does, and then
+    /// records the request as failed: every transport answers that with an error of its own.
     pub(crate) async fn run_to_end(&mut self) -> Result<u32, super::engine::SourceError> {
         while let Some(t) = self.source.next_token().await {
-            t?;
+            if let Err(e) = t {
+                self.tracker.fail(FailReason::Other);
+                return Err(e);
+            }
         }
         Ok(self.source.emitted())
     }

@@ -102,19 +102,7 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     /// A line chart over the load axis with no marks or reference lines.
     fn load_chart(&self, id: &str, title: String, y_label: &str, series: Vec<Series>) -> Chart {
-        Chart {
-            id: id.into(),
-            title,
-            x_label: self.kind.clone(),
-            y_label: y_label.into(),
-            x_scale: self.scale,
-            x_ticks: vec![],
-            series,
-            lines: true,
-            marks: vec![],
-            hlines: vec![],
-            legend_title: String::new(),
-        }
+        Chart::lines(id, title, &self.kind, y_label, self.scale, series)
     }
 }
 
@@ -228,32 +216,26 @@ fn knee_chart(out: &mut String, ctx: &Ctx, k: &knee::Analysis) {
     } else {
         XScale::Linear
     };
-    let chart = Chart {
-        id: "knee".into(),
-        title: format!(
-            "Throughput vs {}",
-            if ctx.streaming {
-                "TTFT p99"
-            } else {
-                "latency p99"
-            }
-        ),
-        x_label: if x_scale == XScale::Log10 {
-            svg::log_titled(&format!("{lat_name} p99 (ms)"))
+    let title = format!(
+        "Throughput vs {}",
+        if ctx.streaming {
+            "TTFT p99"
         } else {
-            format!("{lat_name} p99 (ms)")
-        },
-        y_label: tput_unit.into(),
-        x_scale,
-        x_ticks: vec![],
-        series: vec![Series {
-            name: format!("levels (labelled by {})", ctx.kind),
-            points,
-        }],
-        lines: true,
+            "latency p99"
+        }
+    );
+    let x_label = if x_scale == XScale::Log10 {
+        svg::log_titled(&format!("{lat_name} p99 (ms)"))
+    } else {
+        format!("{lat_name} p99 (ms)")
+    };
+    let series = vec![Series {
+        name: format!("levels (labelled by {})", ctx.kind),
+        points,
+    }];
+    let chart = Chart {
         marks,
-        hlines: vec![],
-        legend_title: String::new(),
+        ..Chart::lines("knee", title, &x_label, tput_unit, x_scale, series)
     };
     figure(out, &svg::line_chart(&chart), &k.recommendation);
 }

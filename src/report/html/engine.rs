@@ -30,22 +30,6 @@ fn series(
     }
 }
 
-fn chart(id: &str, title: String, x: &str, y: &str, scale: XScale, series: Vec<Series>) -> Chart {
-    Chart {
-        id: id.into(),
-        title,
-        x_label: x.into(),
-        y_label: y.into(),
-        x_scale: scale,
-        x_ticks: vec![],
-        series,
-        lines: true,
-        marks: vec![],
-        hlines: vec![],
-        legend_title: String::new(),
-    }
-}
-
 /// The KV-cache chart (when an engine exported its usage) and the GPU chart (when GPUs were
 /// read).
 pub(super) fn charts(out: &mut String, levels: &[LoadedLevel], scale: XScale) {
@@ -70,7 +54,7 @@ pub(super) fn charts(out: &mut String, levels: &[LoadedLevel], scale: XScale) {
                 format!("{}: KV cache {what} {v:.0}%, {pre:.0} preemptions", at(l))
             }
         };
-        let c = chart(
+        let c = Chart::lines(
             "kv",
             format!("KV-cache usage vs {kind}"),
             &kind,
@@ -113,7 +97,7 @@ fn gpu_chart(out: &mut String, levels: &[LoadedLevel], kind: &str, scale: XScale
         |l| l.gpu.as_ref()?.power_avg_w().map(|w| w / 10.0),
         |l, v| tip(l, format!("{:.0} W", v * 10.0)),
     );
-    let c = chart(
+    let c = Chart::lines(
         "gpu",
         format!("GPUs vs {kind}"),
         kind,

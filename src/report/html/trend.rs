@@ -12,56 +12,15 @@ use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
 use crate::report::svg::{self, Chart, Pt, Series, XScale, esc};
 
 /// The trend metrics drawn across runs: (chart id, title, metric, y axis, unit scale).
+#[rustfmt::skip]
 const TREND: [(&str, &str, MetricRef, &str, f64); 7] = [
-    (
-        "trend-ttft-p99",
-        "TTFT p99 by run",
-        MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99),
-        "ms",
-        1.0,
-    ),
-    (
-        "trend-ttft-avg",
-        "TTFT avg by run",
-        MetricRef::Dist(Metric::TimeToFirstToken, Stat::Avg),
-        "ms",
-        1.0,
-    ),
-    (
-        "trend-throughput",
-        "Output token throughput by run",
-        MetricRef::System(SystemMetric::OutputTokenThroughput),
-        "tokens/s",
-        1.0,
-    ),
-    (
-        "trend-latency-p99",
-        "Request latency p99 by run",
-        MetricRef::Dist(Metric::RequestLatency, Stat::P99),
-        "ms",
-        1.0,
-    ),
-    (
-        "trend-itl-avg",
-        "Inter-token latency avg by run",
-        MetricRef::Dist(Metric::InterTokenLatency, Stat::Avg),
-        "ms",
-        1.0,
-    ),
-    (
-        "trend-queue-share",
-        "Server queue share by run",
-        MetricRef::System(SystemMetric::QueueShare),
-        "% of server time",
-        100.0,
-    ),
-    (
-        "trend-error-rate",
-        "Error rate by run",
-        MetricRef::System(SystemMetric::ErrorRate),
-        "% of requests",
-        100.0,
-    ),
+    ("trend-ttft-p99", "TTFT p99 by run", MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99), "ms", 1.0),
+    ("trend-ttft-avg", "TTFT avg by run", MetricRef::Dist(Metric::TimeToFirstToken, Stat::Avg), "ms", 1.0),
+    ("trend-throughput", "Output token throughput by run", MetricRef::System(SystemMetric::OutputTokenThroughput), "tokens/s", 1.0),
+    ("trend-latency-p99", "Request latency p99 by run", MetricRef::Dist(Metric::RequestLatency, Stat::P99), "ms", 1.0),
+    ("trend-itl-avg", "Inter-token latency avg by run", MetricRef::Dist(Metric::InterTokenLatency, Stat::Avg), "ms", 1.0),
+    ("trend-queue-share", "Server queue share by run", MetricRef::System(SystemMetric::QueueShare), "% of server time", 100.0),
+    ("trend-error-rate", "Error rate by run", MetricRef::System(SystemMetric::ErrorRate), "% of requests", 100.0),
 ];
 
 /// Level names across runs, in load order.
@@ -132,17 +91,9 @@ fn trend_charts(out: &mut String, runs: &[Run]) {
             continue;
         }
         let chart = Chart {
-            id: id.into(),
-            title: title.into(),
-            x_label: "run".into(),
-            y_label: unit.into(),
-            x_scale: XScale::Index,
             x_ticks: labels.clone(),
-            series,
-            lines: true,
-            marks: vec![],
-            hlines: vec![],
             legend_title: format!("{kind}:"),
+            ..Chart::lines(id, title.into(), "run", unit, XScale::Index, series)
         };
         figure(out, &svg::line_chart(&chart), &metric.key());
     }

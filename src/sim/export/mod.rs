@@ -144,6 +144,24 @@ fn py_float(v: f64) -> String {
     s
 }
 
+/// Histogram families as Python's client prints them, one histogram a model, labelled with
+/// `fixed` (label names sorting before `model_name`) and then the model's `model_name`.
+fn python_histograms(
+    out: &mut String,
+    models: &[&ModelMetrics],
+    families: &[HistFamily],
+    fixed: &[(&str, &str)],
+) {
+    for (name, help, hist) in families {
+        family(out, name, help, "histogram");
+        for m in models {
+            let mut base = fixed.to_vec();
+            base.push(("model_name", m.name()));
+            histogram(out, Dialect::Python, name, &base, &hist(m).snapshot());
+        }
+    }
+}
+
 /// The sample lines of histogram `name` with labels `base`: `_sum`, the cumulative buckets
 /// (`+Inf` last), `_count`.
 fn histogram(

@@ -18,7 +18,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Dialect, HistFamily, family, histogram, labels, py_float, sample};
+use super::{Dialect, HistFamily, family, histogram, labels, py_float, python_histograms, sample};
 use crate::sim::counters::EngineStats;
 use crate::sim::metrics::{FailReason, ModelMetrics};
 
@@ -164,33 +164,11 @@ fn tokenizer(out: &mut String, models: &[&ModelMetrics]) {
         "Number of requests aborted.",
         &|m| m.failures(FailReason::Canceled),
     );
+    #[rustfmt::skip]
     let families: [HistFamily; 3] = [
-        (
-            "sglang:time_to_first_token_seconds",
-            "Histogram of time to first token in seconds.",
-            |m| &m.times.ttft,
-        ),
-        (
-            "sglang:inter_token_latency_seconds",
-            "Histogram of inter-token latency in seconds.",
-            |m| &m.times.tpot,
-        ),
-        (
-            "sglang:e2e_request_latency_seconds",
-            "Histogram of End-to-end request latency in seconds",
-            |m| &m.times.e2e,
-        ),
+        ("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", |m| &m.times.ttft),
+        ("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", |m| &m.times.tpot),
+        ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", |m| &m.times.e2e),
     ];
-    for (name, help, hist) in families {
-        family(out, name, help, "histogram");
-        for m in models {
-            histogram(
-                out,
-                Dialect::Python,
-                name,
-                &[("model_name", m.name())],
-                &hist(m).snapshot(),
-            );
-        }
-    }
+    python_histograms(out, models, &families, &[]);
 }

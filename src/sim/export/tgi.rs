@@ -117,32 +117,13 @@ fn batches(out: &mut String, models: &[&ModelMetrics]) {
 }
 
 fn requests(out: &mut String, models: &[&ModelMetrics]) {
+    #[rustfmt::skip]
     let families: [HistFamily; 5] = [
-        (
-            "tgi_request_duration",
-            "Total time spent processing the request",
-            |m| &m.times.e2e,
-        ),
-        (
-            "tgi_request_queue_duration",
-            "Time spent in the queue per request",
-            |m| &m.times.queue,
-        ),
-        (
-            "tgi_request_inference_duration",
-            "Request inference duration",
-            |m| &m.times.inference,
-        ),
-        (
-            "tgi_request_mean_time_per_token_duration",
-            "Mean time per token per request",
-            |m| &m.times.tpot,
-        ),
-        (
-            "tgi_request_generated_tokens",
-            "Generated tokens per request",
-            |m| &m.times.generated,
-        ),
+        ("tgi_request_duration", "Total time spent processing the request", |m| &m.times.e2e),
+        ("tgi_request_queue_duration", "Time spent in the queue per request", |m| &m.times.queue),
+        ("tgi_request_inference_duration", "Request inference duration", |m| &m.times.inference),
+        ("tgi_request_mean_time_per_token_duration", "Mean time per token per request", |m| &m.times.tpot),
+        ("tgi_request_generated_tokens", "Generated tokens per request", |m| &m.times.generated),
     ];
     for (name, help, f) in families {
         family(out, name, help, "histogram");

@@ -17,7 +17,7 @@
 //!   `vllm:request_queue_time_seconds`, `vllm:request_inference_time_seconds`,
 //!   `vllm:request_prefill_time_seconds`, `vllm:request_decode_time_seconds`.
 
-use super::{Dialect, HistFamily, family, histogram, labels, py_float, sample};
+use super::{HistFamily, family, labels, py_float, python_histograms, sample};
 use crate::sim::counters::EngineStats;
 use crate::sim::metrics::{FailReason, ModelMetrics};
 
@@ -88,6 +88,9 @@ fn cache_config_info(out: &mut String, models: &[&ModelMetrics]) {
     }
 }
 
+/// A counter family: name (without `_total`), help text, and each model's count.
+type CounterFamily = (&'static str, &'static str, fn(&ModelMetrics) -> u64);
+
 /// A counter family (`name` without `_total`): `_total` samples, then the `_created` gauge.
 fn counter(
     out: &mut String,
@@ -120,40 +123,17 @@ fn counter(
 
 fn counters(out: &mut String, models: &[&ModelMetrics], started_unix: u64) {
     let started = started_unix as f64;
-    let get = EngineStats::get;
-    let c = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> u64| {
-        counter(out, models, started, name, help, f)
-    };
-    c(
-        out,
-        "vllm:prefix_cache_queries",
-        "Prefix cache queries, in terms of number of queried tokens.",
-        &|m| get(&m.engine.prefix_queried_tokens),
-    );
-    c(
-        out,
-        "vllm:prefix_cache_hits",
-        "Prefix cache hits, in terms of number of cached tokens.",
-        &|m| get(&m.engine.prefix_hit_tokens),
-    );
-    c(
-        out,
-        "vllm:num_preemptions",
-        "Cumulative number of preemption from the engine.",
-        &|m| get(&m.engine.preemptions),
-    );
-    c(
-        out,
-        "vllm:prompt_tokens",
-        "Number of prefill tokens processed.",
-        &|m| get(&m.engine.prompt_tokens),
-    );
-    c(
-        out,
-        "vllm:generation_tokens",
-        "Number of generation tokens processed.",
-        &|m| get(&m.engine.generation_tokens),
-    );
+    #[rustfmt::skip]
+    let families: [CounterFamily; 5] = [
+        ("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", |m| EngineStats::get(&m.engine.prefix_queried_tokens)),
+        ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", |m| EngineStats::get(&m.engine.prefix_hit_tokens)),
+        ("vllm:num_preemptions", "Cumulative number of preemption from the engine.", |m| EngineStats::get(&m.engine.preemptions)),
+        ("vllm:prompt_tokens", "Number of prefill tokens processed.", |m| EngineStats::get(&m.engine.prompt_tokens)),
+        ("vllm:generation_tokens", "Number of generation tokens processed.", |m| EngineStats::get(&m.engine.generation_tokens)),
+    ];
+    for (name, help, f) in families {
+        counter(out, models, started, name, help, &f);
+    }
     let name = "vllm:request_success_total";
     family(
         out,
@@ -179,48 +159,15 @@ fn counters(out: &mut String, models: &[&ModelMetrics], started_unix: u64) {
 }
 
 fn histograms(out: &mut String, models: &[&ModelMetrics]) {
+    #[rustfmt::skip]
     let families: [HistFamily; 7] = [
-        (
-            "vllm:time_to_first_token_seconds",
-            "Histogram of time to first token in seconds.",
-            |m| &m.times.ttft,
-        ),
-        (
-            "vllm:time_per_output_token_seconds",
-            "Histogram of time per output token in seconds.",
-            |m| &m.times.tpot,
-        ),
-        (
-            "vllm:e2e_request_latency_seconds",
-            "Histogram of e2e request latency in seconds.",
-            |m| &m.times.e2e,
-        ),
-        (
-            "vllm:request_queue_time_seconds",
-            "Histogram of time spent in WAITING phase for request.",
-            |m| &m.times.queue,
-        ),
-        (
-            "vllm:request_inference_time_seconds",
-            "Histogram of time spent in RUNNING phase for request.",
-            |m| &m.times.inference,
-        ),
-        (
-            "vllm:request_prefill_time_seconds",
-            "Histogram of time spent in PREFILL phase for request.",
-            |m| &m.times.prefill,
-        ),
-        (
-            "vllm:request_decode_time_seconds",
-            "Histogram of time spent in DECODE phase for request.",
-            |m| &m.times.decode,
-        ),
+        ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", |m| &m.times.ttft),
+        ("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", |m| &m.times.tpot),
+        ("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", |m| &m.times.e2e),
+        ("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", |m| &m.times.queue),
+        ("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", |m| &m.times.inference),
+        ("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", |m| &m.times.prefill),
+        ("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", |m| &m.times.decode),
     ];
-    for (name, help, hist) in families {
-        family(out, name, help, "histogram");
-        for m in models {
-            let base = [("engine", "0"), ("model_name", m.name())];
-            histogram(out, Dialect::Python, name, &base, &hist(m).snapshot());
-        }
-    }
+    python_histograms(out, models, &families, &[("engine", "0")]);
 }
