@@ -442,6 +442,7 @@ async fn run_level(
         raw_export,
         raw_error: None,
     };
+    let isl_edges = session.isl_edges.clone();
     let spec = LevelSpec {
         index: level.part.index,
         stimulus: level.stimulus,
@@ -449,6 +450,7 @@ async fn run_level(
         policy: Policy::Fixed(level.stop),
         warmup: level.part.warmup,
         objectives: &plan.goodput,
+        isl_edges: &isl_edges,
         max_send_lag_ms: plan.max_send_lag_ms,
         streaming: plan.target.streaming,
         percentile_method: plan.percentile_method,
@@ -578,6 +580,9 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
         eprintln!("{}", console::level_table(l));
         if let Some(line) = console::token_count_line(l) {
             eprintln!("{line}");
+        }
+        if let Some(t) = console::isl_table(l) {
+            eprintln!("{t}");
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::metrics::{
 };
 use crate::record::{ErrorKind, RequestRecord};
 
+pub mod isl;
 mod percentile;
 
 /// Significant digits kept by every histogram (0.1 % relative precision).
@@ -197,6 +198,8 @@ pub struct Aggregate {
     pub send_count: u64,
     /// Client receive time (first response byte to last response) summed over successes (ns).
     pub sum_recv_ns: u64,
+    /// TTFT and latency by input length (`--isl-buckets`; off when its edges are empty).
+    pub isl: isl::IslDists,
 }
 
 impl Default for Aggregate {
@@ -225,6 +228,15 @@ impl Aggregate {
             sum_send_ns: 0,
             send_count: 0,
             sum_recv_ns: 0,
+            isl: isl::IslDists::default(),
+        }
+    }
+
+    /// Empty, with TTFT and latency also kept per input-length bucket cut at `edges`.
+    pub fn with_isl_buckets(edges: &[u32]) -> Aggregate {
+        Aggregate {
+            isl: isl::IslDists::new(edges),
+            ..Aggregate::new()
         }
     }
 
@@ -270,6 +282,7 @@ impl Aggregate {
         for &g in gaps {
             icl.record(g);
         }
+        self.isl.record(rec);
         if objectives.iter().all(|o| o.met_by(rec)) {
             self.good += 1;
         }
@@ -354,6 +367,7 @@ impl Aggregate {
         self.sum_send_ns += other.sum_send_ns;
         self.send_count += other.send_count;
         self.sum_recv_ns += other.sum_recv_ns;
+        self.isl.merge(&other.isl);
     }
 
     /// The distributions with their metrics (for serialising histograms).
@@ -396,6 +410,7 @@ impl Aggregate {
             osl_compared: self.osl_compared,
             short_outputs: self.short_outputs,
             percentile_method: Some(method),
+            isl_buckets: self.isl.summarize(method),
         }
     }
 }
@@ -431,6 +446,8 @@ pub struct LevelStats {
     pub short_outputs: u64,
     /// How the percentiles were computed (`None`: read from a file that does not say).
     pub percentile_method: Option<PercentileMethod>,
+    /// TTFT and latency per input-length bucket (`--isl-buckets`; empty when not asked for).
+    pub isl_buckets: Vec<isl::IslBucket>,
 }
 
 impl LevelStats {
@@ -609,37 +626,42 @@ pub(crate) fn test_level(stimulus: crate::load::Stimulus, ttft_ms: f64) -> Level
     )
 }
 
+/// A measured, successful test request sent at 0: first token at `ttft_ms`, second 1 ms later,
+/// done at `latency_ms`, 100 input tokens.
+#[cfg(test)]
+pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRecord {
+    let ms = 1_000_000;
+    RequestRecord {
+        phase: crate::record::Phase::Measure,
+        seq: 0,
+        prompt_index: 0,
+        intended_ns: 0,
+        sent_ns: 0,
+        send_done_ns: None,
+        first_byte_ns: Some(ttft_ms * ms),
+        first_token_ns: Some(ttft_ms * ms),
+        second_token_ns: Some((ttft_ms + 1) * ms),
+        last_token_ns: Some(latency_ms * ms),
+        end_ns: latency_ms * ms,
+        isl: 100,
+        osl,
+        server_osl: None,
+        tokenizer_osl: None,
+        server_isl: None,
+        requested_osl: osl,
+        chunks: osl,
+        responses: osl,
+        lossy_text: false,
+        error: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::record::{Phase, RequestError};
 
-    fn rec(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRecord {
-        let ms = 1_000_000;
-        RequestRecord {
-            phase: Phase::Measure,
-            seq: 0,
-            prompt_index: 0,
-            intended_ns: 0,
-            sent_ns: 0,
-            send_done_ns: None,
-            first_byte_ns: Some(ttft_ms * ms),
-            first_token_ns: Some(ttft_ms * ms),
-            second_token_ns: Some((ttft_ms + 1) * ms),
-            last_token_ns: Some(latency_ms * ms),
-            end_ns: latency_ms * ms,
-            isl: 100,
-            osl,
-            server_osl: None,
-            tokenizer_osl: None,
-            server_isl: None,
-            requested_osl: osl,
-            chunks: osl,
-            responses: osl,
-            lossy_text: false,
-            error: None,
-        }
-    }
+    use super::test_record as rec;
 
     #[test]
     fn dist_exact_moments_and_percentiles() {

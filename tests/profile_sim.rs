@@ -986,6 +986,7 @@ async fn progress_says_draining_after_the_window() {
         ..Sinks::default()
     };
     let spec = LevelSpec {
+        isl_edges: &[],
         stimulus: ttftbench::load::Stimulus::Concurrency(2),
         policy: Policy::Fixed(Stop::Window(std::time::Duration::from_millis(300))),
         warmup: None,

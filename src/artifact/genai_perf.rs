@@ -18,6 +18,10 @@
 //! GenAI-Perf does. Server metrics, when available, follow as `server_*` rows of the second section,
 //! then the engine's and the GPUs' rows (see [`super::server_view`]).
 //!
+//! With `--isl-buckets` a third section follows a blank line: [`CSV_ISL_HEADER`], then one row
+//! a bucket (`<128`, `128-511`, `>=512`): its request count and its TTFT and request latency
+//! avg/p50/p90/p99 in ms.
+//!
 //! `profile_export_genai_perf.json`: GenAI-Perf's keys in GenAI-Perf's order —
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
 //! distributions (plus `p99.9` and `count`), `{unit, avg}` for system metrics — then
@@ -67,6 +71,38 @@ pub fn csv(s: &LevelSummary) -> String {
     out.push_str("Metric,Value,unit\n");
     for (key, value, unit) in system_rows(s) {
         out.push_str(&format!("{key},{value},{unit}\n"));
+    }
+    if !s.stats.isl_buckets.is_empty() {
+        out.push('\n');
+        out.push_str(&isl_bucket_csv(s));
+    }
+    out
+}
+
+/// Header of the third section, present with `--isl-buckets`.
+pub const CSV_ISL_HEADER: &str = "Input Length Bucket,min_isl,max_isl,count,time_to_first_token_avg,time_to_first_token_p50,time_to_first_token_p90,time_to_first_token_p99,request_latency_avg,request_latency_p50,request_latency_p90,request_latency_p99,unit";
+
+/// The CSV's third section: one row a bucket; `max_isl` is exclusive and empty for the last
+/// bucket; cells of a bucket without requests (or TTFT of a level that did not stream) are N/A.
+fn isl_bucket_csv(s: &LevelSummary) -> String {
+    let mut out = String::from(CSV_ISL_HEADER);
+    out.push('\n');
+    for b in &s.stats.isl_buckets {
+        let max = b.max_isl.map(|m| m.to_string()).unwrap_or_default();
+        out.push_str(&format!("{},{},{max},{}", b.label(), b.min_isl, b.count));
+        let ttft = b.ttft.as_ref().filter(|_| s.streaming);
+        for st in [ttft, b.latency.as_ref()] {
+            for v in [
+                st.map(|x| x.avg),
+                st.map(|x| x.p50),
+                st.map(|x| x.p90),
+                st.map(|x| x.p99),
+            ] {
+                out.push(',');
+                out.push_str(&num(v.unwrap_or(f64::NAN)));
+            }
+        }
+        out.push_str(",ms\n");
     }
     out
 }
@@ -167,6 +203,30 @@ fn stats_json(unit: &str, st: &Stats) -> Value {
     })
 }
 
+/// `isl_buckets`: one object a bucket, `{min_isl, max_isl (exclusive, null for the last),
+/// count, time_to_first_token, request_latency}`, the two distributions as the level's own
+/// (null where the bucket had no request; TTFT only when the level streamed).
+fn isl_buckets_json(s: &LevelSummary) -> Value {
+    let dist = |m: Metric, st: Option<&Stats>| {
+        st.map_or(Value::Null, |st| stats_json(m.unit().label(), st))
+    };
+    let buckets: Vec<Value> = s
+        .stats
+        .isl_buckets
+        .iter()
+        .map(|b| {
+            json!({
+                "min_isl": b.min_isl,
+                "max_isl": b.max_isl,
+                "count": b.count,
+                "time_to_first_token": dist(Metric::TimeToFirstToken, b.ttft.as_ref().filter(|_| s.streaming)),
+                "request_latency": dist(Metric::RequestLatency, b.latency.as_ref()),
+            })
+        })
+        .collect();
+    Value::Array(buckets)
+}
+
 /// The JSON document (without `input_config`, which the caller appends from the plan).
 pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     let st = &s.stats;
@@ -213,6 +273,9 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         if !m.contains_key(metric.key()) {
             dist(&mut m, *metric);
         }
+    }
+    if !st.isl_buckets.is_empty() {
+        m.insert("isl_buckets".into(), isl_buckets_json(s));
     }
     m.insert(
         "error_count".into(),

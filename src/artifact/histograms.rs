@@ -39,32 +39,108 @@ fn stored_unit(m: Metric) -> &'static str {
 pub fn encode(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
     let mut metrics = Map::new();
     for (m, d) in agg.dists() {
-        if d.count() == 0 {
-            continue;
+        if let Some(v) = dist_json(m, d) {
+            metrics.insert(m.key().to_string(), v);
         }
-        let mut buf = Vec::new();
-        if V2DeflateSerializer::new()
-            .serialize(d.histogram(), &mut buf)
-            .is_err()
-        {
-            continue;
-        }
-        let (count, sum, sum_sq, min, max) = d.moments();
-        metrics.insert(
-            m.key().to_string(),
-            json!({
-                "stored_unit": stored_unit(m),
-                "count": count,
-                "sum": sum,
-                "sum_sq": sum_sq,
-                "min": min,
-                "max": max,
-                "hdr": base64::engine::general_purpose::STANDARD.encode(&buf),
-            }),
-        );
     }
-    json!({"format": "hdrhistogram-v2-deflate-base64", "schema_version": super::SCHEMA_VERSION,
-           "significant_digits": SIGFIG, "metrics": metrics, "counters": counters(agg, unix_anchor_ns)})
+    let mut doc = json!({"format": "hdrhistogram-v2-deflate-base64",
+        "schema_version": super::SCHEMA_VERSION, "significant_digits": SIGFIG,
+        "metrics": metrics, "counters": counters(agg, unix_anchor_ns)});
+    if !agg.isl.edges().is_empty() {
+        doc["isl_buckets"] = isl_json(agg);
+    }
+    doc
+}
+
+/// One distribution's entry; `None` when it is empty (or, unreachably, does not serialize).
+fn dist_json(m: Metric, d: &Dist) -> Option<Value> {
+    if d.count() == 0 {
+        return None;
+    }
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(d.histogram(), &mut buf)
+        .ok()?;
+    let (count, sum, sum_sq, min, max) = d.moments();
+    Some(json!({
+        "stored_unit": stored_unit(m),
+        "count": count,
+        "sum": sum,
+        "sum_sq": sum_sq,
+        "min": min,
+        "max": max,
+        "hdr": base64::engine::general_purpose::STANDARD.encode(&buf),
+    }))
+}
+
+/// `isl_buckets` (`--isl-buckets`): `{"edges": [128, 512], "buckets": [{"time_to_first_token":
+/// {...}, "request_latency": {...}}, ...]}`, one bucket more than edges, each distribution as in
+/// `metrics` (absent when empty).
+fn isl_json(agg: &Aggregate) -> Value {
+    let buckets: Vec<Value> = agg
+        .isl
+        .dists()
+        .iter()
+        .map(|(ttft, latency)| {
+            let mut b = Map::new();
+            for (m, d) in [
+                (Metric::TimeToFirstToken, ttft),
+                (Metric::RequestLatency, latency),
+            ] {
+                if let Some(v) = dist_json(m, d) {
+                    b.insert(m.key().to_string(), v);
+                }
+            }
+            Value::Object(b)
+        })
+        .collect();
+    json!({"edges": agg.isl.edges(), "buckets": buckets})
+}
+
+/// Reads `isl_buckets` into `agg` when the file has them.
+fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), String> {
+    let Some(v) = doc.get("isl_buckets") else {
+        return Ok(());
+    };
+    let edges: Vec<u32> = v
+        .get("edges")
+        .and_then(Value::as_array)
+        .ok_or("isl_buckets: no \"edges\"")?
+        .iter()
+        .map(|e| e.as_u64().and_then(|n| u32::try_from(n).ok()))
+        .collect::<Option<_>>()
+        .ok_or("isl_buckets: an edge is not a token count")?;
+    if edges.windows(2).any(|w| w[0] >= w[1]) || edges.first() == Some(&0) {
+        return Err("isl_buckets: edges must rise from above 0".into());
+    }
+    if edges.len() > crate::stats::isl::MAX_EDGES {
+        return Err(format!(
+            "isl_buckets: {} edges, at most {} are written",
+            edges.len(),
+            crate::stats::isl::MAX_EDGES
+        ));
+    }
+    agg.isl = crate::stats::isl::IslDists::new(&edges);
+    let buckets = v.get("buckets").and_then(Value::as_array);
+    for (i, b) in buckets.into_iter().flatten().enumerate() {
+        let mut pair = [Dist::new(), Dist::new()];
+        for (slot, m) in pair
+            .iter_mut()
+            .zip([Metric::TimeToFirstToken, Metric::RequestLatency])
+        {
+            if let Some(d) = b.get(m.key()) {
+                *slot = dist_from(m.key(), d)?;
+            }
+        }
+        let [ttft, latency] = pair;
+        if !agg.isl.set(i, ttft, latency) {
+            return Err(format!(
+                "isl_buckets: {} edges but more buckets",
+                edges.len()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
@@ -128,6 +204,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
 /// distributions were read and whether there were counters.
 pub fn decode(doc: &Value, agg: &mut Aggregate) -> Result<(usize, bool), String> {
     let n = decode_into(doc, agg)?;
+    decode_isl(doc, agg)?;
     Ok((n, decode_counters(doc, agg)?))
 }
 
@@ -143,40 +220,45 @@ pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, String> {
         let Some(m) = Metric::from_key(key) else {
             continue;
         };
-        let b64 = v
-            .get("hdr")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("{key}: no \"hdr\""))?;
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .map_err(|e| format!("{key}: {e}"))?;
-        // The hdrhistogram crate's varint decoding can overflow on damaged bytes (a panic where
-        // arithmetic is checked): a file from elsewhere must be an error, never a crash.
-        let hist: hdrhistogram::Histogram<u64> =
-            std::panic::catch_unwind(|| Deserializer::new().deserialize(&mut bytes.as_slice()))
-                .map_err(|_| format!("{key}: not an HDR histogram (its encoding does not decode)"))?
-                .map_err(|e| format!("{key}: {e:?}"))?;
-        let num = |f: &str| {
-            v.get(f)
-                .and_then(Value::as_f64)
-                .ok_or_else(|| format!("{key}: no \"{f}\""))
-        };
-        let (min, max) = (num("min")? as u64, num("max")? as u64);
-        if !hist.is_empty() && min > max {
-            return Err(format!("{key}: min {min} is above max {max}"));
-        }
-        let d = Dist::from_parts(
-            hist,
-            num("count")? as u64,
-            num("sum")?,
-            num("sum_sq")?,
-            min,
-            max,
-        );
+        let d = dist_from(key, v)?;
         agg.set_dist(m, d);
         n += 1;
     }
     Ok(n)
+}
+
+/// One distribution entry of the file, checked: a damaged one is an error, never a crash.
+fn dist_from(key: &str, v: &Value) -> Result<Dist, String> {
+    let b64 = v
+        .get("hdr")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{key}: no \"hdr\""))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|e| format!("{key}: {e}"))?;
+    // The hdrhistogram crate's varint decoding can overflow on damaged bytes (a panic where
+    // arithmetic is checked): a file from elsewhere must be an error, never a crash.
+    let hist: hdrhistogram::Histogram<u64> =
+        std::panic::catch_unwind(|| Deserializer::new().deserialize(&mut bytes.as_slice()))
+            .map_err(|_| format!("{key}: not an HDR histogram (its encoding does not decode)"))?
+            .map_err(|e| format!("{key}: {e:?}"))?;
+    let num = |f: &str| {
+        v.get(f)
+            .and_then(Value::as_f64)
+            .ok_or_else(|| format!("{key}: no \"{f}\""))
+    };
+    let (min, max) = (num("min")? as u64, num("max")? as u64);
+    if !hist.is_empty() && min > max {
+        return Err(format!("{key}: min {min} is above max {max}"));
+    }
+    Ok(Dist::from_parts(
+        hist,
+        num("count")? as u64,
+        num("sum")?,
+        num("sum_sq")?,
+        min,
+        max,
+    ))
 }
 
 #[cfg(test)]

@@ -199,6 +199,27 @@ fn stats_from(v: &Value) -> Stats {
     }
 }
 
+/// The level document's `isl_buckets` (see [`super::genai_perf`]); none in older files.
+fn isl_buckets_from(doc: &Value) -> Vec<crate::stats::isl::IslBucket> {
+    let buckets = doc.get("isl_buckets").and_then(Value::as_array);
+    let as_u32 = |v: Option<&Value>| {
+        v.and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+    };
+    let dist = |b: &Value, k: &str| b.get(k).filter(|v| v.is_object()).map(stats_from);
+    buckets
+        .into_iter()
+        .flatten()
+        .map(|b| crate::stats::isl::IslBucket {
+            min_isl: as_u32(b.get("min_isl")).unwrap_or(0),
+            max_isl: as_u32(b.get("max_isl")),
+            count: b.get("count").and_then(Value::as_u64).unwrap_or(0),
+            ttft: dist(b, "time_to_first_token"),
+            latency: dist(b, "request_latency"),
+        })
+        .collect()
+}
+
 fn server_from(v: &Value) -> Option<ServerDelta> {
     if !v.is_object() {
         return None;
@@ -355,6 +376,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             percentile_method: level
                 .get("percentile_method")
                 .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            isl_buckets: isl_buckets_from(doc),
         },
         server: doc.get("server_metrics").and_then(server_from),
         engine: doc
@@ -773,6 +795,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
                     short_outputs: 0,
                     // perf_analyzer's CSV does not say; perf_analyzer itself uses nearest rank.
                     percentile_method: None,
+                    isl_buckets: Vec::new(),
                 },
                 server,
                 engine: None,

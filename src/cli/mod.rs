@@ -405,6 +405,12 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub engine_view: EngineViewArgs,
 
+    /// Split TTFT and latency by input length: rising edges in tokens (`128,512,2048` gives
+    /// `<128`, `128-511`, `512-2047`, `>=2048`) or `auto` (the quartiles of the prompts'
+    /// lengths). Per bucket in the JSON, a CSV section, the console (-v) and report.html.
+    #[arg(help_heading = MEASUREMENT, long = "isl-buckets", value_name = "EDGES|auto")]
+    pub isl_buckets: Option<String>,
+
     /// Count output tokens from the server's usage report instead of the tokenizer.
     #[arg(help_heading = MEASUREMENT, long = "use-server-token-count")]
     pub use_server_token_count: bool,

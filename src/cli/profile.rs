@@ -137,6 +137,7 @@ impl ProfileArgs {
             )?,
             artifact_dir: self.artifact_dir.clone(),
             goodput: values::parse_objectives(&self.goodput)?,
+            isl_buckets: values::parse_isl_buckets(self.isl_buckets.as_deref())?,
             slos: self
                 .slo
                 .iter()

@@ -112,6 +112,8 @@ pub struct Setup {
     pub clock: Clock,
     /// Goodput objectives.
     pub objectives: Vec<Objective>,
+    /// Input-length bucket edges (empty: not split).
+    pub isl_edges: Vec<u32>,
     /// Gap buffers go back here.
     pub pool: GapPool,
     /// How measured requests are cut into windows.
@@ -223,7 +225,7 @@ impl Cutter {
                 self.cur = Some(Window {
                     start_ns: start,
                     end_ns: self.len_ns.map_or(u64::MAX, |l| start + l),
-                    agg: Aggregate::new(),
+                    agg: Aggregate::with_isl_buckets(&self.setup.isl_edges),
                     partial: false,
                 });
             }
@@ -272,7 +274,7 @@ impl Cutter {
         let next = Window {
             start_ns: start,
             end_ns: if len_ns > 0 { start + len_ns } else { u64::MAX },
-            agg: Aggregate::new(),
+            agg: Aggregate::with_isl_buckets(&self.setup.isl_edges),
             partial: false,
         };
         let done = std::mem::replace(cur, next);

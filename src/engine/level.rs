@@ -96,6 +96,8 @@ pub struct LevelSpec<'a> {
     pub warmup: Option<Stop>,
     /// Goodput objectives.
     pub objectives: &'a [Objective],
+    /// Input-length bucket edges for TTFT and latency (empty: not split).
+    pub isl_edges: &'a [u32],
     /// Send-lag p99 (ms) above which an open-loop level is not trustworthy.
     pub max_send_lag_ms: f64,
     /// Whether responses stream.
@@ -162,6 +164,7 @@ pub async fn measure_level(
         level: spec.stimulus.name(),
         clock: shared.clock,
         objectives: spec.objectives.to_vec(),
+        isl_edges: spec.isl_edges.to_vec(),
         pool: shared.gaps.clone(),
         rule: spec.policy.rule(),
         measure_start: measure_start.clone(),

@@ -33,6 +33,9 @@ pub struct Session {
     /// Sequence number of the next request (dataset entries continue round-robin across phases
     /// and levels).
     pub seq: u64,
+    /// Input-length bucket edges (`--isl-buckets` resolved on the whole dataset, so every
+    /// shard cuts alike); empty when not asked for.
+    pub isl_edges: Vec<u32>,
 }
 
 impl Session {
@@ -42,6 +45,7 @@ impl Session {
             shared: Arc::new(shared),
             probe,
             seq: 0,
+            isl_edges: Vec::new(),
         }
     }
 

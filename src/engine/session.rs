@@ -39,6 +39,7 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
             "the workload has no requests: give --num-prompts of at least 1, or an --input-file with prompts",
         ));
     }
+    let isl_edges = plan.isl_buckets.edges(|| dataset.isls());
     let shard = plan.shard.shard;
     let dataset = dataset.partition(shard.index, shard.count)?;
     let shared = Shared {
@@ -55,7 +56,10 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
         gaps: gap_pool(),
         captures: plan.raw_export.then(crate::load::capture_pool),
     };
-    Ok(Session::new(shared, probe))
+    Ok(Session {
+        isl_edges,
+        ..Session::new(shared, probe)
+    })
 }
 
 async fn connect_llm(

@@ -691,6 +691,7 @@ async fn run_level(
         policy: policy(plan, stop),
         warmup: part.warmup,
         objectives: &[],
+        isl_edges: &[],
         max_send_lag_ms: plan.max_send_lag_ms,
         streaming: plan.target.streaming,
         percentile_method: plan.percentile_method,

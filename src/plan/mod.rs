@@ -69,6 +69,8 @@ pub struct RunPlan {
     pub artifact_dir: Option<PathBuf>,
     /// Goodput objectives.
     pub goodput: Vec<Objective>,
+    /// TTFT by input length (`--isl-buckets`).
+    pub isl_buckets: values::IslBuckets,
     /// `--slo` objectives, checked at the end of every level.
     pub slos: Vec<crate::metrics::Slo>,
     /// `--knee-min-gain` as a fraction.
@@ -162,6 +164,7 @@ impl RunPlan {
             export_names: outputs::ExportNames::default(),
             artifact_dir: None,
             goodput: Vec::new(),
+            isl_buckets: values::IslBuckets::Off,
             slos: Vec::new(),
             knee_min_gain: 0.10,
             server_metrics,

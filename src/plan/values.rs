@@ -100,6 +100,63 @@ pub fn gamma(burstiness: f64) -> Result<Arrival, UsageError> {
     })
 }
 
+/// `--isl-buckets`: whether and where TTFT is split by input length.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IslBuckets {
+    /// Not split.
+    #[default]
+    Off,
+    /// At the quartiles of the workload's input lengths.
+    Auto,
+    /// At these edges (ascending): `<e1`, `e1..e2`, ..., `>=en`.
+    Edges(Vec<u32>),
+}
+
+impl IslBuckets {
+    /// The edges for a workload whose prompts have these input lengths (`isls` is only
+    /// called for `auto`).
+    pub fn edges(&self, isls: impl FnOnce() -> Vec<u32>) -> Vec<u32> {
+        match self {
+            IslBuckets::Off => Vec::new(),
+            IslBuckets::Auto => crate::stats::isl::quartile_edges(&isls()),
+            IslBuckets::Edges(e) => e.clone(),
+        }
+    }
+}
+
+/// `--isl-buckets 128,512,2048` (input-length edges, rising) or `auto`.
+pub fn parse_isl_buckets(raw: Option<&str>) -> Result<IslBuckets, UsageError> {
+    let Some(raw) = raw.map(str::trim) else {
+        return Ok(IslBuckets::Off);
+    };
+    if raw.eq_ignore_ascii_case("auto") {
+        return Ok(IslBuckets::Auto);
+    }
+    let edges = raw
+        .split(',')
+        .map(|e| e.trim().parse::<u32>().ok().filter(|&n| n > 0))
+        .collect::<Option<Vec<u32>>>()
+        .ok_or_else(|| {
+            UsageError(format!(
+                "--isl-buckets '{raw}': give input-length edges in tokens, e.g. 128,512,2048, or auto"
+            ))
+        })?;
+    if edges.windows(2).any(|w| w[0] >= w[1]) {
+        return usage(format!(
+            "--isl-buckets '{raw}': the edges must rise (128,512,2048)"
+        ));
+    }
+    if edges.len() > crate::stats::isl::MAX_EDGES {
+        return usage(format!(
+            "--isl-buckets: {} edges; at most {}",
+            edges.len(),
+            crate::stats::isl::MAX_EDGES
+        ));
+    }
+    Ok(IslBuckets::Edges(edges))
+}
+
 /// `--goodput time_to_first_token:500 inter_token_latency:20`.
 pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
     let valid = "time_to_first_token, time_to_second_token, inter_token_latency, request_latency, output_token_throughput_per_user";

@@ -258,6 +258,49 @@ pub fn level_table(l: &LevelSummary) -> String {
     out
 }
 
+/// TTFT (or, without streaming, request latency) by input-length bucket (`--isl-buckets`):
+/// a title line and a table; `None` when the level was not split.
+pub fn isl_table(l: &LevelSummary) -> Option<String> {
+    if l.stats.isl_buckets.is_empty() {
+        return None;
+    }
+    let (name, pick): (
+        &str,
+        fn(&crate::stats::isl::IslBucket) -> Option<&crate::metrics::Stats>,
+    ) = if l.streaming {
+        ("TTFT", |b| b.ttft.as_ref())
+    } else {
+        ("Request latency", |b| b.latency.as_ref())
+    };
+    let rows: Vec<Vec<String>> = l
+        .stats
+        .isl_buckets
+        .iter()
+        .map(|b| {
+            let s = pick(b);
+            let mut row = vec![b.label(), b.count.to_string()];
+            row.extend(
+                [
+                    s.map(|s| s.avg),
+                    s.map(|s| s.p50),
+                    s.map(|s| s.p90),
+                    s.map(|s| s.p99),
+                ]
+                .map(ms),
+            );
+            row
+        })
+        .collect();
+    let headers = ["Input tokens", "Requests", "avg", "p50", "p90", "p99"];
+    let mut aligns = vec![Align::Right; headers.len()];
+    aligns[0] = Align::Left;
+    Some(format!(
+        "{name} (ms) by input length, {}\n{}",
+        l.stimulus.name(),
+        table(&headers, &aligns, &rows)
+    ))
+}
+
 /// Why TTFT and ITL show "-" when the levels did not stream, and how to get them; `None` when
 /// every level streamed.
 pub fn not_streaming_note(levels: &[LevelSummary]) -> Option<&'static str> {
@@ -408,6 +451,52 @@ Request throughput (per sec): 12.35
 Request count: 10  Errors: 0
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn isl_table_exact() {
+        use crate::stats::isl::IslBucket;
+        let mut l = level(2, 10.0, 0);
+        assert_eq!(isl_table(&l), None, "not asked for");
+        let st = |avg: f64| Stats {
+            avg,
+            p50: avg,
+            p90: avg * 1.5,
+            p99: avg * 2.0,
+            ..Stats::default()
+        };
+        let bucket = |min_isl, max_isl, count, ttft: Option<f64>| IslBucket {
+            min_isl,
+            max_isl,
+            count,
+            ttft: ttft.map(st),
+            latency: ttft.map(|t| st(t + 40.0)),
+        };
+        l.stats.isl_buckets = vec![
+            bucket(0, Some(128), 3, Some(12.5)),
+            bucket(128, Some(512), 0, None),
+            bucket(512, None, 7, Some(80.0)),
+        ];
+        let expected = "\
+TTFT (ms) by input length, concurrency2
+Input tokens  Requests    avg    p50     p90     p99
+------------  --------  -----  -----  ------  ------
+<128                 3  12.50  12.50   18.75   25.00
+128-511              0      -      -       -       -
+>=512                7  80.00  80.00  120.00  160.00
+";
+        assert_eq!(isl_table(&l).unwrap(), expected);
+        l.streaming = false;
+        assert!(
+            isl_table(&l)
+                .unwrap()
+                .contains("Request latency (ms) by input length")
+        );
+        assert!(
+            isl_table(&l)
+                .unwrap()
+                .contains(">=512                7  120.00")
+        );
     }
 
     #[test]

@@ -90,6 +90,11 @@ impl Dataset {
         }
     }
 
+    /// Every entry's input length, in dataset order.
+    pub fn isls(&self) -> Vec<u32> {
+        self.entries.iter().map(|e| e.isl).collect()
+    }
+
     /// Number of entries (never 0 for a built dataset).
     pub fn len(&self) -> usize {
         self.entries.len()

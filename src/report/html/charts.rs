@@ -1,6 +1,6 @@
-//! The five charts of one run: TTFT (or request latency) versus load, throughput versus p99
-//! with the knee marked, ITL versus load, the server's queue versus compute share, error rate;
-//! then the engine's KV-cache and GPU charts where those were read (see `super::engine`).
+//! The charts of one run: TTFT (or request latency) versus load, throughput versus p99 with
+//! the knee marked, ITL versus load, the server's queue versus compute share, error rate, TTFT
+//! by input length (with `--isl-buckets`); then the engine's KV-cache and GPU charts where those were read (see `super::engine`).
 //! Latency axes turn logarithmic when the levels span more than ten times (a knee's tail would
 //! otherwise flatten the levels before it).
 
@@ -120,6 +120,7 @@ pub(super) fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Ana
     itl_chart(out, &ctx);
     queue_chart(out, &ctx);
     error_chart(out, &ctx);
+    isl_chart(out, &ctx);
     super::engine::charts(out, levels, ctx.scale);
     out.push_str("</div>\n");
 }
@@ -300,6 +301,74 @@ fn queue_chart(out: &mut String, ctx: &Ctx) {
             )),
         ),
         "From the engine's own queue where its metrics page was read (TensorRT-LLM's estimated from its waiting requests), else Triton's counters. A queue share above half the server time means requests wait more than they compute.",
+    );
+}
+
+/// 6. TTFT p50 by input-length bucket, one line per load level (`--isl-buckets`).
+///
+/// Request latency without streaming; nothing when no level was split.
+fn isl_chart(out: &mut String, ctx: &Ctx) {
+    let Some(first) = ctx
+        .levels
+        .iter()
+        .find(|l| !l.summary.stats.isl_buckets.is_empty())
+    else {
+        return;
+    };
+    let ticks: Vec<String> = first
+        .summary
+        .stats
+        .isl_buckets
+        .iter()
+        .map(|b| b.label())
+        .collect();
+    let what = if ctx.streaming { "TTFT" } else { "latency" };
+    let series = ctx
+        .levels
+        .iter()
+        .map(|l| Series {
+            name: format!("{} {}", ctx.kind, load_label(&l.summary)),
+            points: l
+                .summary
+                .stats
+                .isl_buckets
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| {
+                    let s = if ctx.streaming {
+                        b.ttft.as_ref()
+                    } else {
+                        b.latency.as_ref()
+                    }?;
+                    let tip = format!(
+                        "{} {}, {} input tokens: {what} p50 {} ms, p99 {} ms, {}",
+                        ctx.kind,
+                        load_label(&l.summary),
+                        b.label(),
+                        svg::num(s.p50),
+                        svg::num(s.p99),
+                        crate::analysis::text::count(b.count, "request")
+                    );
+                    Some(Pt::new(i as f64, s.p50, tip))
+                })
+                .collect(),
+        })
+        .collect();
+    let chart = Chart {
+        x_ticks: ticks,
+        ..Chart::lines(
+            "isl",
+            format!("{what} p50 by input length"),
+            "input tokens",
+            &format!("{what} p50 (ms)"),
+            XScale::Index,
+            series,
+        )
+    };
+    figure(
+        out,
+        &svg::line_chart(&chart),
+        "Prefill grows with the prompt: a line that rises with the bucket says long prompts drive TTFT; a flat line with a high level says queueing does.",
     );
 }
 
