@@ -223,12 +223,15 @@ fn aggregate_record(b: Bencher) {
 fn record_row(b: Bencher) {
     let clock = Clock::start();
     let mut out = Vec::with_capacity(1 << 20);
+    let ids = ttftbench::client::request_id::RequestIds::new("20261201T205610Z-4f1a9c", None);
     let mut i = 0;
     b.bench_local(|| {
         i += 1;
         if out.len() > 900_000 {
             out.clear();
         }
-        write_row(&mut out, "concurrency8", &clock, black_box(&record(i))).unwrap_or(());
+        let rec = black_box(record(i));
+        let id = ids.id(rec.seq);
+        write_row(&mut out, "concurrency8", &clock, &rec, Some(&id)).unwrap_or(());
     });
 }

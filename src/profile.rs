@@ -179,7 +179,9 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         let idle = write_idle_levels(plan, &layout, &ids, &parts, 0, ui)?;
         return Ok(Outcome::idle(idle));
     }
-    let mut session = crate::engine::session::prepare_llm(plan, cancel.clone()).await?;
+    let mut session =
+        crate::engine::session::prepare_llm(plan, cancel.clone(), Some(&ids.context.run_id))
+            .await?;
     for n in &session.probe.notices {
         ui.say(n);
     }
@@ -436,7 +438,10 @@ async fn run_level(
         None => None,
     };
     let mut sinks = Sinks {
-        records: Some(RecordsFile::create(&dir.join(artifact::RECORDS_FILE))?),
+        records: Some(RecordsFile::create(
+            &dir.join(artifact::RECORDS_FILE),
+            session.shared.request_ids.clone(),
+        )?),
         timeline: Some(timeline),
         progress,
         raw_export,

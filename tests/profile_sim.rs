@@ -977,7 +977,7 @@ async fn progress_says_draining_after_the_window() {
     let i = a.iter().position(|x| x == "--output-tokens-mean").unwrap();
     a[i + 1] = "100".into();
     let plan = plan(&a).unwrap();
-    let mut session = ttftbench::engine::session::prepare_llm(&plan, Cancel::new())
+    let mut session = ttftbench::engine::session::prepare_llm(&plan, Cancel::new(), None)
         .await
         .unwrap();
     let bar = indicatif::ProgressBar::hidden();

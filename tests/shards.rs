@@ -33,7 +33,7 @@ fn records(dir: &Path) -> Vec<RequestRecord> {
     std::fs::read_to_string(dir.join("requests.jsonl"))
         .expect("requests.jsonl")
         .lines()
-        .map(|l| read_row(l).expect("a row").1)
+        .map(|l| read_row(l).expect("a row").record)
         .collect()
 }
 

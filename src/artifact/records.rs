@@ -24,6 +24,7 @@
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
 //! | `error`, `error_message` | failure kind and detail, or `null` |
 //! | `shard` | in a merged file only: the shard that sent the request |
+//! | `request_id` | the id the request was sent with (`RUN-SEQ`: `X-Request-ID` over HTTP, KServe `id` over gRPC); absent when it had none |
 
 use std::io::Write;
 
@@ -60,25 +61,37 @@ struct Row<'a> {
     error_message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     shard: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_id: Option<Shown<'a>>,
 }
 
-/// Writes one JSON line for `rec`.
+/// A value serialized as its `Display` text, without building a `String`.
+struct Shown<'a>(&'a dyn std::fmt::Display);
+
+impl Serialize for Shown<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self.0)
+    }
+}
+
+/// Writes one JSON line for `rec`, with the id it was sent with when it had one.
 pub fn write_row(
     out: &mut impl Write,
     level: &str,
     clock: &Clock,
     rec: &RequestRecord,
+    request_id: Option<&dyn std::fmt::Display>,
 ) -> std::io::Result<()> {
-    write_shard_row(out, level, clock, rec, None)
+    write_shard_row(out, level, clock, rec, (None, request_id))
 }
 
-/// Writes one JSON line for `rec`, with the shard that sent it (a merged file).
+/// Writes one JSON line for `rec`, with the shard that sent it (a merged file) and its id.
 pub fn write_shard_row(
     out: &mut impl Write,
     level: &str,
     clock: &Clock,
     rec: &RequestRecord,
-    shard: Option<u32>,
+    (shard, request_id): (Option<u32>, Option<&dyn std::fmt::Display>),
 ) -> std::io::Result<()> {
     let abs = |t: u64| clock.unix_ns(t);
     let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
@@ -110,6 +123,7 @@ pub fn write_shard_row(
         error: kind.as_deref(),
         error_message: rec.error.as_ref().map(|e| &*e.message),
         shard,
+        request_id: request_id.map(Shown),
     };
     serde_json::to_writer(&mut *out, &row)?;
     out.write_all(b"\n")
@@ -144,11 +158,25 @@ struct ReadRow {
     lossy_text: bool,
     error: Option<String>,
     error_message: Option<String>,
+    #[serde(default)]
+    request_id: Option<String>,
 }
 
-/// Reads one line back into its level name and record, the record's times on the Unix clock
-/// ([`Clock::unix`]), so writing it with that clock gives the line again.
-pub fn read_row(line: &str) -> Result<(String, RequestRecord), String> {
+/// A row read back: its level, its record, and the id it was sent with (none in rows written
+/// before requests carried ids, or by a run without a run id).
+#[derive(Debug)]
+pub struct ReadBack {
+    /// The level name.
+    pub level: String,
+    /// The record, times on the Unix clock.
+    pub record: RequestRecord,
+    /// `request_id`.
+    pub request_id: Option<String>,
+}
+
+/// Reads one line back, the record's times on the Unix clock ([`Clock::unix`]), so writing it
+/// with that clock (and its id) gives the line again.
+pub fn read_row(line: &str) -> Result<ReadBack, String> {
     let r: ReadRow = serde_json::from_str(line).map_err(|e| e.to_string())?;
     let error = match r.error {
         Some(key) => {
@@ -181,7 +209,11 @@ pub fn read_row(line: &str) -> Result<(String, RequestRecord), String> {
         lossy_text: r.lossy_text,
         error,
     };
-    Ok((r.level, rec))
+    Ok(ReadBack {
+        level: r.level,
+        record: rec,
+        request_id: r.request_id,
+    })
 }
 
 #[cfg(test)]
@@ -217,7 +249,7 @@ mod tests {
             error: None,
         };
         let mut out = Vec::new();
-        write_row(&mut out, "concurrency1", &clock, &rec).unwrap();
+        write_row(&mut out, "concurrency1", &clock, &rec, None).unwrap();
         let expected = format!(
             "{{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":3,\"prompt_index\":1,\"intended_ns\":{},\"sent_ns\":{},\"first_byte_ns\":{},\"first_token_ns\":{},\"second_token_ns\":null,\"last_token_ns\":{},\"end_ns\":{},\"ttft_ms\":3.0,\"latency_ms\":3.0,\"itl_ms\":null,\"isl\":5,\"osl\":1,\"server_osl\":null,\"tokenizer_osl\":null,\"server_isl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":2,\"lossy_text\":false,\"error\":null,\"error_message\":null}}\n",
             base,
@@ -235,24 +267,35 @@ mod tests {
             "HTTP 503: busy",
         ));
         let mut out = Vec::new();
-        write_row(&mut out, "concurrency1", &clock, &failed).unwrap();
+        let ids = crate::client::request_id::RequestIds::new("run7", None);
+        write_row(&mut out, "concurrency1", &clock, &failed, Some(&ids.id(3))).unwrap();
         let s = String::from_utf8(out).unwrap();
         assert!(
-            s.ends_with("\"error\":\"http_503\",\"error_message\":\"HTTP 503: busy\"}\n"),
+            s.ends_with("\"error\":\"http_503\",\"error_message\":\"HTTP 503: busy\",\"request_id\":\"run7-3\"}\n"),
             "{s}"
         );
         // Read back on the Unix clock, written again: the same line, and a shard can be added.
-        let (level, back) = read_row(s.trim_end()).unwrap();
-        assert_eq!(level, "concurrency1");
+        let back = read_row(s.trim_end()).unwrap();
+        assert_eq!(back.level, "concurrency1");
+        let id = back.request_id.as_deref().unwrap();
+        assert_eq!(id, "run7-3");
         let mut again = Vec::new();
-        write_row(&mut again, &level, &Clock::unix(), &back).unwrap();
+        write_row(
+            &mut again,
+            &back.level,
+            &Clock::unix(),
+            &back.record,
+            Some(&id),
+        )
+        .unwrap();
         assert_eq!(String::from_utf8(again).unwrap(), s);
         let mut tagged = Vec::new();
-        write_shard_row(&mut tagged, &level, &Clock::unix(), &back, Some(3)).unwrap();
+        let to = (Some(3), Some(&id as &dyn std::fmt::Display));
+        write_shard_row(&mut tagged, &back.level, &Clock::unix(), &back.record, to).unwrap();
         assert!(
             String::from_utf8(tagged)
                 .unwrap()
-                .ends_with("busy\",\"shard\":3}\n")
+                .ends_with("busy\",\"shard\":3,\"request_id\":\"run7-3\"}\n")
         );
         assert!(read_row("{}").is_err());
         assert!(

@@ -636,6 +636,15 @@ pub struct OutputArgs {
     /// and shown in report.html's header.
     #[arg(long = "label", value_name = "KEY=VALUE")]
     pub labels: Vec<String>,
+    /// The HTTP header each request carries its id in (`RUN-SEQ`: the run id and the request's
+    /// `seq`, recorded as `request_id` in requests.jsonl); `none` sends none. Over gRPC the id
+    /// goes in KServe's `id` field.
+    #[arg(
+        long = "request-id-header",
+        value_name = "NAME|none",
+        default_value = "X-Request-ID"
+    )]
+    pub request_id_header: String,
 }
 
 /// `-i`: perf_analyzer's protocol flag.

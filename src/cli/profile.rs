@@ -194,6 +194,8 @@ impl super::OutputArgs {
             std::env::var_os("GITHUB_STEP_SUMMARY").map(std::path::PathBuf::from),
         )?;
         outputs.labels = crate::plan::outputs::labels(&self.labels)?;
+        outputs.request_id_header =
+            crate::plan::outputs::request_id_header(&self.request_id_header)?;
         Ok(outputs)
     }
 }

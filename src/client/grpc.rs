@@ -16,7 +16,8 @@ use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
-use super::wire::{read_infer_response, request_id_field};
+use super::request_id::IdField;
+use super::wire::read_infer_response;
 use super::{Exchange, error_chain};
 use crate::error::UsageError;
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
@@ -50,12 +51,19 @@ pub struct Timed {
 }
 
 /// A request on its way out: the body encoded once per dataset entry, plus this request's id.
-#[derive(Debug)]
 pub struct Outgoing {
     /// `ModelInferRequest` without `id`.
     pub body: Bytes,
-    /// The request id, appended as field 3.
-    pub id: u64,
+    /// The request id, field 3, encoded.
+    pub id: IdField,
+}
+
+impl std::fmt::Debug for Outgoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outgoing")
+            .field("body", &self.body.len())
+            .finish()
+    }
 }
 
 /// Codec passing bytes through: writes pre-built request bytes (recording when they have been
@@ -94,7 +102,7 @@ impl Encoder for RawEncoder {
     type Error = Status;
     fn encode(&mut self, item: Outgoing, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
         dst.put(item.body);
-        dst.put_slice(request_id_field(item.id, &mut [0; 22]));
+        dst.put_slice(item.id.bytes());
         self.sent.store(self.clock.now_ns(), Ordering::Relaxed);
         Ok(())
     }
@@ -303,7 +311,10 @@ impl GrpcClient {
             .max_decoding_message_size(self.max_message);
         let msg = Outgoing {
             body: body.clone(),
-            id: self.ids.fetch_add(1, Ordering::Relaxed),
+            id: match &ex.ids {
+                Some(ids) => ids.grpc_field(ex.seq),
+                None => IdField::numeric(self.ids.fetch_add(1, Ordering::Relaxed)),
+            },
         };
         grpc.ready().await.map_err(|e| {
             let kind = super::failure::chain_kind(&e).unwrap_or(ErrorKind::Connect);

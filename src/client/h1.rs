@@ -20,6 +20,7 @@ use reqwest::header::HeaderMap;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
+use super::request_id::RequestIds;
 use crate::record::{Clock, ErrorKind, RequestError};
 
 /// TLS for an `https://` target: the connector (the target's rustls configuration) and the
@@ -236,18 +237,21 @@ impl H1Conn {
         }
     }
 
-    /// Writes one request: the target's head, content type, length, extra header, body. Returns
-    /// when the last byte has been handed to the kernel.
+    /// Writes one request: the target's head, its id header, content type, length, extra
+    /// header, body. Returns when the last byte has been handed to the kernel.
     pub async fn send(
         &mut self,
         t: &H1Target,
-        content_type: &str,
+        (content_type, id): (&str, Option<(&RequestIds, u64)>),
         extra: Option<(&str, usize)>,
         body: &[u8],
         scratch: &mut Vec<u8>,
     ) -> io::Result<()> {
         scratch.clear();
         scratch.extend_from_slice(&t.head);
+        if let Some((ids, seq)) = id {
+            ids.push_header(seq, scratch);
+        }
         scratch.extend_from_slice(b"Content-Type: ");
         scratch.extend_from_slice(content_type.as_bytes());
         scratch.extend_from_slice(b"\r\nContent-Length: ");
@@ -643,7 +647,7 @@ mod tests {
         let t = H1Target::new(&url, &HeaderMap::new(), None).unwrap();
         let mut c = connect(&t).await.unwrap();
         let mut scratch = Vec::new();
-        c.send(&t, "application/json", None, b"{}", &mut scratch)
+        c.send(&t, ("application/json", None), None, b"{}", &mut scratch)
             .await
             .unwrap();
         let clock = Clock::start();

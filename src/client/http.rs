@@ -123,7 +123,13 @@ impl HttpClient {
             None => h1::connect(t).await?,
         };
         let sent = conn
-            .send(t, content_type, extra, body, &mut ex.scratch)
+            .send(
+                t,
+                (content_type, ex.ids.as_deref().map(|i| (i, ex.seq))),
+                extra,
+                body,
+                &mut ex.scratch,
+            )
             .await;
         sent.map_err(|e| {
             RequestError::new(

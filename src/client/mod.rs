@@ -12,6 +12,7 @@ pub mod failure;
 pub mod grpc;
 pub mod h1;
 pub mod http;
+pub mod request_id;
 pub mod sse;
 pub mod tls;
 pub mod wire;
@@ -67,6 +68,11 @@ pub struct Exchange {
     /// Every response as received, for the raw export (`profile_export.json`); `None` when the
     /// run does not write one, so the hot path pays one branch per response.
     pub capture: Option<Capture>,
+    /// How requests name themselves (set once per worker; `None`: gRPC sends a bare counter,
+    /// HTTP no header).
+    pub ids: Option<std::sync::Arc<request_id::RequestIds>>,
+    /// This request's sequence number (its id's tail).
+    pub seq: u64,
 }
 
 /// Each response of one request as it arrived: its read time and its bytes (an SSE event's

@@ -486,18 +486,6 @@ fn push_lossy(b: &[u8], text: &mut String) -> usize {
     b.len()
 }
 
-/// Field 3 (`id`, the decimal `id`) of a `ModelInferRequest`, encoded into `buf` (no
-/// allocation): protobuf fields may come in any order, so the body is encoded once and each
-/// request only appends its own id field after it.
-pub fn request_id_field(id: u64, buf: &mut [u8; 22]) -> &[u8] {
-    let mut digits = [0u8; 20];
-    let d = decimal(id, &mut digits);
-    buf[0] = 0x1a; // field 3, wire type 2 (length-delimited)
-    buf[1] = d.len() as u8;
-    buf[2..2 + d.len()].copy_from_slice(d);
-    &buf[..2 + d.len()]
-}
-
 /// `v` in decimal, written into the tail of `buf` (no allocation); returns the digits.
 pub fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
@@ -517,8 +505,8 @@ mod tests {
     use super::*;
     use crate::proto::model_infer_response::InferOutputTensor;
     use crate::proto::{
-        InferParameter, InferTensorContents, ModelInferRequest, ModelInferResponse,
-        ModelStreamInferResponse, infer_parameter,
+        InferParameter, InferTensorContents, ModelInferResponse, ModelStreamInferResponse,
+        infer_parameter,
     };
     use prost::Message;
 
@@ -817,18 +805,5 @@ mod tests {
             let (mut text, mut err) = (String::new(), String::new());
             let _ = read_stream_response(&buf, Some(&mut text), &mut err);
         }
-    }
-
-    #[test]
-    fn request_id_appended_decodes() {
-        let req = ModelInferRequest {
-            model_name: "gpt2".into(),
-            ..Default::default()
-        };
-        let mut out = req.encode_to_vec();
-        out.extend_from_slice(request_id_field(1234567, &mut [0; 22]));
-        let back = ModelInferRequest::decode(out.as_slice()).unwrap();
-        assert_eq!(back.model_name, "gpt2");
-        assert_eq!(back.id, "1234567");
     }
 }

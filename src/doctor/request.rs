@@ -26,7 +26,7 @@ pub(super) async fn request(plan: &RunPlan) -> Step {
             _ => format!("one streamed request (POST {})", t.endpoint_url()),
         },
     );
-    let session = match crate::engine::session::prepare_llm(plan, Cancel::new()).await {
+    let session = match crate::engine::session::prepare_llm(plan, Cancel::new(), None).await {
         Ok(s) => s,
         Err(e) => {
             return step.fail(

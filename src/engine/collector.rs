@@ -10,6 +10,7 @@
 //! still reports what it measured. Workers never wait on the collector: the queue is lock-free,
 //! and file I/O stays off the async runtime.
 
+use crate::client::request_id::RequestIds;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,17 +37,21 @@ const GRACE_NS: u64 = 5_000_000;
 pub struct RecordsFile {
     /// Written in whole lines: after a crash or a failed write it ends at a complete line.
     out: LineFile,
+    /// The ids the requests were sent with, to record beside each.
+    ids: Option<Arc<RequestIds>>,
 }
 
 impl RecordsFile {
-    /// Creates (truncates) the file.
-    pub fn create(path: &Path) -> crate::error::Result<RecordsFile> {
+    /// Creates (truncates) the file; with `ids`, each row records its request's id.
+    pub fn create(path: &Path, ids: Option<Arc<RequestIds>>) -> crate::error::Result<RecordsFile> {
         let out = LineFile::create(path).map_err(|e| crate::error::Error::io("write", path, e))?;
-        Ok(RecordsFile { out })
+        Ok(RecordsFile { out, ids })
     }
 
     fn write(&mut self, level: &str, clock: &Clock, rec: &RequestRecord) {
-        self.out.line(|b| write_row(b, level, clock, rec));
+        let id = self.ids.as_ref().map(|i| i.id(rec.seq));
+        let id = id.as_ref().map(|i| i as &dyn std::fmt::Display);
+        self.out.line(|b| write_row(b, level, clock, rec, id));
     }
 
     /// Writes what is buffered; the first error of the file's life, if any, with the file and

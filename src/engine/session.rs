@@ -2,6 +2,7 @@
 //! for the endpoint (after checking the server knows the model and its layout), the requests
 //! built once, and the server probe. Tensor sessions are prepared by `perf`, which knows tensors.
 
+use crate::client::request_id::RequestIds;
 use std::time::Duration;
 
 use super::Session;
@@ -18,8 +19,9 @@ use crate::target::{Api, Target};
 use crate::workload::tokenizer::{HubEnv, Tokenizer};
 use crate::workload::{Dataset, dataset, kserve};
 
-/// Connects, checks the server, builds every request and opens the probe for `plan`.
-pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
+/// Connects, checks the server, builds every request and opens the probe for `plan`. With a
+/// `run_id`, requests carry `RUN-SEQ` ids ([`RequestIds`]).
+pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -> Result<Session> {
     let tokenizer = match &plan.workload.tokenizer {
         Some(spec) => Tokenizer::from_spec(spec, &HubEnv::from_process())
             .map_err(|e| Error::usage(format!("--tokenizer: {e}")))?,
@@ -55,11 +57,27 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel) -> Result<Session> {
         shard,
         gaps: gap_pool(),
         captures: plan.raw_export.then(crate::load::capture_pool),
+        request_ids: request_ids(run_id, &plan.outputs, grpc),
     };
     Ok(Session {
         isl_edges,
         ..Session::new(shared, probe)
     })
+}
+
+/// The run's request ids, when it has a run id and they go somewhere: over HTTP only in a
+/// header (`--request-id-header none` sends none, so none is recorded), over gRPC always in
+/// KServe's `id`.
+pub fn request_ids(
+    run_id: Option<&str>,
+    outputs: &crate::plan::outputs::Outputs,
+    grpc: bool,
+) -> Option<std::sync::Arc<RequestIds>> {
+    let header = outputs.request_id_header.as_deref();
+    if header.is_none() && !grpc {
+        return None;
+    }
+    run_id.map(|r| std::sync::Arc::new(RequestIds::new(r, header)))
 }
 
 async fn connect_llm(

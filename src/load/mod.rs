@@ -148,6 +148,8 @@ pub struct Shared {
     pub gaps: GapPool,
     /// Response captures, when the run writes a raw export (`None`: nothing is kept).
     pub captures: Option<CapturePool>,
+    /// How requests name themselves (`RUN-SEQ`); `None`: no run id (gRPC numbers requests).
+    pub request_ids: Option<Arc<crate::client::request_id::RequestIds>>,
 }
 
 /// One phase of a level (warm-up or measurement).
@@ -479,6 +481,10 @@ async fn execute_one(
         ex.capture = Some(pool.pop().unwrap_or_default());
     }
     ex.reset();
+    ex.seq = seq;
+    if ex.ids.is_none() {
+        ex.ids = shared.request_ids.clone();
+    }
     let clock = &shared.clock;
     // One abort watch for both stages: each one registers with the channel shared by every
     // worker, so building it once halves that per-request cost.

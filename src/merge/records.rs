@@ -25,7 +25,7 @@ struct Source {
 }
 
 impl Source {
-    fn next(&mut self) -> Result<Option<RequestRecord>> {
+    fn next(&mut self) -> Result<Option<(RequestRecord, Option<String>)>> {
         loop {
             let Some(line) = self.lines.next() else {
                 return Ok(None);
@@ -35,13 +35,15 @@ impl Source {
             if line.trim().is_empty() {
                 continue;
             }
-            return read_row(&line).map(|(_, r)| Some(r)).map_err(|e| {
-                Error::usage(format!(
-                    "{} line {}: {e}",
-                    self.path.display(),
-                    self.line_no
-                ))
-            });
+            return read_row(&line)
+                .map(|r| Some((r.record, r.request_id)))
+                .map_err(|e| {
+                    Error::usage(format!(
+                        "{} line {}: {e}",
+                        self.path.display(),
+                        self.line_no
+                    ))
+                });
         }
     }
 }
@@ -90,10 +92,11 @@ pub fn merge(files: &[(u32, PathBuf)], to: &Target<'_>) -> Result<Written> {
         .map_err(|e| Error::io("write", to.timeline, e))?;
     // Heads of every file, smallest end time first (ties: lower shard first).
     let mut heads = BinaryHeap::new();
-    let mut pending: Vec<Option<RequestRecord>> = Vec::with_capacity(sources.len());
+    let mut pending: Vec<Option<(RequestRecord, Option<String>)>> =
+        Vec::with_capacity(sources.len());
     for (i, s) in sources.iter_mut().enumerate() {
         let r = s.next()?;
-        if let Some(r) = &r {
+        if let Some((r, _)) = &r {
             heads.push(Reverse((r.end_ns, i)));
         }
         pending.push(r);
@@ -101,17 +104,20 @@ pub fn merge(files: &[(u32, PathBuf)], to: &Target<'_>) -> Result<Written> {
     let mut written = Written::default();
     let mut last_end = to.start_unix_ns;
     while let Some(Reverse((_, i))) = heads.pop() {
-        let Some(rec) = pending[i].take() else {
+        let Some((rec, id)) = pending[i].take() else {
             continue;
         };
-        let shard = sources[i].shard;
-        out.line(|b| write_shard_row(b, to.level, &clock, &rec, Some(shard)));
+        let tags = (
+            Some(sources[i].shard),
+            id.as_ref().map(|s| s as &dyn std::fmt::Display),
+        );
+        out.line(|b| write_shard_row(b, to.level, &clock, &rec, tags));
         timeline.record(&rec);
         written.rows += 1;
         written.measured += u64::from(rec.phase == Phase::Measure);
         last_end = last_end.max(rec.end_ns);
         if let Some(next) = sources[i].next()? {
-            heads.push(Reverse((next.end_ns, i)));
+            heads.push(Reverse((next.0.end_ns, i)));
             pending[i] = Some(next);
         }
     }

@@ -388,6 +388,12 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         }
         crate::publish::console_text(plan.outputs.json_stdout(), &report::settings(&settings));
     }
+    let mut context = crate::context::RunContext::new(
+        plan.outputs.labels.clone(),
+        probe.identity.clone(),
+        probe.model.clone(),
+        crate::engine::start::unix_now_ns(),
+    );
     let shared = Shared {
         client,
         dataset: Arc::new(dataset),
@@ -404,9 +410,14 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
             .profile_export
             .is_some()
             .then(crate::load::capture_pool),
+        request_ids: crate::engine::session::request_ids(
+            Some(&context.run_id),
+            &plan.outputs,
+            protocol == Protocol::Grpc,
+        ),
     };
     let mut session = Session::new(shared, probe);
-    let mut sinks = open_sinks(plan, session.shared.clock)?;
+    let mut sinks = open_sinks(plan, &session.shared)?;
     sinks.raw_export = raw_export_writer(plan, protocol, &info, &session.shared)?;
     let mut publisher = Publisher::new(&plan.outputs, Mode::Perf, &plan.target.model);
     if print {
@@ -414,7 +425,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     }
     let (levels, idle) = run_levels(
         plan,
-        &mut session,
+        (&mut session, &mut context),
         &mut sinks,
         &settings,
         print,
@@ -453,7 +464,8 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
 }
 
 /// The timeline and the per-request log, kept across levels.
-fn open_sinks(plan: &PerfPlan, clock: Clock) -> Result<Sinks> {
+fn open_sinks(plan: &PerfPlan, shared: &Shared) -> Result<Sinks> {
+    let clock = shared.clock;
     Ok(Sinks {
         timeline: match &plan.timeline {
             Some((path, every)) => Some(
@@ -463,7 +475,7 @@ fn open_sinks(plan: &PerfPlan, clock: Clock) -> Result<Sinks> {
             None => None,
         },
         records: match &plan.requests_log {
-            Some(path) => Some(RecordsFile::create(path)?),
+            Some(path) => Some(RecordsFile::create(path, shared.request_ids.clone())?),
             None => None,
         },
         progress: None,
@@ -563,7 +575,7 @@ fn say_schedule(plan: &PerfPlan) {
 /// one step at a time until it is reached.
 async fn run_levels(
     plan: &PerfPlan,
-    session: &mut Session,
+    (session, context): (&mut Session, &mut crate::context::RunContext),
     sinks: &mut Sinks,
     settings: &Settings,
     print: bool,
@@ -574,12 +586,6 @@ async fn run_levels(
     let mut todo: std::collections::VecDeque<Stimulus> = plan.levels.iter().copied().collect();
     let ids = (plan.plan_id(), plan.input_config());
     let writer = files_writer(plan, &ids.0, session.shared.clock.unix_anchor_ns());
-    let mut context = crate::context::RunContext::new(
-        plan.outputs.labels.clone(),
-        session.probe.identity.clone(),
-        session.probe.model.clone(),
-        crate::engine::start::unix_now_ns(),
-    );
     let mut index = 0;
     while let Some(stimulus) = todo.pop_front() {
         if session.shared.cancel.stopping() {
@@ -605,7 +611,7 @@ async fn run_levels(
             session,
             sinks,
             &part,
-            (&writer, &ids.1, &mut context),
+            (&writer, &ids.1, &mut *context),
             print,
         )
         .await?;
@@ -701,7 +707,10 @@ async fn run_level(
     let run_wide = match &dir {
         Some(d) => {
             crate::error::create_dir(d)?;
-            let level = RecordsFile::create(&d.join(crate::artifact::RECORDS_FILE))?;
+            let level = RecordsFile::create(
+                &d.join(crate::artifact::RECORDS_FILE),
+                session.shared.request_ids.clone(),
+            )?;
             Some(sinks.records.replace(level))
         }
         None => None,

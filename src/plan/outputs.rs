@@ -19,7 +19,7 @@ pub enum StdoutFormat {
 }
 
 /// The run's result channels besides the artifact directory.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Outputs {
     /// `--junit FILE`: a JUnit XML report, one test case per check per level.
     pub junit: Option<PathBuf>,
@@ -31,6 +31,23 @@ pub struct Outputs {
     pub step_summary: Option<PathBuf>,
     /// `--label key=value` tags, recorded in the run's context.
     pub labels: BTreeMap<String, String>,
+    /// `--request-id-header`: the HTTP header requests carry their id in (`None`: none). The
+    /// run's identity on the wire, beside its labels in the files.
+    pub request_id_header: Option<String>,
+}
+
+impl Default for Outputs {
+    /// Console text, nothing else, ids in the default header.
+    fn default() -> Outputs {
+        Outputs {
+            junit: None,
+            stdout: StdoutFormat::default(),
+            push_gateway: None,
+            step_summary: None,
+            labels: BTreeMap::new(),
+            request_id_header: Some(DEFAULT_REQUEST_ID_HEADER.into()),
+        }
+    }
 }
 
 impl Outputs {
@@ -109,8 +126,39 @@ pub fn resolve(
         stdout,
         push_gateway: push_gateway.map(push_url).transpose()?,
         step_summary: step_summary.filter(|p| !p.as_os_str().is_empty()),
-        labels: BTreeMap::new(),
+        ..Outputs::default()
     })
+}
+
+/// The header requests carry their id in unless `--request-id-header` says otherwise.
+pub const DEFAULT_REQUEST_ID_HEADER: &str = "X-Request-ID";
+
+/// `--request-id-header NAME|none`: an HTTP token (RFC 9110: letters, digits and
+/// `!#$%&'*+-.^_`|~`) that is not a header the client writes itself.
+pub fn request_id_header(raw: &str) -> Result<Option<String>, UsageError> {
+    let name = raw.trim();
+    if name.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(UsageError(format!(
+            "--request-id-header '{raw}': not an HTTP header name; give one like X-Request-ID, or none"
+        )));
+    }
+    let own = [
+        "host",
+        "content-type",
+        "content-length",
+        "authorization",
+        "connection",
+    ];
+    if own.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+        return Err(UsageError(format!(
+            "--request-id-header {name}: ttftbench writes that header itself; pick another, e.g. X-Request-ID"
+        )));
+    }
+    Ok(Some(name.to_string()))
 }
 
 /// `--label key=value` tags: keys of letters, digits, `_`, `-`, `.` and `/` (as Kubernetes
