@@ -12,6 +12,19 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
 }
 
+/// Parses each value of a repeatable flag, stopping at the first that fails.
+pub fn parse_each<T>(
+    raw: &[String],
+    parse: impl Fn(&str) -> Result<T, UsageError>,
+) -> Result<Vec<T>, UsageError> {
+    raw.iter().map(|s| parse(s)).collect()
+}
+
+/// `--slo` expressions (repeatable), for `profile` and `perf` alike.
+pub fn parse_slos(raw: &[String]) -> Result<Vec<crate::metrics::Slo>, UsageError> {
+    parse_each(raw, |s| crate::metrics::parse(s).map_err(UsageError))
+}
+
 /// A duration flag's value: `500ms`, `2s`, `1.5m`, `250us`, `1h`, or a bare number in the flag's
 /// own unit (`unit`: milliseconds for `--measurement-interval`, seconds for `--request-timeout`).
 pub fn parse_duration(flag: &str, raw: &str, unit: Duration) -> Result<Duration, UsageError> {
