@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::metrics::{Metric, Unit};
 use crate::record::ErrorKind;
-use crate::stats::{Aggregate, Dist, SIGFIG};
+use crate::stats::{Aggregate, Dist, Moments, SIGFIG};
 
 fn stored_unit(m: Metric) -> &'static str {
     match m.unit() {
@@ -49,7 +49,13 @@ pub fn encode(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         {
             continue;
         }
-        let (count, sum, sum_sq, min, max) = d.moments();
+        let Moments {
+            count,
+            sum,
+            sum_sq,
+            min,
+            max,
+        } = d.moments();
         metrics.insert(
             m.key().to_string(),
             json!({
@@ -165,14 +171,14 @@ pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, String> {
         if !hist.is_empty() && min > max {
             return Err(format!("{key}: min {min} is above max {max}"));
         }
-        let d = Dist::from_parts(
-            hist,
-            num("count")? as u64,
-            num("sum")?,
-            num("sum_sq")?,
+        let moments = Moments {
+            count: num("count")? as u64,
+            sum: num("sum")?,
+            sum_sq: num("sum_sq")?,
             min,
             max,
-        );
+        };
+        let d = Dist::from_parts(hist, moments);
         agg.set_dist(m, d);
         n += 1;
     }

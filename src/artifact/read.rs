@@ -179,9 +179,24 @@ fn f(v: &Value, k: &str) -> f64 {
     v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
 }
 
+/// A whole-number field, 0 when absent.
+fn whole(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// A text field, empty when absent.
+fn text(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// A block as its type, `None` when it does not read as one (absent in older files).
+fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Option<T> {
+    serde_json::from_value(v.clone()).ok()
+}
+
 fn stats_from(v: &Value) -> Stats {
     Stats {
-        count: v.get("count").and_then(Value::as_u64).unwrap_or(0),
+        count: whole(v, "count"),
         avg: f(v, "avg"),
         min: f(v, "min"),
         max: f(v, "max"),
@@ -203,7 +218,7 @@ fn server_from(v: &Value) -> Option<ServerDelta> {
     if !v.is_object() {
         return None;
     }
-    let u = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let u = |k: &str| whole(v, k);
     Some(ServerDelta {
         source: match v.get("source").and_then(Value::as_str) {
             Some("statistics") => "statistics",
@@ -298,41 +313,23 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         })
         .collect();
     let avg = |k: &str| doc.get(k).map_or(0.0, |v| f(v, "avg"));
-    let count = |k: &str| {
-        doc.get(k)
-            .and_then(|v| v.get("avg"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let count = |k: &str| doc.get(k).map_or(0, |v| whole(v, "avg"));
     let errors = doc
         .get("errors")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
                 .map(|e| ErrorCount {
-                    kind: e
-                        .get("kind")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    count: e.get("count").and_then(Value::as_u64).unwrap_or(0),
-                    example: e
-                        .get("example")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
+                    kind: text(e, "kind"),
+                    count: whole(e, "count"),
+                    example: text(e, "example"),
                     hint: e.get("hint").and_then(Value::as_str).map(str::to_string),
                 })
                 .collect()
         })
         .unwrap_or_default();
     let validity = doc.get("validity");
-    let vcount = |k: &str| {
-        validity
-            .and_then(|v| v.get(k))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let vcount = |k: &str| validity.map_or(0, |v| whole(v, k));
     let summary = LevelSummary {
         stimulus,
         stats: LevelStats {
@@ -352,33 +349,19 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             osl_mismatch: vcount("osl_mismatch_count"),
             osl_compared: vcount("osl_compared_count"),
             short_outputs: vcount("short_output_count"),
-            percentile_method: level
-                .get("percentile_method")
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            percentile_method: level.get("percentile_method").and_then(typed),
         },
         server: doc.get("server_metrics").and_then(server_from),
-        engine: doc
-            .get("engine_metrics")
-            .and_then(|v| serde_json::from_value(v.clone()).ok()),
-        gpu: doc
-            .get("gpu_metrics")
-            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        engine: doc.get("engine_metrics").and_then(typed),
+        gpu: doc.get("gpu_metrics").and_then(typed),
         streaming,
         interrupted: validity
             .and_then(|v| v.get("interrupted"))
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        started_unix_ns: level
-            .get("started_unix_ns")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-        ended_unix_ns: level
-            .get("ended_unix_ns")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-        validity: validity
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default(),
+        started_unix_ns: whole(level, "started_unix_ns"),
+        ended_unix_ns: whole(level, "ended_unix_ns"),
+        validity: validity.and_then(typed).unwrap_or_default(),
     };
     let slo = doc
         .get("slo")
@@ -386,29 +369,19 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         .map(|a| {
             a.iter()
                 .map(|s| RecordedSlo {
-                    objective: s
-                        .get("objective")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
+                    objective: text(s, "objective"),
                     actual: s.get("actual").and_then(Value::as_f64),
-                    unit: s
-                        .get("unit")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
+                    unit: text(s, "unit"),
                     passed: s.get("passed").and_then(Value::as_bool).unwrap_or(false),
                 })
                 .collect()
         })
         .unwrap_or_default();
     Ok(LoadedLevel {
-        context: doc
-            .get("context")
-            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        context: doc.get("context").and_then(typed),
         fingerprint: doc
             .get(crate::plan::fingerprint::FINGERPRINT_KEY)
-            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            .and_then(typed),
         dir: dir.to_path_buf(),
         summary,
         command_line: cfg
@@ -736,20 +709,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
             let ci = us("Server Compute Input").unwrap_or(0.0);
             let cf = us("Server Compute Infer").unwrap_or(0.0);
             let co = us("Server Compute Output").unwrap_or(0.0);
-            let total = q + ci + cf + co;
-            ServerDelta {
-                source: "statistics",
-                requests: 0,
-                failures: 0,
-                executions: 0,
-                avg_request_ms: total,
-                avg_queue_ms: Some(q),
-                avg_compute_input_ms: ci,
-                avg_compute_infer_ms: cf,
-                avg_compute_output_ms: co,
-                queue_share: (total > 0.0).then(|| q / total),
-                max_pending: 0.0,
-            }
+            ServerDelta::from_phase_avgs(q, ci, cf, co)
         });
         levels.push(LoadedLevel {
             fingerprint: None,

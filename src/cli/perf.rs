@@ -19,6 +19,14 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
 }
 
+/// Gives a TLS file that ttftbench's own flag left unset perf_analyzer's flag's file, if any
+/// (ttftbench's flags win where both are given).
+fn fill(slot: &mut Option<(PathBuf, Encoding)>, file: &Option<PathBuf>, encoding: Encoding) {
+    if slot.is_none() {
+        *slot = file.clone().map(|f| (f, encoding));
+    }
+}
+
 impl PerfArgs {
     /// The validated plan of these flags; `argv` is kept (redacted) for the record.
     pub fn plan(&self, argv: &[String]) -> Result<PerfPlan, UsageError> {
@@ -179,36 +187,26 @@ impl PerfArgs {
             spec.use_tls |= p.ssl_grpc_use_ssl;
             spec.ca_files
                 .extend(p.ssl_grpc_root_certifications_file.clone());
-            if spec.cert.is_none() {
-                spec.cert = p
-                    .ssl_grpc_certificate_chain_file
-                    .clone()
-                    .map(|f| (f, Encoding::Pem));
-            }
-            if spec.key.is_none() {
-                spec.key = p
-                    .ssl_grpc_private_key_file
-                    .clone()
-                    .map(|f| (f, Encoding::Pem));
-            }
+            fill(
+                &mut spec.cert,
+                &p.ssl_grpc_certificate_chain_file,
+                Encoding::Pem,
+            );
+            fill(&mut spec.key, &p.ssl_grpc_private_key_file, Encoding::Pem);
         }
         if http {
             spec.insecure |= p.ssl_https_verify_peer == Some(0);
             spec.skip_hostname |= p.ssl_https_verify_host == Some(0);
             spec.ca_files
                 .extend(p.ssl_https_ca_certificates_file.clone());
-            if spec.cert.is_none() {
-                spec.cert = p
-                    .ssl_https_client_certificate_file
-                    .clone()
-                    .map(|f| (f, p.ssl_https_client_certificate_type.encoding()));
-            }
-            if spec.key.is_none() {
-                spec.key = p
-                    .ssl_https_private_key_file
-                    .clone()
-                    .map(|f| (f, p.ssl_https_private_key_type.encoding()));
-            }
+            let cert_type = p.ssl_https_client_certificate_type.encoding();
+            fill(
+                &mut spec.cert,
+                &p.ssl_https_client_certificate_file,
+                cert_type,
+            );
+            let key_type = p.ssl_https_private_key_type.encoding();
+            fill(&mut spec.key, &p.ssl_https_private_key_file, key_type);
         }
         spec
     }
