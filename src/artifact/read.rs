@@ -189,9 +189,44 @@ fn text(v: &Value, k: &str) -> String {
     v.get(k).and_then(Value::as_str).unwrap_or("").to_string()
 }
 
+/// The text at a JSON pointer into `v`, when both are there.
+fn text_at(v: Option<&Value>, pointer: &str) -> Option<String> {
+    v.and_then(|v| v.pointer(pointer))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 /// A block as its type, `None` when it does not read as one (absent in older files).
 fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Option<T> {
     serde_json::from_value(v.clone()).ok()
+}
+
+/// An array field's items, each read by `item`; empty when absent.
+fn items<T>(v: &Value, k: &str, item: impl Fn(&Value) -> T) -> Vec<T> {
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(item).collect())
+        .unwrap_or_default()
+}
+
+/// One entry of a level's `errors`.
+fn error_from(e: &Value) -> ErrorCount {
+    ErrorCount {
+        kind: text(e, "kind"),
+        count: whole(e, "count"),
+        example: text(e, "example"),
+        hint: e.get("hint").and_then(Value::as_str).map(str::to_string),
+    }
+}
+
+/// One entry of a level's `slo` results.
+fn slo_from(s: &Value) -> RecordedSlo {
+    RecordedSlo {
+        objective: text(s, "objective"),
+        actual: s.get("actual").and_then(Value::as_f64),
+        unit: text(s, "unit"),
+        passed: s.get("passed").and_then(Value::as_bool).unwrap_or(false),
+    }
 }
 
 fn stats_from(v: &Value) -> Stats {
@@ -314,20 +349,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         .collect();
     let avg = |k: &str| doc.get(k).map_or(0.0, |v| f(v, "avg"));
     let count = |k: &str| doc.get(k).map_or(0, |v| whole(v, "avg"));
-    let errors = doc
-        .get("errors")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|e| ErrorCount {
-                    kind: text(e, "kind"),
-                    count: whole(e, "count"),
-                    example: text(e, "example"),
-                    hint: e.get("hint").and_then(Value::as_str).map(str::to_string),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let errors = items(doc, "errors", error_from);
     let validity = doc.get("validity");
     let vcount = |k: &str| validity.map_or(0, |v| whole(v, k));
     let summary = LevelSummary {
@@ -363,20 +385,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         ended_unix_ns: whole(level, "ended_unix_ns"),
         validity: validity.and_then(typed).unwrap_or_default(),
     };
-    let slo = doc
-        .get("slo")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|s| RecordedSlo {
-                    objective: text(s, "objective"),
-                    actual: s.get("actual").and_then(Value::as_f64),
-                    unit: text(s, "unit"),
-                    passed: s.get("passed").and_then(Value::as_bool).unwrap_or(false),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let slo = items(doc, "slo", slo_from);
     Ok(LoadedLevel {
         context: doc.get("context").and_then(typed),
         fingerprint: doc
@@ -384,23 +393,11 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             .and_then(typed),
         dir: dir.to_path_buf(),
         summary,
-        command_line: cfg
-            .and_then(|c| c.get("command_line"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        version: doc
-            .get("ttftbench_version")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        command_line: text_at(cfg, "/command_line"),
+        version: text_at(Some(doc), "/ttftbench_version"),
         slo,
-        model: cfg
-            .and_then(|c| c.pointer("/target/model"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        api: cfg
-            .and_then(|c| c.pointer("/target/api"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        model: text_at(cfg, "/target/model"),
+        api: text_at(cfg, "/target/api"),
     })
 }
 

@@ -196,7 +196,7 @@ pub fn parse_float_levels(spec: &str, flag: &str) -> Result<Vec<f64>, UsageError
         }
         Ok(v)
     };
-    if let Some(list) = comma_list(spec, &num) {
+    if let Some(list) = comma_list(spec, num) {
         return list;
     }
     let parts: Vec<&str> = spec.split(':').collect();
@@ -337,7 +337,7 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
         }
         Ok(v)
     };
-    if let Some(list) = comma_list(spec, &num) {
+    if let Some(list) = comma_list(spec, num) {
         return list;
     }
     let parts: Vec<&str> = spec.split(':').collect();
