@@ -372,27 +372,9 @@ fn write_idle_levels(
 
 /// With `--start-at`: when the levels start, once.
 fn say_schedule(plan: &RunPlan, ui: Ui) {
-    let Some(at) = plan.shard.start_at_unix_ns else {
-        return;
-    };
-    let who = if plan.shard.shard.is_whole() {
-        String::new()
-    } else {
-        format!("{}: ", plan.shard.shard)
-    };
-    let slot = plan.shard.level_slot.map_or_else(String::new, |d| {
-        format!(", then a level every {:.0} s", d.as_secs_f64())
-    });
-    let wait = (at as f64 - crate::engine::start::unix_now_ns() as f64) / 1e9;
-    ui.say(&format!(
-        "{who}first level starts at {} ({}){slot}",
-        crate::report::html::utc(at),
-        if wait >= 0.0 {
-            format!("in {wait:.1} s")
-        } else {
-            format!("{:.1} s ago: starting at once", -wait)
-        }
-    ));
+    if let Some(line) = crate::engine::start::schedule_line(&plan.shard) {
+        ui.say(&line);
+    }
 }
 
 /// A level that started after its planned moment says by how much.

@@ -18,15 +18,55 @@ mod percentile;
 /// Significant digits kept by every histogram (0.1 % relative precision).
 pub const SIGFIG: u8 = 3;
 
+/// A distribution's exact running sums, kept beside its histogram (which rounds each value).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Moments {
+    /// Samples recorded.
+    pub count: u64,
+    /// Sum of the samples (stored unit).
+    pub sum: f64,
+    /// Sum of their squares.
+    pub sum_sq: f64,
+    /// Smallest sample (`u64::MAX` without samples, so the first one sets it).
+    pub min: u64,
+    /// Largest sample.
+    pub max: u64,
+}
+
+impl Moments {
+    /// No samples yet.
+    pub const EMPTY: Moments = Moments {
+        count: 0,
+        sum: 0.0,
+        sum_sq: 0.0,
+        min: u64::MAX,
+        max: 0,
+    };
+
+    #[inline]
+    fn record(&mut self, v: u64) {
+        self.count += 1;
+        let f = v as f64;
+        self.sum += f;
+        self.sum_sq += f * f;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    fn merge(&mut self, other: &Moments) {
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+}
+
 /// One metric's distribution: an HDR histogram for percentiles plus exact running moments.
 #[derive(Clone, Debug)]
 pub struct Dist {
     hist: Histogram<u64>,
-    count: u64,
-    sum: f64,
-    sum_sq: f64,
-    min: u64,
-    max: u64,
+    m: Moments,
 }
 
 impl Default for Dist {
@@ -40,7 +80,7 @@ impl Dist {
     /// memory depends on the value range, never on the number of samples.
     pub fn new() -> Dist {
         let hist = Histogram::new(SIGFIG).expect("3 significant digits is a valid HDR precision");
-        Dist::from_parts(hist, 0, 0.0, 0.0, u64::MAX, 0)
+        Dist::from_parts(hist, Moments::EMPTY)
     }
 
     /// Records one sample (stored unit).
@@ -48,17 +88,12 @@ impl Dist {
     pub fn record(&mut self, v: u64) {
         // Auto-resizing histograms accept any u64; the error path is unreachable but harmless.
         let _ = self.hist.record(v);
-        self.count += 1;
-        let f = v as f64;
-        self.sum += f;
-        self.sum_sq += f * f;
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
+        self.m.record(v);
     }
 
     /// Samples recorded.
     pub fn count(&self) -> u64 {
-        self.count
+        self.m.count
     }
 
     /// The histogram (stored unit).
@@ -66,40 +101,22 @@ impl Dist {
         &self.hist
     }
 
-    /// Exact running sums: (count, sum, sum of squares, min, max).
-    pub fn moments(&self) -> (u64, f64, f64, u64, u64) {
-        (self.count, self.sum, self.sum_sq, self.min, self.max)
+    /// Exact running sums.
+    pub fn moments(&self) -> Moments {
+        self.m
     }
 
     /// Rebuilds a distribution from a histogram and its exact moments (artifact files, merges).
-    pub fn from_parts(
-        hist: Histogram<u64>,
-        count: u64,
-        sum: f64,
-        sum_sq: f64,
-        min: u64,
-        max: u64,
-    ) -> Dist {
+    pub fn from_parts(hist: Histogram<u64>, m: Moments) -> Dist {
         let mut hist = hist;
         hist.auto(true);
-        Dist {
-            hist,
-            count,
-            sum,
-            sum_sq,
-            min,
-            max,
-        }
+        Dist { hist, m }
     }
 
     /// Adds another distribution (exact: HDR addition loses nothing at the recorded precision).
     pub fn merge(&mut self, other: &Dist) {
         let _ = self.hist.add(&other.hist);
-        self.count += other.count;
-        self.sum += other.sum;
-        self.sum_sq += other.sum_sq;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        self.m.merge(&other.m);
     }
 
     /// Summary in display units (`scale` converts the stored unit), percentiles by numpy's
@@ -110,25 +127,25 @@ impl Dist {
 
     /// Summary in display units, percentiles by `method`.
     pub fn stats_by(&self, scale: f64, method: PercentileMethod) -> Stats {
-        if self.count == 0 {
+        if self.m.count == 0 {
             return Stats::default();
         }
-        let n = self.count as f64;
-        let mean = self.sum / n;
-        let var = (self.sum_sq / n - mean * mean).max(0.0);
+        let n = self.m.count as f64;
+        let mean = self.m.sum / n;
+        let var = (self.m.sum_sq / n - mean * mean).max(0.0);
         let [p1, p5, p10, p25, p50, p75, p90, p95, p99, p999] = percentile::percentiles(
             &self.hist,
-            self.min,
-            self.max,
+            self.m.min,
+            self.m.max,
             [1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9],
             method,
         )
         .map(|v| v * scale);
         Stats {
-            count: self.count,
+            count: self.m.count,
             avg: mean * scale,
-            min: self.min as f64 * scale,
-            max: self.max as f64 * scale,
+            min: self.m.min as f64 * scale,
+            max: self.m.max as f64 * scale,
             std: var.sqrt() * scale,
             p1,
             p5,
@@ -145,7 +162,7 @@ impl Dist {
 
     /// One percentile `p` (0–100) by `method`, in the stored unit (0 without samples).
     pub fn percentile(&self, p: f64, method: PercentileMethod) -> f64 {
-        let [v] = percentile::percentiles(&self.hist, self.min, self.max, [p], method);
+        let [v] = percentile::percentiles(&self.hist, self.m.min, self.m.max, [p], method);
         v
     }
 }

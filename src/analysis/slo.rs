@@ -138,17 +138,11 @@ mod tests {
     fn level(ttft_p99: f64, queue_share: Option<f64>, errors: u64) -> LevelSummary {
         LevelSummary {
             server: queue_share.map(|q| ServerDelta {
-                source: "statistics",
                 requests: 90,
-                failures: 0,
                 executions: 9,
                 avg_request_ms: 100.0,
-                avg_queue_ms: Some(q * 100.0),
-                avg_compute_input_ms: 0.0,
-                avg_compute_infer_ms: (1.0 - q) * 100.0,
-                avg_compute_output_ms: 0.0,
                 queue_share: Some(q),
-                max_pending: 0.0,
+                ..ServerDelta::from_phase_avgs(q * 100.0, 0.0, (1.0 - q) * 100.0, 0.0)
             }),
             ..LevelSummary::new(
                 Stimulus::Concurrency(8),

@@ -429,17 +429,10 @@ mod tests {
     fn level(c: u32, queue: Option<f64>, compute: f64) -> LevelSummary {
         LevelSummary {
             server: queue.map(|q| ServerDelta {
-                source: "statistics",
                 requests: 10,
-                failures: 0,
                 executions: 10,
-                avg_request_ms: q + compute,
-                avg_queue_ms: Some(q),
-                avg_compute_input_ms: 0.0,
-                avg_compute_infer_ms: compute,
-                avg_compute_output_ms: 0.0,
                 queue_share: Some(q / (q + compute)),
-                max_pending: 0.0,
+                ..ServerDelta::from_phase_avgs(q, 0.0, compute, 0.0)
             }),
             ..LevelSummary::new(
                 Stimulus::Concurrency(c),

@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::metrics::{Metric, Unit};
 use crate::record::ErrorKind;
-use crate::stats::{Aggregate, Dist, SIGFIG};
+use crate::stats::{Aggregate, Dist, Moments, SIGFIG};
 
 fn stored_unit(m: Metric) -> &'static str {
     match m.unit() {
@@ -61,7 +61,13 @@ fn dist_json(m: Metric, d: &Dist) -> Option<Value> {
     V2DeflateSerializer::new()
         .serialize(d.histogram(), &mut buf)
         .ok()?;
-    let (count, sum, sum_sq, min, max) = d.moments();
+    let Moments {
+        count,
+        sum,
+        sum_sq,
+        min,
+        max,
+    } = d.moments();
     Some(json!({
         "stored_unit": stored_unit(m),
         "count": count,
@@ -251,14 +257,14 @@ fn dist_from(key: &str, v: &Value) -> Result<Dist, String> {
     if !hist.is_empty() && min > max {
         return Err(format!("{key}: min {min} is above max {max}"));
     }
-    Ok(Dist::from_parts(
-        hist,
-        num("count")? as u64,
-        num("sum")?,
-        num("sum_sq")?,
+    let moments = Moments {
+        count: num("count")? as u64,
+        sum: num("sum")?,
+        sum_sq: num("sum_sq")?,
         min,
         max,
-    ))
+    };
+    Ok(Dist::from_parts(hist, moments))
 }
 
 #[cfg(test)]

@@ -179,9 +179,59 @@ fn f(v: &Value, k: &str) -> f64 {
     v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
 }
 
+/// A whole-number field, 0 when absent.
+fn whole(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// A text field, empty when absent.
+fn text(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// The text at a JSON pointer into `v`, when both are there.
+fn text_at(v: Option<&Value>, pointer: &str) -> Option<String> {
+    v.and_then(|v| v.pointer(pointer))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// A block as its type, `None` when it does not read as one (absent in older files).
+fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Option<T> {
+    serde_json::from_value(v.clone()).ok()
+}
+
+/// An array field's items, each read by `item`; empty when absent.
+fn items<T>(v: &Value, k: &str, item: impl Fn(&Value) -> T) -> Vec<T> {
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(item).collect())
+        .unwrap_or_default()
+}
+
+/// One entry of a level's `errors`.
+fn error_from(e: &Value) -> ErrorCount {
+    ErrorCount {
+        kind: text(e, "kind"),
+        count: whole(e, "count"),
+        example: text(e, "example"),
+        hint: e.get("hint").and_then(Value::as_str).map(str::to_string),
+    }
+}
+
+/// One entry of a level's `slo` results.
+fn slo_from(s: &Value) -> RecordedSlo {
+    RecordedSlo {
+        objective: text(s, "objective"),
+        actual: s.get("actual").and_then(Value::as_f64),
+        unit: text(s, "unit"),
+        passed: s.get("passed").and_then(Value::as_bool).unwrap_or(false),
+    }
+}
+
 fn stats_from(v: &Value) -> Stats {
     Stats {
-        count: v.get("count").and_then(Value::as_u64).unwrap_or(0),
+        count: whole(v, "count"),
         avg: f(v, "avg"),
         min: f(v, "min"),
         max: f(v, "max"),
@@ -224,7 +274,7 @@ fn server_from(v: &Value) -> Option<ServerDelta> {
     if !v.is_object() {
         return None;
     }
-    let u = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let u = |k: &str| whole(v, k);
     Some(ServerDelta {
         source: match v.get("source").and_then(Value::as_str) {
             Some("statistics") => "statistics",
@@ -319,41 +369,10 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         })
         .collect();
     let avg = |k: &str| doc.get(k).map_or(0.0, |v| f(v, "avg"));
-    let count = |k: &str| {
-        doc.get(k)
-            .and_then(|v| v.get("avg"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
-    let errors = doc
-        .get("errors")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|e| ErrorCount {
-                    kind: e
-                        .get("kind")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    count: e.get("count").and_then(Value::as_u64).unwrap_or(0),
-                    example: e
-                        .get("example")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    hint: e.get("hint").and_then(Value::as_str).map(str::to_string),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let count = |k: &str| doc.get(k).map_or(0, |v| whole(v, "avg"));
+    let errors = items(doc, "errors", error_from);
     let validity = doc.get("validity");
-    let vcount = |k: &str| {
-        validity
-            .and_then(|v| v.get(k))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let vcount = |k: &str| validity.map_or(0, |v| whole(v, k));
     let summary = LevelSummary {
         stimulus,
         stats: LevelStats {
@@ -373,83 +392,34 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             osl_mismatch: vcount("osl_mismatch_count"),
             osl_compared: vcount("osl_compared_count"),
             short_outputs: vcount("short_output_count"),
-            percentile_method: level
-                .get("percentile_method")
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            percentile_method: level.get("percentile_method").and_then(typed),
             isl_buckets: isl_buckets_from(doc),
         },
         server: doc.get("server_metrics").and_then(server_from),
-        engine: doc
-            .get("engine_metrics")
-            .and_then(|v| serde_json::from_value(v.clone()).ok()),
-        gpu: doc
-            .get("gpu_metrics")
-            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        engine: doc.get("engine_metrics").and_then(typed),
+        gpu: doc.get("gpu_metrics").and_then(typed),
         streaming,
         interrupted: validity
             .and_then(|v| v.get("interrupted"))
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        started_unix_ns: level
-            .get("started_unix_ns")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-        ended_unix_ns: level
-            .get("ended_unix_ns")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-        validity: validity
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default(),
+        started_unix_ns: whole(level, "started_unix_ns"),
+        ended_unix_ns: whole(level, "ended_unix_ns"),
+        validity: validity.and_then(typed).unwrap_or_default(),
     };
-    let slo = doc
-        .get("slo")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|s| RecordedSlo {
-                    objective: s
-                        .get("objective")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    actual: s.get("actual").and_then(Value::as_f64),
-                    unit: s
-                        .get("unit")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    passed: s.get("passed").and_then(Value::as_bool).unwrap_or(false),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let slo = items(doc, "slo", slo_from);
     Ok(LoadedLevel {
-        context: doc
-            .get("context")
-            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        context: doc.get("context").and_then(typed),
         fingerprint: doc
             .get(crate::plan::fingerprint::FINGERPRINT_KEY)
-            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            .and_then(typed),
         dir: dir.to_path_buf(),
         summary,
-        command_line: cfg
-            .and_then(|c| c.get("command_line"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        version: doc
-            .get("ttftbench_version")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        command_line: text_at(cfg, "/command_line"),
+        version: text_at(Some(doc), "/ttftbench_version"),
         slo,
-        model: cfg
-            .and_then(|c| c.pointer("/target/model"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        api: cfg
-            .and_then(|c| c.pointer("/target/api"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        model: text_at(cfg, "/target/model"),
+        api: text_at(cfg, "/target/api"),
     })
 }
 
@@ -758,20 +728,7 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
             let ci = us("Server Compute Input").unwrap_or(0.0);
             let cf = us("Server Compute Infer").unwrap_or(0.0);
             let co = us("Server Compute Output").unwrap_or(0.0);
-            let total = q + ci + cf + co;
-            ServerDelta {
-                source: "statistics",
-                requests: 0,
-                failures: 0,
-                executions: 0,
-                avg_request_ms: total,
-                avg_queue_ms: Some(q),
-                avg_compute_input_ms: ci,
-                avg_compute_infer_ms: cf,
-                avg_compute_output_ms: co,
-                queue_share: (total > 0.0).then(|| q / total),
-                max_pending: 0.0,
-            }
+            ServerDelta::from_phase_avgs(q, ci, cf, co)
         });
         levels.push(LoadedLevel {
             fingerprint: None,

@@ -72,26 +72,11 @@ fn engine_rows(s: &LevelSummary) -> Vec<Row> {
             rows.push((key.to_string(), num(v), unit));
         }
     };
-    push(
-        "engine_waiting_requests_avg",
-        e.waiting.map(|g| g.avg),
-        "count",
-    );
-    push(
-        "engine_waiting_requests_max",
-        e.waiting.map(|g| g.max),
-        "count",
-    );
-    push(
-        "engine_running_requests_avg",
-        e.running.map(|g| g.avg),
-        "count",
-    );
-    push(
-        "engine_running_requests_max",
-        e.running.map(|g| g.max),
-        "count",
-    );
+    for (name, gauge) in [("waiting", e.waiting), ("running", e.running)] {
+        let key = |stat: &str| format!("engine_{name}_requests_{stat}");
+        push(&key("avg"), gauge.map(|g| g.avg), "count");
+        push(&key("max"), gauge.map(|g| g.max), "count");
+    }
     if let Some(sp) = e.split() {
         let key = if sp.queue_source == QueueSource::WaitingGauge {
             "engine_queue_time_estimated_avg"

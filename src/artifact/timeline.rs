@@ -182,12 +182,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn rows_per_interval() {
+    /// A timeline of `interval` writing `t.csv` in a fresh directory (the guard keeps it).
+    fn timeline(interval: Duration) -> (tempfile::TempDir, std::path::PathBuf, Timeline) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.csv");
-        let clock = Clock::start();
-        let mut t = Timeline::create(&path, Duration::from_millis(100), clock).unwrap();
+        let t = Timeline::create(&path, interval, Clock::start()).unwrap();
+        (dir, path, t)
+    }
+
+    /// A timeline file's data rows, split into fields.
+    fn rows(text: &str) -> Vec<Vec<&str>> {
+        text.lines()
+            .skip(1)
+            .map(|l| l.split(',').collect())
+            .collect()
+    }
+
+    #[test]
+    fn rows_per_interval() {
+        let (_dir, path, mut t) = timeline(Duration::from_millis(100));
         let base = t.start_ns;
         t.record(&rec(base, 10, 5, false));
         t.record(&rec(base, 20, 7, false));
@@ -196,11 +209,7 @@ mod tests {
         t.advance(base + 400 * 1_000_000);
         drop(t);
         let text = std::fs::read_to_string(&path).unwrap();
-        let rows: Vec<Vec<&str>> = text
-            .lines()
-            .skip(1)
-            .map(|l| l.split(',').collect())
-            .collect();
+        let rows = rows(&text);
         assert_eq!(text.lines().next().unwrap(), HEADER);
         assert_eq!(rows.len(), 4, "{text}");
         assert_eq!((rows[0][2], rows[0][3], rows[0][4]), ("2", "0", "20.000"));
@@ -212,22 +221,15 @@ mod tests {
 
     #[test]
     fn finish_writes_the_partial_tail() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.csv");
-        let clock = Clock::start();
         // An interval far longer than the test: everything lands in the unfinished tail.
-        let mut t = Timeline::create(&path, Duration::from_secs(3600), clock).unwrap();
+        let (_dir, path, mut t) = timeline(Duration::from_secs(3600));
         let base = t.start_ns;
         std::thread::sleep(Duration::from_millis(5));
         t.record(&rec(base, 1, 1, false));
         t.record(&rec(base, 2, 1, true));
         t.finish().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        let rows: Vec<Vec<&str>> = text
-            .lines()
-            .skip(1)
-            .map(|l| l.split(',').collect())
-            .collect();
+        let rows = rows(&text);
         assert_eq!(rows.len(), 1, "{text}");
         assert_eq!((rows[0][2], rows[0][3]), ("1", "1"));
         let span_ms: u64 = rows[0][1].parse::<u64>().unwrap() - rows[0][0].parse::<u64>().unwrap();

@@ -19,6 +19,14 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
 }
 
+/// Gives a TLS file that ttftbench's own flag left unset perf_analyzer's flag's file, if any
+/// (ttftbench's flags win where both are given).
+fn fill(slot: &mut Option<(PathBuf, Encoding)>, file: &Option<PathBuf>, encoding: Encoding) {
+    if slot.is_none() {
+        *slot = file.clone().map(|f| (f, encoding));
+    }
+}
+
 impl PerfArgs {
     /// The validated plan of these flags; `argv` is kept (redacted) for the record.
     pub fn plan(&self, argv: &[String]) -> Result<PerfPlan, UsageError> {
@@ -55,11 +63,7 @@ impl PerfArgs {
             protocol,
             model_version: self.model_version.clone().unwrap_or_default(),
             batch: self.batch_size,
-            shapes: self
-                .shape
-                .iter()
-                .map(|s| parse_shape(s))
-                .collect::<Result<Vec<_>, _>>()?,
+            shapes: values::parse_each(&self.shape, parse_shape)?,
             data: parse_data(&self.input_data)?,
             string_length: self.string_length,
             string_data: self.string_data.clone(),
@@ -71,11 +75,7 @@ impl PerfArgs {
             percentile: self.percentile,
             latency_threshold_ms: self.latency_threshold.as_millis() as u64,
             warmup: self.warmup_request_count,
-            request_parameters: self
-                .request_parameter
-                .iter()
-                .map(|p| parse_param(p))
-                .collect::<Result<Vec<_>, _>>()?,
+            request_parameters: values::parse_each(&self.request_parameter, parse_param)?,
             report_file: self.latency_report_file.clone(),
             profile_export: self.profile_export_file.clone(),
             percentile_method: self.percentile_method.method(),
@@ -90,11 +90,7 @@ impl PerfArgs {
             binary_outputs: self.output_tensor_format == TensorFormatArg::Binary,
             request_timeout: self.request_timeout,
             seed: self.random_seed,
-            slos: self
-                .slo
-                .iter()
-                .map(|s| crate::metrics::parse(s).map_err(UsageError))
-                .collect::<Result<Vec<_>, _>>()?,
+            slos: values::parse_slos(&self.slo)?,
             max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
             strict: self.strict,
             max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
@@ -155,11 +151,7 @@ impl PerfArgs {
         let tls = self.tls_spec(protocol);
         let url = resolve::url_for_tls(self.url.as_deref().unwrap_or(default_url), &tls)?;
         let (base_url, host) = normalize_url(&url)?;
-        let headers = self
-            .header
-            .iter()
-            .map(|h| parse_header(h))
-            .collect::<Result<Vec<_>, _>>()?;
+        let headers = values::parse_each(&self.header, parse_header)?;
         let version = self.model_version.clone().unwrap_or_default();
         let target = Target {
             api: if protocol == Some(Protocol::Http) {
@@ -195,36 +187,26 @@ impl PerfArgs {
             spec.use_tls |= p.ssl_grpc_use_ssl;
             spec.ca_files
                 .extend(p.ssl_grpc_root_certifications_file.clone());
-            if spec.cert.is_none() {
-                spec.cert = p
-                    .ssl_grpc_certificate_chain_file
-                    .clone()
-                    .map(|f| (f, Encoding::Pem));
-            }
-            if spec.key.is_none() {
-                spec.key = p
-                    .ssl_grpc_private_key_file
-                    .clone()
-                    .map(|f| (f, Encoding::Pem));
-            }
+            fill(
+                &mut spec.cert,
+                &p.ssl_grpc_certificate_chain_file,
+                Encoding::Pem,
+            );
+            fill(&mut spec.key, &p.ssl_grpc_private_key_file, Encoding::Pem);
         }
         if http {
             spec.insecure |= p.ssl_https_verify_peer == Some(0);
             spec.skip_hostname |= p.ssl_https_verify_host == Some(0);
             spec.ca_files
                 .extend(p.ssl_https_ca_certificates_file.clone());
-            if spec.cert.is_none() {
-                spec.cert = p
-                    .ssl_https_client_certificate_file
-                    .clone()
-                    .map(|f| (f, p.ssl_https_client_certificate_type.encoding()));
-            }
-            if spec.key.is_none() {
-                spec.key = p
-                    .ssl_https_private_key_file
-                    .clone()
-                    .map(|f| (f, p.ssl_https_private_key_type.encoding()));
-            }
+            let cert_type = p.ssl_https_client_certificate_type.encoding();
+            fill(
+                &mut spec.cert,
+                &p.ssl_https_client_certificate_file,
+                cert_type,
+            );
+            let key_type = p.ssl_https_private_key_type.encoding();
+            fill(&mut spec.key, &p.ssl_https_private_key_file, key_type);
         }
         spec
     }

@@ -138,11 +138,7 @@ impl ProfileArgs {
             artifact_dir: self.artifact_dir.clone(),
             goodput: values::parse_objectives(&self.goodput)?,
             isl_buckets: values::parse_isl_buckets(self.isl_buckets.as_deref())?,
-            slos: self
-                .slo
-                .iter()
-                .map(|s| crate::metrics::parse(s).map_err(UsageError))
-                .collect::<Result<Vec<_>, _>>()?,
+            slos: values::parse_slos(&self.slo)?,
             knee_min_gain: values::parse_fraction("--knee-min-gain", &self.knee_min_gain)?,
             use_server_token_count: resolve::server_token_count(
                 target.api,

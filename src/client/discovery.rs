@@ -182,13 +182,7 @@ pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(),
                 return Ok(());
             }
             if status == 400 || status == 404 {
-                let names = triton_models_http(client, &target.base_url).await;
-                return Err(PreflightError::Usage(UsageError(format!(
-                    "model '{}' is not found on {}; {}",
-                    target.model,
-                    target.base_url,
-                    list_hint(names.as_deref())
-                ))));
+                return Err(model_not_found(client, target).await);
             }
             Err(PreflightError::Unavailable(format!(
                 "{url} answered HTTP {status}: {}",
@@ -196,6 +190,18 @@ pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(),
             )))
         }
     }
+}
+
+/// The usage error for a model a Triton HTTP server answered 400/404 for, listing the models
+/// it does serve.
+async fn model_not_found(client: &reqwest::Client, target: &Target) -> PreflightError {
+    let names = triton_models_http(client, &target.base_url).await;
+    PreflightError::Usage(UsageError(format!(
+        "model '{}' is not found on {}; {}",
+        target.model,
+        target.base_url,
+        list_hint(names.as_deref())
+    )))
 }
 
 /// What a Triton HTTP server says about a model: its metadata (`GET /v2/models/{m}`) and config
@@ -248,13 +254,7 @@ pub async fn model_info_http_version(
         }
     }
     if status == 400 || status == 404 {
-        let names = triton_models_http(client, &target.base_url).await;
-        return Err(PreflightError::Usage(UsageError(format!(
-            "model '{}' is not found on {}; {}",
-            target.model,
-            target.base_url,
-            list_hint(names.as_deref())
-        ))));
+        return Err(model_not_found(client, target).await);
     }
     if !status.is_success() {
         return Err(PreflightError::Unavailable(format!(

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::load::Cancel;
+use crate::plan::ShardPlan;
 
 /// How a level's start went against its planned moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -34,6 +35,30 @@ pub fn unix_now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// With `--start-at`: the line that says when the first level starts (and, with a level slot,
+/// how far apart the later ones are), prefixed with the shard; `None` without a start time.
+pub fn schedule_line(shard: &ShardPlan) -> Option<String> {
+    let at = shard.start_at_unix_ns?;
+    let who = if shard.shard.is_whole() {
+        String::new()
+    } else {
+        format!("{}: ", shard.shard)
+    };
+    let slot = shard.level_slot.map_or_else(String::new, |d| {
+        format!(", then a level every {:.0} s", d.as_secs_f64())
+    });
+    let wait = (at as f64 - unix_now_ns() as f64) / 1e9;
+    Some(format!(
+        "{who}first level starts at {} ({}){slot}",
+        crate::report::html::utc(at),
+        if wait >= 0.0 {
+            format!("in {wait:.1} s")
+        } else {
+            format!("{:.1} s ago: starting at once", -wait)
+        }
+    ))
 }
 
 /// Waits until the wall clock reads `at_unix_ns`; `None` when the run was stopped meanwhile.

@@ -539,28 +539,10 @@ fn partition(
 
 /// With `--start-at`: when the levels start and, for shards, how long a level lasts.
 fn say_schedule(plan: &PerfPlan) {
-    let Some(at) = plan.shard.start_at_unix_ns else {
+    let Some(mut line) = crate::engine::start::schedule_line(&plan.shard) else {
         return;
     };
     let s = plan.shard.shard;
-    let who = if s.is_whole() {
-        String::new()
-    } else {
-        format!("{s}: ")
-    };
-    let slot = plan.shard.level_slot.map_or_else(String::new, |d| {
-        format!(", then a level every {:.0} s", d.as_secs_f64())
-    });
-    let wait = (at as f64 - crate::engine::start::unix_now_ns() as f64) / 1e9;
-    let mut line = format!(
-        "{who}first level starts at {} ({}){slot}",
-        crate::report::html::utc(at),
-        if wait >= 0.0 {
-            format!("in {wait:.1} s")
-        } else {
-            format!("{:.1} s ago: starting at once", -wait)
-        }
-    );
     if !s.is_whole() && plan.windows.stabilizes() {
         line.push_str(&format!(
             "; every level measures all {} windows (-r) on every shard, so shards stay together",

@@ -116,6 +116,7 @@ pub const PER_PROCESS_FIELDS: [&str; 5] = [
     "generate_plots",
 ];
 
+/// `Option<Duration>` as seconds or null: the plan's durations and the shard section's slot.
 mod opt_duration_secs {
     pub fn serialize<S: serde::Serializer>(
         d: &Option<std::time::Duration>,

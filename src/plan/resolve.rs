@@ -181,11 +181,7 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
         Some(e) => e.trim_start_matches('/').to_string(),
         None => default_endpoint(api, &s.model, s.streaming),
     };
-    let headers = s
-        .headers
-        .iter()
-        .map(|h| parse_header(h))
-        .collect::<Result<Vec<_>, _>>()?;
+    let headers = super::values::parse_each(&s.headers, parse_header)?;
     let metrics_headers = metrics_headers(&headers, &s.metrics_headers)?;
     let openai = matches!(api, Api::Chat | Api::Completions);
     let api_key = s
@@ -354,14 +350,11 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
         }
         None => None,
     };
-    let extra_inputs = s
-        .extra_inputs
-        .iter()
-        .map(|x| super::values::parse_extra_input(x))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+    let extra_inputs =
+        super::values::parse_each(&s.extra_inputs, super::values::parse_extra_input)?
+            .into_iter()
+            .flatten()
+            .collect();
     Ok(WorkloadPlan {
         prompts,
         num_prompts,

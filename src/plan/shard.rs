@@ -28,20 +28,8 @@ pub struct ShardPlan {
     /// When the first level starts (Unix ns), from `--start-at`.
     pub start_at_unix_ns: Option<u64>,
     /// Time between level starts, when there is more than one level and a start time.
-    #[serde(with = "opt_secs")]
+    #[serde(with = "super::opt_duration_secs")]
     pub level_slot: Option<Duration>,
-}
-
-mod opt_secs {
-    pub fn serialize<S: serde::Serializer>(
-        d: &Option<std::time::Duration>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.serialize_some(&d.as_secs_f64()),
-            None => s.serialize_none(),
-        }
-    }
 }
 
 /// One level as this shard runs it.

@@ -12,6 +12,19 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
 }
 
+/// Parses each value of a repeatable flag, stopping at the first that fails.
+pub fn parse_each<T>(
+    raw: &[String],
+    parse: impl Fn(&str) -> Result<T, UsageError>,
+) -> Result<Vec<T>, UsageError> {
+    raw.iter().map(|s| parse(s)).collect()
+}
+
+/// `--slo` expressions (repeatable), for `profile` and `perf` alike.
+pub fn parse_slos(raw: &[String]) -> Result<Vec<crate::metrics::Slo>, UsageError> {
+    parse_each(raw, |s| crate::metrics::parse(s).map_err(UsageError))
+}
+
 /// A duration flag's value: `500ms`, `2s`, `1.5m`, `250us`, `1h`, or a bare number in the flag's
 /// own unit (`unit`: milliseconds for `--measurement-interval`, seconds for `--request-timeout`).
 pub fn parse_duration(flag: &str, raw: &str, unit: Duration) -> Result<Duration, UsageError> {
@@ -197,6 +210,35 @@ pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
         .collect()
 }
 
+/// The list form of a level flag (`a,b,c`, empty items skipped), each item parsed by `num`;
+/// `None` when `spec` is not a list.
+fn comma_list<T>(
+    spec: &str,
+    num: impl Fn(&str) -> Result<T, UsageError>,
+) -> Option<Result<Vec<T>, UsageError>> {
+    spec.contains(',').then(|| {
+        spec.split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(num)
+            .collect()
+    })
+}
+
+/// Refuses a `start:end` range that runs backwards.
+fn ordered<T: PartialOrd + std::fmt::Display>(
+    flag: &str,
+    spec: &str,
+    start: T,
+    end: T,
+) -> Result<(), UsageError> {
+    if end < start {
+        return usage(format!(
+            "{flag} {spec}: the end ({end}) is below the start ({start})"
+        ));
+    }
+    Ok(())
+}
+
 /// Request rates: `R`, `start:end[:step]` (doubling without a step, both ends inclusive) or
 /// `a,b,c`; positive numbers.
 pub fn parse_float_levels(spec: &str, flag: &str) -> Result<Vec<f64>, UsageError> {
@@ -211,12 +253,8 @@ pub fn parse_float_levels(spec: &str, flag: &str) -> Result<Vec<f64>, UsageError
         }
         Ok(v)
     };
-    if spec.contains(',') {
-        return spec
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(num)
-            .collect();
+    if let Some(list) = comma_list(spec, num) {
+        return list;
     }
     let parts: Vec<&str> = spec.split(':').collect();
     let (start, end, step) = match parts.as_slice() {
@@ -229,11 +267,7 @@ pub fn parse_float_levels(spec: &str, flag: &str) -> Result<Vec<f64>, UsageError
             ));
         }
     };
-    if end < start {
-        return usage(format!(
-            "{flag} {spec}: the end ({end}) is below the start ({start})"
-        ));
-    }
+    ordered(flag, spec, start, end)?;
     let mut out = Vec::new();
     let mut v = start;
     // A small tolerance keeps `0.1:0.3:0.1` from losing its last level to rounding.
@@ -360,23 +394,15 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
         }
         Ok(v)
     };
-    if spec.contains(',') {
-        return spec
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(num)
-            .collect();
+    if let Some(list) = comma_list(spec, num) {
+        return list;
     }
     let parts: Vec<&str> = spec.split(':').collect();
     match parts.as_slice() {
         [one] => Ok(vec![num(one)?]),
         [start, end] | [start, end, _] => {
             let (start, end) = (num(start)?, num(end)?);
-            if end < start {
-                return usage(format!(
-                    "{flag} {spec}: the end ({end}) is below the start ({start})"
-                ));
-            }
+            ordered(flag, spec, start, end)?;
             let mut out = Vec::new();
             if let [_, _, step] = parts.as_slice() {
                 let step = num(step)?;

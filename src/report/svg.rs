@@ -237,28 +237,35 @@ fn dash_attr(dash: &str) -> String {
 
 /// A horizontal grid line across the plot at pixel height `py`, its tick label left of the axis.
 fn grid_line(out: &mut String, py: f64, label: &str) {
-    let _ = write!(
-        out,
-        r#"<line class="grid" x1="{}" y1="{y}" x2="{}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text>"#,
-        coord(LEFT),
-        coord(WIDTH - RIGHT),
-        coord(LEFT - 6.0),
-        coord(py + 4.0),
-        label,
-        y = coord(py)
-    );
+    let label_at = (LEFT - 6.0, py + 4.0);
+    line_across(out, (r#"<line class="grid""#, ""), py, label_at, label);
 }
 
 /// A labelled horizontal reference line across the plot at pixel height `py`.
 fn ref_line(out: &mut String, py: f64, label: &str) {
+    let label_at = (WIDTH - RIGHT - 4.0, py - 4.0);
+    line_across(
+        out,
+        (r#"<g class="ref"><line"#, "</g>"),
+        py,
+        label_at,
+        &esc(label),
+    );
+}
+
+/// A horizontal line across the plot at pixel height `py` with an end-anchored `label`
+/// (written as given) at `label_at`; `wrap` opens the `<line` tag and closes after the label.
+fn line_across(out: &mut String, wrap: (&str, &str), py: f64, label_at: (f64, f64), label: &str) {
     let _ = write!(
         out,
-        r#"<g class="ref"><line x1="{}" y1="{y}" x2="{}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
+        r#"{} x1="{}" y1="{y}" x2="{}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text>{}"#,
+        wrap.0,
         coord(LEFT),
         coord(WIDTH - RIGHT),
-        coord(WIDTH - RIGHT - 4.0),
-        coord(py - 4.0),
-        esc(label),
+        coord(label_at.0),
+        coord(label_at.1),
+        label,
+        wrap.1,
         y = coord(py)
     );
 }

@@ -360,6 +360,26 @@ impl ServerDelta {
             max_pending,
         }
     }
+
+    /// The statistics extension's per-phase averages (ms) without their counts, as
+    /// perf_analyzer's CSV keeps them: the server time is the phases' sum, the queue share is
+    /// the queue's part of it.
+    pub fn from_phase_avgs(queue: f64, input: f64, infer: f64, output: f64) -> ServerDelta {
+        let total = queue + input + infer + output;
+        ServerDelta {
+            source: "statistics",
+            requests: 0,
+            failures: 0,
+            executions: 0,
+            avg_request_ms: total,
+            avg_queue_ms: Some(queue),
+            avg_compute_input_ms: input,
+            avg_compute_infer_ms: infer,
+            avg_compute_output_ms: output,
+            queue_share: (total > 0.0).then(|| queue / total),
+            max_pending: 0.0,
+        }
+    }
 }
 
 /// Largest metrics page read (a server with thousands of series stays far below it).

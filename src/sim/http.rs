@@ -74,8 +74,8 @@ pub(crate) fn router(state: Arc<SimState>) -> Router {
     let r = per_model(r, "/ready", get(model_ready));
     let r = per_model(r, "/config", get(model_config));
     let r = per_model(r, "/stats", get(model_stats));
-    let r = per_model(r, "/generate", post(generate));
-    let r = per_model(r, "/generate_stream", post(generate_stream));
+    let r = per_model(r, "/generate", post(generate::<false>));
+    let r = per_model(r, "/generate_stream", post(generate::<true>));
     per_model(r, "/infer", post(infer))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
@@ -341,7 +341,9 @@ async fn whole_json(
     Ok(generate_json(entry, id, &text))
 }
 
-async fn generate(
+/// Both generate routes: `/generate` (`STREAM` false) answers one JSON object, and
+/// `/generate_stream` answers server-sent events.
+async fn generate<const STREAM: bool>(
     State(st): State<Arc<SimState>>,
     Path(p): Path<ModelPath>,
     body: Bytes,
@@ -350,25 +352,26 @@ async fn generate(
         Ok(x) => x,
         Err(r) => return *r,
     };
+    if STREAM {
+        return stream_answer(g, entry, id, &params).await;
+    }
     match whole_json(&mut g, entry, id.as_deref(), &params).await {
         Ok(body) => full_json_response(&mut g, body),
         Err(r) => r,
     }
 }
 
-async fn generate_stream(
-    State(st): State<Arc<SimState>>,
-    Path(p): Path<ModelPath>,
-    body: Bytes,
+/// The `/generate_stream` answer to a started generation.
+async fn stream_answer(
+    mut g: Generation,
+    entry: &ModelEntry,
+    id: Option<String>,
+    params: &GenParams,
 ) -> Response {
-    let (entry, params, id, mut g) = match start_generate(&st, &p, &body).await {
-        Ok(x) => x,
-        Err(r) => return *r,
-    };
     if params.stream == Some(false) {
         // The backend was told not to stream: one event with the whole text, as TensorRT-LLM
         // and vLLM answer `stream: false` on this route.
-        let json = match whole_json(&mut g, entry, id.as_deref(), &params).await {
+        let json = match whole_json(&mut g, entry, id.as_deref(), params).await {
             Ok(json) => json,
             Err(r) => return r,
         };
