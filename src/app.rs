@@ -13,7 +13,13 @@ use crate::profile::{Outcome, Ui};
 pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
     match command {
         Command::Profile(args) => profile(&args, &argv).await,
-        Command::Perf(args) => crate::perf::main(&args.plan(&argv)?).await,
+        Command::Perf(args) => {
+            let plan = args.plan(&argv)?;
+            if args.outputs.print_config {
+                return write_stdout(plan.run_config.as_bytes());
+            }
+            crate::perf::main(&plan).await
+        }
         Command::Serve(args) => serve(&args).await,
         Command::Demo(args) => demo(&args).await,
         Command::Report(args) => report(&args),
@@ -261,6 +267,10 @@ fn self_command() -> String {
 
 async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let plan = args.plan(argv)?;
+    if args.outputs.print_config {
+        // The plan was validated first: a config that would be refused is not printed.
+        return write_stdout(plan.run_config.as_bytes());
+    }
     for n in &plan.notices {
         eprintln!("note: {n}");
     }

@@ -8,10 +8,23 @@ use clap::Parser;
 use ttftbench::cli::Cli;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let typed: Vec<String> = std::env::args().collect();
+    let argv = match ttftbench::cli::config::expand(typed.clone()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = match Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
+            if argv.len() != typed.len() {
+                eprintln!(
+                    "note: the --config file's keys were read as the flags of the same names, before the command line's"
+                );
+            }
             return if e.use_stderr() {
                 ExitCode::from(2)
             } else {
@@ -37,7 +50,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(ttftbench::app::run(cli.command, std::env::args().collect()));
+    let result = runtime.block_on(ttftbench::app::run(cli.command, argv));
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

@@ -332,6 +332,7 @@ impl Ids {
             plan_id: &self.plan_id,
             shard: &plan.shard,
             anchor_unix_ns: anchor,
+            run_config: &plan.run_config,
         }
     }
 }

@@ -418,8 +418,14 @@ const SECRET_FLAGS: [&str; 4] = [
     "--password",
 ];
 
-fn is_secret_flag(flag: &str) -> bool {
+/// Whether `flag` (`--api-key`) takes a credential.
+pub fn is_secret_flag(flag: &str) -> bool {
     SECRET_FLAGS.contains(&flag)
+}
+
+/// Whether a `Name: value` header argument holds a credential (its value is never recorded).
+pub fn is_secret_header(raw: &str) -> bool {
+    raw.split_once(':').is_some_and(|(n, _)| is_secret_name(n))
 }
 
 /// The command line for the record, with secret flag values and secret headers redacted.

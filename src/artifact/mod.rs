@@ -80,17 +80,20 @@ pub fn stamp(doc: &mut serde_json::Value) {
 pub const CSV_FILE: &str = "profile_export_genai_perf.csv";
 /// GenAI-Perf JSON export.
 pub const JSON_FILE: &str = "profile_export_genai_perf.json";
+/// The run's flags as a config file (`--config run.toml` repeats the run; see `cli::config`).
+pub const RUN_CONFIG_FILE: &str = "run.toml";
 /// Per-request rows.
 pub const RECORDS_FILE: &str = "requests.jsonl";
 /// Serialized histograms.
 pub const HISTOGRAMS_FILE: &str = "histograms.json";
 /// Files of a level directory besides GenAI-Perf's three (whose names `--profile-export-file`
 /// sets): what that flag may not be named.
-pub const OTHER_LEVEL_FILES: [&str; 6] = [
+pub const OTHER_LEVEL_FILES: [&str; 7] = [
     RECORDS_FILE,
     HISTOGRAMS_FILE,
     TIMELINE_FILE,
     raw_export::INPUTS_FILE,
+    RUN_CONFIG_FILE,
     shard::SHARD_FILE,
     REPORT_FILE,
 ];

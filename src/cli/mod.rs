@@ -1,6 +1,7 @@
 //! Command-line syntax. These types only describe flags; `plan` turns them into a validated
 //! [`crate::plan::RunPlan`] once, and nothing downstream looks at strings again.
 
+pub mod config;
 pub mod perf;
 pub mod profile;
 
@@ -645,6 +646,15 @@ pub struct OutputArgs {
         default_value = "X-Request-ID"
     )]
     pub request_id_header: String,
+    /// Read flags from a TOML file: keys are the long flag names (`model = "gpt2"`,
+    /// `concurrency = [1, 2, 4]`, `streaming = true`); flags on the command line win. Every run
+    /// writes its own flags as `run.toml` in its artifact directory, so `--config run.toml`
+    /// repeats it.
+    #[arg(long = "config", value_name = "FILE.toml")]
+    pub config: Option<PathBuf>,
+    /// Print the run's flags (file and command line together) as a config file and exit.
+    #[arg(long = "print-config")]
+    pub print_config: bool,
 }
 
 /// `-i`: perf_analyzer's protocol flag.

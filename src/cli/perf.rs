@@ -97,6 +97,7 @@ impl PerfArgs {
             verbose: self.verbose,
             command_line: redact_command_line(argv),
             outputs: self.outputs.plan()?,
+            run_config: super::config::resolved(argv),
             artifact_dir: self.artifact_dir.clone(),
             shard: crate::plan::ShardPlan::default(),
         };

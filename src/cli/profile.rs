@@ -137,6 +137,7 @@ impl ProfileArgs {
             )?,
             artifact_dir: self.artifact_dir.clone(),
             goodput: values::parse_objectives(&self.goodput)?,
+            run_config: super::config::resolved(argv),
             isl_buckets: values::parse_isl_buckets(self.isl_buckets.as_deref())?,
             slos: values::parse_slos(&self.slo)?,
             knee_min_gain: values::parse_fraction("--knee-min-gain", &self.knee_min_gain)?,

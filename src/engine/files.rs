@@ -26,6 +26,8 @@ pub struct Writer<'a> {
     pub shard: &'a ShardPlan,
     /// The run clock's Unix anchor (ns): its times on the wall clock.
     pub anchor_unix_ns: u64,
+    /// The run's flags as a config file (`run.toml`; empty: not written).
+    pub run_config: &'a str,
 }
 
 impl Writer<'_> {
@@ -102,6 +104,9 @@ impl Writer<'_> {
             serde_json::to_string(&artifact::histograms::encode(&m.agg, self.anchor_unix_ns))
                 .unwrap_or_default(),
         )?;
+        if !self.run_config.is_empty() {
+            write_file(&dir.join(crate::artifact::RUN_CONFIG_FILE), self.run_config)?;
+        }
         match record {
             Some(r) => write_file(&dir.join(SHARD_FILE), shard::encode(r)),
             None => Ok(()),

@@ -643,6 +643,7 @@ fn files_writer<'a>(plan: &'a PerfPlan, plan_id: &'a str, anchor: u64) -> files_
         plan_id,
         shard: &plan.shard,
         anchor_unix_ns: anchor,
+        run_config: &plan.run_config,
     }
 }
 

@@ -133,6 +133,9 @@ pub struct PerfPlan {
     /// GitHub step summary).
     #[serde(skip)]
     pub outputs: crate::plan::outputs::Outputs,
+    /// The run's flags as a config file (`run.toml` beside each level's files; empty: none).
+    #[serde(skip)]
+    pub run_config: String,
     /// `--artifact-dir`: each level's files in a directory of its own below this one.
     pub artifact_dir: Option<PathBuf>,
     /// Which part of a run of several processes this is, and when its levels start.

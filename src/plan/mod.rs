@@ -69,6 +69,10 @@ pub struct RunPlan {
     pub artifact_dir: Option<PathBuf>,
     /// Goodput objectives.
     pub goodput: Vec<Objective>,
+    /// The run's flags as a config file, written as `run.toml` beside each level's files
+    /// (empty: none; see `cli::config`).
+    #[serde(skip)]
+    pub run_config: String,
     /// TTFT by input length (`--isl-buckets`).
     pub isl_buckets: values::IslBuckets,
     /// `--slo` objectives, checked at the end of every level.
@@ -165,6 +169,7 @@ impl RunPlan {
             export_names: outputs::ExportNames::default(),
             artifact_dir: None,
             goodput: Vec::new(),
+            run_config: String::new(),
             isl_buckets: values::IslBuckets::Off,
             slos: Vec::new(),
             knee_min_gain: 0.10,
