@@ -111,8 +111,8 @@ sys.exit(rc)' "$out" "$@"
 # json FILE EXPR: evaluates a Python expression over the parsed JSON file `d`.
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-# Maximum-rate runs: no raw per-request export (it adds ~36 us of CPU and 25 KB per 100-token
-# request; README "Files").
+# Maximum-rate runs: no raw per-request export (it adds ~50 us of CPU and 26 KB per 100-token
+# request, measured 2026-12-01; README "How fast the client is").
 CHAT=(-m gpt2 --endpoint-type chat --streaming --output-tokens-mean 100
     --extra-inputs ignore_eos:true --synthetic-input-tokens-mean 8
     --synthetic-input-tokens-stddev 0 --raw-export none)
