@@ -231,43 +231,82 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
             Err(Error::Interrupted) if !levels.is_empty() => break,
             r => r?,
         };
-        let slo = slo::evaluate(&plan.slos, &measured.summary);
-        if let Some(g) = &measured.summary.gpu {
-            ids.context
-                .add_gpus(g.gpus.iter().filter_map(|g| g.name.as_deref()));
+        let kept = keep_level(plan, &mut ids, (part, dir, anchor), measured, ui)?;
+        levels.push(kept.publish(&mut publisher).await);
+    }
+    conclude(plan, &layout, &ids, (levels, idle), &cancel, &mut publisher)
+}
+
+/// A measured level with its files written: what is published, then kept.
+struct Kept {
+    report: LevelReport,
+    result: LevelResult,
+}
+
+impl Kept {
+    /// Hands the level to the result channels and returns it.
+    async fn publish(self, publisher: &mut Publisher) -> LevelResult {
+        publisher.level(self.report).await;
+        self.result
+    }
+}
+
+/// Checks a measured level's SLOs, writes its files and says it on the console.
+fn keep_level(
+    plan: &RunPlan,
+    ids: &mut Ids,
+    (part, dir, anchor): (&LevelPart, PathBuf, u64),
+    measured: Measured,
+    ui: Ui,
+) -> Result<Kept> {
+    let slo = slo::evaluate(&plan.slos, &measured.summary);
+    if let Some(g) = &measured.summary.gpu {
+        ids.context
+            .add_gpus(g.gpus.iter().filter_map(|g| g.name.as_deref()));
+    }
+    let writer = ids.writer(plan, anchor);
+    let record = writer.shard_record(part, measured.start);
+    let doc = level_doc(&measured.summary, ids, &slo, &writer);
+    writer.write_level(&dir, &plan.export_names, &measured, &doc, record.as_ref())?;
+    if ui.verbosity != Verbosity::Quiet {
+        say_late(&measured, plan);
+        report_level(&measured.summary, &dir, ui.verbosity);
+        for r in &slo {
+            eprintln!("  SLO {}", r.line());
         }
-        let writer = ids.writer(plan, anchor);
-        let record = writer.shard_record(part, measured.start);
-        let doc = level_doc(&measured.summary, &ids, &slo, &writer);
-        writer.write_level(&dir, &plan.export_names, &measured, &doc, record.as_ref())?;
-        if ui.verbosity != Verbosity::Quiet {
-            say_late(&measured, plan);
-            report_level(&measured.summary, &dir, ui.verbosity);
-            for r in &slo {
-                eprintln!("  SLO {}", r.line());
-            }
-        }
-        publisher
-            .level(LevelReport {
-                stimulus: part.whole,
-                doc,
-                slo: slo.clone(),
-                validity: measured.summary.validity.clone(),
-                key: KeyMetrics::of(&measured.summary),
-            })
-            .await;
-        levels.push(LevelResult {
+    }
+    Ok(Kept {
+        report: LevelReport {
+            stimulus: part.whole,
+            doc,
+            slo: slo.clone(),
+            validity: measured.summary.validity.clone(),
+            key: KeyMetrics::of(&measured.summary),
+        },
+        result: LevelResult {
             summary: measured.summary,
             dir,
             slo,
-        });
-    }
+        },
+    })
+}
+
+/// The run's end: knee, verdict, the sweep's files (or one level's report), the publisher's
+/// last line.
+fn conclude(
+    plan: &RunPlan,
+    layout: &artifact::Layout,
+    ids: &Ids,
+    (levels, idle): (Vec<LevelResult>, Vec<(String, String)>),
+    cancel: &Cancel,
+    publisher: &mut Publisher,
+) -> Result<Outcome> {
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
     let knee = knee::analyze(&summaries, plan.knee_min_gain);
     let verdict = verdict::with_knee(&summaries, knee.knee.as_ref().map(|k| k.level.as_str()));
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
-        write_sweep(plan, &d, &levels, (&verdict, &knee), &ids)?;
+        write_sweep(plan, &d, &levels, (&verdict, &knee), ids)?;
         Some(d)
     } else {
         if let (true, [one]) = (plan.generate_plots, levels.as_slice()) {
