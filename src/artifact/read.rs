@@ -675,105 +675,116 @@ pub fn perf_csv_levels(text: &str, path: &Path) -> Result<Vec<LoadedLevel>> {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos() as u64);
+    let cols = PerfCols {
+        headers,
+        load: load_col,
+        tput: tput_col,
+        rate,
+    };
     let mut levels = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
         let rec =
             rec.map_err(|e| Error::usage(format!("{}: row {}: {e}", path.display(), i + 2)))?;
-        let num = |c: Option<usize>| -> Option<f64> {
-            c.and_then(|c| rec.get(c))
-                .and_then(|v| v.trim().parse::<f64>().ok())
-        };
-        let us = |name: &str| num(col(name)).map(|v| v / 1000.0);
-        let (Some(load), Some(tput)) = (num(Some(load_col)), num(Some(tput_col))) else {
-            return Err(Error::usage(format!(
-                "{}: row {}: load or throughput is not a number",
-                path.display(),
-                i + 2
-            )));
-        };
-        let stimulus = if rate {
-            Stimulus::RequestRate {
-                rate: load,
-                arrival: crate::load::Arrival::Constant,
-                max_inflight: 1024,
-            }
-        } else if load >= 1.0 && load.fract() == 0.0 && load <= f64::from(u32::MAX) {
-            Stimulus::Concurrency(load as u32)
-        } else {
-            return Err(Error::usage(format!(
-                "{}: row {}: concurrency '{load}' is not a whole number",
-                path.display(),
-                i + 2
-            )));
-        };
-        let nan = f64::NAN;
-        let latency = Stats {
-            count: 1,
-            avg: us("Avg latency").unwrap_or(nan),
-            min: nan,
-            max: nan,
-            std: nan,
-            p1: nan,
-            p5: nan,
-            p10: nan,
-            p25: nan,
-            p50: us("p50 latency").unwrap_or(nan),
-            p75: us("p75 latency").unwrap_or(nan),
-            p90: us("p90 latency").unwrap_or(nan),
-            p95: us("p95 latency").unwrap_or(nan),
-            p99: us("p99 latency").unwrap_or(nan),
-            p999: nan,
-        };
-        let server = us("Server Queue").map(|q| {
-            let ci = us("Server Compute Input").unwrap_or(0.0);
-            let cf = us("Server Compute Infer").unwrap_or(0.0);
-            let co = us("Server Compute Output").unwrap_or(0.0);
-            ServerDelta::from_phase_avgs(q, ci, cf, co)
-        });
-        levels.push(LoadedLevel {
-            fingerprint: None,
-            context: None,
-            dir: path.to_path_buf(),
-            summary: LevelSummary {
-                stimulus,
-                stats: LevelStats {
-                    metrics: vec![(Metric::RequestLatency, latency)],
-                    request_count: 1,
-                    error_count: 0,
-                    errors: vec![],
-                    warmup_count: 0,
-                    duration_s: 0.0,
-                    output_token_throughput: 0.0,
-                    total_token_throughput: 0.0,
-                    request_throughput: tput,
-                    request_goodput: None,
-                    osl_mismatch: 0,
-                    osl_compared: 0,
-                    short_outputs: 0,
-                    // perf_analyzer's CSV does not say; perf_analyzer itself uses nearest rank.
-                    percentile_method: None,
-                    isl_buckets: Vec::new(),
-                },
-                server,
-                engine: None,
-                gpu: None,
-                streaming: false,
-                interrupted: false,
-                started_unix_ns: modified_ns,
-                ended_unix_ns: modified_ns,
-                validity: Default::default(),
-            },
-            command_line: None,
-            version: None,
-            slo: vec![],
-            model: None,
-            api: Some("perf_analyzer CSV".into()),
-        });
+        levels.push(perf_row(&rec, &cols, (path, i + 2), modified_ns)?);
     }
     if levels.is_empty() {
         return Err(UsageError(format!("{}: no rows", path.display())).into());
     }
     Ok(levels)
+}
+
+/// Where a perf_analyzer CSV keeps the load and throughput, and its header to find the rest.
+struct PerfCols {
+    headers: csv::StringRecord,
+    load: usize,
+    tput: usize,
+    /// The load column is `Request Rate` (else `Concurrency`).
+    rate: bool,
+}
+
+/// One row of a perf_analyzer CSV as a level: the load, throughput, latency percentiles (µs in
+/// the file) and the server's phase averages; `(path, row)` for messages.
+fn perf_row(
+    rec: &csv::StringRecord,
+    cols: &PerfCols,
+    (path, row): (&Path, usize),
+    modified_ns: u64,
+) -> Result<LoadedLevel> {
+    let num = |c: Option<usize>| -> Option<f64> {
+        c.and_then(|c| rec.get(c))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    let col = |name: &str| cols.headers.iter().position(|h| h.trim() == name);
+    let us = |name: &str| num(col(name)).map(|v| v / 1000.0);
+    let (Some(load), Some(tput)) = (num(Some(cols.load)), num(Some(cols.tput))) else {
+        return Err(Error::usage(format!(
+            "{}: row {row}: load or throughput is not a number",
+            path.display()
+        )));
+    };
+    let stimulus = if cols.rate {
+        Stimulus::RequestRate {
+            rate: load,
+            arrival: crate::load::Arrival::Constant,
+            max_inflight: 1024,
+        }
+    } else if load >= 1.0 && load.fract() == 0.0 && load <= f64::from(u32::MAX) {
+        Stimulus::Concurrency(load as u32)
+    } else {
+        return Err(Error::usage(format!(
+            "{}: row {row}: concurrency '{load}' is not a whole number",
+            path.display()
+        )));
+    };
+    let nan = f64::NAN;
+    let latency = Stats {
+        count: 1,
+        avg: us("Avg latency").unwrap_or(nan),
+        min: nan,
+        max: nan,
+        std: nan,
+        p1: nan,
+        p5: nan,
+        p10: nan,
+        p25: nan,
+        p50: us("p50 latency").unwrap_or(nan),
+        p75: us("p75 latency").unwrap_or(nan),
+        p90: us("p90 latency").unwrap_or(nan),
+        p95: us("p95 latency").unwrap_or(nan),
+        p99: us("p99 latency").unwrap_or(nan),
+        p999: nan,
+    };
+    let server = us("Server Queue").map(|q| {
+        let ci = us("Server Compute Input").unwrap_or(0.0);
+        let cf = us("Server Compute Infer").unwrap_or(0.0);
+        let co = us("Server Compute Output").unwrap_or(0.0);
+        ServerDelta::from_phase_avgs(q, ci, cf, co)
+    });
+    let stats = LevelStats {
+        metrics: vec![(Metric::RequestLatency, latency)],
+        request_count: 1,
+        request_throughput: tput,
+        // perf_analyzer's CSV does not say; perf_analyzer itself uses nearest rank.
+        percentile_method: None,
+        ..Default::default()
+    };
+    Ok(LoadedLevel {
+        fingerprint: None,
+        context: None,
+        dir: path.to_path_buf(),
+        summary: LevelSummary {
+            server,
+            streaming: false,
+            started_unix_ns: modified_ns,
+            ended_unix_ns: modified_ns,
+            ..LevelSummary::new(stimulus, stats)
+        },
+        command_line: None,
+        version: None,
+        slo: vec![],
+        model: None,
+        api: Some("perf_analyzer CSV".into()),
+    })
 }
 
 /// The runs named on a command line: level directories given together form one run (the seeds'
