@@ -428,7 +428,21 @@ pub fn is_secret_header(raw: &str) -> bool {
     raw.split_once(':').is_some_and(|(n, _)| is_secret_name(n))
 }
 
-/// The command line for the record, with secret flag values and secret headers redacted.
+/// `s` with the password of a URL's user information replaced (`http://u:<redacted>@host`);
+/// `None` when it holds none.
+pub fn redact_url_password(s: &str) -> Option<String> {
+    let (scheme, rest) = s.split_once("://")?;
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (userinfo, host) = rest[..authority_end].rsplit_once('@')?;
+    let (user, _) = userinfo.split_once(':')?;
+    Some(format!(
+        "{scheme}://{user}:<redacted>@{host}{}",
+        &rest[authority_end..]
+    ))
+}
+
+/// The command line for the record, with secret flag values, secret headers and URL passwords
+/// redacted.
 pub fn redact_command_line(argv: &[String]) -> String {
     let mut out = Vec::with_capacity(argv.len());
     let mut redact_next = false;
@@ -458,7 +472,10 @@ pub fn redact_command_line(argv: &[String]) -> String {
             out.push(format!("--header={}", shell_quote(&redact_header_arg(h))));
             continue;
         }
-        out.push(shell_quote(a));
+        match redact_url_password(a) {
+            Some(r) => out.push(shell_quote(&r)),
+            None => out.push(shell_quote(a)),
+        }
     }
     out.join(" ")
 }
@@ -492,6 +509,8 @@ mod tests {
             "gpt 2",
             "--output-tokens-mean",
             "100",
+            "-u",
+            "https://svc:hunter2@gw.example:8443/v1?x=1",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -499,7 +518,14 @@ mod tests {
         let s = redact_command_line(&argv);
         assert_eq!(
             s,
-            "ttftbench profile --api-key <redacted> --api-key=<redacted> -H 'Authorization: <redacted>' -m 'gpt 2' --output-tokens-mean 100"
+            "ttftbench profile --api-key <redacted> --api-key=<redacted> -H 'Authorization: <redacted>' -m 'gpt 2' --output-tokens-mean 100 -u 'https://svc:<redacted>@gw.example:8443/v1?x=1'"
         );
+        assert_eq!(
+            redact_url_password("http://user@host/x"),
+            None,
+            "no password"
+        );
+        assert_eq!(redact_url_password("localhost:8001"), None);
+        assert_eq!(redact_url_password("a@b"), None);
     }
 }

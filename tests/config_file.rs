@@ -131,6 +131,23 @@ fn the_command_line_wins_and_print_config_runs_nothing() {
         out.contains("# header Authorization: given, not written"),
         "{out}"
     );
+    let (code, out, err) = run_in(
+        &[
+            "profile",
+            "--config",
+            &cfg,
+            "-u",
+            "http://svc:hunter2@localhost:9",
+            "--print-config",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("hunter2"), "{out}");
+    assert!(
+        out.contains("# url: given, not written (its URL holds a password"),
+        "{out}"
+    );
     assert_eq!(
         std::fs::read_dir(tmp.path()).unwrap().count(),
         1,

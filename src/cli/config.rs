@@ -268,6 +268,15 @@ pub fn resolved(argv: &[String]) -> String {
             .flatten()
             .map(|v| v.to_string_lossy().into_owned())
             .collect();
+        if raw
+            .iter()
+            .any(|v| crate::target::redact_url_password(v).is_some())
+        {
+            withheld.push(format!(
+                "# {long}: given, not written (its URL holds a password: pass it again)"
+            ));
+            continue;
+        }
         let (kept, secret): (Vec<String>, Vec<String>) = raw
             .into_iter()
             .partition(|v| long != "header" || !crate::target::is_secret_header(v));
