@@ -8,13 +8,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{args, bin, profile, start_round};
+use common::{args, bin, json_file, profile, start_round};
 use serde_json::Value;
-
-fn json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 /// The flags of a streamed chat run whose prompts spread over about 100–2,000 tokens.
 fn spread(url: &str, dir: &Path, buckets: &str) -> Vec<String> {
@@ -78,7 +73,7 @@ async fn ttft_rises_with_the_prompt_length_bucket() {
     a.extend(args(&["--concurrency", "1,2"]));
     let out = profile(&a).await.unwrap();
     let dir = &out.levels[0].dir;
-    let doc = json(&dir.join("profile_export_genai_perf.json"));
+    let doc = json_file(&dir.join("profile_export_genai_perf.json"));
     let b = buckets(&doc);
     assert_eq!(
         b.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
@@ -111,7 +106,7 @@ async fn ttft_rises_with_the_prompt_length_bucket() {
     assert!(lines[4].starts_with(">=1500,1500,,"), "{section}");
     assert!(lines[4].ends_with(",ms"), "{section}");
 
-    let hist = json(&dir.join("histograms.json"));
+    let hist = json_file(&dir.join("histograms.json"));
     assert_eq!(
         hist["isl_buckets"]["edges"],
         serde_json::json!([500, 1000, 1500])
@@ -136,7 +131,7 @@ async fn auto_buckets_hold_a_quarter_each_and_survive_a_shard_merge() {
     cmd.arg("merge").args(&dirs).arg("-o").arg(&merged);
     let o = cmd.output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let level = |d: &Path| json(&d.join("profile_export_genai_perf.json"));
+    let level = |d: &Path| json_file(&d.join("profile_export_genai_perf.json"));
     let parts: Vec<Value> = dirs.iter().map(|d| level(d)).collect();
     let whole = level(&merged);
     let b = buckets(&whole);

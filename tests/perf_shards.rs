@@ -27,11 +27,6 @@ fn unix_now_ns() -> u64 {
         .as_nanos() as u64
 }
 
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -134,14 +129,14 @@ async fn perf_shards_start_together_and_merge_into_the_union() {
         let rows = punctual_rows(&level, t_ns);
         assert_eq!(rows.len(), 40, "shard {i}: 120 requests over 3 shards");
         latencies.extend(rows.iter().map(|r| r["latency_ms"].as_f64().unwrap()));
-        let rec = json(&level.join("shard.json"));
+        let rec = json_file(&level.join("shard.json"));
         assert_eq!(rec["mode"], "perf");
         assert_eq!(
             rec["part"]["concurrency"],
             [2, 1, 1][i],
             "concurrency 4 over 3 shards"
         );
-        let doc = json(&level.join("profile_export_genai_perf.json"));
+        let doc = json_file(&level.join("profile_export_genai_perf.json"));
         assert_eq!(doc["perf"]["windows"], 1);
         assert_eq!(doc["schema_version"], 2);
         let c = &doc["context"];
@@ -154,7 +149,7 @@ async fn perf_shards_start_together_and_merge_into_the_union() {
     let merged = tmp.path().join("merged");
     let o = merge(&dirs, &merged);
     assert!(o.status.success(), "{}", stderr(&o));
-    let doc = json(&merged.join("profile_export_genai_perf.json"));
+    let doc = json_file(&merged.join("profile_export_genai_perf.json"));
     assert_eq!(doc["request_count"]["avg"], 120);
     assert_eq!(doc["shards"]["count"], 3);
     assert_eq!(measured(&merged).len(), 120);
@@ -248,7 +243,7 @@ async fn perf_shard_levels_share_slots_and_idle_shards_say_so() {
         said.contains("then a level every 7 s") && said.contains("all 3 windows"),
         "{said}"
     );
-    let idle = json(&dirs[2].join("concurrency2").join("shard.json"));
+    let idle = json_file(&dirs[2].join("concurrency2").join("shard.json"));
     assert!(
         idle["idle"].as_str().unwrap().contains("no worker"),
         "{idle}"
@@ -258,7 +253,7 @@ async fn perf_shard_levels_share_slots_and_idle_shards_say_so() {
     for (i, d) in dirs.iter().enumerate() {
         let level = d.join("concurrency4");
         punctual_rows(&level, t_ns + 7_000_000_000);
-        let doc = json(&level.join("profile_export_genai_perf.json"));
+        let doc = json_file(&level.join("profile_export_genai_perf.json"));
         assert_eq!(
             doc["perf"]["windows"], 3,
             "shard {i}: every window measured"
@@ -275,10 +270,10 @@ async fn perf_shard_levels_share_slots_and_idle_shards_say_so() {
     let mut levels: Vec<f64> = rows.iter().map(|r| num(r, "Concurrency")).collect();
     levels.sort_by(f64::total_cmp);
     assert_eq!(levels, [2.0, 4.0]);
-    let c4 = json(&merged.join("concurrency4/profile_export_genai_perf.json"));
+    let c4 = json_file(&merged.join("concurrency4/profile_export_genai_perf.json"));
     assert_eq!(c4["request_count"]["avg"].as_u64().unwrap(), count);
     assert_eq!(c4["shards"]["shards"].as_array().unwrap().len(), 3);
-    let c2 = json(&merged.join("concurrency2/profile_export_genai_perf.json"));
+    let c2 = json_file(&merged.join("concurrency2/profile_export_genai_perf.json"));
     assert_eq!(c2["shards"]["shards"][2]["requests"], 0);
     assert!(merged.join("summary.csv").is_file() && merged.join("report.html").is_file());
 }

@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use common::{Tee, args, profile, rows, start_round};
-use serde_json::Value;
 
 /// Every row's `request_id` (warm-up included) of the run's level directories.
 fn recorded_ids(dirs: &[&Path]) -> Vec<String> {
@@ -20,8 +19,7 @@ fn recorded_ids(dirs: &[&Path]) -> Vec<String> {
 }
 
 fn run_id(dir: &Path) -> String {
-    let text = std::fs::read_to_string(dir.join("profile_export_genai_perf.json")).unwrap();
-    let doc: Value = serde_json::from_str(&text).unwrap();
+    let doc = common::json_file(&dir.join("profile_export_genai_perf.json"));
     doc["context"]["run_id"].as_str().unwrap().to_string()
 }
 

@@ -4,15 +4,7 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{args, plan, profile, start_round};
-use serde_json::Value;
-
-fn json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use common::{args, json_file, plan, profile, start_round};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grpc_sweep_records_its_context_and_names_its_exports() {
@@ -57,7 +49,7 @@ async fn a_grpc_sweep_records_its_context_and_names_its_exports() {
             assert!(l.dir.join(f).is_file(), "{f} in {}", l.dir.display());
         }
         assert!(!l.dir.join("profile_export.json").exists());
-        let doc = json(&l.dir.join("run7_genai_perf.json"));
+        let doc = json_file(&l.dir.join("run7_genai_perf.json"));
         assert_eq!(doc["schema_version"], 2);
         let level = &doc["level"];
         let (start, end) = (
@@ -67,7 +59,7 @@ async fn a_grpc_sweep_records_its_context_and_names_its_exports() {
         assert!(previous_end <= start && start < end, "{level}");
         previous_end = end;
         for f in ["histograms.json", "run7.json", "inputs.json"] {
-            assert_eq!(json(&l.dir.join(f))["schema_version"], 2, "{f}");
+            assert_eq!(json_file(&l.dir.join(f))["schema_version"], 2, "{f}");
         }
         contexts.push(doc["context"].clone());
     }
@@ -85,7 +77,7 @@ async fn a_grpc_sweep_records_its_context_and_names_its_exports() {
     assert_eq!(c["model"]["decoupled"], true);
 
     let sweep = out.sweep_dir.expect("a sweep");
-    let summary = json(&sweep.join("summary.json"));
+    let summary = json_file(&sweep.join("summary.json"));
     assert_eq!(summary["schema_version"], 2);
     assert_eq!(summary["context"]["run_id"], c["run_id"]);
     let html = std::fs::read_to_string(sweep.join("report.html")).unwrap();
@@ -127,7 +119,7 @@ async fn an_openai_run_reads_the_server_and_its_model_listing() {
     ]))
     .await
     .unwrap();
-    let doc = json(&out.levels[0].dir.join("profile_export_genai_perf.json"));
+    let doc = json_file(&out.levels[0].dir.join("profile_export_genai_perf.json"));
     let c = &doc["context"];
     assert_eq!(c["labels"], serde_json::json!({}));
     assert_eq!(c["server"]["name"], "ttftbench-sim", "{c}");

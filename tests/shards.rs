@@ -157,7 +157,7 @@ fn same_as_whole(merged: &Aggregate, whole_doc: &Value, whole: &Aggregate, parts
 /// (Unix ns) time base, its window spanning theirs; GenAI-Perf's own parser, when its venv is
 /// here, recomputes the merged level's numbers from it.
 fn raw_exports_merged(shards: &[PathBuf], merged: &Path) {
-    let export = |d: &Path| json(&d.join("profile_export.json"));
+    let export = |d: &Path| json_file(&d.join("profile_export.json"));
     let requests = |doc: &Value| -> Vec<Value> {
         doc["experiments"][0]["requests"]
             .as_array()
@@ -221,10 +221,6 @@ fn run(args: &[&str]) -> Output {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// The value at `q` of `v` sorted, numpy's linear interpolation.
@@ -291,7 +287,7 @@ async fn shard_processes_start_together_and_merge_exactly() {
     for (i, o) in outputs.iter().enumerate() {
         assert!(o.status.success(), "shard {i}: {}", stderr(o));
     }
-    let idle = json(&dirs[3].join("shard.json"));
+    let idle = json_file(&dirs[3].join("shard.json"));
     assert!(
         idle["idle"].as_str().unwrap().contains("no worker"),
         "{idle}"
@@ -327,7 +323,7 @@ async fn shard_processes_start_together_and_merge_exactly() {
     merge_args.extend(["-o".into(), s(&merged)]);
     let o = Command::new(BIN).args(&merge_args).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let doc = json(&merged.join("profile_export_genai_perf.json"));
+    let doc = json_file(&merged.join("profile_export_genai_perf.json"));
     assert_eq!(doc["request_count"]["avg"], 90);
     assert_eq!(doc["shards"]["count"], 4);
     assert_eq!(doc["shards"]["shards"][3]["requests"], 0);

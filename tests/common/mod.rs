@@ -454,6 +454,12 @@ pub fn bin() -> std::process::Command {
     c
 }
 
+/// A JSON file's document; a missing or malformed file fails the test naming the file.
+pub fn json_file(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Runs the binary with `args` in `cwd`; returns (exit code, stdout, stderr).
 pub fn run_in(args: &[&str], cwd: &Path) -> (i32, String, String) {
     let out = bin()
