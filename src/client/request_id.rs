@@ -28,15 +28,23 @@ impl IdField {
     /// fields may come in any order, so the body is encoded once and each request only appends
     /// its id field after it.
     pub fn numeric(id: u64) -> IdField {
+        IdField::new(b"", id)
+    }
+
+    /// `prefix` followed by `seq` in decimal (`prefix` at most 100 bytes, so the one-byte
+    /// length always fits).
+    fn new(prefix: &[u8], seq: u64) -> IdField {
         let mut digits = [0; 20];
-        let d = decimal(id, &mut digits);
+        let d = decimal(seq, &mut digits);
+        let n = prefix.len() + d.len();
         let mut f = IdField {
             buf: [0; 128],
-            len: 2 + d.len(),
+            len: 2 + n,
         };
         f.buf[0] = 0x1a; // field 3, wire type 2 (length-delimited)
-        f.buf[1] = d.len() as u8;
-        f.buf[2..f.len].copy_from_slice(d);
+        f.buf[1] = n as u8;
+        f.buf[2..2 + prefix.len()].copy_from_slice(prefix);
+        f.buf[2 + prefix.len()..f.len].copy_from_slice(d);
         f
     }
 
@@ -50,9 +58,13 @@ impl RequestIds {
     /// The ids of run `run_id`, sent in header `header` over HTTP (`None`: in no header). The
     /// header name must be an HTTP token (checked by the plan).
     pub fn new(run_id: &str, header: Option<&str>) -> RequestIds {
-        // Room for the gRPC field's one-byte length: 20 digits of seq always fit.
-        let run: String = run_id.chars().take(100).collect();
-        let prefix = format!("{run}-");
+        // Room for the gRPC field's one-byte length: at most 99 bytes of run id (cut at a
+        // character boundary), the dash and 20 digits of seq always fit.
+        let mut end = run_id.len().min(99);
+        while !run_id.is_char_boundary(end) {
+            end -= 1;
+        }
+        let prefix = format!("{}-", &run_id[..end]);
         RequestIds {
             header: header.map(|h| format!("{h}: {prefix}").into_bytes().into_boxed_slice()),
             prefix: prefix.into_boxed_str(),
@@ -71,17 +83,7 @@ impl RequestIds {
 
     /// KServe's `id` field for request `seq`, protobuf-encoded.
     pub fn grpc_field(&self, seq: u64) -> IdField {
-        let mut digits = [0; 20];
-        let d = decimal(seq, &mut digits);
-        let mut f = IdField {
-            buf: [0; 128],
-            len: 2 + self.prefix.len() + d.len(),
-        };
-        f.buf[0] = 0x1a; // field 3, wire type 2 (length-delimited)
-        f.buf[1] = (self.prefix.len() + d.len()) as u8;
-        f.buf[2..2 + self.prefix.len()].copy_from_slice(self.prefix.as_bytes());
-        f.buf[2 + self.prefix.len()..f.len].copy_from_slice(d);
-        f
+        IdField::new(self.prefix.as_bytes(), seq)
     }
 
     /// Request `seq`'s id as text (what `requests.jsonl` records).
@@ -149,9 +151,10 @@ mod tests {
 
     #[test]
     fn the_longest_id_fits_the_field() {
-        let ids = RequestIds::new(&"r".repeat(300), None);
-        let f = ids.grpc_field(u64::MAX);
-        assert_eq!(usize::from(f.bytes()[1]), f.bytes().len() - 2);
-        assert!(f.bytes().len() <= 128);
+        for run in ["r".repeat(300), "é".repeat(300)] {
+            let f = RequestIds::new(&run, None).grpc_field(u64::MAX);
+            assert_eq!(usize::from(f.bytes()[1]), f.bytes().len() - 2);
+            assert!(f.bytes().len() <= 128);
+        }
     }
 }
