@@ -116,15 +116,8 @@ fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), String> {
         .map(|e| e.as_u64().and_then(|n| u32::try_from(n).ok()))
         .collect::<Option<_>>()
         .ok_or("isl_buckets: an edge is not a token count")?;
-    if edges.windows(2).any(|w| w[0] >= w[1]) || edges.first() == Some(&0) {
-        return Err("isl_buckets: edges must rise from above 0".into());
-    }
-    if edges.len() > crate::stats::isl::MAX_EDGES {
-        return Err(format!(
-            "isl_buckets: {} edges, at most {} are written",
-            edges.len(),
-            crate::stats::isl::MAX_EDGES
-        ));
+    if let Some(why) = crate::stats::isl::edges_problem(&edges) {
+        return Err(format!("isl_buckets: {why}"));
     }
     agg.isl = crate::stats::isl::IslDists::new(&edges);
     let buckets = v.get("buckets").and_then(Value::as_array);

@@ -155,19 +155,10 @@ pub fn parse_isl_buckets(raw: Option<&str>) -> Result<IslBuckets, UsageError> {
                 "--isl-buckets '{raw}': give input-length edges in tokens, e.g. 128,512,2048, or auto"
             ))
         })?;
-    if edges.windows(2).any(|w| w[0] >= w[1]) {
-        return usage(format!(
-            "--isl-buckets '{raw}': the edges must rise (128,512,2048)"
-        ));
+    match crate::stats::isl::edges_problem(&edges) {
+        Some(why) => usage(format!("--isl-buckets '{raw}': {why}")),
+        None => Ok(IslBuckets::Edges(edges)),
     }
-    if edges.len() > crate::stats::isl::MAX_EDGES {
-        return usage(format!(
-            "--isl-buckets: {} edges; at most {}",
-            edges.len(),
-            crate::stats::isl::MAX_EDGES
-        ));
-    }
-    Ok(IslBuckets::Edges(edges))
 }
 
 /// `--goodput time_to_first_token:500 inter_token_latency:20`.

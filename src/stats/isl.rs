@@ -13,6 +13,16 @@ use crate::record::RequestRecord;
 /// histograms in every window.
 pub const MAX_EDGES: usize = 32;
 
+/// Why `edges` cannot cut buckets (not rising from above 0, or more than [`MAX_EDGES`]);
+/// `None` when they can. The plan and the histogram reader both ask, so a file holds only
+/// what a plan could have asked for.
+pub fn edges_problem(edges: &[u32]) -> Option<String> {
+    if edges.first() == Some(&0) || edges.windows(2).any(|w| w[0] >= w[1]) {
+        return Some("the edges must rise (128,512,2048)".into());
+    }
+    (edges.len() > MAX_EDGES).then(|| format!("{} edges; at most {MAX_EDGES}", edges.len()))
+}
+
 /// One input-length bucket's numbers for a level.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct IslBucket {
