@@ -235,10 +235,8 @@ pub fn resolved(argv: &[String]) -> String {
         return String::new();
     };
     let cmd = subcommand(sub);
-    let Ok(m) = super::Cli::command().try_get_matches_from(argv) else {
-        return String::new();
-    };
-    let Some((_, m)) = m.subcommand() else {
+    // The subcommand parses its own arguments, its name standing where a program name would.
+    let Ok(m) = cmd.clone().try_get_matches_from(&argv[1..]) else {
         return String::new();
     };
     let mut doc = toml::Table::new();
