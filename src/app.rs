@@ -290,6 +290,14 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
     if !summaries.is_empty() {
         text.push_str(&crate::report::console::sweep_table(&summaries));
     }
+    if !outcome.repetitions.is_empty() {
+        let levels: Vec<_> = outcome
+            .levels
+            .iter()
+            .map(|l| (&l.summary, l.repetitions.as_slice()))
+            .collect();
+        text.push_str(&crate::report::console::repetitions_table(&levels));
+    }
     if let Some(note) = crate::report::console::not_streaming_note(&summaries) {
         text.push_str(note);
         text.push('\n');

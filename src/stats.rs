@@ -13,6 +13,7 @@ use crate::metrics::{
 use crate::record::{ErrorKind, RequestRecord};
 
 pub mod isl;
+pub mod repeat;
 mod percentile;
 
 /// Significant digits kept by every histogram (0.1 % relative precision).

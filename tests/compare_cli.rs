@@ -125,6 +125,7 @@ const TABLE: &str = "\
 baseline: 20260102_1200 (bench/20260102_1200)
 current:  20260102_1300 (bench/20260102_1300)
 limits:   throughput may fall by at most 5%; p99 latency may rise by at most 10%
+note: single runs on both sides: the verdict cannot account for run-to-run noise; run both with --repeat 3 to tell a regression from noise
 
 Level         Metric                       Baseline       Current   Change  Limit  Status
 ------------  -----------------------  ------------  ------------  -------  -----  ---------
@@ -215,6 +216,8 @@ fn thresholds_markdown_json_and_output_file() {
 
 ✅ **no regressions** — limits: --threshold time_to_first_token.p99:+30%; --threshold request_throughput:-15%; --threshold queue_share:+30pp
 
+> note: single runs on both sides: the verdict cannot account for run-to-run noise; run both with --repeat 3 to tell a regression from noise
+
 <details><summary>All metrics</summary>
 
 | Level | Metric | Baseline | Current | Change | Limit | Status |
@@ -243,7 +246,7 @@ fn thresholds_markdown_json_and_output_file() {
     );
     assert_eq!(code, 1);
     assert!(out.contains(
-        "❌ **1 regression** — limits: --threshold time_to_first_token.p99:+20ms\n\n| Level | Metric | Baseline | Current | Change | Limit | Status |\n|---|---|---:|---:|---:|---:|---|\n| concurrency8 | time_to_first_token.p99 | 160.00 ms | 200.00 ms | +25.0% | +20ms | REGRESSED |\n\n<details>"
+        "❌ **1 regression** — limits: --threshold time_to_first_token.p99:+20ms\n\n> note: single runs on both sides: the verdict cannot account for run-to-run noise; run both with --repeat 3 to tell a regression from noise\n\n| Level | Metric | Baseline | Current | Change | Limit | Status |\n|---|---|---:|---:|---:|---:|---|\n| concurrency8 | time_to_first_token.p99 | 160.00 ms | 200.00 ms | +25.0% | +20ms | REGRESSED |\n\n<details>"
     ), "{out}");
     // JSON to a file; stdout stays empty, stderr says where it went.
     let (code, out, err) = run_in(
@@ -275,7 +278,8 @@ fn thresholds_markdown_json_and_output_file() {
     assert_eq!(
         row,
         &json!({"level": "concurrency8", "metric": "output_token_throughput", "unit": "tokens/sec",
-            "baseline": 4000.0, "current": 3600.0, "change_pct": -10.0, "limits": ["-5%"], "status": "regressed"})
+            "baseline": 4000.0, "current": 3600.0, "change_pct": -10.0, "limits": ["-5%"], "status": "regressed",
+            "baseline_values": [4000.0], "current_values": [3600.0], "change_interval": null})
     );
 }
 
@@ -337,6 +341,7 @@ fn perf_analyzer_csv_files_compare() {
 baseline: last (last.csv)
 current:  ci_result (ci_result.csv)
 limits:   throughput may fall by at most 5%; p99 latency may rise by at most 10%
+note: single runs on both sides: the verdict cannot account for run-to-run noise; run both with --repeat 3 to tell a regression from noise
 
 Level         Metric                    Baseline        Current  Change  Limit  Status
 ------------  -------------------  -------------  -------------  ------  -----  ---------

@@ -148,6 +148,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         slo: Vec::new(),
         model: text("/model_names/0"),
         api: text("/endpoint/type").map(|t| format!("GenAI-Perf {t}")),
+        repetitions: Vec::new(),
     })
 }
 

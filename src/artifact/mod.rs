@@ -16,6 +16,7 @@ pub mod lines;
 pub mod raw_export;
 pub mod read;
 pub mod records;
+pub mod repeat;
 pub mod server_view;
 pub mod shard;
 pub mod summary;
@@ -204,6 +205,32 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// The `--artifact-dir` of repetition `k` (1-based) of a `--repeat` run of `levels`: `rep{k}`
+    /// inside the directory that holds the sweep's files (for a single level, inside the level's
+    /// own directory), the per-level part of a template kept below it. The timestamp is already
+    /// in: every repetition writes under the same run directory, and the combined levels go
+    /// where a single run's would.
+    pub fn repetition(&self, k: u32, levels: &[Stimulus]) -> PathBuf {
+        let rep = format!("rep{k}");
+        match (&self.template, levels) {
+            (Some(t), _) if self.has_level_placeholder() => {
+                let sweep = self.sweep_dir();
+                let rest: PathBuf = Path::new(t)
+                    .components()
+                    .skip_while(|c| {
+                        let c = c.as_os_str().to_string_lossy();
+                        !LEVEL_PLACEHOLDERS.iter().any(|p| c.contains(p))
+                    })
+                    .collect();
+                sweep.join(rep).join(rest)
+            }
+            (_, [one]) => self.level_dir(one).join(rep),
+            _ => self.sweep_dir().join(rep),
+        }
+    }
+}
+
 fn expand_level(t: &str, s: &Stimulus) -> String {
     let value = match s {
         Stimulus::Concurrency(n) => n.to_string(),
@@ -290,6 +317,30 @@ mod tests {
             PathBuf::from("artifacts/org_model-openai-chat-concurrency2")
         );
         assert_eq!(l.sweep_dir(), PathBuf::from("artifacts"));
+    }
+
+    #[test]
+    fn repetitions_write_below_the_run_directory() {
+        let c = |n| Stimulus::Concurrency(n);
+        let l = layout(&["--concurrency", "1,2"]);
+        assert_eq!(l.repetition(2, &[c(1), c(2)]), PathBuf::from("artifacts/rep2"));
+        let l = layout(&["--concurrency", "4"]);
+        assert_eq!(
+            l.repetition(1, &[c(4)]),
+            PathBuf::from("artifacts/org_model-triton-tensorrtllm-concurrency4/rep1")
+        );
+        let l = layout(&["--concurrency", "1,2", "--artifact-dir", "b/{timestamp}"]);
+        assert_eq!(
+            l.repetition(3, &[c(1), c(2)]),
+            PathBuf::from("b/20261129_1200/rep3")
+        );
+        let l = layout(&["--concurrency", "1,2", "--artifact-dir", "b/{timestamp}/c{concurrency}"]);
+        assert_eq!(
+            l.repetition(1, &[c(1), c(2)]),
+            PathBuf::from("b/20261129_1200/rep1/c{concurrency}")
+        );
+        let l = layout(&["--concurrency", "1,2", "--artifact-dir", "{level}"]);
+        assert_eq!(l.repetition(1, &[c(1), c(2)]), PathBuf::from("./rep1/{level}"));
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub struct LoadedLevel {
     /// Where and against what it was measured (run id, labels, hosts, server version), when
     /// recorded (ttftbench 2 files and later).
     pub context: Option<crate::context::RunContext>,
+    /// A `--repeat` run's combined level: each repetition's own numbers, in order (`summary`
+    /// holds their medians); empty for a level of a single run.
+    pub repetitions: Vec<LevelSummary>,
 }
 
 /// One run: the levels of one sweep (or of one shell loop), in load order.
@@ -420,6 +423,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         slo,
         model: text_at(cfg, "/target/model"),
         api: text_at(cfg, "/target/api"),
+        repetitions: Vec::new(),
     })
 }
 
@@ -432,9 +436,26 @@ fn read_json(path: &Path) -> Result<Value> {
 }
 
 /// Reads one level directory.
+/// A `--repeat` run's combined level also reads each repetition's level (named in its
+/// `repetitions` block).
 pub fn read_level(dir: &Path) -> Result<LoadedLevel> {
     let path = level_json(dir).unwrap_or_else(|| dir.join(JSON_FILE));
-    level_from_json(&read_json(&path)?, dir)
+    let doc = read_json(&path)?;
+    let mut level = level_from_json(&doc, dir)?;
+    for rel in super::repeat::dirs(&doc) {
+        let rep = dir.join(&rel);
+        let rep_path = level_json(&rep).ok_or_else(|| {
+            Error::usage(format!(
+                "{}: repetition {rel} is listed but {} has no level file",
+                path.display(),
+                rep.display()
+            ))
+        })?;
+        level
+            .repetitions
+            .push(level_from_json(&read_json(&rep_path)?, &rep)?.summary);
+    }
+    Ok(level)
 }
 
 fn label_of(dir: &Path) -> String {
@@ -784,6 +805,7 @@ fn perf_row(
         slo: vec![],
         model: None,
         api: Some("perf_analyzer CSV".into()),
+        repetitions: Vec::new(),
     })
 }
 

@@ -453,6 +453,10 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub shard: ShardArgs,
 
+    /// Repetitions of the whole plan.
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
+
     /// Write report.html for a single level too (GenAI-Perf's flag; a sweep always gets one).
     #[arg(help_heading = OUTPUT, long = "generate-plots")]
     pub generate_plots: bool,
@@ -493,6 +497,44 @@ pub struct EngineViewArgs {
     /// other -H headers go only to the inference server (Triton's triton-access-token always may).
     #[arg(long = "metrics-header")]
     pub metrics_header: Vec<String>,
+}
+
+/// Running the whole plan several times in a row and combining the results.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = DECISIONS)]
+pub struct RepeatArgs {
+    /// Run the whole plan N times in a row (each repetition a complete sweep, in its own
+    /// directory rep1/, rep2/, ...) and report per level the median of every statistic across
+    /// them with its spread (min, max, 95 % interval); `compare` then tells a regression from
+    /// noise.
+    #[arg(long = "repeat", value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+    /// Pause between repetitions (bare number: seconds), e.g. to let the server settle.
+    #[arg(long = "repeat-pause", value_name = "S", default_value = "0s", value_parser = secs)]
+    pub repeat_pause: Duration,
+}
+
+impl RepeatArgs {
+    /// The plan's [`crate::plan::Repeat`]; at least 1 and at most 100 repetitions, and not with
+    /// `--shard` (a shard's repetitions could not be lined up with the other shards').
+    pub fn plan(&self, sharded: bool) -> Result<crate::plan::Repeat, crate::error::UsageError> {
+        use crate::error::UsageError;
+        if !(1..=100).contains(&self.repeat) {
+            return Err(UsageError(format!(
+                "--repeat {}: give 1 to 100 repetitions (3 is the usual choice: its median ignores one outlier)",
+                self.repeat
+            )));
+        }
+        if sharded && self.repeat > 1 {
+            return Err(UsageError(
+                "--repeat with --shard/--shards: repeat the whole sharded launch instead (start the N processes again) and merge each launch; one shard cannot line its repetitions up with the others'".into(),
+            ));
+        }
+        Ok(crate::plan::Repeat {
+            count: self.repeat,
+            pause: self.repeat_pause,
+        })
+    }
 }
 
 /// Running one plan as N processes (`ttftbench merge` adds their results up).

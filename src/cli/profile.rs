@@ -154,11 +154,13 @@ impl ProfileArgs {
             outputs: self.outputs.plan()?,
             target,
             shard: crate::plan::ShardPlan::default(),
+            repeat: crate::plan::Repeat::ONCE,
             generate_plots: self.generate_plots,
             notices: passed.ignored,
         };
         // The slot between level starts depends on each level's length, known once the plan is.
         plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;
+        plan.repeat = self.repeat.plan(!plan.shard.shard.is_whole())?;
         Ok(plan)
     }
 }

@@ -96,6 +96,8 @@ pub struct RunPlan {
     pub command_line: String,
     /// Which part of a run of several processes this is, and when its levels start.
     pub shard: ShardPlan,
+    /// `--repeat N --repeat-pause S`: how many times the whole plan runs, and the pause between.
+    pub repeat: Repeat,
 
     /// Where results go besides the artifact directory (JUnit, JSON stdout, Pushgateway, the
     /// GitHub step summary); not part of GenAI-Perf's `input_config`.
@@ -108,6 +110,30 @@ pub struct RunPlan {
     /// perf_analyzer that mean nothing here), said before the run starts.
     #[serde(skip)]
     pub notices: Vec<String>,
+}
+
+/// `--repeat N --repeat-pause S`: the whole plan runs `count` times in a row (each repetition a
+/// complete sweep, in order, so drift shows), `pause` apart; results are combined per level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Repeat {
+    /// Repetitions (1: a single run).
+    pub count: u32,
+    /// Pause between repetitions.
+    #[serde(with = "duration_secs")]
+    pub pause: Duration,
+}
+
+impl Repeat {
+    /// One run, no pause.
+    pub const ONCE: Repeat = Repeat {
+        count: 1,
+        pause: Duration::ZERO,
+    };
+
+    /// Whether the plan runs more than once.
+    pub fn is_repeated(&self) -> bool {
+        self.count > 1
+    }
 }
 
 /// Fields of a [`RunPlan`]'s JSON that differ between the shards of one run and are left out
@@ -181,6 +207,7 @@ impl RunPlan {
             verbosity: Verbosity::Normal,
             command_line: String::new(),
             shard: ShardPlan::default(),
+            repeat: Repeat::ONCE,
             outputs: outputs::Outputs::default(),
             generate_plots: false,
             notices: Vec::new(),

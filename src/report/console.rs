@@ -58,6 +58,48 @@ fn ms(v: Option<f64>) -> String {
     crate::analysis::text::fixed_or(v, 2, "-")
 }
 
+/// The numbers of a `--repeat` run that vary most from run to run, per level: the median across
+/// repetitions and the range seen, `612.10 [598.30–640.90]`; `-` where a level has no value.
+/// `levels`: each combined level with its repetitions.
+pub fn repetitions_table(levels: &[(&LevelSummary, &[LevelSummary])]) -> String {
+    use crate::metrics::{MetricRef, Stat, SystemMetric};
+    let cols: [(&str, MetricRef); 6] = [
+        ("TTFT p50 (ms)", MetricRef::Dist(Metric::TimeToFirstToken, Stat::P50)),
+        ("TTFT p99 (ms)", MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99)),
+        ("ITL avg (ms)", MetricRef::Dist(Metric::InterTokenLatency, Stat::Avg)),
+        ("Latency p99 (ms)", MetricRef::Dist(Metric::RequestLatency, Stat::P99)),
+        ("Output tok/s", MetricRef::System(SystemMetric::OutputTokenThroughput)),
+        ("Requests/s", MetricRef::System(SystemMetric::RequestThroughput)),
+    ];
+    let count = levels.first().map_or(0, |(_, r)| r.len());
+    let mut headers = vec!["Level"];
+    headers.extend(cols.iter().map(|(h, _)| *h));
+    let rows: Vec<Vec<String>> = levels
+        .iter()
+        .map(|(combined, reps)| {
+            let refs: Vec<&LevelSummary> = reps.iter().collect();
+            let spreads = crate::stats::repeat::spreads(&refs, combined);
+            let mut row = vec![combined.stimulus.name()];
+            row.extend(cols.iter().map(|(_, m)| {
+                spreads
+                    .iter()
+                    .find(|s| s.metric == *m)
+                    .map_or("-".to_string(), |s| {
+                        let s = s.spread;
+                        format!("{:.2} [{:.2}–{:.2}]", s.median, s.min, s.max)
+                    })
+            }));
+            row
+        })
+        .collect();
+    let mut aligns = vec![Align::Left];
+    aligns.extend(cols.iter().map(|_| Align::Right));
+    format!(
+        "Over {count} repetitions: median [min–max] (95 % intervals in repetitions.csv)\n{}",
+        table(&headers, &aligns, &rows)
+    )
+}
+
 /// The sweep table: one row per level. Open-loop levels add TTFT p99 measured from each
 /// request's intended send time (corrected for coordinated omission) beside the one from the
 /// actual send, so a generator or cap that sent late shows as the gap between the two.

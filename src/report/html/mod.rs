@@ -356,6 +356,7 @@ mod tests {
                 .collect(),
             model: Some("gpt2".into()),
             api: Some("kserve".into()),
+            repetitions: Vec::new(),
         }
     }
 

@@ -28,12 +28,14 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::artifact::read::Run;
+use crate::artifact::read::{LoadedLevel, Run};
 use crate::metrics::Metric;
 use crate::metrics::{Kind, MetricRef, MetricSource, Stat, SystemMetric, parse_value, trim_num};
 use crate::report::console::{Align, table};
 use crate::report::svg::esc;
 use crate::stats::LevelSummary;
+
+pub mod noise;
 
 /// How far a metric may move.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -255,6 +257,9 @@ pub enum Status {
     Regressed,
     /// A limited metric the current run has no value for.
     Missing,
+    /// The median moved past a limit, but the 95 % interval of the change over the two sides'
+    /// repetitions reaches back over it: not a regression.
+    WithinNoise,
 }
 
 impl Status {
@@ -264,6 +269,7 @@ impl Status {
             Status::Ok => "ok",
             Status::Regressed => "REGRESSED",
             Status::Missing => "MISSING",
+            Status::WithinNoise => "within noise",
         }
     }
 }
@@ -283,6 +289,10 @@ pub struct Row {
     pub limits: Vec<Threshold>,
     /// Verdict.
     pub status: Status,
+    /// The baseline's value in each of its repetitions (one value for a single run).
+    pub base_values: Vec<f64>,
+    /// The current run's value in each of its repetitions.
+    pub cur_values: Vec<f64>,
 }
 
 impl Row {
@@ -293,6 +303,31 @@ impl Row {
 
     fn is_regression(&self) -> bool {
         matches!(self.status, Status::Regressed | Status::Missing)
+    }
+
+    fn sides(&self) -> noise::Sides<'_> {
+        noise::Sides {
+            base: &self.base_values,
+            cur: &self.cur_values,
+        }
+    }
+
+    /// The 95 % interval of the change when either side has repetitions, in the change
+    /// column's terms: relative (a fraction) for values, absolute for shares.
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        (self.sides().repeated() && self.baseline.is_some() && self.current.is_some())
+            .then(|| noise::interval_of(self.metric.kind(), self.sides()))
+            .flatten()
+    }
+
+    /// [`Row::interval`] as the table shows it (`+2.1%..+18.0%`, `-1.0..+3.5pp`); empty for
+    /// single runs.
+    pub fn interval_text(&self) -> String {
+        match self.interval() {
+            Some(iv) => noise::interval_text(self.metric.kind(), iv),
+            None if self.sides().repeated() => "–".into(),
+            None => String::new(),
+        }
     }
 }
 
@@ -311,8 +346,11 @@ pub struct Comparison {
     pub only_in_baseline: Vec<String>,
     /// Levels only the current run has.
     pub only_in_current: Vec<String>,
-    /// Remarks (levels paired despite different names).
+    /// Remarks (levels paired despite different names, noise).
     pub notes: Vec<String>,
+    /// Whether either run has repetitions (`--repeat`): the tables then show the interval of
+    /// each change.
+    pub repeated: bool,
 }
 
 impl Comparison {
@@ -389,7 +427,9 @@ pub fn server_change(base: &Run, cur: &Run) -> Option<String> {
     Some(format!("{what}: {} → {}", b.describe(), c.describe()))
 }
 
-/// Compares two runs level by level.
+/// Compares two runs level by level. Levels of `--repeat` runs bring their repetitions: each
+/// number is then compared by its median, and a change past a limit regresses only when it is
+/// past the noise too (see [`noise`]).
 pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
     let mut metrics: Vec<MetricRef> = DEFAULT_METRICS.to_vec();
     for t in &rules.thresholds {
@@ -397,89 +437,23 @@ pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
             metrics.push(t.metric);
         }
     }
-    let mut pairs: Vec<(String, &LevelSummary, &LevelSummary)> = Vec::new();
     let mut notes: Vec<String> = server_change(base, cur).into_iter().collect();
-    let mut only_in_baseline = Vec::new();
-    let mut only_in_current = Vec::new();
-    if let ([b], [c]) = (base.levels.as_slice(), cur.levels.as_slice())
-        && b.summary.stimulus.name() != c.summary.stimulus.name()
-    {
-        notes.push(format!(
-            "single levels with different loads compared: {} (baseline) with {} (current)",
-            b.summary.stimulus.name(),
-            c.summary.stimulus.name()
-        ));
-        pairs.push((
-            format!(
-                "{} → {}",
-                b.summary.stimulus.name(),
-                c.summary.stimulus.name()
-            ),
-            &b.summary,
-            &c.summary,
-        ));
-    } else {
-        for b in &base.levels {
-            let name = b.summary.stimulus.name();
-            match cur
-                .levels
-                .iter()
-                .find(|c| c.summary.stimulus.name() == name)
-            {
-                Some(c) => pairs.push((name, &b.summary, &c.summary)),
-                None => only_in_baseline.push(name),
-            }
-        }
-        for c in &cur.levels {
-            let name = c.summary.stimulus.name();
-            if !base
-                .levels
-                .iter()
-                .any(|b| b.summary.stimulus.name() == name)
-            {
-                only_in_current.push(name);
-            }
-        }
-    }
+    let (pairs, only_in_baseline, only_in_current) = pair_levels(base, cur, &mut notes);
     notes.extend(method_note(base, cur));
     let mut rows = Vec::new();
     for (name, b, c) in pairs {
         for &m in &metrics {
-            // A statistic a file does not have (perf_analyzer's CSV has no average) is NaN.
-            let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
-            let (bv, cv) = (finite(b.metric(m)), finite(c.metric(m)));
-            let limits = rules.limits_for(m);
-            let named = rules.thresholds.iter().any(|t| t.metric == m);
-            // No tokens on either side (a tensor model, a perf_analyzer CSV): nothing to compare.
-            let no_tokens = m == MetricRef::System(SystemMetric::OutputTokenThroughput)
-                && bv == Some(0.0)
-                && cv == Some(0.0);
-            if (bv.is_none() && cv.is_none() || no_tokens) && !named {
-                continue;
+            if let Some(row) = compare_metric(&name, (b, c), m, rules) {
+                rows.push(row);
             }
-            let status = match (limits.is_empty(), bv, cv) {
-                (true, _, _) => Status::Unchecked,
-                (false, Some(_), None) => Status::Missing,
-                (false, None, _) => Status::Unchecked,
-                (false, Some(bv), Some(cv)) => {
-                    if limits.iter().any(|t| t.breached(bv, cv)) {
-                        Status::Regressed
-                    } else {
-                        Status::Ok
-                    }
-                }
-            };
-            rows.push(Row {
-                level: name.clone(),
-                metric: m,
-                baseline: bv,
-                current: cv,
-                limits,
-                status,
-            });
         }
     }
+    notes.extend(noise_notes(base, cur, &rows));
+    let repeated = [base, cur]
+        .iter()
+        .any(|r| r.levels.iter().any(|l| !l.repetitions.is_empty()));
     Comparison {
+        repeated,
         baseline: (base.label.clone(), base.dir.display().to_string()),
         current: (cur.label.clone(), cur.dir.display().to_string()),
         rules: rules_text(rules),
@@ -488,6 +462,150 @@ pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
         only_in_current,
         notes,
     }
+}
+
+/// Levels paired by name (two single levels even when their names differ), and the names only
+/// one side has.
+type Paired<'a> = (
+    Vec<(String, &'a LoadedLevel, &'a LoadedLevel)>,
+    Vec<String>,
+    Vec<String>,
+);
+
+fn pair_levels<'a>(base: &'a Run, cur: &'a Run, notes: &mut Vec<String>) -> Paired<'a> {
+    let name = |l: &LoadedLevel| l.summary.stimulus.name();
+    if let ([b], [c]) = (base.levels.as_slice(), cur.levels.as_slice())
+        && name(b) != name(c)
+    {
+        notes.push(format!(
+            "single levels with different loads compared: {} (baseline) with {} (current)",
+            name(b),
+            name(c)
+        ));
+        return (
+            vec![(format!("{} → {}", name(b), name(c)), b, c)],
+            Vec::new(),
+            Vec::new(),
+        );
+    }
+    let mut pairs = Vec::new();
+    let mut only_in_baseline = Vec::new();
+    for b in &base.levels {
+        match cur.levels.iter().find(|c| name(c) == name(b)) {
+            Some(c) => pairs.push((name(b), b, c)),
+            None => only_in_baseline.push(name(b)),
+        }
+    }
+    let only_in_current = cur
+        .levels
+        .iter()
+        .filter(|c| !base.levels.iter().any(|b| name(b) == name(c)))
+        .map(name)
+        .collect();
+    (pairs, only_in_baseline, only_in_current)
+}
+
+/// A number of a level in each repetition (its one value for a single run); a statistic a file
+/// does not have (perf_analyzer's CSV has no average) is NaN.
+fn values(l: &LoadedLevel, m: MetricRef) -> Vec<f64> {
+    let of = |s: &LevelSummary| s.metric(m).unwrap_or(f64::NAN);
+    if l.repetitions.is_empty() {
+        vec![of(&l.summary)]
+    } else {
+        l.repetitions.iter().map(of).collect()
+    }
+}
+
+/// The value a side shows: its one value, or its repetitions' median; `None` when missing.
+fn shown(values: &[f64]) -> Option<f64> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    (!finite.is_empty()).then(|| crate::stats::repeat::median(&finite))
+}
+
+/// One row, or `None` for a number neither side has (and no limit names).
+fn compare_metric(
+    name: &str,
+    (b, c): (&LoadedLevel, &LoadedLevel),
+    m: MetricRef,
+    rules: &Rules,
+) -> Option<Row> {
+    let (base_values, cur_values) = (values(b, m), values(c, m));
+    let (bv, cv) = (shown(&base_values), shown(&cur_values));
+    let limits = rules.limits_for(m);
+    let named = rules.thresholds.iter().any(|t| t.metric == m);
+    // No tokens on either side (a tensor model, a perf_analyzer CSV): nothing to compare.
+    let no_tokens = m == MetricRef::System(SystemMetric::OutputTokenThroughput)
+        && bv == Some(0.0)
+        && cv == Some(0.0);
+    if (bv.is_none() && cv.is_none() || no_tokens) && !named {
+        return None;
+    }
+    let sides = noise::Sides {
+        base: &base_values,
+        cur: &cur_values,
+    };
+    let status = match (limits.is_empty(), bv, cv) {
+        (true, _, _) => Status::Unchecked,
+        (false, Some(_), None) => Status::Missing,
+        (false, None, _) => Status::Unchecked,
+        (false, Some(bv), Some(cv)) => judge(&limits, bv, cv, sides),
+    };
+    Some(Row {
+        level: name.to_string(),
+        metric: m,
+        baseline: bv,
+        current: cv,
+        limits,
+        status,
+        base_values,
+        cur_values,
+    })
+}
+
+/// Ok, regressed, or past a limit but within the noise of the repetitions.
+fn judge(limits: &[Threshold], bv: f64, cv: f64, sides: noise::Sides<'_>) -> Status {
+    let broken: Vec<&Threshold> = limits.iter().filter(|t| t.breached(bv, cv)).collect();
+    if broken.is_empty() {
+        return Status::Ok;
+    }
+    if !sides.repeated() {
+        return Status::Regressed;
+    }
+    let past_noise = broken.iter().any(|t| {
+        noise::interval(t, sides).is_none_or(|iv| noise::wholly_past(t, iv))
+    });
+    if past_noise {
+        Status::Regressed
+    } else {
+        Status::WithinNoise
+    }
+}
+
+/// What the comparison can say about noise: that single runs cannot tell it from a change, or
+/// where one side's repetitions spread wider than a limit (one note per metric and side).
+fn noise_notes(base: &Run, cur: &Run, rows: &[Row]) -> Vec<String> {
+    let repeated = |r: &Run| r.levels.iter().any(|l| !l.repetitions.is_empty());
+    if !repeated(base) && !repeated(cur) {
+        return vec![
+            "single runs on both sides: the verdict cannot account for run-to-run noise; run both with --repeat 3 to tell a regression from noise".into(),
+        ];
+    }
+    let mut notes: Vec<String> = Vec::new();
+    let mut seen: Vec<(MetricRef, &str)> = Vec::new();
+    for r in rows {
+        for t in &r.limits {
+            for (side, values) in [("baseline", &r.base_values), ("current run", &r.cur_values)] {
+                if seen.contains(&(r.metric, side)) {
+                    continue;
+                }
+                if let Some(n) = noise::wide_spread_note(&r.level, t, side, values) {
+                    seen.push((r.metric, side));
+                    notes.push(n);
+                }
+            }
+        }
+    }
+    notes
 }
 
 /// A remark when the two runs computed percentiles differently: their p50/p99 then differ by
@@ -544,35 +662,49 @@ fn change_text(r: &Row) -> String {
     }
 }
 
-fn cells(r: &Row) -> Vec<String> {
+/// A row's cells; with `interval` (a comparison of repetitions) the change's 95 % interval
+/// after the change.
+fn cells(r: &Row, interval: bool) -> Vec<String> {
     let kind = r.metric.kind();
-    vec![
+    let mut v = vec![
         r.level.clone(),
         r.metric.key(),
         compact(kind, r.baseline),
         compact(kind, r.current),
         change_text(r),
+    ];
+    if interval {
+        v.push(r.interval_text());
+    }
+    v.extend([
         r.limits
             .iter()
             .map(Threshold::limit_text)
             .collect::<Vec<_>>()
             .join(" "),
         r.status.word().to_string(),
-    ]
+    ]);
+    v
 }
 
-const HEADERS: [&str; 7] = [
-    "Level", "Metric", "Baseline", "Current", "Change", "Limit", "Status",
-];
-const ALIGNS: [Align; 7] = [
-    Align::Left,
-    Align::Left,
-    Align::Right,
-    Align::Right,
-    Align::Right,
-    Align::Right,
-    Align::Left,
-];
+/// The table's header and alignment, with the interval column for repetitions.
+fn columns(c: &Comparison) -> (Vec<&'static str>, Vec<Align>) {
+    let mut h = vec!["Level", "Metric", "Baseline", "Current", "Change"];
+    let mut a = vec![
+        Align::Left,
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+    ];
+    if c.repeated {
+        h.push("95% interval");
+        a.push(Align::Right);
+    }
+    h.extend(["Limit", "Status"]);
+    a.extend([Align::Right, Align::Left]);
+    (h, a)
+}
 
 fn verdict_line(c: &Comparison) -> String {
     match c.regression_count() {
@@ -600,16 +732,17 @@ pub fn text(c: &Comparison) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out.push('\n');
-    let rows: Vec<Vec<String>> = c.rows.iter().map(cells).collect();
-    out.push_str(&table(&HEADERS, &ALIGNS, &rows));
+    let (headers, aligns) = columns(c);
+    let rows: Vec<Vec<String>> = c.rows.iter().map(|r| cells(r, c.repeated)).collect();
+    out.push_str(&table(&headers, &aligns, &rows));
     for l in &c.only_in_current {
         let _ = writeln!(out, "{l}: only in the current run (not compared)");
     }
     out.push('\n');
-    let regressed: Vec<Vec<String>> = c.regressions().map(cells).collect();
+    let regressed: Vec<Vec<String>> = c.regressions().map(|r| cells(r, c.repeated)).collect();
     let _ = writeln!(out, "{}", verdict_line(c));
     if !regressed.is_empty() {
-        out.push_str(&table(&HEADERS, &ALIGNS, &regressed));
+        out.push_str(&table(&headers, &aligns, &regressed));
     }
     for l in &c.only_in_baseline {
         let _ = writeln!(
@@ -646,32 +779,38 @@ pub fn markdown(c: &Comparison) -> String {
     for note in &c.notes {
         let _ = writeln!(out, "> note: {note}\n");
     }
-    let head = md_row(&HEADERS.map(String::from));
-    let rule = "|---|---|---:|---:|---:|---:|---|\n";
+    let (headers, aligns) = columns(c);
+    let head = md_row(&headers.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    let rule = format!(
+        "|{}|\n",
+        aligns
+            .iter()
+            .map(|a| match a {
+                Align::Left => "---",
+                Align::Right => "---:",
+            })
+            .collect::<Vec<_>>()
+            .join("|")
+    );
     if n > 0 {
         out.push_str(&head);
-        out.push_str(rule);
+        out.push_str(&rule);
         for r in c.regressions() {
-            out.push_str(&md_row(&cells(r)));
+            out.push_str(&md_row(&cells(r, c.repeated)));
         }
         for l in &c.only_in_baseline {
-            out.push_str(&md_row(&[
-                l.clone(),
-                "(level missing from the current run)".into(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                "MISSING".into(),
-            ]));
+            let mut row = vec![l.clone(), "(level missing from the current run)".into()];
+            row.resize(headers.len() - 1, String::new());
+            row.push("MISSING".into());
+            out.push_str(&md_row(&row));
         }
         out.push('\n');
     }
     out.push_str("<details><summary>All metrics</summary>\n\n");
     out.push_str(&head);
-    out.push_str(rule);
+    out.push_str(&rule);
     for r in &c.rows {
-        out.push_str(&md_row(&cells(r)));
+        out.push_str(&md_row(&cells(r, c.repeated)));
     }
     out.push_str("\n</details>\n");
     out
@@ -698,7 +837,11 @@ pub fn json(c: &Comparison) -> Value {
                 Status::Ok => "ok",
                 Status::Regressed => "regressed",
                 Status::Missing => "missing",
+                Status::WithinNoise => "within_noise",
             },
+            "baseline_values": r.base_values.iter().map(|v| v.is_finite().then_some(*v)).collect::<Vec<_>>(),
+            "current_values": r.cur_values.iter().map(|v| v.is_finite().then_some(*v)).collect::<Vec<_>>(),
+            "change_interval": r.interval().map(|(lo, hi)| [lo * 100.0, hi * 100.0]),
         })).collect::<Vec<_>>(),
         "only_in_baseline": c.only_in_baseline,
         "only_in_current": c.only_in_current,
@@ -712,7 +855,7 @@ pub fn html_table(c: &Comparison) -> String {
         "<div class=\"tablewrap\"><table class=\"compare\"><thead><tr><th>Level</th><th>Metric</th><th>Previous</th><th>Newest</th><th>Change</th><th>Limit</th><th>Status</th></tr></thead><tbody>\n",
     );
     for r in c.rows.iter().filter(|r| !r.limits.is_empty()) {
-        let cl = cells(r);
+        let cl = cells(r, false);
         let class = if r.is_regression() { "fail" } else { "pass" };
         let _ = writeln!(
             out,
@@ -850,6 +993,8 @@ mod tests {
             current: Some(c),
             limits: vec![],
             status: Status::Unchecked,
+            base_values: vec![b],
+            cur_values: vec![c],
         };
         let queue = MetricRef::System(SystemMetric::QueueShare);
         // Both round to 0.0%: nothing, not "-57.7%".

@@ -28,6 +28,8 @@ use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
 use crate::report::console;
 use crate::stats::LevelSummary;
 
+mod repeat;
+
 /// The result of one level.
 #[derive(Debug, Clone)]
 pub struct LevelResult {
@@ -37,6 +39,9 @@ pub struct LevelResult {
     pub dir: PathBuf,
     /// Its `--slo` checks (empty without objectives).
     pub slo: Vec<SloResult>,
+    /// With `--repeat`: each repetition's numbers of this level, in order (`summary` holds
+    /// their medians); empty for a single run.
+    pub repetitions: Vec<LevelSummary>,
 }
 
 /// The result of a run.
@@ -54,6 +59,12 @@ pub struct Outcome {
     pub knee: Analysis,
     /// Levels at which this shard had no load: name and why.
     pub idle: Vec<(String, String)>,
+    /// With `--repeat N`: each repetition's own outcome, in order (`levels` then holds the
+    /// combined levels: medians across them); empty for a single run.
+    pub repetitions: Vec<Outcome>,
+    /// The run's identity and server (the first repetition's with `--repeat`); `None` when
+    /// nothing was sent.
+    pub context: Option<RunContext>,
 }
 
 impl Outcome {
@@ -66,6 +77,8 @@ impl Outcome {
             verdict: verdict::verdict(&[]),
             knee: knee::analyze(&[], 0.1),
             idle,
+            repetitions: Vec::new(),
+            context: None,
         }
     }
 
@@ -157,7 +170,17 @@ impl Ui {
 /// A shard (`--shard`) runs its part of each level, waits for each level's shared start, and
 /// writes `shard.json` beside each level's files; at a level where its part is empty it writes
 /// only that file, saying so.
+/// With `--repeat N` the whole plan runs N times and the levels are combined (see
+/// [`repeat`]).
 pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
+    if plan.repeat.is_repeated() {
+        return repeat::run(plan, cancel, ui).await;
+    }
+    run_once(plan, cancel, ui).await
+}
+
+/// Runs the plan once.
+async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let parts: Vec<LevelPart> = (0..plan.levels.len()).map(|i| plan.level_part(i)).collect();
     let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
     if let Some(first) = plan.levels.first() {
@@ -287,6 +310,7 @@ fn keep_level(
             summary: measured.summary,
             dir,
             slo,
+            repetitions: Vec::new(),
         },
     })
 }
@@ -321,6 +345,8 @@ fn conclude(
         verdict,
         knee,
         idle,
+        repetitions: Vec::new(),
+        context: Some(ids.context.clone()),
     };
     let sweep = outcome.levels.len() > 1;
     publisher.finish(&RunEnd {
@@ -570,6 +596,7 @@ fn write_report(
             slo: l.slo.iter().map(RecordedSlo::from_result).collect(),
             model: Some(plan.target.model.clone()),
             api: Some(plan.target.api.name().to_string()),
+            repetitions: l.repetitions.clone(),
         })
         .collect();
     let run = run_from(sweep_dir, loaded);

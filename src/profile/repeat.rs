@@ -1,0 +1,294 @@
+//! `--repeat N`: the whole plan runs N times in a row, each repetition a complete sweep in its
+//! own directory (`rep1/`, `rep2/`, ...; see [`artifact::Layout::repetition`]), then every level
+//! is combined: the median of each statistic across the repetitions, with its spread
+//! ([`crate::stats::repeat`]). The combined levels are written where a single run's levels go,
+//! so `compare`, `report` and any GenAI-Perf reader see one run whose numbers are medians, and
+//! `compare` finds each repetition through the combined level's `repetitions` block.
+
+use std::path::{Path, PathBuf};
+
+use super::{Ids, LevelResult, Outcome, Ui, level_doc, run_once, write_report, write_sweep};
+use crate::analysis::slo;
+use crate::analysis::{knee, verdict};
+use crate::artifact::{self, repeat as files, write_file};
+use crate::context::RunContext;
+use crate::error::{Result, create_dir};
+use crate::load::{Cancel, Stimulus};
+use crate::plan::RunPlan;
+use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
+use crate::stats::LevelSummary;
+use crate::stats::repeat::{self, MetricSpread};
+
+/// Runs `plan` `plan.repeat.count` times and combines the levels every finished repetition
+/// measured. Ctrl-C ends the current repetition as it ends a single run, and the repetitions
+/// finished so far are combined. Only the combined run reaches `--junit`, `--output json` and
+/// the Pushgateway.
+pub(super) async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
+    let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
+    let count = plan.repeat.count;
+    let mut reps: Vec<Outcome> = Vec::new();
+    for k in 1..=count {
+        if cancel.stopping() {
+            break;
+        }
+        if k > 1 && !plan.repeat.pause.is_zero() {
+            ui.say(&format!(
+                "pausing {:.1} s before repetition {k}/{count} (--repeat-pause)",
+                plan.repeat.pause.as_secs_f64()
+            ));
+            tokio::select! {
+                () = tokio::time::sleep(plan.repeat.pause) => {}
+                () = cancel.wait_stop() => break,
+            }
+        }
+        ui.say(&format!("repetition {k}/{count}"));
+        let rep_plan = RunPlan {
+            artifact_dir: Some(layout.repetition(k, &plan.levels)),
+            outputs: crate::plan::outputs::Outputs {
+                labels: plan.outputs.labels.clone(),
+                request_id_header: plan.outputs.request_id_header.clone(),
+                ..Default::default()
+            },
+            ..plan.clone()
+        };
+        let outcome = run_once(&rep_plan, cancel.clone(), ui).await?;
+        let stop = outcome.interrupted;
+        reps.push(outcome);
+        if stop {
+            break;
+        }
+    }
+    combine(plan, &layout, reps, &cancel, ui).await
+}
+
+/// The combined run of finished repetitions `reps`: one level per plan level that every
+/// repetition measured, its files written, the sweep's files beside them.
+async fn combine(
+    plan: &RunPlan,
+    layout: &artifact::Layout,
+    reps: Vec<Outcome>,
+    cancel: &Cancel,
+    ui: Ui,
+) -> Result<Outcome> {
+    let context = reps.iter().find_map(|r| r.context.clone());
+    let ids = Ids {
+        plan_id: plan.plan_id(),
+        input_config: plan.input_config(),
+        fingerprint: plan.fingerprint(),
+        context: context.clone().unwrap_or_else(|| {
+            RunContext::new(
+                plan.outputs.labels.clone(),
+                Default::default(),
+                None,
+                crate::engine::start::unix_now_ns(),
+            )
+        }),
+    };
+    let mut publisher = Publisher::new(&plan.outputs, Mode::Profile, &plan.target.model);
+    let mut levels = Vec::new();
+    let mut table = Vec::new();
+    for stimulus in &plan.levels {
+        let Some(found) = level_in_each(&reps, stimulus) else {
+            continue;
+        };
+        let (result, spreads, report) = combine_level(plan, layout, &ids, &found)?;
+        warn_slo_noise(plan, &found, ui);
+        publisher.level(report).await;
+        table.push((stimulus.name(), spreads));
+        levels.push(result);
+    }
+    let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
+    let knee = knee::analyze(&summaries, plan.knee_min_gain);
+    let verdict = verdict::with_knee(&summaries, knee.knee.as_ref().map(|k| k.level.as_str()));
+    let sweep_dir = write_run_files(plan, layout, &ids, &levels, (&verdict, &knee), &table)?;
+    let outcome = Outcome {
+        levels,
+        sweep_dir,
+        interrupted: cancel.stopping(),
+        verdict,
+        knee,
+        idle: Vec::new(),
+        repetitions: reps,
+        context,
+    };
+    let sweep = outcome.levels.len() > 1;
+    publisher.finish(&RunEnd {
+        exit_code: outcome.ending(plan.strict, plan.max_error_rate).code,
+        interrupted: outcome.interrupted,
+        knee: sweep.then(|| outcome.knee.recommendation.clone()),
+        verdict: if sweep {
+            outcome.verdict.lines.clone()
+        } else {
+            Vec::new()
+        },
+    })?;
+    Ok(outcome)
+}
+
+/// The level named like `stimulus` in every repetition, in order; `None` when one lacks it
+/// (interrupted before it, or it failed to start there).
+fn level_in_each<'a>(reps: &'a [Outcome], stimulus: &Stimulus) -> Option<Vec<&'a LevelResult>> {
+    let name = stimulus.name();
+    reps.iter()
+        .map(|r| r.levels.iter().find(|l| l.summary.stimulus.name() == name))
+        .collect::<Option<Vec<_>>>()
+        .filter(|v| !v.is_empty())
+}
+
+/// Writes one combined level (GenAI-Perf's JSON and CSV of the medians, with the `repetitions`
+/// block) and returns it, its spreads and what the result channels get.
+fn combine_level(
+    plan: &RunPlan,
+    layout: &artifact::Layout,
+    ids: &Ids,
+    found: &[&LevelResult],
+) -> Result<(LevelResult, Vec<MetricSpread>, LevelReport)> {
+    let summaries: Vec<&LevelSummary> = found.iter().map(|l| &l.summary).collect();
+    let combined = repeat::combined(&summaries);
+    let spreads = repeat::spreads(&summaries, &combined);
+    let dir = layout.level_dir(&combined.stimulus);
+    create_dir(&dir)?;
+    let slo = slo::evaluate(&plan.slos, &combined);
+    let writer = ids.writer(plan, 0);
+    let mut doc = level_doc(&combined, ids, &slo, &writer);
+    let rel: Vec<String> = found
+        .iter()
+        .map(|l| relative(&dir, &l.dir).display().to_string())
+        .collect();
+    if let serde_json::Value::Object(m) = &mut doc {
+        m.insert(
+            "repetitions".into(),
+            files::block(found.len(), Some(&rel), &spreads),
+        );
+    }
+    write_file(
+        &dir.join(&plan.export_names.csv),
+        artifact::genai_perf::csv(&combined),
+    )?;
+    write_file(
+        &dir.join(&plan.export_names.json),
+        serde_json::to_string_pretty(&doc).unwrap_or_default(),
+    )?;
+    let report = LevelReport {
+        stimulus: combined.stimulus,
+        doc,
+        slo: slo.clone(),
+        validity: combined.validity.clone(),
+        key: KeyMetrics::of(&combined),
+    };
+    let result = LevelResult {
+        repetitions: found.iter().map(|l| l.summary.clone()).collect(),
+        summary: combined,
+        dir,
+        slo,
+    };
+    Ok((result, spreads, report))
+}
+
+/// `target` relative to `from` (both under the same run directory): `../rep1/<level>` or
+/// `rep1`.
+fn relative(from: &Path, target: &Path) -> PathBuf {
+    let (f, t): (Vec<_>, Vec<_>) = (from.components().collect(), target.components().collect());
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..f.len() {
+        out.push("..");
+    }
+    for c in &t[common..] {
+        out.push(c);
+    }
+    out
+}
+
+/// The sweep's files (`summary.csv`, `summary.json` with each level's spread, `report.html`)
+/// and `repetitions.csv`; for a single level, `repetitions.csv` in its directory. Returns the
+/// sweep directory of a sweep.
+fn write_run_files(
+    plan: &RunPlan,
+    layout: &artifact::Layout,
+    ids: &Ids,
+    levels: &[LevelResult],
+    decisions: (&verdict::Verdict, &knee::Analysis),
+    table: &[(String, Vec<MetricSpread>)],
+) -> Result<Option<PathBuf>> {
+    let csv = files::csv(table);
+    match levels {
+        [] => Ok(None),
+        [one] if plan.levels.len() == 1 => {
+            write_file(&one.dir.join(files::REPETITIONS_CSV_FILE), csv)?;
+            if plan.generate_plots {
+                write_report(plan, &one.dir, levels, &ids.context)?;
+            }
+            Ok(None)
+        }
+        _ => {
+            let d = layout.sweep_dir();
+            write_sweep(plan, &d, levels, decisions, ids)?;
+            add_spreads_to_summary(&d, table)?;
+            write_file(&d.join(files::REPETITIONS_CSV_FILE), csv)?;
+            Ok(Some(d))
+        }
+    }
+}
+
+/// Adds each level's `repetitions` block (without `dirs`) to the sweep's `summary.json`.
+fn add_spreads_to_summary(d: &Path, table: &[(String, Vec<MetricSpread>)]) -> Result<()> {
+    let path = d.join(artifact::SUMMARY_JSON_FILE);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| crate::error::Error::io("read", &path, e))?;
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    if let Some(rows) = doc.get_mut("levels").and_then(|v| v.as_array_mut()) {
+        for row in rows {
+            let name = row.get("name").and_then(|n| n.as_str()).unwrap_or("");
+            if let Some((_, s)) = table.iter().find(|(n, _)| n == name) {
+                let count = s.first().map_or(0, |m| m.values.len());
+                row["repetitions"] = files::block(count, None, s);
+            }
+        }
+    }
+    write_file(&path, serde_json::to_string_pretty(&doc).unwrap_or_default())
+}
+
+/// Says when the repetitions of a level disagree on an objective: its verdict then depends on
+/// which repetition one looks at, and the median's verdict is within the noise.
+fn warn_slo_noise(plan: &RunPlan, found: &[&LevelResult], ui: Ui) {
+    for (i, objective) in plan.slos.iter().enumerate() {
+        let held: Vec<bool> = found
+            .iter()
+            .map(|l| l.slo.get(i).is_some_and(|r| r.passed))
+            .collect();
+        let passed = held.iter().filter(|h| **h).count();
+        if passed != 0 && passed != held.len() {
+            let values: Vec<String> = found
+                .iter()
+                .map(|l| match l.slo.get(i).and_then(|r| r.actual) {
+                    Some(v) => objective.metric.kind().show(v),
+                    None => "-".to_string(),
+                })
+                .collect();
+            ui.say(&format!(
+                "warning: {}: SLO {objective} held in {passed} of {} repetitions ({}): its verdict is within the run-to-run noise; add repetitions (--repeat) or measure longer (--measurement-interval, --request-count)",
+                found[0].summary.stimulus.name(),
+                held.len(),
+                values.join(", ")
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_between_combined_and_repetition_levels() {
+        assert_eq!(
+            relative(Path::new("a/b/gpt2-c1"), Path::new("a/b/rep1/gpt2-c1")),
+            PathBuf::from("../rep1/gpt2-c1")
+        );
+        assert_eq!(
+            relative(Path::new("a/gpt2-c1"), Path::new("a/gpt2-c1/rep2")),
+            PathBuf::from("rep2")
+        );
+    }
+}
