@@ -13,8 +13,8 @@ use crate::metrics::{
 use crate::record::{ErrorKind, RequestRecord};
 
 pub mod isl;
-pub mod repeat;
 mod percentile;
+pub mod repeat;
 
 /// Significant digits kept by every histogram (0.1 % relative precision).
 pub const SIGFIG: u8 = 3;

@@ -323,7 +323,10 @@ mod tests {
     fn repetitions_write_below_the_run_directory() {
         let c = |n| Stimulus::Concurrency(n);
         let l = layout(&["--concurrency", "1,2"]);
-        assert_eq!(l.repetition(2, &[c(1), c(2)]), PathBuf::from("artifacts/rep2"));
+        assert_eq!(
+            l.repetition(2, &[c(1), c(2)]),
+            PathBuf::from("artifacts/rep2")
+        );
         let l = layout(&["--concurrency", "4"]);
         assert_eq!(
             l.repetition(1, &[c(4)]),
@@ -334,13 +337,21 @@ mod tests {
             l.repetition(3, &[c(1), c(2)]),
             PathBuf::from("b/20261129_1200/rep3")
         );
-        let l = layout(&["--concurrency", "1,2", "--artifact-dir", "b/{timestamp}/c{concurrency}"]);
+        let l = layout(&[
+            "--concurrency",
+            "1,2",
+            "--artifact-dir",
+            "b/{timestamp}/c{concurrency}",
+        ]);
         assert_eq!(
             l.repetition(1, &[c(1), c(2)]),
             PathBuf::from("b/20261129_1200/rep1/c{concurrency}")
         );
         let l = layout(&["--concurrency", "1,2", "--artifact-dir", "{level}"]);
-        assert_eq!(l.repetition(1, &[c(1), c(2)]), PathBuf::from("./rep1/{level}"));
+        assert_eq!(
+            l.repetition(1, &[c(1), c(2)]),
+            PathBuf::from("./rep1/{level}")
+        );
     }
 
     #[test]

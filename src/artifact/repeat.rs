@@ -144,8 +144,14 @@ mod tests {
         assert_eq!(b["statistic"], "median");
         let s = &b["spread"]["time_to_first_token.p99"];
         assert_eq!(s["values"], json!([10.0, 12.0, null]));
-        assert_eq!((s["n"].as_u64(), s["median"].as_f64()), (Some(2), Some(11.0)));
-        assert_eq!(dirs(&json!({ "repetitions": b })), vec!["rep1/x".to_string()]);
+        assert_eq!(
+            (s["n"].as_u64(), s["median"].as_f64()),
+            (Some(2), Some(11.0))
+        );
+        assert_eq!(
+            dirs(&json!({ "repetitions": b })),
+            vec!["rep1/x".to_string()]
+        );
         assert!(block(3, None, &[]).get("dirs").is_none());
         assert!(dirs(&json!({})).is_empty());
     }

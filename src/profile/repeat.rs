@@ -234,8 +234,8 @@ fn write_run_files(
 /// Adds each level's `repetitions` block (without `dirs`) to the sweep's `summary.json`.
 fn add_spreads_to_summary(d: &Path, table: &[(String, Vec<MetricSpread>)]) -> Result<()> {
     let path = d.join(artifact::SUMMARY_JSON_FILE);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| crate::error::Error::io("read", &path, e))?;
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| crate::error::Error::io("read", &path, e))?;
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     if let Some(rows) = doc.get_mut("levels").and_then(|v| v.as_array_mut()) {
         for row in rows {
@@ -246,7 +246,10 @@ fn add_spreads_to_summary(d: &Path, table: &[(String, Vec<MetricSpread>)]) -> Re
             }
         }
     }
-    write_file(&path, serde_json::to_string_pretty(&doc).unwrap_or_default())
+    write_file(
+        &path,
+        serde_json::to_string_pretty(&doc).unwrap_or_default(),
+    )
 }
 
 /// Says when the repetitions of a level disagree on an objective: its verdict then depends on

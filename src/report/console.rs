@@ -64,12 +64,30 @@ fn ms(v: Option<f64>) -> String {
 pub fn repetitions_table(levels: &[(&LevelSummary, &[LevelSummary])]) -> String {
     use crate::metrics::{MetricRef, Stat, SystemMetric};
     let cols: [(&str, MetricRef); 6] = [
-        ("TTFT p50 (ms)", MetricRef::Dist(Metric::TimeToFirstToken, Stat::P50)),
-        ("TTFT p99 (ms)", MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99)),
-        ("ITL avg (ms)", MetricRef::Dist(Metric::InterTokenLatency, Stat::Avg)),
-        ("Latency p99 (ms)", MetricRef::Dist(Metric::RequestLatency, Stat::P99)),
-        ("Output tok/s", MetricRef::System(SystemMetric::OutputTokenThroughput)),
-        ("Requests/s", MetricRef::System(SystemMetric::RequestThroughput)),
+        (
+            "TTFT p50 (ms)",
+            MetricRef::Dist(Metric::TimeToFirstToken, Stat::P50),
+        ),
+        (
+            "TTFT p99 (ms)",
+            MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99),
+        ),
+        (
+            "ITL avg (ms)",
+            MetricRef::Dist(Metric::InterTokenLatency, Stat::Avg),
+        ),
+        (
+            "Latency p99 (ms)",
+            MetricRef::Dist(Metric::RequestLatency, Stat::P99),
+        ),
+        (
+            "Output tok/s",
+            MetricRef::System(SystemMetric::OutputTokenThroughput),
+        ),
+        (
+            "Requests/s",
+            MetricRef::System(SystemMetric::RequestThroughput),
+        ),
     ];
     let count = levels.first().map_or(0, |(_, r)| r.len());
     let mut headers = vec!["Level"];

@@ -81,6 +81,8 @@ pub struct Pt {
     pub tip: String,
     /// Text drawn next to the point (empty: none).
     pub label: String,
+    /// The lowest and highest value behind the point (its repetitions'), drawn as an error bar.
+    pub range: Option<(f64, f64)>,
 }
 
 impl Pt {
@@ -91,6 +93,7 @@ impl Pt {
             y,
             tip: tip.into(),
             label: String::new(),
+            range: None,
         }
     }
 }
@@ -367,7 +370,11 @@ pub fn line_chart(c: &Chart) -> String {
     }
     let ys: Vec<f64> = pts
         .iter()
-        .map(|p| p.y)
+        .flat_map(|p| {
+            let (lo, hi) = p.range.unwrap_or((p.y, p.y));
+            [p.y, lo, hi]
+        })
+        .filter(|v| v.is_finite())
         .chain(c.hlines.iter().map(|h| h.0))
         .chain(c.marks.iter().map(|m| m.y))
         .collect();
@@ -431,6 +438,9 @@ fn series(out: &mut String, c: &Chart, frame: &Frame, i: usize, s: &Series) {
     }
     for p in valid {
         let (px, py) = (frame.px(p.x), frame.py(p.y));
+        if let Some((lo, hi)) = p.range.filter(|(lo, hi)| lo.is_finite() && hi.is_finite()) {
+            error_bar(out, px, (frame.py(lo), frame.py(hi)), color);
+        }
         let _ = write!(
             out,
             r#"<g class="pt" data-x="{}" data-y="{}">{}<title>{}</title></g>"#,
@@ -453,6 +463,17 @@ fn series(out: &mut String, c: &Chart, frame: &Frame, i: usize, s: &Series) {
         }
     }
     out.push_str("</g>");
+}
+
+/// A vertical bar from `y_lo` to `y_hi` (pixels) with short caps: the range of the repetitions
+/// behind a point.
+fn error_bar(out: &mut String, x: f64, (y_lo, y_hi): (f64, f64), color: &str) {
+    let (a, b, cap) = (coord(x - 4.0), coord(x + 4.0), coord(x));
+    let (lo, hi) = (coord(y_lo), coord(y_hi));
+    let _ = write!(
+        out,
+        r#"<path class="errbar" d="M{cap} {lo}L{cap} {hi}M{a} {lo}L{b} {lo}M{a} {hi}L{b} {hi}" stroke="{color}"/>"#
+    );
 }
 
 /// Radius of the ring around an annotated point.

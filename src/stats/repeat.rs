@@ -171,7 +171,10 @@ fn combined_stats(reps: &[&LevelSummary], middle: &LevelStats) -> LevelStats {
             (*m, median_stats(&all))
         })
         .collect();
-    let goodput: Vec<f64> = reps.iter().filter_map(|r| r.stats.request_goodput).collect();
+    let goodput: Vec<f64> = reps
+        .iter()
+        .filter_map(|r| r.stats.request_goodput)
+        .collect();
     LevelStats {
         metrics,
         request_count: med_u64(&|s| s.request_count),
@@ -326,7 +329,8 @@ mod tests {
     #[test]
     fn change_interval_widens_with_noise() {
         // Quiet sides 30 % apart: the whole interval is near +30 %.
-        let (lo, hi) = change_interval(&[100.0, 101.0, 99.0], &[130.0, 131.0, 129.0], true).unwrap();
+        let (lo, hi) =
+            change_interval(&[100.0, 101.0, 99.0], &[130.0, 131.0, 129.0], true).unwrap();
         assert!(lo > 0.25 && hi < 0.35, "{lo}..{hi}");
         // Noisy sides: the interval reaches from worst to best pairing.
         let (lo, hi) = change_interval(&[100.0, 85.0, 118.0], &[112.0, 95.0, 125.0], true).unwrap();
@@ -339,7 +343,10 @@ mod tests {
         assert_eq!(change_interval(&[0.0], &[1.0], true), None);
         // Deterministic.
         let a = change_interval(&[1.0, 2.0, 3.0, 4.0], &[2.0, 3.0, 5.0], true);
-        assert_eq!(a, change_interval(&[1.0, 2.0, 3.0, 4.0], &[2.0, 3.0, 5.0], true));
+        assert_eq!(
+            a,
+            change_interval(&[1.0, 2.0, 3.0, 4.0], &[2.0, 3.0, 5.0], true)
+        );
     }
 
     fn level(ttft: f64, rps: f64, trusted: bool) -> LevelSummary {
@@ -365,7 +372,10 @@ mod tests {
         assert_eq!((ttft.avg, ttft.p99), (100.0, 100.0));
         assert_eq!(c.stats.request_throughput, 9.0);
         assert!(!c.validity.trustworthy);
-        assert_eq!(c.validity.reasons, vec!["repetition 2: send lag".to_string()]);
+        assert_eq!(
+            c.validity.reasons,
+            vec!["repetition 2: send lag".to_string()]
+        );
         assert_eq!(middle_index(&refs), 0);
         let reps = [
             level(100.0, 9.0, false),
@@ -374,7 +384,10 @@ mod tests {
         ];
         let refs: Vec<&LevelSummary> = reps.iter().collect();
         let c = combined(&refs);
-        assert_eq!(c.validity.reasons, vec!["repetitions 1, 2: send lag".to_string()]);
+        assert_eq!(
+            c.validity.reasons,
+            vec!["repetitions 1, 2: send lag".to_string()]
+        );
         let all: Vec<&LevelSummary> = refs[..2].to_vec();
         assert_eq!(
             combined(&all).validity.reasons,

@@ -475,11 +475,14 @@ pub fn run_in(args: &[&str], cwd: &Path) -> (i32, String, String) {
 }
 
 /// A TCP relay on a free loopback port in front of `upstream`, recording every byte clients
-/// send through it (one buffer per connection): what left the process for that port.
+/// send through it (one buffer per connection): what left the process for that port. New
+/// connections can be sent to another upstream ([`Tee::switch_to`]): a server that changes
+/// between runs.
 pub struct Tee {
     /// `127.0.0.1:port` to point the client at.
     pub addr: String,
     sent: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+    upstream: std::sync::Arc<std::sync::Mutex<std::net::SocketAddr>>,
 }
 
 impl Tee {
@@ -491,9 +494,12 @@ impl Tee {
         let addr = listener.local_addr().expect("addr").to_string();
         let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
         let log = sent.clone();
+        let upstream = std::sync::Arc::new(std::sync::Mutex::new(upstream));
+        let target = upstream.clone();
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
-                let Ok(server) = std::net::TcpStream::connect(upstream) else {
+                let to = *target.lock().unwrap();
+                let Ok(server) = std::net::TcpStream::connect(to) else {
                     continue;
                 };
                 let index = {
@@ -521,7 +527,16 @@ impl Tee {
                 });
             }
         });
-        Tee { addr, sent }
+        Tee {
+            addr,
+            sent,
+            upstream,
+        }
+    }
+
+    /// Connections made from now on go to `upstream` (open ones stay where they are).
+    pub fn switch_to(&self, upstream: std::net::SocketAddr) {
+        *self.upstream.lock().unwrap() = upstream;
     }
 
     /// Every HTTP/1.1 request head sent so far (request line and headers), in order per

@@ -571,9 +571,9 @@ fn judge(limits: &[Threshold], bv: f64, cv: f64, sides: noise::Sides<'_>) -> Sta
     if !sides.repeated() {
         return Status::Regressed;
     }
-    let past_noise = broken.iter().any(|t| {
-        noise::interval(t, sides).is_none_or(|iv| noise::wholly_past(t, iv))
-    });
+    let past_noise = broken
+        .iter()
+        .any(|t| noise::interval(t, sides).is_none_or(|iv| noise::wholly_past(t, iv)));
     if past_noise {
         Status::Regressed
     } else {

@@ -68,9 +68,7 @@ pub fn wide_spread_note(level: &str, t: &Threshold, side: &str, values: &[f64]) 
     let Limit::Relative(l) = t.limit else {
         return None;
     };
-    let range = Spread::of(values)
-        .filter(|s| s.n > 1)?
-        .relative_range()?;
+    let range = Spread::of(values).filter(|s| s.n > 1)?.relative_range()?;
     (range > l.abs()).then(|| {
         format!(
             "{} at {level} varies {:.0}% across the {side}'s repetitions, wider than its {} limit: add repetitions (--repeat) or measure longer (--measurement-interval, --request-count)",
@@ -117,7 +115,10 @@ mod tests {
         assert!(lo < 0.0 && hi > 0.4 && !wholly_past(&t, (lo, hi)));
         let iv = interval_of(Kind::Time, sides).unwrap();
         assert_eq!(interval_text(Kind::Time, iv), "-19.5%..+47.1%");
-        assert_eq!(interval_text(Kind::Fraction, (-0.01, 0.035)), "-1.0..+3.5pp");
+        assert_eq!(
+            interval_text(Kind::Fraction, (-0.01, 0.035)),
+            "-1.0..+3.5pp"
+        );
         let note = wide_spread_note("concurrency8", &t, "baseline", sides.base).unwrap();
         assert!(
             note.starts_with(

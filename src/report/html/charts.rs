@@ -55,7 +55,8 @@ fn streamed(levels: &[LoadedLevel]) -> bool {
     })
 }
 
-/// One statistic of one metric across the levels, as a series.
+/// One statistic of one metric across the levels, as a series; a level of a `--repeat` run
+/// gets an error bar from its lowest to its highest repetition.
 fn stat_series(levels: &[LoadedLevel], name: &str, m: MetricRef, unit: &str) -> Series {
     Series {
         name: name.to_string(),
@@ -64,19 +65,38 @@ fn stat_series(levels: &[LoadedLevel], name: &str, m: MetricRef, unit: &str) -> 
             .filter_map(|l| {
                 let v = l.summary.metric(m)?;
                 let x = l.summary.stimulus.value();
-                Some(Pt::new(
-                    x,
-                    v,
+                let range = repetition_range(l, m);
+                let spread = range.map_or(String::new(), |(lo, hi)| {
                     format!(
-                        "{} {}: {name} {} {unit}",
-                        l.summary.stimulus.kind().replace('_', " "),
-                        load_label(&l.summary),
-                        svg::num(v)
-                    ),
-                ))
+                        " (median of {} repetitions, {}–{})",
+                        l.repetitions.len(),
+                        svg::num(lo),
+                        svg::num(hi)
+                    )
+                });
+                Some(Pt {
+                    range,
+                    ..Pt::new(
+                        x,
+                        v,
+                        format!(
+                            "{} {}: {name} {} {unit}{spread}",
+                            l.summary.stimulus.kind().replace('_', " "),
+                            load_label(&l.summary),
+                            svg::num(v)
+                        ),
+                    )
+                })
             })
             .collect(),
     }
+}
+
+/// The lowest and highest value of `m` across a level's repetitions; `None` for a single run.
+pub(super) fn repetition_range(l: &LoadedLevel, m: MetricRef) -> Option<(f64, f64)> {
+    let values: Vec<f64> = l.repetitions.iter().filter_map(|r| r.metric(m)).collect();
+    let s = crate::stats::repeat::Spread::of(&values).filter(|s| s.n > 1)?;
+    Some((s.min, s.max))
 }
 
 /// A chart with its caption.
@@ -197,6 +217,7 @@ fn knee_chart(out: &mut String, ctx: &Ctx, k: &knee::Analysis) {
                     svg::num(x)
                 ),
                 label: load_label(&l.summary),
+                range: None,
             })
         })
         .collect();
