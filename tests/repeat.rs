@@ -195,12 +195,13 @@ async fn compare_tells_regressions_from_noise() {
     let t = tmp.path();
     let same = sim_at(1.0).await;
     let slow = sim_at(1.3).await;
-    let wander: Vec<SimHandle> = sims_at([0.9, 1.2, 1.12, 0.93, 1.25]).await;
+    let wander: Vec<SimHandle> = sims_at([0.85, 1.3, 1.15, 0.9, 1.35]).await;
     let addr = |s: &SimHandle| s.grpc_addr;
     repeated_run(&t.join("base"), &[addr(&same); 3]).await;
     repeated_run(&t.join("again"), &[addr(&same); 3]).await;
     repeated_run(&t.join("slower"), &[addr(&slow); 3]).await;
-    // Baseline 1.0, 1.2, 0.9 of the round engine's time; current 1.12, 0.93, 1.25.
+    // Baseline 1.0, 1.3, 0.85 of the round engine's time; current 1.15, 0.9, 1.35: the
+    // medians 15 % apart, each side's runs spread wider than that.
     repeated_run(
         &t.join("noisy_base"),
         &[addr(&same), addr(&wander[1]), addr(&wander[0])],
@@ -218,27 +219,40 @@ async fn compare_tells_regressions_from_noise() {
 
     let (code, text) = compare(t, &t.join("base"), &t.join("slower"));
     assert_eq!(code, 1, "30 % slower: {text}");
-    assert!(
-        text.lines()
-            .any(|l| l.contains("request_latency.p99") && l.contains("REGRESSED")),
-        "{text}"
-    );
+    // Request latency scales with the engine's time: its p99 and the throughput regress.
+    for metric in ["request_latency.p99", "request_throughput"] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(metric) && l.ends_with("REGRESSED")),
+            "{metric}: {text}"
+        );
+    }
 
     // Single runs (the first repetition of each side) flag the wandering server...
     let (code, text) = compare(t, &t.join("noisy_base/rep1"), &t.join("noisy_cur/rep1"));
     assert_eq!(code, 1, "single runs: {text}");
     assert!(text.contains("single runs on both sides"), "{text}");
-    // ...its repetitions do not, and say why.
+    // ...its repetitions do not, and say why: the medians moved past a limit, the noise
+    // reaches back over it.
     let (code, text) = compare(t, &t.join("noisy_base"), &t.join("noisy_cur"));
     assert_eq!(code, 0, "repetitions: {text}");
-    assert!(
-        text.lines()
-            .any(|l| l.contains("request_latency.p99") && l.contains("within noise")),
-        "{text}"
-    );
+    assert!(text.lines().any(|l| l.ends_with("within noise")), "{text}");
     assert!(
         text.contains("across the baseline's repetitions, wider than its +10% limit"),
         "{text}"
+    );
+    // The five runs as a timeline: each run's median with its repetitions' range as a band.
+    let (code, _, err) = run_in(&["report", t.to_str().unwrap(), "-o", "trend.html"], t);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(t.join("trend.html")).unwrap();
+    assert!(
+        html.contains("Trend across 5 runs"),
+        "a timeline of the five runs"
+    );
+    assert!(html.contains("class=\"band\""), "bands in the trend");
+    assert!(
+        html.contains("across its repetitions)"),
+        "the range in the hover text"
     );
 }
 

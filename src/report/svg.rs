@@ -416,6 +416,9 @@ fn series(out: &mut String, c: &Chart, frame: &Frame, i: usize, s: &Series) {
         .iter()
         .filter(|p| p.x.is_finite() && p.y.is_finite())
         .collect();
+    if c.lines {
+        band(out, frame, &valid, color);
+    }
     if c.lines && valid.len() > 1 {
         let d: Vec<String> = valid
             .iter()
@@ -463,6 +466,40 @@ fn series(out: &mut String, c: &Chart, frame: &Frame, i: usize, s: &Series) {
         }
     }
     out.push_str("</g>");
+}
+
+/// A shaded band from each point's lowest to highest repetition, when every point of a line
+/// has repetitions: how far run-to-run noise reaches along the line.
+fn band(out: &mut String, frame: &Frame, pts: &[&Pt], color: &str) {
+    let ranges: Option<Vec<(f64, f64, f64)>> = pts
+        .iter()
+        .map(|p| p.range.map(|(lo, hi)| (p.x, lo, hi)))
+        .collect();
+    let Some(r) = ranges.filter(|r| r.len() > 1) else {
+        return;
+    };
+    let upper = r.iter().map(|(x, _, hi)| (frame.px(*x), frame.py(*hi)));
+    let lower = r
+        .iter()
+        .rev()
+        .map(|(x, lo, _)| (frame.px(*x), frame.py(*lo)));
+    let d: Vec<String> = upper
+        .chain(lower)
+        .enumerate()
+        .map(|(i, (x, y))| {
+            format!(
+                "{}{} {}",
+                if i == 0 { "M" } else { "L" },
+                coord(x),
+                coord(y)
+            )
+        })
+        .collect();
+    let _ = write!(
+        out,
+        r#"<path class="band" d="{}Z" fill="{color}"/>"#,
+        d.join("")
+    );
 }
 
 /// A vertical bar from `y_lo` to `y_hi` (pixels) with short caps: the range of the repetitions

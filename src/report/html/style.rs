@@ -29,6 +29,7 @@ svg .grid{stroke:#e6e9ed;stroke-width:1}
 svg .frame,svg .tick{stroke:#8c959f;stroke-width:1}
 svg .line{fill:none;stroke-width:2}
 svg .errbar{fill:none;stroke-width:1.5;opacity:.7}
+svg .band{opacity:.12;stroke:none}
 svg .pl{font-size:10px;fill:var(--muted)}
 svg .mark circle{fill:none;stroke:#cf222e;stroke-width:2.2}
 svg .mark text{fill:#cf222e;font-weight:600}

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::charts::{figure, kind_title, load_label};
+use super::charts::{figure, kind_title, load_label, repetition_range};
 use super::{slo_counts, utc};
 use crate::analysis::knee;
 use crate::artifact::read::Run;
@@ -77,11 +77,24 @@ fn trend_charts(out: &mut String, runs: &[Run]) {
                             .iter()
                             .find(|l| l.summary.stimulus.name() == *name)?;
                         let v = l.summary.metric(metric)? * scale;
-                        Some(Pt::new(
-                            i as f64,
-                            v,
-                            format!("{}, {name}: {} {unit}", r.label, svg::num(v)),
-                        ))
+                        // A run of repetitions: its median, with their range as a band.
+                        let range =
+                            repetition_range(l, metric).map(|(lo, hi)| (lo * scale, hi * scale));
+                        let spread = range.map_or(String::new(), |(lo, hi)| {
+                            format!(
+                                " ({}–{} across its repetitions)",
+                                svg::num(lo),
+                                svg::num(hi)
+                            )
+                        });
+                        Some(Pt {
+                            range,
+                            ..Pt::new(
+                                i as f64,
+                                v,
+                                format!("{}, {name}: {} {unit}{spread}", r.label, svg::num(v)),
+                            )
+                        })
                     })
                     .collect(),
             })
