@@ -294,9 +294,17 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
         let levels: Vec<_> = outcome
             .levels
             .iter()
-            .map(|l| (&l.summary, l.repetitions.as_slice()))
+            .map(|l| {
+                let reps: Vec<&crate::stats::LevelSummary> = l.repetitions.iter().collect();
+                let spreads = crate::stats::repeat::spreads(&reps, &l.summary);
+                (l.summary.stimulus.name(), spreads)
+            })
             .collect();
-        text.push_str(&crate::report::console::repetitions_table(&levels));
+        text.push_str(&crate::report::console::repetitions_table(
+            outcome.repetitions.len(),
+            &levels,
+            Some(crate::artifact::repeat::REPETITIONS_CSV_FILE),
+        ));
     }
     if let Some(note) = crate::report::console::not_streaming_note(&summaries) {
         text.push_str(note);

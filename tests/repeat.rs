@@ -264,3 +264,75 @@ async fn sims_at<const N: usize>(factors: [f64; N]) -> Vec<SimHandle> {
     }
     v
 }
+
+/// `perf --repeat 3 -f FILE`: each repetition's CSV in `rep{k}/`, the medians in FILE, the spread
+/// beside it; `compare` reads the repetitions back; a later single run drops the stale spread.
+#[test]
+fn perf_repeat_writes_medians_and_spread() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let sim = rt.block_on(common::start_round());
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let url = sim.grpc_target();
+    let perf = |extra: &[&str]| {
+        let mut a = vec![
+            "perf",
+            "-m",
+            "yolov8s",
+            "--concurrency-range",
+            "1:2",
+            "--shape",
+            "images:3,640,640",
+            "--input-data",
+            "random",
+            "-u",
+            &url,
+            "--measurement-interval",
+            "300",
+            "-f",
+            "lat.csv",
+        ];
+        a.extend_from_slice(extra);
+        run_in(&a, t)
+    };
+    let (code, out, err) = perf(&["--repeat", "3"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "Over 3 repetitions: median [min–max] (95 % intervals in lat.repetitions.csv)"
+        ),
+        "{out}"
+    );
+    let (_, rows) = common::read_csv(&std::fs::read_to_string(t.join("lat.csv")).unwrap());
+    let reps: Vec<Vec<_>> = (1..=3)
+        .map(|k| {
+            let text = std::fs::read_to_string(t.join(format!("rep{k}/lat.csv"))).unwrap();
+            common::read_csv(&text).1
+        })
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for (i, row) in rows.iter().enumerate() {
+        for col in ["Inferences/Second", "p99 latency", "p50 latency"] {
+            let v = |r: &std::collections::HashMap<String, String>| common::num(r, col);
+            let expect = median3([v(&reps[0][i]), v(&reps[1][i]), v(&reps[2][i])]);
+            // The CSV writes latencies as whole µs: the median of the rounded values.
+            assert!(
+                (v(row) - expect).abs() <= 1.0,
+                "{col}: {} vs {expect}",
+                v(row)
+            );
+        }
+    }
+    let spread = std::fs::read_to_string(t.join("lat.repetitions.csv")).unwrap();
+    assert!(
+        spread.contains("\nconcurrency2,request_latency.p99,3,"),
+        "{spread}"
+    );
+    let (code, text, err) = run_in(&["compare", "lat.csv", "lat.csv"], t);
+    assert_eq!(code, 0, "{text}{err}");
+    assert!(text.contains("95% interval"), "{text}");
+    // A single run into the same file: its spread file would describe another run.
+    let (code, out, err) = perf(&[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!t.join("lat.repetitions.csv").exists());
+}

@@ -648,7 +648,8 @@ fn file_run(path: &Path) -> Result<Run> {
     }
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::usage(format!("cannot read {}: {e}", path.display())))?;
-    let levels = perf_csv_levels(&text, path)?;
+    let mut levels = perf_csv_levels(&text, path)?;
+    attach_perf_repetitions(path, &mut levels)?;
     let label = path.file_stem().map_or_else(
         || path.display().to_string(),
         |s| s.to_string_lossy().into_owned(),
@@ -656,6 +657,36 @@ fn file_run(path: &Path) -> Result<Run> {
     let mut run = run_from(path, levels);
     run.label = label;
     Ok(run)
+}
+
+/// A `perf --repeat` CSV (its medians) has its spread beside it (`x.repetitions.csv`) and each
+/// repetition's file in `rep{k}/`: those become each level's repetitions. A file without the
+/// spread file is a single run's.
+fn attach_perf_repetitions(path: &Path, levels: &mut [LoadedLevel]) -> Result<()> {
+    use super::repeat::{in_repetition, repetition_count, sidecar};
+    let Ok(spread) = std::fs::read_to_string(sidecar(path)) else {
+        return Ok(());
+    };
+    for k in 1..=repetition_count(&spread) as u32 {
+        let rep = in_repetition(path, k);
+        let text = std::fs::read_to_string(&rep).map_err(|e| {
+            Error::usage(format!(
+                "{}: repetition {k} of the run ({}) cannot be read: {e}",
+                path.display(),
+                rep.display()
+            ))
+        })?;
+        for r in perf_csv_levels(&text, &rep)? {
+            let name = r.summary.stimulus.name();
+            if let Some(l) = levels
+                .iter_mut()
+                .find(|l| l.summary.stimulus.name() == name)
+            {
+                l.repetitions.push(r.summary);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Levels of a perf_analyzer CSV (`-f FILE`, perf_analyzer's own or `ttftbench perf`'s), read by

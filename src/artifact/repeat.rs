@@ -23,6 +23,8 @@
 //! `level,metric,n,median,min,max,ci95_low,ci95_high,values` with the values `;`-separated in
 //! repetition order (empty where missing).
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Value, json};
 
 use crate::stats::repeat::MetricSpread;
@@ -98,6 +100,33 @@ pub fn csv(levels: &[(String, Vec<MetricSpread>)]) -> String {
     out
 }
 
+/// `path` moved into `rep{k}/` of its own directory: `out/x.csv` → `out/rep1/x.csv`.
+pub fn in_repetition(path: &Path, k: u32) -> PathBuf {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let name = path.file_name().map(PathBuf::from).unwrap_or_default();
+    dir.join(format!("rep{k}")).join(name)
+}
+
+/// Where the spread of a perf `-f` file's repetitions goes (`perf --repeat`): `x.csv` → `x.repetitions.csv`.
+pub fn sidecar(report_file: &Path) -> PathBuf {
+    let stem = report_file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    report_file.with_file_name(format!("{stem}.repetitions.csv"))
+}
+
+/// How many repetitions a [`REPETITIONS_CSV_FILE`]-format text describes: the most `values`
+/// on a row (0 for none).
+pub fn repetition_count(text: &str) -> usize {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| l.rsplit(',').next())
+        .map(|v| v.split(';').count())
+        .max()
+        .unwrap_or(0)
+}
+
 /// The repetitions' level directories a combined level's JSON names (relative to it); empty
 /// for a level of a single run.
 pub fn dirs(doc: &Value) -> Vec<String> {
@@ -124,6 +153,24 @@ mod tests {
             spread: Spread::of(&values).unwrap(),
             values,
         }
+    }
+
+    #[test]
+    fn repetition_paths() {
+        assert_eq!(
+            in_repetition(Path::new("out/x.csv"), 2),
+            PathBuf::from("out/rep2/x.csv")
+        );
+        assert_eq!(
+            in_repetition(Path::new("x.csv"), 1),
+            PathBuf::from("rep1/x.csv")
+        );
+        assert_eq!(
+            sidecar(Path::new("out/latency.csv")),
+            PathBuf::from("out/latency.repetitions.csv")
+        );
+        assert_eq!(repetition_count("level,metric\nc1,x,3,1,1,1,1,1,1;2;\n"), 3);
+        assert_eq!(repetition_count("level,metric\n"), 0);
     }
 
     #[test]

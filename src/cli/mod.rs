@@ -908,6 +908,10 @@ pub struct PerfArgs {
     /// Where this process takes part in a run of several.
     #[command(flatten)]
     pub shard: ShardArgs,
+
+    /// Repetitions of the whole plan.
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
 }
 
 /// Flags of `ttftbench serve`.

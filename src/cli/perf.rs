@@ -100,10 +100,12 @@ impl PerfArgs {
             run_config: super::config::resolved(argv),
             artifact_dir: self.artifact_dir.clone(),
             shard: crate::plan::ShardPlan::default(),
+            repeat: crate::plan::Repeat::ONCE,
         };
         // The slot between level starts depends on each level's length, known once the plan is.
         plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;
         self.shard_rules(&mut plan)?;
+        plan.repeat = self.repeat.plan(!plan.shard.shard.is_whole())?;
         Ok(plan)
     }
 

@@ -15,6 +15,7 @@
 pub mod files;
 pub mod inputs;
 pub mod plan;
+pub mod repeat;
 pub mod report;
 pub mod session;
 
@@ -278,17 +279,19 @@ impl PerfLevel {
 pub async fn main(plan: &PerfPlan) -> Result<u8> {
     let cancel = Cancel::new();
     crate::engine::signals::watch_signals(cancel.clone());
-    let outcome = run(plan, cancel.clone(), true).await?;
-    if let Some(path) = &plan.report_file {
-        let text = report::csv(
-            &outcome.levels,
-            report::CsvOptions {
-                percentile: plan.percentile,
-                verbose: plan.verbose_csv,
-            },
-        );
-        write_file(path, text)?;
-    }
+    let outcome = if plan.repeat.is_repeated() {
+        let r = repeat::run_repeated(plan, cancel.clone()).await?;
+        finish_repeated(plan, &r)?;
+        r.combined
+    } else {
+        let outcome = run(plan, cancel.clone(), true).await?;
+        if let Some(path) = &plan.report_file {
+            write_file(path, report_csv(plan, &outcome.levels))?;
+            // A single run's file: spread from an earlier repeated run no longer describes it.
+            let _ = std::fs::remove_file(crate::artifact::repeat::sidecar(path));
+        }
+        outcome
+    };
     let mut lines = crate::report::console::untrusted_lines(
         outcome
             .levels
@@ -311,6 +314,42 @@ pub async fn main(plan: &PerfPlan) -> Result<u8> {
         eprintln!("{line}");
     }
     Ok(end.code)
+}
+
+/// The `-f` file's text for `levels`.
+fn report_csv(plan: &PerfPlan, levels: &[PerfLevel]) -> String {
+    report::csv(
+        levels,
+        report::CsvOptions {
+            percentile: plan.percentile,
+            verbose: plan.verbose_csv,
+        },
+    )
+}
+
+/// A repeated run's `-f` file (the medians), its spread beside it, and the spread on the
+/// console.
+fn finish_repeated(plan: &PerfPlan, r: &repeat::Repeated) -> Result<()> {
+    let spreads = repeat::spreads(r);
+    if let Some(path) = &plan.report_file {
+        write_file(path, report_csv(plan, &r.combined.levels))?;
+        write_file(
+            &crate::artifact::repeat::sidecar(path),
+            crate::artifact::repeat::csv(&spreads),
+        )?;
+    }
+    crate::publish::console_text(
+        plan.outputs.json_stdout(),
+        &crate::report::console::repetitions_table(
+            r.reps.len(),
+            &spreads,
+            plan.report_file
+                .as_deref()
+                .map(|p| crate::artifact::repeat::sidecar(p).display().to_string())
+                .as_deref(),
+        ),
+    );
+    Ok(())
 }
 
 /// The result of a perf run.

@@ -140,6 +140,8 @@ pub struct PerfPlan {
     pub artifact_dir: Option<PathBuf>,
     /// Which part of a run of several processes this is, and when its levels start.
     pub shard: ShardPlan,
+    /// `--repeat N --repeat-pause S`.
+    pub repeat: crate::plan::Repeat,
 }
 
 /// Fields of a [`PerfPlan`]'s JSON that differ between the shards of one run (paths, the

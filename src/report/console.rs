@@ -60,8 +60,13 @@ fn ms(v: Option<f64>) -> String {
 
 /// The numbers of a `--repeat` run that vary most from run to run, per level: the median across
 /// repetitions and the range seen, `612.10 [598.30–640.90]`; `-` where a level has no value.
-/// `levels`: each combined level with its repetitions.
-pub fn repetitions_table(levels: &[(&LevelSummary, &[LevelSummary])]) -> String {
+/// `levels`: each level's name and its numbers across the `count` repetitions; `file`: where
+/// the rest of the spread was written (none: not written).
+pub fn repetitions_table(
+    count: usize,
+    levels: &[(String, Vec<crate::stats::repeat::MetricSpread>)],
+    file: Option<&str>,
+) -> String {
     use crate::metrics::{MetricRef, Stat, SystemMetric};
     let cols: [(&str, MetricRef); 6] = [
         (
@@ -89,15 +94,17 @@ pub fn repetitions_table(levels: &[(&LevelSummary, &[LevelSummary])]) -> String 
             MetricRef::System(SystemMetric::RequestThroughput),
         ),
     ];
-    let count = levels.first().map_or(0, |(_, r)| r.len());
+    // Columns no level has (TTFT of a tensor model) are left out.
+    let cols: Vec<(&str, MetricRef)> = cols
+        .into_iter()
+        .filter(|(_, m)| levels.iter().any(|(_, s)| s.iter().any(|s| s.metric == *m)))
+        .collect();
     let mut headers = vec!["Level"];
     headers.extend(cols.iter().map(|(h, _)| *h));
     let rows: Vec<Vec<String>> = levels
         .iter()
-        .map(|(combined, reps)| {
-            let refs: Vec<&LevelSummary> = reps.iter().collect();
-            let spreads = crate::stats::repeat::spreads(&refs, combined);
-            let mut row = vec![combined.stimulus.name()];
+        .map(|(name, spreads)| {
+            let mut row = vec![name.clone()];
             row.extend(cols.iter().map(|(_, m)| {
                 spreads
                     .iter()
@@ -112,8 +119,9 @@ pub fn repetitions_table(levels: &[(&LevelSummary, &[LevelSummary])]) -> String 
         .collect();
     let mut aligns = vec![Align::Left];
     aligns.extend(cols.iter().map(|_| Align::Right));
+    let more = file.map_or(String::new(), |f| format!(" (95 % intervals in {f})"));
     format!(
-        "Over {count} repetitions: median [min–max] (95 % intervals in repetitions.csv)\n{}",
+        "Over {count} repetitions: median [min–max]{more}\n{}",
         table(&headers, &aligns, &rows)
     )
 }

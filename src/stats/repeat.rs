@@ -82,7 +82,17 @@ pub fn spreads(reps: &[&LevelSummary], combined: &LevelSummary) -> Vec<MetricSpr
         .shown_metrics()
         .flat_map(|(m, _)| Stat::ALL.into_iter().map(move |s| MetricRef::Dist(m, s)));
     let system = SystemMetric::ALL.into_iter().map(MetricRef::System);
-    dist.chain(system)
+    spreads_of(reps, dist.chain(system))
+}
+
+/// `metrics` across `reps` (any level type that answers for its numbers: a profile level, a
+/// perf level); numbers no repetition has are left out.
+pub fn spreads_of<T: MetricSource>(
+    reps: &[&T],
+    metrics: impl IntoIterator<Item = MetricRef>,
+) -> Vec<MetricSpread> {
+    metrics
+        .into_iter()
         .filter_map(|metric| {
             let values: Vec<f64> = reps
                 .iter()
@@ -142,20 +152,25 @@ pub fn combined(reps: &[&LevelSummary]) -> LevelSummary {
     out.interrupted = reps.iter().any(|r| r.interrupted);
     out.started_unix_ns = reps.iter().map(|r| r.started_unix_ns).min().unwrap_or(0);
     out.ended_unix_ns = reps.iter().map(|r| r.ended_unix_ns).max().unwrap_or(0);
-    out.validity = combined_validity(reps, &reps[middle].validity);
+    let all: Vec<&Validity> = reps.iter().map(|r| &r.validity).collect();
+    out.validity = combined_validity(&all, &reps[middle].validity);
     out
 }
 
 /// Index of the repetition whose request throughput is the median.
 fn middle_index(reps: &[&LevelSummary]) -> usize {
-    let mut order: Vec<usize> = (0..reps.len()).collect();
-    order.sort_by(|&a, &b| {
-        reps[a]
-            .stats
-            .request_throughput
-            .total_cmp(&reps[b].stats.request_throughput)
-    });
-    order[(reps.len() - 1) / 2]
+    let t: Vec<f64> = reps.iter().map(|r| r.stats.request_throughput).collect();
+    median_index(&t)
+}
+
+/// Index of the median of `values` (the lower middle one for an even count); 0 when empty.
+pub fn median_index(values: &[f64]) -> usize {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    order
+        .get(values.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(0)
 }
 
 fn combined_stats(reps: &[&LevelSummary], middle: &LevelStats) -> LevelStats {
@@ -193,7 +208,7 @@ fn combined_stats(reps: &[&LevelSummary], middle: &LevelStats) -> LevelStats {
 }
 
 /// Field by field, the median of several statistics of one metric.
-fn median_stats(all: &[&Stats]) -> Stats {
+pub fn median_stats(all: &[&Stats]) -> Stats {
     let m = |f: fn(&Stats) -> f64| median(&all.iter().map(|s| f(s)).collect::<Vec<_>>());
     Stats {
         count: m(|s| s.count as f64).round() as u64,
@@ -214,13 +229,16 @@ fn median_stats(all: &[&Stats]) -> Stats {
     }
 }
 
-fn combined_validity(reps: &[&LevelSummary], middle: &Validity) -> Validity {
+/// The validity of a combined level: the middle repetition's figures, trustworthy only when
+/// every repetition was, and every repetition's reasons, each said once with the repetitions
+/// that gave it.
+pub fn combined_validity(reps: &[&Validity], middle: &Validity) -> Validity {
     let mut v = middle.clone();
-    v.trustworthy = reps.iter().all(|r| r.validity.trustworthy);
+    v.trustworthy = reps.iter().all(|r| r.trustworthy);
     // The same reason in several repetitions is said once, naming them all.
     let mut grouped: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, r) in reps.iter().enumerate() {
-        for why in &r.validity.reasons {
+        for why in &r.reasons {
             match grouped.iter_mut().find(|(w, _)| *w == why.as_str()) {
                 Some((_, reps)) => reps.push(i + 1),
                 None => grouped.push((why, vec![i + 1])),
