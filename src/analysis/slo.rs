@@ -68,6 +68,29 @@ pub fn evaluate(slos: &[Slo], src: &impl MetricSource) -> Vec<SloResult> {
         .collect()
 }
 
+/// When the repetitions of a level disagree on an objective (`reps`: each repetition's check of
+/// it, `None` where it has none), the median's verdict depends on which run one looks at: a
+/// warning naming the values and what to do. `None` when they agree.
+pub fn noise_warning(level: &str, objective: &Slo, reps: &[Option<&SloResult>]) -> Option<String> {
+    let passed = reps.iter().filter(|r| r.is_some_and(|r| r.passed)).count();
+    if passed == 0 || passed == reps.len() {
+        return None;
+    }
+    let kind = objective.metric.kind();
+    let values: Vec<String> = reps
+        .iter()
+        .map(|r| {
+            r.and_then(|r| r.actual)
+                .map_or("-".into(), |v| kind.show(v))
+        })
+        .collect();
+    Some(format!(
+        "warning: {level}: SLO {objective} held in {passed} of {} repetitions ({}): its verdict is within the run-to-run noise; add repetitions (--repeat) or measure longer (--measurement-interval, --request-count)",
+        reps.len(),
+        values.join(", ")
+    ))
+}
+
 /// The `slo` array of a level's JSON: one object per objective, numbers in the metric's unit.
 pub fn json(results: &[SloResult]) -> Value {
     Value::Array(
@@ -171,6 +194,22 @@ mod tests {
     use crate::load::Stimulus;
     use crate::server_metrics::ServerDelta;
     use crate::stats::LevelStats;
+
+    #[test]
+    fn repetitions_that_disagree_are_noise() {
+        let slo = parse("time_to_first_token.p99<=500ms").unwrap();
+        let checks: Vec<SloResult> = [480.0, 530.0, 490.0]
+            .iter()
+            .map(|&v| evaluate(std::slice::from_ref(&slo), &level(v, None, 0)).remove(0))
+            .collect();
+        let refs: Vec<Option<&SloResult>> = checks.iter().map(Some).collect();
+        assert_eq!(
+            noise_warning("concurrency8", &slo, &refs).unwrap(),
+            "warning: concurrency8: SLO time_to_first_token.p99<=500ms held in 2 of 3 repetitions (480.00 ms, 530.00 ms, 490.00 ms): its verdict is within the run-to-run noise; add repetitions (--repeat) or measure longer (--measurement-interval, --request-count)"
+        );
+        assert_eq!(noise_warning("c", &slo, &refs[..1]), None);
+        assert_eq!(noise_warning("c", &slo, &[refs[1], refs[1]]), None);
+    }
 
     #[test]
     fn evaluate_table() {

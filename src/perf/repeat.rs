@@ -133,6 +133,13 @@ fn combined_level(plan: &PerfPlan, reps: &[&PerfLevel]) -> PerfLevel {
         ..mid.clone()
     };
     level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
+    for (i, objective) in plan.slos.iter().enumerate() {
+        let checks: Vec<_> = reps.iter().map(|l| l.slo.get(i)).collect();
+        let name = level.stimulus.name();
+        if let Some(w) = crate::analysis::slo::noise_warning(&name, objective, &checks) {
+            eprintln!("{w}");
+        }
+    }
     level
 }
 

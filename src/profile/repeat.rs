@@ -252,29 +252,13 @@ fn add_spreads_to_summary(d: &Path, table: &[(String, Vec<MetricSpread>)]) -> Re
     )
 }
 
-/// Says when the repetitions of a level disagree on an objective: its verdict then depends on
-/// which repetition one looks at, and the median's verdict is within the noise.
+/// Says when the repetitions of a level disagree on an objective.
 fn warn_slo_noise(plan: &RunPlan, found: &[&LevelResult], ui: Ui) {
+    let level = found[0].summary.stimulus.name();
     for (i, objective) in plan.slos.iter().enumerate() {
-        let held: Vec<bool> = found
-            .iter()
-            .map(|l| l.slo.get(i).is_some_and(|r| r.passed))
-            .collect();
-        let passed = held.iter().filter(|h| **h).count();
-        if passed != 0 && passed != held.len() {
-            let values: Vec<String> = found
-                .iter()
-                .map(|l| match l.slo.get(i).and_then(|r| r.actual) {
-                    Some(v) => objective.metric.kind().show(v),
-                    None => "-".to_string(),
-                })
-                .collect();
-            ui.say(&format!(
-                "warning: {}: SLO {objective} held in {passed} of {} repetitions ({}): its verdict is within the run-to-run noise; add repetitions (--repeat) or measure longer (--measurement-interval, --request-count)",
-                found[0].summary.stimulus.name(),
-                held.len(),
-                values.join(", ")
-            ));
+        let reps: Vec<_> = found.iter().map(|l| l.slo.get(i)).collect();
+        if let Some(w) = slo::noise_warning(&level, objective, &reps) {
+            ui.say(&w);
         }
     }
 }
