@@ -88,7 +88,9 @@ Examples:
   ttftbench profile -m gpt2 --endpoint-type chat -u localhost:8000 --streaming \\
       --request-rate 5,10,20 --duration 10s
   ttftbench profile -m gpt2 -u localhost:8001 --streaming --concurrency 8 \\
-      --slo 'time_to_first_token.p99<=500ms' --slo 'queue_share<=50%'";
+      --slo 'time_to_first_token.p99<=500ms' --slo 'queue_share<=50%'
+  ttftbench profile -m gpt2 -u localhost:8001 --streaming --concurrency 1,8,32 --repeat 3 \\
+      --artifact-dir './bench/{timestamp}'    (then: ttftbench compare bench/)";
 
 const PERF_EXAMPLES: &str = "\
 Examples:
