@@ -202,3 +202,47 @@ fn bad_files_are_refused_with_their_line_and_key() {
         "{err}"
     );
 }
+
+/// A `.yaml` config reads as the TOML one does: the same resolved flags, the same refusals with
+/// line and key.
+#[test]
+fn yaml_configs_read_like_toml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = write(
+        &tmp.path().join("p.toml"),
+        "model = \"gpt2\"\nurl = \"localhost:9\"\nstreaming = true\nconcurrency = [1, 4]\nslo = [\"time_to_first_token.p99<=500ms\", \"error_rate<1%\"]\nlabel = [\"gpu=h100\"]\n",
+    );
+    let yaml = write(
+        &tmp.path().join("p.yaml"),
+        "# the same run\nmodel: gpt2\nurl: localhost:9\nstreaming: true\nconcurrency: [1, 4]\nslo:\n  - time_to_first_token.p99<=500ms\n  - error_rate<1%\nlabel: [\"gpu=h100\"]\n",
+    );
+    let print = |cfg: &str| {
+        let (code, out, err) = run_in(&["profile", "--config", cfg, "--print-config"], tmp.path());
+        assert_eq!(code, 0, "{cfg}: {err}");
+        // The first line names the command line, which names the file.
+        out.lines().skip(1).collect::<Vec<_>>().join("\n")
+    };
+    let from_yaml = print(&yaml);
+    assert_eq!(from_yaml, print(&toml));
+    assert!(from_yaml.contains("concurrency = \"1,4\""), "{from_yaml}");
+    for (text, says) in [
+        (
+            "model: m\n\nconcurency: 2\n",
+            "bad.yaml:3: concurency: not a flag of `ttftbench profile`; did you mean concurrency?",
+        ),
+        (
+            "model: m\nstreaming: \"yes\"\n",
+            "bad.yaml:2: streaming: a switch: give true or false, not a string",
+        ),
+        (
+            "model: m\nslo:\n  x: 1\n",
+            "bad.yaml:2: slo: expected a value or a list, found a mapping",
+        ),
+        ("model: [m\n", "bad.yaml:"),
+    ] {
+        let cfg = write(&tmp.path().join("bad.yaml"), text);
+        let (code, _, err) = run_in(&["profile", "--config", &cfg, "--print-config"], tmp.path());
+        assert_eq!(code, 2, "{text}: {err}");
+        assert!(err.contains(says), "{text}: wanted {says:?} in {err}");
+    }
+}

@@ -690,11 +690,11 @@ pub struct OutputArgs {
         default_value = "X-Request-ID"
     )]
     pub request_id_header: String,
-    /// Read flags from a TOML file: keys are the long flag names (`model = "gpt2"`,
-    /// `concurrency = [1, 2, 4]`, `streaming = true`); flags on the command line win. Every run
-    /// writes its own flags as `run.toml` in its artifact directory, so `--config run.toml`
-    /// repeats it.
-    #[arg(long = "config", value_name = "FILE.toml")]
+    /// Read flags from a TOML file, or YAML for a `.yaml`/`.yml` file: keys are the long flag
+    /// names (`model = "gpt2"`, `concurrency = [1, 2, 4]`, `streaming = true`; in YAML
+    /// `model: gpt2`); flags on the command line win. Every run writes its own flags as
+    /// `run.toml` in its artifact directory, so `--config run.toml` repeats it.
+    #[arg(long = "config", value_name = "FILE.toml|FILE.yaml")]
     pub config: Option<PathBuf>,
     /// Print the run's flags (file and command line together) as a config file and exit.
     #[arg(long = "print-config")]

@@ -1,5 +1,6 @@
-//! Run plans as files: `--config FILE` (TOML) for `profile` and `perf`, `--print-config`, and
-//! the `run.toml` every run writes into its artifact directory.
+//! Run plans as files: `--config FILE` (TOML, or YAML by its `.yaml`/`.yml` extension: see
+//! [`yaml`]) for `profile` and `perf`, `--print-config`, and the `run.toml` every run writes into
+//! its artifact directory.
 //!
 //! A config file is a flat TOML table whose keys are the subcommand's long flag names (aliases
 //! too) and whose values are what the flag takes: a string or number for a flag with a value, a
@@ -33,6 +34,8 @@ use toml::Value;
 
 use crate::error::UsageError;
 
+mod yaml;
+
 /// The subcommands that take `--config`.
 const WITH_CONFIG: [&str; 2] = ["profile", "perf"];
 
@@ -47,13 +50,21 @@ pub fn expand(argv: Vec<String>) -> Result<Vec<String>, UsageError> {
     let cmd = subcommand(sub);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         UsageError(format!(
-            "--config {}: cannot read it ({e}); give a TOML file of long flag names, e.g. model = \"gpt2\"",
+            "--config {}: cannot read it ({e}); give a TOML (or .yaml) file of long flag names, e.g. model = \"gpt2\"",
             path.display()
         ))
     })?;
     let given = given_flags(&cmd, &argv[2..]);
     let mut tokens = Vec::new();
-    for (key, (value, line)) in parse(&text, &path)? {
+    let is_yaml = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+    let entries = if is_yaml {
+        yaml::parse(&text, &path)?
+    } else {
+        parse(&text, &path)?
+    };
+    for (key, (value, line)) in entries {
         let arg = find_arg(&cmd, &key).ok_or_else(|| unknown_key(&cmd, &key, &path, line))?;
         let long = arg.get_long().unwrap_or(&key).to_string();
         if long == "config" || given.contains(&long) {
