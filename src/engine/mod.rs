@@ -11,6 +11,7 @@ pub mod collector;
 pub mod files;
 pub mod level;
 pub mod outcome;
+pub mod repeat;
 pub mod session;
 pub mod signals;
 pub mod start;

@@ -57,26 +57,23 @@ fn repetition_plan(plan: &PerfPlan, k: u32) -> Result<PerfPlan> {
 /// Runs the plan `plan.repeat.count` times (printing each repetition's report as perf does) and
 /// combines the levels every finished repetition measured.
 pub async fn run_repeated(plan: &PerfPlan, cancel: Cancel) -> Result<Repeated> {
-    let count = plan.repeat.count;
-    let mut reps: Vec<PerfOutcome> = Vec::new();
-    for k in 1..=count {
-        if cancel.stopping() {
-            break;
-        }
-        if k > 1 && !plan.repeat.pause.is_zero() {
-            tokio::select! {
-                () = tokio::time::sleep(plan.repeat.pause) => {}
-                () = cancel.wait_stop() => break,
+    let reps = crate::engine::repeat::each(
+        plan.repeat,
+        &cancel,
+        |s| eprintln!("{s}"),
+        |k| {
+            let cancel = cancel.clone();
+            async move {
+                let rep = repetition_plan(plan, k)?;
+                let outcome = run(&rep, cancel.clone(), true).await?;
+                if let Some(path) = &rep.report_file {
+                    crate::artifact::write_file(path, super::report_csv(plan, &outcome.levels))?;
+                }
+                Ok((outcome, cancel.stopping()))
             }
-        }
-        eprintln!("repetition {k}/{count}");
-        let rep = repetition_plan(plan, k)?;
-        let outcome = run(&rep, cancel.clone(), true).await?;
-        if let Some(path) = &rep.report_file {
-            crate::artifact::write_file(path, super::report_csv(plan, &outcome.levels))?;
-        }
-        reps.push(outcome);
-    }
+        },
+    )
+    .await?;
     let first = reps.first().ok_or(Error::Interrupted)?;
     let levels = plan
         .levels

@@ -25,39 +25,29 @@ use crate::stats::repeat::{self, MetricSpread};
 /// the Pushgateway.
 pub(super) async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
-    let count = plan.repeat.count;
-    let mut reps: Vec<Outcome> = Vec::new();
-    for k in 1..=count {
-        if cancel.stopping() {
-            break;
-        }
-        if k > 1 && !plan.repeat.pause.is_zero() {
-            ui.say(&format!(
-                "pausing {:.1} s before repetition {k}/{count} (--repeat-pause)",
-                plan.repeat.pause.as_secs_f64()
-            ));
-            tokio::select! {
-                () = tokio::time::sleep(plan.repeat.pause) => {}
-                () = cancel.wait_stop() => break,
+    let reps = crate::engine::repeat::each(
+        plan.repeat,
+        &cancel,
+        |s| ui.say(s),
+        |k| {
+            let rep_plan = RunPlan {
+                artifact_dir: Some(layout.repetition(k, &plan.levels)),
+                outputs: crate::plan::outputs::Outputs {
+                    labels: plan.outputs.labels.clone(),
+                    request_id_header: plan.outputs.request_id_header.clone(),
+                    ..Default::default()
+                },
+                ..plan.clone()
+            };
+            let cancel = cancel.clone();
+            async move {
+                let outcome = run_once(&rep_plan, cancel, ui).await?;
+                let interrupted = outcome.interrupted;
+                Ok((outcome, interrupted))
             }
-        }
-        ui.say(&format!("repetition {k}/{count}"));
-        let rep_plan = RunPlan {
-            artifact_dir: Some(layout.repetition(k, &plan.levels)),
-            outputs: crate::plan::outputs::Outputs {
-                labels: plan.outputs.labels.clone(),
-                request_id_header: plan.outputs.request_id_header.clone(),
-                ..Default::default()
-            },
-            ..plan.clone()
-        };
-        let outcome = run_once(&rep_plan, cancel.clone(), ui).await?;
-        let stop = outcome.interrupted;
-        reps.push(outcome);
-        if stop {
-            break;
-        }
-    }
+        },
+    )
+    .await?;
     combine(plan, &layout, reps, &cancel, ui).await
 }
 
