@@ -34,8 +34,17 @@
 # and a TLS instance). Target: HTTPS CPU/request <= 1.5x plain HTTP's on both; wrk's own ratio is
 # printed for reference (it verifies nothing).
 #
+# LIVE=1 runs only the live view's cost instead (about 3 minutes): CPU per request of the same
+# run with `--ui none`, with the default view on a pipe (plain lines, as every other run of this
+# script), and with `--ui compact` and `--ui dashboard` drawn on a pseudo-terminal (the script
+# reads it, as a terminal would, outside the measured process), alternated ROUNDS times (at
+# least 2) against nginx and the simulator. Target: each view's median within 5% of `--ui none`'s
+# (the spread of one view's own rounds on a shared 2-core machine is about that, more on the
+# simulator, which shares the cores with the client).
+#
 # Usage: scripts/bench_client.sh            (about 4 minutes)
 #        TLS=1 scripts/bench_client.sh      (HTTPS vs HTTP only; needs openssl)
+#        LIVE=1 scripts/bench_client.sh     (the live view's cost only)
 #        QUICK=1 scripts/bench_client.sh    (one round, 200 000 requests for the RSS check: ~2 min)
 #        ROUNDS=5 DURATION=10 STREAMS=10000 RSS_REQUESTS=1000000 scripts/bench_client.sh
 # Needs wrk and nginx (apt-get install -y wrk nginx-light), python3 and curl. Exits 1 if a target
@@ -103,6 +112,32 @@ rusage() {
 import resource, subprocess, sys
 with open(sys.argv[1], "w") as out:
     rc = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.STDOUT).returncode
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{r.ru_utime + r.ru_stime:.3f} {r.ru_maxrss}")
+sys.exit(rc)' "$out" "$@"
+}
+
+# rusage_pty OUT CMD...: as rusage, with CMD's stdout and stderr on a pseudo-terminal of 160x40
+# (so the live view redraws), whose output this script reads into OUT outside CMD's rusage.
+rusage_pty() {
+    local out=$1
+    shift
+    python3 -c '
+import fcntl, os, pty, resource, struct, subprocess, sys, termios
+master, slave = pty.openpty()
+fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+with open(sys.argv[1], "wb") as out:
+    p = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+    os.close(slave)
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not b:
+            break
+        out.write(b)
+    rc = p.wait()
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(f"{r.ru_utime + r.ru_stime:.3f} {r.ru_maxrss}")
 sys.exit(rc)' "$out" "$@"
@@ -195,13 +230,15 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 per_req() { python3 -c "print(f'{$1 / $2 * 1e6:.1f}')"; }
 
-# tb NAME ARGS...: one ttftbench run; sets TB_RPS, TB_US (CPU us per request) and TB_INFO.
+# tb NAME ARGS...: one ttftbench run (under TB_RUNNER: rusage, or rusage_pty); sets TB_RPS,
+# TB_US (CPU us per request) and TB_INFO.
+TB_RUNNER=rusage
 tb() {
     local name=$1
     shift
     local cpu n f
     rm -rf "$WORK/$name"
-    read -r cpu _ < <(rusage "$WORK/$name.txt" "$BIN" profile -m gpt2 --output-tokens-mean 100 \
+    read -r cpu _ < <("$TB_RUNNER" "$WORK/$name.txt" "$BIN" profile -m gpt2 --output-tokens-mean 100 \
         --synthetic-input-tokens-mean 8 --synthetic-input-tokens-stddev 0 --concurrency 64 \
         --duration "$DURATION" --artifact-dir "$WORK/$name" "$@")
     f="$WORK/$name/profile_export_genai_perf.json"
@@ -284,6 +321,56 @@ if [ -n "${TLS:-}" ]; then
         printf '  %-12s %14s %14s %8s %14s %14s %8s\n' "$(case $k in NGX) echo nginx;; TSIM) echo simulator;; esac)" \
             "${!h}" "${!s}" "$x" "${!wh}" "${!ws}" "$(ratio "${!ws}" "${!wh}")"
         python3 -c "import sys; sys.exit(0 if $x <= 1.5 else 1)" || { echo "  MISSED: $k HTTPS CPU/request $x x plain HTTP's (target <= 1.5)"; fail=1; }
+    done
+    exit $fail
+fi
+
+# live_cost NAME HOSTPORT: ROUNDS alternations of the four views against one server; sets
+# NAME_<VIEW>_US (medians of CPU us per request) for VIEW in NONE PLAIN COMPACT DASHBOARD.
+live_cost() {
+    local name=$1 hp=$2 v
+    local none=() plain=() compact=() dash=()
+    for r in $(seq "$ROUNDS"); do
+        local line="   round $r (load $(cut -d' ' -f1 /proc/loadavg)):"
+        for v in none plain compact dashboard; do
+            case $v in
+            none) TB_RUNNER=rusage tb "$name" "${STREAM[@]}" -u "$hp" --ui none ;;
+            plain) TB_RUNNER=rusage tb "$name" "${STREAM[@]}" -u "$hp" ;;
+            *) TB_RUNNER=rusage_pty tb "$name" "${STREAM[@]}" -u "$hp" --ui "$v" ;;
+            esac
+            case $v in none) none+=("$TB_US") ;; plain) plain+=("$TB_US") ;; compact) compact+=("$TB_US") ;; *) dash+=("$TB_US") ;; esac
+            line+=" $v $TB_US us ($TB_RPS req/s)"
+        done
+        echo "$line"
+    done
+    grep -q $'\e\[K' "$WORK/$name.txt" || { echo "   the dashboard drew no frame:" >&2; head -c 2000 "$WORK/$name.txt" >&2; exit 1; }
+    printf -v "${name}_NONE_US" %s "$(median "${none[@]}")"
+    printf -v "${name}_PLAIN_US" %s "$(median "${plain[@]}")"
+    printf -v "${name}_COMPACT_US" %s "$(median "${compact[@]}")"
+    printf -v "${name}_DASHBOARD_US" %s "$(median "${dash[@]}")"
+}
+
+if [ -n "${LIVE:-}" ]; then
+    [ "$ROUNDS" -ge 2 ] || ROUNDS=2
+    # The streamed chat of `versus`, on top of tb's 100-token, concurrency-64 run.
+    STREAM=(--endpoint-type chat --streaming --extra-inputs ignore_eos:true --raw-export none)
+    echo "== LIVE 1. nginx (one write) at 127.0.0.1:$NGINX_PORT: concurrency 64, ${DURATION}s x $ROUNDS per view"
+    live_cost LNGX "127.0.0.1:$NGINX_PORT"
+    echo "== LIVE 2. simulator --instant (per write) at $INSTANT_HTTP"
+    live_cost LSIM "$INSTANT_HTTP"
+    echo
+    echo "== summary: CPU us per request, medians of $ROUNDS rounds (load now $(cut -d' ' -f1-3 /proc/loadavg))"
+    printf '  %-12s %10s %16s %16s %16s\n' server "ui none" "plain (pipe)" "compact (pty)" "dashboard (pty)"
+    fail=0
+    for k in LNGX LSIM; do
+        n=${k}_NONE_US p=${k}_PLAIN_US c=${k}_COMPACT_US d=${k}_DASHBOARD_US
+        printf '  %-12s %10s %9s %5sx %9s %5sx %9s %5sx\n' "$(case $k in LNGX) echo nginx;; LSIM) echo simulator;; esac)" \
+            "${!n}" "${!p}" "$(ratio "${!p}" "${!n}")" "${!c}" "$(ratio "${!c}" "${!n}")" "${!d}" "$(ratio "${!d}" "${!n}")"
+        for v in PLAIN COMPACT DASHBOARD; do
+            x=${k}_${v}_US
+            python3 -c "import sys; sys.exit(0 if ${!x} <= 1.05 * ${!n} else 1)" ||
+                { echo "  MISSED: $k $v view ${!x} us/req > 1.05 x --ui none's ${!n}"; fail=1; }
+        done
     done
     exit $fail
 fi

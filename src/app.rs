@@ -219,7 +219,12 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
     }
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
-    let outcome = crate::profile::run(&plan, cancel, Ui::for_terminal(plan.verbosity)).await?;
+    let outcome = crate::profile::run(
+        &plan,
+        cancel,
+        Ui::for_terminal(plan.verbosity, plan.outputs.ui),
+    )
+    .await?;
     let code = finish(&outcome, &plan);
     if !a.quiet {
         eprintln!("artifacts: {}", a.artifact_dir.display());
@@ -276,7 +281,7 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     }
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
-    let ui = Ui::for_terminal(plan.verbosity);
+    let ui = Ui::for_terminal(plan.verbosity, plan.outputs.ui);
     let outcome = crate::profile::run(&plan, cancel, ui).await?;
     Ok(finish(&outcome, &plan))
 }

@@ -960,12 +960,15 @@ async fn timeline_rows_are_written_per_level() {
     sim.shutdown().await;
 }
 
-/// Issue 15.12: when a time window ends with requests still in flight, the level's progress bar
-/// says it is draining them (instead of a clock running past the window).
+/// Issue 15.12: when a time window ends with requests still in flight, the level's live view
+/// says it is draining them (instead of a clock running past the window); issue 14.2: the view
+/// is fed by the engine itself and leaves one final line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn progress_says_draining_after_the_window() {
-    use ttftbench::engine::{LevelSpec, Policy, Sinks, level::DRAINING, measure_level};
+async fn live_view_says_draining_after_the_window() {
+    use ttftbench::engine::live::{Display, LiveView};
+    use ttftbench::engine::{LevelSpec, Policy, Sinks, measure_level};
     use ttftbench::load::{Cancel, Stop};
+    use ttftbench::report::live::DRAINING;
     let sim = start_round().await;
     let tmp = tempfile::tempdir().unwrap();
     // 100 tokens at 10 ms a step: each request takes about a second, the window 300 ms.
@@ -980,9 +983,11 @@ async fn progress_says_draining_after_the_window() {
     let mut session = ttftbench::engine::session::prepare_llm(&plan, Cancel::new(), None)
         .await
         .unwrap();
-    let bar = indicatif::ProgressBar::hidden();
+    let out = SharedBuf::default();
+    let every = std::time::Duration::from_millis(100);
+    let view = LiveView::to_writer(Display::Plain, Some(1), Box::new(out.clone()), every);
     let mut sinks = Sinks {
-        progress: Some(bar.clone()),
+        live: Some(view),
         ..Sinks::default()
     };
     let spec = LevelSpec {
@@ -1005,6 +1010,28 @@ async fn progress_says_draining_after_the_window() {
         m.summary.stats.request_count >= 2,
         "the in-flight requests finished"
     );
-    assert_eq!(bar.message(), DRAINING);
+    let text = out.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("level 1/1 concurrency2 at ")
+                && l.contains(" in flight, ")
+                && l.ends_with(DRAINING)),
+        "{text}"
+    );
+    let last = lines.last().unwrap();
+    let done = format!(
+        "{} requests, 0 errors, TTFT p50 ",
+        m.summary.stats.request_count
+    );
+    assert!(
+        last.starts_with("level 1/1 concurrency2 done in ") && last.contains(&done),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\x1b'),
+        "plain lines carry no escapes: {text:?}"
+    );
     sim.shutdown().await;
 }

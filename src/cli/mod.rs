@@ -661,6 +661,17 @@ pub enum OutputFormatArg {
     Json,
 }
 
+/// `--ui`: what the terminal shows while a level runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UiArg {
+    /// Two lines redrawn in place; one line per level stays.
+    Compact,
+    /// A full-screen panel with the ladder so far; one line per level stays.
+    Dashboard,
+    /// Nothing while levels run.
+    None,
+}
+
 /// Result channels of `profile` and `perf` besides the artifact files.
 #[derive(Debug, Args, Clone)]
 pub struct OutputArgs {
@@ -699,6 +710,13 @@ pub struct OutputArgs {
     /// Print the run's flags (file and command line together) as a config file and exit.
     #[arg(long = "print-config")]
     pub print_config: bool,
+    /// What stderr shows while a level runs: elapsed and remaining, requests done, in flight and
+    /// failed, running TTFT p50/p99, ITL, output tokens/s, send lag (request-rate levels).
+    /// `compact` redraws two lines, `dashboard` a full screen with the ladder so far; both leave
+    /// one line per level. When stderr is not a terminal (CI logs), a plain line every 5 s
+    /// instead. `none` (or `--quiet`): nothing.
+    #[arg(help_heading = OUTPUT, long = "ui", value_enum, default_value = "compact")]
+    pub ui: UiArg,
 }
 
 /// `-i`: perf_analyzer's protocol flag.

@@ -158,6 +158,10 @@ impl ProfileArgs {
             generate_plots: self.generate_plots,
             notices: passed.ignored,
         };
+        if plan.verbosity == Verbosity::Quiet {
+            // `--quiet` prints only the table: no live view either.
+            plan.outputs.ui = crate::plan::outputs::UiMode::None;
+        }
         // The slot between level starts depends on each level's length, known once the plan is.
         plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;
         plan.repeat = self.repeat.plan(!plan.shard.shard.is_whole())?;
@@ -195,6 +199,11 @@ impl super::OutputArgs {
         outputs.labels = crate::plan::outputs::labels(&self.labels)?;
         outputs.request_id_header =
             crate::plan::outputs::request_id_header(&self.request_id_header)?;
+        outputs.ui = match self.ui {
+            super::UiArg::Compact => crate::plan::outputs::UiMode::Compact,
+            super::UiArg::Dashboard => crate::plan::outputs::UiMode::Dashboard,
+            super::UiArg::None => crate::plan::outputs::UiMode::None,
+        };
         Ok(outputs)
     }
 }
@@ -258,6 +267,31 @@ mod tests {
             Command::Profile(p) => p.plan(&argv.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
             other => panic!("expected profile, got {other:?}"),
         }
+    }
+
+    /// `--ui` becomes the plan's mode (shared with perf); `--quiet` turns the live view off.
+    #[test]
+    fn ui_modes() {
+        use crate::plan::outputs::UiMode;
+        let ui = |extra: &[&str]| {
+            let mut a = vec!["-m", "m"];
+            a.extend_from_slice(extra);
+            plan(&a).unwrap().outputs.ui
+        };
+        assert_eq!(ui(&[]), UiMode::Compact);
+        assert_eq!(ui(&["--ui", "dashboard"]), UiMode::Dashboard);
+        assert_eq!(ui(&["--ui", "none"]), UiMode::None);
+        assert_eq!(ui(&["--quiet", "--ui", "dashboard"]), UiMode::None);
+        assert!(plan(&["-m", "m", "--ui", "fancy"]).is_err());
+        let cli = Cli::try_parse_from(["ttftbench", "perf", "-m", "m", "--ui", "dashboard"]);
+        let Ok(Cli {
+            command: Command::Perf(p),
+            ..
+        }) = cli
+        else {
+            panic!("perf takes --ui")
+        };
+        assert_eq!(p.plan(&[]).unwrap().outputs.ui, UiMode::Dashboard);
     }
 
     #[test]

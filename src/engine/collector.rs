@@ -1,7 +1,7 @@
 //! Where a level's records go: one collector thread per level receives every finished request
 //! (warm-up and measured), hands it to the sinks — `requests.jsonl` (every phase), the timeline
-//! (every phase: it is what the server saw), the progress bar (measured only) — and cuts the
-//! measured ones into windows. A request belongs to the window its last response falls in.
+//! (every phase: it is what the server saw), the live view's tally ([`super::live::Tally`]) — and
+//! cuts the measured ones into windows. A request belongs to the window its last response falls in.
 //!
 //! A fixed stop has one window, closed when the load has stopped (it ends at the level's last
 //! response). perf_analyzer's time windows close as time passes (each is sent to the level's
@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use indicatif::ProgressBar;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::artifact::lines::LineFile;
@@ -70,8 +69,9 @@ pub struct Sinks {
     pub records: Option<RecordsFile>,
     /// Per-interval rows.
     pub timeline: Option<Timeline>,
-    /// Advanced once per measured request.
-    pub progress: Option<ProgressBar>,
+    /// The run's live view (`--ui`): each level draws on it while it runs and leaves its final
+    /// line.
+    pub live: Option<super::live::LiveView>,
     /// GenAI-Perf's / perf_analyzer's raw per-request export, with an experiment open; takes each
     /// record's response capture (and recycles it).
     pub raw_export: Option<RawExportWriter>,
@@ -125,6 +125,8 @@ pub struct Setup {
     pub rule: WindowRule,
     /// When the measurement started (ns on the run clock; 0 until it has).
     pub measure_start: Arc<AtomicU64>,
+    /// The live view's running numbers, when a view is drawn.
+    pub live: Option<super::live::Tally>,
 }
 
 /// What the collector hands back when the load has stopped.
@@ -194,6 +196,9 @@ impl Cutter {
             if let Some(t) = self.sinks.timeline.as_mut() {
                 t.advance(now);
             }
+            if let Some(t) = self.setup.live.as_mut() {
+                t.tick(now, self.setup.measure_start.load(Ordering::Acquire));
+            }
             self.open_if_started();
             if let Some(len) = self.len_ns {
                 while self
@@ -244,12 +249,12 @@ impl Cutter {
         if let Some(t) = self.sinks.timeline.as_mut() {
             t.record(record);
         }
+        if let Some(t) = self.setup.live.as_mut() {
+            t.record(record);
+        }
         if record.phase != Phase::Measure {
             self.warmup += 1;
             return;
-        }
-        if let Some(p) = &self.sinks.progress {
-            p.inc(1);
         }
         self.open_if_started();
         let end = record.last_token_ns.unwrap_or(record.end_ns);
@@ -275,6 +280,9 @@ impl Cutter {
         let Some(cur) = self.cur.as_mut() else {
             return;
         };
+        if let Some(t) = self.setup.live.as_mut() {
+            t.window_closed();
+        }
         let start = cur.end_ns;
         let next = Window {
             start_ns: start,

@@ -10,11 +10,13 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use super::Session;
 use super::collector::{self, Setup, Sinks, Window};
+use super::live::{LevelLive, LevelView, LiveView, Shape, Times};
 use crate::analysis::validity::{self, Observed, StallMonitor};
 use crate::error::{Error, Result};
 use crate::load::{Halt, PhaseOutcome, Stimulus, Stop, WindowRule, run_phase};
 use crate::metrics::{Metric, Objective, PercentileMethod};
 use crate::record::Phase;
+use crate::report::live::{Goal, Head};
 use crate::server_metrics::gpu::GpuView;
 use crate::server_metrics::level::EngineLevelView;
 use crate::server_metrics::{ProbeSnapshot, Sampler, ServerDelta, ServerProbe, StatsSnapshot};
@@ -158,6 +160,7 @@ pub async fn measure_level(
         t.restart_if_idle(shared.clock.now_ns());
     }
     let measure_start = Arc::new(AtomicU64::new(0));
+    let mut live = start_live(sinks, spec, &shared, &measure_start);
     let (win_tx, win_rx) = unbounded_channel::<Window>();
     let (rec_tx, rec_rx) = crate::load::record_queue();
     let setup = Setup {
@@ -168,8 +171,8 @@ pub async fn measure_level(
         pool: shared.gaps.clone(),
         rule: spec.policy.rule(),
         measure_start: measure_start.clone(),
+        live: live.tally.take(),
     };
-    let bar = sinks.progress.clone();
     let thread = collector::spawn(setup, std::mem::take(sinks), rec_rx, win_tx)
         .map_err(|e| Error::failed(format!("cannot start the collector thread: {e}")))?;
     if let Some(stop) = spec.warmup {
@@ -178,6 +181,7 @@ pub async fn measure_level(
             session.phase(Phase::Warmup, spec.index, spec.stimulus, stop),
             rec_tx.clone(),
             Halt::new(),
+            live.warmup_sent.clone(),
         )
         .await;
         session.seq += out.sent;
@@ -195,12 +199,16 @@ pub async fn measure_level(
         ),
         rec_tx,
         halt.clone(),
+        live.sent.clone(),
     ));
-    let draining = drain_notice(bar, spec.policy.stop());
     let mut loop_ = WindowLoop::new(win_rx, watch.stats_before);
     if let Policy::Stable(s) = spec.policy {
+        let hooks = PassHooks {
+            on_pass: spec.on_pass,
+            live: live.view.as_ref(),
+        };
         loop_
-            .until_stable(&s, &session.probe, &shared.cancel, spec.on_pass)
+            .until_stable(&s, &session.probe, &shared.cancel, hooks)
             .await;
         halt.halt();
     }
@@ -208,9 +216,6 @@ pub async fn measure_level(
         .await
         .map_err(|e| Error::failed(format!("the load task failed: {e}")))?;
     session.seq += out.sent;
-    if let Some(t) = draining {
-        t.abort();
-    }
     loop_.drain(&session.probe, &spec.policy).await;
     let collected = thread
         .join()
@@ -222,6 +227,7 @@ pub async fn measure_level(
     let ended_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
     let times = (started_unix_ns, ended_unix_ns);
     let summary = summarize(spec, &agg, &windows, &observed, &out, times);
+    live.finish(&summary);
     Ok(Measured {
         summary,
         agg,
@@ -230,22 +236,56 @@ pub async fn measure_level(
     })
 }
 
-/// What the progress bar's message says once a time window is over and the requests still in
-/// flight are finishing (they count in the level; none are sent after the window).
-pub const DRAINING: &str = "window over, draining requests in flight";
+/// Starts the level's live view on the run's, when the sinks carry one: numbered by the
+/// level's place in the plan, counting toward what ends its measurement.
+fn start_live(
+    sinks: &Sinks,
+    spec: &LevelSpec<'_>,
+    shared: &crate::load::Shared,
+    measure_start: &Arc<AtomicU64>,
+) -> LevelLive {
+    let view = sinks.live.as_ref();
+    let head = Head {
+        number: spec.index + 1,
+        total: view.and_then(LiveView::total),
+        name: spec.stimulus.name(),
+        goal: match spec.policy {
+            Policy::Fixed(Stop::Requests(n)) => Goal::Requests(n),
+            Policy::Fixed(Stop::Window(d)) => Goal::Seconds(d.as_secs_f64()),
+            Policy::Stable(s) => Goal::Stable {
+                max_windows: s.max_trials,
+            },
+        },
+    };
+    let times = Times {
+        clock: shared.clock,
+        level_start_ns: shared.clock.now_ns(),
+        measure_start: measure_start.clone(),
+        cancel: shared.cancel.clone(),
+    };
+    let shape = Shape {
+        streaming: spec.streaming,
+        open_loop: spec.stimulus.open_loop(),
+        max_in_flight: spec.stimulus.workers() as u64,
+    };
+    LevelLive::start(view, head, shape, times)
+}
 
-/// Sets the bar's message to [`DRAINING`] when a time window ends (the task is aborted when
-/// the load finishes first).
-fn drain_notice(
-    bar: Option<indicatif::ProgressBar>,
-    stop: Stop,
-) -> Option<tokio::task::JoinHandle<()>> {
-    match (bar, stop) {
-        (Some(bar), Stop::Window(d)) => Some(tokio::spawn(async move {
-            tokio::time::sleep(d).await;
-            bar.set_message(DRAINING);
-        })),
-        _ => None,
+/// Who hears of each stability window: the caller's `on_pass`, with the live view off the
+/// screen while it writes.
+#[derive(Clone, Copy)]
+struct PassHooks<'a> {
+    on_pass: Option<&'a (dyn Fn(&Pass) + Sync)>,
+    live: Option<&'a LevelView>,
+}
+
+impl PassHooks<'_> {
+    fn pass(&self, p: &Pass) {
+        match (self.on_pass, self.live) {
+            (Some(f), Some(v)) => v.suspend(|| f(p)),
+            (Some(f), None) => f(p),
+            (None, _) => {}
+        }
     }
 }
 
@@ -356,7 +396,7 @@ impl WindowLoop {
         s: &Stability,
         probe: &ServerProbe,
         cancel: &crate::load::Cancel,
-        on_pass: Option<&(dyn Fn(&Pass) + Sync)>,
+        hooks: PassHooks<'_>,
     ) {
         loop {
             let w = tokio::select! {
@@ -371,8 +411,8 @@ impl WindowLoop {
                 return;
             }
             self.push(w, probe).await;
-            if let (Some(f), Some(last)) = (on_pass, self.windows.last()) {
-                f(&Pass {
+            if let Some(last) = self.windows.last() {
+                hooks.pass(&Pass {
                     index: self.measured,
                     ok: last.agg.ok,
                     secs: last.secs(),

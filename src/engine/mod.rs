@@ -1,15 +1,17 @@
 //! The one level engine every mode runs on. A [`Session`] is what a run prepared once — the
 //! protocol client, the requests to send, the server probe — and [`measure_level`] measures one
 //! load level under a [`Policy`] (a fixed stop, or perf_analyzer's stability windows), feeding
-//! the level's [`Sinks`] from one collector thread. Warm-up, the validity verdict and the
-//! server's view are done here once; `profile`, `perf`, `doctor` and `demo` are front ends that
-//! choose levels and encode the [`Measured`] results. How a run ends (exit codes, Ctrl-C) is in
+//! the level's [`Sinks`] (records file, timeline, raw export, the [`live`] view) from one
+//! collector thread. Warm-up, the validity verdict and the server's view are done here once;
+//! `profile`, `perf`, `doctor` and `demo` are front ends that choose levels and encode the
+//! [`Measured`] results. How a run ends (exit codes, Ctrl-C) is in
 //! [`outcome`] and [`signals`].
 
 pub mod capacity;
 pub mod collector;
 pub mod files;
 pub mod level;
+pub mod live;
 pub mod outcome;
 pub mod repeat;
 pub mod session;

@@ -15,10 +15,14 @@ pub fn watch_signals(cancel: Cancel) {
         if wait_signal().await.is_err() {
             return;
         }
-        eprintln!(
-            "\nstopping: no new requests; waiting up to {}s for in-flight ones (Ctrl-C again to abandon them)",
-            GRACE.as_secs()
-        );
+        // A live view on the terminal says it in its own place (a line written into it would
+        // be drawn over).
+        if !super::live::redrawing() {
+            eprintln!(
+                "\nstopping: no new requests; waiting up to {}s for in-flight ones (Ctrl-C again to abandon them)",
+                GRACE.as_secs()
+            );
+        }
         cancel.stop_sending();
         tokio::select! {
             _ = tokio::time::sleep(GRACE) => {}

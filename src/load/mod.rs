@@ -234,19 +234,21 @@ impl Halt {
 }
 
 /// Runs one phase to completion and returns when every worker has finished. Records go to
-/// `sink` as requests complete; `halt` ends the phase early.
+/// `sink` as requests complete; `halt` ends the phase early. `sent` counts requests as workers
+/// send them (a fresh counter per phase, which others may read meanwhile: the live view's
+/// requests in flight).
 pub async fn run_phase(
     shared: Arc<Shared>,
     spec: PhaseSpec,
     sink: RecordSink,
     halt: Halt,
+    sent: Arc<AtomicU64>,
 ) -> PhaseOutcome {
     let start_ns = shared.clock.now_ns();
     let deadline = match spec.stop {
         Stop::Window(d) => Some(start_ns + d.as_nanos() as u64),
         Stop::Requests(_) => None,
     };
-    let sent = Arc::new(AtomicU64::new(0));
     let delayed = Arc::new(AtomicU64::new(0));
     let mut pacer_thread = None;
     let mut schedule: Option<Arc<dispatch::Tickets>> = None;

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use crate::analysis::slo::SloResult;
 use crate::artifact::write_file;
 use crate::engine::files as files_w;
+use crate::engine::live::{Display, LiveView};
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{
     LevelSpec, Measured, Pass, Policy, RecordsFile, Session, Sinks, Stability, measure_level,
@@ -458,6 +459,9 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     let mut session = Session::new(shared, probe);
     let mut sinks = open_sinks(plan, &session.shared)?;
     sinks.raw_export = raw_export_writer(plan, protocol, &info, &session.shared)?;
+    if print {
+        sinks.live = live_view(plan);
+    }
     let mut publisher = Publisher::new(&plan.outputs, Mode::Perf, &plan.target.model);
     if print {
         say_schedule(plan);
@@ -517,10 +521,19 @@ fn open_sinks(plan: &PerfPlan, shared: &Shared) -> Result<Sinks> {
             Some(path) => Some(RecordsFile::create(path, shared.request_ids.clone())?),
             None => None,
         },
-        progress: None,
+        live: None,
         raw_export: None,
         raw_error: None,
     })
+}
+
+/// The live view `--ui` asks for on stderr, over the plan's levels (an open-ended
+/// `--concurrency-range N:0` has no total).
+fn live_view(plan: &PerfPlan) -> Option<LiveView> {
+    let total = u32::try_from(plan.levels.len())
+        .ok()
+        .filter(|_| !plan.unbounded);
+    Display::for_stderr(plan.outputs.ui).map(|d| LiveView::stderr(d, total))
 }
 
 /// perf_analyzer's `--profile-export-file`, when asked for: every output of the model listed

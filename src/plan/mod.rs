@@ -28,7 +28,7 @@ pub use shard::{LevelPart, ShardPlan};
 pub enum Verbosity {
     /// Only the table.
     Quiet,
-    /// Table, per-level lines, progress bars.
+    /// Table, per-level lines, the live view (`--ui`).
     Normal,
     /// Plus per-metric detail tables.
     Verbose,

@@ -1,6 +1,7 @@
 //! Where a run's results go besides its artifact files, validated before any request is sent:
 //! `--junit FILE`, `--output text|json`, `--push-gateway URL`, and the GitHub step summary
-//! (`GITHUB_STEP_SUMMARY`); and the `--label key=value` tags every artifact carries.
+//! (`GITHUB_STEP_SUMMARY`); the `--label key=value` tags every artifact carries; and how the
+//! level being measured is shown while it runs (`--ui`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,20 @@ pub enum StdoutFormat {
     /// One JSON object per finished level and a final summary object, one per line; everything
     /// else goes to stderr.
     Json,
+}
+
+/// `--ui`: what the terminal shows while a level runs. Where it is drawn, and whether a redrawn
+/// view or plain lines, is decided when the run starts (`engine::live`): only a terminal gets
+/// redraws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UiMode {
+    /// One or two lines redrawn in place (the default), one line left per level.
+    #[default]
+    Compact,
+    /// A full-screen panel (the terminal's alternate screen) with the ladder so far.
+    Dashboard,
+    /// Nothing while levels run (`--quiet` implies it).
+    None,
 }
 
 /// The run's result channels besides the artifact directory.
@@ -34,6 +49,8 @@ pub struct Outputs {
     /// `--request-id-header`: the HTTP header requests carry their id in (`None`: none). The
     /// run's identity on the wire, beside its labels in the files.
     pub request_id_header: Option<String>,
+    /// `--ui`: the live view while levels run.
+    pub ui: UiMode,
 }
 
 impl Default for Outputs {
@@ -46,6 +63,7 @@ impl Default for Outputs {
             step_summary: None,
             labels: BTreeMap::new(),
             request_id_header: Some(DEFAULT_REQUEST_ID_HEADER.into()),
+            ui: UiMode::default(),
         }
     }
 }

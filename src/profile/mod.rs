@@ -5,8 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
 use crate::analysis::knee::{self, Analysis};
 use crate::analysis::slo::{self, SloResult};
 use crate::analysis::verdict::{self, Verdict};
@@ -16,6 +14,7 @@ use crate::artifact::shard::SHARD_FILE;
 use crate::artifact::timeline::Timeline;
 use crate::artifact::write_file;
 use crate::context::{RunContext, ServerIdentity};
+use crate::engine::live::{Display, LiveView};
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{
     LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, files, measure_level,
@@ -23,6 +22,7 @@ use crate::engine::{
 use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus, Stop};
 use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
+use crate::plan::outputs::UiMode;
 use crate::plan::{LevelPart, RunPlan, Verbosity};
 use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
 use crate::report::console;
@@ -136,17 +136,17 @@ impl Outcome {
 pub struct Ui {
     /// Console verbosity.
     pub verbosity: Verbosity,
-    /// Draw progress bars (only on a terminal).
-    pub progress: bool,
+    /// How the live view draws while levels run (`None`: not at all).
+    pub live: Option<Display>,
 }
 
 impl Ui {
-    /// Progress bars when stderr is a terminal and the run is not quiet.
-    pub fn for_terminal(verbosity: Verbosity) -> Ui {
-        use std::io::IsTerminal;
+    /// The live view `--ui` asks for, as stderr can show it (redrawn on a terminal, plain lines
+    /// otherwise), unless the run is quiet.
+    pub fn for_terminal(verbosity: Verbosity, ui: UiMode) -> Ui {
         Ui {
             verbosity,
-            progress: verbosity != Verbosity::Quiet && std::io::stderr().is_terminal(),
+            live: Display::for_stderr(ui).filter(|_| verbosity != Verbosity::Quiet),
         }
     }
 
@@ -154,7 +154,7 @@ impl Ui {
     pub fn silent() -> Ui {
         Ui {
             verbosity: Verbosity::Quiet,
-            progress: false,
+            live: None,
         }
     }
 
@@ -222,9 +222,12 @@ async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     say_schedule(plan, ui);
     let anchor = session.shared.clock.unix_anchor_ns();
     let mut publisher = Publisher::new(&plan.outputs, Mode::Profile, &plan.target.model);
+    let live = ui
+        .live
+        .map(|d| LiveView::stderr(d, u32::try_from(plan.levels.len()).ok()));
     let mut levels = Vec::new();
     let mut idle = Vec::new();
-    for (i, part) in parts.iter().enumerate() {
+    for part in &parts {
         if cancel.stopping() {
             break;
         }
@@ -241,16 +244,14 @@ async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
             )?);
             continue;
         };
-        let progress = ui
-            .progress
-            .then(|| level_progress(&stimulus, stop, i, plan.levels.len()));
         let level = LevelRun {
             part,
             stimulus,
             stop,
             dir: &dir,
         };
-        let measured = match run_level(&mut session, plan, &level, progress, raw.as_ref()).await {
+        let measured = match run_level(&mut session, plan, &level, live.clone(), raw.as_ref()).await
+        {
             Err(Error::Interrupted) if !levels.is_empty() => break,
             r => r?,
         };
@@ -465,7 +466,7 @@ async fn run_level(
     session: &mut Session,
     plan: &RunPlan,
     level: &LevelRun<'_>,
-    progress: Option<ProgressBar>,
+    live: Option<LiveView>,
     raw: Option<&RawExport>,
 ) -> Result<Measured> {
     let dir = level.dir;
@@ -491,7 +492,7 @@ async fn run_level(
             session.shared.request_ids.clone(),
         )?),
         timeline: Some(timeline),
-        progress,
+        live,
         raw_export,
         raw_error: None,
     };
@@ -510,9 +511,6 @@ async fn run_level(
         on_pass: None,
     };
     let measured = measure_level(session, &spec, &mut sinks).await?;
-    if let Some(p) = sinks.progress.take() {
-        p.finish_and_clear();
-    }
     if let Some(t) = sinks.timeline.take() {
         // The last interval is still open: close it at the level's end.
         t.finish()?;
@@ -641,43 +639,6 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     }
 }
 
-/// A progress bar for one level of `total`, prefixed `level i/N`; while in-flight requests
-/// finish after a time window the engine sets its message to say it is draining.
-fn level_progress(stimulus: &Stimulus, stop: Stop, index: usize, total: usize) -> ProgressBar {
-    let bar = match stop {
-        Stop::Requests(n) => {
-            let b = ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr());
-            b.set_style(
-                ProgressStyle::with_template(
-                    "{prefix:>24} [{bar:30}] {pos}/{len} requests {elapsed} {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            b
-        }
-        Stop::Window(d) => {
-            let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            b.set_style(
-                ProgressStyle::with_template(&format!(
-                    "{{prefix:>24}} {{spinner}} {{pos}} requests {{elapsed}} / {:.0}s window {{msg}}",
-                    d.as_secs_f64()
-                ))
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            b.enable_steady_tick(std::time::Duration::from_millis(200));
-            b
-        }
-    };
-    bar.set_prefix(progress_prefix(stimulus, index, total));
-    bar
-}
-
-/// `level 2/6 concurrency4`: which level of how many is running.
-fn progress_prefix(stimulus: &Stimulus, index: usize, total: usize) -> String {
-    format!("level {}/{total} {}", index + 1, stimulus.name())
-}
-
 /// A level's JSON document (its GenAI-Perf JSON file, and its line of `--output json`): the
 /// numbers, the plan's identity and workload fingerprint, the shard, the SLO results.
 fn level_doc(
@@ -703,17 +664,4 @@ fn level_doc(
     }
     artifact::stamp(&mut doc);
     doc
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn progress_prefix_says_which_level_of_how_many() {
-        assert_eq!(
-            progress_prefix(&Stimulus::Concurrency(4), 2, 6),
-            "level 3/6 concurrency4"
-        );
-    }
 }

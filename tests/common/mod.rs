@@ -704,3 +704,26 @@ pub async fn run_bin(args: &[String], envs: &[(&str, &Path)]) -> (i32, String, S
     .await
     .expect("the child's thread ends")
 }
+
+/// A buffer that several owners write into (a live view drawn off the terminal), read back
+/// as text.
+#[derive(Clone, Default)]
+pub struct SharedBuf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl SharedBuf {
+    /// What was written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
