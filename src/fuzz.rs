@@ -70,6 +70,10 @@ pub const TARGETS: &[Target] = &[
         name: "prompts",
         run: prompt_file,
     },
+    Target {
+        name: "trace",
+        run: trace_file,
+    },
 ];
 
 /// The target called `name`.
@@ -343,6 +347,53 @@ pub fn prompt_file(data: &[u8]) {
     let tk = TOKENIZER.get_or_init(Tokenizer::builtin_gpt2);
     if let Ok(prompts) = crate::workload::prompts::from_jsonl_reader(data, Path::new("fuzz"), tk) {
         assert!(!prompts.is_empty(), "an empty prompt list was accepted");
+    }
+}
+
+/// `--input-file` traces (Mooncake JSONL, 8-token blocks, fixed schedule): an accepted trace has
+/// rows, timestamps that never decrease, one id per block; a small one is synthesized into
+/// prompts of exactly its lengths whose shared leading ids are shared leading tokens.
+pub fn trace_file(data: &[u8]) {
+    static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
+    let tk = TOKENIZER.get_or_init(Tokenizer::builtin_gpt2);
+    let opts = crate::workload::trace::ReadOptions {
+        block_size: 8,
+        fixed_schedule: true,
+        start_ms: None,
+        end_ms: None,
+    };
+    let Ok(trace) = crate::workload::trace::read_from(data, Path::new("fuzz"), &opts) else {
+        return;
+    };
+    assert!(!trace.requests.is_empty(), "an empty trace was accepted");
+    let times = trace.schedule_ns(None).expect("every row has a timestamp");
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "times go backwards");
+    for r in &trace.requests {
+        assert_eq!(r.hash_ids.len(), r.input_length.div_ceil(8) as usize);
+    }
+    let total: u64 = trace
+        .requests
+        .iter()
+        .map(|r| u64::from(r.input_length))
+        .sum();
+    if total > 4_096 {
+        return;
+    }
+    let salt = crate::workload::Salt::NONE;
+    let prompts = crate::workload::blocks::trace_prompts(tk, &trace, 8, 0, salt)
+        .expect("the built-in tokenizer has units");
+    let first = tk.encode(&prompts[0].text);
+    for (r, p) in trace.requests.iter().zip(&prompts) {
+        let toks = tk.encode(&p.text);
+        assert_eq!(toks.len(), r.input_length as usize, "inexact prompt");
+        let k = r
+            .hash_ids
+            .iter()
+            .zip(&trace.requests[0].hash_ids)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let n = (k * 8).min(toks.len()).min(first.len());
+        assert_eq!(toks[..n], first[..n], "shared blocks differ");
     }
 }
 

@@ -235,6 +235,7 @@ fn expand_level(t: &str, s: &Stimulus) -> String {
     let value = match s {
         Stimulus::Concurrency(n) => n.to_string(),
         Stimulus::RequestRate { rate, .. } => format!("{rate}"),
+        Stimulus::FixedSchedule { speedup, .. } => format!("{speedup}"),
     };
     t.replace("{concurrency}", &value)
         .replace("{rate}", &value)

@@ -121,6 +121,7 @@ pub fn experiment_open(stimulus: &Stimulus, first: bool) -> String {
     let (mode, value) = match stimulus {
         Stimulus::Concurrency(n) => ("concurrency", Value::from(*n)),
         Stimulus::RequestRate { rate, .. } => ("request_rate", Value::from(*rate)),
+        Stimulus::FixedSchedule { speedup, .. } => ("fixed_schedule", Value::from(*speedup)),
     };
     format!(
         "{}{{\"experiment\":{{\"mode\":\"{mode}\",\"value\":{value}}},\"requests\":[",

@@ -339,6 +339,22 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
                 max_inflight,
             })
         }
+        ("fixed_schedule", Some(speedup)) if speedup > 0.0 && speedup.is_finite() => {
+            let max_inflight = cfg
+                .and_then(|c| c.get("levels"))
+                .and_then(Value::as_array)
+                .and_then(|ls| {
+                    ls.iter()
+                        .find_map(|l| l.pointer("/fixed_schedule/max_inflight"))
+                })
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(1024);
+            Ok(Stimulus::FixedSchedule {
+                speedup,
+                max_inflight,
+            })
+        }
         _ => Err(Error::usage(format!(
             "{}: level kind '{kind}' with value {value:?} cannot be read by this version of ttftbench",
             dir.display()

@@ -395,9 +395,50 @@ pub struct ProfileArgs {
     #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%")]
     pub knee_min_gain: String,
 
-    /// JSONL prompts, one `{"text": ...}` per line, instead of synthetic ones.
+    /// JSONL input instead of synthetic prompts: one `{"text": ...}` prompt per line, or a
+    /// request trace in the Mooncake form (`{"timestamp": ms, "input_length": N,
+    /// "output_length": M, "hash_ids": [..]}` per line; told apart by its `input_length` key),
+    /// whose prompts are synthesized to its lengths and shared blocks.
     #[arg(help_heading = WORKLOAD, long = "input-file")]
     pub input_file: Option<PathBuf>,
+
+    /// Tokens per hash id of a trace (default 512, Mooncake's).
+    #[arg(help_heading = WORKLOAD, long = "block-size")]
+    pub block_size: Option<u32>,
+
+    /// Send a trace's requests at their timestamps (relative to the first row, or to
+    /// --fixed-schedule-start) instead of at a concurrency or rate: one level, `fixed_schedule`.
+    #[arg(help_heading = LOAD, long = "fixed-schedule")]
+    pub fixed_schedule: bool,
+
+    /// Replay a fixed schedule this many times faster (timestamps divided by it).
+    #[arg(help_heading = LOAD, long = "fixed-schedule-speedup", default_value_t = 1.0, requires = "fixed_schedule")]
+    pub fixed_schedule_speedup: f64,
+
+    /// Replay only the trace's rows from this timestamp on (ms); the schedule counts from it.
+    #[arg(help_heading = LOAD, long = "fixed-schedule-start", alias = "fixed-schedule-start-offset", requires = "fixed_schedule")]
+    pub fixed_schedule_start: Option<u64>,
+
+    /// Replay only the trace's rows up to this timestamp (ms, inclusive).
+    #[arg(help_heading = LOAD, long = "fixed-schedule-end", alias = "fixed-schedule-end-offset", requires = "fixed_schedule")]
+    pub fixed_schedule_end: Option<u64>,
+
+    /// Shared system prompts: this many distinct prefixes, one (round robin) in front of every
+    /// synthetic prompt, so a server's prefix cache can reuse them.
+    #[arg(help_heading = WORKLOAD, long = "num-prefix-prompts")]
+    pub num_prefix_prompts: Option<u32>,
+
+    /// Tokens in each prefix prompt (default 100); prepended, so a prompt's input length is this
+    /// plus its synthetic length, as in GenAI-Perf.
+    #[arg(help_heading = WORKLOAD, long = "prefix-prompt-length")]
+    pub prefix_prompt_length: Option<u32>,
+
+    /// Salt of the prompt text, so a run never meets an earlier run's prefix cache: `auto` (a
+    /// fresh salt per run), `none` (the same seed sends byte-identical prompts every run), or a
+    /// text (runs with the same text send the same prompts, and may share a cache on purpose).
+    /// Lengths and sharing within the run do not depend on it.
+    #[arg(help_heading = WORKLOAD, long = "prompt-salt", value_name = "auto|none|TEXT", default_value = "auto")]
+    pub prompt_salt: String,
 
     /// Prometheus endpoint of the server (default: the target's own /metrics for an OpenAI API,
     /// then port 8002 of the target host, whichever answers).

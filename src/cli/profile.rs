@@ -81,7 +81,43 @@ impl ProfileArgs {
             tokenizer: self.tokenizer.clone(),
             seed: self.random_seed,
             extra_inputs: self.extra_inputs.clone(),
+            num_prefix_prompts: self.num_prefix_prompts,
+            prefix_prompt_length: self.prefix_prompt_length,
+            prompt_salt: Some(self.prompt_salt.clone()),
+            trace: crate::plan::traffic::TraceSpec {
+                block_size: self.block_size,
+                fixed_schedule: self.fixed_schedule,
+                start_ms: self.fixed_schedule_start,
+                end_ms: self.fixed_schedule_end,
+                ..Default::default()
+            },
         }
+    }
+
+    /// The load levels and the stop rule: a trace's fixed schedule, or the concurrency or
+    /// request-rate levels.
+    fn load(
+        &self,
+        workload: &crate::workload::WorkloadPlan,
+        stop: crate::load::StopRule,
+    ) -> Result<(Vec<crate::load::Stimulus>, crate::load::StopRule), UsageError> {
+        if self.fixed_schedule {
+            let spec = crate::plan::traffic::FixedScheduleSpec {
+                speedup: self.fixed_schedule_speedup,
+                max_inflight: self.max_inflight,
+                other_load: self.concurrency.is_some() || self.request_rate.is_some(),
+                warmup: self.warmup_request_count > 0 || self.warmup_duration.is_some(),
+                request_count: self.request_count,
+            };
+            return crate::plan::traffic::fixed_schedule(workload, &spec, stop);
+        }
+        let levels = resolve::levels(
+            self.concurrency.as_deref(),
+            self.request_rate.as_deref(),
+            arrival(self.request_distribution, self.burstiness)?,
+            self.max_inflight,
+        )?;
+        Ok((levels, stop))
     }
 
     fn verbosity(&self) -> Result<Verbosity, UsageError> {
@@ -100,12 +136,7 @@ impl ProfileArgs {
     pub fn plan(&self, argv: &[String]) -> Result<RunPlan, UsageError> {
         let passed = values::perf_analyzer_passthrough(&self.perf_analyzer_args)?;
         let target = resolve::target(&self.target_spec())?;
-        let levels = resolve::levels(
-            self.concurrency.as_deref(),
-            self.request_rate.as_deref(),
-            arrival(self.request_distribution, self.burstiness)?,
-            self.max_inflight,
-        )?;
+        let workload = resolve::workload(&self.workload_spec())?;
         let stop = resolve::stop(&StopSpec {
             request_count: self.request_count,
             // A flag of ttftbench's own wins over the same one after `--`.
@@ -113,6 +144,7 @@ impl ProfileArgs {
             duration: self.duration,
             num_prompts: self.num_prompts,
         })?;
+        let (levels, stop) = self.load(&workload, stop)?;
         positive("--request-timeout", self.request_timeout)?;
         positive("--timeline-interval", self.timeline_interval)?;
         positive("--max-send-lag", self.max_send_lag)?;
@@ -120,7 +152,7 @@ impl ProfileArgs {
             server_metrics: resolve::metrics_source(self.server_metrics_url.as_deref(), &target)?,
             server_kind: self.engine_view.server_kind,
             gpu_metrics_url: resolve::gpu_metrics_url(self.engine_view.gpu_metrics_url.as_deref())?,
-            workload: resolve::workload(&self.workload_spec())?,
+            workload,
             levels,
             stop,
             warmup_requests: self.warmup_request_count,
@@ -317,6 +349,91 @@ mod tests {
         );
         assert_eq!(p.levels[0].name(), "request_rate10.0");
         assert!(plan(&["-m", "m", "--request-rate", "10", "--concurrency", "4"]).is_err());
+    }
+
+    /// A trace file is told from a prompt file by its keys; `--fixed-schedule` makes one level
+    /// of it, and what contradicts that is refused with the flag to change.
+    #[test]
+    fn trace_and_fixed_schedule_flags() {
+        use crate::workload::{PromptSalt, PromptSource};
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("t.jsonl");
+        let rows: String = (0..5)
+            .map(|i| format!("{{\"timestamp\": {}, \"input_length\": 700, \"output_length\": {}, \"hash_ids\": [0, {i}]}}\n", i * 10, i + 1))
+            .collect();
+        std::fs::write(&trace, rows).unwrap();
+        let t = trace.to_str().unwrap();
+        let p = plan(&[
+            "-m",
+            "m",
+            "--input-file",
+            t,
+            "--fixed-schedule",
+            "--fixed-schedule-speedup",
+            "2",
+            "--fixed-schedule-start",
+            "10",
+            "--prompt-salt",
+            "none",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.levels,
+            [Stimulus::FixedSchedule {
+                speedup: 2.0,
+                max_inflight: 1024
+            }]
+        );
+        assert_eq!(p.levels[0].name(), "fixed_schedule");
+        assert_eq!(
+            p.stop,
+            StopRule::Fixed(Stop::Requests(4)),
+            "the rows in the window"
+        );
+        let PromptSource::Trace(src) = &p.workload.prompts else {
+            panic!("a trace: {:?}", p.workload.prompts)
+        };
+        assert_eq!(
+            (src.requests, src.block_size, src.start_ms),
+            (4, 512, Some(10))
+        );
+        assert_eq!(p.workload.prompt_salt, PromptSalt::None);
+        assert_eq!(p.input_config()["workload"]["prompt_salt"], "none");
+        // The trace's prompts at a concurrency: every row, round robin.
+        let p = plan(&["-m", "m", "--input-file", t, "--concurrency", "2"]).unwrap();
+        assert_eq!(p.workload.num_prompts, 5);
+        assert_eq!(p.levels, [Stimulus::Concurrency(2)]);
+        for (extra, says) in [
+            (
+                &["--fixed-schedule", "--concurrency", "4"][..],
+                "drop --concurrency",
+            ),
+            (
+                &["--fixed-schedule", "--fixed-schedule-speedup", "0"],
+                "above 0",
+            ),
+            (
+                &["--fixed-schedule", "--request-count", "9"],
+                "more than the 5 requests",
+            ),
+            (
+                &["--fixed-schedule", "--warmup-request-count", "2"],
+                "no warm-up",
+            ),
+            (&["--output-tokens-mean", "5"], "output_length"),
+            (&["--num-prefix-prompts", "2"], "synthetic prompts"),
+            (&["--fixed-schedule", "--block-size", "64"], "needs 11"),
+            (&["--fixed-schedule-start", "5"], "--fixed-schedule"),
+        ] {
+            let mut a = vec!["-m", "m", "--input-file", t];
+            a.extend_from_slice(extra);
+            let e = plan(&a).unwrap_err();
+            assert!(e.0.contains(says), "{extra:?}: {e}");
+        }
+        let e = plan(&["-m", "m", "--fixed-schedule"]).unwrap_err();
+        assert!(e.0.contains("give --input-file with trace rows"), "{e}");
+        let e = plan(&["-m", "m", "--block-size", "64"]).unwrap_err();
+        assert!(e.0.contains("--block-size"), "{e}");
     }
 
     /// Every duration flag takes units; bare numbers keep their documented unit.

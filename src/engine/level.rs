@@ -545,7 +545,8 @@ fn summarize(
             .map(|s| s.p99),
         requested_rate: match spec.stimulus {
             Stimulus::RequestRate { rate, .. } => Some(rate),
-            Stimulus::Concurrency(_) => None,
+            // A trace's own rate varies; its send lag says whether it was kept.
+            Stimulus::Concurrency(_) | Stimulus::FixedSchedule { .. } => None,
         },
         sent: out.sent,
         send_span_s: out.send_span_ns as f64 / 1e9,

@@ -52,8 +52,14 @@ impl Session {
         }
     }
 
-    /// The next phase of this session: a phase of the plan's level `level`.
-    fn phase(&self, phase: Phase, level: u32, stimulus: Stimulus, stop: Stop) -> PhaseSpec {
+    /// The next phase of this session: a phase of the plan's level `level`. A trace's schedule
+    /// is replayed from its first row, so such a phase starts at the next sequence number that
+    /// maps to dataset entry 0 (numbers stay unique and rising).
+    fn phase(&mut self, phase: Phase, level: u32, stimulus: Stimulus, stop: Stop) -> PhaseSpec {
+        if stimulus.replays_schedule() {
+            let len = self.shared.dataset.len().max(1) as u64;
+            self.seq = self.seq.next_multiple_of(len);
+        }
         PhaseSpec {
             phase,
             stimulus,

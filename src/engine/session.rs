@@ -17,7 +17,7 @@ use crate::record::Clock;
 use crate::server_metrics::{ServerProbe, StatsSource, identity};
 use crate::target::{Api, Target};
 use crate::workload::tokenizer::{HubEnv, Tokenizer};
-use crate::workload::{Dataset, dataset, kserve};
+use crate::workload::{Dataset, Salt, dataset, kserve};
 
 /// Connects, checks the server, builds every request and opens the probe for `plan`. With a
 /// `run_id`, requests carry `RUN-SEQ` ids ([`RequestIds`]).
@@ -96,7 +96,7 @@ async fn connect_llm(
         Api::Chat | Api::Completions | Api::Generate => {
             let c = HttpClient::new(t, workers)?;
             check_http(c.inner(), t).await?;
-            let dataset = dataset::build_http(t, &plan.workload, tokenizer)?;
+            let dataset = dataset::build_http(t, &plan.workload, tokenizer, salt(plan))?;
             let stats = match t.api {
                 Api::Generate => {
                     StatsSource::Http(format!("{}/v2/models/{}/stats", t.base_url, t.model))
@@ -138,7 +138,7 @@ async fn connect_llm(
             if plan.use_server_token_count {
                 check_server_count(&t.model, &output_names(&info), &plan.workload.extra_inputs)?;
             }
-            let dataset = dataset::build_kserve(t, &plan.workload, tokenizer, &info)?;
+            let dataset = dataset::build_kserve(t, &plan.workload, tokenizer, &info, salt(plan))?;
             let client =
                 GrpcClient::new(t, &info, workers, channel.clone(), grpc::ResponseMode::Text)
                     .await
@@ -161,6 +161,17 @@ async fn connect_llm(
             Ok((Client::Grpc(client), dataset, probe))
         }
     }
+}
+
+/// This run's prompt salt: a fresh one per run (and per repetition: each prepares its own
+/// session), derived from the plan and its start when the run has a `--start-at`, so the
+/// shards of one run salt alike and still share what the workload shares across them.
+fn salt(plan: &RunPlan) -> Salt {
+    let shared = plan
+        .shard
+        .start_at_unix_ns
+        .map(|at| crate::workload::salt::shared_value(&plan.plan_id(), at));
+    Salt::resolve(&plan.workload.prompt_salt, shared)
 }
 
 /// The names of a model's outputs.

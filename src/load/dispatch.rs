@@ -89,7 +89,10 @@ impl Tickets {
         self.last_intended_ns
             .fetch_max(t.intended_ns, Ordering::Relaxed);
         self.queue.push(t);
-        self.notify.notify_one();
+        // The worker that went idle last takes it: its connection is the warmest, and a pool
+        // larger than the load then opens connections only as the load needs them (the oldest
+        // waiter would be a worker that never sent, with a connection still to open).
+        self.notify.notify_last();
     }
 
     fn finish(&self) {
@@ -135,7 +138,9 @@ fn pace(mut run: PacerRun, tickets: &Tickets) {
         if run.cancel.stopping() || run.halt.halted() {
             break;
         }
-        let (seq, offset) = run.pacer.next_send();
+        let Some((seq, offset)) = run.pacer.next_send() else {
+            break;
+        };
         if let Stop::Requests(n) = run.stop
             && seq >= n
         {

@@ -269,17 +269,10 @@ pub async fn run_phase(
                 set.spawn(async move { closed_loop_worker(ctx, tickets, u64::from(w)).await });
             }
         }
-        Stimulus::RequestRate {
-            rate,
-            arrival,
-            max_inflight,
-        } => {
-            // Each phase gets its own stream, so warm-up and measurement do not replay each other;
-            // every shard derives the same one and keeps its part of it.
-            let seed = shared.seed ^ (spec.stream + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            let whole_rate = rate * f64::from(shared.shard.count.max(1));
+        Stimulus::RequestRate { max_inflight, .. }
+        | Stimulus::FixedSchedule { max_inflight, .. } => {
             let run = dispatch::PacerRun {
-                pacer: pacer::Pacer::new(whole_rate, arrival, seed).for_shard(shared.shard),
+                pacer: schedule_of(&shared, &spec),
                 start_ns,
                 clock: shared.clock,
                 stop: spec.stop,
@@ -329,6 +322,34 @@ pub async fn run_phase(
         delayed_by_cap: delayed.load(Ordering::Relaxed),
         send_span_ns,
         intended_span_ns,
+    }
+}
+
+/// An open-loop phase's schedule: the trace's own times from the dataset entry the phase starts
+/// at, or a random one. Each random phase gets its own stream, so warm-up and measurement do not
+/// replay each other; every shard derives the same one and keeps its part of it.
+fn schedule_of(shared: &Shared, spec: &PhaseSpec) -> pacer::Pacer {
+    match spec.stimulus {
+        Stimulus::FixedSchedule { speedup, .. } => {
+            // Phases of a trace start at entry 0 (`engine::Session::phase`); one that did not
+            // would play the rest of the trace from where it starts.
+            let times = shared.dataset.schedule().unwrap_or(&[]);
+            let from = (spec.seq_base % times.len().max(1) as u64) as usize;
+            match times.get(from) {
+                Some(&base) if from > 0 => {
+                    let rest: Vec<u64> = times[from..].iter().map(|t| t - base).collect();
+                    pacer::Pacer::fixed(&rest, speedup)
+                }
+                _ => pacer::Pacer::fixed(times, speedup),
+            }
+        }
+        Stimulus::RequestRate { rate, arrival, .. } => {
+            let seed = shared.seed ^ (spec.stream + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let whole_rate = rate * f64::from(shared.shard.count.max(1));
+            pacer::Pacer::new(whole_rate, arrival, seed).for_shard(shared.shard)
+        }
+        // Closed loop has no schedule; an empty one ends at once.
+        Stimulus::Concurrency(_) => pacer::Pacer::fixed(&[], 1.0),
     }
 }
 

@@ -1,6 +1,7 @@
 //! When each open-loop request is due: an absolute schedule of intended send times, generated
 //! lazily from a seeded random stream, so a run of any length needs no memory per request and
-//! the same seed replays the same arrivals.
+//! the same seed replays the same arrivals — or a trace's own times (`--fixed-schedule`), which
+//! end with the trace.
 //!
 //! Send time `i` is the sum of the first `i` gaps (the first request is due at the phase start);
 //! workers sleep until their request's absolute time, so sleeping late never shifts later
@@ -50,6 +51,9 @@ enum Gaps {
     Constant(f64),
     Exp(Exp<f64>),
     Gamma(Gamma<f64>),
+    /// A trace's own send times (ns after the start), already divided by the speed-up: the
+    /// schedule ends with them.
+    Fixed(Vec<u64>),
 }
 
 /// Yields `(sequence number, intended offset in ns)` pairs in order.
@@ -110,6 +114,29 @@ impl Pacer {
         }
     }
 
+    /// A trace's schedule (`--fixed-schedule`): request `i` is due `at_ns[i] / speedup` ns after
+    /// the start, and there are no more after the last. A shard passes its own part of the
+    /// trace's times (not [`Pacer::for_shard`]).
+    pub fn fixed(at_ns: &[u64], speedup: f64) -> Pacer {
+        let speedup = if speedup.is_finite() && speedup > 0.0 {
+            speedup
+        } else {
+            1.0
+        };
+        let at = at_ns
+            .iter()
+            .map(|&t| (t as f64 / speedup).round() as u64)
+            .collect();
+        Pacer {
+            gaps: Gaps::Fixed(at),
+            rng: StdRng::seed_from_u64(0),
+            next_ns: 0.0,
+            whole_seq: 0,
+            seq: 0,
+            shard: Shard::WHOLE,
+        }
+    }
+
     /// This shard's part of the schedule `self` (built with the whole plan's rate and seed):
     /// requests `index`, `index + count`, `index + 2·count`, ... of it, numbered 0, 1, 2, ...
     pub fn for_shard(mut self, shard: Shard) -> Pacer {
@@ -121,8 +148,14 @@ impl Pacer {
     }
 
     /// The next request: its sequence number (within this shard's part) and when it is due (ns
-    /// after the phase start).
-    pub fn next_send(&mut self) -> (u64, u64) {
+    /// after the phase start); `None` once a fixed schedule is exhausted (random schedules never
+    /// end).
+    pub fn next_send(&mut self) -> Option<(u64, u64)> {
+        if let Gaps::Fixed(at) = &self.gaps {
+            let next = at.get(self.seq as usize).map(|&t| (self.seq, t));
+            self.seq += u64::from(next.is_some());
+            return next;
+        }
         let count = u64::from(self.shard.count);
         loop {
             let whole = self.whole_seq;
@@ -131,12 +164,13 @@ impl Pacer {
                 Gaps::Constant(g) => *g,
                 Gaps::Exp(d) => d.sample(&mut self.rng),
                 Gaps::Gamma(d) => d.sample(&mut self.rng),
+                Gaps::Fixed(_) => return None,
             };
             self.next_ns += gap;
             self.whole_seq += 1;
             if whole % count == u64::from(self.shard.index) {
                 self.seq += 1;
-                return (self.seq - 1, at);
+                return Some((self.seq - 1, at));
             }
         }
     }
@@ -147,7 +181,7 @@ mod tests {
     use super::*;
 
     fn gaps(p: &mut Pacer, n: usize) -> Vec<f64> {
-        let times: Vec<u64> = (0..=n).map(|_| p.next_send().1).collect();
+        let times: Vec<u64> = (0..=n).map(|_| p.next_send().unwrap().1).collect();
         times.windows(2).map(|w| (w[1] - w[0]) as f64).collect()
     }
 
@@ -161,7 +195,7 @@ mod tests {
     #[test]
     fn constant_is_exact() {
         let mut p = Pacer::new(1000.0, Arrival::Constant, 7);
-        let sends: Vec<(u64, u64)> = (0..5).map(|_| p.next_send()).collect();
+        let sends: Vec<(u64, u64)> = (0..5).map(|_| p.next_send().unwrap()).collect();
         assert_eq!(
             sends,
             [
@@ -174,11 +208,14 @@ mod tests {
         );
         // No drift over many requests: the 1 000 000th is due at exactly 1000 s.
         let mut p = Pacer::new(1000.0, Arrival::Constant, 7);
-        let last = (0..=1_000_000).map(|_| p.next_send()).last().unwrap();
+        let last = (0..=1_000_000)
+            .map(|_| p.next_send().unwrap())
+            .last()
+            .unwrap();
         assert_eq!(last, (1_000_000, 1_000_000_000_000));
         // A rate that is not a whole number of ns per request still lands on schedule.
         let mut p = Pacer::new(3.0, Arrival::Constant, 0);
-        let t: Vec<u64> = (0..4).map(|_| p.next_send().1).collect();
+        let t: Vec<u64> = (0..4).map(|_| p.next_send().unwrap().1).collect();
         assert_eq!(t, [0, 333_333_333, 666_666_667, 1_000_000_000]);
     }
 
@@ -220,14 +257,14 @@ mod tests {
         ] {
             let whole: Vec<u64> = {
                 let mut p = Pacer::new(40.0, arrival, 11);
-                (0..3000).map(|_| p.next_send().1).collect()
+                (0..3000).map(|_| p.next_send().unwrap().1).collect()
             };
             let mut union = Vec::new();
             for index in 0..3 {
                 let shard = Shard { index, count: 3 };
                 let mut p = Pacer::new(40.0, arrival, 11).for_shard(shard);
                 for k in 0..1000u64 {
-                    let (seq, at) = p.next_send();
+                    let (seq, at) = p.next_send().unwrap();
                     assert_eq!(seq, k, "a shard numbers its own requests");
                     union.push(at);
                 }
@@ -241,7 +278,7 @@ mod tests {
             .flat_map(|index| {
                 let mut s = Pacer::new(100.0, Arrival::Gamma { shape: 0.25 }, 9)
                     .for_shard(Shard { index, count: 4 });
-                (0..10_000).map(move |_| s.next_send().1)
+                (0..10_000).map(move |_| s.next_send().unwrap().1)
             })
             .collect();
         all.sort_unstable();
@@ -251,13 +288,26 @@ mod tests {
     }
 
     #[test]
+    fn fixed_schedule_follows_its_times_then_ends() {
+        let mut p = Pacer::fixed(&[0, 1_000_000, 1_000_000, 7_000_001], 2.0);
+        let got: Vec<(u64, u64)> = std::iter::from_fn(|| p.next_send()).collect();
+        assert_eq!(
+            got,
+            [(0, 0), (1, 500_000), (2, 500_000), (3, 3_500_001)],
+            "timestamps divided by the speed-up, ties kept"
+        );
+        assert_eq!(p.next_send(), None, "and it stays ended");
+        assert_eq!(Pacer::fixed(&[5], f64::NAN).next_send(), Some((0, 5)));
+    }
+
+    #[test]
     fn same_seed_same_schedule() {
         let mut a = Pacer::new(50.0, Arrival::Poisson, 3);
         let mut b = Pacer::new(50.0, Arrival::Poisson, 3);
         let mut c = Pacer::new(50.0, Arrival::Poisson, 4);
-        let ta: Vec<u64> = (0..100).map(|_| a.next_send().1).collect();
-        let tb: Vec<u64> = (0..100).map(|_| b.next_send().1).collect();
-        let tc: Vec<u64> = (0..100).map(|_| c.next_send().1).collect();
+        let ta: Vec<u64> = (0..100).map(|_| a.next_send().unwrap().1).collect();
+        let tb: Vec<u64> = (0..100).map(|_| b.next_send().unwrap().1).collect();
+        let tc: Vec<u64> = (0..100).map(|_| c.next_send().unwrap().1).collect();
         assert_eq!(ta, tb);
         assert_ne!(ta, tc);
     }

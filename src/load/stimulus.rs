@@ -1,5 +1,5 @@
-//! What a load level is: its stimulus (closed-loop concurrency or an open-loop request rate)
-//! and the rule that ends its measurement.
+//! What a load level is: its stimulus (closed-loop concurrency, an open-loop request rate, or a
+//! trace's own schedule) and the rule that ends its measurement.
 
 use std::time::Duration;
 
@@ -23,6 +23,14 @@ pub enum Stimulus {
         /// Requests in flight at most (the worker pool); beyond it sends leave late.
         max_inflight: u32,
     },
+    /// Open loop on a trace's own timestamps (`--fixed-schedule`): dataset entry `i` is sent at
+    /// its timestamp divided by `speedup`, each entry once.
+    FixedSchedule {
+        /// Timestamps are divided by this (`--fixed-schedule-speedup`; 2 replays twice as fast).
+        speedup: f64,
+        /// Requests in flight at most; beyond it sends leave late.
+        max_inflight: u32,
+    },
 }
 
 impl Stimulus {
@@ -32,6 +40,8 @@ impl Stimulus {
             Stimulus::Concurrency(n) => format!("concurrency{n}"),
             // GenAI-Perf formats the rate as a float: `request_rate10.0`.
             Stimulus::RequestRate { rate, .. } => format!("request_rate{rate:?}"),
+            // One level per run: the speed-up is in the plan, not in the name.
+            Stimulus::FixedSchedule { .. } => "fixed_schedule".to_string(),
         }
     }
 
@@ -40,14 +50,16 @@ impl Stimulus {
         match self {
             Stimulus::Concurrency(_) => "concurrency",
             Stimulus::RequestRate { .. } => "request_rate",
+            Stimulus::FixedSchedule { .. } => "fixed_schedule",
         }
     }
 
-    /// The value, as a number.
+    /// The value, as a number (a fixed schedule's speed-up).
     pub fn value(&self) -> f64 {
         match self {
             Stimulus::Concurrency(n) => f64::from(*n),
             Stimulus::RequestRate { rate, .. } => *rate,
+            Stimulus::FixedSchedule { speedup, .. } => *speedup,
         }
     }
 
@@ -55,13 +67,20 @@ impl Stimulus {
     pub fn workers(&self) -> usize {
         match self {
             Stimulus::Concurrency(n) => *n as usize,
-            Stimulus::RequestRate { max_inflight, .. } => *max_inflight as usize,
+            Stimulus::RequestRate { max_inflight, .. }
+            | Stimulus::FixedSchedule { max_inflight, .. } => *max_inflight as usize,
         }
     }
 
     /// Whether requests follow a schedule (send lag and intended-time latencies are meaningful).
     pub fn open_loop(&self) -> bool {
-        matches!(self, Stimulus::RequestRate { .. })
+        !matches!(self, Stimulus::Concurrency(_))
+    }
+
+    /// Whether the schedule is the dataset's own (a trace's timestamps): each entry is sent
+    /// once, at its time, starting from the first.
+    pub fn replays_schedule(&self) -> bool {
+        matches!(self, Stimulus::FixedSchedule { .. })
     }
 
     /// This shard's part of the level, `None` when it gets no load. Closed loop: the workers
@@ -85,6 +104,15 @@ impl Stimulus {
             } => Some(Stimulus::RequestRate {
                 rate: rate / f64::from(shard.count),
                 arrival,
+                max_inflight: shard.share(u64::from(max_inflight)).max(1) as u32,
+            }),
+            // Each shard replays its part of the trace's rows at their own times
+            // (`Dataset::partition` keeps each entry's time), so their union is the trace.
+            Stimulus::FixedSchedule {
+                speedup,
+                max_inflight,
+            } => Some(Stimulus::FixedSchedule {
+                speedup,
                 max_inflight: shard.share(u64::from(max_inflight)).max(1) as u32,
             }),
         }
@@ -147,6 +175,8 @@ impl StopRule {
             StopRule::Auto => match s {
                 Stimulus::Concurrency(n) => Stop::Requests((2 * u64::from(*n)).max(10)),
                 Stimulus::RequestRate { .. } => Stop::Requests(10),
+                // The whole trace: the schedule ends the level.
+                Stimulus::FixedSchedule { .. } => Stop::Requests(u64::MAX),
             },
         }
     }

@@ -205,6 +205,8 @@ fn merged_validity(
     v.reasons.extend(too_few_samples(agg.ok));
     if let Stimulus::RequestRate { rate, .. } = stimulus {
         v.requested_rate = Some(rate);
+    }
+    if stimulus.open_loop() {
         let lag = agg.dist(Metric::SendLag);
         v.send_lag_p99_ms = (lag.count() > 0).then(|| lag.percentile(99.0, method) / 1e6);
     }

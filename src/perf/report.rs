@@ -64,6 +64,8 @@ fn load_value(s: &Stimulus) -> String {
     match s {
         Stimulus::Concurrency(n) => n.to_string(),
         Stimulus::RequestRate { rate, .. } => g6(*rate),
+        // perf never replays a trace; a speed-up reads like a rate.
+        Stimulus::FixedSchedule { speedup, .. } => g6(*speedup),
     }
 }
 
@@ -77,6 +79,7 @@ fn stimulus_label(s: &Stimulus) -> String {
     match s {
         Stimulus::Concurrency(_) => format!("Request concurrency: {v}"),
         Stimulus::RequestRate { .. } => format!("Request Rate: {v} inference requests per seconds"),
+        Stimulus::FixedSchedule { .. } => format!("Fixed schedule: speed-up {v}"),
     }
 }
 
@@ -228,6 +231,7 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
             match l.stimulus {
                 Stimulus::Concurrency(_) => "concurrency",
                 Stimulus::RequestRate { .. } => "request rate",
+                Stimulus::FixedSchedule { .. } => "fixed schedule",
             },
             load_value(&l.stimulus)
         ));
@@ -254,6 +258,7 @@ pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
         let head = match l.stimulus {
             Stimulus::Concurrency(_) => "Concurrency",
             Stimulus::RequestRate { .. } => "Request Rate",
+            Stimulus::FixedSchedule { .. } => "Fixed schedule",
         };
         let head = format!("{head}: {}", load_value(&l.stimulus));
         out.push_str(&format!(

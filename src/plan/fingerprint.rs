@@ -5,6 +5,8 @@
 //! go (endpoint type and path, model, streaming), what they carry (prompt source with its
 //! input-length distribution, output-length distribution, extra request fields), how tokens are
 //! counted (tokenizer, server counts or not) and when a level's measurement ends (stop rule).
+//! The prompt salt counts only as its mode, and only when it is not the default `auto`: two runs
+//! salted afresh measured the same thing, whatever their salts were.
 //! Load levels are not part of it: `compare` matches levels by load itself. Values are short
 //! strings, so a difference reads as `output: 200±0 tokens → 10±0 tokens`.
 
@@ -14,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::RunPlan;
 use crate::load::{Stop, StopRule};
-use crate::workload::PromptSource;
+use crate::workload::{PromptSalt, PromptSource, TraceSource};
 
 /// The key of the fingerprint in a level's JSON.
 pub const FINGERPRINT_KEY: &str = "workload_fingerprint";
@@ -29,11 +31,16 @@ impl RunPlan {
     pub fn fingerprint(&self) -> Fingerprint {
         let t = &self.target;
         let w = &self.workload;
-        let prompts = match &w.prompts {
-            PromptSource::Synthetic { mean, stddev } => {
+        let prompts = match (&w.prompts, w.prefix_prompts) {
+            (PromptSource::Synthetic { mean, stddev }, None) => {
                 format!("synthetic, {mean}±{stddev} tokens")
             }
-            PromptSource::File(p) => format!("file {}", p.display()),
+            (PromptSource::Synthetic { mean, stddev }, Some(p)) => format!(
+                "synthetic, {mean}±{stddev} tokens after 1 of {} prefixes of {} tokens",
+                p.count, p.length
+            ),
+            (PromptSource::File(p), _) => format!("file {}", p.display()),
+            (PromptSource::Trace(t), _) => trace_text(t),
         };
         let output = w.output.map_or("left to the server".to_string(), |o| {
             let exact = if o.deterministic { ", exact" } else { "" };
@@ -69,13 +76,48 @@ impl RunPlan {
             ("token_count", tokens.to_string()),
             ("stop", stop),
         ];
-        Fingerprint(
-            fields
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-        )
+        let mut print: BTreeMap<String, String> = fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        // Runs salted afresh (the default) measure the same thing whatever their salts; runs
+        // whose prompts may meet an earlier run's cache do not. Absent means `auto`, as in runs
+        // recorded before the salt existed, so their baselines stay comparable.
+        match &w.prompt_salt {
+            PromptSalt::Auto => {}
+            PromptSalt::None => {
+                print.insert(SALT_KEY.into(), "none (same text every run)".into());
+            }
+            PromptSalt::Text(_) => {
+                print.insert(
+                    SALT_KEY.into(),
+                    "fixed (shared with runs of the same salt)".into(),
+                );
+            }
+        }
+        Fingerprint(print)
     }
+}
+
+/// The fingerprint's key for a prompt salt other than `auto`.
+const SALT_KEY: &str = "prompt_salt";
+
+/// A trace as the fingerprint shows it: file, rows, block size and window.
+fn trace_text(t: &TraceSource) -> String {
+    let window = match (t.start_ms, t.end_ms) {
+        (None, None) => String::new(),
+        (s, e) => format!(
+            ", window {}–{} ms",
+            s.map_or("start".into(), |s| s.to_string()),
+            e.map_or("end".into(), |e| e.to_string())
+        ),
+    };
+    format!(
+        "trace {} ({} requests, {}-token blocks{window})",
+        t.path.display(),
+        t.requests,
+        t.block_size
+    )
 }
 
 impl Fingerprint {
@@ -135,6 +177,30 @@ mod tests {
                 "stop: max(10, 2 × concurrency) requests → 50 requests".to_string(),
             ]
         );
+    }
+
+    /// Auto salts never make two runs incomparable; a run that may meet a cache does.
+    #[test]
+    fn salt_mode_counts_only_when_not_auto() {
+        let a = plan();
+        assert!(!a.fingerprint().0.contains_key(SALT_KEY));
+        let mut b = plan();
+        b.workload.prompt_salt = PromptSalt::None;
+        assert_eq!(
+            a.fingerprint().differences(&b.fingerprint()),
+            vec!["prompt_salt: (not recorded) → none (same text every run)".to_string()]
+        );
+        b.workload.prompt_salt = PromptSalt::Text("x".into());
+        b.workload.prefix_prompts = Some(crate::workload::PrefixPool {
+            count: 4,
+            length: 64,
+        });
+        let f = b.fingerprint();
+        assert_eq!(
+            f.0["prompts"],
+            "synthetic, 550±0 tokens after 1 of 4 prefixes of 64 tokens"
+        );
+        assert!(f.0[SALT_KEY].starts_with("fixed"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod fingerprint;
 pub mod outputs;
 pub mod resolve;
 pub mod shard;
+pub mod traffic;
 pub mod values;
 
 use std::path::PathBuf;

@@ -314,38 +314,40 @@ pub struct WorkloadSpec {
     pub seed: u64,
     /// `--extra-inputs` values as given.
     pub extra_inputs: Vec<String>,
+    /// `--num-prefix-prompts`.
+    pub num_prefix_prompts: Option<u32>,
+    /// `--prefix-prompt-length`.
+    pub prefix_prompt_length: Option<u32>,
+    /// `--prompt-salt` as given.
+    pub prompt_salt: Option<String>,
+    /// A trace's block size and schedule window (`--block-size`, `--fixed-schedule*`).
+    pub trace: super::traffic::TraceSpec,
 }
 
-/// Prompts (synthetic, 550 tokens by default as GenAI-Perf, or a file), output lengths and extra
-/// request fields.
+/// Prompts (synthetic, 550 tokens by default as GenAI-Perf, a file of prompts, or a trace read
+/// and checked here), output lengths, prefix prompts, the salt mode and extra request fields.
 pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
-    let num_prompts = s.num_prompts.unwrap_or(100);
-    if num_prompts == 0 {
+    if s.num_prompts == Some(0) {
         return usage("--num-prompts must be at least 1");
     }
-    let prompts = match &s.input_file {
-        Some(_) if s.input_tokens_mean.is_some() => {
-            return usage(
-                "--input-file and --synthetic-input-tokens-mean both choose prompts; give one",
-            );
-        }
-        Some(p) => PromptSource::File(p.clone()),
-        None => match s.input_tokens_mean.unwrap_or(550) {
-            0 => return usage("--synthetic-input-tokens-mean must be at least 1"),
-            mean => PromptSource::Synthetic {
-                mean,
-                stddev: s.input_tokens_stddev,
-            },
-        },
+    let prompts = prompt_source(s)?;
+    let num_prompts = match &prompts {
+        PromptSource::Trace(t) => u32::try_from(t.requests).unwrap_or(u32::MAX),
+        _ => s.num_prompts.unwrap_or(100),
     };
     let output = match s.output_tokens_mean {
+        Some(_) if matches!(prompts, PromptSource::Trace(_)) => {
+            return usage(
+                "--output-tokens-mean: the trace gives each request's output length (output_length); drop the flag",
+            );
+        }
         Some(0) => return usage("--output-tokens-mean must be at least 1"),
         Some(mean) => Some(OutputLength {
             mean,
             stddev: s.output_tokens_stddev,
             deterministic: s.output_deterministic,
         }),
-        None if s.output_deterministic => {
+        None if s.output_deterministic && !matches!(prompts, PromptSource::Trace(_)) => {
             return usage("--output-tokens-mean-deterministic needs --output-tokens-mean N");
         }
         None => None,
@@ -355,13 +357,60 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
             .into_iter()
             .flatten()
             .collect();
+    let synthetic = matches!(prompts, PromptSource::Synthetic { .. });
     Ok(WorkloadPlan {
+        prefix_prompts: super::traffic::prefix_pool(
+            s.num_prefix_prompts,
+            s.prefix_prompt_length,
+            synthetic,
+        )?,
+        prompt_salt: super::traffic::prompt_salt(s.prompt_salt.as_deref())?,
         prompts,
         num_prompts,
         output,
         tokenizer: s.tokenizer.clone(),
         seed: s.seed,
         extra_inputs,
+    })
+}
+
+/// Where prompts come from: an `--input-file` (a trace when its first row has `input_length`,
+/// else `{"text": ...}` prompts) or synthetic ones.
+fn prompt_source(s: &WorkloadSpec) -> Result<PromptSource, UsageError> {
+    let trace = match &s.input_file {
+        Some(_) if s.input_tokens_mean.is_some() => {
+            return usage(
+                "--input-file and --synthetic-input-tokens-mean both choose prompts; give one",
+            );
+        }
+        Some(p) => crate::workload::trace::is_trace(p)?,
+        None => false,
+    };
+    if trace {
+        let path = s.input_file.as_deref().unwrap_or(std::path::Path::new(""));
+        let spec = super::traffic::TraceSpec {
+            num_prompts: s.num_prompts,
+            exact_output: s.output_deterministic,
+            ..s.trace
+        };
+        return Ok(PromptSource::Trace(super::traffic::trace_source(
+            path, &spec,
+        )?));
+    }
+    if s.trace.block_size.is_some() {
+        return usage(
+            "--block-size is the token count of one hash id of a trace: give --input-file with trace rows, or drop it",
+        );
+    }
+    Ok(match &s.input_file {
+        Some(p) => PromptSource::File(p.clone()),
+        None => match s.input_tokens_mean.unwrap_or(550) {
+            0 => return usage("--synthetic-input-tokens-mean must be at least 1"),
+            mean => PromptSource::Synthetic {
+                mean,
+                stddev: s.input_tokens_stddev,
+            },
+        },
     })
 }
 

@@ -63,7 +63,7 @@ impl ShardPlan {
         // shards: the counts split over the three with a worker), so the parts add up.
         let loaded = match whole {
             Stimulus::Concurrency(n) => s.count.min(n).max(1),
-            Stimulus::RequestRate { .. } => s.count,
+            Stimulus::RequestRate { .. } | Stimulus::FixedSchedule { .. } => s.count,
         };
         let among_loaded = Shard {
             index: s.index.min(loaded - 1),

@@ -134,11 +134,10 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     let kind_title = match kind {
         "concurrency" => "Concurrency",
         "request_rate" => "Request rate",
+        "fixed_schedule" => "Fixed schedule (speed-up)",
         _ => "Level",
     };
-    let open_loop = levels
-        .iter()
-        .any(|l| matches!(l.stimulus, crate::load::Stimulus::RequestRate { .. }));
+    let open_loop = levels.iter().any(|l| l.stimulus.open_loop());
     let mut headers = vec![kind_title, "TTFT avg (ms)", "TTFT p99 (ms)"];
     if open_loop {
         headers.push("TTFT p99 intended (ms)");

@@ -5,7 +5,8 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::kserve::{self, LlmAsk};
-use super::prompts::{self, LengthSampler, Prompt};
+use super::prompts::{self, LengthSampler, Prompt, SyntheticSpec};
+use super::salt::Salt;
 use super::tensor::ModelInfo;
 use super::tokenizer::Tokenizer;
 use super::{PromptSource, WorkloadPlan};
@@ -45,6 +46,8 @@ pub struct Dataset {
     entries: Vec<Entry>,
     /// Each entry's index in the whole dataset, when this is a shard's part of it.
     indices: Option<Vec<u32>>,
+    /// A trace's send times: entry `i` is due this many ns after the schedule's start.
+    schedule: Option<Vec<u64>>,
 }
 
 impl Dataset {
@@ -53,7 +56,20 @@ impl Dataset {
         Dataset {
             entries,
             indices: None,
+            schedule: None,
         }
+    }
+
+    /// Gives the entries a send time each (ns after the schedule's start, one per entry).
+    pub fn with_schedule(mut self, schedule: Option<Vec<u64>>) -> Dataset {
+        self.schedule = schedule.filter(|s| s.len() == self.entries.len());
+        self
+    }
+
+    /// The entries' send times, when they come from a trace (a shard's part keeps the whole
+    /// trace's times: the shards' union is the trace).
+    pub fn schedule(&self) -> Option<&[u64]> {
+        self.schedule.as_deref()
     }
 
     /// Shard `index` of `count`'s part: entries `index`, `index + count`, ... of the whole
@@ -69,16 +85,25 @@ impl Dataset {
                 self.entries.len()
             )));
         }
+        let mine = |i: usize| i as u64 % u64::from(count) == u64::from(index);
         let (entries, indices) = self
             .entries
             .into_iter()
             .enumerate()
-            .filter(|(i, _)| *i as u64 % u64::from(count) == u64::from(index))
+            .filter(|(i, _)| mine(*i))
             .map(|(i, e)| (e, i as u32))
             .unzip();
+        let schedule = self.schedule.map(|s| {
+            s.into_iter()
+                .enumerate()
+                .filter(|(i, _)| mine(*i))
+                .map(|(_, t)| t)
+                .collect()
+        });
         Ok(Dataset {
             entries,
             indices: Some(indices),
+            schedule,
         })
     }
 
@@ -114,29 +139,63 @@ impl Dataset {
 /// Mixed into the seed so output lengths do not reuse the prompt generator's random stream.
 const OUTPUT_SEED_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// The prompts of a plan (synthetic or from `--input-file`).
-pub fn load_prompts(w: &WorkloadPlan, tokenizer: &Tokenizer) -> Result<Vec<Prompt>, UsageError> {
-    match &w.prompts {
-        PromptSource::Synthetic { mean, stddev } => Ok(prompts::synthetic(
+/// A plan's prompts with what each asks for, before request bodies are built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// The prompts, in dataset order.
+    pub prompts: Vec<Prompt>,
+    /// Output tokens each asks for (`None`: left to the server).
+    pub max_tokens: Vec<Option<u32>>,
+    /// A trace's send times (ns after the schedule's start), one per prompt.
+    pub schedule: Option<Vec<u64>>,
+}
+
+/// The prompts of a plan (synthetic, from an `--input-file` of prompts, or synthesized for a
+/// trace), their output lengths and a trace's schedule; `salt` is the run's resolved salt.
+pub fn prepare(
+    w: &WorkloadPlan,
+    tokenizer: &Tokenizer,
+    salt: Salt,
+) -> Result<Prepared, UsageError> {
+    let prompts = match &w.prompts {
+        PromptSource::Synthetic { mean, stddev } => prompts::synthetic_with(
             tokenizer,
-            w.num_prompts as usize,
-            *mean,
-            *stddev,
-            w.seed,
-        )),
+            &SyntheticSpec {
+                count: w.num_prompts as usize,
+                mean: *mean,
+                stddev: *stddev,
+                seed: w.seed,
+                salt,
+                prefixes: w.prefix_prompts,
+            },
+        ),
         PromptSource::File(path) => {
             let mut all = prompts::from_jsonl(path, tokenizer)
                 .map_err(|e| UsageError(format!("--input-file: {e}")))?;
-            if all.is_empty() {
-                return Err(UsageError(format!(
-                    "--input-file {}: no prompts in the file",
-                    path.display()
-                )));
-            }
             all.truncate(w.num_prompts.max(1) as usize);
-            Ok(all)
+            all
         }
-    }
+        PromptSource::Trace(t) => {
+            let prompts =
+                super::blocks::trace_prompts(tokenizer, &t.trace, t.block_size, w.seed, salt)?;
+            return Ok(Prepared {
+                max_tokens: t
+                    .trace
+                    .requests
+                    .iter()
+                    .map(|r| Some(r.output_length))
+                    .collect(),
+                schedule: t.trace.schedule_ns(t.start_ms),
+                prompts,
+            });
+        }
+    };
+    let max_tokens = output_lengths(w, prompts.len());
+    Ok(Prepared {
+        prompts,
+        max_tokens,
+        schedule: None,
+    })
 }
 
 /// Output lengths, one per prompt, deterministic for the seed.
@@ -156,12 +215,13 @@ pub fn build_http(
     t: &Target,
     w: &WorkloadPlan,
     tokenizer: &Tokenizer,
+    salt: Salt,
 ) -> Result<Dataset, UsageError> {
-    let prompts = load_prompts(w, tokenizer)?;
-    let lengths = output_lengths(w, prompts.len());
-    let entries = prompts
+    let p = prepare(w, tokenizer, salt)?;
+    let entries = p
+        .prompts
         .iter()
-        .zip(lengths)
+        .zip(p.max_tokens)
         .map(|(p, max_tokens)| {
             let body = http_body(t, w, &p.text, max_tokens);
             Entry {
@@ -171,7 +231,7 @@ pub fn build_http(
             }
         })
         .collect();
-    Ok(Dataset::new(entries))
+    Ok(Dataset::new(entries).with_schedule(p.schedule))
 }
 
 /// Builds KServe v2 gRPC requests for an LLM model, shaped by what the server said about it.
@@ -180,12 +240,12 @@ pub fn build_kserve(
     w: &WorkloadPlan,
     tokenizer: &Tokenizer,
     info: &ModelInfo,
+    salt: Salt,
 ) -> Result<Dataset, UsageError> {
-    let prompts = load_prompts(w, tokenizer)?;
-    let lengths = output_lengths(w, prompts.len());
-    let deterministic = w.output.is_some_and(|o| o.deterministic);
-    let mut entries = Vec::with_capacity(prompts.len());
-    for (p, max_tokens) in prompts.iter().zip(lengths) {
+    let prepared = prepare(w, tokenizer, salt)?;
+    let deterministic = w.exact_output();
+    let mut entries = Vec::with_capacity(prepared.prompts.len());
+    for (p, max_tokens) in prepared.prompts.iter().zip(prepared.max_tokens) {
         let ask = LlmAsk {
             text: &p.text,
             max_tokens,
@@ -200,12 +260,12 @@ pub fn build_kserve(
             max_tokens: asked,
         });
     }
-    Ok(Dataset::new(entries))
+    Ok(Dataset::new(entries).with_schedule(prepared.schedule))
 }
 
 /// The JSON body of one request (public for tests and `doctor`).
 pub fn http_body(t: &Target, w: &WorkloadPlan, text: &str, max_tokens: Option<u32>) -> Value {
-    let deterministic = w.output.is_some_and(|o| o.deterministic);
+    let deterministic = w.exact_output();
     let mut m = Map::new();
     match t.api {
         Api::Chat => {
@@ -319,6 +379,12 @@ mod tests {
         }
         seen.sort_unstable();
         assert_eq!(seen, (0..10).collect::<Vec<u32>>());
+        // A trace's send times go with their entries.
+        let timed = whole
+            .clone()
+            .with_schedule(Some((0..10).map(|t| t * 100).collect()));
+        let part = timed.partition(1, 3).unwrap();
+        assert_eq!(part.schedule(), Some(&[100, 400, 700][..]));
         assert_eq!(whole.clone().partition(0, 1).unwrap().prompt_index(7), 7);
         let e = whole.partition(0, 11).unwrap_err();
         assert!(e.0.contains("--num-prompts of at least 11"), "{e}");
@@ -341,8 +407,8 @@ mod tests {
             "4",
         ]);
         let tk = Tokenizer::builtin_gpt2();
-        let a = build_http(&p.target, &p.workload, &tk).unwrap();
-        let b = build_http(&p.target, &p.workload, &tk).unwrap();
+        let a = build_http(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
+        let b = build_http(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
         assert_eq!(a.len(), 5);
         for i in 0..5 {
             match (&a.entry(i).payload, &b.entry(i).payload) {

@@ -1,11 +1,16 @@
-//! What to send: tokenizer, prompts, output lengths, tensors, request payloads.
+//! What to send: tokenizer, prompts (synthetic, from a file, or synthesized for a request
+//! trace), the run's prompt salt, output lengths, tensors, request payloads.
 
+pub mod blocks;
 pub mod dataset;
 pub mod kserve;
 pub mod prompts;
+pub mod salt;
 pub mod spec;
 pub mod tensor;
 pub mod tokenizer;
+pub mod trace;
 
 pub use dataset::{Dataset, Entry, Payload};
-pub use spec::{OutputLength, PromptSource, WorkloadPlan};
+pub use salt::Salt;
+pub use spec::{OutputLength, PrefixPool, PromptSalt, PromptSource, TraceSource, WorkloadPlan};

@@ -16,6 +16,8 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
+use super::salt::Salt;
+use super::spec::PrefixPool;
 use super::tokenizer::Tokenizer;
 
 /// One prompt to send.
@@ -80,19 +82,8 @@ impl LengthSampler {
 // Synthetic prompts.
 
 /// `count` synthetic prompts whose lengths follow normal(`mean`, `stddev`) tokens (rounded, at
-/// least 1), each with exactly that many tokens under `tokenizer`.
-///
-/// Deterministic for a given seed and tokenizer: lengths come from `StdRng::seed_from_u64(seed)`
-/// (the same sequence as [`LengthSampler::seeded`]), and prompt `i`'s words from a stream derived
-/// from `(seed, i)`, so the first prompts do not change when `count` grows. (rand_distr's normal
-/// sampler uses `ln`/`exp` in its rare tail and wedge steps; a platform libm differing in the last
-/// bit could only change a length whose sample lies within ~1e-16 of a rounding boundary.)
-///
-/// Exactness: words are added while their memoised token cost fits, the remainder is filled with
-/// words that cost one token, and the whole text is then counted and corrected (bounded rounds),
-/// falling back to filler words alone. If even that misses (in practice only for a tokenizer with
-/// no one-token filler word, such as a character-level one), the prompt keeps its closest text,
-/// its `tokens` field holds the true count, and a warning is logged.
+/// least 1), each with exactly that many tokens under `tokenizer`: [`synthetic_with`] without a
+/// salt or prefix prompts.
 pub fn synthetic(
     tokenizer: &Tokenizer,
     count: usize,
@@ -100,29 +91,98 @@ pub fn synthetic(
     stddev: u32,
     seed: u64,
 ) -> Vec<Prompt> {
-    let sampler = LengthSampler::new(mean, stddev);
-    let mut lengths = StdRng::seed_from_u64(seed);
+    synthetic_with(
+        tokenizer,
+        &SyntheticSpec {
+            count,
+            mean,
+            stddev,
+            seed,
+            salt: Salt::NONE,
+            prefixes: None,
+        },
+    )
+}
+
+/// What synthetic prompts to make.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SyntheticSpec {
+    /// How many.
+    pub count: usize,
+    /// Mean length in tokens (without the prefix prompt).
+    pub mean: u32,
+    /// Standard deviation of the length.
+    pub stddev: u32,
+    /// `--random-seed`: lengths, and the text when unsalted.
+    pub seed: u64,
+    /// The run's salt, mixed into the text streams' seed only.
+    pub salt: Salt,
+    /// Shared system prompts, one in front of each prompt (round robin).
+    pub prefixes: Option<PrefixPool>,
+}
+
+/// Synthetic prompts as `spec` says.
+///
+/// Deterministic for a given seed, salt and tokenizer: lengths come from
+/// `StdRng::seed_from_u64(seed)` (the same sequence as [`LengthSampler::seeded`]), and prompt
+/// `i`'s words from a stream derived from `(seed, salt, i)`, so the first prompts do not change
+/// when `count` grows. (rand_distr's normal sampler uses `ln`/`exp` in its rare tail and wedge
+/// steps; a platform libm differing in the last bit could only change a length whose sample lies
+/// within ~1e-16 of a rounding boundary.)
+///
+/// With prefix prompts, prefix `k` is `length` tokens of its own stream `(seed, salt, k)`, and
+/// prompt `i` is prefix `i mod count` followed by its sampled length of words: its input length
+/// is the prefix's plus the sampled one, as GenAI-Perf prepends its prefix prompts. The words
+/// after a prefix start with a space, so the prefix keeps its tokens in every prompt (for
+/// GPT-2-style pre-tokenizers, which split before every space-led word).
+///
+/// Exactness: words are added while their memoised token cost fits, the remainder is filled with
+/// words that cost one token, and the whole text is then counted and corrected (bounded rounds),
+/// falling back to filler words alone. If even that misses (in practice only for a tokenizer with
+/// no one-token filler word, such as a character-level one), the prompt keeps its closest text,
+/// its `tokens` field holds the true count, and a warning is logged.
+pub fn synthetic_with(tokenizer: &Tokenizer, spec: &SyntheticSpec) -> Vec<Prompt> {
+    let sampler = LengthSampler::new(spec.mean, spec.stddev);
+    let mut lengths = StdRng::seed_from_u64(spec.seed);
+    let text_seed = spec.salt.text_seed(spec.seed);
     let mut builder = PromptBuilder::new(tokenizer);
     let mut inexact = 0usize;
-    let prompts: Vec<Prompt> = (0..count)
+    let pool: Vec<Prompt> = spec.prefixes.map_or(Vec::new(), |p| {
+        (0..p.count as usize)
+            .map(|k| {
+                let mut rng = StdRng::seed_from_u64(prefix_seed(text_seed, k));
+                let prefix = builder.build(p.length, &mut rng);
+                inexact += usize::from(prefix.tokens != p.length);
+                prefix
+            })
+            .collect()
+    });
+    let prompts: Vec<Prompt> = (0..spec.count)
         .map(|i| {
             let target = sampler.sample(&mut lengths);
-            let mut rng = StdRng::seed_from_u64(prompt_seed(seed, i));
-            let prompt = builder.build(target, &mut rng);
-            if prompt.tokens != target {
-                inexact += 1;
-            }
+            let mut rng = StdRng::seed_from_u64(prompt_seed(text_seed, i));
+            let head = pool.get(i % pool.len().max(1));
+            let prompt = match head {
+                Some(h) => builder.build_on(h, h.tokens + target, &mut rng),
+                None => builder.build(target, &mut rng),
+            };
+            inexact += usize::from(prompt.tokens != head.map_or(0, |h| h.tokens) + target);
             prompt
         })
         .collect();
     if inexact > 0 {
         tracing::warn!(
             tokenizer = tokenizer.name(),
-            "{inexact} of {count} synthetic prompts could not be given their exact target length; \
+            "{inexact} synthetic prompts or prefixes could not be given their exact target length; \
              their true token counts are used"
         );
     }
     prompts
+}
+
+/// Seed of prefix prompt `k`'s word stream: apart from every prompt's stream.
+fn prefix_seed(seed: u64, k: usize) -> u64 {
+    super::salt::mix(seed ^ 0x7072_6566_6978_0000 ^ k as u64)
 }
 
 /// Seed of prompt `i`'s word stream: distinct per index (an odd multiplier is a bijection), and
@@ -222,13 +282,24 @@ impl<'t> PromptBuilder<'t> {
         true
     }
 
-    /// A prompt of exactly `target` tokens if at all possible (see [`synthetic`]).
+    /// A prompt of exactly `target` tokens if at all possible (see [`synthetic_with`]).
     fn build(&mut self, target: u32, rng: &mut StdRng) -> Prompt {
-        let mut d = Draft {
+        let empty = Prompt {
             text: String::new(),
-            units: Vec::new(),
-            estimate: 0,
+            tokens: 0,
         };
+        self.build_on(&empty, target, rng)
+    }
+
+    /// `head` followed by words, `target` tokens in all if at all possible: only the words
+    /// after `head` are added, corrected and dropped.
+    fn build_on(&mut self, head: &Prompt, target: u32, rng: &mut StdRng) -> Prompt {
+        let mut d = Draft {
+            text: head.text.clone(),
+            units: Vec::new(),
+            estimate: head.tokens,
+        };
+        let floor = head.text.len();
         // 1. Sentences while the next unit's memoised cost fits. A unit costing nothing would not
         // advance the estimate, so the number of units is bounded too.
         let mut words = Sentences::new();
@@ -246,24 +317,43 @@ impl<'t> PromptBuilder<'t> {
         }
         // 2. One-token fillers for the remainder.
         while d.estimate < target && self.push_filler(&mut d, rng) {}
+        // 3. Count the whole text and correct it.
+        if let Some(p) = self.correct(&mut d, floor, target, rng) {
+            return p;
+        }
+        // 4. Fallback: fillers only, which were checked not to merge with each other.
+        if let Some(p) = self.fillers_only(head, target) {
+            return p;
+        }
+        let tokens = self.count(&d.text);
+        Prompt {
+            text: d.text,
+            tokens,
+        }
+    }
 
-        // 3. Count the whole text and correct: estimates are exact for GPT-2-style pre-tokenizers
-        // but only close for others (context effects at word boundaries).
+    /// Step 3: counts the whole text and corrects it (bounded rounds), never cutting into the
+    /// first `floor` bytes: estimates are exact for GPT-2-style pre-tokenizers but only close
+    /// for others (context effects at word boundaries). `None` when it stays off.
+    fn correct(
+        &mut self,
+        d: &mut Draft,
+        floor: usize,
+        target: u32,
+        rng: &mut StdRng,
+    ) -> Option<Prompt> {
         let mut actual = self.count(&d.text);
         for _ in 0..MAX_CORRECTIONS {
             if actual == target {
-                return Prompt {
-                    text: d.text,
-                    tokens: actual,
-                };
+                break;
             }
             if actual < target {
-                if !self.push_filler(&mut d, rng) {
+                if !self.push_filler(d, rng) {
                     // Nothing to add with: more rounds would count the same text again.
-                    break;
+                    return None;
                 }
                 for _ in actual + 1..target {
-                    self.push_filler(&mut d, rng);
+                    self.push_filler(d, rng);
                 }
             } else {
                 // Drop trailing units worth at least the excess (at least one unit).
@@ -276,31 +366,32 @@ impl<'t> PromptBuilder<'t> {
                     removed += cost.max(1);
                     d.estimate = d.estimate.saturating_sub(cost);
                 }
-                d.text.truncate(d.units.last().map_or(0, |u| u.0));
+                d.text.truncate(d.units.last().map_or(floor, |u| u.0));
             }
             actual = self.count(&d.text);
         }
-        if actual == target {
-            return Prompt {
-                text: d.text,
-                tokens: actual,
-            };
-        }
-        // 4. Fallback: fillers only, which were checked not to merge with each other.
-        if let (Some(&first), false) = (self.initial_fillers.first(), self.fillers.is_empty()) {
-            let mut text = String::from(first);
-            for i in 1..target as usize {
-                text.push_str(self.fillers[i % self.fillers.len()]);
-            }
-            let n = self.count(&text);
-            if n == target {
-                return Prompt { text, tokens: n };
-            }
-        }
-        Prompt {
-            text: d.text,
+        (actual == target).then(|| Prompt {
+            text: std::mem::take(&mut d.text),
             tokens: actual,
+        })
+    }
+
+    /// `head` and one-token fillers up to `target`, if that is exact.
+    fn fillers_only(&self, head: &Prompt, target: u32) -> Option<Prompt> {
+        if self.fillers.is_empty() {
+            return None;
         }
+        let mut text = head.text.clone();
+        let mut from = head.tokens as usize;
+        if text.is_empty() {
+            text.push_str(self.initial_fillers.first()?);
+            from += 1;
+        }
+        for i in from..target as usize {
+            text.push_str(self.fillers[i % self.fillers.len()]);
+        }
+        let n = self.count(&text);
+        (n == target).then_some(Prompt { text, tokens: n })
     }
 }
 
@@ -418,13 +509,13 @@ fn pick(list: &'static [&'static str], rng: &mut StdRng) -> &'static str {
 // GPT-2-like tokenizer spends about one token per word and the per-thread word cache stays warm.
 
 #[rustfmt::skip]
-const DETERMINERS: &[&str] = &[
+pub(super) const DETERMINERS: &[&str] = &[
     "the", "the", "the", "a", "a", "every", "this", "that", "one", "each", "our", "their", "some",
     "another", "her", "his", "its", "my", "your", "no",
 ];
 
 #[rustfmt::skip]
-const ADJECTIVES: &[&str] = &[
+pub(super) const ADJECTIVES: &[&str] = &[
     "quiet", "bright", "old", "new", "small", "large", "distant", "careful", "sudden", "gentle",
     "heavy", "narrow", "broad", "ancient", "modern", "silent", "warm", "cold", "green", "golden",
     "hidden", "simple", "strange", "familiar", "steady", "restless", "patient", "curious",
@@ -435,7 +526,7 @@ const ADJECTIVES: &[&str] = &[
 ];
 
 #[rustfmt::skip]
-const NOUNS: &[&str] = &[
+pub(super) const NOUNS: &[&str] = &[
     "river", "mountain", "village", "garden", "window", "letter", "engine", "bridge", "harbor",
     "forest", "teacher", "farmer", "doctor", "captain", "student", "traveler", "merchant", "child",
     "stranger", "neighbor", "machine", "server", "signal", "message", "report", "question",
@@ -452,7 +543,7 @@ const NOUNS: &[&str] = &[
 ];
 
 #[rustfmt::skip]
-const VERBS: &[&str] = &[
+pub(super) const VERBS: &[&str] = &[
     "found", "carried", "followed", "watched", "opened", "closed", "painted", "repaired", "built",
     "crossed", "visited", "remembered", "forgot", "noticed", "answered", "questioned", "described",
     "measured", "counted", "collected", "delivered", "sent", "received", "borrowed", "returned",
@@ -463,21 +554,21 @@ const VERBS: &[&str] = &[
 ];
 
 #[rustfmt::skip]
-const PREPOSITIONS: &[&str] = &[
+pub(super) const PREPOSITIONS: &[&str] = &[
     "across", "after", "against", "along", "around", "before", "behind", "beneath", "beside",
     "between", "beyond", "during", "inside", "near", "over", "through", "toward", "under",
     "within", "without", "past", "above", "below",
 ];
 
 #[rustfmt::skip]
-const ADVERBS: &[&str] = &[
+pub(super) const ADVERBS: &[&str] = &[
     "quietly", "slowly", "quickly", "carefully", "again", "together", "today", "yesterday",
     "eventually", "gently", "suddenly", "twice", "once", "often", "rarely", "early", "late",
     "silently", "happily", "patiently", "boldly", "softly", "anyway", "instead",
 ];
 
 #[rustfmt::skip]
-const CONJUNCTIONS: &[&str] = &[
+pub(super) const CONJUNCTIONS: &[&str] = &[
     "and", "but", "while", "because", "although", "so", "until", "when", "after", "before",
 ];
 
@@ -609,6 +700,54 @@ mod tests {
         assert!(
             first.contains(". ") || first.contains("? ") || first.contains("! "),
             "{first}"
+        );
+    }
+
+    /// Prefix prompts: K distinct prefixes of exactly L tokens, round robin, each followed by
+    /// the prompt's own sampled length; a salt changes the words, never the lengths.
+    #[test]
+    fn prefix_pool_and_salt() {
+        let tk = Tokenizer::builtin_gpt2();
+        let spec = SyntheticSpec {
+            count: 12,
+            mean: 40,
+            stddev: 8,
+            seed: 3,
+            salt: Salt::NONE,
+            prefixes: Some(PrefixPool {
+                count: 3,
+                length: 25,
+            }),
+        };
+        let lengths = LengthSampler::new(40, 8).seeded(3, 12);
+        let check = |prompts: &[Prompt]| {
+            let toks: Vec<Vec<u32>> = prompts.iter().map(|p| tk.encode(&p.text)).collect();
+            for (i, (p, n)) in prompts.iter().zip(&lengths).enumerate() {
+                assert_eq!(p.tokens, 25 + n, "{i}");
+                assert_eq!(toks[i].len() as u32, 25 + n, "{i}: {:?}", p.text);
+            }
+            let heads: std::collections::HashSet<&[u32]> = toks.iter().map(|t| &t[..25]).collect();
+            assert_eq!(heads.len(), 3, "three distinct prefixes");
+            for i in 0..9 {
+                assert_eq!(toks[i][..25], toks[i + 3][..25], "round robin");
+                assert_ne!(toks[i][25..], toks[i + 3][25..], "own words after it");
+            }
+            toks
+        };
+        let plain = check(&synthetic_with(&tk, &spec));
+        let salt = Salt::resolve(&crate::workload::PromptSalt::Text("run-2".into()), None);
+        let salted = check(&synthetic_with(&tk, &SyntheticSpec { salt, ..spec }));
+        assert!(plain.iter().zip(&salted).all(|(a, b)| a[..3] != b[..3]));
+        assert_eq!(
+            synthetic_with(
+                &tk,
+                &SyntheticSpec {
+                    prefixes: None,
+                    ..spec
+                }
+            ),
+            synthetic(&tk, 12, 40, 8, 3),
+            "no salt, no pool: the plain generator"
         );
     }
 

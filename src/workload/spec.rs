@@ -1,9 +1,12 @@
 //! What to send, as resolved from the flags: the prompt source, how many prompts, the output
-//! length to ask for, the tokenizer, the seed and extra request fields.
+//! length to ask for, the tokenizer, the seed, the prompt salt and extra request fields.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
+
+use super::trace::Trace;
 
 /// Where prompts come from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -18,6 +21,59 @@ pub enum PromptSource {
     },
     /// JSONL file of `{"text": ...}` rows.
     File(PathBuf),
+    /// A request trace in the Mooncake form (`--input-file` whose rows carry `input_length`):
+    /// prompts synthesized from its lengths and hash ids.
+    Trace(TraceSource),
+}
+
+/// A trace read and checked when the plan was resolved (so bad rows are refused before
+/// anything connects), with the part of it the run uses.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceSource {
+    /// The file.
+    pub path: PathBuf,
+    /// Tokens per hash id (`--block-size`).
+    pub block_size: u32,
+    /// `--fixed-schedule-start`: rows before this timestamp (ms) are left out, and the schedule
+    /// counts from it; `None`: from the first row kept.
+    pub start_ms: Option<u64>,
+    /// `--fixed-schedule-end`: rows after this timestamp (ms) are left out.
+    pub end_ms: Option<u64>,
+    /// Rows used (after the window and `--num-prompts`).
+    pub requests: usize,
+    /// Ask for exactly each row's `output_length` (`--output-tokens-mean-deterministic`).
+    pub exact_output: bool,
+    /// The rows used, in file order.
+    #[serde(skip)]
+    pub trace: Arc<Trace>,
+}
+
+/// `--num-prefix-prompts K --prefix-prompt-length L`: K system prompts of exactly L tokens, one
+/// of which (round robin) starts every synthetic prompt. As in GenAI-Perf the prefix is
+/// prepended: a prompt's input length is L plus its sampled synthetic length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PrefixPool {
+    /// Distinct prefixes.
+    pub count: u32,
+    /// Tokens in each.
+    pub length: u32,
+}
+
+/// `--prompt-salt`: what makes this run's prompt text its own, so that a server's prefix cache
+/// cannot serve it from an earlier run. The salt is mixed into the seed of every text stream
+/// (synthetic words, prefix prompts, trace blocks), never into lengths: input lengths, block
+/// structure and sharing within the run depend on `--random-seed` alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptSalt {
+    /// A fresh salt for every run (random; the same on every shard of one run started with
+    /// `--start-at`).
+    Auto,
+    /// No salt: the same seed sends byte-identical prompts run after run.
+    None,
+    /// A fixed salt: runs given the same text send the same prompts (and may share a cache on
+    /// purpose).
+    Text(String),
 }
 
 /// Output length to ask for.
@@ -38,8 +94,13 @@ pub struct WorkloadPlan {
     pub prompts: PromptSource,
     /// Unique dataset entries (synthetic prompts generated; file rows used up to this many).
     pub num_prompts: u32,
-    /// Output length; `None` leaves it to the server (Triton TensorRT-LLM gets 256).
+    /// Output length; `None` leaves it to the server (Triton TensorRT-LLM gets 256), or to each
+    /// trace row's `output_length`.
     pub output: Option<OutputLength>,
+    /// Shared system prompts in front of synthetic prompts.
+    pub prefix_prompts: Option<PrefixPool>,
+    /// How prompt text is salted per run.
+    pub prompt_salt: PromptSalt,
     /// `--tokenizer` as given (a `tokenizer.json`, a directory holding one, or a Hugging Face
     /// model name found in the local cache); `None` = built-in GPT-2.
     pub tokenizer: Option<String>,
@@ -49,9 +110,19 @@ pub struct WorkloadPlan {
     pub extra_inputs: Vec<(String, serde_json::Value)>,
 }
 
+impl WorkloadPlan {
+    /// Whether requests ask for exactly their output length (min_tokens / ignore_eos).
+    pub fn exact_output(&self) -> bool {
+        match &self.prompts {
+            PromptSource::Trace(t) => t.exact_output,
+            _ => self.output.is_some_and(|o| o.deterministic),
+        }
+    }
+}
+
 impl Default for WorkloadPlan {
     /// GenAI-Perf's defaults: 100 synthetic prompts of 550 tokens, output length left to the
-    /// server, seed 0.
+    /// server, seed 0; and a fresh prompt salt per run.
     fn default() -> WorkloadPlan {
         WorkloadPlan {
             prompts: PromptSource::Synthetic {
@@ -60,6 +131,8 @@ impl Default for WorkloadPlan {
             },
             num_prompts: 100,
             output: None,
+            prefix_prompts: None,
+            prompt_salt: PromptSalt::Auto,
             tokenizer: None,
             seed: 0,
             extra_inputs: Vec::new(),

@@ -560,6 +560,33 @@ impl Tee {
         out
     }
 
+    /// Every HTTP/1.1 POST sent so far (framed by `Content-Length`), in order per connection:
+    /// its head (request line and headers) and its body.
+    pub fn posts(&self) -> Vec<(String, Vec<u8>)> {
+        let mut out = Vec::new();
+        for conn in self.sent.lock().unwrap().iter() {
+            let mut rest: &[u8] = conn;
+            while let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&rest[..end]).into_owned();
+                let length = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                let body_end = (end + 4 + length).min(rest.len());
+                let body = rest[end + 4..body_end].to_vec();
+                if head.starts_with("POST ") {
+                    out.push((head, body));
+                }
+                rest = &rest[body_end..];
+            }
+        }
+        out
+    }
+
     /// Every byte sent so far, lossily as text.
     pub fn all_sent(&self) -> String {
         self.sent

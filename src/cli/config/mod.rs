@@ -23,7 +23,8 @@
 //!
 //! `run.toml` is the same form, written from the flags a run was given (file and command line
 //! together): `ttftbench profile --config run.toml` repeats the run (same levels, prompts and
-//! seed, defaults being the same). Secrets are never written: `--api-key` and headers holding
+//! seed, defaults being the same; byte-identical prompt text when the run had
+//! `--prompt-salt none` or a fixed salt, since by default each run salts its text afresh). Secrets are never written: `--api-key` and headers holding
 //! credentials become comments saying where the value came from.
 
 use std::collections::BTreeMap;

@@ -23,6 +23,7 @@ pub(super) fn kind_title(levels: &[LoadedLevel]) -> String {
     match levels.first().map(|l| l.summary.stimulus.kind()) {
         Some("concurrency") => "concurrency".into(),
         Some("request_rate") => "request rate (req/s)".into(),
+        Some("fixed_schedule") => "fixed schedule (speed-up)".into(),
         Some(other) => other.replace('_', " "),
         None => "load".into(),
     }

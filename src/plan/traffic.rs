@@ -1,0 +1,204 @@
+//! The parts of the workload and load sections that make traffic look like production, each
+//! resolved and checked alone: a request trace (`--input-file` in the Mooncake form) and its
+//! fixed schedule, the prefix prompt pool, and the prompt salt.
+
+use std::path::Path;
+
+use crate::error::UsageError;
+use crate::load::{Stimulus, Stop, StopRule};
+use crate::workload::trace::{self, ReadOptions};
+use crate::workload::{PrefixPool, PromptSalt, TraceSource, WorkloadPlan};
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// `--block-size`'s default: Mooncake's 512 tokens per hash id.
+pub const DEFAULT_BLOCK_SIZE: u32 = 512;
+
+/// `--prefix-prompt-length`'s default, as GenAI-Perf's.
+pub const DEFAULT_PREFIX_LENGTH: u32 = 100;
+
+/// `--prompt-salt`: `auto` (the default), `none`, or any other text as a fixed salt.
+pub fn prompt_salt(raw: Option<&str>) -> Result<PromptSalt, UsageError> {
+    match raw.map(str::trim) {
+        None | Some("auto") => Ok(PromptSalt::Auto),
+        Some("none") => Ok(PromptSalt::None),
+        Some("") => usage(
+            "--prompt-salt must not be empty: give auto (a fresh salt per run), none (no salt), or a text to salt with",
+        ),
+        Some(text) => Ok(PromptSalt::Text(text.to_string())),
+    }
+}
+
+/// `--num-prefix-prompts K --prefix-prompt-length L`: a pool of K prefixes in front of synthetic
+/// prompts (`None` without K, or with K = 0).
+pub fn prefix_pool(
+    count: Option<u32>,
+    length: Option<u32>,
+    synthetic: bool,
+) -> Result<Option<PrefixPool>, UsageError> {
+    match (count, length) {
+        (None | Some(0), None) => Ok(None),
+        (None | Some(0), Some(_)) => usage(
+            "--prefix-prompt-length sets the length of the prefix prompts: give --num-prefix-prompts K too",
+        ),
+        (Some(_), _) if !synthetic => usage(
+            "--num-prefix-prompts prepends shared prefixes to synthetic prompts; an --input-file brings its own text (a trace says what its requests share in hash_ids): drop one of them",
+        ),
+        (Some(_), Some(0)) => usage("--prefix-prompt-length must be at least 1 token"),
+        (Some(count), length) => Ok(Some(PrefixPool {
+            count,
+            length: length.unwrap_or(DEFAULT_PREFIX_LENGTH),
+        })),
+    }
+}
+
+/// How a trace file is to be read, as given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TraceSpec {
+    /// `--block-size` (default [`DEFAULT_BLOCK_SIZE`]).
+    pub block_size: Option<u32>,
+    /// `--fixed-schedule`.
+    pub fixed_schedule: bool,
+    /// `--fixed-schedule-start` (ms).
+    pub start_ms: Option<u64>,
+    /// `--fixed-schedule-end` (ms).
+    pub end_ms: Option<u64>,
+    /// `--num-prompts`: the first rows only.
+    pub num_prompts: Option<u32>,
+    /// `--output-tokens-mean-deterministic`.
+    pub exact_output: bool,
+}
+
+/// Reads and checks the trace at `path` (every row, before anything connects) and keeps the
+/// rows the run uses: those in the schedule's window, then the first `--num-prompts`.
+pub fn trace_source(path: &Path, s: &TraceSpec) -> Result<TraceSource, UsageError> {
+    let block_size = match s.block_size {
+        Some(0) => return usage("--block-size must be at least 1 token"),
+        b => b.unwrap_or(DEFAULT_BLOCK_SIZE),
+    };
+    if let (Some(a), Some(b)) = (s.start_ms, s.end_ms)
+        && a > b
+    {
+        return usage(format!(
+            "--fixed-schedule-start {a} is after --fixed-schedule-end {b}: the window would be empty"
+        ));
+    }
+    let opts = ReadOptions {
+        block_size,
+        fixed_schedule: s.fixed_schedule,
+        start_ms: s.start_ms,
+        end_ms: s.end_ms,
+    };
+    let mut rows = trace::read(path, &opts)?;
+    if let Some(n) = s.num_prompts {
+        rows.truncate(n as usize);
+    }
+    Ok(TraceSource {
+        path: path.to_path_buf(),
+        block_size,
+        start_ms: s.start_ms,
+        end_ms: s.end_ms,
+        requests: rows.requests.len(),
+        exact_output: s.exact_output,
+        trace: std::sync::Arc::new(rows),
+    })
+}
+
+/// The load of `--fixed-schedule`, as given.
+#[derive(Debug, Clone, Copy)]
+pub struct FixedScheduleSpec {
+    /// `--fixed-schedule-speedup`.
+    pub speedup: f64,
+    /// `--max-inflight`.
+    pub max_inflight: u32,
+    /// `--concurrency` or `--request-rate` was given too.
+    pub other_load: bool,
+    /// A warm-up was asked for.
+    pub warmup: bool,
+    /// `--request-count`, when given.
+    pub request_count: Option<u64>,
+}
+
+/// The one level of a fixed schedule and its stop: the whole trace (or `--request-count` of its
+/// first rows, or a `--measurement-interval` of it).
+pub fn fixed_schedule(
+    w: &WorkloadPlan,
+    s: &FixedScheduleSpec,
+    stop: StopRule,
+) -> Result<(Vec<Stimulus>, StopRule), UsageError> {
+    let crate::workload::PromptSource::Trace(t) = &w.prompts else {
+        return usage(format!(
+            "--fixed-schedule sends a trace's requests at their timestamps: give --input-file with trace rows such as {}",
+            r#"{"timestamp": 0, "input_length": 600, "output_length": 20, "hash_ids": [0, 1]}"#
+        ));
+    };
+    if s.other_load {
+        return usage(
+            "--fixed-schedule takes its load from the trace's timestamps: drop --concurrency/--request-rate, or drop --fixed-schedule to send the trace's prompts at that load",
+        );
+    }
+    if !(s.speedup.is_finite() && s.speedup > 0.0) {
+        return usage(format!(
+            "--fixed-schedule-speedup {} must be a number above 0 (2 replays the trace twice as fast)",
+            s.speedup
+        ));
+    }
+    if s.max_inflight == 0 {
+        return usage("--max-inflight must be at least 1");
+    }
+    if s.warmup {
+        return usage(
+            "--fixed-schedule replays the trace from its first row, so there is no warm-up: drop --warmup-request-count/--warmup-duration (warm the server with a separate run)",
+        );
+    }
+    let rows = t.requests as u64;
+    let stop = match (stop, s.request_count) {
+        (_, Some(n)) if n > rows => {
+            return usage(format!(
+                "--request-count {n} is more than the {rows} requests of the trace (after its window): give at most {rows}, or leave it out to replay them all"
+            ));
+        }
+        (StopRule::Fixed(Stop::Window(d)), _) => StopRule::Fixed(Stop::Window(d)),
+        (_, Some(n)) => StopRule::Fixed(Stop::Requests(n)),
+        _ => StopRule::Fixed(Stop::Requests(rows)),
+    };
+    let level = Stimulus::FixedSchedule {
+        speedup: s.speedup,
+        max_inflight: s.max_inflight,
+    };
+    Ok((vec![level], stop))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn salts_and_pools() {
+        assert_eq!(prompt_salt(None).unwrap(), PromptSalt::Auto);
+        assert_eq!(prompt_salt(Some("none")).unwrap(), PromptSalt::None);
+        assert_eq!(
+            prompt_salt(Some("exp-7")).unwrap(),
+            PromptSalt::Text("exp-7".into())
+        );
+        assert!(prompt_salt(Some(" ")).is_err());
+        assert_eq!(prefix_pool(None, None, true).unwrap(), None);
+        assert_eq!(
+            prefix_pool(Some(4), None, true).unwrap(),
+            Some(PrefixPool {
+                count: 4,
+                length: 100
+            })
+        );
+        for (k, l, synthetic, says) in [
+            (None, Some(10), true, "give --num-prefix-prompts"),
+            (Some(2), Some(0), true, "at least 1"),
+            (Some(2), Some(10), false, "synthetic prompts"),
+        ] {
+            let e = prefix_pool(k, l, synthetic).unwrap_err();
+            assert!(e.0.contains(says), "{e}");
+        }
+    }
+}
