@@ -378,3 +378,41 @@ async fn the_api_key_and_headers_reach_only_where_they_belong() {
     );
     sim.shutdown().await;
 }
+
+/// A metrics page the user named that does not answer is a usage error before any load: exit 2,
+/// the flag named, no level measured. (A guessed page that does not answer is left out quietly.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_metrics_page_that_does_not_answer_stops_the_run() {
+    let sim = common::start_round().await;
+    // A port nothing listens on: bound, then closed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("out");
+    for flag in ["--server-metrics-url", "--gpu-metrics-url"] {
+        let a = args(&[
+            "profile",
+            "-m",
+            "gpt2",
+            "-u",
+            &sim.grpc_target(),
+            "--streaming",
+            "--request-count",
+            "4",
+            "--artifact-dir",
+            dir.to_str().unwrap(),
+            flag,
+            &format!("http://{closed}/metrics"),
+        ]);
+        let (code, _, err) = common::run_bin(&a, &[]).await;
+        assert_eq!(code, 2, "{flag}: {err}");
+        assert!(
+            err.contains(&format!("{flag}: cannot reach http://{closed}/metrics"))
+                && err.contains("nothing was sent"),
+            "{flag}: {err}"
+        );
+        assert!(!dir.join("requests.jsonl").exists(), "{flag}: no level ran");
+    }
+}

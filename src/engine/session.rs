@@ -103,7 +103,7 @@ async fn connect_llm(
                 }
                 _ => StatsSource::None,
             };
-            let mut probe = ServerProbe::new(calls, &t.model, &plan.probe_config(), stats).await;
+            let mut probe = ServerProbe::new(calls, &t.model, &plan.probe_config(), stats).await?;
             let model = match t.api {
                 Api::Generate => {
                     let info = model_info_http(c.inner(), t).await.ok();
@@ -150,7 +150,7 @@ async fn connect_llm(
                 &plan.probe_config(),
                 StatsSource::Grpc(channel.clone(), md.clone()),
             )
-            .await;
+            .await?;
             probe
                 .identify(
                     &t.base_url,

@@ -71,7 +71,7 @@ async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Clie
                 &plan.probe_config(),
                 StatsSource::Grpc(channel.clone(), md.clone()),
             )
-            .await
+            .await?
             .with_version(&plan.model_version);
             let model = Some(crate::server_metrics::identity::describe_model(&info));
             probe
@@ -103,7 +103,7 @@ async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Clie
                 &plan.probe_config(),
                 StatsSource::Http(stats_url),
             )
-            .await;
+            .await?;
             let model = Some(crate::server_metrics::identity::describe_model(&info));
             probe.identify(&t.base_url, None, model).await;
             Ok((info, Client::Http(client), probe))

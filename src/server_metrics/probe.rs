@@ -7,6 +7,7 @@
 //! Requests to these endpoints carry only the headers the caller's client has (see
 //! `engine::session::metrics_http_client`: never the API key).
 
+use crate::error::UsageError;
 use std::time::Duration as StdDuration;
 
 use super::engines::{self, EngineSample};
@@ -206,18 +207,20 @@ impl ServerProbe {
         self.reader.prom_url.as_ref().and(self.reader.kind)
     }
 
-    /// Probes every source once; a source that does not answer is dropped (with a notice when
-    /// the user asked for it explicitly).
+    /// Probes every source once. A guessed metrics page that does not answer is dropped
+    /// silently; one the user named (`--server-metrics-url`, `--gpu-metrics-url`) that does not
+    /// answer is a usage error, before any request is sent (a page that answers without the
+    /// series sought is a warning: the run is still worth having).
     pub async fn new(
         http: reqwest::Client,
         model: &str,
         cfg: &ProbeConfig,
         stats: StatsSource,
-    ) -> ServerProbe {
+    ) -> Result<ServerProbe, UsageError> {
         let mut notices = Vec::new();
-        let found = find_metrics(&http, model, cfg, &mut notices).await;
+        let found = find_metrics(&http, model, cfg, &mut notices).await?;
         let gpu_url = match &cfg.gpu_url {
-            Some(url) => check_gpu_page(&http, url, &mut notices).await,
+            Some(url) => check_gpu_page(&http, url, &mut notices).await?,
             None => found.as_ref().filter(|f| f.has_gpus).map(|f| f.url.clone()),
         };
         let mut probe = ServerProbe {
@@ -238,7 +241,7 @@ impl ServerProbe {
             probe.notices.push(e);
             probe.stats = StatsSource::None;
         }
-        probe
+        Ok(probe)
     }
 
     /// Reads once who the server is (see [`super::identity`]): over gRPC when `grpc` gives the
@@ -400,18 +403,15 @@ async fn find_metrics(
     model: &str,
     cfg: &ProbeConfig,
     notices: &mut Vec<String>,
-) -> Option<Found> {
+) -> Result<Option<Found>, UsageError> {
     let explicit = cfg.metrics.explicit();
     for url in cfg.metrics.candidates() {
         let text = match fetch_page(http, url).await {
             Ok(t) => t,
-            Err(e) => {
-                // A default URL is a guess; only an explicit --server-metrics-url deserves a warning.
-                if explicit {
-                    notices.push(format!("warning: server metrics unavailable: {e}"));
-                }
-                continue;
-            }
+            // A default URL is a guess; an explicit --server-metrics-url that does not answer
+            // is a mistake to fix before measuring.
+            Err(e) if explicit => return Err(unanswered("--server-metrics-url", &e)),
+            Err(_) => continue,
         };
         let page = prometheus::parse(&text);
         let detected = engines::detect(&page);
@@ -447,32 +447,39 @@ async fn find_metrics(
                 }
             ));
         }
-        return Some(Found {
+        return Ok(Some(Found {
             url: url.clone(),
             kind: engine.map(|e| e.kind),
             has_gpus: !gpu::read_gpus(&page).is_empty(),
-        });
+        }));
     }
-    None
+    Ok(None)
 }
 
-/// `url` when it answers with GPU series; a warning otherwise.
+/// The error of a metrics page the user named that does not answer.
+fn unanswered(flag: &str, e: &str) -> UsageError {
+    UsageError(format!(
+        "{flag}: {e}; nothing was sent. Check the address and port (Triton serves /metrics on 8002, a DCGM exporter on 9400), or leave {flag} out to run without that view"
+    ))
+}
+
+/// `url` when it answers with GPU series; a warning when it answers without; a usage error when
+/// it does not answer.
 async fn check_gpu_page(
     http: &reqwest::Client,
     url: &str,
     notices: &mut Vec<String>,
-) -> Option<String> {
+) -> Result<Option<String>, UsageError> {
     match fetch_page(http, url).await {
-        Ok(text) if !gpu::read_gpus(&prometheus::parse(&text)).is_empty() => Some(url.to_string()),
+        Ok(text) if !gpu::read_gpus(&prometheus::parse(&text)).is_empty() => {
+            Ok(Some(url.to_string()))
+        }
         Ok(_) => {
             notices.push(format!(
                 "warning: GPU metrics unavailable: {url} has no GPU series (nv_gpu_* or DCGM_FI_DEV_*)"
             ));
-            None
+            Ok(None)
         }
-        Err(e) => {
-            notices.push(format!("warning: GPU metrics unavailable: {e}"));
-            None
-        }
+        Err(e) => Err(unanswered("--gpu-metrics-url", &e)),
     }
 }
