@@ -389,19 +389,20 @@ async fn statistics_without_token() {
         }
         assert_eq!(server.requests, 8, "{url} {extra:?}: {server:?}");
 
-        // Metrics pointed at a closed port as well: no server view at all, and no failure.
+        // Metrics pointed at a closed port: a named page that does not answer is refused
+        // before any load (exit 2, the flag named).
         let closed = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             format!("http://{}/metrics", l.local_addr().unwrap())
         };
         let dir = tempfile::tempdir().unwrap();
         let args = llm_args_with("trtllm_stream", url, "1", 2, &closed, &extra);
-        let o = profile(&args, dir.path()).await.expect("profile runs");
-        let s = &o.levels[0].summary;
-        assert_eq!(s.stats.error_count, 0, "{:?}", s.stats.errors);
-        assert_eq!(s.stats.request_count, 2);
-        if !t.token.is_empty() {
-            assert!(s.server.is_none(), "{url}: {:?}", s.server);
+        match profile(&args, dir.path()).await {
+            Err(e) => {
+                assert_eq!(e.exit_code(), 2, "{e}");
+                assert!(e.to_string().contains("--server-metrics-url"), "{e}");
+            }
+            Ok(_) => panic!("{url}: a metrics URL that does not answer must stop the run"),
         }
     }
 }
