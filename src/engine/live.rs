@@ -608,6 +608,7 @@ impl Tally {
             elapsed_s: secs,
             done: self.done,
             errors: self.errors,
+            cancelled: self.cancelled,
             warmup: self.warmup,
             in_flight: sent.saturating_sub(finished).min(self.shape.max_in_flight),
             ttft_ms: p(&self.ttft),
