@@ -142,6 +142,63 @@ async fn the_seeded_share_is_cancelled_counted_apart_and_out_of_the_statistics()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_streams_are_reset_and_the_server_sees_them_go() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = args(&[
+        "-m",
+        "gpt2",
+        "--service-kind",
+        "triton",
+        "--backend",
+        "tensorrtllm",
+        "--streaming",
+        "--synthetic-input-tokens-mean",
+        "100",
+        "--output-tokens-mean",
+        "30",
+        "--output-tokens-mean-deterministic",
+        "--concurrency",
+        "4",
+        "--request-count",
+        "24",
+        "--request-cancellation-rate",
+        "40",
+        "--request-cancellation-delay",
+        "80ms",
+        "-u",
+    ]);
+    a.push(sim.grpc_target());
+    a.push("--artifact-dir".into());
+    a.push(tmp.path().display().to_string());
+    let chooser = plan(&a).unwrap().cancellation().unwrap();
+    let out = profile(&a).await.unwrap();
+    let st = &out.levels[0].summary.stats;
+    let rows = measured(&out.levels[0].dir);
+    let chosen = rows
+        .iter()
+        .filter(|r| chooser.chosen(r["seq"].as_u64().unwrap()))
+        .count() as u64;
+    assert!(chosen > 0);
+    assert_eq!(st.cancelled_count, chosen);
+    assert_eq!(st.error_count, 0, "{:?}", st.errors);
+    assert_eq!(st.request_count, 24 - chosen);
+    let mut seen = 0;
+    for _ in 0..50 {
+        seen = sim_cancelled(&sim.metrics_url()).await;
+        if seen >= chosen {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        seen, chosen,
+        "the server counted each reset stream as cancelled"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_streams_free_their_slots() {
     // Two slots, two workers, long generations: a cancelled stream that kept its slot would
     // make the worker's next request queue behind it for ≈ 400 ms.
