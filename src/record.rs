@@ -101,6 +101,10 @@ pub enum ErrorKind {
     NoContent,
     /// The run was interrupted while the request was in flight.
     Cancelled,
+    /// `--request-cancellation-rate` chose this request and the client dropped it
+    /// `--request-cancellation-delay` after its send, before the response completed. Not a
+    /// failure: counted apart (`cancelled_count`), never in errors or latency statistics.
+    RequestCancelled,
     /// The server's address refused the connection (nothing listening: down or restarting).
     ConnectRefused,
     /// The connection was reset or closed by the server before the response began.
@@ -134,6 +138,7 @@ impl ErrorKind {
             ErrorKind::GrpcStatus(code) => format!("grpc_{}", grpc_code_name(*code)).into(),
             ErrorKind::NoContent => "no_content".into(),
             ErrorKind::Cancelled => "cancelled".into(),
+            ErrorKind::RequestCancelled => "request_cancelled".into(),
             ErrorKind::ConnectRefused => "connect_refused".into(),
             ErrorKind::ConnectionReset => "connection_reset".into(),
             ErrorKind::RateLimited => "rate_limited".into(),
@@ -163,6 +168,7 @@ impl ErrorKind {
             "server_error" => ErrorKind::ServerError,
             "no_content" => ErrorKind::NoContent,
             "cancelled" => ErrorKind::Cancelled,
+            "request_cancelled" => ErrorKind::RequestCancelled,
             "connect_refused" => ErrorKind::ConnectRefused,
             "connection_reset" => ErrorKind::ConnectionReset,
             "rate_limited" => ErrorKind::RateLimited,
@@ -355,6 +361,18 @@ impl RequestRecord {
     /// Whether the request completed with content.
     pub fn ok(&self) -> bool {
         self.error.is_none()
+    }
+
+    /// Whether the client cancelled the request on purpose (`--request-cancellation-rate`).
+    pub fn cancelled_on_purpose(&self) -> bool {
+        self.error
+            .as_ref()
+            .is_some_and(|e| e.kind == ErrorKind::RequestCancelled)
+    }
+
+    /// Whether the request failed: an error other than a planned cancellation.
+    pub fn failed(&self) -> bool {
+        self.error.is_some() && !self.cancelled_on_purpose()
     }
 
     /// Time to first token from the actual send.

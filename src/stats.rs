@@ -193,6 +193,9 @@ pub struct Aggregate {
     pub good: u64,
     /// Warm-up requests seen (not in statistics).
     pub warmup: u64,
+    /// Measured requests the client cancelled on purpose (`--request-cancellation-rate`): neither
+    /// successes nor errors, in no statistic.
+    pub cancelled: u64,
     errors: BTreeMap<ErrorKind, (u64, String)>,
     /// Sum of output tokens over successful measured requests.
     pub sum_osl: u64,
@@ -234,6 +237,7 @@ impl Aggregate {
             ok: 0,
             good: 0,
             warmup: 0,
+            cancelled: 0,
             errors: BTreeMap::new(),
             sum_osl: 0,
             sum_isl: 0,
@@ -262,6 +266,10 @@ impl Aggregate {
     pub fn record(&mut self, rec: &RequestRecord, gaps: &[u64], objectives: &[Objective]) {
         if rec.phase == crate::record::Phase::Warmup {
             self.warmup += 1;
+            return;
+        }
+        if rec.cancelled_on_purpose() {
+            self.cancelled += 1;
             return;
         }
         if let Some(err) = &rec.error {
@@ -364,6 +372,7 @@ impl Aggregate {
         self.ok += other.ok;
         self.good += other.good;
         self.warmup += other.warmup;
+        self.cancelled += other.cancelled;
         for (k, (n, msg)) in &other.errors {
             let e = self.errors.entry(*k).or_insert_with(|| (0, msg.clone()));
             e.0 += n;
@@ -418,6 +427,7 @@ impl Aggregate {
             request_count: self.ok,
             error_count: self.error_count(),
             errors: self.error_counts(),
+            cancelled_count: self.cancelled,
             warmup_count: self.warmup,
             duration_s: secs,
             output_token_throughput: per_sec(self.sum_osl as f64),
@@ -442,6 +452,8 @@ pub struct LevelStats {
     pub request_count: u64,
     /// Failed measured requests.
     pub error_count: u64,
+    /// Measured requests the client cancelled on purpose (`--request-cancellation-rate`).
+    pub cancelled_count: u64,
     /// Failures by kind.
     pub errors: Vec<ErrorCount>,
     /// Warm-up requests sent.

@@ -25,7 +25,8 @@
 //! `profile_export_genai_perf.json`: GenAI-Perf's keys in GenAI-Perf's order —
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
 //! distributions (plus `p99.9` and `count`), `{unit, avg}` for system metrics — then
-//! `error_count`, `errors`, `server_metrics` (Triton's counters; null when not scraped),
+//! `error_count`, `errors`, `cancelled_count` (requests cancelled on purpose by
+//! `--request-cancellation-rate`: in no other count or statistic), `server_metrics` (Triton's counters; null when not scraped),
 //! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`, `level` (name,
 //! stimulus, value, `started_unix_ns`, and `percentile_method`: `linear`, numpy's default as
 //! GenAI-Perf computes percentiles, or `nearest-rank`, perf_analyzer's), and `input_config` (the
@@ -136,6 +137,15 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
         "count",
     ));
     rows.push(("error_count".into(), st.error_count.to_string(), "count"));
+    // Only runs that cancel requests on purpose get the row: GenAI-Perf's own rows stay as
+    // they are otherwise.
+    if st.cancelled_count > 0 {
+        rows.push((
+            "cancelled_count".into(),
+            st.cancelled_count.to_string(),
+            "count",
+        ));
+    }
     rows.push(("benchmark_duration".into(), num(st.duration_s), "sec"));
     if let Some(d) = &s.server {
         rows.extend(server_rows(d));
@@ -284,6 +294,10 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     m.insert(
         "errors".into(),
         serde_json::to_value(&st.errors).unwrap_or(Value::Null),
+    );
+    m.insert(
+        "cancelled_count".into(),
+        json!({"unit": "count", "avg": st.cancelled_count}),
     );
     m.insert(
         "benchmark_duration".into(),
@@ -488,6 +502,7 @@ server_max_pending_requests,3.00,count
                 "total_token_throughput",
                 "error_count",
                 "errors",
+                "cancelled_count",
                 "benchmark_duration",
                 "server_metrics",
                 "engine_metrics",

@@ -104,6 +104,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             metrics,
             request_count,
             error_count: 0,
+            cancelled_count: 0,
             errors: Vec::new(),
             warmup_count: 0,
             // GenAI-Perf computes percentiles with numpy's default, linear interpolation.

@@ -12,8 +12,11 @@
 //!               "osl_mismatch": 0, "short_outputs": 0, "sum_chunks": 20000, "sum_send_ns": 0,
 //!               "send_count": 0, "sum_recv_ns": 9.0e10,
 //!               "first_sent_unix_ns": 1767225600001000000, "last_response_unix_ns": ...,
-//!               "errors": [{"kind": "http_503", "count": 2, "example": "HTTP 503: busy"}]}}
+//!               "errors": [{"kind": "http_503", "count": 2, "example": "HTTP 503: busy"}],
+//!               "cancelled": 0}}
 //! ```
+//! `cancelled` counts requests cancelled on purpose (`--request-cancellation-rate`); files
+//! written before it existed read as 0.
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -156,6 +159,7 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         "first_sent_unix_ns": agg.first_sent_ns.map(|t| unix_anchor_ns + t),
         "last_response_unix_ns": agg.last_response_ns.map(|t| unix_anchor_ns + t),
         "errors": errors,
+        "cancelled": agg.cancelled,
     })
 }
 
@@ -182,6 +186,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
     agg.sum_recv_ns = u("sum_recv_ns")?;
     agg.first_sent_ns = c.get("first_sent_unix_ns").and_then(Value::as_u64);
     agg.last_response_ns = c.get("last_response_unix_ns").and_then(Value::as_u64);
+    agg.cancelled = c.get("cancelled").and_then(Value::as_u64).unwrap_or(0);
     for e in c
         .get("errors")
         .and_then(Value::as_array)
@@ -296,6 +301,7 @@ mod tests {
         }
         agg.record_error(ErrorKind::HttpStatus(503), "HTTP 503: busy");
         agg.record_error(ErrorKind::GrpcStatus(14), "unavailable");
+        agg.cancelled = 7;
         let doc = encode(&agg, 1_000_000_000);
         let text = serde_json::to_string(&doc).unwrap();
         let mut back = Aggregate::new();
@@ -304,6 +310,7 @@ mod tests {
         assert_eq!(back.ok, 500);
         assert_eq!(back.sum_osl, 500 * 101);
         assert_eq!(back.error_counts(), agg.error_counts());
+        assert_eq!(back.cancelled, 7);
         assert_eq!(back.first_sent_ns, Some(1_000_000_000), "absolute");
         assert_eq!(back.last_response_ns, Some(1_000_000_000 + 1_000_000_000));
         assert_eq!(

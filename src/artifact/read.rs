@@ -398,6 +398,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             metrics,
             request_count: count("request_count"),
             error_count: count("error_count"),
+            cancelled_count: count("cancelled_count"),
             errors,
             warmup_count: 0,
             duration_s: avg("benchmark_duration"),

@@ -67,6 +67,10 @@ impl Timeline {
     /// Accounts a finished request (writing the intervals that ended before it).
     pub fn record(&mut self, rec: &RequestRecord) {
         self.advance(rec.end_ns);
+        // Requests cancelled on purpose are in no column: neither served nor failed.
+        if rec.cancelled_on_purpose() {
+            return;
+        }
         match &rec.error {
             Some(_) => self.cur.errors += 1,
             None => {

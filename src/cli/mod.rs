@@ -470,6 +470,19 @@ pub struct ProfileArgs {
     #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,
 
+    /// Share of requests the client cancels (AIPerf's flag): a percentage from 0 to 100, `10`
+    /// or `10%`. Chosen from `--random-seed` and each request's number, so reruns cancel the
+    /// same ones. Cancelled requests are counted apart (`cancelled_count`), not as errors, and
+    /// left out of every latency statistic.
+    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-rate", value_name = "PERCENT", default_value = "0")]
+    pub request_cancellation_rate: String,
+
+    /// How long after its send a request chosen by `--request-cancellation-rate` is cancelled
+    /// (bare number: seconds, as in AIPerf; `500ms` works); one that completes sooner counts as
+    /// a normal request.
+    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-delay", default_value = "0", value_parser = secs)]
+    pub request_cancellation_delay: Duration,
+
     /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
     /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
     /// instead of being buffered.

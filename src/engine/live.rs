@@ -500,6 +500,9 @@ pub struct Tally {
     itl_count: u64,
     done: u64,
     errors: u64,
+    /// Cancelled on purpose (`--request-cancellation-rate`): finished, but neither done nor
+    /// failed.
+    cancelled: u64,
     warmup: u64,
     osl: u64,
     windows: u32,
@@ -519,6 +522,7 @@ impl Tally {
             itl_count: 0,
             done: 0,
             errors: 0,
+            cancelled: 0,
             warmup: 0,
             osl: 0,
             windows: 0,
@@ -530,6 +534,10 @@ impl Tally {
     pub fn record(&mut self, r: &RequestRecord) {
         if r.phase == Phase::Warmup {
             self.warmup += 1;
+            return;
+        }
+        if r.cancelled_on_purpose() {
+            self.cancelled += 1;
             return;
         }
         if r.error.is_some() {
@@ -590,7 +598,7 @@ impl Tally {
         let (sent, finished) = if measure_start_ns > 0 {
             (
                 self.feed.sent.load(Ordering::Relaxed),
-                self.done + self.errors,
+                self.done + self.errors + self.cancelled,
             )
         } else {
             (self.feed.warmup_sent.load(Ordering::Relaxed), self.warmup)
@@ -600,6 +608,7 @@ impl Tally {
             elapsed_s: secs,
             done: self.done,
             errors: self.errors,
+            cancelled: self.cancelled,
             warmup: self.warmup,
             in_flight: sent.saturating_sub(finished).min(self.shape.max_in_flight),
             ttft_ms: p(&self.ttft),

@@ -51,6 +51,7 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -
         clock: Clock::start(),
         cancel,
         timeout: plan.request_timeout,
+        cancellation: plan.cancellation(),
         use_server_token_count: plan.use_server_token_count,
         count_tokens: true,
         seed: plan.workload.seed,

@@ -10,12 +10,14 @@
 //! ticket counter (closed loop) or the schedule (open loop) and the channel to the collector.
 
 pub mod backoff;
+pub mod cancellation;
 pub mod dispatch;
 pub mod pacer;
 pub mod queue;
 pub mod shard;
 pub mod stimulus;
 
+pub use cancellation::Cancellation;
 pub use queue::{RecordSink, RecordSource, record_queue};
 pub use shard::Shard;
 pub use stimulus::{Arrival, Stimulus, Stop, StopRule, WindowRule};
@@ -136,6 +138,8 @@ pub struct Shared {
     pub cancel: Cancel,
     /// Per-request timeout.
     pub timeout: Duration,
+    /// Requests the client cancels on purpose (`--request-cancellation-rate`); `None`: none.
+    pub cancellation: Option<Cancellation>,
     /// Prefer the server's usage for output token counts.
     pub use_server_token_count: bool,
     /// Count output tokens (LLM text); tensor profiling counts responses only.
@@ -485,6 +489,49 @@ async fn open_loop_worker(
     }
 }
 
+/// Sends one request and reads its response within the request timeout; with `cancel_after`
+/// (a request `--request-cancellation-rate` chose), drops the exchange that long after the
+/// send instead, which closes the connection or resets the stream. Other requests pay nothing
+/// for the feature: no timer is armed for them.
+async fn exchange(
+    shared: &Shared,
+    payload: &crate::workload::Payload,
+    ex: &mut Exchange,
+    cancel_after: Option<Duration>,
+) -> Result<(), RequestError> {
+    let timed = tokio::time::timeout(
+        shared.timeout,
+        shared.client.execute(payload, ex, &shared.clock),
+    );
+    let timed = match cancel_after {
+        None => timed.await,
+        Some(delay) => match tokio::time::timeout(delay, timed).await {
+            Ok(r) => r,
+            Err(_) => {
+                // The HTTP/1.1 connection was taken out of `ex` for the exchange and goes back
+                // only after a complete response, so dropping the exchange closed it; the next
+                // request opens a fresh one rather than reading the rest of this response.
+                return Err(RequestError::new(
+                    ErrorKind::RequestCancelled,
+                    format!(
+                        "cancelled by the client {:.3} s after the send (--request-cancellation-delay)",
+                        delay.as_secs_f64()
+                    ),
+                ));
+            }
+        },
+    };
+    timed.unwrap_or_else(|_| {
+        Err(RequestError::new(
+            ErrorKind::Timeout,
+            format!(
+                "no complete response within {:.1} s",
+                shared.timeout.as_secs_f64()
+            ),
+        ))
+    })
+}
+
 /// Sends dataset entry `seq mod N` (a shard's entries are its part of the prompts; the record
 /// carries the prompt's index in the whole dataset), waits for the whole response, and builds its record; says
 /// whether its output tokens are still to be counted from `ex.text` (the record's `osl` is 0
@@ -526,13 +573,7 @@ async fn execute_one(
         tokio::select! {
             biased;
             _ = &mut abort => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted while this request was in flight")),
-            r = tokio::time::timeout(shared.timeout, shared.client.execute(&entry.payload, ex, clock)) => match r {
-                Ok(r) => r,
-                Err(_) => Err(RequestError::new(
-                    ErrorKind::Timeout,
-                    format!("no complete response within {:.1} s", shared.timeout.as_secs_f64()),
-                )),
-            },
+            r = exchange(shared, &entry.payload, ex, shared.cancellation.and_then(|c| c.delay_for(seq))) => r,
         }
     };
     let end_ns = clock.now_ns();

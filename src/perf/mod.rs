@@ -441,6 +441,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         clock: Clock::start(),
         cancel: cancel.clone(),
         timeout: plan.request_timeout,
+        cancellation: None,
         use_server_token_count: false,
         count_tokens: false,
         seed: plan.seed,

@@ -95,12 +95,27 @@ impl RunPlan {
                 );
             }
         }
+        // Cancelling requests changes what the server does and what is measured; a run without
+        // it has no key, like the runs recorded before it existed.
+        if self.cancellation().is_some() {
+            print.insert(
+                CANCEL_KEY.into(),
+                format!(
+                    "{}% after {} ms",
+                    self.request_cancellation_rate,
+                    self.request_cancellation_delay.as_millis()
+                ),
+            );
+        }
         Fingerprint(print)
     }
 }
 
 /// The fingerprint's key for a prompt salt other than `auto`.
 const SALT_KEY: &str = "prompt_salt";
+
+/// The fingerprint's key for `--request-cancellation-rate` above 0.
+const CANCEL_KEY: &str = "request_cancellation";
 
 /// A trace as the fingerprint shows it: file, rows, block size and window.
 fn trace_text(t: &TraceSource) -> String {
@@ -201,6 +216,20 @@ mod tests {
             "synthetic, 550±0 tokens after 1 of 4 prefixes of 64 tokens"
         );
         assert!(f.0[SALT_KEY].starts_with("fixed"));
+    }
+
+    /// Runs that cancel requests are not compared with runs that do not; rate 0 adds nothing.
+    #[test]
+    fn cancellation_counts_only_when_on() {
+        let a = plan();
+        let mut b = plan();
+        b.request_cancellation_delay = std::time::Duration::from_millis(200);
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        b.request_cancellation_rate = 25.0;
+        assert_eq!(
+            a.fingerprint().differences(&b.fingerprint()),
+            vec!["request_cancellation: (not recorded) → 25% after 200 ms".to_string()]
+        );
     }
 
     #[test]

@@ -91,6 +91,12 @@ pub struct RunPlan {
     /// Per-request timeout.
     #[serde(with = "duration_secs")]
     pub request_timeout: Duration,
+    /// `--request-cancellation-rate`: the share of requests cancelled, as a percentage (0–100,
+    /// as AIPerf writes it).
+    pub request_cancellation_rate: f64,
+    /// `--request-cancellation-delay`: how long after its send a chosen request is cancelled.
+    #[serde(with = "duration_secs")]
+    pub request_cancellation_delay: Duration,
     /// Console verbosity.
     pub verbosity: Verbosity,
     /// The command line as typed, secrets redacted.
@@ -205,6 +211,8 @@ impl RunPlan {
             gpu_metrics_url: None,
             use_server_token_count: false,
             request_timeout: Duration::from_secs(600),
+            request_cancellation_rate: 0.0,
+            request_cancellation_delay: Duration::ZERO,
             verbosity: Verbosity::Normal,
             command_line: String::new(),
             shard: ShardPlan::default(),
@@ -213,6 +221,15 @@ impl RunPlan {
             generate_plots: false,
             notices: Vec::new(),
         }
+    }
+
+    /// Which requests the client cancels, and when; `None` when it cancels none.
+    pub fn cancellation(&self) -> Option<crate::load::Cancellation> {
+        crate::load::Cancellation::new(
+            self.request_cancellation_rate / 100.0,
+            self.request_cancellation_delay,
+            self.workload.seed,
+        )
     }
 
     /// The plan's identity, equal on every shard of one run (see [`shard::plan_id`]).

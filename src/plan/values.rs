@@ -364,6 +364,28 @@ pub fn parse_share(flag: &str, raw: &str) -> Result<f64, UsageError> {
     Ok(v)
 }
 
+/// A percentage from 0 to 100 written as AIPerf writes it (`10`) or with its sign (`10%`),
+/// returned as a fraction (0.1).
+pub fn parse_percent(flag: &str, raw: &str) -> Result<f64, UsageError> {
+    let t = raw.trim();
+    let v: f64 = t
+        .strip_suffix('%')
+        .unwrap_or(t)
+        .trim()
+        .parse()
+        .map_err(|_| {
+            UsageError(format!(
+                "{flag} '{t}': expected a percentage from 0 to 100, such as 10 or 10%"
+            ))
+        })?;
+    if !(0.0..=100.0).contains(&v) {
+        return usage(format!(
+            "{flag} '{t}': must be from 0 to 100 (a percentage of requests)"
+        ));
+    }
+    Ok(v)
+}
+
 /// `N`, `start:end[:step]` or `a,b,c`.
 pub fn parse_concurrency(spec: &str) -> Result<Vec<Stimulus>, UsageError> {
     let values = parse_int_levels(spec, "--concurrency")?;

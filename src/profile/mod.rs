@@ -615,8 +615,13 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
         .get(crate::metrics::Metric::TimeToFirstToken)
         .filter(|_| l.streaming)
         .map_or("-".to_string(), |s| format!("{:.2}", s.avg));
+    // Requests cancelled on purpose are said only when there are some.
+    let cancelled = match l.stats.cancelled_count {
+        0 => String::new(),
+        n => format!(", {n} cancelled"),
+    };
     eprintln!(
-        "{}: {}, {}, TTFT avg {} ms, {:.1} output tok/s -> {}",
+        "{}: {}, {}{cancelled}, TTFT avg {} ms, {:.1} output tok/s -> {}",
         l.stimulus.name(),
         crate::analysis::text::count(l.stats.request_count, "request"),
         crate::analysis::text::count(l.stats.error_count, "error"),

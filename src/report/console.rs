@@ -149,6 +149,11 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
         "Server queue (ms)",
         "Errors",
     ]);
+    // A column for requests cancelled on purpose only in runs that have some.
+    let cancelled = levels.iter().any(|l| l.stats.cancelled_count > 0);
+    if cancelled {
+        headers.push("Cancelled");
+    }
     let rows: Vec<Vec<String>> = levels
         .iter()
         .map(|l| {
@@ -178,6 +183,9 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
                 )),
                 l.stats.error_count.to_string(),
             ]);
+            if cancelled {
+                row.push(l.stats.cancelled_count.to_string());
+            }
             row
         })
         .collect();
@@ -307,9 +315,17 @@ pub fn level_table(l: &LevelSummary) -> String {
         out.push_str(&format!("Request goodput (per sec): {g:.2}\n"));
     }
     out.push_str(&format!(
-        "Request count: {}  Errors: {}\n",
+        "Request count: {}  Errors: {}",
         st.request_count, st.error_count
     ));
+    // Cancelled on purpose (`--request-cancellation-rate`): neither requests nor errors.
+    if st.cancelled_count > 0 {
+        out.push_str(&format!(
+            "  Cancelled: {} (left out of the statistics)",
+            st.cancelled_count
+        ));
+    }
+    out.push('\n');
     if let Some(d) = &l.server {
         out.push_str(&format!(
             "Server ({}): {}, avg {:.2} ms = queue {} + compute input {:.2} + infer {:.2} + output {:.2} ms\n",

@@ -84,6 +84,8 @@ pub struct Snapshot {
     pub done: u64,
     /// Failed measured requests.
     pub errors: u64,
+    /// Measured requests cancelled on purpose (`--request-cancellation-rate`).
+    pub cancelled: u64,
     /// Warm-up requests finished.
     pub warmup: u64,
     /// Measured requests sent and not finished.
@@ -115,6 +117,7 @@ impl Snapshot {
             elapsed_s,
             done: l.stats.request_count,
             errors: l.stats.error_count,
+            cancelled: l.stats.cancelled_count,
             warmup: l.stats.warmup_count,
             in_flight: 0,
             ttft_ms: streamed(Metric::TimeToFirstToken).map(|s| (s.p50, s.p99)),
@@ -129,9 +132,9 @@ impl Snapshot {
         }
     }
 
-    /// Requests finished, successful or not.
+    /// Requests finished, successful, failed or cancelled.
     fn finished(&self) -> u64 {
-        self.done + self.errors
+        self.done + self.errors + self.cancelled
     }
 }
 
@@ -173,6 +176,9 @@ fn numbers(s: &Snapshot, running: bool) -> Vec<String> {
         out.push(format!("{} in flight", s.in_flight));
     }
     out.push(count(s.errors, "error"));
+    if s.cancelled > 0 {
+        out.push(format!("{} cancelled", s.cancelled));
+    }
     if let Some((p50, p99)) = s.ttft_ms {
         out.push(format!("TTFT p50 {} p99 {} ms", ms(p50), ms(p99)));
     } else if let Some((p50, p99)) = s.latency_ms {
@@ -353,12 +359,15 @@ pub fn dashboard(
     if let Some(n) = stage_note(s) {
         rows.push(row("stage", n.to_string()));
     }
-    let requests = format!(
+    let mut requests = format!(
         "{} done, {} in flight, {}",
         s.done,
         s.in_flight,
         count(s.errors, "error")
     );
+    if s.cancelled > 0 {
+        requests.push_str(&format!(", {} cancelled", s.cancelled));
+    }
     rows.push(row("requests", requests));
     if let Some((p50, p99)) = s.ttft_ms {
         rows.push(row(
@@ -423,6 +432,7 @@ mod tests {
             elapsed_s: 4.0,
             done: 99,
             errors: 1,
+            cancelled: 0,
             warmup: 8,
             in_flight: 4,
             ttft_ms: Some((25.13, 30.24)),
@@ -448,6 +458,21 @@ mod tests {
         assert_eq!(
             b,
             "  4 in flight, 1 error, TTFT p50 25.1 p99 30.2 ms, ITL 10.00 ms, 812 tok/s, 24.8 req/s"
+        );
+    }
+
+    #[test]
+    fn cancelled_requests_count_as_finished_and_are_named() {
+        let s = Snapshot {
+            done: 70,
+            cancelled: 30,
+            ..running()
+        };
+        let lines = compact(&head(Goal::Requests(200)), &s);
+        assert!(lines[0].contains("101/200 requests"), "{lines:?}");
+        assert!(
+            lines[1].contains("1 error, 30 cancelled, TTFT"),
+            "{lines:?}"
         );
     }
 

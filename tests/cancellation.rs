@@ -1,0 +1,299 @@
+//! `--request-cancellation-rate P --request-cancellation-delay D` against the simulator: the
+//! seeded share of requests is dropped D after its send, counted apart from requests and errors,
+//! left out of the statistics; the simulator frees the slots of streams the client left; rate 0
+//! changes nothing; bad values are usage errors.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+use ttftbench::metrics::Metric;
+use ttftbench::sim::{EngineConfig, SimConfig};
+
+/// A chat stream of `osl` tokens per request (one per 10 ms step after a 25 ms first token).
+fn chat(url: String, dir: &Path, osl: &str, more: &[&str]) -> Vec<String> {
+    let mut a = args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--synthetic-input-tokens-mean",
+        "100",
+        "--output-tokens-mean",
+        osl,
+        "--output-tokens-mean-deterministic",
+        "--num-prompts",
+        "8",
+    ]);
+    a.extend(args(more));
+    a.extend(["-u".into(), url, "--artifact-dir".into()]);
+    a.push(dir.display().to_string());
+    a
+}
+
+fn genai_json(dir: &Path) -> Value {
+    json_file(&dir.join("profile_export_genai_perf.json"))
+}
+
+/// Requests the simulator counted as cancelled by their client (Triton's failure counter).
+async fn sim_cancelled(metrics_url: &str) -> u64 {
+    let text = get_text(&http_client(), metrics_url).await;
+    text.lines()
+        .filter(|l| l.starts_with("nv_inference_request_failure{") && l.contains("CANCELED"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seeded_share_is_cancelled_counted_apart_and_out_of_the_statistics() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    // 30 tokens take ≈ 315 ms; the delay cuts chosen requests after their first token.
+    let a = chat(
+        sim.http_url(),
+        tmp.path(),
+        "30",
+        &[
+            "--concurrency",
+            "4",
+            "--request-count",
+            "40",
+            "--request-cancellation-rate",
+            "30",
+            "--request-cancellation-delay",
+            "80ms",
+        ],
+    );
+    let chooser = plan(&a).unwrap().cancellation().expect("cancellation on");
+    let out = profile(&a).await.unwrap();
+    let level = &out.levels[0];
+    let st = &level.summary.stats;
+    let rows = measured(&level.dir);
+    assert_eq!(rows.len(), 40);
+    let mut chosen = 0;
+    for r in &rows {
+        let seq = r["seq"].as_u64().unwrap();
+        let cancelled = r["error"] == "request_cancelled";
+        assert_eq!(cancelled, chooser.chosen(seq), "{r}");
+        chosen += u64::from(cancelled);
+        if cancelled {
+            // Dropped at the delay, after the first token and long before the last.
+            let ms = (r["end_ns"].as_u64().unwrap() - r["sent_ns"].as_u64().unwrap()) as f64 / 1e6;
+            assert!((75.0..250.0).contains(&ms), "cancelled after {ms} ms: {r}");
+        } else {
+            assert!(r["error"].is_null(), "{r}");
+            assert_eq!(r["osl"], 30, "{r}");
+        }
+    }
+    assert!((4..=20).contains(&chosen), "about 30 % of 40: {chosen}");
+    assert_eq!(st.cancelled_count, chosen);
+    assert_eq!(st.error_count, 0, "{:?}", st.errors);
+    assert_eq!(st.request_count, 40 - chosen);
+    // Latency comes from the completed requests only: none of them is under 300 ms.
+    let latency = st.get(Metric::RequestLatency).unwrap();
+    assert!(latency.min >= 290.0, "latency min {} ms", latency.min);
+    assert_eq!(
+        st.get(Metric::OutputSequenceLength).unwrap().min,
+        30.0,
+        "no cut-short output in the statistics"
+    );
+    let json = genai_json(&level.dir);
+    assert_eq!(json["cancelled_count"]["avg"], chosen);
+    assert_eq!(json["error_count"]["avg"], 0);
+    assert_eq!(json["input_config"]["request_cancellation_rate"], 30.0);
+    let csv = std::fs::read_to_string(level.dir.join("profile_export_genai_perf.csv")).unwrap();
+    assert!(
+        csv.contains(&format!("\ncancelled_count,{chosen},count\n")),
+        "{csv}"
+    );
+    // The simulator saw each cancelled stream go (its slot freed; Triton's CANCELED counter).
+    let mut seen = 0;
+    for _ in 0..50 {
+        seen = sim_cancelled(&sim.metrics_url()).await;
+        if seen >= chosen {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, chosen);
+    // A rerun with the same seed cancels the same requests.
+    let again = chooser;
+    let tmp2 = tempfile::tempdir().unwrap();
+    let b = chat(
+        sim.http_url(),
+        tmp2.path(),
+        "30",
+        &[
+            "--concurrency",
+            "4",
+            "--request-count",
+            "40",
+            "--request-cancellation-rate",
+            "30%",
+            "--request-cancellation-delay",
+            "0.08",
+        ],
+    );
+    assert_eq!(plan(&b).unwrap().cancellation(), Some(again));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_streams_are_reset_and_the_server_sees_them_go() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = args(&[
+        "-m",
+        "gpt2",
+        "--service-kind",
+        "triton",
+        "--backend",
+        "tensorrtllm",
+        "--streaming",
+        "--synthetic-input-tokens-mean",
+        "100",
+        "--output-tokens-mean",
+        "30",
+        "--output-tokens-mean-deterministic",
+        "--concurrency",
+        "4",
+        "--request-count",
+        "24",
+        "--request-cancellation-rate",
+        "40",
+        "--request-cancellation-delay",
+        "80ms",
+        "-u",
+    ]);
+    a.push(sim.grpc_target());
+    a.push("--artifact-dir".into());
+    a.push(tmp.path().display().to_string());
+    let chooser = plan(&a).unwrap().cancellation().unwrap();
+    let out = profile(&a).await.unwrap();
+    let st = &out.levels[0].summary.stats;
+    let rows = measured(&out.levels[0].dir);
+    let chosen = rows
+        .iter()
+        .filter(|r| chooser.chosen(r["seq"].as_u64().unwrap()))
+        .count() as u64;
+    assert!(chosen > 0);
+    assert_eq!(st.cancelled_count, chosen);
+    assert_eq!(st.error_count, 0, "{:?}", st.errors);
+    assert_eq!(st.request_count, 24 - chosen);
+    let mut seen = 0;
+    for _ in 0..50 {
+        seen = sim_cancelled(&sim.metrics_url()).await;
+        if seen >= chosen {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        seen, chosen,
+        "the server counted each reset stream as cancelled"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_streams_free_their_slots() {
+    // Two slots, two workers, long generations: a cancelled stream that kept its slot would
+    // make the worker's next request queue behind it for ≈ 400 ms.
+    let sim = start(SimConfig {
+        engine: EngineConfig {
+            max_batch: 2,
+            ..round_engine()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let a = chat(
+        sim.http_url(),
+        tmp.path(),
+        "40",
+        &[
+            "--concurrency",
+            "2",
+            "--request-count",
+            "16",
+            "--request-cancellation-rate",
+            "50",
+            "--request-cancellation-delay",
+            "40ms",
+        ],
+    );
+    let out = profile(&a).await.unwrap();
+    let st = &out.levels[0].summary.stats;
+    assert!(st.cancelled_count >= 3, "{}", st.cancelled_count);
+    assert_eq!(st.error_count, 0, "{:?}", st.errors);
+    let ttft = st.get(Metric::TimeToFirstToken).unwrap();
+    assert!(
+        ttft.max < 200.0,
+        "TTFT max {} ms: a slot stayed held",
+        ttft.max
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_zero_changes_nothing_and_a_fast_response_is_not_cancelled() {
+    let sim = start_round().await;
+    for more in [
+        &["--request-cancellation-rate", "0"][..],
+        // Every request chosen, but each completes (≈ 35 ms) well before 5 s.
+        &[
+            "--request-cancellation-rate",
+            "100",
+            "--request-cancellation-delay",
+            "5",
+        ][..],
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut m = vec!["--concurrency", "2", "--request-count", "6"];
+        m.extend_from_slice(more);
+        let out = profile(&chat(sim.http_url(), tmp.path(), "2", &m))
+            .await
+            .unwrap();
+        let st = &out.levels[0].summary.stats;
+        assert_eq!(
+            (st.request_count, st.cancelled_count, st.error_count),
+            (6, 0, 0)
+        );
+        let dir = &out.levels[0].dir;
+        assert_eq!(genai_json(dir)["cancelled_count"]["avg"], 0);
+        let csv = std::fs::read_to_string(dir.join("profile_export_genai_perf.csv")).unwrap();
+        assert!(!csv.contains("cancelled_count"), "{csv}");
+    }
+    sim.shutdown().await;
+}
+
+#[test]
+fn bad_values_are_usage_errors() {
+    let base = ["-m", "m", "-u", "localhost:1"];
+    for (flag, value) in [
+        ("--request-cancellation-rate", "150"),
+        ("--request-cancellation-rate", "-5"),
+        ("--request-cancellation-rate", "ten"),
+        ("--request-cancellation-delay", "-1"),
+        ("--request-cancellation-delay", "soon"),
+    ] {
+        let mut a = args(&base);
+        a.extend(args(&[flag, value]));
+        let e = plan(&a).unwrap_err();
+        assert!(e.contains(flag) || e.contains(value), "{flag} {value}: {e}");
+    }
+    let p = plan(&args(&base)).unwrap();
+    assert_eq!(p.cancellation(), None);
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, _, err) = run_in(
+        &["profile", "-m", "m", "--request-cancellation-rate", "101%"],
+        tmp.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--request-cancellation-rate"), "{err}");
+    assert!(err.contains("0 to 100"), "{err}");
+}
