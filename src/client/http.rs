@@ -343,6 +343,7 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
             }
             if info.content_bytes > 0 {
                 ex.content_at(t);
+                ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
                 if ex.text.len() > st.max_text {
                     st.error = Some(too_large_error("the response's output text", st.max_text));
                 }
@@ -396,6 +397,7 @@ fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), Reques
     ex.add_server_tokens(info.tokens);
     if info.content_bytes > 0 {
         ex.content_at(t);
+        ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
     }
     Ok(())
 }
