@@ -1095,7 +1095,7 @@ async fn reasoning_models_split_ttfo_and_reasoning_tokens() {
         assert_eq!(json["reasoning_token_count"]["avg"], 32.0);
         assert_eq!(json["reasoning_token_count"]["unit"], "tokens");
         assert_eq!(json["time_to_first_output_token"]["unit"], "ms");
-        let table = ttftbench::report::console::sweep_table(&[level.summary.clone()]);
+        let table = ttftbench::report::console::sweep_table(std::slice::from_ref(&level.summary));
         assert!(
             table.contains("TTFO avg (ms)") && table.contains("32.0"),
             "{table}"
@@ -1141,7 +1141,7 @@ async fn reasoning_models_split_ttfo_and_reasoning_tokens() {
     );
     let json = json_file(&level.dir.join("profile_export_genai_perf.json"));
     assert!(json.get("time_to_first_output_token").is_none());
-    let table = ttftbench::report::console::sweep_table(&[level.summary.clone()]);
+    let table = ttftbench::report::console::sweep_table(std::slice::from_ref(&level.summary));
     assert!(!table.contains("TTFO"), "{table}");
     sim.shutdown().await;
 }

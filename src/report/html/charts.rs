@@ -146,8 +146,8 @@ pub(super) fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Ana
     out.push_str("</div>\n");
 }
 
-/// 1. TTFT (or request latency, without streaming) avg, p50 and p99 versus load; with a
-/// reasoning model, TTFO (the first answer token, past the reasoning) avg and p99 beside them.
+/// 1. TTFT (or request latency, without streaming) avg, p50 and p99 versus load; with a reasoning
+///    model, TTFO (the first answer token, past the reasoning) avg and p99 beside them.
 fn latency_chart(out: &mut String, ctx: &Ctx) {
     let (metric, title, what) = if ctx.streaming {
         (Metric::TimeToFirstToken, "TTFT", "time to first token")
