@@ -200,6 +200,7 @@ fn record(i: u64) -> RequestRecord {
         tokenizer_osl: None,
         server_isl: None,
         reasoning_tokens: None,
+        server_reasoning_tokens: None,
         requested_osl: 100,
         chunks: 100,
         responses: 101,

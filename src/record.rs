@@ -336,6 +336,11 @@ pub struct RequestRecord {
     /// for responses that streamed reasoning (`None` otherwise, and for failed requests). `osl`
     /// counts them too, as AIPerf's OSL does: the answer alone is `osl − reasoning_tokens`.
     pub reasoning_tokens: Option<u32>,
+    /// Reasoning tokens the server reported in its usage
+    /// (`completion_tokens_details.reasoning_tokens`), for responses that streamed reasoning and
+    /// when it reported them; with `--use-server-token-count` they are the `reasoning_tokens`
+    /// used.
+    pub server_reasoning_tokens: Option<u32>,
     /// Output tokens asked for (the max-tokens field sent).
     pub requested_osl: u32,
     /// Content-bearing responses (SSE events / stream responses with text).
@@ -466,6 +471,7 @@ mod tests {
             tokenizer_osl: None,
             server_isl: None,
             reasoning_tokens: None,
+            server_reasoning_tokens: None,
             requested_osl: 11,
             chunks: 11,
             responses: 12,

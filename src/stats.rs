@@ -668,6 +668,7 @@ pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRec
         tokenizer_osl: None,
         server_isl: None,
         reasoning_tokens: None,
+        server_reasoning_tokens: None,
         requested_osl: osl,
         chunks: osl,
         responses: osl,

@@ -1078,6 +1078,7 @@ async fn reasoning_models_split_ttfo_and_reasoning_tokens() {
         assert_eq!(s.get(Metric::OutputSequenceLength).unwrap().avg, 40.0);
         for row in measured(&level.dir) {
             assert_eq!(row["reasoning_tokens"], 32, "{row}");
+            assert_eq!(row["server_reasoning_tokens"], 32, "usage's details: {row}");
             assert_eq!(row["osl"], 40, "OSL includes the reasoning: {row}");
             assert_eq!(row["server_osl"], 40, "{row}");
             let (ft, fo) = (
@@ -1133,6 +1134,7 @@ async fn reasoning_models_split_ttfo_and_reasoning_tokens() {
             "{row}"
         );
         assert!(!o.contains_key("first_output_token_ns"), "{row}");
+        assert!(!o.contains_key("server_reasoning_tokens"), "{row}");
     }
     let csv = std::fs::read_to_string(level.dir.join("profile_export_genai_perf.csv")).unwrap();
     assert!(

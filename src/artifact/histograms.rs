@@ -288,6 +288,7 @@ mod tests {
                 tokenizer_osl: None,
                 server_isl: None,
                 reasoning_tokens: None,
+                server_reasoning_tokens: None,
                 requested_osl: 101,
                 chunks: 101,
                 responses: 102,

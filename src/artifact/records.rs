@@ -19,7 +19,8 @@
 //! | `isl`, `osl` | input and output tokens as counted for the statistics (the tokenizer's, or the server's with `--use-server-token-count`) |
 //! | `server_isl`, `server_osl` | the server's usage counts, `null` when it reported none |
 //! | `tokenizer_osl` | the tokenizer's output count, `null` for failed requests |
-//! | `first_output_token_ns`, `ttfo_ms`, `reasoning_tokens` | only in rows of requests whose response streamed reasoning (`reasoning_content` / `reasoning`): the first response with answer text, the time to it from the send (absent when the reasoning never reached an answer), and the tokenizer's count of the reasoning text (absent for failed requests), which `osl` includes |
+//! | `first_output_token_ns`, `ttfo_ms`, `reasoning_tokens` | only in rows of requests whose response streamed reasoning (`reasoning_content` / `reasoning`): the first response with answer text, the time to it from the send (absent when the reasoning never reached an answer), and the tokenizer's count of the reasoning text (the server's with `--use-server-token-count`; absent for failed requests), which `osl` includes |
+//! | `server_reasoning_tokens` | in those rows, the server's `usage.completion_tokens_details.reasoning_tokens`, when it reported one |
 //! | `requested_osl` | output tokens asked for |
 //! | `chunks`, `responses` | content-bearing responses, all responses |
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
@@ -59,6 +60,8 @@ struct Row<'a> {
     tokenizer_osl: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_reasoning_tokens: Option<u32>,
     server_isl: Option<u32>,
     requested_osl: u32,
     chunks: u32,
@@ -125,6 +128,7 @@ pub fn write_shard_row(
         server_osl: rec.server_osl,
         tokenizer_osl: rec.tokenizer_osl,
         reasoning_tokens: rec.reasoning_tokens,
+        server_reasoning_tokens: rec.server_reasoning_tokens,
         server_isl: rec.server_isl,
         requested_osl: rec.requested_osl,
         chunks: rec.chunks,
@@ -166,6 +170,8 @@ struct ReadRow {
     first_output_token_ns: Option<u64>,
     #[serde(default)]
     reasoning_tokens: Option<u32>,
+    #[serde(default)]
+    server_reasoning_tokens: Option<u32>,
     requested_osl: u32,
     chunks: u32,
     responses: u32,
@@ -220,6 +226,7 @@ pub fn read_row(line: &str) -> Result<ReadBack, String> {
         tokenizer_osl: r.tokenizer_osl,
         server_isl: r.server_isl,
         reasoning_tokens: r.reasoning_tokens,
+        server_reasoning_tokens: r.server_reasoning_tokens,
         requested_osl: r.requested_osl,
         chunks: r.chunks,
         responses: r.responses,
@@ -261,6 +268,7 @@ mod tests {
             tokenizer_osl: None,
             server_isl: None,
             reasoning_tokens: None,
+            server_reasoning_tokens: None,
             requested_osl: 1,
             chunks: 1,
             responses: 2,
@@ -347,6 +355,7 @@ mod tests {
             tokenizer_osl: Some(10),
             server_isl: Some(5),
             reasoning_tokens: Some(6),
+            server_reasoning_tokens: Some(6),
             requested_osl: 10,
             chunks: 10,
             responses: 12,
@@ -358,7 +367,7 @@ mod tests {
         let s = String::from_utf8(out).unwrap();
         assert_eq!(
             s,
-            "{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":0,\"prompt_index\":0,\"intended_ns\":0,\"sent_ns\":1000000,\"first_byte_ns\":2000000,\"first_token_ns\":3000000,\"second_token_ns\":4000000,\"first_output_token_ns\":9000000,\"last_token_ns\":11000000,\"end_ns\":11000000,\"ttft_ms\":2.0,\"ttfo_ms\":8.0,\"latency_ms\":10.0,\"itl_ms\":0.888889,\"isl\":5,\"osl\":10,\"server_osl\":10,\"tokenizer_osl\":10,\"reasoning_tokens\":6,\"server_isl\":5,\"requested_osl\":10,\"chunks\":10,\"responses\":12,\"lossy_text\":false,\"error\":null,\"error_message\":null}\n"
+            "{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":0,\"prompt_index\":0,\"intended_ns\":0,\"sent_ns\":1000000,\"first_byte_ns\":2000000,\"first_token_ns\":3000000,\"second_token_ns\":4000000,\"first_output_token_ns\":9000000,\"last_token_ns\":11000000,\"end_ns\":11000000,\"ttft_ms\":2.0,\"ttfo_ms\":8.0,\"latency_ms\":10.0,\"itl_ms\":0.888889,\"isl\":5,\"osl\":10,\"server_osl\":10,\"tokenizer_osl\":10,\"reasoning_tokens\":6,\"server_reasoning_tokens\":6,\"server_isl\":5,\"requested_osl\":10,\"chunks\":10,\"responses\":12,\"lossy_text\":false,\"error\":null,\"error_message\":null}\n"
         );
         let back = read_row(s.trim_end()).unwrap();
         assert_eq!(back.record, rec);

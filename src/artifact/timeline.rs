@@ -175,6 +175,7 @@ mod tests {
             tokenizer_osl: None,
             server_isl: None,
             reasoning_tokens: None,
+            server_reasoning_tokens: None,
             requested_osl: 10,
             chunks: 10,
             responses: 10,

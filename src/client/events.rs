@@ -8,7 +8,8 @@
 //!   whole responses `{"choices":[{"message":{"content":".."}}]}`;
 //! * OpenAI completions `{"choices":[{"text":".."}]}`;
 //! * Triton generate / generate_stream `{"text_output":".."}` (a string, or an array of strings);
-//! * usage `{"usage":{"prompt_tokens":N,"completion_tokens":M}}` (any event, possibly `choices: []`);
+//! * usage `{"usage":{"prompt_tokens":N,"completion_tokens":M}}` (any event, possibly `choices: []`),
+//!   with `completion_tokens_details.reasoning_tokens` when the server counts reasoning apart;
 //! * Triton's token counts next to `text_output`, when the model returns them:
 //!   `num_output_tokens` (the vLLM backend), `output_ids` (TensorRT-LLM: the tokens; their count),
 //!   `sequence_length` (TensorRT-LLM), in that order of preference, each a number or nested
@@ -39,6 +40,8 @@ pub struct EventInfo {
     pub completion_tokens: Option<u32>,
     /// `usage.prompt_tokens`, when present.
     pub prompt_tokens: Option<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens`, when present (a number).
+    pub reasoning_tokens: Option<u32>,
     /// Output tokens this event carries by the server's own count (Triton's
     /// `num_output_tokens`, `output_ids`, `sequence_length`), when present.
     pub tokens: Option<u32>,
@@ -199,6 +202,10 @@ struct Usage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    /// Any JSON: a server's details of another shape must not fail the event; only a numeric
+    /// `reasoning_tokens` in it is read.
+    #[serde(default)]
+    completion_tokens_details: Option<serde_json::Value>,
 }
 
 /// Implements `DeserializeSeed` (by `$deserialize`) and `Visitor` for a seed that reads into
@@ -246,6 +253,11 @@ seed! {
                             u.prompt_tokens.map(|v| v.min(u64::from(u32::MAX)) as u32);
                         self.info.completion_tokens = u
                             .completion_tokens
+                            .map(|v| v.min(u64::from(u32::MAX)) as u32);
+                        self.info.reasoning_tokens = u
+                            .completion_tokens_details
+                            .as_ref()
+                            .and_then(|d| d.get("reasoning_tokens")?.as_u64())
                             .map(|v| v.min(u64::from(u32::MAX)) as u32);
                     }
                 }
@@ -957,6 +969,35 @@ mod tests {
             (0, Some(12), Some(34))
         );
         assert_eq!(t, "");
+    }
+
+    /// The server's reasoning count is read from usage's details; details of another shape are
+    /// ignored, not an error.
+    #[test]
+    fn usage_reasoning_tokens() {
+        let (i, _) = parse(
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":40,"completion_tokens_details":{"reasoning_tokens":32}}}"#,
+        );
+        assert_eq!(
+            (i.completion_tokens, i.reasoning_tokens),
+            (Some(40), Some(32))
+        );
+        for odd in [
+            r#"null"#,
+            r#""x""#,
+            r#"{"reasoning_tokens":null}"#,
+            r#"[1]"#,
+        ] {
+            let e = format!(
+                r#"{{"usage":{{"completion_tokens":3,"completion_tokens_details":{odd}}}}}"#
+            );
+            let (i, _) = parse(&e);
+            assert_eq!(
+                (i.completion_tokens, i.reasoning_tokens),
+                (Some(3), None),
+                "{e}"
+            );
+        }
     }
 
     #[test]

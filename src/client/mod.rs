@@ -60,6 +60,9 @@ pub struct Exchange {
     pub completion_tokens: Option<u32>,
     /// Server-reported input tokens (usage), when it reported them.
     pub prompt_tokens: Option<u32>,
+    /// Server-reported reasoning tokens (usage's `completion_tokens_details.reasoning_tokens`),
+    /// when it reported them.
+    pub reasoning_tokens: Option<u32>,
     /// How long the server asked the client to wait before the next request (`Retry-After`,
     /// gRPC retry pushback), when a failed response said so.
     pub retry_after: Option<std::time::Duration>,
@@ -154,6 +157,7 @@ impl Exchange {
         self.gaps.clear();
         self.completion_tokens = None;
         self.prompt_tokens = None;
+        self.reasoning_tokens = None;
         self.retry_after = None;
         self.lossy_text = false;
         self.sse.reset();

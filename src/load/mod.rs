@@ -585,6 +585,9 @@ async fn execute_one(
         tokenizer_osl: None,
         server_isl: ex.prompt_tokens,
         reasoning_tokens: None,
+        // Kept for responses with reasoning only: a server that reports 0 for every answer
+        // leaves other models' rows as they were.
+        server_reasoning_tokens: ex.reasoning_tokens.filter(|_| ex.reasoning_end > 0),
         requested_osl: entry.max_tokens,
         chunks: ex.chunks,
         responses: ex.responses,

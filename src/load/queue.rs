@@ -214,7 +214,9 @@ impl RecordSource {
 
 /// Counts a request's output tokens into its record: all of `text`, and its reasoning prefix
 /// `text[..reasoning_end]` apart when there is one (the prefix is tokenized on its own, so the
-/// answer alone is `osl − reasoning_tokens` up to a token merged across the boundary).
+/// answer alone is `osl − reasoning_tokens` up to a token merged across the boundary). With
+/// `keep_server` (`osl` is the server's) the server's reasoning count is used too, when it gave
+/// one.
 fn count_output(
     record: &mut crate::record::RequestRecord,
     tokenizer: &Tokenizer,
@@ -224,9 +226,13 @@ fn count_output(
 ) {
     record.set_tokenizer_osl(tokenizer.count(text), keep_server);
     if reasoning_end > 0 {
-        let reasoning = text.get(..reasoning_end).unwrap_or(text);
-        record.reasoning_tokens =
-            Some(u32::try_from(tokenizer.count(reasoning)).unwrap_or(u32::MAX));
+        record.reasoning_tokens = match record.server_reasoning_tokens {
+            Some(n) if keep_server => Some(n),
+            _ => {
+                let reasoning = text.get(..reasoning_end).unwrap_or(text);
+                Some(u32::try_from(tokenizer.count(reasoning)).unwrap_or(u32::MAX))
+            }
+        };
     }
 }
 
@@ -256,6 +262,7 @@ mod tests {
                 tokenizer_osl: None,
                 server_isl: None,
                 reasoning_tokens: None,
+                server_reasoning_tokens: None,
                 requested_osl: 0,
                 chunks: 0,
                 responses: 0,

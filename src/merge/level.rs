@@ -260,6 +260,7 @@ mod tests {
             tokenizer_osl: Some(5),
             server_isl: None,
             reasoning_tokens: None,
+            server_reasoning_tokens: None,
             requested_osl: 5,
             chunks: 5,
             responses: 5,
