@@ -374,4 +374,31 @@ mod tests {
             7
         );
     }
+
+    /// The reasoning prefix is counted apart and inside OSL; the server's reasoning count is
+    /// used only when OSL is the server's; no reasoning, no count.
+    #[test]
+    fn reasoning_prefix_counted_apart() {
+        let tk = Tokenizer::builtin_gpt2();
+        let text = " the of and to in is";
+        let mut r = completed(0).record;
+        count_output(&mut r, &tk, text, " the of and".len(), false);
+        assert_eq!(
+            (r.osl, r.tokenizer_osl, r.reasoning_tokens),
+            (6, Some(6), Some(3))
+        );
+        r.server_reasoning_tokens = Some(2);
+        count_output(&mut r, &tk, text, " the of and".len(), false);
+        assert_eq!(
+            r.reasoning_tokens,
+            Some(3),
+            "the tokenizer's unless OSL is the server's"
+        );
+        r.osl = 7;
+        count_output(&mut r, &tk, text, " the of and".len(), true);
+        assert_eq!((r.osl, r.reasoning_tokens), (7, Some(2)));
+        let mut plain = completed(1).record;
+        count_output(&mut plain, &tk, text, 0, false);
+        assert_eq!((plain.osl, plain.reasoning_tokens), (6, None));
+    }
 }
