@@ -149,7 +149,11 @@ pub fn event_json(data: &[u8]) {
             fast, full,
             "fast scanner and JSON reader disagree on the text"
         );
-        assert_eq!(n, info.content_bytes);
+        assert_eq!(n.content_bytes, info.content_bytes);
+        assert_eq!(
+            n.reasoning_bytes, info.reasoning_bytes,
+            "fast scanner and JSON reader disagree on the reasoning bytes"
+        );
         assert!(info.error.is_none() && info.completion_tokens.is_none());
     }
     if parsed.is_err() {

@@ -39,6 +39,10 @@ use crate::record::RequestRecord;
 pub enum Metric {
     /// First content-bearing response minus the actual send.
     TimeToFirstToken,
+    /// First response with answer text (past the reasoning) minus the actual send: AIPerf's
+    /// time_to_first_output_token. Only requests whose responses streamed reasoning have one, so
+    /// only levels that saw reasoning list it.
+    TimeToFirstOutputToken,
     /// Second content-bearing response minus the first.
     TimeToSecondToken,
     /// Last content-bearing response minus the actual send.
@@ -47,8 +51,12 @@ pub enum Metric {
     InterTokenLatency,
     /// 1 / ITL per request.
     OutputTokenThroughputPerUser,
-    /// Output tokens per request.
+    /// Output tokens per request, reasoning included (AIPerf's OSL); the answer alone is OSL
+    /// minus [`Metric::ReasoningTokenCount`].
     OutputSequenceLength,
+    /// Reasoning tokens per request (the tokenizer's count of the reasoning text), for requests
+    /// whose responses streamed reasoning.
+    ReasoningTokenCount,
     /// Input tokens per request.
     InputSequenceLength,
     /// First response byte minus the actual send.
@@ -96,13 +104,15 @@ impl Unit {
 
 impl Metric {
     /// Every metric, in the order files list them (GenAI-Perf's order first).
-    pub const ALL: [Metric; 12] = [
+    pub const ALL: [Metric; 14] = [
         Metric::TimeToFirstToken,
+        Metric::TimeToFirstOutputToken,
         Metric::TimeToSecondToken,
         Metric::RequestLatency,
         Metric::InterTokenLatency,
         Metric::OutputTokenThroughputPerUser,
         Metric::OutputSequenceLength,
+        Metric::ReasoningTokenCount,
         Metric::InputSequenceLength,
         Metric::TimeToFirstByte,
         Metric::InterChunkLatency,
@@ -115,11 +125,13 @@ impl Metric {
     pub fn key(self) -> &'static str {
         match self {
             Metric::TimeToFirstToken => "time_to_first_token",
+            Metric::TimeToFirstOutputToken => "time_to_first_output_token",
             Metric::TimeToSecondToken => "time_to_second_token",
             Metric::RequestLatency => "request_latency",
             Metric::InterTokenLatency => "inter_token_latency",
             Metric::OutputTokenThroughputPerUser => "output_token_throughput_per_user",
             Metric::OutputSequenceLength => "output_sequence_length",
+            Metric::ReasoningTokenCount => "reasoning_token_count",
             Metric::InputSequenceLength => "input_sequence_length",
             Metric::TimeToFirstByte => "time_to_first_byte",
             Metric::InterChunkLatency => "inter_chunk_latency",
@@ -133,6 +145,7 @@ impl Metric {
     pub fn label(self) -> &'static str {
         match self {
             Metric::TimeToFirstToken => "Time To First Token (ms)",
+            Metric::TimeToFirstOutputToken => "Time To First Output Token (ms)",
             Metric::TimeToSecondToken => "Time To Second Token (ms)",
             Metric::RequestLatency => "Request Latency (ms)",
             Metric::InterTokenLatency => "Inter Token Latency (ms)",
@@ -140,6 +153,7 @@ impl Metric {
                 "Output Token Throughput Per User (tokens/sec/user)"
             }
             Metric::OutputSequenceLength => "Output Sequence Length (tokens)",
+            Metric::ReasoningTokenCount => "Reasoning Token Count (tokens)",
             Metric::InputSequenceLength => "Input Sequence Length (tokens)",
             Metric::TimeToFirstByte => "Time To First Byte (ms)",
             Metric::InterChunkLatency => "Inter Chunk Latency (ms)",
@@ -152,7 +166,9 @@ impl Metric {
     /// Storage and display unit.
     pub fn unit(self) -> Unit {
         match self {
-            Metric::OutputSequenceLength | Metric::InputSequenceLength => Unit::Tokens,
+            Metric::OutputSequenceLength
+            | Metric::ReasoningTokenCount
+            | Metric::InputSequenceLength => Unit::Tokens,
             Metric::OutputTokenThroughputPerUser => Unit::TokensPerSecPerUser,
             _ => Unit::Millis,
         }
@@ -163,6 +179,7 @@ impl Metric {
         matches!(
             self,
             Metric::TimeToFirstToken
+                | Metric::TimeToFirstOutputToken
                 | Metric::TimeToSecondToken
                 | Metric::InterTokenLatency
                 | Metric::OutputTokenThroughputPerUser
@@ -187,6 +204,7 @@ impl Metric {
             .find(|m| m.key() == key)
             .or(match key {
                 "ttft" => Some(Metric::TimeToFirstToken),
+                "ttfo" => Some(Metric::TimeToFirstOutputToken),
                 "ttst" => Some(Metric::TimeToSecondToken),
                 "itl" => Some(Metric::InterTokenLatency),
                 "e2e_latency" | "latency" => Some(Metric::RequestLatency),
@@ -319,6 +337,7 @@ impl Objective {
 pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
     match metric {
         Metric::TimeToFirstToken => rec.ttft_ns(),
+        Metric::TimeToFirstOutputToken => rec.ttfo_ns(),
         Metric::TimeToSecondToken => rec.ttst_ns(),
         Metric::RequestLatency => rec.latency_ns(),
         Metric::InterTokenLatency => rec.itl_ns(),
@@ -326,6 +345,7 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
             .tokens_per_sec_per_user()
             .map(|v| (v * 1e3).round() as u64),
         Metric::OutputSequenceLength => Some(u64::from(rec.osl)),
+        Metric::ReasoningTokenCount => rec.reasoning_tokens.map(u64::from),
         Metric::InputSequenceLength => Some(u64::from(rec.isl)),
         Metric::TimeToFirstByte => rec.ttfb_ns(),
         Metric::InterChunkLatency => None,

@@ -319,6 +319,10 @@ pub struct RequestRecord {
     pub first_token_ns: Option<u64>,
     /// Second content-bearing response.
     pub second_token_ns: Option<u64>,
+    /// First response carrying answer text rather than reasoning (a reasoning model's first
+    /// output token); `None` for responses without reasoning, and for reasoning that never
+    /// reached an answer.
+    pub first_output_token_ns: Option<u64>,
     /// Last content-bearing response.
     pub last_token_ns: Option<u64>,
     /// When the exchange ended (final response, stream end, or failure).
@@ -334,6 +338,15 @@ pub struct RequestRecord {
     pub tokenizer_osl: Option<u32>,
     /// Input tokens the server reported in its usage, when it did.
     pub server_isl: Option<u32>,
+    /// Reasoning tokens among the output tokens (the tokenizer's count of the reasoning text),
+    /// for responses that streamed reasoning (`None` otherwise, and for failed requests). `osl`
+    /// counts them too, as AIPerf's OSL does: the answer alone is `osl − reasoning_tokens`.
+    pub reasoning_tokens: Option<u32>,
+    /// Reasoning tokens the server reported in its usage
+    /// (`completion_tokens_details.reasoning_tokens`), for responses that streamed reasoning and
+    /// when it reported them; with `--use-server-token-count` they are the `reasoning_tokens`
+    /// used.
+    pub server_reasoning_tokens: Option<u32>,
     /// Output tokens asked for (the max-tokens field sent).
     pub requested_osl: u32,
     /// Content-bearing responses (SSE events / stream responses with text).
@@ -384,6 +397,13 @@ impl RequestRecord {
     pub fn ttft_intended_ns(&self) -> Option<u64> {
         self.first_token_ns
             .map(|t| t.saturating_sub(self.intended_ns))
+    }
+
+    /// Time to the first answer token, past the reasoning (AIPerf's time_to_first_output_token),
+    /// for responses that had reasoning.
+    pub fn ttfo_ns(&self) -> Option<u64> {
+        self.first_output_token_ns
+            .map(|t| t.saturating_sub(self.sent_ns))
     }
 
     /// Time between the first and second tokens (GenAI-Perf's time_to_second_token).
@@ -460,6 +480,7 @@ mod tests {
             first_byte_ns: Some(5_000),
             first_token_ns: Some(10_000),
             second_token_ns: Some(12_000),
+            first_output_token_ns: None,
             last_token_ns: Some(30_000),
             end_ns: 31_000,
             isl: 10,
@@ -467,6 +488,8 @@ mod tests {
             server_osl: None,
             tokenizer_osl: None,
             server_isl: None,
+            reasoning_tokens: None,
+            server_reasoning_tokens: None,
             requested_osl: 11,
             chunks: 11,
             responses: 12,

@@ -1035,3 +1035,115 @@ async fn live_view_says_draining_after_the_window() {
     );
     sim.shutdown().await;
 }
+
+/// A reasoning model over the chat endpoint, streamed, in both servers' field names: TTFO (the
+/// first answer token) comes after TTFT (the first reasoning token), the reasoning tokens are the
+/// simulator's (its usage says how many), OSL counts them too, and the files and the console
+/// carry the new metrics. The plain model of the same run shape has none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_models_split_ttfo_and_reasoning_tokens() {
+    let sim = start_round().await;
+    for model in ["reasoning_vllm", "reasoning_sglang"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut a = base(
+            &["-m", model, "--endpoint-type", "chat"],
+            sim.http_url(),
+            tmp.path(),
+        );
+        // 40 tokens asked for: the simulator's default 32 reasoning tokens, then 8 of answer.
+        let at = a.iter().position(|x| x == "12").unwrap();
+        a[at] = "40".into();
+        let at = a.iter().position(|x| x == "6").unwrap();
+        a[at] = "3".into();
+        let out = profile(&a).await.unwrap();
+        let level = &out.levels[0];
+        let s = &level.summary.stats;
+        assert_eq!(s.error_count, 0, "{model}: {:?}", s.errors);
+        let ttft = s.get(Metric::TimeToFirstToken).unwrap();
+        let ttfo = s
+            .get(Metric::TimeToFirstOutputToken)
+            .expect("TTFO measured");
+        // 32 reasoning tokens at one per 10 ms step stand between them.
+        assert!(
+            ttfo.min > ttft.max + 32.0 * ITL_MS * 0.8,
+            "{model}: TTFO {ttfo:?} vs TTFT {ttft:?}"
+        );
+        let reasoning = s
+            .get(Metric::ReasoningTokenCount)
+            .expect("reasoning counted");
+        assert_eq!(
+            (reasoning.min, reasoning.max, reasoning.count),
+            (32.0, 32.0, 3)
+        );
+        assert_eq!(s.get(Metric::OutputSequenceLength).unwrap().avg, 40.0);
+        for row in measured(&level.dir) {
+            assert_eq!(row["reasoning_tokens"], 32, "{row}");
+            assert_eq!(row["server_reasoning_tokens"], 32, "usage's details: {row}");
+            assert_eq!(row["osl"], 40, "OSL includes the reasoning: {row}");
+            assert_eq!(row["server_osl"], 40, "{row}");
+            let (ft, fo) = (
+                row["ttft_ms"].as_f64().unwrap(),
+                row["ttfo_ms"].as_f64().unwrap(),
+            );
+            assert!(fo > ft, "{row}");
+            assert!(row["first_output_token_ns"].as_u64() > row["first_token_ns"].as_u64());
+        }
+        let (avg, _) = csv_row(&level.dir, "time_to_first_output_token").expect("TTFO row");
+        assert!((avg - ttfo.avg).abs() < 0.01);
+        let (avg, _) = csv_row(&level.dir, "reasoning_token_count").expect("reasoning row");
+        assert_eq!(avg, 32.0);
+        let json = json_file(&level.dir.join("profile_export_genai_perf.json"));
+        assert_eq!(json["reasoning_token_count"]["avg"], 32.0);
+        assert_eq!(json["reasoning_token_count"]["unit"], "tokens");
+        assert_eq!(json["time_to_first_output_token"]["unit"], "ms");
+        let table = ttftbench::report::console::sweep_table(std::slice::from_ref(&level.summary));
+        assert!(
+            table.contains("TTFO avg (ms)") && table.contains("32.0"),
+            "{table}"
+        );
+    }
+    // A model without reasoning: no new rows, keys or columns.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = base(
+        &["-m", "gpt2", "--endpoint-type", "chat"],
+        sim.http_url(),
+        tmp.path(),
+    );
+    let at = a.iter().position(|x| x == "6").unwrap();
+    a[at] = "2".into();
+    let out = profile(&a).await.unwrap();
+    let level = &out.levels[0];
+    assert!(
+        level
+            .summary
+            .stats
+            .get(Metric::TimeToFirstOutputToken)
+            .is_none()
+    );
+    assert!(
+        level
+            .summary
+            .stats
+            .get(Metric::ReasoningTokenCount)
+            .is_none()
+    );
+    for row in measured(&level.dir) {
+        let o = row.as_object().unwrap();
+        assert!(
+            !o.contains_key("ttfo_ms") && !o.contains_key("reasoning_tokens"),
+            "{row}"
+        );
+        assert!(!o.contains_key("first_output_token_ns"), "{row}");
+        assert!(!o.contains_key("server_reasoning_tokens"), "{row}");
+    }
+    let csv = std::fs::read_to_string(level.dir.join("profile_export_genai_perf.csv")).unwrap();
+    assert!(
+        !csv.contains("output_token,") && !csv.contains("reasoning"),
+        "{csv}"
+    );
+    let json = json_file(&level.dir.join("profile_export_genai_perf.json"));
+    assert!(json.get("time_to_first_output_token").is_none());
+    let table = ttftbench::report::console::sweep_table(std::slice::from_ref(&level.summary));
+    assert!(!table.contains("TTFO"), "{table}");
+    sim.shutdown().await;
+}

@@ -19,6 +19,8 @@
 //! | `isl`, `osl` | input and output tokens as counted for the statistics (the tokenizer's, or the server's with `--use-server-token-count`) |
 //! | `server_isl`, `server_osl` | the server's usage counts, `null` when it reported none |
 //! | `tokenizer_osl` | the tokenizer's output count, `null` for failed requests |
+//! | `first_output_token_ns`, `ttfo_ms`, `reasoning_tokens` | only in rows of requests whose response streamed reasoning (`reasoning_content` / `reasoning`): the first response with answer text, the time to it from the send (absent when the reasoning never reached an answer), and the tokenizer's count of the reasoning text (the server's with `--use-server-token-count`; absent for failed requests), which `osl` includes |
+//! | `server_reasoning_tokens` | in those rows, the server's `usage.completion_tokens_details.reasoning_tokens`, when it reported one |
 //! | `requested_osl` | output tokens asked for |
 //! | `chunks`, `responses` | content-bearing responses, all responses |
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
@@ -43,15 +45,23 @@ struct Row<'a> {
     first_byte_ns: Option<u64>,
     first_token_ns: Option<u64>,
     second_token_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_output_token_ns: Option<u64>,
     last_token_ns: Option<u64>,
     end_ns: u64,
     ttft_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttfo_ms: Option<f64>,
     latency_ms: Option<f64>,
     itl_ms: Option<f64>,
     isl: u32,
     osl: u32,
     server_osl: Option<u32>,
     tokenizer_osl: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_reasoning_tokens: Option<u32>,
     server_isl: Option<u32>,
     requested_osl: u32,
     chunks: u32,
@@ -106,15 +116,19 @@ pub fn write_shard_row(
         first_byte_ns: rec.first_byte_ns.map(abs),
         first_token_ns: rec.first_token_ns.map(abs),
         second_token_ns: rec.second_token_ns.map(abs),
+        first_output_token_ns: rec.first_output_token_ns.map(abs),
         last_token_ns: rec.last_token_ns.map(abs),
         end_ns: abs(rec.end_ns),
         ttft_ms: ms(rec.ttft_ns()),
+        ttfo_ms: ms(rec.ttfo_ns()),
         latency_ms: ms(rec.latency_ns()),
         itl_ms: ms(rec.itl_ns()),
         isl: rec.isl,
         osl: rec.osl,
         server_osl: rec.server_osl,
         tokenizer_osl: rec.tokenizer_osl,
+        reasoning_tokens: rec.reasoning_tokens,
+        server_reasoning_tokens: rec.server_reasoning_tokens,
         server_isl: rec.server_isl,
         requested_osl: rec.requested_osl,
         chunks: rec.chunks,
@@ -151,6 +165,13 @@ struct ReadRow {
     tokenizer_osl: Option<u32>,
     #[serde(default)]
     server_isl: Option<u32>,
+    // Present only in rows of responses with reasoning.
+    #[serde(default)]
+    first_output_token_ns: Option<u64>,
+    #[serde(default)]
+    reasoning_tokens: Option<u32>,
+    #[serde(default)]
+    server_reasoning_tokens: Option<u32>,
     requested_osl: u32,
     chunks: u32,
     responses: u32,
@@ -196,6 +217,7 @@ pub fn read_row(line: &str) -> Result<ReadBack, String> {
         first_byte_ns: r.first_byte_ns,
         first_token_ns: r.first_token_ns,
         second_token_ns: r.second_token_ns,
+        first_output_token_ns: r.first_output_token_ns,
         last_token_ns: r.last_token_ns,
         end_ns: r.end_ns,
         isl: r.isl,
@@ -203,6 +225,8 @@ pub fn read_row(line: &str) -> Result<ReadBack, String> {
         server_osl: r.server_osl,
         tokenizer_osl: r.tokenizer_osl,
         server_isl: r.server_isl,
+        reasoning_tokens: r.reasoning_tokens,
+        server_reasoning_tokens: r.server_reasoning_tokens,
         requested_osl: r.requested_osl,
         chunks: r.chunks,
         responses: r.responses,
@@ -235,6 +259,7 @@ mod tests {
             first_byte_ns: Some(2_000_000),
             first_token_ns: Some(3_001_000),
             second_token_ns: None,
+            first_output_token_ns: None,
             last_token_ns: Some(3_001_000),
             end_ns: 4_000_000,
             isl: 5,
@@ -242,6 +267,8 @@ mod tests {
             server_osl: None,
             tokenizer_osl: None,
             server_isl: None,
+            reasoning_tokens: None,
+            server_reasoning_tokens: None,
             requested_osl: 1,
             chunks: 1,
             responses: 2,
@@ -303,5 +330,46 @@ mod tests {
                 .unwrap_err()
                 .contains("bogus")
         );
+    }
+
+    /// A response with reasoning: its first answer token, TTFO and reasoning count join the row
+    /// (exact text), and read back they give the same line.
+    #[test]
+    fn reasoning_row_exact_text() {
+        let rec = RequestRecord {
+            phase: Phase::Measure,
+            seq: 0,
+            prompt_index: 0,
+            intended_ns: 0,
+            sent_ns: 1_000_000,
+            send_done_ns: None,
+            first_byte_ns: Some(2_000_000),
+            first_token_ns: Some(3_000_000),
+            second_token_ns: Some(4_000_000),
+            first_output_token_ns: Some(9_000_000),
+            last_token_ns: Some(11_000_000),
+            end_ns: 11_000_000,
+            isl: 5,
+            osl: 10,
+            server_osl: Some(10),
+            tokenizer_osl: Some(10),
+            server_isl: Some(5),
+            reasoning_tokens: Some(6),
+            server_reasoning_tokens: Some(6),
+            requested_osl: 10,
+            chunks: 10,
+            responses: 12,
+            lossy_text: false,
+            error: None,
+        };
+        let mut out = Vec::new();
+        write_row(&mut out, "concurrency1", &Clock::unix(), &rec, None).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(
+            s,
+            "{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":0,\"prompt_index\":0,\"intended_ns\":0,\"sent_ns\":1000000,\"first_byte_ns\":2000000,\"first_token_ns\":3000000,\"second_token_ns\":4000000,\"first_output_token_ns\":9000000,\"last_token_ns\":11000000,\"end_ns\":11000000,\"ttft_ms\":2.0,\"ttfo_ms\":8.0,\"latency_ms\":10.0,\"itl_ms\":0.888889,\"isl\":5,\"osl\":10,\"server_osl\":10,\"tokenizer_osl\":10,\"reasoning_tokens\":6,\"server_reasoning_tokens\":6,\"server_isl\":5,\"requested_osl\":10,\"chunks\":10,\"responses\":12,\"lossy_text\":false,\"error\":null,\"error_message\":null}\n"
+        );
+        let back = read_row(s.trim_end()).unwrap();
+        assert_eq!(back.record, rec);
     }
 }

@@ -8,7 +8,8 @@
 //!   whole responses `{"choices":[{"message":{"content":".."}}]}`;
 //! * OpenAI completions `{"choices":[{"text":".."}]}`;
 //! * Triton generate / generate_stream `{"text_output":".."}` (a string, or an array of strings);
-//! * usage `{"usage":{"prompt_tokens":N,"completion_tokens":M}}` (any event, possibly `choices: []`);
+//! * usage `{"usage":{"prompt_tokens":N,"completion_tokens":M}}` (any event, possibly `choices: []`),
+//!   with `completion_tokens_details.reasoning_tokens` when the server counts reasoning apart;
 //! * Triton's token counts next to `text_output`, when the model returns them:
 //!   `num_output_tokens` (the vLLM backend), `output_ids` (TensorRT-LLM: the tokens; their count),
 //!   `sequence_length` (TensorRT-LLM), in that order of preference, each a number or nested
@@ -16,6 +17,11 @@
 //! * errors `{"error":"msg"}` or `{"error":{"message":"msg"}}`.
 //!
 //! Only the first choice is read: one request asks for one completion.
+//!
+//! Reasoning text (`reasoning_content`, SGLang's and DeepSeek's name; `reasoning`, vLLM's) is
+//! output like content and goes into the same buffer, so OSL counts every generated token (as
+//! AIPerf does); [`EventInfo::reasoning_bytes`] says how much of an event's text was reasoning,
+//! so the request can tell its first answer token from its first token of any kind.
 
 use std::fmt;
 
@@ -27,10 +33,15 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 pub struct EventInfo {
     /// Bytes of text appended to the output buffer (0 for role-only, usage-only, empty events).
     pub content_bytes: usize,
+    /// Of those, bytes from reasoning fields (`reasoning_content`, `reasoning`); the rest is
+    /// answer text (content, completion text, tool-call arguments).
+    pub reasoning_bytes: usize,
     /// `usage.completion_tokens`, when present.
     pub completion_tokens: Option<u32>,
     /// `usage.prompt_tokens`, when present.
     pub prompt_tokens: Option<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens`, when present (a number).
+    pub reasoning_tokens: Option<u32>,
     /// Output tokens this event carries by the server's own count (Triton's
     /// `num_output_tokens`, `output_ids`, `sequence_length`), when present.
     pub tokens: Option<u32>,
@@ -41,11 +52,8 @@ pub struct EventInfo {
 /// Parses one event's JSON, appending any text it carries to `text`.
 pub fn parse_event(data: &[u8], text: &mut String) -> Result<EventInfo, serde_json::Error> {
     let before = text.len();
-    if let Some(n) = fast::scan(data, text, &mut None) {
-        return Ok(EventInfo {
-            content_bytes: n,
-            ..EventInfo::default()
-        });
+    if let Some(info) = fast::scan(data, text, &mut None) {
+        return Ok(info);
     }
     parse_full(data, text, before)
 }
@@ -60,13 +68,16 @@ pub fn parse_event(data: &[u8], text: &mut String) -> Result<EventInfo, serde_js
 /// Why this is exact: the remembered bytes are those of an event the scanner accepted as valid
 /// JSON whose only text was one escape-free string at exactly that place; replacing that
 /// string's contents by other escape-free, control-free UTF-8 keeps the document valid and
-/// changes the extracted text to exactly the new contents.
+/// changes the extracted text to exactly the new contents. The string's field (reasoning or
+/// not) is part of the prefix, so whether the text is reasoning is remembered with the shape.
 #[derive(Debug, Default)]
 pub struct EventReader {
     /// The bytes before the text, up to and including its opening quote.
     prefix: Vec<u8>,
     /// The bytes after the text, from its closing quote.
     suffix: Vec<u8>,
+    /// The text sits in a reasoning field.
+    reasoning: bool,
 }
 
 impl EventReader {
@@ -80,22 +91,22 @@ impl EventReader {
         if let Some(n) = self.same_shape(data, text) {
             return Ok(EventInfo {
                 content_bytes: n,
+                // A multiply, not a branch: one extra integer per event.
+                reasoning_bytes: n * usize::from(self.reasoning),
                 ..EventInfo::default()
             });
         }
         let before = text.len();
         let mut span = None;
-        if let Some(n) = fast::scan(data, text, &mut span) {
-            if let Some((start, end)) = span {
+        if let Some(info) = fast::scan(data, text, &mut span) {
+            if let Some(span) = span {
                 self.prefix.clear();
-                self.prefix.extend_from_slice(&data[..start]);
+                self.prefix.extend_from_slice(&data[..span.start]);
                 self.suffix.clear();
-                self.suffix.extend_from_slice(&data[end..]);
+                self.suffix.extend_from_slice(&data[span.end..]);
+                self.reasoning = span.reasoning;
             }
-            return Ok(EventInfo {
-                content_bytes: n,
-                ..EventInfo::default()
-            });
+            return Ok(info);
         }
         parse_full(data, text, before)
     }
@@ -191,6 +202,10 @@ struct Usage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    /// Any JSON: a server's details of another shape must not fail the event; only a numeric
+    /// `reasoning_tokens` in it is read.
+    #[serde(default)]
+    completion_tokens_details: Option<serde_json::Value>,
 }
 
 /// Implements `DeserializeSeed` (by `$deserialize`) and `Visitor` for a seed that reads into
@@ -227,7 +242,10 @@ seed! {
         let mut counts: [Option<u32>; 3] = [None; 3];
         while let Some(key) = map.next_key::<TopKey>()? {
             match key {
-                TopKey::Choices => map.next_value_seed(ChoicesSeed { text: self.text })?,
+                TopKey::Choices => map.next_value_seed(ChoicesSeed {
+                    text: self.text,
+                    reasoning: &mut self.info.reasoning_bytes,
+                })?,
                 TopKey::TextOutput => map.next_value_seed(TextSeed { text: self.text })?,
                 TopKey::Usage => {
                     if let Some(u) = map.next_value::<Option<Usage>>()? {
@@ -235,6 +253,11 @@ seed! {
                             u.prompt_tokens.map(|v| v.min(u64::from(u32::MAX)) as u32);
                         self.info.completion_tokens = u
                             .completion_tokens
+                            .map(|v| v.min(u64::from(u32::MAX)) as u32);
+                        self.info.reasoning_tokens = u
+                            .completion_tokens_details
+                            .as_ref()
+                            .and_then(|d| d.get("reasoning_tokens")?.as_u64())
                             .map(|v| v.min(u64::from(u32::MAX)) as u32);
                     }
                 }
@@ -285,9 +308,11 @@ fn numbers(v: &serde_json::Value) -> u32 {
     }
 }
 
-/// `choices`: reads the first element, skips the rest; `null` is allowed.
+/// `choices`: reads the first element, skips the rest; `null` is allowed. `reasoning` adds up
+/// the bytes of reasoning text appended.
 struct ChoicesSeed<'a> {
     text: &'a mut String,
+    reasoning: &'a mut usize,
 }
 
 seed! {
@@ -297,7 +322,10 @@ seed! {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         if seq
-            .next_element_seed(ChoiceSeed { text: self.text })?
+            .next_element_seed(ChoiceSeed {
+                text: self.text,
+                reasoning: self.reasoning,
+            })?
             .is_some()
         {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -308,6 +336,7 @@ seed! {
 
 struct ChoiceSeed<'a> {
     text: &'a mut String,
+    reasoning: &'a mut usize,
 }
 
 seed! {
@@ -315,9 +344,10 @@ seed! {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<ChoiceKey>()? {
             match key {
-                ChoiceKey::Delta | ChoiceKey::Message => {
-                    map.next_value_seed(DeltaSeed { text: self.text })?
-                }
+                ChoiceKey::Delta | ChoiceKey::Message => map.next_value_seed(DeltaSeed {
+                    text: &mut *self.text,
+                    reasoning: &mut *self.reasoning,
+                })?,
                 ChoiceKey::Text => map.next_value_seed(TextSeed { text: self.text })?,
                 ChoiceKey::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -328,9 +358,11 @@ seed! {
     }
 }
 
-/// A `delta` or `message` object: content and reasoning text both count as output.
+/// A `delta` or `message` object: content and reasoning text both count as output; the
+/// reasoning's bytes are added to `reasoning` too.
 struct DeltaSeed<'a> {
     text: &'a mut String,
+    reasoning: &'a mut usize,
 }
 
 seed! {
@@ -341,8 +373,11 @@ seed! {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<DeltaKey>()? {
             match key {
-                DeltaKey::Content | DeltaKey::ReasoningContent | DeltaKey::Reasoning => {
-                    map.next_value_seed(TextSeed { text: self.text })?
+                DeltaKey::Content => map.next_value_seed(TextSeed { text: self.text })?,
+                DeltaKey::ReasoningContent | DeltaKey::Reasoning => {
+                    let before = self.text.len();
+                    map.next_value_seed(TextSeed { text: self.text })?;
+                    *self.reasoning += self.text.len() - before;
                 }
                 DeltaKey::ToolCalls => map.next_value_seed(ToolCallsSeed { text: self.text })?,
                 DeltaKey::Other => {
@@ -436,9 +471,10 @@ seed! {
     }
 }
 
-/// The fast scanner alone: the text it appended, or `None` where it defers to the full reader.
+/// The fast scanner alone: what it read (text and reasoning bytes appended), or `None` where it
+/// defers to the full reader.
 #[doc(hidden)]
-pub fn scan_fast(data: &[u8], text: &mut String) -> Option<usize> {
+pub fn scan_fast(data: &[u8], text: &mut String) -> Option<EventInfo> {
     fast::scan(data, text, &mut None)
 }
 
@@ -448,14 +484,23 @@ pub fn scan_fast(data: &[u8], text: &mut String) -> Option<usize> {
 /// malformed input, unexpected shapes) makes it give up with `None`, and the full JSON reader
 /// decides; so it never accepts what that reader would reject for the text it extracts.
 mod fast {
-    /// Appends the event's text to `text` and returns its length, or `None` to defer. `span`
-    /// receives the byte range of the text's contents in `data` when exactly one string held
-    /// text (it is left `None` otherwise).
-    pub fn scan(
-        data: &[u8],
-        text: &mut String,
-        span: &mut Option<(usize, usize)>,
-    ) -> Option<usize> {
+    use super::EventInfo;
+
+    /// Where the one text string of an event lies.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Span {
+        /// Offset of the string's contents (after its opening quote).
+        pub start: usize,
+        /// Offset of its closing quote.
+        pub end: usize,
+        /// The string is a reasoning field's.
+        pub reasoning: bool,
+    }
+
+    /// Appends the event's text to `text` and says how many bytes (and how many of them
+    /// reasoning), or `None` to defer. `span` receives where the text's contents lie in `data`
+    /// when exactly one string held text (it is left `None` otherwise).
+    pub fn scan(data: &[u8], text: &mut String, span: &mut Option<Span>) -> Option<EventInfo> {
         // Two checks for the whole event instead of one per string (both vectorize): invalid
         // UTF-8 or a raw control character anywhere, even in a field that is skipped, is for the
         // full reader to judge. Compact JSON (what servers stream) has no control characters at
@@ -469,6 +514,8 @@ mod fast {
             i: 0,
             strings: 0,
             span: None,
+            in_reasoning: false,
+            reasoning: 0,
         };
         let before = text.len();
         p.ws();
@@ -487,7 +534,11 @@ mod fast {
         if p.strings == 1 {
             *span = p.span;
         }
-        Some(text.len() - before)
+        Some(EventInfo {
+            content_bytes: text.len() - before,
+            reasoning_bytes: p.reasoning,
+            ..EventInfo::default()
+        })
     }
 
     struct Parser<'a> {
@@ -496,7 +547,11 @@ mod fast {
         /// Text strings appended so far.
         strings: u32,
         /// Where the first one's contents lie.
-        span: Option<(usize, usize)>,
+        span: Option<Span>,
+        /// The value being read is a reasoning field's.
+        in_reasoning: bool,
+        /// Bytes of reasoning text appended so far.
+        reasoning: usize,
     }
 
     impl<'a> Parser<'a> {
@@ -686,7 +741,13 @@ mod fast {
                         }
                         p.expect(b'{')?;
                         p.object_fields(|p, key| match key {
-                            b"content" | b"reasoning_content" | b"reasoning" => p.text_value(text),
+                            b"content" => p.text_value(text),
+                            b"reasoning_content" | b"reasoning" => {
+                                p.in_reasoning = true;
+                                let r = p.text_value(text);
+                                p.in_reasoning = false;
+                                r
+                            }
                             b"tool_calls" => p.tool_calls(text),
                             _ => p.skip_value(),
                         })
@@ -731,9 +792,14 @@ mod fast {
                     let s = self.plain_string()?;
                     text.push_str(std::str::from_utf8(s).ok()?);
                     if self.strings == 0 {
-                        self.span = Some((self.i - 1 - s.len(), self.i - 1));
+                        self.span = Some(Span {
+                            start: self.i - 1 - s.len(),
+                            end: self.i - 1,
+                            reasoning: self.in_reasoning,
+                        });
                     }
                     self.strings += 1;
+                    self.reasoning += s.len() * usize::from(self.in_reasoning);
                     Some(())
                 }
             }
@@ -770,9 +836,104 @@ mod tests {
 
     #[test]
     fn reasoning_counts_as_output() {
-        let (_, t) =
+        let (i, t) =
             parse(r#"{"choices":[{"delta":{"reasoning_content":"think","content":null}}]}"#);
         assert_eq!(t, "think");
+        assert_eq!((i.content_bytes, i.reasoning_bytes), (5, 5));
+    }
+
+    /// Both readers tell reasoning bytes from answer bytes, in both fields' names, in arrays, next
+    /// to content in one event, and with escapes (which only the full reader takes).
+    #[test]
+    fn reasoning_bytes_apart_in_both_readers() {
+        let cases: [(&str, usize, usize, bool); 7] = [
+            (
+                r#"{"choices":[{"delta":{"reasoning":"hmm "}}]}"#,
+                4,
+                4,
+                true,
+            ),
+            (
+                r#"{"choices":[{"delta":{"reasoning_content":"ab","content":"xyz"}}]}"#,
+                5,
+                2,
+                true,
+            ),
+            (
+                r#"{"choices":[{"delta":{"content":"xyz","reasoning":["a","bc"]}}]}"#,
+                6,
+                3,
+                true,
+            ),
+            (r#"{"choices":[{"delta":{"content":" the"}}]}"#, 4, 0, true),
+            (
+                r#"{"choices":[{"delta":{"reasoning":"","content":"a"}}]}"#,
+                1,
+                0,
+                true,
+            ),
+            (
+                r#"{"choices":[{"delta":{"reasoning":"q\"x","content":"a"}}]}"#,
+                4,
+                3,
+                false,
+            ),
+            (
+                r#"{"choices":[{"message":{"reasoning_content":"r","content":"ok"}}]}"#,
+                3,
+                1,
+                true,
+            ),
+        ];
+        for (e, content, reasoning, fast_ok) in cases {
+            let mut full = String::new();
+            let i = parse_event_full(e.as_bytes(), &mut full).unwrap();
+            assert_eq!(
+                (i.content_bytes, i.reasoning_bytes),
+                (content, reasoning),
+                "{e}"
+            );
+            let mut t = String::new();
+            match scan_fast(e.as_bytes(), &mut t) {
+                Some(f) => {
+                    assert!(fast_ok, "{e}");
+                    assert_eq!((f, t), (i, full), "{e}");
+                }
+                None => assert!(!fast_ok, "{e}"),
+            }
+        }
+    }
+
+    /// The remembered shape remembers whether its one string was reasoning: a reasoning stream
+    /// read by the shortcut gives reasoning bytes, and an answer event after it (another field,
+    /// so another prefix) does not pass for the same shape.
+    #[test]
+    fn remembered_shape_knows_reasoning() {
+        let ev = |field: &str, c: &str| {
+            format!(
+                r#"{{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{"{field}":"{c}"}},"finish_reason":null}}]}}"#
+            )
+        };
+        let mut r = EventReader::new();
+        let mut t = String::new();
+        let first = r.read(ev("reasoning", "Let").as_bytes(), &mut t).unwrap();
+        assert_eq!((first.content_bytes, first.reasoning_bytes), (3, 3));
+        assert_eq!(
+            r.same_shape(ev("reasoning", " me").as_bytes(), &mut t),
+            Some(3)
+        );
+        let again = r.read(ev("reasoning", " see").as_bytes(), &mut t).unwrap();
+        assert_eq!((again.content_bytes, again.reasoning_bytes), (4, 4));
+        let mut probe = String::new();
+        assert_eq!(
+            r.same_shape(ev("content", "The").as_bytes(), &mut probe),
+            None
+        );
+        let answer = r.read(ev("content", "The").as_bytes(), &mut t).unwrap();
+        assert_eq!((answer.content_bytes, answer.reasoning_bytes), (3, 0));
+        let next = r.read(ev("content", " end").as_bytes(), &mut t).unwrap();
+        assert_eq!((next.content_bytes, next.reasoning_bytes), (4, 0));
+        assert_eq!(t, "Let me seeThe end");
     }
 
     /// Tool-call arguments are output, on the fast path (no escapes) and the full reader's
@@ -781,7 +942,10 @@ mod tests {
     fn tool_call_arguments_count_as_output() {
         let plain = r#"{"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"city"}}]}}]}"#;
         let mut t = String::new();
-        assert_eq!(scan_fast(plain.as_bytes(), &mut t), Some(4));
+        assert_eq!(
+            scan_fast(plain.as_bytes(), &mut t).map(|i| i.content_bytes),
+            Some(4)
+        );
         assert_eq!(parse(plain).1, "city");
         let escaped = r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \"Paris\"}"}},{"function":{"name":"x","arguments":"!"}}]}}]}"#;
         let mut t = String::new();
@@ -805,6 +969,35 @@ mod tests {
             (0, Some(12), Some(34))
         );
         assert_eq!(t, "");
+    }
+
+    /// The server's reasoning count is read from usage's details; details of another shape are
+    /// ignored, not an error.
+    #[test]
+    fn usage_reasoning_tokens() {
+        let (i, _) = parse(
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":40,"completion_tokens_details":{"reasoning_tokens":32}}}"#,
+        );
+        assert_eq!(
+            (i.completion_tokens, i.reasoning_tokens),
+            (Some(40), Some(32))
+        );
+        for odd in [
+            r#"null"#,
+            r#""x""#,
+            r#"{"reasoning_tokens":null}"#,
+            r#"[1]"#,
+        ] {
+            let e = format!(
+                r#"{{"usage":{{"completion_tokens":3,"completion_tokens_details":{odd}}}}}"#
+            );
+            let (i, _) = parse(&e);
+            assert_eq!(
+                (i.completion_tokens, i.reasoning_tokens),
+                (Some(3), None),
+                "{e}"
+            );
+        }
     }
 
     #[test]
@@ -916,7 +1109,9 @@ mod tests {
                     "fast path accepted what the full reader rejects: {e}"
                 );
                 assert_eq!(fast_text, full, "{e}");
-                assert_eq!(n, fast_text.len());
+                assert_eq!(n.content_bytes, fast_text.len());
+                info.content_bytes = full.len();
+                assert_eq!(n, info, "{e}");
             }
             let mut t = String::from("pre");
             let r = parse_event(e.as_bytes(), &mut t);
@@ -977,6 +1172,10 @@ mod tests {
         events.push(br#"{"model_name":"gpt2","model_version":"1","text_output":"x"}"#.to_vec());
         events.push(br#"{"choices":[{"delta":{"content":"a","reasoning_content":"b"}}]}"#.to_vec());
         events.push(br#"{"choices":[{"delta":{"content":"c","reasoning_content":"b"}}]}"#.to_vec());
+        events.push(br#"{"choices":[{"index":0,"delta":{"reasoning":"th"}}]}"#.to_vec());
+        events.push(br#"{"choices":[{"index":0,"delta":{"reasoning":"ink"}}]}"#.to_vec());
+        events.push(br#"{"choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}"#.to_vec());
+        events.push(br#"{"choices":[{"index":0,"delta":{"content":"ok"}}]}"#.to_vec());
         // Every order of a few of them, so each can follow each.
         let mut reader = EventReader::new();
         for round in 0..events.len() {

@@ -341,8 +341,12 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
             if info.prompt_tokens.is_some() {
                 ex.prompt_tokens = info.prompt_tokens;
             }
+            if info.reasoning_tokens.is_some() {
+                ex.reasoning_tokens = info.reasoning_tokens;
+            }
             if info.content_bytes > 0 {
                 ex.content_at(t);
+                ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
                 if ex.text.len() > st.max_text {
                     st.error = Some(too_large_error("the response's output text", st.max_text));
                 }
@@ -393,9 +397,11 @@ fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), Reques
     }
     ex.completion_tokens = info.completion_tokens;
     ex.prompt_tokens = info.prompt_tokens;
+    ex.reasoning_tokens = info.reasoning_tokens;
     ex.add_server_tokens(info.tokens);
     if info.content_bytes > 0 {
         ex.content_at(t);
+        ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
     }
     Ok(())
 }

@@ -35,6 +35,17 @@ pub struct Exchange {
     pub first_token_ns: Option<u64>,
     /// Second content-bearing response.
     pub second_token_ns: Option<u64>,
+    /// First response carrying answer text (anything but reasoning): a reasoning model's first
+    /// output token. Set for every response shape; it means something only when
+    /// `reasoning_end > 0`.
+    pub first_output_token_ns: Option<u64>,
+    /// Where the reasoning ends in `text` (0: the response had no reasoning). Servers stream a
+    /// model's reasoning before its answer, so the reasoning is the prefix `text[..reasoning_end]`
+    /// and is counted there by the tokenizer, off the hot path, without a second buffer or a copy
+    /// per token: the end of the reasoning text of the last event that carried some (an event with
+    /// both is taken as reasoning first, answer after). Answer text a server sent between two
+    /// reasoning events would count as reasoning; no server interleaves them.
+    pub reasoning_end: usize,
     /// Latest content-bearing response.
     pub last_token_ns: Option<u64>,
     /// Content-bearing responses.
@@ -49,6 +60,9 @@ pub struct Exchange {
     pub completion_tokens: Option<u32>,
     /// Server-reported input tokens (usage), when it reported them.
     pub prompt_tokens: Option<u32>,
+    /// Server-reported reasoning tokens (usage's `completion_tokens_details.reasoning_tokens`),
+    /// when it reported them.
+    pub reasoning_tokens: Option<u32>,
     /// How long the server asked the client to wait before the next request (`Retry-After`,
     /// gRPC retry pushback), when a failed response said so.
     pub retry_after: Option<std::time::Duration>,
@@ -134,6 +148,8 @@ impl Exchange {
         self.first_byte_ns = None;
         self.first_token_ns = None;
         self.second_token_ns = None;
+        self.first_output_token_ns = None;
+        self.reasoning_end = 0;
         self.last_token_ns = None;
         self.chunks = 0;
         self.responses = 0;
@@ -141,6 +157,7 @@ impl Exchange {
         self.gaps.clear();
         self.completion_tokens = None;
         self.prompt_tokens = None;
+        self.reasoning_tokens = None;
         self.retry_after = None;
         self.lossy_text = false;
         self.sse.reset();
@@ -178,6 +195,20 @@ impl Exchange {
     pub fn add_server_tokens(&mut self, n: Option<u32>) {
         if let Some(n) = n {
             self.completion_tokens = Some(self.completion_tokens.unwrap_or(0).saturating_add(n));
+        }
+    }
+
+    /// A response whose text was `content_bytes` long, `reasoning_bytes` of them reasoning, was
+    /// read at `t` (after its text was appended): notes where the reasoning ends and the first
+    /// answer token. Two comparisons per event; nothing else for a server without reasoning.
+    #[inline]
+    pub fn split_reasoning(&mut self, t: u64, content_bytes: usize, reasoning_bytes: usize) {
+        let answer = content_bytes - reasoning_bytes;
+        if reasoning_bytes > 0 {
+            self.reasoning_end = self.text.len() - answer;
+        }
+        if answer > 0 && self.first_output_token_ns.is_none() {
+            self.first_output_token_ns = Some(t);
         }
     }
 
@@ -286,6 +317,29 @@ mod tests {
         ex.reset();
         assert_eq!(ex.chunks, 0);
         assert!(ex.gaps.is_empty() && ex.first_token_ns.is_none());
+    }
+
+    /// Reasoning first, then the answer: the reasoning prefix ends where the answer starts, and
+    /// the first answer token is the first event with answer text.
+    #[test]
+    fn exchange_splits_reasoning_from_answer() {
+        let mut ex = Exchange::new();
+        for (t, s, reasoning) in [(10, "Let", true), (20, " me", true), (30, "Yes", false)] {
+            ex.text.push_str(s);
+            let r = if reasoning { s.len() } else { 0 };
+            ex.split_reasoning(t, s.len(), r);
+        }
+        ex.text.push_str("ab");
+        ex.split_reasoning(40, 2, 0);
+        assert_eq!((ex.reasoning_end, ex.first_output_token_ns), (6, Some(30)));
+        assert_eq!(&ex.text[..ex.reasoning_end], "Let me");
+        // One event with both: its reasoning counted before its answer.
+        ex.reset();
+        ex.text.push_str("thinkok");
+        ex.split_reasoning(5, 7, 5);
+        assert_eq!((ex.reasoning_end, ex.first_output_token_ns), (5, Some(5)));
+        ex.reset();
+        assert_eq!((ex.reasoning_end, ex.first_output_token_ns), (0, None));
     }
 
     #[test]

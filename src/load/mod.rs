@@ -448,8 +448,12 @@ fn hand_over(ctx: &WorkerCtx, (completed, count): (Completed, bool), ex: &mut Ex
         let text = std::mem::replace(&mut ex.text, ctx.sink.text_buffer());
         let keep_server =
             ctx.shared.use_server_token_count && completed.record.server_osl.is_some();
-        ctx.sink
-            .send_counting(completed, text, &ctx.shared.tokenizer, keep_server);
+        ctx.sink.send_counting(
+            completed,
+            (text, ex.reasoning_end),
+            &ctx.shared.tokenizer,
+            keep_server,
+        );
     } else {
         ctx.sink.send(completed);
     }
@@ -612,6 +616,8 @@ async fn execute_one(
         first_byte_ns: ex.first_byte_ns,
         first_token_ns: ex.first_token_ns,
         second_token_ns: ex.second_token_ns,
+        // Only a response with reasoning has a first output token apart from its first token.
+        first_output_token_ns: ex.first_output_token_ns.filter(|_| ex.reasoning_end > 0),
         last_token_ns: ex.last_token_ns,
         end_ns,
         isl,
@@ -619,6 +625,10 @@ async fn execute_one(
         server_osl: ex.completion_tokens,
         tokenizer_osl: None,
         server_isl: ex.prompt_tokens,
+        reasoning_tokens: None,
+        // Kept for responses with reasoning only: a server that reports 0 for every answer
+        // leaves other models' rows as they were.
+        server_reasoning_tokens: ex.reasoning_tokens.filter(|_| ex.reasoning_end > 0),
         requested_osl: entry.max_tokens,
         chunks: ex.chunks,
         responses: ex.responses,

@@ -35,6 +35,8 @@ struct Inner {
 struct Item {
     done: Completed,
     text: Option<String>,
+    /// Where the reasoning ends in `text` (0: none; see [`crate::client::Exchange::reasoning_end`]).
+    reasoning_end: usize,
     /// `osl` holds the server's count (`--use-server-token-count`): the text's count is recorded
     /// next to it, not instead.
     keep_server: bool,
@@ -110,25 +112,26 @@ impl RecordSink {
         self.inner.queue.push(Item {
             done: c,
             text: None,
+            reasoning_end: 0,
             keep_server: false,
         });
     }
 
     /// Queues a finished request whose output tokens are to be counted: the receiver sets its
     /// `tokenizer_osl` (and its `osl`, unless `keep_server`) to `tokenizer`'s count of `text`
-    /// (every sender of a queue uses one tokenizer).
+    /// (every sender of a queue uses one tokenizer), and its `reasoning_tokens` to the count of
+    /// `text[..reasoning_end]` when `reasoning_end > 0`.
     /// When the receiver is far behind (a starved collector thread), the sender counts instead,
     /// so the backlog, and the memory it holds, does not grow because of counting.
     pub fn send_counting(
         &self,
         mut c: Completed,
-        mut text: String,
+        (mut text, reasoning_end): (String, usize),
         tokenizer: &Tokenizer,
         keep_server: bool,
     ) {
         if self.inner.queue.len() > BEHIND {
-            c.record
-                .set_tokenizer_osl(tokenizer.count(&text), keep_server);
+            count_output(&mut c.record, tokenizer, &text, reasoning_end, keep_server);
             text.clear();
             let _ = self.inner.texts.push(text);
             self.send(c);
@@ -138,6 +141,7 @@ impl RecordSink {
         self.inner.queue.push(Item {
             done: c,
             text: Some(text),
+            reasoning_end,
             keep_server,
         });
     }
@@ -183,11 +187,12 @@ impl RecordSource {
         let Item {
             mut done,
             text,
+            reasoning_end,
             keep_server,
         } = item;
         if let Some(mut text) = text {
             if let Some(t) = self.inner.tokenizer.get() {
-                done.record.set_tokenizer_osl(t.count(&text), keep_server);
+                count_output(&mut done.record, t, &text, reasoning_end, keep_server);
             }
             text.clear();
             let _ = self.inner.texts.push(text);
@@ -204,6 +209,30 @@ impl RecordSource {
                 Err(Empty::Timeout) => {}
             }
         }
+    }
+}
+
+/// Counts a request's output tokens into its record: all of `text`, and its reasoning prefix
+/// `text[..reasoning_end]` apart when there is one (the prefix is tokenized on its own, so the
+/// answer alone is `osl − reasoning_tokens` up to a token merged across the boundary). With
+/// `keep_server` (`osl` is the server's) the server's reasoning count is used too, when it gave
+/// one.
+fn count_output(
+    record: &mut crate::record::RequestRecord,
+    tokenizer: &Tokenizer,
+    text: &str,
+    reasoning_end: usize,
+    keep_server: bool,
+) {
+    record.set_tokenizer_osl(tokenizer.count(text), keep_server);
+    if reasoning_end > 0 {
+        record.reasoning_tokens = match record.server_reasoning_tokens {
+            Some(n) if keep_server => Some(n),
+            _ => {
+                let reasoning = text.get(..reasoning_end).unwrap_or(text);
+                Some(u32::try_from(tokenizer.count(reasoning)).unwrap_or(u32::MAX))
+            }
+        };
     }
 }
 
@@ -224,6 +253,7 @@ mod tests {
                 first_byte_ns: None,
                 first_token_ns: None,
                 second_token_ns: None,
+                first_output_token_ns: None,
                 last_token_ns: None,
                 end_ns: 0,
                 isl: 0,
@@ -231,6 +261,8 @@ mod tests {
                 server_osl: None,
                 tokenizer_osl: None,
                 server_isl: None,
+                reasoning_tokens: None,
+                server_reasoning_tokens: None,
                 requested_osl: 0,
                 chunks: 0,
                 responses: 0,
@@ -291,7 +323,7 @@ mod tests {
             let cut = t.char_indices().map(|(k, _)| k).nth(i).unwrap_or(t.len());
             buf.push_str(&t[..cut]);
             buf.push_str(&t[cut..]);
-            tx.send_counting(completed(i as u64), buf, &tk, false);
+            tx.send_counting(completed(i as u64), (buf, 0), &tk, false);
         }
         tx.send(completed(99));
         drop(tx);
@@ -314,7 +346,7 @@ mod tests {
         for i in 0..BEHIND as u64 + 10 {
             let mut buf = tx.text_buffer();
             buf.push_str(texts[i as usize % texts.len()]);
-            tx.send_counting(completed(i), buf, &tk, false);
+            tx.send_counting(completed(i), (buf, 0), &tk, false);
         }
         drop(tx);
         let mut n = 0;
@@ -341,5 +373,32 @@ mod tests {
                 .seq,
             7
         );
+    }
+
+    /// The reasoning prefix is counted apart and inside OSL; the server's reasoning count is
+    /// used only when OSL is the server's; no reasoning, no count.
+    #[test]
+    fn reasoning_prefix_counted_apart() {
+        let tk = Tokenizer::builtin_gpt2();
+        let text = " the of and to in is";
+        let mut r = completed(0).record;
+        count_output(&mut r, &tk, text, " the of and".len(), false);
+        assert_eq!(
+            (r.osl, r.tokenizer_osl, r.reasoning_tokens),
+            (6, Some(6), Some(3))
+        );
+        r.server_reasoning_tokens = Some(2);
+        count_output(&mut r, &tk, text, " the of and".len(), false);
+        assert_eq!(
+            r.reasoning_tokens,
+            Some(3),
+            "the tokenizer's unless OSL is the server's"
+        );
+        r.osl = 7;
+        count_output(&mut r, &tk, text, " the of and".len(), true);
+        assert_eq!((r.osl, r.reasoning_tokens), (7, Some(2)));
+        let mut plain = completed(1).record;
+        count_output(&mut plain, &tk, text, 0, false);
+        assert_eq!((plain.osl, plain.reasoning_tokens), (6, None));
     }
 }

@@ -163,7 +163,7 @@ pub fn parse_isl_buckets(raw: Option<&str>) -> Result<IslBuckets, UsageError> {
 
 /// `--goodput time_to_first_token:500 inter_token_latency:20`.
 pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
-    let valid = "time_to_first_token, time_to_second_token, inter_token_latency, request_latency, output_token_throughput_per_user";
+    let valid = "time_to_first_token, time_to_first_output_token, time_to_second_token, inter_token_latency, request_latency, output_token_throughput_per_user";
     raw.iter()
         .flat_map(|s| s.split_whitespace())
         .map(|item| {

@@ -128,7 +128,9 @@ pub fn repetitions_table(
 
 /// The sweep table: one row per level. Open-loop levels add TTFT p99 measured from each
 /// request's intended send time (corrected for coordinated omission) beside the one from the
-/// actual send, so a generator or cap that sent late shows as the gap between the two.
+/// actual send, so a generator or cap that sent late shows as the gap between the two. When a
+/// level saw reasoning (a reasoning model's `reasoning_content` / `reasoning` deltas), the time
+/// to the first answer token (TTFO) and the reasoning tokens per request follow TTFT.
 pub fn sweep_table(levels: &[LevelSummary]) -> String {
     let kind = levels.first().map_or("level", |l| l.stimulus.kind());
     let kind_title = match kind {
@@ -138,9 +140,15 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
         _ => "Level",
     };
     let open_loop = levels.iter().any(|l| l.stimulus.open_loop());
+    let reasoning = levels
+        .iter()
+        .any(|l| l.stats.get(Metric::ReasoningTokenCount).is_some());
     let mut headers = vec![kind_title, "TTFT avg (ms)", "TTFT p99 (ms)"];
     if open_loop {
         headers.push("TTFT p99 intended (ms)");
+    }
+    if reasoning {
+        headers.extend(["TTFO avg (ms)", "Reasoning tok avg"]);
     }
     headers.extend([
         "ITL avg (ms)",
@@ -169,6 +177,14 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             ];
             if open_loop {
                 row.push(ms(get(Metric::TimeToFirstTokenIntended).map(|s| s.p99)));
+            }
+            if reasoning {
+                row.push(ms(get(Metric::TimeToFirstOutputToken).map(|s| s.avg)));
+                row.push(crate::analysis::text::fixed_or(
+                    get(Metric::ReasoningTokenCount).map(|s| s.avg),
+                    1,
+                    "-",
+                ));
             }
             row.extend([
                 ms(get(Metric::InterTokenLatency).map(|s| s.avg)),
@@ -488,6 +504,34 @@ Concurrency  TTFT avg (ms)  TTFT p99 (ms)  ITL avg (ms)  Output tok/s  Req/s  Se
 -----------  -------------  -------------  ------------  ------------  -----  -----------------  ------
           1          45.00         112.50          4.00        1234.6  12.35                  -       0
          32         240.50         601.25          4.00        1234.6  12.35                  -       2
+";
+        assert_eq!(text, expected);
+    }
+
+    /// A level that saw reasoning adds TTFO and reasoning tokens after TTFT; a level without
+    /// (another run mixed in) shows "-" there.
+    #[test]
+    fn reasoning_sweep_table_shows_ttfo_and_reasoning_tokens() {
+        let mut thinking = level(1, 45.0, 0);
+        let st = |avg: f64| Stats {
+            count: 3,
+            avg,
+            ..Stats::default()
+        };
+        thinking
+            .stats
+            .metrics
+            .push((Metric::TimeToFirstOutputToken, st(180.25)));
+        thinking
+            .stats
+            .metrics
+            .push((Metric::ReasoningTokenCount, st(16.0)));
+        let text = sweep_table(&[thinking, level(2, 50.0, 0)]);
+        let expected = "\
+Concurrency  TTFT avg (ms)  TTFT p99 (ms)  TTFO avg (ms)  Reasoning tok avg  ITL avg (ms)  Output tok/s  Req/s  Server queue (ms)  Errors
+-----------  -------------  -------------  -------------  -----------------  ------------  ------------  -----  -----------------  ------
+          1          45.00         112.50         180.25               16.0          4.00        1234.6  12.35                  -       0
+          2          50.00         125.00              -                  -          4.00        1234.6  12.35                  -       0
 ";
         assert_eq!(text, expected);
     }

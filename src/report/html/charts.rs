@@ -146,26 +146,43 @@ pub(super) fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Ana
     out.push_str("</div>\n");
 }
 
-/// 1. TTFT (or request latency, without streaming) avg, p50 and p99 versus load.
+/// 1. TTFT (or request latency, without streaming) avg, p50 and p99 versus load; with a reasoning
+///    model, TTFO (the first answer token, past the reasoning) avg and p99 beside them.
 fn latency_chart(out: &mut String, ctx: &Ctx) {
     let (metric, title, what) = if ctx.streaming {
         (Metric::TimeToFirstToken, "TTFT", "time to first token")
     } else {
         (Metric::RequestLatency, "Request latency", "request latency")
     };
-    let series = [("avg", Stat::Avg), ("p50", Stat::P50), ("p99", Stat::P99)]
+    let stats = [("avg", Stat::Avg), ("p50", Stat::P50), ("p99", Stat::P99)];
+    let mut wanted: Vec<(String, MetricRef)> = stats
         .iter()
-        .map(|(n, s)| {
-            stat_series(
-                ctx.levels,
-                &format!("{title} {n}"),
-                MetricRef::Dist(metric, *s),
-                "ms",
-            )
-        })
+        .map(|(n, s)| (format!("{title} {n}"), MetricRef::Dist(metric, *s)))
+        .collect();
+    let ttfo = ctx.streaming
+        && ctx.levels.iter().any(|l| {
+            l.summary
+                .stats
+                .get(Metric::TimeToFirstOutputToken)
+                .is_some()
+        });
+    if ttfo {
+        for (n, s) in [stats[0], stats[2]] {
+            let m = MetricRef::Dist(Metric::TimeToFirstOutputToken, s);
+            wanted.push((format!("TTFO {n}"), m));
+        }
+    }
+    let series = wanted
+        .iter()
+        .map(|(name, m)| stat_series(ctx.levels, name, *m, "ms"))
         // A statistic the source lacks (perf_analyzer's CSV has no average) is left out.
         .filter(|s| s.points.iter().any(|p| p.y.is_finite()))
         .collect();
+    let (title, what) = if ttfo {
+        ("TTFT and TTFO", "time to first token / first output token")
+    } else {
+        (title, what)
+    };
     let chart = ctx.load_chart(
         "ttft",
         format!("{title} vs {}", ctx.kind),
