@@ -349,6 +349,12 @@ fn conclude(
         repetitions: Vec::new(),
         context: Some(ids.context.clone()),
     };
+    publish_end(publisher, plan, &outcome)?;
+    Ok(outcome)
+}
+
+/// The run's last word to the result channels: exit code, and for a sweep the knee and verdict.
+fn publish_end(publisher: &Publisher, plan: &RunPlan, outcome: &Outcome) -> Result<()> {
     let sweep = outcome.levels.len() > 1;
     publisher.finish(&RunEnd {
         exit_code: outcome.ending(plan.strict, plan.max_error_rate).code,
@@ -359,8 +365,7 @@ fn conclude(
         } else {
             Vec::new()
         },
-    })?;
-    Ok(outcome)
+    })
 }
 
 /// The plan's identity and recorded form, written into every artifact.

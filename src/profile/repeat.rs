@@ -15,7 +15,7 @@ use crate::context::RunContext;
 use crate::error::{Result, create_dir};
 use crate::load::{Cancel, Stimulus};
 use crate::plan::RunPlan;
-use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
+use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher};
 use crate::stats::LevelSummary;
 use crate::stats::repeat::{self, MetricSpread};
 
@@ -101,17 +101,7 @@ async fn combine(
         repetitions: reps,
         context,
     };
-    let sweep = outcome.levels.len() > 1;
-    publisher.finish(&RunEnd {
-        exit_code: outcome.ending(plan.strict, plan.max_error_rate).code,
-        interrupted: outcome.interrupted,
-        knee: sweep.then(|| outcome.knee.recommendation.clone()),
-        verdict: if sweep {
-            outcome.verdict.lines.clone()
-        } else {
-            Vec::new()
-        },
-    })?;
+    super::publish_end(&publisher, plan, &outcome)?;
     Ok(outcome)
 }
 
