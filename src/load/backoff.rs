@@ -90,11 +90,9 @@ impl Backoff {
 
     /// A uniform number in `[0, 1)` (splitmix64: jitter needs no more).
     fn unit(&mut self) -> f64 {
+        // `mix` adds the step itself: the same sequence as stepping first, then finalising.
+        let z = crate::workload::salt::mix(self.rng);
         self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
         (z >> 11) as f64 / (1u64 << 53) as f64
     }
 }

@@ -43,7 +43,7 @@ impl Cancellation {
     /// Whether request `seq` is one of those cancelled.
     #[inline]
     pub fn chosen(&self, seq: u64) -> bool {
-        let h = splitmix64(self.seed ^ seq.wrapping_mul(0xd1b5_4a32_d192_ed03));
+        let h = crate::workload::salt::mix(self.seed ^ seq.wrapping_mul(0xd1b5_4a32_d192_ed03));
         self.threshold == u64::MAX || h < self.threshold
     }
 
@@ -52,14 +52,6 @@ impl Cancellation {
     pub fn delay_for(&self, seq: u64) -> Option<Duration> {
         self.chosen(seq).then_some(self.delay)
     }
-}
-
-/// SplitMix64's finaliser: neighbouring sequence numbers get unrelated hashes.
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
