@@ -72,6 +72,21 @@ fn finite(v: f64) -> Value {
     if v.is_finite() { json!(v) } else { Value::Null }
 }
 
+/// Adds each level's `repetitions` block (without `dirs`) to a sweep's `summary.json` document
+/// (levels matched by `name`); nothing for a run without repetitions.
+pub fn add_to_summary(doc: &mut Value, levels: &[(String, Vec<MetricSpread>)]) {
+    let Some(rows) = doc.get_mut("levels").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for row in rows {
+        let name = row.get("name").and_then(Value::as_str).unwrap_or("");
+        if let Some((_, s)) = levels.iter().find(|(n, _)| n == name) {
+            let count = s.first().map_or(0, |m| m.values.len());
+            row["repetitions"] = block(count, None, s);
+        }
+    }
+}
+
 /// The text of [`REPETITIONS_CSV_FILE`] for `(level name, spreads)` pairs.
 pub fn csv(levels: &[(String, Vec<MetricSpread>)]) -> String {
     let num = |v: f64| crate::analysis::text::fixed_or(Some(v), 4, "");

@@ -331,7 +331,7 @@ fn conclude(
     let verdict = verdict::with_knee(&summaries, knee.knee.as_ref().map(|k| k.level.as_str()));
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
-        write_sweep(plan, &d, &levels, (&verdict, &knee), ids)?;
+        write_sweep(plan, &d, &levels, (&verdict, &knee), ids, &[])?;
         Some(d)
     } else {
         if let (true, [one]) = (plan.generate_plots, levels.as_slice()) {
@@ -533,13 +533,15 @@ async fn run_level(
     Ok(measured)
 }
 
-/// `summary.csv`, `summary.json` and `report.html` next to the level directories.
+/// `summary.csv`, `summary.json` and `report.html` next to the level directories; `spreads`:
+/// each level's numbers across its repetitions for a `--repeat` run (empty otherwise).
 fn write_sweep(
     plan: &RunPlan,
     d: &Path,
     levels: &[LevelResult],
     (verdict, knee): (&Verdict, &Analysis),
     ids: &Ids,
+    spreads: &[(String, Vec<crate::stats::repeat::MetricSpread>)],
 ) -> Result<()> {
     create_dir(d)?;
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
@@ -569,6 +571,7 @@ fn write_sweep(
             );
         }
     }
+    artifact::repeat::add_to_summary(&mut doc, spreads);
     artifact::stamp(&mut doc);
     write_file(&d.join(artifact::SUMMARY_JSON_FILE), pretty(&doc))?;
     write_report(plan, d, levels, &ids.context)

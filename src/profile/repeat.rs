@@ -203,33 +203,11 @@ fn write_run_files(
         }
         _ => {
             let d = layout.sweep_dir();
-            write_sweep(plan, &d, levels, decisions, ids)?;
-            add_spreads_to_summary(&d, table)?;
+            write_sweep(plan, &d, levels, decisions, ids, table)?;
             write_file(&d.join(files::REPETITIONS_CSV_FILE), csv)?;
             Ok(Some(d))
         }
     }
-}
-
-/// Adds each level's `repetitions` block (without `dirs`) to the sweep's `summary.json`.
-fn add_spreads_to_summary(d: &Path, table: &[(String, Vec<MetricSpread>)]) -> Result<()> {
-    let path = d.join(artifact::SUMMARY_JSON_FILE);
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| crate::error::Error::io("read", &path, e))?;
-    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-    if let Some(rows) = doc.get_mut("levels").and_then(|v| v.as_array_mut()) {
-        for row in rows {
-            let name = row.get("name").and_then(|n| n.as_str()).unwrap_or("");
-            if let Some((_, s)) = table.iter().find(|(n, _)| n == name) {
-                let count = s.first().map_or(0, |m| m.values.len());
-                row["repetitions"] = files::block(count, None, s);
-            }
-        }
-    }
-    write_file(
-        &path,
-        serde_json::to_string_pretty(&doc).unwrap_or_default(),
-    )
 }
 
 /// Says when the repetitions of a level disagree on an objective.
