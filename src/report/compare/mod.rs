@@ -293,6 +293,10 @@ pub struct Row {
     pub base_values: Vec<f64>,
     /// The current run's value in each of its repetitions.
     pub cur_values: Vec<f64>,
+    /// The 95 % interval of the change when either side has repetitions, in the change
+    /// column's terms: relative (a fraction) for values, absolute for shares; computed once
+    /// (a bootstrap) when the row is made.
+    pub interval: Option<(f64, f64)>,
 }
 
 impl Row {
@@ -312,18 +316,10 @@ impl Row {
         }
     }
 
-    /// The 95 % interval of the change when either side has repetitions, in the change
-    /// column's terms: relative (a fraction) for values, absolute for shares.
-    pub fn interval(&self) -> Option<(f64, f64)> {
-        (self.sides().repeated() && self.baseline.is_some() && self.current.is_some())
-            .then(|| noise::interval_of(self.metric.kind(), self.sides()))
-            .flatten()
-    }
-
     /// [`Row::interval`] as the table shows it (`+2.1%..+18.0%`, `-1.0..+3.5pp`); empty for
     /// single runs.
     pub fn interval_text(&self) -> String {
-        match self.interval() {
+        match self.interval {
             Some(iv) => noise::interval_text(self.metric.kind(), iv),
             None if self.sides().repeated() => "–".into(),
             None => String::new(),
@@ -550,6 +546,9 @@ fn compare_metric(
         (false, None, _) => Status::Unchecked,
         (false, Some(bv), Some(cv)) => judge(&limits, bv, cv, sides),
     };
+    let interval = (sides.repeated() && bv.is_some() && cv.is_some())
+        .then(|| noise::interval_of(m.kind(), sides))
+        .flatten();
     Some(Row {
         level: name.to_string(),
         metric: m,
@@ -559,6 +558,7 @@ fn compare_metric(
         status,
         base_values,
         cur_values,
+        interval,
     })
 }
 
@@ -841,7 +841,7 @@ pub fn json(c: &Comparison) -> Value {
             },
             "baseline_values": r.base_values.iter().map(|v| v.is_finite().then_some(*v)).collect::<Vec<_>>(),
             "current_values": r.cur_values.iter().map(|v| v.is_finite().then_some(*v)).collect::<Vec<_>>(),
-            "change_interval": r.interval().map(|(lo, hi)| [lo * 100.0, hi * 100.0]),
+            "change_interval": r.interval.map(|(lo, hi)| [lo * 100.0, hi * 100.0]),
         })).collect::<Vec<_>>(),
         "only_in_baseline": c.only_in_baseline,
         "only_in_current": c.only_in_current,
@@ -995,6 +995,7 @@ mod tests {
             status: Status::Unchecked,
             base_values: vec![b],
             cur_values: vec![c],
+            interval: None,
         };
         let queue = MetricRef::System(SystemMetric::QueueShare);
         // Both round to 0.0%: nothing, not "-57.7%".
