@@ -150,8 +150,15 @@ fn parse(data: &[u8], joined: &mut Vec<u8>, on_event: &mut impl FnMut(&[u8], &[u
     let mut name: &[u8] = b"";
     let mut single: &[u8] = b"";
     let mut data_lines = 0usize;
-    while let Some(off) = memchr::memchr2(b'\n', b'\r', &data[pos..]) {
-        let eol = pos + off;
+    loop {
+        let eol = match data.get(pos) {
+            // The blank line after a `data:` line, the usual end of an event: no search.
+            Some(b'\n') => pos,
+            _ => match memchr::memchr2(b'\n', b'\r', &data[pos..]) {
+                Some(off) => pos + off,
+                None => break,
+            },
+        };
         let term = if data[eol] == b'\r' {
             match data.get(eol + 1) {
                 // A CR at the very end may be the first half of CRLF: wait for the next read.
