@@ -389,3 +389,54 @@ async fn perf_cancels_the_seeded_share_of_grpc_streams() {
     );
     sim.shutdown().await;
 }
+
+/// `--shard I/N` with cancellation: each shard numbers its requests in the whole run (shard `I`
+/// of 2 has `2·local + I`), so the two shards together cancel exactly the requests one process
+/// would, not twice one shard's draw over its own numbers from 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_together_cancel_what_one_process_would() {
+    let c = |seed: u64| {
+        ttftbench::load::Cancellation::new(0.3, std::time::Duration::from_millis(80), seed).unwrap()
+    };
+    let whole = |seed: u64| (0..40).filter(|&s| c(seed).chosen(s)).count() as u64;
+    // A seed under which shards numbering from 0 would cancel another count than one process:
+    // with it, this test tells the two numberings apart.
+    let seed = (0..100)
+        .find(|&seed| whole(seed) != 2 * (0..20).filter(|&s| c(seed).chosen(s)).count() as u64)
+        .expect("such a seed");
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut total = 0;
+    for index in 0..2u64 {
+        let dir = tmp.path().join(format!("s{index}"));
+        let a = chat(
+            sim.http_url(),
+            &dir,
+            "30",
+            &[
+                "--concurrency",
+                "4",
+                "--request-count",
+                "40",
+                "--request-cancellation-rate",
+                "30",
+                "--request-cancellation-delay",
+                "80ms",
+                "--random-seed",
+                &seed.to_string(),
+                "--shard",
+                &format!("{index}/2"),
+            ],
+        );
+        let out = profile(&a).await.unwrap();
+        let rows = measured(&out.levels[0].dir);
+        assert_eq!(rows.len(), 20);
+        for r in &rows {
+            let n = 2 * r["seq"].as_u64().unwrap() + index;
+            assert_eq!(r["error"] == "request_cancelled", c(seed).chosen(n), "{r}");
+        }
+        total += out.levels[0].summary.stats.cancelled_count;
+    }
+    assert_eq!(total, whole(seed));
+    sim.shutdown().await;
+}
