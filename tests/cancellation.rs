@@ -285,7 +285,14 @@ fn bad_values_are_usage_errors() {
         a.extend(args(&[flag, value]));
         let e = plan(&a).unwrap_err();
         assert!(e.contains(flag) || e.contains(value), "{flag} {value}: {e}");
+        // perf takes the same flag group: the same values are refused the same way.
+        let e = perf_plan(&a).unwrap_err();
+        assert!(
+            e.contains(flag) || e.contains(value),
+            "perf {flag} {value}: {e}"
+        );
     }
+    assert_eq!(perf_plan(&args(&base)).unwrap().cancellation(), None);
     let p = plan(&args(&base)).unwrap();
     assert_eq!(p.cancellation(), None);
     let tmp = tempfile::tempdir().unwrap();
