@@ -285,7 +285,14 @@ fn bad_values_are_usage_errors() {
         a.extend(args(&[flag, value]));
         let e = plan(&a).unwrap_err();
         assert!(e.contains(flag) || e.contains(value), "{flag} {value}: {e}");
+        // perf takes the same flag group: the same values are refused the same way.
+        let e = perf_plan(&a).unwrap_err();
+        assert!(
+            e.contains(flag) || e.contains(value),
+            "perf {flag} {value}: {e}"
+        );
     }
+    assert_eq!(perf_plan(&args(&base)).unwrap().cancellation(), None);
     let p = plan(&args(&base)).unwrap();
     assert_eq!(p.cancellation(), None);
     let tmp = tempfile::tempdir().unwrap();
@@ -296,4 +303,147 @@ fn bad_values_are_usage_errors() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--request-cancellation-rate"), "{err}");
     assert!(err.contains("0 to 100"), "{err}");
+}
+
+/// `perf` (perf_analyzer's front end) takes the same flags: against a decoupled streaming model
+/// over gRPC, the seeded share of its requests is reset, counted apart in its level, its JSON
+/// line, its console block and a last column of its `-f` CSV (the same text `perf -f` writes),
+/// and the simulator counted exactly
+/// those streams as cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn perf_cancels_the_seeded_share_of_grpc_streams() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("prompts.json");
+    // 30 tokens take ≈ 315 ms; an 80 ms delay cuts chosen streams after their first token.
+    std::fs::write(
+        &data,
+        r#"{"data": [{"text_input": ["Hello there"], "max_tokens": [30], "stream": [true]}]}"#,
+    )
+    .unwrap();
+    let dir = tmp.path().join("levels");
+    let a = args(&[
+        "-m",
+        "gpt2",
+        "--input-data",
+        data.to_str().unwrap(),
+        "--streaming",
+        "--concurrency-range",
+        "4",
+        "-u",
+        &sim.grpc_target(),
+        "--request-count",
+        "24",
+        "--request-cancellation-rate",
+        "40",
+        "--request-cancellation-delay",
+        "80ms",
+        "--random-seed",
+        "7",
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let p = perf_plan(&a).unwrap();
+    let chooser = p.cancellation().expect("cancellation on");
+    assert_eq!(
+        Some(chooser),
+        ttftbench::load::Cancellation::new(0.4, std::time::Duration::from_millis(80), 7),
+        "the same choice profile makes from the same flags and seed"
+    );
+    let out = perf_ok(&a).await;
+    let l = &out.levels[0];
+    let rows = measured(&dir.join("concurrency4"));
+    let mut chosen = 0;
+    for r in &rows {
+        let cancelled = r["error"] == "request_cancelled";
+        assert_eq!(cancelled, chooser.chosen(r["seq"].as_u64().unwrap()), "{r}");
+        chosen += u64::from(cancelled);
+    }
+    assert!(chosen > 0 && chosen < 24, "{chosen}");
+    assert_eq!(l.cancelled_count, chosen);
+    assert_eq!(l.error_count, 0, "{:?}", l.errors);
+    assert_eq!(l.request_count + chosen, rows.len() as u64);
+    // Latency comes from the completed streams only: none of them is under 300 ms.
+    assert!(l.latency.min >= 290e6, "latency min {} ns", l.latency.min);
+    let json = ttftbench::perf::report::json(l);
+    assert_eq!(json["cancelled_count"], chosen);
+    let console = ttftbench::perf::report::level(l, "gRPC", None);
+    assert!(
+        console.contains(&format!("Cancelled requests: {chosen} ")),
+        "{console}"
+    );
+    let text = ttftbench::perf::report::csv(
+        &out.levels,
+        ttftbench::perf::report::CsvOptions {
+            percentile: None,
+            verbose: false,
+        },
+    );
+    let (head, csv_rows) = read_csv(&text);
+    assert_eq!(head.last().map(String::as_str), Some("Cancelled Requests"));
+    assert_eq!(num(&csv_rows[0], "Cancelled Requests"), chosen as f64);
+    let mut seen = 0;
+    for _ in 0..50 {
+        seen = sim_cancelled(&sim.metrics_url()).await;
+        if seen >= chosen {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        seen, chosen,
+        "the server counted each reset stream as cancelled"
+    );
+    sim.shutdown().await;
+}
+
+/// `--shard I/N` with cancellation: each shard numbers its requests in the whole run (shard `I`
+/// of 2 has `2·local + I`), so the two shards together cancel exactly the requests one process
+/// would, not twice one shard's draw over its own numbers from 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_together_cancel_what_one_process_would() {
+    let c = |seed: u64| {
+        ttftbench::load::Cancellation::new(0.3, std::time::Duration::from_millis(80), seed).unwrap()
+    };
+    let whole = |seed: u64| (0..40).filter(|&s| c(seed).chosen(s)).count() as u64;
+    // A seed under which shards numbering from 0 would cancel another count than one process:
+    // with it, this test tells the two numberings apart.
+    let seed = (0..100)
+        .find(|&seed| whole(seed) != 2 * (0..20).filter(|&s| c(seed).chosen(s)).count() as u64)
+        .expect("such a seed");
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut total = 0;
+    for index in 0..2u64 {
+        let dir = tmp.path().join(format!("s{index}"));
+        let a = chat(
+            sim.http_url(),
+            &dir,
+            "30",
+            &[
+                "--concurrency",
+                "4",
+                "--request-count",
+                "40",
+                "--request-cancellation-rate",
+                "30",
+                "--request-cancellation-delay",
+                "80ms",
+                "--random-seed",
+                &seed.to_string(),
+                "--shard",
+                &format!("{index}/2"),
+            ],
+        );
+        let out = profile(&a).await.unwrap();
+        let rows = measured(&out.levels[0].dir);
+        assert_eq!(rows.len(), 20);
+        for r in &rows {
+            let n = 2 * r["seq"].as_u64().unwrap() + index;
+            assert_eq!(r["error"] == "request_cancelled", c(seed).chosen(n), "{r}");
+        }
+        total += out.levels[0].summary.stats.cancelled_count;
+    }
+    assert_eq!(total, whole(seed));
+    sim.shutdown().await;
 }

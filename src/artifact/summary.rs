@@ -8,13 +8,18 @@
 //! `engine`, `triton` or `waiting_gauge` for Little's-law estimates —, prefill, decode and
 //! generation time, waiting and running requests, KV-cache usage, preemptions, server TTFT and
 //! client TTFT minus it, prefix-cache hit rate) and the GPUs' (utilization, peak memory in GiB,
-//! power, output tokens per joule). Values are plain decimals; a missing value is an empty cell.
+//! power, output tokens per joule); then, appended after those so scripts that index the earlier
+//! columns keep reading what they read, a reasoning model's split — time to first output token
+//! (TTFO, the first answer token past the reasoning) avg/p50/p99 and reasoning tokens per
+//! request (avg), empty for a level that saw no reasoning — and `cancelled_count` (requests
+//! cancelled on purpose by `--request-cancellation-rate`, in no other column). Values are plain
+//! decimals; a missing value is an empty cell.
 
 use crate::metrics::Metric;
 use crate::stats::LevelSummary;
 
 /// Header line of `summary.csv`.
-pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule";
+pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule,ttfo_avg_ms,ttfo_p50_ms,ttfo_p99_ms,reasoning_token_count_avg,cancelled_count";
 
 /// Two decimals; an empty cell for a missing value.
 fn cell(v: Option<f64>) -> String {
@@ -50,9 +55,25 @@ pub fn csv(levels: &[LevelSummary]) -> String {
         out.push_str(&row.join(","));
         out.push(',');
         out.push_str(&engine_cells(l).join(","));
+        out.push(',');
+        out.push_str(&reasoning_and_cancelled_cells(l).join(","));
         out.push('\n');
     }
     out
+}
+
+/// The last cells of a row: TTFO avg/p50/p99 and reasoning tokens (avg), empty unless the level
+/// saw reasoning (only requests that streamed reasoning have these metrics), then the
+/// cancelled requests.
+fn reasoning_and_cancelled_cells(l: &LevelSummary) -> Vec<String> {
+    let ttfo = l.stats.get(Metric::TimeToFirstOutputToken);
+    vec![
+        cell(ttfo.map(|s| s.avg)),
+        cell(ttfo.map(|s| s.p50)),
+        cell(ttfo.map(|s| s.p99)),
+        cell(l.stats.get(Metric::ReasoningTokenCount).map(|s| s.avg)),
+        l.stats.cancelled_count.to_string(),
+    ]
 }
 
 /// The engine's and the GPUs' cells of a row: empty where not read.
@@ -96,6 +117,9 @@ fn engine_cells(l: &LevelSummary) -> Vec<String> {
 /// `summary.json`: `{"levels": [{"name", "stimulus", "value", "dir", "interrupted", ...stats}],
 /// "verdict": {steps, queue_dominated, lines}, "input_config": {...}}`; each level carries the
 /// same numbers as its row of `summary.csv` plus the full server view.
+/// `time_to_first_output_token` and `reasoning_token_count` (statistics, as
+/// `time_to_first_token`) are null for a level that saw no reasoning; `cancelled_count` is always
+/// there, as in the level's own JSON.
 pub fn json(
     levels: &[LevelSummary],
     dirs: &[std::path::PathBuf],
@@ -121,6 +145,9 @@ pub fn json(
                 "request_goodput": l.stats.request_goodput,
                 "request_count": l.stats.request_count,
                 "error_count": l.stats.error_count,
+                "cancelled_count": l.stats.cancelled_count,
+                "time_to_first_output_token": l.stats.get(Metric::TimeToFirstOutputToken),
+                "reasoning_token_count": l.stats.get(Metric::ReasoningTokenCount),
                 "server_metrics": l.server,
                 "engine_metrics": super::server_view::engine_json(l),
                 "gpu_metrics": super::server_view::gpu_json(l),
@@ -284,8 +311,79 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,\n"
+                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0\n"
             )
         );
+    }
+
+    /// A level that saw reasoning fills the TTFO and reasoning-token cells, appended after every
+    /// earlier column (whose positions stay); one that did not leaves them empty; cancelled
+    /// requests are counted in the last cell. summary.json carries the same numbers.
+    #[test]
+    fn reasoning_and_cancelled_cells_come_last() {
+        let plain = level(1, 45.0, None);
+        let mut thinking = level(4, 60.0, None);
+        let st = |avg: f64, p50: f64, p99: f64| Stats {
+            count: 20,
+            avg,
+            p50,
+            p99,
+            ..Stats::default()
+        };
+        thinking
+            .stats
+            .metrics
+            .push((Metric::TimeToFirstOutputToken, st(180.25, 170.0, 240.5)));
+        thinking
+            .stats
+            .metrics
+            .push((Metric::ReasoningTokenCount, st(32.0, 32.0, 32.0)));
+        thinking.stats.cancelled_count = 7;
+        let text = csv(&[plain.clone(), thinking.clone()]);
+        let lines: Vec<&str> = text.lines().collect();
+        let header: Vec<&str> = lines[0].split(',').collect();
+        assert_eq!(
+            header[16], "error_count",
+            "earlier columns keep their places"
+        );
+        assert_eq!(
+            header[header.len() - 5..],
+            [
+                "ttfo_avg_ms",
+                "ttfo_p50_ms",
+                "ttfo_p99_ms",
+                "reasoning_token_count_avg",
+                "cancelled_count"
+            ]
+        );
+        assert!(lines[1].ends_with(",,,,,,0"), "{}", lines[1]);
+        assert!(
+            lines[2].ends_with(",180.25,170.00,240.50,32.00,7"),
+            "{}",
+            lines[2]
+        );
+        for l in &lines[1..] {
+            assert_eq!(l.split(',').count(), header.len(), "{l}");
+        }
+        let dirs = [std::path::PathBuf::from("a"), std::path::PathBuf::from("b")];
+        let levels = [plain, thinking];
+        let doc = json(
+            &levels,
+            &dirs,
+            &crate::analysis::verdict::verdict(&levels),
+            &serde_json::json!({}),
+        );
+        assert_eq!(
+            doc["levels"][0]["time_to_first_output_token"],
+            serde_json::Value::Null
+        );
+        assert_eq!(
+            doc["levels"][0]["reasoning_token_count"],
+            serde_json::Value::Null
+        );
+        assert_eq!(doc["levels"][0]["cancelled_count"], 0);
+        assert_eq!(doc["levels"][1]["time_to_first_output_token"]["p99"], 240.5);
+        assert_eq!(doc["levels"][1]["reasoning_token_count"]["avg"], 32.0);
+        assert_eq!(doc["levels"][1]["cancelled_count"], 7);
     }
 }

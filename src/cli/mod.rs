@@ -470,18 +470,9 @@ pub struct ProfileArgs {
     #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,
 
-    /// Share of requests the client cancels (AIPerf's flag): a percentage from 0 to 100, `10`
-    /// or `10%`. Chosen from `--random-seed` and each request's number, so reruns cancel the
-    /// same ones. Cancelled requests are counted apart (`cancelled_count`), not as errors, and
-    /// left out of every latency statistic.
-    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-rate", value_name = "PERCENT", default_value = "0")]
-    pub request_cancellation_rate: String,
-
-    /// How long after its send a request chosen by `--request-cancellation-rate` is cancelled
-    /// (bare number: seconds, as in AIPerf; `500ms` works); one that completes sooner counts as
-    /// a normal request.
-    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-delay", default_value = "0", value_parser = secs)]
-    pub request_cancellation_delay: Duration,
+    /// `--request-cancellation-rate`, `--request-cancellation-delay`.
+    #[command(flatten)]
+    pub cancellation: CancellationArgs,
 
     /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
     /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
@@ -553,6 +544,36 @@ pub struct EngineViewArgs {
     /// other -H headers go only to the inference server (Triton's triton-access-token always may).
     #[arg(long = "metrics-header")]
     pub metrics_header: Vec<String>,
+}
+
+/// Requests the client gives up on (AIPerf's flags), for `profile` and `perf` alike.
+#[derive(Debug, Args, Clone)]
+pub struct CancellationArgs {
+    /// Share of requests the client cancels (AIPerf's flag): a percentage from 0 to 100, `10`
+    /// or `10%`. Chosen from `--random-seed` and each request's number, so reruns cancel the
+    /// same ones. Cancelled requests are counted apart (`cancelled_count`), not as errors, and
+    /// left out of every latency statistic.
+    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-rate", value_name = "PERCENT", default_value = "0")]
+    pub rate: String,
+
+    /// How long after its send a request chosen by `--request-cancellation-rate` is cancelled
+    /// (bare number: seconds, as in AIPerf; `500ms` works); one that completes sooner counts as
+    /// a normal request.
+    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-delay", default_value = "0", value_parser = secs)]
+    pub delay: Duration,
+}
+
+impl CancellationArgs {
+    /// The plan's [`crate::plan::RequestCancellation`]: a share from 0 to 100 %.
+    pub fn plan(&self) -> Result<crate::plan::RequestCancellation, crate::error::UsageError> {
+        Ok(crate::plan::RequestCancellation {
+            rate_pct: crate::plan::values::parse_percent(
+                "--request-cancellation-rate",
+                &self.rate,
+            )?,
+            delay: self.delay,
+        })
+    }
 }
 
 /// Running the whole plan several times in a row and combining the results.
@@ -939,6 +960,9 @@ pub struct PerfArgs {
     /// Per-request timeout (bare number: seconds).
     #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,
+    /// `--request-cancellation-rate`, `--request-cancellation-delay` (as `profile`'s).
+    #[command(flatten)]
+    pub cancellation: CancellationArgs,
     /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
     /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
     /// instead of being buffered.

@@ -90,6 +90,7 @@ impl PerfArgs {
             binary_outputs: self.output_tensor_format == TensorFormatArg::Binary,
             request_timeout: self.request_timeout,
             seed: self.random_seed,
+            request_cancellation: self.cancellation.plan()?,
             slos: values::parse_slos(&self.slo)?,
             max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
             strict: self.strict,

@@ -178,11 +178,7 @@ impl ProfileArgs {
                 self.use_server_token_count,
             )?,
             request_timeout: self.request_timeout,
-            request_cancellation_rate: values::parse_percent(
-                "--request-cancellation-rate",
-                &self.request_cancellation_rate,
-            )?,
-            request_cancellation_delay: self.request_cancellation_delay,
+            request_cancellation: self.cancellation.plan()?,
             verbosity: match self.verbosity()? {
                 Verbosity::Normal if passed.verbose => Verbosity::Verbose,
                 v => v,

@@ -577,7 +577,7 @@ async fn execute_one(
         tokio::select! {
             biased;
             _ = &mut abort => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted while this request was in flight")),
-            r = exchange(shared, &entry.payload, ex, shared.cancellation.and_then(|c| c.delay_for(seq))) => r,
+            r = exchange(shared, &entry.payload, ex, shared.cancellation.and_then(|c| c.delay_for(shared.shard.whole_seq(seq)))) => r,
         }
     };
     let end_ns = clock.now_ns();

@@ -39,6 +39,16 @@ impl Shard {
         total / count + u64::from(index < total % count)
     }
 
+    /// The number of this shard's request `local` among the whole run's: shard `index` of
+    /// `count` takes every `count`-th number from `index` on. The shards' numbers are disjoint,
+    /// and when each phase's request count is split by [`Shard::share`] they are exactly the
+    /// whole run's `0..total`, so anything chosen by request number (which requests
+    /// `--request-cancellation-rate` cancels) is chosen for the union of the shards as for one
+    /// process. The whole plan's numbers are its own.
+    pub fn whole_seq(&self, local: u64) -> u64 {
+        local * u64::from(self.count.max(1)) + u64::from(self.index)
+    }
+
     /// `2/4`: index and count as `--shard` takes them.
     pub fn label(&self) -> String {
         format!("{}/{}", self.index, self.count)
@@ -54,6 +64,27 @@ impl std::fmt::Display for Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_numbers_of_the_shards_are_the_whole_runs() {
+        for count in 1..=5u32 {
+            for total in [0u64, 1, 7, 40] {
+                let mut all: Vec<u64> = (0..count)
+                    .flat_map(|index| {
+                        let s = Shard { index, count };
+                        (0..s.share(total)).map(move |l| s.whole_seq(l))
+                    })
+                    .collect();
+                all.sort_unstable();
+                assert_eq!(
+                    all,
+                    (0..total).collect::<Vec<_>>(),
+                    "{count} shards, {total}"
+                );
+            }
+        }
+        assert_eq!(Shard::WHOLE.whole_seq(9), 9);
+    }
 
     #[test]
     fn shares_add_up_and_spread_the_remainder() {

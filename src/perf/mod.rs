@@ -108,6 +108,9 @@ pub struct PerfLevel {
     pub request_count: u64,
     /// Failed requests in the merged windows.
     pub error_count: u64,
+    /// Requests of the merged windows the client cancelled on purpose
+    /// (`--request-cancellation-rate`): neither successes nor failures, in no statistic.
+    pub cancelled_count: u64,
     /// Requests × batch per second.
     pub throughput: f64,
     /// Responses per second (decoupled streaming).
@@ -246,6 +249,7 @@ impl PerfLevel {
             stimulus: summary.stimulus,
             request_count: agg.ok,
             error_count: agg.error_count(),
+            cancelled_count: agg.cancelled,
             throughput: agg.ok as f64 * f64::from(w.batch) / secs,
             response_throughput: agg.sum_chunks as f64 / secs,
             latency: lat_dist.stats_by(1.0, method),
@@ -441,7 +445,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         clock: Clock::start(),
         cancel: cancel.clone(),
         timeout: plan.request_timeout,
-        cancellation: None,
+        cancellation: plan.request_cancellation.chooser(plan.seed),
         use_server_token_count: false,
         count_tokens: false,
         seed: plan.seed,

@@ -117,6 +117,9 @@ pub struct PerfPlan {
     pub request_timeout: Duration,
     /// Random seed.
     pub seed: u64,
+    /// `--request-cancellation-rate` and `--request-cancellation-delay`, as `profile` plans them.
+    #[serde(flatten)]
+    pub request_cancellation: crate::plan::RequestCancellation,
     /// `--slo` objectives, checked on every level.
     pub slos: Vec<crate::metrics::Slo>,
     /// Send-lag p99 (ms) above which an open-loop level is not trustworthy.
@@ -158,6 +161,11 @@ pub const PER_PROCESS_FIELDS: [&str; 8] = [
 ];
 
 impl PerfPlan {
+    /// Which requests the client cancels, and when; `None` when it cancels none.
+    pub fn cancellation(&self) -> Option<crate::load::Cancellation> {
+        self.request_cancellation.chooser(self.seed)
+    }
+
     /// The plan as recorded in every level's JSON (`input_config`).
     pub fn input_config(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)

@@ -111,6 +111,7 @@ fn combined_level(plan: &PerfPlan, reps: &[&PerfLevel]) -> PerfLevel {
     let mut level = PerfLevel {
         request_count: med(|l| l.request_count as f64).round() as u64,
         error_count: med(|l| l.error_count as f64).round() as u64,
+        cancelled_count: med(|l| l.cancelled_count as f64).round() as u64,
         throughput: med(|l| l.throughput),
         response_throughput: med(|l| l.response_throughput),
         latency: stats(|l| Some(&l.latency)).unwrap_or_default(),

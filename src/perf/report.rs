@@ -12,7 +12,9 @@
 //! `p99 Latency` (the value of `p99 latency`, µs). They are what the perf_analyzer guide's pandas
 //! snippet plots (`df['Throughput']`, `df['p99 Latency']`); appended after every perf_analyzer
 //! column, they leave positional scripts (`awk -F, '{print $3}'`) reading what they read from
-//! perf_analyzer's file. Readers of this file (`compare`, `report`) go by column name.
+//! perf_analyzer's file. After them, only when a level cancelled requests on purpose
+//! (`--request-cancellation-rate`), `Cancelled Requests`: how many, in no other column.
+//! Readers of this file (`compare`, `report`) go by column name.
 //! Time columns are integer microseconds
 //! (ns / 1000, truncated); Inferences/Second uses C++ stream formatting (6 significant digits).
 //! Network+Server Send/Recv = max(0, avg latency − send − recv − server queue − server compute).
@@ -188,20 +190,7 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
             us(wait)
         ));
     }
-    if l.error_count > 0 {
-        out.push_str(&format!("    Failed requests: {}\n", l.error_count));
-        for e in &l.errors {
-            out.push_str(&format!(
-                "      {} × {}: {}\n",
-                e.count,
-                e.kind,
-                short_error(&e.example)
-            ));
-            if let Some(h) = &e.hint {
-                out.push_str(&format!("        hint: {h}\n"));
-            }
-        }
-    }
+    out.push_str(&failed_and_cancelled(l));
     if let Some(s) = &l.server {
         out.push_str("  Server: \n");
         out.push_str(&format!("    Inference count: {}\n", s.inference_count));
@@ -242,6 +231,34 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
 
 pub use crate::engine::outcome::short_error;
 
+/// The client block's failed requests by kind (with the server's words and a hint), then the
+/// requests cancelled on purpose (`--request-cancellation-rate`), which are in neither the
+/// request count nor any latency above: nothing when there are none of either.
+fn failed_and_cancelled(l: &PerfLevel) -> String {
+    let mut out = String::new();
+    if l.error_count > 0 {
+        out.push_str(&format!("    Failed requests: {}\n", l.error_count));
+        for e in &l.errors {
+            out.push_str(&format!(
+                "      {} × {}: {}\n",
+                e.count,
+                e.kind,
+                short_error(&e.example)
+            ));
+            if let Some(h) = &e.hint {
+                out.push_str(&format!("        hint: {h}\n"));
+            }
+        }
+    }
+    if l.cancelled_count > 0 {
+        out.push_str(&format!(
+            "    Cancelled requests: {} (left out of the statistics)\n",
+            l.cancelled_count
+        ));
+    }
+    out
+}
+
 /// The closing summary lines.
 pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
     let which = percentile.map_or("Average".to_string(), |p| format!("p{p}"));
@@ -276,7 +293,7 @@ pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
 ///
 /// ```text
 /// {"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":100,
-///  "error_count":0,"throughput_infer_per_sec":812.5,"response_throughput":0.0,
+///  "error_count":0,"cancelled_count":0,"throughput_infer_per_sec":812.5,"response_throughput":0.0,
 ///  "latency_us":{"avg":..,"min":..,"max":..,"std":..,"p50":..,"p90":..,"p95":..,"p99":..},
 ///  "first_response_us":null,"extra_percentile":null,"client_send_us":12.0,
 ///  "client_recv_us":30.0,"streaming":false,"stable":true,"windows":3,"server":{...},
@@ -295,6 +312,7 @@ pub fn json(l: &PerfLevel) -> serde_json::Value {
         "load": {"kind": l.stimulus.kind(), "value": l.stimulus.value()},
         "request_count": l.request_count,
         "error_count": l.error_count,
+        "cancelled_count": l.cancelled_count,
         "throughput_infer_per_sec": l.throughput,
         "response_throughput": l.response_throughput,
         "latency_us": us_stats(&l.latency),
@@ -330,6 +348,9 @@ pub struct CsvOptions {
     /// `--verbose-csv`.
     pub verbose: bool,
 }
+
+/// The `-f` CSV's column of requests cancelled on purpose (`--request-cancellation-rate`).
+pub const CANCELLED_COLUMN: &str = "Cancelled Requests";
 
 /// perf_analyzer's `-f` CSV.
 pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
@@ -372,6 +393,11 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
     }
     head.push("Throughput".into());
     head.push("p99 Latency".into());
+    // Only a run that cancelled requests gets the column, so other runs' files stay as before.
+    let cancelled = levels.iter().any(|l| l.cancelled_count > 0);
+    if cancelled {
+        head.push(CANCELLED_COLUMN.into());
+    }
     let mut rows: Vec<&PerfLevel> = levels.iter().collect();
     rows.sort_by(|a, b| {
         a.throughput
@@ -418,6 +444,9 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
         }
         r.push(g6(l.throughput));
         r.push(us(l.latency.p99).to_string());
+        if cancelled {
+            r.push(l.cancelled_count.to_string());
+        }
         out.push_str(&r.join(","));
         out.push('\n');
     }
@@ -463,6 +492,7 @@ mod tests {
             stimulus: Stimulus::Concurrency(c),
             request_count: 1000,
             error_count: 0,
+            cancelled_count: 0,
             throughput: tput,
             response_throughput: tput,
             latency: ns_stats(lat_us),
@@ -494,7 +524,7 @@ mod tests {
     #[test]
     fn level_json_exact() {
         let v = json(&lvl(4, 4100.5, 900.0, true));
-        let expected = r#"{"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":1000,"error_count":0,"throughput_infer_per_sec":4100.5,"response_throughput":4100.5,"latency_us":{"avg":900.0,"min":450.0,"max":2700.0,"std":90.0,"p50":882.0,"p90":1080.0,"p95":1170.0,"p99":1530.0},"first_response_us":null,"extra_percentile":null,"client_send_us":4.5,"client_recv_us":1.2,"streaming":false,"stable":true,"windows":3,"server":{"inference_count":1000,"execution_count":250,"success_count":1000,"avg_request_us":720.0,"avg_queue_us":342.0,"avg_compute_input_us":21.0,"avg_compute_infer_us":431.0,"avg_compute_output_us":10.0},"errors":[],"slo":[],"validity":{"trustworthy":true,"reasons":[],"cpu_share":null,"cores":0,"send_lag_p99_ms":null,"requested_rate":null,"achieved_rate":null,"delayed_by_cap":0,"max_stall_ms":null},"ttftbench_version":"VERSION"}"#;
+        let expected = r#"{"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":1000,"error_count":0,"cancelled_count":0,"throughput_infer_per_sec":4100.5,"response_throughput":4100.5,"latency_us":{"avg":900.0,"min":450.0,"max":2700.0,"std":90.0,"p50":882.0,"p90":1080.0,"p95":1170.0,"p99":1530.0},"first_response_us":null,"extra_percentile":null,"client_send_us":4.5,"client_recv_us":1.2,"streaming":false,"stable":true,"windows":3,"server":{"inference_count":1000,"execution_count":250,"success_count":1000,"avg_request_us":720.0,"avg_queue_us":342.0,"avg_compute_input_us":21.0,"avg_compute_infer_us":431.0,"avg_compute_output_us":10.0},"errors":[],"slo":[],"validity":{"trustworthy":true,"reasons":[],"cpu_share":null,"cores":0,"send_lag_p99_ms":null,"requested_rate":null,"achieved_rate":null,"delayed_by_cap":0,"max_stall_ms":null},"ttftbench_version":"VERSION"}"#;
         assert_eq!(v.to_string(), expected.replace("VERSION", crate::VERSION));
     }
 
@@ -514,6 +544,38 @@ mod tests {
 8,8556,4,124,342,21,431,10,1,915,1120,1214,1587,8556,1587
 "
         );
+    }
+
+    /// Cancelled requests get a console line and, only in a run that had some, a last CSV column
+    /// after every perf_analyzer column and the two plotting ones (whose places stay).
+    #[test]
+    fn cancelled_requests_console_line_and_last_csv_column() {
+        let mut cut = lvl(4, 4100.5, 900.0, true);
+        cut.cancelled_count = 12;
+        let text = level(&cut, "gRPC", None);
+        assert!(
+            text.contains("    Request count: 1000\n")
+                && text.contains("    Cancelled requests: 12 (left out of the statistics)\n"),
+            "{text}"
+        );
+        assert!(!level(&lvl(4, 4100.5, 900.0, true), "gRPC", None).contains("Cancelled"));
+        let o = CsvOptions {
+            percentile: None,
+            verbose: false,
+        };
+        let with = csv(&[lvl(8, 8556.0, 934.0, true), cut], o);
+        let without = csv(
+            &[lvl(8, 8556.0, 934.0, true), lvl(4, 4100.5, 900.0, true)],
+            o,
+        );
+        for (a, b) in with.lines().zip(without.lines()) {
+            assert!(a.starts_with(&format!("{b},")), "{a} / {b}");
+        }
+        let last: Vec<&str> = with
+            .lines()
+            .map(|l| l.rsplit(',').next().unwrap_or(""))
+            .collect();
+        assert_eq!(last, [CANCELLED_COLUMN, "12", "0"]);
     }
 
     #[test]

@@ -102,8 +102,8 @@ impl RunPlan {
                 CANCEL_KEY.into(),
                 format!(
                     "{}% after {} ms",
-                    self.request_cancellation_rate,
-                    self.request_cancellation_delay.as_millis()
+                    self.request_cancellation.rate_pct,
+                    self.request_cancellation.delay.as_millis()
                 ),
             );
         }
@@ -223,9 +223,9 @@ mod tests {
     fn cancellation_counts_only_when_on() {
         let a = plan();
         let mut b = plan();
-        b.request_cancellation_delay = std::time::Duration::from_millis(200);
+        b.request_cancellation.delay = std::time::Duration::from_millis(200);
         assert_eq!(a.fingerprint(), b.fingerprint());
-        b.request_cancellation_rate = 25.0;
+        b.request_cancellation.rate_pct = 25.0;
         assert_eq!(
             a.fingerprint().differences(&b.fingerprint()),
             vec!["request_cancellation: (not recorded) → 25% after 200 ms".to_string()]

@@ -35,6 +35,26 @@ pub enum Verbosity {
     Verbose,
 }
 
+/// `--request-cancellation-rate P --request-cancellation-delay D` as planned, the same for
+/// `profile` and `perf` (both run it on the one engine, [`crate::load`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct RequestCancellation {
+    /// The share of requests cancelled, as a percentage (0–100, as AIPerf writes it).
+    #[serde(rename = "request_cancellation_rate")]
+    pub rate_pct: f64,
+    /// How long after its send a chosen request is cancelled.
+    #[serde(rename = "request_cancellation_delay", with = "duration_secs")]
+    pub delay: Duration,
+}
+
+impl RequestCancellation {
+    /// Which requests the client cancels under run seed `seed`, and when; `None` when it cancels
+    /// none (rate 0).
+    pub fn chooser(&self, seed: u64) -> Option<crate::load::Cancellation> {
+        crate::load::Cancellation::new(self.rate_pct / 100.0, self.delay, seed)
+    }
+}
+
 /// A complete, validated run.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunPlan {
@@ -91,12 +111,10 @@ pub struct RunPlan {
     /// Per-request timeout.
     #[serde(with = "duration_secs")]
     pub request_timeout: Duration,
-    /// `--request-cancellation-rate`: the share of requests cancelled, as a percentage (0–100,
-    /// as AIPerf writes it).
-    pub request_cancellation_rate: f64,
-    /// `--request-cancellation-delay`: how long after its send a chosen request is cancelled.
-    #[serde(with = "duration_secs")]
-    pub request_cancellation_delay: Duration,
+    /// `--request-cancellation-rate` and `--request-cancellation-delay` (flattened: the recorded
+    /// plan keeps the two keys it always had).
+    #[serde(flatten)]
+    pub request_cancellation: RequestCancellation,
     /// Console verbosity.
     pub verbosity: Verbosity,
     /// The command line as typed, secrets redacted.
@@ -211,8 +229,7 @@ impl RunPlan {
             gpu_metrics_url: None,
             use_server_token_count: false,
             request_timeout: Duration::from_secs(600),
-            request_cancellation_rate: 0.0,
-            request_cancellation_delay: Duration::ZERO,
+            request_cancellation: RequestCancellation::default(),
             verbosity: Verbosity::Normal,
             command_line: String::new(),
             shard: ShardPlan::default(),
@@ -225,11 +242,7 @@ impl RunPlan {
 
     /// Which requests the client cancels, and when; `None` when it cancels none.
     pub fn cancellation(&self) -> Option<crate::load::Cancellation> {
-        crate::load::Cancellation::new(
-            self.request_cancellation_rate / 100.0,
-            self.request_cancellation_delay,
-            self.workload.seed,
-        )
+        self.request_cancellation.chooser(self.workload.seed)
     }
 
     /// The plan's identity, equal on every shard of one run (see [`shard::plan_id`]).

@@ -365,7 +365,7 @@ pub fn parse_share(flag: &str, raw: &str) -> Result<f64, UsageError> {
 }
 
 /// A percentage from 0 to 100 written as AIPerf writes it (`10`) or with its sign (`10%`),
-/// returned as a fraction (0.1).
+/// returned as the percentage (10.0).
 pub fn parse_percent(flag: &str, raw: &str) -> Result<f64, UsageError> {
     let t = raw.trim();
     let v: f64 = t

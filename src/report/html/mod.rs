@@ -398,6 +398,43 @@ mod tests {
         assert!(page.ends_with("</body>\n</html>\n"));
     }
 
+    /// A run where a level saw reasoning gets TTFO and reasoning-token columns after TTFT (a
+    /// dash for a level without); cancelled requests are a note.
+    #[test]
+    fn reasoning_columns_and_cancelled_note() {
+        let mut thinking = level(4, 300.0, 800.0, None);
+        let st = |avg: f64| Stats {
+            count: 10,
+            avg,
+            p50: avg,
+            p99: avg,
+            ..Stats::default()
+        };
+        let stats = &mut thinking.summary.stats;
+        stats
+            .metrics
+            .push((Metric::TimeToFirstOutputToken, st(412.5)));
+        stats.metrics.push((Metric::ReasoningTokenCount, st(32.0)));
+        stats.cancelled_count = 3;
+        let run = run_from(
+            std::path::Path::new("r"),
+            vec![level(1, 30.0, 200.0, None), thinking],
+        );
+        let page = render(&[run], &opts());
+        assert!(page.contains("<th>TTFT p99</th><th>TTFO avg (ms)</th><th>Reasoning tok avg</th><th>ITL avg (ms)</th>"), "{page}");
+        assert!(page.contains("<tr><td>1</td><td>15.00</td><td>15.00</td><td>30.00</td><td>–</td><td>–</td><td>3.00</td>"), "{page}");
+        assert!(page.contains("<tr><td>4</td><td>150.00</td><td>150.00</td><td>300.00</td><td>412.50</td><td>32.0</td><td>3.00</td>"), "{page}");
+        assert!(page.contains("<td>3 cancelled</td></tr>"), "{page}");
+        let plain = render(
+            &[run_from(
+                std::path::Path::new("r"),
+                vec![level(1, 30.0, 200.0, None)],
+            )],
+            &opts(),
+        );
+        assert!(!plain.contains("TTFO avg"));
+    }
+
     /// The part of a page holding one chart.
     fn chart<'a>(page: &'a str, id: &str) -> &'a str {
         let start = page.find(&format!("data-chart=\"{id}\"")).unwrap();

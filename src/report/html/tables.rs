@@ -36,7 +36,7 @@ pub(super) fn slo_cell(lv: &LoadedLevel) -> String {
     }
 }
 
-/// A level's notes: the knee, an interruption, short outputs.
+/// A level's notes: the knee, an interruption, short outputs, requests cancelled on purpose.
 fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
     let mut notes = Vec::new();
     if knee_level == Some(l.stimulus.name().as_str()) {
@@ -51,35 +51,68 @@ fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
             "short output",
         ));
     }
+    if l.stats.cancelled_count > 0 {
+        // Cancelled requests are in no column (not requests, not errors): the note says how many.
+        notes.push(format!("{} cancelled", l.stats.cancelled_count));
+    }
     notes.join(", ")
 }
 
 /// The table of every level of a run: latency, throughput, server queue, errors, SLOs, notes.
+/// A run where a level saw reasoning adds TTFO avg and reasoning tokens (avg) after TTFT, as the
+/// console's sweep table does; a level without reasoning shows dashes there.
 pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: Option<&str>) {
     let kind = kind_title(levels);
     let d = |l: &LevelSummary, m: Metric, s: Stat| l.metric(MetricRef::Dist(m, s));
     let sys = |l: &LevelSummary, m: SystemMetric| l.metric(MetricRef::System(m));
+    let reasoning = levels
+        .iter()
+        .any(|lv| lv.summary.stats.get(Metric::ReasoningTokenCount).is_some());
+    let mut head = vec![
+        esc(&kind),
+        "TTFT avg (ms)".into(),
+        "TTFT p50".into(),
+        "TTFT p99".into(),
+    ];
+    if reasoning {
+        head.extend(["TTFO avg (ms)".into(), "Reasoning tok avg".into()]);
+    }
+    for h in [
+        "ITL avg (ms)",
+        "ITL p99",
+        "Latency p99 (ms)",
+        "Output tok/s",
+        "Req/s",
+    ] {
+        head.push(h.into());
+    }
+    for h in ["Queue (ms)", "Queue share", "Errors", "SLO", "Notes"] {
+        head.push(h.into());
+    }
     let _ = writeln!(
         out,
-        "<div class=\"tablewrap\"><table class=\"levels\"><thead><tr><th>{}</th><th>TTFT avg (ms)</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL avg (ms)</th><th>ITL p99</th><th>Latency p99 (ms)</th><th>Output tok/s</th><th>Req/s</th><th>Queue (ms)</th><th>Queue share</th><th>Errors</th><th>SLO</th><th>Notes</th></tr></thead><tbody>",
-        esc(&kind)
+        "<div class=\"tablewrap\"><table class=\"levels\"><thead><tr><th>{}</th></tr></thead><tbody>",
+        head.join("</th><th>")
     );
     for lv in levels {
         let l = &lv.summary;
-        let slo = slo_cell(lv);
         let errors = match sys(l, SystemMetric::ErrorRate) {
             Some(r) if l.stats.error_count > 0 => {
                 format!("{} ({:.1}%)", l.stats.error_count, r * 100.0)
             }
             _ => l.stats.error_count.to_string(),
         };
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{slo}<td>{}</td></tr>",
+        let mut row = vec![
             esc(&load_label(l)),
             cell(d(l, Metric::TimeToFirstToken, Stat::Avg), 2),
             cell(d(l, Metric::TimeToFirstToken, Stat::P50), 2),
             cell(d(l, Metric::TimeToFirstToken, Stat::P99), 2),
+        ];
+        if reasoning {
+            row.push(cell(d(l, Metric::TimeToFirstOutputToken, Stat::Avg), 2));
+            row.push(cell(d(l, Metric::ReasoningTokenCount, Stat::Avg), 1));
+        }
+        row.extend([
             cell(d(l, Metric::InterTokenLatency, Stat::Avg), 2),
             cell(d(l, Metric::InterTokenLatency, Stat::P99), 2),
             cell(d(l, Metric::RequestLatency, Stat::P99), 2),
@@ -89,6 +122,12 @@ pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: 
             sys(l, SystemMetric::QueueShare)
                 .map_or_else(|| "–".to_string(), |q| format!("{:.0}%", q * 100.0)),
             esc(&errors),
+        ]);
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td>{}<td>{}</td></tr>",
+            row.join("</td><td>"),
+            slo_cell(lv),
             esc(&notes(l, knee_level))
         );
     }
