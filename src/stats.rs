@@ -685,6 +685,7 @@ pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRec
         chunks: osl,
         responses: osl,
         lossy_text: false,
+        conversation: None,
         error: None,
     }
 }

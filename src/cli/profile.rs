@@ -91,6 +91,13 @@ impl ProfileArgs {
                 end_ms: self.fixed_schedule_end,
                 ..Default::default()
             },
+            sessions: crate::plan::traffic::SessionSpec {
+                num_sessions: self.num_sessions,
+                turns_mean: self.session_turns_mean,
+                turns_stddev: self.session_turns_stddev,
+                delay_mean_ms: self.session_turn_delay_mean,
+                delay_stddev_ms: self.session_turn_delay_stddev,
+            },
         }
     }
 
@@ -110,6 +117,14 @@ impl ProfileArgs {
                 request_count: self.request_count,
             };
             return crate::plan::traffic::fixed_schedule(workload, &spec, stop);
+        }
+        if let Some(sessions) = &workload.sessions {
+            return crate::plan::traffic::session_load(
+                sessions,
+                self.concurrency.as_deref(),
+                self.request_rate.is_some(),
+                stop,
+            );
         }
         let levels = resolve::levels(
             self.concurrency.as_deref(),
@@ -202,6 +217,12 @@ impl ProfileArgs {
         // The slot between level starts depends on each level's length, known once the plan is.
         plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;
         plan.repeat = self.repeat.plan(!plan.shard.shard.is_whole())?;
+        if plan.workload.sessions.is_some() {
+            crate::plan::traffic::check_session_target(
+                plan.target.api,
+                !plan.shard.shard.is_whole(),
+            )?;
+        }
         Ok(plan)
     }
 }
