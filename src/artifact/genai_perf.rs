@@ -602,6 +602,9 @@ server_max_pending_requests,3.00,count
         s.streaming = false;
         assert!(turns_json(&s)[0]["time_to_first_token"].is_null());
         s.stats.turns.clear();
-        assert!(json(&s, &Value::Null).get("turns").is_none(), "no sessions, no block");
+        assert!(
+            json(&s, &Value::Null).get("turns").is_none(),
+            "no sessions, no block"
+        );
     }
 }

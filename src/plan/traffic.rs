@@ -7,9 +7,7 @@ use std::path::Path;
 
 use crate::error::UsageError;
 use crate::load::{Stimulus, Stop, StopRule};
-use crate::workload::conversation::{
-    self, ConversationSource, FileConversation, SessionPlan,
-};
+use crate::workload::conversation::{self, ConversationSource, FileConversation, SessionPlan};
 use crate::workload::trace::{self, ReadOptions};
 use crate::workload::{PrefixPool, PromptSalt, TraceSource, WorkloadPlan};
 
@@ -161,10 +159,7 @@ pub struct SessionContext<'a> {
 /// Multi-turn sessions: on with `--num-sessions` or `--session-turns-mean` (synthetic user
 /// turns) or a conversation file; `None` otherwise. Turn counts are sampled here, so the plan
 /// knows how many requests sending every session once takes.
-pub fn sessions(
-    s: &SessionSpec,
-    c: &SessionContext,
-) -> Result<Option<SessionPlan>, UsageError> {
+pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPlan>, UsageError> {
     if c.conversation_file.is_none() && !s.asked() {
         if s.any() {
             return usage(

@@ -699,7 +699,11 @@ Turn  Requests  ISL avg  TTFT avg    p50    p99  TTFT per 1k ISL
 ";
         assert_eq!(turn_table(&l).unwrap(), expected);
         l.streaming = false;
-        assert!(turn_table(&l).unwrap().contains("0            4    100.0         -"));
+        assert!(
+            turn_table(&l)
+                .unwrap()
+                .contains("0            4    100.0         -")
+        );
     }
 
     #[test]

@@ -75,7 +75,8 @@ impl TurnDists {
     /// Adds another aggregate's turns.
     pub fn merge(&mut self, other: &TurnDists) {
         if self.buckets.len() < other.buckets.len() {
-            self.buckets.resize_with(other.buckets.len(), Bucket::default);
+            self.buckets
+                .resize_with(other.buckets.len(), Bucket::default);
         }
         for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
             a.ttft.merge(&b.ttft);
@@ -120,7 +121,10 @@ mod tests {
     fn turns_are_kept_apart_up_to_the_cap() {
         let mut d = TurnDists::default();
         d.record(&rec(None, 5, 1));
-        assert!(d.summarize(PercentileMethod::Linear).is_empty(), "no session");
+        assert!(
+            d.summarize(PercentileMethod::Linear).is_empty(),
+            "no session"
+        );
         for (turn, isl, ttft) in [(0, 100, 10), (0, 100, 20), (2, 300, 30), (40, 9000, 50)] {
             d.record(&rec(Some(turn), isl, ttft));
         }
@@ -129,7 +133,14 @@ mod tests {
         d.merge(&other);
         let s = d.summarize(PercentileMethod::Linear);
         assert_eq!(s.len(), MAX_TURNS);
-        let row = |t: &TurnStats| (t.label(), t.count, t.ttft.as_ref().map(|s| s.avg), t.isl_avg);
+        let row = |t: &TurnStats| {
+            (
+                t.label(),
+                t.count,
+                t.ttft.as_ref().map(|s| s.avg),
+                t.isl_avg,
+            )
+        };
         assert_eq!(row(&s[0]), ("0".into(), 2, Some(15.0), 100.0));
         assert_eq!(row(&s[1]), ("1".into(), 0, None, 0.0));
         assert_eq!(row(&s[2]), ("2".into(), 1, Some(30.0), 300.0));

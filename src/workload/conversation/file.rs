@@ -87,8 +87,9 @@ enum Author {
 
 /// One line, checked; `Err` names the field and says what to change.
 fn parse_line(text: &str, line: usize) -> Result<FileConversation, String> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| format!("invalid JSON ({e}): each line must be one conversation such as {EXAMPLE}"))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        format!("invalid JSON ({e}): each line must be one conversation such as {EXAMPLE}")
+    })?;
     let Value::Object(row) = value else {
         return Err(format!("expected a JSON object such as {EXAMPLE}"));
     };
@@ -161,11 +162,7 @@ fn sharegpt_message(
     Ok((author, text.to_string()))
 }
 
-fn openai_message(
-    m: &Map<String, Value>,
-    key: &str,
-    i: usize,
-) -> Result<(Author, String), String> {
+fn openai_message(m: &Map<String, Value>, key: &str, i: usize) -> Result<(Author, String), String> {
     let role = m.get("role").and_then(Value::as_str).ok_or_else(|| {
         format!("field \"{key}[{i}].role\" is missing or not a string (user, assistant or system)")
     })?;
@@ -245,7 +242,10 @@ mod tests {
         let cases = [
             ("{\"messages\": [", "line 2: invalid JSON"),
             ("[1]", "line 2: expected a JSON object"),
-            ("{\"text\": \"hi\"}", "line 2: missing field \"conversations\""),
+            (
+                "{\"text\": \"hi\"}",
+                "line 2: missing field \"conversations\"",
+            ),
             (
                 r#"{"messages": [{"role": "assistant", "content": "x"}]}"#,
                 "line 2: field \"messages\" has no user message (\"role\": \"user\")",

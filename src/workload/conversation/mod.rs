@@ -247,7 +247,10 @@ mod tests {
             .iter()
             .map(|s| s.turns.iter().map(|t| t.text.as_str()).collect())
             .collect();
-        assert_eq!(texts, [vec!["p0", "p1"], vec!["p2"], vec!["p3", "p4", "p5"]]);
+        assert_eq!(
+            texts,
+            [vec!["p0", "p1"], vec!["p2"], vec!["p3", "p4", "p5"]]
+        );
         assert_eq!(s[2].delays_ms, [100, 100]);
         assert!(s[1].delays_ms.is_empty());
         let p = plan(vec![50], (100, 80));
