@@ -93,8 +93,7 @@ fn remember_answer(ctx: &WorkerCtx, ex: &Exchange, history: &mut History) {
 
 /// Whether the level's time window has closed.
 fn past(ctx: &WorkerCtx) -> bool {
-    ctx.deadline
-        .is_some_and(|d| ctx.shared.clock.now_ns() >= d)
+    ctx.deadline.is_some_and(|d| ctx.shared.clock.now_ns() >= d)
 }
 
 /// Waits a session's think time; `false` when the phase ended meanwhile.

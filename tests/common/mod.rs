@@ -656,10 +656,7 @@ fn http_response_text(bytes: &[u8]) -> (String, usize) {
     let mut at = end + 4;
     let mut body = Vec::new();
     if header(&head, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
-        loop {
-            let Some(line_end) = bytes[at..].windows(2).position(|w| w == b"\r\n") else {
-                break;
-            };
+        while let Some(line_end) = bytes[at..].windows(2).position(|w| w == b"\r\n") {
             let size_text = String::from_utf8_lossy(&bytes[at..at + line_end]).into_owned();
             let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
                 .unwrap_or(0);
