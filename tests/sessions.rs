@@ -302,6 +302,36 @@ async fn sharegpt_and_openai_files_are_replayed_turn_by_turn() {
         }
     }
 
+    // A ShareGPT dump is one JSON array: the same conversations, replayed alike.
+    let tee = Tee::start(sim.http_addr);
+    let rows: Vec<Value> = sharegpt
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let file = tmp.path().join("sharegpt.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&rows).unwrap()).unwrap();
+    let out = profile(&chat(
+        &tee.addr,
+        &tmp.path().join("array"),
+        &[
+            "--input-file",
+            file.to_str().unwrap(),
+            "--num-sessions",
+            "1",
+        ],
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        measured(&out.levels[0].dir).len(),
+        3,
+        "the first conversation's turns"
+    );
+    assert_eq!(
+        check_histories(&tee, 1).into_keys().collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+
     // Completions: the history as text, joined by blank lines.
     let tee = Tee::start(sim.http_addr);
     let file = tmp.path().join("openai.jsonl");

@@ -397,6 +397,11 @@ fn prompt_source(s: &WorkloadSpec) -> Result<(PromptSource, bool), UsageError> {
                 "--input-file and --synthetic-input-tokens-mean both choose prompts; give one",
             );
         }
+        // A file that is one JSON array holds conversations (the form ShareGPT dumps come in):
+        // a row with the ShareGPT key stands for it, so it is told apart below like JSONL.
+        Some(p) if crate::workload::conversation::file::is_array(p) => {
+            Some(serde_json::json!({"conversations": []}))
+        }
         Some(p) => Some(crate::workload::trace::first_row(p)?),
         None => None,
     };

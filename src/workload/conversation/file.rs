@@ -8,6 +8,9 @@
 //! | ShareGPT | `{"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}, ...]}` | `from`: `human`/`user`, `gpt`/`assistant`/`chatgpt`/`bard`/`bing`, `system` |
 //! | OpenAI | `{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, ...]}` | `role`: `user`, `assistant`, `system`/`developer`; `content` a string or an array of `{"type": "text", "text": ...}` parts |
 //!
+//! A file whose first character is `[` is one JSON array of such conversations instead (the
+//! form the ShareGPT dumps come in); errors then name the element.
+//!
 //! Each user message is one turn, replayed in order. The file's assistant messages are not
 //! sent: turn N carries the server's own answers to turns 1..N−1, which is what a real chat
 //! client sends (and what a prefix cache sees). System messages go first, in file order. A line
@@ -27,7 +30,7 @@ pub const KEYS: [&str; 2] = ["conversations", "messages"];
 /// One conversation of a file: what is sent of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileConversation {
-    /// Line in the file (1-based), for messages.
+    /// Line in the file (1-based), or position in a JSON array file (1-based), for messages.
     pub line: usize,
     /// System messages, sent first in every turn.
     pub system: Vec<String>,
@@ -43,11 +46,56 @@ pub fn is_conversation(row: &Value) -> bool {
     KEYS.iter().any(|k| row.get(k).is_some())
 }
 
-/// Reads and checks a conversation file.
+/// Whether the file is one JSON array (its first non-blank character is `[`): a ShareGPT dump.
+pub fn is_array(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::with_capacity(64);
+    let _ = file.take(4096).read_to_end(&mut head);
+    String::from_utf8_lossy(&head)
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+        .starts_with('[')
+}
+
+/// Reads and checks a conversation file (JSONL, or one JSON array).
 pub fn read(path: &Path) -> Result<Vec<FileConversation>, UsageError> {
     let file = std::fs::File::open(path)
         .map_err(|e| UsageError(format!("--input-file {}: cannot open: {e}", path.display())))?;
+    if is_array(path) {
+        return read_array(BufReader::new(file), path);
+    }
     read_from(BufReader::new(file), path)
+}
+
+/// A file holding one JSON array of conversations; errors name the element (1-based).
+pub fn read_array(reader: impl BufRead, path: &Path) -> Result<Vec<FileConversation>, UsageError> {
+    let at = || format!("--input-file {}", path.display());
+    let value: Value = serde_json::from_reader(reader).map_err(|e| {
+        UsageError(format!(
+            "{}: invalid JSON ({e}): a file starting with [ must be one array of conversations such as {EXAMPLE}",
+            at()
+        ))
+    })?;
+    let Value::Array(items) = value else {
+        return Err(UsageError(format!("{}: expected one JSON array", at())));
+    };
+    if items.is_empty() {
+        return Err(UsageError(format!(
+            "{}: the array holds no conversations: give at least one, such as {EXAMPLE}",
+            at()
+        )));
+    }
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            parse_value(v, i + 1).map_err(|why| {
+                UsageError(format!("{}: element {} of the array: {why}", at(), i + 1))
+            })
+        })
+        .collect()
 }
 
 /// [`read`] over any reader; `path` only names the source in errors.
@@ -90,6 +138,11 @@ fn parse_line(text: &str, line: usize) -> Result<FileConversation, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
         format!("invalid JSON ({e}): each line must be one conversation such as {EXAMPLE}")
     })?;
+    parse_value(value, line)
+}
+
+/// One conversation, checked; `Err` names the field and says what to change.
+fn parse_value(value: Value, line: usize) -> Result<FileConversation, String> {
     let Value::Object(row) = value else {
         return Err(format!("expected a JSON object such as {EXAMPLE}"));
     };
@@ -278,5 +331,40 @@ mod tests {
             assert!(e.0.contains("c.jsonl"), "{e}");
         }
         assert!(read_str("\n").unwrap_err().0.contains("no conversations"));
+    }
+
+    #[test]
+    fn a_json_array_file_is_read_whole() {
+        let read = |text: &str| read_array(text.as_bytes(), Path::new("s.json"));
+        let c = read(
+            "[\n  {\"conversations\": [{\"from\": \"human\", \"value\": \"a\"}]},\n  {\"messages\": [{\"role\": \"user\", \"content\": \"b\"}]}\n]\n",
+        )
+        .unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!((c[1].line, c[1].users.clone()), (2, vec!["b".to_string()]));
+        let e = read(
+            "[{\"messages\": []}, {\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}]",
+        )
+        .unwrap_err();
+        assert!(
+            e.0.contains("element 1 of the array: field \"messages\" has no user message"),
+            "{e}"
+        );
+        assert!(
+            read("[{\"messages\": [")
+                .unwrap_err()
+                .0
+                .contains("invalid JSON")
+        );
+        assert!(read("[]").unwrap_err().0.contains("no conversations"));
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("a.json");
+        std::fs::write(
+            &path,
+            " \n[{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}]",
+        )
+        .unwrap();
+        assert!(is_array(&path));
+        assert_eq!(super::read(&path).unwrap()[0].users, ["x"]);
     }
 }
