@@ -43,7 +43,10 @@ pub(crate) async fn worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64)
         }
         history.begin(script);
         for (t, turn) in script.turns.iter().enumerate().take(budget as usize) {
-            if t > 0 && !think(&ctx, script.delays_ms[t - 1]).await {
+            let delay = t.checked_sub(1).and_then(|i| script.delays_ms.get(i));
+            if let Some(&ms) = delay
+                && !think(&ctx, ms).await
+            {
                 return;
             }
             if ctx.done() || past(&ctx) {
