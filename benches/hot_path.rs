@@ -205,6 +205,7 @@ fn record(i: u64) -> RequestRecord {
         chunks: 100,
         responses: 101,
         lossy_text: false,
+        conversation: None,
         error: None,
     }
 }

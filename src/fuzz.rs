@@ -74,6 +74,10 @@ pub const TARGETS: &[Target] = &[
         name: "trace",
         run: trace_file,
     },
+    Target {
+        name: "conversations",
+        run: conversation_file,
+    },
 ];
 
 /// The target called `name`.
@@ -351,6 +355,53 @@ pub fn prompt_file(data: &[u8]) {
     let tk = TOKENIZER.get_or_init(Tokenizer::builtin_gpt2);
     if let Ok(prompts) = crate::workload::prompts::from_jsonl_reader(data, Path::new("fuzz"), tk) {
         assert!(!prompts.is_empty(), "an empty prompt list was accepted");
+    }
+}
+
+/// `--input-file` conversations (ShareGPT or OpenAI JSONL, or one JSON array): an accepted
+/// file has conversations, each with a user turn; the chat messages of a session built from one
+/// alternate user and assistant after its system messages and serialize to JSON that reads
+/// back the same.
+pub fn conversation_file(data: &[u8]) {
+    use crate::workload::conversation::{Script, UserTurn, file, history::History};
+    let read = if data.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        file::read_array(data, Path::new("fuzz"))
+    } else {
+        file::read_from(data, Path::new("fuzz"))
+    };
+    let Ok(conversations) = read else {
+        return;
+    };
+    assert!(!conversations.is_empty(), "an empty file was accepted");
+    for c in conversations.iter().take(4) {
+        assert!(
+            !c.users.is_empty(),
+            "a conversation without a user turn was accepted"
+        );
+        let script = Script {
+            system: c.system.iter().map(|s| (s.clone(), 1)).collect(),
+            turns: Vec::new(),
+            delays_ms: Vec::new(),
+        };
+        let mut h = History::default();
+        h.begin(&script);
+        for u in &c.users {
+            h.ask(&UserTurn {
+                text: u.clone(),
+                tokens: 1,
+                max_tokens: None,
+            });
+            h.answer("ok", 1);
+        }
+        let text = serde_json::to_string(h.messages()).expect("messages serialize");
+        let back: Vec<serde_json::Value> = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(back.len(), h.messages().len());
+        let roles: Vec<&str> = back.iter().filter_map(|m| m["role"].as_str()).collect();
+        let after = &roles[c.system.len()..];
+        assert!(
+            after.chunks(2).all(|p| p == ["user", "assistant"]),
+            "{roles:?}"
+        );
     }
 }
 

@@ -358,6 +358,18 @@ pub struct RequestRecord {
     pub lossy_text: bool,
     /// The failure, for failed requests.
     pub error: Option<RequestError>,
+    /// The request's place in a multi-turn session; `None` for a request that stands alone.
+    pub conversation: Option<Turn>,
+}
+
+/// A request's place in a multi-turn session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Turn {
+    /// The session's number in the run (0-based, in the order sessions started).
+    pub session: u64,
+    /// The turn (0-based): turn `t` carries `t + 1` user messages and the `t` answers between
+    /// them.
+    pub turn: u32,
 }
 
 impl RequestRecord {
@@ -494,6 +506,7 @@ mod tests {
             chunks: 11,
             responses: 12,
             lossy_text: false,
+            conversation: None,
             error: None,
         }
     }

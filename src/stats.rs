@@ -15,6 +15,7 @@ use crate::record::{ErrorKind, RequestRecord};
 pub mod isl;
 mod percentile;
 pub mod repeat;
+pub mod turns;
 
 /// Significant digits kept by every histogram (0.1 % relative precision).
 pub const SIGFIG: u8 = 3;
@@ -246,6 +247,8 @@ pub struct Aggregate {
     pub sum_recv_ns: u64,
     /// TTFT and latency by input length (`--isl-buckets`; off when its edges are empty).
     pub isl: isl::IslDists,
+    /// TTFT and input length by session turn (empty without sessions).
+    pub turns: turns::TurnDists,
 }
 
 impl Default for Aggregate {
@@ -276,6 +279,7 @@ impl Aggregate {
             send_count: 0,
             sum_recv_ns: 0,
             isl: isl::IslDists::default(),
+            turns: turns::TurnDists::default(),
         }
     }
 
@@ -331,6 +335,7 @@ impl Aggregate {
         }
         self.dists[Metric::InterChunkLatency.index()].record_runs(gaps);
         self.isl.record(rec);
+        self.turns.record(rec);
         if objectives.iter().all(|o| o.met_by(rec)) {
             self.good += 1;
         }
@@ -417,6 +422,7 @@ impl Aggregate {
         self.send_count += other.send_count;
         self.sum_recv_ns += other.sum_recv_ns;
         self.isl.merge(&other.isl);
+        self.turns.merge(&other.turns);
     }
 
     /// The distributions with their metrics (for serialising histograms).
@@ -461,6 +467,7 @@ impl Aggregate {
             short_outputs: self.short_outputs,
             percentile_method: Some(method),
             isl_buckets: self.isl.summarize(method),
+            turns: self.turns.summarize(method),
         }
     }
 }
@@ -500,6 +507,8 @@ pub struct LevelStats {
     pub percentile_method: Option<PercentileMethod>,
     /// TTFT and latency per input-length bucket (`--isl-buckets`; empty when not asked for).
     pub isl_buckets: Vec<isl::IslBucket>,
+    /// TTFT and input length by session turn (empty without sessions).
+    pub turns: Vec<turns::TurnStats>,
 }
 
 impl LevelStats {
@@ -707,6 +716,7 @@ pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRec
         chunks: osl,
         responses: osl,
         lossy_text: false,
+        conversation: None,
         error: None,
     }
 }

@@ -237,6 +237,34 @@ fn isl_buckets_json(s: &LevelSummary) -> Value {
     Value::Array(buckets)
 }
 
+/// `turns` (multi-turn sessions): one object per turn index, `{turn (0-based), and_later (the
+/// last bucket, holding every later turn too), count, time_to_first_token (as the level's own;
+/// null without streaming or without a request), input_sequence_length: {unit, avg}}`.
+pub fn turns_json(s: &LevelSummary) -> Value {
+    let turns: Vec<Value> = s
+        .stats
+        .turns
+        .iter()
+        .map(|t| {
+            let ttft = t
+                .ttft
+                .as_ref()
+                .filter(|_| s.streaming)
+                .map_or(Value::Null, |st| {
+                    stats_json(Metric::TimeToFirstToken.unit().label(), st)
+                });
+            json!({
+                "turn": t.turn,
+                "and_later": t.and_later,
+                "count": t.count,
+                "time_to_first_token": ttft,
+                "input_sequence_length": {"unit": "tokens", "avg": t.isl_avg},
+            })
+        })
+        .collect();
+    Value::Array(turns)
+}
+
 /// The JSON document (without `input_config`, which the caller appends from the plan).
 pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     let st = &s.stats;
@@ -286,6 +314,9 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     }
     if !st.isl_buckets.is_empty() {
         m.insert("isl_buckets".into(), isl_buckets_json(s));
+    }
+    if !st.turns.is_empty() {
+        m.insert("turns".into(), turns_json(s));
     }
     m.insert(
         "error_count".into(),
@@ -535,5 +566,45 @@ server_max_pending_requests,3.00,count
         assert_eq!(v["engine_metrics"], Value::Null);
         assert_eq!(v["level"]["name"], "concurrency4");
         assert_eq!(v["input_config"]["model"], "gpt2");
+    }
+
+    /// The per-turn block of a run of sessions, exact; TTFT is null without streaming.
+    #[test]
+    fn turns_block_exact() {
+        use crate::stats::turns::TurnStats;
+        let mut s = summary(true, None);
+        let mut one = st(20.0);
+        one.count = 3;
+        s.stats.turns = vec![
+            TurnStats {
+                turn: 0,
+                and_later: false,
+                count: 3,
+                ttft: Some(one),
+                isl_avg: 100.0,
+            },
+            TurnStats {
+                turn: 1,
+                and_later: false,
+                count: 0,
+                ttft: None,
+                isl_avg: 0.0,
+            },
+        ];
+        assert_eq!(
+            serde_json::to_string(&turns_json(&s)).unwrap(),
+            r#"[{"turn":0,"and_later":false,"count":3,"time_to_first_token":{"unit":"ms","avg":20.0,"p1":19.0,"p5":19.5,"p10":19.75,"p25":20.0,"p50":20.125,"p75":21.0,"p90":22.0,"p95":23.0,"p99":28.0,"min":19.0,"max":29.0,"std":0.5,"p99.9":29.0,"count":3},"input_sequence_length":{"unit":"tokens","avg":100.0}},{"turn":1,"and_later":false,"count":0,"time_to_first_token":null,"input_sequence_length":{"unit":"tokens","avg":0.0}}]"#
+        );
+        let doc = json(&s, &Value::Null);
+        assert_eq!(doc["turns"][0]["count"], 3);
+        let back = crate::artifact::read::level_from_json_for_tests(&doc);
+        assert_eq!(back, s.stats.turns);
+        s.streaming = false;
+        assert!(turns_json(&s)[0]["time_to_first_token"].is_null());
+        s.stats.turns.clear();
+        assert!(
+            json(&s, &Value::Null).get("turns").is_none(),
+            "no sessions, no block"
+        );
     }
 }

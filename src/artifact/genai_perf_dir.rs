@@ -110,6 +110,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             // GenAI-Perf computes percentiles with numpy's default, linear interpolation.
             percentile_method: Some(crate::metrics::PercentileMethod::Linear),
             isl_buckets: Vec::new(),
+            turns: Vec::new(),
             duration_s: if request_throughput > 0.0 {
                 request_count as f64 / request_throughput
             } else {

@@ -298,6 +298,7 @@ mod tests {
                 chunks: 101,
                 responses: 102,
                 lossy_text: false,
+                conversation: None,
                 error: None,
             };
             agg.record(&rec, &[5_000_000, 4_000_000], &[]);

@@ -273,6 +273,38 @@ fn isl_buckets_from(doc: &Value) -> Vec<crate::stats::isl::IslBucket> {
         .collect()
 }
 
+/// [`turns_from`], for the encoder's round-trip test.
+#[cfg(test)]
+pub(crate) fn level_from_json_for_tests(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
+    turns_from(doc)
+}
+
+/// The level document's `turns` (see [`super::genai_perf`]); none in runs without sessions.
+fn turns_from(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
+    let turns = doc.get("turns").and_then(Value::as_array);
+    turns
+        .into_iter()
+        .flatten()
+        .map(|t| crate::stats::turns::TurnStats {
+            turn: t
+                .get("turn")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
+            and_later: t.get("and_later").and_then(Value::as_bool).unwrap_or(false),
+            count: t.get("count").and_then(Value::as_u64).unwrap_or(0),
+            ttft: t
+                .get("time_to_first_token")
+                .filter(|v| v.is_object())
+                .map(stats_from),
+            isl_avg: t
+                .pointer("/input_sequence_length/avg")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+        })
+        .collect()
+}
+
 fn server_from(v: &Value) -> Option<ServerDelta> {
     if !v.is_object() {
         return None;
@@ -414,6 +446,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             short_outputs: vcount("short_output_count"),
             percentile_method: level.get("percentile_method").and_then(typed),
             isl_buckets: isl_buckets_from(doc),
+            turns: turns_from(doc),
         },
         server: doc.get("server_metrics").and_then(server_from),
         engine: doc.get("engine_metrics").and_then(typed),

@@ -25,6 +25,7 @@
 //! | `chunks`, `responses` | content-bearing responses, all responses |
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
 //! | `error`, `error_message` | failure kind and detail, or `null` |
+//! | `session`, `turn` | only in rows of multi-turn sessions: the session's number in the run (0-based, in the order sessions started; a number taken when a phase's request budget was already spent is never sent, so numbers may skip at a phase's end; `prompt_index` is its conversation) and the turn (0-based: turn `t` carried `t + 1` user messages and the server's `t` answers between them) |
 //! | `shard` | in a merged file only: the shard that sent the request |
 //! | `request_id` | the id the request was sent with (`RUN-SEQ`: `X-Request-ID` over HTTP, KServe `id` over gRPC); absent when it had none |
 
@@ -69,6 +70,10 @@ struct Row<'a> {
     lossy_text: bool,
     error: Option<&'a str>,
     error_message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     shard: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +141,8 @@ pub fn write_shard_row(
         lossy_text: rec.lossy_text,
         error: kind.as_deref(),
         error_message: rec.error.as_ref().map(|e| &*e.message),
+        session: rec.conversation.map(|c| c.session),
+        turn: rec.conversation.map(|c| c.turn),
         shard,
         request_id: request_id.map(Shown),
     };
@@ -181,6 +188,11 @@ struct ReadRow {
     error_message: Option<String>,
     #[serde(default)]
     request_id: Option<String>,
+    // Present only in rows of multi-turn sessions.
+    #[serde(default)]
+    session: Option<u64>,
+    #[serde(default)]
+    turn: Option<u32>,
 }
 
 /// A row read back: its level, its record, and the id it was sent with (none in rows written
@@ -232,6 +244,10 @@ pub fn read_row(line: &str) -> Result<ReadBack, String> {
         responses: r.responses,
         lossy_text: r.lossy_text,
         error,
+        conversation: match (r.session, r.turn) {
+            (Some(session), Some(turn)) => Some(crate::record::Turn { session, turn }),
+            _ => None,
+        },
     };
     Ok(ReadBack {
         level: r.level,
@@ -273,6 +289,7 @@ mod tests {
             chunks: 1,
             responses: 2,
             lossy_text: false,
+            conversation: None,
             error: None,
         };
         let mut out = Vec::new();
@@ -360,6 +377,7 @@ mod tests {
             chunks: 10,
             responses: 12,
             lossy_text: false,
+            conversation: None,
             error: None,
         };
         let mut out = Vec::new();
@@ -371,5 +389,49 @@ mod tests {
         );
         let back = read_row(s.trim_end()).unwrap();
         assert_eq!(back.record, rec);
+    }
+
+    /// A turn of a multi-turn session: `session` and `turn` join the row (exact text), and read
+    /// back they give the same record.
+    #[test]
+    fn session_row_exact_text() {
+        let rec = RequestRecord {
+            phase: Phase::Measure,
+            seq: 4,
+            prompt_index: 2,
+            intended_ns: 0,
+            sent_ns: 0,
+            send_done_ns: None,
+            first_byte_ns: None,
+            first_token_ns: Some(1_000_000),
+            second_token_ns: None,
+            first_output_token_ns: None,
+            last_token_ns: Some(1_000_000),
+            end_ns: 1_000_000,
+            isl: 30,
+            osl: 1,
+            server_osl: None,
+            tokenizer_osl: Some(1),
+            server_isl: None,
+            reasoning_tokens: None,
+            server_reasoning_tokens: None,
+            requested_osl: 1,
+            chunks: 1,
+            responses: 1,
+            lossy_text: false,
+            conversation: Some(crate::record::Turn {
+                session: 7,
+                turn: 2,
+            }),
+            error: None,
+        };
+        let mut out = Vec::new();
+        write_row(&mut out, "concurrency2", &Clock::unix(), &rec, None).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(
+            s,
+            "{\"level\":\"concurrency2\",\"phase\":\"measure\",\"seq\":4,\"prompt_index\":2,\"intended_ns\":0,\"sent_ns\":0,\"first_byte_ns\":null,\"first_token_ns\":1000000,\"second_token_ns\":null,\"last_token_ns\":1000000,\"end_ns\":1000000,\"ttft_ms\":1.0,\"latency_ms\":1.0,\"itl_ms\":null,\"isl\":30,\"osl\":1,\"server_osl\":null,\"tokenizer_osl\":1,\"server_isl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":1,\"lossy_text\":false,\"error\":null,\"error_message\":null,\"session\":7,\"turn\":2}\n"
+        );
+        assert_eq!(read_row(s.trim_end()).unwrap().record, rec);
     }
 }

@@ -184,6 +184,7 @@ mod tests {
             chunks: 10,
             responses: 10,
             lossy_text: false,
+            conversation: None,
             error: error
                 .then(|| crate::record::RequestError::new(crate::record::ErrorKind::Timeout, "t")),
         }

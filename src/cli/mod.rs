@@ -296,7 +296,8 @@ pub struct ProfileArgs {
     pub max_inflight: u32,
 
     /// Requests measured per level (default: max(10, 2 × concurrency), 10 for a request rate,
-    /// or --num-prompts when that alone is given).
+    /// or --num-prompts when that alone is given; with sessions, every session once). With
+    /// sessions it counts turns (each turn is one request), not sessions.
     #[arg(help_heading = MEASUREMENT, long = "request-count", alias = "num-requests")]
     pub request_count: Option<u64>,
 
@@ -395,10 +396,12 @@ pub struct ProfileArgs {
     #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%")]
     pub knee_min_gain: String,
 
-    /// JSONL input instead of synthetic prompts: one `{"text": ...}` prompt per line, or a
+    /// JSONL input instead of synthetic prompts: one `{"text": ...}` prompt per line, a
     /// request trace in the Mooncake form (`{"timestamp": ms, "input_length": N,
     /// "output_length": M, "hash_ids": [..]}` per line; told apart by its `input_length` key),
-    /// whose prompts are synthesized to its lengths and shared blocks.
+    /// whose prompts are synthesized to its lengths and shared blocks, or conversations replayed
+    /// as multi-turn sessions (ShareGPT `{"conversations": [{"from", "value"}, ..]}` or OpenAI
+    /// `{"messages": [{"role", "content"}, ..]}` per line).
     #[arg(help_heading = WORKLOAD, long = "input-file")]
     pub input_file: Option<PathBuf>,
 
@@ -439,6 +442,29 @@ pub struct ProfileArgs {
     /// Lengths and sharing within the run do not depend on it.
     #[arg(help_heading = WORKLOAD, long = "prompt-salt", value_name = "auto|none|TEXT", default_value = "auto")]
     pub prompt_salt: String,
+
+    /// Multi-turn sessions: this many distinct sessions (default 100 when --session-turns-mean
+    /// is given; with a conversation file, its first N). Turn N of a session sends the whole
+    /// history (earlier user messages and the server's answers) plus a new user message; a
+    /// session stays on one worker and connection, so --concurrency counts sessions in flight.
+    #[arg(help_heading = WORKLOAD, long = "num-sessions", alias = "conversation-num")]
+    pub num_sessions: Option<u32>,
+
+    /// Mean user turns per synthetic session (default 1; sampled from a normal, at least 1).
+    #[arg(help_heading = WORKLOAD, long = "session-turns-mean")]
+    pub session_turns_mean: Option<u32>,
+
+    /// Standard deviation of the user turns per synthetic session.
+    #[arg(help_heading = WORKLOAD, long = "session-turns-stddev")]
+    pub session_turns_stddev: Option<u32>,
+
+    /// Mean think time between a turn's answer and the session's next turn (ms; default 0).
+    #[arg(help_heading = WORKLOAD, long = "session-turn-delay-mean", value_name = "MS")]
+    pub session_turn_delay_mean: Option<u64>,
+
+    /// Standard deviation of the think time (ms); sampled delays are clamped at 0.
+    #[arg(help_heading = WORKLOAD, long = "session-turn-delay-stddev", value_name = "MS")]
+    pub session_turn_delay_stddev: Option<u64>,
 
     /// Prometheus endpoint of the server (default: the target's own /metrics for an OpenAI API,
     /// then port 8002 of the target host, whichever answers).

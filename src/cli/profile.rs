@@ -91,6 +91,13 @@ impl ProfileArgs {
                 end_ms: self.fixed_schedule_end,
                 ..Default::default()
             },
+            sessions: crate::plan::traffic::SessionSpec {
+                num_sessions: self.num_sessions,
+                turns_mean: self.session_turns_mean,
+                turns_stddev: self.session_turns_stddev,
+                delay_mean_ms: self.session_turn_delay_mean,
+                delay_stddev_ms: self.session_turn_delay_stddev,
+            },
         }
     }
 
@@ -110,6 +117,14 @@ impl ProfileArgs {
                 request_count: self.request_count,
             };
             return crate::plan::traffic::fixed_schedule(workload, &spec, stop);
+        }
+        if let Some(sessions) = &workload.sessions {
+            return crate::plan::traffic::session_load(
+                sessions,
+                self.concurrency.as_deref(),
+                self.request_rate.is_some(),
+                stop,
+            );
         }
         let levels = resolve::levels(
             self.concurrency.as_deref(),
@@ -198,6 +213,12 @@ impl ProfileArgs {
         // The slot between level starts depends on each level's length, known once the plan is.
         plan.shard = resolve::shard(&self.shard.spec(plan.levels.len(), plan.level_length()))?;
         plan.repeat = self.repeat.plan(!plan.shard.shard.is_whole())?;
+        if plan.workload.sessions.is_some() {
+            crate::plan::traffic::check_session_target(
+                plan.target.api,
+                !plan.shard.shard.is_whole(),
+            )?;
+        }
         Ok(plan)
     }
 }
@@ -630,5 +651,81 @@ mod tests {
         assert_eq!(map.get("authorization").unwrap(), "Bearer sk-abc");
         assert!(plan(&["-m", "m", "--goodput", "bogus:1"]).is_err());
         assert!(plan(&["-m", "m", "-H", "novalue"]).is_err());
+    }
+
+    /// Sessions: turn counts sampled from the seed, every session once by default, closed loop
+    /// only, and the flags that contradict them refused with what to do instead.
+    #[test]
+    fn sessions_plan() {
+        let base = ["-m", "m", "--endpoint-type", "chat"];
+        let with = |extra: &[&str]| {
+            let mut a = base.to_vec();
+            a.extend_from_slice(extra);
+            plan(&a)
+        };
+        let p = with(&[
+            "--num-sessions",
+            "20",
+            "--session-turns-mean",
+            "4",
+            "--session-turns-stddev",
+            "2",
+            "--concurrency",
+            "3",
+        ])
+        .unwrap();
+        let s = p.workload.sessions.as_ref().unwrap();
+        assert_eq!((s.sessions, s.turns.len()), (20, 20));
+        assert_eq!(
+            s.total_turns,
+            s.turns.iter().map(|&t| u64::from(t)).sum::<u64>()
+        );
+        assert!(s.turns.iter().any(|&t| t != 4), "sampled: {:?}", s.turns);
+        assert_eq!(p.stop, StopRule::Fixed(Stop::Requests(s.total_turns)));
+        assert_eq!(p.levels, [Stimulus::Concurrency(3)]);
+        let again = with(&[
+            "--num-sessions",
+            "20",
+            "--session-turns-mean",
+            "4",
+            "--session-turns-stddev",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(again.workload.sessions.unwrap().turns, s.turns, "seeded");
+        let counted = with(&["--session-turns-mean", "2", "--request-count", "7"]).unwrap();
+        assert_eq!(counted.workload.sessions.as_ref().unwrap().sessions, 100);
+        assert_eq!(counted.stop, StopRule::Fixed(Stop::Requests(7)), "turns");
+        assert!(with(&[]).unwrap().workload.sessions.is_none());
+        for (extra, says) in [
+            (
+                &["--num-sessions", "2", "--request-rate", "4"][..],
+                "give --concurrency N",
+            ),
+            (&["--session-turn-delay-mean", "5"], "give --num-sessions N"),
+            (
+                &["--num-sessions", "2", "--num-prompts", "5"],
+                "drop --num-prompts",
+            ),
+            (
+                &["--num-sessions", "2", "--num-prefix-prompts", "2"],
+                "drop --num-prefix-prompts",
+            ),
+            (&["--num-sessions", "0"], "at least 1"),
+            (&["--num-sessions", "2", "--shard", "1/2"], "drop --shard"),
+        ] {
+            let e = with(extra).unwrap_err();
+            assert!(e.0.contains(says), "{extra:?}: {e}");
+        }
+        let e = plan(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "kserve",
+            "--num-sessions",
+            "2",
+        ])
+        .unwrap_err();
+        assert!(e.0.contains("--endpoint-type chat"), "{e}");
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod backoff;
 pub mod cancellation;
+pub mod conversation;
 pub mod dispatch;
 pub mod pacer;
 pub mod queue;
@@ -268,9 +269,16 @@ pub async fn run_phase(
     match spec.stimulus {
         Stimulus::Concurrency(n) => {
             let tickets = Arc::new(AtomicU64::new(0));
+            let sessions = shared.dataset.conversations().is_some();
             for w in 0..n {
                 let (ctx, tickets) = (ctx(&sink), tickets.clone());
-                set.spawn(async move { closed_loop_worker(ctx, tickets, u64::from(w)).await });
+                if sessions {
+                    set.spawn(async move {
+                        conversation::worker(ctx, tickets, u64::from(w)).await;
+                    });
+                } else {
+                    set.spawn(async move { closed_loop_worker(ctx, tickets, u64::from(w)).await });
+                }
             }
         }
         Stimulus::RequestRate { max_inflight, .. }
@@ -358,7 +366,7 @@ fn schedule_of(shared: &Shared, spec: &PhaseSpec) -> pacer::Pacer {
 }
 
 /// What one worker needs.
-struct WorkerCtx {
+pub(crate) struct WorkerCtx {
     shared: Arc<Shared>,
     spec: PhaseSpec,
     deadline: Option<u64>,
@@ -368,6 +376,7 @@ struct WorkerCtx {
 }
 
 impl WorkerCtx {
+    /// Whether sending has stopped (the run, or this phase).
     fn done(&self) -> bool {
         self.shared.cancel.stopping() || self.halt.halted()
     }
@@ -537,9 +546,7 @@ async fn exchange(
 }
 
 /// Sends dataset entry `seq mod N` (a shard's entries are its part of the prompts; the record
-/// carries the prompt's index in the whole dataset), waits for the whole response, and builds its record; says
-/// whether its output tokens are still to be counted from `ex.text` (the record's `osl` is 0
-/// until then).
+/// carries the prompt's index in the whole dataset): [`execute`] of that entry.
 async fn execute_one(
     shared: &Shared,
     spec: &PhaseSpec,
@@ -549,6 +556,40 @@ async fn execute_one(
 ) -> (Completed, bool) {
     let index = (seq % shared.dataset.len() as u64) as usize;
     let entry = shared.dataset.entry(index);
+    let ask = Ask {
+        payload: &entry.payload,
+        isl: entry.isl,
+        max_tokens: entry.max_tokens,
+        prompt_index: shared.dataset.prompt_index(index),
+        conversation: None,
+    };
+    execute(shared, spec, (seq, intended_ns), &ask, ex).await
+}
+
+/// What one request sends, and what its record says about it.
+pub(crate) struct Ask<'a> {
+    /// The body.
+    pub payload: &'a crate::workload::Payload,
+    /// Input tokens.
+    pub isl: u32,
+    /// Output tokens asked for (0: left to the server).
+    pub max_tokens: u32,
+    /// The dataset entry (or session script) it came from.
+    pub prompt_index: u32,
+    /// Its place in a multi-turn session.
+    pub conversation: Option<crate::record::Turn>,
+}
+
+/// Sends one request (`seq`, intended at `intended_ns`), waits for the whole response, and
+/// builds its record; says whether its output tokens are still to be counted from `ex.text`
+/// (the record's `osl` is 0 until then).
+pub(crate) async fn execute(
+    shared: &Shared,
+    spec: &PhaseSpec,
+    (seq, intended_ns): (u64, u64),
+    ask: &Ask<'_>,
+    ex: &mut Exchange,
+) -> (Completed, bool) {
     if let Some(pool) = &shared.captures
         && ex.capture.is_none()
     {
@@ -577,7 +618,7 @@ async fn execute_one(
         tokio::select! {
             biased;
             _ = &mut abort => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted while this request was in flight")),
-            r = exchange(shared, &entry.payload, ex, shared.cancellation.and_then(|c| c.delay_for(shared.shard.whole_seq(seq)))) => r,
+            r = exchange(shared, ask.payload, ex, shared.cancellation.and_then(|c| c.delay_for(shared.shard.whole_seq(seq)))) => r,
         }
     };
     let end_ns = clock.now_ns();
@@ -604,12 +645,12 @@ async fn execute_one(
     };
     let isl = match (shared.use_server_token_count, ex.prompt_tokens) {
         (true, Some(n)) => n,
-        _ => entry.isl,
+        _ => ask.isl,
     };
     let record = RequestRecord {
         phase: spec.phase,
         seq,
-        prompt_index: shared.dataset.prompt_index(index),
+        prompt_index: ask.prompt_index,
         intended_ns,
         sent_ns,
         send_done_ns: ex.send_done_ns,
@@ -629,11 +670,12 @@ async fn execute_one(
         // Kept for responses with reasoning only: a server that reports 0 for every answer
         // leaves other models' rows as they were.
         server_reasoning_tokens: ex.reasoning_tokens.filter(|_| ex.reasoning_end > 0),
-        requested_osl: entry.max_tokens,
+        requested_osl: ask.max_tokens,
         chunks: ex.chunks,
         responses: ex.responses,
         lossy_text: ex.lossy_text,
         error,
+        conversation: ask.conversation,
     };
     let fresh = shared.gaps.pop().unwrap_or_else(|| Vec::with_capacity(256));
     let gaps = std::mem::replace(&mut ex.gaps, fresh);

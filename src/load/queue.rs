@@ -267,6 +267,7 @@ mod tests {
                 chunks: 0,
                 responses: 0,
                 lossy_text: false,
+                conversation: None,
                 error: None,
             },
             gaps: Vec::new(),

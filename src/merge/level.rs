@@ -265,6 +265,7 @@ mod tests {
             chunks: 5,
             responses: 5,
             lossy_text: false,
+            conversation: None,
             error: None,
         }
     }

@@ -95,6 +95,11 @@ impl RunPlan {
                 );
             }
         }
+        // Multi-turn sessions send histories, not single prompts; a run without them has no
+        // key, like the runs recorded before they existed.
+        if let Some(sessions) = &w.sessions {
+            print.insert(SESSIONS_KEY.into(), sessions_text(sessions));
+        }
         // Cancelling requests changes what the server does and what is measured; a run without
         // it has no key, like the runs recorded before it existed.
         if self.cancellation().is_some() {
@@ -113,6 +118,25 @@ impl RunPlan {
 
 /// The fingerprint's key for a prompt salt other than `auto`.
 const SALT_KEY: &str = "prompt_salt";
+
+/// The fingerprint's key for multi-turn sessions.
+const SESSIONS_KEY: &str = "sessions";
+
+/// Sessions as the fingerprint shows them: how many, their turns and think time.
+fn sessions_text(s: &crate::workload::conversation::SessionPlan) -> String {
+    use crate::workload::conversation::ConversationSource;
+    let turns = match &s.source {
+        ConversationSource::Synthetic {
+            turns_mean,
+            turns_stddev,
+        } => format!("{turns_mean}±{turns_stddev} turns"),
+        ConversationSource::File { path } => format!("turns of {}", path.display()),
+    };
+    format!(
+        "{} sessions, {turns} ({} in all), think {}±{} ms",
+        s.sessions, s.total_turns, s.delay_mean_ms, s.delay_stddev_ms
+    )
+}
 
 /// The fingerprint's key for `--request-cancellation-rate` above 0.
 const CANCEL_KEY: &str = "request_cancellation";

@@ -322,6 +322,8 @@ pub struct WorkloadSpec {
     pub prompt_salt: Option<String>,
     /// A trace's block size and schedule window (`--block-size`, `--fixed-schedule*`).
     pub trace: super::traffic::TraceSpec,
+    /// Multi-turn sessions (`--num-sessions`, `--session-turns-*`, `--session-turn-delay-*`).
+    pub sessions: super::traffic::SessionSpec,
 }
 
 /// Prompts (synthetic, 550 tokens by default as GenAI-Perf, a file of prompts, or a trace read
@@ -330,7 +332,7 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
     if s.num_prompts == Some(0) {
         return usage("--num-prompts must be at least 1");
     }
-    let prompts = prompt_source(s)?;
+    let (prompts, conversation_file) = prompt_source(s)?;
     let num_prompts = match &prompts {
         PromptSource::Trace(t) => u32::try_from(t.requests).unwrap_or(u32::MAX),
         _ => s.num_prompts.unwrap_or(100),
@@ -358,7 +360,18 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
             .flatten()
             .collect();
     let synthetic = matches!(prompts, PromptSource::Synthetic { .. });
+    let sessions = super::traffic::sessions(
+        &s.sessions,
+        &super::traffic::SessionContext {
+            conversation_file: conversation_file.then_some(()).and(s.input_file.as_deref()),
+            synthetic,
+            num_prompts: s.num_prompts.is_some(),
+            prefix_prompts: s.num_prefix_prompts.is_some(),
+            seed: s.seed,
+        },
+    )?;
     Ok(WorkloadPlan {
+        sessions,
         prefix_prompts: super::traffic::prefix_pool(
             s.num_prefix_prompts,
             s.prefix_prompt_length,
@@ -375,17 +388,36 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
 }
 
 /// Where prompts come from: an `--input-file` (a trace when its first row has `input_length`,
-/// else `{"text": ...}` prompts) or synthetic ones.
-fn prompt_source(s: &WorkloadSpec) -> Result<PromptSource, UsageError> {
-    let trace = match &s.input_file {
+/// conversations when it has `conversations` or `messages`, else `{"text": ...}` prompts) or
+/// synthetic ones; says whether the file holds conversations (read by the session resolver).
+fn prompt_source(s: &WorkloadSpec) -> Result<(PromptSource, bool), UsageError> {
+    let first = match &s.input_file {
         Some(_) if s.input_tokens_mean.is_some() => {
             return usage(
                 "--input-file and --synthetic-input-tokens-mean both choose prompts; give one",
             );
         }
-        Some(p) => crate::workload::trace::is_trace(p)?,
-        None => false,
+        // A file that is one JSON array holds conversations (the form ShareGPT dumps come in):
+        // a row with the ShareGPT key stands for it, so it is told apart below like JSONL.
+        Some(p) if crate::workload::conversation::file::is_array(p) => {
+            Some(serde_json::json!({"conversations": []}))
+        }
+        Some(p) => Some(crate::workload::trace::first_row(p)?),
+        None => None,
     };
+    let trace = first
+        .as_ref()
+        .is_some_and(|v| v.get("input_length").is_some());
+    if let (Some(v), Some(p)) = (&first, &s.input_file)
+        && crate::workload::conversation::file::is_conversation(v)
+    {
+        if s.trace.block_size.is_some() {
+            return usage(
+                "--block-size is the token count of one hash id of a trace; this --input-file holds conversations: drop it",
+            );
+        }
+        return Ok((PromptSource::File(p.clone()), true));
+    }
     if trace {
         let path = s.input_file.as_deref().unwrap_or(std::path::Path::new(""));
         let spec = super::traffic::TraceSpec {
@@ -393,16 +425,17 @@ fn prompt_source(s: &WorkloadSpec) -> Result<PromptSource, UsageError> {
             exact_output: s.output_deterministic,
             ..s.trace
         };
-        return Ok(PromptSource::Trace(super::traffic::trace_source(
-            path, &spec,
-        )?));
+        return Ok((
+            PromptSource::Trace(super::traffic::trace_source(path, &spec)?),
+            false,
+        ));
     }
     if s.trace.block_size.is_some() {
         return usage(
             "--block-size is the token count of one hash id of a trace: give --input-file with trace rows, or drop it",
         );
     }
-    Ok(match &s.input_file {
+    let source = match &s.input_file {
         Some(p) => PromptSource::File(p.clone()),
         None => match s.input_tokens_mean.unwrap_or(550) {
             0 => return usage("--synthetic-input-tokens-mean must be at least 1"),
@@ -411,7 +444,8 @@ fn prompt_source(s: &WorkloadSpec) -> Result<PromptSource, UsageError> {
                 stddev: s.input_tokens_stddev,
             },
         },
-    })
+    };
+    Ok((source, false))
 }
 
 /// The server's Prometheus endpoint: the one given, or else tried quietly: the target's own

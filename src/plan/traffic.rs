@@ -1,11 +1,13 @@
 //! The parts of the workload and load sections that make traffic look like production, each
 //! resolved and checked alone: a request trace (`--input-file` in the Mooncake form) and its
-//! fixed schedule, the prefix prompt pool, and the prompt salt.
+//! fixed schedule, multi-turn sessions (synthetic, or a conversation file), the prefix prompt
+//! pool, and the prompt salt.
 
 use std::path::Path;
 
 use crate::error::UsageError;
 use crate::load::{Stimulus, Stop, StopRule};
+use crate::workload::conversation::{self, ConversationSource, FileConversation, SessionPlan};
 use crate::workload::trace::{self, ReadOptions};
 use crate::workload::{PrefixPool, PromptSalt, TraceSource, WorkloadPlan};
 
@@ -104,6 +106,177 @@ pub fn trace_source(path: &Path, s: &TraceSpec) -> Result<TraceSource, UsageErro
         exact_output: s.exact_output,
         trace: std::sync::Arc::new(rows),
     })
+}
+
+/// The session flags, as given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SessionSpec {
+    /// `--num-sessions`.
+    pub num_sessions: Option<u32>,
+    /// `--session-turns-mean`.
+    pub turns_mean: Option<u32>,
+    /// `--session-turns-stddev`.
+    pub turns_stddev: Option<u32>,
+    /// `--session-turn-delay-mean` (ms).
+    pub delay_mean_ms: Option<u64>,
+    /// `--session-turn-delay-stddev` (ms).
+    pub delay_stddev_ms: Option<u64>,
+}
+
+impl SessionSpec {
+    /// Whether a flag that switches sessions on was given.
+    fn asked(&self) -> bool {
+        self.num_sessions.is_some() || self.turns_mean.is_some()
+    }
+
+    /// Whether any session flag was given.
+    fn any(&self) -> bool {
+        self.asked()
+            || self.turns_stddev.is_some()
+            || self.delay_mean_ms.is_some()
+            || self.delay_stddev_ms.is_some()
+    }
+}
+
+/// `--num-sessions` when not given, as AIPerf's conversation count.
+pub const DEFAULT_SESSIONS: u32 = 100;
+
+/// What the rest of the workload says about sessions.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionContext<'a> {
+    /// The `--input-file` when it holds conversations (read and checked here).
+    pub conversation_file: Option<&'a Path>,
+    /// Prompts are synthetic (else a prompt file or a trace).
+    pub synthetic: bool,
+    /// `--num-prompts` was given.
+    pub num_prompts: bool,
+    /// `--num-prefix-prompts` was given.
+    pub prefix_prompts: bool,
+    /// `--random-seed`.
+    pub seed: u64,
+}
+
+/// Multi-turn sessions: on with `--num-sessions` or `--session-turns-mean` (synthetic user
+/// turns) or a conversation file; `None` otherwise. Turn counts are sampled here, so the plan
+/// knows how many requests sending every session once takes.
+pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPlan>, UsageError> {
+    if c.conversation_file.is_none() && !s.asked() {
+        if s.any() {
+            return usage(
+                "--session-turns-stddev and --session-turn-delay-* shape multi-turn sessions: give --num-sessions N (and --session-turns-mean) too",
+            );
+        }
+        return Ok(None);
+    }
+    if c.num_prompts {
+        return usage(
+            "--num-prompts counts single prompts; sessions are counted by --num-sessions: drop --num-prompts",
+        );
+    }
+    if c.prefix_prompts {
+        return usage(
+            "--num-prefix-prompts is for single prompts; a session's later turns already share its history as a prefix: drop --num-prefix-prompts",
+        );
+    }
+    let (source, turns, file) = match c.conversation_file {
+        Some(path) => conversation_file(path, s)?,
+        None if !c.synthetic => {
+            return usage(
+                "multi-turn sessions send synthetic user turns or a conversation file: an --input-file of {\"text\": ...} prompts or trace rows has no turns; give a file of conversations ({\"conversations\": [...]} or {\"messages\": [...]} per line), or drop --input-file",
+            );
+        }
+        None => {
+            let sessions = s.num_sessions.unwrap_or(DEFAULT_SESSIONS);
+            let (mean, stddev) = (s.turns_mean.unwrap_or(1), s.turns_stddev.unwrap_or(0));
+            if sessions == 0 || mean == 0 {
+                return usage("--num-sessions and --session-turns-mean must be at least 1");
+            }
+            let turns = conversation::sample_turns(mean, stddev, c.seed, sessions as usize);
+            let source = ConversationSource::Synthetic {
+                turns_mean: mean,
+                turns_stddev: stddev,
+            };
+            (source, turns, Vec::new())
+        }
+    };
+    Ok(Some(SessionPlan {
+        source,
+        sessions: turns.len() as u32,
+        total_turns: turns.iter().map(|&t| u64::from(t)).sum(),
+        turns,
+        delay_mean_ms: s.delay_mean_ms.unwrap_or(0),
+        delay_stddev_ms: s.delay_stddev_ms.unwrap_or(0),
+        file: std::sync::Arc::new(file),
+    }))
+}
+
+/// A conversation file read and checked, its first `--num-sessions` conversations kept.
+fn conversation_file(
+    path: &Path,
+    s: &SessionSpec,
+) -> Result<(ConversationSource, Vec<u32>, Vec<FileConversation>), UsageError> {
+    if s.turns_mean.is_some() || s.turns_stddev.is_some() {
+        return usage(format!(
+            "--input-file {} holds conversations, whose user messages are the turns: drop --session-turns-mean/--session-turns-stddev",
+            path.display()
+        ));
+    }
+    let mut file = conversation::file::read(path)?;
+    if let Some(n) = s.num_sessions {
+        if n == 0 || n as usize > file.len() {
+            return usage(format!(
+                "--num-sessions {n}: --input-file {} holds {} conversations; give 1 to {}, or leave it out to replay them all",
+                path.display(),
+                file.len(),
+                file.len()
+            ));
+        }
+        file.truncate(n as usize);
+    }
+    let turns = file.iter().map(|c| c.users.len() as u32).collect();
+    let source = ConversationSource::File {
+        path: path.to_path_buf(),
+    };
+    Ok((source, turns, file))
+}
+
+/// The levels and stop rule of a run of sessions: closed loop only (a session's next turn
+/// waits for the answer to the last, so there is no schedule of requests to keep), and by
+/// default every session once (AIPerf's conversation count).
+pub fn session_load(
+    sessions: &SessionPlan,
+    concurrency: Option<&str>,
+    request_rate: bool,
+    stop: StopRule,
+) -> Result<(Vec<Stimulus>, StopRule), UsageError> {
+    if request_rate {
+        return usage(
+            "--request-rate paces single requests; a session's turns wait for each other's answers, so sessions are driven closed loop: give --concurrency N to keep N sessions in flight",
+        );
+    }
+    let levels = super::resolve::levels(concurrency, None, crate::load::Arrival::Poisson, 1)?;
+    let stop = match stop {
+        StopRule::Auto => StopRule::Fixed(Stop::Requests(sessions.total_turns)),
+        other => other,
+    };
+    Ok((levels, stop))
+}
+
+/// Sessions need an API whose request carries text (chat, completions, generate over HTTP),
+/// and run in one process: a session's history lives on the worker that holds it.
+pub fn check_session_target(api: crate::target::Api, sharded: bool) -> Result<(), UsageError> {
+    use crate::target::Api;
+    if !matches!(api, Api::Chat | Api::Completions | Api::Generate) {
+        return usage(
+            "multi-turn sessions are sent over the chat, completions or generate HTTP APIs: give --endpoint-type chat (or completions, generate)",
+        );
+    }
+    if sharded {
+        return usage(
+            "multi-turn sessions are not split over shards yet: run them from one process (drop --shard)",
+        );
+    }
+    Ok(())
 }
 
 /// The load of `--fixed-schedule`, as given.

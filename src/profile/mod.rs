@@ -640,6 +640,10 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     if l.stats.error_count > 0 {
         eprint!("{}", console::error_lines(l));
     }
+    // Sessions are run to see TTFT by turn: the table is the point, so it is not kept for -v.
+    if let Some(t) = console::turn_table(l) {
+        eprintln!("{t}");
+    }
     if verbosity == Verbosity::Verbose {
         eprint!("{}", console::engine_lines(l));
         eprintln!("{}", console::level_table(l));

@@ -357,6 +357,46 @@ pub fn level_table(l: &LevelSummary) -> String {
     out
 }
 
+/// TTFT by session turn (multi-turn sessions): requests, average input length, TTFT avg, p50
+/// and p99, and TTFT per 1,000 input tokens (a prefix cache that holds the history keeps it
+/// falling as turns grow); `None` without sessions. Without streaming the TTFT columns are
+/// `-`.
+pub fn turn_table(l: &LevelSummary) -> Option<String> {
+    if l.stats.turns.is_empty() {
+        return None;
+    }
+    let rows: Vec<Vec<String>> = l
+        .stats
+        .turns
+        .iter()
+        .map(|t| {
+            let s = t.ttft.as_ref().filter(|_| l.streaming);
+            let per_k = s
+                .filter(|_| t.isl_avg > 0.0)
+                .map(|s| s.avg * 1000.0 / t.isl_avg);
+            let mut row = vec![t.label(), t.count.to_string(), format!("{:.1}", t.isl_avg)];
+            row.extend([s.map(|s| s.avg), s.map(|s| s.p50), s.map(|s| s.p99), per_k].map(ms));
+            row
+        })
+        .collect();
+    let headers = [
+        "Turn",
+        "Requests",
+        "ISL avg",
+        "TTFT avg",
+        "p50",
+        "p99",
+        "TTFT per 1k ISL",
+    ];
+    let mut aligns = vec![Align::Right; headers.len()];
+    aligns[0] = Align::Left;
+    Some(format!(
+        "TTFT (ms) by session turn, {}\n{}",
+        l.stimulus.name(),
+        table(&headers, &aligns, &rows)
+    ))
+}
+
 /// TTFT (or, without streaming, request latency) by input-length bucket (`--isl-buckets`):
 /// a title line and a table; `None` when the level was not split.
 pub fn isl_table(l: &LevelSummary) -> Option<String> {
@@ -623,6 +663,46 @@ Input tokens  Requests    avg    p50     p90     p99
             isl_table(&l)
                 .unwrap()
                 .contains(">=512                7  120.00")
+        );
+    }
+
+    #[test]
+    fn turn_table_exact() {
+        use crate::stats::turns::TurnStats;
+        let mut l = level(2, 10.0, 0);
+        assert_eq!(turn_table(&l), None, "no sessions");
+        let st = |avg: f64| Stats {
+            avg,
+            p50: avg,
+            p99: avg * 2.0,
+            ..Stats::default()
+        };
+        let turn = |turn, count, isl_avg, ttft: Option<f64>| TurnStats {
+            turn,
+            and_later: turn == 15,
+            count,
+            ttft: ttft.map(st),
+            isl_avg,
+        };
+        l.stats.turns = vec![
+            turn(0, 4, 100.0, Some(20.0)),
+            turn(1, 0, 0.0, None),
+            turn(15, 2, 4000.0, Some(40.0)),
+        ];
+        let expected = "\
+TTFT (ms) by session turn, concurrency2
+Turn  Requests  ISL avg  TTFT avg    p50    p99  TTFT per 1k ISL
+----  --------  -------  --------  -----  -----  ---------------
+0            4    100.0     20.00  20.00  40.00           200.00
+1            0      0.0         -      -      -                -
+>=15         2   4000.0     40.00  40.00  80.00            10.00
+";
+        assert_eq!(turn_table(&l).unwrap(), expected);
+        l.streaming = false;
+        assert!(
+            turn_table(&l)
+                .unwrap()
+                .contains("0            4    100.0         -")
         );
     }
 

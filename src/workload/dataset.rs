@@ -1,9 +1,13 @@
 //! The requests of a run, prepared before it starts: prompts tokenized and request bodies
 //! serialized once, then shared by every send (the timed path never builds JSON).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::conversation::history::Message;
+use super::conversation::{self, Conversations};
 use super::kserve::{self, LlmAsk};
 use super::prompts::{self, LengthSampler, Prompt, SyntheticSpec};
 use super::salt::Salt;
@@ -48,6 +52,9 @@ pub struct Dataset {
     indices: Option<Vec<u32>>,
     /// A trace's send times: entry `i` is due this many ns after the schedule's start.
     schedule: Option<Vec<u64>>,
+    /// Multi-turn sessions: what each sends turn by turn (the entries are then their user
+    /// turns alone, for lengths and input-length buckets; the workers send the sessions).
+    conversations: Option<Arc<Conversations>>,
 }
 
 impl Dataset {
@@ -57,7 +64,30 @@ impl Dataset {
             entries,
             indices: None,
             schedule: None,
+            conversations: None,
         }
+    }
+
+    /// Gives the dataset its sessions' scripts (`None`: single requests), whose turns are sent
+    /// as `t` and `w` say.
+    pub fn with_conversations(
+        mut self,
+        scripts: Option<Vec<conversation::Script>>,
+        t: &Target,
+        w: &WorkloadPlan,
+    ) -> Dataset {
+        self.conversations = scripts.map(|s| {
+            let (t, w) = (t.clone(), w.clone());
+            let body: conversation::BodyFn =
+                Box::new(move |m, max| conversation::history::body(&t, &w, m, max));
+            Arc::new(Conversations::new(s, body))
+        });
+        self
+    }
+
+    /// The sessions, when the run sends multi-turn sessions.
+    pub fn conversations(&self) -> Option<&Conversations> {
+        self.conversations.as_deref()
     }
 
     /// Gives the entries a send time each (ns after the schedule's start, one per entry).
@@ -104,6 +134,7 @@ impl Dataset {
             entries,
             indices: Some(indices),
             schedule,
+            conversations: self.conversations,
         })
     }
 
@@ -148,6 +179,8 @@ pub struct Prepared {
     pub max_tokens: Vec<Option<u32>>,
     /// A trace's send times (ns after the schedule's start), one per prompt.
     pub schedule: Option<Vec<u64>>,
+    /// Multi-turn sessions' scripts (`prompts` are then their user turns, in session order).
+    pub conversations: Option<Vec<conversation::Script>>,
 }
 
 /// The prompts of a plan (synthetic, from an `--input-file` of prompts, or synthesized for a
@@ -157,6 +190,9 @@ pub fn prepare(
     tokenizer: &Tokenizer,
     salt: Salt,
 ) -> Result<Prepared, UsageError> {
+    if let Some(plan) = &w.sessions {
+        return Ok(prepare_sessions(w, plan, tokenizer, salt));
+    }
     let prompts = match &w.prompts {
         PromptSource::Synthetic { mean, stddev } => prompts::synthetic_with(
             tokenizer,
@@ -187,6 +223,7 @@ pub fn prepare(
                     .collect(),
                 schedule: t.trace.schedule_ns(t.start_ms),
                 prompts,
+                conversations: None,
             });
         }
     };
@@ -195,7 +232,43 @@ pub fn prepare(
         prompts,
         max_tokens,
         schedule: None,
+        conversations: None,
     })
+}
+
+/// Sessions' user turns (synthetic ones as synthetic prompts are made, salt and all, or a
+/// file's) with their output lengths, and the scripts built from them.
+fn prepare_sessions(
+    w: &WorkloadPlan,
+    plan: &conversation::SessionPlan,
+    tokenizer: &Tokenizer,
+    salt: Salt,
+) -> Prepared {
+    let prompts = match (&plan.source, &w.prompts) {
+        (
+            conversation::ConversationSource::Synthetic { .. },
+            PromptSource::Synthetic { mean, stddev },
+        ) => prompts::synthetic_with(
+            tokenizer,
+            &SyntheticSpec {
+                count: plan.total_turns as usize,
+                mean: *mean,
+                stddev: *stddev,
+                seed: w.seed,
+                salt,
+                prefixes: None,
+            },
+        ),
+        _ => conversation::file_prompts(plan, tokenizer),
+    };
+    let max_tokens = output_lengths(w, prompts.len());
+    let scripts = conversation::scripts(plan, prompts.clone(), &max_tokens, tokenizer, w.seed);
+    Prepared {
+        prompts,
+        max_tokens,
+        schedule: None,
+        conversations: Some(scripts),
+    }
 }
 
 /// Output lengths, one per prompt, deterministic for the seed.
@@ -223,7 +296,7 @@ pub fn build_http(
         .iter()
         .zip(p.max_tokens)
         .map(|(p, max_tokens)| {
-            let body = http_body(t, w, &p.text, max_tokens);
+            let body = http_body(t, w, Input::Text(&p.text), max_tokens);
             Entry {
                 payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
                 isl: p.tokens,
@@ -231,7 +304,9 @@ pub fn build_http(
             }
         })
         .collect();
-    Ok(Dataset::new(entries).with_schedule(p.schedule))
+    Ok(Dataset::new(entries)
+        .with_schedule(p.schedule)
+        .with_conversations(p.conversations, t, w))
 }
 
 /// Builds KServe v2 gRPC requests for an LLM model, shaped by what the server said about it.
@@ -263,24 +338,54 @@ pub fn build_kserve(
     Ok(Dataset::new(entries).with_schedule(prepared.schedule))
 }
 
+/// What a request carries: one prompt, or a session's messages.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// One user prompt.
+    Text(&'a str),
+    /// A session's messages (system, then user and assistant in turn).
+    Messages(&'a [Message]),
+}
+
+impl Input<'_> {
+    /// The chat API's `messages`.
+    fn messages(&self) -> Value {
+        match self {
+            Input::Text(text) => json!([{"role": "user", "content": text}]),
+            Input::Messages(m) => serde_json::to_value(m).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The text for the completions and generate APIs: a session's messages joined by blank
+    /// lines (those APIs have no roles; the chat template is the chat API's business).
+    fn text(&self) -> Value {
+        match self {
+            Input::Text(text) => json!(text),
+            Input::Messages(m) => json!(
+                m.iter()
+                    .map(|m| m.content.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            ),
+        }
+    }
+}
+
 /// The JSON body of one request (public for tests and `doctor`).
-pub fn http_body(t: &Target, w: &WorkloadPlan, text: &str, max_tokens: Option<u32>) -> Value {
+pub fn http_body(t: &Target, w: &WorkloadPlan, input: Input, max_tokens: Option<u32>) -> Value {
     let deterministic = w.exact_output();
     let mut m = Map::new();
     match t.api {
         Api::Chat => {
             m.insert("model".into(), json!(t.model));
-            m.insert(
-                "messages".into(),
-                json!([{"role": "user", "content": text}]),
-            );
+            m.insert("messages".into(), input.messages());
         }
         Api::Completions => {
             m.insert("model".into(), json!(t.model));
-            m.insert("prompt".into(), json!(text));
+            m.insert("prompt".into(), input.text());
         }
         Api::Generate | Api::Kserve | Api::Infer => {
-            m.insert("text_input".into(), json!(text));
+            m.insert("text_input".into(), input.text());
         }
     }
     if let Some(n) = max_tokens {
@@ -332,7 +437,7 @@ mod tests {
             "--extra-inputs",
             "temperature:0",
         ]);
-        let body = http_body(&p.target, &p.workload, "hi", Some(100));
+        let body = http_body(&p.target, &p.workload, Input::Text("hi"), Some(100));
         assert_eq!(
             body,
             json!({"model": "gpt2", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 100, "min_tokens": 100,
@@ -349,12 +454,12 @@ mod tests {
     fn generate_and_completions_bodies() {
         let p = plan(&["--endpoint-type", "generate", "--streaming"]);
         assert_eq!(
-            http_body(&p.target, &p.workload, "Hello", Some(8)),
+            http_body(&p.target, &p.workload, Input::Text("Hello"), Some(8)),
             json!({"text_input": "Hello", "max_tokens": 8, "stream": true})
         );
         let p = plan(&["--endpoint-type", "completions"]);
         assert_eq!(
-            http_body(&p.target, &p.workload, "x", None),
+            http_body(&p.target, &p.workload, Input::Text("x"), None),
             json!({"model": "gpt2", "prompt": "x", "stream": false})
         );
     }

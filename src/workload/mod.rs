@@ -1,7 +1,9 @@
 //! What to send: tokenizer, prompts (synthetic, from a file, or synthesized for a request
-//! trace), the run's prompt salt, output lengths, tensors, request payloads.
+//! trace), multi-turn sessions, the run's prompt salt, output lengths, tensors, request
+//! payloads.
 
 pub mod blocks;
+pub mod conversation;
 pub mod dataset;
 pub mod kserve;
 pub mod prompts;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::conversation::SessionPlan;
 use super::trace::Trace;
 
 /// Where prompts come from.
@@ -108,6 +109,10 @@ pub struct WorkloadPlan {
     pub seed: u64,
     /// Extra request fields.
     pub extra_inputs: Vec<(String, serde_json::Value)>,
+    /// Multi-turn sessions (`--num-sessions`, `--session-turns-*`, a conversation file);
+    /// `None`: every request stands alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionPlan>,
 }
 
 impl WorkloadPlan {
@@ -136,6 +141,7 @@ impl Default for WorkloadPlan {
             tokenizer: None,
             seed: 0,
             extra_inputs: Vec::new(),
+            sessions: None,
         }
     }
 }

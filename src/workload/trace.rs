@@ -82,6 +82,13 @@ fn err<T>(msg: String) -> Result<T, UsageError> {
 /// An empty file is refused here, whatever its form would have been; a first line that is not
 /// JSON is left to the prompt reader, which names it.
 pub fn is_trace(path: &Path) -> Result<bool, UsageError> {
+    Ok(first_row(path)?.get(TRACE_KEY).is_some())
+}
+
+/// The first non-blank line of an `--input-file`, parsed (`Null` when it is not JSON: the
+/// reader of the file's form names the line), so its keys tell the form. An empty file is
+/// refused here, whatever its form would have been.
+pub fn first_row(path: &Path) -> Result<Value, UsageError> {
     let file = std::fs::File::open(path)
         .map_err(|e| UsageError(format!("--input-file {}: cannot open: {e}", path.display())))?;
     for line in BufReader::new(file).split(b'\n') {
@@ -93,12 +100,10 @@ pub fn is_trace(path: &Path) -> Result<bool, UsageError> {
         if text.is_empty() {
             continue;
         }
-        return Ok(serde_json::from_str::<Value>(text)
-            .ok()
-            .is_some_and(|v| v.get(TRACE_KEY).is_some()));
+        return Ok(serde_json::from_str::<Value>(text).unwrap_or(Value::Null));
     }
     err(format!(
-        "--input-file {}: the file is empty: give one JSON object per line, {{\"text\": \"...\"}} prompts or trace rows such as {EXAMPLE}",
+        "--input-file {}: the file is empty: give one JSON object per line, {{\"text\": \"...\"}} prompts, conversations or trace rows such as {EXAMPLE}",
         path.display()
     ))
 }

@@ -475,13 +475,14 @@ pub fn run_in(args: &[&str], cwd: &Path) -> (i32, String, String) {
 }
 
 /// A TCP relay on a free loopback port in front of `upstream`, recording every byte clients
-/// send through it (one buffer per connection): what left the process for that port. New
-/// connections can be sent to another upstream ([`Tee::switch_to`]): a server that changes
-/// between runs.
+/// send through it and every byte the server sends back (one buffer per connection and
+/// direction): what left the process for that port, and what came back. New connections can
+/// be sent to another upstream ([`Tee::switch_to`]): a server that changes between runs.
 pub struct Tee {
     /// `127.0.0.1:port` to point the client at.
     pub addr: String,
     sent: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+    received: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
     upstream: std::sync::Arc<std::sync::Mutex<std::net::SocketAddr>>,
 }
 
@@ -493,7 +494,8 @@ impl Tee {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr").to_string();
         let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
-        let log = sent.clone();
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
+        let (log, back_log) = (sent.clone(), received.clone());
         let upstream = std::sync::Arc::new(std::sync::Mutex::new(upstream));
         let target = upstream.clone();
         std::thread::spawn(move || {
@@ -505,6 +507,7 @@ impl Tee {
                 let index = {
                     let mut l = log.lock().unwrap();
                     l.push(Vec::new());
+                    back_log.lock().unwrap().push(Vec::new());
                     l.len() - 1
                 };
                 let (mut c_read, mut s_write) =
@@ -521,8 +524,17 @@ impl Tee {
                     let _ = s_write.shutdown(std::net::Shutdown::Write);
                 });
                 let (mut s_read, mut c_write) = (server, client);
+                let back_log = back_log.clone();
                 std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut s_read, &mut c_write);
+                    let mut buf = [0u8; 16 * 1024];
+                    while let Ok(n) = s_read.read(&mut buf) {
+                        // Recorded before it is passed on: the client cannot have read a
+                        // response the record does not hold yet.
+                        back_log.lock().unwrap()[index].extend_from_slice(&buf[..n]);
+                        if n == 0 || c_write.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
                     let _ = c_write.shutdown(std::net::Shutdown::Write);
                 });
             }
@@ -530,8 +542,33 @@ impl Tee {
         Tee {
             addr,
             sent,
+            received,
             upstream,
         }
+    }
+
+    /// Per connection, in order: each POST's body and the text the server streamed back for
+    /// it (the `delta.content` of its OpenAI chat or `text` of its completion events, or a
+    /// whole body's message content), HTTP/1.1 chunked or sized responses.
+    pub fn exchanges(&self) -> Vec<Vec<(Vec<u8>, String)>> {
+        let sent = self.sent.lock().unwrap().clone();
+        let received = self.received.lock().unwrap().clone();
+        sent.iter()
+            .zip(&received)
+            .map(|(out, back)| {
+                let posts = posts_of(out);
+                let mut rest: &[u8] = back;
+                posts
+                    .into_iter()
+                    .map(|(_, body)| {
+                        let (text, used) = http_response_text(rest);
+                        rest = &rest[used..];
+                        (body, text)
+                    })
+                    .collect()
+            })
+            .filter(|c: &Vec<(Vec<u8>, String)>| !c.is_empty())
+            .collect()
     }
 
     /// Connections made from now on go to `upstream` (open ones stay where they are).
@@ -563,28 +600,12 @@ impl Tee {
     /// Every HTTP/1.1 POST sent so far (framed by `Content-Length`), in order per connection:
     /// its head (request line and headers) and its body.
     pub fn posts(&self) -> Vec<(String, Vec<u8>)> {
-        let mut out = Vec::new();
-        for conn in self.sent.lock().unwrap().iter() {
-            let mut rest: &[u8] = conn;
-            while let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&rest[..end]).into_owned();
-                let length = head
-                    .lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length")
-                            .then(|| v.trim().parse::<usize>().ok())?
-                    })
-                    .unwrap_or(0);
-                let body_end = (end + 4 + length).min(rest.len());
-                let body = rest[end + 4..body_end].to_vec();
-                if head.starts_with("POST ") {
-                    out.push((head, body));
-                }
-                rest = &rest[body_end..];
-            }
-        }
-        out
+        self.sent
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|conn| posts_of(conn))
+            .collect()
     }
 
     /// Every byte sent so far, lossily as text.
@@ -596,6 +617,87 @@ impl Tee {
             .map(|c| String::from_utf8_lossy(c).into_owned())
             .collect()
     }
+}
+
+/// The POSTs of one connection's bytes (framed by `Content-Length`): head and body each.
+fn posts_of(conn: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut rest: &[u8] = conn;
+    while let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&rest[..end]).into_owned();
+        let length = header(&head, "content-length")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0);
+        let body_end = (end + 4 + length).min(rest.len());
+        let body = rest[end + 4..body_end].to_vec();
+        if head.starts_with("POST ") {
+            out.push((head, body));
+        }
+        rest = &rest[body_end..];
+    }
+    out
+}
+
+/// A header's value in an HTTP head (case-insensitive name).
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// The first HTTP/1.1 response in `bytes`: the text it carried (see [`Tee::exchanges`]) and
+/// how many bytes it took.
+fn http_response_text(bytes: &[u8]) -> (String, usize) {
+    let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return (String::new(), bytes.len());
+    };
+    let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    let mut at = end + 4;
+    let mut body = Vec::new();
+    if header(&head, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        while let Some(line_end) = bytes[at..].windows(2).position(|w| w == b"\r\n") {
+            let size_text = String::from_utf8_lossy(&bytes[at..at + line_end]).into_owned();
+            let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+                .unwrap_or(0);
+            at += line_end + 2;
+            if size == 0 {
+                at += 2;
+                break;
+            }
+            body.extend_from_slice(&bytes[at..at + size]);
+            at += size + 2;
+        }
+    } else {
+        let length = header(&head, "content-length")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0);
+        body.extend_from_slice(&bytes[at..at + length]);
+        at += length;
+    }
+    let body = String::from_utf8_lossy(&body).into_owned();
+    let content = |v: &Value| -> String {
+        [
+            "/choices/0/delta/content",
+            "/choices/0/text",
+            "/choices/0/message/content",
+            "/text_output",
+        ]
+        .iter()
+        .find_map(|p| v.pointer(p).and_then(Value::as_str))
+        .unwrap_or("")
+        .to_string()
+    };
+    let text = if body.trim_start().starts_with('{') {
+        serde_json::from_str(&body).map_or(String::new(), |v| content(&v))
+    } else {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .map(|v| content(&v))
+            .collect()
+    };
+    (text, at)
 }
 
 /// Certificates for the TLS tests, generated fresh and written to a temporary directory: a

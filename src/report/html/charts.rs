@@ -142,6 +142,7 @@ pub(super) fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Ana
     queue_chart(out, &ctx);
     error_chart(out, &ctx);
     isl_chart(out, &ctx);
+    turn_chart(out, &ctx);
     super::engine::charts(out, levels, ctx.scale);
     out.push_str("</div>\n");
 }
@@ -408,6 +409,72 @@ fn isl_chart(out: &mut String, ctx: &Ctx) {
         out,
         &svg::line_chart(&chart),
         "Prefill grows with the prompt: a line that rises with the bucket says long prompts drive TTFT; a flat line with a high level says queueing does.",
+    );
+}
+
+/// 7. TTFT avg by session turn, one line per load level (multi-turn sessions, streamed).
+///
+/// Nothing without sessions or without streaming.
+fn turn_chart(out: &mut String, ctx: &Ctx) {
+    let Some(first) = ctx
+        .levels
+        .iter()
+        .filter(|_| ctx.streaming)
+        .max_by_key(|l| l.summary.stats.turns.len())
+        .filter(|l| !l.summary.stats.turns.is_empty())
+    else {
+        return;
+    };
+    let ticks: Vec<String> = first
+        .summary
+        .stats
+        .turns
+        .iter()
+        .map(|t| t.label())
+        .collect();
+    let series = ctx
+        .levels
+        .iter()
+        .map(|l| Series {
+            name: format!("{} {}", ctx.kind, load_label(&l.summary)),
+            points: l
+                .summary
+                .stats
+                .turns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| {
+                    let s = t.ttft.as_ref()?;
+                    let tip = format!(
+                        "{} {}, turn {}: TTFT avg {} ms, p99 {} ms, input {} tokens avg, {}",
+                        ctx.kind,
+                        load_label(&l.summary),
+                        t.label(),
+                        svg::num(s.avg),
+                        svg::num(s.p99),
+                        svg::num(t.isl_avg),
+                        crate::analysis::text::count(t.count, "request")
+                    );
+                    Some(Pt::new(i as f64, s.avg, tip))
+                })
+                .collect(),
+        })
+        .collect();
+    let chart = Chart {
+        x_ticks: ticks,
+        ..Chart::lines(
+            "turns",
+            "TTFT avg by session turn".to_string(),
+            "turn (0 = first)",
+            "TTFT avg (ms)",
+            XScale::Index,
+            series,
+        )
+    };
+    figure(
+        out,
+        &svg::line_chart(&chart),
+        "Each turn carries the session's history, so its input grows: a line that rises in step with the input says the server prefills the history again; a flatter one says its prefix cache holds it.",
     );
 }
 

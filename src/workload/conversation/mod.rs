@@ -1,0 +1,283 @@
+//! Multi-turn sessions ("conversations" in the code, so as not to be confused with the run's
+//! `engine::Session`): what each session sends turn by turn, resolved from `--num-sessions`,
+//! `--session-turns-*`, `--session-turn-delay-*` or a conversation file, and the history a
+//! session in flight carries ([`history`]).
+//!
+//! A worker that takes a session keeps it to its last turn: same worker, same connection, and
+//! its slot held for the whole session, so `--concurrency` counts sessions in flight. Turn `t`
+//! (0-based) sends the system messages, then the `t` earlier user messages each followed by the
+//! server's own answer to it, then the new user message.
+
+pub mod file;
+pub mod history;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand_distr::{Distribution, Normal};
+use serde::Serialize;
+
+use super::prompts::{LengthSampler, Prompt};
+use super::tokenizer::Tokenizer;
+pub use file::FileConversation;
+use history::Message;
+
+/// Where the sessions' user messages come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConversationSource {
+    /// Synthetic user messages (the prompt length flags), `--session-turns-mean/-stddev` turns.
+    Synthetic {
+        /// `--session-turns-mean`.
+        turns_mean: u32,
+        /// `--session-turns-stddev`.
+        turns_stddev: u32,
+    },
+    /// A conversation file's user messages, in order.
+    File {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// The sessions of a run, as resolved from the flags (and, for a file, read and checked).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionPlan {
+    /// Where the user messages come from.
+    pub source: ConversationSource,
+    /// Distinct sessions (`--num-sessions`; a file's conversations, or its first this many).
+    pub sessions: u32,
+    /// User turns of each session, in session order (sampled from `--random-seed`).
+    #[serde(skip)]
+    pub turns: Vec<u32>,
+    /// Every session's turns: a level without `--request-count` or a time window sends each
+    /// session once, this many requests.
+    pub total_turns: u64,
+    /// Mean think time between a turn's answer and the next turn (ms).
+    pub delay_mean_ms: u64,
+    /// Its standard deviation (ms); delays are clamped at 0.
+    pub delay_stddev_ms: u64,
+    /// The file's conversations (empty for synthetic sessions).
+    #[serde(skip)]
+    pub file: Arc<Vec<FileConversation>>,
+}
+
+/// Mixed into `--random-seed` so turn counts and delays do not reuse other random streams.
+const TURNS_SEED: u64 = 0x5e55_1045_7a2b_0001;
+const DELAY_SEED: u64 = 0x5e55_1045_7a2b_0002;
+
+/// `count` turn counts from normal(`mean`, `stddev`), rounded, at least 1.
+pub fn sample_turns(mean: u32, stddev: u32, seed: u64, count: usize) -> Vec<u32> {
+    LengthSampler::new(mean, stddev).seeded(seed ^ TURNS_SEED, count)
+}
+
+/// One user turn as prepared before the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserTurn {
+    /// The user message.
+    pub text: String,
+    /// Its tokens under the run's tokenizer.
+    pub tokens: u32,
+    /// Output tokens asked for (`None`: left to the server).
+    pub max_tokens: Option<u32>,
+}
+
+/// What one session sends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    /// System messages with their tokens, sent first in every turn.
+    pub system: Vec<(String, u32)>,
+    /// The user turns, in order (at least one).
+    pub turns: Vec<UserTurn>,
+    /// Think time before each turn after the first (ms): `delays_ms[t - 1]` precedes turn `t`.
+    pub delays_ms: Vec<u64>,
+}
+
+/// Builds a turn's request body from the session's messages and the output tokens to ask for.
+pub type BodyFn = Box<dyn Fn(&[Message], Option<u32>) -> Bytes + Send + Sync>;
+
+/// Every session's script, how a turn's body is built, and the count of sessions started
+/// (shared by the run's workers, across warm-up and measurement, so a measurement continues
+/// with the next sessions).
+pub struct Conversations {
+    scripts: Vec<Script>,
+    body: BodyFn,
+    started: AtomicU64,
+}
+
+impl std::fmt::Debug for Conversations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conversations")
+            .field("scripts", &self.scripts.len())
+            .field("started", &self.started)
+            .finish()
+    }
+}
+
+impl Conversations {
+    /// Wraps prepared scripts (at least one) and the API's body builder.
+    pub fn new(scripts: Vec<Script>, body: BodyFn) -> Conversations {
+        Conversations {
+            scripts,
+            body,
+            started: AtomicU64::new(0),
+        }
+    }
+
+    /// The request body of a turn whose messages are `messages`.
+    pub fn body(&self, messages: &[Message], max_tokens: Option<u32>) -> Bytes {
+        (self.body)(messages, max_tokens)
+    }
+
+    /// Takes the next session: its number in the run and its script (scripts are used in
+    /// order and cycle when more sessions are asked for than there are).
+    pub fn take(&self) -> (u64, usize, &Script) {
+        let n = self.started.fetch_add(1, Ordering::Relaxed);
+        let index = (n % self.scripts.len().max(1) as u64) as usize;
+        (n, index, &self.scripts[index])
+    }
+
+    /// The scripts.
+    pub fn scripts(&self) -> &[Script] {
+        &self.scripts
+    }
+}
+
+/// The scripts of `plan`: `prompts` are the user messages of every turn in session order
+/// (synthetic ones generated for `total_turns`, or a file's, tokenized), `max_tokens` one per
+/// user turn; think times are sampled from the plan's seed.
+pub fn scripts(
+    plan: &SessionPlan,
+    prompts: Vec<Prompt>,
+    max_tokens: &[Option<u32>],
+    tokenizer: &Tokenizer,
+    seed: u64,
+) -> Vec<Script> {
+    let mut rng = StdRng::seed_from_u64(seed ^ DELAY_SEED);
+    let normal = Normal::new(plan.delay_mean_ms as f64, plan.delay_stddev_ms as f64).ok();
+    let mut delay = move || match &normal {
+        Some(n) if plan.delay_stddev_ms > 0 => n.sample(&mut rng).round().max(0.0) as u64,
+        _ => plan.delay_mean_ms,
+    };
+    let mut prompts = prompts.into_iter().zip(max_tokens.iter().copied());
+    plan.turns
+        .iter()
+        .enumerate()
+        .map(|(s, &turns)| {
+            let system = plan.file.get(s).map_or(Vec::new(), |c| {
+                c.system
+                    .iter()
+                    .map(|t| (t.clone(), tokens(tokenizer, t)))
+                    .collect()
+            });
+            let turns: Vec<UserTurn> = prompts
+                .by_ref()
+                .take(turns as usize)
+                .map(|(p, max_tokens)| UserTurn {
+                    text: p.text,
+                    tokens: p.tokens,
+                    max_tokens,
+                })
+                .collect();
+            let delays_ms = (1..turns.len()).map(|_| delay()).collect();
+            Script {
+                system,
+                turns,
+                delays_ms,
+            }
+        })
+        .collect()
+}
+
+/// The user messages of a file's sessions, tokenized, in session order.
+pub fn file_prompts(plan: &SessionPlan, tokenizer: &Tokenizer) -> Vec<Prompt> {
+    plan.file
+        .iter()
+        .take(plan.sessions as usize)
+        .flat_map(|c| c.users.iter())
+        .map(|t| Prompt {
+            text: t.clone(),
+            tokens: tokens(tokenizer, t),
+        })
+        .collect()
+}
+
+fn tokens(tokenizer: &Tokenizer, text: &str) -> u32 {
+    u32::try_from(tokenizer.count(text)).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(turns: Vec<u32>, delay: (u64, u64)) -> SessionPlan {
+        SessionPlan {
+            source: ConversationSource::Synthetic {
+                turns_mean: 2,
+                turns_stddev: 0,
+            },
+            sessions: turns.len() as u32,
+            total_turns: turns.iter().map(|&t| u64::from(t)).sum(),
+            turns,
+            delay_mean_ms: delay.0,
+            delay_stddev_ms: delay.1,
+            file: Arc::new(Vec::new()),
+        }
+    }
+
+    fn prompts(n: usize) -> Vec<Prompt> {
+        (0..n)
+            .map(|i| Prompt {
+                text: format!("p{i}"),
+                tokens: i as u32,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn scripts_take_turns_in_order_and_sample_delays() {
+        let tk = Tokenizer::builtin_gpt2();
+        let p = plan(vec![2, 1, 3], (100, 0));
+        let s = scripts(&p, prompts(6), &[Some(7); 6], &tk, 1);
+        let texts: Vec<Vec<&str>> = s
+            .iter()
+            .map(|s| s.turns.iter().map(|t| t.text.as_str()).collect())
+            .collect();
+        assert_eq!(
+            texts,
+            [vec!["p0", "p1"], vec!["p2"], vec!["p3", "p4", "p5"]]
+        );
+        assert_eq!(s[2].delays_ms, [100, 100]);
+        assert!(s[1].delays_ms.is_empty());
+        let p = plan(vec![50], (100, 80));
+        let a = scripts(&p, prompts(50), &[None; 50], &tk, 9);
+        assert_eq!(a, scripts(&p, prompts(50), &[None; 50], &tk, 9), "seeded");
+        let d = &a[0].delays_ms;
+        assert!(d.contains(&0), "clamped at 0: {d:?}");
+        assert!(d.iter().any(|&x| x > 150), "spread: {d:?}");
+    }
+
+    #[test]
+    fn turns_are_at_least_one_and_sessions_cycle() {
+        let t = sample_turns(2, 5, 3, 200);
+        assert!(t.iter().all(|&n| n >= 1) && t.iter().any(|&n| n > 4));
+        assert_eq!(t, sample_turns(2, 5, 3, 200));
+        let c = Conversations::new(
+            vec![
+                Script {
+                    system: Vec::new(),
+                    turns: Vec::new(),
+                    delays_ms: Vec::new()
+                };
+                2
+            ],
+            Box::new(|m, _| Bytes::from(m.len().to_string())),
+        );
+        let taken: Vec<(u64, usize)> = (0..3).map(|_| c.take()).map(|(n, i, _)| (n, i)).collect();
+        assert_eq!(taken, [(0, 0), (1, 1), (2, 0)]);
+    }
+}
