@@ -307,6 +307,7 @@ fn too_large_error(what: &str, limit: usize) -> RequestError {
     )
 }
 
+#[inline]
 fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut StreamState) {
     if st.done || st.error.is_some() {
         return;

@@ -63,7 +63,8 @@ pub(super) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 // cache line (a shared sharded cache would still bounce its lock words between cores on every
 // word). Memory is bounded: two generations of at most `CACHE_GENERATION` entries each; when the
 // young one fills, the old one is dropped and the young one ages. Entries used while old are
-// promoted, so frequent words survive. About 1 MB per tokenizing thread at most.
+// promoted, so frequent words survive. About 1 MB per tokenizing thread at most (the direct-mapped
+// front of short words adds 32 KB).
 
 /// Entries per generation (two generations live at once).
 pub(super) const CACHE_GENERATION: usize = 4096;
@@ -102,8 +103,58 @@ impl CachedIds {
     }
 }
 
+/// Slots of the direct-mapped front of a [`WordCache`] (a power of two).
+const FRONT_SLOTS: usize = 1024;
+
+/// One slot of the front: a pre-token of at most 16 bytes, zero-padded into one integer, with
+/// its ids when it has at most three (nearly every English word has one or two).
+#[derive(Clone, Copy, Default)]
+struct FrontSlot {
+    key: u128,
+    /// The pre-token's length; 0 marks an empty slot (pre-tokens are never empty).
+    len: u8,
+    n: u8,
+    ids: [u32; 3],
+}
+
+/// `piece` as the front's key and slot index, if it is short enough for the front.
+#[inline]
+fn front_key(piece: &[u8]) -> Option<(u128, usize)> {
+    if piece.len() > 16 {
+        return None;
+    }
+    let mut b = [0u8; 16];
+    b[..piece.len()].copy_from_slice(piece);
+    let key = u128::from_le_bytes(b);
+    let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(29) ^ piece.len() as u64)
+        .wrapping_mul(HASH_K);
+    Some((key, (h >> 54) as usize & (FRONT_SLOTS - 1)))
+}
+
+/// Remembers `ids` of a pre-token of `len` bytes in its front slot, when they fit there.
+#[inline]
+fn to_front(front: &mut [FrontSlot], (key, slot): (u128, usize), len: usize, ids: &[u32]) {
+    if ids.len() <= 3 {
+        let mut inline = [0u32; 3];
+        inline[..ids.len()].copy_from_slice(ids);
+        front[slot] = FrontSlot {
+            key,
+            len: len as u8,
+            n: ids.len() as u8,
+            ids: inline,
+        };
+    }
+}
+
 /// Pre-token bytes → ids, bounded (see the section comment).
+///
+/// In front of the two generations sits a small direct-mapped table of short pre-tokens: a hit
+/// there is one integer compare, with no hashing of a byte string, no probing and no call to
+/// `memcmp` (the output text of a stream is counted pre-token by pre-token, so this is the
+/// count's inner loop). A slot holds the last pre-token that mapped to it; the generations stay
+/// the cache of record.
 pub(super) struct WordCache {
+    front: Box<[FrontSlot]>,
     young: FastMap<Box<[u8]>, CachedIds>,
     old: FastMap<Box<[u8]>, CachedIds>,
 }
@@ -113,6 +164,7 @@ impl WordCache {
         // Tables grow on demand (a thread that counts a few prompts stays small) up to one
         // generation's size, and `clear` keeps that allocation from then on.
         WordCache {
+            front: vec![FrontSlot::default(); FRONT_SLOTS].into_boxed_slice(),
             young: FastMap::default(),
             old: FastMap::default(),
         }
@@ -127,17 +179,34 @@ impl WordCache {
         compute: impl FnOnce(&mut Vec<u32>),
         sink: &mut impl FnMut(&[u32]),
     ) {
+        let front = front_key(piece);
+        if let Some((key, slot)) = front {
+            let f = &self.front[slot];
+            if f.key == key && usize::from(f.len) == piece.len() {
+                sink(&f.ids[..usize::from(f.n)]);
+                return;
+            }
+        }
         if let Some(ids) = self.young.get(piece) {
             sink(ids.as_slice());
+            if let Some(k) = front {
+                to_front(&mut self.front, k, piece.len(), ids.as_slice());
+            }
             return;
         }
         if let Some((key, ids)) = self.old.remove_entry(piece) {
             sink(ids.as_slice());
+            if let Some(k) = front {
+                to_front(&mut self.front, k, piece.len(), ids.as_slice());
+            }
             self.insert(key, ids);
             return;
         }
         compute(tmp);
         sink(tmp);
+        if let Some(k) = front {
+            to_front(&mut self.front, k, piece.len(), tmp);
+        }
         self.insert(piece.into(), CachedIds::from_slice(tmp));
     }
 
