@@ -123,12 +123,38 @@ fn front_key(piece: &[u8]) -> Option<(u128, usize)> {
     if piece.len() > 16 {
         return None;
     }
-    let mut b = [0u8; 16];
-    b[..piece.len()].copy_from_slice(piece);
-    let key = u128::from_le_bytes(b);
+    let key = padded_le(piece);
     let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(29) ^ piece.len() as u64)
         .wrapping_mul(HASH_K);
     Some((key, (h >> 54) as usize & (FRONT_SLOTS - 1)))
+}
+
+/// `piece` (at most 16 bytes) zero-padded to 16 and read as a little-endian integer, from at
+/// most two overlapping loads of its own bytes. (Copying it into a zeroed buffer and reading
+/// that back stalls on the store-to-load forward: a third of the count's time, measured.)
+#[inline]
+fn padded_le(piece: &[u8]) -> u128 {
+    let n = piece.len();
+    let u64_at = |i: usize| u64::from_le_bytes(piece[i..i + 8].try_into().unwrap_or([0; 8]));
+    let u32_at = |i: usize| {
+        u64::from(u32::from_le_bytes(
+            piece[i..i + 4].try_into().unwrap_or([0; 4]),
+        ))
+    };
+    let (lo, hi) = match n {
+        // The second load ends at the last byte; shifting drops the bytes it shares with the first.
+        9..=16 => (u64_at(0), u64_at(n - 8) >> (8 * (16 - n))),
+        8 => (u64_at(0), 0),
+        4..=7 => (u32_at(0) | (u32_at(n - 4) << (8 * (n - 4))), 0),
+        _ => (
+            piece
+                .iter()
+                .enumerate()
+                .fold(0u64, |acc, (i, &b)| acc | (u64::from(b) << (8 * i))),
+            0,
+        ),
+    };
+    u128::from(lo) | (u128::from(hi) << 64)
 }
 
 /// Remembers `ids` of a pre-token of `len` bytes in its front slot, when they fit there.
@@ -281,4 +307,21 @@ pub(super) fn cache_for<'a>(
         }
     };
     &mut caches[idx].words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_le_is_the_zero_padded_read() {
+        let bytes: Vec<u8> = (0u8..16)
+            .map(|i| i.wrapping_mul(37).wrapping_add(200))
+            .collect();
+        for n in 0..=16 {
+            let mut b = [0u8; 16];
+            b[..n].copy_from_slice(&bytes[..n]);
+            assert_eq!(padded_le(&bytes[..n]), u128::from_le_bytes(b), "{n} bytes");
+        }
+    }
 }
