@@ -222,6 +222,18 @@ fn aggregate_record(b: Bencher) {
     });
 }
 
+/// The same with the gaps of a stream read at once: 99 gaps of 0.
+#[divan::bench]
+fn aggregate_record_one_read(b: Bencher) {
+    let mut agg = Aggregate::new();
+    let gaps = vec![0u64; 99];
+    let mut i = 0;
+    b.bench_local(|| {
+        i += 1;
+        agg.record(black_box(&record(i)), &gaps, &[]);
+    });
+}
+
 /// One `requests.jsonl` row.
 #[divan::bench]
 fn record_row(b: Bencher) {

@@ -111,9 +111,14 @@ impl Dist {
         let mut rest = values;
         while let Some((&v, tail)) = rest.split_first() {
             let same = tail.iter().take_while(|&&x| x == v).count();
-            let n = same as u64 + 1;
-            let _ = self.hist.record_n(v, n);
-            self.m.record_n(v, n);
+            if same == 0 {
+                // A lone value (a stream written token by token): the plain path, no multiplies.
+                self.record(v);
+            } else {
+                let n = same as u64 + 1;
+                let _ = self.hist.record_n(v, n);
+                self.m.record_n(v, n);
+            }
             rest = &tail[same..];
         }
     }
