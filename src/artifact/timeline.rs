@@ -154,39 +154,23 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Phase;
 
     /// A request ending `end_ms` after `base_ns`.
     fn rec(base_ns: u64, end_ms: u64, latency_ms: u64, error: bool) -> RequestRecord {
         let ms = 1_000_000;
         let end = base_ns + end_ms * ms;
         RequestRecord {
-            phase: Phase::Measure,
-            seq: 0,
-            prompt_index: 0,
             intended_ns: end - latency_ms * ms,
             sent_ns: end - latency_ms * ms,
-            send_done_ns: None,
             first_byte_ns: None,
             first_token_ns: Some(end - latency_ms * ms + ms),
             second_token_ns: None,
-            first_output_token_ns: None,
             last_token_ns: Some(end),
             end_ns: end,
             isl: 1,
-            osl: 10,
-            server_osl: None,
-            tokenizer_osl: None,
-            server_isl: None,
-            reasoning_tokens: None,
-            server_reasoning_tokens: None,
-            requested_osl: 10,
-            chunks: 10,
-            responses: 10,
-            lossy_text: false,
-            conversation: None,
             error: error
                 .then(|| crate::record::RequestError::new(crate::record::ErrorKind::Timeout, "t")),
+            ..crate::stats::test_record(0, 0, 10)
         }
     }
 

@@ -675,36 +675,22 @@ mod tests {
         assert_eq!((s.drawn, s.alt), (0, false));
     }
 
+    /// A 10-token request sent at 1 ms, first token `ttft_ms` later, done 90 ms after that.
     fn rec(phase: Phase, ttft_ms: u64, error: bool) -> RequestRecord {
         let ms = 1_000_000;
         RequestRecord {
             phase,
-            seq: 0,
-            prompt_index: 0,
-            intended_ns: 0,
             sent_ns: ms,
-            send_done_ns: None,
             first_byte_ns: None,
             first_token_ns: Some(ms + ttft_ms * ms),
             second_token_ns: None,
-            first_output_token_ns: None,
             last_token_ns: Some(ms + (ttft_ms + 90) * ms),
             end_ns: ms + (ttft_ms + 90) * ms,
             isl: 10,
-            osl: 10,
-            server_osl: None,
-            tokenizer_osl: None,
-            server_isl: None,
-            reasoning_tokens: None,
-            server_reasoning_tokens: None,
-            requested_osl: 10,
-            chunks: 10,
-            responses: 10,
-            lossy_text: false,
-            conversation: None,
             error: error.then(|| {
                 crate::record::RequestError::new(crate::record::ErrorKind::Timeout, "slow")
             }),
+            ..crate::stats::test_record(0, 0, 10)
         }
     }
 

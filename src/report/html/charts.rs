@@ -348,38 +348,26 @@ fn queue_chart(out: &mut String, ctx: &Ctx) {
 ///
 /// Request latency without streaming; nothing when no level was split.
 fn isl_chart(out: &mut String, ctx: &Ctx) {
-    let Some(first) = ctx
-        .levels
-        .iter()
-        .find(|l| !l.summary.stats.isl_buckets.is_empty())
-    else {
-        return;
-    };
-    let ticks: Vec<String> = first
-        .summary
-        .stats
-        .isl_buckets
-        .iter()
-        .map(|b| b.label())
-        .collect();
     let what = if ctx.streaming { "TTFT" } else { "latency" };
-    let series = ctx
-        .levels
-        .iter()
-        .map(|l| Series {
-            name: format!("{} {}", ctx.kind, load_label(&l.summary)),
-            points: l
-                .summary
-                .stats
-                .isl_buckets
-                .iter()
-                .enumerate()
-                .filter_map(|(i, b)| {
-                    let s = if ctx.streaming {
-                        b.ttft.as_ref()
-                    } else {
-                        b.latency.as_ref()
-                    }?;
+    let lines = CategoryLines {
+        id: "isl",
+        title: format!("{what} p50 by input length"),
+        x_label: "input tokens",
+        y_label: format!("{what} p50 (ms)"),
+        caption: "Prefill grows with the prompt: a line that rises with the bucket says long prompts drive TTFT; a flat line with a high level says queueing does.",
+    };
+    lines.draw(out, ctx, |l| {
+        l.summary
+            .stats
+            .isl_buckets
+            .iter()
+            .map(|b| {
+                let s = if ctx.streaming {
+                    b.ttft.as_ref()
+                } else {
+                    b.latency.as_ref()
+                };
+                let point = s.map(|s| {
                     let tip = format!(
                         "{} {}, {} input tokens: {what} p50 {} ms, p99 {} ms, {}",
                         ctx.kind,
@@ -389,62 +377,35 @@ fn isl_chart(out: &mut String, ctx: &Ctx) {
                         svg::num(s.p99),
                         crate::analysis::text::count(b.count, "request")
                     );
-                    Some(Pt::new(i as f64, s.p50, tip))
-                })
-                .collect(),
-        })
-        .collect();
-    let chart = Chart {
-        x_ticks: ticks,
-        ..Chart::lines(
-            "isl",
-            format!("{what} p50 by input length"),
-            "input tokens",
-            &format!("{what} p50 (ms)"),
-            XScale::Index,
-            series,
-        )
-    };
-    figure(
-        out,
-        &svg::line_chart(&chart),
-        "Prefill grows with the prompt: a line that rises with the bucket says long prompts drive TTFT; a flat line with a high level says queueing does.",
-    );
+                    (s.p50, tip)
+                });
+                (b.label(), point)
+            })
+            .collect()
+    });
 }
 
 /// 7. TTFT avg by session turn, one line per load level (multi-turn sessions, streamed).
 ///
 /// Nothing without sessions or without streaming.
 fn turn_chart(out: &mut String, ctx: &Ctx) {
-    let Some(first) = ctx
-        .levels
-        .iter()
-        .filter(|_| ctx.streaming)
-        .max_by_key(|l| l.summary.stats.turns.len())
-        .filter(|l| !l.summary.stats.turns.is_empty())
-    else {
+    if !ctx.streaming {
         return;
+    }
+    let lines = CategoryLines {
+        id: "turns",
+        title: "TTFT avg by session turn".to_string(),
+        x_label: "turn (0 = first)",
+        y_label: "TTFT avg (ms)".to_string(),
+        caption: "Each turn carries the session's history, so its input grows: a line that rises in step with the input says the server prefills the history again; a flatter one says its prefix cache holds it.",
     };
-    let ticks: Vec<String> = first
-        .summary
-        .stats
-        .turns
-        .iter()
-        .map(|t| t.label())
-        .collect();
-    let series = ctx
-        .levels
-        .iter()
-        .map(|l| Series {
-            name: format!("{} {}", ctx.kind, load_label(&l.summary)),
-            points: l
-                .summary
-                .stats
-                .turns
-                .iter()
-                .enumerate()
-                .filter_map(|(i, t)| {
-                    let s = t.ttft.as_ref()?;
+    lines.draw(out, ctx, |l| {
+        l.summary
+            .stats
+            .turns
+            .iter()
+            .map(|t| {
+                let point = t.ttft.as_ref().map(|s| {
                     let tip = format!(
                         "{} {}, turn {}: TTFT avg {} ms, p99 {} ms, input {} tokens avg, {}",
                         ctx.kind,
@@ -455,27 +416,69 @@ fn turn_chart(out: &mut String, ctx: &Ctx) {
                         svg::num(t.isl_avg),
                         crate::analysis::text::count(t.count, "request")
                     );
-                    Some(Pt::new(i as f64, s.avg, tip))
-                })
-                .collect(),
-        })
-        .collect();
-    let chart = Chart {
-        x_ticks: ticks,
-        ..Chart::lines(
-            "turns",
-            "TTFT avg by session turn".to_string(),
-            "turn (0 = first)",
-            "TTFT avg (ms)",
-            XScale::Index,
-            series,
-        )
-    };
-    figure(
-        out,
-        &svg::line_chart(&chart),
-        "Each turn carries the session's history, so its input grows: a line that rises in step with the input says the server prefills the history again; a flatter one says its prefix cache holds it.",
-    );
+                    (s.avg, tip)
+                });
+                (t.label(), point)
+            })
+            .collect()
+    });
+}
+
+/// A line chart over named categories (input-length buckets, session turns), one line per
+/// load level; the x ticks are the categories of the level that has the most.
+struct CategoryLines {
+    id: &'static str,
+    title: String,
+    x_label: &'static str,
+    y_label: String,
+    caption: &'static str,
+}
+
+impl CategoryLines {
+    /// Draws the chart from `points(level)`: each category's label and, when the level has a
+    /// value there, its y and tooltip. Nothing when no level has a category.
+    fn draw(
+        self,
+        out: &mut String,
+        ctx: &Ctx,
+        points: impl Fn(&LoadedLevel) -> Vec<(String, Option<(f64, String)>)>,
+    ) {
+        let per_level: Vec<_> = ctx.levels.iter().map(|l| (l, points(l))).collect();
+        let Some((_, widest)) = per_level
+            .iter()
+            .max_by_key(|(_, p)| p.len())
+            .filter(|(_, p)| !p.is_empty())
+        else {
+            return;
+        };
+        let ticks = widest.iter().map(|(label, _)| label.clone()).collect();
+        let series = per_level
+            .iter()
+            .map(|(l, p)| Series {
+                name: format!("{} {}", ctx.kind, load_label(&l.summary)),
+                points: p
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, (_, v))| {
+                        let (y, tip) = v.as_ref()?;
+                        Some(Pt::new(i as f64, *y, tip.clone()))
+                    })
+                    .collect(),
+            })
+            .collect();
+        let chart = Chart {
+            x_ticks: ticks,
+            ..Chart::lines(
+                self.id,
+                self.title,
+                self.x_label,
+                &self.y_label,
+                XScale::Index,
+                series,
+            )
+        };
+        figure(out, &svg::line_chart(&chart), self.caption);
+    }
 }
 
 /// 5. Failed requests as a share of all, per level.
