@@ -14,12 +14,7 @@ use ttftbench::sim::{EngineConfig, SimConfig};
 
 /// A chat stream of `osl` tokens per request (one per 10 ms step after a 25 ms first token).
 fn chat(url: String, dir: &Path, osl: &str, more: &[&str]) -> Vec<String> {
-    let mut a = args(&[
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "chat",
-        "--streaming",
+    let stream = [
         "--synthetic-input-tokens-mean",
         "100",
         "--output-tokens-mean",
@@ -27,11 +22,8 @@ fn chat(url: String, dir: &Path, osl: &str, more: &[&str]) -> Vec<String> {
         "--output-tokens-mean-deterministic",
         "--num-prompts",
         "8",
-    ]);
-    a.extend(args(more));
-    a.extend(["-u".into(), url, "--artifact-dir".into()]);
-    a.push(dir.display().to_string());
-    a
+    ];
+    chat_args(&url, dir, &[&stream, more].concat())
 }
 
 fn genai_json(dir: &Path) -> Value {
@@ -45,6 +37,20 @@ async fn sim_cancelled(metrics_url: &str) -> u64 {
         .filter(|l| l.starts_with("nv_inference_request_failure{") && l.contains("CANCELED"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>() as u64
+}
+
+/// [`sim_cancelled`], polled for up to a second until it reaches `expected` (the server counts
+/// a reset stream when it notices it).
+async fn sim_cancelled_reaching(metrics_url: &str, expected: u64) -> u64 {
+    let mut seen = 0;
+    for _ in 0..50 {
+        seen = sim_cancelled(metrics_url).await;
+        if seen >= expected {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    seen
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,14 +116,7 @@ async fn the_seeded_share_is_cancelled_counted_apart_and_out_of_the_statistics()
         "{csv}"
     );
     // The simulator saw each cancelled stream go (its slot freed; Triton's CANCELED counter).
-    let mut seen = 0;
-    for _ in 0..50 {
-        seen = sim_cancelled(&sim.metrics_url()).await;
-        if seen >= chosen {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let seen = sim_cancelled_reaching(&sim.metrics_url(), chosen).await;
     assert_eq!(seen, chosen);
     // A rerun with the same seed cancels the same requests.
     let again = chooser;
@@ -183,14 +182,7 @@ async fn grpc_streams_are_reset_and_the_server_sees_them_go() {
     assert_eq!(st.cancelled_count, chosen);
     assert_eq!(st.error_count, 0, "{:?}", st.errors);
     assert_eq!(st.request_count, 24 - chosen);
-    let mut seen = 0;
-    for _ in 0..50 {
-        seen = sim_cancelled(&sim.metrics_url()).await;
-        if seen >= chosen {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let seen = sim_cancelled_reaching(&sim.metrics_url(), chosen).await;
     assert_eq!(
         seen, chosen,
         "the server counted each reset stream as cancelled"
@@ -382,14 +374,7 @@ async fn perf_cancels_the_seeded_share_of_grpc_streams() {
     let (head, csv_rows) = read_csv(&text);
     assert_eq!(head.last().map(String::as_str), Some("Cancelled Requests"));
     assert_eq!(num(&csv_rows[0], "Cancelled Requests"), chosen as f64);
-    let mut seen = 0;
-    for _ in 0..50 {
-        seen = sim_cancelled(&sim.metrics_url()).await;
-        if seen >= chosen {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let seen = sim_cancelled_reaching(&sim.metrics_url(), chosen).await;
     assert_eq!(
         seen, chosen,
         "the server counted each reset stream as cancelled"

@@ -5,29 +5,20 @@
 
 mod common;
 
-use common::{args, run_bin, start_round};
+use common::{args, chat_args, run_bin, start_round};
 
 /// A streamed chat level of `level` flags against the simulator's gpt2.
 fn chat(url: &str, dir: &std::path::Path, level: &[&str]) -> Vec<String> {
-    let mut a = args(&[
-        "profile",
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "-u",
-        url,
+    let small = [
         "--synthetic-input-tokens-mean",
         "20",
         "--output-tokens-mean",
         "8",
         "--num-prompts",
         "4",
-        "--artifact-dir",
-        dir.to_str().unwrap(),
-    ]);
-    a.extend(args(level));
+    ];
+    let mut a = args(&["profile"]);
+    a.extend(chat_args(url, dir, &[&small, level].concat()));
     a
 }
 

@@ -14,21 +14,7 @@ use common::{Tee, args, json_file, measured, profile, run_in, start_round};
 use serde_json::Value;
 
 fn chat(url: &str, dir: &Path, extra: &[&str]) -> Vec<String> {
-    let mut a = args(&[
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "-u",
-        url,
-        "--artifact-dir",
-        &dir.display().to_string(),
-        "--ui",
-        "none",
-    ]);
-    a.extend(args(extra));
-    a
+    common::chat_args(url, dir, &[&["--ui", "none"], extra].concat())
 }
 
 /// A message's (role, content).

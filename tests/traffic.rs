@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use common::{Tee, args, json_file, measured, profile, run_in, start_round};
+use common::{Tee, chat_args, json_file, measured, profile, run_in, start_round};
 use serde_json::Value;
 use ttftbench::workload::tokenizer::Tokenizer;
 
@@ -83,22 +83,6 @@ fn sent_prompts(tee: &Tee) -> HashMap<String, String> {
         .collect()
 }
 
-fn chat(url: &str, dir: &Path, extra: &[&str]) -> Vec<String> {
-    let mut a = args(&[
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "-u",
-        url,
-        "--artifact-dir",
-        &dir.display().to_string(),
-    ]);
-    a.extend(args(extra));
-    a
-}
-
 fn p99(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[((v.len() - 1) as f64 * 0.99).round() as usize]
@@ -107,7 +91,7 @@ fn p99(mut v: Vec<f64>) -> f64 {
 /// Replays `trace` through `tee` into `dir`; returns the measured records and the send errors
 /// (actual minus intended send, ms), after checking the intended times are the trace's.
 async fn replay(tee: &Tee, trace: &Path, rows: &[Row], dir: &Path) -> (Vec<Value>, Vec<f64>) {
-    let out = profile(&chat(
+    let out = profile(&chat_args(
         &tee.addr,
         dir,
         &[
@@ -262,7 +246,7 @@ async fn runs_are_salted_apart_unless_told_otherwise() {
             "2",
         ];
         extra.extend_from_slice(salt);
-        let a = chat(&tee.addr, &tmp.path().join(name), &extra);
+        let a = chat_args(&tee.addr, &tmp.path().join(name), &extra);
         async move {
             let out = profile(&a).await.unwrap();
             let dir = out.levels[0].dir.clone();
@@ -314,7 +298,7 @@ async fn prefix_pools_start_every_prompt() {
     let sim = start_round().await;
     let tee = Tee::start(sim.http_addr);
     let tmp = tempfile::tempdir().unwrap();
-    let out = profile(&chat(
+    let out = profile(&chat_args(
         &tee.addr,
         &tmp.path().join("pool"),
         &[

@@ -71,6 +71,24 @@ pub fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
 
+/// `profile` flags for a streamed chat run of the simulator's `gpt2` at `url` into `dir`, then
+/// `extra`.
+pub fn chat_args(url: &str, dir: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let mut a = args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        url,
+        "--artifact-dir",
+        &dir.display().to_string(),
+    ]);
+    a.extend(args(extra));
+    a
+}
+
 /// Every row of a level's `requests.jsonl`.
 pub fn rows(dir: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(dir.join("requests.jsonl")).expect("requests.jsonl exists");
