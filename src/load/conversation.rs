@@ -67,10 +67,10 @@ pub(crate) async fn worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64)
             let seq = ctx.spec.seq_base + base + t as u64;
             ctx.sent.fetch_add(1, Ordering::Relaxed);
             let intended = shared.clock.now_ns();
-            let completed = execute(&shared, &ctx.spec, (seq, intended), &ask, &mut ex).await;
+            let mut completed = execute(&shared, &ctx.spec, (seq, intended), &ask, &mut ex).await;
             let ok = completed.0.record.error.is_none();
             if ok {
-                remember_answer(&ctx, &ex, &mut history);
+                remember_answer(&ctx, &ex, &mut history, &mut completed);
             }
             if !ctx.finish(completed, &mut ex, &mut backoff).await {
                 return;
@@ -84,12 +84,28 @@ pub(crate) async fn worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64)
 
 /// Appends the server's answer (its text after any reasoning) to the history, with its token
 /// count: the server's with `--use-server-token-count` when it reported one, else the
-/// tokenizer's (counted here, once per response: the next turn's input length needs it).
-fn remember_answer(ctx: &WorkerCtx, ex: &Exchange, history: &mut History) {
+/// tokenizer's, counted here once per response (the next turn's input length needs it now).
+/// Without reasoning the answer is the whole output, so that count is also the record's and
+/// the collector is not handed the same text to count again.
+fn remember_answer(
+    ctx: &WorkerCtx,
+    ex: &Exchange,
+    history: &mut History,
+    (done, to_count): &mut (super::Completed, bool),
+) {
     let answer = ex.text.get(ex.reasoning_end..).unwrap_or("");
     let tokens = match ex.completion_tokens {
         Some(n) if ctx.shared.use_server_token_count => n,
-        _ => u32::try_from(ctx.shared.tokenizer.count(answer)).unwrap_or(u32::MAX),
+        _ => {
+            let n = ctx.shared.tokenizer.count(answer);
+            if *to_count && ex.reasoning_end == 0 {
+                let keep_server =
+                    ctx.shared.use_server_token_count && done.record.server_osl.is_some();
+                done.record.set_tokenizer_osl(n, keep_server);
+                *to_count = false;
+            }
+            u32::try_from(n).unwrap_or(u32::MAX)
+        }
     };
     history.answer(answer, tokens);
 }
