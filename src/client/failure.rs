@@ -61,7 +61,7 @@ pub fn retry_after(value: &[u8]) -> Option<Duration> {
 
 /// The wait a gRPC status asks for: `grpc-retry-pushback-ms` (gRPC's retry pushback), else a
 /// `retry-after` in seconds.
-pub fn grpc_pushback(md: &tonic::metadata::MetadataMap) -> Option<Duration> {
+pub fn grpc_pushback(md: &http::HeaderMap) -> Option<Duration> {
     if let Some(v) = md.get("grpc-retry-pushback-ms") {
         let ms: f64 = v.to_str().ok()?.trim().parse().ok()?;
         return (ms.is_finite() && ms >= 0.0)
@@ -131,7 +131,7 @@ mod tests {
             ErrorKind::RateLimited
         );
         assert_eq!(http_status_kind(503, None), ErrorKind::HttpStatus(503));
-        let mut md = tonic::metadata::MetadataMap::new();
+        let mut md = http::HeaderMap::new();
         md.insert("grpc-retry-pushback-ms", "1500".parse().unwrap());
         assert_eq!(grpc_pushback(&md), Some(Duration::from_millis(1500)));
     }

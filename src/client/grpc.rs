@@ -1,21 +1,22 @@
-//! Triton's KServe v2 gRPC API: `ModelStreamInfer` (one bidirectional stream per request, many
-//! streams multiplexed over a small pool of HTTP/2 connections) and `ModelInfer`.
+//! Triton's KServe v2 gRPC API: `ModelStreamInfer` (one bidirectional stream per request) and
+//! `ModelInfer`, over each worker's own HTTP/2 connection ([`super::grpc_conn`]); discovery and
+//! statistics calls go through tonic.
 //!
 //! Messages travel as raw bytes: requests are encoded once per dataset entry and only get their
-//! id appended per send; responses are timestamped in the codec the moment a complete message
-//! has arrived, before any protobuf decoding, then read with the allocation-free scanner in
-//! [`super::wire`].
+//! id put in front per send (protobuf fields may come in any order); each chunk of a response is
+//! timestamped when the worker takes it off the connection, before any protobuf decoding, and its
+//! messages are read with the allocation-free scanner in [`super::wire`].
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes};
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use bytes::{BufMut, Bytes, BytesMut};
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
+use super::grpc_conn::{self, Flow, GrpcConn, GrpcTarget};
 use super::request_id::IdField;
 use super::wire::read_infer_response;
 use super::{Exchange, error_chain};
@@ -28,117 +29,33 @@ use crate::workload::tensor::{DataType, ModelInfo, TensorSpec};
 const STREAM_PATH: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
 const INFER_PATH: &str = "/inference.GRPCInferenceService/ModelInfer";
 
-/// Requests in flight per HTTP/2 connection before another connection is opened. Measured against
-/// the instant simulator (100-token streams, 30 000 requests, 2 cores): 64 streams per connection
-/// gave 15.1k/14.0k/15.6k/14.9k req/s at concurrency 16/64/256/1024, one connection per request
-/// 13.2k/15.8k/10.5k/8.3k, and a single shared connection 15.0k/13.0k/10.2k and 5 803 failed
-/// streams at 1024 (servers cap concurrent streams per connection, commonly near 100).
-pub const STREAMS_PER_CONNECTION: usize = 64;
-
-/// Largest response message accepted: Triton's own gRPC limit (`INT32_MAX`). tonic's default of
-/// 4 MiB fails every request of a model whose outputs are larger — YOLOv8's `output0`
-/// `[84,8400]` FP32 is 2.8 MB per image, so from batch 2 on — with `OutOfRange: decoded message
-/// length too large`, although Triton sent a valid response.
+/// Largest response message accepted: Triton's own gRPC limit (`INT32_MAX`). A 4 MiB default
+/// (tonic's) would fail every request of a model whose outputs are larger — YOLOv8's `output0`
+/// `[84,8400]` FP32 is 2.8 MB per image, so from batch 2 on — although Triton sent a valid
+/// response.
 pub const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
 
-/// A response message with the time its last byte arrived.
-#[derive(Debug)]
-pub struct Timed {
-    /// Run-clock nanoseconds when the message was complete.
-    pub at: u64,
-    /// The undecoded message.
-    pub bytes: Bytes,
-}
-
-/// A request on its way out: the body encoded once per dataset entry, plus this request's id.
-pub struct Outgoing {
-    /// `ModelInferRequest` without `id`.
-    pub body: Bytes,
-    /// The request id, field 3, encoded.
-    pub id: IdField,
-}
-
-impl std::fmt::Debug for Outgoing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Outgoing")
-            .field("body", &self.body.len())
-            .finish()
-    }
-}
-
-/// Codec passing bytes through: writes pre-built request bytes (recording when they have been
-/// handed to the transport), timestamps response bytes and hands them over undecoded.
-#[derive(Clone, Debug)]
-pub struct RawCodec {
-    clock: Clock,
-    sent: Arc<AtomicU64>,
-}
-
-impl Codec for RawCodec {
-    type Encode = Outgoing;
-    type Decode = Timed;
-    type Encoder = RawEncoder;
-    type Decoder = TimedDecoder;
-    fn encoder(&mut self) -> RawEncoder {
-        RawEncoder {
-            clock: self.clock,
-            sent: self.sent.clone(),
-        }
-    }
-    fn decoder(&mut self) -> TimedDecoder {
-        TimedDecoder { clock: self.clock }
-    }
-}
-
-/// Writes pre-encoded request bytes and the id field, without an intermediate copy.
-#[derive(Debug)]
-pub struct RawEncoder {
-    clock: Clock,
-    sent: Arc<AtomicU64>,
-}
-
-impl Encoder for RawEncoder {
-    type Item = Outgoing;
-    type Error = Status;
-    fn encode(&mut self, item: Outgoing, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put(item.body);
-        dst.put_slice(item.id.bytes());
-        self.sent.store(self.clock.now_ns(), Ordering::Relaxed);
-        Ok(())
-    }
-}
-
-/// Timestamps each complete response message before anything decodes it.
-#[derive(Debug)]
-pub struct TimedDecoder {
-    clock: Clock,
-}
-
-impl Decoder for TimedDecoder {
-    type Item = Timed;
-    type Error = Status;
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Timed>, Status> {
-        let at = self.clock.now_ns();
-        let n = src.remaining();
-        Ok(Some(Timed {
-            at,
-            bytes: src.copy_to_bytes(n),
-        }))
-    }
-}
-
-/// A pool of gRPC connections to one server, with the model's facts.
+/// A gRPC client for one server and model: where calls go, and the model's facts. Each worker
+/// opens its own connection ([`Exchange`] keeps it between requests).
 #[derive(Clone, Debug)]
 pub struct GrpcClient {
-    channels: Arc<Vec<Channel>>,
-    next: Arc<AtomicUsize>,
+    /// For discovery and statistics calls.
+    channel: Channel,
+    route: Arc<Route>,
     ids: Arc<AtomicU64>,
-    metadata: Arc<MetadataMap>,
     streaming: bool,
     decoupled: bool,
     text: bool,
     /// Largest response message accepted.
     max_message: usize,
+}
+
+/// Where a worker connects, and the two methods' URIs.
+#[derive(Debug)]
+struct Route {
+    target: GrpcTarget,
+    stream_uri: http::Uri,
+    infer_uri: http::Uri,
 }
 
 /// What a response's content is.
@@ -254,25 +171,32 @@ pub fn with_metadata<T>(mut req: tonic::Request<T>, md: &MetadataMap) -> tonic::
 }
 
 impl GrpcClient {
-    /// Opens enough connections for `workers` concurrent requests.
-    pub async fn new(
+    /// A client for the target's model; `channel` (already open) serves discovery and
+    /// statistics calls. Workers connect on their first request ([`GrpcClient::prepare`]).
+    pub fn new(
         target: &Target,
         info: &ModelInfo,
-        workers: usize,
-        first: Channel,
+        channel: Channel,
         mode: ResponseMode,
-    ) -> Result<GrpcClient, String> {
-        let n = workers.div_ceil(STREAMS_PER_CONNECTION).max(1);
-        let mut channels = vec![first];
-        for _ in 1..n {
-            channels.push(connect(target).await.map_err(|e| e.to_string())?);
-        }
-        let metadata = metadata_for(target).map_err(|e| e.0)?;
+    ) -> crate::error::Result<GrpcClient> {
+        let tls = match target.uses_tls() {
+            false => None,
+            true => {
+                let ctx = super::tls::TlsContext::new(&target.tls)?;
+                let (host, _) = super::tls::host_port(&target.base_url).unwrap_or_default();
+                Some(super::h1::TlsDial::new(&ctx, &host, super::tls::ALPN_H2)?)
+            }
+        };
+        let metadata = metadata_for(target)?.into_headers();
+        let conn_target = GrpcTarget::new(&target.base_url, tls, metadata)?;
         Ok(GrpcClient {
-            channels: Arc::new(channels),
-            next: Arc::new(AtomicUsize::new(0)),
+            channel,
+            route: Arc::new(Route {
+                stream_uri: conn_target.uri(STREAM_PATH)?,
+                infer_uri: conn_target.uri(INFER_PATH)?,
+                target: conn_target,
+            }),
             ids: Arc::new(AtomicU64::new(1)),
-            metadata: Arc::new(metadata),
             streaming: target.streaming,
             decoupled: info.decoupled,
             text: mode == ResponseMode::Text,
@@ -294,197 +218,282 @@ impl GrpcClient {
 
     /// A channel for discovery and statistics calls.
     pub fn channel(&self) -> Channel {
-        self.channels[0].clone()
+        self.channel.clone()
     }
 
-    /// Sends one request and reads every response into `ex`. Both RPCs go through the
-    /// streaming call API (a unary call is one message each way on the wire), so response
-    /// headers, each message and the trailers are seen as they arrive.
+    /// Makes sure the worker's connection is open and set up, outside any measured time.
+    pub async fn prepare(&self, ex: &mut Exchange) -> Result<(), RequestError> {
+        if let Some(c) = ex.grpc.as_mut()
+            && c.is_open().await
+        {
+            return Ok(());
+        }
+        ex.grpc = None;
+        ex.grpc = Some(grpc_conn::connect(&self.route.target).await?);
+        Ok(())
+    }
+
+    /// Sends one request on the worker's connection and reads every response into `ex`. Both
+    /// RPCs are read the same way (a unary call is one message each way on the wire), so
+    /// response headers, each message and the trailers are seen as they arrive. The connection
+    /// goes back to `ex` unless it failed; a call dropped half-way (cancelled, timed out) drops
+    /// it, resetting the stream first.
     pub async fn execute(
         &self,
         body: &Bytes,
         ex: &mut Exchange,
         clock: &Clock,
     ) -> Result<(), RequestError> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();
-        let mut grpc = tonic::client::Grpc::new(self.channels[i].clone())
-            .max_decoding_message_size(self.max_message);
-        let msg = Outgoing {
-            body: body.clone(),
-            id: match &ex.ids {
-                Some(ids) => ids.grpc_field(ex.seq),
-                None => IdField::numeric(self.ids.fetch_add(1, Ordering::Relaxed)),
-            },
+        let mut conn = match ex.grpc.take() {
+            Some(c) => c,
+            None => grpc_conn::connect(&self.route.target).await?,
         };
-        grpc.ready().await.map_err(|e| {
-            let kind = super::failure::chain_kind(&e).unwrap_or(ErrorKind::Connect);
-            RequestError::new(kind, error_chain(&e))
-        })?;
-        let sent = Arc::new(AtomicU64::new(0));
-        let codec = RawCodec {
-            clock: *clock,
-            sent: sent.clone(),
+        let id = match &ex.ids {
+            Some(ids) => ids.grpc_field(ex.seq),
+            None => IdField::numeric(self.ids.fetch_add(1, Ordering::Relaxed)),
         };
-        // Decoupled models only answer on the stream RPC, even for a non-streamed request.
-        let stream_rpc = self.stream_rpc();
-        let path = tonic::codegen::http::uri::PathAndQuery::from_static(if stream_rpc {
-            STREAM_PATH
-        } else {
-            INFER_PATH
-        });
-        let req = with_metadata(
-            tonic::Request::new(futures_util::stream::once(std::future::ready(msg))),
-            &self.metadata,
-        );
+        // The message's prefix (not compressed; its length) and the id field, ahead of the body
+        // shared by every request of this dataset entry.
+        let mut head = BytesMut::with_capacity(5 + id.bytes().len());
+        head.put_u8(0);
+        head.put_u32((body.len() + id.bytes().len()) as u32);
+        head.put_slice(id.bytes());
         let result = self
-            .exchange(&mut grpc, req, path, codec, stream_rpc, ex, clock)
+            .call(&mut conn, head.freeze(), body.clone(), ex, clock)
             .await;
-        let t = sent.load(Ordering::Relaxed);
-        if t > 0 {
-            ex.send_done_ns = Some(t);
+        if conn.is_open().await {
+            ex.grpc = Some(conn);
         }
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn exchange(
+    async fn call(
         &self,
-        grpc: &mut tonic::client::Grpc<Channel>,
-        req: tonic::Request<futures_util::stream::Once<std::future::Ready<Outgoing>>>,
-        path: tonic::codegen::http::uri::PathAndQuery,
-        codec: RawCodec,
+        conn: &mut GrpcConn,
+        head: Bytes,
+        body: Bytes,
+        ex: &mut Exchange,
+        clock: &Clock,
+    ) -> Result<(), RequestError> {
+        // Decoupled models only answer on the stream RPC, even for a non-streamed request.
+        let stream_rpc = self.stream_rpc();
+        let r = &self.route;
+        let uri = if stream_rpc {
+            &r.stream_uri
+        } else {
+            &r.infer_uri
+        };
+        let response = conn.start(&r.target, uri, head, body).await?;
+        ex.send_done_ns = Some(clock.now_ns());
+        let response = conn
+            .drive(response)
+            .await?
+            .map_err(|e| grpc_conn::transport_error(&e))?;
+        ex.bytes_at(clock.now_ns());
+        let (parts, mut recv) = response.into_parts();
+        // A trailers-only response: the status is in the headers and no message follows.
+        if let Some((code, message)) = grpc_conn::status_of(&parts.headers) {
+            return Err(self.ended(code, message, &parts.headers, stream_rpc, ex));
+        }
+        if parts.status != http::StatusCode::OK {
+            let status = parts.status.as_u16();
+            return Err(status_error(
+                grpc_conn::code_of_http_status(status),
+                format!("HTTP status {status} without a gRPC status"),
+            ));
+        }
+        let mut partial = std::mem::take(&mut ex.body);
+        partial.clear();
+        let result = self
+            .read_messages(conn, &mut recv, &mut partial, stream_rpc, ex, clock)
+            .await;
+        ex.body = partial;
+        result
+    }
+
+    /// Reads response messages until the final one (then the rest of the call), the call's end,
+    /// or a failure.
+    async fn read_messages(
+        &self,
+        conn: &mut GrpcConn,
+        recv: &mut h2::RecvStream,
+        partial: &mut Vec<u8>,
         stream_rpc: bool,
         ex: &mut Exchange,
         clock: &Clock,
     ) -> Result<(), RequestError> {
-        let resp = grpc.streaming(req, path, codec).await.map_err(|s| {
-            ex.retry_after = super::failure::grpc_pushback(s.metadata());
-            status_error(s)
-        })?;
-        ex.bytes_at(clock.now_ns());
-        let mut stream = resp.into_inner();
         let mut error = String::new();
         loop {
-            match stream.message().await {
-                Ok(Some(Timed { at, bytes })) => {
-                    ex.responses += 1;
-                    ex.keep_response(at, &bytes);
-                    let text = if self.text { Some(&mut ex.text) } else { None };
-                    let info = if stream_rpc {
-                        ex.responses_shape.read(&bytes, text, &mut error)
-                    } else {
-                        read_infer_response(&bytes, text)
-                    }
-                    .map_err(|e| {
-                        RequestError::new(
-                            ErrorKind::MalformedResponse,
-                            format!("response {}: {e}", ex.responses),
-                        )
+            let next = conn
+                .drive(std::future::poll_fn(|cx| recv.poll_data(cx)))
+                .await?;
+            match next {
+                Some(Ok(chunk)) => {
+                    let at = clock.now_ns();
+                    let _ = recv.flow_control().release_capacity(chunk.len());
+                    let flow = grpc_conn::deframe(&chunk, partial, self.max_message, |m| {
+                        self.on_message(m, at, stream_rpc, ex, &mut error)
                     })?;
-                    if info.has_error {
-                        return Err(RequestError::new(
-                            ErrorKind::ServerError,
-                            std::mem::take(&mut error),
-                        ));
-                    }
-                    ex.add_server_tokens(info.tokens);
-                    let content = if self.text {
-                        info.text_bytes > 0
-                    } else {
-                        info.outputs > 0
-                    };
-                    if content {
-                        ex.content_at(at);
-                    }
-                    if self.text && ex.text.len() > self.max_message {
-                        return Err(RequestError::new(
-                            ErrorKind::ResponseTooLarge,
-                            format!(
-                                "the response's output text passed --max-event-size ({} bytes); reading stopped there",
-                                self.max_message
-                            ),
-                        ));
-                    }
-                    // A response without the parameter is final (Triton's client does the same);
-                    // a unary call has exactly one.
-                    if !stream_rpc || info.final_flag.unwrap_or(true) {
-                        // The request stream is half-closed, so the server ends the call right
-                        // after its final response; wait for that instead of resetting the stream.
-                        let deadline = tokio::time::Instant::now() + super::http::DRAIN_TIMEOUT;
-                        while let Ok(Ok(Some(_))) =
-                            tokio::time::timeout_at(deadline, stream.message()).await
-                        {
-                        }
+                    if flow == Flow::Final {
+                        drain(conn, recv).await;
                         return Ok(());
                     }
                 }
-                Ok(None) => {
-                    return Err(RequestError::new(
-                        if stream_rpc {
-                            ErrorKind::StreamCut
-                        } else {
-                            ErrorKind::MalformedResponse
-                        },
-                        format!(
-                            "the call ended after {} responses without a final response",
-                            ex.responses
-                        ),
-                    ));
-                }
-                Err(status) => {
-                    ex.retry_after = super::failure::grpc_pushback(status.metadata());
-                    let e = status_error(status);
-                    // After responses have flowed, a failed call is a stream cut off mid-way
-                    // (unless the transport says exactly how: reset, GOAWAY); before, the status
-                    // itself (UNAVAILABLE, RESOURCE_EXHAUSTED, ...) is the story.
-                    let transport = matches!(
-                        e.kind,
-                        ErrorKind::StreamReset | ErrorKind::GoAway | ErrorKind::ConnectionReset
-                    );
-                    if ex.responses > 0 && !transport {
-                        return Err(RequestError::new(
-                            ErrorKind::StreamCut,
-                            format!(
-                                "the stream broke off after {} responses: {} ({})",
-                                ex.responses,
-                                e.message,
-                                e.kind.key()
-                            ),
-                        ));
-                    }
-                    return Err(e);
+                Some(Err(e)) => return Err(broken(ex, grpc_conn::transport_error(&e))),
+                None => {
+                    let trailers = conn
+                        .drive(std::future::poll_fn(|cx| recv.poll_trailers(cx)))
+                        .await?
+                        .map_err(|e| broken(ex, grpc_conn::transport_error(&e)))?
+                        .unwrap_or_default();
+                    let (code, message) =
+                        grpc_conn::status_of(&trailers).unwrap_or((0, String::new()));
+                    return Err(self.ended(code, message, &trailers, stream_rpc, ex));
                 }
             }
         }
     }
 
-    /// Connections are opened in [`GrpcClient::new`]; nothing more to warm.
-    pub async fn warm_connections(&self, _n: usize) {}
+    /// One response message, read at `at`: counted, kept for the raw export, its text added.
+    fn on_message(
+        &self,
+        bytes: &[u8],
+        at: u64,
+        stream_rpc: bool,
+        ex: &mut Exchange,
+        error: &mut String,
+    ) -> Result<Flow, RequestError> {
+        ex.responses += 1;
+        ex.keep_response(at, bytes);
+        let text = if self.text { Some(&mut ex.text) } else { None };
+        let info = if stream_rpc {
+            ex.responses_shape.read(bytes, text, error)
+        } else {
+            read_infer_response(bytes, text)
+        }
+        .map_err(|e| {
+            RequestError::new(
+                ErrorKind::MalformedResponse,
+                format!("response {}: {e}", ex.responses),
+            )
+        })?;
+        if info.has_error {
+            return Err(RequestError::new(
+                ErrorKind::ServerError,
+                std::mem::take(error),
+            ));
+        }
+        ex.add_server_tokens(info.tokens);
+        let content = if self.text {
+            info.text_bytes > 0
+        } else {
+            info.outputs > 0
+        };
+        if content {
+            ex.content_at(at);
+        }
+        if self.text && ex.text.len() > self.max_message {
+            return Err(RequestError::new(
+                ErrorKind::ResponseTooLarge,
+                format!(
+                    "the response's output text passed --max-event-size ({} bytes); reading stopped there",
+                    self.max_message
+                ),
+            ));
+        }
+        // A response without the parameter is final (Triton's client does the same); a unary
+        // call has exactly one.
+        Ok(if !stream_rpc || info.final_flag.unwrap_or(true) {
+            Flow::Final
+        } else {
+            Flow::More
+        })
+    }
+
+    /// The error of a call that ended before its final response: with status `code` (from
+    /// `block`, its trailers or trailers-only headers), or OK with responses missing.
+    fn ended(
+        &self,
+        code: i32,
+        message: String,
+        block: &http::HeaderMap,
+        stream_rpc: bool,
+        ex: &mut Exchange,
+    ) -> RequestError {
+        if code != 0 {
+            ex.retry_after = super::failure::grpc_pushback(block);
+            return broken(ex, status_error(code, message));
+        }
+        RequestError::new(
+            if stream_rpc {
+                ErrorKind::StreamCut
+            } else {
+                ErrorKind::MalformedResponse
+            },
+            format!(
+                "the call ended after {} responses without a final response",
+                ex.responses
+            ),
+        )
+    }
 }
 
-/// A gRPC status as a request error. The transport's own failures (refused, reset, GOAWAY,
-/// `RST_STREAM`) are told by the error tonic keeps as the status's source; rate limiting is
-/// `RESOURCE_EXHAUSTED`.
-pub fn status_error(s: Status) -> RequestError {
-    let specific = std::error::Error::source(&s).and_then(super::failure::chain_kind);
-    let kind = match (s.code(), specific) {
-        (_, Some(k)) => k,
-        (Code::ResourceExhausted, None) => ErrorKind::RateLimited,
-        (Code::Unavailable, None)
-            if s.message().contains("connect") || s.message().contains("transport") =>
+/// After the final response, reads the call to its end, so it finishes cleanly instead of being
+/// reset (thousands of resets make HTTP/2 peers tear the connection down). The end usually came
+/// with the final response: a timer is armed only when it has not.
+async fn drain(conn: &mut GrpcConn, recv: &mut h2::RecvStream) {
+    let rest = async {
+        while let Ok(Some(Ok(chunk))) = conn
+            .drive(std::future::poll_fn(|cx| recv.poll_data(cx)))
+            .await
         {
-            ErrorKind::Connect
+            let _ = recv.flow_control().release_capacity(chunk.len());
         }
-        // tonic refuses a message past max_decoding_message_size before buffering it.
-        (Code::OutOfRange, None) if s.message().contains("message length too large") => {
-            ErrorKind::ResponseTooLarge
-        }
-        (code, None) => ErrorKind::GrpcStatus(code as i32),
+        let _ = conn
+            .drive(std::future::poll_fn(|cx| recv.poll_trailers(cx)))
+            .await;
     };
-    let msg = if s.message().is_empty() {
-        format!("{:?}", s.code())
+    let mut rest = std::pin::pin!(rest);
+    let done =
+        std::future::poll_fn(|cx| std::task::Poll::Ready(rest.as_mut().poll(cx).is_ready())).await;
+    if !done {
+        let _ = tokio::time::timeout(super::http::DRAIN_TIMEOUT, rest).await;
+    }
+}
+
+/// After responses have flowed, a failed call is a stream cut off mid-way (unless the transport
+/// says exactly how: reset, GOAWAY); before, the status itself (UNAVAILABLE, RESOURCE_EXHAUSTED,
+/// ...) is the story.
+fn broken(ex: &Exchange, e: RequestError) -> RequestError {
+    let transport = matches!(
+        e.kind,
+        ErrorKind::StreamReset | ErrorKind::GoAway | ErrorKind::ConnectionReset
+    );
+    if ex.responses > 0 && !transport {
+        return RequestError::new(
+            ErrorKind::StreamCut,
+            format!(
+                "the stream broke off after {} responses: {} ({})",
+                ex.responses,
+                e.message,
+                e.kind.key()
+            ),
+        );
+    }
+    e
+}
+
+/// A gRPC status (not OK) as a request error: `RESOURCE_EXHAUSTED` is rate limiting, anything
+/// else its code.
+pub fn status_error(code: i32, message: String) -> RequestError {
+    let kind = match code {
+        8 => ErrorKind::RateLimited,
+        c => ErrorKind::GrpcStatus(c),
+    };
+    let msg = if message.is_empty() {
+        format!("{:?}", Code::from_i32(code))
     } else {
-        s.message().to_string()
+        message
     };
     RequestError::new(kind, msg)
 }

@@ -23,28 +23,30 @@ use tokio::net::TcpStream;
 use super::request_id::RequestIds;
 use crate::record::{Clock, ErrorKind, RequestError};
 
-/// TLS for an `https://` target: the connector (the target's rustls configuration) and the
-/// name the server's certificate must carry.
+/// TLS for an `https://` target: the connector (the target's rustls configuration, offering one
+/// protocol by ALPN) and the name the server's certificate must carry.
 #[derive(Clone)]
-pub struct H1Tls {
+pub struct TlsDial {
     connector: tokio_rustls::TlsConnector,
     name: rustls::pki_types::ServerName<'static>,
 }
 
-impl std::fmt::Debug for H1Tls {
+impl std::fmt::Debug for TlsDial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("H1Tls").field("name", &self.name).finish()
+        f.debug_struct("TlsDial").field("name", &self.name).finish()
     }
 }
 
-impl H1Tls {
-    /// TLS to `host` with `ctx`'s verifier and client certificate, offering HTTP/1.1.
+impl TlsDial {
+    /// TLS to `host` with `ctx`'s verifier and client certificate, offering `alpn`
+    /// ([`super::tls::ALPN_HTTP1`] here, [`super::tls::ALPN_H2`] for gRPC).
     pub fn new(
         ctx: &super::tls::TlsContext,
         host: &str,
-    ) -> Result<H1Tls, crate::error::UsageError> {
-        let config = ctx.client_config(&[super::tls::ALPN_HTTP1])?;
-        Ok(H1Tls {
+        alpn: &[u8],
+    ) -> Result<TlsDial, crate::error::UsageError> {
+        let config = ctx.client_config(&[alpn])?;
+        Ok(TlsDial {
             connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
             name: super::tls::server_name(host)?,
         })
@@ -59,13 +61,13 @@ pub struct H1Target {
     /// follow per request.
     head: Vec<u8>,
     /// TLS, for `https://`.
-    tls: Option<H1Tls>,
+    tls: Option<TlsDial>,
 }
 
 impl H1Target {
     /// For an `http://` URL, or an `https://` one with its TLS; `None` for other schemes (or
     /// `https://` without TLS settings).
-    pub fn new(url: &reqwest::Url, headers: &HeaderMap, tls: Option<H1Tls>) -> Option<H1Target> {
+    pub fn new(url: &reqwest::Url, headers: &HeaderMap, tls: Option<TlsDial>) -> Option<H1Target> {
         let tls = match (url.scheme(), tls) {
             ("http", _) => None,
             ("https", Some(t)) => Some(t),
@@ -176,36 +178,38 @@ pub struct H1Conn {
 
 /// Opens a connection.
 pub async fn connect(t: &H1Target) -> Result<H1Conn, RequestError> {
-    let stream = TcpStream::connect(&t.addr).await.map_err(|e| {
-        RequestError::new(
-            super::failure::io_kind(&e, ErrorKind::Connect),
-            format!("cannot connect to {}: {e}", t.addr),
-        )
-    })?;
-    let _ = stream.set_nodelay(true);
-    let stream = match &t.tls {
-        None => Stream::Plain(stream),
-        Some(tls) => {
-            let s = tls
-                .connector
-                .connect(tls.name.clone(), stream)
-                .await
-                .map_err(|e| {
-                    let msg = super::tls::describe_io(&e, &t.addr)
-                        .unwrap_or_else(|| format!("TLS handshake with {} failed: {e}", t.addr));
-                    RequestError::new(super::failure::io_kind(&e, ErrorKind::Connect), msg)
-                })?;
-            Stream::Tls(Box::new(s))
-        }
-    };
     Ok(H1Conn {
-        stream,
+        stream: open(&t.addr, t.tls.as_ref()).await?,
         buf: vec![0; FIRST_READ_BUF],
         start: 0,
         end: 0,
         reusable: true,
         last_read_ns: 0,
     })
+}
+
+/// Opens a TCP connection to `addr` (no Nagle delay), with TLS over it when `tls` is given.
+pub async fn open(addr: &str, tls: Option<&TlsDial>) -> Result<Stream, RequestError> {
+    let stream = TcpStream::connect(addr).await.map_err(|e| {
+        RequestError::new(
+            super::failure::io_kind(&e, ErrorKind::Connect),
+            format!("cannot connect to {addr}: {e}"),
+        )
+    })?;
+    let _ = stream.set_nodelay(true);
+    let Some(tls) = tls else {
+        return Ok(Stream::Plain(stream));
+    };
+    let s = tls
+        .connector
+        .connect(tls.name.clone(), stream)
+        .await
+        .map_err(|e| {
+            let msg = super::tls::describe_io(&e, addr)
+                .unwrap_or_else(|| format!("TLS handshake with {addr} failed: {e}"));
+            RequestError::new(super::failure::io_kind(&e, ErrorKind::Connect), msg)
+        })?;
+    Ok(Stream::Tls(Box::new(s)))
 }
 
 impl H1Conn {

@@ -60,7 +60,11 @@ impl HttpClient {
         let h1_tls = match &tls {
             Some(ctx) => {
                 builder = ctx.reqwest(builder)?;
-                Some(h1::H1Tls::new(ctx, url.host_str().unwrap_or_default())?)
+                Some(h1::TlsDial::new(
+                    ctx,
+                    url.host_str().unwrap_or_default(),
+                    super::tls::ALPN_HTTP1,
+                )?)
             }
             None => None,
         };
@@ -90,10 +94,6 @@ impl HttpClient {
     pub fn inner(&self) -> &reqwest::Client {
         &self.client
     }
-
-    /// Nothing to open ahead of a level: each worker connects before its first measured
-    /// request ([`HttpClient::prepare`]).
-    pub async fn warm_connections(&self, _n: usize) {}
 
     /// Makes sure the worker's direct connection is open, outside any measured time.
     pub async fn prepare(&self, ex: &mut Exchange) -> Result<(), RequestError> {

@@ -10,6 +10,7 @@ pub mod discovery;
 pub mod events;
 pub mod failure;
 pub mod grpc;
+pub mod grpc_conn;
 pub mod h1;
 pub mod http;
 pub mod request_id;
@@ -75,6 +76,8 @@ pub struct Exchange {
     pub(crate) responses_shape: wire::StreamShape,
     /// The worker's direct HTTP/1.1 connection, kept between requests.
     pub(crate) h1: Option<h1::H1Conn>,
+    /// The worker's own HTTP/2 connection for gRPC calls, kept between requests.
+    pub(crate) grpc: Option<grpc_conn::GrpcConn>,
     /// Request-writing buffer, reused.
     pub(crate) scratch: Vec<u8>,
     /// Whole-body buffer, reused.
@@ -262,21 +265,12 @@ impl Client {
         }
     }
 
-    /// Gets the worker's connection ready before a request is timed (direct HTTP/1.1 targets
+    /// Gets the worker's connection ready before a request is timed (HTTP/1.1 and HTTP/2 alike
     /// connect here, so connection setup never counts in a request's TTFT).
     pub async fn prepare(&self, ex: &mut Exchange) -> Result<(), RequestError> {
         match self {
             Client::Http(c) => c.prepare(ex).await,
-            Client::Grpc(_) => Ok(()),
-        }
-    }
-
-    /// Opens up to `n` connections ahead of a level so connection setup never lands inside a
-    /// measured request's TTFT.
-    pub async fn warm_connections(&self, n: usize) {
-        match self {
-            Client::Http(c) => c.warm_connections(n).await,
-            Client::Grpc(c) => c.warm_connections(n).await,
+            Client::Grpc(c) => c.prepare(ex).await,
         }
     }
 }

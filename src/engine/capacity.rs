@@ -2,8 +2,6 @@
 //! when a session is prepared, before anything is sent; the answers are warnings the front ends
 //! print with the probe's notices.
 
-use crate::client::grpc::STREAMS_PER_CONNECTION;
-
 /// Requests in flight per client core beyond which a warning is given: twice the most measured
 /// so far (10 000 streams in flight on 2 cores with 0 errors, `scripts/bench_client.sh`, README).
 /// Past it the generator's own scheduling delays join the latencies and requests time out in
@@ -13,18 +11,13 @@ pub const IN_FLIGHT_PER_CORE: usize = 10_000;
 /// Descriptors taken besides the connections: files, the runtime, discovery and metrics calls.
 const SPARE_FILES: u64 = 64;
 
-/// Warnings for `in_flight` requests at once over HTTP/1.1 (`grpc` false: a connection each) or
-/// gRPC (`grpc` true: [`STREAMS_PER_CONNECTION`] streams per connection).
-pub fn warnings(in_flight: usize, grpc: bool) -> Vec<String> {
+/// Warnings for `in_flight` requests at once (each worker has a connection of its own, over
+/// HTTP/1.1 and gRPC alike).
+pub fn warnings(in_flight: usize) -> Vec<String> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut out = Vec::new();
-    let connections = if grpc {
-        in_flight.div_ceil(STREAMS_PER_CONNECTION)
-    } else {
-        in_flight
-    };
     if let Some((soft, _)) = crate::record::open_file_limit()
-        && let Some(w) = files_warning(in_flight, connections, soft)
+        && let Some(w) = files_warning(in_flight, soft)
     {
         out.push(w);
     }
@@ -34,8 +27,8 @@ pub fn warnings(in_flight: usize, grpc: bool) -> Vec<String> {
     out
 }
 
-fn files_warning(in_flight: usize, connections: usize, limit: u64) -> Option<String> {
-    let need = connections as u64 + SPARE_FILES;
+fn files_warning(in_flight: usize, limit: u64) -> Option<String> {
+    let need = in_flight as u64 + SPARE_FILES;
     (need > limit).then(|| {
         format!(
             "warning: {in_flight} requests in flight need about {need} open files, and this process may open {limit}: raise the limit (ulimit -n {need}; the hard limit with ulimit -Hn, or LimitNOFILE= for a service), or lower the concurrency, or connections will fail with \"too many open files\""
@@ -57,13 +50,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn files_warning_counts_connections_not_streams() {
-        assert!(files_warning(1000, 1000, 2048).is_none());
-        let w = files_warning(5000, 5000, 1024).unwrap();
+    fn files_warning_counts_a_connection_per_request_in_flight() {
+        assert!(files_warning(1000, 2048).is_none());
+        let w = files_warning(5000, 1024).unwrap();
         assert!(w.contains("about 5064 open files"), "{w}");
         assert!(w.contains("ulimit -n 5064"), "{w}");
-        // gRPC: 5000 streams are 79 connections.
-        assert!(files_warning(5000, 5000usize.div_ceil(STREAMS_PER_CONNECTION), 1024).is_none());
     }
 
     #[test]

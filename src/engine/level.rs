@@ -143,10 +143,6 @@ pub async fn measure_level(
     sinks: &mut Sinks,
 ) -> Result<Measured> {
     let shared = session.shared.clone();
-    shared
-        .client
-        .warm_connections(spec.stimulus.workers())
-        .await;
     let start = match spec.start_at {
         Some(at) => Some(
             super::start::wait_until(at, &shared.cancel)

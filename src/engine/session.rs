@@ -33,9 +33,7 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -
         Err(e) => return Err(explain_wrong_port(e, &plan.target).await),
     };
     let grpc = matches!(client, Client::Grpc(_));
-    probe
-        .notices
-        .extend(super::capacity::warnings(workers, grpc));
+    probe.notices.extend(super::capacity::warnings(workers));
     if dataset.is_empty() {
         return Err(Error::usage(
             "the workload has no requests: give --num-prompts of at least 1, or an --input-file with prompts",
@@ -140,10 +138,7 @@ async fn connect_llm(
                 check_server_count(&t.model, &output_names(&info), &plan.workload.extra_inputs)?;
             }
             let dataset = dataset::build_kserve(t, &plan.workload, tokenizer, &info, salt(plan))?;
-            let client =
-                GrpcClient::new(t, &info, workers, channel.clone(), grpc::ResponseMode::Text)
-                    .await
-                    .map_err(Error::Failed)?;
+            let client = GrpcClient::new(t, &info, channel.clone(), grpc::ResponseMode::Text)?;
             let md = grpc::stats_metadata_for(t)?;
             let mut probe = ServerProbe::new(
                 calls,

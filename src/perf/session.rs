@@ -6,7 +6,7 @@ use super::plan::{self, PerfPlan, Protocol};
 use crate::client::grpc::{self, GrpcClient, ResponseMode};
 use crate::client::wrong_port::{self, Wire};
 use crate::client::{Client, HttpClient, tls};
-use crate::error::{Error, Result, UsageError};
+use crate::error::{Result, UsageError};
 use crate::load::Stimulus;
 use crate::server_metrics::{ServerProbe, StatsSource};
 use crate::workload::tensor::ModelInfo;
@@ -29,10 +29,9 @@ pub async fn prepare(plan: &PerfPlan) -> Result<(Protocol, ModelInfo, Client, Se
     match connect(plan, protocol).await {
         Ok((info, client, mut probe)) => {
             let workers = plan.levels.iter().map(Stimulus::workers).max().unwrap_or(1);
-            let grpc = protocol == Protocol::Grpc;
             probe
                 .notices
-                .extend(crate::engine::capacity::warnings(workers, grpc));
+                .extend(crate::engine::capacity::warnings(workers));
             Ok((protocol, info, client, probe))
         }
         Err(e) => {
@@ -61,9 +60,7 @@ async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Clie
             let channel = grpc::connect(t).await?;
             let info = grpc::discover_version(channel.clone(), t, &plan.model_version).await?;
             check_model(plan, &info, protocol)?;
-            let client = GrpcClient::new(t, &info, workers, channel.clone(), ResponseMode::Tensors)
-                .await
-                .map_err(Error::Failed)?;
+            let client = GrpcClient::new(t, &info, channel.clone(), ResponseMode::Tensors)?;
             let md = grpc::stats_metadata_for(t)?;
             let mut probe = ServerProbe::new(
                 http,
