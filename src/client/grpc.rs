@@ -261,7 +261,8 @@ impl GrpcClient {
         let result = self
             .call(&mut conn, head.freeze(), body.clone(), ex, clock)
             .await;
-        if conn.is_open().await {
+        // Not polled again here: the next request's `prepare` does that once.
+        if !conn.is_closed() {
             ex.grpc = Some(conn);
         }
         result

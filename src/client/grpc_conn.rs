@@ -177,6 +177,11 @@ impl GrpcConn {
         self.io.closed.is_none()
     }
 
+    /// Whether the connection has ended (as last seen; nothing is read).
+    pub fn is_closed(&self) -> bool {
+        self.io.closed.is_some()
+    }
+
     /// Waits for `fut` (a call's own step) while reading and writing the connection.
     pub async fn drive<F: Future>(&mut self, fut: F) -> Result<F::Output, RequestError> {
         self.io.drive(fut).await
