@@ -14,7 +14,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 
-use crate::client::{events, sse, wire};
+use crate::client::{events, grpc_conn, sse, wire};
 use crate::workload::tensor::{DataType, ModelInfo, TensorSpec};
 use crate::workload::tokenizer::Tokenizer;
 
@@ -41,6 +41,10 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "wire",
         run: kserve_wire,
+    },
+    Target {
+        name: "grpc_frames",
+        run: grpc_framing,
     },
     Target {
         name: "prometheus",
@@ -170,6 +174,59 @@ pub fn event_json(data: &[u8]) {
     }
     let mut both = String::new();
     let _ = events::parse_event(data, &mut both);
+}
+
+/// What deframing a gRPC response body in `chunks` gives: the messages, then how it ended (the
+/// error's kind, or the bytes of an unfinished message left over).
+fn deframe_all(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, Result<usize, String>) {
+    let mut partial = Vec::new();
+    let mut msgs = Vec::new();
+    for c in chunks {
+        let r = grpc_conn::deframe(c, &mut partial, 1 << 12, |m| {
+            msgs.push(m.to_vec());
+            // A message starting with 0xff plays the final response: reading stops there.
+            Ok(if m.first() == Some(&0xff) {
+                grpc_conn::Flow::Final
+            } else {
+                grpc_conn::Flow::More
+            })
+        });
+        match r {
+            Err(e) => return (msgs, Err(e.kind.key().into_owned())),
+            Ok(grpc_conn::Flow::Final) => return (msgs, Ok(0)),
+            Ok(grpc_conn::Flow::More) => {}
+        }
+    }
+    (msgs, Ok(partial.len()))
+}
+
+/// gRPC message framing: a response body yields the same messages, the same end and the same
+/// leftover however it is split into chunks (HTTP/2 DATA frames). The first byte seeds the split
+/// points; the rest is the body.
+pub fn grpc_framing(data: &[u8]) {
+    let Some((&seed, body)) = data.split_first() else {
+        return;
+    };
+    let whole = deframe_all(&[body]);
+    let mut rng = StdRng::seed_from_u64(u64::from(seed));
+    let mut chunks = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let n = rng.random_range(1..=rest.len().min(1 + usize::from(seed % 23)));
+        let (a, b) = rest.split_at(n);
+        chunks.push(a);
+        rest = b;
+    }
+    assert_eq!(whole, deframe_all(&chunks), "messages depend on the split");
+    let bytes: Vec<&[u8]> = body.chunks(1).collect();
+    assert_eq!(
+        whole,
+        deframe_all(&bytes),
+        "byte-at-a-time deframing differs"
+    );
+    for m in &whole.0 {
+        assert!(m.len() <= 1 << 12, "a message past the limit was delivered");
+    }
 }
 
 /// KServe v2 protobuf: the in-place reader never panics, and whenever `prost` also decodes the
