@@ -138,6 +138,56 @@ pub fn sse_framing(data: &[u8]) {
             "an event name spans lines"
         );
     }
+    // The shortcut for the usual event reads the same events and the same text as the framing.
+    for chunks in [vec![stream], chunks] {
+        assert_eq!(
+            read_events(&chunks, false),
+            read_events(&chunks, true),
+            "the event shortcut differs from the framing"
+        );
+    }
+}
+
+/// The events of a stream read in `chunks`, with their JSON read by one [`events::EventReader`]
+/// (each event's text, or `None` when it is not an event it reads), and every event's data;
+/// `shortcut`: through [`events::EventReader::read_line`] where it applies.
+fn read_events(chunks: &[&[u8]], shortcut: bool) -> (Events, Vec<Option<String>>, bool) {
+    struct Sink {
+        reader: events::EventReader,
+        shortcut: bool,
+        events: Events,
+        texts: Vec<Option<String>>,
+    }
+    impl sse::EventSink for Sink {
+        fn line(&mut self, after: &[u8]) -> Option<usize> {
+            if !self.shortcut {
+                return None;
+            }
+            let mut text = String::new();
+            let (n, _) = self.reader.read_line(after, &mut text)?;
+            if !after[n..].starts_with(b"\n\n") {
+                return None;
+            }
+            self.events.push((Vec::new(), after[..n].to_vec()));
+            self.texts.push(Some(text));
+            Some(n)
+        }
+        fn event(&mut self, name: &[u8], data: &[u8]) {
+            let mut text = String::new();
+            let ok = self.reader.read(data, &mut text).is_ok();
+            self.events.push((name.to_vec(), data.to_vec()));
+            self.texts.push(ok.then_some(text));
+        }
+    }
+    let mut sink = Sink {
+        reader: events::EventReader::new(),
+        shortcut,
+        events: Events::new(),
+        texts: Vec::new(),
+    };
+    let mut p = sse::SseParser::new();
+    let failed = chunks.iter().any(|c| p.feed_to(c, &mut sink).is_err());
+    (sink.events, sink.texts, failed)
 }
 
 /// Event JSON: when the fast scanner accepts an event, the full JSON reader accepts it too and

@@ -78,6 +78,9 @@ pub struct EventReader {
     suffix: Vec<u8>,
     /// The text sits in a reasoning field.
     reasoning: bool,
+    /// Neither `prefix` nor `suffix` holds a line end (the shape came from a one-line event),
+    /// so an event matching the shape is one SSE line ([`EventReader::read_line`]).
+    one_line: bool,
 }
 
 impl EventReader {
@@ -119,23 +122,46 @@ impl EventReader {
                 self.suffix.clear();
                 self.suffix.extend_from_slice(&data[span.end..]);
                 self.reasoning = span.reasoning;
+                let line_end = |b: &u8| *b == b'\n' || *b == b'\r';
+                self.one_line =
+                    !self.prefix.iter().any(line_end) && !self.suffix.iter().any(line_end);
             }
             return Ok(info);
         }
         parse_full(data, text, before)
     }
 
-    /// The text of an event of the remembered shape, appended; `None` if it is not one.
+    /// An event of the remembered shape at the start of `line` (the bytes after an SSE line's
+    /// `data: `), found without knowing where the line ends: its text is appended, and the length
+    /// of its data and what [`EventReader::read`] would say of it are returned. `None` (and
+    /// nothing appended) when `line` does not start with such an event. The data holds no line
+    /// end: the shape's fixed parts hold none and the text has no byte below 0x20, so the SSE
+    /// line is exactly the data.
     #[inline]
-    fn same_shape(&self, data: &[u8], text: &mut String) -> Option<usize> {
+    pub fn read_line(&self, line: &[u8], text: &mut String) -> Option<(usize, EventInfo)> {
         let (p, s) = (self.prefix.len(), self.suffix.len());
-        if p == 0 || data.len() < p + s || !data.starts_with(&self.prefix) {
+        if !self.one_line || p == 0 || !line.starts_with(&self.prefix) {
             return None;
         }
-        if !data.ends_with(&self.suffix) {
+        // The text ends at the first quote; the suffix starts with it.
+        let rest = &line[p..];
+        let n = memchr::memchr(b'"', rest)?;
+        if !rest[n..].starts_with(&self.suffix) {
             return None;
         }
-        let middle = &data[p..data.len() - s];
+        let len = self.text_of(&rest[..n], text)?;
+        let info = EventInfo {
+            content_bytes: len,
+            reasoning_bytes: len * usize::from(self.reasoning),
+            ..EventInfo::default()
+        };
+        Some((p + n + s, info))
+    }
+
+    /// Appends a remembered-shape event's text (the bytes between its quotes) when it needs no
+    /// unescaping and is UTF-8; its length.
+    #[inline]
+    fn text_of(&self, middle: &[u8], text: &mut String) -> Option<usize> {
         // One pass for both questions: does the text need the full reader (escapes, or bytes
         // JSON forbids raw), and is it ASCII (then it is UTF-8 without asking `from_utf8`, a
         // call per token that was 2 % of a one-write run's CPU).
@@ -155,6 +181,19 @@ impl EventReader {
         };
         text.push_str(piece);
         Some(middle.len())
+    }
+
+    /// The text of an event of the remembered shape, appended; `None` if it is not one.
+    #[inline]
+    fn same_shape(&self, data: &[u8], text: &mut String) -> Option<usize> {
+        let (p, s) = (self.prefix.len(), self.suffix.len());
+        if p == 0 || data.len() < p + s || !data.starts_with(&self.prefix) {
+            return None;
+        }
+        if !data.ends_with(&self.suffix) {
+            return None;
+        }
+        self.text_of(&data[p..data.len() - s], text)
     }
 }
 
@@ -843,6 +882,51 @@ mod tests {
         let mut t = String::new();
         let info = parse_event(s.as_bytes(), &mut t).unwrap();
         (info, t)
+    }
+
+    #[test]
+    fn read_line_takes_remembered_shape_events_from_the_line_only() {
+        let ev = |c: &str| {
+            format!(
+                r#"{{"id":"x","choices":[{{"index":0,"delta":{{"content":"{c}"}},"finish_reason":null}}]}}"#
+            )
+        };
+        let mut r = EventReader::new();
+        let mut text = String::new();
+        // Nothing learned yet.
+        assert!(r.read_line(ev("a").as_bytes(), &mut text).is_none());
+        r.read(ev("a").as_bytes(), &mut text).unwrap();
+        let line = format!("{}\n\ndata: {}\n\n", ev(" bc"), ev("d"));
+        let (n, info) = r.read_line(line.as_bytes(), &mut text).unwrap();
+        assert_eq!(&line[..n], ev(" bc"));
+        assert_eq!((info.content_bytes, text.as_str()), (3, "a bc"));
+        // Escapes, control bytes, another shape: left to the full reading, nothing appended.
+        for other in [
+            ev(r#"q\"x"#),
+            ev("tab\there"),
+            ev("new\nline"),
+            ev("x").replace("null", "\"stop\""),
+        ] {
+            assert!(
+                r.read_line(other.as_bytes(), &mut text).is_none(),
+                "{other}"
+            );
+        }
+        assert_eq!(text, "a bc");
+        // A shape learned from an event of several lines is never read from one line.
+        let mut r = EventReader::new();
+        r.read(
+            b"{\"choices\":[{\"delta\":{\"content\":\"a\"}}]\n}",
+            &mut text,
+        )
+        .unwrap();
+        assert!(
+            r.read_line(
+                b"{\"choices\":[{\"delta\":{\"content\":\"b\"}}]\n}\n\n",
+                &mut text
+            )
+            .is_none()
+        );
     }
 
     #[test]

@@ -218,9 +218,12 @@ impl HttpClient {
             };
             let read = conn
                 .read_body(head.framing, clock, |d, t| {
-                    if let Err(e) =
-                        sse.feed(d, |name, data| on_event(name, data, t, ex, &mut state))
-                    {
+                    let mut sink = StreamSink {
+                        ex: &mut *ex,
+                        st: &mut state,
+                        t,
+                    };
+                    if let Err(e) = sse.feed_to(d, &mut sink) {
                         state.error = Some(sse_error(e));
                     }
                     state.error.is_none()
@@ -307,6 +310,38 @@ fn too_large_error(what: &str, limit: usize) -> RequestError {
     )
 }
 
+/// A streamed response's events, read at `t`, going into the exchange.
+struct StreamSink<'a> {
+    ex: &'a mut Exchange,
+    st: &'a mut StreamState,
+    t: u64,
+}
+
+impl super::sse::EventSink for StreamSink<'_> {
+    /// A token event of the stream's usual shape, read straight from the line.
+    #[inline]
+    fn line(&mut self, after: &[u8]) -> Option<usize> {
+        let (ex, st) = (&mut *self.ex, &mut *self.st);
+        if st.done || st.error.is_some() {
+            return None;
+        }
+        let before = ex.text.len();
+        let (n, info) = ex.events.read_line(after, &mut ex.text)?;
+        if !after[n..].starts_with(b"\n\n") {
+            ex.text.truncate(before);
+            return None;
+        }
+        ex.responses += 1;
+        ex.keep_response(self.t, &after[..n]);
+        on_info(info, self.t, ex, st);
+        Some(n)
+    }
+
+    fn event(&mut self, name: &[u8], data: &[u8]) {
+        on_event(name, data, self.t, self.ex, self.st);
+    }
+}
+
 #[inline]
 fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut StreamState) {
     if st.done || st.error.is_some() {
@@ -330,35 +365,39 @@ fn on_event(name: &[u8], data: &[u8], t: u64, ex: &mut Exchange, st: &mut Stream
         r => r,
     };
     match parsed {
-        Ok(info) => {
-            if let Some(msg) = info.error {
-                st.error = Some(RequestError::new(ErrorKind::ServerError, msg));
-                return;
-            }
-            if info.completion_tokens.is_some() {
-                ex.completion_tokens = info.completion_tokens;
-            }
-            ex.add_server_tokens(info.tokens);
-            if info.prompt_tokens.is_some() {
-                ex.prompt_tokens = info.prompt_tokens;
-            }
-            if info.reasoning_tokens.is_some() {
-                ex.reasoning_tokens = info.reasoning_tokens;
-            }
-            if info.content_bytes > 0 {
-                ex.content_at(t);
-                ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
-                if ex.text.len() > st.max_text {
-                    st.error = Some(too_large_error("the response's output text", st.max_text));
-                }
-            }
-        }
+        Ok(info) => on_info(info, t, ex, st),
         Err(e) => {
             let shown = String::from_utf8_lossy(&data[..data.len().min(200)]).into_owned();
             st.error = Some(RequestError::new(
                 ErrorKind::MalformedResponse,
                 format!("event {} is not valid JSON ({e}): {shown}", ex.responses),
             ));
+        }
+    }
+}
+
+/// What a read event says, into the exchange.
+#[inline]
+fn on_info(info: super::events::EventInfo, t: u64, ex: &mut Exchange, st: &mut StreamState) {
+    if let Some(msg) = info.error {
+        st.error = Some(RequestError::new(ErrorKind::ServerError, msg));
+        return;
+    }
+    if info.completion_tokens.is_some() {
+        ex.completion_tokens = info.completion_tokens;
+    }
+    ex.add_server_tokens(info.tokens);
+    if info.prompt_tokens.is_some() {
+        ex.prompt_tokens = info.prompt_tokens;
+    }
+    if info.reasoning_tokens.is_some() {
+        ex.reasoning_tokens = info.reasoning_tokens;
+    }
+    if info.content_bytes > 0 {
+        ex.content_at(t);
+        ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
+        if ex.text.len() > st.max_text {
+            st.error = Some(too_large_error("the response's output text", st.max_text));
         }
     }
 }

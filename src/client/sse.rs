@@ -97,10 +97,16 @@ impl SseParser {
     pub fn feed(
         &mut self,
         chunk: &[u8],
-        mut on_event: impl FnMut(&[u8], &[u8]),
+        on_event: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), SseError> {
+        self.feed_to(chunk, &mut Plain(on_event))
+    }
+
+    /// [`SseParser::feed`] into a sink that may read the usual event itself
+    /// ([`EventSink::line`]).
+    pub fn feed_to(&mut self, chunk: &[u8], sink: &mut impl EventSink) -> Result<(), SseError> {
         if self.buf.is_empty() {
-            let used = parse(chunk, &mut self.joined, &mut on_event);
+            let used = parse(chunk, &mut self.joined, sink);
             let rest = &chunk[used..];
             if rest.len() > self.limit {
                 return Err(SseError::EventTooLarge(self.limit));
@@ -109,7 +115,7 @@ impl SseParser {
         } else {
             self.buf.extend_from_slice(chunk);
             if has_blank_line(&self.buf, self.scanned) {
-                let used = parse(&self.buf, &mut self.joined, &mut on_event);
+                let used = parse(&self.buf, &mut self.joined, sink);
                 self.buf.drain(..used);
             }
         }
@@ -124,12 +130,38 @@ impl SseParser {
 
     /// At end of stream: dispatches a final event that lacked its terminating blank line (some
     /// servers end the body right after the last `data:` line).
-    pub fn finish(&mut self, mut on_event: impl FnMut(&[u8], &[u8])) {
+    pub fn finish(&mut self, on_event: impl FnMut(&[u8], &[u8])) {
         if self.has_partial() {
             self.buf.extend_from_slice(b"\n\n");
-            parse(&self.buf, &mut self.joined, &mut on_event);
+            parse(&self.buf, &mut self.joined, &mut Plain(on_event));
         }
         self.buf.clear();
+    }
+}
+
+/// Where the framing hands events.
+pub trait EventSink {
+    /// A shortcut for the usual event, one `data: ` line and a blank line: at the start of each
+    /// event, `after` holds the bytes after `data: ` (to the end of what was read). The sink may
+    /// read the event itself and return the length of its data, when that data holds no line end
+    /// and is followed by `\n\n` (the sink checks both); `None` leaves the event to the framing
+    /// and [`EventSink::event`]. The line's end is then found by whoever reads the data anyway,
+    /// not searched for twice.
+    fn line(&mut self, after: &[u8]) -> Option<usize> {
+        let _ = after;
+        None
+    }
+
+    /// One complete event: its name (empty for the default) and its data.
+    fn event(&mut self, name: &[u8], data: &[u8]);
+}
+
+/// A sink that is only a callback.
+struct Plain<F>(F);
+
+impl<F: FnMut(&[u8], &[u8])> EventSink for Plain<F> {
+    fn event(&mut self, name: &[u8], data: &[u8]) {
+        (self.0)(name, data)
     }
 }
 
@@ -144,13 +176,24 @@ fn has_blank_line(data: &[u8], from: usize) -> bool {
 
 /// Reads the complete events at the start of `data` in one pass over its lines, calling
 /// `on_event` for each; returns how many bytes they took (the rest is an unfinished event).
-fn parse(data: &[u8], joined: &mut Vec<u8>, on_event: &mut impl FnMut(&[u8], &[u8])) -> usize {
+fn parse(data: &[u8], joined: &mut Vec<u8>, sink: &mut impl EventSink) -> usize {
     let mut pos = 0;
     let mut used = 0;
     let mut name: &[u8] = b"";
     let mut single: &[u8] = b"";
     let mut data_lines = 0usize;
     loop {
+        // An event's first line, read by the caller's shortcut when it knows the event.
+        if data_lines == 0
+            && name.is_empty()
+            && data[pos..].starts_with(b"data: ")
+            && let Some(n) = sink.line(&data[pos + 6..])
+        {
+            debug_assert!(data[pos + 6 + n..].starts_with(b"\n\n"));
+            pos += 6 + n + 2;
+            used = pos;
+            continue;
+        }
         let eol = match data.get(pos) {
             // The blank line after a `data:` line, the usual end of an event: no search.
             Some(b'\n') => pos,
@@ -174,8 +217,8 @@ fn parse(data: &[u8], joined: &mut Vec<u8>, on_event: &mut impl FnMut(&[u8], &[u
         if line.is_empty() {
             match data_lines {
                 0 => {}
-                1 => on_event(name, single),
-                _ => on_event(name, joined),
+                1 => sink.event(name, single),
+                _ => sink.event(name, joined),
             }
             name = b"";
             data_lines = 0;
