@@ -9,7 +9,7 @@ use divan::{Bencher, black_box};
 use prost::Message;
 use ttftbench::artifact::records::write_row;
 use ttftbench::client::events::{EventReader, parse_event};
-use ttftbench::client::sse::SseParser;
+use ttftbench::client::sse::{EventSink, SseParser};
 use ttftbench::client::wire::read_stream_response;
 use ttftbench::proto::model_infer_response::InferOutputTensor;
 use ttftbench::proto::{
@@ -98,6 +98,42 @@ fn event_json_stream_100(b: Bencher) {
                 .unwrap_or(0);
         }
         black_box(n)
+    });
+}
+
+/// A 100-token stream read in one piece, framed and its JSON read, as a one-write response is:
+/// with the token events read straight from their lines (`shortcut`), or framed first and then
+/// read (`framed`).
+#[divan::bench(args = ["shortcut", "framed"])]
+fn sse_and_json_100_events(b: Bencher, how: &str) {
+    struct Sink {
+        reader: EventReader,
+        text: String,
+        shortcut: bool,
+    }
+    impl EventSink for Sink {
+        fn line(&mut self, after: &[u8]) -> Option<usize> {
+            if !self.shortcut {
+                return None;
+            }
+            let (n, _) = self.reader.read_line(after, &mut self.text)?;
+            after[n..].starts_with(b"\n\n").then_some(n)
+        }
+        fn event(&mut self, _: &[u8], data: &[u8]) {
+            let _ = self.reader.read(data, &mut self.text);
+        }
+    }
+    let body = stream_bytes();
+    let mut p = SseParser::new();
+    let mut sink = Sink {
+        reader: EventReader::new(),
+        text: String::with_capacity(1 << 16),
+        shortcut: how == "shortcut",
+    };
+    b.bench_local(|| {
+        sink.text.clear();
+        let _ = p.feed_to(&body, &mut sink);
+        black_box(sink.text.len())
     });
 }
 
