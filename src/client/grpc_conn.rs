@@ -230,15 +230,23 @@ impl Io {
 
     /// Waits for `fut` while reading and writing the connection. `fut` is polled first, so data
     /// already read costs no system call; the connection is polled only when `fut` has to wait.
+    ///
+    /// `fut` is polled with a waker that does nothing: everything that can make it ready happens
+    /// inside the connection's poll, which this task makes itself (and whose socket wakes it).
+    /// With the task's own waker, `h2` would wake the task from inside its own poll for every
+    /// message it reads, and the runtime would hand each such wake-up to another thread (a futex
+    /// call and a context switch per token; against Triton at concurrency 32, 38 885 futex calls
+    /// for 200 requests against 2 458 over HTTP).
     async fn drive<F: Future>(&mut self, fut: F) -> Result<F::Output, RequestError> {
         let mut fut = std::pin::pin!(fut);
         std::future::poll_fn(|cx| {
-            if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            let mut quiet = Context::from_waker(std::task::Waker::noop());
+            if let Poll::Ready(v) = fut.as_mut().poll(&mut quiet) {
                 return Poll::Ready(Ok(v));
             }
             if self.closed.is_none() {
                 self.poll_conn(cx);
-                if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+                if let Poll::Ready(v) = fut.as_mut().poll(&mut quiet) {
                     return Poll::Ready(Ok(v));
                 }
             }
