@@ -110,6 +110,21 @@ fn frame(chunks: &[&[u8]]) -> (Events, bool) {
     (out, failed)
 }
 
+/// `data` cut into pieces of 1 to `1 + seed % modulo` bytes at points a walk seeded by `seed`
+/// picks: how a fuzz input says how its stream arrives in reads.
+fn seeded_split(data: &[u8], seed: u8, modulo: u8) -> Vec<&[u8]> {
+    let mut rng = StdRng::seed_from_u64(u64::from(seed));
+    let mut chunks = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let n = rng.random_range(1..=rest.len().min(1 + usize::from(seed % modulo)));
+        let (a, b) = rest.split_at(n);
+        chunks.push(a);
+        rest = b;
+    }
+    chunks
+}
+
 /// SSE framing: the events of a byte stream are the same however the stream is split into
 /// reads. The first byte picks the split points (a pseudo-random walk seeded by it); the rest is
 /// the stream.
@@ -118,15 +133,7 @@ pub fn sse_framing(data: &[u8]) {
         return;
     };
     let whole = frame(&[stream]);
-    let mut rng = StdRng::seed_from_u64(u64::from(seed));
-    let mut chunks = Vec::new();
-    let mut rest = stream;
-    while !rest.is_empty() {
-        let n = rng.random_range(1..=rest.len().min(1 + usize::from(seed % 17)));
-        let (a, b) = rest.split_at(n);
-        chunks.push(a);
-        rest = b;
-    }
+    let chunks = seeded_split(stream, seed, 17);
     let split = frame(&chunks);
     assert_eq!(whole, split, "framing depends on how the stream was split");
     // One byte at a time is the most adversarial split of all.
@@ -258,15 +265,7 @@ pub fn grpc_framing(data: &[u8]) {
         return;
     };
     let whole = deframe_all(&[body]);
-    let mut rng = StdRng::seed_from_u64(u64::from(seed));
-    let mut chunks = Vec::new();
-    let mut rest = body;
-    while !rest.is_empty() {
-        let n = rng.random_range(1..=rest.len().min(1 + usize::from(seed % 23)));
-        let (a, b) = rest.split_at(n);
-        chunks.push(a);
-        rest = b;
-    }
+    let chunks = seeded_split(body, seed, 23);
     assert_eq!(whole, deframe_all(&chunks), "messages depend on the split");
     let bytes: Vec<&[u8]> = body.chunks(1).collect();
     assert_eq!(
