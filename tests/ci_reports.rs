@@ -9,38 +9,34 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use common::{args, run_bin, start_round};
+use common::{args, chat_args, run_bin, start_round};
 use serde_json::Value;
 
 /// A short two-level chat sweep against the simulator's gpt2 with two objectives: TTFT under
 /// 10 s (passes) and a throughput no server reaches (fails).
 fn sweep(url: &str, dir: &Path) -> Vec<String> {
-    args(&[
-        "profile",
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "-u",
+    let mut a = args(&["profile"]);
+    a.extend(chat_args(
         url,
-        "--synthetic-input-tokens-mean",
-        "20",
-        "--output-tokens-mean",
-        "4",
-        "--num-prompts",
-        "4",
-        "--request-count",
-        "4",
-        "--concurrency",
-        "1,2",
-        "--slo",
-        "time_to_first_token.p99<=10s",
-        "--slo",
-        "request_throughput>=1000000",
-        "--artifact-dir",
-        dir.to_str().unwrap(),
-    ])
+        dir,
+        &[
+            "--synthetic-input-tokens-mean",
+            "20",
+            "--output-tokens-mean",
+            "4",
+            "--num-prompts",
+            "4",
+            "--request-count",
+            "4",
+            "--concurrency",
+            "1,2",
+            "--slo",
+            "time_to_first_token.p99<=10s",
+            "--slo",
+            "request_throughput>=1000000",
+        ],
+    ));
+    a
 }
 
 fn with(mut a: Vec<String>, more: &[&str]) -> Vec<String> {

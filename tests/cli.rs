@@ -474,25 +474,20 @@ fn ctrl_c_stops_sending_and_leaves_complete_artifacts() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("interrupted");
     let mut run = bin()
-        .args([
-            "profile",
-            "-m",
-            "gpt2",
-            "--endpoint-type",
-            "chat",
-            "--streaming",
-            "-u",
+        .arg("profile")
+        .args(common::chat_args(
             &http,
-            "--output-tokens-mean",
-            "20",
-            "--concurrency",
-            "4",
-            "--duration",
-            "60",
-            "--artifact-dir",
-            dir.to_str().unwrap(),
-            "--quiet",
-        ])
+            &dir,
+            &[
+                "--output-tokens-mean",
+                "20",
+                "--concurrency",
+                "4",
+                "--duration",
+                "60",
+                "--quiet",
+            ],
+        ))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

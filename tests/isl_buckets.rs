@@ -8,34 +8,29 @@ mod common;
 
 use std::path::Path;
 
-use common::{args, bin, json_file, profile, start_round};
+use common::{args, bin, chat_args, json_file, profile, start_round};
 use serde_json::Value;
 
 /// The flags of a streamed chat run whose prompts spread over about 100–2,000 tokens.
 fn spread(url: &str, dir: &Path, buckets: &str) -> Vec<String> {
-    args(&[
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "-u",
+    chat_args(
         url,
-        "--synthetic-input-tokens-mean",
-        "1050",
-        "--synthetic-input-tokens-stddev",
-        "500",
-        "--output-tokens-mean",
-        "2",
-        "--num-prompts",
-        "60",
-        "--request-count",
-        "60",
-        "--isl-buckets",
-        buckets,
-        "--artifact-dir",
-        &dir.display().to_string(),
-    ])
+        dir,
+        &[
+            "--synthetic-input-tokens-mean",
+            "1050",
+            "--synthetic-input-tokens-stddev",
+            "500",
+            "--output-tokens-mean",
+            "2",
+            "--num-prompts",
+            "60",
+            "--request-count",
+            "60",
+            "--isl-buckets",
+            buckets,
+        ],
+    )
 }
 
 /// The buckets' (label, count, TTFT avg) from a level document.

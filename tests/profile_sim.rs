@@ -334,29 +334,24 @@ async fn measurement_interval_bounds_the_level_in_time() {
     let sim = start_round().await;
     let tmp = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
-    let out = profile(&args(&[
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "-u",
+    let out = profile(&chat_args(
         &sim.http_url(),
-        "--synthetic-input-tokens-mean",
-        "20",
-        "--output-tokens-mean",
-        "3",
-        "--num-prompts",
-        "200",
-        "--measurement-interval",
-        "600",
-        "--concurrency",
-        "2",
-        "--warmup-request-count",
-        "2",
-        "--artifact-dir",
-        &tmp.path().display().to_string(),
-    ]))
+        tmp.path(),
+        &[
+            "--synthetic-input-tokens-mean",
+            "20",
+            "--output-tokens-mean",
+            "3",
+            "--num-prompts",
+            "200",
+            "--measurement-interval",
+            "600",
+            "--concurrency",
+            "2",
+            "--warmup-request-count",
+            "2",
+        ],
+    ))
     .await
     .unwrap();
     let elapsed = started.elapsed().as_secs_f64();

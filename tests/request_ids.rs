@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{Tee, args, profile, rows, start_round};
+use common::{Tee, args, chat_args, profile, rows, start_round};
 
 /// Every row's `request_id` (warm-up included) of the run's level directories.
 fn recorded_ids(dirs: &[&Path]) -> Vec<String> {
@@ -38,23 +38,18 @@ fn header_values(tee: &Tee, name: &str) -> Vec<String> {
 }
 
 fn chat(url: &str, dir: &Path, extra: &[&str]) -> Vec<String> {
-    let mut a = args(&[
-        "-m",
-        "gpt2",
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "-u",
+    let mut a = chat_args(
         url,
-        "--output-tokens-mean",
-        "3",
-        "--request-count",
-        "6",
-        "--warmup-request-count",
-        "2",
-        "--artifact-dir",
-        &dir.display().to_string(),
-    ]);
+        dir,
+        &[
+            "--output-tokens-mean",
+            "3",
+            "--request-count",
+            "6",
+            "--warmup-request-count",
+            "2",
+        ],
+    );
     a.extend(args(extra));
     a
 }
