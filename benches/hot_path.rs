@@ -116,8 +116,8 @@ fn sse_and_json_100_events(b: Bencher, how: &str) {
             if !self.shortcut {
                 return None;
             }
-            let (n, _) = self.reader.read_line(after, &mut self.text)?;
-            after[n..].starts_with(b"\n\n").then_some(n)
+            let (n, _) = self.reader.read_line(after, b"\n\n", &mut self.text)?;
+            Some(n)
         }
         fn event(&mut self, _: &[u8], data: &[u8]) {
             let _ = self.reader.read(data, &mut self.text);

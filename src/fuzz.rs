@@ -171,10 +171,7 @@ fn read_events(chunks: &[&[u8]], shortcut: bool) -> (Events, Vec<Option<String>>
                 return None;
             }
             let mut text = String::new();
-            let (n, _) = self.reader.read_line(after, &mut text)?;
-            if !after[n..].starts_with(b"\n\n") {
-                return None;
-            }
+            let (n, _) = self.reader.read_line(after, b"\n\n", &mut text)?;
             self.events.push((Vec::new(), after[..n].to_vec()));
             self.texts.push(Some(text));
             Some(n)

@@ -138,7 +138,14 @@ impl EventReader {
     /// end: the shape's fixed parts hold none and the text has no byte below 0x20, so the SSE
     /// line is exactly the data.
     #[inline]
-    pub fn read_line(&self, line: &[u8], text: &mut String) -> Option<(usize, EventInfo)> {
+    /// `then`: the bytes that must follow the data (the SSE framing's blank line, `\n\n`), checked
+    /// before anything is appended.
+    pub fn read_line(
+        &self,
+        line: &[u8],
+        then: &[u8],
+        text: &mut String,
+    ) -> Option<(usize, EventInfo)> {
         let (p, s) = (self.prefix.len(), self.suffix.len());
         if !self.one_line || p == 0 || !line.starts_with(&self.prefix) {
             return None;
@@ -146,7 +153,7 @@ impl EventReader {
         // The text ends at the first quote; the suffix starts with it.
         let rest = &line[p..];
         let n = memchr::memchr(b'"', rest)?;
-        if !rest[n..].starts_with(&self.suffix) {
+        if !rest[n..].starts_with(&self.suffix) || !rest[n + s..].starts_with(then) {
             return None;
         }
         let len = self.text_of(&rest[..n], text)?;
@@ -894,10 +901,10 @@ mod tests {
         let mut r = EventReader::new();
         let mut text = String::new();
         // Nothing learned yet.
-        assert!(r.read_line(ev("a").as_bytes(), &mut text).is_none());
+        assert!(r.read_line(ev("a").as_bytes(), b"", &mut text).is_none());
         r.read(ev("a").as_bytes(), &mut text).unwrap();
         let line = format!("{}\n\ndata: {}\n\n", ev(" bc"), ev("d"));
-        let (n, info) = r.read_line(line.as_bytes(), &mut text).unwrap();
+        let (n, info) = r.read_line(line.as_bytes(), b"\n\n", &mut text).unwrap();
         assert_eq!(&line[..n], ev(" bc"));
         assert_eq!((info.content_bytes, text.as_str()), (3, "a bc"));
         // Escapes, control bytes, another shape: left to the full reading, nothing appended.
@@ -908,7 +915,7 @@ mod tests {
             ev("x").replace("null", "\"stop\""),
         ] {
             assert!(
-                r.read_line(other.as_bytes(), &mut text).is_none(),
+                r.read_line(other.as_bytes(), b"", &mut text).is_none(),
                 "{other}"
             );
         }
@@ -923,6 +930,7 @@ mod tests {
         assert!(
             r.read_line(
                 b"{\"choices\":[{\"delta\":{\"content\":\"b\"}}]\n}\n\n",
+                b"",
                 &mut text
             )
             .is_none()

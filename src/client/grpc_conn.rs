@@ -356,6 +356,9 @@ fn message_len(b: &[u8], max: usize) -> Result<usize, RequestError> {
 
 /// A call's status from its trailers (or trailers-only headers): the code, and the message
 /// percent-decoded; `None` when the block has no `grpc-status`.
+///
+/// Read here rather than by tonic's `Status::from_header_map`, which panics on a
+/// `grpc-status-details-bin` that is not base64: a hostile server must not crash the client.
 pub fn status_of(h: &HeaderMap) -> Option<(i32, String)> {
     let code = h.get("grpc-status")?;
     let code = std::str::from_utf8(code.as_bytes())

@@ -325,12 +325,7 @@ impl super::sse::EventSink for StreamSink<'_> {
         if st.done || st.error.is_some() {
             return None;
         }
-        let before = ex.text.len();
-        let (n, info) = ex.events.read_line(after, &mut ex.text)?;
-        if !after[n..].starts_with(b"\n\n") {
-            ex.text.truncate(before);
-            return None;
-        }
+        let (n, info) = ex.events.read_line(after, b"\n\n", &mut ex.text)?;
         ex.responses += 1;
         ex.keep_response(self.t, &after[..n]);
         on_info(info, self.t, ex, st);
