@@ -34,6 +34,14 @@
 # and a TLS instance). Target: HTTPS CPU/request <= 1.5x plain HTTP's on both; wrk's own ratio is
 # printed for reference (it verifies nothing).
 #
+# TRITON=1 runs only gRPC against HTTP on a real Triton server instead (about 2 minutes; start one
+# with scripts/triton/start.sh, whose env file is read from TTFTBENCH_TRITON_ENV or
+# target/triton.env): the PyTriton model `trtllm_stream` streams 100 tokens 5 ms apart, so tokens
+# trickle in one at a time and each is its own wake-up. ROUNDS alternations of `--endpoint-type
+# kserve` and `generate` at concurrency 32 for 2 x DURATION seconds; prints the client's CPU
+# seconds per run and per request (fixed start-up costs included, the same for both). No target:
+# the figures say what gRPC costs beside HTTP where the server, not the client, sets the pace.
+#
 # LIVE=1 runs only the live view's cost instead (about 3 minutes): CPU per request of the same
 # run with `--ui none`, with the default view on a pipe (plain lines, as every other run of this
 # script), and with `--ui compact` and `--ui dashboard` drawn on a pseudo-terminal (the script
@@ -45,6 +53,7 @@
 # Usage: scripts/bench_client.sh            (about 4 minutes)
 #        TLS=1 scripts/bench_client.sh      (HTTPS vs HTTP only; needs openssl)
 #        LIVE=1 scripts/bench_client.sh     (the live view's cost only)
+#        TRITON=1 scripts/bench_client.sh   (gRPC vs HTTP on a running Triton)
 #        QUICK=1 scripts/bench_client.sh    (one round, 200 000 requests for the RSS check: ~2 min)
 #        ROUNDS=5 DURATION=10 STREAMS=10000 RSS_REQUESTS=1000000 scripts/bench_client.sh
 # Needs wrk and nginx (apt-get install -y wrk nginx-light), python3 and curl. Exits 1 if a target
@@ -349,6 +358,31 @@ live_cost() {
     printf -v "${name}_COMPACT_US" %s "$(median "${compact[@]}")"
     printf -v "${name}_DASHBOARD_US" %s "$(median "${dash[@]}")"
 }
+
+if [ -n "${TRITON:-}" ]; then
+    env_file=${TTFTBENCH_TRITON_ENV:-target/triton.env}
+    [ -f "$env_file" ] || { echo "no Triton env file at $env_file: run scripts/triton/start.sh" >&2; exit 2; }
+    # shellcheck disable=SC1090
+    . "$env_file"
+    echo "== TRITON: trtllm_stream, gRPC $TTFTBENCH_TRITON_GRPC vs HTTP $TTFTBENCH_TRITON_HTTP, concurrency 32, $((2 * DURATION))s x $ROUNDS"
+    for r in $(seq "$ROUNDS"); do
+        line="   round $r (load $(cut -d' ' -f1 /proc/loadavg)):"
+        for ep in kserve generate; do
+            case $ep in kserve) url=$TTFTBENCH_TRITON_GRPC ;; *) url=$TTFTBENCH_TRITON_HTTP ;; esac
+            rm -rf "$WORK/tr"
+            read -r cpu _ < <(rusage "$WORK/tr.txt" "$BIN" profile -m trtllm_stream --endpoint-type "$ep" \
+                --streaming -u "$url" --concurrency 32 --duration $((2 * DURATION)) \
+                --output-tokens-mean 100 --output-tokens-mean-deterministic \
+                --synthetic-input-tokens-mean 8 --synthetic-input-tokens-stddev 0 --raw-export none \
+                --artifact-dir "$WORK/tr")
+            f="$WORK/tr/profile_export_genai_perf.json"
+            n=$(json "$f" "d['request_count']['avg'] + d['error_count']['avg']")
+            line+=" $ep ${cpu}s CPU, $(per_req "$cpu" "$n") us/req ($n requests, $(json "$f" "int(d['error_count']['avg'])") errors);"
+        done
+        echo "$line"
+    done
+    exit 0
+fi
 
 if [ -n "${LIVE:-}" ]; then
     [ "$ROUNDS" -ge 2 ] || ROUNDS=2
