@@ -140,11 +140,9 @@ async fn the_seeded_share_is_cancelled_counted_apart_and_out_of_the_statistics()
     sim.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn grpc_streams_are_reset_and_the_server_sees_them_go() {
-    let sim = start_round().await;
-    let tmp = tempfile::tempdir().unwrap();
-    let mut a = args(&[
+/// A streamed gRPC run of 24 requests at concurrency 4 against `target`, cancelling `rate` %.
+fn grpc_run(target: &str, dir: &Path, rate: &str) -> Vec<String> {
+    args(&[
         "-m",
         "gpt2",
         "--service-kind",
@@ -162,14 +160,29 @@ async fn grpc_streams_are_reset_and_the_server_sees_them_go() {
         "--request-count",
         "24",
         "--request-cancellation-rate",
-        "40",
+        rate,
         "--request-cancellation-delay",
         "80ms",
         "-u",
-    ]);
-    a.push(sim.grpc_target());
-    a.push("--artifact-dir".into());
-    a.push(tmp.path().display().to_string());
+        target,
+        "--artifact-dir",
+        &dir.display().to_string(),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_streams_are_reset_and_the_server_sees_them_go() {
+    let sim = start_round().await;
+    let addr = sim.grpc_target().parse().unwrap();
+    // The connections a run opens when nothing is cancelled: the workers' and discovery's.
+    let plain = Tee::start(addr);
+    let tmp = tempfile::tempdir().unwrap();
+    profile(&grpc_run(&plain.addr, tmp.path(), "0"))
+        .await
+        .unwrap();
+    let tee = Tee::start(addr);
+    let tmp = tempfile::tempdir().unwrap();
+    let a = grpc_run(&tee.addr, tmp.path(), "40");
     let chooser = plan(&a).unwrap().cancellation().unwrap();
     let out = profile(&a).await.unwrap();
     let st = &out.levels[0].summary.stats;
@@ -186,6 +199,12 @@ async fn grpc_streams_are_reset_and_the_server_sees_them_go() {
     assert_eq!(
         seen, chosen,
         "the server counted each reset stream as cancelled"
+    );
+    // A cancelled call resets its stream and its worker goes on on the same connection.
+    assert_eq!(
+        tee.connections(),
+        plain.connections(),
+        "{chosen} cancelled calls changed how many connections were opened"
     );
     sim.shutdown().await;
 }

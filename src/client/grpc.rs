@@ -236,18 +236,18 @@ impl GrpcClient {
     /// Sends one request on the worker's connection and reads every response into `ex`. Both
     /// RPCs are read the same way (a unary call is one message each way on the wire), so
     /// response headers, each message and the trailers are seen as they arrive. The connection
-    /// goes back to `ex` unless it failed; a call dropped half-way (cancelled, timed out) drops
-    /// it, resetting the stream first.
+    /// stays in `ex` throughout: a call dropped half-way (cancelled, timed out) leaves it there
+    /// with the stream's reset queued, which the next request's `prepare` writes, so a
+    /// cancellation costs no reconnect. A connection that failed is dropped.
     pub async fn execute(
         &self,
         body: &Bytes,
         ex: &mut Exchange,
         clock: &Clock,
     ) -> Result<(), RequestError> {
-        let mut conn = match ex.grpc.take() {
-            Some(c) => c,
-            None => grpc_conn::connect(&self.route.target).await?,
-        };
+        if ex.grpc.is_none() {
+            ex.grpc = Some(grpc_conn::connect(&self.route.target).await?);
+        }
         let id = match &ex.ids {
             Some(ids) => ids.grpc_field(ex.seq),
             None => IdField::numeric(self.ids.fetch_add(1, Ordering::Relaxed)),
@@ -258,19 +258,16 @@ impl GrpcClient {
         head.put_u8(0);
         head.put_u32((body.len() + id.bytes().len()) as u32);
         head.put_slice(id.bytes());
-        let result = self
-            .call(&mut conn, head.freeze(), body.clone(), ex, clock)
-            .await;
+        let result = self.call(head.freeze(), body.clone(), ex, clock).await;
         // Not polled again here: the next request's `prepare` does that once.
-        if !conn.is_closed() {
-            ex.grpc = Some(conn);
+        if ex.grpc.as_ref().is_some_and(GrpcConn::is_closed) {
+            ex.grpc = None;
         }
         result
     }
 
     async fn call(
         &self,
-        conn: &mut GrpcConn,
         head: Bytes,
         body: Bytes,
         ex: &mut Exchange,
@@ -284,9 +281,9 @@ impl GrpcClient {
         } else {
             &r.infer_uri
         };
-        let response = conn.start(&r.target, uri, head, body).await?;
+        let response = conn_of(ex)?.start(&r.target, uri, head, body).await?;
         ex.send_done_ns = Some(clock.now_ns());
-        let response = conn
+        let response = conn_of(ex)?
             .drive(response)
             .await?
             .map_err(|e| grpc_conn::transport_error(&e))?;
@@ -306,7 +303,7 @@ impl GrpcClient {
         let mut partial = std::mem::take(&mut ex.body);
         partial.clear();
         let result = self
-            .read_messages(conn, &mut recv, &mut partial, stream_rpc, ex, clock)
+            .read_messages(&mut recv, &mut partial, stream_rpc, ex, clock)
             .await;
         ex.body = partial;
         result
@@ -316,7 +313,6 @@ impl GrpcClient {
     /// or a failure.
     async fn read_messages(
         &self,
-        conn: &mut GrpcConn,
         recv: &mut h2::RecvStream,
         partial: &mut Vec<u8>,
         stream_rpc: bool,
@@ -325,7 +321,7 @@ impl GrpcClient {
     ) -> Result<(), RequestError> {
         let mut error = String::new();
         loop {
-            let next = conn
+            let next = conn_of(ex)?
                 .drive(std::future::poll_fn(|cx| recv.poll_data(cx)))
                 .await?;
             match next {
@@ -336,13 +332,13 @@ impl GrpcClient {
                         self.on_message(m, at, stream_rpc, ex, &mut error)
                     })?;
                     if flow == Flow::Final {
-                        drain(conn, recv).await;
+                        drain(conn_of(ex)?, recv).await;
                         return Ok(());
                     }
                 }
                 Some(Err(e)) => return Err(broken(ex, grpc_conn::transport_error(&e))),
                 None => {
-                    let trailers = conn
+                    let trailers = conn_of(ex)?
                         .drive(std::future::poll_fn(|cx| recv.poll_trailers(cx)))
                         .await?
                         .map_err(|e| broken(ex, grpc_conn::transport_error(&e)))?
@@ -437,6 +433,13 @@ impl GrpcClient {
             ),
         )
     }
+}
+
+/// The worker's connection, which `execute` opened if it had none.
+fn conn_of(ex: &mut Exchange) -> Result<&mut GrpcConn, RequestError> {
+    ex.grpc
+        .as_mut()
+        .ok_or_else(|| RequestError::new(ErrorKind::Connect, "the worker has no gRPC connection"))
 }
 
 /// After the final response, reads the call to its end, so it finishes cleanly instead of being

@@ -264,8 +264,9 @@ impl Io {
 }
 
 impl Drop for GrpcConn {
-    /// A call dropped half-way (a cancelled or timed-out request) has queued a `RST_STREAM`;
-    /// one last poll writes it, so the server stops generating before it sees the close.
+    /// A call dropped half-way (a cancelled or timed-out request) may have queued a
+    /// `RST_STREAM` that no later request wrote; one last poll writes it, so the server stops
+    /// generating before it sees the close.
     fn drop(&mut self) {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         self.io.poll_conn(&mut cx);

@@ -589,6 +589,11 @@ impl Tee {
             .collect()
     }
 
+    /// Connections relayed so far.
+    pub fn connections(&self) -> usize {
+        self.sent.lock().unwrap().len()
+    }
+
     /// Connections made from now on go to `upstream` (open ones stay where they are).
     pub fn switch_to(&self, upstream: std::net::SocketAddr) {
         *self.upstream.lock().unwrap() = upstream;
