@@ -437,6 +437,22 @@ SIM_P50_US=$(curl -s "http://$TIMED_METRICS/metrics" |
     sed -n 's/^ttftbench_sim_first_response_us{model="vllm_model",version="1",quantile="0.5"} //p')
 OVERHEAD=$(python3 -c "print(f'{$CLIENT_P50 - $SIM_P50_US / 1000:.3f}')")
 echo "   ttftbench TTFT p50 $CLIENT_P50 ms, simulator first response p50 $SIM_P50_US us"
+# What of that is the client's: one request at a time against nginx (the whole stream in one
+# write, so a request's latency is one round trip), ttftbench's latency median against wrk's,
+# ROUNDS alternations (on a virtual machine a wake-up's cost moves between runs, 30 to 350 us
+# seen). The rest of the overhead above is wake-ups and the simulator's own HTTP work.
+rt_tb=() rt_wrk=()
+for r in $(seq "$ROUNDS"); do
+    "$BIN" profile "${CHAT[@]}" -u "127.0.0.1:$NGINX_PORT" --concurrency 1 --request-count 2000 \
+        --artifact-dir "$WORK/rt$r" >"$WORK/rt$r.txt" 2>&1
+    rt_tb+=("$(json "$WORK/rt$r/profile_export_genai_perf.json" "round(d['request_latency']['p50'] * 1000, 1)")")
+    rt_wrk+=("$(wrk -t1 -c1 -d1s --latency -s "$WORK/chat.lua" "http://127.0.0.1:$NGINX_PORT/v1/chat/completions" |
+        python3 -c '
+import re, sys
+m = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)\s*$", sys.stdin.read(), re.M)
+print(round(float(m[1]) * {"us": 1, "ms": 1e3, "s": 1e6}[m[2]], 1))')")
+done
+echo "   round trip at c=1 against nginx, p50 per round: ttftbench ${rt_tb[*]} us, wrk ${rt_wrk[*]} us"
 
 start_sim SLOW --max-batch "$STREAMS" --prefill-base-us 0 --prefill-us-per-token 0 \
     --decode-base-us 100000 --decode-us-per-seq 0
@@ -541,6 +557,8 @@ check "per-write (python): ttftbench / wrk CPU per request" "$(ratio "$PY_TB_US"
 check "ttftbench CPU us per request (simulator, tokens counted)" "$SIM_TB_US" "<=" 100
 check "gRPC / HTTP SSE CPU per request (simulator)" "$(ratio "$GRPC_US" "$SIM_TB_US")" "<=" 1.5
 check "TTFT overhead at c=1, ms (client p50 - server p50)" "$OVERHEAD" "<=" 0.3
+printf '  %-58s %10s   (no target: what the client adds)\n' "round trip at c=1 against nginx, us: ttftbench / wrk" \
+    "$(median "${rt_tb[@]}") / $(median "${rt_wrk[@]}")"
 check "concurrent streams held ($STREAM_ERRORS errors)" "$STREAM_PEAK" ">=" "$STREAMS"
 check "errors among $STREAMS concurrent streams" "$STREAM_ERRORS" "==" 0
 check "peak RSS MB, $RSS_REQUESTS requests" "$((RSS_KB / 1024))" "<=" 50
