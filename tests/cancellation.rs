@@ -10,7 +10,7 @@ use std::path::Path;
 use common::*;
 use serde_json::Value;
 use ttftbench::metrics::Metric;
-use ttftbench::sim::{EngineConfig, SimConfig};
+use ttftbench::sim::{EngineConfig, FaultConfig, SimConfig};
 
 /// A chat stream of `osl` tokens per request (one per 10 ms step after a 25 ms first token).
 fn chat(url: String, dir: &Path, osl: &str, more: &[&str]) -> Vec<String> {
@@ -140,9 +140,10 @@ async fn the_seeded_share_is_cancelled_counted_apart_and_out_of_the_statistics()
     sim.shutdown().await;
 }
 
-/// A streamed gRPC run of 24 requests at concurrency 4 against `target`, cancelling `rate` %.
-fn grpc_run(target: &str, dir: &Path, rate: &str) -> Vec<String> {
-    args(&[
+/// A streamed gRPC run of 30-token requests against `target`, with `more` flags.
+fn grpc_run(target: &str, dir: &Path, more: &[&str]) -> Vec<String> {
+    let dir = dir.display().to_string();
+    let base = [
         "-m",
         "gpt2",
         "--service-kind",
@@ -155,6 +156,17 @@ fn grpc_run(target: &str, dir: &Path, rate: &str) -> Vec<String> {
         "--output-tokens-mean",
         "30",
         "--output-tokens-mean-deterministic",
+        "-u",
+        target,
+        "--artifact-dir",
+        &dir,
+    ];
+    args(&[&base, more].concat())
+}
+
+/// 24 requests at concurrency 4, `rate` % of them cancelled 80 ms after their send.
+fn cancelling(rate: &str) -> [&str; 8] {
+    [
         "--concurrency",
         "4",
         "--request-count",
@@ -163,11 +175,7 @@ fn grpc_run(target: &str, dir: &Path, rate: &str) -> Vec<String> {
         rate,
         "--request-cancellation-delay",
         "80ms",
-        "-u",
-        target,
-        "--artifact-dir",
-        &dir.display().to_string(),
-    ])
+    ]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,12 +185,12 @@ async fn grpc_streams_are_reset_and_the_server_sees_them_go() {
     // The connections a run opens when nothing is cancelled: the workers' and discovery's.
     let plain = Tee::start(addr);
     let tmp = tempfile::tempdir().unwrap();
-    profile(&grpc_run(&plain.addr, tmp.path(), "0"))
+    profile(&grpc_run(&plain.addr, tmp.path(), &cancelling("0")))
         .await
         .unwrap();
     let tee = Tee::start(addr);
     let tmp = tempfile::tempdir().unwrap();
-    let a = grpc_run(&tee.addr, tmp.path(), "40");
+    let a = grpc_run(&tee.addr, tmp.path(), &cancelling("40"));
     let chooser = plan(&a).unwrap().cancellation().unwrap();
     let out = profile(&a).await.unwrap();
     let st = &out.levels[0].summary.stats;
@@ -207,6 +215,54 @@ async fn grpc_streams_are_reset_and_the_server_sees_them_go() {
         "{chosen} cancelled calls changed how many connections were opened"
     );
     sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_grpc_call_gives_up_its_connection() {
+    let one_by_one = ["--concurrency", "1", "--request-count", "4"];
+    let healthy = start_round().await;
+    let plain = Tee::start(healthy.grpc_target().parse().unwrap());
+    let tmp = tempfile::tempdir().unwrap();
+    profile(&grpc_run(&plain.addr, tmp.path(), &one_by_one))
+        .await
+        .unwrap();
+    // Half the requests stall for 3 s before they reach the engine; the client waits 0.4 s.
+    let stalling = start(SimConfig {
+        engine: EngineConfig::instant(),
+        faults: FaultConfig {
+            stall_rate: 0.5,
+            stall_ms: 3_000,
+            ..FaultConfig::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let tee = Tee::start(stalling.grpc_target().parse().unwrap());
+    let tmp = tempfile::tempdir().unwrap();
+    let timeout = ["--request-timeout", "0.4"];
+    let out = profile(&grpc_run(
+        &tee.addr,
+        tmp.path(),
+        &[&one_by_one[..], &timeout].concat(),
+    ))
+    .await
+    .unwrap();
+    let mut rows = measured(&out.levels[0].dir);
+    rows.sort_by_key(|r| r["seq"].as_u64());
+    let timed_out: Vec<bool> = rows.iter().map(|r| r["error"] == "timeout").collect();
+    assert!(timed_out.contains(&true), "{rows:?}");
+    // Each timed-out call but the last request's is followed by a request on a new connection.
+    let reconnects = timed_out[..timed_out.len() - 1]
+        .iter()
+        .filter(|t| **t)
+        .count();
+    assert_eq!(
+        tee.connections(),
+        plain.connections() + reconnects,
+        "timeouts {timed_out:?}"
+    );
+    healthy.shutdown().await;
+    stalling.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -236,9 +236,10 @@ impl GrpcClient {
     /// Sends one request on the worker's connection and reads every response into `ex`. Both
     /// RPCs are read the same way (a unary call is one message each way on the wire), so
     /// response headers, each message and the trailers are seen as they arrive. The connection
-    /// stays in `ex` throughout: a call dropped half-way (cancelled, timed out) leaves it there
-    /// with the stream's reset queued, which the next request's `prepare` writes, so a
-    /// cancellation costs no reconnect. A connection that failed is dropped.
+    /// stays in `ex` throughout: a call dropped half-way leaves it there with the stream's reset
+    /// queued, which the next request's `prepare` writes, so a cancellation costs no reconnect
+    /// (after a timeout the engine gives it up: [`Exchange::drop_connections`]). A connection
+    /// that failed is dropped.
     pub async fn execute(
         &self,
         body: &Bytes,

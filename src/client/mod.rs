@@ -145,6 +145,15 @@ impl Exchange {
         Exchange::default()
     }
 
+    /// Gives up the worker's connections after a request that timed out: a server that let a
+    /// call run past the timeout may have stopped answering on that connection as a whole, so the
+    /// next request starts on a fresh one. (A deliberately cancelled gRPC call keeps its
+    /// connection: only its stream is reset.)
+    pub fn drop_connections(&mut self) {
+        self.h1 = None;
+        self.grpc = None;
+    }
+
     /// Clears the previous request's data, keeping buffer capacity.
     pub fn reset(&mut self) {
         self.send_done_ns = None;

@@ -523,7 +523,8 @@ async fn exchange(
             Err(_) => {
                 // The HTTP/1.1 connection was taken out of `ex` for the exchange and goes back
                 // only after a complete response, so dropping the exchange closed it; the next
-                // request opens a fresh one rather than reading the rest of this response.
+                // request opens a fresh one rather than reading the rest of this response. The
+                // gRPC connection stays: the dropped call queued its stream's reset on it.
                 return Err(RequestError::new(
                     ErrorKind::RequestCancelled,
                     format!(
@@ -535,6 +536,7 @@ async fn exchange(
         },
     };
     timed.unwrap_or_else(|_| {
+        ex.drop_connections();
         Err(RequestError::new(
             ErrorKind::Timeout,
             format!(
