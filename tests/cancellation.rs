@@ -1,6 +1,7 @@
 //! `--request-cancellation-rate P --request-cancellation-delay D` against the simulator: the
 //! seeded share of requests is dropped D after its send, counted apart from requests and errors,
-//! left out of the statistics; the simulator frees the slots of streams the client left; rate 0
+//! left out of the statistics; the simulator frees the slots of streams the client left; a
+//! cancelled gRPC call keeps its worker's connection, a timed-out one gives it up; rate 0
 //! changes nothing; bad values are usage errors.
 
 mod common;
