@@ -11,7 +11,7 @@ use std::path::Path;
 use common::*;
 use serde_json::Value;
 use ttftbench::metrics::Metric;
-use ttftbench::sim::{EngineConfig, FaultConfig, SimConfig};
+use ttftbench::sim::{EngineConfig, SimConfig};
 
 /// A chat stream of `osl` tokens per request (one per 10 ms step after a 25 ms first token).
 fn chat(url: String, dir: &Path, osl: &str, more: &[&str]) -> Vec<String> {
@@ -228,16 +228,7 @@ async fn a_timed_out_grpc_call_gives_up_its_connection() {
         .await
         .unwrap();
     // Half the requests stall for 3 s before they reach the engine; the client waits 0.4 s.
-    let stalling = start(SimConfig {
-        engine: EngineConfig::instant(),
-        faults: FaultConfig {
-            stall_rate: 0.5,
-            stall_ms: 3_000,
-            ..FaultConfig::default()
-        },
-        ..SimConfig::default()
-    })
-    .await;
+    let stalling = start_stalling(0.5, 3_000).await;
     let tee = Tee::start(stalling.grpc_target().parse().unwrap());
     let tmp = tempfile::tempdir().unwrap();
     let timeout = ["--request-timeout", "0.4"];

@@ -794,16 +794,7 @@ async fn tokenizer_file_and_input_file() {
 /// does not, and the level says it is not trustworthy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn coordinated_omission_is_corrected_and_flagged() {
-    let sim = start(SimConfig {
-        engine: EngineConfig::instant(),
-        faults: FaultConfig {
-            stall_rate: 0.25,
-            stall_ms: 300,
-            ..FaultConfig::default()
-        },
-        ..SimConfig::default()
-    })
-    .await;
+    let sim = start_stalling(0.25, 300).await;
     let tmp = tempfile::tempdir().unwrap();
     let out = profile(&args(&[
         "-m",
@@ -871,16 +862,7 @@ async fn coordinated_omission_is_corrected_and_flagged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_timeout_counts_and_finishes() {
-    let sim = start(SimConfig {
-        engine: EngineConfig::instant(),
-        faults: FaultConfig {
-            stall_rate: 0.5,
-            stall_ms: 3_000,
-            ..FaultConfig::default()
-        },
-        ..SimConfig::default()
-    })
-    .await;
+    let sim = start_stalling(0.5, 3_000).await;
     let tmp = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let out = profile(&args(&[

@@ -137,9 +137,9 @@ impl EventReader {
     /// nothing appended) when `line` does not start with such an event. The data holds no line
     /// end: the shape's fixed parts hold none and the text has no byte below 0x20, so the SSE
     /// line is exactly the data.
-    #[inline]
     /// `then`: the bytes that must follow the data (the SSE framing's blank line, `\n\n`), checked
     /// before anything is appended.
+    #[inline]
     pub fn read_line(
         &self,
         line: &[u8],

@@ -47,6 +47,21 @@ pub async fn start_round() -> SimHandle {
     .await
 }
 
+/// Starts the simulator in instant mode with a `rate` share of requests stalled for `ms`
+/// before they reach the engine (which requests: [`ttftbench::sim::FaultConfig`]).
+pub async fn start_stalling(rate: f64, ms: u64) -> SimHandle {
+    start(SimConfig {
+        engine: EngineConfig::instant(),
+        faults: sim::FaultConfig {
+            stall_rate: rate,
+            stall_ms: ms,
+            ..sim::FaultConfig::default()
+        },
+        ..SimConfig::default()
+    })
+    .await
+}
+
 /// Parses `ttftbench profile <args>` into a plan.
 pub fn plan(args: &[String]) -> Result<RunPlan, String> {
     let mut argv = vec!["ttftbench".to_string(), "profile".to_string()];
