@@ -205,6 +205,24 @@ def openapi_paths(cap, url, variant):
                       "note": "paths and methods only"})
 
 
+def immediate_reuse_tally(cap, url, path, body, runs=20):
+    """A streamed request, then at once (no wait for a FIN) GET /health on the same socket,
+    `runs` times: how often the second request gets a response, EOF, or a reset."""
+    host, port = url.rsplit(":", 1)
+    tally = {}
+    for _ in range(runs):
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        sock.sendall(build_request(url, "POST", path, body))
+        Reader(sock).response()
+        r = second_request(sock, url)
+        key = r.get("read") or f"send {r['send']}"
+        tally[key] = tally.get(key, 0) + 1
+        sock.close()
+    cap.conn[f"immediate_second_request_after_stream ({runs} runs)"] = {
+        "request": f"POST {path} (stream: true)", "outcomes": tally}
+    print(f"{cap.engine}: immediate reuse after a stream: {tally}", file=sys.stderr)
+
+
 def body_json(raw):
     head, _, body = raw.partition(b"\r\n\r\n")
     if b"chunked" in head.lower():
@@ -250,6 +268,8 @@ def generative(cap, url, model, engine):
                   "stream_options": {"include_usage": True}, **common}, reuse=True)
     cap.exchange("completions", url, "POST", "/v1/completions",
                  {"model": model, "prompt": "Once upon a time", **common}, reuse=True)
+    immediate_reuse_tally(cap, url, "/v1/chat/completions",
+                          {"model": model, "messages": chat, "stream": True, **common})
     cap.exchange("chat_stream_no_usage", url, "POST", "/v1/chat/completions",
                  {"model": model, "messages": chat, "stream": True, **common})
     # the idle keep-alive timeout (5 s on both): a 6 s pause before the second request
