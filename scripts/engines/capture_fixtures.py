@@ -336,6 +336,9 @@ def main():
     ap.add_argument("engine", choices=["vllm", "llamacpp"])
     ap.add_argument("--out")
     ap.add_argument("--only", help="comma-separated variants: generate,embed,rerank")
+    ap.add_argument("--reuse-only", action="store_true",
+                    help="only the immediate-second-request tally (no fixture files but "
+                         "connection.json; safe on a server that has served requests)")
     a = ap.parse_args()
     out = Path(a.out) if a.out else REPO / "tests" / "fixtures" / "engines" / a.engine
     out.mkdir(parents=True, exist_ok=True)
@@ -354,7 +357,13 @@ def main():
                   file=sys.stderr)
             continue
         url, model = env[f"{p}_URL"], env[f"{p}_MODEL"]
-        versions[variant] = {"version": env.get(f"{p}_VERSION"), "args": env.get(f"{p}_ARGS")}
+        if not a.reuse_only:
+            versions[variant] = {"version": env.get(f"{p}_VERSION"), "args": env.get(f"{p}_ARGS")}
+        if variant == "generate" and a.reuse_only:
+            immediate_reuse_tally(cap, url, "/v1/chat/completions",
+                                  {"model": model, "messages": [{"role": "user", "content": "Hi"}],
+                                   "stream": True, "max_tokens": 8, "ignore_eos": True})
+            continue
         if variant == "generate":
             fn(cap, url, model, a.engine)
         else:
