@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Captures the wire behaviour of a running real engine as fixture files (exact bytes).
 
-    scripts/engines/capture_fixtures.py vllm     [--out DIR]
-    scripts/engines/capture_fixtures.py llamacpp [--out DIR]
+    scripts/engines/capture_fixtures.py vllm|llamacpp [--out DIR] [--only generate,embed,rerank]
+    scripts/engines/capture_fixtures.py vllm|llamacpp --only generate --reuse-only
 
 Reads the servers from the env files that scripts/engines/*/start.sh write (target/vllm.env,
 target/vllm-embed.env, target/vllm-rerank.env; target/llamacpp*.env; a variant whose env file is
@@ -12,7 +12,11 @@ NAME.http the bytes received, status line, headers and body as they came (chunke
 included). Exchanges marked `reuse` then send a second request (GET /health) on the same socket
 right after the response ended and record what happened (connection.json): whether the server
 had already sent a FIN, whether the send went through, and what the read returned (a response,
-EOF or a reset). Default output: tests/fixtures/engines/ENGINE/. Python standard library only.
+EOF or a reset); 20 streamed requests, each followed at once by a second one, are tallied the
+same way (--reuse-only runs just that tally). Start the generate server fresh (start.sh
+--restart) before a full capture: metrics_before must precede every inference request (the
+script warns otherwise). Default output: tests/fixtures/engines/ENGINE/, merged into an earlier
+capture's index.json/connection.json. Python standard library only.
 """
 import argparse
 import datetime

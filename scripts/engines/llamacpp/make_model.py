@@ -11,7 +11,7 @@ embedding 256, 4 blocks, 4 heads, feed-forward 1024, context 16384 (learned posi
 as the -c 16384 that start.sh passes, so no slot can run past the position table), f16 weights
 drawn from N(0, 0.02) with numpy's default_rng(0) (norms 1, biases 0, output tied to the token
 embedding), plus a chat template (roles as plain-text markers, turns ended by <|endoftext|>).
-~43 MB, ~15 s (mostly copying the 50000 merges through gguf-py).
+~42 MB, 6-15 s (mostly copying the 50000 merges through gguf-py).
 Needs numpy and pyyaml (the tools venv of install.sh has both).
 
 Deterministic: the same sources give the same bytes. OUT.gguf is written to a temporary name and

@@ -9,7 +9,7 @@ bos/eos/pad) is trained with the `tokenizers` library on local text (the machine
 saved as a PreTrainedTokenizerFast with a chat template; then a transformers LlamaConfig (hidden
 128, intermediate 256, 2 layers, 4 heads, 4096 positions, tied embeddings, bf16, vocab_size = the
 tokenizer's) gets random weights from torch.manual_seed(0) and is saved with save_pretrained.
-Run with vLLM's venv (it has torch, transformers and tokenizers). ~8 s.
+Run with vLLM's venv (it has torch, transformers and tokenizers). 8-13 s.
 
 Deterministic for a given machine image (same files, same library versions). OUT_DIR is written
 whole or not at all (a temporary directory renamed at the end); an OUT_DIR that already holds
