@@ -876,6 +876,11 @@ pub struct Validity {
     pub delayed_by_cap: u64,
     /// Longest the async runtime fell behind its 10 ms tick, ms.
     pub max_stall_ms: Option<f64>,
+    /// How long workers waited, added up over the workers, to hand finished requests to a
+    /// collector that fell behind (the load was held back), ms; `None` when none waited.
+    pub held_back_ms: Option<f64>,
+    /// How many hand-overs waited.
+    pub held_back_sends: u64,
 }
 
 impl Default for Validity {
@@ -890,6 +895,8 @@ impl Default for Validity {
             achieved_rate: None,
             delayed_by_cap: 0,
             max_stall_ms: None,
+            held_back_ms: None,
+            held_back_sends: 0,
         }
     }
 }

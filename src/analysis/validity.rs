@@ -50,6 +50,8 @@ pub struct Observed {
     pub delayed_by_cap: u64,
     /// Longest runtime stall (ms).
     pub max_stall_ms: Option<f64>,
+    /// How long workers waited to hand records to a collector that fell behind.
+    pub held: crate::load::queue::Held,
     /// Interrupted.
     pub interrupted: bool,
     /// Measured requests that succeeded (the samples behind the latency percentiles).
@@ -64,6 +66,8 @@ pub fn assess(o: &Observed, max_send_lag_ms: f64) -> Validity {
         requested_rate: o.requested_rate,
         delayed_by_cap: o.delayed_by_cap,
         max_stall_ms: o.max_stall_ms,
+        held_back_ms: (o.held.sends > 0).then(|| o.held.total_ns as f64 / 1e6),
+        held_back_sends: o.held.sends,
         ..Validity::default()
     };
     if o.wall_seconds > 0.0 && o.cores > 0 {
@@ -117,6 +121,7 @@ pub fn assess(o: &Observed, max_send_lag_ms: f64) -> Validity {
             "the generator's event loop stalled for {stall:.0} ms: timestamps taken during the stall are late (CPU starved?)"
         ));
     }
+    v.reasons.extend(held_back(&o.held, o.sent));
     if o.interrupted {
         v.reasons
             .push("the level was interrupted: it measured fewer requests than planned".into());
@@ -124,6 +129,20 @@ pub fn assess(o: &Observed, max_send_lag_ms: f64) -> Validity {
     v.reasons.extend(too_few_samples(o.measured));
     v.trustworthy = v.reasons.is_empty();
     v
+}
+
+/// The back-pressure reason: any wait for the collector changed the load the server saw (a
+/// closed-loop worker paused between requests, an open-loop one left its tickets waiting).
+fn held_back(h: &crate::load::queue::Held, sent: u64) -> Option<String> {
+    (h.sends > 0).then(|| {
+        format!(
+            "{} of {} finished requests waited for the collector before the next could be sent ({:.1} ms on average, the longest {:.0} ms): it could not keep up with writing the records, so the server saw less load than asked (artifacts on a faster disk, or without --raw-export full)",
+            h.sends,
+            sent.max(h.sends),
+            h.total_ns as f64 / 1e6 / h.sends as f64,
+            h.longest_ns as f64 / 1e6
+        )
+    })
 }
 
 /// The minimum-sample reason: too few successful requests for the percentiles shown (`merge`
@@ -215,9 +234,35 @@ mod tests {
             intended_span_s: 10.0,
             delayed_by_cap: 0,
             max_stall_ms: Some(2.0),
+            held: crate::load::queue::Held::default(),
             interrupted: false,
             measured: 1000,
         }
+    }
+
+    /// Workers that waited for the collector make the level not trustworthy, with the count,
+    /// the average and the longest wait in words.
+    #[test]
+    fn a_held_back_load_is_not_trustworthy() {
+        let o = Observed {
+            held: crate::load::queue::Held {
+                sends: 40,
+                total_ns: 200_000_000,
+                longest_ns: 30_000_000,
+            },
+            ..ok()
+        };
+        let v = assess(&o, DEFAULT_MAX_SEND_LAG_MS);
+        assert!(!v.trustworthy);
+        assert_eq!((v.held_back_sends, v.held_back_ms), (40, Some(200.0)));
+        assert!(
+            v.reasons[0].starts_with(
+                "40 of 1001 finished requests waited for the collector before the next could be sent (5.0 ms on average, the longest 30 ms)"
+            ),
+            "{:?}",
+            v.reasons
+        );
+        assert!(assess(&ok(), DEFAULT_MAX_SEND_LAG_MS).trustworthy);
     }
 
     /// A random schedule that happened to ask for 12% fewer requests than the nominal rate in

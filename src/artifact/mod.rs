@@ -9,6 +9,7 @@
 //! level directory ([`shard`]) and writes under `artifacts/shard{I}-of-{N}/` by default.
 
 pub mod atomic;
+pub mod escape;
 pub mod genai_perf;
 pub mod genai_perf_dir;
 pub mod histograms;

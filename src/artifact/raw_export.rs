@@ -185,30 +185,61 @@ pub fn request(
     out.extend_from_slice(b",\"request_inputs\":");
     out.extend_from_slice(inputs.as_bytes());
     out.extend_from_slice(b",\"response_timestamps\":[");
-    let kept = || capture.iter().filter(|(_, b)| exported(b, f));
+    // The usage-only event left out ends the stream, before `[DONE]`: only the last two
+    // responses are looked at.
+    let from = capture.len().saturating_sub(2);
+    let skip = capture
+        .iter()
+        .enumerate()
+        .skip(from)
+        .find(|(_, (_, b))| !exported(b, f))
+        .map(|(i, _)| i);
+    let kept = || {
+        capture
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| Some(*i) != skip)
+            .map(|(_, r)| r)
+    };
+    // Responses of one read share a timestamp: its digits are written once and copied.
+    let mut last: Option<(u64, std::ops::Range<usize>)> = None;
     for (i, (t, _)) in kept().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        push_u64(out, unix(t));
+        match &last {
+            Some((prev, r)) if *prev == t => out.extend_from_within(r.clone()),
+            _ => {
+                let from = out.len();
+                push_u64(out, unix(t));
+                last = Some((t, from..out.len()));
+            }
+        }
     }
     out.extend_from_slice(b"],\"response_outputs\":[");
+    // Text is checked for UTF-8 once, not response by response (responses end at whole
+    // characters: an event at a line end, a body at its end).
+    let valid = std::str::from_utf8(capture.bytes()).is_ok();
     for (i, (_, bytes)) in kept().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        response_output(out, bytes, f);
+        response_output(out, bytes, f, valid);
     }
     out.extend_from_slice(b"]}");
 }
 
 /// Whether a captured response goes into the export: all but the usage-only event ttftbench asks
-/// OpenAI-compatible servers for (`"choices": []` with `usage`). GenAI-Perf does not ask for it,
-/// so its files never hold one, and its parser fails on an event without a choice; the counts
-/// it carries are in `requests.jsonl` (`server_osl`, `server_isl`).
+/// OpenAI-compatible servers for (`"choices": []` with `usage`), which comes last. GenAI-Perf
+/// does not ask for it, so its files never hold one, and its parser fails on an event without a
+/// choice; the counts it carries are in `requests.jsonl` (`server_osl`, `server_isl`).
+/// (A server that reports usage with every chunk, vLLM's `continuous_usage_stats`, sends it
+/// beside a choice: those chunks stay.)
 fn exported(bytes: &[u8], f: &ExportFormat) -> bool {
-    if f.responses != ResponseForm::SseEvents || memchr::memmem::find(bytes, b"\"usage\"").is_none()
-    {
+    // Built once: building a searcher per event cost more than the search.
+    static USAGE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"usage\""));
+    if f.responses != ResponseForm::SseEvents || USAGE.find(bytes).is_none() {
         return true;
     }
     let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
@@ -219,7 +250,8 @@ fn exported(bytes: &[u8], f: &ExportFormat) -> bool {
         .is_some_and(|c| c.is_empty())
 }
 
-fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
+/// One response's `response_outputs` entry; `valid` says the text is known to be UTF-8.
+fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat, valid: bool) {
     // Text responses are escaped straight into `out`: one per token, no allocation.
     let (prefix, suffix) = match f.responses {
         ResponseForm::SseEvents => ("data: ", "\\n\\n"),
@@ -228,19 +260,22 @@ fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
     };
     out.extend_from_slice(b"{\"response\":\"");
     out.extend_from_slice(prefix.as_bytes());
-    push_escaped(out, bytes);
+    if valid {
+        super::escape::escape_into(out, bytes);
+    } else {
+        push_escaped(out, bytes);
+    }
     out.extend_from_slice(suffix.as_bytes());
     out.extend_from_slice(b"\"}");
 }
 
-/// `bytes` as the inside of a JSON string (invalid UTF-8 replaced, as text readers would).
+/// `bytes` as the inside of a JSON string (invalid UTF-8 replaced, as text readers would),
+/// escaped as `serde_json` escapes strings ([`super::escape`]).
 fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
-    let text = String::from_utf8_lossy(bytes);
-    let start = out.len();
-    // Serializing a string cannot fail; its surrounding quotes are then dropped.
-    let _ = serde_json::to_writer(&mut *out, text.as_ref());
-    out.remove(start);
-    out.pop();
+    match std::str::from_utf8(bytes) {
+        Ok(text) => super::escape::escape_into(out, text.as_bytes()),
+        Err(_) => super::escape::escape_into(out, String::from_utf8_lossy(bytes).as_bytes()),
+    }
 }
 
 fn tensor_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
@@ -630,6 +665,11 @@ pub fn format_for(target: &Target, client: &Client) -> ExportFormat {
     }
 }
 
+/// Requests are encoded one after another into one buffer and written this many bytes at a time,
+/// straight from it: a request's ~20 KB copied again into the file's buffer cost a tenth of the
+/// export's CPU.
+const GATHER: usize = 256 * 1024;
+
 /// Streams a `profile_export.json`: experiments (levels) opened and closed in turn, fed by the
 /// collector one record at a time, the footer written at the end. Captures go back to their
 /// pool once written.
@@ -665,7 +705,7 @@ impl RawExportWriter {
             experiments: 0,
             written: 0,
             window: None,
-            buf: Vec::with_capacity(4096),
+            buf: Vec::with_capacity(GATHER + GATHER / 4),
         })
     }
 
@@ -675,6 +715,7 @@ impl RawExportWriter {
         self.experiments += 1;
         self.written = 0;
         self.window = None;
+        self.drain()?;
         self.out
             .write_all(experiment_open(stimulus, first).as_bytes())
     }
@@ -685,6 +726,7 @@ impl RawExportWriter {
         let window = self
             .window
             .map(|(a, b)| (clock.unix_ns(a), clock.unix_ns(b)));
+        self.drain()?;
         self.out.write_all(experiment_close(window).as_bytes())
     }
 
@@ -711,7 +753,6 @@ impl RawExportWriter {
             .inputs
             .get(rec.prompt_index as usize)
             .map_or("{}", |s| s);
-        self.buf.clear();
         let clock = self.clock;
         request(
             &mut self.buf,
@@ -723,12 +764,23 @@ impl RawExportWriter {
             |t| clock.unix_ns(t),
         );
         self.written += 1;
-        self.out.write_all(&self.buf)
+        if self.buf.len() >= GATHER {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the gathered requests: past the file buffer's size, straight from `buf`.
+    fn drain(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
     }
 
     /// Writes the footer and flushes.
     pub fn finish(mut self) -> io::Result<()> {
         let version = format!("ttftbench {}", crate::VERSION);
+        self.drain()?;
         self.out
             .write_all(file_close(&version, &self.format).as_bytes())?;
         self.out.flush()
@@ -738,6 +790,28 @@ impl RawExportWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The escaper writes what serde_json writes for a string, byte for byte: every ASCII byte,
+    /// multi-byte characters, runs at either end, and invalid UTF-8 replaced.
+    #[test]
+    fn escaping_matches_serde_json() {
+        let mut cases: Vec<Vec<u8>> = (0u8..0x80).map(|b| vec![b]).collect();
+        cases.push((0u8..0x80).collect());
+        cases.push("data: {\"delta\":{\"content\":\" é✓ 漢字 🎉\\n\"}}".into());
+        cases.push(b"\"\"\\\\\x01\x1f\x7f".to_vec());
+        cases.push(b"tail\xff\xfeinvalid \xe2\x82".to_vec());
+        cases.push(Vec::new());
+        for c in cases {
+            let mut got = Vec::new();
+            push_escaped(&mut got, &c);
+            let want = serde_json::to_string(&String::from_utf8_lossy(&c)).unwrap();
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                want[1..want.len() - 1],
+                "{c:?}"
+            );
+        }
+    }
 
     /// Found merging shards' exports: a shard's records name prompts by their index in the whole
     /// dataset, and its export gave them another prompt's inputs, or `{}`.
@@ -827,6 +901,22 @@ mod tests {
         let outputs = v["response_outputs"].as_array().unwrap();
         assert_eq!(outputs.len(), 2);
         assert!(outputs[0]["response"].as_str().unwrap().contains("Hi"));
+    }
+
+    /// Responses of one read share a timestamp; each is written out in full.
+    #[test]
+    fn shared_timestamps_are_each_written() {
+        let mut c = Capture::default();
+        for (t, d) in [(5, "a"), (5, "b"), (5, "c"), (9, "d"), (12, "e"), (12, "f")] {
+            c.push(t, d.as_bytes());
+        }
+        let mut out = Vec::new();
+        request(&mut out, true, 1, "{}", &c, &chat(), |t| t * 1000);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["response_timestamps"],
+            serde_json::json!([5000, 5000, 5000, 9000, 12000, 12000])
+        );
     }
 
     #[test]

@@ -127,6 +127,11 @@ impl Capture {
         self.spans.is_empty()
     }
 
+    /// Every response's bytes, one after another.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// The responses in arrival order: (time, bytes).
     pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
         let mut start = 0;

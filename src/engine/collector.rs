@@ -8,7 +8,8 @@
 //! stability loop as it closes); count windows close at their N-th successful request. When the
 //! load stops, what the open window holds is sent as a partial window, so an interrupted level
 //! still reports what it measured. Workers never wait on the collector: the queue is lock-free,
-//! and file I/O stays off the async runtime.
+//! and file I/O stays off the async runtime; when the collector falls behind, the queue's bound holds
+//! the workers back (`load::queue`), and the level's verdict says so.
 
 use crate::client::request_id::RequestIds;
 use std::path::Path;
@@ -135,6 +136,8 @@ pub struct Collected {
     pub sinks: Sinks,
     /// Warm-up requests seen.
     pub warmup: u64,
+    /// How long workers waited for room in the queue (the collector fell behind).
+    pub held: crate::load::queue::Held,
 }
 
 /// Starts the collector thread; it ends when every sender of `rx` is gone.
@@ -213,7 +216,7 @@ impl Cutter {
                 break;
             }
         }
-        self.finish()
+        self.finish(rx.held())
     }
 
     /// Hands a request and its response capture to the raw export, which writes measured,
@@ -296,7 +299,7 @@ impl Cutter {
 
     /// The load has stopped: the open window ends at its last response and goes out (partial
     /// unless the rule is a single window, which this completes).
-    fn finish(mut self) -> Collected {
+    fn finish(mut self, held: crate::load::queue::Held) -> Collected {
         self.open_if_started();
         if let Some(mut cur) = self.cur.take() {
             let single = matches!(
@@ -316,6 +319,7 @@ impl Cutter {
         Collected {
             sinks: self.sinks,
             warmup: self.warmup,
+            held,
         }
     }
 }

@@ -222,7 +222,14 @@ pub async fn measure_level(
     agg.warmup = collected.warmup;
     let ended_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
     let times = (started_unix_ns, ended_unix_ns);
-    let summary = summarize(spec, &agg, &windows, &observed, &out, times);
+    let summary = summarize(
+        spec,
+        &agg,
+        &windows,
+        &observed,
+        (&out, collected.held),
+        times,
+    );
     live.finish(&summary);
     Ok(Measured {
         summary,
@@ -526,7 +533,7 @@ fn summarize(
     agg: &Aggregate,
     windows: &Windows,
     watched: &Watched,
-    out: &PhaseOutcome,
+    (out, held): (&PhaseOutcome, crate::load::queue::Held),
     (started_unix_ns, ended_unix_ns): (u64, u64),
 ) -> LevelSummary {
     let stats = agg.summarize(!spec.objectives.is_empty(), spec.percentile_method);
@@ -549,6 +556,7 @@ fn summarize(
         intended_span_s: out.intended_span_ns as f64 / 1e9,
         delayed_by_cap: out.delayed_by_cap,
         max_stall_ms: Some(watched.max_stall_ms),
+        held,
         interrupted: out.interrupted,
         measured: stats.request_count,
     };

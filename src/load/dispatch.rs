@@ -56,6 +56,16 @@ const EARLY_NS: u64 = 20_000;
 /// The longest single sleep, so a stop is noticed promptly even between distant sends.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 
+/// Due requests that may wait for a worker before the pacer waits too. Past it the server is
+/// not absorbing the rate (every worker of the in-flight cap busy for this many releases):
+/// further requests are released late instead of queueing without bound, keep their intended
+/// times (so their latencies still count the wait), and the send lag and the in-flight-cap
+/// count in the verdict say so. 32 bytes a request: 2 MB.
+const MAX_BACKLOG: usize = 65_536;
+
+/// How often a pacer held by a full backlog looks again.
+const BACKLOG_NAP: Duration = Duration::from_micros(500);
+
 impl Tickets {
     /// The next due request; `None` once the schedule is exhausted (or stopped) and the queue
     /// is empty. Waits while the schedule has nothing due.
@@ -150,6 +160,12 @@ fn pace(mut run: PacerRun, tickets: &Tickets) {
         if run.deadline.is_some_and(|d| intended >= d) {
             break;
         }
+        while tickets.backlog() >= MAX_BACKLOG {
+            if run.cancel.stopping() || run.halt.halted() {
+                break 'schedule;
+            }
+            std::thread::sleep(BACKLOG_NAP);
+        }
         loop {
             let now = run.clock.now_ns();
             if now + EARLY_NS >= intended {
@@ -227,6 +243,31 @@ mod tests {
             "median release lag {} ns",
             lags[lags.len() / 2]
         );
+    }
+
+    /// Nobody takes the released requests: the backlog stops at its bound instead of growing
+    /// with the schedule, and the pacer still stops when told.
+    #[test]
+    fn the_backlog_is_bounded() {
+        let clock = Clock::start();
+        let tickets = Arc::new(Tickets::default());
+        let cancel = Cancel::new();
+        let run = PacerRun {
+            pacer: Pacer::new(2e6, Arrival::Constant, 0),
+            start_ns: clock.now_ns(),
+            clock,
+            stop: Stop::Requests(u64::MAX),
+            deadline: None,
+            cancel: cancel.clone(),
+            halt: Halt::new(),
+        };
+        let h = spawn(run, tickets.clone()).unwrap();
+        // 2 M/s for 0.3 s would be 600 000 tickets.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(tickets.backlog(), MAX_BACKLOG);
+        cancel.stop_sending();
+        h.join().unwrap();
+        assert_eq!(tickets.backlog(), MAX_BACKLOG);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

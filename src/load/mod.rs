@@ -401,7 +401,7 @@ impl WorkerCtx {
     ) -> bool {
         let kind = completed.0.record.error.as_ref().map(|e| e.kind);
         let wait = b.after(kind, ex.retry_after);
-        hand_over(self, completed, ex);
+        hand_over(self, completed, ex).await;
         let Some(mut wait) = wait else {
             return true;
         };
@@ -451,20 +451,23 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64
 }
 
 /// Sends a finished request to the collector; when its output tokens are still to be counted,
-/// its text goes along and is counted there, off the worker (see [`queue`]).
-fn hand_over(ctx: &WorkerCtx, (completed, count): (Completed, bool), ex: &mut Exchange) {
+/// its text goes along and is counted there, off the worker (see [`queue`]). Waits while the
+/// collector's queue is full: that wait holds the load back, and is counted.
+async fn hand_over(ctx: &WorkerCtx, (completed, count): (Completed, bool), ex: &mut Exchange) {
     if count {
         let text = std::mem::replace(&mut ex.text, ctx.sink.text_buffer());
         let keep_server =
             ctx.shared.use_server_token_count && completed.record.server_osl.is_some();
-        ctx.sink.send_counting(
-            completed,
-            (text, ex.reasoning_end),
-            &ctx.shared.tokenizer,
-            keep_server,
-        );
+        ctx.sink
+            .send_counting(
+                completed,
+                (text, ex.reasoning_end),
+                &ctx.shared.tokenizer,
+                keep_server,
+            )
+            .await;
     } else {
-        ctx.sink.send(completed);
+        ctx.sink.send(completed).await;
     }
 }
 

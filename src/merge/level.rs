@@ -181,6 +181,10 @@ fn merged_validity(
         v.cores = v.cores.max(lv.cores);
         v.max_stall_ms = max_of(v.max_stall_ms, lv.max_stall_ms);
         v.delayed_by_cap += lv.delayed_by_cap;
+        v.held_back_sends += lv.held_back_sends;
+        if let Some(ms) = lv.held_back_ms {
+            v.held_back_ms = Some(v.held_back_ms.unwrap_or(0.0) + ms);
+        }
         if let Some(r) = lv.achieved_rate {
             v.achieved_rate = Some(v.achieved_rate.unwrap_or(0.0) + r);
         }

@@ -216,7 +216,7 @@ impl RunPlan {
             max_error_rate: DEFAULT_MAX_ERROR_RATE,
             timeline_interval: Duration::from_secs(1),
             percentile_method: PercentileMethod::Linear,
-            raw_export: true,
+            raw_export: false,
             export_names: outputs::ExportNames::default(),
             artifact_dir: None,
             goodput: Vec::new(),
