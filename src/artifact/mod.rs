@@ -15,6 +15,7 @@ pub mod genai_perf_dir;
 pub mod histograms;
 pub mod lines;
 pub mod raw_export;
+pub mod raw_spill;
 pub mod read;
 pub mod records;
 pub mod repeat;

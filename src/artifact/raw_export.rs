@@ -217,14 +217,11 @@ pub fn request(
         }
     }
     out.extend_from_slice(b"],\"response_outputs\":[");
-    // Text is checked for UTF-8 once, not response by response (responses end at whole
-    // characters: an event at a line end, a body at its end).
-    let valid = std::str::from_utf8(capture.bytes()).is_ok();
     for (i, (_, bytes)) in kept().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        response_output(out, bytes, f, valid);
+        response_output(out, bytes, f);
     }
     out.extend_from_slice(b"]}");
 }
@@ -250,8 +247,8 @@ fn exported(bytes: &[u8], f: &ExportFormat) -> bool {
         .is_some_and(|c| c.is_empty())
 }
 
-/// One response's `response_outputs` entry; `valid` says the text is known to be UTF-8.
-fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat, valid: bool) {
+/// One response's `response_outputs` entry.
+fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
     // Text responses are escaped straight into `out`: one per token, no allocation.
     let (prefix, suffix) = match f.responses {
         ResponseForm::SseEvents => ("data: ", "\\n\\n"),
@@ -260,22 +257,9 @@ fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat, valid: boo
     };
     out.extend_from_slice(b"{\"response\":\"");
     out.extend_from_slice(prefix.as_bytes());
-    if valid {
-        super::escape::escape_into(out, bytes);
-    } else {
-        push_escaped(out, bytes);
-    }
+    super::escape::push_escaped(out, bytes);
     out.extend_from_slice(suffix.as_bytes());
     out.extend_from_slice(b"\"}");
-}
-
-/// `bytes` as the inside of a JSON string (invalid UTF-8 replaced, as text readers would),
-/// escaped as `serde_json` escapes strings ([`super::escape`]).
-fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => super::escape::escape_into(out, text.as_bytes()),
-        Err(_) => super::escape::escape_into(out, String::from_utf8_lossy(bytes).as_bytes()),
-    }
 }
 
 fn tensor_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
@@ -666,15 +650,15 @@ pub fn format_for(target: &Target, client: &Client) -> ExportFormat {
 }
 
 /// Requests are encoded one after another into one buffer and written this many bytes at a time,
-/// straight from it: a request's ~20 KB copied again into the file's buffer cost a tenth of the
-/// export's CPU.
+/// straight from it (not copied again into the file's buffer).
 const GATHER: usize = 256 * 1024;
 
 /// Streams a `profile_export.json`: experiments (levels) opened and closed in turn, fed by the
-/// collector one record at a time, the footer written at the end. Captures go back to their
-/// pool once written.
+/// collector one record at a time (into the spill; written out when the level ends), the footer
+/// written at the end. Captures go back to their pool once spilled.
 pub struct RawExportWriter {
     out: BufWriter<File>,
+    spill: Option<super::raw_spill::Spill>,
     format: ExportFormat,
     inputs: Arc<[Box<str>]>,
     clock: Clock,
@@ -698,6 +682,7 @@ impl RawExportWriter {
         out.write_all(FILE_OPEN.as_bytes())?;
         Ok(RawExportWriter {
             out,
+            spill: Some(super::raw_spill::Spill::create(path)?),
             format,
             inputs,
             clock,
@@ -715,25 +700,30 @@ impl RawExportWriter {
         self.experiments += 1;
         self.written = 0;
         self.window = None;
-        self.drain()?;
         self.out
             .write_all(experiment_open(stimulus, first).as_bytes())
     }
 
-    /// Closes the open experiment.
+    /// Writes the open experiment's requests out of the spill, then closes it.
     pub fn end_level(&mut self) -> io::Result<()> {
         let clock = self.clock;
+        if let Some(mut spill) = self.spill.take() {
+            let result = spill.drain(|r| self.write(r));
+            self.spill = Some(spill);
+            result?;
+        }
+        self.drain()?;
         let window = self
             .window
             .map(|(a, b)| (clock.unix_ns(a), clock.unix_ns(b)));
-        self.drain()?;
         self.out.write_all(experiment_close(window).as_bytes())
     }
 
-    /// Writes a completed measured request; recycles its capture either way.
+    /// Keeps a completed measured request for the level's export; recycles its capture either
+    /// way.
     pub fn record(&mut self, rec: &RequestRecord, capture: Option<Capture>) -> io::Result<()> {
         let result = match &capture {
-            Some(c) if rec.phase == Phase::Measure => self.write(rec, c),
+            Some(c) if rec.phase == Phase::Measure => self.keep(rec, c),
             _ => Ok(()),
         };
         if let Some(mut c) = capture {
@@ -743,23 +733,31 @@ impl RawExportWriter {
         result
     }
 
-    fn write(&mut self, rec: &RequestRecord, c: &Capture) -> io::Result<()> {
+    fn keep(&mut self, rec: &RequestRecord, c: &Capture) -> io::Result<()> {
         let (a, b) = self.window.unwrap_or((rec.sent_ns, rec.end_ns));
         self.window = Some((a.min(rec.sent_ns), b.max(rec.end_ns)));
         if !rec.ok() || c.is_empty() {
             return Ok(());
         }
-        let inputs = self
-            .inputs
-            .get(rec.prompt_index as usize)
+        match self.spill.as_mut() {
+            Some(s) => s.push(u64::from(rec.prompt_index), rec.sent_ns, c),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes one request read back from the spill.
+    fn write(&mut self, r: &super::raw_spill::Spilled) -> io::Result<()> {
+        let inputs = usize::try_from(r.prompt_index)
+            .ok()
+            .and_then(|i| self.inputs.get(i))
             .map_or("{}", |s| s);
         let clock = self.clock;
         request(
             &mut self.buf,
             self.written == 0,
-            clock.unix_ns(rec.sent_ns),
+            clock.unix_ns(r.sent_ns),
             inputs,
-            c,
+            &r.capture,
             &self.format,
             |t| clock.unix_ns(t),
         );
@@ -777,41 +775,23 @@ impl RawExportWriter {
         Ok(())
     }
 
-    /// Writes the footer and flushes.
+    /// Writes the footer and flushes; removes the spill.
     pub fn finish(mut self) -> io::Result<()> {
         let version = format!("ttftbench {}", crate::VERSION);
         self.drain()?;
         self.out
             .write_all(file_close(&version, &self.format).as_bytes())?;
-        self.out.flush()
+        self.out.flush()?;
+        match self.spill.take() {
+            Some(s) => s.remove(),
+            None => Ok(()),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The escaper writes what serde_json writes for a string, byte for byte: every ASCII byte,
-    /// multi-byte characters, runs at either end, and invalid UTF-8 replaced.
-    #[test]
-    fn escaping_matches_serde_json() {
-        let mut cases: Vec<Vec<u8>> = (0u8..0x80).map(|b| vec![b]).collect();
-        cases.push((0u8..0x80).collect());
-        cases.push("data: {\"delta\":{\"content\":\" é✓ 漢字 🎉\\n\"}}".into());
-        cases.push(b"\"\"\\\\\x01\x1f\x7f".to_vec());
-        cases.push(b"tail\xff\xfeinvalid \xe2\x82".to_vec());
-        cases.push(Vec::new());
-        for c in cases {
-            let mut got = Vec::new();
-            push_escaped(&mut got, &c);
-            let want = serde_json::to_string(&String::from_utf8_lossy(&c)).unwrap();
-            assert_eq!(
-                String::from_utf8(got).unwrap(),
-                want[1..want.len() - 1],
-                "{c:?}"
-            );
-        }
-    }
 
     /// Found merging shards' exports: a shard's records name prompts by their index in the whole
     /// dataset, and its export gave them another prompt's inputs, or `{}`.

@@ -111,6 +111,26 @@ impl Capture {
         self.spans.push((t, self.bytes.len()));
     }
 
+    /// Records a response read at `t` made of the last response's first `prefix` bytes,
+    /// `middle`, and the last response's final `suffix` bytes (how the raw export's spill stores
+    /// responses); `false`, recording nothing, when the last response is shorter than that.
+    pub fn push_like_last(&mut self, t: u64, prefix: usize, middle: &[u8], suffix: usize) -> bool {
+        let start = self
+            .spans
+            .len()
+            .checked_sub(2)
+            .map_or(0, |i| self.spans[i].1);
+        let end = self.spans.last().map_or(0, |s| s.1);
+        if prefix + suffix > end - start {
+            return false;
+        }
+        self.bytes.extend_from_within(start..start + prefix);
+        self.bytes.extend_from_slice(middle);
+        self.bytes.extend_from_within(end - suffix..end);
+        self.spans.push((t, self.bytes.len()));
+        true
+    }
+
     /// Forgets the responses, keeping capacity.
     pub fn clear(&mut self) {
         self.bytes.clear();
@@ -125,11 +145,6 @@ impl Capture {
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
-    }
-
-    /// Every response's bytes, one after another.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
     }
 
     /// The responses in arrival order: (time, bytes).
