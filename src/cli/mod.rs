@@ -538,6 +538,7 @@ pub struct ProfileArgs {
     /// GenAI-Perf passes arguments after `--` to perf_analyzer: `--measurement-interval`/`-p`
     /// and `-v` are read, anything else is named in a note and ignored.
     #[arg(
+        help_heading = None::<&str>,
         last = true,
         allow_hyphen_values = true,
         value_name = "PERF_ANALYZER_ARGS"
@@ -776,6 +777,7 @@ pub enum UiArg {
 
 /// Result channels of `profile` and `perf` besides the artifact files.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
     /// Write a JUnit XML report here: one test case per --slo objective and per level's validity
     /// verdict, for CI test reporters (GitLab, Jenkins, GitHub).
