@@ -67,6 +67,7 @@ pub enum Command {
     Man,
     /// Add up the artifact directories of the shards of one run (`--shard I/N`) into the files
     /// one process would have written: exact percentiles, throughput over the union.
+    #[command(after_help = MERGE_EXAMPLES)]
     Merge(MergeArgs),
 }
 
@@ -139,6 +140,11 @@ Examples:
   ttftbench completions zsh > ~/.zfunc/_ttftbench
   ttftbench completions fish > ~/.config/fish/completions/ttftbench.fish
   ttftbench completions powershell >> $PROFILE";
+
+const MERGE_EXAMPLES: &str = "\
+Examples:
+  ttftbench merge results/shard0 results/shard1 results/shard2 results/shard3 -o results/merged
+  ttftbench merge results/shard0 results/shard1 results/shard2 -o results/merged --quiet";
 
 const MAN_EXAMPLES: &str = "\
 Examples:
