@@ -14,7 +14,8 @@
 //! guide; links and anchors between the pages resolve; the README stays under 350 lines.
 //!
 //! `TTFTBENCH_DOCS_ONLY=perf` runs only the `run` blocks of files whose path contains `perf`;
-//! `TTFTBENCH_DOCS_JOBS=N` runs N sessions at a time (default 2).
+//! `TTFTBENCH_DOCS_JOBS=N` runs N sessions at a time (default 3: sessions mostly wait on the
+//! simulator); `TTFTBENCH_DOCS_VERBOSE=1` prints each block's and session's time.
 
 mod common;
 
@@ -67,9 +68,14 @@ fn docs() -> Vec<Doc> {
     paths
         .into_iter()
         .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             Doc {
-                path: p.strip_prefix(root()).unwrap().to_string_lossy().into_owned(),
+                path: p
+                    .strip_prefix(root())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
                 lines: text.lines().map(str::to_string).collect(),
             }
         })
@@ -150,7 +156,9 @@ fn parse_marker(line: &str) -> Option<Result<Marker, String>> {
         .trim();
     let words = marker_words(inner);
     let Some((mode, rest)) = words.split_first() else {
-        return Some(Err("a doc-test marker needs a mode: run, check, file or output".into()));
+        return Some(Err(
+            "a doc-test marker needs a mode: run, check, file or output".into(),
+        ));
     };
     let mut m = Marker {
         mode: Mode::Run,
@@ -166,7 +174,9 @@ fn parse_marker(line: &str) -> Option<Result<Marker, String>> {
         "check" => {
             let reason = rest.join(" ");
             if reason.trim().is_empty() {
-                return Some(Err("`check` needs a reason: why the block cannot run here".into()));
+                return Some(Err(
+                    "`check` needs a reason: why the block cannot run here".into()
+                ));
             }
             return Some(Ok(Marker {
                 mode: Mode::Check(reason),
@@ -204,7 +214,11 @@ fn parse_marker(line: &str) -> Option<Result<Marker, String>> {
                 let (a, b) = (a.trim().to_string(), b.trim().to_string());
                 let flags = |s: &str| -> Vec<String> {
                     s.split_whitespace()
-                        .filter(|w| w.starts_with('-') && w.len() > 1 && !w[1..].starts_with(|c: char| c.is_ascii_digit()))
+                        .filter(|w| {
+                            w.starts_with('-')
+                                && w.len() > 1
+                                && !w[1..].starts_with(|c: char| c.is_ascii_digit())
+                        })
                         .map(str::to_string)
                         .collect()
                 };
@@ -634,7 +648,13 @@ fn invocations(text: &str) -> Vec<Vec<String>> {
             Tok::Redirect => {
                 i += 2;
             }
-            Tok::Word(w) if at_start && matches!(w.as_str(), "do" | "then" | "else" | "time" | "exec" | "!" | "{") => {
+            Tok::Word(w)
+                if at_start
+                    && matches!(
+                        w.as_str(),
+                        "do" | "then" | "else" | "time" | "exec" | "!" | "{"
+                    ) =>
+            {
                 i += 1;
             }
             Tok::Word(w) if at_start && (w == "ttftbench" || w == "cargo") => {
@@ -1058,7 +1078,11 @@ fn run_session(s: &Session, tally: &mut Tally) {
                 output,
             )
         };
-        let all_text: String = cmds.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join("\n");
+        let all_text: String = cmds
+            .iter()
+            .map(|c| c.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         let missing = missing_tools(&all_text);
         if !missing.is_empty() {
             tally.skipped.push(format!(
@@ -1163,7 +1187,9 @@ fn run_session(s: &Session, tally: &mut Tally) {
                 let code: i32 = after[..bend].parse().unwrap_or(-1);
                 let body = body.strip_suffix('\n').unwrap_or(body);
                 outputs.push((body.to_string(), code));
-                rest = after[bend + SEP.len_utf8()..].strip_prefix('\n').unwrap_or("");
+                rest = after[bend + SEP.len_utf8()..]
+                    .strip_prefix('\n')
+                    .unwrap_or("");
             }
             for (idx, c) in seg.iter().enumerate() {
                 tally.commands += 1;
@@ -1284,12 +1310,15 @@ fn marked_commands_run_and_print_what_the_docs_show() {
     let only = std::env::var("TTFTBENCH_DOCS_ONLY").ok();
     let sessions: Vec<Session> = sessions(&all)
         .into_iter()
-        .filter(|s| only.as_ref().is_none_or(|o| s.blocks[0].doc.contains(o.as_str())))
+        .filter(|s| {
+            only.as_ref()
+                .is_none_or(|o| s.blocks[0].doc.contains(o.as_str()))
+        })
         .collect();
     let jobs: usize = std::env::var("TTFTBENCH_DOCS_JOBS")
         .ok()
         .and_then(|j| j.parse().ok())
-        .unwrap_or(2)
+        .unwrap_or(3)
         .max(1);
     let queue = Arc::new(Mutex::new(sessions.into_iter().collect::<Vec<_>>()));
     let total = Arc::new(Mutex::new(Tally::default()));
@@ -1300,7 +1329,11 @@ fn marked_commands_run_and_print_what_the_docs_show() {
                 loop {
                     let Some(s) = ({
                         let mut q = queue.lock().unwrap();
-                        if q.is_empty() { None } else { Some(q.remove(0)) }
+                        if q.is_empty() {
+                            None
+                        } else {
+                            Some(q.remove(0))
+                        }
                     }) else {
                         return;
                     };
@@ -1355,7 +1388,10 @@ fn check_commands_parse_and_every_command_block_is_marked() {
         {
             continue;
         }
-        let shell = matches!(b.lang.as_str(), "sh" | "bash" | "console" | "shell" | "shell-session");
+        let shell = matches!(
+            b.lang.as_str(),
+            "sh" | "bash" | "console" | "shell" | "shell-session"
+        );
         let cmds: Vec<(usize, String)> = if is_transcript(b) {
             match transcript(b) {
                 Ok(c) => c.into_iter().map(|c| (c.line, c.text)).collect(),
@@ -1367,7 +1403,11 @@ fn check_commands_parse_and_every_command_block_is_marked() {
         } else if shell {
             vec![(
                 b.line + 1,
-                b.body.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join("\n"),
+                b.body
+                    .iter()
+                    .map(|(_, l)| l.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
             )]
         } else {
             continue;
@@ -1449,7 +1489,13 @@ fn flag_of(spec: &str) -> Option<String> {
     }
     let s = spec.trim_matches('`');
     if s.starts_with('<') || s.starts_with('[') {
-        return Some(s.split_whitespace().next().unwrap().replace(['[', ']'], "").replace("...", ""));
+        return Some(
+            s.split_whitespace()
+                .next()
+                .unwrap()
+                .replace(['[', ']'], "")
+                .replace("...", ""),
+        );
     }
     None
 }
@@ -1488,7 +1534,10 @@ fn help_of(sub: &str) -> Help {
                 current_example = t.to_string();
             } else {
                 // A continuation line: the `\` before it goes, as in the page's examples.
-                current_example = current_example.trim_end_matches('\\').trim_end().to_string();
+                current_example = current_example
+                    .trim_end_matches('\\')
+                    .trim_end()
+                    .to_string();
                 current_example.push(' ');
                 current_example.push_str(t);
             }
@@ -1587,14 +1636,16 @@ fn help_and_reference_pages_list_the_same_flags_and_examples() {
         .map(|s| s.get_name().to_string())
         .filter(|n| n != "help")
         .collect();
-    let index = std::fs::read_to_string(root().join("docs/reference/README.md")).unwrap();
+    let index = std::fs::read_to_string(root().join("docs/reference/index.md")).unwrap();
     for sub in &subs {
         let page = root().join(format!("docs/reference/{sub}.md"));
         if !index.contains(&format!("({sub}.md)")) {
-            failures.push(format!("docs/reference/README.md: no link to {sub}.md"));
+            failures.push(format!("docs/reference/index.md: no link to {sub}.md"));
         }
         if !page.exists() {
-            failures.push(format!("docs/reference/{sub}.md is missing: `ttftbench {sub}` needs its page"));
+            failures.push(format!(
+                "docs/reference/{sub}.md is missing: `ttftbench {sub}` needs its page"
+            ));
             continue;
         }
         let help = help_of(sub);
@@ -1607,7 +1658,7 @@ fn help_and_reference_pages_list_the_same_flags_and_examples() {
                 "{rel}: its flag sections are {doc_names:?}; `ttftbench {sub} --help` groups its flags as {help_names:?}"
             ));
         }
-        let where_in = |groups: &[(String, Vec<String>)]| -> HashMap<String, String> {
+        let where_in = |groups: &[(String, Vec<String>)]| -> BTreeMap<String, String> {
             groups
                 .iter()
                 .flat_map(|(g, fs)| fs.iter().map(move |f| (f.clone(), g.clone())))
@@ -1668,7 +1719,11 @@ const SEED_COMMANDS: &[&str] = &[
 fn squash_shell(s: &str) -> String {
     s.replace("\\\n", " ")
         .lines()
-        .map(|l| l.strip_prefix("$ ").or_else(|| l.strip_prefix("> ")).unwrap_or(l))
+        .map(|l| {
+            l.strip_prefix("$ ")
+                .or_else(|| l.strip_prefix("> "))
+                .unwrap_or(l)
+        })
         .collect::<Vec<_>>()
         .join(" ")
         .replace(['\\', ';'], " ")
@@ -1688,17 +1743,33 @@ fn the_guides_commands_are_in_the_docs() {
                     .as_ref()
                     .is_some_and(|m| matches!(m.mode, Mode::Run | Mode::Check(_)))
         })
-        .map(|b| squash_shell(&b.body.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join("\n")))
+        .map(|b| {
+            squash_shell(
+                &b.body
+                    .iter()
+                    .map(|(_, l)| l.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n");
     let missing: Vec<&&str> = SEED_COMMANDS
         .iter()
         .filter(|c| !shown.contains(&squash_shell(c)))
         .collect();
-    assert!(missing.is_empty(), "the guides' commands not shown in a marked block of docs/:\n{missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "the guides' commands not shown in a marked block of docs/:\n{missing:#?}"
+    );
     // The list is the guides' own text, where the seeds are beside this checkout.
-    for dir in [root().join("../shared/seeds"), root().join("../../shared/seeds")] {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+    for dir in [
+        root().join("../shared/seeds"),
+        root().join("../../shared/seeds"),
+    ] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         let seeds: String = rd
             .flatten()
             .filter_map(|e| std::fs::read_to_string(e.path()).ok())
@@ -1758,7 +1829,11 @@ fn anchors(lines: &[String]) -> BTreeSet<String> {
             })
             .collect();
         let n = seen.entry(id.clone()).or_insert(0);
-        let id = if *n == 0 { id.clone() } else { format!("{id}-{n}") };
+        let id = if *n == 0 {
+            id.clone()
+        } else {
+            format!("{id}-{n}")
+        };
         *n += 1;
         out.insert(id);
     }
@@ -1801,7 +1876,10 @@ fn links_and_anchors_resolve() {
     for d in &all {
         let base = Path::new(&d.path).parent().unwrap_or(Path::new(""));
         for (n, target) in links(&d.lines) {
-            if target.starts_with("http://") || target.starts_with("https://") || target.starts_with("mailto:") {
+            if target.starts_with("http://")
+                || target.starts_with("https://")
+                || target.starts_with("mailto:")
+            {
                 continue;
             }
             let (file, anchor) = match target.split_once('#') {
@@ -1857,7 +1935,10 @@ fn links_and_anchors_resolve() {
             && rel != "SUMMARY.md"
             && !summary.contains(&format!("({rel})"))
         {
-            failures.push(format!("{}: not in docs/SUMMARY.md, so not in the book", d.path));
+            failures.push(format!(
+                "{}: not in docs/SUMMARY.md, so not in the book",
+                d.path
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -1865,7 +1946,10 @@ fn links_and_anchors_resolve() {
 
 #[test]
 fn the_readme_stays_short() {
-    let n = std::fs::read_to_string(root().join("README.md")).unwrap().lines().count();
+    let n = std::fs::read_to_string(root().join("README.md"))
+        .unwrap()
+        .lines()
+        .count();
     assert!(
         n <= 350,
         "README.md has {n} lines: at most 350 (what it is, install, quick start, links); the manual goes to docs/"
@@ -1875,20 +1959,40 @@ fn the_readme_stays_short() {
 #[test]
 fn masking_and_matching() {
     assert_eq!(mask("  1          27.83   -0.5%  +15.0 ms"), "# # #% # ms");
-    assert_eq!(mask("run 20261202T025206Z-29ffa8: server"), "run <run>: server");
+    assert_eq!(
+        mask("run 20261202T025206Z-29ffa8: server"),
+        "run <run>: server"
+    );
     assert_eq!(mask("-----------  -----  p99"), "--- --- p#");
-    assert_eq!(mask("--concurrency 1,4 rep1 1e-05"), "--concurrency #,# rep# #");
+    assert_eq!(
+        mask("--concurrency 1,4 rep1 1e-05"),
+        "--concurrency #,# rep# #"
+    );
     let printed: Vec<String> = ["a 1", "b 2", "c 3", "d"].iter().map(|s| mask(s)).collect();
     let pats = |s: &[&str]| s.iter().map(|l| pattern(l)).collect::<Vec<_>>();
     assert!(compare(&pats(&["a 7", "...", "d"]), &printed).is_ok());
     assert!(compare(&pats(&["a 7", "b 9 ..."]), &printed).is_err());
     assert!(compare(&pats(&["a 7", "b ...", "..."]), &printed).is_ok());
     assert_eq!(compare(&pats(&["a 7", "x", "..."]), &printed), Err((1, 1)));
-    assert!(is_live_line("level 2/6 concurrency4 at 5.0 s: 120/200 requests"));
-    assert!(!is_live_line("level 2/6 concurrency4 done in 6.3 s: 200 requests"));
+    assert!(is_live_line(
+        "level 2/6 concurrency4 at 5.0 s: 120/200 requests"
+    ));
+    assert!(!is_live_line(
+        "level 2/6 concurrency4 done in 6.3 s: 200 requests"
+    ));
     assert_eq!(
-        invocations("for c in 1 4; do\n  ttftbench profile -m x --concurrency $c \\\n  --artifact-dir ./t_$c > out.txt\ndone | tee x"),
-        vec![vec!["profile", "-m", "x", "--concurrency", "1", "--artifact-dir", "./t_1"]]
+        invocations(
+            "for c in 1 4; do\n  ttftbench profile -m x --concurrency $c \\\n  --artifact-dir ./t_$c > out.txt\ndone | tee x"
+        ),
+        vec![vec![
+            "profile",
+            "-m",
+            "x",
+            "--concurrency",
+            "1",
+            "--artifact-dir",
+            "./t_1"
+        ]]
     );
     assert_eq!(
         invocations("source <(ttftbench completions bash); cargo run --release -- demo  # tour"),

@@ -915,7 +915,15 @@ impl ServeChild {
     pub fn start(extra: &[String]) -> Result<ServeChild, String> {
         use std::io::{BufRead, BufReader};
         let mut child = bin()
-            .args(["serve", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"])
+            .args([
+                "serve",
+                "--http-port",
+                "0",
+                "--grpc-port",
+                "0",
+                "--metrics-port",
+                "0",
+            ])
             .args(extra)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -938,7 +946,13 @@ impl ServeChild {
             };
             seen.push_str(&line);
             seen.push('\n');
-            let addr = || line.trim().rsplit(' ').next().unwrap_or_default().to_string();
+            let addr = || {
+                line.trim()
+                    .rsplit(' ')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            };
             if line.starts_with("HTTP") {
                 http = Some(addr());
             } else if line.starts_with("gRPC") {
