@@ -67,6 +67,7 @@ pub enum Command {
     Man,
     /// Add up the artifact directories of the shards of one run (`--shard I/N`) into the files
     /// one process would have written: exact percentiles, throughput over the union.
+    #[command(after_help = MERGE_EXAMPLES)]
     Merge(MergeArgs),
 }
 
@@ -139,6 +140,11 @@ Examples:
   ttftbench completions zsh > ~/.zfunc/_ttftbench
   ttftbench completions fish > ~/.config/fish/completions/ttftbench.fish
   ttftbench completions powershell >> $PROFILE";
+
+const MERGE_EXAMPLES: &str = "\
+Examples:
+  ttftbench merge results/shard0 results/shard1 results/shard2 results/shard3 -o results/merged
+  ttftbench merge results/shard0 results/shard1 results/shard2 -o results/merged --quiet";
 
 const MAN_EXAMPLES: &str = "\
 Examples:
@@ -538,6 +544,7 @@ pub struct ProfileArgs {
     /// GenAI-Perf passes arguments after `--` to perf_analyzer: `--measurement-interval`/`-p`
     /// and `-v` are read, anything else is named in a note and ignored.
     #[arg(
+        help_heading = None::<&str>,
         last = true,
         allow_hyphen_values = true,
         value_name = "PERF_ANALYZER_ARGS"
@@ -776,6 +783,7 @@ pub enum UiArg {
 
 /// Result channels of `profile` and `perf` besides the artifact files.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
     /// Write a JUnit XML report here: one test case per --slo objective and per level's validity
     /// verdict, for CI test reporters (GitLab, Jenkins, GitHub).

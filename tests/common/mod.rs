@@ -894,3 +894,110 @@ impl std::io::Write for SharedBuf {
         Ok(())
     }
 }
+
+/// `ttftbench serve` as a child process of the built binary on free loopback ports (`extra`
+/// flags after the port flags), as a reader starts it; killed when dropped.
+pub struct ServeChild {
+    child: std::process::Child,
+    /// The HTTP (KServe v2 + OpenAI) address, `127.0.0.1:PORT`.
+    pub http: String,
+    /// The gRPC address.
+    pub grpc: String,
+    /// The metrics address.
+    pub metrics: String,
+    /// What it printed at start: its addresses and models.
+    pub banner: String,
+}
+
+impl ServeChild {
+    /// Starts `ttftbench serve --http-port 0 --grpc-port 0 --metrics-port 0 EXTRA...` and reads
+    /// the addresses it prints; an error (with what it printed) if it does not start.
+    pub fn start(extra: &[String]) -> Result<ServeChild, String> {
+        use std::io::{BufRead, BufReader};
+        let mut child = bin()
+            .args([
+                "serve",
+                "--http-port",
+                "0",
+                "--grpc-port",
+                "0",
+                "--metrics-port",
+                "0",
+            ])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run ttftbench serve: {e}"))?;
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let (mut http, mut grpc, mut metrics) = (None, None, None);
+        let mut seen = String::new();
+        while metrics.is_none() {
+            let Some(Ok(line)) = lines.next() else {
+                let _ = child.kill();
+                let out = child.wait_with_output().ok();
+                let err = out
+                    .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+                    .unwrap_or_default();
+                return Err(format!(
+                    "ttftbench serve {} did not start: {seen}{err}",
+                    extra.join(" ")
+                ));
+            };
+            seen.push_str(&line);
+            seen.push('\n');
+            let addr = || {
+                line.trim()
+                    .rsplit(' ')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            if line.starts_with("HTTP") {
+                http = Some(addr());
+            } else if line.starts_with("gRPC") {
+                grpc = Some(addr());
+            } else if line.starts_with("metrics") {
+                metrics = Some(addr());
+            }
+        }
+        // The line that names the models ends what it prints at start.
+        for line in lines.by_ref() {
+            let Ok(line) = line else { break };
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.starts_with("models:") {
+                break;
+            }
+        }
+        // Keep draining both streams so the server never writes into a closed pipe.
+        std::thread::spawn(move || for _ in lines {});
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || for _ in BufReader::new(err).lines() {});
+        Ok(ServeChild {
+            child,
+            http: http.unwrap_or_default(),
+            grpc: grpc.unwrap_or_default(),
+            metrics: metrics.unwrap_or_default(),
+            banner: seen,
+        })
+    }
+}
+
+impl Drop for ServeChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `PATH` with the directory of the test-built `ttftbench` first, so shell commands that name
+/// `ttftbench` run the binary under test.
+pub fn path_with_bin() -> std::ffi::OsString {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_ttftbench"));
+    let mut dirs = vec![exe.parent().expect("the binary's directory").to_path_buf()];
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(dirs).expect("PATH entries without separators")
+}
