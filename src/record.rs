@@ -356,6 +356,13 @@ pub struct RequestRecord {
     /// The output text held invalid UTF-8: it was counted after replacing each invalid
     /// sequence with U+FFFD (as a Python client decoding with `errors="replace"` would).
     pub lossy_text: bool,
+    /// It was sent a second time, on a fresh connection, after its first send failed on a reused
+    /// HTTP/1.1 connection the server had closed (before any response byte); its times are the
+    /// second send's.
+    pub reconnected: bool,
+    /// Whether it went out on a connection that had already served a request (HTTP/1.1; `None`
+    /// for other transports).
+    pub connection_reused: Option<bool>,
     /// The failure, for failed requests.
     pub error: Option<RequestError>,
     /// The request's place in a multi-turn session; `None` for a request that stands alone.
@@ -506,6 +513,8 @@ mod tests {
             chunks: 11,
             responses: 12,
             lossy_text: false,
+            reconnected: false,
+            connection_reused: None,
             conversation: None,
             error: None,
         }

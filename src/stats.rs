@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::metrics::{
     Metric, MetricRef, MetricSource, Objective, PercentileMethod, Stats, SystemMetric,
@@ -254,6 +254,68 @@ pub struct Aggregate {
     pub isl: isl::IslDists,
     /// TTFT and input length by session turn (empty without sessions).
     pub turns: turns::TurnDists,
+    /// Measured requests sent a second time on a fresh connection after the server had closed
+    /// their reused one (HTTP/1.1).
+    pub reconnects: u64,
+    /// TTFT of successful requests by whether their connection was fresh or reused (HTTP/1.1).
+    pub connections: ConnectionTtft,
+}
+
+/// TTFT on fresh and on reused connections: a server sending with Nagle's algorithm on stalls
+/// the first token of a reused connection until the client's delayed ACK (~40 ms on Linux),
+/// while a fresh connection acknowledges at once (see [`crate::analysis::transport`]).
+#[derive(Clone, Debug, Default)]
+pub struct ConnectionTtft {
+    /// Requests on a connection that served none before.
+    pub fresh: Dist,
+    /// Requests on a connection that had served one.
+    pub reused: Dist,
+}
+
+impl ConnectionTtft {
+    fn record(&mut self, rec: &RequestRecord) {
+        if let (Some(reused), Some(ttft)) = (rec.connection_reused, rec.ttft_ns()) {
+            match reused {
+                true => self.reused.record(ttft),
+                false => self.fresh.record(ttft),
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &ConnectionTtft) {
+        self.fresh.merge(&other.fresh);
+        self.reused.merge(&other.reused);
+    }
+
+    /// The two sides' numbers, when both have requests.
+    pub fn summarize(&self) -> Option<ConnectionStats> {
+        if self.fresh.count() == 0 || self.reused.count() == 0 {
+            return None;
+        }
+        let ms = |d: &Dist, p: f64| d.percentile(p, PercentileMethod::Linear) / 1e6;
+        Some(ConnectionStats {
+            fresh_count: self.fresh.count(),
+            fresh_ttft_p50_ms: ms(&self.fresh, 50.0),
+            reused_count: self.reused.count(),
+            reused_ttft_min_ms: ms(&self.reused, 0.0),
+            reused_ttft_p50_ms: ms(&self.reused, 50.0),
+        })
+    }
+}
+
+/// TTFT on fresh and reused HTTP/1.1 connections over a level.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionStats {
+    /// Successful requests that went out on a fresh connection.
+    pub fresh_count: u64,
+    /// Their median TTFT (ms).
+    pub fresh_ttft_p50_ms: f64,
+    /// Successful requests that went out on a reused connection.
+    pub reused_count: u64,
+    /// Their smallest TTFT (ms).
+    pub reused_ttft_min_ms: f64,
+    /// Their median TTFT (ms).
+    pub reused_ttft_p50_ms: f64,
 }
 
 impl Default for Aggregate {
@@ -285,6 +347,8 @@ impl Aggregate {
             sum_recv_ns: 0,
             isl: isl::IslDists::default(),
             turns: turns::TurnDists::default(),
+            reconnects: 0,
+            connections: ConnectionTtft::default(),
         }
     }
 
@@ -302,6 +366,7 @@ impl Aggregate {
             self.warmup += 1;
             return;
         }
+        self.reconnects += u64::from(rec.reconnected);
         if rec.cancelled_on_purpose() {
             self.cancelled += 1;
             return;
@@ -341,6 +406,7 @@ impl Aggregate {
         self.dists[Metric::InterChunkLatency.index()].record_runs(gaps);
         self.isl.record(rec);
         self.turns.record(rec);
+        self.connections.record(rec);
         if objectives.iter().all(|o| o.met_by(rec)) {
             self.good += 1;
         }
@@ -428,6 +494,8 @@ impl Aggregate {
         self.sum_recv_ns += other.sum_recv_ns;
         self.isl.merge(&other.isl);
         self.turns.merge(&other.turns);
+        self.reconnects += other.reconnects;
+        self.connections.merge(&other.connections);
     }
 
     /// The distributions with their metrics (for serialising histograms).
@@ -461,6 +529,8 @@ impl Aggregate {
             error_count: self.error_count(),
             errors: self.error_counts(),
             cancelled_count: self.cancelled,
+            reconnect_count: self.reconnects,
+            connections: self.connections.summarize(),
             warmup_count: self.warmup,
             duration_s: secs,
             output_token_throughput: per_sec(self.sum_osl as f64),
@@ -488,6 +558,11 @@ pub struct LevelStats {
     pub error_count: u64,
     /// Measured requests the client cancelled on purpose (`--request-cancellation-rate`).
     pub cancelled_count: u64,
+    /// Measured requests sent again on a fresh connection after the server had closed their
+    /// reused one (HTTP/1.1).
+    pub reconnect_count: u64,
+    /// TTFT on fresh and reused HTTP/1.1 connections (when the level had both).
+    pub connections: Option<ConnectionStats>,
     /// Failures by kind.
     pub errors: Vec<ErrorCount>,
     /// Warm-up requests sent.
@@ -721,6 +796,8 @@ pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRec
         chunks: osl,
         responses: osl,
         lossy_text: false,
+        reconnected: false,
+        connection_reused: None,
         conversation: None,
         error: None,
     }

@@ -216,6 +216,10 @@ pub struct Target {
     /// Largest event, streamed message or whole body accepted (`--max-event-size`).
     #[serde(skip)]
     pub max_event_bytes: usize,
+    /// Acknowledge every read at once over HTTP/1.1 (`--tcp-quickack`): the client's half of a
+    /// Nagle / delayed-ACK stall taken out of the measurement.
+    #[serde(default)]
+    pub tcp_quickack: bool,
     /// TLS settings; apply when `base_url` is `https://`.
     pub tls: TlsSettings,
 }

@@ -1,8 +1,8 @@
 //! A collector slower than the load (`load::queue`): the level's `requests.jsonl` is a pipe that
-//! a reader drains slowly, as a slow disk would, while the run sends more requests than the
-//! queue between the workers and the collector holds. The load is held back instead of the
-//! queue growing; nothing is lost from any export; the verdict says how long the load was held
-//! and calls the level not trustworthy.
+//! nobody reads until the load has stalled, as a stuck disk would, while the run sends more
+//! requests than the queue between the workers and the collector holds. The load is held back
+//! instead of the queue growing; nothing is lost from any export; the verdict says how long the
+//! load was held and calls the level not trustworthy.
 
 mod common;
 
@@ -12,35 +12,43 @@ use std::time::Duration;
 use ttftbench::load::queue::CAPACITY;
 use ttftbench::sim::{EngineConfig, SimConfig};
 
-/// Reads `path` (a pipe) a little at a time with pauses; returns the lines read.
-fn slow_reader(path: std::path::PathBuf) -> std::thread::JoinHandle<Vec<String>> {
+/// Opens `path` (a pipe) and reads nothing until `served()` (the requests the server has
+/// answered) stops growing; then reads it to the end. Returns how many had been answered when
+/// the load stalled, and the lines read.
+fn stuck_reader(
+    path: std::path::PathBuf,
+    served: impl Fn() -> u64 + Send + 'static,
+) -> std::thread::JoinHandle<(u64, Vec<String>)> {
     std::thread::spawn(move || {
         let mut f = std::fs::File::open(&path).expect("the pipe opens");
-        // ~800 KB/s: a thousand or so rows a second, fewer than the simulator answers.
-        let (mut text, mut buf) = (Vec::new(), vec![0u8; 4 * 1024]);
-        loop {
-            match f.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => text.extend_from_slice(&buf[..n]),
-                Err(e) => panic!("reading the pipe: {e}"),
+        let stalled_at = loop {
+            let before = served();
+            std::thread::sleep(Duration::from_millis(500));
+            let after = served();
+            if after == before && after > 0 {
+                break after;
             }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        String::from_utf8(text)
+        };
+        let mut text = Vec::new();
+        f.read_to_end(&mut text).expect("reading the pipe");
+        let lines = String::from_utf8(text)
             .expect("UTF-8 lines")
             .lines()
             .map(str::to_string)
-            .collect()
+            .collect();
+        (stalled_at, lines)
     })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_records_file_holds_the_load_back_and_loses_nothing() {
-    let sim = common::start(SimConfig {
-        engine: EngineConfig::instant(),
-        ..SimConfig::default()
-    })
-    .await;
+    let sim = std::sync::Arc::new(
+        common::start(SimConfig {
+            engine: EngineConfig::instant(),
+            ..SimConfig::default()
+        })
+        .await,
+    );
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("level");
     std::fs::create_dir_all(&dir).unwrap();
@@ -48,9 +56,14 @@ async fn a_slow_records_file_holds_the_load_back_and_loses_nothing() {
     let c_path = std::ffi::CString::new(pipe.to_str().unwrap()).unwrap();
     // SAFETY: a NUL-terminated path and a mode; mkfifo touches nothing else.
     assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
-    let reader = slow_reader(pipe);
+    let counted = sim.clone();
+    let reader = stuck_reader(pipe, move || {
+        counted
+            .first_response_histogram("gpt2")
+            .map_or(0, |h| h.len())
+    });
 
-    let count = CAPACITY * 2;
+    let count = CAPACITY + 1000;
     let out = common::profile(&common::chat_args(
         &sim.http_url(),
         &dir,
@@ -69,7 +82,9 @@ async fn a_slow_records_file_holds_the_load_back_and_loses_nothing() {
     ))
     .await
     .expect("the run ends");
-    let lines = reader.join().expect("the reader ends");
+    let (stalled_at, lines) = reader.join().expect("the reader ends");
+    // The load stopped short of the run's requests while nothing was written: held back.
+    assert!(stalled_at < count as u64 + 10, "stalled at {stalled_at}");
 
     // Every request, warm-up included, is a whole line of requests.jsonl.
     assert_eq!(lines.len(), count + 10);

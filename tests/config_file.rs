@@ -43,7 +43,7 @@ async fn a_run_repeats_from_the_run_toml_it_wrote() {
             "# a sweep as a file\nmodel = \"gpt2\"\nendpoint-type = \"chat\"\nstreaming = true\n\
              url = \"{}\"\nconcurrency = [1, 2]\nrequest-count = 4\noutput-tokens-mean = 3\n\
              synthetic-input-tokens-mean = 30\nsynthetic-input-tokens-stddev = 10\nnum-prompts = 7\n\
-             random-seed = 11\nlabel = [\"team=serving\"]\n\
+             random-seed = 11\nlabel = [\"team=serving\"]\nraw-export = \"full\"\n\
              # the same text every run (the default salts each run afresh)\nprompt-salt = \"none\"\n",
             sim.http_url()
         ),
@@ -68,6 +68,7 @@ async fn a_run_repeats_from_the_run_toml_it_wrote() {
         "random-seed = 11",
         "label = [\"team=serving\"]",
         "prompt-salt = \"none\"",
+        "raw-export = \"full\"",
     ] {
         assert!(written.contains(want), "{want} in\n{written}");
     }

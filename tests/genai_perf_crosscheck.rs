@@ -56,6 +56,9 @@ async fn genai_perf_recomputes_the_same_metrics() {
         a.extend(args(&[
             "-u",
             &url,
+            // GenAI-Perf's raw export is opt-in (`--raw-export full`).
+            "--raw-export",
+            "full",
             "--artifact-dir",
             &dir.display().to_string(),
         ]));

@@ -255,6 +255,9 @@ fn shard_args(url: &str, start_at: &str, index: u32, model: &str, dir: &Path) ->
         start_at,
         "--shard",
         &format!("{index}/4"),
+        // Shards' raw exports are merged too (raw_exports_merged).
+        "--raw-export",
+        "full",
         "--artifact-dir",
         dir.to_str().unwrap(),
         "--quiet",

@@ -26,7 +26,11 @@
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
 //! distributions (plus `p99.9` and `count`), `{unit, avg}` for system metrics — then
 //! `error_count`, `errors`, `cancelled_count` (requests cancelled on purpose by
-//! `--request-cancellation-rate`: in no other count or statistic), `server_metrics` (Triton's counters; null when not scraped),
+//! `--request-cancellation-rate`: in no other count or statistic), `reconnect_count` (requests sent
+//! again on a fresh connection after the server had closed their reused HTTP/1.1 one; also a CSV
+//! row when not 0), `connections` (only for HTTP/1.1 levels with both: TTFT on fresh and reused
+//! connections, `fresh_count`, `fresh_ttft_p50_ms`, `reused_count`, `reused_ttft_min_ms`,
+//! `reused_ttft_p50_ms`), `server_metrics` (Triton's counters; null when not scraped),
 //! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`, `level` (name,
 //! stimulus, value, `started_unix_ns`, and `percentile_method`: `linear`, numpy's default as
 //! GenAI-Perf computes percentiles, or `nearest-rank`, perf_analyzer's), and `input_config` (the
@@ -143,6 +147,14 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
         rows.push((
             "cancelled_count".into(),
             st.cancelled_count.to_string(),
+            "count",
+        ));
+    }
+    // Likewise for requests sent again after the server closed their connection.
+    if st.reconnect_count > 0 {
+        rows.push((
+            "reconnect_count".into(),
+            st.reconnect_count.to_string(),
             "count",
         ));
     }
@@ -330,6 +342,16 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         "cancelled_count".into(),
         json!({"unit": "count", "avg": st.cancelled_count}),
     );
+    m.insert(
+        "reconnect_count".into(),
+        json!({"unit": "count", "avg": st.reconnect_count}),
+    );
+    if let Some(c) = &st.connections {
+        m.insert(
+            "connections".into(),
+            serde_json::to_value(c).unwrap_or(Value::Null),
+        );
+    }
     m.insert(
         "benchmark_duration".into(),
         json!({"unit": "sec", "avg": st.duration_s}),

@@ -105,6 +105,8 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             request_count,
             error_count: 0,
             cancelled_count: 0,
+            reconnect_count: 0,
+            connections: None,
             errors: Vec::new(),
             warmup_count: 0,
             // GenAI-Perf computes percentiles with numpy's default, linear interpolation.

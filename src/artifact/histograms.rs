@@ -13,10 +13,10 @@
 //!               "send_count": 0, "sum_recv_ns": 9.0e10,
 //!               "first_sent_unix_ns": 1767225600001000000, "last_response_unix_ns": ...,
 //!               "errors": [{"kind": "http_503", "count": 2, "example": "HTTP 503: busy"}],
-//!               "cancelled": 0}}
+//!               "cancelled": 0, "reconnects": 0}}
 //! ```
-//! `cancelled` counts requests cancelled on purpose (`--request-cancellation-rate`); files
-//! written before it existed read as 0.
+//! `cancelled` counts requests cancelled on purpose (`--request-cancellation-rate`), `reconnects`
+//! requests sent again on a fresh connection; files written before either existed read as 0.
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -160,6 +160,7 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         "last_response_unix_ns": agg.last_response_ns.map(|t| unix_anchor_ns + t),
         "errors": errors,
         "cancelled": agg.cancelled,
+        "reconnects": agg.reconnects,
     })
 }
 
@@ -187,6 +188,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
     agg.first_sent_ns = c.get("first_sent_unix_ns").and_then(Value::as_u64);
     agg.last_response_ns = c.get("last_response_unix_ns").and_then(Value::as_u64);
     agg.cancelled = c.get("cancelled").and_then(Value::as_u64).unwrap_or(0);
+    agg.reconnects = c.get("reconnects").and_then(Value::as_u64).unwrap_or(0);
     for e in c
         .get("errors")
         .and_then(Value::as_array)
@@ -298,6 +300,8 @@ mod tests {
                 chunks: 101,
                 responses: 102,
                 lossy_text: false,
+                reconnected: false,
+                connection_reused: None,
                 conversation: None,
                 error: None,
             };

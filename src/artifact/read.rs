@@ -431,6 +431,10 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             request_count: count("request_count"),
             error_count: count("error_count"),
             cancelled_count: count("cancelled_count"),
+            reconnect_count: count("reconnect_count"),
+            connections: doc
+                .get("connections")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
             errors,
             warmup_count: 0,
             duration_s: avg("benchmark_duration"),

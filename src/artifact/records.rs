@@ -24,6 +24,8 @@
 //! | `requested_osl` | output tokens asked for |
 //! | `chunks`, `responses` | content-bearing responses, all responses |
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
+//! | `reconnected` | only when true: the first send failed on a reused HTTP/1.1 connection the server had closed, before any response byte, and the request was sent again on a fresh one (its times are that send's) |
+//! | `connection_reused` | HTTP/1.1 only: whether the request went out on a connection that had already served one |
 //! | `error`, `error_message` | failure kind and detail, or `null` |
 //! | `session`, `turn` | only in rows of multi-turn sessions: the session's number in the run (0-based, in the order sessions started; a number taken when a phase's request budget was already spent is never sent, so numbers may skip at a phase's end; `prompt_index` is its conversation) and the turn (0-based: turn `t` carried `t + 1` user messages and the server's `t` answers between them) |
 //! | `shard` | in a merged file only: the shard that sent the request |
@@ -68,6 +70,10 @@ struct Row<'a> {
     chunks: u32,
     responses: u32,
     lossy_text: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    reconnected: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connection_reused: Option<bool>,
     error: Option<&'a str>,
     error_message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -139,6 +145,8 @@ pub fn write_shard_row(
         chunks: rec.chunks,
         responses: rec.responses,
         lossy_text: rec.lossy_text,
+        reconnected: rec.reconnected,
+        connection_reused: rec.connection_reused,
         error: kind.as_deref(),
         error_message: rec.error.as_ref().map(|e| &*e.message),
         session: rec.conversation.map(|c| c.session),
@@ -148,6 +156,10 @@ pub fn write_shard_row(
     };
     serde_json::to_writer(&mut *out, &row)?;
     out.write_all(b"\n")
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A row as read back: the fields a record is rebuilt from (the derived ones are recomputed).
@@ -184,6 +196,11 @@ struct ReadRow {
     responses: u32,
     #[serde(default)]
     lossy_text: bool,
+    // Absent in rows written before reconnects were recorded, and when false / unknown.
+    #[serde(default)]
+    reconnected: bool,
+    #[serde(default)]
+    connection_reused: Option<bool>,
     error: Option<String>,
     error_message: Option<String>,
     #[serde(default)]
@@ -243,6 +260,8 @@ pub fn read_row(line: &str) -> Result<ReadBack, String> {
         chunks: r.chunks,
         responses: r.responses,
         lossy_text: r.lossy_text,
+        reconnected: r.reconnected,
+        connection_reused: r.connection_reused,
         error,
         conversation: match (r.session, r.turn) {
             (Some(session), Some(turn)) => Some(crate::record::Turn { session, turn }),
@@ -289,6 +308,8 @@ mod tests {
             chunks: 1,
             responses: 2,
             lossy_text: false,
+            reconnected: false,
+            connection_reused: None,
             conversation: None,
             error: None,
         };
@@ -377,6 +398,8 @@ mod tests {
             chunks: 10,
             responses: 12,
             lossy_text: false,
+            reconnected: false,
+            connection_reused: None,
             conversation: None,
             error: None,
         };
@@ -419,6 +442,8 @@ mod tests {
             chunks: 1,
             responses: 1,
             lossy_text: false,
+            reconnected: false,
+            connection_reused: None,
             conversation: Some(crate::record::Turn {
                 session: 7,
                 turn: 2,

@@ -351,15 +351,17 @@ pub struct ProfileArgs {
 
     /// GenAI-Perf's raw per-request export (`profile_export.json`, `inputs.json`) in each level
     /// directory, which NVIDIA's own parser and users' scripts read: `full` writes it (every
-    /// response as received, ~23 KB per 100-token streamed request, and more client CPU);
-    /// the default `none` keeps requests.jsonl (~0.6 KB per request) and the statistics files.
-    #[arg(help_heading = OUTPUT, long = "raw-export", value_enum, default_value = "none")]
-    pub raw_export: RawExportArg,
+    /// response as received, ~23 KB per 100-token streamed request, written after each level);
+    /// `none` keeps requests.jsonl (~0.6 KB per request) and the statistics files. Default:
+    /// none, unless --profile-export-file names the file.
+    #[arg(help_heading = OUTPUT, long = "raw-export", value_enum)]
+    pub raw_export: Option<RawExportArg>,
 
-    /// File name of the raw export in each level directory (GenAI-Perf's flag: a bare name);
-    /// the statistics files are named after its stem: NAME.json → NAME_genai_perf.csv/.json.
-    #[arg(help_heading = OUTPUT, long = "profile-export-file", default_value = "profile_export.json")]
-    pub profile_export_file: String,
+    /// File name of the raw export in each level directory (GenAI-Perf's flag: a bare name;
+    /// naming it asks for the raw export); the statistics files are named after its stem:
+    /// NAME.json → NAME_genai_perf.csv/.json. Default: profile_export.json.
+    #[arg(help_heading = OUTPUT, long = "profile-export-file")]
+    pub profile_export_file: Option<String>,
 
     /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
     /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
@@ -512,6 +514,13 @@ pub struct ProfileArgs {
     /// instead of being buffered.
     #[arg(help_heading = MEASUREMENT, long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
     pub max_event_size: usize,
+
+    /// Acknowledge every read at once (Linux TCP_QUICKACK) instead of delaying the ACK, so a
+    /// server sending with Nagle's algorithm on is not held up by this client: measures the
+    /// server without that ~40 ms stall (off by default: real clients delay their ACKs, and the
+    /// run names the stall when it sees one).
+    #[arg(help_heading = MEASUREMENT, long = "tcp-quickack")]
+    pub tcp_quickack: bool,
 
     /// TLS.
     #[command(flatten)]
@@ -1003,6 +1012,9 @@ pub struct PerfArgs {
     /// instead of being buffered.
     #[arg(help_heading = MEASUREMENT, long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
     pub max_event_size: usize,
+    /// Acknowledge every read at once (Linux TCP_QUICKACK), as `profile --tcp-quickack`.
+    #[arg(help_heading = MEASUREMENT, long = "tcp-quickack")]
+    pub tcp_quickack: bool,
     /// Seed for random input data and schedules.
     #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,

@@ -173,6 +173,7 @@ impl PerfArgs {
             headers,
             api_key: None,
             max_event_bytes: self.max_event_size,
+            tcp_quickack: self.tcp_quickack,
             tls: resolve::tls(&tls)?,
         };
         target.header_map()?;

@@ -65,6 +65,7 @@ impl ProfileArgs {
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
             metrics_headers: self.engine_view.metrics_header.clone(),
             max_event_bytes: self.max_event_size,
+            tcp_quickack: self.tcp_quickack,
             tls: self.tls.spec(),
         }
     }
@@ -177,9 +178,15 @@ impl ProfileArgs {
             max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
             timeline_interval: self.timeline_interval,
             percentile_method: self.percentile_method.method(),
-            raw_export: self.raw_export == super::RawExportArg::Full,
+            // GenAI-Perf always writes its raw export; here it is asked for by name or by flag.
+            raw_export: match self.raw_export {
+                Some(r) => r == super::RawExportArg::Full,
+                None => self.profile_export_file.is_some(),
+            },
             export_names: crate::plan::outputs::ExportNames::from_file(
-                &self.profile_export_file,
+                self.profile_export_file
+                    .as_deref()
+                    .unwrap_or(crate::artifact::raw_export::RAW_EXPORT_FILE),
                 &crate::artifact::OTHER_LEVEL_FILES,
             )?,
             artifact_dir: self.artifact_dir.clone(),
@@ -279,6 +286,7 @@ impl super::DoctorArgs {
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
             metrics_headers: self.metrics_header.clone(),
             max_event_bytes: 0,
+            tcp_quickack: false,
             tls: self.tls.spec(),
         })?;
         Ok(RunPlan {

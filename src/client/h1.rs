@@ -8,8 +8,16 @@
 //! so reads, timestamps and the bounds on hostile streams are shared.
 //!
 //! Requests are written as `METHOD path HTTP/1.1` with `Host`, `Content-Type`, `Content-Length`,
-//! the user's headers, and the body. Responses may be chunked, sized, or read to close; a
-//! connection is reused unless the server said `Connection: close` or the exchange failed.
+//! the user's headers, and the body. Responses may be chunked, sized, or read to close.
+//!
+//! A connection is reused only while the server can be expected to take another request on it
+//! ([`H1Conn::usable`]): not after `Connection: close`, an HTTP/1.0 answer or a failed exchange,
+//! not once `Keep-Alive: max` is spent or its `timeout` has (nearly) passed while idle, not when
+//! the server has closed it while idle (a non-blocking read sees EOF). Servers also close without
+//! saying so (llama.cpp's server after every stream, while announcing `Keep-Alive: timeout=5,
+//! max=100`), and a close can cross a request on the wire; such a request fails on the reused
+//! connection before any byte of a response arrives ([`H1Conn::reused`] tells the caller), and the
+//! caller sends it again on a fresh connection.
 
 use std::io;
 use std::pin::Pin;
@@ -62,9 +70,19 @@ pub struct H1Target {
     head: Vec<u8>,
     /// TLS, for `https://`.
     tls: Option<TlsDial>,
+    /// Acknowledge every read at once (`--tcp-quickack`).
+    quickack: bool,
 }
 
 impl H1Target {
+    /// With `--tcp-quickack`: after every read the kernel is asked to acknowledge at once instead
+    /// of delaying the ACK (Linux `TCP_QUICKACK`, which the kernel clears again by itself), so a
+    /// server that sends with Nagle's algorithm on is not held up by the client's delayed ACK.
+    pub fn with_quickack(mut self, on: bool) -> H1Target {
+        self.quickack = on;
+        self
+    }
+
     /// For an `http://` URL, or an `https://` one with its TLS; `None` for other schemes (or
     /// `https://` without TLS settings).
     pub fn new(url: &reqwest::Url, headers: &HeaderMap, tls: Option<TlsDial>) -> Option<H1Target> {
@@ -104,7 +122,12 @@ impl H1Target {
             head.extend_from_slice(value.as_bytes());
             head.extend_from_slice(b"\r\n");
         }
-        Some(H1Target { addr, head, tls })
+        Some(H1Target {
+            addr,
+            head,
+            tls,
+            quickack: false,
+        })
     }
 }
 
@@ -125,6 +148,32 @@ pub enum Stream {
     Plain(TcpStream),
     /// `https://`: reads return decrypted bytes.
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    /// Asks the kernel to acknowledge what has arrived now rather than after its delayed-ACK
+    /// timer (Linux only; elsewhere nothing). The flag does not stick: it is set after each read.
+    fn quickack(&self) {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = match self {
+                Stream::Plain(s) => s.as_raw_fd(),
+                Stream::Tls(s) => s.get_ref().0.as_raw_fd(),
+            };
+            let one: libc::c_int = 1;
+            // SAFETY: a socket option of one int on a socket this stream owns.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::IPPROTO_TCP,
+                    libc::TCP_QUICKACK,
+                    (&one as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+        }
+    }
 }
 
 impl AsyncRead for Stream {
@@ -174,7 +223,23 @@ pub struct H1Conn {
     pub reusable: bool,
     /// When the latest read returned (run clock, ns): the arrival time of what it read.
     last_read_ns: u64,
+    /// Responses read whole on this connection.
+    served: u32,
+    /// Requests the server said it still takes on this connection (`Keep-Alive: max`).
+    max_left: Option<u32>,
+    /// How long the server keeps it open while idle (`Keep-Alive: timeout`).
+    idle_timeout: Option<std::time::Duration>,
+    /// When the last response ended.
+    idle_since: Option<std::time::Instant>,
+    /// Whether the last response was an event stream.
+    last_streamed: bool,
+    /// Ask the kernel to acknowledge every read at once (`--tcp-quickack`).
+    quickack: bool,
 }
+
+/// A `Keep-Alive: timeout` this close to passing counts as passed: the server's timer and ours
+/// started a round trip apart, and a request sent into the server's close would fail.
+const IDLE_MARGIN: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Opens a connection.
 pub async fn connect(t: &H1Target) -> Result<H1Conn, RequestError> {
@@ -185,6 +250,12 @@ pub async fn connect(t: &H1Target) -> Result<H1Conn, RequestError> {
         end: 0,
         reusable: true,
         last_read_ns: 0,
+        served: 0,
+        max_left: None,
+        idle_timeout: None,
+        idle_since: None,
+        last_streamed: false,
+        quickack: t.quickack,
     })
 }
 
@@ -213,9 +284,46 @@ pub async fn open(addr: &str, tls: Option<&TlsDial>) -> Result<Stream, RequestEr
 }
 
 impl H1Conn {
-    /// Whether an idle connection is still open (a server may close keep-alive connections it
-    /// considers idle; finding out before sending keeps reconnects out of measured time).
-    pub fn is_open(&mut self) -> bool {
+    /// Whether another request may be sent on this idle connection: the server neither closed it
+    /// nor said it would (see the module's notes). Finding out before sending keeps reconnects
+    /// out of measured time.
+    pub fn usable(&mut self) -> bool {
+        if !self.reusable || self.max_left == Some(0) {
+            return false;
+        }
+        if let (Some(timeout), Some(since)) = (self.idle_timeout, self.idle_since)
+            && since.elapsed() + IDLE_MARGIN >= timeout
+        {
+            return false;
+        }
+        self.is_open()
+    }
+
+    /// Whether a request was already answered on this connection.
+    pub fn reused(&self) -> bool {
+        self.served > 0
+    }
+
+    /// Whether the last response on it was an event stream.
+    pub fn last_streamed(&self) -> bool {
+        self.last_streamed
+    }
+
+    /// A response was read whole: the connection may serve another as its head allows.
+    pub fn finished(&mut self, head: &Head) {
+        self.served += 1;
+        self.idle_since = Some(std::time::Instant::now());
+        self.last_streamed = head.sse;
+        if head.keep_alive_max.is_some() {
+            self.max_left = head.keep_alive_max;
+        }
+        if head.keep_alive_timeout.is_some() {
+            self.idle_timeout = head.keep_alive_timeout;
+        }
+    }
+
+    /// Whether the connection is still open (EOF or unasked-for bytes make it unusable).
+    fn is_open(&mut self) -> bool {
         if !self.reusable {
             return false;
         }
@@ -315,6 +423,9 @@ impl H1Conn {
         let n = self.stream.read(&mut self.buf[self.end..]).await?;
         // Taken as the read returns, before anything is parsed.
         self.last_read_ns = clock.now_ns();
+        if self.quickack {
+            self.stream.quickack();
+        }
         self.end += n;
         if n == room && self.buf.len() < MAX_READ_BUF {
             // More was probably waiting: read it in one go next time.
@@ -507,6 +618,24 @@ enum Unframe {
     Done,
 }
 
+/// A `Keep-Alive` header's `timeout` (seconds) and `max` parameters (RFC 2068 §19.7.1.1; what
+/// servers send today), each when present and a number.
+fn keep_alive(v: &str) -> (Option<std::time::Duration>, Option<u32>) {
+    let (mut timeout, mut max) = (None, None);
+    for part in v.split(',') {
+        let Some((k, n)) = part.split_once('=') else {
+            continue;
+        };
+        let n = n.trim().trim_matches('"');
+        match k.trim().to_ascii_lowercase().as_str() {
+            "timeout" => timeout = n.parse::<u64>().ok().map(std::time::Duration::from_secs),
+            "max" => max = n.parse::<u32>().ok(),
+            _ => {}
+        }
+    }
+    (timeout, max)
+}
+
 /// How the body is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
@@ -536,6 +665,10 @@ pub struct Head {
     pub keep_alive: bool,
     /// `Retry-After`, read only on a status other than 2xx.
     pub retry_after: Option<std::time::Duration>,
+    /// `Keep-Alive: max=N`: requests the server still takes on the connection.
+    pub keep_alive_max: Option<u32>,
+    /// `Keep-Alive: timeout=N`: how long it keeps an idle connection.
+    pub keep_alive_timeout: Option<std::time::Duration>,
 }
 
 impl Head {
@@ -549,6 +682,7 @@ impl Head {
         let mut length = None;
         let mut close = r.version == Some(0);
         let mut retry_after = None;
+        let (mut keep_alive_max, mut keep_alive_timeout) = (None, None);
         for h in r.headers.iter() {
             if !(200..300).contains(&status) && h.name.eq_ignore_ascii_case("retry-after") {
                 retry_after = super::failure::retry_after(h.value);
@@ -565,6 +699,8 @@ impl Head {
                 chunked |= contains_ci(v, "chunked");
             } else if h.name.eq_ignore_ascii_case("content-length") {
                 length = v.parse::<u64>().ok();
+            } else if h.name.eq_ignore_ascii_case("keep-alive") {
+                (keep_alive_timeout, keep_alive_max) = keep_alive(v);
             } else if h.name.eq_ignore_ascii_case("connection") {
                 if contains_ci(v, "close") {
                     close = true;
@@ -594,6 +730,8 @@ impl Head {
             framing,
             keep_alive: !close && framing != Framing::Close,
             retry_after,
+            keep_alive_max,
+            keep_alive_timeout,
         })
     }
 

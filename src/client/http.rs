@@ -32,6 +32,11 @@ pub struct HttpClient {
     h1: std::sync::Arc<H1Target>,
     /// Largest event, whole body or response text accepted.
     max_event: usize,
+    /// Learned from requests that found their reused connection closed: the server closes the
+    /// connection after a whole body (`[0]`) or after an event stream (`[1]`) without saying
+    /// so, so after such a response the worker opens a fresh connection (outside measured time)
+    /// instead of sending into the close. Shared by every worker.
+    closes_after: std::sync::Arc<[std::sync::atomic::AtomicBool; 2]>,
 }
 
 impl HttpClient {
@@ -75,7 +80,7 @@ impl HttpClient {
             ))
         })?;
         let h1 = H1Target::new(&url, &target.header_map()?, h1_tls)
-            .map(std::sync::Arc::new)
+            .map(|t| std::sync::Arc::new(t.with_quickack(target.tcp_quickack)))
             .ok_or_else(|| {
                 crate::error::Error::usage(format!(
                     "{}: only http:// and https:// URLs are supported",
@@ -87,6 +92,7 @@ impl HttpClient {
             streaming: target.streaming,
             h1,
             max_event: target.max_event_bytes.max(1),
+            closes_after: std::sync::Arc::default(),
         })
     }
 
@@ -95,14 +101,26 @@ impl HttpClient {
         &self.client
     }
 
-    /// Makes sure the worker's direct connection is open, outside any measured time.
+    /// Makes sure the worker's direct connection is open and one the server will answer on,
+    /// outside any measured time ([`h1::H1Conn::usable`]).
     pub async fn prepare(&self, ex: &mut Exchange) -> Result<(), RequestError> {
         let t = &self.h1;
-        if ex.h1.as_mut().is_some_and(|c| c.is_open()) {
+        if ex.h1.as_mut().is_some_and(|c| c.usable()) {
             return Ok(());
         }
         ex.h1 = Some(h1::connect(t).await?);
         Ok(())
+    }
+
+    /// A request failed on a reused connection before any response byte: most likely the server
+    /// had closed it (see [`h1`]). Marks the exchange for one more try on a fresh connection and
+    /// learns whether the server closes after this kind of response.
+    fn stale(&self, conn: &h1::H1Conn, ex: &mut Exchange) {
+        if conn.reused() && ex.first_byte_ns.is_none() {
+            ex.stale_connection = true;
+            self.closes_after[usize::from(conn.last_streamed())]
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// One exchange on the worker's direct connection. `tensors`: count one response per body
@@ -122,6 +140,7 @@ impl HttpClient {
             Some(c) => c,
             None => h1::connect(t).await?,
         };
+        ex.connection_reused = Some(conn.reused());
         let sent = conn
             .send(
                 t,
@@ -131,14 +150,21 @@ impl HttpClient {
                 &mut ex.scratch,
             )
             .await;
-        sent.map_err(|e| {
-            RequestError::new(
+        if let Err(e) = sent {
+            self.stale(&conn, ex);
+            return Err(RequestError::new(
                 super::failure::io_kind(&e, ErrorKind::StreamCut),
                 format!("writing the request: {e}"),
-            )
-        })?;
+            ));
+        }
         ex.send_done_ns = Some(clock.now_ns());
-        let (head, first_byte) = conn.read_head(clock).await?;
+        let (head, first_byte) = match conn.read_head(clock).await {
+            Ok(h) => h,
+            Err(e) => {
+                self.stale(&conn, ex);
+                return Err(e);
+            }
+        };
         ex.bytes_at(first_byte);
         let status = head.status;
         let mut whole = std::mem::take(&mut ex.body);
@@ -245,7 +271,10 @@ impl HttpClient {
             }
         };
         ex.body = whole;
-        if result.is_ok() && conn.reusable && head.keep_alive {
+        let closes = self.closes_after[usize::from(head.is_sse())]
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if result.is_ok() && conn.reusable && head.keep_alive && !closes {
+            conn.finished(&head);
             ex.h1 = Some(conn);
         }
         result

@@ -76,6 +76,12 @@ pub struct Exchange {
     pub(crate) responses_shape: wire::StreamShape,
     /// The worker's direct HTTP/1.1 connection, kept between requests.
     pub(crate) h1: Option<h1::H1Conn>,
+    /// Whether the request went out on a connection that had already served one (HTTP/1.1;
+    /// `None` elsewhere).
+    pub connection_reused: Option<bool>,
+    /// It failed on a reused connection before any response byte arrived: the server had most
+    /// likely closed it, and it may be sent once more on a fresh one.
+    pub stale_connection: bool,
     /// The worker's own HTTP/2 connection for gRPC calls, kept between requests.
     pub(crate) grpc: Option<grpc_conn::GrpcConn>,
     /// Request-writing buffer, reused.
@@ -192,6 +198,8 @@ impl Exchange {
         self.reasoning_tokens = None;
         self.retry_after = None;
         self.lossy_text = false;
+        self.connection_reused = None;
+        self.stale_connection = false;
         self.sse.reset();
         if let Some(c) = self.capture.as_mut() {
             c.clear();

@@ -610,21 +610,33 @@ pub(crate) async fn execute(
     // worker, so building it once halves that per-request cost.
     let abort = shared.cancel.wait_abort();
     tokio::pin!(abort);
-    // Connection setup happens here, before the send time is taken.
-    let prepared = tokio::select! {
-        biased;
-        _ = &mut abort => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted before this request was sent")),
-        r = tokio::time::timeout(shared.timeout, shared.client.prepare(ex)) => r.unwrap_or_else(|_| Err(RequestError::new(ErrorKind::Connect, "connecting timed out"))),
-    };
-    let sent_ns = clock.now_ns();
-    let result = if let Err(e) = prepared {
-        Err(e)
-    } else {
-        tokio::select! {
+    let mut reconnected = false;
+    let (sent_ns, result) = loop {
+        // Connection setup happens here, before the send time is taken.
+        let prepared = tokio::select! {
             biased;
-            _ = &mut abort => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted while this request was in flight")),
-            r = exchange(shared, ask.payload, ex, shared.cancellation.and_then(|c| c.delay_for(shared.shard.whole_seq(seq)))) => r,
+            _ = &mut abort => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted before this request was sent")),
+            r = tokio::time::timeout(shared.timeout, shared.client.prepare(ex)) => r.unwrap_or_else(|_| Err(RequestError::new(ErrorKind::Connect, "connecting timed out"))),
+        };
+        let sent_ns = clock.now_ns();
+        let result = if let Err(e) = prepared {
+            Err(e)
+        } else {
+            tokio::select! {
+                biased;
+                _ = &mut abort => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted while this request was in flight")),
+                r = exchange(shared, ask.payload, ex, shared.cancellation.and_then(|c| c.delay_for(shared.shard.whole_seq(seq)))) => r,
+            }
+        };
+        // The server had closed the reused connection before this request reached it (no byte
+        // of a response came back): it never saw it, so it goes once more on a fresh
+        // connection, timed from that send.
+        if result.is_err() && ex.stale_connection && !reconnected && !shared.cancel.stopping() {
+            reconnected = true;
+            ex.reset();
+            continue;
         }
+        break (sent_ns, result);
     };
     let end_ns = clock.now_ns();
     let error = match result {
@@ -679,6 +691,8 @@ pub(crate) async fn execute(
         chunks: ex.chunks,
         responses: ex.responses,
         lossy_text: ex.lossy_text,
+        reconnected,
+        connection_reused: ex.connection_reused,
         error,
         conversation: ask.conversation,
     };

@@ -365,6 +365,8 @@ mod tests {
                 chunks: 0,
                 responses: 0,
                 lossy_text: false,
+                reconnected: false,
+                connection_reused: None,
                 conversation: None,
                 error: None,
             },

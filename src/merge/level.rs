@@ -269,6 +269,8 @@ mod tests {
             chunks: 5,
             responses: 5,
             lossy_text: false,
+            reconnected: false,
+            connection_reused: None,
             conversation: None,
             error: None,
         }

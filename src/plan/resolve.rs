@@ -49,6 +49,8 @@ pub struct TargetSpec {
     pub metrics_headers: Vec<String>,
     /// `--max-event-size` in bytes (0: the default, 4 MiB).
     pub max_event_bytes: usize,
+    /// `--tcp-quickack`.
+    pub tcp_quickack: bool,
     /// TLS options.
     pub tls: TlsSpec,
 }
@@ -205,6 +207,7 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
         } else {
             s.max_event_bytes
         },
+        tcp_quickack: s.tcp_quickack,
         tls: tls(&s.tls)?,
     };
     target.header_map()?;
