@@ -235,6 +235,8 @@ fn record(i: u64) -> RequestRecord {
         server_osl: None,
         tokenizer_osl: None,
         server_isl: None,
+        server_timings: None,
+        client_isl: None,
         reasoning_tokens: None,
         server_reasoning_tokens: None,
         requested_osl: 100,

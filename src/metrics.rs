@@ -69,6 +69,18 @@ pub enum Metric {
     RequestLatencyIntended,
     /// Actual send minus intended send.
     SendLag,
+    /// The server's own prompt processing time (llama.cpp's `timings.prompt_ms`: from the
+    /// request taking a slot to its first token's logits), for responses that carry timings.
+    ServerPrefillTime,
+    /// Client TTFT minus [`Metric::ServerPrefillTime`], per request: the transport, the HTTP
+    /// layer, tokenization and the wait for a free slot.
+    ClientMinusServerTtft,
+    /// The server's own generation time (llama.cpp's `timings.predicted_ms`: first token to
+    /// last), for responses that carry timings.
+    ServerDecodeTime,
+    /// Prompt tokens the server reused from its cache (llama.cpp's `timings.cache_n`), for
+    /// responses that carry timings.
+    CachedPromptTokens,
 }
 
 /// How a metric's raw integer samples are stored and shown.
@@ -104,7 +116,7 @@ impl Unit {
 
 impl Metric {
     /// Every metric, in the order files list them (GenAI-Perf's order first).
-    pub const ALL: [Metric; 14] = [
+    pub const ALL: [Metric; 18] = [
         Metric::TimeToFirstToken,
         Metric::TimeToFirstOutputToken,
         Metric::TimeToSecondToken,
@@ -119,6 +131,10 @@ impl Metric {
         Metric::TimeToFirstTokenIntended,
         Metric::RequestLatencyIntended,
         Metric::SendLag,
+        Metric::ServerPrefillTime,
+        Metric::ClientMinusServerTtft,
+        Metric::ServerDecodeTime,
+        Metric::CachedPromptTokens,
     ];
 
     /// The snake_case key used in CSV, JSON and `--goodput` / `--slo` expressions.
@@ -138,6 +154,10 @@ impl Metric {
             Metric::TimeToFirstTokenIntended => "time_to_first_token_from_intended",
             Metric::RequestLatencyIntended => "request_latency_from_intended",
             Metric::SendLag => "send_lag",
+            Metric::ServerPrefillTime => "server_prefill_time",
+            Metric::ClientMinusServerTtft => "client_minus_server_ttft",
+            Metric::ServerDecodeTime => "server_decode_time",
+            Metric::CachedPromptTokens => "cached_prompt_tokens",
         }
     }
 
@@ -160,6 +180,10 @@ impl Metric {
             Metric::TimeToFirstTokenIntended => "Time To First Token From Intended Send (ms)",
             Metric::RequestLatencyIntended => "Request Latency From Intended Send (ms)",
             Metric::SendLag => "Send Lag (ms)",
+            Metric::ServerPrefillTime => "Server Prefill Time (ms)",
+            Metric::ClientMinusServerTtft => "Client Minus Server TTFT (ms)",
+            Metric::ServerDecodeTime => "Server Decode Time (ms)",
+            Metric::CachedPromptTokens => "Cached Prompt Tokens (tokens)",
         }
     }
 
@@ -168,7 +192,8 @@ impl Metric {
         match self {
             Metric::OutputSequenceLength
             | Metric::ReasoningTokenCount
-            | Metric::InputSequenceLength => Unit::Tokens,
+            | Metric::InputSequenceLength
+            | Metric::CachedPromptTokens => Unit::Tokens,
             Metric::OutputTokenThroughputPerUser => Unit::TokensPerSecPerUser,
             _ => Unit::Millis,
         }
@@ -185,6 +210,7 @@ impl Metric {
                 | Metric::OutputTokenThroughputPerUser
                 | Metric::InterChunkLatency
                 | Metric::TimeToFirstTokenIntended
+                | Metric::ClientMinusServerTtft
         )
     }
 
@@ -352,6 +378,12 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
         Metric::TimeToFirstTokenIntended => rec.ttft_intended_ns(),
         Metric::RequestLatencyIntended => rec.latency_intended_ns(),
         Metric::SendLag => Some(rec.send_lag_ns()),
+        Metric::ServerPrefillTime => rec
+            .server_timings
+            .map(|t| t.prefill_us.saturating_mul(1000)),
+        Metric::ClientMinusServerTtft => rec.ttft_outside_prefill_ns(),
+        Metric::ServerDecodeTime => rec.server_timings.map(|t| t.decode_us.saturating_mul(1000)),
+        Metric::CachedPromptTokens => rec.server_timings.map(|t| u64::from(t.cached_tokens)),
     }
 }
 

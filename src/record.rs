@@ -297,6 +297,22 @@ impl std::fmt::Display for RequestError {
     }
 }
 
+/// The server's own account of one request, from the `timings` object llama.cpp's
+/// `llama-server` puts on each response (the last event of a stream, the top level of a whole
+/// body): its prompt processing and its generation, timed on the server's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ServerTimings {
+    /// Prompt tokens the server evaluated (`prompt_n`: the cached ones excluded, at least one).
+    pub prompt_tokens: u32,
+    /// Prompt tokens it reused from its cache (`cache_n`).
+    pub cached_tokens: u32,
+    /// Prompt processing (`prompt_ms`), µs: from the request taking a slot to the logits of
+    /// its first token. The wait for a free slot is not in it.
+    pub prefill_us: u64,
+    /// Generation (`predicted_ms`), µs: from the first token to the last.
+    pub decode_us: u64,
+}
+
 /// One request, start to end. Times are ns offsets on the run's [`Clock`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestRecord {
@@ -338,6 +354,12 @@ pub struct RequestRecord {
     pub tokenizer_osl: Option<u32>,
     /// Input tokens the server reported in its usage, when it did.
     pub server_isl: Option<u32>,
+    /// Input tokens as the client counted them before sending (the tokenizer's, or the
+    /// server's `/tokenize` with `--tokenizer-from-server`), when `isl` holds the server's usage
+    /// count instead (`--use-server-token-count`); `None` when `isl` is the client's count.
+    pub client_isl: Option<u32>,
+    /// The server's own timings of the request (llama.cpp's `timings`), when it sent them.
+    pub server_timings: Option<ServerTimings>,
     /// Reasoning tokens among the output tokens (the tokenizer's count of the reasoning text),
     /// for responses that streamed reasoning (`None` otherwise, and for failed requests). `osl`
     /// counts them too, as AIPerf's OSL does: the answer alone is `osl − reasoning_tokens`.
@@ -390,6 +412,11 @@ impl RequestRecord {
         }
     }
 
+    /// The input tokens the client counted before sending.
+    pub fn client_isl(&self) -> u32 {
+        self.client_isl.unwrap_or(self.isl)
+    }
+
     /// Whether the request completed with content.
     pub fn ok(&self) -> bool {
         self.error.is_none()
@@ -431,6 +458,13 @@ impl RequestRecord {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
         }
+    }
+
+    /// Client TTFT minus the server's prompt processing (its `timings.prompt_ms`): the
+    /// transport, the HTTP layer, tokenization, and the wait for a free slot. Clamped at 0.
+    pub fn ttft_outside_prefill_ns(&self) -> Option<u64> {
+        let prefill = self.server_timings?.prefill_us.saturating_mul(1000);
+        Some(self.ttft_ns()?.saturating_sub(prefill))
     }
 
     /// Time to first byte of the response.
@@ -507,6 +541,8 @@ mod tests {
             server_osl: None,
             tokenizer_osl: None,
             server_isl: None,
+            client_isl: None,
+            server_timings: None,
             reasoning_tokens: None,
             server_reasoning_tokens: None,
             requested_osl: 11,

@@ -240,6 +240,10 @@ pub struct Aggregate {
     pub osl_mismatch: u64,
     /// Successful requests with both a server-reported and a tokenizer output count.
     pub osl_compared: u64,
+    /// Successful requests whose server-reported input tokens differed from the client's count.
+    pub isl_mismatch: u64,
+    /// Successful requests with a server-reported input count.
+    pub isl_compared: u64,
     /// Successful requests that received fewer output tokens than they asked for.
     pub short_outputs: u64,
     /// Content-bearing responses over successful requests.
@@ -340,6 +344,8 @@ impl Aggregate {
             last_response_ns: None,
             osl_mismatch: 0,
             osl_compared: 0,
+            isl_mismatch: 0,
+            isl_compared: 0,
             short_outputs: 0,
             sum_chunks: 0,
             sum_send_ns: 0,
@@ -388,6 +394,10 @@ impl Aggregate {
         if let (Some(server), Some(counted)) = (rec.server_osl, rec.tokenizer_osl) {
             self.osl_compared += 1;
             self.osl_mismatch += u64::from(server != counted);
+        }
+        if let Some(server) = rec.server_isl {
+            self.isl_compared += 1;
+            self.isl_mismatch += u64::from(server != rec.client_isl());
         }
         if rec.osl < rec.requested_osl {
             self.short_outputs += 1;
@@ -487,6 +497,8 @@ impl Aggregate {
         };
         self.osl_mismatch += other.osl_mismatch;
         self.osl_compared += other.osl_compared;
+        self.isl_mismatch += other.isl_mismatch;
+        self.isl_compared += other.isl_compared;
         self.short_outputs += other.short_outputs;
         self.sum_chunks += other.sum_chunks;
         self.sum_send_ns += other.sum_send_ns;
@@ -539,6 +551,8 @@ impl Aggregate {
             request_goodput: goodput_asked.then(|| per_sec(self.good as f64)),
             osl_mismatch: self.osl_mismatch,
             osl_compared: self.osl_compared,
+            isl_mismatch: self.isl_mismatch,
+            isl_compared: self.isl_compared,
             short_outputs: self.short_outputs,
             percentile_method: Some(method),
             isl_buckets: self.isl.summarize(method),
@@ -581,6 +595,10 @@ pub struct LevelStats {
     pub osl_mismatch: u64,
     /// Requests with both counts (the denominator of the mismatch share).
     pub osl_compared: u64,
+    /// Requests whose server-reported input token count differed from the client's.
+    pub isl_mismatch: u64,
+    /// Requests with a server-reported input count (the denominator of its mismatch share).
+    pub isl_compared: u64,
     /// Requests that received fewer tokens than they asked for.
     pub short_outputs: u64,
     /// How the percentiles were computed (`None`: read from a file that does not say).
@@ -679,12 +697,27 @@ impl LevelSummary {
             .split()
     }
 
-    /// Client TTFT minus the server's own (ms): network plus client time, where the engine
-    /// exports its time to first token.
+    /// Client TTFT minus the server's own (ms): from the responses' own timings where they
+    /// carry them (llama.cpp: the mean of each request's TTFT minus its `prompt_ms`, which
+    /// leaves out the wait for a free slot, so that wait is in this number), else network
+    /// plus client time where the engine exports its time to first token (vLLM's histogram).
     pub fn network_and_client_ttft_ms(&self) -> Option<f64> {
+        if let Some(per_request) = self.shown_stat(Metric::ClientMinusServerTtft) {
+            return (per_request.count > 0).then_some(per_request.avg);
+        }
         let server = self.engine.as_ref()?.server_ttft?;
         let client = self.shown_stat(Metric::TimeToFirstToken)?;
         (client.count > 0 && server.count > 0.0).then_some(client.avg - server.avg_s * 1e3)
+    }
+
+    /// The server's mean time to first token (ms): the responses' own prompt processing time
+    /// (llama.cpp's `timings.prompt_ms`) where they carry it, else the engine's TTFT histogram.
+    pub fn server_ttft_ms(&self) -> Option<f64> {
+        if let Some(prefill) = self.stats.get(Metric::ServerPrefillTime) {
+            return (prefill.count > 0).then_some(prefill.avg);
+        }
+        let server = self.engine.as_ref()?.server_ttft?;
+        (server.count > 0.0).then_some(server.avg_s * 1e3)
     }
 }
 
@@ -693,6 +726,12 @@ impl LevelStats {
     /// (`None` when the server reported no counts).
     pub fn osl_mismatch_share(&self) -> Option<f64> {
         (self.osl_compared > 0).then(|| self.osl_mismatch as f64 / self.osl_compared as f64)
+    }
+
+    /// The share of requests with a server input count whose count differs from the client's
+    /// (`None` when the server reported no counts).
+    pub fn isl_mismatch_share(&self) -> Option<f64> {
+        (self.isl_compared > 0).then(|| self.isl_mismatch as f64 / self.isl_compared as f64)
     }
 }
 
@@ -790,6 +829,8 @@ pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRec
         server_osl: None,
         tokenizer_osl: None,
         server_isl: None,
+        server_timings: None,
+        client_isl: None,
         reasoning_tokens: None,
         server_reasoning_tokens: None,
         requested_osl: osl,

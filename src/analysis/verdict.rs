@@ -4,7 +4,8 @@
 //! half the server time is flagged, and KV-cache pressure and preemptions are named where they
 //! appear (and at the knee, when one is given). This is the reading rule of the Triton TTFT
 //! guides, applied to the engine's own split where it has one (vLLM, SGLang, TGI, TensorRT-LLM
-//! through its waiting queue: `server_metrics::split`), else to Triton's counters.
+//! and llama.cpp through their waiting queues: `server_metrics::split`), else to Triton's
+//! counters. What an engine cannot tell is said once ([`LLAMACPP_NOTE`]).
 
 use serde::Serialize;
 
@@ -77,6 +78,10 @@ pub struct Verdict {
 /// Server time below this fraction of client latency means the server's statistics miss most of
 /// each request.
 pub const PARTIAL_COVERAGE: f64 = 0.25;
+
+/// What a llama.cpp verdict rests on, said once under the steps: its page has no queue time,
+/// no per-request times and no request counter.
+pub const LLAMACPP_NOTE: &str = "note: llama.cpp exports no queue time, no per-request histograms and no finished-request counter: its queue is estimated from requests_deferred (the requests waiting for a free slot, sampled every 500 ms) by Little's law over the requests the client finished, its prefill is the mean of the responses' own timings.prompt_ms, and its decode is tokens_predicted_seconds_total over those requests";
 
 /// One level's server time as the verdict reads it (ms).
 #[derive(Debug, Clone, Copy)]
@@ -157,7 +162,7 @@ pub fn with_knee(levels: &[LevelSummary], knee: Option<&str>) -> Verdict {
     if with.is_empty() {
         if !levels.is_empty() {
             v.lines.push(
-                "no server-side queue/compute data: give --server-metrics-url (Triton's :8002/metrics, or an engine's /metrics: vLLM, SGLang, TGI) or make the statistics API reachable (-H for an access token)".into(),
+                "no server-side queue/compute data: give --server-metrics-url (Triton's :8002/metrics, or an engine's /metrics: vLLM, SGLang, TGI, llama.cpp's llama-server started with --metrics) or make the statistics API reachable (-H for an access token)".into(),
             );
         }
         return v;
@@ -169,6 +174,12 @@ pub fn with_knee(levels: &[LevelSummary], knee: Option<&str>) -> Verdict {
         let step = step(&w[0], &w[1]);
         v.lines.push(step_line(&w[0], &w[1], &step));
         v.steps.push(step);
+    }
+    if with
+        .iter()
+        .any(|r| r.engine.is_some_and(|(k, _)| k == ServerKind::LlamaCpp))
+    {
+        v.lines.push(LLAMACPP_NOTE.to_string());
     }
     if triton_partial(&with) {
         v.server_partial = true;
@@ -262,6 +273,7 @@ fn step_line(a: &Reading, b: &Reading, s: &Step) -> String {
 fn bottleneck_text(r: &Reading, b: Bottleneck) -> String {
     match (b, r.engine) {
         (Bottleneck::Queueing, Some((ServerKind::TrtLlm, _))) => "the TensorRT-LLM executor's waiting queue grew most: queueing inside the engine is the bottleneck, where Triton's own queue counter does not look".to_string(),
+        (Bottleneck::Queueing, Some((ServerKind::LlamaCpp, _))) => "time waiting for a free llama.cpp slot grew most: every slot is busy, so queueing is the bottleneck".to_string(),
         (Bottleneck::Queueing, Some((k, _))) => format!(
             "time in the {} queue grew most: requests wait for a batch slot or KV-cache space, so queueing is the bottleneck",
             engine_name(k)
@@ -309,12 +321,18 @@ fn queue_line(r: &Reading, share: f64) -> String {
                 .level
                 .engine
                 .as_ref()
-                .and_then(|e| e.waiting)
-                .map_or(String::new(), |w| {
-                    format!(" ({:.1} requests waiting on average)", w.avg)
+                .and_then(|e| Some((e.waiting?, e.slots)))
+                .map_or(String::new(), |(w, slots)| {
+                    let of = slots.map_or(String::new(), |n| format!(" for {n} slots"));
+                    format!(" ({:.1} requests waiting on average{of})", w.avg)
                 });
+            let fix = if kind == ServerKind::LlamaCpp {
+                "start llama-server with more --parallel slots (each gets --ctx-size / --parallel tokens of context)"
+            } else {
+                "add batch slots or KV-cache memory"
+            };
             format!(
-                "{l}: the {} is {:.0}% of server time (over 50%){waiting}{triton} — add batch slots or KV-cache memory, or cap concurrency below this level",
+                "{l}: the {} is {:.0}% of server time (over 50%){waiting}{triton} — {fix}, or cap concurrency below this level",
                 r.queue_noun(),
                 share * 100.0
             )

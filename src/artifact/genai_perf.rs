@@ -15,7 +15,10 @@
 //! plain decimals with two places (GenAI-Perf writes thousands separators, which forces quoting
 //! and breaks numeric parsing; here every cell parses as a float). Streaming-only metrics (TTFT,
 //! TTST, ITL, per-user throughput, inter-chunk latency) are omitted without `--streaming`, as
-//! GenAI-Perf does. Server metrics, when available, follow as `server_*` rows of the second section,
+//! GenAI-Perf does. Metrics only some servers make possible appear only when a request had
+//! them, so GenAI-Perf's layout is unchanged elsewhere: `server_prefill_time`,
+//! `client_minus_server_ttft`, `server_decode_time` (ms) and `cached_prompt_tokens` come from
+//! the `timings` llama.cpp's `llama-server` puts on each response (see `crate::record::ServerTimings`). Server metrics, when available, follow as `server_*` rows of the second section,
 //! then the engine's and the GPUs' rows (see [`super::server_view`]).
 //!
 //! With `--isl-buckets` a third section follows a blank line: [`CSV_ISL_HEADER`], then one row
@@ -31,7 +34,9 @@
 //! row when not 0), `connections` (only for HTTP/1.1 levels with both: TTFT on fresh and reused
 //! connections, `fresh_count`, `fresh_ttft_p50_ms`, `reused_count`, `reused_ttft_min_ms`,
 //! `reused_ttft_p50_ms`), `server_metrics` (Triton's counters; null when not scraped),
-//! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`, `level` (name,
+//! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`
+//! (with the token counts the server disagrees with: `osl_mismatch_count`/`_compared_count`/
+//! `_share` for output and `isl_mismatch_*` for input tokens, against its usage), `level` (name,
 //! stimulus, value, `started_unix_ns`, and `percentile_method`: `linear`, numpy's default as
 //! GenAI-Perf computes percentiles, or `nearest-rank`, perf_analyzer's), and `input_config` (the
 //! resolved plan, secrets removed).
@@ -369,6 +374,9 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     validity["osl_mismatch_count"] = json!(st.osl_mismatch);
     validity["osl_compared_count"] = json!(st.osl_compared);
     validity["osl_mismatch_share"] = json!(st.osl_mismatch_share());
+    validity["isl_mismatch_count"] = json!(st.isl_mismatch);
+    validity["isl_compared_count"] = json!(st.isl_compared);
+    validity["isl_mismatch_share"] = json!(st.isl_mismatch_share());
     validity["short_output_count"] = json!(st.short_outputs);
     m.insert("validity".into(), validity);
     m.insert(

@@ -13,10 +13,13 @@
 //!               "send_count": 0, "sum_recv_ns": 9.0e10,
 //!               "first_sent_unix_ns": 1767225600001000000, "last_response_unix_ns": ...,
 //!               "errors": [{"kind": "http_503", "count": 2, "example": "HTTP 503: busy"}],
-//!               "cancelled": 0, "reconnects": 0}}
+//!               "cancelled": 0, "reconnects": 0, "osl_compared": 0, "isl_mismatch": 0,
+//!               "isl_compared": 0}}
 //! ```
 //! `cancelled` counts requests cancelled on purpose (`--request-cancellation-rate`), `reconnects`
-//! requests sent again on a fresh connection; files written before either existed read as 0.
+//! requests sent again on a fresh connection, `osl_compared` / `isl_compared` the requests with
+//! a server usage count and `isl_mismatch` those whose input count differed from the client's;
+//! files written before these existed read as 0.
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -154,6 +157,8 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         "ok": agg.ok, "good": agg.good, "warmup": agg.warmup,
         "sum_osl": agg.sum_osl, "sum_isl": agg.sum_isl,
         "osl_mismatch": agg.osl_mismatch, "short_outputs": agg.short_outputs,
+        "osl_compared": agg.osl_compared,
+        "isl_mismatch": agg.isl_mismatch, "isl_compared": agg.isl_compared,
         "sum_chunks": agg.sum_chunks, "sum_send_ns": agg.sum_send_ns,
         "send_count": agg.send_count, "sum_recv_ns": agg.sum_recv_ns,
         "first_sent_unix_ns": agg.first_sent_ns.map(|t| unix_anchor_ns + t),
@@ -189,6 +194,11 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
     agg.last_response_ns = c.get("last_response_unix_ns").and_then(Value::as_u64);
     agg.cancelled = c.get("cancelled").and_then(Value::as_u64).unwrap_or(0);
     agg.reconnects = c.get("reconnects").and_then(Value::as_u64).unwrap_or(0);
+    // Absent in files written before these were counted.
+    let or_zero = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
+    agg.osl_compared = or_zero("osl_compared");
+    agg.isl_mismatch = or_zero("isl_mismatch");
+    agg.isl_compared = or_zero("isl_compared");
     for e in c
         .get("errors")
         .and_then(Value::as_array)
@@ -294,6 +304,8 @@ mod tests {
                 server_osl: None,
                 tokenizer_osl: None,
                 server_isl: None,
+                server_timings: None,
+                client_isl: None,
                 reasoning_tokens: None,
                 server_reasoning_tokens: None,
                 requested_osl: 101,

@@ -447,6 +447,8 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
                 .and_then(Value::as_f64),
             osl_mismatch: vcount("osl_mismatch_count"),
             osl_compared: vcount("osl_compared_count"),
+            isl_mismatch: vcount("isl_mismatch_count"),
+            isl_compared: vcount("isl_compared_count"),
             short_outputs: vcount("short_output_count"),
             percentile_method: level.get("percentile_method").and_then(typed),
             isl_buckets: isl_buckets_from(doc),

@@ -12,14 +12,21 @@
 //! columns keep reading what they read, a reasoning model's split — time to first output token
 //! (TTFO, the first answer token past the reasoning) avg/p50/p99 and reasoning tokens per
 //! request (avg), empty for a level that saw no reasoning — and `cancelled_count` (requests
-//! cancelled on purpose by `--request-cancellation-rate`, in no other column). Values are plain
-//! decimals; a missing value is an empty cell.
+//! cancelled on purpose by `--request-cancellation-rate`, in no other column); then the token
+//! counts the server disagrees with — `isl_mismatch_pct` and `osl_mismatch_pct`, the share of
+//! requests whose input (output) token count differs from the server's usage, empty when the
+//! server reported none — and `cached_prompt_tokens_avg` (the prompt tokens the server reused
+//! per request, from llama.cpp's per-response `timings`). `server_ttft_avg_ms` is the responses'
+//! own prompt time (llama.cpp's `timings.prompt_ms`) where they carry it, else the engine's TTFT
+//! histogram (vLLM); `network_and_client_ttft_avg_ms` is client TTFT minus it (with llama.cpp,
+//! per request, and the wait for a free slot is in it). Values are plain decimals; a missing
+//! value is an empty cell.
 
 use crate::metrics::Metric;
 use crate::stats::LevelSummary;
 
 /// Header line of `summary.csv`.
-pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule,ttfo_avg_ms,ttfo_p50_ms,ttfo_p99_ms,reasoning_token_count_avg,cancelled_count";
+pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule,ttfo_avg_ms,ttfo_p50_ms,ttfo_p99_ms,reasoning_token_count_avg,cancelled_count,isl_mismatch_pct,osl_mismatch_pct,cached_prompt_tokens_avg";
 
 /// Two decimals; an empty cell for a missing value.
 fn cell(v: Option<f64>) -> String {
@@ -64,7 +71,7 @@ pub fn csv(levels: &[LevelSummary]) -> String {
 
 /// The last cells of a row: TTFO avg/p50/p99 and reasoning tokens (avg), empty unless the level
 /// saw reasoning (only requests that streamed reasoning have these metrics), then the
-/// cancelled requests.
+/// cancelled requests, the token-count mismatch shares and the cached prompt tokens.
 fn reasoning_and_cancelled_cells(l: &LevelSummary) -> Vec<String> {
     let ttfo = l.stats.get(Metric::TimeToFirstOutputToken);
     vec![
@@ -73,6 +80,9 @@ fn reasoning_and_cancelled_cells(l: &LevelSummary) -> Vec<String> {
         cell(ttfo.map(|s| s.p99)),
         cell(l.stats.get(Metric::ReasoningTokenCount).map(|s| s.avg)),
         l.stats.cancelled_count.to_string(),
+        cell(l.stats.isl_mismatch_share().map(|s| s * 100.0)),
+        cell(l.stats.osl_mismatch_share().map(|s| s * 100.0)),
+        cell(l.stats.get(Metric::CachedPromptTokens).map(|s| s.avg)),
     ]
 }
 
@@ -100,7 +110,7 @@ fn engine_cells(l: &LevelSummary) -> Vec<String> {
         pct(e.and_then(|e| e.kv_usage).map(|g| g.avg)),
         pct(e.and_then(|e| e.kv_usage).map(|g| g.max)),
         cell(e.and_then(|e| e.preemptions)),
-        cell(e.and_then(|e| e.server_ttft).map(|t| t.avg_s * 1e3)),
+        cell(l.server_ttft_ms()),
         cell(l.network_and_client_ttft_ms()),
         pct(e.and_then(|e| e.prefix_cache).and_then(|p| p.hit_rate)),
         pct(g.and_then(|g| g.utilization_avg())),
@@ -119,7 +129,10 @@ fn engine_cells(l: &LevelSummary) -> Vec<String> {
 /// same numbers as its row of `summary.csv` plus the full server view.
 /// `time_to_first_output_token` and `reasoning_token_count` (statistics, as
 /// `time_to_first_token`) are null for a level that saw no reasoning; `cancelled_count` is always
-/// there, as in the level's own JSON.
+/// there, as in the level's own JSON. `server_ttft_ms` and `network_and_client_ttft_ms` are the
+/// CSV's columns of those names; `isl_mismatch_share` and `osl_mismatch_share` (0–1) are null
+/// when the server reported no usage; `server_prefill_time`, `client_minus_server_ttft` and
+/// `server_decode_time` (statistics) are null unless the responses carried the server's timings.
 pub fn json(
     levels: &[LevelSummary],
     dirs: &[std::path::PathBuf],
@@ -148,6 +161,13 @@ pub fn json(
                 "cancelled_count": l.stats.cancelled_count,
                 "time_to_first_output_token": l.stats.get(Metric::TimeToFirstOutputToken),
                 "reasoning_token_count": l.stats.get(Metric::ReasoningTokenCount),
+                "server_ttft_ms": l.server_ttft_ms(),
+                "network_and_client_ttft_ms": l.network_and_client_ttft_ms(),
+                "server_prefill_time": l.stats.get(Metric::ServerPrefillTime),
+                "client_minus_server_ttft": stat(Metric::ClientMinusServerTtft),
+                "server_decode_time": l.stats.get(Metric::ServerDecodeTime),
+                "isl_mismatch_share": l.stats.isl_mismatch_share(),
+                "osl_mismatch_share": l.stats.osl_mismatch_share(),
                 "server_metrics": l.server,
                 "engine_metrics": super::server_view::engine_json(l),
                 "gpu_metrics": super::server_view::gpu_json(l),

@@ -566,7 +566,7 @@ pub struct ProfileArgs {
 #[command(next_help_heading = MEASUREMENT)]
 pub struct EngineViewArgs {
     /// Which engine's metrics to read from the server's page (default: detected from it):
-    /// triton, trtllm, vllm, sglang, tgi.
+    /// triton, trtllm, vllm, sglang, tgi, llamacpp.
     #[arg(
         long = "server-kind",
         value_parser = clap::builder::TypedValueParser::try_map(
@@ -1074,7 +1074,9 @@ pub struct ServeArgs {
     /// Prometheus metrics port (0 = any free port, printed); also serves /dcgm/metrics.
     #[arg(long = "metrics-port", default_value_t = 8002)]
     pub metrics_port: u16,
-    /// Which engine's metric families /metrics serves: triton, trtllm, vllm, sglang, tgi.
+    /// Which engine's metric families /metrics serves: triton, trtllm, vllm, sglang, tgi,
+    /// llamacpp (llama-server's page; OpenAI responses then carry its `timings`, and /slots
+    /// answers).
     #[arg(
         long = "metrics-style",
         default_value = "triton",

@@ -14,7 +14,11 @@
 //!   `num_output_tokens` (the vLLM backend), `output_ids` (TensorRT-LLM: the tokens; their count),
 //!   `sequence_length` (TensorRT-LLM), in that order of preference, each a number or nested
 //!   arrays; a count per event, summed over a stream;
-//! * errors `{"error":"msg"}` or `{"error":{"message":"msg"}}`.
+//! * errors `{"error":"msg"}` or `{"error":{"message":"msg"}}`;
+//! * llama.cpp's per-request `timings` `{"timings":{"cache_n":N,"prompt_n":N,"prompt_ms":F,
+//!   "predicted_n":N,"predicted_ms":F,...}}`, on the last event of a stream (the usage chunk,
+//!   or the `finish_reason` chunk without `include_usage`) and at the top level of a whole body.
+//!   Like usage, it is left to the full reader: one event a request, never a token event.
 //!
 //! Only the first choice is read: one request asks for one completion.
 //!
@@ -27,6 +31,8 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::record::ServerTimings;
 
 /// What one event contributed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -45,6 +51,8 @@ pub struct EventInfo {
     /// Output tokens this event carries by the server's own count (Triton's
     /// `num_output_tokens`, `output_ids`, `sequence_length`), when present.
     pub tokens: Option<u32>,
+    /// The server's own timings of the request (llama.cpp's `timings`), when present.
+    pub timings: Option<ServerTimings>,
     /// An error the server reported in the event.
     pub error: Option<String>,
 }
@@ -242,6 +250,7 @@ enum TopKey {
     Usage,
     TextOutput,
     Error,
+    Timings,
     NumOutputTokens,
     OutputIds,
     SequenceLength,
@@ -280,6 +289,35 @@ struct Usage {
     /// `reasoning_tokens` in it is read.
     #[serde(default)]
     completion_tokens_details: Option<serde_json::Value>,
+}
+
+/// llama.cpp's `timings` object: the fields read (the per-token and per-second rates it adds
+/// are derived from these, and skipped).
+#[derive(Deserialize, Default)]
+struct Timings {
+    #[serde(default)]
+    prompt_n: Option<f64>,
+    #[serde(default)]
+    cache_n: Option<f64>,
+    #[serde(default)]
+    prompt_ms: Option<f64>,
+    #[serde(default)]
+    predicted_ms: Option<f64>,
+}
+
+impl Timings {
+    /// The record's form; `None` without a prompt time (not llama.cpp's object). Negative,
+    /// NaN and huge values from a hostile server saturate instead of wrapping.
+    fn into_record(self) -> Option<ServerTimings> {
+        let us = |ms: f64| (ms * 1000.0).round().max(0.0) as u64;
+        let n = |v: Option<f64>| v.unwrap_or(0.0).round().max(0.0) as u32;
+        Some(ServerTimings {
+            prefill_us: us(self.prompt_ms?),
+            decode_us: self.predicted_ms.map_or(0, us),
+            prompt_tokens: n(self.prompt_n),
+            cached_tokens: n(self.cache_n),
+        })
+    }
 }
 
 /// Implements `DeserializeSeed` (by `$deserialize`) and `Visitor` for a seed that reads into
@@ -350,6 +388,11 @@ seed! {
                     if msg.is_some() {
                         self.info.error = msg;
                     }
+                }
+                TopKey::Timings => {
+                    self.info.timings = map
+                        .next_value::<Option<Timings>>()?
+                        .and_then(Timings::into_record);
                 }
                 TopKey::NumOutputTokens => counts[0] = first_number(&map.next_value()?),
                 TopKey::OutputIds => counts[1] = Some(numbers(&map.next_value()?)),
@@ -597,8 +640,9 @@ mod fast {
         p.object_fields(|p, key| match key {
             b"choices" => p.choices(text),
             b"text_output" => p.text_value(text),
-            // Usage, errors and the server's token counts are read by the full reader.
-            b"usage" | b"error" | b"num_output_tokens" | b"output_ids" | b"sequence_length" => None,
+            // Usage, errors, timings and the server's token counts are read by the full reader.
+            b"usage" | b"error" | b"timings" | b"num_output_tokens" | b"output_ids"
+            | b"sequence_length" => None,
             _ => p.skip_value(),
         })?;
         p.ws();
@@ -1077,6 +1121,90 @@ mod tests {
             parse(r#"{"choices":[{"delta":{"tool_calls":null}}]}"#).1,
             ""
         );
+    }
+
+    /// Reads every `data:` payload of a captured stream as a client does; the timings seen.
+    fn stream_timings(engine: &str, name: &str) -> (Vec<ServerTimings>, String) {
+        let mut r = EventReader::new();
+        let mut text = String::new();
+        let mut seen = Vec::new();
+        for d in crate::test_fixtures::sse_data(engine, name) {
+            if d == "[DONE]" {
+                continue;
+            }
+            let info = r.read(d.as_bytes(), &mut text).expect(&d);
+            seen.extend(info.timings);
+        }
+        (seen, text)
+    }
+
+    #[test]
+    fn llamacpp_timings_from_the_real_streams_and_bodies() {
+        // The usage chunk carries them (include_usage), exactly once.
+        let (t, text) = stream_timings("llamacpp", "chat_stream");
+        assert_eq!(
+            t,
+            [ServerTimings {
+                prompt_tokens: 21,
+                cached_tokens: 0,
+                prefill_us: 21_167,
+                decode_us: 35_502,
+            }]
+        );
+        assert!(!text.is_empty());
+        // Without include_usage, the finish_reason chunk does.
+        let (t, _) = stream_timings("llamacpp", "chat_stream_no_usage");
+        assert_eq!(t.len(), 1, "{t:?}");
+        // /v1/completions puts usage and timings on the finish_reason chunk.
+        let (t, _) = stream_timings("llamacpp", "completions_stream");
+        assert_eq!(
+            t,
+            [ServerTimings {
+                prompt_tokens: 4,
+                cached_tokens: 0,
+                prefill_us: 3_878,
+                decode_us: 31_720,
+            }]
+        );
+        // A whole body: at the top level, beside usage (20 of 21 prompt tokens cached).
+        let mut text = String::new();
+        let body = crate::test_fixtures::body("llamacpp", "chat");
+        let info = parse_event(body.as_bytes(), &mut text).unwrap();
+        assert_eq!(
+            info.timings,
+            Some(ServerTimings {
+                prompt_tokens: 1,
+                cached_tokens: 20,
+                prefill_us: 12_853,
+                decode_us: 21_044,
+            })
+        );
+        assert_eq!(
+            (info.prompt_tokens, info.completion_tokens),
+            (Some(21), Some(8))
+        );
+        // vLLM sends none.
+        let (t, _) = stream_timings("vllm", "chat_stream");
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn hostile_timings_saturate() {
+        let (info, _) = parse(
+            r#"{"timings":{"prompt_n":-3,"cache_n":1e30,"prompt_ms":-1.5,"predicted_ms":1e300}}"#,
+        );
+        assert_eq!(
+            info.timings,
+            Some(ServerTimings {
+                prompt_tokens: 0,
+                cached_tokens: u32::MAX,
+                prefill_us: 0,
+                decode_us: u64::MAX,
+            })
+        );
+        // Another server's `timings` without a prompt time is not llama.cpp's.
+        assert_eq!(parse(r#"{"timings":{"total":3}}"#).0.timings, None);
+        assert_eq!(parse(r#"{"timings":null}"#).0.timings, None);
     }
 
     #[test]

@@ -417,6 +417,9 @@ fn on_info(info: super::events::EventInfo, t: u64, ex: &mut Exchange, st: &mut S
     if info.reasoning_tokens.is_some() {
         ex.reasoning_tokens = info.reasoning_tokens;
     }
+    if info.timings.is_some() {
+        ex.timings = info.timings;
+    }
     if info.content_bytes > 0 {
         ex.content_at(t);
         ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
@@ -462,6 +465,7 @@ fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), Reques
     ex.completion_tokens = info.completion_tokens;
     ex.prompt_tokens = info.prompt_tokens;
     ex.reasoning_tokens = info.reasoning_tokens;
+    ex.timings = info.timings;
     ex.add_server_tokens(info.tokens);
     if info.content_bytes > 0 {
         ex.content_at(t);

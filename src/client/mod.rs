@@ -64,6 +64,8 @@ pub struct Exchange {
     /// Server-reported reasoning tokens (usage's `completion_tokens_details.reasoning_tokens`),
     /// when it reported them.
     pub reasoning_tokens: Option<u32>,
+    /// The server's own timings of the request (llama.cpp's `timings`), when it sent them.
+    pub timings: Option<crate::record::ServerTimings>,
     /// How long the server asked the client to wait before the next request (`Retry-After`,
     /// gRPC retry pushback), when a failed response said so.
     pub retry_after: Option<std::time::Duration>,
@@ -196,6 +198,7 @@ impl Exchange {
         self.completion_tokens = None;
         self.prompt_tokens = None;
         self.reasoning_tokens = None;
+        self.timings = None;
         self.retry_after = None;
         self.lossy_text = false;
         self.connection_reused = None;

@@ -683,6 +683,8 @@ pub(crate) async fn execute(
         server_osl: ex.completion_tokens,
         tokenizer_osl: None,
         server_isl: ex.prompt_tokens,
+        client_isl: (isl != ask.isl).then_some(ask.isl),
+        server_timings: ex.timings,
         reasoning_tokens: None,
         // Kept for responses with reasoning only: a server that reports 0 for every answer
         // leaves other models' rows as they were.

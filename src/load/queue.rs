@@ -359,6 +359,8 @@ mod tests {
                 server_osl: None,
                 tokenizer_osl: None,
                 server_isl: None,
+                server_timings: None,
+                client_isl: None,
                 reasoning_tokens: None,
                 server_reasoning_tokens: None,
                 requested_osl: 0,

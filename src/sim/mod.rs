@@ -114,6 +114,7 @@ mod batcher;
 mod counters;
 mod disruption;
 mod engine;
+mod engine_api;
 mod export;
 mod faults;
 mod gpu;

@@ -2,6 +2,10 @@
 //! `POST /v1/completions`, streaming (SSE ending in `data: [DONE]`) or not, serving the same models
 //! by name. Optional bearer-token check when an API key is configured.
 //!
+//! In llama.cpp's metrics style every response carries llama-server's `timings` (the last data
+//! event of a stream, the top level of a whole body: [`super::engine_api::timings`]); `/slots`
+//! and `/tokenize` answer as the style's engine does ([`super::engine_api`]).
+//!
 //! A reasoning model ([`super::models::ReasoningSpec`]) answers chat requests with its first
 //! reasoning tokens in the model's reasoning field (`delta.reasoning` or
 //! `delta.reasoning_content`; non-streaming `message.<field>`), the rest in `content` (`null`
@@ -23,7 +27,7 @@ use tokio::time::Instant;
 use super::http::{MAX_BODY_BYTES, begin_status};
 use super::models::ReasoningSpec;
 use super::request::{DEFAULT_MAX_TOKENS, Prompt, Scalar, resolve_length};
-use super::state::{BeginError, SimState};
+use super::state::{BeginError, Generation, SimState};
 use super::stream::{EventFormat, SseBody, full_json_response};
 use super::tokens;
 
@@ -38,6 +42,8 @@ pub(crate) fn router(state: Arc<SimState>) -> Router {
             state.clone(),
             require_api_key,
         ))
+        .route("/slots", get(super::engine_api::slots))
+        .route("/tokenize", post(super::engine_api::tokenize))
         .with_state(state)
 }
 
@@ -257,7 +263,9 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
             );
         }
     };
-    let need_usage = !req.stream || req.include_usage;
+    // llama.cpp's timings count the prompt's tokens.
+    let llamacpp = st.metrics_style == crate::server_metrics::ServerKind::LlamaCpp;
+    let need_usage = !req.stream || req.include_usage || llamacpp;
     // Only the chat route separates reasoning from content.
     let reasoning = entry.spec.reasoning.filter(|_| chat);
     let mut g = match st
@@ -288,6 +296,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
             include_usage: req.include_usage,
             input_tokens: g.input_tokens,
             reasoning,
+            timings: llamacpp,
         };
         return SseBody::new(g, format).into_response();
     }
@@ -311,7 +320,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
     } else {
         json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
     };
-    let body = json!({
+    let mut body = json!({
         "id": id,
         "object": object,
         "created": created,
@@ -319,6 +328,9 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
         "choices": [choice],
         "usage": usage(g.input_tokens, n, reasoning),
     });
+    if llamacpp {
+        body["timings"] = super::engine_api::timings(&g);
+    }
     full_json_response(&mut g, body.to_string().into_bytes())
 }
 
@@ -366,6 +378,8 @@ struct OpenAiEvents {
     input_tokens: u32,
     /// Chat with a reasoning model: its leading tokens go in its reasoning field.
     reasoning: Option<ReasoningSpec>,
+    /// llama.cpp style: the last data event carries the request's `timings`.
+    timings: bool,
 }
 
 /// Closes a chat `delta` string and the chunk.
@@ -374,6 +388,39 @@ const TAIL_DELTA: &[u8] = b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
 const TAIL_TEXT: &[u8] = b"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n";
 
 impl OpenAiEvents {
+    /// The finish chunk, the usage chunk when asked for, and `[DONE]`; `timings` (llama.cpp
+    /// style) goes on the last data event: the usage chunk, else the finish chunk.
+    fn finish_events(&self, buf: &mut BytesMut, tokens_out: u32, timings: Option<&str>) {
+        let put_timings = |buf: &mut BytesMut| {
+            if let Some(t) = timings {
+                buf.put_slice(b",\"timings\":");
+                buf.put_slice(t.as_bytes());
+            }
+        };
+        self.choice_open(buf);
+        if self.chat {
+            buf.put_slice(b"{},\"logprobs\":null,\"finish_reason\":\"length\"}]");
+        } else {
+            buf.put_slice(b"\"\",\"logprobs\":null,\"finish_reason\":\"length\"}]");
+        }
+        if !self.include_usage {
+            put_timings(buf);
+        }
+        buf.put_slice(b"}\n\n");
+        if self.include_usage {
+            buf.put_slice(&self.head);
+            buf.put_slice(b",\"choices\":[],\"usage\":");
+            buf.put_slice(
+                usage(self.input_tokens, tokens_out, self.reasoning)
+                    .to_string()
+                    .as_bytes(),
+            );
+            put_timings(buf);
+            buf.put_slice(b"}\n\n");
+        }
+        buf.put_slice(b"data: [DONE]\n\n");
+    }
+
     fn choice_open(&self, buf: &mut BytesMut) {
         buf.put_slice(&self.head);
         if self.chat {
@@ -414,24 +461,11 @@ impl EventFormat for OpenAiEvents {
         }
     }
 
-    fn finish(&mut self, buf: &mut BytesMut, tokens_out: u32) {
-        self.choice_open(buf);
-        if self.chat {
-            buf.put_slice(b"{},\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n");
-        } else {
-            buf.put_slice(b"\"\",\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n");
-        }
-        if self.include_usage {
-            buf.put_slice(&self.head);
-            buf.put_slice(b",\"choices\":[],\"usage\":");
-            buf.put_slice(
-                usage(self.input_tokens, tokens_out, self.reasoning)
-                    .to_string()
-                    .as_bytes(),
-            );
-            buf.put_slice(b"}\n\n");
-        }
-        buf.put_slice(b"data: [DONE]\n\n");
+    fn finish(&mut self, buf: &mut BytesMut, g: &Generation) {
+        let timings = self
+            .timings
+            .then(|| super::engine_api::timings(g).to_string());
+        self.finish_events(buf, g.source.emitted(), timings.as_deref());
     }
 
     fn malformed(&mut self, buf: &mut BytesMut) {
@@ -491,10 +525,11 @@ mod tests {
             include_usage: true,
             input_tokens: 3,
             reasoning: None,
+            timings: false,
         };
         let mut buf = BytesMut::new();
         f.token(&mut buf, 0);
-        f.finish(&mut buf, 1);
+        f.finish_events(&mut buf, 1, None);
         let text = String::from_utf8(buf.to_vec()).expect("utf8");
         let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
         assert_eq!(events.len(), 4, "{text}");

@@ -312,6 +312,11 @@ impl SimState {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The GPT-2 token ids of `text` (`/tokenize`).
+    pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
+        self.tokenizer.encode(text)
+    }
+
     /// True once shutdown was requested.
     pub(crate) fn shutting_down(&self) -> bool {
         *self.shutdown.borrow()
