@@ -923,6 +923,64 @@ mod tests {
         assert_eq!(none.osl_mismatch_share(), None);
     }
 
+    /// (server input count, client count, count used) per request: the client's count is
+    /// `client_isl` when `isl` holds the server's (`--use-server-token-count`).
+    #[test]
+    fn server_and_client_input_counts_compared() {
+        let mut agg = Aggregate::new();
+        for (server, isl, client) in [
+            (Some(100), 100, None),
+            (Some(107), 100, None),
+            (Some(107), 107, Some(100)),
+            (None, 100, None),
+        ] {
+            let mut r = rec(10, 100, 11);
+            (r.server_isl, r.isl, r.client_isl) = (server, isl, client);
+            agg.record(&r, &[], &[]);
+        }
+        let s = agg.summarize(true, PercentileMethod::Linear);
+        assert_eq!((s.isl_compared, s.isl_mismatch), (3, 2));
+        assert!((s.isl_mismatch_share().unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        let mut other = Aggregate::new();
+        other.merge(&agg);
+        assert_eq!((other.isl_compared, other.isl_mismatch), (3, 2));
+    }
+
+    /// llama.cpp's per-response timings become four distributions, and the level's
+    /// client-minus-server TTFT is the mean of each request's difference.
+    #[test]
+    fn server_timings_become_distributions() {
+        let mut agg = Aggregate::new();
+        for (ttft_ms, prefill_us, cached) in [(30, 10_000, 0), (50, 20_000, 64)] {
+            let mut r = rec(ttft_ms, 200, 11);
+            r.server_timings = Some(crate::record::ServerTimings {
+                prompt_tokens: 8,
+                cached_tokens: cached,
+                prefill_us,
+                decode_us: 150_000,
+            });
+            agg.record(&r, &[], &[]);
+        }
+        agg.record(&rec(40, 200, 11), &[], &[]);
+        let s = agg.summarize(false, PercentileMethod::Linear);
+        let avg = |m: Metric| s.get(m).map(|st| (st.count, st.avg));
+        assert_eq!(avg(Metric::ServerPrefillTime), Some((2, 15.0)));
+        assert_eq!(avg(Metric::ClientMinusServerTtft), Some((2, 25.0)));
+        assert_eq!(avg(Metric::ServerDecodeTime), Some((2, 150.0)));
+        assert_eq!(avg(Metric::CachedPromptTokens), Some((2, 32.0)));
+        let l = LevelSummary::new(crate::load::Stimulus::Concurrency(2), s);
+        assert_eq!(l.network_and_client_ttft_ms(), Some(25.0));
+        assert_eq!(l.server_ttft_ms(), Some(15.0));
+        let none = LevelSummary::new(
+            crate::load::Stimulus::Concurrency(1),
+            Aggregate::new().summarize(false, PercentileMethod::Linear),
+        );
+        assert_eq!(
+            (none.server_ttft_ms(), none.network_and_client_ttft_ms()),
+            (None, None)
+        );
+    }
+
     /// Table: (ttft ms, latency ms, osl) per request → expected aggregate numbers.
     #[test]
     fn aggregate_throughput_itl_and_goodput() {

@@ -679,4 +679,59 @@ mod tests {
         assert!(v.lines[0].contains("--server-metrics-url"));
         assert!(verdict(&[]).lines.is_empty());
     }
+
+    /// A llama.cpp level of `c` clients over 10 s: `deferred` requests waiting for one of 4
+    /// slots on average while the client finished 100, prefill (the responses' timings) and
+    /// decode per request in seconds.
+    fn llamacpp_level(c: u32, deferred: f64, prefill_s: f64, decode_s: f64) -> LevelSummary {
+        use crate::server_metrics::level::{EngineLevelView, GaugeStats};
+        let mut l = level(c, None, 0.0);
+        let g = |avg: f64| {
+            Some(GaugeStats {
+                avg,
+                max: avg.ceil(),
+                samples: 20,
+            })
+        };
+        l.engine = Some(
+            EngineLevelView {
+                waiting: g(deferred),
+                running: g(f64::from(c.min(4))),
+                decode_total_s: Some(decode_s * 100.0),
+                window_s: Some(10.0),
+                ..EngineLevelView::empty(ServerKind::LlamaCpp)
+            }
+            .with_slots(Some(4))
+            .with_client_requests(100, Some(prefill_s)),
+        );
+        l
+    }
+
+    #[test]
+    fn llamacpp_queue_is_its_deferred_requests_and_what_it_cannot_tell_is_said() {
+        let levels = [
+            llamacpp_level(2, 0.0, 0.010, 0.300),
+            llamacpp_level(4, 0.0, 0.012, 0.400),
+            llamacpp_level(16, 12.0, 0.012, 0.420),
+        ];
+        let v = verdict(&levels);
+        assert_eq!(
+            v.steps.iter().map(|s| s.bottleneck).collect::<Vec<_>>(),
+            [Bottleneck::Decode, Bottleneck::Queueing]
+        );
+        assert_eq!(
+            v.lines[0],
+            "concurrency 2 → 4: llama.cpp queue (estimated from its deferred requests) +0.0 ms, prefill +2.0 ms, decode +100.0 ms — decode grew most: each request generates more slowly as the batch grows, so decode is the bottleneck, not waiting"
+        );
+        assert_eq!(
+            v.lines[1],
+            "concurrency 4 → 16: llama.cpp queue (estimated from its deferred requests) +1200.0 ms, prefill +0.0 ms, decode +20.0 ms — time waiting for a free llama.cpp slot grew most: every slot is busy, so queueing is the bottleneck"
+        );
+        assert_eq!(v.lines[2], LLAMACPP_NOTE);
+        assert_eq!(v.queue_dominated, ["concurrency16"]);
+        assert_eq!(
+            v.lines[3],
+            "concurrency 16: the llama.cpp queue (estimated from its deferred requests) is 74% of server time (over 50%) (12.0 requests waiting on average for 4 slots) — start llama-server with more --parallel slots (each gets --ctx-size / --parallel tokens of context), or cap concurrency below this level"
+        );
+    }
 }

@@ -331,7 +331,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0\n"
+                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,,,\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,,,\n"
             )
         );
     }
@@ -367,18 +367,21 @@ mod tests {
             "earlier columns keep their places"
         );
         assert_eq!(
-            header[header.len() - 5..],
+            header[header.len() - 8..],
             [
                 "ttfo_avg_ms",
                 "ttfo_p50_ms",
                 "ttfo_p99_ms",
                 "reasoning_token_count_avg",
-                "cancelled_count"
+                "cancelled_count",
+                "isl_mismatch_pct",
+                "osl_mismatch_pct",
+                "cached_prompt_tokens_avg"
             ]
         );
-        assert!(lines[1].ends_with(",,,,,,0"), "{}", lines[1]);
+        assert!(lines[1].ends_with(",,,,,,0,,,"), "{}", lines[1]);
         assert!(
-            lines[2].ends_with(",180.25,170.00,240.50,32.00,7"),
+            lines[2].ends_with(",180.25,170.00,240.50,32.00,7,,,"),
             "{}",
             lines[2]
         );
@@ -405,5 +408,46 @@ mod tests {
         assert_eq!(doc["levels"][1]["time_to_first_output_token"]["p99"], 240.5);
         assert_eq!(doc["levels"][1]["reasoning_token_count"]["avg"], 32.0);
         assert_eq!(doc["levels"][1]["cancelled_count"], 7);
+    }
+
+    /// A llama.cpp level: its responses' timings fill the server TTFT and client-minus-server
+    /// cells (no engine page needed), and the token counts the server disagrees with fill the
+    /// mismatch cells; summary.json says the same.
+    #[test]
+    fn server_timings_and_token_mismatch_cells() {
+        let mut l = level(4, 45.0, None);
+        let st = |avg: f64| Stats {
+            count: 20,
+            avg,
+            ..Stats::default()
+        };
+        l.stats.metrics.extend([
+            (Metric::ServerPrefillTime, st(12.5)),
+            (Metric::ClientMinusServerTtft, st(32.75)),
+            (Metric::CachedPromptTokens, st(80.0)),
+        ]);
+        (l.stats.isl_compared, l.stats.isl_mismatch) = (20, 5);
+        (l.stats.osl_compared, l.stats.osl_mismatch) = (20, 0);
+        let text = csv(std::slice::from_ref(&l));
+        let header: Vec<&str> = HEADER.split(',').collect();
+        let row: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
+        let cell = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(cell("server_ttft_avg_ms"), "12.50");
+        assert_eq!(cell("network_and_client_ttft_avg_ms"), "32.75");
+        assert_eq!(cell("isl_mismatch_pct"), "25.00");
+        assert_eq!(cell("osl_mismatch_pct"), "0.00");
+        assert_eq!(cell("cached_prompt_tokens_avg"), "80.00");
+        assert_eq!(cell("engine"), "", "no engine page was read");
+        let doc = json(
+            std::slice::from_ref(&l),
+            &[std::path::PathBuf::from("a")],
+            &crate::analysis::verdict::verdict(std::slice::from_ref(&l)),
+            &serde_json::json!({}),
+        );
+        let lv = &doc["levels"][0];
+        assert_eq!(lv["server_ttft_ms"], 12.5);
+        assert_eq!(lv["network_and_client_ttft_ms"], 32.75);
+        assert_eq!(lv["isl_mismatch_share"], 0.25);
+        assert_eq!(lv["server_prefill_time"]["avg"], 12.5);
     }
 }

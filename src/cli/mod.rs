@@ -494,6 +494,13 @@ pub struct ProfileArgs {
     #[arg(help_heading = MEASUREMENT, long = "use-server-token-count")]
     pub use_server_token_count: bool,
 
+    /// Count each prompt's input tokens with the server's own tokenizer (vLLM's /tokenize, chat
+    /// template included), once before the run, so input lengths match the server's usage;
+    /// chat and completions endpoint types. The tokenizer still shapes synthetic prompts and
+    /// counts output tokens.
+    #[arg(help_heading = MEASUREMENT, long = "tokenizer-from-server")]
+    pub tokenizer_from_server: bool,
+
     /// API key sent as `Authorization: Bearer` to the target's own address only (never to
     /// metrics, never written to artifacts or logs). For the chat and completions endpoint types
     /// `OPENAI_API_KEY` is read when this is not given; Triton targets never read it.

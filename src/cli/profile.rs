@@ -161,6 +161,11 @@ impl ProfileArgs {
             num_prompts: self.num_prompts,
         })?;
         let (levels, stop) = self.load(&workload, stop)?;
+        let tokenizer_from_server = resolve::tokenizer_from_server(
+            target.api,
+            self.tokenizer_from_server,
+            workload.sessions.is_some(),
+        )?;
         positive("--request-timeout", self.request_timeout)?;
         positive("--timeline-interval", self.timeline_interval)?;
         positive("--max-send-lag", self.max_send_lag)?;
@@ -199,6 +204,7 @@ impl ProfileArgs {
                 target.api,
                 self.use_server_token_count,
             )?,
+            tokenizer_from_server,
             request_timeout: self.request_timeout,
             request_cancellation: self.cancellation.plan()?,
             verbosity: match self.verbosity()? {

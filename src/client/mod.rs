@@ -16,6 +16,7 @@ pub mod http;
 pub mod request_id;
 pub mod sse;
 pub mod tls;
+pub mod tokenize;
 pub mod wire;
 pub mod wrong_port;
 

@@ -95,7 +95,10 @@ async fn connect_llm(
         Api::Chat | Api::Completions | Api::Generate => {
             let c = HttpClient::new(t, workers)?;
             check_http(c.inner(), t).await?;
-            let dataset = dataset::build_http(t, &plan.workload, tokenizer, salt(plan))?;
+            let mut dataset = dataset::build_http(t, &plan.workload, tokenizer, salt(plan))?;
+            if plan.tokenizer_from_server {
+                dataset = server_isls(c.inner(), t, dataset).await?;
+            }
             let stats = match t.api {
                 Api::Generate => {
                     StatsSource::Http(format!("{}/v2/models/{}/stats", t.base_url, t.model))
@@ -157,6 +160,19 @@ async fn connect_llm(
             Ok((Client::Grpc(client), dataset, probe))
         }
     }
+}
+
+/// The dataset with each entry's input length counted by the server's own tokenizer
+/// (`--tokenizer-from-server`): each distinct request body once, before any load.
+async fn server_isls(http: &reqwest::Client, t: &Target, dataset: Dataset) -> Result<Dataset> {
+    let bodies: Vec<&[u8]> = (0..dataset.len())
+        .map(|i| match &dataset.entry(i).payload {
+            crate::workload::Payload::Http(b) => b.as_ref(),
+            _ => &[][..],
+        })
+        .collect();
+    let counts = crate::client::tokenize::count_all(http, t, &bodies).await?;
+    Ok(dataset.with_isls(&counts))
 }
 
 /// This run's prompt salt: a fresh one per run (and per repetition: each prepares its own

@@ -57,10 +57,10 @@ impl RunPlan {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",");
-        let tokens = if self.use_server_token_count {
-            "server usage"
-        } else {
-            "tokenizer"
+        let tokens = match (self.use_server_token_count, self.tokenizer_from_server) {
+            (true, _) => "server usage",
+            (false, true) => "tokenizer, inputs by the server's /tokenize",
+            (false, false) => "tokenizer",
         };
         let fields = [
             ("endpoint", format!("{} {}", t.api.name(), t.endpoint)),

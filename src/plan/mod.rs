@@ -108,6 +108,9 @@ pub struct RunPlan {
     pub gpu_metrics_url: Option<String>,
     /// Count output tokens from server usage.
     pub use_server_token_count: bool,
+    /// Count each prompt's input tokens with the server's own tokenizer (vLLM's `/tokenize`),
+    /// once before the run (`--tokenizer-from-server`).
+    pub tokenizer_from_server: bool,
     /// Per-request timeout.
     #[serde(with = "duration_secs")]
     pub request_timeout: Duration,
@@ -228,6 +231,7 @@ impl RunPlan {
             server_kind: None,
             gpu_metrics_url: None,
             use_server_token_count: false,
+            tokenizer_from_server: false,
             request_timeout: Duration::from_secs(600),
             request_cancellation: RequestCancellation::default(),
             verbosity: Verbosity::Normal,

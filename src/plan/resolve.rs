@@ -572,6 +572,26 @@ pub fn server_token_count(api: Api, asked: bool) -> Result<bool, UsageError> {
     }
 }
 
+/// `--tokenizer-from-server` against the API and the workload: vLLM's `/tokenize` takes chat and
+/// completions prompts, and counts each dataset prompt once, so multi-turn sessions (whose
+/// requests carry a growing history) are not counted by it.
+pub fn tokenizer_from_server(api: Api, asked: bool, sessions: bool) -> Result<bool, UsageError> {
+    if !asked {
+        return Ok(false);
+    }
+    if !matches!(api, Api::Chat | Api::Completions) {
+        return Err(UsageError(
+            "--tokenizer-from-server counts with vLLM's /tokenize, which takes chat and completions prompts: give --endpoint-type chat or completions, or drop the flag".into(),
+        ));
+    }
+    if sessions {
+        return Err(UsageError(
+            "--tokenizer-from-server counts each prompt once before the run, but a multi-turn session's requests carry a history that grows turn by turn: drop the flag (the server's counts are still compared with the client's, per level)".into(),
+        ));
+    }
+    Ok(true)
+}
+
 /// The outputs a Triton LLM model reports its token count in (TensorRT-LLM's `output_ids` and
 /// `sequence_length`; the vLLM backend's `num_output_tokens`, sent only when the request asks
 /// with `return_num_output_tokens`).

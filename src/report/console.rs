@@ -130,7 +130,9 @@ pub fn repetitions_table(
 /// request's intended send time (corrected for coordinated omission) beside the one from the
 /// actual send, so a generator or cap that sent late shows as the gap between the two. When a
 /// level saw reasoning (a reasoning model's `reasoning_content` / `reasoning` deltas), the time
-/// to the first answer token (TTFO) and the reasoning tokens per request follow TTFT.
+/// to the first answer token (TTFO) and the reasoning tokens per request follow TTFT; when the
+/// responses carried the server's own timings (llama.cpp), its prefill time and the client's
+/// TTFT minus it (the transport, the HTTP layer and the wait for a slot) follow too.
 pub fn sweep_table(levels: &[LevelSummary]) -> String {
     let kind = levels.first().map_or("level", |l| l.stimulus.kind());
     let kind_title = match kind {
@@ -149,6 +151,13 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     }
     if reasoning {
         headers.extend(["TTFO avg (ms)", "Reasoning tok avg"]);
+    }
+    // Responses that carry the server's own timings (llama.cpp) split TTFT per request.
+    let timed = levels
+        .iter()
+        .any(|l| l.stats.get(Metric::ServerPrefillTime).is_some());
+    if timed {
+        headers.extend(["Server prefill (ms)", "TTFT - server (ms)"]);
     }
     headers.extend([
         "ITL avg (ms)",
@@ -186,6 +195,10 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
                     "-",
                 ));
             }
+            if timed {
+                row.push(ms(l.stats.get(Metric::ServerPrefillTime).map(|s| s.avg)));
+                row.push(ms(l.network_and_client_ttft_ms()));
+            }
             row.extend([
                 ms(get(Metric::InterTokenLatency).map(|s| s.avg)),
                 format!("{:.1}", l.stats.output_token_throughput),
@@ -221,7 +234,8 @@ pub fn engine_lines(l: &LevelSummary) -> String {
             parts.push(format!("waiting {:.1} avg / {:.0} max", w.avg, w.max));
         }
         if let Some(r) = e.running {
-            parts.push(format!("running {:.1} avg / {:.0} max", r.avg, r.max));
+            let of = e.slots.map_or(String::new(), |n| format!(" of {n} slots"));
+            parts.push(format!("running {:.1} avg / {:.0} max{of}", r.avg, r.max));
         }
         if let Some(s) = e.split() {
             let est = if s.queue_source == QueueSource::WaitingGauge {
@@ -257,10 +271,9 @@ pub fn engine_lines(l: &LevelSummary) -> String {
         if let Some(p) = e.preemptions {
             more.push(format!("{p:.0} preemptions"));
         }
-        if let Some(t) = e.server_ttft {
+        if let Some(t) = l.server_ttft_ms() {
             more.push(format!(
-                "server TTFT {:.1} ms (network + client {} ms)",
-                t.avg_s * 1e3,
+                "server TTFT {t:.1} ms (network + client {} ms)",
                 one(l.network_and_client_ttft_ms())
             ));
         }
@@ -278,9 +291,23 @@ pub fn engine_lines(l: &LevelSummary) -> String {
                 ),
             });
         }
+        if let Some(sd) = e.spec_decode.filter(|s| s.draft_tokens > 0.0) {
+            more.push(format!(
+                "speculative decoding {} of {:.0} draft tokens accepted",
+                sd.acceptance_rate
+                    .map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0)),
+                sd.draft_tokens
+            ));
+        }
         if !more.is_empty() {
             out.push_str(&format!("  {}\n", more.join(", ")));
         }
+    } else if let Some(t) = l.server_ttft_ms() {
+        // Timings in the responses without the engine's page.
+        out.push_str(&format!(
+            "  server TTFT {t:.1} ms (from the responses' timings; client minus server {} ms)\n",
+            one(l.network_and_client_ttft_ms())
+        ));
     }
     if let Some(g) = &l.gpu {
         let pct = |v: Option<f64>| crate::analysis::text::fixed_or(v.map(|v| v * 100.0), 0, "-");
@@ -460,16 +487,35 @@ pub fn error_lines(l: &LevelSummary) -> String {
     out
 }
 
-/// How the server's output token counts compare with the tokenizer's (`-v`), when the server
-/// reported counts: statistics use the tokenizer's unless `--use-server-token-count`.
+/// How the server's token counts compare with the client's (`-v`), when the server reported
+/// counts: output tokens against the tokenizer's, input tokens against what the client counted
+/// before sending (statistics use the client's unless `--use-server-token-count`), with what to
+/// do when the input counts differ.
 pub fn token_count_line(l: &LevelSummary) -> Option<String> {
-    let share = l.stats.osl_mismatch_share()?;
-    Some(format!(
-        "output tokens: the server's count differs from the tokenizer's on {} of {} ({:.1}%)",
-        l.stats.osl_mismatch,
-        crate::analysis::text::count(l.stats.osl_compared, "request"),
-        share * 100.0
-    ))
+    let st = &l.stats;
+    let mut parts = Vec::new();
+    if let Some(share) = st.osl_mismatch_share() {
+        parts.push(format!(
+            "output tokens: the server's count differs from the tokenizer's on {} of {} ({:.1}%)",
+            st.osl_mismatch,
+            crate::analysis::text::count(st.osl_compared, "request"),
+            share * 100.0
+        ));
+    }
+    if let Some(share) = st.isl_mismatch_share() {
+        let hint = if st.isl_mismatch > 0 {
+            " — count with the server's own tokenizer: --tokenizer-from-server (vLLM's /tokenize), or --tokenizer with the model's tokenizer.json"
+        } else {
+            ""
+        };
+        parts.push(format!(
+            "input tokens: the server's count differs from the client's on {} of {} ({:.1}%){hint}",
+            st.isl_mismatch,
+            crate::analysis::text::count(st.isl_compared, "request"),
+            share * 100.0
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
 /// `NOT TRUSTWORTHY <level>: <reason>` for every reason of every untrustworthy level, as both
@@ -716,6 +762,17 @@ Turn  Requests  ISL avg  TTFT avg    p50    p99  TTFT per 1k ISL
             token_count_line(&l).unwrap(),
             "output tokens: the server's count differs from the tokenizer's on 3 of 40 requests (7.5%)"
         );
+        l.stats.isl_compared = 40;
+        l.stats.isl_mismatch = 40;
+        assert_eq!(
+            token_count_line(&l).unwrap(),
+            "output tokens: the server's count differs from the tokenizer's on 3 of 40 requests (7.5%)
+input tokens: the server's count differs from the client's on 40 of 40 requests (100.0%) — count with the server's own tokenizer: --tokenizer-from-server (vLLM's /tokenize), or --tokenizer with the model's tokenizer.json"
+        );
+        l.stats.isl_mismatch = 0;
+        assert!(token_count_line(&l).unwrap().ends_with(
+            "input tokens: the server's count differs from the client's on 0 of 40 requests (0.0%)"
+        ));
     }
 
     #[test]

@@ -547,4 +547,36 @@ mod tests {
             let _: Value = serde_json::from_str(e.trim_start_matches("data: ")).expect(e);
         }
     }
+
+    /// llama.cpp style: the timings ride on the last data event, the usage chunk when asked
+    /// for, else the finish chunk, as llama-server sends them.
+    #[test]
+    fn timings_go_on_the_last_data_event() {
+        let mut f = OpenAiEvents {
+            head: Bytes::from_static(b"data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\""),
+            chat: true,
+            include_usage: false,
+            input_tokens: 3,
+            reasoning: None,
+            timings: true,
+        };
+        let last_data = |f: &OpenAiEvents| {
+            let mut buf = BytesMut::new();
+            f.finish_events(&mut buf, 2, Some(r#"{"prompt_ms":1.5}"#));
+            let text = String::from_utf8(buf.to_vec()).expect("utf8");
+            let data: Vec<Value> = text
+                .split("\n\n")
+                .filter_map(|e| e.strip_prefix("data: "))
+                .filter(|e| *e != "[DONE]")
+                .map(|e| serde_json::from_str(e).expect(e))
+                .collect();
+            let with: Vec<usize> = (0..data.len())
+                .filter(|&i| data[i].get("timings").is_some())
+                .collect();
+            (data.len(), with)
+        };
+        assert_eq!(last_data(&f), (1, vec![0]));
+        f.include_usage = true;
+        assert_eq!(last_data(&f), (2, vec![1]));
+    }
 }

@@ -151,6 +151,14 @@ impl Dataset {
         self.entries.iter().map(|e| e.isl).collect()
     }
 
+    /// The same entries with these input lengths (the server's count of each, in order).
+    pub fn with_isls(mut self, isls: &[u32]) -> Dataset {
+        for (e, &n) in self.entries.iter_mut().zip(isls) {
+            e.isl = n;
+        }
+        self
+    }
+
     /// Number of entries (never 0 for a built dataset).
     pub fn len(&self) -> usize {
         self.entries.len()

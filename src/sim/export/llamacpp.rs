@@ -91,7 +91,7 @@ pub(crate) fn cpp_double(v: f64) -> String {
             s
         }
     };
-    if !(-5..6).contains(&exp) {
+    if !(-4..6).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
         return format!("{}e{sign}{:02}", trim(mantissa.to_string()), exp.abs());
     }
