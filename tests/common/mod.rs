@@ -1001,3 +1001,111 @@ pub fn path_with_bin() -> std::ffi::OsString {
     }
     std::env::join_paths(dirs).expect("PATH entries without separators")
 }
+
+/// A real inference engine started by `scripts/engines/{vllm,llamacpp}/start.sh`, found through
+/// the env file it writes.
+#[derive(Debug, Clone)]
+pub struct RealEngine {
+    /// `vllm` or `llamacpp`.
+    pub name: &'static str,
+    /// `host:port` of its HTTP server (`TTFTBENCH_<NAME>_URL`).
+    pub addr: String,
+    /// The model it serves (`TTFTBENCH_<NAME>_MODEL`).
+    pub model: String,
+    /// Every variable the env file exports.
+    pub vars: HashMap<String, String>,
+}
+
+impl RealEngine {
+    /// `http://host:port`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Its Prometheus page.
+    pub fn metrics_url(&self) -> String {
+        format!("{}/metrics", self.base_url())
+    }
+}
+
+/// The variables an env file exports (`export KEY=VALUE`, the value optionally in single or
+/// double quotes); comments and other lines are skipped.
+pub fn read_env_file(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| {
+            let v = v.trim();
+            let unquoted = v
+                .strip_prefix('\'')
+                .and_then(|v| v.strip_suffix('\''))
+                .or_else(|| v.strip_prefix('"').and_then(|v| v.strip_suffix('"')))
+                .unwrap_or(v);
+            (k.trim().to_string(), unquoted.to_string())
+        })
+        .collect()
+}
+
+/// The running engine `name` (`vllm` or `llamacpp`): its env file is `TTFTBENCH_<NAME>_ENV`,
+/// else `target/<name>.env` in the repository; it must answer `GET /health`. Without it,
+/// prints `skipped: <reason>` and returns `None` — unless `TTFTBENCH_REQUIRE_ENGINES=1` (CI,
+/// once the engines are started there), where that fails the test.
+pub fn real_engine(name: &'static str) -> Option<RealEngine> {
+    let upper = name.to_ascii_uppercase();
+    let path = std::env::var_os(format!("TTFTBENCH_{upper}_ENV"))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/{name}.env"))
+        });
+    let found = std::fs::read_to_string(&path)
+        .map_err(|e| format!("{}: {e} (start it with scripts/engines/{name}/start.sh, or point TTFTBENCH_{upper}_ENV at its env file)", path.display()))
+        .and_then(|text| {
+            let vars = read_env_file(&text);
+            let get = |k: &str| {
+                vars.get(&format!("TTFTBENCH_{upper}_{k}"))
+                    .cloned()
+                    .ok_or_else(|| format!("{}: no TTFTBENCH_{upper}_{k}", path.display()))
+            };
+            let engine = RealEngine {
+                name,
+                addr: get("URL")?,
+                model: get("MODEL")?,
+                vars: vars.clone(),
+            };
+            answers_health(&engine.addr)
+                .map_err(|e| format!("{name} at {} does not answer /health: {e}", engine.addr))?;
+            Ok(engine)
+        });
+    match found {
+        Ok(e) => Some(e),
+        Err(reason) if std::env::var("TTFTBENCH_REQUIRE_ENGINES").as_deref() == Ok("1") => {
+            panic!("TTFTBENCH_REQUIRE_ENGINES=1: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            None
+        }
+    }
+}
+
+/// `GET /health` answers 200 within 5 s (plain HTTP/1.1 on a socket: no runtime needed).
+fn answers_health(addr: &str) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let sock: std::net::SocketAddr = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
+    let mut s = std::net::TcpStream::connect_timeout(&sock, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).map_err(|e| e.to_string())?;
+    let status = String::from_utf8_lossy(&head);
+    status
+        .ends_with("200")
+        .then_some(())
+        .ok_or_else(|| format!("answered {status:?}"))
+}
