@@ -923,7 +923,7 @@ fn help_groups_completions_man_and_version() {
             examples.matches(&format!("ttftbench {sub} ")).count() >= 3,
             "{examples}"
         );
-        assert!(out.contains("[default: 50%]"), "defaults shown: {out}");
+        assert!(out.contains("[default: 5%]"), "defaults shown: {out}");
     }
     let (code, script, err) = run(&["completions", "bash"]);
     assert_eq!(code, 0, "{err}");

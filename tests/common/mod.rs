@@ -1173,3 +1173,65 @@ fn answer(conn: &std::net::TcpStream, closing: Closing, served: u32) -> bool {
         _ => true,
     }
 }
+
+/// A real engine started by `scripts/engines/*/start.sh`, read from its env file.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    /// `vllm` or `llamacpp`.
+    pub name: &'static str,
+    /// `host:port`.
+    pub url: String,
+    /// The served model name.
+    pub model: String,
+}
+
+/// The engine `name` (`vllm`, `llamacpp`) from the env file its start script wrote
+/// (`TTFTBENCH_<NAME>_ENV`, else `target/<name>.env`), when its server answers `/health`.
+/// Without one the test prints why and skips, unless `TTFTBENCH_REQUIRE_ENGINES=1` (CI), where
+/// it fails.
+pub fn engine(name: &'static str) -> Option<Engine> {
+    let upper = name.to_ascii_uppercase();
+    let path = std::env::var(format!("TTFTBENCH_{upper}_ENV"))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/{name}.env"))
+        });
+    let var = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("export TTFTBENCH_{upper}_{key}=")))
+            .map(|v| v.trim_matches('\'').to_string())
+    };
+    let found = std::fs::read_to_string(&path).ok().and_then(|text| {
+        let url = var(&text, "URL")?;
+        let model = var(&text, "MODEL")?;
+        let up = std::net::TcpStream::connect_timeout(&url.parse().ok()?, Duration::from_secs(2))
+            .is_ok();
+        up.then_some(Engine { name, url, model })
+    });
+    if found.is_none() {
+        let why = format!(
+            "no running {name} (env file {}): start it with scripts/engines/{name}/start.sh",
+            path.display()
+        );
+        if std::env::var("TTFTBENCH_REQUIRE_ENGINES").as_deref() == Ok("1") {
+            panic!("{why}");
+        }
+        eprintln!("skipped: {why}");
+    }
+    found
+}
+
+/// A counter or gauge of an engine's `/metrics` (the sum over its label sets), 0 when absent.
+pub async fn engine_metric(e: &Engine, name: &str) -> f64 {
+    let text = get_text(&http_client(), &format!("http://{}/metrics", e.url)).await;
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (key, value) = l.rsplit_once(' ')?;
+            let metric = key.split('{').next()?;
+            (metric == name)
+                .then(|| value.parse::<f64>().ok())
+                .flatten()
+        })
+        .sum()
+}
