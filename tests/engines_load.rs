@@ -9,9 +9,13 @@ mod common;
 
 use common::{Engine, engine, engine_metric};
 
-/// Runs `profile` against `e` with `extra` flags into a fresh directory; returns each level's
-/// JSON (a ladder's in order, `c{concurrency}`).
-async fn run(e: &Engine, extra: &[&str]) -> (tempfile::TempDir, Vec<serde_json::Value>) {
+/// Runs `profile` against `e`, asking for `tokens` output tokens a request, with `extra` flags,
+/// into a fresh directory; returns each level's JSON (a ladder's in order, `c{concurrency}`).
+async fn run(
+    e: &Engine,
+    tokens: &str,
+    extra: &[&str],
+) -> (tempfile::TempDir, Vec<serde_json::Value>) {
     let tmp = tempfile::tempdir().unwrap();
     let mut a = common::args(&[
         "-m",
@@ -19,7 +23,7 @@ async fn run(e: &Engine, extra: &[&str]) -> (tempfile::TempDir, Vec<serde_json::
         "-u",
         &e.url,
         "--output-tokens-mean",
-        "12",
+        tokens,
         "--output-tokens-mean-deterministic",
         "--synthetic-input-tokens-mean",
         "40",
@@ -53,7 +57,7 @@ async fn ladders(e: &Engine) {
             if streaming {
                 flags.push("--streaming");
             }
-            let (_tmp, docs) = run(e, &flags).await;
+            let (_tmp, docs) = run(e, "12", &flags).await;
             for (doc, c) in docs.iter().zip([1, 4, 16, 64]) {
                 let what = format!("{} {api} streaming={streaming} c={c}", e.name);
                 assert_eq!(count(doc, "error_count"), 0.0, "{what}: {}", doc["errors"]);
@@ -82,6 +86,7 @@ async fn llamacpp_ladders_end_without_errors() {
 async fn sessions(e: &Engine) {
     let (_tmp, docs) = run(
         e,
+        "12",
         &[
             "--endpoint-type",
             "chat",
@@ -127,6 +132,7 @@ async fn cancellation_frees_the_engines() {
         let Some(e) = engine(name) else { continue };
         let (_tmp, docs) = run(
             &e,
+            "100",
             &[
                 "--endpoint-type",
                 "chat",
@@ -134,9 +140,7 @@ async fn cancellation_frees_the_engines() {
                 "--concurrency",
                 "4",
                 "--request-count",
-                "48",
-                "--output-tokens-mean",
-                "200",
+                "24",
                 "--request-cancellation-rate",
                 "33",
                 "--request-cancellation-delay",
@@ -176,6 +180,7 @@ async fn shared_prefixes_hit_the_engines_caches() {
         let before = engine_metric(&e, hits).await;
         let (_tmp, docs) = run(
             &e,
+            "12",
             &[
                 "--endpoint-type",
                 "chat",
@@ -205,6 +210,7 @@ async fn server_token_counts() {
         let Some(e) = engine(name) else { continue };
         let (_tmp, docs) = run(
             &e,
+            "12",
             &[
                 "--endpoint-type",
                 "chat",
