@@ -66,16 +66,14 @@ async fn keep_alive_max_is_honoured() {
     assert_eq!(connections(&s), 5, "24 requests, 5 a connection");
 }
 
-/// `Keep-Alive: timeout=1`: a connection idle for 0.9 s is not reused (the server would still
-/// have answered on it here, but a real one closes then).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn keep_alive_timeout_is_honoured() {
-    let s = keepalive_server(Closing::IdleTimeout(Duration::from_millis(1500)));
+/// Three requests `rate` apart, one at a time, against `s`: each goes on a fresh connection that
+/// the client opened before sending (none sent twice), and nothing fails.
+async fn each_on_a_fresh_connection(s: &KeepAliveServer, rate: &str) {
     let doc = run(
-        &s,
+        s,
         &[
             "--request-rate",
-            "1.1",
+            rate,
             "--request-count",
             "3",
             "--max-inflight",
@@ -85,7 +83,15 @@ async fn keep_alive_timeout_is_honoured() {
     .await
     .doc;
     assert_eq!((errors(&doc), reconnects(&doc)), (0.0, 0.0));
-    assert_eq!(connections(&s), 3);
+    assert_eq!(connections(s), 3);
+}
+
+/// `Keep-Alive: timeout=1`: a connection idle for 0.9 s is not reused (the server would still
+/// have answered on it here, but a real one closes then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_timeout_is_honoured() {
+    let s = keepalive_server(Closing::IdleTimeout(Duration::from_millis(1500)));
+    each_on_a_fresh_connection(&s, "1.1").await;
 }
 
 /// A server that closes idle connections without a word (vLLM after 5 s): the close is seen
@@ -93,21 +99,7 @@ async fn keep_alive_timeout_is_honoured() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_idle_close_is_seen_before_sending() {
     let s = keepalive_server(Closing::SilentIdle(Duration::from_millis(300)));
-    let doc = run(
-        &s,
-        &[
-            "--request-rate",
-            "1.5",
-            "--request-count",
-            "3",
-            "--max-inflight",
-            "1",
-        ],
-    )
-    .await
-    .doc;
-    assert_eq!((errors(&doc), reconnects(&doc)), (0.0, 0.0));
-    assert_eq!(connections(&s), 3);
+    each_on_a_fresh_connection(&s, "1.5").await;
 }
 
 /// llama.cpp's server: keep-alive announced, the connection closed after every stream. The
