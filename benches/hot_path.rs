@@ -243,6 +243,8 @@ fn record(i: u64) -> RequestRecord {
         chunks: 100,
         responses: 101,
         lossy_text: false,
+        reconnected: false,
+        connection_reused: None,
         conversation: None,
         error: None,
     }

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # The test command (README, CI): every unit, integration and CLI test against the built-in
-# simulator, plus the real-Triton tests against a PyTriton server that this script starts in
-# a Python venv and stops again. If PyTriton cannot be installed (no network), the real-Triton
-# tests print why and skip — unless TTFTBENCH_REQUIRE_TRITON=1 (CI), where they fail.
+# simulator, plus the real-engine tests against a PyTriton server, vLLM (CPU build) and
+# llama.cpp's llama-server that this script starts (installing or building them once into the
+# user cache, keyed by version: scripts/engines/README.md) and stops again. If an engine
+# cannot be installed (no network), its tests print why and skip — unless
+# TTFTBENCH_REQUIRE_TRITON=1 / TTFTBENCH_REQUIRE_ENGINES=1 (CI), where they fail.
+# TTFTBENCH_SKIP_TRITON=1 / TTFTBENCH_SKIP_ENGINES=1 leave those servers out.
 # Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test profile_sim`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 triton_started=0
-stop_triton() {
+engines_started=()
+stop_servers() {
   if [ "$triton_started" = 1 ]; then scripts/triton/stop.sh || true; fi
+  for e in "${engines_started[@]}"; do scripts/engines/"$e"/stop.sh || true; done
 }
-trap stop_triton EXIT
+trap stop_servers EXIT
 
 if [ "${TTFTBENCH_SKIP_TRITON:-0}" = 1 ]; then
   echo "TTFTBENCH_SKIP_TRITON=1: not starting a Triton server" >&2
@@ -20,6 +25,22 @@ elif scripts/triton/start.sh; then
   export TTFTBENCH_TRITON_ENV="$PWD/target/triton.env"
 else
   echo "could not start a Triton server (see above); the real-Triton tests will report it" >&2
+fi
+
+# vLLM and llama-server, each with a tiny random-weight model made here. Cold: vLLM's venv
+# ~8 min, llama-server's build ~12 min on 2 cores; cached: seconds (then ~1 min for vLLM to
+# come up). Their env files are where the real-engine tests find them.
+if [ "${TTFTBENCH_SKIP_ENGINES:-0}" = 1 ]; then
+  echo "TTFTBENCH_SKIP_ENGINES=1: not starting vLLM or llama-server" >&2
+else
+  for e in llamacpp vllm; do
+    if scripts/engines/"$e"/start.sh; then
+      engines_started+=("$e")
+      export "TTFTBENCH_$(echo "$e" | tr a-z A-Z)_ENV=$PWD/target/$e.env"
+    else
+      echo "could not start $e (see above); its real-engine tests will report it" >&2
+    fi
+  done
 fi
 
 # GenAI-Perf (pure Python, from PyPI) for tests/genai_perf_crosscheck.rs and

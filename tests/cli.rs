@@ -781,7 +781,7 @@ fn perf_ctrl_c_before_the_first_window_reports_the_partial_window() {
 }
 
 /// Issue 15.4: a level where most requests failed fails the run (exit 1) under the default
-/// `--max-error-rate 50%`, with a loud line naming the level; `--max-error-rate 100%` accepts it
+/// `--max-error-rate 5%`, with a loud line naming the level; `--max-error-rate 100%` accepts it
 /// (exit 0) and still prints the line.
 #[test]
 fn error_share_over_max_error_rate_fails_the_run() {
@@ -808,7 +808,7 @@ fn error_share_over_max_error_rate_fails_the_run() {
     let (code, _out, err) = run(&argv);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("WARNING concurrency4: "), "{err}");
-    assert!(err.contains("over --max-error-rate 50 %"), "{err}");
+    assert!(err.contains("over --max-error-rate 5 %"), "{err}");
     let dir = tmp.path().join("b");
     let mut argv = base.to_vec();
     argv.extend([
@@ -923,7 +923,7 @@ fn help_groups_completions_man_and_version() {
             examples.matches(&format!("ttftbench {sub} ")).count() >= 3,
             "{examples}"
         );
-        assert!(out.contains("[default: 50%]"), "defaults shown: {out}");
+        assert!(out.contains("[default: 5%]"), "defaults shown: {out}");
     }
     let (code, script, err) = run(&["completions", "bash"]);
     assert_eq!(code, 0, "{err}");

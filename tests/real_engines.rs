@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{RealEngine, args, get_text, http_client, measured, real_engine};
+use common::{Engine, args, get_text, http_client, measured, engine};
 use ttftbench::metrics::Metric;
 use ttftbench::server_metrics::ServerKind;
 use ttftbench::server_metrics::engines::{EngineSample, sample_from_text};
@@ -22,14 +22,14 @@ use ttftbench::server_metrics::engines::{EngineSample, sample_from_text};
 static ENGINES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The engine's sample now, from its own page.
-async fn sample(e: &RealEngine) -> EngineSample {
+async fn sample(e: &Engine) -> EngineSample {
     let page = get_text(&http_client(), &e.metrics_url()).await;
     sample_from_text(&page, None, Some(&e.model)).expect("the engine's families")
 }
 
 /// A short streaming chat level against `e`, with its page read as the server view.
 async fn run(
-    e: &RealEngine,
+    e: &Engine,
     concurrency: &str,
     requests: &str,
     dir: &std::path::Path,
@@ -75,7 +75,7 @@ fn sum(rows: &[serde_json::Value], key: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vllm_engine_view_against_its_own_metrics() {
-    let Some(engine) = real_engine("vllm") else {
+    let Some(engine) = engine("vllm") else {
         return;
     };
     let _one = ENGINES.lock().await;
@@ -142,7 +142,7 @@ async fn vllm_engine_view_against_its_own_metrics() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llamacpp_engine_view_and_timings_against_its_own_metrics() {
-    let Some(engine) = real_engine("llamacpp") else {
+    let Some(engine) = engine("llamacpp") else {
         return;
     };
     let _one = ENGINES.lock().await;

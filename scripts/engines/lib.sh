@@ -53,3 +53,48 @@ stop_tree() {
   done
   return 0
 }
+
+# The whole of a stop script: `stop_main ENGINE "$@"` for ENGINE vllm or llamacpp stops the
+# variants its arguments name ([--variant generate|embed|rerank | --all]; generate by default),
+# each from its env file (target/ENGINE[-variant].env; TTFTBENCH_<ENGINE>_ENV overrides it when
+# one variant is named), and removes the env files.
+stop_main() {
+  local engine=$1 upper variants variant prefix suffix env_file pid t0
+  shift
+  upper=$(echo "$engine" | tr a-z A-Z)
+  variants=(generate)
+  case "${1:-}" in
+    "") ;;
+    --all) variants=(generate embed rerank) ;;
+    --variant) variants=("${2:-}") ;;
+    --variant=*) variants=("${1#--variant=}") ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) say "unknown argument '$1' (try --help)"; exit 2 ;;
+  esac
+  for variant in "${variants[@]}"; do
+    case "$variant" in
+      generate) prefix=TTFTBENCH_$upper; suffix="" ;;
+      embed|rerank) prefix=TTFTBENCH_${upper}_$(echo "$variant" | tr a-z A-Z); suffix=-$variant ;;
+      *) say "unknown variant '$variant'"; exit 2 ;;
+    esac
+    env_file=$repo/target/$engine$suffix.env
+    if [[ ${#variants[@]} == 1 ]]; then
+      local override=TTFTBENCH_${upper}_ENV
+      env_file=${!override:-$env_file}
+    fi
+    if [[ ! -f $env_file ]]; then
+      say "no env file at $env_file: nothing to stop"
+      continue
+    fi
+    pid=$(env_value "$env_file" "${prefix}_PID")
+    if [[ -z $pid ]] || ! alive "$pid"; then
+      say "server (pid ${pid:-?}) is not running"
+      rm -f "$env_file"
+      continue
+    fi
+    t0=$(now)
+    stop_tree "$pid" 30
+    rm -f "$env_file"
+    say "stopped $variant server pid $pid in $(since "$t0")s"
+  done
+}

@@ -5,5 +5,6 @@
 pub mod knee;
 pub mod slo;
 pub mod text;
+pub mod transport;
 pub mod validity;
 pub mod verdict;

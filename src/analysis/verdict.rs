@@ -159,6 +159,9 @@ pub fn verdict(levels: &[LevelSummary]) -> Verdict {
 pub fn with_knee(levels: &[LevelSummary], knee: Option<&str>) -> Verdict {
     let with: Vec<Reading> = levels.iter().filter_map(Reading::of).collect();
     let mut v = Verdict::default();
+    // The transport's part comes first: it says what the client-side numbers hold besides the
+    // server's time.
+    v.lines.extend(super::transport::lines(levels));
     if with.is_empty() {
         if !levels.is_empty() {
             v.lines.push(

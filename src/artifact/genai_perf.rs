@@ -564,6 +564,7 @@ server_max_pending_requests,3.00,count
                 "error_count",
                 "errors",
                 "cancelled_count",
+                "reconnect_count",
                 "benchmark_duration",
                 "server_metrics",
                 "engine_metrics",

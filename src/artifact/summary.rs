@@ -11,22 +11,24 @@
 //! power, output tokens per joule); then, appended after those so scripts that index the earlier
 //! columns keep reading what they read, a reasoning model's split — time to first output token
 //! (TTFO, the first answer token past the reasoning) avg/p50/p99 and reasoning tokens per
-//! request (avg), empty for a level that saw no reasoning — and `cancelled_count` (requests
-//! cancelled on purpose by `--request-cancellation-rate`, in no other column); then the token
-//! counts the server disagrees with — `isl_mismatch_pct` and `osl_mismatch_pct`, the share of
-//! requests whose input (output) token count differs from the server's usage, empty when the
-//! server reported none — and `cached_prompt_tokens_avg` (the prompt tokens the server reused
-//! per request, from llama.cpp's per-response `timings`). `server_ttft_avg_ms` is the responses'
-//! own prompt time (llama.cpp's `timings.prompt_ms`) where they carry it, else the engine's TTFT
-//! histogram (vLLM); `network_and_client_ttft_avg_ms` is client TTFT minus it (with llama.cpp,
-//! per request, and the wait for a free slot is in it). Values are plain decimals; a missing
-//! value is an empty cell.
+//! request (avg), empty for a level that saw no reasoning — `cancelled_count` (requests
+//! cancelled on purpose by `--request-cancellation-rate`, in no other column) and
+//! `reconnect_count` (requests sent again on a fresh connection after the server had closed
+//! their reused HTTP/1.1 one); then the token counts the server disagrees with —
+//! `isl_mismatch_pct` and `osl_mismatch_pct`, the share of requests whose input (output) token
+//! count differs from the server's usage, empty when the server reported none — and
+//! `cached_prompt_tokens_avg` (the prompt tokens the server reused per request, from llama.cpp's
+//! per-response `timings`). `server_ttft_avg_ms` is the responses' own prompt time (llama.cpp's
+//! `timings.prompt_ms`) where they carry it, else the engine's TTFT histogram (vLLM);
+//! `network_and_client_ttft_avg_ms` is client TTFT minus it (with llama.cpp, per request, and
+//! the wait for a free slot is in it). Values are plain decimals; a missing value is an empty
+//! cell.
 
 use crate::metrics::Metric;
 use crate::stats::LevelSummary;
 
 /// Header line of `summary.csv`.
-pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule,ttfo_avg_ms,ttfo_p50_ms,ttfo_p99_ms,reasoning_token_count_avg,cancelled_count,isl_mismatch_pct,osl_mismatch_pct,cached_prompt_tokens_avg";
+pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule,ttfo_avg_ms,ttfo_p50_ms,ttfo_p99_ms,reasoning_token_count_avg,cancelled_count,reconnect_count,isl_mismatch_pct,osl_mismatch_pct,cached_prompt_tokens_avg";
 
 /// Two decimals; an empty cell for a missing value.
 fn cell(v: Option<f64>) -> String {
@@ -80,6 +82,7 @@ fn reasoning_and_cancelled_cells(l: &LevelSummary) -> Vec<String> {
         cell(ttfo.map(|s| s.p99)),
         cell(l.stats.get(Metric::ReasoningTokenCount).map(|s| s.avg)),
         l.stats.cancelled_count.to_string(),
+        l.stats.reconnect_count.to_string(),
         cell(l.stats.isl_mismatch_share().map(|s| s * 100.0)),
         cell(l.stats.osl_mismatch_share().map(|s| s * 100.0)),
         cell(l.stats.get(Metric::CachedPromptTokens).map(|s| s.avg)),
@@ -159,6 +162,7 @@ pub fn json(
                 "request_count": l.stats.request_count,
                 "error_count": l.stats.error_count,
                 "cancelled_count": l.stats.cancelled_count,
+                "reconnect_count": l.stats.reconnect_count,
                 "time_to_first_output_token": l.stats.get(Metric::TimeToFirstOutputToken),
                 "reasoning_token_count": l.stats.get(Metric::ReasoningTokenCount),
                 "server_ttft_ms": l.server_ttft_ms(),
@@ -331,7 +335,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,,,\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,,,\n"
+                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,\n"
             )
         );
     }
@@ -367,21 +371,22 @@ mod tests {
             "earlier columns keep their places"
         );
         assert_eq!(
-            header[header.len() - 8..],
+            header[header.len() - 9..],
             [
                 "ttfo_avg_ms",
                 "ttfo_p50_ms",
                 "ttfo_p99_ms",
                 "reasoning_token_count_avg",
                 "cancelled_count",
+                "reconnect_count",
                 "isl_mismatch_pct",
                 "osl_mismatch_pct",
                 "cached_prompt_tokens_avg"
             ]
         );
-        assert!(lines[1].ends_with(",,,,,,0,,,"), "{}", lines[1]);
+        assert!(lines[1].ends_with(",,,,,,0,0,,,"), "{}", lines[1]);
         assert!(
-            lines[2].ends_with(",180.25,170.00,240.50,32.00,7,,,"),
+            lines[2].ends_with(",180.25,170.00,240.50,32.00,7,0,,,"),
             "{}",
             lines[2]
         );

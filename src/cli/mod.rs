@@ -337,8 +337,9 @@ pub struct ProfileArgs {
     #[arg(help_heading = DECISIONS, long = "strict")]
     pub strict: bool,
 
-    /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1).
-    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "50%")]
+    /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1):
+    /// past a few percent the percentiles describe only the survivors. 100% accepts any.
+    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "5%")]
     pub max_error_rate: String,
 
     /// How percentiles are computed: numpy's linear interpolation (GenAI-Perf's) or perf_analyzer's nearest rank.
@@ -1035,8 +1036,9 @@ pub struct PerfArgs {
     /// Exit with code 1 when any level's measurement is not trustworthy.
     #[arg(help_heading = DECISIONS, long = "strict")]
     pub strict: bool,
-    /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1).
-    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "50%")]
+    /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1):
+    /// past a few percent the percentiles describe only the survivors. 100% accepts any.
+    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "5%")]
     pub max_error_rate: String,
 
     /// TLS.

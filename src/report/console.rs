@@ -166,10 +166,15 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
         "Server queue (ms)",
         "Errors",
     ]);
-    // A column for requests cancelled on purpose only in runs that have some.
+    // A column for requests cancelled on purpose only in runs that have some; likewise for
+    // requests sent again after the server closed their connection.
     let cancelled = levels.iter().any(|l| l.stats.cancelled_count > 0);
     if cancelled {
         headers.push("Cancelled");
+    }
+    let reconnected = levels.iter().any(|l| l.stats.reconnect_count > 0);
+    if reconnected {
+        headers.push("Reconnects");
     }
     let rows: Vec<Vec<String>> = levels
         .iter()
@@ -214,6 +219,9 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             ]);
             if cancelled {
                 row.push(l.stats.cancelled_count.to_string());
+            }
+            if reconnected {
+                row.push(l.stats.reconnect_count.to_string());
             }
             row
         })
@@ -366,6 +374,12 @@ pub fn level_table(l: &LevelSummary) -> String {
         out.push_str(&format!(
             "  Cancelled: {} (left out of the statistics)",
             st.cancelled_count
+        ));
+    }
+    if st.reconnect_count > 0 {
+        out.push_str(&format!(
+            "  Reconnects: {} (sent again on a fresh connection)",
+            st.reconnect_count
         ));
     }
     out.push('\n');

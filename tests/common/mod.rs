@@ -1005,21 +1005,21 @@ pub fn path_with_bin() -> std::ffi::OsString {
 /// A real inference engine started by `scripts/engines/{vllm,llamacpp}/start.sh`, found through
 /// the env file it writes.
 #[derive(Debug, Clone)]
-pub struct RealEngine {
+pub struct Engine {
     /// `vllm` or `llamacpp`.
     pub name: &'static str,
     /// `host:port` of its HTTP server (`TTFTBENCH_<NAME>_URL`).
-    pub addr: String,
+    pub url: String,
     /// The model it serves (`TTFTBENCH_<NAME>_MODEL`).
     pub model: String,
     /// Every variable the env file exports.
     pub vars: HashMap<String, String>,
 }
 
-impl RealEngine {
+impl Engine {
     /// `http://host:port`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.url)
     }
 
     /// Its Prometheus page.
@@ -1050,7 +1050,7 @@ pub fn read_env_file(text: &str) -> HashMap<String, String> {
 /// else `target/<name>.env` in the repository; it must answer `GET /health`. Without it,
 /// prints `skipped: <reason>` and returns `None` — unless `TTFTBENCH_REQUIRE_ENGINES=1` (CI,
 /// once the engines are started there), where that fails the test.
-pub fn real_engine(name: &'static str) -> Option<RealEngine> {
+pub fn engine(name: &'static str) -> Option<Engine> {
     let upper = name.to_ascii_uppercase();
     let path = std::env::var_os(format!("TTFTBENCH_{upper}_ENV"))
         .map(std::path::PathBuf::from)
@@ -1066,14 +1066,14 @@ pub fn real_engine(name: &'static str) -> Option<RealEngine> {
                     .cloned()
                     .ok_or_else(|| format!("{}: no TTFTBENCH_{upper}_{k}", path.display()))
             };
-            let engine = RealEngine {
+            let engine = Engine {
                 name,
-                addr: get("URL")?,
+                url: get("URL")?,
                 model: get("MODEL")?,
                 vars: vars.clone(),
             };
-            answers_health(&engine.addr)
-                .map_err(|e| format!("{name} at {} does not answer /health: {e}", engine.addr))?;
+            answers_health(&engine.url)
+                .map_err(|e| format!("{name} at {} does not answer /health: {e}", engine.url))?;
             Ok(engine)
         });
     match found {
@@ -1108,4 +1108,189 @@ fn answers_health(addr: &str) -> Result<(), String> {
         .ends_with("200")
         .then_some(())
         .ok_or_else(|| format!("answered {status:?}"))
+/// How a keep-alive test server ([`keepalive_server`]) treats its connections: one way each
+/// that real servers close them, and one that sends with Nagle's algorithm on.
+#[derive(Clone, Copy, Debug)]
+pub enum Closing {
+    /// Answers with `Connection: close`, then closes.
+    SaysClose,
+    /// Answers as HTTP/1.0 (no keep-alive, body to the close), then closes.
+    Http10,
+    /// `Keep-Alive: timeout=5, max=M` with M the requests left of this many; closes after the
+    /// last, saying nothing more on it.
+    Max(u32),
+    /// `Keep-Alive: timeout=1`, but closes an idle connection only after this long (so a
+    /// client that ignores the header would still find it open).
+    IdleTimeout(Duration),
+    /// Closes a connection idle for this long and says nothing (vLLM's server after 5 s).
+    SilentIdle(Duration),
+    /// Announces `Keep-Alive: timeout=5, max=100`, then closes a few ms after every stream
+    /// without a word (llama.cpp's server), whatever the client sent meanwhile.
+    AfterStream,
+    /// Keeps every connection and sends with Nagle's algorithm on: the head, then 10 ms later
+    /// the first token, each in its own small write.
+    Nagle,
+}
+
+/// A keep-alive HTTP/1.1 server streaming a 3-token chat answer to every POST ([`Closing`]
+/// says how it ends connections); GETs get an empty 404. Counts the connections that served a
+/// POST.
+pub struct KeepAliveServer {
+    /// `host:port`.
+    pub addr: String,
+    /// Connections that answered at least one POST.
+    pub connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Starts a [`KeepAliveServer`] on a free loopback port; its threads end with the test process.
+pub fn keepalive_server(closing: Closing) -> KeepAliveServer {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let connections = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let counted = counted.clone();
+            std::thread::spawn(move || {
+                let mut served = 0u32;
+                while let Some(post) = read_request(&conn, closing) {
+                    if !post {
+                        if write_all(
+                            &conn,
+                            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+                        ) {
+                            continue;
+                        }
+                        return;
+                    }
+                    if served == 0 {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    served += 1;
+                    if !answer(&conn, closing, served) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    KeepAliveServer { addr, connections }
+}
+
+/// Reads one request (head and sized body); `Some(true)` for a POST, `None` at the end of the
+/// connection (EOF, an error, or the idle limit of `closing`).
+fn read_request(conn: &std::net::TcpStream, closing: Closing) -> Option<bool> {
+    use std::io::Read;
+    let idle = match closing {
+        Closing::IdleTimeout(d) | Closing::SilentIdle(d) => Some(d),
+        _ => None,
+    };
+    conn.set_read_timeout(idle).ok()?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    let mut c = conn;
+    while !head.ends_with(b"\r\n\r\n") {
+        if c.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let length: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    c.read_exact(&mut body).ok()?;
+    Some(text.starts_with("post"))
+}
+
+fn write_all(mut conn: &std::net::TcpStream, b: &[u8]) -> bool {
+    use std::io::Write;
+    conn.write_all(b).is_ok()
+}
+
+/// Streams the answer; `false` when the connection ends here.
+fn answer(conn: &std::net::TcpStream, closing: Closing, served: u32) -> bool {
+    let chunk = |data: &str| {
+        let event = format!("data: {data}\n\n");
+        format!("{:x}\r\n{event}\r\n", event.len())
+    };
+    let tokens: Vec<String> = [" one", " two", " three"]
+        .iter()
+        .map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"{t}"}}}}]}}"#))
+        .collect();
+    let keep = match closing {
+        Closing::SaysClose => "Connection: close\r\n".to_string(),
+        Closing::Max(m) => format!(
+            "Keep-Alive: timeout=5, max={}\r\n",
+            m.saturating_sub(served)
+        ),
+        Closing::IdleTimeout(_) => "Keep-Alive: timeout=1\r\n".to_string(),
+        Closing::AfterStream => "Keep-Alive: timeout=5, max=100\r\n".to_string(),
+        _ => String::new(),
+    };
+    if let Closing::Http10 = closing {
+        let mut body = String::new();
+        for t in tokens.iter().map(String::as_str).chain(["[DONE]"]) {
+            body.push_str(&format!("data: {t}\n\n"));
+        }
+        write_all(
+            conn,
+            format!("HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n{body}").as_bytes(),
+        );
+        return false;
+    }
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n{keep}\r\n"
+    );
+    if let Closing::Nagle = closing {
+        let _ = conn.set_nodelay(false);
+        if !write_all(conn, head.as_bytes()) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        for t in &tokens {
+            if !write_all(conn, chunk(t).as_bytes()) {
+                return false;
+            }
+        }
+        return write_all(conn, format!("{}0\r\n\r\n", chunk("[DONE]")).as_bytes());
+    }
+    let mut all = head;
+    for t in tokens.iter().map(String::as_str).chain(["[DONE]"]) {
+        all.push_str(&chunk(t));
+    }
+    all.push_str("0\r\n\r\n");
+    if !write_all(conn, all.as_bytes()) {
+        return false;
+    }
+    match closing {
+        Closing::SaysClose => false,
+        Closing::Max(m) => served < m,
+        Closing::AfterStream => {
+            // Closed a moment later, as llama.cpp's server does: a request sent meanwhile is
+            // left unread, and the close resets it.
+            std::thread::sleep(Duration::from_millis(5));
+            false
+        }
+        _ => true,
+    }
+}
+
+/// A counter or gauge of an engine's `/metrics` (the sum over its label sets), 0 when absent.
+pub async fn engine_metric(e: &Engine, name: &str) -> f64 {
+    let text = get_text(&http_client(), &e.metrics_url()).await;
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (key, value) = l.rsplit_once(' ')?;
+            let metric = key.split('{').next()?;
+            (metric == name)
+                .then(|| value.parse::<f64>().ok())
+                .flatten()
+        })
+        .sum()
 }

@@ -55,6 +55,12 @@ fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
         // Cancelled requests are in no column (not requests, not errors): the note says how many.
         notes.push(format!("{} cancelled", l.stats.cancelled_count));
     }
+    if l.stats.reconnect_count > 0 {
+        notes.push(crate::analysis::text::count(
+            l.stats.reconnect_count,
+            "reconnect",
+        ));
+    }
     notes.join(", ")
 }
 

@@ -1,0 +1,234 @@
+//! Load against the real engines of the tests and CI (vLLM's CPU build and llama.cpp's
+//! llama-server with tiny local models, started by `scripts/test.sh`): ladders of every API
+//! shape end with 0 errors (llama-server closes its connection after every stream); sessions
+//! whose think time is longer than the server's keep-alive; cancellation; shared prefixes seen
+//! in the engine's own prefix-cache counters; the server's token counts. Each test skips with
+//! its reason when its engine is not running, and fails then under `TTFTBENCH_REQUIRE_ENGINES=1`.
+
+mod common;
+
+use common::{Engine, engine, engine_metric};
+
+/// Runs `profile` against `e`, asking for `tokens` output tokens a request, with `extra` flags,
+/// into a fresh directory; returns each level's JSON (a ladder's in order, `c{concurrency}`).
+async fn run(
+    e: &Engine,
+    tokens: &str,
+    extra: &[&str],
+) -> (tempfile::TempDir, Vec<serde_json::Value>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = common::args(&[
+        "-m",
+        &e.model,
+        "-u",
+        &e.url,
+        "--output-tokens-mean",
+        tokens,
+        "--output-tokens-mean-deterministic",
+        "--synthetic-input-tokens-mean",
+        "40",
+        "--extra-inputs",
+        "ignore_eos:true",
+        "--artifact-dir",
+        &format!("{}/c{{concurrency}}", tmp.path().display()),
+    ]);
+    a.extend(common::args(extra));
+    let out = common::profile(&a)
+        .await
+        .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+    let docs = out
+        .levels
+        .iter()
+        .map(|l| common::json_file(&l.dir.join("profile_export_genai_perf.json")))
+        .collect();
+    (tmp, docs)
+}
+
+fn count(doc: &serde_json::Value, key: &str) -> f64 {
+    doc[key]["avg"].as_f64().unwrap_or(f64::NAN)
+}
+
+/// Chat and completions, streamed and not, at concurrency 1, 4, 16 and 64: nothing fails.
+async fn ladders(e: &Engine) {
+    for api in ["chat", "completions"] {
+        for streaming in [true, false] {
+            let mut flags = vec!["--endpoint-type", api, "--concurrency", "1,4,16,64"];
+            flags.extend(["--request-count", "64"]);
+            if streaming {
+                flags.push("--streaming");
+            }
+            let (_tmp, docs) = run(e, "12", &flags).await;
+            for (doc, c) in docs.iter().zip([1, 4, 16, 64]) {
+                let what = format!("{} {api} streaming={streaming} c={c}", e.name);
+                assert_eq!(count(doc, "error_count"), 0.0, "{what}: {}", doc["errors"]);
+                assert_eq!(count(doc, "request_count"), 64.0, "{what}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_ladders_end_without_errors() {
+    if let Some(e) = engine("vllm") {
+        ladders(&e).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_ladders_end_without_errors() {
+    if let Some(e) = engine("llamacpp") {
+        ladders(&e).await;
+    }
+}
+
+/// Sessions whose think time (6 s) outlasts both servers' keep-alive (5 s): the idle connection
+/// is closed under them, and no turn fails.
+async fn sessions(e: &Engine) {
+    let (_tmp, docs) = run(
+        e,
+        "12",
+        &[
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "--concurrency",
+            "2",
+            "--num-sessions",
+            "2",
+            "--session-turns-mean",
+            "3",
+            "--session-turn-delay-mean",
+            "6000",
+        ],
+    )
+    .await;
+    assert_eq!(
+        count(&docs[0], "error_count"),
+        0.0,
+        "{}: {}",
+        e.name,
+        docs[0]["errors"]
+    );
+    assert_eq!(count(&docs[0], "request_count"), 6.0, "{}", e.name);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_outlast_the_keep_alive() {
+    for name in ["vllm", "llamacpp"] {
+        if let Some(e) = engine(name) {
+            sessions(&e).await;
+        }
+    }
+}
+
+/// A third of the requests cancelled 30 ms in: counted apart, none an error, and the server's
+/// running requests back to none afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_frees_the_engines() {
+    for (name, running) in [
+        ("vllm", "vllm:num_requests_running"),
+        ("llamacpp", "llamacpp:requests_processing"),
+    ] {
+        let Some(e) = engine(name) else { continue };
+        let (_tmp, docs) = run(
+            &e,
+            "100",
+            &[
+                "--endpoint-type",
+                "chat",
+                "--streaming",
+                "--concurrency",
+                "4",
+                "--request-count",
+                "24",
+                "--request-cancellation-rate",
+                "33",
+                "--request-cancellation-delay",
+                "30ms",
+            ],
+        )
+        .await;
+        let doc = &docs[0];
+        assert_eq!(count(doc, "error_count"), 0.0, "{name}: {}", doc["errors"]);
+        let cancelled = count(doc, "cancelled_count");
+        assert!(
+            (8.0..=24.0).contains(&cancelled),
+            "{name}: {cancelled} cancelled"
+        );
+        let mut left = f64::NAN;
+        for _ in 0..50 {
+            left = engine_metric(&e, running).await;
+            if left == 0.0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(left, 0.0, "{name}: {running} after the run");
+    }
+}
+
+/// One shared 600-token system prompt in front of every request: the engine's own counters see
+/// prefix-cache hits (vLLM caches whole 128-token blocks on CPU; llama.cpp reuses a slot's
+/// cached prompt).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_prefixes_hit_the_engines_caches() {
+    for (name, hits) in [
+        ("vllm", "vllm:prefix_cache_hits_total"),
+        ("llamacpp", "llamacpp:prompt_tokens_cached_total"),
+    ] {
+        let Some(e) = engine(name) else { continue };
+        let before = engine_metric(&e, hits).await;
+        let (_tmp, docs) = run(
+            &e,
+            "12",
+            &[
+                "--endpoint-type",
+                "chat",
+                "--streaming",
+                "--concurrency",
+                "2",
+                "--request-count",
+                "16",
+                "--num-prefix-prompts",
+                "1",
+                "--prefix-prompt-length",
+                "600",
+            ],
+        )
+        .await;
+        assert_eq!(count(&docs[0], "error_count"), 0.0, "{name}");
+        let gained = engine_metric(&e, hits).await - before;
+        assert!(gained >= 600.0, "{name}: {hits} grew by {gained}");
+    }
+}
+
+/// `--use-server-token-count`: the output counts are the servers' own (`usage`), 12 a request
+/// as asked for with ignore_eos.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_token_counts() {
+    for name in ["vllm", "llamacpp"] {
+        let Some(e) = engine(name) else { continue };
+        let (_tmp, docs) = run(
+            &e,
+            "12",
+            &[
+                "--endpoint-type",
+                "chat",
+                "--streaming",
+                "--concurrency",
+                "2",
+                "--request-count",
+                "8",
+                "--use-server-token-count",
+            ],
+        )
+        .await;
+        let osl = &docs[0]["output_sequence_length"];
+        assert_eq!(count(&docs[0], "error_count"), 0.0, "{name}");
+        assert_eq!(
+            (osl["min"].as_f64(), osl["max"].as_f64()),
+            (Some(12.0), Some(12.0)),
+            "{name}: {osl}"
+        );
+    }
+}
