@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{Engine, args, get_text, http_client, measured, engine};
+use common::{Engine, args, engine, get_text, http_client, measured};
 use ttftbench::metrics::Metric;
 use ttftbench::server_metrics::ServerKind;
 use ttftbench::server_metrics::engines::{EngineSample, sample_from_text};

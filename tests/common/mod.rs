@@ -1108,6 +1108,8 @@ fn answers_health(addr: &str) -> Result<(), String> {
         .ends_with("200")
         .then_some(())
         .ok_or_else(|| format!("answered {status:?}"))
+}
+
 /// How a keep-alive test server ([`keepalive_server`]) treats its connections: one way each
 /// that real servers close them, and one that sends with Nagle's algorithm on.
 #[derive(Clone, Copy, Debug)]
