@@ -444,7 +444,10 @@ fn serve_metrics_style_and_dcgm_page() {
     assert!(dcgm.contains("# TYPE DCGM_FI_DEV_GPU_UTIL gauge"), "{dcgm}");
     let (code, _, err) = run(&["serve", "--metrics-style", "lmdeploy"]);
     assert_eq!(code, 2);
-    assert!(err.contains("triton") && err.contains("sglang") && err.contains("llamacpp"), "{err}");
+    assert!(
+        err.contains("triton") && err.contains("sglang") && err.contains("llamacpp"),
+        "{err}"
+    );
 }
 
 #[test]
