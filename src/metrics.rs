@@ -69,6 +69,9 @@ pub enum Metric {
     RequestLatencyIntended,
     /// Actual send minus intended send.
     SendLag,
+    /// First response carrying a tool call's argument text minus the actual send, for requests
+    /// whose response called a tool.
+    TimeToFirstToolToken,
 }
 
 /// How a metric's raw integer samples are stored and shown.
@@ -104,7 +107,7 @@ impl Unit {
 
 impl Metric {
     /// Every metric, in the order files list them (GenAI-Perf's order first).
-    pub const ALL: [Metric; 14] = [
+    pub const ALL: [Metric; 15] = [
         Metric::TimeToFirstToken,
         Metric::TimeToFirstOutputToken,
         Metric::TimeToSecondToken,
@@ -119,6 +122,7 @@ impl Metric {
         Metric::TimeToFirstTokenIntended,
         Metric::RequestLatencyIntended,
         Metric::SendLag,
+        Metric::TimeToFirstToolToken,
     ];
 
     /// The snake_case key used in CSV, JSON and `--goodput` / `--slo` expressions.
@@ -138,6 +142,7 @@ impl Metric {
             Metric::TimeToFirstTokenIntended => "time_to_first_token_from_intended",
             Metric::RequestLatencyIntended => "request_latency_from_intended",
             Metric::SendLag => "send_lag",
+            Metric::TimeToFirstToolToken => "time_to_first_tool_token",
         }
     }
 
@@ -160,6 +165,7 @@ impl Metric {
             Metric::TimeToFirstTokenIntended => "Time To First Token From Intended Send (ms)",
             Metric::RequestLatencyIntended => "Request Latency From Intended Send (ms)",
             Metric::SendLag => "Send Lag (ms)",
+            Metric::TimeToFirstToolToken => "Time To First Tool Token (ms)",
         }
     }
 
@@ -185,6 +191,7 @@ impl Metric {
                 | Metric::OutputTokenThroughputPerUser
                 | Metric::InterChunkLatency
                 | Metric::TimeToFirstTokenIntended
+                | Metric::TimeToFirstToolToken
         )
     }
 
@@ -206,6 +213,7 @@ impl Metric {
                 "ttft" => Some(Metric::TimeToFirstToken),
                 "ttfo" => Some(Metric::TimeToFirstOutputToken),
                 "ttst" => Some(Metric::TimeToSecondToken),
+                "ttftt" => Some(Metric::TimeToFirstToolToken),
                 "itl" => Some(Metric::InterTokenLatency),
                 "e2e_latency" | "latency" => Some(Metric::RequestLatency),
                 _ => None,
@@ -344,7 +352,8 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
         Metric::OutputTokenThroughputPerUser => rec
             .tokens_per_sec_per_user()
             .map(|v| (v * 1e3).round() as u64),
-        Metric::OutputSequenceLength => Some(u64::from(rec.osl)),
+        // A batch request (embeddings, rankings) generates no tokens: it has no OSL at all.
+        Metric::OutputSequenceLength => (!rec.batch()).then_some(u64::from(rec.osl)),
         Metric::ReasoningTokenCount => rec.reasoning_tokens.map(u64::from),
         Metric::InputSequenceLength => Some(u64::from(rec.isl)),
         Metric::TimeToFirstByte => rec.ttfb_ns(),
@@ -352,6 +361,7 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
         Metric::TimeToFirstTokenIntended => rec.ttft_intended_ns(),
         Metric::RequestLatencyIntended => rec.latency_intended_ns(),
         Metric::SendLag => Some(rec.send_lag_ns()),
+        Metric::TimeToFirstToolToken => rec.ttft_tool_ns(),
     }
 }
 
@@ -488,11 +498,21 @@ pub enum SystemMetric {
     KvCacheUsage,
     /// Requests the engine preempted (evicted for KV-cache space) during the level.
     Preemptions,
+    /// Inputs answered per second: texts embedded or passages ranked (embeddings, rankings).
+    InputThroughput,
+    /// Input tokens per second (embeddings, rankings: their whole throughput in tokens).
+    InputTokenThroughput,
+    /// Successful requests offered tools whose response called one, as a share of those
+    /// offered tools (0..1).
+    ToolCallShare,
+    /// Requests that called a tool whose every call's arguments parse as JSON, as a share of
+    /// those that called one (0..1).
+    ToolArgsValidShare,
 }
 
 impl SystemMetric {
     /// Every system metric.
-    pub const ALL: [SystemMetric; 12] = [
+    pub const ALL: [SystemMetric; 16] = [
         SystemMetric::RequestThroughput,
         SystemMetric::OutputTokenThroughput,
         SystemMetric::TotalTokenThroughput,
@@ -505,6 +525,10 @@ impl SystemMetric {
         SystemMetric::ServerComputeTime,
         SystemMetric::KvCacheUsage,
         SystemMetric::Preemptions,
+        SystemMetric::InputThroughput,
+        SystemMetric::InputTokenThroughput,
+        SystemMetric::ToolCallShare,
+        SystemMetric::ToolArgsValidShare,
     ];
 
     /// Key in expressions and files.
@@ -522,6 +546,10 @@ impl SystemMetric {
             SystemMetric::ServerComputeTime => "server_compute_time",
             SystemMetric::KvCacheUsage => "kv_cache_usage",
             SystemMetric::Preemptions => "preemptions",
+            SystemMetric::InputThroughput => "input_throughput",
+            SystemMetric::InputTokenThroughput => "input_token_throughput",
+            SystemMetric::ToolCallShare => "tool_call_share",
+            SystemMetric::ToolArgsValidShare => "tool_args_valid_share",
         }
     }
 
@@ -535,12 +563,15 @@ impl SystemMetric {
     fn kind(self) -> Kind {
         match self {
             SystemMetric::RequestThroughput | SystemMetric::RequestGoodput => Kind::RequestRate,
-            SystemMetric::OutputTokenThroughput | SystemMetric::TotalTokenThroughput => {
-                Kind::TokenRate
-            }
-            SystemMetric::ErrorRate | SystemMetric::QueueShare | SystemMetric::KvCacheUsage => {
-                Kind::Fraction
-            }
+            SystemMetric::OutputTokenThroughput
+            | SystemMetric::TotalTokenThroughput
+            | SystemMetric::InputTokenThroughput => Kind::TokenRate,
+            SystemMetric::InputThroughput => Kind::InputRate,
+            SystemMetric::ErrorRate
+            | SystemMetric::QueueShare
+            | SystemMetric::KvCacheUsage
+            | SystemMetric::ToolCallShare
+            | SystemMetric::ToolArgsValidShare => Kind::Fraction,
             SystemMetric::ErrorCount | SystemMetric::RequestCount | SystemMetric::Preemptions => {
                 Kind::Count
             }
@@ -562,6 +593,8 @@ pub enum Kind {
     TokenRate,
     /// Requests per second.
     RequestRate,
+    /// Inputs (texts, passages) per second.
+    InputRate,
     /// A share, stored as 0..1 and shown as a percentage.
     Fraction,
     /// A count.
@@ -577,6 +610,7 @@ impl Kind {
             Kind::PerUserRate => "tokens/sec/user",
             Kind::TokenRate => "tokens/sec",
             Kind::RequestRate => "requests/sec",
+            Kind::InputRate => "inputs/sec",
             Kind::Fraction => "fraction",
             Kind::Count => "count",
         }
@@ -655,6 +689,10 @@ impl MetricRef {
                     | SystemMetric::TotalTokenThroughput
                     | SystemMetric::RequestGoodput
                     | SystemMetric::RequestCount
+                    | SystemMetric::InputThroughput
+                    | SystemMetric::InputTokenThroughput
+                    | SystemMetric::ToolCallShare
+                    | SystemMetric::ToolArgsValidShare
             ),
         }
     }
@@ -816,6 +854,10 @@ pub fn parse_value(raw: &str, kind: Kind) -> Result<f64, String> {
         Kind::RequestRate => match unit.as_str() {
             "" | "/s" | "req/s" | "requests/s" | "requests/sec" => Ok(v),
             _ => bad_unit("req/s (or no unit)"),
+        },
+        Kind::InputRate => match unit.as_str() {
+            "" | "/s" | "inputs/s" | "inputs/sec" => Ok(v),
+            _ => bad_unit("inputs/s (or no unit)"),
         },
         Kind::PerUserRate => match unit.as_str() {
             "" | "tok/s/user" | "tokens/sec/user" => Ok(v),

@@ -17,6 +17,8 @@
 //! ```
 //! `cancelled` counts requests cancelled on purpose (`--request-cancellation-rate`), `reconnects`
 //! requests sent again on a fresh connection; files written before either existed read as 0.
+//! Levels of the newer APIs add `"apis": {"inputs", "images", "image_bytes", "tools_offered",
+//! "tools_called", "tools_valid"}` (absent: all 0).
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -150,7 +152,7 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         .error_entries()
         .map(|(k, n, m)| json!({"kind": k.key(), "count": n, "example": m}))
         .collect();
-    json!({
+    let mut c = json!({
         "ok": agg.ok, "good": agg.good, "warmup": agg.warmup,
         "sum_osl": agg.sum_osl, "sum_isl": agg.sum_isl,
         "osl_mismatch": agg.osl_mismatch, "short_outputs": agg.short_outputs,
@@ -161,7 +163,30 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         "errors": errors,
         "cancelled": agg.cancelled,
         "reconnects": agg.reconnects,
-    })
+    });
+    // Only levels of the newer APIs have these: other levels' files stay as they were.
+    let a = &agg.apis;
+    if *a != crate::stats::apis::ApiTally::default() {
+        c["apis"] = json!({"inputs": a.inputs, "images": a.images, "image_bytes": a.image_bytes,
+            "tools_offered": a.offered, "tools_called": a.called, "tools_valid": a.valid});
+    }
+    c
+}
+
+fn apis_from(v: Option<&Value>) -> crate::stats::apis::ApiTally {
+    let n = |k: &str| {
+        v.and_then(|v| v.get(k))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    crate::stats::apis::ApiTally {
+        inputs: n("inputs"),
+        images: n("images"),
+        image_bytes: n("image_bytes"),
+        offered: n("tools_offered"),
+        called: n("tools_called"),
+        valid: n("tools_valid"),
+    }
 }
 
 /// Reads the counters into `agg` (its times become Unix ns); `false` when the file has none.
@@ -189,6 +214,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
     agg.last_response_ns = c.get("last_response_unix_ns").and_then(Value::as_u64);
     agg.cancelled = c.get("cancelled").and_then(Value::as_u64).unwrap_or(0);
     agg.reconnects = c.get("reconnects").and_then(Value::as_u64).unwrap_or(0);
+    agg.apis = apis_from(c.get("apis"));
     for e in c
         .get("errors")
         .and_then(Value::as_array)
@@ -277,6 +303,8 @@ mod tests {
         let mut agg = Aggregate::new();
         for i in 1..=500u64 {
             let rec = RequestRecord {
+                sent: Default::default(),
+                tools: Default::default(),
                 phase: Phase::Measure,
                 seq: i,
                 prompt_index: 0,

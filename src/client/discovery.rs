@@ -160,7 +160,12 @@ pub fn list_hint(names: Option<&[String]>) -> String {
 /// Checks that an HTTP target is up and serves the model.
 pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(), PreflightError> {
     match target.api {
-        Api::Chat | Api::Completions => {
+        Api::Chat
+        | Api::Completions
+        | Api::Responses
+        | Api::Messages
+        | Api::Embeddings
+        | Api::Rankings => {
             if let Some(names) = openai_models(client, target).await?
                 && !names.is_empty()
                 && !names.iter().any(|n| n == &target.model)

@@ -41,6 +41,7 @@ impl RunPlan {
             ),
             (PromptSource::File(p), _) => format!("file {}", p.display()),
             (PromptSource::Trace(t), _) => trace_text(t),
+            (PromptSource::Rankings(r), _) => format!("rankings {}", r.path.display()),
         };
         let output = w.output.map_or("left to the server".to_string(), |o| {
             let exact = if o.deterministic { ", exact" } else { "" };

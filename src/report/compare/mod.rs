@@ -634,6 +634,7 @@ pub fn compact(kind: Kind, v: Option<f64>) -> String {
         Kind::Fraction => format!("{:.1}%", v * 100.0),
         Kind::TokenRate => format!("{v:.1} tok/s"),
         Kind::RequestRate => format!("{v:.2} req/s"),
+        Kind::InputRate => format!("{v:.1} inputs/s"),
         Kind::PerUserRate => format!("{v:.1} tok/s/user"),
         Kind::Tokens => format!("{v:.1} tokens"),
         Kind::Count => format!("{v:.0}"),
