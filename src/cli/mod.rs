@@ -1351,7 +1351,8 @@ pub struct CompareArgs {
     /// prompts, stop rule); without it such runs are refused.
     #[arg(long = "allow-mismatch")]
     pub allow_mismatch: bool,
-    /// Largest allowed fall of request and output-token throughput, e.g. `5%`.
+    /// Largest allowed fall of request, output-token and input (embeddings, rankings)
+    /// throughput, e.g. `5%`.
     #[arg(long = "max-throughput-drop")]
     pub max_throughput_drop: Option<String>,
     /// Largest allowed rise of any p99 latency (TTFT, ITL, request latency), e.g. `10%`.
