@@ -1185,12 +1185,13 @@ pub struct Engine {
     pub model: String,
 }
 
-/// The engine `name` (`vllm`, `llamacpp`) from the env file its start script wrote
-/// (`TTFTBENCH_<NAME>_ENV`, else `target/<name>.env`), when its server answers `/health`.
-/// Without one the test prints why and skips, unless `TTFTBENCH_REQUIRE_ENGINES=1` (CI), where
-/// it fails.
+/// The engine `name` (`vllm`, `llamacpp`, or a variant: `vllm-embed`, `llamacpp-rerank`) from
+/// the env file its start script wrote (`TTFTBENCH_<NAME>_ENV`, else `target/<name>.env`), when
+/// its server answers `/health`. Without one the test prints why and skips, unless
+/// `TTFTBENCH_REQUIRE_ENGINES=1` (CI), where it fails (vLLM's pooling variants: only with
+/// `TTFTBENCH_VLLM_POOLING=1` as well).
 pub fn engine(name: &'static str) -> Option<Engine> {
-    let upper = name.to_ascii_uppercase();
+    let upper = name.to_ascii_uppercase().replace('-', "_");
     let path = std::env::var(format!("TTFTBENCH_{upper}_ENV"))
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| {
@@ -1209,11 +1210,21 @@ pub fn engine(name: &'static str) -> Option<Engine> {
         up.then_some(Engine { name, url, model })
     });
     if found.is_none() {
+        let start = match name.split_once('-') {
+            Some((engine, variant)) => {
+                format!("scripts/engines/{engine}/start.sh --variant {variant}")
+            }
+            None => format!("scripts/engines/{name}/start.sh"),
+        };
         let why = format!(
-            "no running {name} (env file {}): start it with scripts/engines/{name}/start.sh",
+            "no running {name} (env file {}): start it with {start}",
             path.display()
         );
-        if std::env::var("TTFTBENCH_REQUIRE_ENGINES").as_deref() == Ok("1") {
+        // vLLM's pooling servers (`vllm-embed`, `vllm-rerank`) cost ~1 min and 4.5 GiB each:
+        // scripts/test.sh starts them, and CI requires them, only with TTFTBENCH_VLLM_POOLING=1.
+        let on = |var: &str| std::env::var(var).as_deref() == Ok("1");
+        let optional = name.starts_with("vllm-") && !on("TTFTBENCH_VLLM_POOLING");
+        if on("TTFTBENCH_REQUIRE_ENGINES") && !optional {
             panic!("{why}");
         }
         eprintln!("skipped: {why}");
@@ -1235,3 +1246,6 @@ pub async fn engine_metric(e: &Engine, name: &str) -> f64 {
         })
         .sum()
 }
+
+/// A `--tools` file: one OpenAI tool definition, `search(query)`.
+pub const TOOLS_JSON: &str = r#"[{"type": "function", "function": {"name": "search", "description": "Search the web", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]"#;
