@@ -64,11 +64,13 @@ fn begin_error(e: BeginError) -> Response {
 
 async fn require_api_key(State(st): State<Arc<SimState>>, req: Request, next: Next) -> Response {
     if let Some(key) = &st.api_key {
-        let given = req
-            .headers()
+        // Anthropic's clients send the key as `x-api-key` (to /v1/models too).
+        let h = req.headers();
+        let given = h
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
+            .or_else(|| h.get("x-api-key").and_then(|v| v.to_str().ok()))
             .map(str::trim);
         if given != Some(key.as_str()) {
             let body = json!({"error": {
