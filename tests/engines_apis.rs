@@ -1,8 +1,9 @@
 //! The newer APIs against the real engines (issue 31): embeddings and rankings against vLLM's
 //! pooling servers (`scripts/engines/vllm/start.sh --variant embed|rerank`) and llama-server's
 //! (`scripts/engines/llamacpp/start.sh --variant embed|rerank`), Responses and Messages streamed
-//! from vLLM, Messages from llama-server, tool calls from vLLM (its generate server runs with a
-//! tool-call parser). Images are left out: neither tiny model here has a vision encoder. Each
+//! from both, tool calls from vLLM (its generate server runs with a tool-call parser; llama-server
+//! answers tools only with `--jinja` and a template that has them). Images are left out: neither
+//! tiny model here has a vision encoder. Each
 //! test skips with its reason when its server is not running, and fails then under
 //! `TTFTBENCH_REQUIRE_ENGINES=1`.
 
@@ -153,6 +154,13 @@ async fn vllm_responses() {
 async fn vllm_messages() {
     if let Some(e) = engine("vllm") {
         streamed(&e, "messages").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_responses() {
+    if let Some(e) = engine("llamacpp") {
+        streamed(&e, "responses").await;
     }
 }
 
