@@ -115,6 +115,9 @@ async fn require_key(State(st): State<Arc<SimState>>, req: Request, next: Next) 
     next.run(req).await
 }
 
+/// An error answer, boxed: a `Response` is too large to return by value in every `Err`.
+type Reject = Box<Response>;
+
 /// What a request asks of the engine.
 struct Asked {
     model: Option<String>,
@@ -125,31 +128,27 @@ struct Asked {
 }
 
 /// The model a request names (or the first text model), or the error to answer.
-fn model<'a>(
-    st: &'a SimState,
-    name: Option<&str>,
-    style: Style,
-) -> Result<&'a ModelEntry, Response> {
+fn model<'a>(st: &'a SimState, name: Option<&str>, style: Style) -> Result<&'a ModelEntry, Reject> {
     let name = match name {
         Some(n) => n,
         None => match st.models.iter().find(|m| m.is_llm()) {
             Some(m) => m.spec.name.as_str(),
             None => {
-                return Err(error(
+                return Err(Box::new(error(
                     style,
                     StatusCode::NOT_FOUND,
                     "no text model is hosted",
-                ));
+                )));
             }
         },
     };
     match st.lookup(name, None) {
         Ok(e) if e.is_llm() => Ok(e),
-        _ => Err(error(
+        _ => Err(Box::new(error(
             style,
             StatusCode::NOT_FOUND,
             &format!("The model `{name}` does not exist."),
-        )),
+        ))),
     }
 }
 
@@ -250,7 +249,7 @@ pub(crate) fn decide_tool(body: &Value, prompt: &str) -> Option<String> {
         _ => {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             prompt.hash(&mut h);
-            (h.finish() % 2 == 0).then_some(first)
+            h.finish().is_multiple_of(2).then_some(first)
         }
     }
 }
@@ -396,7 +395,7 @@ async fn generate(st: Arc<SimState>, body: Bytes, api: Api) -> Response {
     };
     let entry = match model(&st, asked.model.as_deref(), style) {
         Ok(e) => e,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let name = entry.spec.name.clone();
     // A tool call is all the answer: no reasoning before it.
@@ -752,20 +751,20 @@ async fn run_batch(
     st: &SimState,
     name: Option<&str>,
     texts: &[String],
-) -> Result<(super::state::Generation, String), Response> {
+) -> Result<(super::state::Generation, String), Reject> {
     let arrival = Instant::now();
     let entry = model(st, name, Style::OpenAi)?;
     let p = Prompt::Text(texts.join("\n"));
     let mut g = st
         .begin(entry, &p, 1, true, arrival)
         .await
-        .map_err(|e| begin_error(Style::OpenAi, e))?;
+        .map_err(|e| Box::new(begin_error(Style::OpenAi, e)))?;
     if let Err(e) = g.run_to_end().await {
-        return Err(error(
+        return Err(Box::new(error(
             Style::OpenAi,
             StatusCode::SERVICE_UNAVAILABLE,
             &e.to_string(),
-        ));
+        )));
     }
     Ok((g, entry.spec.name.clone()))
 }
@@ -821,7 +820,7 @@ async fn embeddings(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
     };
     let (mut g, name) = match run_batch(&st, v.get("model").and_then(Value::as_str), &texts).await {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let mut out = String::with_capacity(texts.len() * EMBED_DIM * 12 + 128);
     out.push_str("{\"object\":\"list\",\"data\":[");
@@ -875,7 +874,7 @@ async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Response {
     all.extend(docs.iter().cloned());
     let (mut g, name) = match run_batch(&st, v.get("model").and_then(Value::as_str), &all).await {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let q = vector(&query);
     let mut scored: Vec<(usize, f32)> = docs
