@@ -218,6 +218,8 @@ fn histogram_record(b: Bencher) {
 
 fn record(i: u64) -> RequestRecord {
     RequestRecord {
+        sent: Default::default(),
+        tools: Default::default(),
         phase: Phase::Measure,
         seq: i,
         prompt_index: (i % 100) as u32,

@@ -81,6 +81,9 @@ pub enum Metric {
     /// Prompt tokens the server reused from its cache (llama.cpp's `timings.cache_n`), for
     /// responses that carry timings.
     CachedPromptTokens,
+    /// First response carrying a tool call's argument text minus the actual send, for requests
+    /// whose response called a tool.
+    TimeToFirstToolToken,
 }
 
 /// How a metric's raw integer samples are stored and shown.
@@ -116,7 +119,7 @@ impl Unit {
 
 impl Metric {
     /// Every metric, in the order files list them (GenAI-Perf's order first).
-    pub const ALL: [Metric; 18] = [
+    pub const ALL: [Metric; 19] = [
         Metric::TimeToFirstToken,
         Metric::TimeToFirstOutputToken,
         Metric::TimeToSecondToken,
@@ -135,6 +138,7 @@ impl Metric {
         Metric::ClientMinusServerTtft,
         Metric::ServerDecodeTime,
         Metric::CachedPromptTokens,
+        Metric::TimeToFirstToolToken,
     ];
 
     /// The snake_case key used in CSV, JSON and `--goodput` / `--slo` expressions.
@@ -158,6 +162,7 @@ impl Metric {
             Metric::ClientMinusServerTtft => "client_minus_server_ttft",
             Metric::ServerDecodeTime => "server_decode_time",
             Metric::CachedPromptTokens => "cached_prompt_tokens",
+            Metric::TimeToFirstToolToken => "time_to_first_tool_token",
         }
     }
 
@@ -184,6 +189,7 @@ impl Metric {
             Metric::ClientMinusServerTtft => "Client Minus Server TTFT (ms)",
             Metric::ServerDecodeTime => "Server Decode Time (ms)",
             Metric::CachedPromptTokens => "Cached Prompt Tokens (tokens)",
+            Metric::TimeToFirstToolToken => "Time To First Tool Token (ms)",
         }
     }
 
@@ -211,6 +217,7 @@ impl Metric {
                 | Metric::InterChunkLatency
                 | Metric::TimeToFirstTokenIntended
                 | Metric::ClientMinusServerTtft
+                | Metric::TimeToFirstToolToken
         )
     }
 
@@ -232,6 +239,7 @@ impl Metric {
                 "ttft" => Some(Metric::TimeToFirstToken),
                 "ttfo" => Some(Metric::TimeToFirstOutputToken),
                 "ttst" => Some(Metric::TimeToSecondToken),
+                "ttftt" => Some(Metric::TimeToFirstToolToken),
                 "itl" => Some(Metric::InterTokenLatency),
                 "e2e_latency" | "latency" => Some(Metric::RequestLatency),
                 _ => None,
@@ -370,7 +378,8 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
         Metric::OutputTokenThroughputPerUser => rec
             .tokens_per_sec_per_user()
             .map(|v| (v * 1e3).round() as u64),
-        Metric::OutputSequenceLength => Some(u64::from(rec.osl)),
+        // A batch request (embeddings, rankings) generates no tokens: it has no OSL at all.
+        Metric::OutputSequenceLength => (!rec.batch()).then_some(u64::from(rec.osl)),
         Metric::ReasoningTokenCount => rec.reasoning_tokens.map(u64::from),
         Metric::InputSequenceLength => Some(u64::from(rec.isl)),
         Metric::TimeToFirstByte => rec.ttfb_ns(),
@@ -384,6 +393,7 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
         Metric::ClientMinusServerTtft => rec.ttft_outside_prefill_ns(),
         Metric::ServerDecodeTime => rec.server_timings.map(|t| t.decode_us.saturating_mul(1000)),
         Metric::CachedPromptTokens => rec.server_timings.map(|t| u64::from(t.cached_tokens)),
+        Metric::TimeToFirstToolToken => rec.ttft_tool_ns(),
     }
 }
 
@@ -520,11 +530,21 @@ pub enum SystemMetric {
     KvCacheUsage,
     /// Requests the engine preempted (evicted for KV-cache space) during the level.
     Preemptions,
+    /// Inputs answered per second: texts embedded or passages ranked (embeddings, rankings).
+    InputThroughput,
+    /// Input tokens per second (embeddings, rankings: their whole throughput in tokens).
+    InputTokenThroughput,
+    /// Successful requests offered tools whose response called one, as a share of those
+    /// offered tools (0..1).
+    ToolCallShare,
+    /// Requests that called a tool whose every call's arguments parse as JSON, as a share of
+    /// those that called one (0..1).
+    ToolArgsValidShare,
 }
 
 impl SystemMetric {
     /// Every system metric.
-    pub const ALL: [SystemMetric; 12] = [
+    pub const ALL: [SystemMetric; 16] = [
         SystemMetric::RequestThroughput,
         SystemMetric::OutputTokenThroughput,
         SystemMetric::TotalTokenThroughput,
@@ -537,6 +557,10 @@ impl SystemMetric {
         SystemMetric::ServerComputeTime,
         SystemMetric::KvCacheUsage,
         SystemMetric::Preemptions,
+        SystemMetric::InputThroughput,
+        SystemMetric::InputTokenThroughput,
+        SystemMetric::ToolCallShare,
+        SystemMetric::ToolArgsValidShare,
     ];
 
     /// Key in expressions and files.
@@ -554,6 +578,10 @@ impl SystemMetric {
             SystemMetric::ServerComputeTime => "server_compute_time",
             SystemMetric::KvCacheUsage => "kv_cache_usage",
             SystemMetric::Preemptions => "preemptions",
+            SystemMetric::InputThroughput => "input_throughput",
+            SystemMetric::InputTokenThroughput => "input_token_throughput",
+            SystemMetric::ToolCallShare => "tool_call_share",
+            SystemMetric::ToolArgsValidShare => "tool_args_valid_share",
         }
     }
 
@@ -567,12 +595,15 @@ impl SystemMetric {
     fn kind(self) -> Kind {
         match self {
             SystemMetric::RequestThroughput | SystemMetric::RequestGoodput => Kind::RequestRate,
-            SystemMetric::OutputTokenThroughput | SystemMetric::TotalTokenThroughput => {
-                Kind::TokenRate
-            }
-            SystemMetric::ErrorRate | SystemMetric::QueueShare | SystemMetric::KvCacheUsage => {
-                Kind::Fraction
-            }
+            SystemMetric::OutputTokenThroughput
+            | SystemMetric::TotalTokenThroughput
+            | SystemMetric::InputTokenThroughput => Kind::TokenRate,
+            SystemMetric::InputThroughput => Kind::InputRate,
+            SystemMetric::ErrorRate
+            | SystemMetric::QueueShare
+            | SystemMetric::KvCacheUsage
+            | SystemMetric::ToolCallShare
+            | SystemMetric::ToolArgsValidShare => Kind::Fraction,
             SystemMetric::ErrorCount | SystemMetric::RequestCount | SystemMetric::Preemptions => {
                 Kind::Count
             }
@@ -594,6 +625,8 @@ pub enum Kind {
     TokenRate,
     /// Requests per second.
     RequestRate,
+    /// Inputs (texts, passages) per second.
+    InputRate,
     /// A share, stored as 0..1 and shown as a percentage.
     Fraction,
     /// A count.
@@ -609,6 +642,7 @@ impl Kind {
             Kind::PerUserRate => "tokens/sec/user",
             Kind::TokenRate => "tokens/sec",
             Kind::RequestRate => "requests/sec",
+            Kind::InputRate => "inputs/sec",
             Kind::Fraction => "fraction",
             Kind::Count => "count",
         }
@@ -687,6 +721,10 @@ impl MetricRef {
                     | SystemMetric::TotalTokenThroughput
                     | SystemMetric::RequestGoodput
                     | SystemMetric::RequestCount
+                    | SystemMetric::InputThroughput
+                    | SystemMetric::InputTokenThroughput
+                    | SystemMetric::ToolCallShare
+                    | SystemMetric::ToolArgsValidShare
             ),
         }
     }
@@ -848,6 +886,10 @@ pub fn parse_value(raw: &str, kind: Kind) -> Result<f64, String> {
         Kind::RequestRate => match unit.as_str() {
             "" | "/s" | "req/s" | "requests/s" | "requests/sec" => Ok(v),
             _ => bad_unit("req/s (or no unit)"),
+        },
+        Kind::InputRate => match unit.as_str() {
+            "" | "/s" | "inputs/s" | "inputs/sec" => Ok(v),
+            _ => bad_unit("inputs/s (or no unit)"),
         },
         Kind::PerUserRate => match unit.as_str() {
             "" | "tok/s/user" | "tokens/sec/user" => Ok(v),

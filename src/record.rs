@@ -389,6 +389,35 @@ pub struct RequestRecord {
     pub error: Option<RequestError>,
     /// The request's place in a multi-turn session; `None` for a request that stands alone.
     pub conversation: Option<Turn>,
+    /// What it carried besides its prompt text (batch inputs, images, tools).
+    pub sent: Sent,
+    /// What its response did with the tools it was offered.
+    pub tools: ToolUse,
+}
+
+/// What a request carried besides its prompt text, from its dataset entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Texts embedded or passages ranked (embeddings, rankings); 0 for a generative request,
+    /// which produces tokens instead.
+    pub inputs: u32,
+    /// Images sent with the prompt.
+    pub images: u32,
+    /// Their encoded size in bytes (before base64).
+    pub image_bytes: u64,
+    /// Tool definitions were sent with it.
+    pub tools: bool,
+}
+
+/// What a response did with the tools its request offered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToolUse {
+    /// Tool calls in the response.
+    pub calls: u32,
+    /// Every call's arguments parse as JSON (meaningful when `calls > 0`).
+    pub args_valid: bool,
+    /// The first response carrying tool-call argument text (run clock, ns).
+    pub first_token_ns: Option<u64>,
 }
 
 /// A request's place in a multi-turn session.
@@ -516,6 +545,18 @@ impl RequestRecord {
     pub fn tokens_per_sec_per_user(&self) -> Option<f64> {
         self.itl_ns().filter(|&v| v > 0).map(|v| 1e9 / v as f64)
     }
+
+    /// Time to the first token of a tool call's arguments, from the actual send.
+    pub fn ttft_tool_ns(&self) -> Option<u64> {
+        self.tools
+            .first_token_ns
+            .map(|t| t.saturating_sub(self.sent_ns))
+    }
+
+    /// Whether it was a batch request (embeddings, rankings): it has inputs, not output tokens.
+    pub fn batch(&self) -> bool {
+        self.sent.inputs > 0
+    }
 }
 
 #[cfg(test)]
@@ -553,6 +594,8 @@ mod tests {
             connection_reused: None,
             conversation: None,
             error: None,
+            sent: Sent::default(),
+            tools: ToolUse::default(),
         }
     }
 

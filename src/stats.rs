@@ -12,6 +12,7 @@ use crate::metrics::{
 };
 use crate::record::{ErrorKind, RequestRecord};
 
+pub mod apis;
 pub mod isl;
 mod percentile;
 pub mod repeat;
@@ -263,6 +264,8 @@ pub struct Aggregate {
     pub reconnects: u64,
     /// TTFT of successful requests by whether their connection was fresh or reused (HTTP/1.1).
     pub connections: ConnectionTtft,
+    /// Inputs, images and tool calls of successful requests.
+    pub apis: apis::ApiTally,
 }
 
 /// TTFT on fresh and on reused connections: a server sending with Nagle's algorithm on stalls
@@ -355,6 +358,7 @@ impl Aggregate {
             turns: turns::TurnDists::default(),
             reconnects: 0,
             connections: ConnectionTtft::default(),
+            apis: apis::ApiTally::default(),
         }
     }
 
@@ -417,6 +421,7 @@ impl Aggregate {
         self.isl.record(rec);
         self.turns.record(rec);
         self.connections.record(rec);
+        self.apis.record(rec);
         if objectives.iter().all(|o| o.met_by(rec)) {
             self.good += 1;
         }
@@ -508,6 +513,7 @@ impl Aggregate {
         self.turns.merge(&other.turns);
         self.reconnects += other.reconnects;
         self.connections.merge(&other.connections);
+        self.apis.merge(&other.apis);
     }
 
     /// The distributions with their metrics (for serialising histograms).
@@ -557,6 +563,7 @@ impl Aggregate {
             percentile_method: Some(method),
             isl_buckets: self.isl.summarize(method),
             turns: self.turns.summarize(method),
+            apis: self.apis.summarize(secs, self.sum_isl),
         }
     }
 }
@@ -607,6 +614,8 @@ pub struct LevelStats {
     pub isl_buckets: Vec<isl::IslBucket>,
     /// TTFT and input length by session turn (empty without sessions).
     pub turns: Vec<turns::TurnStats>,
+    /// Inputs per second, images, tool calls (each `None` when the level had none).
+    pub apis: apis::ApiStats,
 }
 
 impl LevelStats {
@@ -770,6 +779,10 @@ impl MetricSource for LevelSummary {
                 },
                 SystemMetric::KvCacheUsage => self.engine.as_ref()?.kv_usage.map(|g| g.max),
                 SystemMetric::Preemptions => self.engine.as_ref()?.preemptions,
+                SystemMetric::InputThroughput => st.apis.input_throughput,
+                SystemMetric::InputTokenThroughput => st.apis.input_token_throughput,
+                SystemMetric::ToolCallShare => st.apis.tool_call_share,
+                SystemMetric::ToolArgsValidShare => st.apis.tool_args_valid_share,
             },
         }
     }
@@ -812,6 +825,8 @@ pub(crate) fn test_level(stimulus: crate::load::Stimulus, ttft_ms: f64) -> Level
 pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRecord {
     let ms = 1_000_000;
     RequestRecord {
+        sent: Default::default(),
+        tools: Default::default(),
         phase: crate::record::Phase::Measure,
         seq: 0,
         prompt_index: 0,

@@ -25,6 +25,14 @@
 //! a bucket (`<128`, `128-511`, `>=512`): its request count and its TTFT and request latency
 //! avg/p50/p90/p99 in ms.
 //!
+//! The newer APIs add second-section rows (and JSON entries `{unit, avg}` after
+//! `total_token_throughput`) only for levels that have them: `input_throughput` (inputs/sec:
+//! texts embedded, passages ranked), `input_token_throughput` (tokens/sec) and `input_count`
+//! for embeddings and rankings; `image_count` and `image_bytes` for levels that sent images;
+//! `tool_call_share` and `tool_args_valid_share` (fractions 0..1) for levels that offered
+//! tools. Embeddings and rankings levels have no `output_sequence_length` row (nothing is
+//! generated) and, never streamed, no streaming-only rows.
+//!
 //! `profile_export_genai_perf.json`: GenAI-Perf's keys in GenAI-Perf's order —
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
 //! distributions (plus `p99.9` and `count`), `{unit, avg}` for system metrics — then
@@ -163,12 +171,41 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
             "count",
         ));
     }
+    for (key, value, unit) in api_values(&st.apis) {
+        let shown = match unit {
+            "count" | "bytes" => format!("{value:.0}"),
+            "fraction" => format!("{value:.4}"),
+            _ => num(value),
+        };
+        rows.push((key.to_string(), shown, unit));
+    }
     rows.push(("benchmark_duration".into(), num(st.duration_s), "sec"));
     if let Some(d) = &s.server {
         rows.extend(server_rows(d));
     }
     rows.extend(super::server_view::csv_rows(s));
     rows
+}
+
+/// The newer APIs' level numbers the level has, `(key, value, unit)` (see the module's notes).
+pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<(&'static str, f64, &'static str)> {
+    let count = |n: Option<u64>| n.map(|n| n as f64);
+    [
+        ("input_throughput", a.input_throughput, "inputs/sec"),
+        (
+            "input_token_throughput",
+            a.input_token_throughput,
+            "tokens/sec",
+        ),
+        ("input_count", count(a.input_count), "count"),
+        ("image_count", count(a.image_count), "count"),
+        ("image_bytes", count(a.image_bytes), "bytes"),
+        ("tool_call_share", a.tool_call_share, "fraction"),
+        ("tool_args_valid_share", a.tool_args_valid_share, "fraction"),
+    ]
+    .into_iter()
+    .filter_map(|(k, v, u)| v.map(|v| (k, v, u)))
+    .collect()
 }
 
 fn server_rows(d: &ServerDelta) -> Vec<(String, String, &'static str)> {
@@ -324,6 +361,9 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         "total_token_throughput".into(),
         json!({"unit": "tokens/sec", "avg": st.total_token_throughput}),
     );
+    for (key, value, unit) in api_values(&st.apis) {
+        m.insert(key.into(), json!({"unit": unit, "avg": value}));
+    }
     for (metric, _) in &shown {
         if !m.contains_key(metric.key()) {
             dist(&mut m, *metric);

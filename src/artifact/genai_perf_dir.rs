@@ -101,6 +101,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
     let summary = LevelSummary {
         stimulus,
         stats: LevelStats {
+            apis: Default::default(),
             metrics,
             request_count,
             error_count: 0,

@@ -19,7 +19,9 @@
 //! `cancelled` counts requests cancelled on purpose (`--request-cancellation-rate`), `reconnects`
 //! requests sent again on a fresh connection, `osl_compared` / `isl_compared` the requests with
 //! a server usage count and `isl_mismatch` those whose input count differed from the client's;
-//! files written before these existed read as 0.
+//! files written before these existed read as 0. Levels of the newer APIs add `"apis":
+//! {"inputs", "images", "image_bytes", "tools_offered", "tools_called", "tools_valid"}` (absent:
+//! all 0).
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -153,7 +155,7 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         .error_entries()
         .map(|(k, n, m)| json!({"kind": k.key(), "count": n, "example": m}))
         .collect();
-    json!({
+    let mut c = json!({
         "ok": agg.ok, "good": agg.good, "warmup": agg.warmup,
         "sum_osl": agg.sum_osl, "sum_isl": agg.sum_isl,
         "osl_mismatch": agg.osl_mismatch, "short_outputs": agg.short_outputs,
@@ -166,7 +168,30 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         "errors": errors,
         "cancelled": agg.cancelled,
         "reconnects": agg.reconnects,
-    })
+    });
+    // Only levels of the newer APIs have these: other levels' files stay as they were.
+    let a = &agg.apis;
+    if *a != crate::stats::apis::ApiTally::default() {
+        c["apis"] = json!({"inputs": a.inputs, "images": a.images, "image_bytes": a.image_bytes,
+            "tools_offered": a.offered, "tools_called": a.called, "tools_valid": a.valid});
+    }
+    c
+}
+
+fn apis_from(v: Option<&Value>) -> crate::stats::apis::ApiTally {
+    let n = |k: &str| {
+        v.and_then(|v| v.get(k))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    crate::stats::apis::ApiTally {
+        inputs: n("inputs"),
+        images: n("images"),
+        image_bytes: n("image_bytes"),
+        offered: n("tools_offered"),
+        called: n("tools_called"),
+        valid: n("tools_valid"),
+    }
 }
 
 /// Reads the counters into `agg` (its times become Unix ns); `false` when the file has none.
@@ -199,6 +224,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
     agg.osl_compared = or_zero("osl_compared");
     agg.isl_mismatch = or_zero("isl_mismatch");
     agg.isl_compared = or_zero("isl_compared");
+    agg.apis = apis_from(c.get("apis"));
     for e in c
         .get("errors")
         .and_then(Value::as_array)
@@ -287,6 +313,8 @@ mod tests {
         let mut agg = Aggregate::new();
         for i in 1..=500u64 {
             let rec = RequestRecord {
+                sent: Default::default(),
+                tools: Default::default(),
                 phase: Phase::Measure,
                 seq: i,
                 prompt_index: 0,

@@ -32,6 +32,10 @@
 //! | `session`, `turn` | only in rows of multi-turn sessions: the session's number in the run (0-based, in the order sessions started; a number taken when a phase's request budget was already spent is never sent, so numbers may skip at a phase's end; `prompt_index` is its conversation) and the turn (0-based: turn `t` carried `t + 1` user messages and the server's `t` answers between them) |
 //! | `shard` | in a merged file only: the shard that sent the request |
 //! | `request_id` | the id the request was sent with (`RUN-SEQ`: `X-Request-ID` over HTTP, KServe `id` over gRPC); absent when it had none |
+//! | `inputs` | embeddings and rankings only: the texts embedded or passages ranked (`osl` is 0: nothing is generated) |
+//! | `images`, `image_bytes` | only in rows of requests that sent images: how many, and their encoded size (before base64) |
+//! | `tool_calls`, `tool_args_valid` | only in rows of requests sent with `--tools`: the response's tool calls, and (when it made any) whether every call's arguments parse as JSON |
+//! | `first_tool_token_ns`, `ttftt_ms` | in rows whose response called a tool: its first argument text, and the time to it from the send |
 
 use std::io::Write;
 
@@ -96,6 +100,28 @@ struct Row<'a> {
     shard: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_id: Option<Shown<'a>>,
+    #[serde(skip_serializing_if = "is_zero")]
+    inputs: u32,
+    #[serde(skip_serializing_if = "is_zero")]
+    images: u32,
+    #[serde(skip_serializing_if = "is_zero64")]
+    image_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_args_valid: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_tool_token_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttftt_ms: Option<f64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A time in µs as the row's ms, and back (exact: µs are three decimals of ms).
@@ -179,6 +205,13 @@ pub fn write_shard_row(
         turn: rec.conversation.map(|c| c.turn),
         shard,
         request_id: request_id.map(Shown),
+        inputs: rec.sent.inputs,
+        images: rec.sent.images,
+        image_bytes: rec.sent.image_bytes,
+        tool_calls: (rec.sent.tools || rec.tools.calls > 0).then_some(rec.tools.calls),
+        tool_args_valid: (rec.tools.calls > 0).then_some(rec.tools.args_valid),
+        first_tool_token_ns: rec.tools.first_token_ns.map(abs),
+        ttftt_ms: ms(rec.ttft_tool_ns()),
     };
     serde_json::to_writer(&mut *out, &row)?;
     out.write_all(b"\n")
@@ -248,6 +281,19 @@ struct ReadRow {
     session: Option<u64>,
     #[serde(default)]
     turn: Option<u32>,
+    // Present only in rows of the newer APIs' requests.
+    #[serde(default)]
+    inputs: u32,
+    #[serde(default)]
+    images: u32,
+    #[serde(default)]
+    image_bytes: u64,
+    #[serde(default)]
+    tool_calls: Option<u32>,
+    #[serde(default)]
+    tool_args_valid: Option<bool>,
+    #[serde(default)]
+    first_tool_token_ns: Option<u64>,
 }
 
 /// A row read back: its level, its record, and the id it was sent with (none in rows written
@@ -275,6 +321,17 @@ pub fn read_row(line: &str) -> Result<ReadBack, String> {
         None => None,
     };
     let rec = RequestRecord {
+        sent: crate::record::Sent {
+            inputs: r.inputs,
+            images: r.images,
+            image_bytes: r.image_bytes,
+            tools: r.tool_calls.is_some(),
+        },
+        tools: crate::record::ToolUse {
+            calls: r.tool_calls.unwrap_or(0),
+            args_valid: r.tool_args_valid.unwrap_or(false),
+            first_token_ns: r.first_tool_token_ns,
+        },
         phase: r.phase,
         seq: r.seq,
         prompt_index: r.prompt_index,
@@ -330,6 +387,8 @@ mod tests {
         let clock = Clock::start();
         let base = clock.unix_anchor_ns();
         let rec = RequestRecord {
+            sent: Default::default(),
+            tools: Default::default(),
             phase: Phase::Measure,
             seq: 3,
             prompt_index: 1,
@@ -422,6 +481,8 @@ mod tests {
     #[test]
     fn reasoning_row_exact_text() {
         let rec = RequestRecord {
+            sent: Default::default(),
+            tools: Default::default(),
             phase: Phase::Measure,
             seq: 0,
             prompt_index: 0,
@@ -468,6 +529,8 @@ mod tests {
     #[test]
     fn session_row_exact_text() {
         let rec = RequestRecord {
+            sent: Default::default(),
+            tools: Default::default(),
             phase: Phase::Measure,
             seq: 4,
             prompt_index: 2,

@@ -6,6 +6,7 @@
 
 pub use crate::workload::Payload;
 
+pub mod batch;
 pub mod discovery;
 pub mod events;
 pub mod failure;
@@ -50,6 +51,12 @@ pub struct Exchange {
     pub reasoning_end: usize,
     /// Latest content-bearing response.
     pub last_token_ns: Option<u64>,
+    /// First response carrying tool-call argument text.
+    pub first_tool_token_ns: Option<u64>,
+    /// Inputs the request sent (embeddings' texts, rankings' passages): the answer must hold
+    /// one vector or score each. 0 for generative requests. Set by the caller after
+    /// [`Exchange::reset`].
+    pub expect_inputs: u32,
     /// Content-bearing responses.
     pub chunks: u32,
     /// All responses/events, including empty, role-only and usage-only ones.
@@ -192,6 +199,9 @@ impl Exchange {
         self.first_output_token_ns = None;
         self.reasoning_end = 0;
         self.last_token_ns = None;
+        self.first_tool_token_ns = None;
+        self.expect_inputs = 0;
+        self.events.clear_tools();
         self.chunks = 0;
         self.responses = 0;
         self.text.clear();

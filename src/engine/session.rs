@@ -51,7 +51,8 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -
         timeout: plan.request_timeout,
         cancellation: plan.cancellation(),
         use_server_token_count: plan.use_server_token_count,
-        count_tokens: true,
+        // Embeddings and rankings answer with vectors and scores: no output text to count.
+        count_tokens: plan.target.api.generates(),
         seed: plan.workload.seed,
         shard,
         gaps: gap_pool(),
@@ -92,7 +93,13 @@ async fn connect_llm(
     crate::client::tls::check(t, &[alpn]).await?;
     let calls = metrics_http_client(t)?;
     match t.api {
-        Api::Chat | Api::Completions | Api::Generate => {
+        Api::Chat
+        | Api::Completions
+        | Api::Generate
+        | Api::Responses
+        | Api::Messages
+        | Api::Embeddings
+        | Api::Rankings => {
             let c = HttpClient::new(t, workers)?;
             check_http(c.inner(), t).await?;
             let mut dataset = dataset::build_http(t, &plan.workload, tokenizer, salt(plan))?;
@@ -199,7 +206,7 @@ async fn explain_wrong_port(e: Error, t: &Target) -> Error {
             Wire::Grpc,
             "Triton's gRPC port is 8001; to use this HTTP port give --endpoint-type generate (Triton's generate API) or --endpoint-type chat (an OpenAI-compatible server)",
         ),
-        Api::Chat | Api::Completions | Api::Generate | Api::Infer => (
+        _ => (
             Wire::Http,
             "this is a gRPC port (Triton's is 8001): give --endpoint-type kserve to profile over gRPC, or point -u at the HTTP port (Triton's is 8000)",
         ),

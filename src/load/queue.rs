@@ -342,6 +342,8 @@ mod tests {
     fn completed(seq: u64) -> Completed {
         Completed {
             record: RequestRecord {
+                sent: Default::default(),
+                tools: Default::default(),
                 phase: Phase::Measure,
                 seq,
                 prompt_index: 0,

@@ -3,6 +3,7 @@
 //! each resolved and checked alone ([`resolve`]), from values parsed by [`values`]. Everything
 //! downstream reads typed fields; no string matching after this point.
 
+pub mod apis;
 pub mod fingerprint;
 pub mod outputs;
 pub mod resolve;

@@ -133,14 +133,13 @@ pub fn repetitions_table(
 /// to the first answer token (TTFO) and the reasoning tokens per request follow TTFT; when the
 /// responses carried the server's own timings (llama.cpp), its prefill time and the client's
 /// TTFT minus it (the transport, the HTTP layer and the wait for a slot) follow too.
+/// Levels that answered embeddings or rankings (no tokens out) get their own columns
+/// ([`batch_sweep_table`]); levels offered tools add the share that called one.
 pub fn sweep_table(levels: &[LevelSummary]) -> String {
-    let kind = levels.first().map_or("level", |l| l.stimulus.kind());
-    let kind_title = match kind {
-        "concurrency" => "Concurrency",
-        "request_rate" => "Request rate",
-        "fixed_schedule" => "Fixed schedule (speed-up)",
-        _ => "Level",
-    };
+    if levels.iter().any(is_batch) {
+        return batch_sweep_table(levels);
+    }
+    let kind_title = kind_title(levels);
     let open_loop = levels.iter().any(|l| l.stimulus.open_loop());
     let reasoning = levels
         .iter()
@@ -175,6 +174,12 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     let reconnected = levels.iter().any(|l| l.stats.reconnect_count > 0);
     if reconnected {
         headers.push("Reconnects");
+    }
+    let tools = levels
+        .iter()
+        .any(|l| l.stats.apis.tool_call_share.is_some());
+    if tools {
+        headers.push("Tool calls");
     }
     let rows: Vec<Vec<String>> = levels
         .iter()
@@ -223,7 +228,67 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             if reconnected {
                 row.push(l.stats.reconnect_count.to_string());
             }
+            if tools {
+                row.push(share(l.stats.apis.tool_call_share));
+            }
             row
+        })
+        .collect();
+    let aligns = vec![Align::Right; headers.len()];
+    table(&headers, &aligns, &rows)
+}
+
+/// Whether a level answered embeddings or rankings: inputs counted, no tokens out.
+fn is_batch(l: &LevelSummary) -> bool {
+    l.stats.apis.input_throughput.is_some()
+}
+
+/// The first column's title: what the levels vary.
+fn kind_title(levels: &[LevelSummary]) -> &'static str {
+    match levels.first().map_or("level", |l| l.stimulus.kind()) {
+        "concurrency" => "Concurrency",
+        "request_rate" => "Request rate",
+        "fixed_schedule" => "Fixed schedule (speed-up)",
+        _ => "Level",
+    }
+}
+
+/// A share as a percentage, or `-`.
+fn share(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{:.1}%", v * 100.0))
+}
+
+/// The sweep table of embeddings and rankings levels: nothing streams and no token comes
+/// back, so request latency, inputs (texts, passages) and input tokens per second say what
+/// the server did.
+fn batch_sweep_table(levels: &[LevelSummary]) -> String {
+    let headers = [
+        kind_title(levels),
+        "Latency avg (ms)",
+        "Latency p99 (ms)",
+        "Inputs/s",
+        "Input tok/s",
+        "Req/s",
+        "Errors",
+    ];
+    let rows: Vec<Vec<String>> = levels
+        .iter()
+        .map(|l| {
+            let latency = l.shown_stat(Metric::RequestLatency);
+            let apis = &l.stats.apis;
+            let mut value = crate::analysis::text::load_text(l.stimulus.value());
+            if l.interrupted {
+                value.push_str(" (interrupted)");
+            }
+            vec![
+                value,
+                ms(latency.map(|s| s.avg)),
+                ms(latency.map(|s| s.p99)),
+                crate::analysis::text::fixed_or(apis.input_throughput, 2, "-"),
+                crate::analysis::text::fixed_or(apis.input_token_throughput, 1, "-"),
+                format!("{:.2}", l.stats.request_throughput),
+                l.stats.error_count.to_string(),
+            ]
         })
         .collect();
     let aligns = vec![Align::Right; headers.len()];
@@ -365,6 +430,7 @@ pub fn level_table(l: &LevelSummary) -> String {
     if let Some(g) = st.request_goodput {
         out.push_str(&format!("Request goodput (per sec): {g:.2}\n"));
     }
+    out.push_str(&api_lines(&st.apis));
     out.push_str(&format!(
         "Request count: {}  Errors: {}",
         st.request_count, st.error_count
@@ -393,6 +459,28 @@ pub fn level_table(l: &LevelSummary) -> String {
             d.avg_compute_input_ms,
             d.avg_compute_infer_ms,
             d.avg_compute_output_ms
+        ));
+    }
+    out
+}
+
+/// The newer APIs' level numbers, a line each for those the level has: inputs answered
+/// (embeddings, rankings), images sent, tools called.
+fn api_lines(a: &crate::stats::apis::ApiStats) -> String {
+    let mut out = String::new();
+    if let (Some(i), Some(t)) = (a.input_throughput, a.input_token_throughput) {
+        out.push_str(&format!(
+            "Input throughput (inputs/sec): {i:.2}  Input token throughput (tokens/sec): {t:.2}\n"
+        ));
+    }
+    if let (Some(n), Some(b)) = (a.image_count, a.image_bytes) {
+        out.push_str(&format!("Images sent: {n} ({b} bytes)\n"));
+    }
+    if let Some(c) = a.tool_call_share {
+        out.push_str(&format!(
+            "Requests offered tools that called one: {}  with arguments that parse as JSON: {}\n",
+            share(Some(c)),
+            share(a.tool_args_valid_share)
         ));
     }
     out
@@ -484,7 +572,11 @@ pub fn isl_table(l: &LevelSummary) -> Option<String> {
 /// Why TTFT and ITL show "-" when the levels did not stream, and how to get them; `None` when
 /// every level streamed.
 pub fn not_streaming_note(levels: &[LevelSummary]) -> Option<&'static str> {
-    levels.iter().any(|l| !l.streaming).then_some(
+    // Embeddings and rankings answers never stream: nothing to add for them.
+    levels
+        .iter()
+        .any(|l| !l.streaming && !is_batch(l))
+        .then_some(
         "TTFT and ITL are \"-\": without --streaming the server sends each response whole, so there is no first token (or gap between tokens) to time, only the request's latency. Add --streaming to measure them (the endpoint must stream: a decoupled model over gRPC, or an HTTP endpoint that sends events).",
     )
 }

@@ -70,11 +70,13 @@ fn begin_error(e: BeginError) -> Response {
 
 async fn require_api_key(State(st): State<Arc<SimState>>, req: Request, next: Next) -> Response {
     if let Some(key) = &st.api_key {
-        let given = req
-            .headers()
+        // Anthropic's clients send the key as `x-api-key` (to /v1/models too).
+        let h = req.headers();
+        let given = h
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
+            .or_else(|| h.get("x-api-key").and_then(|v| v.to_str().ok()))
             .map(str::trim);
         if given != Some(key.as_str()) {
             let body = json!({"error": {
@@ -124,6 +126,8 @@ struct OpenAiRequest {
     stream: bool,
     include_usage: bool,
     echo: bool,
+    /// The tool the model calls (chat with `tools`; see [`super::apis::decide_tool`]).
+    tool: Option<String>,
 }
 
 fn lenient_u32(v: &Value, key: &str) -> Result<Option<u32>, String> {
@@ -138,27 +142,6 @@ fn lenient_bool(v: Option<&Value>, key: &str) -> Result<bool, String> {
         Some(s) => s.to_bool(key),
         None => Ok(false),
     }
-}
-
-/// Text of one chat message `content`: a string, or an array of parts whose `text` parts count.
-fn content_text(content: &Value, out: &mut String) -> Result<(), String> {
-    match content {
-        Value::String(s) => out.push_str(s),
-        Value::Null => {}
-        Value::Array(parts) => {
-            for p in parts {
-                if let Some(t) = p.get("text").and_then(Value::as_str) {
-                    out.push_str(t);
-                }
-            }
-        }
-        _ => {
-            return Err(
-                "expected message 'content' to be a string or an array of parts".to_owned(),
-            );
-        }
-    }
-    Ok(())
 }
 
 fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, String> {
@@ -178,10 +161,14 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, String> {
             .and_then(Value::as_array)
             .ok_or("expected 'messages' to be an array of {role, content}")?;
         let mut text = String::new();
+        let mut images = 0u32;
         for m in messages {
-            content_text(m.get("content").unwrap_or(&Value::Null), &mut text)?;
+            images += super::apis::content(m.get("content").unwrap_or(&Value::Null), &mut text)?;
         }
-        Prompt::Text(text)
+        match images {
+            0 => Prompt::Text(text),
+            n => Prompt::Mixed(text, n),
+        }
     } else {
         match v.get("prompt") {
             Some(Value::String(s)) => Prompt::Text(s.clone()),
@@ -212,6 +199,9 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, String> {
         None => lenient_u32(&v, "max_tokens")?,
     };
     let min = lenient_u32(&v, "min_tokens")?;
+    let tool = chat
+        .then(|| super::apis::decide_tool(&v, prompt.text()))
+        .flatten();
     Ok(OpenAiRequest {
         model,
         prompt,
@@ -222,6 +212,7 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, String> {
             "stream_options.include_usage",
         )?,
         echo: lenient_bool(v.get("echo"), "echo")?,
+        tool,
     })
 }
 
@@ -266,8 +257,8 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
     // llama.cpp's timings count the prompt's tokens.
     let llamacpp = st.metrics_style == crate::server_metrics::ServerKind::LlamaCpp;
     let need_usage = !req.stream || req.include_usage || llamacpp;
-    // Only the chat route separates reasoning from content.
-    let reasoning = entry.spec.reasoning.filter(|_| chat);
+    // Only the chat route separates reasoning from content; a tool call is all the answer.
+    let reasoning = entry.spec.reasoning.filter(|_| chat && req.tool.is_none());
     let mut g = match st
         .begin(entry, &req.prompt, req.max_tokens, need_usage, arrival)
         .await
@@ -297,6 +288,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
             input_tokens: g.input_tokens,
             reasoning,
             timings: llamacpp,
+            tool: req.tool.map(|name| (name, req.max_tokens)),
         };
         return SseBody::new(g, format).into_response();
     }
@@ -315,7 +307,11 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
         text.push_str(req.prompt.text());
     }
     tokens::push_text(&mut text, n);
-    let choice = if chat {
+    let choice = if let Some(name) = &req.tool {
+        let call = json!({"id": format!("call_{id}"), "type": "function",
+            "function": {"name": name, "arguments": super::apis::tool_arguments(n)}});
+        json!({"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [call]}, "logprobs": null, "finish_reason": "tool_calls"})
+    } else if chat {
         json!({"index": 0, "message": chat_message(text, reasoning, n), "logprobs": null, "finish_reason": "length"})
     } else {
         json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
@@ -380,6 +376,9 @@ struct OpenAiEvents {
     reasoning: Option<ReasoningSpec>,
     /// llama.cpp style: the last data event carries the request's `timings`.
     timings: bool,
+    /// Chat calling a tool (its name, and the tokens its arguments take): every token is a
+    /// piece of the call's arguments.
+    tool: Option<(String, u32)>,
 }
 
 /// Closes a chat `delta` string and the chunk.
@@ -398,7 +397,9 @@ impl OpenAiEvents {
             }
         };
         self.choice_open(buf);
-        if self.chat {
+        if self.tool.is_some() {
+            buf.put_slice(b"{},\"logprobs\":null,\"finish_reason\":\"tool_calls\"}]");
+        } else if self.chat {
             buf.put_slice(b"{},\"logprobs\":null,\"finish_reason\":\"length\"}]");
         } else {
             buf.put_slice(b"\"\",\"logprobs\":null,\"finish_reason\":\"length\"}]");
@@ -433,6 +434,14 @@ impl OpenAiEvents {
 
 impl EventFormat for OpenAiEvents {
     fn preamble(&mut self, buf: &mut BytesMut) {
+        if let Some((name, _)) = &self.tool {
+            // The call's id and name first, its arguments token by token after.
+            self.choice_open(buf);
+            let call = json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_0", "type": "function", "function": {"name": name, "arguments": ""}}]});
+            buf.put_slice(call.to_string().as_bytes());
+            buf.put_slice(b",\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+            return;
+        }
         if self.chat {
             self.choice_open(buf);
             buf.put_slice(b"{\"role\":\"assistant\",\"content\":\"");
@@ -442,7 +451,13 @@ impl EventFormat for OpenAiEvents {
 
     fn token(&mut self, buf: &mut BytesMut, index: u32) {
         self.choice_open(buf);
-        if let Some(r) = self.reasoning
+        if let Some((_, n)) = &self.tool {
+            buf.put_slice(b"{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"");
+            let mut piece = String::new();
+            super::apis::tool_piece(&mut piece, index, *n, true);
+            buf.put_slice(piece.as_bytes());
+            buf.put_slice(b"\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+        } else if let Some(r) = self.reasoning
             && index < r.tokens
         {
             buf.put_slice(b"{\"");
@@ -526,6 +541,7 @@ mod tests {
             input_tokens: 3,
             reasoning: None,
             timings: false,
+            tool: None,
         };
         let mut buf = BytesMut::new();
         f.token(&mut buf, 0);
@@ -559,6 +575,7 @@ mod tests {
             input_tokens: 3,
             reasoning: None,
             timings: true,
+            tool: None,
         };
         let last_data = |f: &OpenAiEvents| {
             let mut buf = BytesMut::new();

@@ -28,13 +28,15 @@ pub(crate) enum Prompt {
     Text(String),
     /// A prompt given as token ids; only their number matters.
     Tokens(u32),
+    /// Text followed by this many tokens more (an image's patches).
+    Mixed(String, u32),
 }
 
 impl Prompt {
     /// The prompt text, if it was given as text.
     pub(crate) fn text(&self) -> &str {
         match self {
-            Prompt::Text(s) => s,
+            Prompt::Text(s) | Prompt::Mixed(s, _) => s,
             Prompt::Tokens(_) => "",
         }
     }

@@ -1046,19 +1046,29 @@ pub fn read_env_file(text: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// The running engine `name` (`vllm` or `llamacpp`): its env file is `TTFTBENCH_<NAME>_ENV`,
-/// else `target/<name>.env` in the repository; it must answer `GET /health`. Without it,
-/// prints `skipped: <reason>` and returns `None` — unless `TTFTBENCH_REQUIRE_ENGINES=1` (CI,
-/// once the engines are started there), where that fails the test.
+/// The running engine `name` (`vllm`, `llamacpp`, or a variant: `vllm-embed`,
+/// `llamacpp-rerank`): its env file is `TTFTBENCH_<NAME>_ENV`, else `target/<name>.env` in the
+/// repository; it must answer `GET /health`. Without it, prints `skipped: <reason>` and returns
+/// `None` — unless `TTFTBENCH_REQUIRE_ENGINES=1` (CI), where that fails the test (vLLM's pooling
+/// variants, ~1 min and 4.5 GiB each: only with `TTFTBENCH_VLLM_POOLING=1` as well).
 pub fn engine(name: &'static str) -> Option<Engine> {
-    let upper = name.to_ascii_uppercase();
+    let upper = name.to_ascii_uppercase().replace('-', "_");
+    let start = match name.split_once('-') {
+        Some((engine, variant)) => format!("scripts/engines/{engine}/start.sh --variant {variant}"),
+        None => format!("scripts/engines/{name}/start.sh"),
+    };
     let path = std::env::var_os(format!("TTFTBENCH_{upper}_ENV"))
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
             Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/{name}.env"))
         });
     let found = std::fs::read_to_string(&path)
-        .map_err(|e| format!("{}: {e} (start it with scripts/engines/{name}/start.sh, or point TTFTBENCH_{upper}_ENV at its env file)", path.display()))
+        .map_err(|e| {
+            format!(
+                "{}: {e} (start it with {start}, or point TTFTBENCH_{upper}_ENV at its env file)",
+                path.display()
+            )
+        })
         .and_then(|text| {
             let vars = read_env_file(&text);
             let get = |k: &str| {
@@ -1076,9 +1086,11 @@ pub fn engine(name: &'static str) -> Option<Engine> {
                 .map_err(|e| format!("{name} at {} does not answer /health: {e}", engine.url))?;
             Ok(engine)
         });
+    let on = |var: &str| std::env::var(var).as_deref() == Ok("1");
+    let optional = name.starts_with("vllm-") && !on("TTFTBENCH_VLLM_POOLING");
     match found {
         Ok(e) => Some(e),
-        Err(reason) if std::env::var("TTFTBENCH_REQUIRE_ENGINES").as_deref() == Ok("1") => {
+        Err(reason) if on("TTFTBENCH_REQUIRE_ENGINES") && !optional => {
             panic!("TTFTBENCH_REQUIRE_ENGINES=1: {reason}")
         }
         Err(reason) => {
@@ -1296,3 +1308,6 @@ pub async fn engine_metric(e: &Engine, name: &str) -> f64 {
         })
         .sum()
 }
+
+/// A `--tools` file: one OpenAI tool definition, `search(query)`.
+pub const TOOLS_JSON: &str = r#"[{"type": "function", "function": {"name": "search", "description": "Search the web", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]"#;
