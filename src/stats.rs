@@ -12,9 +12,11 @@ use crate::metrics::{
 };
 use crate::record::{ErrorKind, RequestRecord};
 
+pub mod ci;
 pub mod isl;
 mod percentile;
 pub mod repeat;
+pub mod trend;
 pub mod turns;
 
 /// Significant digits kept by every histogram (0.1 % relative precision).
@@ -196,6 +198,25 @@ impl Dist {
     pub fn percentile(&self, p: f64, method: PercentileMethod) -> f64 {
         let [v] = percentile::percentiles(&self.hist, self.m.min, self.m.max, [p], method);
         v
+    }
+
+    /// The samples at 0-based `ranks` of the sorted samples (each below [`Dist::count`]), in the
+    /// stored unit, read as the percentiles are (exact at the ends, else within half a bucket).
+    pub fn values_at_ranks(&self, ranks: &[u64]) -> Vec<f64> {
+        if self.m.count == 0 {
+            return vec![0.0; ranks.len()];
+        }
+        let mut sorted: Vec<u64> = ranks.iter().map(|&r| r.min(self.m.count - 1)).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let values = percentile::values_at_ranks(&self.hist, self.m.min, self.m.max, &sorted);
+        ranks
+            .iter()
+            .map(|&r| {
+                let r = r.min(self.m.count - 1);
+                values[sorted.binary_search(&r).unwrap_or(0)]
+            })
+            .collect()
     }
 }
 
