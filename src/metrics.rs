@@ -469,6 +469,23 @@ impl Stat {
         }
     }
 
+    /// The quantile (0..1) a percentile statistic estimates; `None` for the others.
+    pub fn quantile(self) -> Option<f64> {
+        Some(match self {
+            Stat::P1 => 0.01,
+            Stat::P5 => 0.05,
+            Stat::P10 => 0.10,
+            Stat::P25 => 0.25,
+            Stat::P50 => 0.50,
+            Stat::P75 => 0.75,
+            Stat::P90 => 0.90,
+            Stat::P95 => 0.95,
+            Stat::P99 => 0.99,
+            Stat::P999 => 0.999,
+            Stat::Avg | Stat::Min | Stat::Max | Stat::Std => return None,
+        })
+    }
+
     /// This statistic of `s`.
     pub fn of(self, s: &Stats) -> f64 {
         match self {
