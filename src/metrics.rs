@@ -537,11 +537,18 @@ pub enum SystemMetric {
     KvCacheUsage,
     /// Requests the engine preempted (evicted for KV-cache space) during the level.
     Preemptions,
+    /// TTFT p99's trend over the level's timeline, as a share of its median per hour (a soak's
+    /// drift; see `stats::trend`).
+    TtftP99Drift,
+    /// Request latency p99's trend, as a share of its median per hour.
+    LatencyP99Drift,
+    /// Output throughput's trend, as a share of its median per hour (negative: it falls).
+    ThroughputDrift,
 }
 
 impl SystemMetric {
     /// Every system metric.
-    pub const ALL: [SystemMetric; 12] = [
+    pub const ALL: [SystemMetric; 15] = [
         SystemMetric::RequestThroughput,
         SystemMetric::OutputTokenThroughput,
         SystemMetric::TotalTokenThroughput,
@@ -554,6 +561,9 @@ impl SystemMetric {
         SystemMetric::ServerComputeTime,
         SystemMetric::KvCacheUsage,
         SystemMetric::Preemptions,
+        SystemMetric::TtftP99Drift,
+        SystemMetric::LatencyP99Drift,
+        SystemMetric::ThroughputDrift,
     ];
 
     /// Key in expressions and files.
@@ -571,6 +581,9 @@ impl SystemMetric {
             SystemMetric::ServerComputeTime => "server_compute_time",
             SystemMetric::KvCacheUsage => "kv_cache_usage",
             SystemMetric::Preemptions => "preemptions",
+            SystemMetric::TtftP99Drift => "ttft_p99_drift_per_hour",
+            SystemMetric::LatencyP99Drift => "latency_p99_drift_per_hour",
+            SystemMetric::ThroughputDrift => "throughput_drift_per_hour",
         }
     }
 
@@ -587,9 +600,12 @@ impl SystemMetric {
             SystemMetric::OutputTokenThroughput | SystemMetric::TotalTokenThroughput => {
                 Kind::TokenRate
             }
-            SystemMetric::ErrorRate | SystemMetric::QueueShare | SystemMetric::KvCacheUsage => {
-                Kind::Fraction
-            }
+            SystemMetric::ErrorRate
+            | SystemMetric::QueueShare
+            | SystemMetric::KvCacheUsage
+            | SystemMetric::TtftP99Drift
+            | SystemMetric::LatencyP99Drift
+            | SystemMetric::ThroughputDrift => Kind::Fraction,
             SystemMetric::ErrorCount | SystemMetric::RequestCount | SystemMetric::Preemptions => {
                 Kind::Count
             }
@@ -704,6 +720,7 @@ impl MetricRef {
                     | SystemMetric::TotalTokenThroughput
                     | SystemMetric::RequestGoodput
                     | SystemMetric::RequestCount
+                    | SystemMetric::ThroughputDrift
             ),
         }
     }

@@ -662,6 +662,9 @@ pub struct LevelSummary {
     pub ended_unix_ns: u64,
     /// Whether the measurement can be trusted, and why not.
     pub validity: crate::metrics::Validity,
+    /// The trend of TTFT and latency p99 and of throughput over the level's timeline intervals,
+    /// when it had enough of them (a soak).
+    pub drift: Option<trend::Drift>,
 }
 
 impl LevelSummary {
@@ -679,6 +682,7 @@ impl LevelSummary {
             started_unix_ns: 0,
             ended_unix_ns: 0,
             validity: Default::default(),
+            drift: None,
         }
     }
 
@@ -756,6 +760,13 @@ impl LevelStats {
     }
 }
 
+impl LevelSummary {
+    /// One drift line's slope as a share of its median per hour.
+    fn drift_of(&self, m: trend::DriftMetric) -> Option<f64> {
+        self.drift.as_ref()?.get(m).map(|l| l.relative_per_hour)
+    }
+}
+
 impl MetricSource for LevelSummary {
     fn metric(&self, m: MetricRef) -> Option<f64> {
         let st = &self.stats;
@@ -791,6 +802,11 @@ impl MetricSource for LevelSummary {
                 },
                 SystemMetric::KvCacheUsage => self.engine.as_ref()?.kv_usage.map(|g| g.max),
                 SystemMetric::Preemptions => self.engine.as_ref()?.preemptions,
+                SystemMetric::TtftP99Drift => self.drift_of(trend::DriftMetric::TtftP99),
+                SystemMetric::LatencyP99Drift => self.drift_of(trend::DriftMetric::LatencyP99),
+                SystemMetric::ThroughputDrift => {
+                    self.drift_of(trend::DriftMetric::OutputThroughput)
+                }
             },
         }
     }

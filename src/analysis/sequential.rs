@@ -12,7 +12,7 @@
 //! interval: they are checked on their value when the level stops and carry no confidence, and
 //! they never hold a level up.
 //!
-//! The level is looked at after [`FIRST_LOOK`] successful requests, then each time the count has
+//! The level is looked at after `FIRST_LOOK` (20) successful requests, then each time the count has
 //! grown by a quarter, and at its cap ([`Looks`]); it stops at the first look where every interval
 //! objective meets, or one fails. Looking repeatedly and stopping at the first clear answer would
 //! make a wrong answer likelier than one look would, so every interval is widened (Bonferroni):
@@ -45,52 +45,7 @@ use crate::metrics::{Metric, MetricRef, Op, PercentileMethod, Slo, Stat, SystemM
 use crate::stats::Aggregate;
 use crate::stats::ci;
 
-/// Successful requests before the first look.
-pub const FIRST_LOOK: u64 = 20;
-/// Each look after the first comes when the count has grown by this factor.
-pub const LOOK_GROWTH: f64 = 1.25;
-
-/// When a level is looked at: after `first` successful requests, then each time the count has
-/// grown by [`LOOK_GROWTH`], and at `cap` (the last look).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Looks {
-    /// Successful requests at the first look.
-    pub first: u64,
-    /// The most requests a level sends; the last look.
-    pub cap: u64,
-}
-
-impl Looks {
-    /// Looks up to `cap` requests.
-    pub fn new(cap: u64) -> Looks {
-        let cap = cap.max(1);
-        Looks {
-            first: FIRST_LOOK.min(cap),
-            cap,
-        }
-    }
-
-    /// The successful-request counts of the scheduled looks, rising, ending at the cap.
-    pub fn schedule(&self) -> Vec<u64> {
-        let mut out = vec![self.first];
-        let mut n = self.first;
-        while n < self.cap {
-            n = ((n as f64 * LOOK_GROWTH).ceil() as u64).max(n + 1).min(self.cap);
-            out.push(n);
-        }
-        out
-    }
-
-    /// The first scheduled look at or after `n` successful requests (`None` past the cap).
-    pub fn at_or_after(&self, n: u64) -> Option<u64> {
-        self.schedule().into_iter().find(|&l| l >= n)
-    }
-
-    /// `J`: the scheduled looks plus one for a level that ends between them.
-    pub fn count(&self) -> u32 {
-        self.schedule().len() as u32 + 1
-    }
-}
+pub use crate::load::Looks;
 
 /// A margin of error to reach (`profile --target-moe`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -465,6 +465,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         started_unix_ns: whole(level, "started_unix_ns"),
         ended_unix_ns: whole(level, "ended_unix_ns"),
         validity: validity.and_then(typed).unwrap_or_default(),
+        drift: doc.get("drift").and_then(typed),
     };
     let slo = items(doc, "slo", slo_from);
     Ok(LoadedLevel {

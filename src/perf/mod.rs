@@ -180,9 +180,13 @@ impl crate::metrics::MetricSource for PerfLevel {
                 }),
                 SystemMetric::KvCacheUsage => self.engine.as_ref()?.kv_usage.map(|g| g.max),
                 SystemMetric::Preemptions => self.engine.as_ref()?.preemptions,
+                // No token counts in tensor profiling; drift is judged on profile's levels.
                 SystemMetric::OutputTokenThroughput
                 | SystemMetric::TotalTokenThroughput
-                | SystemMetric::RequestGoodput => None,
+                | SystemMetric::RequestGoodput
+                | SystemMetric::TtftP99Drift
+                | SystemMetric::LatencyP99Drift
+                | SystemMetric::ThroughputDrift => None,
             },
         }
     }
