@@ -401,6 +401,22 @@ pub struct ProfileArgs {
     #[arg(help_heading = DECISIONS, long = "slo")]
     pub slo: Vec<String>,
 
+    /// Stop each level once the margin of error of --moe-metric is at most this share of its
+    /// estimate (5%), at --confidence; --request-count (default 10000) and
+    /// --measurement-interval/--duration cap a level, and a saturated level stops early.
+    #[arg(help_heading = MEASUREMENT, long = "target-moe", value_name = "SHARE")]
+    pub target_moe: Option<String>,
+
+    /// The statistic --target-moe judges: a percentile or the average of a per-request metric
+    /// (default: time_to_first_token.p99 with --streaming, request_latency.p99 without).
+    #[arg(help_heading = MEASUREMENT, long = "moe-metric", value_name = "METRIC.STAT", requires = "target_moe")]
+    pub moe_metric: Option<String>,
+
+    /// Confidence of the intervals behind --target-moe (and, in `search`, behind each probe's
+    /// decision): more than 50% and at most 99.9% (default 95%).
+    #[arg(help_heading = MEASUREMENT, long = "confidence")]
+    pub confidence: Option<String>,
+
     /// Knee detection: the knee is the first level beyond which throughput grows by less than
     /// this while p99 latency rises by more.
     #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%")]

@@ -144,6 +144,8 @@ pub struct Measured {
     pub start: Option<super::start::LevelStart>,
     /// Under the sequential rule: how the level ended and its decision.
     pub settled: Option<Settled>,
+    /// Requests the level sent, warm-up included.
+    pub sent: u64,
 }
 
 /// Measures one level. `sinks` are lent to the level's collector and handed back.
@@ -181,6 +183,7 @@ pub async fn measure_level(
     };
     let thread = collector::spawn(setup, std::mem::take(sinks), rec_rx, win_tx)
         .map_err(|e| Error::failed(format!("cannot start the collector thread: {e}")))?;
+    let mut warmup_sent = 0;
     if let Some(stop) = spec.warmup {
         let out = run_phase(
             shared.clone(),
@@ -191,6 +194,7 @@ pub async fn measure_level(
         )
         .await;
         session.seq += out.sent;
+        warmup_sent = out.sent;
     }
     let watch = Watch::start(&session.probe, &spec.policy).await;
     measure_start.store(shared.clock.now_ns().max(1), Ordering::Release);
@@ -268,6 +272,7 @@ pub async fn measure_level(
         windows,
         start,
         settled,
+        sent: warmup_sent + out.sent,
     })
 }
 

@@ -549,6 +549,21 @@ pub fn untrusted_lines<'a>(
         .collect()
 }
 
+/// A level's drift over its timeline intervals (a soak): a header, then one line per metric;
+/// empty when the level had too few intervals for a verdict.
+pub fn drift_lines(l: &LevelSummary) -> Vec<String> {
+    let Some(d) = &l.drift else {
+        return Vec::new();
+    };
+    let mut out = vec![format!(
+        "drift over {} (Theil–Sen slope per hour, {:.0} % interval):",
+        crate::analysis::text::duration(d.span_s),
+        d.confidence * 100.0
+    )];
+    out.extend(d.metrics.iter().map(|m| format!("  {}", m.line())));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
