@@ -5,6 +5,7 @@
 //! (`pareto`), and how numbers are written (`text`). Pure functions over level summaries.
 
 pub mod knee;
+pub mod pareto;
 pub mod saturation;
 pub mod sequential;
 pub mod slo;

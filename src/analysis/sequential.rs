@@ -407,8 +407,24 @@ pub struct Settled {
     pub checks: Vec<Check>,
     /// The margin of error at the last look (`--target-moe`).
     pub moe: Option<Moe>,
-    /// The confidence of each interval at one look (`1 − α/(kJ)`).
-    pub look_confidence: f64,
+    /// What the margin of error was judged against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_target: Option<MoeShown>,
+    /// The confidence of each objective's interval at one look (`1 − α/(kJ)`), when the level
+    /// had objectives to settle.
+    pub look_confidence: Option<f64>,
+}
+
+/// The statistic, target and confidence of a margin of error, as reported.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MoeShown {
+    /// The statistic.
+    #[serde(serialize_with = "key")]
+    pub metric: MetricRef,
+    /// The target share.
+    pub target: f64,
+    /// The interval's confidence.
+    pub confidence: f64,
 }
 
 impl Settled {
@@ -426,6 +442,21 @@ impl Settled {
             }
         )];
         out.extend(self.checks.iter().map(|c| format!("  {}", c.line())));
+        if let (Some(m), Some(t)) = (&self.moe, &self.moe_target) {
+            let kind = t.metric.kind();
+            let end = |v: Option<f64>| v.map_or("open".to_string(), |v| show_bare(kind, v));
+            out.push(format!(
+                "  {} {} [{}, {}] at {:.0} %: margin of error {} (target {:.1} %)",
+                t.metric,
+                kind.show(m.estimate),
+                end(m.lower),
+                end(m.upper),
+                t.confidence * 100.0,
+                m.relative
+                    .map_or("open".to_string(), |r| format!("{:.1} %", r * 100.0)),
+                t.target * 100.0
+            ));
+        }
         out
     }
 }

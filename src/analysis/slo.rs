@@ -51,7 +51,7 @@ pub fn missing_reason(m: MetricRef) -> &'static str {
             | SystemMetric::LatencyP99Drift
             | SystemMetric::ThroughputDrift,
         ) => {
-            "too few timeline intervals for a drift verdict: a level needs at least 10 (--duration, --timeline-interval)"
+            "too few timeline intervals for a drift verdict: a level needs at least 30 (--duration, --timeline-interval)"
         }
         MetricRef::System(SystemMetric::ErrorRate) => "no request was measured",
         MetricRef::Dist(m, _) if m.streaming_only() => {

@@ -37,7 +37,7 @@
 //! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`
 //! (with the token counts the server disagrees with: `osl_mismatch_count`/`_compared_count`/
 //! `_share` for output and `isl_mismatch_*` for input tokens, against its usage),
-//! `drift` (only for a level with at least 10 timeline intervals: `span_s`, `confidence`, and per
+//! `drift` (only for a level with at least 30 timeline intervals: `span_s`, `confidence`, and per
 //! metric `metric`, `points`, `median`, `per_hour`, `lower_per_hour`, `upper_per_hour`,
 //! `relative_per_hour`, `drifts`; see [`crate::stats::trend`]), `level` (name,
 //! stimulus, value, `started_unix_ns`, and `percentile_method`: `linear`, numpy's default as

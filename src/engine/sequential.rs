@@ -204,7 +204,12 @@ pub(super) async fn settle(
         decision,
         checks,
         moe,
-        look_confidence: ctx.rule.look_confidence(),
+        moe_target: ctx.rule.moe.map(|t| sequential::MoeShown {
+            metric: t.metric,
+            target: t.target,
+            confidence: ctx.rule.confidence,
+        }),
+        look_confidence: (!ctx.rule.objectives.is_empty()).then(|| ctx.rule.look_confidence()),
     };
     (settled, st.merged)
 }

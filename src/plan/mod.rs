@@ -6,6 +6,7 @@
 pub mod fingerprint;
 pub mod outputs;
 pub mod resolve;
+pub mod search;
 pub mod shard;
 pub mod traffic;
 pub mod values;

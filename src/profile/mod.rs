@@ -622,9 +622,10 @@ async fn run_level(
     Ok(measured)
 }
 
-/// `summary.csv`, `summary.json` and `report.html` next to the level directories; `spreads`:
-/// each level's numbers across its repetitions for a `--repeat` run (empty otherwise).
-fn write_sweep(
+/// `summary.csv`, `summary.json`, `pareto.csv` and `report.html` next to the level
+/// directories; `spreads`: each level's numbers across its repetitions for a `--repeat` run
+/// (empty otherwise).
+pub(crate) fn write_sweep(
     plan: &RunPlan,
     d: &Path,
     levels: &[LevelResult],
@@ -637,6 +638,17 @@ fn write_sweep(
     write_file(
         &d.join(artifact::SUMMARY_FILE),
         artifact::summary::csv(&summaries),
+    )?;
+    let feasible: Vec<(&LevelSummary, Option<bool>)> = levels
+        .iter()
+        .map(|l| {
+            let met = (!plan.slos.is_empty()).then(|| l.slo.iter().all(|r| r.passed));
+            (&l.summary, met)
+        })
+        .collect();
+    write_file(
+        &d.join(artifact::pareto::PARETO_FILE),
+        artifact::pareto::csv(&crate::analysis::pareto::points(&feasible)),
     )?;
     let dirs: Vec<PathBuf> = levels.iter().map(|l| l.dir.clone()).collect();
     let slos: Vec<Vec<SloResult>> = levels.iter().map(|l| l.slo.clone()).collect();
@@ -694,7 +706,9 @@ fn write_report(
             repetitions: l.repetitions.clone(),
         })
         .collect();
-    let run = run_from(sweep_dir, loaded);
+    let mut run = run_from(sweep_dir, loaded);
+    // A search writes its search.json first: the page shows the search with its levels.
+    run.search = artifact::search::read(sweep_dir);
     let opts = crate::report::html::Options {
         knee_min_gain: plan.knee_min_gain,
         version: crate::VERSION.to_string(),

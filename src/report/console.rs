@@ -564,6 +564,90 @@ pub fn drift_lines(l: &LevelSummary) -> Vec<String> {
     out
 }
 
+/// A search's result: every probe (load, requests its decision was made on, verdict, why it
+/// stopped, each objective's estimate and interval), the answer with its confidence, what it
+/// measured there, and the requests spent against the equivalent ladder.
+pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
+    let load_head = if d.over == "concurrency" {
+        "Concurrency"
+    } else {
+        "Req/s"
+    };
+    let mut headers = vec!["Probe", load_head, "Requests", "Verdict", "Stopped"];
+    headers.extend(d.objectives.iter().map(String::as_str));
+    let mut aligns = vec![Align::Right, Align::Right, Align::Right, Align::Left, Align::Left];
+    aligns.extend(d.objectives.iter().map(|_| Align::Left));
+    let rows: Vec<Vec<String>> = d
+        .probes
+        .iter()
+        .map(|p| {
+            let mut row = vec![
+                p.index.to_string(),
+                crate::analysis::text::load_text(p.load),
+                p.measured.to_string(),
+                p.verdict.word().to_string(),
+                p.stopped.clone(),
+            ];
+            row.extend(d.objectives.iter().map(|o| {
+                p.objectives
+                    .iter()
+                    .find(|x| &x.objective == o)
+                    .map_or("-".into(), objective_cell)
+            }));
+            row
+        })
+        .collect();
+    let mut out = table(&headers, &aligns, &rows);
+    out.push_str(&format!("answer: {}\n", d.statement));
+    if let Some(a) = &d.answer {
+        let mut parts = vec![
+            format!("{:.2} requests/s", a.request_throughput),
+            format!("{:.1} output tokens/s", a.output_token_throughput),
+        ];
+        if let Some(g) = a.request_goodput {
+            parts.push(format!("goodput {g:.2} requests/s"));
+        }
+        if let Some(u) = a.output_token_throughput_per_user {
+            parts.push(format!("{u:.1} output tokens/s per user"));
+        }
+        out.push_str(&format!("at {}: {}\n", a.level, parts.join(", ")));
+    }
+    let l = &d.ladder;
+    let span = match (l.loads.first(), l.loads.last()) {
+        (Some(a), Some(b)) if l.loads.len() > 1 => format!(
+            " ({} to {})",
+            crate::analysis::text::load_text(*a),
+            crate::analysis::text::load_text((b * 1000.0).round() / 1000.0)
+        ),
+        _ => String::new(),
+    };
+    out.push_str(&format!(
+        "requests spent: {} (warm-up included), {:.0}% of the {} a ladder of {}{span} at {} requests per level sends\n",
+        d.requests_spent,
+        l.share_spent * 100.0,
+        l.requests,
+        crate::analysis::text::count(l.loads.len() as u64, "level"),
+        l.requests_per_level
+    ));
+    out
+}
+
+/// `7.21 [6.10, 7.90] ms`, or a point objective's value.
+fn objective_cell(o: &crate::artifact::search::ObjectiveDoc) -> String {
+    let frac = o.unit == "fraction";
+    let v = |x: Option<f64>| match x {
+        Some(x) if frac => format!("{:.2}%", x * 100.0),
+        Some(x) => format!("{x:.2}"),
+        None => "open".into(),
+    };
+    let unit = if frac { String::new() } else { format!(" {}", o.unit) };
+    if o.interval {
+        format!("{} [{}, {}]{unit}", v(o.estimate), v(o.lower), v(o.upper))
+    } else {
+        format!("{}{unit} ({})", v(o.estimate), o.decision)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,8 +24,8 @@ use super::ci::normal_quantile;
 
 /// Points a [`Series`] keeps before merging neighbours.
 pub const SERIES_POINTS: usize = 512;
-/// Fewest timeline intervals for a drift verdict.
-pub const DRIFT_MIN_POINTS: usize = 10;
+/// Fewest timeline intervals for a drift verdict (a short level's slope per hour extrapolates noise).
+pub const DRIFT_MIN_POINTS: usize = 30;
 /// The change over the run (slope × span) must reach this share of the median to be a drift.
 pub const DRIFT_MIN_CHANGE: f64 = 0.10;
 /// Confidence of the drift interval.
@@ -392,7 +392,7 @@ mod tests {
         assert!(tput.per_hour < 0.0 && !tput.drifts, "{tput:?}");
         // Too few intervals: no verdict.
         let mut short = DriftSeries::default();
-        for i in 0..5 {
+        for i in 0..29 {
             short.push(f64::from(i), [Some(1.0), None, None]);
         }
         assert_eq!(short.drift(), None);

@@ -2,9 +2,10 @@
 //!
 //! Contents, per run: the command line (secrets were redacted when it was recorded), the
 //! ttftbench version, validity flags, the decisions (knee recommendation, queue-versus-compute
-//! verdict, SLO checks), five charts — TTFT avg/p50/p99 versus load, throughput versus p99
-//! latency with the knee marked, ITL versus load, the server's queue versus compute share, error
-//! rate — and a table of every level; where the server's metrics page was read, the engine's
+//! verdict, SLO checks; a search's answer, cost and probes), six charts — TTFT avg/p50/p99
+//! versus load, throughput versus p99 latency with the knee marked, ITL versus load, the server's
+//! queue versus compute share, error rate, and the throughput/interactivity trade-off with the
+//! SLO-feasible levels and the Pareto frontier marked — and a table of every level; where the server's metrics page was read, the engine's
 //! KV-cache and the GPUs' charts and a table of the engine's view. Over several runs (a `bench/` folder of timestamped runs)
 //! the page starts with the trend of each key metric across runs and the change of the newest run
 //! against the one before it, so the seeds' timeline needs no script.
@@ -22,6 +23,7 @@ use crate::artifact::read::Run;
 
 mod charts;
 mod engine;
+mod search;
 mod style;
 mod tables;
 mod trend;
@@ -192,6 +194,9 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
         let _ = writeln!(out, "<pre class=\"cmd\">{}</pre>", esc(cmd));
     }
     badges(out, run);
+    if let Some(s) = &run.search {
+        search::section(out, s);
+    }
     out.push_str("<div class=\"decision\">\n");
     let _ = writeln!(out, "<p><strong>{}</strong></p>", esc(&k.recommendation));
     if summaries.len() > 1 {
