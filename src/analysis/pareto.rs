@@ -47,10 +47,7 @@ pub fn points(levels: &[(&LevelSummary, Option<bool>)]) -> Vec<Point> {
         .collect();
     let marks: Vec<bool> = out
         .iter()
-        .map(|p| {
-            p.per_user.is_some()
-                && !out.iter().any(|q| dominates(q, p))
-        })
+        .map(|p| p.per_user.is_some() && !out.iter().any(|q| dominates(q, p)))
         .collect();
     for (p, m) in out.iter_mut().zip(marks) {
         p.frontier = m;
@@ -98,7 +95,11 @@ mod tests {
         let feasible = [Some(true), Some(true), Some(true), Some(true), Some(false)];
         let input: Vec<(&LevelSummary, Option<bool>)> = ls.iter().zip(feasible).collect();
         let p = points(&input);
-        let frontier: Vec<&str> = p.iter().filter(|p| p.frontier).map(|p| p.level.as_str()).collect();
+        let frontier: Vec<&str> = p
+            .iter()
+            .filter(|p| p.frontier)
+            .map(|p| p.level.as_str())
+            .collect();
         // 4 is beaten by 2 on both axes; 16 by 8.
         assert_eq!(frontier, ["concurrency1", "concurrency2", "concurrency8"]);
         assert_eq!(p[4].feasible, Some(false));

@@ -13,14 +13,17 @@
 //!   scheduled time (median): every in-flight slot is taken, so the asked rate is not reached.
 //!
 //! None fires before [`MIN_SECONDS`] of measurement or with fewer than [`MIN_POINTS`] points:
-//! a level's first seconds (connections opening, a burst of admissions) are not a trend.
+//! a level's first moments (connections opening, a burst of admissions) are not a trend. The
+//! engine reads the signals before it judges a look: an open-loop level above capacity meets a
+//! lax objective with its first requests, before the queue has grown, and must not be settled
+//! on them.
 
 use serde::Serialize;
 
 use crate::stats::trend::theil_sen;
 
 /// Seconds of measurement before any signal may fire.
-pub const MIN_SECONDS: f64 = 2.0;
+pub const MIN_SECONDS: f64 = 0.5;
 /// Points a trend needs.
 pub const MIN_POINTS: usize = 8;
 /// Confidence of the trend intervals.
@@ -82,9 +85,9 @@ impl Signal {
                     "request latency"
                 }
             ),
-            Signal::QueueGrowing { from, to } => format!(
-                "the server's queue growing without bound ({from:.0} → {to:.0} waiting)"
-            ),
+            Signal::QueueGrowing { from, to } => {
+                format!("the server's queue growing without bound ({from:.0} → {to:.0} waiting)")
+            }
             Signal::InFlightGrowing { from, to } => format!(
                 "requests in flight growing without bound ({from:.0} → {to:.0}): arrivals outpace completions"
             ),
@@ -165,7 +168,9 @@ mod tests {
     use super::*;
 
     fn line(n: usize, f: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
-        (0..n).map(|i| (i as f64 * 0.5, f(i as f64 * 0.5))).collect()
+        (0..n)
+            .map(|i| (i as f64 * 0.5, f(i as f64 * 0.5)))
+            .collect()
     }
 
     #[test]
@@ -185,7 +190,7 @@ mod tests {
             "TTFT trending up inside the level (18.0 ms → 86.0 ms)"
         );
         // Too early, or too few points: nothing yet.
-        assert_eq!(check(&seen(&growing, 1.5)), None);
+        assert_eq!(check(&seen(&growing, 0.4)), None);
         assert_eq!(check(&seen(&growing[..6], 10.0)), None);
         // A small significant rise is not saturation.
         let creeping = line(40, |t| 100.0 + t);

@@ -121,7 +121,11 @@ impl Rule {
         let needs_upper = matches!(slo.op, Op::Le | Op::Lt);
         self.looks.schedule().into_iter().find(|&n| {
             let (l, u) = ci::quantile_ranks(n, q, a, a);
-            if needs_upper { u.is_some() } else { l.is_some() }
+            if needs_upper {
+                u.is_some()
+            } else {
+                l.is_some()
+            }
         })
     }
 }
@@ -184,7 +188,9 @@ impl Check {
     pub fn line(&self) -> String {
         let kind = self.objective.metric.kind();
         let show = |v: Option<f64>| v.map_or("open".to_string(), |v| show_bare(kind, v));
-        let value = self.estimate.map_or("no value".to_string(), |v| kind.show(v));
+        let value = self
+            .estimate
+            .map_or("no value".to_string(), |v| kind.show(v));
         let interval = if self.interval {
             format!(" [{}, {}]", show(self.lower), show(self.upper))
         } else {
@@ -308,7 +314,12 @@ pub struct Moe {
 }
 
 /// The margin of error of `t`'s statistic over the level so far, at `confidence`.
-pub fn moe(t: &MoeTarget, agg: &Aggregate, confidence: f64, method: PercentileMethod) -> Option<Moe> {
+pub fn moe(
+    t: &MoeTarget,
+    agg: &Aggregate,
+    confidence: f64,
+    method: PercentileMethod,
+) -> Option<Moe> {
     let MetricRef::Dist(m, stat) = t.metric else {
         return None;
     };
@@ -496,7 +507,10 @@ mod tests {
 
     #[test]
     fn widened_per_look_and_objective() {
-        let r = rule(&["ttft.p90<=15ms", "error_rate<1%", "request_throughput>=1"], 100);
+        let r = rule(
+            &["ttft.p90<=15ms", "error_rate<1%", "request_throughput>=1"],
+            100,
+        );
         assert_eq!(r.interval_objectives(), 2);
         // α = 0.05 over k = 2 objectives, J = 10 looks, two ends: 0.05 / 40.
         assert!((r.tail_alpha() - 0.001_25).abs() < 1e-12);
@@ -514,7 +528,10 @@ mod tests {
         assert_eq!(c.decision, Decision::Meets);
         assert_eq!((c.lower, c.upper), (Some(5.0), Some(5.0)));
         // 20 requests at 40 ms: fails at once.
-        assert_eq!(check(&slo, &agg(std::iter::repeat_n(40, 20)), tail, m).decision, Decision::Fails);
+        assert_eq!(
+            check(&slo, &agg(std::iter::repeat_n(40, 20)), tail, m).decision,
+            Decision::Fails
+        );
         // 20 requests at 5 ms: too few to show p90 below anything (no upper end yet).
         let c = check(&slo, &agg(std::iter::repeat_n(5, 20)), tail, m);
         assert_eq!((c.decision, c.upper), (Decision::Open, None));
@@ -524,11 +541,14 @@ mod tests {
         );
         // A throughput-style objective the other way round.
         let ge = parse("ttft.p50>=4ms").unwrap();
-        assert_eq!(check(&ge, &agg(std::iter::repeat_n(5, 200)), tail, m).decision, Decision::Meets);
+        assert_eq!(
+            check(&ge, &agg(std::iter::repeat_n(5, 200)), tail, m).decision,
+            Decision::Meets
+        );
         // Point objectives stay open and out of the verdict.
         let p = check(&parse("request_throughput>=1").unwrap(), &agg([1]), tail, m);
         assert!(!p.interval);
-        assert_eq!(verdict(&[p.clone()]), Decision::Open);
+        assert_eq!(verdict(std::slice::from_ref(&p)), Decision::Open);
         let meets = check(&slo, &agg(std::iter::repeat_n(5, 200)), tail, m);
         assert_eq!(verdict(&[meets.clone(), p]), Decision::Meets);
     }
@@ -574,7 +594,13 @@ mod tests {
             metric: MetricRef::parse("ttft.avg").unwrap(),
             target: 0.05,
         };
-        let m = moe(&avg, &agg(std::iter::repeat_n(7, 50)), 0.95, PercentileMethod::Linear).unwrap();
+        let m = moe(
+            &avg,
+            &agg(std::iter::repeat_n(7, 50)),
+            0.95,
+            PercentileMethod::Linear,
+        )
+        .unwrap();
         assert_eq!(m.relative, Some(0.0));
     }
 }

@@ -134,11 +134,14 @@ impl Timeline {
         if let Some(from) = self.series_from.filter(|&f| start >= f) {
             let mid_s = (start + end) as f64 / 2e9 - from as f64 / 1e9;
             let tokens = (b.ok > 0).then(|| b.tokens as f64 / secs);
-            self.series.push(mid_s, [
-                ttft.as_ref().map(|s| s.p99),
-                latency.as_ref().map(|s| s.p99),
-                tokens,
-            ]);
+            self.series.push(
+                mid_s,
+                [
+                    ttft.as_ref().map(|s| s.p99),
+                    latency.as_ref().map(|s| s.p99),
+                    tokens,
+                ],
+            );
         }
         let ms = |s: Option<&crate::metrics::Stats>, f: fn(&crate::metrics::Stats) -> f64| {
             s.map_or_else(String::new, |s| format!("{:.3}", f(s)))

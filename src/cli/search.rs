@@ -6,9 +6,7 @@ use super::{SearchArgs, SearchOverArg};
 use crate::analysis::sequential::{self, Looks, Rule};
 use crate::error::UsageError;
 use crate::metrics::{MetricRef, Objective, Op, Slo};
-use crate::plan::search::{
-    Axis, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_RATE, SearchPlan,
-};
+use crate::plan::search::{Axis, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_RATE, SearchPlan};
 use crate::plan::values;
 
 /// Where a search's files go without `--artifact-dir`: one directory per search.
@@ -18,7 +16,12 @@ impl SearchArgs {
     /// The validated search of these flags; `argv` is the command line, kept (redacted).
     pub fn plan(&self, argv: &[String]) -> Result<SearchPlan, UsageError> {
         self.refuse_level_flags()?;
-        let mut run = self.profile.plan(argv)?;
+        // --confidence is the search's here, not --target-moe's.
+        let shared = super::ProfileArgs {
+            confidence: None,
+            ..self.profile.clone()
+        };
+        let mut run = shared.plan(argv)?;
         let axis = self.axis()?;
         let (min, max) = self.bounds(&axis)?;
         let rule = Rule {
@@ -68,15 +71,43 @@ impl SearchArgs {
     fn refuse_level_flags(&self) -> Result<(), UsageError> {
         let p = &self.profile;
         let fixed: [(&str, bool, &str); 9] = [
-            ("--concurrency", p.concurrency.is_some(), "--over concurrency with --min/--max"),
-            ("--request-rate", p.request_rate.is_some(), "--over request-rate with --min/--max"),
-            ("--request-count", p.request_count.is_some(), "--max-probe-requests"),
-            ("--measurement-interval", p.measurement_interval.is_some(), "--max-probe-time"),
+            (
+                "--concurrency",
+                p.concurrency.is_some(),
+                "--over concurrency with --min/--max",
+            ),
+            (
+                "--request-rate",
+                p.request_rate.is_some(),
+                "--over request-rate with --min/--max",
+            ),
+            (
+                "--request-count",
+                p.request_count.is_some(),
+                "--max-probe-requests",
+            ),
+            (
+                "--measurement-interval",
+                p.measurement_interval.is_some(),
+                "--max-probe-time",
+            ),
             ("--duration", p.duration.is_some(), "--max-probe-time"),
             ("--target-moe", p.target_moe.is_some(), "--confidence"),
-            ("--fixed-schedule", p.fixed_schedule, "profile --fixed-schedule"),
-            ("--shard", p.shard.shard.is_some() || p.shard.shards.is_some(), "one process"),
-            ("--repeat", p.repeat.repeat > 1, "search once; compare with `ttftbench compare`"),
+            (
+                "--fixed-schedule",
+                p.fixed_schedule,
+                "profile --fixed-schedule",
+            ),
+            (
+                "--shard",
+                p.shard.shard.is_some() || p.shard.shards.is_some(),
+                "one process",
+            ),
+            (
+                "--repeat",
+                p.repeat.repeat > 1,
+                "search once; compare with `ttftbench compare`",
+            ),
         ];
         if let Some((flag, _, instead)) = fixed.iter().find(|(_, given, _)| *given) {
             return Err(UsageError(format!(
@@ -150,7 +181,11 @@ fn check_objectives(rule: &Rule, streaming: bool) -> Result<(), UsageError> {
     if !rule.objectives.iter().any(sequential::has_interval) {
         return Err(UsageError(format!(
             "search settles each probe on a percentile or on error_rate, whose intervals need no assumption about the distribution; {} has none: add one, e.g. --slo 'time_to_first_token.p99<=500ms'",
-            rule.objectives.iter().map(Slo::to_string).collect::<Vec<_>>().join(", ")
+            rule.objectives
+                .iter()
+                .map(Slo::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     for slo in &rule.objectives {
@@ -254,14 +289,27 @@ mod tests {
         assert_eq!(p.rule.looks.cap, 1000);
         assert_eq!(p.run.goodput.len(), 1);
         assert_eq!(p.run.goodput[0].bound, 15.0);
-        let rate = plan(&["--slo", "ttft.p90<=15ms", "--over", "request-rate", "--min", "2.5", "--max", "40"]).unwrap();
+        let rate = plan(&[
+            "--slo",
+            "ttft.p90<=15ms",
+            "--over",
+            "request-rate",
+            "--min",
+            "2.5",
+            "--max",
+            "40",
+        ])
+        .unwrap();
         assert_eq!((rate.min, rate.max, rate.resolution), (2.5, 40.0, 0.05));
     }
 
     #[test]
     fn bad_input_says_the_fix() {
         let unknown = refused(&["--slo", "time_to_first_tokn.p99<=500ms"]);
-        assert!(unknown.contains("unknown metric 'time_to_first_tokn'"), "{unknown}");
+        assert!(
+            unknown.contains("unknown metric 'time_to_first_tokn'"),
+            "{unknown}"
+        );
         assert_eq!(
             refused(&["--slo", "ttft.p90<=15ms", "--min", "8", "--max", "4"]),
             "--min 8 is above --max 4: the search runs from --min up to --max; give --min at most --max"
@@ -271,8 +319,13 @@ mod tests {
             assert!(e.starts_with(&format!("--confidence '{c}'")), "{e}");
         }
         assert!(refused(&[]).starts_with("search needs objectives"));
-        assert!(refused(&["--slo", "request_throughput>=10"]).contains("percentile or on error_rate"));
-        assert!(refused(&["--slo", "ttft.p90<=15ms", "--concurrency", "4"]).contains("--concurrency does not apply"));
+        assert!(
+            refused(&["--slo", "request_throughput>=10"]).contains("percentile or on error_rate")
+        );
+        assert!(
+            refused(&["--slo", "ttft.p90<=15ms", "--concurrency", "4"])
+                .contains("--concurrency does not apply")
+        );
         assert!(refused(&["--slo", "ttft.p90<=15ms", "--min", "1.5"]).contains("whole number"));
         let cap = refused(&["--slo", "ttft.p99.9<=15ms"]);
         assert!(cap.starts_with("--max-probe-requests 1000: too few to show time_to_first_token.p99.9<=15ms at 95 % confidence"), "{cap}");

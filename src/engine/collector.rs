@@ -367,11 +367,7 @@ impl Cutter {
             t.window_closed();
         }
         let start = cur.end_ns;
-        let end = if len_ns > 0 {
-            start + len_ns
-        } else {
-            u64::MAX
-        };
+        let end = if len_ns > 0 { start + len_ns } else { u64::MAX };
         let next = Window::open(start, end, &self.setup.isl_edges);
         let done = std::mem::replace(cur, next);
         self.closed_ok += done.agg.ok;

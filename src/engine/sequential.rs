@@ -141,7 +141,10 @@ fn elapsed_s(ctx: &Context<'_>) -> f64 {
 }
 
 /// Why the rule stops after a judgement, if it does.
-fn stops(rule: &Rule, (_, moe, decision): &(Vec<Check>, Option<Moe>, Decision)) -> Option<StopReason> {
+fn stops(
+    rule: &Rule,
+    (_, moe, decision): &(Vec<Check>, Option<Moe>, Decision),
+) -> Option<StopReason> {
     if !rule.objectives.is_empty() && *decision != Decision::Open {
         return Some(StopReason::Settled);
     }
@@ -179,6 +182,11 @@ pub(super) async fn settle(
         };
         let (look, last) = (w.look, w.partial);
         st.absorb(w, ctx);
+        // Saturation first: an open-loop level above capacity can look fine for its first
+        // requests, before its queue has grown; its early numbers must not settle it.
+        if let Some(signal) = st.saturated(ctx) {
+            break StopReason::Saturated { signal };
+        }
         if look || last {
             let judged = st.judge(ctx);
             if let Some(reason) = stops(ctx.rule, judged) {
@@ -188,15 +196,15 @@ pub(super) async fn settle(
                 break StopReason::RequestCap;
             }
         }
-        if let Some(signal) = st.saturated(ctx) {
-            break StopReason::Saturated { signal };
-        }
     };
     if !st.current && st.merged.is_some() {
         // The level ended between looks: judged once more on what it measured (the `+1` look).
         st.judge(ctx);
     }
-    let (checks, moe, decision) = st.judged.take().unwrap_or((Vec::new(), None, Decision::Open));
+    let (checks, moe, decision) = st
+        .judged
+        .take()
+        .unwrap_or((Vec::new(), None, Decision::Open));
     let settled = Settled {
         stopped,
         looks: st.looks,

@@ -308,6 +308,7 @@ mod tests {
                 },
                 ..Validity::default()
             },
+            drift: None,
         };
         ShardLevel {
             dir: format!("s{index}"),

@@ -575,7 +575,13 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
     };
     let mut headers = vec!["Probe", load_head, "Requests", "Verdict", "Stopped"];
     headers.extend(d.objectives.iter().map(String::as_str));
-    let mut aligns = vec![Align::Right, Align::Right, Align::Right, Align::Left, Align::Left];
+    let mut aligns = vec![
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Left,
+        Align::Left,
+    ];
     aligns.extend(d.objectives.iter().map(|_| Align::Left));
     let rows: Vec<Vec<String>> = d
         .probes
@@ -640,7 +646,11 @@ fn objective_cell(o: &crate::artifact::search::ObjectiveDoc) -> String {
         Some(x) => format!("{x:.2}"),
         None => "open".into(),
     };
-    let unit = if frac { String::new() } else { format!(" {}", o.unit) };
+    let unit = if frac {
+        String::new()
+    } else {
+        format!(" {}", o.unit)
+    };
     if o.interval {
         format!("{} [{}, {}]{unit}", v(o.estimate), v(o.lower), v(o.upper))
     } else {

@@ -93,7 +93,10 @@ mod tests {
     use super::*;
 
     /// Runs a search against a server whose capacity is `cap`: loads up to it meet.
-    fn probes(mut b: Bisection, meets: impl Fn(f64) -> bool) -> (Vec<f64>, Option<f64>, Option<f64>) {
+    fn probes(
+        mut b: Bisection,
+        meets: impl Fn(f64) -> bool,
+    ) -> (Vec<f64>, Option<f64>, Option<f64>) {
         let mut tried = Vec::new();
         while let Some(load) = b.next() {
             tried.push(load);

@@ -14,8 +14,7 @@ use std::sync::Arc;
 use crate::analysis::sequential::{Check, Decision, StopReason};
 use crate::analysis::{knee, verdict};
 use crate::artifact::search::{
-    AnswerDoc, LADDER_REQUESTS, LadderDoc, NextDoc, ObjectiveDoc, ProbeDoc, ProbeVerdict,
-    SearchDoc,
+    AnswerDoc, LADDER_REQUESTS, LadderDoc, NextDoc, ObjectiveDoc, ProbeDoc, ProbeVerdict, SearchDoc,
 };
 use crate::artifact::{self, write_file};
 use crate::engine::Policy;
@@ -61,7 +60,12 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
     let mut runner = Runner::start(run, &cancel, ui, Ids::new(run), None).await?;
     ui.say(&intro(plan));
     let policy = Policy::Sequential(Arc::new(plan.rule.clone()));
-    let mut bracket = Bisection::new(plan.axis.is_concurrency(), plan.min, plan.max, plan.resolution);
+    let mut bracket = Bisection::new(
+        plan.axis.is_concurrency(),
+        plan.min,
+        plan.max,
+        plan.resolution,
+    );
     let mut probes: Vec<Probe> = Vec::new();
     while let Some(load) = bracket.next() {
         if cancel.stopping() {
@@ -90,15 +94,26 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
         let verdict = probe_verdict(&level);
         ui.say(&probe_line(probes.len() + 1, &level, verdict));
         if verdict == ProbeVerdict::Interrupted {
-            probes.push(Probe { load, level, verdict });
+            probes.push(Probe {
+                load,
+                level,
+                verdict,
+            });
             break;
         }
         bracket.record(load, verdict == ProbeVerdict::Meets);
-        probes.push(Probe { load, level, verdict });
+        probes.push(Probe {
+            load,
+            level,
+            verdict,
+        });
     }
     let interrupted = cancel.stopping();
     let doc = document(plan, &bracket, &probes, interrupted);
-    write_file(&dir.join(artifact::search::SEARCH_FILE), artifact::search::json(&doc))?;
+    write_file(
+        &dir.join(artifact::search::SEARCH_FILE),
+        artifact::search::json(&doc),
+    )?;
     let levels: Vec<LevelResult> = probes.iter().map(|p| p.level.clone()).collect();
     if !levels.is_empty() {
         let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
@@ -140,9 +155,10 @@ fn intro(plan: &SearchPlan) -> String {
 
 /// `probe 3: concurrency4 meets (63 requests, settled)`.
 fn probe_line(n: usize, l: &LevelResult, v: ProbeVerdict) -> String {
-    let (measured, why) = l.settled.as_ref().map_or((0, String::new()), |s| {
-        (s.measured, s.stopped.words())
-    });
+    let (measured, why) = l
+        .settled
+        .as_ref()
+        .map_or((0, String::new()), |s| (s.measured, s.stopped.words()));
     format!(
         "probe {n}: {} {} ({}, {why})",
         l.summary.stimulus.name(),
@@ -184,15 +200,18 @@ fn document(plan: &SearchPlan, b: &Bisection, probes: &[Probe], interrupted: boo
     let answer = find(b.answer());
     let next = find(b.next_above()).filter(|_| answer.is_some() || b.next_above().is_some());
     let spent: u64 = probes.iter().map(|p| p.level.sent).sum();
-    let top = next.map_or_else(
-        || answer.map_or(plan.min, |a| a.load),
-        |n| n.load,
-    );
-    let loads = artifact::search::ladder_loads(plan.axis.is_concurrency(), plan.min, top, plan.resolution);
+    let top = next.map_or_else(|| answer.map_or(plan.min, |a| a.load), |n| n.load);
+    let loads =
+        artifact::search::ladder_loads(plan.axis.is_concurrency(), plan.min, top, plan.resolution);
     let ladder_requests = loads.len() as u64 * LADDER_REQUESTS;
     SearchDoc {
         over: plan.axis.key().into(),
-        objectives: plan.rule.objectives.iter().map(ToString::to_string).collect(),
+        objectives: plan
+            .rule
+            .objectives
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
         confidence: plan.rule.confidence,
         look_confidence: plan.rule.look_confidence(),
         method: METHOD.into(),
@@ -242,7 +261,9 @@ fn answer_doc(p: &Probe) -> AnswerDoc {
         dir: p.level.dir.display().to_string(),
         request_throughput: s.stats.request_throughput,
         output_token_throughput: s.stats.output_token_throughput,
-        request_goodput: s.metric(crate::metrics::MetricRef::System(SystemMetric::RequestGoodput)),
+        request_goodput: s.metric(crate::metrics::MetricRef::System(
+            SystemMetric::RequestGoodput,
+        )),
         output_token_throughput_per_user: s
             .shown_stat(Metric::OutputTokenThroughputPerUser)
             .filter(|st| st.count > 0)
@@ -262,7 +283,13 @@ fn probe_doc(i: usize, p: &Probe) -> ProbeDoc {
         why: st.map_or(String::new(), |s| s.stopped.words()),
         measured: st.map_or(p.level.summary.stats.request_count, |s| s.measured),
         sent: p.level.sent,
-        objectives: st.map_or(Vec::new(), |s| s.checks.iter().zip(&p.level.slo).map(objective_doc).collect()),
+        objectives: st.map_or(Vec::new(), |s| {
+            s.checks
+                .iter()
+                .zip(&p.level.slo)
+                .map(objective_doc)
+                .collect()
+        }),
     }
 }
 
@@ -285,10 +312,18 @@ fn objective_doc((c, r): (&Check, &crate::analysis::slo::SloResult)) -> Objectiv
 }
 
 /// The answer in words, with its confidence.
-fn statement(plan: &SearchPlan, answer: Option<&Probe>, next: Option<&Probe>, interrupted: bool) -> String {
+fn statement(
+    plan: &SearchPlan,
+    answer: Option<&Probe>,
+    next: Option<&Probe>,
+    interrupted: bool,
+) -> String {
     let what = plan.axis.key().replace('_', " ");
     let load = |p: &Probe| format!("{what} {}", crate::analysis::text::load_text(p.load));
-    let conf = format!("{} %", crate::metrics::trim_num(plan.rule.confidence * 100.0));
+    let conf = format!(
+        "{} %",
+        crate::metrics::trim_num(plan.rule.confidence * 100.0)
+    );
     let objectives = plan
         .rule
         .objectives
@@ -296,7 +331,11 @@ fn statement(plan: &SearchPlan, answer: Option<&Probe>, next: Option<&Probe>, in
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ");
-    let cut = if interrupted { " (interrupted: the search did not finish)" } else { "" };
+    let cut = if interrupted {
+        " (interrupted: the search did not finish)"
+    } else {
+        ""
+    };
     match (answer, next) {
         (Some(a), Some(n)) if n.verdict == ProbeVerdict::Undecided => format!(
             "{} meets {objectives} at {conf} confidence; {} was undecided at its cap, so the highest load lies between them or above{cut}",

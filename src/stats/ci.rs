@@ -103,7 +103,10 @@ pub fn binomial_cdf(n: u64, p: f64, x: u64) -> f64 {
     if x >= hi {
         return 1.0 - binomial_sf(n, p, x + 1);
     }
-    (lo..=x).map(|k| ln_pmf(n, k, p).exp()).sum::<f64>().min(1.0)
+    (lo..=x)
+        .map(|k| ln_pmf(n, k, p).exp())
+        .sum::<f64>()
+        .min(1.0)
 }
 
 /// `P(B ≥ x)` for `B ~ Binomial(n, p)`.
@@ -121,7 +124,10 @@ pub fn binomial_sf(n: u64, p: f64, x: u64) -> f64 {
     if x <= lo {
         return 1.0 - binomial_cdf(n, p, x - 1);
     }
-    (x..=hi).map(|k| ln_pmf(n, k, p).exp()).sum::<f64>().min(1.0)
+    (x..=hi)
+        .map(|k| ln_pmf(n, k, p).exp())
+        .sum::<f64>()
+        .min(1.0)
 }
 
 /// The 1-based ranks of the order statistics bounding the `q`-quantile of `n` samples:
@@ -295,7 +301,10 @@ mod tests {
         assert_eq!(binomial_cdf(10, 0.3, 10), 1.0);
         assert_eq!(binomial_sf(10, 0.3, 0), 1.0);
         // Large n stays finite and complementary.
-        let (a, b) = (binomial_cdf(1_000_000, 0.99, 989_900), binomial_sf(1_000_000, 0.99, 989_901));
+        let (a, b) = (
+            binomial_cdf(1_000_000, 0.99, 989_900),
+            binomial_sf(1_000_000, 0.99, 989_901),
+        );
         assert!((a + b - 1.0).abs() < 1e-9, "{a} {b}");
     }
 
@@ -303,7 +312,8 @@ mod tests {
     /// table (target-MOE stopping guide: ~72 for p95, ~368 for p99, ~3,688 for p99.9).
     #[test]
     fn fewest_samples_for_an_upper_bound() {
-        let needed = |q: f64| (1..100_000u64).find(|&n| quantile_ranks(n, q, 0.025, 0.025).1.is_some());
+        let needed =
+            |q: f64| (1..100_000u64).find(|&n| quantile_ranks(n, q, 0.025, 0.025).1.is_some());
         assert_eq!(needed(0.95), Some(72));
         assert_eq!(needed(0.99), Some(368));
         assert_eq!(needed(0.999), Some(3_688));
@@ -327,12 +337,24 @@ mod tests {
             d.record(v);
         }
         let b = quantile_bounds(&d, 0.5, 0.025, 0.025);
-        assert_eq!(b, Bounds { lower: Some(40.0), upper: Some(61.0) });
+        assert_eq!(
+            b,
+            Bounds {
+                lower: Some(40.0),
+                upper: Some(61.0)
+            }
+        );
         // p99 of 100 samples: a lower bound, no upper bound yet.
         let b = quantile_bounds(&d, 0.99, 0.025, 0.025);
         assert!(b.lower.is_some_and(|l| l >= 95.0), "{b:?}");
         assert_eq!(b.upper, None);
-        assert_eq!(quantile_bounds(&Dist::new(), 0.5, 0.025, 0.025), Bounds { lower: None, upper: None });
+        assert_eq!(
+            quantile_bounds(&Dist::new(), 0.5, 0.025, 0.025),
+            Bounds {
+                lower: None,
+                upper: None
+            }
+        );
     }
 
     /// Clopper–Pearson: 0 of 100 gives [0, 3.62 %] at 95 % (the "rule of three" is 3 %); 5 of 100

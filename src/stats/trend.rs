@@ -332,7 +332,9 @@ mod tests {
     #[test]
     fn exact_slope_and_interval_on_a_line_with_outliers() {
         // v = 2t + 1 with two wild points: Theil–Sen keeps the slope.
-        let mut pts: Vec<(f64, f64)> = (0..20).map(|t| (f64::from(t), 2.0 * f64::from(t) + 1.0)).collect();
+        let mut pts: Vec<(f64, f64)> = (0..20)
+            .map(|t| (f64::from(t), 2.0 * f64::from(t) + 1.0))
+            .collect();
         pts[5].1 = 500.0;
         pts[12].1 = -300.0;
         let s = theil_sen(&pts, 0.95).unwrap();
@@ -373,11 +375,14 @@ mod tests {
         for i in 0..60 {
             let t = f64::from(i) * 60.0 + 30.0;
             let noise = f64::from((i * 37) % 11) - 5.0;
-            d.push(t, [
-                Some(100.0 + f64::from(i)),
-                Some(500.0 + noise),
-                Some(1000.0 - f64::from(i) / 3.0 + noise / 10.0),
-            ]);
+            d.push(
+                t,
+                [
+                    Some(100.0 + f64::from(i)),
+                    Some(500.0 + noise),
+                    Some(1000.0 - f64::from(i) / 3.0 + noise / 10.0),
+                ],
+            );
         }
         let drift = d.drift().unwrap();
         let ttft = drift.get(DriftMetric::TtftP99).unwrap();

@@ -321,7 +321,11 @@ fn pareto_chart(out: &mut String, ctx: &Ctx) {
     };
     let group = |name: &str, keep: &dyn Fn(Option<bool>) -> bool| Series {
         name: name.into(),
-        points: points.iter().filter(|p| keep(p.feasible)).filter_map(pt).collect(),
+        points: points
+            .iter()
+            .filter(|p| keep(p.feasible))
+            .filter_map(pt)
+            .collect(),
     };
     let series: Vec<Series> = [
         group("met every SLO", &|f| f == Some(true)),

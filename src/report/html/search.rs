@@ -10,11 +10,7 @@ use crate::report::svg::esc;
 /// The section, inside the run's decision box and after it.
 pub(super) fn section(out: &mut String, d: &SearchDoc) {
     out.push_str("<div class=\"decision\">\n");
-    let _ = writeln!(
-        out,
-        "<p><strong>Search: {}</strong></p>",
-        esc(&d.statement)
-    );
+    let _ = writeln!(out, "<p><strong>Search: {}</strong></p>", esc(&d.statement));
     let _ = writeln!(
         out,
         "<p>{} requests spent (warm-up included): {:.0}% of the {} a ladder of {} at {} requests per level sends.</p>",
