@@ -538,7 +538,7 @@ pub enum SystemMetric {
     /// Requests the engine preempted (evicted for KV-cache space) during the level.
     Preemptions,
     /// TTFT p99's trend over the level's timeline, as a share of its median per hour (a soak's
-    /// drift; see `stats::trend`).
+    /// drift; see `stats::trend`); 0 when the trend is not a drift.
     TtftP99Drift,
     /// Request latency p99's trend, as a share of its median per hour.
     LatencyP99Drift,

@@ -761,9 +761,15 @@ impl LevelStats {
 }
 
 impl LevelSummary {
-    /// One drift line's slope as a share of its median per hour.
+    /// One drift line's slope as a share of its median per hour, counted only when the line
+    /// drifts (its interval excludes zero and the change is large): a steady line reads 0, so
+    /// an objective on drift does not fail on the noise of a short level extrapolated to an
+    /// hour.
     fn drift_of(&self, m: trend::DriftMetric) -> Option<f64> {
-        self.drift.as_ref()?.get(m).map(|l| l.relative_per_hour)
+        self.drift
+            .as_ref()?
+            .get(m)
+            .map(|l| if l.drifts { l.relative_per_hour } else { 0.0 })
     }
 }
 

@@ -216,6 +216,72 @@ pub fn ladder_loads(concurrency: bool, min: f64, top: f64, resolution: f64) -> V
     out
 }
 
+/// A search of two probes, the answer at concurrency 8: the example the encoders' tests share.
+#[cfg(test)]
+pub(crate) fn example() -> SearchDoc {
+    let objective = |estimate: f64, lower: f64, upper: Option<f64>, decision: &str| ObjectiveDoc {
+        objective: "time_to_first_token.p75<=25ms".into(),
+        estimate: Some(estimate),
+        lower: Some(lower),
+        upper,
+        unit: "ms".into(),
+        decision: decision.into(),
+        interval: true,
+    };
+    let probe = |index: u32, load: f64, verdict, stopped: &str, measured, o| ProbeDoc {
+        index,
+        load,
+        level: format!("concurrency{load}"),
+        dir: format!("s/concurrency{load}"),
+        verdict,
+        stopped: stopped.into(),
+        why: stopped.into(),
+        measured,
+        sent: measured + 10,
+        objectives: vec![o],
+    };
+    SearchDoc {
+        over: "concurrency".into(),
+        objectives: vec!["time_to_first_token.p75<=25ms".into()],
+        confidence: 0.95,
+        look_confidence: 0.9975,
+        method: "m".into(),
+        min: 8.0,
+        max: Some(9.0),
+        resolution: 1.0,
+        max_probe_requests: 1000,
+        max_probe_time_s: None,
+        answer: Some(AnswerDoc {
+            load: 8.0,
+            level: "concurrency8".into(),
+            dir: "s/concurrency8".into(),
+            request_throughput: 25.52,
+            output_token_throughput: 962.7,
+            request_goodput: Some(25.52),
+            output_token_throughput_per_user: Some(140.5),
+        }),
+        next: Some(NextDoc {
+            load: 9.0,
+            level: "concurrency9".into(),
+            verdict: ProbeVerdict::Fails,
+        }),
+        statement: "concurrency 8 meets time_to_first_token.p75<=25ms and concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence".into(),
+        probes: vec![
+            probe(1, 8.0, ProbeVerdict::Meets, "settled", 25, objective(23.24, 14.81, Some(23.85), "meets")),
+            probe(2, 9.0, ProbeVerdict::Fails, "settled", 20, objective(95.39, 81.36, None, "fails")),
+        ],
+        requests_spent: 65,
+        ladder: LadderDoc {
+            loads: vec![8.0, 9.0],
+            requests_per_level: LADDER_REQUESTS,
+            requests: 400,
+            share_spent: 65.0 / 400.0,
+        },
+        exit_code: 0,
+        interrupted: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +333,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(SEARCH_FILE), &text).unwrap();
         assert_eq!(read(dir.path()), Some(doc));
+        let full = example();
+        std::fs::write(dir.path().join(SEARCH_FILE), json(&full)).unwrap();
+        assert_eq!(read(dir.path()), Some(full));
     }
 }

