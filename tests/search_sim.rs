@@ -203,6 +203,48 @@ async fn an_over_saturated_probe_stops_early_and_says_why() {
     );
 }
 
+/// A server that fails a fifth of its requests meets a TTFT objective on the survivors, but a
+/// probe past `--max-error-rate` (5 % by default) does not meet the objectives: no load does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_with_too_many_errors_does_not_meet() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let sim = common::start(SimConfig {
+        engine: slots_engine(),
+        faults: ttftbench::sim::FaultConfig {
+            error_rate: 0.2,
+            ..Default::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let a = chat_args(
+        &sim.http_url(),
+        dir.path(),
+        &[
+            "--output-tokens-mean",
+            "8",
+            "--max",
+            "2",
+            "--slo",
+            "ttft.p50<=1s",
+        ],
+    );
+    let out = common::search(&a).await.unwrap();
+    let [p] = out.doc.probes.as_slice() else {
+        panic!("{:#?}", out.doc.probes);
+    };
+    assert_eq!(p.verdict, ProbeVerdict::Fails, "{p:#?}");
+    assert_eq!(p.objectives[0].decision, "meets", "{p:#?}");
+    assert!(
+        p.why
+            .contains("of its requests failed, over --max-error-rate 5 %"),
+        "{}",
+        p.why
+    );
+    assert_eq!((out.doc.exit_code, out.doc.answer.is_none()), (1, true));
+}
+
 /// `--target-moe`: the level stops once the median's interval is within 10 % of it, long
 /// before the default cap, and says so in its JSON.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -91,8 +91,13 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
             Err(Error::Interrupted) if !probes.is_empty() => break,
             r => r?,
         };
-        let verdict = probe_verdict(&level);
-        ui.say(&probe_line(probes.len() + 1, &level, verdict));
+        let verdict = probe_verdict(&level, run.max_error_rate);
+        ui.say(&probe_line(
+            probes.len() + 1,
+            &level,
+            verdict,
+            run.max_error_rate,
+        ));
         if verdict == ProbeVerdict::Interrupted {
             probes.push(Probe {
                 load,
@@ -154,22 +159,56 @@ fn intro(plan: &SearchPlan) -> String {
 }
 
 /// `probe 3: concurrency4 meets (63 requests, settled)`.
-fn probe_line(n: usize, l: &LevelResult, v: ProbeVerdict) -> String {
-    let (measured, why) = l
-        .settled
-        .as_ref()
-        .map_or((0, String::new()), |s| (s.measured, s.stopped.words()));
+fn probe_line(n: usize, l: &LevelResult, v: ProbeVerdict, max_error_rate: f64) -> String {
+    let measured = l.settled.as_ref().map_or(0, |s| s.measured);
     format!(
-        "probe {n}: {} {} ({}, {why})",
+        "probe {n}: {} {} ({}, {})",
         l.summary.stimulus.name(),
         v.word(),
-        crate::analysis::text::count(measured, "measured request")
+        crate::analysis::text::count(measured, "measured request"),
+        why(l, max_error_rate)
     )
 }
 
+/// Why a probe stopped, and its errors when too many of its requests failed.
+fn why(l: &LevelResult, max_error_rate: f64) -> String {
+    let why = l
+        .settled
+        .as_ref()
+        .map_or(String::new(), |s| s.stopped.words());
+    match too_many_errors(l, max_error_rate) {
+        Some(e) if why.is_empty() => e,
+        Some(e) => format!("{why}; {e}"),
+        None => why,
+    }
+}
+
 /// What a probe says for the search: saturated and undecided probes do not meet the
-/// objectives; a settled one meets them only when its point objectives held too.
-pub fn probe_verdict(l: &LevelResult) -> ProbeVerdict {
+/// objectives; a settled one meets them only when its point objectives held too and no more
+/// than `max_error_rate` of its requests failed (past that its percentiles describe only the
+/// survivors).
+pub fn probe_verdict(l: &LevelResult, max_error_rate: f64) -> ProbeVerdict {
+    let verdict = settled_verdict(l);
+    if verdict == ProbeVerdict::Meets && too_many_errors(l, max_error_rate).is_some() {
+        return ProbeVerdict::Fails;
+    }
+    verdict
+}
+
+/// `12% of its requests failed, over --max-error-rate 5%`, when they did.
+fn too_many_errors(l: &LevelResult, max_error_rate: f64) -> Option<String> {
+    let share = crate::engine::outcome::LevelEnd::of(&l.summary, &l.slo).error_share();
+    (share > max_error_rate).then(|| {
+        format!(
+            "{} of its requests failed, over --max-error-rate {}",
+            crate::engine::outcome::percent(share),
+            crate::engine::outcome::percent(max_error_rate)
+        )
+    })
+}
+
+/// The verdict of the sequential rule and the point objectives alone.
+fn settled_verdict(l: &LevelResult) -> ProbeVerdict {
     let Some(st) = &l.settled else {
         return ProbeVerdict::Undecided;
     };
@@ -230,7 +269,7 @@ fn document(plan: &SearchPlan, b: &Bisection, probes: &[Probe], interrupted: boo
         probes: probes
             .iter()
             .enumerate()
-            .map(|(i, p)| probe_doc(i, p))
+            .map(|(i, p)| probe_doc(i, p, plan.run.max_error_rate))
             .collect(),
         requests_spent: spent,
         ladder: LadderDoc {
@@ -271,7 +310,7 @@ fn answer_doc(p: &Probe) -> AnswerDoc {
     }
 }
 
-fn probe_doc(i: usize, p: &Probe) -> ProbeDoc {
+fn probe_doc(i: usize, p: &Probe, max_error_rate: f64) -> ProbeDoc {
     let st = p.level.settled.as_ref();
     ProbeDoc {
         index: i as u32 + 1,
@@ -280,7 +319,7 @@ fn probe_doc(i: usize, p: &Probe) -> ProbeDoc {
         dir: p.level.dir.display().to_string(),
         verdict: p.verdict,
         stopped: st.map_or("request_cap", |s| s.stopped.key()).into(),
-        why: st.map_or(String::new(), |s| s.stopped.words()),
+        why: why(&p.level, max_error_rate),
         measured: st.map_or(p.level.summary.stats.request_count, |s| s.measured),
         sent: p.level.sent,
         objectives: st.map_or(Vec::new(), |s| {
