@@ -414,6 +414,67 @@ mod tests {
         }
     }
 
+    /// `--target-moe` becomes every level's sequential rule; what it cannot judge is refused
+    /// with the fix.
+    #[test]
+    fn target_moe_rule_and_refusals() {
+        let rule = plan(&["-m", "m", "--streaming", "--target-moe", "5%"])
+            .unwrap()
+            .target_moe
+            .unwrap();
+        let moe = rule.moe.unwrap();
+        assert_eq!(
+            (moe.metric.key(), moe.target),
+            ("time_to_first_token.p99".to_string(), 0.05)
+        );
+        assert_eq!((rule.confidence, rule.looks.cap), (0.95, DEFAULT_MOE_CAP));
+        let rule = plan(&[
+            "-m",
+            "m",
+            "--target-moe",
+            "10%",
+            "--moe-metric",
+            "request_latency.avg",
+            "--confidence",
+            "90%",
+            "--request-count",
+            "500",
+        ])
+        .unwrap()
+        .target_moe
+        .unwrap();
+        assert_eq!(rule.moe.unwrap().metric.key(), "request_latency.avg");
+        assert_eq!((rule.confidence, rule.looks.cap), (0.9, 500));
+        assert!(plan(&["-m", "m"]).unwrap().target_moe.is_none());
+        let refused = |a: &[&str]| {
+            let mut argv = vec!["-m", "m"];
+            argv.extend_from_slice(a);
+            plan(&argv).unwrap_err().0
+        };
+        assert_eq!(
+            refused(&["--confidence", "90%"]),
+            "--confidence applies to --target-moe: add --target-moe 5% (or use `ttftbench search`)"
+        );
+        assert!(refused(&["--target-moe", "100%"]).contains("below 100% (e.g. 5%)"));
+        assert!(
+            refused(&["--target-moe", "5%", "--moe-metric", "request_throughput"])
+                .contains("needs a percentile or the average of a per-request metric")
+        );
+        assert!(
+            refused(&[
+                "--target-moe",
+                "5%",
+                "--moe-metric",
+                "inter_token_latency.p99"
+            ])
+            .ends_with("is measured only on streamed responses: add --streaming")
+        );
+        assert!(
+            refused(&["--target-moe", "5%", "--confidence", "50%"])
+                .contains("must be more than 50% and at most 99.9%")
+        );
+    }
+
     /// `--ui` becomes the plan's mode (shared with perf); `--quiet` turns the live view off.
     #[test]
     fn ui_modes() {
