@@ -265,7 +265,7 @@ pub(crate) fn example() -> SearchDoc {
             level: "concurrency9".into(),
             verdict: ProbeVerdict::Fails,
         }),
-        statement: "concurrency 8 meets time_to_first_token.p75<=25ms and concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence".into(),
+        statement: "concurrency 8 meets time_to_first_token.p75<=25ms; concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence".into(),
         probes: vec![
             probe(1, 8.0, ProbeVerdict::Meets, "settled", 25, objective(23.24, 14.81, Some(23.85), "meets")),
             probe(2, 9.0, ProbeVerdict::Fails, "settled", 20, objective(95.39, 81.36, None, "fails")),

@@ -713,7 +713,7 @@ Probe  Concurrency  Requests  Verdict  Stopped  time_to_first_token.p75<=25ms
 -----  -----------  --------  -------  -------  -----------------------------
     1            8        25  meets    settled  23.24 [14.81, 23.85] ms
     2            9        20  fails    settled  95.39 [81.36, open] ms
-answer: concurrency 8 meets time_to_first_token.p75<=25ms and concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence
+answer: concurrency 8 meets time_to_first_token.p75<=25ms; concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence
 at concurrency8: 25.52 requests/s, 962.7 output tokens/s, goodput 25.52 requests/s, 140.5 output tokens/s per user
 requests spent: 65 (warm-up included), 16% of the 400 a ladder of 2 levels (8 to 9) at 200 requests per level sends
 ";

@@ -369,7 +369,7 @@ fn statement(
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join(", ");
+        .join(" and ");
     let cut = if interrupted {
         " (interrupted: the search did not finish)"
     } else {
@@ -382,7 +382,7 @@ fn statement(
             load(n)
         ),
         (Some(a), Some(n)) => format!(
-            "{} meets {objectives} and {} does not ({}): the highest {what} meeting them is {}, at {conf} confidence{cut}",
+            "{} meets {objectives}; {} does not ({}): the highest {what} meeting them is {}, at {conf} confidence{cut}",
             load(a),
             load(n),
             n.verdict.word(),

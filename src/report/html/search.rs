@@ -89,7 +89,7 @@ mod tests {
         assert_eq!(
             out,
             "<div class=\"decision\">\n\
-<p><strong>Search: concurrency 8 meets time_to_first_token.p75&lt;=25ms and concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence</strong></p>\n\
+<p><strong>Search: concurrency 8 meets time_to_first_token.p75&lt;=25ms; concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence</strong></p>\n\
 <p>65 requests spent (warm-up included): 16% of the 400 a ladder of 2 levels at 200 requests per level sends.</p>\n\
 <p>Method: m (each interval at 99.75 % per look).</p>\n\
 </div>\n\
