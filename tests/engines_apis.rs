@@ -49,12 +49,22 @@ fn avg(doc: &Value, key: &str) -> f64 {
     doc[key]["avg"].as_f64().unwrap_or(f64::NAN)
 }
 
-/// Every level ended without errors and measured all 16 requests.
+/// Every level answered all 16 requests without a client or transport error. The random-weight
+/// models sometimes pick end-of-sequence as their first token, and an answer without text is
+/// counted as `no_content`: the engine's outcome, allowed here (at most 2 of 16), never a
+/// connection or parse error.
 fn all_answered(levels: &[(std::path::PathBuf, Value)], what: &str) {
     for (dir, doc) in levels {
         let at = format!("{what} ({})", dir.display());
-        assert_eq!(avg(doc, "error_count"), 0.0, "{at}: {}", doc["errors"]);
-        assert_eq!(avg(doc, "request_count"), 16.0, "{at}");
+        let kinds = doc["errors"].as_array().cloned().unwrap_or_default();
+        let empty: f64 = kinds
+            .iter()
+            .filter(|k| k["kind"] == "no_content")
+            .filter_map(|k| k["count"].as_f64())
+            .sum();
+        assert_eq!(avg(doc, "error_count"), empty, "{at}: {}", doc["errors"]);
+        assert!(empty <= 2.0, "{at}: {}", doc["errors"]);
+        assert_eq!(avg(doc, "request_count") + empty, 16.0, "{at}");
     }
 }
 
