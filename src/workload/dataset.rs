@@ -11,6 +11,7 @@ use super::conversation::{self, Conversations};
 use super::kserve::{self, LlmAsk};
 use super::prompts::{self, LengthSampler, Prompt, SyntheticSpec};
 use super::salt::Salt;
+use super::spec::{ConversationSource, SessionPlan};
 use super::tensor::ModelInfo;
 use super::tokenizer::Tokenizer;
 use super::{PromptSource, WorkloadPlan};
@@ -78,8 +79,7 @@ impl Dataset {
     ) -> Dataset {
         self.conversations = scripts.map(|s| {
             let (t, w) = (t.clone(), w.clone());
-            let body: conversation::BodyFn =
-                Box::new(move |m, max| conversation::history::body(&t, &w, m, max));
+            let body: conversation::BodyFn = Box::new(move |m, max| turn_body(&t, &w, m, max));
             Arc::new(Conversations::new(s, body))
         });
         self
@@ -240,25 +240,24 @@ pub fn prepare(
 /// file's) with their output lengths, and the scripts built from them.
 fn prepare_sessions(
     w: &WorkloadPlan,
-    plan: &conversation::SessionPlan,
+    plan: &SessionPlan,
     tokenizer: &Tokenizer,
     salt: Salt,
 ) -> Prepared {
     let prompts = match (&plan.source, &w.prompts) {
-        (
-            conversation::ConversationSource::Synthetic { .. },
-            PromptSource::Synthetic { mean, stddev },
-        ) => prompts::synthetic_with(
-            tokenizer,
-            &SyntheticSpec {
-                count: plan.total_turns as usize,
-                mean: *mean,
-                stddev: *stddev,
-                seed: w.seed,
-                salt,
-                prefixes: None,
-            },
-        ),
+        (ConversationSource::Synthetic { .. }, PromptSource::Synthetic { mean, stddev }) => {
+            prompts::synthetic_with(
+                tokenizer,
+                &SyntheticSpec {
+                    count: plan.total_turns as usize,
+                    mean: *mean,
+                    stddev: *stddev,
+                    seed: w.seed,
+                    salt,
+                    prefixes: None,
+                },
+            )
+        }
         _ => conversation::file_prompts(plan, tokenizer),
     };
     let max_tokens = output_lengths(w, prompts.len());
@@ -406,6 +405,18 @@ pub fn http_body(t: &Target, w: &WorkloadPlan, input: Input, max_tokens: Option<
         m.insert(k.clone(), v.clone());
     }
     Value::Object(m)
+}
+
+/// The request body of a turn: the messages for the chat API, the messages' text joined by
+/// blank lines for the completions and generate APIs.
+pub fn turn_body(
+    t: &Target,
+    w: &WorkloadPlan,
+    messages: &[Message],
+    max_tokens: Option<u32>,
+) -> Bytes {
+    let body = http_body(t, w, Input::Messages(messages), max_tokens);
+    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
 #[cfg(test)]
