@@ -392,6 +392,11 @@ pub fn parse_concurrency(spec: &str) -> Result<Vec<Stimulus>, UsageError> {
     Ok(values.into_iter().map(Stimulus::Concurrency).collect())
 }
 
+/// Closed-loop levels: `--concurrency` as [`parse_concurrency`] reads it, 1 when it is not given.
+pub fn concurrency_levels(spec: Option<&str>) -> Result<Vec<Stimulus>, UsageError> {
+    spec.map_or(Ok(vec![Stimulus::Concurrency(1)]), parse_concurrency)
+}
+
 /// Parses a level list of positive integers. `start:end` without a step doubles from start
 /// (GenAI-Perf's power-of-two sweep); with a step it counts linearly; both ends inclusive.
 pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> {
