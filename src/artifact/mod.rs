@@ -14,6 +14,7 @@ pub mod genai_perf;
 pub mod genai_perf_dir;
 pub mod histograms;
 pub mod lines;
+pub mod loaded;
 pub mod raw_export;
 pub mod raw_spill;
 pub mod read;
