@@ -22,6 +22,7 @@ use crate::artifact::read::Run;
 
 mod charts;
 mod engine;
+mod figure;
 mod style;
 mod tables;
 mod trend;
