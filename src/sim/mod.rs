@@ -114,6 +114,7 @@ mod batcher;
 mod counters;
 mod disruption;
 mod engine;
+mod engine_config;
 mod export;
 mod faults;
 mod gpu;
@@ -142,7 +143,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use crate::server_metrics::ServerKind;
-pub use engine::{EngineConfig, NOMINAL_TOKENS_PER_SLOT};
+pub use engine_config::{EngineConfig, NOMINAL_TOKENS_PER_SLOT};
 pub use faults::FaultConfig;
 pub use models::{
     DEFAULT_REASONING_TOKENS, DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec,
