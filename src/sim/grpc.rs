@@ -42,11 +42,12 @@ use tonic::server::NamedService;
 use tonic::{Code, Request, Response, Status, Streaming};
 
 use super::engine::signalled;
+use super::grpc_wire::text_output_tensor;
 use super::http::{
     ACCESS_TOKEN_HEADER, EXTENSIONS, MAX_BODY_BYTES, RESTRICTED_MESSAGE, SERVER_NAME,
 };
 use super::metrics::FailReason;
-use super::models::{LlmLayout, ModelKind, ModelSpec};
+use super::models::{LlmLayout, ModelKind};
 use super::request::{GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState, TensorRun};
 use super::tensor::{InputData, InputView, OutputChoice, select_outputs, validate_inputs};
@@ -57,59 +58,6 @@ use crate::proto::grpc_inference_service_server::{
 };
 
 const STREAM_INFER_PATH: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
-
-/// Precomputed protobuf fragments of one model's responses (fields of `ModelInferResponse`).
-#[derive(Debug, Clone)]
-pub(crate) struct ModelWire {
-    /// Fields 1-2: `model_name`, `model_version`.
-    name_version: Bytes,
-    /// Field 5: the `text_output` tensor description (BYTES, one element).
-    outputs: Bytes,
-}
-
-impl ModelWire {
-    /// Encodes the fixed parts of `spec`'s responses.
-    pub(crate) fn new(spec: &ModelSpec) -> Self {
-        let name_version = proto::ModelInferResponse {
-            model_name: spec.name.clone(),
-            model_version: spec.version.clone(),
-            ..Default::default()
-        };
-        let outputs = proto::ModelInferResponse {
-            outputs: vec![text_output_tensor(spec)],
-            ..Default::default()
-        };
-        ModelWire {
-            name_version: Bytes::from(name_version.encode_to_vec()),
-            outputs: Bytes::from(outputs.encode_to_vec()),
-        }
-    }
-
-    /// Fields 1-3 for a request with `id`.
-    fn head(&self, id: &str) -> Bytes {
-        if id.is_empty() {
-            return self.name_version.clone();
-        }
-        let id_field = proto::ModelInferResponse {
-            id: id.to_owned(),
-            ..Default::default()
-        };
-        let mut b = BytesMut::with_capacity(self.name_version.len() + id.len() + 8);
-        b.put_slice(&self.name_version);
-        id_field.encode(&mut b).ok();
-        b.freeze()
-    }
-}
-
-fn text_output_tensor(spec: &ModelSpec) -> proto::model_infer_response::InferOutputTensor {
-    proto::model_infer_response::InferOutputTensor {
-        name: "text_output".to_owned(),
-        datatype: "BYTES".to_owned(),
-        shape: spec.single_output_shape().to_vec(),
-        parameters: Default::default(),
-        contents: None,
-    }
-}
 
 /// Process-wide fragments: the final-flag parameter entries, one `raw_output_contents` entry
 /// per output word, and the malformed entry.
@@ -1066,6 +1014,8 @@ impl GrpcInferenceService for GrpcSim {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::grpc_wire::ModelWire;
+    use crate::sim::models::ModelSpec;
 
     fn final_flag(r: &proto::ModelInferResponse) -> Option<bool> {
         match r.parameters.get("triton_final_response")?.parameter_choice {

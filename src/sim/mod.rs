@@ -119,6 +119,7 @@ mod export;
 mod faults;
 mod gpu;
 mod grpc;
+mod grpc_wire;
 mod http;
 mod kv;
 mod metrics;
@@ -404,8 +405,11 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
     }
     let (state, mut engines) = state::SimState::new(cfg, tokenizer, shutdown_rx.clone())?;
     let state = Arc::new(state);
+    let gpu_state = state.clone();
     engines.push(tokio::spawn(gpu::sample_every(
-        state.clone(),
+        move || {
+            gpu_state.gpu_reading();
+        },
         shutdown_rx.clone(),
     )));
 

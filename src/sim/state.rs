@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::batcher::{Batcher, BatcherConfig, ExecTimes};
 use super::engine::{Engine, SubmitError, TokenSource, Work};
 use super::faults::{FaultPlan, Faults};
-use super::grpc::ModelWire;
+use super::grpc_wire::ModelWire;
 use super::kv::block_hashes;
 use super::metrics::{EngineTimes, FailReason, ModelMetrics, Tracker, elapsed_ns};
 use super::models::{ModelKind, ModelSpec};
