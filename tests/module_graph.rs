@@ -481,7 +481,8 @@ fn without_test_items(t: &[Token]) -> Vec<Token> {
             i = skip_group(t, i + 1);
         }
         let is_use = t[i..].iter().take(4).any(|x| x.is("use"));
-        while i < t.len() && !t[i].is(";") && !(t[i].is("{") && !is_use) {
+        // The item ends at its `;` or its body's `{` (a `use` group's braces are skipped).
+        while i < t.len() && !t[i].is(";") && (is_use || !t[i].is("{")) {
             i = if t[i].is("(") || t[i].is("[") || (t[i].is("{") && is_use) {
                 skip_group(t, i)
             } else {
@@ -525,7 +526,8 @@ fn path_tree(t: &[Token], mut i: usize, prefix: Vec<String>, out: &mut Vec<Named
         if !(tok.is_ident() || tok.is("*")) {
             return i;
         }
-        if !(tok.is("self") && !segments.is_empty()) {
+        // `a::{self, B}`: `self` names `a` itself.
+        if !tok.is("self") || segments.is_empty() {
             segments.push(tok.text.clone());
         }
         let line = tok.line;
@@ -739,18 +741,20 @@ impl Crate {
     /// doc); `None` for a path outside the crate's modules.
     fn resolve(&self, module: &[String], segments: &[String], hops: usize) -> Option<usize> {
         let full = self.absolute(module, segments);
-        let mut deepest = (0..=full.len())
+        // The deepest module the path names (an inline module is not in the tree: its file is
+        // the enclosing module's).
+        let deepest = (0..=full.len())
             .rev()
             .find(|&k| self.modules.contains_key(&full[..k]))?;
-        // An inline module is not in the tree; its file is the enclosing module's.
         let m = &self.modules[&full[..deepest]];
-        if let Some(item) = full.get(deepest) {
-            if let Some(source) = m.reexports.get(item).filter(|_| hops < 8) {
-                return self.resolve(&full[..deepest], &source.segments, hops + 1);
-            }
+        if let Some(source) = full
+            .get(deepest)
+            .and_then(|item| m.reexports.get(item))
+            .filter(|_| hops < 8)
+        {
+            return self.resolve(&full[..deepest], &source.segments, hops + 1);
         }
-        deepest = deepest.min(full.len());
-        Some(self.modules[&full[..deepest]].file)
+        Some(m.file)
     }
 
     /// Whether a re-export written in `module` names one of its own descendants.
