@@ -27,6 +27,9 @@
 //! A metric a level has no value for (a queue share without server metrics, TTFT without
 //! `--streaming`) fails its objective: a release gate that cannot be checked must not pass.
 
+pub mod buckets;
+pub mod gpu;
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -303,6 +306,17 @@ impl Stats {
             _ => return None,
         })
     }
+}
+
+/// Average and maximum of a gauge over a level's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GaugeStats {
+    /// Mean of the samples.
+    pub avg: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Samples taken.
+    pub samples: u32,
 }
 
 /// A service-level objective on one per-request metric, used for goodput: a request is good when

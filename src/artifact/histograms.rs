@@ -119,7 +119,7 @@ fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), String> {
         .map(|e| e.as_u64().and_then(|n| u32::try_from(n).ok()))
         .collect::<Option<_>>()
         .ok_or("isl_buckets: an edge is not a token count")?;
-    if let Some(why) = crate::stats::isl::edges_problem(&edges) {
+    if let Some(why) = crate::metrics::buckets::edges_problem(&edges) {
         return Err(format!("isl_buckets: {why}"));
     }
     agg.isl = crate::stats::isl::IslDists::new(&edges);

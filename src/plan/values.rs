@@ -132,7 +132,7 @@ impl IslBuckets {
     pub fn edges(&self, isls: impl FnOnce() -> Vec<u32>) -> Vec<u32> {
         match self {
             IslBuckets::Off => Vec::new(),
-            IslBuckets::Auto => crate::stats::isl::quartile_edges(&isls()),
+            IslBuckets::Auto => crate::metrics::buckets::quartile_edges(&isls()),
             IslBuckets::Edges(e) => e.clone(),
         }
     }
@@ -155,7 +155,7 @@ pub fn parse_isl_buckets(raw: Option<&str>) -> Result<IslBuckets, UsageError> {
                 "--isl-buckets '{raw}': give input-length edges in tokens, e.g. 128,512,2048, or auto"
             ))
         })?;
-    match crate::stats::isl::edges_problem(&edges) {
+    match crate::metrics::buckets::edges_problem(&edges) {
         Some(why) => usage(format!("--isl-buckets '{raw}': {why}")),
         None => Ok(IslBuckets::Edges(edges)),
     }
