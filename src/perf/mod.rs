@@ -559,7 +559,7 @@ fn raw_export_writer(
     let outputs = info.outputs.iter().map(|o| o.name.clone()).collect();
     let export = crate::artifact::raw_export::RawExport::new(
         &target,
-        &shared.client,
+        shared.client.response_form(&target),
         &shared.dataset,
         pool.clone(),
     )

@@ -214,7 +214,7 @@ async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let raw = session.shared.captures.clone().map(|pool| {
         RawExport::new(
             &plan.target,
-            &session.shared.client,
+            session.shared.client.response_form(&plan.target),
             &session.shared.dataset,
             pool,
         )
