@@ -90,6 +90,21 @@ pub fn create_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))
 }
 
+/// Joins an error's source chain into one line ("error sending request: connection refused").
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(src) = cur {
+        let t = src.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = src.source();
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@
 
 pub mod engines;
 pub mod gpu;
+pub mod grpc;
 pub mod identity;
 pub mod kind;
 pub mod level;
@@ -20,8 +21,6 @@ pub use kind::ServerKind;
 pub use probe::{ProbeConfig, ProbeSnapshot, Sampled, Sampler, ServerProbe, StatsSource};
 
 use serde::Serialize;
-
-use crate::client::grpc;
 
 /// Where the server's own metrics come from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -392,7 +391,7 @@ pub async fn fetch_page(client: &reqwest::Client, url: &str) -> Result<String, S
         .timeout(std::time::Duration::from_secs(5))
         .send()
         .await
-        .map_err(|e| format!("cannot reach {url}: {}", crate::client::error_chain(&e)))?;
+        .map_err(|e| format!("cannot reach {url}: {}", crate::error::error_chain(&e)))?;
     if !resp.status().is_success() {
         return Err(format!("{url} answered HTTP {}", resp.status()));
     }
