@@ -1,12 +1,10 @@
-//! The module graph has no cycles, at two scales.
+//! The module graph has no cycles, at two scales, and a few directions are forbidden outright.
 //!
 //! Between top-level modules (a folder counts as one module): vocabulary stays at the bottom,
-//! and every stage only names the stages below it. This reads the `crate::` paths of `src/`
-//! (outside comments and `#[cfg(test)]` modules) and fails on any cycle, naming the modules in
-//! it and one place for each edge.
+//! and every stage only names the stages below it.
 //!
-//! Between the files of a folder: the same, one node per source file. The rule for an edge
-//! `A -> B` (file to file):
+//! Between files: the same, one node per source file, so no circle runs between the files of a
+//! folder either. The rule for an edge `A -> B` (file to file):
 //!
 //! * the module tree is read from `mod name;` declarations starting at `lib.rs` (files declared
 //!   under `#[cfg(test)]` are not part of it); an inline `mod name { .. }` belongs to its file;
@@ -25,144 +23,54 @@
 //!   in `sim/state.rs` for a `Config` written in `sim/mod.rs`): a folder's `mod.rs` is its
 //!   front, above the files it declares, and names them freely; what they take from it is the
 //!   folder's shared ground. So the knots that count are between the files under one `mod.rs`
-//!   (siblings, nephews) and across folders. (Counting those edges as well would make every
-//!   `mod.rs` that both declares shared items and calls its children a cycle: 12 more, of a
-//!   parent with its own children, when this test was written.)
+//!   (siblings, nephews) and across folders. (Counting those edges as well finds 14
+//!   knots where this rule finds none, when this test was written: a `mod.rs` that both
+//!   declares shared items and calls its children, in most.)
 //! * an edge from a file to itself is no edge.
 //!
-//! Any cycle of files fails, named as one closed walk with one `file:line` per edge; a cycle
-//! through two top-level modules is also a cycle between them, so the file graph covers the
-//! whole crate. A few directions are forbidden outright even without a cycle ([`FORBIDDEN`]):
-//! the ones DESIGN §2 promises and the code once broke.
+//! The top-level graph is the file graph's edges between top-level modules (`lib.rs`, the crate
+//! root, is none). A cycle fails the test, named as one closed walk with one `file:line` per
+//! edge. [`FORBIDDEN`] lists the directions DESIGN §2 promises that once ran the wrong way;
+//! for those, a path that passes through a forbidden file on its way to a re-exported item
+//! counts too.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Edges `from -> to` with one `file:line` where `from` names `to`.
 type Graph = BTreeMap<String, BTreeMap<String, String>>;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
-}
+/// Directions forbidden even without a cycle, as (from, to, why). A side is a file
+/// (`stats.rs`, `server_metrics/gpu.rs`) or a module with everything under it (`client`).
+const FORBIDDEN: &[(&str, &str, &str)] = &[
+    (
+        "artifact",
+        "client",
+        "encoders are functions of records, not of the transport: captures and their form are \
+         `record::capture`, the client says which form it captures (`Client::response_form`)",
+    ),
+    (
+        "server_metrics",
+        "client",
+        "the server view has its own probe (`server_metrics::grpc`), apart from the code path \
+         the run measures",
+    ),
+    (
+        "plan",
+        "stats",
+        "the plan is resolved before anything is measured: input-length bucket edges are \
+         vocabulary (`metrics::buckets`)",
+    ),
+    (
+        "stats",
+        "server_metrics/gpu.rs",
+        "statistics do not read the server view: what the GPUs did is vocabulary (`metrics::gpu`)",
+    ),
+];
 
-/// The top-level module a file belongs to (`src/client/h1.rs` → `client`); `None` for the crate
-/// root and the binary.
-fn top_module(src: &Path, file: &Path) -> Option<String> {
-    let rel = file.strip_prefix(src).ok()?;
-    let first = rel.components().next()?.as_os_str().to_str()?;
-    let name = first.trim_end_matches(".rs");
-    (name != "lib" && name != "main").then(|| name.to_string())
-}
-
-/// Code lines of a file without comments and without `#[cfg(test)]` items (test modules may
-/// use the front end to build their inputs).
-fn code_lines(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut skip_depth: Option<i64> = None;
-    let mut depth = 0i64;
-    let mut pending_test = false;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.split("//").next().unwrap_or("");
-        let trimmed = line.trim();
-        if trimmed.starts_with("#[cfg(test)]") {
-            pending_test = true;
-            continue;
-        }
-        let opens = line.matches('{').count() as i64;
-        let closes = line.matches('}').count() as i64;
-        if pending_test && opens > 0 && skip_depth.is_none() {
-            skip_depth = Some(depth);
-            pending_test = false;
-        }
-        depth += opens - closes;
-        if let Some(d) = skip_depth {
-            if depth <= d {
-                skip_depth = None;
-            }
-            continue;
-        }
-        if pending_test && trimmed.ends_with(';') {
-            // `#[cfg(test)] use ...;` or `mod tests;`
-            pending_test = false;
-            continue;
-        }
-        out.push((i + 1, line.to_string()));
-    }
-    out
-}
-
-/// Every `crate::name` (and `crate::{name, ...}`) a line refers to.
-fn referenced(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = line;
-    while let Some(i) = rest.find("crate::") {
-        let after = &rest[i + "crate::".len()..];
-        let before_ok = i == 0
-            || !rest[..i]
-                .chars()
-                .last()
-                .is_some_and(|c| c.is_alphanumeric() || c == '_');
-        if before_ok {
-            if let Some(group) = after.strip_prefix('{') {
-                let end = group.find('}').unwrap_or(group.len());
-                for item in group[..end].split(',') {
-                    let name: String = item
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    if !name.is_empty() {
-                        out.push(name);
-                    }
-                }
-            } else {
-                let name: String = after
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    out.push(name);
-                }
-            }
-        }
-        rest = after;
-    }
-    out
-}
-
-fn graph(src: &Path) -> Graph {
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
-    files.sort();
-    let modules: BTreeSet<String> = files.iter().filter_map(|f| top_module(src, f)).collect();
-    let mut g = Graph::new();
-    for f in &files {
-        let Some(from) = top_module(src, f) else {
-            continue;
-        };
-        g.entry(from.clone()).or_default();
-        let text = std::fs::read_to_string(f).unwrap();
-        for (n, line) in code_lines(&text) {
-            for to in referenced(&line) {
-                if to != from && modules.contains(&to) {
-                    g.entry(from.clone())
-                        .or_default()
-                        .entry(to)
-                        .or_insert_with(|| {
-                            format!("{}:{n}", f.strip_prefix(src).unwrap_or(f).display())
-                        });
-                }
-            }
-        }
-    }
-    g
+/// Whether the file `rel` (`stats/isl.rs`) is `side` or under it.
+fn within(rel: &str, side: &str) -> bool {
+    rel == side || rel.strip_suffix(".rs") == Some(side) || rel.starts_with(&format!("{side}/"))
 }
 
 /// Strongly connected components with more than one module (Tarjan).
@@ -230,52 +138,8 @@ fn cycles(g: &Graph) -> Vec<Vec<String>> {
     s.out
 }
 
-#[test]
-fn no_cycles_between_top_level_modules() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let g = graph(&src);
-    let found = cycles(&g);
-    let mut report = String::new();
-    for comp in &found {
-        report.push_str(&format!("cycle among {{{}}}:\n", comp.join(", ")));
-        for from in comp {
-            for (to, at) in &g[from] {
-                if comp.contains(to) {
-                    report.push_str(&format!("  {from} -> {to}  ({at})\n"));
-                }
-            }
-        }
-    }
-    assert!(found.is_empty(), "{report}");
-}
-
-/// The checker itself finds a cycle, skips test modules and comments, and reads grouped paths.
-#[test]
-fn the_checker_sees_what_it_must() {
-    let text = "use crate::{a, b::C};\n// crate::x\n#[cfg(test)]\nmod tests {\n    use crate::y;\n}\nfn f() { crate::z::g(); }\n";
-    let refs: Vec<String> = code_lines(text)
-        .iter()
-        .flat_map(|(_, l)| referenced(l))
-        .collect();
-    assert_eq!(refs, ["a", "b", "z"]);
-    let mut g = Graph::new();
-    g.entry("a".into())
-        .or_default()
-        .insert("b".into(), "x".into());
-    g.entry("b".into())
-        .or_default()
-        .insert("c".into(), "x".into());
-    g.entry("c".into())
-        .or_default()
-        .insert("a".into(), "x".into());
-    g.entry("d".into())
-        .or_default()
-        .insert("a".into(), "x".into());
-    assert_eq!(cycles(&g), [vec!["a", "b", "c"]]);
-}
-
 // ---------------------------------------------------------------------------------------------
-// Files: a small Rust lexer, the module tree, path resolution, and the file graph.
+// Files: a small Rust lexer, the module tree, path resolution, and the graphs.
 
 /// A token of Rust source with its line: an identifier or keyword, or one punctuation mark
 /// (`::` is one mark). Literals, comments and lifetimes are dropped.
@@ -738,8 +602,14 @@ impl Crate {
     }
 
     /// The file a path written in `module` resolves to, following re-exports (see the module
-    /// doc); `None` for a path outside the crate's modules.
-    fn resolve(&self, module: &[String], segments: &[String], hops: usize) -> Option<usize> {
+    /// doc); `via` gets each file a re-export was followed through. `None` for a path outside
+    /// the crate's modules.
+    fn resolve(
+        &self,
+        module: &[String],
+        segments: &[String],
+        via: &mut Vec<usize>,
+    ) -> Option<usize> {
         let full = self.absolute(module, segments);
         // The deepest module the path names (an inline module is not in the tree: its file is
         // the enclosing module's).
@@ -750,9 +620,10 @@ impl Crate {
         if let Some(source) = full
             .get(deepest)
             .and_then(|item| m.reexports.get(item))
-            .filter(|_| hops < 8)
+            .filter(|_| via.len() < 8)
         {
-            return self.resolve(&full[..deepest], &source.segments, hops + 1);
+            via.push(m.file);
+            return self.resolve(&full[..deepest], &source.segments, via);
         }
         Some(m.file)
     }
@@ -763,44 +634,112 @@ impl Crate {
         full.len() > module.len() && full[..module.len()] == *module
     }
 
-    /// The file graph: edges `from -> to` (indices into `files`) with one line where `from`
-    /// names `to` (the first in the file).
-    fn graph(&self) -> BTreeMap<usize, BTreeMap<usize, usize>> {
-        let mut g: BTreeMap<usize, BTreeMap<usize, usize>> = BTreeMap::new();
+    /// Every place a file names another file (see the module doc), in file order.
+    fn references(&self) -> Vec<Reference> {
+        let mut out = Vec::new();
         for (from, named) in self.named.iter().enumerate() {
-            g.entry(from).or_default();
             for n in named {
                 if n.reexport && self.is_facade(&n.module, &n.path.segments) {
                     continue;
                 }
-                let Some(to) = self.resolve(&n.module, &n.path.segments, 0) else {
-                    continue;
-                };
-                let up = &self.files[to].module;
-                let own = &self.files[from].module;
-                let ancestor = own.len() > up.len() && own[..up.len()] == up[..];
-                if to != from && !ancestor {
-                    let line = g.entry(from).or_default().entry(to).or_insert(n.path.line);
-                    *line = (*line).min(n.path.line);
+                let mut via = Vec::new();
+                match self.resolve(&n.module, &n.path.segments, &mut via) {
+                    Some(to) if to != from => out.push(Reference {
+                        from,
+                        to,
+                        via,
+                        line: n.path.line,
+                    }),
+                    _ => {}
                 }
             }
         }
+        out
+    }
+
+    /// A graph of `references` as named by `node` (a file's node, or `None` for none), the
+    /// first line of each edge kept.
+    fn graph_of<'a>(
+        &self,
+        references: impl Iterator<Item = &'a Reference>,
+        node: impl Fn(&str) -> Option<String>,
+    ) -> Graph {
+        let mut first: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
+        let mut g = Graph::new();
+        for f in &self.files {
+            if let Some(n) = node(&f.rel) {
+                g.entry(n).or_default();
+            }
+        }
+        for r in references {
+            let from = &self.files[r.from].rel;
+            let (Some(a), Some(b)) = (node(from), node(&self.files[r.to].rel)) else {
+                continue;
+            };
+            if a != b {
+                let at = first.entry((a, b)).or_insert((r.line, from.clone()));
+                if (r.line, from) < (at.0, &at.1) {
+                    *at = (r.line, from.clone());
+                }
+            }
+        }
+        for ((a, b), (line, file)) in first {
+            g.entry(a).or_default().insert(b, format!("{file}:{line}"));
+        }
         g
+    }
+
+    /// The file graph, without edges to what an ancestor module's own file defines.
+    fn file_graph(&self) -> Graph {
+        let refs = self.references();
+        let counted = refs.iter().filter(|r| {
+            let up = &self.files[r.to].module;
+            let own = &self.files[r.from].module;
+            !(own.len() > up.len() && own[..up.len()] == up[..])
+        });
+        self.graph_of(counted, |rel| Some(rel.to_string()))
+    }
+
+    /// The graph between top-level modules (a folder and its `name.rs` count as one).
+    fn top_graph(&self) -> Graph {
+        let refs = self.references();
+        self.graph_of(refs.iter(), |rel| {
+            let top = rel.split('/').next()?.trim_end_matches(".rs");
+            (top != "lib").then(|| top.to_string())
+        })
+    }
+
+    /// Each reference that runs a [`FORBIDDEN`]-style direction of `rules`: the line that names
+    /// it and why it is forbidden.
+    fn forbidden(&self, rules: &[(&str, &str, &str)]) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in self.references() {
+            let from = &self.files[r.from].rel;
+            for (a, b, why) in rules {
+                let hit = r
+                    .via
+                    .iter()
+                    .chain([&r.to])
+                    .map(|&f| &self.files[f].rel)
+                    .find(|rel| within(from, a) && within(rel, b));
+                if let Some(to) = hit {
+                    out.push(format!("  {from}:{} names {to}: {why}\n", r.line));
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
     }
 }
 
-/// The file graph keyed by file names (`sim/state.rs`), each edge with its `file:line`.
-fn file_graph(src: &Path) -> Graph {
-    let krate = Crate::read(src);
-    let mut g = Graph::new();
-    for (from, edges) in krate.graph() {
-        let name = &krate.files[from].rel;
-        let entry = g.entry(name.clone()).or_default();
-        for (to, line) in edges {
-            entry.insert(krate.files[to].rel.clone(), format!("{name}:{line}"));
-        }
-    }
-    g
+/// One place a file names another: the file the path resolves to, the files a re-export was
+/// followed through on the way, and the line.
+struct Reference {
+    from: usize,
+    to: usize,
+    via: Vec<usize>,
+    line: usize,
 }
 
 /// A shortest closed walk through `start` inside the strongly connected group `comp`.
@@ -851,10 +790,20 @@ fn describe_cycles(g: &Graph, found: &[Vec<String>]) -> String {
     report
 }
 
+fn crate_src() -> Crate {
+    Crate::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+#[test]
+fn no_cycles_between_top_level_modules() {
+    let g = crate_src().top_graph();
+    let found = cycles(&g);
+    assert!(found.is_empty(), "{}", describe_cycles(&g, &found));
+}
+
 #[test]
 fn no_cycles_between_files() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let g = file_graph(&src);
+    let g = crate_src().file_graph();
     let found = cycles(&g);
     let edges: usize = g.values().map(BTreeMap::len).sum();
     eprintln!(
@@ -863,4 +812,93 @@ fn no_cycles_between_files() {
         found.len()
     );
     assert!(found.is_empty(), "{}", describe_cycles(&g, &found));
+}
+
+#[test]
+fn no_forbidden_direction() {
+    let found = crate_src().forbidden(FORBIDDEN);
+    assert!(
+        found.is_empty(),
+        "forbidden directions:\n{}",
+        found.concat()
+    );
+}
+
+/// A small crate on disk with one of each thing the reader must see or leave out.
+const FIXTURE: &[(&str, &str)] = &[
+    (
+        "lib.rs",
+        "pub mod a;\npub mod b;\nmod c;\n#[cfg(test)]\nmod t;\npub mod proto { pub struct X; }\n",
+    ),
+    (
+        "a/mod.rs",
+        "//! crate::c in a comment\npub mod x;\npub mod y;\npub use x::Thing;\npub fn run() { y::go(); }\npub struct Shared;\n",
+    ),
+    (
+        "a/x.rs",
+        "use super::Shared;\nuse crate::{\n    b::{self, Deep},\n};\npub struct Thing;\nconst S: &str = \"crate::c::nothing {\";\nconst C: char = '{';\nmod inner {\n    use super::Thing;\n}\n",
+    ),
+    ("a/y.rs", "pub fn go() {\n    let _ = crate::a::Thing;\n}\n"),
+    (
+        "b.rs",
+        "pub struct Deep;\npub fn f() { crate::a::y::go(); }\n",
+    ),
+    (
+        "c.rs",
+        "use crate::b::Deep as D;\n#[cfg(test)]\nmod tests {\n    use crate::a::x::Thing;\n}\n/* crate::a */\n",
+    ),
+    ("t.rs", "use crate::a;\n"),
+];
+
+/// The reader sees paths over several lines, nested groups, child paths, re-exports and
+/// `$crate`, and leaves out comments, strings, test items, facades and an ancestor's own
+/// items; the checker names cycles at both scales and forbidden directions, through
+/// re-exports too.
+#[test]
+fn the_checker_sees_what_it_must() {
+    let dir = std::env::temp_dir().join(format!("ttftbench-module-graph-{}", std::process::id()));
+    for (path, text) in FIXTURE {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let krate = Crate::read(&dir);
+    let files = krate.file_graph();
+    let edges: Vec<(&str, &str, &str)> = files
+        .iter()
+        .flat_map(|(a, e)| {
+            e.iter()
+                .map(move |(b, at)| (a.as_str(), b.as_str(), at.as_str()))
+        })
+        .collect();
+    assert_eq!(
+        edges,
+        [
+            ("a/mod.rs", "a/y.rs", "a/mod.rs:5"),
+            ("a/x.rs", "b.rs", "a/x.rs:3"),
+            ("a/y.rs", "a/x.rs", "a/y.rs:2"),
+            ("b.rs", "a/y.rs", "b.rs:2"),
+            ("c.rs", "b.rs", "c.rs:1"),
+        ]
+    );
+    assert_eq!(cycles(&files), [vec!["a/x.rs", "a/y.rs", "b.rs"]]);
+    assert!(describe_cycles(&files, &cycles(&files)).contains("a/y.rs -> a/x.rs  (a/y.rs:2)"));
+    let top = krate.top_graph();
+    assert_eq!(cycles(&top), [vec!["a", "b"]]);
+    assert_eq!(top["c"]["b"], "c.rs:1");
+    // A direction found through the re-export in `a/mod.rs`, and one found directly.
+    let rules = [("a/y.rs", "a/mod.rs", "why"), ("c", "b", "because")];
+    assert_eq!(
+        krate.forbidden(&rules),
+        [
+            "  a/y.rs:2 names a/mod.rs: why\n",
+            "  c.rs:1 names b.rs: because\n"
+        ]
+    );
+    let mut g = Graph::new();
+    for (a, b) in [("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")] {
+        g.entry(a.into()).or_default().insert(b.into(), "x".into());
+    }
+    assert_eq!(cycles(&g), [vec!["a", "b", "c"]]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
