@@ -48,9 +48,11 @@ use super::http::{
 };
 use super::metrics::FailReason;
 use super::models::{LlmLayout, ModelKind};
-use super::request::{GenParams, bag_from_infer_request, interpret};
+use super::request::{BadRequest, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState, TensorRun};
-use super::tensor::{InputData, InputView, OutputChoice, select_outputs, validate_inputs};
+use super::tensor::{
+    InputData, InputView, OutputChoice, TensorError, select_outputs, validate_inputs,
+};
 use super::tokens;
 use crate::proto;
 use crate::proto::grpc_inference_service_server::{
@@ -374,8 +376,9 @@ impl Mux {
                     .position(|m| std::ptr::eq(m, e))
                     .unwrap_or(0),
             ),
-            Err(message) => {
+            Err(e) => {
                 let head = error_head(&req);
+                let message = e.to_string();
                 self.ready.push_back(OutMsg::Error { head, message });
                 return;
             }
@@ -387,8 +390,9 @@ impl Mux {
         };
         let params = match parse_llm_request(entry, &req) {
             Ok(p) => p,
-            Err(message) => {
+            Err(e) => {
                 entry.record_invalid(arrival);
+                let message = e.to_string();
                 self.ready.push_back(OutMsg::Error { head, message });
                 return;
             }
@@ -429,8 +433,9 @@ impl Mux {
     ) {
         let (batch, outputs) = match parse_tensor_request(entry, req) {
             Ok(x) => x,
-            Err(message) => {
+            Err(e) => {
                 entry.record_invalid(arrival);
+                let message = e.to_string();
                 self.ready.push_back(OutMsg::Error { head, message });
                 return;
             }
@@ -441,11 +446,8 @@ impl Mux {
             let run = st
                 .run_tensor(entry, batch, arrival)
                 .await
-                .map_err(|e| e.message().to_owned())?;
-            let wire = entry
-                .tensor
-                .as_ref()
-                .ok_or_else(|| "internal error: tensor model without outputs".to_owned())?;
+                .map_err(TensorFailed::Begin)?;
+            let wire = entry.tensor.as_ref().ok_or(TensorFailed::NoOutputs)?;
             let mut r = wire.grpc_response(&entry.spec, String::new(), batch, &outputs);
             // Name, version and id are in the head already.
             r.model_name.clear();
@@ -536,26 +538,25 @@ fn error_head(req: &proto::ModelInferRequest) -> Bytes {
 fn parse_tensor_request(
     entry: &ModelEntry,
     req: &proto::ModelInferRequest,
-) -> Result<(u32, Vec<OutputChoice>), String> {
+) -> Result<(u32, Vec<OutputChoice>), TensorError> {
     let spec = &entry.spec;
     let raw = &req.raw_input_contents;
     if !raw.is_empty() && raw.len() != req.inputs.len() {
-        return Err(format!(
-            "expected {} raw_input_contents (one per input, in input order) for model '{}', got {}",
-            req.inputs.len(),
-            spec.name,
-            raw.len()
-        ));
+        return Err(TensorError::RawCount {
+            inputs: req.inputs.len(),
+            model: spec.name.clone(),
+            raw: raw.len(),
+        });
     }
     let mut views = Vec::with_capacity(req.inputs.len());
     for (i, input) in req.inputs.iter().enumerate() {
         let data = match raw.get(i) {
             None => InputData::Contents(input.contents.as_ref()),
             Some(_) if input.contents.is_some() => {
-                return Err(format!(
-                    "contents field must not be specified when using raw_input_contents for '{}' for model '{}'",
-                    input.name, spec.name
-                ));
+                return Err(TensorError::ContentsWithRaw {
+                    input: input.name.clone(),
+                    model: spec.name.clone(),
+                });
             }
             Some(r) => InputData::Raw(r),
         };
@@ -578,7 +579,7 @@ fn parse_tensor_request(
 fn parse_llm_request(
     entry: &ModelEntry,
     req: &proto::ModelInferRequest,
-) -> Result<GenParams, String> {
+) -> Result<GenParams, BadRequest> {
     let (bag, empty_final) = bag_from_infer_request(&entry.spec, req)?;
     let mut params = interpret(bag)?;
     params.empty_final = empty_final;
@@ -588,7 +589,18 @@ fn parse_llm_request(
 type StartFuture = Pin<Box<dyn Future<Output = Result<Generation, BeginError>> + Send>>;
 
 /// A tensor request until its answer is encoded: the response body fields and the run to record.
-type TensorFuture = Pin<Box<dyn Future<Output = Result<(Bytes, TensorRun), String>> + Send>>;
+type TensorFuture = Pin<Box<dyn Future<Output = Result<(Bytes, TensorRun), TensorFailed>> + Send>>;
+
+/// Why a streamed tensor request ended without its answer.
+#[derive(Debug, thiserror::Error)]
+enum TensorFailed {
+    /// Refused or cut short before it ran (faults, a full queue, shutdown).
+    #[error("{}", .0.message())]
+    Begin(BeginError),
+    /// The model has no output encoder (a tensor model always has one).
+    #[error("internal error: tensor model without outputs")]
+    NoOutputs,
+}
 
 enum ReqPhase {
     Starting(StartFuture),
@@ -648,7 +660,7 @@ impl Stream for ReqStream {
                 },
                 ReqPhase::Tensor(fut) => match fut.as_mut().poll(cx) {
                     Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Err(message)) => return this.error(message),
+                    Poll::Ready(Err(e)) => return this.error(e.to_string()),
                     Poll::Ready(Ok((body, run))) => {
                         this.phase = ReqPhase::Done;
                         run.succeed();
@@ -786,7 +798,7 @@ async fn tensor_infer(
 ) -> Result<Response<proto::ModelInferResponse>, Status> {
     let (batch, outputs) = parse_tensor_request(entry, &req).map_err(|m| {
         entry.record_invalid(arrival);
-        Status::invalid_argument(m)
+        Status::invalid_argument(m.to_string())
     })?;
     // The input tensors (megabytes for images) are not needed past validation.
     let id = std::mem::take(&mut req.id);
@@ -812,7 +824,8 @@ pub(crate) struct GrpcSim {
 }
 
 fn lookup<'a>(st: &'a SimState, name: &str, version: &str) -> Result<&'a ModelEntry, Status> {
-    st.lookup(name, Some(version)).map_err(Status::not_found)
+    st.lookup(name, Some(version))
+        .map_err(|e| Status::not_found(e.to_string()))
 }
 
 fn begin_status(e: BeginError) -> Status {
@@ -895,7 +908,7 @@ impl GrpcInferenceService for GrpcSim {
         }
         let params = parse_llm_request(entry, &req).map_err(|m| {
             entry.record_invalid(arrival);
-            Status::invalid_argument(m)
+            Status::invalid_argument(m.to_string())
         })?;
         let mut g = st
             .begin(entry, &params.prompt, params.max_tokens, false, arrival)
