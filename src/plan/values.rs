@@ -22,7 +22,9 @@ pub fn parse_each<T>(
 
 /// `--slo` expressions (repeatable), for `profile` and `perf` alike.
 pub fn parse_slos(raw: &[String]) -> Result<Vec<crate::metrics::Slo>, UsageError> {
-    parse_each(raw, |s| crate::metrics::parse(s).map_err(UsageError))
+    parse_each(raw, |s| {
+        crate::metrics::parse(s).map_err(|e| UsageError(e.to_string()))
+    })
 }
 
 /// A duration flag's value: `500ms`, `2s`, `1.5m`, `250us`, `1h`, or a bare number in the flag's
