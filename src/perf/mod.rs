@@ -718,7 +718,10 @@ async fn run_level(
     ),
     print: bool,
 ) -> Result<PerfLevel> {
-    let (stimulus, stop) = part.load.clone().map_err(Error::failed)?;
+    let (stimulus, stop) = part
+        .load
+        .clone()
+        .map_err(|idle| Error::failed(idle.to_string()))?;
     let pass_line = |p: &Pass| {
         let line = format!(
             "  Pass [{}] throughput: {} infer/sec. {}: {} usec\n",
