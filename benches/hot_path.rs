@@ -218,6 +218,8 @@ fn histogram_record(b: Bencher) {
 
 fn record(i: u64) -> RequestRecord {
     RequestRecord {
+        sent: Default::default(),
+        tools: Default::default(),
         phase: Phase::Measure,
         seq: i,
         prompt_index: (i % 100) as u32,
@@ -235,6 +237,8 @@ fn record(i: u64) -> RequestRecord {
         server_osl: None,
         tokenizer_osl: None,
         server_isl: None,
+        server_timings: None,
+        client_isl: None,
         reasoning_tokens: None,
         server_reasoning_tokens: None,
         requested_osl: 100,

@@ -14,7 +14,12 @@ triton_started=0
 engines_started=()
 stop_servers() {
   if [ "$triton_started" = 1 ]; then scripts/triton/stop.sh || true; fi
-  for e in "${engines_started[@]}"; do scripts/engines/"$e"/stop.sh || true; done
+  # Each variant from its default env file: TTFTBENCH_<ENGINE>_ENV (the generate server's,
+  # exported below) would point every variant's stop at that one file.
+  for e in "${engines_started[@]}"; do
+    env -u "TTFTBENCH_$(echo "${e%%:*}" | tr a-z A-Z)_ENV" \
+      scripts/engines/"${e%%:*}"/stop.sh --variant "${e#*:}" || true
+  done
 }
 trap stop_servers EXIT
 
@@ -33,12 +38,19 @@ fi
 if [ "${TTFTBENCH_SKIP_ENGINES:-0}" = 1 ]; then
   echo "TTFTBENCH_SKIP_ENGINES=1: not starting vLLM or llama-server" >&2
 else
-  for e in llamacpp vllm; do
-    if scripts/engines/"$e"/start.sh; then
-      engines_started+=("$e")
-      export "TTFTBENCH_$(echo "$e" | tr a-z A-Z)_ENV=$PWD/target/$e.env"
+  # llama-server's embeddings and rerank servers start in ~1-2 s each (tests/engines_apis.rs).
+  # vLLM's pooling servers (embed, rerank) take ~50-75 s and ~4.5 GiB each, so they start only
+  # with TTFTBENCH_VLLM_POOLING=1 (their tests skip otherwise, even in CI).
+  variants=(llamacpp:generate llamacpp:embed llamacpp:rerank vllm:generate)
+  if [ "${TTFTBENCH_VLLM_POOLING:-0}" = 1 ]; then variants+=(vllm:embed vllm:rerank); fi
+  for ev in "${variants[@]}"; do
+    e=${ev%%:*} v=${ev#*:}
+    name=$e; [ "$v" = generate ] || name=$e-$v
+    if env -u "TTFTBENCH_$(echo "$e" | tr a-z A-Z)_ENV" scripts/engines/"$e"/start.sh --variant "$v"; then
+      engines_started+=("$ev")
+      export "TTFTBENCH_$(echo "$name" | tr a-z- A-Z_)_ENV=$PWD/target/$name.env"
     else
-      echo "could not start $e (see above); its real-engine tests will report it" >&2
+      echo "could not start $name (see above); its real-engine tests will report it" >&2
     fi
   done
 fi

@@ -618,9 +618,13 @@ async fn doctor(a: &crate::cli::DoctorArgs) -> Result<u8> {
     if t.api != crate::target::Api::Kserve {
         cmd.push_str(&format!(" --endpoint-type {}", t.api.name()));
     }
-    println!("  {cmd} --streaming --concurrency 1");
+    // Embeddings and rankings answer whole: no --streaming for them.
+    if t.api.generates() {
+        cmd.push_str(" --streaming");
+    }
+    println!("  {cmd} --concurrency 1");
     println!(
-        "  {cmd} --streaming --concurrency 1,2,4,8,16,32 --artifact-dir './bench/{{timestamp}}/c{{concurrency}}'"
+        "  {cmd} --concurrency 1,2,4,8,16,32 --artifact-dir './bench/{{timestamp}}/c{{concurrency}}'"
     );
     Ok(0)
 }

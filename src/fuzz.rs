@@ -217,6 +217,10 @@ pub fn event_json(data: &[u8]) {
             "fast scanner and JSON reader disagree on the reasoning bytes"
         );
         assert!(info.error.is_none() && info.completion_tokens.is_none());
+        assert!(
+            info.timings.is_none(),
+            "the fast scanner read llama.cpp's timings"
+        );
     }
     if parsed.is_err() {
         assert_eq!(full, "prefix", "a rejected event left text behind");
@@ -228,6 +232,8 @@ pub fn event_json(data: &[u8]) {
     }
     let mut both = String::new();
     let _ = events::parse_event(data, &mut both);
+    // The server's other JSON answers: vLLM's /tokenize.
+    let _ = crate::client::tokenize::read_count(data);
 }
 
 /// What deframing a gRPC response body in `chunks` gives: the messages, then how it ended (the
@@ -311,17 +317,13 @@ pub fn prometheus_text(data: &[u8]) {
     }
     let page = prometheus::parse(&text);
     let _ = engines::detect(&page);
-    for kind in [
-        ServerKind::Triton,
-        ServerKind::TrtLlm,
-        ServerKind::Vllm,
-        ServerKind::Sglang,
-        ServerKind::Tgi,
-    ] {
+    for kind in ServerKind::ALL {
         let _ = engines::read_sample(&page, kind, Some("m"));
         let _ = engines::read_sample(&page, kind, None);
     }
     let _ = gpu::read_gpus(&page);
+    // The probe's other page: llama.cpp's /slots.
+    let _ = crate::server_metrics::probe::slot_count(&text);
 }
 
 /// A level's `profile_export_genai_perf.json` as compare/report read it.

@@ -50,4 +50,6 @@ pub mod server_metrics;
 pub mod sim;
 pub mod stats;
 pub mod target;
+#[cfg(test)]
+pub(crate) mod test_fixtures;
 pub mod workload;

@@ -72,6 +72,21 @@ pub enum Metric {
     RequestLatencyIntended,
     /// Actual send minus intended send.
     SendLag,
+    /// The server's own prompt processing time (llama.cpp's `timings.prompt_ms`: from the
+    /// request taking a slot to its first token's logits), for responses that carry timings.
+    ServerPrefillTime,
+    /// Client TTFT minus [`Metric::ServerPrefillTime`], per request: the transport, the HTTP
+    /// layer, tokenization and the wait for a free slot.
+    ClientMinusServerTtft,
+    /// The server's own generation time (llama.cpp's `timings.predicted_ms`: first token to
+    /// last), for responses that carry timings.
+    ServerDecodeTime,
+    /// Prompt tokens the server reused from its cache (llama.cpp's `timings.cache_n`), for
+    /// responses that carry timings.
+    CachedPromptTokens,
+    /// First response carrying a tool call's argument text minus the actual send, for requests
+    /// whose response called a tool.
+    TimeToFirstToolToken,
 }
 
 /// How a metric's raw integer samples are stored and shown.
@@ -107,7 +122,7 @@ impl Unit {
 
 impl Metric {
     /// Every metric, in the order files list them (GenAI-Perf's order first).
-    pub const ALL: [Metric; 14] = [
+    pub const ALL: [Metric; 19] = [
         Metric::TimeToFirstToken,
         Metric::TimeToFirstOutputToken,
         Metric::TimeToSecondToken,
@@ -122,6 +137,11 @@ impl Metric {
         Metric::TimeToFirstTokenIntended,
         Metric::RequestLatencyIntended,
         Metric::SendLag,
+        Metric::ServerPrefillTime,
+        Metric::ClientMinusServerTtft,
+        Metric::ServerDecodeTime,
+        Metric::CachedPromptTokens,
+        Metric::TimeToFirstToolToken,
     ];
 
     /// The snake_case key used in CSV, JSON and `--goodput` / `--slo` expressions.
@@ -141,6 +161,11 @@ impl Metric {
             Metric::TimeToFirstTokenIntended => "time_to_first_token_from_intended",
             Metric::RequestLatencyIntended => "request_latency_from_intended",
             Metric::SendLag => "send_lag",
+            Metric::ServerPrefillTime => "server_prefill_time",
+            Metric::ClientMinusServerTtft => "client_minus_server_ttft",
+            Metric::ServerDecodeTime => "server_decode_time",
+            Metric::CachedPromptTokens => "cached_prompt_tokens",
+            Metric::TimeToFirstToolToken => "time_to_first_tool_token",
         }
     }
 
@@ -163,6 +188,11 @@ impl Metric {
             Metric::TimeToFirstTokenIntended => "Time To First Token From Intended Send (ms)",
             Metric::RequestLatencyIntended => "Request Latency From Intended Send (ms)",
             Metric::SendLag => "Send Lag (ms)",
+            Metric::ServerPrefillTime => "Server Prefill Time (ms)",
+            Metric::ClientMinusServerTtft => "Client Minus Server TTFT (ms)",
+            Metric::ServerDecodeTime => "Server Decode Time (ms)",
+            Metric::CachedPromptTokens => "Cached Prompt Tokens (tokens)",
+            Metric::TimeToFirstToolToken => "Time To First Tool Token (ms)",
         }
     }
 
@@ -171,7 +201,8 @@ impl Metric {
         match self {
             Metric::OutputSequenceLength
             | Metric::ReasoningTokenCount
-            | Metric::InputSequenceLength => Unit::Tokens,
+            | Metric::InputSequenceLength
+            | Metric::CachedPromptTokens => Unit::Tokens,
             Metric::OutputTokenThroughputPerUser => Unit::TokensPerSecPerUser,
             _ => Unit::Millis,
         }
@@ -188,6 +219,8 @@ impl Metric {
                 | Metric::OutputTokenThroughputPerUser
                 | Metric::InterChunkLatency
                 | Metric::TimeToFirstTokenIntended
+                | Metric::ClientMinusServerTtft
+                | Metric::TimeToFirstToolToken
         )
     }
 
@@ -209,6 +242,7 @@ impl Metric {
                 "ttft" => Some(Metric::TimeToFirstToken),
                 "ttfo" => Some(Metric::TimeToFirstOutputToken),
                 "ttst" => Some(Metric::TimeToSecondToken),
+                "ttftt" => Some(Metric::TimeToFirstToolToken),
                 "itl" => Some(Metric::InterTokenLatency),
                 "e2e_latency" | "latency" => Some(Metric::RequestLatency),
                 _ => None,
@@ -358,7 +392,8 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
         Metric::OutputTokenThroughputPerUser => rec
             .tokens_per_sec_per_user()
             .map(|v| (v * 1e3).round() as u64),
-        Metric::OutputSequenceLength => Some(u64::from(rec.osl)),
+        // A batch request (embeddings, rankings) generates no tokens: it has no OSL at all.
+        Metric::OutputSequenceLength => (!rec.batch()).then_some(u64::from(rec.osl)),
         Metric::ReasoningTokenCount => rec.reasoning_tokens.map(u64::from),
         Metric::InputSequenceLength => Some(u64::from(rec.isl)),
         Metric::TimeToFirstByte => rec.ttfb_ns(),
@@ -366,6 +401,13 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
         Metric::TimeToFirstTokenIntended => rec.ttft_intended_ns(),
         Metric::RequestLatencyIntended => rec.latency_intended_ns(),
         Metric::SendLag => Some(rec.send_lag_ns()),
+        Metric::ServerPrefillTime => rec
+            .server_timings
+            .map(|t| t.prefill_us.saturating_mul(1000)),
+        Metric::ClientMinusServerTtft => rec.ttft_outside_prefill_ns(),
+        Metric::ServerDecodeTime => rec.server_timings.map(|t| t.decode_us.saturating_mul(1000)),
+        Metric::CachedPromptTokens => rec.server_timings.map(|t| u64::from(t.cached_tokens)),
+        Metric::TimeToFirstToolToken => rec.ttft_tool_ns(),
     }
 }
 
@@ -502,11 +544,21 @@ pub enum SystemMetric {
     KvCacheUsage,
     /// Requests the engine preempted (evicted for KV-cache space) during the level.
     Preemptions,
+    /// Inputs answered per second: texts embedded or passages ranked (embeddings, rankings).
+    InputThroughput,
+    /// Input tokens per second (embeddings, rankings: their whole throughput in tokens).
+    InputTokenThroughput,
+    /// Successful requests offered tools whose response called one, as a share of those
+    /// offered tools (0..1).
+    ToolCallShare,
+    /// Requests that called a tool whose every call's arguments parse as JSON, as a share of
+    /// those that called one (0..1).
+    ToolArgsValidShare,
 }
 
 impl SystemMetric {
     /// Every system metric.
-    pub const ALL: [SystemMetric; 12] = [
+    pub const ALL: [SystemMetric; 16] = [
         SystemMetric::RequestThroughput,
         SystemMetric::OutputTokenThroughput,
         SystemMetric::TotalTokenThroughput,
@@ -519,6 +571,10 @@ impl SystemMetric {
         SystemMetric::ServerComputeTime,
         SystemMetric::KvCacheUsage,
         SystemMetric::Preemptions,
+        SystemMetric::InputThroughput,
+        SystemMetric::InputTokenThroughput,
+        SystemMetric::ToolCallShare,
+        SystemMetric::ToolArgsValidShare,
     ];
 
     /// Key in expressions and files.
@@ -536,6 +592,10 @@ impl SystemMetric {
             SystemMetric::ServerComputeTime => "server_compute_time",
             SystemMetric::KvCacheUsage => "kv_cache_usage",
             SystemMetric::Preemptions => "preemptions",
+            SystemMetric::InputThroughput => "input_throughput",
+            SystemMetric::InputTokenThroughput => "input_token_throughput",
+            SystemMetric::ToolCallShare => "tool_call_share",
+            SystemMetric::ToolArgsValidShare => "tool_args_valid_share",
         }
     }
 
@@ -549,12 +609,15 @@ impl SystemMetric {
     fn kind(self) -> Kind {
         match self {
             SystemMetric::RequestThroughput | SystemMetric::RequestGoodput => Kind::RequestRate,
-            SystemMetric::OutputTokenThroughput | SystemMetric::TotalTokenThroughput => {
-                Kind::TokenRate
-            }
-            SystemMetric::ErrorRate | SystemMetric::QueueShare | SystemMetric::KvCacheUsage => {
-                Kind::Fraction
-            }
+            SystemMetric::OutputTokenThroughput
+            | SystemMetric::TotalTokenThroughput
+            | SystemMetric::InputTokenThroughput => Kind::TokenRate,
+            SystemMetric::InputThroughput => Kind::InputRate,
+            SystemMetric::ErrorRate
+            | SystemMetric::QueueShare
+            | SystemMetric::KvCacheUsage
+            | SystemMetric::ToolCallShare
+            | SystemMetric::ToolArgsValidShare => Kind::Fraction,
             SystemMetric::ErrorCount | SystemMetric::RequestCount | SystemMetric::Preemptions => {
                 Kind::Count
             }
@@ -576,6 +639,8 @@ pub enum Kind {
     TokenRate,
     /// Requests per second.
     RequestRate,
+    /// Inputs (texts, passages) per second.
+    InputRate,
     /// A share, stored as 0..1 and shown as a percentage.
     Fraction,
     /// A count.
@@ -591,6 +656,7 @@ impl Kind {
             Kind::PerUserRate => "tokens/sec/user",
             Kind::TokenRate => "tokens/sec",
             Kind::RequestRate => "requests/sec",
+            Kind::InputRate => "inputs/sec",
             Kind::Fraction => "fraction",
             Kind::Count => "count",
         }
@@ -669,6 +735,10 @@ impl MetricRef {
                     | SystemMetric::TotalTokenThroughput
                     | SystemMetric::RequestGoodput
                     | SystemMetric::RequestCount
+                    | SystemMetric::InputThroughput
+                    | SystemMetric::InputTokenThroughput
+                    | SystemMetric::ToolCallShare
+                    | SystemMetric::ToolArgsValidShare
             ),
         }
     }
@@ -888,6 +958,10 @@ pub fn parse_value(raw: &str, kind: Kind) -> Result<f64, MetricError> {
         Kind::RequestRate => match unit.as_str() {
             "" | "/s" | "req/s" | "requests/s" | "requests/sec" => Ok(v),
             _ => bad_unit("req/s (or no unit)"),
+        },
+        Kind::InputRate => match unit.as_str() {
+            "" | "/s" | "inputs/s" | "inputs/sec" => Ok(v),
+            _ => bad_unit("inputs/s (or no unit)"),
         },
         Kind::PerUserRate => match unit.as_str() {
             "" | "tok/s/user" | "tokens/sec/user" => Ok(v),

@@ -299,6 +299,22 @@ impl std::fmt::Display for RequestError {
     }
 }
 
+/// The server's own account of one request, from the `timings` object llama.cpp's
+/// `llama-server` puts on each response (the last event of a stream, the top level of a whole
+/// body): its prompt processing and its generation, timed on the server's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ServerTimings {
+    /// Prompt tokens the server evaluated (`prompt_n`: the cached ones excluded, at least one).
+    pub prompt_tokens: u32,
+    /// Prompt tokens it reused from its cache (`cache_n`).
+    pub cached_tokens: u32,
+    /// Prompt processing (`prompt_ms`), µs: from the request taking a slot to the logits of
+    /// its first token. The wait for a free slot is not in it.
+    pub prefill_us: u64,
+    /// Generation (`predicted_ms`), µs: from the first token to the last.
+    pub decode_us: u64,
+}
+
 /// One request, start to end. Times are ns offsets on the run's [`Clock`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestRecord {
@@ -340,6 +356,12 @@ pub struct RequestRecord {
     pub tokenizer_osl: Option<u32>,
     /// Input tokens the server reported in its usage, when it did.
     pub server_isl: Option<u32>,
+    /// Input tokens as the client counted them before sending (the tokenizer's, or the
+    /// server's `/tokenize` with `--tokenizer-from-server`), when `isl` holds the server's usage
+    /// count instead (`--use-server-token-count`); `None` when `isl` is the client's count.
+    pub client_isl: Option<u32>,
+    /// The server's own timings of the request (llama.cpp's `timings`), when it sent them.
+    pub server_timings: Option<ServerTimings>,
     /// Reasoning tokens among the output tokens (the tokenizer's count of the reasoning text),
     /// for responses that streamed reasoning (`None` otherwise, and for failed requests). `osl`
     /// counts them too, as AIPerf's OSL does: the answer alone is `osl − reasoning_tokens`.
@@ -369,6 +391,35 @@ pub struct RequestRecord {
     pub error: Option<RequestError>,
     /// The request's place in a multi-turn session; `None` for a request that stands alone.
     pub conversation: Option<Turn>,
+    /// What it carried besides its prompt text (batch inputs, images, tools).
+    pub sent: Sent,
+    /// What its response did with the tools it was offered.
+    pub tools: ToolUse,
+}
+
+/// What a request carried besides its prompt text, from its dataset entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Texts embedded or passages ranked (embeddings, rankings); 0 for a generative request,
+    /// which produces tokens instead.
+    pub inputs: u32,
+    /// Images sent with the prompt.
+    pub images: u32,
+    /// Their encoded size in bytes (before base64).
+    pub image_bytes: u64,
+    /// Tool definitions were sent with it.
+    pub tools: bool,
+}
+
+/// What a response did with the tools its request offered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToolUse {
+    /// Tool calls in the response.
+    pub calls: u32,
+    /// Every call's arguments parse as JSON (meaningful when `calls > 0`).
+    pub args_valid: bool,
+    /// The first response carrying tool-call argument text (run clock, ns).
+    pub first_token_ns: Option<u64>,
 }
 
 /// A request's place in a multi-turn session.
@@ -390,6 +441,11 @@ impl RequestRecord {
         if !keep_server {
             self.osl = n;
         }
+    }
+
+    /// The input tokens the client counted before sending.
+    pub fn client_isl(&self) -> u32 {
+        self.client_isl.unwrap_or(self.isl)
     }
 
     /// Whether the request completed with content.
@@ -433,6 +489,13 @@ impl RequestRecord {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
         }
+    }
+
+    /// Client TTFT minus the server's prompt processing (its `timings.prompt_ms`): the
+    /// transport, the HTTP layer, tokenization, and the wait for a free slot. Clamped at 0.
+    pub fn ttft_outside_prefill_ns(&self) -> Option<u64> {
+        let prefill = self.server_timings?.prefill_us.saturating_mul(1000);
+        Some(self.ttft_ns()?.saturating_sub(prefill))
     }
 
     /// Time to first byte of the response.
@@ -484,6 +547,18 @@ impl RequestRecord {
     pub fn tokens_per_sec_per_user(&self) -> Option<f64> {
         self.itl_ns().filter(|&v| v > 0).map(|v| 1e9 / v as f64)
     }
+
+    /// Time to the first token of a tool call's arguments, from the actual send.
+    pub fn ttft_tool_ns(&self) -> Option<u64> {
+        self.tools
+            .first_token_ns
+            .map(|t| t.saturating_sub(self.sent_ns))
+    }
+
+    /// Whether it was a batch request (embeddings, rankings): it has inputs, not output tokens.
+    pub fn batch(&self) -> bool {
+        self.sent.inputs > 0
+    }
 }
 
 #[cfg(test)]
@@ -509,6 +584,8 @@ mod tests {
             server_osl: None,
             tokenizer_osl: None,
             server_isl: None,
+            client_isl: None,
+            server_timings: None,
             reasoning_tokens: None,
             server_reasoning_tokens: None,
             requested_osl: 11,
@@ -519,6 +596,8 @@ mod tests {
             connection_reused: None,
             conversation: None,
             error: None,
+            sent: Sent::default(),
+            tools: ToolUse::default(),
         }
     }
 

@@ -12,6 +12,7 @@ use crate::metrics::{
 };
 use crate::record::{ErrorKind, RequestRecord};
 
+pub mod apis;
 pub mod isl;
 mod percentile;
 pub mod repeat;
@@ -240,6 +241,10 @@ pub struct Aggregate {
     pub osl_mismatch: u64,
     /// Successful requests with both a server-reported and a tokenizer output count.
     pub osl_compared: u64,
+    /// Successful requests whose server-reported input tokens differed from the client's count.
+    pub isl_mismatch: u64,
+    /// Successful requests with a server-reported input count.
+    pub isl_compared: u64,
     /// Successful requests that received fewer output tokens than they asked for.
     pub short_outputs: u64,
     /// Content-bearing responses over successful requests.
@@ -259,6 +264,8 @@ pub struct Aggregate {
     pub reconnects: u64,
     /// TTFT of successful requests by whether their connection was fresh or reused (HTTP/1.1).
     pub connections: ConnectionTtft,
+    /// Inputs, images and tool calls of successful requests.
+    pub apis: apis::ApiTally,
 }
 
 /// TTFT on fresh and on reused connections: a server sending with Nagle's algorithm on stalls
@@ -340,6 +347,8 @@ impl Aggregate {
             last_response_ns: None,
             osl_mismatch: 0,
             osl_compared: 0,
+            isl_mismatch: 0,
+            isl_compared: 0,
             short_outputs: 0,
             sum_chunks: 0,
             sum_send_ns: 0,
@@ -349,6 +358,7 @@ impl Aggregate {
             turns: turns::TurnDists::default(),
             reconnects: 0,
             connections: ConnectionTtft::default(),
+            apis: apis::ApiTally::default(),
         }
     }
 
@@ -389,6 +399,10 @@ impl Aggregate {
             self.osl_compared += 1;
             self.osl_mismatch += u64::from(server != counted);
         }
+        if let Some(server) = rec.server_isl {
+            self.isl_compared += 1;
+            self.isl_mismatch += u64::from(server != rec.client_isl());
+        }
         if rec.osl < rec.requested_osl {
             self.short_outputs += 1;
         }
@@ -407,6 +421,7 @@ impl Aggregate {
         self.isl.record(rec);
         self.turns.record(rec);
         self.connections.record(rec);
+        self.apis.record(rec);
         if objectives.iter().all(|o| o.met_by(rec)) {
             self.good += 1;
         }
@@ -487,6 +502,8 @@ impl Aggregate {
         };
         self.osl_mismatch += other.osl_mismatch;
         self.osl_compared += other.osl_compared;
+        self.isl_mismatch += other.isl_mismatch;
+        self.isl_compared += other.isl_compared;
         self.short_outputs += other.short_outputs;
         self.sum_chunks += other.sum_chunks;
         self.sum_send_ns += other.sum_send_ns;
@@ -496,6 +513,7 @@ impl Aggregate {
         self.turns.merge(&other.turns);
         self.reconnects += other.reconnects;
         self.connections.merge(&other.connections);
+        self.apis.merge(&other.apis);
     }
 
     /// The distributions with their metrics (for serialising histograms).
@@ -539,10 +557,13 @@ impl Aggregate {
             request_goodput: goodput_asked.then(|| per_sec(self.good as f64)),
             osl_mismatch: self.osl_mismatch,
             osl_compared: self.osl_compared,
+            isl_mismatch: self.isl_mismatch,
+            isl_compared: self.isl_compared,
             short_outputs: self.short_outputs,
             percentile_method: Some(method),
             isl_buckets: self.isl.summarize(method),
             turns: self.turns.summarize(method),
+            apis: self.apis.summarize(secs, self.sum_isl),
         }
     }
 }
@@ -581,6 +602,10 @@ pub struct LevelStats {
     pub osl_mismatch: u64,
     /// Requests with both counts (the denominator of the mismatch share).
     pub osl_compared: u64,
+    /// Requests whose server-reported input token count differed from the client's.
+    pub isl_mismatch: u64,
+    /// Requests with a server-reported input count (the denominator of its mismatch share).
+    pub isl_compared: u64,
     /// Requests that received fewer tokens than they asked for.
     pub short_outputs: u64,
     /// How the percentiles were computed (`None`: read from a file that does not say).
@@ -589,6 +614,8 @@ pub struct LevelStats {
     pub isl_buckets: Vec<isl::IslBucket>,
     /// TTFT and input length by session turn (empty without sessions).
     pub turns: Vec<turns::TurnStats>,
+    /// Inputs per second, images, tool calls (each `None` when the level had none).
+    pub apis: apis::ApiStats,
 }
 
 impl LevelStats {
@@ -679,12 +706,27 @@ impl LevelSummary {
             .split()
     }
 
-    /// Client TTFT minus the server's own (ms): network plus client time, where the engine
-    /// exports its time to first token.
+    /// Client TTFT minus the server's own (ms): from the responses' own timings where they
+    /// carry them (llama.cpp: the mean of each request's TTFT minus its `prompt_ms`, which
+    /// leaves out the wait for a free slot, so that wait is in this number), else network
+    /// plus client time where the engine exports its time to first token (vLLM's histogram).
     pub fn network_and_client_ttft_ms(&self) -> Option<f64> {
+        if let Some(per_request) = self.shown_stat(Metric::ClientMinusServerTtft) {
+            return (per_request.count > 0).then_some(per_request.avg);
+        }
         let server = self.engine.as_ref()?.server_ttft?;
         let client = self.shown_stat(Metric::TimeToFirstToken)?;
         (client.count > 0 && server.count > 0.0).then_some(client.avg - server.avg_s * 1e3)
+    }
+
+    /// The server's mean time to first token (ms): the responses' own prompt processing time
+    /// (llama.cpp's `timings.prompt_ms`) where they carry it, else the engine's TTFT histogram.
+    pub fn server_ttft_ms(&self) -> Option<f64> {
+        if let Some(prefill) = self.stats.get(Metric::ServerPrefillTime) {
+            return (prefill.count > 0).then_some(prefill.avg);
+        }
+        let server = self.engine.as_ref()?.server_ttft?;
+        (server.count > 0.0).then_some(server.avg_s * 1e3)
     }
 }
 
@@ -693,6 +735,12 @@ impl LevelStats {
     /// (`None` when the server reported no counts).
     pub fn osl_mismatch_share(&self) -> Option<f64> {
         (self.osl_compared > 0).then(|| self.osl_mismatch as f64 / self.osl_compared as f64)
+    }
+
+    /// The share of requests with a server input count whose count differs from the client's
+    /// (`None` when the server reported no counts).
+    pub fn isl_mismatch_share(&self) -> Option<f64> {
+        (self.isl_compared > 0).then(|| self.isl_mismatch as f64 / self.isl_compared as f64)
     }
 }
 
@@ -731,6 +779,10 @@ impl MetricSource for LevelSummary {
                 },
                 SystemMetric::KvCacheUsage => self.engine.as_ref()?.kv_usage.map(|g| g.max),
                 SystemMetric::Preemptions => self.engine.as_ref()?.preemptions,
+                SystemMetric::InputThroughput => st.apis.input_throughput,
+                SystemMetric::InputTokenThroughput => st.apis.input_token_throughput,
+                SystemMetric::ToolCallShare => st.apis.tool_call_share,
+                SystemMetric::ToolArgsValidShare => st.apis.tool_args_valid_share,
             },
         }
     }
@@ -773,6 +825,8 @@ pub(crate) fn test_level(stimulus: crate::load::Stimulus, ttft_ms: f64) -> Level
 pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRecord {
     let ms = 1_000_000;
     RequestRecord {
+        sent: Default::default(),
+        tools: Default::default(),
         phase: crate::record::Phase::Measure,
         seq: 0,
         prompt_index: 0,
@@ -790,6 +844,8 @@ pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRec
         server_osl: None,
         tokenizer_osl: None,
         server_isl: None,
+        server_timings: None,
+        client_isl: None,
         reasoning_tokens: None,
         server_reasoning_tokens: None,
         requested_osl: osl,
@@ -880,6 +936,64 @@ mod tests {
         assert_eq!(s.osl_mismatch_share(), Some(0.5));
         let none = Aggregate::new().summarize(true, PercentileMethod::Linear);
         assert_eq!(none.osl_mismatch_share(), None);
+    }
+
+    /// (server input count, client count, count used) per request: the client's count is
+    /// `client_isl` when `isl` holds the server's (`--use-server-token-count`).
+    #[test]
+    fn server_and_client_input_counts_compared() {
+        let mut agg = Aggregate::new();
+        for (server, isl, client) in [
+            (Some(100), 100, None),
+            (Some(107), 100, None),
+            (Some(107), 107, Some(100)),
+            (None, 100, None),
+        ] {
+            let mut r = rec(10, 100, 11);
+            (r.server_isl, r.isl, r.client_isl) = (server, isl, client);
+            agg.record(&r, &[], &[]);
+        }
+        let s = agg.summarize(true, PercentileMethod::Linear);
+        assert_eq!((s.isl_compared, s.isl_mismatch), (3, 2));
+        assert!((s.isl_mismatch_share().unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        let mut other = Aggregate::new();
+        other.merge(&agg);
+        assert_eq!((other.isl_compared, other.isl_mismatch), (3, 2));
+    }
+
+    /// llama.cpp's per-response timings become four distributions, and the level's
+    /// client-minus-server TTFT is the mean of each request's difference.
+    #[test]
+    fn server_timings_become_distributions() {
+        let mut agg = Aggregate::new();
+        for (ttft_ms, prefill_us, cached) in [(30, 10_000, 0), (50, 20_000, 64)] {
+            let mut r = rec(ttft_ms, 200, 11);
+            r.server_timings = Some(crate::record::ServerTimings {
+                prompt_tokens: 8,
+                cached_tokens: cached,
+                prefill_us,
+                decode_us: 150_000,
+            });
+            agg.record(&r, &[], &[]);
+        }
+        agg.record(&rec(40, 200, 11), &[], &[]);
+        let s = agg.summarize(false, PercentileMethod::Linear);
+        let avg = |m: Metric| s.get(m).map(|st| (st.count, st.avg));
+        assert_eq!(avg(Metric::ServerPrefillTime), Some((2, 15.0)));
+        assert_eq!(avg(Metric::ClientMinusServerTtft), Some((2, 25.0)));
+        assert_eq!(avg(Metric::ServerDecodeTime), Some((2, 150.0)));
+        assert_eq!(avg(Metric::CachedPromptTokens), Some((2, 32.0)));
+        let l = LevelSummary::new(crate::load::Stimulus::Concurrency(2), s);
+        assert_eq!(l.network_and_client_ttft_ms(), Some(25.0));
+        assert_eq!(l.server_ttft_ms(), Some(15.0));
+        let none = LevelSummary::new(
+            crate::load::Stimulus::Concurrency(1),
+            Aggregate::new().summarize(false, PercentileMethod::Linear),
+        );
+        assert_eq!(
+            (none.server_ttft_ms(), none.network_and_client_ttft_ms()),
+            (None, None)
+        );
     }
 
     /// Table: (ttft ms, latency ms, osl) per request → expected aggregate numbers.

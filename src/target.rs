@@ -26,6 +26,14 @@ pub enum Api {
     Generate,
     /// KServe v2 HTTP tensor inference (`/v2/models/{m}/infer`), for `perf -i http`.
     Infer,
+    /// OpenAI Responses API (`/v1/responses`).
+    Responses,
+    /// Anthropic Messages API (`/v1/messages`).
+    Messages,
+    /// OpenAI embeddings (`/v1/embeddings`): batches of texts, one vector each.
+    Embeddings,
+    /// A reranker: one query and N passages, one score each (`/v1/rerank` and its layouts).
+    Rankings,
 }
 
 impl Api {
@@ -33,8 +41,19 @@ impl Api {
     pub fn service_kind(self) -> &'static str {
         match self {
             Api::Kserve | Api::Infer => "triton",
-            Api::Chat | Api::Completions | Api::Generate => "openai",
+            _ => "openai",
         }
+    }
+
+    /// Whether requests generate text token by token (every API but embeddings and rankings,
+    /// which answer once per request with vectors or scores).
+    pub fn generates(self) -> bool {
+        !matches!(self, Api::Embeddings | Api::Rankings)
+    }
+
+    /// Whether requests carry chat-like input: roles, images and tool definitions.
+    pub fn chat_like(self) -> bool {
+        matches!(self, Api::Chat | Api::Responses | Api::Messages)
     }
 
     /// The endpoint type's name.
@@ -45,9 +64,43 @@ impl Api {
             Api::Completions => "completions",
             Api::Generate => "generate",
             Api::Infer => "infer",
+            Api::Responses => "responses",
+            Api::Messages => "messages",
+            Api::Embeddings => "embeddings",
+            Api::Rankings => "rankings",
         }
     }
 }
+
+/// How a reranker request and answer are laid out (`--rankings-api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankingsLayout {
+    /// Cohere/Jina `POST /v1/rerank {model, query, documents: [..]}` answered with
+    /// `results[].relevance_score` (vLLM, llama-server, TEI's `/v1/rerank` too).
+    #[default]
+    Rerank,
+    /// Hugging Face TEI's native `POST /rerank {query, texts: [..]}`, answered with a list of
+    /// `{index, score}` (GenAI-Perf's `--extra-inputs rankings:tei`).
+    Tei,
+    /// NVIDIA NIM's `POST /v1/ranking {model, query: {text}, passages: [{text}]}`, answered
+    /// with `rankings[].logit` (GenAI-Perf's default rankings layout).
+    Nim,
+}
+
+impl RankingsLayout {
+    /// The layout's flag value.
+    pub fn name(self) -> &'static str {
+        match self {
+            RankingsLayout::Rerank => "rerank",
+            RankingsLayout::Tei => "tei",
+            RankingsLayout::Nim => "nim",
+        }
+    }
+}
+
+/// The `anthropic-version` header sent to a Messages API unless `-H` gives one.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// GenAI-Perf's legacy `--service-kind`: which family of server (an OpenAI one implies the chat
 /// endpoint unless another is named).
@@ -222,6 +275,9 @@ pub struct Target {
     pub tcp_quickack: bool,
     /// TLS settings; apply when `base_url` is `https://`.
     pub tls: TlsSettings,
+    /// How reranker requests are laid out (rankings only).
+    #[serde(default)]
+    pub rankings: RankingsLayout,
 }
 
 impl Target {
@@ -238,10 +294,10 @@ impl Target {
     /// A cheap GET on the same server, used to open connections ahead of a level.
     pub fn warm_url(&self) -> String {
         match self.api {
-            Api::Chat | Api::Completions => format!("{}/v1/models", self.base_url),
             Api::Generate | Api::Kserve | Api::Infer => {
                 format!("{}/v2/health/ready", self.base_url)
             }
+            _ => format!("{}/v1/models", self.base_url),
         }
     }
 
@@ -276,15 +332,27 @@ impl Target {
     }
 
     /// Headers sent on every inference and discovery call to the target's own origin: `-H`
-    /// values plus `Authorization: Bearer` from the API key.
+    /// values plus the API key, as `Authorization: Bearer` (or, for Anthropic's Messages API,
+    /// as `x-api-key` next to an `anthropic-version` unless `-H` names one).
     pub fn header_map(&self) -> Result<HeaderMap, UsageError> {
         let mut map = headers_of(self.headers.iter())?;
+        let anthropic = self.api == Api::Messages;
+        if anthropic && !map.contains_key("anthropic-version") {
+            map.insert(
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            );
+        }
         if let Some(key) = &self.api_key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
+            let (name, value) = match anthropic {
+                true => (HeaderName::from_static("x-api-key"), key.trim().to_string()),
+                false => (AUTHORIZATION, format!("Bearer {}", key.trim())),
+            };
+            let mut v = HeaderValue::from_str(&value).map_err(|_| {
                 UsageError("--api-key contains characters not allowed in a header".into())
             })?;
             v.set_sensitive(true);
-            map.insert(AUTHORIZATION, v);
+            map.insert(name, v);
         }
         Ok(map)
     }
@@ -331,6 +399,21 @@ pub(crate) fn default_endpoint(api: Api, model: &str, streaming: bool) -> String
         Api::Generate if streaming => format!("v2/models/{model}/generate_stream"),
         Api::Generate => format!("v2/models/{model}/generate"),
         Api::Kserve | Api::Infer => String::new(),
+        Api::Responses => "v1/responses".into(),
+        Api::Messages => "v1/messages".into(),
+        Api::Embeddings => "v1/embeddings".into(),
+        // The layout's own path is chosen where the layout is known ([`rankings_endpoint`]).
+        Api::Rankings => "v1/rerank".into(),
+    }
+}
+
+/// The path of a reranker layout: Cohere/Jina's `v1/rerank`, TEI's `rerank`, NIM's
+/// `v1/ranking`.
+pub(crate) fn rankings_endpoint(layout: RankingsLayout) -> &'static str {
+    match layout {
+        RankingsLayout::Rerank => "v1/rerank",
+        RankingsLayout::Tei => "rerank",
+        RankingsLayout::Nim => "v1/ranking",
     }
 }
 

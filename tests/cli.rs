@@ -442,9 +442,12 @@ fn serve_metrics_style_and_dcgm_page() {
     assert!(page.contains("block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"True\",engine=\"0\",gpu_memory_utilization=\"0.9\",num_gpu_blocks=\"64\""), "{page}");
     let dcgm = http_get(&metrics, "/dcgm/metrics");
     assert!(dcgm.contains("# TYPE DCGM_FI_DEV_GPU_UTIL gauge"), "{dcgm}");
-    let (code, _, err) = run(&["serve", "--metrics-style", "llamacpp"]);
+    let (code, _, err) = run(&["serve", "--metrics-style", "lmdeploy"]);
     assert_eq!(code, 2);
-    assert!(err.contains("triton") && err.contains("sglang"), "{err}");
+    assert!(
+        err.contains("triton") && err.contains("sglang") && err.contains("llamacpp"),
+        "{err}"
+    );
 }
 
 #[test]

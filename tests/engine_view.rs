@@ -1,13 +1,16 @@
 //! The server's own view during a run, end to end through `profile` against the simulator in
 //! each engine's metrics style: the engine's level view and the GPUs' in the summaries, the
 //! level JSON (read back), the CSV, `summary.csv` and `report.html`; the verdict naming
-//! TensorRT-LLM's executor queue and vLLM's KV pressure; and credentials reaching only the
-//! endpoints they belong to (a canary key, every request that leaves the process recorded).
+//! TensorRT-LLM's executor queue, llama.cpp's deferred requests and vLLM's KV pressure;
+//! llama.cpp's per-response timings per level; `--tokenizer-from-server`; and credentials
+//! reaching only the endpoints they belong to (a canary key, every request that leaves the
+//! process recorded).
 
 mod common;
 
 use common::{Tee, args, profile, start};
 use serde_json::Value;
+use ttftbench::metrics::Metric;
 use ttftbench::server_metrics::ServerKind;
 use ttftbench::sim::{EngineConfig, SimConfig, SimHandle};
 
@@ -415,4 +418,173 @@ async fn a_named_metrics_page_that_does_not_answer_stops_the_run() {
         );
         assert!(!dir.join("requests.jsonl").exists(), "{flag}: no level ran");
     }
+}
+
+/// llama.cpp through `profile`: its page read into the engine view each level (deferred
+/// requests as the queue, the client's count as its requests), each response's `timings` into
+/// the records, and TTFT split per request into the server's prefill and the rest — which at a
+/// concurrency above its slots is mostly the wait for a slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_engine_view_and_timings_per_level() {
+    let sim = sim_with(ServerKind::LlamaCpp, slow_engine(0)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(
+        &sim,
+        ServerKind::LlamaCpp,
+        "1,12",
+        "16",
+        &tmp.path().display().to_string(),
+        &[],
+    )
+    .await;
+    let (low, top) = (&out.levels[0].summary, &out.levels[1].summary);
+    for l in [low, top] {
+        let e = l.engine.as_ref().expect("llama.cpp view");
+        assert_eq!((e.kind, e.slots), (ServerKind::LlamaCpp, Some(4)));
+        assert!(e.requests_from_client && e.requests == Some(12.0), "{e:?}");
+        let prefill = l.stats.get(Metric::ServerPrefillTime).expect("timings");
+        assert_eq!(prefill.count, 12);
+        assert_eq!(l.server_ttft_ms(), Some(prefill.avg));
+        assert_eq!(e.avg_prefill_s.map(|s| s * 1e3), Some(prefill.avg));
+        assert!(l.stats.get(Metric::ServerDecodeTime).is_some());
+    }
+    // 12 clients on 4 slots: the engine defers requests, and the client's TTFT minus the
+    // server's prefill is that wait.
+    let split = top.engine_split().unwrap();
+    assert!(split.queue_ms > 50.0, "{split:?}");
+    let (lo, hi) = (
+        low.network_and_client_ttft_ms().unwrap(),
+        top.network_and_client_ttft_ms().unwrap(),
+    );
+    assert!(hi > lo + 50.0, "client minus server TTFT {lo} → {hi} ms");
+    let text = out.verdict.lines.join("\n");
+    assert!(
+        text.contains("llama.cpp queue (estimated from its deferred requests)")
+            && text.contains(ttftbench::analysis::verdict::LLAMACPP_NOTE),
+        "{text}"
+    );
+    // In the files: the level's CSV rows, requests.jsonl, summary.csv.
+    let dir = &out.levels[1].dir;
+    let csv = std::fs::read_to_string(dir.join("profile_export_genai_perf.csv")).unwrap();
+    for row in [
+        "\nserver_prefill_time,",
+        "\nclient_minus_server_ttft,",
+        "\nserver_decode_time,",
+        "\ncached_prompt_tokens,",
+        "\nengine_slots,4.00,count",
+    ] {
+        assert!(csv.contains(row), "{row} in {csv}");
+    }
+    let rows = common::measured(dir);
+    assert!(
+        rows.iter().all(|r| r["server_prefill_ms"].is_f64()),
+        "{rows:?}"
+    );
+    let doc = level_json(dir);
+    assert_eq!(doc["engine_metrics"]["requests_from_client"], true);
+    assert_eq!(doc["validity"]["isl_compared_count"], 12);
+    let sweep = out.sweep_dir.unwrap();
+    let summary = std::fs::read_to_string(sweep.join("summary.csv")).unwrap();
+    let (header, row) = (
+        summary.lines().next().unwrap(),
+        summary.lines().nth(2).unwrap(),
+    );
+    let at = header
+        .split(',')
+        .position(|h| h == "network_and_client_ttft_avg_ms")
+        .unwrap();
+    assert_eq!(
+        row.split(',').nth(at).unwrap(),
+        format!("{hi:.2}"),
+        "{summary}"
+    );
+    sim.shutdown().await;
+}
+
+/// Another engine's responses carry no timings: none of the four metrics appears, and the
+/// CSV keeps GenAI-Perf's rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_timings_no_server_timing_rows() {
+    let sim = sim(ServerKind::Vllm, 0).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(
+        &sim,
+        ServerKind::Vllm,
+        "2",
+        "8",
+        &tmp.path().display().to_string(),
+        &[],
+    )
+    .await;
+    let s = &out.levels[0].summary;
+    for m in [
+        Metric::ServerPrefillTime,
+        Metric::ClientMinusServerTtft,
+        Metric::ServerDecodeTime,
+        Metric::CachedPromptTokens,
+    ] {
+        assert!(s.stats.get(m).is_none(), "{m:?}");
+    }
+    let csv =
+        std::fs::read_to_string(out.levels[0].dir.join("profile_export_genai_perf.csv")).unwrap();
+    assert!(!csv.contains("server_prefill_time"), "{csv}");
+    sim.shutdown().await;
+}
+
+/// `--tokenizer-from-server`: every prompt counted once by vLLM's `/tokenize` before the run
+/// (not once per request), input lengths then agree with the server's usage; a server without
+/// a vLLM-style `/tokenize` stops the run before any load, naming the flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokenizer_from_server_counts_each_prompt_once() {
+    let sim = sim(ServerKind::Vllm, 0).await;
+    let tee = Tee::start(sim.http_addr);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().display().to_string();
+    let base = [
+        "--endpoint-type",
+        "chat",
+        "-m",
+        "gpt2",
+        "--streaming",
+        "--concurrency",
+        "2",
+        "--num-prompts",
+        "3",
+        "--request-count",
+        "9",
+        "--output-tokens-mean",
+        "4",
+        "--artifact-dir",
+        &dir,
+    ];
+    let with = |url: &str| {
+        let mut a = vec!["-u", url, "--tokenizer-from-server"];
+        a.extend(base);
+        args(&a)
+    };
+    let out = common::profile(&with(&tee.addr))
+        .await
+        .expect("profile runs");
+    let tokenized = tee
+        .posts()
+        .iter()
+        .filter(|(head, _)| head.starts_with("POST /tokenize "))
+        .count();
+    assert_eq!(tokenized, 3, "one /tokenize per prompt");
+    let st = &out.levels[0].summary.stats;
+    assert_eq!((st.isl_compared, st.isl_mismatch), (9, 0));
+    // A server without one: a usage error before any request, naming the flag.
+    for style in [ServerKind::Triton, ServerKind::LlamaCpp] {
+        let other = sim_with(style, EngineConfig::instant()).await;
+        let err = common::profile(&with(&other.http_url()))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{style}: refused"));
+        assert!(
+            err.contains("--tokenizer-from-server") && err.contains("drop the flag"),
+            "{style}: {err}"
+        );
+        other.shutdown().await;
+    }
+    sim.shutdown().await;
 }

@@ -266,3 +266,92 @@ async fn reasoning_models_stream_reasoning_before_content() {
     );
     sim.shutdown().await;
 }
+
+/// The last chunk of a streamed response: where llama-server puts its `timings`.
+fn timings_of(chunks: &[Value]) -> &Value {
+    let last = chunks.last().expect("a chunk");
+    assert!(
+        chunks[..chunks.len() - 1]
+            .iter()
+            .all(|c| c.get("timings").is_none()),
+        "timings only on the last data event"
+    );
+    &last["timings"]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_style_speaks_llama_server() {
+    // 2 slots, 6 requests sharing a ~300-token prefix: some wait (deferred), most reuse it.
+    let engine = EngineConfig {
+        max_batch: 2,
+        ..small_engine(0, true)
+    };
+    let sim = sim_with(ServerKind::LlamaCpp, engine).await;
+    let (v, _, responses) = chat_level(&sim, "gpt2", shared_prefix_prompts(6), 16).await;
+    assert_eq!(v.kind, ServerKind::LlamaCpp);
+    assert!(v.model_matched);
+    assert_eq!(v.requests, None, "llama.cpp counts no finished requests");
+    assert!(v.waiting.unwrap().max >= 1.0, "requests deferred: {v:?}");
+    assert!(v.running.unwrap().max <= 2.0);
+    assert_eq!(v.generation_tokens, Some(96.0));
+    assert!(v.prefill_busy_s.unwrap() > 0.0, "{v:?}");
+    let p = v.prefix_cache.expect("cached and processed prompt tokens");
+    assert!(p.hit_rate.unwrap() > 0.5, "{p:?}");
+    // Each response's timings add up to the page's counters.
+    let timings: Vec<&Value> = responses.iter().map(|c| timings_of(c)).collect();
+    let sum = |k: &str| timings.iter().map(|t| t[k].as_f64().unwrap()).sum::<f64>();
+    assert_eq!(
+        sum("cache_n"),
+        p.hits,
+        "cached tokens, response by response"
+    );
+    assert_eq!(sum("predicted_n"), 96.0);
+    let decode_s = sum("predicted_ms") / 1e3;
+    let page_s = v.decode_total_s.expect("tokens_predicted_seconds_total");
+    assert!(
+        (decode_s - page_s).abs() < 0.005,
+        "responses' decode {decode_s} s vs the page's {page_s} s"
+    );
+    assert!(
+        timings
+            .iter()
+            .all(|t| t["prompt_ms"].as_f64().unwrap() > 0.0)
+    );
+    // What llama-server's page looks like: no labels, C++ numbers, its families in order.
+    let c = http_client();
+    let page = get_text(&c, &sim.metrics_url()).await;
+    assert!(page.starts_with(
+        "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens\n# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total "
+    ));
+    assert!(
+        page.contains("\nllamacpp:tokens_predicted_total 96\n"),
+        "{page}"
+    );
+    assert!(page.contains("\nllamacpp:requests_deferred 0\n"));
+    assert!(!page.contains("nv_inference_") && !page.contains("vllm:"));
+    // /slots on the server's port and beside /metrics; /tokenize in llama-server's form.
+    for base in [sim.http_url(), sim.metrics_url().replace("/metrics", "")] {
+        let slots: Value = serde_json::from_str(&get_text(&c, &format!("{base}/slots")).await)
+            .expect("slots JSON");
+        assert_eq!(slots.as_array().map(Vec::len), Some(2), "{slots}");
+    }
+    let tokenize = |body: Value| {
+        let (c, url) = (c.clone(), format!("{}/tokenize", sim.http_url()));
+        async move {
+            let r = c.post(url).json(&body).send().await.unwrap();
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    let t = tokenize(serde_json::json!({"content": "Hello, how are you?"})).await;
+    assert_eq!(
+        t["tokens"],
+        serde_json::json!([15496, 11, 703, 389, 345, 30])
+    );
+    let t = tokenize(serde_json::json!({"model": "gpt2", "prompt": "Hello"})).await;
+    assert_eq!(
+        t,
+        serde_json::json!({"tokens": []}),
+        "as the real one answers"
+    );
+    sim.shutdown().await;
+}

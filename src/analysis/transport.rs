@@ -37,6 +37,9 @@ pub fn lines(levels: &[LevelSummary]) -> Vec<String> {
     let mut out = Vec::new();
     let stalled: Vec<(&LevelSummary, &ConnectionStats, f64)> = levels
         .iter()
+        // Embeddings and rankings answers take hundreds of ms over a whole batch: a step of tens
+        // between fresh and reused connections there is their spread, not an ACK timer.
+        .filter(|l| l.stats.apis.input_throughput.is_none())
         .filter_map(|l| {
             let c = l.stats.connections.as_ref()?;
             Some((l, c, delayed_ack_ms(c)?))

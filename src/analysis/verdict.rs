@@ -4,7 +4,8 @@
 //! half the server time is flagged, and KV-cache pressure and preemptions are named where they
 //! appear (and at the knee, when one is given). This is the reading rule of the Triton TTFT
 //! guides, applied to the engine's own split where it has one (vLLM, SGLang, TGI, TensorRT-LLM
-//! through its waiting queue: `server_metrics::split`), else to Triton's counters.
+//! and llama.cpp through their waiting queues: `server_metrics::split`), else to Triton's
+//! counters. What an engine cannot tell is said once ([`LLAMACPP_NOTE`]).
 
 use serde::Serialize;
 
@@ -77,6 +78,10 @@ pub struct Verdict {
 /// Server time below this fraction of client latency means the server's statistics miss most of
 /// each request.
 pub const PARTIAL_COVERAGE: f64 = 0.25;
+
+/// What a llama.cpp verdict rests on, said once under the steps: its page has no queue time,
+/// no per-request times and no request counter.
+pub const LLAMACPP_NOTE: &str = "note: llama.cpp exports no queue time, no per-request histograms and no finished-request counter: its queue is estimated from requests_deferred (the requests waiting for a free slot, sampled every 500 ms) by Little's law over the requests the client finished, its prefill is the mean of the responses' own timings.prompt_ms, and its decode is tokens_predicted_seconds_total over those requests";
 
 /// One level's server time as the verdict reads it (ms).
 #[derive(Debug, Clone, Copy)]
@@ -160,7 +165,7 @@ pub fn with_knee(levels: &[LevelSummary], knee: Option<&str>) -> Verdict {
     if with.is_empty() {
         if !levels.is_empty() {
             v.lines.push(
-                "no server-side queue/compute data: give --server-metrics-url (Triton's :8002/metrics, or an engine's /metrics: vLLM, SGLang, TGI) or make the statistics API reachable (-H for an access token)".into(),
+                "no server-side queue/compute data: give --server-metrics-url (Triton's :8002/metrics, or an engine's /metrics: vLLM, SGLang, TGI, llama.cpp's llama-server started with --metrics) or make the statistics API reachable (-H for an access token)".into(),
             );
         }
         return v;
@@ -172,6 +177,12 @@ pub fn with_knee(levels: &[LevelSummary], knee: Option<&str>) -> Verdict {
         let step = step(&w[0], &w[1]);
         v.lines.push(step_line(&w[0], &w[1], &step));
         v.steps.push(step);
+    }
+    if with
+        .iter()
+        .any(|r| r.engine.is_some_and(|(k, _)| k == ServerKind::LlamaCpp))
+    {
+        v.lines.push(LLAMACPP_NOTE.to_string());
     }
     if triton_partial(&with) {
         v.server_partial = true;
@@ -265,6 +276,7 @@ fn step_line(a: &Reading, b: &Reading, s: &Step) -> String {
 fn bottleneck_text(r: &Reading, b: Bottleneck) -> String {
     match (b, r.engine) {
         (Bottleneck::Queueing, Some((ServerKind::TrtLlm, _))) => "the TensorRT-LLM executor's waiting queue grew most: queueing inside the engine is the bottleneck, where Triton's own queue counter does not look".to_string(),
+        (Bottleneck::Queueing, Some((ServerKind::LlamaCpp, _))) => "time waiting for a free llama.cpp slot grew most: every slot is busy, so queueing is the bottleneck".to_string(),
         (Bottleneck::Queueing, Some((k, _))) => format!(
             "time in the {} queue grew most: requests wait for a batch slot or KV-cache space, so queueing is the bottleneck",
             engine_name(k)
@@ -312,12 +324,18 @@ fn queue_line(r: &Reading, share: f64) -> String {
                 .level
                 .engine
                 .as_ref()
-                .and_then(|e| e.waiting)
-                .map_or(String::new(), |w| {
-                    format!(" ({:.1} requests waiting on average)", w.avg)
+                .and_then(|e| Some((e.waiting?, e.slots)))
+                .map_or(String::new(), |(w, slots)| {
+                    let of = slots.map_or(String::new(), |n| format!(" for {n} slots"));
+                    format!(" ({:.1} requests waiting on average{of})", w.avg)
                 });
+            let fix = if kind == ServerKind::LlamaCpp {
+                "start llama-server with more --parallel slots (each gets --ctx-size / --parallel tokens of context)"
+            } else {
+                "add batch slots or KV-cache memory"
+            };
             format!(
-                "{l}: the {} is {:.0}% of server time (over 50%){waiting}{triton} — add batch slots or KV-cache memory, or cap concurrency below this level",
+                "{l}: the {} is {:.0}% of server time (over 50%){waiting}{triton} — {fix}, or cap concurrency below this level",
                 r.queue_noun(),
                 share * 100.0
             )
@@ -663,5 +681,60 @@ mod tests {
         assert!(v.steps.is_empty());
         assert!(v.lines[0].contains("--server-metrics-url"));
         assert!(verdict(&[]).lines.is_empty());
+    }
+
+    /// A llama.cpp level of `c` clients over 10 s: `deferred` requests waiting for one of 4
+    /// slots on average while the client finished 100, prefill (the responses' timings) and
+    /// decode per request in seconds.
+    fn llamacpp_level(c: u32, deferred: f64, prefill_s: f64, decode_s: f64) -> LevelSummary {
+        use crate::server_metrics::level::{EngineLevelView, GaugeStats};
+        let mut l = level(c, None, 0.0);
+        let g = |avg: f64| {
+            Some(GaugeStats {
+                avg,
+                max: avg.ceil(),
+                samples: 20,
+            })
+        };
+        l.engine = Some(
+            EngineLevelView {
+                waiting: g(deferred),
+                running: g(f64::from(c.min(4))),
+                decode_total_s: Some(decode_s * 100.0),
+                window_s: Some(10.0),
+                ..EngineLevelView::empty(ServerKind::LlamaCpp)
+            }
+            .with_slots(Some(4))
+            .with_client_requests(100, Some(prefill_s)),
+        );
+        l
+    }
+
+    #[test]
+    fn llamacpp_queue_is_its_deferred_requests_and_what_it_cannot_tell_is_said() {
+        let levels = [
+            llamacpp_level(2, 0.0, 0.010, 0.300),
+            llamacpp_level(4, 0.0, 0.012, 0.400),
+            llamacpp_level(16, 12.0, 0.012, 0.420),
+        ];
+        let v = verdict(&levels);
+        assert_eq!(
+            v.steps.iter().map(|s| s.bottleneck).collect::<Vec<_>>(),
+            [Bottleneck::Decode, Bottleneck::Queueing]
+        );
+        assert_eq!(
+            v.lines[0],
+            "concurrency 2 → 4: llama.cpp queue (estimated from its deferred requests) +0.0 ms, prefill +2.0 ms, decode +100.0 ms — decode grew most: each request generates more slowly as the batch grows, so decode is the bottleneck, not waiting"
+        );
+        assert_eq!(
+            v.lines[1],
+            "concurrency 4 → 16: llama.cpp queue (estimated from its deferred requests) +1200.0 ms, prefill +0.0 ms, decode +20.0 ms — time waiting for a free llama.cpp slot grew most: every slot is busy, so queueing is the bottleneck"
+        );
+        assert_eq!(v.lines[2], LLAMACPP_NOTE);
+        assert_eq!(v.queue_dominated, ["concurrency16"]);
+        assert_eq!(
+            v.lines[3],
+            "concurrency 16: the llama.cpp queue (estimated from its deferred requests) is 74% of server time (over 50%) (12.0 requests waiting on average for 4 slots) — start llama-server with more --parallel slots (each gets --ctx-size / --parallel tokens of context), or cap concurrency below this level"
+        );
     }
 }

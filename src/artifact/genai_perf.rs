@@ -15,12 +15,23 @@
 //! plain decimals with two places (GenAI-Perf writes thousands separators, which forces quoting
 //! and breaks numeric parsing; here every cell parses as a float). Streaming-only metrics (TTFT,
 //! TTST, ITL, per-user throughput, inter-chunk latency) are omitted without `--streaming`, as
-//! GenAI-Perf does. Server metrics, when available, follow as `server_*` rows of the second section,
+//! GenAI-Perf does. Metrics only some servers make possible appear only when a request had
+//! them, so GenAI-Perf's layout is unchanged elsewhere: `server_prefill_time`,
+//! `client_minus_server_ttft`, `server_decode_time` (ms) and `cached_prompt_tokens` come from
+//! the `timings` llama.cpp's `llama-server` puts on each response (see `crate::record::ServerTimings`). Server metrics, when available, follow as `server_*` rows of the second section,
 //! then the engine's and the GPUs' rows (see [`super::server_view`]).
 //!
 //! With `--isl-buckets` a third section follows a blank line: [`CSV_ISL_HEADER`], then one row
 //! a bucket (`<128`, `128-511`, `>=512`): its request count and its TTFT and request latency
 //! avg/p50/p90/p99 in ms.
+//!
+//! The newer APIs add second-section rows (and JSON entries `{unit, avg}` after
+//! `total_token_throughput`) only for levels that have them: `input_throughput` (inputs/sec:
+//! texts embedded, passages ranked), `input_token_throughput` (tokens/sec) and `input_count`
+//! for embeddings and rankings; `image_count` and `image_bytes` for levels that sent images;
+//! `tool_call_share` and `tool_args_valid_share` (fractions 0..1) for levels that offered
+//! tools. Embeddings and rankings levels have no `output_sequence_length` row (nothing is
+//! generated) and, never streamed, no streaming-only rows.
 //!
 //! `profile_export_genai_perf.json`: GenAI-Perf's keys in GenAI-Perf's order —
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
@@ -31,7 +42,9 @@
 //! row when not 0), `connections` (only for HTTP/1.1 levels with both: TTFT on fresh and reused
 //! connections, `fresh_count`, `fresh_ttft_p50_ms`, `reused_count`, `reused_ttft_min_ms`,
 //! `reused_ttft_p50_ms`), `server_metrics` (Triton's counters; null when not scraped),
-//! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`, `level` (name,
+//! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`
+//! (with the token counts the server disagrees with: `osl_mismatch_count`/`_compared_count`/
+//! `_share` for output and `isl_mismatch_*` for input tokens, against its usage), `level` (name,
 //! stimulus, value, `started_unix_ns`, and `percentile_method`: `linear`, numpy's default as
 //! GenAI-Perf computes percentiles, or `nearest-rank`, perf_analyzer's), and `input_config` (the
 //! resolved plan, secrets removed).
@@ -158,12 +171,41 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
             "count",
         ));
     }
+    for (key, value, unit) in api_values(&st.apis) {
+        let shown = match unit {
+            "count" | "bytes" => format!("{value:.0}"),
+            "fraction" => format!("{value:.4}"),
+            _ => num(value),
+        };
+        rows.push((key.to_string(), shown, unit));
+    }
     rows.push(("benchmark_duration".into(), num(st.duration_s), "sec"));
     if let Some(d) = &s.server {
         rows.extend(server_rows(d));
     }
     rows.extend(super::server_view::csv_rows(s));
     rows
+}
+
+/// The newer APIs' level numbers the level has, `(key, value, unit)` (see the module's notes).
+pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<(&'static str, f64, &'static str)> {
+    let count = |n: Option<u64>| n.map(|n| n as f64);
+    [
+        ("input_throughput", a.input_throughput, "inputs/sec"),
+        (
+            "input_token_throughput",
+            a.input_token_throughput,
+            "tokens/sec",
+        ),
+        ("input_count", count(a.input_count), "count"),
+        ("image_count", count(a.image_count), "count"),
+        ("image_bytes", count(a.image_bytes), "bytes"),
+        ("tool_call_share", a.tool_call_share, "fraction"),
+        ("tool_args_valid_share", a.tool_args_valid_share, "fraction"),
+    ]
+    .into_iter()
+    .filter_map(|(k, v, u)| v.map(|v| (k, v, u)))
+    .collect()
 }
 
 fn server_rows(d: &ServerDelta) -> Vec<(String, String, &'static str)> {
@@ -319,6 +361,9 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         "total_token_throughput".into(),
         json!({"unit": "tokens/sec", "avg": st.total_token_throughput}),
     );
+    for (key, value, unit) in api_values(&st.apis) {
+        m.insert(key.into(), json!({"unit": unit, "avg": value}));
+    }
     for (metric, _) in &shown {
         if !m.contains_key(metric.key()) {
             dist(&mut m, *metric);
@@ -369,6 +414,9 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     validity["osl_mismatch_count"] = json!(st.osl_mismatch);
     validity["osl_compared_count"] = json!(st.osl_compared);
     validity["osl_mismatch_share"] = json!(st.osl_mismatch_share());
+    validity["isl_mismatch_count"] = json!(st.isl_mismatch);
+    validity["isl_compared_count"] = json!(st.isl_compared);
+    validity["isl_mismatch_share"] = json!(st.isl_mismatch_share());
     validity["short_output_count"] = json!(st.short_outputs);
     m.insert("validity".into(), validity);
     m.insert(

@@ -101,6 +101,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
     let summary = LevelSummary {
         stimulus,
         stats: LevelStats {
+            apis: Default::default(),
             metrics,
             request_count,
             error_count: 0,
@@ -127,6 +128,8 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
                 .and_then(Value::as_f64),
             osl_mismatch: 0,
             osl_compared: 0,
+            isl_mismatch: 0,
+            isl_compared: 0,
             short_outputs: 0,
         },
         server: None,

@@ -13,10 +13,15 @@
 //!               "send_count": 0, "sum_recv_ns": 9.0e10,
 //!               "first_sent_unix_ns": 1767225600001000000, "last_response_unix_ns": ...,
 //!               "errors": [{"kind": "http_503", "count": 2, "example": "HTTP 503: busy"}],
-//!               "cancelled": 0, "reconnects": 0}}
+//!               "cancelled": 0, "reconnects": 0, "osl_compared": 0, "isl_mismatch": 0,
+//!               "isl_compared": 0}}
 //! ```
 //! `cancelled` counts requests cancelled on purpose (`--request-cancellation-rate`), `reconnects`
-//! requests sent again on a fresh connection; files written before either existed read as 0.
+//! requests sent again on a fresh connection, `osl_compared` / `isl_compared` the requests with
+//! a server usage count and `isl_mismatch` those whose input count differed from the client's;
+//! files written before these existed read as 0. Levels of the newer APIs add `"apis":
+//! {"inputs", "images", "image_bytes", "tools_offered", "tools_called", "tools_valid"}` (absent:
+//! all 0).
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -229,10 +234,12 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         .error_entries()
         .map(|(k, n, m)| json!({"kind": k.key(), "count": n, "example": m}))
         .collect();
-    json!({
+    let mut c = json!({
         "ok": agg.ok, "good": agg.good, "warmup": agg.warmup,
         "sum_osl": agg.sum_osl, "sum_isl": agg.sum_isl,
         "osl_mismatch": agg.osl_mismatch, "short_outputs": agg.short_outputs,
+        "osl_compared": agg.osl_compared,
+        "isl_mismatch": agg.isl_mismatch, "isl_compared": agg.isl_compared,
         "sum_chunks": agg.sum_chunks, "sum_send_ns": agg.sum_send_ns,
         "send_count": agg.send_count, "sum_recv_ns": agg.sum_recv_ns,
         "first_sent_unix_ns": agg.first_sent_ns.map(|t| unix_anchor_ns + t),
@@ -240,7 +247,30 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         "errors": errors,
         "cancelled": agg.cancelled,
         "reconnects": agg.reconnects,
-    })
+    });
+    // Only levels of the newer APIs have these: other levels' files stay as they were.
+    let a = &agg.apis;
+    if *a != crate::stats::apis::ApiTally::default() {
+        c["apis"] = json!({"inputs": a.inputs, "images": a.images, "image_bytes": a.image_bytes,
+            "tools_offered": a.offered, "tools_called": a.called, "tools_valid": a.valid});
+    }
+    c
+}
+
+fn apis_from(v: Option<&Value>) -> crate::stats::apis::ApiTally {
+    let n = |k: &str| {
+        v.and_then(|v| v.get(k))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    crate::stats::apis::ApiTally {
+        inputs: n("inputs"),
+        images: n("images"),
+        image_bytes: n("image_bytes"),
+        offered: n("tools_offered"),
+        called: n("tools_called"),
+        valid: n("tools_valid"),
+    }
 }
 
 /// Reads the counters into `agg` (its times become Unix ns); `false` when the file has none.
@@ -271,6 +301,12 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
     agg.last_response_ns = c.get("last_response_unix_ns").and_then(Value::as_u64);
     agg.cancelled = c.get("cancelled").and_then(Value::as_u64).unwrap_or(0);
     agg.reconnects = c.get("reconnects").and_then(Value::as_u64).unwrap_or(0);
+    // Absent in files written before these were counted.
+    let or_zero = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
+    agg.osl_compared = or_zero("osl_compared");
+    agg.isl_mismatch = or_zero("isl_mismatch");
+    agg.isl_compared = or_zero("isl_compared");
+    agg.apis = apis_from(c.get("apis"));
     for e in c
         .get("errors")
         .and_then(Value::as_array)
@@ -372,6 +408,8 @@ mod tests {
         let mut agg = Aggregate::new();
         for i in 1..=500u64 {
             let rec = RequestRecord {
+                sent: Default::default(),
+                tools: Default::default(),
                 phase: Phase::Measure,
                 seq: i,
                 prompt_index: 0,
@@ -389,6 +427,8 @@ mod tests {
                 server_osl: None,
                 tokenizer_osl: None,
                 server_isl: None,
+                server_timings: None,
+                client_isl: None,
                 reasoning_tokens: None,
                 server_reasoning_tokens: None,
                 requested_osl: 101,

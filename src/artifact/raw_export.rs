@@ -610,11 +610,24 @@ impl RawExport {
     }
 }
 
+/// The `endpoint` a rankings export names: GenAI-Perf picks its parser from this field and
+/// knows reranker traffic only as `rerank` (TEI) or `v1/ranking` (NIM); a Cohere/Jina-style
+/// `v1/rerank` (vLLM, llama-server) would make it give up ("Unknown OpenAI response format"),
+/// so that layout is written as `rerank`, the layout GenAI-Perf treats alike (latency and
+/// throughput from the timestamps). A custom `--endpoint` is written as given.
+fn genai_perf_rankings_endpoint(target: &Target) -> String {
+    match target.endpoint.as_str() {
+        "v1/rerank" => "rerank".to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// What a run's traffic looks like to the export's readers.
 pub fn format_for(target: &Target, responses: ResponseForm) -> ExportFormat {
     let (service_kind, endpoint) = match target.api {
         Api::Kserve | Api::Infer => ("triton", String::new()),
-        Api::Chat | Api::Completions | Api::Generate => ("openai", target.endpoint.clone()),
+        Api::Rankings => ("openai", genai_perf_rankings_endpoint(target)),
+        _ => ("openai", target.endpoint.clone()),
     };
     let outputs = match target.api {
         Api::Kserve => vec!["text_output".to_string()],
@@ -777,6 +790,7 @@ mod tests {
     #[test]
     fn a_shards_request_inputs_are_found_by_whole_dataset_index() {
         let entry = |t: &str| crate::workload::Entry {
+            sent: Default::default(),
             payload: Payload::Http(bytes::Bytes::from(format!("{{\"prompt\":\"{t}\"}}"))),
             isl: 1,
             max_tokens: 1,

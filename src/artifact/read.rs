@@ -331,6 +331,25 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
     }
 }
 
+/// The newer APIs' level numbers, where the file has them (`{unit, avg}` entries).
+fn apis_from(doc: &Value) -> crate::stats::apis::ApiStats {
+    let v = |k: &str| {
+        doc.get(k)
+            .and_then(|e| e.get("avg"))
+            .and_then(Value::as_f64)
+    };
+    let n = |k: &str| v(k).map(|x| x.round() as u64);
+    crate::stats::apis::ApiStats {
+        input_throughput: v("input_throughput"),
+        input_token_throughput: v("input_token_throughput"),
+        input_count: n("input_count"),
+        image_count: n("image_count"),
+        image_bytes: n("image_bytes"),
+        tool_call_share: v("tool_call_share"),
+        tool_args_valid_share: v("tool_args_valid_share"),
+    }
+}
+
 /// Rebuilds a level summary from the text of `profile_export_genai_perf.json` (pure: no I/O),
 /// whether ttftbench or GenAI-Perf wrote it.
 pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
@@ -384,10 +403,13 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
                 .and_then(Value::as_f64),
             osl_mismatch: vcount("osl_mismatch_count"),
             osl_compared: vcount("osl_compared_count"),
+            isl_mismatch: vcount("isl_mismatch_count"),
+            isl_compared: vcount("isl_compared_count"),
             short_outputs: vcount("short_output_count"),
             percentile_method: level.get("percentile_method").and_then(typed),
             isl_buckets: isl_buckets_from(doc),
             turns: turns_from(doc),
+            apis: apis_from(doc),
         },
         server: doc.get("server_metrics").and_then(server_from),
         engine: doc.get("engine_metrics").and_then(typed),

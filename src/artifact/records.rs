@@ -18,9 +18,11 @@
 //! | `ttft_ms`, `latency_ms`, `itl_ms` | derived, as in the summary |
 //! | `isl`, `osl` | input and output tokens as counted for the statistics (the tokenizer's, or the server's with `--use-server-token-count`) |
 //! | `server_isl`, `server_osl` | the server's usage counts, `null` when it reported none |
+//! | `client_isl` | only when `isl` holds the server's count (`--use-server-token-count`): the input tokens the client counted before sending (the tokenizer's, or the server's `/tokenize` with `--tokenizer-from-server`) |
 //! | `tokenizer_osl` | the tokenizer's output count, `null` for failed requests |
 //! | `first_output_token_ns`, `ttfo_ms`, `reasoning_tokens` | only in rows of requests whose response streamed reasoning (`reasoning_content` / `reasoning`): the first response with answer text, the time to it from the send (absent when the reasoning never reached an answer), and the tokenizer's count of the reasoning text (the server's with `--use-server-token-count`; absent for failed requests), which `osl` includes |
 //! | `server_reasoning_tokens` | in those rows, the server's `usage.completion_tokens_details.reasoning_tokens`, when it reported one |
+//! | `server_prefill_ms`, `server_decode_ms`, `server_prompt_tokens`, `server_cached_tokens` | only in rows of responses that carried the server's own `timings` (llama.cpp's `llama-server`): its prompt processing (`prompt_ms`: from the request taking a slot to its first token's logits; the wait for a slot is not in it) and generation (`predicted_ms`) times, the prompt tokens it evaluated (`prompt_n`) and those it reused from its cache (`cache_n`) |
 //! | `requested_osl` | output tokens asked for |
 //! | `chunks`, `responses` | content-bearing responses, all responses |
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
@@ -30,12 +32,16 @@
 //! | `session`, `turn` | only in rows of multi-turn sessions: the session's number in the run (0-based, in the order sessions started; a number taken when a phase's request budget was already spent is never sent, so numbers may skip at a phase's end; `prompt_index` is its conversation) and the turn (0-based: turn `t` carried `t + 1` user messages and the server's `t` answers between them) |
 //! | `shard` | in a merged file only: the shard that sent the request |
 //! | `request_id` | the id the request was sent with (`RUN-SEQ`: `X-Request-ID` over HTTP, KServe `id` over gRPC); absent when it had none |
+//! | `inputs` | embeddings and rankings only: the texts embedded or passages ranked (`osl` is 0: nothing is generated) |
+//! | `images`, `image_bytes` | only in rows of requests that sent images: how many, and their encoded size (before base64) |
+//! | `tool_calls`, `tool_args_valid` | only in rows of requests sent with `--tools`: the response's tool calls, and (when it made any) whether every call's arguments parse as JSON |
+//! | `first_tool_token_ns`, `ttftt_ms` | in rows whose response called a tool: its first argument text, and the time to it from the send |
 
 use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord};
+use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord, ServerTimings};
 
 #[derive(Serialize)]
 struct Row<'a> {
@@ -66,6 +72,16 @@ struct Row<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     server_reasoning_tokens: Option<u32>,
     server_isl: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_isl: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_prefill_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_decode_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_prompt_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_cached_tokens: Option<u32>,
     requested_osl: u32,
     chunks: u32,
     responses: u32,
@@ -84,6 +100,37 @@ struct Row<'a> {
     shard: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_id: Option<Shown<'a>>,
+    #[serde(skip_serializing_if = "is_zero")]
+    inputs: u32,
+    #[serde(skip_serializing_if = "is_zero")]
+    images: u32,
+    #[serde(skip_serializing_if = "is_zero64")]
+    image_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_args_valid: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_tool_token_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttftt_ms: Option<f64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero64(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A time in µs as the row's ms, and back (exact: µs are three decimals of ms).
+fn us_to_ms(us: u64) -> f64 {
+    us as f64 / 1e3
+}
+
+fn ms_to_us(ms: f64) -> u64 {
+    (ms * 1e3).round().max(0.0) as u64
 }
 
 /// A value serialized as its `Display` text, without building a `String`.
@@ -141,6 +188,11 @@ pub fn write_shard_row(
         reasoning_tokens: rec.reasoning_tokens,
         server_reasoning_tokens: rec.server_reasoning_tokens,
         server_isl: rec.server_isl,
+        client_isl: rec.client_isl,
+        server_prefill_ms: rec.server_timings.map(|t| us_to_ms(t.prefill_us)),
+        server_decode_ms: rec.server_timings.map(|t| us_to_ms(t.decode_us)),
+        server_prompt_tokens: rec.server_timings.map(|t| t.prompt_tokens),
+        server_cached_tokens: rec.server_timings.map(|t| t.cached_tokens),
         requested_osl: rec.requested_osl,
         chunks: rec.chunks,
         responses: rec.responses,
@@ -153,6 +205,13 @@ pub fn write_shard_row(
         turn: rec.conversation.map(|c| c.turn),
         shard,
         request_id: request_id.map(Shown),
+        inputs: rec.sent.inputs,
+        images: rec.sent.images,
+        image_bytes: rec.sent.image_bytes,
+        tool_calls: (rec.sent.tools || rec.tools.calls > 0).then_some(rec.tools.calls),
+        tool_args_valid: (rec.tools.calls > 0).then_some(rec.tools.args_valid),
+        first_tool_token_ns: rec.tools.first_token_ns.map(abs),
+        ttftt_ms: ms(rec.ttft_tool_ns()),
     };
     serde_json::to_writer(&mut *out, &row)?;
     out.write_all(b"\n")
@@ -184,6 +243,9 @@ struct ReadRow {
     tokenizer_osl: Option<u32>,
     #[serde(default)]
     server_isl: Option<u32>,
+    // Present only when `isl` holds the server's count (`--use-server-token-count`).
+    #[serde(default)]
+    client_isl: Option<u32>,
     // Present only in rows of responses with reasoning.
     #[serde(default)]
     first_output_token_ns: Option<u64>,
@@ -191,6 +253,15 @@ struct ReadRow {
     reasoning_tokens: Option<u32>,
     #[serde(default)]
     server_reasoning_tokens: Option<u32>,
+    // Present only in rows of responses that carried the server's timings.
+    #[serde(default)]
+    server_prefill_ms: Option<f64>,
+    #[serde(default)]
+    server_decode_ms: Option<f64>,
+    #[serde(default)]
+    server_prompt_tokens: Option<u32>,
+    #[serde(default)]
+    server_cached_tokens: Option<u32>,
     requested_osl: u32,
     chunks: u32,
     responses: u32,
@@ -210,6 +281,19 @@ struct ReadRow {
     session: Option<u64>,
     #[serde(default)]
     turn: Option<u32>,
+    // Present only in rows of the newer APIs' requests.
+    #[serde(default)]
+    inputs: u32,
+    #[serde(default)]
+    images: u32,
+    #[serde(default)]
+    image_bytes: u64,
+    #[serde(default)]
+    tool_calls: Option<u32>,
+    #[serde(default)]
+    tool_args_valid: Option<bool>,
+    #[serde(default)]
+    first_tool_token_ns: Option<u64>,
 }
 
 /// A row read back: its level, its record, and the id it was sent with (none in rows written
@@ -261,6 +345,17 @@ pub fn read_row(line: &str) -> Result<ReadBack, RowError> {
         None => None,
     };
     let rec = RequestRecord {
+        sent: crate::record::Sent {
+            inputs: r.inputs,
+            images: r.images,
+            image_bytes: r.image_bytes,
+            tools: r.tool_calls.is_some(),
+        },
+        tools: crate::record::ToolUse {
+            calls: r.tool_calls.unwrap_or(0),
+            args_valid: r.tool_args_valid.unwrap_or(false),
+            first_token_ns: r.first_tool_token_ns,
+        },
         phase: r.phase,
         seq: r.seq,
         prompt_index: r.prompt_index,
@@ -278,6 +373,13 @@ pub fn read_row(line: &str) -> Result<ReadBack, RowError> {
         server_osl: r.server_osl,
         tokenizer_osl: r.tokenizer_osl,
         server_isl: r.server_isl,
+        client_isl: r.client_isl,
+        server_timings: r.server_prefill_ms.map(|prefill| ServerTimings {
+            prefill_us: ms_to_us(prefill),
+            decode_us: r.server_decode_ms.map_or(0, ms_to_us),
+            prompt_tokens: r.server_prompt_tokens.unwrap_or(0),
+            cached_tokens: r.server_cached_tokens.unwrap_or(0),
+        }),
         reasoning_tokens: r.reasoning_tokens,
         server_reasoning_tokens: r.server_reasoning_tokens,
         requested_osl: r.requested_osl,
@@ -309,6 +411,8 @@ mod tests {
         let clock = Clock::start();
         let base = clock.unix_anchor_ns();
         let rec = RequestRecord {
+            sent: Default::default(),
+            tools: Default::default(),
             phase: Phase::Measure,
             seq: 3,
             prompt_index: 1,
@@ -326,6 +430,8 @@ mod tests {
             server_osl: None,
             tokenizer_osl: None,
             server_isl: None,
+            server_timings: None,
+            client_isl: None,
             reasoning_tokens: None,
             server_reasoning_tokens: None,
             requested_osl: 1,
@@ -400,6 +506,8 @@ mod tests {
     #[test]
     fn reasoning_row_exact_text() {
         let rec = RequestRecord {
+            sent: Default::default(),
+            tools: Default::default(),
             phase: Phase::Measure,
             seq: 0,
             prompt_index: 0,
@@ -417,6 +525,8 @@ mod tests {
             server_osl: Some(10),
             tokenizer_osl: Some(10),
             server_isl: Some(5),
+            server_timings: None,
+            client_isl: None,
             reasoning_tokens: Some(6),
             server_reasoning_tokens: Some(6),
             requested_osl: 10,
@@ -444,6 +554,8 @@ mod tests {
     #[test]
     fn session_row_exact_text() {
         let rec = RequestRecord {
+            sent: Default::default(),
+            tools: Default::default(),
             phase: Phase::Measure,
             seq: 4,
             prompt_index: 2,
@@ -461,6 +573,8 @@ mod tests {
             server_osl: None,
             tokenizer_osl: Some(1),
             server_isl: None,
+            server_timings: None,
+            client_isl: None,
             reasoning_tokens: None,
             server_reasoning_tokens: None,
             requested_osl: 1,
@@ -481,6 +595,28 @@ mod tests {
         assert_eq!(
             s,
             "{\"level\":\"concurrency2\",\"phase\":\"measure\",\"seq\":4,\"prompt_index\":2,\"intended_ns\":0,\"sent_ns\":0,\"first_byte_ns\":null,\"first_token_ns\":1000000,\"second_token_ns\":null,\"last_token_ns\":1000000,\"end_ns\":1000000,\"ttft_ms\":1.0,\"latency_ms\":1.0,\"itl_ms\":null,\"isl\":30,\"osl\":1,\"server_osl\":null,\"tokenizer_osl\":1,\"server_isl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":1,\"lossy_text\":false,\"error\":null,\"error_message\":null,\"session\":7,\"turn\":2}\n"
+        );
+        assert_eq!(read_row(s.trim_end()).unwrap().record, rec);
+    }
+
+    /// A llama.cpp response's timings join the row as four fields (exact text) and read back.
+    #[test]
+    fn timings_row_exact_text() {
+        let rec = RequestRecord {
+            server_timings: Some(ServerTimings {
+                prompt_tokens: 1,
+                cached_tokens: 20,
+                prefill_us: 12_853,
+                decode_us: 21_044,
+            }),
+            ..crate::stats::test_record(0, 0, 8)
+        };
+        let mut out = Vec::new();
+        write_row(&mut out, "concurrency1", &Clock::unix(), &rec, None).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.contains("\"server_isl\":null,\"server_prefill_ms\":12.853,\"server_decode_ms\":21.044,\"server_prompt_tokens\":1,\"server_cached_tokens\":20,\"requested_osl\""),
+            "{s}"
         );
         assert_eq!(read_row(s.trim_end()).unwrap().record, rec);
     }

@@ -5,8 +5,12 @@
 //! `kind`, gauges as `{avg, max, samples}`, times in seconds, counters as deltas over the level,
 //! `prefix_cache {queried, hits, hit_rate, unit}`, `window_s`) plus two derived keys: `split`
 //! (`{queue_ms, queue_source: engine|triton|waiting_gauge, prefill_ms, decode_ms, generation_ms}`)
-//! and `network_and_client_ttft_ms` (client TTFT avg minus the server's); `null` when the page
-//! was not read. `gpu_metrics` is `{gpus: [{uuid, name, utilization, memory_used_bytes,
+//! `server_ttft_ms` (the server's mean TTFT: llama.cpp's per-response `timings.prompt_ms`
+//! where the responses carry it, else the engine's histogram) and `network_and_client_ttft_ms`
+//! (client TTFT avg minus it); `null` when the page was not read. llama.cpp's view adds
+//! `decode_total_s` (its `tokens_predicted_seconds_total` over the level), `slots` (from
+//! `/slots`) and `requests_from_client: true` (its `requests` are the client's: it counts
+//! none); `spec_decode {drafts, draft_tokens, accepted_tokens, acceptance_rate}` where exported. `gpu_metrics` is `{gpus: [{uuid, name, utilization, memory_used_bytes,
 //! memory_total_bytes, power_w, energy_j}], window_s, energy_j, energy_source: counter|power,
 //! output_tokens_per_joule}` or `null`.
 //!
@@ -16,7 +20,9 @@
 //! `engine_prefill_time_avg`, `engine_decode_time_avg`, `engine_generation_time_avg` (ms),
 //! `engine_queue_share` (percent), `engine_kv_cache_usage_{avg,max}` (percent),
 //! `engine_preemptions` (count), `server_ttft_{avg,p99}` and `network_and_client_ttft_avg` (ms),
-//! `prefix_cache_hit_rate` (percent), `prefix_cache_hits` (tokens or blocks); then
+//! `prefix_cache_hit_rate` (percent), `prefix_cache_hits` (tokens or blocks), `engine_slots`
+//! (count, llama.cpp), `spec_decode_acceptance_rate` (percent) and `spec_decode_draft_tokens`
+//! (tokens) when drafts were proposed; then
 //! `gpu_count`, `gpu_utilization_{avg,max}` (percent), `gpu_memory_used_max` (GiB, all GPUs),
 //! `gpu_power_avg` (W, all GPUs), `gpu_energy` (J) and `output_tokens_per_joule`.
 
@@ -40,6 +46,7 @@ pub fn engine_json(s: &LevelSummary) -> Value {
     let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
     if let Some(m) = v.as_object_mut() {
         m.insert("split".into(), json!(e.split()));
+        m.insert("server_ttft_ms".into(), json!(s.server_ttft_ms()));
         m.insert(
             "network_and_client_ttft_ms".into(),
             json!(s.network_and_client_ttft_ms()),
@@ -134,6 +141,15 @@ fn engine_rows(s: &LevelSummary) -> Vec<Row> {
         };
         push("prefix_cache_hits", Some(p.hits), unit);
     }
+    push("engine_slots", e.slots.map(f64::from), "count");
+    if let Some(sd) = e.spec_decode.filter(|s| s.draft_tokens > 0.0) {
+        push(
+            "spec_decode_acceptance_rate",
+            sd.acceptance_rate.map(|r| r * 100.0),
+            "percent",
+        );
+        push("spec_decode_draft_tokens", Some(sd.draft_tokens), "tokens");
+    }
     rows
 }
 
@@ -225,7 +241,31 @@ pub(crate) mod tests {
             prompt_tokens: Some(4000.0),
             generation_tokens: Some(2000.0),
             window_s: Some(10.0),
+            ..EngineLevelView::empty(ServerKind::Vllm)
         }
+    }
+
+    /// A llama.cpp level over 10 s: 2 requests deferred on average while the client finished
+    /// 40, 4 slots, 36 s of decode in all, 80% of the prompt tokens cached.
+    pub(crate) fn llamacpp_view() -> EngineLevelView {
+        EngineLevelView {
+            waiting: gauge(2.0, 5.0),
+            running: gauge(3.5, 4.0),
+            prefill_busy_s: Some(1.5),
+            decode_total_s: Some(36.0),
+            slots: Some(4),
+            prefix_cache: Some(PrefixView {
+                queried: Some(5000.0),
+                hits: 4000.0,
+                hit_rate: Some(0.8),
+                unit: CacheUnit::Tokens,
+            }),
+            prompt_tokens: Some(5000.0),
+            generation_tokens: Some(2560.0),
+            window_s: Some(10.0),
+            ..EngineLevelView::empty(ServerKind::LlamaCpp)
+        }
+        .with_client_requests(40, Some(0.05))
     }
 
     fn level() -> LevelSummary {
@@ -305,5 +345,36 @@ output_tokens_per_joule,2.00,tokens/J"
         assert_eq!(g["energy_source"], "power");
         let back: GpuView = serde_json::from_value(g).unwrap();
         assert_eq!(Some(back), s.gpu);
+    }
+
+    #[test]
+    fn llamacpp_rows_and_json_exact() {
+        let mut s = crate::stats::test_level(crate::load::Stimulus::Concurrency(4), 80.0);
+        s.engine = Some(llamacpp_view());
+        let rows: Vec<String> = csv_rows(&s)
+            .into_iter()
+            .map(|(k, v, u)| format!("{k},{v},{u}"))
+            .collect();
+        assert_eq!(
+            rows.join("\n"),
+            "engine_waiting_requests_avg,2.00,count
+engine_waiting_requests_max,5.00,count
+engine_running_requests_avg,3.50,count
+engine_running_requests_max,4.00,count
+engine_queue_time_estimated_avg,500.00,ms
+engine_prefill_time_avg,50.00,ms
+engine_decode_time_avg,900.00,ms
+engine_generation_time_avg,950.00,ms
+engine_queue_share,34.48,percent
+prefix_cache_hit_rate,80.00,percent
+prefix_cache_hits,4000.00,tokens
+engine_slots,4.00,count"
+        );
+        let v = engine_json(&s);
+        assert_eq!(v["kind"], "llamacpp");
+        assert_eq!(v["requests_from_client"], true);
+        assert_eq!(v["split"]["queue_source"], "waiting_gauge");
+        let back: EngineLevelView = serde_json::from_value(v).unwrap();
+        assert_eq!(back, llamacpp_view());
     }
 }

@@ -12,16 +12,23 @@
 //! columns keep reading what they read, a reasoning model's split — time to first output token
 //! (TTFO, the first answer token past the reasoning) avg/p50/p99 and reasoning tokens per
 //! request (avg), empty for a level that saw no reasoning — `cancelled_count` (requests
-//! cancelled on purpose by `--request-cancellation-rate`, in no other column), and
+//! cancelled on purpose by `--request-cancellation-rate`, in no other column) and
 //! `reconnect_count` (requests sent again on a fresh connection after the server had closed
-//! their reused HTTP/1.1 one). Values are plain
-//! decimals; a missing value is an empty cell.
+//! their reused HTTP/1.1 one); then the token counts the server disagrees with —
+//! `isl_mismatch_pct` and `osl_mismatch_pct`, the share of requests whose input (output) token
+//! count differs from the server's usage, empty when the server reported none — and
+//! `cached_prompt_tokens_avg` (the prompt tokens the server reused per request, from llama.cpp's
+//! per-response `timings`). `server_ttft_avg_ms` is the responses' own prompt time (llama.cpp's
+//! `timings.prompt_ms`) where they carry it, else the engine's TTFT histogram (vLLM);
+//! `network_and_client_ttft_avg_ms` is client TTFT minus it (with llama.cpp, per request, and
+//! the wait for a free slot is in it). Values are plain decimals; a missing value is an empty
+//! cell.
 
 use crate::metrics::Metric;
 use crate::stats::LevelSummary;
 
 /// Header line of `summary.csv`.
-pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule,ttfo_avg_ms,ttfo_p50_ms,ttfo_p99_ms,reasoning_token_count_avg,cancelled_count,reconnect_count";
+pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule,ttfo_avg_ms,ttfo_p50_ms,ttfo_p99_ms,reasoning_token_count_avg,cancelled_count,reconnect_count,isl_mismatch_pct,osl_mismatch_pct,cached_prompt_tokens_avg";
 
 /// Two decimals; an empty cell for a missing value.
 fn cell(v: Option<f64>) -> String {
@@ -66,7 +73,7 @@ pub fn csv(levels: &[LevelSummary]) -> String {
 
 /// The last cells of a row: TTFO avg/p50/p99 and reasoning tokens (avg), empty unless the level
 /// saw reasoning (only requests that streamed reasoning have these metrics), then the
-/// cancelled requests.
+/// cancelled requests, the token-count mismatch shares and the cached prompt tokens.
 fn reasoning_and_cancelled_cells(l: &LevelSummary) -> Vec<String> {
     let ttfo = l.stats.get(Metric::TimeToFirstOutputToken);
     vec![
@@ -76,6 +83,9 @@ fn reasoning_and_cancelled_cells(l: &LevelSummary) -> Vec<String> {
         cell(l.stats.get(Metric::ReasoningTokenCount).map(|s| s.avg)),
         l.stats.cancelled_count.to_string(),
         l.stats.reconnect_count.to_string(),
+        cell(l.stats.isl_mismatch_share().map(|s| s * 100.0)),
+        cell(l.stats.osl_mismatch_share().map(|s| s * 100.0)),
+        cell(l.stats.get(Metric::CachedPromptTokens).map(|s| s.avg)),
     ]
 }
 
@@ -103,7 +113,7 @@ fn engine_cells(l: &LevelSummary) -> Vec<String> {
         pct(e.and_then(|e| e.kv_usage).map(|g| g.avg)),
         pct(e.and_then(|e| e.kv_usage).map(|g| g.max)),
         cell(e.and_then(|e| e.preemptions)),
-        cell(e.and_then(|e| e.server_ttft).map(|t| t.avg_s * 1e3)),
+        cell(l.server_ttft_ms()),
         cell(l.network_and_client_ttft_ms()),
         pct(e.and_then(|e| e.prefix_cache).and_then(|p| p.hit_rate)),
         pct(g.and_then(|g| g.utilization_avg())),
@@ -122,7 +132,10 @@ fn engine_cells(l: &LevelSummary) -> Vec<String> {
 /// same numbers as its row of `summary.csv` plus the full server view.
 /// `time_to_first_output_token` and `reasoning_token_count` (statistics, as
 /// `time_to_first_token`) are null for a level that saw no reasoning; `cancelled_count` is always
-/// there, as in the level's own JSON.
+/// there, as in the level's own JSON. `server_ttft_ms` and `network_and_client_ttft_ms` are the
+/// CSV's columns of those names; `isl_mismatch_share` and `osl_mismatch_share` (0–1) are null
+/// when the server reported no usage; `server_prefill_time`, `client_minus_server_ttft` and
+/// `server_decode_time` (statistics) are null unless the responses carried the server's timings.
 pub fn json(
     levels: &[LevelSummary],
     dirs: &[std::path::PathBuf],
@@ -152,6 +165,13 @@ pub fn json(
                 "reconnect_count": l.stats.reconnect_count,
                 "time_to_first_output_token": l.stats.get(Metric::TimeToFirstOutputToken),
                 "reasoning_token_count": l.stats.get(Metric::ReasoningTokenCount),
+                "server_ttft_ms": l.server_ttft_ms(),
+                "network_and_client_ttft_ms": l.network_and_client_ttft_ms(),
+                "server_prefill_time": l.stats.get(Metric::ServerPrefillTime),
+                "client_minus_server_ttft": stat(Metric::ClientMinusServerTtft),
+                "server_decode_time": l.stats.get(Metric::ServerDecodeTime),
+                "isl_mismatch_share": l.stats.isl_mismatch_share(),
+                "osl_mismatch_share": l.stats.osl_mismatch_share(),
                 "server_metrics": l.server,
                 "engine_metrics": super::server_view::engine_json(l),
                 "gpu_metrics": super::server_view::gpu_json(l),
@@ -315,7 +335,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0\n"
+                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,\n"
             )
         );
     }
@@ -351,19 +371,22 @@ mod tests {
             "earlier columns keep their places"
         );
         assert_eq!(
-            header[header.len() - 6..],
+            header[header.len() - 9..],
             [
                 "ttfo_avg_ms",
                 "ttfo_p50_ms",
                 "ttfo_p99_ms",
                 "reasoning_token_count_avg",
                 "cancelled_count",
-                "reconnect_count"
+                "reconnect_count",
+                "isl_mismatch_pct",
+                "osl_mismatch_pct",
+                "cached_prompt_tokens_avg"
             ]
         );
-        assert!(lines[1].ends_with(",,,,,,0,0"), "{}", lines[1]);
+        assert!(lines[1].ends_with(",,,,,,0,0,,,"), "{}", lines[1]);
         assert!(
-            lines[2].ends_with(",180.25,170.00,240.50,32.00,7,0"),
+            lines[2].ends_with(",180.25,170.00,240.50,32.00,7,0,,,"),
             "{}",
             lines[2]
         );
@@ -390,5 +413,46 @@ mod tests {
         assert_eq!(doc["levels"][1]["time_to_first_output_token"]["p99"], 240.5);
         assert_eq!(doc["levels"][1]["reasoning_token_count"]["avg"], 32.0);
         assert_eq!(doc["levels"][1]["cancelled_count"], 7);
+    }
+
+    /// A llama.cpp level: its responses' timings fill the server TTFT and client-minus-server
+    /// cells (no engine page needed), and the token counts the server disagrees with fill the
+    /// mismatch cells; summary.json says the same.
+    #[test]
+    fn server_timings_and_token_mismatch_cells() {
+        let mut l = level(4, 45.0, None);
+        let st = |avg: f64| Stats {
+            count: 20,
+            avg,
+            ..Stats::default()
+        };
+        l.stats.metrics.extend([
+            (Metric::ServerPrefillTime, st(12.5)),
+            (Metric::ClientMinusServerTtft, st(32.75)),
+            (Metric::CachedPromptTokens, st(80.0)),
+        ]);
+        (l.stats.isl_compared, l.stats.isl_mismatch) = (20, 5);
+        (l.stats.osl_compared, l.stats.osl_mismatch) = (20, 0);
+        let text = csv(std::slice::from_ref(&l));
+        let header: Vec<&str> = HEADER.split(',').collect();
+        let row: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
+        let cell = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(cell("server_ttft_avg_ms"), "12.50");
+        assert_eq!(cell("network_and_client_ttft_avg_ms"), "32.75");
+        assert_eq!(cell("isl_mismatch_pct"), "25.00");
+        assert_eq!(cell("osl_mismatch_pct"), "0.00");
+        assert_eq!(cell("cached_prompt_tokens_avg"), "80.00");
+        assert_eq!(cell("engine"), "", "no engine page was read");
+        let doc = json(
+            std::slice::from_ref(&l),
+            &[std::path::PathBuf::from("a")],
+            &crate::analysis::verdict::verdict(std::slice::from_ref(&l)),
+            &serde_json::json!({}),
+        );
+        let lv = &doc["levels"][0];
+        assert_eq!(lv["server_ttft_ms"], 12.5);
+        assert_eq!(lv["network_and_client_ttft_ms"], 32.75);
+        assert_eq!(lv["isl_mismatch_share"], 0.25);
+        assert_eq!(lv["server_prefill_time"]["avg"], 12.5);
     }
 }

@@ -160,6 +160,8 @@ mod tests {
         let ms = 1_000_000;
         let end = base_ns + end_ms * ms;
         RequestRecord {
+            sent: Default::default(),
+            tools: Default::default(),
             intended_ns: end - latency_ms * ms,
             sent_ns: end - latency_ms * ms,
             first_byte_ns: None,

@@ -162,6 +162,86 @@ pub enum EndpointTypeArg {
     Completions,
     /// Triton HTTP `/v2/models/{model}/generate` (`generate_stream` with --streaming).
     Generate,
+    /// OpenAI Responses API `/v1/responses`.
+    Responses,
+    /// Anthropic Messages API `/v1/messages` (`x-api-key` from --api-key or ANTHROPIC_API_KEY).
+    Messages,
+    /// OpenAI `/v1/embeddings`: --batch-size-text texts per request, never streamed.
+    Embeddings,
+    /// A reranker (`/v1/rerank`; see --rankings-api): a query and --batch-size-text passages per
+    /// request, never streamed.
+    Rankings,
+}
+
+/// `--rankings-api`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RankingsApiArg {
+    /// Cohere/Jina `/v1/rerank` with `documents` (vLLM, llama-server, TEI).
+    Rerank,
+    /// Hugging Face TEI's own `/rerank` with `texts` (GenAI-Perf's `rankings:tei`).
+    Tei,
+    /// NVIDIA NIM `/v1/ranking` with `query.text` and `passages` (GenAI-Perf's default).
+    Nim,
+}
+
+/// `--image-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImageFormatArg {
+    /// PNG (lossless).
+    Png,
+    /// JPEG (quality 85).
+    Jpeg,
+}
+
+/// What the newer APIs add to a request: batches of texts, images, tool definitions.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = WORKLOAD)]
+pub struct ApiInputArgs {
+    /// Texts per embeddings request, or passages per rankings request (GenAI-Perf's name;
+    /// default 1). Other endpoint types send one prompt per request.
+    #[arg(long = "batch-size-text", visible_alias = "batch-size", short = 'b')]
+    pub batch_size_text: Option<u32>,
+
+    /// Images per request when images are sent (--image-width-mean or --image-dir; default 1).
+    #[arg(long = "batch-size-image")]
+    pub batch_size_image: Option<u32>,
+
+    /// Mean width in pixels of synthetic images sent with each chat, responses or messages
+    /// prompt (0 or absent: no synthetic images).
+    #[arg(long = "image-width-mean", value_name = "PX")]
+    pub image_width_mean: Option<u32>,
+
+    /// Standard deviation of the synthetic images' width (pixels).
+    #[arg(long = "image-width-stddev", value_name = "PX")]
+    pub image_width_stddev: Option<u32>,
+
+    /// Mean height in pixels of synthetic images (default: the width's mean).
+    #[arg(long = "image-height-mean", value_name = "PX")]
+    pub image_height_mean: Option<u32>,
+
+    /// Standard deviation of the synthetic images' height (pixels).
+    #[arg(long = "image-height-stddev", value_name = "PX")]
+    pub image_height_stddev: Option<u32>,
+
+    /// Encoding of synthetic images (default: each image's drawn from the seed, as GenAI-Perf).
+    #[arg(long = "image-format", value_enum)]
+    pub image_format: Option<ImageFormatArg>,
+
+    /// Send images from this directory (its .png, .jpg and .jpeg files, in name order, round
+    /// robin) instead of synthetic ones.
+    #[arg(long = "image-dir", value_name = "DIR")]
+    pub image_dir: Option<PathBuf>,
+
+    /// OpenAI tool definitions sent with every chat, responses or messages request: a JSON file
+    /// holding a list of `{"type": "function", "function": {"name", "description",
+    /// "parameters"}}` (converted to each API's form).
+    #[arg(long = "tools", value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+
+    /// Whether the model must call a tool: `auto` (it decides; the default), `none`, `required`
+    /// (some tool), or the name of one tool in --tools.
+    #[arg(long = "tool-choice", value_name = "auto|none|required|NAME")]
+    pub tool_choice: Option<String>,
 }
 
 /// `--service-kind` (legacy GenAI-Perf flag).
@@ -391,6 +471,15 @@ pub struct ProfileArgs {
     #[arg(help_heading = WORKLOAD, long = "extra-inputs")]
     pub extra_inputs: Vec<String>,
 
+    /// Batches of texts, images and tools.
+    #[command(flatten)]
+    pub api_inputs: ApiInputArgs,
+
+    /// How reranker requests are laid out (--endpoint-type rankings): `rerank` (Cohere/Jina
+    /// `/v1/rerank`, default), `tei` (`/rerank`), `nim` (`/v1/ranking`, GenAI-Perf's default).
+    #[arg(help_heading = TARGET, long = "rankings-api", value_enum)]
+    pub rankings_api: Option<RankingsApiArg>,
+
     /// Goodput objectives `metric:value` (ms for times, tokens/sec/user for per-user throughput).
     #[arg(help_heading = DECISIONS, short = 'g', long = "goodput", num_args = 1..)]
     pub goodput: Vec<String>,
@@ -495,9 +584,17 @@ pub struct ProfileArgs {
     #[arg(help_heading = MEASUREMENT, long = "use-server-token-count")]
     pub use_server_token_count: bool,
 
-    /// API key sent as `Authorization: Bearer` to the target's own address only (never to
-    /// metrics, never written to artifacts or logs). For the chat and completions endpoint types
-    /// `OPENAI_API_KEY` is read when this is not given; Triton targets never read it.
+    /// Count each prompt's input tokens with the server's own tokenizer (vLLM's /tokenize, chat
+    /// template included), once before the run, so input lengths match the server's usage;
+    /// chat and completions endpoint types. The tokenizer still shapes synthetic prompts and
+    /// counts output tokens.
+    #[arg(help_heading = MEASUREMENT, long = "tokenizer-from-server")]
+    pub tokenizer_from_server: bool,
+
+    /// API key sent as `Authorization: Bearer` (`x-api-key` for messages) to the target's own
+    /// address only (never to metrics, never written to artifacts or logs). When this is not
+    /// given, OpenAI-style endpoint types read `OPENAI_API_KEY` and messages reads
+    /// `ANTHROPIC_API_KEY`; Triton targets read neither.
     #[arg(help_heading = TARGET, long = "api-key")]
     pub api_key: Option<String>,
 
@@ -567,7 +664,7 @@ pub struct ProfileArgs {
 #[command(next_help_heading = MEASUREMENT)]
 pub struct EngineViewArgs {
     /// Which engine's metrics to read from the server's page (default: detected from it):
-    /// triton, trtllm, vllm, sglang, tgi.
+    /// triton, trtllm, vllm, sglang, tgi, llamacpp.
     #[arg(
         long = "server-kind",
         value_parser = clap::builder::TypedValueParser::try_map(
@@ -1076,7 +1173,9 @@ pub struct ServeArgs {
     /// Prometheus metrics port (0 = any free port, printed); also serves /dcgm/metrics.
     #[arg(long = "metrics-port", default_value_t = 8002)]
     pub metrics_port: u16,
-    /// Which engine's metric families /metrics serves: triton, trtllm, vllm, sglang, tgi.
+    /// Which engine's metric families /metrics serves: triton, trtllm, vllm, sglang, tgi,
+    /// llamacpp (llama-server's page; OpenAI responses then carry its `timings`, and /slots
+    /// answers).
     #[arg(
         long = "metrics-style",
         default_value = "triton",
@@ -1261,7 +1360,8 @@ pub struct CompareArgs {
     /// prompts, stop rule); without it such runs are refused.
     #[arg(long = "allow-mismatch")]
     pub allow_mismatch: bool,
-    /// Largest allowed fall of request and output-token throughput, e.g. `5%`.
+    /// Largest allowed fall of request, output-token and input (embeddings, rankings)
+    /// throughput, e.g. `5%`.
     #[arg(long = "max-throughput-drop")]
     pub max_throughput_drop: Option<String>,
     /// Largest allowed rise of any p99 latency (TTFT, ITL, request latency), e.g. `10%`.
@@ -1306,10 +1406,14 @@ pub struct DoctorArgs {
     /// Extra header `Name: value` (repeatable).
     #[arg(short = 'H', long = "header")]
     pub header: Vec<String>,
-    /// API key sent as `Authorization: Bearer` to the target only (never printed); for chat and
-    /// completions `OPENAI_API_KEY` is read when this is not given.
+    /// API key sent as `Authorization: Bearer` (`x-api-key` for messages) to the target only
+    /// (never printed); when not given, OpenAI-style endpoint types read `OPENAI_API_KEY` and
+    /// messages reads `ANTHROPIC_API_KEY`.
     #[arg(long = "api-key")]
     pub api_key: Option<String>,
+    /// How reranker requests are laid out (--endpoint-type rankings), as for `profile`.
+    #[arg(long = "rankings-api", value_enum)]
+    pub rankings_api: Option<RankingsApiArg>,
     /// Prometheus endpoint (default: the target's own /metrics for an OpenAI API, then port 8002
     /// of the target host).
     #[arg(long = "server-metrics-url")]

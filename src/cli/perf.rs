@@ -158,6 +158,7 @@ impl PerfArgs {
         let headers = values::parse_each(&self.header, parse_header)?;
         let version = self.model_version.clone().unwrap_or_default();
         let target = Target {
+            rankings: Default::default(),
             api: if protocol == Some(Protocol::Http) {
                 Api::Infer
             } else {

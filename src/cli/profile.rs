@@ -17,6 +17,46 @@ impl From<EndpointTypeArg> for Api {
             EndpointTypeArg::Chat => Api::Chat,
             EndpointTypeArg::Completions => Api::Completions,
             EndpointTypeArg::Generate => Api::Generate,
+            EndpointTypeArg::Responses => Api::Responses,
+            EndpointTypeArg::Messages => Api::Messages,
+            EndpointTypeArg::Embeddings => Api::Embeddings,
+            EndpointTypeArg::Rankings => Api::Rankings,
+        }
+    }
+}
+
+impl From<super::RankingsApiArg> for crate::target::RankingsLayout {
+    fn from(r: super::RankingsApiArg) -> Self {
+        match r {
+            super::RankingsApiArg::Rerank => crate::target::RankingsLayout::Rerank,
+            super::RankingsApiArg::Tei => crate::target::RankingsLayout::Tei,
+            super::RankingsApiArg::Nim => crate::target::RankingsLayout::Nim,
+        }
+    }
+}
+
+impl super::ApiInputArgs {
+    /// The newer APIs' flags as given, with `--rankings-api` and whether `--endpoint` was.
+    pub fn spec(
+        &self,
+        rankings_api: Option<super::RankingsApiArg>,
+        endpoint_given: bool,
+    ) -> crate::plan::apis::ApiSpec {
+        use crate::workload::images::ImageFormat;
+        crate::plan::apis::ApiSpec {
+            batch_size_text: self.batch_size_text,
+            batch_size_image: self.batch_size_image,
+            image_width: (self.image_width_mean, self.image_width_stddev),
+            image_height: (self.image_height_mean, self.image_height_stddev),
+            image_format: self.image_format.map(|f| match f {
+                super::ImageFormatArg::Png => ImageFormat::Png,
+                super::ImageFormatArg::Jpeg => ImageFormat::Jpeg,
+            }),
+            image_dir: self.image_dir.clone(),
+            tools: self.tools.clone(),
+            tool_choice: self.tool_choice.clone(),
+            rankings_api: rankings_api.map(Into::into),
+            endpoint_given,
         }
     }
 }
@@ -63,6 +103,7 @@ impl ProfileArgs {
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
+            env_anthropic_key: std::env::var("ANTHROPIC_API_KEY").ok(),
             metrics_headers: self.engine_view.metrics_header.clone(),
             max_event_bytes: self.max_event_size,
             tcp_quickack: self.tcp_quickack,
@@ -99,6 +140,7 @@ impl ProfileArgs {
                 delay_mean_ms: self.session_turn_delay_mean,
                 delay_stddev_ms: self.session_turn_delay_stddev,
             },
+            rankings: false,
         }
     }
 
@@ -151,8 +193,18 @@ impl ProfileArgs {
     /// record.
     pub fn plan(&self, argv: &[String]) -> Result<RunPlan, UsageError> {
         let passed = values::perf_analyzer_passthrough(&self.perf_analyzer_args)?;
-        let target = resolve::target(&self.target_spec())?;
-        let workload = resolve::workload(&self.workload_spec())?;
+        let mut target = resolve::target(&self.target_spec())?;
+        let mut workload = resolve::workload(&WorkloadSpec {
+            rankings: target.api == Api::Rankings,
+            ..self.workload_spec()
+        })?;
+        crate::plan::apis::resolve(
+            &self
+                .api_inputs
+                .spec(self.rankings_api, self.endpoint.is_some()),
+            &mut target,
+            &mut workload,
+        )?;
         let stop = resolve::stop(&StopSpec {
             request_count: self.request_count,
             // A flag of ttftbench's own wins over the same one after `--`.
@@ -161,6 +213,11 @@ impl ProfileArgs {
             num_prompts: self.num_prompts,
         })?;
         let (levels, stop) = self.load(&workload, stop)?;
+        let tokenizer_from_server = resolve::tokenizer_from_server(
+            target.api,
+            self.tokenizer_from_server,
+            workload.sessions.is_some(),
+        )?;
         positive("--request-timeout", self.request_timeout)?;
         positive("--timeline-interval", self.timeline_interval)?;
         positive("--max-send-lag", self.max_send_lag)?;
@@ -199,6 +256,7 @@ impl ProfileArgs {
                 target.api,
                 self.use_server_token_count,
             )?,
+            tokenizer_from_server,
             request_timeout: self.request_timeout,
             request_cancellation: self.cancellation.plan()?,
             verbosity: match self.verbosity()? {
@@ -280,23 +338,37 @@ impl super::DoctorArgs {
             url: self.url.clone(),
             endpoint: self.endpoint.clone(),
             model: self.model.clone(),
-            streaming: true,
+            // Embeddings and rankings answer once: their probe is not streamed.
+            streaming: self.endpoint_type.map(Api::from).is_none_or(Api::generates),
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
+            env_anthropic_key: std::env::var("ANTHROPIC_API_KEY").ok(),
             metrics_headers: self.metrics_header.clone(),
             max_event_bytes: 0,
             tcp_quickack: false,
             tls: self.tls.spec(),
         })?;
+        let mut target = target;
+        let mut workload = resolve::workload(&WorkloadSpec {
+            input_tokens_mean: Some(16),
+            output_tokens_mean: target.api.generates().then_some(self.output_tokens.max(1)),
+            num_prompts: Some(1),
+            ..WorkloadSpec::default()
+        })?;
+        crate::plan::apis::resolve(
+            &crate::plan::apis::ApiSpec {
+                rankings_api: self.rankings_api.map(Into::into),
+                endpoint_given: self.endpoint.is_some(),
+                batch_size_text: (!target.api.generates()).then_some(2),
+                ..Default::default()
+            },
+            &mut target,
+            &mut workload,
+        )?;
         Ok(RunPlan {
             server_metrics: resolve::metrics_source(self.server_metrics_url.as_deref(), &target)?,
-            workload: resolve::workload(&WorkloadSpec {
-                input_tokens_mean: Some(16),
-                output_tokens_mean: Some(self.output_tokens.max(1)),
-                num_prompts: Some(1),
-                ..WorkloadSpec::default()
-            })?,
+            workload,
             stop: crate::load::StopRule::Fixed(crate::load::Stop::Requests(1)),
             raw_export: false,
             ..RunPlan::new(target)

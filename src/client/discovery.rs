@@ -53,9 +53,16 @@ fn unavailable(target: &Target, url: &str, e: &reqwest::Error) -> PreflightError
     PreflightError::Unavailable(msg)
 }
 
-fn auth_error(status: reqwest::StatusCode, body: &str) -> PreflightError {
+fn auth_error(target: &Target, status: reqwest::StatusCode, body: &str) -> PreflightError {
+    // The Messages API takes its key as x-api-key, from ANTHROPIC_API_KEY.
+    let key = match target.api {
+        crate::target::Api::Messages => {
+            "add --api-key KEY (or set ANTHROPIC_API_KEY; sent as x-api-key)"
+        }
+        _ => "add --api-key KEY (or set OPENAI_API_KEY)",
+    };
     PreflightError::Usage(UsageError(format!(
-        "the server refused the request with HTTP {status} ({}).\n  It wants credentials: add --api-key KEY (or set OPENAI_API_KEY), or -H 'Header: value' for a gateway's own header. If you meant to reach Triton directly, check that -u points at Triton and not at a gateway.",
+        "the server refused the request with HTTP {status} ({}).\n  It wants credentials: {key}, or -H 'Header: value' for a gateway's own header. If you meant to reach Triton directly, check that -u points at Triton and not at a gateway.",
         body.trim().chars().take(200).collect::<String>()
     )))
 }
@@ -74,7 +81,11 @@ async fn get_authorized(
         .map_err(|e| unavailable(target, url, &e))?;
     let status = resp.status();
     if status == 401 || status == 403 {
-        return Err(auth_error(status, &resp.text().await.unwrap_or_default()));
+        return Err(auth_error(
+            target,
+            status,
+            &resp.text().await.unwrap_or_default(),
+        ));
     }
     Ok(resp)
 }
@@ -160,7 +171,12 @@ pub fn list_hint(names: Option<&[String]>) -> String {
 /// Checks that an HTTP target is up and serves the model.
 pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(), PreflightError> {
     match target.api {
-        Api::Chat | Api::Completions => {
+        Api::Chat
+        | Api::Completions
+        | Api::Responses
+        | Api::Messages
+        | Api::Embeddings
+        | Api::Rankings => {
             if let Some(names) = openai_models(client, target).await?
                 && !names.is_empty()
                 && !names.iter().any(|n| n == &target.model)
@@ -238,7 +254,11 @@ pub async fn model_info_http_version(
         .map_err(|e| unavailable(target, &base, &e))?;
     let status = resp.status();
     if status == 401 || status == 403 {
-        return Err(auth_error(status, &resp.text().await.unwrap_or_default()));
+        return Err(auth_error(
+            target,
+            status,
+            &resp.text().await.unwrap_or_default(),
+        ));
     }
     if (status == 400 || status == 404) && !version.is_empty() {
         let unversioned = format!("{}/{}", target.base_url, model_path(&target.model, ""));

@@ -14,7 +14,11 @@
 //!   `num_output_tokens` (the vLLM backend), `output_ids` (TensorRT-LLM: the tokens; their count),
 //!   `sequence_length` (TensorRT-LLM), in that order of preference, each a number or nested
 //!   arrays; a count per event, summed over a stream;
-//! * errors `{"error":"msg"}` or `{"error":{"message":"msg"}}`.
+//! * errors `{"error":"msg"}` or `{"error":{"message":"msg"}}`;
+//! * llama.cpp's per-request `timings` `{"timings":{"cache_n":N,"prompt_n":N,"prompt_ms":F,
+//!   "predicted_n":N,"predicted_ms":F,...}}`, on the last event of a stream (the usage chunk,
+//!   or the `finish_reason` chunk without `include_usage`) and at the top level of a whole body.
+//!   Like usage, it is left to the full reader: one event a request, never a token event.
 //!
 //! Only the first choice is read: one request asks for one completion.
 //!
@@ -23,10 +27,15 @@
 //! AIPerf does); [`EventInfo::reasoning_bytes`] says how much of an event's text was reasoning,
 //! so the request can tell its first answer token from its first token of any kind.
 
+mod apis;
+
 use std::fmt;
 
+pub use apis::ToolSpans;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::record::ServerTimings;
 
 /// What one event contributed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -36,6 +45,8 @@ pub struct EventInfo {
     /// Of those, bytes from reasoning fields (`reasoning_content`, `reasoning`); the rest is
     /// answer text (content, completion text, tool-call arguments).
     pub reasoning_bytes: usize,
+    /// Of those, bytes of tool-call arguments (their spans go to the reader's [`ToolSpans`]).
+    pub tool_bytes: usize,
     /// `usage.completion_tokens`, when present.
     pub completion_tokens: Option<u32>,
     /// `usage.prompt_tokens`, when present.
@@ -45,6 +56,8 @@ pub struct EventInfo {
     /// Output tokens this event carries by the server's own count (Triton's
     /// `num_output_tokens`, `output_ids`, `sequence_length`), when present.
     pub tokens: Option<u32>,
+    /// The server's own timings of the request (llama.cpp's `timings`), when present.
+    pub timings: Option<ServerTimings>,
     /// An error the server reported in the event.
     pub error: Option<String>,
 }
@@ -55,7 +68,7 @@ pub fn parse_event(data: &[u8], text: &mut String) -> Result<EventInfo, serde_js
     if let Some(info) = fast::scan(data, text, &mut None) {
         return Ok(info);
     }
-    parse_full(data, text, before)
+    parse_full(data, text, before, &mut ToolSpans::default())
 }
 
 /// Reads a stream's events, remembering the shape of the last token event: a server sends the
@@ -81,6 +94,8 @@ pub struct EventReader {
     /// Neither `prefix` nor `suffix` holds a line end (the shape came from a one-line event),
     /// so an event matching the shape is one SSE line ([`EventReader::read_line`]).
     one_line: bool,
+    /// The request in flight's tool-call argument spans (cleared per request).
+    tools: ToolSpans,
 }
 
 impl EventReader {
@@ -128,7 +143,31 @@ impl EventReader {
             }
             return Ok(info);
         }
-        parse_full(data, text, before)
+        parse_full(data, text, before, &mut self.tools)
+    }
+
+    /// Parses a whole body (or an event read apart from the stream's shape), appending its
+    /// text and noting its tool-call spans, without learning a shape from it.
+    pub fn read_body(
+        &mut self,
+        data: &[u8],
+        text: &mut String,
+    ) -> Result<EventInfo, serde_json::Error> {
+        let before = text.len();
+        if let Some(info) = fast::scan(data, text, &mut None) {
+            return Ok(info);
+        }
+        parse_full(data, text, before, &mut self.tools)
+    }
+
+    /// The tool-call spans of the request in flight.
+    pub fn tools(&self) -> &ToolSpans {
+        &self.tools
+    }
+
+    /// Forgets the request in flight's tool-call spans (the shape learned stays).
+    pub fn clear_tools(&mut self) {
+        self.tools.clear();
     }
 
     /// An event of the remembered shape at the start of `line` (the bytes after an SSE line's
@@ -209,29 +248,44 @@ fn parse_full(
     data: &[u8],
     text: &mut String,
     before: usize,
+    tools: &mut ToolSpans,
 ) -> Result<EventInfo, serde_json::Error> {
     text.truncate(before);
-    parse_event_full(data, text)
+    parse_event_tools(data, text, tools)
 }
 
 /// The full JSON reader alone, without the fast scanner's shortcut (the fuzz target checks that
 /// the two agree).
 #[doc(hidden)]
 pub fn parse_event_full(data: &[u8], text: &mut String) -> Result<EventInfo, serde_json::Error> {
-    let before = text.len();
+    parse_event_tools(data, text, &mut ToolSpans::default())
+}
+
+/// The full JSON reader, noting tool-call spans in `tools` (taken back with the text when the
+/// event turns out not to be JSON).
+fn parse_event_tools(
+    data: &[u8],
+    text: &mut String,
+    tools: &mut ToolSpans,
+) -> Result<EventInfo, serde_json::Error> {
+    let (before, spans, tool_bytes) = (text.len(), tools.len(), tools.bytes());
     let mut info = EventInfo::default();
     let mut de = serde_json::Deserializer::from_slice(data);
     let result = EventSeed {
         text,
         info: &mut info,
+        tools,
     }
     .deserialize(&mut de)
     .and_then(|()| de.end());
     if let Err(e) = result {
         text.truncate(before);
+        tools.truncate(spans);
+        tools.clip(before);
         return Err(e);
     }
     info.content_bytes = text.len() - before;
+    info.tool_bytes = tools.bytes() - tool_bytes;
     Ok(info)
 }
 
@@ -242,9 +296,20 @@ enum TopKey {
     Usage,
     TextOutput,
     Error,
+    Timings,
     NumOutputTokens,
     OutputIds,
     SequenceLength,
+    // Responses and Anthropic Messages (see `apis`).
+    Type,
+    Delta,
+    Index,
+    OutputIndex,
+    ItemId,
+    Response,
+    Message,
+    Output,
+    Content,
     #[serde(other)]
     Other,
 }
@@ -270,6 +335,8 @@ enum DeltaKey {
     Other,
 }
 
+/// Usage in OpenAI's names (`prompt_tokens`, `completion_tokens`) or in Responses' and
+/// Anthropic's (`input_tokens`, `output_tokens`; Anthropic's cached input counted apart).
 #[derive(Deserialize, Default)]
 struct Usage {
     #[serde(default)]
@@ -280,6 +347,77 @@ struct Usage {
     /// `reasoning_tokens` in it is read.
     #[serde(default)]
     completion_tokens_details: Option<serde_json::Value>,
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens_details: Option<serde_json::Value>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// Sets the counts this usage gives (OpenAI's names first).
+    fn apply(&self, info: &mut EventInfo) {
+        let count = |v: u64| v.min(u64::from(u32::MAX)) as u32;
+        let cached = self.cache_read_input_tokens.unwrap_or(0)
+            + self.cache_creation_input_tokens.unwrap_or(0);
+        let input = self.input_tokens.map(|n| n.saturating_add(cached));
+        info.prompt_tokens = self.prompt_tokens.or(input).map(count);
+        info.completion_tokens = self.completion_tokens.or(self.output_tokens).map(count);
+        info.reasoning_tokens = [&self.completion_tokens_details, &self.output_tokens_details]
+            .into_iter()
+            .flatten()
+            .find_map(|d| d.get("reasoning_tokens")?.as_u64())
+            .map(count);
+    }
+}
+
+/// The message of an `error` value: a string, an object's `message`, or the value's JSON;
+/// `None` for `null`.
+fn error_message(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Object(o) => Some(
+            o.get("message")
+                .and_then(|m| m.as_str())
+                .map_or_else(|| v.to_string(), str::to_string),
+        ),
+        other => Some(other.to_string()),
+    }
+}
+
+/// llama.cpp's `timings` object: the fields read (the per-token and per-second rates it adds
+/// are derived from these, and skipped).
+#[derive(Deserialize, Default)]
+struct Timings {
+    #[serde(default)]
+    prompt_n: Option<f64>,
+    #[serde(default)]
+    cache_n: Option<f64>,
+    #[serde(default)]
+    prompt_ms: Option<f64>,
+    #[serde(default)]
+    predicted_ms: Option<f64>,
+}
+
+impl Timings {
+    /// The record's form; `None` without a prompt time (not llama.cpp's object). Negative,
+    /// NaN and huge values from a hostile server saturate instead of wrapping.
+    fn into_record(self) -> Option<ServerTimings> {
+        let us = |ms: f64| (ms * 1000.0).round().max(0.0) as u64;
+        let n = |v: Option<f64>| v.unwrap_or(0.0).round().max(0.0) as u32;
+        Some(ServerTimings {
+            prefill_us: us(self.prompt_ms?),
+            decode_us: self.predicted_ms.map_or(0, us),
+            prompt_tokens: n(self.prompt_n),
+            cached_tokens: n(self.cache_n),
+        })
+    }
 }
 
 /// Implements `DeserializeSeed` (by `$deserialize`) and `Visitor` for a seed that reads into
@@ -307,49 +445,38 @@ macro_rules! seed {
 struct EventSeed<'a> {
     text: &'a mut String,
     info: &'a mut EventInfo,
+    tools: &'a mut ToolSpans,
 }
 
 seed! {
     EventSeed, deserialize_map, "a JSON object",
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
         // num_output_tokens, output_ids, sequence_length: the first present is the count.
         let mut counts: [Option<u32>; 3] = [None; 3];
+        let mut ev = apis::ApiEvent::default();
         while let Some(key) = map.next_key::<TopKey>()? {
             match key {
                 TopKey::Choices => map.next_value_seed(ChoicesSeed {
                     text: self.text,
                     reasoning: &mut self.info.reasoning_bytes,
+                    tools: &mut *self.tools,
                 })?,
                 TopKey::TextOutput => map.next_value_seed(TextSeed { text: self.text })?,
                 TopKey::Usage => {
                     if let Some(u) = map.next_value::<Option<Usage>>()? {
-                        self.info.prompt_tokens =
-                            u.prompt_tokens.map(|v| v.min(u64::from(u32::MAX)) as u32);
-                        self.info.completion_tokens = u
-                            .completion_tokens
-                            .map(|v| v.min(u64::from(u32::MAX)) as u32);
-                        self.info.reasoning_tokens = u
-                            .completion_tokens_details
-                            .as_ref()
-                            .and_then(|d| d.get("reasoning_tokens")?.as_u64())
-                            .map(|v| v.min(u64::from(u32::MAX)) as u32);
+                        u.apply(self.info);
                     }
                 }
                 TopKey::Error => {
                     let v: serde_json::Value = map.next_value()?;
-                    let msg = match &v {
-                        serde_json::Value::Null => None,
-                        serde_json::Value::String(s) => Some(s.clone()),
-                        serde_json::Value::Object(o) => Some(
-                            o.get("message")
-                                .and_then(|m| m.as_str())
-                                .map_or_else(|| v.to_string(), str::to_string),
-                        ),
-                        other => Some(other.to_string()),
-                    };
-                    if msg.is_some() {
-                        self.info.error = msg;
+                    if let Some(m) = error_message(&v) {
+                        self.info.error = Some(m);
                     }
+                }
+                TopKey::Timings => {
+                    self.info.timings = map
+                        .next_value::<Option<Timings>>()?
+                        .and_then(Timings::into_record);
                 }
                 TopKey::NumOutputTokens => counts[0] = first_number(&map.next_value()?),
                 TopKey::OutputIds => counts[1] = Some(numbers(&map.next_value()?)),
@@ -357,9 +484,48 @@ seed! {
                 TopKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
+                other => self.api_key(other, &mut map, &mut ev)?,
             }
         }
+        ev.finish(self.text, self.info, self.tools);
         self.info.tokens = counts.into_iter().flatten().next();
+        Ok(())
+    }
+}
+
+impl EventSeed<'_> {
+    /// A Responses or Anthropic key's value, into `ev` (classified at the event's end) or
+    /// straight into the text and info.
+    fn api_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: TopKey,
+        map: &mut A,
+        ev: &mut apis::ApiEvent,
+    ) -> Result<(), A::Error> {
+        match key {
+            TopKey::Type => map.next_value_seed(apis::TypeSeed(&mut ev.kind))?,
+            TopKey::Delta => map.next_value_seed(apis::DeltaValueSeed {
+                text: &mut *self.text,
+                info: &mut *self.info,
+                ev,
+            })?,
+            TopKey::Index | TopKey::OutputIndex => {
+                ev.index = apis::index_of(&map.next_value()?);
+            }
+            TopKey::ItemId => {
+                let id: serde_json::Value = map.next_value()?;
+                ev.item = id.as_str().map(apis::item_key);
+            }
+            TopKey::Response | TopKey::Message => map.next_value_seed(apis::EnvelopeSeed {
+                info: &mut *self.info,
+                message: &mut ev.message,
+            })?,
+            _ => map.next_value_seed(apis::ItemsSeed {
+                text: &mut *self.text,
+                info: &mut *self.info,
+                tools: &mut *self.tools,
+            })?,
+        }
         Ok(())
     }
 }
@@ -387,6 +553,7 @@ fn numbers(v: &serde_json::Value) -> u32 {
 struct ChoicesSeed<'a> {
     text: &'a mut String,
     reasoning: &'a mut usize,
+    tools: &'a mut ToolSpans,
 }
 
 seed! {
@@ -399,6 +566,7 @@ seed! {
             .next_element_seed(ChoiceSeed {
                 text: self.text,
                 reasoning: self.reasoning,
+                tools: self.tools,
             })?
             .is_some()
         {
@@ -411,6 +579,7 @@ seed! {
 struct ChoiceSeed<'a> {
     text: &'a mut String,
     reasoning: &'a mut usize,
+    tools: &'a mut ToolSpans,
 }
 
 seed! {
@@ -421,6 +590,7 @@ seed! {
                 ChoiceKey::Delta | ChoiceKey::Message => map.next_value_seed(DeltaSeed {
                     text: &mut *self.text,
                     reasoning: &mut *self.reasoning,
+                    tools: &mut *self.tools,
                 })?,
                 ChoiceKey::Text => map.next_value_seed(TextSeed { text: self.text })?,
                 ChoiceKey::Other => {
@@ -437,6 +607,7 @@ seed! {
 struct DeltaSeed<'a> {
     text: &'a mut String,
     reasoning: &'a mut usize,
+    tools: &'a mut ToolSpans,
 }
 
 seed! {
@@ -453,7 +624,10 @@ seed! {
                     map.next_value_seed(TextSeed { text: self.text })?;
                     *self.reasoning += self.text.len() - before;
                 }
-                DeltaKey::ToolCalls => map.next_value_seed(ToolCallsSeed { text: self.text })?,
+                DeltaKey::ToolCalls => map.next_value_seed(ToolCallsSeed {
+                    text: &mut *self.text,
+                    tools: &mut *self.tools,
+                })?,
                 DeltaKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -467,6 +641,7 @@ seed! {
 /// (a model streaming a tool call generates those tokens as it would content).
 struct ToolCallsSeed<'a> {
     text: &'a mut String,
+    tools: &'a mut ToolSpans,
 }
 
 seed! {
@@ -475,13 +650,55 @@ seed! {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut position = 0;
         while seq
-            .next_element_seed(FieldSeed {
-                path: &["function", "arguments"],
+            .next_element_seed(ToolCallSeed {
                 text: &mut *self.text,
+                tools: &mut *self.tools,
+                position,
             })?
             .is_some()
-        {}
+        {
+            position += 1;
+        }
+        Ok(())
+    }
+}
+
+/// One tool call: its `function.arguments` text is appended and noted as call `index` (a
+/// stream's calls say their index; a whole message's are in order).
+struct ToolCallSeed<'a> {
+    text: &'a mut String,
+    tools: &'a mut ToolSpans,
+    position: u32,
+}
+
+seed! {
+    ToolCallSeed, deserialize_any, "a tool call",
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let (mut index, mut args) = (None, None);
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "index" => index = apis::index_of(&map.next_value()?),
+                "function" => {
+                    let at = self.text.len();
+                    map.next_value_seed(FieldSeed {
+                        path: &["arguments"],
+                        text: &mut *self.text,
+                    })?;
+                    args = Some((at, self.text.len()));
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if let Some((s, e)) = args {
+            self.tools.push(index.unwrap_or(self.position), s, e);
+        }
         Ok(())
     }
 }
@@ -560,6 +777,17 @@ pub fn scan_fast(data: &[u8], text: &mut String) -> Option<EventInfo> {
 mod fast {
     use super::EventInfo;
 
+    /// An event's top-level `delta`, as read.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Delta {
+        /// None.
+        None,
+        /// A string (Responses) of this many bytes, appended.
+        Text(usize),
+        /// An object (Anthropic), its text appended and classified.
+        Object,
+    }
+
     /// Where the one text string of an event lies.
     #[derive(Clone, Copy, Debug)]
     pub struct Span {
@@ -592,19 +820,43 @@ mod fast {
             reasoning: 0,
         };
         let before = text.len();
+        // A Responses event's `type`, and its `delta`: which kind of text a string delta is
+        // depends on the type, which may come after it (vLLM writes it last).
+        let mut kind: Option<&[u8]> = None;
+        let mut delta = Delta::None;
         p.ws();
         p.expect(b'{')?;
         p.object_fields(|p, key| match key {
             b"choices" => p.choices(text),
             b"text_output" => p.text_value(text),
-            // Usage, errors and the server's token counts are read by the full reader.
-            b"usage" | b"error" | b"num_output_tokens" | b"output_ids" | b"sequence_length" => None,
+            b"type" if p.peek()? == b'"' => {
+                kind = Some(p.plain_string()?);
+                Some(())
+            }
+            b"delta" if delta == Delta::None && p.peek()? == b'"' => {
+                let at = text.len();
+                p.text_value(text)?;
+                delta = Delta::Text(text.len() - at);
+                Some(())
+            }
+            b"delta" if delta == Delta::None && p.peek()? == b'{' => {
+                delta = Delta::Object;
+                p.anthropic_delta(text)
+            }
+            // Usage, errors, llama.cpp's timings, the server's token counts, a second delta,
+            // Responses' and Anthropic's envelopes, whole outputs and content blocks: the full
+            // reader's.
+            b"usage" | b"error" | b"timings" | b"num_output_tokens" | b"output_ids"
+            | b"sequence_length" | b"delta" | b"response" | b"message" | b"output" | b"content" => {
+                None
+            }
             _ => p.skip_value(),
         })?;
         p.ws();
         if p.i != p.b.len() {
             return None;
         }
+        p.classify_delta(kind, delta)?;
         if p.strings == 1 {
             *span = p.span;
         }
@@ -822,7 +1074,7 @@ mod fast {
                                 p.in_reasoning = false;
                                 r
                             }
-                            b"tool_calls" => p.tool_calls(text),
+                            b"tool_calls" => p.tool_calls(),
                             _ => p.skip_value(),
                         })
                     }
@@ -832,26 +1084,57 @@ mod fast {
             })
         }
 
-        /// `tool_calls`: `null`, or calls whose `function.arguments` text is appended (arguments
-        /// are JSON text, so they usually hold escapes and defer to the full reader).
-        fn tool_calls(&mut self, text: &mut String) -> Option<()> {
-            if self.peek()? == b'n' {
-                return self.literal(b"null");
+        /// `tool_calls`: `null` or `[]` here; calls (whose argument text is output, and whose
+        /// spans the full reader records) defer to the full reader.
+        fn tool_calls(&mut self) -> Option<()> {
+            match self.peek()? {
+                b'n' => self.literal(b"null"),
+                b'[' => {
+                    self.i += 1;
+                    self.array_items(|_, _| None)
+                }
+                _ => None,
             }
-            self.expect(b'[')?;
-            self.array_items(|p, _| {
-                p.expect(b'{')?;
-                p.object_fields(|p, key| match key {
-                    b"function" => {
-                        p.expect(b'{')?;
-                        p.object_fields(|p, key| match key {
-                            b"arguments" => p.text_value(text),
-                            _ => p.skip_value(),
-                        })
-                    }
-                    _ => p.skip_value(),
-                })
+        }
+
+        /// Anthropic's `delta` object: `text` is answer, `thinking` reasoning; a tool call's
+        /// `partial_json` defers to the full reader; anything else (`type`, `signature`,
+        /// `stop_reason`) is skipped.
+        fn anthropic_delta(&mut self, text: &mut String) -> Option<()> {
+            self.expect(b'{')?;
+            self.object_fields(|p, key| match key {
+                b"text" => p.text_value(text),
+                b"thinking" => {
+                    p.in_reasoning = true;
+                    let r = p.text_value(text);
+                    p.in_reasoning = false;
+                    r
+                }
+                b"partial_json" => None,
+                _ => p.skip_value(),
             })
+        }
+
+        /// A Responses string delta's kind, from the event's `type`: output text stays answer,
+        /// reasoning text becomes reasoning; another type (a tool call's arguments, audio), none,
+        /// or another string beside the delta defers to the full reader. Anthropic's object
+        /// deltas were classified as they were read.
+        fn classify_delta(&mut self, kind: Option<&[u8]>, delta: Delta) -> Option<()> {
+            let Delta::Text(len) = delta else {
+                return Some(());
+            };
+            match kind? {
+                _ if self.strings > 1 => None,
+                b"response.output_text.delta" => Some(()),
+                b"response.reasoning_text.delta" | b"response.reasoning_summary_text.delta" => {
+                    self.reasoning += len;
+                    if let Some(s) = self.span.as_mut() {
+                        s.reasoning = true;
+                    }
+                    Some(())
+                }
+                _ => None,
+            }
         }
 
         /// A text value: a plain string (appended), `null`, or an array of plain strings.
@@ -1056,17 +1339,23 @@ mod tests {
         assert_eq!(t, "Let me seeThe end");
     }
 
-    /// Tool-call arguments are output, on the fast path (no escapes) and the full reader's
-    /// (escaped JSON arguments); the call's id, type and name are not.
+    /// Tool-call arguments are output, read by the full reader (which notes each call's
+    /// spans); the call's id, type and name are not.
     #[test]
     fn tool_call_arguments_count_as_output() {
         let plain = r#"{"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"city"}}]}}]}"#;
         let mut t = String::new();
-        assert_eq!(
-            scan_fast(plain.as_bytes(), &mut t).map(|i| i.content_bytes),
-            Some(4)
-        );
+        assert_eq!(scan_fast(plain.as_bytes(), &mut t), None, "calls defer");
         assert_eq!(parse(plain).1, "city");
+        let mut r = EventReader::new();
+        let mut t = String::new();
+        let i = r.read(plain.as_bytes(), &mut t).unwrap();
+        assert_eq!((i.content_bytes, i.tool_bytes), (4, 4));
+        assert_eq!(
+            r.tools().summarize(&t),
+            (1, false),
+            "\"city\" is not JSON yet"
+        );
         let escaped = r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \"Paris\"}"}},{"function":{"name":"x","arguments":"!"}}]}}]}"#;
         let mut t = String::new();
         assert_eq!(scan_fast(escaped.as_bytes(), &mut t), None);
@@ -1077,6 +1366,269 @@ mod tests {
             parse(r#"{"choices":[{"delta":{"tool_calls":null}}]}"#).1,
             ""
         );
+    }
+
+    /// Reads every `data:` payload of a captured stream as a client does; the timings seen.
+    fn stream_timings(engine: &str, name: &str) -> (Vec<ServerTimings>, String) {
+        let mut r = EventReader::new();
+        let mut text = String::new();
+        let mut seen = Vec::new();
+        for d in crate::test_fixtures::sse_data(engine, name) {
+            if d == "[DONE]" {
+                continue;
+            }
+            let info = r.read(d.as_bytes(), &mut text).expect(&d);
+            seen.extend(info.timings);
+        }
+        (seen, text)
+    }
+
+    #[test]
+    fn llamacpp_timings_from_the_real_streams_and_bodies() {
+        // The usage chunk carries them (include_usage), exactly once.
+        let (t, text) = stream_timings("llamacpp", "chat_stream");
+        assert_eq!(
+            t,
+            [ServerTimings {
+                prompt_tokens: 21,
+                cached_tokens: 0,
+                prefill_us: 21_167,
+                decode_us: 35_502,
+            }]
+        );
+        assert!(!text.is_empty());
+        // Without include_usage, the finish_reason chunk does.
+        let (t, _) = stream_timings("llamacpp", "chat_stream_no_usage");
+        assert_eq!(t.len(), 1, "{t:?}");
+        // /v1/completions puts usage and timings on the finish_reason chunk.
+        let (t, _) = stream_timings("llamacpp", "completions_stream");
+        assert_eq!(
+            t,
+            [ServerTimings {
+                prompt_tokens: 4,
+                cached_tokens: 0,
+                prefill_us: 3_878,
+                decode_us: 31_720,
+            }]
+        );
+        // A whole body: at the top level, beside usage (20 of 21 prompt tokens cached).
+        let mut text = String::new();
+        let body = crate::test_fixtures::body("llamacpp", "chat");
+        let info = parse_event(body.as_bytes(), &mut text).unwrap();
+        assert_eq!(
+            info.timings,
+            Some(ServerTimings {
+                prompt_tokens: 1,
+                cached_tokens: 20,
+                prefill_us: 12_853,
+                decode_us: 21_044,
+            })
+        );
+        assert_eq!(
+            (info.prompt_tokens, info.completion_tokens),
+            (Some(21), Some(8))
+        );
+        // vLLM sends none.
+        let (t, _) = stream_timings("vllm", "chat_stream");
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn hostile_timings_saturate() {
+        let (info, _) = parse(
+            r#"{"timings":{"prompt_n":-3,"cache_n":1e30,"prompt_ms":-1.5,"predicted_ms":1e300}}"#,
+        );
+        assert_eq!(
+            info.timings,
+            Some(ServerTimings {
+                prompt_tokens: 0,
+                cached_tokens: u32::MAX,
+                prefill_us: 0,
+                decode_us: u64::MAX,
+            })
+        );
+        // Another server's `timings` without a prompt time is not llama.cpp's.
+        assert_eq!(parse(r#"{"timings":{"total":3}}"#).0.timings, None);
+        assert_eq!(parse(r#"{"timings":null}"#).0.timings, None);
+    }
+
+    /// The SSE `data` of every event of a captured stream.
+    fn fixture_events(engine: &str, name: &str) -> Vec<String> {
+        let path = format!(
+            "{}/tests/fixtures/engines/{engine}/{name}.http",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let raw = std::fs::read_to_string(&path).unwrap();
+        raw.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Real Responses and Messages streams (vLLM 0.32 and llama-server, captured): the text
+    /// is exactly the deltas', the usage is read, nothing else counts as content; the fast
+    /// path and the full reader agree event by event.
+    #[test]
+    fn responses_and_messages_streams_of_real_engines() {
+        for engine in ["vllm", "llamacpp"] {
+            for (name, final_text_key) in [
+                ("responses_stream", "response.output_text.done"),
+                ("messages_stream", ""),
+            ] {
+                let mut r = EventReader::new();
+                let (mut text, mut chunks, mut usage) = (String::new(), 0, (None, None));
+                let mut expected = String::new();
+                for e in fixture_events(engine, name) {
+                    let v: serde_json::Value = serde_json::from_str(&e).unwrap();
+                    if let Some(d) = v.get("delta").and_then(|d| d.as_str()) {
+                        expected.push_str(d);
+                    }
+                    if let Some(d) = v.pointer("/delta/text").and_then(|d| d.as_str()) {
+                        expected.push_str(d);
+                    }
+                    let mut alone = String::new();
+                    let full = parse_event_full(e.as_bytes(), &mut alone).unwrap();
+                    let i = r.read(e.as_bytes(), &mut text).unwrap();
+                    assert_eq!(i, full, "{engine} {name}: {e}");
+                    chunks += usize::from(i.content_bytes > 0);
+                    usage.0 = i.prompt_tokens.or(usage.0);
+                    usage.1 = i.completion_tokens.or(usage.1);
+                    if v["type"] == final_text_key {
+                        assert_eq!(v["text"].as_str().unwrap(), expected, "{engine}");
+                    }
+                }
+                assert_eq!(text, expected, "{engine} {name}");
+                assert!(chunks >= 2, "{engine} {name}: {chunks} content events");
+                assert!(usage.1 == Some(8), "{engine} {name}: {usage:?}");
+                assert!(usage.0.unwrap() > 0, "{engine} {name}: {usage:?}");
+            }
+        }
+    }
+
+    /// Responses and Anthropic shapes the captures lack: reasoning deltas (type before or after
+    /// the delta), tool-call argument deltas by call, error events, audio, whole bodies.
+    #[test]
+    fn responses_and_messages_shapes() {
+        let read = |events: &[&str]| {
+            let mut r = EventReader::new();
+            let mut t = String::new();
+            let infos: Vec<EventInfo> = events
+                .iter()
+                .map(|e| r.read(e.as_bytes(), &mut t).unwrap())
+                .collect();
+            let tools = r.tools().summarize(&t);
+            (infos, t, tools)
+        };
+        let (i, t, _) = read(&[
+            r#"{"delta":"Let me","output_index":0,"type":"response.reasoning_text.delta"}"#,
+            r#"{"type":"response.reasoning_summary_text.delta","delta":" think"}"#,
+            r#"{"type":"response.output_text.delta","delta":"Yes"}"#,
+        ]);
+        assert_eq!(t, "Let me thinkYes");
+        let split: Vec<(usize, usize)> = i
+            .iter()
+            .map(|i| (i.content_bytes, i.reasoning_bytes))
+            .collect();
+        assert_eq!(split, [(6, 6), (6, 6), (3, 0)]);
+        // A function call streamed in two pieces, a second call by another item id.
+        let (i, t, tools) = read(&[
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"city\":"}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"\"Paris\"}"}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_2","delta":"{}"}"#,
+        ]);
+        assert_eq!(t, r#"{"city":"Paris"}{}"#);
+        assert_eq!(tools, (2, true));
+        assert!(
+            i.iter()
+                .all(|i| i.tool_bytes == i.content_bytes && i.tool_bytes > 0)
+        );
+        // Anthropic: thinking, text, then a tool_use block's JSON in pieces (index after delta).
+        let (i, t, tools) = read(&[
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"abc"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}"#,
+            r#"{"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{\"q\": "},"index":2}"#,
+            r#"{"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"1}"},"index":2}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+        ]);
+        assert_eq!(t, r#"hmok{"q": 1}"#);
+        assert_eq!(tools, (1, true));
+        assert_eq!((i[0].reasoning_bytes, i[1].content_bytes), (2, 0));
+        assert_eq!(i[5].completion_tokens, Some(9));
+        // Errors, audio, the envelope's repeated text and usage.
+        for (e, err) in [
+            (
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                "Overloaded",
+            ),
+            (
+                r#"{"type":"error","code":"server_error","message":"boom","param":null}"#,
+                "boom",
+            ),
+            (
+                r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"x","message":"ran out"}}}"#,
+                "ran out",
+            ),
+        ] {
+            assert_eq!(parse(e).0.error.as_deref(), Some(err), "{e}");
+        }
+        let (i, t) = parse(r#"{"type":"response.audio.delta","delta":"UklGRg=="}"#);
+        assert_eq!((i.content_bytes, t.as_str()), (0, ""));
+        let (i, t) = parse(
+            r#"{"type":"response.completed","response":{"output":[{"type":"message","content":[{"type":"output_text","text":"all of it"}]}],"error":null,"usage":{"input_tokens":5,"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1}}}}"#,
+        );
+        assert_eq!(
+            (t.as_str(), i.error),
+            ("", None),
+            "completed repeats no text"
+        );
+        assert_eq!(
+            (i.prompt_tokens, i.completion_tokens, i.reasoning_tokens),
+            (Some(5), Some(3), Some(1))
+        );
+        let (i, _) = parse(
+            r#"{"type":"message_start","message":{"usage":{"cache_read_input_tokens":20,"input_tokens":1,"output_tokens":0}}}"#,
+        );
+        assert_eq!((i.prompt_tokens, i.completion_tokens), (Some(21), Some(0)));
+    }
+
+    /// Whole Responses and Messages bodies: every item's text, reasoning apart, tool calls by
+    /// item.
+    #[test]
+    fn responses_and_messages_bodies() {
+        let mut r = EventReader::new();
+        let mut t = String::new();
+        let body = r#"{"id":"resp_1","output":[{"content":[{"text":"think","type":"reasoning_text"}],"summary":[],"type":"reasoning"},{"content":[{"type":"output_text","text":"Hi"}],"role":"assistant","type":"message"},{"arguments":"{\"a\":1}","name":"f","type":"function_call"}],"usage":{"input_tokens":4,"output_tokens":6}}"#;
+        let i = r.read_body(body.as_bytes(), &mut t).unwrap();
+        assert_eq!(t, r#"thinkHi{"a":1}"#);
+        assert_eq!(
+            (i.reasoning_bytes, i.tool_bytes, i.completion_tokens),
+            (5, 7, Some(6))
+        );
+        assert_eq!(r.tools().summarize(&t), (1, true));
+        r.clear_tools();
+        let mut t = String::new();
+        let body = r#"{"type":"message","role":"assistant","content":[{"type":"thinking","thinking":"mm","signature":"s"},{"type":"text","text":"Sure"},{"type":"tool_use","id":"t1","name":"get","input":{"city":"Oslo"}}],"usage":{"input_tokens":10,"output_tokens":4}}"#;
+        let i = r.read_body(body.as_bytes(), &mut t).unwrap();
+        assert_eq!(t, r#"mmSure{"city":"Oslo"}"#);
+        assert_eq!((i.reasoning_bytes, i.prompt_tokens), (2, Some(10)));
+        assert_eq!(r.tools().summarize(&t), (1, true));
+        for vllm in ["responses", "messages"] {
+            let raw = std::fs::read_to_string(format!(
+                "{}/tests/fixtures/engines/vllm/{vllm}.http",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap();
+            let body = raw.split("\r\n\r\n").nth(1).unwrap();
+            let mut t = String::new();
+            let i = EventReader::new()
+                .read_body(body.as_bytes(), &mut t)
+                .unwrap();
+            assert!(
+                i.content_bytes > 0 && i.completion_tokens == Some(8),
+                "{vllm}: {i:?} {t}"
+            );
+        }
     }
 
     #[test]
@@ -1210,6 +1762,16 @@ mod tests {
             r#"[1]"#,
             r#""#,
             r#"{"choices":null,"text_output":null}"#,
+            r#"{"content_index":0,"delta":"32","item_id":"m","output_index":0,"type":"response.output_text.delta"}"#,
+            r#"{"type":"response.reasoning_text.delta","delta":"hm"}"#,
+            r#"{"type":"response.function_call_arguments.delta","delta":"{}"}"#,
+            r#"{"delta":"x"}"#,
+            r#"{"delta":"x","delta":"y","type":"response.output_text.delta"}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" gu"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"t"}}"#,
+            r#"{"type":"content_block_delta","delta":{"partial_json":"{"},"index":1}"#,
+            r#"{"type":"message_stop"}"#,
+            r#"{"type":3,"delta":{"text":"a"},"choices":[{"delta":{"content":"b"}}]}"#,
         ];
         for e in events {
             let mut full = String::new();
@@ -1218,6 +1780,7 @@ mod tests {
             let full_ok = EventSeed {
                 text: &mut full,
                 info: &mut info,
+                tools: &mut ToolSpans::default(),
             }
             .deserialize(&mut de)
             .and_then(|()| de.end())

@@ -84,9 +84,36 @@ pub fn http_status_kind(status: u16, retry_after: Option<Duration>) -> ErrorKind
     }
 }
 
+/// What a Messages API's error body says about the server: Anthropic's errors are
+/// `{"type":"error","error":{...}}`; an OpenAI-style `{"error":{"message":...}}` (or FastAPI's
+/// `{"detail":...}`) comes from a server that speaks OpenAI's API at that address, or that
+/// checks this request with its OpenAI machinery (vLLM's request validation). Appended to the
+/// failure's message.
+pub fn messages_error_note(body: &[u8]) -> &'static str {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return "";
+    };
+    let anthropic = v.get("type").and_then(|t| t.as_str()) == Some("error");
+    let openai = v.get("error").is_some_and(|e| e.is_object()) || v.get("detail").is_some();
+    if anthropic || !openai {
+        return "";
+    }
+    " — an OpenAI-style error body, not Anthropic's {\"type\": \"error\", \"error\": {...}}: if -u points at an OpenAI-compatible server without Anthropic's Messages API, use --endpoint-type chat (or --endpoint PATH of its Messages route); otherwise fix what the message names"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_error_bodies() {
+        let openai = br#"{"error":{"message":"field required","type":"Bad Request","code":400}}"#;
+        assert!(messages_error_note(openai).contains("--endpoint-type chat"));
+        assert!(messages_error_note(br#"{"detail":"Not Found"}"#).contains("OpenAI-style"));
+        let anthropic = br#"{"type":"error","error":{"type":"not_found_error","message":"x"}}"#;
+        assert_eq!(messages_error_note(anthropic), "");
+        assert_eq!(messages_error_note(b"not json"), "");
+    }
 
     #[test]
     fn io_errors_by_kind() {

@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::events::parse_event;
 use super::h1::{self, H1Target};
 use super::{Exchange, error_chain};
 use crate::record::{Clock, ErrorKind, RequestError};
-use crate::target::Target;
+use crate::target::{Api, Target};
 
 /// Installs rustls' ring provider once per process (reqwest is built without a default provider).
 pub fn install_tls_provider() {
@@ -37,6 +36,11 @@ pub struct HttpClient {
     /// so, so after such a response the worker opens a fresh connection (outside measured time)
     /// instead of sending into the close. Shared by every worker.
     closes_after: std::sync::Arc<[std::sync::atomic::AtomicBool; 2]>,
+    /// The API: how a whole answer is read (text, vectors, scores), and what an error body means.
+    api: Api,
+    /// The embeddings' dimension, set by the first answer: every later one must match it.
+    /// Shared by every worker (0: none seen yet).
+    dim: std::sync::Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl HttpClient {
@@ -93,6 +97,8 @@ impl HttpClient {
             h1,
             max_event: target.max_event_bytes.max(1),
             closes_after: std::sync::Arc::default(),
+            api: target.api,
+            dim: std::sync::Arc::default(),
         })
     }
 
@@ -199,10 +205,14 @@ impl HttpClient {
                         .trim()
                         .to_string();
                     ex.retry_after = head.retry_after;
+                    let note = match self.api {
+                        Api::Messages => super::failure::messages_error_note(&whole),
+                        _ => "",
+                    };
                     Err(RequestError::new(
                         super::failure::http_status_kind(status, head.retry_after),
                         format!(
-                            "HTTP {status} {}: {}",
+                            "HTTP {status} {}: {}{note}",
                             head.reason,
                             if text.is_empty() {
                                 "(empty body)"
@@ -232,7 +242,10 @@ impl HttpClient {
                     ex.keep_response(at, &whole);
                     Ok(())
                 }
-                Ok(()) => read_whole_bytes(&whole, at, ex),
+                Ok(()) => match self.api {
+                    Api::Embeddings | Api::Rankings => self.read_batch(&whole, at, ex),
+                    _ => read_whole_bytes(&whole, at, ex),
+                },
             }
         } else {
             let mut sse = std::mem::take(&mut ex.sse);
@@ -278,6 +291,42 @@ impl HttpClient {
             ex.h1 = Some(conn);
         }
         result
+    }
+
+    /// An embeddings or rankings answer read at `t`: one vector or score per input sent
+    /// (`ex.expect_inputs`), every number finite, every vector of the dimension the first answer
+    /// had. A valid answer is the request's one content response.
+    fn read_batch(&self, body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), RequestError> {
+        use super::batch::{self, BatchError};
+        ex.responses += 1;
+        ex.keep_response(t, body);
+        let expected = ex.expect_inputs.max(1);
+        let read = match self.api {
+            Api::Embeddings => batch::embeddings(body, expected),
+            _ => batch::rankings(body, expected),
+        };
+        let reply = read.map_err(|e| match e {
+            BatchError::Server(m) => RequestError::new(ErrorKind::ServerError, m),
+            BatchError::Malformed(m) => RequestError::new(ErrorKind::MalformedResponse, m),
+        })?;
+        if let Some(d) = reply.dim {
+            use std::sync::atomic::Ordering::Relaxed;
+            let first = match self.dim.compare_exchange(0, d, Relaxed, Relaxed) {
+                Ok(_) => d,
+                Err(seen) => seen,
+            };
+            if first != d {
+                return Err(RequestError::new(
+                    ErrorKind::MalformedResponse,
+                    format!(
+                        "vectors of {d} dimensions where earlier answers had {first}: one model must answer every request"
+                    ),
+                ));
+            }
+        }
+        ex.prompt_tokens = reply.prompt_tokens;
+        ex.content_at(t);
+        Ok(())
     }
 
     /// Sends one request and reads its response into `ex`.
@@ -417,9 +466,15 @@ fn on_info(info: super::events::EventInfo, t: u64, ex: &mut Exchange, st: &mut S
     if info.reasoning_tokens.is_some() {
         ex.reasoning_tokens = info.reasoning_tokens;
     }
+    if info.timings.is_some() {
+        ex.timings = info.timings;
+    }
     if info.content_bytes > 0 {
         ex.content_at(t);
         ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
+        if info.tool_bytes > 0 && ex.first_tool_token_ns.is_none() {
+            ex.first_tool_token_ns = Some(t);
+        }
         if ex.text.len() > st.max_text {
             st.error = Some(too_large_error("the response's output text", st.max_text));
         }
@@ -430,7 +485,7 @@ fn on_info(info: super::events::EventInfo, t: u64, ex: &mut Exchange, st: &mut S
 /// request marked (its record says `lossy_text`; the console says it once per run).
 fn lossy_event(data: &[u8], ex: &mut Exchange) -> Option<super::events::EventInfo> {
     let fixed = String::from_utf8_lossy(data);
-    let info = super::events::parse_event(fixed.as_bytes(), &mut ex.text).ok()?;
+    let info = ex.events.read_body(fixed.as_bytes(), &mut ex.text).ok()?;
     ex.lossy_text = true;
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
@@ -445,7 +500,7 @@ fn lossy_event(data: &[u8], ex: &mut Exchange) -> Option<super::events::EventInf
 fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), RequestError> {
     ex.responses += 1;
     ex.keep_response(t, body);
-    let parsed = match parse_event(body, &mut ex.text) {
+    let parsed = match ex.events.read_body(body, &mut ex.text) {
         Err(e) if std::str::from_utf8(body).is_err() => lossy_event(body, ex).ok_or(e),
         r => r,
     };
@@ -462,10 +517,14 @@ fn read_whole_bytes(body: &[u8], t: u64, ex: &mut Exchange) -> Result<(), Reques
     ex.completion_tokens = info.completion_tokens;
     ex.prompt_tokens = info.prompt_tokens;
     ex.reasoning_tokens = info.reasoning_tokens;
+    ex.timings = info.timings;
     ex.add_server_tokens(info.tokens);
     if info.content_bytes > 0 {
         ex.content_at(t);
         ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
+        if info.tool_bytes > 0 {
+            ex.first_tool_token_ns = Some(t);
+        }
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ pub use crate::workload::Payload;
 // Vocabulary (`error`): the server view formats its errors the same way.
 pub use crate::error::error_chain;
 
+pub mod batch;
 pub mod discovery;
 pub mod events;
 pub mod failure;
@@ -20,6 +21,7 @@ pub mod http;
 pub mod request_id;
 pub mod sse;
 pub mod tls;
+pub mod tokenize;
 pub mod wire;
 pub mod wrong_port;
 
@@ -55,6 +57,12 @@ pub struct Exchange {
     pub reasoning_end: usize,
     /// Latest content-bearing response.
     pub last_token_ns: Option<u64>,
+    /// First response carrying tool-call argument text.
+    pub first_tool_token_ns: Option<u64>,
+    /// Inputs the request sent (embeddings' texts, rankings' passages): the answer must hold
+    /// one vector or score each. 0 for generative requests. Set by the caller after
+    /// [`Exchange::reset`].
+    pub expect_inputs: u32,
     /// Content-bearing responses.
     pub chunks: u32,
     /// All responses/events, including empty, role-only and usage-only ones.
@@ -70,6 +78,8 @@ pub struct Exchange {
     /// Server-reported reasoning tokens (usage's `completion_tokens_details.reasoning_tokens`),
     /// when it reported them.
     pub reasoning_tokens: Option<u32>,
+    /// The server's own timings of the request (llama.cpp's `timings`), when it sent them.
+    pub timings: Option<crate::record::ServerTimings>,
     /// How long the server asked the client to wait before the next request (`Retry-After`,
     /// gRPC retry pushback), when a failed response said so.
     pub retry_after: Option<std::time::Duration>,
@@ -129,6 +139,9 @@ impl Exchange {
         self.first_output_token_ns = None;
         self.reasoning_end = 0;
         self.last_token_ns = None;
+        self.first_tool_token_ns = None;
+        self.expect_inputs = 0;
+        self.events.clear_tools();
         self.chunks = 0;
         self.responses = 0;
         self.text.clear();
@@ -136,6 +149,7 @@ impl Exchange {
         self.completion_tokens = None;
         self.prompt_tokens = None;
         self.reasoning_tokens = None;
+        self.timings = None;
         self.retry_after = None;
         self.lossy_text = false;
         self.connection_reused = None;

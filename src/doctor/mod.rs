@@ -204,7 +204,14 @@ pub async fn diagnose(plan: &RunPlan, report: &mut dyn FnMut(usize, &Step)) -> D
                 return d;
             }
         }
-        Api::Chat | Api::Completions => {
+        // Responses, Messages, embeddings and rerank servers list their models as OpenAI's do
+        // (vLLM, llama-server, TEI all serve /v1/models).
+        Api::Chat
+        | Api::Completions
+        | Api::Responses
+        | Api::Messages
+        | Api::Embeddings
+        | Api::Rankings => {
             let (s, names) = openai_health(&http, t).await;
             if !push(&mut d, s) {
                 return d;
@@ -225,7 +232,7 @@ pub async fn diagnose(plan: &RunPlan, report: &mut dyn FnMut(usize, &Step)) -> D
                 &mut d,
                 Step::new("health", "endpoint type").fail(
                     format!("doctor checks LLM endpoints; '{}' is not one", t.api.name()),
-                    "use --endpoint-type kserve, generate, chat or completions",
+                    "use --endpoint-type kserve, generate, chat, completions, responses, messages, embeddings or rankings",
                 ),
             );
             return d;

@@ -23,6 +23,7 @@ pub(super) async fn request(plan: &RunPlan) -> Step {
         "request",
         match t.api {
             Api::Kserve => "one streamed request (ModelStreamInfer)".to_string(),
+            a if !a.generates() => format!("one request (POST {})", t.endpoint_url()),
             _ => format!("one streamed request (POST {})", t.endpoint_url()),
         },
     );
@@ -40,6 +41,8 @@ pub(super) async fn request(plan: &RunPlan) -> Step {
     let mut ex = Exchange::new();
     ex.capture = Some(Capture::default());
     ex.reset();
+    // Embeddings and rankings: the answer must hold one vector or score per input sent.
+    ex.expect_inputs = entry.sent.inputs;
     let clock = shared.clock;
     let result = match tokio::time::timeout(REQUEST_TIMEOUT, shared.client.prepare(&mut ex)).await {
         Ok(Ok(())) => Ok(clock.now_ns()),
@@ -60,6 +63,7 @@ pub(super) async fn request(plan: &RunPlan) -> Step {
         .as_ref()
         .map_or_else(Vec::new, |c| events_of(c, sent_ns, t.api));
     match sent {
+        Ok(Ok(())) if !t.api.generates() => judge_answer(step, &ex, events, entry.sent.inputs),
         Ok(Ok(())) => judge(step, events, false),
         Ok(Err(e)) => failed(step, Some(e), events),
         Err(_) => failed(step, None, events),
@@ -73,6 +77,8 @@ fn events_of(c: &Capture, sent_ns: u64, api: Api) -> Vec<Event> {
             let at_ms = t.saturating_sub(sent_ns) as f64 / 1e6;
             let (text, note) = match api {
                 Api::Kserve => grpc_event(data),
+                Api::Embeddings => (String::new(), "the answer: vectors"),
+                Api::Rankings => (String::new(), "the answer: scores"),
                 _ => http_event(data),
             };
             Event { at_ms, text, note }
@@ -200,6 +206,20 @@ fn event_lines(events: &[Event]) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// Judges an embeddings or rankings answer: the client checked it as a profile does (one
+/// vector or score per input, finite, one dimension), so arriving here it passed.
+fn judge_answer(step: Step, ex: &Exchange, events: Vec<Event>, inputs: u32) -> Step {
+    let at_ms = events.last().map_or(0.0, |e| e.at_ms);
+    let lines = event_lines(&events);
+    let tokens = ex.prompt_tokens.map_or_else(String::new, |n| {
+        format!(", {n} input tokens by the server's count")
+    });
+    step.with_lines(lines).ok(format!(
+        "one answer for {} at +{at_ms:.1} ms{tokens}",
+        crate::analysis::text::count(u64::from(inputs.max(1)), "input")
+    ))
 }
 
 /// Judges the events of the request: several text-bearing events are a stream.

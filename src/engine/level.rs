@@ -568,11 +568,17 @@ fn summarize(
         .gpu
         .clone()
         .map(|g| g.with_output_rate(stats.output_token_throughput));
+    // llama.cpp counts no finished requests, and its prefill is in its responses.
+    let prefill_s = stats.get(Metric::ServerPrefillTime).map(|p| p.avg / 1e3);
+    let engine = watched
+        .engine
+        .clone()
+        .map(|e| e.with_client_requests(stats.request_count, prefill_s));
     LevelSummary {
         stimulus: spec.stimulus,
         stats,
         server,
-        engine: watched.engine.clone(),
+        engine,
         gpu,
         streaming: spec.streaming,
         interrupted: out.interrupted,

@@ -679,6 +679,8 @@ mod tests {
     fn rec(phase: Phase, ttft_ms: u64, error: bool) -> RequestRecord {
         let ms = 1_000_000;
         RequestRecord {
+            sent: Default::default(),
+            tools: Default::default(),
             phase,
             sent_ns: ms,
             first_byte_ns: None,

@@ -51,7 +51,8 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -
         timeout: plan.request_timeout,
         cancellation: plan.cancellation(),
         use_server_token_count: plan.use_server_token_count,
-        count_tokens: true,
+        // Embeddings and rankings answer with vectors and scores: no output text to count.
+        count_tokens: plan.target.api.generates(),
         seed: plan.workload.seed,
         shard,
         gaps: gap_pool(),
@@ -92,10 +93,19 @@ async fn connect_llm(
     crate::client::tls::check(t, &[alpn]).await?;
     let calls = metrics_http_client(t)?;
     match t.api {
-        Api::Chat | Api::Completions | Api::Generate => {
+        Api::Chat
+        | Api::Completions
+        | Api::Generate
+        | Api::Responses
+        | Api::Messages
+        | Api::Embeddings
+        | Api::Rankings => {
             let c = HttpClient::new(t, workers)?;
             check_http(c.inner(), t).await?;
-            let dataset = dataset::build_http(t, &plan.workload, tokenizer, salt(plan))?;
+            let mut dataset = dataset::build_http(t, &plan.workload, tokenizer, salt(plan))?;
+            if plan.tokenizer_from_server {
+                dataset = server_isls(c.inner(), t, dataset).await?;
+            }
             let stats = match t.api {
                 Api::Generate => {
                     StatsSource::Http(format!("{}/v2/models/{}/stats", t.base_url, t.model))
@@ -159,6 +169,19 @@ async fn connect_llm(
     }
 }
 
+/// The dataset with each entry's input length counted by the server's own tokenizer
+/// (`--tokenizer-from-server`): each distinct request body once, before any load.
+async fn server_isls(http: &reqwest::Client, t: &Target, dataset: Dataset) -> Result<Dataset> {
+    let bodies: Vec<&[u8]> = (0..dataset.len())
+        .map(|i| match &dataset.entry(i).payload {
+            crate::workload::Payload::Http(b) => b.as_ref(),
+            _ => &[][..],
+        })
+        .collect();
+    let counts = crate::client::tokenize::count_all(http, t, &bodies).await?;
+    Ok(dataset.with_isls(&counts))
+}
+
 /// This run's prompt salt: a fresh one per run (and per repetition: each prepares its own
 /// session), derived from the plan and its start when the run has a `--start-at`, so the
 /// shards of one run salt alike and still share what the workload shares across them.
@@ -183,7 +206,7 @@ async fn explain_wrong_port(e: Error, t: &Target) -> Error {
             Wire::Grpc,
             "Triton's gRPC port is 8001; to use this HTTP port give --endpoint-type generate (Triton's generate API) or --endpoint-type chat (an OpenAI-compatible server)",
         ),
-        Api::Chat | Api::Completions | Api::Generate | Api::Infer => (
+        _ => (
             Wire::Http,
             "this is a gRPC port (Triton's is 8001): give --endpoint-type kserve to profile over gRPC, or point -u at the HTTP port (Triton's is 8000)",
         ),

@@ -63,6 +63,10 @@ pub(crate) async fn worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64)
                     session,
                     turn: t as u32,
                 }),
+                sent: crate::record::Sent {
+                    tools: shared.dataset.entry(0).sent.tools,
+                    ..Default::default()
+                },
             };
             let seq = ctx.spec.seq_base + base + t as u64;
             ctx.sent.fetch_add(1, Ordering::Relaxed);

@@ -567,8 +567,25 @@ async fn execute_one(
         max_tokens: entry.max_tokens,
         prompt_index: shared.dataset.prompt_index(index),
         conversation: None,
+        sent: entry.sent,
     };
     execute(shared, spec, (seq, intended_ns), &ask, ex).await
+}
+
+/// What the response did with the tools its request offered: its calls, whether their
+/// arguments parse as JSON, when the first argument text came (once per request, off the
+/// per-token path).
+fn tool_use(offered: bool, ex: &Exchange) -> crate::record::ToolUse {
+    let spans = ex.events.tools();
+    if !offered && spans.is_empty() {
+        return crate::record::ToolUse::default();
+    }
+    let (calls, args_valid) = spans.summarize(&ex.text);
+    crate::record::ToolUse {
+        calls,
+        args_valid,
+        first_token_ns: ex.first_tool_token_ns,
+    }
 }
 
 /// What one request sends, and what its record says about it.
@@ -583,6 +600,8 @@ pub(crate) struct Ask<'a> {
     pub prompt_index: u32,
     /// Its place in a multi-turn session.
     pub conversation: Option<crate::record::Turn>,
+    /// What it carries besides its prompt (batch inputs, images, tools).
+    pub sent: crate::record::Sent,
 }
 
 /// Sends one request (`seq`, intended at `intended_ns`), waits for the whole response, and
@@ -602,6 +621,7 @@ pub(crate) async fn execute(
     }
     ex.reset();
     ex.seq = seq;
+    ex.expect_inputs = ask.sent.inputs;
     if ex.ids.is_none() {
         ex.ids = shared.request_ids.clone();
     }
@@ -634,6 +654,7 @@ pub(crate) async fn execute(
         if result.is_err() && ex.stale_connection && !reconnected && !shared.cancel.stopping() {
             reconnected = true;
             ex.reset();
+            ex.expect_inputs = ask.sent.inputs;
             continue;
         }
         break (sent_ns, result);
@@ -683,6 +704,8 @@ pub(crate) async fn execute(
         server_osl: ex.completion_tokens,
         tokenizer_osl: None,
         server_isl: ex.prompt_tokens,
+        client_isl: (isl != ask.isl).then_some(ask.isl),
+        server_timings: ex.timings,
         reasoning_tokens: None,
         // Kept for responses with reasoning only: a server that reports 0 for every answer
         // leaves other models' rows as they were.
@@ -695,6 +718,8 @@ pub(crate) async fn execute(
         connection_reused: ex.connection_reused,
         error,
         conversation: ask.conversation,
+        sent: ask.sent,
+        tools: tool_use(ask.sent.tools, ex),
     };
     let fresh = shared.gaps.pop().unwrap_or_else(|| Vec::with_capacity(256));
     let gaps = std::mem::replace(&mut ex.gaps, fresh);

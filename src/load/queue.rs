@@ -342,6 +342,8 @@ mod tests {
     fn completed(seq: u64) -> Completed {
         Completed {
             record: RequestRecord {
+                sent: Default::default(),
+                tools: Default::default(),
                 phase: Phase::Measure,
                 seq,
                 prompt_index: 0,
@@ -359,6 +361,8 @@ mod tests {
                 server_osl: None,
                 tokenizer_osl: None,
                 server_isl: None,
+                server_timings: None,
+                client_isl: None,
                 reasoning_tokens: None,
                 server_reasoning_tokens: None,
                 requested_osl: 0,

@@ -246,6 +246,8 @@ mod tests {
         let ms = 1_000_000;
         let t0 = 1_767_225_600_000_000_000u64;
         RequestRecord {
+            sent: Default::default(),
+            tools: Default::default(),
             phase: Phase::Measure,
             seq: 0,
             prompt_index: 0,
@@ -263,6 +265,8 @@ mod tests {
             server_osl: None,
             tokenizer_osl: Some(5),
             server_isl: None,
+            server_timings: None,
+            client_isl: None,
             reasoning_tokens: None,
             server_reasoning_tokens: None,
             requested_osl: 5,

@@ -683,6 +683,7 @@ pub fn dataset(
                 }
             };
             Entry {
+                sent: crate::record::Sent::default(),
                 payload,
                 isl: 0,
                 max_tokens: 0,

@@ -182,7 +182,11 @@ impl crate::metrics::MetricSource for PerfLevel {
                 SystemMetric::Preemptions => self.engine.as_ref()?.preemptions,
                 SystemMetric::OutputTokenThroughput
                 | SystemMetric::TotalTokenThroughput
-                | SystemMetric::RequestGoodput => None,
+                | SystemMetric::RequestGoodput
+                | SystemMetric::InputThroughput
+                | SystemMetric::InputTokenThroughput
+                | SystemMetric::ToolCallShare
+                | SystemMetric::ToolArgsValidShare => None,
             },
         }
     }

@@ -41,6 +41,7 @@ impl RunPlan {
             ),
             (PromptSource::File(p), _) => format!("file {}", p.display()),
             (PromptSource::Trace(t), _) => trace_text(t),
+            (PromptSource::Rankings(r), _) => format!("rankings {}", r.path.display()),
         };
         let output = w.output.map_or("left to the server".to_string(), |o| {
             let exact = if o.deterministic { ", exact" } else { "" };
@@ -57,10 +58,10 @@ impl RunPlan {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",");
-        let tokens = if self.use_server_token_count {
-            "server usage"
-        } else {
-            "tokenizer"
+        let tokens = match (self.use_server_token_count, self.tokenizer_from_server) {
+            (true, _) => "server usage",
+            (false, true) => "tokenizer, inputs by the server's /tokenize",
+            (false, false) => "tokenizer",
         };
         let fields = [
             ("endpoint", format!("{} {}", t.api.name(), t.endpoint)),
@@ -112,9 +113,62 @@ impl RunPlan {
                 ),
             );
         }
+        // What the newer APIs' requests carry besides the prompt; a run without them has no
+        // key, like the runs recorded before they existed.
+        for (key, value) in api_parts(&t.api, w) {
+            print.insert(key.into(), value);
+        }
         Fingerprint(print)
     }
 }
+
+/// The fingerprint's entries for texts per request (embeddings, rankings), images and tools.
+fn api_parts(
+    api: &crate::target::Api,
+    w: &crate::workload::WorkloadPlan,
+) -> Vec<(&'static str, String)> {
+    use crate::workload::images::ImageSource;
+    use crate::workload::tools::ToolChoice;
+    let mut out = Vec::new();
+    if !api.generates() {
+        out.push((BATCH_KEY, w.batch_size_text.to_string()));
+    }
+    if let Some(i) = &w.images {
+        let source = match &i.source {
+            ImageSource::Synthetic {
+                width,
+                height,
+                format,
+            } => format!(
+                "synthetic {}±{} x {}±{} px, {}",
+                width.0,
+                width.1,
+                height.0,
+                height.1,
+                format.map_or("png or jpeg", |f| f.mime())
+            ),
+            ImageSource::Dir { path, .. } => format!("directory {}", path.display()),
+        };
+        out.push((IMAGES_KEY, format!("{} a request, {source}", i.per_request)));
+    }
+    if let Some(t) = &w.tools {
+        let choice = match &t.choice {
+            ToolChoice::Auto => "auto".to_string(),
+            ToolChoice::None => "none".to_string(),
+            ToolChoice::Required => "required".to_string(),
+            ToolChoice::Named(n) => n.clone(),
+        };
+        out.push((TOOLS_KEY, format!("{}, choice {choice}", t.path.display())));
+    }
+    out
+}
+
+/// The fingerprint's key for the texts a request sends (embeddings, rankings).
+const BATCH_KEY: &str = "batch_size_text";
+/// The fingerprint's key for the images a request sends.
+const IMAGES_KEY: &str = "images";
+/// The fingerprint's key for the tools a request offers.
+const TOOLS_KEY: &str = "tools";
 
 /// The fingerprint's key for a prompt salt other than `auto`.
 const SALT_KEY: &str = "prompt_salt";

@@ -3,6 +3,7 @@
 //! each resolved and checked alone ([`resolve`]), from values parsed by [`values`]. Everything
 //! downstream reads typed fields; no string matching after this point.
 
+pub mod apis;
 pub mod fingerprint;
 pub mod outputs;
 pub mod resolve;
@@ -108,6 +109,9 @@ pub struct RunPlan {
     pub gpu_metrics_url: Option<String>,
     /// Count output tokens from server usage.
     pub use_server_token_count: bool,
+    /// Count each prompt's input tokens with the server's own tokenizer (vLLM's `/tokenize`),
+    /// once before the run (`--tokenizer-from-server`).
+    pub tokenizer_from_server: bool,
     /// Per-request timeout.
     #[serde(with = "duration_secs")]
     pub request_timeout: Duration,
@@ -231,6 +235,7 @@ impl RunPlan {
             server_kind: None,
             gpu_metrics_url: None,
             use_server_token_count: false,
+            tokenizer_from_server: false,
             request_timeout: Duration::from_secs(600),
             request_cancellation: RequestCancellation::default(),
             verbosity: Verbosity::Normal,

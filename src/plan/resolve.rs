@@ -42,9 +42,11 @@ pub struct TargetSpec {
     pub headers: Vec<String>,
     /// `--api-key`.
     pub api_key: Option<String>,
-    /// `OPENAI_API_KEY` from the environment: used for OpenAI targets only (a Triton target
+    /// `OPENAI_API_KEY` from the environment: used for OpenAI-style targets only (a Triton target
     /// never takes a key it was not given on the command line).
     pub env_api_key: Option<String>,
+    /// `ANTHROPIC_API_KEY` from the environment: used for the Messages API only.
+    pub env_anthropic_key: Option<String>,
     /// `--metrics-header` names: `-H` headers that may also go to metrics and statistics.
     pub metrics_headers: Vec<String>,
     /// `--max-event-size` in bytes (0: the default, 4 MiB).
@@ -185,11 +187,19 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
     };
     let headers = super::values::parse_each(&s.headers, parse_header)?;
     let metrics_headers = metrics_headers(&headers, &s.metrics_headers)?;
-    let openai = matches!(api, Api::Chat | Api::Completions);
+    // Each vendor's variable goes to its own API only: an OpenAI key is never sent to an
+    // Anthropic-style server, nor the other way round.
+    let env_key = match api {
+        Api::Chat | Api::Completions | Api::Responses | Api::Embeddings | Api::Rankings => {
+            s.env_api_key.clone()
+        }
+        Api::Messages => s.env_anthropic_key.clone(),
+        Api::Kserve | Api::Generate | Api::Infer => None,
+    };
     let api_key = s
         .api_key
         .clone()
-        .or_else(|| s.env_api_key.clone().filter(|_| openai))
+        .or(env_key)
         .filter(|k| !k.trim().is_empty());
     let target = Target {
         api,
@@ -209,6 +219,7 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
         },
         tcp_quickack: s.tcp_quickack,
         tls: tls(&s.tls)?,
+        rankings: Default::default(),
     };
     target.header_map()?;
     Ok(target)
@@ -326,6 +337,8 @@ pub struct WorkloadSpec {
     pub trace: super::traffic::TraceSpec,
     /// Multi-turn sessions (`--num-sessions`, `--session-turns-*`, `--session-turn-delay-*`).
     pub sessions: super::traffic::SessionSpec,
+    /// The endpoint type is rankings: `--input-file` holds queries and passages.
+    pub rankings: bool,
 }
 
 /// Prompts (synthetic, 550 tokens by default as GenAI-Perf, a file of prompts, or a trace read
@@ -386,6 +399,10 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
         tokenizer: s.tokenizer.clone(),
         seed: s.seed,
         extra_inputs,
+        // Set by `super::apis::resolve`, which knows the endpoint type.
+        batch_size_text: 1,
+        images: None,
+        tools: None,
     })
 }
 
@@ -393,6 +410,17 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
 /// conversations when it has `conversations` or `messages`, else `{"text": ...}` prompts) or
 /// synthetic ones; says whether the file holds conversations (read by the session resolver).
 fn prompt_source(s: &WorkloadSpec) -> Result<(PromptSource, bool), UsageError> {
+    if let (true, Some(p)) = (s.rankings, &s.input_file) {
+        let data = crate::workload::rankings::read(p)
+            .map_err(|e| UsageError(format!("--input-file {}: {e}", p.display())))?;
+        return Ok((
+            PromptSource::Rankings(crate::workload::rankings::RankingsSource {
+                path: p.clone(),
+                data: std::sync::Arc::new(data),
+            }),
+            false,
+        ));
+    }
     let first = match &s.input_file {
         Some(_) if s.input_tokens_mean.is_some() => {
             return usage(
@@ -459,7 +487,7 @@ pub fn metrics_source(url: Option<&str>, target: &Target) -> Result<MetricsSourc
         None => {
             let triton = format!("http://{}:8002/metrics", bracket_host(&target.host));
             let mut urls = Vec::new();
-            if matches!(target.api, Api::Chat | Api::Completions) {
+            if !matches!(target.api, Api::Kserve | Api::Generate | Api::Infer) {
                 urls.push(format!("{}/metrics", target.origin()));
             }
             if !urls.contains(&triton) {
@@ -563,12 +591,32 @@ pub fn shard(s: &ShardSpec) -> Result<ShardPlan, UsageError> {
 /// as the server's). Tensor inference has no tokens.
 pub fn server_token_count(api: Api, asked: bool) -> Result<bool, UsageError> {
     match api {
-        Api::Chat | Api::Completions | Api::Generate | Api::Kserve => Ok(asked),
         Api::Infer if asked => Err(UsageError(
             "--use-server-token-count: tensor inference has no tokens to count".into(),
         )),
         Api::Infer => Ok(false),
+        _ => Ok(asked),
     }
+}
+
+/// `--tokenizer-from-server` against the API and the workload: vLLM's `/tokenize` takes chat and
+/// completions prompts, and counts each dataset prompt once, so multi-turn sessions (whose
+/// requests carry a growing history) are not counted by it.
+pub fn tokenizer_from_server(api: Api, asked: bool, sessions: bool) -> Result<bool, UsageError> {
+    if !asked {
+        return Ok(false);
+    }
+    if !matches!(api, Api::Chat | Api::Completions) {
+        return Err(UsageError(
+            "--tokenizer-from-server counts with vLLM's /tokenize, which takes chat and completions prompts: give --endpoint-type chat or completions, or drop the flag".into(),
+        ));
+    }
+    if sessions {
+        return Err(UsageError(
+            "--tokenizer-from-server counts each prompt once before the run, but a multi-turn session's requests carry a history that grows turn by turn: drop the flag (the server's counts are still compared with the client's, per level)".into(),
+        ));
+    }
+    Ok(true)
 }
 
 /// The outputs a Triton LLM model reports its token count in (TensorRT-LLM's `output_ids` and

@@ -263,13 +263,17 @@ pub fn session_load(
     Ok((levels, stop))
 }
 
-/// Sessions need an API whose request carries text (chat, completions, generate over HTTP),
-/// and run in one process: a session's history lives on the worker that holds it.
+/// Sessions need an API whose request carries text (chat, responses, messages, completions,
+/// generate over HTTP), and run in one process: a session's history lives on the worker that
+/// holds it.
 pub fn check_session_target(api: crate::target::Api, sharded: bool) -> Result<(), UsageError> {
     use crate::target::Api;
-    if !matches!(api, Api::Chat | Api::Completions | Api::Generate) {
+    if !matches!(
+        api,
+        Api::Chat | Api::Completions | Api::Generate | Api::Responses | Api::Messages
+    ) {
         return usage(
-            "multi-turn sessions are sent over the chat, completions or generate HTTP APIs: give --endpoint-type chat (or completions, generate)",
+            "multi-turn sessions are sent over the chat, responses, messages, completions or generate HTTP APIs: give --endpoint-type chat (or responses, messages, completions, generate)",
         );
     }
     if sharded {

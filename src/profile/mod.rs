@@ -628,13 +628,24 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
         0 => String::new(),
         n => format!(", {n} cancelled"),
     };
+    // Embeddings and rankings: no tokens out, so their latency and inputs per second.
+    let numbers = match l.stats.apis.input_throughput {
+        Some(inputs) => format!(
+            "latency avg {} ms, {inputs:.1} inputs/s",
+            l.stats
+                .get(crate::metrics::Metric::RequestLatency)
+                .map_or("-".to_string(), |s| format!("{:.2}", s.avg))
+        ),
+        None => format!(
+            "TTFT avg {ttft} ms, {:.1} output tok/s",
+            l.stats.output_token_throughput
+        ),
+    };
     eprintln!(
-        "{}: {}, {}{cancelled}, TTFT avg {} ms, {:.1} output tok/s -> {}",
+        "{}: {}, {}{cancelled}, {numbers} -> {}",
         l.stimulus.name(),
         crate::analysis::text::count(l.stats.request_count, "request"),
         crate::analysis::text::count(l.stats.error_count, "error"),
-        ttft,
-        l.stats.output_token_throughput,
         dir.display()
     );
     if l.stats.error_count > 0 {

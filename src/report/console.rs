@@ -130,15 +130,16 @@ pub fn repetitions_table(
 /// request's intended send time (corrected for coordinated omission) beside the one from the
 /// actual send, so a generator or cap that sent late shows as the gap between the two. When a
 /// level saw reasoning (a reasoning model's `reasoning_content` / `reasoning` deltas), the time
-/// to the first answer token (TTFO) and the reasoning tokens per request follow TTFT.
+/// to the first answer token (TTFO) and the reasoning tokens per request follow TTFT; when the
+/// responses carried the server's own timings (llama.cpp), its prefill time and the client's
+/// TTFT minus it (the transport, the HTTP layer and the wait for a slot) follow too.
+/// Levels that answered embeddings or rankings (no tokens out) get their own columns
+/// ([`batch_sweep_table`]); levels offered tools add the share that called one.
 pub fn sweep_table(levels: &[LevelSummary]) -> String {
-    let kind = levels.first().map_or("level", |l| l.stimulus.kind());
-    let kind_title = match kind {
-        "concurrency" => "Concurrency",
-        "request_rate" => "Request rate",
-        "fixed_schedule" => "Fixed schedule (speed-up)",
-        _ => "Level",
-    };
+    if levels.iter().any(is_batch) {
+        return batch_sweep_table(levels);
+    }
+    let kind_title = kind_title(levels);
     let open_loop = levels.iter().any(|l| l.stimulus.open_loop());
     let reasoning = levels
         .iter()
@@ -149,6 +150,13 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     }
     if reasoning {
         headers.extend(["TTFO avg (ms)", "Reasoning tok avg"]);
+    }
+    // Responses that carry the server's own timings (llama.cpp) split TTFT per request.
+    let timed = levels
+        .iter()
+        .any(|l| l.stats.get(Metric::ServerPrefillTime).is_some());
+    if timed {
+        headers.extend(["Server prefill (ms)", "TTFT - server (ms)"]);
     }
     headers.extend([
         "ITL avg (ms)",
@@ -166,6 +174,12 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     let reconnected = levels.iter().any(|l| l.stats.reconnect_count > 0);
     if reconnected {
         headers.push("Reconnects");
+    }
+    let tools = levels
+        .iter()
+        .any(|l| l.stats.apis.tool_call_share.is_some());
+    if tools {
+        headers.push("Tool calls");
     }
     let rows: Vec<Vec<String>> = levels
         .iter()
@@ -191,6 +205,10 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
                     "-",
                 ));
             }
+            if timed {
+                row.push(ms(l.stats.get(Metric::ServerPrefillTime).map(|s| s.avg)));
+                row.push(ms(l.network_and_client_ttft_ms()));
+            }
             row.extend([
                 ms(get(Metric::InterTokenLatency).map(|s| s.avg)),
                 format!("{:.1}", l.stats.output_token_throughput),
@@ -210,7 +228,67 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             if reconnected {
                 row.push(l.stats.reconnect_count.to_string());
             }
+            if tools {
+                row.push(share(l.stats.apis.tool_call_share));
+            }
             row
+        })
+        .collect();
+    let aligns = vec![Align::Right; headers.len()];
+    table(&headers, &aligns, &rows)
+}
+
+/// Whether a level answered embeddings or rankings: inputs counted, no tokens out.
+fn is_batch(l: &LevelSummary) -> bool {
+    l.stats.apis.input_throughput.is_some()
+}
+
+/// The first column's title: what the levels vary.
+fn kind_title(levels: &[LevelSummary]) -> &'static str {
+    match levels.first().map_or("level", |l| l.stimulus.kind()) {
+        "concurrency" => "Concurrency",
+        "request_rate" => "Request rate",
+        "fixed_schedule" => "Fixed schedule (speed-up)",
+        _ => "Level",
+    }
+}
+
+/// A share as a percentage, or `-`.
+fn share(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{:.1}%", v * 100.0))
+}
+
+/// The sweep table of embeddings and rankings levels: nothing streams and no token comes
+/// back, so request latency, inputs (texts, passages) and input tokens per second say what
+/// the server did.
+fn batch_sweep_table(levels: &[LevelSummary]) -> String {
+    let headers = [
+        kind_title(levels),
+        "Latency avg (ms)",
+        "Latency p99 (ms)",
+        "Inputs/s",
+        "Input tok/s",
+        "Req/s",
+        "Errors",
+    ];
+    let rows: Vec<Vec<String>> = levels
+        .iter()
+        .map(|l| {
+            let latency = l.shown_stat(Metric::RequestLatency);
+            let apis = &l.stats.apis;
+            let mut value = crate::analysis::text::load_text(l.stimulus.value());
+            if l.interrupted {
+                value.push_str(" (interrupted)");
+            }
+            vec![
+                value,
+                ms(latency.map(|s| s.avg)),
+                ms(latency.map(|s| s.p99)),
+                crate::analysis::text::fixed_or(apis.input_throughput, 2, "-"),
+                crate::analysis::text::fixed_or(apis.input_token_throughput, 1, "-"),
+                format!("{:.2}", l.stats.request_throughput),
+                l.stats.error_count.to_string(),
+            ]
         })
         .collect();
     let aligns = vec![Align::Right; headers.len()];
@@ -229,7 +307,8 @@ pub fn engine_lines(l: &LevelSummary) -> String {
             parts.push(format!("waiting {:.1} avg / {:.0} max", w.avg, w.max));
         }
         if let Some(r) = e.running {
-            parts.push(format!("running {:.1} avg / {:.0} max", r.avg, r.max));
+            let of = e.slots.map_or(String::new(), |n| format!(" of {n} slots"));
+            parts.push(format!("running {:.1} avg / {:.0} max{of}", r.avg, r.max));
         }
         if let Some(s) = e.split() {
             let est = if s.queue_source == QueueSource::WaitingGauge {
@@ -265,10 +344,9 @@ pub fn engine_lines(l: &LevelSummary) -> String {
         if let Some(p) = e.preemptions {
             more.push(format!("{p:.0} preemptions"));
         }
-        if let Some(t) = e.server_ttft {
+        if let Some(t) = l.server_ttft_ms() {
             more.push(format!(
-                "server TTFT {:.1} ms (network + client {} ms)",
-                t.avg_s * 1e3,
+                "server TTFT {t:.1} ms (network + client {} ms)",
                 one(l.network_and_client_ttft_ms())
             ));
         }
@@ -286,9 +364,23 @@ pub fn engine_lines(l: &LevelSummary) -> String {
                 ),
             });
         }
+        if let Some(sd) = e.spec_decode.filter(|s| s.draft_tokens > 0.0) {
+            more.push(format!(
+                "speculative decoding {} of {:.0} draft tokens accepted",
+                sd.acceptance_rate
+                    .map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0)),
+                sd.draft_tokens
+            ));
+        }
         if !more.is_empty() {
             out.push_str(&format!("  {}\n", more.join(", ")));
         }
+    } else if let Some(t) = l.server_ttft_ms() {
+        // Timings in the responses without the engine's page.
+        out.push_str(&format!(
+            "  server TTFT {t:.1} ms (from the responses' timings; client minus server {} ms)\n",
+            one(l.network_and_client_ttft_ms())
+        ));
     }
     if let Some(g) = &l.gpu {
         let pct = |v: Option<f64>| crate::analysis::text::fixed_or(v.map(|v| v * 100.0), 0, "-");
@@ -338,6 +430,7 @@ pub fn level_table(l: &LevelSummary) -> String {
     if let Some(g) = st.request_goodput {
         out.push_str(&format!("Request goodput (per sec): {g:.2}\n"));
     }
+    out.push_str(&api_lines(&st.apis));
     out.push_str(&format!(
         "Request count: {}  Errors: {}",
         st.request_count, st.error_count
@@ -366,6 +459,28 @@ pub fn level_table(l: &LevelSummary) -> String {
             d.avg_compute_input_ms,
             d.avg_compute_infer_ms,
             d.avg_compute_output_ms
+        ));
+    }
+    out
+}
+
+/// The newer APIs' level numbers, a line each for those the level has: inputs answered
+/// (embeddings, rankings), images sent, tools called.
+fn api_lines(a: &crate::stats::apis::ApiStats) -> String {
+    let mut out = String::new();
+    if let (Some(i), Some(t)) = (a.input_throughput, a.input_token_throughput) {
+        out.push_str(&format!(
+            "Input throughput (inputs/sec): {i:.2}  Input token throughput (tokens/sec): {t:.2}\n"
+        ));
+    }
+    if let (Some(n), Some(b)) = (a.image_count, a.image_bytes) {
+        out.push_str(&format!("Images sent: {n} ({b} bytes)\n"));
+    }
+    if let Some(c) = a.tool_call_share {
+        out.push_str(&format!(
+            "Requests offered tools that called one: {}  with arguments that parse as JSON: {}\n",
+            share(Some(c)),
+            share(a.tool_args_valid_share)
         ));
     }
     out
@@ -457,7 +572,11 @@ pub fn isl_table(l: &LevelSummary) -> Option<String> {
 /// Why TTFT and ITL show "-" when the levels did not stream, and how to get them; `None` when
 /// every level streamed.
 pub fn not_streaming_note(levels: &[LevelSummary]) -> Option<&'static str> {
-    levels.iter().any(|l| !l.streaming).then_some(
+    // Embeddings and rankings answers never stream: nothing to add for them.
+    levels
+        .iter()
+        .any(|l| !l.streaming && !is_batch(l))
+        .then_some(
         "TTFT and ITL are \"-\": without --streaming the server sends each response whole, so there is no first token (or gap between tokens) to time, only the request's latency. Add --streaming to measure them (the endpoint must stream: a decoupled model over gRPC, or an HTTP endpoint that sends events).",
     )
 }
@@ -474,16 +593,35 @@ pub fn error_lines(l: &LevelSummary) -> String {
     out
 }
 
-/// How the server's output token counts compare with the tokenizer's (`-v`), when the server
-/// reported counts: statistics use the tokenizer's unless `--use-server-token-count`.
+/// How the server's token counts compare with the client's (`-v`), when the server reported
+/// counts: output tokens against the tokenizer's, input tokens against what the client counted
+/// before sending (statistics use the client's unless `--use-server-token-count`), with what to
+/// do when the input counts differ.
 pub fn token_count_line(l: &LevelSummary) -> Option<String> {
-    let share = l.stats.osl_mismatch_share()?;
-    Some(format!(
-        "output tokens: the server's count differs from the tokenizer's on {} of {} ({:.1}%)",
-        l.stats.osl_mismatch,
-        crate::analysis::text::count(l.stats.osl_compared, "request"),
-        share * 100.0
-    ))
+    let st = &l.stats;
+    let mut parts = Vec::new();
+    if let Some(share) = st.osl_mismatch_share() {
+        parts.push(format!(
+            "output tokens: the server's count differs from the tokenizer's on {} of {} ({:.1}%)",
+            st.osl_mismatch,
+            crate::analysis::text::count(st.osl_compared, "request"),
+            share * 100.0
+        ));
+    }
+    if let Some(share) = st.isl_mismatch_share() {
+        let hint = if st.isl_mismatch > 0 {
+            " — count with the server's own tokenizer: --tokenizer-from-server (vLLM's /tokenize), or --tokenizer with the model's tokenizer.json"
+        } else {
+            ""
+        };
+        parts.push(format!(
+            "input tokens: the server's count differs from the client's on {} of {} ({:.1}%){hint}",
+            st.isl_mismatch,
+            crate::analysis::text::count(st.isl_compared, "request"),
+            share * 100.0
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
 /// `NOT TRUSTWORTHY <level>: <reason>` for every reason of every untrustworthy level, as both
@@ -730,6 +868,17 @@ Turn  Requests  ISL avg  TTFT avg    p50    p99  TTFT per 1k ISL
             token_count_line(&l).unwrap(),
             "output tokens: the server's count differs from the tokenizer's on 3 of 40 requests (7.5%)"
         );
+        l.stats.isl_compared = 40;
+        l.stats.isl_mismatch = 40;
+        assert_eq!(
+            token_count_line(&l).unwrap(),
+            "output tokens: the server's count differs from the tokenizer's on 3 of 40 requests (7.5%)
+input tokens: the server's count differs from the client's on 40 of 40 requests (100.0%) — count with the server's own tokenizer: --tokenizer-from-server (vLLM's /tokenize), or --tokenizer with the model's tokenizer.json"
+        );
+        l.stats.isl_mismatch = 0;
+        assert!(token_count_line(&l).unwrap().ends_with(
+            "input tokens: the server's count differs from the client's on 0 of 40 requests (0.0%)"
+        ));
     }
 
     #[test]

@@ -5,18 +5,28 @@
 //! Families read, per engine (checked against each project's source; the simulator's
 //! `serve --metrics-style` exports the same names):
 //!
-//! | | vLLM (`vllm/v1/metrics/loggers.py`) | SGLang (`srt/metrics/collector.py`) | TGI (`router/src/server.rs`, `backends/v3`) | TensorRT-LLM on Triton (tensorrtllm_backend README) | Triton (`docs/user_guide/metrics.md`) |
-//! |---|---|---|---|---|---|
-//! | model label | `model_name` (Triton's vLLM backend: `model`) | `model_name` | none | `model` | `model` |
-//! | waiting | `vllm:num_requests_waiting` | `sglang:num_queue_reqs` | `tgi_queue_size` | `nv_trt_llm_request_metrics{request_type="waiting"}` | `nv_inference_pending_request_count` |
-//! | running | `vllm:num_requests_running` | `sglang:num_running_reqs` | `tgi_batch_current_size` | `…{request_type="active"}` | — |
-//! | KV usage 0–1 | `vllm:kv_cache_usage_perc` (older `vllm:gpu_cache_usage_perc`) | `sglang:token_usage` | — | `nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}` (or used/max) | — |
-//! | preemptions | `vllm:num_preemptions_total` | `sglang:num_retracted_requests_total` | — | — | — |
-//! | queue time | `vllm:request_queue_time_seconds` | `sglang:queue_time_seconds` | `tgi_request_queue_duration` | — (Triton's counter misses the executor's queue) | `nv_inference_queue_duration_us` |
-//! | prefill / decode | `vllm:request_prefill_time_seconds`, `…decode…` | — | per batch: `tgi_batch_inference_duration{method}` | — | — |
-//! | inference | `vllm:request_inference_time_seconds` | — | `tgi_request_inference_duration` | — | `nv_inference_compute_infer_duration_us` |
-//! | server TTFT | `vllm:time_to_first_token_seconds` | `sglang:time_to_first_token_seconds` | — | `nv_inference_first_response_histogram_ms` | same |
-//! | prefix cache | `vllm:prefix_cache_queries_total`/`_hits_total` (tokens) | `sglang:prompt_tokens_total`/`sglang:cached_tokens_total` (tokens) | — | `…{kv_cache_block_type="reused"}` (blocks, hits only) | — |
+//! | | vLLM (`vllm/v1/metrics/loggers.py`) | SGLang (`srt/metrics/collector.py`) | TGI (`router/src/server.rs`, `backends/v3`) | TensorRT-LLM on Triton (tensorrtllm_backend README) | Triton (`docs/user_guide/metrics.md`) | llama.cpp (`tools/server/server-task.cpp`, `to_metrics`) |
+//! |---|---|---|---|---|---|---|
+//! | model label | `model_name` (Triton's vLLM backend: `model`) | `model_name` | none | `model` | `model` | none (one model a server) |
+//! | waiting | `vllm:num_requests_waiting` | `sglang:num_queue_reqs` | `tgi_queue_size` | `nv_trt_llm_request_metrics{request_type="waiting"}` | `nv_inference_pending_request_count` | `llamacpp:requests_deferred` (tasks waiting for a free slot) |
+//! | running | `vllm:num_requests_running` | `sglang:num_running_reqs` | `tgi_batch_current_size` | `…{request_type="active"}` | — | `llamacpp:requests_processing` |
+//! | KV usage 0–1 | `vllm:kv_cache_usage_perc` (older `vllm:gpu_cache_usage_perc`) | `sglang:token_usage` | — | `nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}` (or used/max) | — | older versions' `llamacpp:kv_cache_usage_ratio` |
+//! | preemptions | `vllm:num_preemptions_total` | `sglang:num_retracted_requests_total` | — | — | — | — |
+//! | finished requests | `vllm:request_success_total` (not `abort`/`error`) | `sglang:num_requests_total` | `tgi_request_success` | Triton's | `nv_inference_request_success` | — (the client's count stands in: [`super::level::EngineLevelView::with_client_requests`]) |
+//! | queue time | `vllm:request_queue_time_seconds` | `sglang:queue_time_seconds` | `tgi_request_queue_duration` | — (Triton's counter misses the executor's queue) | `nv_inference_queue_duration_us` | — |
+//! | prefill / decode | `vllm:request_prefill_time_seconds`, `…decode…` | — | per batch: `tgi_batch_inference_duration{method}` | — | — | busy time of prompt batches `llamacpp:prompt_seconds_total`; Σ per-request decode `llamacpp:tokens_predicted_seconds_total` |
+//! | inference | `vllm:request_inference_time_seconds` | — | `tgi_request_inference_duration` | — | `nv_inference_compute_infer_duration_us` | — |
+//! | server TTFT | `vllm:time_to_first_token_seconds` | `sglang:time_to_first_token_seconds` | — | `nv_inference_first_response_histogram_ms` | same | — (per response: `timings.prompt_ms`) |
+//! | prefix cache | `vllm:prefix_cache_queries_total`/`_hits_total` (tokens) | `sglang:prompt_tokens_total`/`sglang:cached_tokens_total` (tokens) | — | `…{kv_cache_block_type="reused"}` (blocks, hits only) | — | `llamacpp:prompt_tokens_cached_total` of it plus `llamacpp:prompt_tokens_total` (tokens) |
+//! | speculative decoding | `vllm:spec_decode_num_drafts_total`, `…_draft_tokens_total`, `…_accepted_tokens_total` (when configured) | — | — | — | — | `llamacpp:spec_decode_num_drafts_total`, `…_draft_tokens_total`, `…_accepted_tokens_total` |
+//!
+//! llama.cpp (checked against the `llama-cpp-python==0.3.36` sdist's `llama-server`, and its
+//! real page in `tests/fixtures/engines/llamacpp/`) labels nothing and has no histograms and no
+//! finished-request counter: `llamacpp:prompt_seconds_total` is the wall time of the decode
+//! batches that held prompt tokens (several requests' prompts share one batch), and
+//! `llamacpp:tokens_predicted_seconds_total` adds each request's first-to-last-token time when
+//! its slot is released. Per-request averages therefore divide by the requests the client
+//! finished in the level, and the queue is estimated from `requests_deferred`.
 //!
 //! Whatever page it is, Triton's own queue counter (`nv_inference_queue_duration_us`) is read
 //! into [`EngineSample::triton_queue`] when present, so a TensorRT-LLM or Triton-vLLM page
@@ -58,6 +68,17 @@ pub struct PrefixCache {
     pub unit: CacheUnit,
 }
 
+/// Cumulative speculative-decoding counters.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct SpecDecode {
+    /// Draft proposals verified by the target model.
+    pub drafts: f64,
+    /// Draft tokens proposed.
+    pub draft_tokens: f64,
+    /// Draft tokens the target model accepted.
+    pub accepted_tokens: f64,
+}
+
 /// One model's state on one engine's metrics page at one instant. Gauges (`waiting`,
 /// `running`, `kv_usage`) are instantaneous; everything else is cumulative since the server
 /// started. `None` = the engine does not export it.
@@ -95,6 +116,11 @@ pub struct EngineSample {
     pub prefill_batches: Option<TimeSum>,
     /// Busy time of decode batches (TGI's per-batch split).
     pub decode_batches: Option<TimeSum>,
+    /// Sum of the requests' decode times without their count (llama.cpp's
+    /// `tokens_predicted_seconds_total`), seconds.
+    pub decode_sum_s: Option<f64>,
+    /// Speculative-decoding counters, where exported.
+    pub spec_decode: Option<SpecDecode>,
     /// Server-side time to first token, seconds.
     pub ttft: Option<Histogram>,
     /// Prefix-cache lookups.
@@ -123,6 +149,8 @@ impl EngineSample {
             e2e: None,
             prefill_batches: None,
             decode_batches: None,
+            decode_sum_s: None,
+            spec_decode: None,
             ttft: None,
             prefix_cache: None,
             prompt_tokens: None,
@@ -140,6 +168,7 @@ pub fn detect(page: &Exposition) -> Option<ServerKind> {
         ("tgi_", ServerKind::Tgi),
         ("nv_trt_llm_", ServerKind::TrtLlm),
         ("nv_inference_", ServerKind::Triton),
+        ("llamacpp:", ServerKind::LlamaCpp),
     ]
     .into_iter()
     .find(|(prefix, _)| page.has_prefix(prefix))
@@ -170,6 +199,7 @@ pub fn read_sample(
         ServerKind::Tgi => read_tgi(page)?,
         ServerKind::TrtLlm => read_trtllm(page, model)?,
         ServerKind::Triton => read_triton_core(page, model, ServerKind::Triton)?,
+        ServerKind::LlamaCpp => read_llamacpp(page)?,
     };
     if s.triton_queue.is_none()
         && let Some(t) = read_triton_core(page, model, kind)
@@ -188,6 +218,15 @@ struct Selector {
 }
 
 impl Selector {
+    /// Every series: engines that label nothing (TGI, llama.cpp).
+    fn all() -> Self {
+        Selector {
+            key: "",
+            value: None,
+            matched: true,
+        }
+    }
+
     /// Selects `model` by the first of `keys` that the `families` carry; falls back to the
     /// page's only model, or to every series, when `model` is absent or not found.
     fn new(page: &Exposition, families: &str, keys: &[&'static str], model: Option<&str>) -> Self {
@@ -220,11 +259,7 @@ impl Selector {
                 matched: model.is_none(),
             };
         }
-        Selector {
-            key: "",
-            value: None,
-            matched: true,
-        }
+        Selector::all()
     }
 
     fn keeps(&self, s: &Sample) -> bool {
@@ -276,8 +311,9 @@ fn read_vllm(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
         .or_else(|| counter(page, &sel, "vllm:gpu_prefix_cache_queries"));
     let hits = counter(page, &sel, "vllm:prefix_cache_hits")
         .or_else(|| counter(page, &sel, "vllm:gpu_prefix_cache_hits"));
+    // Aborted and failed requests are finished, not served.
     let success = page.sum("vllm:request_success_total", |s| {
-        sel.keeps(s) && s.label("finished_reason") != Some("abort")
+        sel.keeps(s) && !matches!(s.label("finished_reason"), Some("abort" | "error"))
     });
     Some(EngineSample {
         model_matched: sel.matched,
@@ -300,7 +336,50 @@ fn read_vllm(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
         }),
         prompt_tokens: counter(page, &sel, "vllm:prompt_tokens"),
         generation_tokens: counter(page, &sel, "vllm:generation_tokens"),
+        spec_decode: spec_decode(page, &sel, "vllm:spec_decode_num_"),
         ..EngineSample::empty(ServerKind::Vllm)
+    })
+}
+
+/// The three speculative-decoding counters under `prefix` (`drafts`, `draft_tokens`,
+/// `accepted_tokens`); `None` unless the draft-token counter is there.
+fn spec_decode(page: &Exposition, sel: &Selector, prefix: &str) -> Option<SpecDecode> {
+    let c = |name: &str| counter(page, sel, &format!("{prefix}{name}"));
+    Some(SpecDecode {
+        draft_tokens: c("draft_tokens")?,
+        drafts: c("drafts").unwrap_or(0.0),
+        accepted_tokens: c("accepted_tokens").unwrap_or(0.0),
+    })
+}
+
+fn read_llamacpp(page: &Exposition) -> Option<EngineSample> {
+    if !page.has_prefix("llamacpp:") {
+        return None;
+    }
+    let all = Selector::all();
+    let c = |name: &str| counter(page, &all, name);
+    // `prompt_tokens_total` excludes the tokens reused from the cache: together they are the
+    // prompt tokens looked up.
+    let processed = c("llamacpp:prompt_tokens");
+    let cached = c("llamacpp:prompt_tokens_cached");
+    Some(EngineSample {
+        waiting: sum(page, &all, "llamacpp:requests_deferred"),
+        running: sum(page, &all, "llamacpp:requests_processing"),
+        kv_usage: sum(page, &all, "llamacpp:kv_cache_usage_ratio"),
+        prefill_batches: c("llamacpp:prompt_seconds").map(|seconds| TimeSum {
+            seconds,
+            count: 0.0,
+        }),
+        decode_sum_s: c("llamacpp:tokens_predicted_seconds"),
+        prefix_cache: cached.map(|hits| PrefixCache {
+            queried: processed.map(|p| p + hits),
+            hits,
+            unit: CacheUnit::Tokens,
+        }),
+        prompt_tokens: processed.map(|p| p + cached.unwrap_or(0.0)),
+        generation_tokens: c("llamacpp:tokens_predicted"),
+        spec_decode: spec_decode(page, &all, "llamacpp:spec_decode_num_"),
+        ..EngineSample::empty(ServerKind::LlamaCpp)
     })
 }
 
@@ -336,11 +415,7 @@ fn read_tgi(page: &Exposition) -> Option<EngineSample> {
     if !page.has_prefix("tgi_") {
         return None;
     }
-    let all = Selector {
-        key: "",
-        value: None,
-        matched: true,
-    };
+    let all = Selector::all();
     let t = |f: &str| time_sum(hist(page, &all, f));
     let batch = |method: &'static str| {
         time_sum(page.histogram("tgi_batch_inference_duration", |s| {

@@ -21,19 +21,22 @@ pub enum ServerKind {
     Sglang,
     /// Hugging Face Text Generation Inference (`tgi_*`).
     Tgi,
+    /// llama.cpp's `llama-server` (`llamacpp:*`, with `--metrics`).
+    LlamaCpp,
 }
 
 impl ServerKind {
     /// Every kind, in the order flags list them.
-    pub const ALL: [ServerKind; 5] = [
+    pub const ALL: [ServerKind; 6] = [
         ServerKind::Triton,
         ServerKind::TrtLlm,
         ServerKind::Vllm,
         ServerKind::Sglang,
         ServerKind::Tgi,
+        ServerKind::LlamaCpp,
     ];
 
-    /// The name flags use (`triton`, `trtllm`, `vllm`, `sglang`, `tgi`).
+    /// The name flags use (`triton`, `trtllm`, `vllm`, `sglang`, `tgi`, `llamacpp`).
     pub fn name(self) -> &'static str {
         match self {
             ServerKind::Triton => "triton",
@@ -41,6 +44,7 @@ impl ServerKind {
             ServerKind::Vllm => "vllm",
             ServerKind::Sglang => "sglang",
             ServerKind::Tgi => "tgi",
+            ServerKind::LlamaCpp => "llamacpp",
         }
     }
 
@@ -58,13 +62,14 @@ impl fmt::Display for ServerKind {
 
 /// A server kind name that is not one of [`ServerKind::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown server kind {0:?}: expected one of triton, trtllm, vllm, sglang, tgi")]
+#[error("unknown server kind {0:?}: expected one of triton, trtllm, vllm, sglang, tgi, llamacpp")]
 pub struct UnknownServerKind(pub String);
 
 impl FromStr for ServerKind {
     type Err = UnknownServerKind;
 
-    /// Accepts the flag names, case-insensitively, and `tensorrtllm`/`trt-llm` for `trtllm`.
+    /// Accepts the flag names, case-insensitively, `tensorrtllm`/`trt-llm` for `trtllm`, and
+    /// `llama.cpp`/`llama-cpp`/`llama-server` for `llamacpp`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "triton" => Ok(ServerKind::Triton),
@@ -72,6 +77,9 @@ impl FromStr for ServerKind {
             "vllm" => Ok(ServerKind::Vllm),
             "sglang" => Ok(ServerKind::Sglang),
             "tgi" => Ok(ServerKind::Tgi),
+            "llamacpp" | "llama.cpp" | "llama-cpp" | "llama_cpp" | "llama-server" => {
+                Ok(ServerKind::LlamaCpp)
+            }
             _ => Err(UnknownServerKind(s.to_string())),
         }
     }
@@ -87,7 +95,8 @@ mod tests {
             assert_eq!(k.name().parse::<ServerKind>(), Ok(k));
         }
         assert_eq!("TensorRTLLM".parse::<ServerKind>(), Ok(ServerKind::TrtLlm));
-        let e = "llamacpp".parse::<ServerKind>().unwrap_err();
+        assert_eq!("llama.cpp".parse::<ServerKind>(), Ok(ServerKind::LlamaCpp));
+        let e = "ollama".parse::<ServerKind>().unwrap_err();
         assert!(e.to_string().contains("expected one of"), "{e}");
         // Serde uses the flag names too (plans written to files).
         for k in ServerKind::ALL {

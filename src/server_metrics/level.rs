@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::engines::{CacheUnit, EngineSample, TimeSum};
+use super::engines::{CacheUnit, EngineSample, SpecDecode, TimeSum};
 use super::kind::ServerKind;
 use super::prometheus::Histogram;
 
@@ -74,6 +74,19 @@ pub struct PrefixView {
     pub unit: CacheUnit,
 }
 
+/// Speculative decoding over a level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SpecDecodeView {
+    /// Draft proposals verified.
+    pub drafts: f64,
+    /// Draft tokens proposed.
+    pub draft_tokens: f64,
+    /// Draft tokens accepted.
+    pub accepted_tokens: f64,
+    /// `accepted_tokens / draft_tokens`, when drafts were proposed.
+    pub acceptance_rate: Option<f64>,
+}
+
 /// The engine's own view of a level. Read back from a level's JSON (`engine_metrics`), where a
 /// missing field is `None`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,6 +121,20 @@ pub struct EngineLevelView {
     pub prefill_busy_s: Option<f64>,
     /// Seconds spent in decode batches (TGI).
     pub decode_busy_s: Option<f64>,
+    /// Sum of the finished requests' decode times, seconds (llama.cpp, which exports the sum
+    /// but not the count: [`EngineLevelView::with_client_requests`] divides it).
+    #[serde(default)]
+    pub decode_total_s: Option<f64>,
+    /// Speculative decoding, where the engine exports it.
+    #[serde(default)]
+    pub spec_decode: Option<SpecDecodeView>,
+    /// Batch slots the server has (llama.cpp's `/slots`, when enabled).
+    #[serde(default)]
+    pub slots: Option<u32>,
+    /// `requests` is the client's count of requests finished in the level, because the engine
+    /// exports no finished-request counter (llama.cpp).
+    #[serde(default)]
+    pub requests_from_client: bool,
     /// Server-side time to first token.
     pub server_ttft: Option<TtftView>,
     /// Prefix-cache lookups.
@@ -140,12 +167,40 @@ impl EngineLevelView {
             avg_e2e_s: None,
             prefill_busy_s: None,
             decode_busy_s: None,
+            decode_total_s: None,
+            spec_decode: None,
+            slots: None,
+            requests_from_client: false,
             server_ttft: None,
             prefix_cache: None,
             prompt_tokens: None,
             generation_tokens: None,
             window_s: None,
         }
+    }
+
+    /// Completes the view of an engine without a finished-request counter (llama.cpp) with
+    /// what the client saw: `requests` finished in the level (the divisor of the per-request
+    /// averages and of the queue estimate), and `prefill_s`, the mean of the responses' own
+    /// prompt-processing times (`timings.prompt_ms`), as the engine's prefill time. A view
+    /// whose engine counts its requests is returned as it was.
+    pub fn with_client_requests(mut self, requests: u64, prefill_s: Option<f64>) -> Self {
+        if self.requests.is_some() || self.kind != ServerKind::LlamaCpp {
+            return self;
+        }
+        self.requests = Some(requests as f64);
+        self.requests_from_client = true;
+        if requests > 0 {
+            self.avg_decode_s = self.decode_total_s.map(|s| s / requests as f64);
+        }
+        self.avg_prefill_s = self.avg_prefill_s.or(prefill_s);
+        self
+    }
+
+    /// The same view with the server's batch slots.
+    pub fn with_slots(mut self, slots: Option<u32>) -> Self {
+        self.slots = slots.or(self.slots);
+        self
     }
 
     /// Mean time a request waited in the engine, estimated by Little's law from the waiting
@@ -232,6 +287,10 @@ impl EngineLevel {
             avg_e2e_s: avg(b.e2e, end.e2e),
             prefill_busy_s: busy(b.prefill_batches, end.prefill_batches),
             decode_busy_s: busy(b.decode_batches, end.decode_batches),
+            decode_total_s: d(b.decode_sum_s, end.decode_sum_s),
+            spec_decode: spec_view(b.spec_decode, end.spec_decode),
+            slots: None,
+            requests_from_client: false,
             server_ttft: ttft_view(b.ttft.as_ref(), end.ttft.as_ref()),
             prefix_cache: prefix_view(b, end),
             prompt_tokens: d(b.prompt_tokens, end.prompt_tokens),
@@ -252,6 +311,19 @@ fn ttft_view(before: Option<&Histogram>, after: Option<&Histogram>) -> Option<Tt
         p50_s: h.quantile(0.5),
         p90_s: h.quantile(0.9),
         p99_s: h.quantile(0.99),
+    })
+}
+
+fn spec_view(before: Option<SpecDecode>, after: Option<SpecDecode>) -> Option<SpecDecodeView> {
+    let (a, b) = (after?, before.unwrap_or_default());
+    let d = |x: f64, y: f64| (x - y).max(0.0);
+    let draft_tokens = d(a.draft_tokens, b.draft_tokens);
+    let accepted_tokens = d(a.accepted_tokens, b.accepted_tokens);
+    Some(SpecDecodeView {
+        drafts: d(a.drafts, b.drafts),
+        draft_tokens,
+        accepted_tokens,
+        acceptance_rate: (draft_tokens > 0.0).then(|| (accepted_tokens / draft_tokens).min(1.0)),
     })
 }
 

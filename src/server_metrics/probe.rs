@@ -60,6 +60,8 @@ struct PageReader {
     kind: Option<ServerKind>,
     gpu_url: Option<String>,
     model: String,
+    /// The server's batch slots, read once (llama.cpp's `/slots`).
+    slots: Option<u32>,
 }
 
 impl PageReader {
@@ -136,15 +138,18 @@ pub struct Sampled {
     pub engine: Option<EngineLevel>,
     /// The GPUs' gauges and start counters.
     pub gpus: Option<GpuLevel>,
+    /// The server's batch slots (llama.cpp's `/slots`).
+    slots: Option<u32>,
 }
 
 impl Sampled {
     /// Nothing sampled yet, from the level's start.
-    fn from_start(start: &ProbeSnapshot) -> Sampled {
+    fn from_start(start: &ProbeSnapshot, slots: Option<u32>) -> Sampled {
         Sampled {
             max_pending: 0.0,
             engine: start.engine.clone().map(EngineLevel::new),
             gpus: (!start.gpus.is_empty()).then(|| GpuLevel::new(start.gpus.clone())),
+            slots,
         }
     }
 
@@ -169,7 +174,7 @@ impl Sampled {
         window_s: f64,
     ) -> (Option<EngineLevelView>, Option<GpuView>) {
         let engine = match (self.engine, &end.engine) {
-            (Some(level), Some(e)) => Some(level.finish_over(e, window_s)),
+            (Some(level), Some(e)) => Some(level.finish_over(e, window_s).with_slots(self.slots)),
             _ => None,
         };
         let gpus = match self.gpus {
@@ -223,13 +228,19 @@ impl ServerProbe {
             Some(url) => check_gpu_page(&http, url, &mut notices).await?,
             None => found.as_ref().filter(|f| f.has_gpus).map(|f| f.url.clone()),
         };
+        let kind = found.as_ref().and_then(|f| f.kind);
+        let slots = match (&found, kind) {
+            (Some(f), Some(ServerKind::LlamaCpp)) => read_slots(&http, &f.url).await,
+            _ => None,
+        };
         let mut probe = ServerProbe {
             reader: PageReader {
                 http,
                 prom_url: found.as_ref().map(|f| f.url.clone()),
-                kind: found.and_then(|f| f.kind),
+                kind,
                 gpu_url,
                 model: model.to_string(),
+                slots,
             },
             stats,
             version: String::new(),
@@ -364,7 +375,7 @@ impl ServerProbe {
             return None;
         }
         let reader = self.reader.clone();
-        let mut sampled = Sampled::from_start(start);
+        let mut sampled = Sampled::from_start(start, reader.slots);
         let (stop, mut rx) = tokio::sync::oneshot::channel::<()>();
         let handle = tokio::spawn(async move {
             let mut tick = tokio::time::interval(SAMPLE_EVERY);
@@ -455,7 +466,7 @@ async fn find_metrics(
         if engine.is_none() && triton.is_none() {
             if explicit {
                 notices.push(format!(
-                    "warning: server metrics unavailable: {url} has no metrics this version reads for model '{model}' (Triton, TensorRT-LLM, vLLM, SGLang or TGI families)"
+                    "warning: server metrics unavailable: {url} has no metrics this version reads for model '{model}' (Triton, TensorRT-LLM, vLLM, SGLang, TGI or llama.cpp families; llama-server needs --metrics)"
                 ));
             }
             continue;
@@ -478,6 +489,31 @@ async fn find_metrics(
         }));
     }
     Ok(None)
+}
+
+/// How many batch slots a llama-server has: the length of its `/slots` array, at the metrics
+/// page's origin (`None` when the server runs without `--slots`, or answers something else).
+async fn read_slots(http: &reqwest::Client, metrics_url: &str) -> Option<u32> {
+    let url = slots_url(metrics_url)?;
+    let text = fetch_page(http, &url).await.ok()?;
+    slot_count(&text)
+}
+
+/// `/slots` at the origin of `metrics_url` (its path, query and fragment replaced).
+pub fn slots_url(metrics_url: &str) -> Option<String> {
+    let mut u = reqwest::Url::parse(metrics_url).ok()?;
+    u.set_path("/slots");
+    u.set_query(None);
+    u.set_fragment(None);
+    Some(u.to_string())
+}
+
+/// The number of slots in a `/slots` body: a JSON array with one object a slot.
+pub fn slot_count(body: &str) -> Option<u32> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let slots = v.as_array()?;
+    let all_slots = slots.iter().all(|s| s.get("id").is_some());
+    (all_slots && !slots.is_empty()).then(|| u32::try_from(slots.len()).unwrap_or(u32::MAX))
 }
 
 /// The error of a metrics page the user named that does not answer.

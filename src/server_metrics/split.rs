@@ -9,6 +9,12 @@
 //! average waiting × level seconds / requests finished ([`EngineLevelView::estimated_queue_s`]).
 //! Triton's compute time of such a decoupled backend spans the whole generation with the
 //! executor's queue inside it, so the generation is that time minus the estimated queue.
+//!
+//! llama.cpp exports no queue time either: its queue is estimated the same way from
+//! `requests_deferred` (requests waiting for a free slot), over the requests the client
+//! finished; its prefill is the mean of the responses' own `timings.prompt_ms` and its decode
+//! `tokens_predicted_seconds_total` over those requests
+//! ([`EngineLevelView::with_client_requests`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -34,8 +40,13 @@ impl QueueSource {
             QueueSource::Engine => format!("{} queue", engine_name(kind)),
             QueueSource::Triton => "Triton queue".to_string(),
             QueueSource::WaitingGauge => format!(
-                "{} queue (estimated from its waiting requests)",
-                engine_name(kind)
+                "{} queue (estimated from its {} requests)",
+                engine_name(kind),
+                if kind == ServerKind::LlamaCpp {
+                    "deferred"
+                } else {
+                    "waiting"
+                }
             ),
         }
     }
@@ -49,6 +60,7 @@ pub fn engine_name(kind: ServerKind) -> &'static str {
         ServerKind::Vllm => "vLLM",
         ServerKind::Sglang => "SGLang",
         ServerKind::Tgi => "TGI",
+        ServerKind::LlamaCpp => "llama.cpp",
     }
 }
 
@@ -59,9 +71,9 @@ pub struct EngineSplit {
     pub queue_ms: f64,
     /// Where [`EngineSplit::queue_ms`] comes from.
     pub queue_source: QueueSource,
-    /// Scheduled → first token, where exported (vLLM).
+    /// Scheduled → first token, where exported (vLLM; llama.cpp from its responses' timings).
     pub prefill_ms: Option<f64>,
-    /// First → last token, where exported (vLLM).
+    /// First → last token, where exported (vLLM, llama.cpp).
     pub decode_ms: Option<f64>,
     /// Everything after the queue: prefill plus decode.
     pub generation_ms: f64,

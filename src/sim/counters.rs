@@ -191,7 +191,9 @@ impl RequestTimes {
     pub(crate) fn for_style(style: ServerKind) -> Self {
         let none: &'static [f64] = &[];
         let [ttft, queue, request, tpot, tokens] = match style {
-            ServerKind::Triton | ServerKind::TrtLlm => [none; 5],
+            // llama.cpp exports no histograms; the sums of its per-request times are read from
+            // these histograms' `_sum` (`tokens_predicted_seconds_total`).
+            ServerKind::Triton | ServerKind::TrtLlm | ServerKind::LlamaCpp => [none; 5],
             ServerKind::Vllm => [VLLM_TTFT, VLLM_REQUEST, VLLM_REQUEST, VLLM_TPOT, none],
             ServerKind::Sglang => [SGLANG_TTFT, SGLANG_QUEUE, SGLANG_E2E, SGLANG_ITL, none],
             ServerKind::Tgi => [
@@ -250,6 +252,15 @@ pub(crate) struct EngineStats {
     pub(crate) last_scheduled: AtomicU64,
     /// Sequences admitted (prefilled) in the last step.
     pub(crate) last_context: AtomicU64,
+    /// Prompt tokens prefilled (cached ones excluded; a preempted sequence's again).
+    pub(crate) prefilled_tokens: AtomicU64,
+    /// Nanoseconds of the steps that prefilled (llama.cpp's `prompt_seconds_total`: the wall
+    /// time of the batches that held prompt tokens).
+    pub(crate) prefill_steps_ns: AtomicU64,
+    /// Running sequences summed over steps (llama.cpp's busy slots per decode call).
+    pub(crate) busy_slot_steps: AtomicU64,
+    /// Longest sequence finished, prompt plus generated tokens (llama.cpp's `n_tokens_max`).
+    pub(crate) max_sequence: AtomicU64,
     /// Tokens prefilled in the last step.
     pub(crate) last_context_tokens: AtomicU64,
     /// Prefill part of the steps that admitted requests (TGI's `method="prefill"`).
@@ -277,6 +288,10 @@ impl Default for EngineStats {
             iterations: AtomicU64::new(0),
             last_scheduled: AtomicU64::new(0),
             last_context: AtomicU64::new(0),
+            prefilled_tokens: AtomicU64::new(0),
+            prefill_steps_ns: AtomicU64::new(0),
+            busy_slot_steps: AtomicU64::new(0),
+            max_sequence: AtomicU64::new(0),
             last_context_tokens: AtomicU64::new(0),
             batch_prefill: Hist::seconds(TGI_DURATION),
             batch_decode: Hist::seconds(TGI_DURATION),
@@ -307,6 +322,11 @@ impl EngineStats {
         let set = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
         add(&self.busy_ns, step_us.saturating_mul(1000));
         add(&self.iterations, 1);
+        add(&self.busy_slot_steps, running as u64);
+        add(
+            &self.prefilled_tokens,
+            admitted.iter().map(|&t| u64::from(t)).sum(),
+        );
         set(&self.last_scheduled, running as u64);
         set(&self.last_context, admitted.len() as u64);
         set(
@@ -315,6 +335,7 @@ impl EngineStats {
         );
         if !admitted.is_empty() {
             self.batch_prefill.observe(prefill_us as f64 / 1e6);
+            add(&self.prefill_steps_ns, step_us.saturating_mul(1000));
         }
         self.batch_decode
             .observe(step_us.saturating_sub(prefill_us) as f64 / 1e6);
@@ -324,6 +345,11 @@ impl EngineStats {
     pub(crate) fn first_token(&self, input_tokens: u32) {
         self.prompt_tokens
             .fetch_add(u64::from(input_tokens), Ordering::Relaxed);
+    }
+
+    /// A sequence of `tokens` (prompt and output) finished.
+    pub(crate) fn sequence_done(&self, tokens: u64) {
+        self.max_sequence.fetch_max(tokens, Ordering::Relaxed);
     }
 
     /// Publishes the KV cache's cumulative prefix counters.

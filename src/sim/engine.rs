@@ -61,6 +61,8 @@ pub(crate) struct Seq {
     submitted_ns: u64,
     /// First admission (a preempted sequence keeps it).
     admitted_ns: AtomicU64,
+    /// Prompt tokens found in the prefix cache at the first admission.
+    cached_tokens: AtomicU32,
     first_token_ns: AtomicU64,
     last_token_ns: AtomicU64,
     produced: AtomicU32,
@@ -203,6 +205,7 @@ impl Engine {
             max_tokens: work.max_tokens.max(1),
             submitted_ns: self.ns(now),
             admitted_ns: AtomicU64::new(0),
+            cached_tokens: AtomicU32::new(0),
             first_token_ns: AtomicU64::new(0),
             last_token_ns: AtomicU64::new(0),
             produced: AtomicU32::new(0),
@@ -432,6 +435,8 @@ impl EngineLoop {
                 // arrival; a preempted one keeps its first admission.
                 seq.admitted_ns
                     .store(start_ns.max(seq.submitted_ns), Ordering::Release);
+                seq.cached_tokens
+                    .store(adm.cached_tokens, Ordering::Release);
             }
             let prefill = stored.saturating_sub(u64::from(adm.cached_tokens));
             self.admitted_tokens
@@ -465,6 +470,7 @@ impl EngineLoop {
             }
             if n >= seq.max_tokens {
                 seq.last_token_ns.store(end_ns, Ordering::Release);
+                self.metrics.engine.sequence_done(seq.stored_tokens() + 1);
             }
             seq.produced.store(n, Ordering::Release);
             if n >= seq.max_tokens {
@@ -684,6 +690,17 @@ impl TokenSource {
                 (seq.state() != QUEUED).then(|| engine.at(ns))
             }
             _ => self.admitted,
+        }
+    }
+
+    /// Prompt tokens the engine found in its prefix cache (engine mode, once admitted; 0
+    /// otherwise).
+    pub(crate) fn cached_tokens(&self) -> u32 {
+        match &self.kind {
+            SourceKind::Engine { seq, .. } if seq.state() != QUEUED => {
+                seq.cached_tokens.load(Ordering::Acquire)
+            }
+            _ => 0,
         }
     }
 

@@ -94,12 +94,15 @@ fn per_model(
         )
 }
 
-/// The metrics-port router: `GET /metrics` (in the server's metrics style) and
-/// `GET /dcgm/metrics` (the DCGM exporter's page for the simulated GPU).
+/// The metrics-port router: `GET /metrics` (in the server's metrics style),
+/// `GET /dcgm/metrics` (the DCGM exporter's page for the simulated GPU) and, in llama.cpp's
+/// style, `GET /slots`.
 pub(crate) fn metrics_router(state: Arc<SimState>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/dcgm/metrics", get(dcgm_metrics))
+        // llama-server serves /slots on its one port, beside /metrics.
+        .route("/slots", get(super::engine_api::slots))
         .fallback(|| async {
             (
                 StatusCode::NOT_FOUND,

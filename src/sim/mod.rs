@@ -110,10 +110,12 @@
 //! The simulated GPU (`gpu`) is shared by every model: utilization follows the engines' busy
 //! time, memory the KV blocks in use, power the utilization, and energy integrates power.
 
+mod apis;
 mod batcher;
 mod counters;
 mod disruption;
 mod engine;
+mod engine_api;
 mod engine_config;
 mod export;
 mod faults;
@@ -421,6 +423,7 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
     let outage = disruption::Outage::from_config(&cfg_faults);
     let app = http::router(state.clone())
         .merge(openai::router(state.clone()))
+        .merge(apis::router(state.clone()))
         .fallback(http::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -2,6 +2,10 @@
 //! `POST /v1/completions`, streaming (SSE ending in `data: [DONE]`) or not, serving the same models
 //! by name. Optional bearer-token check when an API key is configured.
 //!
+//! In llama.cpp's metrics style every response carries llama-server's `timings` (the last data
+//! event of a stream, the top level of a whole body: [`super::engine_api::timings`]); `/slots`
+//! and `/tokenize` answer as the style's engine does ([`super::engine_api`]).
+//!
 //! A reasoning model ([`super::models::ReasoningSpec`]) answers chat requests with its first
 //! reasoning tokens in the model's reasoning field (`delta.reasoning` or
 //! `delta.reasoning_content`; non-streaming `message.<field>`), the rest in `content` (`null`
@@ -23,7 +27,7 @@ use tokio::time::Instant;
 use super::http::{MAX_BODY_BYTES, begin_status};
 use super::models::ReasoningSpec;
 use super::request::{BadRequest, DEFAULT_MAX_TOKENS, Prompt, Scalar, resolve_length};
-use super::state::{BeginError, SimState};
+use super::state::{BeginError, Generation, SimState};
 use super::stream::{EventFormat, SseBody, full_json_response};
 use super::tokens;
 
@@ -38,6 +42,8 @@ pub(crate) fn router(state: Arc<SimState>) -> Router {
             state.clone(),
             require_api_key,
         ))
+        .route("/slots", get(super::engine_api::slots))
+        .route("/tokenize", post(super::engine_api::tokenize))
         .with_state(state)
 }
 
@@ -64,11 +70,13 @@ fn begin_error(e: BeginError) -> Response {
 
 async fn require_api_key(State(st): State<Arc<SimState>>, req: Request, next: Next) -> Response {
     if let Some(key) = &st.api_key {
-        let given = req
-            .headers()
+        // Anthropic's clients send the key as `x-api-key` (to /v1/models too).
+        let h = req.headers();
+        let given = h
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
+            .or_else(|| h.get("x-api-key").and_then(|v| v.to_str().ok()))
             .map(str::trim);
         if given != Some(key.as_str()) {
             let body = json!({"error": {
@@ -118,6 +126,8 @@ struct OpenAiRequest {
     stream: bool,
     include_usage: bool,
     echo: bool,
+    /// The tool the model calls (chat with `tools`; see [`super::apis::decide_tool`]).
+    tool: Option<String>,
 }
 
 fn lenient_u32(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
@@ -132,23 +142,6 @@ fn lenient_bool(v: Option<&Value>, key: &str) -> Result<bool, BadRequest> {
         Some(s) => s.to_bool(key),
         None => Ok(false),
     }
-}
-
-/// Text of one chat message `content`: a string, or an array of parts whose `text` parts count.
-fn content_text(content: &Value, out: &mut String) -> Result<(), BadRequest> {
-    match content {
-        Value::String(s) => out.push_str(s),
-        Value::Null => {}
-        Value::Array(parts) => {
-            for p in parts {
-                if let Some(t) = p.get("text").and_then(Value::as_str) {
-                    out.push_str(t);
-                }
-            }
-        }
-        _ => return Err(BadRequest::ContentNotText),
-    }
-    Ok(())
 }
 
 fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
@@ -172,10 +165,14 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
             .and_then(Value::as_array)
             .ok_or_else(|| wrong("messages", "an array of {role, content}"))?;
         let mut text = String::new();
+        let mut images = 0u32;
         for m in messages {
-            content_text(m.get("content").unwrap_or(&Value::Null), &mut text)?;
+            images += super::apis::content(m.get("content").unwrap_or(&Value::Null), &mut text)?;
         }
-        Prompt::Text(text)
+        match images {
+            0 => Prompt::Text(text),
+            n => Prompt::Mixed(text, n),
+        }
     } else {
         match v.get("prompt") {
             Some(Value::String(s)) => Prompt::Text(s.clone()),
@@ -202,6 +199,9 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
         None => lenient_u32(&v, "max_tokens")?,
     };
     let min = lenient_u32(&v, "min_tokens")?;
+    let tool = chat
+        .then(|| super::apis::decide_tool(&v, prompt.text()))
+        .flatten();
     Ok(OpenAiRequest {
         model,
         prompt,
@@ -212,6 +212,7 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
             "stream_options.include_usage",
         )?,
         echo: lenient_bool(v.get("echo"), "echo")?,
+        tool,
     })
 }
 
@@ -253,9 +254,11 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
             );
         }
     };
-    let need_usage = !req.stream || req.include_usage;
-    // Only the chat route separates reasoning from content.
-    let reasoning = entry.spec.reasoning.filter(|_| chat);
+    // llama.cpp's timings count the prompt's tokens.
+    let llamacpp = st.metrics_style == crate::server_metrics::ServerKind::LlamaCpp;
+    let need_usage = !req.stream || req.include_usage || llamacpp;
+    // Only the chat route separates reasoning from content; a tool call is all the answer.
+    let reasoning = entry.spec.reasoning.filter(|_| chat && req.tool.is_none());
     let mut g = match st
         .begin(entry, &req.prompt, req.max_tokens, need_usage, arrival)
         .await
@@ -284,6 +287,8 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
             include_usage: req.include_usage,
             input_tokens: g.input_tokens,
             reasoning,
+            timings: llamacpp,
+            tool: req.tool.map(|name| (name, req.max_tokens)),
         };
         return SseBody::new(g, format).into_response();
     }
@@ -302,12 +307,16 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
         text.push_str(req.prompt.text());
     }
     tokens::push_text(&mut text, n);
-    let choice = if chat {
+    let choice = if let Some(name) = &req.tool {
+        let call = json!({"id": format!("call_{id}"), "type": "function",
+            "function": {"name": name, "arguments": super::apis::tool_arguments(n)}});
+        json!({"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [call]}, "logprobs": null, "finish_reason": "tool_calls"})
+    } else if chat {
         json!({"index": 0, "message": chat_message(text, reasoning, n), "logprobs": null, "finish_reason": "length"})
     } else {
         json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
     };
-    let body = json!({
+    let mut body = json!({
         "id": id,
         "object": object,
         "created": created,
@@ -315,6 +324,9 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
         "choices": [choice],
         "usage": usage(g.input_tokens, n, reasoning),
     });
+    if llamacpp {
+        body["timings"] = super::engine_api::timings(&g);
+    }
     full_json_response(&mut g, body.to_string().into_bytes())
 }
 
@@ -362,6 +374,11 @@ struct OpenAiEvents {
     input_tokens: u32,
     /// Chat with a reasoning model: its leading tokens go in its reasoning field.
     reasoning: Option<ReasoningSpec>,
+    /// llama.cpp style: the last data event carries the request's `timings`.
+    timings: bool,
+    /// Chat calling a tool (its name, and the tokens its arguments take): every token is a
+    /// piece of the call's arguments.
+    tool: Option<(String, u32)>,
 }
 
 /// Closes a chat `delta` string and the chunk.
@@ -370,6 +387,41 @@ const TAIL_DELTA: &[u8] = b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
 const TAIL_TEXT: &[u8] = b"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n";
 
 impl OpenAiEvents {
+    /// The finish chunk, the usage chunk when asked for, and `[DONE]`; `timings` (llama.cpp
+    /// style) goes on the last data event: the usage chunk, else the finish chunk.
+    fn finish_events(&self, buf: &mut BytesMut, tokens_out: u32, timings: Option<&str>) {
+        let put_timings = |buf: &mut BytesMut| {
+            if let Some(t) = timings {
+                buf.put_slice(b",\"timings\":");
+                buf.put_slice(t.as_bytes());
+            }
+        };
+        self.choice_open(buf);
+        if self.tool.is_some() {
+            buf.put_slice(b"{},\"logprobs\":null,\"finish_reason\":\"tool_calls\"}]");
+        } else if self.chat {
+            buf.put_slice(b"{},\"logprobs\":null,\"finish_reason\":\"length\"}]");
+        } else {
+            buf.put_slice(b"\"\",\"logprobs\":null,\"finish_reason\":\"length\"}]");
+        }
+        if !self.include_usage {
+            put_timings(buf);
+        }
+        buf.put_slice(b"}\n\n");
+        if self.include_usage {
+            buf.put_slice(&self.head);
+            buf.put_slice(b",\"choices\":[],\"usage\":");
+            buf.put_slice(
+                usage(self.input_tokens, tokens_out, self.reasoning)
+                    .to_string()
+                    .as_bytes(),
+            );
+            put_timings(buf);
+            buf.put_slice(b"}\n\n");
+        }
+        buf.put_slice(b"data: [DONE]\n\n");
+    }
+
     fn choice_open(&self, buf: &mut BytesMut) {
         buf.put_slice(&self.head);
         if self.chat {
@@ -382,6 +434,14 @@ impl OpenAiEvents {
 
 impl EventFormat for OpenAiEvents {
     fn preamble(&mut self, buf: &mut BytesMut) {
+        if let Some((name, _)) = &self.tool {
+            // The call's id and name first, its arguments token by token after.
+            self.choice_open(buf);
+            let call = json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_0", "type": "function", "function": {"name": name, "arguments": ""}}]});
+            buf.put_slice(call.to_string().as_bytes());
+            buf.put_slice(b",\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+            return;
+        }
         if self.chat {
             self.choice_open(buf);
             buf.put_slice(b"{\"role\":\"assistant\",\"content\":\"");
@@ -391,7 +451,13 @@ impl EventFormat for OpenAiEvents {
 
     fn token(&mut self, buf: &mut BytesMut, index: u32) {
         self.choice_open(buf);
-        if let Some(r) = self.reasoning
+        if let Some((_, n)) = &self.tool {
+            buf.put_slice(b"{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"");
+            let mut piece = String::new();
+            super::apis::tool_piece(&mut piece, index, *n, true);
+            buf.put_slice(piece.as_bytes());
+            buf.put_slice(b"\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+        } else if let Some(r) = self.reasoning
             && index < r.tokens
         {
             buf.put_slice(b"{\"");
@@ -410,24 +476,11 @@ impl EventFormat for OpenAiEvents {
         }
     }
 
-    fn finish(&mut self, buf: &mut BytesMut, tokens_out: u32) {
-        self.choice_open(buf);
-        if self.chat {
-            buf.put_slice(b"{},\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n");
-        } else {
-            buf.put_slice(b"\"\",\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n");
-        }
-        if self.include_usage {
-            buf.put_slice(&self.head);
-            buf.put_slice(b",\"choices\":[],\"usage\":");
-            buf.put_slice(
-                usage(self.input_tokens, tokens_out, self.reasoning)
-                    .to_string()
-                    .as_bytes(),
-            );
-            buf.put_slice(b"}\n\n");
-        }
-        buf.put_slice(b"data: [DONE]\n\n");
+    fn finish(&mut self, buf: &mut BytesMut, g: &Generation) {
+        let timings = self
+            .timings
+            .then(|| super::engine_api::timings(g).to_string());
+        self.finish_events(buf, g.source.emitted(), timings.as_deref());
     }
 
     fn malformed(&mut self, buf: &mut BytesMut) {
@@ -487,10 +540,12 @@ mod tests {
             include_usage: true,
             input_tokens: 3,
             reasoning: None,
+            timings: false,
+            tool: None,
         };
         let mut buf = BytesMut::new();
         f.token(&mut buf, 0);
-        f.finish(&mut buf, 1);
+        f.finish_events(&mut buf, 1, None);
         let text = String::from_utf8(buf.to_vec()).expect("utf8");
         let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
         assert_eq!(events.len(), 4, "{text}");
@@ -507,5 +562,38 @@ mod tests {
         for e in text.split("\n\n").filter(|e| !e.is_empty()) {
             let _: Value = serde_json::from_str(e.trim_start_matches("data: ")).expect(e);
         }
+    }
+
+    /// llama.cpp style: the timings ride on the last data event, the usage chunk when asked
+    /// for, else the finish chunk, as llama-server sends them.
+    #[test]
+    fn timings_go_on_the_last_data_event() {
+        let mut f = OpenAiEvents {
+            head: Bytes::from_static(b"data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\""),
+            chat: true,
+            include_usage: false,
+            input_tokens: 3,
+            reasoning: None,
+            timings: true,
+            tool: None,
+        };
+        let last_data = |f: &OpenAiEvents| {
+            let mut buf = BytesMut::new();
+            f.finish_events(&mut buf, 2, Some(r#"{"prompt_ms":1.5}"#));
+            let text = String::from_utf8(buf.to_vec()).expect("utf8");
+            let data: Vec<Value> = text
+                .split("\n\n")
+                .filter_map(|e| e.strip_prefix("data: "))
+                .filter(|e| *e != "[DONE]")
+                .map(|e| serde_json::from_str(e).expect(e))
+                .collect();
+            let with: Vec<usize> = (0..data.len())
+                .filter(|&i| data[i].get("timings").is_some())
+                .collect();
+            (data.len(), with)
+        };
+        assert_eq!(last_data(&f), (1, vec![0]));
+        f.include_usage = true;
+        assert_eq!(last_data(&f), (2, vec![1]));
     }
 }

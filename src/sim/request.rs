@@ -54,9 +54,26 @@ pub(crate) enum BadRequest {
         /// What it was, when worth saying.
         got: Option<String>,
     },
-    /// A chat message whose `content` is neither text nor parts.
-    #[error("expected message 'content' to be a string or an array of parts")]
-    ContentNotText,
+    /// A field the API requires (Anthropic's wording), with the shape it takes.
+    #[error("{field}: Field required{}", shape.map(|s| format!(" ({s})")).unwrap_or_default())]
+    Required {
+        /// The field.
+        field: &'static str,
+        /// What it holds, when worth saying.
+        shape: Option<&'static str>,
+    },
+    /// A list of texts holding something else.
+    #[error("expected '{0}' to hold strings")]
+    NotStrings(String),
+    /// An image whose base64 does not decode.
+    #[error("an image's base64 does not decode: {0}")]
+    ImageBase64(#[source] base64::DecodeError),
+    /// An image that cannot be read at all.
+    #[error("{0}")]
+    ImageRead(#[source] std::io::Error),
+    /// An image that is not a PNG or JPEG.
+    #[error("an image is not a PNG or JPEG the server can read: {0}")]
+    ImageFormat(#[source] image::ImageError),
     /// `sampling_parameters` as a string that is not JSON.
     #[error("expected 'sampling_parameters' to be a JSON object string: {0}")]
     SamplingParametersJson(#[source] serde_json::Error),
@@ -320,13 +337,15 @@ pub(crate) enum Prompt {
     Text(String),
     /// A prompt given as token ids; only their number matters.
     Tokens(u32),
+    /// Text followed by this many tokens more (an image's patches).
+    Mixed(String, u32),
 }
 
 impl Prompt {
     /// The prompt text, if it was given as text.
     pub(crate) fn text(&self) -> &str {
         match self {
-            Prompt::Text(s) => s,
+            Prompt::Text(s) | Prompt::Mixed(s, _) => s,
             Prompt::Tokens(_) => "",
         }
     }

@@ -336,6 +336,11 @@ impl SimState {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The GPT-2 token ids of `text` (`/tokenize`).
+    pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
+        self.tokenizer.encode(text)
+    }
+
     /// True once shutdown was requested.
     pub(crate) fn shutting_down(&self) -> bool {
         *self.shutdown.borrow()
@@ -346,6 +351,10 @@ impl SimState {
         let text = match prompt {
             Prompt::Tokens(n) => return *n,
             Prompt::Text(t) => t,
+            Prompt::Mixed(t, extra) => {
+                let text = Box::pin(self.input_tokens(&Prompt::Text(t.clone()))).await;
+                return text.saturating_add(*extra);
+            }
         };
         if text.is_empty() {
             return 0;
@@ -387,6 +396,13 @@ impl SimState {
         let text = match prompt {
             Prompt::Tokens(n) => return Work::new(*n, max_tokens),
             Prompt::Text(t) => t,
+            // The images after the text are never a shared prefix here: the text's blocks are.
+            Prompt::Mixed(t, extra) => {
+                let mut w =
+                    Box::pin(self.prefixed_work(&Prompt::Text(t.clone()), block, max_tokens)).await;
+                w.input_tokens = w.input_tokens.saturating_add(*extra);
+                return w;
+            }
         };
         let mut h = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut h);

@@ -32,8 +32,9 @@ pub(crate) trait EventFormat: Send + Unpin + 'static {
     fn shared_token(&self, _index: u32) -> Option<Bytes> {
         None
     }
-    /// Events after the last token (finish reason, usage, `[DONE]`).
-    fn finish(&mut self, _buf: &mut BytesMut, _tokens: u32) {}
+    /// Events after the last token (finish reason, usage, `[DONE]`) of `generation`, whose
+    /// every token has been produced.
+    fn finish(&mut self, _buf: &mut BytesMut, _generation: &Generation) {}
     /// An event whose JSON is cut off (malformed fault).
     fn malformed(&mut self, buf: &mut BytesMut);
     /// An error event in the middle of a stream.
@@ -174,9 +175,8 @@ impl<F: EventFormat> Stream for SseBody<F> {
                 }
                 Phase::Finishing => {
                     this.phase = Phase::Done;
-                    let n = this.generation.source.emitted();
                     this.reserve();
-                    this.format.finish(&mut this.buf, n);
+                    this.format.finish(&mut this.buf, &this.generation);
                     this.generation.succeed();
                     if !this.buf.is_empty() {
                         return Poll::Ready(Some(Ok(this.take())));

@@ -202,6 +202,8 @@ fn combined_stats(reps: &[&LevelSummary], middle: &LevelStats) -> LevelStats {
         request_goodput: (!goodput.is_empty()).then(|| median(&goodput)),
         osl_mismatch: med_u64(&|s| s.osl_mismatch),
         osl_compared: med_u64(&|s| s.osl_compared),
+        isl_mismatch: med_u64(&|s| s.isl_mismatch),
+        isl_compared: med_u64(&|s| s.isl_compared),
         short_outputs: med_u64(&|s| s.short_outputs),
         ..middle.clone()
     }

@@ -43,6 +43,8 @@ pub struct Entry {
     pub isl: u32,
     /// Output tokens asked for (0 when the server decides).
     pub max_tokens: u32,
+    /// What it carries besides its prompt: batch inputs, images, tools.
+    pub sent: crate::record::Sent,
 }
 
 /// Every prepared request, used round-robin.
@@ -151,6 +153,14 @@ impl Dataset {
         self.entries.iter().map(|e| e.isl).collect()
     }
 
+    /// The same entries with these input lengths (the server's count of each, in order).
+    pub fn with_isls(mut self, isls: &[u32]) -> Dataset {
+        for (e, &n) in self.entries.iter_mut().zip(isls) {
+            e.isl = n;
+        }
+        self
+    }
+
     /// Number of entries (never 0 for a built dataset).
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -210,6 +220,11 @@ pub fn prepare(
                 .map_err(|e| UsageError(format!("--input-file: {e}")))?;
             all.truncate(w.num_prompts.max(1) as usize);
             all
+        }
+        PromptSource::Rankings(_) => {
+            return Err(UsageError(
+                "reranker queries and passages make rankings requests only".into(),
+            ));
         }
         PromptSource::Trace(t) => {
             let prompts =
@@ -282,24 +297,43 @@ pub fn output_lengths(w: &WorkloadPlan, n: usize) -> Vec<Option<u32>> {
     }
 }
 
-/// Builds the HTTP JSON bodies for the OpenAI and Triton generate APIs.
+/// Builds the HTTP JSON bodies of every HTTP API: generative ones here (with their images and
+/// tools), embeddings and rankings batches in [`super::bodies::build_batches`].
 pub fn build_http(
     t: &Target,
     w: &WorkloadPlan,
     tokenizer: &Tokenizer,
     salt: Salt,
 ) -> Result<Dataset, UsageError> {
+    if !t.api.generates() {
+        return super::bodies::build_batches(t, w, tokenizer, salt);
+    }
     let p = prepare(w, tokenizer, salt)?;
+    let per = w.images.as_ref().map_or(0, |i| i.per_request as usize);
+    let images = match &w.images {
+        Some(plan) => plan
+            .images(w.seed, p.prompts.len() * per)
+            .map_err(|e| UsageError(format!("--image-dir: {e}")))?,
+        None => Vec::new(),
+    };
     let entries = p
         .prompts
         .iter()
         .zip(p.max_tokens)
-        .map(|(p, max_tokens)| {
-            let body = http_body(t, w, Input::Text(&p.text), max_tokens);
+        .enumerate()
+        .map(|(i, (p, max_tokens))| {
+            let mine = &images[(i * per).min(images.len())..((i + 1) * per).min(images.len())];
+            let body = http_body_with(t, w, Input::Text(&p.text), max_tokens, mine);
             Entry {
                 payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
                 isl: p.tokens,
                 max_tokens: max_tokens.unwrap_or(0),
+                sent: crate::record::Sent {
+                    inputs: 0,
+                    images: mine.len() as u32,
+                    image_bytes: mine.iter().map(|i| i.bytes.len() as u64).sum(),
+                    tools: w.tools.is_some() && t.api.chat_like(),
+                },
             }
         })
         .collect();
@@ -332,6 +366,7 @@ pub fn build_kserve(
             payload: Payload::Grpc(Bytes::from(bytes)),
             isl: p.tokens,
             max_tokens: asked,
+            sent: crate::record::Sent::default(),
         });
     }
     Ok(Dataset::new(entries).with_schedule(prepared.schedule))
@@ -370,20 +405,45 @@ impl Input<'_> {
     }
 }
 
-/// The JSON body of one request (public for tests and `doctor`).
+/// The JSON body of one request without images (public for tests, sessions and `doctor`).
 pub fn http_body(t: &Target, w: &WorkloadPlan, input: Input, max_tokens: Option<u32>) -> Value {
+    http_body_with(t, w, input, max_tokens, &[])
+}
+
+/// The JSON body of one request carrying `images` (chat-like APIs) and the plan's tools.
+pub fn http_body_with(
+    t: &Target,
+    w: &WorkloadPlan,
+    input: Input,
+    max_tokens: Option<u32>,
+    images: &[super::images::Image],
+) -> Value {
+    if matches!(t.api, Api::Responses | Api::Messages) {
+        return super::bodies::chat_like_body(t, w, input, max_tokens, images);
+    }
     let deterministic = w.exact_output();
     let mut m = Map::new();
     match t.api {
         Api::Chat => {
             m.insert("model".into(), json!(t.model));
-            m.insert("messages".into(), input.messages());
+            match input {
+                Input::Text(text) if !images.is_empty() => {
+                    let content = super::bodies::content(Api::Chat, text, images);
+                    m.insert(
+                        "messages".into(),
+                        json!([{"role": "user", "content": content}]),
+                    );
+                }
+                _ => {
+                    m.insert("messages".into(), input.messages());
+                }
+            }
         }
         Api::Completions => {
             m.insert("model".into(), json!(t.model));
             m.insert("prompt".into(), input.text());
         }
-        Api::Generate | Api::Kserve | Api::Infer => {
+        _ => {
             m.insert("text_input".into(), input.text());
         }
     }
@@ -400,6 +460,9 @@ pub fn http_body(t: &Target, w: &WorkloadPlan, input: Input, max_tokens: Option<
     // carries `usage` anyway.
     if t.streaming && matches!(t.api, Api::Chat | Api::Completions) {
         m.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if t.api == Api::Chat {
+        super::bodies::tool_fields(&mut m, t.api, w);
     }
     for (k, v) in &w.extra_inputs {
         m.insert(k.clone(), v.clone());
@@ -481,6 +544,7 @@ mod tests {
             payload: Payload::Http(Bytes::from(vec![n as u8])),
             isl: n,
             max_tokens: 0,
+            sent: crate::record::Sent::default(),
         };
         let whole = Dataset::new((0..10).map(entry).collect());
         let mut seen = Vec::new();

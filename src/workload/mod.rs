@@ -1,16 +1,20 @@
 //! What to send: tokenizer, prompts (synthetic, from a file, or synthesized for a request
-//! trace), multi-turn sessions, the run's prompt salt, output lengths, tensors, request
-//! payloads.
+//! trace), multi-turn sessions, the run's prompt salt, output lengths, tensors, images, tool
+//! definitions, reranker inputs, request payloads.
 
 pub mod blocks;
+pub mod bodies;
 pub mod conversation;
 pub mod dataset;
+pub mod images;
 pub mod kserve;
 pub mod prompts;
+pub mod rankings;
 pub mod salt;
 pub mod spec;
 pub mod tensor;
 pub mod tokenizer;
+pub mod tools;
 pub mod trace;
 
 pub use dataset::{Dataset, Entry, Payload};

@@ -25,6 +25,8 @@ pub enum PromptSource {
     /// A request trace in the Mooncake form (`--input-file` whose rows carry `input_length`):
     /// prompts synthesized from its lengths and hash ids.
     Trace(TraceSource),
+    /// Reranker queries and passages (`--endpoint-type rankings --input-file`).
+    Rankings(super::rankings::RankingsSource),
 }
 
 /// A trace read and checked when the plan was resolved (so bad rows are refused before
@@ -113,6 +115,14 @@ pub struct WorkloadPlan {
     /// `None`: every request stands alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionPlan>,
+    /// Texts per embeddings request, passages per rankings request (`--batch-size-text`).
+    pub batch_size_text: u32,
+    /// Images sent with every chat-like prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<super::images::ImagePlan>,
+    /// Tool definitions sent with every chat-like request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<super::tools::ToolsPlan>,
 }
 
 impl WorkloadPlan {
@@ -142,6 +152,9 @@ impl Default for WorkloadPlan {
             seed: 0,
             extra_inputs: Vec::new(),
             sessions: None,
+            batch_size_text: 1,
+            images: None,
+            tools: None,
         }
     }
 }

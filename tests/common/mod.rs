@@ -1002,6 +1002,126 @@ pub fn path_with_bin() -> std::ffi::OsString {
     std::env::join_paths(dirs).expect("PATH entries without separators")
 }
 
+/// A real inference engine started by `scripts/engines/{vllm,llamacpp}/start.sh`, found through
+/// the env file it writes.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    /// `vllm` or `llamacpp`.
+    pub name: &'static str,
+    /// `host:port` of its HTTP server (`TTFTBENCH_<NAME>_URL`).
+    pub url: String,
+    /// The model it serves (`TTFTBENCH_<NAME>_MODEL`).
+    pub model: String,
+    /// Every variable the env file exports.
+    pub vars: HashMap<String, String>,
+}
+
+impl Engine {
+    /// `http://host:port`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.url)
+    }
+
+    /// Its Prometheus page.
+    pub fn metrics_url(&self) -> String {
+        format!("{}/metrics", self.base_url())
+    }
+}
+
+/// The variables an env file exports (`export KEY=VALUE`, the value optionally in single or
+/// double quotes); comments and other lines are skipped.
+pub fn read_env_file(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| {
+            let v = v.trim();
+            let unquoted = v
+                .strip_prefix('\'')
+                .and_then(|v| v.strip_suffix('\''))
+                .or_else(|| v.strip_prefix('"').and_then(|v| v.strip_suffix('"')))
+                .unwrap_or(v);
+            (k.trim().to_string(), unquoted.to_string())
+        })
+        .collect()
+}
+
+/// The running engine `name` (`vllm`, `llamacpp`, or a variant: `vllm-embed`,
+/// `llamacpp-rerank`): its env file is `TTFTBENCH_<NAME>_ENV`, else `target/<name>.env` in the
+/// repository; it must answer `GET /health`. Without it, prints `skipped: <reason>` and returns
+/// `None` — unless `TTFTBENCH_REQUIRE_ENGINES=1` (CI), where that fails the test (vLLM's pooling
+/// variants, ~1 min and 4.5 GiB each: only with `TTFTBENCH_VLLM_POOLING=1` as well).
+pub fn engine(name: &'static str) -> Option<Engine> {
+    let upper = name.to_ascii_uppercase().replace('-', "_");
+    let start = match name.split_once('-') {
+        Some((engine, variant)) => format!("scripts/engines/{engine}/start.sh --variant {variant}"),
+        None => format!("scripts/engines/{name}/start.sh"),
+    };
+    let path = std::env::var_os(format!("TTFTBENCH_{upper}_ENV"))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/{name}.env"))
+        });
+    let found = std::fs::read_to_string(&path)
+        .map_err(|e| {
+            format!(
+                "{}: {e} (start it with {start}, or point TTFTBENCH_{upper}_ENV at its env file)",
+                path.display()
+            )
+        })
+        .and_then(|text| {
+            let vars = read_env_file(&text);
+            let get = |k: &str| {
+                vars.get(&format!("TTFTBENCH_{upper}_{k}"))
+                    .cloned()
+                    .ok_or_else(|| format!("{}: no TTFTBENCH_{upper}_{k}", path.display()))
+            };
+            let engine = Engine {
+                name,
+                url: get("URL")?,
+                model: get("MODEL")?,
+                vars: vars.clone(),
+            };
+            answers_health(&engine.url)
+                .map_err(|e| format!("{name} at {} does not answer /health: {e}", engine.url))?;
+            Ok(engine)
+        });
+    let on = |var: &str| std::env::var(var).as_deref() == Ok("1");
+    let optional = name.starts_with("vllm-") && !on("TTFTBENCH_VLLM_POOLING");
+    match found {
+        Ok(e) => Some(e),
+        Err(reason) if on("TTFTBENCH_REQUIRE_ENGINES") && !optional => {
+            panic!("TTFTBENCH_REQUIRE_ENGINES=1: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            None
+        }
+    }
+}
+
+/// `GET /health` answers 200 within 5 s (plain HTTP/1.1 on a socket: no runtime needed).
+fn answers_health(addr: &str) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let sock: std::net::SocketAddr = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
+    let mut s = std::net::TcpStream::connect_timeout(&sock, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).map_err(|e| e.to_string())?;
+    let status = String::from_utf8_lossy(&head);
+    status
+        .ends_with("200")
+        .then_some(())
+        .ok_or_else(|| format!("answered {status:?}"))
+}
+
 /// How a keep-alive test server ([`keepalive_server`]) treats its connections: one way each
 /// that real servers close them, and one that sends with Nagle's algorithm on.
 #[derive(Clone, Copy, Debug)]
@@ -1174,56 +1294,9 @@ fn answer(conn: &std::net::TcpStream, closing: Closing, served: u32) -> bool {
     }
 }
 
-/// A real engine started by `scripts/engines/*/start.sh`, read from its env file.
-#[derive(Debug, Clone)]
-pub struct Engine {
-    /// `vllm` or `llamacpp`.
-    pub name: &'static str,
-    /// `host:port`.
-    pub url: String,
-    /// The served model name.
-    pub model: String,
-}
-
-/// The engine `name` (`vllm`, `llamacpp`) from the env file its start script wrote
-/// (`TTFTBENCH_<NAME>_ENV`, else `target/<name>.env`), when its server answers `/health`.
-/// Without one the test prints why and skips, unless `TTFTBENCH_REQUIRE_ENGINES=1` (CI), where
-/// it fails.
-pub fn engine(name: &'static str) -> Option<Engine> {
-    let upper = name.to_ascii_uppercase();
-    let path = std::env::var(format!("TTFTBENCH_{upper}_ENV"))
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/{name}.env"))
-        });
-    let var = |text: &str, key: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("export TTFTBENCH_{upper}_{key}=")))
-            .map(|v| v.trim_matches('\'').to_string())
-    };
-    let found = std::fs::read_to_string(&path).ok().and_then(|text| {
-        let url = var(&text, "URL")?;
-        let model = var(&text, "MODEL")?;
-        let up = std::net::TcpStream::connect_timeout(&url.parse().ok()?, Duration::from_secs(2))
-            .is_ok();
-        up.then_some(Engine { name, url, model })
-    });
-    if found.is_none() {
-        let why = format!(
-            "no running {name} (env file {}): start it with scripts/engines/{name}/start.sh",
-            path.display()
-        );
-        if std::env::var("TTFTBENCH_REQUIRE_ENGINES").as_deref() == Ok("1") {
-            panic!("{why}");
-        }
-        eprintln!("skipped: {why}");
-    }
-    found
-}
-
 /// A counter or gauge of an engine's `/metrics` (the sum over its label sets), 0 when absent.
 pub async fn engine_metric(e: &Engine, name: &str) -> f64 {
-    let text = get_text(&http_client(), &format!("http://{}/metrics", e.url)).await;
+    let text = get_text(&http_client(), &e.metrics_url()).await;
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
@@ -1235,3 +1308,6 @@ pub async fn engine_metric(e: &Engine, name: &str) -> f64 {
         })
         .sum()
 }
+
+/// A `--tools` file: one OpenAI tool definition, `search(query)`.
+pub const TOOLS_JSON: &str = r#"[{"type": "function", "function": {"name": "search", "description": "Search the web", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]"#;

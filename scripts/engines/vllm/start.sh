@@ -20,6 +20,8 @@
 # Variants (each its own server, port, env file and variable prefix; they can run side by side,
 # ~4.5 GiB RSS each):
 #   generate (default)  target/vllm.env         TTFTBENCH_VLLM_*         chat, completions, ...
+#                                                                        --enable-auto-tool-choice
+#                                                                        --tool-call-parser pythonic
 #   embed               target/vllm-embed.env   TTFTBENCH_VLLM_EMBED_*   --runner pooling --convert embed
 #   rerank              target/vllm-rerank.env  TTFTBENCH_VLLM_RERANK_*  --runner pooling --convert classify
 #                                                                        --hf-overrides '{"num_labels": 1}'
@@ -54,7 +56,10 @@ while (($#)); do
   shift
 done
 case "$variant" in
-  generate) prefix=TTFTBENCH_VLLM; suffix=""; variant_args=() ;;
+  # A tool-call parser lets chat, Responses and Messages requests carry tools (vLLM refuses
+  # any tool_choice without one); requests without tools are served as before.
+  generate) prefix=TTFTBENCH_VLLM; suffix=""
+    variant_args=(--enable-auto-tool-choice --tool-call-parser pythonic) ;;
   embed) prefix=TTFTBENCH_VLLM_EMBED; suffix=-embed; variant_args=(--runner pooling --convert embed) ;;
   rerank) prefix=TTFTBENCH_VLLM_RERANK; suffix=-rerank
     variant_args=(--runner pooling --convert classify --hf-overrides '{"num_labels": 1}') ;;

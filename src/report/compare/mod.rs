@@ -4,7 +4,8 @@
 //! when their names differ. For each level and metric the table shows the baseline, the current
 //! value and the change; limits turn changes into regressions (exit code 1):
 //!
-//! * `--max-throughput-drop 5%`: request and output-token throughput may fall by at most 5 %;
+//! * `--max-throughput-drop 5%`: request, output-token and input (embeddings, rankings)
+//!   throughput may fall by at most 5 %;
 //! * `--max-p99-increase 10%`: every p99 latency (TTFT, ITL, request latency) may rise by at most
 //!   10 %;
 //! * `--threshold METRIC:LIMIT` (repeatable), with the metric grammar of [`crate::slo`]:
@@ -264,7 +265,9 @@ impl Rules {
             && matches!(
                 m,
                 MetricRef::System(
-                    SystemMetric::RequestThroughput | SystemMetric::OutputTokenThroughput
+                    SystemMetric::RequestThroughput
+                        | SystemMetric::OutputTokenThroughput
+                        | SystemMetric::InputThroughput
                 )
             )
         {
@@ -287,8 +290,9 @@ impl Rules {
     }
 }
 
-/// The metrics every comparison shows.
-pub const DEFAULT_METRICS: [MetricRef; 11] = [
+/// The metrics every comparison shows (a row only where a side has the number: inputs/s for
+/// embeddings and rankings, the tool metrics for runs that offered tools).
+pub const DEFAULT_METRICS: [MetricRef; 16] = [
     MetricRef::Dist(Metric::TimeToFirstToken, Stat::Avg),
     MetricRef::Dist(Metric::TimeToFirstToken, Stat::P50),
     MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99),
@@ -298,6 +302,11 @@ pub const DEFAULT_METRICS: [MetricRef; 11] = [
     MetricRef::Dist(Metric::RequestLatency, Stat::P99),
     MetricRef::System(SystemMetric::OutputTokenThroughput),
     MetricRef::System(SystemMetric::RequestThroughput),
+    MetricRef::System(SystemMetric::InputThroughput),
+    MetricRef::System(SystemMetric::InputTokenThroughput),
+    MetricRef::Dist(Metric::TimeToFirstToolToken, Stat::P99),
+    MetricRef::System(SystemMetric::ToolCallShare),
+    MetricRef::System(SystemMetric::ToolArgsValidShare),
     MetricRef::System(SystemMetric::ErrorRate),
     MetricRef::System(SystemMetric::QueueShare),
 ];
@@ -701,6 +710,7 @@ pub fn compact(kind: Kind, v: Option<f64>) -> String {
         Kind::Fraction => format!("{:.1}%", v * 100.0),
         Kind::TokenRate => format!("{v:.1} tok/s"),
         Kind::RequestRate => format!("{v:.2} req/s"),
+        Kind::InputRate => format!("{v:.1} inputs/s"),
         Kind::PerUserRate => format!("{v:.1} tok/s/user"),
         Kind::Tokens => format!("{v:.1} tokens"),
         Kind::Count => format!("{v:.0}"),

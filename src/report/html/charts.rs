@@ -168,10 +168,19 @@ fn latency_chart(out: &mut String, ctx: &Ctx) {
         &svg::line_chart(&chart),
         if ctx.streaming {
             "A p99 pulling away from p50 is the tail users feel first."
+        } else if batch(ctx.levels) {
+            "Embeddings and rankings answers come whole: request latency is their latency."
         } else {
             "Not streamed: there is no TTFT without --streaming, so request latency is shown."
         },
     );
+}
+
+/// Whether the levels answered embeddings or rankings (inputs counted, no tokens out).
+fn batch(levels: &[LoadedLevel]) -> bool {
+    levels
+        .iter()
+        .any(|l| l.summary.stats.apis.input_throughput.is_some())
 }
 
 /// 2. Throughput versus p99 latency, one point per level labelled by its load, the knee marked.

@@ -1,5 +1,6 @@
-//! The server's own view in the report, where its metrics page was read: the engine's table
-//! (its queue, prefill and decode, batch, KV cache, preemptions, server TTFT, prefix cache) and
+//! The server's own view in the report, where its metrics page was read (or its responses
+//! carried its timings): the engine's table (its queue, prefill and decode, batch, KV cache,
+//! preemptions, server TTFT, prefix cache) and
 //! two charts — KV-cache usage versus load, GPU utilization and power versus load (with output
 //! tokens per joule in each point's hover text).
 
@@ -123,7 +124,7 @@ fn cell(v: Option<f64>, digits: usize) -> String {
 fn row(l: &LevelSummary) -> Option<String> {
     let e = l.engine.as_ref();
     let g = l.gpu.as_ref();
-    if e.is_none() && g.is_none() {
+    if e.is_none() && g.is_none() && l.server_ttft_ms().is_none() {
         return None;
     }
     let split = e.and_then(|e| e.split());
@@ -153,7 +154,7 @@ fn row(l: &LevelSummary) -> Option<String> {
         cell(split.map(|s| s.generation_ms), 1),
         gauge(e.and_then(|e| e.kv_usage), 100.0),
         cell(e.and_then(|e| e.preemptions), 0),
-        cell(e.and_then(|e| e.server_ttft).map(|t| t.avg_s * 1e3), 1),
+        cell(l.server_ttft_ms(), 1),
         cell(l.network_and_client_ttft_ms(), 1),
         cell(
             e.and_then(|e| e.prefix_cache)
@@ -189,5 +190,5 @@ pub(super) fn table(out: &mut String, levels: &[LoadedLevel]) {
         out.push('\n');
     }
     out.push_str("</tbody></table></div>\n");
-    out.push_str("<p class=\"meta\">Queue marked (est.): estimated by Little's law from the engine's waiting requests (TensorRT-LLM exports no queue time). Network + client TTFT: client TTFT minus the server's own.</p>\n");
+    out.push_str("<p class=\"meta\">Queue marked (est.): estimated by Little's law from the engine's waiting requests (TensorRT-LLM and llama.cpp export no queue time; llama.cpp's are its deferred requests, over the requests the client finished). Network + client TTFT: client TTFT minus the server's own — with llama.cpp, per request, against the prompt time its responses carry (<code>timings.prompt_ms</code>, from taking a slot), so the wait for a free slot is in it.</p>\n");
 }

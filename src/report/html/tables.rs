@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use super::figure::{kind_title, load_label};
 use crate::artifact::read::LoadedLevel;
 use crate::metrics::Metric;
-use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
+use crate::metrics::{Kind, MetricRef, MetricSource, Stat, SystemMetric};
 use crate::report::svg::esc;
 use crate::stats::LevelSummary;
 
@@ -92,6 +92,18 @@ pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: 
     ] {
         head.push(h.into());
     }
+    // Embeddings and rankings: inputs and input tokens per second; tools: the share called.
+    let has = |m: SystemMetric| levels.iter().any(|lv| sys(&lv.summary, m).is_some());
+    let extra: Vec<(&str, SystemMetric, usize)> = [
+        ("Inputs/s", SystemMetric::InputThroughput, 2),
+        ("Input tok/s", SystemMetric::InputTokenThroughput, 1),
+        ("Tool calls", SystemMetric::ToolCallShare, 0),
+        ("Tool args valid", SystemMetric::ToolArgsValidShare, 0),
+    ]
+    .into_iter()
+    .filter(|(_, m, _)| has(*m))
+    .collect();
+    head.extend(extra.iter().map(|(h, _, _)| h.to_string()));
     for h in ["Queue (ms)", "Queue share", "Errors", "SLO", "Notes"] {
         head.push(h.into());
     }
@@ -124,6 +136,18 @@ pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: 
             cell(d(l, Metric::RequestLatency, Stat::P99), 2),
             cell(sys(l, SystemMetric::OutputTokenThroughput), 1),
             cell(sys(l, SystemMetric::RequestThroughput), 2),
+        ]);
+        row.extend(
+            extra
+                .iter()
+                .map(|&(_, m, digits)| match MetricRef::System(m).kind() {
+                    Kind::Fraction => {
+                        sys(l, m).map_or_else(|| "–".into(), |v| format!("{:.0}%", v * 100.0))
+                    }
+                    _ => cell(sys(l, m), digits),
+                }),
+        );
+        row.extend([
             cell(sys(l, SystemMetric::ServerQueueTime), 2),
             sys(l, SystemMetric::QueueShare)
                 .map_or_else(|| "–".to_string(), |q| format!("{:.0}%", q * 100.0)),

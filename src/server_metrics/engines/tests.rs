@@ -352,3 +352,151 @@ fn triton_core_and_nothing_known() {
         "forced kind absent"
     );
 }
+
+/// A real page captured from a running engine (`tests/fixtures/engines/`), read as `kind`.
+fn real(engine: &str, name: &str, kind: ServerKind, model: Option<&str>) -> EngineSample {
+    let page = parse(&crate::test_fixtures::body(engine, name));
+    assert_eq!(detect(&page), Some(kind), "{engine}/{name}");
+    read_sample(&page, kind, model).unwrap()
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() <= 1e-12 * b.abs().max(1.0))
+}
+
+/// Every vLLM 0.32 family the engine view reads, from its real page before and after the
+/// capture's 10 generative requests (194 prompt tokens, 80 generated, no prefix hit: each
+/// prompt is shorter than one 128-token block).
+#[test]
+// The page's own digits, as vLLM printed them.
+#[allow(clippy::excessive_precision)]
+fn vllm_032_real_pages() {
+    use crate::server_metrics::level::EngineLevel;
+    let model = Some("tiny-llama");
+    let before = real("vllm", "metrics_before", ServerKind::Vllm, model);
+    let after = real("vllm", "metrics_after", ServerKind::Vllm, model);
+    assert!(before.model_matched && after.model_matched);
+    assert_eq!(
+        (
+            after.waiting,
+            after.running,
+            after.kv_usage,
+            after.preemptions
+        ),
+        (Some(0.0), Some(0.0), Some(0.0), Some(0.0))
+    );
+    assert_eq!(before.requests, Some(0.0));
+    assert_eq!(after.requests, Some(10.0), "length, not abort or error");
+    assert_eq!(
+        after.prefix_cache,
+        Some(PrefixCache {
+            queried: Some(194.0),
+            hits: 0.0,
+            unit: CacheUnit::Tokens
+        })
+    );
+    assert_eq!(after.spec_decode, None, "not configured: no series");
+    let v = EngineLevel::new(before).finish(&after);
+    assert_eq!(v.requests, Some(10.0));
+    // Each `_sum` over its `_count` (10).
+    assert!(close(v.avg_queue_s, 0.00038033400051062927 / 10.0), "{v:?}");
+    assert!(close(v.avg_prefill_s, 0.1562468869994973 / 10.0), "{v:?}");
+    assert!(close(v.avg_decode_s, 0.6794968970000355 / 10.0), "{v:?}");
+    assert!(close(v.avg_inference_s, 0.8357437839995328 / 10.0), "{v:?}");
+    assert!(close(v.avg_e2e_s, 1.1026084423065186 / 10.0), "{v:?}");
+    let t = v.server_ttft.unwrap();
+    assert_eq!(t.count, 10.0);
+    assert!(close(Some(t.avg_s), 0.3742196559906006 / 10.0));
+    // 7 of 10 first tokens under 40 ms: the median interpolates inside (20, 40] ms.
+    assert!(close(t.p50_s, 0.02 + 0.02 * 5.0 / 7.0), "{t:?}");
+    let p = v.prefix_cache.unwrap();
+    assert_eq!(
+        (p.queried, p.hits, p.hit_rate),
+        (Some(194.0), 0.0, Some(0.0))
+    );
+    assert_eq!(
+        (v.prompt_tokens, v.generation_tokens),
+        (Some(194.0), Some(80.0))
+    );
+    let s = v.split().unwrap();
+    assert_eq!(
+        s.queue_source,
+        crate::server_metrics::split::QueueSource::Engine
+    );
+    assert!(close(s.prefill_ms, 156.2468869994973 / 10.0));
+}
+
+/// llama.cpp's real page (`llama-server` of the llama-cpp-python 0.3.36 sdist) before and
+/// after its capture: 32 requests of 8 tokens, most prompts' tokens reused from the slots'
+/// caches.
+#[test]
+fn llamacpp_real_pages() {
+    use crate::server_metrics::level::EngineLevel;
+    let before = real("llamacpp", "metrics_before", ServerKind::LlamaCpp, None);
+    let after = real(
+        "llamacpp",
+        "metrics_after",
+        ServerKind::LlamaCpp,
+        Some("tiny-gpt2"),
+    );
+    assert!(after.model_matched, "one model a server: no label to miss");
+    assert_eq!((after.waiting, after.running), (Some(0.0), Some(0.0)));
+    assert_eq!(
+        (after.kv_usage, after.requests, after.queue),
+        (None, None, None)
+    );
+    assert_eq!(
+        after.prefill_batches,
+        Some(TimeSum {
+            seconds: 0.130939,
+            count: 0.0
+        })
+    );
+    assert_eq!(after.decode_sum_s, Some(0.700008));
+    assert_eq!(
+        after.prefix_cache,
+        Some(PrefixCache {
+            queried: Some(642.0),
+            hits: 586.0,
+            unit: CacheUnit::Tokens
+        })
+    );
+    assert_eq!(
+        (after.prompt_tokens, after.generation_tokens),
+        (Some(642.0), Some(256.0))
+    );
+    assert_eq!(after.spec_decode, Some(SpecDecode::default()));
+    let v = EngineLevel::new(before).finish_over(&after, 4.0);
+    assert_eq!(v.requests, None, "llama.cpp counts no requests");
+    assert_eq!(v.prefill_busy_s, Some(0.130939));
+    assert_eq!(v.decode_total_s, Some(0.700008));
+    let p = v.prefix_cache.unwrap();
+    assert!(close(p.hit_rate, 586.0 / 642.0), "{p:?}");
+    assert_eq!(v.split(), None, "no requests to divide by yet");
+    // The client finished the 32 requests; their responses' prompt times averaged 12.5 ms.
+    let v = v.with_client_requests(32, Some(0.0125));
+    assert!(v.requests_from_client);
+    assert!(close(v.avg_decode_s, 0.700008 / 32.0));
+    let s = v.split().unwrap();
+    assert_eq!(
+        s.queue_source,
+        crate::server_metrics::split::QueueSource::WaitingGauge
+    );
+    assert_eq!(s.queue_ms, 0.0, "nothing deferred");
+    assert!(close(s.prefill_ms, 12.5));
+    assert!(close(Some(s.generation_ms), 12.5 + 700.008 / 32.0));
+}
+
+#[test]
+fn llamacpp_slots_page() {
+    use crate::server_metrics::probe::{slot_count, slots_url};
+    let body = crate::test_fixtures::body("llamacpp", "slots_after");
+    assert_eq!(slot_count(&body), Some(4));
+    assert_eq!(slot_count("{\"error\":\"not enabled\"}"), None);
+    assert_eq!(slot_count("[]"), None);
+    assert_eq!(
+        slots_url("http://127.0.0.1:60747/metrics").as_deref(),
+        Some("http://127.0.0.1:60747/slots")
+    );
+    assert_eq!(slots_url("not a url"), None);
+}

@@ -1,6 +1,6 @@
 //! What the metrics port says, per metrics style: the page `/metrics` serves for
-//! `serve --metrics-style triton|trtllm|vllm|sglang|tgi`, and the DCGM exporter's page on
-//! `/dcgm/metrics`.
+//! `serve --metrics-style triton|trtllm|vllm|sglang|tgi|llamacpp`, and the DCGM exporter's page
+//! on `/dcgm/metrics`.
 //!
 //! Every style renders the engine's real metric families (names, types, labels, units and help
 //! texts from each project's source, cited in its module) from the simulator's state: the
@@ -16,7 +16,9 @@
 //! | `vllm` | `vllm:*` ([`vllm`]) |
 //! | `sglang` | `sglang:*` ([`sglang`]) |
 //! | `tgi` | `tgi_*` ([`tgi`]) |
+//! | `llamacpp` | `llamacpp:*` ([`llamacpp`]) |
 
+pub(crate) mod llamacpp;
 mod sglang;
 mod tgi;
 mod trtllm;
@@ -51,6 +53,7 @@ pub(crate) fn render(style: ServerKind, st: &SimState) -> String {
         ServerKind::Vllm => vllm::render(&mut out, &llms, st.started_unix),
         ServerKind::Sglang => sglang::render(&mut out, &llms),
         ServerKind::Tgi => tgi::render(&mut out, &llms),
+        ServerKind::LlamaCpp => llamacpp::render(&mut out, &llms),
     }
     if style != ServerKind::Triton && style != ServerKind::TrtLlm {
         super::metrics::render_sim_own(&mut out, &all);

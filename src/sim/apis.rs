@@ -1,0 +1,1061 @@
+//! The newer APIs on the simulated server: OpenAI Responses (`POST /v1/responses`), Anthropic
+//! Messages (`POST /v1/messages`), embeddings (`POST /v1/embeddings`), rerankers (`POST
+//! /v1/rerank` and TEI's `/rerank` in Cohere/Jina's and TEI's forms, NIM's `/v1/ranking`);
+//! and what chat shares with them: images in the prompt, tool calls.
+//!
+//! Every route runs its request through the same engine as chat (queue, batch slots, prefill,
+//! decode, faults): an embeddings or rerank request is a prefill of all its texts and one
+//! step. Streams follow the servers' own event sequences (vLLM 0.32's, with `type` first as
+//! OpenAI and Anthropic write it): Responses `response.created`, `response.in_progress`,
+//! `response.output_item.added`, deltas, `response.output_text.done`, `response.output_item.done`,
+//! `response.completed` with usage; Messages `message_start` (input tokens), `content_block_start`,
+//! `content_block_delta` ×n, `content_block_stop`, `message_delta` (output tokens),
+//! `message_stop`; `/v1/messages` answers 400 without an `anthropic-version` header, as
+//! Anthropic's API does. A reasoning model's leading tokens are `response.reasoning_text.delta` /
+//! `thinking_delta`; a tool call's tokens are its arguments, `{"query":"<words>"}`.
+//!
+//! Tools: a request offering tools calls the first one (or the one `tool_choice` names) when
+//! its choice is required/any or names a tool, never with none, and with auto for the prompts
+//! whose text hashes even (about half, the same prompts every run).
+//!
+//! Images (chat `image_url`, Responses `input_image`, Messages `image` blocks, as base64 data)
+//! add prompt tokens as a vision encoder's patches would: one per 28×28 pixels of each image
+//! (its size read from its header); an image that is not PNG or JPEG is a 400.
+
+use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use base64::Engine as _;
+use bytes::BytesMut;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::http::{MAX_BODY_BYTES, begin_status};
+use super::models::ReasoningSpec;
+use super::request::{BadRequest, DEFAULT_MAX_TOKENS, Prompt, resolve_length};
+use super::state::{BeginError, ModelEntry, SimState};
+use super::stream::{EventFormat, SseBody, full_json_response};
+use super::tokens;
+
+/// Dimension of the simulator's embeddings.
+pub(crate) const EMBED_DIM: usize = 64;
+
+/// Pixels per side of one image token (a ViT patch after 2×2 merging, as Qwen-VL counts).
+const PATCH: u32 = 28;
+
+/// The routes.
+pub(crate) fn router(state: Arc<SimState>) -> Router {
+    Router::new()
+        .route("/v1/responses", post(responses))
+        .route("/v1/messages", post(messages))
+        .route("/v1/embeddings", post(embeddings))
+        .route("/v1/rerank", post(rerank))
+        .route("/rerank", post(rerank))
+        .route("/v1/ranking", post(rerank))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_key))
+        .with_state(state)
+}
+
+/// Which API a handler answers for: its error bodies differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    OpenAi,
+    Anthropic,
+}
+
+fn error(style: Style, status: StatusCode, message: &str) -> Response {
+    let body = match style {
+        Style::OpenAi => {
+            json!({"error": {"message": message, "type": "BadRequestError", "code": status.as_u16()}})
+        }
+        Style::Anthropic => {
+            let kind = match status.as_u16() {
+                401 => "authentication_error",
+                404 => "not_found_error",
+                503 | 500 => "overloaded_error",
+                _ => "invalid_request_error",
+            };
+            json!({"type": "error", "error": {"type": kind, "message": message}})
+        }
+    };
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// The configured API key, as `Authorization: Bearer` or Anthropic's `x-api-key`.
+async fn require_key(State(st): State<Arc<SimState>>, req: Request, next: Next) -> Response {
+    if let Some(key) = &st.api_key {
+        let h = req.headers();
+        let bearer = h
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let x = h.get("x-api-key").and_then(|v| v.to_str().ok());
+        if bearer.or(x).map(str::trim) != Some(key.as_str()) {
+            let style = match req.uri().path() {
+                "/v1/messages" => Style::Anthropic,
+                _ => Style::OpenAi,
+            };
+            return error(style, StatusCode::UNAUTHORIZED, "invalid x-api-key");
+        }
+    }
+    next.run(req).await
+}
+
+/// An error answer, boxed: a `Response` is too large to return by value in every `Err`.
+type Reject = Box<Response>;
+
+/// What a request asks of the engine.
+struct Asked {
+    model: Option<String>,
+    prompt: Prompt,
+    max_tokens: u32,
+    stream: bool,
+    tool: Option<String>,
+}
+
+/// The model a request names (or the first text model), or the error to answer.
+fn model<'a>(st: &'a SimState, name: Option<&str>, style: Style) -> Result<&'a ModelEntry, Reject> {
+    let name = match name {
+        Some(n) => n,
+        None => match st.models.iter().find(|m| m.is_llm()) {
+            Some(m) => m.spec.name.as_str(),
+            None => {
+                return Err(Box::new(error(
+                    style,
+                    StatusCode::NOT_FOUND,
+                    "no text model is hosted",
+                )));
+            }
+        },
+    };
+    match st.lookup(name, None) {
+        Ok(e) if e.is_llm() => Ok(e),
+        _ => Err(Box::new(error(
+            style,
+            StatusCode::NOT_FOUND,
+            &format!("The model `{name}` does not exist."),
+        ))),
+    }
+}
+
+fn begin_error(style: Style, e: BeginError) -> Response {
+    error(style, begin_status(e), e.message())
+}
+
+/// Text and image tokens of one message's `content`: a string, or parts (`text` /
+/// `input_text` parts' text; `image_url`, `input_image` and `image` parts' images).
+pub(crate) fn content(c: &Value, text: &mut String) -> Result<u32, BadRequest> {
+    match c {
+        Value::String(s) => {
+            text.push_str(s);
+            Ok(0)
+        }
+        Value::Null => Ok(0),
+        Value::Array(parts) => {
+            let mut images = 0;
+            for p in parts {
+                if let Some(t) = p.get("text").and_then(Value::as_str) {
+                    text.push_str(t);
+                }
+                if let Some(data) = image_data(p) {
+                    images += image_tokens(&data?)?;
+                }
+            }
+            Ok(images)
+        }
+        _ => Err(wrong("content", "a string or a list of parts")),
+    }
+}
+
+/// The bytes of an image part, in any of the three APIs' forms.
+fn image_data(p: &Value) -> Option<Result<Vec<u8>, BadRequest>> {
+    let b64 = match p.get("type").and_then(Value::as_str)? {
+        "image_url" => data_url(p.pointer("/image_url/url")?.as_str()?),
+        "input_image" => data_url(p.get("image_url")?.as_str()?),
+        "image" => p.pointer("/source/data")?.as_str(),
+        _ => None,
+    }?;
+    Some(
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(BadRequest::ImageBase64),
+    )
+}
+
+fn data_url(url: &str) -> Option<&str> {
+    url.strip_prefix("data:")?
+        .split_once(";base64,")
+        .map(|(_, d)| d)
+}
+
+/// Prompt tokens of one image: one per `PATCH`² pixels (at least one).
+fn image_tokens(bytes: &[u8]) -> Result<u32, BadRequest> {
+    let (w, h) = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(BadRequest::ImageRead)?
+        .into_dimensions()
+        .map_err(BadRequest::ImageFormat)?;
+    Ok((w.div_ceil(PATCH) * h.div_ceil(PATCH)).max(1))
+}
+
+/// The prompt of text and image tokens.
+fn prompt(text: String, image_tokens: u32) -> Prompt {
+    match image_tokens {
+        0 => Prompt::Text(text),
+        n => Prompt::Mixed(text, n),
+    }
+}
+
+/// The tool a request makes the model call, if it does (see the module's notes).
+pub(crate) fn decide_tool(body: &Value, prompt: &str) -> Option<String> {
+    let tools = body.get("tools")?.as_array()?;
+    let name = |t: &Value| {
+        t.get("name")
+            .or_else(|| t.pointer("/function/name"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let first = tools.iter().find_map(name)?;
+    let choice = body.get("tool_choice");
+    let kind = match choice {
+        None | Some(Value::Null) => "auto",
+        Some(Value::String(s)) => s.as_str(),
+        Some(v) => v.get("type").and_then(Value::as_str).unwrap_or("auto"),
+    };
+    let named = choice.and_then(|v| {
+        v.get("name")
+            .or_else(|| v.pointer("/function/name"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    match kind {
+        "none" => None,
+        "required" | "any" => Some(first),
+        "tool" | "function" => named.or(Some(first)),
+        _ => {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            prompt.hash(&mut h);
+            h.finish().is_multiple_of(2).then_some(first)
+        }
+    }
+}
+
+/// Tool-call argument token `i` of `n`, JSON-escaped for a JSON string (`escaped`) or not:
+/// the arguments are `{"query":"<word 0>…<word n-1>"}`.
+pub(crate) fn tool_piece(out: &mut impl std::fmt::Write, i: u32, n: u32, escaped: bool) {
+    let q = if escaped { "\\\"" } else { "\"" };
+    if i == 0 {
+        let _ = write!(out, "{{{q}query{q}:{q}");
+    }
+    let _ = out.write_str(tokens::word(i));
+    if i + 1 == n {
+        let _ = write!(out, "{q}}}");
+    }
+}
+
+/// The whole arguments of an `n`-token tool call.
+pub(crate) fn tool_arguments(n: u32) -> String {
+    let mut s = String::new();
+    for i in 0..n.max(1) {
+        tool_piece(&mut s, i, n.max(1), false);
+    }
+    s
+}
+
+/// `field` is not what it must be (`expected`).
+fn wrong(field: &str, expected: &'static str) -> BadRequest {
+    BadRequest::WrongType {
+        field: field.into(),
+        expected,
+        got: None,
+    }
+}
+
+fn u32_field(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => x
+            .as_u64()
+            .map(|n| Some(n.min(u64::from(u32::MAX)) as u32))
+            .ok_or_else(|| wrong(key, "a whole number")),
+    }
+}
+
+fn parse(body: &[u8]) -> Result<Value, BadRequest> {
+    let v: Value = serde_json::from_slice(body).map_err(BadRequest::BodyJson)?;
+    if !v.is_object() {
+        return Err(BadRequest::Expected("a JSON object"));
+    }
+    Ok(v)
+}
+
+fn model_name(v: &Value) -> Result<Option<String>, BadRequest> {
+    match v.get("model") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(wrong("model", "a string")),
+    }
+}
+
+/// A Responses request: `input` (text, or messages whose content is a string or parts).
+fn parse_responses(body: &[u8]) -> Result<Asked, BadRequest> {
+    let v = parse(body)?;
+    let (mut text, mut images) = (String::new(), 0);
+    match v.get("input") {
+        Some(Value::String(s)) => text.push_str(s),
+        Some(Value::Array(items)) => {
+            for m in items {
+                images += content(m.get("content").unwrap_or(&Value::Null), &mut text)?;
+            }
+        }
+        _ => return Err(wrong("input", "a string or a list of messages")),
+    }
+    let max = resolve_length(
+        u32_field(&v, "max_output_tokens")?,
+        u32_field(&v, "min_tokens")?,
+        DEFAULT_MAX_TOKENS,
+    )?;
+    Ok(Asked {
+        model: model_name(&v)?,
+        tool: decide_tool(&v, &text),
+        max_tokens: max,
+        stream: v.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        prompt: prompt(text, images),
+    })
+}
+
+/// A Messages request: `system`, `messages` (content strings or blocks), `max_tokens`
+/// (required, as Anthropic's API has it).
+fn parse_messages(body: &[u8]) -> Result<Asked, BadRequest> {
+    let v = parse(body)?;
+    let (mut text, mut images) = (String::new(), 0);
+    if let Some(s) = v.get("system") {
+        images += content(s, &mut text)?;
+    }
+    let msgs = v
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or(BadRequest::Required {
+            field: "messages",
+            shape: Some("a list of {role, content}"),
+        })?;
+    for m in msgs {
+        images += content(m.get("content").unwrap_or(&Value::Null), &mut text)?;
+    }
+    let max = u32_field(&v, "max_tokens")?.ok_or(BadRequest::Required {
+        field: "max_tokens",
+        shape: None,
+    })?;
+    Ok(Asked {
+        model: model_name(&v)?,
+        tool: decide_tool(&v, &text),
+        max_tokens: resolve_length(Some(max), u32_field(&v, "min_tokens")?, DEFAULT_MAX_TOKENS)?,
+        stream: v.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        prompt: prompt(text, images),
+    })
+}
+
+async fn responses(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
+    generate(st, body, Api::Responses).await
+}
+
+/// Anthropic's API refuses a request without the `anthropic-version` header; so does this one,
+/// so a client that forgets it fails here before it fails there.
+async fn messages(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !headers.contains_key("anthropic-version") {
+        return error(
+            Style::Anthropic,
+            StatusCode::BAD_REQUEST,
+            "anthropic-version: header is required",
+        );
+    }
+    generate(st, body, Api::Messages).await
+}
+
+/// The two generative APIs here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    Responses,
+    Messages,
+}
+
+async fn generate(st: Arc<SimState>, body: Bytes, api: Api) -> Response {
+    let arrival = Instant::now();
+    let style = match api {
+        Api::Responses => Style::OpenAi,
+        Api::Messages => Style::Anthropic,
+    };
+    let parsed = match api {
+        Api::Responses => parse_responses(&body),
+        Api::Messages => parse_messages(&body),
+    };
+    let asked = match parsed {
+        Ok(a) => a,
+        Err(m) => return error(style, StatusCode::BAD_REQUEST, &m.to_string()),
+    };
+    let entry = match model(&st, asked.model.as_deref(), style) {
+        Ok(e) => e,
+        Err(r) => return *r,
+    };
+    let name = entry.spec.name.clone();
+    // A tool call is all the answer: no reasoning before it.
+    let reasoning = entry.spec.reasoning.filter(|_| asked.tool.is_none());
+    let mut g = match st
+        .begin(entry, &asked.prompt, asked.max_tokens, true, arrival)
+        .await
+    {
+        Ok(g) => g,
+        Err(e) => return begin_error(style, e),
+    };
+    let id = st.next_id();
+    let shape = Shape {
+        id,
+        model: name,
+        input_tokens: g.input_tokens,
+        max_tokens: asked.max_tokens,
+        reasoning,
+        tool: asked.tool,
+    };
+    if asked.stream {
+        return match api {
+            Api::Responses => SseBody::new(g, ResponsesEvents { s: shape, seq: 0 }).into_response(),
+            Api::Messages => SseBody::new(g, MessagesEvents { s: shape }).into_response(),
+        };
+    }
+    let n = match g.run_to_end().await {
+        Ok(n) => n,
+        Err(e) => return error(style, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    let body = match api {
+        Api::Responses => shape.responses_body(n),
+        Api::Messages => shape.messages_body(n),
+    };
+    full_json_response(&mut g, body.to_string().into_bytes())
+}
+
+/// What one generative answer looks like, whatever its framing.
+struct Shape {
+    id: u64,
+    model: String,
+    input_tokens: u32,
+    max_tokens: u32,
+    reasoning: Option<ReasoningSpec>,
+    tool: Option<String>,
+}
+
+impl Shape {
+    /// Reasoning tokens among `n`.
+    fn thinking(&self, n: u32) -> u32 {
+        self.reasoning.map_or(0, |r| r.tokens.min(n))
+    }
+
+    /// The answer text of `n` tokens, after the reasoning.
+    fn answer(&self, n: u32) -> String {
+        let mut all = String::new();
+        tokens::push_text(&mut all, n);
+        all.split_off(tokens::text_len(self.thinking(n)))
+    }
+
+    fn reasoning_text(&self, n: u32) -> String {
+        let mut all = String::new();
+        tokens::push_text(&mut all, self.thinking(n));
+        all
+    }
+
+    fn responses_output(&self, n: u32) -> Value {
+        if let Some(name) = &self.tool {
+            return json!([{"type": "function_call", "id": format!("fc_{}", self.id), "call_id": format!("call_{}", self.id), "name": name, "arguments": tool_arguments(n), "status": "completed"}]);
+        }
+        let message = json!({"type": "message", "id": format!("msg_{}", self.id), "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": self.answer(n), "annotations": []}]});
+        match self.thinking(n) {
+            0 => json!([message]),
+            _ => json!([{"type": "reasoning", "id": format!("rs_{}", self.id), "summary": [],
+                "content": [{"type": "reasoning_text", "text": self.reasoning_text(n)}]}, message]),
+        }
+    }
+
+    fn responses_usage(&self, n: u32) -> Value {
+        json!({"input_tokens": self.input_tokens, "output_tokens": n,
+            "total_tokens": u64::from(self.input_tokens) + u64::from(n),
+            "output_tokens_details": {"reasoning_tokens": self.thinking(n)}})
+    }
+
+    fn responses_body(&self, n: u32) -> Value {
+        json!({"id": format!("resp_{}", self.id), "object": "response", "status": self.status(n),
+            "model": self.model, "output": self.responses_output(n), "usage": self.responses_usage(n)})
+    }
+
+    /// Responses' status: incomplete when cut by the length limit, as vLLM says.
+    fn status(&self, n: u32) -> &'static str {
+        if n >= self.max_tokens && self.tool.is_none() {
+            "incomplete"
+        } else {
+            "completed"
+        }
+    }
+
+    fn messages_content(&self, n: u32) -> Value {
+        if let Some(name) = &self.tool {
+            let input: Value = serde_json::from_str(&tool_arguments(n)).unwrap_or(Value::Null);
+            return json!([{"type": "tool_use", "id": format!("toolu_{}", self.id), "name": name, "input": input}]);
+        }
+        let text = json!({"type": "text", "text": self.answer(n)});
+        match self.thinking(n) {
+            0 => json!([text]),
+            _ => {
+                json!([{"type": "thinking", "thinking": self.reasoning_text(n), "signature": "sim"}, text])
+            }
+        }
+    }
+
+    fn stop_reason(&self) -> &'static str {
+        if self.tool.is_some() {
+            "tool_use"
+        } else {
+            "max_tokens"
+        }
+    }
+
+    fn messages_body(&self, n: u32) -> Value {
+        json!({"id": format!("msg_{}", self.id), "type": "message", "role": "assistant", "model": self.model,
+            "content": self.messages_content(n), "stop_reason": self.stop_reason(), "stop_sequence": null,
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": n}})
+    }
+}
+
+/// One server-sent event with an `event:` line, into `buf`.
+fn event(buf: &mut BytesMut, name: &str, data: &Value) {
+    let _ = write!(buf, "event: {name}\ndata: {data}\n\n");
+}
+
+/// Responses' stream (see the module's notes).
+struct ResponsesEvents {
+    s: Shape,
+    seq: u32,
+}
+
+impl ResponsesEvents {
+    fn next_seq(&mut self) -> u32 {
+        self.seq += 1;
+        self.seq - 1
+    }
+
+    /// The item now streaming: the reasoning item, the message, or the function call.
+    fn item_added(&mut self, buf: &mut BytesMut, index: u32, item: Value) {
+        let seq = self.next_seq();
+        event(
+            buf,
+            "response.output_item.added",
+            &json!({"type": "response.output_item.added", "output_index": index, "item": item, "sequence_number": seq}),
+        );
+    }
+
+    fn message_item(&self) -> Value {
+        json!({"type": "message", "id": format!("msg_{}", self.s.id), "role": "assistant", "status": "in_progress", "content": []})
+    }
+}
+
+impl EventFormat for ResponsesEvents {
+    fn preamble(&mut self, buf: &mut BytesMut) {
+        for kind in ["response.created", "response.in_progress"] {
+            let seq = self.next_seq();
+            let r = json!({"id": format!("resp_{}", self.s.id), "object": "response", "status": "in_progress", "model": self.s.model, "output": [], "usage": null});
+            event(
+                buf,
+                kind,
+                &json!({"type": kind, "response": r, "sequence_number": seq}),
+            );
+        }
+        let item = match (&self.s.tool, self.s.reasoning) {
+            (Some(name), _) => {
+                json!({"type": "function_call", "id": format!("fc_{}", self.s.id), "call_id": format!("call_{}", self.s.id), "name": name, "arguments": "", "status": "in_progress"})
+            }
+            (None, Some(_)) => {
+                json!({"type": "reasoning", "id": format!("rs_{}", self.s.id), "summary": [], "content": []})
+            }
+            (None, None) => self.message_item(),
+        };
+        self.item_added(buf, 0, item);
+    }
+
+    fn token(&mut self, buf: &mut BytesMut, index: u32) {
+        let thinking = self.s.reasoning.map_or(0, |r| r.tokens);
+        if self.s.tool.is_none() && thinking > 0 && index == thinking {
+            let item = self.message_item();
+            self.item_added(buf, 1, item);
+        }
+        let seq = self.next_seq();
+        let (kind, item, output) = match (&self.s.tool, index < thinking) {
+            (Some(_), _) => ("response.function_call_arguments.delta", "fc", 0),
+            (None, true) => ("response.reasoning_text.delta", "rs", 0),
+            (None, false) => ("response.output_text.delta", "msg", u32::from(thinking > 0)),
+        };
+        let _ = write!(
+            buf,
+            "event: {kind}\ndata: {{\"type\":\"{kind}\",\"item_id\":\"{item}_{}\",\"output_index\":{output},\"content_index\":0,\"delta\":\"",
+            self.s.id
+        );
+        match self.s.tool {
+            Some(_) => tool_piece(buf, index, self.s.max_tokens, true),
+            None => {
+                let _ = buf.write_str(tokens::word(index));
+            }
+        }
+        let _ = write!(buf, "\",\"sequence_number\":{seq}}}\n\n");
+    }
+
+    fn finish(&mut self, buf: &mut BytesMut, g: &super::state::Generation) {
+        self.finish_tokens(buf, g.source.emitted());
+    }
+
+    fn malformed(&mut self, buf: &mut BytesMut) {
+        buf.extend_from_slice(
+            b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" the\n\n",
+        );
+    }
+
+    fn error(&mut self, buf: &mut BytesMut, message: &str) {
+        let seq = self.next_seq();
+        event(
+            buf,
+            "error",
+            &json!({"type": "error", "code": "server_error", "message": message, "param": null, "sequence_number": seq}),
+        );
+    }
+
+    fn event_size_hint(&self) -> usize {
+        200
+    }
+}
+
+/// Anthropic's stream (see the module's notes).
+struct MessagesEvents {
+    s: Shape,
+}
+
+impl MessagesEvents {
+    fn block_start(&self, buf: &mut BytesMut, index: u32, block: Value) {
+        event(
+            buf,
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+        );
+    }
+
+    fn block_stop(&self, buf: &mut BytesMut, index: u32) {
+        event(
+            buf,
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        );
+    }
+}
+
+impl EventFormat for MessagesEvents {
+    fn preamble(&mut self, buf: &mut BytesMut) {
+        let m = json!({"id": format!("msg_{}", self.s.id), "type": "message", "role": "assistant", "content": [], "model": self.s.model,
+            "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": self.s.input_tokens, "output_tokens": 0}});
+        event(
+            buf,
+            "message_start",
+            &json!({"type": "message_start", "message": m}),
+        );
+        let block = match (&self.s.tool, self.s.reasoning) {
+            (Some(name), _) => {
+                json!({"type": "tool_use", "id": format!("toolu_{}", self.s.id), "name": name, "input": {}})
+            }
+            (None, Some(_)) => json!({"type": "thinking", "thinking": ""}),
+            (None, None) => json!({"type": "text", "text": ""}),
+        };
+        self.block_start(buf, 0, block);
+    }
+
+    fn token(&mut self, buf: &mut BytesMut, index: u32) {
+        let thinking = self.s.reasoning.map_or(0, |r| r.tokens);
+        if self.s.tool.is_none() && thinking > 0 && index == thinking {
+            self.block_stop(buf, 0);
+            self.block_start(buf, 1, json!({"type": "text", "text": ""}));
+        }
+        let block = u32::from(self.s.tool.is_none() && thinking > 0 && index >= thinking);
+        let (kind, field) = match (&self.s.tool, index < thinking) {
+            (Some(_), _) => ("input_json_delta", "partial_json"),
+            (None, true) => ("thinking_delta", "thinking"),
+            (None, false) => ("text_delta", "text"),
+        };
+        let _ = write!(
+            buf,
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{block},\"delta\":{{\"type\":\"{kind}\",\"{field}\":\""
+        );
+        match self.s.tool {
+            Some(_) => tool_piece(buf, index, self.s.max_tokens, true),
+            None => {
+                let _ = buf.write_str(tokens::word(index));
+            }
+        }
+        buf.extend_from_slice(b"\"}}\n\n");
+    }
+
+    fn finish(&mut self, buf: &mut BytesMut, g: &super::state::Generation) {
+        self.finish_tokens(buf, g.source.emitted());
+    }
+
+    fn malformed(&mut self, buf: &mut BytesMut) {
+        buf.extend_from_slice(
+            b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" the\n\n",
+        );
+    }
+
+    fn error(&mut self, buf: &mut BytesMut, message: &str) {
+        event(
+            buf,
+            "error",
+            &json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
+        );
+    }
+
+    fn event_size_hint(&self) -> usize {
+        140
+    }
+}
+
+/// An embeddings or rerank request: its texts as one prompt (the engine prefills them all),
+/// run to its one step.
+async fn run_batch(
+    st: &SimState,
+    name: Option<&str>,
+    texts: &[String],
+) -> Result<(super::state::Generation, String), Reject> {
+    let arrival = Instant::now();
+    let entry = model(st, name, Style::OpenAi)?;
+    let p = Prompt::Text(texts.join("\n"));
+    let mut g = st
+        .begin(entry, &p, 1, true, arrival)
+        .await
+        .map_err(|e| Box::new(begin_error(Style::OpenAi, e)))?;
+    if let Err(e) = g.run_to_end().await {
+        return Err(Box::new(error(
+            Style::OpenAi,
+            StatusCode::SERVICE_UNAVAILABLE,
+            &e.to_string(),
+        )));
+    }
+    Ok((g, entry.spec.name.clone()))
+}
+
+/// A text's embedding: [`EMBED_DIM`] numbers from its hash, unit length.
+pub(crate) fn vector(text: &str) -> [f32; EMBED_DIM] {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    let mut x = h.finish() | 1;
+    let mut v = [0f32; EMBED_DIM];
+    for e in v.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *e = (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+    }
+    let norm = v
+        .iter()
+        .map(|e| e * e)
+        .sum::<f32>()
+        .sqrt()
+        .max(f32::MIN_POSITIVE);
+    v.map(|e| e / norm)
+}
+
+fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, BadRequest> {
+    let as_text = |x: &Value| -> Option<String> {
+        x.as_str()
+            .or_else(|| x.get("text")?.as_str())
+            .map(str::to_string)
+    };
+    match v {
+        Some(Value::String(s)) => Ok(vec![s.clone()]),
+        Some(Value::Array(a)) if !a.is_empty() => a
+            .iter()
+            .map(as_text)
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| BadRequest::NotStrings(what.into())),
+        _ => Err(wrong(what, "a string or a non-empty list of strings")),
+    }
+}
+
+async fn embeddings(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
+    let v = match parse(&body) {
+        Ok(v) => v,
+        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
+    };
+    let texts = match strings(v.get("input"), "input") {
+        Ok(t) => t,
+        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
+    };
+    let (mut g, name) = match run_batch(&st, v.get("model").and_then(Value::as_str), &texts).await {
+        Ok(x) => x,
+        Err(r) => return *r,
+    };
+    let mut out = String::with_capacity(texts.len() * EMBED_DIM * 12 + 128);
+    out.push_str("{\"object\":\"list\",\"data\":[");
+    for (i, t) in texts.iter().enumerate() {
+        let sep = if i > 0 { "," } else { "" };
+        let _ = write!(
+            out,
+            "{sep}{{\"object\":\"embedding\",\"index\":{i},\"embedding\":["
+        );
+        for (j, x) in vector(t).iter().enumerate() {
+            let _ = write!(out, "{}{x:.6}", if j > 0 { "," } else { "" });
+        }
+        out.push_str("]}");
+    }
+    let n = g.input_tokens;
+    let _ = write!(
+        out,
+        "],\"model\":{},\"usage\":{{\"prompt_tokens\":{n},\"total_tokens\":{n}}}}}",
+        json!(name)
+    );
+    full_json_response(&mut g, out.into_bytes())
+}
+
+/// Cohere/Jina (`documents`), TEI (`texts`) and NIM (`query.text`, `passages`) rerank requests,
+/// each answered in its own form.
+async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Response {
+    let v = match parse(&req_body) {
+        Ok(v) => v,
+        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
+    };
+    let query = v
+        .get("query")
+        .and_then(|q| q.as_str().or_else(|| q.get("text")?.as_str()))
+        .map(str::to_string);
+    let (key, docs) = ["documents", "texts", "passages"]
+        .iter()
+        .find_map(|k| v.get(k).map(|d| (*k, d)))
+        .unzip();
+    let (Some(query), Some(key)) = (query, key) else {
+        return error(
+            Style::OpenAi,
+            StatusCode::BAD_REQUEST,
+            "expected 'query' and 'documents' (or 'texts', or 'passages')",
+        );
+    };
+    let docs = match strings(docs, key) {
+        Ok(d) => d,
+        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
+    };
+    let mut all = vec![query.clone()];
+    all.extend(docs.iter().cloned());
+    let (mut g, name) = match run_batch(&st, v.get("model").and_then(Value::as_str), &all).await {
+        Ok(x) => x,
+        Err(r) => return *r,
+    };
+    let q = vector(&query);
+    let mut scored: Vec<(usize, f32)> = docs
+        .iter()
+        .map(|d| vector(d).iter().zip(&q).map(|(a, b)| a * b).sum())
+        .enumerate()
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let n = g.input_tokens;
+    let usage = json!({"prompt_tokens": n, "total_tokens": n});
+    let body = match key {
+        "texts" => json!(
+            scored
+                .iter()
+                .map(|(i, s)| json!({"index": i, "score": s}))
+                .collect::<Vec<_>>()
+        ),
+        "passages" => {
+            json!({"rankings": scored.iter().map(|(i, s)| json!({"index": i, "logit": s})).collect::<Vec<_>>(), "usage": usage})
+        }
+        _ => json!({"id": format!("rerank-{}", st.next_id()), "model": name, "usage": usage,
+            "results": scored.iter().map(|(i, s)| json!({"index": i, "relevance_score": s})).collect::<Vec<_>>()}),
+    };
+    full_json_response(&mut g, body.to_string().into_bytes())
+}
+
+impl ResponsesEvents {
+    /// The closing events of a stream that emitted `n` tokens.
+    fn finish_tokens(&mut self, buf: &mut BytesMut, n: u32) {
+        if self.s.tool.is_none() {
+            let seq = self.next_seq();
+            event(
+                buf,
+                "response.output_text.done",
+                &json!({"type": "response.output_text.done", "item_id": format!("msg_{}", self.s.id), "output_index": u32::from(self.s.thinking(n) > 0), "content_index": 0, "text": self.s.answer(n), "sequence_number": seq}),
+            );
+        }
+        let kind = match self.s.status(n) {
+            "incomplete" => "response.incomplete",
+            _ => "response.completed",
+        };
+        let seq = self.next_seq();
+        event(
+            buf,
+            kind,
+            &json!({"type": kind, "response": self.s.responses_body(n), "sequence_number": seq}),
+        );
+    }
+}
+
+impl MessagesEvents {
+    /// The closing events of a stream that emitted `n` tokens.
+    fn finish_tokens(&mut self, buf: &mut BytesMut, n: u32) {
+        let last =
+            u32::from(self.s.tool.is_none() && self.s.thinking(n) > 0 && n > self.s.thinking(n));
+        self.block_stop(buf, last);
+        event(
+            buf,
+            "message_delta",
+            &json!({"type": "message_delta", "delta": {"stop_reason": self.s.stop_reason(), "stop_sequence": null},
+                "usage": {"output_tokens": n}}),
+        );
+        event(buf, "message_stop", &json!({"type": "message_stop"}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_decided_per_choice() {
+        let with = |choice: Value| json!({"tools": [{"type": "function", "function": {"name": "a"}}, {"name": "b"}], "tool_choice": choice});
+        assert_eq!(decide_tool(&with(json!("required")), "x"), Some("a".into()));
+        assert_eq!(
+            decide_tool(&with(json!({"type": "any"})), "x"),
+            Some("a".into())
+        );
+        assert_eq!(decide_tool(&with(json!("none")), "x"), None);
+        assert_eq!(decide_tool(&with(json!({"type": "none"})), "x"), None);
+        assert_eq!(
+            decide_tool(&with(json!({"type": "tool", "name": "b"})), "x"),
+            Some("b".into())
+        );
+        assert_eq!(
+            decide_tool(
+                &with(json!({"type": "function", "function": {"name": "b"}})),
+                "x"
+            ),
+            Some("b".into())
+        );
+        let auto: usize = (0..200)
+            .filter(|i| decide_tool(&with(json!("auto")), &format!("p{i}")).is_some())
+            .count();
+        assert!((60..140).contains(&auto), "about half: {auto}");
+        assert_eq!(decide_tool(&json!({"tool_choice": "required"}), "x"), None);
+    }
+
+    #[test]
+    fn tool_arguments_are_json_piece_by_piece() {
+        for n in [1, 2, 5] {
+            let args = tool_arguments(n);
+            let v: Value = serde_json::from_str(&args).unwrap();
+            assert!(v["query"].is_string(), "{args}");
+            let mut escaped = String::new();
+            for i in 0..n {
+                tool_piece(&mut escaped, i, n, true);
+            }
+            let unescaped: String = serde_json::from_str(&format!("\"{escaped}\"")).unwrap();
+            assert_eq!(unescaped, args);
+        }
+    }
+
+    #[test]
+    fn image_tokens_from_headers() {
+        let img =
+            crate::workload::images::draw(56, 30, crate::workload::images::ImageFormat::Png, 1);
+        assert_eq!(image_tokens(&img.bytes).unwrap(), 4);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&img.bytes);
+        let mut text = String::new();
+        let parts = json!([{"type": "text", "text": "hi"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{b64}")}},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{b64}")},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}]);
+        assert_eq!(content(&parts, &mut text).unwrap(), 12);
+        assert_eq!(text, "hi");
+        let bad = json!([{"type": "image", "source": {"data": "aGVsbG8="}}]);
+        assert!(
+            content(&bad, &mut text)
+                .unwrap_err()
+                .to_string()
+                .contains("not a PNG or JPEG")
+        );
+    }
+
+    /// The two stream formats, finished after a known token count (no engine behind them).
+    trait Finishing: EventFormat {
+        fn finish_after(&mut self, buf: &mut BytesMut, n: u32);
+    }
+    impl Finishing for ResponsesEvents {
+        fn finish_after(&mut self, buf: &mut BytesMut, n: u32) {
+            self.finish_tokens(buf, n);
+        }
+    }
+    impl Finishing for MessagesEvents {
+        fn finish_after(&mut self, buf: &mut BytesMut, n: u32) {
+            self.finish_tokens(buf, n);
+        }
+    }
+
+    #[test]
+    fn event_sequences_parse() {
+        let shape = |tool: Option<&str>, reasoning: Option<ReasoningSpec>| Shape {
+            id: 7,
+            model: "m".into(),
+            input_tokens: 3,
+            max_tokens: 4,
+            reasoning,
+            tool: tool.map(str::to_string),
+        };
+        let r = Some(ReasoningSpec {
+            tokens: 2,
+            field: super::super::models::ReasoningField::Reasoning,
+        });
+        for (tool, reasoning) in [(None, None), (Some("f"), None), (None, r)] {
+            let mut fmts: Vec<Box<dyn Finishing>> = vec![
+                Box::new(ResponsesEvents {
+                    s: shape(tool, reasoning),
+                    seq: 0,
+                }),
+                Box::new(MessagesEvents {
+                    s: shape(tool, reasoning),
+                }),
+            ];
+            for f in fmts.iter_mut() {
+                let mut buf = BytesMut::new();
+                f.preamble(&mut buf);
+                for i in 0..4 {
+                    f.token(&mut buf, i);
+                }
+                f.finish_after(&mut buf, 4);
+                let text = String::from_utf8(buf.to_vec()).unwrap();
+                let mut out = String::new();
+                let mut reader = crate::client::events::EventReader::new();
+                for line in text.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                    reader.read(line.as_bytes(), &mut out).expect(line);
+                }
+                match tool {
+                    Some(_) => assert_eq!(out, tool_arguments(4), "{text}"),
+                    None => assert_eq!(out, tokens::text(4), "{text}"),
+                }
+                if tool.is_some() {
+                    assert_eq!(reader.tools().summarize(&out), (1, true));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! Request bodies of the newer APIs, as pure functions of the plan and one request's inputs:
+//! OpenAI Responses and Anthropic Messages (with images and tools, which chat takes too),
+//! embeddings batches and reranker requests; and the datasets of the last two.
+//!
+//! Bodies (fields in this order; `--extra-inputs` last, overriding):
+//!
+//! * responses: `{"model", "input", "max_output_tokens"?, "stream", "tools"?, "tool_choice"?}`;
+//!   `input` is the prompt text, or `[{"role":"user","content":[{"type":"input_text","text"},
+//!   <images>]}]` with images, or a session's messages.
+//! * messages: `{"model", "system"?, "messages", "max_tokens", "stream", "tools"?,
+//!   "tool_choice"?}`; `max_tokens` is required by the API: without `--output-tokens-mean` it is
+//!   [`MESSAGES_DEFAULT_MAX_TOKENS`] (and the request counts as asking for none). A session's
+//!   system messages go to `system`.
+//! * chat with images: the user message's `content` is `[{"type":"text","text"}, <images>]`.
+//! * `--output-tokens-mean-deterministic` adds `min_tokens` and `ignore_eos` (vLLM's extensions)
+//!   to responses and messages as to chat.
+//! * embeddings: `{"model", "input": [texts], "encoding_format": "float"}`.
+//! * rankings, per `--rankings-api`: rerank `{"model", "query", "documents": [..]}`; tei
+//!   `{"query", "texts": [..]}`; nim `{"model", "query": {"text"}, "passages": [{"text"}, ..]}`.
+
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+
+use super::conversation::history::Role;
+use super::dataset::{Dataset, Entry, Input, Payload};
+use super::images::Image;
+use super::prompts::{self, Prompt, SyntheticSpec};
+use super::salt::Salt;
+use super::tokenizer::Tokenizer;
+use super::{PromptSource, WorkloadPlan};
+use crate::error::UsageError;
+use crate::record::Sent;
+use crate::target::{Api, RankingsLayout, Target};
+
+/// `max_tokens` of a Messages request when no output length was asked for (the API requires
+/// one).
+pub const MESSAGES_DEFAULT_MAX_TOKENS: u32 = 1024;
+
+/// The body of one Responses or Messages request (chat's is [`super::dataset::http_body`], which
+/// calls [`content`] for its images and [`tool_fields`] for its tools).
+pub fn chat_like_body(
+    t: &Target,
+    w: &WorkloadPlan,
+    input: Input,
+    max_tokens: Option<u32>,
+    images: &[Image],
+) -> Value {
+    let mut m = Map::new();
+    m.insert("model".into(), json!(t.model));
+    match t.api {
+        Api::Messages => {
+            let (system, messages) = messages_of(input, images);
+            if let Some(s) = system {
+                m.insert("system".into(), json!(s));
+            }
+            m.insert("messages".into(), messages);
+            m.insert(
+                "max_tokens".into(),
+                json!(max_tokens.unwrap_or(MESSAGES_DEFAULT_MAX_TOKENS)),
+            );
+        }
+        _ => {
+            m.insert("input".into(), responses_input(input, images));
+            if let Some(n) = max_tokens {
+                m.insert("max_output_tokens".into(), json!(n));
+            }
+        }
+    }
+    if let Some(n) = max_tokens.filter(|_| w.exact_output()) {
+        m.insert("min_tokens".into(), json!(n));
+        m.insert("ignore_eos".into(), json!(true));
+    }
+    m.insert("stream".into(), json!(t.streaming));
+    tool_fields(&mut m, t.api, w);
+    for (k, v) in &w.extra_inputs {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Object(m)
+}
+
+/// `tools` and `tool_choice` in `api`'s form, when the plan sends tools.
+pub fn tool_fields(m: &mut Map<String, Value>, api: Api, w: &WorkloadPlan) {
+    if let Some(tools) = &w.tools {
+        m.insert("tools".into(), tools.tools_json(api));
+        m.insert("tool_choice".into(), tools.choice_json(api));
+    }
+}
+
+/// A user message's `content`: the text alone, or a list of the text part and the images.
+pub fn content(api: Api, text: &str, images: &[Image]) -> Value {
+    if images.is_empty() {
+        return json!(text);
+    }
+    let kind = match api {
+        Api::Responses => "input_text",
+        _ => "text",
+    };
+    let mut parts = vec![json!({"type": kind, "text": text})];
+    parts.extend(images.iter().map(|i| i.content_part(api)));
+    Value::Array(parts)
+}
+
+/// Responses' `input`: the bare text, or messages.
+fn responses_input(input: Input, images: &[Image]) -> Value {
+    match input {
+        Input::Text(text) if images.is_empty() => json!(text),
+        Input::Text(text) => {
+            json!([{"role": "user", "content": content(Api::Responses, text, images)}])
+        }
+        Input::Messages(ms) => serde_json::to_value(ms).unwrap_or(Value::Null),
+    }
+}
+
+/// Messages' `system` (a session's system messages joined) and `messages`.
+fn messages_of(input: Input, images: &[Image]) -> (Option<String>, Value) {
+    match input {
+        Input::Text(text) => (
+            None,
+            json!([{"role": "user", "content": content(Api::Messages, text, images)}]),
+        ),
+        Input::Messages(ms) => {
+            let system: Vec<&str> = ms
+                .iter()
+                .filter(|m| m.role == Role::System)
+                .map(|m| m.content.as_str())
+                .collect();
+            let rest: Vec<&_> = ms.iter().filter(|m| m.role != Role::System).collect();
+            let system = (!system.is_empty()).then(|| system.join("\n\n"));
+            (system, serde_json::to_value(rest).unwrap_or(Value::Null))
+        }
+    }
+}
+
+/// An embeddings request's body.
+pub fn embeddings_body(t: &Target, w: &WorkloadPlan, texts: &[&str]) -> Value {
+    let mut m = Map::new();
+    m.insert("model".into(), json!(t.model));
+    m.insert("input".into(), json!(texts));
+    m.insert("encoding_format".into(), json!("float"));
+    for (k, v) in &w.extra_inputs {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Object(m)
+}
+
+/// A reranker request's body in the target's layout.
+pub fn rankings_body(t: &Target, w: &WorkloadPlan, query: &str, passages: &[&str]) -> Value {
+    let mut m = Map::new();
+    match t.rankings {
+        RankingsLayout::Rerank => {
+            m.insert("model".into(), json!(t.model));
+            m.insert("query".into(), json!(query));
+            m.insert("documents".into(), json!(passages));
+        }
+        RankingsLayout::Tei => {
+            m.insert("query".into(), json!(query));
+            m.insert("texts".into(), json!(passages));
+        }
+        RankingsLayout::Nim => {
+            m.insert("model".into(), json!(t.model));
+            m.insert("query".into(), json!({"text": query}));
+            let ps: Vec<Value> = passages.iter().map(|p| json!({"text": p})).collect();
+            m.insert("passages".into(), Value::Array(ps));
+        }
+    }
+    for (k, v) in &w.extra_inputs {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Object(m)
+}
+
+/// The texts embeddings and synthetic rankings draw from: `n` synthetic prompts (the salt
+/// applied), or an `--input-file`'s `{"text"}` rows in turn.
+fn texts(
+    w: &WorkloadPlan,
+    tokenizer: &Tokenizer,
+    salt: Salt,
+    n: usize,
+) -> Result<Vec<Prompt>, UsageError> {
+    match &w.prompts {
+        PromptSource::Synthetic { mean, stddev } => Ok(prompts::synthetic_with(
+            tokenizer,
+            &SyntheticSpec {
+                count: n,
+                mean: *mean,
+                stddev: *stddev,
+                seed: w.seed,
+                salt,
+                prefixes: None,
+            },
+        )),
+        PromptSource::File(path) => prompts::from_jsonl(path, tokenizer)
+            .map_err(|e| UsageError(format!("--input-file: {e}"))),
+        other => Err(UsageError(format!(
+            "this input ({other:?}) cannot feed embeddings or rankings requests"
+        ))),
+    }
+}
+
+/// The dataset of an embeddings or rankings run: `--num-prompts` requests of `--batch-size-text`
+/// texts each (a rankings input file: one request per query).
+pub fn build_batches(
+    t: &Target,
+    w: &WorkloadPlan,
+    tokenizer: &Tokenizer,
+    salt: Salt,
+) -> Result<Dataset, UsageError> {
+    let b = w.batch_size_text.max(1) as usize;
+    let n = w.num_prompts.max(1) as usize;
+    if let PromptSource::Rankings(src) = &w.prompts {
+        let count = src.data.len().min(n);
+        let entries = (0..count)
+            .map(|i| {
+                let (q, ps) = src.data.request(i, w.batch_size_text);
+                let isl = std::iter::once(q)
+                    .chain(ps.iter().copied())
+                    .map(|s| tokenizer.count(s) as u64)
+                    .sum::<u64>();
+                batch_entry(rankings_body(t, w, q, &ps), isl, ps.len())
+            })
+            .collect();
+        return Ok(Dataset::new(entries));
+    }
+    let rankings = t.api == Api::Rankings;
+    // A rankings request's query is one text more.
+    let per = b + usize::from(rankings);
+    let pool = texts(w, tokenizer, salt, n * per)?;
+    let entries = (0..n)
+        .map(|i| {
+            let group: Vec<&Prompt> = (0..per)
+                .map(|j| &pool[(i * per + j) % pool.len()])
+                .collect();
+            let isl = group.iter().map(|p| u64::from(p.tokens)).sum::<u64>();
+            let strs: Vec<&str> = group.iter().map(|p| p.text.as_str()).collect();
+            match rankings {
+                true => batch_entry(rankings_body(t, w, strs[0], &strs[1..]), isl, b),
+                false => batch_entry(embeddings_body(t, w, &strs), isl, b),
+            }
+        })
+        .collect();
+    Ok(Dataset::new(entries))
+}
+
+fn batch_entry(body: Value, isl: u64, inputs: usize) -> Entry {
+    Entry {
+        payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
+        isl: u32::try_from(isl).unwrap_or(u32::MAX),
+        max_tokens: 0,
+        sent: Sent {
+            inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
+            ..Sent::default()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::RunPlan;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> RunPlan {
+        let mut argv = vec!["ttftbench", "profile", "-m", "m"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
+        let crate::cli::Command::Profile(p) = cli.command else {
+            panic!("expected profile")
+        };
+        p.plan(&[]).unwrap()
+    }
+
+    fn img() -> Image {
+        Image {
+            bytes: b"abc".to_vec(),
+            format: super::super::images::ImageFormat::Png,
+            width: 1,
+            height: 1,
+        }
+    }
+
+    /// Responses and Messages bodies, exactly, with and without images.
+    #[test]
+    fn responses_and_messages_bodies() {
+        let p = plan(&["--endpoint-type", "responses", "--streaming"]);
+        let b = chat_like_body(&p.target, &p.workload, Input::Text("hi"), Some(8), &[]);
+        assert_eq!(
+            b.to_string(),
+            r#"{"model":"m","input":"hi","max_output_tokens":8,"stream":true}"#
+        );
+        let b = chat_like_body(&p.target, &p.workload, Input::Text("hi"), None, &[img()]);
+        assert_eq!(
+            b.to_string(),
+            r#"{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"hi"},{"type":"input_image","image_url":"data:image/png;base64,YWJj"}]}],"stream":true}"#
+        );
+        let p = plan(&["--endpoint-type", "messages", "--streaming"]);
+        let b = chat_like_body(&p.target, &p.workload, Input::Text("hi"), None, &[]);
+        assert_eq!(
+            b.to_string(),
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":1024,"stream":true}"#
+        );
+        let b = chat_like_body(&p.target, &p.workload, Input::Text("hi"), Some(5), &[img()]);
+        assert_eq!(
+            b.to_string(),
+            r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"YWJj"}}]}],"max_tokens":5,"stream":true}"#
+        );
+    }
+
+    /// Embeddings and each rankings layout, exactly.
+    #[test]
+    fn batch_bodies() {
+        let p = plan(&[
+            "--endpoint-type",
+            "embeddings",
+            "--extra-inputs",
+            "dimensions:8",
+        ]);
+        assert_eq!(
+            embeddings_body(&p.target, &p.workload, &["a", "b"]).to_string(),
+            r#"{"model":"m","input":["a","b"],"encoding_format":"float","dimensions":8}"#
+        );
+        for (layout, want) in [
+            (
+                "rerank",
+                r#"{"model":"m","query":"q","documents":["a","b"]}"#,
+            ),
+            ("tei", r#"{"query":"q","texts":["a","b"]}"#),
+            (
+                "nim",
+                r#"{"model":"m","query":{"text":"q"},"passages":[{"text":"a"},{"text":"b"}]}"#,
+            ),
+        ] {
+            let p = plan(&["--endpoint-type", "rankings", "--rankings-api", layout]);
+            assert_eq!(
+                rankings_body(&p.target, &p.workload, "q", &["a", "b"]).to_string(),
+                want,
+                "{layout}"
+            );
+        }
+    }
+
+    /// A batch run's dataset: `--num-prompts` requests of `--batch-size-text` inputs, the input
+    /// length the sum over the texts (and the query).
+    #[test]
+    fn batch_datasets() {
+        let tk = Tokenizer::builtin_gpt2();
+        let p = plan(&[
+            "--endpoint-type",
+            "embeddings",
+            "-b",
+            "4",
+            "--num-prompts",
+            "3",
+            "--synthetic-input-tokens-mean",
+            "10",
+        ]);
+        let d = build_batches(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
+        assert_eq!(d.len(), 3);
+        for i in 0..3 {
+            let e = d.entry(i);
+            assert_eq!((e.isl, e.sent.inputs), (40, 4));
+            let Payload::Http(b) = &e.payload else {
+                panic!("http")
+            };
+            let v: Value = serde_json::from_slice(b).unwrap();
+            assert_eq!(v["input"].as_array().unwrap().len(), 4);
+        }
+        let p = plan(&[
+            "--endpoint-type",
+            "rankings",
+            "-b",
+            "3",
+            "--num-prompts",
+            "2",
+            "--synthetic-input-tokens-mean",
+            "10",
+        ]);
+        let d = build_batches(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
+        assert_eq!((d.entry(1).isl, d.entry(1).sent.inputs), (40, 3));
+    }
+}

@@ -1,0 +1,333 @@
+//! Tool definitions sent with chat-like requests (`--tools FILE`, `--tool-choice`), read once
+//! and rendered in each API's form.
+//!
+//! The file is OpenAI's form, a JSON list of
+//! `{"type": "function", "function": {"name", "description"?, "parameters"?}}`
+//! (`parameters` a JSON Schema object). Rendered per API:
+//!
+//! | API | `tools` entry | `tool_choice` for auto / none / required / NAME |
+//! |---|---|---|
+//! | chat | the entry as given | `"auto"`, `"none"`, `"required"`, `{"type":"function","function":{"name":NAME}}` |
+//! | responses | `{"type":"function","name","description","parameters"}` | `"auto"`, `"none"`, `"required"`, `{"type":"function","name":NAME}` |
+//! | messages | `{"name","description","input_schema"}` | `{"type":"auto"}`, `{"type":"none"}`, `{"type":"any"}`, `{"type":"tool","name":NAME}` |
+//!
+//! A tool without `parameters` gets `{"type":"object","properties":{}}` (Anthropic requires an
+//! `input_schema`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::target::Api;
+
+/// One function a model may call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDef {
+    /// The function's name.
+    pub name: String,
+    /// What it does, when the file says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its arguments' JSON Schema.
+    pub parameters: Value,
+}
+
+/// Whether (and which) tool the model must call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// No tool call.
+    None,
+    /// Some tool must be called.
+    Required,
+    /// This tool must be called.
+    Named(String),
+}
+
+/// `--tools` and `--tool-choice`, read and checked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolsPlan {
+    /// The file.
+    pub path: PathBuf,
+    /// The definitions, in file order.
+    #[serde(serialize_with = "defs")]
+    pub tools: Arc<Vec<ToolDef>>,
+    /// `--tool-choice`.
+    pub choice: ToolChoice,
+}
+
+fn defs<S: serde::Serializer>(t: &Arc<Vec<ToolDef>>, s: S) -> Result<S::Ok, S::Error> {
+    t.as_slice().serialize(s)
+}
+
+/// What a tools file should hold, for error messages.
+pub const TOOLS_FORM: &str = r#"a JSON list of OpenAI tool definitions, e.g. [{"type": "function", "function": {"name": "get_weather", "description": "...", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]"#;
+
+/// Reads a tools file's text: every entry a function with a name, names distinct. `Err` says
+/// which entry is wrong and how.
+pub fn parse_tools(text: &str) -> Result<Vec<ToolDef>, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+    let list = match v {
+        Value::Array(list) => list,
+        // `{"tools": [...]}` is a request body's fragment: say where the list is.
+        Value::Object(o) if o.get("tools").is_some_and(Value::is_array) => {
+            return Err("an object with a \"tools\" list: the file must be the list itself".into());
+        }
+        _ => return Err("not a list".into()),
+    };
+    if list.is_empty() {
+        return Err("an empty list: give at least one tool".into());
+    }
+    let mut tools: Vec<ToolDef> = Vec::with_capacity(list.len());
+    for (i, entry) in list.iter().enumerate() {
+        let t = tool_def(entry).map_err(|e| format!("entry {}: {e}", i + 1))?;
+        if tools.iter().any(|d| d.name == t.name) {
+            return Err(format!("entry {}: a second tool named '{}'", i + 1, t.name));
+        }
+        tools.push(t);
+    }
+    Ok(tools)
+}
+
+/// One OpenAI-form entry.
+fn tool_def(entry: &Value) -> Result<ToolDef, String> {
+    let o = entry.as_object().ok_or("not an object")?;
+    match o.get("type").and_then(Value::as_str) {
+        Some("function") => {}
+        Some(other) => return Err(format!("type '{other}' (only \"function\" tools are sent)")),
+        None => return Err("no \"type\": \"function\"".into()),
+    }
+    let f = o
+        .get("function")
+        .and_then(Value::as_object)
+        .ok_or("no \"function\" object")?;
+    let name = f
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.trim().is_empty())
+        .ok_or("its function has no \"name\"")?;
+    let description = match f.get("description") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) => Some(d.clone()),
+        Some(_) => {
+            return Err(format!(
+                "function '{name}': \"description\" is not a string"
+            ));
+        }
+    };
+    let parameters = match f.get("parameters") {
+        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => {
+            return Err(format!(
+                "function '{name}': \"parameters\" is not a JSON Schema object"
+            ));
+        }
+    };
+    Ok(ToolDef {
+        name: name.to_string(),
+        description,
+        parameters,
+    })
+}
+
+/// `--tool-choice` as given, checked against the tools' names.
+pub fn parse_choice(raw: Option<&str>, tools: &[ToolDef]) -> Result<ToolChoice, String> {
+    Ok(match raw.map(str::trim) {
+        None | Some("auto") => ToolChoice::Auto,
+        Some("none") => ToolChoice::None,
+        Some("required") | Some("any") => ToolChoice::Required,
+        Some(name) if tools.iter().any(|t| t.name == name) => ToolChoice::Named(name.to_string()),
+        Some(name) => {
+            return Err(format!(
+                "'{name}' is neither auto, none, required nor a tool in --tools (its tools: {})",
+                tools
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    })
+}
+
+impl ToolsPlan {
+    /// The request's `tools` list in `api`'s form.
+    pub fn tools_json(&self, api: Api) -> Value {
+        Value::Array(self.tools.iter().map(|t| tool_json(t, api)).collect())
+    }
+
+    /// The request's `tool_choice` in `api`'s form.
+    pub fn choice_json(&self, api: Api) -> Value {
+        let messages = api == Api::Messages;
+        match (&self.choice, messages) {
+            (ToolChoice::Auto, false) => json!("auto"),
+            (ToolChoice::None, false) => json!("none"),
+            (ToolChoice::Required, false) => json!("required"),
+            (ToolChoice::Auto, true) => json!({"type": "auto"}),
+            (ToolChoice::None, true) => json!({"type": "none"}),
+            (ToolChoice::Required, true) => json!({"type": "any"}),
+            (ToolChoice::Named(n), true) => json!({"type": "tool", "name": n}),
+            (ToolChoice::Named(n), false) if api == Api::Responses => {
+                json!({"type": "function", "name": n})
+            }
+            (ToolChoice::Named(n), false) => {
+                json!({"type": "function", "function": {"name": n}})
+            }
+        }
+    }
+}
+
+fn tool_json(t: &ToolDef, api: Api) -> Value {
+    let mut m = Map::new();
+    match api {
+        Api::Messages => {
+            m.insert("name".into(), json!(t.name));
+            if let Some(d) = &t.description {
+                m.insert("description".into(), json!(d));
+            }
+            m.insert("input_schema".into(), t.parameters.clone());
+        }
+        Api::Responses => {
+            m.insert("type".into(), json!("function"));
+            m.insert("name".into(), json!(t.name));
+            if let Some(d) = &t.description {
+                m.insert("description".into(), json!(d));
+            }
+            m.insert("parameters".into(), t.parameters.clone());
+        }
+        _ => {
+            let mut f = Map::new();
+            f.insert("name".into(), json!(t.name));
+            if let Some(d) = &t.description {
+                f.insert("description".into(), json!(d));
+            }
+            f.insert("parameters".into(), t.parameters.clone());
+            m.insert("type".into(), json!("function"));
+            m.insert("function".into(), Value::Object(f));
+        }
+    }
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WEATHER: &str = r#"[{"type":"function","function":{"name":"get_weather","description":"Weather now","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},
+        {"type":"function","function":{"name":"now"}}]"#;
+
+    fn plan(choice: ToolChoice) -> ToolsPlan {
+        ToolsPlan {
+            path: "tools.json".into(),
+            tools: Arc::new(parse_tools(WEATHER).unwrap()),
+            choice,
+        }
+    }
+
+    /// Each API's rendering, exactly.
+    #[test]
+    fn rendered_per_api() {
+        let p = plan(ToolChoice::Auto);
+        let schema =
+            r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#;
+        let empty = r#"{"type":"object","properties":{}}"#;
+        assert_eq!(
+            p.tools_json(Api::Chat).to_string(),
+            format!(
+                r#"[{{"type":"function","function":{{"name":"get_weather","description":"Weather now","parameters":{schema}}}}},{{"type":"function","function":{{"name":"now","parameters":{empty}}}}}]"#
+            )
+        );
+        assert_eq!(
+            p.tools_json(Api::Responses).to_string(),
+            format!(
+                r#"[{{"type":"function","name":"get_weather","description":"Weather now","parameters":{schema}}},{{"type":"function","name":"now","parameters":{empty}}}]"#
+            )
+        );
+        assert_eq!(
+            p.tools_json(Api::Messages).to_string(),
+            format!(
+                r#"[{{"name":"get_weather","description":"Weather now","input_schema":{schema}}},{{"name":"now","input_schema":{empty}}}]"#
+            )
+        );
+    }
+
+    #[test]
+    fn choices_per_api() {
+        let cases = [
+            (
+                ToolChoice::Auto,
+                r#""auto""#,
+                r#""auto""#,
+                r#"{"type":"auto"}"#,
+            ),
+            (
+                ToolChoice::None,
+                r#""none""#,
+                r#""none""#,
+                r#"{"type":"none"}"#,
+            ),
+            (
+                ToolChoice::Required,
+                r#""required""#,
+                r#""required""#,
+                r#"{"type":"any"}"#,
+            ),
+            (
+                ToolChoice::Named("now".into()),
+                r#"{"type":"function","function":{"name":"now"}}"#,
+                r#"{"type":"function","name":"now"}"#,
+                r#"{"type":"tool","name":"now"}"#,
+            ),
+        ];
+        for (c, chat, responses, messages) in cases {
+            let p = plan(c.clone());
+            assert_eq!(p.choice_json(Api::Chat).to_string(), chat, "{c:?}");
+            assert_eq!(
+                p.choice_json(Api::Responses).to_string(),
+                responses,
+                "{c:?}"
+            );
+            assert_eq!(p.choice_json(Api::Messages).to_string(), messages, "{c:?}");
+        }
+        let tools = parse_tools(WEATHER).unwrap();
+        assert_eq!(parse_choice(None, &tools), Ok(ToolChoice::Auto));
+        assert_eq!(
+            parse_choice(Some("get_weather"), &tools),
+            Ok(ToolChoice::Named("get_weather".into()))
+        );
+        let e = parse_choice(Some("lookup"), &tools).unwrap_err();
+        assert!(e.contains("its tools: get_weather, now"), "{e}");
+    }
+
+    /// Files that are not a list of tool definitions say which entry and why.
+    #[test]
+    fn bad_files_name_the_entry() {
+        for (text, says) in [
+            ("{", "not JSON"),
+            (r#"{"a":1}"#, "not a list"),
+            (r#"{"tools":[]}"#, "the list itself"),
+            ("[]", "empty list"),
+            ("[1]", "entry 1: not an object"),
+            (r#"[{"function":{"name":"x"}}]"#, "no \"type\""),
+            (r#"[{"type":"web_search"}]"#, "type 'web_search'"),
+            (r#"[{"type":"function"}]"#, "no \"function\" object"),
+            (r#"[{"type":"function","function":{}}]"#, "no \"name\""),
+            (
+                r#"[{"type":"function","function":{"name":"x","parameters":"{}"}}]"#,
+                "not a JSON Schema object",
+            ),
+            (
+                r#"[{"type":"function","function":{"name":"x"}},{"type":"function","function":{"name":"x"}}]"#,
+                "entry 2: a second tool named 'x'",
+            ),
+        ] {
+            let e = parse_tools(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! The newer APIs against the real engines (issue 31): embeddings and rankings against vLLM's
+//! pooling servers (`scripts/engines/vllm/start.sh --variant embed|rerank`) and llama-server's
+//! (`scripts/engines/llamacpp/start.sh --variant embed|rerank`), Responses and Messages streamed
+//! from both, tool calls from vLLM (its generate server runs with a tool-call parser; llama-server
+//! answers tools only with `--jinja` and a template that has them). Images are left out: neither
+//! tiny model here has a vision encoder. Each
+//! test skips with its reason when its server is not running, and fails then under
+//! `TTFTBENCH_REQUIRE_ENGINES=1`.
+
+mod common;
+
+use common::{Engine, engine};
+use serde_json::Value;
+
+/// Runs `profile` against `e` with `extra` flags at concurrency 1 and 4, 16 requests a level,
+/// into a fresh directory; returns each level's directory and JSON.
+async fn run(e: &Engine, extra: &[&str]) -> (tempfile::TempDir, Vec<(std::path::PathBuf, Value)>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = common::args(&[
+        "-m",
+        &e.model,
+        "-u",
+        &e.url,
+        "--synthetic-input-tokens-mean",
+        "40",
+        "--concurrency",
+        "1,4",
+        "--request-count",
+        "16",
+        "--artifact-dir",
+        &format!("{}/c{{concurrency}}", tmp.path().display()),
+    ]);
+    a.extend(common::args(extra));
+    let out = common::profile(&a)
+        .await
+        .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+    let levels = out
+        .levels
+        .iter()
+        .map(|l| {
+            let doc = common::json_file(&l.dir.join("profile_export_genai_perf.json"));
+            (l.dir.clone(), doc)
+        })
+        .collect();
+    (tmp, levels)
+}
+
+fn avg(doc: &Value, key: &str) -> f64 {
+    doc[key]["avg"].as_f64().unwrap_or(f64::NAN)
+}
+
+/// Every level ended without errors and measured all 16 requests.
+fn all_answered(levels: &[(std::path::PathBuf, Value)], what: &str) {
+    for (dir, doc) in levels {
+        let at = format!("{what} ({})", dir.display());
+        assert_eq!(avg(doc, "error_count"), 0.0, "{at}: {}", doc["errors"]);
+        assert_eq!(avg(doc, "request_count"), 16.0, "{at}");
+    }
+}
+
+/// Embeddings or rankings in batches of 4: every input answered (64 a level), inputs/s and
+/// input tokens/s written, the raw export holding the server's answers.
+async fn batches(e: &Engine, api: &str, answer_key: &str) {
+    let (_tmp, levels) = run(
+        e,
+        &[
+            "--endpoint-type",
+            api,
+            "--batch-size-text",
+            "4",
+            "--raw-export",
+            "full",
+        ],
+    )
+    .await;
+    all_answered(&levels, &format!("{} {api}", e.name));
+    for (dir, doc) in &levels {
+        assert_eq!(avg(doc, "input_count"), 64.0, "{}", dir.display());
+        assert!(avg(doc, "input_throughput") > 0.0, "{doc}");
+        assert!(avg(doc, "input_token_throughput") > 0.0, "{doc}");
+        let raw = std::fs::read_to_string(dir.join("profile_export.json")).unwrap();
+        assert!(
+            raw.contains(answer_key),
+            "{}: no {answer_key}",
+            dir.display()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_embeddings() {
+    if let Some(e) = engine("vllm-embed") {
+        batches(&e, "embeddings", "embedding").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_embeddings() {
+    if let Some(e) = engine("llamacpp-embed") {
+        batches(&e, "embeddings", "embedding").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_rankings() {
+    if let Some(e) = engine("vllm-rerank") {
+        batches(&e, "rankings", "relevance_score").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_rankings() {
+    if let Some(e) = engine("llamacpp-rerank") {
+        batches(&e, "rankings", "relevance_score").await;
+    }
+}
+
+/// A streamed generative API: no errors, TTFT and ITL measured, the server's own output token
+/// count read from its usage event.
+async fn streamed(e: &Engine, api: &str) {
+    let (_tmp, levels) = run(
+        e,
+        &[
+            "--endpoint-type",
+            api,
+            "--streaming",
+            "--output-tokens-mean",
+            "16",
+        ],
+    )
+    .await;
+    all_answered(&levels, &format!("{} {api}", e.name));
+    for (dir, doc) in &levels {
+        assert!(avg(doc, "time_to_first_token") > 0.0, "{}", dir.display());
+        assert!(avg(doc, "inter_token_latency") > 0.0, "{}", dir.display());
+        let rows = common::measured(dir);
+        assert!(
+            rows.iter()
+                .all(|r| r["server_osl"].as_u64().unwrap_or(0) > 0),
+            "{}: the usage event's output tokens were not read",
+            dir.display()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_responses() {
+    if let Some(e) = engine("vllm") {
+        streamed(&e, "responses").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_messages() {
+    if let Some(e) = engine("vllm") {
+        streamed(&e, "messages").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_responses() {
+    if let Some(e) = engine("llamacpp") {
+        streamed(&e, "responses").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_messages() {
+    if let Some(e) = engine("llamacpp") {
+        streamed(&e, "messages").await;
+    }
+}
+
+/// Chat, Responses and Messages with a named `--tool-choice` against vLLM (its generate
+/// server runs with a tool-call parser): its structured output makes even the random-weight
+/// model call the tool, so every request called one and the first tool-call token was timed.
+/// (Whether the arguments parse is the model's business: a random model's rarely do, and
+/// `required` lets it answer with no call at all; both are seen, not asserted.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_tool_calls() {
+    let Some(e) = engine("vllm") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let tools = tmp.path().join("tools.json");
+    std::fs::write(&tools, common::TOOLS_JSON).unwrap();
+    for api in ["chat", "responses", "messages"] {
+        let (_out, levels) = run(
+            &e,
+            &[
+                "--endpoint-type",
+                api,
+                "--streaming",
+                "--output-tokens-mean",
+                "24",
+                "--tools",
+                &tools.display().to_string(),
+                "--tool-choice",
+                "search",
+            ],
+        )
+        .await;
+        all_answered(&levels, &format!("vllm {api} tools"));
+        for (dir, doc) in &levels {
+            assert_eq!(avg(doc, "tool_call_share"), 1.0, "{}", dir.display());
+            assert!(avg(doc, "time_to_first_tool_token") > 0.0, "{doc}");
+            assert!(avg(doc, "tool_args_valid_share").is_finite(), "{doc}");
+        }
+    }
+}
