@@ -18,7 +18,7 @@ use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::prompts::LengthSampler;
+use super::lengths::LengthSampler;
 use crate::target::Api;
 
 /// An image encoding.

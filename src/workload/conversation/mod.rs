@@ -18,7 +18,8 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Normal};
 
-use super::prompts::{LengthSampler, Prompt};
+use super::lengths::LengthSampler;
+use super::prompts::Prompt;
 use super::spec::SessionPlan;
 use super::tokenizer::Tokenizer;
 pub use file::FileConversation;
