@@ -60,6 +60,7 @@ def esc(s):
 for sub in subs:
     about,groups,examples=parse(sub)
     guides={'profile':'[Profiling Triton and OpenAI servers](../profiling.md), [Open loop and validity](../open-loop.md), [Production-like traffic](../traffic.md), [SLOs and the knee](../slo.md), [Scale-out](../scale-out.md), [Outputs and CI integration](../ci.md)',
+      'search':'[Search: the answer, not the ladder](../search.md)',
       'perf':'[perf_analyzer mode](../perf.md), [Scale-out](../scale-out.md#perf-shards)',
       'serve':'[The simulator](../simulator.md)','demo':'[the README\'s quick start](../introduction.md)',
       'report':'[The report](../report.md)','compare':'[Compare, and repetitions against noise](../compare.md)',

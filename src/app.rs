@@ -13,6 +13,7 @@ use crate::profile::{Outcome, Ui};
 pub async fn run(command: Command, argv: Vec<String>) -> Result<u8> {
     match command {
         Command::Profile(args) => profile(&args, &argv).await,
+        Command::Search(args) => search(&args, &argv).await,
         Command::Perf(args) => {
             let plan = args.plan(&argv)?;
             if args.outputs.print_config {
@@ -284,6 +285,28 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let ui = Ui::for_terminal(plan.verbosity, plan.outputs.ui);
     let outcome = crate::profile::run(&plan, cancel, ui).await?;
     Ok(finish(&outcome, &plan))
+}
+
+async fn search(args: &crate::cli::SearchArgs, argv: &[String]) -> Result<u8> {
+    let plan = args.plan(argv)?;
+    if args.profile.outputs.print_config {
+        return write_stdout(plan.run.run_config.as_bytes());
+    }
+    let cancel = Cancel::new();
+    watch_signals(cancel.clone());
+    let ui = Ui::for_terminal(plan.run.verbosity, plan.run.outputs.ui);
+    let outcome = crate::search::run(&plan, cancel, ui).await?;
+    let text = crate::report::console::search_text(&outcome.doc);
+    crate::publish::console_text(plan.run.outputs.json_stdout(), &text);
+    if plan.run.verbosity != Verbosity::Quiet {
+        for (file, what) in [
+            (crate::artifact::search::SEARCH_FILE, "search"),
+            (crate::report::html::REPORT_FILE, "report"),
+        ] {
+            eprintln!("{what}: {}", outcome.dir.join(file).display());
+        }
+    }
+    Ok(outcome.doc.exit_code)
 }
 
 /// Prints the results table (on stderr when stdout carries `--output json`) and picks the exit

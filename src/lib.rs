@@ -46,6 +46,7 @@ pub mod profile;
 pub mod publish;
 pub mod record;
 pub mod report;
+pub mod search;
 pub mod server_metrics;
 pub mod sim;
 pub mod stats;

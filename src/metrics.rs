@@ -493,6 +493,23 @@ impl Stat {
         }
     }
 
+    /// The quantile (0..1) a percentile statistic estimates; `None` for the others.
+    pub fn quantile(self) -> Option<f64> {
+        Some(match self {
+            Stat::P1 => 0.01,
+            Stat::P5 => 0.05,
+            Stat::P10 => 0.10,
+            Stat::P25 => 0.25,
+            Stat::P50 => 0.50,
+            Stat::P75 => 0.75,
+            Stat::P90 => 0.90,
+            Stat::P95 => 0.95,
+            Stat::P99 => 0.99,
+            Stat::P999 => 0.999,
+            Stat::Avg | Stat::Min | Stat::Max | Stat::Std => return None,
+        })
+    }
+
     /// This statistic of `s`.
     pub fn of(self, s: &Stats) -> f64 {
         match self {
@@ -554,11 +571,18 @@ pub enum SystemMetric {
     /// Requests that called a tool whose every call's arguments parse as JSON, as a share of
     /// those that called one (0..1).
     ToolArgsValidShare,
+    /// TTFT p99's trend over the level's timeline, as a share of its median per hour (a soak's
+    /// drift; see `stats::trend`); 0 when the trend is not a drift.
+    TtftP99Drift,
+    /// Request latency p99's trend, as a share of its median per hour.
+    LatencyP99Drift,
+    /// Output throughput's trend, as a share of its median per hour (negative: it falls).
+    ThroughputDrift,
 }
 
 impl SystemMetric {
     /// Every system metric.
-    pub const ALL: [SystemMetric; 16] = [
+    pub const ALL: [SystemMetric; 19] = [
         SystemMetric::RequestThroughput,
         SystemMetric::OutputTokenThroughput,
         SystemMetric::TotalTokenThroughput,
@@ -575,6 +599,9 @@ impl SystemMetric {
         SystemMetric::InputTokenThroughput,
         SystemMetric::ToolCallShare,
         SystemMetric::ToolArgsValidShare,
+        SystemMetric::TtftP99Drift,
+        SystemMetric::LatencyP99Drift,
+        SystemMetric::ThroughputDrift,
     ];
 
     /// Key in expressions and files.
@@ -596,6 +623,9 @@ impl SystemMetric {
             SystemMetric::InputTokenThroughput => "input_token_throughput",
             SystemMetric::ToolCallShare => "tool_call_share",
             SystemMetric::ToolArgsValidShare => "tool_args_valid_share",
+            SystemMetric::TtftP99Drift => "ttft_p99_drift_per_hour",
+            SystemMetric::LatencyP99Drift => "latency_p99_drift_per_hour",
+            SystemMetric::ThroughputDrift => "throughput_drift_per_hour",
         }
     }
 
@@ -617,7 +647,10 @@ impl SystemMetric {
             | SystemMetric::QueueShare
             | SystemMetric::KvCacheUsage
             | SystemMetric::ToolCallShare
-            | SystemMetric::ToolArgsValidShare => Kind::Fraction,
+            | SystemMetric::ToolArgsValidShare
+            | SystemMetric::TtftP99Drift
+            | SystemMetric::LatencyP99Drift
+            | SystemMetric::ThroughputDrift => Kind::Fraction,
             SystemMetric::ErrorCount | SystemMetric::RequestCount | SystemMetric::Preemptions => {
                 Kind::Count
             }
@@ -739,6 +772,7 @@ impl MetricRef {
                     | SystemMetric::InputTokenThroughput
                     | SystemMetric::ToolCallShare
                     | SystemMetric::ToolArgsValidShare
+                    | SystemMetric::ThroughputDrift
             ),
         }
     }

@@ -13,9 +13,11 @@ use crate::metrics::{
 use crate::record::{ErrorKind, RequestRecord};
 
 pub mod apis;
+pub mod ci;
 pub mod isl;
 mod percentile;
 pub mod repeat;
+pub mod trend;
 pub mod turns;
 
 /// Significant digits kept by every histogram (0.1 % relative precision).
@@ -197,6 +199,25 @@ impl Dist {
     pub fn percentile(&self, p: f64, method: PercentileMethod) -> f64 {
         let [v] = percentile::percentiles(&self.hist, self.m.min, self.m.max, [p], method);
         v
+    }
+
+    /// The samples at 0-based `ranks` of the sorted samples (each below [`Dist::count`]), in the
+    /// stored unit, read as the percentiles are (exact at the ends, else within half a bucket).
+    pub fn values_at_ranks(&self, ranks: &[u64]) -> Vec<f64> {
+        if self.m.count == 0 {
+            return vec![0.0; ranks.len()];
+        }
+        let mut sorted: Vec<u64> = ranks.iter().map(|&r| r.min(self.m.count - 1)).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let values = percentile::values_at_ranks(&self.hist, self.m.min, self.m.max, &sorted);
+        ranks
+            .iter()
+            .map(|&r| {
+                let r = r.min(self.m.count - 1);
+                values[sorted.binary_search(&r).unwrap_or(0)]
+            })
+            .collect()
     }
 }
 
@@ -650,6 +671,9 @@ pub struct LevelSummary {
     pub ended_unix_ns: u64,
     /// Whether the measurement can be trusted, and why not.
     pub validity: crate::metrics::Validity,
+    /// The trend of TTFT and latency p99 and of throughput over the level's timeline intervals,
+    /// when it had enough of them (a soak).
+    pub drift: Option<trend::Drift>,
 }
 
 impl LevelSummary {
@@ -667,6 +691,7 @@ impl LevelSummary {
             started_unix_ns: 0,
             ended_unix_ns: 0,
             validity: Default::default(),
+            drift: None,
         }
     }
 
@@ -744,6 +769,19 @@ impl LevelStats {
     }
 }
 
+impl LevelSummary {
+    /// One drift line's slope as a share of its median per hour, counted only when the line
+    /// drifts (its interval excludes zero and the change is large): a steady line reads 0, so
+    /// an objective on drift does not fail on the noise of a short level extrapolated to an
+    /// hour.
+    fn drift_of(&self, m: trend::DriftMetric) -> Option<f64> {
+        self.drift
+            .as_ref()?
+            .get(m)
+            .map(|l| if l.drifts { l.relative_per_hour } else { 0.0 })
+    }
+}
+
 impl MetricSource for LevelSummary {
     fn metric(&self, m: MetricRef) -> Option<f64> {
         let st = &self.stats;
@@ -783,6 +821,11 @@ impl MetricSource for LevelSummary {
                 SystemMetric::InputTokenThroughput => st.apis.input_token_throughput,
                 SystemMetric::ToolCallShare => st.apis.tool_call_share,
                 SystemMetric::ToolArgsValidShare => st.apis.tool_args_valid_share,
+                SystemMetric::TtftP99Drift => self.drift_of(trend::DriftMetric::TtftP99),
+                SystemMetric::LatencyP99Drift => self.drift_of(trend::DriftMetric::LatencyP99),
+                SystemMetric::ThroughputDrift => {
+                    self.drift_of(trend::DriftMetric::OutputThroughput)
+                }
             },
         }
     }

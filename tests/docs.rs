@@ -793,16 +793,15 @@ fn pat_matches(p: &Pat, line: &str) -> bool {
 }
 
 /// Lines the live view draws in place on a terminal and prints every 5 s on a pipe
-/// (`level 2/6 concurrency4 at 5.0 s: ...`): what a reader never keeps in the scrollback.
+/// (`level 2/6 concurrency4 at 5.0 s: ...`; a search, whose number of probes is not known in
+/// advance, `level 2 concurrency2 at 5.0 s: ...`): what a reader never keeps in the scrollback.
 fn is_live_line(line: &str) -> bool {
     let mut w = line.split_whitespace();
     if w.next() != Some("level") {
         return false;
     }
     let Some(n) = w.next() else { return false };
-    let Some((a, b)) = n.split_once('/') else {
-        return false;
-    };
+    let (a, b) = n.split_once('/').unwrap_or((n, "1"));
     if a.parse::<u32>().is_err() || b.parse::<u32>().is_err() {
         return false;
     }
@@ -1990,6 +1989,12 @@ fn masking_and_matching() {
     ));
     assert!(!is_live_line(
         "level 2/6 concurrency4 done in 6.3 s: 200 requests"
+    ));
+    assert!(is_live_line(
+        "level 1 concurrency1 at 5.0 s: 24/1000 requests, 1 in flight"
+    ));
+    assert!(!is_live_line(
+        "level 1 concurrency1 done in 5.3 s: 25 requests"
     ));
     assert_eq!(
         invocations(

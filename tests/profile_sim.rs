@@ -297,6 +297,18 @@ async fn sweep_writes_levels_and_summary_and_queue_grows() {
     }
     let summary = std::fs::read_to_string(tmp.path().join("summary.csv")).unwrap();
     assert_eq!(summary.lines().count(), 4, "{summary}");
+    // The throughput/interactivity trade-off beside it: one row per level, in load order, no
+    // objectives so no feasibility.
+    let pareto = std::fs::read_to_string(tmp.path().join("pareto.csv")).unwrap();
+    let rows: Vec<&str> = pareto.lines().collect();
+    assert_eq!(rows.len(), 4, "{pareto}");
+    for (row, c) in rows[1..].iter().zip([1, 2, 4]) {
+        assert!(
+            row.starts_with(&format!("concurrency{c},concurrency,{c},")),
+            "{pareto}"
+        );
+        assert_eq!(row.split(',').nth(5), Some(""), "{pareto}");
+    }
     // Two batch slots: at concurrency 4 half the requests wait for a slot.
     let queue = |i: usize| {
         out.levels[i]

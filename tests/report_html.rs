@@ -153,9 +153,18 @@ async fn sweep_writes_a_self_contained_report() {
         .iter()
         .filter(|t| t.name == "svg" && t.attrs.contains("class=\"chart\""))
         .collect();
-    // Five charts, and the GPUs' from the simulated Triton's nv_gpu_* metrics (no KV-cache
-    // chart: Triton's own families have no KV gauge).
-    assert_eq!(charts.len(), 6, "six charts for one run");
+    // Five charts, throughput against interactivity, and the GPUs' from the simulated Triton's
+    // nv_gpu_* metrics (no KV-cache chart: Triton's own families have no KV gauge).
+    assert_eq!(charts.len(), 7, "seven charts for one run");
+    // The trade-off: one point per level, those that met the --slo objectives apart from
+    // those that missed one, the frontier marked.
+    let pareto = chart(&html, "pareto");
+    assert_eq!(pareto.matches("<g class=\"pt\"").count(), 4, "{pareto}");
+    assert!(pareto.contains(">met every SLO</text>"), "{pareto}");
+    assert!(
+        pareto.contains("text-anchor=\"end\">frontier</text>"),
+        "{pareto}"
+    );
     assert!(html.contains("data-chart=\"gpu\"") && !html.contains("data-chart=\"kv\""));
     // TTFT avg/p50/p99 at four levels.
     let ttft = chart(&html, "ttft");

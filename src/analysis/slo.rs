@@ -46,6 +46,13 @@ pub fn missing_reason(m: MetricRef) -> &'static str {
             "the server's queue/compute counters were not read: give --server-metrics-url or -H 'triton-access-token: ...' for the statistics API"
         }
         MetricRef::System(SystemMetric::RequestGoodput) => "give --goodput objectives",
+        MetricRef::System(
+            SystemMetric::TtftP99Drift
+            | SystemMetric::LatencyP99Drift
+            | SystemMetric::ThroughputDrift,
+        ) => {
+            "too few timeline intervals for a drift verdict: a level needs at least 30 (--duration, --timeline-interval)"
+        }
         MetricRef::System(SystemMetric::ErrorRate) => "no request was measured",
         MetricRef::Dist(m, _) if m.streaming_only() => {
             "no streamed tokens: profile with --streaming"

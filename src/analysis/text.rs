@@ -1,5 +1,5 @@
 //! How numbers read in every output: load values, fixed decimals with a per-format gap marker,
-//! and counts with their noun.
+//! counts with their noun, and spans of time.
 
 /// A load value as people write it: `8` for a whole number, `7.5` otherwise. Table rows, the
 /// verdict, the knee sentence and `summary.csv` all use it, so a level reads the same everywhere.
@@ -28,8 +28,26 @@ pub fn count(n: u64, noun: &str) -> String {
     }
 }
 
+/// A span of seconds as people say it: `45 s`, `12.5 min`, `3.2 h`.
+pub fn duration(secs: f64) -> String {
+    if secs < 120.0 {
+        format!("{secs:.0} s")
+    } else if secs < 7200.0 {
+        format!("{:.1} min", secs / 60.0)
+    } else {
+        format!("{:.1} h", secs / 3600.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn durations() {
+        assert_eq!(super::duration(45.2), "45 s");
+        assert_eq!(super::duration(750.0), "12.5 min");
+        assert_eq!(super::duration(86_400.0), "24.0 h");
+    }
+
     #[test]
     fn counts_with_plurals() {
         assert_eq!(super::count(1, "run"), "1 run");

@@ -44,7 +44,10 @@
 //! `reused_ttft_p50_ms`), `server_metrics` (Triton's counters; null when not scraped),
 //! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`
 //! (with the token counts the server disagrees with: `osl_mismatch_count`/`_compared_count`/
-//! `_share` for output and `isl_mismatch_*` for input tokens, against its usage), `level` (name,
+//! `_share` for output and `isl_mismatch_*` for input tokens, against its usage),
+//! `drift` (only for a level with at least 30 timeline intervals: `span_s`, `confidence`, and per
+//! metric `metric`, `points`, `median`, `per_hour`, `lower_per_hour`, `upper_per_hour`,
+//! `relative_per_hour`, `drifts`; see [`crate::stats::trend`]), `level` (name,
 //! stimulus, value, `started_unix_ns`, and `percentile_method`: `linear`, numpy's default as
 //! GenAI-Perf computes percentiles, or `nearest-rank`, perf_analyzer's), and `input_config` (the
 //! resolved plan, secrets removed).
@@ -419,6 +422,12 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     validity["isl_mismatch_share"] = json!(st.isl_mismatch_share());
     validity["short_output_count"] = json!(st.short_outputs);
     m.insert("validity".into(), validity);
+    if let Some(d) = &s.drift {
+        m.insert(
+            "drift".into(),
+            serde_json::to_value(d).unwrap_or(Value::Null),
+        );
+    }
     m.insert(
         "level".into(),
         json!({"name": s.stimulus.name(), "stimulus": s.stimulus.kind(), "value": s.stimulus.value(), "started_unix_ns": s.started_unix_ns, "ended_unix_ns": s.ended_unix_ns, "percentile_method": st.percentile_method}),

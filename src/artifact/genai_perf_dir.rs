@@ -143,6 +143,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         started_unix_ns: 0,
         ended_unix_ns: 0,
         validity: Default::default(),
+        drift: None,
     };
     let text = |p: &str| cfg.pointer(p).and_then(Value::as_str).map(str::to_string);
     Ok(LoadedLevel {

@@ -4,8 +4,9 @@
 //! Per level: `profile_export_genai_perf.csv`, `profile_export_genai_perf.json`,
 //! `requests.jsonl` (streamed during the run), `histograms.json` (serialized HDR histograms) and
 //! `timeline.csv` (one row per `--timeline-interval`, for drift over long runs).
-//! Per sweep: `summary.csv` (one row per level) and `summary.json` (the same levels with their
-//! directories, the server-side verdict and the plan). A `--shard` run adds `shard.json` to every
+//! Per sweep: `summary.csv` (one row per level), `summary.json` (the same levels with their
+//! directories, the server-side verdict and the plan) and `pareto.csv` ([`pareto`]); a search
+//! adds `search.json` ([`search`]). A `--shard` run adds `shard.json` to every
 //! level directory ([`shard`]) and writes under `artifacts/shard{I}-of-{N}/` by default.
 
 pub mod atomic;
@@ -15,11 +16,13 @@ pub mod genai_perf_dir;
 pub mod histograms;
 pub mod lines;
 pub mod loaded;
+pub mod pareto;
 pub mod raw_export;
 pub mod raw_spill;
 pub mod read;
 pub mod records;
 pub mod repeat;
+pub mod search;
 pub mod server_view;
 pub mod shard;
 pub mod summary;

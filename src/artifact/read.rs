@@ -38,6 +38,8 @@ pub struct Run {
     pub dir: PathBuf,
     /// Its levels, sorted by load.
     pub levels: Vec<LoadedLevel>,
+    /// The search that chose its levels, when one did (`search.json`).
+    pub search: Option<super::search::SearchDoc>,
 }
 
 impl Run {
@@ -422,6 +424,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         started_unix_ns: whole(level, "started_unix_ns"),
         ended_unix_ns: whole(level, "ended_unix_ns"),
         validity: validity.and_then(typed).unwrap_or_default(),
+        drift: doc.get("drift").and_then(typed),
     };
     let slo = items(doc, "slo", slo_from);
     Ok(LoadedLevel {
@@ -539,7 +542,9 @@ pub fn read_sweep(dir: &Path) -> Result<Run> {
             })?;
         levels.push(read_level(&found)?);
     }
-    Ok(run_from(dir, levels))
+    let mut run = run_from(dir, levels);
+    run.search = super::search::read(dir);
+    Ok(run)
 }
 
 /// A run of `levels` (any order) kept in `dir`, named after it.
@@ -549,6 +554,7 @@ pub fn run_from(dir: &Path, mut levels: Vec<LoadedLevel>) -> Run {
         label: label_of(dir),
         dir: dir.to_path_buf(),
         levels,
+        search: None,
     }
 }
 
@@ -874,6 +880,7 @@ pub fn runs_from_args(paths: &[PathBuf]) -> Result<Vec<Run>> {
                 .map_or_else(|| "levels".to_string(), label_of),
             dir: parent.unwrap_or_else(|| PathBuf::from(".")),
             levels: loose,
+            search: None,
         });
     }
     sort_runs(&mut runs);

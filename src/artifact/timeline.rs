@@ -4,6 +4,10 @@
 //! Columns: `start_unix_ms,end_unix_ms,requests,errors,requests_per_sec,latency_avg_ms,`
 //! `latency_p50_ms,latency_p99_ms,ttft_p50_ms,ttft_p99_ms,output_tokens_per_sec`. A request
 //! belongs to the interval its exchange ended in; empty cells mean no sample.
+//!
+//! The rows of a level's measurement are also kept as a bounded series
+//! ([`crate::stats::trend::DriftSeries`]: TTFT p99, latency p99 and output tokens per second per
+//! interval), from which the level's drift is judged when it ends.
 
 use std::io::Write;
 use std::path::Path;
@@ -12,6 +16,7 @@ use std::time::Duration;
 use super::lines::{LineFile, LinesError};
 use crate::record::{Clock, RequestRecord};
 use crate::stats::Dist;
+use crate::stats::trend::{Drift, DriftSeries};
 
 /// Header line.
 pub const HEADER: &str = "start_unix_ms,end_unix_ms,requests,errors,requests_per_sec,latency_avg_ms,latency_p50_ms,latency_p99_ms,ttft_p50_ms,ttft_p99_ms,output_tokens_per_sec";
@@ -34,6 +39,9 @@ pub struct Timeline {
     every_ns: u64,
     start_ns: u64,
     cur: Bucket,
+    /// The measurement's rows as a series, from when it started (ns on `clock`).
+    series: DriftSeries,
+    series_from: Option<u64>,
 }
 
 impl Timeline {
@@ -61,7 +69,21 @@ impl Timeline {
             every_ns: every.as_nanos().max(1) as u64,
             start_ns,
             cur: Bucket::default(),
+            series: DriftSeries::default(),
+            series_from: None,
         })
+    }
+
+    /// The level's measurement started at `ns`: its drift series starts over with the intervals
+    /// that begin from then on.
+    pub fn measure_from(&mut self, ns: u64) {
+        self.series = DriftSeries::default();
+        self.series_from = Some(ns);
+    }
+
+    /// The drift over the measurement's closed intervals, once there are enough of them.
+    pub fn drift(&self) -> Option<Drift> {
+        self.series.drift()
     }
 
     /// Accounts a finished request (writing the intervals that ended before it).
@@ -109,6 +131,18 @@ impl Timeline {
         // A summary reads ten quantiles off the histogram: one per distribution, not one per cell.
         let summarize = |d: &Dist| (d.count() > 0).then(|| d.stats(1e-6));
         let (latency, ttft) = (summarize(&b.latency), summarize(&b.ttft));
+        if let Some(from) = self.series_from.filter(|&f| start >= f) {
+            let mid_s = (start + end) as f64 / 2e9 - from as f64 / 1e9;
+            let tokens = (b.ok > 0).then(|| b.tokens as f64 / secs);
+            self.series.push(
+                mid_s,
+                [
+                    ttft.as_ref().map(|s| s.p99),
+                    latency.as_ref().map(|s| s.p99),
+                    tokens,
+                ],
+            );
+        }
         let ms = |s: Option<&crate::metrics::Stats>, f: fn(&crate::metrics::Stats) -> f64| {
             s.map_or_else(String::new, |s| format!("{:.3}", f(s)))
         };

@@ -4,6 +4,7 @@
 pub mod config;
 pub mod perf;
 pub mod profile;
+pub mod search;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +24,8 @@ const MEASUREMENT: &str = "Measurement";
 const OUTPUT: &str = "Output";
 /// What passes and what fails the run.
 const DECISIONS: &str = "Decisions";
+/// Help heading of the search's own flags.
+const SEARCH: &str = "Search";
 
 /// Load generator for LLM and tensor inference servers: TTFT, inter-token latency, throughput,
 /// knees and regressions.
@@ -40,6 +43,33 @@ pub enum Command {
     /// GenAI-Perf-style LLM profiling: streaming TTFT / ITL / throughput over a load sweep.
     #[command(after_help = PROFILE_EXAMPLES)]
     Profile(Box<ProfileArgs>),
+    /// The highest concurrency or request rate that meets the SLOs, found with few requests and
+    /// a stated confidence: doubling, then bisection, each probe measured only until its
+    /// decision is settled.
+    #[command(
+        after_help = SEARCH_EXAMPLES,
+        mut_arg("concurrency", |a| a.hide(true)),
+        mut_arg("request_rate", |a| a.hide(true)),
+        mut_arg("request_count", |a| a.hide(true)),
+        mut_arg("measurement_interval", |a| a.hide(true)),
+        mut_arg("duration", |a| a.hide(true)),
+        mut_arg("target_moe", |a| a.hide(true)),
+        mut_arg("moe_metric", |a| a.hide(true)),
+        mut_arg("fixed_schedule", |a| a.hide(true)),
+        mut_arg("fixed_schedule_speedup", |a| a.hide(true)),
+        mut_arg("fixed_schedule_start", |a| a.hide(true)),
+        mut_arg("fixed_schedule_end", |a| a.hide(true)),
+        mut_arg("knee_min_gain", |a| a.hide(true)),
+        mut_arg("shard", |a| a.hide(true)),
+        mut_arg("shards", |a| a.hide(true)),
+        mut_arg("shard_index", |a| a.hide(true)),
+        mut_arg("start_at", |a| a.hide(true)),
+        mut_arg("level_slot", |a| a.hide(true)),
+        mut_arg("repeat", |a| a.hide(true)),
+        mut_arg("repeat_pause", |a| a.hide(true)),
+        mut_arg("perf_analyzer_args", |a| a.hide(true)),
+    )]
+    Search(Box<SearchArgs>),
     /// perf_analyzer-style profiling of any KServe v2 model: tensors, batch sizes, stability
     /// windows, perf_analyzer's console report and `-f` CSV.
     #[command(after_help = PERF_EXAMPLES)]
@@ -92,6 +122,15 @@ Examples:
       --slo 'time_to_first_token.p99<=500ms' --slo 'queue_share<=50%'
   ttftbench profile -m gpt2 -u localhost:8001 --streaming --concurrency 1,8,32 --repeat 3 \\
       --artifact-dir './bench/{timestamp}'    (then: ttftbench compare bench/)";
+
+const SEARCH_EXAMPLES: &str = "\
+Examples:
+  ttftbench search -m gpt2 -u localhost:8001 --streaming \\
+      --slo 'time_to_first_token.p99<=500ms' --slo 'inter_token_latency.p99<=50ms'
+  ttftbench search -m gpt2 --endpoint-type chat -u localhost:8000 --streaming \\
+      --over request-rate --min 1 --max 64 --slo 'time_to_first_token.p90<=300ms' --confidence 90%
+  ttftbench search -m gpt2 -u localhost:8001 --streaming --slo 'ttft.p95<=200ms' \\
+      --slo 'error_rate<1%' --max-probe-requests 2000 --max-probe-time 2m";
 
 const PERF_EXAMPLES: &str = "\
 Examples:
@@ -490,6 +529,22 @@ pub struct ProfileArgs {
     #[arg(help_heading = DECISIONS, long = "slo")]
     pub slo: Vec<String>,
 
+    /// Stop each level once the margin of error of --moe-metric is at most this share of its
+    /// estimate (5%), at --confidence; --request-count (default 10000) and
+    /// --measurement-interval/--duration cap a level, and a saturated level stops early.
+    #[arg(help_heading = MEASUREMENT, long = "target-moe", value_name = "SHARE")]
+    pub target_moe: Option<String>,
+
+    /// The statistic --target-moe judges: a percentile or the average of a per-request metric
+    /// (default: time_to_first_token.p99 with --streaming, request_latency.p99 without).
+    #[arg(help_heading = MEASUREMENT, long = "moe-metric", value_name = "METRIC.STAT", requires = "target_moe")]
+    pub moe_metric: Option<String>,
+
+    /// Confidence of the intervals behind --target-moe (and, in `search`, behind each probe's
+    /// decision): more than 50% and at most 99.9% (default 95%).
+    #[arg(help_heading = MEASUREMENT, long = "confidence")]
+    pub confidence: Option<String>,
+
     /// Knee detection: the knee is the first level beyond which throughput grows by less than
     /// this while p99 latency rises by more.
     #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%")]
@@ -657,6 +712,53 @@ pub struct ProfileArgs {
         value_name = "PERF_ANALYZER_ARGS"
     )]
     pub perf_analyzer_args: Vec<String>,
+}
+
+/// Flags of `ttftbench search`: `profile`'s target, workload, measurement and output flags
+/// (those that fix the levels — `--concurrency`, `--request-rate`, `--request-count`, ... — are
+/// hidden and refused: the search chooses its loads and each probe's length), and its own.
+#[derive(Debug, Args, Clone)]
+pub struct SearchArgs {
+    /// Everything `profile` takes.
+    #[command(flatten)]
+    pub profile: ProfileArgs,
+
+    /// What the search varies: closed-loop concurrency or open-loop request rate (with
+    /// --request-distribution, --burstiness and --max-inflight).
+    #[arg(help_heading = SEARCH, long = "over", value_enum, default_value = "concurrency")]
+    pub over: SearchOverArg,
+
+    /// Lowest load, where the search starts (default 1: concurrency 1, or 1 request/s).
+    #[arg(help_heading = SEARCH, long = "min")]
+    pub min: Option<f64>,
+
+    /// Highest load the search may try (default: doubling until a load fails, up to
+    /// concurrency 4096 or 100000 requests/s).
+    #[arg(help_heading = SEARCH, long = "max")]
+    pub max: Option<f64>,
+
+    /// A rate search stops bisecting when the next load above its answer is within this share
+    /// (concurrency stops at one step).
+    #[arg(help_heading = SEARCH, long = "resolution", default_value = "5%")]
+    pub resolution: String,
+
+    /// Most successful requests a probe measures; a probe whose decision is still open then is
+    /// reported undecided (and counts as not meeting the objectives).
+    #[arg(help_heading = SEARCH, long = "max-probe-requests", default_value_t = crate::plan::search::DEFAULT_MAX_PROBE_REQUESTS)]
+    pub max_probe_requests: u64,
+
+    /// Longest a probe measures (bare number: seconds; or 90s, 5m); undecided past it.
+    #[arg(help_heading = SEARCH, long = "max-probe-time", value_parser = secs)]
+    pub max_probe_time: Option<Duration>,
+}
+
+/// What a search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchOverArg {
+    /// Closed-loop concurrency.
+    Concurrency,
+    /// Open-loop request rate (requests/s).
+    RequestRate,
 }
 
 /// Where the server's own view is read (profile and perf alike).

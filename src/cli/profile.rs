@@ -4,8 +4,10 @@
 use std::time::Duration;
 
 use super::{BackendArg, DistributionArg, EndpointTypeArg, ProfileArgs, ServiceKindArg};
+use crate::analysis::sequential::{Looks, MoeTarget, Rule};
 use crate::error::UsageError;
 use crate::load::Arrival;
+use crate::metrics::{Metric, MetricRef, Stat};
 use crate::plan::resolve::{self, StopSpec, TargetSpec, WorkloadSpec};
 use crate::plan::{RunPlan, Verbosity, values};
 use crate::target::{Api, Backend, ServiceKind, redact_command_line};
@@ -178,6 +180,46 @@ impl ProfileArgs {
         Ok((levels, stop))
     }
 
+    /// `--target-moe` as the sequential rule of every level: the statistic, its target, the
+    /// confidence, and the caps (`--request-count`, default [`DEFAULT_MOE_CAP`]; the measurement
+    /// interval or duration).
+    fn target_moe(&self, streaming: bool) -> Result<Option<Rule>, UsageError> {
+        let Some(raw) = &self.target_moe else {
+            if self.confidence.is_some() {
+                return Err(UsageError(
+                    "--confidence applies to --target-moe: add --target-moe 5% (or use `ttftbench search`)".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let target = values::parse_fraction("--target-moe", raw)?;
+        if target >= 1.0 {
+            return Err(UsageError(format!(
+                "--target-moe '{raw}': a margin of error is a share of the estimate below 100% (e.g. 5%)"
+            )));
+        }
+        if self.fixed_schedule || self.shard.shard.is_some() || self.shard.shards.is_some() {
+            return Err(UsageError(
+                "--target-moe stops each level on its own numbers: it cannot replay a trace's schedule (--fixed-schedule) or split a level over shards (--shard)".into(),
+            ));
+        }
+        let metric = moe_metric(self.moe_metric.as_deref(), streaming)?;
+        Ok(Some(Rule {
+            objectives: Vec::new(),
+            moe: Some(MoeTarget { metric, target }),
+            confidence: self.confidence()?,
+            looks: Looks::new(self.request_count.unwrap_or(DEFAULT_MOE_CAP)),
+            max_time: self.measurement_interval.or(self.duration),
+        }))
+    }
+
+    /// `--confidence`, 95 % when not given.
+    pub fn confidence(&self) -> Result<f64, UsageError> {
+        self.confidence
+            .as_deref()
+            .map_or(Ok(DEFAULT_CONFIDENCE), values::parse_confidence)
+    }
+
     fn verbosity(&self) -> Result<Verbosity, UsageError> {
         match (self.quiet, self.verbose) {
             (true, true) => Err(UsageError(
@@ -218,6 +260,7 @@ impl ProfileArgs {
             self.tokenizer_from_server,
             workload.sessions.is_some(),
         )?;
+        let target_moe = self.target_moe(target.streaming)?;
         positive("--request-timeout", self.request_timeout)?;
         positive("--timeline-interval", self.timeline_interval)?;
         positive("--max-send-lag", self.max_send_lag)?;
@@ -270,6 +313,7 @@ impl ProfileArgs {
             repeat: crate::plan::Repeat::ONCE,
             generate_plots: self.generate_plots,
             notices: passed.ignored,
+            target_moe,
         };
         if plan.verbosity == Verbosity::Quiet {
             // `--quiet` prints only the table: no live view either.
@@ -376,6 +420,39 @@ impl super::DoctorArgs {
     }
 }
 
+/// Requests per level at most under `--target-moe` without `--request-count`.
+pub const DEFAULT_MOE_CAP: u64 = 10_000;
+/// `--confidence` when not given.
+pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+
+/// `--moe-metric`: a percentile or the average of a per-request metric; by default TTFT p99 of
+/// a streamed run, request latency p99 otherwise.
+fn moe_metric(raw: Option<&str>, streaming: bool) -> Result<MetricRef, UsageError> {
+    let Some(raw) = raw else {
+        let m = if streaming {
+            Metric::TimeToFirstToken
+        } else {
+            Metric::RequestLatency
+        };
+        return Ok(MetricRef::Dist(m, Stat::P99));
+    };
+    let m = MetricRef::parse(raw).map_err(|e| UsageError(format!("--moe-metric: {e}")))?;
+    match m {
+        MetricRef::Dist(metric, stat) if stat.quantile().is_some() || stat == Stat::Avg => {
+            if metric.streaming_only() && !streaming {
+                return Err(UsageError(format!(
+                    "--moe-metric {raw}: {} is measured only on streamed responses: add --streaming",
+                    metric.key()
+                )));
+            }
+            Ok(m)
+        }
+        _ => Err(UsageError(format!(
+            "--moe-metric {raw}: a margin of error needs a percentile or the average of a per-request metric, e.g. time_to_first_token.p99 or request_latency.avg"
+        ))),
+    }
+}
+
 fn positive(flag: &str, d: Duration) -> Result<(), UsageError> {
     if d.is_zero() {
         return Err(UsageError(format!("{flag} must be more than 0")));
@@ -401,6 +478,67 @@ mod tests {
             Command::Profile(p) => p.plan(&argv.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
             other => panic!("expected profile, got {other:?}"),
         }
+    }
+
+    /// `--target-moe` becomes every level's sequential rule; what it cannot judge is refused
+    /// with the fix.
+    #[test]
+    fn target_moe_rule_and_refusals() {
+        let rule = plan(&["-m", "m", "--streaming", "--target-moe", "5%"])
+            .unwrap()
+            .target_moe
+            .unwrap();
+        let moe = rule.moe.unwrap();
+        assert_eq!(
+            (moe.metric.key(), moe.target),
+            ("time_to_first_token.p99".to_string(), 0.05)
+        );
+        assert_eq!((rule.confidence, rule.looks.cap), (0.95, DEFAULT_MOE_CAP));
+        let rule = plan(&[
+            "-m",
+            "m",
+            "--target-moe",
+            "10%",
+            "--moe-metric",
+            "request_latency.avg",
+            "--confidence",
+            "90%",
+            "--request-count",
+            "500",
+        ])
+        .unwrap()
+        .target_moe
+        .unwrap();
+        assert_eq!(rule.moe.unwrap().metric.key(), "request_latency.avg");
+        assert_eq!((rule.confidence, rule.looks.cap), (0.9, 500));
+        assert!(plan(&["-m", "m"]).unwrap().target_moe.is_none());
+        let refused = |a: &[&str]| {
+            let mut argv = vec!["-m", "m"];
+            argv.extend_from_slice(a);
+            plan(&argv).unwrap_err().0
+        };
+        assert_eq!(
+            refused(&["--confidence", "90%"]),
+            "--confidence applies to --target-moe: add --target-moe 5% (or use `ttftbench search`)"
+        );
+        assert!(refused(&["--target-moe", "100%"]).contains("below 100% (e.g. 5%)"));
+        assert!(
+            refused(&["--target-moe", "5%", "--moe-metric", "request_throughput"])
+                .contains("needs a percentile or the average of a per-request metric")
+        );
+        assert!(
+            refused(&[
+                "--target-moe",
+                "5%",
+                "--moe-metric",
+                "inter_token_latency.p99"
+            ])
+            .ends_with("is measured only on streamed responses: add --streaming")
+        );
+        assert!(
+            refused(&["--target-moe", "5%", "--confidence", "50%"])
+                .contains("must be more than 50% and at most 99.9%")
+        );
     }
 
     /// `--ui` becomes the plan's mode (shared with perf); `--quiet` turns the live view off.

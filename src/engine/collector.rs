@@ -7,7 +7,10 @@
 //! response). perf_analyzer's time windows close as time passes (each is sent to the level's
 //! stability loop as it closes); count windows close at their N-th successful request. When the
 //! load stops, what the open window holds is sent as a partial window, so an interrupted level
-//! still reports what it measured. Workers never wait on the collector: the queue is lock-free,
+//! still reports what it measured. A sequential rule's windows ([`WindowRule::Looks`]) close at
+//! each look's count of successful requests and every [`LOOK_TICK`] in between, and carry the
+//! means of successive bins of their requests' TTFT by send time, for the in-level trend the
+//! saturation signals read. Workers never wait on the collector: the queue is lock-free,
 //! and file I/O stays off the async runtime; when the collector falls behind, the queue's bound holds
 //! the workers back (`load::queue`), and the level's verdict says so.
 
@@ -23,10 +26,13 @@ use crate::artifact::lines::LineFile;
 use crate::artifact::raw_export::RawExportWriter;
 use crate::artifact::records::write_row;
 use crate::artifact::timeline::Timeline;
-use crate::load::{Completed, GapPool, RecordSource, WindowRule};
+use crate::load::{Completed, GapPool, LOOK_TICK, RecordSource, WindowRule};
 use crate::metrics::Objective;
 use crate::record::{Clock, Phase, RequestRecord};
 use crate::stats::Aggregate;
+
+/// Successful requests per trend bin of a sequential rule's windows.
+pub const TREND_BIN: u32 = 5;
 
 /// Completions reach the collector microseconds after they end; a time window closes once its end
 /// is this far in the past, so late arrivals still land in the right window.
@@ -101,6 +107,33 @@ pub struct Window {
     pub agg: Aggregate,
     /// Whether the load stopped before the window's rule closed it.
     pub partial: bool,
+    /// Whether a look of a sequential rule closed it (its count was reached).
+    pub look: bool,
+    /// Sequential rule: `(send time s since the measurement started, ms)` means of the bins of
+    /// [`TREND_BIN`] successful requests completed in it (TTFT, or latency without one).
+    pub bins: Vec<(f64, f64)>,
+}
+
+impl Window {
+    /// An open window from `start_ns` to `end_ns`.
+    fn open(start_ns: u64, end_ns: u64, isl_edges: &[u32]) -> Window {
+        Window {
+            start_ns,
+            end_ns,
+            agg: Aggregate::with_isl_buckets(isl_edges),
+            partial: false,
+            look: false,
+            bins: Vec::new(),
+        }
+    }
+}
+
+/// A trend bin being filled: sums of send time (s) and value (ms), and the count.
+#[derive(Debug, Default, Clone, Copy)]
+struct Bin {
+    t: f64,
+    v: f64,
+    n: u32,
 }
 
 impl Window {
@@ -159,16 +192,28 @@ struct Cutter {
     tx: UnboundedSender<Window>,
     /// The open window, once the measurement has started.
     cur: Option<Window>,
-    /// Time windows' length.
+    /// Time windows' length (a sequential rule's tick).
     len_ns: Option<u64>,
     warmup: u64,
+    /// A sequential rule's look counts, and the next one's index.
+    looks: Vec<u64>,
+    next_look: usize,
+    /// Successful requests in the windows already sent.
+    closed_ok: u64,
+    /// The trend bin being filled.
+    bin: Bin,
 }
 
 impl Cutter {
     fn new(setup: Setup, sinks: Sinks, tx: UnboundedSender<Window>) -> Cutter {
         let len_ns = match setup.rule {
             WindowRule::Time(d) => Some(d.as_nanos() as u64),
+            WindowRule::Looks(_) => Some(LOOK_TICK.as_nanos() as u64),
             _ => None,
+        };
+        let looks = match setup.rule {
+            WindowRule::Looks(l) => l.schedule(),
+            _ => Vec::new(),
         };
         Cutter {
             setup,
@@ -177,6 +222,10 @@ impl Cutter {
             cur: None,
             len_ns,
             warmup: 0,
+            looks,
+            next_look: 0,
+            closed_ok: 0,
+            bin: Bin::default(),
         }
     }
 
@@ -235,12 +284,11 @@ impl Cutter {
         if self.cur.is_none() {
             let start = self.setup.measure_start.load(Ordering::Acquire);
             if start > 0 {
-                self.cur = Some(Window {
-                    start_ns: start,
-                    end_ns: self.len_ns.map_or(u64::MAX, |l| start + l),
-                    agg: Aggregate::with_isl_buckets(&self.setup.isl_edges),
-                    partial: false,
-                });
+                let end = self.len_ns.map_or(u64::MAX, |l| start + l);
+                self.cur = Some(Window::open(start, end, &self.setup.isl_edges));
+                if let Some(t) = self.sinks.timeline.as_mut() {
+                    t.measure_from(start);
+                }
             }
         }
     }
@@ -275,6 +323,38 @@ impl Cutter {
         {
             cur.end_ns = end.max(cur.start_ns + 1);
             self.close(0);
+            return;
+        }
+        if !self.looks.is_empty() {
+            self.look(record, end);
+        }
+    }
+
+    /// A sequential rule's part of a measured request: its trend bin, and the look its count
+    /// reaches (which closes the window).
+    fn look(&mut self, record: &RequestRecord, end: u64) {
+        let Some(cur) = self.cur.as_mut() else {
+            return;
+        };
+        if record.error.is_none()
+            && let Some(v) = record.ttft_ns().or_else(|| record.latency_ns())
+        {
+            let start = self.setup.measure_start.load(Ordering::Acquire);
+            self.bin.t += record.sent_ns.saturating_sub(start) as f64 / 1e9;
+            self.bin.v += v as f64 / 1e6;
+            self.bin.n += 1;
+            if self.bin.n >= TREND_BIN {
+                let n = f64::from(self.bin.n);
+                cur.bins.push((self.bin.t / n, self.bin.v / n));
+                self.bin = Bin::default();
+            }
+        }
+        let due = self.looks.get(self.next_look).copied();
+        if due.is_some_and(|n| self.closed_ok + cur.agg.ok >= n) {
+            self.next_look += 1;
+            cur.end_ns = end.max(cur.start_ns + 1);
+            cur.look = true;
+            self.close(self.len_ns.unwrap_or(0));
         }
     }
 
@@ -287,13 +367,10 @@ impl Cutter {
             t.window_closed();
         }
         let start = cur.end_ns;
-        let next = Window {
-            start_ns: start,
-            end_ns: if len_ns > 0 { start + len_ns } else { u64::MAX },
-            agg: Aggregate::with_isl_buckets(&self.setup.isl_edges),
-            partial: false,
-        };
+        let end = if len_ns > 0 { start + len_ns } else { u64::MAX };
+        let next = Window::open(start, end, &self.setup.isl_edges);
         let done = std::mem::replace(cur, next);
+        self.closed_ok += done.agg.ok;
         let _ = self.tx.send(done);
     }
 

@@ -1,7 +1,9 @@
 //! One load level, measured the same way in every mode: connections warmed, warm-up requests
-//! sent (and recorded as such), the measurement run under its policy — a fixed stop, or
-//! perf_analyzer's stability windows — while the server's counters, the generator's own CPU
-//! and the async runtime's stalls are watched; then the level's summary and validity verdict.
+//! sent (and recorded as such), the measurement run under its policy — a fixed stop,
+//! perf_analyzer's stability windows, or the sequential rule that stops once the level's
+//! decision is settled ([`super::sequential`]) — while the server's counters, the generator's
+//! own CPU and the async runtime's stalls are watched; then the level's summary, validity
+//! verdict and drift over its timeline.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +13,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use super::Session;
 use super::collector::{self, Setup, Sinks, Window};
 use super::live::{LevelLive, LevelView, LiveView, Shape, Times};
+use crate::analysis::sequential::{Rule, Settled};
 use crate::analysis::validity::{self, Observed, StallMonitor};
 use crate::error::{Error, Result};
 use crate::load::{Halt, PhaseOutcome, Stimulus, Stop, WindowRule, run_phase};
@@ -23,12 +26,15 @@ use crate::server_metrics::{ProbeSnapshot, Sampler, ServerDelta, ServerProbe, St
 use crate::stats::{Aggregate, LevelSummary};
 
 /// When a level's measurement ends.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Policy {
     /// After a count or a time window: one window, the whole measurement.
     Fixed(Stop),
     /// perf_analyzer's rule: windows until the last three agree.
     Stable(Stability),
+    /// Until the level's objectives are settled at a confidence, or its margin of error is
+    /// reached, or it saturates, or a cap is reached (`search`, `profile --target-moe`).
+    Sequential(std::sync::Arc<Rule>),
 }
 
 /// perf_analyzer's stability rule.
@@ -57,6 +63,7 @@ impl Policy {
             Policy::Fixed(Stop::Requests(n)) => WindowRule::Requests(*n),
             Policy::Fixed(Stop::Window(d)) => WindowRule::Once(*d),
             Policy::Stable(s) => s.rule,
+            Policy::Sequential(r) => WindowRule::Looks(r.looks),
         }
     }
 
@@ -65,6 +72,7 @@ impl Policy {
         match self {
             Policy::Fixed(stop) => *stop,
             Policy::Stable(_) => Stop::Requests(u64::MAX),
+            Policy::Sequential(r) => Stop::Requests(r.looks.cap),
         }
     }
 }
@@ -134,6 +142,10 @@ pub struct Measured {
     pub windows: Windows,
     /// The level's start against its planned moment, when it had one.
     pub start: Option<super::start::LevelStart>,
+    /// Under the sequential rule: how the level ended and its decision.
+    pub settled: Option<Settled>,
+    /// Requests the level sent, warm-up included.
+    pub sent: u64,
 }
 
 /// Measures one level. `sinks` are lent to the level's collector and handed back.
@@ -171,6 +183,7 @@ pub async fn measure_level(
     };
     let thread = collector::spawn(setup, std::mem::take(sinks), rec_rx, win_tx)
         .map_err(|e| Error::failed(format!("cannot start the collector thread: {e}")))?;
+    let mut warmup_sent = 0;
     if let Some(stop) = spec.warmup {
         let out = run_phase(
             shared.clone(),
@@ -181,6 +194,7 @@ pub async fn measure_level(
         )
         .await;
         session.seq += out.sent;
+        warmup_sent = out.sent;
     }
     let watch = Watch::start(&session.probe, &spec.policy).await;
     measure_start.store(shared.clock.now_ns().max(1), Ordering::Release);
@@ -198,6 +212,23 @@ pub async fn measure_level(
         live.sent.clone(),
     ));
     let mut loop_ = WindowLoop::new(win_rx, watch.stats_before);
+    let mut settled = None;
+    if let Policy::Sequential(rule) = &spec.policy {
+        let ctx = super::sequential::Context {
+            rule,
+            method: spec.percentile_method,
+            cancel: &shared.cancel,
+            sent: &live.sent,
+            clock: shared.clock,
+            measure_start_ns: measure_start.load(Ordering::Acquire),
+            open_loop: spec.stimulus.open_loop(),
+            queue: watch.sampler.as_ref().map(|s| s.queue.clone()),
+        };
+        let (s, merged) = super::sequential::settle(&mut loop_.rx, &ctx).await;
+        loop_.adopt(merged, s.looks);
+        settled = Some(s);
+        halt.halt();
+    }
     if let Policy::Stable(s) = spec.policy {
         let hooks = PassHooks {
             on_pass: spec.on_pass,
@@ -222,7 +253,7 @@ pub async fn measure_level(
     agg.warmup = collected.warmup;
     let ended_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
     let times = (started_unix_ns, ended_unix_ns);
-    let summary = summarize(
+    let mut summary = summarize(
         spec,
         &agg,
         &windows,
@@ -230,12 +261,18 @@ pub async fn measure_level(
         (&out, collected.held),
         times,
     );
+    summary.drift = sinks
+        .timeline
+        .as_ref()
+        .and_then(crate::artifact::timeline::Timeline::drift);
     live.finish(&summary);
     Ok(Measured {
         summary,
         agg,
         windows,
         start,
+        settled,
+        sent: warmup_sent + out.sent,
     })
 }
 
@@ -252,12 +289,13 @@ fn start_live(
         number: spec.index + 1,
         total: view.and_then(LiveView::total),
         name: spec.stimulus.name(),
-        goal: match spec.policy {
-            Policy::Fixed(Stop::Requests(n)) => Goal::Requests(n),
+        goal: match &spec.policy {
+            Policy::Fixed(Stop::Requests(n)) => Goal::Requests(*n),
             Policy::Fixed(Stop::Window(d)) => Goal::Seconds(d.as_secs_f64()),
             Policy::Stable(s) => Goal::Stable {
                 max_windows: s.max_trials,
             },
+            Policy::Sequential(r) => Goal::Requests(r.looks.cap),
         },
     };
     let times = Times {
@@ -322,11 +360,11 @@ impl Watch {
         // Stability windows read the statistics extension at their boundaries: the first read
         // comes first, the metrics pages after it.
         let before = match policy {
-            Policy::Fixed(_) => probe.snapshot().await,
+            Policy::Fixed(_) | Policy::Sequential(_) => probe.snapshot().await,
             Policy::Stable(_) => probe.snapshot_stats_first().await,
         };
         Watch {
-            full: matches!(policy, Policy::Fixed(_)),
+            full: !matches!(policy, Policy::Stable(_)),
             stats_before: before.stats,
             sampler: probe.start_sampler(&before),
             before,
@@ -432,6 +470,14 @@ impl WindowLoop {
                 return;
             }
         }
+    }
+
+    /// The sequential rule's merged window becomes the level's one reported window.
+    fn adopt(&mut self, merged: Option<Window>, looks: u32) {
+        if let Some(w) = merged {
+            self.windows = vec![w];
+        }
+        self.measured = looks;
     }
 
     async fn push(&mut self, w: Window, probe: &ServerProbe) {
@@ -585,5 +631,6 @@ fn summarize(
         started_unix_ns,
         ended_unix_ns,
         validity: validity::assess(&observed, spec.max_send_lag_ms),
+        drift: None,
     }
 }

@@ -1,6 +1,7 @@
 //! The one level engine every mode runs on. A [`Session`] is what a run prepared once — the
 //! protocol client, the requests to send, the server probe — and [`measure_level`] measures one
-//! load level under a [`Policy`] (a fixed stop, or perf_analyzer's stability windows), feeding
+//! load level under a [`Policy`] (a fixed stop, perf_analyzer's stability windows, or the
+//! sequential rule that stops once the level's decision is settled), feeding
 //! the level's [`Sinks`] (records file, timeline, raw export, the [`live`] view) from one
 //! collector thread. Warm-up, the validity verdict and the server's view are done here once;
 //! `profile`, `perf`, `doctor` and `demo` are front ends that choose levels and encode the
@@ -14,6 +15,7 @@ pub mod level;
 pub mod live;
 pub mod outcome;
 pub mod repeat;
+mod sequential;
 pub mod session;
 pub mod signals;
 pub mod start;

@@ -82,7 +82,7 @@ impl LevelEnd<'_> {
 }
 
 /// `98.9 %`, `0.4 %`, `50 %`.
-fn percent(share: f64) -> String {
+pub fn percent(share: f64) -> String {
     let p = share * 100.0;
     if (p - p.round()).abs() < 0.05 {
         format!("{p:.0} %")

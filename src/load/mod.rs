@@ -21,7 +21,7 @@ pub mod stimulus;
 pub use cancellation::Cancellation;
 pub use queue::{RecordSink, RecordSource, record_queue};
 pub use shard::Shard;
-pub use stimulus::{Arrival, Stimulus, Stop, StopRule, WindowRule};
+pub use stimulus::{Arrival, LOOK_TICK, Looks, Stimulus, Stop, StopRule, WindowRule};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -194,6 +194,61 @@ pub enum WindowRule {
     Requests(u64),
     /// One window of exactly this length (periodic concurrency, soak runs).
     Once(#[serde(with = "duration_ms")] Duration),
+    /// Windows closed at each look of a sequential stop rule (and every [`LOOK_TICK`] between
+    /// looks, so the rule also sees time pass).
+    Looks(Looks),
+}
+
+/// Between two looks, a window still closes this often.
+pub const LOOK_TICK: Duration = Duration::from_millis(500);
+
+/// Successful requests before a sequential rule's first look.
+pub const FIRST_LOOK: u64 = 20;
+/// Each look after the first comes when the count has grown by this factor.
+pub const LOOK_GROWTH: f64 = 1.25;
+
+/// When a level under a sequential stop rule is looked at: after `first` successful requests,
+/// then each time the count has grown by [`LOOK_GROWTH`], and at `cap` (the last look).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Looks {
+    /// Successful requests at the first look.
+    pub first: u64,
+    /// The most requests the level sends; the last look.
+    pub cap: u64,
+}
+
+impl Looks {
+    /// Looks up to `cap` requests.
+    pub fn new(cap: u64) -> Looks {
+        let cap = cap.max(1);
+        Looks {
+            first: FIRST_LOOK.min(cap),
+            cap,
+        }
+    }
+
+    /// The successful-request counts of the scheduled looks, rising, ending at the cap.
+    pub fn schedule(&self) -> Vec<u64> {
+        let mut out = vec![self.first];
+        let mut n = self.first;
+        while n < self.cap {
+            n = ((n as f64 * LOOK_GROWTH).ceil() as u64)
+                .max(n + 1)
+                .min(self.cap);
+            out.push(n);
+        }
+        out
+    }
+
+    /// The first scheduled look at or after `n` successful requests (`None` past the cap).
+    pub fn at_or_after(&self, n: u64) -> Option<u64> {
+        self.schedule().into_iter().find(|&l| l >= n)
+    }
+
+    /// `J`: the scheduled looks plus one for a level that ends between them.
+    pub fn count(&self) -> u32 {
+        self.schedule().len() as u32 + 1
+    }
 }
 
 impl WindowRule {

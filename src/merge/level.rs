@@ -110,6 +110,8 @@ pub fn merge(stimulus: Stimulus, shards: &[ShardLevel], rules: &Rules) -> Merged
             .max()
             .unwrap_or(0),
         validity,
+        // Drift is judged on one process's timeline; shards' are not merged into one.
+        drift: None,
     };
     let slo = slo::evaluate(&rules.slos, &summary);
     let section = section(shards, last - first, server_from.map(|(i, _)| i));
@@ -308,6 +310,7 @@ mod tests {
                 },
                 ..Validity::default()
             },
+            drift: None,
         };
         ShardLevel {
             dir: format!("s{index}"),

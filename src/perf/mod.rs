@@ -180,13 +180,17 @@ impl crate::metrics::MetricSource for PerfLevel {
                 }),
                 SystemMetric::KvCacheUsage => self.engine.as_ref()?.kv_usage.map(|g| g.max),
                 SystemMetric::Preemptions => self.engine.as_ref()?.preemptions,
+                // No token counts in tensor profiling; drift is judged on profile's levels.
                 SystemMetric::OutputTokenThroughput
                 | SystemMetric::TotalTokenThroughput
                 | SystemMetric::RequestGoodput
                 | SystemMetric::InputThroughput
                 | SystemMetric::InputTokenThroughput
                 | SystemMetric::ToolCallShare
-                | SystemMetric::ToolArgsValidShare => None,
+                | SystemMetric::ToolArgsValidShare
+                | SystemMetric::TtftP99Drift
+                | SystemMetric::LatencyP99Drift
+                | SystemMetric::ThroughputDrift => None,
             },
         }
     }

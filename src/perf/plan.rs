@@ -182,6 +182,7 @@ impl PerfPlan {
     pub fn level_part(&self, index: usize, whole: Stimulus) -> LevelPart {
         let stop = match self.windows {
             WindowRule::Requests(n) | WindowRule::Count(n) => Stop::Requests(n),
+            WindowRule::Looks(l) => Stop::Requests(l.cap),
             WindowRule::Time(d) | WindowRule::Once(d) => Stop::Window(d),
         };
         let warmup = (self.warmup > 0).then_some(Stop::Requests(self.warmup));
@@ -198,7 +199,7 @@ impl PerfPlan {
         match self.windows {
             WindowRule::Time(w) => Some(w * self.max_trials),
             WindowRule::Once(d) => Some(d),
-            WindowRule::Requests(_) | WindowRule::Count(_) => None,
+            WindowRule::Requests(_) | WindowRule::Count(_) | WindowRule::Looks(_) => None,
         }
     }
 

@@ -112,6 +112,10 @@ pub fn settings(s: &super::Settings) -> String {
             "  Measuring one window of {} msec (no stability trials)\n",
             d.as_millis()
         )),
+        crate::load::WindowRule::Looks(l) => out.push_str(&format!(
+            "  Measuring until the decision is settled, at most {} requests\n",
+            l.cap
+        )),
     }
     if s.latency_threshold_ms > 0 {
         out.push_str(&format!(

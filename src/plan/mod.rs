@@ -7,6 +7,7 @@ pub mod apis;
 pub mod fingerprint;
 pub mod outputs;
 pub mod resolve;
+pub mod search;
 pub mod shard;
 pub mod traffic;
 pub mod values;
@@ -139,6 +140,9 @@ pub struct RunPlan {
     /// perf_analyzer that mean nothing here), said before the run starts.
     #[serde(skip)]
     pub notices: Vec<String>,
+    /// `--target-moe`: each level measures until the margin of error of one statistic is
+    /// reached (or a cap, or saturation) instead of a fixed count; `None`: fixed stops.
+    pub target_moe: Option<crate::analysis::sequential::Rule>,
 }
 
 /// `--repeat N --repeat-pause S`: the whole plan runs `count` times in a row (each repetition a
@@ -245,6 +249,7 @@ impl RunPlan {
             outputs: outputs::Outputs::default(),
             generate_plots: false,
             notices: Vec::new(),
+            target_moe: None,
         }
     }
 

@@ -291,6 +291,28 @@ pub fn parse_fraction(flag: &str, raw: &str) -> Result<f64, UsageError> {
     Ok(v)
 }
 
+/// `--confidence`: a share above 50 % and at most 99.9 %, as `95%` or `0.95`.
+pub fn parse_confidence(raw: &str) -> Result<f64, UsageError> {
+    let t = raw.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| {
+        UsageError(format!(
+            "--confidence '{t}': expected a percentage such as 95% (or a fraction such as 0.95)"
+        ))
+    })?;
+    // Below one half an interval says less than a coin toss; above 99.9 % the widened per-look
+    // intervals need more requests than any cap allows.
+    if !(v > 0.5 && v <= 0.999 + 1e-12) {
+        return usage(format!(
+            "--confidence '{t}': must be more than 50% and at most 99.9% (e.g. --confidence 95%)"
+        ));
+    }
+    Ok(v)
+}
+
 /// What GenAI-Perf's arguments after `--` (meant for perf_analyzer) mean here.
 #[derive(Debug, Default, PartialEq)]
 pub struct Passthrough {

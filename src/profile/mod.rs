@@ -1,11 +1,14 @@
 //! `profile`'s front end on the level engine, callable in-process: runs a [`RunPlan`] level by
 //! level and writes GenAI-Perf's files per level (CSV, JSON, histograms, `requests.jsonl`,
-//! timeline) and, for a sweep, `summary.csv`/`summary.json` and `report.html`. The CLI, `demo`,
-//! tests and benchmarks all call [`run`].
+//! timeline) and, for a sweep, `summary.csv`/`summary.json`, `pareto.csv` and `report.html`.
+//! The CLI, `demo`, tests and benchmarks all call [`run`]. A [`Runner`] is a run in progress
+//! (the session, the run's identity, the result channels); `search` drives one too, choosing
+//! its levels as it goes.
 
 use std::path::{Path, PathBuf};
 
 use crate::analysis::knee::{self, Analysis};
+use crate::analysis::sequential::Settled;
 use crate::analysis::slo::{self, SloResult};
 use crate::analysis::verdict::{self, Verdict};
 use crate::artifact;
@@ -20,7 +23,7 @@ use crate::engine::{
     LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, files, measure_level,
 };
 use crate::error::{Error, Result, create_dir};
-use crate::load::{Cancel, Stimulus, Stop};
+use crate::load::{Cancel, Stimulus};
 use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
 use crate::plan::outputs::UiMode;
 use crate::plan::{LevelPart, RunPlan, Verbosity};
@@ -42,6 +45,10 @@ pub struct LevelResult {
     /// With `--repeat`: each repetition's numbers of this level, in order (`summary` holds
     /// their medians); empty for a single run.
     pub repetitions: Vec<LevelSummary>,
+    /// Under the sequential rule (`--target-moe`, `search`): how the level ended.
+    pub settled: Option<Settled>,
+    /// Requests sent (warm-up included), what the level cost.
+    pub sent: u64,
 }
 
 /// The result of a run.
@@ -158,7 +165,8 @@ impl Ui {
         }
     }
 
-    fn say(&self, s: &str) {
+    /// A line on stderr unless quiet.
+    pub(crate) fn say(&self, s: &str) {
         if self.verbosity != Verbosity::Quiet {
             eprintln!("{s}");
         }
@@ -186,45 +194,15 @@ async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     if let Some(first) = plan.levels.first() {
         artifact::ensure_writable(&layout.level_dir(first))?;
     }
-    let mut ids = Ids {
-        plan_id: plan.plan_id(),
-        input_config: plan.input_config(),
-        fingerprint: plan.fingerprint(),
-        context: RunContext::new(
-            plan.outputs.labels.clone(),
-            ServerIdentity::default(),
-            None,
-            crate::engine::start::unix_now_ns(),
-        ),
-    };
+    let ids = Ids::new(plan);
     if parts.iter().all(|p| p.load.is_err()) {
         // Nothing to send at any level: say so without connecting to anything.
         let idle = write_idle_levels(plan, &layout, &ids, &parts, 0, ui)?;
         return Ok(Outcome::idle(idle));
     }
-    let mut session =
-        crate::engine::session::prepare_llm(plan, cancel.clone(), Some(&ids.context.run_id))
-            .await?;
-    for n in &session.probe.notices {
-        ui.say(n);
-    }
-    ids.context.server = session.probe.identity.clone();
-    ids.context.model = session.probe.model.clone();
-    say_context(&ids.context, ui);
-    let raw = session.shared.captures.clone().map(|pool| {
-        RawExport::new(
-            &plan.target,
-            session.shared.client.response_form(&plan.target),
-            &session.shared.dataset,
-            pool,
-        )
-    });
+    let total = u32::try_from(plan.levels.len()).ok();
+    let mut runner = Runner::start(plan, &cancel, ui, ids, total).await?;
     say_schedule(plan, ui);
-    let anchor = session.shared.clock.unix_anchor_ns();
-    let mut publisher = Publisher::new(&plan.outputs, Mode::Profile, &plan.target.model);
-    let live = ui
-        .live
-        .map(|d| LiveView::stderr(d, u32::try_from(plan.levels.len()).ok()));
     let mut levels = Vec::new();
     let mut idle = Vec::new();
     for part in &parts {
@@ -234,31 +212,107 @@ async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         let dir = layout.level_dir(&part.whole);
         create_dir(&dir)?;
         let Ok((stimulus, stop)) = part.load.clone() else {
-            idle.extend(write_idle_levels(
-                plan,
-                &layout,
-                &ids,
-                std::slice::from_ref(part),
-                anchor,
-                ui,
-            )?);
+            let (ids, anchor) = (&runner.ids, runner.anchor);
+            let part = std::slice::from_ref(part);
+            idle.extend(write_idle_levels(plan, &layout, ids, part, anchor, ui)?);
             continue;
         };
         let level = LevelRun {
             part,
             stimulus,
-            stop,
+            policy: level_policy(plan, stop),
             dir: &dir,
         };
-        let measured = match run_level(&mut session, plan, &level, live.clone(), raw.as_ref()).await
-        {
+        match runner.level(plan, &level, ui).await {
             Err(Error::Interrupted) if !levels.is_empty() => break,
-            r => r?,
-        };
-        let kept = keep_level(plan, &mut ids, (part, dir, anchor), measured, ui)?;
-        levels.push(kept.publish(&mut publisher).await);
+            r => levels.push(r?),
+        }
     }
+    let Runner {
+        ids, mut publisher, ..
+    } = runner;
     conclude(plan, &layout, &ids, (levels, idle), &cancel, &mut publisher)
+}
+
+/// When a level of `plan` ends: at `stop`, or under the sequential rule of `--target-moe`.
+fn level_policy(plan: &RunPlan, stop: crate::load::Stop) -> Policy {
+    match &plan.target_moe {
+        Some(rule) => Policy::Sequential(std::sync::Arc::new(rule.clone())),
+        None => Policy::Fixed(stop),
+    }
+}
+
+/// A run in progress: the prepared session, the run's identity and result channels. `profile`
+/// runs the plan's levels through it; `search` the probes it chooses as it goes.
+pub(crate) struct Runner {
+    session: Session,
+    /// The run's identity, written into every level's files.
+    pub(crate) ids: Ids,
+    raw: Option<RawExport>,
+    anchor: u64,
+    /// The result channels (`--output json`, `--junit`, ...).
+    pub(crate) publisher: Publisher,
+    live: Option<LiveView>,
+}
+
+impl Runner {
+    /// Prepares the session (discovery, client, server probe, workload) and says what it
+    /// found; `total`: the number of levels when known (the live view counts toward it).
+    pub(crate) async fn start(
+        plan: &RunPlan,
+        cancel: &Cancel,
+        ui: Ui,
+        mut ids: Ids,
+        total: Option<u32>,
+    ) -> Result<Runner> {
+        let session =
+            crate::engine::session::prepare_llm(plan, cancel.clone(), Some(&ids.context.run_id))
+                .await?;
+        for n in &session.probe.notices {
+            ui.say(n);
+        }
+        ids.context.server = session.probe.identity.clone();
+        ids.context.model = session.probe.model.clone();
+        say_context(&ids.context, ui);
+        let raw = session.shared.captures.clone().map(|pool| {
+            RawExport::new(
+                &plan.target,
+                session.shared.client.response_form(&plan.target),
+                &session.shared.dataset,
+                pool,
+            )
+        });
+        let anchor = session.shared.clock.unix_anchor_ns();
+        let live = ui.live.map(|d| LiveView::stderr(d, total));
+        Ok(Runner {
+            session,
+            ids,
+            raw,
+            anchor,
+            publisher: Publisher::new(&plan.outputs, Mode::Profile, &plan.target.model),
+            live,
+        })
+    }
+
+    /// Measures one level, writes its files, says it on the console and publishes it.
+    pub(crate) async fn level(
+        &mut self,
+        plan: &RunPlan,
+        level: &LevelRun<'_>,
+        ui: Ui,
+    ) -> Result<LevelResult> {
+        let measured = run_level(
+            &mut self.session,
+            plan,
+            level,
+            self.live.clone(),
+            self.raw.as_ref(),
+        )
+        .await?;
+        let where_ = (level.part, level.dir.to_path_buf(), self.anchor);
+        let kept = keep_level(plan, &mut self.ids, where_, measured, ui)?;
+        Ok(kept.publish(&mut self.publisher).await)
+    }
 }
 
 /// A measured level with its files written: what is published, then kept.
@@ -284,17 +338,30 @@ fn keep_level(
     ui: Ui,
 ) -> Result<Kept> {
     let slo = slo::evaluate(&plan.slos, &measured.summary);
+    let sent = measured.sent;
     if let Some(g) = &measured.summary.gpu {
         ids.context
             .add_gpus(g.gpus.iter().filter_map(|g| g.name.as_deref()));
     }
     let writer = ids.writer(plan, anchor);
     let record = writer.shard_record(part, measured.start);
-    let doc = level_doc(&measured.summary, ids, &slo, &writer);
+    let mut doc = level_doc(&measured.summary, ids, &slo, &writer);
+    if let (Some(st), serde_json::Value::Object(map)) = (&measured.settled, &mut doc) {
+        map.insert(
+            "sequential".into(),
+            serde_json::to_value(st).unwrap_or_default(),
+        );
+    }
     writer.write_level(&dir, &plan.export_names, &measured, &doc, record.as_ref())?;
     if ui.verbosity != Verbosity::Quiet {
         say_late(&measured, plan);
         report_level(&measured.summary, &dir, ui.verbosity);
+        for line in measured.settled.iter().flat_map(Settled::lines) {
+            eprintln!("  {line}");
+        }
+        for line in console::drift_lines(&measured.summary) {
+            eprintln!("  {line}");
+        }
         for r in &slo {
             eprintln!("  SLO {}", r.line());
         }
@@ -312,6 +379,8 @@ fn keep_level(
             dir,
             slo,
             repetitions: Vec::new(),
+            settled: measured.settled,
+            sent,
         },
     })
 }
@@ -369,7 +438,7 @@ fn publish_end(publisher: &Publisher, plan: &RunPlan, outcome: &Outcome) -> Resu
 }
 
 /// The plan's identity and recorded form, written into every artifact.
-struct Ids {
+pub(crate) struct Ids {
     plan_id: String,
     input_config: serde_json::Value,
     /// What `compare` checks before comparing two runs.
@@ -396,6 +465,22 @@ fn say_context(c: &RunContext, ui: Ui) {
 }
 
 impl Ids {
+    /// A new run's identity for `plan`: its id, recorded plan and fingerprint, a fresh run id;
+    /// the server is filled in once the session has met it.
+    pub(crate) fn new(plan: &RunPlan) -> Ids {
+        Ids {
+            plan_id: plan.plan_id(),
+            input_config: plan.input_config(),
+            fingerprint: plan.fingerprint(),
+            context: RunContext::new(
+                plan.outputs.labels.clone(),
+                ServerIdentity::default(),
+                None,
+                crate::engine::start::unix_now_ns(),
+            ),
+        }
+    }
+
     /// The level files' writer of this process (`anchor`: the run clock's Unix anchor).
     fn writer<'a>(&'a self, plan: &'a RunPlan, anchor: u64) -> files::Writer<'a> {
         files::Writer {
@@ -409,11 +494,15 @@ impl Ids {
 }
 
 /// One level of this process: the plan's level and this process's part of it.
-struct LevelRun<'a> {
-    part: &'a LevelPart,
-    stimulus: Stimulus,
-    stop: Stop,
-    dir: &'a Path,
+pub(crate) struct LevelRun<'a> {
+    /// The plan's level and this process's part.
+    pub(crate) part: &'a LevelPart,
+    /// The load this process sends.
+    pub(crate) stimulus: Stimulus,
+    /// When its measurement ends.
+    pub(crate) policy: Policy,
+    /// Where its files go.
+    pub(crate) dir: &'a Path,
 }
 
 /// Writes `shard.json` for levels at which this shard has no load, and says so; returns their
@@ -506,7 +595,7 @@ async fn run_level(
         index: level.part.index,
         stimulus: level.stimulus,
         start_at: level.part.start_at,
-        policy: Policy::Fixed(level.stop),
+        policy: level.policy.clone(),
         warmup: level.part.warmup,
         objectives: &plan.goodput,
         isl_edges: &isl_edges,
@@ -533,9 +622,10 @@ async fn run_level(
     Ok(measured)
 }
 
-/// `summary.csv`, `summary.json` and `report.html` next to the level directories; `spreads`:
-/// each level's numbers across its repetitions for a `--repeat` run (empty otherwise).
-fn write_sweep(
+/// `summary.csv`, `summary.json`, `pareto.csv` and `report.html` next to the level
+/// directories; `spreads`: each level's numbers across its repetitions for a `--repeat` run
+/// (empty otherwise).
+pub(crate) fn write_sweep(
     plan: &RunPlan,
     d: &Path,
     levels: &[LevelResult],
@@ -548,6 +638,17 @@ fn write_sweep(
     write_file(
         &d.join(artifact::SUMMARY_FILE),
         artifact::summary::csv(&summaries),
+    )?;
+    let feasible: Vec<(&LevelSummary, Option<bool>)> = levels
+        .iter()
+        .map(|l| {
+            let met = (!plan.slos.is_empty()).then(|| l.slo.iter().all(|r| r.passed));
+            (&l.summary, met)
+        })
+        .collect();
+    write_file(
+        &d.join(artifact::pareto::PARETO_FILE),
+        artifact::pareto::csv(&crate::analysis::pareto::points(&feasible)),
     )?;
     let dirs: Vec<PathBuf> = levels.iter().map(|l| l.dir.clone()).collect();
     let slos: Vec<Vec<SloResult>> = levels.iter().map(|l| l.slo.clone()).collect();
@@ -605,7 +706,9 @@ fn write_report(
             repetitions: l.repetitions.clone(),
         })
         .collect();
-    let run = run_from(sweep_dir, loaded);
+    let mut run = run_from(sweep_dir, loaded);
+    // A search writes its search.json first: the page shows the search with its levels.
+    run.search = artifact::search::read(sweep_dir);
     let opts = crate::report::html::Options {
         knee_min_gain: plan.knee_min_gain,
         version: crate::VERSION.to_string(),

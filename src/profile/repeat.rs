@@ -161,6 +161,8 @@ fn combine_level(
         summary: combined,
         dir,
         slo,
+        settled: None,
+        sent: found.iter().map(|l| l.sent).sum(),
     };
     Ok((result, spreads, report))
 }

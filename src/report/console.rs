@@ -641,6 +641,115 @@ pub fn untrusted_lines<'a>(
         .collect()
 }
 
+/// A level's drift over its timeline intervals (a soak): a header, then one line per metric;
+/// empty when the level had too few intervals for a verdict.
+pub fn drift_lines(l: &LevelSummary) -> Vec<String> {
+    let Some(d) = &l.drift else {
+        return Vec::new();
+    };
+    let mut out = vec![format!(
+        "drift over {} (Theil–Sen slope per hour, {:.0} % interval):",
+        crate::analysis::text::duration(d.span_s),
+        d.confidence * 100.0
+    )];
+    out.extend(d.metrics.iter().map(|m| format!("  {}", m.line())));
+    out
+}
+
+/// A search's result: every probe (load, requests its decision was made on, verdict, why it
+/// stopped, each objective's estimate and interval), the answer with its confidence, what it
+/// measured there, and the requests spent against the equivalent ladder.
+pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
+    let load_head = if d.over == "concurrency" {
+        "Concurrency"
+    } else {
+        "Req/s"
+    };
+    let mut headers = vec!["Probe", load_head, "Requests", "Verdict", "Stopped"];
+    headers.extend(d.objectives.iter().map(String::as_str));
+    let mut aligns = vec![
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Left,
+        Align::Left,
+    ];
+    aligns.extend(d.objectives.iter().map(|_| Align::Left));
+    let rows: Vec<Vec<String>> = d
+        .probes
+        .iter()
+        .map(|p| {
+            let mut row = vec![
+                p.index.to_string(),
+                crate::analysis::text::load_text(p.load),
+                p.measured.to_string(),
+                p.verdict.word().to_string(),
+                p.stopped.clone(),
+            ];
+            row.extend(d.objectives.iter().map(|o| {
+                p.objectives
+                    .iter()
+                    .find(|x| &x.objective == o)
+                    .map_or("-".into(), objective_cell)
+            }));
+            row
+        })
+        .collect();
+    let mut out = table(&headers, &aligns, &rows);
+    out.push_str(&format!("answer: {}\n", d.statement));
+    if let Some(a) = &d.answer {
+        let mut parts = vec![
+            format!("{:.2} requests/s", a.request_throughput),
+            format!("{:.1} output tokens/s", a.output_token_throughput),
+        ];
+        if let Some(g) = a.request_goodput {
+            parts.push(format!("goodput {g:.2} requests/s"));
+        }
+        if let Some(u) = a.output_token_throughput_per_user {
+            parts.push(format!("{u:.1} output tokens/s per user"));
+        }
+        out.push_str(&format!("at {}: {}\n", a.level, parts.join(", ")));
+    }
+    let l = &d.ladder;
+    let span = match (l.loads.first(), l.loads.last()) {
+        (Some(a), Some(b)) if l.loads.len() > 1 => format!(
+            " ({} to {})",
+            crate::analysis::text::load_text(*a),
+            crate::analysis::text::load_text((b * 1000.0).round() / 1000.0)
+        ),
+        _ => String::new(),
+    };
+    out.push_str(&format!(
+        "requests spent: {} (warm-up included), {:.0}% of the {} a ladder of {}{span} at {} requests per level sends\n",
+        d.requests_spent,
+        l.share_spent * 100.0,
+        l.requests,
+        crate::analysis::text::count(l.loads.len() as u64, "level"),
+        l.requests_per_level
+    ));
+    out
+}
+
+/// `7.21 [6.10, 7.90] ms`, or a point objective's value.
+fn objective_cell(o: &crate::artifact::search::ObjectiveDoc) -> String {
+    let frac = o.unit == "fraction";
+    let v = |x: Option<f64>| match x {
+        Some(x) if frac => format!("{:.2}%", x * 100.0),
+        Some(x) => format!("{x:.2}"),
+        None => "open".into(),
+    };
+    let unit = if frac {
+        String::new()
+    } else {
+        format!(" {}", o.unit)
+    };
+    if o.interval {
+        format!("{} [{}, {}]{unit}", v(o.estimate), v(o.lower), v(o.upper))
+    } else {
+        format!("{}{unit} ({})", v(o.estimate), o.decision)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -686,6 +795,49 @@ mod tests {
                 },
             )
         }
+    }
+
+    #[test]
+    fn search_text_exact() {
+        let text = search_text(&crate::artifact::search::example());
+        let expected = "\
+Probe  Concurrency  Requests  Verdict  Stopped  time_to_first_token.p75<=25ms
+-----  -----------  --------  -------  -------  -----------------------------
+    1            8        25  meets    settled  23.24 [14.81, 23.85] ms
+    2            9        20  fails    settled  95.39 [81.36, open] ms
+answer: concurrency 8 meets time_to_first_token.p75<=25ms; concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence
+at concurrency8: 25.52 requests/s, 962.7 output tokens/s, goodput 25.52 requests/s, 140.5 output tokens/s per user
+requests spent: 65 (warm-up included), 16% of the 400 a ladder of 2 levels (8 to 9) at 200 requests per level sends
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn drift_lines_exact() {
+        use crate::stats::trend::{Drift, DriftLine, DriftMetric};
+        let mut l = level(4, 45.0, 0);
+        assert!(drift_lines(&l).is_empty());
+        l.drift = Some(Drift {
+            span_s: 5400.0,
+            confidence: 0.95,
+            metrics: vec![DriftLine {
+                metric: DriftMetric::LatencyP99,
+                points: 90,
+                median: 400.0,
+                per_hour: 30.0,
+                lower_per_hour: 21.5,
+                upper_per_hour: 38.25,
+                relative_per_hour: 0.075,
+                drifts: true,
+            }],
+        });
+        assert_eq!(
+            drift_lines(&l),
+            [
+                "drift over 90.0 min (Theil–Sen slope per hour, 95 % interval):",
+                "  latency p99 +30.00 ms/h [+21.50, +38.25] (+7.5 %/h): drifts"
+            ]
+        );
     }
 
     #[test]

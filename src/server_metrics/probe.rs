@@ -187,10 +187,28 @@ impl Sampled {
     }
 }
 
+/// The server's queue gauge as sampled so far: `(s since the sampling started, waiting
+/// requests)` — the engine's waiting requests, else Triton's pending ones. At most
+/// [`QUEUE_SAMPLES`] are kept: when full, every other one is dropped.
+pub type QueueSeries = std::sync::Arc<std::sync::Mutex<Vec<(f64, f64)>>>;
+
+/// Samples a [`QueueSeries`] keeps.
+pub const QUEUE_SAMPLES: usize = 512;
+
 /// The task sampling gauges while a level runs.
 pub struct Sampler {
     handle: tokio::task::JoinHandle<Sampled>,
     stop: tokio::sync::oneshot::Sender<()>,
+    /// The queue gauge so far, for the saturation signals read while the level runs.
+    pub queue: QueueSeries,
+}
+
+/// The queue gauge of one read of the pages, when it has one.
+fn queue_gauge(page: &Page) -> Option<f64> {
+    page.engine
+        .as_ref()
+        .and_then(|e| e.waiting)
+        .or_else(|| page.prom.as_ref().map(|p| p.pending))
 }
 
 impl Sampler {
@@ -377,6 +395,9 @@ impl ServerProbe {
         let reader = self.reader.clone();
         let mut sampled = Sampled::from_start(start, reader.slots);
         let (stop, mut rx) = tokio::sync::oneshot::channel::<()>();
+        let queue = QueueSeries::default();
+        let feed = queue.clone();
+        let t0 = std::time::Instant::now();
         let handle = tokio::spawn(async move {
             let mut tick = tokio::time::interval(SAMPLE_EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -385,12 +406,26 @@ impl ServerProbe {
             loop {
                 tokio::select! {
                     _ = &mut rx => break,
-                    _ = tick.tick() => sampled.observe(&reader.read().await),
+                    _ = tick.tick() => {
+                        let page = reader.read().await;
+                        if let (Some(q), Ok(mut series)) = (queue_gauge(&page), feed.lock()) {
+                            if series.len() >= QUEUE_SAMPLES {
+                                let kept = series.iter().step_by(2).copied().collect();
+                                *series = kept;
+                            }
+                            series.push((t0.elapsed().as_secs_f64(), q));
+                        }
+                        sampled.observe(&page);
+                    }
                 }
             }
             sampled
         });
-        Some(Sampler { handle, stop })
+        Some(Sampler {
+            handle,
+            stop,
+            queue,
+        })
     }
 }
 

@@ -65,7 +65,12 @@ pub(crate) fn percentiles<const N: usize>(
 
 /// The value at each of `ranks` (sorted, distinct, each below the sample count). The first and
 /// last ranks are the exact min and max; others are read from their bucket.
-fn values_at_ranks(hist: &Histogram<u64>, min: u64, max: u64, ranks: &[u64]) -> Vec<f64> {
+pub(crate) fn values_at_ranks(
+    hist: &Histogram<u64>,
+    min: u64,
+    max: u64,
+    ranks: &[u64],
+) -> Vec<f64> {
     let last = hist.len() - 1;
     let mut out = Vec::with_capacity(ranks.len());
     let mut wanted = ranks.iter().copied().peekable();

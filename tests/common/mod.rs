@@ -81,6 +81,25 @@ pub async fn profile(args: &[String]) -> Result<Outcome, String> {
         .map_err(|e| format!("{e:#}"))
 }
 
+/// Parses `ttftbench search <args>` into a search plan.
+pub fn search_plan(args: &[String]) -> Result<ttftbench::plan::search::SearchPlan, String> {
+    let mut argv = vec!["ttftbench".to_string(), "search".to_string()];
+    argv.extend(args.iter().cloned());
+    let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
+    match cli.command {
+        Command::Search(s) => s.plan(&argv).map_err(|e| e.0),
+        other => Err(format!("not a search command: {other:?}")),
+    }
+}
+
+/// Runs `search` in-process; errors are returned as their display text.
+pub async fn search(args: &[String]) -> Result<ttftbench::search::SearchOutcome, String> {
+    let plan = search_plan(args)?;
+    ttftbench::search::run(&plan, Cancel::new(), Ui::silent())
+        .await
+        .map_err(|e| format!("{e:#}"))
+}
+
 /// `&str` args to owned.
 pub fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()

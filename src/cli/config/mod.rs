@@ -38,7 +38,7 @@ use crate::error::UsageError;
 mod yaml;
 
 /// The subcommands that take `--config`.
-const WITH_CONFIG: [&str; 2] = ["profile", "perf"];
+const WITH_CONFIG: [&str; 3] = ["profile", "perf", "search"];
 
 /// `argv` with the `--config` file's flags put in (unchanged without `--config`).
 pub fn expand(argv: Vec<String>) -> Result<Vec<String>, UsageError> {

@@ -10,6 +10,7 @@ use crate::analysis::knee;
 use crate::artifact::read::LoadedLevel;
 use crate::metrics::Metric;
 use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
+use crate::stats::LevelSummary;
 
 /// Log2 for geometric load ladders, else proportional.
 pub(super) fn x_scale(levels: &[LoadedLevel]) -> XScale {
@@ -114,6 +115,7 @@ pub(super) fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Ana
     itl_chart(out, &ctx);
     queue_chart(out, &ctx);
     error_chart(out, &ctx);
+    pareto_chart(out, &ctx);
     isl_chart(out, &ctx);
     turn_chart(out, &ctx);
     super::engine::charts(out, levels, ctx.scale);
@@ -261,6 +263,89 @@ fn knee_chart(out: &mut String, ctx: &Ctx, k: &knee::Analysis) {
         ..Chart::lines("knee", title, &x_label, tput_unit, x_scale, series)
     };
     figure(out, &svg::line_chart(&chart), &k.recommendation);
+}
+
+/// Throughput against interactivity (per-user output tokens/s), one point per level: levels
+/// that met every SLO apart from those that did not, the Pareto frontier marked.
+fn pareto_chart(out: &mut String, ctx: &Ctx) {
+    if !ctx.streaming || ctx.levels.len() < 2 {
+        return;
+    }
+    let input: Vec<(&LevelSummary, Option<bool>)> = ctx
+        .levels
+        .iter()
+        .map(|l| {
+            let met = (!l.slo.is_empty()).then(|| l.slo.iter().all(|s| s.passed));
+            (&l.summary, met)
+        })
+        .collect();
+    let points = crate::analysis::pareto::points(&input);
+    let pt = |p: &crate::analysis::pareto::Point| {
+        let u = p.per_user?;
+        Some(Pt {
+            label: svg::num(p.load),
+            ..Pt::new(
+                u,
+                p.throughput,
+                format!(
+                    "{} {}: {} output tokens/s, {} per user{}",
+                    ctx.kind,
+                    svg::num(p.load),
+                    svg::num(p.throughput),
+                    svg::num(u),
+                    match p.feasible {
+                        Some(true) => ", met every SLO",
+                        Some(false) => ", missed an SLO",
+                        None => "",
+                    }
+                ),
+            )
+        })
+    };
+    let group = |name: &str, keep: &dyn Fn(Option<bool>) -> bool| Series {
+        name: name.into(),
+        points: points
+            .iter()
+            .filter(|p| keep(p.feasible))
+            .filter_map(pt)
+            .collect(),
+    };
+    let series: Vec<Series> = [
+        group("met every SLO", &|f| f == Some(true)),
+        group("missed an SLO", &|f| f == Some(false)),
+        group("levels (no SLO given)", &|f| f.is_none()),
+    ]
+    .into_iter()
+    .filter(|s| !s.points.is_empty())
+    .collect();
+    let marks = points
+        .iter()
+        .filter(|p| p.frontier)
+        .filter_map(|p| {
+            Some(Mark {
+                x: p.per_user?,
+                y: p.throughput,
+                text: "frontier".into(),
+            })
+        })
+        .collect();
+    let chart = Chart {
+        marks,
+        lines: false,
+        ..Chart::lines(
+            "pareto",
+            "Throughput vs interactivity".into(),
+            "output tokens/s per user",
+            "output tokens/s (all users)",
+            XScale::Linear,
+            series,
+        )
+    };
+    figure(
+        out,
+        &svg::line_chart(&chart),
+        "Each level: per-user speed against total throughput; the frontier holds the levels no other beats on both. pareto.csv has the numbers.",
+    );
 }
 
 /// 3. ITL avg and p99 versus load.

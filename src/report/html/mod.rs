@@ -2,12 +2,15 @@
 //!
 //! Contents, per run: the command line (secrets were redacted when it was recorded), the
 //! ttftbench version, validity flags, the decisions (knee recommendation, queue-versus-compute
-//! verdict, SLO checks), five charts — TTFT avg/p50/p99 versus load, throughput versus p99
-//! latency with the knee marked, ITL versus load, the server's queue versus compute share, error
-//! rate — and a table of every level; where the server's metrics page was read, the engine's
-//! KV-cache and the GPUs' charts and a table of the engine's view. Over several runs (a `bench/` folder of timestamped runs)
-//! the page starts with the trend of each key metric across runs and the change of the newest run
-//! against the one before it, so the seeds' timeline needs no script.
+//! verdict, SLO checks, each level's drift over its timeline; a search's answer, cost and
+//! probes), six charts — TTFT avg/p50/p99 versus load, throughput versus p99 latency with the
+//! knee marked, ITL versus load, the server's queue versus compute share, error rate, and the
+//! throughput/interactivity trade-off with the SLO-feasible levels and the Pareto frontier
+//! marked — and a table of every level; where the server's metrics page was read, the engine's
+//! KV-cache and the GPUs' charts and a table of the engine's view. Over several runs (a `bench/`
+//! folder of timestamped runs) the page starts with the trend of each key metric across runs
+//! and the change of the newest run against the one before it, so the seeds' timeline needs no
+//! script.
 //!
 //! The page needs nothing else: inline CSS ([`style`], with print rules), inline SVG from
 //! [`super::svg`], no script, no font or image fetched. [`render`] is a pure function of the runs;
@@ -23,6 +26,7 @@ use crate::artifact::read::Run;
 mod charts;
 mod engine;
 mod figure;
+mod search;
 mod style;
 mod tables;
 mod trend;
@@ -193,6 +197,9 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
         let _ = writeln!(out, "<pre class=\"cmd\">{}</pre>", esc(cmd));
     }
     badges(out, run);
+    if let Some(s) = &run.search {
+        search::section(out, s);
+    }
     out.push_str("<div class=\"decision\">\n");
     let _ = writeln!(out, "<p><strong>{}</strong></p>", esc(&k.recommendation));
     if summaries.len() > 1 {
@@ -224,10 +231,35 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
             );
         }
     }
+    drift(out, run);
     out.push_str("</div>\n");
     charts::run_charts(out, &run.levels, &k);
     tables::level_table(out, &run.levels, k.knee.as_ref().map(|k| k.level.as_str()));
     engine::table(out, &run.levels);
+}
+
+/// Each level's drift over its timeline (a soak), one paragraph per level that had enough
+/// intervals for a verdict; marked when a metric drifts.
+fn drift(out: &mut String, run: &Run) {
+    for l in &run.levels {
+        let Some(d) = &l.summary.drift else {
+            continue;
+        };
+        let lines: Vec<String> = d.metrics.iter().map(|m| m.line()).collect();
+        let class = if d.metrics.iter().any(|m| m.drifts) {
+            " class=\"fail\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "<p{class}>Drift at {} over {} (Theil–Sen slope per hour, {:.0} % interval): {}</p>",
+            esc(&l.summary.stimulus.name()),
+            esc(&crate::analysis::text::duration(d.span_s)),
+            d.confidence * 100.0,
+            esc(&lines.join("; "))
+        );
+    }
 }
 
 /// The whole page for `runs` (oldest first).
@@ -511,6 +543,40 @@ mod tests {
         assert!(page.contains(
             "<p class=\"fail\">Not trustworthy at concurrency1: only 1 successful request measured</p>"
         ));
+    }
+
+    /// A soak's drift: one paragraph per level with a verdict, marked when a metric drifts.
+    #[test]
+    fn drift_paragraphs() {
+        use crate::stats::trend::{Drift, DriftLine, DriftMetric};
+        let line = |metric, per_hour: f64, drifts| DriftLine {
+            metric,
+            points: 120,
+            median: 100.0,
+            per_hour,
+            lower_per_hour: per_hour - 1.0,
+            upper_per_hour: per_hour + 1.0,
+            relative_per_hour: per_hour / 100.0,
+            drifts,
+        };
+        let mut soak = level(8, 180.0, 1000.0, None);
+        soak.summary.drift = Some(Drift {
+            span_s: 7200.0,
+            confidence: 0.95,
+            metrics: vec![
+                line(DriftMetric::TtftP99, 12.0, true),
+                line(DriftMetric::OutputThroughput, -0.5, false),
+            ],
+        });
+        let run = run_from(
+            std::path::Path::new("r"),
+            vec![level(1, 30.0, 200.0, None), soak],
+        );
+        let page = render(&[run], &opts());
+        assert!(page.contains(
+            "<p class=\"fail\">Drift at concurrency8 over 2.0 h (Theil–Sen slope per hour, 95 % interval): TTFT p99 +12.00 ms/h [+11.00, +13.00] (+12.0 %/h): drifts; output tok/s -0.50 tokens/sec/h [-1.50, +0.50] (-0.5 %/h): steady</p>\n"
+        ), "{page}");
+        assert_eq!(page.matches("Drift at ").count(), 1);
     }
 
     #[test]

@@ -1,0 +1,606 @@
+//! When a level has measured enough: a sequential stop rule the engine applies while the level
+//! runs (`engine::Policy::Sequential`). `search` uses it to settle each probe's SLO decision;
+//! `profile --target-moe` to stop a level once one statistic is known to a margin of error.
+//!
+//! # Settling an objective, and the confidence that is stated
+//!
+//! An objective on a percentile (`time_to_first_token.p99<=500ms`) is settled when the
+//! distribution-free interval of that percentile ([`crate::stats::ci`]) lies wholly on one side
+//! of its bound: below it, the objective *meets*; above it, it *fails*. An objective on
+//! `error_rate` is settled the same way on the Clopper–Pearson interval of the share of failed
+//! requests. Other objectives (averages, throughputs, server shares) have no distribution-free
+//! interval: they are checked on their value when the level stops and carry no confidence, and
+//! they never hold a level up.
+//!
+//! The level is looked at after `FIRST_LOOK` (20) successful requests, then each time the count has
+//! grown by a quarter, and at its cap ([`Looks`]); it stops at the first look where every interval
+//! objective meets, or one fails. Looking repeatedly and stopping at the first clear answer would
+//! make a wrong answer likelier than one look would, so every interval is widened (Bonferroni):
+//! with `k` interval objectives and `J` possible looks (the scheduled ones plus one for a level
+//! that ends between looks), each end of each interval errs with probability at most
+//! `α/(2kJ)`, where `1 − α` is the asked confidence. Then a level reported as meeting its
+//! objectives misses one with probability at most `α/2`, and a level reported as failing in fact
+//! meets them with probability at most `α/2`: a search's answer — this load meets, the next one
+//! fails — is right with probability at least `1 − α`, given independent samples and a server
+//! whose capacity does not change during the search. Bonferroni is conservative (the looks are
+//! strongly correlated), so the real confidence is higher and the price is some extra requests.
+//!
+//! A level that reaches its cap (requests or time) with an objective still open is *undecided*:
+//! it is reported so, never guessed from the point estimate.
+//!
+//! # Margin of error (`profile --target-moe`)
+//!
+//! The chosen statistic's interval at the asked confidence (a percentile's from order statistics,
+//! an average's from the normal approximation `mean ± z·sd/√n`); the margin of error is the larger
+//! distance from the estimate to an end, as a share of the estimate. The level stops at the first
+//! look where it is at most the target. This rule stops on the interval's width, not on where it
+//! lies, so it does not favour any answer and the interval is reported at the asked confidence.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::saturation::Signal;
+use crate::metrics::{Metric, MetricRef, Op, PercentileMethod, Slo, Stat, SystemMetric};
+use crate::stats::Aggregate;
+use crate::stats::ci;
+
+pub use crate::load::Looks;
+
+/// A margin of error to reach (`profile --target-moe`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MoeTarget {
+    /// The statistic: a percentile or the average of a per-request metric.
+    #[serde(serialize_with = "key")]
+    pub metric: MetricRef,
+    /// The largest margin of error, as a share of the estimate (0.05: 5 %).
+    pub target: f64,
+}
+
+fn key<S: serde::Serializer>(m: &MetricRef, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&m.key())
+}
+
+/// The stop rule of a level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rule {
+    /// Objectives to settle (a search's `--slo`); empty for `--target-moe` alone.
+    pub objectives: Vec<Slo>,
+    /// A margin of error to reach.
+    pub moe: Option<MoeTarget>,
+    /// The asked confidence (0.95).
+    pub confidence: f64,
+    /// When the level is looked at, and its request cap.
+    pub looks: Looks,
+    /// The longest a level measures (`None`: no time cap).
+    #[serde(serialize_with = "opt_secs")]
+    pub max_time: Option<Duration>,
+}
+
+fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+impl Rule {
+    /// How many objectives have an interval (`k`).
+    pub fn interval_objectives(&self) -> usize {
+        self.objectives.iter().filter(|o| has_interval(o)).count()
+    }
+
+    /// What each end of each interval may err by at one look: `α / (2kJ)`.
+    pub fn tail_alpha(&self) -> f64 {
+        let k = self.interval_objectives().max(1) as f64;
+        (1.0 - self.confidence) / (2.0 * k * f64::from(self.looks.count()))
+    }
+
+    /// The confidence of each interval at one look, `1 − α/(kJ)`.
+    pub fn look_confidence(&self) -> f64 {
+        1.0 - 2.0 * self.tail_alpha()
+    }
+
+    /// The fewest successful requests with which `slo` could be shown to meet, at the widened
+    /// level (`None`: it never can within the cap, or it has no interval).
+    pub fn fewest_to_meet(&self, slo: &Slo) -> Option<u64> {
+        let q = match slo.metric {
+            MetricRef::Dist(_, stat) => stat.quantile()?,
+            // 0 failures in n: the upper end (1 − (α)^(1/n)) must reach below the bound.
+            MetricRef::System(SystemMetric::ErrorRate) => {
+                let a = self.tail_alpha();
+                return self.looks.schedule().into_iter().find(|&n| {
+                    ci::share_bounds(0, n, a, a)
+                        .upper
+                        .is_some_and(|u| slo.op.holds(u, slo.bound))
+                });
+            }
+            MetricRef::System(_) => return None,
+        };
+        let a = self.tail_alpha();
+        let needs_upper = matches!(slo.op, Op::Le | Op::Lt);
+        self.looks.schedule().into_iter().find(|&n| {
+            let (l, u) = ci::quantile_ranks(n, q, a, a);
+            if needs_upper {
+                u.is_some()
+            } else {
+                l.is_some()
+            }
+        })
+    }
+}
+
+/// Whether an objective has a distribution-free interval (a percentile, or the error rate).
+pub fn has_interval(slo: &Slo) -> bool {
+    match slo.metric {
+        MetricRef::Dist(_, stat) => stat.quantile().is_some(),
+        MetricRef::System(s) => s == SystemMetric::ErrorRate,
+    }
+}
+
+/// Where an objective stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Its interval lies wholly on the good side of the bound.
+    Meets,
+    /// Its interval lies wholly on the bad side.
+    Fails,
+    /// Not settled (or no interval).
+    Open,
+}
+
+impl Decision {
+    /// `meets`, `fails`, `open`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Decision::Meets => "meets",
+            Decision::Fails => "fails",
+            Decision::Open => "open",
+        }
+    }
+}
+
+/// One objective at one look.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// The objective.
+    #[serde(serialize_with = "slo_str")]
+    pub objective: Slo,
+    /// Its point estimate (the metric's unit), when measured.
+    pub estimate: Option<f64>,
+    /// Lower end of its interval.
+    pub lower: Option<f64>,
+    /// Upper end of its interval.
+    pub upper: Option<f64>,
+    /// Where it stands.
+    pub decision: Decision,
+    /// Whether it has an interval (else it is checked on its value when the level stops).
+    pub interval: bool,
+}
+
+fn slo_str<S: serde::Serializer>(slo: &Slo, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&slo.to_string())
+}
+
+impl Check {
+    /// `time_to_first_token.p90 7.21 ms [6.10, 7.90]: meets 15 ms`.
+    pub fn line(&self) -> String {
+        let kind = self.objective.metric.kind();
+        let show = |v: Option<f64>| v.map_or("open".to_string(), |v| show_bare(kind, v));
+        let value = self
+            .estimate
+            .map_or("no value".to_string(), |v| kind.show(v));
+        let interval = if self.interval {
+            format!(" [{}, {}]", show(self.lower), show(self.upper))
+        } else {
+            String::new()
+        };
+        format!(
+            "{} {value}{interval}: {}",
+            self.objective.metric,
+            match (self.decision, self.interval) {
+                (Decision::Meets, _) => format!("meets {}", self.objective),
+                (Decision::Fails, _) => format!("fails {}", self.objective),
+                (Decision::Open, true) => format!("open against {}", self.objective),
+                (Decision::Open, false) => "checked on its value at the end".to_string(),
+            }
+        )
+    }
+}
+
+/// A value without its unit (`7.21`, `3.6%`).
+fn show_bare(kind: crate::metrics::Kind, v: f64) -> String {
+    match kind {
+        crate::metrics::Kind::Fraction => format!("{:.2}%", v * 100.0),
+        crate::metrics::Kind::Count => format!("{v:.0}"),
+        _ => format!("{v:.2}"),
+    }
+}
+
+/// Checks one objective against the level so far, each interval end erring by at most `tail`.
+pub fn check(slo: &Slo, agg: &Aggregate, tail: f64, method: PercentileMethod) -> Check {
+    let (estimate, bounds) = match slo.metric {
+        MetricRef::Dist(m, stat) if stat.quantile().is_some() => {
+            quantile_view(agg, m, stat, (tail, tail), method)
+        }
+        MetricRef::System(SystemMetric::ErrorRate) => {
+            let x = agg.error_count();
+            let n = agg.ok + x;
+            let est = (n > 0).then(|| x as f64 / n as f64);
+            (est, ci::share_bounds(x, n, tail, tail))
+        }
+        _ => {
+            return Check {
+                objective: *slo,
+                estimate: None,
+                lower: None,
+                upper: None,
+                decision: Decision::Open,
+                interval: false,
+            };
+        }
+    };
+    Check {
+        objective: *slo,
+        estimate,
+        lower: bounds.lower,
+        upper: bounds.upper,
+        decision: decide(slo, bounds),
+        interval: true,
+    }
+}
+
+/// The point estimate and interval of a percentile of `m`, in its display unit.
+fn quantile_view(
+    agg: &Aggregate,
+    m: Metric,
+    stat: Stat,
+    (lo, hi): (f64, f64),
+    method: PercentileMethod,
+) -> (Option<f64>, ci::Bounds) {
+    let d = agg.dist(m);
+    let q = stat.quantile().unwrap_or(0.5);
+    let scale = m.unit().scale();
+    let est = (d.count() > 0).then(|| d.percentile(q * 100.0, method) * scale);
+    let b = ci::quantile_bounds(d, q, lo, hi);
+    let bounds = ci::Bounds {
+        lower: b.lower.map(|v| v * scale),
+        upper: b.upper.map(|v| v * scale),
+    };
+    (est, bounds)
+}
+
+/// Meets when the interval's worst end holds, fails when its best end does not.
+fn decide(slo: &Slo, b: ci::Bounds) -> Decision {
+    let (worst, best) = match slo.op {
+        Op::Le | Op::Lt => (b.upper, b.lower),
+        Op::Ge | Op::Gt => (b.lower, b.upper),
+    };
+    if worst.is_some_and(|v| slo.op.holds(v, slo.bound)) {
+        Decision::Meets
+    } else if best.is_some_and(|v| !slo.op.holds(v, slo.bound)) {
+        Decision::Fails
+    } else {
+        Decision::Open
+    }
+}
+
+/// The level's decision from its checks: fails when one interval objective fails, meets when
+/// every one meets (and there is at least one), open otherwise.
+pub fn verdict(checks: &[Check]) -> Decision {
+    let intervals: Vec<&Check> = checks.iter().filter(|c| c.interval).collect();
+    if intervals.iter().any(|c| c.decision == Decision::Fails) {
+        Decision::Fails
+    } else if !intervals.is_empty() && intervals.iter().all(|c| c.decision == Decision::Meets) {
+        Decision::Meets
+    } else {
+        Decision::Open
+    }
+}
+
+/// A statistic's estimate with its interval and margin of error.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Moe {
+    /// The estimate (the metric's display unit).
+    pub estimate: f64,
+    /// Lower end.
+    pub lower: Option<f64>,
+    /// Upper end.
+    pub upper: Option<f64>,
+    /// The larger distance from the estimate to an end, as a share of the estimate (`None`
+    /// while an end is open).
+    pub relative: Option<f64>,
+}
+
+/// The margin of error of `t`'s statistic over the level so far, at `confidence`.
+pub fn moe(
+    t: &MoeTarget,
+    agg: &Aggregate,
+    confidence: f64,
+    method: PercentileMethod,
+) -> Option<Moe> {
+    let MetricRef::Dist(m, stat) = t.metric else {
+        return None;
+    };
+    let a = (1.0 - confidence) / 2.0;
+    let (estimate, b) = if stat == Stat::Avg {
+        let d = agg.dist(m);
+        let n = d.count();
+        if n < 2 {
+            return None;
+        }
+        let st = d.stats(m.unit().scale());
+        let half = ci::normal_quantile(1.0 - a) * st.std / (n as f64).sqrt();
+        let b = ci::Bounds {
+            lower: Some(st.avg - half),
+            upper: Some(st.avg + half),
+        };
+        (Some(st.avg), b)
+    } else {
+        quantile_view(agg, m, stat, (a, a), method)
+    };
+    let estimate = estimate?;
+    let relative = match (b.lower, b.upper) {
+        (Some(lo), Some(hi)) if estimate.abs() > 0.0 => {
+            Some((estimate - lo).max(hi - estimate) / estimate.abs())
+        }
+        _ => None,
+    };
+    Some(Moe {
+        estimate,
+        lower: b.lower,
+        upper: b.upper,
+        relative,
+    })
+}
+
+/// Why a level's measurement ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum StopReason {
+    /// Every interval objective met, or one failed.
+    Settled,
+    /// The margin of error reached its target.
+    MarginReached,
+    /// The request cap came first.
+    RequestCap,
+    /// The time cap came first.
+    TimeCap,
+    /// The server could not absorb the load.
+    Saturated {
+        /// The signal that fired.
+        signal: Signal,
+    },
+    /// Ctrl-C.
+    Interrupted,
+}
+
+impl StopReason {
+    /// A short key (`settled`, `saturated`, ...).
+    pub fn key(&self) -> &'static str {
+        match self {
+            StopReason::Settled => "settled",
+            StopReason::MarginReached => "margin_reached",
+            StopReason::RequestCap => "request_cap",
+            StopReason::TimeCap => "time_cap",
+            StopReason::Saturated { .. } => "saturated",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+
+    /// Why it stopped, in words.
+    pub fn words(&self) -> String {
+        match self {
+            StopReason::Settled => "settled".into(),
+            StopReason::MarginReached => "margin of error reached".into(),
+            StopReason::RequestCap => "request cap reached".into(),
+            StopReason::TimeCap => "time cap reached".into(),
+            StopReason::Saturated { signal } => format!("saturated: {}", signal.line()),
+            StopReason::Interrupted => "interrupted".into(),
+        }
+    }
+}
+
+/// How a level under the sequential rule ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settled {
+    /// Why it stopped.
+    #[serde(flatten)]
+    pub stopped: StopReason,
+    /// Looks made.
+    pub looks: u32,
+    /// Successful requests at the last look (the level's statistics are over exactly these).
+    pub measured: u64,
+    /// The level's decision on its interval objectives at the last look.
+    pub decision: Decision,
+    /// Each objective at the last look.
+    pub checks: Vec<Check>,
+    /// The margin of error at the last look (`--target-moe`).
+    pub moe: Option<Moe>,
+    /// What the margin of error was judged against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_target: Option<MoeShown>,
+    /// The confidence of each objective's interval at one look (`1 − α/(kJ)`), when the level
+    /// had objectives to settle.
+    pub look_confidence: Option<f64>,
+}
+
+/// The statistic, target and confidence of a margin of error, as reported.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MoeShown {
+    /// The statistic.
+    #[serde(serialize_with = "key")]
+    pub metric: MetricRef,
+    /// The target share.
+    pub target: f64,
+    /// The interval's confidence.
+    pub confidence: f64,
+}
+
+impl Settled {
+    /// `stopped after 63 requests (6 looks): settled, meets` and the checks.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "stopped after {} ({}): {}{}",
+            crate::analysis::text::count(self.measured, "successful request"),
+            crate::analysis::text::count(u64::from(self.looks), "look"),
+            self.stopped.words(),
+            match self.decision {
+                Decision::Open if self.checks.iter().any(|c| c.interval) => ", undecided".into(),
+                Decision::Open => String::new(),
+                d => format!(", {}", d.word()),
+            }
+        )];
+        out.extend(self.checks.iter().map(|c| format!("  {}", c.line())));
+        if let (Some(m), Some(t)) = (&self.moe, &self.moe_target) {
+            let kind = t.metric.kind();
+            let end = |v: Option<f64>| v.map_or("open".to_string(), |v| show_bare(kind, v));
+            out.push(format!(
+                "  {} {} [{}, {}] at {:.0} %: margin of error {} (target {:.1} %)",
+                t.metric,
+                kind.show(m.estimate),
+                end(m.lower),
+                end(m.upper),
+                t.confidence * 100.0,
+                m.relative
+                    .map_or("open".to_string(), |r| format!("{:.1} %", r * 100.0)),
+                t.target * 100.0
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::parse;
+
+    fn agg(ttft_ms: impl IntoIterator<Item = u64>) -> Aggregate {
+        let mut a = Aggregate::new();
+        for t in ttft_ms {
+            a.record(&crate::stats::test_record(t, t + 100, 10), &[], &[]);
+        }
+        a
+    }
+
+    #[test]
+    fn look_schedule_and_count() {
+        let l = Looks::new(100);
+        assert_eq!(l.schedule(), vec![20, 25, 32, 40, 50, 63, 79, 99, 100]);
+        assert_eq!(l.count(), 10);
+        assert_eq!(l.at_or_after(41), Some(50));
+        assert_eq!(l.at_or_after(101), None);
+        assert_eq!(Looks::new(5).schedule(), vec![5]);
+    }
+
+    fn rule(slos: &[&str], cap: u64) -> Rule {
+        Rule {
+            objectives: slos.iter().map(|s| parse(s).unwrap()).collect(),
+            moe: None,
+            confidence: 0.95,
+            looks: Looks::new(cap),
+            max_time: None,
+        }
+    }
+
+    #[test]
+    fn widened_per_look_and_objective() {
+        let r = rule(
+            &["ttft.p90<=15ms", "error_rate<1%", "request_throughput>=1"],
+            100,
+        );
+        assert_eq!(r.interval_objectives(), 2);
+        // α = 0.05 over k = 2 objectives, J = 10 looks, two ends: 0.05 / 40.
+        assert!((r.tail_alpha() - 0.001_25).abs() < 1e-12);
+        assert!((r.look_confidence() - 0.9975).abs() < 1e-12);
+    }
+
+    #[test]
+    fn decisions_on_each_side_and_open() {
+        let r = rule(&["ttft.p90<=15ms"], 1000);
+        let tail = r.tail_alpha();
+        let slo = r.objectives[0];
+        let m = PercentileMethod::Linear;
+        // 200 requests all at 5 ms: the interval is [5, 5], below 15 ms.
+        let c = check(&slo, &agg(std::iter::repeat_n(5, 200)), tail, m);
+        assert_eq!(c.decision, Decision::Meets);
+        assert_eq!((c.lower, c.upper), (Some(5.0), Some(5.0)));
+        // 20 requests at 40 ms: fails at once.
+        assert_eq!(
+            check(&slo, &agg(std::iter::repeat_n(40, 20)), tail, m).decision,
+            Decision::Fails
+        );
+        // 20 requests at 5 ms: too few to show p90 below anything (no upper end yet).
+        let c = check(&slo, &agg(std::iter::repeat_n(5, 20)), tail, m);
+        assert_eq!((c.decision, c.upper), (Decision::Open, None));
+        assert_eq!(
+            c.line(),
+            "time_to_first_token.p90 5.00 ms [5.00, open]: open against time_to_first_token.p90<=15ms"
+        );
+        // A throughput-style objective the other way round.
+        let ge = parse("ttft.p50>=4ms").unwrap();
+        assert_eq!(
+            check(&ge, &agg(std::iter::repeat_n(5, 200)), tail, m).decision,
+            Decision::Meets
+        );
+        // Point objectives stay open and out of the verdict.
+        let p = check(&parse("request_throughput>=1").unwrap(), &agg([1]), tail, m);
+        assert!(!p.interval);
+        assert_eq!(verdict(std::slice::from_ref(&p)), Decision::Open);
+        let meets = check(&slo, &agg(std::iter::repeat_n(5, 200)), tail, m);
+        assert_eq!(verdict(&[meets.clone(), p]), Decision::Meets);
+    }
+
+    #[test]
+    fn error_rate_on_clopper_pearson() {
+        let r = rule(&["error_rate<=5%"], 1000);
+        let slo = r.objectives[0];
+        let mut a = agg(std::iter::repeat_n(5, 400));
+        let c = check(&slo, &a, r.tail_alpha(), PercentileMethod::Linear);
+        assert_eq!(c.decision, Decision::Meets, "{c:?}");
+        a.add_errors(crate::record::ErrorKind::Timeout, 100, "t");
+        let c = check(&slo, &a, r.tail_alpha(), PercentileMethod::Linear);
+        assert_eq!(c.decision, Decision::Fails, "{c:?}");
+        assert_eq!(c.estimate, Some(0.2));
+    }
+
+    #[test]
+    fn fewest_requests_to_meet() {
+        let r = rule(&["ttft.p99<=500ms", "ttft.p90<=500ms"], 1000);
+        // Two objectives, J = 19 looks: each end at α/(2·2·19); p99 needs 0.99^n ≤ 0.000658.
+        let p99 = r.fewest_to_meet(&r.objectives[0]).unwrap();
+        assert!(0.99f64.powi(p99 as i32) <= r.tail_alpha(), "{p99}");
+        assert_eq!(r.looks.at_or_after(p99), Some(p99));
+        assert!(r.fewest_to_meet(&r.objectives[1]).unwrap() < p99);
+        let tight = rule(&["ttft.p99.9<=500ms"], 1000);
+        assert_eq!(tight.fewest_to_meet(&tight.objectives[0]), None);
+    }
+
+    #[test]
+    fn margin_of_error() {
+        let t = MoeTarget {
+            metric: MetricRef::parse("ttft.p50").unwrap(),
+            target: 0.05,
+        };
+        let m = moe(&t, &agg(1..=100), 0.95, PercentileMethod::Linear).unwrap();
+        // Ranks 40 and 61 of 1..=100 around a median of 50.5 (read off the histogram: within
+        // 0.05 %): the larger side is 50.5 − 40.
+        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < want * 5e-4);
+        assert!(near(m.lower, 40.0) && near(m.upper, 61.0), "{m:?}");
+        assert!((m.relative.unwrap() - 10.5 / 50.5).abs() < 1e-3);
+        let avg = MoeTarget {
+            metric: MetricRef::parse("ttft.avg").unwrap(),
+            target: 0.05,
+        };
+        let m = moe(
+            &avg,
+            &agg(std::iter::repeat_n(7, 50)),
+            0.95,
+            PercentileMethod::Linear,
+        )
+        .unwrap();
+        assert_eq!(m.relative, Some(0.0));
+    }
+}

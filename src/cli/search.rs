@@ -1,0 +1,333 @@
+//! `search`'s flags converted into a [`SearchPlan`]: `profile`'s conversion for the run it
+//! shares (target, workload, objectives, outputs), then the search's own checks — objectives a
+//! probe can settle, bounds in order, a confidence the caps can reach. The clap types end here.
+
+use super::{SearchArgs, SearchOverArg};
+use crate::analysis::sequential::{self, Looks, Rule};
+use crate::error::UsageError;
+use crate::metrics::{MetricRef, Objective, Op, Slo};
+use crate::plan::search::{Axis, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_RATE, SearchPlan};
+use crate::plan::values;
+
+/// Where a search's files go without `--artifact-dir`: one directory per search.
+pub const DEFAULT_ARTIFACT_DIR: &str = "artifacts/{model}-search-{timestamp}";
+
+impl SearchArgs {
+    /// The validated search of these flags; `argv` is the command line, kept (redacted).
+    pub fn plan(&self, argv: &[String]) -> Result<SearchPlan, UsageError> {
+        self.refuse_level_flags()?;
+        // --confidence is the search's here, not --target-moe's.
+        let shared = super::ProfileArgs {
+            confidence: None,
+            ..self.profile.clone()
+        };
+        let mut run = shared.plan(argv)?;
+        let axis = self.axis()?;
+        let (min, max) = self.bounds(&axis)?;
+        let rule = Rule {
+            objectives: run.slos.clone(),
+            moe: None,
+            confidence: self.profile.confidence()?,
+            looks: Looks::new(self.max_probe_requests),
+            max_time: self.max_probe_time,
+        };
+        check_objectives(&rule, run.target.streaming)?;
+        if run.goodput.is_empty() {
+            run.goodput = goodput_from(&run.slos);
+        }
+        run.artifact_dir = Some(
+            self.profile
+                .artifact_dir
+                .clone()
+                .unwrap_or_else(|| DEFAULT_ARTIFACT_DIR.into()),
+        );
+        // The layout gives every probe a directory of its own below the search's.
+        run.levels = vec![axis.stimulus(min), axis.stimulus(max.0)];
+        let resolution = match axis {
+            Axis::Concurrency => 1.0,
+            Axis::RequestRate { .. } => {
+                let r = values::parse_fraction("--resolution", &self.resolution)?;
+                if r >= 1.0 {
+                    return Err(UsageError(format!(
+                        "--resolution '{}': the search stops when the next rate is within this share of its answer; give less than 100% (e.g. 5%)",
+                        self.resolution
+                    )));
+                }
+                r
+            }
+        };
+        Ok(SearchPlan {
+            run,
+            axis,
+            min,
+            max: max.0,
+            max_given: max.1,
+            resolution,
+            rule,
+        })
+    }
+
+    /// `profile`'s flags that fix the levels or their length: the search chooses those.
+    fn refuse_level_flags(&self) -> Result<(), UsageError> {
+        let p = &self.profile;
+        let fixed: [(&str, bool, &str); 9] = [
+            (
+                "--concurrency",
+                p.concurrency.is_some(),
+                "--over concurrency with --min/--max",
+            ),
+            (
+                "--request-rate",
+                p.request_rate.is_some(),
+                "--over request-rate with --min/--max",
+            ),
+            (
+                "--request-count",
+                p.request_count.is_some(),
+                "--max-probe-requests",
+            ),
+            (
+                "--measurement-interval",
+                p.measurement_interval.is_some(),
+                "--max-probe-time",
+            ),
+            ("--duration", p.duration.is_some(), "--max-probe-time"),
+            ("--target-moe", p.target_moe.is_some(), "--confidence"),
+            (
+                "--fixed-schedule",
+                p.fixed_schedule,
+                "profile --fixed-schedule",
+            ),
+            (
+                "--shard",
+                p.shard.shard.is_some() || p.shard.shards.is_some(),
+                "one process",
+            ),
+            (
+                "--repeat",
+                p.repeat.repeat > 1,
+                "search once; compare with `ttftbench compare`",
+            ),
+        ];
+        if let Some((flag, _, instead)) = fixed.iter().find(|(_, given, _)| *given) {
+            return Err(UsageError(format!(
+                "search chooses each probe's load and length itself: {flag} does not apply (use {instead})"
+            )));
+        }
+        if !p.perf_analyzer_args.is_empty() {
+            return Err(UsageError(
+                "search takes no perf_analyzer arguments after `--`".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn axis(&self) -> Result<Axis, UsageError> {
+        let p = &self.profile;
+        Ok(match self.over {
+            SearchOverArg::Concurrency => Axis::Concurrency,
+            SearchOverArg::RequestRate => {
+                if p.num_sessions.is_some() || p.session_turns_mean.is_some() {
+                    return Err(UsageError(
+                        "--over request-rate: sessions run at a concurrency (sessions in flight); search them with --over concurrency".into(),
+                    ));
+                }
+                Axis::RequestRate {
+                    arrival: super::profile::arrival(p.request_distribution, p.burstiness)?,
+                    max_inflight: p.max_inflight,
+                }
+            }
+        })
+    }
+
+    /// `--min` and `--max` (and whether `--max` was given), checked against each other.
+    fn bounds(&self, axis: &Axis) -> Result<(f64, (f64, bool)), UsageError> {
+        let min = self.min.unwrap_or(1.0);
+        let (max, given) = match (self.max, axis) {
+            (Some(m), _) => (m, true),
+            (None, Axis::Concurrency) => (DEFAULT_MAX_CONCURRENCY.max(min), false),
+            (None, Axis::RequestRate { .. }) => (DEFAULT_MAX_RATE.max(min), false),
+        };
+        for (flag, v) in [("--min", min), ("--max", max)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(UsageError(format!("{flag} {v}: a load is more than 0")));
+            }
+            if axis.is_concurrency() && v.fract() != 0.0 {
+                return Err(UsageError(format!(
+                    "{flag} {v}: concurrency is a whole number of requests in flight (e.g. {flag} {})",
+                    v.round().max(1.0)
+                )));
+            }
+        }
+        if min > max {
+            return Err(UsageError(format!(
+                "--min {} is above --max {}: the search runs from --min up to --max; give --min at most --max",
+                crate::analysis::text::load_text(min),
+                crate::analysis::text::load_text(max)
+            )));
+        }
+        Ok((min, (max, given)))
+    }
+}
+
+/// The objectives a search can settle: at least one with an interval, every streamed metric
+/// streamed, each one provable within the probe cap at the asked confidence.
+fn check_objectives(rule: &Rule, streaming: bool) -> Result<(), UsageError> {
+    if rule.objectives.is_empty() {
+        return Err(UsageError(
+            "search needs objectives: add --slo, e.g. --slo 'time_to_first_token.p99<=500ms' --slo 'inter_token_latency.p99<=50ms'".into(),
+        ));
+    }
+    if !rule.objectives.iter().any(sequential::has_interval) {
+        return Err(UsageError(format!(
+            "search settles each probe on a percentile or on error_rate, whose intervals need no assumption about the distribution; {} has none: add one, e.g. --slo 'time_to_first_token.p99<=500ms'",
+            rule.objectives
+                .iter()
+                .map(Slo::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    for slo in &rule.objectives {
+        if let MetricRef::Dist(m, _) = slo.metric
+            && m.streaming_only()
+            && !streaming
+        {
+            return Err(UsageError(format!(
+                "--slo {slo}: {} is measured only on streamed responses: add --streaming",
+                m.key()
+            )));
+        }
+        if sequential::has_interval(slo) && rule.fewest_to_meet(slo).is_none() {
+            return Err(UsageError(too_few(rule, slo)));
+        }
+    }
+    Ok(())
+}
+
+/// Why the probe cap is too small for `slo`, with the cap that would do.
+fn too_few(rule: &Rule, slo: &Slo) -> String {
+    let mut cap = rule.looks.cap.max(1);
+    let needed = loop {
+        cap = cap.saturating_mul(2);
+        let bigger = Rule {
+            looks: Looks::new(cap),
+            ..rule.clone()
+        };
+        if let Some(n) = bigger.fewest_to_meet(slo) {
+            break Some(n);
+        }
+        if cap > 100_000_000 {
+            break None;
+        }
+    };
+    match needed {
+        Some(n) => format!(
+            "--max-probe-requests {}: too few to show {slo} at {} % confidence (it needs about {n} successful requests per probe); raise --max-probe-requests to {n} or more, or lower --confidence",
+            rule.looks.cap,
+            crate::metrics::trim_num(rule.confidence * 100.0)
+        ),
+        None => format!("{slo} cannot be shown to hold at this confidence: lower --confidence"),
+    }
+}
+
+/// Goodput's per-request bounds from the objectives: a request is good when its own TTFT, ITL,
+/// latency ... is within every bound the objectives put on that metric (the tightest, where
+/// several do).
+fn goodput_from(slos: &[Slo]) -> Vec<Objective> {
+    let mut out: Vec<Objective> = Vec::new();
+    for slo in slos {
+        let MetricRef::Dist(metric, _) = slo.metric else {
+            continue;
+        };
+        let lower_better = slo.metric.lower_is_better();
+        let fits = match slo.op {
+            Op::Le | Op::Lt => lower_better,
+            Op::Ge | Op::Gt => !lower_better,
+        };
+        if !fits {
+            continue;
+        }
+        match out.iter_mut().find(|o| o.metric == metric) {
+            Some(o) if lower_better => o.bound = o.bound.min(slo.bound),
+            Some(o) => o.bound = o.bound.max(slo.bound),
+            None => out.push(Objective {
+                metric,
+                bound: slo.bound,
+            }),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use crate::error::UsageError;
+    use crate::plan::search::SearchPlan;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Result<SearchPlan, UsageError> {
+        let mut argv = vec!["ttftbench", "search", "-m", "gpt2", "--streaming"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(&argv).map_err(|e| UsageError(e.to_string()))?;
+        match cli.command {
+            Command::Search(s) => s.plan(&argv.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+            other => panic!("expected search, got {other:?}"),
+        }
+    }
+
+    fn refused(args: &[&str]) -> String {
+        plan(args).unwrap_err().0
+    }
+
+    #[test]
+    fn a_plain_search() {
+        let p = plan(&["--slo", "ttft.p90<=15ms", "--slo", "error_rate<1%"]).unwrap();
+        assert_eq!((p.min, p.max, p.max_given), (1.0, 4096.0, false));
+        assert_eq!(p.rule.confidence, 0.95);
+        assert_eq!(p.rule.looks.cap, 1000);
+        assert_eq!(p.run.goodput.len(), 1);
+        assert_eq!(p.run.goodput[0].bound, 15.0);
+        let rate = plan(&[
+            "--slo",
+            "ttft.p90<=15ms",
+            "--over",
+            "request-rate",
+            "--min",
+            "2.5",
+            "--max",
+            "40",
+        ])
+        .unwrap();
+        assert_eq!((rate.min, rate.max, rate.resolution), (2.5, 40.0, 0.05));
+    }
+
+    #[test]
+    fn bad_input_says_the_fix() {
+        let unknown = refused(&["--slo", "time_to_first_tokn.p99<=500ms"]);
+        assert!(
+            unknown.contains("unknown metric 'time_to_first_tokn'"),
+            "{unknown}"
+        );
+        assert_eq!(
+            refused(&["--slo", "ttft.p90<=15ms", "--min", "8", "--max", "4"]),
+            "--min 8 is above --max 4: the search runs from --min up to --max; give --min at most --max"
+        );
+        for c in ["50%", "99.95%", "1.5", "abc"] {
+            let e = refused(&["--slo", "ttft.p90<=15ms", "--confidence", c]);
+            assert!(e.starts_with(&format!("--confidence '{c}'")), "{e}");
+        }
+        assert!(refused(&[]).starts_with("search needs objectives"));
+        assert!(
+            refused(&["--slo", "request_throughput>=10"]).contains("percentile or on error_rate")
+        );
+        assert!(
+            refused(&["--slo", "ttft.p90<=15ms", "--concurrency", "4"])
+                .contains("--concurrency does not apply")
+        );
+        assert!(refused(&["--slo", "ttft.p90<=15ms", "--min", "1.5"]).contains("whole number"));
+        let cap = refused(&["--slo", "ttft.p99.9<=15ms"]);
+        assert!(cap.starts_with("--max-probe-requests 1000: too few to show time_to_first_token.p99.9<=15ms at 95 % confidence"), "{cap}");
+    }
+}
