@@ -483,20 +483,17 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
             .max_throughput_drop
             .as_deref()
             .map(|v| cmp::parse_percent("--max-throughput-drop", v))
-            .transpose()
-            .map_err(UsageError)?,
+            .transpose()?,
         max_p99_increase: a
             .max_p99_increase
             .as_deref()
             .map(|v| cmp::parse_percent("--max-p99-increase", v))
-            .transpose()
-            .map_err(UsageError)?,
+            .transpose()?,
         thresholds: a
             .threshold
             .iter()
             .map(|t| cmp::parse_threshold(t))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(UsageError)?,
+            .collect::<Result<Vec<_>, _>>()?,
     };
     if let Some(p) = &a.junit {
         crate::plan::outputs::check_writable("--junit", p)?;

@@ -60,6 +60,16 @@ impl Error {
         Error::Failed(msg.into())
     }
 
+    /// The error a typed cause becomes at the command line: its message, and its own exit code
+    /// (2: usage, 1: failed run). Typed errors that reach `main` say their code with an
+    /// `exit_code` method and convert through this.
+    pub fn with_exit_code(code: u8, cause: &impl std::fmt::Display) -> Error {
+        match code {
+            2 => Error::Usage(cause.to_string()),
+            _ => Error::Failed(cause.to_string()),
+        }
+    }
+
     /// An I/O error on `path`.
     pub fn io(action: &'static str, path: &Path, source: std::io::Error) -> Error {
         Error::Io {
@@ -88,6 +98,21 @@ impl From<UsageError> for Error {
 /// Creates `dir` and its parents, naming it in the error.
 pub fn create_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))
+}
+
+/// Joins an error's source chain into one line ("error sending request: connection refused").
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(src) = cur {
+        let t = src.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = src.source();
+    }
+    s
 }
 
 #[cfg(test)]

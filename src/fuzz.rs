@@ -238,7 +238,7 @@ pub fn event_json(data: &[u8]) {
 
 /// What deframing a gRPC response body in `chunks` gives: the messages, then how it ended (the
 /// error's kind, or the bytes of an unfinished message left over).
-fn deframe_all(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, Result<usize, String>) {
+fn deframe_all(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, Result<usize, crate::record::ErrorKind>) {
     let mut partial = Vec::new();
     let mut msgs = Vec::new();
     for c in chunks {
@@ -252,7 +252,7 @@ fn deframe_all(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, Result<usize, String>) {
             })
         });
         match r {
-            Err(e) => return (msgs, Err(e.kind.key().into_owned())),
+            Err(e) => return (msgs, Err(e.kind)),
             Ok(grpc_conn::Flow::Final) => return (msgs, Ok(0)),
             Ok(grpc_conn::Flow::More) => {}
         }

@@ -27,6 +27,9 @@
 //! A metric a level has no value for (a queue share without server metrics, TTFT without
 //! `--streaming`) fails its objective: a release gate that cannot be checked must not pass.
 
+pub mod buckets;
+pub mod gpu;
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -337,6 +340,17 @@ impl Stats {
             _ => return None,
         })
     }
+}
+
+/// Average and maximum of a gauge over a level's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GaugeStats {
+    /// Mean of the samples.
+    pub avg: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Samples taken.
+    pub samples: u32,
 }
 
 /// A service-level objective on one per-request metric, used for goodput: a request is good when
@@ -765,7 +779,7 @@ impl MetricRef {
 
     /// Parses `metric.stat` or a system metric (optionally with `.avg`, as the JSON files
     /// write system metrics).
-    pub fn parse(s: &str) -> Result<MetricRef, String> {
+    pub fn parse(s: &str) -> Result<MetricRef, MetricError> {
         let s = s.trim();
         let (name, stat) = match s.split_once('.') {
             Some((n, st)) => (n, Some(st)),
@@ -774,28 +788,21 @@ impl MetricRef {
         if let Some(sys) = SystemMetric::parse(name) {
             return match stat {
                 None | Some("avg") => Ok(MetricRef::System(sys)),
-                Some(other) => Err(format!(
-                    "'{name}' is a single number per level; it has no statistic '{other}' (write {name} or {name}.avg)"
-                )),
+                Some(other) => Err(MetricError::SingleNumber {
+                    name: name.into(),
+                    stat: other.into(),
+                }),
             };
         }
         let Some(metric) = Metric::from_key(name) else {
-            return Err(format!(
-                "unknown metric '{name}'; per-request metrics (with a statistic): {}; level metrics: {}",
-                Metric::ALL.map(Metric::key).join(", "),
-                SystemMetric::ALL.map(SystemMetric::key).join(", ")
-            ));
+            return Err(MetricError::UnknownMetric(name.into()));
         };
         let Some(stat) = stat else {
-            return Err(format!(
-                "'{name}' is a distribution: name a statistic, e.g. {name}.p99 or {name}.avg"
-            ));
+            return Err(MetricError::NoStat(name.into()));
         };
-        let stat = Stat::parse(stat).ok_or_else(|| {
-            format!(
-                "unknown statistic '{stat}' for {name}; valid: {}",
-                Stat::ALL.map(Stat::key).join(", ")
-            )
+        let stat = Stat::parse(stat).ok_or_else(|| MetricError::UnknownStat {
+            stat: stat.into(),
+            name: name.into(),
         })?;
         Ok(MetricRef::Dist(metric, stat))
     }
@@ -878,25 +885,89 @@ impl Serialize for Slo {
     }
 }
 
+/// Why a metric reference (`time_to_first_token.p99`) or a value with its unit (`500ms`) does
+/// not parse: the metric, statistic or unit, and what is valid. Flags put their name and value
+/// in front ([`SloError`], `compare`'s limits).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MetricError {
+    /// A statistic on a level metric.
+    #[error(
+        "'{name}' is a single number per level; it has no statistic '{stat}' (write {name} or {name}.avg)"
+    )]
+    SingleNumber {
+        /// The level metric.
+        name: String,
+        /// The statistic given.
+        stat: String,
+    },
+    /// A name that is no metric.
+    #[error(
+        "unknown metric '{name}'; per-request metrics (with a statistic): {per_request}; level metrics: {level}",
+        name = .0,
+        per_request = Metric::ALL.map(Metric::key).join(", "),
+        level = SystemMetric::ALL.map(SystemMetric::key).join(", ")
+    )]
+    UnknownMetric(String),
+    /// A distribution without a statistic.
+    #[error("'{0}' is a distribution: name a statistic, e.g. {0}.p99 or {0}.avg")]
+    NoStat(String),
+    /// A statistic that is none.
+    #[error(
+        "unknown statistic '{stat}' for {name}; valid: {}",
+        Stat::ALL.map(Stat::key).join(", ")
+    )]
+    UnknownStat {
+        /// The statistic given.
+        stat: String,
+        /// The metric.
+        name: String,
+    },
+    /// A value that does not start with a number.
+    #[error("'{0}' does not start with a number")]
+    NotNumber(String),
+    /// A value that is infinite or NaN.
+    #[error("'{0}' is not a finite number")]
+    NotFinite(String),
+    /// A unit that does not fit the metric.
+    #[error("unit '{unit}' does not fit a value in {}; use {valid}", .kind.unit())]
+    Unit {
+        /// The unit given.
+        unit: String,
+        /// What the metric measures.
+        kind: Kind,
+        /// The units that fit.
+        valid: &'static str,
+    },
+    /// A share above 1 without `%`.
+    #[error(
+        "'{text}' is a share: write it as a percentage ({value}%) or a fraction between 0 and 1"
+    )]
+    BareShare {
+        /// The value as written.
+        text: String,
+        /// Its number.
+        value: f64,
+    },
+}
+
 /// Parses a value with an optional unit into the metric's stored unit.
-pub fn parse_value(raw: &str, kind: Kind) -> Result<f64, String> {
+pub fn parse_value(raw: &str, kind: Kind) -> Result<f64, MetricError> {
     let t = raw.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let unit = unit.trim().to_ascii_lowercase();
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{t}' does not start with a number"))?;
+    let v: f64 = num.parse().map_err(|_| MetricError::NotNumber(t.into()))?;
     if !v.is_finite() {
-        return Err(format!("'{t}' is not a finite number"));
+        return Err(MetricError::NotFinite(t.into()));
     }
-    let bad_unit = |valid: &str| {
-        Err(format!(
-            "unit '{unit}' does not fit a value in {}; use {valid}",
-            kind.unit()
-        ))
+    let bad_unit = |valid| {
+        Err(MetricError::Unit {
+            unit: unit.clone(),
+            kind,
+            valid,
+        })
     };
     match kind {
         Kind::Time => match unit.as_str() {
@@ -908,9 +979,10 @@ pub fn parse_value(raw: &str, kind: Kind) -> Result<f64, String> {
         Kind::Fraction => match unit.as_str() {
             "%" => Ok(v / 100.0),
             "" if (0.0..=1.0).contains(&v) => Ok(v),
-            "" => Err(format!(
-                "'{t}' is a share: write it as a percentage ({v}%) or a fraction between 0 and 1"
-            )),
+            "" => Err(MetricError::BareShare {
+                text: t.into(),
+                value: v,
+            }),
             _ => bad_unit("% (or a bare fraction 0..1)"),
         },
         Kind::TokenRate => match unit.as_str() {
@@ -940,25 +1012,65 @@ pub fn parse_value(raw: &str, kind: Kind) -> Result<f64, String> {
     }
 }
 
+/// A `--slo` expression that does not parse: the expression and what is wrong with it. A usage
+/// error (exit code 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("--slo '{text}': {problem}")]
+pub struct SloError {
+    /// The expression as given.
+    pub text: String,
+    /// What is wrong with it.
+    pub problem: SloProblem,
+}
+
+/// What is wrong with a `--slo` expression.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SloProblem {
+    /// No comparison.
+    #[error(
+        "expected METRIC OP VALUE with OP one of <= < >= >, e.g. \"time_to_first_token.p99<=500ms\" or \"queue_share<=50%\""
+    )]
+    NoOperator,
+    /// Nothing after the comparison.
+    #[error("no value after '{0}'")]
+    NoValue(&'static str),
+    /// The metric or the value.
+    #[error(transparent)]
+    Metric(#[from] MetricError),
+}
+
+impl SloError {
+    /// A usage error.
+    pub fn exit_code(&self) -> u8 {
+        2
+    }
+}
+
+impl From<SloError> for crate::error::Error {
+    fn from(e: SloError) -> Self {
+        crate::error::Error::with_exit_code(e.exit_code(), &e)
+    }
+}
+
 /// Parses one `--slo` expression.
-pub fn parse(raw: &str) -> Result<Slo, String> {
+pub fn parse(raw: &str) -> Result<Slo, SloError> {
     let t = raw.trim();
+    let fail = |problem| SloError {
+        text: t.into(),
+        problem,
+    };
     let ops = [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)];
     let (at, op_str, op) = ops
         .iter()
         .filter_map(|(s, op)| t.find(s).map(|i| (i, *s, *op)))
         .min_by_key(|(i, s, _)| (*i, std::cmp::Reverse(s.len())))
-        .ok_or_else(|| {
-            format!(
-                "--slo '{t}': expected METRIC OP VALUE with OP one of <= < >= >, e.g. \"time_to_first_token.p99<=500ms\" or \"queue_share<=50%\""
-            )
-        })?;
-    let metric = MetricRef::parse(&t[..at]).map_err(|e| format!("--slo '{t}': {e}"))?;
+        .ok_or_else(|| fail(SloProblem::NoOperator))?;
+    let metric = MetricRef::parse(&t[..at]).map_err(|e| fail(e.into()))?;
     let value = &t[at + op_str.len()..];
     if value.trim().is_empty() {
-        return Err(format!("--slo '{t}': no value after '{op_str}'"));
+        return Err(fail(SloProblem::NoValue(op_str)));
     }
-    let bound = parse_value(value, metric.kind()).map_err(|e| format!("--slo '{t}': {e}"))?;
+    let bound = parse_value(value, metric.kind()).map_err(|e| fail(e.into()))?;
     Ok(Slo { metric, op, bound })
 }
 
@@ -1083,7 +1195,7 @@ mod tests {
             ("request_throughput.p99>=1", "has no statistic 'p99'"),
         ];
         for (text, want) in cases {
-            let e = parse(text).unwrap_err();
+            let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
     }

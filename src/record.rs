@@ -4,6 +4,8 @@
 //! the anchor's wall-clock time turns them into absolute Unix times for export, so records from
 //! several processes can be merged.
 
+pub mod capture;
+
 use std::borrow::Cow;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 

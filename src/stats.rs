@@ -659,7 +659,7 @@ pub struct LevelSummary {
     /// its metrics page was read.
     pub engine: Option<crate::server_metrics::level::EngineLevelView>,
     /// The GPUs over the level (utilization, memory, power, energy), when reported.
-    pub gpu: Option<crate::server_metrics::gpu::GpuView>,
+    pub gpu: Option<crate::metrics::gpu::GpuView>,
     /// Whether responses streamed (TTFT, TTST and ITL are only meaningful then).
     pub streaming: bool,
     /// Whether the level was cut short (Ctrl-C).

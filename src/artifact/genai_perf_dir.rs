@@ -20,7 +20,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use serde_json::Value;
 
-use super::read::LoadedLevel;
+use super::loaded::LoadedLevel;
 use crate::load::Stimulus;
 use crate::load::pacer::Arrival;
 use crate::metrics::{Metric, Stats};

@@ -30,6 +30,7 @@ use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde_json::{Map, Value, json};
 
+use crate::error::Error;
 use crate::metrics::{Metric, Unit};
 use crate::record::ErrorKind;
 use crate::stats::{Aggregate, Dist, Moments, SIGFIG};
@@ -111,21 +112,102 @@ fn isl_json(agg: &Aggregate) -> Value {
     json!({"edges": agg.isl.edges(), "buckets": buckets})
 }
 
+/// Why a `histograms.json` cannot be read back: the message names the entry and what is wrong
+/// with it. Such a file was damaged or written by something else: exit code 2 (the caller
+/// names the file).
+#[derive(Debug, thiserror::Error)]
+pub enum HistogramError {
+    /// No `metrics` object.
+    #[error("histograms.json: no \"metrics\" object")]
+    NoMetrics,
+    /// A distribution, or the counters, lack a field.
+    #[error("{entry}: no \"{field}\"")]
+    Missing {
+        /// The metric key, or `counters`.
+        entry: String,
+        /// The field.
+        field: &'static str,
+    },
+    /// A histogram that is not base64.
+    #[error("{key}: {cause}")]
+    Base64 {
+        /// The metric key.
+        key: String,
+        /// What the decoder said.
+        cause: base64::DecodeError,
+    },
+    /// Bytes that do not decode as an HDR histogram.
+    #[error("{key}: not an HDR histogram (its encoding does not decode)")]
+    NotHdr {
+        /// The metric key.
+        key: String,
+    },
+    /// Bytes the HDR decoder refused.
+    #[error("{key}: {cause:?}")]
+    Hdr {
+        /// The metric key.
+        key: String,
+        /// What the decoder said.
+        cause: hdrhistogram::serialization::DeserializeError,
+    },
+    /// A distribution whose minimum is above its maximum.
+    #[error("{key}: min {min} is above max {max}")]
+    MinAboveMax {
+        /// The metric key.
+        key: String,
+        /// Its `min`.
+        min: u64,
+        /// Its `max`.
+        max: u64,
+    },
+    /// `isl_buckets` without `edges`.
+    #[error("isl_buckets: no \"edges\"")]
+    NoEdges,
+    /// An `isl_buckets` edge that is not a token count.
+    #[error("isl_buckets: an edge is not a token count")]
+    BadEdge,
+    /// `isl_buckets` edges a plan could not have asked for.
+    #[error("isl_buckets: {0}")]
+    Edges(String),
+    /// More buckets than the edges cut.
+    #[error("isl_buckets: {edges} edges but more buckets")]
+    ExtraBuckets {
+        /// Edges in the file.
+        edges: usize,
+    },
+    /// An error kind this version does not know.
+    #[error("counters: unknown error kind \"{0}\"")]
+    ErrorKind(String),
+}
+
+impl HistogramError {
+    /// The exit code when the file was named on the command line: a usage error.
+    pub fn exit_code(&self) -> u8 {
+        2
+    }
+}
+
+impl From<HistogramError> for Error {
+    fn from(e: HistogramError) -> Error {
+        Error::with_exit_code(e.exit_code(), &e)
+    }
+}
+
 /// Reads `isl_buckets` into `agg` when the file has them.
-fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), String> {
+fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), HistogramError> {
     let Some(v) = doc.get("isl_buckets") else {
         return Ok(());
     };
     let edges: Vec<u32> = v
         .get("edges")
         .and_then(Value::as_array)
-        .ok_or("isl_buckets: no \"edges\"")?
+        .ok_or(HistogramError::NoEdges)?
         .iter()
         .map(|e| e.as_u64().and_then(|n| u32::try_from(n).ok()))
         .collect::<Option<_>>()
-        .ok_or("isl_buckets: an edge is not a token count")?;
-    if let Some(why) = crate::stats::isl::edges_problem(&edges) {
-        return Err(format!("isl_buckets: {why}"));
+        .ok_or(HistogramError::BadEdge)?;
+    if let Some(why) = crate::metrics::buckets::edges_problem(&edges) {
+        return Err(HistogramError::Edges(why));
     }
     agg.isl = crate::stats::isl::IslDists::new(&edges);
     let buckets = v.get("buckets").and_then(Value::as_array);
@@ -141,10 +223,7 @@ fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), String> {
         }
         let [ttft, latency] = pair;
         if !agg.isl.set(i, ttft, latency) {
-            return Err(format!(
-                "isl_buckets: {} edges but more buckets",
-                edges.len()
-            ));
+            return Err(HistogramError::ExtraBuckets { edges: edges.len() });
         }
     }
     Ok(())
@@ -195,14 +274,17 @@ fn apis_from(v: Option<&Value>) -> crate::stats::apis::ApiTally {
 }
 
 /// Reads the counters into `agg` (its times become Unix ns); `false` when the file has none.
-fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
+fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramError> {
     let Some(c) = doc.get("counters") else {
         return Ok(false);
     };
-    let u = |k: &str| {
-        c.get(k)
+    let u = |field: &'static str| {
+        c.get(field)
             .and_then(Value::as_u64)
-            .ok_or_else(|| format!("counters: no \"{k}\""))
+            .ok_or_else(|| HistogramError::Missing {
+                entry: "counters".into(),
+                field,
+            })
     };
     agg.ok = u("ok")?;
     agg.good = u("good")?;
@@ -232,8 +314,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
         .flatten()
     {
         let key = e.get("kind").and_then(Value::as_str).unwrap_or("");
-        let kind = ErrorKind::from_key(key)
-            .ok_or_else(|| format!("counters: unknown error kind \"{key}\""))?;
+        let kind = ErrorKind::from_key(key).ok_or_else(|| HistogramError::ErrorKind(key.into()))?;
         let n = e.get("count").and_then(Value::as_u64).unwrap_or(0);
         let example = e.get("example").and_then(Value::as_str).unwrap_or("");
         agg.add_errors(kind, n, example);
@@ -244,7 +325,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, String> {
 /// Decodes a `histograms.json` document into `agg`: its distributions (metrics it does not know
 /// are skipped) and, when the file has them, its counters (times in Unix ns). Returns how many
 /// distributions were read and whether there were counters.
-pub fn decode(doc: &Value, agg: &mut Aggregate) -> Result<(usize, bool), String> {
+pub fn decode(doc: &Value, agg: &mut Aggregate) -> Result<(usize, bool), HistogramError> {
     let n = decode_into(doc, agg)?;
     decode_isl(doc, agg)?;
     Ok((n, decode_counters(doc, agg)?))
@@ -252,11 +333,11 @@ pub fn decode(doc: &Value, agg: &mut Aggregate) -> Result<(usize, bool), String>
 
 /// Decodes the distributions of a `histograms.json` document into `agg` (metrics it does not
 /// know are skipped). Returns how many were read.
-pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, String> {
+pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, HistogramError> {
     let metrics = doc
         .get("metrics")
         .and_then(Value::as_object)
-        .ok_or("histograms.json: no \"metrics\" object")?;
+        .ok_or(HistogramError::NoMetrics)?;
     let mut n = 0;
     for (key, v) in metrics {
         let Some(m) = Metric::from_key(key) else {
@@ -270,28 +351,42 @@ pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, String> {
 }
 
 /// One distribution entry of the file, checked: a damaged one is an error, never a crash.
-fn dist_from(key: &str, v: &Value) -> Result<Dist, String> {
+fn dist_from(key: &str, v: &Value) -> Result<Dist, HistogramError> {
+    let missing = |field| HistogramError::Missing {
+        entry: key.into(),
+        field,
+    };
     let b64 = v
         .get("hdr")
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("{key}: no \"hdr\""))?;
+        .ok_or_else(|| missing("hdr"))?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(b64)
-        .map_err(|e| format!("{key}: {e}"))?;
+        .map_err(|cause| HistogramError::Base64 {
+            key: key.into(),
+            cause,
+        })?;
     // The hdrhistogram crate's varint decoding can overflow on damaged bytes (a panic where
     // arithmetic is checked): a file from elsewhere must be an error, never a crash.
     let hist: hdrhistogram::Histogram<u64> =
         std::panic::catch_unwind(|| Deserializer::new().deserialize(&mut bytes.as_slice()))
-            .map_err(|_| format!("{key}: not an HDR histogram (its encoding does not decode)"))?
-            .map_err(|e| format!("{key}: {e:?}"))?;
-    let num = |f: &str| {
-        v.get(f)
+            .map_err(|_| HistogramError::NotHdr { key: key.into() })?
+            .map_err(|cause| HistogramError::Hdr {
+                key: key.into(),
+                cause,
+            })?;
+    let num = |field| {
+        v.get(field)
             .and_then(Value::as_f64)
-            .ok_or_else(|| format!("{key}: no \"{f}\""))
+            .ok_or_else(|| missing(field))
     };
     let (min, max) = (num("min")? as u64, num("max")? as u64);
     if !hist.is_empty() && min > max {
-        return Err(format!("{key}: min {min} is above max {max}"));
+        return Err(HistogramError::MinAboveMax {
+            key: key.into(),
+            min,
+            max,
+        });
     }
     let moments = Moments {
         count: num("count")? as u64,

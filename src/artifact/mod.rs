@@ -15,6 +15,7 @@ pub mod genai_perf;
 pub mod genai_perf_dir;
 pub mod histograms;
 pub mod lines;
+pub mod loaded;
 pub mod pareto;
 pub mod raw_export;
 pub mod raw_spill;

@@ -72,33 +72,19 @@ use std::sync::Arc;
 use prost::Message;
 use serde_json::{Map, Value};
 
-use crate::client::{Capture, Client, Payload};
 use crate::load::CapturePool;
 use crate::load::Stimulus;
+use crate::record::capture::Capture;
+pub use crate::record::capture::ResponseForm;
 use crate::record::{Clock, Phase, RequestRecord};
 use crate::target::{Api, Target};
-use crate::workload::Dataset;
 use crate::workload::tensor::DataType;
+use crate::workload::{Dataset, Payload};
 
 /// Raw per-request export inside a level directory.
 pub const RAW_EXPORT_FILE: &str = "profile_export.json";
 /// The requests' payloads, in perf_analyzer's input-data format.
 pub const INPUTS_FILE: &str = "inputs.json";
-
-/// How captured responses are rendered into `response_outputs`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResponseForm {
-    /// Each capture is one SSE event's `data`.
-    SseEvents,
-    /// Each capture is one whole JSON body.
-    Body,
-    /// Each capture is a `ModelStreamInferResponse` message.
-    KserveStream,
-    /// Each capture is a `ModelInferResponse` message.
-    KserveUnary,
-    /// Each capture is a KServe v2 HTTP `/infer` response body (JSON, or JSON plus binary tensors).
-    KserveHttp,
-}
 
 /// What a level's raw export says about its traffic.
 #[derive(Debug, Clone, PartialEq)]
@@ -531,8 +517,7 @@ fn json_str(s: &str) -> String {
 }
 
 fn push_u64(out: &mut Vec<u8>, v: u64) {
-    let mut buf = [0u8; 20];
-    out.extend_from_slice(crate::client::wire::decimal(v, &mut buf));
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 /// Writes `inputs.json` for a dataset (entry by entry, never the whole text at once).
@@ -575,15 +560,16 @@ pub struct RawExport {
 }
 
 impl RawExport {
-    /// For a run of `dataset` through `client` to `target`; captures recycle through `pool`.
+    /// For a run of `dataset` to `target` whose client captures `responses` (the client says
+    /// which: `Client::response_form`); captures recycle through `pool`.
     pub fn new(
         target: &Target,
-        client: &Client,
+        responses: ResponseForm,
         dataset: &Dataset,
         pool: CapturePool,
     ) -> RawExport {
         RawExport {
-            format: format_for(target, client),
+            format: format_for(target, responses),
             inputs: all_request_inputs(dataset),
             pool,
         }
@@ -637,18 +623,11 @@ fn genai_perf_rankings_endpoint(target: &Target) -> String {
 }
 
 /// What a run's traffic looks like to the export's readers.
-pub fn format_for(target: &Target, client: &Client) -> ExportFormat {
+pub fn format_for(target: &Target, responses: ResponseForm) -> ExportFormat {
     let (service_kind, endpoint) = match target.api {
         Api::Kserve | Api::Infer => ("triton", String::new()),
         Api::Rankings => ("openai", genai_perf_rankings_endpoint(target)),
         _ => ("openai", target.endpoint.clone()),
-    };
-    let responses = match (client, target.api) {
-        (Client::Grpc(c), _) if c.stream_rpc() => ResponseForm::KserveStream,
-        (Client::Grpc(_), _) => ResponseForm::KserveUnary,
-        (Client::Http(_), Api::Infer) => ResponseForm::KserveHttp,
-        (Client::Http(_), _) if target.streaming => ResponseForm::SseEvents,
-        (Client::Http(_), _) => ResponseForm::Body,
     };
     let outputs = match target.api {
         Api::Kserve => vec!["text_output".to_string()],

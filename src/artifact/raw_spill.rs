@@ -33,7 +33,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::client::Capture;
+use crate::record::capture::Capture;
 
 /// Bytes gathered before a write to the spill file.
 const GATHER: usize = 256 * 1024;

@@ -308,14 +308,38 @@ pub struct ReadBack {
     pub request_id: Option<String>,
 }
 
+/// Why a `requests.jsonl` line cannot be read back: exit code 2 (`merge` was given the file;
+/// the caller names it and the line).
+#[derive(Debug, thiserror::Error)]
+pub enum RowError {
+    /// Not a record's JSON.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    /// An error kind this version does not know.
+    #[error("unknown error kind '{0}'")]
+    ErrorKind(String),
+}
+
+impl RowError {
+    /// The exit code when the file was named on the command line: a usage error.
+    pub fn exit_code(&self) -> u8 {
+        2
+    }
+}
+
+impl From<RowError> for crate::error::Error {
+    fn from(e: RowError) -> Self {
+        crate::error::Error::with_exit_code(e.exit_code(), &e)
+    }
+}
+
 /// Reads one line back, the record's times on the Unix clock ([`Clock::unix`]), so writing it
 /// with that clock (and its id) gives the line again.
-pub fn read_row(line: &str) -> Result<ReadBack, String> {
-    let r: ReadRow = serde_json::from_str(line).map_err(|e| e.to_string())?;
+pub fn read_row(line: &str) -> Result<ReadBack, RowError> {
+    let r: ReadRow = serde_json::from_str(line).map_err(RowError::Json)?;
     let error = match r.error {
         Some(key) => {
-            let kind =
-                ErrorKind::from_key(&key).ok_or_else(|| format!("unknown error kind '{key}'"))?;
+            let kind = ErrorKind::from_key(&key).ok_or(RowError::ErrorKind(key))?;
             Some(RequestError::new(kind, r.error_message.unwrap_or_default()))
         }
         None => None,
@@ -472,6 +496,7 @@ mod tests {
         assert!(
             read_row(&s.replace("http_503", "bogus"))
                 .unwrap_err()
+                .to_string()
                 .contains("bogus")
         );
     }

@@ -92,15 +92,36 @@ pub fn encode(r: &ShardRecord) -> String {
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
-/// Reads `shard.json`'s text; the message says what is wrong.
-pub fn decode(text: &str) -> Result<ShardRecord, String> {
-    let r: ShardRecord =
-        serde_json::from_str(text).map_err(|e| format!("not a shard record: {e}"))?;
+/// Why a `shard.json` cannot be read: exit code 2 (`merge` was given it; the caller names the
+/// file).
+#[derive(Debug, thiserror::Error)]
+pub enum ShardRecordError {
+    /// Not the JSON of a shard record.
+    #[error("not a shard record: {0}")]
+    Json(#[source] serde_json::Error),
+    /// A record of another format.
+    #[error("format '{0}' is not {SHARD_FORMAT} (written by another version of ttftbench?)")]
+    Format(String),
+}
+
+impl ShardRecordError {
+    /// The exit code when the file was named on the command line: a usage error.
+    pub fn exit_code(&self) -> u8 {
+        2
+    }
+}
+
+impl From<ShardRecordError> for crate::error::Error {
+    fn from(e: ShardRecordError) -> Self {
+        crate::error::Error::with_exit_code(e.exit_code(), &e)
+    }
+}
+
+/// Reads `shard.json`'s text.
+pub fn decode(text: &str) -> Result<ShardRecord, ShardRecordError> {
+    let r: ShardRecord = serde_json::from_str(text).map_err(ShardRecordError::Json)?;
     if r.format != SHARD_FORMAT {
-        return Err(format!(
-            "format '{}' is not {SHARD_FORMAT} (written by another version of ttftbench?)",
-            r.format
-        ));
+        return Err(ShardRecordError::Format(r.format));
     }
     Ok(r)
 }
@@ -232,9 +253,16 @@ mod tests {
         assert_eq!(text, expected);
         assert_eq!(decode(&text).unwrap(), record());
         assert_eq!(record().level_name(), "concurrency3");
-        let e = decode(&text.replace("ttftbench-shard-v1", "v0")).unwrap_err();
+        let e = decode(&text.replace("ttftbench-shard-v1", "v0"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is not ttftbench-shard-v1"), "{e}");
-        assert!(decode("{}").unwrap_err().starts_with("not a shard record"));
+        assert!(
+            decode("{}")
+                .unwrap_err()
+                .to_string()
+                .starts_with("not a shard record")
+        );
     }
 
     #[test]

@@ -1531,34 +1531,48 @@ pub struct DoctorArgs {
     pub tls: TlsArgs,
 }
 
-/// A duration flag whose bare numbers are milliseconds (`500`, `500ms`, `2s`, `1m`).
-fn millis(raw: &str) -> Result<Duration, String> {
-    crate::plan::values::parse_duration("", raw, Duration::from_millis(1)).map_err(|e| e.0)
+/// A duration flag whose bare numbers are milliseconds (`500`, `500ms`, `2s`, `1m`). (Clap
+/// puts the flag in front of the message.)
+fn millis(raw: &str) -> Result<Duration, crate::error::UsageError> {
+    crate::plan::values::parse_duration("", raw, Duration::from_millis(1))
 }
 
 /// A duration flag whose bare numbers are seconds (`30`, `500ms`, `2s`, `1m`).
-fn secs(raw: &str) -> Result<Duration, String> {
-    crate::plan::values::parse_duration("", raw, Duration::from_secs(1)).map_err(|e| e.0)
+fn secs(raw: &str) -> Result<Duration, crate::error::UsageError> {
+    crate::plan::values::parse_duration("", raw, Duration::from_secs(1))
+}
+
+/// A byte size flag's value that is not one; clap puts the flag in front (exit code 2, as
+/// every clap error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    /// No number.
+    #[error("'{0}' is not a size (e.g. 4194304 or 4MiB)")]
+    NotSize(String),
+    /// A unit other than KiB, MiB, GiB.
+    #[error("'{0}': unknown unit (use KiB, MiB or GiB)")]
+    Unit(String),
+    /// Zero, or more than memory holds.
+    #[error("'{0}' must be at least 1 byte and fit in memory")]
+    Range(String),
 }
 
 /// A byte size: a number, optionally followed by `KiB`, `MiB` or `GiB` (or `K`, `M`, `G`).
-fn parse_size(s: &str) -> Result<usize, String> {
+fn parse_size(s: &str) -> Result<usize, SizeError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 4194304 or 4MiB)"))?;
+    let n: usize = num.parse().map_err(|_| SizeError::NotSize(s.into()))?;
     let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kib" | "kb" => 1 << 10,
         "m" | "mib" | "mb" => 1 << 20,
         "g" | "gib" | "gb" => 1 << 30,
-        _ => return Err(format!("'{s}': unknown unit (use KiB, MiB or GiB)")),
+        _ => return Err(SizeError::Unit(s.into())),
     };
     match n.checked_mul(mult) {
         Some(v) if v > 0 => Ok(v),
-        _ => Err(format!("'{s}' must be at least 1 byte and fit in memory")),
+        _ => Err(SizeError::Range(s.into())),
     }
 }
 

@@ -4,7 +4,11 @@
 //! Timestamps are taken when the transport hands over bytes, before any JSON or protobuf is
 //! decoded; events that arrive in one read share that read's timestamp.
 
+// Vocabulary (`record::capture`): the raw export reads captures without the client.
+pub use crate::record::capture::Capture;
 pub use crate::workload::Payload;
+// Vocabulary (`error`): the server view formats its errors the same way.
+pub use crate::error::error_chain;
 
 pub mod batch;
 pub mod discovery;
@@ -21,7 +25,9 @@ pub mod tokenize;
 pub mod wire;
 pub mod wrong_port;
 
+use crate::record::capture::ResponseForm;
 use crate::record::{Clock, RequestError};
+use crate::target::{Api, Target};
 
 pub use grpc::GrpcClient;
 pub use http::HttpClient;
@@ -106,72 +112,6 @@ pub struct Exchange {
     pub ids: Option<std::sync::Arc<request_id::RequestIds>>,
     /// This request's sequence number (its id's tail).
     pub seq: u64,
-}
-
-/// Each response of one request as it arrived: its read time and its bytes (an SSE event's
-/// `data`, a whole HTTP body, or an undecoded gRPC response message). Pooled and reused, so a
-/// warm run allocates nothing here; encoded into the raw export by the collector, off the hot
-/// path.
-#[derive(Debug, Default)]
-pub struct Capture {
-    bytes: Vec<u8>,
-    /// (arrival time ns, end offset of the response's bytes in `bytes`).
-    spans: Vec<(u64, usize)>,
-}
-
-impl Capture {
-    /// Records one response read at `t`.
-    #[inline]
-    pub fn push(&mut self, t: u64, data: &[u8]) {
-        self.bytes.extend_from_slice(data);
-        self.spans.push((t, self.bytes.len()));
-    }
-
-    /// Records a response read at `t` made of the last response's first `prefix` bytes,
-    /// `middle`, and the last response's final `suffix` bytes (how the raw export's spill stores
-    /// responses); `false`, recording nothing, when the last response is shorter than that.
-    pub fn push_like_last(&mut self, t: u64, prefix: usize, middle: &[u8], suffix: usize) -> bool {
-        let start = self
-            .spans
-            .len()
-            .checked_sub(2)
-            .map_or(0, |i| self.spans[i].1);
-        let end = self.spans.last().map_or(0, |s| s.1);
-        if prefix + suffix > end - start {
-            return false;
-        }
-        self.bytes.extend_from_within(start..start + prefix);
-        self.bytes.extend_from_slice(middle);
-        self.bytes.extend_from_within(end - suffix..end);
-        self.spans.push((t, self.bytes.len()));
-        true
-    }
-
-    /// Forgets the responses, keeping capacity.
-    pub fn clear(&mut self) {
-        self.bytes.clear();
-        self.spans.clear();
-    }
-
-    /// Responses recorded.
-    pub fn len(&self) -> usize {
-        self.spans.len()
-    }
-
-    /// Whether nothing was recorded.
-    pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
-    }
-
-    /// The responses in arrival order: (time, bytes).
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
-        let mut start = 0;
-        self.spans.iter().map(move |&(t, end)| {
-            let s = &self.bytes[start..end];
-            start = end;
-            (t, s)
-        })
-    }
 }
 
 impl Exchange {
@@ -294,6 +234,18 @@ pub enum Client {
 }
 
 impl Client {
+    /// The form of each response this client captures for a request to `target`: the raw
+    /// export renders captures by it.
+    pub fn response_form(&self, target: &Target) -> ResponseForm {
+        match (self, target.api) {
+            (Client::Grpc(c), _) if c.stream_rpc() => ResponseForm::KserveStream,
+            (Client::Grpc(_), _) => ResponseForm::KserveUnary,
+            (Client::Http(_), Api::Infer) => ResponseForm::KserveHttp,
+            (Client::Http(_), _) if target.streaming => ResponseForm::SseEvents,
+            (Client::Http(_), _) => ResponseForm::Body,
+        }
+    }
+
     /// Sends one request and reads its whole response into `ex`.
     pub async fn execute(
         &self,
@@ -324,21 +276,6 @@ impl Client {
             Client::Grpc(c) => c.prepare(ex).await,
         }
     }
-}
-
-/// Joins an error's source chain into one line ("error sending request: connection refused").
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(src) = cur {
-        let t = src.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        cur = src.source();
-    }
-    s
 }
 
 #[cfg(test)]

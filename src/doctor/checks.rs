@@ -10,6 +10,7 @@ use super::{BIND_FIX, KEY_FIX, NOT_DECOUPLED_FIX, Step};
 use crate::client::discovery::{PreflightError, list_hint, openai_models, triton_models_http};
 use crate::client::tls::{self, HandshakeError, TlsContext};
 use crate::client::{error_chain, grpc};
+use crate::error::UsageError;
 use crate::plan::RunPlan;
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use crate::target::{Api, Target};
@@ -19,20 +20,36 @@ use crate::workload::tensor::ModelInfo;
 /// How long one step may take before it counts as failed.
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(super) fn http_client(t: &Target) -> Result<reqwest::Client, String> {
+/// Why a doctor step could not ask over HTTP: a step's detail, the step says the fix.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum HttpError {
+    /// `-H`, `--api-key` or the TLS flags do not make a client.
+    #[error(transparent)]
+    Flags(#[from] UsageError),
+    /// The client library refused to build one.
+    #[error("cannot build the HTTP client: {}", error_chain(.0))]
+    Build(reqwest::Error),
+    /// No answer.
+    #[error("GET {url}: {}", error_chain(.source))]
+    Get {
+        /// The URL.
+        url: String,
+        /// What the client said.
+        source: reqwest::Error,
+    },
+}
+
+pub(super) fn http_client(t: &Target) -> Result<reqwest::Client, HttpError> {
     crate::client::http::install_tls_provider();
-    let headers = t.header_map().map_err(|e| e.0)?;
+    let headers = t.header_map()?;
     let mut b = reqwest::Client::builder()
         .no_proxy()
         .default_headers(headers)
         .timeout(STEP_TIMEOUT);
     if t.uses_tls() {
-        b = TlsContext::new(&t.tls)
-            .and_then(|c| c.reqwest(b))
-            .map_err(|e| e.0)?;
+        b = TlsContext::new(&t.tls).and_then(|c| c.reqwest(b))?;
     }
-    b.build()
-        .map_err(|e| format!("cannot build the HTTP client: {}", error_chain(&e)))
+    b.build().map_err(HttpError::Build)
 }
 
 pub(super) async fn connect(t: &Target) -> Step {
@@ -299,12 +316,15 @@ pub(super) async fn grpc_model(
     }
 }
 
-async fn http_get(client: &reqwest::Client, url: &str) -> Result<(u16, String), String> {
+async fn http_get(client: &reqwest::Client, url: &str) -> Result<(u16, String), HttpError> {
     let resp = client
         .get(url)
         .send()
         .await
-        .map_err(|e| format!("GET {url}: {}", error_chain(&e)))?;
+        .map_err(|source| HttpError::Get {
+            url: url.into(),
+            source,
+        })?;
     let status = resp.status().as_u16();
     let text = resp.text().await.unwrap_or_default();
     Ok((status, text))
@@ -499,7 +519,7 @@ pub(super) async fn metrics(c: &reqwest::Client, plan: &RunPlan) -> Step {
         let text = match crate::server_metrics::fetch_page(c, url).await {
             Ok(t) => t,
             Err(e) => {
-                tried.push(e);
+                tried.push(e.to_string());
                 continue;
             }
         };

@@ -85,16 +85,18 @@ impl Step {
         self
     }
 
-    fn warn(mut self, detail: impl Into<String>, fix: impl Into<String>) -> Step {
+    /// `detail`: what happened (a message, or an error's text).
+    fn warn(mut self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
         self.status = Status::Warn;
-        self.detail = detail.into();
+        self.detail = detail.to_string();
         self.fix = Some(fix.into());
         self
     }
 
-    fn fail(mut self, detail: impl Into<String>, fix: impl Into<String>) -> Step {
+    /// `detail`: what happened (a message, or an error's text).
+    fn fail(mut self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
         self.status = Status::Fail;
-        self.detail = detail.into();
+        self.detail = detail.to_string();
         self.fix = Some(fix.into());
         self
     }

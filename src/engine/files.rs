@@ -47,7 +47,7 @@ impl Writer<'_> {
                 stimulus: part.whole,
             },
             part: part.load.as_ref().ok().map(|(s, _)| *s),
-            idle: part.load.as_ref().err().cloned(),
+            idle: part.load.as_ref().err().map(ToString::to_string),
             start: start.map(|s| StartRecord {
                 planned_unix_ns: s.planned_unix_ns,
                 actual_unix_ns: s.actual_unix_ns,
@@ -81,7 +81,7 @@ impl Writer<'_> {
         };
         crate::error::create_dir(dir)?;
         write_file(&dir.join(SHARD_FILE), shard::encode(&record))?;
-        Ok(Some(reason.clone()))
+        Ok(Some(reason.to_string()))
     }
 
     /// Writes a measured level's GenAI-Perf CSV, its JSON (`doc`; both named by `names`), its histograms

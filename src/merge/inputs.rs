@@ -63,8 +63,7 @@ fn level_dirs(arg: &Path) -> Result<Vec<PathBuf>> {
 fn read_member(dir: PathBuf) -> Result<Member> {
     let path = dir.join(SHARD_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
-    let record =
-        shard::decode(&text).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+    let record = shard::decode(&text).map_err(|e| Error::from(e).context(path.display()))?;
     Ok(Member { dir, record })
 }
 

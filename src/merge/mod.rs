@@ -280,13 +280,9 @@ fn read_measured(dir: &Path) -> Result<(LevelSummary, Aggregate, Value)> {
     let doc = read(artifact::JSON_FILE)?;
     let loaded = artifact::read::level_from_json(&doc, dir)?;
     let mut agg = Aggregate::new();
-    let (_, counters) = artifact::histograms::decode(&read(artifact::HISTOGRAMS_FILE)?, &mut agg)
-        .map_err(|e| {
-        Error::usage(format!(
-            "{}: {e}",
-            dir.join(artifact::HISTOGRAMS_FILE).display()
-        ))
-    })?;
+    let (_, counters) =
+        artifact::histograms::decode(&read(artifact::HISTOGRAMS_FILE)?, &mut agg)
+            .map_err(|e| Error::from(e).context(dir.join(artifact::HISTOGRAMS_FILE).display()))?;
     if !counters {
         return Err(Error::usage(format!(
             "{}: histograms.json has no counters (written by an older ttftbench); run the shards again with this version",

@@ -38,11 +38,8 @@ impl Source {
             return read_row(&line)
                 .map(|r| Some((r.record, r.request_id)))
                 .map_err(|e| {
-                    Error::usage(format!(
-                        "{} line {}: {e}",
-                        self.path.display(),
-                        self.line_no
-                    ))
+                    let at = format!("{} line {}", self.path.display(), self.line_no);
+                    Error::from(e).context(at)
                 });
         }
     }

@@ -243,7 +243,7 @@ fn generated(
                         // inputs such as token ids.
                         _ => json!(rng.random_range(0..100u32)),
                     };
-                    let bytes = encode_scalar(dt, &x).map_err(UsageError)?;
+                    let bytes = encode_scalar(dt, &x).map_err(|e| UsageError(e.to_string()))?;
                     chunk.copy_from_slice(&bytes);
                 }
             }

@@ -567,7 +567,7 @@ fn raw_export_writer(
     let outputs = info.outputs.iter().map(|o| o.name.clone()).collect();
     let export = crate::artifact::raw_export::RawExport::new(
         &target,
-        &shared.client,
+        shared.client.response_form(&target),
         &shared.dataset,
         pool.clone(),
     )
@@ -726,7 +726,10 @@ async fn run_level(
     ),
     print: bool,
 ) -> Result<PerfLevel> {
-    let (stimulus, stop) = part.load.clone().map_err(Error::failed)?;
+    let (stimulus, stop) = part
+        .load
+        .clone()
+        .map_err(|idle| Error::failed(idle.to_string()))?;
     let pass_line = |p: &Pass| {
         let line = format!(
             "  Pass [{}] throughput: {} infer/sec. {}: {} usec\n",

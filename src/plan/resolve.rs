@@ -260,7 +260,7 @@ pub fn levels(
         (Some(_), Some(_)) => {
             return usage("--concurrency and --request-rate both set the load; give one of them");
         }
-        (Some(spec), None) => super::values::parse_concurrency(spec)?,
+        (spec, None) => super::values::concurrency_levels(spec)?,
         (None, Some(spec)) => super::values::parse_float_levels(spec, "--request-rate")?
             .into_iter()
             .map(|rate| Stimulus::RequestRate {
@@ -269,7 +269,6 @@ pub fn levels(
                 max_inflight,
             })
             .collect(),
-        (None, None) => vec![Stimulus::Concurrency(1)],
     })
 }
 

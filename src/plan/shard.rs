@@ -40,11 +40,37 @@ pub struct LevelPart {
     /// The plan's level (what the merged result is about).
     pub whole: Stimulus,
     /// This shard's load and stop, or why it has none at this level.
-    pub load: Result<(Stimulus, Stop), String>,
+    pub load: Result<(Stimulus, Stop), Idle>,
     /// This shard's warm-up.
     pub warmup: Option<Stop>,
     /// When the level starts (Unix ns), with a start time.
     pub start_at: Option<u64>,
+}
+
+/// Why a shard has no load at a level: not a failure (it writes `shard.json` alone, its
+/// `idle` says this), but the reason is what `merge` and the log show.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Idle {
+    /// Fewer workers than shards.
+    #[error("{level} split over {count} shards leaves {shard} no worker")]
+    NoWorker {
+        /// The level's name.
+        level: String,
+        /// Shards in the run.
+        count: u32,
+        /// This shard.
+        shard: Shard,
+    },
+    /// Fewer requests than shards with a worker.
+    #[error("{requests} requests split over {count} shards leave {shard} none")]
+    NoRequests {
+        /// The level's requests.
+        requests: u64,
+        /// Shards in the run.
+        count: u32,
+        /// This shard.
+        shard: Shard,
+    },
 }
 
 impl ShardPlan {
@@ -71,19 +97,19 @@ impl ShardPlan {
         };
         let stop_part = stop.for_shard(among_loaded);
         let load = match whole.for_shard(s) {
-            None => Err(format!(
-                "{} split over {} shards leaves {s} no worker",
-                whole.name(),
-                s.count
-            )),
-            Some(_) if stop_part.is_empty() => Err(format!(
-                "{} requests split over {} shards leave {s} none",
-                match stop {
+            None => Err(Idle::NoWorker {
+                level: whole.name(),
+                count: s.count,
+                shard: s,
+            }),
+            Some(_) if stop_part.is_empty() => Err(Idle::NoRequests {
+                requests: match stop {
                     Stop::Requests(n) => n,
                     Stop::Window(_) => 0,
                 },
-                s.count
-            )),
+                count: s.count,
+                shard: s,
+            }),
             Some(part) => Ok((part, stop_part)),
         };
         LevelPart {
@@ -143,8 +169,8 @@ mod tests {
     fn parts_of_levels() {
         let p = plan(3, 4).part(2, Stimulus::Concurrency(3), Stop::Requests(30), None);
         assert_eq!(
-            p.load,
-            Err("concurrency3 split over 4 shards leaves shard 3/4 no worker".into())
+            p.load.unwrap_err().to_string(),
+            "concurrency3 split over 4 shards leaves shard 3/4 no worker"
         );
         assert_eq!(p.start_at, Some(1_000_000_030_000_000_000));
         let parts: Vec<_> = (0..3)
@@ -184,8 +210,8 @@ mod tests {
         };
         let p = plan(3, 4).part(0, rate, Stop::Requests(3), None);
         assert_eq!(
-            p.load,
-            Err("3 requests split over 4 shards leave shard 3/4 none".into())
+            p.load.unwrap_err().to_string(),
+            "3 requests split over 4 shards leave shard 3/4 none"
         );
         let alone = ShardPlan::default();
         assert_eq!(alone.level_start(3), None);

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use crate::error::UsageError;
 use crate::load::{Stimulus, Stop, StopRule};
-use crate::workload::conversation::{self, ConversationSource, FileConversation, SessionPlan};
+use crate::workload::conversation::{self, FileConversation};
+use crate::workload::spec::{ConversationSource, SessionPlan};
 use crate::workload::trace::{self, ReadOptions};
 use crate::workload::{PrefixPool, PromptSalt, TraceSource, WorkloadPlan};
 
@@ -254,7 +255,7 @@ pub fn session_load(
             "--request-rate paces single requests; a session's turns wait for each other's answers, so sessions are driven closed loop: give --concurrency N to keep N sessions in flight",
         );
     }
-    let levels = super::resolve::levels(concurrency, None, crate::load::Arrival::Poisson, 1)?;
+    let levels = super::values::concurrency_levels(concurrency)?;
     let stop = match stop {
         StopRule::Auto => StopRule::Fixed(Stop::Requests(sessions.total_turns)),
         other => other,

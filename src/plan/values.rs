@@ -22,7 +22,9 @@ pub fn parse_each<T>(
 
 /// `--slo` expressions (repeatable), for `profile` and `perf` alike.
 pub fn parse_slos(raw: &[String]) -> Result<Vec<crate::metrics::Slo>, UsageError> {
-    parse_each(raw, |s| crate::metrics::parse(s).map_err(UsageError))
+    parse_each(raw, |s| {
+        crate::metrics::parse(s).map_err(|e| UsageError(e.to_string()))
+    })
 }
 
 /// A duration flag's value: `500ms`, `2s`, `1.5m`, `250us`, `1h`, or a bare number in the flag's
@@ -132,7 +134,7 @@ impl IslBuckets {
     pub fn edges(&self, isls: impl FnOnce() -> Vec<u32>) -> Vec<u32> {
         match self {
             IslBuckets::Off => Vec::new(),
-            IslBuckets::Auto => crate::stats::isl::quartile_edges(&isls()),
+            IslBuckets::Auto => crate::metrics::buckets::quartile_edges(&isls()),
             IslBuckets::Edges(e) => e.clone(),
         }
     }
@@ -155,7 +157,7 @@ pub fn parse_isl_buckets(raw: Option<&str>) -> Result<IslBuckets, UsageError> {
                 "--isl-buckets '{raw}': give input-length edges in tokens, e.g. 128,512,2048, or auto"
             ))
         })?;
-    match crate::stats::isl::edges_problem(&edges) {
+    match crate::metrics::buckets::edges_problem(&edges) {
         Some(why) => usage(format!("--isl-buckets '{raw}': {why}")),
         None => Ok(IslBuckets::Edges(edges)),
     }
@@ -412,6 +414,11 @@ pub fn parse_percent(flag: &str, raw: &str) -> Result<f64, UsageError> {
 pub fn parse_concurrency(spec: &str) -> Result<Vec<Stimulus>, UsageError> {
     let values = parse_int_levels(spec, "--concurrency")?;
     Ok(values.into_iter().map(Stimulus::Concurrency).collect())
+}
+
+/// Closed-loop levels: `--concurrency` as [`parse_concurrency`] reads it, 1 when it is not given.
+pub fn concurrency_levels(spec: Option<&str>) -> Result<Vec<Stimulus>, UsageError> {
+    spec.map_or(Ok(vec![Stimulus::Concurrency(1)]), parse_concurrency)
 }
 
 /// Parses a level list of positive integers. `start:end` without a step doubles from start

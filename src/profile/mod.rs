@@ -277,7 +277,7 @@ impl Runner {
         let raw = session.shared.captures.clone().map(|pool| {
             RawExport::new(
                 &plan.target,
-                &session.shared.client,
+                session.shared.client.response_form(&plan.target),
                 &session.shared.dataset,
                 pool,
             )

@@ -227,12 +227,9 @@ impl Pusher {
         &self.url
     }
 
-    /// Pushes one level; the error says what went wrong.
-    pub async fn push(&self, l: &LevelReport) -> Result<(), String> {
-        let client = self
-            .client
-            .as_ref()
-            .ok_or("the HTTP client could not be built")?;
+    /// Pushes one level.
+    pub async fn push(&self, l: &LevelReport) -> Result<(), PushError> {
+        let client = self.client.as_ref().ok_or(PushError::NoClient)?;
         let url = format!(
             "{}{}",
             self.url,
@@ -244,17 +241,37 @@ impl Pusher {
             .body(encode(&families(self.mode, l)))
             .send()
             .await
-            .map_err(|e| describe(&e))?;
+            .map_err(PushError::Send)?;
         let status = resp.status();
         if status.is_success() {
             return Ok(());
         }
         let body = resp.text().await.unwrap_or_default();
-        Err(format!(
-            "HTTP {status}: {}",
-            body.chars().take(200).collect::<String>().trim()
-        ))
+        Err(PushError::Refused {
+            status,
+            body: body.chars().take(200).collect::<String>().trim().into(),
+        })
     }
+}
+
+/// Why a level could not be pushed: a warning for that level (the run goes on, its files are
+/// complete).
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    /// No HTTP client (the TLS provider could not be set up).
+    #[error("the HTTP client could not be built")]
+    NoClient,
+    /// The gateway did not answer.
+    #[error("{}", describe(.0))]
+    Send(reqwest::Error),
+    /// The gateway answered with an error.
+    #[error("HTTP {status}: {body}")]
+    Refused {
+        /// Its status.
+        status: reqwest::StatusCode,
+        /// The start of its body.
+        body: String,
+    },
 }
 
 /// A send error with its causes (reqwest's own message omits "connection refused").

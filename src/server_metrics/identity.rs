@@ -163,7 +163,7 @@ pub async fn identify_grpc(
 ) -> ServerIdentity {
     use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
     let mut c = GrpcInferenceServiceClient::new(channel);
-    let req = crate::client::grpc::with_metadata(
+    let req = super::grpc::with_metadata(
         tonic::Request::new(crate::proto::ServerMetadataRequest {}),
         md,
     );

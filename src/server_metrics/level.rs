@@ -15,16 +15,8 @@ use super::engines::{CacheUnit, EngineSample, SpecDecode, TimeSum};
 use super::kind::ServerKind;
 use super::prometheus::Histogram;
 
-/// Average and maximum of a gauge over a level's samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct GaugeStats {
-    /// Mean of the samples.
-    pub avg: f64,
-    /// Largest sample.
-    pub max: f64,
-    /// Samples taken.
-    pub samples: u32,
-}
+// Vocabulary at the bottom (`metrics`): statistics and reports read it too.
+pub use crate::metrics::GaugeStats;
 
 /// Running mean and maximum of a gauge.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

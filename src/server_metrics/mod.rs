@@ -9,6 +9,7 @@
 
 pub mod engines;
 pub mod gpu;
+pub mod grpc;
 pub mod identity;
 pub mod kind;
 pub mod level;
@@ -20,8 +21,6 @@ pub use kind::ServerKind;
 pub use probe::{ProbeConfig, ProbeSnapshot, Sampled, Sampler, ServerProbe, StatsSource};
 
 use serde::Serialize;
-
-use crate::client::grpc;
 
 /// Where the server's own metrics come from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -385,38 +384,92 @@ impl ServerDelta {
 /// Largest metrics page read (a server with thousands of series stays far below it).
 const MAX_PAGE_BYTES: usize = 16 << 20;
 
-/// Fetches a metrics page as text. Errors say what was tried.
-pub async fn fetch_page(client: &reqwest::Client, url: &str) -> Result<String, String> {
+/// Why a metrics page could not be read: the URL and what happened. A default URL that does
+/// not answer is skipped; an explicit one is a usage error the caller words (its flag).
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    /// No answer.
+    #[error("cannot reach {url}: {}", crate::error::error_chain(.source))]
+    Unreachable {
+        /// The page.
+        url: String,
+        /// What the client said.
+        source: reqwest::Error,
+    },
+    /// An answer other than success.
+    #[error("{url} answered HTTP {status}")]
+    Status {
+        /// The page.
+        url: String,
+        /// The status.
+        status: reqwest::StatusCode,
+    },
+    /// The body broke off.
+    #[error("reading {url}: {source}")]
+    Read {
+        /// The page.
+        url: String,
+        /// What the client said.
+        source: reqwest::Error,
+    },
+    /// A page past `MAX_PAGE_BYTES`.
+    #[error("{url}: the page is larger than {MAX_PAGE_BYTES} bytes")]
+    TooLarge {
+        /// The page.
+        url: String,
+    },
+    /// A page without Triton's counters of the model.
+    #[error(
+        "{url} has no nv_inference_* counters for model '{model}' (is it a Triton metrics endpoint?)"
+    )]
+    NoCounters {
+        /// The page.
+        url: String,
+        /// The model.
+        model: String,
+    },
+}
+
+/// Fetches a metrics page as text.
+pub async fn fetch_page(client: &reqwest::Client, url: &str) -> Result<String, PageError> {
     let mut resp = client
         .get(url)
         .timeout(std::time::Duration::from_secs(5))
         .send()
         .await
-        .map_err(|e| format!("cannot reach {url}: {}", crate::client::error_chain(&e)))?;
+        .map_err(|source| PageError::Unreachable {
+            url: url.into(),
+            source,
+        })?;
     if !resp.status().is_success() {
-        return Err(format!("{url} answered HTTP {}", resp.status()));
+        return Err(PageError::Status {
+            url: url.into(),
+            status: resp.status(),
+        });
     }
     let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| format!("reading {url}: {e}"))?
-    {
+    while let Some(chunk) = resp.chunk().await.map_err(|source| PageError::Read {
+        url: url.into(),
+        source,
+    })? {
         if body.len() + chunk.len() > MAX_PAGE_BYTES {
-            return Err(format!(
-                "{url}: the page is larger than {MAX_PAGE_BYTES} bytes"
-            ));
+            return Err(PageError::TooLarge { url: url.into() });
         }
         body.extend_from_slice(&chunk);
     }
     Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
-/// Fetches the metrics page and reads Triton's counters of `model`. Errors say what was tried.
-pub async fn scrape(client: &reqwest::Client, url: &str, model: &str) -> Result<Snapshot, String> {
+/// Fetches the metrics page and reads Triton's counters of `model`.
+pub async fn scrape(
+    client: &reqwest::Client,
+    url: &str,
+    model: &str,
+) -> Result<Snapshot, PageError> {
     let text = fetch_page(client, url).await?;
-    parse_prometheus(&text, model).ok_or_else(|| {
-        format!("{url} has no nv_inference_* counters for model '{model}' (is it a Triton metrics endpoint?)")
+    parse_prometheus(&text, model).ok_or_else(|| PageError::NoCounters {
+        url: url.into(),
+        model: model.into(),
     })
 }
 

@@ -15,7 +15,7 @@ use super::gpu::{self, GpuLevel, GpuSample, GpuView};
 use super::level::{EngineLevel, EngineLevelView};
 use super::prometheus;
 use super::{
-    MetricsSource, ServerDelta, ServerKind, Snapshot, StatsSnapshot, fetch_page,
+    MetricsSource, PageError, ServerDelta, ServerKind, Snapshot, StatsSnapshot, fetch_page,
     model_statistics_version, parse_prometheus,
 };
 
@@ -267,7 +267,7 @@ impl ServerProbe {
             model: None,
         };
         if let Err(e) = probe.read_stats().await {
-            probe.notices.push(e);
+            probe.notices.push(e.to_string());
             probe.stats = StatsSource::None;
         }
         Ok(probe)
@@ -298,8 +298,7 @@ impl ServerProbe {
     }
 
     /// Reads the statistics extension once (`Ok(None)` when there is no source).
-    pub async fn read_stats(&self) -> Result<Option<StatsSnapshot>, String> {
-        let restricted = "the statistics API is restricted: add -H 'triton-access-token: TOKEN' (the header the server's --http-restricted-api / --grpc-restricted-protocol setting names) to see server queue and compute time";
+    pub async fn read_stats(&self) -> Result<Option<StatsSnapshot>, StatsError> {
         match &self.stats {
             StatsSource::None => Ok(None),
             StatsSource::Http(url) => {
@@ -309,23 +308,21 @@ impl ServerProbe {
                     .get(url)
                     .send()
                     .await
-                    .map_err(|e| format!("note: statistics unavailable: {e}"))?;
+                    .map_err(StatsError::Request)?;
                 let status = resp.status();
                 if status == 403 || status == 401 {
-                    return Err(format!("note: {restricted}"));
+                    return Err(StatsError::Restricted);
                 }
                 if !status.is_success() {
-                    return Err(format!(
-                        "note: statistics unavailable: {url} answered HTTP {status}"
-                    ));
+                    return Err(StatsError::Status {
+                        url: url.clone(),
+                        status,
+                    });
                 }
-                let v: serde_json::Value = resp
-                    .json()
-                    .await
-                    .map_err(|e| format!("note: statistics unreadable: {e}"))?;
+                let v: serde_json::Value = resp.json().await.map_err(StatsError::Body)?;
                 StatsSnapshot::from_json(&v)
                     .map(Some)
-                    .ok_or_else(|| "note: statistics unreadable: no model_stats".to_string())
+                    .ok_or(StatsError::NoModelStats)
             }
             StatsSource::Grpc(channel, md) => {
                 match model_statistics_version(
@@ -343,13 +340,9 @@ impl ServerProbe {
                             tonic::Code::PermissionDenied | tonic::Code::Unauthenticated
                         ) || s.message().contains("restricted") =>
                     {
-                        Err(format!("note: {restricted}"))
+                        Err(StatsError::Restricted)
                     }
-                    Err(s) => Err(format!(
-                        "note: statistics unavailable: {:?}: {}",
-                        s.code(),
-                        s.message()
-                    )),
+                    Err(s) => Err(StatsError::Grpc(s)),
                 }
             }
         }
@@ -443,6 +436,37 @@ struct Found {
     has_gpus: bool,
 }
 
+/// Why the statistics extension could not be read: a note for the run's output, which goes on
+/// without the server's queue and compute times.
+#[derive(Debug, thiserror::Error)]
+pub enum StatsError {
+    /// The server wants its access token.
+    #[error(
+        "note: the statistics API is restricted: add -H 'triton-access-token: TOKEN' (the header the server's --http-restricted-api / --grpc-restricted-protocol setting names) to see server queue and compute time"
+    )]
+    Restricted,
+    /// No answer over HTTP.
+    #[error("note: statistics unavailable: {0}")]
+    Request(#[source] reqwest::Error),
+    /// An HTTP answer other than success.
+    #[error("note: statistics unavailable: {url} answered HTTP {status}")]
+    Status {
+        /// The statistics URL.
+        url: String,
+        /// The status.
+        status: reqwest::StatusCode,
+    },
+    /// A gRPC error.
+    #[error("note: statistics unavailable: {:?}: {}", .0.code(), .0.message())]
+    Grpc(tonic::Status),
+    /// A body that is not JSON.
+    #[error("note: statistics unreadable: {0}")]
+    Body(#[source] reqwest::Error),
+    /// JSON without `model_stats`.
+    #[error("note: statistics unreadable: no model_stats")]
+    NoModelStats,
+}
+
 /// The first candidate URL with metrics for `model`: Triton's counters or an engine's families.
 async fn find_metrics(
     http: &reqwest::Client,
@@ -528,7 +552,7 @@ pub fn slot_count(body: &str) -> Option<u32> {
 }
 
 /// The error of a metrics page the user named that does not answer.
-fn unanswered(flag: &str, e: &str) -> UsageError {
+fn unanswered(flag: &str, e: &PageError) -> UsageError {
     UsageError(format!(
         "{flag}: {e}; nothing was sent. Check the address and port (Triton serves /metrics on 8002, a DCGM exporter on 9400), or leave {flag} out to run without that view"
     ))

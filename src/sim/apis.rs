@@ -40,7 +40,7 @@ use tokio::time::Instant;
 
 use super::http::{MAX_BODY_BYTES, begin_status};
 use super::models::ReasoningSpec;
-use super::request::{DEFAULT_MAX_TOKENS, Prompt, resolve_length};
+use super::request::{BadRequest, DEFAULT_MAX_TOKENS, Prompt, resolve_length};
 use super::state::{BeginError, ModelEntry, SimState};
 use super::stream::{EventFormat, SseBody, full_json_response};
 use super::tokens;
@@ -158,7 +158,7 @@ fn begin_error(style: Style, e: BeginError) -> Response {
 
 /// Text and image tokens of one message's `content`: a string, or parts (`text` /
 /// `input_text` parts' text; `image_url`, `input_image` and `image` parts' images).
-pub(crate) fn content(c: &Value, text: &mut String) -> Result<u32, String> {
+pub(crate) fn content(c: &Value, text: &mut String) -> Result<u32, BadRequest> {
     match c {
         Value::String(s) => {
             text.push_str(s);
@@ -177,12 +177,12 @@ pub(crate) fn content(c: &Value, text: &mut String) -> Result<u32, String> {
             }
             Ok(images)
         }
-        _ => Err("expected 'content' to be a string or a list of parts".to_owned()),
+        _ => Err(wrong("content", "a string or a list of parts")),
     }
 }
 
 /// The bytes of an image part, in any of the three APIs' forms.
-fn image_data(p: &Value) -> Option<Result<Vec<u8>, String>> {
+fn image_data(p: &Value) -> Option<Result<Vec<u8>, BadRequest>> {
     let b64 = match p.get("type").and_then(Value::as_str)? {
         "image_url" => data_url(p.pointer("/image_url/url")?.as_str()?),
         "input_image" => data_url(p.get("image_url")?.as_str()?),
@@ -192,7 +192,7 @@ fn image_data(p: &Value) -> Option<Result<Vec<u8>, String>> {
     Some(
         base64::engine::general_purpose::STANDARD
             .decode(b64)
-            .map_err(|e| format!("an image's base64 does not decode: {e}")),
+            .map_err(BadRequest::ImageBase64),
     )
 }
 
@@ -203,12 +203,12 @@ fn data_url(url: &str) -> Option<&str> {
 }
 
 /// Prompt tokens of one image: one per `PATCH`² pixels (at least one).
-fn image_tokens(bytes: &[u8]) -> Result<u32, String> {
+fn image_tokens(bytes: &[u8]) -> Result<u32, BadRequest> {
     let (w, h) = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
-        .map_err(|e| e.to_string())?
+        .map_err(BadRequest::ImageRead)?
         .into_dimensions()
-        .map_err(|e| format!("an image is not a PNG or JPEG the server can read: {e}"))?;
+        .map_err(BadRequest::ImageFormat)?;
     Ok((w.div_ceil(PATCH) * h.div_ceil(PATCH)).max(1))
 }
 
@@ -276,35 +276,43 @@ pub(crate) fn tool_arguments(n: u32) -> String {
     s
 }
 
-fn u32_field(v: &Value, key: &str) -> Result<Option<u32>, String> {
+/// `field` is not what it must be (`expected`).
+fn wrong(field: &str, expected: &'static str) -> BadRequest {
+    BadRequest::WrongType {
+        field: field.into(),
+        expected,
+        got: None,
+    }
+}
+
+fn u32_field(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(x) => x
             .as_u64()
             .map(|n| Some(n.min(u64::from(u32::MAX)) as u32))
-            .ok_or_else(|| format!("expected '{key}' to be a whole number")),
+            .ok_or_else(|| wrong(key, "a whole number")),
     }
 }
 
-fn parse(body: &[u8]) -> Result<Value, String> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| format!("failed to parse the request body as JSON: {e}"))?;
+fn parse(body: &[u8]) -> Result<Value, BadRequest> {
+    let v: Value = serde_json::from_slice(body).map_err(BadRequest::BodyJson)?;
     if !v.is_object() {
-        return Err("expected a JSON object".to_owned());
+        return Err(BadRequest::Expected("a JSON object"));
     }
     Ok(v)
 }
 
-fn model_name(v: &Value) -> Result<Option<String>, String> {
+fn model_name(v: &Value) -> Result<Option<String>, BadRequest> {
     match v.get("model") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err("expected 'model' to be a string".to_owned()),
+        Some(_) => Err(wrong("model", "a string")),
     }
 }
 
 /// A Responses request: `input` (text, or messages whose content is a string or parts).
-fn parse_responses(body: &[u8]) -> Result<Asked, String> {
+fn parse_responses(body: &[u8]) -> Result<Asked, BadRequest> {
     let v = parse(body)?;
     let (mut text, mut images) = (String::new(), 0);
     match v.get("input") {
@@ -314,7 +322,7 @@ fn parse_responses(body: &[u8]) -> Result<Asked, String> {
                 images += content(m.get("content").unwrap_or(&Value::Null), &mut text)?;
             }
         }
-        _ => return Err("expected 'input' to be a string or a list of messages".to_owned()),
+        _ => return Err(wrong("input", "a string or a list of messages")),
     }
     let max = resolve_length(
         u32_field(&v, "max_output_tokens")?,
@@ -332,7 +340,7 @@ fn parse_responses(body: &[u8]) -> Result<Asked, String> {
 
 /// A Messages request: `system`, `messages` (content strings or blocks), `max_tokens`
 /// (required, as Anthropic's API has it).
-fn parse_messages(body: &[u8]) -> Result<Asked, String> {
+fn parse_messages(body: &[u8]) -> Result<Asked, BadRequest> {
     let v = parse(body)?;
     let (mut text, mut images) = (String::new(), 0);
     if let Some(s) = v.get("system") {
@@ -341,11 +349,17 @@ fn parse_messages(body: &[u8]) -> Result<Asked, String> {
     let msgs = v
         .get("messages")
         .and_then(Value::as_array)
-        .ok_or("messages: Field required (a list of {role, content})")?;
+        .ok_or(BadRequest::Required {
+            field: "messages",
+            shape: Some("a list of {role, content}"),
+        })?;
     for m in msgs {
         images += content(m.get("content").unwrap_or(&Value::Null), &mut text)?;
     }
-    let max = u32_field(&v, "max_tokens")?.ok_or("max_tokens: Field required")?;
+    let max = u32_field(&v, "max_tokens")?.ok_or(BadRequest::Required {
+        field: "max_tokens",
+        shape: None,
+    })?;
     Ok(Asked {
         model: model_name(&v)?,
         tool: decide_tool(&v, &text),
@@ -391,7 +405,7 @@ async fn generate(st: Arc<SimState>, body: Bytes, api: Api) -> Response {
     };
     let asked = match parsed {
         Ok(a) => a,
-        Err(m) => return error(style, StatusCode::BAD_REQUEST, &m),
+        Err(m) => return error(style, StatusCode::BAD_REQUEST, &m.to_string()),
     };
     let entry = match model(&st, asked.model.as_deref(), style) {
         Ok(e) => e,
@@ -764,7 +778,7 @@ pub(crate) fn vector(text: &str) -> [f32; EMBED_DIM] {
     v.map(|e| e / norm)
 }
 
-fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, BadRequest> {
     let as_text = |x: &Value| -> Option<String> {
         x.as_str()
             .or_else(|| x.get("text")?.as_str())
@@ -776,21 +790,19 @@ fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
             .iter()
             .map(as_text)
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| format!("expected '{what}' to hold strings")),
-        _ => Err(format!(
-            "expected '{what}' to be a string or a non-empty list of strings"
-        )),
+            .ok_or_else(|| BadRequest::NotStrings(what.into())),
+        _ => Err(wrong(what, "a string or a non-empty list of strings")),
     }
 }
 
 async fn embeddings(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
     let v = match parse(&body) {
         Ok(v) => v,
-        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m),
+        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
     };
     let texts = match strings(v.get("input"), "input") {
         Ok(t) => t,
-        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m),
+        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
     };
     let (mut g, name) = match run_batch(&st, v.get("model").and_then(Value::as_str), &texts).await {
         Ok(x) => x,
@@ -823,7 +835,7 @@ async fn embeddings(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
 async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Response {
     let v = match parse(&req_body) {
         Ok(v) => v,
-        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m),
+        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
     };
     let query = v
         .get("query")
@@ -842,7 +854,7 @@ async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Response {
     };
     let docs = match strings(docs, key) {
         Ok(d) => d,
-        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m),
+        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
     };
     let mut all = vec![query.clone()];
     all.extend(docs.iter().cloned());
@@ -966,19 +978,20 @@ mod tests {
     fn image_tokens_from_headers() {
         let img =
             crate::workload::images::draw(56, 30, crate::workload::images::ImageFormat::Png, 1);
-        assert_eq!(image_tokens(&img.bytes), Ok(4));
+        assert_eq!(image_tokens(&img.bytes).unwrap(), 4);
         let b64 = base64::engine::general_purpose::STANDARD.encode(&img.bytes);
         let mut text = String::new();
         let parts = json!([{"type": "text", "text": "hi"},
             {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{b64}")}},
             {"type": "input_image", "image_url": format!("data:image/png;base64,{b64}")},
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}]);
-        assert_eq!(content(&parts, &mut text), Ok(12));
+        assert_eq!(content(&parts, &mut text).unwrap(), 12);
         assert_eq!(text, "hi");
         let bad = json!([{"type": "image", "source": {"data": "aGVsbG8="}}]);
         assert!(
             content(&bad, &mut text)
                 .unwrap_err()
+                .to_string()
                 .contains("not a PNG or JPEG")
         );
     }

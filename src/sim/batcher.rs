@@ -43,7 +43,8 @@ use std::sync::mpsc;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::engine::{EngineConfig, MAX_CATCH_UP, SubmitError};
+use super::engine::{MAX_CATCH_UP, SubmitError};
+use super::engine_config::EngineConfig;
 use super::metrics::ModelMetrics;
 use super::models::{DynamicBatching, ModelSpec, TensorTiming};
 use super::phase::{ABORTED, CANCELLED, DONE, QUEUED, RUNNING};

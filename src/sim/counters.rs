@@ -13,7 +13,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::engine::EngineConfig;
+use super::engine_config::EngineConfig;
 use super::kv::PrefixCounters;
 use crate::server_metrics::ServerKind;
 

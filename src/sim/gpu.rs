@@ -22,15 +22,14 @@
 //! `modelName`, `Hostname`; help texts of dcgm-exporter's `default-counters.csv`).
 
 use std::fmt::Write as _;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::metrics::ModelMetrics;
-use super::state::SimState;
 
 /// Device name (DCGM's `modelName`).
 pub(crate) const GPU_NAME: &str = "NVIDIA H100 80GB HBM3";
@@ -138,16 +137,15 @@ impl Meter {
     }
 }
 
-/// Reads the server's GPU every [`UTIL_WINDOW`] until shutdown.
-pub(crate) async fn sample_every(state: Arc<SimState>, mut shutdown: watch::Receiver<bool>) {
+/// Reads the server's GPU (`read`: `SimState::gpu_reading`) every [`UTIL_WINDOW`] until
+/// shutdown.
+pub(crate) async fn sample_every(read: impl Fn(), mut shutdown: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(UTIL_WINDOW);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = super::engine::signalled(&mut shutdown) => return,
-            _ = tick.tick() => {
-                state.gpu_reading();
-            }
+            _ = tick.tick() => read(),
         }
     }
 }

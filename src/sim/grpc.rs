@@ -42,14 +42,17 @@ use tonic::server::NamedService;
 use tonic::{Code, Request, Response, Status, Streaming};
 
 use super::engine::signalled;
+use super::grpc_wire::text_output_tensor;
 use super::http::{
     ACCESS_TOKEN_HEADER, EXTENSIONS, MAX_BODY_BYTES, RESTRICTED_MESSAGE, SERVER_NAME,
 };
 use super::metrics::FailReason;
-use super::models::{LlmLayout, ModelKind, ModelSpec};
-use super::request::{GenParams, bag_from_infer_request, interpret};
+use super::models::{LlmLayout, ModelKind};
+use super::request::{BadRequest, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState, TensorRun};
-use super::tensor::{InputData, InputView, OutputChoice, select_outputs, validate_inputs};
+use super::tensor::{
+    InputData, InputView, OutputChoice, TensorError, select_outputs, validate_inputs,
+};
 use super::tokens;
 use crate::proto;
 use crate::proto::grpc_inference_service_server::{
@@ -57,59 +60,6 @@ use crate::proto::grpc_inference_service_server::{
 };
 
 const STREAM_INFER_PATH: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
-
-/// Precomputed protobuf fragments of one model's responses (fields of `ModelInferResponse`).
-#[derive(Debug, Clone)]
-pub(crate) struct ModelWire {
-    /// Fields 1-2: `model_name`, `model_version`.
-    name_version: Bytes,
-    /// Field 5: the `text_output` tensor description (BYTES, one element).
-    outputs: Bytes,
-}
-
-impl ModelWire {
-    /// Encodes the fixed parts of `spec`'s responses.
-    pub(crate) fn new(spec: &ModelSpec) -> Self {
-        let name_version = proto::ModelInferResponse {
-            model_name: spec.name.clone(),
-            model_version: spec.version.clone(),
-            ..Default::default()
-        };
-        let outputs = proto::ModelInferResponse {
-            outputs: vec![text_output_tensor(spec)],
-            ..Default::default()
-        };
-        ModelWire {
-            name_version: Bytes::from(name_version.encode_to_vec()),
-            outputs: Bytes::from(outputs.encode_to_vec()),
-        }
-    }
-
-    /// Fields 1-3 for a request with `id`.
-    fn head(&self, id: &str) -> Bytes {
-        if id.is_empty() {
-            return self.name_version.clone();
-        }
-        let id_field = proto::ModelInferResponse {
-            id: id.to_owned(),
-            ..Default::default()
-        };
-        let mut b = BytesMut::with_capacity(self.name_version.len() + id.len() + 8);
-        b.put_slice(&self.name_version);
-        id_field.encode(&mut b).ok();
-        b.freeze()
-    }
-}
-
-fn text_output_tensor(spec: &ModelSpec) -> proto::model_infer_response::InferOutputTensor {
-    proto::model_infer_response::InferOutputTensor {
-        name: "text_output".to_owned(),
-        datatype: "BYTES".to_owned(),
-        shape: spec.single_output_shape().to_vec(),
-        parameters: Default::default(),
-        contents: None,
-    }
-}
 
 /// Process-wide fragments: the final-flag parameter entries, one `raw_output_contents` entry
 /// per output word, and the malformed entry.
@@ -426,8 +376,9 @@ impl Mux {
                     .position(|m| std::ptr::eq(m, e))
                     .unwrap_or(0),
             ),
-            Err(message) => {
+            Err(e) => {
                 let head = error_head(&req);
+                let message = e.to_string();
                 self.ready.push_back(OutMsg::Error { head, message });
                 return;
             }
@@ -439,8 +390,9 @@ impl Mux {
         };
         let params = match parse_llm_request(entry, &req) {
             Ok(p) => p,
-            Err(message) => {
+            Err(e) => {
                 entry.record_invalid(arrival);
+                let message = e.to_string();
                 self.ready.push_back(OutMsg::Error { head, message });
                 return;
             }
@@ -481,8 +433,9 @@ impl Mux {
     ) {
         let (batch, outputs) = match parse_tensor_request(entry, req) {
             Ok(x) => x,
-            Err(message) => {
+            Err(e) => {
                 entry.record_invalid(arrival);
+                let message = e.to_string();
                 self.ready.push_back(OutMsg::Error { head, message });
                 return;
             }
@@ -493,11 +446,8 @@ impl Mux {
             let run = st
                 .run_tensor(entry, batch, arrival)
                 .await
-                .map_err(|e| e.message().to_owned())?;
-            let wire = entry
-                .tensor
-                .as_ref()
-                .ok_or_else(|| "internal error: tensor model without outputs".to_owned())?;
+                .map_err(TensorFailed::Begin)?;
+            let wire = entry.tensor.as_ref().ok_or(TensorFailed::NoOutputs)?;
             let mut r = wire.grpc_response(&entry.spec, String::new(), batch, &outputs);
             // Name, version and id are in the head already.
             r.model_name.clear();
@@ -588,26 +538,25 @@ fn error_head(req: &proto::ModelInferRequest) -> Bytes {
 fn parse_tensor_request(
     entry: &ModelEntry,
     req: &proto::ModelInferRequest,
-) -> Result<(u32, Vec<OutputChoice>), String> {
+) -> Result<(u32, Vec<OutputChoice>), TensorError> {
     let spec = &entry.spec;
     let raw = &req.raw_input_contents;
     if !raw.is_empty() && raw.len() != req.inputs.len() {
-        return Err(format!(
-            "expected {} raw_input_contents (one per input, in input order) for model '{}', got {}",
-            req.inputs.len(),
-            spec.name,
-            raw.len()
-        ));
+        return Err(TensorError::RawCount {
+            inputs: req.inputs.len(),
+            model: spec.name.clone(),
+            raw: raw.len(),
+        });
     }
     let mut views = Vec::with_capacity(req.inputs.len());
     for (i, input) in req.inputs.iter().enumerate() {
         let data = match raw.get(i) {
             None => InputData::Contents(input.contents.as_ref()),
             Some(_) if input.contents.is_some() => {
-                return Err(format!(
-                    "contents field must not be specified when using raw_input_contents for '{}' for model '{}'",
-                    input.name, spec.name
-                ));
+                return Err(TensorError::ContentsWithRaw {
+                    input: input.name.clone(),
+                    model: spec.name.clone(),
+                });
             }
             Some(r) => InputData::Raw(r),
         };
@@ -630,7 +579,7 @@ fn parse_tensor_request(
 fn parse_llm_request(
     entry: &ModelEntry,
     req: &proto::ModelInferRequest,
-) -> Result<GenParams, String> {
+) -> Result<GenParams, BadRequest> {
     let (bag, empty_final) = bag_from_infer_request(&entry.spec, req)?;
     let mut params = interpret(bag)?;
     params.empty_final = empty_final;
@@ -640,7 +589,18 @@ fn parse_llm_request(
 type StartFuture = Pin<Box<dyn Future<Output = Result<Generation, BeginError>> + Send>>;
 
 /// A tensor request until its answer is encoded: the response body fields and the run to record.
-type TensorFuture = Pin<Box<dyn Future<Output = Result<(Bytes, TensorRun), String>> + Send>>;
+type TensorFuture = Pin<Box<dyn Future<Output = Result<(Bytes, TensorRun), TensorFailed>> + Send>>;
+
+/// Why a streamed tensor request ended without its answer.
+#[derive(Debug, thiserror::Error)]
+enum TensorFailed {
+    /// Refused or cut short before it ran (faults, a full queue, shutdown).
+    #[error("{}", .0.message())]
+    Begin(BeginError),
+    /// The model has no output encoder (a tensor model always has one).
+    #[error("internal error: tensor model without outputs")]
+    NoOutputs,
+}
 
 enum ReqPhase {
     Starting(StartFuture),
@@ -700,7 +660,7 @@ impl Stream for ReqStream {
                 },
                 ReqPhase::Tensor(fut) => match fut.as_mut().poll(cx) {
                     Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Err(message)) => return this.error(message),
+                    Poll::Ready(Err(e)) => return this.error(e.to_string()),
                     Poll::Ready(Ok((body, run))) => {
                         this.phase = ReqPhase::Done;
                         run.succeed();
@@ -838,7 +798,7 @@ async fn tensor_infer(
 ) -> Result<Response<proto::ModelInferResponse>, Status> {
     let (batch, outputs) = parse_tensor_request(entry, &req).map_err(|m| {
         entry.record_invalid(arrival);
-        Status::invalid_argument(m)
+        Status::invalid_argument(m.to_string())
     })?;
     // The input tensors (megabytes for images) are not needed past validation.
     let id = std::mem::take(&mut req.id);
@@ -864,7 +824,8 @@ pub(crate) struct GrpcSim {
 }
 
 fn lookup<'a>(st: &'a SimState, name: &str, version: &str) -> Result<&'a ModelEntry, Status> {
-    st.lookup(name, Some(version)).map_err(Status::not_found)
+    st.lookup(name, Some(version))
+        .map_err(|e| Status::not_found(e.to_string()))
 }
 
 fn begin_status(e: BeginError) -> Status {
@@ -947,7 +908,7 @@ impl GrpcInferenceService for GrpcSim {
         }
         let params = parse_llm_request(entry, &req).map_err(|m| {
             entry.record_invalid(arrival);
-            Status::invalid_argument(m)
+            Status::invalid_argument(m.to_string())
         })?;
         let mut g = st
             .begin(entry, &params.prompt, params.max_tokens, false, arrival)
@@ -1066,6 +1027,8 @@ impl GrpcInferenceService for GrpcSim {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::grpc_wire::ModelWire;
+    use crate::sim::models::ModelSpec;
 
     fn final_flag(r: &proto::ModelInferResponse) -> Option<bool> {
         match r.parameters.get("triton_final_response")?.parameter_choice {

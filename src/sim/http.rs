@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::models::DataType;
-use super::request::{Bag, GenParams, bag_from_infer_request, interpret};
+use super::request::{BadRequest, Bag, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState};
 use super::stream::{EventFormat, SseBody, full_json_response, kserve_error};
 use super::tensor::{
@@ -133,7 +133,7 @@ type Reject = Box<Response>;
 
 fn lookup<'a>(st: &'a SimState, p: &ModelPath) -> Result<&'a ModelEntry, Reject> {
     st.lookup(&p.model, p.version.as_deref())
-        .map_err(|m| Box::new(kserve_error(StatusCode::BAD_REQUEST, &m)))
+        .map_err(|m| Box::new(kserve_error(StatusCode::BAD_REQUEST, &m.to_string())))
 }
 
 async fn server_metadata() -> Response {
@@ -273,9 +273,8 @@ fn require_llm(entry: &ModelEntry) -> Result<(), Reject> {
 }
 
 /// Parses a generate-extension body; returns the request `id` (echoed in responses) too.
-fn parse_generate(body: &[u8]) -> Result<(GenParams, Option<String>), String> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| format!("failed to parse the request body as JSON: {e}"))?;
+fn parse_generate(body: &[u8]) -> Result<(GenParams, Option<String>), BadRequest> {
+    let v: Value = serde_json::from_slice(body).map_err(BadRequest::BodyJson)?;
     let id = request_id(&v);
     let params = interpret(Bag::from_generate_json(v)?)?;
     Ok((params, id))
@@ -292,7 +291,7 @@ async fn start_generate<'a>(
     require_llm(entry)?;
     let (params, id) = parse_generate(body).map_err(|m| {
         entry.record_invalid(arrival);
-        Box::new(kserve_error(StatusCode::BAD_REQUEST, &m))
+        Box::new(kserve_error(StatusCode::BAD_REQUEST, &m.to_string()))
     })?;
     let g = st
         .begin(entry, &params.prompt, params.max_tokens, false, arrival)
@@ -474,9 +473,9 @@ async fn infer(
     if !entry.is_llm() {
         return tensor_infer(&st, entry, &headers, body, arrival).await;
     }
-    let bad = |m: String| {
+    let bad = |m: BadRequest| {
         entry.record_invalid(arrival);
-        kserve_error(StatusCode::BAD_REQUEST, &m)
+        kserve_error(StatusCode::BAD_REQUEST, &m.to_string())
     };
     let (req, binary_out) = match parse_infer_json(&headers, &body) {
         Ok(x) => x,
@@ -547,7 +546,7 @@ async fn tensor_infer(
         Ok(x) => x,
         Err(m) => {
             entry.record_invalid(arrival);
-            return kserve_error(StatusCode::BAD_REQUEST, &m);
+            return kserve_error(StatusCode::BAD_REQUEST, &m.to_string());
         }
     };
     let run = match st.run_tensor(entry, batch, arrival).await {
@@ -616,7 +615,7 @@ fn parse_tensor_infer(
     entry: &ModelEntry,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(u32, Vec<OutputChoice>, Option<String>), String> {
+) -> Result<(u32, Vec<OutputChoice>, Option<String>), BadRequest> {
     let spec = &entry.spec;
     let (v, binary) = split_infer_body(headers, body)?;
     let inputs = json_inputs(&v)?;
@@ -629,19 +628,17 @@ fn parse_tensor_infer(
                 let size = size
                     .as_u64()
                     .and_then(|s| usize::try_from(s).ok())
-                    .ok_or_else(|| {
-                        format!("input '{name}': binary_data_size must be a byte count, got {size}")
+                    .ok_or_else(|| BadRequest::BinarySize {
+                        input: name.into(),
+                        got: size.clone(),
                     })?;
                 if size > rest.len() {
-                    return Err(format!(
-                        "input '{name}': binary_data_size {size} is more than the {} bytes of binary data left after the JSON header{}",
-                        rest.len(),
-                        if binary.is_empty() {
-                            " (binary tensor data needs the Inference-Header-Content-Length header, set to the JSON header's length)"
-                        } else {
-                            ""
-                        }
-                    ));
+                    return Err(BadRequest::BinaryOverrun {
+                        input: name.into(),
+                        size,
+                        left: rest.len(),
+                        header_length_missing: binary.is_empty(),
+                    });
                 }
                 let (this, tail) = rest.split_at(size);
                 rest = tail;
@@ -657,10 +654,7 @@ fn parse_tensor_infer(
         });
     }
     if !rest.is_empty() {
-        return Err(format!(
-            "{} bytes of binary data left after the last input: the inputs' binary_data_size values must add up to the body after the JSON header",
-            rest.len()
-        ));
+        return Err(BadRequest::BinaryLeftOver(rest.len()));
     }
     let views: Vec<InputView<'_>> = parsed
         .iter()
@@ -682,11 +676,19 @@ fn parse_tensor_infer(
                 let name = o
                     .get("name")
                     .and_then(Value::as_str)
-                    .ok_or("expected every requested output to have a 'name'")?;
+                    .ok_or(BadRequest::Expected(
+                        "every requested output to have a 'name'",
+                    ))?;
                 Ok((name, flag(o.pointer("/parameters/binary_data"))))
             })
-            .collect::<Result<Vec<_>, String>>()?,
-        Some(_) => return Err("expected 'outputs' to be an array of {name, parameters}".into()),
+            .collect::<Result<Vec<_>, BadRequest>>()?,
+        Some(_) => {
+            return Err(BadRequest::WrongType {
+                field: "outputs".into(),
+                expected: "an array of {name, parameters}",
+                got: None,
+            });
+        }
     };
     let outputs = select_outputs(spec, requested, binary_default)?;
     let id = request_id(&v);
@@ -703,60 +705,62 @@ fn request_id(v: &Value) -> Option<String> {
 }
 
 /// The `inputs` array of a JSON infer request.
-fn json_inputs(v: &Value) -> Result<&Vec<Value>, String> {
+fn json_inputs(v: &Value) -> Result<&Vec<Value>, BadRequest> {
     v.get("inputs")
         .and_then(Value::as_array)
-        .ok_or_else(|| "expected an 'inputs' array of {name, shape, datatype, data}".to_owned())
+        .ok_or(BadRequest::Expected(
+            "an 'inputs' array of {name, shape, datatype, data}",
+        ))
 }
 
 /// The `name`, `datatype` and `shape` every JSON infer input must carry.
-fn input_head(input: &Value) -> Result<(&str, &str, Vec<i64>), String> {
+fn input_head(input: &Value) -> Result<(&str, &str, Vec<i64>), BadRequest> {
     let name = input
         .get("name")
         .and_then(Value::as_str)
-        .ok_or("expected every input to have a 'name'")?;
+        .ok_or(BadRequest::Expected("every input to have a 'name'"))?;
+    let lacks = |part| BadRequest::InputPart {
+        input: name.into(),
+        part,
+    };
     let datatype = input
         .get("datatype")
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("expected input '{name}' to have a 'datatype'"))?;
+        .ok_or_else(|| lacks("a 'datatype'"))?;
     let shape = input
         .get("shape")
         .and_then(Value::as_array)
         .and_then(|a| a.iter().map(Value::as_i64).collect())
-        .ok_or_else(|| format!("expected input '{name}' to have a 'shape' array of integers"))?;
+        .ok_or_else(|| lacks("a 'shape' array of integers"))?;
     Ok((name, datatype, shape))
 }
 
 /// Splits an infer body into its JSON header (parsed) and the binary data after it.
-fn split_infer_body<'a>(headers: &HeaderMap, body: &'a [u8]) -> Result<(Value, &'a [u8]), String> {
+fn split_infer_body<'a>(
+    headers: &HeaderMap,
+    body: &'a [u8],
+) -> Result<(Value, &'a [u8]), BadRequest> {
     let declared = headers.get("inference-header-content-length");
-    let header_len = match declared {
-        Some(v) => {
-            let n: usize = v
-                .to_str()
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .ok_or("expected Inference-Header-Content-Length to be a byte count")?;
-            if n > body.len() {
-                return Err(format!(
-                    "Inference-Header-Content-Length {n} is larger than the body ({} bytes)",
-                    body.len()
-                ));
+    let header_len =
+        match declared {
+            Some(v) => {
+                let n: usize = v.to_str().ok().and_then(|s| s.trim().parse().ok()).ok_or(
+                    BadRequest::Expected("Inference-Header-Content-Length to be a byte count"),
+                )?;
+                if n > body.len() {
+                    return Err(BadRequest::HeaderLength {
+                        length: n,
+                        body: body.len(),
+                    });
+                }
+                n
             }
-            n
-        }
-        None => body.len(),
-    };
+            None => body.len(),
+        };
     let (json_part, binary) = body.split_at(header_len);
-    let v: Value = serde_json::from_slice(json_part).map_err(|e| {
-        format!(
-            "failed to parse the request JSON: {e}{}",
-            if declared.is_none() {
-                " (a body carrying binary tensor data needs the Inference-Header-Content-Length header, set to the JSON header's length)"
-            } else {
-                ""
-            }
-        )
+    let v: Value = serde_json::from_slice(json_part).map_err(|source| BadRequest::InferJson {
+        source,
+        header_length_missing: declared.is_none(),
     })?;
     Ok((v, binary))
 }
@@ -767,7 +771,7 @@ fn split_infer_body<'a>(headers: &HeaderMap, body: &'a [u8]) -> Result<(Value, &
 fn parse_infer_json(
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(proto::ModelInferRequest, bool), String> {
+) -> Result<(proto::ModelInferRequest, bool), BadRequest> {
     let (v, mut binary) = split_infer_body(headers, body)?;
     let inputs = json_inputs(&v)?;
     let mut req = proto::ModelInferRequest {
@@ -780,8 +784,10 @@ fn parse_infer_json(
     };
     for input in inputs {
         let (name, dt_name, shape) = input_head(input)?;
-        let dt = DataType::from_kserve(dt_name)
-            .ok_or_else(|| format!("input '{name}': unknown datatype {dt_name}"))?;
+        let dt = DataType::from_kserve(dt_name).ok_or_else(|| BadRequest::UnknownDatatype {
+            input: name.into(),
+            datatype: dt_name.into(),
+        })?;
         let binary_size = input
             .pointer("/parameters/binary_data_size")
             .and_then(Value::as_u64);
@@ -789,10 +795,11 @@ fn parse_infer_json(
             Some(size) => {
                 let size = size as usize;
                 if size > binary.len() {
-                    return Err(format!(
-                        "input '{name}': binary_data_size {size} is more than the {} binary bytes left",
-                        binary.len()
-                    ));
+                    return Err(BadRequest::BinaryShort {
+                        input: name.into(),
+                        size,
+                        left: binary.len(),
+                    });
                 }
                 let (this, rest) = binary.split_at(size);
                 binary = rest;
@@ -822,17 +829,18 @@ fn parse_infer_json(
 }
 
 /// Encodes JSON tensor data (flat or nested, row-major) in raw form.
-fn json_data_to_raw(name: &str, dt: DataType, data: Option<&Value>) -> Result<Vec<u8>, String> {
-    let data = data
-        .ok_or_else(|| format!("expected input '{name}' to have 'data' (or binary_data_size)"))?;
+fn json_data_to_raw(name: &str, dt: DataType, data: Option<&Value>) -> Result<Vec<u8>, BadRequest> {
+    let data = data.ok_or_else(|| BadRequest::InputPart {
+        input: name.into(),
+        part: "'data' (or binary_data_size)",
+    })?;
     let mut flat = Vec::new();
     flatten(data, &mut flat);
     let mut out = Vec::new();
-    let bad = |v: &Value| {
-        format!(
-            "input '{name}': {v} is not a valid {} element",
-            dt.kserve_name()
-        )
+    let bad = |v: &Value| BadRequest::BadElement {
+        input: name.into(),
+        element: v.clone(),
+        datatype: dt.kserve_name(),
     };
     for v in flat {
         match dt {
@@ -866,10 +874,10 @@ fn json_data_to_raw(name: &str, dt: DataType, data: Option<&Value>) -> Result<Ve
                 out.extend_from_slice(&v.as_f64().ok_or_else(|| bad(v))?.to_le_bytes())
             }
             other => {
-                return Err(format!(
-                    "input '{name}': {} data must be sent as binary data",
-                    other.kserve_name()
-                ));
+                return Err(BadRequest::BinaryOnly {
+                    input: name.into(),
+                    datatype: other.kserve_name(),
+                });
             }
         }
     }

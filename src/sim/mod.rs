@@ -116,10 +116,12 @@ mod counters;
 mod disruption;
 mod engine;
 mod engine_api;
+mod engine_config;
 mod export;
 mod faults;
 mod gpu;
 mod grpc;
+mod grpc_wire;
 mod http;
 mod kv;
 mod metrics;
@@ -144,7 +146,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use crate::server_metrics::ServerKind;
-pub use engine::{EngineConfig, NOMINAL_TOKENS_PER_SLOT};
+pub use engine_config::{EngineConfig, NOMINAL_TOKENS_PER_SLOT};
 pub use faults::FaultConfig;
 pub use models::{
     DEFAULT_REASONING_TOKENS, DataType, DynamicBatching, LlmLayout, ModelKind, ModelSpec,
@@ -405,8 +407,11 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
     }
     let (state, mut engines) = state::SimState::new(cfg, tokenizer, shutdown_rx.clone())?;
     let state = Arc::new(state);
+    let gpu_state = state.clone();
     engines.push(tokio::spawn(gpu::sample_every(
-        state.clone(),
+        move || {
+            gpu_state.gpu_reading();
+        },
         shutdown_rx.clone(),
     )));
 

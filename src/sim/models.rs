@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::engine::EngineConfig;
+use super::engine_config::EngineConfig;
 use crate::proto;
 
 /// Element type of a tensor, in the KServe/Triton vocabulary.

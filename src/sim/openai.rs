@@ -26,7 +26,7 @@ use tokio::time::Instant;
 
 use super::http::{MAX_BODY_BYTES, begin_status};
 use super::models::ReasoningSpec;
-use super::request::{DEFAULT_MAX_TOKENS, Prompt, Scalar, resolve_length};
+use super::request::{BadRequest, DEFAULT_MAX_TOKENS, Prompt, Scalar, resolve_length};
 use super::state::{BeginError, Generation, SimState};
 use super::stream::{EventFormat, SseBody, full_json_response};
 use super::tokens;
@@ -130,36 +130,40 @@ struct OpenAiRequest {
     tool: Option<String>,
 }
 
-fn lenient_u32(v: &Value, key: &str) -> Result<Option<u32>, String> {
+fn lenient_u32(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
     match v.get(key).cloned().and_then(Scalar::from_json) {
         Some(s) => s.to_u32(key).map(Some),
         None => Ok(None),
     }
 }
 
-fn lenient_bool(v: Option<&Value>, key: &str) -> Result<bool, String> {
+fn lenient_bool(v: Option<&Value>, key: &str) -> Result<bool, BadRequest> {
     match v.cloned().and_then(Scalar::from_json) {
         Some(s) => s.to_bool(key),
         None => Ok(false),
     }
 }
 
-fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, String> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| format!("failed to parse the request body as JSON: {e}"))?;
+fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
+    let v: Value = serde_json::from_slice(body).map_err(BadRequest::BodyJson)?;
     if !v.is_object() {
-        return Err("expected a JSON object".to_owned());
+        return Err(BadRequest::Expected("a JSON object"));
     }
+    let wrong = |field: &str, expected| BadRequest::WrongType {
+        field: field.into(),
+        expected,
+        got: None,
+    };
     let model = match v.get("model") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("expected 'model' to be a string".to_owned()),
+        Some(_) => return Err(wrong("model", "a string")),
     };
     let prompt = if chat {
         let messages = v
             .get("messages")
             .and_then(Value::as_array)
-            .ok_or("expected 'messages' to be an array of {role, content}")?;
+            .ok_or_else(|| wrong("messages", "an array of {role, content}"))?;
         let mut text = String::new();
         let mut images = 0u32;
         for m in messages {
@@ -181,18 +185,14 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, String> {
             {
                 Prompt::Tokens(a[0].as_array().map_or(0, |t| t.len() as u32))
             }
-            Some(Value::Array(_)) => {
-                return Err("the simulator accepts one prompt per request: a string, a one-string array, or an array of token ids".to_owned());
-            }
-            _ => return Err("expected 'prompt' to be a string".to_owned()),
+            Some(Value::Array(_)) => return Err(BadRequest::SeveralPrompts),
+            _ => return Err(wrong("prompt", "a string")),
         }
     };
     if let Some(n) = lenient_u32(&v, "n")?
         && n != 1
     {
-        return Err(format!(
-            "the simulator generates one choice per request ('n' must be 1, got {n})"
-        ));
+        return Err(BadRequest::SeveralChoices(n));
     }
     let max = match lenient_u32(&v, "max_completion_tokens")? {
         Some(n) => Some(n),
@@ -228,7 +228,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
     let arrival = Instant::now();
     let req = match parse_request(&body, chat) {
         Ok(r) => r,
-        Err(m) => return error(StatusCode::BAD_REQUEST, &m, "BadRequestError"),
+        Err(m) => return error(StatusCode::BAD_REQUEST, &m.to_string(), "BadRequestError"),
     };
     let name = match &req.model {
         Some(m) => m.as_str(),

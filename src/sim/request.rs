@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use super::models::{DataType, ModelSpec};
-use super::tensor::{check_required_inputs, contents_field};
+use super::tensor::{TensorError, check_required_inputs, contents_field};
 use crate::proto;
 
 /// Output length when a request names none (vLLM's and the generate extension's default).
@@ -19,6 +19,315 @@ pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16;
 
 /// Largest output the simulator agrees to produce for one request.
 pub(crate) const MAX_TOKENS_LIMIT: u32 = 1 << 20;
+
+/// Why the simulator refuses a request as malformed (HTTP 400, gRPC `INVALID_ARGUMENT`, the
+/// OpenAI routes' `BadRequestError`): each message names the field, input or header, what was
+/// expected, and what came.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BadRequest {
+    /// The body is not JSON.
+    #[error("failed to parse the request body as JSON: {0}")]
+    BodyJson(#[source] serde_json::Error),
+    /// A KServe infer body's JSON header is not JSON.
+    #[error(
+        "failed to parse the request JSON: {source}{}",
+        if *.header_length_missing { " (a body carrying binary tensor data needs the Inference-Header-Content-Length header, set to the JSON header's length)" } else { "" }
+    )]
+    InferJson {
+        /// What the parser said.
+        #[source]
+        source: serde_json::Error,
+        /// The request had no `Inference-Header-Content-Length`.
+        header_length_missing: bool,
+    },
+    /// The body or one of its parts lacks the shape it must have (the phrase says which:
+    /// `a JSON object`, `an 'inputs' array of {name, shape, datatype, data}`, ...).
+    #[error("expected {0}")]
+    Expected(&'static str),
+    /// A field holds a value of another type.
+    #[error("expected '{field}' to be {expected}{}", got_text(.got))]
+    WrongType {
+        /// The field (`max_tokens`, `stream_options.include_usage`).
+        field: String,
+        /// What it must be (`a boolean`).
+        expected: &'static str,
+        /// What it was, when worth saying.
+        got: Option<String>,
+    },
+    /// A field the API requires (Anthropic's wording), with the shape it takes.
+    #[error("{field}: Field required{}", shape.map(|s| format!(" ({s})")).unwrap_or_default())]
+    Required {
+        /// The field.
+        field: &'static str,
+        /// What it holds, when worth saying.
+        shape: Option<&'static str>,
+    },
+    /// A list of texts holding something else.
+    #[error("expected '{0}' to hold strings")]
+    NotStrings(String),
+    /// An image whose base64 does not decode.
+    #[error("an image's base64 does not decode: {0}")]
+    ImageBase64(#[source] base64::DecodeError),
+    /// An image that cannot be read at all.
+    #[error("{0}")]
+    ImageRead(#[source] std::io::Error),
+    /// An image that is not a PNG or JPEG.
+    #[error("an image is not a PNG or JPEG the server can read: {0}")]
+    ImageFormat(#[source] image::ImageError),
+    /// `sampling_parameters` as a string that is not JSON.
+    #[error("expected 'sampling_parameters' to be a JSON object string: {0}")]
+    SamplingParametersJson(#[source] serde_json::Error),
+    /// Several prompts in one completions request.
+    #[error(
+        "the simulator accepts one prompt per request: a string, a one-string array, or an array of token ids"
+    )]
+    SeveralPrompts,
+    /// `n` other than 1.
+    #[error("the simulator generates one choice per request ('n' must be 1, got {0})")]
+    SeveralChoices(u32),
+    /// `min_tokens` above `max_tokens`.
+    #[error("min_tokens ({min}) must be less than or equal to max_tokens ({max})")]
+    MinAboveMax {
+        /// `min_tokens`.
+        min: u32,
+        /// `max_tokens`.
+        max: u32,
+    },
+    /// An output length of 0.
+    #[error("expected max_tokens to be at least 1")]
+    NoTokens,
+    /// An output length past what the simulator produces.
+    #[error("max_tokens {0} is above the simulator's limit of {MAX_TOKENS_LIMIT}")]
+    TooManyTokens(u32),
+    /// A KServe request to an LLM model whose raw contents do not match its inputs.
+    #[error("expected {inputs} raw_input_contents (one per input), got {raw}")]
+    RawCount {
+        /// Inputs in the request.
+        inputs: usize,
+        /// `raw_input_contents` entries.
+        raw: usize,
+    },
+    /// An input an LLM model does not have.
+    #[error("unexpected inference input '{input}' for model '{model}'")]
+    UnknownInput {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+    },
+    /// The same input twice.
+    #[error("input '{0}' appears more than once")]
+    DuplicateInput(String),
+    /// An input sent with another datatype than the model's.
+    #[error("unexpected datatype {got} for inference input '{input}', expecting {want}")]
+    Datatype {
+        /// The datatype sent.
+        got: String,
+        /// The input.
+        input: String,
+        /// The model's datatype.
+        want: &'static str,
+    },
+    /// An input of another shape than the model's.
+    #[error(
+        "unexpected shape for input '{input}' for model '{model}'. Expected {expected:?}, got {got:?}{}",
+        if *.batched { " (the first dimension is the batch size, because max_batch_size > 0)" } else { "" }
+    )]
+    Shape {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// The shape the model declares.
+        expected: Vec<i64>,
+        /// The shape sent.
+        got: Vec<i64>,
+        /// The model batches (its first dimension is the batch).
+        batched: bool,
+    },
+    /// A batch other than 1 for an LLM model.
+    #[error(
+        "input '{input}' has batch size {batch}; the simulator serves one sequence per request, expected 1"
+    )]
+    Batch {
+        /// The input.
+        input: String,
+        /// The batch sent.
+        batch: i64,
+    },
+    /// An LLM input of more than one element.
+    #[error("input '{input}' must hold exactly one element, got shape {shape:?}")]
+    NotOneElement {
+        /// The input.
+        input: String,
+        /// The shape sent.
+        shape: Vec<i64>,
+    },
+    /// Typed contents beside raw contents.
+    #[error("input '{0}': contents must not be set when raw_input_contents is used")]
+    ContentsWithRaw(String),
+    /// Raw data of another size than one element.
+    #[error(
+        "input '{input}': expected {size} bytes of raw {datatype} data for one element, got {got}"
+    )]
+    RawSize {
+        /// The input.
+        input: String,
+        /// Bytes of one element.
+        size: usize,
+        /// The datatype.
+        datatype: &'static str,
+        /// Bytes sent.
+        got: usize,
+    },
+    /// Raw BYTES data not framed as one length-prefixed string.
+    #[error(
+        "input '{input}': expected raw BYTES data as a 4-byte little-endian length followed by that many bytes ({got} bytes given)"
+    )]
+    RawBytes {
+        /// The input.
+        input: String,
+        /// Bytes sent.
+        got: usize,
+    },
+    /// A datatype the LLM models do not take.
+    #[error("input '{input}': datatype {datatype} is not supported by the simulator's LLM models")]
+    UnsupportedDatatype {
+        /// The input.
+        input: String,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// An input without data.
+    #[error(
+        "input '{input}': expected its data either in raw_input_contents or in contents ({field} field for {datatype})"
+    )]
+    NoData {
+        /// The input.
+        input: String,
+        /// The typed-contents field for its datatype.
+        field: &'static str,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// Typed contents of more than one element.
+    #[error("input '{input}': expected 1 element in contents, got {got}")]
+    ContentsCount {
+        /// The input.
+        input: String,
+        /// Elements sent.
+        got: usize,
+    },
+    /// FP16/BF16 in typed contents.
+    #[error("input '{input}': {datatype} data must be sent in raw_input_contents")]
+    RawOnly {
+        /// The input.
+        input: String,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// Text that is not UTF-8.
+    #[error("input '{input}' must be UTF-8 text: {source}")]
+    NotUtf8 {
+        /// The input.
+        input: String,
+        /// Where the bytes stopped being UTF-8.
+        #[source]
+        source: std::string::FromUtf8Error,
+    },
+    /// A JSON infer input without one of its parts (`a 'datatype'`, `'data' (or
+    /// binary_data_size)`).
+    #[error("expected input '{input}' to have {part}")]
+    InputPart {
+        /// The input.
+        input: String,
+        /// What it lacks.
+        part: &'static str,
+    },
+    /// A datatype name KServe does not have.
+    #[error("input '{input}': unknown datatype {datatype}")]
+    UnknownDatatype {
+        /// The input.
+        input: String,
+        /// The name sent.
+        datatype: String,
+    },
+    /// A `binary_data_size` that is not a byte count.
+    #[error("input '{input}': binary_data_size must be a byte count, got {got}")]
+    BinarySize {
+        /// The input.
+        input: String,
+        /// The value sent.
+        got: Value,
+    },
+    /// A `binary_data_size` past the binary data left (`header_length_missing`: the request
+    /// had no `Inference-Header-Content-Length`, so the whole body was read as JSON).
+    #[error(
+        "input '{input}': binary_data_size {size} is more than the {left} bytes of binary data left after the JSON header{}",
+        if *.header_length_missing { " (binary tensor data needs the Inference-Header-Content-Length header, set to the JSON header's length)" } else { "" }
+    )]
+    BinaryOverrun {
+        /// The input.
+        input: String,
+        /// Its `binary_data_size`.
+        size: usize,
+        /// Binary bytes left.
+        left: usize,
+        /// No `Inference-Header-Content-Length` was sent.
+        header_length_missing: bool,
+    },
+    /// An LLM input's `binary_data_size` past the binary data left.
+    #[error("input '{input}': binary_data_size {size} is more than the {left} binary bytes left")]
+    BinaryShort {
+        /// The input.
+        input: String,
+        /// Its `binary_data_size`.
+        size: usize,
+        /// Binary bytes left.
+        left: usize,
+    },
+    /// Binary data no input claimed.
+    #[error(
+        "{0} bytes of binary data left after the last input: the inputs' binary_data_size values must add up to the body after the JSON header"
+    )]
+    BinaryLeftOver(usize),
+    /// An `Inference-Header-Content-Length` past the body.
+    #[error("Inference-Header-Content-Length {length} is larger than the body ({body} bytes)")]
+    HeaderLength {
+        /// The header's value.
+        length: usize,
+        /// The body's size.
+        body: usize,
+    },
+    /// A JSON element that does not fit the input's datatype.
+    #[error("input '{input}': {element} is not a valid {datatype} element")]
+    BadElement {
+        /// The input.
+        input: String,
+        /// The element.
+        element: Value,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// A datatype that JSON cannot carry.
+    #[error("input '{input}': {datatype} data must be sent as binary data")]
+    BinaryOnly {
+        /// The input.
+        input: String,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// A tensor model's inputs or outputs (Triton's checks).
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+}
+
+/// `, got X` when the value is worth showing.
+fn got_text(got: &Option<String>) -> String {
+    got.as_ref()
+        .map(|g| format!(", got {g}"))
+        .unwrap_or_default()
+}
 
 /// The prompt, as far as the simulator cares: text to tokenize, or a known token count (OpenAI
 /// completions accept token-id arrays).
@@ -111,12 +420,11 @@ impl Scalar {
     }
 
     /// The value as a `u32`, leniently (integral floats and numeric strings accepted).
-    pub(crate) fn to_u32(&self, name: &str) -> Result<u32, String> {
-        let bad = || {
-            format!(
-                "expected '{name}' to be a non-negative integer, got {}",
-                self.describe()
-            )
+    pub(crate) fn to_u32(&self, name: &str) -> Result<u32, BadRequest> {
+        let bad = || BadRequest::WrongType {
+            field: name.into(),
+            expected: "a non-negative integer",
+            got: Some(self.describe()),
         };
         let v: u64 = match self {
             Scalar::Int(i) => u64::try_from(*i).map_err(|_| bad())?,
@@ -137,7 +445,12 @@ impl Scalar {
     }
 
     /// The value as a boolean, leniently (`"true"`, `1`, ...).
-    pub(crate) fn to_bool(&self, name: &str) -> Result<bool, String> {
+    pub(crate) fn to_bool(&self, name: &str) -> Result<bool, BadRequest> {
+        let bad = || BadRequest::WrongType {
+            field: name.into(),
+            expected: "a boolean",
+            got: Some(self.describe()),
+        };
         match self {
             Scalar::Bool(b) => Ok(*b),
             Scalar::Int(0) => Ok(false),
@@ -145,15 +458,9 @@ impl Scalar {
             Scalar::Text(s) => match s.trim().to_ascii_lowercase().as_str() {
                 "true" | "1" => Ok(true),
                 "false" | "0" => Ok(false),
-                _ => Err(format!(
-                    "expected '{name}' to be a boolean, got {}",
-                    self.describe()
-                )),
+                _ => Err(bad()),
             },
-            _ => Err(format!(
-                "expected '{name}' to be a boolean, got {}",
-                self.describe()
-            )),
+            _ => Err(bad()),
         }
     }
 }
@@ -183,19 +490,21 @@ impl Bag {
         Some(self.items.swap_remove(i).1)
     }
 
-    fn u32(&self, name: &str) -> Result<Option<u32>, String> {
+    fn u32(&self, name: &str) -> Result<Option<u32>, BadRequest> {
         self.get(name).map(|v| v.to_u32(name)).transpose()
     }
 
-    fn bool(&self, name: &str) -> Result<Option<bool>, String> {
+    fn bool(&self, name: &str) -> Result<Option<bool>, BadRequest> {
         self.get(name).map(|v| v.to_bool(name)).transpose()
     }
 
     /// A bag from a generate-extension JSON body: top-level keys, then the keys of
     /// `parameters` (lower precedence).
-    pub(crate) fn from_generate_json(body: Value) -> Result<Bag, String> {
+    pub(crate) fn from_generate_json(body: Value) -> Result<Bag, BadRequest> {
         let Value::Object(map) = body else {
-            return Err("expected a JSON object with a 'text_input' field".to_owned());
+            return Err(BadRequest::Expected(
+                "a JSON object with a 'text_input' field",
+            ));
         };
         let mut bag = Bag::default();
         let mut params = None;
@@ -215,7 +524,7 @@ impl Bag {
                 }
             }
             Some(Value::Null) | None => {}
-            Some(_) => return Err("expected 'parameters' to be a JSON object".to_owned()),
+            Some(_) => return Err(not_object("parameters", None)),
         }
         Ok(bag)
     }
@@ -226,24 +535,20 @@ pub(crate) fn resolve_length(
     max: Option<u32>,
     min: Option<u32>,
     default: u32,
-) -> Result<u32, String> {
+) -> Result<u32, BadRequest> {
     let n = match (max, min) {
         (Some(max), Some(min)) if min > max => {
-            return Err(format!(
-                "min_tokens ({min}) must be less than or equal to max_tokens ({max})"
-            ));
+            return Err(BadRequest::MinAboveMax { min, max });
         }
         (Some(max), _) => max,
         (None, Some(min)) => min.max(default),
         (None, None) => default,
     };
     if n == 0 {
-        return Err("expected max_tokens to be at least 1".to_owned());
+        return Err(BadRequest::NoTokens);
     }
     if n > MAX_TOKENS_LIMIT {
-        return Err(format!(
-            "max_tokens {n} is above the simulator's limit of {MAX_TOKENS_LIMIT}"
-        ));
+        return Err(BadRequest::TooManyTokens(n));
     }
     Ok(n)
 }
@@ -251,35 +556,33 @@ pub(crate) fn resolve_length(
 /// Turns a bag into generation parameters: `text_input`, `max_tokens`, `min_tokens`, `stream`,
 /// `exclude_input_in_output`, and a vLLM `sampling_parameters` JSON (object or string, values may
 /// be strings) supplying `max_tokens`/`min_tokens` when the top level does not.
-pub(crate) fn interpret(mut bag: Bag) -> Result<GenParams, String> {
+pub(crate) fn interpret(mut bag: Bag) -> Result<GenParams, BadRequest> {
     let prompt = match bag.take("text_input") {
         Some(Scalar::Text(s)) => s,
         Some(other) => {
-            return Err(format!(
-                "expected 'text_input' to be a string, got {}",
-                other.describe()
-            ));
+            return Err(BadRequest::WrongType {
+                field: "text_input".into(),
+                expected: "a string",
+                got: Some(other.describe()),
+            });
         }
-        None => return Err("expected a 'text_input' string".to_owned()),
+        None => return Err(BadRequest::Expected("a 'text_input' string")),
     };
     let mut max = bag.u32("max_tokens")?;
     let mut min = bag.u32("min_tokens")?;
     if let Some(sp) = bag.take("sampling_parameters") {
         let v = match sp {
             Scalar::Text(s) if s.trim().is_empty() => Value::Object(Default::default()),
-            Scalar::Text(s) => serde_json::from_str::<Value>(&s).map_err(|e| {
-                format!("expected 'sampling_parameters' to be a JSON object string: {e}")
-            })?,
+            Scalar::Text(s) => {
+                serde_json::from_str::<Value>(&s).map_err(BadRequest::SamplingParametersJson)?
+            }
             Scalar::Json(v) => v,
             other => {
-                return Err(format!(
-                    "expected 'sampling_parameters' to be a JSON object, got {}",
-                    other.describe()
-                ));
+                return Err(not_object("sampling_parameters", Some(other.describe())));
             }
         };
         let Value::Object(obj) = v else {
-            return Err("expected 'sampling_parameters' to be a JSON object".to_owned());
+            return Err(not_object("sampling_parameters", None));
         };
         let mut sp = Bag::default();
         for (k, v) in obj {
@@ -303,6 +606,15 @@ pub(crate) fn interpret(mut bag: Bag) -> Result<GenParams, String> {
     })
 }
 
+/// `field` is not a JSON object (`got`: what it was, when worth saying).
+fn not_object(field: &str, got: Option<String>) -> BadRequest {
+    BadRequest::WrongType {
+        field: field.into(),
+        expected: "a JSON object",
+        got,
+    }
+}
+
 /// Reads the inputs of a gRPC `ModelInferRequest` into a bag, validating them against the model
 /// the way Triton does: known names, declared datatypes, shapes (with the batch dimension when
 /// `max_batch_size > 0`), all required inputs present. Request parameters `max_tokens` /
@@ -310,33 +622,31 @@ pub(crate) fn interpret(mut bag: Bag) -> Result<GenParams, String> {
 pub(crate) fn bag_from_infer_request(
     spec: &ModelSpec,
     req: &proto::ModelInferRequest,
-) -> Result<(Bag, bool), String> {
+) -> Result<(Bag, bool), BadRequest> {
     let raw = &req.raw_input_contents;
     if !raw.is_empty() && raw.len() != req.inputs.len() {
-        return Err(format!(
-            "expected {} raw_input_contents (one per input), got {}",
-            req.inputs.len(),
-            raw.len()
-        ));
+        return Err(BadRequest::RawCount {
+            inputs: req.inputs.len(),
+            raw: raw.len(),
+        });
     }
     let mut bag = Bag::default();
     for (i, input) in req.inputs.iter().enumerate() {
         let Some(ts) = spec.input(&input.name) else {
-            return Err(format!(
-                "unexpected inference input '{}' for model '{}'",
-                input.name, spec.name
-            ));
+            return Err(BadRequest::UnknownInput {
+                input: input.name.clone(),
+                model: spec.name.clone(),
+            });
         };
         if bag.get(&input.name).is_some() {
-            return Err(format!("input '{}' appears more than once", input.name));
+            return Err(BadRequest::DuplicateInput(input.name.clone()));
         }
         if input.datatype != ts.datatype.kserve_name() {
-            return Err(format!(
-                "unexpected datatype {} for inference input '{}', expecting {}",
-                input.datatype,
-                input.name,
-                ts.datatype.kserve_name()
-            ));
+            return Err(BadRequest::Datatype {
+                got: input.datatype.clone(),
+                input: input.name.clone(),
+                want: ts.datatype.kserve_name(),
+            });
         }
         let expected = spec.metadata_shape(ts);
         let shape_ok = input.shape.len() == expected.len()
@@ -346,41 +656,32 @@ pub(crate) fn bag_from_infer_request(
                 .zip(&expected)
                 .all(|(&got, &want)| got >= 0 && (want < 0 || got == want));
         if !shape_ok {
-            return Err(format!(
-                "unexpected shape for input '{}' for model '{}'. Expected {:?}, got {:?}{}",
-                input.name,
-                spec.name,
+            return Err(BadRequest::Shape {
+                input: input.name.clone(),
+                model: spec.name.clone(),
                 expected,
-                input.shape,
-                if spec.max_batch_size > 0 {
-                    " (the first dimension is the batch size, because max_batch_size > 0)"
-                } else {
-                    ""
-                }
-            ));
+                got: input.shape.clone(),
+                batched: spec.max_batch_size > 0,
+            });
         }
         let count: i64 = input.shape.iter().product();
         if spec.max_batch_size > 0 && input.shape.first().copied().unwrap_or(0) != 1 {
-            return Err(format!(
-                "input '{}' has batch size {}; the simulator serves one sequence per request, expected 1",
-                input.name,
-                input.shape.first().copied().unwrap_or(0)
-            ));
+            return Err(BadRequest::Batch {
+                input: input.name.clone(),
+                batch: input.shape.first().copied().unwrap_or(0),
+            });
         }
         if count != 1 {
-            return Err(format!(
-                "input '{}' must hold exactly one element, got shape {:?}",
-                input.name, input.shape
-            ));
+            return Err(BadRequest::NotOneElement {
+                input: input.name.clone(),
+                shape: input.shape.clone(),
+            });
         }
         let value = if raw.is_empty() {
             scalar_from_contents(&input.name, ts.datatype, input.contents.as_ref())?
         } else {
             if input.contents.is_some() {
-                return Err(format!(
-                    "input '{}': contents must not be set when raw_input_contents is used",
-                    input.name
-                ));
+                return Err(BadRequest::ContentsWithRaw(input.name.clone()));
             }
             scalar_from_raw(&input.name, ts.datatype, &raw[i])?
         };
@@ -413,24 +714,21 @@ pub(crate) fn bag_from_infer_request(
 }
 
 /// One fixed-width element's bytes (`N` of them), or what was wrong with `raw`.
-fn fixed<const N: usize>(name: &str, dt: DataType, raw: &[u8]) -> Result<[u8; N], String> {
-    raw.try_into().map_err(|_| {
-        format!(
-            "input '{name}': expected {N} bytes of raw {} data for one element, got {}",
-            dt.kserve_name(),
-            raw.len()
-        )
+fn fixed<const N: usize>(name: &str, dt: DataType, raw: &[u8]) -> Result<[u8; N], BadRequest> {
+    raw.try_into().map_err(|_| BadRequest::RawSize {
+        input: name.into(),
+        size: N,
+        datatype: dt.kserve_name(),
+        got: raw.len(),
     })
 }
 
-fn scalar_from_raw(name: &str, dt: DataType, raw: &[u8]) -> Result<Scalar, String> {
+fn scalar_from_raw(name: &str, dt: DataType, raw: &[u8]) -> Result<Scalar, BadRequest> {
     Ok(match dt {
         DataType::Bytes => {
-            let bad = || {
-                format!(
-                    "input '{name}': expected raw BYTES data as a 4-byte little-endian length followed by that many bytes ({} bytes given)",
-                    raw.len()
-                )
+            let bad = || BadRequest::RawBytes {
+                input: name.into(),
+                got: raw.len(),
             };
             let head: [u8; 4] = raw
                 .get(..4)
@@ -447,10 +745,10 @@ fn scalar_from_raw(name: &str, dt: DataType, raw: &[u8]) -> Result<Scalar, Strin
         DataType::Fp32 => Scalar::Float(f64::from(f32::from_le_bytes(fixed(name, dt, raw)?))),
         DataType::Fp64 => Scalar::Float(f64::from_le_bytes(fixed(name, dt, raw)?)),
         other => {
-            return Err(format!(
-                "input '{name}': datatype {} is not supported by the simulator's LLM models",
-                other.kserve_name()
-            ));
+            return Err(BadRequest::UnsupportedDatatype {
+                input: name.into(),
+                datatype: other.kserve_name(),
+            });
         }
     })
 }
@@ -459,24 +757,23 @@ fn scalar_from_contents(
     name: &str,
     dt: DataType,
     contents: Option<&proto::InferTensorContents>,
-) -> Result<Scalar, String> {
-    let missing = || {
-        format!(
-            "input '{name}': expected its data either in raw_input_contents or in contents ({} field for {})",
-            contents_field(dt),
-            dt.kserve_name()
-        )
+) -> Result<Scalar, BadRequest> {
+    let missing = || BadRequest::NoData {
+        input: name.into(),
+        field: contents_field(dt),
+        datatype: dt.kserve_name(),
     };
     let c = contents.ok_or_else(missing)?;
     // An empty field usually means the data sits in another field (INT64 values in
     // int_contents, say), so name the field that was expected.
-    let one = |n: usize| -> Result<(), String> {
+    let one = |n: usize| -> Result<(), BadRequest> {
         match n {
             1 => Ok(()),
             0 => Err(missing()),
-            n => Err(format!(
-                "input '{name}': expected 1 element in contents, got {n}"
-            )),
+            got => Err(BadRequest::ContentsCount {
+                input: name.into(),
+                got,
+            }),
         }
     };
     let scalar = match dt {
@@ -513,17 +810,20 @@ fn scalar_from_contents(
             Scalar::Float(c.fp64_contents[0])
         }
         DataType::Fp16 | DataType::Bf16 => {
-            return Err(format!(
-                "input '{name}': {} data must be sent in raw_input_contents",
-                dt.kserve_name()
-            ));
+            return Err(BadRequest::RawOnly {
+                input: name.into(),
+                datatype: dt.kserve_name(),
+            });
         }
     };
     Ok(scalar)
 }
 
-fn utf8(name: &str, b: &[u8]) -> Result<String, String> {
-    String::from_utf8(b.to_vec()).map_err(|e| format!("input '{name}' must be UTF-8 text: {e}"))
+fn utf8(name: &str, b: &[u8]) -> Result<String, BadRequest> {
+    String::from_utf8(b.to_vec()).map_err(|source| BadRequest::NotUtf8 {
+        input: name.into(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -531,7 +831,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse_gen(v: Value) -> Result<GenParams, String> {
+    fn parse_gen(v: Value) -> Result<GenParams, BadRequest> {
         interpret(Bag::from_generate_json(v)?)
     }
 
@@ -575,15 +875,21 @@ mod tests {
 
     #[test]
     fn generate_json_errors_say_what_was_expected() {
-        let e = parse_gen(json!({"max_tokens": 5})).expect_err("no text");
+        let e = parse_gen(json!({"max_tokens": 5}))
+            .expect_err("no text")
+            .to_string();
         assert!(e.contains("text_input"), "{e}");
-        let e = parse_gen(json!({"text_input": "x", "max_tokens": "lots"})).expect_err("bad");
+        let e = parse_gen(json!({"text_input": "x", "max_tokens": "lots"}))
+            .expect_err("bad")
+            .to_string();
         assert!(e.contains("non-negative integer"), "{e}");
         let e = parse_gen(json!({"text_input": "x", "max_tokens": 2, "min_tokens": 3}))
-            .expect_err("bad");
+            .expect_err("bad")
+            .to_string();
         assert!(e.contains("min_tokens"), "{e}");
-        let e =
-            parse_gen(json!({"text_input": "x", "sampling_parameters": "{oops"})).expect_err("bad");
+        let e = parse_gen(json!({"text_input": "x", "sampling_parameters": "{oops"}))
+            .expect_err("bad")
+            .to_string();
         assert!(e.contains("sampling_parameters"), "{e}");
         assert!(parse_gen(json!({"text_input": "x", "max_tokens": 0})).is_err());
         assert!(parse_gen(json!([1, 2])).is_err());
@@ -665,30 +971,45 @@ mod tests {
         };
         let mut r = base.clone();
         r.inputs[1].datatype = "INT64".into();
-        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        let e = bag_from_infer_request(&spec, &r)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(
             e.contains("unexpected datatype INT64") && e.contains("expecting INT32"),
             "{e}"
         );
         let mut r = base.clone();
         r.inputs[0].shape = vec![1];
-        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        let e = bag_from_infer_request(&spec, &r)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("unexpected shape"), "{e}");
         let mut r = base.clone();
         r.inputs.pop();
         r.raw_input_contents.pop();
-        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        let e = bag_from_infer_request(&spec, &r)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(
             e.contains("missing required input(s) [\"max_tokens\"]"),
             "{e}"
         );
         let mut r = base.clone();
         r.raw_input_contents[0] = vec![9, 0, 0, 0, b'x'];
-        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        let e = bag_from_infer_request(&spec, &r)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("4-byte little-endian length"), "{e}");
         let mut r = base.clone();
         r.inputs[0].name = "prompt".into();
-        let e = bag_from_infer_request(&spec, &r).err().unwrap_or_default();
+        let e = bag_from_infer_request(&spec, &r)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("unexpected inference input 'prompt'"), "{e}");
         // vLLM: no batch dimension, sampling_parameters with string values.
         let v = ModelSpec::vllm("vllm_model");

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::batcher::{Batcher, BatcherConfig, ExecTimes};
 use super::engine::{Engine, SubmitError, TokenSource, Work};
 use super::faults::{FaultPlan, Faults};
-use super::grpc::ModelWire;
+use super::grpc_wire::ModelWire;
 use super::kv::block_hashes;
 use super::metrics::{EngineTimes, FailReason, ModelMetrics, Tracker, elapsed_ns};
 use super::models::{ModelKind, ModelSpec};
@@ -128,6 +128,24 @@ pub(crate) enum BeginError {
     QueueFull,
     /// The server is shutting down.
     ShuttingDown,
+}
+
+/// A request for a model (or a version of it) the simulator does not host: Triton's message
+/// (HTTP 400 on KServe routes, gRPC `NOT_FOUND`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Request for unknown model: '{name}' {}is not found", version_text(.version))]
+pub(crate) struct UnknownModel {
+    /// The model as named.
+    pub(crate) name: String,
+    /// The version asked for, when it is the version that is unknown.
+    pub(crate) version: Option<String>,
+}
+
+fn version_text(version: &Option<String>) -> String {
+    version
+        .as_ref()
+        .map(|v| format!("version {v} "))
+        .unwrap_or_default()
 }
 
 impl BeginError {
@@ -286,17 +304,23 @@ impl SimState {
         Ok((state, tasks))
     }
 
-    /// The model `name` (and `version`, when given and non-empty), or Triton's error message.
-    pub(crate) fn lookup(&self, name: &str, version: Option<&str>) -> Result<&ModelEntry, String> {
+    /// The model `name` (and `version`, when given and non-empty).
+    pub(crate) fn lookup(
+        &self,
+        name: &str,
+        version: Option<&str>,
+    ) -> Result<&ModelEntry, UnknownModel> {
+        let unknown = |version: Option<&str>| UnknownModel {
+            name: name.into(),
+            version: version.map(String::from),
+        };
         let entry = self
             .index
             .get(name)
             .map(|&i| &self.models[i])
-            .ok_or_else(|| format!("Request for unknown model: '{name}' is not found"))?;
+            .ok_or_else(|| unknown(None))?;
         match version {
-            Some(v) if !v.is_empty() && v != entry.spec.version => Err(format!(
-                "Request for unknown model: '{name}' version {v} is not found"
-            )),
+            Some(v) if !v.is_empty() && v != entry.spec.version => Err(unknown(Some(v))),
             _ => Ok(entry),
         }
     }

@@ -47,6 +47,333 @@ pub(crate) struct InputView<'a> {
     pub(crate) data: InputData<'a>,
 }
 
+/// Why a tensor model refuses a request's inputs or outputs (HTTP 400, gRPC `INVALID_ARGUMENT`):
+/// Triton's message where Triton has one, plus what was expected and what was given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TensorError {
+    /// An input the model does not have.
+    #[error("unexpected inference input '{input}' for model '{model}' (its inputs are {known:?})")]
+    UnknownInput {
+        /// The input as named.
+        input: String,
+        /// The model.
+        model: String,
+        /// The model's inputs.
+        known: Vec<String>,
+    },
+    /// The same input twice.
+    #[error("input '{input}' appears more than once in the request for model '{model}'")]
+    DuplicateInput {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+    },
+    /// An input sent with another datatype than the model's.
+    #[error("inference input '{input}' data-type is '{got}', but model '{model}' expects '{want}'")]
+    Datatype {
+        /// The input.
+        input: String,
+        /// The datatype sent.
+        got: String,
+        /// The model.
+        model: String,
+        /// The model's datatype.
+        want: &'static str,
+    },
+    /// An input of another rank or fixed dimension than the model's.
+    #[error(
+        "unexpected shape for input '{input}' for model '{model}'. Expected {}, got {}{}",
+        dims(.expected),
+        dims(.got),
+        batch_note(*.max_batch_size, .got)
+    )]
+    Shape {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// The shape the model declares (batch dimension included).
+        expected: Vec<i64>,
+        /// The shape sent.
+        got: Vec<i64>,
+        /// Set when the shape lacks just the batch dimension: the model's `max_batch_size`.
+        max_batch_size: Option<u32>,
+    },
+    /// A batch dimension below 1.
+    #[error(
+        "inference request batch-size must be >= 1 for '{model}' (got {batch} in input '{input}')"
+    )]
+    BatchTooSmall {
+        /// The model.
+        model: String,
+        /// The batch sent.
+        batch: i64,
+        /// The input.
+        input: String,
+    },
+    /// A batch dimension above the model's `max_batch_size`.
+    #[error(
+        "inference request batch-size must be <= {max} for '{model}' (got {batch} in input '{input}')"
+    )]
+    BatchTooLarge {
+        /// The model's `max_batch_size`.
+        max: u32,
+        /// The model.
+        model: String,
+        /// The batch sent.
+        batch: i64,
+        /// The input.
+        input: String,
+    },
+    /// Inputs with different batch dimensions.
+    #[error(
+        "input '{input}' batch size does not match other inputs for '{model}': '{first}' has batch size {first_batch}, '{input}' has {batch}"
+    )]
+    BatchMismatch {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// The first input.
+        first: String,
+        /// Its batch.
+        first_batch: i64,
+        /// This input's batch.
+        batch: i64,
+    },
+    /// A shape whose element count overflows.
+    #[error("input '{input}' for model '{model}': shape {} holds too many elements", dims(.shape))]
+    TooManyElements {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// The shape sent.
+        shape: Vec<i64>,
+    },
+    /// Required inputs missing.
+    #[error(
+        "expected {required} inputs but got {} inputs for model '{model}'. Got input(s) {got:?}, but missing required input(s) {missing:?}. Please provide all required input(s).",
+        .got.len()
+    )]
+    MissingInputs {
+        /// Required inputs of the model.
+        required: usize,
+        /// The model.
+        model: String,
+        /// The inputs sent, in request order.
+        got: Vec<String>,
+        /// The required inputs not sent.
+        missing: Vec<String>,
+    },
+    /// Raw data of another size than the shape needs.
+    #[error(
+        "input byte size mismatch for input '{input}' for model '{model}'. Expected {expected}, got {got} (shape {} is {count} elements of {size} bytes for {datatype})",
+        dims(.shape)
+    )]
+    ByteSize {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// Bytes the shape needs.
+        expected: u64,
+        /// Bytes sent.
+        got: usize,
+        /// The shape.
+        shape: Vec<i64>,
+        /// Its elements.
+        count: u64,
+        /// Bytes per element.
+        size: usize,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// Fewer length-prefixed strings in raw BYTES data than the shape needs.
+    #[error(
+        "expected {count} string elements for inference input '{input}' for model '{model}', got {found} ({})",
+        BYTES_FRAMING
+    )]
+    TooFewStrings {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// Strings the shape needs.
+        count: u64,
+        /// Strings found.
+        found: u64,
+    },
+    /// A BYTES length prefix cut short.
+    #[error(
+        "incomplete string length indicator for inference input '{input}' for model '{model}', expecting 4 bytes but only {left} bytes available (element {element}; {})",
+        BYTES_FRAMING
+    )]
+    ShortLength {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// Bytes left.
+        left: usize,
+        /// The element.
+        element: u64,
+    },
+    /// A BYTES element longer than the bytes left.
+    #[error(
+        "string element {element} of inference input '{input}' for model '{model}' claims {claims} bytes but only {left} bytes remain ({})",
+        BYTES_FRAMING
+    )]
+    StringOverrun {
+        /// The element.
+        element: u64,
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// Its length prefix.
+        claims: usize,
+        /// Bytes left.
+        left: usize,
+    },
+    /// Bytes after the last BYTES element.
+    #[error(
+        "inference input '{input}' for model '{model}' has {left} bytes left after its {count} string elements ({})",
+        BYTES_FRAMING
+    )]
+    BytesLeftOver {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// Bytes left.
+        left: usize,
+        /// Strings read.
+        count: u64,
+    },
+    /// No data at all.
+    #[error("inference input '{input}' for model '{model}' has no data: {}", no_data_fix(.contents_field))]
+    NoData {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// gRPC: the typed-contents field it could have used; HTTP JSON: `None`.
+        contents_field: Option<&'static str>,
+    },
+    /// A datatype with no typed-contents field sent in typed contents.
+    #[error(
+        "inference input '{input}' for model '{model}': {datatype} data must be sent in raw_input_contents"
+    )]
+    RawOnly {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// Typed contents or JSON data with another element count than the shape.
+    #[error(
+        "unexpected number of elements for inference input '{input}' for model '{model}': shape {} needs {count}, {field} has {got}",
+        dims(.shape)
+    )]
+    ElementCount {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// The shape.
+        shape: Vec<i64>,
+        /// Elements it needs.
+        count: u64,
+        /// Where the elements were: `contents.fp32_contents`, `'data'`.
+        field: String,
+        /// Elements there.
+        got: u64,
+    },
+    /// FP16/BF16 in JSON.
+    #[error(
+        "inference input '{input}' for model '{model}': {datatype} data must be sent as binary data (parameters.binary_data_size), not JSON"
+    )]
+    BinaryOnly {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// A JSON element that does not fit the datatype.
+    #[error(
+        "inference input '{input}' for model '{model}': {shown} is not a valid {datatype} element"
+    )]
+    BadElement {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+        /// The element (a long string by its length).
+        shown: String,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// Raw contents that do not match the inputs one to one.
+    #[error(
+        "expected {inputs} raw_input_contents (one per input, in input order) for model '{model}', got {raw}"
+    )]
+    RawCount {
+        /// Inputs in the request.
+        inputs: usize,
+        /// The model.
+        model: String,
+        /// `raw_input_contents` entries.
+        raw: usize,
+    },
+    /// Typed contents beside raw contents.
+    #[error(
+        "contents field must not be specified when using raw_input_contents for '{input}' for model '{model}'"
+    )]
+    ContentsWithRaw {
+        /// The input.
+        input: String,
+        /// The model.
+        model: String,
+    },
+    /// An output the model does not have.
+    #[error(
+        "unexpected inference output '{output}' for model '{model}' (its outputs are {known:?})"
+    )]
+    UnknownOutput {
+        /// The output as named.
+        output: String,
+        /// The model.
+        model: String,
+        /// The model's outputs.
+        known: Vec<String>,
+    },
+}
+
+/// Triton's hint when a request leaves out the batch dimension.
+fn batch_note(max_batch_size: Option<u32>, got: &[i64]) -> String {
+    match max_batch_size {
+        Some(m) => format!(
+            ". NOTE: max_batch_size is {m}, so every input shape starts with the batch dimension, e.g. {}",
+            dims(&[&[1], got].concat())
+        ),
+        None => String::new(),
+    }
+}
+
+/// How to send an input's data, by protocol.
+fn no_data_fix(contents_field: &Option<&'static str>) -> String {
+    match contents_field {
+        Some(field) => format!("send it in raw_input_contents or in contents.{field}"),
+        None => "set 'data', or send it as binary data with parameters.binary_data_size".into(),
+    }
+}
+
 /// `[1,3,640,640]`, Triton's way of printing dims.
 pub(crate) fn dims(d: &[i64]) -> String {
     let mut s = String::with_capacity(d.len() * 4 + 2);
@@ -69,69 +396,76 @@ fn element_count(shape: &[i64]) -> Option<u64> {
 
 /// Validates the inputs of a request for tensor model `spec`; returns its batch size (1 for
 /// models without a batch dimension).
-pub(crate) fn validate_inputs(spec: &ModelSpec, inputs: &[InputView<'_>]) -> Result<u32, String> {
+pub(crate) fn validate_inputs(
+    spec: &ModelSpec,
+    inputs: &[InputView<'_>],
+) -> Result<u32, TensorError> {
     let model = spec.name.as_str();
     let batched = spec.max_batch_size > 0;
     let mut batch: Option<(i64, &str)> = None;
     for (i, input) in inputs.iter().enumerate() {
         let name = input.name;
         let Some(ts) = spec.input(name) else {
-            let known: Vec<&str> = spec.inputs.iter().map(|t| t.name.as_str()).collect();
-            return Err(format!(
-                "unexpected inference input '{name}' for model '{model}' (its inputs are {known:?})"
-            ));
+            return Err(TensorError::UnknownInput {
+                input: name.into(),
+                model: model.into(),
+                known: spec.inputs.iter().map(|t| t.name.clone()).collect(),
+            });
         };
         if inputs[..i].iter().any(|o| o.name == name) {
-            return Err(format!(
-                "input '{name}' appears more than once in the request for model '{model}'"
-            ));
+            return Err(TensorError::DuplicateInput {
+                input: name.into(),
+                model: model.into(),
+            });
         }
         let want = ts.datatype.kserve_name();
         if input.datatype != want {
-            return Err(format!(
-                "inference input '{name}' data-type is '{}', but model '{model}' expects '{want}'",
-                input.datatype
-            ));
+            return Err(TensorError::Datatype {
+                input: name.into(),
+                got: input.datatype.into(),
+                model: model.into(),
+                want,
+            });
         }
         let expected = spec.metadata_shape(ts);
-        let shape_error = |note: &str| {
-            format!(
-                "unexpected shape for input '{name}' for model '{model}'. Expected {}, got {}{note}",
-                dims(&expected),
-                dims(input.shape)
-            )
+        let shape_error = |max_batch_size| TensorError::Shape {
+            input: name.into(),
+            model: model.into(),
+            expected: expected.clone(),
+            got: input.shape.to_vec(),
+            max_batch_size,
         };
         if input.shape.len() != expected.len() {
-            let note = if batched && input.shape.len() == ts.dims.len() {
-                format!(
-                    ". NOTE: max_batch_size is {}, so every input shape starts with the batch dimension, e.g. {}",
-                    spec.max_batch_size,
-                    dims(&[&[1], input.shape].concat())
-                )
-            } else {
-                String::new()
-            };
-            return Err(shape_error(&note));
+            let lacks_batch = batched && input.shape.len() == ts.dims.len();
+            return Err(shape_error(lacks_batch.then_some(spec.max_batch_size)));
         }
         if batched {
             let b = input.shape[0];
             if b < 1 {
-                return Err(format!(
-                    "inference request batch-size must be >= 1 for '{model}' (got {b} in input '{name}')"
-                ));
+                return Err(TensorError::BatchTooSmall {
+                    model: model.into(),
+                    batch: b,
+                    input: name.into(),
+                });
             }
             if b > i64::from(spec.max_batch_size) {
-                return Err(format!(
-                    "inference request batch-size must be <= {} for '{model}' (got {b} in input '{name}')",
-                    spec.max_batch_size
-                ));
+                return Err(TensorError::BatchTooLarge {
+                    max: spec.max_batch_size,
+                    model: model.into(),
+                    batch: b,
+                    input: name.into(),
+                });
             }
             match batch {
                 None => batch = Some((b, name)),
                 Some((first, first_name)) if first != b => {
-                    return Err(format!(
-                        "input '{name}' batch size does not match other inputs for '{model}': '{first_name}' has batch size {first}, '{name}' has {b}"
-                    ));
+                    return Err(TensorError::BatchMismatch {
+                        input: name.into(),
+                        model: model.into(),
+                        first: first_name.into(),
+                        first_batch: first,
+                        batch: b,
+                    });
                 }
                 Some(_) => {}
             }
@@ -142,13 +476,12 @@ pub(crate) fn validate_inputs(spec: &ModelSpec, inputs: &[InputView<'_>]) -> Res
             .zip(&expected)
             .all(|(&got, &want)| got >= 0 && (want < 0 || got == want));
         if !fits {
-            return Err(shape_error(""));
+            return Err(shape_error(None));
         }
-        let count = element_count(input.shape).ok_or_else(|| {
-            format!(
-                "input '{name}' for model '{model}': shape {} holds too many elements",
-                dims(input.shape)
-            )
+        let count = element_count(input.shape).ok_or_else(|| TensorError::TooManyElements {
+            input: name.into(),
+            model: model.into(),
+            shape: input.shape.to_vec(),
         })?;
         check_data(model, input, ts.datatype, count)?;
     }
@@ -161,74 +494,88 @@ pub(crate) fn validate_inputs(spec: &ModelSpec, inputs: &[InputView<'_>]) -> Res
 pub(crate) fn check_required_inputs<'a>(
     spec: &ModelSpec,
     given: impl Iterator<Item = &'a str> + Clone,
-) -> Result<(), String> {
-    let missing: Vec<&str> = spec
+) -> Result<(), TensorError> {
+    let missing: Vec<String> = spec
         .inputs
         .iter()
         .filter(|t| !t.optional && !given.clone().any(|n| n == t.name))
-        .map(|t| t.name.as_str())
+        .map(|t| t.name.clone())
         .collect();
     if missing.is_empty() {
         return Ok(());
     }
-    let got: Vec<&str> = given.collect();
-    let required = spec.inputs.iter().filter(|t| !t.optional).count();
-    Err(format!(
-        "expected {required} inputs but got {} inputs for model '{}'. Got input(s) {got:?}, but missing required input(s) {missing:?}. Please provide all required input(s).",
-        got.len(),
-        spec.name
-    ))
+    Err(TensorError::MissingInputs {
+        required: spec.inputs.iter().filter(|t| !t.optional).count(),
+        model: spec.name.clone(),
+        got: given.map(String::from).collect(),
+        missing,
+    })
 }
 
-fn check_data(model: &str, input: &InputView<'_>, dt: DataType, count: u64) -> Result<(), String> {
+fn check_data(
+    model: &str,
+    input: &InputView<'_>,
+    dt: DataType,
+    count: u64,
+) -> Result<(), TensorError> {
     let name = input.name;
+    let element_count = |field: String, got: u64| TensorError::ElementCount {
+        input: name.into(),
+        model: model.into(),
+        shape: input.shape.to_vec(),
+        count,
+        field,
+        got,
+    };
     match input.data {
         InputData::Raw(raw) => match dt.element_size() {
             Some(size) => {
                 let expected = count.saturating_mul(size as u64);
                 if raw.len() as u64 != expected {
-                    return Err(format!(
-                        "input byte size mismatch for input '{name}' for model '{model}'. Expected {expected}, got {} (shape {} is {count} elements of {size} bytes for {})",
-                        raw.len(),
-                        dims(input.shape),
-                        dt.kserve_name()
-                    ));
+                    return Err(TensorError::ByteSize {
+                        input: name.into(),
+                        model: model.into(),
+                        expected,
+                        got: raw.len(),
+                        shape: input.shape.to_vec(),
+                        count,
+                        size,
+                        datatype: dt.kserve_name(),
+                    });
                 }
                 Ok(())
             }
             None => check_bytes_framing(model, name, raw, count),
         },
-        InputData::Contents(None) => Err(format!(
-            "inference input '{name}' for model '{model}' has no data: send it in raw_input_contents or in contents.{}",
-            contents_field(dt)
-        )),
+        InputData::Contents(None) => Err(TensorError::NoData {
+            input: name.into(),
+            model: model.into(),
+            contents_field: Some(contents_field(dt)),
+        }),
         InputData::Contents(Some(c)) => {
             let Some(len) = contents_len(dt, c) else {
-                return Err(format!(
-                    "inference input '{name}' for model '{model}': {} data must be sent in raw_input_contents",
-                    dt.kserve_name()
-                ));
+                return Err(TensorError::RawOnly {
+                    input: name.into(),
+                    model: model.into(),
+                    datatype: dt.kserve_name(),
+                });
             };
             if len as u64 != count {
-                return Err(format!(
-                    "unexpected number of elements for inference input '{name}' for model '{model}': shape {} needs {count}, contents.{} has {len}",
-                    dims(input.shape),
-                    contents_field(dt)
-                ));
+                let field = format!("contents.{}", contents_field(dt));
+                return Err(element_count(field, len as u64));
             }
             Ok(())
         }
-        InputData::Json(None) => Err(format!(
-            "inference input '{name}' for model '{model}' has no data: set 'data', or send it as binary data with parameters.binary_data_size"
-        )),
+        InputData::Json(None) => Err(TensorError::NoData {
+            input: name.into(),
+            model: model.into(),
+            contents_field: None,
+        }),
         InputData::Json(Some(v)) => {
             let mut n = 0u64;
             json_elements(model, name, dt, v, &mut n)?;
             if n != count {
-                return Err(format!(
-                    "unexpected number of elements for inference input '{name}' for model '{model}': shape {} needs {count}, 'data' has {n}",
-                    dims(input.shape)
-                ));
+                return Err(element_count("'data'".into(), n));
             }
             Ok(())
         }
@@ -238,36 +585,47 @@ fn check_data(model: &str, input: &InputView<'_>, dt: DataType, count: u64) -> R
 const BYTES_FRAMING: &str =
     "each BYTES element is a 4-byte little-endian length followed by that many bytes";
 
-fn check_bytes_framing(model: &str, name: &str, raw: &[u8], count: u64) -> Result<(), String> {
+fn check_bytes_framing(model: &str, name: &str, raw: &[u8], count: u64) -> Result<(), TensorError> {
+    let (input, model) = (name.to_string(), model.to_string());
     let mut rest = raw;
     let mut n = 0u64;
     while n < count {
         if rest.is_empty() {
-            return Err(format!(
-                "expected {count} string elements for inference input '{name}' for model '{model}', got {n} ({BYTES_FRAMING})"
-            ));
+            return Err(TensorError::TooFewStrings {
+                input,
+                model,
+                count,
+                found: n,
+            });
         }
         let Some((head, tail)) = rest.split_first_chunk::<4>() else {
-            return Err(format!(
-                "incomplete string length indicator for inference input '{name}' for model '{model}', expecting 4 bytes but only {} bytes available (element {n}; {BYTES_FRAMING})",
-                rest.len()
-            ));
+            return Err(TensorError::ShortLength {
+                input,
+                model,
+                left: rest.len(),
+                element: n,
+            });
         };
         let len = u32::from_le_bytes(*head) as usize;
         if len > tail.len() {
-            return Err(format!(
-                "string element {n} of inference input '{name}' for model '{model}' claims {len} bytes but only {} bytes remain ({BYTES_FRAMING})",
-                tail.len()
-            ));
+            return Err(TensorError::StringOverrun {
+                element: n,
+                input,
+                model,
+                claims: len,
+                left: tail.len(),
+            });
         }
         rest = &tail[len..];
         n += 1;
     }
     if !rest.is_empty() {
-        return Err(format!(
-            "inference input '{name}' for model '{model}' has {} bytes left after its {count} string elements ({BYTES_FRAMING})",
-            rest.len()
-        ));
+        return Err(TensorError::BytesLeftOver {
+            input,
+            model,
+            left: rest.len(),
+            count,
+        });
     }
     Ok(())
 }
@@ -309,7 +667,7 @@ fn json_elements(
     dt: DataType,
     v: &Value,
     n: &mut u64,
-) -> Result<(), String> {
+) -> Result<(), TensorError> {
     if let Value::Array(a) = v {
         for x in a {
             json_elements(model, name, dt, x, n)?;
@@ -330,10 +688,11 @@ fn json_elements(
         DataType::Uint64 => v.is_u64(),
         DataType::Fp32 | DataType::Fp64 => v.is_number(),
         DataType::Fp16 | DataType::Bf16 => {
-            return Err(format!(
-                "inference input '{name}' for model '{model}': {} data must be sent as binary data (parameters.binary_data_size), not JSON",
-                dt.kserve_name()
-            ));
+            return Err(TensorError::BinaryOnly {
+                input: name.into(),
+                model: model.into(),
+                datatype: dt.kserve_name(),
+            });
         }
     };
     if !ok {
@@ -341,10 +700,12 @@ fn json_elements(
             Value::String(s) if s.len() > 40 => format!("a {}-byte string", s.len()),
             other => other.to_string(),
         };
-        return Err(format!(
-            "inference input '{name}' for model '{model}': {shown} is not a valid {} element",
-            dt.kserve_name()
-        ));
+        return Err(TensorError::BadElement {
+            input: name.into(),
+            model: model.into(),
+            shown,
+            datatype: dt.kserve_name(),
+        });
     }
     *n += 1;
     Ok(())
@@ -360,15 +721,15 @@ pub(crate) fn select_outputs<'a>(
     spec: &ModelSpec,
     requested: impl IntoIterator<Item = (&'a str, Option<bool>)>,
     binary_default: bool,
-) -> Result<Vec<OutputChoice>, String> {
+) -> Result<Vec<OutputChoice>, TensorError> {
     let mut chosen = Vec::with_capacity(spec.outputs.len());
     for (name, binary) in requested {
         let Some(i) = spec.outputs.iter().position(|o| o.name == name) else {
-            let known: Vec<&str> = spec.outputs.iter().map(|t| t.name.as_str()).collect();
-            return Err(format!(
-                "unexpected inference output '{name}' for model '{}' (its outputs are {known:?})",
-                spec.name
-            ));
+            return Err(TensorError::UnknownOutput {
+                output: name.into(),
+                model: spec.name.clone(),
+                known: spec.outputs.iter().map(|t| t.name.clone()).collect(),
+            });
         };
         chosen.push((i, binary.unwrap_or(binary_default)));
     }
@@ -649,7 +1010,11 @@ mod tests {
     fn errors_name_what_was_expected() {
         let y = ModelSpec::yolov8s();
         let img = vec![0u8; 3 * 640 * 640 * 4];
-        let err = |inputs: &[InputView<'_>]| validate_inputs(&y, inputs).expect_err("invalid");
+        let err = |inputs: &[InputView<'_>]| {
+            validate_inputs(&y, inputs)
+                .expect_err("invalid")
+                .to_string()
+        };
         let e = err(&[raw("image", "FP32", &[1, 3, 640, 640], &img)]);
         assert!(
             e.starts_with("unexpected inference input 'image' for model 'yolov8s'"),
@@ -692,7 +1057,8 @@ mod tests {
                 raw("attention_mask", "INT64", &[2, 2], &ids),
             ],
         )
-        .expect_err("batch mismatch");
+        .expect_err("batch mismatch")
+        .to_string();
         assert!(e.contains("batch size does not match other inputs"), "{e}");
     }
 
@@ -704,7 +1070,9 @@ mod tests {
             vec![TensorSpec::new("t", DataType::Bytes, &[2])],
             vec![TensorSpec::new("o", DataType::Fp32, &[1])],
         );
-        let check = |data: &[u8]| validate_inputs(&m, &[raw("t", "BYTES", &[1, 2], data)]);
+        let check = |data: &[u8]| {
+            validate_inputs(&m, &[raw("t", "BYTES", &[1, 2], data)]).map_err(|e| e.to_string())
+        };
         let one = [1u32.to_le_bytes().as_slice(), b"a"].concat();
         let e = check(&one).expect_err("one of two");
         assert!(e.starts_with("expected 2 string elements"), "{e}");
@@ -734,7 +1102,7 @@ mod tests {
             shape: &[3],
             data: InputData::Contents(Some(&c)),
         };
-        let e = validate_inputs(&f, &[v]).expect_err("2 of 3");
+        let e = validate_inputs(&f, &[v]).expect_err("2 of 3").to_string();
         assert!(
             e.contains("shape [3] needs 3, contents.fp32_contents has 2"),
             "{e}"
@@ -744,7 +1112,9 @@ mod tests {
             data: InputData::Json(Some(&data)),
             ..v
         };
-        let e = validate_inputs(&f, &[v]).expect_err("bool in FP32");
+        let e = validate_inputs(&f, &[v])
+            .expect_err("bool in FP32")
+            .to_string();
         assert!(e.contains("true is not a valid FP32 element"), "{e}");
     }
 
@@ -769,7 +1139,9 @@ mod tests {
         assert_eq!(v["outputs"][0]["parameters"]["binary_data_size"], 64);
         assert_eq!(a.blobs[0].len(), 64);
         assert_eq!(
-            select_outputs(&b, [("nope", None)], false).expect_err("unknown"),
+            select_outputs(&b, [("nope", None)], false)
+                .expect_err("unknown")
+                .to_string(),
             "unexpected inference output 'nope' for model 'text_classifier' (its outputs are [\"logits\"])"
         );
     }

@@ -1,6 +1,6 @@
 //! Request bodies of the newer APIs, as pure functions of the plan and one request's inputs:
 //! OpenAI Responses and Anthropic Messages (with images and tools, which chat takes too),
-//! embeddings batches and reranker requests; and the datasets of the last two.
+//! embeddings batches and reranker requests (their datasets: `dataset::build_batches`).
 //!
 //! Bodies (fields in this order; `--extra-inputs` last, overriding):
 //!
@@ -18,19 +18,45 @@
 //! * rankings, per `--rankings-api`: rerank `{"model", "query", "documents": [..]}`; tei
 //!   `{"query", "texts": [..]}`; nim `{"model", "query": {"text"}, "passages": [{"text"}, ..]}`.
 
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::conversation::history::Role;
-use super::dataset::{Dataset, Entry, Input, Payload};
+use super::WorkloadPlan;
+use super::conversation::history::{Message, Role};
 use super::images::Image;
-use super::prompts::{self, Prompt, SyntheticSpec};
-use super::salt::Salt;
-use super::tokenizer::Tokenizer;
-use super::{PromptSource, WorkloadPlan};
-use crate::error::UsageError;
-use crate::record::Sent;
 use crate::target::{Api, RankingsLayout, Target};
+
+/// What a request carries: one prompt, or a session's messages.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// One user prompt.
+    Text(&'a str),
+    /// A session's messages (system, then user and assistant in turn).
+    Messages(&'a [Message]),
+}
+
+impl Input<'_> {
+    /// The chat API's `messages`.
+    pub(super) fn messages(&self) -> Value {
+        match self {
+            Input::Text(text) => json!([{"role": "user", "content": text}]),
+            Input::Messages(m) => serde_json::to_value(m).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The text for the completions and generate APIs: a session's messages joined by blank
+    /// lines (those APIs have no roles; the chat template is the chat API's business).
+    pub(super) fn text(&self) -> Value {
+        match self {
+            Input::Text(text) => json!(text),
+            Input::Messages(m) => json!(
+                m.iter()
+                    .map(|m| m.content.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            ),
+        }
+    }
+}
 
 /// `max_tokens` of a Messages request when no output length was asked for (the API requires
 /// one).
@@ -169,90 +195,6 @@ pub fn rankings_body(t: &Target, w: &WorkloadPlan, query: &str, passages: &[&str
     Value::Object(m)
 }
 
-/// The texts embeddings and synthetic rankings draw from: `n` synthetic prompts (the salt
-/// applied), or an `--input-file`'s `{"text"}` rows in turn.
-fn texts(
-    w: &WorkloadPlan,
-    tokenizer: &Tokenizer,
-    salt: Salt,
-    n: usize,
-) -> Result<Vec<Prompt>, UsageError> {
-    match &w.prompts {
-        PromptSource::Synthetic { mean, stddev } => Ok(prompts::synthetic_with(
-            tokenizer,
-            &SyntheticSpec {
-                count: n,
-                mean: *mean,
-                stddev: *stddev,
-                seed: w.seed,
-                salt,
-                prefixes: None,
-            },
-        )),
-        PromptSource::File(path) => prompts::from_jsonl(path, tokenizer)
-            .map_err(|e| UsageError(format!("--input-file: {e}"))),
-        other => Err(UsageError(format!(
-            "this input ({other:?}) cannot feed embeddings or rankings requests"
-        ))),
-    }
-}
-
-/// The dataset of an embeddings or rankings run: `--num-prompts` requests of `--batch-size-text`
-/// texts each (a rankings input file: one request per query).
-pub fn build_batches(
-    t: &Target,
-    w: &WorkloadPlan,
-    tokenizer: &Tokenizer,
-    salt: Salt,
-) -> Result<Dataset, UsageError> {
-    let b = w.batch_size_text.max(1) as usize;
-    let n = w.num_prompts.max(1) as usize;
-    if let PromptSource::Rankings(src) = &w.prompts {
-        let count = src.data.len().min(n);
-        let entries = (0..count)
-            .map(|i| {
-                let (q, ps) = src.data.request(i, w.batch_size_text);
-                let isl = std::iter::once(q)
-                    .chain(ps.iter().copied())
-                    .map(|s| tokenizer.count(s) as u64)
-                    .sum::<u64>();
-                batch_entry(rankings_body(t, w, q, &ps), isl, ps.len())
-            })
-            .collect();
-        return Ok(Dataset::new(entries));
-    }
-    let rankings = t.api == Api::Rankings;
-    // A rankings request's query is one text more.
-    let per = b + usize::from(rankings);
-    let pool = texts(w, tokenizer, salt, n * per)?;
-    let entries = (0..n)
-        .map(|i| {
-            let group: Vec<&Prompt> = (0..per)
-                .map(|j| &pool[(i * per + j) % pool.len()])
-                .collect();
-            let isl = group.iter().map(|p| u64::from(p.tokens)).sum::<u64>();
-            let strs: Vec<&str> = group.iter().map(|p| p.text.as_str()).collect();
-            match rankings {
-                true => batch_entry(rankings_body(t, w, strs[0], &strs[1..]), isl, b),
-                false => batch_entry(embeddings_body(t, w, &strs), isl, b),
-            }
-        })
-        .collect();
-    Ok(Dataset::new(entries))
-}
-
-fn batch_entry(body: Value, isl: u64, inputs: usize) -> Entry {
-    Entry {
-        payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
-        isl: u32::try_from(isl).unwrap_or(u32::MAX),
-        max_tokens: 0,
-        sent: Sent {
-            inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
-            ..Sent::default()
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,45 +278,5 @@ mod tests {
                 "{layout}"
             );
         }
-    }
-
-    /// A batch run's dataset: `--num-prompts` requests of `--batch-size-text` inputs, the input
-    /// length the sum over the texts (and the query).
-    #[test]
-    fn batch_datasets() {
-        let tk = Tokenizer::builtin_gpt2();
-        let p = plan(&[
-            "--endpoint-type",
-            "embeddings",
-            "-b",
-            "4",
-            "--num-prompts",
-            "3",
-            "--synthetic-input-tokens-mean",
-            "10",
-        ]);
-        let d = build_batches(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
-        assert_eq!(d.len(), 3);
-        for i in 0..3 {
-            let e = d.entry(i);
-            assert_eq!((e.isl, e.sent.inputs), (40, 4));
-            let Payload::Http(b) = &e.payload else {
-                panic!("http")
-            };
-            let v: Value = serde_json::from_slice(b).unwrap();
-            assert_eq!(v["input"].as_array().unwrap().len(), 4);
-        }
-        let p = plan(&[
-            "--endpoint-type",
-            "rankings",
-            "-b",
-            "3",
-            "--num-prompts",
-            "2",
-            "--synthetic-input-tokens-mean",
-            "10",
-        ]);
-        let d = build_batches(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
-        assert_eq!((d.entry(1).isl, d.entry(1).sent.inputs), (40, 3));
     }
 }

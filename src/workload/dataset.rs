@@ -6,15 +6,19 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::bodies::Input;
 use super::conversation::history::Message;
 use super::conversation::{self, Conversations};
 use super::kserve::{self, LlmAsk};
-use super::prompts::{self, LengthSampler, Prompt, SyntheticSpec};
+use super::lengths::LengthSampler;
+use super::prompts::{self, Prompt, SyntheticSpec};
 use super::salt::Salt;
+use super::spec::{ConversationSource, SessionPlan};
 use super::tensor::ModelInfo;
 use super::tokenizer::Tokenizer;
 use super::{PromptSource, WorkloadPlan};
 use crate::error::UsageError;
+use crate::record::Sent;
 use crate::target::{Api, Target};
 
 /// A request body prepared before the run, shared by every send of that dataset entry.
@@ -80,8 +84,7 @@ impl Dataset {
     ) -> Dataset {
         self.conversations = scripts.map(|s| {
             let (t, w) = (t.clone(), w.clone());
-            let body: conversation::BodyFn =
-                Box::new(move |m, max| conversation::history::body(&t, &w, m, max));
+            let body: conversation::BodyFn = Box::new(move |m, max| turn_body(&t, &w, m, max));
             Arc::new(Conversations::new(s, body))
         });
         self
@@ -255,25 +258,24 @@ pub fn prepare(
 /// file's) with their output lengths, and the scripts built from them.
 fn prepare_sessions(
     w: &WorkloadPlan,
-    plan: &conversation::SessionPlan,
+    plan: &SessionPlan,
     tokenizer: &Tokenizer,
     salt: Salt,
 ) -> Prepared {
     let prompts = match (&plan.source, &w.prompts) {
-        (
-            conversation::ConversationSource::Synthetic { .. },
-            PromptSource::Synthetic { mean, stddev },
-        ) => prompts::synthetic_with(
-            tokenizer,
-            &SyntheticSpec {
-                count: plan.total_turns as usize,
-                mean: *mean,
-                stddev: *stddev,
-                seed: w.seed,
-                salt,
-                prefixes: None,
-            },
-        ),
+        (ConversationSource::Synthetic { .. }, PromptSource::Synthetic { mean, stddev }) => {
+            prompts::synthetic_with(
+                tokenizer,
+                &SyntheticSpec {
+                    count: plan.total_turns as usize,
+                    mean: *mean,
+                    stddev: *stddev,
+                    seed: w.seed,
+                    salt,
+                    prefixes: None,
+                },
+            )
+        }
         _ => conversation::file_prompts(plan, tokenizer),
     };
     let max_tokens = output_lengths(w, prompts.len());
@@ -299,7 +301,7 @@ pub fn output_lengths(w: &WorkloadPlan, n: usize) -> Vec<Option<u32>> {
 }
 
 /// Builds the HTTP JSON bodies of every HTTP API: generative ones here (with their images and
-/// tools), embeddings and rankings batches in [`super::bodies::build_batches`].
+/// tools), embeddings and rankings batches in [`build_batches`].
 pub fn build_http(
     t: &Target,
     w: &WorkloadPlan,
@@ -307,7 +309,7 @@ pub fn build_http(
     salt: Salt,
 ) -> Result<Dataset, UsageError> {
     if !t.api.generates() {
-        return super::bodies::build_batches(t, w, tokenizer, salt);
+        return build_batches(t, w, tokenizer, salt);
     }
     let p = prepare(w, tokenizer, salt)?;
     let per = w.images.as_ref().map_or(0, |i| i.per_request as usize);
@@ -373,39 +375,6 @@ pub fn build_kserve(
     Ok(Dataset::new(entries).with_schedule(prepared.schedule))
 }
 
-/// What a request carries: one prompt, or a session's messages.
-#[derive(Debug, Clone, Copy)]
-pub enum Input<'a> {
-    /// One user prompt.
-    Text(&'a str),
-    /// A session's messages (system, then user and assistant in turn).
-    Messages(&'a [Message]),
-}
-
-impl Input<'_> {
-    /// The chat API's `messages`.
-    fn messages(&self) -> Value {
-        match self {
-            Input::Text(text) => json!([{"role": "user", "content": text}]),
-            Input::Messages(m) => serde_json::to_value(m).unwrap_or(Value::Null),
-        }
-    }
-
-    /// The text for the completions and generate APIs: a session's messages joined by blank
-    /// lines (those APIs have no roles; the chat template is the chat API's business).
-    fn text(&self) -> Value {
-        match self {
-            Input::Text(text) => json!(text),
-            Input::Messages(m) => json!(
-                m.iter()
-                    .map(|m| m.content.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n\n")
-            ),
-        }
-    }
-}
-
 /// The JSON body of one request without images (public for tests, sessions and `doctor`).
 pub fn http_body(t: &Target, w: &WorkloadPlan, input: Input, max_tokens: Option<u32>) -> Value {
     http_body_with(t, w, input, max_tokens, &[])
@@ -469,6 +438,106 @@ pub fn http_body_with(
         m.insert(k.clone(), v.clone());
     }
     Value::Object(m)
+}
+
+/// The request body of a turn: the messages for the chat API, the messages' text joined by
+/// blank lines for the completions and generate APIs.
+pub fn turn_body(
+    t: &Target,
+    w: &WorkloadPlan,
+    messages: &[Message],
+    max_tokens: Option<u32>,
+) -> Bytes {
+    let body = http_body(t, w, Input::Messages(messages), max_tokens);
+    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+}
+
+/// The texts embeddings and synthetic rankings draw from: `n` synthetic prompts (the salt
+/// applied), or an `--input-file`'s `{"text"}` rows in turn.
+fn texts(
+    w: &WorkloadPlan,
+    tokenizer: &Tokenizer,
+    salt: Salt,
+    n: usize,
+) -> Result<Vec<Prompt>, UsageError> {
+    match &w.prompts {
+        PromptSource::Synthetic { mean, stddev } => Ok(prompts::synthetic_with(
+            tokenizer,
+            &SyntheticSpec {
+                count: n,
+                mean: *mean,
+                stddev: *stddev,
+                seed: w.seed,
+                salt,
+                prefixes: None,
+            },
+        )),
+        PromptSource::File(path) => prompts::from_jsonl(path, tokenizer)
+            .map_err(|e| UsageError(format!("--input-file: {e}"))),
+        other => Err(UsageError(format!(
+            "this input ({other:?}) cannot feed embeddings or rankings requests"
+        ))),
+    }
+}
+
+/// The dataset of an embeddings or rankings run: `--num-prompts` requests of `--batch-size-text`
+/// texts each (a rankings input file: one request per query).
+pub fn build_batches(
+    t: &Target,
+    w: &WorkloadPlan,
+    tokenizer: &Tokenizer,
+    salt: Salt,
+) -> Result<Dataset, UsageError> {
+    let b = w.batch_size_text.max(1) as usize;
+    let n = w.num_prompts.max(1) as usize;
+    if let PromptSource::Rankings(src) = &w.prompts {
+        let count = src.data.len().min(n);
+        let entries = (0..count)
+            .map(|i| {
+                let (q, ps) = src.data.request(i, w.batch_size_text);
+                let isl = std::iter::once(q)
+                    .chain(ps.iter().copied())
+                    .map(|s| tokenizer.count(s) as u64)
+                    .sum::<u64>();
+                batch_entry(super::bodies::rankings_body(t, w, q, &ps), isl, ps.len())
+            })
+            .collect();
+        return Ok(Dataset::new(entries));
+    }
+    let rankings = t.api == Api::Rankings;
+    // A rankings request's query is one text more.
+    let per = b + usize::from(rankings);
+    let pool = texts(w, tokenizer, salt, n * per)?;
+    let entries = (0..n)
+        .map(|i| {
+            let group: Vec<&Prompt> = (0..per)
+                .map(|j| &pool[(i * per + j) % pool.len()])
+                .collect();
+            let isl = group.iter().map(|p| u64::from(p.tokens)).sum::<u64>();
+            let strs: Vec<&str> = group.iter().map(|p| p.text.as_str()).collect();
+            match rankings {
+                true => batch_entry(
+                    super::bodies::rankings_body(t, w, strs[0], &strs[1..]),
+                    isl,
+                    b,
+                ),
+                false => batch_entry(super::bodies::embeddings_body(t, w, &strs), isl, b),
+            }
+        })
+        .collect();
+    Ok(Dataset::new(entries))
+}
+
+fn batch_entry(body: Value, isl: u64, inputs: usize) -> Entry {
+    Entry {
+        payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
+        isl: u32::try_from(isl).unwrap_or(u32::MAX),
+        max_tokens: 0,
+        sent: Sent {
+            inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
+            ..Sent::default()
+        },
+    }
 }
 
 #[cfg(test)]
@@ -587,5 +656,45 @@ mod tests {
             assert_eq!(a.entry(i).max_tokens, b.entry(i).max_tokens);
             assert!(a.entry(i).max_tokens >= 1);
         }
+    }
+
+    /// A batch run's dataset: `--num-prompts` requests of `--batch-size-text` inputs, the input
+    /// length the sum over the texts (and the query).
+    #[test]
+    fn batch_datasets() {
+        let tk = Tokenizer::builtin_gpt2();
+        let p = plan(&[
+            "--endpoint-type",
+            "embeddings",
+            "-b",
+            "4",
+            "--num-prompts",
+            "3",
+            "--synthetic-input-tokens-mean",
+            "10",
+        ]);
+        let d = build_batches(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
+        assert_eq!(d.len(), 3);
+        for i in 0..3 {
+            let e = d.entry(i);
+            assert_eq!((e.isl, e.sent.inputs), (40, 4));
+            let Payload::Http(b) = &e.payload else {
+                panic!("http")
+            };
+            let v: Value = serde_json::from_slice(b).unwrap();
+            assert_eq!(v["input"].as_array().unwrap().len(), 4);
+        }
+        let p = plan(&[
+            "--endpoint-type",
+            "rankings",
+            "-b",
+            "3",
+            "--num-prompts",
+            "2",
+            "--synthetic-input-tokens-mean",
+            "10",
+        ]);
+        let d = build_batches(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
+        assert_eq!((d.entry(1).isl, d.entry(1).sent.inputs), (40, 3));
     }
 }

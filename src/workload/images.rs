@@ -18,7 +18,7 @@ use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::prompts::LengthSampler;
+use super::lengths::LengthSampler;
 use crate::target::Api;
 
 /// An image encoding.
@@ -126,11 +126,36 @@ impl Image {
     }
 }
 
+/// An image file that cannot be sent: the file and why. The plan puts `--image-dir` in front,
+/// as a usage error.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// Not named as a PNG or JPEG.
+    #[error("{}: not a .png, .jpg or .jpeg file", .0.display())]
+    NotImageFile(PathBuf),
+    /// The file cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The file is not an image the `image` crate reads.
+    #[error("{}: not a readable image ({source})", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What the decoder said.
+        source: image::ImageError,
+    },
+}
+
 impl ImagePlan {
     /// The `count` images the run's prompts carry, in order, for `seed`: synthetic ones drawn
     /// and encoded here, or a directory's files read (round robin). `Err` names the file that
     /// could not be read.
-    pub fn images(&self, seed: u64, count: usize) -> Result<Vec<Image>, String> {
+    pub fn images(&self, seed: u64, count: usize) -> Result<Vec<Image>, ImageError> {
         match &self.source {
             ImageSource::Synthetic {
                 width,
@@ -225,15 +250,21 @@ fn encode(img: &image::RgbImage, f: ImageFormat) -> Vec<u8> {
 }
 
 /// An image file read whole, its size read from its header.
-pub fn read_image(path: &Path) -> Result<Image, String> {
-    let format = ImageFormat::of_path(path)
-        .ok_or_else(|| format!("{}: not a .png, .jpg or .jpeg file", path.display()))?;
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read_image(path: &Path) -> Result<Image, ImageError> {
+    let format = ImageFormat::of_path(path).ok_or_else(|| ImageError::NotImageFile(path.into()))?;
+    let read = |source| ImageError::Read {
+        path: path.into(),
+        source,
+    };
+    let bytes = std::fs::read(path).map_err(read)?;
     let (width, height) = image::ImageReader::new(std::io::Cursor::new(&bytes))
         .with_guessed_format()
-        .map_err(|e| format!("{}: {e}", path.display()))?
+        .map_err(read)?
         .into_dimensions()
-        .map_err(|e| format!("{}: not a readable image ({e})", path.display()))?;
+        .map_err(|source| ImageError::Unreadable {
+            path: path.into(),
+            source,
+        })?;
     Ok(Image {
         bytes,
         format,
@@ -329,7 +360,7 @@ mod tests {
         assert_eq!((imgs[0].width, imgs[0].height), (8, 4));
         std::fs::write(dir.path().join("c.png"), "not an image").unwrap();
         let files = image_files(dir.path()).unwrap();
-        let e = read_image(&files[2]).unwrap_err();
+        let e = read_image(&files[2]).unwrap_err().to_string();
         assert!(
             e.contains("c.png") && e.contains("not a readable image"),
             "{e}"

@@ -8,6 +8,7 @@ pub mod conversation;
 pub mod dataset;
 pub mod images;
 pub mod kserve;
+pub mod lengths;
 pub mod prompts;
 pub mod rankings;
 pub mod salt;

@@ -72,73 +72,132 @@ impl RankingsData {
 /// The form of a reranker input, for error messages.
 pub const RANKINGS_FORM: &str = r#"a directory holding queries.jsonl and passages.jsonl ({"text": "..."} per line, GenAI-Perf's form), or a JSONL file of {"query": "...", "passages": ["...", ...]} rows"#;
 
+/// What is wrong with the lines of a rankings file: the line and what it lacks.
+#[derive(Debug, thiserror::Error)]
+pub enum RowsError {
+    /// Not JSON.
+    #[error("line {line}: invalid JSON: {source}")]
+    Json {
+        /// The line (1-based).
+        line: usize,
+        /// What the parser said.
+        source: serde_json::Error,
+    },
+    /// A queries or passages line without `text`.
+    #[error("line {0}: expected {{\"text\": \"...\"}}")]
+    NotText(usize),
+    /// A query object without `text`.
+    #[error("line {0}: \"query\" has no \"text\"")]
+    QueryText(usize),
+    /// A row without a query.
+    #[error("line {0}: no \"query\"; a rankings input is {RANKINGS_FORM}")]
+    NoQuery(usize),
+    /// A row without passages.
+    #[error("line {0}: a rankings row needs \"passages\": [\"...\", ...] next to its \"query\"")]
+    NoPassages(usize),
+    /// A passage that is not text.
+    #[error("line {0}: every passage must be a string")]
+    PassageNotText(usize),
+    /// Nothing but blank lines.
+    #[error("has no rows")]
+    Empty,
+}
+
+/// Why a reranker input cannot be read; the plan puts `--input-file` and the path in front,
+/// as a usage error.
+#[derive(Debug, thiserror::Error)]
+pub enum RankingsError {
+    /// A directory without one of its two files.
+    #[error("{}: no {name}; a rankings input is {RANKINGS_FORM}", dir.display())]
+    NoFile {
+        /// The directory.
+        dir: PathBuf,
+        /// `queries.jsonl` or `passages.jsonl`.
+        name: &'static str,
+    },
+    /// A file that cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A line of the directory's `queries.jsonl` or `passages.jsonl`.
+    #[error("{name} {problem}")]
+    File {
+        /// The file's name.
+        name: &'static str,
+        /// What is wrong with it.
+        problem: RowsError,
+    },
+    /// A line of a file of rows.
+    #[error(transparent)]
+    Rows(#[from] RowsError),
+}
+
 /// Reads a reranker input at `path` (a directory in GenAI-Perf's form, or a file of rows).
-pub fn read(path: &Path) -> Result<RankingsData, String> {
+pub fn read(path: &Path) -> Result<RankingsData, RankingsError> {
     if path.is_dir() {
-        let file = |name: &str| {
+        let file = |name: &'static str| {
             let p = path.join(name);
-            std::fs::read_to_string(&p).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => format!(
-                    "{}: no {name}; a rankings input is {RANKINGS_FORM}",
-                    path.display()
-                ),
-                _ => format!("{}: {e}", p.display()),
-            })
+            let text = std::fs::read_to_string(&p).map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => RankingsError::NoFile {
+                    dir: path.into(),
+                    name,
+                },
+                _ => RankingsError::Read { path: p, source },
+            })?;
+            texts(&text).map_err(|problem| RankingsError::File { name, problem })
         };
-        let queries = texts(&file("queries.jsonl")?).map_err(|e| format!("queries.jsonl {e}"))?;
-        let passages =
-            texts(&file("passages.jsonl")?).map_err(|e| format!("passages.jsonl {e}"))?;
+        let queries = file("queries.jsonl")?;
+        let passages = file("passages.jsonl")?;
         return Ok(RankingsData::Pool { queries, passages });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    rows(&text)
+    let text = std::fs::read_to_string(path).map_err(|source| RankingsError::Read {
+        path: path.into(),
+        source,
+    })?;
+    Ok(rows(&text)?)
 }
 
 /// `{"text": ...}` lines (blank lines skipped); `Err` names the line.
-pub fn texts(text: &str) -> Result<Vec<String>, String> {
+pub fn texts(text: &str) -> Result<Vec<String>, RowsError> {
     let mut out = Vec::new();
     for (n, line) in lines(text) {
         let v: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("line {n}: invalid JSON: {e}"))?;
+            serde_json::from_str(line).map_err(|source| RowsError::Json { line: n, source })?;
         match v.get("text") {
             Some(serde_json::Value::String(s)) => out.push(s.clone()),
-            _ => return Err(format!("line {n}: expected {{\"text\": \"...\"}}")),
+            _ => return Err(RowsError::NotText(n)),
         }
     }
     if out.is_empty() {
-        return Err("has no rows".into());
+        return Err(RowsError::Empty);
     }
     Ok(out)
 }
 
 /// `{"query": ..., "passages": [...]}` rows; `Err` names the line and what it lacks.
-pub fn rows(text: &str) -> Result<RankingsData, String> {
+pub fn rows(text: &str) -> Result<RankingsData, RowsError> {
     let mut out = Vec::new();
     for (n, line) in lines(text) {
         let v: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("line {n}: invalid JSON: {e}"))?;
+            serde_json::from_str(line).map_err(|source| RowsError::Json { line: n, source })?;
         let query = match v.get("query") {
             Some(serde_json::Value::String(q)) => q.clone(),
             Some(serde_json::Value::Object(o)) => match o.get("text") {
                 Some(serde_json::Value::String(q)) => q.clone(),
-                _ => return Err(format!("line {n}: \"query\" has no \"text\"")),
+                _ => return Err(RowsError::QueryText(n)),
             },
-            _ => {
-                return Err(format!(
-                    "line {n}: no \"query\"; a rankings input is {RANKINGS_FORM}"
-                ));
-            }
+            _ => return Err(RowsError::NoQuery(n)),
         };
         let list = v
             .get("passages")
             .or_else(|| v.get("documents"))
             .and_then(serde_json::Value::as_array)
             .filter(|l| !l.is_empty())
-            .ok_or_else(|| {
-                format!(
-                    "line {n}: a rankings row needs \"passages\": [\"...\", ...] next to its \"query\""
-                )
-            })?;
+            .ok_or(RowsError::NoPassages(n))?;
         let passages = list
             .iter()
             .map(|p| match p {
@@ -147,11 +206,11 @@ pub fn rows(text: &str) -> Result<RankingsData, String> {
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| format!("line {n}: every passage must be a string"))?;
+            .ok_or(RowsError::PassageNotText(n))?;
         out.push((query, passages));
     }
     if out.is_empty() {
-        return Err("has no rows".into());
+        return Err(RowsError::Empty);
     }
     Ok(RankingsData::Rows(out))
 }
@@ -177,7 +236,7 @@ mod tests {
             "{\"text\": \"q0\"}\n\n{\"text\": \"q1\"}\n",
         )
         .unwrap();
-        let e = read(dir.path()).unwrap_err();
+        let e = read(dir.path()).unwrap_err().to_string();
         assert!(
             e.contains("no passages.jsonl") && e.contains("queries.jsonl and passages.jsonl"),
             "{e}"
@@ -213,9 +272,14 @@ mod tests {
             ("{", "line 1: invalid JSON"),
             ("\n\n", "has no rows"),
         ] {
-            let e = rows(text).unwrap_err();
+            let e = rows(text).unwrap_err().to_string();
             assert!(e.contains(says), "{text}: {e}");
         }
-        assert!(texts("{\"prompt\": \"x\"}").unwrap_err().contains("line 1"));
+        assert!(
+            texts("{\"prompt\": \"x\"}")
+                .unwrap_err()
+                .to_string()
+                .contains("line 1")
+        );
     }
 }

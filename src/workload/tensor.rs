@@ -201,41 +201,85 @@ pub fn encode_bytes_elements<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> V
     out
 }
 
+/// Why a JSON value cannot be one element of a tensor's datatype. Callers name the input (or
+/// the file and field) in front, as a usage error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScalarError {
+    /// A JSON number that is not a float (never, with serde_json's numbers).
+    #[error("{value} is not a number {datatype}")]
+    NotNumber {
+        /// The value.
+        value: serde_json::Number,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// A string that does not parse as a number.
+    #[error("'{0}' is not a number")]
+    NotNumberText(String),
+    /// A number with a fraction, for an integer type.
+    #[error("{0} is not a whole number")]
+    NotWhole(serde_json::Number),
+    /// A string that does not parse as a whole number.
+    #[error("'{0}' is not a whole number")]
+    NotWholeText(String),
+    /// An array or object.
+    #[error("{0} is not a scalar")]
+    NotScalar(serde_json::Value),
+    /// A whole number out of the datatype's range.
+    #[error("{value} does not fit in {datatype}")]
+    DoesNotFit {
+        /// The value.
+        value: i128,
+        /// The datatype.
+        datatype: &'static str,
+    },
+    /// A string that is not a boolean.
+    #[error("'{0}' is not a boolean")]
+    NotBoolText(String),
+    /// Another value that is not a boolean.
+    #[error("{0} is not a boolean")]
+    NotBool(serde_json::Value),
+}
+
 /// Encodes one JSON value as a single element of `dt` (raw little-endian). Strings that hold a
 /// number are accepted for numeric types (`--extra-inputs temperature:0.7` arrives as a number,
 /// `"0.7"` as a string).
-pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, String> {
+pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, ScalarError> {
     use serde_json::Value;
-    let as_f64 = || -> Result<f64, String> {
+    let as_f64 = || -> Result<f64, ScalarError> {
         match v {
-            Value::Number(n) => n
-                .as_f64()
-                .ok_or_else(|| format!("{n} is not a number {}", dt.name())),
+            Value::Number(n) => n.as_f64().ok_or_else(|| ScalarError::NotNumber {
+                value: n.clone(),
+                datatype: dt.name(),
+            }),
             Value::String(s) => s
                 .trim()
                 .parse()
-                .map_err(|_| format!("'{s}' is not a number")),
+                .map_err(|_| ScalarError::NotNumberText(s.clone())),
             Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
-            other => Err(format!("{other} is not a scalar")),
+            other => Err(ScalarError::NotScalar(other.clone())),
         }
     };
-    let as_i128 = || -> Result<i128, String> {
+    let as_i128 = || -> Result<i128, ScalarError> {
         match v {
             Value::Number(n) => n
                 .as_i64()
                 .map(i128::from)
                 .or_else(|| n.as_u64().map(i128::from))
-                .ok_or_else(|| format!("{n} is not a whole number")),
+                .ok_or_else(|| ScalarError::NotWhole(n.clone())),
             Value::String(s) => s
                 .trim()
                 .parse()
-                .map_err(|_| format!("'{s}' is not a whole number")),
+                .map_err(|_| ScalarError::NotWholeText(s.clone())),
             Value::Bool(b) => Ok(i128::from(*b)),
-            other => Err(format!("{other} is not a scalar")),
+            other => Err(ScalarError::NotScalar(other.clone())),
         }
     };
-    fn fit<T: TryFrom<i128>>(x: i128, dt: DataType) -> Result<T, String> {
-        T::try_from(x).map_err(|_| format!("{x} does not fit in {}", dt.name()))
+    fn fit<T: TryFrom<i128>>(x: i128, dt: DataType) -> Result<T, ScalarError> {
+        T::try_from(x).map_err(|_| ScalarError::DoesNotFit {
+            value: x,
+            datatype: dt.name(),
+        })
     }
     Ok(match dt {
         DataType::Bool => {
@@ -245,9 +289,9 @@ pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, Str
                 Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
                     "true" | "1" => true,
                     "false" | "0" => false,
-                    _ => return Err(format!("'{s}' is not a boolean")),
+                    _ => return Err(ScalarError::NotBoolText(s.clone())),
                 },
-                other => return Err(format!("{other} is not a boolean")),
+                other => return Err(ScalarError::NotBool(other.clone())),
             };
             vec![u8::from(b)]
         }

@@ -67,26 +67,105 @@ fn defs<S: serde::Serializer>(t: &Arc<Vec<ToolDef>>, s: S) -> Result<S::Ok, S::E
 /// What a tools file should hold, for error messages.
 pub const TOOLS_FORM: &str = r#"a JSON list of OpenAI tool definitions, e.g. [{"type": "function", "function": {"name": "get_weather", "description": "...", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]"#;
 
+/// Why a `--tools` file is not a list of tool definitions: the entry and what is wrong. The
+/// plan puts the flag, the file and [`TOOLS_FORM`] around it, as a usage error.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsError {
+    /// Not JSON.
+    #[error("not JSON ({0})")]
+    Json(#[source] serde_json::Error),
+    /// A request body's `{"tools": [...]}`.
+    #[error("an object with a \"tools\" list: the file must be the list itself")]
+    Wrapped,
+    /// Not a list.
+    #[error("not a list")]
+    NotList,
+    /// An empty list.
+    #[error("an empty list: give at least one tool")]
+    Empty,
+    /// An entry (1-based) that is not a function tool.
+    #[error("entry {entry}: {problem}")]
+    Entry {
+        /// The entry (1-based).
+        entry: usize,
+        /// What is wrong with it.
+        problem: EntryError,
+    },
+    /// A name given twice.
+    #[error("entry {entry}: a second tool named '{name}'")]
+    Duplicate {
+        /// The entry (1-based).
+        entry: usize,
+        /// The name.
+        name: String,
+    },
+}
+
+/// What is wrong with one entry of a tools file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    /// Not an object.
+    #[error("not an object")]
+    NotObject,
+    /// A tool type other than `function`.
+    #[error("type '{0}' (only \"function\" tools are sent)")]
+    Type(String),
+    /// No type.
+    #[error("no \"type\": \"function\"")]
+    NoType,
+    /// No function.
+    #[error("no \"function\" object")]
+    NoFunction,
+    /// A function without a name.
+    #[error("its function has no \"name\"")]
+    NoName,
+    /// A description that is not text.
+    #[error("function '{0}': \"description\" is not a string")]
+    Description(String),
+    /// Parameters that are not a schema.
+    #[error("function '{0}': \"parameters\" is not a JSON Schema object")]
+    Parameters(String),
+}
+
+/// A `--tool-choice` that names none of the tools; the plan puts the flag in front.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{name}' is neither auto, none, required nor a tool in --tools (its tools: {})",
+    .tools.join(", ")
+)]
+pub struct ToolChoiceError {
+    /// The choice as given.
+    pub name: String,
+    /// The tools' names.
+    pub tools: Vec<String>,
+}
+
 /// Reads a tools file's text: every entry a function with a name, names distinct. `Err` says
 /// which entry is wrong and how.
-pub fn parse_tools(text: &str) -> Result<Vec<ToolDef>, String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+pub fn parse_tools(text: &str) -> Result<Vec<ToolDef>, ToolsError> {
+    let v: Value = serde_json::from_str(text).map_err(ToolsError::Json)?;
     let list = match v {
         Value::Array(list) => list,
         // `{"tools": [...]}` is a request body's fragment: say where the list is.
         Value::Object(o) if o.get("tools").is_some_and(Value::is_array) => {
-            return Err("an object with a \"tools\" list: the file must be the list itself".into());
+            return Err(ToolsError::Wrapped);
         }
-        _ => return Err("not a list".into()),
+        _ => return Err(ToolsError::NotList),
     };
     if list.is_empty() {
-        return Err("an empty list: give at least one tool".into());
+        return Err(ToolsError::Empty);
     }
     let mut tools: Vec<ToolDef> = Vec::with_capacity(list.len());
     for (i, entry) in list.iter().enumerate() {
-        let t = tool_def(entry).map_err(|e| format!("entry {}: {e}", i + 1))?;
+        let t = tool_def(entry).map_err(|problem| ToolsError::Entry {
+            entry: i + 1,
+            problem,
+        })?;
         if tools.iter().any(|d| d.name == t.name) {
-            return Err(format!("entry {}: a second tool named '{}'", i + 1, t.name));
+            return Err(ToolsError::Duplicate {
+                entry: i + 1,
+                name: t.name,
+            });
         }
         tools.push(t);
     }
@@ -94,39 +173,31 @@ pub fn parse_tools(text: &str) -> Result<Vec<ToolDef>, String> {
 }
 
 /// One OpenAI-form entry.
-fn tool_def(entry: &Value) -> Result<ToolDef, String> {
-    let o = entry.as_object().ok_or("not an object")?;
+fn tool_def(entry: &Value) -> Result<ToolDef, EntryError> {
+    let o = entry.as_object().ok_or(EntryError::NotObject)?;
     match o.get("type").and_then(Value::as_str) {
         Some("function") => {}
-        Some(other) => return Err(format!("type '{other}' (only \"function\" tools are sent)")),
-        None => return Err("no \"type\": \"function\"".into()),
+        Some(other) => return Err(EntryError::Type(other.into())),
+        None => return Err(EntryError::NoType),
     }
     let f = o
         .get("function")
         .and_then(Value::as_object)
-        .ok_or("no \"function\" object")?;
+        .ok_or(EntryError::NoFunction)?;
     let name = f
         .get("name")
         .and_then(Value::as_str)
         .filter(|n| !n.trim().is_empty())
-        .ok_or("its function has no \"name\"")?;
+        .ok_or(EntryError::NoName)?;
     let description = match f.get("description") {
         None | Some(Value::Null) => None,
         Some(Value::String(d)) => Some(d.clone()),
-        Some(_) => {
-            return Err(format!(
-                "function '{name}': \"description\" is not a string"
-            ));
-        }
+        Some(_) => return Err(EntryError::Description(name.into())),
     };
     let parameters = match f.get("parameters") {
         None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
         Some(p @ Value::Object(_)) => p.clone(),
-        Some(_) => {
-            return Err(format!(
-                "function '{name}': \"parameters\" is not a JSON Schema object"
-            ));
-        }
+        Some(_) => return Err(EntryError::Parameters(name.into())),
     };
     Ok(ToolDef {
         name: name.to_string(),
@@ -136,21 +207,17 @@ fn tool_def(entry: &Value) -> Result<ToolDef, String> {
 }
 
 /// `--tool-choice` as given, checked against the tools' names.
-pub fn parse_choice(raw: Option<&str>, tools: &[ToolDef]) -> Result<ToolChoice, String> {
+pub fn parse_choice(raw: Option<&str>, tools: &[ToolDef]) -> Result<ToolChoice, ToolChoiceError> {
     Ok(match raw.map(str::trim) {
         None | Some("auto") => ToolChoice::Auto,
         Some("none") => ToolChoice::None,
         Some("required") | Some("any") => ToolChoice::Required,
         Some(name) if tools.iter().any(|t| t.name == name) => ToolChoice::Named(name.to_string()),
         Some(name) => {
-            return Err(format!(
-                "'{name}' is neither auto, none, required nor a tool in --tools (its tools: {})",
-                tools
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            return Err(ToolChoiceError {
+                name: name.into(),
+                tools: tools.iter().map(|t| t.name.clone()).collect(),
+            });
         }
     })
 }
@@ -300,7 +367,9 @@ mod tests {
             parse_choice(Some("get_weather"), &tools),
             Ok(ToolChoice::Named("get_weather".into()))
         );
-        let e = parse_choice(Some("lookup"), &tools).unwrap_err();
+        let e = parse_choice(Some("lookup"), &tools)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("its tools: get_weather, now"), "{e}");
     }
 
@@ -326,7 +395,7 @@ mod tests {
                 "entry 2: a second tool named 'x'",
             ),
         ] {
-            let e = parse_tools(text).unwrap_err();
+            let e = parse_tools(text).unwrap_err().to_string();
             assert!(e.contains(says), "{text}: {e}");
         }
     }

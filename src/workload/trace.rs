@@ -158,36 +158,90 @@ pub fn read_from(
     window(Trace { requests }, path, opts)
 }
 
+/// What is wrong with one row of a trace: the field, and what it must be. The reader puts
+/// `--input-file`, the file and the line in front, as a usage error (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum TraceRowError {
+    /// Not JSON.
+    #[error("invalid JSON ({0}): each line must be one object such as {EXAMPLE}")]
+    Json(#[source] serde_json::Error),
+    /// Not a JSON object.
+    #[error("expected a JSON object such as {EXAMPLE}")]
+    NotObject,
+    /// No timestamp, with `--fixed-schedule`.
+    #[error(
+        "missing field \"timestamp\": --fixed-schedule sends each request at its timestamp (ms)"
+    )]
+    NoTimestamp,
+    /// A timestamp that is not a time.
+    #[error("field \"timestamp\" must be a number of milliseconds ≥ 0, not {0}")]
+    Timestamp(Value),
+    /// An input length past any context.
+    #[error(
+        "field \"input_length\" {0} is beyond any model's context (at most {MAX_INPUT_LENGTH} tokens are synthesized per prompt)"
+    )]
+    InputTooLong(u32),
+    /// A length missing.
+    #[error(
+        "missing field \"{0}\" (a trace row has input_length, output_length and hash_ids, and a timestamp with --fixed-schedule)"
+    )]
+    NoLength(&'static str),
+    /// A length that is not a token count.
+    #[error("field \"{field}\" must be a whole number of tokens ≥ 1, not {got}")]
+    Length {
+        /// `input_length` or `output_length`.
+        field: &'static str,
+        /// What it was.
+        got: Value,
+    },
+    /// No block ids.
+    #[error(
+        "missing field \"hash_ids\": give one block id per {block} tokens of input_length (requests with the same id share that block)"
+    )]
+    NoHashIds {
+        /// `--block-size`.
+        block: u32,
+    },
+    /// Block ids that are not an array.
+    #[error("field \"hash_ids\" must be an array of whole numbers, not {0}")]
+    HashIdsNotArray(Value),
+    /// Fewer block ids than the input length needs.
+    #[error(
+        "field \"hash_ids\" has {got} id{} but input_length {input_length} needs {needed} (one per block of {block} tokens): give one id per block, or set --block-size to the trace's block size",
+        if *.got == 1 { "" } else { "s" }
+    )]
+    FewHashIds {
+        /// Ids given.
+        got: usize,
+        /// The row's input length.
+        input_length: u32,
+        /// Ids it needs.
+        needed: usize,
+        /// `--block-size`.
+        block: u32,
+    },
+    /// A block id that is not a whole number.
+    #[error("field \"hash_ids\" must hold whole numbers ≥ 0, not {0}")]
+    HashId(Value),
+}
+
 /// One row, checked; `Err` says which field is wrong and how.
-fn parse_row(text: &str, line: usize, opts: &ReadOptions) -> Result<TraceRequest, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        format!("invalid JSON ({e}): each line must be one object such as {EXAMPLE}")
-    })?;
+fn parse_row(text: &str, line: usize, opts: &ReadOptions) -> Result<TraceRequest, TraceRowError> {
+    let value: Value = serde_json::from_str(text).map_err(TraceRowError::Json)?;
     let Value::Object(row) = value else {
-        return Err(format!("expected a JSON object such as {EXAMPLE}"));
+        return Err(TraceRowError::NotObject);
     };
     let timestamp_ms = match row.get("timestamp") {
-        None if opts.fixed_schedule => {
-            return Err(
-                "missing field \"timestamp\": --fixed-schedule sends each request at its timestamp (ms)"
-                    .into(),
-            );
-        }
+        None if opts.fixed_schedule => return Err(TraceRowError::NoTimestamp),
         None => None,
         Some(v) => match v.as_f64() {
             Some(t) if t.is_finite() && t >= 0.0 => Some(t),
-            _ => {
-                return Err(format!(
-                    "field \"timestamp\" must be a number of milliseconds ≥ 0, not {v}"
-                ));
-            }
+            _ => return Err(TraceRowError::Timestamp(v.clone())),
         },
     };
     let input_length = length(&row, "input_length")?;
     if input_length > MAX_INPUT_LENGTH {
-        return Err(format!(
-            "field \"input_length\" {input_length} is beyond any model's context (at most {MAX_INPUT_LENGTH} tokens are synthesized per prompt)"
-        ));
+        return Err(TraceRowError::InputTooLong(input_length));
     }
     let output_length = length(&row, "output_length")?;
     let hash_ids = hash_ids(&row, input_length, opts.block_size)?;
@@ -201,46 +255,43 @@ fn parse_row(text: &str, line: usize, opts: &ReadOptions) -> Result<TraceRequest
 }
 
 /// A required whole number of tokens, at least 1.
-fn length(row: &Map<String, Value>, field: &str) -> Result<u32, String> {
+fn length(row: &Map<String, Value>, field: &'static str) -> Result<u32, TraceRowError> {
     let Some(v) = row.get(field) else {
-        return Err(format!(
-            "missing field \"{field}\" (a trace row has input_length, output_length and hash_ids, and a timestamp with --fixed-schedule)"
-        ));
+        return Err(TraceRowError::NoLength(field));
     };
     match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
         Some(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "field \"{field}\" must be a whole number of tokens ≥ 1, not {v}"
-        )),
+        _ => Err(TraceRowError::Length {
+            field,
+            got: v.clone(),
+        }),
     }
 }
 
 /// The block ids a prompt of `input_length` tokens needs, checked.
-fn hash_ids(row: &Map<String, Value>, input_length: u32, block: u32) -> Result<Vec<u64>, String> {
+fn hash_ids(
+    row: &Map<String, Value>,
+    input_length: u32,
+    block: u32,
+) -> Result<Vec<u64>, TraceRowError> {
     let Some(v) = row.get("hash_ids") else {
-        return Err(format!(
-            "missing field \"hash_ids\": give one block id per {block} tokens of input_length (requests with the same id share that block)"
-        ));
+        return Err(TraceRowError::NoHashIds { block });
     };
     let Some(items) = v.as_array() else {
-        return Err(format!(
-            "field \"hash_ids\" must be an array of whole numbers, not {v}"
-        ));
+        return Err(TraceRowError::HashIdsNotArray(v.clone()));
     };
     let needed = input_length.div_ceil(block.max(1)) as usize;
     if items.len() < needed {
-        return Err(format!(
-            "field \"hash_ids\" has {} id{} but input_length {input_length} needs {needed} (one per block of {block} tokens): give one id per block, or set --block-size to the trace's block size",
-            items.len(),
-            if items.len() == 1 { "" } else { "s" }
-        ));
+        return Err(TraceRowError::FewHashIds {
+            got: items.len(),
+            input_length,
+            needed,
+            block,
+        });
     }
     items[..needed]
         .iter()
-        .map(|id| {
-            id.as_u64()
-                .ok_or_else(|| format!("field \"hash_ids\" must hold whole numbers ≥ 0, not {id}"))
-        })
+        .map(|id| id.as_u64().ok_or_else(|| TraceRowError::HashId(id.clone())))
         .collect()
 }
 

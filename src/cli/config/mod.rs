@@ -180,14 +180,26 @@ fn given_flags(cmd: &clap::Command, args: &[String]) -> Vec<String> {
     out
 }
 
+/// A config value of a kind its flag does not take; the reader puts the file, line and key in
+/// front, as a usage error (exit code 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ValueError {
+    /// A switch given something other than a boolean (its kind).
+    #[error("a switch: give true or false, not {0}")]
+    Switch(&'static str),
+    /// A table or date where the flag takes text (its kind).
+    #[error("expected a string or number, found {0}")]
+    NotScalar(&'static str),
+}
+
 /// The command-line tokens for one key.
-fn tokens_for(arg: &Arg, long: &str, value: &Value) -> Result<Vec<String>, String> {
+fn tokens_for(arg: &Arg, long: &str, value: &Value) -> Result<Vec<String>, ValueError> {
     let flag = format!("--{long}");
     let switch = matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse);
     let repeatable = matches!(arg.get_action(), ArgAction::Append);
     match value {
         Value::Boolean(b) if switch => Ok(if *b { vec![flag] } else { Vec::new() }),
-        _ if switch => Err(format!("a switch: give true or false, not {}", kind(value))),
+        _ if switch => Err(ValueError::Switch(kind(value))),
         Value::Array(items) if repeatable => {
             let mut out = Vec::new();
             for v in items {
@@ -205,16 +217,13 @@ fn tokens_for(arg: &Arg, long: &str, value: &Value) -> Result<Vec<String>, Strin
 }
 
 /// A value as the flag's text.
-fn scalar(v: &Value) -> Result<String, String> {
+fn scalar(v: &Value) -> Result<String, ValueError> {
     match v {
         Value::String(s) => Ok(s.clone()),
         Value::Integer(i) => Ok(i.to_string()),
         Value::Float(f) => Ok(f.to_string()),
         Value::Boolean(b) => Ok(b.to_string()),
-        other => Err(format!(
-            "expected a string or number, found {}",
-            kind(other)
-        )),
+        other => Err(ValueError::NotScalar(kind(other))),
     }
 }
 

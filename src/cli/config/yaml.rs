@@ -76,9 +76,12 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<Entry>, UsageError> {
         }
         let value = match it.next() {
             Some((Event::Scalar(v, style, ..), _)) => scalar(v, style),
-            Some((Event::SequenceStart(..), _)) => {
-                list(&mut it).map_err(|why| fail(line, format!("{key}: {why}")))?
-            }
+            Some((Event::SequenceStart(..), _)) => list(&mut it).ok_or_else(|| {
+                fail(
+                    line,
+                    format!("{key}: a list may hold only strings and numbers"),
+                )
+            })?,
             Some((Event::MappingStart(..), _)) => {
                 return Err(fail(
                     line,
@@ -94,14 +97,15 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Vec<Entry>, UsageError> {
     }
 }
 
-/// The scalars of a list, up to its end.
-fn list(it: &mut impl Iterator<Item = (Event, usize)>) -> Result<Value, String> {
+/// The scalars of a list, up to its end; `None` when it holds anything else (a list or a
+/// mapping).
+fn list(it: &mut impl Iterator<Item = (Event, usize)>) -> Option<Value> {
     let mut items = Vec::new();
     loop {
-        match it.next() {
-            Some((Event::SequenceEnd, _)) => return Ok(Value::Array(items)),
-            Some((Event::Scalar(v, style, ..), _)) => items.push(scalar(v, style)),
-            _ => return Err("a list may hold only strings and numbers".into()),
+        match it.next()? {
+            (Event::SequenceEnd, _) => return Some(Value::Array(items)),
+            (Event::Scalar(v, style, ..), _) => items.push(scalar(v, style)),
+            _ => return None,
         }
     }
 }
@@ -128,8 +132,8 @@ fn scalar(v: String, style: TScalarStyle) -> Value {
 mod tests {
     use super::*;
 
-    fn entries(text: &str) -> Result<Vec<Entry>, String> {
-        parse(text, Path::new("run.yaml")).map_err(|e| e.0)
+    fn entries(text: &str) -> Result<Vec<Entry>, UsageError> {
+        parse(text, Path::new("run.yaml"))
     }
 
     #[test]
@@ -160,7 +164,7 @@ mod tests {
 
     #[test]
     fn refusals_name_the_line() {
-        let err = |t: &str| entries(t).unwrap_err();
+        let err = |t: &str| entries(t).unwrap_err().0;
         assert_eq!(
             err("model: gpt2\nextra:\n  a: 1\n"),
             "run.yaml:2: extra: expected a value or a list, found a mapping"

@@ -31,7 +31,9 @@ use serde_json::{Value, json};
 
 use crate::artifact::read::{LoadedLevel, Run};
 use crate::metrics::Metric;
-use crate::metrics::{Kind, MetricRef, MetricSource, Stat, SystemMetric, parse_value, trim_num};
+use crate::metrics::{
+    Kind, MetricError, MetricRef, MetricSource, Stat, SystemMetric, parse_value, trim_num,
+};
 use crate::report::console::{Align, table};
 use crate::report::svg::esc;
 use crate::stats::LevelSummary;
@@ -92,24 +94,88 @@ impl fmt::Display for Threshold {
     }
 }
 
+/// A `compare` limit flag that does not parse (`--threshold`, `--max-throughput-drop`,
+/// `--max-p99-increase`): the flag, its value, and what to write instead. A usage error (exit
+/// code 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{flag} '{value}': {problem}")]
+pub struct LimitError {
+    /// The flag.
+    pub flag: &'static str,
+    /// Its value as given.
+    pub value: String,
+    /// What is wrong with it.
+    pub problem: LimitProblem,
+}
+
+/// What is wrong with a limit flag's value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LimitProblem {
+    /// No `METRIC:LIMIT`.
+    #[error(
+        "expected METRIC:(+|-)LIMIT, e.g. time_to_first_token.p99:+10% or request_throughput:-5%"
+    )]
+    Shape,
+    /// The metric, or a value with a unit.
+    #[error(transparent)]
+    Metric(#[from] MetricError),
+    /// A limit without `+` or `-`.
+    #[error(
+        "the limit needs a sign: '+' flags rises (latency: {0}:+10%), '-' flags falls (throughput: {0}:-5%)"
+    )]
+    NoSign(String),
+    /// `N%` where N is not a number.
+    #[error("'{0}' is not a percentage")]
+    NotPercentage(String),
+    /// `pp` on a metric that is not a share.
+    #[error(
+        "pp (percentage points) only fits shares such as queue_share or error_rate; use % for a relative change"
+    )]
+    PointsNotShare,
+    /// `Npp` where N is not a number.
+    #[error("'{0}' is not a number of points")]
+    NotPoints(String),
+    /// A negative or infinite change.
+    #[error("give the size of the change after the sign (a non-negative number)")]
+    NoSize,
+    /// A percentage flag that is no percentage.
+    #[error("expected a percentage such as 5%")]
+    Percent,
+    /// A negative percentage.
+    #[error("must be zero or more")]
+    BelowZero,
+}
+
+impl LimitError {
+    /// A usage error.
+    pub fn exit_code(&self) -> u8 {
+        2
+    }
+}
+
+impl From<LimitError> for crate::error::Error {
+    fn from(e: LimitError) -> Self {
+        crate::error::Error::with_exit_code(e.exit_code(), &e)
+    }
+}
+
 /// Parses `--threshold METRIC:(+|-)VALUE[unit]`.
-pub fn parse_threshold(raw: &str) -> Result<Threshold, String> {
+pub fn parse_threshold(raw: &str) -> Result<Threshold, LimitError> {
     let t = raw.trim();
-    let (m, limit) = t.rsplit_once(':').ok_or_else(|| {
-        format!(
-            "--threshold '{t}': expected METRIC:(+|-)LIMIT, e.g. time_to_first_token.p99:+10% or request_throughput:-5%"
-        )
-    })?;
-    let metric = MetricRef::parse(m).map_err(|e| format!("--threshold '{t}': {e}"))?;
+    let fail = |problem| LimitError {
+        flag: "--threshold",
+        value: t.into(),
+        problem,
+    };
+    let (m, limit) = t
+        .rsplit_once(':')
+        .ok_or_else(|| fail(LimitProblem::Shape))?;
+    let metric = MetricRef::parse(m).map_err(|e| fail(e.into()))?;
     let limit = limit.trim();
     let (sign, rest) = match limit.chars().next() {
         Some('+') => (1.0, &limit[1..]),
         Some('-') => (-1.0, &limit[1..]),
-        _ => {
-            return Err(format!(
-                "--threshold '{t}': the limit needs a sign: '+' flags rises (latency: {m}:+10%), '-' flags falls (throughput: {m}:-5%)"
-            ));
-        }
+        _ => return Err(fail(LimitProblem::NoSign(m.into()))),
     };
     let rest = rest.trim();
     let lower = rest.to_ascii_lowercase();
@@ -117,28 +183,24 @@ pub fn parse_threshold(raw: &str) -> Result<Threshold, String> {
         let v: f64 = p
             .trim()
             .parse()
-            .map_err(|_| format!("--threshold '{t}': '{rest}' is not a percentage"))?;
+            .map_err(|_| fail(LimitProblem::NotPercentage(rest.into())))?;
         Limit::Relative(v / 100.0)
     } else if let Some(p) = lower.strip_suffix("pp") {
         if metric.kind() != Kind::Fraction {
-            return Err(format!(
-                "--threshold '{t}': pp (percentage points) only fits shares such as queue_share or error_rate; use % for a relative change"
-            ));
+            return Err(fail(LimitProblem::PointsNotShare));
         }
         let v: f64 = p
             .trim()
             .parse()
-            .map_err(|_| format!("--threshold '{t}': '{rest}' is not a number of points"))?;
+            .map_err(|_| fail(LimitProblem::NotPoints(rest.into())))?;
         Limit::Absolute(v / 100.0)
     } else {
-        let v = parse_value(rest, metric.kind()).map_err(|e| format!("--threshold '{t}': {e}"))?;
+        let v = parse_value(rest, metric.kind()).map_err(|e| fail(e.into()))?;
         Limit::Absolute(v)
     };
     let (Limit::Relative(v) | Limit::Absolute(v)) = value;
     if !(v.is_finite() && v >= 0.0) {
-        return Err(format!(
-            "--threshold '{t}': give the size of the change after the sign (a non-negative number)"
-        ));
+        return Err(fail(LimitProblem::NoSize));
     }
     Ok(Threshold {
         metric,
@@ -150,15 +212,20 @@ pub fn parse_threshold(raw: &str) -> Result<Threshold, String> {
 }
 
 /// Parses `5%` or `5` (percent) for `--max-throughput-drop` / `--max-p99-increase`.
-pub fn parse_percent(flag: &str, raw: &str) -> Result<f64, String> {
+pub fn parse_percent(flag: &'static str, raw: &str) -> Result<f64, LimitError> {
     let t = raw.trim();
+    let fail = |problem| LimitError {
+        flag,
+        value: t.into(),
+        problem,
+    };
     let v: f64 = t
         .trim_end_matches('%')
         .trim()
         .parse()
-        .map_err(|_| format!("{flag} '{t}': expected a percentage such as 5%"))?;
+        .map_err(|_| fail(LimitProblem::Percent))?;
     if !(v.is_finite() && v >= 0.0) {
-        return Err(format!("{flag} '{t}': must be zero or more"));
+        return Err(fail(LimitProblem::BelowZero));
     }
     Ok(v / 100.0)
 }
@@ -954,7 +1021,7 @@ mod tests {
             ("bogus.p99:+1%", "unknown metric 'bogus'"),
         ];
         for (text, want) in errors {
-            let e = parse_threshold(text).unwrap_err();
+            let e = parse_threshold(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
     }
@@ -989,6 +1056,7 @@ mod tests {
         assert!(
             parse_percent("--max-throughput-drop", "-5%")
                 .unwrap_err()
+                .to_string()
                 .contains("zero or more")
         );
         assert!(parse_percent("--max-throughput-drop", "five").is_err());

@@ -4,30 +4,13 @@
 //! Latency axes turn logarithmic when the levels span more than ten times (a knee's tail would
 //! otherwise flatten the levels before it).
 
-use std::fmt::Write as _;
-
-use super::super::svg::{self, Chart, Mark, Pt, Series, XScale, esc};
+use super::super::svg::{self, Chart, Mark, Pt, Series, XScale};
+use super::figure::{figure, kind_title, load_label};
 use crate::analysis::knee;
 use crate::artifact::read::LoadedLevel;
 use crate::metrics::Metric;
 use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
 use crate::stats::LevelSummary;
-
-/// A level's load as its axis tick and point label show it.
-pub(super) fn load_label(l: &LevelSummary) -> String {
-    svg::num(l.stimulus.value())
-}
-
-/// The load axis' name: `concurrency`, `request rate (req/s)`.
-pub(super) fn kind_title(levels: &[LoadedLevel]) -> String {
-    match levels.first().map(|l| l.summary.stimulus.kind()) {
-        Some("concurrency") => "concurrency".into(),
-        Some("request_rate") => "request rate (req/s)".into(),
-        Some("fixed_schedule") => "fixed schedule (speed-up)".into(),
-        Some(other) => other.replace('_', " "),
-        None => "load".into(),
-    }
-}
 
 /// Log2 for geometric load ladders, else proportional.
 pub(super) fn x_scale(levels: &[LoadedLevel]) -> XScale {
@@ -98,15 +81,6 @@ pub(super) fn repetition_range(l: &LoadedLevel, m: MetricRef) -> Option<(f64, f6
     let values: Vec<f64> = l.repetitions.iter().filter_map(|r| r.metric(m)).collect();
     let s = crate::stats::repeat::Spread::of(&values).filter(|s| s.n > 1)?;
     Some((s.min, s.max))
-}
-
-/// A chart with its caption.
-pub(super) fn figure(out: &mut String, svg_text: &str, caption: &str) {
-    let _ = writeln!(
-        out,
-        "<figure>{svg_text}<figcaption>{}</figcaption></figure>",
-        esc(caption)
-    );
 }
 
 /// What every chart of a run shares.

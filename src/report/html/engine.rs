@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::charts::{figure, kind_title, load_label};
+use super::figure::{figure, kind_title, load_label};
 use crate::artifact::read::LoadedLevel;
 use crate::report::svg::{self, Chart, Pt, Series, XScale, esc};
 use crate::server_metrics::split::engine_name;

@@ -25,6 +25,7 @@ use crate::artifact::read::Run;
 
 mod charts;
 mod engine;
+mod figure;
 mod search;
 mod style;
 mod tables;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::charts::{kind_title, load_label};
+use super::figure::{kind_title, load_label};
 use crate::artifact::read::LoadedLevel;
 use crate::metrics::Metric;
 use crate::metrics::{Kind, MetricRef, MetricSource, Stat, SystemMetric};

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::charts::{figure, kind_title, load_label, repetition_range};
+use super::charts::repetition_range;
+use super::figure::{figure, kind_title, load_label};
 use super::{slo_counts, utc};
 use crate::analysis::knee;
 use crate::artifact::read::Run;

@@ -125,6 +125,72 @@ pub fn read_from(reader: impl BufRead, path: &Path) -> Result<Vec<FileConversati
     Ok(out)
 }
 
+/// What is wrong with one conversation of a file (a line, or an element of an array): the
+/// field, and what to write instead. The readers put `--input-file`, the file and the line in
+/// front, as a usage error (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ConversationError {
+    /// Not JSON.
+    #[error("invalid JSON ({0}): each line must be one conversation such as {EXAMPLE}")]
+    Json(#[source] serde_json::Error),
+    /// Not a JSON object.
+    #[error("expected a JSON object such as {EXAMPLE}")]
+    NotObject,
+    /// Neither `conversations` nor `messages`.
+    #[error(
+        "missing field \"conversations\" (ShareGPT) or \"messages\" (OpenAI): every line of a conversation file is one conversation, such as {EXAMPLE}"
+    )]
+    NoMessages,
+    /// The messages are not an array.
+    #[error("field \"{0}\" must be an array of messages")]
+    NotArray(&'static str),
+    /// A message that is not an object.
+    #[error("field \"{key}[{i}]\" must be an object")]
+    NotMessage {
+        /// `conversations` or `messages`.
+        key: &'static str,
+        /// The message's index.
+        i: usize,
+    },
+    /// A message field missing or of the wrong form; `fix` says what it must be.
+    #[error("field \"{key}[{i}].{field}\" {fix}")]
+    Field {
+        /// `conversations` or `messages`.
+        key: &'static str,
+        /// The message's index.
+        i: usize,
+        /// `from`, `value`, `role`, `content`.
+        field: &'static str,
+        /// What is wrong and what to give.
+        fix: &'static str,
+    },
+    /// An author this reader does not know.
+    #[error("field \"{key}[{i}].{field}\" is \"{got}\": {fix}")]
+    Author {
+        /// `conversations` or `messages`.
+        key: &'static str,
+        /// The message's index.
+        i: usize,
+        /// `from` or `role`.
+        field: &'static str,
+        /// What it said.
+        got: String,
+        /// The authors it may name.
+        fix: &'static str,
+    },
+    /// No user message: nothing to send.
+    #[error(
+        "field \"{key}\" has no user message ({}): a conversation needs at least one turn to send; remove the line or add the user's message",
+        if *.sharegpt { "\"from\": \"human\"" } else { "\"role\": \"user\"" }
+    )]
+    NoUser {
+        /// `conversations` or `messages`.
+        key: &'static str,
+        /// The ShareGPT form (`from`), else OpenAI's (`role`).
+        sharegpt: bool,
+    },
+}
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Author {
@@ -134,29 +200,23 @@ enum Author {
 }
 
 /// One line, checked; `Err` names the field and says what to change.
-fn parse_line(text: &str, line: usize) -> Result<FileConversation, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        format!("invalid JSON ({e}): each line must be one conversation such as {EXAMPLE}")
-    })?;
+fn parse_line(text: &str, line: usize) -> Result<FileConversation, ConversationError> {
+    let value: Value = serde_json::from_str(text).map_err(ConversationError::Json)?;
     parse_value(value, line)
 }
 
 /// One conversation, checked; `Err` names the field and says what to change.
-fn parse_value(value: Value, line: usize) -> Result<FileConversation, String> {
+fn parse_value(value: Value, line: usize) -> Result<FileConversation, ConversationError> {
     let Value::Object(row) = value else {
-        return Err(format!("expected a JSON object such as {EXAMPLE}"));
+        return Err(ConversationError::NotObject);
     };
     let (key, sharegpt) = match (row.get(KEYS[0]), row.get(KEYS[1])) {
         (Some(_), _) => (KEYS[0], true),
         (None, Some(_)) => (KEYS[1], false),
-        (None, None) => {
-            return Err(format!(
-                "missing field \"conversations\" (ShareGPT) or \"messages\" (OpenAI): every line of a conversation file is one conversation, such as {EXAMPLE}"
-            ));
-        }
+        (None, None) => return Err(ConversationError::NoMessages),
     };
     let Some(items) = row.get(key).and_then(Value::as_array) else {
-        return Err(format!("field \"{key}\" must be an array of messages"));
+        return Err(ConversationError::NotArray(key));
     };
     let mut conversation = FileConversation {
         line,
@@ -165,7 +225,7 @@ fn parse_value(value: Value, line: usize) -> Result<FileConversation, String> {
     };
     for (i, item) in items.iter().enumerate() {
         let Some(m) = item.as_object() else {
-            return Err(format!("field \"{key}[{i}]\" must be an object"));
+            return Err(ConversationError::NotMessage { key, i });
         };
         let (author, text) = if sharegpt {
             sharegpt_message(m, key, i)?
@@ -179,54 +239,68 @@ fn parse_value(value: Value, line: usize) -> Result<FileConversation, String> {
         }
     }
     if conversation.users.is_empty() {
-        let who = if sharegpt {
-            "\"from\": \"human\""
-        } else {
-            "\"role\": \"user\""
-        };
-        return Err(format!(
-            "field \"{key}\" has no user message ({who}): a conversation needs at least one turn to send; remove the line or add the user's message"
-        ));
+        return Err(ConversationError::NoUser { key, sharegpt });
     }
     Ok(conversation)
 }
 
 fn sharegpt_message(
     m: &Map<String, Value>,
-    key: &str,
+    key: &'static str,
     i: usize,
-) -> Result<(Author, String), String> {
-    let from = m.get("from").and_then(Value::as_str).ok_or_else(|| {
-        format!("field \"{key}[{i}].from\" is missing or not a string (human, gpt or system)")
-    })?;
+) -> Result<(Author, String), ConversationError> {
+    let field = |field, fix| ConversationError::Field { key, i, field, fix };
+    let from = m
+        .get("from")
+        .and_then(Value::as_str)
+        .ok_or_else(|| field("from", "is missing or not a string (human, gpt or system)"))?;
     let author = match from.to_ascii_lowercase().as_str() {
         "human" | "user" => Author::User,
         "gpt" | "assistant" | "chatgpt" | "bard" | "bing" | "model" => Author::Assistant,
         "system" => Author::System,
         other => {
-            return Err(format!(
-                "field \"{key}[{i}].from\" is \"{other}\": give human (or user), gpt (or assistant) or system"
-            ));
+            return Err(ConversationError::Author {
+                key,
+                i,
+                field: "from",
+                got: other.into(),
+                fix: "give human (or user), gpt (or assistant) or system",
+            });
         }
     };
     let text = m.get("value").and_then(Value::as_str).ok_or_else(|| {
-        format!("field \"{key}[{i}].value\" is missing or not a string: give the message's text")
+        field(
+            "value",
+            "is missing or not a string: give the message's text",
+        )
     })?;
     Ok((author, text.to_string()))
 }
 
-fn openai_message(m: &Map<String, Value>, key: &str, i: usize) -> Result<(Author, String), String> {
+fn openai_message(
+    m: &Map<String, Value>,
+    key: &'static str,
+    i: usize,
+) -> Result<(Author, String), ConversationError> {
+    let field = |field, fix| ConversationError::Field { key, i, field, fix };
     let role = m.get("role").and_then(Value::as_str).ok_or_else(|| {
-        format!("field \"{key}[{i}].role\" is missing or not a string (user, assistant or system)")
+        field(
+            "role",
+            "is missing or not a string (user, assistant or system)",
+        )
     })?;
     let author = match role {
         "user" => Author::User,
         "assistant" => Author::Assistant,
         "system" | "developer" => Author::System,
         other => {
-            return Err(format!(
-                "field \"{key}[{i}].role\" is \"{other}\": give user, assistant or system (tool calls are not replayed)"
-            ));
+            return Err(ConversationError::Author {
+                key,
+                i,
+                field: "role",
+                got: other.into(),
+                fix: "give user, assistant or system (tool calls are not replayed)",
+            });
         }
     };
     let text = match m.get("content") {
@@ -234,13 +308,15 @@ fn openai_message(m: &Map<String, Value>, key: &str, i: usize) -> Result<(Author
         // An assistant message may carry no text (tool calls); it is not sent anyway.
         Some(Value::Null) | None if author == Author::Assistant => String::new(),
         Some(Value::Array(parts)) => text_parts(parts).ok_or_else(|| {
-            format!(
-                "field \"{key}[{i}].content\" must be a string or an array of {{\"type\": \"text\", \"text\": ...}} parts"
+            field(
+                "content",
+                "must be a string or an array of {\"type\": \"text\", \"text\": ...} parts",
             )
         })?,
         _ => {
-            return Err(format!(
-                "field \"{key}[{i}].content\" is missing or not text: give the message's text as a string"
+            return Err(field(
+                "content",
+                "is missing or not text: give the message's text as a string",
             ));
         }
     };

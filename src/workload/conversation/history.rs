@@ -1,4 +1,4 @@
-//! What a session in flight has said so far, and the body of its next turn.
+//! What a session in flight has said so far (`dataset::turn_body` makes its next turn's body).
 //!
 //! A worker owns one [`History`] and reuses it from session to session. It holds the session's
 //! messages only while the session is in flight (cleared when the next one begins), so memory
@@ -6,13 +6,9 @@
 //! answer kept is the server's answer text (reasoning left out, as chat clients do), appended
 //! once per response.
 
-use bytes::Bytes;
 use serde::Serialize;
 
 use super::{Script, UserTurn};
-use crate::target::Target;
-use crate::workload::WorkloadPlan;
-use crate::workload::dataset::{Input, http_body};
 
 /// Who wrote a message, as the chat API names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -80,13 +76,6 @@ impl History {
     pub fn tokens(&self) -> u32 {
         self.tokens
     }
-}
-
-/// The request body of a turn: the messages for the chat API, the messages' text joined by
-/// blank lines for the completions and generate APIs.
-pub fn body(t: &Target, w: &WorkloadPlan, messages: &[Message], max_tokens: Option<u32>) -> Bytes {
-    let body = http_body(t, w, Input::Messages(messages), max_tokens);
-    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -11,60 +11,19 @@
 pub mod file;
 pub mod history;
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Normal};
-use serde::Serialize;
 
-use super::prompts::{LengthSampler, Prompt};
+use super::lengths::LengthSampler;
+use super::prompts::Prompt;
+use super::spec::SessionPlan;
 use super::tokenizer::Tokenizer;
 pub use file::FileConversation;
 use history::Message;
-
-/// Where the sessions' user messages come from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ConversationSource {
-    /// Synthetic user messages (the prompt length flags), `--session-turns-mean/-stddev` turns.
-    Synthetic {
-        /// `--session-turns-mean`.
-        turns_mean: u32,
-        /// `--session-turns-stddev`.
-        turns_stddev: u32,
-    },
-    /// A conversation file's user messages, in order.
-    File {
-        /// The file.
-        path: PathBuf,
-    },
-}
-
-/// The sessions of a run, as resolved from the flags (and, for a file, read and checked).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SessionPlan {
-    /// Where the user messages come from.
-    pub source: ConversationSource,
-    /// Distinct sessions (`--num-sessions`; a file's conversations, or its first this many).
-    pub sessions: u32,
-    /// User turns of each session, in session order (sampled from `--random-seed`).
-    #[serde(skip)]
-    pub turns: Vec<u32>,
-    /// Every session's turns: a level without `--request-count` or a time window sends each
-    /// session once, this many requests.
-    pub total_turns: u64,
-    /// Mean think time between a turn's answer and the next turn (ms).
-    pub delay_mean_ms: u64,
-    /// Its standard deviation (ms); delays are clamped at 0.
-    pub delay_stddev_ms: u64,
-    /// The file's conversations (empty for synthetic sessions).
-    #[serde(skip)]
-    pub file: Arc<Vec<FileConversation>>,
-}
 
 /// Mixed into `--random-seed` so turn counts and delays do not reuse other random streams.
 const TURNS_SEED: u64 = 0x5e55_1045_7a2b_0001;
@@ -212,7 +171,10 @@ fn tokens(tokenizer: &Tokenizer, text: &str) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::workload::spec::ConversationSource;
 
     fn plan(turns: Vec<u32>, delay: (u64, u64)) -> SessionPlan {
         SessionPlan {
