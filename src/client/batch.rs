@@ -11,6 +11,7 @@
 //!   TEI's `/v1/rerank`), NIM `{"rankings": [{"index", "logit"}]}`, TEI `[{"index", "score"}]`;
 //! * an `error` field (string or `{message}`), in either.
 
+use super::seed::seed;
 use std::fmt;
 
 use base64::Engine as _;
@@ -185,25 +186,6 @@ struct Reading {
     error: Option<String>,
     /// The first thing wrong inside the data (a null or a non-number in a vector).
     bad: Option<String>,
-}
-
-/// Implements `DeserializeSeed` and `Visitor` for a seed reading into `()`.
-macro_rules! seed {
-    ($seed:ident, $deserialize:ident, $expecting:literal, $($visit:item)*) => {
-        impl<'de> DeserializeSeed<'de> for $seed<'_> {
-            type Value = ();
-            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-                d.$deserialize(self)
-            }
-        }
-        impl<'de> Visitor<'de> for $seed<'_> {
-            type Value = ();
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str($expecting)
-            }
-            $($visit)*
-        }
-    };
 }
 
 struct EmbeddingsSeed<'a> {

@@ -29,11 +29,11 @@
 
 mod apis;
 
-use std::fmt;
+use super::seed::seed;
 
 pub use apis::ToolSpans;
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess};
 
 use crate::record::ServerTimings;
 
@@ -418,28 +418,6 @@ impl Timings {
             cached_tokens: n(self.cache_n),
         })
     }
-}
-
-/// Implements `DeserializeSeed` (by `$deserialize`) and `Visitor` for a seed that reads into
-/// `()`, given what the visitor expects and its `visit_*` methods: each seed below states only
-/// how it reads its part of the event.
-macro_rules! seed {
-    ($seed:ident, $deserialize:ident, $expecting:literal, $($visit:item)*) => {
-        impl<'de> DeserializeSeed<'de> for $seed<'_> {
-            type Value = ();
-            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-                d.$deserialize(self)
-            }
-        }
-
-        impl<'de> Visitor<'de> for $seed<'_> {
-            type Value = ();
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str($expecting)
-            }
-            $($visit)*
-        }
-    };
 }
 
 struct EventSeed<'a> {

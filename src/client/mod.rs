@@ -19,6 +19,7 @@ pub mod grpc_conn;
 pub mod h1;
 pub mod http;
 pub mod request_id;
+mod seed;
 pub mod sse;
 pub mod tls;
 pub mod tokenize;

@@ -22,9 +22,9 @@
 //! summary `text`, `function_call` `arguments`), Anthropic's `content` blocks (`text`,
 //! `thinking`, `tool_use` `input`, written out as JSON text).
 
-use std::fmt;
+use crate::client::seed::seed;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess};
 
 use super::{EventInfo, TextSeed};
 
@@ -180,43 +180,13 @@ impl ApiEvent {
     }
 }
 
-/// Implements `DeserializeSeed` and `Visitor` for a seed reading into `()` (as the parent
-/// module's `seed!`).
-macro_rules! seed {
-    ($seed:ident, $deserialize:ident, $expecting:literal, $($visit:item)*) => {
-        impl<'de> DeserializeSeed<'de> for $seed<'_> {
-            type Value = ();
-            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-                d.$deserialize(self)
-            }
-        }
-
-        impl<'de> Visitor<'de> for $seed<'_> {
-            type Value = ();
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str($expecting)
-            }
-            $($visit)*
-        }
-    };
-}
-
 /// `type`: its kind (any other JSON is ignored).
 pub(super) struct TypeSeed<'a>(pub &'a mut Kind);
 
 seed! {
-    TypeSeed, deserialize_any, "an event type",
+    TypeSeed, deserialize_any, "an event type", skipping others;
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
         *self.0 = Kind::of(v);
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> { Ok(()) }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> { Ok(()) }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> { Ok(()) }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> { Ok(()) }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> { Ok(()) }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
@@ -249,20 +219,11 @@ pub(super) struct DeltaValueSeed<'a> {
 }
 
 seed! {
-    DeltaValueSeed, deserialize_any, "a delta",
+    DeltaValueSeed, deserialize_any, "a delta", skipping others;
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
         let at = self.text.len();
         self.text.push_str(v);
         self.ev.delta = Some((at, self.text.len()));
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> { Ok(()) }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> { Ok(()) }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> { Ok(()) }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> { Ok(()) }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> { Ok(()) }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
@@ -312,18 +273,9 @@ pub(super) struct EnvelopeSeed<'a> {
 }
 
 seed! {
-    EnvelopeSeed, deserialize_any, "an object",
+    EnvelopeSeed, deserialize_any, "an object", skipping others;
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
         *self.message = Some(v.to_string());
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> { Ok(()) }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> { Ok(()) }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> { Ok(()) }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> { Ok(()) }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> { Ok(()) }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
