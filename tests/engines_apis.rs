@@ -9,44 +9,15 @@
 
 mod common;
 
-use common::{Engine, engine};
+use common::{Engine, avg, engine};
 use serde_json::Value;
 
-/// Runs `profile` against `e` with `extra` flags at concurrency 1 and 4, 16 requests a level,
-/// into a fresh directory; returns each level's directory and JSON.
+/// Runs `profile` against `e` with `extra` flags at concurrency 1 and 4, 16 requests a level;
+/// returns each level's directory and JSON.
 async fn run(e: &Engine, extra: &[&str]) -> (tempfile::TempDir, Vec<(std::path::PathBuf, Value)>) {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut a = common::args(&[
-        "-m",
-        &e.model,
-        "-u",
-        &e.url,
-        "--synthetic-input-tokens-mean",
-        "40",
-        "--concurrency",
-        "1,4",
-        "--request-count",
-        "16",
-        "--artifact-dir",
-        &format!("{}/c{{concurrency}}", tmp.path().display()),
-    ]);
-    a.extend(common::args(extra));
-    let out = common::profile(&a)
-        .await
-        .unwrap_or_else(|err| panic!("{}: {err}", e.name));
-    let levels = out
-        .levels
-        .iter()
-        .map(|l| {
-            let doc = common::json_file(&l.dir.join("profile_export_genai_perf.json"));
-            (l.dir.clone(), doc)
-        })
-        .collect();
-    (tmp, levels)
-}
-
-fn avg(doc: &Value, key: &str) -> f64 {
-    doc[key]["avg"].as_f64().unwrap_or(f64::NAN)
+    let mut flags = vec!["--concurrency", "1,4", "--request-count", "16"];
+    flags.extend(extra);
+    common::profile_engine(e, &flags).await
 }
 
 /// Every level answered all 16 requests without a client or transport error. The random-weight

@@ -7,45 +7,25 @@
 
 mod common;
 
-use common::{Engine, engine, engine_metric};
+use common::{Engine, avg, engine, engine_metric};
 
-/// Runs `profile` against `e`, asking for `tokens` output tokens a request, with `extra` flags,
-/// into a fresh directory; returns each level's JSON (a ladder's in order, `c{concurrency}`).
+/// Runs `profile` against `e`, asking for exactly `tokens` output tokens a request, with
+/// `extra` flags; returns each level's JSON (a ladder's in order).
 async fn run(
     e: &Engine,
     tokens: &str,
     extra: &[&str],
 ) -> (tempfile::TempDir, Vec<serde_json::Value>) {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut a = common::args(&[
-        "-m",
-        &e.model,
-        "-u",
-        &e.url,
+    let mut flags = vec![
         "--output-tokens-mean",
         tokens,
         "--output-tokens-mean-deterministic",
-        "--synthetic-input-tokens-mean",
-        "40",
         "--extra-inputs",
         "ignore_eos:true",
-        "--artifact-dir",
-        &format!("{}/c{{concurrency}}", tmp.path().display()),
-    ]);
-    a.extend(common::args(extra));
-    let out = common::profile(&a)
-        .await
-        .unwrap_or_else(|err| panic!("{}: {err}", e.name));
-    let docs = out
-        .levels
-        .iter()
-        .map(|l| common::json_file(&l.dir.join("profile_export_genai_perf.json")))
-        .collect();
-    (tmp, docs)
-}
-
-fn count(doc: &serde_json::Value, key: &str) -> f64 {
-    doc[key]["avg"].as_f64().unwrap_or(f64::NAN)
+    ];
+    flags.extend(extra);
+    let (tmp, levels) = common::profile_engine(e, &flags).await;
+    (tmp, levels.into_iter().map(|(_, doc)| doc).collect())
 }
 
 /// Chat and completions, streamed and not, at concurrency 1, 4, 16 and 64: nothing fails.
@@ -60,8 +40,8 @@ async fn ladders(e: &Engine) {
             let (_tmp, docs) = run(e, "12", &flags).await;
             for (doc, c) in docs.iter().zip([1, 4, 16, 64]) {
                 let what = format!("{} {api} streaming={streaming} c={c}", e.name);
-                assert_eq!(count(doc, "error_count"), 0.0, "{what}: {}", doc["errors"]);
-                assert_eq!(count(doc, "request_count"), 64.0, "{what}");
+                assert_eq!(avg(doc, "error_count"), 0.0, "{what}: {}", doc["errors"]);
+                assert_eq!(avg(doc, "request_count"), 64.0, "{what}");
             }
         }
     }
@@ -103,13 +83,13 @@ async fn sessions(e: &Engine) {
     )
     .await;
     assert_eq!(
-        count(&docs[0], "error_count"),
+        avg(&docs[0], "error_count"),
         0.0,
         "{}: {}",
         e.name,
         docs[0]["errors"]
     );
-    assert_eq!(count(&docs[0], "request_count"), 6.0, "{}", e.name);
+    assert_eq!(avg(&docs[0], "request_count"), 6.0, "{}", e.name);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,8 +129,8 @@ async fn cancellation_frees_the_engines() {
         )
         .await;
         let doc = &docs[0];
-        assert_eq!(count(doc, "error_count"), 0.0, "{name}: {}", doc["errors"]);
-        let cancelled = count(doc, "cancelled_count");
+        assert_eq!(avg(doc, "error_count"), 0.0, "{name}: {}", doc["errors"]);
+        let cancelled = avg(doc, "cancelled_count");
         assert!(
             (8.0..=24.0).contains(&cancelled),
             "{name}: {cancelled} cancelled"
@@ -196,7 +176,7 @@ async fn shared_prefixes_hit_the_engines_caches() {
             ],
         )
         .await;
-        assert_eq!(count(&docs[0], "error_count"), 0.0, "{name}");
+        assert_eq!(avg(&docs[0], "error_count"), 0.0, "{name}");
         let gained = engine_metric(&e, hits).await - before;
         assert!(gained >= 600.0, "{name}: {hits} grew by {gained}");
     }
@@ -224,7 +204,7 @@ async fn server_token_counts() {
         )
         .await;
         let osl = &docs[0]["output_sequence_length"];
-        assert_eq!(count(&docs[0], "error_count"), 0.0, "{name}");
+        assert_eq!(avg(&docs[0], "error_count"), 0.0, "{name}");
         assert_eq!(
             (osl["min"].as_f64(), osl["max"].as_f64()),
             (Some(12.0), Some(12.0)),

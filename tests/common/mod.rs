@@ -1313,6 +1313,44 @@ fn answer(conn: &std::net::TcpStream, closing: Closing, served: u32) -> bool {
     }
 }
 
+/// Runs `profile` against the real engine `e` (its model and address, 40-token synthetic
+/// prompts) with `flags`, into a fresh directory with a directory per level
+/// (`c{concurrency}`); returns the directory and each level's directory and JSON, in order.
+pub async fn profile_engine(
+    e: &Engine,
+    flags: &[&str],
+) -> (tempfile::TempDir, Vec<(std::path::PathBuf, Value)>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = args(&[
+        "-m",
+        &e.model,
+        "-u",
+        &e.url,
+        "--synthetic-input-tokens-mean",
+        "40",
+        "--artifact-dir",
+        &format!("{}/c{{concurrency}}", tmp.path().display()),
+    ]);
+    a.extend(args(flags));
+    let out = profile(&a)
+        .await
+        .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+    let levels = out
+        .levels
+        .iter()
+        .map(|l| {
+            let doc = json_file(&l.dir.join("profile_export_genai_perf.json"));
+            (l.dir.clone(), doc)
+        })
+        .collect();
+    (tmp, levels)
+}
+
+/// The `avg` of a level JSON's `key` (`NaN` when absent): counts such as `error_count` sit there.
+pub fn avg(doc: &Value, key: &str) -> f64 {
+    doc[key]["avg"].as_f64().unwrap_or(f64::NAN)
+}
+
 /// A counter or gauge of an engine's `/metrics` (the sum over its label sets), 0 when absent.
 pub async fn engine_metric(e: &Engine, name: &str) -> f64 {
     let text = get_text(&http_client(), &e.metrics_url()).await;
