@@ -109,36 +109,37 @@ async fn finds_the_slots_within_one_step_for_a_fraction_of_a_ladder() {
     assert!(page.contains("data-chart=\"pareto\""));
 }
 
-/// Open loop with a flat 5 ms step: a slot holds a 40-token answer for exactly 40 steps,
-/// 200 ms, so 8 slots serve 40 requests/s. Below it constant arrivals never wait; above it the
-/// queue grows without bound.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finds_the_rate_within_five_percent() {
-    let _one = ONE_AT_A_TIME.lock().await;
+/// A request-rate search against the flat-step simulator ([`flat_engine`]: 40 requests/s) with
+/// 32-token prompts, answers of exactly 40 tokens and `extra` flags.
+async fn flat_rate_search(extra: &[&str]) -> ttftbench::search::SearchOutcome {
     let sim = common::start(SimConfig {
         engine: flat_engine(),
         ..SimConfig::default()
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let a = chat_args(
-        &sim.http_url(),
-        dir.path(),
-        &[
-            "--synthetic-input-tokens-mean",
-            "32",
-            "--output-tokens-mean",
-            "40",
-            "--output-tokens-mean-deterministic",
-            "--over",
-            "request-rate",
-            "--min",
-            "12",
-            "--slo",
-            "ttft.p75<=25ms",
-        ],
-    );
-    let out = common::search(&a).await.unwrap();
+    let mut flags = vec![
+        "--synthetic-input-tokens-mean",
+        "32",
+        "--output-tokens-mean",
+        "40",
+        "--output-tokens-mean-deterministic",
+        "--over",
+        "request-rate",
+    ];
+    flags.extend(extra);
+    common::search(&chat_args(&sim.http_url(), dir.path(), &flags))
+        .await
+        .unwrap()
+}
+
+/// Open loop with a flat 5 ms step: a slot holds a 40-token answer for exactly 40 steps,
+/// 200 ms, so 8 slots serve 40 requests/s. Below it constant arrivals never wait; above it the
+/// queue grows without bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finds_the_rate_within_five_percent() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let out = flat_rate_search(&["--min", "12", "--slo", "ttft.p75<=25ms"]).await;
     let capacity = 40.0;
     let answer = out.doc.answer.as_ref().expect("a rate meets the SLO").load;
     assert!(
@@ -162,32 +163,7 @@ async fn finds_the_rate_within_five_percent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_over_saturated_probe_stops_early_and_says_why() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let sim = common::start(SimConfig {
-        engine: flat_engine(),
-        ..SimConfig::default()
-    })
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let a = chat_args(
-        &sim.http_url(),
-        dir.path(),
-        &[
-            "--synthetic-input-tokens-mean",
-            "32",
-            "--output-tokens-mean",
-            "40",
-            "--output-tokens-mean-deterministic",
-            "--over",
-            "request-rate",
-            "--min",
-            "200",
-            "--max",
-            "200",
-            "--slo",
-            "ttft.p90<=10s",
-        ],
-    );
-    let out = common::search(&a).await.unwrap();
+    let out = flat_rate_search(&["--min", "200", "--max", "200", "--slo", "ttft.p90<=10s"]).await;
     let [p] = out.doc.probes.as_slice() else {
         panic!("{:#?}", out.doc.probes);
     };
