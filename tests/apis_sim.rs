@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Tee, args, json_file, run_bin, start, start_round};
+use common::{Tee, args, avg, json_file, run_bin, start, start_round};
 use serde_json::Value;
 use ttftbench::sim::{EngineConfig, FaultConfig, SimConfig};
 
@@ -48,11 +48,6 @@ fn level_dirs(sweep_dir: &Path) -> Vec<std::path::PathBuf> {
         .collect();
     dirs.sort();
     dirs
-}
-
-/// A level JSON's value of `key` (`avg` for distributions and level numbers alike).
-fn avg(doc: &Value, key: &str) -> f64 {
-    doc[key]["avg"].as_f64().unwrap_or(f64::NAN)
 }
 
 /// What an end-to-end run of one API checks.
