@@ -346,12 +346,15 @@ seed! {
     ItemSeed, deserialize_any, "an output item or content block",
     fn visit_unit<E: de::Error>(self) -> Result<(), E> { Ok(()) }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let (mut kind, mut reasoning, mut tool) = (String::new(), 0usize, None);
+        let (mut reasoning_item, mut reasoning, mut tool) = (false, 0usize, None);
         let start = self.text.len();
         while let Some(key) = map.next_key::<BlockKey>()? {
             let at = self.text.len();
             match key {
-                BlockKey::Type => kind = map.next_value::<Option<String>>()?.unwrap_or_default(),
+                BlockKey::Type => {
+                    let kind = map.next_value::<Option<std::borrow::Cow<'de, str>>>()?;
+                    reasoning_item = kind.as_deref() == Some("reasoning");
+                }
                 // Responses' message and reasoning content, reasoning summaries.
                 BlockKey::Content | BlockKey::Summary => {
                     map.next_value_seed(PartsSeed { text: &mut *self.text })?;
@@ -376,7 +379,7 @@ seed! {
                 }
             }
         }
-        if kind == "reasoning" {
+        if reasoning_item {
             // All of a reasoning item's text is reasoning (its content and its summary).
             reasoning = self.text.len() - start;
         }
