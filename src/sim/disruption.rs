@@ -8,6 +8,7 @@
 //! stream or a reset in the middle of whatever it was doing.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
@@ -355,7 +356,13 @@ where
                 let fut = self.inner.call(req);
                 Box::pin(async move {
                     let resp = fut.await?;
-                    Ok(resp.map(|body| tonic::body::Body::new(ResetAfterFirst { body, seen: 0 })))
+                    Ok(resp.map(|body| {
+                        tonic::body::Body::new(ResetAfterFirst {
+                            body,
+                            seen: 0,
+                            reset: None,
+                        })
+                    }))
                 })
             }
             Admission::Pass => Box::pin(self.inner.call(req)),
@@ -368,7 +375,15 @@ where
 struct ResetAfterFirst {
     body: tonic::body::Body,
     seen: u32,
+    /// Armed at the second data frame: the reset waits for it. h2 drops a stream's queued
+    /// data when the stream is reset, and when the tokens come in a burst (a busy machine) the
+    /// connection task may not have written the first message yet: the client would see the
+    /// reset alone, not a reset mid-stream.
+    reset: Option<Pin<Box<tokio::time::Sleep>>>,
 }
+
+/// How long the first message has to leave before the reset (a few connection-task polls).
+const RESET_GRACE: Duration = Duration::from_millis(50);
 
 impl http_body::Body for ResetAfterFirst {
     type Data = Bytes;
@@ -378,15 +393,20 @@ impl http_body::Body for ResetAfterFirst {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, tonic::Status>>> {
+        if let Some(grace) = self.reset.as_mut() {
+            std::task::ready!(grace.as_mut().poll(cx));
+            return Poll::Ready(Some(Err(tonic::Status::internal(
+                "injected fault: stream reset",
+            ))));
+        }
         let frame = std::task::ready!(Pin::new(&mut self.body).poll_frame(cx));
         if let Some(Ok(f)) = &frame
             && f.is_data()
         {
-            // The second message is replaced by the reset, so the first has left by then.
+            // The second message is replaced by the reset, once the first has left.
             if self.seen >= 1 {
-                return Poll::Ready(Some(Err(tonic::Status::internal(
-                    "injected fault: stream reset",
-                ))));
+                self.reset = Some(Box::pin(tokio::time::sleep(RESET_GRACE)));
+                return self.poll_frame(cx);
             }
             self.seen += 1;
         }

@@ -1351,6 +1351,15 @@ pub fn avg(doc: &Value, key: &str) -> f64 {
     doc[key]["avg"].as_f64().unwrap_or(f64::NAN)
 }
 
+/// Whether two figures agree to 1e-9 relative: one mean computed in seconds and another in
+/// milliseconds differ in their last bits (31.36966666666667 vs 31.369666666666667).
+pub fn same_figure(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
+        _ => false,
+    }
+}
+
 /// A counter or gauge of an engine's `/metrics` (the sum over its label sets), 0 when absent.
 pub async fn engine_metric(e: &Engine, name: &str) -> f64 {
     let text = get_text(&http_client(), &e.metrics_url()).await;
