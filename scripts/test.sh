@@ -63,4 +63,5 @@ else
   echo "could not install GenAI-Perf (see above); the GenAI-Perf cross-check tests will report it" >&2
 fi
 
-cargo test "$@"
+# Every test binary runs even after one fails, so one run names every failure.
+cargo test --no-fail-fast "$@"
