@@ -659,6 +659,8 @@ pub struct RawExportWriter {
     written: u64,
     window: Option<(u64, u64)>,
     buf: Vec<u8>,
+    /// Keeps the file's written part out of the page cache ([`super::cache_trim`]).
+    trim: super::cache_trim::CacheTrim,
 }
 
 impl RawExportWriter {
@@ -683,6 +685,7 @@ impl RawExportWriter {
             written: 0,
             window: None,
             buf: Vec::with_capacity(GATHER + GATHER / 4),
+            trim: Default::default(),
         })
     }
 
@@ -763,6 +766,7 @@ impl RawExportWriter {
     /// Writes the gathered requests: past the file buffer's size, straight from `buf`.
     fn drain(&mut self) -> io::Result<()> {
         self.out.write_all(&self.buf)?;
+        self.trim.wrote(self.out.get_ref(), self.buf.len());
         self.buf.clear();
         Ok(())
     }
