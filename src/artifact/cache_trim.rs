@@ -1,13 +1,14 @@
 //! Keeps a large file being written from growing the page cache: every [`WINDOW`] bytes, the
 //! window just written is handed to the disk (`sync_file_range(SYNC_FILE_RANGE_WRITE)`, which
-//! starts its write-back and returns) and the window before it, written back by then, is
-//! dropped from the cache (`posix_fadvise(POSIX_FADV_DONTNEED)`).
+//! starts its write-back and returns) and the window before it, mostly written back by then, is
+//! dropped from the cache (`posix_fadvise(POSIX_FADV_DONTNEED)`). The write-back is then paid in
+//! the client's own time rather than a kernel flusher's.
 //!
 //! The raw export writes ~26 KB a request, gigabytes a run, that nobody reads until the run is
 //! over. Left in the cache, every page of it is a page the kernel must find first: on the 2-core
-//! VM the copy into fresh page-cache pages (`copy_folio_from_iter_atomic`, the hypervisor
-//! backing each newly touched page) took a third of the client's CPU, and the raw export cost
-//! 86–90 µs a request instead of ~48. Trimmed, the file cycles through a few windows of cache,
+//! VM, from a just-dropped cache, the copy into fresh page-cache pages
+//! (`copy_folio_from_iter_atomic`; most likely the hypervisor backing each newly touched page)
+//! took a third of the client's CPU, and the raw export cost 86–90 µs a request instead of ~48. Trimmed, the file cycles through a few windows of cache,
 //! and the user's own cached files are not pushed out by a file nobody is reading. A page still
 //! dirty or under write-back is not dropped, so nothing is lost; where the calls do not exist
 //! (other systems) the file stays cached, as any file does.
