@@ -76,6 +76,34 @@ pub struct ObjectiveDoc {
     pub interval: bool,
 }
 
+impl ObjectiveDoc {
+    /// `7.21 [6.10, 7.90]` (an interval) or `7.21 (meets)` (a value), fractions as percent;
+    /// `with_unit` puts the unit after the numbers (`7.21 [6.10, 7.90] ms`).
+    pub fn shown(&self, with_unit: bool) -> String {
+        let frac = self.unit == "fraction";
+        let v = |x: Option<f64>| match x {
+            Some(x) if frac => format!("{:.2}%", x * 100.0),
+            Some(x) => format!("{x:.2}"),
+            None => "open".into(),
+        };
+        let unit = if frac || !with_unit {
+            String::new()
+        } else {
+            format!(" {}", self.unit)
+        };
+        if self.interval {
+            format!(
+                "{} [{}, {}]{unit}",
+                v(self.estimate),
+                v(self.lower),
+                v(self.upper)
+            )
+        } else {
+            format!("{}{unit} ({})", v(self.estimate), self.decision)
+        }
+    }
+}
+
 /// One probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeDoc {

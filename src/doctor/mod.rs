@@ -226,7 +226,6 @@ pub async fn diagnose(plan: &RunPlan, report: &mut dyn FnMut(usize, &Step)) -> D
             }
         }
         // Other APIs (raw tensor inference) have no token stream to check.
-        #[allow(unreachable_patterns)]
         _ => {
             push(
                 &mut d,

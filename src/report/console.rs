@@ -690,7 +690,7 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
                 p.objectives
                     .iter()
                     .find(|x| &x.objective == o)
-                    .map_or("-".into(), objective_cell)
+                    .map_or("-".into(), |o| o.shown(true))
             }));
             row
         })
@@ -728,26 +728,6 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
         l.requests_per_level
     ));
     out
-}
-
-/// `7.21 [6.10, 7.90] ms`, or a point objective's value.
-fn objective_cell(o: &crate::artifact::search::ObjectiveDoc) -> String {
-    let frac = o.unit == "fraction";
-    let v = |x: Option<f64>| match x {
-        Some(x) if frac => format!("{:.2}%", x * 100.0),
-        Some(x) => format!("{x:.2}"),
-        None => "open".into(),
-    };
-    let unit = if frac {
-        String::new()
-    } else {
-        format!(" {}", o.unit)
-    };
-    if o.interval {
-        format!("{} [{}, {}]{unit}", v(o.estimate), v(o.lower), v(o.upper))
-    } else {
-        format!("{}{unit} ({})", v(o.estimate), o.decision)
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::artifact::search::{ObjectiveDoc, SearchDoc};
+use crate::artifact::search::SearchDoc;
 use crate::report::svg::esc;
 
 /// The section, inside the run's decision box and after it.
@@ -57,27 +57,12 @@ pub(super) fn section(out: &mut String, d: &SearchDoc) {
                 .objectives
                 .iter()
                 .find(|x| &x.objective == o)
-                .map_or("–".to_string(), cell);
+                .map_or("–".to_string(), |o| o.shown(false));
             let _ = write!(out, "<td>{}</td>", esc(&cell));
         }
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody></table></div>\n");
-}
-
-/// `7.21 [6.10, 7.90]`.
-fn cell(o: &ObjectiveDoc) -> String {
-    let frac = o.unit == "fraction";
-    let v = |x: Option<f64>| match x {
-        Some(x) if frac => format!("{:.2}%", x * 100.0),
-        Some(x) => format!("{x:.2}"),
-        None => "open".into(),
-    };
-    if o.interval {
-        format!("{} [{}, {}]", v(o.estimate), v(o.lower), v(o.upper))
-    } else {
-        format!("{} ({})", v(o.estimate), o.decision)
-    }
 }
 
 #[cfg(test)]
