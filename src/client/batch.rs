@@ -81,7 +81,7 @@ pub fn embeddings(body: &[u8], expected: u32) -> Result<BatchReply, BatchError> 
 pub fn rankings(body: &[u8], expected: u32) -> Result<BatchReply, BatchError> {
     let v: serde_json::Value = serde_json::from_slice(body)
         .map_err(|e| BatchError::Malformed(not_json("rankings", body, &e)))?;
-    if let Some(e) = v.get("error").and_then(error_text) {
+    if let Some(e) = v.get("error").and_then(super::events::error_message) {
         return Err(BatchError::Server(e));
     }
     let list = match &v {
@@ -165,19 +165,6 @@ fn not_json(api: &str, body: &[u8], e: &serde_json::Error) -> String {
     format!("the {api} answer is not valid JSON ({e}): {text}")
 }
 
-fn error_text(v: &serde_json::Value) -> Option<String> {
-    match v {
-        serde_json::Value::Null => None,
-        serde_json::Value::String(s) => Some(s.clone()),
-        other => Some(
-            other
-                .get("message")
-                .and_then(serde_json::Value::as_str)
-                .map_or_else(|| other.to_string(), str::to_string),
-        ),
-    }
-}
-
 /// An embeddings answer as read: each item's index and dimension.
 #[derive(Default)]
 struct Reading {
@@ -211,7 +198,7 @@ seed! {
                 }
                 "error" => {
                     let v: serde_json::Value = map.next_value()?;
-                    self.r.error = error_text(&v);
+                    self.r.error = super::events::error_message(&v);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;

@@ -378,7 +378,7 @@ impl Usage {
 
 /// The message of an `error` value: a string, an object's `message`, or the value's JSON;
 /// `None` for `null`.
-fn error_message(v: &serde_json::Value) -> Option<String> {
+pub(crate) fn error_message(v: &serde_json::Value) -> Option<String> {
     match v {
         serde_json::Value::Null => None,
         serde_json::Value::String(s) => Some(s.clone()),
