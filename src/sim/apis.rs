@@ -40,7 +40,9 @@ use tokio::time::Instant;
 
 use super::http::{MAX_BODY_BYTES, begin_status};
 use super::models::ReasoningSpec;
-use super::request::{BadRequest, DEFAULT_MAX_TOKENS, Prompt, resolve_length};
+use super::request::{
+    BadRequest, DEFAULT_MAX_TOKENS, Prompt, json_object, model_name, resolve_length, wrong,
+};
 use super::state::{BeginError, ModelEntry, SimState};
 use super::stream::{EventFormat, SseBody, full_json_response};
 use super::tokens;
@@ -277,14 +279,6 @@ pub(crate) fn tool_arguments(n: u32) -> String {
 }
 
 /// `field` is not what it must be (`expected`).
-fn wrong(field: &str, expected: &'static str) -> BadRequest {
-    BadRequest::WrongType {
-        field: field.into(),
-        expected,
-        got: None,
-    }
-}
-
 fn u32_field(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -295,25 +289,9 @@ fn u32_field(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
     }
 }
 
-fn parse(body: &[u8]) -> Result<Value, BadRequest> {
-    let v: Value = serde_json::from_slice(body).map_err(BadRequest::BodyJson)?;
-    if !v.is_object() {
-        return Err(BadRequest::Expected("a JSON object"));
-    }
-    Ok(v)
-}
-
-fn model_name(v: &Value) -> Result<Option<String>, BadRequest> {
-    match v.get("model") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(wrong("model", "a string")),
-    }
-}
-
 /// A Responses request: `input` (text, or messages whose content is a string or parts).
 fn parse_responses(body: &[u8]) -> Result<Asked, BadRequest> {
-    let v = parse(body)?;
+    let v = json_object(body)?;
     let (mut text, mut images) = (String::new(), 0);
     match v.get("input") {
         Some(Value::String(s)) => text.push_str(s),
@@ -341,7 +319,7 @@ fn parse_responses(body: &[u8]) -> Result<Asked, BadRequest> {
 /// A Messages request: `system`, `messages` (content strings or blocks), `max_tokens`
 /// (required, as Anthropic's API has it).
 fn parse_messages(body: &[u8]) -> Result<Asked, BadRequest> {
-    let v = parse(body)?;
+    let v = json_object(body)?;
     let (mut text, mut images) = (String::new(), 0);
     if let Some(s) = v.get("system") {
         images += content(s, &mut text)?;
@@ -796,7 +774,7 @@ fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, BadRequest> {
 }
 
 async fn embeddings(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
-    let v = match parse(&body) {
+    let v = match json_object(&body) {
         Ok(v) => v,
         Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
     };
@@ -833,7 +811,7 @@ async fn embeddings(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
 /// Cohere/Jina (`documents`), TEI (`texts`) and NIM (`query.text`, `passages`) rerank requests,
 /// each answered in its own form.
 async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Response {
-    let v = match parse(&req_body) {
+    let v = match json_object(&req_body) {
         Ok(v) => v,
         Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
     };

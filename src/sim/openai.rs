@@ -26,7 +26,9 @@ use tokio::time::Instant;
 
 use super::http::{MAX_BODY_BYTES, begin_status};
 use super::models::ReasoningSpec;
-use super::request::{BadRequest, DEFAULT_MAX_TOKENS, Prompt, Scalar, resolve_length};
+use super::request::{
+    BadRequest, DEFAULT_MAX_TOKENS, Prompt, Scalar, json_object, model_name, resolve_length, wrong,
+};
 use super::state::{BeginError, Generation, SimState};
 use super::stream::{EventFormat, SseBody, full_json_response};
 use super::tokens;
@@ -145,20 +147,8 @@ fn lenient_bool(v: Option<&Value>, key: &str) -> Result<bool, BadRequest> {
 }
 
 fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
-    let v: Value = serde_json::from_slice(body).map_err(BadRequest::BodyJson)?;
-    if !v.is_object() {
-        return Err(BadRequest::Expected("a JSON object"));
-    }
-    let wrong = |field: &str, expected| BadRequest::WrongType {
-        field: field.into(),
-        expected,
-        got: None,
-    };
-    let model = match v.get("model") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err(wrong("model", "a string")),
-    };
+    let v = json_object(body)?;
+    let model = model_name(&v)?;
     let prompt = if chat {
         let messages = v
             .get("messages")

@@ -323,6 +323,33 @@ pub(crate) enum BadRequest {
 }
 
 /// `, got X` when the value is worth showing.
+/// A field of the wrong type, for the JSON bodies' parsers.
+pub(crate) fn wrong(field: &str, expected: &'static str) -> BadRequest {
+    BadRequest::WrongType {
+        field: field.into(),
+        expected,
+        got: None,
+    }
+}
+
+/// A JSON request body, which must be an object.
+pub(crate) fn json_object(body: &[u8]) -> Result<Value, BadRequest> {
+    let v: Value = serde_json::from_slice(body).map_err(BadRequest::BodyJson)?;
+    if !v.is_object() {
+        return Err(BadRequest::Expected("a JSON object"));
+    }
+    Ok(v)
+}
+
+/// A body's `model`, when it names one.
+pub(crate) fn model_name(v: &Value) -> Result<Option<String>, BadRequest> {
+    match v.get("model") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(wrong("model", "a string")),
+    }
+}
+
 fn got_text(got: &Option<String>) -> String {
     got.as_ref()
         .map(|g| format!(", got {g}"))
