@@ -371,7 +371,8 @@ seed! {
                 // Anthropic's tool_use input is already JSON: written out as its text.
                 BlockKey::Input => {
                     let v: serde_json::Value = map.next_value()?;
-                    self.text.push_str(&v.to_string());
+                    // Straight into the text, not through a String of its own.
+                    let _ = std::fmt::Write::write_fmt(self.text, format_args!("{v}"));
                     tool = Some((at, self.text.len()));
                 }
                 BlockKey::PartialJson | BlockKey::Other => {
