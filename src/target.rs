@@ -51,6 +51,21 @@ impl Api {
         !matches!(self, Api::Embeddings | Api::Rankings)
     }
 
+    /// Whether the server lists its models as OpenAI's does (`/v1/models`: vLLM, llama-server,
+    /// TEI for Responses, Messages, embeddings and rerank too); Triton's generate and KServe
+    /// list theirs in the model repository.
+    pub fn lists_openai_models(self) -> bool {
+        match self {
+            Api::Chat
+            | Api::Completions
+            | Api::Responses
+            | Api::Messages
+            | Api::Embeddings
+            | Api::Rankings => true,
+            Api::Kserve | Api::Generate | Api::Infer => false,
+        }
+    }
+
     /// Whether requests carry chat-like input: roles, images and tool definitions.
     pub fn chat_like(self) -> bool {
         matches!(self, Api::Chat | Api::Responses | Api::Messages)

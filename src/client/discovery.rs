@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::error_chain;
 use crate::error::UsageError;
-use crate::target::{Api, Target};
+use crate::target::Target;
 use crate::workload::tensor::ModelInfo;
 
 /// Why the target cannot be profiled.
@@ -171,12 +171,7 @@ pub fn list_hint(names: Option<&[String]>) -> String {
 /// Checks that an HTTP target is up and serves the model.
 pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(), PreflightError> {
     match target.api {
-        Api::Chat
-        | Api::Completions
-        | Api::Responses
-        | Api::Messages
-        | Api::Embeddings
-        | Api::Rankings => {
+        api if api.lists_openai_models() => {
             if let Some(names) = openai_models(client, target).await?
                 && !names.is_empty()
                 && !names.iter().any(|n| n == &target.model)
@@ -190,7 +185,7 @@ pub async fn check_http(client: &reqwest::Client, target: &Target) -> Result<(),
             }
             Ok(())
         }
-        Api::Generate | Api::Kserve | Api::Infer => {
+        _ => {
             let url = format!("{}/v2/models/{}", target.base_url, target.model);
             let resp = get_authorized(client, target, &url).await?;
             let status = resp.status();

@@ -204,14 +204,7 @@ pub async fn diagnose(plan: &RunPlan, report: &mut dyn FnMut(usize, &Step)) -> D
                 return d;
             }
         }
-        // Responses, Messages, embeddings and rerank servers list their models as OpenAI's do
-        // (vLLM, llama-server, TEI all serve /v1/models).
-        Api::Chat
-        | Api::Completions
-        | Api::Responses
-        | Api::Messages
-        | Api::Embeddings
-        | Api::Rankings => {
+        api if api.lists_openai_models() => {
             let (s, names) = openai_health(&http, t).await;
             if !push(&mut d, s) {
                 return d;
