@@ -694,9 +694,17 @@ fn invocations(text: &str) -> Vec<Vec<String>> {
 // Masking and matching output
 // ---------------------------------------------------------------------------------------------
 
-/// A line as compared: numbers (with their sign) become `#`, run ids `<run>`, whitespace runs
-/// one space, a word of dashes `---`.
+/// A line as compared: numbers (with their sign) become `#`, run ids `<run>`, the client
+/// machine a run line names (host, system, CPU: whichever machine runs the test) `<client>`,
+/// whitespace runs one space, a word of dashes `---`.
 fn mask(line: &str) -> String {
+    let client = line
+        .find(", client ")
+        .filter(|_| line.starts_with("run ") && line.ends_with(')'));
+    let line = match client {
+        Some(at) => format!("{}, client <client>", &line[..at]),
+        None => line.to_string(),
+    };
     let cs: Vec<char> = line.chars().collect();
     let mut out = String::new();
     let mut i = 0;
@@ -1972,6 +1980,12 @@ fn masking_and_matching() {
     assert_eq!(
         mask("run 20261202T025206Z-29ffa8: server"),
         "run <run>: server"
+    );
+    assert_eq!(
+        mask(
+            "run 20261203T133528Z-e1a9d3: server x 0.1.0 (GET /v2), client vm (linux, AMD EPYC, 2 cores)"
+        ),
+        "run <run>: server x # (GET /v#), client <client>"
     );
     assert_eq!(mask("-----------  -----  p99"), "--- --- p#");
     assert_eq!(
