@@ -55,6 +55,9 @@
 # (the spread of one view's own rounds on a shared 2-core machine is about that, more on the
 # simulator, which shares the cores with the client).
 #
+# EXPORT=1 runs only the one-write comparison instead (about 1 minute a round): wrk, the
+# defaults and --raw-export full against nginx, with the CPU targets of both.
+#
 # Usage: scripts/bench_client.sh            (about 4 minutes)
 #        TLS=1 scripts/bench_client.sh      (HTTPS vs HTTP only; needs openssl)
 #        LIVE=1 scripts/bench_client.sh     (the live view's cost only)
@@ -434,6 +437,14 @@ fi
 
 echo "== 1. one-write server (nginx at 127.0.0.1:$NGINX_PORT): concurrency 64, 100-token streams, ${DURATION}s x $ROUNDS"
 versus ONE "127.0.0.1:$NGINX_PORT" full
+if [ -n "${EXPORT:-}" ]; then
+    echo "== summary: medians of $ROUNDS rounds (load now $(cut -d' ' -f1-3 /proc/loadavg))"
+    echo "   wrk $ONE_WRK_US us/req; defaults $ONE_TB_US us/req ($(ratio "$ONE_TB_US" "$ONE_WRK_US")x);" \
+        "--raw-export full $ONE_FULL_US us/req ($(ratio "$ONE_FULL_US" "$ONE_WRK_US")x, $ONE_FULL_KB KB/req)"
+    python3 -c "import sys; sys.exit(0 if $ONE_TB_US <= 2 * $ONE_WRK_US and $ONE_FULL_US <= 3 * $ONE_WRK_US else 1)" ||
+        { echo "   MISSED: defaults <= 2x and --raw-export full <= 3x wrk's CPU per request"; exit 1; }
+    exit 0
+fi
 echo "== 2. per-write server (simulator --instant at $INSTANT_HTTP)"
 versus SIM "$INSTANT_HTTP"
 echo "== 3. per-write server, independent (python at 127.0.0.1:$PY_PORT; server-bound)"

@@ -4,7 +4,9 @@
 //! dropped from the cache (`posix_fadvise(POSIX_FADV_DONTNEED)`). The write-back is then paid in
 //! the client's own time rather than a kernel flusher's.
 //!
-//! The raw export writes ~26 KB a request, gigabytes a run, that nobody reads until the run is
+//! The raw export's file goes past the page cache with direct I/O ([`super::bulk_file`]); this
+//! is how it is written where a filesystem refuses direct I/O. The export writes ~26 KB a
+//! request, gigabytes a run, that nobody reads until the run is
 //! over. Left in the cache, every page of it is a page the kernel must find first: on the 2-core
 //! VM, from a just-dropped cache, the copy into fresh page-cache pages
 //! (`copy_folio_from_iter_atomic`; most likely the hypervisor backing each newly touched page)

@@ -10,6 +10,7 @@
 //! level directory ([`shard`]) and writes under `artifacts/shard{I}-of-{N}/` by default.
 
 pub mod atomic;
+pub mod bulk_file;
 pub mod cache_trim;
 pub mod escape;
 pub mod genai_perf;

@@ -72,6 +72,7 @@ use std::sync::Arc;
 use prost::Message;
 use serde_json::{Map, Value};
 
+use super::bulk_file::BulkFile;
 use crate::load::CapturePool;
 use crate::load::Stimulus;
 use crate::record::capture::Capture;
@@ -641,15 +642,13 @@ pub fn format_for(target: &Target, responses: ResponseForm) -> ExportFormat {
     }
 }
 
-/// Requests are encoded one after another into one buffer and written this many bytes at a time,
-/// straight from it (not copied again into the file's buffer).
-const GATHER: usize = 256 * 1024;
-
 /// Streams a `profile_export.json`: experiments (levels) opened and closed in turn, fed by the
 /// collector one record at a time (into the spill; written out when the level ends), the footer
-/// written at the end. Captures go back to their pool once spilled.
+/// written at the end. Captures go back to their pool once spilled. Requests are encoded one
+/// after another straight into the file's buffer, which is written past the page cache
+/// ([`super::bulk_file`]).
 pub struct RawExportWriter {
-    out: BufWriter<File>,
+    out: BulkFile,
     spill: Option<super::raw_spill::Spill>,
     format: ExportFormat,
     inputs: Arc<[Box<str>]>,
@@ -658,9 +657,6 @@ pub struct RawExportWriter {
     experiments: u32,
     written: u64,
     window: Option<(u64, u64)>,
-    buf: Vec<u8>,
-    /// Keeps the file's written part out of the page cache ([`super::cache_trim`]).
-    trim: super::cache_trim::CacheTrim,
 }
 
 impl RawExportWriter {
@@ -672,8 +668,8 @@ impl RawExportWriter {
         clock: Clock,
         pool: CapturePool,
     ) -> io::Result<RawExportWriter> {
-        let mut out = BufWriter::with_capacity(1 << 16, File::create(path)?);
-        out.write_all(FILE_OPEN.as_bytes())?;
+        let mut out = BulkFile::create(path)?;
+        out.append(FILE_OPEN.as_bytes())?;
         Ok(RawExportWriter {
             out,
             spill: Some(super::raw_spill::Spill::create(path)?),
@@ -684,8 +680,6 @@ impl RawExportWriter {
             experiments: 0,
             written: 0,
             window: None,
-            buf: Vec::with_capacity(GATHER + GATHER / 4),
-            trim: Default::default(),
         })
     }
 
@@ -695,8 +689,7 @@ impl RawExportWriter {
         self.experiments += 1;
         self.written = 0;
         self.window = None;
-        self.out
-            .write_all(experiment_open(stimulus, first).as_bytes())
+        self.out.append(experiment_open(stimulus, first).as_bytes())
     }
 
     /// Writes the open experiment's requests out of the spill, then closes it.
@@ -707,11 +700,10 @@ impl RawExportWriter {
             self.spill = Some(spill);
             result?;
         }
-        self.drain()?;
         let window = self
             .window
             .map(|(a, b)| (clock.unix_ns(a), clock.unix_ns(b)));
-        self.out.write_all(experiment_close(window).as_bytes())
+        self.out.append(experiment_close(window).as_bytes())
     }
 
     /// Keeps a completed measured request for the level's export; recycles its capture either
@@ -748,7 +740,7 @@ impl RawExportWriter {
             .map_or("{}", |s| s);
         let clock = self.clock;
         request(
-            &mut self.buf,
+            self.out.buffer(),
             self.written == 0,
             clock.unix_ns(r.sent_ns),
             inputs,
@@ -757,27 +749,15 @@ impl RawExportWriter {
             |t| clock.unix_ns(t),
         );
         self.written += 1;
-        if self.buf.len() >= GATHER {
-            self.drain()?;
-        }
-        Ok(())
-    }
-
-    /// Writes the gathered requests: past the file buffer's size, straight from `buf`.
-    fn drain(&mut self) -> io::Result<()> {
-        self.out.write_all(&self.buf)?;
-        self.trim.wrote(self.out.get_ref(), self.buf.len());
-        self.buf.clear();
-        Ok(())
+        self.out.write_if_full()
     }
 
     /// Writes the footer and flushes; removes the spill.
     pub fn finish(mut self) -> io::Result<()> {
         let version = format!("ttftbench {}", crate::VERSION);
-        self.drain()?;
         self.out
-            .write_all(file_close(&version, &self.format).as_bytes())?;
-        self.out.flush()?;
+            .append(file_close(&version, &self.format).as_bytes())?;
+        self.out.finish()?;
         match self.spill.take() {
             Some(s) => s.remove(),
             None => Ok(()),
