@@ -179,7 +179,7 @@ pub fn request(
         .iter()
         .enumerate()
         .skip(from)
-        .find(|(_, (_, b))| !exported(b, f))
+        .find(|(_, (_, r))| !exported(&r.whole(), f))
         .map(|(i, _)| i);
     let kept = || {
         capture
@@ -204,11 +204,12 @@ pub fn request(
         }
     }
     out.extend_from_slice(b"],\"response_outputs\":[");
-    for (i, (_, bytes)) in kept().enumerate() {
+    for (i, (_, r)) in kept().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        response_output(out, bytes, f);
+        // Borrowed: a capture read back from the spill holds whole responses.
+        response_output(out, &r.whole(), f);
     }
     out.extend_from_slice(b"]}");
 }

@@ -33,7 +33,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::record::capture::Capture;
+use crate::record::capture::{Capture, Response};
 
 /// Bytes gathered before a write to the spill file.
 const GATHER: usize = 256 * 1024;
@@ -45,6 +45,8 @@ pub struct Spill {
     file: File,
     buf: Vec<u8>,
     record: Vec<u8>,
+    /// Where two responses kept as shape and text are put together to be compared.
+    scratch: [Vec<u8>; 2],
     /// Records written since the last [`Spill::drain`].
     pub records: u64,
 }
@@ -79,31 +81,41 @@ impl Spill {
             file,
             buf: Vec::with_capacity(GATHER + GATHER / 4),
             record: Vec::with_capacity(4096),
+            scratch: [Vec::new(), Vec::new()],
             records: 0,
         })
     }
 
     /// Appends one request.
     pub fn push(&mut self, prompt_index: u64, sent_ns: u64, capture: &Capture) -> io::Result<()> {
-        let r = &mut self.record;
+        let Spill {
+            record: r, scratch, ..
+        } = self;
         r.clear();
         varint(r, prompt_index);
         varint(r, sent_ns);
         varint(r, capture.len() as u64);
-        let (mut prev_t, mut prev): (u64, &[u8]) = (sent_ns, &[]);
-        for (t, bytes) in capture.iter() {
+        let mut prev_t = sent_ns;
+        let mut prev: Option<Response> = None;
+        for (t, cur) in capture.iter() {
             varint(r, t.saturating_sub(prev_t));
-            let prefix = common_prefix(prev, bytes);
-            let suffix = common_suffix(&prev[prefix..], &bytes[prefix..]);
-            let middle = &bytes[prefix..bytes.len() - suffix];
-            varint(r, prefix as u64);
-            varint(r, suffix as u64);
-            varint(r, middle.len() as u64);
-            r.extend_from_slice(middle);
-            (prev_t, prev) = (t, bytes);
+            match prev {
+                // Two events of one shape share its prefix and suffix: nothing to compare.
+                Some(p) if cur.shape != 0 && p.shape == cur.shape => {
+                    push_delta(r, cur.prefix.len(), cur.suffix.len(), cur.middle);
+                }
+                _ => {
+                    let [a, b] = scratch;
+                    let (a, b) = (whole_in(prev.as_ref(), a), whole_in(Some(&cur), b));
+                    let prefix = common_prefix(a, b);
+                    let suffix = common_suffix(&a[prefix..], &b[prefix..]);
+                    push_delta(r, prefix, suffix, &b[prefix..b.len() - suffix]);
+                }
+            }
+            (prev_t, prev) = (t, Some(cur));
         }
-        varint(&mut self.buf, r.len() as u64);
-        self.buf.extend_from_slice(r);
+        varint(&mut self.buf, self.record.len() as u64);
+        self.buf.extend_from_slice(&self.record);
         self.records += 1;
         if self.buf.len() >= GATHER {
             self.file.write_all(&self.buf)?;
@@ -139,6 +151,31 @@ impl Spill {
     pub fn remove(self) -> io::Result<()> {
         drop(self.file);
         std::fs::remove_file(&self.path)
+    }
+}
+
+/// Appends one response's delta: bytes shared with the previous response's start and end, and
+/// the bytes between.
+fn push_delta(r: &mut Vec<u8>, prefix: usize, suffix: usize, middle: &[u8]) {
+    varint(r, prefix as u64);
+    varint(r, suffix as u64);
+    varint(r, middle.len() as u64);
+    r.extend_from_slice(middle);
+}
+
+/// A response's bytes in one piece: itself when kept whole, else assembled in `buf`; empty for
+/// no response.
+fn whole_in<'a>(r: Option<&Response<'a>>, buf: &'a mut Vec<u8>) -> &'a [u8] {
+    match r {
+        None => &[],
+        Some(r) if r.shape == 0 => r.middle,
+        Some(r) => {
+            buf.clear();
+            buf.extend_from_slice(r.prefix);
+            buf.extend_from_slice(r.middle);
+            buf.extend_from_slice(r.suffix);
+            buf
+        }
     }
 }
 
@@ -245,10 +282,11 @@ mod tests {
     use super::*;
 
     fn responses(c: &Capture) -> Vec<(u64, Vec<u8>)> {
-        c.iter().map(|(t, b)| (t, b.to_vec())).collect()
+        c.iter().map(|(t, r)| (t, r.whole().into_owned())).collect()
     }
 
-    /// Requests of every shape come back byte for byte, in order, across two levels.
+    /// Requests of every shape, kept whole or as shape and text, come back byte for byte, in
+    /// order, across two levels.
     #[test]
     fn requests_come_back_exactly() {
         let tmp = tempfile::tempdir().unwrap();
@@ -266,7 +304,17 @@ mod tests {
                 .iter()
                 .enumerate()
             {
-                c.push(1000 + i * 10 + (k as u64 / 2), event(text).as_bytes());
+                let t = 1000 + i * 10 + (k as u64 / 2);
+                if i % 2 == 0 {
+                    c.push(t, event(text).as_bytes());
+                } else {
+                    // As the client keeps token events of the reader's shape; the key changes
+                    // halfway (a shape learned again), the bytes the same.
+                    let shape = event("|");
+                    let (prefix, suffix) = shape.split_once('|').unwrap();
+                    let (prefix, suffix) = (prefix.as_bytes(), suffix.as_bytes());
+                    c.push_shaped(t, 1 + k as u64 / 3, prefix, text.as_bytes(), suffix);
+                }
             }
             c.push(2000 + i, b"[DONE]");
             c.push(2000 + i, &[0, 1, 2, 255, 0, 1]);

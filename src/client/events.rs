@@ -96,6 +96,8 @@ pub struct EventReader {
     one_line: bool,
     /// The request in flight's tool-call argument spans (cleared per request).
     tools: ToolSpans,
+    /// Counts the shapes learned, so that a capture can tell one from the next.
+    shape_key: u64,
 }
 
 impl EventReader {
@@ -137,6 +139,7 @@ impl EventReader {
                 self.suffix.clear();
                 self.suffix.extend_from_slice(&data[span.end..]);
                 self.reasoning = span.reasoning;
+                self.shape_key += 1;
                 let line_end = |b: &u8| *b == b'\n' || *b == b'\r';
                 self.one_line =
                     !self.prefix.iter().any(line_end) && !self.suffix.iter().any(line_end);
@@ -158,6 +161,12 @@ impl EventReader {
             return Ok(info);
         }
         parse_full(data, text, before, &mut self.tools)
+    }
+
+    /// The remembered shape: its key (changed whenever another shape is learned), the bytes
+    /// before an event's text and the bytes after it.
+    pub fn shape(&self) -> (u64, &[u8], &[u8]) {
+        (self.shape_key, &self.prefix, &self.suffix)
     }
 
     /// The tool-call spans of the request in flight.

@@ -176,6 +176,16 @@ impl Exchange {
         }
     }
 
+    /// Keeps a response read at `t` that is an event of the reader's remembered shape around
+    /// `text` (its prefix, `text`, its suffix), when the run captures responses.
+    #[inline]
+    pub fn keep_shaped(&mut self, t: u64, text: &[u8]) {
+        if let Some(c) = self.capture.as_mut() {
+            let (key, prefix, suffix) = self.events.shape();
+            c.push_shaped(t, key, prefix, text, suffix);
+        }
+    }
+
     /// Bytes were read at `t`.
     #[inline]
     pub fn bytes_at(&mut self, t: u64) {
@@ -335,7 +345,7 @@ mod tests {
         ex.keep_response(5, b"");
         ex.keep_response(9, b"[DONE]");
         let c = ex.capture.as_ref().unwrap();
-        let got: Vec<(u64, &[u8])> = c.iter().collect();
+        let got: Vec<(u64, &[u8])> = c.iter().map(|(t, r)| (t, r.middle)).collect();
         assert_eq!(
             got,
             vec![(5, &b"{\"a\":1}"[..]), (5, &b""[..]), (9, &b"[DONE]"[..])]

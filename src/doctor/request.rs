@@ -73,7 +73,8 @@ pub(super) async fn request(plan: &RunPlan) -> Step {
 /// Each captured response as an event: its time since the send and its text.
 fn events_of(c: &Capture, sent_ns: u64, api: Api) -> Vec<Event> {
     c.iter()
-        .map(|(t, data)| {
+        .map(|(t, r)| {
+            let data = &*r.whole();
             let at_ms = t.saturating_sub(sent_ns) as f64 / 1e6;
             let (text, note) = match api {
                 Api::Kserve => grpc_event(data),
