@@ -60,11 +60,6 @@ impl BulkFile {
         Ok(out)
     }
 
-    /// Whether the file is written past the page cache.
-    pub fn is_direct(&self) -> bool {
-        self.direct
-    }
-
     /// The buffer to append bytes to; [`BulkFile::write_if_full`] afterwards writes them out once a
     /// chunk has gathered.
     pub fn buffer(&mut self) -> &mut Vec<u8> {

@@ -59,16 +59,6 @@ impl<'a> Response<'a> {
         }
         [self.prefix, self.middle, self.suffix].concat().into()
     }
-
-    /// Its length in bytes.
-    pub fn len(&self) -> usize {
-        self.prefix.len() + self.middle.len() + self.suffix.len()
-    }
-
-    /// Whether it has no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl Capture {
