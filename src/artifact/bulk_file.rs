@@ -27,7 +27,7 @@ const ALIGN: usize = 4096;
 
 /// Bytes gathered before a write: large enough that a write's fixed cost is nothing per
 /// request and the device sees long requests, small enough to stay a few megabytes of memory.
-pub const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 1 << 20;
 
 /// A large file written from an aligned buffer, directly where the system allows it.
 #[derive(Debug)]
@@ -94,8 +94,7 @@ impl BulkFile {
             tail
         };
         self.buf.resize(self.pad + padded, 0);
-        let (from, to) = (self.pad, self.pad + padded);
-        self.write_at_end(from, to)?;
+        self.write_at_end(self.pad, self.pad + padded)?;
         if padded != tail {
             self.file.set_len(end)?;
         }
@@ -147,7 +146,7 @@ impl BulkFile {
         let mut fresh: Vec<u8> = Vec::with_capacity(capacity.max(CHUNK) + ALIGN);
         let pad = fresh.as_ptr().align_offset(ALIGN);
         fresh.resize(pad, 0);
-        fresh.extend_from_slice(&self.buf[self.pad.min(self.buf.len())..]);
+        fresh.extend_from_slice(&self.buf[self.pad..]);
         (self.buf, self.pad) = (fresh, pad);
     }
 

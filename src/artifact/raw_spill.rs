@@ -106,7 +106,8 @@ impl Spill {
                 }
                 _ => {
                     let [a, b] = scratch;
-                    let (a, b) = (whole_in(prev.as_ref(), a), whole_in(Some(&cur), b));
+                    let a = prev.as_ref().map_or(&[][..], |p| p.whole_in(a));
+                    let b = cur.whole_in(b);
                     let prefix = common_prefix(a, b);
                     let suffix = common_suffix(&a[prefix..], &b[prefix..]);
                     push_delta(r, prefix, suffix, &b[prefix..b.len() - suffix]);
@@ -161,22 +162,6 @@ fn push_delta(r: &mut Vec<u8>, prefix: usize, suffix: usize, middle: &[u8]) {
     varint(r, suffix as u64);
     varint(r, middle.len() as u64);
     r.extend_from_slice(middle);
-}
-
-/// A response's bytes in one piece: itself when kept whole, else assembled in `buf`; empty for
-/// no response.
-fn whole_in<'a>(r: Option<&Response<'a>>, buf: &'a mut Vec<u8>) -> &'a [u8] {
-    match r {
-        None => &[],
-        Some(r) if r.shape == 0 => r.middle,
-        Some(r) => {
-            buf.clear();
-            buf.extend_from_slice(r.prefix);
-            buf.extend_from_slice(r.middle);
-            buf.extend_from_slice(r.suffix);
-            buf
-        }
-    }
 }
 
 /// Decodes one record into `into` (its capture reused).

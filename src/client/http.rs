@@ -406,9 +406,7 @@ impl super::sse::EventSink for StreamSink<'_> {
         let (n, info) = ex.events.read_line(after, b"\n\n", &mut ex.text)?;
         ex.responses += 1;
         // The line is the shape's prefix, the text and its suffix (what `read_line` checked).
-        let (_, prefix, suffix) = ex.events.shape();
-        let text = prefix.len()..n - suffix.len();
-        ex.keep_shaped(self.t, &after[text]);
+        ex.keep_shaped(self.t, &after[..n]);
         on_info(info, self.t, ex, st);
         Some(n)
     }

@@ -176,12 +176,13 @@ impl Exchange {
         }
     }
 
-    /// Keeps a response read at `t` that is an event of the reader's remembered shape around
-    /// `text` (its prefix, `text`, its suffix), when the run captures responses.
+    /// Keeps a response read at `t`, `event`, that the reader has just matched to its
+    /// remembered shape (its prefix, a text, its suffix), when the run captures responses.
     #[inline]
-    pub fn keep_shaped(&mut self, t: u64, text: &[u8]) {
+    pub fn keep_shaped(&mut self, t: u64, event: &[u8]) {
         if let Some(c) = self.capture.as_mut() {
             let (key, prefix, suffix) = self.events.shape();
+            let text = &event[prefix.len()..event.len() - suffix.len()];
             c.push_shaped(t, key, prefix, text, suffix);
         }
     }

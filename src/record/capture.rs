@@ -57,7 +57,25 @@ impl<'a> Response<'a> {
         if self.shape == 0 {
             return self.middle.into();
         }
-        [self.prefix, self.middle, self.suffix].concat().into()
+        let mut v = Vec::new();
+        self.whole_in(&mut v);
+        v.into()
+    }
+
+    /// The response's bytes in one piece: itself when kept whole, else put together in `buf`
+    /// (reused by the caller, so nothing is allocated per response).
+    pub fn whole_in<'b>(&self, buf: &'b mut Vec<u8>) -> &'b [u8]
+    where
+        'a: 'b,
+    {
+        if self.shape == 0 {
+            return self.middle;
+        }
+        buf.clear();
+        buf.extend_from_slice(self.prefix);
+        buf.extend_from_slice(self.middle);
+        buf.extend_from_slice(self.suffix);
+        buf
     }
 }
 
