@@ -97,7 +97,10 @@ async fn llamacpp_rankings() {
 }
 
 /// A streamed generative API: no errors, TTFT and ITL measured, the server's own output token
-/// count read from its usage event.
+/// count read from its usage event. ITL is checked against each request's own token times, not
+/// for being above zero: on a busy 2-core host vLLM's API process falls behind its engine and
+/// sends a whole answer in one write (every delta arrives in one read, `first_token_ns ==
+/// last_token_ns`), and then 0 is the true gap (it failed CI that way at c=1).
 async fn streamed(e: &Engine, api: &str) {
     let (_tmp, levels) = run(
         e,
@@ -113,7 +116,7 @@ async fn streamed(e: &Engine, api: &str) {
     all_answered(&levels, &format!("{} {api}", e.name));
     for (dir, doc) in &levels {
         assert!(avg(doc, "time_to_first_token") > 0.0, "{}", dir.display());
-        assert!(avg(doc, "inter_token_latency") > 0.0, "{}", dir.display());
+        assert!(avg(doc, "inter_token_latency") >= 0.0, "{}", dir.display());
         let rows = common::measured(dir);
         assert!(
             rows.iter()
@@ -121,6 +124,13 @@ async fn streamed(e: &Engine, api: &str) {
             "{}: the usage event's output tokens were not read",
             dir.display()
         );
+        for r in rows.iter().filter(|r| r["itl_ms"].is_number()) {
+            let n = |k: &str| r[k].as_u64().unwrap_or(0);
+            let span_ms = n("last_token_ns").saturating_sub(n("first_token_ns")) as f64 / 1e6;
+            let expected = span_ms / (n("osl") as f64 - 1.0);
+            let itl = r["itl_ms"].as_f64().unwrap_or(f64::NAN);
+            assert!((itl - expected).abs() < 1e-3, "{}: {r}", dir.display());
+        }
     }
 }
 
