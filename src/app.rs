@@ -345,6 +345,13 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
         }
         text.push_str(&outcome.knee.recommendation);
         text.push('\n');
+    } else {
+        // One level has no sweep to read, but what the connection did to its numbers (a
+        // delayed-ACK stall, a buffered stream, requests sent again) holds for it all the same.
+        for line in crate::analysis::transport::lines(&summaries) {
+            text.push_str(&line);
+            text.push('\n');
+        }
     }
     let slo: Vec<(String, Vec<crate::analysis::slo::SloResult>)> = outcome
         .levels

@@ -315,6 +315,11 @@ pub struct ServerTimings {
     pub decode_us: u64,
 }
 
+/// Content-bearing responses closer than this on average (ns) arrived in one burst: no engine
+/// decodes 100,000 tokens a second for one user, while the reads of an answer sent whole (one
+/// read, or a few back to back when it is larger than the read buffer) are microseconds apart.
+pub const BURST_GAP_NS: u64 = 10_000;
+
 /// One request, start to end. Times are ns offsets on the run's [`Clock`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestRecord {
@@ -541,6 +546,17 @@ impl RequestRecord {
         let (first, last) = (self.first_token_ns?, self.last_token_ns?);
         let span = last.saturating_sub(first) as f64;
         Some((span / f64::from(self.osl - 1)).round() as u64)
+    }
+
+    /// Whether two or more content-bearing responses arrived in one burst: under
+    /// [`BURST_GAP_NS`] apart on average (a buffered stream).
+    pub fn arrived_in_a_burst(&self) -> bool {
+        match (self.first_token_ns, self.last_token_ns) {
+            (Some(first), Some(last)) if self.chunks >= 2 => {
+                last.saturating_sub(first) < BURST_GAP_NS * u64::from(self.chunks - 1)
+            }
+            _ => false,
+        }
     }
 
     /// Output tokens per second seen by this request's user: 1 / ITL.

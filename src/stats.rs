@@ -270,6 +270,9 @@ pub struct Aggregate {
     pub short_outputs: u64,
     /// Content-bearing responses over successful requests.
     pub sum_chunks: u64,
+    /// Successful requests whose two or more content-bearing responses arrived in one burst
+    /// (see [`crate::record::BURST_GAP_NS`]): the server (or a proxy) sent the answer at once, ITL ~0.
+    pub burst: u64,
     /// Client send time summed over requests where it was observed (ns).
     pub sum_send_ns: u64,
     /// Requests with an observed send time.
@@ -378,6 +381,7 @@ impl Aggregate {
             isl: isl::IslDists::default(),
             turns: turns::TurnDists::default(),
             reconnects: 0,
+            burst: 0,
             connections: ConnectionTtft::default(),
             apis: apis::ApiTally::default(),
         }
@@ -428,6 +432,9 @@ impl Aggregate {
             self.short_outputs += 1;
         }
         self.sum_chunks += u64::from(rec.chunks);
+        if rec.arrived_in_a_burst() {
+            self.burst += 1;
+        }
         if let Some(s) = rec.send_ns() {
             self.sum_send_ns += s;
             self.send_count += 1;
@@ -527,6 +534,7 @@ impl Aggregate {
         self.isl_compared += other.isl_compared;
         self.short_outputs += other.short_outputs;
         self.sum_chunks += other.sum_chunks;
+        self.burst += other.burst;
         self.sum_send_ns += other.sum_send_ns;
         self.send_count += other.send_count;
         self.sum_recv_ns += other.sum_recv_ns;
@@ -569,6 +577,7 @@ impl Aggregate {
             errors: self.error_counts(),
             cancelled_count: self.cancelled,
             reconnect_count: self.reconnects,
+            burst_count: self.burst,
             connections: self.connections.summarize(),
             warmup_count: self.warmup,
             duration_s: secs,
@@ -603,6 +612,9 @@ pub struct LevelStats {
     /// Measured requests sent again on a fresh connection after the server had closed their
     /// reused one (HTTP/1.1).
     pub reconnect_count: u64,
+    /// Successful requests whose two or more content-bearing responses arrived in one burst
+    /// (a buffered stream: ITL ~0, TTFT the whole answer's time).
+    pub burst_count: u64,
     /// TTFT on fresh and reused HTTP/1.1 connections (when the level had both).
     pub connections: Option<ConnectionStats>,
     /// Failures by kind.
@@ -979,6 +991,32 @@ mod tests {
         assert_eq!(s.osl_mismatch_share(), Some(0.5));
         let none = Aggregate::new().summarize(true, PercentileMethod::Linear);
         assert_eq!(none.osl_mismatch_share(), None);
+    }
+
+    /// A request's tokens in one burst counts as a buffered stream; one chunk, or tokens over
+    /// time, does not; shards add up.
+    #[test]
+    fn answers_that_arrived_in_a_burst_are_counted() {
+        let mut agg = Aggregate::new();
+        let whole = |chunks| {
+            let mut r = rec(10, 10, chunks);
+            r.second_token_ns = r.first_token_ns;
+            r
+        };
+        // 100 responses over 0.5 ms: an answer larger than one read, its reads back to back.
+        let mut reads = rec(10, 10, 100);
+        reads.last_token_ns = reads.first_token_ns.map(|t| t + 500_000);
+        // 100 responses over 2 ms: 20 µs apart, faster than any engine but not one burst.
+        let mut fast = rec(10, 10, 100);
+        fast.last_token_ns = fast.first_token_ns.map(|t| t + 2_000_000);
+        for r in [whole(16), whole(1), rec(10, 40, 16), reads, fast] {
+            agg.record(&r, &[], &[]);
+        }
+        assert_eq!(agg.summarize(true, PercentileMethod::Linear).burst_count, 2);
+        let mut other = Aggregate::new();
+        other.record(&whole(4), &[], &[]);
+        agg.merge(&other);
+        assert_eq!(agg.summarize(true, PercentileMethod::Linear).burst_count, 3);
     }
 
     /// (server input count, client count, count used) per request: the client's count is

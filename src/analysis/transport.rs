@@ -1,5 +1,14 @@
 //! What the connection did to the numbers, in words: requests sent again because the server
-//! closed a kept-alive connection without saying so, and the delayed-ACK stall.
+//! closed a kept-alive connection without saying so, the delayed-ACK stall, and streams that
+//! arrived all at once.
+//!
+//! A buffered stream: when every token of a streamed answer reaches the client in one burst (one
+//! read, or a few microseconds apart: [`crate::record::BURST_GAP_NS`]), the server (or a proxy in
+//! front of it: nginx buffers proxied responses unless told not to) held the answer back and sent
+//! it whole. Those requests' ITL is ~0 and their TTFT is the time to the whole answer: true of
+//! what the client saw, but not the engine's decode speed. vLLM's API
+//! process does this under load when its host has no spare CPU (its output handler merges the
+//! deltas its stream writer has not yet taken).
 //!
 //! The stall: a server that sends with Nagle's algorithm on (cpp-httplib's default, for one)
 //! holds a small write while an earlier one is unacknowledged. After a response's head goes out,
@@ -20,6 +29,19 @@ const STEP_MS: (f64, f64) = (25.0, 250.0);
 
 /// Fewest reused requests for the fastest of them to mean anything.
 const MIN_REUSED: u64 = 10;
+
+/// A level's share of successful requests answered in one burst from which the verdict says so:
+/// one in ten is no accident of timing (a stream written token by token, a token a few ms apart,
+/// almost never lands whole), and well below the all-or-most a buffering proxy gives.
+const MIN_BURST_SHARE: f64 = 0.10;
+
+/// The share of a level's successful requests whose tokens all arrived in one burst, when it is
+/// high enough to say so.
+pub fn burst_share(l: &LevelSummary) -> Option<f64> {
+    let (n, of) = (l.stats.burst_count, l.stats.request_count);
+    let share = n as f64 / of.max(1) as f64;
+    (n >= 2 && share >= MIN_BURST_SHARE).then_some(share)
+}
 
 /// The stall seen in a level: how much slower the fastest reused-connection request was than
 /// the typical fresh one (ms), when that step looks like a delayed ACK.
@@ -56,6 +78,7 @@ pub fn lines(levels: &[LevelSummary]) -> Vec<String> {
             levels.len()
         ));
     }
+    out.extend(buffered(levels));
     let reconnects: u64 = levels.iter().map(|l| l.stats.reconnect_count).sum();
     if reconnects > 0 {
         out.push(format!(
@@ -67,6 +90,25 @@ pub fn lines(levels: &[LevelSummary]) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The line about buffered streams, naming the level with the highest share.
+fn buffered(levels: &[LevelSummary]) -> Option<String> {
+    let hit: Vec<(&LevelSummary, f64)> = levels
+        .iter()
+        .filter_map(|l| Some((l, burst_share(l)?)))
+        .collect();
+    let (l, share) = hit.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(format!(
+        "Streams arrived whole: in {} {}, {} of {} successful requests ({:.0} %) received all their tokens in one burst ({} of {} levels): the server, or a proxy in front of it, buffered the answer and sent it at once, so ITL there is ~0 and TTFT is the time to the whole answer, not the engine's decode speed. Behind nginx set proxy_buffering off; vLLM does this when its host has no spare CPU",
+        l.stimulus.kind(),
+        super::text::load_text(l.stimulus.value()),
+        l.stats.burst_count,
+        l.stats.request_count,
+        share * 100.0,
+        hit.len(),
+        levels.len()
+    ))
 }
 
 #[cfg(test)]
@@ -81,6 +123,31 @@ mod tests {
             reused_ttft_min_ms: reused_min,
             reused_ttft_p50_ms: reused_p50,
         }
+    }
+
+    fn level(c: u32, ok: u64, burst: u64) -> LevelSummary {
+        LevelSummary::new(
+            crate::load::Stimulus::Concurrency(c),
+            crate::stats::LevelStats {
+                request_count: ok,
+                burst_count: burst,
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn buffered_streams_are_named_by_their_worst_level() {
+        assert_eq!(burst_share(&level(1, 16, 1)), None); // one request: chance
+        assert_eq!(burst_share(&level(1, 100, 9)), None); // under one in ten
+        assert_eq!(burst_share(&level(1, 100, 10)), Some(0.10));
+        assert_eq!(buffered(&[level(1, 16, 0), level(4, 16, 1)]), None);
+        assert_eq!(
+            buffered(&[level(1, 16, 3), level(4, 16, 12), level(8, 16, 0)]).as_deref(),
+            Some(
+                "Streams arrived whole: in concurrency 4, 12 of 16 successful requests (75 %) received all their tokens in one burst (2 of 3 levels): the server, or a proxy in front of it, buffered the answer and sent it at once, so ITL there is ~0 and TTFT is the time to the whole answer, not the engine's decode speed. Behind nginx set proxy_buffering off; vLLM does this when its host has no spare CPU"
+            )
+        );
     }
 
     #[test]

@@ -39,7 +39,8 @@
 //! `error_count`, `errors`, `cancelled_count` (requests cancelled on purpose by
 //! `--request-cancellation-rate`: in no other count or statistic), `reconnect_count` (requests sent
 //! again on a fresh connection after the server had closed their reused HTTP/1.1 one; also a CSV
-//! row when not 0), `connections` (only for HTTP/1.1 levels with both: TTFT on fresh and reused
+//! row when not 0), `burst_count` (only when not 0: successful requests whose two or more
+//! content-bearing responses arrived in one burst, a buffered stream), `connections` (only for HTTP/1.1 levels with both: TTFT on fresh and reused
 //! connections, `fresh_count`, `fresh_ttft_p50_ms`, `reused_count`, `reused_ttft_min_ms`,
 //! `reused_ttft_p50_ms`), `server_metrics` (Triton's counters; null when not scraped),
 //! `engine_metrics` and `gpu_metrics` (see [`super::server_view`]; null when not read), `validity`
@@ -394,6 +395,12 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         "reconnect_count".into(),
         json!({"unit": "count", "avg": st.reconnect_count}),
     );
+    if st.burst_count > 0 {
+        m.insert(
+            "burst_count".into(),
+            json!({"unit": "count", "avg": st.burst_count}),
+        );
+    }
     if let Some(c) = &st.connections {
         m.insert(
             "connections".into(),

@@ -107,6 +107,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             error_count: 0,
             cancelled_count: 0,
             reconnect_count: 0,
+            burst_count: 0,
             connections: None,
             errors: Vec::new(),
             warmup_count: 0,

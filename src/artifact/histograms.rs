@@ -21,7 +21,8 @@
 //! a server usage count and `isl_mismatch` those whose input count differed from the client's;
 //! files written before these existed read as 0. Levels of the newer APIs add `"apis":
 //! {"inputs", "images", "image_bytes", "tools_offered", "tools_called", "tools_valid"}` (absent:
-//! all 0).
+//! all 0); levels where a streamed answer's tokens all arrived in one burst add `"burst"`, the
+//! number of such requests (absent: 0).
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -254,6 +255,10 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         c["apis"] = json!({"inputs": a.inputs, "images": a.images, "image_bytes": a.image_bytes,
             "tools_offered": a.offered, "tools_called": a.called, "tools_valid": a.valid});
     }
+    // Likewise only levels that saw a buffered stream.
+    if agg.burst > 0 {
+        c["burst"] = json!(agg.burst);
+    }
     c
 }
 
@@ -306,6 +311,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
     agg.osl_compared = or_zero("osl_compared");
     agg.isl_mismatch = or_zero("isl_mismatch");
     agg.isl_compared = or_zero("isl_compared");
+    agg.burst = or_zero("burst");
     agg.apis = apis_from(c.get("apis"));
     for e in c
         .get("errors")
@@ -445,6 +451,7 @@ mod tests {
         agg.record_error(ErrorKind::HttpStatus(503), "HTTP 503: busy");
         agg.record_error(ErrorKind::GrpcStatus(14), "unavailable");
         agg.cancelled = 7;
+        agg.burst = 3;
         let doc = encode(&agg, 1_000_000_000);
         let text = serde_json::to_string(&doc).unwrap();
         let mut back = Aggregate::new();
@@ -453,7 +460,7 @@ mod tests {
         assert_eq!(back.ok, 500);
         assert_eq!(back.sum_osl, 500 * 101);
         assert_eq!(back.error_counts(), agg.error_counts());
-        assert_eq!(back.cancelled, 7);
+        assert_eq!((back.cancelled, back.burst), (7, 3));
         assert_eq!(back.first_sent_ns, Some(1_000_000_000), "absolute");
         assert_eq!(back.last_response_ns, Some(1_000_000_000 + 1_000_000_000));
         assert_eq!(

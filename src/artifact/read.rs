@@ -390,6 +390,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             error_count: count("error_count"),
             cancelled_count: count("cancelled_count"),
             reconnect_count: count("reconnect_count"),
+            burst_count: count("burst_count"),
             connections: doc
                 .get("connections")
                 .and_then(|v| serde_json::from_value(v.clone()).ok()),

@@ -205,6 +205,7 @@ fn combined_stats(reps: &[&LevelSummary], middle: &LevelStats) -> LevelStats {
         isl_mismatch: med_u64(&|s| s.isl_mismatch),
         isl_compared: med_u64(&|s| s.isl_compared),
         short_outputs: med_u64(&|s| s.short_outputs),
+        burst_count: med_u64(&|s| s.burst_count),
         ..middle.clone()
     }
 }
