@@ -19,15 +19,24 @@
 //! responses     varint     count
 //! per response:
 //!   t_delta     varint     arrival (run clock) minus the previous one's (the first's minus sent_ns)
-//!   prefix      varint     bytes shared with the start of the previous response (0 for the first)
-//!   suffix      varint     bytes shared with its end (never overlapping the prefix)
-//!   middle_len  varint
-//!   middle      bytes
+//!   kind        byte       0 whole, 1 same shape, 2 new shape
+//!   kind 0 (a response kept whole):
+//!     prefix    varint     bytes shared with the start of the previous response (0 for the first)
+//!     suffix    varint     bytes shared with its end (never overlapping the prefix)
+//!     middle    bytes
+//!   kind 1 (a token event of the previous response's shape):
+//!     text      bytes
+//!   kind 2 (a token event of a shape new to the request):
+//!     prefix    bytes      the shape's bytes before the text
+//!     text      bytes
+//!     suffix    bytes      the shape's bytes after the text
 //! ```
 //!
-//! Varints are LEB128 (7 bits a byte, low first). A response's arrival precedes no earlier one
-//! (reads are timestamped in order), so deltas are never negative; a clock that ran backwards
-//! would be clamped to 0 rather than wrap.
+//! `bytes` is a varint length, then that many bytes; varints are LEB128 (7 bits a byte, low
+//! first). A response's arrival precedes no earlier one (reads are timestamped in order), so
+//! deltas are never negative; a clock that ran backwards would be clamped to 0 rather than wrap.
+//! Shaped responses come back shaped, so the export escapes a shape once per request and each
+//! event's text alone (`raw_export::request`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
@@ -37,6 +46,11 @@ use crate::record::capture::{Capture, Response};
 
 /// Bytes gathered before a write to the spill file.
 const GATHER: usize = 256 * 1024;
+
+/// A response's kind in the spill (see the format above).
+const WHOLE: u8 = 0;
+const SAME_SHAPE: u8 = 1;
+const NEW_SHAPE: u8 = 2;
 
 /// A spill file being written (and, at a level's end, read back and emptied).
 #[derive(Debug)]
@@ -60,6 +74,8 @@ pub struct Spilled {
     pub sent_ns: u64,
     /// Its responses as captured.
     pub capture: Capture,
+    /// Where a shaped response is put together when a whole one is read as its delta.
+    scratch: Vec<u8>,
 }
 
 impl Spill {
@@ -102,7 +118,14 @@ impl Spill {
             match prev {
                 // Two events of one shape share its prefix and suffix: nothing to compare.
                 Some(p) if cur.shape != 0 && p.shape == cur.shape => {
-                    push_delta(r, cur.prefix.len(), cur.suffix.len(), cur.middle);
+                    r.push(SAME_SHAPE);
+                    push_bytes(r, cur.middle);
+                }
+                _ if cur.shape != 0 => {
+                    r.push(NEW_SHAPE);
+                    push_bytes(r, cur.prefix);
+                    push_bytes(r, cur.middle);
+                    push_bytes(r, cur.suffix);
                 }
                 _ => {
                     let [a, b] = scratch;
@@ -110,7 +133,10 @@ impl Spill {
                     let b = cur.whole_in(b);
                     let prefix = common_prefix(a, b);
                     let suffix = common_suffix(&a[prefix..], &b[prefix..]);
-                    push_delta(r, prefix, suffix, &b[prefix..b.len() - suffix]);
+                    r.push(WHOLE);
+                    varint(r, prefix as u64);
+                    varint(r, suffix as u64);
+                    push_bytes(r, &b[prefix..b.len() - suffix]);
                 }
             }
             (prev_t, prev) = (t, Some(cur));
@@ -155,13 +181,10 @@ impl Spill {
     }
 }
 
-/// Appends one response's delta: bytes shared with the previous response's start and end, and
-/// the bytes between.
-fn push_delta(r: &mut Vec<u8>, prefix: usize, suffix: usize, middle: &[u8]) {
-    varint(r, prefix as u64);
-    varint(r, suffix as u64);
-    varint(r, middle.len() as u64);
-    r.extend_from_slice(middle);
+/// Appends a length and the bytes.
+fn push_bytes(r: &mut Vec<u8>, bytes: &[u8]) {
+    varint(r, bytes.len() as u64);
+    r.extend_from_slice(bytes);
 }
 
 /// Decodes one record into `into` (its capture reused).
@@ -169,19 +192,46 @@ fn decode(mut b: &[u8], into: &mut Spilled) -> io::Result<()> {
     into.prompt_index = take_varint(&mut b)?;
     into.sent_ns = take_varint(&mut b)?;
     let n = take_varint(&mut b)?;
-    into.capture.clear();
+    let Spilled {
+        capture, scratch, ..
+    } = into;
+    capture.clear();
     let mut t = into.sent_ns;
     for _ in 0..n {
         t = t.saturating_add(take_varint(&mut b)?);
-        let prefix = usize::try_from(take_varint(&mut b)?).map_err(|_| corrupt())?;
-        let suffix = usize::try_from(take_varint(&mut b)?).map_err(|_| corrupt())?;
-        let mid = usize::try_from(take_varint(&mut b)?).map_err(|_| corrupt())?;
-        if mid > b.len() || !into.capture.push_like_last(t, prefix, &b[..mid], suffix) {
+        let (&kind, rest) = b.split_first().ok_or_else(corrupt)?;
+        b = rest;
+        let ok = match kind {
+            WHOLE => {
+                let prefix = usize::try_from(take_varint(&mut b)?).map_err(|_| corrupt())?;
+                let suffix = usize::try_from(take_varint(&mut b)?).map_err(|_| corrupt())?;
+                let middle = take_bytes(&mut b)?;
+                capture.push_like_last(t, prefix, middle, suffix, scratch)
+            }
+            SAME_SHAPE => capture.push_text(t, take_bytes(&mut b)?),
+            NEW_SHAPE => {
+                let (prefix, text) = (take_bytes(&mut b)?, take_bytes(&mut b)?);
+                capture.push_new_shape(t, prefix, text, take_bytes(&mut b)?);
+                true
+            }
+            _ => false,
+        };
+        if !ok {
             return Err(corrupt());
         }
-        b = &b[mid..];
     }
     Ok(())
+}
+
+/// Takes a length and that many bytes.
+fn take_bytes<'a>(b: &mut &'a [u8]) -> io::Result<&'a [u8]> {
+    let n = usize::try_from(take_varint(b)?).map_err(|_| corrupt())?;
+    if n > b.len() {
+        return Err(corrupt());
+    }
+    let (bytes, rest) = b.split_at(n);
+    *b = rest;
+    Ok(bytes)
 }
 
 fn corrupt() -> io::Error {
@@ -314,14 +364,18 @@ mod tests {
             let mut back = Vec::new();
             spill
                 .drain(|s| {
-                    back.push((s.prompt_index, s.sent_ns, responses(&s.capture)));
+                    let shaped = s.capture.iter().filter(|(_, r)| r.shape != 0).count();
+                    back.push((s.prompt_index, s.sent_ns, responses(&s.capture), shaped));
                     Ok(())
                 })
                 .unwrap();
             assert_eq!(back.len(), captures.len());
-            for (i, (p, sent, r)) in back.iter().enumerate() {
+            for (i, (p, sent, r, shaped)) in back.iter().enumerate() {
                 assert_eq!((*p, *sent), (i as u64 + round, 900 + i as u64));
                 assert_eq!(r, &responses(&captures[i]), "request {i}");
+                // Shaped events come back shaped, so the export escapes their shape once.
+                let want = if i % 2 == 1 && i < 50 { 6 } else { 0 };
+                assert_eq!(*shaped, want, "request {i}");
             }
         }
         let path = tmp.path().join(".profile_export.json.spill");
@@ -371,11 +425,17 @@ mod tests {
     #[test]
     fn corrupt_records_are_errors_not_panics() {
         let mut s = Spilled::default();
+        // prompt 1, sent 2, one response at +0, then: its kind unknown; whole with a prefix the
+        // (absent) last response lacks; its bytes' length past the end; the last shape's text
+        // with no shape; a new shape cut short.
         for bad in [
             &[][..],
             &[0x80],
             &[1, 2, 1, 0, 5, 0, 0],
-            &[1, 2, 1, 0, 0, 0, 9, 1],
+            &[1, 2, 1, 0, 0, 3, 0, 0],
+            &[1, 2, 1, 0, 0, 0, 0, 9, 1],
+            &[1, 2, 1, 0, 1, 1, b'a'],
+            &[1, 2, 1, 0, 2, 1, b'{', 1, b'a'],
         ] {
             assert!(decode(bad, &mut s).is_err(), "{bad:?}");
         }

@@ -94,11 +94,23 @@ impl Capture {
     #[inline]
     pub fn push_shaped(&mut self, t: u64, key: u64, prefix: &[u8], text: &[u8], suffix: &[u8]) {
         if self.shapes.is_empty() || key != self.shape_key {
-            self.shape_bytes.extend_from_slice(prefix);
-            let p = self.shape_bytes.len();
-            self.shape_bytes.extend_from_slice(suffix);
-            self.shapes.push((p, self.shape_bytes.len()));
-            self.shape_key = key;
+            self.add_shape(key, prefix, suffix);
+        }
+        self.push_text(t, text);
+    }
+
+    /// Records a response read at `t` that is `prefix`, `text` and `suffix`, a shape of its own
+    /// (as the raw export's spill reads a request's first event of a shape back).
+    pub fn push_new_shape(&mut self, t: u64, prefix: &[u8], text: &[u8], suffix: &[u8]) {
+        self.add_shape(self.shape_key.wrapping_add(1), prefix, suffix);
+        self.push_text(t, text);
+    }
+
+    /// Records a response read at `t` of the last shape kept, by its text; `false`, recording
+    /// nothing, when no shape was kept.
+    pub fn push_text(&mut self, t: u64, text: &[u8]) -> bool {
+        if self.shapes.is_empty() {
+            return false;
         }
         self.bytes.extend_from_slice(text);
         let end = self.bytes.len();
@@ -107,25 +119,52 @@ impl Capture {
             end,
             shape: self.shapes.len(),
         });
+        true
     }
 
-    /// Records a response read at `t` made of the last response's first `prefix` bytes,
+    fn add_shape(&mut self, key: u64, prefix: &[u8], suffix: &[u8]) {
+        self.shape_bytes.extend_from_slice(prefix);
+        let p = self.shape_bytes.len();
+        self.shape_bytes.extend_from_slice(suffix);
+        self.shapes.push((p, self.shape_bytes.len()));
+        self.shape_key = key;
+    }
+
+    /// Records a whole response read at `t` made of the last response's first `prefix` bytes,
     /// `middle`, and the last response's final `suffix` bytes (how the raw export's spill stores
-    /// responses); `false`, recording nothing, when the last response is shorter than that.
-    /// The capture must hold whole responses only (as one read back from the spill does).
-    pub fn push_like_last(&mut self, t: u64, prefix: usize, middle: &[u8], suffix: usize) -> bool {
-        let start = self
-            .spans
-            .len()
-            .checked_sub(2)
-            .map_or(0, |i| self.spans[i].end);
-        let end = self.spans.last().map_or(0, |s| s.end);
-        if prefix + suffix > end - start || self.spans.last().is_some_and(|s| s.shape != 0) {
-            return false;
+    /// responses); `false`, recording nothing, when the last response is shorter than that. A
+    /// shaped last response is put together in `scratch` first.
+    pub fn push_like_last(
+        &mut self,
+        t: u64,
+        prefix: usize,
+        middle: &[u8],
+        suffix: usize,
+        scratch: &mut Vec<u8>,
+    ) -> bool {
+        let last = self.spans.len().checked_sub(1);
+        if let Some(i) = last.filter(|&i| self.spans[i].shape != 0) {
+            self.response(i).whole_in(scratch);
+            if prefix + suffix > scratch.len() {
+                return false;
+            }
+            self.bytes.extend_from_slice(&scratch[..prefix]);
+            self.bytes.extend_from_slice(middle);
+            self.bytes
+                .extend_from_slice(&scratch[scratch.len() - suffix..]);
+        } else {
+            // A whole last response: copied within the capture's own bytes.
+            let start = last
+                .and_then(|i| i.checked_sub(1))
+                .map_or(0, |j| self.spans[j].end);
+            let end = self.spans.last().map_or(0, |s| s.end);
+            if prefix + suffix > end - start {
+                return false;
+            }
+            self.bytes.extend_from_within(start..start + prefix);
+            self.bytes.extend_from_slice(middle);
+            self.bytes.extend_from_within(end - suffix..end);
         }
-        self.bytes.extend_from_within(start..start + prefix);
-        self.bytes.extend_from_slice(middle);
-        self.bytes.extend_from_within(end - suffix..end);
         let end = self.bytes.len();
         self.spans.push(Span { t, end, shape: 0 });
         true
@@ -153,24 +192,34 @@ impl Capture {
     pub fn iter(&self) -> impl Iterator<Item = (u64, Response<'_>)> + '_ {
         let mut start = 0;
         self.spans.iter().map(move |s| {
-            let middle = &self.bytes[start..s.end];
+            let r = self.response_at(start, s);
             start = s.end;
-            let (prefix, suffix): (&[u8], &[u8]) = match s.shape.checked_sub(1) {
-                None => (&[], &[]),
-                Some(i) => {
-                    let from = i.checked_sub(1).map_or(0, |j| self.shapes[j].1);
-                    let (p, e) = self.shapes[i];
-                    (&self.shape_bytes[from..p], &self.shape_bytes[p..e])
-                }
-            };
-            let r = Response {
-                prefix,
-                middle,
-                suffix,
-                shape: s.shape,
-            };
             (s.t, r)
         })
+    }
+
+    /// Response `i` (which must exist).
+    fn response(&self, i: usize) -> Response<'_> {
+        let start = i.checked_sub(1).map_or(0, |j| self.spans[j].end);
+        self.response_at(start, &self.spans[i])
+    }
+
+    /// The response of span `s`, whose bytes start at `start`.
+    fn response_at(&self, start: usize, s: &Span) -> Response<'_> {
+        let (prefix, suffix): (&[u8], &[u8]) = match s.shape.checked_sub(1) {
+            None => (&[], &[]),
+            Some(i) => {
+                let from = i.checked_sub(1).map_or(0, |j| self.shapes[j].1);
+                let (p, e) = self.shapes[i];
+                (&self.shape_bytes[from..p], &self.shape_bytes[p..e])
+            }
+        };
+        Response {
+            prefix,
+            middle: &self.bytes[start..s.end],
+            suffix,
+            shape: s.shape,
+        }
     }
 }
 
