@@ -162,6 +162,15 @@ async fn nagle_on_the_server_is_named_and_quickack_takes_it_out() {
     assert!(!lines.contains("Nagle"), "{lines}");
 }
 
+/// A streamed chat level of 20 requests at concurrency 2 against `url`: its JSON export and
+/// its verdict's lines.
+async fn whole_or_not(url: &str, dir: &std::path::Path) -> (serde_json::Value, String) {
+    let a = common::chat_args(url, dir, &["--concurrency", "2", "--request-count", "20"]);
+    let out = common::profile(&a).await.expect("the run ends");
+    let doc = common::json_file(&dir.join("profile_export_genai_perf.json"));
+    (doc, out.verdict.lines.join("\n"))
+}
+
 /// A server that writes each answer whole (all three tokens in one write, as a buffering proxy
 /// does): every request's tokens arrive in one burst, counted in the export and named in the
 /// verdict; the simulator, decoding a token every 10 ms, draws no such line.
@@ -169,31 +178,16 @@ async fn nagle_on_the_server_is_named_and_quickack_takes_it_out() {
 async fn streams_that_arrive_whole_are_named() {
     let s = keepalive_server(Closing::SilentIdle(Duration::from_secs(60)));
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("whole");
-    let a = common::chat_args(
-        &format!("http://{}", s.addr),
-        &dir,
-        &["--concurrency", "2", "--request-count", "20"],
-    );
-    let out = common::profile(&a).await.expect("the run ends");
-    let doc = common::json_file(&dir.join("profile_export_genai_perf.json"));
+    let (doc, lines) = whole_or_not(&format!("http://{}", s.addr), &tmp.path().join("w")).await;
     assert_eq!(doc["burst_count"]["avg"], 20, "{doc}");
     assert_eq!(doc["inter_token_latency"]["max"], 0.0);
-    let lines = out.verdict.lines.join("\n");
     assert!(
         lines.contains("Streams arrived whole: in concurrency 2, 20 of 20 successful requests (100 %) received all their tokens in one burst"),
         "{lines}"
     );
-
     let sim = common::start_round().await;
-    let dir = tmp.path().join("sim");
-    let a = common::chat_args(
-        &format!("http://{}", sim.http_addr),
-        &dir,
-        &["--concurrency", "2", "--request-count", "20"],
-    );
-    let out = common::profile(&a).await.expect("the run ends");
-    let doc = common::json_file(&dir.join("profile_export_genai_perf.json"));
+    let (doc, lines) =
+        whole_or_not(&format!("http://{}", sim.http_addr), &tmp.path().join("s")).await;
     assert!(doc.get("burst_count").is_none(), "{doc}");
-    assert!(!out.verdict.lines.join("\n").contains("arrived whole"));
+    assert!(!lines.contains("arrived whole"), "{lines}");
 }
