@@ -37,7 +37,7 @@ const MIN_BURST_SHARE: f64 = 0.10;
 
 /// The share of a level's successful requests whose tokens all arrived in one burst, when it is
 /// high enough to say so.
-pub fn burst_share(l: &LevelSummary) -> Option<f64> {
+fn burst_share(l: &LevelSummary) -> Option<f64> {
     let (n, of) = (l.stats.burst_count, l.stats.request_count);
     let share = n as f64 / of.max(1) as f64;
     (n >= 2 && share >= MIN_BURST_SHARE).then_some(share)

@@ -55,6 +55,16 @@ pub fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Appends `text` (taken as UTF-8) to `out` as the inside of a JSON string; returns whether it
 /// held a byte beyond ASCII.
 pub fn escape_into(out: &mut Vec<u8>, text: &[u8]) -> bool {
+    // A token's text (the raw export escapes each on its own) is a few bytes that need nothing:
+    // copied as they are, without the vector path's set-up.
+    if text.len() <= 16
+        && text
+            .iter()
+            .all(|&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.extend_from_slice(text);
+        return false;
+    }
     #[cfg(target_arch = "x86_64")]
     if simd::available() {
         // SAFETY: the CPU has SSSE3 and POPCNT (just checked).

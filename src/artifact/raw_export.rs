@@ -179,7 +179,8 @@ pub fn request(
         .iter()
         .enumerate()
         .skip(from)
-        .find(|(_, (_, r))| !exported(&r.whole(), f))
+        // A shaped response is a token event, with its choice: only whole ones are looked at.
+        .find(|(_, (_, r))| r.shape == 0 && !exported(r.middle, f))
         .map(|(i, _)| i);
     let kept = || {
         capture
@@ -209,10 +210,7 @@ pub fn request(
         if i > 0 {
             out.push(b',');
         }
-        match r.shape {
-            0 => response_output(out, r.middle, f),
-            _ => shaped_output(out, &r, &mut shape, f),
-        }
+        response_output(out, &r, &mut shape, f);
     }
     out.extend_from_slice(b"]}");
 }
@@ -220,53 +218,6 @@ pub fn request(
 /// Where the previous shaped response's pieces were written in `out`: its shape, its entry's
 /// start through the escaped prefix, and the escaped suffix through the entry's end.
 type ShapeAt = Option<(usize, std::ops::Range<usize>, std::ops::Range<usize>)>;
-
-/// A shaped response's `response_outputs` entry. Escaping maps byte by byte and a shape's
-/// prefix ends and its suffix starts with a quote, so the escaped event is the escaped prefix,
-/// text and suffix one after another: the shape's escaped pieces are written once per request
-/// and copied for each later event of it (a chat event is ~170 bytes, its text a few, and quotes
-/// come every few bytes, which made escaping every event whole a third of the export's time).
-fn shaped_output(out: &mut Vec<u8>, r: &Response<'_>, at: &mut ShapeAt, f: &ExportFormat) {
-    if let Some((_, head, tail)) = at.as_ref().filter(|a| a.0 == r.shape) {
-        out.extend_from_within(head.clone());
-        // A token's text is a few bytes that need no escaping (the event reader keeps a text as
-        // shaped only then): a byte loop beats the vector escape's set-up.
-        if r.middle
-            .iter()
-            .all(|&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\')
-        {
-            out.extend_from_slice(r.middle);
-        } else {
-            super::escape::push_escaped(out, r.middle);
-        }
-        out.extend_from_within(tail.clone());
-        return;
-    }
-    let Some((open, close)) = sse_frame(f) else {
-        return response_output(out, &r.whole(), f);
-    };
-    let start = out.len();
-    out.extend_from_slice(b"{\"response\":\"");
-    out.extend_from_slice(open.as_bytes());
-    super::escape::push_escaped(out, r.prefix);
-    let head = start..out.len();
-    super::escape::push_escaped(out, r.middle);
-    let from = out.len();
-    super::escape::push_escaped(out, r.suffix);
-    out.extend_from_slice(close.as_bytes());
-    out.extend_from_slice(b"\"}");
-    *at = Some((r.shape, head, from..out.len()));
-}
-
-/// The framing a text response is written with inside its JSON string (`data: ` … `\n\n` for
-/// SSE events); `None` for tensor forms.
-fn sse_frame(f: &ExportFormat) -> Option<(&'static str, &'static str)> {
-    match f.responses {
-        ResponseForm::SseEvents => Some(("data: ", "\\n\\n")),
-        ResponseForm::Body => Some(("", "")),
-        _ => None,
-    }
-}
 
 /// Whether a captured response goes into the export: all but the usage-only event ttftbench asks
 /// OpenAI-compatible servers for (`"choices": []` with `usage`), which comes last. GenAI-Perf
@@ -296,17 +247,39 @@ fn exported(bytes: &[u8], f: &ExportFormat) -> bool {
         .is_some_and(|c| c.is_empty())
 }
 
-/// One response's `response_outputs` entry.
-fn response_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
-    // Text responses are escaped straight into `out`: one per token, no allocation.
-    let Some((prefix, suffix)) = sse_frame(f) else {
-        return tensor_output(out, bytes, f);
+/// One response's `response_outputs` entry. Text responses are escaped straight into `out`: one
+/// per token, no allocation.
+///
+/// A shaped response is its shape's prefix, its text and its suffix. Escaping maps byte by byte
+/// and the pieces meet at quotes, so the escaped event is the three escaped one after another:
+/// the shape's escaped pieces are written once per request (their places kept in `at`) and
+/// copied for each later event of it (a chat event is ~170 bytes, its text a few, and quotes come
+/// every few bytes, which made escaping every event whole a third of the export's time).
+fn response_output(out: &mut Vec<u8>, r: &Response<'_>, at: &mut ShapeAt, f: &ExportFormat) {
+    if let Some((_, head, tail)) = at.as_ref().filter(|a| r.shape != 0 && a.0 == r.shape) {
+        out.extend_from_within(head.clone());
+        super::escape::push_escaped(out, r.middle);
+        out.extend_from_within(tail.clone());
+        return;
+    }
+    let (open, close) = match f.responses {
+        ResponseForm::SseEvents => ("data: ", "\\n\\n"),
+        ResponseForm::Body => ("", ""),
+        _ => return tensor_output(out, &r.whole(), f),
     };
+    let start = out.len();
     out.extend_from_slice(b"{\"response\":\"");
-    out.extend_from_slice(prefix.as_bytes());
-    super::escape::push_escaped(out, bytes);
-    out.extend_from_slice(suffix.as_bytes());
+    out.extend_from_slice(open.as_bytes());
+    super::escape::push_escaped(out, r.prefix);
+    let head = start..out.len();
+    super::escape::push_escaped(out, r.middle);
+    let from = out.len();
+    super::escape::push_escaped(out, r.suffix);
+    out.extend_from_slice(close.as_bytes());
     out.extend_from_slice(b"\"}");
+    if r.shape != 0 {
+        *at = Some((r.shape, head, from..out.len()));
+    }
 }
 
 fn tensor_output(out: &mut Vec<u8>, bytes: &[u8], f: &ExportFormat) {
