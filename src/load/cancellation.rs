@@ -3,7 +3,8 @@
 //!
 //! A chosen request is sent in full; `D` after its send the client drops the exchange, which
 //! closes the HTTP/1.1 connection or resets the HTTP/2 / gRPC stream, as a user closing a tab
-//! would. A response that completes before `D` is a normal request. The choice is a hash of the
+//! would. A response the client has read to its end before `D` is a normal request
+//! ([`give_up_after`]: by the client's clock, also after a stall of its own). The choice is a hash of the
 //! run seed and the request's number in the whole run, not a random draw, so reruns with one
 //! `--random-seed` cancel the same requests and a test can say exactly which ones. A shard's
 //! requests are numbered in the whole run ([`super::Shard::whole_seq`]: shard `I` of `N` has
@@ -64,9 +65,94 @@ impl Cancellation {
     }
 }
 
+/// Runs `exchange` until `delay` has passed on the client's clock; `None` when it gave up first.
+///
+/// The first poll goes to the exchange, so the request is written even with a zero delay. Every
+/// later poll looks at the clock before the exchange: when the client was held up (its process not
+/// scheduled, its event loop stalled) past the deadline, the end of the response may be waiting in
+/// the socket by the time it runs again, and an exchange polled first would read it and count as a
+/// normal request whose recorded latency is beyond the delay, the opposite of what was asked.
+/// (`tokio::time::timeout` polls its future first; on a host that paused the client for a second
+/// it let every chosen request through.) An exchange that ends after the deadline within one poll
+/// (the client held up between its write and its read) is given up too. Checked this way, a chosen
+/// request is either cancelled or read to its end within `delay` by the client's own clock.
+pub async fn give_up_after<F: std::future::Future>(
+    delay: Duration,
+    exchange: F,
+) -> Option<F::Output> {
+    let deadline = tokio::time::Instant::now() + delay;
+    let timer = tokio::time::sleep_until(deadline);
+    let mut exchange = std::pin::pin!(exchange);
+    let mut timer = std::pin::pin!(timer);
+    let mut first = true;
+    std::future::poll_fn(|cx| {
+        if !std::mem::take(&mut first) && tokio::time::Instant::now() >= deadline {
+            return std::task::Poll::Ready(None);
+        }
+        if let std::task::Poll::Ready(out) = exchange.as_mut().poll(cx) {
+            // Held up inside this poll (after the write, before the read) the client read the
+            // response's end after the deadline: given up as well, though the server finished.
+            let in_time = tokio::time::Instant::now() < deadline;
+            return std::task::Poll::Ready(in_time.then_some(out));
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Poll, Waker};
+
+    /// A response that is complete once `done` is set, as bytes waiting in a socket are.
+    fn response(done: Arc<AtomicBool>) -> impl Future<Output = &'static str> {
+        std::future::poll_fn(move |_| {
+            if done.load(Ordering::SeqCst) {
+                Poll::Ready("complete")
+            } else {
+                Poll::Pending
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn a_client_held_past_the_deadline_gives_up_though_the_response_is_waiting() {
+        let done = Arc::new(AtomicBool::new(false));
+        let fut = give_up_after(Duration::from_millis(5), response(done.clone()));
+        let mut fut = std::pin::pin!(fut);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+        // The client stalls; meanwhile the whole response arrives.
+        std::thread::sleep(Duration::from_millis(20));
+        done.store(true, Ordering::SeqCst);
+        assert_eq!(fut.as_mut().poll(&mut cx), Poll::Ready(None));
+    }
+
+    #[tokio::test]
+    async fn a_response_read_in_time_is_kept_and_a_zero_delay_still_writes() {
+        let done = Arc::new(AtomicBool::new(false));
+        let fut = give_up_after(Duration::from_secs(60), response(done.clone()));
+        let mut fut = std::pin::pin!(fut);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+        done.store(true, Ordering::SeqCst);
+        assert_eq!(fut.as_mut().poll(&mut cx), Poll::Ready(Some("complete")));
+        // The first poll is the exchange's: with a zero delay the request is still written.
+        let mut wrote = false;
+        let ready = give_up_after(Duration::ZERO, async { wrote = true }).await;
+        assert!(wrote && ready.is_none());
+        // Held up inside the poll that read the response's end: given up too.
+        let late = give_up_after(Duration::from_millis(5), async {
+            std::thread::sleep(Duration::from_millis(20));
+        });
+        assert_eq!(late.await, None);
+        let never = give_up_after(Duration::from_millis(1), std::future::pending::<()>()).await;
+        assert_eq!(never, None);
+    }
 
     #[test]
     fn zero_share_is_off_and_full_share_takes_all() {

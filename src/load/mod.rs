@@ -521,9 +521,9 @@ async fn exchange(
     );
     let timed = match cancel_after {
         None => timed.await,
-        Some(delay) => match tokio::time::timeout(delay, timed).await {
-            Ok(r) => r,
-            Err(_) => {
+        Some(delay) => match cancellation::give_up_after(delay, timed).await {
+            Some(r) => r,
+            None => {
                 // The HTTP/1.1 connection was taken out of `ex` for the exchange and goes back
                 // only after a complete response, so dropping the exchange closed it; the next
                 // request opens a fresh one rather than reading the rest of this response. The
