@@ -216,7 +216,16 @@ pub fn event_json(data: &[u8]) {
             n.reasoning_bytes, info.reasoning_bytes,
             "fast scanner and JSON reader disagree on the reasoning bytes"
         );
-        assert!(info.error.is_none() && info.completion_tokens.is_none());
+        assert!(info.error.is_none());
+        assert_eq!(
+            (n.prompt_tokens, n.completion_tokens, n.reasoning_tokens),
+            (
+                info.prompt_tokens,
+                info.completion_tokens,
+                info.reasoning_tokens
+            ),
+            "fast scanner and JSON reader disagree on the usage"
+        );
         assert!(
             info.timings.is_none(),
             "the fast scanner read llama.cpp's timings"

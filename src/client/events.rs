@@ -140,9 +140,8 @@ impl EventReader {
                 self.suffix.extend_from_slice(&data[span.end..]);
                 self.reasoning = span.reasoning;
                 self.shape_key += 1;
-                let line_end = |b: &u8| *b == b'\n' || *b == b'\r';
-                self.one_line =
-                    !self.prefix.iter().any(line_end) && !self.suffix.iter().any(line_end);
+                let one_line = |b: &[u8]| memchr::memchr2(b'\n', b'\r', b).is_none();
+                self.one_line = one_line(&self.prefix) && one_line(&self.suffix);
             }
             return Ok(info);
         }
@@ -758,9 +757,10 @@ pub fn scan_fast(data: &[u8], text: &mut String) -> Option<EventInfo> {
 
 /// A single-pass scanner for the common token event — text in `choices[0].delta.content` (or
 /// `reasoning_content`, `reasoning`, `message.content`, `text`) or in `text_output` — that reads
-/// only the bytes it must. Anything it is not sure about (escapes in the text, `usage`, `error`,
-/// malformed input, unexpected shapes) makes it give up with `None`, and the full JSON reader
-/// decides; so it never accepts what that reader would reject for the text it extracts.
+/// only the bytes it must, and OpenAI's usage of plain counts. Anything it is not sure about
+/// (escapes in the text, other usage, `error`, malformed input, unexpected shapes) makes it give
+/// up with `None`, and the full JSON reader decides; so it never accepts what that reader would
+/// reject for the text and counts it extracts.
 mod fast {
     use super::EventInfo;
 
@@ -811,6 +811,7 @@ mod fast {
         // depends on the type, which may come after it (vLLM writes it last).
         let mut kind: Option<&[u8]> = None;
         let mut delta = Delta::None;
+        let mut usage: Option<(Option<u64>, Option<u64>)> = None;
         p.ws();
         p.expect(b'{')?;
         p.object_fields(|p, key| match key {
@@ -830,9 +831,15 @@ mod fast {
                 delta = Delta::Object;
                 p.anthropic_delta(text)
             }
-            // Usage, errors, llama.cpp's timings, the server's token counts, a second delta,
-            // Responses' and Anthropic's envelopes, whole outputs and content blocks: the full
-            // reader's.
+            // OpenAI's usage of plain counts (every streamed request's last event with
+            // `include_usage`, every whole answer); any other usage is the full reader's.
+            b"usage" if usage.is_none() => {
+                usage = Some(p.usage()?);
+                Some(())
+            }
+            // A second usage, errors, llama.cpp's timings, the server's token counts, a second
+            // delta, Responses' and Anthropic's envelopes, whole outputs and content blocks: the
+            // full reader's.
             b"usage" | b"error" | b"timings" | b"num_output_tokens" | b"output_ids"
             | b"sequence_length" | b"delta" | b"response" | b"message" | b"output" | b"content" => {
                 None
@@ -844,12 +851,19 @@ mod fast {
             return None;
         }
         p.classify_delta(kind, delta)?;
-        if p.strings == 1 {
+        // No shape is learned from an event with usage: an event read by the shape would give no
+        // counts.
+        if p.strings == 1 && usage.is_none() {
             *span = p.span;
         }
+        // The full reader's rule (`Usage::apply`): counts beyond u32 are u32::MAX.
+        let count = |v: u64| v.min(u64::from(u32::MAX)) as u32;
+        let (prompt, completion) = usage.unwrap_or_default();
         Some(EventInfo {
             content_bytes: text.len() - before,
             reasoning_bytes: p.reasoning,
+            prompt_tokens: prompt.map(count),
+            completion_tokens: completion.map(count),
             ..EventInfo::default()
         })
     }
@@ -964,6 +978,43 @@ mod fast {
                 b'-' | b'0'..=b'9' => self.number(),
                 _ => None,
             }
+        }
+
+        /// A usage object of plain counts: `prompt_tokens`, `completion_tokens` (each at most
+        /// once: the full reader rejects a repeated field) and `total_tokens`, which nothing reads.
+        /// `null`, another field, or a count that is not a plain integer defers.
+        fn usage(&mut self) -> Option<(Option<u64>, Option<u64>)> {
+            let (mut prompt, mut completion) = (None, None);
+            self.expect(b'{')?;
+            self.object_fields(|p, key| {
+                let slot = match key {
+                    b"prompt_tokens" => &mut prompt,
+                    b"completion_tokens" => &mut completion,
+                    b"total_tokens" => return p.count().map(drop),
+                    _ => return None,
+                };
+                if slot.is_some() {
+                    return None;
+                }
+                *slot = Some(p.count()?);
+                Some(())
+            })?;
+            Some((prompt, completion))
+        }
+
+        /// A count: an integer of at most 19 digits (below u64::MAX), no sign, fraction,
+        /// exponent or leading zero.
+        fn count(&mut self) -> Option<u64> {
+            self.ws();
+            let rest = &self.b[self.i..];
+            let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+            let leading_zero = n > 1 && rest[0] == b'0';
+            if n == 0 || n > 19 || leading_zero || matches!(rest.get(n), Some(b'.' | b'e' | b'E')) {
+                return None;
+            }
+            self.i += n;
+            // Digits only, at most 19 of them: the parse cannot fail or overflow.
+            std::str::from_utf8(&rest[..n]).ok()?.parse().ok()
         }
 
         /// A JSON number, checked against the grammar without converting it.
@@ -1628,6 +1679,56 @@ mod tests {
             (0, Some(12), Some(34))
         );
         assert_eq!(t, "");
+    }
+
+    /// OpenAI's usage of plain counts is the scanner's (as the full reader reads it, counts past
+    /// u32 saturating); anything else in a usage is deferred, and no shape is learned from an
+    /// event that carries one.
+    #[test]
+    fn plain_usage_is_scanned_and_the_rest_deferred() {
+        let scanned = [
+            r#"{"id":"c","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":100,"total_tokens":107}}"#,
+            r#"{"usage":{"completion_tokens":0},"choices":[{"delta":{"content":"hi"}}]}"#,
+            r#"{"usage":{ "prompt_tokens" : 9999999999999999999 },"choices":[]}"#,
+            r#"{"choices":[],"usage":{}}"#,
+        ];
+        for e in scanned {
+            let mut full = String::new();
+            let want = parse_event_full(e.as_bytes(), &mut full).unwrap();
+            let mut t = String::new();
+            assert_eq!(scan_fast(e.as_bytes(), &mut t), Some(want), "{e}");
+            assert_eq!(t, full, "{e}");
+        }
+        let mut t = String::new();
+        let big = scan_fast(scanned[2].as_bytes(), &mut t).unwrap();
+        assert_eq!(big.prompt_tokens, Some(u32::MAX));
+        let deferred = [
+            r#"{"choices":[],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1.0}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1e3}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":012}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":-1}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":18446744073709551616}}"#,
+            r#"{"choices":[],"usage":{"input_tokens":3}}"#,
+            r#"{"choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":2}}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":2}}"#,
+        ];
+        for e in deferred {
+            assert_eq!(scan_fast(e.as_bytes(), &mut String::new()), None, "{e}");
+        }
+        // An event with text and usage is read, but its shape is not remembered.
+        let mut r = EventReader::new();
+        let mut text = String::new();
+        let with_usage =
+            r#"{"choices":[{"delta":{"content":"a"}}],"usage":{"completion_tokens":1}}"#;
+        assert_eq!(
+            r.read(with_usage.as_bytes(), &mut text)
+                .unwrap()
+                .completion_tokens,
+            Some(1)
+        );
+        assert!(r.read_line(with_usage.as_bytes(), b"", &mut text).is_none());
     }
 
     /// The server's reasoning count is read from usage's details; details of another shape are
