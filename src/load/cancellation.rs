@@ -119,28 +119,30 @@ mod tests {
         })
     }
 
+    /// An exchange under `give_up_after(delay)` polled once (its request sent), its response not
+    /// yet complete; the flag completes it, and the closure polls it again.
+    fn sent(delay: Duration) -> (Arc<AtomicBool>, impl FnMut() -> Poll<Option<&'static str>>) {
+        let done = Arc::new(AtomicBool::new(false));
+        let mut fut = Box::pin(give_up_after(delay, response(done.clone())));
+        let mut poll = move || fut.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+        assert!(poll().is_pending());
+        (done, poll)
+    }
+
     #[tokio::test]
     async fn a_client_held_past_the_deadline_gives_up_though_the_response_is_waiting() {
-        let done = Arc::new(AtomicBool::new(false));
-        let fut = give_up_after(Duration::from_millis(5), response(done.clone()));
-        let mut fut = std::pin::pin!(fut);
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(fut.as_mut().poll(&mut cx).is_pending());
+        let (done, mut poll) = sent(Duration::from_millis(5));
         // The client stalls; meanwhile the whole response arrives.
         std::thread::sleep(Duration::from_millis(20));
         done.store(true, Ordering::SeqCst);
-        assert_eq!(fut.as_mut().poll(&mut cx), Poll::Ready(None));
+        assert_eq!(poll(), Poll::Ready(None));
     }
 
     #[tokio::test]
     async fn a_response_read_in_time_is_kept_and_a_zero_delay_still_writes() {
-        let done = Arc::new(AtomicBool::new(false));
-        let fut = give_up_after(Duration::from_secs(60), response(done.clone()));
-        let mut fut = std::pin::pin!(fut);
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(fut.as_mut().poll(&mut cx).is_pending());
+        let (done, mut poll) = sent(Duration::from_secs(60));
         done.store(true, Ordering::SeqCst);
-        assert_eq!(fut.as_mut().poll(&mut cx), Poll::Ready(Some("complete")));
+        assert_eq!(poll(), Poll::Ready(Some("complete")));
         // The first poll is the exchange's: with a zero delay the request is still written.
         let mut wrote = false;
         let ready = give_up_after(Duration::ZERO, async { wrote = true }).await;
