@@ -4,11 +4,11 @@
 //! A chosen request is sent in full; `D` after its send the client drops the exchange, which
 //! closes the HTTP/1.1 connection or resets the HTTP/2 / gRPC stream, as a user closing a tab
 //! would. A response the client has read to its end before `D` is a normal request
-//! ([`give_up_after`]: by the client's clock, also after a stall of its own). The choice is a hash of the
-//! run seed and the request's number in the whole run, not a random draw, so reruns with one
-//! `--random-seed` cancel the same requests and a test can say exactly which ones. A shard's
-//! requests are numbered in the whole run ([`super::Shard::whole_seq`]: shard `I` of `N` has
-//! every `N`-th number from `I`), not from 0 on each shard: shards that all numbered from 0 would
+//! ([`give_up_after`]: by the client's clock, also after a stall of its own). The choice is a
+//! hash of the run seed and the request's number in the whole run, not a random draw, so reruns
+//! with one `--random-seed` cancel the same requests and a test can say exactly which ones. A
+//! shard's requests are numbered in the whole run ([`super::Shard::whole_seq`]: shard `I` of `N`
+//! has every `N`-th number from `I`), not from 0 on each shard: shards that all numbered from 0 would
 //! cancel the same local numbers in step, and the union of N shards would cancel N times one
 //! shard's draw — the right share on average, but with one shard's spread and not the requests
 //! one process would cancel. With whole-run numbers the union cancels what one process would
