@@ -60,7 +60,7 @@ pub fn escape_into(out: &mut Vec<u8>, text: &[u8]) -> bool {
     if text.len() <= 16
         && text
             .iter()
-            .all(|&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\')
+            .all(|&b| b < 0x80 && ESCAPE[usize::from(b)].1 == 1)
     {
         out.extend_from_slice(text);
         return false;

@@ -203,8 +203,7 @@ fn decode(mut b: &[u8], into: &mut Spilled) -> io::Result<()> {
         b = rest;
         let ok = match kind {
             WHOLE => {
-                let prefix = usize::try_from(take_varint(&mut b)?).map_err(|_| corrupt())?;
-                let suffix = usize::try_from(take_varint(&mut b)?).map_err(|_| corrupt())?;
+                let (prefix, suffix) = (take_len(&mut b)?, take_len(&mut b)?);
                 let middle = take_bytes(&mut b)?;
                 capture.push_like_last(t, prefix, middle, suffix, scratch)
             }
@@ -223,9 +222,14 @@ fn decode(mut b: &[u8], into: &mut Spilled) -> io::Result<()> {
     Ok(())
 }
 
+/// Takes a varint that is a length.
+fn take_len(b: &mut &[u8]) -> io::Result<usize> {
+    usize::try_from(take_varint(b)?).map_err(|_| corrupt())
+}
+
 /// Takes a length and that many bytes.
 fn take_bytes<'a>(b: &mut &'a [u8]) -> io::Result<&'a [u8]> {
-    let n = usize::try_from(take_varint(b)?).map_err(|_| corrupt())?;
+    let n = take_len(b)?;
     if n > b.len() {
         return Err(corrupt());
     }

@@ -1002,19 +1002,17 @@ mod fast {
             Some((prompt, completion))
         }
 
-        /// A count: an integer of at most 19 digits (below u64::MAX), no sign, fraction,
-        /// exponent or leading zero.
+        /// A count: a JSON number (read by [`Self::number`]) that is digits only, at most 19 of
+        /// them (below u64::MAX): no sign, fraction or exponent.
         fn count(&mut self) -> Option<u64> {
             self.ws();
-            let rest = &self.b[self.i..];
-            let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-            let leading_zero = n > 1 && rest[0] == b'0';
-            if n == 0 || n > 19 || leading_zero || matches!(rest.get(n), Some(b'.' | b'e' | b'E')) {
+            let start = self.i;
+            self.number()?;
+            let digits = &self.b[start..self.i];
+            if digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
                 return None;
             }
-            self.i += n;
-            // Digits only, at most 19 of them: the parse cannot fail or overflow.
-            std::str::from_utf8(&rest[..n]).ok()?.parse().ok()
+            Some(digits.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
         }
 
         /// A JSON number, checked against the grammar without converting it.
