@@ -157,7 +157,7 @@ pub fn sse_framing(data: &[u8]) {
 
 /// The events of a stream read in `chunks`, with their JSON read by one [`events::EventReader`]
 /// (each event's text, or `None` when it is not an event it reads), and every event's data;
-/// `shortcut`: through [`events::EventReader::read_line`] where it applies.
+/// `shortcut`: through [`events::EventReader::read_run`] where it applies.
 fn read_events(chunks: &[&[u8]], shortcut: bool) -> (Events, Vec<Option<String>>, bool) {
     struct Sink {
         reader: events::EventReader,
@@ -166,15 +166,25 @@ fn read_events(chunks: &[&[u8]], shortcut: bool) -> (Events, Vec<Option<String>>
         texts: Vec<Option<String>>,
     }
     impl sse::EventSink for Sink {
-        fn line(&mut self, after: &[u8]) -> Option<usize> {
+        fn lines(&mut self, at: &[u8]) -> usize {
             if !self.shortcut {
-                return None;
+                return 0;
             }
-            let mut text = String::new();
-            let (n, _) = self.reader.read_line(after, b"\n\n", &mut text)?;
-            self.events.push((Vec::new(), after[..n].to_vec()));
-            self.texts.push(Some(text));
-            Some(n)
+            let (events, texts) = (&mut self.events, &mut self.texts);
+            let mut all = String::new();
+            let run = self
+                .reader
+                .read_run(at, &mut all, usize::MAX, |data, text| {
+                    events.push((Vec::new(), data.to_vec()));
+                    texts.push(Some(String::from_utf8_lossy(text).into_owned()));
+                });
+            let each: String = texts[texts.len() - run.events as usize..]
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(all, each, "a run's text is its events' texts");
+            run.bytes
         }
         fn event(&mut self, name: &[u8], data: &[u8]) {
             let mut text = String::new();

@@ -396,19 +396,31 @@ struct StreamSink<'a> {
 }
 
 impl super::sse::EventSink for StreamSink<'_> {
-    /// A token event of the stream's usual shape, read straight from the line.
+    /// Token events of the stream's usual shape, read straight from the stream.
     #[inline]
-    fn line(&mut self, after: &[u8]) -> Option<usize> {
-        let (ex, st) = (&mut *self.ex, &mut *self.st);
+    fn lines(&mut self, at: &[u8]) -> usize {
+        let (t, st) = (self.t, &mut *self.st);
         if st.done || st.error.is_some() {
-            return None;
+            return 0;
         }
-        let (n, info) = ex.events.read_line(after, b"\n\n", &mut ex.text)?;
-        ex.responses += 1;
-        // The line is the shape's prefix, the text and its suffix (what `read_line` checked).
-        ex.keep_shaped(self.t, &after[..n]);
-        on_info(info, self.t, ex, st);
-        Some(n)
+        let Exchange {
+            events,
+            text,
+            capture,
+            ..
+        } = &mut *self.ex;
+        let run = events.read_run(at, text, st.max_text, |event, piece| {
+            if let Some(c) = capture.as_mut() {
+                let (key, prefix, suffix) = events.shape();
+                c.push_shaped(t, key, prefix, piece, suffix);
+                debug_assert_eq!(event.len(), prefix.len() + piece.len() + suffix.len());
+            }
+        });
+        let ex = &mut *self.ex;
+        ex.responses += run.events;
+        let reasoning = run.text_bytes * usize::from(run.reasoning);
+        on_text(t, ex, st, run.with_text, run.text_bytes, reasoning);
+        run.bytes
     }
 
     fn event(&mut self, name: &[u8], data: &[u8]) {
@@ -470,12 +482,34 @@ fn on_info(info: super::events::EventInfo, t: u64, ex: &mut Exchange, st: &mut S
     if info.timings.is_some() {
         ex.timings = info.timings;
     }
-    if info.content_bytes > 0 {
-        ex.content_at(t);
-        ex.split_reasoning(t, info.content_bytes, info.reasoning_bytes);
-        if info.tool_bytes > 0 && ex.first_tool_token_ns.is_none() {
-            ex.first_tool_token_ns = Some(t);
-        }
+    if info.tool_bytes > 0 && ex.first_tool_token_ns.is_none() {
+        ex.first_tool_token_ns = Some(t);
+    }
+    let with_text = u32::from(info.content_bytes > 0);
+    on_text(
+        t,
+        ex,
+        st,
+        with_text,
+        info.content_bytes,
+        info.reasoning_bytes,
+    );
+}
+
+/// `with_text` responses read at `t` appended `len` bytes of text, `reasoning` of them
+/// reasoning.
+#[inline]
+fn on_text(
+    t: u64,
+    ex: &mut Exchange,
+    st: &mut StreamState,
+    with_text: u32,
+    len: usize,
+    reasoning: usize,
+) {
+    if with_text > 0 {
+        ex.contents_at(t, with_text);
+        ex.split_reasoning(t, len, reasoning);
         if ex.text.len() > st.max_text {
             st.error = Some(too_large_error("the response's output text", st.max_text));
         }

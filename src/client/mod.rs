@@ -176,17 +176,6 @@ impl Exchange {
         }
     }
 
-    /// Keeps a response read at `t`, `event`, that the reader has just matched to its
-    /// remembered shape (its prefix, a text, its suffix), when the run captures responses.
-    #[inline]
-    pub fn keep_shaped(&mut self, t: u64, event: &[u8]) {
-        if let Some(c) = self.capture.as_mut() {
-            let (key, prefix, suffix) = self.events.shape();
-            let text = &event[prefix.len()..event.len() - suffix.len()];
-            c.push_shaped(t, key, prefix, text, suffix);
-        }
-    }
-
     /// Bytes were read at `t`.
     #[inline]
     pub fn bytes_at(&mut self, t: u64) {
@@ -215,6 +204,18 @@ impl Exchange {
         }
         if answer > 0 && self.first_output_token_ns.is_none() {
             self.first_output_token_ns = Some(t);
+        }
+    }
+
+    /// `n` responses carrying output content were read at `t` (one read holding several).
+    #[inline]
+    pub fn contents_at(&mut self, t: u64, n: u32) {
+        self.content_at(t);
+        if n > 1 {
+            // Each later one came 0 ns after the one before.
+            self.second_token_ns.get_or_insert(t);
+            self.gaps.resize(self.gaps.len() + (n - 1) as usize, 0);
+            self.chunks += n - 1;
         }
     }
 

@@ -103,7 +103,7 @@ impl SseParser {
     }
 
     /// [`SseParser::feed`] into a sink that may read the usual event itself
-    /// ([`EventSink::line`]).
+    /// ([`EventSink::lines`]).
     pub fn feed_to(&mut self, chunk: &[u8], sink: &mut impl EventSink) -> Result<(), SseError> {
         if self.buf.is_empty() {
             let used = parse(chunk, &mut self.joined, sink);
@@ -141,15 +141,15 @@ impl SseParser {
 
 /// Where the framing hands events.
 pub trait EventSink {
-    /// A shortcut for the usual event, one `data: ` line and a blank line: at the start of each
-    /// event, `after` holds the bytes after `data: ` (to the end of what was read). The sink may
-    /// read the event itself and return the length of its data, when that data holds no line end
-    /// and is followed by `\n\n` (the sink checks both); `None` leaves the event to the framing
-    /// and [`EventSink::event`]. The line's end is then found by whoever reads the data anyway,
-    /// not searched for twice.
-    fn line(&mut self, after: &[u8]) -> Option<usize> {
-        let _ = after;
-        None
+    /// A shortcut for the usual events, each one `data: ` line and a blank line: at the start of
+    /// an event, `at` holds the bytes from there to the end of what was read. The sink may read
+    /// whole events of that form itself and return the bytes they took (each `data: `, its data
+    /// and `\n\n`), when their data holds no line end (the sink checks); 0 leaves the next event
+    /// to the framing and [`EventSink::event`]. The line's end is then found by whoever reads the
+    /// data anyway, not searched for twice.
+    fn lines(&mut self, at: &[u8]) -> usize {
+        let _ = at;
+        0
     }
 
     /// One complete event: its name (empty for the default) and its data.
@@ -182,17 +182,20 @@ fn parse(data: &[u8], joined: &mut Vec<u8>, sink: &mut impl EventSink) -> usize 
     let mut name: &[u8] = b"";
     let mut single: &[u8] = b"";
     let mut data_lines = 0usize;
+    // Whether the caller's shortcut may be asked at the next event's start: not right after it
+    // stopped, since it stops at an event it does not read.
+    let mut shortcut = true;
     loop {
-        // An event's first line, read by the caller's shortcut when it knows the event.
-        if data_lines == 0
-            && name.is_empty()
-            && data[pos..].starts_with(b"data: ")
-            && let Some(n) = sink.line(&data[pos + 6..])
-        {
-            debug_assert!(data[pos + 6 + n..].starts_with(b"\n\n"));
-            pos += 6 + n + 2;
-            used = pos;
-            continue;
+        // Events the caller's shortcut knows, read by it.
+        if data_lines == 0 && name.is_empty() && std::mem::replace(&mut shortcut, true) {
+            let n = sink.lines(&data[pos..]);
+            debug_assert!(n == 0 || data[..pos + n].ends_with(b"\n\n"));
+            if n > 0 {
+                pos += n;
+                used = pos;
+                shortcut = false;
+                continue;
+            }
         }
         let eol = match data.get(pos) {
             // The blank line after a `data:` line, the usual end of an event: no search.
