@@ -296,7 +296,7 @@ impl EventReader {
         loop {
             let rest = &at[pos..];
             // The text ends at the first quote; the suffix starts with it.
-            let Some(n) = memchr::memchr(b'"', rest) else {
+            let Some((n, ascii)) = plain_text(rest) else {
                 break;
             };
             let after = &rest[n..];
@@ -305,7 +305,7 @@ impl EventReader {
             if !(more || last) {
                 break;
             }
-            let Some(len) = text_of(&rest[..n], text) else {
+            let Some(len) = push_text(&rest[..n], ascii, text) else {
                 break;
             };
             each(&at[run.bytes + 6..pos + n + s], &rest[..n]);
@@ -326,9 +326,8 @@ impl EventReader {
 /// unescaping and is UTF-8; its length.
 #[inline]
 fn text_of(middle: &[u8], text: &mut String) -> Option<usize> {
-    // One pass for both questions: does the text need the full reader (escapes, or bytes
-    // JSON forbids raw), and is it ASCII (then it is UTF-8 without asking `from_utf8`, a
-    // call per token that was 2 % of a one-write run's CPU).
+    // One pass for both questions: does the text need the full reader (escapes, or bytes JSON
+    // forbids raw), and is it ASCII.
     let (mut special, mut ascii) = (false, true);
     for &c in middle {
         special |= c == b'"' || c == b'\\' || c < 0x20;
@@ -337,14 +336,41 @@ fn text_of(middle: &[u8], text: &mut String) -> Option<usize> {
     if special {
         return None;
     }
+    push_text(middle, ascii, text)
+}
+
+/// Where a string's contents at the start of `rest` end (its closing quote), when it holds no
+/// escape and no byte JSON forbids raw, and whether it is ASCII; `None` otherwise or without a
+/// closing quote. One pass for every question (the quote was a `memchr` call of its own, the
+/// checks a second pass over the text): a token's text is a few bytes.
+#[inline]
+fn plain_text(rest: &[u8]) -> Option<(usize, bool)> {
+    let mut ascii = true;
+    for (i, &c) in rest.iter().enumerate() {
+        if c == b'"' {
+            return Some((i, ascii));
+        }
+        if c == b'\\' || c < 0x20 {
+            return None;
+        }
+        ascii &= c < 0x80;
+    }
+    None
+}
+
+/// Appends `plain` (a string's contents that [`plain_text`] passed) when it is UTF-8 (known
+/// when `ascii`, without asking `from_utf8`, a call per token that was 2 % of a one-write run's
+/// CPU); its length.
+#[inline]
+fn push_text(plain: &[u8], ascii: bool, text: &mut String) -> Option<usize> {
     let piece = if ascii {
-        // SAFETY: every byte is below 0x80, so `middle` is ASCII, which is valid UTF-8.
-        unsafe { std::str::from_utf8_unchecked(middle) }
+        // SAFETY: every byte is below 0x80, so `plain` is ASCII, which is valid UTF-8.
+        unsafe { std::str::from_utf8_unchecked(plain) }
     } else {
-        std::str::from_utf8(middle).ok()?
+        std::str::from_utf8(plain).ok()?
     };
     text.push_str(piece);
-    Some(middle.len())
+    Some(plain.len())
 }
 
 /// The full JSON reader, for what the scanner left to it; `text` is restored on failure.
@@ -1576,7 +1602,8 @@ mod tests {
         assert_eq!((r.learned, each, t.as_str()), (3, 1, "abcabc"));
         // Four shapes are kept: with a fifth, one of the stream's is learned again.
         for finish in [r#""stop""#, r#""tool_calls""#] {
-            r.read(ev(r#""content":"d""#, finish).as_bytes(), &mut t).unwrap();
+            r.read(ev(r#""content":"d""#, finish).as_bytes(), &mut t)
+                .unwrap();
         }
         for e in [&stream[0], &stream[1], &stream[3]] {
             r.read(e.as_bytes(), &mut t).unwrap();
