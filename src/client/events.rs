@@ -167,7 +167,13 @@ impl Shape {
         if !data.ends_with(&self.suffix) {
             return None;
         }
-        text_of(&data[p..data.len() - s], text)
+        // The suffix starts with the text's closing quote: the text is plain when the first
+        // quote after the prefix is that one.
+        let (n, ascii) = plain_text(&data[p..])?;
+        if n != data.len() - p - s {
+            return None;
+        }
+        push_text(&data[p..p + n], ascii, text)
     }
 
     /// What [`EventReader::read`] says of an event of this shape with `n` bytes of text.
@@ -319,23 +325,6 @@ impl EventReader {
         }
         run
     }
-}
-
-/// Appends a remembered-shape event's text (the bytes between its quotes) when it needs no
-/// unescaping and is UTF-8; its length.
-#[inline]
-fn text_of(middle: &[u8], text: &mut String) -> Option<usize> {
-    // One pass for both questions: does the text need the full reader (escapes, or bytes JSON
-    // forbids raw), and is it ASCII.
-    let (mut special, mut ascii) = (false, true);
-    for &c in middle {
-        special |= c == b'"' || c == b'\\' || c < 0x20;
-        ascii &= c < 0x80;
-    }
-    if special {
-        return None;
-    }
-    push_text(middle, ascii, text)
 }
 
 /// Where a string's contents at the start of `rest` end (its closing quote), when it holds no
