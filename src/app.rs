@@ -367,11 +367,14 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
             )
         })
         .collect();
-    for line in crate::analysis::slo::console_lines(&slo).into_iter().chain(
-        crate::report::console::untrusted_lines(
+    let thin = crate::report::console::thin_tail_line(&summaries, &plan.stop);
+    for line in crate::analysis::slo::console_lines(&slo)
+        .into_iter()
+        .chain(thin)
+        .chain(crate::report::console::untrusted_lines(
             summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
-        ),
-    ) {
+        ))
+    {
         text.push_str(&line);
         text.push('\n');
     }
@@ -405,7 +408,7 @@ fn demo_plan(a: &DemoArgs, sim: &crate::sim::SimHandle) -> Result<RunPlan> {
         backend: Some(crate::target::Backend::Tensorrtllm),
         url: Some(sim.grpc_target()),
         model: "gpt2".into(),
-        streaming: true,
+        streaming: Some(true),
         ..TargetSpec::default()
     })?;
     let workload = resolve::workload(&WorkloadSpec {

@@ -1101,6 +1101,35 @@ pub struct Validity {
     pub held_back_ms: Option<f64>,
     /// How many hand-overs waited.
     pub held_back_sends: u64,
+    /// The shown percentiles too few successful requests were measured to describe (`p99`
+    /// below 100 requests; see [`unsupported_percentiles`]): the tables show `-` for them. Not a
+    /// reason to distrust the level's other numbers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unsupported_percentiles: Vec<String>,
+}
+
+/// The tail percentiles the tables show, highest first.
+pub const SHOWN_TAILS: [u32; 3] = [99, 95, 90];
+
+/// Fewest successful requests for the `q`-th percentile to describe a tail: one request in
+/// `100 / (100 - q)` is expected beyond it only from that many on (p99: 100, p95: 20, p90: 10);
+/// with fewer it is the slowest request or a blend of the two slowest.
+pub fn fewest_for_percentile(q: u32) -> u64 {
+    100 / u64::from(100 - q.min(99))
+}
+
+/// Whether `n` successful requests support the `q`-th percentile.
+pub fn supports_percentile(n: u64, q: u32) -> bool {
+    n >= fewest_for_percentile(q)
+}
+
+/// The shown tail percentiles (`p99`, `p95`, `p90`) that `n` successful requests cannot describe.
+pub fn unsupported_percentiles(n: u64) -> Vec<String> {
+    SHOWN_TAILS
+        .iter()
+        .filter(|&&q| !supports_percentile(n, q))
+        .map(|q| format!("p{q}"))
+        .collect()
 }
 
 impl Default for Validity {
@@ -1117,6 +1146,7 @@ impl Default for Validity {
             max_stall_ms: None,
             held_back_ms: None,
             held_back_sends: 0,
+            unsupported_percentiles: Vec::new(),
         }
     }
 }

@@ -51,6 +51,16 @@ impl Api {
         !matches!(self, Api::Embeddings | Api::Rankings)
     }
 
+    /// Whether a response of this API can come as a stream of tokens.
+    pub fn stream_support(self) -> StreamSupport {
+        match self {
+            Api::Chat | Api::Completions | Api::Responses | Api::Messages => StreamSupport::Always,
+            // Triton streams only from a decoupled model: one response per request otherwise.
+            Api::Kserve | Api::Generate => StreamSupport::IfDecoupled,
+            Api::Embeddings | Api::Rankings | Api::Infer => StreamSupport::Never,
+        }
+    }
+
     /// Whether the server lists its models as OpenAI's does (`/v1/models`: vLLM, llama-server,
     /// TEI for Responses, Messages, embeddings and rerank too); Triton's generate and KServe
     /// list theirs in the model repository.
@@ -253,6 +263,17 @@ impl TlsSettings {
     }
 }
 
+/// Whether an API's responses can stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamSupport {
+    /// Every endpoint of the API can stream (OpenAI's and Anthropic's APIs with `stream: true`).
+    Always,
+    /// Only a decoupled model streams (Triton: `model_transaction_policy { decoupled: true }`).
+    IfDecoupled,
+    /// Responses come whole (vectors, scores, tensors).
+    Never,
+}
+
 /// The largest event, streamed message or body accepted when nothing else is said (4 MiB).
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 4 << 20;
 
@@ -273,6 +294,11 @@ pub struct Target {
     pub backend: Backend,
     /// Stream responses.
     pub streaming: bool,
+    /// Neither `--streaming` nor `--no-streaming` was given: `streaming` is the tool's choice,
+    /// from what the API can do and, for Triton, from the model's config (see
+    /// [`Api::stream_support`]).
+    #[serde(skip)]
+    pub streaming_by_default: bool,
     /// Extra headers (`-H`).
     pub headers: Vec<Header>,
     /// Names of `-H` headers that may also go to the server's metrics and statistics endpoints

@@ -592,3 +592,107 @@ async fn tokenizer_from_server_counts_each_prompt_once() {
     }
     sim.shutdown().await;
 }
+
+/// Another server on the same host (the clash: a second server on Triton's default ports)
+/// serving the same model name: its page is used only once a level shows it counts the
+/// target's requests. Guessed, it is dropped after the first level (the server columns empty,
+/// the level JSON saying why); named with `--server-metrics-url`, it is kept with a warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_servers_metrics_are_not_the_targets() {
+    use ttftbench::server_metrics::MetricsSource;
+    let target = sim(ServerKind::Vllm, 4096).await;
+    let other = sim(ServerKind::Vllm, 4096).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("guessed");
+    let http = target.http_url();
+    let argv = args(&[
+        "-m",
+        "gpt2",
+        "--endpoint-type",
+        "chat",
+        "-u",
+        &http,
+        "--concurrency",
+        "2,4",
+        "--request-count",
+        "12",
+        "--output-tokens-mean",
+        "4",
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let mut plan = common::plan(&argv).unwrap();
+    plan.server_metrics = MetricsSource::Auto(vec![other.metrics_url()]);
+    let out = ttftbench::profile::run(
+        &plan,
+        ttftbench::load::Cancel::new(),
+        ttftbench::profile::Ui::silent(),
+    )
+    .await
+    .unwrap();
+    for l in &out.levels {
+        assert!(l.summary.engine.is_none(), "{}", l.summary.stimulus.name());
+        assert!(l.summary.server.is_none(), "{}", l.summary.stimulus.name());
+    }
+    let first = level_json(&out.levels[0].dir);
+    let note = first["server_view_notes"][0].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "server metrics: {} is another server's, not the target's (it counted 0 requests of model 'gpt2' while concurrency2 finished 12)",
+            other.metrics_url()
+        )),
+        "{note}"
+    );
+    assert!(note.ends_with("give --server-metrics-url with the target's /metrics page"));
+    // Said once: the page is gone for the next level.
+    assert!(
+        level_json(&out.levels[1].dir)
+            .get("server_view_notes")
+            .is_none()
+    );
+
+    // The target's own page, guessed the same way, is proven by its counter and kept.
+    plan.server_metrics = MetricsSource::Auto(vec![target.metrics_url()]);
+    plan.artifact_dir = Some(tmp.path().join("own"));
+    let own = ttftbench::profile::run(
+        &plan,
+        ttftbench::load::Cancel::new(),
+        ttftbench::profile::Ui::silent(),
+    )
+    .await
+    .unwrap();
+    let e = own.levels[0]
+        .summary
+        .engine
+        .as_ref()
+        .expect("the target's view");
+    assert_eq!(e.requests, Some(12.0));
+    assert!(
+        level_json(&own.levels[0].dir)
+            .get("server_view_notes")
+            .is_none()
+    );
+
+    // Named, it is the user's word: kept, with a warning.
+    plan.server_metrics = MetricsSource::Url(other.metrics_url());
+    plan.artifact_dir = Some(tmp.path().join("named"));
+    let named = ttftbench::profile::run(
+        &plan,
+        ttftbench::load::Cancel::new(),
+        ttftbench::profile::Ui::silent(),
+    )
+    .await
+    .unwrap();
+    assert!(named.levels[0].summary.engine.is_some());
+    let warning = level_json(&named.levels[0].dir)["server_view_notes"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        warning.starts_with(&format!(
+            "warning: --server-metrics-url {} may not be the target's metrics page",
+            other.metrics_url()
+        )),
+        "{warning}"
+    );
+}

@@ -1,10 +1,12 @@
 //! Can a level's numbers be trusted? The load generator checks itself while it measures: its own
 //! CPU use, how late it sent scheduled requests, whether the in-flight cap held requests back,
-//! whether the achieved rate matched the requested one, whether its async runtime stalled, and
-//! whether the level measured enough requests for the percentiles it shows.
+//! whether the achieved rate matched the requested one, and whether its async runtime stalled.
 //! Any failed check makes the level "not trustworthy", said in words on the console and as a
 //! machine-readable field in `profile_export_genai_perf.json` (`validity`, which also carries the
 //! level's `interrupted` flag and token-count warnings); `--strict` turns it into exit code 1.
+//! Too few requests for a tail percentile is not a failed check: that percentile is shown as
+//! `-` and named in `validity.unsupported_percentiles` (see
+//! [`crate::metrics::unsupported_percentiles`]); the level's other numbers stand.
 
 use std::time::{Duration, Instant};
 
@@ -18,12 +20,6 @@ pub const MIN_RATE_SHARE: f64 = 0.95;
 pub const MAX_CAPPED_SHARE: f64 = 0.01;
 /// The async runtime falling this far behind a 10 ms tick is a stall.
 pub const MAX_STALL_MS: f64 = 50.0;
-/// Fewest measured requests for a p99 that describes a tail: one request in a hundred is expected
-/// beyond it only from 100 on; with fewer, p99 is the slowest request or a blend of the two
-/// slowest (the shown tables and the knee use p99).
-pub const MIN_REQUESTS_P99: u64 = 100;
-/// Fewest measured requests for a p90, by the same rule (one in ten beyond it).
-pub const MIN_REQUESTS_P90: u64 = 10;
 /// Default bound on the 99th percentile of send lag (open loop), in ms.
 pub const DEFAULT_MAX_SEND_LAG_MS: f64 = 2.0;
 
@@ -126,7 +122,7 @@ pub fn assess(o: &Observed, max_send_lag_ms: f64) -> Validity {
         v.reasons
             .push("the level was interrupted: it measured fewer requests than planned".into());
     }
-    v.reasons.extend(too_few_samples(o.measured));
+    v.unsupported_percentiles = crate::metrics::unsupported_percentiles(o.measured);
     v.trustworthy = v.reasons.is_empty();
     v
 }
@@ -143,26 +139,6 @@ fn held_back(h: &crate::load::queue::Held, sent: u64) -> Option<String> {
             h.longest_ns as f64 / 1e6
         )
     })
-}
-
-/// The minimum-sample reason: too few successful requests for the percentiles shown (`merge`
-/// judges the shards' union by it, not each shard's part).
-pub fn too_few_samples(n: u64) -> Option<String> {
-    let needs = if n >= MIN_REQUESTS_P99 {
-        return None;
-    } else if n >= MIN_REQUESTS_P90 {
-        format!(
-            "p99 needs at least {MIN_REQUESTS_P99} to describe a tail (with fewer it is the slowest request or a blend of the two slowest; p90 and below are usable)"
-        )
-    } else {
-        format!(
-            "p90 needs at least {MIN_REQUESTS_P90} and p99 at least {MIN_REQUESTS_P99} to describe a tail (with fewer each is the slowest request or a blend of the two slowest)"
-        )
-    };
-    Some(format!(
-        "only {} measured: {needs}; measure longer (--measurement-interval or --request-count)",
-        crate::analysis::text::count(n, "successful request")
-    ))
 }
 
 /// CPU time of this process so far (user + system).
@@ -341,7 +317,7 @@ mod tests {
                 v.reasons
             );
         }
-        // Too few samples for the percentiles shown.
+        // Too few samples for a tail percentile: named, not distrusted.
         let few = |n: u64| {
             assess(
                 &Observed {
@@ -352,19 +328,12 @@ mod tests {
             )
         };
         let one = few(1);
-        assert!(!one.trustworthy);
-        assert_eq!(one.reasons.len(), 1, "{:?}", one.reasons);
-        assert!(
-            one.reasons[0].starts_with(
-                "only 1 successful request measured: p90 needs at least 10 and p99 at least 100"
-            ),
-            "{:?}",
-            one.reasons
-        );
-        assert!(few(99).reasons[0].contains(
-            "only 99 successful requests measured: p99 needs at least 100 to describe a tail"
-        ));
-        assert!(few(100).trustworthy);
+        assert!(one.trustworthy, "{:?}", one.reasons);
+        assert_eq!(one.unsupported_percentiles, ["p99", "p95", "p90"]);
+        assert_eq!(few(10).unsupported_percentiles, ["p99", "p95"]);
+        assert_eq!(few(20).unsupported_percentiles, ["p99"]);
+        assert_eq!(few(99).unsupported_percentiles, ["p99"]);
+        assert!(few(100).unsupported_percentiles.is_empty());
         // Closed loop: no rate or lag checks.
         let closed = Observed {
             requested_rate: None,

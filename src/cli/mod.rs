@@ -367,9 +367,16 @@ pub struct ProfileArgs {
     #[arg(help_heading = TARGET, short = 'u', long = "url")]
     pub url: Option<String>,
 
-    /// Stream responses (required for TTFT, TTST and ITL).
-    #[arg(help_heading = TARGET, long = "streaming")]
+    /// Stream responses (required for TTFT, TTST and ITL). On by default where the target can
+    /// stream: an OpenAI-style chat, completions, responses or messages endpoint, or a decoupled
+    /// Triton model; the run's first line says which.
+    #[arg(help_heading = TARGET, long = "streaming", conflicts_with = "no_streaming")]
     pub streaming: bool,
+
+    /// Ask for whole responses even where the target can stream (request latency only: no TTFT
+    /// or ITL).
+    #[arg(help_heading = TARGET, long = "no-streaming")]
+    pub no_streaming: bool,
 
     /// Number of unique prompts in the dataset (reused round-robin; default 100). Alone, also the
     /// number of requests measured per level.

@@ -170,6 +170,7 @@ impl PerfArgs {
             model: self.model.clone(),
             backend: Backend::Tensorrtllm,
             streaming: self.streaming,
+            streaming_by_default: false,
             metrics_headers: resolve::metrics_headers(&headers, &self.engine_view.metrics_header)?,
             headers,
             api_key: None,

@@ -92,6 +92,15 @@ pub fn arrival(d: DistributionArg, burstiness: f64) -> Result<Arrival, UsageErro
 }
 
 impl ProfileArgs {
+    /// `--streaming` / `--no-streaming`; `None` leaves it to what the target can do.
+    pub fn streaming_asked(&self) -> Option<bool> {
+        match (self.streaming, self.no_streaming) {
+            (true, _) => Some(true),
+            (false, true) => Some(false),
+            (false, false) => None,
+        }
+    }
+
     /// Where requests go, as given.
     pub fn target_spec(&self) -> TargetSpec {
         TargetSpec {
@@ -101,7 +110,7 @@ impl ProfileArgs {
             url: self.url.clone(),
             endpoint: self.endpoint.clone(),
             model: self.model.clone(),
-            streaming: self.streaming,
+            streaming: self.streaming_asked(),
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
@@ -315,6 +324,9 @@ impl ProfileArgs {
             notices: passed.ignored,
             target_moe,
         };
+        if plan.target_moe.is_none() {
+            plan.notices.extend(resolve::short_count_notice(&plan.stop));
+        }
         if plan.verbosity == Verbosity::Quiet {
             // `--quiet` prints only the table: no live view either.
             plan.outputs.ui = crate::plan::outputs::UiMode::None;
@@ -383,7 +395,7 @@ impl super::DoctorArgs {
             endpoint: self.endpoint.clone(),
             model: self.model.clone(),
             // Embeddings and rankings answer once: their probe is not streamed.
-            streaming: self.endpoint_type.map(Api::from).is_none_or(Api::generates),
+            streaming: Some(self.endpoint_type.map(Api::from).is_none_or(Api::generates)),
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
@@ -528,6 +540,7 @@ mod tests {
         );
         assert!(
             refused(&[
+                "--no-streaming",
                 "--target-moe",
                 "5%",
                 "--moe-metric",
@@ -790,13 +803,20 @@ mod tests {
             p.target.endpoint_url(),
             "https://h:9/api/v2/models/m/generate_stream"
         );
+        // Enough for a p99, or 25 s when the server is too slow for that.
         assert_eq!(
             p.stop.for_level(&Stimulus::Concurrency(8)),
-            Stop::Requests(16)
+            Stop::RequestsOrTime {
+                requests: 100,
+                time: Duration::from_secs(25)
+            }
         );
         assert_eq!(
-            p.stop.for_level(&Stimulus::Concurrency(1)),
-            Stop::Requests(10)
+            p.stop.for_level(&Stimulus::Concurrency(64)),
+            Stop::RequestsOrTime {
+                requests: 128,
+                time: Duration::from_secs(25)
+            }
         );
         assert!(
             plan(&[

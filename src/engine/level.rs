@@ -61,7 +61,9 @@ impl Policy {
     fn rule(&self) -> WindowRule {
         match self {
             Policy::Fixed(Stop::Requests(n)) => WindowRule::Requests(*n),
-            Policy::Fixed(Stop::Window(d)) => WindowRule::Once(*d),
+            Policy::Fixed(Stop::Window(d) | Stop::RequestsOrTime { time: d, .. }) => {
+                WindowRule::Once(*d)
+            }
             Policy::Stable(s) => s.rule,
             Policy::Sequential(r) => WindowRule::Looks(r.looks),
         }
@@ -146,6 +148,9 @@ pub struct Measured {
     pub settled: Option<Settled>,
     /// Requests the level sent, warm-up included.
     pub sent: u64,
+    /// Lines about the level's server view for the console (a metrics page found not to be the
+    /// target's), each said once a run.
+    pub notes: Vec<String>,
 }
 
 /// Measures one level. `sinks` are lent to the level's collector and handed back.
@@ -265,6 +270,7 @@ pub async fn measure_level(
         .timeline
         .as_ref()
         .and_then(crate::artifact::timeline::Timeline::drift);
+    let notes = attribute_page(&mut session.probe, &mut summary);
     live.finish(&summary);
     Ok(Measured {
         summary,
@@ -273,7 +279,39 @@ pub async fn measure_level(
         start,
         settled,
         sent: warmup_sent + out.sent,
+        notes,
     })
+}
+
+/// Asks the probe whether the metrics page read over the level counted the target's requests
+/// (see [`ServerProbe::attribute`]); what a page found to be another server's said of the level
+/// is dropped from its summary. The counter judged is the page's own: Triton's (when the
+/// server's view came from the page, not from the target's statistics API), else the engine's
+/// finished requests (not llama.cpp's, which are the client's count).
+fn attribute_page(probe: &mut ServerProbe, summary: &mut LevelSummary) -> Vec<String> {
+    let from_page = summary.server.as_ref().filter(|s| s.source == "prometheus");
+    let counted = summary
+        .engine
+        .as_ref()
+        .filter(|e| !e.requests_from_client)
+        .and_then(|e| e.requests)
+        .or(from_page.map(|s| (s.requests + s.failures) as f64));
+    let st = &summary.stats;
+    let client = st.request_count + st.error_count;
+    match probe.attribute(&summary.stimulus.name(), counted, client) {
+        crate::server_metrics::Attribution::Target => Vec::new(),
+        crate::server_metrics::Attribution::Doubtful(line) => vec![line],
+        crate::server_metrics::Attribution::Foreign { line, with_gpus } => {
+            if from_page.is_some() {
+                summary.server = None;
+            }
+            summary.engine = None;
+            if with_gpus {
+                summary.gpu = None;
+            }
+            vec![line]
+        }
+    }
 }
 
 /// Starts the level's live view on the run's, when the sinks carry one: numbered by the
@@ -290,7 +328,9 @@ fn start_live(
         total: view.and_then(LiveView::total),
         name: spec.stimulus.name(),
         goal: match &spec.policy {
-            Policy::Fixed(Stop::Requests(n)) => Goal::Requests(*n),
+            Policy::Fixed(Stop::Requests(n) | Stop::RequestsOrTime { requests: n, .. }) => {
+                Goal::Requests(*n)
+            }
             Policy::Fixed(Stop::Window(d)) => Goal::Seconds(d.as_secs_f64()),
             Policy::Stable(s) => Goal::Stable {
                 max_windows: s.max_trials,

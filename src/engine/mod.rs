@@ -19,6 +19,7 @@ mod sequential;
 pub mod session;
 pub mod signals;
 pub mod start;
+pub mod streaming;
 
 use std::sync::Arc;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::{Ask, Stop, WorkerCtx, execute};
+use super::{Ask, WorkerCtx, execute};
 use crate::client::Exchange;
 use crate::record::Turn;
 use crate::workload::Payload;
@@ -34,9 +34,9 @@ pub(crate) async fn worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64)
         let (session, index, script) = conversations.take();
         let turns = script.turns.len() as u64;
         let base = tickets.fetch_add(turns, Ordering::Relaxed);
-        let budget = match ctx.spec.stop {
-            Stop::Requests(n) => n.saturating_sub(base).min(turns),
-            Stop::Window(_) => turns,
+        let budget = match ctx.spec.stop.requests() {
+            Some(n) => n.saturating_sub(base).min(turns),
+            None => turns,
         };
         if budget == 0 {
             return;

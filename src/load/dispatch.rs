@@ -151,7 +151,7 @@ fn pace(mut run: PacerRun, tickets: &Tickets) {
         let Some((seq, offset)) = run.pacer.next_send() else {
             break;
         };
-        if let Stop::Requests(n) = run.stop
+        if let Some(n) = run.stop.requests()
             && seq >= n
         {
             break;

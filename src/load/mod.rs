@@ -21,7 +21,10 @@ pub mod stimulus;
 pub use cancellation::Cancellation;
 pub use queue::{RecordSink, RecordSource, record_queue};
 pub use shard::Shard;
-pub use stimulus::{Arrival, LOOK_TICK, Looks, Stimulus, Stop, StopRule, WindowRule};
+pub use stimulus::{
+    Arrival, DEFAULT_LEVEL_REQUESTS, DEFAULT_LEVEL_TIME, LOOK_TICK, Looks, Stimulus, Stop,
+    StopRule, WindowRule,
+};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -250,10 +253,7 @@ pub async fn run_phase(
     sent: Arc<AtomicU64>,
 ) -> PhaseOutcome {
     let start_ns = shared.clock.now_ns();
-    let deadline = match spec.stop {
-        Stop::Window(d) => Some(start_ns + d.as_nanos() as u64),
-        Stop::Requests(_) => None,
-    };
+    let deadline = spec.stop.time().map(|d| start_ns + d.as_nanos() as u64);
     let delayed = Arc::new(AtomicU64::new(0));
     let mut pacer_thread = None;
     let mut schedule: Option<Arc<dispatch::Tickets>> = None;
@@ -430,7 +430,7 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64
             return;
         }
         let seq = tickets.fetch_add(1, Ordering::Relaxed);
-        if let Stop::Requests(n) = ctx.spec.stop
+        if let Some(n) = ctx.spec.stop.requests()
             && seq >= n
         {
             return;

@@ -128,7 +128,24 @@ pub enum Stop {
     /// Requests sent within this window are measured; then sending stops and in-flight
     /// requests finish.
     Window(#[serde(with = "duration_ms")] Duration),
+    /// Whichever comes first: this many requests sent, or the window over (requests sent
+    /// within it finish and are measured). The default: enough requests for a p99 where the
+    /// server answers fast, a bounded wait where it does not.
+    RequestsOrTime {
+        /// Requests sent at most.
+        requests: u64,
+        /// Sending stops when this is over.
+        #[serde(with = "duration_ms")]
+        time: Duration,
+    },
 }
+
+/// Requests a level measures by default: enough for a p99 (one request in a hundred beyond it).
+pub const DEFAULT_LEVEL_REQUESTS: u64 = 100;
+
+/// How long a level sends by default when the server answers too slowly for
+/// [`DEFAULT_LEVEL_REQUESTS`]: a six-level ladder (1 to 32) takes under three minutes.
+pub const DEFAULT_LEVEL_TIME: Duration = Duration::from_secs(25);
 
 impl Stop {
     /// This shard's part: request counts split like workers (the first shards take the
@@ -138,12 +155,32 @@ impl Stop {
         match *self {
             Stop::Requests(n) => Stop::Requests(shard.share(n)),
             Stop::Window(d) => Stop::Window(d),
+            Stop::RequestsOrTime { requests, time } => Stop::RequestsOrTime {
+                requests: shard.share(requests),
+                time,
+            },
         }
     }
 
     /// Whether this stop sends nothing (a shard's part of a count smaller than the shards).
     pub fn is_empty(&self) -> bool {
-        matches!(self, Stop::Requests(0))
+        self.requests() == Some(0)
+    }
+
+    /// The most requests sent, when a count bounds the level.
+    pub fn requests(&self) -> Option<u64> {
+        match *self {
+            Stop::Requests(n) | Stop::RequestsOrTime { requests: n, .. } => Some(n),
+            Stop::Window(_) => None,
+        }
+    }
+
+    /// How long the level sends at most, when a time bounds it.
+    pub fn time(&self) -> Option<Duration> {
+        match *self {
+            Stop::Window(d) | Stop::RequestsOrTime { time: d, .. } => Some(d),
+            Stop::Requests(_) => None,
+        }
     }
 }
 
@@ -162,7 +199,8 @@ mod duration_ms {
 pub enum StopRule {
     /// The same rule for every level.
     Fixed(Stop),
-    /// GenAI-Perf's default: max(10, 2 × concurrency) requests.
+    /// The default: [`DEFAULT_LEVEL_REQUESTS`] requests (or 2 × concurrency, when more), or
+    /// [`DEFAULT_LEVEL_TIME`], whichever comes first.
     Auto,
 }
 
@@ -171,10 +209,17 @@ impl StopRule {
     pub fn for_level(&self, s: &Stimulus) -> Stop {
         match self {
             StopRule::Fixed(stop) => *stop,
-            // GenAI-Perf's default request count: max(10, 2 × concurrency); 10 for a rate.
+            // GenAI-Perf's default, max(10, 2 × concurrency), measures too few for the p99 it
+            // prints: every level of the headline ladder was not trustworthy by its own rule.
             StopRule::Auto => match s {
-                Stimulus::Concurrency(n) => Stop::Requests((2 * u64::from(*n)).max(10)),
-                Stimulus::RequestRate { .. } => Stop::Requests(10),
+                Stimulus::Concurrency(n) => Stop::RequestsOrTime {
+                    requests: (2 * u64::from(*n)).max(DEFAULT_LEVEL_REQUESTS),
+                    time: DEFAULT_LEVEL_TIME,
+                },
+                Stimulus::RequestRate { .. } => Stop::RequestsOrTime {
+                    requests: DEFAULT_LEVEL_REQUESTS,
+                    time: DEFAULT_LEVEL_TIME,
+                },
                 // The whole trace: the schedule ends the level.
                 Stimulus::FixedSchedule { .. } => Stop::Requests(u64::MAX),
             },

@@ -7,7 +7,6 @@
 //! together. Pure: files are read and written by the caller.
 
 use crate::analysis::slo::{self, SloResult};
-use crate::analysis::validity::too_few_samples;
 use crate::artifact::shard::{ShardPart, ShardRecord, ShardsSection};
 use crate::load::Stimulus;
 use crate::metrics::{Metric, PercentileMethod, Slo, Validity};
@@ -172,11 +171,9 @@ fn merged_validity(
         };
         let lv = &l.validity;
         // A shard's own sample count says nothing about the union's: judged once below.
-        let own_count = too_few_samples(l.stats.request_count);
         v.reasons.extend(
             lv.reasons
                 .iter()
-                .filter(|r| Some(*r) != own_count.as_ref())
                 .map(|r| format!("{}: {r}", s.record.shard)),
         );
         v.cpu_share = max_of(v.cpu_share, lv.cpu_share);
@@ -208,7 +205,7 @@ fn merged_validity(
             MAX_START_SKEW_NS as f64 / 1e9
         ));
     }
-    v.reasons.extend(too_few_samples(agg.ok));
+    v.unsupported_percentiles = crate::metrics::unsupported_percentiles(agg.ok);
     if let Stimulus::RequestRate { rate, .. } = stimulus {
         v.requested_rate = Some(rate);
     }
@@ -301,13 +298,11 @@ mod tests {
             validity: Validity {
                 trustworthy: trusted,
                 reasons: if trusted {
-                    vec![too_few_samples(10).unwrap()]
+                    Vec::new()
                 } else {
-                    vec![
-                        "the generator's CPU was saturated".into(),
-                        too_few_samples(10).unwrap(),
-                    ]
+                    vec!["the generator's CPU was saturated".into()]
                 },
+                unsupported_percentiles: vec!["p99".into()],
                 ..Validity::default()
             },
             drift: None,
@@ -358,13 +353,10 @@ mod tests {
         // Union window: first send 0 ms, last response 100 + 1800 + 69 + 100 ms.
         assert!((m.summary.stats.duration_s - 2.069).abs() < 1e-9);
         assert!((m.summary.stats.request_throughput - 20.0 / 2.069).abs() < 1e-9);
-        // Each shard's own "only 10 requests" is dropped; the union's 20 are judged once.
-        assert_eq!(
-            m.summary.validity.reasons,
-            [too_few_samples(20).unwrap()],
-            "{:?}",
-            m.summary.validity.reasons
-        );
+        // Each shard's own 10 requests support no p90-p99 of the union's: its 20 are judged
+        // once (p95 and p90 are supported, p99 is not).
+        assert!(m.summary.validity.reasons.is_empty());
+        assert_eq!(m.summary.validity.unsupported_percentiles, ["p99"]);
         assert_eq!(m.shards.start_skew_ms, 1.0);
         assert_eq!(m.shards.shards[1].requests, 10);
         let m = merge(
@@ -383,8 +375,7 @@ mod tests {
             reasons[2].starts_with("the shards started this level 2.5 s apart"),
             "{reasons:?}"
         );
-        assert_eq!(reasons[3], too_few_samples(20).unwrap());
-        assert_eq!(reasons.len(), 4, "{reasons:?}");
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
         assert!(!m.shards.shards[1].trustworthy);
     }
 }

@@ -783,6 +783,9 @@ async fn run_level(
     );
     level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
     if print {
+        for n in &measured.notes {
+            eprintln!("{n}");
+        }
         say_late(plan, &measured);
     }
     if let (Some(d), Some(before)) = (dir, run_wide) {

@@ -209,6 +209,7 @@ impl PerfPlan {
             metrics: self.metrics.clone(),
             kind: self.server_kind,
             gpu_url: self.gpu_metrics_url.clone(),
+            target_origin: self.target.origin(),
         }
     }
 }

@@ -48,9 +48,12 @@ impl RunPlan {
             format!("{}±{} tokens{exact}", o.mean, o.stddev)
         });
         let stop = match self.stop {
-            StopRule::Auto => "max(10, 2 × concurrency) requests".to_string(),
+            StopRule::Auto => "max(100, 2 × concurrency) requests or 25 s".to_string(),
             StopRule::Fixed(Stop::Requests(n)) => format!("{n} requests"),
             StopRule::Fixed(Stop::Window(d)) => format!("{} ms window", d.as_millis()),
+            StopRule::Fixed(Stop::RequestsOrTime { requests, time }) => {
+                format!("{requests} requests or {} ms", time.as_millis())
+            }
         };
         let extra = w
             .extra_inputs
@@ -267,7 +270,7 @@ mod tests {
             a.fingerprint().differences(&b.fingerprint()),
             vec![
                 "output: left to the server → 10±0 tokens".to_string(),
-                "stop: max(10, 2 × concurrency) requests → 50 requests".to_string(),
+                "stop: max(100, 2 × concurrency) requests or 25 s → 50 requests".to_string(),
             ]
         );
     }

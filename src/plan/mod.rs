@@ -295,6 +295,7 @@ impl RunPlan {
             metrics: self.server_metrics.clone(),
             kind: self.server_kind,
             gpu_url: self.gpu_metrics_url.clone(),
+            target_origin: self.target.origin(),
         }
     }
 

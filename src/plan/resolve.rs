@@ -12,8 +12,8 @@ use crate::error::UsageError;
 use crate::load::{Arrival, Shard, Stimulus, Stop, StopRule};
 use crate::server_metrics::MetricsSource;
 use crate::target::{
-    Api, Backend, ClientIdentity, Encoding, ServiceKind, Target, TlsSettings, Verify, bracket_host,
-    default_endpoint, normalize_metrics_url, normalize_url, parse_header,
+    Api, Backend, ClientIdentity, Encoding, ServiceKind, StreamSupport, Target, TlsSettings,
+    Verify, bracket_host, default_endpoint, normalize_metrics_url, normalize_url, parse_header,
 };
 use crate::workload::{OutputLength, PromptSource, WorkloadPlan};
 
@@ -36,8 +36,10 @@ pub struct TargetSpec {
     pub endpoint: Option<String>,
     /// `-m`.
     pub model: String,
-    /// `--streaming`.
-    pub streaming: bool,
+    /// `--streaming` (`Some(true)`), `--no-streaming` (`Some(false)`), or neither: streamed
+    /// where the API can stream, settled against the model's config before the session for
+    /// Triton ([`crate::engine::streaming`]).
+    pub streaming: Option<bool>,
     /// `-H` values as given (`Name: value`).
     pub headers: Vec<String>,
     /// `--api-key`.
@@ -181,9 +183,12 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
     };
     let url = url_for_tls(s.url.as_deref().unwrap_or(default_url), &s.tls)?;
     let (base_url, host) = normalize_url(&url)?;
+    let streaming = s
+        .streaming
+        .unwrap_or(api.stream_support() != StreamSupport::Never);
     let endpoint = match &s.endpoint {
         Some(e) => e.trim_start_matches('/').to_string(),
-        None => default_endpoint(api, &s.model, s.streaming),
+        None => default_endpoint(api, &s.model, streaming),
     };
     let headers = super::values::parse_each(&s.headers, parse_header)?;
     let metrics_headers = metrics_headers(&headers, &s.metrics_headers)?;
@@ -208,7 +213,8 @@ pub fn target(s: &TargetSpec) -> Result<Target, UsageError> {
         endpoint,
         model: s.model.clone(),
         backend: s.backend.unwrap_or(Backend::Tensorrtllm),
-        streaming: s.streaming,
+        streaming,
+        streaming_by_default: s.streaming.is_none(),
         headers,
         metrics_headers,
         api_key,
@@ -302,6 +308,37 @@ pub fn stop(s: &StopSpec) -> Result<StopRule, UsageError> {
         (None, None, Some(n)) => Ok(StopRule::Fixed(Stop::Requests(u64::from(n.max(1))))),
         (None, None, None) => Ok(StopRule::Auto),
     }
+}
+
+/// The line said before a run whose fixed request count is too few for a tail percentile the
+/// tables show (they show `-` for it); `None` otherwise.
+pub fn short_count_notice(stop: &StopRule) -> Option<String> {
+    let StopRule::Fixed(Stop::Requests(n)) = *stop else {
+        return None;
+    };
+    let missing: Vec<u32> = crate::metrics::SHOWN_TAILS
+        .into_iter()
+        .filter(|&q| !crate::metrics::supports_percentile(n, q))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let needs: Vec<String> = missing
+        .iter()
+        .map(|&q| format!("p{q} {}", crate::metrics::fewest_for_percentile(q)))
+        .collect();
+    Some(format!(
+        "{} a level is too few for {} (successful requests needed: {}): the tables show '-' for {}; --request-count {} measures every percentile shown",
+        crate::analysis::text::count(n, "request"),
+        missing
+            .iter()
+            .map(|q| format!("p{q}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        needs.join(", "),
+        if missing.len() == 1 { "it" } else { "them" },
+        crate::metrics::fewest_for_percentile(99),
+    ))
 }
 
 /// What to send, as given.
@@ -485,13 +522,26 @@ pub fn metrics_source(url: Option<&str>, target: &Target) -> Result<MetricsSourc
     Ok(match url {
         Some(u) => MetricsSource::Url(normalize_metrics_url(u)?),
         None => {
-            let triton = format!("http://{}:8002/metrics", bracket_host(&target.host));
             let mut urls = Vec::new();
             if !matches!(target.api, Api::Kserve | Api::Generate | Api::Infer) {
                 urls.push(format!("{}/metrics", target.origin()));
             }
-            if !urls.contains(&triton) {
-                urls.push(triton);
+            // Triton serves its metrics one port above gRPC and two above HTTP (8001 and 8000
+            // give 8002): the target's own server in Triton's layout, whichever ports it was
+            // given. Not a fixed 8002: another server there is not the target.
+            let port = reqwest::Url::parse(&target.base_url)
+                .ok()
+                .and_then(|u| u.port_or_known_default());
+            if let Some(port) = port {
+                let above = if target.api == Api::Kserve { 1 } else { 2 };
+                let triton = format!(
+                    "http://{}:{}/metrics",
+                    bracket_host(&target.host),
+                    port.saturating_add(above)
+                );
+                if !urls.contains(&triton) {
+                    urls.push(triton);
+                }
             }
             MetricsSource::Auto(urls)
         }
@@ -758,7 +808,7 @@ mod tests {
         assert_eq!(t.base_url, "http://localhost:8001");
         let t = target(&TargetSpec {
             service_kind: Some(ServiceKind::Openai),
-            streaming: true,
+            streaming: Some(true),
             ..spec("m")
         })
         .unwrap();
@@ -769,7 +819,7 @@ mod tests {
         );
         let t = target(&TargetSpec {
             endpoint_type: Some(Api::Generate),
-            streaming: true,
+            streaming: Some(true),
             url: Some("https://h:9/api/".into()),
             ..spec("m")
         })
@@ -945,14 +995,25 @@ mod tests {
             metrics_source(None, &kserve).unwrap(),
             MetricsSource::Auto(vec!["http://[::1]:8002/metrics".into()])
         );
-        // An OpenAI server's own port first (vLLM, SGLang, TGI), then Triton's.
+        // An OpenAI server's own port first (vLLM, SGLang, TGI), then Triton's layout beside
+        // it: two above its HTTP port, never a fixed 8002 (another server may hold it).
         let chat = target(&api_spec(Api::Chat, "https://h:8080/prefix")).unwrap();
         assert_eq!(
             metrics_source(None, &chat).unwrap(),
             MetricsSource::Auto(vec![
                 "https://h:8080/metrics".into(),
-                "http://h:8002/metrics".into()
+                "http://h:8082/metrics".into()
             ])
+        );
+        let triton_http = target(&api_spec(Api::Generate, "h:8000")).unwrap();
+        assert_eq!(
+            metrics_source(None, &triton_http).unwrap(),
+            MetricsSource::Auto(vec!["http://h:8002/metrics".into()])
+        );
+        let grpc_elsewhere = target(&api_spec(Api::Kserve, "h:18001")).unwrap();
+        assert_eq!(
+            metrics_source(None, &grpc_elsewhere).unwrap(),
+            MetricsSource::Auto(vec!["http://h:18002/metrics".into()])
         );
         assert_eq!(
             metrics_source(Some("h:9"), &chat).unwrap(),

@@ -103,10 +103,7 @@ impl ShardPlan {
                 shard: s,
             }),
             Some(_) if stop_part.is_empty() => Err(Idle::NoRequests {
-                requests: match stop {
-                    Stop::Requests(n) => n,
-                    Stop::Window(_) => 0,
-                },
+                requests: stop.requests().unwrap_or(0),
                 count: s.count,
                 shard: s,
             }),

@@ -173,14 +173,20 @@ impl Ui {
     }
 }
 
-/// Runs a plan: prepares the session, then every level in order. Usage mistakes (the server
-/// does not know the model, a bad input file) are [`Error::Usage`]; nothing is sent then.
+/// Runs a plan: settles whether it streams (when no flag said), prepares the session, then
+/// every level in order. Usage mistakes (the server does not know the model, a bad input file)
+/// are [`Error::Usage`]; nothing is sent then.
 /// A shard (`--shard`) runs its part of each level, waits for each level's shared start, and
 /// writes `shard.json` beside each level's files; at a level where its part is empty it writes
 /// only that file, saying so.
 /// With `--repeat N` the whole plan runs N times and the levels are combined (see
 /// [`repeat`]).
 pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
+    let settled = crate::engine::streaming::settle(plan).await?;
+    if let Some(line) = &settled.line {
+        ui.say(line);
+    }
+    let plan = settled.plan.as_ref();
     if plan.repeat.is_repeated() {
         return repeat::run(plan, cancel, ui).await;
     }
@@ -352,8 +358,17 @@ fn keep_level(
             serde_json::to_value(st).unwrap_or_default(),
         );
     }
+    if let (false, serde_json::Value::Object(map)) = (measured.notes.is_empty(), &mut doc) {
+        map.insert(
+            "server_view_notes".into(),
+            serde_json::json!(measured.notes),
+        );
+    }
     writer.write_level(&dir, &plan.export_names, &measured, &doc, record.as_ref())?;
     if ui.verbosity != Verbosity::Quiet {
+        for n in &measured.notes {
+            eprintln!("{n}");
+        }
         say_late(&measured, plan);
         report_level(&measured.summary, &dir, ui.verbosity);
         for line in measured.settled.iter().flat_map(Settled::lines) {

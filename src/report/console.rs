@@ -192,10 +192,13 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             let mut row = vec![
                 value,
                 ms(get(Metric::TimeToFirstToken).map(|s| s.avg)),
-                ms(get(Metric::TimeToFirstToken).map(|s| s.p99)),
+                ms(p99(get(Metric::TimeToFirstToken), l.stats.request_count)),
             ];
             if open_loop {
-                row.push(ms(get(Metric::TimeToFirstTokenIntended).map(|s| s.p99)));
+                row.push(ms(p99(
+                    get(Metric::TimeToFirstTokenIntended),
+                    l.stats.request_count,
+                )));
             }
             if reasoning {
                 row.push(ms(get(Metric::TimeToFirstOutputToken).map(|s| s.avg)));
@@ -253,6 +256,13 @@ fn kind_title(levels: &[LevelSummary]) -> &'static str {
     }
 }
 
+/// The p99 of `s` when `n` requests support it (see [`crate::metrics::supports_percentile`]):
+/// with fewer it is the slowest request, not a tail, and the tables show `-`.
+fn p99(s: Option<&crate::metrics::Stats>, n: u64) -> Option<f64> {
+    s.filter(|_| crate::metrics::supports_percentile(n, 99))
+        .map(|s| s.p99)
+}
+
 /// A share as a percentage, or `-`.
 fn share(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_string(), |v| format!("{:.1}%", v * 100.0))
@@ -283,7 +293,7 @@ fn batch_sweep_table(levels: &[LevelSummary]) -> String {
             vec![
                 value,
                 ms(latency.map(|s| s.avg)),
-                ms(latency.map(|s| s.p99)),
+                ms(p99(latency, l.stats.request_count)),
                 crate::analysis::text::fixed_or(apis.input_throughput, 2, "-"),
                 crate::analysis::text::fixed_or(apis.input_token_throughput, 1, "-"),
                 format!("{:.2}", l.stats.request_throughput),
@@ -403,13 +413,20 @@ pub fn level_table(l: &LevelSummary) -> String {
         .shown_metrics()
         .map(|(m, s)| {
             let f = |v: f64| format!("{v:.2}");
+            let tail = |v: f64, q: u32| {
+                if crate::metrics::supports_percentile(l.stats.request_count, q) {
+                    f(v)
+                } else {
+                    "-".to_string()
+                }
+            };
             vec![
                 m.label().to_string(),
                 f(s.avg),
                 f(s.min),
                 f(s.max),
-                f(s.p99),
-                f(s.p90),
+                tail(s.p99, 99),
+                tail(s.p90, 90),
                 f(s.p75),
             ]
         })
@@ -504,7 +521,7 @@ pub fn turn_table(l: &LevelSummary) -> Option<String> {
                 .filter(|_| t.isl_avg > 0.0)
                 .map(|s| s.avg * 1000.0 / t.isl_avg);
             let mut row = vec![t.label(), t.count.to_string(), format!("{:.1}", t.isl_avg)];
-            row.extend([s.map(|s| s.avg), s.map(|s| s.p50), s.map(|s| s.p99), per_k].map(ms));
+            row.extend([s.map(|s| s.avg), s.map(|s| s.p50), p99(s, t.count), per_k].map(ms));
             row
         })
         .collect();
@@ -551,8 +568,9 @@ pub fn isl_table(l: &LevelSummary) -> Option<String> {
                 [
                     s.map(|s| s.avg),
                     s.map(|s| s.p50),
-                    s.map(|s| s.p90),
-                    s.map(|s| s.p99),
+                    s.filter(|_| crate::metrics::supports_percentile(b.count, 90))
+                        .map(|s| s.p90),
+                    p99(s, b.count),
                 ]
                 .map(ms),
             );
@@ -639,6 +657,40 @@ pub fn untrusted_lines<'a>(
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// One line for a run some of whose levels measured too few successful requests for the p99
+/// the tables show (they show `-` there): which levels, how many each, and the flag that
+/// measures more. `None` when every level supports it, or when a fixed count too small for it
+/// was said before the run (`plan::resolve::short_count_notice`).
+pub fn thin_tail_line(levels: &[LevelSummary], stop: &crate::load::StopRule) -> Option<String> {
+    use crate::load::{Stop, StopRule};
+    use crate::metrics::{fewest_for_percentile, supports_percentile};
+    if let StopRule::Fixed(Stop::Requests(n)) = stop
+        && !supports_percentile(*n, 99)
+    {
+        return None;
+    }
+    let thin: Vec<String> = levels
+        .iter()
+        .filter(|l| !is_batch(l) && !supports_percentile(l.stats.request_count, 99))
+        .map(|l| format!("{} {}", l.stimulus.name(), l.stats.request_count))
+        .collect();
+    if thin.is_empty() {
+        return None;
+    }
+    let n = fewest_for_percentile(99);
+    let default = match stop {
+        crate::load::StopRule::Auto => format!(
+            " (a level measures {n} requests or {} s by default, whichever comes first)",
+            crate::load::DEFAULT_LEVEL_TIME.as_secs()
+        ),
+        crate::load::StopRule::Fixed(_) => String::new(),
+    };
+    Some(format!(
+        "p99 is '-' where a level measured fewer than {n} successful requests: {}{default}; --request-count {n} measures it at every level",
+        thin.join(", ")
+    ))
 }
 
 /// A level's drift over its timeline intervals (a soak): a header, then one line per metric;
@@ -756,7 +808,7 @@ mod tests {
                         (Metric::TimeToFirstToken, s(ttft)),
                         (Metric::InterTokenLatency, s(4.0)),
                     ],
-                    request_count: 10,
+                    request_count: 100,
                     error_count: errors,
                     errors: if errors > 0 {
                         vec![ErrorCount {
@@ -790,6 +842,44 @@ at concurrency8: 25.52 requests/s, 962.7 output tokens/s, goodput 25.52 requests
 requests spent: 65 (warm-up included), 16% of the 400 a ladder of 2 levels (8 to 9) at 200 requests per level sends
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn too_few_requests_show_no_tail_and_one_line_says_so() {
+        use crate::load::{Stop, StopRule};
+        let mut thin = level(1, 60.0, 0);
+        thin.stats.request_count = 22;
+        let levels = [thin.clone(), level(8, 300.0, 0)];
+        let table = sweep_table(&levels);
+        assert!(
+            table.contains("          1          60.00              -"),
+            "{table}"
+        );
+        assert!(
+            table.contains("          8         300.00         750.00"),
+            "{table}"
+        );
+        assert_eq!(
+            thin_tail_line(&levels, &StopRule::Auto).unwrap(),
+            "p99 is '-' where a level measured fewer than 100 successful requests: concurrency1 22 (a level measures 100 requests or 25 s by default, whichever comes first); --request-count 100 measures it at every level"
+        );
+        // A count too small was said before the run: not again after it.
+        let short = StopRule::Fixed(Stop::Requests(22));
+        assert_eq!(thin_tail_line(&levels, &short), None);
+        let window = StopRule::Fixed(Stop::Window(std::time::Duration::from_secs(10)));
+        assert!(
+            thin_tail_line(&levels, &window)
+                .unwrap()
+                .ends_with("concurrency1 22; --request-count 100 measures it at every level")
+        );
+        assert_eq!(thin_tail_line(&levels[1..], &StopRule::Auto), None);
+        let mut lt = thin;
+        lt.stats.request_count = 9;
+        let t = level_table(&lt);
+        assert!(
+            t.contains("Time To First Token (ms)  60.00  30.00  180.00    -    -  60.00"),
+            "{t}"
+        );
     }
 
     #[test]
@@ -899,7 +989,7 @@ Time To First Token (ms)  10.00  5.00  30.00  25.00  20.00  10.00
 Inter Token Latency (ms)   4.00  2.00  12.00  10.00   8.00   4.00
 Output token throughput (tokens/sec): 1234.56
 Request throughput (per sec): 12.35
-Request count: 10  Errors: 0
+Request count: 100  Errors: 0
 ";
         assert_eq!(text, expected);
     }
@@ -924,17 +1014,18 @@ Request count: 10  Errors: 0
             latency: ttft.map(|t| st(t + 40.0)),
         };
         l.stats.isl_buckets = vec![
-            bucket(0, Some(128), 3, Some(12.5)),
+            // 12 requests support a p90, not a p99; 150 both.
+            bucket(0, Some(128), 12, Some(12.5)),
             bucket(128, Some(512), 0, None),
-            bucket(512, None, 7, Some(80.0)),
+            bucket(512, None, 150, Some(80.0)),
         ];
         let expected = "\
 TTFT (ms) by input length, concurrency2
 Input tokens  Requests    avg    p50     p90     p99
 ------------  --------  -----  -----  ------  ------
-<128                 3  12.50  12.50   18.75   25.00
+<128                12  12.50  12.50   18.75       -
 128-511              0      -      -       -       -
->=512                7  80.00  80.00  120.00  160.00
+>=512              150  80.00  80.00  120.00  160.00
 ";
         assert_eq!(isl_table(&l).unwrap(), expected);
         l.streaming = false;
@@ -946,7 +1037,7 @@ Input tokens  Requests    avg    p50     p90     p99
         assert!(
             isl_table(&l)
                 .unwrap()
-                .contains(">=512                7  120.00")
+                .contains(">=512              150  120.00")
         );
     }
 
@@ -969,7 +1060,8 @@ Input tokens  Requests    avg    p50     p90     p99
             isl_avg,
         };
         l.stats.turns = vec![
-            turn(0, 4, 100.0, Some(20.0)),
+            // 2 requests support no p99.
+            turn(0, 120, 100.0, Some(20.0)),
             turn(1, 0, 0.0, None),
             turn(15, 2, 4000.0, Some(40.0)),
         ];
@@ -977,16 +1069,16 @@ Input tokens  Requests    avg    p50     p90     p99
 TTFT (ms) by session turn, concurrency2
 Turn  Requests  ISL avg  TTFT avg    p50    p99  TTFT per 1k ISL
 ----  --------  -------  --------  -----  -----  ---------------
-0            4    100.0     20.00  20.00  40.00           200.00
+0          120    100.0     20.00  20.00  40.00           200.00
 1            0      0.0         -      -      -                -
->=15         2   4000.0     40.00  40.00  80.00            10.00
+>=15         2   4000.0     40.00  40.00      -            10.00
 ";
         assert_eq!(turn_table(&l).unwrap(), expected);
         l.streaming = false;
         assert!(
             turn_table(&l)
                 .unwrap()
-                .contains("0            4    100.0         -")
+                .contains("0          120    100.0         -")
         );
     }
 

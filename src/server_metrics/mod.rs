@@ -18,7 +18,9 @@ pub mod prometheus;
 pub mod split;
 
 pub use kind::ServerKind;
-pub use probe::{ProbeConfig, ProbeSnapshot, Sampled, Sampler, ServerProbe, StatsSource};
+pub use probe::{
+    Attribution, PageOrigin, ProbeConfig, ProbeSnapshot, Sampled, Sampler, ServerProbe, StatsSource,
+};
 
 use serde::Serialize;
 

@@ -42,7 +42,57 @@ pub struct ProbeConfig {
     /// A DCGM exporter's page (`--gpu-metrics-url`); without it GPUs are read from the server's
     /// page when it has Triton's GPU families.
     pub gpu_url: Option<String>,
+    /// The target's origin (`scheme://host:port`): a page under it is the target's own.
+    pub target_origin: String,
 }
+
+/// Where the metrics page came from, which says how much proof it needs to be the target's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageOrigin {
+    /// Under the target's own origin: the same server by construction.
+    Target,
+    /// `--server-metrics-url`: the user's word; a page that disagrees is warned about, kept.
+    Named,
+    /// A guess at Triton's layout on the target's host: another server may answer there (an
+    /// inference host often runs several), so it is used only once a level shows its request
+    /// counter moving with the client's requests.
+    Guessed,
+}
+
+impl PageOrigin {
+    fn of(url: &str, cfg: &ProbeConfig) -> PageOrigin {
+        if cfg.metrics.explicit() {
+            PageOrigin::Named
+        } else if !cfg.target_origin.is_empty()
+            && url.starts_with(&format!("{}/", cfg.target_origin))
+        {
+            PageOrigin::Target
+        } else {
+            PageOrigin::Guessed
+        }
+    }
+}
+
+/// Whose counters a level's page read, judged from its request counter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attribution {
+    /// The target's (or nothing to judge).
+    Target,
+    /// Not the target's: the page is dropped for the rest of the run, and what the level read
+    /// of it is to be dropped too. The line says why and which flag names the right page.
+    Foreign {
+        /// Why, and the flag that names the right page.
+        line: String,
+        /// The GPUs were read from that page too.
+        with_gpus: bool,
+    },
+    /// The named page disagrees with the client: kept, with this warning.
+    Doubtful(String),
+}
+
+/// A page counted at least this share of the requests the client finished to be the target's
+/// (a shared server counts more, never fewer).
+pub const MIN_COUNTED_SHARE: f64 = 0.5;
 
 /// What one read of the metrics pages says.
 #[derive(Debug, Clone, Default)]
@@ -110,6 +160,10 @@ pub struct ServerProbe {
     version: String,
     /// Things the user should know about the server's metrics (printed once).
     pub notices: Vec<String>,
+    /// Where the page read came from (`None` without one).
+    origin: Option<PageOrigin>,
+    /// The page's attribution has been warned about (said once a run).
+    doubted: bool,
     /// What the server says it is (after [`ServerProbe::identify`]).
     pub identity: super::identity::ServerIdentity,
     /// What the server says about the model (after [`ServerProbe::identify`]), when it says.
@@ -220,6 +274,51 @@ impl Sampler {
 }
 
 impl ServerProbe {
+    /// Judges whether the page read over the last level is the target's: `counted` is the
+    /// requests its counter saw for the model (`None` when it has no request counter),
+    /// `client` the requests the client finished in `level`. A page under the target's origin
+    /// needs no proof. A guessed one that counted fewer than [`MIN_COUNTED_SHARE`] of them (or
+    /// cannot count) is dropped for the rest of the run; a named one is kept with a warning,
+    /// said once.
+    pub fn attribute(&mut self, level: &str, counted: Option<f64>, client: u64) -> Attribution {
+        let (Some(origin), Some(url)) = (self.origin, self.reader.prom_url.clone()) else {
+            return Attribution::Target;
+        };
+        let short = counted.is_none_or(|c| c < client as f64 * MIN_COUNTED_SHARE);
+        if origin == PageOrigin::Target || client == 0 || !short {
+            return Attribution::Target;
+        }
+        let saw = match counted {
+            Some(c) => format!(
+                "it counted {} requests of model '{}' while {level} finished {client}",
+                c.round(),
+                self.reader.model,
+            ),
+            None => "it has no request counter to show it counts this target's requests".into(),
+        };
+        match origin {
+            PageOrigin::Target => Attribution::Target,
+            PageOrigin::Named if std::mem::replace(&mut self.doubted, true) => Attribution::Target,
+            PageOrigin::Named => Attribution::Doubtful(format!(
+                "warning: --server-metrics-url {url} may not be the target's metrics page: {saw}"
+            )),
+            PageOrigin::Guessed => {
+                let with_gpus = self.reader.gpu_url.as_ref() == Some(&url);
+                if with_gpus {
+                    self.reader.gpu_url = None;
+                }
+                self.reader.prom_url = None;
+                self.origin = None;
+                Attribution::Foreign {
+                    line: format!(
+                        "server metrics: {url} is another server's, not the target's ({saw}); the server columns show '-': give --server-metrics-url with the target's /metrics page"
+                    ),
+                    with_gpus,
+                }
+            }
+        }
+    }
+
     /// Whether the statistics extension is readable.
     pub fn has_stats(&self) -> bool {
         !matches!(self.stats, StatsSource::None)
@@ -251,7 +350,10 @@ impl ServerProbe {
             (Some(f), Some(ServerKind::LlamaCpp)) => read_slots(&http, &f.url).await,
             _ => None,
         };
+        let origin = found.as_ref().map(|f| PageOrigin::of(&f.url, cfg));
         let mut probe = ServerProbe {
+            origin,
+            doubted: false,
             reader: PageReader {
                 http,
                 prom_url: found.as_ref().map(|f| f.url.clone()),
@@ -487,9 +589,12 @@ async fn find_metrics(
         let detected = engines::detect(&page);
         let kind = cfg.kind.or(detected);
         // Triton lists every loaded model by name: another model's counters are not this one's.
+        // A guessed page must name the model whatever its engine: another server may answer
+        // there.
+        let guessed = PageOrigin::of(url, cfg) == PageOrigin::Guessed;
         let engine = kind
             .and_then(|k| engines::read_sample(&page, k, Some(model)))
-            .filter(|e| e.model_matched || e.kind != ServerKind::Triton);
+            .filter(|e| e.model_matched || (e.kind != ServerKind::Triton && !guessed));
         let triton = parse_prometheus(&text, model);
         if let (Some(forced), None) = (cfg.kind, &engine) {
             notices.push(format!(

@@ -589,10 +589,16 @@ mod tests {
             http_body(&p.target, &p.workload, Input::Text("Hello"), Some(8)),
             json!({"text_input": "Hello", "max_tokens": 8, "stream": true})
         );
-        let p = plan(&["--endpoint-type", "completions"]);
+        let p = plan(&["--endpoint-type", "completions", "--no-streaming"]);
         assert_eq!(
             http_body(&p.target, &p.workload, Input::Text("x"), None),
             json!({"model": "gpt2", "prompt": "x", "stream": false})
+        );
+        // Streamed by default: the endpoint can.
+        let p = plan(&["--endpoint-type", "completions"]);
+        assert_eq!(
+            http_body(&p.target, &p.workload, Input::Text("x"), None)["stream"],
+            json!(true)
         );
     }
 
