@@ -869,12 +869,13 @@ fn non_streaming_explains_dashes_and_tensor_models_point_at_perf() {
         &http,
         "--request-count",
         "10",
+        "--no-streaming",
         "--artifact-dir",
         dir.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("TTFT and ITL are \"-\""), "{out}");
-    assert!(out.contains("Add --streaming"), "{out}");
+    assert!(out.contains("--no-streaming is not given"), "{out}");
     let dir = tmp.path().join("tensor");
     let (code, _out, err) = run(&[
         "profile",

@@ -235,9 +235,12 @@ async fn non_streaming_measures_latency_only() {
         sim.http_url(),
         tmp.path(),
     );
-    a.retain(|x| x != "--streaming");
+    for x in a.iter_mut().filter(|x| *x == "--streaming") {
+        *x = "--no-streaming".into();
+    }
     let out = profile(&a).await.unwrap();
     let s = &out.levels[0].summary;
+    assert!(!s.streaming);
     assert_eq!(s.stats.request_count, 6);
     let lat = s.stats.get(Metric::RequestLatency).unwrap();
     // One step with prefill, then 11 more steps.
@@ -247,6 +250,55 @@ async fn non_streaming_measures_latency_only() {
         "no TTFT row without --streaming"
     );
     assert!(csv_row(&out.levels[0].dir, "request_latency").is_some());
+    sim.shutdown().await;
+}
+
+/// Neither --streaming nor --no-streaming: the run streams where the target can (an OpenAI
+/// endpoint; a decoupled Triton model, from its config) and times whole responses where it
+/// cannot (a model that is not decoupled is still profiled, not refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_is_the_default_where_the_target_can() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |api: &str, url: String, model: &str, dir: &str| {
+        let mut a = base(
+            &["-m", model, "--endpoint-type", api],
+            url,
+            &tmp.path().join(dir),
+        );
+        a.retain(|x| x != "--streaming");
+        a
+    };
+    for (api, url, model, streams) in [
+        ("chat", sim.http_url(), "gpt2", true),
+        ("completions", sim.http_url(), "gpt2", true),
+        ("kserve", sim.grpc_target(), "gpt2", true),
+        ("generate", sim.http_url(), "gpt2", true),
+        ("kserve", sim.grpc_target(), "gpt2_nostream", false),
+        ("generate", sim.http_url(), "gpt2_nostream", false),
+    ] {
+        let a = run(api, url, model, &format!("{api}-{model}"));
+        let plan = common::plan(&a).unwrap();
+        assert!(plan.target.streaming_by_default);
+        let out = profile(&a).await.unwrap();
+        let s = &out.levels[0].summary;
+        assert_eq!(s.streaming, streams, "{api} {model}");
+        assert_eq!(s.stats.error_count, 0, "{api} {model}");
+        let ttft = csv_row(&out.levels[0].dir, "time_to_first_token");
+        assert_eq!(ttft.is_some(), streams, "{api} {model}");
+        let input = common::json_file(&out.levels[0].dir.join("profile_export_genai_perf.json"));
+        assert_eq!(input["input_config"]["target"]["streaming"], streams);
+    }
+    // An objective on a streamed metric cannot hold for a model that answers whole.
+    let mut a = run("kserve", sim.grpc_target(), "gpt2_nostream", "slo");
+    a.extend(common::args(&["--slo", "time_to_first_token.p99<=1s"]));
+    let err = profile(&a).await.unwrap_err();
+    assert!(
+        err.starts_with(
+            "--slo time_to_first_token.p99<=1000ms: model 'gpt2_nostream' is not decoupled"
+        ),
+        "{err}"
+    );
     sim.shutdown().await;
 }
 

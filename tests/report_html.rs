@@ -205,12 +205,11 @@ async fn sweep_writes_a_self_contained_report() {
     assert_eq!(table_rows, 5, "header plus one row per level");
     assert!(html.contains("<pre class=\"cmd\">ttftbench profile -m gpt2"));
     assert!(html.contains(&format!("ttftbench {}", ttftbench::VERSION)));
-    // Eight requests per level are too few for the percentiles shown: the validity verdict
-    // says so, and the page with it.
-    assert!(!html.contains("valid: complete, no errors"));
-    assert!(html.contains("<span class=\"bad\">not trustworthy: concurrency1, concurrency2"));
+    // Eight requests per level are too few for a p99: not a reason to distrust the level's
+    // other numbers, but the page says which levels' p99 is the slowest request.
+    assert!(html.contains("valid: complete, no errors"));
     assert!(html.contains(
-        "Not trustworthy at concurrency1: only 8 successful requests measured: p90 needs at least 10"
+        "<span class=\"warn\">p99 from fewer than 100 requests (the slowest, not a tail): concurrency1, concurrency2"
     ));
     // SLOs recorded per level and in summary.json.
     let level: serde_json::Value = serde_json::from_str(

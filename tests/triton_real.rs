@@ -254,6 +254,7 @@ async fn grpc_decoupled_model_without_streaming() {
             "triton",
             "--backend",
             backend,
+            "--no-streaming",
             "--concurrency",
             "2",
             "--request-count",

@@ -595,7 +595,7 @@ pub fn not_streaming_note(levels: &[LevelSummary]) -> Option<&'static str> {
         .iter()
         .any(|l| !l.streaming && !is_batch(l))
         .then_some(
-        "TTFT and ITL are \"-\": without --streaming the server sends each response whole, so there is no first token (or gap between tokens) to time, only the request's latency. Add --streaming to measure them (the endpoint must stream: a decoupled model over gRPC, or an HTTP endpoint that sends events).",
+        "TTFT and ITL are \"-\": the responses came whole, so there is no first token (or gap between tokens) to time, only the request's latency. They are measured where the target streams and --no-streaming is not given (a decoupled Triton model, or an OpenAI-style endpoint).",
     )
 }
 

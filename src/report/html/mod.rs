@@ -121,6 +121,26 @@ fn badges(out: &mut String, run: &Run) {
             crate::analysis::text::count(short, "response")
         );
     }
+    let thin: Vec<String> = run
+        .levels
+        .iter()
+        .filter(|l| {
+            l.summary
+                .validity
+                .unsupported_percentiles
+                .iter()
+                .any(|p| p == "p99")
+        })
+        .map(|l| l.summary.stimulus.name())
+        .collect();
+    if !thin.is_empty() {
+        let _ = write!(
+            out,
+            "<span class=\"warn\">p99 from fewer than {} requests (the slowest, not a tail): {}</span>",
+            crate::metrics::fewest_for_percentile(99),
+            esc(&thin.join(", "))
+        );
+    }
     if no_server {
         out.push_str("<span class=\"warn\">no server-side queue/compute data</span>");
     }
