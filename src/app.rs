@@ -277,9 +277,6 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
         // The plan was validated first: a config that would be refused is not printed.
         return write_stdout(plan.run_config.as_bytes());
     }
-    for n in &plan.notices {
-        eprintln!("note: {n}");
-    }
     let cancel = Cancel::new();
     watch_signals(cancel.clone());
     let ui = Ui::for_terminal(plan.verbosity, plan.outputs.ui);

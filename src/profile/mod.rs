@@ -186,6 +186,9 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     if let Some(line) = &settled.line {
         ui.say(line);
     }
+    for n in &plan.notices {
+        ui.say(&format!("note: {n}"));
+    }
     let plan = settled.plan.as_ref();
     if plan.repeat.is_repeated() {
         return repeat::run(plan, cancel, ui).await;
