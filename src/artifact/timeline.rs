@@ -89,8 +89,9 @@ impl Timeline {
     /// Accounts a finished request (writing the intervals that ended before it).
     pub fn record(&mut self, rec: &RequestRecord) {
         self.advance(rec.end_ns);
-        // Requests cancelled on purpose are in no column: neither served nor failed.
-        if rec.cancelled_on_purpose() {
+        // Requests cancelled on purpose or abandoned by a second Ctrl-C are in no column:
+        // neither served nor failed.
+        if rec.cancelled_on_purpose() || rec.abandoned() {
             return;
         }
         match &rec.error {

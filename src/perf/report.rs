@@ -13,7 +13,8 @@
 //! snippet plots (`df['Throughput']`, `df['p99 Latency']`); appended after every perf_analyzer
 //! column, they leave positional scripts (`awk -F, '{print $3}'`) reading what they read from
 //! perf_analyzer's file. After them, only when a level cancelled requests on purpose
-//! (`--request-cancellation-rate`), `Cancelled Requests`: how many, in no other column.
+//! (`--request-cancellation-rate`), `Cancelled Requests`: how many, in no other column; then,
+//! only when a second Ctrl-C abandoned requests in flight, `Abandoned Requests`, likewise.
 //! Readers of this file (`compare`, `report`) go by column name.
 //! Time columns are integer microseconds
 //! (ns / 1000, truncated); Inferences/Second uses C++ stream formatting (6 significant digits).
@@ -236,8 +237,9 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
 pub use crate::engine::outcome::short_error;
 
 /// The client block's failed requests by kind (with the server's words and a hint), then the
-/// requests cancelled on purpose (`--request-cancellation-rate`), which are in neither the
-/// request count nor any latency above: nothing when there are none of either.
+/// requests cancelled on purpose (`--request-cancellation-rate`) and those a second Ctrl-C
+/// abandoned, which are in neither the request count nor any latency above: nothing when there
+/// are none of these.
 fn failed_and_cancelled(l: &PerfLevel) -> String {
     let mut out = String::new();
     if l.error_count > 0 {
@@ -258,6 +260,12 @@ fn failed_and_cancelled(l: &PerfLevel) -> String {
         out.push_str(&format!(
             "    Cancelled requests: {} (left out of the statistics)\n",
             l.cancelled_count
+        ));
+    }
+    if l.abandoned_count > 0 {
+        out.push_str(&format!(
+            "    Abandoned requests: {} (in flight at the second Ctrl-C; left out of the statistics)\n",
+            l.abandoned_count
         ));
     }
     out
@@ -293,11 +301,13 @@ pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
 
 /// One level as a JSON object (perf's line of `--output json`; perf writes no per-level JSON
 /// file, so these are the `-f` CSV's numbers by name). Times in µs as perf_analyzer prints them;
-/// `first_response_us`, `server` and `extra_percentile` are null when the level has none.
+/// `first_response_us`, `server` and `extra_percentile` are null when the level has none;
+/// `abandoned_count` counts requests a second Ctrl-C abandoned in flight, in no other number.
 ///
 /// ```text
 /// {"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":100,
-///  "error_count":0,"cancelled_count":0,"throughput_infer_per_sec":812.5,"response_throughput":0.0,
+///  "error_count":0,"cancelled_count":0,"abandoned_count":0,"throughput_infer_per_sec":812.5,
+///  "response_throughput":0.0,
 ///  "latency_us":{"avg":..,"min":..,"max":..,"std":..,"p50":..,"p90":..,"p95":..,"p99":..},
 ///  "first_response_us":null,"extra_percentile":null,"client_send_us":12.0,
 ///  "client_recv_us":30.0,"streaming":false,"stable":true,"windows":3,"server":{...},
@@ -317,6 +327,7 @@ pub fn json(l: &PerfLevel) -> serde_json::Value {
         "request_count": l.request_count,
         "error_count": l.error_count,
         "cancelled_count": l.cancelled_count,
+        "abandoned_count": l.abandoned_count,
         "throughput_infer_per_sec": l.throughput,
         "response_throughput": l.response_throughput,
         "latency_us": us_stats(&l.latency),
@@ -355,6 +366,9 @@ pub struct CsvOptions {
 
 /// The `-f` CSV's column of requests cancelled on purpose (`--request-cancellation-rate`).
 pub const CANCELLED_COLUMN: &str = "Cancelled Requests";
+
+/// The `-f` CSV's column of requests a second Ctrl-C abandoned in flight.
+pub const ABANDONED_COLUMN: &str = "Abandoned Requests";
 
 /// perf_analyzer's `-f` CSV.
 pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
@@ -401,6 +415,10 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
     let cancelled = levels.iter().any(|l| l.cancelled_count > 0);
     if cancelled {
         head.push(CANCELLED_COLUMN.into());
+    }
+    let abandoned = levels.iter().any(|l| l.abandoned_count > 0);
+    if abandoned {
+        head.push(ABANDONED_COLUMN.into());
     }
     let mut rows: Vec<&PerfLevel> = levels.iter().collect();
     rows.sort_by(|a, b| {
@@ -451,6 +469,9 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
         if cancelled {
             r.push(l.cancelled_count.to_string());
         }
+        if abandoned {
+            r.push(l.abandoned_count.to_string());
+        }
         out.push_str(&r.join(","));
         out.push('\n');
     }
@@ -497,6 +518,7 @@ mod tests {
             request_count: 1000,
             error_count: 0,
             cancelled_count: 0,
+            abandoned_count: 0,
             throughput: tput,
             response_throughput: tput,
             latency: ns_stats(lat_us),
@@ -528,7 +550,7 @@ mod tests {
     #[test]
     fn level_json_exact() {
         let v = json(&lvl(4, 4100.5, 900.0, true));
-        let expected = r#"{"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":1000,"error_count":0,"cancelled_count":0,"throughput_infer_per_sec":4100.5,"response_throughput":4100.5,"latency_us":{"avg":900.0,"min":450.0,"max":2700.0,"std":90.0,"p50":882.0,"p90":1080.0,"p95":1170.0,"p99":1530.0},"first_response_us":null,"extra_percentile":null,"client_send_us":4.5,"client_recv_us":1.2,"streaming":false,"stable":true,"windows":3,"server":{"inference_count":1000,"execution_count":250,"success_count":1000,"avg_request_us":720.0,"avg_queue_us":342.0,"avg_compute_input_us":21.0,"avg_compute_infer_us":431.0,"avg_compute_output_us":10.0},"errors":[],"slo":[],"validity":{"trustworthy":true,"reasons":[],"cpu_share":null,"cores":0,"send_lag_p99_ms":null,"requested_rate":null,"achieved_rate":null,"delayed_by_cap":0,"max_stall_ms":null,"held_back_ms":null,"held_back_sends":0},"ttftbench_version":"VERSION"}"#;
+        let expected = r#"{"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":1000,"error_count":0,"cancelled_count":0,"abandoned_count":0,"throughput_infer_per_sec":4100.5,"response_throughput":4100.5,"latency_us":{"avg":900.0,"min":450.0,"max":2700.0,"std":90.0,"p50":882.0,"p90":1080.0,"p95":1170.0,"p99":1530.0},"first_response_us":null,"extra_percentile":null,"client_send_us":4.5,"client_recv_us":1.2,"streaming":false,"stable":true,"windows":3,"server":{"inference_count":1000,"execution_count":250,"success_count":1000,"avg_request_us":720.0,"avg_queue_us":342.0,"avg_compute_input_us":21.0,"avg_compute_infer_us":431.0,"avg_compute_output_us":10.0},"errors":[],"slo":[],"validity":{"trustworthy":true,"reasons":[],"cpu_share":null,"cores":0,"send_lag_p99_ms":null,"requested_rate":null,"achieved_rate":null,"delayed_by_cap":0,"max_stall_ms":null,"held_back_ms":null,"held_back_sends":0},"ttftbench_version":"VERSION"}"#;
         assert_eq!(v.to_string(), expected.replace("VERSION", crate::VERSION));
     }
 
