@@ -477,6 +477,14 @@ impl Aggregate {
         &self.dists[m.index()]
     }
 
+    /// Whether every successful request got its responses in one piece: none had a second
+    /// response, or each that had one got them all in one burst (a request with a second
+    /// response has a time to it; one whose responses all came at once is also a burst). Such a
+    /// level has no time to first response apart from its latency. False without successes.
+    pub fn came_whole(&self) -> bool {
+        self.ok > 0 && self.dist(Metric::TimeToSecondToken).count() <= self.burst
+    }
+
     /// Failed measured requests.
     pub fn error_count(&self) -> u64 {
         self.errors.values().map(|(n, _)| n).sum()

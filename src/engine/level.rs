@@ -23,6 +23,7 @@ use crate::report::live::{Goal, Head};
 use crate::server_metrics::gpu::GpuView;
 use crate::server_metrics::level::EngineLevelView;
 use crate::server_metrics::{ProbeSnapshot, Sampler, ServerDelta, ServerProbe, StatsSnapshot};
+use crate::stats::trend::DriftMetric;
 use crate::stats::{Aggregate, LevelSummary};
 
 /// When a level's measurement ends.
@@ -277,10 +278,20 @@ pub async fn measure_level(
         (&out, collected.held),
         times,
     );
+    // Responses that came whole have no time to first token apart from their latency, and no
+    // drift of it apart from the latency's.
+    let ttft_drift = spec.streaming && !agg.came_whole();
     summary.drift = sinks
         .timeline
         .as_ref()
-        .and_then(crate::artifact::timeline::Timeline::drift);
+        .and_then(crate::artifact::timeline::Timeline::drift)
+        .and_then(|d| {
+            if ttft_drift {
+                Some(d)
+            } else {
+                d.without(DriftMetric::TtftP99)
+            }
+        });
     live.finish(&summary);
     Ok(Measured {
         summary,

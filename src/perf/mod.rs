@@ -128,8 +128,12 @@ pub struct PerfLevel {
     pub avg_send_ns: f64,
     /// Average client receive time (ns).
     pub avg_recv_ns: f64,
-    /// Whether responses streamed.
+    /// Whether responses were asked to stream (`--streaming`).
     pub streaming: bool,
+    /// Asked to stream, every successful request's responses came in one piece: one response,
+    /// or all of them at once. The level has no time to first response apart from its latency,
+    /// so none is reported.
+    pub whole_responses: bool,
     /// Whether the stability rule was met (always true for single-window levels).
     pub stable: bool,
     /// Stopped by a signal before its windows could stabilise (the partial window is reported).
@@ -256,6 +260,7 @@ impl PerfLevel {
             .filter(|p| ![50, 90, 95, 99].contains(p))
             .map(|p| (p, lat_dist.percentile(f64::from(p), method)));
         let first = agg.dist(Metric::TimeToFirstToken);
+        let whole = streaming && agg.came_whole();
         PerfLevel {
             stimulus: summary.stimulus,
             request_count: agg.ok,
@@ -265,7 +270,8 @@ impl PerfLevel {
             throughput: agg.ok as f64 * f64::from(w.batch) / secs,
             response_throughput: agg.sum_chunks as f64 / secs,
             latency: lat_dist.stats_by(1.0, method),
-            first_response: (streaming && first.count() > 0).then(|| first.stats_by(1.0, method)),
+            first_response: (streaming && !whole && first.count() > 0)
+                .then(|| first.stats_by(1.0, method)),
             extra_percentile: extra,
             // As perf_analyzer: client send/receive times are not meaningful for decoupled
             // streams (the "receive" would span the whole generation), so they are 0 there.
@@ -280,6 +286,7 @@ impl PerfLevel {
                 0.0
             },
             streaming,
+            whole_responses: whole,
             stable: w.stable,
             interrupted: summary.interrupted,
             windows: w.windows,
@@ -509,6 +516,12 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     if print && !levels.is_empty() {
         publisher.text(&report::summary(&levels, plan.percentile));
     }
+    if print && levels.iter().any(|l| l.whole_responses) {
+        eprintln!(
+            "{}",
+            report::whole_responses_hint(&info.name, info.input("stream").is_some())
+        );
+    }
     let interrupted = cut || levels.iter().any(|l| l.interrupted);
     let outcome = PerfOutcome {
         levels,
@@ -532,8 +545,13 @@ fn open_sinks(plan: &PerfPlan, shared: &Shared) -> Result<Sinks> {
     Ok(Sinks {
         timeline: match &plan.timeline {
             Some((path, every)) => Some(
-                crate::artifact::timeline::Timeline::create(path, *every, clock)
-                    .map_err(|e| Error::io("write", path, e))?,
+                crate::artifact::timeline::Timeline::create(
+                    path,
+                    *every,
+                    clock,
+                    plan.target.streaming,
+                )
+                .map_err(|e| Error::io("write", path, e))?,
             ),
             None => None,
         },

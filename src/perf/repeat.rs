@@ -123,6 +123,7 @@ fn combined_level(plan: &PerfPlan, reps: &[&PerfLevel]) -> PerfLevel {
         response_throughput: med(|l| l.response_throughput),
         latency: stats(|l| Some(&l.latency)).unwrap_or_default(),
         first_response: stats(|l| l.first_response.as_ref()),
+        whole_responses: reps.iter().all(|l| l.whole_responses),
         extra_percentile: mid.extra_percentile.map(|(p, _)| {
             let v: Vec<f64> = reps
                 .iter()

@@ -570,8 +570,13 @@ async fn run_level(
 ) -> Result<Measured> {
     let dir = level.dir;
     let timeline_path = dir.join(artifact::TIMELINE_FILE);
-    let timeline = Timeline::create(&timeline_path, plan.timeline_interval, session.shared.clock)
-        .map_err(|e| Error::io("write", &timeline_path, e))?;
+    let timeline = Timeline::create(
+        &timeline_path,
+        plan.timeline_interval,
+        session.shared.clock,
+        plan.target.streaming,
+    )
+    .map_err(|e| Error::io("write", &timeline_path, e))?;
     let raw_export = match raw {
         Some(r) => Some(
             r.level(
