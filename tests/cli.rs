@@ -913,14 +913,19 @@ fn ctrl_c_after_the_planned_requests_were_sent_interrupts_only_what_was_not_run(
     assert!(text.contains("\ninterrupted: "), "{text}");
     assert!(!text.contains("(interrupted)"), "{text}");
     assert!(!text.contains("the level was interrupted"), "{text}");
-    let json = common::json_file(&ladder.join("concurrency3/profile_export_genai_perf.json"));
+    // A sweep's level directories are named GenAI-Perf's way (`MODEL-...-concurrency3`).
+    let levels: Vec<String> = std::fs::read_dir(&ladder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("concurrency"))
+        .collect();
+    let [first] = levels.as_slice() else {
+        panic!("one level directory: {levels:?}")
+    };
+    assert!(first.ends_with("concurrency3"), "{first}");
+    let json = common::json_file(&ladder.join(first).join("profile_export_genai_perf.json"));
     assert_eq!(json["request_count"]["avg"], 3);
     assert_eq!(json["validity"]["interrupted"], false);
-    assert!(
-        !ladder
-            .join("concurrency6/profile_export_genai_perf.json")
-            .exists()
-    );
 }
 
 /// Issue 39.4 in `perf` (the guide's streaming LLM run): Ctrl-C once all of `--request-count`
