@@ -406,7 +406,7 @@ mod tests {
         assert_eq!(whole.get(DriftMetric::TtftP99), None);
         assert_eq!(whole.metrics.len(), 2);
         let ttft_only = Drift {
-            metrics: vec![ttft.clone()],
+            metrics: vec![*ttft],
             ..drift.clone()
         };
         assert_eq!(ttft_only.without(DriftMetric::TtftP99), None);
