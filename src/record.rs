@@ -101,8 +101,10 @@ pub enum ErrorKind {
     GrpcStatus(i32),
     /// The response completed without a single content-bearing token.
     NoContent,
-    /// The run was interrupted while the request was in flight.
-    Cancelled,
+    /// A second Ctrl-C (or the end of the grace after the first) abandoned the request in
+    /// flight. Not a failure of the server: counted apart (`abandoned_count`), never in errors,
+    /// the error gate or latency statistics.
+    Abandoned,
     /// `--request-cancellation-rate` chose this request and the client dropped it
     /// `--request-cancellation-delay` after its send, before the response completed. Not a
     /// failure: counted apart (`cancelled_count`), never in errors or latency statistics.
@@ -139,7 +141,7 @@ impl ErrorKind {
             ErrorKind::ServerError => "server_error".into(),
             ErrorKind::GrpcStatus(code) => format!("grpc_{}", grpc_code_name(*code)).into(),
             ErrorKind::NoContent => "no_content".into(),
-            ErrorKind::Cancelled => "cancelled".into(),
+            ErrorKind::Abandoned => "abandoned".into(),
             ErrorKind::RequestCancelled => "request_cancelled".into(),
             ErrorKind::ConnectRefused => "connect_refused".into(),
             ErrorKind::ConnectionReset => "connection_reset".into(),
@@ -169,7 +171,8 @@ impl ErrorKind {
             "stream_cut" => ErrorKind::StreamCut,
             "server_error" => ErrorKind::ServerError,
             "no_content" => ErrorKind::NoContent,
-            "cancelled" => ErrorKind::Cancelled,
+            // Files written before abandoned requests had their own kind called them cancelled.
+            "abandoned" | "cancelled" => ErrorKind::Abandoned,
             "request_cancelled" => ErrorKind::RequestCancelled,
             "connect_refused" => ErrorKind::ConnectRefused,
             "connection_reset" => ErrorKind::ConnectionReset,
@@ -465,9 +468,17 @@ impl RequestRecord {
             .is_some_and(|e| e.kind == ErrorKind::RequestCancelled)
     }
 
-    /// Whether the request failed: an error other than a planned cancellation.
+    /// Whether the run abandoned the request in flight (a second Ctrl-C).
+    pub fn abandoned(&self) -> bool {
+        self.error
+            .as_ref()
+            .is_some_and(|e| e.kind == ErrorKind::Abandoned)
+    }
+
+    /// Whether the request failed: an error other than a planned cancellation or an abandoned
+    /// request.
     pub fn failed(&self) -> bool {
-        self.error.is_some() && !self.cancelled_on_purpose()
+        self.error.is_some() && !self.cancelled_on_purpose() && !self.abandoned()
     }
 
     /// Time to first token from the actual send.
@@ -663,6 +674,11 @@ mod tests {
         assert_eq!(ErrorKind::StreamCut.key(), "stream_cut");
         assert_eq!(ErrorKind::ConnectRefused.key(), "connect_refused");
         assert_eq!(ErrorKind::RateLimited.key(), "rate_limited");
+        // Abandoned requests have their own kind; older files called them cancelled.
+        assert_eq!(ErrorKind::Abandoned.key(), "abandoned");
+        for key in ["abandoned", "cancelled"] {
+            assert_eq!(ErrorKind::from_key(key), Some(ErrorKind::Abandoned));
+        }
         assert!(
             ErrorKind::HttpStatus(401)
                 .hint()

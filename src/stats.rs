@@ -249,6 +249,9 @@ pub struct Aggregate {
     /// Measured requests the client cancelled on purpose (`--request-cancellation-rate`): neither
     /// successes nor errors, in no statistic.
     pub cancelled: u64,
+    /// Measured requests the run abandoned in flight (a second Ctrl-C): neither successes nor
+    /// failures, in no statistic.
+    pub abandoned: u64,
     errors: BTreeMap<ErrorKind, (u64, String)>,
     /// Sum of output tokens over successful measured requests.
     pub sum_osl: u64,
@@ -364,6 +367,7 @@ impl Aggregate {
             good: 0,
             warmup: 0,
             cancelled: 0,
+            abandoned: 0,
             errors: BTreeMap::new(),
             sum_osl: 0,
             sum_isl: 0,
@@ -404,6 +408,10 @@ impl Aggregate {
         self.reconnects += u64::from(rec.reconnected);
         if rec.cancelled_on_purpose() {
             self.cancelled += 1;
+            return;
+        }
+        if rec.abandoned() {
+            self.abandoned += 1;
             return;
         }
         if let Some(err) = &rec.error {
@@ -469,6 +477,14 @@ impl Aggregate {
         &self.dists[m.index()]
     }
 
+    /// Whether every successful request got its responses in one piece: none had a second
+    /// response, or each that had one got them all in one burst (a request with a second
+    /// response has a time to it; one whose responses all came at once is also a burst). Such a
+    /// level has no time to first response apart from its latency. False without successes.
+    pub fn came_whole(&self) -> bool {
+        self.ok > 0 && self.dist(Metric::TimeToSecondToken).count() <= self.burst
+    }
+
     /// Failed measured requests.
     pub fn error_count(&self) -> u64 {
         self.errors.values().map(|(n, _)| n).sum()
@@ -514,6 +530,7 @@ impl Aggregate {
         self.good += other.good;
         self.warmup += other.warmup;
         self.cancelled += other.cancelled;
+        self.abandoned += other.abandoned;
         for (k, (n, msg)) in &other.errors {
             let e = self.errors.entry(*k).or_insert_with(|| (0, msg.clone()));
             e.0 += n;
@@ -576,6 +593,7 @@ impl Aggregate {
             error_count: self.error_count(),
             errors: self.error_counts(),
             cancelled_count: self.cancelled,
+            abandoned_count: self.abandoned,
             reconnect_count: self.reconnects,
             burst_count: self.burst,
             connections: self.connections.summarize(),
@@ -609,6 +627,8 @@ pub struct LevelStats {
     pub error_count: u64,
     /// Measured requests the client cancelled on purpose (`--request-cancellation-rate`).
     pub cancelled_count: u64,
+    /// Measured requests the run abandoned in flight (a second Ctrl-C): in no statistic.
+    pub abandoned_count: u64,
     /// Measured requests sent again on a fresh connection after the server had closed their
     /// reused one (HTTP/1.1).
     pub reconnect_count: u64,

@@ -783,6 +783,203 @@ fn perf_ctrl_c_before_the_first_window_reports_the_partial_window() {
     assert!(row[1].parse::<f64>().unwrap() > 0.0, "{report}");
 }
 
+/// Requests to the simulator's `gpt2` that got their first response so far
+/// (`nv_inference_first_response_histogram_ms_count` on `serve`'s metrics address).
+fn first_responses(metrics: &str) -> u64 {
+    let page = http_get(metrics, "/metrics");
+    page.lines()
+        .find(|l| l.starts_with("nv_inference_first_response_histogram_ms_count{model=\"gpt2\""))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// Waits until `n` requests to `gpt2` have had their first response (a debug build starts
+/// slowly: up to a minute).
+fn wait_first_responses(metrics: &str, n: u64) {
+    for _ in 0..600 {
+        if first_responses(metrics) >= n {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{n} requests never had a first response");
+}
+
+/// Sends SIGINT to `child`.
+fn ctrl_c(child: &Child) {
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+}
+
+/// A child's exit code and its stdout and stderr together.
+fn finished(child: Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+/// The simulator at 100 ms a token: a request of 30 tokens stays in flight for 3 s, so signals
+/// land while requests stream.
+const SLOW_DECODE: [&str; 2] = ["--decode-base-us", "100000"];
+
+/// Issue 39.4: `profile --concurrency 8 --request-count 100`, Ctrl-C twice 0.3 s apart while the
+/// second eight requests stream: those eight are abandoned — counted apart (JSON, CSV, records,
+/// console), not errors, not in the error gate — and the run exits 130.
+#[test]
+fn second_ctrl_c_abandons_requests_in_flight_apart_from_errors_and_exits_130() {
+    let (child, _http, grpc, metrics) = serve(&SLOW_DECODE);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("abandoned");
+    let run = bin()
+        .args(["profile", "-m", "gpt2", "-u", &grpc, "--streaming"])
+        .args(["--concurrency", "8", "--request-count", "100"])
+        .args(["--output-tokens-mean", "30", "--warmup-request-count", "0"])
+        .args(["--artifact-dir", dir.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first eight finished, the next eight stream.
+    wait_first_responses(&metrics, 16);
+    ctrl_c(&run);
+    std::thread::sleep(Duration::from_millis(300));
+    ctrl_c(&run);
+    let (code, text) = finished(run);
+    assert_eq!(code, Some(130), "{text}");
+    assert!(!text.contains("max-error-rate"), "{text}");
+    assert!(!text.contains("WARNING"), "{text}");
+    assert!(text.contains("8 requests, 0 errors, 8 abandoned"), "{text}");
+    let json = common::json_file(&dir.join("profile_export_genai_perf.json"));
+    assert_eq!(json["request_count"]["avg"], 8, "{text}");
+    assert_eq!(json["error_count"]["avg"], 0);
+    assert_eq!(json["errors"], serde_json::json!([]));
+    assert_eq!(json["abandoned_count"]["avg"], 8);
+    assert_eq!(json["validity"]["interrupted"], true);
+    let csv = std::fs::read_to_string(dir.join("profile_export_genai_perf.csv")).unwrap();
+    assert!(csv.contains("\nabandoned_count,8,count\n"), "{csv}");
+    let rows = common::measured(&dir);
+    assert_eq!(rows.len(), 16);
+    let abandoned = rows.iter().filter(|r| r["error"] == "abandoned").count();
+    assert_eq!(abandoned, 8, "{rows:?}");
+    assert!(
+        rows.iter()
+            .all(|r| r["error"].is_null() || r["error"] == "abandoned")
+    );
+}
+
+/// Issue 39.4: Ctrl-C once every planned request was sent cuts nothing: the requests in flight
+/// finish, and neither the level nor the run is called interrupted (exit 0). In a ladder the
+/// same signal leaves the next level unrun: the run is interrupted (130), its first level not.
+#[test]
+fn ctrl_c_after_the_planned_requests_were_sent_interrupts_only_what_was_not_run() {
+    let (child, _http, grpc, metrics) = serve(&SLOW_DECODE);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = |levels: &str, count: &str, dir: &std::path::Path| {
+        bin()
+            .args(["profile", "-m", "gpt2", "-u", &grpc, "--streaming"])
+            .args(["--concurrency", levels, "--request-count", count])
+            .args(["--output-tokens-mean", "30", "--warmup-request-count", "0"])
+            .args(["--artifact-dir", dir.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let one = tmp.path().join("one");
+    let run = profile("5", "5", &one);
+    wait_first_responses(&metrics, 5);
+    ctrl_c(&run);
+    let (code, text) = finished(run);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("nterrupted"), "{text}");
+    let json = common::json_file(&one.join("profile_export_genai_perf.json"));
+    assert_eq!(json["request_count"]["avg"], 5);
+    assert_eq!(json["validity"]["interrupted"], false);
+    let ladder = tmp.path().join("ladder");
+    let run = profile("3,6", "3", &ladder);
+    wait_first_responses(&metrics, 5 + 3);
+    ctrl_c(&run);
+    let (code, text) = finished(run);
+    assert_eq!(code, Some(130), "{text}");
+    assert!(text.contains("\ninterrupted: "), "{text}");
+    assert!(!text.contains("(interrupted)"), "{text}");
+    assert!(!text.contains("the level was interrupted"), "{text}");
+    // A sweep's level directories are named GenAI-Perf's way (`MODEL-...-concurrency3`).
+    let levels: Vec<String> = std::fs::read_dir(&ladder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("concurrency"))
+        .collect();
+    let [first] = levels.as_slice() else {
+        panic!("one level directory: {levels:?}")
+    };
+    assert!(first.ends_with("concurrency3"), "{first}");
+    let json = common::json_file(&ladder.join(first).join("profile_export_genai_perf.json"));
+    assert_eq!(json["request_count"]["avg"], 3);
+    assert_eq!(json["validity"]["interrupted"], false);
+}
+
+/// Issue 39.4 in `perf` (the guide's streaming LLM run): Ctrl-C once all of `--request-count`
+/// was sent is no interruption (exit 0); Ctrl-C twice abandons the requests in flight, which
+/// the console and the CSV count apart from errors, and exits 130.
+#[test]
+fn perf_abandons_on_the_second_ctrl_c_and_is_not_interrupted_by_a_late_first() {
+    let (child, _http, grpc, metrics) = serve(&SLOW_DECODE);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("prompts.json");
+    std::fs::write(
+        &data,
+        r#"{"data": [{"text_input": ["Explain what a KV cache is."], "max_tokens": [30], "stream": [true]}]}"#,
+    )
+    .unwrap();
+    let csv = tmp.path().join("perf.csv");
+    let perf = |concurrency: &str, count: &str| {
+        bin()
+            .args(["perf", "-m", "gpt2", "-u", &grpc, "--streaming", "--async"])
+            .args(["--input-data", data.to_str().unwrap()])
+            .args(["--concurrency-range", concurrency, "--request-count", count])
+            .args(["-f", csv.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let run = perf("5", "5");
+    wait_first_responses(&metrics, 5);
+    ctrl_c(&run);
+    let (code, text) = finished(run);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("    Request count: 5\n"), "{text}");
+    assert!(!text.contains("nterrupted"), "{text}");
+    let run = perf("8", "100");
+    wait_first_responses(&metrics, 5 + 16);
+    ctrl_c(&run);
+    std::thread::sleep(Duration::from_millis(300));
+    ctrl_c(&run);
+    let (code, text) = finished(run);
+    assert_eq!(code, Some(130), "{text}");
+    assert!(text.contains("    Request count: 8\n"), "{text}");
+    assert!(
+        text.contains("    Abandoned requests: 8 (in flight at the second Ctrl-C; left out of the statistics)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Failed requests"), "{text}");
+    assert!(!text.contains("max-error-rate"), "{text}");
+    let (head, rows) = common::read_csv(&std::fs::read_to_string(&csv).unwrap());
+    assert_eq!(head.last().map(String::as_str), Some("Abandoned Requests"));
+    assert_eq!(rows[0]["Abandoned Requests"], "8");
+}
+
 /// Issue 15.4: a level where most requests failed fails the run (exit 1) under the default
 /// `--max-error-rate 5%`, with a loud line naming the level; `--max-error-rate 100%` accepts it
 /// (exit 0) and still prints the line.

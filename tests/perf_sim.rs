@@ -205,6 +205,7 @@ async fn streaming_llm_reports_first_response_and_response_throughput() {
     let l = &out.levels[0];
     assert_eq!(l.request_count, 6);
     assert!(l.first_response.is_some());
+    assert!(!l.whole_responses);
     // 8 tokens per request: responses per second ≈ 8 × requests per second.
     assert!(
         (l.response_throughput / l.throughput - 8.0).abs() < 0.5,
@@ -223,6 +224,64 @@ async fn streaming_llm_reports_first_response_and_response_throughput() {
         csv.starts_with("Concurrency,Inferences/Second,Response Throughput,"),
         "{csv}"
     );
+    sim.shutdown().await;
+}
+
+/// Issue 39.5: the guide's llama3 command (`--streaming --async --request-parameter
+/// max_tokens:256 --request-parameter temperature:0.0`, on the simulator's TensorRT-LLM-style
+/// `gpt2`) with a prompts file lacking `"stream": [true]`, and with random data: the model
+/// answers each request in one piece, and perf says so instead of reporting its latency as the
+/// time to first response (console and JSON), in stability windows as in one window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_asked_of_whole_responses_says_so_and_reports_no_first_response() {
+    let sim = start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("prompts.json");
+    std::fs::write(
+        &data,
+        r#"{"data": [{"text_input": ["Explain what a KV cache is."], "max_tokens": [16]}]}"#,
+    )
+    .unwrap();
+    let url = sim.grpc_target();
+    let guide = [
+        "-m",
+        "gpt2",
+        "--streaming",
+        "--concurrency-range",
+        "1:3:2",
+        "-u",
+        &url,
+        "--async",
+        "--request-parameter",
+        "max_tokens:256",
+        "--request-parameter",
+        "temperature:0.0",
+    ];
+    for (input, stop) in [
+        (data.to_str().unwrap(), ["--measurement-interval", "500"]),
+        ("random", ["--request-count", "6"]),
+    ] {
+        let mut args = guide.to_vec();
+        args.extend(["--input-data", input]);
+        args.extend(stop);
+        let out = perf(&args).await.unwrap();
+        assert_eq!(out.levels.len(), 2, "{input}");
+        for l in &out.levels {
+            let name = l.stimulus.name();
+            assert!(l.request_count > 0 && l.error_count == 0, "{input} {name}");
+            assert!(l.streaming && l.whole_responses, "{input} {name}");
+            assert_eq!(l.first_response, None, "{input} {name}");
+            let text = report::level(l, "gRPC", None);
+            assert!(
+                text.contains("    Responses not streamed: each request's response came in one piece, so time to first response is its latency and is not reported\n"),
+                "{input} {name}: {text}"
+            );
+            assert!(!text.contains("time to first response:"), "{text}");
+            let json = report::json(l);
+            assert_eq!(json["first_response_us"], serde_json::Value::Null);
+            assert_eq!(json["whole_responses"], true);
+        }
+    }
     sim.shutdown().await;
 }
 

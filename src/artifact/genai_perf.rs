@@ -37,7 +37,9 @@
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
 //! distributions (plus `p99.9` and `count`), `{unit, avg}` for system metrics — then
 //! `error_count`, `errors`, `cancelled_count` (requests cancelled on purpose by
-//! `--request-cancellation-rate`: in no other count or statistic), `reconnect_count` (requests sent
+//! `--request-cancellation-rate`: in no other count or statistic), `abandoned_count` (only when
+//! not 0, also a CSV row then: requests a second Ctrl-C abandoned in flight, in no other count or
+//! statistic), `reconnect_count` (requests sent
 //! again on a fresh connection after the server had closed their reused HTTP/1.1 one; also a CSV
 //! row when not 0), `burst_count` (only when not 0: successful requests whose two or more
 //! content-bearing responses arrived in one burst, a buffered stream), `connections` (only for HTTP/1.1 levels with both: TTFT on fresh and reused
@@ -164,6 +166,14 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
         rows.push((
             "cancelled_count".into(),
             st.cancelled_count.to_string(),
+            "count",
+        ));
+    }
+    // Likewise for requests a second Ctrl-C abandoned in flight.
+    if st.abandoned_count > 0 {
+        rows.push((
+            "abandoned_count".into(),
+            st.abandoned_count.to_string(),
             "count",
         ));
     }
@@ -391,6 +401,12 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         "cancelled_count".into(),
         json!({"unit": "count", "avg": st.cancelled_count}),
     );
+    if st.abandoned_count > 0 {
+        m.insert(
+            "abandoned_count".into(),
+            json!({"unit": "count", "avg": st.abandoned_count}),
+        );
+    }
     m.insert(
         "reconnect_count".into(),
         json!({"unit": "count", "avg": st.reconnect_count}),

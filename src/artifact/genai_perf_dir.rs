@@ -106,6 +106,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             request_count,
             error_count: 0,
             cancelled_count: 0,
+            abandoned_count: 0,
             reconnect_count: 0,
             burst_count: 0,
             connections: None,

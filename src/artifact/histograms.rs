@@ -22,7 +22,9 @@
 //! files written before these existed read as 0. Levels of the newer APIs add `"apis":
 //! {"inputs", "images", "image_bytes", "tools_offered", "tools_called", "tools_valid"}` (absent:
 //! all 0); levels where a streamed answer's tokens all arrived in one burst add `"burst"`, the
-//! number of such requests (absent: 0).
+//! number of such requests (absent: 0); levels stopped by a second Ctrl-C add `"abandoned"`, the
+//! requests abandoned in flight (absent: 0; older files listed them among the errors as
+//! `cancelled`, which reads back as abandoned).
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -255,9 +257,12 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
         c["apis"] = json!({"inputs": a.inputs, "images": a.images, "image_bytes": a.image_bytes,
             "tools_offered": a.offered, "tools_called": a.called, "tools_valid": a.valid});
     }
-    // Likewise only levels that saw a buffered stream.
+    // Likewise only levels that saw a buffered stream, or were stopped by a second Ctrl-C.
     if agg.burst > 0 {
         c["burst"] = json!(agg.burst);
+    }
+    if agg.abandoned > 0 {
+        c["abandoned"] = json!(agg.abandoned);
     }
     c
 }
@@ -312,6 +317,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
     agg.isl_mismatch = or_zero("isl_mismatch");
     agg.isl_compared = or_zero("isl_compared");
     agg.burst = or_zero("burst");
+    agg.abandoned = or_zero("abandoned");
     agg.apis = apis_from(c.get("apis"));
     for e in c
         .get("errors")
@@ -323,7 +329,12 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
         let kind = ErrorKind::from_key(key).ok_or_else(|| HistogramError::ErrorKind(key.into()))?;
         let n = e.get("count").and_then(Value::as_u64).unwrap_or(0);
         let example = e.get("example").and_then(Value::as_str).unwrap_or("");
-        agg.add_errors(kind, n, example);
+        // Older files listed abandoned requests among the errors (as `cancelled`).
+        if kind == ErrorKind::Abandoned {
+            agg.abandoned += n;
+        } else {
+            agg.add_errors(kind, n, example);
+        }
     }
     Ok(true)
 }
@@ -452,6 +463,7 @@ mod tests {
         agg.record_error(ErrorKind::GrpcStatus(14), "unavailable");
         agg.cancelled = 7;
         agg.burst = 3;
+        agg.abandoned = 4;
         let doc = encode(&agg, 1_000_000_000);
         let text = serde_json::to_string(&doc).unwrap();
         let mut back = Aggregate::new();
@@ -460,7 +472,7 @@ mod tests {
         assert_eq!(back.ok, 500);
         assert_eq!(back.sum_osl, 500 * 101);
         assert_eq!(back.error_counts(), agg.error_counts());
-        assert_eq!((back.cancelled, back.burst), (7, 3));
+        assert_eq!((back.cancelled, back.burst, back.abandoned), (7, 3, 4));
         assert_eq!(back.first_sent_ns, Some(1_000_000_000), "absolute");
         assert_eq!(back.last_response_ns, Some(1_000_000_000 + 1_000_000_000));
         assert_eq!(

@@ -389,6 +389,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             request_count: count("request_count"),
             error_count: count("error_count"),
             cancelled_count: count("cancelled_count"),
+            abandoned_count: count("abandoned_count"),
             reconnect_count: count("reconnect_count"),
             burst_count: count("burst_count"),
             connections: doc

@@ -28,7 +28,7 @@
 //! | `lossy_text` | the output text held invalid UTF-8 and was counted with U+FFFD in its place |
 //! | `reconnected` | only when true: the first send failed on a reused HTTP/1.1 connection the server had closed, before any response byte, and the request was sent again on a fresh one (its times are that send's) |
 //! | `connection_reused` | HTTP/1.1 only: whether the request went out on a connection that had already served one |
-//! | `error`, `error_message` | failure kind and detail, or `null` |
+//! | `error`, `error_message` | failure kind and detail, or `null`; two kinds are not failures: `request_cancelled` (`--request-cancellation-rate`) and `abandoned` (in flight at a second Ctrl-C) |
 //! | `session`, `turn` | only in rows of multi-turn sessions: the session's number in the run (0-based, in the order sessions started; a number taken when a phase's request budget was already spent is never sent, so numbers may skip at a phase's end; `prompt_index` is its conversation) and the turn (0-based: turn `t` carried `t + 1` user messages and the server's `t` answers between them) |
 //! | `shard` | in a merged file only: the shard that sent the request |
 //! | `request_id` | the id the request was sent with (`RUN-SEQ`: `X-Request-ID` over HTTP, KServe `id` over gRPC); absent when it had none |

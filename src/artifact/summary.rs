@@ -18,7 +18,8 @@
 //! `isl_mismatch_pct` and `osl_mismatch_pct`, the share of requests whose input (output) token
 //! count differs from the server's usage, empty when the server reported none — and
 //! `cached_prompt_tokens_avg` (the prompt tokens the server reused per request, from llama.cpp's
-//! per-response `timings`). `server_ttft_avg_ms` is the responses' own prompt time (llama.cpp's
+//! per-response `timings`), and last `abandoned_count` (requests a second Ctrl-C abandoned in
+//! flight, in no other column). `server_ttft_avg_ms` is the responses' own prompt time (llama.cpp's
 //! `timings.prompt_ms`) where they carry it, else the engine's TTFT histogram (vLLM);
 //! `network_and_client_ttft_avg_ms` is client TTFT minus it (with llama.cpp, per request, and
 //! the wait for a free slot is in it). Values are plain decimals; a missing value is an empty
@@ -28,7 +29,7 @@ use crate::metrics::Metric;
 use crate::stats::LevelSummary;
 
 /// Header line of `summary.csv`.
-pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule,ttfo_avg_ms,ttfo_p50_ms,ttfo_p99_ms,reasoning_token_count_avg,cancelled_count,reconnect_count,isl_mismatch_pct,osl_mismatch_pct,cached_prompt_tokens_avg";
+pub const HEADER: &str = "level,stimulus,value,ttft_avg_ms,ttft_p50_ms,ttft_p99_ms,itl_avg_ms,itl_p99_ms,request_latency_avg_ms,request_latency_p99_ms,output_token_throughput,request_throughput,server_queue_avg_ms,server_compute_infer_avg_ms,server_queue_share_pct,request_count,error_count,engine,engine_queue_avg_ms,engine_queue_source,engine_prefill_avg_ms,engine_decode_avg_ms,engine_generation_avg_ms,engine_waiting_avg,engine_waiting_max,engine_running_avg,engine_kv_cache_usage_avg_pct,engine_kv_cache_usage_max_pct,engine_preemptions,server_ttft_avg_ms,network_and_client_ttft_avg_ms,prefix_cache_hit_rate_pct,gpu_utilization_avg_pct,gpu_utilization_max_pct,gpu_memory_used_max_gib,gpu_power_avg_w,output_tokens_per_joule,ttfo_avg_ms,ttfo_p50_ms,ttfo_p99_ms,reasoning_token_count_avg,cancelled_count,reconnect_count,isl_mismatch_pct,osl_mismatch_pct,cached_prompt_tokens_avg,abandoned_count";
 
 /// Two decimals; an empty cell for a missing value.
 fn cell(v: Option<f64>) -> String {
@@ -73,7 +74,8 @@ pub fn csv(levels: &[LevelSummary]) -> String {
 
 /// The last cells of a row: TTFO avg/p50/p99 and reasoning tokens (avg), empty unless the level
 /// saw reasoning (only requests that streamed reasoning have these metrics), then the
-/// cancelled requests, the token-count mismatch shares and the cached prompt tokens.
+/// cancelled requests, the token-count mismatch shares, the cached prompt tokens and the
+/// abandoned requests.
 fn reasoning_and_cancelled_cells(l: &LevelSummary) -> Vec<String> {
     let ttfo = l.stats.get(Metric::TimeToFirstOutputToken);
     vec![
@@ -86,6 +88,7 @@ fn reasoning_and_cancelled_cells(l: &LevelSummary) -> Vec<String> {
         cell(l.stats.isl_mismatch_share().map(|s| s * 100.0)),
         cell(l.stats.osl_mismatch_share().map(|s| s * 100.0)),
         cell(l.stats.get(Metric::CachedPromptTokens).map(|s| s.avg)),
+        l.stats.abandoned_count.to_string(),
     ]
 }
 
@@ -131,8 +134,8 @@ fn engine_cells(l: &LevelSummary) -> Vec<String> {
 /// "verdict": {steps, queue_dominated, lines}, "input_config": {...}}`; each level carries the
 /// same numbers as its row of `summary.csv` plus the full server view.
 /// `time_to_first_output_token` and `reasoning_token_count` (statistics, as
-/// `time_to_first_token`) are null for a level that saw no reasoning; `cancelled_count` is always
-/// there, as in the level's own JSON. `server_ttft_ms` and `network_and_client_ttft_ms` are the
+/// `time_to_first_token`) are null for a level that saw no reasoning; `cancelled_count` and
+/// `abandoned_count` are always there. `server_ttft_ms` and `network_and_client_ttft_ms` are the
 /// CSV's columns of those names; `isl_mismatch_share` and `osl_mismatch_share` (0–1) are null
 /// when the server reported no usage; `server_prefill_time`, `client_minus_server_ttft` and
 /// `server_decode_time` (statistics) are null unless the responses carried the server's timings.
@@ -162,6 +165,7 @@ pub fn json(
                 "request_count": l.stats.request_count,
                 "error_count": l.stats.error_count,
                 "cancelled_count": l.stats.cancelled_count,
+                "abandoned_count": l.stats.abandoned_count,
                 "reconnect_count": l.stats.reconnect_count,
                 "time_to_first_output_token": l.stats.get(Metric::TimeToFirstOutputToken),
                 "reasoning_token_count": l.stats.get(Metric::ReasoningTokenCount),
@@ -335,7 +339,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,\n"
+                "{HEADER}\nconcurrency1,concurrency,1,45.00,45.00,90.00,5.00,10.00,500.00,1000.00,1000.00,10.00,,,,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,0\nconcurrency8,concurrency,8,88.50,88.50,177.00,5.00,10.00,500.00,1000.00,1000.00,10.00,25.00,75.00,25.00,20,0,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,0\n"
             )
         );
     }
@@ -363,6 +367,7 @@ mod tests {
             .metrics
             .push((Metric::ReasoningTokenCount, st(32.0, 32.0, 32.0)));
         thinking.stats.cancelled_count = 7;
+        thinking.stats.abandoned_count = 3;
         let text = csv(&[plain.clone(), thinking.clone()]);
         let lines: Vec<&str> = text.lines().collect();
         let header: Vec<&str> = lines[0].split(',').collect();
@@ -371,7 +376,7 @@ mod tests {
             "earlier columns keep their places"
         );
         assert_eq!(
-            header[header.len() - 9..],
+            header[header.len() - 10..],
             [
                 "ttfo_avg_ms",
                 "ttfo_p50_ms",
@@ -381,12 +386,13 @@ mod tests {
                 "reconnect_count",
                 "isl_mismatch_pct",
                 "osl_mismatch_pct",
-                "cached_prompt_tokens_avg"
+                "cached_prompt_tokens_avg",
+                "abandoned_count"
             ]
         );
-        assert!(lines[1].ends_with(",,,,,,0,0,,,"), "{}", lines[1]);
+        assert!(lines[1].ends_with(",,,,,,0,0,,,,0"), "{}", lines[1]);
         assert!(
-            lines[2].ends_with(",180.25,170.00,240.50,32.00,7,0,,,"),
+            lines[2].ends_with(",180.25,170.00,240.50,32.00,7,0,,,,3"),
             "{}",
             lines[2]
         );
@@ -413,6 +419,8 @@ mod tests {
         assert_eq!(doc["levels"][1]["time_to_first_output_token"]["p99"], 240.5);
         assert_eq!(doc["levels"][1]["reasoning_token_count"]["avg"], 32.0);
         assert_eq!(doc["levels"][1]["cancelled_count"], 7);
+        assert_eq!(doc["levels"][0]["abandoned_count"], 0);
+        assert_eq!(doc["levels"][1]["abandoned_count"], 3);
     }
 
     /// A llama.cpp level: its responses' timings fill the server TTFT and client-minus-server

@@ -2,8 +2,10 @@
 //! Rows are written as each interval closes; memory holds only the open interval.
 //!
 //! Columns: `start_unix_ms,end_unix_ms,requests,errors,requests_per_sec,latency_avg_ms,`
-//! `latency_p50_ms,latency_p99_ms,ttft_p50_ms,ttft_p99_ms,output_tokens_per_sec`. A request
-//! belongs to the interval its exchange ended in; empty cells mean no sample.
+//! `latency_p50_ms,latency_p99_ms,ttft_p50_ms,ttft_p99_ms,output_tokens_per_sec`; a run whose
+//! responses do not stream has no time to first token apart from its latency, and its file no
+//! `ttft_p50_ms,ttft_p99_ms` ([`HEADER_WHOLE`]). A request belongs to the interval its exchange
+//! ended in; empty cells mean no sample.
 //!
 //! The rows of a level's measurement are also kept as a bounded series
 //! ([`crate::stats::trend::DriftSeries`]: TTFT p99, latency p99 and output tokens per second per
@@ -18,8 +20,11 @@ use crate::record::{Clock, RequestRecord};
 use crate::stats::Dist;
 use crate::stats::trend::{Drift, DriftSeries};
 
-/// Header line.
+/// Header line of a streamed run's timeline.
 pub const HEADER: &str = "start_unix_ms,end_unix_ms,requests,errors,requests_per_sec,latency_avg_ms,latency_p50_ms,latency_p99_ms,ttft_p50_ms,ttft_p99_ms,output_tokens_per_sec";
+
+/// Header line of a timeline of whole (not streamed) responses: no TTFT columns.
+pub const HEADER_WHOLE: &str = "start_unix_ms,end_unix_ms,requests,errors,requests_per_sec,latency_avg_ms,latency_p50_ms,latency_p99_ms,output_tokens_per_sec";
 
 /// One interval's accumulators.
 #[derive(Debug, Default)]
@@ -42,12 +47,20 @@ pub struct Timeline {
     /// The measurement's rows as a series, from when it started (ns on `clock`).
     series: DriftSeries,
     series_from: Option<u64>,
+    /// Whether responses stream: only then is time to first token its own column.
+    ttft: bool,
 }
 
 impl Timeline {
-    /// Creates the file and writes the header; intervals start now.
-    pub fn create(path: &Path, every: Duration, clock: Clock) -> std::io::Result<Timeline> {
-        Timeline::create_at(path, every, clock, clock.now_ns())
+    /// Creates the file and writes the header; intervals start now. `streaming`: whether the
+    /// responses stream (the TTFT columns are written only then).
+    pub fn create(
+        path: &Path,
+        every: Duration,
+        clock: Clock,
+        streaming: bool,
+    ) -> std::io::Result<Timeline> {
+        Timeline::create_at(path, every, (clock, clock.now_ns()), streaming)
     }
 
     /// Creates the file and writes the header; intervals start at `start_ns` on `clock` (a
@@ -55,14 +68,15 @@ impl Timeline {
     pub fn create_at(
         path: &Path,
         every: Duration,
-        clock: Clock,
-        start_ns: u64,
+        (clock, start_ns): (Clock, u64),
+        streaming: bool,
     ) -> std::io::Result<Timeline> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         let mut out = LineFile::create(path)?;
-        out.line(|b| b.write_all(HEADER.as_bytes()));
+        let header = if streaming { HEADER } else { HEADER_WHOLE };
+        out.line(|b| b.write_all(header.as_bytes()));
         Ok(Timeline {
             out,
             clock,
@@ -71,6 +85,7 @@ impl Timeline {
             cur: Bucket::default(),
             series: DriftSeries::default(),
             series_from: None,
+            ttft: streaming,
         })
     }
 
@@ -89,8 +104,9 @@ impl Timeline {
     /// Accounts a finished request (writing the intervals that ended before it).
     pub fn record(&mut self, rec: &RequestRecord) {
         self.advance(rec.end_ns);
-        // Requests cancelled on purpose are in no column: neither served nor failed.
-        if rec.cancelled_on_purpose() {
+        // Requests cancelled on purpose or abandoned by a second Ctrl-C are in no column:
+        // neither served nor failed.
+        if rec.cancelled_on_purpose() || rec.abandoned() {
             return;
         }
         match &rec.error {
@@ -101,7 +117,7 @@ impl Timeline {
                 if let Some(l) = rec.latency_ns() {
                     self.cur.latency.record(l);
                 }
-                if let Some(t) = rec.ttft_ns() {
+                if let Some(t) = rec.ttft_ns().filter(|_| self.ttft) {
                     self.cur.ttft.record(t);
                 }
             }
@@ -146,11 +162,20 @@ impl Timeline {
         let ms = |s: Option<&crate::metrics::Stats>, f: fn(&crate::metrics::Stats) -> f64| {
             s.map_or_else(String::new, |s| format!("{:.3}", f(s)))
         };
+        let ttft_cells = if self.ttft {
+            format!(
+                "{},{},",
+                ms(ttft.as_ref(), |s| s.p50),
+                ms(ttft.as_ref(), |s| s.p99)
+            )
+        } else {
+            String::new()
+        };
         let clock = self.clock;
         self.out.line(|out| {
             write!(
                 out,
-                "{},{},{},{},{:.3},{},{},{},{},{},{:.1}",
+                "{},{},{},{},{:.3},{},{},{},{ttft_cells}{:.1}",
                 clock.unix_ns(start) / 1_000_000,
                 clock.unix_ns(end) / 1_000_000,
                 b.ok,
@@ -159,8 +184,6 @@ impl Timeline {
                 ms(latency.as_ref(), |s| s.avg),
                 ms(latency.as_ref(), |s| s.p50),
                 ms(latency.as_ref(), |s| s.p99),
-                ms(ttft.as_ref(), |s| s.p50),
-                ms(ttft.as_ref(), |s| s.p99),
                 b.tokens as f64 / secs
             )
         });
@@ -212,9 +235,17 @@ mod tests {
 
     /// A timeline of `interval` writing `t.csv` in a fresh directory (the guard keeps it).
     fn timeline(interval: Duration) -> (tempfile::TempDir, std::path::PathBuf, Timeline) {
+        timeline_of(interval, true)
+    }
+
+    /// A timeline of `interval`, of streamed responses or not.
+    fn timeline_of(
+        interval: Duration,
+        streaming: bool,
+    ) -> (tempfile::TempDir, std::path::PathBuf, Timeline) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.csv");
-        let t = Timeline::create(&path, interval, Clock::start()).unwrap();
+        let t = Timeline::create(&path, interval, Clock::start(), streaming).unwrap();
         (dir, path, t)
     }
 
@@ -245,6 +276,43 @@ mod tests {
         assert_eq!((rows[1][2], rows[1][3], rows[1][5]), ("0", "1", ""));
         assert_eq!(rows[2][2], "0");
         assert_eq!((rows[3][2], rows[3][10]), ("1", "100.0"));
+    }
+
+    /// Rows as written, on the Unix clock from a fixed start: a timeline of whole (not streamed)
+    /// responses has no TTFT columns, and a request abandoned by a second Ctrl-C is in no cell.
+    #[test]
+    fn rows_exact_with_and_without_ttft() {
+        let base = 1_767_225_600_000_000_000;
+        for (streaming, header, row) in [
+            (
+                true,
+                HEADER,
+                "1767225600000,1767225600100,2,1,20.000,6.000,6.000,6.980,1.000,1.000,200.0",
+            ),
+            (
+                false,
+                HEADER_WHOLE,
+                "1767225600000,1767225600100,2,1,20.000,6.000,6.000,6.980,200.0",
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.csv");
+            let every = Duration::from_millis(100);
+            let mut t =
+                Timeline::create_at(&path, every, (Clock::unix(), base), streaming).unwrap();
+            t.record(&rec(base, 10, 5, false));
+            t.record(&rec(base, 20, 7, false));
+            t.record(&rec(base, 30, 9, true));
+            let mut abandoned = rec(base, 40, 9, false);
+            abandoned.error = Some(crate::record::RequestError::new(
+                crate::record::ErrorKind::Abandoned,
+                "abandoned",
+            ));
+            t.record(&abandoned);
+            t.finish_at(base + 100_000_000).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(text, format!("{header}\n{row}\n"), "streaming {streaming}");
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use super::Session;
 use super::collector::{self, Setup, Sinks, Window};
 use super::live::{LevelLive, LevelView, LiveView, Shape, Times};
-use crate::analysis::sequential::{Rule, Settled};
+use crate::analysis::sequential::{Rule, Settled, StopReason};
 use crate::analysis::validity::{self, Observed, StallMonitor};
 use crate::error::{Error, Result};
 use crate::load::{Halt, PhaseOutcome, Stimulus, Stop, WindowRule, run_phase};
@@ -23,6 +23,7 @@ use crate::report::live::{Goal, Head};
 use crate::server_metrics::gpu::GpuView;
 use crate::server_metrics::level::EngineLevelView;
 use crate::server_metrics::{ProbeSnapshot, Sampler, ServerDelta, ServerProbe, StatsSnapshot};
+use crate::stats::trend::DriftMetric;
 use crate::stats::{Aggregate, LevelSummary};
 
 /// When a level's measurement ends.
@@ -254,8 +255,24 @@ pub async fn measure_level(
         .map_err(|_| Error::failed("the collector thread panicked"))?;
     *sinks = collected.sinks;
     let observed = watch.finish(&session.probe).await;
-    let (windows, mut agg) = loop_.report(spec)?;
+    let cut = match &spec.policy {
+        Policy::Fixed(_) => out.interrupted,
+        Policy::Stable(_) => loop_.cut,
+        Policy::Sequential(_) => settled
+            .as_ref()
+            .is_some_and(|s| s.stopped == StopReason::Interrupted),
+    };
+    // Stopped before its first request was measured, the level has nothing to report.
+    let (windows, mut agg) = loop_
+        .report(spec)
+        .map_err(|e| if cut { Error::Interrupted } else { e })?;
     agg.warmup = collected.warmup;
+    // Interrupted: planned requests were not measured, because sending stopped early or
+    // requests in flight were abandoned.
+    let out = PhaseOutcome {
+        interrupted: cut || agg.abandoned > 0,
+        ..out
+    };
     let ended_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
     let times = (started_unix_ns, ended_unix_ns);
     let mut summary = summarize(
@@ -266,10 +283,20 @@ pub async fn measure_level(
         (&out, collected.held),
         times,
     );
+    // Responses that came whole have no time to first token apart from their latency, and no
+    // drift of it apart from the latency's.
+    let ttft_drift = spec.streaming && !agg.came_whole();
     summary.drift = sinks
         .timeline
         .as_ref()
-        .and_then(crate::artifact::timeline::Timeline::drift);
+        .and_then(crate::artifact::timeline::Timeline::drift)
+        .and_then(|d| {
+            if ttft_drift {
+                Some(d)
+            } else {
+                d.without(DriftMetric::TtftP99)
+            }
+        });
     let notes = attribute_page(&mut session.probe, &mut summary);
     live.finish(&summary);
     Ok(Measured {
@@ -456,6 +483,8 @@ struct WindowLoop {
     stable: bool,
     /// A window the load's end cut short.
     partial: Option<Window>,
+    /// The run's stop ended the stability loop before its rule did.
+    cut: bool,
 }
 
 impl WindowLoop {
@@ -467,6 +496,7 @@ impl WindowLoop {
             measured: 0,
             stable: false,
             partial: None,
+            cut: false,
         }
     }
 
@@ -485,10 +515,13 @@ impl WindowLoop {
                 _ = cancel.wait_stop() => None,
             };
             let Some(w) = w else {
+                self.cut = cancel.stopping();
                 return;
             };
+            // The load ends only when stopped while this loop runs: its last window is partial.
             if w.partial {
                 self.partial = Some(w);
+                self.cut = true;
                 return;
             }
             self.push(w, probe).await;
@@ -506,7 +539,11 @@ impl WindowLoop {
                     return;
                 }
             }
-            if self.measured >= s.max_trials || cancel.stopping() {
+            if self.measured >= s.max_trials {
+                return;
+            }
+            if cancel.stopping() {
+                self.cut = true;
                 return;
             }
         }

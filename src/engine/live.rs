@@ -503,6 +503,8 @@ pub struct Tally {
     /// Cancelled on purpose (`--request-cancellation-rate`): finished, but neither done nor
     /// failed.
     cancelled: u64,
+    /// Abandoned in flight by a second Ctrl-C: finished, but neither done nor failed.
+    abandoned: u64,
     warmup: u64,
     osl: u64,
     windows: u32,
@@ -523,6 +525,7 @@ impl Tally {
             done: 0,
             errors: 0,
             cancelled: 0,
+            abandoned: 0,
             warmup: 0,
             osl: 0,
             windows: 0,
@@ -538,6 +541,10 @@ impl Tally {
         }
         if r.cancelled_on_purpose() {
             self.cancelled += 1;
+            return;
+        }
+        if r.abandoned() {
+            self.abandoned += 1;
             return;
         }
         if r.error.is_some() {
@@ -598,7 +605,7 @@ impl Tally {
         let (sent, finished) = if measure_start_ns > 0 {
             (
                 self.feed.sent.load(Ordering::Relaxed),
-                self.done + self.errors + self.cancelled,
+                self.done + self.errors + self.cancelled + self.abandoned,
             )
         } else {
             (self.feed.warmup_sent.load(Ordering::Relaxed), self.warmup)
@@ -609,6 +616,7 @@ impl Tally {
             done: self.done,
             errors: self.errors,
             cancelled: self.cancelled,
+            abandoned: self.abandoned,
             warmup: self.warmup,
             in_flight: sent.saturating_sub(finished).min(self.shape.max_in_flight),
             ttft_ms: p(&self.ttft),

@@ -149,18 +149,23 @@ fn decide(levels: &[LevelEnd<'_>], interrupted: bool, rules: Rules) -> Ending {
     }
     if levels.iter().all(|l| l.succeeded == 0) {
         let first = levels.iter().flat_map(|l| l.errors.first()).next();
-        return fail(
-            1,
-            match first {
-                Some(e) => format!(
+        return match first {
+            // Stopped before any request completed, none having failed: nothing to blame.
+            None if interrupted => fail(
+                130,
+                "interrupted before any request completed: the requests in flight were abandoned and nothing was measured".into(),
+            ),
+            Some(e) => fail(
+                1,
+                format!(
                     "error: every request failed; {} failed with {}: {}",
                     e.count,
                     e.kind,
                     short_error(&e.example)
                 ),
-                None => "error: every request failed".into(),
-            },
-        );
+            ),
+            None => fail(1, "error: every request failed".into()),
+        };
     }
     if let Some(l) = levels
         .iter()
@@ -185,7 +190,7 @@ fn decide(levels: &[LevelEnd<'_>], interrupted: bool, rules: Rules) -> Ending {
     if interrupted {
         return fail(
             130,
-            "interrupted: the results above cover what was measured before the signal, and the files are complete and marked interrupted".into(),
+            "interrupted: the run stopped before it measured everything planned; the results above and the files cover what was measured, and a level cut short is marked interrupted".into(),
         );
     }
     let untrusted = levels.iter().filter(|l| !l.trustworthy).count();
@@ -207,6 +212,13 @@ fn decide(levels: &[LevelEnd<'_>], interrupted: bool, rules: Rules) -> Ending {
         code: 0,
         lines: vec![],
     }
+}
+
+/// Whether a run was interrupted: planned requests went unmeasured because a level was cut short
+/// (`level_cut`) or a stop left levels unrun (`ran` of `planned`). A stop that came while the
+/// last level's last requests finished cut nothing.
+pub fn interrupted(level_cut: bool, stopped: bool, (ran, planned): (usize, usize)) -> bool {
+    level_cut || (stopped && ran < planned)
 }
 
 /// A server's error message in one line: for a Python traceback its last line (the exception),
@@ -284,5 +296,33 @@ mod tests {
                 .lines
                 .is_empty()
         );
+    }
+
+    /// Issue 39.4: requests abandoned by a second Ctrl-C are not failures: a level whose only
+    /// requests were abandoned ends the run with 130, not "every request failed".
+    #[test]
+    fn interrupted_runs_exit_130_and_only_when_something_planned_was_lost() {
+        let none: Vec<ErrorCount> = Vec::new();
+        let end = ending(&[level(0, &none)], true, Rules::default());
+        assert_eq!(end.code, 130);
+        assert_eq!(
+            end.lines,
+            [
+                "interrupted before any request completed: the requests in flight were abandoned and nothing was measured"
+            ]
+        );
+        assert_eq!(ending(&[level(0, &none)], false, Rules::default()).code, 1);
+        let end = ending(&[level(8, &none)], true, Rules::default());
+        assert_eq!(end.code, 130);
+        assert!(end.lines[0].starts_with("interrupted: "), "{:?}", end.lines);
+        // A real failure still says what failed.
+        let two = errors(2);
+        assert_eq!(ending(&[level(0, &two)], true, Rules::default()).code, 1);
+        // A stop while the last level's last requests finished lost nothing; one that left a
+        // level unrun, or cut one short, did.
+        assert!(!interrupted(false, true, (3, 3)));
+        assert!(interrupted(false, true, (2, 3)));
+        assert!(interrupted(true, true, (3, 3)));
+        assert!(!interrupted(false, false, (2, 3)));
     }
 }

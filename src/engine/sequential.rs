@@ -59,7 +59,7 @@ struct State {
 impl State {
     fn absorb(&mut self, w: Window, ctx: &Context<'_>) {
         let agg = &w.agg;
-        self.done += agg.ok + agg.error_count() + agg.cancelled;
+        self.done += agg.ok + agg.error_count() + agg.cancelled + agg.abandoned;
         self.ttft |= agg.dist(Metric::TimeToFirstToken).count() > 0;
         let lag = agg.dist(Metric::SendLag);
         if ctx.open_loop && lag.count() >= 5 {

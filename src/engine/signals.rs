@@ -1,6 +1,6 @@
 //! Ctrl-C and SIGTERM: the first stops sending and gives in-flight requests [`GRACE`] to finish;
-//! a second (or the end of the grace) abandons them. Every mode stops the same way, and its
-//! artifacts cover what was measured.
+//! a second (or the end of the grace) abandons them (recorded as `abandoned`, counted apart from
+//! errors). Every mode stops the same way, and its artifacts cover what was measured.
 
 use std::time::Duration;
 

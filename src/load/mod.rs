@@ -72,6 +72,8 @@ pub struct Cancel {
     stop_rx: watch::Receiver<bool>,
     abort_tx: Arc<watch::Sender<bool>>,
     abort_rx: watch::Receiver<bool>,
+    /// When sending stopped: a phase stopped after its deadline lost nothing it planned.
+    stopped_at: Arc<std::sync::OnceLock<std::time::Instant>>,
 }
 
 impl Default for Cancel {
@@ -90,18 +92,25 @@ impl Cancel {
             stop_rx,
             abort_tx: Arc::new(tx),
             abort_rx: rx,
+            stopped_at: Arc::default(),
         }
     }
 
     /// Stop sending new requests; in-flight ones continue.
     pub fn stop_sending(&self) {
+        self.stopped_at.get_or_init(std::time::Instant::now);
         self.stop_tx.send_replace(true);
     }
 
-    /// Abandon in-flight requests (they are recorded as `cancelled`).
+    /// Abandon in-flight requests (they are recorded as [`ErrorKind::Abandoned`]).
     pub fn abort(&self) {
-        self.stop_tx.send_replace(true);
+        self.stop_sending();
         self.abort_tx.send_replace(true);
+    }
+
+    /// When sending stopped, once it has.
+    pub fn stopped_at(&self) -> Option<std::time::Instant> {
+        self.stopped_at.get().copied()
     }
 
     /// Whether sending has stopped.
@@ -185,7 +194,9 @@ pub struct PhaseOutcome {
     pub start_ns: u64,
     /// When the last worker finished.
     pub end_ns: u64,
-    /// Whether Ctrl-C (or another stop) cut the phase short.
+    /// Whether Ctrl-C (or another stop) cut the phase short: it came before the phase had sent
+    /// its count of requests or before its window ended. A stop while the last requests were
+    /// finishing cut nothing (whether those were then abandoned, the collector counts).
     pub interrupted: bool,
     /// Open loop: requests released while every worker was busy that then waited more than
     /// [`CAP_DELAY_NS`] for one (the in-flight cap delayed them).
@@ -326,14 +337,33 @@ pub async fn run_phase(
     };
     let send_span_ns = span(schedule.as_ref().map(|t| &t.last_send_ns));
     let intended_span_ns = span(schedule.as_ref().map(|t| &t.last_intended_ns));
+    let sent = sent.load(Ordering::SeqCst);
     PhaseOutcome {
-        sent: sent.load(Ordering::SeqCst),
+        sent,
         start_ns,
         end_ns: shared.clock.now_ns(),
-        interrupted: shared.cancel.stopping(),
+        interrupted: cut_short(&shared, spec.stop, (sent, deadline)),
         delayed_by_cap: delayed.load(Ordering::Relaxed),
         send_span_ns,
         intended_span_ns,
+    }
+}
+
+/// Whether the run's stop came while the phase still had requests to send: before its count was
+/// sent, or before its window's deadline (both, for a count within a time).
+fn cut_short(shared: &Shared, stop: Stop, (sent, deadline): (u64, Option<u64>)) -> bool {
+    let Some(at) = shared.cancel.stopped_at() else {
+        return false;
+    };
+    match (stop, deadline) {
+        (Stop::Window(_), Some(d)) => shared.clock.offset_of(at) < d,
+        (Stop::Requests(n), _) => sent < n,
+        (Stop::Window(_), None) => true,
+        // Neither its count sent nor its time over.
+        (Stop::RequestsOrTime { requests, .. }, Some(d)) => {
+            sent < requests && shared.clock.offset_of(at) < d
+        }
+        (Stop::RequestsOrTime { requests, .. }, None) => sent < requests,
     }
 }
 
@@ -635,7 +665,7 @@ pub(crate) async fn execute(
         // Connection setup happens here, before the send time is taken.
         let prepared = tokio::select! {
             biased;
-            _ = &mut abort => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted before this request was sent")),
+            _ = &mut abort => Err(RequestError::new(ErrorKind::Abandoned, "abandoned before it was sent: the run stopped (a second Ctrl-C, or the grace after the first ran out)")),
             r = tokio::time::timeout(shared.timeout, shared.client.prepare(ex)) => r.unwrap_or_else(|_| Err(RequestError::new(ErrorKind::Connect, "connecting timed out"))),
         };
         let sent_ns = clock.now_ns();
@@ -644,7 +674,7 @@ pub(crate) async fn execute(
         } else {
             tokio::select! {
                 biased;
-                _ = &mut abort => Err(RequestError::new(ErrorKind::Cancelled, "the run was interrupted while this request was in flight")),
+                _ = &mut abort => Err(RequestError::new(ErrorKind::Abandoned, "abandoned in flight: the run stopped (a second Ctrl-C, or the grace after the first ran out)")),
                 r = exchange(shared, ask.payload, ex, shared.cancellation.and_then(|c| c.delay_for(shared.shard.whole_seq(seq)))) => r,
             }
         };

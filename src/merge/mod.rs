@@ -342,6 +342,7 @@ fn write_level(
             every: plan.timeline_every,
             start_unix_ns: m.summary.started_unix_ns,
             level: &level,
+            streaming: m.summary.streaming,
         },
     )
 }

@@ -66,6 +66,8 @@ pub struct Target<'a> {
     pub start_unix_ns: u64,
     /// The plan's level name.
     pub level: &'a str,
+    /// Whether the level's responses streamed (the timeline has TTFT columns only then).
+    pub streaming: bool,
 }
 
 /// Merges the shards' `requests.jsonl` files (`(shard index, path)`, a missing file counts as
@@ -85,8 +87,13 @@ pub fn merge(files: &[(u32, PathBuf)], to: &Target<'_>) -> Result<Written> {
     }
     let clock = Clock::unix();
     let mut out = LineFile::create(to.records).map_err(|e| Error::io("write", to.records, e))?;
-    let mut timeline = Timeline::create_at(to.timeline, to.every, clock, to.start_unix_ns)
-        .map_err(|e| Error::io("write", to.timeline, e))?;
+    let mut timeline = Timeline::create_at(
+        to.timeline,
+        to.every,
+        (clock, to.start_unix_ns),
+        to.streaming,
+    )
+    .map_err(|e| Error::io("write", to.timeline, e))?;
     // Heads of every file, smallest end time first (ties: lower shard first).
     let mut heads = BinaryHeap::new();
     let mut pending: Vec<Option<(RequestRecord, Option<String>)>> =
@@ -169,6 +176,7 @@ mod tests {
                 every: Duration::from_millis(200),
                 start_unix_ns: 1_767_225_600_000_000_000,
                 level: "concurrency2",
+                streaming: true,
             },
         )
         .unwrap();

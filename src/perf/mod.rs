@@ -111,6 +111,9 @@ pub struct PerfLevel {
     /// Requests of the merged windows the client cancelled on purpose
     /// (`--request-cancellation-rate`): neither successes nor failures, in no statistic.
     pub cancelled_count: u64,
+    /// Requests of the merged windows a second Ctrl-C abandoned in flight: neither successes
+    /// nor failures, in no statistic.
+    pub abandoned_count: u64,
     /// Requests × batch per second.
     pub throughput: f64,
     /// Responses per second (decoupled streaming).
@@ -125,8 +128,12 @@ pub struct PerfLevel {
     pub avg_send_ns: f64,
     /// Average client receive time (ns).
     pub avg_recv_ns: f64,
-    /// Whether responses streamed.
+    /// Whether responses were asked to stream (`--streaming`).
     pub streaming: bool,
+    /// Asked to stream, every successful request's responses came in one piece: one response,
+    /// or all of them at once. The level has no time to first response apart from its latency,
+    /// so none is reported.
+    pub whole_responses: bool,
     /// Whether the stability rule was met (always true for single-window levels).
     pub stable: bool,
     /// Stopped by a signal before its windows could stabilise (the partial window is reported).
@@ -253,15 +260,18 @@ impl PerfLevel {
             .filter(|p| ![50, 90, 95, 99].contains(p))
             .map(|p| (p, lat_dist.percentile(f64::from(p), method)));
         let first = agg.dist(Metric::TimeToFirstToken);
+        let whole = streaming && agg.came_whole();
         PerfLevel {
             stimulus: summary.stimulus,
             request_count: agg.ok,
             error_count: agg.error_count(),
             cancelled_count: agg.cancelled,
+            abandoned_count: agg.abandoned,
             throughput: agg.ok as f64 * f64::from(w.batch) / secs,
             response_throughput: agg.sum_chunks as f64 / secs,
             latency: lat_dist.stats_by(1.0, method),
-            first_response: (streaming && first.count() > 0).then(|| first.stats_by(1.0, method)),
+            first_response: (streaming && !whole && first.count() > 0)
+                .then(|| first.stats_by(1.0, method)),
             extra_percentile: extra,
             // As perf_analyzer: client send/receive times are not meaningful for decoupled
             // streams (the "receive" would span the whole generation), so they are 0 there.
@@ -276,6 +286,7 @@ impl PerfLevel {
                 0.0
             },
             streaming,
+            whole_responses: whole,
             stable: w.stable,
             interrupted: summary.interrupted,
             windows: w.windows,
@@ -322,7 +333,7 @@ pub async fn main(plan: &PerfPlan) -> Result<u8> {
     for line in lines {
         crate::publish::console_text(plan.outputs.json_stdout(), &format!("{line}\n"));
     }
-    let end = outcome.ending(plan.strict, plan.max_error_rate, cancel.stopping());
+    let end = outcome.ending(plan.strict, plan.max_error_rate);
     for line in &end.lines {
         eprintln!("{line}");
     }
@@ -376,11 +387,14 @@ pub struct PerfOutcome {
     pub model: ModelInfo,
     /// Levels at which this shard had no load: name and why.
     pub idle: Vec<(String, String)>,
+    /// Whether a stop left planned requests unmeasured (a level cut short, levels not run).
+    pub interrupted: bool,
 }
 
 impl PerfOutcome {
     /// How the run ends (perf_analyzer's rule: a single level that never stabilised fails).
-    pub fn ending(&self, strict: bool, max_error_rate: f64, interrupted: bool) -> Ending {
+    pub fn ending(&self, strict: bool, max_error_rate: f64) -> Ending {
+        let interrupted = self.interrupted;
         // A shard with no load at any level ends with 0: its directories say so, and `merge`
         // counts it.
         if let (true, Some((_, why))) = (self.levels.is_empty() && !interrupted, self.idle.first())
@@ -479,7 +493,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     if print {
         say_schedule(plan);
     }
-    let (levels, idle) = run_levels(
+    let Ran { levels, idle, cut } = run_levels(
         plan,
         (&mut session, &mut context),
         &mut sinks,
@@ -502,17 +516,23 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
     if print && !levels.is_empty() {
         publisher.text(&report::summary(&levels, plan.percentile));
     }
+    if print && levels.iter().any(|l| l.whole_responses) {
+        eprintln!(
+            "{}",
+            report::whole_responses_hint(&info.name, info.input("stream").is_some())
+        );
+    }
+    let interrupted = cut || levels.iter().any(|l| l.interrupted);
     let outcome = PerfOutcome {
         levels,
         protocol,
         model: info,
         idle,
+        interrupted,
     };
     publisher.finish(&RunEnd {
-        exit_code: outcome
-            .ending(plan.strict, plan.max_error_rate, cancel.stopping())
-            .code,
-        interrupted: cancel.stopping(),
+        exit_code: outcome.ending(plan.strict, plan.max_error_rate).code,
+        interrupted,
         knee: None,
         verdict: Vec::new(),
     })?;
@@ -525,8 +545,13 @@ fn open_sinks(plan: &PerfPlan, shared: &Shared) -> Result<Sinks> {
     Ok(Sinks {
         timeline: match &plan.timeline {
             Some((path, every)) => Some(
-                crate::artifact::timeline::Timeline::create(path, *every, clock)
-                    .map_err(|e| Error::io("write", path, e))?,
+                crate::artifact::timeline::Timeline::create(
+                    path,
+                    *every,
+                    clock,
+                    plan.target.streaming,
+                )
+                .map_err(|e| Error::io("write", path, e))?,
             ),
             None => None,
         },
@@ -617,6 +642,14 @@ fn say_schedule(plan: &PerfPlan) {
     crate::publish::console_text(plan.outputs.json_stdout(), &format!("{line}\n"));
 }
 
+/// The levels a run measured, those where this shard had no load, and whether a stop left
+/// levels unrun.
+struct Ran {
+    levels: Vec<PerfLevel>,
+    idle: Vec<(String, String)>,
+    cut: bool,
+}
+
 /// The level loop: each level in order (a shard runs its part of each, or records that it has
 /// none); past the latency threshold the sweep stops, and an open-ended concurrency range adds
 /// one step at a time until it is reached.
@@ -627,15 +660,17 @@ async fn run_levels(
     settings: &Settings,
     print: bool,
     publisher: &mut Publisher,
-) -> Result<(Vec<PerfLevel>, Vec<(String, String)>)> {
+) -> Result<Ran> {
     let mut levels: Vec<PerfLevel> = Vec::new();
     let mut idle = Vec::new();
     let mut todo: std::collections::VecDeque<Stimulus> = plan.levels.iter().copied().collect();
     let ids = (plan.plan_id(), plan.input_config());
     let writer = files_writer(plan, &ids.0, session.shared.clock.unix_anchor_ns());
     let mut index = 0;
+    let mut cut = false;
     while let Some(stimulus) = todo.pop_front() {
         if session.shared.cancel.stopping() {
+            cut = true;
             break;
         }
         let part = plan.level_part(index, stimulus);
@@ -653,7 +688,7 @@ async fn run_levels(
             idle.push((stimulus.name(), why));
             continue;
         }
-        let level = run_level(
+        let level = match run_level(
             plan,
             session,
             sinks,
@@ -661,7 +696,15 @@ async fn run_levels(
             (&writer, &ids.1, &mut *context),
             print,
         )
-        .await?;
+        .await
+        {
+            // Stopped before this level measured anything: the levels before it stand.
+            Err(Error::Interrupted) if !levels.is_empty() => {
+                cut = true;
+                break;
+            }
+            r => r?,
+        };
         if print {
             publisher.text(&report::level(&level, settings.protocol, plan.percentile));
         }
@@ -698,7 +741,7 @@ async fn run_levels(
             todo.push_back(Stimulus::Concurrency(n + 1));
         }
     }
-    Ok((levels, idle))
+    Ok(Ran { levels, idle, cut })
 }
 
 /// The level files' writer of this process.

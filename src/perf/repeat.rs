@@ -69,7 +69,8 @@ pub async fn run_repeated(plan: &PerfPlan, cancel: Cancel) -> Result<Repeated> {
                 if let Some(path) = &rep.report_file {
                     crate::artifact::write_file(path, super::report_csv(plan, &outcome.levels))?;
                 }
-                Ok((outcome, cancel.stopping()))
+                let interrupted = outcome.interrupted;
+                Ok((outcome, interrupted))
             }
         },
     )
@@ -92,6 +93,11 @@ pub async fn run_repeated(plan: &PerfPlan, cancel: Cancel) -> Result<Repeated> {
         protocol: first.protocol,
         model: first.model.clone(),
         idle: Vec::new(),
+        interrupted: crate::engine::outcome::interrupted(
+            reps.iter().any(|r| r.interrupted),
+            cancel.stopping(),
+            (reps.len(), plan.repeat.count as usize),
+        ),
     };
     Ok(Repeated { combined, reps })
 }
@@ -112,10 +118,12 @@ fn combined_level(plan: &PerfPlan, reps: &[&PerfLevel]) -> PerfLevel {
         request_count: med(|l| l.request_count as f64).round() as u64,
         error_count: med(|l| l.error_count as f64).round() as u64,
         cancelled_count: med(|l| l.cancelled_count as f64).round() as u64,
+        abandoned_count: med(|l| l.abandoned_count as f64).round() as u64,
         throughput: med(|l| l.throughput),
         response_throughput: med(|l| l.response_throughput),
         latency: stats(|l| Some(&l.latency)).unwrap_or_default(),
         first_response: stats(|l| l.first_response.as_ref()),
+        whole_responses: reps.iter().all(|l| l.whole_responses),
         extra_percentile: mid.extra_percentile.map(|(p, _)| {
             let v: Vec<f64> = reps
                 .iter()

@@ -13,7 +13,8 @@
 //! snippet plots (`df['Throughput']`, `df['p99 Latency']`); appended after every perf_analyzer
 //! column, they leave positional scripts (`awk -F, '{print $3}'`) reading what they read from
 //! perf_analyzer's file. After them, only when a level cancelled requests on purpose
-//! (`--request-cancellation-rate`), `Cancelled Requests`: how many, in no other column.
+//! (`--request-cancellation-rate`), `Cancelled Requests`: how many, in no other column; then,
+//! only when a second Ctrl-C abandoned requests in flight, `Abandoned Requests`, likewise.
 //! Readers of this file (`compare`, `report`) go by column name.
 //! Time columns are integer microseconds
 //! (ns / 1000, truncated); Inferences/Second uses C++ stream formatting (6 significant digits).
@@ -157,6 +158,9 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
                 us(f.avg)
             ));
         }
+        if l.whole_responses {
+            out.push_str(WHOLE_LINE);
+        }
     }
     if percentile.is_none() {
         out.push_str(&format!(
@@ -235,9 +239,28 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
 
 pub use crate::engine::outcome::short_error;
 
+/// The client block's line for a level asked to stream whose responses each came in one piece.
+const WHOLE_LINE: &str = "    Responses not streamed: each request's response came in one piece, so time to first response is its latency and is not reported\n";
+
+/// The run's one line on how to make a model stream whose responses came whole under
+/// `--streaming`: set its `stream` input when it has one (TensorRT-LLM's and vLLM's backends
+/// stream only when asked), else say that the model answers once.
+pub fn whole_responses_hint(model: &str, stream_input: bool) -> String {
+    if stream_input {
+        format!(
+            "{model} answered every request in one piece although --streaming was given: its responses stream only when its `stream` input is true; add \"stream\": [true] to each entry of --input-data (a JSON file) to measure time to first response"
+        )
+    } else {
+        format!(
+            "{model} answered every request in one piece although --streaming was given: it sends one response per request, so there is no time to first response to measure"
+        )
+    }
+}
+
 /// The client block's failed requests by kind (with the server's words and a hint), then the
-/// requests cancelled on purpose (`--request-cancellation-rate`), which are in neither the
-/// request count nor any latency above: nothing when there are none of either.
+/// requests cancelled on purpose (`--request-cancellation-rate`) and those a second Ctrl-C
+/// abandoned, which are in neither the request count nor any latency above: nothing when there
+/// are none of these.
 fn failed_and_cancelled(l: &PerfLevel) -> String {
     let mut out = String::new();
     if l.error_count > 0 {
@@ -258,6 +281,12 @@ fn failed_and_cancelled(l: &PerfLevel) -> String {
         out.push_str(&format!(
             "    Cancelled requests: {} (left out of the statistics)\n",
             l.cancelled_count
+        ));
+    }
+    if l.abandoned_count > 0 {
+        out.push_str(&format!(
+            "    Abandoned requests: {} (in flight at the second Ctrl-C; left out of the statistics)\n",
+            l.abandoned_count
         ));
     }
     out
@@ -293,14 +322,19 @@ pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
 
 /// One level as a JSON object (perf's line of `--output json`; perf writes no per-level JSON
 /// file, so these are the `-f` CSV's numbers by name). Times in µs as perf_analyzer prints them;
-/// `first_response_us`, `server` and `extra_percentile` are null when the level has none.
+/// `first_response_us`, `server` and `extra_percentile` are null when the level has none;
+/// `whole_responses` says a level asked to stream got each response in one piece (its
+/// `first_response_us` is null: it would be the latency); `abandoned_count` counts requests a
+/// second Ctrl-C abandoned in flight, in no other number.
 ///
 /// ```text
 /// {"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":100,
-///  "error_count":0,"cancelled_count":0,"throughput_infer_per_sec":812.5,"response_throughput":0.0,
+///  "error_count":0,"cancelled_count":0,"abandoned_count":0,"throughput_infer_per_sec":812.5,
+///  "response_throughput":0.0,
 ///  "latency_us":{"avg":..,"min":..,"max":..,"std":..,"p50":..,"p90":..,"p95":..,"p99":..},
 ///  "first_response_us":null,"extra_percentile":null,"client_send_us":12.0,
-///  "client_recv_us":30.0,"streaming":false,"stable":true,"windows":3,"server":{...},
+///  "client_recv_us":30.0,"streaming":false,"whole_responses":false,"stable":true,"windows":3,
+///  "server":{...},
 ///  "errors":[],"slo":[...],"validity":{...},"ttftbench_version":"..."}
 /// ```
 pub fn json(l: &PerfLevel) -> serde_json::Value {
@@ -317,6 +351,7 @@ pub fn json(l: &PerfLevel) -> serde_json::Value {
         "request_count": l.request_count,
         "error_count": l.error_count,
         "cancelled_count": l.cancelled_count,
+        "abandoned_count": l.abandoned_count,
         "throughput_infer_per_sec": l.throughput,
         "response_throughput": l.response_throughput,
         "latency_us": us_stats(&l.latency),
@@ -325,6 +360,7 @@ pub fn json(l: &PerfLevel) -> serde_json::Value {
         "client_send_us": l.avg_send_ns / 1e3,
         "client_recv_us": l.avg_recv_ns / 1e3,
         "streaming": l.streaming,
+        "whole_responses": l.whole_responses,
         "stable": l.stable,
         "windows": l.windows,
         "server": l.server.as_ref().map(|v| json!({
@@ -355,6 +391,9 @@ pub struct CsvOptions {
 
 /// The `-f` CSV's column of requests cancelled on purpose (`--request-cancellation-rate`).
 pub const CANCELLED_COLUMN: &str = "Cancelled Requests";
+
+/// The `-f` CSV's column of requests a second Ctrl-C abandoned in flight.
+pub const ABANDONED_COLUMN: &str = "Abandoned Requests";
 
 /// perf_analyzer's `-f` CSV.
 pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
@@ -401,6 +440,10 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
     let cancelled = levels.iter().any(|l| l.cancelled_count > 0);
     if cancelled {
         head.push(CANCELLED_COLUMN.into());
+    }
+    let abandoned = levels.iter().any(|l| l.abandoned_count > 0);
+    if abandoned {
+        head.push(ABANDONED_COLUMN.into());
     }
     let mut rows: Vec<&PerfLevel> = levels.iter().collect();
     rows.sort_by(|a, b| {
@@ -451,6 +494,9 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
         if cancelled {
             r.push(l.cancelled_count.to_string());
         }
+        if abandoned {
+            r.push(l.abandoned_count.to_string());
+        }
         out.push_str(&r.join(","));
         out.push('\n');
     }
@@ -497,6 +543,7 @@ mod tests {
             request_count: 1000,
             error_count: 0,
             cancelled_count: 0,
+            abandoned_count: 0,
             throughput: tput,
             response_throughput: tput,
             latency: ns_stats(lat_us),
@@ -505,6 +552,7 @@ mod tests {
             avg_send_ns: 4_500.0,
             avg_recv_ns: 1_200.0,
             streaming: false,
+            whole_responses: false,
             stable: true,
             interrupted: false,
             windows: 3,
@@ -528,7 +576,7 @@ mod tests {
     #[test]
     fn level_json_exact() {
         let v = json(&lvl(4, 4100.5, 900.0, true));
-        let expected = r#"{"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":1000,"error_count":0,"cancelled_count":0,"throughput_infer_per_sec":4100.5,"response_throughput":4100.5,"latency_us":{"avg":900.0,"min":450.0,"max":2700.0,"std":90.0,"p50":882.0,"p90":1080.0,"p95":1170.0,"p99":1530.0},"first_response_us":null,"extra_percentile":null,"client_send_us":4.5,"client_recv_us":1.2,"streaming":false,"stable":true,"windows":3,"server":{"inference_count":1000,"execution_count":250,"success_count":1000,"avg_request_us":720.0,"avg_queue_us":342.0,"avg_compute_input_us":21.0,"avg_compute_infer_us":431.0,"avg_compute_output_us":10.0},"errors":[],"slo":[],"validity":{"trustworthy":true,"reasons":[],"cpu_share":null,"cores":0,"send_lag_p99_ms":null,"requested_rate":null,"achieved_rate":null,"delayed_by_cap":0,"max_stall_ms":null,"held_back_ms":null,"held_back_sends":0},"ttftbench_version":"VERSION"}"#;
+        let expected = r#"{"level":"concurrency4","load":{"kind":"concurrency","value":4.0},"request_count":1000,"error_count":0,"cancelled_count":0,"abandoned_count":0,"throughput_infer_per_sec":4100.5,"response_throughput":4100.5,"latency_us":{"avg":900.0,"min":450.0,"max":2700.0,"std":90.0,"p50":882.0,"p90":1080.0,"p95":1170.0,"p99":1530.0},"first_response_us":null,"extra_percentile":null,"client_send_us":4.5,"client_recv_us":1.2,"streaming":false,"whole_responses":false,"stable":true,"windows":3,"server":{"inference_count":1000,"execution_count":250,"success_count":1000,"avg_request_us":720.0,"avg_queue_us":342.0,"avg_compute_input_us":21.0,"avg_compute_infer_us":431.0,"avg_compute_output_us":10.0},"errors":[],"slo":[],"validity":{"trustworthy":true,"reasons":[],"cpu_share":null,"cores":0,"send_lag_p99_ms":null,"requested_rate":null,"achieved_rate":null,"delayed_by_cap":0,"max_stall_ms":null,"held_back_ms":null,"held_back_sends":0},"ttftbench_version":"VERSION"}"#;
         assert_eq!(v.to_string(), expected.replace("VERSION", crate::VERSION));
     }
 
@@ -580,6 +628,77 @@ mod tests {
             .map(|l| l.rsplit(',').next().unwrap_or(""))
             .collect();
         assert_eq!(last, [CANCELLED_COLUMN, "12", "0"]);
+    }
+
+    /// Asked to stream, a level whose responses came whole prints no time to first response
+    /// and says why; a streamed one prints it. Requests abandoned by a second Ctrl-C get their
+    /// own line and, only in a run that had some, a last CSV column.
+    #[test]
+    fn whole_responses_and_abandoned_requests_exact() {
+        let mut streamed = lvl(1, 3.5, 276_366.0, false);
+        streamed.streaming = true;
+        streamed.response_throughput = 899.0;
+        streamed.first_response = Some(ns_stats(8_447.0));
+        let whole = PerfLevel {
+            first_response: None,
+            whole_responses: true,
+            abandoned_count: 2,
+            response_throughput: 3.5,
+            ..streamed.clone()
+        };
+        let client = |l: &PerfLevel| {
+            level(l, "gRPC", None)
+                .lines()
+                .take(7)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(
+            client(&streamed),
+            "Request concurrency: 1
+  Client: 
+    Request count: 1000
+    Throughput: 3.5 infer/sec
+    Response Throughput: 899 responses/sec
+    Avg time to first response: 8447 usec
+    Avg latency: 276366 usec (standard deviation 27636 usec)"
+        );
+        assert_eq!(
+            client(&whole),
+            "Request concurrency: 1
+  Client: 
+    Request count: 1000
+    Throughput: 3.5 infer/sec
+    Response Throughput: 3.5 responses/sec
+    Responses not streamed: each request's response came in one piece, so time to first response is its latency and is not reported
+    Avg latency: 276366 usec (standard deviation 27636 usec)"
+        );
+        assert!(
+            level(&whole, "gRPC", None).contains(
+                "    p99 latency: 469822 usec\n    Abandoned requests: 2 (in flight at the second Ctrl-C; left out of the statistics)\n"
+            ),
+            "{}",
+            level(&whole, "gRPC", None)
+        );
+        let o = CsvOptions {
+            percentile: None,
+            verbose: false,
+        };
+        assert_eq!(
+            csv(&[streamed, whole], o),
+            "Concurrency,Inferences/Second,Response Throughput,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Throughput,p99 Latency,Abandoned Requests
+1,3.5,899,4,1,270838,331639,359275,469822,3.5,469822,0
+1,3.5,3.5,4,1,270838,331639,359275,469822,3.5,469822,2
+"
+        );
+        assert_eq!(
+            whole_responses_hint("llama3", true),
+            "llama3 answered every request in one piece although --streaming was given: its responses stream only when its `stream` input is true; add \"stream\": [true] to each entry of --input-data (a JSON file) to measure time to first response"
+        );
+        assert_eq!(
+            whole_responses_hint("bert", false),
+            "bert answered every request in one piece although --streaming was given: it sends one response per request, so there is no time to first response to measure"
+        );
     }
 
     #[test]

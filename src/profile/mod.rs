@@ -426,10 +426,15 @@ fn conclude(
         }
         None
     };
+    let interrupted = crate::engine::outcome::interrupted(
+        levels.iter().any(|l| l.summary.interrupted),
+        cancel.stopping(),
+        (levels.len() + idle.len(), plan.levels.len()),
+    );
     let outcome = Outcome {
         levels,
         sweep_dir,
-        interrupted: cancel.stopping(),
+        interrupted,
         verdict,
         knee,
         idle,
@@ -583,8 +588,13 @@ async fn run_level(
 ) -> Result<Measured> {
     let dir = level.dir;
     let timeline_path = dir.join(artifact::TIMELINE_FILE);
-    let timeline = Timeline::create(&timeline_path, plan.timeline_interval, session.shared.clock)
-        .map_err(|e| Error::io("write", &timeline_path, e))?;
+    let timeline = Timeline::create(
+        &timeline_path,
+        plan.timeline_interval,
+        session.shared.clock,
+        plan.target.streaming,
+    )
+    .map_err(|e| Error::io("write", &timeline_path, e))?;
     let raw_export = match raw {
         Some(r) => Some(
             r.level(
@@ -744,11 +754,15 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
         .get(crate::metrics::Metric::TimeToFirstToken)
         .filter(|_| l.streaming)
         .map_or("-".to_string(), |s| format!("{:.2}", s.avg));
-    // Requests cancelled on purpose are said only when there are some.
-    let cancelled = match l.stats.cancelled_count {
+    // Requests cancelled on purpose, or abandoned by a second Ctrl-C, are said only when there
+    // are some.
+    let mut cancelled = match l.stats.cancelled_count {
         0 => String::new(),
         n => format!(", {n} cancelled"),
     };
+    if l.stats.abandoned_count > 0 {
+        cancelled.push_str(&format!(", {} abandoned", l.stats.abandoned_count));
+    }
     // Embeddings and rankings: no tokens out, so their latency and inputs per second.
     let numbers = match l.stats.apis.input_throughput {
         Some(inputs) => format!(

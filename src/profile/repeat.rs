@@ -91,10 +91,15 @@ async fn combine(
     let knee = knee::analyze(&summaries, plan.knee_min_gain);
     let verdict = verdict::with_knee(&summaries, knee.knee.as_ref().map(|k| k.level.as_str()));
     let sweep_dir = write_run_files(plan, layout, &ids, &levels, (&verdict, &knee), &table)?;
+    let interrupted = crate::engine::outcome::interrupted(
+        reps.iter().any(|r| r.interrupted),
+        cancel.stopping(),
+        (reps.len(), plan.repeat.count as usize),
+    );
     let outcome = Outcome {
         levels,
         sweep_dir,
-        interrupted: cancel.stopping(),
+        interrupted,
         verdict,
         knee,
         idle: Vec::new(),

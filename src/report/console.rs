@@ -171,6 +171,11 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     if cancelled {
         headers.push("Cancelled");
     }
+    // Likewise for requests a second Ctrl-C abandoned in flight.
+    let abandoned = levels.iter().any(|l| l.stats.abandoned_count > 0);
+    if abandoned {
+        headers.push("Abandoned");
+    }
     let reconnected = levels.iter().any(|l| l.stats.reconnect_count > 0);
     if reconnected {
         headers.push("Reconnects");
@@ -227,6 +232,9 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             ]);
             if cancelled {
                 row.push(l.stats.cancelled_count.to_string());
+            }
+            if abandoned {
+                row.push(l.stats.abandoned_count.to_string());
             }
             if reconnected {
                 row.push(l.stats.reconnect_count.to_string());
@@ -457,6 +465,12 @@ pub fn level_table(l: &LevelSummary) -> String {
         out.push_str(&format!(
             "  Cancelled: {} (left out of the statistics)",
             st.cancelled_count
+        ));
+    }
+    if st.abandoned_count > 0 {
+        out.push_str(&format!(
+            "  Abandoned: {} (in flight at the second Ctrl-C; left out of the statistics)",
+            st.abandoned_count
         ));
     }
     if st.reconnect_count > 0 {

@@ -86,6 +86,8 @@ pub struct Snapshot {
     pub errors: u64,
     /// Measured requests cancelled on purpose (`--request-cancellation-rate`).
     pub cancelled: u64,
+    /// Measured requests abandoned in flight by a second Ctrl-C.
+    pub abandoned: u64,
     /// Warm-up requests finished.
     pub warmup: u64,
     /// Measured requests sent and not finished.
@@ -118,6 +120,7 @@ impl Snapshot {
             done: l.stats.request_count,
             errors: l.stats.error_count,
             cancelled: l.stats.cancelled_count,
+            abandoned: l.stats.abandoned_count,
             warmup: l.stats.warmup_count,
             in_flight: 0,
             ttft_ms: streamed(Metric::TimeToFirstToken).map(|s| (s.p50, s.p99)),
@@ -132,9 +135,9 @@ impl Snapshot {
         }
     }
 
-    /// Requests finished, successful, failed or cancelled.
+    /// Requests finished, successful, failed, cancelled or abandoned.
     fn finished(&self) -> u64 {
-        self.done + self.errors + self.cancelled
+        self.done + self.errors + self.cancelled + self.abandoned
     }
 }
 
@@ -178,6 +181,9 @@ fn numbers(s: &Snapshot, running: bool) -> Vec<String> {
     out.push(count(s.errors, "error"));
     if s.cancelled > 0 {
         out.push(format!("{} cancelled", s.cancelled));
+    }
+    if s.abandoned > 0 {
+        out.push(format!("{} abandoned", s.abandoned));
     }
     if let Some((p50, p99)) = s.ttft_ms {
         out.push(format!("TTFT p50 {} p99 {} ms", ms(p50), ms(p99)));
@@ -368,6 +374,9 @@ pub fn dashboard(
     if s.cancelled > 0 {
         requests.push_str(&format!(", {} cancelled", s.cancelled));
     }
+    if s.abandoned > 0 {
+        requests.push_str(&format!(", {} abandoned", s.abandoned));
+    }
     rows.push(row("requests", requests));
     if let Some((p50, p99)) = s.ttft_ms {
         rows.push(row(
@@ -433,6 +442,7 @@ mod tests {
             done: 99,
             errors: 1,
             cancelled: 0,
+            abandoned: 0,
             warmup: 8,
             in_flight: 4,
             ttft_ms: Some((25.13, 30.24)),
@@ -472,6 +482,19 @@ mod tests {
         assert!(lines[0].contains("101/200 requests"), "{lines:?}");
         assert!(
             lines[1].contains("1 error, 30 cancelled, TTFT"),
+            "{lines:?}"
+        );
+        // Requests a second Ctrl-C abandoned are finished too, and named apart.
+        let s = Snapshot {
+            done: 60,
+            cancelled: 30,
+            abandoned: 10,
+            ..running()
+        };
+        let lines = compact(&head(Goal::Requests(200)), &s);
+        assert!(lines[0].contains("101/200 requests"), "{lines:?}");
+        assert!(
+            lines[1].contains("1 error, 30 cancelled, 10 abandoned, TTFT"),
             "{lines:?}"
         );
     }

@@ -264,6 +264,12 @@ pub struct Drift {
 }
 
 impl Drift {
+    /// The drift without `m`'s line; `None` when no other metric has one.
+    pub fn without(mut self, m: DriftMetric) -> Option<Drift> {
+        self.metrics.retain(|l| l.metric != m);
+        (!self.metrics.is_empty()).then_some(self)
+    }
+
     /// The line of one metric.
     pub fn get(&self, m: DriftMetric) -> Option<&DriftLine> {
         self.metrics.iter().find(|l| l.metric == m)
@@ -395,6 +401,15 @@ mod tests {
         assert!(!drift.get(DriftMetric::LatencyP99).unwrap().drifts);
         let tput = drift.get(DriftMetric::OutputThroughput).unwrap();
         assert!(tput.per_hour < 0.0 && !tput.drifts, "{tput:?}");
+        // Responses that came whole: no TTFT line beside the latency's; nothing left, no drift.
+        let whole = drift.clone().without(DriftMetric::TtftP99).unwrap();
+        assert_eq!(whole.get(DriftMetric::TtftP99), None);
+        assert_eq!(whole.metrics.len(), 2);
+        let ttft_only = Drift {
+            metrics: vec![*ttft],
+            ..drift.clone()
+        };
+        assert_eq!(ttft_only.without(DriftMetric::TtftP99), None);
         // Too few intervals: no verdict.
         let mut short = DriftSeries::default();
         for i in 0..29 {

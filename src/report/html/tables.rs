@@ -36,7 +36,8 @@ pub(super) fn slo_cell(lv: &LoadedLevel) -> String {
     }
 }
 
-/// A level's notes: the knee, an interruption, short outputs, requests cancelled on purpose.
+/// A level's notes: the knee, an interruption, short outputs, requests cancelled on purpose or
+/// abandoned by a second Ctrl-C.
 fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
     let mut notes = Vec::new();
     if knee_level == Some(l.stimulus.name().as_str()) {
@@ -54,6 +55,9 @@ fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
     if l.stats.cancelled_count > 0 {
         // Cancelled requests are in no column (not requests, not errors): the note says how many.
         notes.push(format!("{} cancelled", l.stats.cancelled_count));
+    }
+    if l.stats.abandoned_count > 0 {
+        notes.push(format!("{} abandoned", l.stats.abandoned_count));
     }
     if l.stats.reconnect_count > 0 {
         notes.push(crate::analysis::text::count(
