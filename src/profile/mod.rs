@@ -399,8 +399,8 @@ fn conclude(
     publisher: &mut Publisher,
 ) -> Result<Outcome> {
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let knee = knee::analyze(&summaries, plan.knee_min_gain);
-    let verdict = verdict::with_knee(&summaries, knee.knee.as_ref().map(|k| k.level.as_str()));
+    let mut knee = knee::analyze(&summaries, plan.knee_min_gain);
+    let verdict = verdict::with_knee(&summaries, &mut knee);
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
         write_sweep(plan, &d, &levels, (&verdict, &knee), ids, &[])?;
