@@ -4,9 +4,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use ttftbench::cli::Cli;
-
 fn main() -> ExitCode {
     let typed: Vec<String> = std::env::args().collect();
     let argv = match ttftbench::cli::config::expand(typed.clone()) {
@@ -16,7 +13,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let cli = match Cli::try_parse_from(&argv) {
+    let cli = match ttftbench::cli::parse(&argv) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();

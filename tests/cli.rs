@@ -307,6 +307,180 @@ fn unwritable_artifact_dir_exits_2_before_sending() {
     assert!(stats.contains("\"inference_count\":0"), "{stats}");
 }
 
+/// Found by a new user: `--concurrency 1,2 --artifact-dir 'mid/c{concurrency}'` with a file at
+/// `mid/c2` ran level 1, then failed with exit 1 and no table. Every level's directory is
+/// checked before the first request.
+#[test]
+fn a_later_levels_artifact_dir_is_checked_before_sending() {
+    let (child, http, _grpc, _metrics) = serve(&["--instant"]);
+    let _guard = Killed(child);
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("mid")).unwrap();
+    std::fs::write(tmp.path().join("mid/c2"), "x").unwrap();
+    let template = tmp.path().join("mid/c{concurrency}");
+    let (code, _out, err) = profile_generate(
+        &http,
+        &[
+            "--concurrency",
+            "1,2",
+            "--request-count",
+            "3",
+            "--artifact-dir",
+            template.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    let blocked = tmp.path().join("mid/c2");
+    assert!(
+        err.contains(&format!("{} is a file, not a directory", blocked.display()))
+            && err.contains("nothing was sent"),
+        "{err}"
+    );
+    let stats = http_get(&http, "/v2/models/gpt2/stats");
+    assert!(stats.contains("\"inference_count\":0"), "{stats}");
+    // The check leaves nothing behind: no probe file, no directory for a level that never ran.
+    let left: Vec<_> = std::fs::read_dir(tmp.path().join("mid"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
+
+/// Found by a new user: the parser's tips, followed, changed the run or failed again
+/// (`--streming` → `-- --streming` ran without streaming and exited 0; `--request-rate -3` →
+/// `-- -3`). A list's empty item and a zero step are refused by name.
+#[test]
+fn flag_mistakes_are_named_and_no_tip_changes_the_run() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["profile", "-m", "gpt2", "--streming"],
+            &["a similar argument exists: '--streaming'"],
+        ),
+        (
+            &["profile", "-m", "gpt2", "--request-rate", "-3"],
+            &["--request-rate -3: rates must be positive"],
+        ),
+        (
+            &["profile", "-m", "gpt2", "--concurrency", "-4"],
+            &["--concurrency -4: levels must be positive"],
+        ),
+        (
+            &["profile", "-m", "gpt2", "--request-count", "-3"],
+            &["'-3' is negative: --request-count must be positive"],
+        ),
+        (
+            &["profile", "-m", "gpt2", "--concurrency", "1,,4"],
+            &["--concurrency 1,,4: item 2 of the list is empty"],
+        ),
+        (
+            &["profile", "-m", "gpt2", "--concurrency", "1:32:0"],
+            &["--concurrency 1:32:0: the step is '0'"],
+        ),
+        (
+            &["profile", "-m", "gpt2", "--request-rate", "5,,20"],
+            &["--request-rate 5,,20: item 2 of the list is empty"],
+        ),
+        (
+            &["profile", "-m", "gpt2", "--request-rate", "1:8:0"],
+            &["--request-rate 1:8:0: the step is '0'"],
+        ),
+        (
+            &["perf", "-m", "yolov8s", "--concurrency-range", "1:8:0"],
+            &["--concurrency-range 1:8:0: the step is 0"],
+        ),
+        (
+            &["perf", "-m", "yolov8s", "--request-rate-range", "-5"],
+            &["--request-rate-range -5: values must be positive"],
+        ),
+        (
+            &["search", "-m", "gpt2", "--sloo", "ttft.p99<=1s"],
+            &["a similar argument exists: '--slo'"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        for needle in *needles {
+            assert!(
+                err.contains(needle),
+                "{args:?}: expected '{needle}' in: {err}"
+            );
+        }
+        assert!(!err.contains("use '--"), "{args:?}: a `--` tip: {err}");
+        assert!(
+            !err.contains("levels must be at least 1"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `-h` fits one screen with the flags most runs set; `--help` keeps every flag, those first.
+#[test]
+fn short_help_fits_a_screen_and_long_help_keeps_every_flag() {
+    for (sub, first, later) in [
+        (
+            "profile",
+            &[
+                "--model",
+                "--url",
+                "--endpoint-type",
+                "--streaming",
+                "--concurrency",
+                "--request-rate",
+                "--request-count",
+                "--measurement-interval",
+                "--synthetic-input-tokens-mean",
+                "--output-tokens-mean",
+                "--artifact-dir",
+                "--slo",
+                "--input-file",
+                "--api-key",
+            ][..],
+            &["--burstiness", "--tcp-quickack", "--shard", "--raw-export"][..],
+        ),
+        (
+            "search",
+            &["--model", "--slo", "--over", "--max", "--streaming"][..],
+            &["--tcp-quickack", "--resolution"][..],
+        ),
+        (
+            "perf",
+            &[
+                "--model-name",
+                "--concurrency-range",
+                "--request-rate-range",
+                "--shape",
+                "--input-data",
+                "--measurement-interval",
+                "--latency-report-file",
+            ][..],
+            &["--max-trials", "--ssl-grpc-use-ssl", "--verbose-csv"][..],
+        ),
+    ] {
+        let (code, short, err) = run(&[sub, "-h"]);
+        assert_eq!(code, 0, "{err}");
+        let lines = short.lines().count();
+        assert!(lines <= 60, "{sub} -h is {lines} lines:\n{short}");
+        for f in first {
+            assert!(short.contains(f), "{sub} -h lacks {f}:\n{short}");
+        }
+        for f in later {
+            assert!(!short.contains(f), "{sub} -h shows {f}:\n{short}");
+        }
+        assert!(short.contains("see more with '--help'"), "{short}");
+        let (_, long, _) = run(&[sub, "--help"]);
+        for f in first.iter().chain(later) {
+            assert!(long.contains(f), "{sub} --help lacks {f}");
+        }
+        // Under Target, the flags -h shows come before the others (TLS, which is declared
+        // between them in the code).
+        let at = |flag: &str| long.find(flag).unwrap_or_else(|| panic!("{flag}: {long}"));
+        assert!(at("\nTarget:\n") < at("--url <URL>"), "{long}");
+        assert!(at("--url <URL>") < at("--cacert <FILE>"), "{long}");
+        assert!(at("--streaming") < at("--cacert <FILE>"), "{long}");
+    }
+}
+
 /// A GenAI-Perf command line copied with `--generate-plots` and perf_analyzer arguments after
 /// `--`: the measurement interval is read, the rest is named as ignored, and one level gets its
 /// report.html.

@@ -114,6 +114,17 @@ pub struct Analysis {
     pub recommendation: String,
 }
 
+impl Analysis {
+    /// Adds what explains the knee (the server-side cause: "the vLLM queue takes the extra
+    /// load ...") to the recommendation, so the knee is said in one line.
+    pub fn explain(&mut self, cause: &str) {
+        if self.knee.is_some() {
+            self.recommendation.push_str(", as ");
+            self.recommendation.push_str(cause);
+        }
+    }
+}
+
 fn short_latency_name(m: MetricRef) -> &'static str {
     match m {
         MetricRef::Dist(Metric::TimeToFirstToken, _) => "TTFT p99",

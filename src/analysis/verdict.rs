@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+use super::knee;
 use crate::server_metrics::ServerKind;
 use crate::server_metrics::split::{EngineSplit, QueueSource, engine_name};
 use crate::stats::LevelSummary;
@@ -83,6 +84,10 @@ pub const PARTIAL_COVERAGE: f64 = 0.25;
 /// no per-request times and no request counter.
 pub const LLAMACPP_NOTE: &str = "note: llama.cpp exports no queue time, no per-request histograms and no finished-request counter: its queue is estimated from requests_deferred (the requests waiting for a free slot, sampled every 500 ms) by Little's law over the requests the client finished, its prefill is the mean of the responses' own timings.prompt_ms, and its decode is tokens_predicted_seconds_total over those requests";
 
+/// What Triton's compute time of a decoupled LLM model holds, said once under the steps that
+/// name it (each step saying it made the verdict repeat one sentence per level).
+pub const TRITON_COMPUTE_NOTE: &str = "note: for a decoupled LLM model Triton's compute time spans the whole generation, prefill and decode, not prefill alone";
+
 /// One level's server time as the verdict reads it (ms).
 #[derive(Debug, Clone, Copy)]
 struct Reading<'a> {
@@ -151,12 +156,23 @@ fn label(l: &LevelSummary) -> String {
 /// Reads the server's view across levels. Levels without server data are skipped; with no
 /// level of data the verdict says so.
 pub fn verdict(levels: &[LevelSummary]) -> Verdict {
-    with_knee(levels, None)
+    read(levels, None)
 }
 
-/// [`verdict`], plus what explains the knee at level `knee` (a level name such as
-/// `concurrency8`) when one was found.
-pub fn with_knee(levels: &[LevelSummary], knee: Option<&str>) -> Verdict {
+/// [`verdict`], and what explains the knee of `knee` (when one was found) added to its
+/// recommendation, so the knee is one line that says where it is and why.
+pub fn with_knee(levels: &[LevelSummary], knee: &mut knee::Analysis) -> Verdict {
+    let mut cause = None;
+    let level = knee.knee.as_ref().map(|k| k.level.clone());
+    let v = read(levels, level.as_deref().map(|l| (l, &mut cause)));
+    if let Some(cause) = cause {
+        knee.explain(&cause);
+    }
+    v
+}
+
+/// The verdict, and into `knee.1` what explains the knee at level `knee.0` (`concurrency8`).
+fn read(levels: &[LevelSummary], knee: Option<(&str, &mut Option<String>)>) -> Verdict {
     let with: Vec<Reading> = levels.iter().filter_map(Reading::of).collect();
     let mut v = Verdict::default();
     // The transport's part comes first: it says what the client-side numbers hold besides the
@@ -177,6 +193,12 @@ pub fn with_knee(levels: &[LevelSummary], knee: Option<&str>) -> Verdict {
         let step = step(&w[0], &w[1]);
         v.lines.push(step_line(&w[0], &w[1], &step));
         v.steps.push(step);
+    }
+    if v.steps
+        .iter()
+        .any(|s| s.bottleneck == Bottleneck::Compute && s.source == ServerKind::Triton)
+    {
+        v.lines.push(TRITON_COMPUTE_NOTE.to_string());
     }
     if with
         .iter()
@@ -202,8 +224,8 @@ pub fn with_knee(levels: &[LevelSummary], knee: Option<&str>) -> Verdict {
         }
     }
     kv_lines(levels, &mut v);
-    if let Some(line) = knee.and_then(|k| knee_line(&with, &v, k)) {
-        v.lines.push(line);
+    if let Some((level, cause)) = knee {
+        *cause = knee_cause(&with, &v, level);
     }
     v
 }
@@ -289,7 +311,7 @@ fn bottleneck_text(r: &Reading, b: Bottleneck) -> String {
         }
         (Bottleneck::Decode, _) => "decode grew most: each request generates more slowly as the batch grows, so decode is the bottleneck, not waiting".to_string(),
         (Bottleneck::Compute, Some(_)) => "generation time grew at least as fast as queue time: the engine's work (prefill and decode) is the bottleneck".to_string(),
-        (Bottleneck::Compute, None) => "compute time grew at least as fast as queue time: the model's execution is the bottleneck (for a decoupled LLM model Triton's compute time spans the whole generation, prefill and decode, not prefill alone)".to_string(),
+        (Bottleneck::Compute, None) => "compute time grew at least as fast as queue time: the model's execution is the bottleneck".to_string(),
         (Bottleneck::Unchanged, _) => {
             "server time did not change: the server is not the limit at these loads".to_string()
         }
@@ -390,7 +412,7 @@ fn kv_lines(levels: &[LevelSummary], v: &mut Verdict) {
 }
 
 /// What explains the knee at level `knee`: the step beyond it, and KV pressure there.
-fn knee_line(with: &[Reading], v: &Verdict, knee: &str) -> Option<String> {
+fn knee_cause(with: &[Reading], v: &Verdict, knee: &str) -> Option<String> {
     let s = v.steps.iter().find(|s| s.from == knee)?;
     let upper = with.iter().find(|r| r.level.stimulus.name() == s.to)?;
     let lower = with.iter().find(|r| r.level.stimulus.name() == knee)?;
@@ -402,15 +424,12 @@ fn knee_line(with: &[Reading], v: &Verdict, knee: &str) -> Option<String> {
             upper.queue
         ),
         Bottleneck::Prefill => "prefill slows down".to_string(),
-        Bottleneck::Decode => "decode slows down as the batch grows".to_string(),
+        Bottleneck::Decode => "decode slows down with the batch size".to_string(),
         Bottleneck::Compute => "the server's compute time grows".to_string(),
         Bottleneck::Unchanged => return None,
     };
     let kv = kv_note(upper.level).map_or(String::new(), |k| format!(", with {k}"));
-    Some(format!(
-        "the knee at {}: beyond it {why}{kv}",
-        label(lower.level)
-    ))
+    Some(format!("{why}{kv}"))
 }
 
 /// Whether Triton's statistics (not an engine's split) cover only a small part of what
@@ -446,6 +465,28 @@ mod tests {
     use crate::load::Stimulus;
     use crate::server_metrics::ServerDelta;
     use crate::stats::LevelStats;
+
+    /// A knee analysis that found the knee at `level` (its numbers are not what is tested).
+    fn knee_at(levels: &[LevelSummary], level: &str) -> knee::Analysis {
+        let at = levels
+            .iter()
+            .find(|l| l.stimulus.name() == level)
+            .expect("the knee's level");
+        knee::Analysis {
+            min_gain: 0.1,
+            throughput_metric: "output_token_throughput".into(),
+            latency_metric: "time_to_first_token.p99".into(),
+            knee: Some(knee::Knee {
+                level: level.into(),
+                value: at.stimulus.value(),
+                throughput: 0.0,
+                p99_ms: 0.0,
+                max_gain_beyond: 0.0,
+                max_p99_beyond_ms: 0.0,
+            }),
+            recommendation: format!("knee at concurrency {}: ...", at.stimulus.value()),
+        }
+    }
 
     fn level(c: u32, queue: Option<f64>, compute: f64) -> LevelSummary {
         LevelSummary {
@@ -490,10 +531,19 @@ mod tests {
         assert_eq!(v.queue_dominated, ["concurrency32"]);
         assert_eq!(
             v.lines[0],
-            "concurrency 1 → 4: queue +6.0 ms, compute +20.0 ms — compute time grew at least as fast as queue time: the model's execution is the bottleneck (for a decoupled LLM model Triton's compute time spans the whole generation, prefill and decode, not prefill alone)"
+            "concurrency 1 → 4: queue +6.0 ms, compute +20.0 ms — compute time grew at least as fast as queue time: the model's execution is the bottleneck"
+        );
+        // Found by a new user: the note ended every compute step's line, one per level.
+        assert_eq!(v.lines[4], TRITON_COMPUTE_NOTE);
+        assert_eq!(
+            v.lines
+                .iter()
+                .filter(|l| l.contains("spans the whole generation"))
+                .count(),
+            1
         );
         assert_eq!(
-            v.lines[4],
+            v.lines[5],
             "concurrency 32: queue is 66% of server time (over 50%): tune batching/scheduling (batch slots, instances) or cap concurrency below this level"
         );
     }
@@ -591,7 +641,8 @@ mod tests {
             "{blind:?}"
         );
         assert!(blind.queue_dominated.is_empty());
-        let v = with_knee(&levels, Some("concurrency8"));
+        let mut knee = knee_at(&levels, "concurrency8");
+        let v = with_knee(&levels, &mut knee);
         assert_eq!(
             v.steps.iter().map(|s| s.bottleneck).collect::<Vec<_>>(),
             [Bottleneck::Compute, Bottleneck::Queueing]
@@ -606,9 +657,11 @@ mod tests {
             v.lines[2],
             "concurrency 16: the TensorRT-LLM queue (estimated from its waiting requests) is 63% of server time (over 50%) (12.0 requests waiting on average), while Triton's own queue counter says 0%: the queue is inside the engine — add batch slots or KV-cache memory, or cap concurrency below this level"
         );
+        // One knee line: where, and (from the server's view) why.
+        assert!(!v.lines.iter().any(|l| l.contains("knee")), "{:?}", v.lines);
         assert_eq!(
-            v.lines.last().unwrap(),
-            "the knee at concurrency 8: beyond it the TensorRT-LLM queue (estimated from its waiting requests) takes the extra load (20.0 → 1200.0 ms per request)"
+            knee.recommendation,
+            "knee at concurrency 8: ..., as the TensorRT-LLM queue (estimated from its waiting requests) takes the extra load (20.0 → 1200.0 ms per request)"
         );
         // The SLO metric reads the engine's queue.
         use crate::metrics::{MetricRef, MetricSource, SystemMetric};
@@ -627,7 +680,8 @@ mod tests {
             engine_level(16, ServerKind::Vllm, 0.0, (Some(0.002), 1.5), 0.8, 0.0),
             engine_level(32, ServerKind::Vllm, 6.0, (Some(2.0), 1.6), 0.99, 7.0),
         ];
-        let v = with_knee(&levels, Some("concurrency16"));
+        let mut knee = knee_at(&levels, "concurrency16");
+        let v = with_knee(&levels, &mut knee);
         let b: Vec<Bottleneck> = v.steps.iter().map(|s| s.bottleneck).collect();
         assert_eq!(b, [Bottleneck::Decode, Bottleneck::Queueing]);
         assert_eq!(
@@ -650,8 +704,8 @@ mod tests {
             v.lines
         );
         assert_eq!(
-            v.lines.last().unwrap(),
-            "the knee at concurrency 16: beyond it the vLLM queue takes the extra load (2.0 → 2000.0 ms per request), with KV cache 99% full at peak, 7 preemptions"
+            knee.recommendation,
+            "knee at concurrency 16: ..., as the vLLM queue takes the extra load (2.0 → 2000.0 ms per request), with KV cache 99% full at peak, 7 preemptions"
         );
         use crate::metrics::{MetricRef, MetricSource, SystemMetric};
         assert_eq!(

@@ -51,6 +51,53 @@ pub fn ensure_writable(dir: &Path) -> crate::error::Result<()> {
     Ok(())
 }
 
+/// Proves, before anything is sent, that every level of a run can keep its results: the first
+/// level's directory is made and written to ([`ensure_writable`]); for the others, nothing may
+/// be in the way (a file where a directory goes) and the nearest directory that exists takes a
+/// new file. Those are made when their level starts, so a run stopped early leaves no empty
+/// level directories behind.
+pub fn ensure_levels_writable(dirs: &[PathBuf]) -> crate::error::Result<()> {
+    let Some((first, rest)) = dirs.split_first() else {
+        return Ok(());
+    };
+    ensure_writable(first)?;
+    rest.iter().try_for_each(|d| check_creatable(d))
+}
+
+/// Whether `dir` could be created and written in, without creating it.
+fn check_creatable(dir: &Path) -> crate::error::Result<()> {
+    let refuse = |why: String| {
+        crate::error::Error::usage(format!(
+            "--artifact-dir: cannot write results under {}: {why}; choose a directory you can \
+             write (nothing was sent)",
+            dir.display()
+        ))
+    };
+    let mut existing = dir;
+    loop {
+        match std::fs::metadata(existing) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(refuse(format!(
+                    "{} is a file, not a directory",
+                    existing.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                existing = match existing.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => Path::new("."),
+                };
+            }
+            Err(e) => return Err(refuse(e.to_string())),
+        }
+    }
+    let probe = existing.join(format!(".ttftbench-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| refuse(format!("{}: {e}", existing.display())))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 /// Writes a whole artifact atomically (see [`atomic`]): a reader never sees half of it.
 pub fn write_file(path: &Path, bytes: impl AsRef<[u8]>) -> crate::error::Result<()> {
     Ok(write_atomic(path, bytes)?)

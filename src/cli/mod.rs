@@ -2,9 +2,13 @@
 //! [`crate::plan::RunPlan`] once, and nothing downstream looks at strings again.
 
 pub mod config;
+pub mod help;
 pub mod perf;
 pub mod profile;
 pub mod search;
+pub mod tips;
+
+pub use tips::parse;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -41,13 +45,19 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// GenAI-Perf-style LLM profiling: streaming TTFT / ITL / throughput over a load sweep.
-    #[command(after_help = PROFILE_EXAMPLES)]
+    #[command(
+        after_help = PROFILE_SHORT_EXAMPLES,
+        after_long_help = PROFILE_EXAMPLES,
+        mut_args(tips::negative_numbers_reach_the_flag),
+        mut_args(help::profile)
+    )]
     Profile(Box<ProfileArgs>),
     /// The highest concurrency or request rate that meets the SLOs, found with few requests and
     /// a stated confidence: doubling, then bisection, each probe measured only until its
     /// decision is settled.
     #[command(
-        after_help = SEARCH_EXAMPLES,
+        after_help = SEARCH_SHORT_EXAMPLES,
+        after_long_help = SEARCH_EXAMPLES,
         mut_arg("concurrency", |a| a.hide(true)),
         mut_arg("request_rate", |a| a.hide(true)),
         mut_arg("request_count", |a| a.hide(true)),
@@ -68,17 +78,24 @@ pub enum Command {
         mut_arg("repeat", |a| a.hide(true)),
         mut_arg("repeat_pause", |a| a.hide(true)),
         mut_arg("perf_analyzer_args", |a| a.hide(true)),
+        mut_args(tips::negative_numbers_reach_the_flag),
+        mut_args(help::search),
     )]
     Search(Box<SearchArgs>),
     /// perf_analyzer-style profiling of any KServe v2 model: tensors, batch sizes, stability
     /// windows, perf_analyzer's console report and `-f` CSV.
-    #[command(after_help = PERF_EXAMPLES)]
+    #[command(
+        after_help = PERF_SHORT_EXAMPLES,
+        after_long_help = PERF_EXAMPLES,
+        mut_args(tips::negative_numbers_reach_the_flag),
+        mut_args(help::perf)
+    )]
     Perf(Box<PerfArgs>),
     /// Built-in simulated inference server (Triton KServe v2 HTTP + gRPC, OpenAI, /metrics).
     #[command(after_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
     /// A concurrency sweep against an in-process simulated server: the zero-setup tour.
-    #[command(after_help = DEMO_EXAMPLES)]
+    #[command(after_help = DEMO_EXAMPLES, mut_args(tips::negative_numbers_reach_the_flag))]
     Demo(DemoArgs),
     /// Render report.html (charts, knee, trend across runs) for existing artifact directories.
     #[command(after_help = REPORT_EXAMPLES)]
@@ -110,7 +127,27 @@ pub struct CompletionsArgs {
 }
 
 // Each subcommand's help ends with a few commands that run as written (against `ttftbench
-// serve`, which listens on Triton's ports 8000/8001/8002, or a real Triton).
+// serve`, which listens on Triton's ports 8000/8001/8002, or a real Triton). `-h` shows the
+// first two of the long subcommands' examples and where the rest are.
+const PROFILE_SHORT_EXAMPLES: &str = "\
+Examples:
+  ttftbench profile -m gpt2 -u localhost:8001 --streaming --concurrency 1,2,4,8,16,32 \\
+      --artifact-dir './bench/{timestamp}/c{concurrency}'
+  ttftbench profile -m gpt2 --endpoint-type chat -u localhost:8000 --streaming \\
+      --request-rate 5,10,20 --duration 10s";
+
+const SEARCH_SHORT_EXAMPLES: &str = "\
+Examples:
+  ttftbench search -m gpt2 -u localhost:8001 --streaming \\
+      --slo 'time_to_first_token.p99<=500ms' --slo 'inter_token_latency.p99<=50ms'";
+
+const PERF_SHORT_EXAMPLES: &str = "\
+Examples:
+  ttftbench perf -m yolov8s -u localhost:8001 --concurrency-range 1:8:2 \\
+      --shape images:3,640,640 --input-data random
+  ttftbench perf -m bert_classifier -u localhost:8000 -i http -b 4 --concurrency-range 4 \\
+      -f result.csv";
+
 const PROFILE_EXAMPLES: &str = "\
 Examples:
   ttftbench profile -m gpt2 -u localhost:8001 --streaming --concurrency 1
@@ -352,7 +389,7 @@ pub struct ProfileArgs {
     pub service_kind: Option<ServiceKindArg>,
 
     /// Which API to drive (default: kserve; chat with --service-kind openai).
-    #[arg(help_heading = TARGET, long = "endpoint-type", value_enum)]
+    #[arg(help_heading = TARGET, long = "endpoint-type", value_enum, value_name = "TYPE")]
     pub endpoint_type: Option<EndpointTypeArg>,
 
     /// Custom endpoint path (e.g. `v1/chat/completions`), overriding the endpoint type's default.
@@ -363,7 +400,9 @@ pub struct ProfileArgs {
     #[arg(help_heading = TARGET, long = "backend", value_enum)]
     pub backend: Option<BackendArg>,
 
-    /// Server address, with or without scheme (default localhost:8001 for kserve, localhost:8000 otherwise).
+    /// Server address (default localhost:8001 for kserve, localhost:8000 otherwise).
+    ///
+    /// With or without a scheme: `host:port`, `http://host:port`, `https://host` (TLS).
     #[arg(help_heading = TARGET, short = 'u', long = "url")]
     pub url: Option<String>,
 
@@ -384,16 +423,17 @@ pub struct ProfileArgs {
     pub num_prompts: Option<u32>,
 
     /// Mean input (prompt) length in tokens (default 550).
-    #[arg(help_heading = WORKLOAD, long = "synthetic-input-tokens-mean", alias = "isl")]
+    #[arg(help_heading = WORKLOAD, long = "synthetic-input-tokens-mean", alias = "isl", value_name = "TOKENS")]
     pub synthetic_input_tokens_mean: Option<u32>,
 
     /// Standard deviation of the input length in tokens.
     #[arg(help_heading = WORKLOAD, long = "synthetic-input-tokens-stddev", default_value_t = 0)]
     pub synthetic_input_tokens_stddev: u32,
 
-    /// Mean output length in tokens, sent as the API's max-tokens field (default: not sent, the
-    /// server decides).
-    #[arg(help_heading = WORKLOAD, long = "output-tokens-mean", alias = "osl")]
+    /// Mean output length in tokens (default: none asked for, the server decides).
+    ///
+    /// Sent as the API's max-tokens field.
+    #[arg(help_heading = WORKLOAD, long = "output-tokens-mean", alias = "osl", value_name = "TOKENS")]
     pub output_tokens_mean: Option<u32>,
 
     /// Standard deviation of the output length in tokens.
@@ -404,14 +444,18 @@ pub struct ProfileArgs {
     #[arg(help_heading = WORKLOAD, long = "output-tokens-mean-deterministic")]
     pub output_tokens_mean_deterministic: bool,
 
-    /// Closed-loop concurrency: `N`, `start:end[:step]` (inclusive; powers of two without a step)
-    /// or a list `1,4,8,16,32`. Each value is one level of the sweep (default 1).
-    #[arg(help_heading = LOAD, long = "concurrency")]
+    /// Closed-loop concurrency levels: 8, 1:32 (doubling), 1:32:4 or 1,4,8 (default 1).
+    ///
+    /// `N`, `start:end[:step]` (inclusive; powers of two without a step) or a list
+    /// `1,4,8,16,32`. Each value is one level of the sweep.
+    #[arg(help_heading = LOAD, long = "concurrency", value_name = "LEVELS")]
     pub concurrency: Option<String>,
 
-    /// Open-loop request rate (requests/s): `R`, `start:end[:step]` (doubling without a step) or
-    /// a list `5,10,20`. Each value is one level. Excludes --concurrency.
-    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency")]
+    /// Open-loop request rates (requests/s): 5, 1:16 (doubling), 5:20:5 or 5,10,20.
+    ///
+    /// `R`, `start:end[:step]` (doubling without a step) or a list `5,10,20`. Each value is one
+    /// level. Excludes --concurrency.
+    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency", value_name = "LEVELS")]
     pub request_rate: Option<String>,
 
     /// Gaps between open-loop requests.
@@ -427,15 +471,18 @@ pub struct ProfileArgs {
     #[arg(help_heading = LOAD, long = "max-inflight", default_value_t = 1024)]
     pub max_inflight: u32,
 
-    /// Requests measured per level (default: max(10, 2 × concurrency), 10 for a request rate,
-    /// or --num-prompts when that alone is given; with sessions, every session once). With
-    /// sessions it counts turns (each turn is one request), not sessions.
-    #[arg(help_heading = MEASUREMENT, long = "request-count", alias = "num-requests")]
+    /// Requests measured per level.
+    ///
+    /// Default: max(10, 2 × concurrency), 10 for a request rate, or --num-prompts when that
+    /// alone is given; with sessions, every session once. With sessions it counts turns (each
+    /// turn is one request), not sessions.
+    #[arg(help_heading = MEASUREMENT, long = "request-count", alias = "num-requests", value_name = "N")]
     pub request_count: Option<u64>,
 
-    /// Measurement window per level (bare number: milliseconds; or 500ms, 10s, 1m): requests
-    /// sent within it are measured.
-    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", value_parser = millis)]
+    /// Measurement window per level (bare number: ms; or 500ms, 10s, 1m).
+    ///
+    /// Requests sent within it are measured.
+    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", value_parser = millis, value_name = "TIME")]
     pub measurement_interval: Option<Duration>,
 
     /// Requests sent before measuring each level (excluded from the results).
@@ -490,12 +537,14 @@ pub struct ProfileArgs {
     #[arg(help_heading = OUTPUT, long = "profile-export-file")]
     pub profile_export_file: Option<String>,
 
-    /// Where artifacts go: files directly in it for one level, a subdirectory per level for a sweep.
+    /// Where files go: a directory per level for a sweep ({timestamp}, {concurrency}, ...).
+    ///
+    /// Files directly in it for one level, a subdirectory per level for a sweep.
     /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
     /// if an earlier run in the same second took it), `{model}`,
     /// `{concurrency}`/`{rate}`/`{level}` (per level), `{shard}` (the shard index with
     /// --shard/--shards), e.g. `./bench/{timestamp}/c{concurrency}`.
-    #[arg(help_heading = OUTPUT, long = "artifact-dir")]
+    #[arg(help_heading = OUTPUT, long = "artifact-dir", value_name = "DIR")]
     pub artifact_dir: Option<PathBuf>,
 
     /// Tokenizer to count tokens with: a Hugging Face `tokenizer.json`, a directory holding one,
@@ -508,8 +557,10 @@ pub struct ProfileArgs {
     #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
 
-    /// Extra HTTP header `Name: value` (repeatable), sent to the inference server (discovery
-    /// included); to metrics and statistics only when --metrics-header names it.
+    /// Extra HTTP header `Name: value` (repeatable).
+    ///
+    /// Sent to the inference server (discovery included); to metrics and statistics only when
+    /// --metrics-header names it.
     #[arg(help_heading = TARGET, short = 'H', long = "header")]
     pub header: Vec<String>,
 
@@ -530,9 +581,11 @@ pub struct ProfileArgs {
     #[arg(help_heading = DECISIONS, short = 'g', long = "goodput", num_args = 1..)]
     pub goodput: Vec<String>,
 
-    /// Service-level objective checked at the end of every level, `METRIC[.STAT] OP VALUE[unit]`
-    /// (repeatable): `time_to_first_token.p99<=500ms`, `queue_share<=50%`,
-    /// `request_throughput>=10`, `error_rate<1%`. Any failure makes the exit code 1.
+    /// Objective every level must meet, e.g. 'time_to_first_token.p99<=500ms' (repeatable).
+    ///
+    /// Checked at the end of every level, `METRIC[.STAT] OP VALUE[unit]`:
+    /// `time_to_first_token.p99<=500ms`, `queue_share<=50%`, `request_throughput>=10`,
+    /// `error_rate<1%`. Any failure makes the exit code 1.
     #[arg(help_heading = DECISIONS, long = "slo")]
     pub slo: Vec<String>,
 
@@ -547,8 +600,9 @@ pub struct ProfileArgs {
     #[arg(help_heading = MEASUREMENT, long = "moe-metric", value_name = "METRIC.STAT", requires = "target_moe")]
     pub moe_metric: Option<String>,
 
-    /// Confidence of the intervals behind --target-moe (and, in `search`, behind each probe's
-    /// decision): more than 50% and at most 99.9% (default 95%).
+    /// Confidence of --target-moe's intervals and of a search's decisions (default 95%).
+    ///
+    /// More than 50% and at most 99.9%.
     #[arg(help_heading = MEASUREMENT, long = "confidence")]
     pub confidence: Option<String>,
 
@@ -557,13 +611,14 @@ pub struct ProfileArgs {
     #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%")]
     pub knee_min_gain: String,
 
-    /// JSONL input instead of synthetic prompts: one `{"text": ...}` prompt per line, a
-    /// request trace in the Mooncake form (`{"timestamp": ms, "input_length": N,
+    /// JSONL prompts, a request trace or conversations, instead of synthetic prompts.
+    ///
+    /// One `{"text": ...}` prompt per line, a request trace in the Mooncake form (`{"timestamp": ms, "input_length": N,
     /// "output_length": M, "hash_ids": [..]}` per line; told apart by its `input_length` key),
     /// whose prompts are synthesized to its lengths and shared blocks, or conversations replayed
     /// as multi-turn sessions (ShareGPT `{"conversations": [{"from", "value"}, ..]}` or OpenAI
     /// `{"messages": [{"role", "content"}, ..]}` per line).
-    #[arg(help_heading = WORKLOAD, long = "input-file")]
+    #[arg(help_heading = WORKLOAD, long = "input-file", value_name = "FILE")]
     pub input_file: Option<PathBuf>,
 
     /// Tokens per hash id of a trace (default 512, Mooncake's).
@@ -653,11 +708,13 @@ pub struct ProfileArgs {
     #[arg(help_heading = MEASUREMENT, long = "tokenizer-from-server")]
     pub tokenizer_from_server: bool,
 
-    /// API key sent as `Authorization: Bearer` (`x-api-key` for messages) to the target's own
-    /// address only (never to metrics, never written to artifacts or logs). When this is not
-    /// given, OpenAI-style endpoint types read `OPENAI_API_KEY` and messages reads
+    /// API key of the target (default: OPENAI_API_KEY; ANTHROPIC_API_KEY for messages).
+    ///
+    /// Sent as `Authorization: Bearer` (`x-api-key` for messages) to the target's own address
+    /// only (never to metrics, never written to artifacts or logs). When this is not given,
+    /// OpenAI-style endpoint types read `OPENAI_API_KEY` and messages reads
     /// `ANTHROPIC_API_KEY`; Triton targets read neither.
-    #[arg(help_heading = TARGET, long = "api-key")]
+    #[arg(help_heading = TARGET, long = "api-key", value_name = "KEY")]
     pub api_key: Option<String>,
 
     /// Per-request timeout (bare number: seconds); a timed-out request counts as an error of kind
@@ -730,8 +787,10 @@ pub struct SearchArgs {
     #[command(flatten)]
     pub profile: ProfileArgs,
 
-    /// What the search varies: closed-loop concurrency or open-loop request rate (with
-    /// --request-distribution, --burstiness and --max-inflight).
+    /// What the search varies.
+    ///
+    /// Closed-loop concurrency or open-loop request rate (with --request-distribution,
+    /// --burstiness and --max-inflight).
     #[arg(help_heading = SEARCH, long = "over", value_enum, default_value = "concurrency")]
     pub over: SearchOverArg,
 
@@ -739,8 +798,9 @@ pub struct SearchArgs {
     #[arg(help_heading = SEARCH, long = "min")]
     pub min: Option<f64>,
 
-    /// Highest load the search may try (default: doubling until a load fails, up to
-    /// concurrency 4096 or 100000 requests/s).
+    /// Highest load the search may try (default: doubling until a load fails).
+    ///
+    /// Without it the search doubles up to concurrency 4096 or 100000 requests/s.
     #[arg(help_heading = SEARCH, long = "max")]
     pub max: Option<f64>,
 
@@ -749,8 +809,10 @@ pub struct SearchArgs {
     #[arg(help_heading = SEARCH, long = "resolution", default_value = "5%")]
     pub resolution: String,
 
-    /// Most successful requests a probe measures; a probe whose decision is still open then is
-    /// reported undecided (and counts as not meeting the objectives).
+    /// Most successful requests a probe measures.
+    ///
+    /// A probe whose decision is still open then is reported undecided (and counts as not
+    /// meeting the objectives).
     #[arg(help_heading = SEARCH, long = "max-probe-requests", default_value_t = crate::plan::search::DEFAULT_MAX_PROBE_REQUESTS)]
     pub max_probe_requests: u64,
 
@@ -1086,8 +1148,10 @@ pub struct PerfArgs {
     /// Server address, with or without scheme (default localhost:8001 for gRPC, :8000 for HTTP).
     #[arg(help_heading = TARGET, short = 'u', long = "url")]
     pub url: Option<String>,
-    /// Protocol. Without -i the server is asked: gRPC when the address answers gRPC, else HTTP
-    /// (perf_analyzer defaults to HTTP, which fails against Triton's gRPC port 8001).
+    /// Protocol (default: gRPC when the address answers gRPC, else HTTP).
+    ///
+    /// Without -i the server is asked (perf_analyzer defaults to HTTP, which fails against
+    /// Triton's gRPC port 8001).
     #[arg(help_heading = TARGET, short = 'i', long = "protocol", value_enum, ignore_case = true)]
     pub protocol: Option<ProtocolArg>,
     /// Service kind; only Triton (KServe v2) is supported by this mode.
@@ -1108,12 +1172,13 @@ pub struct PerfArgs {
     /// Fixed string for BYTES inputs instead of random ones.
     #[arg(help_heading = WORKLOAD, long = "string-data")]
     pub string_data: Option<String>,
-    /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (`1:32:2` = 1, 3, ..., 31;
-    /// default 1).
-    #[arg(help_heading = LOAD, long = "concurrency-range")]
+    /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (default 1).
+    ///
+    /// `1:32:2` = 1, 3, ..., 31.
+    #[arg(help_heading = LOAD, long = "concurrency-range", value_name = "RANGE")]
     pub concurrency_range: Option<String>,
     /// Request-rate sweep `start[:end[:step]]` (requests/s), inclusive and linear.
-    #[arg(help_heading = LOAD, long = "request-rate-range", conflicts_with = "concurrency_range")]
+    #[arg(help_heading = LOAD, long = "request-rate-range", conflicts_with = "concurrency_range", value_name = "RANGE")]
     pub request_rate_range: Option<String>,
     /// Gaps between requests under --request-rate-range.
     #[arg(help_heading = LOAD, long = "request-distribution", value_enum, default_value = "constant")]
@@ -1127,9 +1192,10 @@ pub struct PerfArgs {
     /// Responses each request of a periodic-concurrency step waits for before the next step.
     #[arg(help_heading = LOAD, long = "request-period", default_value_t = 10)]
     pub request_period: u32,
-    /// Measurement window (bare number: milliseconds); windows last 1.2 × this, as in
-    /// perf_analyzer.
-    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", default_value = "5000", value_parser = millis)]
+    /// Measurement window (bare number: milliseconds).
+    ///
+    /// Windows last 1.2 × this, as in perf_analyzer.
+    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", default_value = "5000", value_parser = millis, value_name = "TIME")]
     pub measurement_interval: Duration,
     /// How windows end.
     #[arg(help_heading = MEASUREMENT, long = "measurement-mode", value_enum, default_value = "time_windows")]
@@ -1138,7 +1204,7 @@ pub struct PerfArgs {
     #[arg(help_heading = MEASUREMENT, long = "measurement-request-count", default_value_t = 50)]
     pub measurement_request_count: u64,
     /// Measure exactly this many requests in one window (no stability loop).
-    #[arg(help_heading = MEASUREMENT, long = "request-count")]
+    #[arg(help_heading = MEASUREMENT, long = "request-count", value_name = "N")]
     pub request_count: Option<u64>,
     /// Stability: the last 3 windows' throughput and latency within this percentage.
     #[arg(help_heading = MEASUREMENT, short = 's', long = "stability-percentage", default_value_t = 10.0)]
@@ -1175,7 +1241,7 @@ pub struct PerfArgs {
     #[arg(help_heading = WORKLOAD, long = "request-parameter")]
     pub request_parameter: Vec<String>,
     /// Write perf_analyzer's latency report CSV here.
-    #[arg(help_heading = OUTPUT, short = 'f', long = "latency-report-file", visible_alias = "file")]
+    #[arg(help_heading = OUTPUT, short = 'f', long = "latency-report-file", visible_alias = "file", value_name = "FILE")]
     pub latency_report_file: Option<std::path::PathBuf>,
     /// Write perf_analyzer's raw per-request export (JSON: every request's inputs, timestamps and
     /// output tensors, one experiment per level) here.
@@ -1191,8 +1257,10 @@ pub struct PerfArgs {
     /// Time per timeline row (bare number: seconds).
     #[arg(help_heading = OUTPUT, long = "timeline-interval", default_value = "10s", value_parser = secs)]
     pub timeline_interval: Duration,
-    /// HTTP header `Name: value` (repeatable); sent as gRPC metadata too; on statistics and
-    /// metrics calls only when --metrics-header names it (or it is triton-access-token).
+    /// HTTP header `Name: value` (repeatable), sent as gRPC metadata too.
+    ///
+    /// On statistics and metrics calls only when --metrics-header names it (or it is
+    /// triton-access-token).
     #[arg(help_heading = TARGET, short = 'H', long = "header")]
     pub header: Vec<String>,
     /// HTTP input tensor encoding.
@@ -1225,8 +1293,10 @@ pub struct PerfArgs {
     /// Seed for random input data and schedules.
     #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
-    /// Service-level objective checked on every level, e.g. `request_latency.p99<=3ms` or
-    /// `request_throughput>=8000` (infer/sec); exit code 1 when one fails (repeatable).
+    /// Objective every level must meet, e.g. 'request_latency.p99<=3ms' (repeatable).
+    ///
+    /// Checked on every level, e.g. `request_latency.p99<=3ms` or `request_throughput>=8000`
+    /// (infer/sec); exit code 1 when one fails.
     #[arg(help_heading = DECISIONS, long = "slo")]
     pub slo: Vec<String>,
     /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).

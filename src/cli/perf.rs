@@ -525,7 +525,27 @@ mod tests {
         assert_eq!(parse_range_u32("1:4", "f").unwrap(), (1, 4, 1));
         assert!(parse_range_u32("0:4", "f").is_err());
         assert!(parse_range_u32("4:1", "f").is_err());
-        assert!(parse_range_u32("1:4:0", "f").is_err());
+        assert!(
+            parse_range_u32("1:4:0", "f")
+                .unwrap_err()
+                .0
+                .contains("the step is 0")
+        );
+        let e = parse_range_u32("-3", "--concurrency-range").unwrap_err().0;
+        assert!(e.contains("values must be positive ('-3' is not)"), "{e}");
+        let e = parse_range_u32("1,,4", "--concurrency-range")
+            .unwrap_err()
+            .0;
+        assert!(e.contains("not lists"), "{e}");
+        let e = parse_range_f64("10:30:0", "--request-rate-range")
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("--request-rate-range 10:30:0: the step is '0'"),
+            "{e}"
+        );
+        let e = parse_range_f64("-5", "--request-rate-range").unwrap_err().0;
+        assert!(e.contains("values must be positive ('-5' is not)"), "{e}");
         assert_eq!(
             parse_range_f64("10:30:10", "f").unwrap(),
             [10.0, 20.0, 30.0]

@@ -434,6 +434,12 @@ impl PerfOutcome {
 /// (stderr under `--output json`) as levels complete. The plan's result channels
 /// ([`crate::publish`]) get each level and the run's end.
 pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOutcome> {
+    let dirs: Vec<_> = plan
+        .levels
+        .iter()
+        .filter_map(|s| files::level_dir(plan, s))
+        .collect();
+    crate::artifact::ensure_levels_writable(&dirs)?;
     let (protocol, info, client, probe) = session::prepare(plan).await?;
     let dataset = partition(inputs::dataset(plan, &info, protocol)?, plan, print)?;
     let settings = Settings {

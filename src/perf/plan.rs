@@ -332,11 +332,16 @@ pub fn parse_param(raw: &str) -> Result<(String, ParamValue), UsageError> {
 
 /// perf_analyzer's `start[:end[:step]]` (integers; end omitted = start; step default 1).
 pub fn parse_range_u32(raw: &str, flag: &str) -> Result<(u32, u32, u32), UsageError> {
+    range_form(raw, flag)?;
     let parts: Vec<&str> = raw.split(':').collect();
     let num = |s: &str| -> Result<u32, UsageError> {
-        s.trim()
-            .parse()
-            .map_err(|_| UsageError(format!("{flag} {raw}: '{s}' is not a whole number")))
+        s.trim().parse().map_err(|_| {
+            UsageError(if s.trim().starts_with('-') {
+                format!("{flag} {raw}: values must be positive ('{s}' is not)")
+            } else {
+                format!("{flag} {raw}: '{s}' is not a whole number")
+            })
+        })
     };
     let (start, end, step) = match parts.as_slice() {
         [a] => (num(a)?, None, 1),
@@ -348,7 +353,9 @@ pub fn parse_range_u32(raw: &str, flag: &str) -> Result<(u32, u32, u32), UsageEr
         return usage(format!("{flag} {raw}: start must be at least 1"));
     }
     if step == 0 {
-        return usage(format!("{flag} {raw}: step must be at least 1"));
+        return usage(format!(
+            "{flag} {raw}: the step is 0; give a step of at least 1 (or leave it out: step 1)"
+        ));
     }
     let end = end.unwrap_or(start);
     if end != 0 && end < start {
@@ -368,8 +375,19 @@ pub fn linear(start: u32, end: u32, step: u32) -> Result<Vec<u32>, UsageError> {
     Ok(v)
 }
 
+/// Refuses a list (`1,4,8`: `profile`'s form) where perf_analyzer takes a range.
+fn range_form(raw: &str, flag: &str) -> Result<(), UsageError> {
+    if raw.contains(',') {
+        return usage(format!(
+            "{flag} {raw}: perf_analyzer's ranges are start[:end[:step]] (e.g. 1:8:2), not lists; run one level per value, or use `ttftbench profile --concurrency 1,4,8`"
+        ));
+    }
+    Ok(())
+}
+
 /// perf_analyzer's `start[:end[:step]]` for request rates (linear, inclusive).
 pub fn parse_range_f64(raw: &str, flag: &str) -> Result<Vec<f64>, UsageError> {
+    range_form(raw, flag)?;
     let parts: Vec<&str> = raw.split(':').collect();
     let num = |s: &str| -> Result<f64, UsageError> {
         let v: f64 = s
@@ -379,13 +397,22 @@ pub fn parse_range_f64(raw: &str, flag: &str) -> Result<Vec<f64>, UsageError> {
         if v > 0.0 && v.is_finite() {
             Ok(v)
         } else {
-            usage(format!("{flag} {raw}: values must be positive"))
+            usage(format!(
+                "{flag} {raw}: values must be positive ('{s}' is not)"
+            ))
         }
+    };
+    let step = |s: &str| {
+        num(s).map_err(|_| {
+            UsageError(format!(
+                "{flag} {raw}: the step is '{s}'; give a positive step (or leave it out: step 1)"
+            ))
+        })
     };
     let (start, end, step) = match parts.as_slice() {
         [a] => (num(a)?, None, 1.0),
         [a, b] => (num(a)?, Some(num(b)?), 1.0),
-        [a, b, c] => (num(a)?, Some(num(b)?), num(c)?),
+        [a, b, c] => (num(a)?, Some(num(b)?), step(c)?),
         _ => return usage(format!("{flag} {raw}: expected start[:end[:step]]")),
     };
     let end = end.unwrap_or(start);

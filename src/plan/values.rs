@@ -37,6 +37,9 @@ pub fn parse_duration(flag: &str, raw: &str, unit: Duration) -> Result<Duration,
     } else {
         format!("{flag} ")
     };
+    if t.starts_with('-') {
+        return usage(format!("{flag}{t}: must not be negative"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -203,18 +206,35 @@ pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
         .collect()
 }
 
-/// The list form of a level flag (`a,b,c`, empty items skipped), each item parsed by `num`;
-/// `None` when `spec` is not a list.
+/// The list form of a level flag (`a,b,c`), each item parsed by `num`; `None` when `spec` is
+/// not a list. An empty item (`1,,4`, `1,4,`) is refused by its position: skipping it would run
+/// a sweep other than the one typed.
 fn comma_list<T>(
+    flag: &str,
     spec: &str,
     num: impl Fn(&str) -> Result<T, UsageError>,
 ) -> Option<Result<Vec<T>, UsageError>> {
     spec.contains(',').then(|| {
         spec.split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(num)
+            .enumerate()
+            .map(|(i, item)| {
+                if item.trim().is_empty() {
+                    return usage(format!(
+                        "{flag} {spec}: item {} of the list is empty; separate the levels with single commas, e.g. 1,4,8",
+                        i + 1
+                    ));
+                }
+                num(item)
+            })
             .collect()
     })
+}
+
+/// Whether a level that did not parse was written as a negative number (`-3`, `-0.5`).
+fn negative(s: &str) -> bool {
+    s.trim()
+        .strip_prefix('-')
+        .is_some_and(|r| r.parse::<f64>().is_ok())
 }
 
 /// Refuses a `start:end` range that runs backwards.
@@ -242,18 +262,27 @@ pub fn parse_float_levels(spec: &str, flag: &str) -> Result<Vec<f64>, UsageError
             .parse()
             .map_err(|_| UsageError(format!("{flag} {spec}: '{s}' is not a number")))?;
         if !(v > 0.0 && v.is_finite()) {
-            return usage(format!("{flag} {spec}: rates must be positive"));
+            return usage(format!(
+                "{flag} {spec}: rates must be positive ('{s}' is not)"
+            ));
         }
         Ok(v)
     };
-    if let Some(list) = comma_list(spec, num) {
+    if let Some(list) = comma_list(flag, spec, num) {
         return list;
     }
+    let step = |s: &str| -> Result<f64, UsageError> {
+        num(s).map_err(|_| {
+            UsageError(format!(
+                "{flag} {spec}: the step is '{s}'; give a positive step, or leave it out to double from the start (start:end)"
+            ))
+        })
+    };
     let parts: Vec<&str> = spec.split(':').collect();
     let (start, end, step) = match parts.as_slice() {
         [one] => return Ok(vec![num(one)?]),
         [a, b] => (num(a)?, num(b)?, None),
-        [a, b, c] => (num(a)?, num(b)?, Some(num(c)?)),
+        [a, b, c] => (num(a)?, num(b)?, Some(step(c)?)),
         _ => {
             return usage(format!(
                 "{flag} {spec}: expected R, start:end[:step], or a list like 5,10,20"
@@ -427,16 +456,18 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
     let spec = spec.trim();
     let num = |s: &str| -> Result<u32, UsageError> {
         let v: u32 = s.trim().parse().map_err(|_| {
-            UsageError(format!(
-                "{flag} {spec}: '{s}' is not a positive whole number"
-            ))
+            UsageError(if negative(s) {
+                format!("{flag} {spec}: levels must be positive ('{s}' is not)")
+            } else {
+                format!("{flag} {spec}: '{s}' is not a positive whole number")
+            })
         })?;
         if v == 0 {
             return usage(format!("{flag} {spec}: levels must be at least 1"));
         }
         Ok(v)
     };
-    if let Some(list) = comma_list(spec, num) {
+    if let Some(list) = comma_list(flag, spec, num) {
         return list;
     }
     let parts: Vec<&str> = spec.split(':').collect();
@@ -447,7 +478,15 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
             ordered(flag, spec, start, end)?;
             let mut out = Vec::new();
             if let [_, _, step] = parts.as_slice() {
-                let step = num(step)?;
+                let step = match step.trim().parse::<u32>() {
+                    Ok(n) if n > 0 => n,
+                    _ => {
+                        return usage(format!(
+                            "{flag} {spec}: the step is '{}'; give a step of at least 1, or leave it out to double from the start (start:end)",
+                            step.trim()
+                        ));
+                    }
+                };
                 let mut v = start;
                 while v <= end {
                     out.push(v);
@@ -679,6 +718,46 @@ mod tests {
         }
     }
 
+    /// Found by a new user: `1,,4` ran as 1,4, and `1:32:0` said "levels must be at least 1".
+    #[test]
+    fn empty_items_zero_steps_and_negatives_are_named() {
+        let int = |s: &str| parse_int_levels(s, "--concurrency").unwrap_err().0;
+        let e = int("1,,4");
+        assert!(
+            e.contains("--concurrency 1,,4: item 2 of the list is empty"),
+            "{e}"
+        );
+        let e = int("1,4,");
+        assert!(e.contains("item 3 of the list is empty"), "{e}");
+        let e = int(",8");
+        assert!(e.contains("item 1 of the list is empty"), "{e}");
+        let e = int("1:32:0");
+        assert!(e.contains("--concurrency 1:32:0: the step is '0'"), "{e}");
+        assert!(!e.contains("levels must be at least 1"), "{e}");
+        assert!(int("1:32:x").contains("the step is 'x'"));
+        let e = int("-3");
+        assert!(e.contains("levels must be positive ('-3' is not)"), "{e}");
+        assert!(int("0").contains("levels must be at least 1"));
+
+        let rate = |s: &str| parse_float_levels(s, "--request-rate").unwrap_err().0;
+        let e = rate("5,,20");
+        assert!(
+            e.contains("--request-rate 5,,20: item 2 of the list is empty"),
+            "{e}"
+        );
+        let e = rate("1:8:0");
+        assert!(e.contains("--request-rate 1:8:0: the step is '0'"), "{e}");
+        assert!(rate("1:8:-1").contains("the step is '-1'"));
+        let e = rate("-3");
+        assert!(e.contains("rates must be positive ('-3' is not)"), "{e}");
+        // The step may still be left out, and a list may have spaces.
+        assert_eq!(
+            parse_float_levels("5, 10", "--request-rate").unwrap(),
+            [5.0, 10.0]
+        );
+        assert_eq!(parse_int_levels("1, 4", "--concurrency").unwrap(), [1, 4]);
+    }
+
     /// Found by a new user: `--request-timeout 500ms` said "invalid float literal".
     #[test]
     fn durations_take_units_and_bare_numbers_keep_theirs() {
@@ -706,7 +785,10 @@ mod tests {
             "{e}"
         );
         assert!(parse_duration("-p", "fast", ms).is_err());
-        assert!(parse_duration("-p", "-3ms", ms).is_err());
+        let e = parse_duration("-p", "-3ms", ms).unwrap_err();
+        assert!(e.0.contains("must not be negative"), "{e}");
+        let e = parse_duration("-p", "-5", ms).unwrap_err();
+        assert!(e.0.contains("must not be negative"), "{e}");
     }
 
     #[test]

@@ -196,13 +196,16 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     run_once(plan, cancel, ui).await
 }
 
+/// Every level directory of `plan` under `layout`, in the plan's order.
+fn level_dirs(plan: &RunPlan, layout: &artifact::Layout) -> Vec<PathBuf> {
+    plan.levels.iter().map(|s| layout.level_dir(s)).collect()
+}
+
 /// Runs the plan once.
 async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let parts: Vec<LevelPart> = (0..plan.levels.len()).map(|i| plan.level_part(i)).collect();
     let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
-    if let Some(first) = plan.levels.first() {
-        artifact::ensure_writable(&layout.level_dir(first))?;
-    }
+    artifact::ensure_levels_writable(&level_dirs(plan, &layout))?;
     let ids = Ids::new(plan);
     if parts.iter().all(|p| p.load.is_err()) {
         // Nothing to send at any level: say so without connecting to anything.
@@ -414,8 +417,8 @@ fn conclude(
     publisher: &mut Publisher,
 ) -> Result<Outcome> {
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let knee = knee::analyze(&summaries, plan.knee_min_gain);
-    let verdict = verdict::with_knee(&summaries, knee.knee.as_ref().map(|k| k.level.as_str()));
+    let mut knee = knee::analyze(&summaries, plan.knee_min_gain);
+    let verdict = verdict::with_knee(&summaries, &mut knee);
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
         write_sweep(plan, &d, &levels, (&verdict, &knee), ids, &[])?;

@@ -25,20 +25,20 @@ use crate::stats::repeat::{self, MetricSpread};
 /// the Pushgateway.
 pub(super) async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
+    // Every repetition's levels and the combined ones, before the first request.
+    let mut dirs = super::level_dirs(plan, &layout);
+    for k in 1..=plan.repeat.count {
+        let rep = repetition(plan, &layout, k);
+        let rep_layout = artifact::Layout::new(&rep, layout.timestamp().to_string());
+        dirs.extend(super::level_dirs(&rep, &rep_layout));
+    }
+    artifact::ensure_levels_writable(&dirs)?;
     let reps = crate::engine::repeat::each(
         plan.repeat,
         &cancel,
         |s| ui.say(s),
         |k| {
-            let rep_plan = RunPlan {
-                artifact_dir: Some(layout.repetition(k, &plan.levels)),
-                outputs: crate::plan::outputs::Outputs {
-                    labels: plan.outputs.labels.clone(),
-                    request_id_header: plan.outputs.request_id_header.clone(),
-                    ..Default::default()
-                },
-                ..plan.clone()
-            };
+            let rep_plan = repetition(plan, &layout, k);
             let cancel = cancel.clone();
             async move {
                 let outcome = run_once(&rep_plan, cancel, ui).await?;
@@ -49,6 +49,20 @@ pub(super) async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcom
     )
     .await?;
     combine(plan, &layout, reps, &cancel, ui).await
+}
+
+/// The plan of repetition `k` (1-based): the whole plan, its files in its own directory, its
+/// results published only through the combined run.
+fn repetition(plan: &RunPlan, layout: &artifact::Layout, k: u32) -> RunPlan {
+    RunPlan {
+        artifact_dir: Some(layout.repetition(k, &plan.levels)),
+        outputs: crate::plan::outputs::Outputs {
+            labels: plan.outputs.labels.clone(),
+            request_id_header: plan.outputs.request_id_header.clone(),
+            ..Default::default()
+        },
+        ..plan.clone()
+    }
 }
 
 /// The combined run of finished repetitions `reps`: one level per plan level that every
@@ -88,8 +102,8 @@ async fn combine(
         levels.push(result);
     }
     let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let knee = knee::analyze(&summaries, plan.knee_min_gain);
-    let verdict = verdict::with_knee(&summaries, knee.knee.as_ref().map(|k| k.level.as_str()));
+    let mut knee = knee::analyze(&summaries, plan.knee_min_gain);
+    let verdict = verdict::with_knee(&summaries, &mut knee);
     let sweep_dir = write_run_files(plan, layout, &ids, &levels, (&verdict, &knee), &table)?;
     let interrupted = crate::engine::outcome::interrupted(
         reps.iter().any(|r| r.interrupted),

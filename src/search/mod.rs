@@ -122,8 +122,8 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
     let levels: Vec<LevelResult> = probes.iter().map(|p| p.level.clone()).collect();
     if !levels.is_empty() {
         let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-        let k = knee::analyze(&summaries, run.knee_min_gain);
-        let v = verdict::with_knee(&summaries, k.knee.as_ref().map(|k| k.level.as_str()));
+        let mut k = knee::analyze(&summaries, run.knee_min_gain);
+        let v = verdict::with_knee(&summaries, &mut k);
         crate::profile::write_sweep(run, &dir, &levels, (&v, &k), &runner.ids, &[])?;
     }
     runner.publisher.finish(&RunEnd {

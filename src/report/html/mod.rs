@@ -178,7 +178,12 @@ fn slo_badge(out: &mut String, run: &Run) {
 /// One run: its header (meta, command, flags, decisions), charts and level table.
 fn run_body(out: &mut String, run: &Run, opts: &Options) {
     let summaries = run.summaries();
-    let k = knee::analyze(&summaries, opts.knee_min_gain);
+    let mut k = knee::analyze(&summaries, opts.knee_min_gain);
+    let verdict = if summaries.len() > 1 {
+        crate::analysis::verdict::with_knee(&summaries, &mut k).lines
+    } else {
+        Vec::new()
+    };
     let model = run.levels.iter().find_map(|l| l.model.clone());
     let api = run.levels.iter().find_map(|l| l.api.clone());
     let version = run.levels.iter().find_map(|l| l.version.clone());
@@ -222,11 +227,8 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
     }
     out.push_str("<div class=\"decision\">\n");
     let _ = writeln!(out, "<p><strong>{}</strong></p>", esc(&k.recommendation));
-    if summaries.len() > 1 {
-        let knee = k.knee.as_ref().map(|k| k.level.as_str());
-        for line in crate::analysis::verdict::with_knee(&summaries, knee).lines {
-            let _ = writeln!(out, "<p>{}</p>", esc(&line));
-        }
+    for line in &verdict {
+        let _ = writeln!(out, "<p>{}</p>", esc(line));
     }
     for l in run
         .levels
