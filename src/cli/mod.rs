@@ -471,11 +471,12 @@ pub struct ProfileArgs {
     #[arg(help_heading = LOAD, long = "max-inflight", default_value_t = 1024)]
     pub max_inflight: u32,
 
-    /// Requests measured per level.
+    /// Requests measured per level (default: 100, or 25 s, whichever comes first).
     ///
-    /// Default: max(10, 2 × concurrency), 10 for a request rate, or --num-prompts when that
-    /// alone is given; with sessions, every session once. With sessions it counts turns (each
-    /// turn is one request), not sessions.
+    /// Default: max(100, 2 × concurrency) requests (100 for a request rate: enough for a p99),
+    /// or 25 s of sending when the server is slower than that, whichever comes first; or
+    /// --num-prompts when that alone is given; with sessions, every session once. With
+    /// sessions it counts turns (each turn is one request), not sessions.
     #[arg(help_heading = MEASUREMENT, long = "request-count", alias = "num-requests", value_name = "N")]
     pub request_count: Option<u64>,
 
