@@ -750,6 +750,11 @@ pub struct SearchArgs {
     /// Longest a probe measures (bare number: seconds; or 90s, 5m); undecided past it.
     #[arg(help_heading = SEARCH, long = "max-probe-time", value_parser = secs)]
     pub max_probe_time: Option<Duration>,
+
+    /// Longest the whole search runs (bare number: seconds; or 90s, 10m): then the probe under
+    /// way stops and the answer is the highest load proven so far, with its confidence.
+    #[arg(help_heading = SEARCH, long = "max-time", value_parser = secs)]
+    pub max_time: Option<Duration>,
 }
 
 /// What a search varies.
