@@ -84,6 +84,20 @@ impl Boundary {
         let cap = cap.max(first);
         let meets_level = calibrate(p0, first, cap, meets_budget, Side::Meets);
         let fails_level = calibrate(p0, first, cap, fails_budget, Side::Fails);
+        Boundary::at_levels(p0, first, cap, meets_level, fails_level)
+    }
+
+    /// The boundaries at given per-look levels, uncalibrated (a simulation compares a rule
+    /// that looks again and again at the one-look level with the calibrated one).
+    pub fn at_levels(
+        p0: f64,
+        first: u64,
+        cap: u64,
+        meets_level: f64,
+        fails_level: f64,
+    ) -> Boundary {
+        let first = first.max(1);
+        let cap = cap.max(first);
         Boundary {
             p0,
             first,
