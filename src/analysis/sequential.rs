@@ -33,8 +33,8 @@
 //! probability at most `α/2` either way, given independent samples and a server whose capacity
 //! does not change while the level runs; an objective whose true value is farther from its
 //! bound is misjudged less often. For `time_to_first_token.p99` at 95 % confidence and the
-//! default cap of 1000 requests a meets needs 454 requests where Bonferroni over the 20 looks
-//! needed 709 (the fewest with which a single look could meet is 368).
+//! default cap of 1000 requests a meets needs 454 requests where Bonferroni over 20 scheduled
+//! looks needed 743 (the fewest with which a single look could meet is 368).
 //!
 //! A level that reaches its cap (requests or time) with an objective still open is *undecided*:
 //! it is reported so, never guessed from the point estimate.

@@ -125,7 +125,7 @@ Examples:
 
 const SEARCH_EXAMPLES: &str = "\
 Examples:
-  ttftbench search -m gpt2 -u localhost:8001 --streaming \\
+  ttftbench search -m gpt2 -u localhost:8001 --streaming --max 64 --max-time 10m \\
       --slo 'time_to_first_token.p99<=500ms' --slo 'inter_token_latency.p99<=50ms'
   ttftbench search -m gpt2 --endpoint-type chat -u localhost:8000 --streaming \\
       --over request-rate --min 1 --max 64 --slo 'time_to_first_token.p90<=300ms' --confidence 90%
@@ -732,8 +732,8 @@ pub struct SearchArgs {
     #[arg(help_heading = SEARCH, long = "min")]
     pub min: Option<f64>,
 
-    /// Highest load the search may try (default: doubling until a load fails, up to
-    /// concurrency 4096 or 100000 requests/s).
+    /// Highest load the search may try, and its first probe (default: climbing from --min with
+    /// short scouts, doubling until a load fails, up to concurrency 4096 or 100000 requests/s).
     #[arg(help_heading = SEARCH, long = "max")]
     pub max: Option<f64>,
 

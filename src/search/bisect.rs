@@ -10,18 +10,20 @@
 //! requests), and it costs most at low loads, which finish fewest requests a second; a load
 //! well past the capacity fails within a few dozen. So the order avoids proving low loads:
 //!
-//! * **With `--max`**, the first probe is `--max`. While nothing below is known to meet, the
-//!   next probe halves the lowest load that did not meet (64, 32, 16 …; failing probes are
-//!   short), and once one meets, the search bisects between the highest load that met and the
-//!   lowest that did not, until they are one concurrency step apart or, for a rate, within the
-//!   resolution (the geometric middle, to three significant digits, since the bracket spans a
-//!   doubling).
+//! * **With `--max`**, the first probe is `--max`, a proof (if it meets, that is the answer).
+//!   While nothing below is known to meet, the next probe is a scout at half the lowest load
+//!   that did not meet (32, 16, 8 …; failing probes are short), and once one passes, the search
+//!   bisects with proofs between the highest load that passed or met and the lowest that did
+//!   not, until they are one concurrency step apart or, for a rate, within the resolution (the
+//!   geometric middle, to three significant digits, since the bracket spans a doubling).
 //! * **Without `--max`**, there is no top to start from, so the search climbs by doubling from
 //!   `--min` with *scouts*: probes cut at their first look, which end the climb when they fail
 //!   (a proven fail, at the same confidence as any) and otherwise say only that the load did
 //!   not fail quickly. The bisection then starts between the highest scouted load and the
-//!   failing one, and a scouted load is proven only when the bracket comes down to it; the
-//!   scouted loads below the answer are covered by its proof and never proven.
+//!   failing one.
+//!
+//! Either way a scouted load is proven only when the bracket comes down to it, and the scouted
+//! loads below the answer are covered by its proof and never proven.
 //!
 //! Every probe is a proof except those scouts. A probe that is undecided or saturated counts as
 //! not meeting: the answer is only ever a load proven to meet.
@@ -97,7 +99,7 @@ impl Order {
             (None, Some(lo)) if self.closed(lo, hi) => None,
             (None, Some(lo)) => Some((self.between(lo, hi), Kind::Proof)),
             (None, None) if hi <= self.min => None,
-            (None, None) => Some((self.half(hi), Kind::Proof)),
+            (None, None) => Some((self.half(hi), Kind::Scout)),
         }
     }
 
@@ -227,13 +229,37 @@ mod tests {
     }
 
     #[test]
-    fn from_max_halves_then_bisects_with_one_meets_proof() {
+    fn from_max_scouts_down_then_bisects_with_one_meets_proof() {
+        use Kind::{Proof as P, Scout as S};
         let (tried, answer, next) = probes(Order::new(true, 1.0, 64.0, 1.0, true), |c| c <= 8.0);
-        assert_eq!(loads(&tried), [64.0, 32.0, 16.0, 8.0, 12.0, 10.0, 9.0]);
-        assert!(tried.iter().all(|t| t.1 == Kind::Proof));
+        assert_eq!(
+            tried,
+            [
+                (64.0, P),
+                (32.0, S),
+                (16.0, S),
+                (8.0, S),
+                (12.0, P),
+                (10.0, P),
+                (9.0, P),
+                (8.0, P)
+            ]
+        );
         assert_eq!((answer, next), (Some(8.0), Some(9.0)));
+        // The scout at 32 is covered by the proof at 40: one meets proof in all.
         let (tried, answer, _) = probes(Order::new(true, 1.0, 64.0, 1.0, true), |c| c <= 40.0);
-        assert_eq!(loads(&tried), [64.0, 32.0, 48.0, 40.0, 44.0, 42.0, 41.0]);
+        assert_eq!(
+            tried,
+            [
+                (64.0, P),
+                (32.0, S),
+                (48.0, P),
+                (40.0, P),
+                (44.0, P),
+                (42.0, P),
+                (41.0, P)
+            ]
+        );
         assert_eq!(answer, Some(40.0));
     }
 
@@ -292,6 +318,7 @@ mod tests {
         assert_eq!((answer, next), (Some(10.0), None));
         let (tried, answer, next) = probes(Order::new(true, 2.0, 10.0, 1.0, true), |_| false);
         assert_eq!(loads(&tried), [10.0, 5.0, 2.0]);
+        assert_eq!(tried[1].1, Kind::Scout);
         assert_eq!((answer, next), (None, Some(2.0)));
         let (tried, _, next) = probes(Order::new(true, 2.0, 10.0, 1.0, false), |_| false);
         assert_eq!(loads(&tried), [2.0]);
