@@ -142,11 +142,12 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
     Ok(SearchOutcome { probes, doc, dir })
 }
 
-/// The sweep-wide files over the proof probes (a scout's few requests describe little).
+/// The sweep-wide files over the probes that settled something (a scout left open after its
+/// twenty requests describes little, and its load may be proven later in a probe of its own).
 fn write_levels(plan: &SearchPlan, dir: &Path, probes: &[Probe], runner: &Runner) -> Result<()> {
     let levels: Vec<LevelResult> = probes
         .iter()
-        .filter(|p| p.kind == Kind::Proof)
+        .filter(|p| p.verdict != ProbeVerdict::Scouted)
         .map(|p| p.level.clone())
         .collect();
     if levels.is_empty() {
