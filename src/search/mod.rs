@@ -112,7 +112,7 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
             break;
         }
         order.record(load, outcome(verdict));
-        if index == 0 {
+        if index == 0 && order.next().is_some() {
             estimate = cost::estimate(plan, &order, &probes[0]);
             if let Some(e) = &estimate {
                 ui.say(&e.line);
