@@ -220,11 +220,12 @@ async fn a_probe_with_too_many_errors_does_not_meet() {
         ],
     );
     let out = common::search(&a).await.unwrap();
-    // From --max 2 down to --min 1: both fail on their errors.
+    // From --max 2 down to a scout at --min 1: both fail on their errors, whatever their
+    // objective says (the proof at 2 meets it; the scout's twenty requests may leave it open).
     assert_eq!(out.doc.probes.len(), 2, "{:#?}", out.doc.probes);
+    assert_eq!(out.doc.probes[0].objectives[0].decision, "meets");
     for p in &out.doc.probes {
         assert_eq!(p.verdict, ProbeVerdict::Fails, "{p:#?}");
-        assert_eq!(p.objectives[0].decision, "meets", "{p:#?}");
         assert!(
             p.why
                 .contains("of its requests failed, over --max-error-rate 5 %"),

@@ -94,7 +94,7 @@ fn proof_requests(rule: &Rule) -> Option<u64> {
 pub fn estimate(plan: &SearchPlan, order: &Order, first: &Probe) -> Option<Estimate> {
     let rate = first.level.summary.stats.request_throughput;
     let n = proof_requests(&plan.rule)? as f64;
-    if !(rate > 0.0) {
+    if rate.is_nan() || rate <= 0.0 {
         return None;
     }
     let proof_s = n / rate;
