@@ -53,8 +53,7 @@ pub enum Command {
     )]
     Profile(Box<ProfileArgs>),
     /// The highest concurrency or request rate that meets the SLOs, found with few requests and
-    /// a stated confidence: doubling, then bisection, each probe measured only until its
-    /// decision is settled.
+    /// a stated confidence: each probe measured only until its decision is settled.
     #[command(
         after_help = SEARCH_SHORT_EXAMPLES,
         after_long_help = SEARCH_EXAMPLES,
@@ -406,14 +405,15 @@ pub struct ProfileArgs {
     #[arg(help_heading = TARGET, short = 'u', long = "url")]
     pub url: Option<String>,
 
-    /// Stream responses (required for TTFT, TTST and ITL). On by default where the target can
-    /// stream: an OpenAI-style chat, completions, responses or messages endpoint, or a decoupled
-    /// Triton model; the run's first line says which.
+    /// Stream responses, for TTFT, TTST and ITL (default: where the target can).
+    ///
+    /// On by default where the target can stream: an OpenAI-style chat, completions, responses
+    /// or messages endpoint, or a decoupled Triton model (read from its config); the run's first
+    /// line says which and why.
     #[arg(help_heading = TARGET, long = "streaming", conflicts_with = "no_streaming")]
     pub streaming: bool,
 
-    /// Ask for whole responses even where the target can stream (request latency only: no TTFT
-    /// or ITL).
+    /// Ask for whole responses (request latency only: no TTFT or ITL).
     #[arg(help_heading = TARGET, long = "no-streaming")]
     pub no_streaming: bool,
 
