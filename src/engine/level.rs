@@ -285,7 +285,8 @@ pub async fn measure_level(
     );
     // Responses that came whole have no time to first token apart from their latency, and no
     // drift of it apart from the latency's.
-    let ttft_drift = spec.streaming && !agg.came_whole();
+    let came_whole = spec.streaming && agg.came_whole();
+    let ttft_drift = spec.streaming && !came_whole;
     summary.drift = sinks
         .timeline
         .as_ref()
@@ -298,7 +299,7 @@ pub async fn measure_level(
             }
         });
     let notes = attribute_page(&mut session.probe, &mut summary);
-    live.finish(&summary);
+    live.finish(&summary, came_whole);
     Ok(Measured {
         summary,
         agg,

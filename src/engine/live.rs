@@ -390,10 +390,16 @@ impl LevelView {
     }
 
     /// The level is over: the view gives way to its one final line, from the level's summary
-    /// (the numbers of its files), which stays in the scrollback and joins the ladder.
-    pub fn finish(mut self, summary: &LevelSummary) {
+    /// (the numbers of its files), which stays in the scrollback and joins the ladder. A level
+    /// asked to stream whose responses `came_whole` shows its latency: a time to first token
+    /// there would be the latency again under another name.
+    pub fn finish(mut self, summary: &LevelSummary, came_whole: bool) {
         let (_, elapsed) = self.times.now(self.head.goal);
-        let s = Snapshot::of_level(summary, elapsed);
+        let mut s = Snapshot::of_level(summary, elapsed);
+        if came_whole {
+            s.ttft_ms = None;
+            s.itl_ms = None;
+        }
         let line = live::final_line(&self.head, &s, summary.interrupted);
         let view = self.view.clone();
         let mut screen = self.close();
@@ -469,10 +475,11 @@ impl LevelLive {
         }
     }
 
-    /// The level is over: its final line replaces the view.
-    pub fn finish(self, summary: &LevelSummary) {
+    /// The level is over: its final line replaces the view (`came_whole`: see
+    /// [`LevelView::finish`]).
+    pub fn finish(self, summary: &LevelSummary, came_whole: bool) {
         if let Some(v) = self.view {
-            v.finish(summary);
+            v.finish(summary, came_whole);
         }
     }
 }
