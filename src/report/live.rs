@@ -185,10 +185,16 @@ fn numbers(s: &Snapshot, running: bool) -> Vec<String> {
     if s.abandoned > 0 {
         out.push(format!("{} abandoned", s.abandoned));
     }
-    if let Some((p50, p99)) = s.ttft_ms {
-        out.push(format!("TTFT p50 {} p99 {} ms", ms(p50), ms(p99)));
-    } else if let Some((p50, p99)) = s.latency_ms {
-        out.push(format!("latency p50 {} p99 {} ms", ms(p50), ms(p99)));
+    // A finished level's line stays in the scrollback beside its table: like the table it shows
+    // no p99 its requests cannot support (the running lines are estimates and say so by moving).
+    let p99 = |v: f64| match running || crate::metrics::supports_percentile(s.done, 99) {
+        true => ms(v),
+        false => "-".into(),
+    };
+    if let Some((p50, v)) = s.ttft_ms {
+        out.push(format!("TTFT p50 {} p99 {} ms", ms(p50), p99(v)));
+    } else if let Some((p50, v)) = s.latency_ms {
+        out.push(format!("latency p50 {} p99 {} ms", ms(p50), p99(v)));
     }
     if let Some(itl) = s.itl_ms {
         out.push(format!("ITL {} ms", ms(itl)));
@@ -620,6 +626,16 @@ mod tests {
             final_line(&head(Goal::Requests(200)), &s, true),
             "level 2/6 concurrency4 interrupted after 1m15s: 200 requests, 0 errors, latency p50 1020 p99 1100 ms, 1235 tok/s, 31.7 req/s"
         );
+        // 99 requests support no p99: the final line says '-' as the table does; 100 do.
+        for (n, p99) in [(99, "-"), (100, "1100")] {
+            let mut s = Snapshot::of_level(&not_streamed, 6.31);
+            s.done = n;
+            assert!(
+                final_line(&head(Goal::Requests(200)), &s, false)
+                    .contains(&format!("latency p50 1020 p99 {p99} ms")),
+                "{n}"
+            );
+        }
     }
 
     #[test]
