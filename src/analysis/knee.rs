@@ -199,9 +199,8 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
             let (kl, p) = with[j - 1];
             knee = Some(knee_at(kl, p, &points[j..]));
             format!(
-                "knee at {kind} {load}: max sustainable {kind} ≈ {load} at {lat_name} ≤ {:.1} ms ({:.1} {tput_unit}); {lag}",
-                p.p99,
-                p.throughput,
+                "knee at {kind} {load}: max sustainable {kind} ≈ {load} {}; {lag}",
+                knee_point(kl, &p, lat_name, tput_unit),
                 load = super::text::load_text(p.load),
             )
         };
@@ -220,9 +219,8 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
             let (gain, max_l) = (found.max_gain_beyond, found.max_p99_beyond_ms);
             knee = Some(found);
             format!(
-                "knee at {kind} {load}: max sustainable {kind} ≈ {load} at {lat_name} ≤ {:.1} ms ({:.1} {tput_unit}); beyond it {tput_label} grows less than {pct} (at most {:+.1}%) while {lat_name} rises to {:.1} ms",
-                p.p99,
-                p.throughput,
+                "knee at {kind} {load}: max sustainable {kind} ≈ {load} {}; beyond it {tput_label} grows less than {pct} (at most {:+.1}%) while {lat_name} rises to {:.1} ms",
+                knee_point(l, &p, lat_name, tput_unit),
                 gain * 100.0,
                 max_l,
                 load = super::text::load_text(p.load),
@@ -257,6 +255,24 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
 }
 
 /// The knee at level `l` (point `p`), compared with the levels beyond it.
+/// The knee level's latency and throughput, `at TTFT p99 ≤ 185.4 ms (676.3 output tok/s)`. A
+/// level with too few requests for a p99 has none to state (its table cell says `-`): the
+/// curve still places the knee, and the line says how many requests the level had.
+fn knee_point(l: &LevelSummary, p: &Point, lat_name: &str, tput_unit: &str) -> String {
+    let n = l.stats.request_count;
+    if crate::metrics::supports_percentile(n, 99) {
+        format!(
+            "at {lat_name} ≤ {:.1} ms ({:.1} {tput_unit})",
+            p.p99, p.throughput
+        )
+    } else {
+        format!(
+            "({:.1} {tput_unit}; its {n} requests are too few for a {lat_name})",
+            p.throughput
+        )
+    }
+}
+
 fn knee_at(l: &LevelSummary, p: Point, later: &[Point]) -> Knee {
     let max_t = later.iter().map(|q| q.throughput).fold(f64::MIN, f64::max);
     Knee {
@@ -401,11 +417,11 @@ mod tests {
     #[test]
     fn analysis_sentences() {
         let levels = [
-            level(16, 983.2, Some(993.53), 10),
-            level(1, 223.1, Some(33.18), 10),
-            level(8, 981.2, Some(178.52), 10),
-            level(32, 1003.2, Some(2617.25), 10),
-            level(4, 671.2, Some(102.5), 10),
+            level(16, 983.2, Some(993.53), 100),
+            level(1, 223.1, Some(33.18), 100),
+            level(8, 981.2, Some(178.52), 100),
+            level(32, 1003.2, Some(2617.25), 100),
+            level(4, 671.2, Some(102.5), 100),
         ];
         let a = analyze(&levels, DEFAULT_MIN_GAIN);
         assert_eq!(a.latency_metric, "time_to_first_token.p99");
@@ -414,6 +430,13 @@ mod tests {
         assert_eq!(
             a.recommendation,
             "knee at concurrency 8: max sustainable concurrency ≈ 8 at TTFT p99 ≤ 178.5 ms (981.2 output tok/s); beyond it output throughput grows less than 10% (at most +2.2%) while TTFT p99 rises to 2617.2 ms"
+        );
+        // A knee level with too few requests for a p99 states none (its table cell says '-').
+        let mut short = levels.clone();
+        short[2].stats.request_count = 98;
+        assert_eq!(
+            analyze(&short, DEFAULT_MIN_GAIN).recommendation,
+            "knee at concurrency 8: max sustainable concurrency ≈ 8 (981.2 output tok/s; its 98 requests are too few for a TTFT p99); beyond it output throughput grows less than 10% (at most +2.2%) while TTFT p99 rises to 2617.2 ms"
         );
         let a = analyze(&levels[1..2], DEFAULT_MIN_GAIN);
         assert_eq!(
@@ -453,7 +476,7 @@ mod tests {
     #[test]
     fn open_loop_knee_is_the_last_rate_kept_up_with() {
         let rate = |r: f64, sent: f64, done: f64, p99: f64| {
-            let mut l = level(1, done * 50.0, Some(p99), 10);
+            let mut l = level(1, done * 50.0, Some(p99), 100);
             l.stimulus = Stimulus::RequestRate {
                 rate: r,
                 arrival: crate::load::Arrival::Poisson,
