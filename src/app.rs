@@ -349,6 +349,12 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
             text.push_str(&line);
             text.push('\n');
         }
+        // Nor a drop with load, but whether its accuracy is better than guessing.
+        let accuracy = crate::analysis::accuracy::assess(&summaries);
+        for line in accuracy.map_or_else(Vec::new, |a| a.lines) {
+            text.push_str(&line);
+            text.push('\n');
+        }
     }
     let slo: Vec<(String, Vec<crate::analysis::slo::SloResult>)> = outcome
         .levels

@@ -454,6 +454,7 @@ mod tests {
                 lossy_text: false,
                 reconnected: false,
                 connection_reused: None,
+                answer: None,
                 conversation: None,
                 error: None,
             };

@@ -1,6 +1,7 @@
 //! Command-line syntax. These types only describe flags; `plan` turns them into a validated
 //! [`crate::plan::RunPlan`] once, and nothing downstream looks at strings again.
 
+pub mod accuracy;
 pub mod config;
 pub mod help;
 pub mod perf;
@@ -572,6 +573,10 @@ pub struct ProfileArgs {
     /// Batches of texts, images and tools.
     #[command(flatten)]
     pub api_inputs: ApiInputArgs,
+
+    /// A dataset with known answers as the workload.
+    #[command(flatten)]
+    pub accuracy: accuracy::AccuracyArgs,
 
     /// How reranker requests are laid out (--endpoint-type rankings): `rerank` (Cohere/Jina
     /// `/v1/rerank`, default), `tei` (`/rerank`), `nim` (`/v1/ranking`, GenAI-Perf's default).

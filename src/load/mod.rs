@@ -486,15 +486,13 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64
 async fn hand_over(ctx: &WorkerCtx, (completed, count): (Completed, bool), ex: &mut Exchange) {
     if count {
         let text = std::mem::replace(&mut ex.text, ctx.sink.text_buffer());
-        let keep_server =
-            ctx.shared.use_server_token_count && completed.record.server_osl.is_some();
+        let counting = queue::Counting {
+            tokenizer: &ctx.shared.tokenizer,
+            keep_server: ctx.shared.use_server_token_count && completed.record.server_osl.is_some(),
+            answers: ctx.shared.dataset.answers(),
+        };
         ctx.sink
-            .send_counting(
-                completed,
-                (text, ex.reasoning_end),
-                &ctx.shared.tokenizer,
-                keep_server,
-            )
+            .send_counting(completed, (text, ex.reasoning_end), &counting)
             .await;
     } else {
         ctx.sink.send(completed).await;
@@ -746,6 +744,7 @@ pub(crate) async fn execute(
         lossy_text: ex.lossy_text,
         reconnected,
         connection_reused: ex.connection_reused,
+        answer: None,
         error,
         conversation: ask.conversation,
         sent: ask.sent,

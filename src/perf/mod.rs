@@ -195,6 +195,8 @@ impl crate::metrics::MetricSource for PerfLevel {
                 | SystemMetric::InputTokenThroughput
                 | SystemMetric::ToolCallShare
                 | SystemMetric::ToolArgsValidShare
+                | SystemMetric::Accuracy
+                | SystemMetric::AnswerChangedShare
                 | SystemMetric::TtftP99Drift
                 | SystemMetric::LatencyP99Drift
                 | SystemMetric::ThroughputDrift => None,

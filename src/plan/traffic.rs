@@ -131,7 +131,7 @@ impl SessionSpec {
     }
 
     /// Whether any session flag was given.
-    fn any(&self) -> bool {
+    pub fn any(&self) -> bool {
         self.asked()
             || self.turns_stddev.is_some()
             || self.delay_mean_ms.is_some()

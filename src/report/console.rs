@@ -186,6 +186,11 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     if tools {
         headers.push("Tool calls");
     }
+    // Scored workloads: accuracy with its interval, and the determinism check.
+    let scored = levels.iter().any(|l| l.stats.accuracy.is_some());
+    if scored {
+        headers.extend(["Accuracy", "Answers changed"]);
+    }
     let rows: Vec<Vec<String>> = levels
         .iter()
         .map(|l| {
@@ -242,6 +247,10 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             if tools {
                 row.push(share(l.stats.apis.tool_call_share));
             }
+            if scored {
+                row.push(accuracy_cell(l.stats.accuracy.as_ref()));
+                row.push(changed_cell(l.stats.accuracy.as_ref()));
+            }
             row
         })
         .collect();
@@ -269,6 +278,23 @@ fn kind_title(levels: &[LevelSummary]) -> &'static str {
 fn p99(s: Option<&crate::metrics::Stats>, n: u64) -> Option<f64> {
     s.filter(|_| crate::metrics::supports_percentile(n, 99))
         .map(|s| s.p99)
+}
+
+/// A level's accuracy with its interval (`71.0% [62.4–78.3]`), or `-`.
+pub fn accuracy_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
+    a.map_or_else(
+        || "-".to_string(),
+        |a| crate::analysis::text::interval(a.accuracy, a.low, a.high),
+    )
+}
+
+/// A level's share of prompts whose output changed from their reference, with its interval;
+/// `-` where nothing was compared (the reference level, or outputs not compared).
+pub fn changed_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
+    a.and_then(|a| a.changed.as_ref()).map_or_else(
+        || "-".to_string(),
+        |c| crate::analysis::text::interval(c.share, c.low, c.high),
+    )
 }
 
 /// A share as a percentage, or `-`.

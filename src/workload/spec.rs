@@ -27,6 +27,9 @@ pub enum PromptSource {
     Trace(TraceSource),
     /// Reranker queries and passages (`--endpoint-type rankings --input-file`).
     Rankings(super::rankings::RankingsSource),
+    /// A dataset with known answers (`--accuracy-benchmark`): its questions, each response
+    /// graded.
+    Scored(super::scored::ScoredSource),
 }
 
 /// A trace read and checked when the plan was resolved (so bad rows are refused before
