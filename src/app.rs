@@ -152,6 +152,7 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
     let cfg = crate::sim::SimConfig {
         metrics_style: a.metrics_style,
         tls,
+        answers: a.answers.config()?,
         ..sim_config(
             a.address,
             (a.http_port, a.grpc_port, a.metrics_port),

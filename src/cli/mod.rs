@@ -94,7 +94,7 @@ pub enum Command {
     Perf(Box<PerfArgs>),
     /// Built-in simulated inference server (Triton KServe v2 HTTP + gRPC, OpenAI, /metrics).
     #[command(after_help = SERVE_EXAMPLES)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// A concurrency sweep against an in-process simulated server: the zero-setup tour.
     #[command(after_help = DEMO_EXAMPLES, mut_args(tips::negative_numbers_reach_the_flag))]
     Demo(DemoArgs),
@@ -1384,6 +1384,9 @@ pub struct ServeArgs {
     /// Engine timing and faults.
     #[command(flatten)]
     pub engine: EngineArgs,
+    /// Answers to a scored workload's questions.
+    #[command(flatten)]
+    pub answers: accuracy::AnswerArgs,
 }
 
 /// Timing model and fault injection of the simulated server. Defaults are the simulator's own

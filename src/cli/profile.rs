@@ -196,7 +196,7 @@ impl ProfileArgs {
     fn target_moe(&self, streaming: bool) -> Result<Option<Rule>, UsageError> {
         let Some(raw) = &self.target_moe else {
             // A scored run's accuracy intervals and verdict are at --confidence too.
-            if self.confidence.is_some() && self.accuracy.benchmark.is_none() {
+            if self.confidence.is_some() && self.accuracy.accuracy_benchmark.is_none() {
                 return Err(UsageError(
                     "--confidence applies to --target-moe: add --target-moe 5% (or use `ttftbench search`)".into(),
                 ));
