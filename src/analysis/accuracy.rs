@@ -135,8 +135,12 @@ fn chance_line(load: &str, b: &AccuracyStats) -> Option<String> {
     if !b.at_chance() && b.accuracy > c {
         return None;
     }
+    let unparsed = match b.unparsed {
+        0 => String::new(),
+        n => format!(", {n} of them without an answer in the expected form"),
+    };
     Some(format!(
-        "accuracy at {load} is {} of {} answers, at or below chance ({} by guessing among the options): the model does not answer these questions, so a drop with load cannot show",
+        "accuracy at {load} is {} of {} answers{unparsed}, at or below chance ({} by guessing among the options): the model does not answer these questions, so a drop with load cannot show",
         stated(b),
         b.graded,
         pct(c)

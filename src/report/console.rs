@@ -280,6 +280,28 @@ fn p99(s: Option<&crate::metrics::Stats>, n: u64) -> Option<f64> {
         .map(|s| s.p99)
 }
 
+/// A scored level in one line: its accuracy with the interval, the answers graded, and the
+/// prompts whose output changed from their first (`None` for other levels).
+pub fn accuracy_line(l: &LevelSummary) -> Option<String> {
+    let a = l.stats.accuracy.as_ref()?;
+    let unparsed = match a.unparsed {
+        0 => String::new(),
+        n => format!(", {n} without an answer in the expected form"),
+    };
+    let changed = a.changed.as_ref().map_or(String::new(), |c| {
+        format!(
+            "; {} of {} prompts changed from their first output",
+            c.changed, c.compared
+        )
+    });
+    Some(format!(
+        "accuracy {} of {} answers at {:.0}% confidence{unparsed}{changed}",
+        accuracy_cell(Some(a)),
+        a.graded,
+        a.confidence * 100.0
+    ))
+}
+
 /// A level's accuracy with its interval (`71.0% [62.4–78.3]`), or `-`.
 pub fn accuracy_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
     a.map_or_else(

@@ -47,6 +47,15 @@ impl PromptSet {
         self.len() == 0
     }
 
+    /// The prompts in, in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, bits)| {
+            (0..64u32)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| w as u32 * 64 + b)
+        })
+    }
+
     /// Adds every prompt of `o`.
     pub fn union(&mut self, o: &PromptSet) {
         if self.0.len() < o.0.len() {
@@ -392,6 +401,7 @@ mod tests {
         set.insert(130);
         set.insert(3);
         assert_eq!(set.len(), 2);
+        assert_eq!(set.iter().collect::<Vec<_>>(), [3, 130]);
         assert!(set.contains(130) && !set.contains(4));
         let mut a = AnswerTally {
             graded: 10,
