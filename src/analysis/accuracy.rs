@@ -173,7 +173,7 @@ fn drop_lines(
         .filter(|t| t.dropped)
         .map(|t| {
             format!(
-                "accuracy falls with load at {}: {} (z = {:.2}, p = {}; {rule})",
+                "accuracy falls with load at {}: {} (z = {:.2}, {}; {rule})",
                 t.load,
                 of(t),
                 t.z,
@@ -197,9 +197,9 @@ fn drop_lines(
 
 fn p_text(p: f64) -> String {
     if p < 0.001 {
-        "< 0.001".to_string()
+        "p < 0.001".to_string()
     } else {
-        format!("{p:.3}")
+        format!("p = {p:.3}")
     }
 }
 

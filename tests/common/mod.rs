@@ -932,8 +932,15 @@ impl ServeChild {
     /// Starts `ttftbench serve --http-port 0 --grpc-port 0 --metrics-port 0 EXTRA...` and reads
     /// the addresses it prints; an error (with what it printed) if it does not start.
     pub fn start(extra: &[String]) -> Result<ServeChild, String> {
+        ServeChild::start_in(extra, Path::new("."))
+    }
+
+    /// [`ServeChild::start`] in directory `dir` (relative paths among the flags, such as
+    /// `--answer-key`, are read from there).
+    pub fn start_in(extra: &[String], dir: &Path) -> Result<ServeChild, String> {
         use std::io::{BufRead, BufReader};
         let mut child = bin()
+            .current_dir(dir)
             .args([
                 "serve",
                 "--http-port",
