@@ -198,8 +198,13 @@ fn answer_index(row: &Row, field: &str, of: usize, at: &str, b: &str) -> Result<
 pub fn read_jsonl(path: &Path) -> Result<Vec<Located>, ScoredError> {
     let file = std::fs::File::open(path)
         .map_err(|e| ScoredError(format!("cannot read {}: {e}", path.display())))?;
+    read_jsonl_from(std::io::BufReader::new(file), path)
+}
+
+/// The rows of JSONL text read from `input`, located as lines of `path`.
+pub fn read_jsonl_from(input: impl BufRead, path: &Path) -> Result<Vec<Located>, ScoredError> {
     let mut rows = Vec::new();
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+    for (n, line) in input.lines().enumerate() {
         let at = format!("{}:{}", path.display(), n + 1);
         let line = line.map_err(|e| ScoredError(format!("{at}: cannot read: {e}")))?;
         if line.trim().is_empty() {
