@@ -8,6 +8,7 @@
 //! (0-based) sends the system messages, then the `t` earlier user messages each followed by the
 //! server's own answer to it, then the new user message.
 
+pub mod dag;
 pub mod file;
 pub mod history;
 
