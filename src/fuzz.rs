@@ -514,6 +514,7 @@ pub fn conversation_file(data: &[u8]) {
             system: c.system.iter().map(|s| (s.clone(), 1)).collect(),
             turns: Vec::new(),
             delays_ms: Vec::new(),
+            agent: None,
         };
         let mut h = History::default();
         h.begin(&script);

@@ -500,7 +500,8 @@ fn prompt_source(s: &WorkloadSpec) -> Result<(PromptSource, bool), UsageError> {
         .as_ref()
         .is_some_and(|v| v.get("input_length").is_some());
     if let (Some(v), Some(p)) = (&first, &s.input_file)
-        && crate::workload::conversation::file::is_conversation(v)
+        && (crate::workload::conversation::file::is_conversation(v)
+            || crate::workload::conversation::dag::is_dag(v))
     {
         if s.trace.block_size.is_some() {
             return usage(

@@ -180,6 +180,9 @@ pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPla
         );
     }
     let (source, turns, file) = match c.conversation_file {
+        Some(path) if conversation::dag::is_dag(&crate::workload::trace::first_row(path)?) => {
+            return agent_file(path, s).map(Some);
+        }
         Some(path) => conversation_file(path, s)?,
         None if !c.synthetic => {
             return usage(
@@ -208,7 +211,45 @@ pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPla
         delay_mean_ms: s.delay_mean_ms.unwrap_or(0),
         delay_stddev_ms: s.delay_stddev_ms.unwrap_or(0),
         file: std::sync::Arc::new(file),
+        agents: None,
     }))
+}
+
+/// An agentic session file read and checked: one session per root, each sent whole with its
+/// branches (its turns and think times are the file's).
+fn agent_file(path: &Path, s: &SessionSpec) -> Result<SessionPlan, UsageError> {
+    let given = [
+        (s.num_sessions.is_some(), "--num-sessions"),
+        (
+            s.turns_mean.is_some() || s.turns_stddev.is_some(),
+            "--session-turns-mean/-stddev",
+        ),
+        (
+            s.delay_mean_ms.is_some() || s.delay_stddev_ms.is_some(),
+            "--session-turn-delay-mean/-stddev",
+        ),
+    ];
+    if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
+        return usage(format!(
+            "--input-file {} is an agentic session file, whose sessions, turns and delays are its own: drop {flag}",
+            path.display()
+        ));
+    }
+    let dag = conversation::dag::read(path)?;
+    let turns: Vec<u32> = dag.sessions.iter().map(|a| a.turns.len() as u32).collect();
+    let total_turns = dag.roots.iter().map(|&r| dag.task_turns(r)).sum();
+    Ok(SessionPlan {
+        source: ConversationSource::File {
+            path: path.to_path_buf(),
+        },
+        sessions: dag.roots.len() as u32,
+        turns,
+        total_turns,
+        delay_mean_ms: 0,
+        delay_stddev_ms: 0,
+        file: std::sync::Arc::new(Vec::new()),
+        agents: Some(std::sync::Arc::new(dag)),
+    })
 }
 
 /// A conversation file read and checked, its first `--num-sessions` conversations kept.

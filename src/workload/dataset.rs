@@ -283,6 +283,28 @@ fn prepare_sessions(
     tokenizer: &Tokenizer,
     salt: Salt,
 ) -> Prepared {
+    if let Some(dag) = &plan.agents {
+        let max_tokens = output_lengths(w, plan.turns.iter().map(|&t| t as usize).sum());
+        let scripts = conversation::agent_scripts(dag, &max_tokens, tokenizer);
+        let prompts = scripts
+            .iter()
+            .flat_map(|s| &s.turns)
+            .map(|t| Prompt {
+                text: t.text.clone(),
+                tokens: t.tokens,
+            })
+            .collect();
+        return Prepared {
+            prompts,
+            max_tokens: scripts
+                .iter()
+                .flat_map(|s| &s.turns)
+                .map(|t| t.max_tokens)
+                .collect(),
+            schedule: None,
+            conversations: Some(scripts),
+        };
+    }
     let prompts = match (&plan.source, &w.prompts) {
         (ConversationSource::Synthetic { .. }, PromptSource::Synthetic { mean, stddev }) => {
             prompts::synthetic_with(

@@ -200,4 +200,8 @@ pub struct SessionPlan {
     /// The file's conversations (empty for synthetic sessions).
     #[serde(skip)]
     pub file: Arc<Vec<FileConversation>>,
+    /// An agentic session file's sessions (`None`: conversations or synthetic sessions); then
+    /// `sessions` counts its roots and `turns` its sessions' turns in file order.
+    #[serde(skip)]
+    pub agents: Option<Arc<super::conversation::dag::Dag>>,
 }

@@ -113,6 +113,20 @@ pub struct Dag {
     pub roots: Vec<usize>,
 }
 
+impl Dag {
+    /// The requests of the task started at session `root`: its turns and every branch's, a
+    /// sub-agent spawned twice counted twice.
+    pub fn task_turns(&self, root: usize) -> u64 {
+        let s = &self.sessions[root];
+        let children = s.turns.iter().flat_map(|t| &t.branches);
+        s.turns.len() as u64
+            + children
+                .flat_map(|b| b.children.iter())
+                .map(|&c| self.task_turns(c))
+                .sum::<u64>()
+    }
+}
+
 /// A session as read, before branch names are resolved.
 struct Raw {
     id: String,
@@ -671,6 +685,7 @@ mod tests {
     fn own_form_reads_turns_tools_delays_and_branches() {
         let d = dag(OWN).unwrap();
         assert_eq!(d.roots, vec![0]);
+        assert_eq!(d.task_turns(0), 4 + 1 + 2 + 1);
         let p = &d.sessions[0];
         assert_eq!((p.id.as_str(), p.line, p.turns.len()), ("planner", 1, 4));
         assert_eq!(
