@@ -52,6 +52,17 @@ fn by_last_user(tee: &Tee) -> HashMap<String, (Msgs, String)> {
     out
 }
 
+/// The values of header `name` over every request sent, in order per connection.
+fn header_values(tee: &Tee, name: &str) -> Vec<String> {
+    let prefix = format!("{}:", name.to_ascii_lowercase());
+    tee.heads()
+        .iter()
+        .flat_map(|h| h.lines().map(str::to_string).collect::<Vec<_>>())
+        .filter(|l| l.to_ascii_lowercase().starts_with(&prefix))
+        .map(|l| l[prefix.len()..].trim().to_string())
+        .collect()
+}
+
 fn msg(role: &str, text: &str) -> (String, String) {
     (role.to_string(), text.to_string())
 }
@@ -135,6 +146,14 @@ async fn run_task(file_text: &str, dir: &Path) {
     fork.extend([msg("assistant", &answer("P2")), msg("user", "F0")]);
     assert_eq!(sent["F0"].0, fork, "a fork continues the parent's history");
 
+    // One session id on every request of the task, branches included.
+    let ids = header_values(&tee, "X-Session-ID");
+    assert_eq!(ids.len(), 7, "{ids:?}");
+    assert!(
+        ids.iter().all(|v| v == &ids[0] && v.ends_with("-s0")),
+        "{ids:?}"
+    );
+
     // When: the sub-agents side by side, the join, the tool time after it.
     let (planner, reader, tester) = (times(&records, 0), times(&records, 1), times(&records, 2));
     let (followup, ms) = (times(&records, 3), 1_000_000);
@@ -198,5 +217,46 @@ fn a_cycle_or_a_dangling_branch_exits_2_naming_the_session() {
         );
         assert_eq!(code, 2, "{err}");
         assert!(err.contains(want), "{err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_header_is_named_by_flag_and_differs_between_sessions() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    for (flag, name) in [("X-Affinity", Some("X-Affinity")), ("none", None)] {
+        let tee = Tee::start(sim.http_addr);
+        let out = profile(&common::chat_args(
+            &tee.addr,
+            &tmp.path().join(flag),
+            &[
+                "--ui",
+                "none",
+                "--num-sessions",
+                "3",
+                "--session-turns-mean",
+                "2",
+                "--synthetic-input-tokens-mean",
+                "8",
+                "--output-tokens-mean",
+                "2",
+                "--concurrency",
+                "2",
+                "--session-header",
+                flag,
+            ],
+        ))
+        .await
+        .unwrap();
+        assert_eq!(measured(&out.levels[0].dir).len(), 6);
+        assert!(header_values(&tee, "X-Session-ID").is_empty());
+        let Some(name) = name else {
+            assert!(header_values(&tee, "X-Affinity").is_empty());
+            continue;
+        };
+        let mut ids = header_values(&tee, name);
+        ids.sort();
+        let tails: Vec<&str> = ids.iter().map(|v| &v[v.rfind('-').unwrap()..]).collect();
+        assert_eq!(tails, ["-s0", "-s0", "-s1", "-s1", "-s2", "-s2"], "{ids:?}");
     }
 }

@@ -688,6 +688,12 @@ pub struct ProfileArgs {
     #[arg(help_heading = WORKLOAD, long = "session-turn-delay-stddev", value_name = "MS")]
     pub session_turn_delay_stddev: Option<u64>,
 
+    /// The HTTP header every request of a multi-turn or agentic session carries its session's
+    /// id in (`RUN-sN`; the same for every turn and sub-agent of one task, so a KV-aware router
+    /// such as Dynamo's or llm-d's can keep the session on one replica); `none` sends none.
+    #[arg(help_heading = WORKLOAD, long = "session-header", value_name = "NAME|none", default_value = "X-Session-ID")]
+    pub session_header: String,
+
     /// Prometheus endpoint of the server (default: the target's own /metrics for an OpenAI API,
     /// then port 8002 of the target host, whichever answers).
     #[arg(help_heading = MEASUREMENT, long = "server-metrics-url", alias = "server-metrics-urls")]

@@ -150,6 +150,7 @@ impl ProfileArgs {
                 turns_stddev: self.session_turns_stddev,
                 delay_mean_ms: self.session_turn_delay_mean,
                 delay_stddev_ms: self.session_turn_delay_stddev,
+                header: Some(self.session_header.clone()),
             },
             rankings: false,
             accuracy: Default::default(),

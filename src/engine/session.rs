@@ -59,6 +59,14 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -
         gaps: gap_pool(),
         captures: plan.raw_export.then(crate::load::capture_pool),
         request_ids: request_ids(run_id, &plan.outputs, grpc),
+        session_header: crate::load::session_header(
+            plan.workload
+                .sessions
+                .as_ref()
+                .and_then(|s| s.header.as_deref()),
+            run_id,
+            shard,
+        ),
     };
     Ok(Session {
         isl_edges,

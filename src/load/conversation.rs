@@ -50,7 +50,12 @@ pub(crate) async fn worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64)
             return;
         }
         lane.history.begin(script);
+        lane.ex.session_header = shared
+            .session_header
+            .as_ref()
+            .map(|h| format!("{h}{session}\r\n").into_bytes().into_boxed_slice());
         let task = Task {
+            header: lane.ex.session_header.clone(),
             ctx: &ctx,
             conversations,
             session,
@@ -75,6 +80,8 @@ struct Task<'a> {
     budget: u64,
     sent: AtomicU64,
     worker: u64,
+    /// The session's affinity header line, sent by its branches too.
+    header: Option<Box<[u8]>>,
 }
 
 /// What one line of turns in flight owns: its connection state, its backoff and its history
@@ -169,8 +176,10 @@ fn branch<'a>(
             let seed = seed.clone();
             async move {
                 let script = task.conversations.script(c);
+                let mut ex = Exchange::new();
+                ex.session_header = task.header.clone();
                 let mut lane = Lane {
-                    ex: Exchange::new(),
+                    ex,
                     backoff: task.ctx.backoff(task.worker),
                     history: History::default(),
                 };

@@ -167,6 +167,20 @@ pub struct Shared {
     pub captures: Option<CapturePool>,
     /// How requests name themselves (`RUN-SEQ`); `None`: no run id (gRPC numbers requests).
     pub request_ids: Option<Arc<crate::client::request_id::RequestIds>>,
+    /// The start of a session's affinity header line (`Name: RUN-s`, the shard's index after
+    /// the run id when sharded); the session's number ends it. `None`: sessions send none.
+    pub session_header: Option<Box<str>>,
+}
+
+/// [`Shared::session_header`] for header `name` (`None`: none), run `run_id`, `shard`.
+pub fn session_header(name: Option<&str>, run_id: Option<&str>, shard: Shard) -> Option<Box<str>> {
+    let run = run_id.map(|r| format!("{r}-")).unwrap_or_default();
+    let part = if shard.count > 1 {
+        format!("{}-", shard.index)
+    } else {
+        String::new()
+    };
+    name.map(|n| format!("{n}: {run}{part}s").into_boxed_str())
 }
 
 /// One phase of a level (warm-up or measurement).

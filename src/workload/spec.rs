@@ -204,4 +204,7 @@ pub struct SessionPlan {
     /// `sessions` counts its roots and `turns` its sessions' turns in file order.
     #[serde(skip)]
     pub agents: Option<Arc<super::conversation::dag::Dag>>,
+    /// The header each request carries its session's id in (`--session-header`; `None`: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
 }

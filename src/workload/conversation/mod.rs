@@ -290,6 +290,7 @@ mod tests {
             delay_stddev_ms: delay.1,
             file: Arc::new(Vec::new()),
             agents: None,
+            header: None,
         }
     }
 
