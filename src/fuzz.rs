@@ -90,6 +90,10 @@ pub const TARGETS: &[Target] = &[
         name: "graders",
         run: graders,
     },
+    Target {
+        name: "agentic",
+        run: agentic_file,
+    },
 ];
 
 /// The target called `name`.
@@ -742,5 +746,32 @@ pub fn graders(data: &[u8]) {
                 "{g:?} {r:?}"
             );
         }
+    }
+}
+
+/// Agentic session files (`workload::conversation::dag`): an accepted file has roots, every
+/// branch names a session of the file, a join is a later turn of its session, every turn
+/// sends something, and each task's request count is finite (no cycle got through).
+pub fn agentic_file(data: &[u8]) {
+    use crate::workload::conversation::dag::{self, BranchMode};
+    let Ok(d) = dag::read_from(data) else {
+        return;
+    };
+    assert!(!d.roots.is_empty(), "no root");
+    let n = d.sessions.len();
+    for s in &d.sessions {
+        assert!(!s.turns.is_empty(), "{} has no turn", s.id);
+        for (t, turn) in s.turns.iter().enumerate() {
+            assert!(!turn.said.is_empty(), "{} turn {t} sends nothing", s.id);
+            for b in &turn.branches {
+                assert!(b.children.iter().all(|&c| c < n), "{b:?}");
+                if let Some(k) = b.join_at {
+                    assert!(b.mode == BranchMode::Spawn && k > t && k < s.turns.len());
+                }
+            }
+        }
+    }
+    for &r in &d.roots {
+        assert!(d.task_turns(r) >= d.sessions[r].turns.len() as u64);
     }
 }

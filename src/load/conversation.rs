@@ -4,6 +4,12 @@
 //! flight. Each turn's body is built when it is due, from the session's history and the
 //! server's answer to the previous turn, which is appended once per response; requests that
 //! stand alone never come here.
+//!
+//! A session of an agentic session file can branch: after a turn's answer, its sub-agents (and
+//! forks) run side by side with the rest of the session on lanes of their own (their own
+//! connection and history), all in the worker's task, and a later turn waits for the ones that
+//! join there. The worker's slot is held until every branch has ended, so `--concurrency`
+//! counts tasks in flight while requests in flight may exceed it by the branches' width.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

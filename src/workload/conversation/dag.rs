@@ -111,19 +111,15 @@ pub struct Dag {
     pub sessions: Vec<AgentSession>,
     /// The roots (sessions no branch names), in file order: one task each.
     pub roots: Vec<usize>,
+    /// Per session, the requests of a task started there ([`Dag::task_turns`]).
+    task_turns: Vec<u64>,
 }
 
 impl Dag {
     /// The requests of the task started at session `root`: its turns and every branch's, a
-    /// sub-agent spawned twice counted twice.
+    /// sub-agent spawned twice counted twice (saturating: a file may fan out exponentially).
     pub fn task_turns(&self, root: usize) -> u64 {
-        let s = &self.sessions[root];
-        let children = s.turns.iter().flat_map(|t| &t.branches);
-        s.turns.len() as u64
-            + children
-                .flat_map(|b| b.children.iter())
-                .map(|&c| self.task_turns(c))
-                .sum::<u64>()
+        self.task_turns[root]
     }
 }
 
@@ -523,7 +519,20 @@ fn resolve(raws: Vec<Raw>) -> Result<Dag, DagError> {
         sessions.push(resolve_session(r, &raws, &index)?);
     }
     check_forks(&sessions)?;
-    check_cycles(&sessions)?;
+    let order = check_cycles(&sessions)?;
+    let mut task_turns = vec![0u64; sessions.len()];
+    // Children before parents: each session's total is ready when its parents need it.
+    for i in order {
+        let s: &AgentSession = &sessions[i];
+        let kids = s
+            .turns
+            .iter()
+            .flat_map(|t| &t.branches)
+            .flat_map(|b| &b.children);
+        task_turns[i] = kids.fold(s.turns.len() as u64, |n, &c| {
+            n.saturating_add(task_turns[c])
+        });
+    }
     let mut named = vec![false; sessions.len()];
     for s in &sessions {
         for b in s.turns.iter().flat_map(|t| &t.branches) {
@@ -533,7 +542,11 @@ fn resolve(raws: Vec<Raw>) -> Result<Dag, DagError> {
         }
     }
     let roots = (0..sessions.len()).filter(|&i| !named[i]).collect();
-    Ok(Dag { sessions, roots })
+    Ok(Dag {
+        sessions,
+        roots,
+        task_turns,
+    })
 }
 
 fn resolve_session(
@@ -614,8 +627,9 @@ fn check_forks(sessions: &[AgentSession]) -> Result<(), DagError> {
 }
 
 /// Depth-first search over branches; a session met again on the current path closes a cycle,
-/// named from that session round to itself.
-fn check_cycles(sessions: &[AgentSession]) -> Result<(), DagError> {
+/// named from that session round to itself. Without one, the sessions in the order they were
+/// finished (every session after the sessions it starts).
+fn check_cycles(sessions: &[AgentSession]) -> Result<Vec<usize>, DagError> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
@@ -631,6 +645,7 @@ fn check_cycles(sessions: &[AgentSession]) -> Result<(), DagError> {
             .collect()
     };
     let mut mark = vec![Mark::New; sessions.len()];
+    let mut order = Vec::with_capacity(sessions.len());
     for start in 0..sessions.len() {
         if mark[start] != Mark::New {
             continue;
@@ -641,6 +656,7 @@ fn check_cycles(sessions: &[AgentSession]) -> Result<(), DagError> {
         while let Some((node, kids, next)) = path.last_mut() {
             let Some(&c) = kids.get(*next) else {
                 mark[*node] = Mark::Done;
+                order.push(*node);
                 path.pop();
                 continue;
             };
@@ -663,7 +679,7 @@ fn check_cycles(sessions: &[AgentSession]) -> Result<(), DagError> {
             }
         }
     }
-    Ok(())
+    Ok(order)
 }
 
 #[cfg(test)]
@@ -770,6 +786,22 @@ mod tests {
         );
         let own = r#"{"agent": "s", "turns": [{"user": "x", "spawn": "s"}]}"#;
         assert_eq!(dag(own).unwrap_err(), DagError::Cycle("s -> s".into()));
+    }
+
+    #[test]
+    fn task_turns_saturate_on_exponential_fan_out() {
+        let mut text = String::new();
+        for i in 0..80 {
+            let next = format!("s{}", i + 1);
+            text.push_str(&format!(
+                "{{\"agent\": \"s{i}\", \"turns\": [{{\"user\": \"x\", \"spawn\": [\"{next}\", \"{next}\"]}}]}}\n"
+            ));
+        }
+        text.push_str("{\"agent\": \"s80\", \"turns\": [{\"user\": \"x\"}]}\n");
+        let d = dag(&text).unwrap();
+        assert_eq!(d.roots, vec![0]);
+        assert_eq!(d.task_turns(0), u64::MAX);
+        assert_eq!(d.task_turns(79), 1 + 2 * 1);
     }
 
     #[test]

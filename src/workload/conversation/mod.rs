@@ -7,6 +7,9 @@
 //! its slot held for the whole session, so `--concurrency` counts sessions in flight. Turn `t`
 //! (0-based) sends the system messages, then the `t` earlier user messages each followed by the
 //! server's own answer to it, then the new user message.
+//!
+//! An agentic session file ([`dag`]) adds branches: each of its sessions is a script, and the
+//! scripts only branches start are not taken as sessions of their own ([`AgentScript`]).
 
 pub mod dag;
 pub mod file;
@@ -68,6 +71,8 @@ pub struct AgentScript {
     pub branches: Vec<Vec<dag::Branch>>,
     /// Whether each turn carries a tool's result (a tool round trip).
     pub tool: Vec<bool>,
+    /// The requests of a task started at this session, its branches' included.
+    pub task_turns: u64,
 }
 
 impl Script {
@@ -142,16 +147,12 @@ impl Conversations {
         &self.scripts[index]
     }
 
-    /// The requests a session started from `index` sends: its turns and every branch's,
-    /// a sub-agent spawned twice counted twice.
+    /// The requests a session started from `index` sends: its turns and every branch's.
     pub fn task_turns(&self, index: usize) -> u64 {
         let s = &self.scripts[index];
-        let own = s.turns.len() as u64;
-        let branches = s.agent.iter().flat_map(|a| a.branches.iter().flatten());
-        own + branches
-            .flat_map(|b| b.children.iter())
-            .map(|&c| self.task_turns(c))
-            .sum::<u64>()
+        s.agent
+            .as_ref()
+            .map_or(s.turns.len() as u64, |a| a.task_turns)
     }
 
     /// The scripts.
@@ -219,7 +220,8 @@ pub fn agent_scripts(
     let mut flag = max_tokens.iter().copied();
     dag.sessions
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(i, s)| {
             let mut system = Vec::new();
             let mut turns = Vec::with_capacity(s.turns.len());
             for (t, turn) in s.turns.iter().enumerate() {
@@ -247,6 +249,7 @@ pub fn agent_scripts(
                     start_delay_ms: s.turns[0].delay_ms,
                     branches: s.turns.iter().map(|t| t.branches.clone()).collect(),
                     tool: s.turns.iter().map(|t| t.tool.is_some()).collect(),
+                    task_turns: dag.task_turns(i),
                 }),
             }
         })
