@@ -801,7 +801,7 @@ mod tests {
         let d = dag(&text).unwrap();
         assert_eq!(d.roots, vec![0]);
         assert_eq!(d.task_turns(0), u64::MAX);
-        assert_eq!(d.task_turns(79), 1 + 2 * 1);
+        assert_eq!(d.task_turns(79), 3, "its turn and s80 twice");
     }
 
     #[test]
