@@ -136,6 +136,24 @@ struct RawTurn {
     branches: Vec<(BranchMode, Vec<String>, Option<usize>)>,
 }
 
+/// What is wrong with one line of an agentic session file: the field, and what to write
+/// instead ([`DagError::Line`] puts the line in front).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LineError(String);
+
+impl From<&str> for LineError {
+    fn from(why: &str) -> LineError {
+        LineError(why.to_string())
+    }
+}
+
+impl From<String> for LineError {
+    fn from(why: String) -> LineError {
+        LineError(why)
+    }
+}
+
 /// What is wrong with an agentic session file; the reader puts `--input-file` and the file in
 /// front, as a usage error (exit code 2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -229,13 +247,13 @@ pub fn read_from(reader: impl BufRead) -> Result<Dag, DagError> {
         }
         let value: Value =
             serde_json::from_str(text).map_err(|e| bad(format!("invalid JSON ({e})")))?;
-        raws.push(parse_session(&value, line_no).map_err(bad)?);
+        raws.push(parse_session(&value, line_no).map_err(|e| bad(e.0))?);
     }
     resolve(raws)
 }
 
 /// One line: a session in either form; `Err` says which field and what to write.
-fn parse_session(value: &Value, line: usize) -> Result<Raw, String> {
+fn parse_session(value: &Value, line: usize) -> Result<Raw, LineError> {
     let Value::Object(row) = value else {
         return Err("expected a JSON object, one session per line".into());
     };
@@ -246,9 +264,9 @@ fn parse_session(value: &Value, line: usize) -> Result<Raw, String> {
         "context_mode",
     ] {
         if row.contains_key(key) {
-            return Err(format!(
+            return Err(LineError(format!(
                 "field \"{key}\" (AIPerf's orchestrator sessions and context modes) is not read by ttftbench: give sessions with turns, and branches with spawns or forks"
-            ));
+            )));
         }
     }
     let (id, own) = match (row.get(KEYS[0]), row.get(KEYS[1])) {
@@ -274,7 +292,7 @@ fn parse_session(value: &Value, line: usize) -> Result<Raw, String> {
     let mut turns = Vec::with_capacity(items.len());
     for (t, item) in items.iter().enumerate() {
         let Value::Object(m) = item else {
-            return Err(format!("field \"turns[{t}]\" must be an object"));
+            return Err(LineError(format!("field \"turns[{t}]\" must be an object")));
         };
         let turn = if own { own_turn(m) } else { aiperf_turn(m) };
         turns.push(turn.map_err(|why| format!("field \"turns[{t}]\": {why}"))?);
@@ -296,7 +314,7 @@ fn said(role: Role, text: &str) -> Said {
 
 /// A turn of ttftbench's form: `user` and/or a tool's `result` (with `tool`, its name),
 /// `max_tokens`, `think_ms`, `tool_ms`, `spawn`, `join_at`, `fork`.
-fn own_turn(m: &Map<String, Value>) -> Result<RawTurn, String> {
+fn own_turn(m: &Map<String, Value>) -> Result<RawTurn, LineError> {
     let mut turn = AgentTurn {
         max_tokens: opt_u32(m, "max_tokens")?,
         delay_ms: opt_u64(m, "think_ms")?.unwrap_or(0) + opt_u64(m, "tool_ms")?.unwrap_or(0),
@@ -336,7 +354,7 @@ fn own_turn(m: &Map<String, Value>) -> Result<RawTurn, String> {
 }
 
 /// A turn of AIPerf's `dag_jsonl`: `messages`, `max_tokens`, `delay`, `spawns`, `forks`.
-fn aiperf_turn(m: &Map<String, Value>) -> Result<RawTurn, String> {
+fn aiperf_turn(m: &Map<String, Value>) -> Result<RawTurn, LineError> {
     let mut turn = AgentTurn {
         max_tokens: opt_u32(m, "max_tokens")?,
         delay_ms: m
@@ -387,7 +405,7 @@ fn aiperf_turn(m: &Map<String, Value>) -> Result<RawTurn, String> {
 
 /// One AIPerf message: system and user are sent, a tool's result is sent as a user message,
 /// the assistant's recorded answers are not (the server's live answers are).
-fn aiperf_message(msg: &Value, turn: &mut AgentTurn) -> Result<(), String> {
+fn aiperf_message(msg: &Value, turn: &mut AgentTurn) -> Result<(), LineError> {
     let role = msg
         .get("role")
         .and_then(Value::as_str)
@@ -407,9 +425,9 @@ fn aiperf_message(msg: &Value, turn: &mut AgentTurn) -> Result<(), String> {
         }
         "assistant" => {}
         other => {
-            return Err(format!(
+            return Err(LineError(format!(
                 "has role \"{other}\": give system, user, assistant or tool"
-            ));
+            )));
         }
     }
     Ok(())
@@ -433,7 +451,7 @@ fn content_text(v: Option<&Value>) -> Option<String> {
 type RawBranch = (BranchMode, Vec<String>, Option<usize>);
 
 /// AIPerf's `spawns`: bare names join at the next turn; `{"children": [...], "join_at": K}`.
-fn aiperf_spawns(v: &Value) -> Result<Vec<RawBranch>, String> {
+fn aiperf_spawns(v: &Value) -> Result<Vec<RawBranch>, LineError> {
     let list = v.as_array().ok_or("\"spawns\" must be an array")?;
     let mut bare = Vec::new();
     let mut out = Vec::new();
@@ -463,7 +481,7 @@ fn aiperf_spawns(v: &Value) -> Result<Vec<RawBranch>, String> {
 }
 
 /// A non-empty list of session names (or one name).
-fn names(v: &Value, field: &str) -> Result<Vec<String>, String> {
+fn names(v: &Value, field: &str) -> Result<Vec<String>, LineError> {
     let list: Vec<String> = match v {
         Value::String(s) => vec![s.clone()],
         Value::Array(a) => a
@@ -472,29 +490,29 @@ fn names(v: &Value, field: &str) -> Result<Vec<String>, String> {
             .collect::<Option<_>>()
             .ok_or(format!("\"{field}\" must list session names"))?,
         _ => {
-            return Err(format!(
+            return Err(LineError(format!(
                 "\"{field}\" must be a session name or a list of them"
-            ));
+            )));
         }
     };
     if list.is_empty() {
-        return Err(format!("\"{field}\" lists no session"));
+        return Err(LineError(format!("\"{field}\" lists no session")));
     }
     Ok(list)
 }
 
-fn opt_u64(m: &Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
+fn opt_u64(m: &Map<String, Value>, key: &str) -> Result<Option<u64>, LineError> {
     m.get(key)
         .map(|v| {
             v.as_u64()
-                .ok_or(format!("\"{key}\" must be a whole number, 0 or more"))
+                .ok_or_else(|| LineError(format!("\"{key}\" must be a whole number, 0 or more")))
         })
         .transpose()
 }
 
-fn opt_u32(m: &Map<String, Value>, key: &str) -> Result<Option<u32>, String> {
+fn opt_u32(m: &Map<String, Value>, key: &str) -> Result<Option<u32>, LineError> {
     opt_u64(m, key)?
-        .map(|n| u32::try_from(n).map_err(|_| format!("\"{key}\" is too large")))
+        .map(|n| u32::try_from(n).map_err(|_| LineError(format!("\"{key}\" is too large"))))
         .transpose()
 }
 
