@@ -260,3 +260,39 @@ async fn the_session_header_is_named_by_flag_and_differs_between_sessions() {
         assert_eq!(tails, ["-s0", "-s0", "-s1", "-s1", "-s2", "-s2"], "{ids:?}");
     }
 }
+
+#[test]
+fn session_flags_that_an_agentic_file_decides_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("agents.jsonl");
+    std::fs::write(&file, AGENTS).unwrap();
+    for (flag, value) in [
+        ("--num-sessions", "2"),
+        ("--session-turns-mean", "3"),
+        ("--session-turn-delay-mean", "10"),
+    ] {
+        let (code, _, err) = run_in(
+            &[
+                "profile",
+                "-m",
+                "gpt2",
+                "--endpoint-type",
+                "chat",
+                "-u",
+                "127.0.0.1:9",
+                "--input-file",
+                file.to_str().unwrap(),
+                flag,
+                value,
+            ],
+            tmp.path(),
+        );
+        assert_eq!(code, 2, "{flag}: {err}");
+        assert!(
+            err.contains(
+                "is an agentic session file, whose sessions, turns and delays are its own"
+            ),
+            "{flag}: {err}"
+        );
+    }
+}
