@@ -249,6 +249,7 @@ fn record(i: u64) -> RequestRecord {
         lossy_text: false,
         reconnected: false,
         connection_reused: None,
+        answer: None,
         conversation: None,
         error: None,
     }

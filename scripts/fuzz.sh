@@ -15,7 +15,7 @@ secs=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(sse events wire grpc_frames prometheus level_json genai_perf_json histograms perf_csv input_data prompts trace conversations)
+  targets=(sse events wire grpc_frames prometheus level_json genai_perf_json histograms perf_csv input_data prompts trace conversations scored_rows graders agentic)
 fi
 
 engine=${FUZZ_ENGINE:-}

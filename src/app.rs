@@ -152,6 +152,7 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
     let cfg = crate::sim::SimConfig {
         metrics_style: a.metrics_style,
         tls,
+        answers: a.answers.config()?,
         ..sim_config(
             a.address,
             (a.http_port, a.grpc_port, a.metrics_port),
@@ -346,6 +347,12 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
         // One level has no sweep to read, but what the connection did to its numbers (a
         // delayed-ACK stall, a buffered stream, requests sent again) holds for it all the same.
         for line in crate::analysis::transport::lines(&summaries) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        // Nor a drop with load, but whether its accuracy is better than guessing.
+        let accuracy = crate::analysis::accuracy::assess(&summaries);
+        for line in accuracy.map_or_else(Vec::new, |a| a.lines) {
             text.push_str(&line);
             text.push('\n');
         }

@@ -82,6 +82,18 @@ pub const TARGETS: &[Target] = &[
         name: "conversations",
         run: conversation_file,
     },
+    Target {
+        name: "scored_rows",
+        run: scored_rows,
+    },
+    Target {
+        name: "graders",
+        run: graders,
+    },
+    Target {
+        name: "agentic",
+        run: agentic_file,
+    },
 ];
 
 /// The target called `name`.
@@ -506,6 +518,7 @@ pub fn conversation_file(data: &[u8]) {
             system: c.system.iter().map(|s| (s.clone(), 1)).collect(),
             turns: Vec::new(),
             delays_ms: Vec::new(),
+            agent: None,
         };
         let mut h = History::default();
         h.begin(&script);
@@ -664,4 +677,101 @@ fn mutate(buf: &mut Vec<u8>, seeds: &[Vec<u8>], rng: &mut StdRng) {
         }
     }
     buf.truncate(64 << 10);
+}
+
+/// Scored workloads' JSONL rows (`workload::scored::rows`), read as the benchmark the first byte
+/// picks: an accepted row's question ends in the answer cue, a choice's index is among its
+/// options, and the benchmark's own grader accepts the answer and grades the simulator's right
+/// answer (` {expected}` and a line break) right.
+pub fn scored_rows(data: &[u8]) {
+    use crate::workload::scored::{Benchmark, Expected, rows};
+    let Some((&pick, text)) = data.split_first() else {
+        return;
+    };
+    let b = Benchmark::ALL[usize::from(pick) % Benchmark::ALL.len()];
+    let Ok(lines) = rows::read_jsonl_from(text, Path::new("fuzz")) else {
+        return;
+    };
+    for (row, at) in lines.iter().take(16) {
+        let Ok(item) = rows::item(b, row, at) else {
+            continue;
+        };
+        assert!(item.block.ends_with("Answer:"), "{:?}", item.block);
+        if let Expected::Choice { index, of } = item.expected {
+            assert!(index < of && (2..=26).contains(&of), "{:?}", item.expected);
+        }
+        let g = b.default_grader();
+        assert!(
+            g.accepts(&item.expected),
+            "{b:?} cannot grade {:?}",
+            item.expected
+        );
+        let right = format!(" {}\n the of and", item.expected.text());
+        assert!(
+            g.grade(&right, &item.expected).correct,
+            "{right:?} graded wrong against {:?}",
+            item.expected
+        );
+    }
+}
+
+/// The graders on arbitrary answers: a chosen letter is among the options, a grade is never
+/// both right and unparsed for exact and numeric answers.
+pub fn graders(data: &[u8]) {
+    use crate::workload::scored::Expected;
+    use crate::workload::scored::grade::{self, Grader};
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let of = 2 + pick % 25;
+    if let Some((i, _)) = grade::chosen_letter(&text, of) {
+        assert!(i < of, "letter {i} of {of}");
+    }
+    let _ = grade::final_number(&text);
+    let _ = grade::parse_number(&text);
+    let expected = [
+        Expected::Choice {
+            index: pick % of,
+            of,
+        },
+        Expected::Number("42".into()),
+        Expected::Text("yes".into()),
+    ];
+    for e in &expected {
+        for g in Grader::ALL {
+            let r = g.grade(&text, e);
+            assert!(
+                !(r.correct && r.unparsed && g != Grader::MultipleChoice),
+                "{g:?} {r:?}"
+            );
+        }
+    }
+}
+
+/// Agentic session files (`workload::conversation::dag`): an accepted file has roots, every
+/// branch names a session of the file, a join is a later turn of its session, every turn
+/// sends something, and each task's request count is finite (no cycle got through).
+pub fn agentic_file(data: &[u8]) {
+    use crate::workload::conversation::dag::{self, BranchMode};
+    let Ok(d) = dag::read_from(data) else {
+        return;
+    };
+    assert!(!d.roots.is_empty(), "no root");
+    let n = d.sessions.len();
+    for s in &d.sessions {
+        assert!(!s.turns.is_empty(), "{} has no turn", s.id);
+        for (t, turn) in s.turns.iter().enumerate() {
+            assert!(!turn.said.is_empty(), "{} turn {t} sends nothing", s.id);
+            for b in &turn.branches {
+                assert!(b.children.iter().all(|&c| c < n), "{b:?}");
+                if let Some(k) = b.join_at {
+                    assert!(b.mode == BranchMode::Spawn && k > t && k < s.turns.len());
+                }
+            }
+        }
+    }
+    for &r in &d.roots {
+        assert!(d.task_turns(r) >= d.sessions[r].turns.len() as u64);
+    }
 }

@@ -571,6 +571,11 @@ pub enum SystemMetric {
     /// Requests that called a tool whose every call's arguments parse as JSON, as a share of
     /// those that called one (0..1).
     ToolArgsValidShare,
+    /// Graded answers that were right, as a share of those graded (0..1; scored workloads).
+    Accuracy,
+    /// Prompts whose temperature-0 output differed from their reference output (their first
+    /// in the run), as a share of those compared (0..1; scored workloads).
+    AnswerChangedShare,
     /// TTFT p99's trend over the level's timeline, as a share of its median per hour (a soak's
     /// drift; see `stats::trend`); 0 when the trend is not a drift.
     TtftP99Drift,
@@ -582,7 +587,7 @@ pub enum SystemMetric {
 
 impl SystemMetric {
     /// Every system metric.
-    pub const ALL: [SystemMetric; 19] = [
+    pub const ALL: [SystemMetric; 21] = [
         SystemMetric::RequestThroughput,
         SystemMetric::OutputTokenThroughput,
         SystemMetric::TotalTokenThroughput,
@@ -599,6 +604,8 @@ impl SystemMetric {
         SystemMetric::InputTokenThroughput,
         SystemMetric::ToolCallShare,
         SystemMetric::ToolArgsValidShare,
+        SystemMetric::Accuracy,
+        SystemMetric::AnswerChangedShare,
         SystemMetric::TtftP99Drift,
         SystemMetric::LatencyP99Drift,
         SystemMetric::ThroughputDrift,
@@ -623,6 +630,8 @@ impl SystemMetric {
             SystemMetric::InputTokenThroughput => "input_token_throughput",
             SystemMetric::ToolCallShare => "tool_call_share",
             SystemMetric::ToolArgsValidShare => "tool_args_valid_share",
+            SystemMetric::Accuracy => "accuracy",
+            SystemMetric::AnswerChangedShare => "answer_changed_share",
             SystemMetric::TtftP99Drift => "ttft_p99_drift_per_hour",
             SystemMetric::LatencyP99Drift => "latency_p99_drift_per_hour",
             SystemMetric::ThroughputDrift => "throughput_drift_per_hour",
@@ -648,6 +657,8 @@ impl SystemMetric {
             | SystemMetric::KvCacheUsage
             | SystemMetric::ToolCallShare
             | SystemMetric::ToolArgsValidShare
+            | SystemMetric::Accuracy
+            | SystemMetric::AnswerChangedShare
             | SystemMetric::TtftP99Drift
             | SystemMetric::LatencyP99Drift
             | SystemMetric::ThroughputDrift => Kind::Fraction,
@@ -772,6 +783,7 @@ impl MetricRef {
                     | SystemMetric::InputTokenThroughput
                     | SystemMetric::ToolCallShare
                     | SystemMetric::ToolArgsValidShare
+                    | SystemMetric::Accuracy
                     | SystemMetric::ThroughputDrift
             ),
         }

@@ -403,6 +403,54 @@ pub struct RequestRecord {
     pub sent: Sent,
     /// What its response did with the tools it was offered.
     pub tools: ToolUse,
+    /// A scored request's graded answer (`None`: not scored, or failed).
+    pub answer: Option<Box<Answer>>,
+}
+
+/// Tokens of an output kept in its [`OutputPrint`], to name the first one that differs.
+pub const HEAD_TOKENS: usize = 16;
+
+/// An output text in a few bytes: its hash, its length and its first [`HEAD_TOKENS`] token ids.
+/// Two outputs are the same when hash and length agree; the ids say where two differ when they
+/// differ early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputPrint {
+    /// FNV-1a hash of the text's bytes.
+    pub hash: u64,
+    /// Tokens in the text.
+    pub tokens: u32,
+    /// The first tokens' ids (`min(tokens, HEAD_TOKENS)` of them are meaningful).
+    pub head: [u32; HEAD_TOKENS],
+}
+
+/// A scored request's answer: graded against its row, fingerprinted for the determinism check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    /// The grader found the expected answer.
+    pub correct: bool,
+    /// No answer in the expected form was found.
+    pub unparsed: bool,
+    /// The whole output text (reasoning included), fingerprinted.
+    pub output: OutputPrint,
+    /// Whether the output differs from its prompt's reference output (the run's first measured
+    /// one); `None` for the reference itself, or when outputs are not compared (not greedy).
+    pub changed: Option<bool>,
+    /// Where it first differs, for the first changed output of a level (an example).
+    pub change: Option<Box<ChangeExample>>,
+}
+
+/// Where a changed output first differs from its prompt's reference.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeExample {
+    /// The prompt (its dataset index).
+    pub prompt: u32,
+    /// The first differing token (0-based); when the first [`HEAD_TOKENS`] agree, the texts
+    /// differ after them and this is [`HEAD_TOKENS`].
+    pub token: u32,
+    /// That token in the reference output (empty past its end or beyond the kept tokens).
+    pub reference: String,
+    /// That token in this output.
+    pub now: String,
 }
 
 /// What a request carried besides its prompt text, from its dataset entry.
@@ -621,6 +669,7 @@ mod tests {
             lossy_text: false,
             reconnected: false,
             connection_reused: None,
+            answer: None,
             conversation: None,
             error: None,
             sent: Sent::default(),

@@ -18,6 +18,7 @@ pub mod ci;
 pub mod isl;
 mod percentile;
 pub mod repeat;
+pub mod scored;
 pub mod trend;
 pub mod turns;
 
@@ -294,6 +295,8 @@ pub struct Aggregate {
     pub connections: ConnectionTtft,
     /// Inputs, images and tool calls of successful requests.
     pub apis: apis::ApiTally,
+    /// Graded answers of successful requests (scored workloads).
+    pub answers: scored::AnswerTally,
 }
 
 /// TTFT on fresh and on reused connections: a server sending with Nagle's algorithm on stalls
@@ -389,6 +392,7 @@ impl Aggregate {
             burst: 0,
             connections: ConnectionTtft::default(),
             apis: apis::ApiTally::default(),
+            answers: scored::AnswerTally::default(),
         }
     }
 
@@ -459,6 +463,7 @@ impl Aggregate {
         self.turns.record(rec);
         self.connections.record(rec);
         self.apis.record(rec);
+        self.answers.record(rec);
         if objectives.iter().all(|o| o.met_by(rec)) {
             self.good += 1;
         }
@@ -561,6 +566,7 @@ impl Aggregate {
         self.reconnects += other.reconnects;
         self.connections.merge(&other.connections);
         self.apis.merge(&other.apis);
+        self.answers.merge(&other.answers);
     }
 
     /// The distributions with their metrics (for serialising histograms).
@@ -613,6 +619,9 @@ impl Aggregate {
             isl_buckets: self.isl.summarize(method),
             turns: self.turns.summarize(method),
             apis: self.apis.summarize(secs, self.sum_isl),
+            // At 95 % here; the run sets its own confidence and the chance rate
+            // (`AccuracyStats::at`).
+            accuracy: self.answers.summarize(0.95),
         }
     }
 }
@@ -670,6 +679,8 @@ pub struct LevelStats {
     pub turns: Vec<turns::TurnStats>,
     /// Inputs per second, images, tool calls (each `None` when the level had none).
     pub apis: apis::ApiStats,
+    /// Accuracy and the determinism check (scored workloads only).
+    pub accuracy: Option<scored::AccuracyStats>,
 }
 
 impl LevelStats {
@@ -854,6 +865,10 @@ impl MetricSource for LevelSummary {
                 SystemMetric::InputTokenThroughput => st.apis.input_token_throughput,
                 SystemMetric::ToolCallShare => st.apis.tool_call_share,
                 SystemMetric::ToolArgsValidShare => st.apis.tool_args_valid_share,
+                SystemMetric::Accuracy => st.accuracy.as_ref().map(|a| a.accuracy),
+                SystemMetric::AnswerChangedShare => {
+                    st.accuracy.as_ref()?.changed.as_ref().map(|c| c.share)
+                }
                 SystemMetric::TtftP99Drift => self.drift_of(trend::DriftMetric::TtftP99),
                 SystemMetric::LatencyP99Drift => self.drift_of(trend::DriftMetric::LatencyP99),
                 SystemMetric::ThroughputDrift => {
@@ -930,6 +945,7 @@ pub(crate) fn test_record(ttft_ms: u64, latency_ms: u64, osl: u32) -> RequestRec
         lossy_text: false,
         reconnected: false,
         connection_reused: None,
+        answer: None,
         conversation: None,
         error: None,
     }

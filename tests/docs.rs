@@ -933,9 +933,11 @@ struct Sim {
 }
 
 impl Sim {
-    fn start(flags: &str) -> Result<Sim, String> {
+    /// Starts the session's simulator in its directory (files the page wrote there, such as an
+    /// `--answer-key`, are found by their relative names).
+    fn start(flags: &str, dir: &Path) -> Result<Sim, String> {
         let extra: Vec<String> = flags.split_whitespace().map(str::to_string).collect();
-        let child = ServeChild::start(&extra)?;
+        let child = ServeChild::start_in(&extra, dir)?;
         let port = |a: &str| a.rsplit(':').next().unwrap_or_default().to_string();
         let ports = [
             ("8000".to_string(), port(&child.http)),
@@ -1071,7 +1073,7 @@ fn run_session(s: &Session, tally: &mut Tally) {
             // session's own, so the simulator starts here, as for a command naming them: written
             // as shown, it would reach whatever else listens on Triton's ports, or nothing.
             if sim.is_none() && names_sim_port(&text) {
-                match Sim::start(m.serve.as_deref().unwrap_or("")) {
+                match Sim::start(m.serve.as_deref().unwrap_or(""), dir.path()) {
                     Ok(s) => sim = Some(s),
                     Err(e) => {
                         tally.failures.push(format!("{}: {e}", b.at(b.line)));
@@ -1142,7 +1144,7 @@ fn run_session(s: &Session, tally: &mut Tally) {
         while k < cmds.len() {
             if let Some(flags) = serve_line(&cmds[k].text) {
                 drop(sim.take());
-                match Sim::start(&flags) {
+                match Sim::start(&flags, dir.path()) {
                     Ok(s) => {
                         // What it prints at start, when the page shows it.
                         if cmds[k].shown.iter().any(|(_, l)| !l.trim().is_empty()) {
@@ -1171,7 +1173,7 @@ fn run_session(s: &Session, tally: &mut Tally) {
             let seg = &cmds[k..end];
             let needs_sim = seg.iter().any(|c| names_sim_port(&c.text));
             if sim.is_none() && (needs_sim || m.serve.is_some()) {
-                match Sim::start(m.serve.as_deref().unwrap_or("")) {
+                match Sim::start(m.serve.as_deref().unwrap_or(""), dir.path()) {
                     Ok(s) => sim = Some(s),
                     Err(e) => {
                         tally.failures.push(format!("{}: {e}", b.at(b.line)));

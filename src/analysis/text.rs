@@ -39,6 +39,11 @@ pub fn duration(secs: f64) -> String {
     }
 }
 
+/// A share with its interval: `71.0% [62.4–78.3]`.
+pub fn interval(v: f64, low: f64, high: f64) -> String {
+    format!("{:.1}% [{:.1}–{:.1}]", v * 100.0, low * 100.0, high * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -178,6 +178,9 @@ fn read(levels: &[LevelSummary], knee: Option<(&str, &mut Option<String>)>) -> V
     // The transport's part comes first: it says what the client-side numbers hold besides the
     // server's time.
     v.lines.extend(super::transport::lines(levels));
+    // Then whether the answers held up under the load (scored workloads).
+    v.lines
+        .extend(super::accuracy::assess(levels).map_or_else(Vec::new, |a| a.lines));
     if with.is_empty() {
         if !levels.is_empty() {
             v.lines.push(

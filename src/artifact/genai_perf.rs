@@ -31,7 +31,12 @@
 //! for embeddings and rankings; `image_count` and `image_bytes` for levels that sent images;
 //! `tool_call_share` and `tool_args_valid_share` (fractions 0..1) for levels that offered
 //! tools. Embeddings and rankings levels have no `output_sequence_length` row (nothing is
-//! generated) and, never streamed, no streaming-only rows.
+//! generated) and, never streamed, no streaming-only rows. A scored workload's levels add
+//! `accuracy` with `accuracy_ci_low`/`_high` (the Wilson interval at the run's confidence;
+//! fractions), `graded_count`, `correct_count`, `unparsed_count`, and where temperature-0
+//! outputs were compared `answer_changed_share` with its interval, `answer_changed_count` and
+//! `answer_compared_count`; in the JSON, `accuracy` and `answer_changed_share` entries
+//! ([`accuracy_json`]).
 //!
 //! `profile_export_genai_perf.json`: GenAI-Perf's keys in GenAI-Perf's order —
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
@@ -185,7 +190,8 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
             "count",
         ));
     }
-    for (key, value, unit) in api_values(&st.apis) {
+    let accuracy = st.accuracy.as_ref().map_or_else(Vec::new, accuracy_values);
+    for (key, value, unit) in api_values(&st.apis).into_iter().chain(accuracy) {
         let shown = match unit {
             "count" | "bytes" => format!("{value:.0}"),
             "fraction" => format!("{value:.4}"),
@@ -220,6 +226,49 @@ pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<(&'static str, f64, &
     .into_iter()
     .filter_map(|(k, v, u)| v.map(|v| (k, v, u)))
     .collect()
+}
+
+/// A scored level's CSV rows, `(key, value, unit)`: the accuracy and its interval, the answers
+/// graded, and where outputs were compared, the changed share, its interval and its counts.
+pub fn accuracy_values(
+    a: &crate::stats::scored::AccuracyStats,
+) -> Vec<(&'static str, f64, &'static str)> {
+    let mut rows = vec![
+        ("accuracy", a.accuracy, "fraction"),
+        ("accuracy_ci_low", a.low, "fraction"),
+        ("accuracy_ci_high", a.high, "fraction"),
+        ("graded_count", a.graded as f64, "count"),
+        ("correct_count", a.correct as f64, "count"),
+        ("unparsed_count", a.unparsed as f64, "count"),
+    ];
+    if let Some(c) = &a.changed {
+        rows.extend([
+            ("answer_changed_share", c.share, "fraction"),
+            ("answer_changed_ci_low", c.low, "fraction"),
+            ("answer_changed_ci_high", c.high, "fraction"),
+            ("answer_changed_count", c.changed as f64, "count"),
+            ("answer_compared_count", c.compared as f64, "count"),
+        ]);
+    }
+    rows
+}
+
+/// A scored level's JSON entries: `accuracy` (`{unit, avg, graded, correct, unparsed, low,
+/// high, confidence, chance}`) and, where outputs were compared, `answer_changed_share`
+/// (`{unit, avg, changed, compared, low, high, example}`).
+pub fn accuracy_json(a: &crate::stats::scored::AccuracyStats) -> (Value, Option<Value>) {
+    let accuracy = json!({
+        "unit": "fraction", "avg": a.accuracy, "graded": a.graded, "correct": a.correct,
+        "unparsed": a.unparsed, "low": a.low, "high": a.high, "confidence": a.confidence,
+        "chance": a.chance,
+    });
+    let changed = a.changed.as_ref().map(|c| {
+        json!({
+            "unit": "fraction", "avg": c.share, "changed": c.changed, "compared": c.compared,
+            "low": c.low, "high": c.high, "example": c.example,
+        })
+    });
+    (accuracy, changed)
 }
 
 fn server_rows(d: &ServerDelta) -> Vec<(String, String, &'static str)> {
@@ -377,6 +426,13 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     );
     for (key, value, unit) in api_values(&st.apis) {
         m.insert(key.into(), json!({"unit": unit, "avg": value}));
+    }
+    if let Some(a) = &st.accuracy {
+        let (accuracy, changed) = accuracy_json(a);
+        m.insert("accuracy".into(), accuracy);
+        if let Some(c) = changed {
+            m.insert("answer_changed_share".into(), c);
+        }
     }
     for (metric, _) in &shown {
         if !m.contains_key(metric.key()) {

@@ -102,6 +102,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         stimulus,
         stats: LevelStats {
             apis: Default::default(),
+            accuracy: None,
             metrics,
             request_count,
             error_count: 0,

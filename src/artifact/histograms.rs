@@ -24,7 +24,10 @@
 //! all 0); levels where a streamed answer's tokens all arrived in one burst add `"burst"`, the
 //! number of such requests (absent: 0); levels stopped by a second Ctrl-C add `"abandoned"`, the
 //! requests abandoned in flight (absent: 0; older files listed them among the errors as
-//! `cancelled`, which reads back as abandoned).
+//! `cancelled`, which reads back as abandoned). Levels of a scored workload add `"answers":
+//! {"graded", "correct", "unparsed", "compared", "changed", "example"}`: counts, the prompts
+//! whose output was compared with its reference and those that differed (prompt indices:
+//! shards send disjoint prompts, so their lists join), and the first change's example.
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -264,7 +267,41 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
     if agg.abandoned > 0 {
         c["abandoned"] = json!(agg.abandoned);
     }
+    // And only scored workloads' levels.
+    let t = &agg.answers;
+    if t.graded > 0 {
+        c["answers"] = json!({"graded": t.graded, "correct": t.correct, "unparsed": t.unparsed,
+            "compared": t.compared.iter().collect::<Vec<u32>>(),
+            "changed": t.changed.iter().collect::<Vec<u32>>(), "example": t.example});
+    }
     c
+}
+
+/// A scored level's answers as [`counters`] writes them (absent: none graded).
+fn answers_from(v: Option<&Value>) -> crate::stats::scored::AnswerTally {
+    let Some(v) = v else {
+        return Default::default();
+    };
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let set = |k: &str| {
+        let mut s = crate::stats::scored::PromptSet::default();
+        for i in v.get(k).and_then(Value::as_array).into_iter().flatten() {
+            if let Some(i) = i.as_u64().and_then(|i| u32::try_from(i).ok()) {
+                s.insert(i);
+            }
+        }
+        s
+    };
+    crate::stats::scored::AnswerTally {
+        graded: n("graded"),
+        correct: n("correct"),
+        unparsed: n("unparsed"),
+        compared: set("compared"),
+        changed: set("changed"),
+        example: v
+            .get("example")
+            .and_then(|e| serde_json::from_value(e.clone()).ok()),
+    }
 }
 
 fn apis_from(v: Option<&Value>) -> crate::stats::apis::ApiTally {
@@ -319,6 +356,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
     agg.burst = or_zero("burst");
     agg.abandoned = or_zero("abandoned");
     agg.apis = apis_from(c.get("apis"));
+    agg.answers = answers_from(c.get("answers"));
     for e in c
         .get("errors")
         .and_then(Value::as_array)
@@ -454,6 +492,7 @@ mod tests {
                 lossy_text: false,
                 reconnected: false,
                 connection_reused: None,
+                answer: None,
                 conversation: None,
                 error: None,
             };
@@ -464,6 +503,19 @@ mod tests {
         agg.cancelled = 7;
         agg.burst = 3;
         agg.abandoned = 4;
+        // A scored level's answers: counts, compared and changed prompts, the example.
+        agg.answers.graded = 500;
+        agg.answers.correct = 321;
+        for p in [0, 5, 200] {
+            agg.answers.compared.insert(p);
+        }
+        agg.answers.changed.insert(200);
+        agg.answers.example = Some(crate::record::ChangeExample {
+            prompt: 200,
+            token: 3,
+            reference: " the".into(),
+            now: " of".into(),
+        });
         let doc = encode(&agg, 1_000_000_000);
         let text = serde_json::to_string(&doc).unwrap();
         let mut back = Aggregate::new();
@@ -473,6 +525,7 @@ mod tests {
         assert_eq!(back.sum_osl, 500 * 101);
         assert_eq!(back.error_counts(), agg.error_counts());
         assert_eq!((back.cancelled, back.burst, back.abandoned), (7, 3, 4));
+        assert_eq!(back.answers, agg.answers);
         assert_eq!(back.first_sent_ns, Some(1_000_000_000), "absolute");
         assert_eq!(back.last_response_ns, Some(1_000_000_000 + 1_000_000_000));
         assert_eq!(

@@ -352,6 +352,30 @@ fn apis_from(doc: &Value) -> crate::stats::apis::ApiStats {
     }
 }
 
+/// A scored level's accuracy and changed answers, where the file has them (`accuracy` and
+/// `answer_changed_share` entries, as [`super::genai_perf::accuracy_json`] writes them).
+fn accuracy_from(doc: &Value) -> Option<crate::stats::scored::AccuracyStats> {
+    use crate::stats::scored::{AccuracyStats, ChangedStats, Counts};
+    let a = doc.get("accuracy")?;
+    let n = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let x = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64);
+    let confidence = x(a, "confidence").unwrap_or(0.95);
+    let changed = doc.get("answer_changed_share").map(|c| {
+        ChangedStats::of(
+            n(c, "changed"),
+            n(c, "compared"),
+            confidence,
+            c.get("example").and_then(typed),
+        )
+    });
+    let counts = Counts {
+        graded: n(a, "graded"),
+        correct: n(a, "correct"),
+        unparsed: n(a, "unparsed"),
+    };
+    Some(AccuracyStats::of(counts, confidence, changed).at(confidence, x(a, "chance")))
+}
+
 /// Rebuilds a level summary from the text of `profile_export_genai_perf.json` (pure: no I/O),
 /// whether ttftbench or GenAI-Perf wrote it.
 pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
@@ -414,6 +438,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             isl_buckets: isl_buckets_from(doc),
             turns: turns_from(doc),
             apis: apis_from(doc),
+            accuracy: accuracy_from(doc),
         },
         server: doc.get("server_metrics").and_then(server_from),
         engine: doc.get("engine_metrics").and_then(typed),

@@ -36,6 +36,7 @@
 //! | `images`, `image_bytes` | only in rows of requests that sent images: how many, and their encoded size (before base64) |
 //! | `tool_calls`, `tool_args_valid` | only in rows of requests sent with `--tools`: the response's tool calls, and (when it made any) whether every call's arguments parse as JSON |
 //! | `first_tool_token_ns`, `ttftt_ms` | in rows whose response called a tool: its first argument text, and the time to it from the send |
+//! | `correct`, `unparsed`, `answer_changed`, `output_hash` | only in rows of a scored workload's successful requests: whether the answer was graded right, whether no answer in the expected form was found (only when true), whether the temperature-0 output differed from its prompt's reference output (the run's first for that prompt; absent for the reference itself and when outputs are not compared), and the output text's FNV-1a hash (16 hex digits) |
 
 use std::io::Write;
 
@@ -114,6 +115,23 @@ struct Row<'a> {
     first_tool_token_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ttftt_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    correct: Option<bool>,
+    #[serde(skip_serializing_if = "is_false")]
+    unparsed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer_changed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_hash: Option<Hex>,
+}
+
+/// A 64-bit hash as 16 hex digits.
+struct Hex(u64);
+
+impl Serialize for Hex {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:016x}", self.0))
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -212,6 +230,10 @@ pub fn write_shard_row(
         tool_args_valid: (rec.tools.calls > 0).then_some(rec.tools.args_valid),
         first_tool_token_ns: rec.tools.first_token_ns.map(abs),
         ttftt_ms: ms(rec.ttft_tool_ns()),
+        correct: rec.answer.as_ref().map(|a| a.correct),
+        unparsed: rec.answer.as_ref().is_some_and(|a| a.unparsed),
+        answer_changed: rec.answer.as_ref().and_then(|a| a.changed),
+        output_hash: rec.answer.as_ref().map(|a| Hex(a.output.hash)),
     };
     serde_json::to_writer(&mut *out, &row)?;
     out.write_all(b"\n")
@@ -294,6 +316,15 @@ struct ReadRow {
     tool_args_valid: Option<bool>,
     #[serde(default)]
     first_tool_token_ns: Option<u64>,
+    // Present only in rows of scored workloads.
+    #[serde(default)]
+    correct: Option<bool>,
+    #[serde(default)]
+    unparsed: bool,
+    #[serde(default)]
+    answer_changed: Option<bool>,
+    #[serde(default)]
+    output_hash: Option<String>,
 }
 
 /// A row read back: its level, its record, and the id it was sent with (none in rows written
@@ -388,6 +419,23 @@ pub fn read_row(line: &str) -> Result<ReadBack, RowError> {
         lossy_text: r.lossy_text,
         reconnected: r.reconnected,
         connection_reused: r.connection_reused,
+        answer: r.correct.map(|correct| {
+            Box::new(crate::record::Answer {
+                correct,
+                unparsed: r.unparsed,
+                output: crate::record::OutputPrint {
+                    hash: r
+                        .output_hash
+                        .as_deref()
+                        .and_then(|h| u64::from_str_radix(h, 16).ok())
+                        .unwrap_or(0),
+                    tokens: 0,
+                    head: [0; crate::record::HEAD_TOKENS],
+                },
+                changed: r.answer_changed,
+                change: None,
+            })
+        }),
         error,
         conversation: match (r.session, r.turn) {
             (Some(session), Some(turn)) => Some(crate::record::Turn { session, turn }),
@@ -440,6 +488,7 @@ mod tests {
             lossy_text: false,
             reconnected: false,
             connection_reused: None,
+            answer: None,
             conversation: None,
             error: None,
         };
@@ -535,6 +584,7 @@ mod tests {
             lossy_text: false,
             reconnected: false,
             connection_reused: None,
+            answer: None,
             conversation: None,
             error: None,
         };
@@ -583,6 +633,7 @@ mod tests {
             lossy_text: false,
             reconnected: false,
             connection_reused: None,
+            answer: None,
             conversation: Some(crate::record::Turn {
                 session: 7,
                 turn: 2,

@@ -1,6 +1,7 @@
 //! Command-line syntax. These types only describe flags; `plan` turns them into a validated
 //! [`crate::plan::RunPlan`] once, and nothing downstream looks at strings again.
 
+pub mod accuracy;
 pub mod config;
 pub mod help;
 pub mod perf;
@@ -92,7 +93,7 @@ pub enum Command {
     Perf(Box<PerfArgs>),
     /// Built-in simulated inference server (Triton KServe v2 HTTP + gRPC, OpenAI, /metrics).
     #[command(after_help = SERVE_EXAMPLES)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// A concurrency sweep against an in-process simulated server: the zero-setup tour.
     #[command(after_help = DEMO_EXAMPLES, mut_args(tips::negative_numbers_reach_the_flag))]
     Demo(DemoArgs),
@@ -573,6 +574,10 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub api_inputs: ApiInputArgs,
 
+    /// A dataset with known answers as the workload.
+    #[command(flatten)]
+    pub accuracy: accuracy::AccuracyArgs,
+
     /// How reranker requests are laid out (--endpoint-type rankings): `rerank` (Cohere/Jina
     /// `/v1/rerank`, default), `tei` (`/rerank`), `nim` (`/v1/ranking`, GenAI-Perf's default).
     #[arg(help_heading = TARGET, long = "rankings-api", value_enum)]
@@ -682,6 +687,12 @@ pub struct ProfileArgs {
     /// Standard deviation of the think time (ms); sampled delays are clamped at 0.
     #[arg(help_heading = WORKLOAD, long = "session-turn-delay-stddev", value_name = "MS")]
     pub session_turn_delay_stddev: Option<u64>,
+
+    /// The HTTP header every request of a multi-turn or agentic session carries its session's
+    /// id in (`RUN-sN`; the same for every turn and sub-agent of one task, so a KV-aware router
+    /// such as Dynamo's or llm-d's can keep the session on one replica); `none` sends none.
+    #[arg(help_heading = WORKLOAD, long = "session-header", value_name = "NAME|none", default_value = "X-Session-ID")]
+    pub session_header: String,
 
     /// Prometheus endpoint of the server (default: the target's own /metrics for an OpenAI API,
     /// then port 8002 of the target host, whichever answers).
@@ -1385,6 +1396,9 @@ pub struct ServeArgs {
     /// Engine timing and faults.
     #[command(flatten)]
     pub engine: EngineArgs,
+    /// Answers to a scored workload's questions.
+    #[command(flatten)]
+    pub answers: accuracy::AnswerArgs,
 }
 
 /// Timing model and fault injection of the simulated server. Defaults are the simulator's own

@@ -150,8 +150,10 @@ impl ProfileArgs {
                 turns_stddev: self.session_turns_stddev,
                 delay_mean_ms: self.session_turn_delay_mean,
                 delay_stddev_ms: self.session_turn_delay_stddev,
+                header: Some(self.session_header.clone()),
             },
             rankings: false,
+            accuracy: Default::default(),
         }
     }
 
@@ -194,7 +196,8 @@ impl ProfileArgs {
     /// interval or duration).
     fn target_moe(&self, streaming: bool) -> Result<Option<Rule>, UsageError> {
         let Some(raw) = &self.target_moe else {
-            if self.confidence.is_some() {
+            // A scored run's accuracy intervals and verdict are at --confidence too.
+            if self.confidence.is_some() && self.accuracy.accuracy_benchmark.is_none() {
                 return Err(UsageError(
                     "--confidence applies to --target-moe: add --target-moe 5% (or use `ttftbench search`)".into(),
                 ));
@@ -247,6 +250,7 @@ impl ProfileArgs {
         let mut target = resolve::target(&self.target_spec())?;
         let mut workload = resolve::workload(&WorkloadSpec {
             rankings: target.api == Api::Rankings,
+            accuracy: self.accuracy.spec(self.confidence()?),
             ..self.workload_spec()
         })?;
         crate::plan::apis::resolve(
@@ -263,6 +267,13 @@ impl ProfileArgs {
             duration: self.duration,
             num_prompts: self.num_prompts,
         })?;
+        let stop = match &workload.prompts {
+            crate::workload::PromptSource::Scored(src) => {
+                crate::plan::scored::check_target(target.api)?;
+                crate::plan::scored::stop(src, stop)
+            }
+            _ => stop,
+        };
         let (levels, stop) = self.load(&workload, stop)?;
         let tokenizer_from_server = resolve::tokenizer_from_server(
             target.api,

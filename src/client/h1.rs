@@ -349,13 +349,15 @@ impl H1Conn {
         }
     }
 
-    /// Writes one request: the target's head, its id header, content type, length, extra
-    /// header, body. Returns when the last byte has been handed to the kernel.
+    /// Writes one request: the target's head, its id header, its session header line, content
+    /// type, length, extra header, body. Returns when the last byte has been handed to the
+    /// kernel.
     pub async fn send(
         &mut self,
         t: &H1Target,
         (content_type, id): (&str, Option<(&RequestIds, u64)>),
         extra: Option<(&str, usize)>,
+        session: Option<&[u8]>,
         body: &[u8],
         scratch: &mut Vec<u8>,
     ) -> io::Result<()> {
@@ -363,6 +365,9 @@ impl H1Conn {
         scratch.extend_from_slice(&t.head);
         if let Some((ids, seq)) = id {
             ids.push_header(seq, scratch);
+        }
+        if let Some(line) = session {
+            scratch.extend_from_slice(line);
         }
         scratch.extend_from_slice(b"Content-Type: ");
         scratch.extend_from_slice(content_type.as_bytes());
@@ -789,9 +794,16 @@ mod tests {
         let t = H1Target::new(&url, &HeaderMap::new(), None).unwrap();
         let mut c = connect(&t).await.unwrap();
         let mut scratch = Vec::new();
-        c.send(&t, ("application/json", None), None, b"{}", &mut scratch)
-            .await
-            .unwrap();
+        c.send(
+            &t,
+            ("application/json", None),
+            None,
+            None,
+            b"{}",
+            &mut scratch,
+        )
+        .await
+        .unwrap();
         let clock = Clock::start();
         let (head, _) = c.read_head(&clock).await.unwrap();
         let mut body = Vec::new();

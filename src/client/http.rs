@@ -152,6 +152,7 @@ impl HttpClient {
                 t,
                 (content_type, ex.ids.as_deref().map(|i| (i, ex.seq))),
                 extra,
+                ex.session_header.as_deref(),
                 body,
                 &mut ex.scratch,
             )

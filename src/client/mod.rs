@@ -113,6 +113,9 @@ pub struct Exchange {
     pub ids: Option<std::sync::Arc<request_id::RequestIds>>,
     /// This request's sequence number (its id's tail).
     pub seq: u64,
+    /// The session-affinity header line (`Name: value\r\n`) of the session whose requests go
+    /// through this exchange (`None`: requests that stand alone, or `--session-header none`).
+    pub session_header: Option<Box<[u8]>>,
 }
 
 impl Exchange {

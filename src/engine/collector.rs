@@ -161,6 +161,8 @@ pub struct Setup {
     pub measure_start: Arc<AtomicU64>,
     /// The live view's running numbers, when a view is drawn.
     pub live: Option<super::live::Tally>,
+    /// A scored workload's reference outputs, when temperature-0 outputs are compared.
+    pub references: Option<Arc<crate::stats::scored::References>>,
 }
 
 /// What the collector hands back when the load has stopped.
@@ -202,6 +204,8 @@ struct Cutter {
     closed_ok: u64,
     /// The trend bin being filled.
     bin: Bin,
+    /// Whether a changed output of this level carries the example already.
+    example_given: bool,
 }
 
 impl Cutter {
@@ -226,6 +230,7 @@ impl Cutter {
             next_look: 0,
             closed_ok: 0,
             bin: Bin::default(),
+            example_given: false,
         }
     }
 
@@ -234,11 +239,12 @@ impl Cutter {
             let msg = rx.recv_timeout(Duration::from_millis(2));
             let closed = matches!(msg, Err(crate::load::queue::Empty::Closed));
             if let Ok(Completed {
-                record,
+                mut record,
                 mut gaps,
                 capture,
             }) = msg
             {
+                self.compare(&mut record);
                 self.take(&record, &gaps);
                 self.raw(&record, capture);
                 gaps.clear();
@@ -277,6 +283,34 @@ impl Cutter {
         {
             self.sinks.raw_error = Some(e);
         }
+    }
+
+    /// The determinism check's part of a scored request: its output against its prompt's
+    /// reference (becoming the reference when it is the first), and for the level's first
+    /// changed output, where it first differs.
+    fn compare(&mut self, record: &mut RequestRecord) {
+        let Some(refs) = self.setup.references.as_ref() else {
+            return;
+        };
+        if !crate::stats::scored::comparable(record) {
+            return;
+        }
+        let prompt = record.prompt_index;
+        let Some(a) = record.answer.as_mut() else {
+            return;
+        };
+        use crate::stats::scored::Against;
+        a.changed = match refs.compare(prompt, &a.output) {
+            Against::Reference => None,
+            Against::Same => Some(false),
+            Against::Changed(at) => {
+                if !self.example_given {
+                    self.example_given = true;
+                    a.change = Some(Box::new(refs.example(prompt, &a.output, at)));
+                }
+                Some(true)
+            }
+        };
     }
 
     /// Opens the first window once the measurement has started.

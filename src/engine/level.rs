@@ -186,6 +186,7 @@ pub async fn measure_level(
         rule: spec.policy.rule(),
         measure_start: measure_start.clone(),
         live: live.tally.take(),
+        references: session.scoring.as_ref().and_then(|s| s.references.clone()),
     };
     let thread = collector::spawn(setup, std::mem::take(sinks), rec_rx, win_tx)
         .map_err(|e| Error::failed(format!("cannot start the collector thread: {e}")))?;
@@ -287,6 +288,9 @@ pub async fn measure_level(
     // drift of it apart from the latency's.
     let came_whole = spec.streaming && agg.came_whole();
     let ttft_drift = spec.streaming && !came_whole;
+    if let (Some(sc), Some(a)) = (&session.scoring, summary.stats.accuracy.as_mut()) {
+        *a = a.at(sc.confidence, sc.chance);
+    }
     summary.drift = sinks
         .timeline
         .as_ref()

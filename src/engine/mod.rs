@@ -42,6 +42,20 @@ pub struct Session {
     /// Input-length bucket edges (`--isl-buckets` resolved on the whole dataset, so every
     /// shard cuts alike); empty when not asked for.
     pub isl_edges: Vec<u32>,
+    /// A scored workload's run-wide parts: the reference outputs, the intervals' confidence.
+    pub scoring: Option<Scoring>,
+}
+
+/// What the levels of a scored workload share.
+#[derive(Debug, Clone)]
+pub struct Scoring {
+    /// Every prompt's first output, which later outputs are compared with (outputs are
+    /// compared only when requests ask for temperature 0).
+    pub references: Option<Arc<crate::stats::scored::References>>,
+    /// The confidence of the accuracy intervals and the verdict (`--confidence`).
+    pub confidence: f64,
+    /// The accuracy of guessing, when the answers are options.
+    pub chance: Option<f64>,
 }
 
 impl Session {
@@ -52,6 +66,7 @@ impl Session {
             probe,
             seq: 0,
             isl_edges: Vec::new(),
+            scoring: None,
         }
     }
 

@@ -40,6 +40,7 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -
         ));
     }
     let isl_edges = plan.isl_buckets.edges(|| dataset.isls());
+    let scoring = scoring(plan, &dataset, &tokenizer);
     let shard = plan.shard.shard;
     let dataset = dataset.partition(shard.index, shard.count)?;
     let shared = Shared {
@@ -58,10 +59,38 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -
         gaps: gap_pool(),
         captures: plan.raw_export.then(crate::load::capture_pool),
         request_ids: request_ids(run_id, &plan.outputs, grpc),
+        session_header: crate::load::session_header(
+            plan.workload
+                .sessions
+                .as_ref()
+                .and_then(|s| s.header.as_deref()),
+            run_id,
+            shard,
+        ),
     };
     Ok(Session {
         isl_edges,
+        scoring,
         ..Session::new(shared, probe)
+    })
+}
+
+/// A scored workload's run-wide parts (`None` for any other workload).
+fn scoring(plan: &RunPlan, dataset: &Dataset, tokenizer: &Tokenizer) -> Option<super::Scoring> {
+    let key = dataset.answers()?;
+    let confidence = match &plan.workload.prompts {
+        crate::workload::PromptSource::Scored(s) => s.confidence,
+        _ => 0.95,
+    };
+    Some(super::Scoring {
+        references: key.greedy().then(|| {
+            std::sync::Arc::new(crate::stats::scored::References::new(
+                key.len(),
+                tokenizer.clone(),
+            ))
+        }),
+        confidence,
+        chance: key.chance(),
     })
 }
 

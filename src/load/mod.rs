@@ -167,6 +167,20 @@ pub struct Shared {
     pub captures: Option<CapturePool>,
     /// How requests name themselves (`RUN-SEQ`); `None`: no run id (gRPC numbers requests).
     pub request_ids: Option<Arc<crate::client::request_id::RequestIds>>,
+    /// The start of a session's affinity header line (`Name: RUN-s`, the shard's index after
+    /// the run id when sharded); the session's number ends it. `None`: sessions send none.
+    pub session_header: Option<Box<str>>,
+}
+
+/// [`Shared::session_header`] for header `name` (`None`: none), run `run_id`, `shard`.
+pub fn session_header(name: Option<&str>, run_id: Option<&str>, shard: Shard) -> Option<Box<str>> {
+    let run = run_id.map(|r| format!("{r}-")).unwrap_or_default();
+    let part = if shard.count > 1 {
+        format!("{}-", shard.index)
+    } else {
+        String::new()
+    };
+    name.map(|n| format!("{n}: {run}{part}s").into_boxed_str())
 }
 
 /// One phase of a level (warm-up or measurement).
@@ -486,15 +500,13 @@ async fn closed_loop_worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64
 async fn hand_over(ctx: &WorkerCtx, (completed, count): (Completed, bool), ex: &mut Exchange) {
     if count {
         let text = std::mem::replace(&mut ex.text, ctx.sink.text_buffer());
-        let keep_server =
-            ctx.shared.use_server_token_count && completed.record.server_osl.is_some();
+        let counting = queue::Counting {
+            tokenizer: &ctx.shared.tokenizer,
+            keep_server: ctx.shared.use_server_token_count && completed.record.server_osl.is_some(),
+            answers: ctx.shared.dataset.answers(),
+        };
         ctx.sink
-            .send_counting(
-                completed,
-                (text, ex.reasoning_end),
-                &ctx.shared.tokenizer,
-                keep_server,
-            )
+            .send_counting(completed, (text, ex.reasoning_end), &counting)
             .await;
     } else {
         ctx.sink.send(completed).await;
@@ -746,6 +758,7 @@ pub(crate) async fn execute(
         lossy_text: ex.lossy_text,
         reconnected,
         connection_reused: ex.connection_reused,
+        answer: None,
         error,
         conversation: ask.conversation,
         sent: ask.sent,

@@ -24,6 +24,7 @@ use crossbeam_queue::ArrayQueue;
 use tokio::sync::Notify;
 
 use super::Completed;
+use crate::workload::scored::AnswerKey;
 use crate::workload::tokenizer::Tokenizer;
 
 /// How long an idle collector naps before looking again: records wait at most this long
@@ -46,6 +47,8 @@ struct Inner {
     texts: ArrayQueue<String>,
     /// Counts the text sent with records (set by the first such record).
     tokenizer: OnceLock<Tokenizer>,
+    /// Grades the text of scored requests (set by the first record sent with one).
+    answers: OnceLock<Arc<AnswerKey>>,
     /// Senders waiting for room; the receiver wakes them after taking records.
     waiting: AtomicUsize,
     room: Notify,
@@ -110,6 +113,7 @@ pub fn record_queue() -> (RecordSink, RecordSource) {
         senders: AtomicUsize::new(1),
         texts: ArrayQueue::new(TEXT_POOL),
         tokenizer: OnceLock::new(),
+        answers: OnceLock::new(),
         waiting: AtomicUsize::new(0),
         room: Notify::new(),
         held_sends: AtomicU64::new(0),
@@ -163,7 +167,8 @@ impl RecordSink {
     /// Queues a finished request whose output tokens are to be counted: the receiver sets its
     /// `tokenizer_osl` (and its `osl`, unless `keep_server`) to `tokenizer`'s count of `text`
     /// (every sender of a queue uses one tokenizer), and its `reasoning_tokens` to the count of
-    /// `text[..reasoning_end]` when `reasoning_end > 0`.
+    /// `text[..reasoning_end]` when `reasoning_end > 0`; with an answer key (a scored workload,
+    /// one key a queue) it grades the text too (the record's `answer`).
     /// When the receiver is far behind (a starved collector thread), the sender counts instead,
     /// so the backlog, and the time the collector needs to clear it, does not grow because of
     /// counting.
@@ -171,16 +176,22 @@ impl RecordSink {
         &self,
         mut c: Completed,
         (mut text, reasoning_end): (String, usize),
-        tokenizer: &Tokenizer,
-        keep_server: bool,
+        counting: &Counting<'_>,
     ) {
+        let (tokenizer, keep_server) = (counting.tokenizer, counting.keep_server);
         if self.inner.queue.len() > BEHIND {
             count_output(&mut c.record, tokenizer, &text, reasoning_end, keep_server);
+            if let Some(key) = counting.answers {
+                mark_answer(&mut c.record, key, tokenizer, &text, reasoning_end);
+            }
             text.clear();
             let _ = self.inner.texts.push(text);
             return self.send(c).await;
         }
         self.inner.tokenizer.get_or_init(|| tokenizer.clone());
+        if let Some(key) = counting.answers {
+            self.inner.answers.get_or_init(|| key.clone());
+        }
         self.push(Item {
             done: c,
             text: Some(text),
@@ -285,6 +296,9 @@ impl RecordSource {
         if let Some(mut text) = text {
             if let Some(t) = self.inner.tokenizer.get() {
                 count_output(&mut done.record, t, &text, reasoning_end, keep_server);
+                if let Some(key) = self.inner.answers.get() {
+                    mark_answer(&mut done.record, key, t, &text, reasoning_end);
+                }
             }
             text.clear();
             let _ = self.inner.texts.push(text);
@@ -301,6 +315,32 @@ impl RecordSource {
                 Err(Empty::Timeout) => {}
             }
         }
+    }
+}
+
+/// How a finished request's text is counted and graded.
+#[derive(Debug, Clone, Copy)]
+pub struct Counting<'a> {
+    /// Counts output tokens (every sender of a queue uses one).
+    pub tokenizer: &'a Tokenizer,
+    /// `osl` holds the server's count (`--use-server-token-count`): the text's count is
+    /// recorded next to it, not instead.
+    pub keep_server: bool,
+    /// Grades the text, in a scored workload.
+    pub answers: Option<&'a Arc<AnswerKey>>,
+}
+
+/// Grades a successful request's text against its prompt's answer (its `answer`); the answer
+/// is what follows the reasoning.
+fn mark_answer(
+    record: &mut crate::record::RequestRecord,
+    key: &AnswerKey,
+    tokenizer: &Tokenizer,
+    text: &str,
+    reasoning_end: usize,
+) {
+    if record.ok() {
+        record.answer = key.mark(record.prompt_index, text, reasoning_end, tokenizer);
     }
 }
 
@@ -333,6 +373,14 @@ mod tests {
     use super::*;
     use crate::record::{Phase, RequestRecord};
     use futures_util::FutureExt;
+
+    fn counting(tk: &Tokenizer) -> Counting<'_> {
+        Counting {
+            tokenizer: tk,
+            keep_server: false,
+            answers: None,
+        }
+    }
 
     /// Sends where the queue has room (the send completes at once).
     fn send_now(tx: &RecordSink, c: Completed) {
@@ -371,6 +419,7 @@ mod tests {
                 lossy_text: false,
                 reconnected: false,
                 connection_reused: None,
+                answer: None,
                 conversation: None,
                 error: None,
             },
@@ -428,7 +477,7 @@ mod tests {
             let cut = t.char_indices().map(|(k, _)| k).nth(i).unwrap_or(t.len());
             buf.push_str(&t[..cut]);
             buf.push_str(&t[cut..]);
-            tx.send_counting(completed(i as u64), (buf, 0), &tk, false)
+            tx.send_counting(completed(i as u64), (buf, 0), &counting(&tk))
                 .now_or_never()
                 .expect("room");
         }
@@ -453,7 +502,7 @@ mod tests {
         for i in 0..BEHIND as u64 + 10 {
             let mut buf = tx.text_buffer();
             buf.push_str(texts[i as usize % texts.len()]);
-            tx.send_counting(completed(i), (buf, 0), &tk, false)
+            tx.send_counting(completed(i), (buf, 0), &counting(&tk))
                 .now_or_never()
                 .expect("room");
         }

@@ -68,7 +68,15 @@ pub fn merge(stimulus: Stimulus, shards: &[ShardLevel], rules: &Rules) -> Merged
     for (_, a) in shards.iter().filter_map(|s| s.measured.as_ref()) {
         agg.merge(a);
     }
-    let stats = agg.summarize(rules.goodput, rules.method);
+    let mut stats = agg.summarize(rules.goodput, rules.method);
+    // A scored level's intervals at the run's confidence, and its chance rate: the shards'.
+    let scored = shards
+        .iter()
+        .filter_map(|s| s.measured.as_ref())
+        .find_map(|(l, _)| l.stats.accuracy.as_ref());
+    if let (Some(a), Some(shard)) = (stats.accuracy.as_mut(), scored) {
+        *a = a.at(shard.confidence, shard.chance);
+    }
     let starts: Vec<u64> = shards
         .iter()
         .filter_map(ShardLevel::started_unix_ns)
@@ -274,6 +282,7 @@ mod tests {
             lossy_text: false,
             reconnected: false,
             connection_reused: None,
+            answer: None,
             conversation: None,
             error: None,
         }

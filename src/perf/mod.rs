@@ -195,6 +195,8 @@ impl crate::metrics::MetricSource for PerfLevel {
                 | SystemMetric::InputTokenThroughput
                 | SystemMetric::ToolCallShare
                 | SystemMetric::ToolArgsValidShare
+                | SystemMetric::Accuracy
+                | SystemMetric::AnswerChangedShare
                 | SystemMetric::TtftP99Drift
                 | SystemMetric::LatencyP99Drift
                 | SystemMetric::ThroughputDrift => None,
@@ -488,6 +490,8 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
             &plan.outputs,
             protocol == Protocol::Grpc,
         ),
+        // perf sends no sessions.
+        session_header: None,
     };
     let mut session = Session::new(shared, probe);
     let mut sinks = open_sinks(plan, &session.shared)?;

@@ -42,6 +42,18 @@ impl RunPlan {
             (PromptSource::File(p), _) => format!("file {}", p.display()),
             (PromptSource::Trace(t), _) => trace_text(t),
             (PromptSource::Rankings(r), _) => format!("rankings {}", r.path.display()),
+            (PromptSource::Scored(s), _) => format!(
+                "{} ({} questions, {}-shot, graded {}) from {}",
+                s.benchmark.name(),
+                s.items,
+                s.n_shots,
+                s.grader.name(),
+                s.files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         let output = w.output.map_or("left to the server".to_string(), |o| {
             let exact = if o.deterministic { ", exact" } else { "" };

@@ -7,6 +7,7 @@ pub mod apis;
 pub mod fingerprint;
 pub mod outputs;
 pub mod resolve;
+pub mod scored;
 pub mod search;
 pub mod shard;
 pub mod traffic;

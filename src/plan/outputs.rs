@@ -154,6 +154,12 @@ pub const DEFAULT_REQUEST_ID_HEADER: &str = "X-Request-ID";
 /// `--request-id-header NAME|none`: an HTTP token (RFC 9110: letters, digits and
 /// `!#$%&'*+-.^_`|~`) that is not a header the client writes itself.
 pub fn request_id_header(raw: &str) -> Result<Option<String>, UsageError> {
+    header_name("--request-id-header", raw, DEFAULT_REQUEST_ID_HEADER)
+}
+
+/// A flag naming a header ttftbench adds to each request (`none`: no header): an HTTP token
+/// that is not a header the client writes itself; `example` is shown in errors.
+pub fn header_name(flag: &str, raw: &str, example: &str) -> Result<Option<String>, UsageError> {
     let name = raw.trim();
     if name.eq_ignore_ascii_case("none") {
         return Ok(None);
@@ -161,7 +167,7 @@ pub fn request_id_header(raw: &str) -> Result<Option<String>, UsageError> {
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
     if name.is_empty() || !name.chars().all(token) {
         return Err(UsageError(format!(
-            "--request-id-header '{raw}': not an HTTP header name; give one like X-Request-ID, or none"
+            "{flag} '{raw}': not an HTTP header name; give one like {example}, or none"
         )));
     }
     let own = [
@@ -173,7 +179,7 @@ pub fn request_id_header(raw: &str) -> Result<Option<String>, UsageError> {
     ];
     if own.iter().any(|h| name.eq_ignore_ascii_case(h)) {
         return Err(UsageError(format!(
-            "--request-id-header {name}: ttftbench writes that header itself; pick another, e.g. X-Request-ID"
+            "{flag} {name}: ttftbench writes that header itself; pick another, e.g. {example}"
         )));
     }
     Ok(Some(name.to_string()))

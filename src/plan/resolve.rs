@@ -376,6 +376,8 @@ pub struct WorkloadSpec {
     pub sessions: super::traffic::SessionSpec,
     /// The endpoint type is rankings: `--input-file` holds queries and passages.
     pub rankings: bool,
+    /// A scored workload (`--accuracy-*`).
+    pub accuracy: super::scored::AccuracySpec,
 }
 
 /// Prompts (synthetic, 550 tokens by default as GenAI-Perf, a file of prompts, or a trace read
@@ -387,6 +389,7 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
     let (prompts, conversation_file) = prompt_source(s)?;
     let num_prompts = match &prompts {
         PromptSource::Trace(t) => u32::try_from(t.requests).unwrap_or(u32::MAX),
+        PromptSource::Scored(q) => u32::try_from(q.items).unwrap_or(u32::MAX),
         _ => s.num_prompts.unwrap_or(100),
     };
     let output = match s.output_tokens_mean {
@@ -406,11 +409,14 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
         }
         None => None,
     };
-    let extra_inputs =
+    let mut extra_inputs =
         super::values::parse_each(&s.extra_inputs, super::values::parse_extra_input)?
             .into_iter()
             .flatten()
             .collect();
+    if matches!(prompts, PromptSource::Scored(_)) {
+        super::scored::greedy_by_default(&mut extra_inputs);
+    }
     let synthetic = matches!(prompts, PromptSource::Synthetic { .. });
     let sessions = super::traffic::sessions(
         &s.sessions,
@@ -447,6 +453,24 @@ pub fn workload(s: &WorkloadSpec) -> Result<WorkloadPlan, UsageError> {
 /// conversations when it has `conversations` or `messages`, else `{"text": ...}` prompts) or
 /// synthetic ones; says whether the file holds conversations (read by the session resolver).
 fn prompt_source(s: &WorkloadSpec) -> Result<(PromptSource, bool), UsageError> {
+    let caches = crate::workload::scored::locate::DatasetCaches::from_process();
+    if let Some(src) = super::scored::source(&s.accuracy, s.num_prompts, &caches)? {
+        let other = [
+            ("--input-file", s.input_file.is_some()),
+            (
+                "--synthetic-input-tokens-mean",
+                s.input_tokens_mean.is_some(),
+            ),
+            ("--num-prefix-prompts", s.num_prefix_prompts.is_some()),
+            ("the session flags", s.sessions.any()),
+        ];
+        if let Some((flag, _)) = other.iter().find(|(_, given)| *given) {
+            return usage(format!(
+                "--accuracy-benchmark sends its dataset's questions, one request each; {flag} chooses other prompts: drop one of them"
+            ));
+        }
+        return Ok((PromptSource::Scored(src), false));
+    }
     if let (true, Some(p)) = (s.rankings, &s.input_file) {
         let data = crate::workload::rankings::read(p)
             .map_err(|e| UsageError(format!("--input-file {}: {e}", p.display())))?;
@@ -476,7 +500,8 @@ fn prompt_source(s: &WorkloadSpec) -> Result<(PromptSource, bool), UsageError> {
         .as_ref()
         .is_some_and(|v| v.get("input_length").is_some());
     if let (Some(v), Some(p)) = (&first, &s.input_file)
-        && crate::workload::conversation::file::is_conversation(v)
+        && (crate::workload::conversation::file::is_conversation(v)
+            || crate::workload::conversation::dag::is_dag(v))
     {
         if s.trace.block_size.is_some() {
             return usage(

@@ -110,7 +110,7 @@ pub fn trace_source(path: &Path, s: &TraceSpec) -> Result<TraceSource, UsageErro
 }
 
 /// The session flags, as given.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct SessionSpec {
     /// `--num-sessions`.
     pub num_sessions: Option<u32>,
@@ -122,6 +122,8 @@ pub struct SessionSpec {
     pub delay_mean_ms: Option<u64>,
     /// `--session-turn-delay-stddev` (ms).
     pub delay_stddev_ms: Option<u64>,
+    /// `--session-header`, as given (`none`: no header; `None`: X-Session-ID).
+    pub header: Option<String>,
 }
 
 impl SessionSpec {
@@ -131,13 +133,16 @@ impl SessionSpec {
     }
 
     /// Whether any session flag was given.
-    fn any(&self) -> bool {
+    pub fn any(&self) -> bool {
         self.asked()
             || self.turns_stddev.is_some()
             || self.delay_mean_ms.is_some()
             || self.delay_stddev_ms.is_some()
     }
 }
+
+/// The header a session's requests carry its id in unless `--session-header` says otherwise.
+pub const DEFAULT_SESSION_HEADER: &str = "X-Session-ID";
 
 /// `--num-sessions` when not given, as AIPerf's conversation count.
 pub const DEFAULT_SESSIONS: u32 = 100;
@@ -180,6 +185,9 @@ pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPla
         );
     }
     let (source, turns, file) = match c.conversation_file {
+        Some(path) if conversation::dag::is_dag(&crate::workload::trace::first_row(path)?) => {
+            return agent_file(path, s).map(Some);
+        }
         Some(path) => conversation_file(path, s)?,
         None if !c.synthetic => {
             return usage(
@@ -208,7 +216,53 @@ pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPla
         delay_mean_ms: s.delay_mean_ms.unwrap_or(0),
         delay_stddev_ms: s.delay_stddev_ms.unwrap_or(0),
         file: std::sync::Arc::new(file),
+        agents: None,
+        header: session_header(s)?,
     }))
+}
+
+/// `--session-header`, checked (`None`: `none`).
+fn session_header(s: &SessionSpec) -> Result<Option<String>, UsageError> {
+    let raw = s.header.as_deref().unwrap_or(DEFAULT_SESSION_HEADER);
+    crate::plan::outputs::header_name("--session-header", raw, DEFAULT_SESSION_HEADER)
+}
+
+/// An agentic session file read and checked: one session per root, each sent whole with its
+/// branches (its turns and think times are the file's).
+fn agent_file(path: &Path, s: &SessionSpec) -> Result<SessionPlan, UsageError> {
+    let given = [
+        (s.num_sessions.is_some(), "--num-sessions"),
+        (
+            s.turns_mean.is_some() || s.turns_stddev.is_some(),
+            "--session-turns-mean/-stddev",
+        ),
+        (
+            s.delay_mean_ms.is_some() || s.delay_stddev_ms.is_some(),
+            "--session-turn-delay-mean/-stddev",
+        ),
+    ];
+    if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
+        return usage(format!(
+            "--input-file {} is an agentic session file, whose sessions, turns and delays are its own: drop {flag}",
+            path.display()
+        ));
+    }
+    let dag = conversation::dag::read(path)?;
+    let turns: Vec<u32> = dag.sessions.iter().map(|a| a.turns.len() as u32).collect();
+    let total_turns = dag.roots.iter().map(|&r| dag.task_turns(r)).sum();
+    Ok(SessionPlan {
+        source: ConversationSource::File {
+            path: path.to_path_buf(),
+        },
+        sessions: dag.roots.len() as u32,
+        turns,
+        total_turns,
+        delay_mean_ms: 0,
+        delay_stddev_ms: 0,
+        file: std::sync::Arc::new(Vec::new()),
+        agents: Some(std::sync::Arc::new(dag)),
+        header: session_header(s)?,
+    })
 }
 
 /// A conversation file read and checked, its first `--num-sessions` conversations kept.
@@ -378,5 +432,37 @@ mod tests {
             let e = prefix_pool(k, l, synthetic).unwrap_err();
             assert!(e.0.contains(says), "{e}");
         }
+    }
+
+    #[test]
+    fn session_headers() {
+        let spec = |h: Option<&str>| SessionSpec {
+            header: h.map(str::to_string),
+            ..Default::default()
+        };
+        assert_eq!(
+            session_header(&spec(None)).unwrap().as_deref(),
+            Some("X-Session-ID")
+        );
+        assert_eq!(session_header(&spec(Some("none"))).unwrap(), None);
+        let e = session_header(&spec(Some("x y"))).unwrap_err();
+        assert_eq!(
+            e.0,
+            "--session-header 'x y': not an HTTP header name; give one like X-Session-ID, or none"
+        );
+        assert!(session_header(&spec(Some("Host"))).is_err());
+        let shard = |index, count| crate::load::Shard { index, count };
+        let line = crate::load::session_header(Some("X-S"), Some("R"), shard(0, 1));
+        assert_eq!(line.as_deref(), Some("X-S: R-s"));
+        let line = crate::load::session_header(Some("X-S"), Some("R"), shard(2, 4));
+        assert_eq!(
+            line.as_deref(),
+            Some("X-S: R-2-s"),
+            "shards number sessions apart"
+        );
+        assert_eq!(
+            crate::load::session_header(None, Some("R"), shard(0, 1)),
+            None
+        );
     }
 }

@@ -186,6 +186,11 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
     if tools {
         headers.push("Tool calls");
     }
+    // Scored workloads: accuracy with its interval, and the determinism check.
+    let scored = levels.iter().any(|l| l.stats.accuracy.is_some());
+    if scored {
+        headers.extend(["Accuracy", "Answers changed"]);
+    }
     let rows: Vec<Vec<String>> = levels
         .iter()
         .map(|l| {
@@ -242,6 +247,10 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             if tools {
                 row.push(share(l.stats.apis.tool_call_share));
             }
+            if scored {
+                row.push(accuracy_cell(l.stats.accuracy.as_ref()));
+                row.push(changed_cell(l.stats.accuracy.as_ref()));
+            }
             row
         })
         .collect();
@@ -269,6 +278,45 @@ fn kind_title(levels: &[LevelSummary]) -> &'static str {
 fn p99(s: Option<&crate::metrics::Stats>, n: u64) -> Option<f64> {
     s.filter(|_| crate::metrics::supports_percentile(n, 99))
         .map(|s| s.p99)
+}
+
+/// A scored level in one line: its accuracy with the interval, the answers graded, and the
+/// prompts whose output changed from their first (`None` for other levels).
+pub fn accuracy_line(l: &LevelSummary) -> Option<String> {
+    let a = l.stats.accuracy.as_ref()?;
+    let unparsed = match a.unparsed {
+        0 => String::new(),
+        n => format!(", {n} without an answer in the expected form"),
+    };
+    let changed = a.changed.as_ref().map_or(String::new(), |c| {
+        format!(
+            "; {} of {} prompts changed from their first output",
+            c.changed, c.compared
+        )
+    });
+    Some(format!(
+        "accuracy {} of {} answers at {:.0}% confidence{unparsed}{changed}",
+        accuracy_cell(Some(a)),
+        a.graded,
+        a.confidence * 100.0
+    ))
+}
+
+/// A level's accuracy with its interval (`71.0% [62.4–78.3]`), or `-`.
+pub fn accuracy_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
+    a.map_or_else(
+        || "-".to_string(),
+        |a| crate::analysis::text::interval(a.accuracy, a.low, a.high),
+    )
+}
+
+/// A level's share of prompts whose output changed from their reference, with its interval;
+/// `-` where nothing was compared (the reference level, or outputs not compared).
+pub fn changed_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
+    a.and_then(|a| a.changed.as_ref()).map_or_else(
+        || "-".to_string(),
+        |c| crate::analysis::text::interval(c.share, c.low, c.high),
+    )
 }
 
 /// A share as a percentage, or `-`.

@@ -42,6 +42,7 @@
 //! | `--kv-block-size N` | 16 | tokens per KV block |
 //! | `--prefix-caching` | off | full prompt blocks already cached are not prefilled again |
 //! | `--fault-*`, `--require-api-key`, `--access-token` | off | faults and credentials |
+//! | `--answer-key FILE\|DIR`, `--answer-key-benchmark`, `--answer-accuracy`, `--accuracy-drop-per-batch`, `--accuracy-drop-above`, `--nondeterministic-share`, `--nondeterministic-above` | off | answer a scored workload's questions right with a probability that can fall with load, and change temperature-0 outputs under load ([`answers`]) |
 //!
 //! For example `ttftbench serve --metrics-style vllm --kv-blocks 400 --prefix-caching` behaves
 //! like a vLLM server whose KV cache holds 6 400 tokens per model.
@@ -110,6 +111,7 @@
 //! The simulated GPU (`gpu`) is shared by every model: utilization follows the engines' busy
 //! time, memory the KV blocks in use, power the utilization, and energy integrates power.
 
+mod answers;
 mod apis;
 mod batcher;
 mod counters;
@@ -146,6 +148,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use crate::server_metrics::ServerKind;
+pub use answers::AnswerConfig;
 pub use engine_config::{EngineConfig, NOMINAL_TOKENS_PER_SLOT};
 pub use faults::FaultConfig;
 pub use models::{
@@ -182,6 +185,9 @@ pub struct SimConfig {
     /// Serve HTTP and gRPC over TLS (`serve --tls-cert`, `--tls-key`, `--tls-client-ca`); the
     /// metrics port stays plain HTTP, as Triton's does.
     pub tls: Option<SimTls>,
+    /// Answer a scored workload's questions (`serve --answer-key`): right with a set
+    /// probability, falling with load, on the OpenAI routes.
+    pub answers: Option<AnswerConfig>,
 }
 
 impl Default for SimConfig {
@@ -198,6 +204,7 @@ impl Default for SimConfig {
             models: ModelSpec::defaults(),
             metrics_style: ServerKind::Triton,
             tls: None,
+            answers: None,
         }
     }
 }
@@ -217,6 +224,7 @@ impl std::fmt::Debug for SimConfig {
             .field("access_token", &secret(&self.access_token))
             .field("metrics_style", &self.metrics_style)
             .field("tls", &self.tls)
+            .field("answers", &self.answers.as_ref().map(|a| a.set.items.len()))
             .field(
                 "models",
                 &self

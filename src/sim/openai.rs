@@ -130,6 +130,11 @@ struct OpenAiRequest {
     echo: bool,
     /// The tool the model calls (chat with `tools`; see [`super::apis::decide_tool`]).
     tool: Option<String>,
+    /// Where in the prompt's text a scored question ends it: the last user message (chat), or
+    /// the whole prompt.
+    asked: std::ops::Range<usize>,
+    /// `temperature` was 0: greedy decoding.
+    greedy: bool,
 }
 
 fn lenient_u32(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
@@ -149,6 +154,7 @@ fn lenient_bool(v: Option<&Value>, key: &str) -> Result<bool, BadRequest> {
 fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
     let v = json_object(body)?;
     let model = model_name(&v)?;
+    let mut asked = None;
     let prompt = if chat {
         let messages = v
             .get("messages")
@@ -156,9 +162,15 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
             .ok_or_else(|| wrong("messages", "an array of {role, content}"))?;
         let mut text = String::new();
         let mut images = 0u32;
+        let mut last_user = 0..0;
         for m in messages {
+            let start = text.len();
             images += super::apis::content(m.get("content").unwrap_or(&Value::Null), &mut text)?;
+            if m.get("role").and_then(Value::as_str) == Some("user") {
+                last_user = start..text.len();
+            }
         }
+        asked = Some(last_user);
         match images {
             0 => Prompt::Text(text),
             n => Prompt::Mixed(text, n),
@@ -192,6 +204,7 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
     let tool = chat
         .then(|| super::apis::decide_tool(&v, prompt.text()))
         .flatten();
+    let asked = asked.unwrap_or(0..prompt.text().len());
     Ok(OpenAiRequest {
         model,
         prompt,
@@ -202,6 +215,8 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
             "stream_options.include_usage",
         )?,
         echo: lenient_bool(v.get("echo"), "echo")?,
+        asked,
+        greedy: v.get("temperature").and_then(Value::as_f64) == Some(0.0),
         tool,
     })
 }
@@ -249,6 +264,14 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
     let need_usage = !req.stream || req.include_usage || llamacpp;
     // Only the chat route separates reasoning from content; a tool call is all the answer.
     let reasoning = entry.spec.reasoning.filter(|_| chat && req.tool.is_none());
+    // A scored question gets its answer first (reasoning models and tool calls answer as
+    // they always do).
+    let script = match (&st.answers, req.prompt.text().get(req.asked.clone())) {
+        (Some(a), Some(asked)) if reasoning.is_none() && req.tool.is_none() => {
+            a.answer(asked, req.greedy)
+        }
+        _ => None,
+    };
     let mut g = match st
         .begin(entry, &req.prompt, req.max_tokens, need_usage, arrival)
         .await
@@ -279,6 +302,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
             reasoning,
             timings: llamacpp,
             tool: req.tool.map(|name| (name, req.max_tokens)),
+            script,
         };
         return SseBody::new(g, format).into_response();
     }
@@ -296,7 +320,15 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
     if req.echo && !chat {
         text.push_str(req.prompt.text());
     }
-    tokens::push_text(&mut text, n);
+    match &script {
+        Some(s) => {
+            for i in 0..n {
+                text.push_str(piece(Some(s), i));
+            }
+        }
+        None => tokens::push_text(&mut text, n),
+    }
+    drop(script);
     let choice = if let Some(name) = &req.tool {
         let call = json!({"id": format!("call_{id}"), "type": "function",
             "function": {"name": name, "arguments": super::apis::tool_arguments(n)}});
@@ -369,6 +401,28 @@ struct OpenAiEvents {
     /// Chat calling a tool (its name, and the tokens its arguments take): every token is a
     /// piece of the call's arguments.
     tool: Option<(String, u32)>,
+    /// A scored question's answer: its first tokens (the word cycle after them).
+    script: Option<super::answers::Scripted>,
+}
+
+/// The text of output token `index`: the scripted answer's, else the word cycle's.
+fn piece(script: Option<&super::answers::Scripted>, index: u32) -> &str {
+    match script.and_then(|s| s.tokens.get(index as usize)) {
+        Some(t) => t,
+        None => tokens::word(index),
+    }
+}
+
+/// Appends token `index`'s text as the inside of a JSON string (scripted answers may hold
+/// characters to escape; the word cycle needs none).
+fn put_piece(buf: &mut BytesMut, script: Option<&super::answers::Scripted>, index: u32) {
+    let text = piece(script, index);
+    if script.is_some_and(|s| (index as usize) < s.tokens.len()) {
+        let quoted = Value::String(text.to_string()).to_string();
+        buf.put_slice(&quoted.as_bytes()[1..quoted.len() - 1]);
+    } else {
+        buf.put_slice(text.as_bytes());
+    }
 }
 
 /// Closes a chat `delta` string and the chunk.
@@ -457,16 +511,19 @@ impl EventFormat for OpenAiEvents {
             buf.put_slice(TAIL_DELTA);
         } else if self.chat {
             buf.put_slice(b"{\"content\":\"");
-            buf.put_slice(tokens::word(index).as_bytes());
+            put_piece(buf, self.script.as_ref(), index);
             buf.put_slice(TAIL_DELTA);
         } else {
             buf.put_u8(b'"');
-            buf.put_slice(tokens::word(index).as_bytes());
+            put_piece(buf, self.script.as_ref(), index);
             buf.put_slice(TAIL_TEXT);
         }
     }
 
     fn finish(&mut self, buf: &mut BytesMut, g: &Generation) {
+        // The answer is out: the request leaves the load now, before the client can have read
+        // the end of the stream and sent its next one.
+        self.script = None;
         let timings = self
             .timings
             .then(|| super::engine_api::timings(g).to_string());
@@ -532,6 +589,7 @@ mod tests {
             reasoning: None,
             timings: false,
             tool: None,
+            script: None,
         };
         let mut buf = BytesMut::new();
         f.token(&mut buf, 0);
@@ -566,6 +624,7 @@ mod tests {
             reasoning: None,
             timings: true,
             tool: None,
+            script: None,
         };
         let last_data = |f: &OpenAiEvents| {
             let mut buf = BytesMut::new();

@@ -262,6 +262,8 @@ pub(crate) struct SimState {
     /// Turns true when the server shuts down.
     pub(crate) shutdown: watch::Receiver<bool>,
     next_id: AtomicU64,
+    /// A scored workload's answers (`serve --answer-key`).
+    pub(crate) answers: Option<super::answers::Answers>,
 }
 
 impl SimState {
@@ -285,6 +287,10 @@ impl SimState {
             tasks.extend(task);
             models.push(entry);
         }
+        if let Some(a) = &cfg.answers {
+            a.validate()?;
+        }
+        let answers = cfg.answers.map(super::answers::Answers::new);
         let started_unix = super::unix_now().as_secs();
         let state = SimState {
             models,
@@ -300,6 +306,7 @@ impl SimState {
             prefix_cache: Mutex::new(HashMap::new()),
             shutdown,
             next_id: AtomicU64::new(1),
+            answers,
         };
         Ok((state, tasks))
     }

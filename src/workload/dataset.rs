@@ -13,6 +13,7 @@ use super::kserve::{self, LlmAsk};
 use super::lengths::LengthSampler;
 use super::prompts::{self, Prompt, SyntheticSpec};
 use super::salt::Salt;
+use super::scored::{AnswerKey, ScoredSource};
 use super::spec::{ConversationSource, SessionPlan};
 use super::tensor::ModelInfo;
 use super::tokenizer::Tokenizer;
@@ -61,6 +62,8 @@ pub struct Dataset {
     /// Multi-turn sessions: what each sends turn by turn (the entries are then their user
     /// turns alone, for lengths and input-length buckets; the workers send the sessions).
     conversations: Option<Arc<Conversations>>,
+    /// A scored workload's answers, by index in the whole dataset.
+    answers: Option<Arc<AnswerKey>>,
 }
 
 impl Dataset {
@@ -71,7 +74,19 @@ impl Dataset {
             indices: None,
             schedule: None,
             conversations: None,
+            answers: None,
         }
+    }
+
+    /// Gives the dataset the answers its entries are graded against (a scored workload).
+    pub fn with_answers(mut self, key: AnswerKey) -> Dataset {
+        self.answers = Some(Arc::new(key));
+        self
+    }
+
+    /// The answers responses are graded against, in a scored workload.
+    pub fn answers(&self) -> Option<&Arc<AnswerKey>> {
+        self.answers.as_ref()
     }
 
     /// Gives the dataset its sessions' scripts (`None`: single requests), whose turns are sent
@@ -140,6 +155,7 @@ impl Dataset {
             indices: Some(indices),
             schedule,
             conversations: self.conversations,
+            answers: self.answers,
         })
     }
 
@@ -229,6 +245,11 @@ pub fn prepare(
                 "reranker queries and passages make rankings requests only".into(),
             ));
         }
+        PromptSource::Scored(_) => {
+            return Err(UsageError(
+                "a scored workload (--accuracy-benchmark) sends chat or completions requests: give --endpoint-type chat or completions".into(),
+            ));
+        }
         PromptSource::Trace(t) => {
             let prompts =
                 super::blocks::trace_prompts(tokenizer, &t.trace, t.block_size, w.seed, salt)?;
@@ -262,6 +283,28 @@ fn prepare_sessions(
     tokenizer: &Tokenizer,
     salt: Salt,
 ) -> Prepared {
+    if let Some(dag) = &plan.agents {
+        let max_tokens = output_lengths(w, plan.turns.iter().map(|&t| t as usize).sum());
+        let scripts = conversation::agent_scripts(dag, &max_tokens, tokenizer);
+        let prompts = scripts
+            .iter()
+            .flat_map(|s| &s.turns)
+            .map(|t| Prompt {
+                text: t.text.clone(),
+                tokens: t.tokens,
+            })
+            .collect();
+        return Prepared {
+            prompts,
+            max_tokens: scripts
+                .iter()
+                .flat_map(|s| &s.turns)
+                .map(|t| t.max_tokens)
+                .collect(),
+            schedule: None,
+            conversations: Some(scripts),
+        };
+    }
     let prompts = match (&plan.source, &w.prompts) {
         (ConversationSource::Synthetic { .. }, PromptSource::Synthetic { mean, stddev }) => {
             prompts::synthetic_with(
@@ -311,6 +354,9 @@ pub fn build_http(
     if !t.api.generates() {
         return build_batches(t, w, tokenizer, salt);
     }
+    if let PromptSource::Scored(src) = &w.prompts {
+        return Ok(build_scored(t, w, tokenizer, src));
+    }
     let p = prepare(w, tokenizer, salt)?;
     let per = w.images.as_ref().map_or(0, |i| i.per_request as usize);
     let images = match &w.images {
@@ -343,6 +389,60 @@ pub fn build_http(
     Ok(Dataset::new(entries)
         .with_schedule(p.schedule)
         .with_conversations(p.conversations, t, w))
+}
+
+/// The requests of a scored workload, one per question (its few-shot examples before it: one
+/// text for the completions API, messages for chat; see `scored::prompt`), and the answer key
+/// their responses are graded against. Questions are sent as the dataset has them: no salt.
+fn build_scored(
+    t: &Target,
+    w: &WorkloadPlan,
+    tokenizer: &Tokenizer,
+    src: &ScoredSource,
+) -> Dataset {
+    use super::scored::prompt;
+    let set = &src.set;
+    let max_tokens = w
+        .output
+        .map_or(src.benchmark.default_max_tokens(), |o| o.mean);
+    let entries = set
+        .items
+        .iter()
+        .map(|item| {
+            let shots =
+                prompt::shots_for(&set.shots, item.subject.as_deref(), src.n_shots as usize);
+            let header = prompt::header(src.benchmark, item.subject.as_deref());
+            let frame = prompt::Frame {
+                system: src.system_prompt.as_deref(),
+                header: header.as_deref(),
+                shots: &shots,
+            };
+            let (body, isl) = match t.api {
+                Api::Chat => {
+                    let m = prompt::messages(&frame, item);
+                    let isl = m.iter().map(|m| tokenizer.count(&m.content)).sum::<usize>();
+                    (http_body(t, w, Input::Messages(&m), Some(max_tokens)), isl)
+                }
+                _ => {
+                    let text = prompt::text(&frame, item);
+                    let isl = tokenizer.count(&text);
+                    (http_body(t, w, Input::Text(&text), Some(max_tokens)), isl)
+                }
+            };
+            Entry {
+                payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
+                isl: u32::try_from(isl).unwrap_or(u32::MAX),
+                max_tokens,
+                sent: Sent::default(),
+            }
+        })
+        .collect();
+    let expected = set.items.iter().map(|i| i.expected.clone()).collect();
+    let greedy = w
+        .extra_inputs
+        .iter()
+        .any(|(k, v)| k == "temperature" && v.as_f64() == Some(0.0));
+    Dataset::new(entries).with_answers(AnswerKey::new(src.grader, expected, greedy))
 }
 
 /// Builds KServe v2 gRPC requests for an LLM model, shaped by what the server said about it.

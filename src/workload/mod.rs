@@ -1,6 +1,6 @@
 //! What to send: tokenizer, prompts (synthetic, from a file, or synthesized for a request
-//! trace), multi-turn sessions, the run's prompt salt, output lengths, tensors, images, tool
-//! definitions, reranker inputs, request payloads.
+//! trace), multi-turn sessions, scored datasets with known answers, the run's prompt salt,
+//! output lengths, tensors, images, tool definitions, reranker inputs, request payloads.
 
 pub mod blocks;
 pub mod bodies;
@@ -12,6 +12,7 @@ pub mod lengths;
 pub mod prompts;
 pub mod rankings;
 pub mod salt;
+pub mod scored;
 pub mod spec;
 pub mod tensor;
 pub mod tokenizer;

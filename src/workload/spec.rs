@@ -27,6 +27,9 @@ pub enum PromptSource {
     Trace(TraceSource),
     /// Reranker queries and passages (`--endpoint-type rankings --input-file`).
     Rankings(super::rankings::RankingsSource),
+    /// A dataset with known answers (`--accuracy-benchmark`): its questions, each response
+    /// graded.
+    Scored(super::scored::ScoredSource),
 }
 
 /// A trace read and checked when the plan was resolved (so bad rows are refused before
@@ -197,4 +200,11 @@ pub struct SessionPlan {
     /// The file's conversations (empty for synthetic sessions).
     #[serde(skip)]
     pub file: Arc<Vec<FileConversation>>,
+    /// An agentic session file's sessions (`None`: conversations or synthetic sessions); then
+    /// `sessions` counts its roots and `turns` its sessions' turns in file order.
+    #[serde(skip)]
+    pub agents: Option<Arc<super::conversation::dag::Dag>>,
+    /// The header each request carries its session's id in (`--session-header`; `None`: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
 }

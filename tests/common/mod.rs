@@ -932,8 +932,15 @@ impl ServeChild {
     /// Starts `ttftbench serve --http-port 0 --grpc-port 0 --metrics-port 0 EXTRA...` and reads
     /// the addresses it prints; an error (with what it printed) if it does not start.
     pub fn start(extra: &[String]) -> Result<ServeChild, String> {
+        ServeChild::start_in(extra, Path::new("."))
+    }
+
+    /// [`ServeChild::start`] in directory `dir` (relative paths among the flags, such as
+    /// `--answer-key`, are read from there).
+    pub fn start_in(extra: &[String], dir: &Path) -> Result<ServeChild, String> {
         use std::io::{BufRead, BufReader};
         let mut child = bin()
+            .current_dir(dir)
             .args([
                 "serve",
                 "--http-port",
@@ -1377,3 +1384,39 @@ pub async fn engine_metric(e: &Engine, name: &str) -> f64 {
 
 /// A `--tools` file: one OpenAI tool definition, `search(query)`.
 pub const TOOLS_JSON: &str = r#"[{"type": "function", "function": {"name": "search", "description": "Search the web", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]"#;
+
+/// Starts the simulator as `ttftbench serve <flags>` configures it (engine timing, faults,
+/// `--answer-key` and the scored answers' flags), on free ports.
+pub async fn serve_with(flags: &[&str]) -> SimHandle {
+    let mut argv = vec!["ttftbench", "serve"];
+    argv.extend_from_slice(flags);
+    let cli = Cli::try_parse_from(&argv).expect("serve flags parse");
+    let Command::Serve(a) = cli.command else {
+        panic!("not a serve command")
+    };
+    let cfg = SimConfig {
+        answers: a.answers.config().expect("the answer key reads"),
+        ..ttftbench::app::sim_config(a.address, (0, 0, 0), &a.engine).expect("serve flags")
+    };
+    start(cfg).await
+}
+
+/// `n` multiple-choice questions in MMLU's fields (`question`, `subject`, `choices`, `answer`),
+/// written to `dir/name` as JSONL: question `i` has four options and answer `i % 4`, half of
+/// them in each of two subjects.
+pub fn mmlu_questions(dir: &Path, name: &str, n: usize) -> std::path::PathBuf {
+    let rows: Vec<String> = (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "question": format!("Question {i}: which option is listed as number {}?", i % 4 + 1),
+                "subject": if i % 2 == 0 { "counting" } else { "ordering" },
+                "choices": ["the first", "the second", "the third", "the fourth"],
+                "answer": i % 4,
+            })
+            .to_string()
+        })
+        .collect();
+    let path = dir.join(name);
+    std::fs::write(&path, rows.join("\n") + "\n").expect("questions written");
+    path
+}

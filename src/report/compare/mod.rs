@@ -291,8 +291,9 @@ impl Rules {
 }
 
 /// The metrics every comparison shows (a row only where a side has the number: inputs/s for
-/// embeddings and rankings, the tool metrics for runs that offered tools).
-pub const DEFAULT_METRICS: [MetricRef; 16] = [
+/// embeddings and rankings, the tool metrics for runs that offered tools, accuracy and the
+/// changed-answer share for scored runs).
+pub const DEFAULT_METRICS: [MetricRef; 18] = [
     MetricRef::Dist(Metric::TimeToFirstToken, Stat::Avg),
     MetricRef::Dist(Metric::TimeToFirstToken, Stat::P50),
     MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99),
@@ -307,6 +308,8 @@ pub const DEFAULT_METRICS: [MetricRef; 16] = [
     MetricRef::Dist(Metric::TimeToFirstToolToken, Stat::P99),
     MetricRef::System(SystemMetric::ToolCallShare),
     MetricRef::System(SystemMetric::ToolArgsValidShare),
+    MetricRef::System(SystemMetric::Accuracy),
+    MetricRef::System(SystemMetric::AnswerChangedShare),
     MetricRef::System(SystemMetric::ErrorRate),
     MetricRef::System(SystemMetric::QueueShare),
 ];

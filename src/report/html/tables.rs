@@ -103,6 +103,8 @@ pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: 
         ("Input tok/s", SystemMetric::InputTokenThroughput, 1),
         ("Tool calls", SystemMetric::ToolCallShare, 0),
         ("Tool args valid", SystemMetric::ToolArgsValidShare, 0),
+        ("Accuracy", SystemMetric::Accuracy, 0),
+        ("Answers changed", SystemMetric::AnswerChangedShare, 0),
     ]
     .into_iter()
     .filter(|(_, m, _)| has(*m))
@@ -145,6 +147,13 @@ pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: 
             extra
                 .iter()
                 .map(|&(_, m, digits)| match MetricRef::System(m).kind() {
+                    // With their intervals: a share of a few dozen answers is rough.
+                    _ if m == SystemMetric::Accuracy => {
+                        crate::report::console::accuracy_cell(l.stats.accuracy.as_ref())
+                    }
+                    _ if m == SystemMetric::AnswerChangedShare => {
+                        crate::report::console::changed_cell(l.stats.accuracy.as_ref())
+                    }
                     Kind::Fraction => {
                         sys(l, m).map_or_else(|| "–".into(), |v| format!("{:.0}%", v * 100.0))
                     }

@@ -32,7 +32,7 @@ pub struct Message {
 }
 
 /// The messages of the session in flight and their tokens.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct History {
     messages: Vec<Message>,
     /// Tokens of every message's text (no chat template, no separators).
@@ -88,6 +88,7 @@ mod tests {
             system: vec![("sys".into(), 1)],
             turns: Vec::new(),
             delays_ms: Vec::new(),
+            agent: None,
         };
         let turn = |text: &str| UserTurn {
             text: text.into(),

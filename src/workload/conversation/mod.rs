@@ -7,7 +7,11 @@
 //! its slot held for the whole session, so `--concurrency` counts sessions in flight. Turn `t`
 //! (0-based) sends the system messages, then the `t` earlier user messages each followed by the
 //! server's own answer to it, then the new user message.
+//!
+//! An agentic session file ([`dag`]) adds branches: each of its sessions is a script, and the
+//! scripts only branches start are not taken as sessions of their own ([`AgentScript`]).
 
+pub mod dag;
 pub mod file;
 pub mod history;
 
@@ -54,6 +58,31 @@ pub struct Script {
     pub turns: Vec<UserTurn>,
     /// Think time before each turn after the first (ms): `delays_ms[t - 1]` precedes turn `t`.
     pub delays_ms: Vec<u64>,
+    /// The branches of a session of an agentic session file ([`dag`]); `None`: a line of turns.
+    pub agent: Option<AgentScript>,
+}
+
+/// What a session of an agentic session file adds to a line of turns.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentScript {
+    /// Wait before the first turn (ms): a sub-agent's own think or tool time.
+    pub start_delay_ms: u64,
+    /// Branches started after each turn's answer (`branches[t]`: after turn `t`).
+    pub branches: Vec<Vec<dag::Branch>>,
+    /// Whether each turn carries a tool's result (a tool round trip).
+    pub tool: Vec<bool>,
+    /// The requests of a task started at this session, its branches' included.
+    pub task_turns: u64,
+}
+
+impl Script {
+    /// The branches started after turn `t` (none for a line of turns).
+    pub fn branches(&self, t: usize) -> &[dag::Branch] {
+        self.agent
+            .as_ref()
+            .and_then(|a| a.branches.get(t))
+            .map_or(&[], Vec::as_slice)
+    }
 }
 
 /// Builds a turn's request body from the session's messages and the output tokens to ask for.
@@ -64,6 +93,9 @@ pub type BodyFn = Box<dyn Fn(&[Message], Option<u32>) -> Bytes + Send + Sync>;
 /// with the next sessions).
 pub struct Conversations {
     scripts: Vec<Script>,
+    /// The scripts a session starts from: all of them, except the sessions of an agentic
+    /// file that only branches start.
+    roots: Vec<usize>,
     body: BodyFn,
     started: AtomicU64,
 }
@@ -80,7 +112,17 @@ impl std::fmt::Debug for Conversations {
 impl Conversations {
     /// Wraps prepared scripts (at least one) and the API's body builder.
     pub fn new(scripts: Vec<Script>, body: BodyFn) -> Conversations {
+        let mut named = vec![false; scripts.len()];
+        for s in &scripts {
+            let branches = s.agent.iter().flat_map(|a| a.branches.iter().flatten());
+            for &c in branches.flat_map(|b| b.children.iter()) {
+                if let Some(n) = named.get_mut(c) {
+                    *n = true;
+                }
+            }
+        }
         Conversations {
+            roots: (0..scripts.len()).filter(|&i| !named[i]).collect(),
             scripts,
             body,
             started: AtomicU64::new(0),
@@ -92,12 +134,25 @@ impl Conversations {
         (self.body)(messages, max_tokens)
     }
 
-    /// Takes the next session: its number in the run and its script (scripts are used in
-    /// order and cycle when more sessions are asked for than there are).
+    /// Takes the next session: its number in the run and its script (root scripts are used
+    /// in order and cycle when more sessions are asked for than there are).
     pub fn take(&self) -> (u64, usize, &Script) {
         let n = self.started.fetch_add(1, Ordering::Relaxed);
-        let index = (n % self.scripts.len().max(1) as u64) as usize;
+        let index = self.roots[(n % self.roots.len().max(1) as u64) as usize];
         (n, index, &self.scripts[index])
+    }
+
+    /// The script at `index` (a branch's child).
+    pub fn script(&self, index: usize) -> &Script {
+        &self.scripts[index]
+    }
+
+    /// The requests a session started from `index` sends: its turns and every branch's.
+    pub fn task_turns(&self, index: usize) -> u64 {
+        let s = &self.scripts[index];
+        s.agent
+            .as_ref()
+            .map_or(s.turns.len() as u64, |a| a.task_turns)
     }
 
     /// The scripts.
@@ -147,6 +202,55 @@ pub fn scripts(
                 system,
                 turns,
                 delays_ms,
+                agent: None,
+            }
+        })
+        .collect()
+}
+
+/// The scripts of an agentic session file, one per session in file order: a turn's messages
+/// (a tool's result, then the user's) are sent as one user message, the first turn's system
+/// messages first in every turn; `max_tokens[i]` is the output length of the `i`-th turn of
+/// the file when the turn does not set its own.
+pub fn agent_scripts(
+    dag: &dag::Dag,
+    max_tokens: &[Option<u32>],
+    tokenizer: &Tokenizer,
+) -> Vec<Script> {
+    let mut flag = max_tokens.iter().copied();
+    dag.sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut system = Vec::new();
+            let mut turns = Vec::with_capacity(s.turns.len());
+            for (t, turn) in s.turns.iter().enumerate() {
+                let mut texts = Vec::new();
+                for said in &turn.said {
+                    if t == 0 && said.role == history::Role::System {
+                        system.push((said.text.clone(), tokens(tokenizer, &said.text)));
+                    } else {
+                        texts.push(said.text.as_str());
+                    }
+                }
+                let text = texts.join("\n\n");
+                let fallback = flag.next().flatten();
+                turns.push(UserTurn {
+                    tokens: tokens(tokenizer, &text),
+                    text,
+                    max_tokens: turn.max_tokens.or(fallback),
+                });
+            }
+            Script {
+                system,
+                turns,
+                delays_ms: s.turns.iter().skip(1).map(|t| t.delay_ms).collect(),
+                agent: Some(AgentScript {
+                    start_delay_ms: s.turns[0].delay_ms,
+                    branches: s.turns.iter().map(|t| t.branches.clone()).collect(),
+                    tool: s.turns.iter().map(|t| t.tool.is_some()).collect(),
+                    task_turns: dag.task_turns(i),
+                }),
             }
         })
         .collect()
@@ -188,6 +292,8 @@ mod tests {
             delay_mean_ms: delay.0,
             delay_stddev_ms: delay.1,
             file: Arc::new(Vec::new()),
+            agents: None,
+            header: None,
         }
     }
 
@@ -233,7 +339,8 @@ mod tests {
                 Script {
                     system: Vec::new(),
                     turns: Vec::new(),
-                    delays_ms: Vec::new()
+                    delays_ms: Vec::new(),
+                    agent: None,
                 };
                 2
             ],

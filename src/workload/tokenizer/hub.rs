@@ -114,9 +114,9 @@ fn repo_dir_name(spec: &str) -> Option<String> {
     (!path_like).then(|| format!("models--{}", spec.replace('/', "--")))
 }
 
-/// A model directory's snapshots: the one `refs/main` names first, then the others, newest
-/// first (by modification time, then name).
-fn snapshots(model_dir: &Path) -> Vec<PathBuf> {
+/// A model (or dataset) directory's snapshots: the one `refs/main` names first, then the
+/// others, newest first (by modification time, then name).
+pub fn snapshots(model_dir: &Path) -> Vec<PathBuf> {
     let root = model_dir.join("snapshots");
     let Ok(entries) = std::fs::read_dir(&root) else {
         return Vec::new();
