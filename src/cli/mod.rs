@@ -841,7 +841,7 @@ pub struct EngineViewArgs {
         long = "server-kind",
         value_parser = clap::builder::TypedValueParser::try_map(
             clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
+                crate::server_metrics::ServerKind::ALL.iter().map(|k| k.name())
             ),
             |s| s.parse::<crate::server_metrics::ServerKind>()
         )
@@ -1361,7 +1361,7 @@ pub struct ServeArgs {
         default_value = "triton",
         value_parser = clap::builder::TypedValueParser::try_map(
             clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
+                crate::server_metrics::ServerKind::ALL.iter().map(|k| k.name())
             ),
             |s| s.parse::<crate::server_metrics::ServerKind>()
         )

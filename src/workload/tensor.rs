@@ -3,103 +3,115 @@
 //! server says about a model ([`ModelInfo`]), which decides names, types and shapes.
 
 use serde::Serialize;
+use strum::VariantArray;
 
-/// A KServe v2 datatype.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+use crate::proto;
+
+/// A KServe v2 datatype. Its name in model metadata, infer requests and files is declared here
+/// once (strum); its name in a Triton model configuration is the protobuf enum's
+/// ([`DataType::proto`]).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 pub enum DataType {
     /// 1 byte, 0 or 1.
+    #[strum(to_string = "BOOL")]
     Bool,
     #[allow(missing_docs)]
+    #[strum(to_string = "UINT8")]
     U8,
     #[allow(missing_docs)]
+    #[strum(to_string = "UINT16")]
     U16,
     #[allow(missing_docs)]
+    #[strum(to_string = "UINT32")]
     U32,
     #[allow(missing_docs)]
+    #[strum(to_string = "UINT64")]
     U64,
     #[allow(missing_docs)]
+    #[strum(to_string = "INT8")]
     I8,
     #[allow(missing_docs)]
+    #[strum(to_string = "INT16")]
     I16,
     #[allow(missing_docs)]
+    #[strum(to_string = "INT32")]
     I32,
     #[allow(missing_docs)]
+    #[strum(to_string = "INT64")]
     I64,
     /// IEEE half precision.
+    #[strum(to_string = "FP16")]
     F16,
     /// bfloat16.
+    #[strum(to_string = "BF16")]
     Bf16,
     #[allow(missing_docs)]
+    #[strum(to_string = "FP32")]
     F32,
     #[allow(missing_docs)]
+    #[strum(to_string = "FP64")]
     F64,
     /// Variable-length byte strings (`TYPE_STRING` in model configs).
+    #[strum(to_string = "BYTES")]
     Bytes,
 }
 
-impl DataType {
-    /// Parses a metadata datatype string (`"INT32"`, `"BYTES"`, ...).
-    pub fn from_name(s: &str) -> Option<DataType> {
-        Some(
-            match s.trim().to_ascii_uppercase().trim_start_matches("TYPE_") {
-                "BOOL" => DataType::Bool,
-                "UINT8" => DataType::U8,
-                "UINT16" => DataType::U16,
-                "UINT32" => DataType::U32,
-                "UINT64" => DataType::U64,
-                "INT8" => DataType::I8,
-                "INT16" => DataType::I16,
-                "INT32" => DataType::I32,
-                "INT64" => DataType::I64,
-                "FP16" => DataType::F16,
-                "BF16" => DataType::Bf16,
-                "FP32" => DataType::F32,
-                "FP64" => DataType::F64,
-                "BYTES" | "STRING" => DataType::Bytes,
-                _ => return None,
-            },
-        )
-    }
+crate::names::serde_by_name!(DataType);
 
-    /// The model-config enum number (`TYPE_BOOL = 1` ... `TYPE_BF16 = 14`).
-    pub fn from_config_enum(v: i32) -> Option<DataType> {
-        Some(match v {
-            1 => DataType::Bool,
-            2 => DataType::U8,
-            3 => DataType::U16,
-            4 => DataType::U32,
-            5 => DataType::U64,
-            6 => DataType::I8,
-            7 => DataType::I16,
-            8 => DataType::I32,
-            9 => DataType::I64,
-            10 => DataType::F16,
-            11 => DataType::F32,
-            12 => DataType::F64,
-            13 => DataType::Bytes,
-            14 => DataType::Bf16,
-            _ => return None,
+impl DataType {
+    /// Parses a metadata datatype string (`"INT32"`, `"BYTES"`, ...) or a model configuration's
+    /// (`"TYPE_INT32"`, `"TYPE_STRING"`), in any case.
+    pub fn from_name(s: &str) -> Option<DataType> {
+        let s = s.trim().to_ascii_uppercase();
+        s.parse().ok().or_else(|| {
+            let config = proto::DataType::from_str_name(&s)?;
+            DataType::VARIANTS
+                .iter()
+                .copied()
+                .find(|d| d.proto() == config)
         })
     }
 
     /// The wire name (`"INT32"`).
     pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// The model-configuration protobuf enum value; its name (`TYPE_INT32`, `TYPE_STRING`) is
+    /// the datatype's name in a model configuration's JSON.
+    pub fn proto(self) -> proto::DataType {
         match self {
-            DataType::Bool => "BOOL",
-            DataType::U8 => "UINT8",
-            DataType::U16 => "UINT16",
-            DataType::U32 => "UINT32",
-            DataType::U64 => "UINT64",
-            DataType::I8 => "INT8",
-            DataType::I16 => "INT16",
-            DataType::I32 => "INT32",
-            DataType::I64 => "INT64",
-            DataType::F16 => "FP16",
-            DataType::Bf16 => "BF16",
-            DataType::F32 => "FP32",
-            DataType::F64 => "FP64",
-            DataType::Bytes => "BYTES",
+            DataType::Bool => proto::DataType::TypeBool,
+            DataType::U8 => proto::DataType::TypeUint8,
+            DataType::U16 => proto::DataType::TypeUint16,
+            DataType::U32 => proto::DataType::TypeUint32,
+            DataType::U64 => proto::DataType::TypeUint64,
+            DataType::I8 => proto::DataType::TypeInt8,
+            DataType::I16 => proto::DataType::TypeInt16,
+            DataType::I32 => proto::DataType::TypeInt32,
+            DataType::I64 => proto::DataType::TypeInt64,
+            DataType::F16 => proto::DataType::TypeFp16,
+            DataType::Bf16 => proto::DataType::TypeBf16,
+            DataType::F32 => proto::DataType::TypeFp32,
+            DataType::F64 => proto::DataType::TypeFp64,
+            DataType::Bytes => proto::DataType::TypeString,
         }
+    }
+
+    /// The datatype's name in a Triton model configuration (`"TYPE_INT32"`, `"TYPE_STRING"`).
+    pub fn config_name(self) -> &'static str {
+        self.proto().as_str_name()
     }
 
     /// Bytes per element, `None` for BYTES.
@@ -364,17 +376,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Every datatype reads back from its metadata name and its model-configuration name, and
+    /// each has a configuration name of its own.
     #[test]
     fn names_round_trip() {
-        for n in [
-            "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64",
-            "FP16", "BF16", "FP32", "FP64", "BYTES",
-        ] {
-            assert_eq!(DataType::from_name(n).unwrap().name(), n);
+        crate::names::assert_serde_round_trip::<DataType>();
+        let mut config_names = std::collections::BTreeSet::new();
+        for &d in DataType::VARIANTS {
+            assert_eq!(DataType::from_name(d.name()), Some(d));
+            assert_eq!(DataType::from_name(&d.name().to_lowercase()), Some(d));
+            assert_eq!(DataType::from_name(d.config_name()), Some(d));
+            assert!(config_names.insert(d.config_name()), "{d:?}");
         }
         assert_eq!(DataType::from_name("TYPE_STRING"), Some(DataType::Bytes));
-        assert_eq!(DataType::from_config_enum(8), Some(DataType::I32));
-        assert_eq!(DataType::from_config_enum(13), Some(DataType::Bytes));
+        assert_eq!(DataType::F16.config_name(), "TYPE_FP16");
+        assert_eq!(DataType::from_name("TYPE_INVALID"), None);
     }
 
     #[test]
