@@ -219,14 +219,7 @@ impl ErrorKind {
 
 /// This process's open-file limit (soft, hard), when the system says.
 pub fn open_file_limit() -> Option<(u64, u64)> {
-    // SAFETY: getrlimit writes only the struct passed.
-    unsafe {
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
-            return None;
-        }
-        Some((rl.rlim_cur as u64, rl.rlim_max as u64))
-    }
+    rlimit::Resource::NOFILE.get().ok()
 }
 
 /// The file-limit advice for `too_many_open_files`, with the limit in force.

@@ -317,8 +317,10 @@ pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, Sca
         DataType::I64 => fit::<i64>(as_i128()?, dt)?.to_le_bytes().to_vec(),
         DataType::F32 => (as_f64()? as f32).to_le_bytes().to_vec(),
         DataType::F64 => as_f64()?.to_le_bytes().to_vec(),
-        DataType::F16 => f32_to_f16(as_f64()? as f32).to_le_bytes().to_vec(),
-        DataType::Bf16 => f32_to_bf16(as_f64()? as f32).to_le_bytes().to_vec(),
+        DataType::F16 => half::f16::from_f32(as_f64()? as f32).to_le_bytes().to_vec(),
+        DataType::Bf16 => half::bf16::from_f32(as_f64()? as f32)
+            .to_le_bytes()
+            .to_vec(),
         DataType::Bytes => {
             let s = match v {
                 Value::String(s) => s.clone(),
@@ -329,52 +331,36 @@ pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, Sca
     })
 }
 
-/// f32 → IEEE 754 half (round to nearest even; overflow to infinity).
-pub fn f32_to_f16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let exp = ((bits >> 23) & 0xff) as i32;
-    let mant = bits & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if mant != 0 { 0x200 } else { 0 };
+/// One element of a tensor's little-endian buffer (`c`: [`DataType::size`] bytes) as a JSON
+/// value, the reading counterpart of [`encode_scalar`]: half-precision values as their float
+/// value, NaN and infinities as `null` (JSON has neither), BYTES as `null` (their elements have
+/// no fixed size; see [`encode_bytes_elements`]).
+pub fn element_value(dt: DataType, c: &[u8]) -> serde_json::Value {
+    use serde_json::Value;
+    let mut b8 = [0u8; 8];
+    let n = c.len().min(8);
+    b8[..n].copy_from_slice(&c[..n]);
+    let u = u64::from_le_bytes(b8);
+    let float = |v: f64| serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number);
+    match dt {
+        DataType::Bool => Value::Bool(u & 0xff != 0),
+        DataType::U8 | DataType::U16 | DataType::U32 | DataType::U64 => Value::from(u),
+        DataType::I8 => Value::from(u as u8 as i8),
+        DataType::I16 => Value::from(u as u16 as i16),
+        DataType::I32 => Value::from(u as u32 as i32),
+        DataType::I64 => Value::from(u as i64),
+        DataType::F16 => float(half::f16::from_bits(u as u16).to_f64()),
+        DataType::Bf16 => float(half::bf16::from_bits(u as u16).to_f64()),
+        DataType::F32 => float(f64::from(f32::from_bits(u as u32))),
+        DataType::F64 => float(f64::from_bits(u)),
+        DataType::Bytes => Value::Null,
     }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        let m = mant | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let rounded = (m + half - 1 + ((m >> shift) & 1)) >> shift;
-        return sign | rounded as u16;
-    }
-    let half = 0x1000u32;
-    let mut out = ((e as u32) << 10) | (mant >> 13);
-    let rest = mant & 0x1fff;
-    if rest > half || (rest == half && (out & 1) == 1) {
-        out += 1;
-    }
-    sign | out as u16
-}
-
-/// f32 → bfloat16 (round to nearest even).
-pub fn f32_to_bf16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    if x.is_nan() {
-        return ((bits >> 16) | 0x40) as u16;
-    }
-    let round = 0x7fff + ((bits >> 16) & 1);
-    ((bits + round) >> 16) as u16
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// Every datatype reads back from its metadata name and its model-configuration name, and
     /// each has a configuration name of its own.
@@ -420,13 +406,44 @@ mod tests {
 
     #[test]
     fn half_precision() {
-        assert_eq!(f32_to_f16(1.0), 0x3c00);
-        assert_eq!(f32_to_f16(-2.0), 0xc000);
-        assert_eq!(f32_to_f16(65504.0), 0x7bff);
-        assert_eq!(f32_to_f16(1e6), 0x7c00);
-        assert_eq!(f32_to_f16(0.0), 0);
-        assert_eq!(f32_to_bf16(1.0), 0x3f80);
-        assert_eq!(f32_to_bf16(-0.5), 0xbf00);
+        let f16 = |v: f64| encode_scalar(DataType::F16, &json!(v)).unwrap();
+        assert_eq!(f16(1.0), 0x3c00u16.to_le_bytes());
+        assert_eq!(f16(-2.0), 0xc000u16.to_le_bytes());
+        assert_eq!(f16(65504.0), 0x7bffu16.to_le_bytes());
+        assert_eq!(f16(1e6), 0x7c00u16.to_le_bytes());
+        assert_eq!(f16(0.0), [0, 0]);
+        let bf16 = |v: f64| encode_scalar(DataType::Bf16, &json!(v)).unwrap();
+        assert_eq!(bf16(1.0), 0x3f80u16.to_le_bytes());
+        assert_eq!(bf16(-0.5), 0xbf00u16.to_le_bytes());
+        // Read back as their values; infinity has no JSON number.
+        assert_eq!(element_value(DataType::F16, &f16(-2.0)), json!(-2.0));
+        assert_eq!(
+            element_value(DataType::F16, &0x0001u16.to_le_bytes()),
+            json!(2f64.powi(-24))
+        );
+        assert_eq!(element_value(DataType::F16, &f16(1e6)), Value::Null);
+        assert_eq!(element_value(DataType::Bf16, &bf16(-0.5)), json!(-0.5));
+    }
+
+    #[test]
+    fn elements_read_back() {
+        for (dt, v) in [
+            (DataType::Bool, json!(true)),
+            (DataType::U8, json!(200)),
+            (DataType::U64, json!(u64::MAX)),
+            (DataType::I8, json!(-100)),
+            (DataType::I16, json!(-30000)),
+            (DataType::I32, json!(-7)),
+            (DataType::I64, json!(i64::MIN)),
+            (DataType::F32, json!(0.5)),
+            (DataType::F64, json!(-1.25)),
+        ] {
+            assert_eq!(
+                element_value(dt, &encode_scalar(dt, &v).unwrap()),
+                v,
+                "{dt:?}"
+            );
+        }
     }
 
     #[test]
