@@ -13,6 +13,7 @@ use crate::metrics::{
 use crate::record::{ErrorKind, RequestRecord};
 
 pub mod apis;
+pub mod boundary;
 pub mod ci;
 pub mod isl;
 mod percentile;

@@ -961,6 +961,14 @@ impl Sim {
     }
 }
 
+/// Whether `text` names one of Triton's ports the simulator stands in for (`localhost:8000`,
+/// `:8001`, `:8002`, or with `127.0.0.1`).
+fn names_sim_port(text: &str) -> bool {
+    ["localhost:800", "127.0.0.1:800"]
+        .iter()
+        .any(|h| text.contains(h))
+}
+
 /// Whether a command stops the backgrounded server (`kill %1`, `kill %%`, `kill $!`): the
 /// session's simulator is stopped instead.
 fn kill_line(text: &str) -> bool {
@@ -1059,6 +1067,18 @@ fn run_session(s: &Session, tally: &mut Tally) {
             let text: Vec<&str> = b.body.iter().map(|(_, l)| l.as_str()).collect();
             let mut text = text.join("\n");
             text.push('\n');
+            // A file that names the simulator's ports (a script run later) is written with the
+            // session's own, so the simulator starts here, as for a command naming them: written
+            // as shown, it would reach whatever else listens on Triton's ports, or nothing.
+            if sim.is_none() && names_sim_port(&text) {
+                match Sim::start(m.serve.as_deref().unwrap_or("")) {
+                    Ok(s) => sim = Some(s),
+                    Err(e) => {
+                        tally.failures.push(format!("{}: {e}", b.at(b.line)));
+                        return;
+                    }
+                }
+            }
             let text = match &sim {
                 Some(sim) => sim.point(&text),
                 None => text,
@@ -1149,11 +1169,7 @@ fn run_session(s: &Session, tally: &mut Tally) {
                 .find(|&e| serve_line(&cmds[e].text).is_some() || kill_line(&cmds[e].text))
                 .unwrap_or(cmds.len());
             let seg = &cmds[k..end];
-            let needs_sim = seg.iter().any(|c| {
-                ["localhost:800", "127.0.0.1:800"]
-                    .iter()
-                    .any(|h| c.text.contains(h))
-            });
+            let needs_sim = seg.iter().any(|c| names_sim_port(&c.text));
             if sim.is_none() && (needs_sim || m.serve.is_some()) {
                 match Sim::start(m.serve.as_deref().unwrap_or("")) {
                     Ok(s) => sim = Some(s),

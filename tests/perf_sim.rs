@@ -257,6 +257,7 @@ async fn streaming_asked_of_whole_responses_says_so_and_reports_no_first_respons
         "--request-parameter",
         "temperature:0.0",
     ];
+    let dir = tmp.path().join("levels");
     for (input, stop) in [
         (data.to_str().unwrap(), ["--measurement-interval", "500"]),
         ("random", ["--request-count", "6"]),
@@ -264,6 +265,7 @@ async fn streaming_asked_of_whole_responses_says_so_and_reports_no_first_respons
         let mut args = guide.to_vec();
         args.extend(["--input-data", input]);
         args.extend(stop);
+        args.extend(["--artifact-dir", dir.to_str().unwrap()]);
         let out = perf(&args).await.unwrap();
         assert_eq!(out.levels.len(), 2, "{input}");
         for l in &out.levels {
@@ -280,6 +282,13 @@ async fn streaming_asked_of_whole_responses_says_so_and_reports_no_first_respons
             let json = report::json(l);
             assert_eq!(json["first_response_us"], serde_json::Value::Null);
             assert_eq!(json["whole_responses"], true);
+            // The level's files (--artifact-dir) have no time to first token either.
+            let level = dir.join(&name);
+            let doc = common::json_file(&level.join("profile_export_genai_perf.json"));
+            assert!(doc["request_latency"].is_object(), "{name}");
+            assert_eq!(doc.get("time_to_first_token"), None, "{name}");
+            let csv = std::fs::read_to_string(level.join("profile_export_genai_perf.csv")).unwrap();
+            assert!(!csv.contains("Time To First Token"), "{name}: {csv}");
         }
     }
     sim.shutdown().await;

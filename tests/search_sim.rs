@@ -93,12 +93,25 @@ async fn finds_the_slots_within_one_step_for_a_fraction_of_a_ladder() {
         "{}",
         out.doc.statement
     );
-    // Every probe is a level with its files and the decision it stopped on.
+    // Without --max the search climbs with scouts cut at their first look; every proof is
+    // settled, and the answer's proof covers the scouts below it.
+    assert_eq!(out.doc.order, "climb");
     for p in &out.doc.probes {
         let level = json_file(&std::path::Path::new(&p.dir).join("profile_export_genai_perf.json"));
-        assert_eq!(level["sequential"]["reason"], "settled", "{}", p.level);
+        let reason = level["sequential"]["reason"].as_str().unwrap().to_string();
+        match p.kind.as_str() {
+            "proof" => assert_eq!(reason, "settled", "{}", p.level),
+            _ => assert!(
+                ["settled", "request_cap"].contains(&reason.as_str()),
+                "{reason}"
+            ),
+        }
         assert_eq!(level["sequential"]["measured"], p.measured);
+        if p.verdict == ProbeVerdict::Scouted && p.load <= answer {
+            assert_eq!(p.proof, "covered", "{p:#?}");
+        }
     }
+    assert_eq!(out.doc.monotonicity.meets_up_to, Some(answer));
     let saved = ttftbench::artifact::search::read(&out.dir).expect("search.json");
     assert_eq!(saved.answer.map(|a| a.load), Some(answer));
     assert_eq!(saved.probes.len(), out.doc.probes.len());
@@ -207,18 +220,80 @@ async fn a_probe_with_too_many_errors_does_not_meet() {
         ],
     );
     let out = common::search(&a).await.unwrap();
-    let [p] = out.doc.probes.as_slice() else {
-        panic!("{:#?}", out.doc.probes);
-    };
-    assert_eq!(p.verdict, ProbeVerdict::Fails, "{p:#?}");
-    assert_eq!(p.objectives[0].decision, "meets", "{p:#?}");
-    assert!(
-        p.why
-            .contains("of its requests failed, over --max-error-rate 5 %"),
-        "{}",
-        p.why
-    );
+    // From --max 2 down to a scout at --min 1: both fail on their errors, whatever their
+    // objective says (the proof at 2 meets it; the scout's twenty requests may leave it open).
+    assert_eq!(out.doc.probes.len(), 2, "{:#?}", out.doc.probes);
+    assert_eq!(out.doc.probes[0].objectives[0].decision, "meets");
+    for p in &out.doc.probes {
+        assert_eq!(p.verdict, ProbeVerdict::Fails, "{p:#?}");
+        assert!(
+            p.why
+                .contains("of its requests failed, over --max-error-rate 5 %"),
+            "{}",
+            p.why
+        );
+    }
     assert_eq!((out.doc.exit_code, out.doc.answer.is_none()), (1, true));
+}
+
+/// From `--max 9` the first probe fails at once and the next ones meet in a few dozen
+/// requests; `--max-time 4s` ends the search before the bisection is over, and the answer is
+/// the highest load proven by then, with its confidence, never the load under way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_time_returns_the_highest_load_proven_so_far() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let sim = common::start(SimConfig {
+        engine: slots_engine(),
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let a = chat_args(
+        &sim.http_url(),
+        dir.path(),
+        &[
+            "--synthetic-input-tokens-mean",
+            "32",
+            "--output-tokens-mean",
+            "40",
+            "--output-tokens-stddev",
+            "10",
+            "--output-tokens-mean-deterministic",
+            "--max",
+            "9",
+            "--max-time",
+            "4s",
+            "--slo",
+            "time_to_first_token.p75<=25ms",
+        ],
+    );
+    let started = std::time::Instant::now();
+    let out = common::search(&a).await.unwrap();
+    // The probe under way when time ran out stops with it (plus its requests in flight).
+    assert!(
+        started.elapsed().as_secs_f64() < 12.0,
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(out.doc.timed_out, "{:#?}", out.doc.probes);
+    assert_eq!(out.doc.max_time_s, Some(4.0));
+    assert!(
+        out.doc.statement.contains("--max-time"),
+        "{}",
+        out.doc.statement
+    );
+    match &out.doc.answer {
+        Some(a) => {
+            let proof = out.doc.probes.iter().find(|p| p.load == a.load).unwrap();
+            assert_eq!(
+                (proof.verdict, proof.proof.as_str()),
+                (ProbeVerdict::Meets, "proven")
+            );
+            assert!(out.doc.statement.contains("at 95 % confidence"));
+            assert_eq!(out.doc.exit_code, 0);
+        }
+        None => assert_eq!(out.doc.exit_code, 1),
+    }
 }
 
 /// `--target-moe`: the level stops once the median's interval is within 10 % of it, long

@@ -1,22 +1,31 @@
 //! `search.json`, next to a search's `summary.json`: what was searched, the answer with its
-//! confidence, every probe (load, requests, verdict, why it stopped, each objective's estimate
-//! and interval) and the requests spent against the equivalent ladder. `report` reads it back to
-//! draw the search's section.
+//! confidence, which verdicts were proven and which loads they cover, every probe (load,
+//! requests, verdict, why it stopped, each objective's estimate and interval), what a proof
+//! costs, and the requests spent against the equivalent ladder. `report` reads it back to draw
+//! the search's section.
 //!
 //! Keys: `over` (`concurrency` or `request_rate`), `objectives` (the `--slo` expressions),
-//! `confidence`, `look_confidence` (each interval's confidence at one look after the Bonferroni
-//! split, see `analysis::sequential`), `method` (the method in one sentence), `min`, `max`,
+//! `confidence`, `look_confidence` (the lowest confidence of an objective's interval at one
+//! look, see `analysis::sequential`), `method` (the method in one sentence), `order` (`from_max`:
+//! the first probe at `--max`; `climb`: doubling from `--min` with scouts), `min`, `max`,
 //! `resolution` (1 concurrency step, or a rate's relative step), `max_probe_requests`,
-//! `max_probe_time_s`, `answer` (`load`, `level`, `dir`, `request_throughput`,
-//! `output_token_throughput`, `request_goodput`, `output_token_throughput_per_user`; null when no
-//! load met the objectives), `next` (the lowest load above the answer that did not meet them:
-//! `load`, `level`, `verdict`), `statement` (the answer in words, with its confidence), `probes`
-//! (in the order made: `index`, `load`, `level`, `dir`, `verdict` — `meets`, `fails`,
-//! `undecided`, `saturated` or `interrupted` — `stopped`, `why`, `measured`, `sent`,
-//! `objectives`: `objective`, `estimate`, `lower`, `upper`, `unit`, `decision`, `interval`),
-//! `requests_spent` (sent by every probe, warm-up included), `ladder` (`loads`: the same
-//! resolution from `min` to the next load, `requests_per_level`, `requests`, `share_spent`:
-//! `requests_spent / requests`), `exit_code`, `interrupted`, `schema_version`.
+//! `max_probe_time_s`, `max_time_s` (`--max-time`), `answer` (`load`, `level`, `dir`,
+//! `request_throughput`, `output_token_throughput`, `request_goodput`,
+//! `output_token_throughput_per_user`; null when no load was proven to meet the objectives),
+//! `next` (the lowest load above the answer that did not meet them: `load`, `level`,
+//! `verdict`), `statement` (the answer in words, with its confidence), `monotonicity` (what the
+//! proven verdicts cover: `meets_up_to`, every load up to the answer; `fails_from`, every load
+//! from the lowest one proven to fail), `cost` (`objectives`: per objective `objective`,
+//! `fewest_requests_to_meet`, `meets_level` and `fails_level`, the per-look levels of its two
+//! ends; `first_probe_rate`, requests/s; `estimated_s`, the search's time estimated after the
+//! first probe), `probes` (in the order made: `index`, `load`, `level`, `dir`, `kind` — `proof`
+//! or `scout` — `verdict` — `meets`, `fails`, `undecided`, `saturated`, `scouted` or
+//! `interrupted` — `proof` — `proven`, `covered` (its verdict follows from a proven one) or
+//! `unproven` — `stopped`, `why`, `measured`, `sent`, `elapsed_s`, `objectives`: `objective`,
+//! `estimate`, `lower`, `upper`, `unit`, `decision`, `interval`), `requests_spent` (sent by
+//! every probe, warm-up included), `elapsed_s`, `ladder` (`loads`: the same resolution from
+//! `min` to the next load, `requests_per_level`, `requests`, `share_spent`: `requests_spent /
+//! requests`), `exit_code`, `interrupted`, `timed_out` (`--max-time` ran out), `schema_version`.
 
 use std::path::Path;
 
@@ -40,6 +49,8 @@ pub enum ProbeVerdict {
     Undecided,
     /// The server could not absorb the load.
     Saturated,
+    /// A scout that did not fail within its first look: no verdict.
+    Scouted,
     /// Ctrl-C.
     Interrupted,
 }
@@ -52,6 +63,7 @@ impl ProbeVerdict {
             ProbeVerdict::Fails => "fails",
             ProbeVerdict::Undecided => "undecided",
             ProbeVerdict::Saturated => "saturated",
+            ProbeVerdict::Scouted => "scouted",
             ProbeVerdict::Interrupted => "interrupted",
         }
     }
@@ -115,8 +127,13 @@ pub struct ProbeDoc {
     pub level: String,
     /// Its directory.
     pub dir: String,
+    /// `proof` (measured until settled) or `scout` (cut at its first look).
+    pub kind: String,
     /// How it ended for the search.
     pub verdict: ProbeVerdict,
+    /// `proven` (its own interval settled it), `covered` (its verdict follows from a proven
+    /// one by monotonicity) or `unproven`.
+    pub proof: String,
     /// Why its measurement stopped (`settled`, `request_cap`, `saturated`, ...).
     pub stopped: String,
     /// The same in words, with the signal that fired for a saturated probe.
@@ -125,8 +142,44 @@ pub struct ProbeDoc {
     pub measured: u64,
     /// Requests sent, warm-up included.
     pub sent: u64,
+    /// Seconds it took, warm-up included.
+    pub elapsed_s: f64,
     /// Each objective at the last look.
     pub objectives: Vec<ObjectiveDoc>,
+}
+
+/// What the proven verdicts cover, given that a load no higher than one meeting the objectives
+/// meets them too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonotonicityDoc {
+    /// Every load up to this one meets (the answer's proof).
+    pub meets_up_to: Option<f64>,
+    /// Every load from this one fails (the lowest proven fail).
+    pub fails_from: Option<f64>,
+}
+
+/// What a proof costs for one objective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObjectiveCostDoc {
+    /// The `--slo` expression.
+    pub objective: String,
+    /// The fewest successful requests with which a probe can show it met.
+    pub fewest_requests_to_meet: Option<u64>,
+    /// The per-look level of its meets end.
+    pub meets_level: f64,
+    /// The per-look level of its fails end.
+    pub fails_level: f64,
+}
+
+/// What the search costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostDoc {
+    /// Per objective with an interval.
+    pub objectives: Vec<ObjectiveCostDoc>,
+    /// The first probe's successful requests per second.
+    pub first_probe_rate: Option<f64>,
+    /// The search's time as estimated after the first probe (s).
+    pub estimated_s: Option<f64>,
 }
 
 /// The answer: the highest load that met every objective.
@@ -185,6 +238,8 @@ pub struct SearchDoc {
     pub look_confidence: f64,
     /// The method, in one sentence.
     pub method: String,
+    /// `from_max` or `climb`.
+    pub order: String,
     /// The lowest load tried.
     pub min: f64,
     /// The highest load allowed.
@@ -195,22 +250,32 @@ pub struct SearchDoc {
     pub max_probe_requests: u64,
     /// Seconds a probe measures at most.
     pub max_probe_time_s: Option<f64>,
+    /// Seconds the whole search runs at most.
+    pub max_time_s: Option<f64>,
     /// The highest load that met the objectives.
     pub answer: Option<AnswerDoc>,
     /// The next load, which did not.
     pub next: Option<NextDoc>,
     /// The answer in words.
     pub statement: String,
+    /// What the proven verdicts cover.
+    pub monotonicity: MonotonicityDoc,
+    /// What a proof costs, and the search's estimated time.
+    pub cost: CostDoc,
     /// Every probe, in the order made.
     pub probes: Vec<ProbeDoc>,
     /// Requests sent by all probes, warm-up included.
     pub requests_spent: u64,
+    /// Seconds the search took.
+    pub elapsed_s: f64,
     /// The equivalent ladder.
     pub ladder: LadderDoc,
-    /// The run's exit code (0: a load met the objectives; 1: none did).
+    /// The run's exit code (0: a load was proven to meet the objectives; 1: none was).
     pub exit_code: u8,
     /// Whether Ctrl-C ended the search.
     pub interrupted: bool,
+    /// Whether `--max-time` ran out before the search was over.
+    pub timed_out: bool,
 }
 
 /// The file's text.
@@ -261,11 +326,14 @@ pub(crate) fn example() -> SearchDoc {
         load,
         level: format!("concurrency{load}"),
         dir: format!("s/concurrency{load}"),
+        kind: "proof".into(),
         verdict,
+        proof: "proven".into(),
         stopped: stopped.into(),
         why: stopped.into(),
         measured,
         sent: measured + 10,
+        elapsed_s: 1.5,
         objectives: vec![o],
     };
     SearchDoc {
@@ -274,11 +342,13 @@ pub(crate) fn example() -> SearchDoc {
         confidence: 0.95,
         look_confidence: 0.9975,
         method: "m".into(),
+        order: "from_max".into(),
         min: 8.0,
         max: Some(9.0),
         resolution: 1.0,
         max_probe_requests: 1000,
         max_probe_time_s: None,
+        max_time_s: None,
         answer: Some(AnswerDoc {
             load: 8.0,
             level: "concurrency8".into(),
@@ -294,11 +364,26 @@ pub(crate) fn example() -> SearchDoc {
             verdict: ProbeVerdict::Fails,
         }),
         statement: "concurrency 8 meets time_to_first_token.p75<=25ms; concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence".into(),
+        monotonicity: MonotonicityDoc {
+            meets_up_to: Some(8.0),
+            fails_from: Some(9.0),
+        },
+        cost: CostDoc {
+            objectives: vec![ObjectiveCostDoc {
+                objective: "time_to_first_token.p75<=25ms".into(),
+                fewest_requests_to_meet: Some(24),
+                meets_level: 0.0049,
+                fails_level: 0.0049,
+            }],
+            first_probe_rate: Some(9.0),
+            estimated_s: Some(4.0),
+        },
         probes: vec![
-            probe(1, 8.0, ProbeVerdict::Meets, "settled", 25, objective(23.24, 14.81, Some(23.85), "meets")),
-            probe(2, 9.0, ProbeVerdict::Fails, "settled", 20, objective(95.39, 81.36, None, "fails")),
+            probe(1, 9.0, ProbeVerdict::Fails, "settled", 20, objective(95.39, 81.36, None, "fails")),
+            probe(2, 8.0, ProbeVerdict::Meets, "settled", 25, objective(23.24, 14.81, Some(23.85), "meets")),
         ],
         requests_spent: 65,
+        elapsed_s: 3.0,
         ladder: LadderDoc {
             loads: vec![8.0, 9.0],
             requests_per_level: LADDER_REQUESTS,
@@ -307,6 +392,7 @@ pub(crate) fn example() -> SearchDoc {
         },
         exit_code: 0,
         interrupted: false,
+        timed_out: false,
     }
 }
 
@@ -332,11 +418,13 @@ mod tests {
             confidence: 0.95,
             look_confidence: 0.9987,
             method: "m".into(),
+            order: "climb".into(),
             min: 1.0,
             max: None,
             resolution: 1.0,
             max_probe_requests: 1000,
             max_probe_time_s: None,
+            max_time_s: Some(600.0),
             answer: None,
             next: Some(NextDoc {
                 load: 1.0,
@@ -344,8 +432,18 @@ mod tests {
                 verdict: ProbeVerdict::Fails,
             }),
             statement: "s".into(),
+            monotonicity: MonotonicityDoc {
+                meets_up_to: None,
+                fails_from: Some(1.0),
+            },
+            cost: CostDoc {
+                objectives: Vec::new(),
+                first_probe_rate: None,
+                estimated_s: None,
+            },
             probes: Vec::new(),
             requests_spent: 20,
+            elapsed_s: 2.0,
             ladder: LadderDoc {
                 loads: vec![1.0],
                 requests_per_level: LADDER_REQUESTS,
@@ -354,6 +452,7 @@ mod tests {
             },
             exit_code: 1,
             interrupted: false,
+            timed_out: true,
         };
         let text = json(&doc);
         assert!(text.contains("\"verdict\": \"fails\""));

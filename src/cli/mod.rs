@@ -53,8 +53,7 @@ pub enum Command {
     )]
     Profile(Box<ProfileArgs>),
     /// The highest concurrency or request rate that meets the SLOs, found with few requests and
-    /// a stated confidence: doubling, then bisection, each probe measured only until its
-    /// decision is settled.
+    /// a stated confidence: each probe measured only until its decision is settled.
     #[command(
         after_help = SEARCH_SHORT_EXAMPLES,
         after_long_help = SEARCH_EXAMPLES,
@@ -162,7 +161,7 @@ Examples:
 
 const SEARCH_EXAMPLES: &str = "\
 Examples:
-  ttftbench search -m gpt2 -u localhost:8001 --streaming \\
+  ttftbench search -m gpt2 -u localhost:8001 --streaming --max 64 --max-time 10m \\
       --slo 'time_to_first_token.p99<=500ms' --slo 'inter_token_latency.p99<=50ms'
   ttftbench search -m gpt2 --endpoint-type chat -u localhost:8000 --streaming \\
       --over request-rate --min 1 --max 64 --slo 'time_to_first_token.p90<=300ms' --confidence 90%
@@ -406,14 +405,15 @@ pub struct ProfileArgs {
     #[arg(help_heading = TARGET, short = 'u', long = "url")]
     pub url: Option<String>,
 
-    /// Stream responses (required for TTFT, TTST and ITL). On by default where the target can
-    /// stream: an OpenAI-style chat, completions, responses or messages endpoint, or a decoupled
-    /// Triton model; the run's first line says which.
+    /// Stream responses, for TTFT, TTST and ITL (default: where the target can).
+    ///
+    /// On by default where the target can stream: an OpenAI-style chat, completions, responses
+    /// or messages endpoint, or a decoupled Triton model (read from its config); the run's first
+    /// line says which and why.
     #[arg(help_heading = TARGET, long = "streaming", conflicts_with = "no_streaming")]
     pub streaming: bool,
 
-    /// Ask for whole responses even where the target can stream (request latency only: no TTFT
-    /// or ITL).
+    /// Ask for whole responses (request latency only: no TTFT or ITL).
     #[arg(help_heading = TARGET, long = "no-streaming")]
     pub no_streaming: bool,
 
@@ -799,9 +799,10 @@ pub struct SearchArgs {
     #[arg(help_heading = SEARCH, long = "min")]
     pub min: Option<f64>,
 
-    /// Highest load the search may try (default: doubling until a load fails).
+    /// Highest load the search may try, and its first probe (default: climbing from --min).
     ///
-    /// Without it the search doubles up to concurrency 4096 or 100000 requests/s.
+    /// Without it the search climbs from --min with short scouts, doubling until a load fails,
+    /// up to concurrency 4096 or 100000 requests/s.
     #[arg(help_heading = SEARCH, long = "max")]
     pub max: Option<f64>,
 
@@ -820,6 +821,11 @@ pub struct SearchArgs {
     /// Longest a probe measures (bare number: seconds; or 90s, 5m); undecided past it.
     #[arg(help_heading = SEARCH, long = "max-probe-time", value_parser = secs)]
     pub max_probe_time: Option<Duration>,
+
+    /// Longest the whole search runs (bare number: seconds; or 90s, 10m): then the probe under
+    /// way stops and the answer is the highest load proven so far, with its confidence.
+    #[arg(help_heading = SEARCH, long = "max-time", value_parser = secs)]
+    pub max_time: Option<Duration>,
 }
 
 /// What a search varies.

@@ -213,13 +213,13 @@ impl ProfileArgs {
             ));
         }
         let metric = moe_metric(self.moe_metric.as_deref(), streaming)?;
-        Ok(Some(Rule {
-            objectives: Vec::new(),
-            moe: Some(MoeTarget { metric, target }),
-            confidence: self.confidence()?,
-            looks: Looks::new(self.request_count.unwrap_or(DEFAULT_MOE_CAP)),
-            max_time: self.measurement_interval.or(self.duration),
-        }))
+        Ok(Some(Rule::new(
+            Vec::new(),
+            Some(MoeTarget { metric, target }),
+            self.confidence()?,
+            Looks::new(self.request_count.unwrap_or(DEFAULT_MOE_CAP)),
+            self.measurement_interval.or(self.duration),
+        )))
     }
 
     /// `--confidence`, 95 % when not given.

@@ -12,6 +12,9 @@ use crate::plan::values;
 /// Where a search's files go without `--artifact-dir`: one directory per search.
 pub const DEFAULT_ARTIFACT_DIR: &str = "artifacts/{model}-search-{timestamp}";
 
+/// The largest `--max-probe-requests`: the boundaries are computed for each count up to it.
+const MAX_PROBE_REQUESTS: u64 = 200_000;
+
 impl SearchArgs {
     /// The validated search of these flags; `argv` is the command line, kept (redacted).
     pub fn plan(&self, argv: &[String]) -> Result<SearchPlan, UsageError> {
@@ -24,13 +27,19 @@ impl SearchArgs {
         let mut run = shared.plan(argv)?;
         let axis = self.axis()?;
         let (min, max) = self.bounds(&axis)?;
-        let rule = Rule {
-            objectives: run.slos.clone(),
-            moe: None,
-            confidence: self.profile.confidence()?,
-            looks: Looks::new(self.max_probe_requests),
-            max_time: self.max_probe_time,
-        };
+        if self.max_probe_requests > MAX_PROBE_REQUESTS {
+            return Err(UsageError(format!(
+                "--max-probe-requests {}: at most {MAX_PROBE_REQUESTS} (a probe's boundaries are computed for every request up to it)",
+                self.max_probe_requests
+            )));
+        }
+        let rule = Rule::new(
+            run.slos.clone(),
+            None,
+            self.profile.confidence()?,
+            Looks::new(self.max_probe_requests),
+            self.max_probe_time,
+        );
         check_objectives(&rule, run.target.streaming)?;
         if run.goodput.is_empty() {
             run.goodput = goodput_from(&run.slos);
@@ -64,6 +73,7 @@ impl SearchArgs {
             max_given: max.1,
             resolution,
             rule,
+            max_time: self.max_time,
         })
     }
 
@@ -205,27 +215,24 @@ fn check_objectives(rule: &Rule, streaming: bool) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// Why the probe cap is too small for `slo`, with the cap that would do.
+/// Why the probe cap is too small for `slo`, with the cap that would do: the fewest requests a
+/// meets needs under a cap twice what one look would need (then a cap of that many suffices:
+/// a smaller cap means fewer looks, so no more requests).
 fn too_few(rule: &Rule, slo: &Slo) -> String {
-    let mut cap = rule.looks.cap.max(1);
-    let needed = loop {
-        cap = cap.saturating_mul(2);
-        let bigger = Rule {
-            looks: Looks::new(cap),
-            ..rule.clone()
-        };
-        if let Some(n) = bigger.fewest_to_meet(slo) {
-            break Some(n);
-        }
-        if cap > 100_000_000 {
-            break None;
-        }
-    };
+    let confidence = crate::metrics::trim_num(rule.confidence * 100.0);
+    let one_look = sequential::null_share(slo)
+        .filter(|&p0| p0 > 0.0)
+        .map(|p0| ((1.0 - rule.confidence) / 2.0).ln() / (1.0 - p0).ln())
+        .filter(|n| n.is_finite() && *n < MAX_PROBE_REQUESTS as f64 / 2.0);
+    let needed = one_look.and_then(|n| {
+        let cap = (2.0 * n).ceil() as u64;
+        let bigger = Rule::new(vec![*slo], None, rule.confidence, Looks::new(cap), None);
+        bigger.fewest_to_meet(slo)
+    });
     match needed {
         Some(n) => format!(
-            "--max-probe-requests {}: too few to show {slo} at {} % confidence (it needs about {n} successful requests per probe); raise --max-probe-requests to {n} or more, or lower --confidence",
+            "--max-probe-requests {}: too few to show {slo} at {confidence} % confidence (it needs at least {n} successful requests per probe); raise --max-probe-requests to {n} or more, or lower --confidence",
             rule.looks.cap,
-            crate::metrics::trim_num(rule.confidence * 100.0)
         ),
         None => format!("{slo} cannot be shown to hold at this confidence: lower --confidence"),
     }

@@ -1,6 +1,7 @@
 //! A level under the sequential stop rule ([`super::Policy::Sequential`]): the collector's
-//! windows are merged as they arrive; at each look the level's objectives (or its margin of
-//! error) are judged on exactly the requests of that look ([`crate::analysis::sequential`]), and
+//! windows are merged as they arrive; at each window the level's objectives (at each look its
+//! margin of error) are judged on exactly the requests measured so far
+//! ([`crate::analysis::sequential`]), and
 //! at every window the saturation signals are read ([`crate::analysis::saturation`]). The first
 //! settled decision, reached margin, saturation signal, time cap, request cap or Ctrl-C ends the
 //! measurement; requests still in flight then finish and are recorded in `requests.jsonl`, but
@@ -100,14 +101,14 @@ impl State {
     fn judge(&mut self, ctx: &Context<'_>) -> &(Vec<Check>, Option<Moe>, Decision) {
         self.looks += 1;
         self.current = true;
-        let tail = ctx.rule.tail_alpha();
         let empty = crate::stats::Aggregate::new();
         let agg = self.merged.as_ref().map_or(&empty, |m| &m.agg);
         let checks: Vec<Check> = ctx
             .rule
             .objectives
             .iter()
-            .map(|o| sequential::check(o, agg, tail, ctx.method))
+            .zip(&ctx.rule.boundaries)
+            .map(|(o, b)| sequential::check(o, agg, b.as_ref(), ctx.method))
             .collect();
         let moe = ctx
             .rule
@@ -187,7 +188,9 @@ pub(super) async fn settle(
         if let Some(signal) = st.saturated(ctx) {
             break StopReason::Saturated { signal };
         }
-        if look || last {
+        // Objectives are judged at every window: their boundaries hold for a look after every
+        // request ([`crate::stats::boundary`]). A margin of error only at the looks.
+        if look || last || !ctx.rule.objectives.is_empty() {
             let judged = st.judge(ctx);
             if let Some(reason) = stops(ctx.rule, judged) {
                 break reason;

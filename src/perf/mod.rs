@@ -819,7 +819,7 @@ async fn run_level(
         w.begin_level(&stimulus)
             .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
     }
-    let measured = measure_level(session, &spec, sinks).await?;
+    let mut measured = measure_level(session, &spec, sinks).await?;
     if let Some(w) = sinks.raw_export.as_mut() {
         w.end_level()
             .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
@@ -831,6 +831,9 @@ async fn run_level(
         plan.percentile_method,
     );
     level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
+    // The level's files say what its console block says: responses that came whole have no
+    // time to first token or between tokens (the plan, and so `merge`, still says streamed).
+    measured.summary.streaming &= !level.whole_responses;
     if print {
         for n in &measured.notes {
             eprintln!("{n}");

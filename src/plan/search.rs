@@ -80,6 +80,9 @@ pub struct SearchPlan {
     pub resolution: f64,
     /// How each probe measures: its objectives, confidence, looks and caps.
     pub rule: Rule,
+    /// The longest the whole search runs (`--max-time`): then it ends with the highest load
+    /// proven so far.
+    pub max_time: Option<Duration>,
 }
 
 impl SearchPlan {

@@ -731,12 +731,15 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
     } else {
         "Req/s"
     };
-    let mut headers = vec!["Probe", load_head, "Requests", "Verdict", "Stopped"];
+    let mut headers = vec![
+        "Probe", load_head, "Requests", "Verdict", "Proof", "Stopped",
+    ];
     headers.extend(d.objectives.iter().map(String::as_str));
     let mut aligns = vec![
         Align::Right,
         Align::Right,
         Align::Right,
+        Align::Left,
         Align::Left,
         Align::Left,
     ];
@@ -750,6 +753,7 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
                 crate::analysis::text::load_text(p.load),
                 p.measured.to_string(),
                 p.verdict.word().to_string(),
+                p.proof.clone(),
                 p.stopped.clone(),
             ];
             row.extend(d.objectives.iter().map(|o| {
@@ -763,6 +767,9 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
         .collect();
     let mut out = table(&headers, &aligns, &rows);
     out.push_str(&format!("answer: {}\n", d.statement));
+    if let Some(line) = proof_line(d) {
+        out.push_str(&line);
+    }
     if let Some(a) = &d.answer {
         let mut parts = vec![
             format!("{:.2} requests/s", a.request_throughput),
@@ -786,14 +793,65 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
         _ => String::new(),
     };
     out.push_str(&format!(
-        "requests spent: {} (warm-up included), {:.0}% of the {} a ladder of {}{span} at {} requests per level sends\n",
+        "requests spent: {} (warm-up included) in {}, {:.0}% of the {} a ladder of {}{span} at {} requests per level sends\n",
         d.requests_spent,
+        crate::analysis::text::duration(d.elapsed_s),
         l.share_spent * 100.0,
         l.requests,
         crate::analysis::text::count(l.loads.len() as u64, "level"),
         l.requests_per_level
     ));
     out
+}
+
+/// `proven: concurrency 8 meets (probe 4), concurrency 9 fails (probe 7); covered by
+/// monotonicity: ...`: the verdicts the answer rests on, and what they cover.
+fn proof_line(d: &crate::artifact::search::SearchDoc) -> Option<String> {
+    use crate::artifact::search::ProbeVerdict;
+    let what = d.over.replace('_', " ");
+    let m = &d.monotonicity;
+    let find = |load: f64, v: ProbeVerdict| {
+        d.probes
+            .iter()
+            .find(|p| p.load == load && p.verdict == v)
+            .map(|p| {
+                format!(
+                    "{what} {} {} (probe {})",
+                    crate::analysis::text::load_text(load),
+                    v.word(),
+                    p.index
+                )
+            })
+    };
+    let proven: Vec<String> = [
+        m.meets_up_to.and_then(|a| find(a, ProbeVerdict::Meets)),
+        m.fails_from.and_then(|f| find(f, ProbeVerdict::Fails)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if proven.is_empty() {
+        return None;
+    }
+    let mut covered = Vec::new();
+    if let Some(a) = m.meets_up_to.filter(|&a| a > d.min) {
+        covered.push(format!(
+            "every {what} below {} meets",
+            crate::analysis::text::load_text(a)
+        ));
+    }
+    if let Some(f) = m.fails_from.filter(|&f| d.max.is_none_or(|max| f < max)) {
+        covered.push(format!(
+            "every one above {} fails",
+            crate::analysis::text::load_text(f)
+        ));
+    }
+    let covered = if covered.is_empty() {
+        String::new()
+    } else {
+        format!("; covered by monotonicity: {}", covered.join(", "))
+    };
+    Some(format!("proven: {}{covered}\n", proven.join(", ")))
 }
 
 #[cfg(test)]
@@ -847,13 +905,14 @@ mod tests {
     fn search_text_exact() {
         let text = search_text(&crate::artifact::search::example());
         let expected = "\
-Probe  Concurrency  Requests  Verdict  Stopped  time_to_first_token.p75<=25ms
------  -----------  --------  -------  -------  -----------------------------
-    1            8        25  meets    settled  23.24 [14.81, 23.85] ms
-    2            9        20  fails    settled  95.39 [81.36, open] ms
+Probe  Concurrency  Requests  Verdict  Proof   Stopped  time_to_first_token.p75<=25ms
+-----  -----------  --------  -------  ------  -------  -----------------------------
+    1            9        20  fails    proven  settled  95.39 [81.36, open] ms
+    2            8        25  meets    proven  settled  23.24 [14.81, 23.85] ms
 answer: concurrency 8 meets time_to_first_token.p75<=25ms; concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence
+proven: concurrency 8 meets (probe 2), concurrency 9 fails (probe 1)
 at concurrency8: 25.52 requests/s, 962.7 output tokens/s, goodput 25.52 requests/s, 140.5 output tokens/s per user
-requests spent: 65 (warm-up included), 16% of the 400 a ladder of 2 levels (8 to 9) at 200 requests per level sends
+requests spent: 65 (warm-up included) in 3 s, 16% of the 400 a ladder of 2 levels (8 to 9) at 200 requests per level sends
 ";
         assert_eq!(text, expected);
     }

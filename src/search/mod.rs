@@ -1,45 +1,52 @@
 //! `search`'s front end on the level engine, callable in-process: the highest concurrency or
-//! request rate at which every `--slo` holds, with a stated confidence. It doubles from `--min`
-//! and then bisects ([`bisect`]); each probe is a level of the one engine under the sequential
-//! rule ([`crate::analysis::sequential`]), which measures only until the probe's decision is
-//! settled, stops a saturated probe early, and reports a probe still open at its cap as
-//! undecided. Every probe writes a level's usual files; the search's directory gets
-//! `summary.csv`, `summary.json`, `pareto.csv`, `search.json` and `report.html`.
+//! request rate at which every `--slo` holds, with a stated confidence. [`bisect`] orders the
+//! probes so that a full "meets" proof is paid only for loads that bound the answer; each probe
+//! is a level of the one engine under the sequential rule ([`crate::analysis::sequential`]),
+//! which measures only until the probe's decision is settled, stops a saturated probe early,
+//! and reports a probe still open at its cap as undecided. [`cost`] says up front what a proof
+//! costs and, after the first probe, how long the search should take; `--max-time` ends it with
+//! the highest load proven so far. Every probe writes a level's usual files; the search's
+//! directory gets `summary.csv`, `summary.json`, `pareto.csv`, `search.json` ([`document`]) and
+//! `report.html`.
 
 pub mod bisect;
+pub mod cost;
+pub mod document;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use crate::analysis::sequential::{Check, Decision, StopReason};
+use crate::analysis::sequential::{Decision, Rule, StopReason};
 use crate::analysis::{knee, verdict};
-use crate::artifact::search::{
-    AnswerDoc, LADDER_REQUESTS, LadderDoc, NextDoc, ObjectiveDoc, ProbeDoc, ProbeVerdict, SearchDoc,
-};
-use crate::artifact::{self, write_file};
+use crate::artifact::search::{ProbeVerdict, SearchDoc};
+use crate::artifact::{self, Layout, write_file};
 use crate::engine::Policy;
 use crate::error::{Error, Result, create_dir};
-use crate::load::{Cancel, Stop};
-use crate::metrics::{Metric, MetricSource, SystemMetric};
+use crate::load::{Cancel, Stimulus, Stop};
 use crate::plan::LevelPart;
 use crate::plan::search::SearchPlan;
 use crate::profile::{Ids, LevelResult, LevelRun, Runner, Ui};
 use crate::publish::RunEnd;
 use crate::stats::LevelSummary;
-use bisect::Bisection;
+use bisect::{Kind, Order, Outcome};
 
 /// One probe of a search.
 #[derive(Debug, Clone)]
 pub struct Probe {
     /// The load.
     pub load: f64,
+    /// A proof or a scout.
+    pub kind: Kind,
     /// The level it measured.
     pub level: LevelResult,
     /// What it says for the search.
     pub verdict: ProbeVerdict,
+    /// How long it took, warm-up included.
+    pub elapsed: Duration,
 }
 
-/// A finished (or interrupted) search.
+/// A finished (or interrupted, or timed-out) search.
 #[derive(Debug, Clone)]
 pub struct SearchOutcome {
     /// Every probe, in the order made.
@@ -50,128 +57,230 @@ pub struct SearchOutcome {
     pub dir: PathBuf,
 }
 
+/// How the search loop ended, besides running out of probes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ended {
+    /// Ctrl-C.
+    pub interrupted: bool,
+    /// `--max-time` ran out.
+    pub timed_out: bool,
+}
+
 /// Runs a search. Usage mistakes are [`Error::Usage`] before anything is sent; Ctrl-C during
 /// the first probe is [`Error::Interrupted`], later it ends the search with what it found.
 pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutcome> {
+    let started = Instant::now();
+    let settled = crate::engine::streaming::settle(&plan.run).await?;
+    if let Some(line) = &settled.line {
+        ui.say(line);
+    }
+    // A search whose streaming the target's model settled runs that plan.
+    let owned;
+    let plan = match settled.plan {
+        std::borrow::Cow::Borrowed(_) => plan,
+        std::borrow::Cow::Owned(run) => {
+            owned = SearchPlan {
+                run,
+                ..plan.clone()
+            };
+            &owned
+        }
+    };
     let run = &plan.run;
     let layout = artifact::fresh_layout(run, &artifact::local_timestamp());
     let dir = layout.sweep_dir();
     artifact::ensure_writable(&dir)?;
     let mut runner = Runner::start(run, &cancel, ui, Ids::new(run), None).await?;
-    ui.say(&intro(plan));
-    let policy = Policy::Sequential(Arc::new(plan.rule.clone()));
-    let mut bracket = Bisection::new(
+    ui.say(&cost::intro(plan));
+    for line in cost::needs(&plan.rule) {
+        ui.say(&line);
+    }
+    let deadline = plan.max_time.map(|d| started + d);
+    let mut order = Order::new(
         plan.axis.is_concurrency(),
         plan.min,
         plan.max,
         plan.resolution,
+        plan.max_given,
     );
     let mut probes: Vec<Probe> = Vec::new();
-    while let Some(load) = bracket.next() {
-        if cancel.stopping() {
+    let mut estimate = None;
+    let mut ended = Ended::default();
+    while let Some((load, kind)) = order.next() {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if cancel.stopping() || left.is_some_and(|l| l.is_zero()) {
+            ended.timed_out = !cancel.stopping();
             break;
         }
-        let stimulus = plan.axis.stimulus(load);
-        let part = LevelPart {
-            index: probes.len() as u32,
-            whole: stimulus,
-            load: Ok((stimulus, Stop::Requests(plan.rule.looks.cap))),
-            warmup: run.level_part(0).warmup,
-            start_at: None,
-        };
-        let level_dir = layout.level_dir(&stimulus);
-        create_dir(&level_dir)?;
-        let level = LevelRun {
-            part: &part,
-            stimulus,
-            policy: policy.clone(),
-            dir: &level_dir,
-        };
-        let level = match runner.level(run, &level, ui).await {
+        let index = probes.len();
+        let probe = match measure(plan, &mut runner, &layout, (load, kind), left, index, ui).await {
             Err(Error::Interrupted) if !probes.is_empty() => break,
             r => r?,
         };
-        let verdict = probe_verdict(&level, run.max_error_rate);
-        ui.say(&probe_line(
-            probes.len() + 1,
-            &level,
-            verdict,
-            run.max_error_rate,
-        ));
+        ui.say(&probe_line(index + 1, &probe, run.max_error_rate));
+        let verdict = probe.verdict;
+        probes.push(probe);
         if verdict == ProbeVerdict::Interrupted {
-            probes.push(Probe {
-                load,
-                level,
-                verdict,
-            });
             break;
         }
-        bracket.record(load, verdict == ProbeVerdict::Meets);
-        probes.push(Probe {
-            load,
-            level,
-            verdict,
-        });
+        if verdict == ProbeVerdict::Undecided && deadline.is_some_and(|d| Instant::now() >= d) {
+            ended.timed_out = true;
+            break;
+        }
+        order.record(load, outcome(verdict));
+        if index == 0 && order.next().is_some() {
+            estimate = cost::estimate(plan, &order, &probes[0]);
+            if let Some(e) = &estimate {
+                ui.say(&e.line);
+            }
+        }
     }
-    let interrupted = cancel.stopping();
-    let doc = document(plan, &bracket, &probes, interrupted);
+    ended.interrupted = cancel.stopping();
+    let doc = document::document(
+        plan,
+        &order,
+        &probes,
+        estimate.as_ref(),
+        started.elapsed(),
+        ended,
+    );
     write_file(
         &dir.join(artifact::search::SEARCH_FILE),
         artifact::search::json(&doc),
     )?;
-    let levels: Vec<LevelResult> = probes.iter().map(|p| p.level.clone()).collect();
-    if !levels.is_empty() {
-        let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-        let mut k = knee::analyze(&summaries, run.knee_min_gain);
-        let v = verdict::with_knee(&summaries, &mut k);
-        crate::profile::write_sweep(run, &dir, &levels, (&v, &k), &runner.ids, &[])?;
-    }
+    write_levels(plan, &dir, &probes, &runner)?;
     runner.publisher.finish(&RunEnd {
         exit_code: doc.exit_code,
-        interrupted,
+        interrupted: ended.interrupted,
         knee: None,
         verdict: vec![doc.statement.clone()],
     })?;
     Ok(SearchOutcome { probes, doc, dir })
 }
 
-/// What the search will do, once at the start.
-fn intro(plan: &SearchPlan) -> String {
-    let r = &plan.rule;
-    format!(
-        "search: the highest {} meeting {}, from {} up to {}, at {} % confidence (each probe's intervals at {} % over up to {} looks and {}), at most {} per probe{}",
-        plan.axis.key().replace('_', " "),
-        r.objectives
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" and "),
-        crate::analysis::text::load_text(plan.min),
-        crate::analysis::text::load_text(plan.max),
-        crate::metrics::trim_num(r.confidence * 100.0),
-        crate::metrics::trim_num((r.look_confidence() * 1e4).floor() / 100.0),
-        r.looks.count(),
-        crate::analysis::text::count(r.interval_objectives() as u64, "objective"),
-        crate::analysis::text::count(r.looks.cap, "request"),
-        r.max_time
-            .map_or(String::new(), |d| format!(" or {:.0} s", d.as_secs_f64()))
-    )
+/// The sweep-wide files over the probes that settled something (a scout left open after its
+/// twenty requests describes little, and its load may be proven later in a probe of its own).
+fn write_levels(plan: &SearchPlan, dir: &Path, probes: &[Probe], runner: &Runner) -> Result<()> {
+    let levels: Vec<LevelResult> = probes
+        .iter()
+        .filter(|p| p.verdict != ProbeVerdict::Scouted)
+        .map(|p| p.level.clone())
+        .collect();
+    if levels.is_empty() {
+        return Ok(());
+    }
+    let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
+    let mut k = knee::analyze(&summaries, plan.run.knee_min_gain);
+    let v = verdict::with_knee(&summaries, &mut k);
+    crate::profile::write_sweep(&plan.run, dir, &levels, (&v, &k), &runner.ids, &[])
 }
 
-/// `probe 3: concurrency4 meets (63 requests, settled)`.
-fn probe_line(n: usize, l: &LevelResult, v: ProbeVerdict, max_error_rate: f64) -> String {
+/// Runs one probe at `load`; `left`: the time the search has left.
+async fn measure(
+    plan: &SearchPlan,
+    runner: &mut Runner,
+    layout: &Layout,
+    (load, kind): (f64, Kind),
+    left: Option<Duration>,
+    index: usize,
+    ui: Ui,
+) -> Result<Probe> {
+    let run = &plan.run;
+    let stimulus = plan.axis.stimulus(load);
+    let rule = probe_rule(plan, load, kind, left);
+    let part = LevelPart {
+        index: index as u32,
+        whole: stimulus,
+        load: Ok((stimulus, Stop::Requests(rule.looks.cap))),
+        warmup: run.level_part(0).warmup,
+        start_at: None,
+    };
+    let level_dir = probe_dir(layout, &stimulus, kind);
+    create_dir(&level_dir)?;
+    let started = Instant::now();
+    let level = LevelRun {
+        part: &part,
+        stimulus,
+        policy: Policy::Sequential(Arc::new(rule)),
+        dir: &level_dir,
+    };
+    let level = runner.level(run, &level, ui).await?;
+    let verdict = probe_verdict(&level, run.max_error_rate, kind);
+    Ok(Probe {
+        load,
+        kind,
+        level,
+        verdict,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Successful requests a scout measures: its first look, and for a rate at least two seconds
+/// of arrivals (the saturation signals need half a second and eight points to judge).
+fn scout_cap(plan: &SearchPlan, load: f64) -> u64 {
+    let first = crate::load::Looks::new(plan.rule.looks.cap).first;
+    let cap = if plan.axis.is_concurrency() {
+        first
+    } else {
+        first.max((load * 2.0).ceil() as u64)
+    };
+    cap.min(plan.rule.looks.cap)
+}
+
+/// The rule a probe measures under: the search's, cut to a scout's first look, and to the
+/// time the search has left.
+fn probe_rule(plan: &SearchPlan, load: f64, kind: Kind, left: Option<Duration>) -> Rule {
+    let max_time = match (plan.rule.max_time, left) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    match kind {
+        Kind::Proof => Rule {
+            max_time,
+            ..plan.rule.clone()
+        },
+        Kind::Scout => plan.rule.with_caps(scout_cap(plan, load), max_time),
+    }
+}
+
+/// A probe's directory: the level's, with `-scout` after a scout's (a scouted load may be
+/// proven later, in a directory of its own).
+fn probe_dir(layout: &Layout, stimulus: &Stimulus, kind: Kind) -> PathBuf {
+    let dir = layout.level_dir(stimulus);
+    match (kind, dir.file_name()) {
+        (Kind::Scout, Some(name)) => {
+            dir.with_file_name(format!("{}-scout", name.to_string_lossy()))
+        }
+        _ => dir,
+    }
+}
+
+/// What a verdict tells the order.
+fn outcome(v: ProbeVerdict) -> Outcome {
+    match v {
+        ProbeVerdict::Meets => Outcome::Meets,
+        ProbeVerdict::Scouted => Outcome::Passed,
+        _ => Outcome::NotMeets,
+    }
+}
+
+/// `probe 3: concurrency4 meets (63 measured requests, settled, 9.1 s)`.
+fn probe_line(n: usize, p: &Probe, max_error_rate: f64) -> String {
+    let l = &p.level;
     let measured = l.settled.as_ref().map_or(0, |s| s.measured);
     format!(
-        "probe {n}: {} {} ({}, {})",
+        "probe {n}: {}{} {} ({}, {}, {:.1} s)",
         l.summary.stimulus.name(),
-        v.word(),
+        if p.kind == Kind::Scout { " scout" } else { "" },
+        p.verdict.word(),
         crate::analysis::text::count(measured, "measured request"),
-        why(l, max_error_rate)
+        why(l, max_error_rate),
+        p.elapsed.as_secs_f64()
     )
 }
 
 /// Why a probe stopped, and its errors when too many of its requests failed.
-fn why(l: &LevelResult, max_error_rate: f64) -> String {
+pub(crate) fn why(l: &LevelResult, max_error_rate: f64) -> String {
     let why = l
         .settled
         .as_ref()
@@ -186,10 +295,14 @@ fn why(l: &LevelResult, max_error_rate: f64) -> String {
 /// What a probe says for the search: saturated and undecided probes do not meet the
 /// objectives; a settled one meets them only when its point objectives held too and no more
 /// than `max_error_rate` of its requests failed (past that its percentiles describe only the
-/// survivors).
-pub fn probe_verdict(l: &LevelResult, max_error_rate: f64) -> ProbeVerdict {
-    let verdict = settled_verdict(l);
-    if verdict == ProbeVerdict::Meets && too_many_errors(l, max_error_rate).is_some() {
+/// survivors). A scout left open at its first look is `scouted`.
+pub fn probe_verdict(l: &LevelResult, max_error_rate: f64, kind: Kind) -> ProbeVerdict {
+    let mut verdict = settled_verdict(l);
+    if kind == Kind::Scout && verdict == ProbeVerdict::Undecided {
+        verdict = ProbeVerdict::Scouted;
+    }
+    let passing = matches!(verdict, ProbeVerdict::Meets | ProbeVerdict::Scouted);
+    if passing && too_many_errors(l, max_error_rate).is_some() {
         return ProbeVerdict::Fails;
     }
     verdict
@@ -230,176 +343,5 @@ fn settled_verdict(l: &LevelResult) -> ProbeVerdict {
                 ProbeVerdict::Fails
             }
         }
-    }
-}
-
-/// `search.json`'s document of a search.
-fn document(plan: &SearchPlan, b: &Bisection, probes: &[Probe], interrupted: bool) -> SearchDoc {
-    let find = |load: Option<f64>| load.and_then(|l| probes.iter().find(|p| p.load == l));
-    let answer = find(b.answer());
-    let next = find(b.next_above()).filter(|_| answer.is_some() || b.next_above().is_some());
-    let spent: u64 = probes.iter().map(|p| p.level.sent).sum();
-    let top = next.map_or_else(|| answer.map_or(plan.min, |a| a.load), |n| n.load);
-    let loads =
-        artifact::search::ladder_loads(plan.axis.is_concurrency(), plan.min, top, plan.resolution);
-    let ladder_requests = loads.len() as u64 * LADDER_REQUESTS;
-    SearchDoc {
-        over: plan.axis.key().into(),
-        objectives: plan
-            .rule
-            .objectives
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
-        confidence: plan.rule.confidence,
-        look_confidence: plan.rule.look_confidence(),
-        method: METHOD.into(),
-        min: plan.min,
-        max: plan.max_given.then_some(plan.max),
-        resolution: plan.resolution,
-        max_probe_requests: plan.rule.looks.cap,
-        max_probe_time_s: plan.rule.max_time.map(|d| d.as_secs_f64()),
-        answer: answer.map(answer_doc),
-        next: next.map(|p| NextDoc {
-            load: p.load,
-            level: p.level.summary.stimulus.name(),
-            verdict: p.verdict,
-        }),
-        statement: statement(plan, answer, next, interrupted),
-        probes: probes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| probe_doc(i, p, plan.run.max_error_rate))
-            .collect(),
-        requests_spent: spent,
-        ladder: LadderDoc {
-            loads,
-            requests_per_level: LADDER_REQUESTS,
-            requests: ladder_requests,
-            share_spent: spent as f64 / ladder_requests.max(1) as f64,
-        },
-        exit_code: if interrupted {
-            Error::Interrupted.exit_code()
-        } else if answer.is_some() {
-            0
-        } else {
-            1
-        },
-        interrupted,
-    }
-}
-
-/// The method in one sentence, for `search.json`.
-const METHOD: &str = "doubling then bisection; each probe stops when every objective's distribution-free interval (binomial order statistics for a percentile, Clopper-Pearson for error_rate) lies wholly on one side of its bound, widened (Bonferroni) over the objectives and the looks so that a probe's verdict errs with probability at most (1 - confidence)/2 either way";
-
-fn answer_doc(p: &Probe) -> AnswerDoc {
-    let s = &p.level.summary;
-    AnswerDoc {
-        load: p.load,
-        level: s.stimulus.name(),
-        dir: p.level.dir.display().to_string(),
-        request_throughput: s.stats.request_throughput,
-        output_token_throughput: s.stats.output_token_throughput,
-        request_goodput: s.metric(crate::metrics::MetricRef::System(
-            SystemMetric::RequestGoodput,
-        )),
-        output_token_throughput_per_user: s
-            .shown_stat(Metric::OutputTokenThroughputPerUser)
-            .filter(|st| st.count > 0)
-            .map(|st| st.avg),
-    }
-}
-
-fn probe_doc(i: usize, p: &Probe, max_error_rate: f64) -> ProbeDoc {
-    let st = p.level.settled.as_ref();
-    ProbeDoc {
-        index: i as u32 + 1,
-        load: p.load,
-        level: p.level.summary.stimulus.name(),
-        dir: p.level.dir.display().to_string(),
-        verdict: p.verdict,
-        stopped: st.map_or("request_cap", |s| s.stopped.key()).into(),
-        why: why(&p.level, max_error_rate),
-        measured: st.map_or(p.level.summary.stats.request_count, |s| s.measured),
-        sent: p.level.sent,
-        objectives: st.map_or(Vec::new(), |s| {
-            s.checks
-                .iter()
-                .zip(&p.level.slo)
-                .map(objective_doc)
-                .collect()
-        }),
-    }
-}
-
-/// An objective at a probe's last look; a point objective shows its value at the end.
-fn objective_doc((c, r): (&Check, &crate::analysis::slo::SloResult)) -> ObjectiveDoc {
-    let decision = match (c.interval, r.passed) {
-        (true, _) => c.decision.word(),
-        (false, true) => "meets",
-        (false, false) => "fails",
-    };
-    ObjectiveDoc {
-        objective: c.objective.to_string(),
-        estimate: if c.interval { c.estimate } else { r.actual },
-        lower: c.lower,
-        upper: c.upper,
-        unit: c.objective.metric.kind().unit().into(),
-        decision: decision.into(),
-        interval: c.interval,
-    }
-}
-
-/// The answer in words, with its confidence.
-fn statement(
-    plan: &SearchPlan,
-    answer: Option<&Probe>,
-    next: Option<&Probe>,
-    interrupted: bool,
-) -> String {
-    let what = plan.axis.key().replace('_', " ");
-    let load = |p: &Probe| format!("{what} {}", crate::analysis::text::load_text(p.load));
-    let conf = format!(
-        "{} %",
-        crate::metrics::trim_num(plan.rule.confidence * 100.0)
-    );
-    let objectives = plan
-        .rule
-        .objectives
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(" and ");
-    let cut = if interrupted {
-        " (interrupted: the search did not finish)"
-    } else {
-        ""
-    };
-    match (answer, next) {
-        (Some(a), Some(n)) if n.verdict == ProbeVerdict::Undecided => format!(
-            "{} meets {objectives} at {conf} confidence; {} was undecided at its cap, so the highest load lies between them or above{cut}",
-            load(a),
-            load(n)
-        ),
-        (Some(a), Some(n)) => format!(
-            "{} meets {objectives}; {} does not ({}): the highest {what} meeting them is {}, at {conf} confidence{cut}",
-            load(a),
-            load(n),
-            n.verdict.word(),
-            crate::analysis::text::load_text(a.load)
-        ),
-        (Some(a), None) => format!(
-            "{} meets {objectives} at {conf} confidence; it is the highest load the search may try (--max){cut}",
-            load(a)
-        ),
-        (None, Some(n)) => format!(
-            "no load meets {objectives}: {} (--min) {}{cut}",
-            load(n),
-            match n.verdict {
-                ProbeVerdict::Undecided => "was undecided at its cap".to_string(),
-                v => v.word().to_string(),
-            }
-        ),
-        (None, None) => format!("no load was settled{cut}"),
     }
 }

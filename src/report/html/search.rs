@@ -22,14 +22,14 @@ pub(super) fn section(out: &mut String, d: &SearchDoc) {
     );
     let _ = writeln!(
         out,
-        "<p>Method: {} (each interval at {:.2} % per look).</p>",
+        "<p>Method: {} (each interval at {:.2} % or more per look).</p>",
         esc(&d.method),
         d.look_confidence * 100.0
     );
     out.push_str("</div>\n");
     let _ = write!(
         out,
-        "<div class=\"tablewrap\"><table class=\"search\"><thead><tr><th>Probe</th><th>{}</th><th>Requests</th><th>Verdict</th><th>Stopped</th>",
+        "<div class=\"tablewrap\"><table class=\"search\"><thead><tr><th>Probe</th><th>{}</th><th>Requests</th><th>Verdict</th><th>Proof</th><th>Stopped</th>",
         esc(&d.over.replace('_', " "))
     );
     for o in &d.objectives {
@@ -44,11 +44,12 @@ pub(super) fn section(out: &mut String, d: &SearchDoc) {
         };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td{class}>{}</td><td title=\"{}\">{}</td>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td><td title=\"{}\">{}</td>",
             p.index,
             crate::analysis::text::load_text(p.load),
             p.measured,
             p.verdict.word(),
+            esc(&p.proof),
             esc(&p.why),
             esc(&p.stopped)
         );
@@ -76,11 +77,11 @@ mod tests {
             "<div class=\"decision\">\n\
 <p><strong>Search: concurrency 8 meets time_to_first_token.p75&lt;=25ms; concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence</strong></p>\n\
 <p>65 requests spent (warm-up included): 16% of the 400 a ladder of 2 levels at 200 requests per level sends.</p>\n\
-<p>Method: m (each interval at 99.75 % per look).</p>\n\
+<p>Method: m (each interval at 99.75 % or more per look).</p>\n\
 </div>\n\
-<div class=\"tablewrap\"><table class=\"search\"><thead><tr><th>Probe</th><th>concurrency</th><th>Requests</th><th>Verdict</th><th>Stopped</th><th>time_to_first_token.p75&lt;=25ms</th></tr></thead><tbody>\n\
-<tr><td>1</td><td>8</td><td>25</td><td class=\"pass\">meets</td><td title=\"settled\">settled</td><td>23.24 [14.81, 23.85]</td></tr>\n\
-<tr><td>2</td><td>9</td><td>20</td><td class=\"fail\">fails</td><td title=\"settled\">settled</td><td>95.39 [81.36, open]</td></tr>\n\
+<div class=\"tablewrap\"><table class=\"search\"><thead><tr><th>Probe</th><th>concurrency</th><th>Requests</th><th>Verdict</th><th>Proof</th><th>Stopped</th><th>time_to_first_token.p75&lt;=25ms</th></tr></thead><tbody>\n\
+<tr><td>1</td><td>9</td><td>20</td><td class=\"fail\">fails</td><td>proven</td><td title=\"settled\">settled</td><td>95.39 [81.36, open]</td></tr>\n\
+<tr><td>2</td><td>8</td><td>25</td><td class=\"pass\">meets</td><td>proven</td><td title=\"settled\">settled</td><td>23.24 [14.81, 23.85]</td></tr>\n\
 </tbody></table></div>\n"
         );
     }
