@@ -670,23 +670,10 @@ async fn doctor(a: &crate::cli::DoctorArgs) -> Result<u8> {
 /// socket (and the simulator one per client connection), and the usual soft limit of 1024 would
 /// cap a run at about a thousand concurrent streams. Returns the limit now in force.
 pub fn raise_fd_limit() -> u64 {
-    // SAFETY: getrlimit/setrlimit read and write only the struct passed.
-    unsafe {
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
-            return 0;
-        }
-        if rl.rlim_cur < rl.rlim_max {
-            let want = libc::rlimit {
-                rlim_cur: rl.rlim_max,
-                rlim_max: rl.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
-                return want.rlim_cur as u64;
-            }
-        }
-        rl.rlim_cur as u64
-    }
+    rlimit::increase_nofile_limit(u64::MAX)
+        .ok()
+        .or_else(|| crate::record::open_file_limit().map(|(soft, _)| soft))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -707,5 +694,16 @@ mod tests {
             "{built}"
         );
         assert!(built.contains("`cargo install --path .`"), "{built}");
+    }
+
+    /// The soft limit is raised to the hard one, and the limit returned is the one in force.
+    /// (Linux: macOS caps the soft limit below an unlimited hard one.)
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn file_limit_raised_to_the_hard_limit() {
+        let now = raise_fd_limit();
+        let (soft, hard) = crate::record::open_file_limit().expect("getrlimit");
+        assert_eq!(now, soft);
+        assert_eq!(soft, hard);
     }
 }

@@ -211,30 +211,19 @@ fn model_line(m: &serde_json::Value) -> String {
 
 /// `20261201T205610Z-4f1a9c`: sortable by start, unique enough for one team's runs.
 pub fn run_id(unix_ns: u64, random: u32) -> String {
-    let secs = unix_ns / 1_000_000_000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_date(days);
     format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z-{:06x}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
+        "{}-{:06x}",
+        utc_strftime(unix_ns, "%Y%m%dT%H%M%SZ"),
         random & 0xff_ffff
     )
 }
 
-/// (year, month, day) of a day count since 1970-01-01 (H. Hinnant's civil-from-days).
-pub fn civil_date(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// A Unix time (ns) in UTC, formatted by `strftime` directives; whole seconds (the epoch for a
+/// time past the calendar's end, which a `u64` of nanoseconds never reaches).
+pub fn utc_strftime(unix_ns: u64, format: &str) -> String {
+    let secs = i64::try_from(unix_ns / 1_000_000_000).unwrap_or(0);
+    let t = jiff::Timestamp::from_second(secs).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    t.strftime(format).to_string()
 }
 
 #[cfg(test)]

@@ -348,7 +348,7 @@ pub fn prometheus_text(data: &[u8]) {
     }
     let page = prometheus::parse(&text);
     let _ = engines::detect(&page);
-    for kind in ServerKind::ALL {
+    for &kind in ServerKind::ALL {
         let _ = engines::read_sample(&page, kind, Some("m"));
         let _ = engines::read_sample(&page, kind, None);
     }

@@ -40,6 +40,7 @@ pub mod fuzz;
 pub mod load;
 pub mod merge;
 pub mod metrics;
+pub(crate) mod names;
 pub mod perf;
 pub mod plan;
 pub mod profile;

@@ -36,21 +36,45 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::RequestRecord;
 
-/// A per-request metric with a distribution.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// A per-request metric with a distribution. Its key in CSV, JSON and `--goodput` / `--slo`
+/// expressions is the variant's snake_case name or its `strum` name; the other names read back
+/// are GenAI-Perf's legacy ones (`crate::names`).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Metric {
     /// First content-bearing response minus the actual send.
+    #[strum(to_string = "time_to_first_token", serialize = "ttft")]
     TimeToFirstToken,
     /// First response with answer text (past the reasoning) minus the actual send: AIPerf's
     /// time_to_first_output_token. Only requests whose responses streamed reasoning have one, so
     /// only levels that saw reasoning list it.
+    #[strum(to_string = "time_to_first_output_token", serialize = "ttfo")]
     TimeToFirstOutputToken,
     /// Second content-bearing response minus the first.
+    #[strum(to_string = "time_to_second_token", serialize = "ttst")]
     TimeToSecondToken,
     /// Last content-bearing response minus the actual send.
+    #[strum(
+        to_string = "request_latency",
+        serialize = "e2e_latency",
+        serialize = "latency"
+    )]
     RequestLatency,
     /// (latency − TTFT) / (OSL − 1) per request.
+    #[strum(to_string = "inter_token_latency", serialize = "itl")]
     InterTokenLatency,
     /// 1 / ITL per request.
     OutputTokenThroughputPerUser,
@@ -67,8 +91,10 @@ pub enum Metric {
     /// Every gap between consecutive content-bearing responses, pooled over requests.
     InterChunkLatency,
     /// First token minus the intended send time (coordinated-omission corrected).
+    #[strum(to_string = "time_to_first_token_from_intended")]
     TimeToFirstTokenIntended,
     /// Last token minus the intended send time (coordinated-omission corrected).
+    #[strum(to_string = "request_latency_from_intended")]
     RequestLatencyIntended,
     /// Actual send minus intended send.
     SendLag,
@@ -86,8 +112,11 @@ pub enum Metric {
     CachedPromptTokens,
     /// First response carrying a tool call's argument text minus the actual send, for requests
     /// whose response called a tool.
+    #[strum(to_string = "time_to_first_tool_token", serialize = "ttftt")]
     TimeToFirstToolToken,
 }
+
+crate::names::serde_by_name!(Metric);
 
 /// How a metric's raw integer samples are stored and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,52 +150,13 @@ impl Unit {
 }
 
 impl Metric {
-    /// Every metric, in the order files list them (GenAI-Perf's order first).
-    pub const ALL: [Metric; 19] = [
-        Metric::TimeToFirstToken,
-        Metric::TimeToFirstOutputToken,
-        Metric::TimeToSecondToken,
-        Metric::RequestLatency,
-        Metric::InterTokenLatency,
-        Metric::OutputTokenThroughputPerUser,
-        Metric::OutputSequenceLength,
-        Metric::ReasoningTokenCount,
-        Metric::InputSequenceLength,
-        Metric::TimeToFirstByte,
-        Metric::InterChunkLatency,
-        Metric::TimeToFirstTokenIntended,
-        Metric::RequestLatencyIntended,
-        Metric::SendLag,
-        Metric::ServerPrefillTime,
-        Metric::ClientMinusServerTtft,
-        Metric::ServerDecodeTime,
-        Metric::CachedPromptTokens,
-        Metric::TimeToFirstToolToken,
-    ];
+    /// Every metric, in the order files list them (GenAI-Perf's order first): the order of
+    /// declaration.
+    pub const ALL: &'static [Metric] = <Metric as strum::VariantArray>::VARIANTS;
 
     /// The snake_case key used in CSV, JSON and `--goodput` / `--slo` expressions.
     pub fn key(self) -> &'static str {
-        match self {
-            Metric::TimeToFirstToken => "time_to_first_token",
-            Metric::TimeToFirstOutputToken => "time_to_first_output_token",
-            Metric::TimeToSecondToken => "time_to_second_token",
-            Metric::RequestLatency => "request_latency",
-            Metric::InterTokenLatency => "inter_token_latency",
-            Metric::OutputTokenThroughputPerUser => "output_token_throughput_per_user",
-            Metric::OutputSequenceLength => "output_sequence_length",
-            Metric::ReasoningTokenCount => "reasoning_token_count",
-            Metric::InputSequenceLength => "input_sequence_length",
-            Metric::TimeToFirstByte => "time_to_first_byte",
-            Metric::InterChunkLatency => "inter_chunk_latency",
-            Metric::TimeToFirstTokenIntended => "time_to_first_token_from_intended",
-            Metric::RequestLatencyIntended => "request_latency_from_intended",
-            Metric::SendLag => "send_lag",
-            Metric::ServerPrefillTime => "server_prefill_time",
-            Metric::ClientMinusServerTtft => "client_minus_server_ttft",
-            Metric::ServerDecodeTime => "server_decode_time",
-            Metric::CachedPromptTokens => "cached_prompt_tokens",
-            Metric::TimeToFirstToolToken => "time_to_first_tool_token",
-        }
+        self.into()
     }
 
     /// Title-case label with unit, as GenAI-Perf's console shows it.
@@ -234,19 +224,7 @@ impl Metric {
 
     /// Parses a snake_case key (also accepts GenAI-Perf's legacy names).
     pub fn from_key(key: &str) -> Option<Metric> {
-        let key = key.trim();
-        Metric::ALL
-            .into_iter()
-            .find(|m| m.key() == key)
-            .or(match key {
-                "ttft" => Some(Metric::TimeToFirstToken),
-                "ttfo" => Some(Metric::TimeToFirstOutputToken),
-                "ttst" => Some(Metric::TimeToSecondToken),
-                "ttftt" => Some(Metric::TimeToFirstToolToken),
-                "itl" => Some(Metric::InterTokenLatency),
-                "e2e_latency" | "latency" => Some(Metric::RequestLatency),
-                _ => None,
-            })
+        key.trim().parse().ok()
     }
 
     /// Position in [`Metric::ALL`], for arrays indexed by metric.
@@ -255,9 +233,22 @@ impl Metric {
     }
 }
 
-/// How a percentile is computed from the samples (`stats` reads it off the histogram).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// How a percentile is computed from the samples (`stats` reads it off the histogram). Its
+/// name on the command line and in the JSON files is its kebab-case name.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum PercentileMethod {
     /// numpy's default (GenAI-Perf, vLLM bench, AIPerf): the position `(n−1)·q` in the sorted
     /// samples, interpolated linearly between the two neighbouring samples.
@@ -267,13 +258,12 @@ pub enum PercentileMethod {
     NearestRank,
 }
 
+crate::names::serde_by_name!(PercentileMethod);
+
 impl PercentileMethod {
     /// The name used on the command line and in the JSON files.
     pub fn key(self) -> &'static str {
-        match self {
-            PercentileMethod::Linear => "linear",
-            PercentileMethod::NearestRank => "nearest-rank",
-        }
+        self.into()
     }
 }
 
@@ -411,10 +401,25 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
     }
 }
 
-/// A statistic of a distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A statistic of a distribution; its key in files and expressions is its lower-case name
+/// (`p99.9` for [`Stat::P999`]), `mean` and `median` read back too.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum Stat {
     /// Mean.
+    #[strum(to_string = "avg", serialize = "mean")]
     Avg,
     /// Smallest value.
     Min,
@@ -431,6 +436,7 @@ pub enum Stat {
     /// 25th percentile.
     P25,
     /// Median.
+    #[strum(to_string = "p50", serialize = "median")]
     P50,
     /// 75th percentile.
     P75,
@@ -441,56 +447,22 @@ pub enum Stat {
     /// 99th percentile.
     P99,
     /// 99.9th percentile.
+    #[strum(to_string = "p99.9", serialize = "p999")]
     P999,
 }
 
 impl Stat {
-    /// Every statistic, in file order.
-    pub const ALL: [Stat; 14] = [
-        Stat::Avg,
-        Stat::Min,
-        Stat::Max,
-        Stat::Std,
-        Stat::P1,
-        Stat::P5,
-        Stat::P10,
-        Stat::P25,
-        Stat::P50,
-        Stat::P75,
-        Stat::P90,
-        Stat::P95,
-        Stat::P99,
-        Stat::P999,
-    ];
+    /// Every statistic, in file order: the order of declaration.
+    pub const ALL: &'static [Stat] = <Stat as strum::VariantArray>::VARIANTS;
 
     /// The key used in files and expressions (`p99`, `p99.9`).
     pub fn key(self) -> &'static str {
-        match self {
-            Stat::Avg => "avg",
-            Stat::Min => "min",
-            Stat::Max => "max",
-            Stat::Std => "std",
-            Stat::P1 => "p1",
-            Stat::P5 => "p5",
-            Stat::P10 => "p10",
-            Stat::P25 => "p25",
-            Stat::P50 => "p50",
-            Stat::P75 => "p75",
-            Stat::P90 => "p90",
-            Stat::P95 => "p95",
-            Stat::P99 => "p99",
-            Stat::P999 => "p99.9",
-        }
+        self.into()
     }
 
     /// Parses a statistic name (`mean`, `median` and `p999` are accepted too).
     pub fn parse(s: &str) -> Option<Stat> {
-        match s {
-            "mean" => Some(Stat::Avg),
-            "median" => Some(Stat::P50),
-            "p999" => Some(Stat::P999),
-            _ => Stat::ALL.into_iter().find(|k| k.key() == s),
-        }
+        s.parse().ok()
     }
 
     /// The quantile (0..1) a percentile statistic estimates; `None` for the others.
@@ -531,8 +503,22 @@ impl Stat {
     }
 }
 
-/// A level-wide number (not a per-request distribution).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A level-wide number (not a per-request distribution); its key in expressions and files is
+/// its snake_case name or its `strum` name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum SystemMetric {
     /// Successful requests per second.
     RequestThroughput,
@@ -551,6 +537,7 @@ pub enum SystemMetric {
     /// The server's queue time as a share of its time (0..1): the engine's own queue where it
     /// has one (vLLM, SGLang, TGI; TensorRT-LLM's estimated from its waiting requests), else
     /// Triton's.
+    #[strum(to_string = "queue_share", serialize = "server_queue_share")]
     QueueShare,
     /// The server's average queue time per request (ms), from the same source.
     ServerQueueTime,
@@ -578,71 +565,27 @@ pub enum SystemMetric {
     AnswerChangedShare,
     /// TTFT p99's trend over the level's timeline, as a share of its median per hour (a soak's
     /// drift; see `stats::trend`); 0 when the trend is not a drift.
+    #[strum(to_string = "ttft_p99_drift_per_hour")]
     TtftP99Drift,
     /// Request latency p99's trend, as a share of its median per hour.
+    #[strum(to_string = "latency_p99_drift_per_hour")]
     LatencyP99Drift,
     /// Output throughput's trend, as a share of its median per hour (negative: it falls).
+    #[strum(to_string = "throughput_drift_per_hour")]
     ThroughputDrift,
 }
 
 impl SystemMetric {
-    /// Every system metric.
-    pub const ALL: [SystemMetric; 21] = [
-        SystemMetric::RequestThroughput,
-        SystemMetric::OutputTokenThroughput,
-        SystemMetric::TotalTokenThroughput,
-        SystemMetric::RequestGoodput,
-        SystemMetric::ErrorRate,
-        SystemMetric::ErrorCount,
-        SystemMetric::RequestCount,
-        SystemMetric::QueueShare,
-        SystemMetric::ServerQueueTime,
-        SystemMetric::ServerComputeTime,
-        SystemMetric::KvCacheUsage,
-        SystemMetric::Preemptions,
-        SystemMetric::InputThroughput,
-        SystemMetric::InputTokenThroughput,
-        SystemMetric::ToolCallShare,
-        SystemMetric::ToolArgsValidShare,
-        SystemMetric::Accuracy,
-        SystemMetric::AnswerChangedShare,
-        SystemMetric::TtftP99Drift,
-        SystemMetric::LatencyP99Drift,
-        SystemMetric::ThroughputDrift,
-    ];
+    /// Every system metric: the order of declaration.
+    pub const ALL: &'static [SystemMetric] = <SystemMetric as strum::VariantArray>::VARIANTS;
 
     /// Key in expressions and files.
     pub fn key(self) -> &'static str {
-        match self {
-            SystemMetric::RequestThroughput => "request_throughput",
-            SystemMetric::OutputTokenThroughput => "output_token_throughput",
-            SystemMetric::TotalTokenThroughput => "total_token_throughput",
-            SystemMetric::RequestGoodput => "request_goodput",
-            SystemMetric::ErrorRate => "error_rate",
-            SystemMetric::ErrorCount => "error_count",
-            SystemMetric::RequestCount => "request_count",
-            SystemMetric::QueueShare => "queue_share",
-            SystemMetric::ServerQueueTime => "server_queue_time",
-            SystemMetric::ServerComputeTime => "server_compute_time",
-            SystemMetric::KvCacheUsage => "kv_cache_usage",
-            SystemMetric::Preemptions => "preemptions",
-            SystemMetric::InputThroughput => "input_throughput",
-            SystemMetric::InputTokenThroughput => "input_token_throughput",
-            SystemMetric::ToolCallShare => "tool_call_share",
-            SystemMetric::ToolArgsValidShare => "tool_args_valid_share",
-            SystemMetric::Accuracy => "accuracy",
-            SystemMetric::AnswerChangedShare => "answer_changed_share",
-            SystemMetric::TtftP99Drift => "ttft_p99_drift_per_hour",
-            SystemMetric::LatencyP99Drift => "latency_p99_drift_per_hour",
-            SystemMetric::ThroughputDrift => "throughput_drift_per_hour",
-        }
+        self.into()
     }
 
     fn parse(s: &str) -> Option<SystemMetric> {
-        match s {
-            "server_queue_share" => Some(SystemMetric::QueueShare),
-            _ => SystemMetric::ALL.into_iter().find(|m| m.key() == s),
-        }
+        s.parse().ok()
     }
 
     fn kind(self) -> Kind {
@@ -897,6 +840,15 @@ impl Serialize for Slo {
     }
 }
 
+/// The names of `variants`, comma-separated, for messages that list what is valid.
+fn names<T: Copy>(variants: &[T]) -> String
+where
+    &'static str: From<T>,
+{
+    let names: Vec<&str> = variants.iter().map(|&v| v.into()).collect();
+    names.join(", ")
+}
+
 /// Why a metric reference (`time_to_first_token.p99`) or a value with its unit (`500ms`) does
 /// not parse: the metric, statistic or unit, and what is valid. Flags put their name and value
 /// in front ([`SloError`], `compare`'s limits).
@@ -916,18 +868,15 @@ pub enum MetricError {
     #[error(
         "unknown metric '{name}'; per-request metrics (with a statistic): {per_request}; level metrics: {level}",
         name = .0,
-        per_request = Metric::ALL.map(Metric::key).join(", "),
-        level = SystemMetric::ALL.map(SystemMetric::key).join(", ")
+        per_request = names(Metric::ALL),
+        level = names(SystemMetric::ALL)
     )]
     UnknownMetric(String),
     /// A distribution without a statistic.
     #[error("'{0}' is a distribution: name a statistic, e.g. {0}.p99 or {0}.avg")]
     NoStat(String),
     /// A statistic that is none.
-    #[error(
-        "unknown statistic '{stat}' for {name}; valid: {}",
-        Stat::ALL.map(Stat::key).join(", ")
-    )]
+    #[error("unknown statistic '{stat}' for {name}; valid: {}", names(Stat::ALL))]
     UnknownStat {
         /// The statistic given.
         stat: String,
@@ -1166,6 +1115,36 @@ impl Default for Validity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every metric, statistic, level metric and percentile method reads back from the name
+    /// files and flags write; the aliases of older files and GenAI-Perf too.
+    #[test]
+    fn names_round_trip() {
+        crate::names::assert_serde_round_trip::<Metric>();
+        crate::names::assert_serde_round_trip::<PercentileMethod>();
+        crate::names::assert_round_trip::<Stat>();
+        crate::names::assert_round_trip::<SystemMetric>();
+        for (alias, m) in [
+            ("ttft", Metric::TimeToFirstToken),
+            ("itl", Metric::InterTokenLatency),
+            ("e2e_latency", Metric::RequestLatency),
+            ("latency", Metric::RequestLatency),
+            (" ttftt ", Metric::TimeToFirstToolToken),
+        ] {
+            assert_eq!(Metric::from_key(alias), Some(m), "{alias}");
+        }
+        assert_eq!(
+            Metric::TimeToFirstTokenIntended.key(),
+            "time_to_first_token_from_intended"
+        );
+        assert_eq!(Stat::parse("median"), Some(Stat::P50));
+        assert_eq!(Stat::P999.key(), "p99.9");
+        assert_eq!(
+            MetricRef::parse("server_queue_share"),
+            Ok(MetricRef::System(SystemMetric::QueueShare))
+        );
+        assert_eq!(PercentileMethod::NearestRank.key(), "nearest-rank");
+    }
 
     #[test]
     fn parse_table() {

@@ -79,7 +79,24 @@ pub enum Phase {
 }
 
 /// Why a request failed. Each kind is counted separately; failed requests are data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Its key in files is declared here once, written and read back by the same attributes: the
+/// variant's snake_case name or its `strum` name (aliases: older names read back), except for
+/// the two kinds that carry a code, whose keys hold it ([`ErrorKind::key`]).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorKind {
     /// No connection could be made (refused, unreachable, DNS, TLS handshake).
     Connect,
@@ -103,7 +120,9 @@ pub enum ErrorKind {
     NoContent,
     /// A second Ctrl-C (or the end of the grace after the first) abandoned the request in
     /// flight. Not a failure of the server: counted apart (`abandoned_count`), never in errors,
-    /// the error gate or latency statistics.
+    /// the error gate or latency statistics. Files written before it had its own kind called it
+    /// `cancelled`.
+    #[strum(to_string = "abandoned", serialize = "cancelled")]
     Abandoned,
     /// `--request-cancellation-rate` chose this request and the client dropped it
     /// `--request-cancellation-delay` after its send, before the response completed. Not a
@@ -119,11 +138,13 @@ pub enum ErrorKind {
     /// The server reset the HTTP/2 stream (`RST_STREAM`).
     StreamReset,
     /// The server closed the HTTP/2 connection (`GOAWAY`) before the call completed.
+    #[strum(to_string = "goaway")]
     GoAway,
     /// An event, streamed message, whole body or the response's text passed `--max-event-size`
     /// (reading stopped there instead of buffering it).
     ResponseTooLarge,
     /// This process may open no more files (`EMFILE`/`ENFILE`): every connection is one.
+    #[strum(to_string = "too_many_open_files")]
     OpenFiles,
 }
 
@@ -131,25 +152,9 @@ impl ErrorKind {
     /// Stable snake_case key used in files and tables (`http_503`, `stream_cut`, ...).
     pub fn key(&self) -> Cow<'static, str> {
         match self {
-            ErrorKind::Connect => "connect".into(),
-            ErrorKind::Timeout => "timeout".into(),
             ErrorKind::HttpStatus(code) => format!("http_{code}").into(),
-            ErrorKind::NotStreaming => "not_streaming".into(),
-            ErrorKind::MalformedSse => "malformed_sse".into(),
-            ErrorKind::MalformedResponse => "malformed_response".into(),
-            ErrorKind::StreamCut => "stream_cut".into(),
-            ErrorKind::ServerError => "server_error".into(),
             ErrorKind::GrpcStatus(code) => format!("grpc_{}", grpc_code_name(*code)).into(),
-            ErrorKind::NoContent => "no_content".into(),
-            ErrorKind::Abandoned => "abandoned".into(),
-            ErrorKind::RequestCancelled => "request_cancelled".into(),
-            ErrorKind::ConnectRefused => "connect_refused".into(),
-            ErrorKind::ConnectionReset => "connection_reset".into(),
-            ErrorKind::RateLimited => "rate_limited".into(),
-            ErrorKind::StreamReset => "stream_reset".into(),
-            ErrorKind::GoAway => "goaway".into(),
-            ErrorKind::ResponseTooLarge => "response_too_large".into(),
-            ErrorKind::OpenFiles => "too_many_open_files".into(),
+            named => Cow::Borrowed(named.into()),
         }
     }
 
@@ -162,26 +167,8 @@ impl ErrorKind {
             let code = (0..=16).find(|c| grpc_code_name(*c) == name).unwrap_or(-1);
             return Some(ErrorKind::GrpcStatus(code));
         }
-        Some(match key {
-            "connect" => ErrorKind::Connect,
-            "timeout" => ErrorKind::Timeout,
-            "not_streaming" => ErrorKind::NotStreaming,
-            "malformed_sse" => ErrorKind::MalformedSse,
-            "malformed_response" => ErrorKind::MalformedResponse,
-            "stream_cut" => ErrorKind::StreamCut,
-            "server_error" => ErrorKind::ServerError,
-            "no_content" => ErrorKind::NoContent,
-            // Files written before abandoned requests had their own kind called them cancelled.
-            "abandoned" | "cancelled" => ErrorKind::Abandoned,
-            "request_cancelled" => ErrorKind::RequestCancelled,
-            "connect_refused" => ErrorKind::ConnectRefused,
-            "connection_reset" => ErrorKind::ConnectionReset,
-            "rate_limited" => ErrorKind::RateLimited,
-            "stream_reset" => ErrorKind::StreamReset,
-            "goaway" => ErrorKind::GoAway,
-            "response_too_large" => ErrorKind::ResponseTooLarge,
-            _ => return None,
-        })
+        // The two kinds with a code are read by their prefixes above.
+        key.parse().ok()
     }
 
     /// What the user can do about this kind of failure, when there is something to say.
@@ -232,14 +219,7 @@ impl ErrorKind {
 
 /// This process's open-file limit (soft, hard), when the system says.
 pub fn open_file_limit() -> Option<(u64, u64)> {
-    // SAFETY: getrlimit writes only the struct passed.
-    unsafe {
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
-            return None;
-        }
-        Some((rl.rlim_cur as u64, rl.rlim_max as u64))
-    }
+    rlimit::Resource::NOFILE.get().ok()
 }
 
 /// The file-limit advice for `too_many_open_files`, with the limit in force.
@@ -714,6 +694,30 @@ mod tests {
         r.chunks = 1;
         r.osl = 50;
         assert_eq!(r.itl_ns(), None);
+    }
+
+    /// Every kind reads back from its key: each kind without a code, every named gRPC code and
+    /// an unnamed one, HTTP statuses; no two kinds share a key.
+    #[test]
+    fn every_error_kind_reads_back_from_its_key() {
+        use strum::IntoEnumIterator;
+        let coded = (0..=16)
+            .chain([-1])
+            .map(ErrorKind::GrpcStatus)
+            .chain([200, 401, 429, 500, 503, 599].map(ErrorKind::HttpStatus));
+        let kinds: Vec<ErrorKind> = ErrorKind::iter()
+            .filter(|k| !matches!(k, ErrorKind::HttpStatus(_) | ErrorKind::GrpcStatus(_)))
+            .chain(coded)
+            .collect();
+        assert!(kinds.contains(&ErrorKind::OpenFiles) && kinds.contains(&ErrorKind::Abandoned));
+        let mut keys = std::collections::BTreeSet::new();
+        for kind in kinds {
+            let key = kind.key();
+            assert_eq!(ErrorKind::from_key(&key), Some(kind), "{key}");
+            assert!(keys.insert(key.clone()), "{key} names two kinds");
+        }
+        assert_eq!(ErrorKind::from_key("bogus"), None);
+        assert_eq!(ErrorKind::from_key("http_x"), None);
     }
 
     #[test]

@@ -453,7 +453,7 @@ impl Aggregate {
             self.send_count += 1;
         }
         self.sum_recv_ns += rec.recv_ns().unwrap_or(0);
-        for m in Metric::ALL {
+        for &m in Metric::ALL {
             if let Some(v) = per_request_value(m, rec) {
                 self.dists[m.index()].record(v);
             }
@@ -1174,7 +1174,7 @@ mod tests {
 
     #[test]
     fn metric_keys_round_trip() {
-        for m in Metric::ALL {
+        for &m in Metric::ALL {
             assert_eq!(Metric::from_key(m.key()), Some(m));
         }
         assert_eq!(Metric::from_key("ttft"), Some(Metric::TimeToFirstToken));

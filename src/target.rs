@@ -12,9 +12,19 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
 }
 
-/// Which API the requests go to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// Which API the requests go to; its name (`--endpoint-type`, files) is its snake_case name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Api {
     /// Triton KServe v2 gRPC (`ModelStreamInfer` / `ModelInfer`).
     Kserve,
@@ -35,6 +45,8 @@ pub enum Api {
     /// A reranker: one query and N passages, one score each (`/v1/rerank` and its layouts).
     Rankings,
 }
+
+crate::names::serde_by_name!(Api);
 
 impl Api {
     /// GenAI-Perf's service kind for this API, as used in artifact directory names.
@@ -83,23 +95,25 @@ impl Api {
 
     /// The endpoint type's name.
     pub fn name(self) -> &'static str {
-        match self {
-            Api::Kserve => "kserve",
-            Api::Chat => "chat",
-            Api::Completions => "completions",
-            Api::Generate => "generate",
-            Api::Infer => "infer",
-            Api::Responses => "responses",
-            Api::Messages => "messages",
-            Api::Embeddings => "embeddings",
-            Api::Rankings => "rankings",
-        }
+        self.into()
     }
 }
 
-/// How a reranker request and answer are laid out (`--rankings-api`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// How a reranker request and answer are laid out (`--rankings-api`); its name is its
+/// snake_case name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum RankingsLayout {
     /// Cohere/Jina `POST /v1/rerank {model, query, documents: [..]}` answered with
     /// `results[].relevance_score` (vLLM, llama-server, TEI's `/v1/rerank` too).
@@ -113,14 +127,12 @@ pub enum RankingsLayout {
     Nim,
 }
 
+crate::names::serde_by_name!(RankingsLayout);
+
 impl RankingsLayout {
     /// The layout's flag value.
     pub fn name(self) -> &'static str {
-        match self {
-            RankingsLayout::Rerank => "rerank",
-            RankingsLayout::Tei => "tei",
-            RankingsLayout::Nim => "nim",
-        }
+        self.into()
     }
 }
 
@@ -138,9 +150,19 @@ pub enum ServiceKind {
     Openai,
 }
 
-/// Input layout of a Triton LLM model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// Input layout of a Triton LLM model; its name (`--backend`) is its snake_case name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Backend {
     /// TensorRT-LLM.
     Tensorrtllm,
@@ -148,13 +170,12 @@ pub enum Backend {
     Vllm,
 }
 
+crate::names::serde_by_name!(Backend);
+
 impl Backend {
     /// The backend's flag value.
     pub fn name(self) -> &'static str {
-        match self {
-            Backend::Tensorrtllm => "tensorrtllm",
-            Backend::Vllm => "vllm",
-        }
+        self.into()
     }
 }
 
@@ -622,6 +643,16 @@ fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every API, reranker layout and backend reads back from the name flags and files use.
+    #[test]
+    fn names_round_trip() {
+        crate::names::assert_serde_round_trip::<Api>();
+        crate::names::assert_serde_round_trip::<RankingsLayout>();
+        crate::names::assert_serde_round_trip::<Backend>();
+        assert_eq!(Api::Kserve.name(), "kserve");
+        assert_eq!(Backend::Tensorrtllm.name(), "tensorrtllm");
+    }
 
     #[test]
     fn command_line_redaction() {

@@ -94,7 +94,7 @@ fn level_json(dir: &std::path::Path) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_engine_style_is_read_per_level_and_written() {
-    for style in ServerKind::ALL {
+    for &style in ServerKind::ALL {
         let sim = sim(style, 0).await;
         let tmp = tempfile::tempdir().unwrap();
         let dcgm = sim.dcgm_url();

@@ -393,3 +393,97 @@ async fn shard_processes_start_together_and_merge_exactly() {
     }
     assert!(!out.exists(), "nothing written when refused");
 }
+
+/// Issue 41: an error kind written by the client reads back from every file that holds it.
+/// Two shard processes run with too few file descriptors, so connections fail with EMFILE
+/// (`too_many_open_files`); `merge` reads their `histograms.json` and `requests.jsonl` and adds
+/// the kind's counts up, `report` and `compare` read the merged run and show its failures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_open_files_reads_back_through_merge_report_and_compare() {
+    let kind = ttftbench::record::ErrorKind::OpenFiles.key().into_owned();
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..2).map(|i| tmp.path().join(format!("s{i}"))).collect();
+    let start_at = (unix_now_ns() / 1_000_000_000 + 3).to_string();
+    let mut children = Vec::new();
+    for (i, d) in dirs.iter().enumerate() {
+        let profile = args(&[
+            "profile",
+            "-m",
+            "gpt2",
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "-u",
+            &sim.http_url(),
+            "--output-tokens-mean",
+            "4",
+            "--concurrency",
+            "100",
+            "--request-count",
+            "200",
+            "--start-at",
+            &start_at,
+            "--shard",
+            &format!("{i}/2"),
+            "--max-error-rate",
+            "100%",
+            "--artifact-dir",
+            d.to_str().unwrap(),
+            "--quiet",
+        ]);
+        let script = format!("ulimit -n 48 && exec {BIN} {}", profile.join(" "));
+        children.push(
+            tokio::process::Command::new("bash")
+                .args(["-c", &script])
+                .output(),
+        );
+    }
+    for c in children {
+        let o = c.await.unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    sim.shutdown().await;
+    let failed = |dir: &Path| -> u64 {
+        let doc = json_file(&dir.join("profile_export_genai_perf.json"));
+        doc["errors"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["kind"] == kind.as_str())
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum()
+    };
+    let per_shard: Vec<u64> = dirs.iter().map(|d| failed(d)).collect();
+    assert!(per_shard.iter().all(|&n| n > 0), "{per_shard:?}");
+
+    let merged = tmp.path().join("merged");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let o = run(&["merge", &s(&dirs[0]), &s(&dirs[1]), "-o", &s(&merged)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(failed(&merged), per_shard.iter().sum::<u64>());
+    let rows = measured(&merged);
+    let failed_rows = rows.iter().filter(|r| r["error"] == kind.as_str()).count();
+    assert_eq!(failed_rows as u64, failed(&merged));
+
+    let o = run(&["report", &s(&merged)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    let badge = format!("{} failed requests", failed(&merged));
+    assert!(page.contains(&badge), "the report shows no '{badge}'");
+
+    // compare's error rate on each side is the failures over the measured requests.
+    let o = run(&["compare", &s(&dirs[0]), &s(&merged), "--format", "json"]);
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    let rate = rows.iter().find(|r| r["metric"] == "error_rate").unwrap();
+    for (side, dir) in [("baseline", &dirs[0]), ("current", &merged)] {
+        let share = failed(dir) as f64 / measured(dir).len() as f64;
+        let shown = rate[side].as_f64().unwrap();
+        assert!(
+            (shown - share).abs() < 1e-3,
+            "{side}: {shown} against {share}"
+        );
+    }
+}

@@ -513,7 +513,7 @@ fn strings_model() -> ModelSpec {
         "strings",
         4,
         vec![TensorSpec::new("text", DataType::Bytes, &[-1])],
-        vec![TensorSpec::new("scores", DataType::Fp32, &[3])],
+        vec![TensorSpec::new("scores", DataType::F32, &[3])],
     )
     .with_dynamic_batching(&[], 0)
 }
@@ -1015,9 +1015,9 @@ async fn instant_mode_and_custom_models() {
     let custom = ModelSpec::tensor(
         "flat",
         0,
-        vec![TensorSpec::new("x", DataType::Fp32, &[4])],
+        vec![TensorSpec::new("x", DataType::F32, &[4])],
         vec![
-            TensorSpec::new("y", DataType::Fp32, &[2]),
+            TensorSpec::new("y", DataType::F32, &[2]),
             TensorSpec::new("flag", DataType::Bool, &[1]),
         ],
     )
@@ -1160,8 +1160,8 @@ async fn queue_limit_and_faults_apply_to_tensor_models() {
     let slow = ModelSpec::tensor(
         "slow",
         4,
-        vec![TensorSpec::new("x", DataType::Fp32, &[1])],
-        vec![TensorSpec::new("y", DataType::Fp32, &[1])],
+        vec![TensorSpec::new("x", DataType::F32, &[1])],
+        vec![TensorSpec::new("y", DataType::F32, &[1])],
     )
     .with_timing(TensorTiming {
         base_us: 300_000,

@@ -321,27 +321,12 @@ pub fn fresh_layout(plan: &RunPlan, timestamp: &str) -> Layout {
     layout
 }
 
-/// Local time as `YYYYMMDD_HHMMSS` (the seeds' `date +%Y%m%d_%H%M` with seconds).
+/// Local time as `YYYYMMDD_HHMMSS` (the seeds' `date +%Y%m%d_%H%M` with seconds), in the time
+/// zone `TZ` or the system names.
 pub fn local_timestamp() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as libc::time_t)
-        .unwrap_or(0);
-    // SAFETY: localtime_r writes only into the tm we pass and reads the time_t we own.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
-    if !ok {
-        return format!("{secs}");
-    }
-    format!(
-        "{:04}{:02}{:02}_{:02}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    jiff::ZonedDateTime::now()
+        .strftime("%Y%m%d_%H%M%S")
+        .to_string()
 }
 
 #[cfg(test)]

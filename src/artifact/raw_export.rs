@@ -79,7 +79,7 @@ pub use crate::record::capture::ResponseForm;
 use crate::record::capture::{Capture, Response};
 use crate::record::{Clock, Phase, RequestRecord};
 use crate::target::{Api, Target};
-use crate::workload::tensor::DataType;
+use crate::workload::tensor::{DataType, element_value};
 use crate::workload::{Dataset, Payload};
 
 /// Raw per-request export inside a level directory.
@@ -343,44 +343,13 @@ pub fn raw_tensor(dt: Option<DataType>, raw: &[u8]) -> Value {
         return Value::String(String::from_utf8_lossy(rest).into_owned());
     }
     let size = dt.size().unwrap_or(1);
-    let values: Vec<Value> = raw.chunks_exact(size).map(|c| element(dt, c)).collect();
+    let values: Vec<Value> = raw
+        .chunks_exact(size)
+        .map(|c| element_value(dt, c))
+        .collect();
     match values.len() {
         1 => values.into_iter().next().unwrap_or(Value::Null),
         _ => Value::Array(values),
-    }
-}
-
-fn element(dt: DataType, c: &[u8]) -> Value {
-    let n = |v: f64| serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number);
-    let mut b8 = [0u8; 8];
-    b8[..c.len().min(8)].copy_from_slice(&c[..c.len().min(8)]);
-    let u = u64::from_le_bytes(b8);
-    match dt {
-        DataType::Bool => Value::Bool(c[0] != 0),
-        DataType::U8 | DataType::U16 | DataType::U32 | DataType::U64 => Value::from(u),
-        DataType::I8 => Value::from(c[0] as i8),
-        DataType::I16 => Value::from(i16::from_le_bytes([c[0], c[1]])),
-        DataType::I32 => Value::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        DataType::I64 => Value::from(u as i64),
-        DataType::F32 => n(f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
-        DataType::F64 => n(f64::from_bits(u)),
-        DataType::F16 => n(f64::from(half_to_f32(u16::from_le_bytes([c[0], c[1]])))),
-        DataType::Bf16 => n(f64::from(f32::from_bits(
-            u32::from(u16::from_le_bytes([c[0], c[1]])) << 16,
-        ))),
-        DataType::Bytes => Value::Null,
-    }
-}
-
-fn half_to_f32(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f32::from(h & 0x3ff);
-    sign * match exp {
-        0 => frac * 2f32.powi(-24),
-        31 if frac == 0.0 => f32::INFINITY,
-        31 => f32::NAN,
-        e => (1.0 + frac / 1024.0) * 2f32.powi(e - 15),
     }
 }
 

@@ -858,7 +858,7 @@ pub struct EngineViewArgs {
         long = "server-kind",
         value_parser = clap::builder::TypedValueParser::try_map(
             clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
+                crate::server_metrics::ServerKind::ALL.iter().map(|k| k.name())
             ),
             |s| s.parse::<crate::server_metrics::ServerKind>()
         )
@@ -1378,7 +1378,7 @@ pub struct ServeArgs {
         default_value = "triton",
         value_parser = clap::builder::TypedValueParser::try_map(
             clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.map(|k| k.name())
+                crate::server_metrics::ServerKind::ALL.iter().map(|k| k.name())
             ),
             |s| s.parse::<crate::server_metrics::ServerKind>()
         )
@@ -1656,6 +1656,8 @@ pub enum SizeError {
 }
 
 /// A byte size: a number, optionally followed by `KiB`, `MiB` or `GiB` (or `K`, `M`, `G`).
+/// Written here rather than with `bytesize`, which reads `K`/`KB`/`M`/`MB` as powers of 1000:
+/// `--max-event-size 4MB` has always meant 4 MiB.
 fn parse_size(s: &str) -> Result<usize, SizeError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
@@ -1717,5 +1719,29 @@ impl EngineArgs {
             reset_rate: e.fault_reset_rate,
             goaway_ms: e.fault_goaway_ms,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every unit spelling is a power of 1024, as the flag's help says; nothing else reads.
+    #[test]
+    fn sizes_are_binary_in_every_spelling() {
+        for (raw, want) in [
+            ("4194304", 4 << 20),
+            ("4MiB", 4 << 20),
+            ("4MB", 4 << 20),
+            ("4m", 4 << 20),
+            ("64 KiB", 64 << 10),
+            ("1G", 1 << 30),
+            ("7b", 7),
+        ] {
+            assert_eq!(parse_size(raw), Ok(want), "{raw}");
+        }
+        assert_eq!(parse_size("4TiB"), Err(SizeError::Unit("4TiB".into())));
+        assert_eq!(parse_size("MiB"), Err(SizeError::NotSize("MiB".into())));
+        assert_eq!(parse_size("0KiB"), Err(SizeError::Range("0KiB".into())));
     }
 }

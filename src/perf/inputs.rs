@@ -25,7 +25,7 @@ use crate::error::UsageError;
 use crate::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use crate::proto::{InferParameter, ModelInferRequest, infer_parameter::ParameterChoice};
 use crate::workload::tensor::{
-    DataType, ModelInfo, TensorSpec, encode_bytes_elements, encode_scalar,
+    DataType, ModelInfo, TensorSpec, element_value, encode_bytes_elements, encode_scalar,
 };
 use crate::workload::{Dataset, Entry};
 
@@ -557,37 +557,7 @@ pub fn http_request(
 /// A tensor's values as a flat JSON list (for the all-JSON HTTP encoding).
 fn json_values(t: &Tensor) -> Vec<Value> {
     let r = &t.raw;
-    macro_rules! le {
-        ($ty:ty, $n:expr) => {
-            r.chunks_exact($n)
-                .map(|c| json!(<$ty>::from_le_bytes(c.try_into().unwrap_or([0; $n]))))
-                .collect()
-        };
-    }
     match t.datatype {
-        DataType::Bool => r.iter().map(|b| json!(*b != 0)).collect(),
-        DataType::U8 => r.iter().map(|b| json!(*b)).collect(),
-        DataType::I8 => r.iter().map(|b| json!(*b as i8)).collect(),
-        DataType::U16 => le!(u16, 2),
-        DataType::I16 => le!(i16, 2),
-        DataType::U32 => le!(u32, 4),
-        DataType::I32 => le!(i32, 4),
-        DataType::U64 => le!(u64, 8),
-        DataType::I64 => le!(i64, 8),
-        DataType::F32 => le!(f32, 4),
-        DataType::F64 => le!(f64, 8),
-        // Half-precision values travel as their float value.
-        DataType::F16 | DataType::Bf16 => r
-            .chunks_exact(2)
-            .map(|c| {
-                let bits = u16::from_le_bytes([c[0], c[1]]);
-                json!(if t.datatype == DataType::Bf16 {
-                    f32::from_bits(u32::from(bits) << 16)
-                } else {
-                    f16_to_f32(bits)
-                })
-            })
-            .collect(),
         DataType::Bytes => {
             let mut out = Vec::new();
             let mut i = 0;
@@ -599,23 +569,11 @@ fn json_values(t: &Tensor) -> Vec<Value> {
             }
             out
         }
-    }
-}
-
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = (h >> 10) & 0x1f;
-    let frac = f32::from(h & 0x3ff);
-    match exp {
-        0 => sign * frac * 2f32.powi(-24),
-        0x1f => {
-            if frac == 0.0 {
-                sign * f32::INFINITY
-            } else {
-                f32::NAN
-            }
-        }
-        e => sign * (1.0 + frac / 1024.0) * 2f32.powi(i32::from(e) - 15),
+        // Half-precision values travel as their float value.
+        dt => r
+            .chunks_exact(dt.size().unwrap_or(1))
+            .map(|c| element_value(dt, c))
+            .collect(),
     }
 }
 

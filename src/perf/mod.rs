@@ -934,8 +934,8 @@ mod tests {
             models: vec![ModelSpec::tensor(
                 "yolo_full",
                 8,
-                vec![SimTensor::new("images", SimType::Fp32, &[3, 8, 8])],
-                vec![SimTensor::new("output0", SimType::Fp32, &[84, 8400])],
+                vec![SimTensor::new("images", SimType::F32, &[3, 8, 8])],
+                vec![SimTensor::new("output0", SimType::F32, &[84, 8400])],
             )],
             ..SimConfig::default()
         }

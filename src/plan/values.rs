@@ -27,8 +27,9 @@ pub fn parse_slos(raw: &[String]) -> Result<Vec<crate::metrics::Slo>, UsageError
     })
 }
 
-/// A duration flag's value: `500ms`, `2s`, `1.5m`, `250us`, `1h`, or a bare number in the flag's
-/// own unit (`unit`: milliseconds for `--measurement-interval`, seconds for `--request-timeout`).
+/// A duration flag's value: `500ms`, `2s`, `1.5m`, `250us`, `1h`, `1m30s` (jiff's friendly
+/// format, or ISO 8601's `PT1M`), or a bare number in the flag's own unit (`unit`: milliseconds
+/// for `--measurement-interval`, seconds for `--request-timeout`).
 pub fn parse_duration(flag: &str, raw: &str, unit: Duration) -> Result<Duration, UsageError> {
     let t = raw.trim();
     // Clap names the flag itself; the message then starts at the value.
@@ -37,45 +38,38 @@ pub fn parse_duration(flag: &str, raw: &str, unit: Duration) -> Result<Duration,
     } else {
         format!("{flag} ")
     };
-    if t.starts_with('-') {
-        return usage(format!("{flag}{t}: must not be negative"));
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    let per = match suffix.trim() {
-        "" => unit,
-        "us" | "µs" => Duration::from_micros(1),
-        "ms" => Duration::from_millis(1),
-        "s" | "sec" => Duration::from_secs(1),
-        "m" | "min" => Duration::from_secs(60),
-        "h" => Duration::from_secs(3600),
-        other => {
-            return usage(format!(
-                "{flag}{t}: unknown unit '{other}'; write e.g. 500ms, 2s or 1m (a bare number is in {})",
-                unit_name(unit)
-            ));
-        }
-    };
-    let v: f64 = num.parse().map_err(|_| {
-        UsageError(format!(
-            "{flag}{t}: expected a duration such as 500ms, 2s or 1m (a bare number is in {})",
-            unit_name(unit)
-        ))
-    })?;
-    if !(v >= 0.0 && v.is_finite()) {
-        return usage(format!("{flag}{t}: must not be negative"));
-    }
-    Ok(per.mul_f64(v))
-}
-
-fn unit_name(unit: Duration) -> &'static str {
-    if unit >= Duration::from_secs(1) {
+    let unit_name = if unit >= Duration::from_secs(1) {
         "seconds"
     } else {
         "milliseconds"
+    };
+    let negative = || UsageError(format!("{flag}{t}: must not be negative"));
+    if t.starts_with('-') {
+        return Err(negative());
     }
+    let bare = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let parsed = if bare {
+        t.parse::<f64>()
+            .ok()
+            .and_then(|v| Duration::try_from_secs_f64(unit.as_secs_f64() * v).ok())
+    } else {
+        t.parse::<jiff::SignedDuration>()
+            .ok()
+            .map(|d| Duration::try_from(d).map_err(|_| negative()))
+            .transpose()?
+    };
+    parsed.ok_or_else(|| {
+        let number = t.trim_end_matches(|c: char| c.is_alphabetic() || c == 'µ');
+        let suffix = t[number.len()..].trim();
+        let cause = if !suffix.is_empty() && number.trim().parse::<f64>().is_ok() {
+            format!("unknown unit '{suffix}'; write e.g.")
+        } else {
+            "expected a duration such as".to_string()
+        };
+        UsageError(format!(
+            "{flag}{t}: {cause} 500ms, 2s or 1m (a bare number is in {unit_name})"
+        ))
+    })
 }
 
 /// `name:value` (value parsed as JSON when it is JSON, else a string) or a JSON object.
@@ -581,62 +575,11 @@ fn unix_seconds_ns(t: &str) -> Option<u64> {
     Some(secs * 1_000_000_000 + frac_ns)
 }
 
-/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` as Unix ns (`t` or a space may separate date and
-/// time; `z` as `Z`).
+/// An RFC 3339 time (`2026-01-01T00:00:00Z`, `t` or a space between date and time) as Unix ns;
+/// times before 1970 are none.
 fn rfc3339_unix_ns(t: &str) -> Option<u64> {
-    let b = t.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    if !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let s = t.get(r)?;
-        s.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| s.parse().ok())?
-    };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let mut rest = &t[19..];
-    let mut frac_ns = 0i64;
-    if let Some(f) = rest.strip_prefix('.') {
-        let digits = f.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        let kept = &f[..digits.min(9)];
-        frac_ns = kept.parse::<i64>().ok()? * 10i64.pow(9 - kept.len() as u32);
-        rest = &f[digits..];
-    }
-    let offset_s = match rest {
-        "Z" | "z" => 0,
-        o if o.len() == 6 && matches!(&o[..1], "+" | "-") && &o[3..4] == ":" => {
-            let oh: i64 = o[1..3].parse().ok()?;
-            let om: i64 = o[4..6].parse().ok()?;
-            let sign = if o.starts_with('-') { -1 } else { 1 };
-            sign * (oh * 3600 + om * 60)
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(y, mo, d);
-    let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset_s;
-    u64::try_from(secs * 1_000_000_000 + frac_ns).ok()
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let at: jiff::Timestamp = t.parse().ok()?;
+    u64::try_from(at.as_nanosecond()).ok()
 }
 
 #[cfg(test)]
@@ -779,11 +722,19 @@ mod tests {
             Duration::from_micros(250)
         );
         assert_eq!(parse_duration("-l", "0", ms).unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_duration("--request-timeout", "1m30s", s).unwrap(),
+            s * 90
+        );
+        assert_eq!(parse_duration("-p", "1.5 min", ms).unwrap(), s * 90);
+        assert_eq!(parse_duration("-p", "10µs", ms).unwrap(), ms / 100);
         let e = parse_duration("--request-timeout", "5 parsecs", s).unwrap_err();
         assert!(
             e.0.contains("unknown unit 'parsecs'") && e.0.contains("seconds"),
             "{e}"
         );
+        let e = parse_duration("-p", "1e400", ms).unwrap_err();
+        assert!(e.0.contains("expected a duration"), "{e}");
         assert!(parse_duration("-p", "fast", ms).is_err());
         let e = parse_duration("-p", "-3ms", ms).unwrap_err();
         assert!(e.0.contains("must not be negative"), "{e}");

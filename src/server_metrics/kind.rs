@@ -1,19 +1,39 @@
 //! Which inference engine a metrics endpoint belongs to: the vocabulary shared by the metrics
 //! adapters (`--server-kind`), and the simulator's `serve --metrics-style`.
 
-use std::fmt;
-use std::str::FromStr;
-
-/// An inference server whose Prometheus metrics ttftbench can read.
+/// An inference server whose Prometheus metrics ttftbench can read. Its name in flags and
+/// files is its lower-case name; the other spellings read back too, in any case.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
 )]
-#[serde(rename_all = "lowercase")]
+#[strum(
+    serialize_all = "lowercase",
+    ascii_case_insensitive,
+    parse_err_ty = UnknownServerKind,
+    parse_err_fn = UnknownServerKind::of
+)]
 pub enum ServerKind {
     /// Triton Inference Server core metrics (`nv_inference_*`), any backend.
     #[default]
     Triton,
     /// TensorRT-LLM on Triton: Triton's core metrics plus the backend's `nv_trt_llm_*` families.
+    #[strum(
+        to_string = "trtllm",
+        serialize = "trt-llm",
+        serialize = "tensorrtllm",
+        serialize = "tensorrt-llm"
+    )]
     TrtLlm,
     /// vLLM's OpenAI-compatible server (`vllm:*`).
     Vllm,
@@ -22,30 +42,25 @@ pub enum ServerKind {
     /// Hugging Face Text Generation Inference (`tgi_*`).
     Tgi,
     /// llama.cpp's `llama-server` (`llamacpp:*`, with `--metrics`).
+    #[strum(
+        to_string = "llamacpp",
+        serialize = "llama.cpp",
+        serialize = "llama-cpp",
+        serialize = "llama_cpp",
+        serialize = "llama-server"
+    )]
     LlamaCpp,
 }
 
+crate::names::serde_by_name!(ServerKind);
+
 impl ServerKind {
-    /// Every kind, in the order flags list them.
-    pub const ALL: [ServerKind; 6] = [
-        ServerKind::Triton,
-        ServerKind::TrtLlm,
-        ServerKind::Vllm,
-        ServerKind::Sglang,
-        ServerKind::Tgi,
-        ServerKind::LlamaCpp,
-    ];
+    /// Every kind, in the order flags list them: the order of declaration.
+    pub const ALL: &'static [ServerKind] = <ServerKind as strum::VariantArray>::VARIANTS;
 
     /// The name flags use (`triton`, `trtllm`, `vllm`, `sglang`, `tgi`, `llamacpp`).
     pub fn name(self) -> &'static str {
-        match self {
-            ServerKind::Triton => "triton",
-            ServerKind::TrtLlm => "trtllm",
-            ServerKind::Vllm => "vllm",
-            ServerKind::Sglang => "sglang",
-            ServerKind::Tgi => "tgi",
-            ServerKind::LlamaCpp => "llamacpp",
-        }
+        self.into()
     }
 
     /// True for the kinds served by Triton (core `nv_inference_*` and GPU `nv_gpu_*` families).
@@ -54,34 +69,18 @@ impl ServerKind {
     }
 }
 
-impl fmt::Display for ServerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// A server kind name that is not one of [`ServerKind::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown server kind {0:?}: expected one of triton, trtllm, vllm, sglang, tgi, llamacpp")]
+#[error(
+    "unknown server kind {name:?}: expected one of {names}",
+    name = .0,
+    names = <ServerKind as strum::VariantNames>::VARIANTS.join(", ")
+)]
 pub struct UnknownServerKind(pub String);
 
-impl FromStr for ServerKind {
-    type Err = UnknownServerKind;
-
-    /// Accepts the flag names, case-insensitively, `tensorrtllm`/`trt-llm` for `trtllm`, and
-    /// `llama.cpp`/`llama-cpp`/`llama-server` for `llamacpp`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "triton" => Ok(ServerKind::Triton),
-            "trtllm" | "trt-llm" | "tensorrtllm" | "tensorrt-llm" => Ok(ServerKind::TrtLlm),
-            "vllm" => Ok(ServerKind::Vllm),
-            "sglang" => Ok(ServerKind::Sglang),
-            "tgi" => Ok(ServerKind::Tgi),
-            "llamacpp" | "llama.cpp" | "llama-cpp" | "llama_cpp" | "llama-server" => {
-                Ok(ServerKind::LlamaCpp)
-            }
-            _ => Err(UnknownServerKind(s.to_string())),
-        }
+impl UnknownServerKind {
+    fn of(name: &str) -> UnknownServerKind {
+        UnknownServerKind(name.to_string())
     }
 }
 
@@ -91,18 +90,14 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for k in ServerKind::ALL {
-            assert_eq!(k.name().parse::<ServerKind>(), Ok(k));
-        }
+        crate::names::assert_serde_round_trip::<ServerKind>();
         assert_eq!("TensorRTLLM".parse::<ServerKind>(), Ok(ServerKind::TrtLlm));
         assert_eq!("llama.cpp".parse::<ServerKind>(), Ok(ServerKind::LlamaCpp));
         let e = "ollama".parse::<ServerKind>().unwrap_err();
         assert!(e.to_string().contains("expected one of"), "{e}");
-        // Serde uses the flag names too (plans written to files).
-        for k in ServerKind::ALL {
-            let json = serde_json::to_string(&k).unwrap();
-            assert_eq!(json, format!("\"{}\"", k.name()));
-            assert_eq!(serde_json::from_str::<ServerKind>(&json).unwrap(), k);
-        }
+        assert_eq!(
+            e.to_string(),
+            "unknown server kind \"ollama\": expected one of triton, trtllm, vllm, sglang, tgi, llamacpp"
+        );
     }
 }

@@ -784,7 +784,8 @@ fn parse_infer_json(
     };
     for input in inputs {
         let (name, dt_name, shape) = input_head(input)?;
-        let dt = DataType::from_kserve(dt_name).ok_or_else(|| BadRequest::UnknownDatatype {
+        // Exactly the names Triton takes (the client's reading of model metadata is lenient).
+        let dt: DataType = dt_name.parse().map_err(|_| BadRequest::UnknownDatatype {
             input: name.into(),
             datatype: dt_name.into(),
         })?;
@@ -840,7 +841,7 @@ fn json_data_to_raw(name: &str, dt: DataType, data: Option<&Value>) -> Result<Ve
     let bad = |v: &Value| BadRequest::BadElement {
         input: name.into(),
         element: v.clone(),
-        datatype: dt.kserve_name(),
+        datatype: dt.name(),
     };
     for v in flat {
         match dt {
@@ -850,33 +851,33 @@ fn json_data_to_raw(name: &str, dt: DataType, data: Option<&Value>) -> Result<Ve
                 out.extend_from_slice(s.as_bytes());
             }
             DataType::Bool => out.push(u8::from(v.as_bool().ok_or_else(|| bad(v))?)),
-            DataType::Int32 => {
+            DataType::I32 => {
                 let i = v
                     .as_i64()
                     .and_then(|i| i32::try_from(i).ok())
                     .ok_or_else(|| bad(v))?;
                 out.extend_from_slice(&i.to_le_bytes());
             }
-            DataType::Uint32 => {
+            DataType::U32 => {
                 let i = v
                     .as_u64()
                     .and_then(|i| u32::try_from(i).ok())
                     .ok_or_else(|| bad(v))?;
                 out.extend_from_slice(&i.to_le_bytes());
             }
-            DataType::Int64 => {
+            DataType::I64 => {
                 out.extend_from_slice(&v.as_i64().ok_or_else(|| bad(v))?.to_le_bytes())
             }
-            DataType::Fp32 => {
+            DataType::F32 => {
                 out.extend_from_slice(&(v.as_f64().ok_or_else(|| bad(v))? as f32).to_le_bytes())
             }
-            DataType::Fp64 => {
+            DataType::F64 => {
                 out.extend_from_slice(&v.as_f64().ok_or_else(|| bad(v))?.to_le_bytes())
             }
             other => {
                 return Err(BadRequest::BinaryOnly {
                     input: name.into(),
-                    datatype: other.kserve_name(),
+                    datatype: other.name(),
                 });
             }
         }

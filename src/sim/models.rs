@@ -15,133 +15,9 @@ use serde_json::{Value, json};
 use super::engine_config::EngineConfig;
 use crate::proto;
 
-/// Element type of a tensor, in the KServe/Triton vocabulary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum DataType {
-    /// 1-byte boolean.
-    Bool,
-    /// Unsigned 8-bit integer.
-    Uint8,
-    /// Unsigned 16-bit integer.
-    Uint16,
-    /// Unsigned 32-bit integer.
-    Uint32,
-    /// Unsigned 64-bit integer.
-    Uint64,
-    /// Signed 8-bit integer.
-    Int8,
-    /// Signed 16-bit integer.
-    Int16,
-    /// Signed 32-bit integer.
-    Int32,
-    /// Signed 64-bit integer.
-    Int64,
-    /// IEEE half precision.
-    Fp16,
-    /// IEEE single precision.
-    Fp32,
-    /// IEEE double precision.
-    Fp64,
-    /// bfloat16.
-    Bf16,
-    /// Variable-length byte strings (`TYPE_STRING` in a model config).
-    Bytes,
-}
-
-impl DataType {
-    /// Datatype string of model metadata and infer requests (`"INT32"`, `"BYTES"`, ...).
-    pub fn kserve_name(self) -> &'static str {
-        match self {
-            DataType::Bool => "BOOL",
-            DataType::Uint8 => "UINT8",
-            DataType::Uint16 => "UINT16",
-            DataType::Uint32 => "UINT32",
-            DataType::Uint64 => "UINT64",
-            DataType::Int8 => "INT8",
-            DataType::Int16 => "INT16",
-            DataType::Int32 => "INT32",
-            DataType::Int64 => "INT64",
-            DataType::Fp16 => "FP16",
-            DataType::Fp32 => "FP32",
-            DataType::Fp64 => "FP64",
-            DataType::Bf16 => "BF16",
-            DataType::Bytes => "BYTES",
-        }
-    }
-
-    /// Datatype name of a Triton model configuration (`"TYPE_INT32"`, `"TYPE_STRING"`, ...).
-    pub fn config_name(self) -> &'static str {
-        match self {
-            DataType::Bool => "TYPE_BOOL",
-            DataType::Uint8 => "TYPE_UINT8",
-            DataType::Uint16 => "TYPE_UINT16",
-            DataType::Uint32 => "TYPE_UINT32",
-            DataType::Uint64 => "TYPE_UINT64",
-            DataType::Int8 => "TYPE_INT8",
-            DataType::Int16 => "TYPE_INT16",
-            DataType::Int32 => "TYPE_INT32",
-            DataType::Int64 => "TYPE_INT64",
-            DataType::Fp16 => "TYPE_FP16",
-            DataType::Fp32 => "TYPE_FP32",
-            DataType::Fp64 => "TYPE_FP64",
-            DataType::Bf16 => "TYPE_BF16",
-            DataType::Bytes => "TYPE_STRING",
-        }
-    }
-
-    /// The model-config protobuf enum value.
-    pub fn proto(self) -> proto::DataType {
-        match self {
-            DataType::Bool => proto::DataType::TypeBool,
-            DataType::Uint8 => proto::DataType::TypeUint8,
-            DataType::Uint16 => proto::DataType::TypeUint16,
-            DataType::Uint32 => proto::DataType::TypeUint32,
-            DataType::Uint64 => proto::DataType::TypeUint64,
-            DataType::Int8 => proto::DataType::TypeInt8,
-            DataType::Int16 => proto::DataType::TypeInt16,
-            DataType::Int32 => proto::DataType::TypeInt32,
-            DataType::Int64 => proto::DataType::TypeInt64,
-            DataType::Fp16 => proto::DataType::TypeFp16,
-            DataType::Fp32 => proto::DataType::TypeFp32,
-            DataType::Fp64 => proto::DataType::TypeFp64,
-            DataType::Bf16 => proto::DataType::TypeBf16,
-            DataType::Bytes => proto::DataType::TypeString,
-        }
-    }
-
-    /// Size of one element in bytes; `None` for variable-length `BYTES`.
-    pub fn element_size(self) -> Option<usize> {
-        match self {
-            DataType::Bool | DataType::Uint8 | DataType::Int8 => Some(1),
-            DataType::Uint16 | DataType::Int16 | DataType::Fp16 | DataType::Bf16 => Some(2),
-            DataType::Uint32 | DataType::Int32 | DataType::Fp32 => Some(4),
-            DataType::Uint64 | DataType::Int64 | DataType::Fp64 => Some(8),
-            DataType::Bytes => None,
-        }
-    }
-
-    /// Parses a KServe datatype string.
-    pub fn from_kserve(s: &str) -> Option<DataType> {
-        Some(match s {
-            "BOOL" => DataType::Bool,
-            "UINT8" => DataType::Uint8,
-            "UINT16" => DataType::Uint16,
-            "UINT32" => DataType::Uint32,
-            "UINT64" => DataType::Uint64,
-            "INT8" => DataType::Int8,
-            "INT16" => DataType::Int16,
-            "INT32" => DataType::Int32,
-            "INT64" => DataType::Int64,
-            "FP16" => DataType::Fp16,
-            "FP32" => DataType::Fp32,
-            "FP64" => DataType::Fp64,
-            "BF16" => DataType::Bf16,
-            "BYTES" => DataType::Bytes,
-            _ => return None,
-        })
-    }
-}
+/// Element type of a tensor, in the KServe/Triton vocabulary: the client's own, so both ends
+/// name datatypes from one declaration.
+pub use crate::workload::tensor::DataType;
 
 /// One input or output of a model, as its configuration declares it (without the batch dim).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -271,9 +147,20 @@ impl TensorTiming {
     }
 }
 
-/// Which field of an OpenAI chat completion carries a reasoning model's reasoning text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Which field of an OpenAI chat completion carries a reasoning model's reasoning text; its
+/// name in the simulator's model files and the JSON key it sends are its snake_case name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum ReasoningField {
     /// `reasoning_content`: DeepSeek's API and SGLang, and vLLM until it renamed the field.
     ReasoningContent,
@@ -282,13 +169,12 @@ pub enum ReasoningField {
     Reasoning,
 }
 
+crate::names::serde_by_name!(ReasoningField);
+
 impl ReasoningField {
     /// The JSON key.
     pub fn key(self) -> &'static str {
-        match self {
-            ReasoningField::ReasoningContent => "reasoning_content",
-            ReasoningField::Reasoning => "reasoning",
-        }
+        self.into()
     }
 }
 
@@ -367,13 +253,13 @@ impl ModelSpec {
             kind: ModelKind::Llm(LlmLayout::TensorRtLlm),
             inputs: vec![
                 TensorSpec::new("text_input", Bytes, &[1]),
-                TensorSpec::new("max_tokens", Int32, &[1]),
+                TensorSpec::new("max_tokens", I32, &[1]),
                 TensorSpec::optional("stream", Bool, &[1]),
                 TensorSpec::optional("exclude_input_in_output", Bool, &[1]),
-                TensorSpec::optional("min_tokens", Int32, &[1]),
-                TensorSpec::optional("temperature", Fp32, &[1]),
-                TensorSpec::optional("end_id", Int32, &[1]),
-                TensorSpec::optional("pad_id", Int32, &[1]),
+                TensorSpec::optional("min_tokens", I32, &[1]),
+                TensorSpec::optional("temperature", F32, &[1]),
+                TensorSpec::optional("end_id", I32, &[1]),
+                TensorSpec::optional("pad_id", I32, &[1]),
             ],
             outputs: vec![TensorSpec::new("text_output", Bytes, &[-1])],
             dynamic_batching: None,
@@ -490,8 +376,8 @@ impl ModelSpec {
         ModelSpec::tensor(
             "yolov8s",
             8,
-            vec![TensorSpec::new("images", Fp32, &[3, 640, 640])],
-            vec![TensorSpec::new("output0", Fp32, &[84, 100])],
+            vec![TensorSpec::new("images", F32, &[3, 640, 640])],
+            vec![TensorSpec::new("output0", F32, &[84, 100])],
         )
         .with_dynamic_batching(&[4, 8], 100)
         .with_timing(TensorTiming {
@@ -526,10 +412,10 @@ impl ModelSpec {
             name,
             8,
             vec![
-                TensorSpec::new("input_ids", Int64, &[seq]),
-                TensorSpec::optional("attention_mask", Int64, &[seq]),
+                TensorSpec::new("input_ids", I64, &[seq]),
+                TensorSpec::optional("attention_mask", I64, &[seq]),
             ],
-            vec![TensorSpec::new("logits", Fp32, &[2])],
+            vec![TensorSpec::new("logits", F32, &[2])],
         )
         .with_dynamic_batching(&[], 0)
         .with_timing(TensorTiming {
@@ -550,8 +436,8 @@ impl ModelSpec {
         ModelSpec::tensor(
             "resnet_fp16",
             16,
-            vec![TensorSpec::new("input", Fp32, &[3, 224, 224])],
-            vec![TensorSpec::new("output", Fp32, &[1000])],
+            vec![TensorSpec::new("input", F32, &[3, 224, 224])],
+            vec![TensorSpec::new("output", F32, &[1000])],
         )
         .with_platform("tensorrt_plan", "tensorrt")
         .with_dynamic_batching(&[8, 16], 100)
@@ -572,8 +458,8 @@ impl ModelSpec {
         ModelSpec::tensor(
             "resnet_int8",
             16,
-            vec![TensorSpec::new("input", Int8, &[3, 224, 224])],
-            vec![TensorSpec::new("output", Fp32, &[1000])],
+            vec![TensorSpec::new("input", I8, &[3, 224, 224])],
+            vec![TensorSpec::new("output", F32, &[1000])],
         )
         .with_platform("tensorrt_plan", "tensorrt")
         .with_dynamic_batching(&[8, 16], 100)
@@ -697,7 +583,7 @@ impl ModelSpec {
                 .iter()
                 .try_fold(1usize, |acc, &d| acc.checked_mul(d.max(1) as usize));
             let bytes = elems
-                .and_then(|e| e.checked_mul(t.datatype.element_size().unwrap_or(4)))
+                .and_then(|e| e.checked_mul(t.datatype.size().unwrap_or(4)))
                 .and_then(|b| b.checked_mul(self.max_batch() as usize));
             if bytes.is_none_or(|b| b > MAX_OUTPUT_BYTES) {
                 anyhow::bail!(
@@ -761,7 +647,7 @@ impl ModelSpec {
                 .map(|t| {
                     json!({
                         "name": t.name,
-                        "datatype": t.datatype.kserve_name(),
+                        "datatype": t.datatype.name(),
                         "shape": self.metadata_shape(t),
                     })
                 })
@@ -782,7 +668,7 @@ impl ModelSpec {
             ts.iter()
                 .map(|t| proto::model_metadata_response::TensorMetadata {
                     name: t.name.clone(),
-                    datatype: t.datatype.kserve_name().to_owned(),
+                    datatype: t.datatype.name().to_owned(),
                     shape: self.metadata_shape(t),
                 })
                 .collect()
@@ -974,6 +860,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reasoning_fields_read_back() {
+        crate::names::assert_serde_round_trip::<ReasoningField>();
+        assert_eq!(ReasoningField::ReasoningContent.key(), "reasoning_content");
+    }
+
+    #[test]
     fn metadata_shapes_carry_batch_dim_only_when_batching() {
         let g = ModelSpec::tensorrt_llm("gpt2").metadata_json();
         assert_eq!(g["platform"], "ensemble");
@@ -1027,7 +919,7 @@ mod tests {
         }));
         assert!(e.contains("more than an hour"), "{e}");
         let e = bad(ModelSpec {
-            outputs: vec![TensorSpec::new("huge", DataType::Fp32, &[1 << 20, 1 << 10])],
+            outputs: vec![TensorSpec::new("huge", DataType::F32, &[1 << 20, 1 << 10])],
             ..base.clone()
         });
         assert!(e.contains("larger than 64 MB"), "{e}");

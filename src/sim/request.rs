@@ -668,11 +668,11 @@ pub(crate) fn bag_from_infer_request(
         if bag.get(&input.name).is_some() {
             return Err(BadRequest::DuplicateInput(input.name.clone()));
         }
-        if input.datatype != ts.datatype.kserve_name() {
+        if input.datatype != ts.datatype.name() {
             return Err(BadRequest::Datatype {
                 got: input.datatype.clone(),
                 input: input.name.clone(),
-                want: ts.datatype.kserve_name(),
+                want: ts.datatype.name(),
             });
         }
         let expected = spec.metadata_shape(ts);
@@ -745,7 +745,7 @@ fn fixed<const N: usize>(name: &str, dt: DataType, raw: &[u8]) -> Result<[u8; N]
     raw.try_into().map_err(|_| BadRequest::RawSize {
         input: name.into(),
         size: N,
-        datatype: dt.kserve_name(),
+        datatype: dt.name(),
         got: raw.len(),
     })
 }
@@ -766,15 +766,15 @@ fn scalar_from_raw(name: &str, dt: DataType, raw: &[u8]) -> Result<Scalar, BadRe
             Scalar::Text(utf8(name, body)?)
         }
         DataType::Bool => Scalar::Bool(fixed::<1>(name, dt, raw)?[0] != 0),
-        DataType::Int32 => Scalar::Int(i64::from(i32::from_le_bytes(fixed(name, dt, raw)?))),
-        DataType::Uint32 => Scalar::Int(i64::from(u32::from_le_bytes(fixed(name, dt, raw)?))),
-        DataType::Int64 => Scalar::Int(i64::from_le_bytes(fixed(name, dt, raw)?)),
-        DataType::Fp32 => Scalar::Float(f64::from(f32::from_le_bytes(fixed(name, dt, raw)?))),
-        DataType::Fp64 => Scalar::Float(f64::from_le_bytes(fixed(name, dt, raw)?)),
+        DataType::I32 => Scalar::Int(i64::from(i32::from_le_bytes(fixed(name, dt, raw)?))),
+        DataType::U32 => Scalar::Int(i64::from(u32::from_le_bytes(fixed(name, dt, raw)?))),
+        DataType::I64 => Scalar::Int(i64::from_le_bytes(fixed(name, dt, raw)?)),
+        DataType::F32 => Scalar::Float(f64::from(f32::from_le_bytes(fixed(name, dt, raw)?))),
+        DataType::F64 => Scalar::Float(f64::from_le_bytes(fixed(name, dt, raw)?)),
         other => {
             return Err(BadRequest::UnsupportedDatatype {
                 input: name.into(),
-                datatype: other.kserve_name(),
+                datatype: other.name(),
             });
         }
     })
@@ -788,7 +788,7 @@ fn scalar_from_contents(
     let missing = || BadRequest::NoData {
         input: name.into(),
         field: contents_field(dt),
-        datatype: dt.kserve_name(),
+        datatype: dt.name(),
     };
     let c = contents.ok_or_else(missing)?;
     // An empty field usually means the data sits in another field (INT64 values in
@@ -812,34 +812,34 @@ fn scalar_from_contents(
             one(c.bool_contents.len())?;
             Scalar::Bool(c.bool_contents[0])
         }
-        DataType::Int32 | DataType::Int16 | DataType::Int8 => {
+        DataType::I32 | DataType::I16 | DataType::I8 => {
             one(c.int_contents.len())?;
             Scalar::Int(i64::from(c.int_contents[0]))
         }
-        DataType::Uint32 | DataType::Uint16 | DataType::Uint8 => {
+        DataType::U32 | DataType::U16 | DataType::U8 => {
             one(c.uint_contents.len())?;
             Scalar::Int(i64::from(c.uint_contents[0]))
         }
-        DataType::Int64 => {
+        DataType::I64 => {
             one(c.int64_contents.len())?;
             Scalar::Int(c.int64_contents[0])
         }
-        DataType::Uint64 => {
+        DataType::U64 => {
             one(c.uint64_contents.len())?;
             Scalar::Int(i64::try_from(c.uint64_contents[0]).unwrap_or(i64::MAX))
         }
-        DataType::Fp32 => {
+        DataType::F32 => {
             one(c.fp32_contents.len())?;
             Scalar::Float(f64::from(c.fp32_contents[0]))
         }
-        DataType::Fp64 => {
+        DataType::F64 => {
             one(c.fp64_contents.len())?;
             Scalar::Float(c.fp64_contents[0])
         }
-        DataType::Fp16 | DataType::Bf16 => {
+        DataType::F16 | DataType::Bf16 => {
             return Err(BadRequest::RawOnly {
                 input: name.into(),
-                datatype: dt.kserve_name(),
+                datatype: dt.name(),
             });
         }
     };

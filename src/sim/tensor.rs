@@ -418,7 +418,7 @@ pub(crate) fn validate_inputs(
                 model: model.into(),
             });
         }
-        let want = ts.datatype.kserve_name();
+        let want = ts.datatype.name();
         if input.datatype != want {
             return Err(TensorError::Datatype {
                 input: name.into(),
@@ -528,7 +528,7 @@ fn check_data(
         got,
     };
     match input.data {
-        InputData::Raw(raw) => match dt.element_size() {
+        InputData::Raw(raw) => match dt.size() {
             Some(size) => {
                 let expected = count.saturating_mul(size as u64);
                 if raw.len() as u64 != expected {
@@ -540,7 +540,7 @@ fn check_data(
                         shape: input.shape.to_vec(),
                         count,
                         size,
-                        datatype: dt.kserve_name(),
+                        datatype: dt.name(),
                     });
                 }
                 Ok(())
@@ -557,7 +557,7 @@ fn check_data(
                 return Err(TensorError::RawOnly {
                     input: name.into(),
                     model: model.into(),
-                    datatype: dt.kserve_name(),
+                    datatype: dt.name(),
                 });
             };
             if len as u64 != count {
@@ -635,13 +635,13 @@ pub(crate) fn contents_field(dt: DataType) -> &'static str {
     match dt {
         DataType::Bytes => "bytes_contents",
         DataType::Bool => "bool_contents",
-        DataType::Int8 | DataType::Int16 | DataType::Int32 => "int_contents",
-        DataType::Uint8 | DataType::Uint16 | DataType::Uint32 => "uint_contents",
-        DataType::Int64 => "int64_contents",
-        DataType::Uint64 => "uint64_contents",
-        DataType::Fp32 => "fp32_contents",
-        DataType::Fp64 => "fp64_contents",
-        DataType::Fp16 | DataType::Bf16 => "raw_input_contents",
+        DataType::I8 | DataType::I16 | DataType::I32 => "int_contents",
+        DataType::U8 | DataType::U16 | DataType::U32 => "uint_contents",
+        DataType::I64 => "int64_contents",
+        DataType::U64 => "uint64_contents",
+        DataType::F32 => "fp32_contents",
+        DataType::F64 => "fp64_contents",
+        DataType::F16 | DataType::Bf16 => "raw_input_contents",
     }
 }
 
@@ -650,13 +650,13 @@ fn contents_len(dt: DataType, c: &proto::InferTensorContents) -> Option<usize> {
     Some(match dt {
         DataType::Bytes => c.bytes_contents.len(),
         DataType::Bool => c.bool_contents.len(),
-        DataType::Int8 | DataType::Int16 | DataType::Int32 => c.int_contents.len(),
-        DataType::Uint8 | DataType::Uint16 | DataType::Uint32 => c.uint_contents.len(),
-        DataType::Int64 => c.int64_contents.len(),
-        DataType::Uint64 => c.uint64_contents.len(),
-        DataType::Fp32 => c.fp32_contents.len(),
-        DataType::Fp64 => c.fp64_contents.len(),
-        DataType::Fp16 | DataType::Bf16 => return None,
+        DataType::I8 | DataType::I16 | DataType::I32 => c.int_contents.len(),
+        DataType::U8 | DataType::U16 | DataType::U32 => c.uint_contents.len(),
+        DataType::I64 => c.int64_contents.len(),
+        DataType::U64 => c.uint64_contents.len(),
+        DataType::F32 => c.fp32_contents.len(),
+        DataType::F64 => c.fp64_contents.len(),
+        DataType::F16 | DataType::Bf16 => return None,
     })
 }
 
@@ -678,20 +678,20 @@ fn json_elements(
     let ok = match dt {
         DataType::Bool => v.is_boolean(),
         DataType::Bytes => v.is_string(),
-        DataType::Int8 => int_in(i8::MIN.into(), i8::MAX.into()),
-        DataType::Int16 => int_in(i16::MIN.into(), i16::MAX.into()),
-        DataType::Int32 => int_in(i32::MIN.into(), i32::MAX.into()),
-        DataType::Int64 => v.is_i64(),
-        DataType::Uint8 => int_in(0, u8::MAX.into()),
-        DataType::Uint16 => int_in(0, u16::MAX.into()),
-        DataType::Uint32 => int_in(0, u32::MAX.into()),
-        DataType::Uint64 => v.is_u64(),
-        DataType::Fp32 | DataType::Fp64 => v.is_number(),
-        DataType::Fp16 | DataType::Bf16 => {
+        DataType::I8 => int_in(i8::MIN.into(), i8::MAX.into()),
+        DataType::I16 => int_in(i16::MIN.into(), i16::MAX.into()),
+        DataType::I32 => int_in(i32::MIN.into(), i32::MAX.into()),
+        DataType::I64 => v.is_i64(),
+        DataType::U8 => int_in(0, u8::MAX.into()),
+        DataType::U16 => int_in(0, u16::MAX.into()),
+        DataType::U32 => int_in(0, u32::MAX.into()),
+        DataType::U64 => v.is_u64(),
+        DataType::F32 | DataType::F64 => v.is_number(),
+        DataType::F16 | DataType::Bf16 => {
             return Err(TensorError::BinaryOnly {
                 input: name.into(),
                 model: model.into(),
-                datatype: dt.kserve_name(),
+                datatype: dt.name(),
             });
         }
     };
@@ -704,7 +704,7 @@ fn json_elements(
             input: name.into(),
             model: model.into(),
             shown,
-            datatype: dt.kserve_name(),
+            datatype: dt.name(),
         });
     }
     *n += 1;
@@ -801,7 +801,7 @@ impl TensorWire {
                     datatype: o.datatype,
                     dims,
                     item_elems,
-                    item_bytes: item_elems * o.datatype.element_size().unwrap_or(4),
+                    item_bytes: item_elems * o.datatype.size().unwrap_or(4),
                     json_data: OnceLock::new(),
                 }
             })
@@ -864,7 +864,7 @@ impl TensorWire {
             r.outputs
                 .push(proto::model_infer_response::InferOutputTensor {
                     name: o.name.clone(),
-                    datatype: o.datatype.kserve_name().to_owned(),
+                    datatype: o.datatype.name().to_owned(),
                     shape: self.shape(o, batch),
                     parameters: Default::default(),
                     contents: None,
@@ -908,7 +908,7 @@ impl TensorWire {
                 VecWriter(&mut json),
                 "{{\"name\":{},\"datatype\":\"{}\",\"shape\":{}",
                 o.name_json,
-                o.datatype.kserve_name(),
+                o.datatype.name(),
                 dims(&self.shape(o, batch))
             );
             if binary {
@@ -997,7 +997,7 @@ mod tests {
             "s",
             0,
             vec![TensorSpec::new("t", DataType::Bytes, &[2])],
-            vec![TensorSpec::new("o", DataType::Fp32, &[1])],
+            vec![TensorSpec::new("o", DataType::F32, &[1])],
         );
         let framed = [2u32.to_le_bytes().as_slice(), b"hi", &0u32.to_le_bytes()].concat();
         assert_eq!(
@@ -1068,7 +1068,7 @@ mod tests {
             "s",
             4,
             vec![TensorSpec::new("t", DataType::Bytes, &[2])],
-            vec![TensorSpec::new("o", DataType::Fp32, &[1])],
+            vec![TensorSpec::new("o", DataType::F32, &[1])],
         );
         let check = |data: &[u8]| {
             validate_inputs(&m, &[raw("t", "BYTES", &[1, 2], data)]).map_err(|e| e.to_string())
@@ -1089,8 +1089,8 @@ mod tests {
         let f = ModelSpec::tensor(
             "f",
             0,
-            vec![TensorSpec::new("x", DataType::Fp32, &[3])],
-            vec![TensorSpec::new("o", DataType::Fp32, &[1])],
+            vec![TensorSpec::new("x", DataType::F32, &[3])],
+            vec![TensorSpec::new("o", DataType::F32, &[1])],
         );
         let c = proto::InferTensorContents {
             fp32_contents: vec![1.0, 2.0],

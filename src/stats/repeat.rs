@@ -80,8 +80,8 @@ pub struct MetricSpread {
 pub fn spreads(reps: &[&LevelSummary], combined: &LevelSummary) -> Vec<MetricSpread> {
     let dist = combined
         .shown_metrics()
-        .flat_map(|(m, _)| Stat::ALL.into_iter().map(move |s| MetricRef::Dist(m, s)));
-    let system = SystemMetric::ALL.into_iter().map(MetricRef::System);
+        .flat_map(|(m, _)| Stat::ALL.iter().map(move |&s| MetricRef::Dist(m, s)));
+    let system = SystemMetric::ALL.iter().map(|&s| MetricRef::System(s));
     spreads_of(reps, dist.chain(system))
 }
 

@@ -165,35 +165,40 @@ impl Series {
     }
 }
 
-/// What a drift line measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What a drift line measures; its key in files is its `strum` name, the `--slo` name of the
+/// same number.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 pub enum DriftMetric {
     /// Each interval's TTFT p99 (ms).
-    #[serde(rename = "time_to_first_token.p99")]
+    #[strum(to_string = "time_to_first_token.p99")]
     TtftP99,
     /// Each interval's request latency p99 (ms).
-    #[serde(rename = "request_latency.p99")]
+    #[strum(to_string = "request_latency.p99")]
     LatencyP99,
     /// Each interval's output tokens per second.
-    #[serde(rename = "output_token_throughput")]
+    #[strum(to_string = "output_token_throughput")]
     OutputThroughput,
 }
 
+crate::names::serde_by_name!(DriftMetric);
+
 impl DriftMetric {
-    /// Every drift metric, in report order.
-    pub const ALL: [DriftMetric; 3] = [
-        DriftMetric::TtftP99,
-        DriftMetric::LatencyP99,
-        DriftMetric::OutputThroughput,
-    ];
+    /// Every drift metric, in report order: the order of declaration.
+    pub const ALL: &'static [DriftMetric] = <DriftMetric as strum::VariantArray>::VARIANTS;
 
     /// The key in files (`time_to_first_token.p99`).
     pub fn key(self) -> &'static str {
-        match self {
-            DriftMetric::TtftP99 => "time_to_first_token.p99",
-            DriftMetric::LatencyP99 => "request_latency.p99",
-            DriftMetric::OutputThroughput => "output_token_throughput",
-        }
+        self.into()
     }
 
     /// Short name for the console (`TTFT p99`).
@@ -334,6 +339,19 @@ fn line(metric: DriftMetric, s: &Series) -> Option<DriftLine> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drift_metrics_read_back() {
+        crate::names::assert_serde_round_trip::<DriftMetric>();
+        for &d in DriftMetric::ALL {
+            let m = crate::metrics::MetricRef::parse(d.key()).unwrap();
+            assert_eq!(
+                m.key(),
+                d.key(),
+                "a drift metric is named as --slo names it"
+            );
+        }
+    }
 
     #[test]
     fn exact_slope_and_interval_on_a_line_with_outliers() {

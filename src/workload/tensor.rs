@@ -3,103 +3,115 @@
 //! server says about a model ([`ModelInfo`]), which decides names, types and shapes.
 
 use serde::Serialize;
+use strum::VariantArray;
 
-/// A KServe v2 datatype.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+use crate::proto;
+
+/// A KServe v2 datatype. Its name in model metadata, infer requests and files is declared here
+/// once (strum); its name in a Triton model configuration is the protobuf enum's
+/// ([`DataType::proto`]).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
 pub enum DataType {
     /// 1 byte, 0 or 1.
+    #[strum(to_string = "BOOL")]
     Bool,
     #[allow(missing_docs)]
+    #[strum(to_string = "UINT8")]
     U8,
     #[allow(missing_docs)]
+    #[strum(to_string = "UINT16")]
     U16,
     #[allow(missing_docs)]
+    #[strum(to_string = "UINT32")]
     U32,
     #[allow(missing_docs)]
+    #[strum(to_string = "UINT64")]
     U64,
     #[allow(missing_docs)]
+    #[strum(to_string = "INT8")]
     I8,
     #[allow(missing_docs)]
+    #[strum(to_string = "INT16")]
     I16,
     #[allow(missing_docs)]
+    #[strum(to_string = "INT32")]
     I32,
     #[allow(missing_docs)]
+    #[strum(to_string = "INT64")]
     I64,
     /// IEEE half precision.
+    #[strum(to_string = "FP16")]
     F16,
     /// bfloat16.
+    #[strum(to_string = "BF16")]
     Bf16,
     #[allow(missing_docs)]
+    #[strum(to_string = "FP32")]
     F32,
     #[allow(missing_docs)]
+    #[strum(to_string = "FP64")]
     F64,
     /// Variable-length byte strings (`TYPE_STRING` in model configs).
+    #[strum(to_string = "BYTES")]
     Bytes,
 }
 
-impl DataType {
-    /// Parses a metadata datatype string (`"INT32"`, `"BYTES"`, ...).
-    pub fn from_name(s: &str) -> Option<DataType> {
-        Some(
-            match s.trim().to_ascii_uppercase().trim_start_matches("TYPE_") {
-                "BOOL" => DataType::Bool,
-                "UINT8" => DataType::U8,
-                "UINT16" => DataType::U16,
-                "UINT32" => DataType::U32,
-                "UINT64" => DataType::U64,
-                "INT8" => DataType::I8,
-                "INT16" => DataType::I16,
-                "INT32" => DataType::I32,
-                "INT64" => DataType::I64,
-                "FP16" => DataType::F16,
-                "BF16" => DataType::Bf16,
-                "FP32" => DataType::F32,
-                "FP64" => DataType::F64,
-                "BYTES" | "STRING" => DataType::Bytes,
-                _ => return None,
-            },
-        )
-    }
+crate::names::serde_by_name!(DataType);
 
-    /// The model-config enum number (`TYPE_BOOL = 1` ... `TYPE_BF16 = 14`).
-    pub fn from_config_enum(v: i32) -> Option<DataType> {
-        Some(match v {
-            1 => DataType::Bool,
-            2 => DataType::U8,
-            3 => DataType::U16,
-            4 => DataType::U32,
-            5 => DataType::U64,
-            6 => DataType::I8,
-            7 => DataType::I16,
-            8 => DataType::I32,
-            9 => DataType::I64,
-            10 => DataType::F16,
-            11 => DataType::F32,
-            12 => DataType::F64,
-            13 => DataType::Bytes,
-            14 => DataType::Bf16,
-            _ => return None,
+impl DataType {
+    /// Parses a metadata datatype string (`"INT32"`, `"BYTES"`, ...) or a model configuration's
+    /// (`"TYPE_INT32"`, `"TYPE_STRING"`), in any case.
+    pub fn from_name(s: &str) -> Option<DataType> {
+        let s = s.trim().to_ascii_uppercase();
+        s.parse().ok().or_else(|| {
+            let config = proto::DataType::from_str_name(&s)?;
+            DataType::VARIANTS
+                .iter()
+                .copied()
+                .find(|d| d.proto() == config)
         })
     }
 
     /// The wire name (`"INT32"`).
     pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// The model-configuration protobuf enum value; its name (`TYPE_INT32`, `TYPE_STRING`) is
+    /// the datatype's name in a model configuration's JSON.
+    pub fn proto(self) -> proto::DataType {
         match self {
-            DataType::Bool => "BOOL",
-            DataType::U8 => "UINT8",
-            DataType::U16 => "UINT16",
-            DataType::U32 => "UINT32",
-            DataType::U64 => "UINT64",
-            DataType::I8 => "INT8",
-            DataType::I16 => "INT16",
-            DataType::I32 => "INT32",
-            DataType::I64 => "INT64",
-            DataType::F16 => "FP16",
-            DataType::Bf16 => "BF16",
-            DataType::F32 => "FP32",
-            DataType::F64 => "FP64",
-            DataType::Bytes => "BYTES",
+            DataType::Bool => proto::DataType::TypeBool,
+            DataType::U8 => proto::DataType::TypeUint8,
+            DataType::U16 => proto::DataType::TypeUint16,
+            DataType::U32 => proto::DataType::TypeUint32,
+            DataType::U64 => proto::DataType::TypeUint64,
+            DataType::I8 => proto::DataType::TypeInt8,
+            DataType::I16 => proto::DataType::TypeInt16,
+            DataType::I32 => proto::DataType::TypeInt32,
+            DataType::I64 => proto::DataType::TypeInt64,
+            DataType::F16 => proto::DataType::TypeFp16,
+            DataType::Bf16 => proto::DataType::TypeBf16,
+            DataType::F32 => proto::DataType::TypeFp32,
+            DataType::F64 => proto::DataType::TypeFp64,
+            DataType::Bytes => proto::DataType::TypeString,
         }
+    }
+
+    /// The datatype's name in a Triton model configuration (`"TYPE_INT32"`, `"TYPE_STRING"`).
+    pub fn config_name(self) -> &'static str {
+        self.proto().as_str_name()
     }
 
     /// Bytes per element, `None` for BYTES.
@@ -305,8 +317,10 @@ pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, Sca
         DataType::I64 => fit::<i64>(as_i128()?, dt)?.to_le_bytes().to_vec(),
         DataType::F32 => (as_f64()? as f32).to_le_bytes().to_vec(),
         DataType::F64 => as_f64()?.to_le_bytes().to_vec(),
-        DataType::F16 => f32_to_f16(as_f64()? as f32).to_le_bytes().to_vec(),
-        DataType::Bf16 => f32_to_bf16(as_f64()? as f32).to_le_bytes().to_vec(),
+        DataType::F16 => half::f16::from_f32(as_f64()? as f32).to_le_bytes().to_vec(),
+        DataType::Bf16 => half::bf16::from_f32(as_f64()? as f32)
+            .to_le_bytes()
+            .to_vec(),
         DataType::Bytes => {
             let s = match v {
                 Value::String(s) => s.clone(),
@@ -317,64 +331,52 @@ pub fn encode_scalar(dt: DataType, v: &serde_json::Value) -> Result<Vec<u8>, Sca
     })
 }
 
-/// f32 → IEEE 754 half (round to nearest even; overflow to infinity).
-pub fn f32_to_f16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let exp = ((bits >> 23) & 0xff) as i32;
-    let mant = bits & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if mant != 0 { 0x200 } else { 0 };
+/// One element of a tensor's little-endian buffer (`c`: [`DataType::size`] bytes) as a JSON
+/// value, the reading counterpart of [`encode_scalar`]: half-precision values as their float
+/// value, NaN and infinities as `null` (JSON has neither), BYTES as `null` (their elements have
+/// no fixed size; see [`encode_bytes_elements`]).
+pub fn element_value(dt: DataType, c: &[u8]) -> serde_json::Value {
+    use serde_json::Value;
+    let mut b8 = [0u8; 8];
+    let n = c.len().min(8);
+    b8[..n].copy_from_slice(&c[..n]);
+    let u = u64::from_le_bytes(b8);
+    let float = |v: f64| serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number);
+    match dt {
+        DataType::Bool => Value::Bool(u & 0xff != 0),
+        DataType::U8 | DataType::U16 | DataType::U32 | DataType::U64 => Value::from(u),
+        DataType::I8 => Value::from(u as u8 as i8),
+        DataType::I16 => Value::from(u as u16 as i16),
+        DataType::I32 => Value::from(u as u32 as i32),
+        DataType::I64 => Value::from(u as i64),
+        DataType::F16 => float(half::f16::from_bits(u as u16).to_f64()),
+        DataType::Bf16 => float(half::bf16::from_bits(u as u16).to_f64()),
+        DataType::F32 => float(f64::from(f32::from_bits(u as u32))),
+        DataType::F64 => float(f64::from_bits(u)),
+        DataType::Bytes => Value::Null,
     }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        let m = mant | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let rounded = (m + half - 1 + ((m >> shift) & 1)) >> shift;
-        return sign | rounded as u16;
-    }
-    let half = 0x1000u32;
-    let mut out = ((e as u32) << 10) | (mant >> 13);
-    let rest = mant & 0x1fff;
-    if rest > half || (rest == half && (out & 1) == 1) {
-        out += 1;
-    }
-    sign | out as u16
-}
-
-/// f32 → bfloat16 (round to nearest even).
-pub fn f32_to_bf16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    if x.is_nan() {
-        return ((bits >> 16) | 0x40) as u16;
-    }
-    let round = 0x7fff + ((bits >> 16) & 1);
-    ((bits + round) >> 16) as u16
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
+    /// Every datatype reads back from its metadata name and its model-configuration name, and
+    /// each has a configuration name of its own.
     #[test]
     fn names_round_trip() {
-        for n in [
-            "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64",
-            "FP16", "BF16", "FP32", "FP64", "BYTES",
-        ] {
-            assert_eq!(DataType::from_name(n).unwrap().name(), n);
+        crate::names::assert_serde_round_trip::<DataType>();
+        let mut config_names = std::collections::BTreeSet::new();
+        for &d in DataType::VARIANTS {
+            assert_eq!(DataType::from_name(d.name()), Some(d));
+            assert_eq!(DataType::from_name(&d.name().to_lowercase()), Some(d));
+            assert_eq!(DataType::from_name(d.config_name()), Some(d));
+            assert!(config_names.insert(d.config_name()), "{d:?}");
         }
         assert_eq!(DataType::from_name("TYPE_STRING"), Some(DataType::Bytes));
-        assert_eq!(DataType::from_config_enum(8), Some(DataType::I32));
-        assert_eq!(DataType::from_config_enum(13), Some(DataType::Bytes));
+        assert_eq!(DataType::F16.config_name(), "TYPE_FP16");
+        assert_eq!(DataType::from_name("TYPE_INVALID"), None);
     }
 
     #[test]
@@ -404,13 +406,44 @@ mod tests {
 
     #[test]
     fn half_precision() {
-        assert_eq!(f32_to_f16(1.0), 0x3c00);
-        assert_eq!(f32_to_f16(-2.0), 0xc000);
-        assert_eq!(f32_to_f16(65504.0), 0x7bff);
-        assert_eq!(f32_to_f16(1e6), 0x7c00);
-        assert_eq!(f32_to_f16(0.0), 0);
-        assert_eq!(f32_to_bf16(1.0), 0x3f80);
-        assert_eq!(f32_to_bf16(-0.5), 0xbf00);
+        let f16 = |v: f64| encode_scalar(DataType::F16, &json!(v)).unwrap();
+        assert_eq!(f16(1.0), 0x3c00u16.to_le_bytes());
+        assert_eq!(f16(-2.0), 0xc000u16.to_le_bytes());
+        assert_eq!(f16(65504.0), 0x7bffu16.to_le_bytes());
+        assert_eq!(f16(1e6), 0x7c00u16.to_le_bytes());
+        assert_eq!(f16(0.0), [0, 0]);
+        let bf16 = |v: f64| encode_scalar(DataType::Bf16, &json!(v)).unwrap();
+        assert_eq!(bf16(1.0), 0x3f80u16.to_le_bytes());
+        assert_eq!(bf16(-0.5), 0xbf00u16.to_le_bytes());
+        // Read back as their values; infinity has no JSON number.
+        assert_eq!(element_value(DataType::F16, &f16(-2.0)), json!(-2.0));
+        assert_eq!(
+            element_value(DataType::F16, &0x0001u16.to_le_bytes()),
+            json!(2f64.powi(-24))
+        );
+        assert_eq!(element_value(DataType::F16, &f16(1e6)), Value::Null);
+        assert_eq!(element_value(DataType::Bf16, &bf16(-0.5)), json!(-0.5));
+    }
+
+    #[test]
+    fn elements_read_back() {
+        for (dt, v) in [
+            (DataType::Bool, json!(true)),
+            (DataType::U8, json!(200)),
+            (DataType::U64, json!(u64::MAX)),
+            (DataType::I8, json!(-100)),
+            (DataType::I16, json!(-30000)),
+            (DataType::I32, json!(-7)),
+            (DataType::I64, json!(i64::MIN)),
+            (DataType::F32, json!(0.5)),
+            (DataType::F64, json!(-1.25)),
+        ] {
+            assert_eq!(
+                element_value(dt, &encode_scalar(dt, &v).unwrap()),
+                v,
+                "{dt:?}"
+            );
+        }
     }
 
     #[test]

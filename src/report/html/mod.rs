@@ -56,16 +56,7 @@ pub fn now_unix_ns() -> u64 {
 
 /// `2026-01-02 12:00:05 UTC` from Unix nanoseconds (proleptic Gregorian calendar).
 pub fn utc(unix_ns: u64) -> String {
-    let secs = unix_ns / 1_000_000_000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = crate::context::civil_date(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    crate::context::utc_strftime(unix_ns, "%Y-%m-%d %H:%M:%S UTC")
 }
 
 /// The run's flags: valid or not, failures, short outputs, missing server data, SLO totals.
