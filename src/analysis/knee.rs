@@ -254,7 +254,6 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
     }
 }
 
-/// The knee at level `l` (point `p`), compared with the levels beyond it.
 /// The knee level's latency and throughput, `at TTFT p99 ≤ 185.4 ms (676.3 output tok/s)`. A
 /// level with too few requests for a p99 has none to state (its table cell says `-`): the
 /// curve still places the knee, and the line says how many requests the level had.
@@ -273,6 +272,7 @@ fn knee_point(l: &LevelSummary, p: &Point, lat_name: &str, tput_unit: &str) -> S
     }
 }
 
+/// The knee at level `l` (point `p`), compared with the levels beyond it.
 fn knee_at(l: &LevelSummary, p: Point, later: &[Point]) -> Knee {
     let max_t = later.iter().map(|q| q.throughput).fold(f64::MIN, f64::max);
     Knee {
