@@ -187,9 +187,12 @@ fn numbers(s: &Snapshot, running: bool) -> Vec<String> {
     }
     // A finished level's line stays in the scrollback beside its table: like the table it shows
     // no p99 its requests cannot support (the running lines are estimates and say so by moving).
-    let p99 = |v: f64| match running || crate::metrics::supports_percentile(s.done, 99) {
-        true => ms(v),
-        false => "-".into(),
+    let p99 = |v: f64| {
+        if running || crate::metrics::supports_percentile(s.done, 99) {
+            ms(v)
+        } else {
+            "-".to_string()
+        }
     };
     if let Some((p50, v)) = s.ttft_ms {
         out.push(format!("TTFT p50 {} p99 {} ms", ms(p50), p99(v)));
