@@ -51,6 +51,37 @@ fn summaries(o: &ttftbench::profile::Outcome) -> Vec<LevelSummary> {
     o.levels.iter().map(|l| l.summary.clone()).collect()
 }
 
+/// `n` MMLU questions profiled at `concurrency` against a simulator answering them with
+/// `sim_flags`; the levels' summaries, the outcome and the directory holding the files.
+async fn mmlu_ladder(
+    n: usize,
+    sim_flags: &[&str],
+    concurrency: &str,
+) -> (
+    Vec<LevelSummary>,
+    ttftbench::profile::Outcome,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = mmlu_questions(dir.path(), "q.jsonl", n);
+    let sim = sim_for(&data, "mmlu", sim_flags).await;
+    let out = profile(&chat_args(
+        &sim.http_url(),
+        &dir.path().join("run"),
+        &[
+            "--accuracy-benchmark",
+            "mmlu",
+            "--accuracy-dataset",
+            data.to_str().unwrap(),
+            "--concurrency",
+            concurrency,
+        ],
+    ))
+    .await
+    .unwrap();
+    (summaries(&out), out, dir)
+}
+
 fn csv_value(dir: &Path, metric: &str) -> Option<f64> {
     let text = std::fs::read_to_string(dir.join("profile_export_genai_perf.csv")).unwrap();
     text.lines()
@@ -127,11 +158,8 @@ async fn fixtures_graded_end_to_end() {
 /// concurrency 1, concurrency 16 loses it. The verdict says so, level by level.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accuracy_drop_found_where_the_simulator_makes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = mmlu_questions(dir.path(), "q.jsonl", 80);
-    let sim = sim_for(
-        &data,
-        "mmlu",
+    let (levels, out, _dir) = mmlu_ladder(
+        80,
         &[
             "--answer-accuracy",
             "0.95",
@@ -140,23 +168,9 @@ async fn accuracy_drop_found_where_the_simulator_makes_it() {
             "--accuracy-drop-above",
             "6",
         ],
+        "1,4,16",
     )
     .await;
-    let out = profile(&chat_args(
-        &sim.http_url(),
-        &dir.path().join("run"),
-        &[
-            "--accuracy-benchmark",
-            "mmlu",
-            "--accuracy-dataset",
-            data.to_str().unwrap(),
-            "--concurrency",
-            "1,4,16",
-        ],
-    ))
-    .await
-    .unwrap();
-    let levels = summaries(&out);
     let a = accuracy::assess(&levels).expect("scored levels");
     assert_eq!(a.baseline, "concurrency1");
     let dropped: Vec<(&str, bool)> = a
@@ -194,34 +208,17 @@ async fn accuracy_drop_found_where_the_simulator_makes_it() {
 /// interval holds the simulator's third; the example names the token after the answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changed_answer_share_within_its_interval() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = mmlu_questions(dir.path(), "q.jsonl", 120);
-    let sim = sim_for(
-        &data,
-        "mmlu",
+    let (levels, out, _dir) = mmlu_ladder(
+        120,
         &[
             "--nondeterministic-share",
             "0.33",
             "--nondeterministic-above",
             "2",
         ],
+        "1,2,8",
     )
     .await;
-    let out = profile(&chat_args(
-        &sim.http_url(),
-        &dir.path().join("run"),
-        &[
-            "--accuracy-benchmark",
-            "mmlu",
-            "--accuracy-dataset",
-            data.to_str().unwrap(),
-            "--concurrency",
-            "1,2,8",
-        ],
-    ))
-    .await
-    .unwrap();
-    let levels = summaries(&out);
     let changed = |i: usize| levels[i].stats.accuracy.as_ref().unwrap().changed.clone();
     assert!(changed(0).is_none(), "the first level is the reference");
     let c2 = changed(1).unwrap();

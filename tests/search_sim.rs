@@ -45,28 +45,7 @@ fn flat_engine() -> EngineConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finds_the_slots_within_one_step_for_a_fraction_of_a_ladder() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let sim = common::start(SimConfig {
-        engine: slots_engine(),
-        ..SimConfig::default()
-    })
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let a = chat_args(
-        &sim.http_url(),
-        dir.path(),
-        &[
-            "--synthetic-input-tokens-mean",
-            "32",
-            "--output-tokens-mean",
-            "40",
-            "--output-tokens-stddev",
-            "10",
-            "--output-tokens-mean-deterministic",
-            "--slo",
-            "time_to_first_token.p75<=25ms",
-        ],
-    );
-    let out = common::search(&a).await.unwrap();
+    let (out, _dir) = slots_search(&["--slo", "time_to_first_token.p75<=25ms"]).await;
     let capacity = 8.0;
     let answer = out
         .doc
@@ -122,28 +101,52 @@ async fn finds_the_slots_within_one_step_for_a_fraction_of_a_ladder() {
     assert!(page.contains("data-chart=\"pareto\""));
 }
 
-/// A request-rate search against the flat-step simulator ([`flat_engine`]: 40 requests/s) with
-/// 32-token prompts, answers of exactly 40 tokens and `extra` flags.
-async fn flat_rate_search(extra: &[&str]) -> ttftbench::search::SearchOutcome {
+/// A search against a simulator with `engine`, 32-token prompts, answers of 40 tokens and
+/// `flags`; the directory holding its files comes back with it.
+async fn search_with(
+    engine: EngineConfig,
+    flags: &[&str],
+) -> (ttftbench::search::SearchOutcome, tempfile::TempDir) {
     let sim = common::start(SimConfig {
-        engine: flat_engine(),
+        engine,
         ..SimConfig::default()
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let mut flags = vec![
+    let mut all = vec![
         "--synthetic-input-tokens-mean",
         "32",
         "--output-tokens-mean",
         "40",
+    ];
+    all.extend(flags);
+    let out = common::search(&chat_args(&sim.http_url(), dir.path(), &all))
+        .await
+        .unwrap();
+    (out, dir)
+}
+
+/// Closed loop against [`slots_engine`] with 40±10-token answers and `extra` flags.
+async fn slots_search(extra: &[&str]) -> (ttftbench::search::SearchOutcome, tempfile::TempDir) {
+    let mut flags = vec![
+        "--output-tokens-stddev",
+        "10",
+        "--output-tokens-mean-deterministic",
+    ];
+    flags.extend(extra);
+    search_with(slots_engine(), &flags).await
+}
+
+/// A request-rate search against the flat-step simulator ([`flat_engine`]: 40 requests/s) with
+/// answers of exactly 40 tokens and `extra` flags.
+async fn flat_rate_search(extra: &[&str]) -> ttftbench::search::SearchOutcome {
+    let mut flags = vec![
         "--output-tokens-mean-deterministic",
         "--over",
         "request-rate",
     ];
     flags.extend(extra);
-    common::search(&chat_args(&sim.http_url(), dir.path(), &flags))
-        .await
-        .unwrap()
+    search_with(flat_engine(), &flags).await.0
 }
 
 /// Open loop with a flat 5 ms step: a slot holds a 40-token answer for exactly 40 steps,
@@ -242,33 +245,16 @@ async fn a_probe_with_too_many_errors_does_not_meet() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_time_returns_the_highest_load_proven_so_far() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let sim = common::start(SimConfig {
-        engine: slots_engine(),
-        ..SimConfig::default()
-    })
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let a = chat_args(
-        &sim.http_url(),
-        dir.path(),
-        &[
-            "--synthetic-input-tokens-mean",
-            "32",
-            "--output-tokens-mean",
-            "40",
-            "--output-tokens-stddev",
-            "10",
-            "--output-tokens-mean-deterministic",
-            "--max",
-            "9",
-            "--max-time",
-            "4s",
-            "--slo",
-            "time_to_first_token.p75<=25ms",
-        ],
-    );
     let started = std::time::Instant::now();
-    let out = common::search(&a).await.unwrap();
+    let (out, _dir) = slots_search(&[
+        "--max",
+        "9",
+        "--max-time",
+        "4s",
+        "--slo",
+        "time_to_first_token.p75<=25ms",
+    ])
+    .await;
     // The probe under way when time ran out stops with it (plus its requests in flight).
     assert!(
         started.elapsed().as_secs_f64() < 12.0,
