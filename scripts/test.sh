@@ -6,7 +6,7 @@
 # cannot be installed (no network), its tests print why and skip — unless
 # TTFTBENCH_REQUIRE_TRITON=1 / TTFTBENCH_REQUIRE_ENGINES=1 (CI), where they fail.
 # TTFTBENCH_SKIP_TRITON=1 / TTFTBENCH_SKIP_ENGINES=1 leave those servers out.
-# Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test profile_sim`).
+# Extra arguments go to `cargo test` (e.g. `scripts/test.sh --test sim profile_sim::`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,7 +38,7 @@ fi
 if [ "${TTFTBENCH_SKIP_ENGINES:-0}" = 1 ]; then
   echo "TTFTBENCH_SKIP_ENGINES=1: not starting vLLM or llama-server" >&2
 else
-  # llama-server's embeddings and rerank servers start in ~1-2 s each (tests/engines_apis.rs).
+  # llama-server's embeddings and rerank servers start in ~1-2 s each (tests/engines/engines_apis.rs).
   # vLLM's pooling servers (embed, rerank) take ~50-75 s and ~4.5 GiB each, so they start only
   # with TTFTBENCH_VLLM_POOLING=1 (their tests skip otherwise, even in CI).
   variants=(llamacpp:generate llamacpp:embed llamacpp:rerank vllm:generate)
@@ -55,8 +55,8 @@ else
   done
 fi
 
-# GenAI-Perf (pure Python, from PyPI) for tests/genai_perf_crosscheck.rs and
-# tests/perf_guide_snippet.rs: 65 s to install the first time, a few seconds after.
+# GenAI-Perf (pure Python, from PyPI) for tests/engines/genai_perf_crosscheck.rs and
+# tests/engines/perf_guide_snippet.rs: 65 s to install the first time, a few seconds after.
 if gp_python=$(scripts/genai_perf/setup.sh); then
   export TTFTBENCH_GENAI_PERF_PYTHON="$gp_python"
 else

@@ -1,6 +1,6 @@
 //! Fuzz targets: one function per parser of outside data, each checking properties beyond "does
 //! not panic", shared by the coverage-guided harnesses in `fuzz/`, the stable mutation runner
-//! (`examples/fuzz_stable.rs`) and the regression replay in `tests/fuzz_regressions.rs`.
+//! (`examples/fuzz_stable.rs`) and the regression replay in `tests/sim/fuzz_regressions.rs`.
 //!
 //! A target takes arbitrary bytes, feeds them to one parser and panics only when a property
 //! fails (or the parser itself panics): that is what the fuzzers report as a crash. Targets never

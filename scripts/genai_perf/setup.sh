@@ -2,7 +2,7 @@
 # Installs NVIDIA's GenAI-Perf (PyPI `genai-perf`, pure Python) and pandas/matplotlib into
 # .venv-gp, pinned by scripts/genai_perf/requirements.txt, for the tests that check ttftbench
 # against GenAI-Perf's own parser and the perf guide's pandas snippet
-# (tests/genai_perf_crosscheck.rs, tests/perf_guide_snippet.rs). Measured: 65 s and 950 MB on a
+# (tests/engines/genai_perf_crosscheck.rs, tests/engines/perf_guide_snippet.rs). Measured: 65 s and 950 MB on a
 # fresh venv; nothing when the venv already has the pinned versions. It needs only PyPI: the
 # tests give GenAI-Perf a local tokenizer directory (the built-in GPT-2), never the model hub.
 # Prints the venv's python on success.

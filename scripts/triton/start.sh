@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Starts a real Triton Inference Server (PyTriton's bundled tritonserver, CPU only) hosting the
-# models of scripts/triton/server.py, for tests/triton_real.rs.
+# models of scripts/triton/server.py, for tests/engines/triton_real.rs.
 #
 #   scripts/triton/start.sh [--restart]
-#   source target/triton.env && cargo test --test triton_real
+#   source target/triton.env && cargo test --test engines triton_real::
 #   scripts/triton/stop.sh
 #
 # Steps: create or reuse a venv (default .venv-triton in the repo), pip install the pinned

@@ -344,6 +344,70 @@ pub fn run_python(python: &Path, script: &str, args: &[&Path]) -> String {
     stdout
 }
 
+/// The head of a streamed response that closes the connection after its events.
+pub const SSE_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+
+/// Runs `profile` (streamed chat) with `n` requests at concurrency 1 against `addr`; returns the measured rows.
+pub async fn stream_rows(addr: &str, n: u32, extra: &[&str]) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let n = n.to_string();
+    let mut a = vec![
+        "-m",
+        "m",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "-u",
+        addr,
+        "--concurrency",
+        "1",
+        "--request-count",
+        &n,
+        "--request-timeout",
+        "60",
+        "--output-tokens-mean",
+        "10",
+        "--artifact-dir",
+    ];
+    let d = dir.path().to_str().unwrap().to_string();
+    a.push(&d);
+    a.extend_from_slice(extra);
+    let out = profile(&args(&a)).await.expect("the run completes");
+    measured(&out.levels[0].dir)
+}
+
+/// Writes `total` bytes of `fill` after `prefix`, in 64 KB writes (never 64 MB at once).
+pub fn write_long(
+    s: &mut std::net::TcpStream,
+    prefix: &[u8],
+    fill: u8,
+    total: usize,
+    suffix: &[u8],
+) {
+    use std::io::Write;
+    if s.write_all(prefix).is_err() {
+        return;
+    }
+    let piece = vec![fill; 64 * 1024];
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(piece.len());
+        if s.write_all(&piece[..n]).is_err() {
+            return;
+        }
+        left -= n;
+    }
+    let _ = s.write_all(suffix);
+}
+
+/// Each row's error kind, `ok` for the rows without one.
+pub fn error_kinds(rows: &[serde_json::Value]) -> Vec<String> {
+    rows.iter()
+        .map(|r| r["error"].as_str().unwrap_or("ok").to_string())
+        .collect()
+}
+
 /// What a raw test server does with one POST: writes its response to the socket (it may stop
 /// early when the client goes away; write errors are the client closing).
 pub type Respond = std::sync::Arc<dyn Fn(&mut std::net::TcpStream) + Send + Sync>;
