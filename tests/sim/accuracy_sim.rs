@@ -190,7 +190,9 @@ async fn accuracy_drop_found_where_the_simulator_makes_it() {
     assert_eq!(acc(0).correct, acc(1).correct);
     assert!(acc(0).accuracy >= 0.85, "{:?}", acc(0));
     assert_eq!(acc(1).changed.as_ref().map(|c| c.changed), Some(0));
-    assert!(acc(2).accuracy < 0.5, "{:?}", acc(2));
+    // Well below the light loads (0.1 less per request in flight above 6). How far depends on
+    // how many of the 16 were in flight as each was answered, which a busy machine lowers.
+    assert!(acc(2).accuracy < acc(0).accuracy - 0.2, "{:?}", acc(2));
     let text = out.verdict.lines.join("\n");
     assert!(
         text.contains("accuracy falls with load at concurrency 16"),

