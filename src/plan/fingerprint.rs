@@ -192,8 +192,8 @@ const SALT_KEY: &str = "prompt_salt";
 const SESSIONS_KEY: &str = "sessions";
 
 /// Sessions as the fingerprint shows them: how many, their turns and think time.
-fn sessions_text(s: &crate::workload::spec::SessionPlan) -> String {
-    use crate::workload::spec::ConversationSource;
+fn sessions_text(s: &crate::workload::conversation::SessionPlan) -> String {
+    use crate::workload::conversation::ConversationSource;
     let turns = match &s.source {
         ConversationSource::Synthetic {
             turns_mean,

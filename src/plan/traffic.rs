@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::error::UsageError;
 use crate::load::{Stimulus, Stop, StopRule};
 use crate::workload::conversation::{self, FileConversation};
-use crate::workload::spec::{ConversationSource, SessionPlan};
+use crate::workload::conversation::{ConversationSource, SessionPlan};
 use crate::workload::trace::{self, ReadOptions};
 use crate::workload::{PrefixPool, PromptSalt, TraceSource, WorkloadPlan};
 

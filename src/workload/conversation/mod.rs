@@ -14,6 +14,7 @@
 pub mod dag;
 pub mod file;
 pub mod history;
+pub mod plan;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -24,10 +25,10 @@ use rand_distr::{Distribution, Normal};
 
 use super::lengths::LengthSampler;
 use super::prompts::Prompt;
-use super::spec::SessionPlan;
 use super::tokenizer::Tokenizer;
 pub use file::FileConversation;
 use history::Message;
+pub use plan::{ConversationSource, SessionPlan};
 
 /// Mixed into `--random-seed` so turn counts and delays do not reuse other random streams.
 const TURNS_SEED: u64 = 0x5e55_1045_7a2b_0001;
@@ -277,8 +278,8 @@ fn tokens(tokenizer: &Tokenizer, text: &str) -> u32 {
 mod tests {
     use std::sync::Arc;
 
+    use super::ConversationSource;
     use super::*;
-    use crate::workload::spec::ConversationSource;
 
     fn plan(turns: Vec<u32>, delay: (u64, u64)) -> SessionPlan {
         SessionPlan {
