@@ -274,7 +274,7 @@ impl fmt::Display for PercentileMethod {
 }
 
 /// Summary statistics of one metric, in its display unit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Samples.
     pub count: u64,

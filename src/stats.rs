@@ -19,6 +19,7 @@ pub mod isl;
 mod percentile;
 pub mod repeat;
 pub mod scored;
+pub mod sessions;
 pub mod trend;
 pub mod turns;
 
@@ -622,6 +623,9 @@ impl Aggregate {
             // At 95 % here; the run sets its own confidence and the chance rate
             // (`AccuracyStats::at`).
             accuracy: self.answers.summarize(0.95),
+            // Sessions are reported by the workers that ran them, not by their requests
+            // (`load::PhaseOutcome::sessions`); the level sets them.
+            sessions: None,
         }
     }
 }
@@ -681,6 +685,9 @@ pub struct LevelStats {
     pub apis: apis::ApiStats,
     /// Accuracy and the determinism check (scored workloads only).
     pub accuracy: Option<scored::AccuracyStats>,
+    /// Whole sessions: time to task completion, turns, tool round trips (`None` without
+    /// sessions).
+    pub sessions: Option<sessions::SessionStats>,
 }
 
 impl LevelStats {

@@ -36,7 +36,13 @@
 //! fractions), `graded_count`, `correct_count`, `unparsed_count`, and where temperature-0
 //! outputs were compared `answer_changed_share` with its interval, `answer_changed_count` and
 //! `answer_compared_count`; in the JSON, `accuracy` and `answer_changed_share` entries
-//! ([`accuracy_json`]).
+//! ([`accuracy_json`]). A level of multi-turn or agentic sessions adds `session_completed_count`,
+//! `session_failed_count` and `session_cut_short_count`, and with a completed session
+//! `session_completion_time_avg`/`_p50`/`_p90`/`_p99`/`_max` (ms: from a session's first request
+//! to its last answer, think and tool time and every branch included), `session_turns_avg` and
+//! `session_tool_round_trips_avg` (requests per completed session); in the JSON, `sessions`
+//! (`completed`, `failed`, `cut_short`, `completion`: the ms distribution or null, `turns_avg`,
+//! `tool_round_trips_avg`).
 //!
 //! `profile_export_genai_perf.json`: GenAI-Perf's keys in GenAI-Perf's order —
 //! `{metric: {unit, avg, p1, p5, p10, p25, p50, p75, p90, p95, p99, min, max, std}}` for
@@ -191,7 +197,12 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
         ));
     }
     let accuracy = st.accuracy.as_ref().map_or_else(Vec::new, accuracy_values);
-    for (key, value, unit) in api_values(&st.apis).into_iter().chain(accuracy) {
+    let sessions = st.sessions.as_ref().map_or_else(Vec::new, session_values);
+    for (key, value, unit) in api_values(&st.apis)
+        .into_iter()
+        .chain(accuracy)
+        .chain(sessions)
+    {
         let shown = match unit {
             "count" | "bytes" => format!("{value:.0}"),
             "fraction" => format!("{value:.4}"),
@@ -226,6 +237,35 @@ pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<(&'static str, f64, &
     .into_iter()
     .filter_map(|(k, v, u)| v.map(|v| (k, v, u)))
     .collect()
+}
+
+/// A level's session rows, `(key, value, unit)`: sessions completed, failed and cut short, the
+/// completed ones' time to task completion (avg, p50, p90, p99, max) and their requests and
+/// tool round trips on average.
+pub fn session_values(
+    s: &crate::stats::sessions::SessionStats,
+) -> Vec<(&'static str, f64, &'static str)> {
+    let mut rows = vec![
+        ("session_completed_count", s.completed as f64, "count"),
+        ("session_failed_count", s.failed as f64, "count"),
+        ("session_cut_short_count", s.cut_short as f64, "count"),
+    ];
+    if let Some(c) = &s.completion {
+        rows.extend([
+            ("session_completion_time_avg", c.avg, "ms"),
+            ("session_completion_time_p50", c.p50, "ms"),
+            ("session_completion_time_p90", c.p90, "ms"),
+            ("session_completion_time_p99", c.p99, "ms"),
+            ("session_completion_time_max", c.max, "ms"),
+            ("session_turns_avg", s.turns_avg, "requests"),
+            (
+                "session_tool_round_trips_avg",
+                s.tool_round_trips_avg,
+                "requests",
+            ),
+        ]);
+    }
+    rows
 }
 
 /// A scored level's CSV rows, `(key, value, unit)`: the accuracy and its interval, the answers
@@ -433,6 +473,9 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         if let Some(c) = changed {
             m.insert("answer_changed_share".into(), c);
         }
+    }
+    if let Some(sessions) = &st.sessions {
+        m.insert("sessions".into(), json!(sessions));
     }
     for (metric, _) in &shown {
         if !m.contains_key(metric.key()) {
@@ -725,6 +768,46 @@ server_max_pending_requests,3.00,count
         assert_eq!(v["engine_metrics"], Value::Null);
         assert_eq!(v["level"]["name"], "concurrency4");
         assert_eq!(v["input_config"]["model"], "gpt2");
+    }
+
+    /// A level of sessions: its CSV rows exact, its JSON entry read back whole.
+    #[test]
+    fn sessions_rows_exact_and_json_round_trip() {
+        use crate::stats::sessions::SessionStats;
+        let mut s = summary(true, None);
+        let mut completion = st(900.0);
+        completion.count = 3;
+        s.stats.sessions = Some(SessionStats {
+            completed: 3,
+            failed: 1,
+            cut_short: 0,
+            completion: Some(completion),
+            turns_avg: 7.0,
+            tool_round_trips_avg: 1.0,
+        });
+        let text = csv(&s);
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("session_")).collect();
+        assert_eq!(
+            rows,
+            [
+                "session_completed_count,3,count",
+                "session_failed_count,1,count",
+                "session_cut_short_count,0,count",
+                "session_completion_time_avg,900.00,ms",
+                "session_completion_time_p50,900.12,ms",
+                "session_completion_time_p90,902.00,ms",
+                "session_completion_time_p99,908.00,ms",
+                "session_completion_time_max,909.00,ms",
+                "session_turns_avg,7.00,requests",
+                "session_tool_round_trips_avg,1.00,requests",
+            ]
+        );
+        let doc = json(&s, &Value::Null);
+        let back: SessionStats = serde_json::from_value(doc["sessions"].clone()).unwrap();
+        assert_eq!(Some(back), s.stats.sessions);
+        s.stats.sessions = None;
+        assert!(json(&s, &Value::Null).get("sessions").is_none());
+        assert!(!csv(&s).contains("session_"));
     }
 
     /// The per-turn block of a run of sessions, exact; TTFT is null without streaming.

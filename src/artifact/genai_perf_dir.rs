@@ -103,6 +103,7 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         stats: LevelStats {
             apis: Default::default(),
             accuracy: None,
+            sessions: None,
             metrics,
             request_count,
             error_count: 0,

@@ -437,6 +437,9 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             percentile_method: level.get("percentile_method").and_then(typed),
             isl_buckets: isl_buckets_from(doc),
             turns: turns_from(doc),
+            sessions: doc
+                .get("sessions")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
             apis: apis_from(doc),
             accuracy: accuracy_from(doc),
         },

@@ -664,7 +664,8 @@ fn summarize(
     (out, held): (&PhaseOutcome, crate::load::queue::Held),
     (started_unix_ns, ended_unix_ns): (u64, u64),
 ) -> LevelSummary {
-    let stats = agg.summarize(!spec.objectives.is_empty(), spec.percentile_method);
+    let mut stats = agg.summarize(!spec.objectives.is_empty(), spec.percentile_method);
+    stats.sessions = out.sessions.summarize(spec.percentile_method);
     let open_loop = spec.stimulus.open_loop();
     let observed = Observed {
         cpu_seconds: watched.cpu_seconds,

@@ -12,7 +12,7 @@
 //! counts tasks in flight while requests in flight may exceed it by the branches' width.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::future::{BoxFuture, join_all};
@@ -22,6 +22,7 @@ use super::backoff::Backoff;
 use super::{Ask, WorkerCtx, execute};
 use crate::client::Exchange;
 use crate::record::Turn;
+use crate::stats::sessions::{SessionEnd, SessionOutcome};
 use crate::workload::Payload;
 use crate::workload::conversation::Conversations;
 use crate::workload::conversation::dag::BranchMode;
@@ -68,9 +69,14 @@ pub(crate) async fn worker(ctx: WorkerCtx, tickets: Arc<AtomicU64>, worker: u64)
             base,
             budget,
             sent: AtomicU64::new(0),
+            tools: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
             worker,
         };
-        if !run(&task, index, &mut lane, 0, Vec::new()).await {
+        let started = shared.clock.now_ns();
+        let going = run(&task, index, &mut lane, 0, Vec::new()).await;
+        ctx.session_ended(task.outcome(going, turns, started));
+        if !going {
             return;
         }
     }
@@ -85,9 +91,33 @@ struct Task<'a> {
     base: u64,
     budget: u64,
     sent: AtomicU64,
+    /// Requests sent that carried a tool's result (tool round trips).
+    tools: AtomicU64,
+    /// A turn failed (which ended its line of turns).
+    failed: AtomicBool,
     worker: u64,
     /// The session's affinity header line, sent by its branches too.
     header: Option<Box<[u8]>>,
+}
+
+impl Task<'_> {
+    /// How the session went, now that it has ended: `going` is `false` when the phase ended
+    /// under it; `turns` is every request its script holds; `started` when it was taken (ns).
+    fn outcome(&self, going: bool, turns: u64, started: u64) -> SessionOutcome {
+        let sent = self.sent.load(Ordering::Relaxed).min(self.budget);
+        let end = if self.failed.load(Ordering::Relaxed) {
+            SessionEnd::Failed
+        } else if !going || sent < turns {
+            SessionEnd::Cut
+        } else {
+            SessionEnd::Completed(self.ctx.shared.clock.now_ns().saturating_sub(started))
+        };
+        SessionOutcome {
+            end,
+            turns: u32::try_from(sent).unwrap_or(u32::MAX),
+            tool_round_trips: u32::try_from(self.tools.load(Ordering::Relaxed)).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 /// What one line of turns in flight owns: its connection state, its backoff and its history
@@ -224,7 +254,11 @@ async fn send_turn(task: &Task<'_>, index: usize, t: usize, lane: &mut Lane) -> 
         return Step::Stop;
     }
     let conversations = task.conversations;
-    let turn = &conversations.script(index).turns[t];
+    let script = conversations.script(index);
+    let turn = &script.turns[t];
+    if script.carries_tool_result(t) {
+        task.tools.fetch_add(1, Ordering::Relaxed);
+    }
     lane.history.ask(turn);
     let payload = Payload::Http(conversations.body(lane.history.messages(), turn.max_tokens));
     let ask = Ask {
@@ -252,7 +286,12 @@ async fn send_turn(task: &Task<'_>, index: usize, t: usize, lane: &mut Lane) -> 
     if !ctx.finish(completed, &mut lane.ex, &mut lane.backoff).await {
         return Step::Stop;
     }
-    if ok { Step::Answered } else { Step::Failed }
+    if ok {
+        Step::Answered
+    } else {
+        task.failed.store(true, Ordering::Relaxed);
+        Step::Failed
+    }
 }
 
 /// Appends the server's answer (its text after any reasoning) to the history, with its token

@@ -26,8 +26,8 @@ pub use stimulus::{
     StopRule, WindowRule,
 };
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
@@ -35,6 +35,7 @@ use tokio::sync::watch;
 
 use crate::client::{Capture, Client, Exchange};
 use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord};
+use crate::stats::sessions::{SessionDists, SessionOutcome};
 use crate::workload::Dataset;
 use crate::workload::tokenizer::Tokenizer;
 
@@ -200,7 +201,7 @@ pub struct PhaseSpec {
 }
 
 /// How a phase went, as the scheduler saw it.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct PhaseOutcome {
     /// Requests sent.
     pub sent: u64,
@@ -221,6 +222,9 @@ pub struct PhaseOutcome {
     /// Open loop: from the phase start to the intended send time of the last request released
     /// (ns): the span the schedule itself gave those requests.
     pub intended_span_ns: u64,
+    /// The sessions that ended in the phase, as their workers reported them (empty without
+    /// sessions).
+    pub sessions: crate::stats::sessions::SessionDists,
 }
 
 /// A due request that waits longer than this for a free worker counts as delayed by the cap.
@@ -280,6 +284,7 @@ pub async fn run_phase(
     let start_ns = shared.clock.now_ns();
     let deadline = spec.stop.time().map(|d| start_ns + d.as_nanos() as u64);
     let delayed = Arc::new(AtomicU64::new(0));
+    let sessions = Arc::new(Mutex::new(SessionDists::default()));
     let mut pacer_thread = None;
     let mut schedule: Option<Arc<dispatch::Tickets>> = None;
     let mut set = tokio::task::JoinSet::new();
@@ -290,14 +295,15 @@ pub async fn run_phase(
         sink: sink.clone(),
         halt: halt.clone(),
         sent: sent.clone(),
+        sessions: sessions.clone(),
     };
     match spec.stimulus {
         Stimulus::Concurrency(n) => {
             let tickets = Arc::new(AtomicU64::new(0));
-            let sessions = shared.dataset.conversations().is_some();
+            let in_sessions = shared.dataset.conversations().is_some();
             for w in 0..n {
                 let (ctx, tickets) = (ctx(&sink), tickets.clone());
-                if sessions {
+                if in_sessions {
                     set.spawn(async move {
                         conversation::worker(ctx, tickets, u64::from(w)).await;
                     });
@@ -360,6 +366,7 @@ pub async fn run_phase(
         delayed_by_cap: delayed.load(Ordering::Relaxed),
         send_span_ns,
         intended_span_ns,
+        sessions: std::mem::take(&mut *sessions.lock().unwrap_or_else(|e| e.into_inner())),
     }
 }
 
@@ -417,9 +424,22 @@ pub(crate) struct WorkerCtx {
     sink: RecordSink,
     halt: Halt,
     sent: Arc<AtomicU64>,
+    /// Where session workers report each session as it ends (once per session, off the
+    /// per-request path).
+    sessions: Arc<Mutex<SessionDists>>,
 }
 
 impl WorkerCtx {
+    /// Accounts a session that ended, when the phase is measured (a warm-up's are not).
+    fn session_ended(&self, s: SessionOutcome) {
+        if self.spec.phase == Phase::Measure {
+            self.sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(s);
+        }
+    }
+
     /// Whether sending has stopped (the run, or this phase).
     fn done(&self) -> bool {
         self.shared.cancel.stopping() || self.halt.halted()

@@ -792,6 +792,9 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     if let Some(line) = console::accuracy_line(l) {
         eprintln!("  {line}");
     }
+    if let Some(line) = console::session_line(l) {
+        eprintln!("  {line}");
+    }
     // Sessions are run to see TTFT by turn: the table is the point, so it is not kept for -v.
     if let Some(t) = console::turn_table(l) {
         eprintln!("{t}");

@@ -302,6 +302,38 @@ pub fn accuracy_line(l: &LevelSummary) -> Option<String> {
     ))
 }
 
+/// A level's whole sessions in one line: how many completed, failed or were cut short, the
+/// time to task completion of the completed ones, their requests and tool round trips (`None`
+/// for a level without sessions).
+pub fn session_line(l: &LevelSummary) -> Option<String> {
+    let s = l.stats.sessions.as_ref()?;
+    let mut others = Vec::new();
+    if s.failed > 0 {
+        others.push(format!("{} failed", s.failed));
+    }
+    if s.cut_short > 0 {
+        others.push(format!("{} cut short by the level's end", s.cut_short));
+    }
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", others.join(", "))
+    };
+    let Some(c) = &s.completion else {
+        return Some(format!("sessions: none completed{others}"));
+    };
+    let tools = if s.tool_round_trips_avg > 0.0 {
+        format!(", {:.1} tool round trips", s.tool_round_trips_avg)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "sessions: {} completed{others}; task completion p50 {:.0} p90 {:.0} max {:.0} ms, \
+         {:.1} requests{tools} each",
+        s.completed, c.p50, c.p90, c.max, s.turns_avg
+    ))
+}
+
 /// A level's accuracy with its interval (`71.0% [62.4–78.3]`), or `-`.
 pub fn accuracy_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
     a.map_or_else(
@@ -947,6 +979,51 @@ mod tests {
                 },
             )
         }
+    }
+
+    #[test]
+    fn session_line_exact() {
+        use crate::stats::sessions::SessionStats;
+        let mut l = level(4, 10.0, 0);
+        assert_eq!(session_line(&l), None, "no sessions, no line");
+        let completion = Stats {
+            count: 3,
+            p50: 812.4,
+            p90: 1504.6,
+            max: 1720.0,
+            ..Stats::default()
+        };
+        l.stats.sessions = Some(SessionStats {
+            completed: 3,
+            failed: 1,
+            cut_short: 2,
+            completion: Some(completion),
+            turns_avg: 7.0,
+            tool_round_trips_avg: 1.0,
+        });
+        assert_eq!(
+            session_line(&l).unwrap(),
+            "sessions: 3 completed (1 failed, 2 cut short by the level's end); task completion \
+             p50 812 p90 1505 max 1720 ms, 7.0 requests, 1.0 tool round trips each"
+        );
+        l.stats.sessions = Some(SessionStats {
+            completed: 40,
+            completion: Some(completion),
+            turns_avg: 5.125,
+            ..SessionStats::default()
+        });
+        assert_eq!(
+            session_line(&l).unwrap(),
+            "sessions: 40 completed; task completion p50 812 p90 1505 max 1720 ms, 5.1 requests each"
+        );
+        l.stats.sessions = Some(SessionStats {
+            failed: 2,
+            ..SessionStats::default()
+        });
+        assert_eq!(
+            session_line(&l).unwrap(),
+            "sessions: none completed (2 failed)"
+        );
     }
 
     #[test]

@@ -171,6 +171,31 @@ async fn run_task(file_text: &str, dir: &Path) {
         "R1 waits for both, then 30 ms"
     );
     assert!(followup[0].0 >= planner[2].1, "the fork after P2's answer");
+
+    // The task as a whole: from its first request to its last answer, branches included.
+    let s = out.levels[0]
+        .summary
+        .stats
+        .sessions
+        .clone()
+        .expect("sessions");
+    assert_eq!((s.completed, s.failed, s.cut_short), (1, 0, 0));
+    assert_eq!((s.turns_avg, s.tool_round_trips_avg), (7.0, 1.0));
+    let first = records.iter().map(|r| r["sent_ns"].as_u64().unwrap()).min();
+    let last = records.iter().map(|r| r["end_ns"].as_u64().unwrap()).max();
+    let span_ms = (last.unwrap() - first.unwrap()) as f64 / 1e6;
+    let took = s.completion.expect("completed").max;
+    assert!(
+        took >= span_ms && took < span_ms + 250.0,
+        "task {took} ms, its requests span {span_ms} ms"
+    );
+    let doc = common::json_file(&out.levels[0].dir.join("profile_export_genai_perf.json"));
+    assert_eq!(doc["sessions"]["completed"], 1);
+    let csv = std::fs::read_to_string(out.levels[0].dir.join("profile_export_genai_perf.csv"));
+    assert!(
+        csv.unwrap()
+            .contains("session_tool_round_trips_avg,1.00,requests")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -77,6 +77,13 @@ pub struct AgentScript {
 }
 
 impl Script {
+    /// Whether turn `t` carries a tool's result back to the model (a tool round trip).
+    pub fn carries_tool_result(&self, t: usize) -> bool {
+        self.agent
+            .as_ref()
+            .is_some_and(|a| a.tool.get(t).copied().unwrap_or(false))
+    }
+
     /// The branches started after turn `t` (none for a line of turns).
     pub fn branches(&self, t: usize) -> &[dag::Branch] {
         self.agent
