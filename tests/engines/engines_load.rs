@@ -2,7 +2,8 @@
 //! llama-server with tiny local models, started by `scripts/test.sh`): ladders of every API
 //! shape end with 0 errors (llama-server closes its connection after every stream); sessions
 //! whose think time is longer than the server's keep-alive; cancellation; shared prefixes seen
-//! in the engine's own prefix-cache counters; the server's token counts. Each test skips with
+//! in the engine's own prefix-cache counters; an agentic session file replayed with its
+//! history's blocks found again by vLLM's prefix cache; the server's token counts. Each test skips with
 //! its reason when its engine is not running, and fails then under `TTFTBENCH_REQUIRE_ENGINES=1`.
 
 use crate::common;
@@ -214,6 +215,66 @@ async fn shared_prefixes_hit_the_engines_caches() {
         let gained = engine_metric(&e, hits).await - before;
         assert!(gained >= 600.0, "{name}: {hits} grew by {gained}");
     }
+}
+
+/// An agentic session file against vLLM: a planner whose 220-word system prompt every turn
+/// sends again spawns two sub-agents, joins them after a tool's result and forks a reviewer
+/// (the task of docs/sessions.md). All 7 requests succeed with the live answers in their
+/// histories, the task completes, and vLLM's prefix cache finds the history's blocks again
+/// between the session's turns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agentic_sessions_replay_with_prefix_hits() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
+    let Some(e) = engine("vllm") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let system = "You are a careful coding agent that plans before it edits. ".repeat(20);
+    let file = tmp.path().join("agent.jsonl");
+    let lines = [
+        serde_json::json!({"agent": "planner", "system": system, "turns": [
+            {"user": "The test parse_dates fails. Plan the fix.", "spawn": ["reader", "runner"]},
+            {"tool": "grep", "result": "src/dates.rs:41: let day = parts[0].parse()?;", "tool_ms": 40},
+            {"user": "Write the patch.", "think_ms": 100, "fork": "reviewer"}]}),
+        serde_json::json!({"agent": "reader", "turns": [{"user": "Read src/dates.rs."},
+            {"tool": "read_file", "result": "fn parse_dates(s: &str) -> Result<Date>", "tool_ms": 25}]}),
+        serde_json::json!({"agent": "runner", "turns": [{"user": "Run the failing test.",
+            "tool": "cargo_test", "result": "test parse_dates ... FAILED", "tool_ms": 200}]}),
+        serde_json::json!({"agent": "reviewer", "turns": [{"user": "Review the patch."}]}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let hits = "vllm:prefix_cache_hits_total";
+    let before = engine_metric(&e, hits).await;
+    let out = common::profile(&common::args(&[
+        "-m",
+        &e.model,
+        "-u",
+        &e.url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--input-file",
+        file.to_str().unwrap(),
+        "--output-tokens-mean",
+        "12",
+        "--output-tokens-mean-deterministic",
+        "--extra-inputs",
+        "ignore_eos:true",
+        "--artifact-dir",
+        tmp.path().join("out").to_str().unwrap(),
+    ]))
+    .await
+    .unwrap();
+    let doc = common::json_file(&out.levels[0].dir.join("profile_export_genai_perf.json"));
+    assert_eq!(avg(&doc, "error_count"), 0.0, "{}", doc["errors"]);
+    assert_eq!(avg(&doc, "request_count"), 7.0);
+    let s = &doc["sessions"];
+    assert_eq!(
+        (&s["completed"], &s["tool_round_trips_avg"]),
+        (&1.into(), &3.0.into())
+    );
+    // The planner's 3 turns and the reviewer's fork resend its ~300-token history.
+    let gained = engine_metric(&e, hits).await - before;
+    assert!(gained >= 256.0, "{hits} grew by {gained}");
 }
 
 /// `--use-server-token-count`: the output counts are the servers' own (`usage`), 12 a request
