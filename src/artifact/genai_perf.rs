@@ -410,13 +410,17 @@ pub fn turns_json(s: &LevelSummary) -> Value {
                 .map_or(Value::Null, |st| {
                     stats_json(Metric::TimeToFirstToken.unit().label(), st)
                 });
-            json!({
+            let mut v = json!({
                 "turn": t.turn,
                 "and_later": t.and_later,
                 "count": t.count,
                 "time_to_first_token": ttft,
                 "input_sequence_length": {"unit": "tokens", "avg": t.isl_avg},
-            })
+            });
+            if let Some(c) = t.cached_avg {
+                v["cached_prompt_tokens"] = json!({"unit": "tokens", "avg": c});
+            }
+            v
         })
         .collect();
     Value::Array(turns)
@@ -824,6 +828,7 @@ server_max_pending_requests,3.00,count
                 count: 3,
                 ttft: Some(one),
                 isl_avg: 100.0,
+                cached_avg: Some(64.0),
             },
             TurnStats {
                 turn: 1,
@@ -831,11 +836,12 @@ server_max_pending_requests,3.00,count
                 count: 0,
                 ttft: None,
                 isl_avg: 0.0,
+                cached_avg: None,
             },
         ];
         assert_eq!(
             serde_json::to_string(&turns_json(&s)).unwrap(),
-            r#"[{"turn":0,"and_later":false,"count":3,"time_to_first_token":{"unit":"ms","avg":20.0,"p1":19.0,"p5":19.5,"p10":19.75,"p25":20.0,"p50":20.125,"p75":21.0,"p90":22.0,"p95":23.0,"p99":28.0,"min":19.0,"max":29.0,"std":0.5,"p99.9":29.0,"count":3},"input_sequence_length":{"unit":"tokens","avg":100.0}},{"turn":1,"and_later":false,"count":0,"time_to_first_token":null,"input_sequence_length":{"unit":"tokens","avg":0.0}}]"#
+            r#"[{"turn":0,"and_later":false,"count":3,"time_to_first_token":{"unit":"ms","avg":20.0,"p1":19.0,"p5":19.5,"p10":19.75,"p25":20.0,"p50":20.125,"p75":21.0,"p90":22.0,"p95":23.0,"p99":28.0,"min":19.0,"max":29.0,"std":0.5,"p99.9":29.0,"count":3},"input_sequence_length":{"unit":"tokens","avg":100.0},"cached_prompt_tokens":{"unit":"tokens","avg":64.0}},{"turn":1,"and_later":false,"count":0,"time_to_first_token":null,"input_sequence_length":{"unit":"tokens","avg":0.0}}]"#
         );
         let doc = json(&s, &Value::Null);
         assert_eq!(doc["turns"][0]["count"], 3);

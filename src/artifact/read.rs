@@ -240,6 +240,9 @@ fn turns_from(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
                 .pointer("/input_sequence_length/avg")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
+            cached_avg: t
+                .pointer("/cached_prompt_tokens/avg")
+                .and_then(Value::as_f64),
         })
         .collect()
 }

@@ -605,6 +605,9 @@ pub fn turn_table(l: &LevelSummary) -> Option<String> {
     if l.stats.turns.is_empty() {
         return None;
     }
+    // The server's own prefix-cache hits by turn, when it reports them per request: how much
+    // of each turn's history it found cached from the turns before.
+    let cached = l.stats.turns.iter().any(|t| t.cached_avg.is_some());
     let rows: Vec<Vec<String>> = l
         .stats
         .turns
@@ -615,19 +618,18 @@ pub fn turn_table(l: &LevelSummary) -> Option<String> {
                 .filter(|_| t.isl_avg > 0.0)
                 .map(|s| s.avg * 1000.0 / t.isl_avg);
             let mut row = vec![t.label(), t.count.to_string(), format!("{:.1}", t.isl_avg)];
+            if cached {
+                row.push(t.cached_avg.map_or("-".into(), |c| format!("{c:.1}")));
+            }
             row.extend([s.map(|s| s.avg), s.map(|s| s.p50), p99(s, t.count), per_k].map(ms));
             row
         })
         .collect();
-    let headers = [
-        "Turn",
-        "Requests",
-        "ISL avg",
-        "TTFT avg",
-        "p50",
-        "p99",
-        "TTFT per 1k ISL",
-    ];
+    let mut headers = vec!["Turn", "Requests", "ISL avg"];
+    if cached {
+        headers.push("Cached avg");
+    }
+    headers.extend(["TTFT avg", "p50", "p99", "TTFT per 1k ISL"]);
     let mut aligns = vec![Align::Right; headers.len()];
     aligns[0] = Align::Left;
     Some(format!(
@@ -1256,6 +1258,7 @@ Input tokens  Requests    avg    p50     p90     p99
             count,
             ttft: ttft.map(st),
             isl_avg,
+            cached_avg: None,
         };
         l.stats.turns = vec![
             // 2 requests support no p99.
@@ -1272,6 +1275,18 @@ Turn  Requests  ISL avg  TTFT avg    p50    p99  TTFT per 1k ISL
 >=15         2   4000.0     40.00  40.00      -            10.00
 ";
         assert_eq!(turn_table(&l).unwrap(), expected);
+        // A server that reports its prefix-cache hits per request gets their column.
+        l.stats.turns[2].cached_avg = Some(3968.0);
+        let expected = "\
+TTFT (ms) by session turn, concurrency2
+Turn  Requests  ISL avg  Cached avg  TTFT avg    p50    p99  TTFT per 1k ISL
+----  --------  -------  ----------  --------  -----  -----  ---------------
+0          120    100.0           -     20.00  20.00  40.00           200.00
+1            0      0.0           -         -      -      -                -
+>=15         2   4000.0      3968.0     40.00  40.00      -            10.00
+";
+        assert_eq!(turn_table(&l).unwrap(), expected);
+        l.stats.turns[2].cached_avg = None;
         l.streaming = false;
         assert!(
             turn_table(&l)

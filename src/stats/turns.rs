@@ -25,6 +25,10 @@ pub struct TurnStats {
     pub ttft: Option<Stats>,
     /// Their average input length (tokens): the history plus the new user message.
     pub isl_avg: f64,
+    /// Of that, the prompt tokens the server found in its prefix cache, on average over the
+    /// requests it said so for (llama.cpp's `timings.cache_n`); `None` when it never did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_avg: Option<f64>,
 }
 
 impl TurnStats {
@@ -44,6 +48,8 @@ struct Bucket {
     ttft: Dist,
     count: u64,
     sum_isl: u64,
+    /// Requests with the server's cached-token count, and those counts added up.
+    cached: (u64, u64),
 }
 
 /// The per-turn distributions of one aggregate; empty (and allocation-free) for runs without
@@ -70,6 +76,10 @@ impl TurnDists {
         if let Some(v) = per_request_value(Metric::TimeToFirstToken, rec) {
             b.ttft.record(v);
         }
+        if let Some(v) = per_request_value(Metric::CachedPromptTokens, rec) {
+            b.cached.0 += 1;
+            b.cached.1 += v;
+        }
     }
 
     /// Adds another aggregate's turns.
@@ -82,6 +92,8 @@ impl TurnDists {
             a.ttft.merge(&b.ttft);
             a.count += b.count;
             a.sum_isl += b.sum_isl;
+            a.cached.0 += b.cached.0;
+            a.cached.1 += b.cached.1;
         }
     }
 
@@ -100,6 +112,7 @@ impl TurnDists {
                 } else {
                     b.sum_isl as f64 / b.count as f64
                 },
+                cached_avg: (b.cached.0 > 0).then(|| b.cached.1 as f64 / b.cached.0 as f64),
             })
             .collect()
     }
@@ -145,5 +158,22 @@ mod tests {
         assert_eq!(row(&s[1]), ("1".into(), 0, None, 0.0));
         assert_eq!(row(&s[2]), ("2".into(), 1, Some(30.0), 300.0));
         assert_eq!(row(&s[15]), (">=15".into(), 2, Some(60.0), 5000.0));
+        assert_eq!(s[0].cached_avg, None, "no server timings, no cached count");
+    }
+
+    #[test]
+    fn cached_tokens_by_turn_average_over_the_requests_that_report_them() {
+        let mut d = TurnDists::default();
+        for (turn, cached) in [(1, Some(96)), (1, Some(32)), (1, None), (2, None)] {
+            let mut r = rec(Some(turn), 200, 10);
+            r.server_timings = cached.map(|c| crate::record::ServerTimings {
+                cached_tokens: c,
+                ..Default::default()
+            });
+            d.record(&r);
+        }
+        let s = d.summarize(PercentileMethod::Linear);
+        assert_eq!(s[1].cached_avg, Some(64.0));
+        assert_eq!(s[2].cached_avg, None);
     }
 }
