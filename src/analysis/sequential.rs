@@ -49,7 +49,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::saturation::Signal;
 use crate::metrics::{Metric, MetricRef, Op, PercentileMethod, Slo, Stat, SystemMetric};
@@ -462,9 +462,17 @@ pub fn moe(
     })
 }
 
-/// Why a level's measurement ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Why a level's measurement ended. Its key in files (`search.json`'s `stopped`) is
+/// [`Stopped`], derived from these variants, written and read back by the same declaration.
+#[derive(Debug, Clone, PartialEq, Serialize, strum::EnumDiscriminants)]
 #[serde(rename_all = "snake_case", tag = "reason")]
+#[strum_discriminants(
+    name(Stopped),
+    doc = "Why a level's measurement ended, without its detail: the key files carry.",
+    derive(Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter),
+    serde(rename_all = "snake_case"),
+    strum(serialize_all = "snake_case")
+)]
 pub enum StopReason {
     /// Every interval objective met, or one failed.
     Settled,
@@ -486,14 +494,7 @@ pub enum StopReason {
 impl StopReason {
     /// A short key (`settled`, `saturated`, ...).
     pub fn key(&self) -> &'static str {
-        match self {
-            StopReason::Settled => "settled",
-            StopReason::MarginReached => "margin_reached",
-            StopReason::RequestCap => "request_cap",
-            StopReason::TimeCap => "time_cap",
-            StopReason::Saturated { .. } => "saturated",
-            StopReason::Interrupted => "interrupted",
-        }
+        Stopped::from(self).into()
     }
 
     /// Why it stopped, in words.

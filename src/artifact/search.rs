@@ -31,15 +31,21 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::sequential::Stopped;
+
 /// File name.
 pub const SEARCH_FILE: &str = "search.json";
 
 /// Requests per level of the ladder a search is compared with.
 pub const LADDER_REQUESTS: u64 = 200;
 
-/// How a probe ended, for the search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How a probe ended, for the search. Written and read back by name (this declaration's
+/// snake_case, the same for serde and for the tables' words).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ProbeVerdict {
     /// Every objective's interval on the good side (and every point objective held).
     Meets,
@@ -58,15 +64,38 @@ pub enum ProbeVerdict {
 impl ProbeVerdict {
     /// `meets`, `fails`, ...
     pub fn word(self) -> &'static str {
-        match self {
-            ProbeVerdict::Meets => "meets",
-            ProbeVerdict::Fails => "fails",
-            ProbeVerdict::Undecided => "undecided",
-            ProbeVerdict::Saturated => "saturated",
-            ProbeVerdict::Scouted => "scouted",
-            ProbeVerdict::Interrupted => "interrupted",
-        }
+        self.into()
     }
+}
+
+/// How a probe was run.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ProbeKind {
+    /// Measured until its verdict is settled (or a cap).
+    Proof,
+    /// Cut at its first look: a fail is proven, anything else only says it did not fail
+    /// quickly.
+    Scout,
+}
+
+/// Whether a probe's verdict is proven.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Proof {
+    /// Its own interval settled its verdict.
+    Proven,
+    /// Its verdict follows from a proven one by monotonicity (a load at or below the answer
+    /// meets, one at or above a proven fail fails).
+    Covered,
+    /// Neither.
+    Unproven,
 }
 
 /// One objective of one probe at its last look.
@@ -128,14 +157,14 @@ pub struct ProbeDoc {
     /// Its directory.
     pub dir: String,
     /// `proof` (measured until settled) or `scout` (cut at its first look).
-    pub kind: String,
+    pub kind: ProbeKind,
     /// How it ended for the search.
     pub verdict: ProbeVerdict,
     /// `proven` (its own interval settled it), `covered` (its verdict follows from a proven
     /// one by monotonicity) or `unproven`.
-    pub proof: String,
+    pub proof: Proof,
     /// Why its measurement stopped (`settled`, `request_cap`, `saturated`, ...).
-    pub stopped: String,
+    pub stopped: Stopped,
     /// The same in words, with the signal that fired for a saturated probe.
     pub why: String,
     /// Successful requests the decision was made on.
@@ -321,16 +350,16 @@ pub(crate) fn example() -> SearchDoc {
         decision: decision.into(),
         interval: true,
     };
-    let probe = |index: u32, load: f64, verdict, stopped: &str, measured, o| ProbeDoc {
+    let probe = |index: u32, load: f64, verdict, stopped: Stopped, measured, o| ProbeDoc {
         index,
         load,
         level: format!("concurrency{load}"),
         dir: format!("s/concurrency{load}"),
-        kind: "proof".into(),
+        kind: ProbeKind::Proof,
         verdict,
-        proof: "proven".into(),
-        stopped: stopped.into(),
-        why: stopped.into(),
+        proof: Proof::Proven,
+        stopped,
+        why: <&str>::from(stopped).into(),
         measured,
         sent: measured + 10,
         elapsed_s: 1.5,
@@ -379,8 +408,8 @@ pub(crate) fn example() -> SearchDoc {
             estimated_s: Some(4.0),
         },
         probes: vec![
-            probe(1, 9.0, ProbeVerdict::Fails, "settled", 20, objective(95.39, 81.36, None, "fails")),
-            probe(2, 8.0, ProbeVerdict::Meets, "settled", 25, objective(23.24, 14.81, Some(23.85), "meets")),
+            probe(1, 9.0, ProbeVerdict::Fails, Stopped::Settled, 20, objective(95.39, 81.36, None, "fails")),
+            probe(2, 8.0, ProbeVerdict::Meets, Stopped::Settled, 25, objective(23.24, 14.81, Some(23.85), "meets")),
         ],
         requests_spent: 65,
         elapsed_s: 3.0,
@@ -399,6 +428,27 @@ pub(crate) fn example() -> SearchDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every enum of the file reads back from what it writes, and its table word is that name.
+    #[test]
+    fn probe_enums_round_trip() {
+        use strum::IntoEnumIterator;
+        fn check<T>(all: impl Iterator<Item = T>)
+        where
+            T: Serialize + for<'a> Deserialize<'a> + PartialEq + std::fmt::Debug + Copy,
+            &'static str: From<T>,
+        {
+            for v in all {
+                let text = serde_json::to_string(&v).unwrap();
+                assert_eq!(text, format!("\"{}\"", <&str>::from(v)));
+                assert_eq!(serde_json::from_str::<T>(&text).unwrap(), v);
+            }
+        }
+        check(ProbeVerdict::iter());
+        check(ProbeKind::iter());
+        check(Proof::iter());
+        check(Stopped::iter());
+    }
 
     #[test]
     fn ladders() {

@@ -835,8 +835,8 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
                 crate::analysis::text::load_text(p.load),
                 p.measured.to_string(),
                 p.verdict.word().to_string(),
-                p.proof.clone(),
-                p.stopped.clone(),
+                <&str>::from(p.proof).to_string(),
+                <&str>::from(p.stopped).to_string(),
             ];
             row.extend(d.objectives.iter().map(|o| {
                 p.objectives

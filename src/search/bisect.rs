@@ -28,14 +28,8 @@
 //! Every probe is a proof except those scouts. A probe that is undecided or saturated counts as
 //! not meeting: the answer is only ever a load proven to meet.
 
-/// How a probe is run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Until its verdict is settled (or a cap).
-    Proof,
-    /// Until its first look: a fail is proven, anything else only says it did not fail quickly.
-    Scout,
-}
+/// How a probe is run (declared with the file that records it).
+pub use crate::artifact::search::ProbeKind as Kind;
 
 /// What a probe said, for the order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use super::bisect::{Kind, Order};
+use super::bisect::Order;
 use super::cost::Estimate;
 use super::{Ended, Probe};
-use crate::analysis::sequential::Check;
+use crate::analysis::sequential::{Check, Stopped};
 use crate::artifact::search::{
     AnswerDoc, LADDER_REQUESTS, LadderDoc, MonotonicityDoc, NextDoc, ObjectiveDoc, ProbeDoc,
-    ProbeVerdict, SearchDoc,
+    ProbeVerdict, Proof, SearchDoc,
 };
 use crate::error::Error;
 use crate::metrics::{Metric, MetricSource, SystemMetric};
@@ -119,15 +119,15 @@ fn answer_doc(p: &Probe) -> AnswerDoc {
     }
 }
 
-/// `proven` when the probe's own interval settled its verdict; `covered` when its verdict
+/// [`Proof::Proven`] when the probe's own interval settled its verdict; `covered` when its verdict
 /// follows from a proven one (a load at or below the answer meets, one at or above a proven
 /// fail fails); `unproven` otherwise.
-fn proof_word(p: &Probe, m: &MonotonicityDoc) -> &'static str {
+fn proof_of(p: &Probe, m: &MonotonicityDoc) -> Proof {
     match p.verdict {
-        ProbeVerdict::Meets | ProbeVerdict::Fails => "proven",
-        _ if m.meets_up_to.is_some_and(|a| p.load <= a) => "covered",
-        _ if m.fails_from.is_some_and(|f| p.load >= f) => "covered",
-        _ => "unproven",
+        ProbeVerdict::Meets | ProbeVerdict::Fails => Proof::Proven,
+        _ if m.meets_up_to.is_some_and(|a| p.load <= a) => Proof::Covered,
+        _ if m.fails_from.is_some_and(|f| p.load >= f) => Proof::Covered,
+        _ => Proof::Unproven,
     }
 }
 
@@ -138,14 +138,10 @@ fn probe_doc(i: usize, p: &Probe, max_error_rate: f64, m: &MonotonicityDoc) -> P
         load: p.load,
         level: p.level.summary.stimulus.name(),
         dir: p.level.dir.display().to_string(),
-        kind: match p.kind {
-            Kind::Proof => "proof",
-            Kind::Scout => "scout",
-        }
-        .into(),
+        kind: p.kind,
         verdict: p.verdict,
-        proof: proof_word(p, m).into(),
-        stopped: st.map_or("request_cap", |s| s.stopped.key()).into(),
+        proof: proof_of(p, m),
+        stopped: st.map_or(Stopped::RequestCap, |s| Stopped::from(&s.stopped)),
         why: super::why(&p.level, max_error_rate),
         measured: st.map_or(p.level.summary.stats.request_count, |s| s.measured),
         sent: p.level.sent,

@@ -7,7 +7,8 @@
 use crate::common;
 
 use common::{chat_args, json_file};
-use ttftbench::artifact::search::ProbeVerdict;
+use ttftbench::analysis::sequential::Stopped;
+use ttftbench::artifact::search::{ProbeKind, ProbeVerdict, Proof};
 use ttftbench::sim::{EngineConfig, SimConfig};
 
 /// Timing tests here run one at a time: on two cores, two searches side by side would each see
@@ -78,8 +79,8 @@ async fn finds_the_slots_within_one_step_for_a_fraction_of_a_ladder() {
     for p in &out.doc.probes {
         let level = json_file(&std::path::Path::new(&p.dir).join("profile_export_genai_perf.json"));
         let reason = level["sequential"]["reason"].as_str().unwrap().to_string();
-        match p.kind.as_str() {
-            "proof" => assert_eq!(reason, "settled", "{}", p.level),
+        match p.kind {
+            ProbeKind::Proof => assert_eq!(reason, "settled", "{}", p.level),
             _ => assert!(
                 ["settled", "request_cap"].contains(&reason.as_str()),
                 "{reason}"
@@ -87,7 +88,7 @@ async fn finds_the_slots_within_one_step_for_a_fraction_of_a_ladder() {
         }
         assert_eq!(level["sequential"]["measured"], p.measured);
         if p.verdict == ProbeVerdict::Scouted && p.load <= answer {
-            assert_eq!(p.proof, "covered", "{p:#?}");
+            assert_eq!(p.proof, Proof::Covered, "{p:#?}");
         }
     }
     assert_eq!(out.doc.monotonicity.meets_up_to, Some(answer));
@@ -184,7 +185,7 @@ async fn an_over_saturated_probe_stops_early_and_says_why() {
         panic!("{:#?}", out.doc.probes);
     };
     assert_eq!(p.verdict, ProbeVerdict::Saturated, "{p:#?}");
-    assert_eq!(p.stopped, "saturated");
+    assert_eq!(p.stopped, Stopped::Saturated);
     assert!(p.why.starts_with("saturated: "), "{}", p.why);
     assert!(p.measured < 1000, "{}", p.measured);
     assert_eq!((out.doc.exit_code, out.doc.answer.is_none()), (1, true));
@@ -272,8 +273,8 @@ async fn max_time_returns_the_highest_load_proven_so_far() {
         Some(a) => {
             let proof = out.doc.probes.iter().find(|p| p.load == a.load).unwrap();
             assert_eq!(
-                (proof.verdict, proof.proof.as_str()),
-                (ProbeVerdict::Meets, "proven")
+                (proof.verdict, proof.proof),
+                (ProbeVerdict::Meets, Proof::Proven)
             );
             assert!(out.doc.statement.contains("at 95 % confidence"));
             assert_eq!(out.doc.exit_code, 0);

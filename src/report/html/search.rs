@@ -49,9 +49,9 @@ pub(super) fn section(out: &mut String, d: &SearchDoc) {
             crate::analysis::text::load_text(p.load),
             p.measured,
             p.verdict.word(),
-            esc(&p.proof),
+            <&str>::from(p.proof),
             esc(&p.why),
-            esc(&p.stopped)
+            <&str>::from(p.stopped)
         );
         for o in &d.objectives {
             let cell = p
