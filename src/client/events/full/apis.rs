@@ -1,5 +1,4 @@
-//! The full reader's part for OpenAI Responses and Anthropic Messages events and bodies, and
-//! the tool-call spans every shape records.
+//! The full reader's part for OpenAI Responses and Anthropic Messages events and bodies.
 //!
 //! Responses streams (`/v1/responses`): the text of `response.output_text.delta` is answer,
 //! that of `response.reasoning_text.delta` and `response.reasoning_summary_text.delta`
@@ -26,88 +25,8 @@ use crate::client::seed::seed;
 
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess};
 
-use super::{EventInfo, TextSeed};
-
-/// Where tool-call argument text lies in the output text, by call: spans of one call that
-/// follow each other are merged. Kept by the event reader for the request in flight (cleared
-/// with it); pushing allocates only when the first call of a worker's first tool stream arrives.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ToolSpans {
-    /// (call key, start, end) in the output text.
-    spans: Vec<(u32, usize, usize)>,
-}
-
-impl ToolSpans {
-    /// Notes that `text[start..end]` is argument text of call `key`.
-    pub fn push(&mut self, key: u32, start: usize, end: usize) {
-        if end <= start {
-            return;
-        }
-        match self.spans.last_mut() {
-            Some(last) if last.0 == key && last.2 == start => last.2 = end,
-            _ => self.spans.push((key, start, end)),
-        }
-    }
-
-    /// Forgets every span (a new request).
-    pub fn clear(&mut self) {
-        self.spans.clear();
-    }
-
-    /// Spans recorded.
-    pub fn len(&self) -> usize {
-        self.spans.len()
-    }
-
-    /// Whether none were.
-    pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
-    }
-
-    /// Drops the spans after the first `n` (a parse that failed took its text back). A span
-    /// that a failed parse extended keeps its extension: its text is gone, so it is cut back to
-    /// the text's new end by [`ToolSpans::clip`].
-    pub fn truncate(&mut self, n: usize) {
-        self.spans.truncate(n);
-    }
-
-    /// Cuts every span back to the first `len` bytes of the text.
-    pub fn clip(&mut self, len: usize) {
-        for s in &mut self.spans {
-            s.2 = s.2.min(len);
-        }
-        self.spans.retain(|s| s.1 < s.2);
-    }
-
-    /// Bytes of argument text noted.
-    pub fn bytes(&self) -> usize {
-        self.spans.iter().map(|s| s.2 - s.1).sum()
-    }
-
-    /// The calls in `text` and whether every one's arguments parse as JSON (`(0, false)`
-    /// without a call). Spans beyond `text` (never, unless the text was cut) count as invalid.
-    pub fn summarize(&self, text: &str) -> (u32, bool) {
-        let mut keys: Vec<u32> = Vec::new();
-        for &(k, ..) in &self.spans {
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-        let valid = !keys.is_empty()
-            && keys.iter().all(|&k| {
-                let mut args = String::new();
-                for &(key, s, e) in &self.spans {
-                    match text.get(s..e) {
-                        Some(piece) if key == k => args.push_str(piece),
-                        None => return false,
-                        _ => {}
-                    }
-                }
-                serde_json::from_str::<IgnoredAny>(&args).is_ok()
-            });
-        (keys.len() as u32, valid)
-    }
-}
+use super::{EventInfo, FieldSeed, TextSeed, ToolSpans, Usage, error_message};
+use crate::client::events::keys::{self, Block, EventType, ItemType, Top};
 
 /// What a Responses event's `type` makes of its string `delta`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -127,14 +46,16 @@ pub(super) enum Kind {
 
 impl Kind {
     fn of(t: &str) -> Kind {
-        match t {
-            "error" => Kind::Error,
-            "response.audio.delta" => Kind::Audio,
-            "response.function_call_arguments.delta"
-            | "response.custom_tool_call_input.delta"
-            | "response.mcp_call_arguments.delta" => Kind::ToolArgs,
+        match EventType::of(t.as_bytes()) {
+            EventType::Error => Kind::Error,
+            EventType::Audio => Kind::Audio,
+            EventType::FunctionCallArguments
+            | EventType::CustomToolCallInput
+            | EventType::McpCallArguments => Kind::ToolArgs,
+            EventType::ReasoningText | EventType::ReasoningSummaryText => Kind::Reasoning,
+            // A type of reasoning the table does not name yet is reasoning still.
             _ if t.contains("reasoning") => Kind::Reasoning,
-            _ => Kind::Answer,
+            EventType::OutputText | EventType::Other => Kind::Answer,
         }
     }
 }
@@ -227,15 +148,15 @@ seed! {
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<BlockKey>()? {
+        while let Some(key) = map.next_key::<Block>()? {
             let at = self.text.len();
             match key {
-                BlockKey::Text => map.next_value_seed(TextSeed { text: self.text })?,
-                BlockKey::Thinking => {
+                Block::Text => map.next_value_seed(TextSeed { text: self.text })?,
+                Block::Thinking => {
                     map.next_value_seed(TextSeed { text: self.text })?;
                     self.info.reasoning_bytes += self.text.len() - at;
                 }
-                BlockKey::PartialJson => {
+                Block::PartialJson => {
                     map.next_value_seed(TextSeed { text: self.text })?;
                     self.ev.tool = Some((at, self.text.len()));
                 }
@@ -246,22 +167,6 @@ seed! {
         }
         Ok(())
     }
-}
-
-/// Keys of Anthropic's deltas and content blocks, and of Responses' output items.
-#[derive(serde::Deserialize)]
-#[serde(field_identifier, rename_all = "snake_case")]
-enum BlockKey {
-    Type,
-    Text,
-    Thinking,
-    PartialJson,
-    Input,
-    Content,
-    Summary,
-    Arguments,
-    #[serde(other)]
-    Other,
 }
 
 /// A `message` (Anthropic's `message_start`) or `response` (Responses' lifecycle events)
@@ -279,16 +184,16 @@ seed! {
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match key.as_ref() {
-                "usage" => {
-                    if let Some(u) = map.next_value::<Option<super::Usage>>()? {
+        while let Some(key) = map.next_key::<Top>()? {
+            match key {
+                Top::Usage => {
+                    if let Some(u) = map.next_value::<Option<Usage>>()? {
                         u.apply(self.info);
                     }
                 }
-                "error" => {
+                Top::Error => {
                     let v: serde_json::Value = map.next_value()?;
-                    if let Some(m) = super::error_message(&v) {
+                    if let Some(m) = error_message(&v) {
                         self.info.error = Some(m);
                     }
                 }
@@ -306,7 +211,7 @@ seed! {
 pub(super) struct ItemsSeed<'a> {
     pub text: &'a mut String,
     pub info: &'a mut EventInfo,
-    pub tools: &'a mut super::ToolSpans,
+    pub tools: &'a mut ToolSpans,
 }
 
 seed! {
@@ -338,7 +243,7 @@ seed! {
 struct ItemSeed<'a> {
     text: &'a mut String,
     info: &'a mut EventInfo,
-    tools: &'a mut super::ToolSpans,
+    tools: &'a mut ToolSpans,
     key: u32,
 }
 
@@ -348,34 +253,35 @@ seed! {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let (mut reasoning_item, mut reasoning, mut tool) = (false, 0usize, None);
         let start = self.text.len();
-        while let Some(key) = map.next_key::<BlockKey>()? {
+        while let Some(key) = map.next_key::<Block>()? {
             let at = self.text.len();
             match key {
-                BlockKey::Type => {
+                Block::Type => {
                     let kind = map.next_value::<Option<std::borrow::Cow<'de, str>>>()?;
-                    reasoning_item = kind.as_deref() == Some("reasoning");
+                    reasoning_item =
+                        kind.is_some_and(|k| ItemType::of(k.as_bytes()) == ItemType::Reasoning);
                 }
                 // Responses' message and reasoning content, reasoning summaries.
-                BlockKey::Content | BlockKey::Summary => {
+                Block::Content | Block::Summary => {
                     map.next_value_seed(PartsSeed { text: &mut *self.text })?;
                 }
-                BlockKey::Text => map.next_value_seed(TextSeed { text: self.text })?,
-                BlockKey::Thinking => {
+                Block::Text => map.next_value_seed(TextSeed { text: self.text })?,
+                Block::Thinking => {
                     map.next_value_seed(TextSeed { text: self.text })?;
                     reasoning += self.text.len() - at;
                 }
-                BlockKey::Arguments => {
+                Block::Arguments => {
                     map.next_value_seed(TextSeed { text: self.text })?;
                     tool = Some((at, self.text.len()));
                 }
                 // Anthropic's tool_use input is already JSON: written out as its text.
-                BlockKey::Input => {
+                Block::Input => {
                     let v: serde_json::Value = map.next_value()?;
                     // Straight into the text, not through a String of its own.
                     let _ = std::fmt::Write::write_fmt(self.text, format_args!("{v}"));
                     tool = Some((at, self.text.len()));
                 }
-                BlockKey::PartialJson | BlockKey::Other => {
+                Block::PartialJson | Block::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -406,8 +312,8 @@ seed! {
     fn visit_unit<E: de::Error>(self) -> Result<(), E> { Ok(()) }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while seq
-            .next_element_seed(super::FieldSeed {
-                path: &["text"],
+            .next_element_seed(FieldSeed {
+                path: keys::PART_TEXT,
                 text: &mut *self.text,
             })?
             .is_some()
@@ -419,29 +325,8 @@ seed! {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn spans_merge_per_call_and_check_json() {
-        let text = "{\"a\":1}{\"b\":";
-        let mut t = ToolSpans::default();
-        assert_eq!(t.summarize(text), (0, false));
-        t.push(0, 0, 3);
-        t.push(0, 3, 7);
-        assert_eq!(t.len(), 1, "contiguous spans of one call merge");
-        assert_eq!(t.summarize(text), (1, true));
-        t.push(1, 7, 12);
-        assert_eq!(
-            t.summarize(text),
-            (2, false),
-            "the second call's JSON is cut off"
-        );
-        t.push(5, 20, 30);
-        assert_eq!(t.summarize(text), (3, false), "a span past the text");
-        t.clear();
-        assert!(t.is_empty());
-        t.push(3, 2, 2);
-        assert!(t.is_empty(), "empty spans are not kept");
-    }
+    use crate::client::events::tests::parse;
+    use crate::client::events::{EventReader, parse_event_full};
 
     #[test]
     fn kinds_of_types() {
@@ -459,5 +344,184 @@ mod tests {
         assert_eq!(Kind::of("error"), Kind::Error);
         assert_ne!(item_key("fc_1"), item_key("fc_2"));
         assert!(item_key("x") >= 0x8000_0000);
+    }
+
+    /// The SSE `data` of every event of a captured stream.
+    fn fixture_events(engine: &str, name: &str) -> Vec<String> {
+        let path = format!(
+            "{}/tests/fixtures/engines/{engine}/{name}.http",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let raw = std::fs::read_to_string(&path).unwrap();
+        raw.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Real Responses and Messages streams (vLLM 0.32 and llama-server, captured): the text
+    /// is exactly the deltas', the usage is read, nothing else counts as content; the fast
+    /// path and the full reader agree event by event.
+    #[test]
+    fn responses_and_messages_streams_of_real_engines() {
+        for engine in ["vllm", "llamacpp"] {
+            for (name, final_text_key) in [
+                ("responses_stream", "response.output_text.done"),
+                ("messages_stream", ""),
+            ] {
+                let mut r = EventReader::new();
+                let (mut text, mut chunks, mut usage) = (String::new(), 0, (None, None));
+                let mut expected = String::new();
+                for e in fixture_events(engine, name) {
+                    let v: serde_json::Value = serde_json::from_str(&e).unwrap();
+                    if let Some(d) = v.get("delta").and_then(|d| d.as_str()) {
+                        expected.push_str(d);
+                    }
+                    if let Some(d) = v.pointer("/delta/text").and_then(|d| d.as_str()) {
+                        expected.push_str(d);
+                    }
+                    let mut alone = String::new();
+                    let full = parse_event_full(e.as_bytes(), &mut alone).unwrap();
+                    let i = r.read(e.as_bytes(), &mut text).unwrap();
+                    assert_eq!(i, full, "{engine} {name}: {e}");
+                    chunks += usize::from(i.content_bytes > 0);
+                    usage.0 = i.prompt_tokens.or(usage.0);
+                    usage.1 = i.completion_tokens.or(usage.1);
+                    if v["type"] == final_text_key {
+                        assert_eq!(v["text"].as_str().unwrap(), expected, "{engine}");
+                    }
+                }
+                assert_eq!(text, expected, "{engine} {name}");
+                assert!(chunks >= 2, "{engine} {name}: {chunks} content events");
+                assert!(usage.1 == Some(8), "{engine} {name}: {usage:?}");
+                assert!(usage.0.unwrap() > 0, "{engine} {name}: {usage:?}");
+            }
+        }
+    }
+
+    /// Responses and Anthropic shapes the captures lack: reasoning deltas (type before or after
+    /// the delta), tool-call argument deltas by call, error events, audio, whole bodies.
+    #[test]
+    fn responses_and_messages_shapes() {
+        let read = |events: &[&str]| {
+            let mut r = EventReader::new();
+            let mut t = String::new();
+            let infos: Vec<EventInfo> = events
+                .iter()
+                .map(|e| r.read(e.as_bytes(), &mut t).unwrap())
+                .collect();
+            let tools = r.tools().summarize(&t);
+            (infos, t, tools)
+        };
+        let (i, t, _) = read(&[
+            r#"{"delta":"Let me","output_index":0,"type":"response.reasoning_text.delta"}"#,
+            r#"{"type":"response.reasoning_summary_text.delta","delta":" think"}"#,
+            r#"{"type":"response.output_text.delta","delta":"Yes"}"#,
+        ]);
+        assert_eq!(t, "Let me thinkYes");
+        let split: Vec<(usize, usize)> = i
+            .iter()
+            .map(|i| (i.content_bytes, i.reasoning_bytes))
+            .collect();
+        assert_eq!(split, [(6, 6), (6, 6), (3, 0)]);
+        // A function call streamed in two pieces, a second call by another item id.
+        let (i, t, tools) = read(&[
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"city\":"}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"\"Paris\"}"}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_2","delta":"{}"}"#,
+        ]);
+        assert_eq!(t, r#"{"city":"Paris"}{}"#);
+        assert_eq!(tools, (2, true));
+        assert!(
+            i.iter()
+                .all(|i| i.tool_bytes == i.content_bytes && i.tool_bytes > 0)
+        );
+        // Anthropic: thinking, text, then a tool_use block's JSON in pieces (index after delta).
+        let (i, t, tools) = read(&[
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"abc"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}"#,
+            r#"{"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{\"q\": "},"index":2}"#,
+            r#"{"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"1}"},"index":2}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+        ]);
+        assert_eq!(t, r#"hmok{"q": 1}"#);
+        assert_eq!(tools, (1, true));
+        assert_eq!((i[0].reasoning_bytes, i[1].content_bytes), (2, 0));
+        assert_eq!(i[5].completion_tokens, Some(9));
+        // Errors, audio, the envelope's repeated text and usage.
+        for (e, err) in [
+            (
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                "Overloaded",
+            ),
+            (
+                r#"{"type":"error","code":"server_error","message":"boom","param":null}"#,
+                "boom",
+            ),
+            (
+                r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"x","message":"ran out"}}}"#,
+                "ran out",
+            ),
+        ] {
+            assert_eq!(parse(e).0.error.as_deref(), Some(err), "{e}");
+        }
+        let (i, t) = parse(r#"{"type":"response.audio.delta","delta":"UklGRg=="}"#);
+        assert_eq!((i.content_bytes, t.as_str()), (0, ""));
+        let (i, t) = parse(
+            r#"{"type":"response.completed","response":{"output":[{"type":"message","content":[{"type":"output_text","text":"all of it"}]}],"error":null,"usage":{"input_tokens":5,"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1}}}}"#,
+        );
+        assert_eq!(
+            (t.as_str(), i.error),
+            ("", None),
+            "completed repeats no text"
+        );
+        assert_eq!(
+            (i.prompt_tokens, i.completion_tokens, i.reasoning_tokens),
+            (Some(5), Some(3), Some(1))
+        );
+        let (i, _) = parse(
+            r#"{"type":"message_start","message":{"usage":{"cache_read_input_tokens":20,"input_tokens":1,"output_tokens":0}}}"#,
+        );
+        assert_eq!((i.prompt_tokens, i.completion_tokens), (Some(21), Some(0)));
+    }
+
+    /// Whole Responses and Messages bodies: every item's text, reasoning apart, tool calls by
+    /// item.
+    #[test]
+    fn responses_and_messages_bodies() {
+        let mut r = EventReader::new();
+        let mut t = String::new();
+        let body = r#"{"id":"resp_1","output":[{"content":[{"text":"think","type":"reasoning_text"}],"summary":[],"type":"reasoning"},{"content":[{"type":"output_text","text":"Hi"}],"role":"assistant","type":"message"},{"arguments":"{\"a\":1}","name":"f","type":"function_call"}],"usage":{"input_tokens":4,"output_tokens":6}}"#;
+        let i = r.read_body(body.as_bytes(), &mut t).unwrap();
+        assert_eq!(t, r#"thinkHi{"a":1}"#);
+        assert_eq!(
+            (i.reasoning_bytes, i.tool_bytes, i.completion_tokens),
+            (5, 7, Some(6))
+        );
+        assert_eq!(r.tools().summarize(&t), (1, true));
+        r.clear_tools();
+        let mut t = String::new();
+        let body = r#"{"type":"message","role":"assistant","content":[{"type":"thinking","thinking":"mm","signature":"s"},{"type":"text","text":"Sure"},{"type":"tool_use","id":"t1","name":"get","input":{"city":"Oslo"}}],"usage":{"input_tokens":10,"output_tokens":4}}"#;
+        let i = r.read_body(body.as_bytes(), &mut t).unwrap();
+        assert_eq!(t, r#"mmSure{"city":"Oslo"}"#);
+        assert_eq!((i.reasoning_bytes, i.prompt_tokens), (2, Some(10)));
+        assert_eq!(r.tools().summarize(&t), (1, true));
+        for vllm in ["responses", "messages"] {
+            let raw = std::fs::read_to_string(format!(
+                "{}/tests/fixtures/engines/vllm/{vllm}.http",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap();
+            let body = raw.split("\r\n\r\n").nth(1).unwrap();
+            let mut t = String::new();
+            let i = EventReader::new()
+                .read_body(body.as_bytes(), &mut t)
+                .unwrap();
+            assert!(
+                i.content_bytes > 0 && i.completion_tokens == Some(8),
+                "{vllm}: {i:?} {t}"
+            );
+        }
     }
 }
