@@ -274,7 +274,7 @@ fn self_command() -> String {
 
 async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let plan = args.plan(argv)?;
-    if args.outputs.print_config {
+    if args.run.artifacts.outputs.print_config {
         // The plan was validated first: a config that would be refused is not printed.
         return write_stdout(plan.run_config.as_bytes());
     }
@@ -287,7 +287,7 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
 
 async fn search(args: &crate::cli::SearchArgs, argv: &[String]) -> Result<u8> {
     let plan = args.plan(argv)?;
-    if args.profile.outputs.print_config {
+    if args.run.artifacts.outputs.print_config {
         return write_stdout(plan.run.run_config.as_bytes());
     }
     let cancel = Cancel::new();

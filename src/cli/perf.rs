@@ -92,9 +92,9 @@ impl PerfArgs {
             seed: self.random_seed,
             request_cancellation: self.cancellation.plan()?,
             slos: values::parse_slos(&self.slo)?,
-            max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
-            strict: self.strict,
-            max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
+            max_send_lag_ms: self.verdict.max_send_lag.as_secs_f64() * 1e3,
+            strict: self.verdict.strict,
+            max_error_rate: values::parse_share("--max-error-rate", &self.verdict.max_error_rate)?,
             verbose: self.verbose,
             command_line: redact_command_line(argv),
             outputs: self.outputs.plan()?,
@@ -311,7 +311,7 @@ impl PerfArgs {
         for (flag, d) in [
             ("--timeline-interval", self.timeline_interval),
             ("--request-timeout", self.request_timeout),
-            ("--max-send-lag", self.max_send_lag),
+            ("--max-send-lag", self.verdict.max_send_lag),
         ] {
             if d.is_zero() {
                 return usage(format!("{flag} must be more than 0"));
