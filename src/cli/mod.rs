@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::plan::values;
+
 // `--help` groups flags under these headings, in this order of purpose.
 /// Which server and model, and how to talk to it.
 const TARGET: &str = "Target";
@@ -694,13 +696,13 @@ pub struct MoeArgs {
     /// Stop each level once the margin of error of --moe-metric is at most this share of its
     /// estimate (5%), at --confidence; --request-count (default 10000) and
     /// --measurement-interval/--duration cap a level, and a saturated level stops early.
-    #[arg(help_heading = MEASUREMENT, long = "target-moe", value_name = "SHARE")]
-    pub target_moe: Option<String>,
+    #[arg(help_heading = MEASUREMENT, long = "target-moe", value_name = "SHARE", value_parser = FlagValue(values::parse_margin))]
+    pub target_moe: Option<f64>,
 
     /// The statistic --target-moe judges: a percentile or the average of a per-request metric
     /// (default: time_to_first_token.p99 with --streaming, request_latency.p99 without).
-    #[arg(help_heading = MEASUREMENT, long = "moe-metric", value_name = "METRIC.STAT", requires = "target_moe")]
-    pub moe_metric: Option<String>,
+    #[arg(help_heading = MEASUREMENT, long = "moe-metric", value_name = "METRIC.STAT", requires = "target_moe", value_parser = FlagValue(values::parse_moe_metric))]
+    pub moe_metric: Option<crate::metrics::MetricRef>,
 }
 
 /// How a level is measured and what is read beside it (`profile`, `search`).
@@ -709,8 +711,8 @@ pub struct MeasureArgs {
     /// Confidence of --target-moe's intervals and of a search's decisions (default 95%).
     ///
     /// More than 50% and at most 99.9%.
-    #[arg(help_heading = MEASUREMENT, long = "confidence")]
-    pub confidence: Option<String>,
+    #[arg(help_heading = MEASUREMENT, long = "confidence", value_parser = FlagValue(|_, raw| values::parse_confidence(raw)))]
+    pub confidence: Option<f64>,
 
     /// Requests sent before measuring each level (excluded from the results).
     #[arg(
@@ -745,8 +747,8 @@ pub struct MeasureArgs {
     /// Split TTFT and latency by input length: rising edges in tokens (`128,512,2048` gives
     /// `<128`, `128-511`, `512-2047`, `>=2048`) or `auto` (the quartiles of the prompts'
     /// lengths). Per bucket in the JSON, a CSV section, the console (-v) and report.html.
-    #[arg(help_heading = MEASUREMENT, long = "isl-buckets", value_name = "EDGES|auto")]
-    pub isl_buckets: Option<String>,
+    #[arg(help_heading = MEASUREMENT, long = "isl-buckets", value_name = "EDGES|auto", value_parser = FlagValue(|_, raw| values::parse_isl_buckets(Some(raw))))]
+    pub isl_buckets: Option<values::IslBuckets>,
 
     /// Count output tokens from the server's usage report instead of the tokenizer.
     #[arg(help_heading = MEASUREMENT, long = "use-server-token-count")]
@@ -790,21 +792,21 @@ pub struct DecisionArgs {
     pub verdict: VerdictArgs,
 
     /// Goodput objectives `metric:value` (ms for times, tokens/sec/user for per-user throughput).
-    #[arg(help_heading = DECISIONS, short = 'g', long = "goodput", num_args = 1..)]
-    pub goodput: Vec<String>,
+    #[arg(help_heading = DECISIONS, short = 'g', long = "goodput", num_args = 1.., value_parser = FlagValue(values::parse_goodput))]
+    pub goodput: Vec<values::Objectives>,
 
     /// Objective every level must meet, e.g. 'time_to_first_token.p99<=500ms' (repeatable).
     ///
     /// Checked at the end of every level, `METRIC[.STAT] OP VALUE[unit]`:
     /// `time_to_first_token.p99<=500ms`, `queue_share<=50%`, `request_throughput>=10`,
     /// `error_rate<1%`. Any failure makes the exit code 1.
-    #[arg(help_heading = DECISIONS, long = "slo")]
-    pub slo: Vec<String>,
+    #[arg(help_heading = DECISIONS, long = "slo", value_parser = FlagValue(values::parse_slo))]
+    pub slo: Vec<crate::metrics::Slo>,
 
     /// Knee detection: the knee is the first level beyond which throughput grows by less than
     /// this while p99 latency rises by more.
-    #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%")]
-    pub knee_min_gain: String,
+    #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
+    pub knee_min_gain: f64,
 }
 
 /// When a level's measurement or errors fail the run (`profile`, `search`, `perf`).
@@ -820,8 +822,8 @@ pub struct VerdictArgs {
 
     /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1):
     /// past a few percent the percentiles describe only the survivors. 100% accepts any.
-    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "5%")]
-    pub max_error_rate: String,
+    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "5%", value_parser = FlagValue(values::parse_share))]
+    pub max_error_rate: f64,
 }
 
 /// Files and console output (`profile`, `search`).
@@ -896,8 +898,8 @@ pub struct SearchArgs {
 
     /// A rate search stops bisecting when the next load above its answer is within this share
     /// (concurrency stops at one step).
-    #[arg(help_heading = SEARCH, long = "resolution", default_value = "5%")]
-    pub resolution: String,
+    #[arg(help_heading = SEARCH, long = "resolution", default_value = "5%", value_parser = FlagValue(values::parse_resolution))]
+    pub resolution: f64,
 
     /// Most successful requests a probe measures.
     ///
@@ -960,8 +962,8 @@ pub struct CancellationArgs {
     /// or `10%`. Chosen from `--random-seed` and each request's number, so reruns cancel the
     /// same ones. Cancelled requests are counted apart (`cancelled_count`), not as errors, and
     /// left out of every latency statistic.
-    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-rate", value_name = "PERCENT", default_value = "0")]
-    pub rate: String,
+    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-rate", value_name = "PERCENT", default_value = "0", value_parser = FlagValue(values::parse_percent))]
+    pub rate: f64,
 
     /// How long after its send a request chosen by `--request-cancellation-rate` is cancelled
     /// (bare number: seconds, as in AIPerf; `500ms` works); one that completes sooner counts as
@@ -972,14 +974,11 @@ pub struct CancellationArgs {
 
 impl CancellationArgs {
     /// The plan's [`crate::plan::RequestCancellation`]: a share from 0 to 100 %.
-    pub fn plan(&self) -> Result<crate::plan::RequestCancellation, crate::error::UsageError> {
-        Ok(crate::plan::RequestCancellation {
-            rate_pct: crate::plan::values::parse_percent(
-                "--request-cancellation-rate",
-                &self.rate,
-            )?,
+    pub fn plan(&self) -> crate::plan::RequestCancellation {
+        crate::plan::RequestCancellation {
+            rate_pct: self.rate,
             delay: self.delay,
-        })
+        }
     }
 }
 
@@ -1392,8 +1391,8 @@ pub struct PerfArgs {
     ///
     /// Checked on every level, e.g. `request_latency.p99<=3ms` or `request_throughput>=8000`
     /// (infer/sec); exit code 1 when one fails.
-    #[arg(help_heading = DECISIONS, long = "slo")]
-    pub slo: Vec<String>,
+    #[arg(help_heading = DECISIONS, long = "slo", value_parser = FlagValue(values::parse_slo))]
+    pub slo: Vec<crate::metrics::Slo>,
     /// `--max-send-lag`, `--strict`, `--max-error-rate` (as `profile`'s).
     #[command(flatten)]
     pub verdict: VerdictArgs,
@@ -1588,8 +1587,8 @@ pub struct ReportArgs {
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     /// Knee detection fraction (see `profile --knee-min-gain`).
-    #[arg(long = "knee-min-gain", default_value = "10%")]
-    pub knee_min_gain: String,
+    #[arg(long = "knee-min-gain", default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
+    pub knee_min_gain: f64,
 }
 
 /// Flags of `ttftbench merge`.
@@ -1697,6 +1696,35 @@ pub struct DoctorArgs {
     /// TLS.
     #[command(flatten)]
     pub tls: TlsArgs,
+}
+
+/// A flag's value read by one of [`crate::plan::values`]' parsers, given the flag's long name:
+/// its message (which names the flag and says what to write) is the error as it is, exit code 2
+/// as every usage error. The value is parsed here, once; the plan takes it typed.
+#[derive(Clone, Copy)]
+pub struct FlagValue<T>(pub fn(&str, &str) -> Result<T, crate::error::UsageError>);
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for FlagValue<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let flag = arg
+            .and_then(|a| a.get_long())
+            .map(|l| format!("--{l}"))
+            .unwrap_or_default();
+        (self.0)(&flag, &value.to_string_lossy()).map_err(|e| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{}\n", e.0),
+            )
+            .with_cmd(cmd)
+        })
+    }
 }
 
 /// A duration flag whose bare numbers are milliseconds (`500`, `500ms`, `2s`, `1m`). (Clap

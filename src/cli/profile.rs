@@ -164,9 +164,7 @@ impl super::WorkloadArgs {
 impl super::MeasureArgs {
     /// `--confidence`, 95 % when not given.
     pub fn confidence(&self) -> Result<f64, UsageError> {
-        self.confidence
-            .as_deref()
-            .map_or(Ok(DEFAULT_CONFIDENCE), values::parse_confidence)
+        Ok(self.confidence.unwrap_or(DEFAULT_CONFIDENCE))
     }
 }
 
@@ -225,7 +223,7 @@ impl ProfileArgs {
     /// interval or duration).
     fn target_moe(&self, streaming: bool) -> Result<Option<Rule>, UsageError> {
         let measure = &self.run.measure;
-        let Some(raw) = &self.moe.target_moe else {
+        let Some(target) = self.moe.target_moe else {
             // A scored run's accuracy intervals and verdict are at --confidence too.
             if measure.confidence.is_some() && self.run.accuracy.accuracy_benchmark.is_none() {
                 return Err(UsageError(
@@ -234,12 +232,6 @@ impl ProfileArgs {
             }
             return Ok(None);
         };
-        let target = values::parse_fraction("--target-moe", raw)?;
-        if target >= 1.0 {
-            return Err(UsageError(format!(
-                "--target-moe '{raw}': a margin of error is a share of the estimate below 100% (e.g. 5%)"
-            )));
-        }
         if self.fixed_schedule.fixed_schedule
             || self.shard.shard.is_some()
             || self.shard.shards.is_some()
@@ -248,7 +240,7 @@ impl ProfileArgs {
                 "--target-moe stops each level on its own numbers: it cannot replay a trace's schedule (--fixed-schedule) or split a level over shards (--shard)".into(),
             ));
         }
-        let metric = moe_metric(self.moe.moe_metric.as_deref(), streaming)?;
+        let metric = moe_metric(self.moe.moe_metric, streaming)?;
         Ok(Some(Rule::new(
             Vec::new(),
             Some(MoeTarget { metric, target }),
@@ -336,7 +328,7 @@ impl ProfileArgs {
             warmup_duration: m.warmup_duration,
             max_send_lag_ms: d.verdict.max_send_lag.as_secs_f64() * 1e3,
             strict: d.verdict.strict,
-            max_error_rate: values::parse_share("--max-error-rate", &d.verdict.max_error_rate)?,
+            max_error_rate: d.verdict.max_error_rate,
             timeline_interval: m.timeline_interval,
             percentile_method: m.percentile_method.method(),
             // GenAI-Perf always writes its raw export; here it is asked for by name or by flag.
@@ -351,18 +343,18 @@ impl ProfileArgs {
                 &crate::artifact::OTHER_LEVEL_FILES,
             )?,
             artifact_dir: a.artifact_dir.clone(),
-            goodput: values::parse_objectives(&d.goodput)?,
+            goodput: d.goodput.iter().flat_map(|g| g.0.iter().copied()).collect(),
             run_config: super::config::resolved(argv),
-            isl_buckets: values::parse_isl_buckets(m.isl_buckets.as_deref())?,
-            slos: values::parse_slos(&d.slo)?,
-            knee_min_gain: values::parse_fraction("--knee-min-gain", &d.knee_min_gain)?,
+            isl_buckets: m.isl_buckets.clone().unwrap_or_default(),
+            slos: d.slo.clone(),
+            knee_min_gain: d.knee_min_gain,
             use_server_token_count: resolve::server_token_count(
                 target.api,
                 m.use_server_token_count,
             )?,
             tokenizer_from_server,
             request_timeout: m.request_timeout,
-            request_cancellation: m.cancellation.plan()?,
+            request_cancellation: m.cancellation.plan(),
             verbosity: match a.verbosity()? {
                 Verbosity::Normal if passed.verbose => Verbosity::Verbose,
                 v => v,
@@ -489,31 +481,20 @@ pub const DEFAULT_MOE_CAP: u64 = 10_000;
 /// `--confidence` when not given.
 pub const DEFAULT_CONFIDENCE: f64 = 0.95;
 
-/// `--moe-metric`: a percentile or the average of a per-request metric; by default TTFT p99 of
-/// a streamed run, request latency p99 otherwise.
-fn moe_metric(raw: Option<&str>, streaming: bool) -> Result<MetricRef, UsageError> {
-    let Some(raw) = raw else {
-        let m = if streaming {
-            Metric::TimeToFirstToken
-        } else {
-            Metric::RequestLatency
-        };
-        return Ok(MetricRef::Dist(m, Stat::P99));
-    };
-    let m = MetricRef::parse(raw).map_err(|e| UsageError(format!("--moe-metric: {e}")))?;
-    match m {
-        MetricRef::Dist(metric, stat) if stat.quantile().is_some() || stat == Stat::Avg => {
-            if metric.streaming_only() && !streaming {
-                return Err(UsageError(format!(
-                    "--moe-metric {raw}: {} is measured only on streamed responses: add --streaming",
-                    metric.key()
-                )));
-            }
-            Ok(m)
+/// `--moe-metric` (a percentile or the average of a per-request metric, checked as it is
+/// parsed), streamed when it needs to be; by default TTFT p99 of a streamed run, request
+/// latency p99 otherwise.
+fn moe_metric(given: Option<MetricRef>, streaming: bool) -> Result<MetricRef, UsageError> {
+    match given {
+        None if streaming => Ok(MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99)),
+        None => Ok(MetricRef::Dist(Metric::RequestLatency, Stat::P99)),
+        Some(m @ MetricRef::Dist(metric, _)) if metric.streaming_only() && !streaming => {
+            Err(UsageError(format!(
+                "--moe-metric {m}: {} is measured only on streamed responses: add --streaming",
+                metric.key()
+            )))
         }
-        _ => Err(UsageError(format!(
-            "--moe-metric {raw}: a margin of error needs a percentile or the average of a per-request metric, e.g. time_to_first_token.p99 or request_latency.avg"
-        ))),
+        Some(m) => Ok(m),
     }
 }
 

@@ -7,7 +7,6 @@ use crate::analysis::sequential::{self, Looks, Rule};
 use crate::error::UsageError;
 use crate::metrics::{MetricRef, Objective, Op, Slo};
 use crate::plan::search::{Axis, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_RATE, SearchPlan};
-use crate::plan::values;
 
 /// Where a search's files go without `--artifact-dir`: one directory per search.
 pub const DEFAULT_ARTIFACT_DIR: &str = "artifacts/{model}-search-{timestamp}";
@@ -52,16 +51,7 @@ impl SearchArgs {
         run.levels = vec![axis.stimulus(min), axis.stimulus(max.0)];
         let resolution = match axis {
             Axis::Concurrency => 1.0,
-            Axis::RequestRate { .. } => {
-                let r = values::parse_fraction("--resolution", &self.resolution)?;
-                if r >= 1.0 {
-                    return Err(UsageError(format!(
-                        "--resolution '{}': the search stops when the next rate is within this share of its answer; give less than 100% (e.g. 5%)",
-                        self.resolution
-                    )));
-                }
-                r
-            }
+            Axis::RequestRate { .. } => self.resolution,
         };
         Ok(SearchPlan {
             run,
@@ -310,8 +300,9 @@ mod tests {
             "--min 8 is above --max 4: the search runs from --min up to --max; give --min at most --max"
         );
         for c in ["50%", "99.95%", "1.5", "abc"] {
+            // Refused as it is parsed, in the parser's own words.
             let e = refused(&["--slo", "ttft.p90<=15ms", "--confidence", c]);
-            assert!(e.starts_with(&format!("--confidence '{c}'")), "{e}");
+            assert!(e.starts_with(&format!("error: --confidence '{c}'")), "{e}");
         }
         assert!(refused(&[]).starts_with("search needs objectives"));
         assert!(

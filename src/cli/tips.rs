@@ -49,8 +49,10 @@ pub fn reword(mut e: clap::Error, search: bool) -> clap::Error {
                 Some(format!(
                     "'{a}' is read as a flag because it starts with '-'; levels, rates and counts are positive numbers"
                 ))
-            } else if search {
-                crate::cli::search::not_in_search(&a)
+            } else if let Some(instead) = search.then(|| crate::cli::search::not_in_search(&a)).flatten() {
+                // A similar flag of search's own is not what was meant.
+                tips.clear();
+                Some(instead)
             } else {
                 None
             }
