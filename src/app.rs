@@ -274,7 +274,7 @@ fn self_command() -> String {
 
 async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
     let plan = args.plan(argv)?;
-    if args.outputs.print_config {
+    if args.run.artifacts.outputs.print_config {
         // The plan was validated first: a config that would be refused is not printed.
         return write_stdout(plan.run_config.as_bytes());
     }
@@ -287,7 +287,7 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
 
 async fn search(args: &crate::cli::SearchArgs, argv: &[String]) -> Result<u8> {
     let plan = args.plan(argv)?;
-    if args.profile.outputs.print_config {
+    if args.run.artifacts.outputs.print_config {
         return write_stdout(plan.run.run_config.as_bytes());
     }
     let cancel = Cancel::new();
@@ -459,7 +459,6 @@ const DEMO_OUTPUT_TOKENS: u32 = 32;
 /// `ttftbench report DIR...`: writes report.html for existing artifact directories.
 fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
     use crate::report::html;
-    let min_gain = crate::plan::values::parse_fraction("--knee-min-gain", &a.knee_min_gain)?;
     let runs = crate::artifact::read::runs_from_args(&a.dirs)?;
     let out = match (&a.output, a.dirs.as_slice()) {
         (Some(o), _) => o.clone(),
@@ -467,7 +466,7 @@ fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
         (None, _) => std::path::PathBuf::from(html::REPORT_FILE),
     };
     let opts = html::Options {
-        knee_min_gain: min_gain,
+        knee_min_gain: a.knee_min_gain,
         version: crate::VERSION.to_string(),
         generated_at: html::utc(html::now_unix_ns()),
     };
@@ -475,7 +474,7 @@ fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
     write_file(&out, page)?;
     let levels: usize = runs.iter().map(|r| r.levels.len()).sum();
     for r in &runs {
-        let k = crate::analysis::knee::analyze(&r.summaries(), min_gain);
+        let k = crate::analysis::knee::analyze(&r.summaries(), a.knee_min_gain);
         println!("{}: {}", r.label, k.recommendation);
     }
     println!(

@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::plan::values;
+
 // `--help` groups flags under these headings, in this order of purpose.
 /// Which server and model, and how to talk to it.
 const TARGET: &str = "Target";
@@ -58,26 +60,6 @@ pub enum Command {
     #[command(
         after_help = SEARCH_SHORT_EXAMPLES,
         after_long_help = SEARCH_EXAMPLES,
-        mut_arg("concurrency", |a| a.hide(true)),
-        mut_arg("request_rate", |a| a.hide(true)),
-        mut_arg("request_count", |a| a.hide(true)),
-        mut_arg("measurement_interval", |a| a.hide(true)),
-        mut_arg("duration", |a| a.hide(true)),
-        mut_arg("target_moe", |a| a.hide(true)),
-        mut_arg("moe_metric", |a| a.hide(true)),
-        mut_arg("fixed_schedule", |a| a.hide(true)),
-        mut_arg("fixed_schedule_speedup", |a| a.hide(true)),
-        mut_arg("fixed_schedule_start", |a| a.hide(true)),
-        mut_arg("fixed_schedule_end", |a| a.hide(true)),
-        mut_arg("knee_min_gain", |a| a.hide(true)),
-        mut_arg("shard", |a| a.hide(true)),
-        mut_arg("shards", |a| a.hide(true)),
-        mut_arg("shard_index", |a| a.hide(true)),
-        mut_arg("start_at", |a| a.hide(true)),
-        mut_arg("level_slot", |a| a.hide(true)),
-        mut_arg("repeat", |a| a.hide(true)),
-        mut_arg("repeat_pause", |a| a.hide(true)),
-        mut_arg("perf_analyzer_args", |a| a.hide(true)),
         mut_args(tips::negative_numbers_reach_the_flag),
         mut_args(help::search),
     )]
@@ -377,9 +359,85 @@ impl PercentileMethodArg {
     }
 }
 
-/// Flags of `ttftbench profile` (GenAI-Perf's names and aliases).
+/// Flags of `ttftbench profile` (GenAI-Perf's names and aliases): the groups `search` takes too,
+/// then those that fix the levels and their length, which the search chooses itself.
 #[derive(Debug, Args, Clone)]
 pub struct ProfileArgs {
+    /// Target, workload, measurement, decisions, files: shared with `search`.
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// `--concurrency` / `--request-rate`.
+    #[command(flatten)]
+    pub levels: LevelArgs,
+
+    /// A trace's own send times.
+    #[command(flatten)]
+    pub fixed_schedule: FixedScheduleArgs,
+
+    /// How long each level lasts.
+    #[command(flatten)]
+    pub stop: StopArgs,
+
+    /// Levels that stop at a margin of error.
+    #[command(flatten)]
+    pub moe: MoeArgs,
+
+    /// Where this process takes part in a run of several.
+    #[command(flatten)]
+    pub shard: ShardArgs,
+
+    /// Repetitions of the whole plan.
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
+
+    /// GenAI-Perf passes arguments after `--` to perf_analyzer: `--measurement-interval`/`-p`
+    /// and `-v` are read, anything else is named in a note and ignored.
+    #[arg(
+        help_heading = None::<&str>,
+        last = true,
+        allow_hyphen_values = true,
+        value_name = "PERF_ANALYZER_ARGS"
+    )]
+    pub perf_analyzer_args: Vec<String>,
+}
+
+/// The flags of a run that `profile` and `search` share: everything but the levels and their
+/// length. In `--help` order of headings: target, workload, load, measurement, decisions, output.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Which server and model, and how to talk to it.
+    #[command(flatten)]
+    pub target: TargetArgs,
+
+    /// What is sent.
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+
+    /// How open-loop requests arrive.
+    #[command(flatten)]
+    pub arrival: ArrivalArgs,
+
+    /// How a level is measured.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// What passes and what fails.
+    #[command(flatten)]
+    pub decisions: DecisionArgs,
+
+    /// Files and console output.
+    #[command(flatten)]
+    pub artifacts: ArtifactArgs,
+
+    /// A dataset with known answers as the workload.
+    #[command(flatten)]
+    pub accuracy: accuracy::AccuracyArgs,
+}
+
+/// Which server and model, and how to talk to it (`profile`, `search`).
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
     /// Model name as the server knows it.
     #[arg(help_heading = TARGET, short = 'm', long = "model")]
     pub model: String,
@@ -418,6 +476,35 @@ pub struct ProfileArgs {
     #[arg(help_heading = TARGET, long = "no-streaming")]
     pub no_streaming: bool,
 
+    /// Extra HTTP header `Name: value` (repeatable).
+    ///
+    /// Sent to the inference server (discovery included); to metrics and statistics only when
+    /// --metrics-header names it.
+    #[arg(help_heading = TARGET, short = 'H', long = "header")]
+    pub header: Vec<String>,
+
+    /// How reranker requests are laid out (--endpoint-type rankings): `rerank` (Cohere/Jina
+    /// `/v1/rerank`, default), `tei` (`/rerank`), `nim` (`/v1/ranking`, GenAI-Perf's default).
+    #[arg(help_heading = TARGET, long = "rankings-api", value_enum)]
+    pub rankings_api: Option<RankingsApiArg>,
+
+    /// API key of the target (default: OPENAI_API_KEY; ANTHROPIC_API_KEY for messages).
+    ///
+    /// Sent as `Authorization: Bearer` (`x-api-key` for messages) to the target's own address
+    /// only (never to metrics, never written to artifacts or logs). When this is not given,
+    /// OpenAI-style endpoint types read `OPENAI_API_KEY` and messages reads
+    /// `ANTHROPIC_API_KEY`; Triton targets read neither.
+    #[arg(help_heading = TARGET, long = "api-key", value_name = "KEY")]
+    pub api_key: Option<String>,
+
+    /// TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// What is sent: prompts, their lengths, files, sessions (`profile`, `search`).
+#[derive(Debug, Args, Clone)]
+pub struct WorkloadArgs {
     /// Number of unique prompts in the dataset (reused round-robin; default 100). Alone, also the
     /// number of requests measured per level.
     #[arg(help_heading = WORKLOAD, long = "num-prompts", alias = "num-dataset-entries")]
@@ -445,110 +532,6 @@ pub struct ProfileArgs {
     #[arg(help_heading = WORKLOAD, long = "output-tokens-mean-deterministic")]
     pub output_tokens_mean_deterministic: bool,
 
-    /// Closed-loop concurrency levels: 8, 1:32 (doubling), 1:32:4 or 1,4,8 (default 1).
-    ///
-    /// `N`, `start:end[:step]` (inclusive; powers of two without a step) or a list
-    /// `1,4,8,16,32`. Each value is one level of the sweep.
-    #[arg(help_heading = LOAD, long = "concurrency", value_name = "LEVELS")]
-    pub concurrency: Option<String>,
-
-    /// Open-loop request rates (requests/s): 5, 1:16 (doubling), 5:20:5 or 5,10,20.
-    ///
-    /// `R`, `start:end[:step]` (doubling without a step) or a list `5,10,20`. Each value is one
-    /// level. Excludes --concurrency.
-    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency", value_name = "LEVELS")]
-    pub request_rate: Option<String>,
-
-    /// Gaps between open-loop requests.
-    #[arg(help_heading = LOAD, long = "request-distribution", value_enum, default_value = "constant")]
-    pub request_distribution: DistributionArg,
-
-    /// Shape of gamma-distributed gaps (< 1 burstier than Poisson, > 1 more regular).
-    #[arg(help_heading = LOAD, long = "burstiness", default_value_t = 1.0)]
-    pub burstiness: f64,
-
-    /// Cap on requests in flight under --request-rate; a send that finds the cap reached leaves
-    /// late, and its lag is reported.
-    #[arg(help_heading = LOAD, long = "max-inflight", default_value_t = 1024)]
-    pub max_inflight: u32,
-
-    /// Requests measured per level (default: 100, or 25 s, whichever comes first).
-    ///
-    /// Default: max(100, 2 × concurrency) requests (100 for a request rate: enough for a p99),
-    /// or 25 s of sending when the server is slower than that, whichever comes first; or
-    /// --num-prompts when that alone is given; with sessions, every session once. With
-    /// sessions it counts turns (each turn is one request), not sessions.
-    #[arg(help_heading = MEASUREMENT, long = "request-count", alias = "num-requests", value_name = "N")]
-    pub request_count: Option<u64>,
-
-    /// Measurement window per level (bare number: ms; or 500ms, 10s, 1m).
-    ///
-    /// Requests sent within it are measured.
-    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", value_parser = millis, value_name = "TIME")]
-    pub measurement_interval: Option<Duration>,
-
-    /// Requests sent before measuring each level (excluded from the results).
-    #[arg(
-        help_heading = MEASUREMENT,
-        long = "warmup-request-count",
-        alias = "num-warmup-requests",
-        default_value_t = 0
-    )]
-    pub warmup_request_count: u64,
-
-    /// Load before measuring each level, excluded from the results (bare number: seconds).
-    #[arg(help_heading = MEASUREMENT, long = "warmup-duration", conflicts_with = "warmup_request_count", value_parser = secs)]
-    pub warmup_duration: Option<Duration>,
-
-    /// Seconds per level: requests sent within it are measured (like --measurement-interval, in s).
-    #[arg(help_heading = MEASUREMENT, long = "duration", conflicts_with_all = ["measurement_interval", "request_count"], value_parser = secs)]
-    pub duration: Option<Duration>,
-
-    /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).
-    #[arg(help_heading = DECISIONS, long = "max-send-lag", default_value = "2ms", value_parser = millis)]
-    pub max_send_lag: Duration,
-
-    /// Exit with code 1 when any level's measurement is not trustworthy.
-    #[arg(help_heading = DECISIONS, long = "strict")]
-    pub strict: bool,
-
-    /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1):
-    /// past a few percent the percentiles describe only the survivors. 100% accepts any.
-    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "5%")]
-    pub max_error_rate: String,
-
-    /// How percentiles are computed: numpy's linear interpolation (GenAI-Perf's) or perf_analyzer's nearest rank.
-    #[arg(help_heading = MEASUREMENT, long = "percentile-method", value_enum, default_value = "linear")]
-    pub percentile_method: PercentileMethodArg,
-
-    /// Time per row of each level's timeline.csv (bare number: seconds).
-    #[arg(help_heading = MEASUREMENT, long = "timeline-interval", default_value = "1s", value_parser = secs)]
-    pub timeline_interval: Duration,
-
-    /// GenAI-Perf's raw per-request export (`profile_export.json`, `inputs.json`) in each level
-    /// directory, which NVIDIA's own parser and users' scripts read: `full` writes it (every
-    /// response as received, ~23 KB per 100-token streamed request, written after each level);
-    /// `none` keeps requests.jsonl (~0.6 KB per request) and the statistics files. Default:
-    /// none, unless --profile-export-file names the file.
-    #[arg(help_heading = OUTPUT, long = "raw-export", value_enum)]
-    pub raw_export: Option<RawExportArg>,
-
-    /// File name of the raw export in each level directory (GenAI-Perf's flag: a bare name;
-    /// naming it asks for the raw export); the statistics files are named after its stem:
-    /// NAME.json → NAME_genai_perf.csv/.json. Default: profile_export.json.
-    #[arg(help_heading = OUTPUT, long = "profile-export-file")]
-    pub profile_export_file: Option<String>,
-
-    /// Where files go: a directory per level for a sweep ({timestamp}, {concurrency}, ...).
-    ///
-    /// Files directly in it for one level, a subdirectory per level for a sweep.
-    /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
-    /// if an earlier run in the same second took it), `{model}`,
-    /// `{concurrency}`/`{rate}`/`{level}` (per level), `{shard}` (the shard index with
-    /// --shard/--shards), e.g. `./bench/{timestamp}/c{concurrency}`.
-    #[arg(help_heading = OUTPUT, long = "artifact-dir", value_name = "DIR")]
-    pub artifact_dir: Option<PathBuf>,
-
     /// Tokenizer to count tokens with: a Hugging Face `tokenizer.json`, a directory holding one,
     /// or a model name (`meta-llama/Meta-Llama-3-8B-Instruct`) already in the local Hugging Face
     /// cache (HF_HOME / HF_HUB_CACHE; nothing is downloaded). Default: built-in GPT-2.
@@ -559,13 +542,6 @@ pub struct ProfileArgs {
     #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
 
-    /// Extra HTTP header `Name: value` (repeatable).
-    ///
-    /// Sent to the inference server (discovery included); to metrics and statistics only when
-    /// --metrics-header names it.
-    #[arg(help_heading = TARGET, short = 'H', long = "header")]
-    pub header: Vec<String>,
-
     /// Extra request field `name:value` (value parsed as JSON when it is JSON) or a JSON object.
     #[arg(help_heading = WORKLOAD, long = "extra-inputs")]
     pub extra_inputs: Vec<String>,
@@ -573,49 +549,6 @@ pub struct ProfileArgs {
     /// Batches of texts, images and tools.
     #[command(flatten)]
     pub api_inputs: ApiInputArgs,
-
-    /// A dataset with known answers as the workload.
-    #[command(flatten)]
-    pub accuracy: accuracy::AccuracyArgs,
-
-    /// How reranker requests are laid out (--endpoint-type rankings): `rerank` (Cohere/Jina
-    /// `/v1/rerank`, default), `tei` (`/rerank`), `nim` (`/v1/ranking`, GenAI-Perf's default).
-    #[arg(help_heading = TARGET, long = "rankings-api", value_enum)]
-    pub rankings_api: Option<RankingsApiArg>,
-
-    /// Goodput objectives `metric:value` (ms for times, tokens/sec/user for per-user throughput).
-    #[arg(help_heading = DECISIONS, short = 'g', long = "goodput", num_args = 1..)]
-    pub goodput: Vec<String>,
-
-    /// Objective every level must meet, e.g. 'time_to_first_token.p99<=500ms' (repeatable).
-    ///
-    /// Checked at the end of every level, `METRIC[.STAT] OP VALUE[unit]`:
-    /// `time_to_first_token.p99<=500ms`, `queue_share<=50%`, `request_throughput>=10`,
-    /// `error_rate<1%`. Any failure makes the exit code 1.
-    #[arg(help_heading = DECISIONS, long = "slo")]
-    pub slo: Vec<String>,
-
-    /// Stop each level once the margin of error of --moe-metric is at most this share of its
-    /// estimate (5%), at --confidence; --request-count (default 10000) and
-    /// --measurement-interval/--duration cap a level, and a saturated level stops early.
-    #[arg(help_heading = MEASUREMENT, long = "target-moe", value_name = "SHARE")]
-    pub target_moe: Option<String>,
-
-    /// The statistic --target-moe judges: a percentile or the average of a per-request metric
-    /// (default: time_to_first_token.p99 with --streaming, request_latency.p99 without).
-    #[arg(help_heading = MEASUREMENT, long = "moe-metric", value_name = "METRIC.STAT", requires = "target_moe")]
-    pub moe_metric: Option<String>,
-
-    /// Confidence of --target-moe's intervals and of a search's decisions (default 95%).
-    ///
-    /// More than 50% and at most 99.9%.
-    #[arg(help_heading = MEASUREMENT, long = "confidence")]
-    pub confidence: Option<String>,
-
-    /// Knee detection: the knee is the first level beyond which throughput grows by less than
-    /// this while p99 latency rises by more.
-    #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%")]
-    pub knee_min_gain: String,
 
     /// JSONL prompts, a request trace or conversations, instead of synthetic prompts.
     ///
@@ -630,23 +563,6 @@ pub struct ProfileArgs {
     /// Tokens per hash id of a trace (default 512, Mooncake's).
     #[arg(help_heading = WORKLOAD, long = "block-size")]
     pub block_size: Option<u32>,
-
-    /// Send a trace's requests at their timestamps (relative to the first row, or to
-    /// --fixed-schedule-start) instead of at a concurrency or rate: one level, `fixed_schedule`.
-    #[arg(help_heading = LOAD, long = "fixed-schedule")]
-    pub fixed_schedule: bool,
-
-    /// Replay a fixed schedule this many times faster (timestamps divided by it).
-    #[arg(help_heading = LOAD, long = "fixed-schedule-speedup", default_value_t = 1.0, requires = "fixed_schedule")]
-    pub fixed_schedule_speedup: f64,
-
-    /// Replay only the trace's rows from this timestamp on (ms); the schedule counts from it.
-    #[arg(help_heading = LOAD, long = "fixed-schedule-start", alias = "fixed-schedule-start-offset", requires = "fixed_schedule")]
-    pub fixed_schedule_start: Option<u64>,
-
-    /// Replay only the trace's rows up to this timestamp (ms, inclusive).
-    #[arg(help_heading = LOAD, long = "fixed-schedule-end", alias = "fixed-schedule-end-offset", requires = "fixed_schedule")]
-    pub fixed_schedule_end: Option<u64>,
 
     /// Shared system prompts: this many distinct prefixes, one (round robin) in front of every
     /// synthetic prompt, so a server's prefix cache can reuse them.
@@ -693,6 +609,131 @@ pub struct ProfileArgs {
     /// such as Dynamo's or llm-d's can keep the session on one replica); `none` sends none.
     #[arg(help_heading = WORKLOAD, long = "session-header", value_name = "NAME|none", default_value = "X-Session-ID")]
     pub session_header: String,
+}
+
+/// The load levels of a sweep (`profile` only: a search chooses its loads).
+#[derive(Debug, Args, Clone, Default)]
+pub struct LevelArgs {
+    /// Closed-loop concurrency levels: 8, 1:32 (doubling), 1:32:4 or 1,4,8 (default 1).
+    ///
+    /// `N`, `start:end[:step]` (inclusive; powers of two without a step) or a list
+    /// `1,4,8,16,32`. Each value is one level of the sweep.
+    #[arg(help_heading = LOAD, long = "concurrency", value_name = "LEVELS")]
+    pub concurrency: Option<String>,
+
+    /// Open-loop request rates (requests/s): 5, 1:16 (doubling), 5:20:5 or 5,10,20.
+    ///
+    /// `R`, `start:end[:step]` (doubling without a step) or a list `5,10,20`. Each value is one
+    /// level. Excludes --concurrency.
+    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency", value_name = "LEVELS")]
+    pub request_rate: Option<String>,
+}
+
+/// How open-loop requests arrive (`profile`, and `search --over request-rate`).
+#[derive(Debug, Args, Clone)]
+pub struct ArrivalArgs {
+    /// Gaps between open-loop requests.
+    #[arg(help_heading = LOAD, long = "request-distribution", value_enum, default_value = "constant")]
+    pub request_distribution: DistributionArg,
+
+    /// Shape of gamma-distributed gaps (< 1 burstier than Poisson, > 1 more regular).
+    #[arg(help_heading = LOAD, long = "burstiness", default_value_t = 1.0)]
+    pub burstiness: f64,
+
+    /// Cap on requests in flight under --request-rate; a send that finds the cap reached leaves
+    /// late, and its lag is reported.
+    #[arg(help_heading = LOAD, long = "max-inflight", default_value_t = 1024)]
+    pub max_inflight: u32,
+}
+
+/// A trace replayed at its own send times (`profile` only).
+#[derive(Debug, Args, Clone)]
+pub struct FixedScheduleArgs {
+    /// Send a trace's requests at their timestamps (relative to the first row, or to
+    /// --fixed-schedule-start) instead of at a concurrency or rate: one level, `fixed_schedule`.
+    #[arg(help_heading = LOAD, long = "fixed-schedule")]
+    pub fixed_schedule: bool,
+
+    /// Replay a fixed schedule this many times faster (timestamps divided by it).
+    #[arg(help_heading = LOAD, long = "fixed-schedule-speedup", default_value_t = 1.0, requires = "fixed_schedule")]
+    pub fixed_schedule_speedup: f64,
+
+    /// Replay only the trace's rows from this timestamp on (ms); the schedule counts from it.
+    #[arg(help_heading = LOAD, long = "fixed-schedule-start", alias = "fixed-schedule-start-offset", requires = "fixed_schedule")]
+    pub fixed_schedule_start: Option<u64>,
+
+    /// Replay only the trace's rows up to this timestamp (ms, inclusive).
+    #[arg(help_heading = LOAD, long = "fixed-schedule-end", alias = "fixed-schedule-end-offset", requires = "fixed_schedule")]
+    pub fixed_schedule_end: Option<u64>,
+}
+
+/// How long each level lasts (`profile` only: a search sizes each probe itself).
+#[derive(Debug, Args, Clone, Default)]
+pub struct StopArgs {
+    /// Requests measured per level (default: 100, or 25 s, whichever comes first).
+    ///
+    /// Default: max(100, 2 × concurrency) requests (100 for a request rate: enough for a p99),
+    /// or 25 s of sending when the server is slower than that, whichever comes first; or
+    /// --num-prompts when that alone is given; with sessions, every session once. With
+    /// sessions it counts turns (each turn is one request), not sessions.
+    #[arg(help_heading = MEASUREMENT, long = "request-count", alias = "num-requests", value_name = "N")]
+    pub request_count: Option<u64>,
+
+    /// Measurement window per level (bare number: ms; or 500ms, 10s, 1m).
+    ///
+    /// Requests sent within it are measured.
+    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", value_parser = millis, value_name = "TIME")]
+    pub measurement_interval: Option<Duration>,
+
+    /// Seconds per level: requests sent within it are measured (like --measurement-interval, in s).
+    #[arg(help_heading = MEASUREMENT, long = "duration", conflicts_with_all = ["measurement_interval", "request_count"], value_parser = secs)]
+    pub duration: Option<Duration>,
+}
+
+/// Levels that stop once a statistic is known closely enough (`profile` only).
+#[derive(Debug, Args, Clone, Default)]
+pub struct MoeArgs {
+    /// Stop each level once the margin of error of --moe-metric is at most this share of its
+    /// estimate (5%), at --confidence; --request-count (default 10000) and
+    /// --measurement-interval/--duration cap a level, and a saturated level stops early.
+    #[arg(help_heading = MEASUREMENT, long = "target-moe", value_name = "SHARE", value_parser = FlagValue(values::parse_margin))]
+    pub target_moe: Option<f64>,
+
+    /// The statistic --target-moe judges: a percentile or the average of a per-request metric
+    /// (default: time_to_first_token.p99 with --streaming, request_latency.p99 without).
+    #[arg(help_heading = MEASUREMENT, long = "moe-metric", value_name = "METRIC.STAT", requires = "target_moe", value_parser = FlagValue(values::parse_moe_metric))]
+    pub moe_metric: Option<crate::metrics::MetricRef>,
+}
+
+/// How a level is measured and what is read beside it (`profile`, `search`).
+#[derive(Debug, Args, Clone)]
+pub struct MeasureArgs {
+    /// Confidence of --target-moe's intervals and of a search's decisions (default 95%).
+    ///
+    /// More than 50% and at most 99.9%.
+    #[arg(help_heading = MEASUREMENT, long = "confidence", value_parser = FlagValue(|_, raw| values::parse_confidence(raw)))]
+    pub confidence: Option<f64>,
+
+    /// Requests sent before measuring each level (excluded from the results).
+    #[arg(
+        help_heading = MEASUREMENT,
+        long = "warmup-request-count",
+        alias = "num-warmup-requests",
+        default_value_t = 0
+    )]
+    pub warmup_request_count: u64,
+
+    /// Load before measuring each level, excluded from the results (bare number: seconds).
+    #[arg(help_heading = MEASUREMENT, long = "warmup-duration", conflicts_with = "warmup_request_count", value_parser = secs)]
+    pub warmup_duration: Option<Duration>,
+
+    /// How percentiles are computed: numpy's linear interpolation (GenAI-Perf's) or perf_analyzer's nearest rank.
+    #[arg(help_heading = MEASUREMENT, long = "percentile-method", value_enum, default_value = "linear")]
+    pub percentile_method: PercentileMethodArg,
+
+    /// Time per row of each level's timeline.csv (bare number: seconds).
+    #[arg(help_heading = MEASUREMENT, long = "timeline-interval", default_value = "1s", value_parser = secs)]
+    pub timeline_interval: Duration,
 
     /// Prometheus endpoint of the server (default: the target's own /metrics for an OpenAI API,
     /// then port 8002 of the target host, whichever answers).
@@ -706,8 +747,8 @@ pub struct ProfileArgs {
     /// Split TTFT and latency by input length: rising edges in tokens (`128,512,2048` gives
     /// `<128`, `128-511`, `512-2047`, `>=2048`) or `auto` (the quartiles of the prompts'
     /// lengths). Per bucket in the JSON, a CSV section, the console (-v) and report.html.
-    #[arg(help_heading = MEASUREMENT, long = "isl-buckets", value_name = "EDGES|auto")]
-    pub isl_buckets: Option<String>,
+    #[arg(help_heading = MEASUREMENT, long = "isl-buckets", value_name = "EDGES|auto", value_parser = FlagValue(|_, raw| values::parse_isl_buckets(Some(raw))))]
+    pub isl_buckets: Option<values::IslBuckets>,
 
     /// Count output tokens from the server's usage report instead of the tokenizer.
     #[arg(help_heading = MEASUREMENT, long = "use-server-token-count")]
@@ -719,15 +760,6 @@ pub struct ProfileArgs {
     /// counts output tokens.
     #[arg(help_heading = MEASUREMENT, long = "tokenizer-from-server")]
     pub tokenizer_from_server: bool,
-
-    /// API key of the target (default: OPENAI_API_KEY; ANTHROPIC_API_KEY for messages).
-    ///
-    /// Sent as `Authorization: Bearer` (`x-api-key` for messages) to the target's own address
-    /// only (never to metrics, never written to artifacts or logs). When this is not given,
-    /// OpenAI-style endpoint types read `OPENAI_API_KEY` and messages reads
-    /// `ANTHROPIC_API_KEY`; Triton targets read neither.
-    #[arg(help_heading = TARGET, long = "api-key", value_name = "KEY")]
-    pub api_key: Option<String>,
 
     /// Per-request timeout (bare number: seconds); a timed-out request counts as an error of kind
     /// `timeout`.
@@ -750,10 +782,76 @@ pub struct ProfileArgs {
     /// run names the stall when it sees one).
     #[arg(help_heading = MEASUREMENT, long = "tcp-quickack")]
     pub tcp_quickack: bool,
+}
 
-    /// TLS.
+/// What passes and what fails the run (`profile`, `search`).
+#[derive(Debug, Args, Clone)]
+pub struct DecisionArgs {
+    /// `--max-send-lag`, `--strict`, `--max-error-rate` (shared with `perf`).
     #[command(flatten)]
-    pub tls: TlsArgs,
+    pub verdict: VerdictArgs,
+
+    /// Goodput objectives `metric:value` (ms for times, tokens/sec/user for per-user throughput).
+    #[arg(help_heading = DECISIONS, short = 'g', long = "goodput", num_args = 1.., value_parser = FlagValue(values::parse_goodput))]
+    pub goodput: Vec<values::Objectives>,
+
+    /// Objective every level must meet, e.g. 'time_to_first_token.p99<=500ms' (repeatable).
+    ///
+    /// Checked at the end of every level, `METRIC[.STAT] OP VALUE[unit]`:
+    /// `time_to_first_token.p99<=500ms`, `queue_share<=50%`, `request_throughput>=10`,
+    /// `error_rate<1%`. Any failure makes the exit code 1.
+    #[arg(help_heading = DECISIONS, long = "slo", value_parser = FlagValue(values::parse_slo))]
+    pub slo: Vec<crate::metrics::Slo>,
+
+    /// Knee detection: the knee is the first level beyond which throughput grows by less than
+    /// this while p99 latency rises by more.
+    #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
+    pub knee_min_gain: f64,
+}
+
+/// When a level's measurement or errors fail the run (`profile`, `search`, `perf`).
+#[derive(Debug, Args, Clone)]
+pub struct VerdictArgs {
+    /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).
+    #[arg(help_heading = DECISIONS, long = "max-send-lag", default_value = "2ms", value_parser = millis)]
+    pub max_send_lag: Duration,
+
+    /// Exit with code 1 when any level's measurement is not trustworthy.
+    #[arg(help_heading = DECISIONS, long = "strict")]
+    pub strict: bool,
+
+    /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1):
+    /// past a few percent the percentiles describe only the survivors. 100% accepts any.
+    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "5%", value_parser = FlagValue(values::parse_share))]
+    pub max_error_rate: f64,
+}
+
+/// Files and console output (`profile`, `search`).
+#[derive(Debug, Args, Clone)]
+pub struct ArtifactArgs {
+    /// GenAI-Perf's raw per-request export (`profile_export.json`, `inputs.json`) in each level
+    /// directory, which NVIDIA's own parser and users' scripts read: `full` writes it (every
+    /// response as received, ~23 KB per 100-token streamed request, written after each level);
+    /// `none` keeps requests.jsonl (~0.6 KB per request) and the statistics files. Default:
+    /// none, unless --profile-export-file names the file.
+    #[arg(help_heading = OUTPUT, long = "raw-export", value_enum)]
+    pub raw_export: Option<RawExportArg>,
+
+    /// File name of the raw export in each level directory (GenAI-Perf's flag: a bare name;
+    /// naming it asks for the raw export); the statistics files are named after its stem:
+    /// NAME.json → NAME_genai_perf.csv/.json. Default: profile_export.json.
+    #[arg(help_heading = OUTPUT, long = "profile-export-file")]
+    pub profile_export_file: Option<String>,
+
+    /// Where files go: a directory per level for a sweep ({timestamp}, {concurrency}, ...).
+    ///
+    /// Files directly in it for one level, a subdirectory per level for a sweep.
+    /// Placeholders: `{timestamp}` (local time, YYYYMMDD_HHMMSS, one per invocation; `_2` is added
+    /// if an earlier run in the same second took it), `{model}`,
+    /// `{concurrency}`/`{rate}`/`{level}` (per level), `{shard}` (the shard index with
+    /// --shard/--shards), e.g. `./bench/{timestamp}/c{concurrency}`.
+    #[arg(help_heading = OUTPUT, long = "artifact-dir", value_name = "DIR")]
+    pub artifact_dir: Option<PathBuf>,
 
     /// JUnit report, JSON stdout, Pushgateway.
     #[command(flatten)]
@@ -767,37 +865,18 @@ pub struct ProfileArgs {
     #[arg(help_heading = OUTPUT, long = "quiet")]
     pub quiet: bool,
 
-    /// Where this process takes part in a run of several.
-    #[command(flatten)]
-    pub shard: ShardArgs,
-
-    /// Repetitions of the whole plan.
-    #[command(flatten)]
-    pub repeat: RepeatArgs,
-
     /// Write report.html for a single level too (GenAI-Perf's flag; a sweep always gets one).
     #[arg(help_heading = OUTPUT, long = "generate-plots")]
     pub generate_plots: bool,
-
-    /// GenAI-Perf passes arguments after `--` to perf_analyzer: `--measurement-interval`/`-p`
-    /// and `-v` are read, anything else is named in a note and ignored.
-    #[arg(
-        help_heading = None::<&str>,
-        last = true,
-        allow_hyphen_values = true,
-        value_name = "PERF_ANALYZER_ARGS"
-    )]
-    pub perf_analyzer_args: Vec<String>,
 }
 
-/// Flags of `ttftbench search`: `profile`'s target, workload, measurement and output flags
-/// (those that fix the levels — `--concurrency`, `--request-rate`, `--request-count`, ... — are
-/// hidden and refused: the search chooses its loads and each probe's length), and its own.
+/// Flags of `ttftbench search`: the groups of `profile` that do not fix the levels or their
+/// length (the search chooses its loads and each probe's length), and its own.
 #[derive(Debug, Args, Clone)]
 pub struct SearchArgs {
-    /// Everything `profile` takes.
+    /// Target, workload, measurement, decisions, files: as `profile`'s.
     #[command(flatten)]
-    pub profile: ProfileArgs,
+    pub run: RunArgs,
 
     /// What the search varies.
     ///
@@ -819,8 +898,8 @@ pub struct SearchArgs {
 
     /// A rate search stops bisecting when the next load above its answer is within this share
     /// (concurrency stops at one step).
-    #[arg(help_heading = SEARCH, long = "resolution", default_value = "5%")]
-    pub resolution: String,
+    #[arg(help_heading = SEARCH, long = "resolution", default_value = "5%", value_parser = FlagValue(values::parse_resolution))]
+    pub resolution: f64,
 
     /// Most successful requests a probe measures.
     ///
@@ -883,8 +962,8 @@ pub struct CancellationArgs {
     /// or `10%`. Chosen from `--random-seed` and each request's number, so reruns cancel the
     /// same ones. Cancelled requests are counted apart (`cancelled_count`), not as errors, and
     /// left out of every latency statistic.
-    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-rate", value_name = "PERCENT", default_value = "0")]
-    pub rate: String,
+    #[arg(help_heading = MEASUREMENT, long = "request-cancellation-rate", value_name = "PERCENT", default_value = "0", value_parser = FlagValue(values::parse_percent))]
+    pub rate: f64,
 
     /// How long after its send a request chosen by `--request-cancellation-rate` is cancelled
     /// (bare number: seconds, as in AIPerf; `500ms` works); one that completes sooner counts as
@@ -895,14 +974,11 @@ pub struct CancellationArgs {
 
 impl CancellationArgs {
     /// The plan's [`crate::plan::RequestCancellation`]: a share from 0 to 100 %.
-    pub fn plan(&self) -> Result<crate::plan::RequestCancellation, crate::error::UsageError> {
-        Ok(crate::plan::RequestCancellation {
-            rate_pct: crate::plan::values::parse_percent(
-                "--request-cancellation-rate",
-                &self.rate,
-            )?,
+    pub fn plan(&self) -> crate::plan::RequestCancellation {
+        crate::plan::RequestCancellation {
+            rate_pct: self.rate,
             delay: self.delay,
-        })
+        }
     }
 }
 
@@ -1315,18 +1391,11 @@ pub struct PerfArgs {
     ///
     /// Checked on every level, e.g. `request_latency.p99<=3ms` or `request_throughput>=8000`
     /// (infer/sec); exit code 1 when one fails.
-    #[arg(help_heading = DECISIONS, long = "slo")]
-    pub slo: Vec<String>,
-    /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).
-    #[arg(help_heading = DECISIONS, long = "max-send-lag", default_value = "2ms", value_parser = millis)]
-    pub max_send_lag: Duration,
-    /// Exit with code 1 when any level's measurement is not trustworthy.
-    #[arg(help_heading = DECISIONS, long = "strict")]
-    pub strict: bool,
-    /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1):
-    /// past a few percent the percentiles describe only the survivors. 100% accepts any.
-    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "5%")]
-    pub max_error_rate: String,
+    #[arg(help_heading = DECISIONS, long = "slo", value_parser = FlagValue(values::parse_slo))]
+    pub slo: Vec<crate::metrics::Slo>,
+    /// `--max-send-lag`, `--strict`, `--max-error-rate` (as `profile`'s).
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
 
     /// TLS.
     #[command(flatten)]
@@ -1518,8 +1587,8 @@ pub struct ReportArgs {
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     /// Knee detection fraction (see `profile --knee-min-gain`).
-    #[arg(long = "knee-min-gain", default_value = "10%")]
-    pub knee_min_gain: String,
+    #[arg(long = "knee-min-gain", default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
+    pub knee_min_gain: f64,
 }
 
 /// Flags of `ttftbench merge`.
@@ -1627,6 +1696,35 @@ pub struct DoctorArgs {
     /// TLS.
     #[command(flatten)]
     pub tls: TlsArgs,
+}
+
+/// A flag's value read by one of [`crate::plan::values`]' parsers, given the flag's long name:
+/// its message (which names the flag and says what to write) is the error as it is, exit code 2
+/// as every usage error. The value is parsed here, once; the plan takes it typed.
+#[derive(Clone, Copy)]
+pub struct FlagValue<T>(pub fn(&str, &str) -> Result<T, crate::error::UsageError>);
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for FlagValue<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let flag = arg
+            .and_then(|a| a.get_long())
+            .map(|l| format!("--{l}"))
+            .unwrap_or_default();
+        (self.0)(&flag, &value.to_string_lossy()).map_err(|e| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{}\n", e.0),
+            )
+            .with_cmd(cmd)
+        })
+    }
 }
 
 /// A duration flag whose bare numbers are milliseconds (`500`, `500ms`, `2s`, `1m`). (Clap

@@ -90,11 +90,11 @@ impl PerfArgs {
             binary_outputs: self.output_tensor_format == TensorFormatArg::Binary,
             request_timeout: self.request_timeout,
             seed: self.random_seed,
-            request_cancellation: self.cancellation.plan()?,
-            slos: values::parse_slos(&self.slo)?,
-            max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
-            strict: self.strict,
-            max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
+            request_cancellation: self.cancellation.plan(),
+            slos: self.slo.clone(),
+            max_send_lag_ms: self.verdict.max_send_lag.as_secs_f64() * 1e3,
+            strict: self.verdict.strict,
+            max_error_rate: self.verdict.max_error_rate,
             verbose: self.verbose,
             command_line: redact_command_line(argv),
             outputs: self.outputs.plan()?,
@@ -311,7 +311,7 @@ impl PerfArgs {
         for (flag, d) in [
             ("--timeline-interval", self.timeline_interval),
             ("--request-timeout", self.request_timeout),
-            ("--max-send-lag", self.max_send_lag),
+            ("--max-send-lag", self.verdict.max_send_lag),
         ] {
             if d.is_zero() {
                 return usage(format!("{flag} must be more than 0"));

@@ -91,7 +91,7 @@ pub fn arrival(d: DistributionArg, burstiness: f64) -> Result<Arrival, UsageErro
     })
 }
 
-impl ProfileArgs {
+impl super::TargetArgs {
     /// `--streaming` / `--no-streaming`; `None` leaves it to what the target can do.
     pub fn streaming_asked(&self) -> Option<bool> {
         match (self.streaming, self.no_streaming) {
@@ -101,8 +101,8 @@ impl ProfileArgs {
         }
     }
 
-    /// Where requests go, as given.
-    pub fn target_spec(&self) -> TargetSpec {
+    /// Where requests go, as given; `measure` holds the client's limits and the metrics headers.
+    pub fn spec(&self, measure: &super::MeasureArgs) -> TargetSpec {
         TargetSpec {
             endpoint_type: self.endpoint_type.map(Api::from),
             service_kind: self.service_kind.map(ServiceKind::from),
@@ -115,14 +115,17 @@ impl ProfileArgs {
             api_key: self.api_key.clone(),
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
             env_anthropic_key: std::env::var("ANTHROPIC_API_KEY").ok(),
-            metrics_headers: self.engine_view.metrics_header.clone(),
-            max_event_bytes: self.max_event_size,
-            tcp_quickack: self.tcp_quickack,
+            metrics_headers: measure.engine_view.metrics_header.clone(),
+            max_event_bytes: measure.max_event_size,
+            tcp_quickack: measure.tcp_quickack,
             tls: self.tls.spec(),
         }
     }
+}
 
-    fn workload_spec(&self) -> WorkloadSpec {
+impl super::WorkloadArgs {
+    /// What is sent, as given; a replayed trace's window from `fixed`.
+    fn spec(&self, fixed: &super::FixedScheduleArgs) -> WorkloadSpec {
         WorkloadSpec {
             input_file: self.input_file.clone(),
             input_tokens_mean: self.synthetic_input_tokens_mean,
@@ -139,9 +142,9 @@ impl ProfileArgs {
             prompt_salt: Some(self.prompt_salt.clone()),
             trace: crate::plan::traffic::TraceSpec {
                 block_size: self.block_size,
-                fixed_schedule: self.fixed_schedule,
-                start_ms: self.fixed_schedule_start,
-                end_ms: self.fixed_schedule_end,
+                fixed_schedule: fixed.fixed_schedule,
+                start_ms: fixed.fixed_schedule_start,
+                end_ms: fixed.fixed_schedule_end,
                 ..Default::default()
             },
             sessions: crate::plan::traffic::SessionSpec {
@@ -156,82 +159,16 @@ impl ProfileArgs {
             accuracy: Default::default(),
         }
     }
+}
 
-    /// The load levels and the stop rule: a trace's fixed schedule, or the concurrency or
-    /// request-rate levels.
-    fn load(
-        &self,
-        workload: &crate::workload::WorkloadPlan,
-        stop: crate::load::StopRule,
-    ) -> Result<(Vec<crate::load::Stimulus>, crate::load::StopRule), UsageError> {
-        if self.fixed_schedule {
-            let spec = crate::plan::traffic::FixedScheduleSpec {
-                speedup: self.fixed_schedule_speedup,
-                max_inflight: self.max_inflight,
-                other_load: self.concurrency.is_some() || self.request_rate.is_some(),
-                warmup: self.warmup_request_count > 0 || self.warmup_duration.is_some(),
-                request_count: self.request_count,
-            };
-            return crate::plan::traffic::fixed_schedule(workload, &spec, stop);
-        }
-        if let Some(sessions) = &workload.sessions {
-            return crate::plan::traffic::session_load(
-                sessions,
-                self.concurrency.as_deref(),
-                self.request_rate.is_some(),
-                stop,
-            );
-        }
-        let levels = resolve::levels(
-            self.concurrency.as_deref(),
-            self.request_rate.as_deref(),
-            arrival(self.request_distribution, self.burstiness)?,
-            self.max_inflight,
-        )?;
-        Ok((levels, stop))
-    }
-
-    /// `--target-moe` as the sequential rule of every level: the statistic, its target, the
-    /// confidence, and the caps (`--request-count`, default [`DEFAULT_MOE_CAP`]; the measurement
-    /// interval or duration).
-    fn target_moe(&self, streaming: bool) -> Result<Option<Rule>, UsageError> {
-        let Some(raw) = &self.target_moe else {
-            // A scored run's accuracy intervals and verdict are at --confidence too.
-            if self.confidence.is_some() && self.accuracy.accuracy_benchmark.is_none() {
-                return Err(UsageError(
-                    "--confidence applies to --target-moe: add --target-moe 5% (or use `ttftbench search`)".into(),
-                ));
-            }
-            return Ok(None);
-        };
-        let target = values::parse_fraction("--target-moe", raw)?;
-        if target >= 1.0 {
-            return Err(UsageError(format!(
-                "--target-moe '{raw}': a margin of error is a share of the estimate below 100% (e.g. 5%)"
-            )));
-        }
-        if self.fixed_schedule || self.shard.shard.is_some() || self.shard.shards.is_some() {
-            return Err(UsageError(
-                "--target-moe stops each level on its own numbers: it cannot replay a trace's schedule (--fixed-schedule) or split a level over shards (--shard)".into(),
-            ));
-        }
-        let metric = moe_metric(self.moe_metric.as_deref(), streaming)?;
-        Ok(Some(Rule::new(
-            Vec::new(),
-            Some(MoeTarget { metric, target }),
-            self.confidence()?,
-            Looks::new(self.request_count.unwrap_or(DEFAULT_MOE_CAP)),
-            self.measurement_interval.or(self.duration),
-        )))
-    }
-
+impl super::MeasureArgs {
     /// `--confidence`, 95 % when not given.
     pub fn confidence(&self) -> Result<f64, UsageError> {
-        self.confidence
-            .as_deref()
-            .map_or(Ok(DEFAULT_CONFIDENCE), values::parse_confidence)
+        Ok(self.confidence.unwrap_or(DEFAULT_CONFIDENCE))
     }
+}
 
+impl super::ArtifactArgs {
     fn verbosity(&self) -> Result<Verbosity, UsageError> {
         match (self.quiet, self.verbose) {
             (true, true) => Err(UsageError(
@@ -242,30 +179,126 @@ impl ProfileArgs {
             (false, false) => Ok(Verbosity::Normal),
         }
     }
+}
+
+impl ProfileArgs {
+    /// The load levels and the stop rule: a trace's fixed schedule, or the concurrency or
+    /// request-rate levels.
+    fn load(
+        &self,
+        workload: &crate::workload::WorkloadPlan,
+        stop: crate::load::StopRule,
+    ) -> Result<(Vec<crate::load::Stimulus>, crate::load::StopRule), UsageError> {
+        let (levels, open_loop) = (&self.levels, &self.run.arrival);
+        if self.fixed_schedule.fixed_schedule {
+            let measure = &self.run.measure;
+            let spec = crate::plan::traffic::FixedScheduleSpec {
+                speedup: self.fixed_schedule.fixed_schedule_speedup,
+                max_inflight: open_loop.max_inflight,
+                other_load: levels.concurrency.is_some() || levels.request_rate.is_some(),
+                warmup: measure.warmup_request_count > 0 || measure.warmup_duration.is_some(),
+                request_count: self.stop.request_count,
+            };
+            return crate::plan::traffic::fixed_schedule(workload, &spec, stop);
+        }
+        if let Some(sessions) = &workload.sessions {
+            return crate::plan::traffic::session_load(
+                sessions,
+                levels.concurrency.as_deref(),
+                levels.request_rate.is_some(),
+                stop,
+            );
+        }
+        let levels = resolve::levels(
+            levels.concurrency.as_deref(),
+            levels.request_rate.as_deref(),
+            arrival(open_loop.request_distribution, open_loop.burstiness)?,
+            open_loop.max_inflight,
+        )?;
+        Ok((levels, stop))
+    }
+
+    /// `--target-moe` as the sequential rule of every level: the statistic, its target, the
+    /// confidence, and the caps (`--request-count`, default [`DEFAULT_MOE_CAP`]; the measurement
+    /// interval or duration).
+    fn target_moe(&self, streaming: bool) -> Result<Option<Rule>, UsageError> {
+        let measure = &self.run.measure;
+        let Some(target) = self.moe.target_moe else {
+            // A scored run's accuracy intervals and verdict are at --confidence too.
+            if measure.confidence.is_some() && self.run.accuracy.accuracy_benchmark.is_none() {
+                return Err(UsageError(
+                    "--confidence applies to --target-moe: add --target-moe 5% (or use `ttftbench search`)".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        if self.fixed_schedule.fixed_schedule
+            || self.shard.shard.is_some()
+            || self.shard.shards.is_some()
+        {
+            return Err(UsageError(
+                "--target-moe stops each level on its own numbers: it cannot replay a trace's schedule (--fixed-schedule) or split a level over shards (--shard)".into(),
+            ));
+        }
+        let metric = moe_metric(self.moe.moe_metric, streaming)?;
+        Ok(Some(Rule::new(
+            Vec::new(),
+            Some(MoeTarget { metric, target }),
+            measure.confidence()?,
+            Looks::new(self.stop.request_count.unwrap_or(DEFAULT_MOE_CAP)),
+            self.stop.measurement_interval.or(self.stop.duration),
+        )))
+    }
+
+    /// `profile`'s flags with `run`'s groups and every other group at its defaults: the run a
+    /// search shares, whose levels and their length the search then chooses.
+    pub fn with_defaults(run: super::RunArgs) -> ProfileArgs {
+        ProfileArgs {
+            run,
+            levels: defaults(),
+            fixed_schedule: defaults(),
+            stop: defaults(),
+            moe: defaults(),
+            // Not parsed: a search in an Indexed Job is still one process (JOB_COMPLETION_INDEX).
+            shard: super::ShardArgs::default(),
+            repeat: defaults(),
+            perf_analyzer_args: Vec::new(),
+        }
+    }
 
     /// The validated plan of these flags; `argv` is the command line, kept (redacted) for the
     /// record.
     pub fn plan(&self, argv: &[String]) -> Result<RunPlan, UsageError> {
+        let super::RunArgs {
+            target: t,
+            workload: w,
+            measure: m,
+            decisions: d,
+            artifacts: a,
+            accuracy,
+            ..
+        } = &self.run;
         let passed = values::perf_analyzer_passthrough(&self.perf_analyzer_args)?;
-        let mut target = resolve::target(&self.target_spec())?;
+        let mut target = resolve::target(&t.spec(m))?;
         let mut workload = resolve::workload(&WorkloadSpec {
             rankings: target.api == Api::Rankings,
-            accuracy: self.accuracy.spec(self.confidence()?),
-            ..self.workload_spec()
+            accuracy: accuracy.spec(m.confidence()?),
+            ..w.spec(&self.fixed_schedule)
         })?;
         crate::plan::apis::resolve(
-            &self
-                .api_inputs
-                .spec(self.rankings_api, self.endpoint.is_some()),
+            &w.api_inputs.spec(t.rankings_api, t.endpoint.is_some()),
             &mut target,
             &mut workload,
         )?;
         let stop = resolve::stop(&StopSpec {
-            request_count: self.request_count,
+            request_count: self.stop.request_count,
             // A flag of ttftbench's own wins over the same one after `--`.
-            measurement_interval: self.measurement_interval.or(passed.measurement_interval),
-            duration: self.duration,
-            num_prompts: self.num_prompts,
+            measurement_interval: self
+                .stop
+                .measurement_interval
+                .or(passed.measurement_interval),
+            duration: self.stop.duration,
+            num_prompts: w.num_prompts,
         })?;
         let stop = match &workload.prompts {
             crate::workload::PromptSource::Scored(src) => {
@@ -277,61 +310,61 @@ impl ProfileArgs {
         let (levels, stop) = self.load(&workload, stop)?;
         let tokenizer_from_server = resolve::tokenizer_from_server(
             target.api,
-            self.tokenizer_from_server,
+            m.tokenizer_from_server,
             workload.sessions.is_some(),
         )?;
         let target_moe = self.target_moe(target.streaming)?;
-        positive("--request-timeout", self.request_timeout)?;
-        positive("--timeline-interval", self.timeline_interval)?;
-        positive("--max-send-lag", self.max_send_lag)?;
+        positive("--request-timeout", m.request_timeout)?;
+        positive("--timeline-interval", m.timeline_interval)?;
+        positive("--max-send-lag", d.verdict.max_send_lag)?;
         let mut plan = RunPlan {
-            server_metrics: resolve::metrics_source(self.server_metrics_url.as_deref(), &target)?,
-            server_kind: self.engine_view.server_kind,
-            gpu_metrics_url: resolve::gpu_metrics_url(self.engine_view.gpu_metrics_url.as_deref())?,
+            server_metrics: resolve::metrics_source(m.server_metrics_url.as_deref(), &target)?,
+            server_kind: m.engine_view.server_kind,
+            gpu_metrics_url: resolve::gpu_metrics_url(m.engine_view.gpu_metrics_url.as_deref())?,
             workload,
             levels,
             stop,
-            warmup_requests: self.warmup_request_count,
-            warmup_duration: self.warmup_duration,
-            max_send_lag_ms: self.max_send_lag.as_secs_f64() * 1e3,
-            strict: self.strict,
-            max_error_rate: values::parse_share("--max-error-rate", &self.max_error_rate)?,
-            timeline_interval: self.timeline_interval,
-            percentile_method: self.percentile_method.method(),
+            warmup_requests: m.warmup_request_count,
+            warmup_duration: m.warmup_duration,
+            max_send_lag_ms: d.verdict.max_send_lag.as_secs_f64() * 1e3,
+            strict: d.verdict.strict,
+            max_error_rate: d.verdict.max_error_rate,
+            timeline_interval: m.timeline_interval,
+            percentile_method: m.percentile_method.method(),
             // GenAI-Perf always writes its raw export; here it is asked for by name or by flag.
-            raw_export: match self.raw_export {
+            raw_export: match a.raw_export {
                 Some(r) => r == super::RawExportArg::Full,
-                None => self.profile_export_file.is_some(),
+                None => a.profile_export_file.is_some(),
             },
             export_names: crate::plan::outputs::ExportNames::from_file(
-                self.profile_export_file
+                a.profile_export_file
                     .as_deref()
                     .unwrap_or(crate::artifact::raw_export::RAW_EXPORT_FILE),
                 &crate::artifact::OTHER_LEVEL_FILES,
             )?,
-            artifact_dir: self.artifact_dir.clone(),
-            goodput: values::parse_objectives(&self.goodput)?,
+            artifact_dir: a.artifact_dir.clone(),
+            goodput: d.goodput.iter().flat_map(|g| g.0.iter().copied()).collect(),
             run_config: super::config::resolved(argv),
-            isl_buckets: values::parse_isl_buckets(self.isl_buckets.as_deref())?,
-            slos: values::parse_slos(&self.slo)?,
-            knee_min_gain: values::parse_fraction("--knee-min-gain", &self.knee_min_gain)?,
+            isl_buckets: m.isl_buckets.clone().unwrap_or_default(),
+            slos: d.slo.clone(),
+            knee_min_gain: d.knee_min_gain,
             use_server_token_count: resolve::server_token_count(
                 target.api,
-                self.use_server_token_count,
+                m.use_server_token_count,
             )?,
             tokenizer_from_server,
-            request_timeout: self.request_timeout,
-            request_cancellation: self.cancellation.plan()?,
-            verbosity: match self.verbosity()? {
+            request_timeout: m.request_timeout,
+            request_cancellation: m.cancellation.plan(),
+            verbosity: match a.verbosity()? {
                 Verbosity::Normal if passed.verbose => Verbosity::Verbose,
                 v => v,
             },
             command_line: redact_command_line(argv),
-            outputs: self.outputs.plan()?,
+            outputs: a.outputs.plan()?,
             target,
             shard: crate::plan::ShardPlan::default(),
             repeat: crate::plan::Repeat::ONCE,
-            generate_plots: self.generate_plots,
+            generate_plots: a.generate_plots,
             notices: passed.ignored,
             target_moe,
         };
@@ -448,32 +481,29 @@ pub const DEFAULT_MOE_CAP: u64 = 10_000;
 /// `--confidence` when not given.
 pub const DEFAULT_CONFIDENCE: f64 = 0.95;
 
-/// `--moe-metric`: a percentile or the average of a per-request metric; by default TTFT p99 of
-/// a streamed run, request latency p99 otherwise.
-fn moe_metric(raw: Option<&str>, streaming: bool) -> Result<MetricRef, UsageError> {
-    let Some(raw) = raw else {
-        let m = if streaming {
-            Metric::TimeToFirstToken
-        } else {
-            Metric::RequestLatency
-        };
-        return Ok(MetricRef::Dist(m, Stat::P99));
-    };
-    let m = MetricRef::parse(raw).map_err(|e| UsageError(format!("--moe-metric: {e}")))?;
-    match m {
-        MetricRef::Dist(metric, stat) if stat.quantile().is_some() || stat == Stat::Avg => {
-            if metric.streaming_only() && !streaming {
-                return Err(UsageError(format!(
-                    "--moe-metric {raw}: {} is measured only on streamed responses: add --streaming",
-                    metric.key()
-                )));
-            }
-            Ok(m)
+/// `--moe-metric` (a percentile or the average of a per-request metric, checked as it is
+/// parsed), streamed when it needs to be; by default TTFT p99 of a streamed run, request
+/// latency p99 otherwise.
+fn moe_metric(given: Option<MetricRef>, streaming: bool) -> Result<MetricRef, UsageError> {
+    match given {
+        None if streaming => Ok(MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99)),
+        None => Ok(MetricRef::Dist(Metric::RequestLatency, Stat::P99)),
+        Some(m @ MetricRef::Dist(metric, _)) if metric.streaming_only() && !streaming => {
+            Err(UsageError(format!(
+                "--moe-metric {m}: {} is measured only on streamed responses: add --streaming",
+                metric.key()
+            )))
         }
-        _ => Err(UsageError(format!(
-            "--moe-metric {raw}: a margin of error needs a percentile or the average of a per-request metric, e.g. time_to_first_token.p99 or request_latency.avg"
-        ))),
+        Some(m) => Ok(m),
     }
+}
+
+/// A flag group as clap fills it when none of its flags is given: its defaults, declared once
+/// on its flags.
+fn defaults<T: clap::Args + clap::FromArgMatches>() -> T {
+    let cmd = T::augment_args(clap::Command::new("defaults").no_binary_name(true));
+    let matches = cmd.get_matches_from(std::iter::empty::<&str>());
+    T::from_arg_matches(&matches).expect("a group's defaults parse")
 }
 
 fn positive(flag: &str, d: Duration) -> Result<(), UsageError> {

@@ -7,7 +7,6 @@ use crate::analysis::sequential::{self, Looks, Rule};
 use crate::error::UsageError;
 use crate::metrics::{MetricRef, Objective, Op, Slo};
 use crate::plan::search::{Axis, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_RATE, SearchPlan};
-use crate::plan::values;
 
 /// Where a search's files go without `--artifact-dir`: one directory per search.
 pub const DEFAULT_ARTIFACT_DIR: &str = "artifacts/{model}-search-{timestamp}";
@@ -18,13 +17,10 @@ const MAX_PROBE_REQUESTS: u64 = 200_000;
 impl SearchArgs {
     /// The validated search of these flags; `argv` is the command line, kept (redacted).
     pub fn plan(&self, argv: &[String]) -> Result<SearchPlan, UsageError> {
-        self.refuse_level_flags()?;
         // --confidence is the search's here, not --target-moe's.
-        let shared = super::ProfileArgs {
-            confidence: None,
-            ..self.profile.clone()
-        };
-        let mut run = shared.plan(argv)?;
+        let mut shared = self.run.clone();
+        shared.measure.confidence = None;
+        let mut run = super::ProfileArgs::with_defaults(shared).plan(argv)?;
         let axis = self.axis()?;
         let (min, max) = self.bounds(&axis)?;
         if self.max_probe_requests > MAX_PROBE_REQUESTS {
@@ -36,7 +32,7 @@ impl SearchArgs {
         let rule = Rule::new(
             run.slos.clone(),
             None,
-            self.profile.confidence()?,
+            self.run.measure.confidence()?,
             Looks::new(self.max_probe_requests),
             self.max_probe_time,
         );
@@ -45,7 +41,8 @@ impl SearchArgs {
             run.goodput = goodput_from(&run.slos);
         }
         run.artifact_dir = Some(
-            self.profile
+            self.run
+                .artifacts
                 .artifact_dir
                 .clone()
                 .unwrap_or_else(|| DEFAULT_ARTIFACT_DIR.into()),
@@ -54,16 +51,7 @@ impl SearchArgs {
         run.levels = vec![axis.stimulus(min), axis.stimulus(max.0)];
         let resolution = match axis {
             Axis::Concurrency => 1.0,
-            Axis::RequestRate { .. } => {
-                let r = values::parse_fraction("--resolution", &self.resolution)?;
-                if r >= 1.0 {
-                    return Err(UsageError(format!(
-                        "--resolution '{}': the search stops when the next rate is within this share of its answer; give less than 100% (e.g. 5%)",
-                        self.resolution
-                    )));
-                }
-                r
-            }
+            Axis::RequestRate { .. } => self.resolution,
         };
         Ok(SearchPlan {
             run,
@@ -77,74 +65,22 @@ impl SearchArgs {
         })
     }
 
-    /// `profile`'s flags that fix the levels or their length: the search chooses those.
-    fn refuse_level_flags(&self) -> Result<(), UsageError> {
-        let p = &self.profile;
-        let fixed: [(&str, bool, &str); 9] = [
-            (
-                "--concurrency",
-                p.concurrency.is_some(),
-                "--over concurrency with --min/--max",
-            ),
-            (
-                "--request-rate",
-                p.request_rate.is_some(),
-                "--over request-rate with --min/--max",
-            ),
-            (
-                "--request-count",
-                p.request_count.is_some(),
-                "--max-probe-requests",
-            ),
-            (
-                "--measurement-interval",
-                p.measurement_interval.is_some(),
-                "--max-probe-time",
-            ),
-            ("--duration", p.duration.is_some(), "--max-probe-time"),
-            ("--target-moe", p.target_moe.is_some(), "--confidence"),
-            (
-                "--fixed-schedule",
-                p.fixed_schedule,
-                "profile --fixed-schedule",
-            ),
-            (
-                "--shard",
-                p.shard.shard.is_some() || p.shard.shards.is_some(),
-                "one process",
-            ),
-            (
-                "--repeat",
-                p.repeat.repeat > 1,
-                "search once; compare with `ttftbench compare`",
-            ),
-        ];
-        if let Some((flag, _, instead)) = fixed.iter().find(|(_, given, _)| *given) {
-            return Err(UsageError(format!(
-                "search chooses each probe's load and length itself: {flag} does not apply (use {instead})"
-            )));
-        }
-        if !p.perf_analyzer_args.is_empty() {
-            return Err(UsageError(
-                "search takes no perf_analyzer arguments after `--`".into(),
-            ));
-        }
-        Ok(())
-    }
-
     fn axis(&self) -> Result<Axis, UsageError> {
-        let p = &self.profile;
+        let (w, open_loop) = (&self.run.workload, &self.run.arrival);
         Ok(match self.over {
             SearchOverArg::Concurrency => Axis::Concurrency,
             SearchOverArg::RequestRate => {
-                if p.num_sessions.is_some() || p.session_turns_mean.is_some() {
+                if w.num_sessions.is_some() || w.session_turns_mean.is_some() {
                     return Err(UsageError(
                         "--over request-rate: sessions run at a concurrency (sessions in flight); search them with --over concurrency".into(),
                     ));
                 }
                 Axis::RequestRate {
-                    arrival: super::profile::arrival(p.request_distribution, p.burstiness)?,
-                    max_inflight: p.max_inflight,
+                    arrival: super::profile::arrival(
+                        open_loop.request_distribution,
+                        open_loop.burstiness,
+                    )?,
+                    max_inflight: open_loop.max_inflight,
                 }
             }
         })
@@ -178,6 +114,48 @@ impl SearchArgs {
         }
         Ok((min, (max, given)))
     }
+}
+
+/// What a search says to a flag of `profile` that it does not take: the groups that fix the
+/// levels or their length, each with what a search uses instead. `None` for any other flag.
+pub fn not_in_search(given: &str) -> Option<String> {
+    use super::{FixedScheduleArgs, LevelArgs, MoeArgs, RepeatArgs, ShardArgs, StopArgs};
+    let flag = given.split('=').next().unwrap_or(given);
+    let groups = [
+        (
+            flags_of::<LevelArgs>(),
+            "--over concurrency|request-rate with --min/--max",
+        ),
+        (
+            flags_of::<StopArgs>(),
+            "--max-probe-requests and --max-probe-time",
+        ),
+        (flags_of::<MoeArgs>(), "--confidence"),
+        (flags_of::<FixedScheduleArgs>(), "profile --fixed-schedule"),
+        (flags_of::<ShardArgs>(), "one process"),
+        (
+            flags_of::<RepeatArgs>(),
+            "search once; compare with `ttftbench compare`",
+        ),
+    ];
+    let (_, instead) = groups.iter().find(|(cmd, _)| {
+        cmd.get_arguments().any(|a| {
+            let long = a.get_long().map(|l| format!("--{l}"));
+            let short = a.get_short().map(|s| format!("-{s}"));
+            let aliases = a.get_all_aliases().unwrap_or_default();
+            long.as_deref() == Some(flag)
+                || short.as_deref() == Some(flag)
+                || aliases.iter().any(|l| flag.strip_prefix("--") == Some(*l))
+        })
+    })?;
+    Some(format!(
+        "search chooses each probe's load and length itself: {flag} does not apply (use {instead})"
+    ))
+}
+
+/// The flags of one group, as clap declares them.
+fn flags_of<T: clap::Args>() -> clap::Command {
+    T::augment_args(clap::Command::new("group"))
 }
 
 /// The objectives a search can settle: at least one with an interval, every streamed metric
@@ -269,17 +247,17 @@ fn goodput_from(slos: &[Slo]) -> Vec<Objective> {
 
 #[cfg(test)]
 mod tests {
-    use crate::cli::{Cli, Command};
+    use crate::cli::Command;
     use crate::error::UsageError;
     use crate::plan::search::SearchPlan;
-    use clap::Parser;
 
     fn plan(args: &[&str]) -> Result<SearchPlan, UsageError> {
         let mut argv = vec!["ttftbench", "search", "-m", "gpt2", "--streaming"];
         argv.extend_from_slice(args);
-        let cli = Cli::try_parse_from(&argv).map_err(|e| UsageError(e.to_string()))?;
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let cli = crate::cli::parse(&argv).map_err(|e| UsageError(e.render().to_string()))?;
         match cli.command {
-            Command::Search(s) => s.plan(&argv.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+            Command::Search(s) => s.plan(&argv),
             other => panic!("expected search, got {other:?}"),
         }
     }
@@ -322,17 +300,48 @@ mod tests {
             "--min 8 is above --max 4: the search runs from --min up to --max; give --min at most --max"
         );
         for c in ["50%", "99.95%", "1.5", "abc"] {
+            // Refused as it is parsed, in the parser's own words.
             let e = refused(&["--slo", "ttft.p90<=15ms", "--confidence", c]);
-            assert!(e.starts_with(&format!("--confidence '{c}'")), "{e}");
+            assert!(e.starts_with(&format!("error: --confidence '{c}'")), "{e}");
         }
         assert!(refused(&[]).starts_with("search needs objectives"));
         assert!(
             refused(&["--slo", "request_throughput>=10"]).contains("percentile or on error_rate")
         );
-        assert!(
-            refused(&["--slo", "ttft.p90<=15ms", "--concurrency", "4"])
-                .contains("--concurrency does not apply")
-        );
+        // profile's flags that fix the levels or their length are not search's; the error says
+        // what to use instead.
+        for (flag, instead) in [
+            (
+                "--concurrency",
+                "--over concurrency|request-rate with --min/--max",
+            ),
+            (
+                "--request-rate",
+                "--over concurrency|request-rate with --min/--max",
+            ),
+            (
+                "--num-requests",
+                "--max-probe-requests and --max-probe-time",
+            ),
+            ("-p", "--max-probe-requests and --max-probe-time"),
+            ("--duration", "--max-probe-requests and --max-probe-time"),
+            ("--target-moe", "--confidence"),
+            ("--fixed-schedule-speedup", "profile --fixed-schedule"),
+            ("--start-at", "one process"),
+            ("--level-slot", "one process"),
+            ("--repeat", "search once"),
+        ] {
+            let e = refused(&["--slo", "ttft.p90<=15ms", flag, "4"]);
+            assert!(
+                e.contains(&format!("unexpected argument '{flag}'"))
+                    && e.contains(&format!("{flag} does not apply (use {instead}")),
+                "{e}"
+            );
+        }
+        let e = refused(&["--slo", "ttft.p90<=15ms", "--sloo", "x"]);
+        assert!(!e.contains("does not apply"), "{e}");
+        // What the search reports with (the knee of its probes) is its to set.
+        assert!(plan(&["--slo", "ttft.p90<=15ms", "--knee-min-gain", "20%"]).is_ok());
         assert!(refused(&["--slo", "ttft.p90<=15ms", "--min", "1.5"]).contains("whole number"));
         let cap = refused(&["--slo", "ttft.p99.9<=15ms"]);
         assert!(cap.starts_with("--max-probe-requests 1000: too few to show time_to_first_token.p99.9<=15ms at 95 % confidence"), "{cap}");

@@ -12,7 +12,10 @@ use crate::cli::Cli;
 /// Parses `argv` (the program name first) into [`Cli`], with clap's error reworded by
 /// [`reword`] when it does not parse.
 pub fn parse(argv: &[String]) -> Result<Cli, clap::Error> {
-    <Cli as clap::Parser>::try_parse_from(argv).map_err(reword)
+    <Cli as clap::Parser>::try_parse_from(argv).map_err(|e| {
+        let search = argv.get(1).is_some_and(|s| s == "search");
+        reword(e, search)
+    })
 }
 
 /// Lets a flag's value start with `-` when it is a number (`--request-rate -3`), so the flag's
@@ -26,8 +29,10 @@ pub fn negative_numbers_reach_the_flag(arg: clap::Arg) -> clap::Arg {
     }
 }
 
-/// `e` without the `-- ARG` tip, and with a tip for a negative number where one was given.
-pub fn reword(mut e: clap::Error) -> clap::Error {
+/// `e` without the `-- ARG` tip, and with a tip for a negative number where one was given;
+/// `search`: whether the command line is a search's, told what to use instead of a flag of
+/// `profile` that it does not take.
+pub fn reword(mut e: clap::Error, search: bool) -> clap::Error {
     // Clap's tips are styled text; its `-- ARG` tip is the one that reads "to pass 'ARG' as a
     // value, use '-- ARG'".
     let mut tips: Vec<clap::builder::StyledStr> = match e.remove(ContextKind::Suggested) {
@@ -39,13 +44,19 @@ pub fn reword(mut e: clap::Error) -> clap::Error {
     };
     let tip = match e.kind() {
         // `--concurrency -1:32`: clap reads `-1` as a short flag.
-        ErrorKind::UnknownArgument => string(&e, ContextKind::InvalidArg)
-            .filter(|a| looks_negative(a))
-            .map(|a| {
-                format!(
+        ErrorKind::UnknownArgument => string(&e, ContextKind::InvalidArg).and_then(|a| {
+            if looks_negative(&a) {
+                Some(format!(
                     "'{a}' is read as a flag because it starts with '-'; levels, rates and counts are positive numbers"
-                )
-            }),
+                ))
+            } else if let Some(instead) = search.then(|| crate::cli::search::not_in_search(&a)).flatten() {
+                // A similar flag of search's own is not what was meant.
+                tips.clear();
+                Some(instead)
+            } else {
+                None
+            }
+        }),
         // `--request-count -3`: the number parser's own words ("invalid digit") do not say it.
         ErrorKind::ValueValidation if !own_message(&e) => string(&e, ContextKind::InvalidValue)
             .filter(|v| looks_negative(v))

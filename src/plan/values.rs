@@ -20,11 +20,10 @@ pub fn parse_each<T>(
     raw.iter().map(|s| parse(s)).collect()
 }
 
-/// `--slo` expressions (repeatable), for `profile` and `perf` alike.
-pub fn parse_slos(raw: &[String]) -> Result<Vec<crate::metrics::Slo>, UsageError> {
-    parse_each(raw, |s| {
-        crate::metrics::parse(s).map_err(|e| UsageError(e.to_string()))
-    })
+/// One `--slo` expression (repeatable), for `profile`, `search` and `perf` alike; its error
+/// names the metric or operator at fault.
+pub fn parse_slo(_flag: &str, raw: &str) -> Result<crate::metrics::Slo, UsageError> {
+    crate::metrics::parse(raw).map_err(|e| UsageError(e.to_string()))
 }
 
 /// A duration flag's value: `500ms`, `2s`, `1.5m`, `250us`, `1h`, `1m30s` (jiff's friendly
@@ -160,11 +159,14 @@ pub fn parse_isl_buckets(raw: Option<&str>) -> Result<IslBuckets, UsageError> {
     }
 }
 
-/// `--goodput time_to_first_token:500 inter_token_latency:20`.
-pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
+/// The objectives of one `--goodput` value (several may be given in one, space-separated).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Objectives(pub Vec<Objective>);
+
+/// `--goodput time_to_first_token:500 inter_token_latency:20`: one value of the flag.
+pub fn parse_goodput(_flag: &str, raw: &str) -> Result<Objectives, UsageError> {
     let valid = "time_to_first_token, time_to_first_output_token, time_to_second_token, inter_token_latency, request_latency, output_token_throughput_per_user";
-    raw.iter()
-        .flat_map(|s| s.split_whitespace())
+    raw.split_whitespace()
         .map(|item| {
             let (k, v) = item
                 .split_once(':')
@@ -197,7 +199,8 @@ pub fn parse_objectives(raw: &[String]) -> Result<Vec<Objective>, UsageError> {
             }
             Ok(Objective { metric, bound })
         })
-        .collect()
+        .collect::<Result<_, _>>()
+        .map(Objectives)
 }
 
 /// The list form of a level flag (`a,b,c`), each item parsed by `num`; `None` when `spec` is
@@ -312,6 +315,42 @@ pub fn parse_fraction(flag: &str, raw: &str) -> Result<f64, UsageError> {
         return usage(format!("{flag} '{t}': must be more than 0"));
     }
     Ok(v)
+}
+
+/// `--target-moe`: a margin of error as a share of the estimate, more than 0 and below 100 %.
+pub fn parse_margin(flag: &str, raw: &str) -> Result<f64, UsageError> {
+    let v = parse_fraction(flag, raw)?;
+    if v >= 1.0 {
+        return usage(format!(
+            "{flag} '{}': a margin of error is a share of the estimate below 100% (e.g. 5%)",
+            raw.trim()
+        ));
+    }
+    Ok(v)
+}
+
+/// `--resolution`: how close a rate search gets to its answer, more than 0 and below 100 %.
+pub fn parse_resolution(flag: &str, raw: &str) -> Result<f64, UsageError> {
+    let v = parse_fraction(flag, raw)?;
+    if v >= 1.0 {
+        return usage(format!(
+            "{flag} '{}': the search stops when the next rate is within this share of its answer; give less than 100% (e.g. 5%)",
+            raw.trim()
+        ));
+    }
+    Ok(v)
+}
+
+/// `--moe-metric`: a percentile or the average of a per-request metric
+/// (`time_to_first_token.p99`, `request_latency.avg`).
+pub fn parse_moe_metric(flag: &str, raw: &str) -> Result<crate::metrics::MetricRef, UsageError> {
+    use crate::metrics::{MetricRef, Stat};
+    match MetricRef::parse(raw).map_err(|e| UsageError(format!("{flag}: {e}")))? {
+        m @ MetricRef::Dist(_, stat) if stat.quantile().is_some() || stat == Stat::Avg => Ok(m),
+        _ => usage(format!(
+            "{flag} {raw}: a margin of error needs a percentile or the average of a per-request metric, e.g. time_to_first_token.p99 or request_latency.avg"
+        )),
+    }
 }
 
 /// `--confidence`: a share above 50 % and at most 99.9 %, as `95%` or `0.95`.
@@ -744,8 +783,11 @@ mod tests {
 
     #[test]
     fn goodput_fractions_and_extra_inputs() {
-        let g =
-            parse_objectives(&["time_to_first_token:500 inter_token_latency:20".into()]).unwrap();
+        let Objectives(g) = parse_goodput(
+            "--goodput",
+            "time_to_first_token:500 inter_token_latency:20",
+        )
+        .unwrap();
         assert_eq!(
             g[1],
             Objective {
@@ -753,7 +795,7 @@ mod tests {
                 bound: 20.0
             }
         );
-        assert!(parse_objectives(&["bogus:1".into()]).is_err());
+        assert!(parse_goodput("--goodput", "bogus:1").is_err());
         assert_eq!(parse_fraction("--knee-min-gain", "10%").unwrap(), 0.1);
         assert_eq!(parse_fraction("--knee-min-gain", "0.25").unwrap(), 0.25);
         assert!(parse_fraction("--knee-min-gain", "0").is_err());
