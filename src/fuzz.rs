@@ -527,6 +527,7 @@ pub fn conversation_file(data: &[u8]) {
                 text: u.clone(),
                 tokens: 1,
                 max_tokens: None,
+                recorded: None,
             });
             h.answer("ok", 1);
         }

@@ -609,6 +609,23 @@ pub struct WorkloadArgs {
     /// such as Dynamo's or llm-d's can keep the session on one replica); `none` sends none.
     #[arg(help_heading = WORKLOAD, long = "session-header", value_name = "NAME|none", default_value = "X-Session-ID")]
     pub session_header: String,
+
+    /// Which answer a session's next turn carries in its history: `live`, the server's own (as
+    /// a chat client or an agent sends it), or `recorded`, the conversation file's assistant
+    /// message (the same history on every run and every server; the server's answer is still
+    /// measured).
+    #[arg(help_heading = WORKLOAD, long = "session-replies", value_enum, default_value_t = SessionReplies::Live)]
+    pub session_replies: SessionReplies,
+}
+
+/// `--session-replies`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum SessionReplies {
+    /// The server's own answers.
+    #[default]
+    Live,
+    /// The conversation file's recorded answers.
+    Recorded,
 }
 
 /// The load levels of a sweep (`profile` only: a search chooses its loads).

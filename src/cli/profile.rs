@@ -154,6 +154,12 @@ impl super::WorkloadArgs {
                 delay_mean_ms: self.session_turn_delay_mean,
                 delay_stddev_ms: self.session_turn_delay_stddev,
                 header: Some(self.session_header.clone()),
+                replies: match self.session_replies {
+                    super::SessionReplies::Live => crate::workload::conversation::Replies::Live,
+                    super::SessionReplies::Recorded => {
+                        crate::workload::conversation::Replies::Recorded
+                    }
+                },
             },
             rankings: false,
             accuracy: Default::default(),

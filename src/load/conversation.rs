@@ -24,9 +24,9 @@ use crate::client::Exchange;
 use crate::record::Turn;
 use crate::stats::sessions::{SessionEnd, SessionOutcome};
 use crate::workload::Payload;
-use crate::workload::conversation::Conversations;
 use crate::workload::conversation::dag::BranchMode;
 use crate::workload::conversation::history::History;
+use crate::workload::conversation::{Conversations, UserTurn};
 
 /// A closed-loop worker of sessions. `tickets` counts turns (requests): a session reserves its
 /// turns (with its branches') when it starts, so a request budget of every session's turns
@@ -281,7 +281,7 @@ async fn send_turn(task: &Task<'_>, index: usize, t: usize, lane: &mut Lane) -> 
     let mut completed = execute(shared, &ctx.spec, (seq, intended), &ask, &mut lane.ex).await;
     let ok = completed.0.record.error.is_none();
     if ok {
-        remember_answer(ctx, &lane.ex, &mut lane.history, &mut completed);
+        remember_answer(ctx, &lane.ex, (&mut lane.history, turn), &mut completed);
     }
     if !ctx.finish(completed, &mut lane.ex, &mut lane.backoff).await {
         return Step::Stop;
@@ -298,11 +298,13 @@ async fn send_turn(task: &Task<'_>, index: usize, t: usize, lane: &mut Lane) -> 
 /// count: the server's with `--use-server-token-count` when it reported one, else the
 /// tokenizer's, counted here once per response (the next turn's input length needs it now).
 /// Without reasoning the answer is the whole output, so that count is also the record's and
-/// the collector is not handed the same text to count again.
+/// the collector is not handed the same text to count again. With `--session-replies
+/// recorded` the turn's recorded answer goes into the history instead (the server's is still
+/// counted for its record).
 fn remember_answer(
     ctx: &WorkerCtx,
     ex: &Exchange,
-    history: &mut History,
+    (history, turn): (&mut History, &UserTurn),
     (done, to_count): &mut (super::Completed, bool),
 ) {
     let answer = ex.text.get(ex.reasoning_end..).unwrap_or("");
@@ -319,7 +321,10 @@ fn remember_answer(
             u32::try_from(n).unwrap_or(u32::MAX)
         }
     };
-    history.answer(answer, tokens);
+    match &turn.recorded {
+        Some((text, n)) => history.answer(text, *n),
+        None => history.answer(answer, tokens),
+    }
 }
 
 /// Whether the level's time window has closed.

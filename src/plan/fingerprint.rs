@@ -201,8 +201,14 @@ fn sessions_text(s: &crate::workload::conversation::SessionPlan) -> String {
         } => format!("{turns_mean}±{turns_stddev} turns"),
         ConversationSource::File { path } => format!("turns of {}", path.display()),
     };
+    // Recorded answers make different histories than live ones: runs of each compare apart.
+    let replies = if s.replies.is_live() {
+        ""
+    } else {
+        ", recorded replies"
+    };
     format!(
-        "{} sessions, {turns} ({} in all), think {}±{} ms",
+        "{} sessions, {turns} ({} in all), think {}±{} ms{replies}",
         s.sessions, s.total_turns, s.delay_mean_ms, s.delay_stddev_ms
     )
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::error::UsageError;
 use crate::load::{Stimulus, Stop, StopRule};
 use crate::workload::conversation::{self, FileConversation};
-use crate::workload::conversation::{ConversationSource, SessionPlan};
+use crate::workload::conversation::{ConversationSource, Replies, SessionPlan};
 use crate::workload::trace::{self, ReadOptions};
 use crate::workload::{PrefixPool, PromptSalt, TraceSource, WorkloadPlan};
 
@@ -124,6 +124,8 @@ pub struct SessionSpec {
     pub delay_stddev_ms: Option<u64>,
     /// `--session-header`, as given (`none`: no header; `None`: X-Session-ID).
     pub header: Option<String>,
+    /// `--session-replies`.
+    pub replies: Replies,
 }
 
 impl SessionSpec {
@@ -167,6 +169,11 @@ pub struct SessionContext<'a> {
 /// knows how many requests sending every session once takes.
 pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPlan>, UsageError> {
     if c.conversation_file.is_none() && !s.asked() {
+        if s.replies == Replies::Recorded {
+            return usage(
+                "--session-replies recorded replays a conversation file's assistant messages: give --input-file with conversations, or drop --session-replies",
+            );
+        }
         if s.any() {
             return usage(
                 "--session-turns-stddev and --session-turn-delay-* shape multi-turn sessions: give --num-sessions N (and --session-turns-mean) too",
@@ -208,6 +215,7 @@ pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPla
             (source, turns, Vec::new())
         }
     };
+    let replies = replies(s, &file, c.conversation_file)?;
     Ok(Some(SessionPlan {
         source,
         sessions: turns.len() as u32,
@@ -218,7 +226,31 @@ pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPla
         file: std::sync::Arc::new(file),
         agents: None,
         header: session_header(s)?,
+        replies,
     }))
+}
+
+/// `--session-replies`, checked: recorded answers need a conversation file that has some.
+fn replies(
+    s: &SessionSpec,
+    file: &[FileConversation],
+    path: Option<&Path>,
+) -> Result<Replies, UsageError> {
+    if s.replies == Replies::Live {
+        return Ok(Replies::Live);
+    }
+    let Some(path) = path else {
+        return usage(
+            "--session-replies recorded replays a conversation file's assistant messages; synthetic sessions have none: give --input-file with conversations, or drop --session-replies",
+        );
+    };
+    if !file.iter().any(|c| c.replies.iter().any(Option::is_some)) {
+        return usage(format!(
+            "--session-replies recorded: --input-file {} has no assistant message after a user message to replay: drop --session-replies, or add the recorded answers",
+            path.display()
+        ));
+    }
+    Ok(Replies::Recorded)
 }
 
 /// `--session-header`, checked (`None`: `none`).
@@ -241,6 +273,12 @@ fn agent_file(path: &Path, s: &SessionSpec) -> Result<SessionPlan, UsageError> {
             "--session-turn-delay-mean/-stddev",
         ),
     ];
+    if s.replies == Replies::Recorded {
+        return usage(format!(
+            "--session-replies recorded: --input-file {} is an agentic session file, whose turns carry the live answers (sub-agents answer each other): drop --session-replies",
+            path.display()
+        ));
+    }
     if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
         return usage(format!(
             "--input-file {} is an agentic session file, whose sessions, turns and delays are its own: drop {flag}",
@@ -262,6 +300,7 @@ fn agent_file(path: &Path, s: &SessionSpec) -> Result<SessionPlan, UsageError> {
         file: std::sync::Arc::new(Vec::new()),
         agents: Some(std::sync::Arc::new(dag)),
         header: session_header(s)?,
+        replies: Replies::Live,
     })
 }
 

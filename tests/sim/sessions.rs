@@ -447,3 +447,74 @@ fn bad_conversations_and_combinations_exit_2_before_sending() {
     assert!(stderr.contains("give --num-sessions N"), "{stderr}");
     assert_eq!(tee.all_sent(), "", "nothing reached the server");
 }
+
+/// `--session-replies recorded`: each turn's history carries the file's recorded answers in
+/// place of the server's (the server's are still measured); without a conversation file that
+/// has some, exit 2 says what to give.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_replies_replace_the_live_ones_on_request() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("chats.jsonl");
+    let text = r#"{"conversations": [{"from": "human", "value": "Q1"}, {"from": "gpt", "value": "A1 recorded"}, {"from": "human", "value": "Q2"}, {"from": "gpt", "value": "A2 recorded"}, {"from": "human", "value": "Q3"}]}"#;
+    std::fs::write(&file, format!("{text}\n")).unwrap();
+    let tee = Tee::start(sim.http_addr);
+    let flags = ["--input-file", file.to_str().unwrap()];
+    let recorded = [&flags[..], &["--session-replies", "recorded"]].concat();
+    let out = profile(&chat(&tee.addr, &tmp.path().join("out"), &recorded))
+        .await
+        .unwrap();
+    assert_eq!(measured(&out.levels[0].dir).len(), 3);
+    let mut sent: Vec<Vec<(String, String)>> = tee
+        .exchanges()
+        .into_iter()
+        .flatten()
+        .map(|(body, _)| messages(&body))
+        .collect();
+    sent.sort_by_key(Vec::len);
+    let m = |r: &str, c: &str| (r.to_string(), c.to_string());
+    assert_eq!(
+        sent[2],
+        [
+            m("user", "Q1"),
+            m("assistant", "A1 recorded"),
+            m("user", "Q2"),
+            m("assistant", "A2 recorded"),
+            m("user", "Q3")
+        ]
+    );
+    let fp = json_file(&out.levels[0].dir.join("profile_export_genai_perf.json"));
+    assert_eq!(
+        fp["input_config"]["workload"]["sessions"]["replies"],
+        "recorded"
+    );
+
+    // Synthetic sessions, and a file without answers, have nothing to replay.
+    let bare = tmp.path().join("bare.jsonl");
+    std::fs::write(
+        &bare,
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}\n",
+    )
+    .unwrap();
+    for (extra, says) in [
+        (
+            vec!["--num-sessions", "2", "--session-replies", "recorded"],
+            "synthetic sessions have none",
+        ),
+        (
+            vec![
+                "--input-file",
+                bare.to_str().unwrap(),
+                "--session-replies",
+                "recorded",
+            ],
+            "has no assistant message after a user message",
+        ),
+    ] {
+        let err = profile(&chat(&sim.http_url(), &tmp.path().join("x"), &extra))
+            .await
+            .unwrap_err();
+        assert!(err.contains(says), "{err}");
+    }
+    sim.shutdown().await;
+}

@@ -12,8 +12,9 @@
 //! form the ShareGPT dumps come in); errors then name the element.
 //!
 //! Each user message is one turn, replayed in order. The file's assistant messages are not
-//! sent: turn N carries the server's own answers to turns 1..N−1, which is what a real chat
-//! client sends (and what a prefix cache sees). System messages go first, in file order. A line
+//! sent by default: turn N carries the server's own answers to turns 1..N−1, which is what a
+//! real chat client sends (and what a prefix cache sees); with `--session-replies recorded` it
+//! carries the file's answers instead (the first assistant message after each user message). System messages go first, in file order. A line
 //! that is not JSON, a message without its role or text, an unknown role or a conversation
 //! without a user message is refused with its line and field before anything is sent.
 
@@ -36,6 +37,10 @@ pub struct FileConversation {
     pub system: Vec<String>,
     /// The user messages, one per turn, in order.
     pub users: Vec<String>,
+    /// The recorded assistant answer to each user message (the first assistant message after
+    /// it, before the next user message), `None` where there is none; sent only with
+    /// `--session-replies recorded`.
+    pub replies: Vec<Option<String>>,
 }
 
 /// An example line of each form, shown in errors.
@@ -222,6 +227,7 @@ fn parse_value(value: Value, line: usize) -> Result<FileConversation, Conversati
         line,
         system: Vec::new(),
         users: Vec::new(),
+        replies: Vec::new(),
     };
     for (i, item) in items.iter().enumerate() {
         let Some(m) = item.as_object() else {
@@ -234,8 +240,18 @@ fn parse_value(value: Value, line: usize) -> Result<FileConversation, Conversati
         };
         match author {
             Author::System => conversation.system.push(text),
-            Author::User => conversation.users.push(text),
-            Author::Assistant => {}
+            Author::User => {
+                conversation.users.push(text);
+                conversation.replies.push(None);
+            }
+            Author::Assistant => {
+                // The first answer after a user message; one before any is not a reply.
+                if let Some(r @ None) = conversation.replies.last_mut()
+                    && !text.is_empty()
+                {
+                    *r = Some(text);
+                }
+            }
         }
     }
     if conversation.users.is_empty() {
@@ -355,11 +371,13 @@ mod tests {
                     line: 1,
                     system: vec!["Be brief.".into()],
                     users: vec!["Hi".into(), "Again".into()],
+                    replies: vec![Some("Hello".into()), None],
                 },
                 FileConversation {
                     line: 3,
                     system: vec!["x".into()],
                     users: vec!["ab".into()],
+                    replies: vec![None],
                 },
             ]
         );

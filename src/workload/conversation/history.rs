@@ -94,6 +94,7 @@ mod tests {
             text: text.into(),
             tokens: 2,
             max_tokens: None,
+            recorded: None,
         };
         let mut h = History::default();
         h.begin(&script);

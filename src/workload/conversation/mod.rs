@@ -28,7 +28,7 @@ use super::prompts::Prompt;
 use super::tokenizer::Tokenizer;
 pub use file::FileConversation;
 use history::Message;
-pub use plan::{ConversationSource, SessionPlan};
+pub use plan::{ConversationSource, Replies, SessionPlan};
 
 /// Mixed into `--random-seed` so turn counts and delays do not reuse other random streams.
 const TURNS_SEED: u64 = 0x5e55_1045_7a2b_0001;
@@ -48,6 +48,9 @@ pub struct UserTurn {
     pub tokens: u32,
     /// Output tokens asked for (`None`: left to the server).
     pub max_tokens: Option<u32>,
+    /// The file's recorded answer to it, with its tokens, when the history carries recorded
+    /// answers (`--session-replies recorded`) and the file has one.
+    pub recorded: Option<(String, u32)>,
 }
 
 /// What one session sends.
@@ -196,13 +199,23 @@ pub fn scripts(
                     .map(|t| (t.clone(), tokens(tokenizer, t)))
                     .collect()
             });
+            let replies = plan
+                .file
+                .get(s)
+                .filter(|_| plan.replies == Replies::Recorded)
+                .map_or(&[][..], |c| &c.replies[..]);
             let turns: Vec<UserTurn> = prompts
                 .by_ref()
                 .take(turns as usize)
-                .map(|(p, max_tokens)| UserTurn {
+                .enumerate()
+                .map(|(t, (p, max_tokens))| UserTurn {
                     text: p.text,
                     tokens: p.tokens,
                     max_tokens,
+                    recorded: replies.get(t).cloned().flatten().map(|r| {
+                        let n = tokens(tokenizer, &r);
+                        (r, n)
+                    }),
                 })
                 .collect();
             let delays_ms = (1..turns.len()).map(|_| delay()).collect();
@@ -247,6 +260,7 @@ pub fn agent_scripts(
                     tokens: tokens(tokenizer, &text),
                     text,
                     max_tokens: turn.max_tokens.or(fallback),
+                    recorded: None,
                 });
             }
             Script {
@@ -302,6 +316,7 @@ mod tests {
             file: Arc::new(Vec::new()),
             agents: None,
             header: None,
+            replies: Replies::Live,
         }
     }
 

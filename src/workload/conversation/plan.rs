@@ -53,4 +53,26 @@ pub struct SessionPlan {
     /// The header each request carries its session's id in (`--session-header`; `None`: none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header: Option<String>,
+    /// Which answer a turn's history carries (`--session-replies`; written only when recorded).
+    #[serde(skip_serializing_if = "Replies::is_live")]
+    pub replies: Replies,
+}
+
+/// Which answer goes into a session's history before its next turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replies {
+    /// The server's own answer, as a chat client or an agent sends it.
+    #[default]
+    Live,
+    /// The conversation file's recorded assistant message: the same history on every run and
+    /// every server (the server's answer still measured, not carried on).
+    Recorded,
+}
+
+impl Replies {
+    /// Whether the history carries the server's answers (the default).
+    pub fn is_live(&self) -> bool {
+        *self == Replies::Live
+    }
 }
