@@ -12,6 +12,7 @@ pub mod capacity;
 pub mod collector;
 pub mod files;
 pub mod level;
+pub mod levels;
 pub mod live;
 pub mod outcome;
 pub mod repeat;
