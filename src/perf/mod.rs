@@ -395,20 +395,9 @@ pub struct PerfOutcome {
 }
 
 impl PerfOutcome {
-    /// How the run ends (perf_analyzer's rule: a single level that never stabilised fails).
+    /// How the run ends (perf_analyzer's rule: a single level that never stabilised fails; a
+    /// shard with no load at any level ends with 0).
     pub fn ending(&self, strict: bool, max_error_rate: f64) -> Ending {
-        let interrupted = self.interrupted;
-        // A shard with no load at any level ends with 0: its directories say so, and `merge`
-        // counts it.
-        if let (true, Some((_, why))) = (self.levels.is_empty() && !interrupted, self.idle.first())
-        {
-            return Ending {
-                code: 0,
-                lines: vec![format!(
-                    "this shard has no load at any level ({why}); nothing was sent"
-                )],
-            };
-        }
         let ends: Vec<LevelEnd<'_>> = self
             .levels
             .iter()
@@ -421,15 +410,12 @@ impl PerfOutcome {
                 stable: l.stable,
             })
             .collect();
-        crate::engine::outcome::ending(
-            &ends,
-            interrupted,
-            Rules {
-                strict,
-                single_level_must_stabilize: true,
-                max_error_rate,
-            },
-        )
+        let rules = Rules {
+            strict,
+            single_level_must_stabilize: true,
+            max_error_rate,
+        };
+        crate::engine::outcome::ending_or_idle(&ends, &self.idle, self.interrupted, rules)
     }
 }
 
@@ -834,10 +820,7 @@ impl Sweep<'_> {
     ) -> Result<()> {
         levels::note_gpus(&mut self.context, measured);
         let section = files::PerfSection::of(level, self.plan.batch, measured.windows.secs);
-        let own = vec![(
-            files::PERF_KEY,
-            serde_json::to_value(section).unwrap_or_default(),
-        )];
+        let own = vec![section.entry()];
         let writer = levels::Mode::writer(self);
         let doc = writer.level_doc(
             &measured.summary,

@@ -109,32 +109,20 @@ impl Outcome {
             .collect()
     }
 
-    /// How the run ends: exit code and the lines that explain it. A shard with no load at any
-    /// level ends with 0: its directories say so, and `merge` counts it.
+    /// How the run ends: exit code and the lines that explain it (a shard with no load at any
+    /// level ends with 0).
     pub fn ending(&self, strict: bool, max_error_rate: f64) -> Ending {
-        if self.levels.is_empty() && !self.idle.is_empty() && !self.interrupted {
-            return Ending {
-                code: 0,
-                lines: vec![format!(
-                    "this shard has no load at any level ({}); nothing was sent",
-                    self.idle[0].1
-                )],
-            };
-        }
         let ends: Vec<LevelEnd<'_>> = self
             .levels
             .iter()
             .map(|l| LevelEnd::of(&l.summary, &l.slo))
             .collect();
-        crate::engine::outcome::ending(
-            &ends,
-            self.interrupted,
-            Rules {
-                strict,
-                single_level_must_stabilize: false,
-                max_error_rate,
-            },
-        )
+        let rules = Rules {
+            strict,
+            single_level_must_stabilize: false,
+            max_error_rate,
+        };
+        crate::engine::outcome::ending_or_idle(&ends, &self.idle, self.interrupted, rules)
     }
 }
 
