@@ -481,7 +481,13 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         session_header: None,
     };
     let session = Session::new(shared, probe);
-    let mut sinks = open_sinks(plan, &session.shared)?;
+    // The timeline and the per-request log, kept across levels.
+    let timeline = plan
+        .timeline
+        .as_ref()
+        .map(|(p, every)| (p.as_path(), *every));
+    let records = plan.requests_log.as_deref();
+    let mut sinks = Sinks::files(&session.shared, records, timeline, plan.target.streaming)?;
     sinks.raw_export = raw_export_writer(plan, protocol, &info, &session.shared)?;
     if print {
         sinks.live = live_view(plan);
@@ -507,13 +513,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         publisher,
         ..
     } = sweep;
-    if let Some(t) = sinks.timeline.take() {
-        t.finish()?;
-    }
-    if let Some(r) = sinks.records.take() {
-        r.finish()?;
-    }
-    sinks.raw_result("--profile-export-file")?;
+    sinks.finish_files("--profile-export-file")?;
     if let Some(w) = sinks.raw_export.take() {
         w.finish()
             .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
@@ -542,32 +542,6 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         verdict: Vec::new(),
     })?;
     Ok(outcome)
-}
-
-/// The timeline and the per-request log, kept across levels.
-fn open_sinks(plan: &PerfPlan, shared: &Shared) -> Result<Sinks> {
-    let clock = shared.clock;
-    Ok(Sinks {
-        timeline: match &plan.timeline {
-            Some((path, every)) => Some(
-                crate::artifact::timeline::Timeline::create(
-                    path,
-                    *every,
-                    clock,
-                    plan.target.streaming,
-                )
-                .map_err(|e| Error::io("write", path, e))?,
-            ),
-            None => None,
-        },
-        records: match &plan.requests_log {
-            Some(path) => Some(RecordsFile::create(path, shared.request_ids.clone())?),
-            None => None,
-        },
-        live: None,
-        raw_export: None,
-        raw_error: None,
-    })
 }
 
 /// The live view `--ui` asks for on stderr, over the plan's levels (an open-ended

@@ -13,15 +13,12 @@ use crate::analysis::slo::{self, SloResult};
 use crate::analysis::verdict::{self, Verdict};
 use crate::artifact;
 use crate::artifact::raw_export::RawExport;
-use crate::artifact::timeline::Timeline;
 use crate::artifact::write_file;
 use crate::context::{RunContext, ServerIdentity};
 use crate::engine::levels::{self, Planned, Ran};
 use crate::engine::live::{Display, LiveView};
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
-use crate::engine::{
-    LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, files, measure_level,
-};
+use crate::engine::{LevelSpec, Measured, Policy, Session, Sinks, files, measure_level};
 use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus};
 use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
@@ -256,7 +253,7 @@ impl levels::Mode for Sweep<'_> {
     }
 
     fn writer(&self) -> files::Writer<'_> {
-        self.runner.ids.writer(self.plan, self.runner.anchor)
+        self.runner.writer(self.plan)
     }
 
     async fn measure(&mut self, level: Planned<()>) -> Result<LevelResult> {
@@ -287,8 +284,7 @@ pub(crate) struct Runner {
     /// The run's identity, written into every level's files.
     pub(crate) ids: Ids,
     raw: Option<RawExport>,
-    /// The run clock's Unix anchor (ns).
-    pub(crate) anchor: u64,
+    anchor: u64,
     /// The result channels (`--output json`, `--junit`, ...).
     pub(crate) publisher: Publisher,
     live: Option<LiveView>,
@@ -333,6 +329,11 @@ impl Runner {
         })
     }
 
+    /// The level files' writer of this run.
+    pub(crate) fn writer<'a>(&'a self, plan: &'a RunPlan) -> files::Writer<'a> {
+        self.ids.writer(plan, self.anchor)
+    }
+
     /// Measures one level, writes its files, says it on the console and publishes it.
     pub(crate) async fn level(
         &mut self,
@@ -350,37 +351,24 @@ impl Runner {
     async fn measure(&mut self, plan: &RunPlan, level: &LevelRun<'_>) -> Result<Measured> {
         let session = &mut self.session;
         let dir = level.dir;
-        let timeline_path = dir.join(artifact::TIMELINE_FILE);
-        let timeline = Timeline::create(
-            &timeline_path,
-            plan.timeline_interval,
-            session.shared.clock,
+        let mut sinks = Sinks::files(
+            &session.shared,
+            Some(&dir.join(artifact::RECORDS_FILE)),
+            Some((&dir.join(artifact::TIMELINE_FILE), plan.timeline_interval)),
             plan.target.streaming,
-        )
-        .map_err(|e| Error::io("write", &timeline_path, e))?;
-        let raw_export = match &self.raw {
-            Some(r) => Some(
-                r.level(
-                    dir,
-                    &plan.export_names.raw,
-                    &level.stimulus,
-                    session.shared.clock,
-                    &session.shared.dataset,
-                )
-                .map_err(|e| Error::io("write", &dir.join(&plan.export_names.raw), e))?,
-            ),
-            None => None,
-        };
-        let mut sinks = Sinks {
-            records: Some(RecordsFile::create(
-                &dir.join(artifact::RECORDS_FILE),
-                session.shared.request_ids.clone(),
-            )?),
-            timeline: Some(timeline),
-            live: self.live.clone(),
-            raw_export,
-            raw_error: None,
-        };
+        )?;
+        sinks.live = self.live.clone();
+        if let Some(r) = &self.raw {
+            let raw = r.level(
+                dir,
+                &plan.export_names.raw,
+                &level.stimulus,
+                session.shared.clock,
+                &session.shared.dataset,
+            );
+            let raw = raw.map_err(|e| Error::io("write", &dir.join(&plan.export_names.raw), e))?;
+            sinks.raw_export = Some(raw);
+        }
         let isl_edges = session.isl_edges.clone();
         let spec = LevelSpec {
             index: level.part.index,
@@ -396,14 +384,7 @@ impl Runner {
             on_pass: None,
         };
         let measured = measure_level(session, &spec, &mut sinks).await?;
-        if let Some(t) = sinks.timeline.take() {
-            // The last interval is still open: close it at the level's end.
-            t.finish()?;
-        }
-        if let Some(r) = sinks.records.take() {
-            r.finish()?;
-        }
-        sinks.raw_result("the raw export")?;
+        sinks.finish_files("the raw export")?;
         if let Some(mut w) = sinks.raw_export.take() {
             let path = dir.join(&plan.export_names.raw);
             w.end_level()
@@ -423,7 +404,7 @@ impl Runner {
     ) -> Result<Kept> {
         let slo = slo::evaluate(&plan.slos, &measured.summary);
         levels::note_gpus(&mut self.ids.context, &measured);
-        let writer = self.ids.writer(plan, self.anchor);
+        let writer = self.writer(plan);
         let mut doc = level_doc(&measured.summary, &self.ids, &slo, &writer);
         if let (Some(st), serde_json::Value::Object(map)) = (&measured.settled, &mut doc) {
             map.insert(
@@ -496,12 +477,10 @@ fn conclude(
     publisher: &mut Publisher,
 ) -> Result<Outcome> {
     let Ran { levels, idle, .. } = ran;
-    let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let mut knee = knee::analyze(&summaries, plan.knee_min_gain);
-    let verdict = verdict::with_knee(&summaries, &mut knee);
+    let decisions = Decisions::of(&levels, plan.knee_min_gain);
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
-        write_sweep(plan, &d, &levels, (&verdict, &knee), ids, &[])?;
+        write_sweep(plan, &d, &levels, &decisions, ids, &[])?;
         Some(d)
     } else {
         if let (true, [one]) = (plan.generate_plots, levels.as_slice()) {
@@ -518,8 +497,8 @@ fn conclude(
         levels,
         sweep_dir,
         interrupted,
-        verdict,
-        knee,
+        verdict: decisions.verdict,
+        knee: decisions.knee,
         idle,
         repetitions: Vec::new(),
         context: Some(ids.context.clone()),
@@ -541,6 +520,25 @@ fn publish_end(publisher: &Publisher, plan: &RunPlan, outcome: &Outcome) -> Resu
             Vec::new()
         },
     })
+}
+
+/// A sweep's knee and the verdict on where the server's time went (which names the knee),
+/// decided together over its levels.
+pub(crate) struct Decisions {
+    /// Where the server's time went across the levels.
+    pub(crate) verdict: Verdict,
+    /// The knee and the recommendation.
+    pub(crate) knee: Analysis,
+}
+
+impl Decisions {
+    /// Decided over `levels` (`min_gain`: `--knee-min-gain`).
+    pub(crate) fn of(levels: &[LevelResult], min_gain: f64) -> Decisions {
+        let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
+        let mut knee = knee::analyze(&summaries, min_gain);
+        let verdict = verdict::with_knee(&summaries, &mut knee);
+        Decisions { verdict, knee }
+    }
 }
 
 /// The plan's identity and recorded form, written into every artifact.
@@ -588,7 +586,7 @@ impl Ids {
     }
 
     /// The level files' writer of this process (`anchor`: the run clock's Unix anchor).
-    pub(crate) fn writer<'a>(&'a self, plan: &'a RunPlan, anchor: u64) -> files::Writer<'a> {
+    fn writer<'a>(&'a self, plan: &'a RunPlan, anchor: u64) -> files::Writer<'a> {
         files::Writer {
             mode: "profile",
             plan_id: &self.plan_id,
@@ -618,7 +616,7 @@ pub(crate) fn write_sweep(
     plan: &RunPlan,
     d: &Path,
     levels: &[LevelResult],
-    (verdict, knee): (&Verdict, &Analysis),
+    decisions: &Decisions,
     ids: &Ids,
     spreads: &[(String, Vec<crate::stats::repeat::MetricSpread>)],
 ) -> Result<()> {
@@ -642,11 +640,11 @@ pub(crate) fn write_sweep(
     let dirs: Vec<PathBuf> = levels.iter().map(|l| l.dir.clone()).collect();
     let slos: Vec<Vec<SloResult>> = levels.iter().map(|l| l.slo.clone()).collect();
     let mut doc = artifact::summary::with_decisions(
-        artifact::summary::json(&summaries, &dirs, verdict, &ids.input_config),
+        artifact::summary::json(&summaries, &dirs, &decisions.verdict, &ids.input_config),
         d,
         &dirs,
         &slos,
-        knee,
+        &decisions.knee,
     );
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("plan_id".into(), ids.plan_id.clone().into());

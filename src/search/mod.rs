@@ -18,7 +18,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::analysis::sequential::{Decision, Rule, StopReason};
-use crate::analysis::{knee, verdict};
 use crate::artifact::search::{ProbeVerdict, SearchDoc};
 use crate::artifact::{self, Layout, write_file};
 use crate::engine::levels::{self, Flow, Planned};
@@ -27,9 +26,8 @@ use crate::error::Result;
 use crate::load::{Cancel, Stimulus, Stop};
 use crate::plan::LevelPart;
 use crate::plan::search::SearchPlan;
-use crate::profile::{Ids, LevelResult, LevelRun, Runner, Ui};
+use crate::profile::{Decisions, Ids, LevelResult, LevelRun, Runner, Ui};
 use crate::publish::RunEnd;
-use crate::stats::LevelSummary;
 use bisect::{Kind, Order, Outcome};
 
 /// One probe of a search.
@@ -197,7 +195,7 @@ impl levels::Mode for Search<'_> {
     }
 
     fn writer(&self) -> files::Writer<'_> {
-        self.runner.ids.writer(&self.plan.run, self.runner.anchor)
+        self.runner.writer(&self.plan.run)
     }
 
     /// Runs one probe.
@@ -263,10 +261,8 @@ fn write_levels(plan: &SearchPlan, dir: &Path, probes: &[Probe], runner: &Runner
     if levels.is_empty() {
         return Ok(());
     }
-    let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let mut k = knee::analyze(&summaries, plan.run.knee_min_gain);
-    let v = verdict::with_knee(&summaries, &mut k);
-    crate::profile::write_sweep(&plan.run, dir, &levels, (&v, &k), &runner.ids, &[])
+    let decisions = Decisions::of(&levels, plan.run.knee_min_gain);
+    crate::profile::write_sweep(&plan.run, dir, &levels, &decisions, &runner.ids, &[])
 }
 
 /// Successful requests a scout measures: its first look, and for a rate at least two seconds
