@@ -497,7 +497,6 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         plan,
         plan_id: plan.plan_id(),
         input_config: plan.input_config(),
-        anchor: session.shared.clock.unix_anchor_ns(),
         session,
         context,
         sinks,
@@ -616,8 +615,6 @@ struct Sweep<'a> {
     plan_id: String,
     /// The plan's recorded form, likewise.
     input_config: serde_json::Value,
-    /// The run clock's Unix anchor (ns).
-    anchor: u64,
     session: Session,
     context: crate::context::RunContext,
     /// The run-wide timeline, requests log, raw export and live view.
@@ -671,7 +668,7 @@ impl levels::Mode for Sweep<'_> {
             mode: "perf",
             plan_id: &self.plan_id,
             shard: &self.plan.shard,
-            anchor_unix_ns: self.anchor,
+            anchor_unix_ns: self.session.shared.clock.unix_anchor_ns(),
             run_config: &self.plan.run_config,
         }
     }
