@@ -175,68 +175,55 @@ mod tests {
     use crate::plan::ShardPlan;
     use crate::plan::shard::Idle;
 
-    /// Concurrency levels 1..=`n` of shard 1/2: `idle` has no load for this shard, `interrupt`
-    /// is stopped before it measured anything, Ctrl-C comes after `ctrl_c` is measured, and
-    /// the run stops after `stop`.
+    /// What a level of [`Fake`] does.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Does {
+        Measures,
+        /// No load for this shard.
+        Idles,
+        /// Stopped before it measured anything.
+        Interrupted,
+        /// Measured, then Ctrl-C.
+        CtrlC,
+        /// Measured, then the mode ends the run.
+        Stops,
+    }
+
+    /// Shard 1/2 of concurrency levels 1, 2, ..., each doing what `script` says.
     struct Fake {
-        n: u32,
-        asked: u32,
-        idle: Option<u32>,
-        interrupt: Option<u32>,
-        ctrl_c: Option<u32>,
-        stop: Option<u32>,
+        script: Vec<Does>,
+        asked: usize,
         cancel: Cancel,
         shard: ShardPlan,
         dir: PathBuf,
     }
 
-    impl Fake {
-        fn new(n: u32, dir: &Path) -> Fake {
-            let mut shard = ShardPlan::default();
-            shard.shard.count = 2;
-            Fake {
-                n,
-                asked: 0,
-                idle: None,
-                interrupt: None,
-                ctrl_c: None,
-                stop: None,
-                cancel: Cancel::new(),
-                shard,
-                dir: dir.to_path_buf(),
-            }
-        }
-    }
-
     impl Mode for Fake {
-        type Probe = ();
+        type Probe = Does;
         type Level = u32;
 
-        fn next(&mut self, _done: &[u32]) -> Option<Planned<()>> {
-            if self.asked == self.n {
-                return None;
-            }
+        fn next(&mut self, _done: &[u32]) -> Option<Planned<Does>> {
+            let does = *self.script.get(self.asked)?;
             self.asked += 1;
-            let c = self.asked;
-            let load = match self.idle {
-                Some(i) if i == c => Err(Idle::NoWorker {
+            let c = self.asked as u32;
+            let load = match does {
+                Does::Idles => Err(Idle::NoWorker {
                     level: format!("concurrency{c}"),
                     count: 2,
                     shard: self.shard.shard,
                 }),
                 _ => Ok((Stimulus::Concurrency(c), Stop::Requests(1))),
             };
-            let part = LevelPart {
-                index: c - 1,
-                whole: Stimulus::Concurrency(c),
-                load,
-                warmup: None,
-                start_at: None,
-            };
             Some(Planned {
-                part,
+                part: LevelPart {
+                    index: c - 1,
+                    whole: Stimulus::Concurrency(c),
+                    load,
+                    warmup: None,
+                    start_at: None,
+                },
                 dir: Some(self.dir.join(format!("c{c}"))),
-                probe: (),
+                probe: does,
             })
         }
 
@@ -250,70 +237,72 @@ mod tests {
             }
         }
 
-        async fn measure(&mut self, level: Planned<()>) -> Result<u32> {
-            let c = level.part.index + 1;
-            if self.interrupt == Some(c) {
-                return Err(Error::Interrupted);
+        async fn measure(&mut self, level: Planned<Does>) -> Result<u32> {
+            match level.probe {
+                Does::Interrupted => return Err(Error::Interrupted),
+                Does::CtrlC => self.cancel.stop_sending(),
+                _ => {}
             }
-            if self.ctrl_c == Some(c) {
-                self.cancel.stop_sending();
-            }
-            Ok(c)
+            Ok(level.part.index + 1)
         }
 
         fn after(&mut self, done: &[u32]) -> Flow {
-            if done.last().copied() == self.stop {
-                Flow::Stop
-            } else {
-                Flow::Next
+            let last = done.last().map_or(0, |c| *c as usize - 1);
+            match self.script[last] {
+                Does::Stops => Flow::Stop,
+                _ => Flow::Next,
             }
         }
     }
 
-    async fn ran(mode: &mut Fake) -> Result<Ran<u32>> {
-        let cancel = mode.cancel.clone();
-        run(mode, &cancel, false).await
+    /// The levels measured, whether the loop was cut, and the levels without load.
+    async fn run_script(dir: &Path, script: &[Does]) -> Result<(Vec<u32>, bool, Vec<String>)> {
+        let mut shard = ShardPlan::default();
+        shard.shard.count = 2;
+        let cancel = Cancel::new();
+        let mut mode = Fake {
+            script: script.to_vec(),
+            asked: 0,
+            cancel: cancel.clone(),
+            shard,
+            dir: dir.to_path_buf(),
+        };
+        let r = run(&mut mode, &cancel, false).await?;
+        Ok((
+            r.levels,
+            r.cut,
+            r.idle.into_iter().map(|(n, _)| n).collect(),
+        ))
     }
 
     #[tokio::test]
     async fn runs_until_the_mode_stops_ctrl_c_or_an_interrupted_level() {
+        use Does::*;
         let tmp = tempfile::tempdir().unwrap();
-        let all = ran(&mut Fake::new(3, tmp.path())).await.unwrap();
-        assert_eq!((all.levels, all.cut), (vec![1, 2, 3], false));
-
-        let mut stop = Fake::new(3, tmp.path());
-        stop.stop = Some(2);
-        let r = ran(&mut stop).await.unwrap();
-        assert_eq!((r.levels, r.cut), (vec![1, 2], false));
-
-        let mut ctrl_c = Fake::new(3, tmp.path());
-        ctrl_c.ctrl_c = Some(1);
-        let r = ran(&mut ctrl_c).await.unwrap();
-        assert_eq!((r.levels, r.cut), (vec![1], true));
-
-        // A level stopped before it measured anything: the levels before it stand ...
-        let mut later = Fake::new(3, tmp.path());
-        later.interrupt = Some(2);
-        let r = ran(&mut later).await.unwrap();
-        assert_eq!((r.levels, r.cut), (vec![1], true));
-        // ... and the first one's interruption is the run's.
-        let mut first = Fake::new(3, tmp.path());
-        first.interrupt = Some(1);
-        assert!(matches!(ran(&mut first).await, Err(Error::Interrupted)));
+        let t = tmp.path();
+        let none = Vec::<String>::new;
+        let all = run_script(t, &[Measures, Measures, Measures]).await;
+        assert_eq!(all.unwrap(), (vec![1, 2, 3], false, none()));
+        let stops = run_script(t, &[Measures, Stops, Measures]).await;
+        assert_eq!(stops.unwrap(), (vec![1, 2], false, none()));
+        let ctrl_c = run_script(t, &[CtrlC, Measures]).await;
+        assert_eq!(ctrl_c.unwrap(), (vec![1], true, none()));
+        // A level stopped before it measured anything: the levels before it stand, and the
+        // first one's interruption is the run's.
+        let later = run_script(t, &[Measures, Interrupted, Measures]).await;
+        assert_eq!(later.unwrap(), (vec![1], true, none()));
+        let first = run_script(t, &[Interrupted, Measures]).await;
+        assert!(matches!(first, Err(Error::Interrupted)));
     }
 
     #[tokio::test]
     async fn a_level_without_load_gets_its_shard_file_and_is_skipped() {
+        use Does::*;
         let tmp = tempfile::tempdir().unwrap();
-        let mut mode = Fake::new(3, tmp.path());
-        mode.idle = Some(2);
-        let r = ran(&mut mode).await.unwrap();
-        assert_eq!(r.levels, vec![1, 3]);
-        assert_eq!(r.idle.len(), 1);
-        assert_eq!(r.idle[0].0, "concurrency2");
-        assert!(r.idle[0].1.contains("no worker"), "{}", r.idle[0].1);
+        let r = run_script(tmp.path(), &[Measures, Idles, Measures]).await;
+        assert_eq!(r.unwrap(), (vec![1, 3], false, vec!["concurrency2".into()]));
         let shard = std::fs::read_to_string(tmp.path().join("c2/shard.json")).unwrap();
-        assert!(shard.contains("\"idle\""), "{shard}");
+        assert!(shard.contains("no worker"), "{shard}");
         assert!(
             !tmp.path().join("c1/shard.json").exists(),
             "measured: not written here"
