@@ -504,6 +504,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         print,
         publisher,
         todo: plan.levels.iter().copied().collect(),
+        whole: None,
         index: 0,
     };
     let Ran { levels, idle, cut } = levels::run(&mut sweep, &cancel, print).await?;
@@ -625,6 +626,8 @@ struct Sweep<'a> {
     publisher: Publisher,
     /// The levels still to run.
     todo: std::collections::VecDeque<Stimulus>,
+    /// The plan's level last asked for (a shard measures its part of it).
+    whole: Option<Stimulus>,
     /// The next level's place in the plan.
     index: usize,
 }
@@ -654,6 +657,7 @@ impl levels::Mode for Sweep<'_> {
 
     fn next(&mut self, _done: &[PerfLevel]) -> Option<Planned<()>> {
         let stimulus = self.todo.pop_front()?;
+        self.whole = Some(stimulus);
         let part = self.plan.level_part(self.index, stimulus);
         self.index += 1;
         Some(Planned {
@@ -742,7 +746,7 @@ impl levels::Mode for Sweep<'_> {
             }
             self.write_level(d, &level.part, &measured, &perf_level)?;
         }
-        self.publish(&perf_level).await;
+        self.publish(level.part.whole, &perf_level).await;
         Ok(perf_level)
     }
 
@@ -771,7 +775,7 @@ impl levels::Mode for Sweep<'_> {
         }
         // `--concurrency-range start:0`: keep adding one step until the latency threshold.
         if plan.unbounded
-            && let Stimulus::Concurrency(n) = level.stimulus
+            && let Some(Stimulus::Concurrency(n)) = self.whole
         {
             self.todo.push_back(Stimulus::Concurrency(n + 1));
         }
@@ -805,7 +809,7 @@ impl Sweep<'_> {
     }
 
     /// Prints the level's block of perf_analyzer's report and hands it to the result channels.
-    async fn publish(&mut self, level: &PerfLevel) {
+    async fn publish(&mut self, whole: Stimulus, level: &PerfLevel) {
         if self.print {
             self.publisher.text(&report::level(
                 level,
@@ -815,7 +819,7 @@ impl Sweep<'_> {
         }
         self.publisher
             .level(LevelReport {
-                stimulus: level.stimulus,
+                stimulus: whole,
                 doc: report::json(level),
                 slo: level.slo.clone(),
                 validity: level.validity.clone(),
