@@ -87,6 +87,44 @@ pub struct Sinks {
 }
 
 impl Sinks {
+    /// Sinks writing the requests file at `records` and the timeline at `timeline` (its path
+    /// and interval), each when given; the rest is the caller's to add.
+    pub fn files(
+        shared: &crate::load::Shared,
+        records: Option<&Path>,
+        timeline: Option<(&Path, Duration)>,
+        streaming: bool,
+    ) -> crate::error::Result<Sinks> {
+        let timeline = match timeline {
+            Some((path, every)) => Some(
+                Timeline::create(path, every, shared.clock, streaming)
+                    .map_err(|e| crate::error::Error::io("write", path, e))?,
+            ),
+            None => None,
+        };
+        let records = match records {
+            Some(path) => Some(RecordsFile::create(path, shared.request_ids.clone())?),
+            None => None,
+        };
+        Ok(Sinks {
+            records,
+            timeline,
+            ..Sinks::default()
+        })
+    }
+
+    /// Closes the timeline (its last interval, still open, ends now) and the requests file,
+    /// then reports the raw export's first error, naming it `what`.
+    pub fn finish_files(&mut self, what: &str) -> crate::error::Result<()> {
+        if let Some(t) = self.timeline.take() {
+            t.finish()?;
+        }
+        if let Some(r) = self.records.take() {
+            r.finish()?;
+        }
+        self.raw_result(what)
+    }
+
     /// The first error the raw export met, naming the file.
     pub fn raw_result(&mut self, what: &str) -> crate::error::Result<()> {
         match self.raw_error.take() {

@@ -9,11 +9,14 @@ use serde_json::Value;
 
 use super::Measured;
 use super::start::LevelStart;
+use crate::analysis::slo::SloResult;
 use crate::artifact::shard::{self, LevelRecord, SHARD_FILE, ShardRecord, StartRecord};
 use crate::artifact::{self, write_file};
+use crate::context::RunContext;
 use crate::error::Result;
 use crate::plan::outputs::ExportNames;
 use crate::plan::{LevelPart, ShardPlan};
+use crate::stats::LevelSummary;
 
 /// Who wrote a level: the mode, the plan's identity and this process's shard section.
 #[derive(Debug, Clone)]
@@ -84,15 +87,46 @@ impl Writer<'_> {
         Ok(Some(reason.to_string()))
     }
 
-    /// Writes a measured level's GenAI-Perf CSV, its JSON (`doc`; both named by `names`), its histograms
-    /// (`requests.jsonl` was streamed already) and, for a shard, `shard.json`.
+    /// A level's JSON document, in this key order: GenAI-Perf's numbers of `summary` (with
+    /// `input_config`), this writer's [`stamp`](Self::stamp), the mode's own sections (`own`:
+    /// profile's workload fingerprint, perf's windows), the `--slo` results when there are
+    /// objectives, the run's `context` and the schema version.
+    pub fn level_doc(
+        &self,
+        summary: &LevelSummary,
+        input_config: &Value,
+        own: Vec<(&str, Value)>,
+        slo: &[SloResult],
+        context: &RunContext,
+    ) -> Value {
+        let mut doc = artifact::genai_perf::json(summary, input_config);
+        self.stamp(&mut doc);
+        if let Value::Object(map) = &mut doc {
+            for (key, value) in own {
+                map.insert(key.into(), value);
+            }
+            if !slo.is_empty() {
+                map.insert("slo".into(), crate::analysis::slo::json(slo));
+            }
+            map.insert(
+                "context".into(),
+                serde_json::to_value(context).unwrap_or_default(),
+            );
+        }
+        artifact::stamp(&mut doc);
+        doc
+    }
+
+    /// Writes a measured level's GenAI-Perf CSV, its JSON (`doc`; both named by `names`), its
+    /// histograms (`requests.jsonl` was streamed already) and, for a shard, `shard.json` (of
+    /// `part`, with how its start went).
     pub fn write_level(
         &self,
         dir: &Path,
         names: &ExportNames,
         m: &Measured,
         doc: &Value,
-        record: Option<&ShardRecord>,
+        part: &LevelPart,
     ) -> Result<()> {
         write_file(&dir.join(&names.csv), artifact::genai_perf::csv(&m.summary))?;
         write_file(
@@ -107,8 +141,8 @@ impl Writer<'_> {
         if !self.run_config.is_empty() {
             write_file(&dir.join(crate::artifact::RUN_CONFIG_FILE), self.run_config)?;
         }
-        match record {
-            Some(r) => write_file(&dir.join(SHARD_FILE), shard::encode(r)),
+        match self.shard_record(part, m.start) {
+            Some(r) => write_file(&dir.join(SHARD_FILE), shard::encode(&r)),
             None => Ok(()),
         }
     }

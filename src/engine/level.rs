@@ -274,16 +274,13 @@ pub async fn measure_level(
         interrupted: cut || agg.abandoned > 0,
         ..out
     };
-    let ended_unix_ns = shared.clock.unix_ns(shared.clock.now_ns());
-    let times = (started_unix_ns, ended_unix_ns);
-    let mut summary = summarize(
-        spec,
-        &agg,
-        &windows,
-        &observed,
-        (&out, collected.held),
-        times,
-    );
+    let ran = Ran {
+        out: &out,
+        held: collected.held,
+        started_unix_ns,
+        ended_unix_ns: shared.clock.unix_ns(shared.clock.now_ns()),
+    };
+    let mut summary = summarize(spec, &agg, &windows, &observed, &ran);
     // Responses that came whole have no time to first token apart from their latency, and no
     // drift of it apart from the latency's.
     let came_whole = spec.streaming && agg.came_whole();
@@ -654,6 +651,18 @@ fn is_stable(w: &[Window], s: &Stability) -> bool {
     within(&tput) && within(&lat)
 }
 
+/// How the level's load ran, as its summary and validity verdict read it.
+struct Ran<'a> {
+    /// What the measurement phase sent, and whether it was cut short.
+    out: &'a PhaseOutcome,
+    /// How long the workers waited for room in the collector's queue.
+    held: crate::load::queue::Held,
+    /// When the level started (Unix ns), warm-up included.
+    started_unix_ns: u64,
+    /// When it ended (Unix ns).
+    ended_unix_ns: u64,
+}
+
 /// The level's summary: statistics of the reported windows, the server's view (statistics over
 /// the reported windows when there are several, else before/after the level), and the verdict.
 fn summarize(
@@ -661,9 +670,9 @@ fn summarize(
     agg: &Aggregate,
     windows: &Windows,
     watched: &Watched,
-    (out, held): (&PhaseOutcome, crate::load::queue::Held),
-    (started_unix_ns, ended_unix_ns): (u64, u64),
+    ran: &Ran<'_>,
 ) -> LevelSummary {
+    let out = ran.out;
     let mut stats = agg.summarize(!spec.objectives.is_empty(), spec.percentile_method);
     stats.sessions = out.sessions.summarize(spec.percentile_method);
     let open_loop = spec.stimulus.open_loop();
@@ -685,7 +694,7 @@ fn summarize(
         intended_span_s: out.intended_span_ns as f64 / 1e9,
         delayed_by_cap: out.delayed_by_cap,
         max_stall_ms: Some(watched.max_stall_ms),
-        held,
+        held: ran.held,
         interrupted: out.interrupted,
         measured: stats.request_count,
     };
@@ -711,8 +720,8 @@ fn summarize(
         gpu,
         streaming: spec.streaming,
         interrupted: out.interrupted,
-        started_unix_ns,
-        ended_unix_ns,
+        started_unix_ns: ran.started_unix_ns,
+        ended_unix_ns: ran.ended_unix_ns,
         validity: validity::assess(&observed, spec.max_send_lag_ms),
         drift: None,
     }

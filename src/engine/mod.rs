@@ -5,13 +5,15 @@
 //! the level's [`Sinks`] (records file, timeline, raw export, the [`live`] view) from one
 //! collector thread. Warm-up, the validity verdict and the server's view are done here once;
 //! `profile`, `perf`, `doctor` and `demo` are front ends that choose levels and encode the
-//! [`Measured`] results. How a run ends (exit codes, Ctrl-C) is in
+//! [`Measured`] results; `profile`, `perf` and `search` run their levels through one loop,
+//! [`levels`]. How a run ends (exit codes, Ctrl-C) is in
 //! [`outcome`] and [`signals`].
 
 pub mod capacity;
 pub mod collector;
 pub mod files;
 pub mod level;
+pub mod levels;
 pub mod live;
 pub mod outcome;
 pub mod repeat;

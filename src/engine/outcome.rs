@@ -135,6 +135,26 @@ pub fn ending(levels: &[LevelEnd<'_>], interrupted: bool, rules: Rules) -> Endin
     end
 }
 
+/// How a run that may be a shard ends: a shard with no load at any level (`idle`: the levels
+/// without load, with why) that was not stopped ends with 0, saying so (its directories say so
+/// too, and `merge` counts it); any other run as [`ending`] decides.
+pub fn ending_or_idle(
+    levels: &[LevelEnd<'_>],
+    idle: &[(String, String)],
+    interrupted: bool,
+    rules: Rules,
+) -> Ending {
+    match idle.first() {
+        Some((_, why)) if levels.is_empty() && !interrupted => Ending {
+            code: 0,
+            lines: vec![format!(
+                "this shard has no load at any level ({why}); nothing was sent"
+            )],
+        },
+        _ => ending(levels, interrupted, rules),
+    }
+}
+
 fn decide(levels: &[LevelEnd<'_>], interrupted: bool, rules: Rules) -> Ending {
     let fail = |code: u8, line: String| Ending {
         code,

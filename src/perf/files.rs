@@ -39,6 +39,11 @@ pub struct PerfSection {
 }
 
 impl PerfSection {
+    /// The section as an entry of the level's JSON document: its key and value.
+    pub fn entry(&self) -> (&'static str, Value) {
+        (PERF_KEY, serde_json::to_value(self).unwrap_or_default())
+    }
+
     /// The section of a measured level (`window_secs`: its reported windows' length).
     pub fn of(level: &super::PerfLevel, batch: u32, window_secs: f64) -> PerfSection {
         PerfSection {
@@ -57,16 +62,6 @@ pub const PERF_KEY: &str = "perf";
 /// The directory of the plan's level `whole`, with `--artifact-dir` (or under a shard).
 pub fn level_dir(plan: &PerfPlan, whole: &Stimulus) -> Option<PathBuf> {
     plan.artifact_dir.as_ref().map(|d| d.join(whole.name()))
-}
-
-/// Adds the `perf` section to a level's JSON document.
-pub fn add_section(doc: &mut Value, section: &PerfSection) {
-    if let Value::Object(map) = doc {
-        map.insert(
-            PERF_KEY.into(),
-            serde_json::to_value(section).unwrap_or_default(),
-        );
-    }
 }
 
 /// Reads the `perf` section of a level's JSON document, when it has one.
@@ -97,7 +92,8 @@ mod tests {
             }),
         };
         let mut doc = serde_json::json!({"request_count": {"avg": 120}});
-        add_section(&mut doc, &s);
+        let (key, value) = s.entry();
+        doc[key] = value;
         assert_eq!(
             doc[PERF_KEY].to_string(),
             r#"{"batch":2,"windows":3,"stable":false,"window_secs":3.6,"server":{"inference_count":240,"execution_count":118,"success_count":120,"avg_request_ns":1500000.0,"avg_queue_ns":30000.0,"avg_compute_input_ns":10000.0,"avg_compute_infer_ns":1000000.0,"avg_compute_output_ns":20000.0}}"#

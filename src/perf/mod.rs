@@ -24,6 +24,7 @@ use std::sync::Arc;
 use crate::analysis::slo::SloResult;
 use crate::artifact::write_file;
 use crate::engine::files as files_w;
+use crate::engine::levels::{self, Flow, Planned, Ran};
 use crate::engine::live::{Display, LiveView};
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{
@@ -394,20 +395,9 @@ pub struct PerfOutcome {
 }
 
 impl PerfOutcome {
-    /// How the run ends (perf_analyzer's rule: a single level that never stabilised fails).
+    /// How the run ends (perf_analyzer's rule: a single level that never stabilised fails; a
+    /// shard with no load at any level ends with 0).
     pub fn ending(&self, strict: bool, max_error_rate: f64) -> Ending {
-        let interrupted = self.interrupted;
-        // A shard with no load at any level ends with 0: its directories say so, and `merge`
-        // counts it.
-        if let (true, Some((_, why))) = (self.levels.is_empty() && !interrupted, self.idle.first())
-        {
-            return Ending {
-                code: 0,
-                lines: vec![format!(
-                    "this shard has no load at any level ({why}); nothing was sent"
-                )],
-            };
-        }
         let ends: Vec<LevelEnd<'_>> = self
             .levels
             .iter()
@@ -420,15 +410,12 @@ impl PerfOutcome {
                 stable: l.stable,
             })
             .collect();
-        crate::engine::outcome::ending(
-            &ends,
-            interrupted,
-            Rules {
-                strict,
-                single_level_must_stabilize: true,
-                max_error_rate,
-            },
-        )
+        let rules = Rules {
+            strict,
+            single_level_must_stabilize: true,
+            max_error_rate,
+        };
+        crate::engine::outcome::ending_or_idle(&ends, &self.idle, self.interrupted, rules)
     }
 }
 
@@ -462,7 +449,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         }
         crate::publish::console_text(plan.outputs.json_stdout(), &report::settings(&settings));
     }
-    let mut context = crate::context::RunContext::new(
+    let context = crate::context::RunContext::new(
         plan.outputs.labels.clone(),
         probe.identity.clone(),
         probe.model.clone(),
@@ -493,32 +480,40 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         // perf sends no sessions.
         session_header: None,
     };
-    let mut session = Session::new(shared, probe);
-    let mut sinks = open_sinks(plan, &session.shared)?;
+    let session = Session::new(shared, probe);
+    // The timeline and the per-request log, kept across levels.
+    let timeline = plan
+        .timeline
+        .as_ref()
+        .map(|(p, every)| (p.as_path(), *every));
+    let records = plan.requests_log.as_deref();
+    let mut sinks = Sinks::files(&session.shared, records, timeline, plan.target.streaming)?;
     sinks.raw_export = raw_export_writer(plan, protocol, &info, &session.shared)?;
     if print {
         sinks.live = live_view(plan);
     }
-    let mut publisher = Publisher::new(&plan.outputs, Mode::Perf, &plan.target.model);
-    if print {
-        say_schedule(plan);
-    }
-    let Ran { levels, idle, cut } = run_levels(
+    let publisher = Publisher::new(&plan.outputs, Mode::Perf, &plan.target.model);
+    let mut sweep = Sweep {
         plan,
-        (&mut session, &mut context),
-        &mut sinks,
-        &settings,
+        plan_id: plan.plan_id(),
+        input_config: plan.input_config(),
+        session,
+        context,
+        sinks,
+        settings,
         print,
-        &mut publisher,
-    )
-    .await?;
-    if let Some(t) = sinks.timeline.take() {
-        t.finish()?;
-    }
-    if let Some(r) = sinks.records.take() {
-        r.finish()?;
-    }
-    sinks.raw_result("--profile-export-file")?;
+        publisher,
+        todo: plan.levels.iter().copied().collect(),
+        whole: None,
+        index: 0,
+    };
+    let Ran { levels, idle, cut } = levels::run(&mut sweep, &cancel, print).await?;
+    let Sweep {
+        mut sinks,
+        publisher,
+        ..
+    } = sweep;
+    sinks.finish_files("--profile-export-file")?;
     if let Some(w) = sinks.raw_export.take() {
         w.finish()
             .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
@@ -547,32 +542,6 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         verdict: Vec::new(),
     })?;
     Ok(outcome)
-}
-
-/// The timeline and the per-request log, kept across levels.
-fn open_sinks(plan: &PerfPlan, shared: &Shared) -> Result<Sinks> {
-    let clock = shared.clock;
-    Ok(Sinks {
-        timeline: match &plan.timeline {
-            Some((path, every)) => Some(
-                crate::artifact::timeline::Timeline::create(
-                    path,
-                    *every,
-                    clock,
-                    plan.target.streaming,
-                )
-                .map_err(|e| Error::io("write", path, e))?,
-            ),
-            None => None,
-        },
-        records: match &plan.requests_log {
-            Some(path) => Some(RecordsFile::create(path, shared.request_ids.clone())?),
-            None => None,
-        },
-        live: None,
-        raw_export: None,
-        raw_error: None,
-    })
 }
 
 /// The live view `--ui` asks for on stderr, over the plan's levels (an open-ended
@@ -637,96 +606,157 @@ fn partition(
     Ok(d.partition(s.index, s.count)?)
 }
 
-/// With `--start-at`: when the levels start and, for shards, how long a level lasts.
-fn say_schedule(plan: &PerfPlan) {
-    let Some(mut line) = crate::engine::start::schedule_line(&plan.shard) else {
-        return;
-    };
-    let s = plan.shard.shard;
-    if !s.is_whole() && plan.windows.stabilizes() {
-        line.push_str(&format!(
-            "; every level measures all {} windows (-r) on every shard, so shards stay together",
-            plan.max_trials
-        ));
-    }
-    crate::publish::console_text(plan.outputs.json_stdout(), &format!("{line}\n"));
-}
-
-/// The levels a run measured, those where this shard had no load, and whether a stop left
-/// levels unrun.
-struct Ran {
-    levels: Vec<PerfLevel>,
-    idle: Vec<(String, String)>,
-    cut: bool,
-}
-
-/// The level loop: each level in order (a shard runs its part of each, or records that it has
-/// none); past the latency threshold the sweep stops, and an open-ended concurrency range adds
-/// one step at a time until it is reached.
-async fn run_levels(
-    plan: &PerfPlan,
-    (session, context): (&mut Session, &mut crate::context::RunContext),
-    sinks: &mut Sinks,
-    settings: &Settings,
+/// `perf`'s choices in the level loop: the plan's levels in order (an open-ended concurrency
+/// range adds one step at a time), each measured under perf_analyzer's windows into the
+/// run-wide files and, with a level directory, its own; past the latency threshold the sweep
+/// stops.
+struct Sweep<'a> {
+    plan: &'a PerfPlan,
+    /// The plan's identity, written into every level's files.
+    plan_id: String,
+    /// The plan's recorded form, likewise.
+    input_config: serde_json::Value,
+    session: Session,
+    context: crate::context::RunContext,
+    /// The run-wide timeline, requests log, raw export and live view.
+    sinks: Sinks,
+    settings: Settings,
+    /// Whether perf_analyzer's console report is printed.
     print: bool,
-    publisher: &mut Publisher,
-) -> Result<Ran> {
-    let mut levels: Vec<PerfLevel> = Vec::new();
-    let mut idle = Vec::new();
-    let mut todo: std::collections::VecDeque<Stimulus> = plan.levels.iter().copied().collect();
-    let ids = (plan.plan_id(), plan.input_config());
-    let writer = files_writer(plan, &ids.0, session.shared.clock.unix_anchor_ns());
-    let mut index = 0;
-    let mut cut = false;
-    while let Some(stimulus) = todo.pop_front() {
-        if session.shared.cancel.stopping() {
-            cut = true;
-            break;
-        }
-        let part = plan.level_part(index, stimulus);
-        index += 1;
-        if let Some(dir) = files::level_dir(plan, &stimulus)
-            && let Some(why) = writer.write_idle(&dir, &part)?
-        {
-            if print {
-                eprintln!(
-                    "{}: no load for this shard ({why}); {} says so",
-                    stimulus.name(),
-                    dir.join(crate::artifact::shard::SHARD_FILE).display()
-                );
-            }
-            idle.push((stimulus.name(), why));
-            continue;
-        }
-        let level = match run_level(
-            plan,
-            session,
-            sinks,
-            &part,
-            (&writer, &ids.1, &mut *context),
-            print,
-        )
-        .await
-        {
-            // Stopped before this level measured anything: the levels before it stand.
-            Err(Error::Interrupted) if !levels.is_empty() => {
-                cut = true;
-                break;
-            }
-            r => r?,
+    publisher: Publisher,
+    /// The levels still to run.
+    todo: std::collections::VecDeque<Stimulus>,
+    /// The plan's level last asked for (a shard measures its part of it).
+    whole: Option<Stimulus>,
+    /// The next level's place in the plan.
+    index: usize,
+}
+
+impl levels::Mode for Sweep<'_> {
+    type Probe = ();
+    type Level = PerfLevel;
+
+    /// With `--start-at`: when the levels start and, for shards, how long a level lasts.
+    fn announce(&self) {
+        let plan = self.plan;
+        let Some(mut line) = crate::engine::start::schedule_line(&plan.shard) else {
+            return;
         };
-        if print {
-            publisher.text(&report::level(&level, settings.protocol, plan.percentile));
+        if !self.print {
+            return;
         }
-        publisher
-            .level(LevelReport {
-                stimulus,
-                doc: report::json(&level),
-                slo: level.slo.clone(),
-                validity: level.validity.clone(),
-                key: KeyMetrics::of(&level),
-            })
-            .await;
+        let s = plan.shard.shard;
+        if !s.is_whole() && plan.windows.stabilizes() {
+            line.push_str(&format!(
+                "; every level measures all {} windows (-r) on every shard, so shards stay together",
+                plan.max_trials
+            ));
+        }
+        crate::publish::console_text(plan.outputs.json_stdout(), &format!("{line}\n"));
+    }
+
+    fn next(&mut self, _done: &[PerfLevel]) -> Option<Planned<()>> {
+        let stimulus = self.todo.pop_front()?;
+        self.whole = Some(stimulus);
+        let part = self.plan.level_part(self.index, stimulus);
+        self.index += 1;
+        Some(Planned {
+            part,
+            dir: files::level_dir(self.plan, &stimulus),
+            probe: (),
+        })
+    }
+
+    fn writer(&self) -> files_w::Writer<'_> {
+        files_w::Writer {
+            mode: "perf",
+            plan_id: &self.plan_id,
+            shard: &self.plan.shard,
+            anchor_unix_ns: self.session.shared.clock.unix_anchor_ns(),
+            run_config: &self.plan.run_config,
+        }
+    }
+
+    /// One level (this process's part of it) on the engine; with a level directory, its rows
+    /// go to the directory's `requests.jsonl` and its files are written there. Its report is
+    /// printed and published.
+    async fn measure(&mut self, level: Planned<()>) -> Result<PerfLevel> {
+        let plan = self.plan;
+        let (stimulus, stop) = level.load()?;
+        let pass_line = |p: &Pass| {
+            let line = format!(
+                "  Pass [{}] throughput: {} infer/sec. {}: {} usec\n",
+                p.index,
+                report::g6(p.ok as f64 * f64::from(plan.batch) / p.secs.max(1e-9)),
+                plan.percentile
+                    .map_or("Avg latency".to_string(), |p| format!("p{p} latency")),
+                (p.latency_ns / 1000.0) as u64
+            );
+            crate::publish::console_text(plan.outputs.json_stdout(), &line);
+        };
+        let spec = LevelSpec {
+            index: level.part.index,
+            stimulus,
+            start_at: level.part.start_at,
+            policy: policy(plan, stop),
+            warmup: level.part.warmup,
+            objectives: &[],
+            isl_edges: &[],
+            max_send_lag_ms: plan.max_send_lag_ms,
+            streaming: plan.target.streaming,
+            percentile_method: plan.percentile_method,
+            on_pass: (self.print && plan.verbose).then_some(&pass_line as &(dyn Fn(&Pass) + Sync)),
+        };
+        let run_wide = match &level.dir {
+            Some(d) => {
+                crate::error::create_dir(d)?;
+                let records = RecordsFile::create(
+                    &d.join(crate::artifact::RECORDS_FILE),
+                    self.session.shared.request_ids.clone(),
+                )?;
+                Some(self.sinks.records.replace(records))
+            }
+            None => None,
+        };
+        if let Some(w) = self.sinks.raw_export.as_mut() {
+            w.begin_level(&stimulus)
+                .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
+        }
+        let mut measured = measure_level(&mut self.session, &spec, &mut self.sinks).await?;
+        if let Some(w) = self.sinks.raw_export.as_mut() {
+            w.end_level()
+                .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
+        }
+        let mut perf_level = PerfLevel::from_measured(
+            &measured,
+            plan.batch,
+            plan.percentile,
+            plan.percentile_method,
+        );
+        perf_level.slo = crate::analysis::slo::evaluate(&plan.slos, &perf_level);
+        // The level's files say what its console block says: responses that came whole have no
+        // time to first token or between tokens (the plan, and so `merge`, still says streamed).
+        measured.summary.streaming &= !perf_level.whole_responses;
+        if self.print {
+            levels::say_measured(&measured, plan.shard.shard);
+        }
+        if let (Some(d), Some(before)) = (&level.dir, run_wide) {
+            if let Some(r) = std::mem::replace(&mut self.sinks.records, before) {
+                r.finish()?;
+            }
+            self.write_level(d, &level.part, &measured, &perf_level)?;
+        }
+        self.publish(level.part.whole, &perf_level).await;
+        Ok(perf_level)
+    }
+
+    /// Past the latency threshold the sweep stops; an open-ended concurrency range adds one
+    /// step at a time until it is reached.
+    fn after(&mut self, done: &[PerfLevel]) -> Flow {
+        let plan = self.plan;
+        let Some(level) = done.last() else {
+            return Flow::Next;
+        };
         let over = plan.latency_threshold_ms > 0
             && level
                 .latency
@@ -734,162 +764,68 @@ async fn run_levels(
                 .max(level.extra_percentile.map_or(0.0, |(_, v)| v))
                 / 1e6
                 >= plan.latency_threshold_ms as f64;
-        levels.push(level);
         if over {
-            if print {
-                publisher.text(&format!(
+            if self.print {
+                self.publisher.text(&format!(
                     "Measured latency went over the set limit of {} msec.\n",
                     plan.latency_threshold_ms
                 ));
             }
-            break;
+            return Flow::Stop;
         }
         // `--concurrency-range start:0`: keep adding one step until the latency threshold.
         if plan.unbounded
-            && let Stimulus::Concurrency(n) = stimulus
+            && let Some(Stimulus::Concurrency(n)) = self.whole
         {
-            todo.push_back(Stimulus::Concurrency(n + 1));
+            self.todo.push_back(Stimulus::Concurrency(n + 1));
         }
-    }
-    Ok(Ran { levels, idle, cut })
-}
-
-/// The level files' writer of this process.
-fn files_writer<'a>(plan: &'a PerfPlan, plan_id: &'a str, anchor: u64) -> files_w::Writer<'a> {
-    files_w::Writer {
-        mode: "perf",
-        plan_id,
-        shard: &plan.shard,
-        anchor_unix_ns: anchor,
-        run_config: &plan.run_config,
+        Flow::Next
     }
 }
 
-/// One level (this process's part of it) on the engine; with a level directory, its rows go
-/// to the directory's `requests.jsonl` and its files are written there.
-async fn run_level(
-    plan: &PerfPlan,
-    session: &mut Session,
-    sinks: &mut Sinks,
-    part: &crate::plan::LevelPart,
-    (writer, input_config, context): (
-        &files_w::Writer<'_>,
-        &serde_json::Value,
-        &mut crate::context::RunContext,
-    ),
-    print: bool,
-) -> Result<PerfLevel> {
-    let (stimulus, stop) = part
-        .load
-        .clone()
-        .map_err(|idle| Error::failed(idle.to_string()))?;
-    let pass_line = |p: &Pass| {
-        let line = format!(
-            "  Pass [{}] throughput: {} infer/sec. {}: {} usec\n",
-            p.index,
-            report::g6(p.ok as f64 * f64::from(plan.batch) / p.secs.max(1e-9)),
-            plan.percentile
-                .map_or("Avg latency".to_string(), |p| format!("p{p} latency")),
-            (p.latency_ns / 1000.0) as u64
+impl Sweep<'_> {
+    /// A measured level's files in `dir`: GenAI-Perf's with a `perf` section, the histograms
+    /// and, for a shard, `shard.json`.
+    fn write_level(
+        &mut self,
+        dir: &std::path::Path,
+        part: &crate::plan::LevelPart,
+        measured: &Measured,
+        level: &PerfLevel,
+    ) -> Result<()> {
+        levels::note_gpus(&mut self.context, measured);
+        let section = files::PerfSection::of(level, self.plan.batch, measured.windows.secs);
+        let own = vec![section.entry()];
+        let writer = levels::Mode::writer(self);
+        let doc = writer.level_doc(
+            &measured.summary,
+            &self.input_config,
+            own,
+            &level.slo,
+            &self.context,
         );
-        crate::publish::console_text(plan.outputs.json_stdout(), &line);
-    };
-    let spec = LevelSpec {
-        index: part.index,
-        stimulus,
-        start_at: part.start_at,
-        policy: policy(plan, stop),
-        warmup: part.warmup,
-        objectives: &[],
-        isl_edges: &[],
-        max_send_lag_ms: plan.max_send_lag_ms,
-        streaming: plan.target.streaming,
-        percentile_method: plan.percentile_method,
-        on_pass: (print && plan.verbose).then_some(&pass_line as &(dyn Fn(&Pass) + Sync)),
-    };
-    let dir = files::level_dir(plan, &part.whole);
-    let run_wide = match &dir {
-        Some(d) => {
-            crate::error::create_dir(d)?;
-            let level = RecordsFile::create(
-                &d.join(crate::artifact::RECORDS_FILE),
-                session.shared.request_ids.clone(),
-            )?;
-            Some(sinks.records.replace(level))
-        }
-        None => None,
-    };
-    if let Some(w) = sinks.raw_export.as_mut() {
-        w.begin_level(&stimulus)
-            .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
-    }
-    let mut measured = measure_level(session, &spec, sinks).await?;
-    if let Some(w) = sinks.raw_export.as_mut() {
-        w.end_level()
-            .map_err(|e| Error::failed(format!("writing --profile-export-file: {e}")))?;
-    }
-    let mut level = PerfLevel::from_measured(
-        &measured,
-        plan.batch,
-        plan.percentile,
-        plan.percentile_method,
-    );
-    level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
-    // The level's files say what its console block says: responses that came whole have no
-    // time to first token or between tokens (the plan, and so `merge`, still says streamed).
-    measured.summary.streaming &= !level.whole_responses;
-    if print {
-        for n in &measured.notes {
-            eprintln!("{n}");
-        }
-        say_late(plan, &measured);
-    }
-    if let (Some(d), Some(before)) = (dir, run_wide) {
-        if let Some(r) = std::mem::replace(&mut sinks.records, before) {
-            r.finish()?;
-        }
-        let mut doc = crate::artifact::genai_perf::json(&measured.summary, input_config);
-        writer.stamp(&mut doc);
-        files::add_section(
-            &mut doc,
-            &files::PerfSection::of(&level, plan.batch, measured.windows.secs),
-        );
-        if !level.slo.is_empty()
-            && let serde_json::Value::Object(m) = &mut doc
-        {
-            m.insert("slo".into(), crate::analysis::slo::json(&level.slo));
-        }
-        let record = writer.shard_record(part, measured.start);
-        if let Some(g) = &measured.summary.gpu {
-            context.add_gpus(g.gpus.iter().filter_map(|g| g.name.as_deref()));
-        }
-        if let serde_json::Value::Object(m) = &mut doc {
-            m.insert(
-                "context".into(),
-                serde_json::to_value(&*context).unwrap_or_default(),
-            );
-        }
-        crate::artifact::stamp(&mut doc);
         let names = crate::plan::outputs::ExportNames::default();
-        writer.write_level(&d, &names, &measured, &doc, record.as_ref())?;
+        writer.write_level(dir, &names, measured, &doc, part)
     }
-    Ok(level)
-}
 
-/// A level that started after its planned moment says by how much.
-fn say_late(plan: &PerfPlan, m: &Measured) {
-    if let Some(s) = m.start.filter(|s| s.late) {
-        eprintln!(
-            "{}: {}started {:.3} s after its planned start {} (recorded in shard.json and the validity verdict of the merged run)",
-            m.summary.stimulus.name(),
-            if plan.shard.shard.is_whole() {
-                String::new()
-            } else {
-                format!("{} ", plan.shard.shard)
-            },
-            s.delay_ns() as f64 / 1e9,
-            crate::report::html::utc(s.planned_unix_ns)
-        );
+    /// Prints the level's block of perf_analyzer's report and hands it to the result channels.
+    async fn publish(&mut self, whole: Stimulus, level: &PerfLevel) {
+        if self.print {
+            self.publisher.text(&report::level(
+                level,
+                self.settings.protocol,
+                self.plan.percentile,
+            ));
+        }
+        self.publisher
+            .level(LevelReport {
+                stimulus: whole,
+                doc: report::json(level),
+                slo: level.slo.clone(),
+                validity: level.validity.clone(),
+                key: KeyMetrics::of(level),
+            })
+            .await;
     }
 }
 

@@ -13,15 +13,12 @@ use crate::analysis::slo::{self, SloResult};
 use crate::analysis::verdict::{self, Verdict};
 use crate::artifact;
 use crate::artifact::raw_export::RawExport;
-use crate::artifact::shard::SHARD_FILE;
-use crate::artifact::timeline::Timeline;
 use crate::artifact::write_file;
 use crate::context::{RunContext, ServerIdentity};
+use crate::engine::levels::{self, Planned, Ran};
 use crate::engine::live::{Display, LiveView};
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
-use crate::engine::{
-    LevelSpec, Measured, Policy, RecordsFile, Session, Sinks, files, measure_level,
-};
+use crate::engine::{LevelSpec, Measured, Policy, Session, Sinks, files, measure_level};
 use crate::error::{Error, Result, create_dir};
 use crate::load::{Cancel, Stimulus};
 use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
@@ -109,32 +106,20 @@ impl Outcome {
             .collect()
     }
 
-    /// How the run ends: exit code and the lines that explain it. A shard with no load at any
-    /// level ends with 0: its directories say so, and `merge` counts it.
+    /// How the run ends: exit code and the lines that explain it (a shard with no load at any
+    /// level ends with 0).
     pub fn ending(&self, strict: bool, max_error_rate: f64) -> Ending {
-        if self.levels.is_empty() && !self.idle.is_empty() && !self.interrupted {
-            return Ending {
-                code: 0,
-                lines: vec![format!(
-                    "this shard has no load at any level ({}); nothing was sent",
-                    self.idle[0].1
-                )],
-            };
-        }
         let ends: Vec<LevelEnd<'_>> = self
             .levels
             .iter()
             .map(|l| LevelEnd::of(&l.summary, &l.slo))
             .collect();
-        crate::engine::outcome::ending(
-            &ends,
-            self.interrupted,
-            Rules {
-                strict,
-                single_level_must_stabilize: false,
-                max_error_rate,
-            },
-        )
+        let rules = Rules {
+            strict,
+            single_level_must_stabilize: false,
+            max_error_rate,
+        };
+        crate::engine::outcome::ending_or_idle(&ends, &self.idle, self.interrupted, rules)
     }
 }
 
@@ -165,9 +150,14 @@ impl Ui {
         }
     }
 
+    /// Whether anything is said on stderr (not `--quiet`).
+    pub(crate) fn speaks(&self) -> bool {
+        self.verbosity != Verbosity::Quiet
+    }
+
     /// A line on stderr unless quiet.
     pub(crate) fn say(&self, s: &str) {
-        if self.verbosity != Verbosity::Quiet {
+        if self.speaks() {
             eprintln!("{s}");
         }
     }
@@ -209,41 +199,74 @@ async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     let ids = Ids::new(plan);
     if parts.iter().all(|p| p.load.is_err()) {
         // Nothing to send at any level: say so without connecting to anything.
-        let idle = write_idle_levels(plan, &layout, &ids, &parts, 0, ui)?;
+        let writer = ids.writer(plan, 0);
+        let mut idle = Vec::new();
+        for part in &parts {
+            let dir = layout.level_dir(&part.whole);
+            idle.extend(levels::write_idle(&writer, part, &dir, ui.speaks())?);
+        }
         return Ok(Outcome::idle(idle));
     }
     let total = u32::try_from(plan.levels.len()).ok();
-    let mut runner = Runner::start(plan, &cancel, ui, ids, total).await?;
-    say_schedule(plan, ui);
-    let mut levels = Vec::new();
-    let mut idle = Vec::new();
-    for part in &parts {
-        if cancel.stopping() {
-            break;
-        }
-        let dir = layout.level_dir(&part.whole);
-        create_dir(&dir)?;
-        let Ok((stimulus, stop)) = part.load.clone() else {
-            let (ids, anchor) = (&runner.ids, runner.anchor);
-            let part = std::slice::from_ref(part);
-            idle.extend(write_idle_levels(plan, &layout, ids, part, anchor, ui)?);
-            continue;
-        };
-        let level = LevelRun {
-            part,
-            stimulus,
-            policy: level_policy(plan, stop),
-            dir: &dir,
-        };
-        match runner.level(plan, &level, ui).await {
-            Err(Error::Interrupted) if !levels.is_empty() => break,
-            r => levels.push(r?),
-        }
-    }
+    let runner = Runner::start(plan, &cancel, ui, ids, total).await?;
+    let mut sweep = Sweep {
+        runner,
+        plan,
+        layout: &layout,
+        parts: parts.into_iter(),
+        ui,
+    };
+    let ran = levels::run(&mut sweep, &cancel, ui.speaks()).await?;
     let Runner {
         ids, mut publisher, ..
-    } = runner;
-    conclude(plan, &layout, &ids, (levels, idle), &cancel, &mut publisher)
+    } = sweep.runner;
+    conclude(plan, &layout, &ids, ran, &cancel, &mut publisher)
+}
+
+/// `profile`'s choices in the level loop: the plan's levels in order, each in its directory
+/// under the run's layout.
+struct Sweep<'a> {
+    runner: Runner,
+    plan: &'a RunPlan,
+    layout: &'a artifact::Layout,
+    parts: std::vec::IntoIter<LevelPart>,
+    ui: Ui,
+}
+
+impl levels::Mode for Sweep<'_> {
+    type Probe = ();
+    type Level = LevelResult;
+
+    fn announce(&self) {
+        if let Some(line) = crate::engine::start::schedule_line(&self.plan.shard) {
+            self.ui.say(&line);
+        }
+    }
+
+    fn next(&mut self, _done: &[LevelResult]) -> Option<Planned<()>> {
+        let part = self.parts.next()?;
+        Some(Planned {
+            dir: Some(self.layout.level_dir(&part.whole)),
+            part,
+            probe: (),
+        })
+    }
+
+    fn writer(&self) -> files::Writer<'_> {
+        self.runner.writer(self.plan)
+    }
+
+    async fn measure(&mut self, level: Planned<()>) -> Result<LevelResult> {
+        let (stimulus, stop) = level.load()?;
+        let dir = self.layout.level_dir(&level.part.whole);
+        let level = LevelRun {
+            part: &level.part,
+            stimulus,
+            policy: level_policy(self.plan, stop),
+            dir: &dir,
+        };
+        self.runner.level(self.plan, &level, self.ui).await
+    }
 }
 
 /// When a level of `plan` ends: at `stop`, or under the sequential rule of `--target-moe`.
@@ -306,6 +329,11 @@ impl Runner {
         })
     }
 
+    /// The level files' writer of this run.
+    pub(crate) fn writer<'a>(&'a self, plan: &'a RunPlan) -> files::Writer<'a> {
+        self.ids.writer(plan, self.anchor)
+    }
+
     /// Measures one level, writes its files, says it on the console and publishes it.
     pub(crate) async fn level(
         &mut self,
@@ -313,17 +341,114 @@ impl Runner {
         level: &LevelRun<'_>,
         ui: Ui,
     ) -> Result<LevelResult> {
-        let measured = run_level(
-            &mut self.session,
-            plan,
-            level,
-            self.live.clone(),
-            self.raw.as_ref(),
-        )
-        .await?;
-        let where_ = (level.part, level.dir.to_path_buf(), self.anchor);
-        let kept = keep_level(plan, &mut self.ids, where_, measured, ui)?;
+        create_dir(level.dir)?;
+        let measured = self.measure(plan, level).await?;
+        let kept = self.keep(plan, level, measured, ui)?;
         Ok(kept.publish(&mut self.publisher).await)
+    }
+
+    /// One level on the engine, with its own `requests.jsonl` and timeline in its directory.
+    async fn measure(&mut self, plan: &RunPlan, level: &LevelRun<'_>) -> Result<Measured> {
+        let session = &mut self.session;
+        let dir = level.dir;
+        let mut sinks = Sinks::files(
+            &session.shared,
+            Some(&dir.join(artifact::RECORDS_FILE)),
+            Some((&dir.join(artifact::TIMELINE_FILE), plan.timeline_interval)),
+            plan.target.streaming,
+        )?;
+        sinks.live = self.live.clone();
+        if let Some(r) = &self.raw {
+            let raw = r.level(
+                dir,
+                &plan.export_names.raw,
+                &level.stimulus,
+                session.shared.clock,
+                &session.shared.dataset,
+            );
+            let raw = raw.map_err(|e| Error::io("write", &dir.join(&plan.export_names.raw), e))?;
+            sinks.raw_export = Some(raw);
+        }
+        let isl_edges = session.isl_edges.clone();
+        let spec = LevelSpec {
+            index: level.part.index,
+            stimulus: level.stimulus,
+            start_at: level.part.start_at,
+            policy: level.policy.clone(),
+            warmup: level.part.warmup,
+            objectives: &plan.goodput,
+            isl_edges: &isl_edges,
+            max_send_lag_ms: plan.max_send_lag_ms,
+            streaming: plan.target.streaming,
+            percentile_method: plan.percentile_method,
+            on_pass: None,
+        };
+        let measured = measure_level(session, &spec, &mut sinks).await?;
+        sinks.finish_files("the raw export")?;
+        if let Some(mut w) = sinks.raw_export.take() {
+            let path = dir.join(&plan.export_names.raw);
+            w.end_level()
+                .and_then(|()| w.finish())
+                .map_err(|e| Error::io("write", &path, e))?;
+        }
+        Ok(measured)
+    }
+
+    /// Checks a measured level's SLOs, writes its files and says it on the console.
+    fn keep(
+        &mut self,
+        plan: &RunPlan,
+        level: &LevelRun<'_>,
+        measured: Measured,
+        ui: Ui,
+    ) -> Result<Kept> {
+        let slo = slo::evaluate(&plan.slos, &measured.summary);
+        levels::note_gpus(&mut self.ids.context, &measured);
+        let writer = self.writer(plan);
+        let mut doc = level_doc(&measured.summary, &self.ids, &slo, &writer);
+        if let (Some(st), serde_json::Value::Object(map)) = (&measured.settled, &mut doc) {
+            map.insert(
+                "sequential".into(),
+                serde_json::to_value(st).unwrap_or_default(),
+            );
+        }
+        if let (false, serde_json::Value::Object(map)) = (measured.notes.is_empty(), &mut doc) {
+            map.insert(
+                "server_view_notes".into(),
+                serde_json::json!(measured.notes),
+            );
+        }
+        writer.write_level(level.dir, &plan.export_names, &measured, &doc, level.part)?;
+        if ui.speaks() {
+            levels::say_measured(&measured, plan.shard.shard);
+            report_level(&measured.summary, level.dir, ui.verbosity);
+            for line in measured.settled.iter().flat_map(Settled::lines) {
+                eprintln!("  {line}");
+            }
+            for line in console::drift_lines(&measured.summary) {
+                eprintln!("  {line}");
+            }
+            for r in &slo {
+                eprintln!("  SLO {}", r.line());
+            }
+        }
+        Ok(Kept {
+            report: LevelReport {
+                stimulus: level.part.whole,
+                doc,
+                slo: slo.clone(),
+                validity: measured.summary.validity.clone(),
+                key: KeyMetrics::of(&measured.summary),
+            },
+            result: LevelResult {
+                sent: measured.sent,
+                summary: measured.summary,
+                dir: level.dir.to_path_buf(),
+                slo,
+                repetitions: Vec::new(),
+                settled: measured.settled,
+            },
+        })
     }
 }
 
@@ -341,87 +466,21 @@ impl Kept {
     }
 }
 
-/// Checks a measured level's SLOs, writes its files and says it on the console.
-fn keep_level(
-    plan: &RunPlan,
-    ids: &mut Ids,
-    (part, dir, anchor): (&LevelPart, PathBuf, u64),
-    measured: Measured,
-    ui: Ui,
-) -> Result<Kept> {
-    let slo = slo::evaluate(&plan.slos, &measured.summary);
-    let sent = measured.sent;
-    if let Some(g) = &measured.summary.gpu {
-        ids.context
-            .add_gpus(g.gpus.iter().filter_map(|g| g.name.as_deref()));
-    }
-    let writer = ids.writer(plan, anchor);
-    let record = writer.shard_record(part, measured.start);
-    let mut doc = level_doc(&measured.summary, ids, &slo, &writer);
-    if let (Some(st), serde_json::Value::Object(map)) = (&measured.settled, &mut doc) {
-        map.insert(
-            "sequential".into(),
-            serde_json::to_value(st).unwrap_or_default(),
-        );
-    }
-    if let (false, serde_json::Value::Object(map)) = (measured.notes.is_empty(), &mut doc) {
-        map.insert(
-            "server_view_notes".into(),
-            serde_json::json!(measured.notes),
-        );
-    }
-    writer.write_level(&dir, &plan.export_names, &measured, &doc, record.as_ref())?;
-    if ui.verbosity != Verbosity::Quiet {
-        for n in &measured.notes {
-            eprintln!("{n}");
-        }
-        say_late(&measured, plan);
-        report_level(&measured.summary, &dir, ui.verbosity);
-        for line in measured.settled.iter().flat_map(Settled::lines) {
-            eprintln!("  {line}");
-        }
-        for line in console::drift_lines(&measured.summary) {
-            eprintln!("  {line}");
-        }
-        for r in &slo {
-            eprintln!("  SLO {}", r.line());
-        }
-    }
-    Ok(Kept {
-        report: LevelReport {
-            stimulus: part.whole,
-            doc,
-            slo: slo.clone(),
-            validity: measured.summary.validity.clone(),
-            key: KeyMetrics::of(&measured.summary),
-        },
-        result: LevelResult {
-            summary: measured.summary,
-            dir,
-            slo,
-            repetitions: Vec::new(),
-            settled: measured.settled,
-            sent,
-        },
-    })
-}
-
 /// The run's end: knee, verdict, the sweep's files (or one level's report), the publisher's
 /// last line.
 fn conclude(
     plan: &RunPlan,
     layout: &artifact::Layout,
     ids: &Ids,
-    (levels, idle): (Vec<LevelResult>, Vec<(String, String)>),
+    ran: Ran<LevelResult>,
     cancel: &Cancel,
     publisher: &mut Publisher,
 ) -> Result<Outcome> {
-    let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let mut knee = knee::analyze(&summaries, plan.knee_min_gain);
-    let verdict = verdict::with_knee(&summaries, &mut knee);
+    let Ran { levels, idle, .. } = ran;
+    let decisions = Decisions::of(&levels, plan.knee_min_gain);
     let sweep_dir = if plan.levels.len() > 1 && !levels.is_empty() {
         let d = layout.sweep_dir();
-        write_sweep(plan, &d, &levels, (&verdict, &knee), ids, &[])?;
+        write_sweep(plan, &d, &levels, &decisions, ids, &[])?;
         Some(d)
     } else {
         if let (true, [one]) = (plan.generate_plots, levels.as_slice()) {
@@ -438,8 +497,8 @@ fn conclude(
         levels,
         sweep_dir,
         interrupted,
-        verdict,
-        knee,
+        verdict: decisions.verdict,
+        knee: decisions.knee,
         idle,
         repetitions: Vec::new(),
         context: Some(ids.context.clone()),
@@ -461,6 +520,25 @@ fn publish_end(publisher: &Publisher, plan: &RunPlan, outcome: &Outcome) -> Resu
             Vec::new()
         },
     })
+}
+
+/// A sweep's knee and the verdict on where the server's time went (which names the knee),
+/// decided together over its levels.
+pub(crate) struct Decisions {
+    /// Where the server's time went across the levels.
+    pub(crate) verdict: Verdict,
+    /// The knee and the recommendation.
+    pub(crate) knee: Analysis,
+}
+
+impl Decisions {
+    /// Decided over `levels` (`min_gain`: `--knee-min-gain`).
+    pub(crate) fn of(levels: &[LevelResult], min_gain: f64) -> Decisions {
+        let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
+        let mut knee = knee::analyze(&summaries, min_gain);
+        let verdict = verdict::with_knee(&summaries, &mut knee);
+        Decisions { verdict, knee }
+    }
 }
 
 /// The plan's identity and recorded form, written into every artifact.
@@ -531,128 +609,6 @@ pub(crate) struct LevelRun<'a> {
     pub(crate) dir: &'a Path,
 }
 
-/// Writes `shard.json` for levels at which this shard has no load, and says so; returns their
-/// names and reasons.
-fn write_idle_levels(
-    plan: &RunPlan,
-    layout: &artifact::Layout,
-    ids: &Ids,
-    parts: &[LevelPart],
-    anchor: u64,
-    ui: Ui,
-) -> Result<Vec<(String, String)>> {
-    let mut out = Vec::new();
-    for part in parts {
-        let dir = layout.level_dir(&part.whole);
-        let Some(reason) = ids.writer(plan, anchor).write_idle(&dir, part)? else {
-            continue;
-        };
-        ui.say(&format!(
-            "{}: no load for this shard ({reason}); {} says so",
-            part.whole.name(),
-            dir.join(SHARD_FILE).display()
-        ));
-        out.push((part.whole.name(), reason));
-    }
-    Ok(out)
-}
-
-/// With `--start-at`: when the levels start, once.
-fn say_schedule(plan: &RunPlan, ui: Ui) {
-    if let Some(line) = crate::engine::start::schedule_line(&plan.shard) {
-        ui.say(&line);
-    }
-}
-
-/// A level that started after its planned moment says by how much.
-fn say_late(m: &Measured, plan: &RunPlan) {
-    if let Some(s) = m.start.filter(|s| s.late) {
-        let who = if plan.shard.shard.is_whole() {
-            String::new()
-        } else {
-            format!("{} ", plan.shard.shard)
-        };
-        eprintln!(
-            "{}: {who}started {:.3} s after its planned start {} (recorded in shard.json and the validity verdict of the merged run)",
-            m.summary.stimulus.name(),
-            s.delay_ns() as f64 / 1e9,
-            crate::report::html::utc(s.planned_unix_ns)
-        );
-    }
-}
-
-/// One level on the engine, with its own `requests.jsonl` and timeline in its directory.
-async fn run_level(
-    session: &mut Session,
-    plan: &RunPlan,
-    level: &LevelRun<'_>,
-    live: Option<LiveView>,
-    raw: Option<&RawExport>,
-) -> Result<Measured> {
-    let dir = level.dir;
-    let timeline_path = dir.join(artifact::TIMELINE_FILE);
-    let timeline = Timeline::create(
-        &timeline_path,
-        plan.timeline_interval,
-        session.shared.clock,
-        plan.target.streaming,
-    )
-    .map_err(|e| Error::io("write", &timeline_path, e))?;
-    let raw_export = match raw {
-        Some(r) => Some(
-            r.level(
-                dir,
-                &plan.export_names.raw,
-                &level.stimulus,
-                session.shared.clock,
-                &session.shared.dataset,
-            )
-            .map_err(|e| Error::io("write", &dir.join(&plan.export_names.raw), e))?,
-        ),
-        None => None,
-    };
-    let mut sinks = Sinks {
-        records: Some(RecordsFile::create(
-            &dir.join(artifact::RECORDS_FILE),
-            session.shared.request_ids.clone(),
-        )?),
-        timeline: Some(timeline),
-        live,
-        raw_export,
-        raw_error: None,
-    };
-    let isl_edges = session.isl_edges.clone();
-    let spec = LevelSpec {
-        index: level.part.index,
-        stimulus: level.stimulus,
-        start_at: level.part.start_at,
-        policy: level.policy.clone(),
-        warmup: level.part.warmup,
-        objectives: &plan.goodput,
-        isl_edges: &isl_edges,
-        max_send_lag_ms: plan.max_send_lag_ms,
-        streaming: plan.target.streaming,
-        percentile_method: plan.percentile_method,
-        on_pass: None,
-    };
-    let measured = measure_level(session, &spec, &mut sinks).await?;
-    if let Some(t) = sinks.timeline.take() {
-        // The last interval is still open: close it at the level's end.
-        t.finish()?;
-    }
-    if let Some(r) = sinks.records.take() {
-        r.finish()?;
-    }
-    sinks.raw_result("the raw export")?;
-    if let Some(mut w) = sinks.raw_export.take() {
-        let path = dir.join(&plan.export_names.raw);
-        w.end_level()
-            .and_then(|()| w.finish())
-            .map_err(|e| Error::io("write", &path, e))?;
-    }
-    Ok(measured)
-}
-
 /// `summary.csv`, `summary.json`, `pareto.csv` and `report.html` next to the level
 /// directories; `spreads`: each level's numbers across its repetitions for a `--repeat` run
 /// (empty otherwise).
@@ -660,7 +616,7 @@ pub(crate) fn write_sweep(
     plan: &RunPlan,
     d: &Path,
     levels: &[LevelResult],
-    (verdict, knee): (&Verdict, &Analysis),
+    decisions: &Decisions,
     ids: &Ids,
     spreads: &[(String, Vec<crate::stats::repeat::MetricSpread>)],
 ) -> Result<()> {
@@ -684,11 +640,11 @@ pub(crate) fn write_sweep(
     let dirs: Vec<PathBuf> = levels.iter().map(|l| l.dir.clone()).collect();
     let slos: Vec<Vec<SloResult>> = levels.iter().map(|l| l.slo.clone()).collect();
     let mut doc = artifact::summary::with_decisions(
-        artifact::summary::json(&summaries, &dirs, verdict, &ids.input_config),
+        artifact::summary::json(&summaries, &dirs, &decisions.verdict, &ids.input_config),
         d,
         &dirs,
         &slos,
-        knee,
+        &decisions.knee,
     );
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("plan_id".into(), ids.plan_id.clone().into());
@@ -819,21 +775,7 @@ fn level_doc(
     slo: &[SloResult],
     writer: &files::Writer<'_>,
 ) -> serde_json::Value {
-    let mut doc = artifact::genai_perf::json(s, &ids.input_config);
-    writer.stamp(&mut doc);
-    if let serde_json::Value::Object(map) = &mut doc {
-        map.insert(
-            FINGERPRINT_KEY.into(),
-            serde_json::to_value(&ids.fingerprint).unwrap_or_default(),
-        );
-        if !slo.is_empty() {
-            map.insert("slo".into(), slo::json(slo));
-        }
-        map.insert(
-            "context".into(),
-            serde_json::to_value(&ids.context).unwrap_or_default(),
-        );
-    }
-    artifact::stamp(&mut doc);
-    doc
+    let fingerprint = serde_json::to_value(&ids.fingerprint).unwrap_or_default();
+    let own = vec![(FINGERPRINT_KEY, fingerprint)];
+    writer.level_doc(s, &ids.input_config, own, slo, &ids.context)
 }

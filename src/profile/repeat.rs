@@ -7,9 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Ids, LevelResult, Outcome, Ui, level_doc, run_once, write_report, write_sweep};
+use super::{
+    Decisions, Ids, LevelResult, Outcome, Ui, level_doc, run_once, write_report, write_sweep,
+};
 use crate::analysis::slo;
-use crate::analysis::{knee, verdict};
 use crate::artifact::{self, repeat as files, write_file};
 use crate::context::RunContext;
 use crate::error::{Result, create_dir};
@@ -101,10 +102,8 @@ async fn combine(
         table.push((stimulus.name(), spreads));
         levels.push(result);
     }
-    let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let mut knee = knee::analyze(&summaries, plan.knee_min_gain);
-    let verdict = verdict::with_knee(&summaries, &mut knee);
-    let sweep_dir = write_run_files(plan, layout, &ids, &levels, (&verdict, &knee), &table)?;
+    let decisions = Decisions::of(&levels, plan.knee_min_gain);
+    let sweep_dir = write_run_files(plan, layout, &ids, &levels, &decisions, &table)?;
     let interrupted = crate::engine::outcome::interrupted(
         reps.iter().any(|r| r.interrupted),
         cancel.stopping(),
@@ -114,8 +113,8 @@ async fn combine(
         levels,
         sweep_dir,
         interrupted,
-        verdict,
-        knee,
+        verdict: decisions.verdict,
+        knee: decisions.knee,
         idle: Vec::new(),
         repetitions: reps,
         context,
@@ -209,7 +208,7 @@ fn write_run_files(
     layout: &artifact::Layout,
     ids: &Ids,
     levels: &[LevelResult],
-    decisions: (&verdict::Verdict, &knee::Analysis),
+    decisions: &Decisions,
     table: &[(String, Vec<MetricSpread>)],
 ) -> Result<Option<PathBuf>> {
     let csv = files::csv(table);

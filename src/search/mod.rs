@@ -18,17 +18,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::analysis::sequential::{Decision, Rule, StopReason};
-use crate::analysis::{knee, verdict};
 use crate::artifact::search::{ProbeVerdict, SearchDoc};
 use crate::artifact::{self, Layout, write_file};
-use crate::engine::Policy;
-use crate::error::{Error, Result, create_dir};
+use crate::engine::levels::{self, Flow, Planned};
+use crate::engine::{Policy, files};
+use crate::error::Result;
 use crate::load::{Cancel, Stimulus, Stop};
 use crate::plan::LevelPart;
 use crate::plan::search::SearchPlan;
-use crate::profile::{Ids, LevelResult, LevelRun, Runner, Ui};
+use crate::profile::{Decisions, Ids, LevelResult, LevelRun, Runner, Ui};
 use crate::publish::RunEnd;
-use crate::stats::LevelSummary;
 use bisect::{Kind, Order, Outcome};
 
 /// One probe of a search.
@@ -66,8 +65,9 @@ pub struct Ended {
     pub timed_out: bool,
 }
 
-/// Runs a search. Usage mistakes are [`Error::Usage`] before anything is sent; Ctrl-C during
-/// the first probe is [`Error::Interrupted`], later it ends the search with what it found.
+/// Runs a search. Usage mistakes are [`crate::error::Error::Usage`] before anything is sent;
+/// Ctrl-C during the first probe is [`crate::error::Error::Interrupted`], later it ends the
+/// search with what it found.
 pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutcome> {
     let started = Instant::now();
     let settled = crate::engine::streaming::settle(&plan.run).await?;
@@ -90,51 +90,36 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
     let layout = artifact::fresh_layout(run, &artifact::local_timestamp());
     let dir = layout.sweep_dir();
     artifact::ensure_writable(&dir)?;
-    let mut runner = Runner::start(run, &cancel, ui, Ids::new(run), None).await?;
+    let runner = Runner::start(run, &cancel, ui, Ids::new(run), None).await?;
     ui.say(&cost::intro(plan));
     for line in cost::needs(&plan.rule) {
         ui.say(&line);
     }
-    let deadline = plan.max_time.map(|d| started + d);
-    let mut order = Order::new(
-        plan.axis.is_concurrency(),
-        plan.min,
-        plan.max,
-        plan.resolution,
-        plan.max_given,
-    );
-    let mut probes: Vec<Probe> = Vec::new();
-    let mut estimate = None;
-    let mut ended = Ended::default();
-    while let Some((load, kind)) = order.next() {
-        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        if cancel.stopping() || left.is_some_and(|l| l.is_zero()) {
-            ended.timed_out = !cancel.stopping();
-            break;
-        }
-        let index = probes.len();
-        let probe = match measure(plan, &mut runner, &layout, (load, kind), left, index, ui).await {
-            Err(Error::Interrupted) if !probes.is_empty() => break,
-            r => r?,
-        };
-        ui.say(&probe_line(index + 1, &probe, run.max_error_rate));
-        let verdict = probe.verdict;
-        probes.push(probe);
-        if verdict == ProbeVerdict::Interrupted {
-            break;
-        }
-        if verdict == ProbeVerdict::Undecided && deadline.is_some_and(|d| Instant::now() >= d) {
-            ended.timed_out = true;
-            break;
-        }
-        order.record(load, outcome(verdict));
-        if index == 0 && order.next().is_some() {
-            estimate = cost::estimate(plan, &order, &probes[0]);
-            if let Some(e) = &estimate {
-                ui.say(&e.line);
-            }
-        }
-    }
+    let mut search = Search {
+        plan,
+        runner,
+        layout,
+        order: Order::new(
+            plan.axis.is_concurrency(),
+            plan.min,
+            plan.max,
+            plan.resolution,
+            plan.max_given,
+        ),
+        deadline: plan.max_time.map(|d| started + d),
+        estimate: None,
+        ended: Ended::default(),
+        cancel: cancel.clone(),
+        ui,
+    };
+    let probes = levels::run(&mut search, &cancel, ui.speaks()).await?.levels;
+    let Search {
+        runner,
+        order,
+        estimate,
+        mut ended,
+        ..
+    } = search;
     ended.interrupted = cancel.stopping();
     let doc = document::document(
         plan,
@@ -158,6 +143,113 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
     Ok(SearchOutcome { probes, doc, dir })
 }
 
+/// `search`'s choices in the level loop: the probes [`bisect`] orders, each under the
+/// sequential rule cut to the time left, until the bracket closes or `--max-time` runs out.
+struct Search<'a> {
+    plan: &'a SearchPlan,
+    runner: Runner,
+    layout: Layout,
+    order: Order,
+    deadline: Option<Instant>,
+    estimate: Option<cost::Estimate>,
+    ended: Ended,
+    cancel: Cancel,
+    ui: Ui,
+}
+
+/// A probe the order asked for: its load, kind and the rule it measures under.
+struct Asked {
+    load: f64,
+    kind: Kind,
+    rule: Rule,
+}
+
+impl levels::Mode for Search<'_> {
+    type Probe = Asked;
+    type Level = Probe;
+
+    fn next(&mut self, done: &[Probe]) -> Option<Planned<Asked>> {
+        let (load, kind) = self.order.next()?;
+        let left = self
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|l| l.is_zero()) {
+            self.ended.timed_out = !self.cancel.stopping();
+            return None;
+        }
+        let run = &self.plan.run;
+        let stimulus = self.plan.axis.stimulus(load);
+        let rule = probe_rule(self.plan, load, kind, left);
+        let part = LevelPart {
+            index: done.len() as u32,
+            whole: stimulus,
+            load: Ok((stimulus, Stop::Requests(rule.looks.cap))),
+            warmup: run.level_part(0).warmup,
+            start_at: None,
+        };
+        Some(Planned {
+            part,
+            dir: Some(probe_dir(&self.layout, &stimulus, kind)),
+            probe: Asked { load, kind, rule },
+        })
+    }
+
+    fn writer(&self) -> files::Writer<'_> {
+        self.runner.writer(&self.plan.run)
+    }
+
+    /// Runs one probe.
+    async fn measure(&mut self, level: Planned<Asked>) -> Result<Probe> {
+        let run = &self.plan.run;
+        let (stimulus, _) = level.load()?;
+        let Asked { load, kind, rule } = level.probe;
+        let dir = probe_dir(&self.layout, &stimulus, kind);
+        let started = Instant::now();
+        let level = LevelRun {
+            part: &level.part,
+            stimulus,
+            policy: Policy::Sequential(Arc::new(rule)),
+            dir: &dir,
+        };
+        let level = self.runner.level(run, &level, self.ui).await?;
+        let verdict = probe_verdict(&level, run.max_error_rate, kind);
+        Ok(Probe {
+            load,
+            kind,
+            level,
+            verdict,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    /// Says the probe, tells the order, and ends the search on Ctrl-C or at `--max-time`.
+    fn after(&mut self, done: &[Probe]) -> Flow {
+        let Some(probe) = done.last() else {
+            return Flow::Next;
+        };
+        let index = done.len() - 1;
+        self.ui
+            .say(&probe_line(index + 1, probe, self.plan.run.max_error_rate));
+        let verdict = probe.verdict;
+        if verdict == ProbeVerdict::Interrupted {
+            return Flow::Stop;
+        }
+        if verdict == ProbeVerdict::Undecided && self.deadline.is_some_and(|d| Instant::now() >= d)
+        {
+            self.ended.timed_out = true;
+            return Flow::Stop;
+        }
+        self.order.record(probe.load, outcome(verdict));
+        if index == 0 && self.order.next().is_some() {
+            self.estimate = cost::estimate(self.plan, &self.order, probe);
+            if let Some(e) = &self.estimate {
+                self.ui.say(&e.line);
+            }
+        }
+        Flow::Next
+    }
+}
+
 /// The sweep-wide files over the probes that settled something (a scout left open after its
 /// twenty requests describes little, and its load may be proven later in a probe of its own).
 fn write_levels(plan: &SearchPlan, dir: &Path, probes: &[Probe], runner: &Runner) -> Result<()> {
@@ -169,50 +261,8 @@ fn write_levels(plan: &SearchPlan, dir: &Path, probes: &[Probe], runner: &Runner
     if levels.is_empty() {
         return Ok(());
     }
-    let summaries: Vec<LevelSummary> = levels.iter().map(|l| l.summary.clone()).collect();
-    let mut k = knee::analyze(&summaries, plan.run.knee_min_gain);
-    let v = verdict::with_knee(&summaries, &mut k);
-    crate::profile::write_sweep(&plan.run, dir, &levels, (&v, &k), &runner.ids, &[])
-}
-
-/// Runs one probe at `load`; `left`: the time the search has left.
-async fn measure(
-    plan: &SearchPlan,
-    runner: &mut Runner,
-    layout: &Layout,
-    (load, kind): (f64, Kind),
-    left: Option<Duration>,
-    index: usize,
-    ui: Ui,
-) -> Result<Probe> {
-    let run = &plan.run;
-    let stimulus = plan.axis.stimulus(load);
-    let rule = probe_rule(plan, load, kind, left);
-    let part = LevelPart {
-        index: index as u32,
-        whole: stimulus,
-        load: Ok((stimulus, Stop::Requests(rule.looks.cap))),
-        warmup: run.level_part(0).warmup,
-        start_at: None,
-    };
-    let level_dir = probe_dir(layout, &stimulus, kind);
-    create_dir(&level_dir)?;
-    let started = Instant::now();
-    let level = LevelRun {
-        part: &part,
-        stimulus,
-        policy: Policy::Sequential(Arc::new(rule)),
-        dir: &level_dir,
-    };
-    let level = runner.level(run, &level, ui).await?;
-    let verdict = probe_verdict(&level, run.max_error_rate, kind);
-    Ok(Probe {
-        load,
-        kind,
-        level,
-        verdict,
-        elapsed: started.elapsed(),
-    })
+    let decisions = Decisions::of(&levels, plan.run.knee_min_gain);
+    crate::profile::write_sweep(&plan.run, dir, &levels, &decisions, &runner.ids, &[])
 }
 
 /// Successful requests a scout measures: its first look, and for a rate at least two seconds
