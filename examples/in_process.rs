@@ -5,7 +5,7 @@
 
 use clap::Parser;
 use ttftbench::cli::{Cli, Command};
-use ttftbench::load::Cancel;
+use ttftbench::load::Interrupt;
 use ttftbench::metrics::Metric;
 use ttftbench::profile::{self, Ui};
 use ttftbench::sim::{self, SimConfig};
@@ -41,7 +41,7 @@ async fn main() -> anyhow::Result<()> {
         anyhow::bail!("not a profile command");
     };
     let plan = args.plan(&argv)?;
-    let outcome = profile::run(&plan, Cancel::new(), Ui::silent()).await?;
+    let outcome = profile::run(&plan, Interrupt::new(), Ui::silent()).await?;
     for level in &outcome.levels {
         let s = &level.summary;
         let ttft = s

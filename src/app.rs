@@ -5,7 +5,7 @@ use crate::artifact::write_file;
 use crate::cli::{Command, DemoArgs, EngineArgs, ProfileArgs, ServeArgs};
 use crate::engine::signals::{wait_signal, watch_signals};
 use crate::error::{Error, Result};
-use crate::load::Cancel;
+use crate::load::Interrupt;
 use crate::plan::{RunPlan, Verbosity};
 use crate::profile::{Outcome, Ui};
 
@@ -219,11 +219,11 @@ async fn demo(a: &DemoArgs) -> Result<u8> {
         );
         eprintln!("demo: running {}", plan.command_line);
     }
-    let cancel = Cancel::new();
-    watch_signals(cancel.clone());
+    let interrupt = Interrupt::new();
+    watch_signals(interrupt.clone());
     let outcome = crate::profile::run(
         &plan,
-        cancel,
+        interrupt,
         Ui::for_terminal(plan.verbosity, plan.outputs.ui),
     )
     .await?;
@@ -278,10 +278,10 @@ async fn profile(args: &ProfileArgs, argv: &[String]) -> Result<u8> {
         // The plan was validated first: a config that would be refused is not printed.
         return write_stdout(plan.run_config.as_bytes());
     }
-    let cancel = Cancel::new();
-    watch_signals(cancel.clone());
+    let interrupt = Interrupt::new();
+    watch_signals(interrupt.clone());
     let ui = Ui::for_terminal(plan.verbosity, plan.outputs.ui);
-    let outcome = crate::profile::run(&plan, cancel, ui).await?;
+    let outcome = crate::profile::run(&plan, interrupt, ui).await?;
     Ok(finish(&outcome, &plan))
 }
 
@@ -290,10 +290,10 @@ async fn search(args: &crate::cli::SearchArgs, argv: &[String]) -> Result<u8> {
     if args.run.artifacts.outputs.print_config {
         return write_stdout(plan.run.run_config.as_bytes());
     }
-    let cancel = Cancel::new();
-    watch_signals(cancel.clone());
+    let interrupt = Interrupt::new();
+    watch_signals(interrupt.clone());
     let ui = Ui::for_terminal(plan.run.verbosity, plan.run.outputs.ui);
-    let outcome = crate::search::run(&plan, cancel, ui).await?;
+    let outcome = crate::search::run(&plan, interrupt, ui).await?;
     let text = crate::report::console::search_text(&outcome.doc);
     crate::publish::console_text(plan.run.outputs.json_stdout(), &text);
     if plan.run.verbosity != Verbosity::Quiet {
@@ -439,7 +439,7 @@ fn demo_plan(a: &DemoArgs, sim: &crate::sim::SimHandle) -> Result<RunPlan> {
     Ok(RunPlan {
         workload,
         levels: crate::plan::values::parse_concurrency(&a.concurrency)?,
-        stop: crate::load::StopRule::Fixed(crate::load::Stop::Requests(REQUESTS)),
+        stop: crate::load::LevelLengthRule::Fixed(crate::load::LevelLength::Requests(REQUESTS)),
         server_metrics: crate::server_metrics::MetricsSource::Url(sim.metrics_url()),
         artifact_dir: Some(a.artifact_dir.clone()),
         verbosity: if a.quiet {

@@ -49,7 +49,7 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::saturation::Signal;
 use crate::metrics::{Metric, MetricRef, Op, PercentileMethod, Slo, Stat, SystemMetric};
@@ -469,8 +469,12 @@ pub fn moe(
 #[strum_discriminants(
     name(Stopped),
     doc = "Why a level's measurement ended, without its detail: the key files carry.",
-    derive(Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter),
-    serde(rename_all = "snake_case"),
+    derive(
+        strum::IntoStaticStr,
+        strum::EnumString,
+        strum::VariantArray,
+        strum::VariantNames
+    ),
     strum(serialize_all = "snake_case")
 )]
 pub enum StopReason {
@@ -490,6 +494,8 @@ pub enum StopReason {
     /// Ctrl-C.
     Interrupted,
 }
+
+crate::names::serde_by_name!(Stopped);
 
 impl StopReason {
     /// A short key (`settled`, `saturated`, ...).

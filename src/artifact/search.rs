@@ -39,12 +39,19 @@ pub const SEARCH_FILE: &str = "search.json";
 /// Requests per level of the ladder a search is compared with.
 pub const LADDER_REQUESTS: u64 = 200;
 
-/// How a probe ended, for the search. Written and read back by name (this declaration's
-/// snake_case, the same for serde and for the tables' words).
+/// How a probe ended, for the search. Written and read back by its `strum` name (the tables'
+/// word too).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
 )]
-#[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum ProbeVerdict {
     /// Every objective's interval on the good side (and every point objective held).
@@ -61,6 +68,10 @@ pub enum ProbeVerdict {
     Interrupted,
 }
 
+crate::names::serde_by_name!(ProbeVerdict);
+crate::names::serde_by_name!(ProbeKind);
+crate::names::serde_by_name!(Proof);
+
 impl ProbeVerdict {
     /// `meets`, `fails`, ...
     pub fn word(self) -> &'static str {
@@ -70,9 +81,16 @@ impl ProbeVerdict {
 
 /// How a probe was run.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
 )]
-#[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum ProbeKind {
     /// Measured until its verdict is settled (or a cap).
@@ -84,9 +102,16 @@ pub enum ProbeKind {
 
 /// Whether a probe's verdict is proven.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
 )]
-#[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum Proof {
     /// Its own interval settled its verdict.
@@ -429,25 +454,13 @@ pub(crate) fn example() -> SearchDoc {
 mod tests {
     use super::*;
 
-    /// Every enum of the file reads back from what it writes, and its table word is that name.
+    /// Every enum of the file reads back from what it writes.
     #[test]
     fn probe_enums_round_trip() {
-        use strum::IntoEnumIterator;
-        fn check<T>(all: impl Iterator<Item = T>)
-        where
-            T: Serialize + for<'a> Deserialize<'a> + PartialEq + std::fmt::Debug + Copy,
-            &'static str: From<T>,
-        {
-            for v in all {
-                let text = serde_json::to_string(&v).unwrap();
-                assert_eq!(text, format!("\"{}\"", <&str>::from(v)));
-                assert_eq!(serde_json::from_str::<T>(&text).unwrap(), v);
-            }
-        }
-        check(ProbeVerdict::iter());
-        check(ProbeKind::iter());
-        check(Proof::iter());
-        check(Stopped::iter());
+        crate::names::assert_serde_round_trip::<ProbeVerdict>();
+        crate::names::assert_serde_round_trip::<ProbeKind>();
+        crate::names::assert_serde_round_trip::<Proof>();
+        crate::names::assert_serde_round_trip::<Stopped>();
     }
 
     #[test]

@@ -193,8 +193,8 @@ impl ProfileArgs {
     fn load(
         &self,
         workload: &crate::workload::WorkloadPlan,
-        stop: crate::load::StopRule,
-    ) -> Result<(Vec<crate::load::Stimulus>, crate::load::StopRule), UsageError> {
+        stop: crate::load::LevelLengthRule,
+    ) -> Result<(Vec<crate::load::Stimulus>, crate::load::LevelLengthRule), UsageError> {
         let (levels, open_loop) = (&self.levels, &self.run.arrival);
         if self.fixed_schedule.fixed_schedule {
             let measure = &self.run.measure;
@@ -475,7 +475,7 @@ impl super::DoctorArgs {
         Ok(RunPlan {
             server_metrics: resolve::metrics_source(self.server_metrics_url.as_deref(), &target)?,
             workload,
-            stop: crate::load::StopRule::Fixed(crate::load::Stop::Requests(1)),
+            stop: crate::load::LevelLengthRule::Fixed(crate::load::LevelLength::Requests(1)),
             raw_export: false,
             ..RunPlan::new(target)
         })
@@ -523,7 +523,7 @@ fn positive(flag: &str, d: Duration) -> Result<(), UsageError> {
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
-    use crate::load::{Arrival, Stimulus, Stop, StopRule};
+    use crate::load::{Arrival, LevelLength, LevelLengthRule, Stimulus};
     use crate::metrics::{Metric, Objective};
     use crate::server_metrics::MetricsSource;
     use crate::target::{Api, Header};
@@ -687,7 +687,7 @@ mod tests {
         assert_eq!(p.levels[0].name(), "fixed_schedule");
         assert_eq!(
             p.stop,
-            StopRule::Fixed(Stop::Requests(4)),
+            LevelLengthRule::Fixed(LevelLength::Requests(4)),
             "the rows in the window"
         );
         let PromptSource::Trace(src) = &p.workload.prompts else {
@@ -757,7 +757,7 @@ mod tests {
         assert_eq!(p.request_timeout, Duration::from_millis(500));
         assert_eq!(
             p.stop,
-            StopRule::Fixed(Stop::Window(Duration::from_secs(2)))
+            LevelLengthRule::Fixed(LevelLength::Window(Duration::from_secs(2)))
         );
         assert_eq!(p.warmup_duration, Some(Duration::from_millis(1500)));
         assert_eq!(p.timeline_interval, Duration::from_millis(250));
@@ -765,7 +765,7 @@ mod tests {
         let p = plan(&["-m", "m", "-p", "4000", "--request-timeout", "30"]).unwrap();
         assert_eq!(
             p.stop,
-            StopRule::Fixed(Stop::Window(Duration::from_secs(4)))
+            LevelLengthRule::Fixed(LevelLength::Window(Duration::from_secs(4)))
         );
         assert_eq!(p.request_timeout, Duration::from_secs(30));
         let e = plan(&["-m", "m", "--request-timeout", "0"]).unwrap_err();
@@ -809,7 +809,7 @@ mod tests {
         assert_eq!(p.levels, [Stimulus::Concurrency(1)]);
         assert_eq!(
             p.stop,
-            StopRule::Fixed(Stop::Window(Duration::from_millis(10_000)))
+            LevelLengthRule::Fixed(LevelLength::Window(Duration::from_millis(10_000)))
         );
         assert_eq!(p.workload.num_prompts, 200);
         assert_eq!(
@@ -835,7 +835,7 @@ mod tests {
             p.target.endpoint_url(),
             "http://localhost:8000/v1/chat/completions"
         );
-        assert_eq!(p.stop, StopRule::Fixed(Stop::Requests(200)));
+        assert_eq!(p.stop, LevelLengthRule::Fixed(LevelLength::Requests(200)));
         let p = plan(&[
             "-m",
             "m",
@@ -853,14 +853,14 @@ mod tests {
         // Enough for a p99, or 25 s when the server is too slow for that.
         assert_eq!(
             p.stop.for_level(&Stimulus::Concurrency(8)),
-            Stop::RequestsOrTime {
+            LevelLength::RequestsOrTime {
                 requests: 100,
                 time: Duration::from_secs(25)
             }
         );
         assert_eq!(
             p.stop.for_level(&Stimulus::Concurrency(64)),
-            Stop::RequestsOrTime {
+            LevelLength::RequestsOrTime {
                 requests: 128,
                 time: Duration::from_secs(25)
             }
@@ -966,7 +966,10 @@ mod tests {
             s.turns.iter().map(|&t| u64::from(t)).sum::<u64>()
         );
         assert!(s.turns.iter().any(|&t| t != 4), "sampled: {:?}", s.turns);
-        assert_eq!(p.stop, StopRule::Fixed(Stop::Requests(s.total_turns)));
+        assert_eq!(
+            p.stop,
+            LevelLengthRule::Fixed(LevelLength::Requests(s.total_turns))
+        );
         assert_eq!(p.levels, [Stimulus::Concurrency(3)]);
         let again = with(&[
             "--num-sessions",
@@ -980,7 +983,11 @@ mod tests {
         assert_eq!(again.workload.sessions.unwrap().turns, s.turns, "seeded");
         let counted = with(&["--session-turns-mean", "2", "--request-count", "7"]).unwrap();
         assert_eq!(counted.workload.sessions.as_ref().unwrap().sessions, 100);
-        assert_eq!(counted.stop, StopRule::Fixed(Stop::Requests(7)), "turns");
+        assert_eq!(
+            counted.stop,
+            LevelLengthRule::Fixed(LevelLength::Requests(7)),
+            "turns"
+        );
         assert!(with(&[]).unwrap().workload.sessions.is_none());
         for (extra, says) in [
             (

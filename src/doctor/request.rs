@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{BIND_FIX, KEY_FIX, NOT_DECOUPLED_FIX, SHOWN_EVENTS, Step};
 use crate::client::{Capture, Exchange};
-use crate::load::Cancel;
+use crate::load::Interrupt;
 use crate::plan::RunPlan;
 use crate::record::{ErrorKind, RequestError};
 use crate::target::Api;
@@ -27,7 +27,7 @@ pub(super) async fn request(plan: &RunPlan) -> Step {
             _ => format!("one streamed request (POST {})", t.endpoint_url()),
         },
     );
-    let session = match crate::engine::session::prepare_llm(plan, Cancel::new(), None).await {
+    let session = match crate::engine::session::prepare_llm(plan, Interrupt::new(), None).await {
         Ok(s) => s,
         Err(e) => {
             return step.fail(

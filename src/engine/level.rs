@@ -16,7 +16,7 @@ use super::live::{LevelLive, LevelView, LiveView, Shape, Times};
 use crate::analysis::sequential::{Rule, Settled, StopReason};
 use crate::analysis::validity::{self, Observed, StallMonitor};
 use crate::error::{Error, Result};
-use crate::load::{Halt, PhaseOutcome, Stimulus, Stop, WindowRule, run_phase};
+use crate::load::{Halt, LevelLength, PhaseOutcome, Stimulus, WindowRule, run_phase};
 use crate::metrics::{Metric, Objective, PercentileMethod};
 use crate::record::Phase;
 use crate::report::live::{Goal, Head};
@@ -30,7 +30,7 @@ use crate::stats::{Aggregate, LevelSummary};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Policy {
     /// After a count or a time window: one window, the whole measurement.
-    Fixed(Stop),
+    Fixed(LevelLength),
     /// perf_analyzer's rule: windows until the last three agree.
     Stable(Stability),
     /// Until the level's objectives are settled at a confidence, or its margin of error is
@@ -61,8 +61,8 @@ impl Policy {
     /// The window rule the collector cuts by.
     fn rule(&self) -> WindowRule {
         match self {
-            Policy::Fixed(Stop::Requests(n)) => WindowRule::Requests(*n),
-            Policy::Fixed(Stop::Window(d) | Stop::RequestsOrTime { time: d, .. }) => {
+            Policy::Fixed(LevelLength::Requests(n)) => WindowRule::Requests(*n),
+            Policy::Fixed(LevelLength::Window(d) | LevelLength::RequestsOrTime { time: d, .. }) => {
                 WindowRule::Once(*d)
             }
             Policy::Stable(s) => s.rule,
@@ -71,11 +71,11 @@ impl Policy {
     }
 
     /// When the load itself stops sending (a stability loop halts it instead).
-    fn stop(&self) -> Stop {
+    fn stop(&self) -> LevelLength {
         match self {
             Policy::Fixed(stop) => *stop,
-            Policy::Stable(_) => Stop::Requests(u64::MAX),
-            Policy::Sequential(r) => Stop::Requests(r.looks.cap),
+            Policy::Stable(_) => LevelLength::Requests(u64::MAX),
+            Policy::Sequential(r) => LevelLength::Requests(r.looks.cap),
         }
     }
 }
@@ -106,7 +106,7 @@ pub struct LevelSpec<'a> {
     /// When the measurement ends.
     pub policy: Policy,
     /// Warm-up before the measurement (recorded with `phase: warmup`, excluded from statistics).
-    pub warmup: Option<Stop>,
+    pub warmup: Option<LevelLength>,
     /// Goodput objectives.
     pub objectives: &'a [Objective],
     /// Input-length bucket edges for TTFT and latency (empty: not split).
@@ -163,7 +163,7 @@ pub async fn measure_level(
     let shared = session.shared.clone();
     let start = match spec.start_at {
         Some(at) => Some(
-            super::start::wait_until(at, &shared.cancel)
+            super::start::wait_until(at, &shared.interrupt)
                 .await
                 .ok_or(Error::Interrupted)?,
         ),
@@ -224,7 +224,7 @@ pub async fn measure_level(
         let ctx = super::sequential::Context {
             rule,
             method: spec.percentile_method,
-            cancel: &shared.cancel,
+            interrupt: &shared.interrupt,
             sent: &live.sent,
             clock: shared.clock,
             measure_start_ns: measure_start.load(Ordering::Acquire),
@@ -242,7 +242,7 @@ pub async fn measure_level(
             live: live.view.as_ref(),
         };
         loop_
-            .until_stable(&s, &session.probe, &shared.cancel, hooks)
+            .until_stable(&s, &session.probe, &shared.interrupt, hooks)
             .await;
         halt.halt();
     }
@@ -357,10 +357,10 @@ fn start_live(
         total: view.and_then(LiveView::total),
         name: spec.stimulus.name(),
         goal: match &spec.policy {
-            Policy::Fixed(Stop::Requests(n) | Stop::RequestsOrTime { requests: n, .. }) => {
-                Goal::Requests(*n)
-            }
-            Policy::Fixed(Stop::Window(d)) => Goal::Seconds(d.as_secs_f64()),
+            Policy::Fixed(
+                LevelLength::Requests(n) | LevelLength::RequestsOrTime { requests: n, .. },
+            ) => Goal::Requests(*n),
+            Policy::Fixed(LevelLength::Window(d)) => Goal::Seconds(d.as_secs_f64()),
             Policy::Stable(s) => Goal::Stable {
                 max_windows: s.max_trials,
             },
@@ -371,7 +371,7 @@ fn start_live(
         clock: shared.clock,
         level_start_ns: shared.clock.now_ns(),
         measure_start: measure_start.clone(),
-        cancel: shared.cancel.clone(),
+        interrupt: shared.interrupt.clone(),
     };
     let shape = Shape {
         streaming: spec.streaming,
@@ -508,16 +508,16 @@ impl WindowLoop {
         &mut self,
         s: &Stability,
         probe: &ServerProbe,
-        cancel: &crate::load::Cancel,
+        interrupt: &crate::load::Interrupt,
         hooks: PassHooks<'_>,
     ) {
         loop {
             let w = tokio::select! {
                 w = self.rx.recv() => w,
-                _ = cancel.wait_stop() => None,
+                _ = interrupt.wait_stop() => None,
             };
             let Some(w) = w else {
-                self.cut = cancel.stopping();
+                self.cut = interrupt.stopping();
                 return;
             };
             // The load ends only when stopped while this loop runs: its last window is partial.
@@ -544,7 +544,7 @@ impl WindowLoop {
             if self.measured >= s.max_trials {
                 return;
             }
-            if cancel.stopping() {
+            if interrupt.stopping() {
                 self.cut = true;
                 return;
             }

@@ -14,7 +14,7 @@ use super::Measured;
 use super::files::Writer;
 use crate::error::{Error, Result};
 use crate::load::Shard;
-use crate::load::{Cancel, Stimulus, Stop};
+use crate::load::{Interrupt, LevelLength, Stimulus};
 use crate::plan::LevelPart;
 
 /// A level the mode runs next.
@@ -31,7 +31,7 @@ pub struct Planned<P> {
 impl<P> Planned<P> {
     /// This process's load and stop at the level. A shard without load there reaches this only
     /// without a directory to write `shard.json` into.
-    pub fn load(&self) -> Result<(Stimulus, Stop)> {
+    pub fn load(&self) -> Result<(Stimulus, LevelLength)> {
         self.part
             .load
             .clone()
@@ -87,7 +87,7 @@ pub trait Mode {
 
 /// Runs the mode's levels in order until it has no more, it stops, or Ctrl-C; `say`: whether
 /// a shard's levels without load are said on the console.
-pub async fn run<M: Mode>(mode: &mut M, cancel: &Cancel, say: bool) -> Result<Ran<M::Level>> {
+pub async fn run<M: Mode>(mode: &mut M, interrupt: &Interrupt, say: bool) -> Result<Ran<M::Level>> {
     mode.announce();
     let mut ran = Ran {
         levels: Vec::new(),
@@ -95,7 +95,7 @@ pub async fn run<M: Mode>(mode: &mut M, cancel: &Cancel, say: bool) -> Result<Ra
         cut: false,
     };
     while let Some(level) = mode.next(&ran.levels) {
-        if cancel.stopping() {
+        if interrupt.stopping() {
             ran.cut = true;
             break;
         }
@@ -193,7 +193,7 @@ mod tests {
     struct Fake {
         script: Vec<Does>,
         asked: usize,
-        cancel: Cancel,
+        interrupt: Interrupt,
         shard: ShardPlan,
         dir: PathBuf,
     }
@@ -212,7 +212,7 @@ mod tests {
                     count: 2,
                     shard: self.shard.shard,
                 }),
-                _ => Ok((Stimulus::Concurrency(c), Stop::Requests(1))),
+                _ => Ok((Stimulus::Concurrency(c), LevelLength::Requests(1))),
             };
             Some(Planned {
                 part: LevelPart {
@@ -240,7 +240,7 @@ mod tests {
         async fn measure(&mut self, level: Planned<Does>) -> Result<u32> {
             match level.probe {
                 Does::Interrupted => return Err(Error::Interrupted),
-                Does::CtrlC => self.cancel.stop_sending(),
+                Does::CtrlC => self.interrupt.stop_sending(),
                 _ => {}
             }
             Ok(level.part.index + 1)
@@ -259,15 +259,15 @@ mod tests {
     async fn run_script(dir: &Path, script: &[Does]) -> Result<(Vec<u32>, bool, Vec<String>)> {
         let mut shard = ShardPlan::default();
         shard.shard.count = 2;
-        let cancel = Cancel::new();
+        let interrupt = Interrupt::new();
         let mut mode = Fake {
             script: script.to_vec(),
             asked: 0,
-            cancel: cancel.clone(),
+            interrupt: interrupt.clone(),
             shard,
             dir: dir.to_path_buf(),
         };
-        let r = run(&mut mode, &cancel, false).await?;
+        let r = run(&mut mode, &interrupt, false).await?;
         Ok((
             r.levels,
             r.cut,

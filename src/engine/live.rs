@@ -22,7 +22,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use crate::load::Cancel;
+use crate::load::Interrupt;
 use crate::metrics::{Metric, PercentileMethod};
 use crate::plan::outputs::UiMode;
 use crate::record::{Clock, Phase, RequestRecord};
@@ -318,7 +318,7 @@ pub struct Times {
     /// When the measurement started (ns on the clock; 0 until it has).
     pub measure_start: Arc<AtomicU64>,
     /// Ctrl-C: the view says it is stopping.
-    pub cancel: Cancel,
+    pub interrupt: Interrupt,
 }
 
 impl Times {
@@ -333,7 +333,7 @@ impl Times {
         }
         let elapsed = since(start);
         let stage = match goal {
-            _ if self.cancel.stopping() => Stage::Stopping,
+            _ if self.interrupt.stopping() => Stage::Stopping,
             Goal::Seconds(d) if elapsed >= d => Stage::Draining,
             _ => Stage::Measuring,
         };

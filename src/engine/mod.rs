@@ -28,7 +28,7 @@ use std::sync::Arc;
 pub use collector::{RecordsFile, Sinks};
 pub use level::{LevelSpec, Measured, Pass, Policy, Stability, Windows, measure_level};
 
-use crate::load::{PhaseSpec, Shared, Stimulus, Stop};
+use crate::load::{LevelLength, PhaseSpec, Shared, Stimulus};
 use crate::record::Phase;
 use crate::server_metrics::ServerProbe;
 
@@ -75,7 +75,13 @@ impl Session {
     /// The next phase of this session: a phase of the plan's level `level`. A trace's schedule
     /// is replayed from its first row, so such a phase starts at the next sequence number that
     /// maps to dataset entry 0 (numbers stay unique and rising).
-    fn phase(&mut self, phase: Phase, level: u32, stimulus: Stimulus, stop: Stop) -> PhaseSpec {
+    fn phase(
+        &mut self,
+        phase: Phase,
+        level: u32,
+        stimulus: Stimulus,
+        stop: LevelLength,
+    ) -> PhaseSpec {
         if stimulus.replays_schedule() {
             let len = self.shared.dataset.len().max(1) as u64;
             self.seq = self.seq.next_multiple_of(len);

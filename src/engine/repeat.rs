@@ -4,7 +4,7 @@
 use std::future::Future;
 
 use crate::error::Result;
-use crate::load::Cancel;
+use crate::load::Interrupt;
 use crate::plan::Repeat;
 
 /// Runs `one(k)` for repetitions k = 1..=`r.count` in order, `r.pause` apart (Ctrl-C ends a
@@ -13,7 +13,7 @@ use crate::plan::Repeat;
 /// repetitions' outcomes.
 pub async fn each<T, F, Fut>(
     r: Repeat,
-    cancel: &Cancel,
+    interrupt: &Interrupt,
     say: impl Fn(&str),
     mut one: F,
 ) -> Result<Vec<T>>
@@ -23,7 +23,7 @@ where
 {
     let mut done = Vec::new();
     for k in 1..=r.count {
-        if cancel.stopping() {
+        if interrupt.stopping() {
             break;
         }
         if k > 1 && !r.pause.is_zero() {
@@ -34,7 +34,7 @@ where
             ));
             tokio::select! {
                 () = tokio::time::sleep(r.pause) => {}
-                () = cancel.wait_stop() => break,
+                () = interrupt.wait_stop() => break,
             }
         }
         say(&format!("repetition {k}/{}", r.count));
@@ -62,7 +62,7 @@ mod tests {
         let t0 = Instant::now();
         let got = each(
             r,
-            &Cancel::new(),
+            &Interrupt::new(),
             |s| said.lock().unwrap().push(s.to_string()),
             |k| async move { Ok((k * 10, false)) },
         )
@@ -75,7 +75,7 @@ mod tests {
         // An interrupted repetition is the last.
         let got = each(
             r,
-            &Cancel::new(),
+            &Interrupt::new(),
             |_| {},
             |k| async move { Ok((k, k == 2)) },
         )

@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::collector::Window;
 use crate::analysis::saturation::{self, Seen};
 use crate::analysis::sequential::{self, Check, Decision, Moe, Rule, Settled, StopReason};
-use crate::load::Cancel;
+use crate::load::Interrupt;
 use crate::metrics::{Metric, PercentileMethod};
 use crate::record::Clock;
 use crate::server_metrics::probe::QueueSeries;
@@ -29,7 +29,7 @@ pub(super) struct Context<'a> {
     /// How percentiles are read.
     pub method: PercentileMethod,
     /// Ctrl-C.
-    pub cancel: &'a Cancel,
+    pub interrupt: &'a Interrupt,
     /// Requests the measurement has sent so far.
     pub sent: &'a AtomicU64,
     /// The run clock, and when the measurement started on it.
@@ -175,7 +175,7 @@ pub(super) async fn settle(
     let stopped = loop {
         let w = tokio::select! {
             w = rx.recv() => w,
-            _ = ctx.cancel.wait_stop() => break StopReason::Interrupted,
+            _ = ctx.interrupt.wait_stop() => break StopReason::Interrupted,
             _ = until(deadline) => break StopReason::TimeCap,
         };
         let Some(w) = w else {

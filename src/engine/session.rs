@@ -10,7 +10,7 @@ use crate::client::discovery::{check_http, model_info_http};
 use crate::client::wrong_port::{self, Wire};
 use crate::client::{Client, GrpcClient, HttpClient, grpc};
 use crate::error::{Error, Result};
-use crate::load::{Cancel, Shared, Stimulus, gap_pool};
+use crate::load::{Interrupt, Shared, Stimulus, gap_pool};
 use crate::plan::RunPlan;
 use crate::plan::resolve::check_server_count;
 use crate::record::Clock;
@@ -21,7 +21,11 @@ use crate::workload::{Dataset, Salt, dataset, kserve};
 
 /// Connects, checks the server, builds every request and opens the probe for `plan`. With a
 /// `run_id`, requests carry `RUN-SEQ` ids ([`RequestIds`]).
-pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -> Result<Session> {
+pub async fn prepare_llm(
+    plan: &RunPlan,
+    interrupt: Interrupt,
+    run_id: Option<&str>,
+) -> Result<Session> {
     let tokenizer = match &plan.workload.tokenizer {
         Some(spec) => Tokenizer::from_spec(spec, &HubEnv::from_process())
             .map_err(|e| Error::usage(format!("--tokenizer: {e}")))?,
@@ -48,7 +52,7 @@ pub async fn prepare_llm(plan: &RunPlan, cancel: Cancel, run_id: Option<&str>) -
         dataset: std::sync::Arc::new(dataset),
         tokenizer,
         clock: Clock::start(),
-        cancel,
+        interrupt,
         timeout: plan.request_timeout,
         cancellation: plan.cancellation(),
         use_server_token_count: plan.use_server_token_count,

@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use crate::load::Cancel;
+use crate::load::Interrupt;
 
 /// How long in-flight requests may finish after Ctrl-C before they are abandoned.
 pub const GRACE: Duration = Duration::from_secs(10);
 
 /// Watches for Ctrl-C / SIGTERM on behalf of `cancel`.
-pub fn watch_signals(cancel: Cancel) {
+pub fn watch_signals(interrupt: Interrupt) {
     tokio::spawn(async move {
         if wait_signal().await.is_err() {
             return;
@@ -23,12 +23,12 @@ pub fn watch_signals(cancel: Cancel) {
                 GRACE.as_secs()
             );
         }
-        cancel.stop_sending();
+        interrupt.stop_sending();
         tokio::select! {
             _ = tokio::time::sleep(GRACE) => {}
             _ = wait_signal() => {}
         }
-        cancel.abort();
+        interrupt.abort();
     });
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::load::Cancel;
+use crate::load::Interrupt;
 use crate::plan::ShardPlan;
 
 /// How a level's start went against its planned moment.
@@ -62,7 +62,7 @@ pub fn schedule_line(shard: &ShardPlan) -> Option<String> {
 }
 
 /// Waits until the wall clock reads `at_unix_ns`; `None` when the run was stopped meanwhile.
-pub async fn wait_until(at_unix_ns: u64, cancel: &Cancel) -> Option<LevelStart> {
+pub async fn wait_until(at_unix_ns: u64, interrupt: &Interrupt) -> Option<LevelStart> {
     let late = unix_now_ns() > at_unix_ns;
     loop {
         let now = unix_now_ns();
@@ -73,7 +73,7 @@ pub async fn wait_until(at_unix_ns: u64, cancel: &Cancel) -> Option<LevelStart> 
         let step = remaining.min(Duration::from_secs(1));
         tokio::select! {
             _ = tokio::time::sleep(step) => {}
-            _ = cancel.wait_stop() => return None,
+            _ = interrupt.wait_stop() => return None,
         }
     }
     Some(LevelStart {
@@ -89,19 +89,19 @@ mod tests {
 
     #[tokio::test]
     async fn waits_for_the_moment_and_says_when_it_is_late() {
-        let cancel = Cancel::new();
+        let interrupt = Interrupt::new();
         let at = unix_now_ns() + 120_000_000;
-        let s = wait_until(at, &cancel).await.unwrap();
+        let s = wait_until(at, &interrupt).await.unwrap();
         assert!(s.actual_unix_ns >= at, "never early");
         assert!(!s.late);
         // Generous: the timer wakes within milliseconds on an idle machine.
         assert!(s.delay_ns() < 100_000_000, "{} ns late", s.delay_ns());
         let past = unix_now_ns() - 2_000_000_000;
-        let s = wait_until(past, &cancel).await.unwrap();
+        let s = wait_until(past, &interrupt).await.unwrap();
         assert!(s.late && s.delay_ns() >= 2_000_000_000);
-        cancel.stop_sending();
+        interrupt.stop_sending();
         assert_eq!(
-            wait_until(unix_now_ns() + 60_000_000_000, &cancel).await,
+            wait_until(unix_now_ns() + 60_000_000_000, &interrupt).await,
             None
         );
     }

@@ -339,7 +339,7 @@ async fn think(ctx: &WorkerCtx, ms: u64) -> bool {
     }
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_millis(ms)) => !ctx.done(),
-        _ = ctx.shared.cancel.wait_stop() => false,
+        _ = ctx.shared.interrupt.wait_stop() => false,
         _ = ctx.halt.wait() => false,
     }
 }

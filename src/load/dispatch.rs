@@ -13,8 +13,8 @@ use crossbeam_queue::SegQueue;
 use tokio::sync::Notify;
 
 use super::pacer::Pacer;
-use super::{Cancel, Halt};
-use crate::load::Stop;
+use super::{Halt, Interrupt};
+use crate::load::LevelLength;
 use crate::record::Clock;
 
 /// A request that is due.
@@ -69,7 +69,7 @@ const BACKLOG_NAP: Duration = Duration::from_micros(500);
 impl Tickets {
     /// The next due request; `None` once the schedule is exhausted (or stopped) and the queue
     /// is empty. Waits while the schedule has nothing due.
-    pub async fn next(&self, halt: &Halt, cancel: &Cancel) -> Option<Ticket> {
+    pub async fn next(&self, halt: &Halt, interrupt: &Interrupt) -> Option<Ticket> {
         // Fast path: a due request is waiting, no need to register as a waiter.
         if let Some(t) = self.queue.pop() {
             return Some(t);
@@ -88,7 +88,7 @@ impl Tickets {
             tokio::select! {
                 _ = &mut notified => {}
                 _ = halt.wait() => return None,
-                _ = cancel.wait_stop() => return None,
+                _ = interrupt.wait_stop() => return None,
             }
         }
     }
@@ -126,11 +126,11 @@ pub struct PacerRun {
     /// Time base.
     pub clock: Clock,
     /// Request budget or time window.
-    pub stop: Stop,
+    pub stop: LevelLength,
     /// End of the time window, if any.
     pub deadline: Option<u64>,
     /// Run-wide stop.
-    pub cancel: Cancel,
+    pub interrupt: Interrupt,
     /// Phase stop.
     pub halt: Halt,
 }
@@ -145,7 +145,7 @@ pub fn spawn(run: PacerRun, tickets: Arc<Tickets>) -> std::io::Result<std::threa
 fn pace(mut run: PacerRun, tickets: &Tickets) {
     lower_timer_slack();
     'schedule: loop {
-        if run.cancel.stopping() || run.halt.halted() {
+        if run.interrupt.stopping() || run.halt.halted() {
             break;
         }
         let Some((seq, offset)) = run.pacer.next_send() else {
@@ -161,7 +161,7 @@ fn pace(mut run: PacerRun, tickets: &Tickets) {
             break;
         }
         while tickets.backlog() >= MAX_BACKLOG {
-            if run.cancel.stopping() || run.halt.halted() {
+            if run.interrupt.stopping() || run.halt.halted() {
                 break 'schedule;
             }
             std::thread::sleep(BACKLOG_NAP);
@@ -178,7 +178,7 @@ fn pace(mut run: PacerRun, tickets: &Tickets) {
                 break;
             }
             std::thread::sleep(Duration::from_nanos(intended - now - EARLY_NS).min(MAX_SLEEP));
-            if run.cancel.stopping() || run.halt.halted() {
+            if run.interrupt.stopping() || run.halt.halted() {
                 break 'schedule;
             }
         }
@@ -210,15 +210,15 @@ mod tests {
             pacer: Pacer::new(1000.0, Arrival::Constant, 0),
             start_ns: start,
             clock,
-            stop: Stop::Requests(50),
+            stop: LevelLength::Requests(50),
             deadline: None,
-            cancel: Cancel::new(),
+            interrupt: Interrupt::new(),
             halt: Halt::new(),
         };
         let h = spawn(run, tickets.clone()).unwrap();
-        let (halt, cancel) = (Halt::new(), Cancel::new());
+        let (halt, interrupt) = (Halt::new(), Interrupt::new());
         let mut got = Vec::new();
-        while let Some(t) = tickets.next(&halt, &cancel).await {
+        while let Some(t) = tickets.next(&halt, &interrupt).await {
             got.push((t, clock.now_ns()));
         }
         h.join().unwrap();
@@ -251,21 +251,21 @@ mod tests {
     fn the_backlog_is_bounded() {
         let clock = Clock::start();
         let tickets = Arc::new(Tickets::default());
-        let cancel = Cancel::new();
+        let interrupt = Interrupt::new();
         let run = PacerRun {
             pacer: Pacer::new(2e6, Arrival::Constant, 0),
             start_ns: clock.now_ns(),
             clock,
-            stop: Stop::Requests(u64::MAX),
+            stop: LevelLength::Requests(u64::MAX),
             deadline: None,
-            cancel: cancel.clone(),
+            interrupt: interrupt.clone(),
             halt: Halt::new(),
         };
         let h = spawn(run, tickets.clone()).unwrap();
         // 2 M/s for 0.3 s would be 600 000 tickets.
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(tickets.backlog(), MAX_BACKLOG);
-        cancel.stop_sending();
+        interrupt.stop_sending();
         h.join().unwrap();
         assert_eq!(tickets.backlog(), MAX_BACKLOG);
     }
@@ -274,22 +274,22 @@ mod tests {
     async fn stop_ends_a_long_schedule_promptly() {
         let clock = Clock::start();
         let tickets = Arc::new(Tickets::default());
-        let cancel = Cancel::new();
+        let interrupt = Interrupt::new();
         let run = PacerRun {
             pacer: Pacer::new(0.5, Arrival::Constant, 0),
             start_ns: clock.now_ns(),
             clock,
-            stop: Stop::Requests(u64::MAX),
+            stop: LevelLength::Requests(u64::MAX),
             deadline: None,
-            cancel: cancel.clone(),
+            interrupt: interrupt.clone(),
             halt: Halt::new(),
         };
         let h = spawn(run, tickets.clone()).unwrap();
-        let first = tickets.next(&Halt::new(), &cancel).await;
+        let first = tickets.next(&Halt::new(), &interrupt).await;
         assert_eq!(first.map(|t| t.seq), Some(0));
         let t0 = std::time::Instant::now();
-        cancel.stop_sending();
-        assert_eq!(tickets.next(&Halt::new(), &cancel).await, None);
+        interrupt.stop_sending();
+        assert_eq!(tickets.next(&Halt::new(), &interrupt).await, None);
         h.join().unwrap();
         assert!(
             t0.elapsed() < Duration::from_millis(500),

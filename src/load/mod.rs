@@ -22,8 +22,8 @@ pub use cancellation::Cancellation;
 pub use queue::{RecordSink, RecordSource, record_queue};
 pub use shard::Shard;
 pub use stimulus::{
-    Arrival, DEFAULT_LEVEL_REQUESTS, DEFAULT_LEVEL_TIME, LOOK_TICK, Looks, Stimulus, Stop,
-    StopRule, WindowRule,
+    Arrival, DEFAULT_LEVEL_REQUESTS, DEFAULT_LEVEL_TIME, LOOK_TICK, LevelLength, LevelLengthRule,
+    Looks, Stimulus, WindowRule,
 };
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,7 +68,7 @@ pub fn gap_pool() -> GapPool {
 
 /// Stop and abort signals shared by every worker (Ctrl-C, SIGTERM, `--duration` limits).
 #[derive(Clone, Debug)]
-pub struct Cancel {
+pub struct Interrupt {
     stop_tx: Arc<watch::Sender<bool>>,
     stop_rx: watch::Receiver<bool>,
     abort_tx: Arc<watch::Sender<bool>>,
@@ -77,18 +77,18 @@ pub struct Cancel {
     stopped_at: Arc<std::sync::OnceLock<std::time::Instant>>,
 }
 
-impl Default for Cancel {
+impl Default for Interrupt {
     fn default() -> Self {
-        Cancel::new()
+        Interrupt::new()
     }
 }
 
-impl Cancel {
+impl Interrupt {
     /// Neither stopped nor aborted.
-    pub fn new() -> Cancel {
+    pub fn new() -> Interrupt {
         let (tx, rx) = watch::channel(false);
         let (stop_tx, stop_rx) = watch::channel(false);
-        Cancel {
+        Interrupt {
             stop_tx: Arc::new(stop_tx),
             stop_rx,
             abort_tx: Arc::new(tx),
@@ -149,7 +149,7 @@ pub struct Shared {
     /// Time base.
     pub clock: Clock,
     /// Stop/abort signals.
-    pub cancel: Cancel,
+    pub interrupt: Interrupt,
     /// Per-request timeout.
     pub timeout: Duration,
     /// Requests the client cancels on purpose (`--request-cancellation-rate`); `None`: none.
@@ -192,7 +192,7 @@ pub struct PhaseSpec {
     /// Load shape.
     pub stimulus: Stimulus,
     /// When to stop sending.
-    pub stop: Stop,
+    pub stop: LevelLength,
     /// Sequence number of the phase's first request (dataset entries continue round-robin).
     pub seq_base: u64,
     /// The phase's place in the plan (level and warm-up or measurement), the same on every
@@ -320,7 +320,7 @@ pub async fn run_phase(
                 clock: shared.clock,
                 stop: spec.stop,
                 deadline,
-                cancel: shared.cancel.clone(),
+                interrupt: shared.interrupt.clone(),
                 halt: halt.clone(),
             };
             let tickets = Arc::new(dispatch::Tickets::default());
@@ -372,19 +372,19 @@ pub async fn run_phase(
 
 /// Whether the run's stop came while the phase still had requests to send: before its count was
 /// sent, or before its window's deadline (both, for a count within a time).
-fn cut_short(shared: &Shared, stop: Stop, (sent, deadline): (u64, Option<u64>)) -> bool {
-    let Some(at) = shared.cancel.stopped_at() else {
+fn cut_short(shared: &Shared, stop: LevelLength, (sent, deadline): (u64, Option<u64>)) -> bool {
+    let Some(at) = shared.interrupt.stopped_at() else {
         return false;
     };
     match (stop, deadline) {
-        (Stop::Window(_), Some(d)) => shared.clock.offset_of(at) < d,
-        (Stop::Requests(n), _) => sent < n,
-        (Stop::Window(_), None) => true,
+        (LevelLength::Window(_), Some(d)) => shared.clock.offset_of(at) < d,
+        (LevelLength::Requests(n), _) => sent < n,
+        (LevelLength::Window(_), None) => true,
         // Neither its count sent nor its time over.
-        (Stop::RequestsOrTime { requests, .. }, Some(d)) => {
+        (LevelLength::RequestsOrTime { requests, .. }, Some(d)) => {
             sent < requests && shared.clock.offset_of(at) < d
         }
-        (Stop::RequestsOrTime { requests, .. }, None) => sent < requests,
+        (LevelLength::RequestsOrTime { requests, .. }, None) => sent < requests,
     }
 }
 
@@ -442,7 +442,7 @@ impl WorkerCtx {
 
     /// Whether sending has stopped (the run, or this phase).
     fn done(&self) -> bool {
-        self.shared.cancel.stopping() || self.halt.halted()
+        self.shared.interrupt.stopping() || self.halt.halted()
     }
 
     /// A worker's backoff, its jitter seeded by the run seed, the shard and the worker's number
@@ -476,7 +476,7 @@ impl WorkerCtx {
         }
         tokio::select! {
             _ = tokio::time::sleep(wait) => !self.done(),
-            _ = self.shared.cancel.wait_stop() => false,
+            _ = self.shared.interrupt.wait_stop() => false,
             _ = self.halt.wait() => false,
         }
     }
@@ -541,7 +541,7 @@ async fn open_loop_worker(
 ) {
     let mut ex = Exchange::new();
     let mut backoff = ctx.backoff(worker);
-    while let Some(t) = tickets.next(&ctx.halt, &ctx.shared.cancel).await {
+    while let Some(t) = tickets.next(&ctx.halt, &ctx.shared.interrupt).await {
         if t.all_busy && ctx.shared.clock.now_ns().saturating_sub(t.released_ns) > CAP_DELAY_NS {
             delayed.fetch_add(1, Ordering::Relaxed);
         }
@@ -690,7 +690,7 @@ pub(crate) async fn execute(
     let clock = &shared.clock;
     // One abort watch for both stages: each one registers with the channel shared by every
     // worker, so building it once halves that per-request cost.
-    let abort = shared.cancel.wait_abort();
+    let abort = shared.interrupt.wait_abort();
     tokio::pin!(abort);
     let mut reconnected = false;
     let (sent_ns, result) = loop {
@@ -713,7 +713,7 @@ pub(crate) async fn execute(
         // The server had closed the reused connection before this request reached it (no byte
         // of a response came back): it never saw it, so it goes once more on a fresh
         // connection, timed from that send.
-        if result.is_err() && ex.stale_connection && !reconnected && !shared.cancel.stopping() {
+        if result.is_err() && ex.stale_connection && !reconnected && !shared.interrupt.stopping() {
             reconnected = true;
             ex.reset();
             ex.expect_inputs = ask.sent.inputs;

@@ -1,7 +1,7 @@
 //! Which part of a plan this process runs when N processes run it together (`--shard I/N`):
 //! the shard's identity and the integer split every divided quantity uses. The splits
 //! themselves live with what they split: [`super::Stimulus::for_shard`] (workers, rate),
-//! [`super::Stop::for_shard`] (request counts), [`super::pacer::Pacer::for_shard`] (the arrival
+//! [`super::LevelLength::for_shard`] (request counts), [`super::pacer::Pacer::for_shard`] (the arrival
 //! schedule), and the dataset's partition of prompts (`workload::Dataset::partition`).
 
 use serde::{Deserialize, Serialize};

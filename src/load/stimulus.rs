@@ -122,7 +122,7 @@ impl Stimulus {
 /// When a level's measurement ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Stop {
+pub enum LevelLength {
     /// After this many measured requests.
     Requests(u64),
     /// Requests sent within this window are measured; then sending stops and in-flight
@@ -147,15 +147,15 @@ pub const DEFAULT_LEVEL_REQUESTS: u64 = 100;
 /// [`DEFAULT_LEVEL_REQUESTS`]: a six-level ladder (1 to 32) takes under three minutes.
 pub const DEFAULT_LEVEL_TIME: Duration = Duration::from_secs(25);
 
-impl Stop {
+impl LevelLength {
     /// This shard's part: request counts split like workers (the first shards take the
     /// remainder; a part may be 0), time windows unchanged — shards run at the same time, so
     /// each measures the whole window and their union is the window's load.
-    pub fn for_shard(&self, shard: Shard) -> Stop {
+    pub fn for_shard(&self, shard: Shard) -> LevelLength {
         match *self {
-            Stop::Requests(n) => Stop::Requests(shard.share(n)),
-            Stop::Window(d) => Stop::Window(d),
-            Stop::RequestsOrTime { requests, time } => Stop::RequestsOrTime {
+            LevelLength::Requests(n) => LevelLength::Requests(shard.share(n)),
+            LevelLength::Window(d) => LevelLength::Window(d),
+            LevelLength::RequestsOrTime { requests, time } => LevelLength::RequestsOrTime {
                 requests: shard.share(requests),
                 time,
             },
@@ -170,16 +170,16 @@ impl Stop {
     /// The most requests sent, when a count bounds the level.
     pub fn requests(&self) -> Option<u64> {
         match *self {
-            Stop::Requests(n) | Stop::RequestsOrTime { requests: n, .. } => Some(n),
-            Stop::Window(_) => None,
+            LevelLength::Requests(n) | LevelLength::RequestsOrTime { requests: n, .. } => Some(n),
+            LevelLength::Window(_) => None,
         }
     }
 
     /// How long the level sends at most, when a time bounds it.
     pub fn time(&self) -> Option<Duration> {
         match *self {
-            Stop::Window(d) | Stop::RequestsOrTime { time: d, .. } => Some(d),
-            Stop::Requests(_) => None,
+            LevelLength::Window(d) | LevelLength::RequestsOrTime { time: d, .. } => Some(d),
+            LevelLength::Requests(_) => None,
         }
     }
 }
@@ -196,32 +196,32 @@ mod duration_ms {
 /// How the stop rule is chosen per level.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StopRule {
+pub enum LevelLengthRule {
     /// The same rule for every level.
-    Fixed(Stop),
+    Fixed(LevelLength),
     /// The default: [`DEFAULT_LEVEL_REQUESTS`] requests (or 2 × concurrency, when more), or
     /// [`DEFAULT_LEVEL_TIME`], whichever comes first.
     Auto,
 }
 
-impl StopRule {
+impl LevelLengthRule {
     /// The stop rule for one level.
-    pub fn for_level(&self, s: &Stimulus) -> Stop {
+    pub fn for_level(&self, s: &Stimulus) -> LevelLength {
         match self {
-            StopRule::Fixed(stop) => *stop,
+            LevelLengthRule::Fixed(stop) => *stop,
             // GenAI-Perf's default, max(10, 2 × concurrency), measures too few for the p99 it
             // prints: every level of the headline ladder was not trustworthy by its own rule.
-            StopRule::Auto => match s {
-                Stimulus::Concurrency(n) => Stop::RequestsOrTime {
+            LevelLengthRule::Auto => match s {
+                Stimulus::Concurrency(n) => LevelLength::RequestsOrTime {
                     requests: (2 * u64::from(*n)).max(DEFAULT_LEVEL_REQUESTS),
                     time: DEFAULT_LEVEL_TIME,
                 },
-                Stimulus::RequestRate { .. } => Stop::RequestsOrTime {
+                Stimulus::RequestRate { .. } => LevelLength::RequestsOrTime {
                     requests: DEFAULT_LEVEL_REQUESTS,
                     time: DEFAULT_LEVEL_TIME,
                 },
                 // The whole trace: the schedule ends the level.
-                Stimulus::FixedSchedule { .. } => Stop::Requests(u64::MAX),
+                Stimulus::FixedSchedule { .. } => LevelLength::Requests(u64::MAX),
             },
         }
     }
@@ -332,9 +332,12 @@ mod tests {
             })
         );
         assert_eq!(rate.for_shard(Shard::WHOLE), Some(rate));
-        assert_eq!(Stop::Requests(10).for_shard(s(0)), Stop::Requests(3));
-        assert!(Stop::Requests(3).for_shard(s(3)).is_empty());
-        let w = Stop::Window(Duration::from_secs(5));
+        assert_eq!(
+            LevelLength::Requests(10).for_shard(s(0)),
+            LevelLength::Requests(3)
+        );
+        assert!(LevelLength::Requests(3).for_shard(s(3)).is_empty());
+        let w = LevelLength::Window(Duration::from_secs(5));
         assert_eq!(w.for_shard(s(2)), w);
     }
 }

@@ -31,7 +31,7 @@ use crate::engine::{
     LevelSpec, Measured, Pass, Policy, RecordsFile, Session, Sinks, Stability, measure_level,
 };
 use crate::error::{Error, Result};
-use crate::load::{Cancel, Shared, Stimulus, Stop, WindowRule, gap_pool};
+use crate::load::{Interrupt, LevelLength, Shared, Stimulus, WindowRule, gap_pool};
 use crate::metrics::{Metric, PercentileMethod, Stats};
 use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher, RunEnd};
 use crate::record::Clock;
@@ -304,14 +304,14 @@ impl PerfLevel {
 
 /// Runs `ttftbench perf` for a plan made from its flags: returns the exit code.
 pub async fn main(plan: &PerfPlan) -> Result<u8> {
-    let cancel = Cancel::new();
-    crate::engine::signals::watch_signals(cancel.clone());
+    let interrupt = Interrupt::new();
+    crate::engine::signals::watch_signals(interrupt.clone());
     let outcome = if plan.repeat.is_repeated() {
-        let r = repeat::run_repeated(plan, cancel.clone()).await?;
+        let r = repeat::run_repeated(plan, interrupt.clone()).await?;
         finish_repeated(plan, &r)?;
         r.combined
     } else {
-        let outcome = run(plan, cancel.clone(), true).await?;
+        let outcome = run(plan, interrupt.clone(), true).await?;
         if let Some(path) = &plan.report_file {
             write_file(path, report_csv(plan, &outcome.levels))?;
             // A single run's file: spread from an earlier repeated run no longer describes it.
@@ -422,7 +422,7 @@ impl PerfOutcome {
 /// Runs a perf plan in-process. With `print`, writes perf_analyzer's console report to stdout
 /// (stderr under `--output json`) as levels complete. The plan's result channels
 /// ([`crate::publish`]) get each level and the run's end.
-pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOutcome> {
+pub async fn run(plan: &PerfPlan, interrupt: Interrupt, print: bool) -> Result<PerfOutcome> {
     let dirs: Vec<_> = plan
         .levels
         .iter()
@@ -460,7 +460,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         dataset: Arc::new(dataset),
         tokenizer: Tokenizer::builtin_gpt2(),
         clock: Clock::start(),
-        cancel: cancel.clone(),
+        interrupt: interrupt.clone(),
         timeout: plan.request_timeout,
         cancellation: plan.request_cancellation.chooser(plan.seed),
         use_server_token_count: false,
@@ -507,7 +507,7 @@ pub async fn run(plan: &PerfPlan, cancel: Cancel, print: bool) -> Result<PerfOut
         whole: None,
         index: 0,
     };
-    let Ran { levels, idle, cut } = levels::run(&mut sweep, &cancel, print).await?;
+    let Ran { levels, idle, cut } = levels::run(&mut sweep, &interrupt, print).await?;
     let Sweep {
         mut sinks,
         publisher,
@@ -832,10 +832,10 @@ impl Sweep<'_> {
 /// perf_analyzer's windows as the engine's policy for this process's part of a level ended by
 /// `stop`: one window for `--request-count` and periodic runs, the stability rule otherwise
 /// (count windows of this shard's part of the count; every window measured on a shard).
-fn policy(plan: &PerfPlan, stop: Stop) -> Policy {
+fn policy(plan: &PerfPlan, stop: LevelLength) -> Policy {
     let rule = match (plan.windows, stop) {
         (WindowRule::Requests(_) | WindowRule::Once(_), stop) => return Policy::Fixed(stop),
-        (WindowRule::Count(_), Stop::Requests(n)) => WindowRule::Count(n),
+        (WindowRule::Count(_), LevelLength::Requests(n)) => WindowRule::Count(n),
         (rule, _) => rule,
     };
     Policy::Stable(Stability {
@@ -894,7 +894,7 @@ mod tests {
                 "--request-count",
                 "3",
             ]),
-            Cancel::new(),
+            Interrupt::new(),
             false,
         )
         .await
@@ -923,12 +923,12 @@ mod tests {
             ];
             let mut bad = args.to_vec();
             bad.extend(["-x", "7"]);
-            let e = run(&plan(&bad), Cancel::new(), false).await.unwrap_err();
+            let e = run(&plan(&bad), Interrupt::new(), false).await.unwrap_err();
             assert_eq!(e.exit_code(), 2, "{proto}: a usage error, got {e}");
             assert!(e.to_string().contains("has no version 7"), "{proto}: {e}");
             let mut good = args.to_vec();
             good.extend(["-x", "1"]);
-            let out = run(&plan(&good), Cancel::new(), false).await.unwrap();
+            let out = run(&plan(&good), Interrupt::new(), false).await.unwrap();
             assert_eq!(out.levels[0].request_count, 1, "{proto}");
         }
         sim.shutdown().await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::UsageError;
-use crate::load::{Stimulus, Stop, WindowRule};
+use crate::load::{LevelLength, Stimulus, WindowRule};
 use crate::plan::{LevelPart, ShardPlan};
 use crate::server_metrics::MetricsSource;
 use crate::target::Target;
@@ -181,11 +181,11 @@ impl PerfPlan {
     /// are not divided: shards measure them together.
     pub fn level_part(&self, index: usize, whole: Stimulus) -> LevelPart {
         let stop = match self.windows {
-            WindowRule::Requests(n) | WindowRule::Count(n) => Stop::Requests(n),
-            WindowRule::Looks(l) => Stop::Requests(l.cap),
-            WindowRule::Time(d) | WindowRule::Once(d) => Stop::Window(d),
+            WindowRule::Requests(n) | WindowRule::Count(n) => LevelLength::Requests(n),
+            WindowRule::Looks(l) => LevelLength::Requests(l.cap),
+            WindowRule::Time(d) | WindowRule::Once(d) => LevelLength::Window(d),
         };
-        let warmup = (self.warmup > 0).then_some(Stop::Requests(self.warmup));
+        let warmup = (self.warmup > 0).then_some(LevelLength::Requests(self.warmup));
         self.shard.part(index as u32, whole, stop, warmup)
     }
 

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use super::{PerfLevel, PerfOutcome, PerfPlan, run};
 use crate::artifact::repeat::in_repetition;
 use crate::error::{Error, Result};
-use crate::load::Cancel;
+use crate::load::Interrupt;
 use crate::metrics::{MetricRef, Stat, Stats, SystemMetric};
 use crate::stats::repeat::{MetricSpread, combined_validity, median, median_index, median_stats};
 
@@ -56,16 +56,16 @@ fn repetition_plan(plan: &PerfPlan, k: u32) -> Result<PerfPlan> {
 
 /// Runs the plan `plan.repeat.count` times (printing each repetition's report as perf does) and
 /// combines the levels every finished repetition measured.
-pub async fn run_repeated(plan: &PerfPlan, cancel: Cancel) -> Result<Repeated> {
+pub async fn run_repeated(plan: &PerfPlan, interrupt: Interrupt) -> Result<Repeated> {
     let reps = crate::engine::repeat::each(
         plan.repeat,
-        &cancel,
+        &interrupt,
         |s| eprintln!("{s}"),
         |k| {
-            let cancel = cancel.clone();
+            let interrupt = interrupt.clone();
             async move {
                 let rep = repetition_plan(plan, k)?;
-                let outcome = run(&rep, cancel.clone(), true).await?;
+                let outcome = run(&rep, interrupt.clone(), true).await?;
                 if let Some(path) = &rep.report_file {
                     crate::artifact::write_file(path, super::report_csv(plan, &outcome.levels))?;
                 }
@@ -95,7 +95,7 @@ pub async fn run_repeated(plan: &PerfPlan, cancel: Cancel) -> Result<Repeated> {
         idle: Vec::new(),
         interrupted: crate::engine::outcome::interrupted(
             reps.iter().any(|r| r.interrupted),
-            cancel.stopping(),
+            interrupt.stopping(),
             (reps.len(), plan.repeat.count as usize),
         ),
     };

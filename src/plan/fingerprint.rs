@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::RunPlan;
-use crate::load::{Stop, StopRule};
+use crate::load::{LevelLength, LevelLengthRule};
 use crate::workload::{PromptSalt, PromptSource, TraceSource};
 
 /// The key of the fingerprint in a level's JSON.
@@ -60,10 +60,12 @@ impl RunPlan {
             format!("{}±{} tokens{exact}", o.mean, o.stddev)
         });
         let stop = match self.stop {
-            StopRule::Auto => "max(100, 2 × concurrency) requests or 25 s".to_string(),
-            StopRule::Fixed(Stop::Requests(n)) => format!("{n} requests"),
-            StopRule::Fixed(Stop::Window(d)) => format!("{} ms window", d.as_millis()),
-            StopRule::Fixed(Stop::RequestsOrTime { requests, time }) => {
+            LevelLengthRule::Auto => "max(100, 2 × concurrency) requests or 25 s".to_string(),
+            LevelLengthRule::Fixed(LevelLength::Requests(n)) => format!("{n} requests"),
+            LevelLengthRule::Fixed(LevelLength::Window(d)) => {
+                format!("{} ms window", d.as_millis())
+            }
+            LevelLengthRule::Fixed(LevelLength::RequestsOrTime { requests, time }) => {
                 format!("{requests} requests or {} ms", time.as_millis())
             }
         };
@@ -283,7 +285,7 @@ mod tests {
             stddev: 0,
             deterministic: false,
         });
-        b.stop = StopRule::Fixed(Stop::Requests(50));
+        b.stop = LevelLengthRule::Fixed(LevelLength::Requests(50));
         assert_eq!(
             a.fingerprint().differences(&b.fingerprint()),
             vec![

@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::analysis::validity::DEFAULT_MAX_SEND_LAG_MS;
-use crate::load::{Stimulus, Stop, StopRule};
+use crate::load::{LevelLength, LevelLengthRule, Stimulus};
 use crate::metrics::{Objective, PercentileMethod};
 use crate::server_metrics::{MetricsSource, ProbeConfig, ServerKind};
 use crate::target::Target;
@@ -68,7 +68,7 @@ pub struct RunPlan {
     /// Load levels, run in order.
     pub levels: Vec<Stimulus>,
     /// When each level's measurement ends.
-    pub stop: StopRule,
+    pub stop: LevelLengthRule,
     /// Warm-up requests before each level.
     pub warmup_requests: u64,
     /// Warm-up time before each level (instead of a request count).
@@ -220,7 +220,7 @@ impl RunPlan {
             target,
             workload: WorkloadPlan::default(),
             levels: vec![Stimulus::Concurrency(1)],
-            stop: StopRule::Auto,
+            stop: LevelLengthRule::Auto,
             warmup_requests: 0,
             warmup_duration: None,
             max_send_lag_ms: DEFAULT_MAX_SEND_LAG_MS,
@@ -269,8 +269,8 @@ impl RunPlan {
     pub fn level_part(&self, index: usize) -> LevelPart {
         let whole = self.levels[index];
         let warmup = match (self.warmup_duration, self.warmup_requests) {
-            (Some(d), _) => Some(Stop::Window(d)),
-            (None, n) if n > 0 => Some(Stop::Requests(n)),
+            (Some(d), _) => Some(LevelLength::Window(d)),
+            (None, n) if n > 0 => Some(LevelLength::Requests(n)),
             _ => None,
         };
         self.shard
@@ -280,7 +280,7 @@ impl RunPlan {
     /// One level's length when the plan fixes it (a time window after a timed warm-up or
     /// none), for the slot between level starts.
     pub fn level_length(&self) -> Option<Duration> {
-        let StopRule::Fixed(Stop::Window(window)) = self.stop else {
+        let LevelLengthRule::Fixed(LevelLength::Window(window)) = self.stop else {
             return None;
         };
         match (self.warmup_duration, self.warmup_requests) {

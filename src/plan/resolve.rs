@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::shard::{ShardPlan, derived_slot};
 use crate::error::UsageError;
-use crate::load::{Arrival, Shard, Stimulus, Stop, StopRule};
+use crate::load::{Arrival, LevelLength, LevelLengthRule, Shard, Stimulus};
 use crate::server_metrics::MetricsSource;
 use crate::target::{
     Api, Backend, ClientIdentity, Encoding, ServiceKind, StreamSupport, Target, TlsSettings,
@@ -293,27 +293,29 @@ pub struct StopSpec {
 
 /// When each level's measurement ends: a count, a window, or GenAI-Perf's default
 /// (max(10, 2 × concurrency) requests).
-pub fn stop(s: &StopSpec) -> Result<StopRule, UsageError> {
+pub fn stop(s: &StopSpec) -> Result<LevelLengthRule, UsageError> {
     let window = s.duration.or(s.measurement_interval);
     match (s.request_count, window, s.num_prompts) {
         (Some(_), Some(_), _) => usage(
             "--request-count and --measurement-interval both end a level; give one of them (count: exact number of requests; interval: a time window)",
         ),
         (Some(0), None, _) => usage("--request-count must be at least 1"),
-        (Some(n), None, _) => Ok(StopRule::Fixed(Stop::Requests(n))),
+        (Some(n), None, _) => Ok(LevelLengthRule::Fixed(LevelLength::Requests(n))),
         (None, Some(d), _) if d < Duration::from_millis(1) => {
             usage("--measurement-interval must be at least 1 ms")
         }
-        (None, Some(d), _) => Ok(StopRule::Fixed(Stop::Window(d))),
-        (None, None, Some(n)) => Ok(StopRule::Fixed(Stop::Requests(u64::from(n.max(1))))),
-        (None, None, None) => Ok(StopRule::Auto),
+        (None, Some(d), _) => Ok(LevelLengthRule::Fixed(LevelLength::Window(d))),
+        (None, None, Some(n)) => Ok(LevelLengthRule::Fixed(LevelLength::Requests(u64::from(
+            n.max(1),
+        )))),
+        (None, None, None) => Ok(LevelLengthRule::Auto),
     }
 }
 
 /// The line said before a run whose fixed request count is too few for a tail percentile the
 /// tables show (they show `-` for it); `None` otherwise.
-pub fn short_count_notice(stop: &StopRule) -> Option<String> {
-    let StopRule::Fixed(Stop::Requests(n)) = *stop else {
+pub fn short_count_notice(stop: &LevelLengthRule) -> Option<String> {
+    let LevelLengthRule::Fixed(LevelLength::Requests(n)) = *stop else {
         return None;
     };
     let missing: Vec<u32> = crate::metrics::SHOWN_TAILS
@@ -900,14 +902,14 @@ mod tests {
     #[test]
     fn stop_rules() {
         let ms = Duration::from_millis;
-        assert_eq!(stop(&StopSpec::default()).unwrap(), StopRule::Auto);
+        assert_eq!(stop(&StopSpec::default()).unwrap(), LevelLengthRule::Auto);
         assert_eq!(
             stop(&StopSpec {
                 num_prompts: Some(200),
                 ..StopSpec::default()
             })
             .unwrap(),
-            StopRule::Fixed(Stop::Requests(200))
+            LevelLengthRule::Fixed(LevelLength::Requests(200))
         );
         assert_eq!(
             stop(&StopSpec {
@@ -916,7 +918,7 @@ mod tests {
                 ..StopSpec::default()
             })
             .unwrap(),
-            StopRule::Fixed(Stop::Window(ms(10_000)))
+            LevelLengthRule::Fixed(LevelLength::Window(ms(10_000)))
         );
         assert_eq!(
             stop(&StopSpec {
@@ -924,7 +926,7 @@ mod tests {
                 ..StopSpec::default()
             })
             .unwrap(),
-            StopRule::Fixed(Stop::Window(ms(3_000)))
+            LevelLengthRule::Fixed(LevelLength::Window(ms(3_000)))
         );
         for bad in [
             StopSpec {

@@ -5,7 +5,7 @@
 //! otherwise, and levels that send every question once unless their length is given.
 
 use crate::error::UsageError;
-use crate::load::{Stop, StopRule};
+use crate::load::{LevelLength, LevelLengthRule};
 use crate::target::Api;
 use crate::workload::scored::locate::{self, DatasetCaches, Want};
 use crate::workload::scored::{self, Benchmark, Grader, ScoredSource, Selection};
@@ -141,9 +141,9 @@ pub fn greedy_by_default(extra: &mut Vec<(String, serde_json::Value)>) {
 
 /// A scored workload's levels send every question once unless `--request-count`, a
 /// measurement interval or `--duration` says how long they last.
-pub fn stop(src: &ScoredSource, stop: StopRule) -> StopRule {
+pub fn stop(src: &ScoredSource, stop: LevelLengthRule) -> LevelLengthRule {
     match stop {
-        StopRule::Auto => StopRule::Fixed(Stop::Requests(src.items as u64)),
+        LevelLengthRule::Auto => LevelLengthRule::Fixed(LevelLength::Requests(src.items as u64)),
         other => other,
     }
 }
@@ -213,8 +213,8 @@ mod tests {
             .unwrap();
         assert_eq!((ok.items, ok.grader), (1, Grader::MultipleChoice));
         assert_eq!(
-            stop(&ok, StopRule::Auto),
-            StopRule::Fixed(Stop::Requests(1))
+            stop(&ok, LevelLengthRule::Auto),
+            LevelLengthRule::Fixed(LevelLength::Requests(1))
         );
         let mut extra = vec![];
         greedy_by_default(&mut extra);

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::load::{Shard, Stimulus, Stop};
+use crate::load::{LevelLength, Shard, Stimulus};
 
 /// Whether and how this process's run is part of a larger one.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
@@ -40,9 +40,9 @@ pub struct LevelPart {
     /// The plan's level (what the merged result is about).
     pub whole: Stimulus,
     /// This shard's load and stop, or why it has none at this level.
-    pub load: Result<(Stimulus, Stop), Idle>,
+    pub load: Result<(Stimulus, LevelLength), Idle>,
     /// This shard's warm-up.
-    pub warmup: Option<Stop>,
+    pub warmup: Option<LevelLength>,
     /// When the level starts (Unix ns), with a start time.
     pub start_at: Option<u64>,
 }
@@ -83,7 +83,13 @@ impl ShardPlan {
 
     /// Level `index` of the plan (`whole`, ended by `stop`, warmed up by `warmup`) as this shard
     /// runs it: its part of the workers or rate, of the request counts, and the level's start.
-    pub fn part(&self, index: u32, whole: Stimulus, stop: Stop, warmup: Option<Stop>) -> LevelPart {
+    pub fn part(
+        &self,
+        index: u32,
+        whole: Stimulus,
+        stop: LevelLength,
+        warmup: Option<LevelLength>,
+    ) -> LevelPart {
         let s = self.shard;
         // Request counts go to the shards with load at this level only (concurrency 3 over 4
         // shards: the counts split over the three with a worker), so the parts add up.
@@ -164,7 +170,7 @@ mod tests {
 
     #[test]
     fn parts_of_levels() {
-        let p = plan(3, 4).part(2, Stimulus::Concurrency(3), Stop::Requests(30), None);
+        let p = plan(3, 4).part(2, Stimulus::Concurrency(3), LevelLength::Requests(30), None);
         assert_eq!(
             p.load.unwrap_err().to_string(),
             "concurrency3 split over 4 shards leaves shard 3/4 no worker"
@@ -173,28 +179,31 @@ mod tests {
         let parts: Vec<_> = (0..3)
             .map(|i| {
                 plan(i, 4)
-                    .part(0, Stimulus::Concurrency(3), Stop::Requests(90), None)
+                    .part(0, Stimulus::Concurrency(3), LevelLength::Requests(90), None)
                     .load
             })
             .collect();
         assert_eq!(
             parts,
-            vec![Ok((Stimulus::Concurrency(1), Stop::Requests(30))); 3],
+            vec![Ok((Stimulus::Concurrency(1), LevelLength::Requests(30))); 3],
             "requests split over the shards with a worker"
         );
         let p = plan(1, 4).part(
             0,
             Stimulus::Concurrency(8),
-            Stop::Requests(10),
-            Some(Stop::Requests(2)),
+            LevelLength::Requests(10),
+            Some(LevelLength::Requests(2)),
         );
-        assert_eq!(p.load, Ok((Stimulus::Concurrency(2), Stop::Requests(3))));
-        assert_eq!(p.warmup, Some(Stop::Requests(1)));
+        assert_eq!(
+            p.load,
+            Ok((Stimulus::Concurrency(2), LevelLength::Requests(3)))
+        );
+        assert_eq!(p.warmup, Some(LevelLength::Requests(1)));
         let p = plan(2, 4).part(
             0,
             Stimulus::Concurrency(8),
-            Stop::Requests(10),
-            Some(Stop::Requests(2)),
+            LevelLength::Requests(10),
+            Some(LevelLength::Requests(2)),
         );
         assert_eq!(
             p.warmup, None,
@@ -205,7 +214,7 @@ mod tests {
             arrival: Arrival::Constant,
             max_inflight: 64,
         };
-        let p = plan(3, 4).part(0, rate, Stop::Requests(3), None);
+        let p = plan(3, 4).part(0, rate, LevelLength::Requests(3), None);
         assert_eq!(
             p.load.unwrap_err().to_string(),
             "3 requests split over 4 shards leave shard 3/4 none"
@@ -213,8 +222,8 @@ mod tests {
         let alone = ShardPlan::default();
         assert_eq!(alone.level_start(3), None);
         assert_eq!(
-            alone.part(0, rate, Stop::Requests(3), None).load,
-            Ok((rate, Stop::Requests(3)))
+            alone.part(0, rate, LevelLength::Requests(3), None).load,
+            Ok((rate, LevelLength::Requests(3)))
         );
     }
 

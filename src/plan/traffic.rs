@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::error::UsageError;
-use crate::load::{Stimulus, Stop, StopRule};
+use crate::load::{LevelLength, LevelLengthRule, Stimulus};
 use crate::workload::conversation::{self, FileConversation};
 use crate::workload::conversation::{ConversationSource, Replies, SessionPlan};
 use crate::workload::trace::{self, ReadOptions};
@@ -341,8 +341,8 @@ pub fn session_load(
     sessions: &SessionPlan,
     concurrency: Option<&str>,
     request_rate: bool,
-    stop: StopRule,
-) -> Result<(Vec<Stimulus>, StopRule), UsageError> {
+    stop: LevelLengthRule,
+) -> Result<(Vec<Stimulus>, LevelLengthRule), UsageError> {
     if request_rate {
         return usage(
             "--request-rate paces single requests; a session's turns wait for each other's answers, so sessions are driven closed loop: give --concurrency N to keep N sessions in flight",
@@ -350,7 +350,9 @@ pub fn session_load(
     }
     let levels = super::values::concurrency_levels(concurrency)?;
     let stop = match stop {
-        StopRule::Auto => StopRule::Fixed(Stop::Requests(sessions.total_turns)),
+        LevelLengthRule::Auto => {
+            LevelLengthRule::Fixed(LevelLength::Requests(sessions.total_turns))
+        }
         other => other,
     };
     Ok((levels, stop))
@@ -397,8 +399,8 @@ pub struct FixedScheduleSpec {
 pub fn fixed_schedule(
     w: &WorkloadPlan,
     s: &FixedScheduleSpec,
-    stop: StopRule,
-) -> Result<(Vec<Stimulus>, StopRule), UsageError> {
+    stop: LevelLengthRule,
+) -> Result<(Vec<Stimulus>, LevelLengthRule), UsageError> {
     let crate::workload::PromptSource::Trace(t) = &w.prompts else {
         return usage(format!(
             "--fixed-schedule sends a trace's requests at their timestamps: give --input-file with trace rows such as {}",
@@ -431,9 +433,11 @@ pub fn fixed_schedule(
                 "--request-count {n} is more than the {rows} requests of the trace (after its window): give at most {rows}, or leave it out to replay them all"
             ));
         }
-        (StopRule::Fixed(Stop::Window(d)), _) => StopRule::Fixed(Stop::Window(d)),
-        (_, Some(n)) => StopRule::Fixed(Stop::Requests(n)),
-        _ => StopRule::Fixed(Stop::Requests(rows)),
+        (LevelLengthRule::Fixed(LevelLength::Window(d)), _) => {
+            LevelLengthRule::Fixed(LevelLength::Window(d))
+        }
+        (_, Some(n)) => LevelLengthRule::Fixed(LevelLength::Requests(n)),
+        _ => LevelLengthRule::Fixed(LevelLength::Requests(rows)),
     };
     let level = Stimulus::FixedSchedule {
         speedup: s.speedup,

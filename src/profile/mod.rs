@@ -20,7 +20,7 @@ use crate::engine::live::{Display, LiveView};
 use crate::engine::outcome::{Ending, LevelEnd, Rules};
 use crate::engine::{LevelSpec, Measured, Policy, Session, Sinks, files, measure_level};
 use crate::error::{Error, Result, create_dir};
-use crate::load::{Cancel, Stimulus};
+use crate::load::{Interrupt, Stimulus};
 use crate::plan::fingerprint::{FINGERPRINT_KEY, Fingerprint};
 use crate::plan::outputs::UiMode;
 use crate::plan::{LevelPart, RunPlan, Verbosity};
@@ -171,7 +171,7 @@ impl Ui {
 /// only that file, saying so.
 /// With `--repeat N` the whole plan runs N times and the levels are combined (see
 /// [`repeat`]).
-pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
+pub async fn run(plan: &RunPlan, interrupt: Interrupt, ui: Ui) -> Result<Outcome> {
     let settled = crate::engine::streaming::settle(plan).await?;
     if let Some(line) = &settled.line {
         ui.say(line);
@@ -181,9 +181,9 @@ pub async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
     }
     let plan = settled.plan.as_ref();
     if plan.repeat.is_repeated() {
-        return repeat::run(plan, cancel, ui).await;
+        return repeat::run(plan, interrupt, ui).await;
     }
-    run_once(plan, cancel, ui).await
+    run_once(plan, interrupt, ui).await
 }
 
 /// Every level directory of `plan` under `layout`, in the plan's order.
@@ -192,7 +192,7 @@ fn level_dirs(plan: &RunPlan, layout: &artifact::Layout) -> Vec<PathBuf> {
 }
 
 /// Runs the plan once.
-async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
+async fn run_once(plan: &RunPlan, interrupt: Interrupt, ui: Ui) -> Result<Outcome> {
     let parts: Vec<LevelPart> = (0..plan.levels.len()).map(|i| plan.level_part(i)).collect();
     let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
     artifact::ensure_levels_writable(&level_dirs(plan, &layout))?;
@@ -208,7 +208,7 @@ async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         return Ok(Outcome::idle(idle));
     }
     let total = u32::try_from(plan.levels.len()).ok();
-    let runner = Runner::start(plan, &cancel, ui, ids, total).await?;
+    let runner = Runner::start(plan, &interrupt, ui, ids, total).await?;
     let mut sweep = Sweep {
         runner,
         plan,
@@ -216,11 +216,11 @@ async fn run_once(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
         parts: parts.into_iter(),
         ui,
     };
-    let ran = levels::run(&mut sweep, &cancel, ui.speaks()).await?;
+    let ran = levels::run(&mut sweep, &interrupt, ui.speaks()).await?;
     let Runner {
         ids, mut publisher, ..
     } = sweep.runner;
-    conclude(plan, &layout, &ids, ran, &cancel, &mut publisher)
+    conclude(plan, &layout, &ids, ran, &interrupt, &mut publisher)
 }
 
 /// `profile`'s choices in the level loop: the plan's levels in order, each in its directory
@@ -270,7 +270,7 @@ impl levels::Mode for Sweep<'_> {
 }
 
 /// When a level of `plan` ends: at `stop`, or under the sequential rule of `--target-moe`.
-fn level_policy(plan: &RunPlan, stop: crate::load::Stop) -> Policy {
+fn level_policy(plan: &RunPlan, stop: crate::load::LevelLength) -> Policy {
     match &plan.target_moe {
         Some(rule) => Policy::Sequential(std::sync::Arc::new(rule.clone())),
         None => Policy::Fixed(stop),
@@ -295,13 +295,13 @@ impl Runner {
     /// found; `total`: the number of levels when known (the live view counts toward it).
     pub(crate) async fn start(
         plan: &RunPlan,
-        cancel: &Cancel,
+        interrupt: &Interrupt,
         ui: Ui,
         mut ids: Ids,
         total: Option<u32>,
     ) -> Result<Runner> {
         let session =
-            crate::engine::session::prepare_llm(plan, cancel.clone(), Some(&ids.context.run_id))
+            crate::engine::session::prepare_llm(plan, interrupt.clone(), Some(&ids.context.run_id))
                 .await?;
         for n in &session.probe.notices {
             ui.say(n);
@@ -473,7 +473,7 @@ fn conclude(
     layout: &artifact::Layout,
     ids: &Ids,
     ran: Ran<LevelResult>,
-    cancel: &Cancel,
+    interrupt: &Interrupt,
     publisher: &mut Publisher,
 ) -> Result<Outcome> {
     let Ran { levels, idle, .. } = ran;
@@ -490,7 +490,7 @@ fn conclude(
     };
     let interrupted = crate::engine::outcome::interrupted(
         levels.iter().any(|l| l.summary.interrupted),
-        cancel.stopping(),
+        interrupt.stopping(),
         (levels.len() + idle.len(), plan.levels.len()),
     );
     let outcome = Outcome {

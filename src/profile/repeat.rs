@@ -14,7 +14,7 @@ use crate::analysis::slo;
 use crate::artifact::{self, repeat as files, write_file};
 use crate::context::RunContext;
 use crate::error::{Result, create_dir};
-use crate::load::{Cancel, Stimulus};
+use crate::load::{Interrupt, Stimulus};
 use crate::plan::RunPlan;
 use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher};
 use crate::stats::LevelSummary;
@@ -24,7 +24,7 @@ use crate::stats::repeat::{self, MetricSpread};
 /// measured. Ctrl-C ends the current repetition as it ends a single run, and the repetitions
 /// finished so far are combined. Only the combined run reaches `--junit`, `--output json` and
 /// the Pushgateway.
-pub(super) async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcome> {
+pub(super) async fn run(plan: &RunPlan, interrupt: Interrupt, ui: Ui) -> Result<Outcome> {
     let layout = artifact::fresh_layout(plan, &artifact::local_timestamp());
     // Every repetition's levels and the combined ones, before the first request.
     let mut dirs = super::level_dirs(plan, &layout);
@@ -36,20 +36,20 @@ pub(super) async fn run(plan: &RunPlan, cancel: Cancel, ui: Ui) -> Result<Outcom
     artifact::ensure_levels_writable(&dirs)?;
     let reps = crate::engine::repeat::each(
         plan.repeat,
-        &cancel,
+        &interrupt,
         |s| ui.say(s),
         |k| {
             let rep_plan = repetition(plan, &layout, k);
-            let cancel = cancel.clone();
+            let interrupt = interrupt.clone();
             async move {
-                let outcome = run_once(&rep_plan, cancel, ui).await?;
+                let outcome = run_once(&rep_plan, interrupt, ui).await?;
                 let interrupted = outcome.interrupted;
                 Ok((outcome, interrupted))
             }
         },
     )
     .await?;
-    combine(plan, &layout, reps, &cancel, ui).await
+    combine(plan, &layout, reps, &interrupt, ui).await
 }
 
 /// The plan of repetition `k` (1-based): the whole plan, its files in its own directory, its
@@ -72,7 +72,7 @@ async fn combine(
     plan: &RunPlan,
     layout: &artifact::Layout,
     reps: Vec<Outcome>,
-    cancel: &Cancel,
+    interrupt: &Interrupt,
     ui: Ui,
 ) -> Result<Outcome> {
     let context = reps.iter().find_map(|r| r.context.clone());
@@ -106,7 +106,7 @@ async fn combine(
     let sweep_dir = write_run_files(plan, layout, &ids, &levels, &decisions, &table)?;
     let interrupted = crate::engine::outcome::interrupted(
         reps.iter().any(|r| r.interrupted),
-        cancel.stopping(),
+        interrupt.stopping(),
         (reps.len(), plan.repeat.count as usize),
     );
     let outcome = Outcome {

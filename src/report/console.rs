@@ -759,10 +759,13 @@ pub fn untrusted_lines<'a>(
 /// the tables show (they show `-` there): which levels, how many each, and the flag that
 /// measures more. `None` when every level supports it, or when a fixed count too small for it
 /// was said before the run (`plan::resolve::short_count_notice`).
-pub fn thin_tail_line(levels: &[LevelSummary], stop: &crate::load::StopRule) -> Option<String> {
-    use crate::load::{Stop, StopRule};
+pub fn thin_tail_line(
+    levels: &[LevelSummary],
+    stop: &crate::load::LevelLengthRule,
+) -> Option<String> {
+    use crate::load::{LevelLength, LevelLengthRule};
     use crate::metrics::{fewest_for_percentile, supports_percentile};
-    if let StopRule::Fixed(Stop::Requests(n)) = stop
+    if let LevelLengthRule::Fixed(LevelLength::Requests(n)) = stop
         && !supports_percentile(*n, 99)
     {
         return None;
@@ -777,11 +780,11 @@ pub fn thin_tail_line(levels: &[LevelSummary], stop: &crate::load::StopRule) -> 
     }
     let n = fewest_for_percentile(99);
     let default = match stop {
-        crate::load::StopRule::Auto => format!(
+        crate::load::LevelLengthRule::Auto => format!(
             " (a level measures {n} requests or {} s by default, whichever comes first)",
             crate::load::DEFAULT_LEVEL_TIME.as_secs()
         ),
-        crate::load::StopRule::Fixed(_) => String::new(),
+        crate::load::LevelLengthRule::Fixed(_) => String::new(),
     };
     Some(format!(
         "p99 is '-' where a level measured fewer than {n} successful requests: {}{default}; --request-count {n} measures it at every level",
@@ -1046,7 +1049,7 @@ requests spent: 65 (warm-up included) in 3 s, 16% of the 400 a ladder of 2 level
 
     #[test]
     fn too_few_requests_show_no_tail_and_one_line_says_so() {
-        use crate::load::{Stop, StopRule};
+        use crate::load::{LevelLength, LevelLengthRule};
         let mut thin = level(1, 60.0, 0);
         thin.stats.request_count = 22;
         let levels = [thin.clone(), level(8, 300.0, 0)];
@@ -1060,19 +1063,20 @@ requests spent: 65 (warm-up included) in 3 s, 16% of the 400 a ladder of 2 level
             "{table}"
         );
         assert_eq!(
-            thin_tail_line(&levels, &StopRule::Auto).unwrap(),
+            thin_tail_line(&levels, &LevelLengthRule::Auto).unwrap(),
             "p99 is '-' where a level measured fewer than 100 successful requests: concurrency1 22 (a level measures 100 requests or 25 s by default, whichever comes first); --request-count 100 measures it at every level"
         );
         // A count too small was said before the run: not again after it.
-        let short = StopRule::Fixed(Stop::Requests(22));
+        let short = LevelLengthRule::Fixed(LevelLength::Requests(22));
         assert_eq!(thin_tail_line(&levels, &short), None);
-        let window = StopRule::Fixed(Stop::Window(std::time::Duration::from_secs(10)));
+        let window =
+            LevelLengthRule::Fixed(LevelLength::Window(std::time::Duration::from_secs(10)));
         assert!(
             thin_tail_line(&levels, &window)
                 .unwrap()
                 .ends_with("concurrency1 22; --request-count 100 measures it at every level")
         );
-        assert_eq!(thin_tail_line(&levels[1..], &StopRule::Auto), None);
+        assert_eq!(thin_tail_line(&levels[1..], &LevelLengthRule::Auto), None);
         let mut lt = thin;
         lt.stats.request_count = 9;
         let t = level_table(&lt);

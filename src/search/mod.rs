@@ -23,7 +23,7 @@ use crate::artifact::{self, Layout, write_file};
 use crate::engine::levels::{self, Flow, Planned};
 use crate::engine::{Policy, files};
 use crate::error::Result;
-use crate::load::{Cancel, Stimulus, Stop};
+use crate::load::{Interrupt, LevelLength, Stimulus};
 use crate::plan::LevelPart;
 use crate::plan::search::SearchPlan;
 use crate::profile::{Decisions, Ids, LevelResult, LevelRun, Runner, Ui};
@@ -68,7 +68,7 @@ pub struct Ended {
 /// Runs a search. Usage mistakes are [`crate::error::Error::Usage`] before anything is sent;
 /// Ctrl-C during the first probe is [`crate::error::Error::Interrupted`], later it ends the
 /// search with what it found.
-pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutcome> {
+pub async fn run(plan: &SearchPlan, interrupt: Interrupt, ui: Ui) -> Result<SearchOutcome> {
     let started = Instant::now();
     let settled = crate::engine::streaming::settle(&plan.run).await?;
     if let Some(line) = &settled.line {
@@ -90,7 +90,7 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
     let layout = artifact::fresh_layout(run, &artifact::local_timestamp());
     let dir = layout.sweep_dir();
     artifact::ensure_writable(&dir)?;
-    let runner = Runner::start(run, &cancel, ui, Ids::new(run), None).await?;
+    let runner = Runner::start(run, &interrupt, ui, Ids::new(run), None).await?;
     ui.say(&cost::intro(plan));
     for line in cost::needs(&plan.rule) {
         ui.say(&line);
@@ -109,10 +109,12 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
         deadline: plan.max_time.map(|d| started + d),
         estimate: None,
         ended: Ended::default(),
-        cancel: cancel.clone(),
+        interrupt: interrupt.clone(),
         ui,
     };
-    let probes = levels::run(&mut search, &cancel, ui.speaks()).await?.levels;
+    let probes = levels::run(&mut search, &interrupt, ui.speaks())
+        .await?
+        .levels;
     let Search {
         runner,
         order,
@@ -120,7 +122,7 @@ pub async fn run(plan: &SearchPlan, cancel: Cancel, ui: Ui) -> Result<SearchOutc
         mut ended,
         ..
     } = search;
-    ended.interrupted = cancel.stopping();
+    ended.interrupted = interrupt.stopping();
     let doc = document::document(
         plan,
         &order,
@@ -153,7 +155,7 @@ struct Search<'a> {
     deadline: Option<Instant>,
     estimate: Option<cost::Estimate>,
     ended: Ended,
-    cancel: Cancel,
+    interrupt: Interrupt,
     ui: Ui,
 }
 
@@ -174,7 +176,7 @@ impl levels::Mode for Search<'_> {
             .deadline
             .map(|d| d.saturating_duration_since(Instant::now()));
         if left.is_some_and(|l| l.is_zero()) {
-            self.ended.timed_out = !self.cancel.stopping();
+            self.ended.timed_out = !self.interrupt.stopping();
             return None;
         }
         let run = &self.plan.run;
@@ -183,7 +185,7 @@ impl levels::Mode for Search<'_> {
         let part = LevelPart {
             index: done.len() as u32,
             whole: stimulus,
-            load: Ok((stimulus, Stop::Requests(rule.looks.cap))),
+            load: Ok((stimulus, LevelLength::Requests(rule.looks.cap))),
             warmup: run.level_part(0).warmup,
             start_at: None,
         };

@@ -346,7 +346,7 @@ struct BatchLoop {
     instances: Vec<Instance>,
     /// Emptied job vectors of finished executions, reused for the next ones.
     spare: Vec<Vec<Held>>,
-    /// A `Stop` message arrived.
+    /// A `LevelLength` message arrived.
     stopped: bool,
 }
 

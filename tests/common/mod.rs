@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Parser;
 use serde_json::Value;
 use ttftbench::cli::{Cli, Command};
-use ttftbench::load::Cancel;
+use ttftbench::load::Interrupt;
 use ttftbench::perf::PerfOutcome;
 use ttftbench::perf::plan::PerfPlan;
 use ttftbench::plan::RunPlan;
@@ -76,7 +76,7 @@ pub fn plan(args: &[String]) -> Result<RunPlan, String> {
 /// Runs `profile` in-process; errors are returned as their display text.
 pub async fn profile(args: &[String]) -> Result<Outcome, String> {
     let plan = plan(args)?;
-    ttftbench::profile::run(&plan, Cancel::new(), Ui::silent())
+    ttftbench::profile::run(&plan, Interrupt::new(), Ui::silent())
         .await
         .map_err(|e| format!("{e:#}"))
 }
@@ -95,7 +95,7 @@ pub fn search_plan(args: &[String]) -> Result<ttftbench::plan::search::SearchPla
 /// Runs `search` in-process; errors are returned as their display text.
 pub async fn search(args: &[String]) -> Result<ttftbench::search::SearchOutcome, String> {
     let plan = search_plan(args)?;
-    ttftbench::search::run(&plan, Cancel::new(), Ui::silent())
+    ttftbench::search::run(&plan, Interrupt::new(), Ui::silent())
         .await
         .map_err(|e| format!("{e:#}"))
 }
@@ -515,7 +515,7 @@ pub async fn perf(args: &[String]) -> Result<PerfOutcome, String> {
     // Bounded: a request that never ends must fail the test, not hang CI.
     match tokio::time::timeout(
         Duration::from_secs(120),
-        ttftbench::perf::run(&p, Cancel::new(), false),
+        ttftbench::perf::run(&p, Interrupt::new(), false),
     )
     .await
     {

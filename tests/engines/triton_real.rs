@@ -19,7 +19,7 @@ use clap::Parser;
 use serde_json::Value;
 use ttftbench::cli::{Cli, Command};
 use ttftbench::error::UsageError;
-use ttftbench::load::Cancel;
+use ttftbench::load::Interrupt;
 use ttftbench::metrics::Metric;
 use ttftbench::profile::{Outcome, Ui};
 
@@ -42,7 +42,7 @@ async fn profile(args: &[String], dir: &Path) -> ttftbench::error::Result<Outcom
     // Bounded: a stream that never ends must fail the test, not hang CI.
     match tokio::time::timeout(
         std::time::Duration::from_secs(120),
-        ttftbench::profile::run(&plan, Cancel::new(), Ui::silent()),
+        ttftbench::profile::run(&plan, Interrupt::new(), Ui::silent()),
     )
     .await
     {

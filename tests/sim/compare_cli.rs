@@ -477,7 +477,7 @@ async fn genai_perf_artifact_directory_is_a_baseline() {
     let plan = p.plan(&argv).unwrap();
     ttftbench::profile::run(
         &plan,
-        ttftbench::load::Cancel::new(),
+        ttftbench::load::Interrupt::new(),
         ttftbench::profile::Ui::silent(),
     )
     .await

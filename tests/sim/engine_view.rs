@@ -625,7 +625,7 @@ async fn another_servers_metrics_are_not_the_targets() {
     plan.server_metrics = MetricsSource::Auto(vec![other.metrics_url()]);
     let out = ttftbench::profile::run(
         &plan,
-        ttftbench::load::Cancel::new(),
+        ttftbench::load::Interrupt::new(),
         ttftbench::profile::Ui::silent(),
     )
     .await
@@ -656,7 +656,7 @@ async fn another_servers_metrics_are_not_the_targets() {
     plan.artifact_dir = Some(tmp.path().join("own"));
     let own = ttftbench::profile::run(
         &plan,
-        ttftbench::load::Cancel::new(),
+        ttftbench::load::Interrupt::new(),
         ttftbench::profile::Ui::silent(),
     )
     .await
@@ -678,7 +678,7 @@ async fn another_servers_metrics_are_not_the_targets() {
     plan.artifact_dir = Some(tmp.path().join("named"));
     let named = ttftbench::profile::run(
         &plan,
-        ttftbench::load::Cancel::new(),
+        ttftbench::load::Interrupt::new(),
         ttftbench::profile::Ui::silent(),
     )
     .await

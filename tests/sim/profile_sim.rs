@@ -1008,7 +1008,7 @@ async fn timeline_rows_are_written_per_level() {
 async fn live_view_says_draining_after_the_window() {
     use ttftbench::engine::live::{Display, LiveView};
     use ttftbench::engine::{LevelSpec, Policy, Sinks, measure_level};
-    use ttftbench::load::{Cancel, Stop};
+    use ttftbench::load::{Interrupt, LevelLength};
     use ttftbench::report::live::DRAINING;
     let sim = start_round().await;
     let tmp = tempfile::tempdir().unwrap();
@@ -1021,7 +1021,7 @@ async fn live_view_says_draining_after_the_window() {
     let i = a.iter().position(|x| x == "--output-tokens-mean").unwrap();
     a[i + 1] = "100".into();
     let plan = plan(&a).unwrap();
-    let mut session = ttftbench::engine::session::prepare_llm(&plan, Cancel::new(), None)
+    let mut session = ttftbench::engine::session::prepare_llm(&plan, Interrupt::new(), None)
         .await
         .unwrap();
     let out = SharedBuf::default();
@@ -1034,7 +1034,7 @@ async fn live_view_says_draining_after_the_window() {
     let spec = LevelSpec {
         isl_edges: &[],
         stimulus: ttftbench::load::Stimulus::Concurrency(2),
-        policy: Policy::Fixed(Stop::Window(std::time::Duration::from_millis(300))),
+        policy: Policy::Fixed(LevelLength::Window(std::time::Duration::from_millis(300))),
         warmup: None,
         objectives: &[],
         max_send_lag_ms: 2.0,

@@ -12,7 +12,7 @@ use common::*;
 use serde_json::Value;
 use ttftbench::cli::{Cli, Command};
 use ttftbench::error::Error;
-use ttftbench::load::Cancel;
+use ttftbench::load::Interrupt;
 use ttftbench::profile::{Outcome, Ui};
 
 /// A two-level streamed run of 6 requests against `url` with `endpoint` plus `extra` flags.
@@ -45,7 +45,7 @@ fn run_args(endpoint: &str, url: &str, dir: &std::path::Path, extra: &[&str]) ->
 /// Runs `profile` in-process and keeps the typed error (for its exit code).
 async fn run(a: &[String]) -> Result<Outcome, Error> {
     let plan = plan(a).map_err(Error::Usage)?;
-    ttftbench::profile::run(&plan, Cancel::new(), Ui::silent()).await
+    ttftbench::profile::run(&plan, Interrupt::new(), Ui::silent()).await
 }
 
 fn url_of(sim: &ttftbench::sim::SimHandle, endpoint: &str) -> String {
@@ -286,7 +286,7 @@ async fn perf_takes_perf_analyzer_names() {
         let plan = a.plan(&[]).expect("plan");
         assert_eq!(plan.target.tls.ca_files, vec![pki.ca.clone()]);
         assert!(plan.target.base_url.starts_with("https://"), "{flags:?}");
-        let out = ttftbench::perf::run(&plan, Cancel::new(), false)
+        let out = ttftbench::perf::run(&plan, Interrupt::new(), false)
             .await
             .unwrap_or_else(|e| panic!("{flags:?}: {e}"));
         assert_eq!(out.levels[0].error_count, 0, "{flags:?}");
