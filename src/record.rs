@@ -468,6 +468,28 @@ pub struct Turn {
     pub turn: u32,
 }
 
+/// How one session ended, as its worker saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// Every turn answered, every branch joined: the task completed in this many ns.
+    Completed(u64),
+    /// A turn failed, which ends its session (the next turn would need its answer).
+    Failed,
+    /// The level ended (its count, window or a Ctrl-C) before the session's last turn.
+    Cut,
+}
+
+/// One session, reported by its worker when the session (with every branch) has ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionOutcome {
+    /// How it ended.
+    pub end: SessionEnd,
+    /// Requests it sent, its branches' included.
+    pub turns: u32,
+    /// Of those, the ones that carried a tool's result back to the model.
+    pub tool_round_trips: u32,
+}
+
 impl RequestRecord {
     /// Sets the tokenizer's output count; it becomes the count used (`osl`) unless
     /// `keep_server` says `osl` already holds the server's.

@@ -23,6 +23,7 @@ use crate::report::live::{Goal, Head};
 use crate::server_metrics::gpu::GpuView;
 use crate::server_metrics::level::EngineLevelView;
 use crate::server_metrics::{ProbeSnapshot, Sampler, ServerDelta, ServerProbe, StatsSnapshot};
+use crate::stats::sessions::SessionDists;
 use crate::stats::trend::DriftMetric;
 use crate::stats::{Aggregate, LevelSummary};
 
@@ -198,6 +199,7 @@ pub async fn measure_level(
             rec_tx.clone(),
             Halt::new(),
             live.warmup_sent.clone(),
+            None,
         )
         .await;
         session.seq += out.sent;
@@ -206,6 +208,7 @@ pub async fn measure_level(
     let watch = Watch::start(&session.probe, &spec.policy).await;
     measure_start.store(shared.clock.now_ns().max(1), Ordering::Release);
     let halt = Halt::new();
+    let sessions = Arc::new(std::sync::Mutex::new(SessionDists::default()));
     let phase = tokio::spawn(run_phase(
         shared.clone(),
         session.phase(
@@ -217,6 +220,7 @@ pub async fn measure_level(
         rec_tx,
         halt.clone(),
         live.sent.clone(),
+        Some(sessions.clone() as Arc<dyn crate::load::SessionReports>),
     ));
     let mut loop_ = WindowLoop::new(win_rx, watch.stats_before);
     let mut settled = None;
@@ -281,6 +285,10 @@ pub async fn measure_level(
         ended_unix_ns: shared.clock.unix_ns(shared.clock.now_ns()),
     };
     let mut summary = summarize(spec, &agg, &windows, &observed, &ran);
+    summary.stats.sessions = sessions
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .summarize(spec.percentile_method);
     // Responses that came whole have no time to first token apart from their latency, and no
     // drift of it apart from the latency's.
     let came_whole = spec.streaming && agg.came_whole();
@@ -673,8 +681,7 @@ fn summarize(
     ran: &Ran<'_>,
 ) -> LevelSummary {
     let out = ran.out;
-    let mut stats = agg.summarize(!spec.objectives.is_empty(), spec.percentile_method);
-    stats.sessions = out.sessions.summarize(spec.percentile_method);
+    let stats = agg.summarize(!spec.objectives.is_empty(), spec.percentile_method);
     let open_loop = spec.stimulus.open_loop();
     let observed = Observed {
         cpu_seconds: watched.cpu_seconds,

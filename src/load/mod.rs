@@ -26,16 +26,16 @@ pub use stimulus::{
     Looks, Stimulus, WindowRule,
 };
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
 use tokio::sync::watch;
 
 use crate::client::{Capture, Client, Exchange};
+use crate::record::SessionOutcome;
 use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord};
-use crate::stats::sessions::{SessionDists, SessionOutcome};
 use crate::workload::Dataset;
 use crate::workload::tokenizer::Tokenizer;
 
@@ -200,8 +200,15 @@ pub struct PhaseSpec {
     pub stream: u64,
 }
 
+/// Where session workers report each session as it ends: once per session, off the
+/// per-request path. The engine collects a measured phase's (`stats::sessions`).
+pub trait SessionReports: Send + Sync {
+    /// Accounts one ended session.
+    fn ended(&self, s: SessionOutcome);
+}
+
 /// How a phase went, as the scheduler saw it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PhaseOutcome {
     /// Requests sent.
     pub sent: u64,
@@ -222,9 +229,6 @@ pub struct PhaseOutcome {
     /// Open loop: from the phase start to the intended send time of the last request released
     /// (ns): the span the schedule itself gave those requests.
     pub intended_span_ns: u64,
-    /// The sessions that ended in the phase, as their workers reported them (empty without
-    /// sessions).
-    pub sessions: crate::stats::sessions::SessionDists,
 }
 
 /// A due request that waits longer than this for a free worker counts as delayed by the cap.
@@ -273,18 +277,18 @@ impl Halt {
 /// Runs one phase to completion and returns when every worker has finished. Records go to
 /// `sink` as requests complete; `halt` ends the phase early. `sent` counts requests as workers
 /// send them (a fresh counter per phase, which others may read meanwhile: the live view's
-/// requests in flight).
+/// requests in flight). `sessions` collects the sessions that end, when the phase has any.
 pub async fn run_phase(
     shared: Arc<Shared>,
     spec: PhaseSpec,
     sink: RecordSink,
     halt: Halt,
     sent: Arc<AtomicU64>,
+    sessions: Option<Arc<dyn SessionReports>>,
 ) -> PhaseOutcome {
     let start_ns = shared.clock.now_ns();
     let deadline = spec.stop.time().map(|d| start_ns + d.as_nanos() as u64);
     let delayed = Arc::new(AtomicU64::new(0));
-    let sessions = Arc::new(Mutex::new(SessionDists::default()));
     let mut pacer_thread = None;
     let mut schedule: Option<Arc<dispatch::Tickets>> = None;
     let mut set = tokio::task::JoinSet::new();
@@ -366,7 +370,6 @@ pub async fn run_phase(
         delayed_by_cap: delayed.load(Ordering::Relaxed),
         send_span_ns,
         intended_span_ns,
-        sessions: std::mem::take(&mut *sessions.lock().unwrap_or_else(|e| e.into_inner())),
     }
 }
 
@@ -424,19 +427,16 @@ pub(crate) struct WorkerCtx {
     sink: RecordSink,
     halt: Halt,
     sent: Arc<AtomicU64>,
-    /// Where session workers report each session as it ends (once per session, off the
-    /// per-request path).
-    sessions: Arc<Mutex<SessionDists>>,
+    /// Where session workers report each session as it ends (`None`: not collected, as in a
+    /// warm-up).
+    sessions: Option<Arc<dyn SessionReports>>,
 }
 
 impl WorkerCtx {
-    /// Accounts a session that ended, when the phase is measured (a warm-up's are not).
+    /// Reports a session that ended, where the phase collects them.
     fn session_ended(&self, s: SessionOutcome) {
-        if self.spec.phase == Phase::Measure {
-            self.sessions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .record(s);
+        if let Some(r) = &self.sessions {
+            r.ended(s);
         }
     }
 

@@ -1,35 +1,16 @@
 //! Whole sessions of a level: how long an agent's task took from its first request to the end
 //! of its last answer (think and tool time, sub-agents and joins included), how many requests
 //! and tool round trips it made, and how many sessions failed or were cut short by the level's
-//! end. The worker that ran a session reports it once, when it ends ([`SessionOutcome`]);
+//! end. The worker that ran a session reports it once, when it ends ([`SessionOutcome`],
+//! through [`SessionReports`]);
 //! memory is one histogram and a few counters, whatever the number of sessions.
 
 use serde::{Deserialize, Serialize};
 
 use super::Dist;
+use crate::load::SessionReports;
 use crate::metrics::{PercentileMethod, Stats};
-
-/// How one session ended, as its worker saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SessionEnd {
-    /// Every turn answered, every branch joined: the task completed in this many ns.
-    Completed(u64),
-    /// A turn failed, which ends its session (the next turn would need its answer).
-    Failed,
-    /// The level ended (its count, window or a Ctrl-C) before the session's last turn.
-    Cut,
-}
-
-/// One session, reported by its worker when the session (with every branch) has ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SessionOutcome {
-    /// How it ended.
-    pub end: SessionEnd,
-    /// Requests it sent, its branches' included.
-    pub turns: u32,
-    /// Of those, the ones that carried a tool's result back to the model.
-    pub tool_round_trips: u32,
-}
+use crate::record::{SessionEnd, SessionOutcome};
 
 /// A level's sessions in numbers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -102,6 +83,13 @@ impl SessionDists {
             turns_avg: per(self.turns),
             tool_round_trips_avg: per(self.tools),
         })
+    }
+}
+
+/// The engine's collection of a measured phase's sessions, reported by the load's workers.
+impl SessionReports for std::sync::Mutex<SessionDists> {
+    fn ended(&self, s: SessionOutcome) {
+        self.lock().unwrap_or_else(|e| e.into_inner()).record(s);
     }
 }
 
