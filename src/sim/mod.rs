@@ -375,9 +375,16 @@ pub(crate) fn bind(ip: IpAddr, port: u16, what: &str) -> anyhow::Result<TcpListe
     socket
         .set_reuseaddr(true)
         .with_context(|| format!("cannot configure the {what} socket"))?;
-    socket
-        .bind(addr)
-        .with_context(|| format!("cannot bind the {what} port on {addr}"))?;
+    if let Err(e) = socket.bind(addr) {
+        // The usual cause on a host that already runs an inference server: say what to do.
+        let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+            ": another process listens there; stop it, or give serve other ports \
+             (--http-port, --grpc-port, --metrics-port; 0 picks a free one) and point -u at them"
+        } else {
+            ""
+        };
+        return Err(e).with_context(|| format!("cannot bind the {what} port on {addr}{hint}"));
+    }
     socket
         .listen(LISTEN_BACKLOG)
         .with_context(|| format!("cannot listen on the {what} port {addr}"))
