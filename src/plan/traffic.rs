@@ -169,11 +169,7 @@ pub struct SessionContext<'a> {
 /// knows how many requests sending every session once takes.
 pub fn sessions(s: &SessionSpec, c: &SessionContext) -> Result<Option<SessionPlan>, UsageError> {
     if c.conversation_file.is_none() && !s.asked() {
-        if s.replies == Replies::Recorded {
-            return usage(
-                "--session-replies recorded replays a conversation file's assistant messages: give --input-file with conversations, or drop --session-replies",
-            );
-        }
+        replies(s, &[], None)?;
         if s.any() {
             return usage(
                 "--session-turns-stddev and --session-turn-delay-* shape multi-turn sessions: give --num-sessions N (and --session-turns-mean) too",
