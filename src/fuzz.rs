@@ -528,8 +528,9 @@ pub fn conversation_file(data: &[u8]) {
                 tokens: 1,
                 max_tokens: None,
                 recorded: None,
+                tool: None,
             });
-            h.answer("ok", 1);
+            h.answer("ok", 1, None);
         }
         let text = serde_json::to_string(h.messages()).expect("messages serialize");
         let back: Vec<serde_json::Value> = serde_json::from_str(&text).expect("valid JSON");

@@ -24,7 +24,7 @@ use crate::client::Exchange;
 use crate::record::{SessionEnd, SessionOutcome, Turn};
 use crate::workload::Payload;
 use crate::workload::conversation::dag::BranchMode;
-use crate::workload::conversation::history::History;
+use crate::workload::conversation::history::{History, ToolCall};
 use crate::workload::conversation::{Conversations, UserTurn};
 
 /// A closed-loop worker of sessions. `tickets` counts turns (requests): a session reserves its
@@ -259,7 +259,9 @@ async fn send_turn(task: &Task<'_>, index: usize, t: usize, lane: &mut Lane) -> 
         task.tools.fetch_add(1, Ordering::Relaxed);
     }
     lane.history.ask(turn);
-    let payload = Payload::Http(conversations.body(lane.history.messages(), turn.max_tokens));
+    let offer = script.offers_tool(t);
+    let messages = lane.history.messages();
+    let payload = Payload::Http(conversations.body(messages, turn.max_tokens, offer));
     let ask = Ask {
         payload: &payload,
         isl: lane.history.tokens(),
@@ -270,7 +272,7 @@ async fn send_turn(task: &Task<'_>, index: usize, t: usize, lane: &mut Lane) -> 
             turn: k as u32,
         }),
         sent: crate::record::Sent {
-            tools: shared.dataset.entry(0).sent.tools,
+            tools: shared.dataset.entry(0).sent.tools || offer.is_some(),
             ..Default::default()
         },
     };
@@ -280,7 +282,9 @@ async fn send_turn(task: &Task<'_>, index: usize, t: usize, lane: &mut Lane) -> 
     let mut completed = execute(shared, &ctx.spec, (seq, intended), &ask, &mut lane.ex).await;
     let ok = completed.0.record.error.is_none();
     if ok {
-        remember_answer(ctx, &lane.ex, (&mut lane.history, turn), &mut completed);
+        let call = offer.map(|name| (name, format!("call_{}_{t}", task.session)));
+        let history = (&mut lane.history, turn);
+        remember_answer(ctx, &lane.ex, history, &mut completed, call);
     }
     if !ctx.finish(completed, &mut lane.ex, &mut lane.backoff).await {
         return Step::Stop;
@@ -299,12 +303,16 @@ async fn send_turn(task: &Task<'_>, index: usize, t: usize, lane: &mut Lane) -> 
 /// Without reasoning the answer is the whole output, so that count is also the record's and
 /// the collector is not handed the same text to count again. With `--session-replies
 /// recorded` the turn's recorded answer goes into the history instead (the server's is still
-/// counted for its record).
+/// counted for its record). A turn that offered a tool (`call`: its name and the id to give
+/// the call) is answered by that call: the server's arguments when they parse as JSON, else
+/// `{}` (an agent runs the recorded tool either way, and servers refuse a history whose call
+/// arguments do not parse), with the answer's other text as its content.
 fn remember_answer(
     ctx: &WorkerCtx,
     ex: &Exchange,
     (history, turn): (&mut History, &UserTurn),
     (done, to_count): &mut (super::Completed, bool),
+    call: Option<(&str, String)>,
 ) {
     let answer = ex.text.get(ex.reasoning_end..).unwrap_or("");
     let tokens = match ex.completion_tokens {
@@ -320,9 +328,18 @@ fn remember_answer(
             u32::try_from(n).unwrap_or(u32::MAX)
         }
     };
-    match &turn.recorded {
-        Some((text, n)) => history.answer(text, *n),
-        None => history.answer(answer, tokens),
+    let (content, args) = match call {
+        Some(_) => ex.events.tools().split(&ex.text, ex.reasoning_end),
+        None => (String::new(), None),
+    };
+    let call = call.map(|(name, id)| {
+        let args = args.filter(|a| serde_json::from_str::<serde::de::IgnoredAny>(a).is_ok());
+        ToolCall::new(id, name, args.unwrap_or_else(|| "{}".into()))
+    });
+    match (&turn.recorded, &call) {
+        (Some((text, n)), _) => history.answer(text, *n, call),
+        (None, Some(_)) => history.answer(&content, tokens, call),
+        (None, None) => history.answer(answer, tokens, None),
     }
 }
 

@@ -170,7 +170,12 @@ pub(crate) fn content(c: &Value, text: &mut String) -> Result<u32, BadRequest> {
         Value::Array(parts) => {
             let mut images = 0;
             for p in parts {
-                if let Some(t) = p.get("text").and_then(Value::as_str) {
+                // `content` of an Anthropic tool_result block: the tool's result.
+                if let Some(t) = p
+                    .get("text")
+                    .or_else(|| p.get("content"))
+                    .and_then(Value::as_str)
+                {
                     text.push_str(t);
                 }
                 if let Some(data) = image_data(p) {
@@ -220,6 +225,62 @@ fn prompt(text: String, image_tokens: u32) -> Prompt {
         0 => Prompt::Text(text),
         n => Prompt::Mixed(text, n),
     }
+}
+
+/// The API whose form a history's tool calls and results take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ToolForm {
+    /// Chat: `tool_calls` and `tool` messages.
+    Chat,
+    /// Responses: `function_call` and `function_call_output` items.
+    Responses,
+    /// Messages: `tool_use` and `tool_result` blocks.
+    Messages,
+}
+
+/// Checks that every tool result of a request's history answers, by its id, a call an
+/// earlier item made, as strict servers do: chat `tool` messages name an id of an earlier
+/// assistant message's `tool_calls`, Responses `function_call_output` items the `call_id`
+/// of an earlier `function_call`, Messages `tool_result` blocks the `id` of an earlier
+/// `tool_use` block.
+pub(crate) fn check_tool_results(items: &[Value], form: ToolForm) -> Result<(), BadRequest> {
+    let id = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut made: Vec<String> = Vec::new();
+    for (at, item) in items.iter().enumerate() {
+        let (calls, answers): (Vec<String>, Vec<String>) = match form {
+            ToolForm::Responses => match item.get("type").and_then(Value::as_str) {
+                Some("function_call") => (vec![id(item, "call_id")], vec![]),
+                Some("function_call_output") => (vec![], vec![id(item, "call_id")]),
+                _ => continue,
+            },
+            ToolForm::Messages => {
+                let blocks = item.get("content").and_then(Value::as_array);
+                let of = |kind: &str, key: &str| -> Vec<String> {
+                    let kind_is = |b: &&Value| b.get("type").and_then(Value::as_str) == Some(kind);
+                    blocks
+                        .into_iter()
+                        .flatten()
+                        .filter(kind_is)
+                        .map(|b| id(b, key))
+                        .collect()
+                };
+                (of("tool_use", "id"), of("tool_result", "tool_use_id"))
+            }
+            ToolForm::Chat => {
+                let calls = item.get("tool_calls").and_then(Value::as_array);
+                let calls = calls.into_iter().flatten().map(|c| id(c, "id")).collect();
+                match item.get("role").and_then(Value::as_str) {
+                    Some("tool") => (calls, vec![id(item, "tool_call_id")]),
+                    _ => (calls, vec![]),
+                }
+            }
+        };
+        if let Some(id) = answers.into_iter().find(|a| !made.contains(a)) {
+            return Err(BadRequest::UnansweredCall { at, id });
+        }
+        made.extend(calls);
+    }
+    Ok(())
 }
 
 /// The tool a request makes the model call, if it does (see the module's notes).
@@ -296,8 +357,11 @@ fn parse_responses(body: &[u8]) -> Result<Asked, BadRequest> {
     match v.get("input") {
         Some(Value::String(s)) => text.push_str(s),
         Some(Value::Array(items)) => {
+            check_tool_results(items, ToolForm::Responses)?;
             for m in items {
-                images += content(m.get("content").unwrap_or(&Value::Null), &mut text)?;
+                // A function_call_output item's `output`: the tool's result.
+                let c = m.get("content").or_else(|| m.get("output"));
+                images += content(c.unwrap_or(&Value::Null), &mut text)?;
             }
         }
         _ => return Err(wrong("input", "a string or a list of messages")),
@@ -331,6 +395,7 @@ fn parse_messages(body: &[u8]) -> Result<Asked, BadRequest> {
             field: "messages",
             shape: Some("a list of {role, content}"),
         })?;
+    check_tool_results(msgs, ToolForm::Messages)?;
     for m in msgs {
         images += content(m.get("content").unwrap_or(&Value::Null), &mut text)?;
     }
@@ -908,6 +973,44 @@ impl MessagesEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A result answering a call made before it passes in each form; one answering an id no
+    /// earlier item made, or made only after it, is refused naming its item and id.
+    #[test]
+    fn tool_results_must_answer_an_earlier_call() {
+        let chat = json!([{"role": "user", "content": "u"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function"}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "r"}]);
+        let responses = json!([{"type": "function_call", "call_id": "c1", "name": "g"},
+            {"type": "function_call_output", "call_id": "c1", "output": "r"}]);
+        let messages = json!([{"role": "assistant", "content": [{"type": "tool_use", "id": "c1"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1"}]}]);
+        for (v, form) in [
+            (chat, ToolForm::Chat),
+            (responses, ToolForm::Responses),
+            (messages, ToolForm::Messages),
+        ] {
+            let items = v.as_array().unwrap();
+            assert!(check_tool_results(items, form).is_ok(), "{form:?}");
+            let last = items.len() - 1;
+            let mut wrong = items.clone();
+            let bad = wrong[last].to_string().replace("\"c1\"", "\"c2\"");
+            wrong[last] = serde_json::from_str(&bad).unwrap();
+            let e = check_tool_results(&wrong, form).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "item {last} answers tool call 'c2', which no earlier assistant message made"
+                )
+            );
+            let mut late = items.clone();
+            late.swap(last - 1, last);
+            assert!(
+                check_tool_results(&late, form).is_err(),
+                "{form:?}: answered before the call"
+            );
+        }
+    }
 
     #[test]
     fn tools_decided_per_choice() {

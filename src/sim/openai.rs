@@ -160,6 +160,7 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
             .get("messages")
             .and_then(Value::as_array)
             .ok_or_else(|| wrong("messages", "an array of {role, content}"))?;
+        super::apis::check_tool_results(messages, super::apis::ToolForm::Chat)?;
         let mut text = String::new();
         let mut images = 0u32;
         let mut last_user = 0..0;

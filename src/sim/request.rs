@@ -62,6 +62,15 @@ pub(crate) enum BadRequest {
         /// What it holds, when worth saying.
         shape: Option<&'static str>,
     },
+    /// A tool's result that answers no call an earlier message of the history made (strict
+    /// servers check this; `at` is the item's index in `messages` or `input`).
+    #[error("item {at} answers tool call '{id}', which no earlier assistant message made")]
+    UnansweredCall {
+        /// The item's index.
+        at: usize,
+        /// The call id it names.
+        id: String,
+    },
     /// A list of texts holding something else.
     #[error("expected '{0}' to hold strings")]
     NotStrings(String),

@@ -133,7 +133,29 @@ fn responses_input(input: Input, images: &[Image]) -> Value {
         Input::Text(text) => {
             json!([{"role": "user", "content": content(Api::Responses, text, images)}])
         }
-        Input::Messages(ms) => serde_json::to_value(ms).unwrap_or(Value::Null),
+        Input::Messages(ms) => Value::Array(ms.iter().flat_map(responses_items).collect()),
+    }
+}
+
+/// One message as Responses input items: a tool call is a `function_call` item after the
+/// assistant's text (left out when empty), a tool's result a `function_call_output`.
+fn responses_items(m: &Message) -> Vec<Value> {
+    if m.role == Role::Tool {
+        let id = m.tool_call_id.as_deref().unwrap_or_default();
+        return vec![json!({"type": "function_call_output", "call_id": id, "output": m.content})];
+    }
+    let text = json!({"role": m.role, "content": m.content});
+    match &m.tool_calls {
+        None => vec![text],
+        Some([c]) => {
+            let call = json!({"type": "function_call", "call_id": c.id,
+                "name": c.function.name, "arguments": c.function.arguments});
+            if m.content.is_empty() {
+                vec![call]
+            } else {
+                vec![text, call]
+            }
+        }
     }
 }
 
@@ -150,11 +172,53 @@ fn messages_of(input: Input, images: &[Image]) -> (Option<String>, Value) {
                 .filter(|m| m.role == Role::System)
                 .map(|m| m.content.as_str())
                 .collect();
-            let rest: Vec<&_> = ms.iter().filter(|m| m.role != Role::System).collect();
             let system = (!system.is_empty()).then(|| system.join("\n\n"));
-            (system, serde_json::to_value(rest).unwrap_or(Value::Null))
+            let mut out: Vec<Value> = Vec::new();
+            for m in ms.iter().filter(|m| m.role != Role::System) {
+                anthropic_message(m, &mut out);
+            }
+            (system, Value::Array(out))
         }
     }
+}
+
+/// Appends one message in Anthropic's form: a tool call is a `tool_use` block of the
+/// assistant's message, a tool's result a `tool_result` block of a user message, and the user
+/// text after a result joins that message as a text block (the API wants roles to alternate).
+fn anthropic_message(m: &Message, out: &mut Vec<Value>) {
+    let block = match (m.role, &m.tool_calls) {
+        (Role::Tool, _) => json!({"type": "tool_result",
+            "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(), "content": m.content}),
+        (Role::Assistant, Some([c])) => {
+            let input: Value = serde_json::from_str(&c.function.arguments).unwrap_or(json!({}));
+            let call =
+                json!({"type": "tool_use", "id": c.id, "name": c.function.name, "input": input});
+            let blocks = match m.content.is_empty() {
+                true => vec![call],
+                false => vec![json!({"type": "text", "text": m.content}), call],
+            };
+            out.push(json!({"role": "assistant", "content": blocks}));
+            return;
+        }
+        (Role::User, _) => match out.last_mut() {
+            Some(Value::Object(last)) if last.get("role") == Some(&json!("user")) => {
+                if let Some(Value::Array(blocks)) = last.get_mut("content") {
+                    blocks.push(json!({"type": "text", "text": m.content}));
+                    return;
+                }
+                json!({"type": "text", "text": m.content})
+            }
+            _ => {
+                out.push(json!({"role": "user", "content": m.content}));
+                return;
+            }
+        },
+        _ => {
+            out.push(json!({"role": m.role, "content": m.content}));
+            return;
+        }
+    };
+    out.push(json!({"role": "user", "content": [block]}));
 }
 
 /// An embeddings request's body.
@@ -245,6 +309,59 @@ mod tests {
             b.to_string(),
             r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"YWJj"}}]}],"max_tokens":5,"stream":true}"#
         );
+    }
+
+    /// A session's tool round trip in each chat-like API's form, exactly: the turn before the
+    /// result offers the tool by name, the answer holds the call, the result answers its id
+    /// (and the user text after it shares the result's message in Anthropic's form).
+    #[test]
+    fn tool_round_trip_in_each_api() {
+        use crate::workload::conversation::history::ToolCall;
+        use crate::workload::conversation::{ToolResult, UserTurn};
+        let turn = |text: &str, tool: Option<&str>| UserTurn {
+            text: text.into(),
+            tokens: 1,
+            max_tokens: None,
+            recorded: None,
+            tool: tool.map(|r| ToolResult {
+                name: "grep".into(),
+                text: r.into(),
+                tokens: 1,
+            }),
+        };
+        let mut h = super::super::conversation::history::History::default();
+        h.ask(&turn("Fix it", None));
+        let call = ToolCall::new("call_0_0".into(), "grep", r#"{"q":"x"}"#.into());
+        h.answer("", 3, Some(call));
+        h.ask(&turn("Go on", Some("a.rs:1")));
+        let body = |api: &str, offer| {
+            let p = plan(&["--endpoint-type", api, "--output-tokens-mean", "4"]);
+            let b = super::super::dataset::turn_body(
+                &p.target,
+                &p.workload,
+                h.messages(),
+                (None, offer),
+            );
+            String::from_utf8(b.to_vec()).unwrap()
+        };
+        let want = [
+            (
+                "chat",
+                r#"{"model":"m","messages":[{"role":"user","content":"Fix it"},{"role":"assistant","content":"","tool_calls":[{"id":"call_0_0","type":"function","function":{"name":"grep","arguments":"{\"q\":\"x\"}"}}]},{"role":"tool","content":"a.rs:1","tool_call_id":"call_0_0"},{"role":"user","content":"Go on"}],"stream":true,"stream_options":{"include_usage":true},"tools":[{"type":"function","function":{"name":"grep","parameters":{"type":"object","properties":{}}}}],"tool_choice":{"type":"function","function":{"name":"grep"}}}"#,
+            ),
+            (
+                "responses",
+                r#"{"model":"m","input":[{"role":"user","content":"Fix it"},{"type":"function_call","call_id":"call_0_0","name":"grep","arguments":"{\"q\":\"x\"}"},{"type":"function_call_output","call_id":"call_0_0","output":"a.rs:1"},{"role":"user","content":"Go on"}],"stream":true,"tools":[{"type":"function","name":"grep","parameters":{"type":"object","properties":{}}}],"tool_choice":{"type":"function","name":"grep"}}"#,
+            ),
+            (
+                "messages",
+                r#"{"model":"m","messages":[{"role":"user","content":"Fix it"},{"role":"assistant","content":[{"type":"tool_use","id":"call_0_0","name":"grep","input":{"q":"x"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0_0","content":"a.rs:1"},{"type":"text","text":"Go on"}]}],"max_tokens":1024,"stream":true,"tools":[{"name":"grep","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"tool","name":"grep"}}"#,
+            ),
+        ];
+        for (api, want) in want {
+            assert_eq!(body(api, Some("grep")), want, "{api}");
+        }
+        assert!(!body("chat", None).contains("tools"), "no offer, no tools");
     }
 
     /// Embeddings and each rankings layout, exactly.

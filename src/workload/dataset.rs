@@ -99,7 +99,7 @@ impl Dataset {
     ) -> Dataset {
         self.conversations = scripts.map(|s| {
             let (t, w) = (t.clone(), w.clone());
-            let body: conversation::BodyFn = Box::new(move |m, max| turn_body(&t, &w, m, max));
+            let body: conversation::BodyFn = Box::new(move |m, asked| turn_body(&t, &w, m, asked));
             Arc::new(Conversations::new(s, body))
         });
         self
@@ -540,15 +540,21 @@ pub fn http_body_with(
     Value::Object(m)
 }
 
-/// The request body of a turn: the messages for the chat API, the messages' text joined by
-/// blank lines for the completions and generate APIs.
+/// The request body of a turn: the messages for the chat-like APIs, the messages' text joined
+/// by blank lines for the completions and generate APIs; `offer` names the tool the turn
+/// offers the model (chat-like APIs only: the others have no tools).
 pub fn turn_body(
     t: &Target,
     w: &WorkloadPlan,
     messages: &[Message],
-    max_tokens: Option<u32>,
+    (max_tokens, offer): (Option<u32>, Option<&str>),
 ) -> Bytes {
-    let body = http_body(t, w, Input::Messages(messages), max_tokens);
+    let mut body = http_body(t, w, Input::Messages(messages), max_tokens);
+    if let (Some(name), Value::Object(m)) = (offer, &mut body)
+        && t.api.chat_like()
+    {
+        super::tools::offer(m, t.api, w.tools.as_ref(), name);
+    }
     Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 

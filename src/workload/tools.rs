@@ -230,23 +230,46 @@ impl ToolsPlan {
 
     /// The request's `tool_choice` in `api`'s form.
     pub fn choice_json(&self, api: Api) -> Value {
-        let messages = api == Api::Messages;
-        match (&self.choice, messages) {
-            (ToolChoice::Auto, false) => json!("auto"),
-            (ToolChoice::None, false) => json!("none"),
-            (ToolChoice::Required, false) => json!("required"),
-            (ToolChoice::Auto, true) => json!({"type": "auto"}),
-            (ToolChoice::None, true) => json!({"type": "none"}),
-            (ToolChoice::Required, true) => json!({"type": "any"}),
-            (ToolChoice::Named(n), true) => json!({"type": "tool", "name": n}),
-            (ToolChoice::Named(n), false) if api == Api::Responses => {
-                json!({"type": "function", "name": n})
-            }
-            (ToolChoice::Named(n), false) => {
-                json!({"type": "function", "function": {"name": n}})
-            }
-        }
+        choice_json(&self.choice, api)
     }
+}
+
+/// `tool_choice` in `api`'s form.
+fn choice_json(choice: &ToolChoice, api: Api) -> Value {
+    let messages = api == Api::Messages;
+    match (choice, messages) {
+        (ToolChoice::Auto, false) => json!("auto"),
+        (ToolChoice::None, false) => json!("none"),
+        (ToolChoice::Required, false) => json!("required"),
+        (ToolChoice::Auto, true) => json!({"type": "auto"}),
+        (ToolChoice::None, true) => json!({"type": "none"}),
+        (ToolChoice::Required, true) => json!({"type": "any"}),
+        (ToolChoice::Named(n), true) => json!({"type": "tool", "name": n}),
+        (ToolChoice::Named(n), false) if api == Api::Responses => {
+            json!({"type": "function", "name": n})
+        }
+        (ToolChoice::Named(n), false) => json!({"type": "function", "function": {"name": n}}),
+    }
+}
+
+/// Offers the model tool `name` as its choice (an agentic session's turn before the tool's
+/// result): `tools` is the run's `--tools` list with a definition of `name` added when it has
+/// none (no required arguments), and `tool_choice` names it, in `api`'s form.
+pub fn offer(m: &mut Map<String, Value>, api: Api, plan: Option<&ToolsPlan>, name: &str) {
+    let mut tools: Vec<Value> = plan.map_or(Vec::new(), |p| {
+        p.tools.iter().map(|t| tool_json(t, api)).collect()
+    });
+    if !plan.is_some_and(|p| p.tools.iter().any(|t| t.name == name)) {
+        let def = ToolDef {
+            name: name.to_string(),
+            description: None,
+            parameters: json!({"type": "object", "properties": {}}),
+        };
+        tools.push(tool_json(&def, api));
+    }
+    m.insert("tools".into(), Value::Array(tools));
+    let choice = ToolChoice::Named(name.to_string());
+    m.insert("tool_choice".into(), choice_json(&choice, api));
 }
 
 fn tool_json(t: &ToolDef, api: Api) -> Value {

@@ -1,7 +1,7 @@
 //! Agentic session files on the wire: a planner spawns two sub-agents that run side by side,
 //! its next turn waits for both (then its recorded tool time), a fork continues its history,
-//! every live answer goes into the next turn of its own session; AIPerf's `dag_jsonl` runs the
-//! same way; a cycle or a dangling branch exits 2 naming the session before anything is sent.
+//! every live answer goes into the next turn of its own session, a tool round trip as the
+//! server's call and the tool's message answering it; AIPerf's `dag_jsonl` runs the same way; a cycle or a dangling branch exits 2 naming the session before anything is sent.
 //! What was sent is read from a relay (`Tee`), when from `requests.jsonl`.
 
 use crate::common;
@@ -50,6 +50,38 @@ fn by_last_user(tee: &Tee) -> HashMap<String, (Msgs, String)> {
         );
     }
     out
+}
+
+/// The planner's tool round trip: P0 offered grep as its choice, the simulator called it, and
+/// R1's history holds that call (the server's arguments) and the tool's message answering its
+/// id (the simulator refuses a result that answers no call, so 0 errors says it matched).
+fn tool_round_trip(tee: &Tee, records: &[Value]) {
+    let bodies: Vec<Value> = tee
+        .exchanges()
+        .into_iter()
+        .flatten()
+        .map(|(b, _)| serde_json::from_slice(&b).unwrap())
+        .collect();
+    let last = |v: &Value| v["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    let p0 = bodies.iter().find(|v| last(v) == "P0").unwrap();
+    assert_eq!(p0["tool_choice"]["function"]["name"], "grep", "{p0}");
+    assert_eq!(p0["tools"][0]["function"]["name"], "grep");
+    let r1 = bodies.iter().find(|v| last(v) == "R1").unwrap();
+    assert!(
+        r1.get("tools").is_none(),
+        "only the turn before a result offers it"
+    );
+    let (call, result) = (&r1["messages"][2]["tool_calls"][0], &r1["messages"][3]);
+    assert_eq!(call["function"]["name"], "grep");
+    assert_eq!(result["tool_call_id"], call["id"]);
+    let args = call["function"]["arguments"].as_str().unwrap();
+    assert!(
+        args.starts_with("{\"query\":\"") && args.len() > 12,
+        "{args}"
+    );
+    let called: Vec<&Value> = records.iter().filter(|r| r["tool_calls"] == 1).collect();
+    assert_eq!(called.len(), 1, "P0's answer alone called a tool");
+    assert_eq!(called[0]["prompt_index"], 0);
 }
 
 /// The values of header `name` over every request sent, in order per connection.
@@ -119,17 +151,18 @@ async fn run_task(file_text: &str, dir: &Path) {
     // What each turn carried: its own session's history with the live answers.
     let sent = by_last_user(&tee);
     let answer = |k: &str| sent[k].1.clone();
-    assert!(!answer("P0").is_empty());
+    assert!(!answer("A0").is_empty());
     let planner_1 = vec![
         msg("system", "You plan."),
         msg("user", "P0"),
-        msg("assistant", &answer("P0")),
-        msg("user", "R1"),
+        msg("assistant", ""),
+        msg("tool", "R1"),
     ];
     assert_eq!(
         sent["R1"].0, planner_1,
-        "a tool's result goes as a user message"
+        "the server's tool call, then the tool's result"
     );
+    tool_round_trip(&tee, &records);
     assert_eq!(
         sent["A0"].0,
         vec![msg("user", "A0")],

@@ -59,6 +59,27 @@ impl ToolSpans {
         self.spans.iter().map(|s| s.2 - s.1).sum()
     }
 
+    /// `text` from `from` on, split into what lies outside every call's arguments and the
+    /// first call's arguments (`None` without a call): an answer's content and its tool call.
+    pub fn split(&self, text: &str, from: usize) -> (String, Option<String>) {
+        let (mut content, mut args) = (String::new(), None::<String>);
+        let mut at = from;
+        for &(k, s, e) in &self.spans {
+            let (s, e) = (s.max(from), e.min(text.len()));
+            if s >= e {
+                continue;
+            }
+            content.push_str(text.get(at..s).unwrap_or_default());
+            if k == self.spans[0].0 {
+                args.get_or_insert_with(String::new)
+                    .push_str(text.get(s..e).unwrap_or_default());
+            }
+            at = e;
+        }
+        content.push_str(text.get(at.min(text.len())..).unwrap_or_default());
+        (content, args)
+    }
+
     /// The calls in `text` and whether every one's arguments parse as JSON (`(0, false)`
     /// without a call). Spans beyond `text` (never, unless the text was cut) count as invalid.
     pub fn summarize(&self, text: &str) -> (u32, bool) {
@@ -109,5 +130,22 @@ mod tests {
         assert!(t.is_empty());
         t.push(3, 2, 2);
         assert!(t.is_empty(), "empty spans are not kept");
+    }
+
+    #[test]
+    fn split_keeps_the_first_call_and_the_text_around() {
+        let text = "think|ok {\"q\":1} then {\"r\":2}.";
+        let mut t = ToolSpans::default();
+        assert_eq!(
+            t.split(text, 6),
+            ("ok {\"q\":1} then {\"r\":2}.".into(), None)
+        );
+        t.push(0, 9, 16);
+        t.push(1, 22, 29);
+        assert_eq!(
+            t.split(text, 6),
+            ("ok  then .".into(), Some("{\"q\":1}".into())),
+            "the second call's arguments are not the answer's text either"
+        );
     }
 }

@@ -13,6 +13,13 @@
 //! before the next turn. `think_ms` (the user's or agent's thinking) and `tool_ms` (the tool
 //! running) are waited before the turn is sent; AIPerf's `delay` is both in one.
 //!
+//! A tool round trip is replayed as an agent makes it: the turn before a tool's result offers
+//! the model that tool (`tools` with a definition of its name and no required arguments,
+//! `tool_choice` naming it, in the API's form), its answer goes into the history as the
+//! assistant's call (the server's arguments when they parse as JSON, else `{}`), and the
+//! result is sent as the tool's message answering that call's id (chat `role: tool`,
+//! Responses `function_call_output`, Messages `tool_result`).
+//!
 //! Branches start when their turn's answer has arrived and run in parallel:
 //!
 //! * **spawn** (`spawn` / AIPerf `spawns`): a sub-agent with a fresh history. The parent goes
@@ -50,7 +57,7 @@ pub fn is_dag(row: &Value) -> bool {
 /// One message a turn adds before it is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Said {
-    /// System or user. A tool's result is sent as a user message (see [`AgentTurn::tool`]).
+    /// System, user, or tool (a tool's result, see [`AgentTurn::tool`]).
     pub role: Role,
     /// Its text.
     pub text: String,
@@ -61,9 +68,8 @@ pub struct Said {
 pub struct AgentTurn {
     /// Messages added to the history before this turn is sent, in order.
     pub said: Vec<Said>,
-    /// The tool whose result this turn carries (a tool round trip), if any. Its result is one
-    /// of `said`: a user message, because a replayed tool message would need the call id of
-    /// a tool call the server made live, which strict servers check.
+    /// The tool whose result this turn carries (a tool round trip), if any: its result is the
+    /// turn's `said` of role tool, and the turn before offers the model this tool to call.
     pub tool: Option<String>,
     /// Output tokens asked for (`None`: left to the server).
     pub max_tokens: Option<u32>,
@@ -328,7 +334,7 @@ fn own_turn(m: &Map<String, Value>) -> Result<RawTurn, LineError> {
                 return Err("\"result\" needs \"tool\", the name of the tool that gave it".into());
             }
         };
-        turn.said.push(said(Role::User, text));
+        turn.said.push(said(Role::Tool, text));
         turn.tool = Some(name.to_string());
     }
     if let Some(user) = m.get("user") {
@@ -403,8 +409,8 @@ fn aiperf_turn(m: &Map<String, Value>) -> Result<RawTurn, LineError> {
     Ok(RawTurn { turn, branches })
 }
 
-/// One AIPerf message: system and user are sent, a tool's result is sent as a user message,
-/// the assistant's recorded answers are not (the server's live answers are).
+/// One AIPerf message: system, user and a tool's result are sent, the assistant's recorded
+/// answers are not (the server's live answers are).
 fn aiperf_message(msg: &Value, turn: &mut AgentTurn) -> Result<(), LineError> {
     let role = msg
         .get("role")
@@ -419,7 +425,7 @@ fn aiperf_message(msg: &Value, turn: &mut AgentTurn) -> Result<(), LineError> {
             .said
             .push(said(Role::User, &text.ok_or("needs text \"content\"")?)),
         "tool" | "function" => {
-            turn.said.push(said(Role::User, &text.unwrap_or_default()));
+            turn.said.push(said(Role::Tool, &text.unwrap_or_default()));
             let name = msg.get("name").or_else(|| msg.get("tool_call_id"));
             turn.tool = Some(name.and_then(Value::as_str).unwrap_or("tool").to_string());
         }
@@ -732,7 +738,7 @@ mod tests {
         assert_eq!(p.turns[0].max_tokens, Some(64));
         let t1 = &p.turns[1];
         assert_eq!((t1.tool.as_deref(), t1.delay_ms), (Some("grep"), 50));
-        assert_eq!(t1.said, vec![said(Role::User, "a.rs:12")]);
+        assert_eq!(t1.said, vec![said(Role::Tool, "a.rs:12")]);
         assert_eq!(
             t1.branches,
             vec![Branch {
@@ -779,7 +785,7 @@ mod tests {
                 }
             ]
         );
-        assert_eq!(t[1].said, vec![said(Role::User, "42")]);
+        assert_eq!(t[1].said, vec![said(Role::Tool, "42")]);
         assert_eq!(t[1].tool.as_deref(), Some("c1"));
         assert_eq!(t[1].branches[0].mode, BranchMode::Fork);
     }

@@ -5,6 +5,11 @@
 //! grows with the sessions in flight and their length, never with the request count. The
 //! answer kept is the server's answer text (reasoning left out, as chat clients do), appended
 //! once per response.
+//!
+//! A tool round trip of an agentic session is kept in the chat API's form: the answer to the
+//! turn before it is an assistant message with `tool_calls` (the server's call when it made
+//! one), and the tool's result a `tool` message answering that call by its id. The bodies of
+//! the other APIs are rendered from this form (`bodies::api_messages`).
 
 use serde::Serialize;
 
@@ -20,6 +25,8 @@ pub enum Role {
     User,
     /// The server's answer.
     Assistant,
+    /// A tool's result, answering a call of the assistant message before it.
+    Tool,
 }
 
 /// One message of a chat request.
@@ -29,6 +36,59 @@ pub struct Message {
     pub role: Role,
     /// Its text.
     pub content: String,
+    /// The tool an assistant message calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<[ToolCall; 1]>,
+    /// The call a tool message answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A message of text alone.
+    pub fn new(role: Role, content: String) -> Message {
+        Message {
+            role,
+            content,
+            tool_calls: None,
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool call of an assistant message, in the chat API's form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolCall {
+    /// The call's id, which the tool message answering it repeats.
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The function called.
+    pub function: FunctionCall,
+}
+
+/// The function of a [`ToolCall`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FunctionCall {
+    /// Its name.
+    pub name: String,
+    /// Its arguments, a JSON text.
+    pub arguments: String,
+}
+
+impl ToolCall {
+    /// A call of `name` with `arguments` (JSON text).
+    pub fn new(id: String, name: &str, arguments: String) -> ToolCall {
+        ToolCall {
+            id,
+            kind: "function",
+            function: FunctionCall {
+                name: name.to_string(),
+                arguments,
+            },
+        }
+    }
 }
 
 /// The messages of the session in flight and their tokens.
@@ -49,21 +109,35 @@ impl History {
         }
     }
 
-    /// Adds the next user message.
+    /// Adds the next turn's messages: the tool's result it carries, answering the call of the
+    /// last answer (a user message when that answer called no tool: a session that opens with
+    /// a result), then its user message, if it has one.
     pub fn ask(&mut self, turn: &UserTurn) {
-        self.push(Role::User, &turn.text, turn.tokens);
+        if let Some(result) = &turn.tool {
+            let call = self.messages.last().and_then(|m| m.tool_calls.as_ref());
+            let id = call.map(|[c]| c.id.clone());
+            let role = if id.is_some() { Role::Tool } else { Role::User };
+            self.push(role, &result.text, result.tokens);
+            if let Some(last) = self.messages.last_mut() {
+                last.tool_call_id = id;
+            }
+        }
+        if turn.tool.is_none() || !turn.text.is_empty() {
+            self.push(Role::User, &turn.text, turn.tokens);
+        }
     }
 
-    /// Adds the server's answer to the last user message (`tokens`: its count).
-    pub fn answer(&mut self, text: &str, tokens: u32) {
+    /// Adds the server's answer to the last user message (`tokens`: its count), with the tool
+    /// call it made or is taken to have made.
+    pub fn answer(&mut self, text: &str, tokens: u32, call: Option<ToolCall>) {
         self.push(Role::Assistant, text, tokens);
+        if let Some(last) = self.messages.last_mut() {
+            last.tool_calls = call.map(|c| [c]);
+        }
     }
 
     fn push(&mut self, role: Role, text: &str, tokens: u32) {
-        self.messages.push(Message {
-            role,
-            content: text.to_string(),
-        });
+        self.messages.push(Message::new(role, text.to_string()));
         self.tokens = self.tokens.saturating_add(tokens);
     }
 
@@ -95,11 +169,12 @@ mod tests {
             tokens: 2,
             max_tokens: None,
             recorded: None,
+            tool: None,
         };
         let mut h = History::default();
         h.begin(&script);
         h.ask(&turn("u1"));
-        h.answer("a1", 3);
+        h.answer("a1", 3, None);
         h.ask(&turn("u2"));
         assert_eq!(h.tokens(), 8);
         assert_eq!(

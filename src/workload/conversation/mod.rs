@@ -51,6 +51,20 @@ pub struct UserTurn {
     /// The file's recorded answer to it, with its tokens, when the history carries recorded
     /// answers (`--session-replies recorded`) and the file has one.
     pub recorded: Option<(String, u32)>,
+    /// The tool's result the turn carries back to the model (agentic sessions), sent before
+    /// its user message; `text` may then be empty.
+    pub tool: Option<ToolResult>,
+}
+
+/// A tool's result, carried back to the model by the turn after the one that called the tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The tool's name, which the turn before offers the model to call.
+    pub name: String,
+    /// The result's text.
+    pub text: String,
+    /// Its tokens under the run's tokenizer.
+    pub tokens: u32,
 }
 
 /// What one session sends.
@@ -73,8 +87,6 @@ pub struct AgentScript {
     pub start_delay_ms: u64,
     /// Branches started after each turn's answer (`branches[t]`: after turn `t`).
     pub branches: Vec<Vec<dag::Branch>>,
-    /// Whether each turn carries a tool's result (a tool round trip).
-    pub tool: Vec<bool>,
     /// The requests of a task started at this session, its branches' included.
     pub task_turns: u64,
 }
@@ -82,9 +94,17 @@ pub struct AgentScript {
 impl Script {
     /// Whether turn `t` carries a tool's result back to the model (a tool round trip).
     pub fn carries_tool_result(&self, t: usize) -> bool {
-        self.agent
+        self.turns.get(t).is_some_and(|u| u.tool.is_some())
+    }
+
+    /// The tool turn `t` offers the model, named as its choice: the tool whose result the next
+    /// turn carries (the recorded agent called it there).
+    pub fn offers_tool(&self, t: usize) -> Option<&str> {
+        self.turns
+            .get(t + 1)?
+            .tool
             .as_ref()
-            .is_some_and(|a| a.tool.get(t).copied().unwrap_or(false))
+            .map(|r| r.name.as_str())
     }
 
     /// The branches started after turn `t` (none for a line of turns).
@@ -96,8 +116,9 @@ impl Script {
     }
 }
 
-/// Builds a turn's request body from the session's messages and the output tokens to ask for.
-pub type BodyFn = Box<dyn Fn(&[Message], Option<u32>) -> Bytes + Send + Sync>;
+/// Builds a turn's request body from the session's messages, the output tokens to ask for and
+/// the tool it offers the model, if any.
+pub type BodyFn = Box<dyn Fn(&[Message], (Option<u32>, Option<&str>)) -> Bytes + Send + Sync>;
 
 /// Every session's script, how a turn's body is built, and the count of sessions started
 /// (shared by the run's workers, across warm-up and measurement, so a measurement continues
@@ -141,8 +162,13 @@ impl Conversations {
     }
 
     /// The request body of a turn whose messages are `messages`.
-    pub fn body(&self, messages: &[Message], max_tokens: Option<u32>) -> Bytes {
-        (self.body)(messages, max_tokens)
+    pub fn body(
+        &self,
+        messages: &[Message],
+        max_tokens: Option<u32>,
+        offer: Option<&str>,
+    ) -> Bytes {
+        (self.body)(messages, (max_tokens, offer))
     }
 
     /// Takes the next session: its number in the run and its script (root scripts are used
@@ -216,6 +242,7 @@ pub fn scripts(
                         let n = tokens(tokenizer, &r);
                         (r, n)
                     }),
+                    tool: None,
                 })
                 .collect();
             let delays_ms = (1..turns.len()).map(|_| delay()).collect();
@@ -229,10 +256,10 @@ pub fn scripts(
         .collect()
 }
 
-/// The scripts of an agentic session file, one per session in file order: a turn's messages
-/// (a tool's result, then the user's) are sent as one user message, the first turn's system
-/// messages first in every turn; `max_tokens[i]` is the output length of the `i`-th turn of
-/// the file when the turn does not set its own.
+/// The scripts of an agentic session file, one per session in file order: a turn's tool
+/// results become its [`ToolResult`] and its user messages one user message, the first turn's
+/// system messages first in every turn; `max_tokens[i]` is the output length of the `i`-th
+/// turn of the file when the turn does not set its own.
 pub fn agent_scripts(
     dag: &dag::Dag,
     max_tokens: &[Option<u32>],
@@ -246,21 +273,32 @@ pub fn agent_scripts(
             let mut system = Vec::new();
             let mut turns = Vec::with_capacity(s.turns.len());
             for (t, turn) in s.turns.iter().enumerate() {
-                let mut texts = Vec::new();
+                let (mut texts, mut results) = (Vec::new(), Vec::new());
                 for said in &turn.said {
-                    if t == 0 && said.role == history::Role::System {
-                        system.push((said.text.clone(), tokens(tokenizer, &said.text)));
-                    } else {
-                        texts.push(said.text.as_str());
+                    match said.role {
+                        history::Role::System if t == 0 => {
+                            system.push((said.text.clone(), tokens(tokenizer, &said.text)));
+                        }
+                        history::Role::Tool => results.push(said.text.as_str()),
+                        _ => texts.push(said.text.as_str()),
                     }
                 }
                 let text = texts.join("\n\n");
+                let tool = turn.tool.as_ref().map(|name| {
+                    let text = results.join("\n\n");
+                    ToolResult {
+                        name: name.clone(),
+                        tokens: tokens(tokenizer, &text),
+                        text,
+                    }
+                });
                 let fallback = flag.next().flatten();
                 turns.push(UserTurn {
                     tokens: tokens(tokenizer, &text),
                     text,
                     max_tokens: turn.max_tokens.or(fallback),
                     recorded: None,
+                    tool,
                 });
             }
             Script {
@@ -270,7 +308,6 @@ pub fn agent_scripts(
                 agent: Some(AgentScript {
                     start_delay_ms: s.turns[0].delay_ms,
                     branches: s.turns.iter().map(|t| t.branches.clone()).collect(),
-                    tool: s.turns.iter().map(|t| t.tool.is_some()).collect(),
                     task_turns: dag.task_turns(i),
                 }),
             }

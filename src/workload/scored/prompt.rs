@@ -97,7 +97,7 @@ pub fn text(f: &Frame, item: &Item) -> String {
 /// The prompt as chat messages.
 pub fn messages(f: &Frame, item: &Item) -> Vec<Message> {
     let mut out = Vec::with_capacity(2 * f.shots.len() + 2);
-    let msg = |role, content: String| Message { role, content };
+    let msg = Message::new;
     if let Some(s) = f.system {
         out.push(msg(Role::System, s.to_string()));
     }
