@@ -269,12 +269,6 @@ fn agent_file(path: &Path, s: &SessionSpec) -> Result<SessionPlan, UsageError> {
             "--session-turn-delay-mean/-stddev",
         ),
     ];
-    if s.replies == Replies::Recorded {
-        return usage(format!(
-            "--session-replies recorded: --input-file {} is an agentic session file, whose turns carry the live answers (sub-agents answer each other): drop --session-replies",
-            path.display()
-        ));
-    }
     if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
         return usage(format!(
             "--input-file {} is an agentic session file, whose sessions, turns and delays are its own: drop {flag}",
@@ -282,6 +276,13 @@ fn agent_file(path: &Path, s: &SessionSpec) -> Result<SessionPlan, UsageError> {
         ));
     }
     let dag = conversation::dag::read(path)?;
+    let mut turns = dag.sessions.iter().flat_map(|a| &a.turns);
+    if s.replies == Replies::Recorded && !turns.any(|t| t.recorded.is_some()) {
+        return usage(format!(
+            "--session-replies recorded: --input-file {} records no answer to replay (a turn's \"reply\", or AIPerf's assistant message opening the next turn): drop --session-replies, or add the recorded answers",
+            path.display()
+        ));
+    }
     let turns: Vec<u32> = dag.sessions.iter().map(|a| a.turns.len() as u32).collect();
     let total_turns = dag.roots.iter().map(|&r| dag.task_turns(r)).sum();
     Ok(SessionPlan {
@@ -296,7 +297,7 @@ fn agent_file(path: &Path, s: &SessionSpec) -> Result<SessionPlan, UsageError> {
         file: std::sync::Arc::new(Vec::new()),
         agents: Some(std::sync::Arc::new(dag)),
         header: session_header(s)?,
-        replies: Replies::Live,
+        replies: s.replies,
     })
 }
 

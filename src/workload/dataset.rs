@@ -285,7 +285,8 @@ fn prepare_sessions(
 ) -> Prepared {
     if let Some(dag) = &plan.agents {
         let max_tokens = output_lengths(w, plan.turns.iter().map(|&t| t as usize).sum());
-        let scripts = conversation::agent_scripts(dag, &max_tokens, tokenizer);
+        let recorded = plan.replies == conversation::plan::Replies::Recorded;
+        let scripts = conversation::agent_scripts(dag, &max_tokens, tokenizer, recorded);
         let prompts = scripts
             .iter()
             .flat_map(|s| &s.turns)

@@ -354,3 +354,58 @@ fn session_flags_that_an_agentic_file_decides_exit_2() {
         );
     }
 }
+
+/// `--session-replies recorded` with an agentic file: each turn's history carries the file's
+/// recorded replies (the tool call's arguments still the server's); a file that records none
+/// exits 2 saying where a reply goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_replies_of_an_agentic_file() {
+    let sim = start_round().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let text = r#"{"agent": "a", "turns": [{"user": "U0", "reply": "Rec zero."}, {"tool": "grep", "result": "R1", "reply": "Rec one."}, {"user": "U2"}]}"#;
+    let file = tmp.path().join("a.jsonl");
+    std::fs::write(&file, format!("{text}\n")).unwrap();
+    let tee = Tee::start(sim.http_addr);
+    let flags = [
+        "--ui",
+        "none",
+        "--input-file",
+        file.to_str().unwrap(),
+        "--output-tokens-mean",
+        "4",
+        "--session-replies",
+        "recorded",
+    ];
+    let out = profile(&common::chat_args(&tee.addr, &tmp.path().join("o"), &flags))
+        .await
+        .unwrap();
+    assert_eq!(measured(&out.levels[0].dir).len(), 3);
+    let sent = by_last_user(&tee);
+    let want = [
+        msg("user", "U0"),
+        msg("assistant", "Rec zero."),
+        msg("tool", "R1"),
+        msg("assistant", "Rec one."),
+        msg("user", "U2"),
+    ];
+    assert_eq!(sent["U2"].0, want);
+
+    std::fs::write(
+        &file,
+        text.replace(", \"reply\": \"Rec zero.\"", "")
+            .replace(", \"reply\": \"Rec one.\"", ""),
+    )
+    .unwrap();
+    let err = profile(&common::chat_args(
+        &sim.http_url(),
+        &tmp.path().join("x"),
+        &flags,
+    ))
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains("records no answer to replay (a turn's \"reply\""),
+        "{err}"
+    );
+    sim.shutdown().await;
+}

@@ -73,6 +73,10 @@ pub struct AgentTurn {
     pub tool: Option<String>,
     /// Output tokens asked for (`None`: left to the server).
     pub max_tokens: Option<u32>,
+    /// The answer the file records for this turn (`reply`; AIPerf: the assistant message that
+    /// opens the next turn), sent in the history instead of the server's with
+    /// `--session-replies recorded`.
+    pub recorded: Option<String>,
     /// Wait before sending (ms): think time plus tool time.
     pub delay_ms: u64,
     /// Branches started when this turn's answer has arrived.
@@ -303,6 +307,13 @@ fn parse_session(value: &Value, line: usize) -> Result<Raw, LineError> {
         let turn = if own { own_turn(m) } else { aiperf_turn(m) };
         turns.push(turn.map_err(|why| format!("field \"turns[{t}]\": {why}"))?);
     }
+    if !own {
+        // AIPerf records the answer to a turn as the assistant message opening the next.
+        for t in 0..turns.len() {
+            let next = turns.get_mut(t + 1).and_then(|n| n.turn.recorded.take());
+            turns[t].turn.recorded = next;
+        }
+    }
     if own && let Some(system) = row.get("system") {
         let text = system.as_str().ok_or("field \"system\" must be a string")?;
         let first = &mut turns[0].turn.said;
@@ -319,7 +330,7 @@ fn said(role: Role, text: &str) -> Said {
 }
 
 /// A turn of ttftbench's form: `user` and/or a tool's `result` (with `tool`, its name),
-/// `max_tokens`, `think_ms`, `tool_ms`, `spawn`, `join_at`, `fork`.
+/// `reply`, `max_tokens`, `think_ms`, `tool_ms`, `spawn`, `join_at`, `fork`.
 fn own_turn(m: &Map<String, Value>) -> Result<RawTurn, LineError> {
     let mut turn = AgentTurn {
         max_tokens: opt_u32(m, "max_tokens")?,
@@ -340,6 +351,10 @@ fn own_turn(m: &Map<String, Value>) -> Result<RawTurn, LineError> {
     if let Some(user) = m.get("user") {
         let text = user.as_str().ok_or("\"user\" must be a string")?;
         turn.said.push(said(Role::User, text));
+    }
+    if let Some(reply) = m.get("reply") {
+        let text = reply.as_str().ok_or("\"reply\" must be a string")?;
+        turn.recorded = Some(text.to_string());
     }
     if turn.said.is_empty() {
         return Err("a turn needs \"user\" (a message) or \"tool\" with \"result\"".into());
@@ -409,8 +424,9 @@ fn aiperf_turn(m: &Map<String, Value>) -> Result<RawTurn, LineError> {
     Ok(RawTurn { turn, branches })
 }
 
-/// One AIPerf message: system, user and a tool's result are sent, the assistant's recorded
-/// answers are not (the server's live answers are).
+/// One AIPerf message: system, user and a tool's result are sent; the assistant's recorded
+/// answer is kept for `--session-replies recorded` (by default the server's live answers are
+/// sent).
 fn aiperf_message(msg: &Value, turn: &mut AgentTurn) -> Result<(), LineError> {
     let role = msg
         .get("role")
@@ -429,7 +445,7 @@ fn aiperf_message(msg: &Value, turn: &mut AgentTurn) -> Result<(), LineError> {
             let name = msg.get("name").or_else(|| msg.get("tool_call_id"));
             turn.tool = Some(name.and_then(Value::as_str).unwrap_or("tool").to_string());
         }
-        "assistant" => {}
+        "assistant" => turn.recorded = text,
         other => {
             return Err(LineError(format!(
                 "has role \"{other}\": give system, user, assistant or tool"
@@ -717,7 +733,7 @@ mod tests {
     const OWN: &str = r#"{"agent": "planner", "system": "You plan.", "turns": [{"user": "Fix the test", "max_tokens": 64}, {"tool": "grep", "result": "a.rs:12", "tool_ms": 40, "think_ms": 10, "spawn": ["reader", "tester"]}, {"user": "Summarize"}, {"user": "Done?", "fork": "followup"}]}
 {"agent": "reader", "turns": [{"user": "Read a.rs"}]}
 
-{"agent": "tester", "turns": [{"user": "Run it"}, {"tool": "cargo", "result": "1 failed"}]}
+{"agent": "tester", "turns": [{"user": "Run it", "reply": "Running."}, {"tool": "cargo", "result": "1 failed"}]}
 {"agent": "followup", "turns": [{"user": "And the docs?"}]}
 "#;
 
@@ -756,10 +772,17 @@ mod tests {
             }]
         );
         assert_eq!(d.sessions[2].line, 4, "blank lines keep the numbering");
+        let recorded: Vec<_> = d.sessions[2]
+            .turns
+            .iter()
+            .map(|t| t.recorded.as_deref())
+            .collect();
+        assert_eq!(recorded, vec![Some("Running."), None]);
     }
 
     /// The shape of AIPerf's documented `dag_jsonl` example, plus spawns in both forms, a
-    /// background fork, a tool message and the recorded assistant answer (not sent).
+    /// background fork, a tool message and the recorded assistant answer (kept as the answer
+    /// to the turn before it).
     #[test]
     fn aiperf_dag_jsonl_reads() {
         let text = r#"{"session_id":"root","turns":[{"model":"m","messages":[{"role":"system","content":"Careful."},{"role":"user","content":"Summarize."}],"max_tokens":128,"delay":2.5,"spawns":["a",{"children":["b"],"join_at":2}]},{"messages":[{"role":"assistant","content":"old"},{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"42"}]}],"forks":[{"child":"c","background":true}]},{"messages":[{"role":"user","content":"Go on."}],"extra":{"min_tokens":4}}]}
@@ -788,6 +811,8 @@ mod tests {
         assert_eq!(t[1].said, vec![said(Role::Tool, "42")]);
         assert_eq!(t[1].tool.as_deref(), Some("c1"));
         assert_eq!(t[1].branches[0].mode, BranchMode::Fork);
+        let recorded: Vec<_> = t.iter().map(|t| t.recorded.as_deref()).collect();
+        assert_eq!(recorded, vec![Some("old"), None, None]);
     }
 
     #[test]

@@ -259,11 +259,13 @@ pub fn scripts(
 /// The scripts of an agentic session file, one per session in file order: a turn's tool
 /// results become its [`ToolResult`] and its user messages one user message, the first turn's
 /// system messages first in every turn; `max_tokens[i]` is the output length of the `i`-th
-/// turn of the file when the turn does not set its own.
+/// turn of the file when the turn does not set its own; with `recorded` each turn carries the
+/// file's recorded answer, if it has one.
 pub fn agent_scripts(
     dag: &dag::Dag,
     max_tokens: &[Option<u32>],
     tokenizer: &Tokenizer,
+    recorded: bool,
 ) -> Vec<Script> {
     let mut flag = max_tokens.iter().copied();
     dag.sessions
@@ -297,7 +299,11 @@ pub fn agent_scripts(
                     tokens: tokens(tokenizer, &text),
                     text,
                     max_tokens: turn.max_tokens.or(fallback),
-                    recorded: None,
+                    recorded: turn
+                        .recorded
+                        .as_ref()
+                        .filter(|_| recorded)
+                        .map(|r| (r.clone(), tokens(tokenizer, r))),
                     tool,
                 });
             }
