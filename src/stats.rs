@@ -298,6 +298,8 @@ pub struct Aggregate {
     pub apis: apis::ApiTally,
     /// Graded answers of successful requests (scored workloads).
     pub answers: scored::AnswerTally,
+    /// Whole sessions, reported by the workers that ran them (the level sets them).
+    pub sessions: sessions::SessionDists,
 }
 
 /// TTFT on fresh and on reused connections: a server sending with Nagle's algorithm on stalls
@@ -394,6 +396,7 @@ impl Aggregate {
             connections: ConnectionTtft::default(),
             apis: apis::ApiTally::default(),
             answers: scored::AnswerTally::default(),
+            sessions: sessions::SessionDists::default(),
         }
     }
 
@@ -568,6 +571,7 @@ impl Aggregate {
         self.connections.merge(&other.connections);
         self.apis.merge(&other.apis);
         self.answers.merge(&other.answers);
+        self.sessions.merge(&other.sessions);
     }
 
     /// The distributions with their metrics (for serialising histograms).
@@ -623,9 +627,7 @@ impl Aggregate {
             // At 95 % here; the run sets its own confidence and the chance rate
             // (`AccuracyStats::at`).
             accuracy: self.answers.summarize(0.95),
-            // Sessions are reported by the workers that ran them, not by their requests
-            // (`load::PhaseOutcome::sessions`); the level sets them.
-            sessions: None,
+            sessions: self.sessions.summarize(method),
         }
     }
 }

@@ -27,7 +27,11 @@
 //! `cancelled`, which reads back as abandoned). Levels of a scored workload add `"answers":
 //! {"graded", "correct", "unparsed", "compared", "changed", "example"}`: counts, the prompts
 //! whose output was compared with its reference and those that differed (prompt indices:
-//! shards send disjoint prompts, so their lists join), and the first change's example.
+//! shards send disjoint prompts, so their lists join), and the first change's example. Levels
+//! of sessions add `"sessions": {"completion", "failed", "cut_short", "turns",
+//! "tool_round_trips"}`: the completed sessions' time to task completion (an entry as in
+//! `metrics`, in ns; `null` when none completed) and counts, requests and tool round trips
+//! summed over the completed sessions.
 //! Stored units: `ns` for times, `tokens` for lengths, `millitokens/sec` for per-user throughput.
 //! The counters' times are absolute (Unix ns), so shards' windows line up; files without
 //! `counters` (older versions) still give their distributions.
@@ -69,6 +73,11 @@ pub fn encode(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
 
 /// One distribution's entry; `None` when it is empty (or, unreachably, does not serialize).
 fn dist_json(m: Metric, d: &Dist) -> Option<Value> {
+    dist_entry(stored_unit(m), d)
+}
+
+/// [`dist_json`] with its stored unit given.
+fn dist_entry(unit: &str, d: &Dist) -> Option<Value> {
     if d.count() == 0 {
         return None;
     }
@@ -84,7 +93,7 @@ fn dist_json(m: Metric, d: &Dist) -> Option<Value> {
         max,
     } = d.moments();
     Some(json!({
-        "stored_unit": stored_unit(m),
+        "stored_unit": unit,
         "count": count,
         "sum": sum,
         "sum_sq": sum_sq,
@@ -274,7 +283,34 @@ fn counters(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
             "compared": t.compared.iter().collect::<Vec<u32>>(),
             "changed": t.changed.iter().collect::<Vec<u32>>(), "example": t.example});
     }
+    // And only levels of sessions.
+    let s = &agg.sessions;
+    if s.completion.count() + s.failed + s.cut > 0 {
+        c["sessions"] = json!({"completion": dist_entry("ns", &s.completion), "failed": s.failed,
+            "cut_short": s.cut, "turns": s.turns, "tool_round_trips": s.tools});
+    }
     c
+}
+
+/// A level's sessions as [`counters`] writes them (absent: none ended).
+fn sessions_from(
+    v: Option<&Value>,
+) -> Result<crate::stats::sessions::SessionDists, HistogramError> {
+    let Some(v) = v else {
+        return Ok(Default::default());
+    };
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let completion = match v.get("completion").filter(|c| !c.is_null()) {
+        Some(c) => dist_from("sessions.completion", c)?,
+        None => Dist::default(),
+    };
+    Ok(crate::stats::sessions::SessionDists {
+        completion,
+        failed: n("failed"),
+        cut: n("cut_short"),
+        turns: n("turns"),
+        tools: n("tool_round_trips"),
+    })
 }
 
 /// A scored level's answers as [`counters`] writes them (absent: none graded).
@@ -357,6 +393,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
     agg.abandoned = or_zero("abandoned");
     agg.apis = apis_from(c.get("apis"));
     agg.answers = answers_from(c.get("answers"));
+    agg.sessions = sessions_from(c.get("sessions"))?;
     for e in c
         .get("errors")
         .and_then(Value::as_array)
@@ -516,11 +553,33 @@ mod tests {
             reference: " the".into(),
             now: " of".into(),
         });
+        // Sessions: two completed (7 and 5 requests, 3 tool round trips), one failed.
+        use crate::record::{SessionEnd, SessionOutcome};
+        for (end, turns, tool_round_trips) in [
+            (SessionEnd::Completed(1_800_000_000), 7, 3),
+            (SessionEnd::Completed(900_000_000), 5, 0),
+            (SessionEnd::Failed, 2, 0),
+        ] {
+            let s = SessionOutcome {
+                end,
+                turns,
+                tool_round_trips,
+            };
+            agg.sessions.record(s);
+        }
         let doc = encode(&agg, 1_000_000_000);
         let text = serde_json::to_string(&doc).unwrap();
         let mut back = Aggregate::new();
         let (n, counters) = decode(&serde_json::from_str(&text).unwrap(), &mut back).unwrap();
         assert!(n >= 8 && counters);
+        let sessions = back
+            .summarize(false, crate::metrics::PercentileMethod::Linear)
+            .sessions;
+        let s = sessions.expect("sessions read back");
+        assert_eq!(
+            (s.completed, s.failed, s.turns_avg, s.tool_round_trips_avg),
+            (2, 1, 6.0, 1.5)
+        );
         assert_eq!(back.ok, 500);
         assert_eq!(back.sum_osl, 500 * 101);
         assert_eq!(back.error_counts(), agg.error_counts());

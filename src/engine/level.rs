@@ -284,11 +284,8 @@ pub async fn measure_level(
         started_unix_ns,
         ended_unix_ns: shared.clock.unix_ns(shared.clock.now_ns()),
     };
+    agg.sessions = std::mem::take(&mut *sessions.lock().unwrap_or_else(|e| e.into_inner()));
     let mut summary = summarize(spec, &agg, &windows, &observed, &ran);
-    summary.stats.sessions = sessions
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .summarize(spec.percentile_method);
     // Responses that came whole have no time to first token apart from their latency, and no
     // drift of it apart from the latency's.
     let came_whole = spec.streaming && agg.came_whole();

@@ -32,11 +32,16 @@ pub struct SessionStats {
 /// The sessions of one phase or level, as they end.
 #[derive(Clone, Debug, Default)]
 pub struct SessionDists {
-    completion: Dist,
-    failed: u64,
-    cut: u64,
-    turns: u64,
-    tools: u64,
+    /// Time to task completion of the completed sessions (ns).
+    pub completion: Dist,
+    /// Sessions ended by a failed turn.
+    pub failed: u64,
+    /// Sessions the level's end cut short.
+    pub cut: u64,
+    /// Requests of the completed sessions, added up.
+    pub turns: u64,
+    /// Tool round trips of the completed sessions, added up.
+    pub tools: u64,
 }
 
 impl SessionDists {
