@@ -272,6 +272,11 @@ async fn agentic_sessions_replay_with_prefix_hits() {
         (&s["completed"], &s["tool_round_trips_avg"]),
         (&1.into(), &3.0.into())
     );
+    // The turns before a tool's result offered it by name: vLLM called it, and took the
+    // histories answering those calls (0 errors above).
+    let rows = common::measured(&out.levels[0].dir);
+    let called = rows.iter().filter(|r| r["tool_calls"] == 1).count();
+    assert!(called >= 2, "{called} of the offers were called");
     // The planner's 3 turns and the reviewer's fork resend its ~300-token history.
     let gained = engine_metric(&e, hits).await - before;
     assert!(gained >= 256.0, "{hits} grew by {gained}");
