@@ -54,6 +54,12 @@ pub fn missing_reason(m: MetricRef) -> &'static str {
             "too few timeline intervals for a drift verdict: a level needs at least 30 (--duration, --timeline-interval)"
         }
         MetricRef::System(SystemMetric::ErrorRate) => "no request was measured",
+        MetricRef::System(SystemMetric::Accuracy) => {
+            "no answer was graded: give a scored workload (--accuracy-benchmark)"
+        }
+        MetricRef::System(SystemMetric::AnswerChangedShare) => {
+            "no output was compared: this is the determinism check's reference level, or requests did not ask for temperature 0; send each prompt more than once here (--request-count above the dataset's size) to compare it within the level"
+        }
         MetricRef::Dist(m, _) if m.streaming_only() => {
             "no streamed tokens: profile with --streaming"
         }
@@ -254,6 +260,16 @@ mod tests {
         let r = evaluate(&slos[..1], &no_stream);
         assert!(!r[0].passed);
         assert!(r[0].line().contains("profile with --streaming"));
+        // A level without compared outputs (the determinism check's reference) says why.
+        let changed = [parse("answer_changed_share<=0").unwrap()];
+        let r = evaluate(&changed, &level(100.0, None, 0));
+        assert!(!r[0].passed);
+        assert!(
+            r[0].line()
+                .contains("the determinism check's reference level"),
+            "{}",
+            r[0].line()
+        );
     }
 
     #[test]
