@@ -32,11 +32,11 @@ pub enum Bottleneck {
     Decode,
     /// The time after the queue grew at least as fast as the queue (not split further).
     Compute,
-    /// Nothing moved measurably (every change within [`UNCHANGED_MS`]).
+    /// Nothing grew measurably (no part by [`UNCHANGED_MS`] or more).
     Unchanged,
 }
 
-/// Changes smaller than this (ms) in every part mean the server did not notice the step.
+/// Growth smaller than this (ms) in every part means the server did not notice the step.
 pub const UNCHANGED_MS: f64 = 0.05;
 
 /// One step of the sweep.
@@ -239,17 +239,17 @@ fn step(a: &Reading, b: &Reading) -> Step {
     let dc = b.compute - a.compute;
     let delta = |x: Option<f64>, y: Option<f64>| Some(y? - x?);
     let (dp, dd) = (delta(a.prefill, b.prefill), delta(a.decode, b.decode));
-    let parts = [Some(dq), Some(dc), dp, dd];
-    let bottleneck = if parts.iter().flatten().all(|d| d.abs() < UNCHANGED_MS) {
-        Bottleneck::Unchanged
-    } else if dq > dc {
-        Bottleneck::Queueing
-    } else {
-        match (dp, dd) {
-            (Some(p), Some(d)) if p >= d => Bottleneck::Prefill,
-            (Some(_), Some(_)) => Bottleneck::Decode,
-            _ => Bottleneck::Compute,
-        }
+    // Only a part that grew can be the bottleneck: a queue that grew by nothing is not one
+    // because the work after it shrank more. The queue wins only growing strictly faster.
+    let after = match (dp, dd) {
+        (Some(p), Some(d)) if p >= d => (p, Bottleneck::Prefill),
+        (Some(_), Some(d)) => (d, Bottleneck::Decode),
+        _ => (dc, Bottleneck::Compute),
+    };
+    let bottleneck = match (dq, after) {
+        (q, (w, _)) if q.max(w) < UNCHANGED_MS => Bottleneck::Unchanged,
+        (q, (w, _)) if q > w => Bottleneck::Queueing,
+        (_, (_, b)) => b,
     };
     Step {
         from: a.level.stimulus.name(),
@@ -316,7 +316,7 @@ fn bottleneck_text(r: &Reading, b: Bottleneck) -> String {
         (Bottleneck::Compute, Some(_)) => "generation time grew at least as fast as queue time: the engine's work (prefill and decode) is the bottleneck".to_string(),
         (Bottleneck::Compute, None) => "compute time grew at least as fast as queue time: the model's execution is the bottleneck".to_string(),
         (Bottleneck::Unchanged, _) => {
-            "server time did not change: the server is not the limit at these loads".to_string()
+            "server time did not grow: the server is not the limit at these loads".to_string()
         }
     }
 }
@@ -507,6 +507,23 @@ mod tests {
                     ..Default::default()
                 },
             )
+        }
+    }
+
+    /// Only a part that grew is a bottleneck: a queue that grew by nothing while compute
+    /// shrank is no change of the server's, and a queue that grew beats compute that fell.
+    #[test]
+    fn a_part_that_did_not_grow_is_no_bottleneck() {
+        let cases = [
+            ((0.02, 40.0), (0.04, 39.9), Bottleneck::Unchanged),
+            ((2.0, 40.0), (9.0, 30.0), Bottleneck::Queueing),
+            ((2.0, 40.0), (2.0, 41.0), Bottleneck::Compute),
+            ((2.0, 40.0), (3.0, 41.0), Bottleneck::Compute),
+        ];
+        for ((q0, c0), (q1, c1), want) in cases {
+            let (a, b) = (level(1, Some(q0), c0), level(2, Some(q1), c1));
+            let s = step(&Reading::of(&a).unwrap(), &Reading::of(&b).unwrap());
+            assert_eq!(s.bottleneck, want, "{q0}/{c0} -> {q1}/{c1}");
         }
     }
 
