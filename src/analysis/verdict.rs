@@ -194,7 +194,11 @@ fn read(levels: &[LevelSummary], knee: Option<(&str, &mut Option<String>)>) -> V
             continue;
         }
         let step = step(&w[0], &w[1]);
-        v.lines.push(step_line(&w[0], &w[1], &step));
+        // A step read as the one before it says so in a few words, not the explanation again.
+        let again = v.steps.last().is_some_and(|p: &Step| {
+            p.bottleneck == step.bottleneck && p.source == step.source && p.to == step.from
+        });
+        v.lines.push(step_line(&w[0], &w[1], &step, again));
         v.steps.push(step);
     }
     if v.steps
@@ -264,7 +268,7 @@ fn step(a: &Reading, b: &Reading) -> Step {
 }
 
 /// `concurrency 1 → 4: <deltas> — <what it means>`.
-fn step_line(a: &Reading, b: &Reading, s: &Step) -> String {
+fn step_line(a: &Reading, b: &Reading, s: &Step, again: bool) -> String {
     let mut deltas = vec![format!(
         "{} {:+.1} ms",
         if b.engine.is_some() {
@@ -284,7 +288,10 @@ fn step_line(a: &Reading, b: &Reading, s: &Step) -> String {
     {
         deltas.push(format!("Triton's own queue {:+.1} ms", y - x));
     }
-    let what = bottleneck_text(b, s.bottleneck);
+    let what = match again {
+        true => again_text(s.bottleneck).to_string(),
+        false => bottleneck_text(b, s.bottleneck),
+    };
     let mut line = format!(
         "{} → {}: {} — {what}",
         label(a.level),
@@ -318,6 +325,17 @@ fn bottleneck_text(r: &Reading, b: Bottleneck) -> String {
         (Bottleneck::Unchanged, _) => {
             "server time did not grow: the server is not the limit at these loads".to_string()
         }
+    }
+}
+
+/// A step read as the step before it: the bottleneck in a few words.
+fn again_text(b: Bottleneck) -> &'static str {
+    match b {
+        Bottleneck::Queueing => "as above: queueing is the bottleneck",
+        Bottleneck::Prefill => "as above: prefill is the bottleneck",
+        Bottleneck::Decode => "as above: decode is the bottleneck",
+        Bottleneck::Compute => "as above: compute is the bottleneck",
+        Bottleneck::Unchanged => "as above: server time did not grow",
     }
 }
 
@@ -552,6 +570,15 @@ mod tests {
         assert_eq!(
             v.lines[0],
             "concurrency 1 → 4: queue +6.0 ms, compute +20.0 ms — compute time grew at least as fast as queue time: the model's execution is the bottleneck"
+        );
+        // Found by a new user: the explanation said again word for word on every step.
+        assert_eq!(
+            v.lines[1..4],
+            [
+                "concurrency 4 → 8: queue +17.0 ms, compute +10.0 ms — queue time grew faster than compute: scheduling/queueing is the bottleneck",
+                "concurrency 8 → 16: queue +55.0 ms, compute +20.0 ms — as above: queueing is the bottleneck",
+                "concurrency 16 → 32: queue +110.0 ms, compute +10.0 ms — as above: queueing is the bottleneck",
+            ]
         );
         // Found by a new user: the note ended every compute step's line, one per level.
         assert_eq!(v.lines[4], TRITON_COMPUTE_NOTE);
