@@ -185,15 +185,7 @@ fn numbers(s: &Snapshot, running: bool) -> Vec<String> {
     if s.abandoned > 0 {
         out.push(format!("{} abandoned", s.abandoned));
     }
-    // A finished level's line stays in the scrollback beside its table: like the table it shows
-    // no p99 its requests cannot support (the running lines are estimates and say so by moving).
-    let p99 = |v: f64| {
-        if running || crate::metrics::supports_percentile(s.done, 99) {
-            ms(v)
-        } else {
-            "-".to_string()
-        }
-    };
+    let p99 = |v: f64| p99_text(s, v);
     if let Some((p50, v)) = s.ttft_ms {
         out.push(format!("TTFT p50 {} p99 {} ms", ms(p50), p99(v)));
     } else if let Some((p50, v)) = s.latency_ms {
@@ -210,6 +202,16 @@ fn numbers(s: &Snapshot, running: bool) -> Vec<String> {
         out.push(format!("send lag p99 {} ms", ms(lag)));
     }
     out
+}
+
+/// A p99 as shown: like the tables, no view shows one its successful requests cannot support
+/// (a running line with a p99 of 4 requests read as a contradiction of the final line's '-').
+fn p99_text(s: &Snapshot, v: f64) -> String {
+    if crate::metrics::supports_percentile(s.done, 99) {
+        ms(v)
+    } else {
+        "-".to_string()
+    }
 }
 
 /// How far toward the goal: `120/200 requests`, `12.0 of 30.0 s`, `window 3 of at most 10`,
@@ -390,13 +392,13 @@ pub fn dashboard(
     if let Some((p50, p99)) = s.ttft_ms {
         rows.push(row(
             "TTFT",
-            format!("p50 {} ms, p99 {} ms", ms(p50), ms(p99)),
+            format!("p50 {} ms, p99 {} ms", ms(p50), p99_text(s, p99)),
         ));
     }
     if let Some((p50, p99)) = s.latency_ms {
         rows.push(row(
             "latency",
-            format!("p50 {} ms, p99 {} ms", ms(p50), ms(p99)),
+            format!("p50 {} ms, p99 {} ms", ms(p50), p99_text(s, p99)),
         ));
     }
     if let Some(itl) = s.itl_ms {
@@ -474,10 +476,17 @@ mod tests {
             a,
             "level 2/6 concurrency4 [============>           ] 100/200 requests, 4.0 s elapsed, 100 requests, ~4.0 s left"
         );
+        // 99 successful requests support no p99, running or not.
         assert_eq!(
             b,
-            "  4 in flight, 1 error, TTFT p50 25.1 p99 30.2 ms, ITL 10.00 ms, 812 tok/s, 24.8 req/s"
+            "  4 in flight, 1 error, TTFT p50 25.1 p99 - ms, ITL 10.00 ms, 812 tok/s, 24.8 req/s"
         );
+        let more = Snapshot {
+            done: 150,
+            ..running()
+        };
+        let b = &compact(&head(Goal::Requests(200)), &more)[1];
+        assert!(b.contains("TTFT p50 25.1 p99 30.2 ms"), "{b}");
     }
 
     #[test]
@@ -528,7 +537,7 @@ mod tests {
         assert_eq!(lines[2], "  window over, draining requests in flight");
         assert_eq!(
             plain(&h, &s),
-            "level 2/6 concurrency4 at 31.5 s: 30.0 of 30.0 s, 4 in flight, 1 error, TTFT p50 25.1 p99 30.2 ms, ITL 10.00 ms, 812 tok/s, 24.8 req/s; window over, draining requests in flight"
+            "level 2/6 concurrency4 at 31.5 s: 30.0 of 30.0 s, 4 in flight, 1 error, TTFT p50 25.1 p99 - ms, ITL 10.00 ms, 812 tok/s, 24.8 req/s; window over, draining requests in flight"
         );
     }
 
@@ -565,7 +574,7 @@ mod tests {
         };
         assert_eq!(
             plain(&head(Goal::Requests(200)), &s),
-            "level 2/6 concurrency4 at 4.0 s: 100/200 requests, 4 in flight, 1 error, latency p50 1020 p99 1100 ms, 24.8 req/s, send lag p99 0.12 ms"
+            "level 2/6 concurrency4 at 4.0 s: 100/200 requests, 4 in flight, 1 error, latency p50 1020 p99 - ms, 24.8 req/s, send lag p99 0.12 ms"
         );
     }
 
