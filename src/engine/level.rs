@@ -120,6 +120,9 @@ pub struct LevelSpec<'a> {
     pub percentile_method: PercentileMethod,
     /// Called as each stability window closes.
     pub on_pass: Option<&'a (dyn Fn(&Pass) + Sync)>,
+    /// Where the level's files go, said at the end of the live view's final line (so a mode
+    /// that writes level directories needs no second line per level).
+    pub dest: Option<&'a std::path::Path>,
 }
 
 /// How the windows of a level went.
@@ -305,7 +308,7 @@ pub async fn measure_level(
             }
         });
     let notes = attribute_page(&mut session.probe, &mut summary);
-    live.finish(&summary, came_whole);
+    live.finish(&summary, came_whole, spec.dest);
     Ok(Measured {
         summary,
         agg,

@@ -382,6 +382,7 @@ impl Runner {
             streaming: plan.target.streaming,
             percentile_method: plan.percentile_method,
             on_pass: None,
+            dest: Some(dir),
         };
         let measured = measure_level(session, &spec, &mut sinks).await?;
         sinks.finish_files("the raw export")?;
@@ -421,7 +422,7 @@ impl Runner {
         writer.write_level(level.dir, &plan.export_names, &measured, &doc, level.part)?;
         if ui.speaks() {
             levels::say_measured(&measured, plan.shard.shard);
-            report_level(&measured.summary, level.dir, ui.verbosity);
+            report_level(&measured.summary, level.dir, ui);
             for line in measured.settled.iter().flat_map(Settled::lines) {
                 eprintln!("  {line}");
             }
@@ -707,7 +708,10 @@ fn write_report(
     )
 }
 
-fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
+/// A measured level on stderr: its line (unless the live view's final line said it, with the
+/// directory), then its errors, accuracy, sessions and turns, and with `-v` its tables.
+fn report_level(l: &LevelSummary, dir: &Path, ui: Ui) {
+    let verbosity = ui.verbosity;
     let ttft = l
         .stats
         .get(crate::metrics::Metric::TimeToFirstToken)
@@ -735,13 +739,15 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
             l.stats.output_token_throughput
         ),
     };
-    eprintln!(
-        "{}: {}, {}{cancelled}, {numbers} -> {}",
-        l.stimulus.name(),
-        crate::analysis::text::count(l.stats.request_count, "request"),
-        crate::analysis::text::count(l.stats.error_count, "error"),
-        dir.display()
-    );
+    if ui.live.is_none() {
+        eprintln!(
+            "{}: {}, {}{cancelled}, {numbers} -> {}",
+            l.stimulus.name(),
+            crate::analysis::text::count(l.stats.request_count, "request"),
+            crate::analysis::text::count(l.stats.error_count, "error"),
+            dir.display()
+        );
+    }
     if l.stats.error_count > 0 {
         eprint!("{}", console::error_lines(l));
     }
