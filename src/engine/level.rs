@@ -120,9 +120,9 @@ pub struct LevelSpec<'a> {
     pub percentile_method: PercentileMethod,
     /// Called as each stability window closes.
     pub on_pass: Option<&'a (dyn Fn(&Pass) + Sync)>,
-    /// Where the level's files go, said at the end of the live view's final line (so a mode
-    /// that writes level directories needs no second line per level).
-    pub dest: Option<&'a std::path::Path>,
+    /// The mode says each level in a line of its own (profile's, with the level's directory),
+    /// so the live view leaves none behind: a level said twice read as two results.
+    pub own_line: bool,
 }
 
 /// How the windows of a level went.
@@ -308,7 +308,7 @@ pub async fn measure_level(
             }
         });
     let notes = attribute_page(&mut session.probe, &mut summary);
-    live.finish(&summary, came_whole, spec.dest);
+    live.finish(&summary, came_whole, spec.own_line);
     Ok(Measured {
         summary,
         agg,

@@ -17,7 +17,6 @@
 //! (at most one every [`PLAIN_EVERY`], and each level's final line).
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -391,24 +390,23 @@ impl LevelView {
     }
 
     /// The level is over: the view gives way to its one final line, from the level's summary
-    /// (the numbers of its files) and ending `-> dest` when given, which stays in the
-    /// scrollback and joins the ladder. A level asked to stream whose responses `came_whole`
-    /// shows its latency: a time to first token there would be the latency again under another
-    /// name.
-    pub fn finish(mut self, summary: &LevelSummary, came_whole: bool, dest: Option<&Path>) {
+    /// (the numbers of its files), which stays in the scrollback (unless `own_line`: the mode
+    /// says the level itself) and joins the ladder. A level asked to stream whose responses
+    /// `came_whole` shows its latency: a time to first token there would be the latency again
+    /// under another name.
+    pub fn finish(mut self, summary: &LevelSummary, came_whole: bool, own_line: bool) {
         let (_, elapsed) = self.times.now(self.head.goal);
         let mut s = Snapshot::of_level(summary, elapsed);
         if came_whole {
             s.ttft_ms = None;
             s.itl_ms = None;
         }
-        let mut line = live::final_line(&self.head, &s, summary.interrupted);
-        if let Some(d) = dest {
-            line.push_str(&format!(" -> {}", d.display()));
-        }
+        let line = live::final_line(&self.head, &s, summary.interrupted);
         let view = self.view.clone();
         let mut screen = self.close();
-        screen.write(&format!("{line}\n"));
+        if !own_line {
+            screen.write(&format!("{line}\n"));
+        }
         drop(screen);
         lock(&view.inner.ladder).push(line);
     }
@@ -480,11 +478,11 @@ impl LevelLive {
         }
     }
 
-    /// The level is over: its final line replaces the view (`came_whole`, `dest`: see
+    /// The level is over: its final line replaces the view (`came_whole`, `own_line`: see
     /// [`LevelView::finish`]).
-    pub fn finish(self, summary: &LevelSummary, came_whole: bool, dest: Option<&Path>) {
+    pub fn finish(self, summary: &LevelSummary, came_whole: bool, own_line: bool) {
         if let Some(v) = self.view {
-            v.finish(summary, came_whole, dest);
+            v.finish(summary, came_whole, own_line);
         }
     }
 }

@@ -706,7 +706,7 @@ impl levels::Mode for Sweep<'_> {
             streaming: plan.target.streaming,
             percentile_method: plan.percentile_method,
             on_pass: (self.print && plan.verbose).then_some(&pass_line as &(dyn Fn(&Pass) + Sync)),
-            dest: None,
+            own_line: false,
         };
         let run_wide = match &level.dir {
             Some(d) => {

@@ -382,7 +382,7 @@ impl Runner {
             streaming: plan.target.streaming,
             percentile_method: plan.percentile_method,
             on_pass: None,
-            dest: Some(dir),
+            own_line: true,
         };
         let measured = measure_level(session, &spec, &mut sinks).await?;
         sinks.finish_files("the raw export")?;
@@ -422,7 +422,7 @@ impl Runner {
         writer.write_level(level.dir, &plan.export_names, &measured, &doc, level.part)?;
         if ui.speaks() {
             levels::say_measured(&measured, plan.shard.shard);
-            report_level(&measured.summary, level.dir, ui);
+            report_level(&measured.summary, level.dir, ui.verbosity);
             for line in measured.settled.iter().flat_map(Settled::lines) {
                 eprintln!("  {line}");
             }
@@ -708,10 +708,7 @@ fn write_report(
     )
 }
 
-/// A measured level on stderr: its line (unless the live view's final line said it, with the
-/// directory), then its errors, accuracy, sessions and turns, and with `-v` its tables.
-fn report_level(l: &LevelSummary, dir: &Path, ui: Ui) {
-    let verbosity = ui.verbosity;
+fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     let ttft = l
         .stats
         .get(crate::metrics::Metric::TimeToFirstToken)
@@ -739,15 +736,13 @@ fn report_level(l: &LevelSummary, dir: &Path, ui: Ui) {
             l.stats.output_token_throughput
         ),
     };
-    if ui.live.is_none() {
-        eprintln!(
-            "{}: {}, {}{cancelled}, {numbers} -> {}",
-            l.stimulus.name(),
-            crate::analysis::text::count(l.stats.request_count, "request"),
-            crate::analysis::text::count(l.stats.error_count, "error"),
-            dir.display()
-        );
-    }
+    eprintln!(
+        "{}: {}, {}{cancelled}, {numbers} -> {}",
+        l.stimulus.name(),
+        crate::analysis::text::count(l.stats.request_count, "request"),
+        crate::analysis::text::count(l.stats.error_count, "error"),
+        dir.display()
+    );
     if l.stats.error_count > 0 {
         eprint!("{}", console::error_lines(l));
     }
