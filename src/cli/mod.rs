@@ -635,15 +635,15 @@ pub struct LevelArgs {
     ///
     /// `N`, `start:end[:step]` (inclusive; powers of two without a step) or a list
     /// `1,4,8,16,32`. Each value is one level of the sweep.
-    #[arg(help_heading = LOAD, long = "concurrency", value_name = "LEVELS")]
-    pub concurrency: Option<String>,
+    #[arg(help_heading = LOAD, long = "concurrency", value_name = "LEVELS", value_parser = FlagValue(values::concurrency_flag))]
+    pub concurrency: Option<values::Levels<u32>>,
 
     /// Open-loop request rates (requests/s): 5, 1:16 (doubling), 5:20:5 or 5,10,20.
     ///
     /// `R`, `start:end[:step]` (doubling without a step) or a list `5,10,20`. Each value is one
     /// level. Excludes --concurrency.
-    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency", value_name = "LEVELS")]
-    pub request_rate: Option<String>,
+    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency", value_name = "LEVELS", value_parser = FlagValue(values::rate_flag))]
+    pub request_rate: Option<values::Levels<f64>>,
 }
 
 /// How open-loop requests arrive (`profile`, and `search --over request-rate`).
@@ -1047,8 +1047,8 @@ pub struct ShardArgs {
     /// windows of each level (no shard can know when the others' windows agree), reports the
     /// last three as perf_analyzer does, and marks the level stable when they agreed; a level
     /// lasts -r × 1.2 × the measurement interval on every shard (give -r 3 for the shortest).
-    #[arg(long = "shard", value_name = "I/N")]
-    pub shard: Option<String>,
+    #[arg(long = "shard", value_name = "I/N", value_parser = FlagValue(values::parse_shard))]
+    pub shard: Option<crate::load::Shard>,
     /// Run one of N shards, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or
     /// --shard-index.
     #[arg(long = "shards", value_name = "N")]
@@ -1058,8 +1058,8 @@ pub struct ShardArgs {
     pub shard_index: Option<u32>,
     /// Start the first level at this moment — Unix seconds or RFC 3339 (2026-01-01T12:00:00Z) —
     /// and later levels on shared boundaries after it, so all shards load the server together.
-    #[arg(long = "start-at", value_name = "TIME")]
-    pub start_at: Option<String>,
+    #[arg(long = "start-at", value_name = "TIME", value_parser = FlagValue(values::parse_start_at))]
+    pub start_at: Option<u64>,
     /// Time between level starts after --start-at (bare number: seconds); by default a level's
     /// length plus a drain allowance, when the plan fixes that length.
     #[arg(long = "level-slot", value_parser = secs)]
@@ -1582,8 +1582,8 @@ pub struct EngineArgs {
 #[derive(Debug, Args, Clone)]
 pub struct DemoArgs {
     /// Concurrency levels of the sweep.
-    #[arg(long = "concurrency", default_value = "1,2,4,8,16,32")]
-    pub concurrency: String,
+    #[arg(long = "concurrency", default_value = "1,2,4,8,16,32", value_parser = FlagValue(values::concurrency_flag))]
+    pub concurrency: values::Levels<u32>,
     /// Where artifacts go.
     #[arg(long = "artifact-dir", default_value = "artifacts/demo")]
     pub artifact_dir: PathBuf,

@@ -210,14 +210,14 @@ impl ProfileArgs {
         if let Some(sessions) = &workload.sessions {
             return crate::plan::traffic::session_load(
                 sessions,
-                levels.concurrency.as_deref(),
+                levels.concurrency.as_ref(),
                 levels.request_rate.is_some(),
                 stop,
             );
         }
         let levels = resolve::levels(
-            levels.concurrency.as_deref(),
-            levels.request_rate.as_deref(),
+            levels.concurrency.as_ref(),
+            levels.request_rate.as_ref(),
             arrival(open_loop.request_distribution, open_loop.burstiness)?,
             open_loop.max_inflight,
         )?;
@@ -398,10 +398,10 @@ impl super::ShardArgs {
     /// The shard section as given, for a plan of `levels` levels of `level_length` each.
     pub fn spec(&self, levels: usize, level_length: Option<Duration>) -> resolve::ShardSpec {
         resolve::ShardSpec {
-            shard: self.shard.clone(),
+            shard: self.shard,
             shards: self.shards,
             shard_index: self.shard_index,
-            start_at: self.start_at.clone(),
+            start_at: self.start_at,
             level_slot: self.level_slot,
             levels,
             level_length,

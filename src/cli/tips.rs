@@ -132,8 +132,13 @@ mod tests {
                 .map(String::from)
                 .collect()
         };
-        // String-valued levels reach the plan, which says "must be positive".
-        assert!(parse(&argv(&["profile", "-m", "gpt2", "--request-rate", "-3"])).is_ok());
+        // The level's own parser says "must be positive", with no second tip.
+        let e = error(&["profile", "-m", "gpt2", "--request-rate", "-3"]);
+        assert!(
+            e.contains("--request-rate -3: rates must be positive ('-3' is not)")
+                && !e.contains("tip:"),
+            "{e}"
+        );
         assert!(parse(&argv(&["perf", "-m", "m", "--concurrency-range", "-3"])).is_ok());
         let e = error(&["profile", "-m", "gpt2", "--request-count", "-3"]);
         assert!(
