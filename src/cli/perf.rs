@@ -88,10 +88,10 @@ impl PerfArgs {
             timeline: self.timeline(&windows).map(|p| (p, self.timeline_interval)),
             binary_inputs: self.input_tensor_format == TensorFormatArg::Binary,
             binary_outputs: self.output_tensor_format == TensorFormatArg::Binary,
-            request_timeout: self.request_timeout,
+            request_timeout: self.requests.request_timeout,
             seed: self.random_seed,
-            request_cancellation: self.cancellation.plan(),
-            slos: self.slo.clone(),
+            request_cancellation: self.requests.cancellation.plan(),
+            slos: self.verdict.slo.clone(),
             max_send_lag_ms: self.verdict.max_send_lag.as_secs_f64() * 1e3,
             strict: self.verdict.strict,
             max_error_rate: self.verdict.max_error_rate,
@@ -174,8 +174,8 @@ impl PerfArgs {
             metrics_headers: resolve::metrics_headers(&headers, &self.engine_view.metrics_header)?,
             headers,
             api_key: None,
-            max_event_bytes: self.max_event_size,
-            tcp_quickack: self.tcp_quickack,
+            max_event_bytes: self.requests.max_event_size,
+            tcp_quickack: self.requests.tcp_quickack,
             tls: resolve::tls(&tls)?,
         };
         target.header_map()?;
@@ -310,7 +310,7 @@ impl PerfArgs {
         }
         for (flag, d) in [
             ("--timeline-interval", self.timeline_interval),
-            ("--request-timeout", self.request_timeout),
+            ("--request-timeout", self.requests.request_timeout),
             ("--max-send-lag", self.verdict.max_send_lag),
         ] {
             if d.is_zero() {

@@ -116,8 +116,8 @@ impl super::TargetArgs {
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
             env_anthropic_key: std::env::var("ANTHROPIC_API_KEY").ok(),
             metrics_headers: measure.engine_view.metrics_header.clone(),
-            max_event_bytes: measure.max_event_size,
-            tcp_quickack: measure.tcp_quickack,
+            max_event_bytes: measure.requests.max_event_size,
+            tcp_quickack: measure.requests.tcp_quickack,
             tls: self.tls.spec(),
         }
     }
@@ -320,7 +320,7 @@ impl ProfileArgs {
             workload.sessions.is_some(),
         )?;
         let target_moe = self.target_moe(target.streaming)?;
-        positive("--request-timeout", m.request_timeout)?;
+        positive("--request-timeout", m.requests.request_timeout)?;
         positive("--timeline-interval", m.timeline_interval)?;
         positive("--max-send-lag", d.verdict.max_send_lag)?;
         let mut plan = RunPlan {
@@ -352,15 +352,15 @@ impl ProfileArgs {
             goodput: d.goodput.iter().flat_map(|g| g.0.iter().copied()).collect(),
             run_config: super::config::resolved(argv),
             isl_buckets: m.isl_buckets.clone().unwrap_or_default(),
-            slos: d.slo.clone(),
+            slos: d.verdict.slo.clone(),
             knee_min_gain: d.knee_min_gain,
             use_server_token_count: resolve::server_token_count(
                 target.api,
                 m.use_server_token_count,
             )?,
             tokenizer_from_server,
-            request_timeout: m.request_timeout,
-            request_cancellation: m.cancellation.plan(),
+            request_timeout: m.requests.request_timeout,
+            request_cancellation: m.requests.cancellation.plan(),
             verbosity: match a.verbosity()? {
                 Verbosity::Normal if passed.verbose => Verbosity::Verbose,
                 v => v,
