@@ -901,47 +901,29 @@ mod tests {
 
     #[test]
     fn stop_rules() {
-        let ms = Duration::from_millis;
-        assert_eq!(stop(&StopSpec::default()).unwrap(), LevelLengthRule::Auto);
-        assert_eq!(
-            stop(&StopSpec {
-                num_prompts: Some(200),
-                ..StopSpec::default()
-            })
-            .unwrap(),
-            LevelLengthRule::Fixed(LevelLength::Requests(200))
-        );
-        assert_eq!(
-            stop(&StopSpec {
-                measurement_interval: Some(ms(10_000)),
-                num_prompts: Some(200),
-                ..StopSpec::default()
-            })
-            .unwrap(),
-            LevelLengthRule::Fixed(LevelLength::Window(ms(10_000)))
-        );
-        assert_eq!(
-            stop(&StopSpec {
-                duration: Some(ms(3_000)),
-                ..StopSpec::default()
-            })
-            .unwrap(),
-            LevelLengthRule::Fixed(LevelLength::Window(ms(3_000)))
-        );
+        let ms = |n| Some(Duration::from_millis(n));
+        let spec = |request_count, measurement_interval, duration, num_prompts| StopSpec {
+            request_count,
+            measurement_interval,
+            duration,
+            num_prompts,
+        };
+        let window = |n| LevelLengthRule::Fixed(LevelLength::Window(Duration::from_millis(n)));
+        for (given, want) in [
+            (spec(None, None, None, None), LevelLengthRule::Auto),
+            (
+                spec(None, None, None, Some(200)),
+                LevelLengthRule::Fixed(LevelLength::Requests(200)),
+            ),
+            (spec(None, ms(10_000), None, Some(200)), window(10_000)),
+            (spec(None, None, ms(3_000), None), window(3_000)),
+        ] {
+            assert_eq!(stop(&given).unwrap(), want, "{given:?}");
+        }
         for bad in [
-            StopSpec {
-                request_count: Some(5),
-                measurement_interval: Some(ms(100)),
-                ..StopSpec::default()
-            },
-            StopSpec {
-                request_count: Some(0),
-                ..StopSpec::default()
-            },
-            StopSpec {
-                measurement_interval: Some(Duration::from_micros(10)),
-                ..StopSpec::default()
-            },
+            spec(Some(5), ms(100), None, None),
+            spec(Some(0), None, None, None),
+            spec(None, Some(Duration::from_micros(10)), None, None),
         ] {
             assert!(stop(&bad).is_err(), "{bad:?}");
         }
@@ -976,12 +958,11 @@ mod tests {
             })
         );
         assert_eq!(
-            w.extra_inputs[0],
-            ("ignore_eos".into(), serde_json::json!(true))
-        );
-        assert_eq!(
-            w.extra_inputs[1],
-            ("temperature".into(), serde_json::json!(0.5))
+            w.extra_inputs[..2],
+            [
+                ("ignore_eos".into(), serde_json::json!(true)),
+                ("temperature".into(), serde_json::json!(0.5))
+            ]
         );
         for bad in [
             WorkloadSpec {
@@ -1017,31 +998,26 @@ mod tests {
 
     #[test]
     fn metrics_source_default_and_given() {
-        let kserve = target(&api_spec(Api::Kserve, "[::1]:8001")).unwrap();
+        let auto = |api, url| {
+            let t = target(&api_spec(api, url)).unwrap();
+            match metrics_source(None, &t).unwrap() {
+                MetricsSource::Auto(urls) => urls,
+                other => panic!("{other:?}"),
+            }
+        };
         assert_eq!(
-            metrics_source(None, &kserve).unwrap(),
-            MetricsSource::Auto(vec!["http://[::1]:8002/metrics".into()])
+            auto(Api::Kserve, "[::1]:8001"),
+            ["http://[::1]:8002/metrics"]
         );
         // An OpenAI server's own port first (vLLM, SGLang, TGI), then Triton's layout beside
         // it: two above its HTTP port, never a fixed 8002 (another server may hold it).
+        assert_eq!(
+            auto(Api::Chat, "https://h:8080/prefix"),
+            ["https://h:8080/metrics", "http://h:8082/metrics"]
+        );
+        assert_eq!(auto(Api::Generate, "h:8000"), ["http://h:8002/metrics"]);
+        assert_eq!(auto(Api::Kserve, "h:18001"), ["http://h:18002/metrics"]);
         let chat = target(&api_spec(Api::Chat, "https://h:8080/prefix")).unwrap();
-        assert_eq!(
-            metrics_source(None, &chat).unwrap(),
-            MetricsSource::Auto(vec![
-                "https://h:8080/metrics".into(),
-                "http://h:8082/metrics".into()
-            ])
-        );
-        let triton_http = target(&api_spec(Api::Generate, "h:8000")).unwrap();
-        assert_eq!(
-            metrics_source(None, &triton_http).unwrap(),
-            MetricsSource::Auto(vec!["http://h:8002/metrics".into()])
-        );
-        let grpc_elsewhere = target(&api_spec(Api::Kserve, "h:18001")).unwrap();
-        assert_eq!(
-            metrics_source(None, &grpc_elsewhere).unwrap(),
-            MetricsSource::Auto(vec!["http://h:18002/metrics".into()])
-        );
         assert_eq!(
             metrics_source(Some("h:9"), &chat).unwrap(),
             MetricsSource::Url("http://h:9/metrics".into())
