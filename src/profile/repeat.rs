@@ -12,7 +12,6 @@ use super::{
 };
 use crate::analysis::slo;
 use crate::artifact::{self, repeat as files, write_file};
-use crate::context::RunContext;
 use crate::error::{Result, create_dir};
 use crate::load::Interrupt;
 use crate::plan::RunPlan;
@@ -76,19 +75,10 @@ async fn combine(
     ui: Ui,
 ) -> Result<Outcome> {
     let context = reps.iter().find_map(|r| r.context.clone());
-    let ids = Ids {
-        plan_id: plan.plan_id(),
-        input_config: plan.input_config(),
-        fingerprint: plan.fingerprint(),
-        context: context.clone().unwrap_or_else(|| {
-            RunContext::new(
-                plan.outputs.labels.clone(),
-                Default::default(),
-                None,
-                crate::engine::start::unix_now_ns(),
-            )
-        }),
-    };
+    let mut ids = Ids::new(plan);
+    if let Some(c) = &context {
+        ids.context = c.clone();
+    }
     let mut publisher = Publisher::new(&plan.outputs, Mode::Profile, &plan.target.model);
     let mut levels = Vec::new();
     let mut table = Vec::new();
