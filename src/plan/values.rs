@@ -675,26 +675,18 @@ mod tests {
                 .0
                 .contains("indices run 0..3")
         );
-        assert_eq!(
-            parse_start_at("--start-at", "1767225600").unwrap(),
-            1_767_225_600_000_000_000
-        );
-        assert_eq!(
-            parse_start_at("--start-at", "1767225600.25").unwrap(),
-            1_767_225_600_250_000_000
-        );
-        assert_eq!(
-            parse_start_at("--start-at", "2026-01-01T00:00:00Z").unwrap(),
-            1_767_225_600_000_000_000
-        );
-        assert_eq!(
-            parse_start_at("--start-at", "2026-01-01T01:30:00.5+01:30").unwrap(),
-            1_767_225_600_500_000_000
-        );
-        assert_eq!(
-            parse_start_at("--start-at", "2000-02-29 12:00:00.000000001-00:00").unwrap(),
-            951_825_600_000_000_001
-        );
+        for (raw, want) in [
+            ("1767225600", 1_767_225_600_000_000_000),
+            ("1767225600.25", 1_767_225_600_250_000_000),
+            ("2026-01-01T00:00:00Z", 1_767_225_600_000_000_000),
+            ("2026-01-01T01:30:00.5+01:30", 1_767_225_600_500_000_000),
+            (
+                "2000-02-29 12:00:00.000000001-00:00",
+                951_825_600_000_000_001,
+            ),
+        ] {
+            assert_eq!(parse_start_at("--start-at", raw).unwrap(), want, "{raw}");
+        }
         for bad in [
             "",
             "soon",
@@ -782,28 +774,20 @@ mod tests {
     fn durations_take_units_and_bare_numbers_keep_theirs() {
         let s = Duration::from_secs(1);
         let ms = Duration::from_millis(1);
-        assert_eq!(
-            parse_duration("--request-timeout", "500ms", s).unwrap(),
-            ms * 500
-        );
-        assert_eq!(parse_duration("--request-timeout", "2", s).unwrap(), s * 2);
-        assert_eq!(
-            parse_duration("--request-timeout", "1.5m", s).unwrap(),
-            s * 90
-        );
-        assert_eq!(parse_duration("-p", "10000", ms).unwrap(), s * 10);
-        assert_eq!(parse_duration("-p", "2s", ms).unwrap(), s * 2);
-        assert_eq!(
-            parse_duration("-p", "250us", ms).unwrap(),
-            Duration::from_micros(250)
-        );
-        assert_eq!(parse_duration("-l", "0", ms).unwrap(), Duration::ZERO);
-        assert_eq!(
-            parse_duration("--request-timeout", "1m30s", s).unwrap(),
-            s * 90
-        );
-        assert_eq!(parse_duration("-p", "1.5 min", ms).unwrap(), s * 90);
-        assert_eq!(parse_duration("-p", "10µs", ms).unwrap(), ms / 100);
+        for (flag, raw, unit, want) in [
+            ("--request-timeout", "500ms", s, ms * 500),
+            ("--request-timeout", "2", s, s * 2),
+            ("--request-timeout", "1.5m", s, s * 90),
+            ("-p", "10000", ms, s * 10),
+            ("-p", "2s", ms, s * 2),
+            ("-p", "250us", ms, Duration::from_micros(250)),
+            ("-l", "0", ms, Duration::ZERO),
+            ("--request-timeout", "1m30s", s, s * 90),
+            ("-p", "1.5 min", ms, s * 90),
+            ("-p", "10µs", ms, ms / 100),
+        ] {
+            assert_eq!(parse_duration(flag, raw, unit).unwrap(), want, "{raw}");
+        }
         let e = parse_duration("--request-timeout", "5 parsecs", s).unwrap_err();
         assert!(
             e.0.contains("unknown unit 'parsecs'") && e.0.contains("seconds"),
@@ -812,10 +796,10 @@ mod tests {
         let e = parse_duration("-p", "1e400", ms).unwrap_err();
         assert!(e.0.contains("expected a duration"), "{e}");
         assert!(parse_duration("-p", "fast", ms).is_err());
-        let e = parse_duration("-p", "-3ms", ms).unwrap_err();
-        assert!(e.0.contains("must not be negative"), "{e}");
-        let e = parse_duration("-p", "-5", ms).unwrap_err();
-        assert!(e.0.contains("must not be negative"), "{e}");
+        for raw in ["-3ms", "-5"] {
+            let e = parse_duration("-p", raw, ms).unwrap_err();
+            assert!(e.0.contains("must not be negative"), "{e}");
+        }
     }
 
     #[test]
