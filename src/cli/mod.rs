@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::perf::plan::parse_range_u32;
 use crate::plan::values;
 
 // `--help` groups flags under these headings, in this order of purpose.
@@ -1296,11 +1297,11 @@ pub struct PerfArgs {
     /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (default 1).
     ///
     /// `1:32:2` = 1, 3, ..., 31.
-    #[arg(help_heading = LOAD, long = "concurrency-range", value_name = "RANGE")]
-    pub concurrency_range: Option<String>,
+    #[arg(help_heading = LOAD, long = "concurrency-range", value_name = "RANGE", value_parser = FlagValue(|flag, raw| parse_range_u32(raw, flag)))]
+    pub concurrency_range: Option<(u32, u32, u32)>,
     /// Request-rate sweep `start[:end[:step]]` (requests/s), inclusive and linear.
-    #[arg(help_heading = LOAD, long = "request-rate-range", conflicts_with = "concurrency_range", value_name = "RANGE")]
-    pub request_rate_range: Option<String>,
+    #[arg(help_heading = LOAD, long = "request-rate-range", conflicts_with = "concurrency_range", value_name = "RANGE", value_parser = FlagValue(crate::perf::plan::rate_range_flag))]
+    pub request_rate_range: Option<values::Levels<f64>>,
     /// Gaps between requests under --request-rate-range.
     #[arg(help_heading = LOAD, long = "request-distribution", value_enum, default_value = "constant")]
     pub request_distribution: DistributionArg,
@@ -1308,8 +1309,8 @@ pub struct PerfArgs {
     /// latest requests have received --request-period responses, up to end; measured once,
     /// without stability windows. With --request-rate-range, the rate drives the load and this
     /// caps requests in flight at end.
-    #[arg(help_heading = LOAD, long = "periodic-concurrency-range")]
-    pub periodic_concurrency_range: Option<String>,
+    #[arg(help_heading = LOAD, long = "periodic-concurrency-range", value_parser = FlagValue(|flag, raw| parse_range_u32(raw, flag)))]
+    pub periodic_concurrency_range: Option<(u32, u32, u32)>,
     /// Responses each request of a periodic-concurrency step waits for before the next step.
     #[arg(help_heading = LOAD, long = "request-period", default_value_t = 10)]
     pub request_period: u32,

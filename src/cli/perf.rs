@@ -8,7 +8,7 @@ use crate::error::UsageError;
 use crate::load::{Stimulus, WindowRule};
 use crate::perf::plan::{
     AUTO_TIMELINE_WINDOW, PerfPlan, Protocol, STREAMING_NEEDS_GRPC, infer_path, linear, parse_data,
-    parse_param, parse_range_f64, parse_range_u32, parse_shape, sibling,
+    parse_param, parse_shape, sibling,
 };
 use crate::plan::{resolve, values};
 use crate::target::{
@@ -47,11 +47,7 @@ impl PerfArgs {
         if self.batch_size == 0 {
             return usage("-b must be at least 1");
         }
-        let periodic = self
-            .periodic_concurrency_range
-            .as_deref()
-            .map(|s| parse_range_u32(s, "--periodic-concurrency-range"))
-            .transpose()?;
+        let periodic = self.periodic_concurrency_range;
         let (levels, unbounded) = self.levels(periodic)?;
         let windows = self.windows(periodic.is_some())?;
         self.check_numbers(&windows)?;
@@ -224,12 +220,11 @@ impl PerfArgs {
         periodic: Option<(u32, u32, u32)>,
     ) -> Result<(Vec<Stimulus>, bool), UsageError> {
         let arrival = super::profile::arrival(self.request_distribution, 1.0)?;
-        match (&self.concurrency_range, &self.request_rate_range) {
+        match (self.concurrency_range, &self.request_rate_range) {
             (_, Some(r)) => {
                 let cap = periodic.map_or(1024, |(_, end, _)| end.max(1));
-                let levels = parse_range_f64(r, "--request-rate-range")?
-                    .into_iter()
-                    .map(|rate| Stimulus::RequestRate {
+                let levels = (r.values.iter())
+                    .map(|&rate| Stimulus::RequestRate {
                         rate,
                         arrival,
                         max_inflight: cap,
@@ -237,8 +232,7 @@ impl PerfArgs {
                     .collect();
                 Ok((levels, false))
             }
-            (Some(c), None) => {
-                let (start, end, step) = parse_range_u32(c, "--concurrency-range")?;
+            (Some((start, end, step)), None) => {
                 if end == 0 {
                     if self.latency_threshold.is_zero() {
                         return usage(
@@ -338,7 +332,7 @@ impl PerfArgs {
 mod tests {
     use super::*;
     use crate::load::Arrival;
-    use crate::perf::plan::ParamValue;
+    use crate::perf::plan::{ParamValue, parse_range_f64, parse_range_u32};
     use clap::Parser;
     use std::path::Path;
     use std::time::Duration;
