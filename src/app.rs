@@ -438,7 +438,7 @@ fn demo_plan(a: &DemoArgs, sim: &crate::sim::SimHandle) -> Result<RunPlan> {
     .collect();
     Ok(RunPlan {
         workload,
-        levels: crate::plan::values::parse_concurrency(&a.concurrency)?,
+        levels: crate::plan::values::concurrency_levels(Some(&a.concurrency)),
         stop: crate::load::LevelLengthRule::Fixed(crate::load::LevelLength::Requests(REQUESTS)),
         server_metrics: crate::server_metrics::MetricsSource::Url(sim.metrics_url()),
         artifact_dir: Some(a.artifact_dir.clone()),

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::perf::plan::parse_range_u32;
 use crate::plan::values;
 
 // `--help` groups flags under these headings, in this order of purpose.
@@ -635,15 +636,15 @@ pub struct LevelArgs {
     ///
     /// `N`, `start:end[:step]` (inclusive; powers of two without a step) or a list
     /// `1,4,8,16,32`. Each value is one level of the sweep.
-    #[arg(help_heading = LOAD, long = "concurrency", value_name = "LEVELS")]
-    pub concurrency: Option<String>,
+    #[arg(help_heading = LOAD, long = "concurrency", value_name = "LEVELS", value_parser = FlagValue(values::concurrency_flag))]
+    pub concurrency: Option<values::Levels<u32>>,
 
     /// Open-loop request rates (requests/s): 5, 1:16 (doubling), 5:20:5 or 5,10,20.
     ///
     /// `R`, `start:end[:step]` (doubling without a step) or a list `5,10,20`. Each value is one
     /// level. Excludes --concurrency.
-    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency", value_name = "LEVELS")]
-    pub request_rate: Option<String>,
+    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency", value_name = "LEVELS", value_parser = FlagValue(values::rate_flag))]
+    pub request_rate: Option<values::Levels<f64>>,
 }
 
 /// How open-loop requests arrive (`profile`, and `search --over request-rate`).
@@ -778,6 +779,14 @@ pub struct MeasureArgs {
     #[arg(help_heading = MEASUREMENT, long = "tokenizer-from-server")]
     pub tokenizer_from_server: bool,
 
+    /// The timeout, cancellation and size cap of each request (shared with `perf`).
+    #[command(flatten)]
+    pub requests: RequestArgs,
+}
+
+/// How each request is sent and given up on (`profile`, `search`, `perf`).
+#[derive(Debug, Args, Clone)]
+pub struct RequestArgs {
     /// Per-request timeout (bare number: seconds); a timed-out request counts as an error of kind
     /// `timeout`.
     #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
@@ -804,7 +813,7 @@ pub struct MeasureArgs {
 /// What passes and what fails the run (`profile`, `search`).
 #[derive(Debug, Args, Clone)]
 pub struct DecisionArgs {
-    /// `--max-send-lag`, `--strict`, `--max-error-rate` (shared with `perf`).
+    /// `--slo`, `--max-send-lag`, `--strict`, `--max-error-rate` (shared with `perf`).
     #[command(flatten)]
     pub verdict: VerdictArgs,
 
@@ -812,6 +821,15 @@ pub struct DecisionArgs {
     #[arg(help_heading = DECISIONS, short = 'g', long = "goodput", num_args = 1.., value_parser = FlagValue(values::parse_goodput))]
     pub goodput: Vec<values::Objectives>,
 
+    /// Knee detection: the knee is the first level beyond which throughput grows by less than
+    /// this while p99 latency rises by more.
+    #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
+    pub knee_min_gain: f64,
+}
+
+/// When a level's objectives, measurement or errors fail the run (`profile`, `search`, `perf`).
+#[derive(Debug, Args, Clone)]
+pub struct VerdictArgs {
     /// Objective every level must meet, e.g. 'time_to_first_token.p99<=500ms' (repeatable).
     ///
     /// Checked at the end of every level, `METRIC[.STAT] OP VALUE[unit]`:
@@ -820,15 +838,6 @@ pub struct DecisionArgs {
     #[arg(help_heading = DECISIONS, long = "slo", value_parser = FlagValue(values::parse_slo))]
     pub slo: Vec<crate::metrics::Slo>,
 
-    /// Knee detection: the knee is the first level beyond which throughput grows by less than
-    /// this while p99 latency rises by more.
-    #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
-    pub knee_min_gain: f64,
-}
-
-/// When a level's measurement or errors fail the run (`profile`, `search`, `perf`).
-#[derive(Debug, Args, Clone)]
-pub struct VerdictArgs {
     /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).
     #[arg(help_heading = DECISIONS, long = "max-send-lag", default_value = "2ms", value_parser = millis)]
     pub max_send_lag: Duration,
@@ -1047,8 +1056,8 @@ pub struct ShardArgs {
     /// windows of each level (no shard can know when the others' windows agree), reports the
     /// last three as perf_analyzer does, and marks the level stable when they agreed; a level
     /// lasts -r × 1.2 × the measurement interval on every shard (give -r 3 for the shortest).
-    #[arg(long = "shard", value_name = "I/N")]
-    pub shard: Option<String>,
+    #[arg(long = "shard", value_name = "I/N", value_parser = FlagValue(values::parse_shard))]
+    pub shard: Option<crate::load::Shard>,
     /// Run one of N shards, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or
     /// --shard-index.
     #[arg(long = "shards", value_name = "N")]
@@ -1058,8 +1067,8 @@ pub struct ShardArgs {
     pub shard_index: Option<u32>,
     /// Start the first level at this moment — Unix seconds or RFC 3339 (2026-01-01T12:00:00Z) —
     /// and later levels on shared boundaries after it, so all shards load the server together.
-    #[arg(long = "start-at", value_name = "TIME")]
-    pub start_at: Option<String>,
+    #[arg(long = "start-at", value_name = "TIME", value_parser = FlagValue(values::parse_start_at))]
+    pub start_at: Option<u64>,
     /// Time between level starts after --start-at (bare number: seconds); by default a level's
     /// length plus a drain allowance, when the plan fixes that length.
     #[arg(long = "level-slot", value_parser = secs)]
@@ -1247,7 +1256,9 @@ pub enum TensorFormatArg {
     Json,
 }
 
-/// Flags of `ttftbench perf` (perf_analyzer's names, short forms and defaults).
+/// Flags of `ttftbench perf` (perf_analyzer's names, short forms and defaults). The groups it
+/// shares with `profile` are flattened in; a flag that `profile` also has but declared here is
+/// perf_analyzer's, whose meaning or default differs (each says how).
 #[derive(Debug, Args, Clone)]
 pub struct PerfArgs {
     /// Model name.
@@ -1286,11 +1297,11 @@ pub struct PerfArgs {
     /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (default 1).
     ///
     /// `1:32:2` = 1, 3, ..., 31.
-    #[arg(help_heading = LOAD, long = "concurrency-range", value_name = "RANGE")]
-    pub concurrency_range: Option<String>,
+    #[arg(help_heading = LOAD, long = "concurrency-range", value_name = "RANGE", value_parser = FlagValue(|flag, raw| parse_range_u32(raw, flag)))]
+    pub concurrency_range: Option<(u32, u32, u32)>,
     /// Request-rate sweep `start[:end[:step]]` (requests/s), inclusive and linear.
-    #[arg(help_heading = LOAD, long = "request-rate-range", conflicts_with = "concurrency_range", value_name = "RANGE")]
-    pub request_rate_range: Option<String>,
+    #[arg(help_heading = LOAD, long = "request-rate-range", conflicts_with = "concurrency_range", value_name = "RANGE", value_parser = FlagValue(crate::perf::plan::rate_range_flag))]
+    pub request_rate_range: Option<values::Levels<f64>>,
     /// Gaps between requests under --request-rate-range.
     #[arg(help_heading = LOAD, long = "request-distribution", value_enum, default_value = "constant")]
     pub request_distribution: DistributionArg,
@@ -1298,11 +1309,13 @@ pub struct PerfArgs {
     /// latest requests have received --request-period responses, up to end; measured once,
     /// without stability windows. With --request-rate-range, the rate drives the load and this
     /// caps requests in flight at end.
-    #[arg(help_heading = LOAD, long = "periodic-concurrency-range")]
-    pub periodic_concurrency_range: Option<String>,
+    #[arg(help_heading = LOAD, long = "periodic-concurrency-range", value_parser = FlagValue(|flag, raw| parse_range_u32(raw, flag)))]
+    pub periodic_concurrency_range: Option<(u32, u32, u32)>,
     /// Responses each request of a periodic-concurrency step waits for before the next step.
     #[arg(help_heading = LOAD, long = "request-period", default_value_t = 10)]
     pub request_period: u32,
+    // Not `profile`'s: perf_analyzer's stability window (5 s by default, windows of 1.2 × it),
+    // where profile's ends a level once.
     /// Measurement window (bare number: milliseconds).
     ///
     /// Windows last 1.2 × this, as in perf_analyzer.
@@ -1314,6 +1327,7 @@ pub struct PerfArgs {
     /// Completed requests per window in count_windows mode.
     #[arg(help_heading = MEASUREMENT, long = "measurement-request-count", default_value_t = 50)]
     pub measurement_request_count: u64,
+    // Not `profile`'s: it also turns the stability loop off.
     /// Measure exactly this many requests in one window (no stability loop).
     #[arg(help_heading = MEASUREMENT, long = "request-count", value_name = "N")]
     pub request_count: Option<u64>,
@@ -1326,6 +1340,7 @@ pub struct PerfArgs {
     /// Stabilize on, and report, this latency percentile instead of the average.
     #[arg(help_heading = MEASUREMENT, long = "percentile")]
     pub percentile: Option<u32>,
+    // Not `profile`'s: perf_analyzer's nearest rank is the default here.
     /// How percentiles are computed: perf_analyzer's nearest rank, or numpy's linear interpolation.
     #[arg(help_heading = MEASUREMENT, long = "percentile-method", value_enum, default_value = "nearest-rank")]
     pub percentile_method: PercentileMethodArg,
@@ -1335,6 +1350,7 @@ pub struct PerfArgs {
     /// Requests sent before measuring each level.
     #[arg(help_heading = MEASUREMENT, long = "warmup-request-count", default_value_t = 0)]
     pub warmup_request_count: u64,
+    // Not `profile`'s: gRPC only and off unless given (no --no-streaming, no detection).
     /// Decoupled models: stream responses over gRPC (time to first response, response throughput).
     #[arg(help_heading = TARGET, long = "streaming")]
     pub streaming: bool,
@@ -1365,6 +1381,7 @@ pub struct PerfArgs {
     /// One CSV row per --timeline-interval of the run (soak tests: watch drift over hours).
     #[arg(help_heading = OUTPUT, long = "timeline")]
     pub timeline: Option<std::path::PathBuf>,
+    // Not `profile`'s: rows of the --timeline file over the whole run, not of each level.
     /// Time per timeline row (bare number: seconds).
     #[arg(help_heading = OUTPUT, long = "timeline-interval", default_value = "10s", value_parser = secs)]
     pub timeline_interval: Duration,
@@ -1387,30 +1404,13 @@ pub struct PerfArgs {
     /// The engine's and the GPUs' view, and which headers the metrics endpoints get.
     #[command(flatten)]
     pub engine_view: EngineViewArgs,
-    /// Per-request timeout (bare number: seconds).
-    #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
-    pub request_timeout: Duration,
-    /// `--request-cancellation-rate`, `--request-cancellation-delay` (as `profile`'s).
+    /// The timeout, cancellation and size cap of each request (as `profile`'s).
     #[command(flatten)]
-    pub cancellation: CancellationArgs,
-    /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
-    /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
-    /// instead of being buffered.
-    #[arg(help_heading = MEASUREMENT, long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
-    pub max_event_size: usize,
-    /// Acknowledge every read at once (Linux TCP_QUICKACK), as `profile --tcp-quickack`.
-    #[arg(help_heading = MEASUREMENT, long = "tcp-quickack")]
-    pub tcp_quickack: bool,
+    pub requests: RequestArgs,
     /// Seed for random input data and schedules.
     #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
     pub random_seed: u64,
-    /// Objective every level must meet, e.g. 'request_latency.p99<=3ms' (repeatable).
-    ///
-    /// Checked on every level, e.g. `request_latency.p99<=3ms` or `request_throughput>=8000`
-    /// (infer/sec); exit code 1 when one fails.
-    #[arg(help_heading = DECISIONS, long = "slo", value_parser = FlagValue(values::parse_slo))]
-    pub slo: Vec<crate::metrics::Slo>,
-    /// `--max-send-lag`, `--strict`, `--max-error-rate` (as `profile`'s).
+    /// `--slo`, `--max-send-lag`, `--strict`, `--max-error-rate` (as `profile`'s).
     #[command(flatten)]
     pub verdict: VerdictArgs,
 
@@ -1582,8 +1582,8 @@ pub struct EngineArgs {
 #[derive(Debug, Args, Clone)]
 pub struct DemoArgs {
     /// Concurrency levels of the sweep.
-    #[arg(long = "concurrency", default_value = "1,2,4,8,16,32")]
-    pub concurrency: String,
+    #[arg(long = "concurrency", default_value = "1,2,4,8,16,32", value_parser = FlagValue(values::concurrency_flag))]
+    pub concurrency: values::Levels<u32>,
     /// Where artifacts go.
     #[arg(long = "artifact-dir", default_value = "artifacts/demo")]
     pub artifact_dir: PathBuf,

@@ -8,7 +8,7 @@ use crate::error::UsageError;
 use crate::load::{Stimulus, WindowRule};
 use crate::perf::plan::{
     AUTO_TIMELINE_WINDOW, PerfPlan, Protocol, STREAMING_NEEDS_GRPC, infer_path, linear, parse_data,
-    parse_param, parse_range_f64, parse_range_u32, parse_shape, sibling,
+    parse_param, parse_shape, sibling,
 };
 use crate::plan::{resolve, values};
 use crate::target::{
@@ -47,11 +47,7 @@ impl PerfArgs {
         if self.batch_size == 0 {
             return usage("-b must be at least 1");
         }
-        let periodic = self
-            .periodic_concurrency_range
-            .as_deref()
-            .map(|s| parse_range_u32(s, "--periodic-concurrency-range"))
-            .transpose()?;
+        let periodic = self.periodic_concurrency_range;
         let (levels, unbounded) = self.levels(periodic)?;
         let windows = self.windows(periodic.is_some())?;
         self.check_numbers(&windows)?;
@@ -88,10 +84,10 @@ impl PerfArgs {
             timeline: self.timeline(&windows).map(|p| (p, self.timeline_interval)),
             binary_inputs: self.input_tensor_format == TensorFormatArg::Binary,
             binary_outputs: self.output_tensor_format == TensorFormatArg::Binary,
-            request_timeout: self.request_timeout,
+            request_timeout: self.requests.request_timeout,
             seed: self.random_seed,
-            request_cancellation: self.cancellation.plan(),
-            slos: self.slo.clone(),
+            request_cancellation: self.requests.cancellation.plan(),
+            slos: self.verdict.slo.clone(),
             max_send_lag_ms: self.verdict.max_send_lag.as_secs_f64() * 1e3,
             strict: self.verdict.strict,
             max_error_rate: self.verdict.max_error_rate,
@@ -174,8 +170,8 @@ impl PerfArgs {
             metrics_headers: resolve::metrics_headers(&headers, &self.engine_view.metrics_header)?,
             headers,
             api_key: None,
-            max_event_bytes: self.max_event_size,
-            tcp_quickack: self.tcp_quickack,
+            max_event_bytes: self.requests.max_event_size,
+            tcp_quickack: self.requests.tcp_quickack,
             tls: resolve::tls(&tls)?,
         };
         target.header_map()?;
@@ -224,12 +220,11 @@ impl PerfArgs {
         periodic: Option<(u32, u32, u32)>,
     ) -> Result<(Vec<Stimulus>, bool), UsageError> {
         let arrival = super::profile::arrival(self.request_distribution, 1.0)?;
-        match (&self.concurrency_range, &self.request_rate_range) {
+        match (self.concurrency_range, &self.request_rate_range) {
             (_, Some(r)) => {
                 let cap = periodic.map_or(1024, |(_, end, _)| end.max(1));
-                let levels = parse_range_f64(r, "--request-rate-range")?
-                    .into_iter()
-                    .map(|rate| Stimulus::RequestRate {
+                let levels = (r.values.iter())
+                    .map(|&rate| Stimulus::RequestRate {
                         rate,
                         arrival,
                         max_inflight: cap,
@@ -237,8 +232,7 @@ impl PerfArgs {
                     .collect();
                 Ok((levels, false))
             }
-            (Some(c), None) => {
-                let (start, end, step) = parse_range_u32(c, "--concurrency-range")?;
+            (Some((start, end, step)), None) => {
                 if end == 0 {
                     if self.latency_threshold.is_zero() {
                         return usage(
@@ -310,7 +304,7 @@ impl PerfArgs {
         }
         for (flag, d) in [
             ("--timeline-interval", self.timeline_interval),
-            ("--request-timeout", self.request_timeout),
+            ("--request-timeout", self.requests.request_timeout),
             ("--max-send-lag", self.verdict.max_send_lag),
         ] {
             if d.is_zero() {
@@ -338,13 +332,17 @@ impl PerfArgs {
 mod tests {
     use super::*;
     use crate::load::Arrival;
-    use crate::perf::plan::ParamValue;
+    use crate::perf::plan::{ParamValue, parse_range_f64, parse_range_u32};
     use clap::Parser;
+    use std::path::Path;
     use std::time::Duration;
 
-    fn plan(args: &[&str]) -> Result<PerfPlan, UsageError> {
-        let mut argv = vec!["ttftbench", "perf"];
-        argv.extend_from_slice(args);
+    /// The plan of a command line written as one string (its words split at spaces).
+    fn plan(line: &str) -> Result<PerfPlan, UsageError> {
+        let argv: Vec<&str> = ["ttftbench", "perf"]
+            .into_iter()
+            .chain(line.split_whitespace())
+            .collect();
         let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| UsageError(e.to_string()))?;
         match cli.command {
             crate::cli::Command::Perf(p) => p.plan(&[]),
@@ -354,22 +352,10 @@ mod tests {
 
     #[test]
     fn seed_commands_parse() {
-        let p = plan(&[
-            "-m",
-            "yolov8s",
-            "--concurrency-range",
-            "1:32:2",
-            "--shape",
-            "images:3,640,640",
-            "--input-data",
-            "random",
-            "-u",
-            "localhost:8001",
-            "--measurement-interval",
-            "15000",
-            "-f",
-            "latency_vs_concurrency.csv",
-        ])
+        let p = plan(
+            "-m yolov8s --concurrency-range 1:32:2 --shape images:3,640,640 --input-data random \
+             -u localhost:8001 --measurement-interval 15000 -f latency_vs_concurrency.csv",
+        )
         .unwrap();
         assert_eq!(p.levels.len(), 16);
         assert_eq!(p.levels[1], Stimulus::Concurrency(3));
@@ -377,76 +363,39 @@ mod tests {
         assert_eq!(p.windows, WindowRule::Time(Duration::from_millis(18_000)));
         assert_eq!(p.shapes, [("images".to_string(), vec![3, 640, 640])]);
         assert_eq!(p.protocol, None, "detected from the server");
-        let p = plan(&[
-            "-m",
-            "resnet_fp16",
-            "-b",
-            "8",
-            "--concurrency-range",
-            "8",
-            "--input-data",
-            "random",
-            "-f",
-            "r.csv",
-        ])
-        .unwrap();
+        let p =
+            plan("-m resnet_fp16 -b 8 --concurrency-range 8 --input-data random -f r.csv").unwrap();
         assert_eq!(
             (p.batch, p.levels.clone()),
             (8, vec![Stimulus::Concurrency(8)])
         );
-        let p = plan(&[
-            "-m",
-            "llama3",
-            "--streaming",
-            "--measurement-interval",
-            "30000",
-            "--concurrency-range",
-            "1:8:2",
-            "-u",
-            "localhost:8001",
-            "--async",
-            "--request-parameter",
-            "max_tokens:256",
-            "--request-parameter",
-            "temperature:0.0",
-        ])
+        let p = plan(
+            "-m llama3 --streaming --measurement-interval 30000 --concurrency-range 1:8:2 \
+             -u localhost:8001 --async --request-parameter max_tokens:256 \
+             --request-parameter temperature:0.0",
+        )
         .unwrap();
         assert_eq!(p.levels, [1, 3, 5, 7].map(Stimulus::Concurrency));
         assert_eq!(
-            p.request_parameters[0],
-            ("max_tokens".to_string(), ParamValue::Int(256))
+            p.request_parameters[..2],
+            [
+                ("max_tokens".to_string(), ParamValue::Int(256)),
+                ("temperature".to_string(), ParamValue::Double(0.0))
+            ]
         );
-        assert_eq!(
-            p.request_parameters[1],
-            ("temperature".to_string(), ParamValue::Double(0.0))
-        );
-        let p = plan(&[
-            "-m",
-            "yolov8s",
-            "--concurrency-range",
-            "8",
-            "--latency-report-file",
-            "latency_report.csv",
-            "--verbose-csv",
-        ])
+        let p = plan(
+            "-m yolov8s --concurrency-range 8 --latency-report-file latency_report.csv --verbose-csv",
+        )
         .unwrap();
         assert!(p.verbose_csv && p.report_file.is_some());
         assert_eq!(
             p.requests_log.as_deref(),
-            Some(std::path::Path::new("latency_report.requests.jsonl"))
+            Some(Path::new("latency_report.requests.jsonl"))
         );
-        let p = plan(&[
-            "-m",
-            "bert_classifier",
-            "--request-rate-range",
-            "100",
-            "--measurement-interval",
-            "86400000",
-            "--periodic-concurrency-range",
-            "1",
-            "-f",
-            "stability_24h.csv",
-        ])
+        let p = plan(
+            "-m bert_classifier --request-rate-range 100 --measurement-interval 86400000 \
+             --periodic-concurrency-range 1 -f stability_24h.csv",
+        )
         .unwrap();
         assert_eq!(
             p.levels,
@@ -465,58 +414,40 @@ mod tests {
 
     #[test]
     fn shard_plans() {
-        let shard = |extra: &[&str]| {
-            let mut a = vec![
-                "-m",
-                "m",
-                "--concurrency-range",
-                "2:4:2",
-                "-p",
-                "1000",
-                "-r",
-                "3",
-            ];
-            a.extend_from_slice(extra);
-            plan(&a)
+        let shard = |extra: &str| {
+            plan(&format!(
+                "-m m --concurrency-range 2:4:2 -p 1000 -r 3 {extra}"
+            ))
         };
         let (a, b) = (
-            shard(&["--shard", "0/2"]).unwrap(),
-            shard(&["--shard", "1/2", "-f", "other.csv"]).unwrap(),
+            shard("--shard 0/2").unwrap(),
+            shard("--shard 1/2 -f other.csv").unwrap(),
         );
         assert_eq!(a.plan_id(), b.plan_id(), "paths are per process");
-        assert_ne!(
-            a.plan_id(),
-            shard(&["--shard", "1/2", "-b", "2"]).unwrap().plan_id()
-        );
+        assert_ne!(a.plan_id(), shard("--shard 1/2 -b 2").unwrap().plan_id());
         assert_eq!(
             b.artifact_dir.as_deref(),
-            Some(std::path::Path::new("artifacts/perf-shard1-of-2"))
+            Some(Path::new("artifacts/perf-shard1-of-2"))
         );
         let p = b.level_part(1, Stimulus::Concurrency(4));
         assert_eq!(p.load.unwrap().0, Stimulus::Concurrency(2));
         // Three windows of 1.2 s each on every shard, plus 5 s of drain: a 9 s slot.
-        let t = shard(&["--shard", "1/2", "--start-at", "1767225600"]).unwrap();
+        let t = shard("--shard 1/2 --start-at 1767225600").unwrap();
         assert_eq!(t.level_length(), Some(Duration::from_millis(3600)));
         assert_eq!(t.shard.level_slot, Some(Duration::from_secs(9)));
         assert_eq!(t.shard.level_start(1), Some(1_767_225_609_000_000_000));
-        let e = shard(&["--shard", "1/2", "-l", "50"]).unwrap_err().0;
-        assert!(e.contains("--latency-threshold with --shard"), "{e}");
-        let e = shard(&[
-            "--shard",
-            "1/2",
-            "--warmup-request-count",
-            "5",
-            "--start-at",
-            "1767225600",
-        ])
-        .unwrap_err()
-        .0;
-        assert!(e.contains("give --level-slot"), "{e}");
-        let d = shard(&["--shard", "1/2", "--artifact-dir", "out/s{shard}"]).unwrap();
-        assert_eq!(
-            d.artifact_dir.as_deref(),
-            Some(std::path::Path::new("out/s1"))
-        );
+        for (extra, says) in [
+            ("--shard 1/2 -l 50", "--latency-threshold with --shard"),
+            (
+                "--shard 1/2 --warmup-request-count 5 --start-at 1767225600",
+                "give --level-slot",
+            ),
+        ] {
+            let e = shard(extra).unwrap_err().0;
+            assert!(e.contains(says), "{e}");
+        }
+        let d = shard("--shard 1/2 --artifact-dir out/s{shard}").unwrap();
+        assert_eq!(d.artifact_dir.as_deref(), Some(Path::new("out/s1")));
     }
 
     #[test]
@@ -525,27 +456,20 @@ mod tests {
         assert_eq!(parse_range_u32("1:4", "f").unwrap(), (1, 4, 1));
         assert!(parse_range_u32("0:4", "f").is_err());
         assert!(parse_range_u32("4:1", "f").is_err());
-        assert!(
-            parse_range_u32("1:4:0", "f")
-                .unwrap_err()
-                .0
-                .contains("the step is 0")
-        );
-        let e = parse_range_u32("-3", "--concurrency-range").unwrap_err().0;
-        assert!(e.contains("values must be positive ('-3' is not)"), "{e}");
-        let e = parse_range_u32("1,,4", "--concurrency-range")
-            .unwrap_err()
-            .0;
-        assert!(e.contains("not lists"), "{e}");
-        let e = parse_range_f64("10:30:0", "--request-rate-range")
-            .unwrap_err()
-            .0;
-        assert!(
-            e.contains("--request-rate-range 10:30:0: the step is '0'"),
-            "{e}"
-        );
-        let e = parse_range_f64("-5", "--request-rate-range").unwrap_err().0;
-        assert!(e.contains("values must be positive ('-5' is not)"), "{e}");
+        let u32_refusal = |raw| parse_range_u32(raw, "--concurrency-range").unwrap_err().0;
+        let f64_refusal = |raw| parse_range_f64(raw, "--request-rate-range").unwrap_err().0;
+        for (e, says) in [
+            (u32_refusal("1:4:0"), "the step is 0"),
+            (u32_refusal("-3"), "values must be positive ('-3' is not)"),
+            (u32_refusal("1,,4"), "not lists"),
+            (
+                f64_refusal("10:30:0"),
+                "--request-rate-range 10:30:0: the step is '0'",
+            ),
+            (f64_refusal("-5"), "values must be positive ('-5' is not)"),
+        ] {
+            assert!(e.contains(says), "{e}");
+        }
         assert_eq!(
             parse_range_f64("10:30:10", "f").unwrap(),
             [10.0, 20.0, 30.0]
@@ -566,35 +490,29 @@ mod tests {
         );
         assert!(parse_param("n:abc:int").is_err());
         assert!(
-            plan(&["-m", "m", "--concurrency-range", "1:0"]).is_err(),
+            plan("-m m --concurrency-range 1:0").is_err(),
             "open-ended sweep needs -l"
         );
         assert!(
-            plan(&["-m", "m", "--concurrency-range", "1:0", "-l", "50"])
+            plan("-m m --concurrency-range 1:0 -l 50")
                 .unwrap()
                 .unbounded
         );
-        assert!(plan(&["-m", "m", "-b", "0"]).is_err());
-        assert!(plan(&["-m", "m", "--input-data", "/nonexistent.json"]).is_err());
-        assert!(plan(&["-m", "m", "--service-kind", "openai"]).is_err());
-        assert!(plan(&["-m", "m", "-i", "grpc", "-r", "2"]).is_err());
+        for refused in [
+            "-m m -b 0",
+            "-m m --input-data /nonexistent.json",
+            "-m m --service-kind openai",
+            "-m m -i grpc -r 2",
+        ] {
+            assert!(plan(refused).is_err(), "{refused}");
+        }
         // Found against real Triton: `-i http --streaming` ran and every request failed.
-        let e = plan(&["-m", "m", "-i", "http", "--streaming"])
-            .unwrap_err()
-            .0;
+        let e = plan("-m m -i http --streaming").unwrap_err().0;
         assert!(e.contains("only allowed with the gRPC protocol"), "{e}");
-        assert!(plan(&["-m", "m", "-i", "grpc", "--streaming"]).is_ok());
-        let p = plan(&[
-            "-m",
-            "m",
-            "-i",
-            "http",
-            "--measurement-mode",
-            "count_windows",
-            "--measurement-request-count",
-            "20",
-        ])
-        .unwrap();
+        assert!(plan("-m m -i grpc --streaming").is_ok());
+        let p =
+            plan("-m m -i http --measurement-mode count_windows --measurement-request-count 20")
+                .unwrap();
         assert_eq!(
             p.target.endpoint_url(),
             "http://localhost:8000/v2/models/m/infer"

@@ -116,8 +116,8 @@ impl super::TargetArgs {
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
             env_anthropic_key: std::env::var("ANTHROPIC_API_KEY").ok(),
             metrics_headers: measure.engine_view.metrics_header.clone(),
-            max_event_bytes: measure.max_event_size,
-            tcp_quickack: measure.tcp_quickack,
+            max_event_bytes: measure.requests.max_event_size,
+            tcp_quickack: measure.requests.tcp_quickack,
             tls: self.tls.spec(),
         }
     }
@@ -210,14 +210,14 @@ impl ProfileArgs {
         if let Some(sessions) = &workload.sessions {
             return crate::plan::traffic::session_load(
                 sessions,
-                levels.concurrency.as_deref(),
+                levels.concurrency.as_ref(),
                 levels.request_rate.is_some(),
                 stop,
             );
         }
         let levels = resolve::levels(
-            levels.concurrency.as_deref(),
-            levels.request_rate.as_deref(),
+            levels.concurrency.as_ref(),
+            levels.request_rate.as_ref(),
             arrival(open_loop.request_distribution, open_loop.burstiness)?,
             open_loop.max_inflight,
         )?;
@@ -320,7 +320,7 @@ impl ProfileArgs {
             workload.sessions.is_some(),
         )?;
         let target_moe = self.target_moe(target.streaming)?;
-        positive("--request-timeout", m.request_timeout)?;
+        positive("--request-timeout", m.requests.request_timeout)?;
         positive("--timeline-interval", m.timeline_interval)?;
         positive("--max-send-lag", d.verdict.max_send_lag)?;
         let mut plan = RunPlan {
@@ -352,15 +352,15 @@ impl ProfileArgs {
             goodput: d.goodput.iter().flat_map(|g| g.0.iter().copied()).collect(),
             run_config: super::config::resolved(argv),
             isl_buckets: m.isl_buckets.clone().unwrap_or_default(),
-            slos: d.slo.clone(),
+            slos: d.verdict.slo.clone(),
             knee_min_gain: d.knee_min_gain,
             use_server_token_count: resolve::server_token_count(
                 target.api,
                 m.use_server_token_count,
             )?,
             tokenizer_from_server,
-            request_timeout: m.request_timeout,
-            request_cancellation: m.cancellation.plan(),
+            request_timeout: m.requests.request_timeout,
+            request_cancellation: m.requests.cancellation.plan(),
             verbosity: match a.verbosity()? {
                 Verbosity::Normal if passed.verbose => Verbosity::Verbose,
                 v => v,
@@ -398,10 +398,10 @@ impl super::ShardArgs {
     /// The shard section as given, for a plan of `levels` levels of `level_length` each.
     pub fn spec(&self, levels: usize, level_length: Option<Duration>) -> resolve::ShardSpec {
         resolve::ShardSpec {
-            shard: self.shard.clone(),
+            shard: self.shard,
             shards: self.shards,
             shard_index: self.shard_index,
-            start_at: self.start_at.clone(),
+            start_at: self.start_at,
             level_slot: self.level_slot,
             levels,
             level_length,
@@ -529,7 +529,7 @@ mod tests {
     use crate::target::{Api, Header};
     use clap::Parser;
 
-    fn plan(args: &[&str]) -> Result<RunPlan, UsageError> {
+    fn plan_args(args: &[&str]) -> Result<RunPlan, UsageError> {
         let mut argv = vec!["ttftbench", "profile"];
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(&argv).map_err(|e| UsageError(e.to_string()))?;
@@ -539,11 +539,24 @@ mod tests {
         }
     }
 
+    /// The plan of a command line written as one string (its words split at spaces).
+    fn plan(line: &str) -> Result<RunPlan, UsageError> {
+        plan_args(&line.split_whitespace().collect::<Vec<_>>())
+    }
+
+    fn window(d: Duration) -> LevelLengthRule {
+        LevelLengthRule::Fixed(LevelLength::Window(d))
+    }
+
+    fn requests(n: u64) -> LevelLengthRule {
+        LevelLengthRule::Fixed(LevelLength::Requests(n))
+    }
+
     /// `--target-moe` becomes every level's sequential rule; what it cannot judge is refused
     /// with the fix.
     #[test]
     fn target_moe_rule_and_refusals() {
-        let rule = plan(&["-m", "m", "--streaming", "--target-moe", "5%"])
+        let rule = plan("-m m --streaming --target-moe 5%")
             .unwrap()
             .target_moe
             .unwrap();
@@ -553,51 +566,34 @@ mod tests {
             ("time_to_first_token.p99".to_string(), 0.05)
         );
         assert_eq!((rule.confidence, rule.looks.cap), (0.95, DEFAULT_MOE_CAP));
-        let rule = plan(&[
-            "-m",
-            "m",
-            "--target-moe",
-            "10%",
-            "--moe-metric",
-            "request_latency.avg",
-            "--confidence",
-            "90%",
-            "--request-count",
-            "500",
-        ])
-        .unwrap()
-        .target_moe
-        .unwrap();
+        let rule = plan("-m m --target-moe 10% --moe-metric request_latency.avg --confidence 90% --request-count 500")
+            .unwrap()
+            .target_moe
+            .unwrap();
         assert_eq!(rule.moe.unwrap().metric.key(), "request_latency.avg");
         assert_eq!((rule.confidence, rule.looks.cap), (0.9, 500));
-        assert!(plan(&["-m", "m"]).unwrap().target_moe.is_none());
-        let refused = |a: &[&str]| {
-            let mut argv = vec!["-m", "m"];
-            argv.extend_from_slice(a);
-            plan(&argv).unwrap_err().0
-        };
+        assert!(plan("-m m").unwrap().target_moe.is_none());
+        let refused = |a: &str| plan(&format!("-m m {a}")).unwrap_err().0;
         assert_eq!(
-            refused(&["--confidence", "90%"]),
+            refused("--confidence 90%"),
             "--confidence applies to --target-moe: add --target-moe 5% (or use `ttftbench search`)"
         );
-        assert!(refused(&["--target-moe", "100%"]).contains("below 100% (e.g. 5%)"));
+        for (args, says) in [
+            ("--target-moe 100%", "below 100% (e.g. 5%)"),
+            (
+                "--target-moe 5% --moe-metric request_throughput",
+                "needs a percentile or the average of a per-request metric",
+            ),
+            (
+                "--target-moe 5% --confidence 50%",
+                "must be more than 50% and at most 99.9%",
+            ),
+        ] {
+            assert!(refused(args).contains(says), "{args}");
+        }
         assert!(
-            refused(&["--target-moe", "5%", "--moe-metric", "request_throughput"])
-                .contains("needs a percentile or the average of a per-request metric")
-        );
-        assert!(
-            refused(&[
-                "--no-streaming",
-                "--target-moe",
-                "5%",
-                "--moe-metric",
-                "inter_token_latency.p99"
-            ])
-            .ends_with("is measured only on streamed responses: add --streaming")
-        );
-        assert!(
-            refused(&["--target-moe", "5%", "--confidence", "50%"])
-                .contains("must be more than 50% and at most 99.9%")
+            refused("--no-streaming --target-moe 5% --moe-metric inter_token_latency.p99")
+                .ends_with("is measured only on streamed responses: add --streaming")
         );
     }
 
@@ -605,16 +601,12 @@ mod tests {
     #[test]
     fn ui_modes() {
         use crate::plan::outputs::UiMode;
-        let ui = |extra: &[&str]| {
-            let mut a = vec!["-m", "m"];
-            a.extend_from_slice(extra);
-            plan(&a).unwrap().outputs.ui
-        };
-        assert_eq!(ui(&[]), UiMode::Compact);
-        assert_eq!(ui(&["--ui", "dashboard"]), UiMode::Dashboard);
-        assert_eq!(ui(&["--ui", "none"]), UiMode::None);
-        assert_eq!(ui(&["--quiet", "--ui", "dashboard"]), UiMode::None);
-        assert!(plan(&["-m", "m", "--ui", "fancy"]).is_err());
+        let ui = |extra: &str| plan(&format!("-m m {extra}")).unwrap().outputs.ui;
+        assert_eq!(ui(""), UiMode::Compact);
+        assert_eq!(ui("--ui dashboard"), UiMode::Dashboard);
+        assert_eq!(ui("--ui none"), UiMode::None);
+        assert_eq!(ui("--quiet --ui dashboard"), UiMode::None);
+        assert!(plan("-m m --ui fancy").is_err());
         let cli = Cli::try_parse_from(["ttftbench", "perf", "-m", "m", "--ui", "dashboard"]);
         let Ok(Cli {
             command: Command::Perf(p),
@@ -628,17 +620,8 @@ mod tests {
 
     #[test]
     fn request_rates_with_their_arrival() {
-        let p = plan(&[
-            "-m",
-            "m",
-            "--request-rate",
-            "10,20",
-            "--request-distribution",
-            "gamma",
-            "--burstiness",
-            "0.5",
-        ])
-        .unwrap();
+        let p = plan("-m m --request-rate 10,20 --request-distribution gamma --burstiness 0.5")
+            .unwrap();
         assert_eq!(
             p.levels[1],
             Stimulus::RequestRate {
@@ -648,7 +631,7 @@ mod tests {
             }
         );
         assert_eq!(p.levels[0].name(), "request_rate10.0");
-        assert!(plan(&["-m", "m", "--request-rate", "10", "--concurrency", "4"]).is_err());
+        assert!(plan("-m m --request-rate 10 --concurrency 4").is_err());
     }
 
     /// A trace file is told from a prompt file by its keys; `--fixed-schedule` makes one level
@@ -663,20 +646,13 @@ mod tests {
             .collect();
         std::fs::write(&trace, rows).unwrap();
         let t = trace.to_str().unwrap();
-        let p = plan(&[
-            "-m",
-            "m",
-            "--input-file",
-            t,
-            "--fixed-schedule",
-            "--fixed-schedule-speedup",
-            "2",
-            "--fixed-schedule-start",
-            "10",
-            "--prompt-salt",
-            "none",
-        ])
-        .unwrap();
+        let with = |extra: &str| {
+            let mut a = vec!["-m", "m", "--input-file", t];
+            a.extend(extra.split_whitespace());
+            plan_args(&a)
+        };
+        let p = with("--fixed-schedule --fixed-schedule-speedup 2 --fixed-schedule-start 10 --prompt-salt none")
+            .unwrap();
         assert_eq!(
             p.levels,
             [Stimulus::FixedSchedule {
@@ -685,11 +661,7 @@ mod tests {
             }]
         );
         assert_eq!(p.levels[0].name(), "fixed_schedule");
-        assert_eq!(
-            p.stop,
-            LevelLengthRule::Fixed(LevelLength::Requests(4)),
-            "the rows in the window"
-        );
+        assert_eq!(p.stop, requests(4), "the rows in the window");
         let PromptSource::Trace(src) = &p.workload.prompts else {
             panic!("a trace: {:?}", p.workload.prompts)
         };
@@ -700,117 +672,63 @@ mod tests {
         assert_eq!(p.workload.prompt_salt, PromptSalt::None);
         assert_eq!(p.input_config()["workload"]["prompt_salt"], "none");
         // The trace's prompts at a concurrency: every row, round robin.
-        let p = plan(&["-m", "m", "--input-file", t, "--concurrency", "2"]).unwrap();
+        let p = with("--concurrency 2").unwrap();
         assert_eq!(p.workload.num_prompts, 5);
         assert_eq!(p.levels, [Stimulus::Concurrency(2)]);
         for (extra, says) in [
+            ("--fixed-schedule --concurrency 4", "drop --concurrency"),
+            ("--fixed-schedule --fixed-schedule-speedup 0", "above 0"),
             (
-                &["--fixed-schedule", "--concurrency", "4"][..],
-                "drop --concurrency",
-            ),
-            (
-                &["--fixed-schedule", "--fixed-schedule-speedup", "0"],
-                "above 0",
-            ),
-            (
-                &["--fixed-schedule", "--request-count", "9"],
+                "--fixed-schedule --request-count 9",
                 "more than the 5 requests",
             ),
-            (
-                &["--fixed-schedule", "--warmup-request-count", "2"],
-                "no warm-up",
-            ),
-            (&["--output-tokens-mean", "5"], "output_length"),
-            (&["--num-prefix-prompts", "2"], "synthetic prompts"),
-            (&["--fixed-schedule", "--block-size", "64"], "needs 11"),
-            (&["--fixed-schedule-start", "5"], "--fixed-schedule"),
+            ("--fixed-schedule --warmup-request-count 2", "no warm-up"),
+            ("--output-tokens-mean 5", "output_length"),
+            ("--num-prefix-prompts 2", "synthetic prompts"),
+            ("--fixed-schedule --block-size 64", "needs 11"),
+            ("--fixed-schedule-start 5", "--fixed-schedule"),
         ] {
-            let mut a = vec!["-m", "m", "--input-file", t];
-            a.extend_from_slice(extra);
-            let e = plan(&a).unwrap_err();
+            let e = with(extra).unwrap_err();
             assert!(e.0.contains(says), "{extra:?}: {e}");
         }
-        let e = plan(&["-m", "m", "--fixed-schedule"]).unwrap_err();
+        let e = plan("-m m --fixed-schedule").unwrap_err();
         assert!(e.0.contains("give --input-file with trace rows"), "{e}");
-        let e = plan(&["-m", "m", "--block-size", "64"]).unwrap_err();
+        let e = plan("-m m --block-size 64").unwrap_err();
         assert!(e.0.contains("--block-size"), "{e}");
     }
 
     /// Every duration flag takes units; bare numbers keep their documented unit.
     #[test]
     fn duration_flags_take_units() {
-        let p = plan(&[
-            "-m",
-            "m",
-            "--request-timeout",
-            "500ms",
-            "--measurement-interval",
-            "2s",
-            "--warmup-duration",
-            "1500ms",
-            "--timeline-interval",
-            "250ms",
-            "--max-send-lag",
-            "1",
-        ])
-        .unwrap();
+        let p = plan("-m m --request-timeout 500ms --measurement-interval 2s --warmup-duration 1500ms --timeline-interval 250ms --max-send-lag 1")
+            .unwrap();
         assert_eq!(p.request_timeout, Duration::from_millis(500));
-        assert_eq!(
-            p.stop,
-            LevelLengthRule::Fixed(LevelLength::Window(Duration::from_secs(2)))
-        );
+        assert_eq!(p.stop, window(Duration::from_secs(2)));
         assert_eq!(p.warmup_duration, Some(Duration::from_millis(1500)));
         assert_eq!(p.timeline_interval, Duration::from_millis(250));
         assert_eq!(p.max_send_lag_ms, 1.0);
-        let p = plan(&["-m", "m", "-p", "4000", "--request-timeout", "30"]).unwrap();
-        assert_eq!(
-            p.stop,
-            LevelLengthRule::Fixed(LevelLength::Window(Duration::from_secs(4)))
-        );
+        let p = plan("-m m -p 4000 --request-timeout 30").unwrap();
+        assert_eq!(p.stop, window(Duration::from_secs(4)));
         assert_eq!(p.request_timeout, Duration::from_secs(30));
-        let e = plan(&["-m", "m", "--request-timeout", "0"]).unwrap_err();
+        let e = plan("-m m --request-timeout 0").unwrap_err();
         assert!(e.0.contains("--request-timeout"), "{e}");
-        let e = plan(&["-m", "m", "--request-timeout", "5x"]).unwrap_err();
+        let e = plan("-m m --request-timeout 5x").unwrap_err();
         assert!(e.0.contains("unknown unit 'x'"), "{e}");
     }
 
     #[test]
     fn seed_command_resolves() {
-        let p = plan(&[
-            "-m",
-            "gpt2",
-            "--service-kind",
-            "triton",
-            "--backend",
-            "tensorrtllm",
-            "--num-prompts",
-            "200",
-            "--synthetic-input-tokens-mean",
-            "200",
-            "--synthetic-input-tokens-stddev",
-            "20",
-            "--output-tokens-mean",
-            "100",
-            "--output-tokens-stddev",
-            "10",
-            "--concurrency",
-            "1",
-            "--measurement-interval",
-            "10000",
-            "--streaming",
-            "--url",
-            "localhost:8001",
-            "--artifact-dir",
-            "./ttft_c1",
-        ])
+        let p = plan(
+            "-m gpt2 --service-kind triton --backend tensorrtllm --num-prompts 200 \
+             --synthetic-input-tokens-mean 200 --synthetic-input-tokens-stddev 20 \
+             --output-tokens-mean 100 --output-tokens-stddev 10 --concurrency 1 \
+             --measurement-interval 10000 --streaming --url localhost:8001 --artifact-dir ./ttft_c1",
+        )
         .unwrap();
         assert_eq!(p.target.api, Api::Kserve);
         assert_eq!(p.target.base_url, "http://localhost:8001");
         assert_eq!(p.levels, [Stimulus::Concurrency(1)]);
-        assert_eq!(
-            p.stop,
-            LevelLengthRule::Fixed(LevelLength::Window(Duration::from_millis(10_000)))
-        );
+        assert_eq!(p.stop, window(Duration::from_millis(10_000)));
         assert_eq!(p.workload.num_prompts, 200);
         assert_eq!(
             p.server_metrics,
@@ -820,68 +738,35 @@ mod tests {
 
     #[test]
     fn openai_defaults_and_stop_rules() {
-        let p = plan(&[
-            "-m",
-            "m",
-            "--service-kind",
-            "openai",
-            "--num-prompts",
-            "200",
-            "--streaming",
-        ])
-        .unwrap();
+        let p = plan("-m m --service-kind openai --num-prompts 200 --streaming").unwrap();
         assert_eq!(p.target.api, Api::Chat);
         assert_eq!(
             p.target.endpoint_url(),
             "http://localhost:8000/v1/chat/completions"
         );
-        assert_eq!(p.stop, LevelLengthRule::Fixed(LevelLength::Requests(200)));
-        let p = plan(&[
-            "-m",
-            "m",
-            "--endpoint-type",
-            "generate",
-            "--streaming",
-            "-u",
-            "https://h:9/api/",
-        ])
-        .unwrap();
+        assert_eq!(p.stop, requests(200));
+        let p = plan("-m m --endpoint-type generate --streaming -u https://h:9/api/").unwrap();
         assert_eq!(
             p.target.endpoint_url(),
             "https://h:9/api/v2/models/m/generate_stream"
         );
         // Enough for a p99, or 25 s when the server is too slow for that.
-        assert_eq!(
-            p.stop.for_level(&Stimulus::Concurrency(8)),
-            LevelLength::RequestsOrTime {
-                requests: 100,
-                time: Duration::from_secs(25)
-            }
-        );
-        assert_eq!(
-            p.stop.for_level(&Stimulus::Concurrency(64)),
-            LevelLength::RequestsOrTime {
-                requests: 128,
-                time: Duration::from_secs(25)
-            }
-        );
-        assert!(
-            plan(&[
-                "-m",
-                "m",
-                "--request-count",
-                "5",
-                "--measurement-interval",
-                "100"
-            ])
-            .is_err()
-        );
-        assert!(plan(&["-m", "m", "--endpoint-type", "chat", "--backend", "vllm"]).is_err());
+        for (concurrency, requests) in [(8, 100), (64, 128)] {
+            assert_eq!(
+                p.stop.for_level(&Stimulus::Concurrency(concurrency)),
+                LevelLength::RequestsOrTime {
+                    requests,
+                    time: Duration::from_secs(25)
+                }
+            );
+        }
+        assert!(plan("-m m --request-count 5 --measurement-interval 100").is_err());
+        assert!(plan("-m m --endpoint-type chat --backend vllm").is_err());
     }
 
     #[test]
     fn headers_goodput_extra_inputs() {
-        let p = plan(&[
+        let p = plan_args(&[
             "-m",
             "m",
             "--endpoint-type",
@@ -917,12 +802,11 @@ mod tests {
             }
         );
         assert_eq!(
-            p.workload.extra_inputs[0],
-            ("ignore_eos".to_string(), serde_json::json!(true))
-        );
-        assert_eq!(
-            p.workload.extra_inputs[1],
-            ("temperature".to_string(), serde_json::json!(0.5))
+            p.workload.extra_inputs[..2],
+            [
+                ("ignore_eos".to_string(), serde_json::json!(true)),
+                ("temperature".to_string(), serde_json::json!(0.5))
+            ]
         );
         let cfg = p.input_config().to_string();
         assert!(!cfg.contains("s3cret") && !cfg.contains("sk-abc"), "{cfg}");
@@ -934,31 +818,17 @@ mod tests {
         );
         let map = p.target.header_map().unwrap();
         assert_eq!(map.get("authorization").unwrap(), "Bearer sk-abc");
-        assert!(plan(&["-m", "m", "--goodput", "bogus:1"]).is_err());
-        assert!(plan(&["-m", "m", "-H", "novalue"]).is_err());
+        assert!(plan("-m m --goodput bogus:1").is_err());
+        assert!(plan("-m m -H novalue").is_err());
     }
 
     /// Sessions: turn counts sampled from the seed, every session once by default, closed loop
     /// only, and the flags that contradict them refused with what to do instead.
     #[test]
     fn sessions_plan() {
-        let base = ["-m", "m", "--endpoint-type", "chat"];
-        let with = |extra: &[&str]| {
-            let mut a = base.to_vec();
-            a.extend_from_slice(extra);
-            plan(&a)
-        };
-        let p = with(&[
-            "--num-sessions",
-            "20",
-            "--session-turns-mean",
-            "4",
-            "--session-turns-stddev",
-            "2",
-            "--concurrency",
-            "3",
-        ])
-        .unwrap();
+        let with = |extra: &str| plan(&format!("-m m --endpoint-type chat {extra}"));
+        let sampled = "--num-sessions 20 --session-turns-mean 4 --session-turns-stddev 2";
+        let p = with(&format!("{sampled} --concurrency 3")).unwrap();
         let s = p.workload.sessions.as_ref().unwrap();
         assert_eq!((s.sessions, s.turns.len()), (20, 20));
         assert_eq!(
@@ -966,58 +836,29 @@ mod tests {
             s.turns.iter().map(|&t| u64::from(t)).sum::<u64>()
         );
         assert!(s.turns.iter().any(|&t| t != 4), "sampled: {:?}", s.turns);
-        assert_eq!(
-            p.stop,
-            LevelLengthRule::Fixed(LevelLength::Requests(s.total_turns))
-        );
+        assert_eq!(p.stop, requests(s.total_turns));
         assert_eq!(p.levels, [Stimulus::Concurrency(3)]);
-        let again = with(&[
-            "--num-sessions",
-            "20",
-            "--session-turns-mean",
-            "4",
-            "--session-turns-stddev",
-            "2",
-        ])
-        .unwrap();
+        let again = with(sampled).unwrap();
         assert_eq!(again.workload.sessions.unwrap().turns, s.turns, "seeded");
-        let counted = with(&["--session-turns-mean", "2", "--request-count", "7"]).unwrap();
+        let counted = with("--session-turns-mean 2 --request-count 7").unwrap();
         assert_eq!(counted.workload.sessions.as_ref().unwrap().sessions, 100);
-        assert_eq!(
-            counted.stop,
-            LevelLengthRule::Fixed(LevelLength::Requests(7)),
-            "turns"
-        );
-        assert!(with(&[]).unwrap().workload.sessions.is_none());
+        assert_eq!(counted.stop, requests(7), "turns");
+        assert!(with("").unwrap().workload.sessions.is_none());
         for (extra, says) in [
+            ("--num-sessions 2 --request-rate 4", "give --concurrency N"),
+            ("--session-turn-delay-mean 5", "give --num-sessions N"),
+            ("--num-sessions 2 --num-prompts 5", "drop --num-prompts"),
             (
-                &["--num-sessions", "2", "--request-rate", "4"][..],
-                "give --concurrency N",
-            ),
-            (&["--session-turn-delay-mean", "5"], "give --num-sessions N"),
-            (
-                &["--num-sessions", "2", "--num-prompts", "5"],
-                "drop --num-prompts",
-            ),
-            (
-                &["--num-sessions", "2", "--num-prefix-prompts", "2"],
+                "--num-sessions 2 --num-prefix-prompts 2",
                 "drop --num-prefix-prompts",
             ),
-            (&["--num-sessions", "0"], "at least 1"),
-            (&["--num-sessions", "2", "--shard", "1/2"], "drop --shard"),
+            ("--num-sessions 0", "at least 1"),
+            ("--num-sessions 2 --shard 1/2", "drop --shard"),
         ] {
             let e = with(extra).unwrap_err();
             assert!(e.0.contains(says), "{extra:?}: {e}");
         }
-        let e = plan(&[
-            "-m",
-            "m",
-            "--endpoint-type",
-            "kserve",
-            "--num-sessions",
-            "2",
-        ])
-        .unwrap_err();
+        let e = plan("-m m --endpoint-type kserve --num-sessions 2").unwrap_err();
         assert!(e.0.contains("--endpoint-type chat"), "{e}");
     }
 }

@@ -274,17 +274,8 @@ mod tests {
         assert_eq!(p.rule.looks.cap, 1000);
         assert_eq!(p.run.goodput.len(), 1);
         assert_eq!(p.run.goodput[0].bound, 15.0);
-        let rate = plan(&[
-            "--slo",
-            "ttft.p90<=15ms",
-            "--over",
-            "request-rate",
-            "--min",
-            "2.5",
-            "--max",
-            "40",
-        ])
-        .unwrap();
+        let rate = "--slo ttft.p90<=15ms --over request-rate --min 2.5 --max 40";
+        let rate = plan(&rate.split_whitespace().collect::<Vec<_>>()).unwrap();
         assert_eq!((rate.min, rate.max, rate.resolution), (2.5, 40.0, 0.05));
     }
 
@@ -310,21 +301,16 @@ mod tests {
         );
         // profile's flags that fix the levels or their length are not search's; the error says
         // what to use instead.
+        let (levels, length) = (
+            "--over concurrency|request-rate with --min/--max",
+            "--max-probe-requests and --max-probe-time",
+        );
         for (flag, instead) in [
-            (
-                "--concurrency",
-                "--over concurrency|request-rate with --min/--max",
-            ),
-            (
-                "--request-rate",
-                "--over concurrency|request-rate with --min/--max",
-            ),
-            (
-                "--num-requests",
-                "--max-probe-requests and --max-probe-time",
-            ),
-            ("-p", "--max-probe-requests and --max-probe-time"),
-            ("--duration", "--max-probe-requests and --max-probe-time"),
+            ("--concurrency", levels),
+            ("--request-rate", levels),
+            ("--num-requests", length),
+            ("-p", length),
+            ("--duration", length),
             ("--target-moe", "--confidence"),
             ("--fixed-schedule-speedup", "profile --fixed-schedule"),
             ("--start-at", "one process"),

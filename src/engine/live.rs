@@ -646,24 +646,16 @@ mod tests {
 
     #[test]
     fn only_a_terminal_gets_redraws() {
-        assert_eq!(Display::choose(UiMode::None, true), None);
-        assert_eq!(Display::choose(UiMode::None, false), None);
-        assert_eq!(
-            Display::choose(UiMode::Compact, true),
-            Some(Display::Compact)
-        );
-        assert_eq!(
-            Display::choose(UiMode::Dashboard, true),
-            Some(Display::Dashboard)
-        );
-        assert_eq!(
-            Display::choose(UiMode::Dashboard, false),
-            Some(Display::Plain)
-        );
-        assert_eq!(
-            Display::choose(UiMode::Compact, false),
-            Some(Display::Plain)
-        );
+        for (ui, terminal, want) in [
+            (UiMode::None, true, None),
+            (UiMode::None, false, None),
+            (UiMode::Compact, true, Some(Display::Compact)),
+            (UiMode::Dashboard, true, Some(Display::Dashboard)),
+            (UiMode::Dashboard, false, Some(Display::Plain)),
+            (UiMode::Compact, false, Some(Display::Plain)),
+        ] {
+            assert_eq!(Display::choose(ui, terminal), want);
+        }
     }
 
     #[test]

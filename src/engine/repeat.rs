@@ -3,8 +3,10 @@
 
 use std::future::Future;
 
+use crate::analysis::slo::{SloResult, noise_warning};
 use crate::error::Result;
 use crate::load::Interrupt;
+use crate::metrics::Slo;
 use crate::plan::Repeat;
 
 /// Runs `one(k)` for repetitions k = 1..=`r.count` in order, `r.pause` apart (Ctrl-C ends a
@@ -45,6 +47,27 @@ where
         }
     }
     Ok(done)
+}
+
+/// The level `find` picks in every repetition, in order; `None` when one lacks it (interrupted
+/// before it, or it failed to start there).
+pub fn in_each<'a, R, L>(
+    reps: &'a [R],
+    find: impl Fn(&'a R) -> Option<&'a L>,
+) -> Option<Vec<&'a L>> {
+    reps.iter()
+        .map(find)
+        .collect::<Option<Vec<_>>>()
+        .filter(|v| !v.is_empty())
+}
+
+/// Says (`say`) when the repetitions of level `level` disagree on an objective: `checks` holds
+/// each repetition's checks, in the order of `slos`.
+pub fn warn_slo_noise(level: &str, slos: &[Slo], checks: &[&[SloResult]], say: impl Fn(&str)) {
+    for (i, objective) in slos.iter().enumerate() {
+        let reps: Vec<_> = checks.iter().map(|c| c.get(i)).collect();
+        noise_warning(level, objective, &reps).inspect(|w| say(w));
+    }
 }
 
 #[cfg(test)]

@@ -656,9 +656,10 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn plan(args: &[&str]) -> PerfPlan {
+    /// The plan of `perf -m m` and these flags (one string, its words split at spaces).
+    fn plan(flags: &str) -> PerfPlan {
         let mut argv = vec!["ttftbench", "perf", "-m", "m"];
-        argv.extend_from_slice(args);
+        argv.extend(flags.split_whitespace());
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
         let crate::cli::Command::Perf(p) = cli.command else {
             panic!("expected perf")
@@ -690,7 +691,7 @@ mod tests {
     #[test]
     fn random_image_input_with_batch() {
         let m = model(8, vec![spec("images", DataType::F32, &[3, 4, 4])]);
-        let t = tensors(&plan(&["-b", "4"]), &m).unwrap();
+        let t = tensors(&plan("-b 4"), &m).unwrap();
         assert_eq!(t.len(), 1);
         assert_eq!(t[0][0].shape, [4, 3, 4, 4]);
         assert_eq!(t[0][0].raw.len(), 4 * 3 * 4 * 4 * 4);
@@ -698,19 +699,19 @@ mod tests {
         let item = 3 * 4 * 4 * 4;
         assert_eq!(t[0][0].raw[..item], t[0][0].raw[item..2 * item]);
         assert!(t[0][0].raw.iter().any(|b| *b != 0));
-        let z = tensors(&plan(&["--input-data", "zero"]), &m).unwrap();
+        let z = tensors(&plan("--input-data zero"), &m).unwrap();
         assert!(z[0][0].raw.iter().all(|b| *b == 0));
     }
 
     #[test]
     fn variable_dims_need_shape() {
         let m = model(8, vec![spec("input_ids", DataType::I64, &[-1])]);
-        let e = tensors(&plan(&[]), &m).unwrap_err().0;
+        let e = tensors(&plan(""), &m).unwrap_err().0;
         assert!(e.contains("--shape input_ids:N"), "{e}");
-        let t = tensors(&plan(&["--shape", "input_ids:16"]), &m).unwrap();
+        let t = tensors(&plan("--shape input_ids:16"), &m).unwrap();
         assert_eq!(t[0][0].shape, [1, 16]);
         assert_eq!(t[0][0].raw.len(), 16 * 8);
-        let e = tensors(&plan(&["--shape", "bogus:3"]), &m).unwrap_err().0;
+        let e = tensors(&plan("--shape bogus:3"), &m).unwrap_err().0;
         assert!(
             e.contains("no input 'bogus'") && e.contains("input_ids (INT64 [-1])"),
             "{e}"
@@ -720,20 +721,12 @@ mod tests {
     #[test]
     fn batch_limits() {
         let m = model(8, vec![spec("x", DataType::F32, &[1])]);
-        assert!(
-            tensors(&plan(&["-b", "16"]), &m)
-                .unwrap_err()
-                .0
-                .contains("max_batch_size 8")
-        );
         let m0 = model(0, vec![spec("x", DataType::F32, &[1])]);
-        assert!(
-            tensors(&plan(&["-b", "2"]), &m0)
-                .unwrap_err()
-                .0
-                .contains("does not batch")
-        );
-        assert_eq!(tensors(&plan(&[]), &m0).unwrap()[0][0].shape, [1]);
+        for (m, b, says) in [(&m, 16, "max_batch_size 8"), (&m0, 2, "does not batch")] {
+            let e = tensors(&plan(&format!("-b {b}")), m).unwrap_err().0;
+            assert!(e.contains(says), "{e}");
+        }
+        assert_eq!(tensors(&plan(""), &m0).unwrap()[0][0].shape, [1]);
     }
 
     #[test]
@@ -741,7 +734,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("prompts.json");
         std::fs::write(&f, "{\"text_input\": [\"hi\"]}\n").unwrap();
-        let f = f.to_str().unwrap();
+        let f = format!("--input-data {}", f.to_str().unwrap());
         let m = model(
             0,
             vec![
@@ -749,12 +742,12 @@ mod tests {
                 spec("max_tokens", DataType::I32, &[1]),
             ],
         );
-        let e = tensors(&plan(&["--input-data", f]), &m).unwrap_err().0;
+        let e = tensors(&plan(&f), &m).unwrap_err().0;
         assert!(
             e.ends_with("is missing and not optional: add \"max_tokens\" to each entry"),
             "{e}"
         );
-        let p = plan(&["--input-data", f, "--request-parameter", "max_tokens:256"]);
+        let p = plan(&format!("{f} --request-parameter max_tokens:256"));
         let e = tensors(&p, &m).unwrap_err().0;
         assert!(
             e.contains("--request-parameter max_tokens is sent as a request parameter"),
@@ -767,13 +760,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("in.json");
         let raw = base64::engine::general_purpose::STANDARD.encode(7i64.to_le_bytes().repeat(2));
-        std::fs::write(
-            &f,
-            format!(
-                r#"{{"data": [{{"ids": [1, 2, 3], "text": ["hi"]}}, {{"ids": {{"content": [[4], [5]], "shape": [2]}}, "text": ["x"]}}, {{"ids": {{"b64": "{raw}", "shape": [2]}}, "text": ["y"]}}]}}"#
-            ),
-        )
-        .unwrap();
         let m = model(
             0,
             vec![
@@ -781,7 +767,14 @@ mod tests {
                 spec("text", DataType::Bytes, &[1]),
             ],
         );
-        let t = tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m).unwrap();
+        let with = |text: &str| {
+            std::fs::write(&f, text).unwrap();
+            tensors(&plan(&format!("--input-data {}", f.to_str().unwrap())), &m)
+        };
+        let t = with(&format!(
+            r#"{{"data": [{{"ids": [1, 2, 3], "text": ["hi"]}}, {{"ids": {{"content": [[4], [5]], "shape": [2]}}, "text": ["x"]}}, {{"ids": {{"b64": "{raw}", "shape": [2]}}, "text": ["y"]}}]}}"#
+        ))
+        .unwrap();
         assert_eq!(t.len(), 3);
         assert_eq!(t[0][0].shape, [3]);
         assert_eq!(
@@ -795,48 +788,28 @@ mod tests {
         assert_eq!(t[1][0].shape, [2]);
         assert_eq!(t[2][0].raw, 7i64.to_le_bytes().repeat(2));
         // Wrong names, counts and types say what was expected.
-        std::fs::write(&f, r#"{"data": [{"idz": [1]}]}"#).unwrap();
-        let e = tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m)
-            .unwrap_err()
-            .0;
-        assert!(e.contains("'idz' is not an input"), "{e}");
-        std::fs::write(
-            &f,
-            r#"{"data": [{"ids": {"content": [1, 2, 3], "shape": [2]}, "text": ["a"]}]}"#,
-        )
-        .unwrap();
-        let e = tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m)
-            .unwrap_err()
-            .0;
-        assert!(e.contains("3 values, expected 2"), "{e}");
-        std::fs::write(&f, r#"{"data": [{"ids": ["a"], "text": ["a"]}]}"#).unwrap();
-        let e = tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m)
-            .unwrap_err()
-            .0;
-        assert!(e.contains("expected INT64"), "{e}");
-        std::fs::write(
-            &f,
-            "{\"ids\": [1], \"text\": [\"a\"]}\n{\"ids\": [2, 3], \"text\": [\"b\"]}\n",
-        )
-        .unwrap();
-        assert_eq!(
-            tensors(&plan(&["--input-data", f.to_str().unwrap()]), &m)
-                .unwrap()
-                .len(),
-            2,
-            "JSON lines"
-        );
+        for (text, says) in [
+            (r#"{"data": [{"idz": [1]}]}"#, "'idz' is not an input"),
+            (
+                r#"{"data": [{"ids": {"content": [1, 2, 3], "shape": [2]}, "text": ["a"]}]}"#,
+                "3 values, expected 2",
+            ),
+            (
+                r#"{"data": [{"ids": ["a"], "text": ["a"]}]}"#,
+                "expected INT64",
+            ),
+        ] {
+            let e = with(text).unwrap_err().0;
+            assert!(e.contains(says), "{e}");
+        }
+        let lines = "{\"ids\": [1], \"text\": [\"a\"]}\n{\"ids\": [2, 3], \"text\": [\"b\"]}\n";
+        assert_eq!(with(lines).unwrap().len(), 2, "JSON lines");
     }
 
     #[test]
     fn encodings() {
         let m = model(8, vec![spec("x", DataType::I32, &[2])]);
-        let p = plan(&[
-            "--request-parameter",
-            "max_tokens:256",
-            "--input-data",
-            "zero",
-        ]);
+        let p = plan("--request-parameter max_tokens:256 --input-data zero");
         let t = tensors(&p, &m).unwrap();
         let req = ModelInferRequest::decode(grpc_request(&p, &m, &t[0]).as_slice()).unwrap();
         assert_eq!(req.inputs[0].shape, [1, 2]);
@@ -852,14 +825,7 @@ mod tests {
         assert_eq!(header["outputs"][0]["parameters"]["binary_data"], true);
         assert_eq!(header["parameters"]["max_tokens"], 256);
         assert_eq!(&body[header_len..], [0; 8]);
-        let pj = plan(&[
-            "--input-tensor-format",
-            "json",
-            "--output-tensor-format",
-            "json",
-            "--input-data",
-            "zero",
-        ]);
+        let pj = plan("--input-tensor-format json --output-tensor-format json --input-data zero");
         let (body, none) = http_request(&pj, &m, &t[0]);
         assert!(none.is_none());
         let doc: Value = serde_json::from_slice(&body).unwrap();
@@ -873,7 +839,7 @@ mod tests {
     #[test]
     fn half_precision_needs_binary_tensors_over_http() {
         let mut m = model(8, vec![spec("x", DataType::F16, &[2])]);
-        let json_in = plan(&["-i", "http", "--input-tensor-format", "json"]);
+        let json_in = plan("-i http --input-tensor-format json");
         let e = check_json_datatypes(&json_in, &m, Protocol::Http)
             .unwrap_err()
             .0;
@@ -883,11 +849,11 @@ mod tests {
             "{e}"
         );
         assert!(check_json_datatypes(&json_in, &m, Protocol::Grpc).is_ok());
-        assert!(check_json_datatypes(&plan(&["-i", "http"]), &m, Protocol::Http).is_ok());
+        assert!(check_json_datatypes(&plan("-i http"), &m, Protocol::Http).is_ok());
         m.inputs[0].datatype = DataType::F32;
         assert!(check_json_datatypes(&json_in, &m, Protocol::Http).is_ok());
         m.outputs[0].datatype = DataType::Bf16;
-        let json_out = plan(&["-i", "http", "--output-tensor-format", "json"]);
+        let json_out = plan("-i http --output-tensor-format json");
         let e = check_json_datatypes(&json_out, &m, Protocol::Http)
             .unwrap_err()
             .0;
@@ -903,9 +869,9 @@ mod tests {
             let mut m = model(8, vec![spec("x", DataType::I32, &[1])]);
             m.decoupled = decoupled;
             let p = plan(if streaming {
-                &["--streaming", "--input-data", "zero"]
+                "--streaming --input-data zero"
             } else {
-                &["--input-data", "zero"]
+                "--input-data zero"
             });
             let t = tensors(&p, &m).unwrap();
             let req = ModelInferRequest::decode(grpc_request(&p, &m, &t[0]).as_slice()).unwrap();

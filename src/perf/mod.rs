@@ -64,38 +64,23 @@ pub struct ServerView {
 impl ServerView {
     /// The difference of two statistics snapshots (each phase averaged over its own count).
     pub fn between(a: &StatsSnapshot, b: &StatsSnapshot) -> ServerView {
-        let avg = |ns_b: u64, ns_a: u64, c_b: u64, c_a: u64| {
-            let c = c_b.saturating_sub(c_a);
-            if c == 0 {
-                0.0
-            } else {
-                ns_b.saturating_sub(ns_a) as f64 / c as f64
+        // Each phase averaged over its own count between the two snapshots.
+        let avg = |phase: fn(&StatsSnapshot) -> &crate::server_metrics::Duration| {
+            let (pa, pb) = (phase(a), phase(b));
+            match pb.count.saturating_sub(pa.count) {
+                0 => 0.0,
+                c => pb.ns.saturating_sub(pa.ns) as f64 / c as f64,
             }
         };
         ServerView {
             inference_count: b.inference_count.saturating_sub(a.inference_count),
             execution_count: b.execution_count.saturating_sub(a.execution_count),
             success_count: b.success.count.saturating_sub(a.success.count),
-            avg_request_ns: avg(b.success.ns, a.success.ns, b.success.count, a.success.count),
-            avg_queue_ns: avg(b.queue.ns, a.queue.ns, b.queue.count, a.queue.count),
-            avg_compute_input_ns: avg(
-                b.compute_input.ns,
-                a.compute_input.ns,
-                b.compute_input.count,
-                a.compute_input.count,
-            ),
-            avg_compute_infer_ns: avg(
-                b.compute_infer.ns,
-                a.compute_infer.ns,
-                b.compute_infer.count,
-                a.compute_infer.count,
-            ),
-            avg_compute_output_ns: avg(
-                b.compute_output.ns,
-                a.compute_output.ns,
-                b.compute_output.count,
-                a.compute_output.count,
-            ),
+            avg_request_ns: avg(|s| &s.success),
+            avg_queue_ns: avg(|s| &s.queue),
+            avg_compute_input_ns: avg(|s| &s.compute_input),
+            avg_compute_infer_ns: avg(|s| &s.compute_infer),
+            avg_compute_output_ns: avg(|s| &s.compute_output),
         }
     }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::error::UsageError;
 use crate::load::{LevelLength, Stimulus, WindowRule};
+use crate::plan::values::Levels;
 use crate::plan::{LevelPart, ShardPlan};
 use crate::server_metrics::MetricsSource;
 use crate::target::Target;
@@ -383,6 +384,15 @@ fn range_form(raw: &str, flag: &str) -> Result<(), UsageError> {
         ));
     }
     Ok(())
+}
+
+/// `--request-rate-range`'s value, for clap.
+pub fn rate_range_flag(flag: &str, raw: &str) -> Result<Levels<f64>, UsageError> {
+    let values = parse_range_f64(raw, flag)?;
+    Ok(Levels {
+        values,
+        text: raw.into(),
+    })
 }
 
 /// perf_analyzer's `start[:end[:step]]` for request rates (linear, inclusive).

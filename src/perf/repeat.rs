@@ -79,14 +79,7 @@ pub async fn run_repeated(plan: &PerfPlan, interrupt: Interrupt) -> Result<Repea
     let levels = plan
         .levels
         .iter()
-        .filter_map(|s| {
-            let name = s.name();
-            let found: Option<Vec<&PerfLevel>> = reps
-                .iter()
-                .map(|r| r.levels.iter().find(|l| l.stimulus.name() == name))
-                .collect();
-            found.map(|f| combined_level(plan, &f))
-        })
+        .filter_map(|s| level_in_each(&reps, &s.name()).map(|f| combined_level(plan, &f)))
         .collect();
     let combined = PerfOutcome {
         levels,
@@ -139,14 +132,16 @@ fn combined_level(plan: &PerfPlan, reps: &[&PerfLevel]) -> PerfLevel {
         ..mid.clone()
     };
     level.slo = crate::analysis::slo::evaluate(&plan.slos, &level);
-    for (i, objective) in plan.slos.iter().enumerate() {
-        let checks: Vec<_> = reps.iter().map(|l| l.slo.get(i)).collect();
-        let name = level.stimulus.name();
-        if let Some(w) = crate::analysis::slo::noise_warning(&name, objective, &checks) {
-            eprintln!("{w}");
-        }
-    }
+    let checks: Vec<&[_]> = reps.iter().map(|l| l.slo.as_slice()).collect();
+    let name = level.stimulus.name();
+    crate::engine::repeat::warn_slo_noise(&name, &plan.slos, &checks, |w| eprintln!("{w}"));
     level
+}
+
+/// The level named `name` in every repetition, in order.
+fn level_in_each<'a>(reps: &'a [PerfOutcome], name: &str) -> Option<Vec<&'a PerfLevel>> {
+    let find = |r: &'a PerfOutcome| r.levels.iter().find(|l| l.stimulus.name() == name);
+    crate::engine::repeat::in_each(reps, find)
 }
 
 /// perf's numbers of each combined level across its repetitions: latency avg and percentiles,
@@ -168,15 +163,9 @@ pub fn spreads(r: &Repeated) -> Vec<(String, Vec<MetricSpread>)> {
         .iter()
         .map(|c| {
             let name = c.stimulus.name();
-            let reps: Vec<&PerfLevel> = r
-                .reps
-                .iter()
-                .filter_map(|o| o.levels.iter().find(|l| l.stimulus.name() == name))
-                .collect();
-            (
-                name,
-                crate::stats::repeat::spreads_of(&reps, metrics.iter().copied()),
-            )
+            let reps = level_in_each(&r.reps, &name).unwrap_or_default();
+            let spreads = crate::stats::repeat::spreads_of(&reps, metrics.iter().copied());
+            (name, spreads)
         })
         .collect()
 }

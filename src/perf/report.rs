@@ -508,6 +508,12 @@ mod tests {
     use super::*;
     use crate::metrics::Stats;
 
+    /// perf_analyzer's CSV without `--percentile` or `--verbose-csv`.
+    const PLAIN: CsvOptions = CsvOptions {
+        percentile: None,
+        verbose: false,
+    };
+
     #[test]
     fn g6_like_cpp() {
         assert_eq!(g6(168.604_12), "168.604");
@@ -584,10 +590,7 @@ mod tests {
     fn csv_exact_with_server_columns_sorted_by_throughput() {
         let text = csv(
             &[lvl(8, 8556.0, 934.0, true), lvl(4, 4100.5, 900.0, true)],
-            CsvOptions {
-                percentile: None,
-                verbose: false,
-            },
+            PLAIN,
         );
         assert_eq!(
             text,
@@ -611,14 +614,10 @@ mod tests {
             "{text}"
         );
         assert!(!level(&lvl(4, 4100.5, 900.0, true), "gRPC", None).contains("Cancelled"));
-        let o = CsvOptions {
-            percentile: None,
-            verbose: false,
-        };
-        let with = csv(&[lvl(8, 8556.0, 934.0, true), cut], o);
+        let with = csv(&[lvl(8, 8556.0, 934.0, true), cut], PLAIN);
         let without = csv(
             &[lvl(8, 8556.0, 934.0, true), lvl(4, 4100.5, 900.0, true)],
-            o,
+            PLAIN,
         );
         for (a, b) in with.lines().zip(without.lines()) {
             assert!(a.starts_with(&format!("{b},")), "{a} / {b}");
@@ -680,12 +679,8 @@ mod tests {
             "{}",
             level(&whole, "gRPC", None)
         );
-        let o = CsvOptions {
-            percentile: None,
-            verbose: false,
-        };
         assert_eq!(
-            csv(&[streamed, whole], o),
+            csv(&[streamed, whole], PLAIN),
             "Concurrency,Inferences/Second,Response Throughput,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Throughput,p99 Latency,Abandoned Requests
 1,3.5,899,4,1,270838,331639,359275,469822,3.5,469822,0
 1,3.5,3.5,4,1,270838,331639,359275,469822,3.5,469822,2
@@ -738,13 +733,7 @@ mod tests {
         };
         l.streaming = true;
         l.response_throughput = 1990.0;
-        let text = csv(
-            &[l],
-            CsvOptions {
-                percentile: None,
-                verbose: false,
-            },
-        );
+        let text = csv(&[l], PLAIN);
         assert_eq!(
             text,
             "Request Rate,Inferences/Second,Response Throughput,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Throughput,p99 Latency\n100,99.5,1990,4,1,1960,2400,2600,3400,99.5,3400\n"

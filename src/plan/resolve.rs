@@ -254,8 +254,8 @@ pub fn metrics_headers(
 /// The load levels: closed-loop concurrencies, or open-loop rates with their arrival process and
 /// in-flight cap; concurrency 1 when neither is given.
 pub fn levels(
-    concurrency: Option<&str>,
-    request_rate: Option<&str>,
+    concurrency: Option<&super::values::Levels<u32>>,
+    request_rate: Option<&super::values::Levels<f64>>,
     arrival: Arrival,
     max_inflight: u32,
 ) -> Result<Vec<Stimulus>, UsageError> {
@@ -266,10 +266,11 @@ pub fn levels(
         (Some(_), Some(_)) => {
             return usage("--concurrency and --request-rate both set the load; give one of them");
         }
-        (spec, None) => super::values::concurrency_levels(spec)?,
-        (None, Some(spec)) => super::values::parse_float_levels(spec, "--request-rate")?
-            .into_iter()
-            .map(|rate| Stimulus::RequestRate {
+        (levels, None) => super::values::concurrency_levels(levels),
+        (None, Some(rates)) => rates
+            .values
+            .iter()
+            .map(|&rate| Stimulus::RequestRate {
                 rate,
                 arrival,
                 max_inflight,
@@ -585,13 +586,13 @@ pub fn gpu_metrics_url(url: Option<&str>) -> Result<Option<String>, UsageError> 
 #[derive(Debug, Clone, Default)]
 pub struct ShardSpec {
     /// `--shard I/N`.
-    pub shard: Option<String>,
+    pub shard: Option<Shard>,
     /// `--shards N` (the Kubernetes form).
     pub shards: Option<u32>,
     /// `--shard-index`, or `JOB_COMPLETION_INDEX` (read with `--shards`).
     pub shard_index: Option<u32>,
-    /// `--start-at`.
-    pub start_at: Option<String>,
+    /// `--start-at`, as Unix nanoseconds.
+    pub start_at: Option<u64>,
     /// `--level-slot`.
     pub level_slot: Option<Duration>,
     /// Levels in the plan.
@@ -604,13 +605,13 @@ pub struct ShardSpec {
 /// `JOB_COMPLETION_INDEX`), the first level's start and the slot between level starts (given,
 /// or derived from a level's fixed length; see [`super::shard`]).
 pub fn shard(s: &ShardSpec) -> Result<ShardPlan, UsageError> {
-    let shard = match (&s.shard, s.shards, s.shard_index) {
+    let shard = match (s.shard, s.shards, s.shard_index) {
         (Some(_), Some(_), _) => {
             return usage(
                 "--shard I/N and --shards N both say which part this process runs; give one (--shards takes the index from JOB_COMPLETION_INDEX)",
             );
         }
-        (Some(raw), None, _) => super::values::parse_shard(raw)?,
+        (Some(shard), None, _) => shard,
         (None, Some(n), Some(i)) => {
             super::values::shard(i, n, "--shards with JOB_COMPLETION_INDEX")?
         }
@@ -621,11 +622,7 @@ pub fn shard(s: &ShardSpec) -> Result<ShardPlan, UsageError> {
         }
         (None, None, _) => Shard::WHOLE,
     };
-    let start_at_unix_ns = s
-        .start_at
-        .as_deref()
-        .map(super::values::parse_start_at)
-        .transpose()?;
+    let start_at_unix_ns = s.start_at;
     let level_slot = match (start_at_unix_ns, s.level_slot) {
         (None, Some(_)) => {
             return usage(
@@ -739,8 +736,9 @@ mod tests {
     #[test]
     fn shard_sections() {
         let secs = Duration::from_secs;
-        let spec = |shard: Option<&str>, shards, index| ShardSpec {
-            shard: shard.map(str::to_string),
+        let one_of_four = Some(Shard { index: 1, count: 4 });
+        let spec = |shard: Option<Shard>, shards, index| ShardSpec {
+            shard,
             shards,
             shard_index: index,
             levels: 1,
@@ -751,7 +749,7 @@ mod tests {
             Shard::WHOLE
         );
         assert_eq!(
-            shard(&spec(Some("1/4"), None, Some(3))).unwrap().shard,
+            shard(&spec(one_of_four, None, Some(3))).unwrap().shard,
             Shard { index: 1, count: 4 }
         );
         assert_eq!(
@@ -760,14 +758,14 @@ mod tests {
         );
         for (bad, says) in [
             (spec(None, Some(4), None), "JOB_COMPLETION_INDEX"),
-            (spec(Some("1/4"), Some(4), None), "give one"),
+            (spec(one_of_four, Some(4), None), "give one"),
             (spec(None, Some(4), Some(4)), "not below"),
         ] {
             let e = shard(&bad).unwrap_err();
             assert!(e.0.contains(says), "{e}");
         }
         let timed = |levels, level_length, level_slot| ShardSpec {
-            start_at: Some("1767225600".into()),
+            start_at: Some(1_767_225_600_000_000_000),
             levels,
             level_length,
             level_slot,
@@ -878,70 +876,54 @@ mod tests {
 
     #[test]
     fn levels_forms_and_conflicts() {
+        let c = |s: &str| crate::plan::values::concurrency_flag("--concurrency", s).unwrap();
+        let r = |s: &str| crate::plan::values::rate_flag("--request-rate", s).unwrap();
         assert_eq!(
             levels(None, None, Arrival::Constant, 1024).unwrap(),
             [Stimulus::Concurrency(1)]
         );
         assert_eq!(
-            levels(Some("1:8"), None, Arrival::Constant, 1024).unwrap(),
+            levels(Some(&c("1:8")), None, Arrival::Constant, 1024).unwrap(),
             [1, 2, 4, 8].map(Stimulus::Concurrency)
         );
-        let r = levels(None, Some("10,20"), Arrival::Poisson, 64).unwrap();
+        let rates = levels(None, Some(&r("10,20")), Arrival::Poisson, 64).unwrap();
         assert_eq!(
-            r[1],
+            rates[1],
             Stimulus::RequestRate {
                 rate: 20.0,
                 arrival: Arrival::Poisson,
                 max_inflight: 64
             }
         );
-        assert!(levels(Some("4"), Some("10"), Arrival::Constant, 1024).is_err());
-        assert!(levels(None, Some("10"), Arrival::Constant, 0).is_err());
+        assert!(levels(Some(&c("4")), Some(&r("10")), Arrival::Constant, 1024).is_err());
+        assert!(levels(None, Some(&r("10")), Arrival::Constant, 0).is_err());
     }
 
     #[test]
     fn stop_rules() {
-        let ms = Duration::from_millis;
-        assert_eq!(stop(&StopSpec::default()).unwrap(), LevelLengthRule::Auto);
-        assert_eq!(
-            stop(&StopSpec {
-                num_prompts: Some(200),
-                ..StopSpec::default()
-            })
-            .unwrap(),
-            LevelLengthRule::Fixed(LevelLength::Requests(200))
-        );
-        assert_eq!(
-            stop(&StopSpec {
-                measurement_interval: Some(ms(10_000)),
-                num_prompts: Some(200),
-                ..StopSpec::default()
-            })
-            .unwrap(),
-            LevelLengthRule::Fixed(LevelLength::Window(ms(10_000)))
-        );
-        assert_eq!(
-            stop(&StopSpec {
-                duration: Some(ms(3_000)),
-                ..StopSpec::default()
-            })
-            .unwrap(),
-            LevelLengthRule::Fixed(LevelLength::Window(ms(3_000)))
-        );
+        let ms = |n| Some(Duration::from_millis(n));
+        let spec = |request_count, measurement_interval, duration, num_prompts| StopSpec {
+            request_count,
+            measurement_interval,
+            duration,
+            num_prompts,
+        };
+        let window = |n| LevelLengthRule::Fixed(LevelLength::Window(Duration::from_millis(n)));
+        for (given, want) in [
+            (spec(None, None, None, None), LevelLengthRule::Auto),
+            (
+                spec(None, None, None, Some(200)),
+                LevelLengthRule::Fixed(LevelLength::Requests(200)),
+            ),
+            (spec(None, ms(10_000), None, Some(200)), window(10_000)),
+            (spec(None, None, ms(3_000), None), window(3_000)),
+        ] {
+            assert_eq!(stop(&given).unwrap(), want, "{given:?}");
+        }
         for bad in [
-            StopSpec {
-                request_count: Some(5),
-                measurement_interval: Some(ms(100)),
-                ..StopSpec::default()
-            },
-            StopSpec {
-                request_count: Some(0),
-                ..StopSpec::default()
-            },
-            StopSpec {
-                measurement_interval: Some(Duration::from_micros(10)),
-                ..StopSpec::default()
-            },
+            spec(Some(5), ms(100), None, None),
+            spec(Some(0), None, None, None),
+            spec(None, Some(Duration::from_micros(10)), None, None),
         ] {
             assert!(stop(&bad).is_err(), "{bad:?}");
         }
@@ -976,12 +958,11 @@ mod tests {
             })
         );
         assert_eq!(
-            w.extra_inputs[0],
-            ("ignore_eos".into(), serde_json::json!(true))
-        );
-        assert_eq!(
-            w.extra_inputs[1],
-            ("temperature".into(), serde_json::json!(0.5))
+            w.extra_inputs[..2],
+            [
+                ("ignore_eos".into(), serde_json::json!(true)),
+                ("temperature".into(), serde_json::json!(0.5))
+            ]
         );
         for bad in [
             WorkloadSpec {
@@ -1017,31 +998,26 @@ mod tests {
 
     #[test]
     fn metrics_source_default_and_given() {
-        let kserve = target(&api_spec(Api::Kserve, "[::1]:8001")).unwrap();
+        let auto = |api, url| {
+            let t = target(&api_spec(api, url)).unwrap();
+            match metrics_source(None, &t).unwrap() {
+                MetricsSource::Auto(urls) => urls,
+                other => panic!("{other:?}"),
+            }
+        };
         assert_eq!(
-            metrics_source(None, &kserve).unwrap(),
-            MetricsSource::Auto(vec!["http://[::1]:8002/metrics".into()])
+            auto(Api::Kserve, "[::1]:8001"),
+            ["http://[::1]:8002/metrics"]
         );
         // An OpenAI server's own port first (vLLM, SGLang, TGI), then Triton's layout beside
         // it: two above its HTTP port, never a fixed 8002 (another server may hold it).
+        assert_eq!(
+            auto(Api::Chat, "https://h:8080/prefix"),
+            ["https://h:8080/metrics", "http://h:8082/metrics"]
+        );
+        assert_eq!(auto(Api::Generate, "h:8000"), ["http://h:8002/metrics"]);
+        assert_eq!(auto(Api::Kserve, "h:18001"), ["http://h:18002/metrics"]);
         let chat = target(&api_spec(Api::Chat, "https://h:8080/prefix")).unwrap();
-        assert_eq!(
-            metrics_source(None, &chat).unwrap(),
-            MetricsSource::Auto(vec![
-                "https://h:8080/metrics".into(),
-                "http://h:8082/metrics".into()
-            ])
-        );
-        let triton_http = target(&api_spec(Api::Generate, "h:8000")).unwrap();
-        assert_eq!(
-            metrics_source(None, &triton_http).unwrap(),
-            MetricsSource::Auto(vec!["http://h:8002/metrics".into()])
-        );
-        let grpc_elsewhere = target(&api_spec(Api::Kserve, "h:18001")).unwrap();
-        assert_eq!(
-            metrics_source(None, &grpc_elsewhere).unwrap(),
-            MetricsSource::Auto(vec!["http://h:18002/metrics".into()])
-        );
         assert_eq!(
             metrics_source(Some("h:9"), &chat).unwrap(),
             MetricsSource::Url("http://h:9/metrics".into())

@@ -229,18 +229,10 @@ mod tests {
 
     #[test]
     fn derived_slots() {
-        assert_eq!(
-            derived_slot(Duration::from_secs(10)),
-            Duration::from_secs(15)
-        );
-        assert_eq!(
-            derived_slot(Duration::from_secs(60)),
-            Duration::from_secs(75)
-        );
-        assert_eq!(
-            derived_slot(Duration::from_millis(2500)),
-            Duration::from_secs(8)
-        );
+        let ms = Duration::from_millis;
+        for (level, slot) in [(10_000, 15_000), (60_000, 75_000), (2_500, 8_000)] {
+            assert_eq!(derived_slot(ms(level)), ms(slot));
+        }
     }
 
     #[test]

@@ -336,7 +336,7 @@ fn conversation_file(
 /// default every session once (AIPerf's conversation count).
 pub fn session_load(
     sessions: &SessionPlan,
-    concurrency: Option<&str>,
+    concurrency: Option<&super::values::Levels<u32>>,
     request_rate: bool,
     stop: LevelLengthRule,
 ) -> Result<(Vec<Stimulus>, LevelLengthRule), UsageError> {
@@ -345,7 +345,7 @@ pub fn session_load(
             "--request-rate paces single requests; a session's turns wait for each other's answers, so sessions are driven closed loop: give --concurrency N to keep N sessions in flight",
         );
     }
-    let levels = super::values::concurrency_levels(concurrency)?;
+    let levels = super::values::concurrency_levels(concurrency);
     let stop = match stop {
         LevelLengthRule::Auto => {
             LevelLengthRule::Fixed(LevelLength::Requests(sessions.total_turns))

@@ -472,15 +472,49 @@ pub fn parse_percent(flag: &str, raw: &str) -> Result<f64, UsageError> {
     Ok(v)
 }
 
-/// `N`, `start:end[:step]` or `a,b,c`.
-pub fn parse_concurrency(spec: &str) -> Result<Vec<Stimulus>, UsageError> {
-    let values = parse_int_levels(spec, "--concurrency")?;
-    Ok(values.into_iter().map(Stimulus::Concurrency).collect())
+/// A level flag's value (`--concurrency`, `--request-rate`): the levels, and the text they were
+/// read from, which a command line shown back to the user repeats as typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Levels<T> {
+    /// The levels, in the order they run.
+    pub values: Vec<T>,
+    /// The value as given.
+    pub text: String,
 }
 
-/// Closed-loop levels: `--concurrency` as [`parse_concurrency`] reads it, 1 when it is not given.
-pub fn concurrency_levels(spec: Option<&str>) -> Result<Vec<Stimulus>, UsageError> {
-    spec.map_or(Ok(vec![Stimulus::Concurrency(1)]), parse_concurrency)
+impl<T> std::fmt::Display for Levels<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// `--concurrency N`, `start:end[:step]` or `a,b,c`, for clap.
+pub fn concurrency_flag(flag: &str, spec: &str) -> Result<Levels<u32>, UsageError> {
+    let values = parse_int_levels(spec, flag)?;
+    Ok(Levels {
+        values,
+        text: spec.into(),
+    })
+}
+
+/// `--request-rate R`, `start:end[:step]` or `a,b,c`, for clap.
+pub fn rate_flag(flag: &str, spec: &str) -> Result<Levels<f64>, UsageError> {
+    let values = parse_float_levels(spec, flag)?;
+    Ok(Levels {
+        values,
+        text: spec.into(),
+    })
+}
+
+/// Closed-loop levels: `--concurrency`'s, concurrency 1 when it is not given.
+pub fn concurrency_levels(levels: Option<&Levels<u32>>) -> Vec<Stimulus> {
+    levels.map_or(vec![Stimulus::Concurrency(1)], |l| {
+        l.values
+            .iter()
+            .copied()
+            .map(Stimulus::Concurrency)
+            .collect()
+    })
 }
 
 /// Parses a level list of positive integers. `start:end` without a step doubles from start
@@ -553,7 +587,7 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
 }
 
 /// `--shard I/N`: shard `I` (0-based, as Kubernetes' `JOB_COMPLETION_INDEX`) of `N`.
-pub fn parse_shard(raw: &str) -> Result<Shard, UsageError> {
+pub fn parse_shard(_flag: &str, raw: &str) -> Result<Shard, UsageError> {
     let t = raw.trim();
     let bad = || {
         UsageError(format!(
@@ -582,7 +616,7 @@ pub fn shard(index: u32, count: u32, flag: &str) -> Result<Shard, UsageError> {
 
 /// `--start-at`: Unix seconds (`1767225600`, fractions allowed) or an RFC 3339 time
 /// (`2026-01-01T00:00:00Z`, `2026-01-01T01:00:00.5+01:00`), as Unix nanoseconds.
-pub fn parse_start_at(raw: &str) -> Result<u64, UsageError> {
+pub fn parse_start_at(_flag: &str, raw: &str) -> Result<u64, UsageError> {
     let t = raw.trim();
     let bad = || {
         UsageError(format!(
@@ -627,37 +661,32 @@ mod tests {
 
     #[test]
     fn shards_and_start_times() {
-        assert_eq!(parse_shard("2/4").unwrap(), Shard { index: 2, count: 4 });
-        assert_eq!(parse_shard(" 0 / 1 ").unwrap(), Shard::WHOLE);
+        assert_eq!(
+            parse_shard("--shard", "2/4").unwrap(),
+            Shard { index: 2, count: 4 }
+        );
+        assert_eq!(parse_shard("--shard", " 0 / 1 ").unwrap(), Shard::WHOLE);
         for bad in ["4/4", "1/0", "x/4", "2", "-1/4"] {
-            assert!(parse_shard(bad).is_err(), "{bad}");
+            assert!(parse_shard("--shard", bad).is_err(), "{bad}");
         }
         assert!(
-            parse_shard("4/4")
+            parse_shard("--shard", "4/4")
                 .unwrap_err()
                 .0
                 .contains("indices run 0..3")
         );
-        assert_eq!(
-            parse_start_at("1767225600").unwrap(),
-            1_767_225_600_000_000_000
-        );
-        assert_eq!(
-            parse_start_at("1767225600.25").unwrap(),
-            1_767_225_600_250_000_000
-        );
-        assert_eq!(
-            parse_start_at("2026-01-01T00:00:00Z").unwrap(),
-            1_767_225_600_000_000_000
-        );
-        assert_eq!(
-            parse_start_at("2026-01-01T01:30:00.5+01:30").unwrap(),
-            1_767_225_600_500_000_000
-        );
-        assert_eq!(
-            parse_start_at("2000-02-29 12:00:00.000000001-00:00").unwrap(),
-            951_825_600_000_000_001
-        );
+        for (raw, want) in [
+            ("1767225600", 1_767_225_600_000_000_000),
+            ("1767225600.25", 1_767_225_600_250_000_000),
+            ("2026-01-01T00:00:00Z", 1_767_225_600_000_000_000),
+            ("2026-01-01T01:30:00.5+01:30", 1_767_225_600_500_000_000),
+            (
+                "2000-02-29 12:00:00.000000001-00:00",
+                951_825_600_000_000_001,
+            ),
+        ] {
+            assert_eq!(parse_start_at("--start-at", raw).unwrap(), want, "{raw}");
+        }
         for bad in [
             "",
             "soon",
@@ -666,7 +695,7 @@ mod tests {
             "-5",
             "2026-01-01T00:00:00.Z",
         ] {
-            assert!(parse_start_at(bad).is_err(), "{bad}");
+            assert!(parse_start_at("--start-at", bad).is_err(), "{bad}");
         }
     }
 
@@ -745,28 +774,20 @@ mod tests {
     fn durations_take_units_and_bare_numbers_keep_theirs() {
         let s = Duration::from_secs(1);
         let ms = Duration::from_millis(1);
-        assert_eq!(
-            parse_duration("--request-timeout", "500ms", s).unwrap(),
-            ms * 500
-        );
-        assert_eq!(parse_duration("--request-timeout", "2", s).unwrap(), s * 2);
-        assert_eq!(
-            parse_duration("--request-timeout", "1.5m", s).unwrap(),
-            s * 90
-        );
-        assert_eq!(parse_duration("-p", "10000", ms).unwrap(), s * 10);
-        assert_eq!(parse_duration("-p", "2s", ms).unwrap(), s * 2);
-        assert_eq!(
-            parse_duration("-p", "250us", ms).unwrap(),
-            Duration::from_micros(250)
-        );
-        assert_eq!(parse_duration("-l", "0", ms).unwrap(), Duration::ZERO);
-        assert_eq!(
-            parse_duration("--request-timeout", "1m30s", s).unwrap(),
-            s * 90
-        );
-        assert_eq!(parse_duration("-p", "1.5 min", ms).unwrap(), s * 90);
-        assert_eq!(parse_duration("-p", "10µs", ms).unwrap(), ms / 100);
+        for (flag, raw, unit, want) in [
+            ("--request-timeout", "500ms", s, ms * 500),
+            ("--request-timeout", "2", s, s * 2),
+            ("--request-timeout", "1.5m", s, s * 90),
+            ("-p", "10000", ms, s * 10),
+            ("-p", "2s", ms, s * 2),
+            ("-p", "250us", ms, Duration::from_micros(250)),
+            ("-l", "0", ms, Duration::ZERO),
+            ("--request-timeout", "1m30s", s, s * 90),
+            ("-p", "1.5 min", ms, s * 90),
+            ("-p", "10µs", ms, ms / 100),
+        ] {
+            assert_eq!(parse_duration(flag, raw, unit).unwrap(), want, "{raw}");
+        }
         let e = parse_duration("--request-timeout", "5 parsecs", s).unwrap_err();
         assert!(
             e.0.contains("unknown unit 'parsecs'") && e.0.contains("seconds"),
@@ -775,10 +796,10 @@ mod tests {
         let e = parse_duration("-p", "1e400", ms).unwrap_err();
         assert!(e.0.contains("expected a duration"), "{e}");
         assert!(parse_duration("-p", "fast", ms).is_err());
-        let e = parse_duration("-p", "-3ms", ms).unwrap_err();
-        assert!(e.0.contains("must not be negative"), "{e}");
-        let e = parse_duration("-p", "-5", ms).unwrap_err();
-        assert!(e.0.contains("must not be negative"), "{e}");
+        for raw in ["-3ms", "-5"] {
+            let e = parse_duration("-p", raw, ms).unwrap_err();
+            assert!(e.0.contains("must not be negative"), "{e}");
+        }
     }
 
     #[test]

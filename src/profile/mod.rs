@@ -93,19 +93,6 @@ impl Outcome {
             .all(|l| l.summary.stats.request_count == 0)
     }
 
-    /// `--slo` checks that failed, with their level names.
-    pub fn slo_failures(&self) -> Vec<(String, &SloResult)> {
-        self.levels
-            .iter()
-            .flat_map(|l| {
-                l.slo
-                    .iter()
-                    .filter(|r| !r.passed)
-                    .map(|r| (l.summary.stimulus.name(), r))
-            })
-            .collect()
-    }
-
     /// How the run ends: exit code and the lines that explain it (a shard with no load at any
     /// level ends with 0).
     pub fn ending(&self, strict: bool, max_error_rate: f64) -> Ending {

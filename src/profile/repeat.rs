@@ -12,9 +12,8 @@ use super::{
 };
 use crate::analysis::slo;
 use crate::artifact::{self, repeat as files, write_file};
-use crate::context::RunContext;
 use crate::error::{Result, create_dir};
-use crate::load::{Interrupt, Stimulus};
+use crate::load::Interrupt;
 use crate::plan::RunPlan;
 use crate::publish::{KeyMetrics, LevelReport, Mode, Publisher};
 use crate::stats::LevelSummary;
@@ -76,28 +75,23 @@ async fn combine(
     ui: Ui,
 ) -> Result<Outcome> {
     let context = reps.iter().find_map(|r| r.context.clone());
-    let ids = Ids {
-        plan_id: plan.plan_id(),
-        input_config: plan.input_config(),
-        fingerprint: plan.fingerprint(),
-        context: context.clone().unwrap_or_else(|| {
-            RunContext::new(
-                plan.outputs.labels.clone(),
-                Default::default(),
-                None,
-                crate::engine::start::unix_now_ns(),
-            )
-        }),
-    };
+    let mut ids = Ids::new(plan);
+    if let Some(c) = &context {
+        ids.context = c.clone();
+    }
     let mut publisher = Publisher::new(&plan.outputs, Mode::Profile, &plan.target.model);
     let mut levels = Vec::new();
     let mut table = Vec::new();
     for stimulus in &plan.levels {
-        let Some(found) = level_in_each(&reps, stimulus) else {
+        let name = stimulus.name();
+        let Some(found) = crate::engine::repeat::in_each(&reps, |r| {
+            r.levels.iter().find(|l| l.summary.stimulus.name() == name)
+        }) else {
             continue;
         };
         let (result, spreads, report) = combine_level(plan, layout, &ids, &found)?;
-        warn_slo_noise(plan, &found, ui);
+        let checks: Vec<&[_]> = found.iter().map(|l| l.slo.as_slice()).collect();
+        crate::engine::repeat::warn_slo_noise(&name, &plan.slos, &checks, |w| ui.say(w));
         publisher.level(report).await;
         table.push((stimulus.name(), spreads));
         levels.push(result);
@@ -121,16 +115,6 @@ async fn combine(
     };
     super::publish_end(&publisher, plan, &outcome)?;
     Ok(outcome)
-}
-
-/// The level named like `stimulus` in every repetition, in order; `None` when one lacks it
-/// (interrupted before it, or it failed to start there).
-fn level_in_each<'a>(reps: &'a [Outcome], stimulus: &Stimulus) -> Option<Vec<&'a LevelResult>> {
-    let name = stimulus.name();
-    reps.iter()
-        .map(|r| r.levels.iter().find(|l| l.summary.stimulus.name() == name))
-        .collect::<Option<Vec<_>>>()
-        .filter(|v| !v.is_empty())
 }
 
 /// Writes one combined level (GenAI-Perf's JSON and CSV of the medians, with the `repetitions`
@@ -226,17 +210,6 @@ fn write_run_files(
             write_sweep(plan, &d, levels, decisions, ids, table)?;
             write_file(&d.join(files::REPETITIONS_CSV_FILE), csv)?;
             Ok(Some(d))
-        }
-    }
-}
-
-/// Says when the repetitions of a level disagree on an objective.
-fn warn_slo_noise(plan: &RunPlan, found: &[&LevelResult], ui: Ui) {
-    let level = found[0].summary.stimulus.name();
-    for (i, objective) in plan.slos.iter().enumerate() {
-        let reps: Vec<_> = found.iter().map(|l| l.slo.get(i)).collect();
-        if let Some(w) = slo::noise_warning(&level, objective, &reps) {
-            ui.say(&w);
         }
     }
 }
