@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::loaded::LoadedLevel;
 use crate::load::Stimulus;
 use crate::load::pacer::Arrival;
-use crate::metrics::{Metric, Stats};
+use crate::metrics::{Metric, Stat, Stats};
 use crate::stats::{LevelStats, LevelSummary};
 
 /// Whether a `*_genai_perf.json` document was written by GenAI-Perf (it has GenAI-Perf's
@@ -37,24 +37,11 @@ fn num(v: Option<&Value>) -> f64 {
 }
 
 fn stats(v: &Value, count: u64) -> Stats {
-    let f = |k: &str| num(v.get(k));
-    Stats {
-        count,
-        avg: f("avg"),
-        min: f("min"),
-        max: f("max"),
-        std: f("std"),
-        p1: f("p1"),
-        p5: f("p5"),
-        p10: f("p10"),
-        p25: f("p25"),
-        p50: f("p50"),
-        p75: f("p75"),
-        p90: f("p90"),
-        p95: f("p95"),
-        p99: f("p99"),
-        p999: f64::NAN,
-    }
+    // GenAI-Perf writes no p99.9.
+    Stats::from_fn(count, |s| match s {
+        Stat::P999 => f64::NAN,
+        s => num(v.get(s.key())),
+    })
 }
 
 fn stimulus(cfg: &Value, dir: &Path) -> Result<Stimulus> {

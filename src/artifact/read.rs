@@ -25,7 +25,7 @@ pub use super::loaded::{LoadedLevel, RecordedSlo};
 use super::{JSON_FILE, SUMMARY_JSON_FILE};
 use crate::error::UsageError;
 use crate::load::Stimulus;
-use crate::metrics::{Metric, Stats};
+use crate::metrics::{Metric, Stat, Stats};
 use crate::server_metrics::ServerDelta;
 use crate::stats::{ErrorCount, LevelStats, LevelSummary};
 
@@ -172,23 +172,7 @@ fn slo_from(s: &Value) -> RecordedSlo {
 }
 
 fn stats_from(v: &Value) -> Stats {
-    Stats {
-        count: whole(v, "count"),
-        avg: f(v, "avg"),
-        min: f(v, "min"),
-        max: f(v, "max"),
-        std: f(v, "std"),
-        p1: f(v, "p1"),
-        p5: f(v, "p5"),
-        p10: f(v, "p10"),
-        p25: f(v, "p25"),
-        p50: f(v, "p50"),
-        p75: f(v, "p75"),
-        p90: f(v, "p90"),
-        p95: f(v, "p95"),
-        p99: f(v, "p99"),
-        p999: f(v, "p99.9"),
-    }
+    Stats::from_fn(whole(v, "count"), |s| f(v, s.key()))
 }
 
 /// The level document's `isl_buckets` (see [`super::genai_perf`]); none in older files.
@@ -840,24 +824,16 @@ fn perf_row(
             path.display()
         )));
     };
-    let nan = f64::NAN;
-    let latency = Stats {
-        count: 1,
-        avg: us("Avg latency").unwrap_or(nan),
-        min: nan,
-        max: nan,
-        std: nan,
-        p1: nan,
-        p5: nan,
-        p10: nan,
-        p25: nan,
-        p50: us("p50 latency").unwrap_or(nan),
-        p75: us("p75 latency").unwrap_or(nan),
-        p90: us("p90 latency").unwrap_or(nan),
-        p95: us("p95 latency").unwrap_or(nan),
-        p99: us("p99 latency").unwrap_or(nan),
-        p999: nan,
-    };
+    let latency = Stats::from_fn(1, |s| {
+        match s {
+            Stat::Avg => us("Avg latency"),
+            Stat::P50 | Stat::P75 | Stat::P90 | Stat::P95 | Stat::P99 => {
+                us(&format!("{} latency", s.key()))
+            }
+            _ => None,
+        }
+        .unwrap_or(f64::NAN)
+    });
     let server = us("Server Queue").map(|q| {
         let ci = us("Server Compute Input").unwrap_or(0.0);
         let cf = us("Server Compute Infer").unwrap_or(0.0);
