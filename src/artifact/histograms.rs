@@ -456,45 +456,22 @@ fn dist_from(key: &str, v: &Value) -> Result<Dist, HistogramError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Phase, RequestRecord};
+    use crate::record::RequestRecord;
 
     #[test]
     fn round_trip_keeps_statistics() {
         let mut agg = Aggregate::new();
         for i in 1..=500u64 {
             let rec = RequestRecord {
-                sent: Default::default(),
-                tools: Default::default(),
-                phase: Phase::Measure,
                 seq: i,
-                prompt_index: 0,
-                intended_ns: 0,
-                sent_ns: 0,
-                send_done_ns: None,
                 first_byte_ns: Some(i * 900_000),
                 first_token_ns: Some(i * 1_000_000),
                 second_token_ns: Some(i * 1_000_000 + 5_000_000),
-                first_output_token_ns: None,
                 last_token_ns: Some(i * 1_000_000 + 500_000_000),
                 end_ns: i * 1_000_000 + 500_000_000,
                 isl: 200,
-                osl: 101,
-                server_osl: None,
-                tokenizer_osl: None,
-                server_isl: None,
-                server_timings: None,
-                client_isl: None,
-                reasoning_tokens: None,
-                server_reasoning_tokens: None,
-                requested_osl: 101,
-                chunks: 101,
                 responses: 102,
-                lossy_text: false,
-                reconnected: false,
-                connection_reused: None,
-                answer: None,
-                conversation: None,
-                error: None,
+                ..crate::stats::test_record(0, 0, 101)
             };
             agg.record(&rec, &[5_000_000, 4_000_000], &[]);
         }

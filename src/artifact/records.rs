@@ -459,38 +459,17 @@ mod tests {
         let clock = Clock::start();
         let base = clock.unix_anchor_ns();
         let rec = RequestRecord {
-            sent: Default::default(),
-            tools: Default::default(),
-            phase: Phase::Measure,
             seq: 3,
             prompt_index: 1,
-            intended_ns: 0,
             sent_ns: 1_000,
-            send_done_ns: None,
             first_byte_ns: Some(2_000_000),
             first_token_ns: Some(3_001_000),
             second_token_ns: None,
-            first_output_token_ns: None,
             last_token_ns: Some(3_001_000),
             end_ns: 4_000_000,
             isl: 5,
-            osl: 1,
-            server_osl: None,
-            tokenizer_osl: None,
-            server_isl: None,
-            server_timings: None,
-            client_isl: None,
-            reasoning_tokens: None,
-            server_reasoning_tokens: None,
-            requested_osl: 1,
-            chunks: 1,
             responses: 2,
-            lossy_text: false,
-            reconnected: false,
-            connection_reused: None,
-            answer: None,
-            conversation: None,
-            error: None,
+            ..crate::stats::test_record(0, 0, 1)
         };
         let mut out = Vec::new();
         write_row(&mut out, "concurrency1", &clock, &rec, None).unwrap();
@@ -555,14 +534,7 @@ mod tests {
     #[test]
     fn reasoning_row_exact_text() {
         let rec = RequestRecord {
-            sent: Default::default(),
-            tools: Default::default(),
-            phase: Phase::Measure,
-            seq: 0,
-            prompt_index: 0,
-            intended_ns: 0,
             sent_ns: 1_000_000,
-            send_done_ns: None,
             first_byte_ns: Some(2_000_000),
             first_token_ns: Some(3_000_000),
             second_token_ns: Some(4_000_000),
@@ -570,23 +542,13 @@ mod tests {
             last_token_ns: Some(11_000_000),
             end_ns: 11_000_000,
             isl: 5,
-            osl: 10,
             server_osl: Some(10),
             tokenizer_osl: Some(10),
             server_isl: Some(5),
-            server_timings: None,
-            client_isl: None,
             reasoning_tokens: Some(6),
             server_reasoning_tokens: Some(6),
-            requested_osl: 10,
-            chunks: 10,
             responses: 12,
-            lossy_text: false,
-            reconnected: false,
-            connection_reused: None,
-            answer: None,
-            conversation: None,
-            error: None,
+            ..crate::stats::test_record(0, 0, 10)
         };
         let mut out = Vec::new();
         write_row(&mut out, "concurrency1", &Clock::unix(), &rec, None).unwrap();
@@ -604,41 +566,20 @@ mod tests {
     #[test]
     fn session_row_exact_text() {
         let rec = RequestRecord {
-            sent: Default::default(),
-            tools: Default::default(),
-            phase: Phase::Measure,
             seq: 4,
             prompt_index: 2,
-            intended_ns: 0,
-            sent_ns: 0,
-            send_done_ns: None,
             first_byte_ns: None,
             first_token_ns: Some(1_000_000),
             second_token_ns: None,
-            first_output_token_ns: None,
             last_token_ns: Some(1_000_000),
             end_ns: 1_000_000,
             isl: 30,
-            osl: 1,
-            server_osl: None,
             tokenizer_osl: Some(1),
-            server_isl: None,
-            server_timings: None,
-            client_isl: None,
-            reasoning_tokens: None,
-            server_reasoning_tokens: None,
-            requested_osl: 1,
-            chunks: 1,
-            responses: 1,
-            lossy_text: false,
-            reconnected: false,
-            connection_reused: None,
-            answer: None,
             conversation: Some(crate::record::Turn {
                 session: 7,
                 turn: 2,
             }),
-            error: None,
+            ..crate::stats::test_record(0, 0, 1)
         };
         let mut out = Vec::new();
         write_row(&mut out, "concurrency2", &Clock::unix(), &rec, None).unwrap();
