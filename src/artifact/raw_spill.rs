@@ -245,41 +245,18 @@ fn corrupt() -> io::Error {
     )
 }
 
-/// How many leading bytes `a` and `b` share (eight compared at a time).
+/// How many leading bytes `a` and `b` share.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or_default());
-        let y = u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
-        if x != y {
-            return i + ((x ^ y).trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// How many trailing bytes `a` and `b` share.
 fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[n - i - 8..n - i].try_into().unwrap_or_default());
-        let y = u64::from_le_bytes(b[n - i - 8..n - i].try_into().unwrap_or_default());
-        if x != y {
-            return i + ((x ^ y).leading_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[n - 1 - i] == b[n - 1 - i] {
-        i += 1;
-    }
-    i
+    a.iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
