@@ -310,11 +310,6 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// A named statistic (`avg`, `p99`, ...), for SLO and threshold expressions.
-    pub fn get(&self, name: &str) -> Option<f64> {
-        Stat::parse(name).map(|s| s.of(self))
-    }
-
     /// `count` samples whose every statistic is `f` of it (a reader's fields by key).
     pub fn from_fn(count: u64, f: impl Fn(Stat) -> f64) -> Stats {
         Stats {
