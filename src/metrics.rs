@@ -1000,18 +1000,7 @@ pub enum SloProblem {
     Metric(#[from] MetricError),
 }
 
-impl SloError {
-    /// A usage error.
-    pub fn exit_code(&self) -> u8 {
-        2
-    }
-}
-
-impl From<SloError> for crate::error::Error {
-    fn from(e: SloError) -> Self {
-        crate::error::Error::with_exit_code(e.exit_code(), &e)
-    }
-}
+crate::error::usage_error!(SloError);
 
 /// Parses one `--slo` expression.
 pub fn parse(raw: &str) -> Result<Slo, SloError> {

@@ -36,7 +36,6 @@ use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde_json::{Map, Value, json};
 
-use crate::error::Error;
 use crate::metrics::{Metric, Unit};
 use crate::record::ErrorKind;
 use crate::stats::{Aggregate, Dist, Moments, SIGFIG};
@@ -186,18 +185,7 @@ pub enum HistogramError {
     ErrorKind(String),
 }
 
-impl HistogramError {
-    /// The exit code when the file was named on the command line: a usage error.
-    pub fn exit_code(&self) -> u8 {
-        2
-    }
-}
-
-impl From<HistogramError> for Error {
-    fn from(e: HistogramError) -> Error {
-        Error::with_exit_code(e.exit_code(), &e)
-    }
-}
+crate::error::usage_error!(HistogramError);
 
 /// Reads `isl_buckets` into `agg` when the file has them.
 fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), HistogramError> {

@@ -290,18 +290,7 @@ pub enum RowError {
     ErrorKind(String),
 }
 
-impl RowError {
-    /// The exit code when the file was named on the command line: a usage error.
-    pub fn exit_code(&self) -> u8 {
-        2
-    }
-}
-
-impl From<RowError> for crate::error::Error {
-    fn from(e: RowError) -> Self {
-        crate::error::Error::with_exit_code(e.exit_code(), &e)
-    }
-}
+crate::error::usage_error!(RowError);
 
 /// Reads one line back, the record's times on the Unix clock ([`Clock::unix`]), so writing it
 /// with that clock (and its id) gives the line again.

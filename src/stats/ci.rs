@@ -32,7 +32,6 @@
 //! `P(Bin(n, p_hi) ≤ x) = α_hi` and `p_lo` solving `P(Bin(n, p_lo) ≥ x) = α_lo`, found by
 //! bisection on the same exact tails.
 
-
 /// Both ends of an interval; `None` is an open end (too few samples for that side).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bounds {
