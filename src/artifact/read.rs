@@ -848,23 +848,16 @@ fn perf_row(
         percentile_method: None,
         ..Default::default()
     };
+    let summary = LevelSummary {
+        server,
+        streaming: false,
+        started_unix_ns: modified_ns,
+        ended_unix_ns: modified_ns,
+        ..LevelSummary::new(stimulus, stats)
+    };
     Ok(LoadedLevel {
-        fingerprint: None,
-        context: None,
-        dir: path.to_path_buf(),
-        summary: LevelSummary {
-            server,
-            streaming: false,
-            started_unix_ns: modified_ns,
-            ended_unix_ns: modified_ns,
-            ..LevelSummary::new(stimulus, stats)
-        },
-        command_line: None,
-        version: None,
-        slo: vec![],
-        model: None,
         api: Some("perf_analyzer CSV".into()),
-        repetitions: Vec::new(),
+        ..LoadedLevel::new(path, summary)
     })
 }
 
