@@ -67,32 +67,15 @@ pub fn repetitions_table(
     levels: &[(String, Vec<crate::stats::repeat::MetricSpread>)],
     file: Option<&str>,
 ) -> String {
-    use crate::metrics::{MetricRef, Stat, SystemMetric};
+    use crate::metrics::MetricRef::{self, Dist, System};
+    use crate::metrics::{Stat, SystemMetric};
     let cols: [(&str, MetricRef); 6] = [
-        (
-            "TTFT p50 (ms)",
-            MetricRef::Dist(Metric::TimeToFirstToken, Stat::P50),
-        ),
-        (
-            "TTFT p99 (ms)",
-            MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99),
-        ),
-        (
-            "ITL avg (ms)",
-            MetricRef::Dist(Metric::InterTokenLatency, Stat::Avg),
-        ),
-        (
-            "Latency p99 (ms)",
-            MetricRef::Dist(Metric::RequestLatency, Stat::P99),
-        ),
-        (
-            "Output tok/s",
-            MetricRef::System(SystemMetric::OutputTokenThroughput),
-        ),
-        (
-            "Requests/s",
-            MetricRef::System(SystemMetric::RequestThroughput),
-        ),
+        ("TTFT p50 (ms)", Dist(Metric::TimeToFirstToken, Stat::P50)),
+        ("TTFT p99 (ms)", Dist(Metric::TimeToFirstToken, Stat::P99)),
+        ("ITL avg (ms)", Dist(Metric::InterTokenLatency, Stat::Avg)),
+        ("Latency p99 (ms)", Dist(Metric::RequestLatency, Stat::P99)),
+        ("Output tok/s", System(SystemMetric::OutputTokenThroughput)),
+        ("Requests/s", System(SystemMetric::RequestThroughput)),
     ];
     // Columns no level has (TTFT of a tensor model) are left out.
     let cols: Vec<(&str, MetricRef)> = cols
