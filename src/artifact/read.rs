@@ -908,17 +908,10 @@ mod tests {
     fn level_json_round_trip_through_the_encoder() {
         let summary = LevelSummary {
             server: Some(ServerDelta {
-                source: "statistics",
                 requests: 5,
-                failures: 0,
                 executions: 5,
-                avg_request_ms: 10.0,
-                avg_queue_ms: Some(2.0),
-                avg_compute_input_ms: 0.5,
-                avg_compute_infer_ms: 7.0,
-                avg_compute_output_ms: 0.5,
-                queue_share: Some(0.2),
                 max_pending: 3.0,
+                ..ServerDelta::from_phase_avgs(2.0, 0.5, 7.0, 0.5)
             }),
             interrupted: true,
             started_unix_ns: 42,
