@@ -126,6 +126,12 @@ fn whole(v: &Value, k: &str) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// A number that fits a `u32`, when there is one.
+fn u32_of(v: Option<&Value>) -> Option<u32> {
+    v.and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
 /// A text field, empty when absent.
 fn text(v: &Value, k: &str) -> String {
     v.get(k).and_then(Value::as_str).unwrap_or("").to_string()
@@ -178,17 +184,13 @@ fn stats_from(v: &Value) -> Stats {
 /// The level document's `isl_buckets` (see [`super::genai_perf`]); none in older files.
 fn isl_buckets_from(doc: &Value) -> Vec<crate::stats::isl::IslBucket> {
     let buckets = doc.get("isl_buckets").and_then(Value::as_array);
-    let as_u32 = |v: Option<&Value>| {
-        v.and_then(Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok())
-    };
     let dist = |b: &Value, k: &str| b.get(k).filter(|v| v.is_object()).map(stats_from);
     buckets
         .into_iter()
         .flatten()
         .map(|b| crate::stats::isl::IslBucket {
-            min_isl: as_u32(b.get("min_isl")).unwrap_or(0),
-            max_isl: as_u32(b.get("max_isl")),
+            min_isl: u32_of(b.get("min_isl")).unwrap_or(0),
+            max_isl: u32_of(b.get("max_isl")),
             count: b.get("count").and_then(Value::as_u64).unwrap_or(0),
             ttft: dist(b, "time_to_first_token"),
             latency: dist(b, "request_latency"),
@@ -209,11 +211,7 @@ fn turns_from(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
         .into_iter()
         .flatten()
         .map(|t| crate::stats::turns::TurnStats {
-            turn: t
-                .get("turn")
-                .and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(0),
+            turn: u32_of(t.get("turn")).unwrap_or(0),
             and_later: t.get("and_later").and_then(Value::as_bool).unwrap_or(false),
             count: t.get("count").and_then(Value::as_u64).unwrap_or(0),
             ttft: t
@@ -286,11 +284,7 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
                 },
                 _ => Arrival::Constant,
             };
-            let max_inflight = planned
-                .and_then(|r| r.get("max_inflight"))
-                .and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(1024);
+            let max_inflight = u32_of(planned.and_then(|r| r.get("max_inflight"))).unwrap_or(1024);
             Ok(Stimulus::RequestRate {
                 rate,
                 arrival,
@@ -298,16 +292,12 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
             })
         }
         ("fixed_schedule", Some(speedup)) if speedup > 0.0 && speedup.is_finite() => {
-            let max_inflight = cfg
-                .and_then(|c| c.get("levels"))
-                .and_then(Value::as_array)
-                .and_then(|ls| {
-                    ls.iter()
-                        .find_map(|l| l.pointer("/fixed_schedule/max_inflight"))
-                })
-                .and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(1024);
+            let levels = cfg.and_then(|c| c.get("levels")).and_then(Value::as_array);
+            let planned = levels.and_then(|ls| {
+                ls.iter()
+                    .find_map(|l| l.pointer("/fixed_schedule/max_inflight"))
+            });
+            let max_inflight = u32_of(planned).unwrap_or(1024);
             Ok(Stimulus::FixedSchedule {
                 speedup,
                 max_inflight,
