@@ -11,7 +11,7 @@
 //!
 //! # Format (this module reads only what it wrote, within one run)
 //!
-//! A sequence of records, each `len` (varint) then `len` bytes:
+//! A sequence of records, each `len` (8 bytes, little-endian) then `len` bytes:
 //!
 //! ```text
 //! prompt_index  varint
@@ -141,7 +141,8 @@ impl Spill {
             }
             (prev_t, prev) = (t, Some(cur));
         }
-        varint(&mut self.buf, self.record.len() as u64);
+        self.buf
+            .extend_from_slice(&(self.record.len() as u64).to_le_bytes());
         self.buf.extend_from_slice(&self.record);
         self.records += 1;
         if self.buf.len() >= GATHER {
@@ -161,7 +162,9 @@ impl Spill {
         let mut one = Spilled::default();
         let mut bytes = Vec::new();
         for _ in 0..self.records {
-            let len = read_varint(&mut read)?;
+            let mut len = [0u8; 8];
+            read.read_exact(&mut len)?;
+            let len = u64::from_le_bytes(len);
             bytes.resize(usize::try_from(len).map_err(|_| corrupt())?, 0);
             read.read_exact(&mut bytes)?;
             decode(&bytes, &mut one)?;
@@ -274,19 +277,6 @@ fn take_varint(b: &mut &[u8]) -> io::Result<u64> {
         *b = rest;
         v |= u64::from(byte & 0x7f) << shift;
         if byte < 0x80 {
-            return Ok(v);
-        }
-    }
-    Err(corrupt())
-}
-
-fn read_varint(r: &mut impl Read) -> io::Result<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let mut byte = [0u8];
-        r.read_exact(&mut byte)?;
-        v |= u64::from(byte[0] & 0x7f) << shift;
-        if byte[0] < 0x80 {
             return Ok(v);
         }
     }
