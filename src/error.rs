@@ -115,6 +115,26 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
+/// Gives a typed error about a file or flag named on the command line its `exit_code` (2, a
+/// usage error) and its conversion into [`Error`].
+macro_rules! usage_error {
+    ($t:ty) => {
+        impl $t {
+            /// The exit code: a usage error.
+            pub fn exit_code(&self) -> u8 {
+                2
+            }
+        }
+
+        impl From<$t> for $crate::error::Error {
+            fn from(e: $t) -> Self {
+                $crate::error::Error::with_exit_code(e.exit_code(), &e)
+            }
+        }
+    };
+}
+pub(crate) use usage_error;
+
 #[cfg(test)]
 mod tests {
     use super::*;

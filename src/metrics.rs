@@ -310,25 +310,25 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// A named statistic (`avg`, `p99`, ...), for SLO and threshold expressions.
-    pub fn get(&self, name: &str) -> Option<f64> {
-        Some(match name {
-            "avg" | "mean" => self.avg,
-            "min" => self.min,
-            "max" => self.max,
-            "std" => self.std,
-            "p1" => self.p1,
-            "p5" => self.p5,
-            "p10" => self.p10,
-            "p25" => self.p25,
-            "p50" | "median" => self.p50,
-            "p75" => self.p75,
-            "p90" => self.p90,
-            "p95" => self.p95,
-            "p99" => self.p99,
-            "p999" | "p99.9" => self.p999,
-            _ => return None,
-        })
+    /// `count` samples whose every statistic is `f` of it (a reader's fields by key).
+    pub fn from_fn(count: u64, f: impl Fn(Stat) -> f64) -> Stats {
+        Stats {
+            count,
+            avg: f(Stat::Avg),
+            min: f(Stat::Min),
+            max: f(Stat::Max),
+            std: f(Stat::Std),
+            p1: f(Stat::P1),
+            p5: f(Stat::P5),
+            p10: f(Stat::P10),
+            p25: f(Stat::P25),
+            p50: f(Stat::P50),
+            p75: f(Stat::P75),
+            p90: f(Stat::P90),
+            p95: f(Stat::P95),
+            p99: f(Stat::P99),
+            p999: f(Stat::P999),
+        }
     }
 }
 
@@ -1000,18 +1000,7 @@ pub enum SloProblem {
     Metric(#[from] MetricError),
 }
 
-impl SloError {
-    /// A usage error.
-    pub fn exit_code(&self) -> u8 {
-        2
-    }
-}
-
-impl From<SloError> for crate::error::Error {
-    fn from(e: SloError) -> Self {
-        crate::error::Error::with_exit_code(e.exit_code(), &e)
-    }
-}
+crate::error::usage_error!(SloError);
 
 /// Parses one `--slo` expression.
 pub fn parse(raw: &str) -> Result<Slo, SloError> {

@@ -240,9 +240,10 @@ pub struct ErrorCount {
 
 /// Everything measured in one level, accumulated request by request. Memory does not grow with
 /// the number of requests.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Aggregate {
-    dists: Vec<Dist>,
+    /// One distribution per metric, by [`Metric::index`].
+    dists: [Dist; Metric::ALL.len()],
     /// Measured requests that completed with content.
     pub ok: u64,
     /// Measured requests that met every goodput objective.
@@ -359,45 +360,10 @@ pub struct ConnectionStats {
     pub reused_ttft_p50_ms: f64,
 }
 
-impl Default for Aggregate {
-    fn default() -> Self {
-        Aggregate::new()
-    }
-}
-
 impl Aggregate {
     /// Empty.
     pub fn new() -> Aggregate {
-        Aggregate {
-            dists: Metric::ALL.iter().map(|_| Dist::new()).collect(),
-            ok: 0,
-            good: 0,
-            warmup: 0,
-            cancelled: 0,
-            abandoned: 0,
-            errors: BTreeMap::new(),
-            sum_osl: 0,
-            sum_isl: 0,
-            first_sent_ns: None,
-            last_response_ns: None,
-            osl_mismatch: 0,
-            osl_compared: 0,
-            isl_mismatch: 0,
-            isl_compared: 0,
-            short_outputs: 0,
-            sum_chunks: 0,
-            sum_send_ns: 0,
-            send_count: 0,
-            sum_recv_ns: 0,
-            isl: isl::IslDists::default(),
-            turns: turns::TurnDists::default(),
-            reconnects: 0,
-            burst: 0,
-            connections: ConnectionTtft::default(),
-            apis: apis::ApiTally::default(),
-            answers: scored::AnswerTally::default(),
-            sessions: sessions::SessionDists::default(),
-        }
+        Aggregate::default()
     }
 
     /// Empty, with TTFT and latency also kept per input-length bucket cut at `edges`.

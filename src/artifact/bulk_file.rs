@@ -2,9 +2,9 @@
 //! from the writer's buffer with direct I/O (`O_DIRECT`), past the page cache.
 //!
 //! The raw export writes ~26 KB a request, 2.6 GB per 100 000 requests. Written through the page
-//! cache, each byte is copied into a cache page, the page is dirtied, allocated on disk at
-//! write-back and dropped afterwards ([`super::cache_trim`]): on the 2-core VM that was ~20 µs of
-//! the client's CPU a request, more than encoding the JSON. Direct writes of whole megabytes hand
+//! cache, each byte is copied into a cache page, the page is dirtied and allocated on disk at
+//! write-back: on the 2-core VM that was ~20 µs of the client's CPU a request, more than encoding
+//! the JSON. Direct writes of whole megabytes hand
 //! the buffer to the device as it is: `dd` writing 2 GB took 0.23 s of system time direct
 //! against 4.2 s buffered with an fsync, on the same disk.
 //!
@@ -13,13 +13,11 @@
 //! of padding in front), only whole blocks are written while the file grows, and the tail is
 //! written padded to a block and cut back to its length with `set_len` at [`BulkFile::finish`].
 //! Where direct I/O is refused (tmpfs, other systems, a filesystem that rejects the first
-//! write), the file is written through the page cache and trimmed out of it instead.
+//! write), the file is written through the page cache instead.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
-
-use super::cache_trim::CacheTrim;
 
 /// Alignment of the buffer, the lengths and the offsets of direct writes: the largest logical
 /// block size of common devices (4 KB sectors), which also satisfies 512-byte ones.
@@ -40,8 +38,6 @@ pub struct BulkFile {
     direct: bool,
     /// Bytes in the file so far (always whole blocks until [`BulkFile::finish`]).
     on_disk: u64,
-    /// Keeps a buffered file out of the page cache.
-    trim: CacheTrim,
 }
 
 impl BulkFile {
@@ -54,7 +50,6 @@ impl BulkFile {
             pad: 0,
             direct,
             on_disk: 0,
-            trim: CacheTrim::default(),
         };
         out.realign(CHUNK + CHUNK / 2);
         Ok(out)
@@ -127,9 +122,6 @@ impl BulkFile {
                 Ok(n) => {
                     from += n;
                     self.on_disk += n as u64;
-                    if !self.direct {
-                        self.trim.wrote(&self.file, n);
-                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => {

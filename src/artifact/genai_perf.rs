@@ -142,59 +142,49 @@ fn isl_bucket_csv(s: &LevelSummary) -> String {
     out
 }
 
-/// `(key, formatted value, unit)` rows of the CSV's second section.
+/// A `(key, formatted value, unit)` row of the CSV's second section.
+fn row(key: &str, value: String, unit: &'static str) -> (String, String, &'static str) {
+    (key.to_string(), value, unit)
+}
+
+/// The rows of the CSV's second section.
 fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
     let st = &s.stats;
+    let count = |k: &str, n: u64| row(k, n.to_string(), "count");
     let mut rows = vec![
-        (
-            "output_token_throughput".to_string(),
+        row(
+            "output_token_throughput",
             num(st.output_token_throughput),
             "tokens/sec",
         ),
-        (
-            "total_token_throughput".to_string(),
+        row(
+            "total_token_throughput",
             num(st.total_token_throughput),
             "tokens/sec",
         ),
-        (
-            "request_throughput".to_string(),
+        row(
+            "request_throughput",
             num(st.request_throughput),
             "requests/sec",
         ),
     ];
-    if let Some(g) = st.request_goodput {
-        rows.push(("request_goodput".into(), num(g), "requests/sec"));
-    }
-    rows.push((
-        "request_count".into(),
-        st.request_count.to_string(),
-        "count",
-    ));
-    rows.push(("error_count".into(), st.error_count.to_string(), "count"));
-    // Only runs that cancel requests on purpose get the row: GenAI-Perf's own rows stay as
-    // they are otherwise.
-    if st.cancelled_count > 0 {
-        rows.push((
-            "cancelled_count".into(),
-            st.cancelled_count.to_string(),
-            "count",
-        ));
-    }
-    // Likewise for requests a second Ctrl-C abandoned in flight.
-    if st.abandoned_count > 0 {
-        rows.push((
-            "abandoned_count".into(),
-            st.abandoned_count.to_string(),
-            "count",
-        ));
-    }
-    // Likewise for requests sent again after the server closed their connection.
-    if st.reconnect_count > 0 {
-        rows.push((
-            "reconnect_count".into(),
-            st.reconnect_count.to_string(),
-            "count",
-        ));
+    rows.extend(
+        st.request_goodput
+            .map(|g| row("request_goodput", num(g), "requests/sec")),
+    );
+    rows.push(count("request_count", st.request_count));
+    rows.push(count("error_count", st.error_count));
+    // Only runs that cancel requests on purpose, abandon them at a second Ctrl-C or send them
+    // again after the server closed their connection get these rows: GenAI-Perf's own rows stay
+    // as they are otherwise.
+    for (k, n) in [
+        ("cancelled_count", st.cancelled_count),
+        ("abandoned_count", st.abandoned_count),
+        ("reconnect_count", st.reconnect_count),
+    ] {
+        if n > 0 {
+            rows.push(count(k, n));
+        }
     }
     let accuracy = st.accuracy.as_ref().map_or_else(Vec::new, accuracy_values);
     let sessions = st.sessions.as_ref().map_or_else(Vec::new, session_values);
@@ -208,9 +198,9 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
             "fraction" => format!("{value:.4}"),
             _ => num(value),
         };
-        rows.push((key.to_string(), shown, unit));
+        rows.push(row(key, shown, unit));
     }
-    rows.push(("benchmark_duration".into(), num(st.duration_s), "sec"));
+    rows.push(row("benchmark_duration", num(st.duration_s), "sec"));
     if let Some(d) = &s.server {
         rows.extend(server_rows(d));
     }
@@ -312,46 +302,24 @@ pub fn accuracy_json(a: &crate::stats::scored::AccuracyStats) -> (Value, Option<
 }
 
 fn server_rows(d: &ServerDelta) -> Vec<(String, String, &'static str)> {
+    let ms = |k: &str, v: f64| row(k, num(v), "ms");
     let mut rows = vec![
-        (
-            "server_request_count".to_string(),
-            d.requests.to_string(),
-            "count",
-        ),
-        (
-            "server_failure_count".to_string(),
-            d.failures.to_string(),
-            "count",
-        ),
-        (
-            "server_request_time_avg".to_string(),
-            num(d.avg_request_ms),
-            "ms",
-        ),
+        row("server_request_count", d.requests.to_string(), "count"),
+        row("server_failure_count", d.failures.to_string(), "count"),
+        ms("server_request_time_avg", d.avg_request_ms),
     ];
-    if let Some(q) = d.avg_queue_ms {
-        rows.push(("server_queue_time_avg".into(), num(q), "ms"));
-    }
-    rows.push((
-        "server_compute_input_time_avg".into(),
-        num(d.avg_compute_input_ms),
-        "ms",
-    ));
-    rows.push((
-        "server_compute_infer_time_avg".into(),
-        num(d.avg_compute_infer_ms),
-        "ms",
-    ));
-    rows.push((
-        "server_compute_output_time_avg".into(),
-        num(d.avg_compute_output_ms),
-        "ms",
-    ));
-    if let Some(q) = d.queue_share {
-        rows.push(("server_queue_share".into(), num(q * 100.0), "percent"));
-    }
-    rows.push((
-        "server_max_pending_requests".into(),
+    rows.extend(d.avg_queue_ms.map(|q| ms("server_queue_time_avg", q)));
+    rows.extend([
+        ms("server_compute_input_time_avg", d.avg_compute_input_ms),
+        ms("server_compute_infer_time_avg", d.avg_compute_infer_ms),
+        ms("server_compute_output_time_avg", d.avg_compute_output_ms),
+    ]);
+    rows.extend(
+        d.queue_share
+            .map(|q| row("server_queue_share", num(q * 100.0), "percent")),
+    );
+    rows.push(row(
+        "server_max_pending_requests",
         num(d.max_pending),
         "count",
     ));

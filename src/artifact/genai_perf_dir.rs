@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::loaded::LoadedLevel;
 use crate::load::Stimulus;
 use crate::load::pacer::Arrival;
-use crate::metrics::{Metric, Stats};
+use crate::metrics::{Metric, Stat, Stats};
 use crate::stats::{LevelStats, LevelSummary};
 
 /// Whether a `*_genai_perf.json` document was written by GenAI-Perf (it has GenAI-Perf's
@@ -37,24 +37,11 @@ fn num(v: Option<&Value>) -> f64 {
 }
 
 fn stats(v: &Value, count: u64) -> Stats {
-    let f = |k: &str| num(v.get(k));
-    Stats {
-        count,
-        avg: f("avg"),
-        min: f("min"),
-        max: f("max"),
-        std: f("std"),
-        p1: f("p1"),
-        p5: f("p5"),
-        p10: f("p10"),
-        p25: f("p25"),
-        p50: f("p50"),
-        p75: f("p75"),
-        p90: f("p90"),
-        p95: f("p95"),
-        p99: f("p99"),
-        p999: f64::NAN,
-    }
+    // GenAI-Perf writes no p99.9.
+    Stats::from_fn(count, |s| match s {
+        Stat::P999 => f64::NAN,
+        s => num(v.get(s.key())),
+    })
 }
 
 fn stimulus(cfg: &Value, dir: &Path) -> Result<Stimulus> {
@@ -98,69 +85,37 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         })
         .collect();
     let request_throughput = avg("request_throughput");
-    let summary = LevelSummary {
-        stimulus,
-        stats: LevelStats {
-            apis: Default::default(),
-            accuracy: None,
-            sessions: None,
-            metrics,
-            request_count,
-            error_count: 0,
-            cancelled_count: 0,
-            abandoned_count: 0,
-            reconnect_count: 0,
-            burst_count: 0,
-            connections: None,
-            errors: Vec::new(),
-            warmup_count: 0,
-            // GenAI-Perf computes percentiles with numpy's default, linear interpolation.
-            percentile_method: Some(crate::metrics::PercentileMethod::Linear),
-            isl_buckets: Vec::new(),
-            turns: Vec::new(),
-            duration_s: if request_throughput > 0.0 {
-                request_count as f64 / request_throughput
-            } else {
-                0.0
-            },
-            output_token_throughput: avg("output_token_throughput"),
-            total_token_throughput: f64::NAN,
-            request_throughput,
-            request_goodput: doc
-                .get("request_goodput")
-                .and_then(|v| v.get("avg"))
-                .and_then(Value::as_f64),
-            osl_mismatch: 0,
-            osl_compared: 0,
-            isl_mismatch: 0,
-            isl_compared: 0,
-            short_outputs: 0,
+    let stats = LevelStats {
+        metrics,
+        request_count,
+        // GenAI-Perf computes percentiles with numpy's default, linear interpolation.
+        percentile_method: Some(crate::metrics::PercentileMethod::Linear),
+        duration_s: if request_throughput > 0.0 {
+            request_count as f64 / request_throughput
+        } else {
+            0.0
         },
-        server: None,
-        engine: None,
-        gpu: None,
+        output_token_throughput: avg("output_token_throughput"),
+        total_token_throughput: f64::NAN,
+        request_throughput,
+        request_goodput: doc
+            .get("request_goodput")
+            .and_then(|v| v.get("avg"))
+            .and_then(Value::as_f64),
+        ..Default::default()
+    };
+    let summary = LevelSummary {
         streaming: cfg
             .pointer("/endpoint/streaming")
             .and_then(Value::as_bool)
             .unwrap_or_else(|| doc.get(Metric::TimeToFirstToken.key()).is_some()),
-        interrupted: false,
-        started_unix_ns: 0,
-        ended_unix_ns: 0,
-        validity: Default::default(),
-        drift: None,
+        ..LevelSummary::new(stimulus, stats)
     };
     let text = |p: &str| cfg.pointer(p).and_then(Value::as_str).map(str::to_string);
     Ok(LoadedLevel {
-        context: None,
-        fingerprint: None,
-        dir: dir.to_path_buf(),
-        summary,
-        command_line: None,
-        version: None,
-        slo: Vec::new(),
         model: text("/model_names/0"),
         api: text("/endpoint/type").map(|t| format!("GenAI-Perf {t}")),
-        repetitions: Vec::new(),
+        ..LoadedLevel::new(dir, summary)
     })
 }
 

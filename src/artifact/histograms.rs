@@ -40,7 +40,6 @@ use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde_json::{Map, Value, json};
 
-use crate::error::Error;
 use crate::metrics::{Metric, Unit};
 use crate::record::ErrorKind;
 use crate::stats::{Aggregate, Dist, Moments, SIGFIG};
@@ -195,18 +194,7 @@ pub enum HistogramError {
     ErrorKind(String),
 }
 
-impl HistogramError {
-    /// The exit code when the file was named on the command line: a usage error.
-    pub fn exit_code(&self) -> u8 {
-        2
-    }
-}
-
-impl From<HistogramError> for Error {
-    fn from(e: HistogramError) -> Error {
-        Error::with_exit_code(e.exit_code(), &e)
-    }
-}
+crate::error::usage_error!(HistogramError);
 
 /// Reads `isl_buckets` into `agg` when the file has them.
 fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), HistogramError> {
@@ -493,45 +481,22 @@ fn dist_from(key: &str, v: &Value) -> Result<Dist, HistogramError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Phase, RequestRecord};
+    use crate::record::RequestRecord;
 
     #[test]
     fn round_trip_keeps_statistics() {
         let mut agg = Aggregate::new();
         for i in 1..=500u64 {
             let rec = RequestRecord {
-                sent: Default::default(),
-                tools: Default::default(),
-                phase: Phase::Measure,
                 seq: i,
-                prompt_index: 0,
-                intended_ns: 0,
-                sent_ns: 0,
-                send_done_ns: None,
                 first_byte_ns: Some(i * 900_000),
                 first_token_ns: Some(i * 1_000_000),
                 second_token_ns: Some(i * 1_000_000 + 5_000_000),
-                first_output_token_ns: None,
                 last_token_ns: Some(i * 1_000_000 + 500_000_000),
                 end_ns: i * 1_000_000 + 500_000_000,
                 isl: 200,
-                osl: 101,
-                server_osl: None,
-                tokenizer_osl: None,
-                server_isl: None,
-                server_timings: None,
-                client_isl: None,
-                reasoning_tokens: None,
-                server_reasoning_tokens: None,
-                requested_osl: 101,
-                chunks: 101,
                 responses: 102,
-                lossy_text: false,
-                reconnected: false,
-                connection_reused: None,
-                answer: None,
-                conversation: None,
-                error: None,
+                ..crate::stats::test_record(0, 0, 101)
             };
             agg.record(&rec, &[5_000_000, 4_000_000], &[]);
         }

@@ -103,11 +103,6 @@ impl LineFile {
         self.buffered = 0;
     }
 
-    /// Complete lines on disk so far.
-    pub fn lines_saved(&self) -> u64 {
-        self.lines
-    }
-
     /// Writes what is buffered and closes the file; the first write error, with what was saved.
     pub fn finish(mut self) -> Result<u64, LinesError> {
         self.write_out();

@@ -47,6 +47,24 @@ pub struct LoadedLevel {
     pub repetitions: Vec<LevelSummary>,
 }
 
+impl LoadedLevel {
+    /// A level in `dir` with nothing recorded beside its numbers.
+    pub fn new(dir: &std::path::Path, summary: LevelSummary) -> LoadedLevel {
+        LoadedLevel {
+            dir: dir.to_path_buf(),
+            summary,
+            command_line: None,
+            version: None,
+            slo: Vec::new(),
+            model: None,
+            api: None,
+            fingerprint: None,
+            context: None,
+            repetitions: Vec::new(),
+        }
+    }
+}
+
 impl RecordedSlo {
     /// The record of a check made in this process.
     pub fn from_result(r: &crate::analysis::slo::SloResult) -> RecordedSlo {

@@ -11,7 +11,6 @@
 
 pub mod atomic;
 pub mod bulk_file;
-pub mod cache_trim;
 pub mod escape;
 pub mod genai_perf;
 pub mod genai_perf_dir;

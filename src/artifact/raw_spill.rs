@@ -11,7 +11,7 @@
 //!
 //! # Format (this module reads only what it wrote, within one run)
 //!
-//! A sequence of records, each `len` (varint) then `len` bytes:
+//! A sequence of records, each `len` (8 bytes, little-endian) then `len` bytes:
 //!
 //! ```text
 //! prompt_index  varint
@@ -141,7 +141,8 @@ impl Spill {
             }
             (prev_t, prev) = (t, Some(cur));
         }
-        varint(&mut self.buf, self.record.len() as u64);
+        self.buf
+            .extend_from_slice(&(self.record.len() as u64).to_le_bytes());
         self.buf.extend_from_slice(&self.record);
         self.records += 1;
         if self.buf.len() >= GATHER {
@@ -161,7 +162,9 @@ impl Spill {
         let mut one = Spilled::default();
         let mut bytes = Vec::new();
         for _ in 0..self.records {
-            let len = read_varint(&mut read)?;
+            let mut len = [0u8; 8];
+            read.read_exact(&mut len)?;
+            let len = u64::from_le_bytes(len);
             bytes.resize(usize::try_from(len).map_err(|_| corrupt())?, 0);
             read.read_exact(&mut bytes)?;
             decode(&bytes, &mut one)?;
@@ -245,41 +248,18 @@ fn corrupt() -> io::Error {
     )
 }
 
-/// How many leading bytes `a` and `b` share (eight compared at a time).
+/// How many leading bytes `a` and `b` share.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or_default());
-        let y = u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
-        if x != y {
-            return i + ((x ^ y).trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// How many trailing bytes `a` and `b` share.
 fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[n - i - 8..n - i].try_into().unwrap_or_default());
-        let y = u64::from_le_bytes(b[n - i - 8..n - i].try_into().unwrap_or_default());
-        if x != y {
-            return i + ((x ^ y).leading_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[n - 1 - i] == b[n - 1 - i] {
-        i += 1;
-    }
-    i
+    a.iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
@@ -297,19 +277,6 @@ fn take_varint(b: &mut &[u8]) -> io::Result<u64> {
         *b = rest;
         v |= u64::from(byte & 0x7f) << shift;
         if byte < 0x80 {
-            return Ok(v);
-        }
-    }
-    Err(corrupt())
-}
-
-fn read_varint(r: &mut impl Read) -> io::Result<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let mut byte = [0u8];
-        r.read_exact(&mut byte)?;
-        v |= u64::from(byte[0] & 0x7f) << shift;
-        if byte[0] < 0x80 {
             return Ok(v);
         }
     }

@@ -25,7 +25,7 @@ pub use super::loaded::{LoadedLevel, RecordedSlo};
 use super::{JSON_FILE, SUMMARY_JSON_FILE};
 use crate::error::UsageError;
 use crate::load::Stimulus;
-use crate::metrics::{Metric, Stats};
+use crate::metrics::{Metric, Stat, Stats};
 use crate::server_metrics::ServerDelta;
 use crate::stats::{ErrorCount, LevelStats, LevelSummary};
 
@@ -126,6 +126,12 @@ fn whole(v: &Value, k: &str) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// A number that fits a `u32`, when there is one.
+fn u32_of(v: Option<&Value>) -> Option<u32> {
+    v.and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
 /// A text field, empty when absent.
 fn text(v: &Value, k: &str) -> String {
     v.get(k).and_then(Value::as_str).unwrap_or("").to_string()
@@ -172,39 +178,19 @@ fn slo_from(s: &Value) -> RecordedSlo {
 }
 
 fn stats_from(v: &Value) -> Stats {
-    Stats {
-        count: whole(v, "count"),
-        avg: f(v, "avg"),
-        min: f(v, "min"),
-        max: f(v, "max"),
-        std: f(v, "std"),
-        p1: f(v, "p1"),
-        p5: f(v, "p5"),
-        p10: f(v, "p10"),
-        p25: f(v, "p25"),
-        p50: f(v, "p50"),
-        p75: f(v, "p75"),
-        p90: f(v, "p90"),
-        p95: f(v, "p95"),
-        p99: f(v, "p99"),
-        p999: f(v, "p99.9"),
-    }
+    Stats::from_fn(whole(v, "count"), |s| f(v, s.key()))
 }
 
 /// The level document's `isl_buckets` (see [`super::genai_perf`]); none in older files.
 fn isl_buckets_from(doc: &Value) -> Vec<crate::stats::isl::IslBucket> {
     let buckets = doc.get("isl_buckets").and_then(Value::as_array);
-    let as_u32 = |v: Option<&Value>| {
-        v.and_then(Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok())
-    };
     let dist = |b: &Value, k: &str| b.get(k).filter(|v| v.is_object()).map(stats_from);
     buckets
         .into_iter()
         .flatten()
         .map(|b| crate::stats::isl::IslBucket {
-            min_isl: as_u32(b.get("min_isl")).unwrap_or(0),
-            max_isl: as_u32(b.get("max_isl")),
+            min_isl: u32_of(b.get("min_isl")).unwrap_or(0),
+            max_isl: u32_of(b.get("max_isl")),
             count: b.get("count").and_then(Value::as_u64).unwrap_or(0),
             ttft: dist(b, "time_to_first_token"),
             latency: dist(b, "request_latency"),
@@ -225,11 +211,7 @@ fn turns_from(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
         .into_iter()
         .flatten()
         .map(|t| crate::stats::turns::TurnStats {
-            turn: t
-                .get("turn")
-                .and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(0),
+            turn: u32_of(t.get("turn")).unwrap_or(0),
             and_later: t.get("and_later").and_then(Value::as_bool).unwrap_or(false),
             count: t.get("count").and_then(Value::as_u64).unwrap_or(0),
             ttft: t
@@ -302,11 +284,7 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
                 },
                 _ => Arrival::Constant,
             };
-            let max_inflight = planned
-                .and_then(|r| r.get("max_inflight"))
-                .and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(1024);
+            let max_inflight = u32_of(planned.and_then(|r| r.get("max_inflight"))).unwrap_or(1024);
             Ok(Stimulus::RequestRate {
                 rate,
                 arrival,
@@ -314,16 +292,12 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
             })
         }
         ("fixed_schedule", Some(speedup)) if speedup > 0.0 && speedup.is_finite() => {
-            let max_inflight = cfg
-                .and_then(|c| c.get("levels"))
-                .and_then(Value::as_array)
-                .and_then(|ls| {
-                    ls.iter()
-                        .find_map(|l| l.pointer("/fixed_schedule/max_inflight"))
-                })
-                .and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(1024);
+            let levels = cfg.and_then(|c| c.get("levels")).and_then(Value::as_array);
+            let planned = levels.and_then(|ls| {
+                ls.iter()
+                    .find_map(|l| l.pointer("/fixed_schedule/max_inflight"))
+            });
+            let max_inflight = u32_of(planned).unwrap_or(1024);
             Ok(Stimulus::FixedSchedule {
                 speedup,
                 max_inflight,
@@ -840,24 +814,16 @@ fn perf_row(
             path.display()
         )));
     };
-    let nan = f64::NAN;
-    let latency = Stats {
-        count: 1,
-        avg: us("Avg latency").unwrap_or(nan),
-        min: nan,
-        max: nan,
-        std: nan,
-        p1: nan,
-        p5: nan,
-        p10: nan,
-        p25: nan,
-        p50: us("p50 latency").unwrap_or(nan),
-        p75: us("p75 latency").unwrap_or(nan),
-        p90: us("p90 latency").unwrap_or(nan),
-        p95: us("p95 latency").unwrap_or(nan),
-        p99: us("p99 latency").unwrap_or(nan),
-        p999: nan,
-    };
+    let latency = Stats::from_fn(1, |s| {
+        match s {
+            Stat::Avg => us("Avg latency"),
+            Stat::P50 | Stat::P75 | Stat::P90 | Stat::P95 | Stat::P99 => {
+                us(&format!("{} latency", s.key()))
+            }
+            _ => None,
+        }
+        .unwrap_or(f64::NAN)
+    });
     let server = us("Server Queue").map(|q| {
         let ci = us("Server Compute Input").unwrap_or(0.0);
         let cf = us("Server Compute Infer").unwrap_or(0.0);
@@ -872,23 +838,16 @@ fn perf_row(
         percentile_method: None,
         ..Default::default()
     };
+    let summary = LevelSummary {
+        server,
+        streaming: false,
+        started_unix_ns: modified_ns,
+        ended_unix_ns: modified_ns,
+        ..LevelSummary::new(stimulus, stats)
+    };
     Ok(LoadedLevel {
-        fingerprint: None,
-        context: None,
-        dir: path.to_path_buf(),
-        summary: LevelSummary {
-            server,
-            streaming: false,
-            started_unix_ns: modified_ns,
-            ended_unix_ns: modified_ns,
-            ..LevelSummary::new(stimulus, stats)
-        },
-        command_line: None,
-        version: None,
-        slo: vec![],
-        model: None,
         api: Some("perf_analyzer CSV".into()),
-        repetitions: Vec::new(),
+        ..LoadedLevel::new(path, summary)
     })
 }
 
@@ -939,17 +898,10 @@ mod tests {
     fn level_json_round_trip_through_the_encoder() {
         let summary = LevelSummary {
             server: Some(ServerDelta {
-                source: "statistics",
                 requests: 5,
-                failures: 0,
                 executions: 5,
-                avg_request_ms: 10.0,
-                avg_queue_ms: Some(2.0),
-                avg_compute_input_ms: 0.5,
-                avg_compute_infer_ms: 7.0,
-                avg_compute_output_ms: 0.5,
-                queue_share: Some(0.2),
                 max_pending: 3.0,
+                ..ServerDelta::from_phase_avgs(2.0, 0.5, 7.0, 0.5)
             }),
             interrupted: true,
             started_unix_ns: 42,

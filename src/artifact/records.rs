@@ -38,15 +38,18 @@
 //! | `first_tool_token_ns`, `ttftt_ms` | in rows whose response called a tool: its first argument text, and the time to it from the send |
 //! | `correct`, `unparsed`, `answer_changed`, `output_hash` | only in rows of a scored workload's successful requests: whether the answer was graded right, whether no answer in the expected form was found (only when true), whether the temperature-0 output differed from its prompt's reference output (the run's first for that prompt; absent for the reference itself and when outputs are not compared), and the output text's FNV-1a hash (16 hex digits) |
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
 use crate::record::{Clock, ErrorKind, Phase, RequestError, RequestRecord, ServerTimings};
 
-#[derive(Serialize)]
+/// One line, as written and as read back (the derived `*_ms` fields are read and not used;
+/// fields added since the first version default when absent).
+#[derive(Serialize, Deserialize)]
 struct Row<'a> {
-    level: &'a str,
+    level: Cow<'a, str>,
     phase: Phase,
     seq: u64,
     prompt_index: u32,
@@ -86,13 +89,14 @@ struct Row<'a> {
     requested_osl: u32,
     chunks: u32,
     responses: u32,
+    #[serde(default)]
     lossy_text: bool,
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_false")]
     reconnected: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     connection_reused: Option<bool>,
-    error: Option<&'a str>,
-    error_message: Option<&'a str>,
+    error: Option<Cow<'a, str>>,
+    error_message: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     session: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -101,11 +105,11 @@ struct Row<'a> {
     shard: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_id: Option<Shown<'a>>,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     inputs: u32,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     images: u32,
-    #[serde(skip_serializing_if = "is_zero64")]
+    #[serde(default, skip_serializing_if = "is_zero64")]
     image_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_calls: Option<u32>,
@@ -117,7 +121,7 @@ struct Row<'a> {
     ttftt_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     correct: Option<bool>,
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_false")]
     unparsed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     answer_changed: Option<bool>,
@@ -125,12 +129,19 @@ struct Row<'a> {
     output_hash: Option<Hex>,
 }
 
-/// A 64-bit hash as 16 hex digits.
+/// A 64-bit hash as 16 hex digits (0 when a row's text is not hex).
 struct Hex(u64);
 
 impl Serialize for Hex {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(&format_args!("{:016x}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Hex {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(Hex(u64::from_str_radix(&text, 16).unwrap_or(0)))
     }
 }
 
@@ -151,12 +162,24 @@ fn ms_to_us(ms: f64) -> u64 {
     (ms * 1e3).round().max(0.0) as u64
 }
 
-/// A value serialized as its `Display` text, without building a `String`.
-struct Shown<'a>(&'a dyn std::fmt::Display);
+/// A value written as its `Display` text, without building a `String`; read back as text.
+enum Shown<'a> {
+    Of(&'a dyn std::fmt::Display),
+    Read(String),
+}
 
 impl Serialize for Shown<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self.0)
+        match self {
+            Shown::Of(v) => s.collect_str(v),
+            Shown::Read(text) => s.serialize_str(text),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Shown<'_> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Shown::Read)
     }
 }
 
@@ -183,7 +206,7 @@ pub fn write_shard_row(
     let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
     let kind = rec.error.as_ref().map(|e| e.kind.key());
     let row = Row {
-        level,
+        level: level.into(),
         phase: rec.phase,
         seq: rec.seq,
         prompt_index: rec.prompt_index,
@@ -217,12 +240,12 @@ pub fn write_shard_row(
         lossy_text: rec.lossy_text,
         reconnected: rec.reconnected,
         connection_reused: rec.connection_reused,
-        error: kind.as_deref(),
-        error_message: rec.error.as_ref().map(|e| &*e.message),
+        error: kind,
+        error_message: rec.error.as_ref().map(|e| e.message.as_ref().into()),
         session: rec.conversation.map(|c| c.session),
         turn: rec.conversation.map(|c| c.turn),
         shard,
-        request_id: request_id.map(Shown),
+        request_id: request_id.map(Shown::Of),
         inputs: rec.sent.inputs,
         images: rec.sent.images,
         image_bytes: rec.sent.image_bytes,
@@ -241,90 +264,6 @@ pub fn write_shard_row(
 
 fn is_false(b: &bool) -> bool {
     !*b
-}
-
-/// A row as read back: the fields a record is rebuilt from (the derived ones are recomputed).
-#[derive(Deserialize)]
-struct ReadRow {
-    level: String,
-    phase: Phase,
-    seq: u64,
-    prompt_index: u32,
-    intended_ns: u64,
-    sent_ns: u64,
-    first_byte_ns: Option<u64>,
-    first_token_ns: Option<u64>,
-    second_token_ns: Option<u64>,
-    last_token_ns: Option<u64>,
-    end_ns: u64,
-    isl: u32,
-    osl: u32,
-    server_osl: Option<u32>,
-    // Absent in rows written before the tokenizer and server counts were recorded apart.
-    #[serde(default)]
-    tokenizer_osl: Option<u32>,
-    #[serde(default)]
-    server_isl: Option<u32>,
-    // Present only when `isl` holds the server's count (`--use-server-token-count`).
-    #[serde(default)]
-    client_isl: Option<u32>,
-    // Present only in rows of responses with reasoning.
-    #[serde(default)]
-    first_output_token_ns: Option<u64>,
-    #[serde(default)]
-    reasoning_tokens: Option<u32>,
-    #[serde(default)]
-    server_reasoning_tokens: Option<u32>,
-    // Present only in rows of responses that carried the server's timings.
-    #[serde(default)]
-    server_prefill_ms: Option<f64>,
-    #[serde(default)]
-    server_decode_ms: Option<f64>,
-    #[serde(default)]
-    server_prompt_tokens: Option<u32>,
-    #[serde(default)]
-    server_cached_tokens: Option<u32>,
-    requested_osl: u32,
-    chunks: u32,
-    responses: u32,
-    #[serde(default)]
-    lossy_text: bool,
-    // Absent in rows written before reconnects were recorded, and when false / unknown.
-    #[serde(default)]
-    reconnected: bool,
-    #[serde(default)]
-    connection_reused: Option<bool>,
-    error: Option<String>,
-    error_message: Option<String>,
-    #[serde(default)]
-    request_id: Option<String>,
-    // Present only in rows of multi-turn sessions.
-    #[serde(default)]
-    session: Option<u64>,
-    #[serde(default)]
-    turn: Option<u32>,
-    // Present only in rows of the newer APIs' requests.
-    #[serde(default)]
-    inputs: u32,
-    #[serde(default)]
-    images: u32,
-    #[serde(default)]
-    image_bytes: u64,
-    #[serde(default)]
-    tool_calls: Option<u32>,
-    #[serde(default)]
-    tool_args_valid: Option<bool>,
-    #[serde(default)]
-    first_tool_token_ns: Option<u64>,
-    // Present only in rows of scored workloads.
-    #[serde(default)]
-    correct: Option<bool>,
-    #[serde(default)]
-    unparsed: bool,
-    #[serde(default)]
-    answer_changed: Option<bool>,
-    #[serde(default)]
-    output_hash: Option<String>,
 }
 
 /// A row read back: its level, its record, and the id it was sent with (none in rows written
@@ -351,27 +290,19 @@ pub enum RowError {
     ErrorKind(String),
 }
 
-impl RowError {
-    /// The exit code when the file was named on the command line: a usage error.
-    pub fn exit_code(&self) -> u8 {
-        2
-    }
-}
-
-impl From<RowError> for crate::error::Error {
-    fn from(e: RowError) -> Self {
-        crate::error::Error::with_exit_code(e.exit_code(), &e)
-    }
-}
+crate::error::usage_error!(RowError);
 
 /// Reads one line back, the record's times on the Unix clock ([`Clock::unix`]), so writing it
 /// with that clock (and its id) gives the line again.
 pub fn read_row(line: &str) -> Result<ReadBack, RowError> {
-    let r: ReadRow = serde_json::from_str(line).map_err(RowError::Json)?;
+    let r: Row = serde_json::from_str(line).map_err(RowError::Json)?;
     let error = match r.error {
         Some(key) => {
-            let kind = ErrorKind::from_key(&key).ok_or(RowError::ErrorKind(key))?;
-            Some(RequestError::new(kind, r.error_message.unwrap_or_default()))
+            let kind = ErrorKind::from_key(&key).ok_or_else(|| RowError::ErrorKind(key.into()))?;
+            Some(RequestError::new(
+                kind,
+                r.error_message.unwrap_or_default().into_owned(),
+            ))
         }
         None => None,
     };
@@ -424,11 +355,7 @@ pub fn read_row(line: &str) -> Result<ReadBack, RowError> {
                 correct,
                 unparsed: r.unparsed,
                 output: crate::record::OutputPrint {
-                    hash: r
-                        .output_hash
-                        .as_deref()
-                        .and_then(|h| u64::from_str_radix(h, 16).ok())
-                        .unwrap_or(0),
+                    hash: r.output_hash.map_or(0, |h| h.0),
                     tokens: 0,
                     head: [0; crate::record::HEAD_TOKENS],
                 },
@@ -443,9 +370,12 @@ pub fn read_row(line: &str) -> Result<ReadBack, RowError> {
         },
     };
     Ok(ReadBack {
-        level: r.level,
+        level: r.level.into_owned(),
         record: rec,
-        request_id: r.request_id,
+        request_id: r.request_id.map(|id| match id {
+            Shown::Of(v) => v.to_string(),
+            Shown::Read(text) => text,
+        }),
     })
 }
 
@@ -459,38 +389,17 @@ mod tests {
         let clock = Clock::start();
         let base = clock.unix_anchor_ns();
         let rec = RequestRecord {
-            sent: Default::default(),
-            tools: Default::default(),
-            phase: Phase::Measure,
             seq: 3,
             prompt_index: 1,
-            intended_ns: 0,
             sent_ns: 1_000,
-            send_done_ns: None,
             first_byte_ns: Some(2_000_000),
             first_token_ns: Some(3_001_000),
             second_token_ns: None,
-            first_output_token_ns: None,
             last_token_ns: Some(3_001_000),
             end_ns: 4_000_000,
             isl: 5,
-            osl: 1,
-            server_osl: None,
-            tokenizer_osl: None,
-            server_isl: None,
-            server_timings: None,
-            client_isl: None,
-            reasoning_tokens: None,
-            server_reasoning_tokens: None,
-            requested_osl: 1,
-            chunks: 1,
             responses: 2,
-            lossy_text: false,
-            reconnected: false,
-            connection_reused: None,
-            answer: None,
-            conversation: None,
-            error: None,
+            ..crate::stats::test_record(0, 0, 1)
         };
         let mut out = Vec::new();
         write_row(&mut out, "concurrency1", &clock, &rec, None).unwrap();
@@ -555,14 +464,7 @@ mod tests {
     #[test]
     fn reasoning_row_exact_text() {
         let rec = RequestRecord {
-            sent: Default::default(),
-            tools: Default::default(),
-            phase: Phase::Measure,
-            seq: 0,
-            prompt_index: 0,
-            intended_ns: 0,
             sent_ns: 1_000_000,
-            send_done_ns: None,
             first_byte_ns: Some(2_000_000),
             first_token_ns: Some(3_000_000),
             second_token_ns: Some(4_000_000),
@@ -570,23 +472,13 @@ mod tests {
             last_token_ns: Some(11_000_000),
             end_ns: 11_000_000,
             isl: 5,
-            osl: 10,
             server_osl: Some(10),
             tokenizer_osl: Some(10),
             server_isl: Some(5),
-            server_timings: None,
-            client_isl: None,
             reasoning_tokens: Some(6),
             server_reasoning_tokens: Some(6),
-            requested_osl: 10,
-            chunks: 10,
             responses: 12,
-            lossy_text: false,
-            reconnected: false,
-            connection_reused: None,
-            answer: None,
-            conversation: None,
-            error: None,
+            ..crate::stats::test_record(0, 0, 10)
         };
         let mut out = Vec::new();
         write_row(&mut out, "concurrency1", &Clock::unix(), &rec, None).unwrap();
@@ -604,41 +496,20 @@ mod tests {
     #[test]
     fn session_row_exact_text() {
         let rec = RequestRecord {
-            sent: Default::default(),
-            tools: Default::default(),
-            phase: Phase::Measure,
             seq: 4,
             prompt_index: 2,
-            intended_ns: 0,
-            sent_ns: 0,
-            send_done_ns: None,
             first_byte_ns: None,
             first_token_ns: Some(1_000_000),
             second_token_ns: None,
-            first_output_token_ns: None,
             last_token_ns: Some(1_000_000),
             end_ns: 1_000_000,
             isl: 30,
-            osl: 1,
-            server_osl: None,
             tokenizer_osl: Some(1),
-            server_isl: None,
-            server_timings: None,
-            client_isl: None,
-            reasoning_tokens: None,
-            server_reasoning_tokens: None,
-            requested_osl: 1,
-            chunks: 1,
-            responses: 1,
-            lossy_text: false,
-            reconnected: false,
-            connection_reused: None,
-            answer: None,
             conversation: Some(crate::record::Turn {
                 session: 7,
                 turn: 2,
             }),
-            error: None,
+            ..crate::stats::test_record(0, 0, 1)
         };
         let mut out = Vec::new();
         write_row(&mut out, "concurrency2", &Clock::unix(), &rec, None).unwrap();

@@ -104,18 +104,7 @@ pub enum ShardRecordError {
     Format(String),
 }
 
-impl ShardRecordError {
-    /// The exit code when the file was named on the command line: a usage error.
-    pub fn exit_code(&self) -> u8 {
-        2
-    }
-}
-
-impl From<ShardRecordError> for crate::error::Error {
-    fn from(e: ShardRecordError) -> Self {
-        crate::error::Error::with_exit_code(e.exit_code(), &e)
-    }
-}
+crate::error::usage_error!(ShardRecordError);
 
 /// Reads `shard.json`'s text.
 pub fn decode(text: &str) -> Result<ShardRecord, ShardRecordError> {

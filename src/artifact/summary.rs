@@ -325,15 +325,9 @@ mod tests {
         let d = ServerDelta {
             source: "prometheus",
             requests: 20,
-            failures: 0,
             executions: 5,
-            avg_request_ms: 100.0,
-            avg_queue_ms: Some(25.0),
-            avg_compute_input_ms: 0.0,
-            avg_compute_infer_ms: 75.0,
-            avg_compute_output_ms: 0.0,
-            queue_share: Some(0.25),
             max_pending: 4.0,
+            ..ServerDelta::from_phase_avgs(25.0, 0.0, 75.0, 0.0)
         };
         let text = csv(&[level(1, 45.0, None), level(8, 88.5, Some(d))]);
         assert_eq!(

@@ -71,80 +71,47 @@ impl Family {
 /// The families pushed for one level.
 pub fn families(mode: Mode, l: &LevelReport) -> Vec<Family> {
     let k = &l.key;
-    [
-        Family::latency(
-            "ttftbench_time_to_first_token_seconds",
-            "Time to first token of the level's requests.",
-            k.ttft,
-        ),
-        Family::latency(
-            "ttftbench_inter_token_latency_seconds",
-            "Inter-token latency of the level's requests.",
-            k.itl,
-        ),
-        Family::latency(
-            "ttftbench_request_latency_seconds",
-            "Request latency of the level's requests.",
-            k.latency,
-        ),
-        Family::one(
-            "ttftbench_request_throughput",
-            "Requests per second (perf: inferences per second).",
-            k.request_throughput,
-        ),
-        Family::one(
-            "ttftbench_output_token_throughput",
-            "Output tokens per second.",
-            k.output_token_throughput,
-        ),
-        Family::one(
-            "ttftbench_total_token_throughput",
-            "Input and output tokens per second.",
-            k.total_token_throughput,
-        ),
-        Family::one(
-            "ttftbench_requests",
-            "Successful requests measured.",
-            Some(k.requests as f64),
-        ),
-        Family::one(
-            "ttftbench_errors",
-            "Failed requests.",
-            Some(k.errors as f64),
-        ),
-        Family::one(
-            "ttftbench_error_ratio",
-            "Failed share of all requests.",
-            k.error_rate,
-        ),
-        Family::one(
-            "ttftbench_valid",
-            "1 when every validity check passed, else 0.",
-            Some(if l.validity.trustworthy { 1.0 } else { 0.0 }),
-        ),
-        Some(Family {
-            name: "ttftbench_load",
-            help: "The level's load: concurrency, or requests per second asked for.",
-            samples: vec![(
-                vec![("kind", l.stimulus.kind().to_string())],
-                l.stimulus.value(),
-            )],
-        }),
-        Some(Family {
-            name: "ttftbench_level_info",
-            help: "The mode and ttftbench version of the level's run.",
-            samples: vec![(
-                vec![
-                    ("mode", mode.name().to_string()),
-                    ("version", crate::VERSION.to_string()),
-                ],
-                1.0,
-            )],
-        }),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    #[rustfmt::skip]
+    let latencies = [
+        ("ttftbench_time_to_first_token_seconds", "Time to first token of the level's requests.", k.ttft),
+        ("ttftbench_inter_token_latency_seconds", "Inter-token latency of the level's requests.", k.itl),
+        ("ttftbench_request_latency_seconds", "Request latency of the level's requests.", k.latency),
+    ];
+    let valid = if l.validity.trustworthy { 1.0 } else { 0.0 };
+    #[rustfmt::skip]
+    let numbers = [
+        ("ttftbench_request_throughput", "Requests per second (perf: inferences per second).", k.request_throughput),
+        ("ttftbench_output_token_throughput", "Output tokens per second.", k.output_token_throughput),
+        ("ttftbench_total_token_throughput", "Input and output tokens per second.", k.total_token_throughput),
+        ("ttftbench_requests", "Successful requests measured.", Some(k.requests as f64)),
+        ("ttftbench_errors", "Failed requests.", Some(k.errors as f64)),
+        ("ttftbench_error_ratio", "Failed share of all requests.", k.error_rate),
+        ("ttftbench_valid", "1 when every validity check passed, else 0.", Some(valid)),
+    ];
+    let load = Family {
+        name: "ttftbench_load",
+        help: "The level's load: concurrency, or requests per second asked for.",
+        samples: vec![(
+            vec![("kind", l.stimulus.kind().to_string())],
+            l.stimulus.value(),
+        )],
+    };
+    let info = Family {
+        name: "ttftbench_level_info",
+        help: "The mode and ttftbench version of the level's run.",
+        samples: vec![(
+            vec![
+                ("mode", mode.name().to_string()),
+                ("version", crate::VERSION.to_string()),
+            ],
+            1.0,
+        )],
+    };
+    let latencies = latencies.map(|(name, help, v)| Family::latency(name, help, v));
+    let numbers = numbers.map(|(name, help, v)| Family::one(name, help, v));
+    (latencies.into_iter().chain(numbers).flatten())
+        .chain([load, info])
+        .collect()
 }
 
 /// The text exposition format of `families` (non-finite values are left out).

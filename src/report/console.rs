@@ -67,32 +67,15 @@ pub fn repetitions_table(
     levels: &[(String, Vec<crate::stats::repeat::MetricSpread>)],
     file: Option<&str>,
 ) -> String {
-    use crate::metrics::{MetricRef, Stat, SystemMetric};
+    use crate::metrics::MetricRef::{self, Dist, System};
+    use crate::metrics::{Stat, SystemMetric};
     let cols: [(&str, MetricRef); 6] = [
-        (
-            "TTFT p50 (ms)",
-            MetricRef::Dist(Metric::TimeToFirstToken, Stat::P50),
-        ),
-        (
-            "TTFT p99 (ms)",
-            MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99),
-        ),
-        (
-            "ITL avg (ms)",
-            MetricRef::Dist(Metric::InterTokenLatency, Stat::Avg),
-        ),
-        (
-            "Latency p99 (ms)",
-            MetricRef::Dist(Metric::RequestLatency, Stat::P99),
-        ),
-        (
-            "Output tok/s",
-            MetricRef::System(SystemMetric::OutputTokenThroughput),
-        ),
-        (
-            "Requests/s",
-            MetricRef::System(SystemMetric::RequestThroughput),
-        ),
+        ("TTFT p50 (ms)", Dist(Metric::TimeToFirstToken, Stat::P50)),
+        ("TTFT p99 (ms)", Dist(Metric::TimeToFirstToken, Stat::P99)),
+        ("ITL avg (ms)", Dist(Metric::InterTokenLatency, Stat::Avg)),
+        ("Latency p99 (ms)", Dist(Metric::RequestLatency, Stat::P99)),
+        ("Output tok/s", System(SystemMetric::OutputTokenThroughput)),
+        ("Requests/s", System(SystemMetric::RequestThroughput)),
     ];
     // Columns no level has (TTFT of a tensor model) are left out.
     let cols: Vec<(&str, MetricRef)> = cols
@@ -136,126 +119,128 @@ pub fn repetitions_table(
 /// Levels that answered embeddings or rankings (no tokens out) get their own columns
 /// ([`batch_sweep_table`]); levels offered tools add the share that called one.
 pub fn sweep_table(levels: &[LevelSummary]) -> String {
+    use crate::metrics::{MetricRef, MetricSource, SystemMetric};
     if levels.iter().any(is_batch) {
         return batch_sweep_table(levels);
     }
-    let kind_title = kind_title(levels);
-    let open_loop = levels.iter().any(|l| l.stimulus.open_loop());
-    let reasoning = levels
-        .iter()
-        .any(|l| l.stats.get(Metric::ReasoningTokenCount).is_some());
-    let mut headers = vec![kind_title, "TTFT avg (ms)", "TTFT p99 (ms)"];
-    if open_loop {
-        headers.push("TTFT p99 intended (ms)");
+    let any = |f: &dyn Fn(&LevelSummary) -> bool| levels.iter().any(f);
+    let mut cols = vec![
+        load_column(levels),
+        ("TTFT avg (ms)", avg(Metric::TimeToFirstToken)),
+        ("TTFT p99 (ms)", tail(Metric::TimeToFirstToken)),
+    ];
+    if any(&|l| l.stimulus.open_loop()) {
+        cols.push((
+            "TTFT p99 intended (ms)",
+            tail(Metric::TimeToFirstTokenIntended),
+        ));
     }
-    if reasoning {
-        headers.extend(["TTFO avg (ms)", "Reasoning tok avg"]);
+    if any(&|l| l.stats.get(Metric::ReasoningTokenCount).is_some()) {
+        cols.push(("TTFO avg (ms)", avg(Metric::TimeToFirstOutputToken)));
+        cols.push((
+            "Reasoning tok avg",
+            cell(|l| {
+                let avg = l.shown_stat(Metric::ReasoningTokenCount).map(|s| s.avg);
+                crate::analysis::text::fixed_or(avg, 1, "-")
+            }),
+        ));
     }
     // Responses that carry the server's own timings (llama.cpp) split TTFT per request.
-    let timed = levels
-        .iter()
-        .any(|l| l.stats.get(Metric::ServerPrefillTime).is_some());
-    if timed {
-        headers.extend(["Server prefill (ms)", "TTFT - server (ms)"]);
+    if any(&|l| l.stats.get(Metric::ServerPrefillTime).is_some()) {
+        cols.push((
+            "Server prefill (ms)",
+            cell(|l| ms(l.stats.get(Metric::ServerPrefillTime).map(|s| s.avg))),
+        ));
+        cols.push((
+            "TTFT - server (ms)",
+            cell(|l| ms(l.network_and_client_ttft_ms())),
+        ));
     }
-    headers.extend([
-        "ITL avg (ms)",
-        "Output tok/s",
-        "Req/s",
-        "Server queue (ms)",
-        "Errors",
+    // The engine's queue where it has one (TensorRT-LLM's estimated), else Triton's.
+    let queue = MetricRef::System(SystemMetric::ServerQueueTime);
+    cols.extend([
+        ("ITL avg (ms)", avg(Metric::InterTokenLatency)),
+        (
+            "Output tok/s",
+            cell(|l| format!("{:.1}", l.stats.output_token_throughput)),
+        ),
+        (
+            "Req/s",
+            cell(|l| format!("{:.2}", l.stats.request_throughput)),
+        ),
+        (
+            "Server queue (ms)",
+            cell(move |l| ms(MetricSource::metric(l, queue))),
+        ),
+        ("Errors", cell(|l| l.stats.error_count.to_string())),
     ]);
     // A column for requests cancelled on purpose only in runs that have some; likewise for
-    // requests sent again after the server closed their connection.
-    let cancelled = levels.iter().any(|l| l.stats.cancelled_count > 0);
-    if cancelled {
-        headers.push("Cancelled");
+    // requests a second Ctrl-C abandoned in flight and for requests sent again after the server
+    // closed their connection.
+    let counts: [(&'static str, Count); 3] = [
+        ("Cancelled", |l| l.stats.cancelled_count),
+        ("Abandoned", |l| l.stats.abandoned_count),
+        ("Reconnects", |l| l.stats.reconnect_count),
+    ];
+    for (header, n) in counts {
+        if any(&|l| n(l) > 0) {
+            cols.push((header, cell(move |l| n(l).to_string())));
+        }
     }
-    // Likewise for requests a second Ctrl-C abandoned in flight.
-    let abandoned = levels.iter().any(|l| l.stats.abandoned_count > 0);
-    if abandoned {
-        headers.push("Abandoned");
-    }
-    let reconnected = levels.iter().any(|l| l.stats.reconnect_count > 0);
-    if reconnected {
-        headers.push("Reconnects");
-    }
-    let tools = levels
-        .iter()
-        .any(|l| l.stats.apis.tool_call_share.is_some());
-    if tools {
-        headers.push("Tool calls");
+    if any(&|l| l.stats.apis.tool_call_share.is_some()) {
+        cols.push(("Tool calls", cell(|l| share(l.stats.apis.tool_call_share))));
     }
     // Scored workloads: accuracy with its interval, and the determinism check.
-    let scored = levels.iter().any(|l| l.stats.accuracy.is_some());
-    if scored {
-        headers.extend(["Accuracy", "Answers changed"]);
+    if any(&|l| l.stats.accuracy.is_some()) {
+        cols.push((
+            "Accuracy",
+            cell(|l| accuracy_cell(l.stats.accuracy.as_ref())),
+        ));
+        cols.push((
+            "Answers changed",
+            cell(|l| changed_cell(l.stats.accuracy.as_ref())),
+        ));
     }
-    let rows: Vec<Vec<String>> = levels
-        .iter()
-        .map(|l| {
-            let get = |m: Metric| l.shown_stat(m);
-            let mut value = crate::analysis::text::load_text(l.stimulus.value());
-            if l.interrupted {
-                value.push_str(" (interrupted)");
-            }
-            let mut row = vec![
-                value,
-                ms(get(Metric::TimeToFirstToken).map(|s| s.avg)),
-                ms(p99(get(Metric::TimeToFirstToken), l.stats.request_count)),
-            ];
-            if open_loop {
-                row.push(ms(p99(
-                    get(Metric::TimeToFirstTokenIntended),
-                    l.stats.request_count,
-                )));
-            }
-            if reasoning {
-                row.push(ms(get(Metric::TimeToFirstOutputToken).map(|s| s.avg)));
-                row.push(crate::analysis::text::fixed_or(
-                    get(Metric::ReasoningTokenCount).map(|s| s.avg),
-                    1,
-                    "-",
-                ));
-            }
-            if timed {
-                row.push(ms(l.stats.get(Metric::ServerPrefillTime).map(|s| s.avg)));
-                row.push(ms(l.network_and_client_ttft_ms()));
-            }
-            row.extend([
-                ms(get(Metric::InterTokenLatency).map(|s| s.avg)),
-                format!("{:.1}", l.stats.output_token_throughput),
-                format!("{:.2}", l.stats.request_throughput),
-                // The engine's queue where it has one (TensorRT-LLM's estimated), else Triton's.
-                ms(crate::metrics::MetricSource::metric(
-                    l,
-                    crate::metrics::MetricRef::System(
-                        crate::metrics::SystemMetric::ServerQueueTime,
-                    ),
-                )),
-                l.stats.error_count.to_string(),
-            ]);
-            if cancelled {
-                row.push(l.stats.cancelled_count.to_string());
-            }
-            if abandoned {
-                row.push(l.stats.abandoned_count.to_string());
-            }
-            if reconnected {
-                row.push(l.stats.reconnect_count.to_string());
-            }
-            if tools {
-                row.push(share(l.stats.apis.tool_call_share));
-            }
-            if scored {
-                row.push(accuracy_cell(l.stats.accuracy.as_ref()));
-                row.push(changed_cell(l.stats.accuracy.as_ref()));
-            }
-            row
-        })
-        .collect();
-    let aligns = vec![Align::Right; headers.len()];
-    table(&headers, &aligns, &rows)
+    column_table(levels, &cols)
+}
+
+/// A column of a table of levels: its header and how a level's cell reads.
+type Column = (&'static str, Box<dyn Fn(&LevelSummary) -> String>);
+
+/// A level's count of some kind of request.
+type Count = fn(&LevelSummary) -> u64;
+
+/// A column's cells.
+fn cell(f: impl Fn(&LevelSummary) -> String + 'static) -> Box<dyn Fn(&LevelSummary) -> String> {
+    Box::new(f)
+}
+
+/// The average of `m` in ms.
+fn avg(m: Metric) -> Box<dyn Fn(&LevelSummary) -> String> {
+    cell(move |l| ms(l.shown_stat(m).map(|s| s.avg)))
+}
+
+/// The p99 of `m` in ms, where the level's requests support one.
+fn tail(m: Metric) -> Box<dyn Fn(&LevelSummary) -> String> {
+    cell(move |l| ms(p99(l.shown_stat(m), l.stats.request_count)))
+}
+
+/// The first column: the load, marked where the level was interrupted.
+fn load_column(levels: &[LevelSummary]) -> Column {
+    let load = cell(|l| {
+        let value = crate::analysis::text::load_text(l.stimulus.value());
+        let cut = if l.interrupted { " (interrupted)" } else { "" };
+        format!("{value}{cut}")
+    });
+    (kind_title(levels), load)
+}
+
+/// A table of `levels` by `columns`, every column right-aligned.
+fn column_table(levels: &[LevelSummary], columns: &[Column]) -> String {
+    let headers: Vec<&str> = columns.iter().map(|c| c.0).collect();
+    let row = |l| columns.iter().map(|c| c.1(l)).collect();
+    let rows: Vec<Vec<String>> = levels.iter().map(row).collect();
+    table(&headers, &vec![Align::Right; headers.len()], &rows)
 }
 
 /// Whether a level answered embeddings or rankings: inputs counted, no tokens out.
@@ -360,37 +345,26 @@ fn share(v: Option<f64>) -> String {
 /// back, so request latency, inputs (texts, passages) and input tokens per second say what
 /// the server did.
 fn batch_sweep_table(levels: &[LevelSummary]) -> String {
-    let headers = [
-        kind_title(levels),
-        "Latency avg (ms)",
-        "Latency p99 (ms)",
-        "Inputs/s",
-        "Input tok/s",
-        "Req/s",
-        "Errors",
+    use crate::analysis::text::fixed_or;
+    let cols = [
+        load_column(levels),
+        ("Latency avg (ms)", avg(Metric::RequestLatency)),
+        ("Latency p99 (ms)", tail(Metric::RequestLatency)),
+        (
+            "Inputs/s",
+            cell(|l| fixed_or(l.stats.apis.input_throughput, 2, "-")),
+        ),
+        (
+            "Input tok/s",
+            cell(|l| fixed_or(l.stats.apis.input_token_throughput, 1, "-")),
+        ),
+        (
+            "Req/s",
+            cell(|l| format!("{:.2}", l.stats.request_throughput)),
+        ),
+        ("Errors", cell(|l| l.stats.error_count.to_string())),
     ];
-    let rows: Vec<Vec<String>> = levels
-        .iter()
-        .map(|l| {
-            let latency = l.shown_stat(Metric::RequestLatency);
-            let apis = &l.stats.apis;
-            let mut value = crate::analysis::text::load_text(l.stimulus.value());
-            if l.interrupted {
-                value.push_str(" (interrupted)");
-            }
-            vec![
-                value,
-                ms(latency.map(|s| s.avg)),
-                ms(p99(latency, l.stats.request_count)),
-                crate::analysis::text::fixed_or(apis.input_throughput, 2, "-"),
-                crate::analysis::text::fixed_or(apis.input_token_throughput, 1, "-"),
-                format!("{:.2}", l.stats.request_throughput),
-                l.stats.error_count.to_string(),
-            ]
-        })
-        .collect();
-    let aligns = vec![Align::Right; headers.len()];
-    table(&headers, &aligns, &rows)
+    column_table(levels, &cols)
 }
 
 /// The engine's and the GPUs' view of a level in three lines at most (`-v`); empty when

@@ -32,8 +32,6 @@
 //! `P(Bin(n, p_hi) ≤ x) = α_hi` and `p_lo` solving `P(Bin(n, p_lo) ≥ x) = α_lo`, found by
 //! bisection on the same exact tails.
 
-use super::Dist;
-
 /// Both ends of an interval; `None` is an open end (too few samples for that side).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bounds {
@@ -178,18 +176,6 @@ pub fn quantile_ranks(n: u64, q: f64, alpha_lo: f64, alpha_hi: f64) -> (Option<u
     (lower, upper)
 }
 
-/// The interval of the `q`-quantile (0..1) of `d`'s samples, in `d`'s stored unit.
-pub fn quantile_bounds(d: &Dist, q: f64, alpha_lo: f64, alpha_hi: f64) -> Bounds {
-    let (l, u) = quantile_ranks(d.count(), q, alpha_lo, alpha_hi);
-    let ranks: Vec<u64> = [l, u].iter().flatten().map(|r| r - 1).collect();
-    let values = d.values_at_ranks(&ranks);
-    let mut it = values.into_iter();
-    Bounds {
-        lower: l.and_then(|_| it.next()),
-        upper: u.and_then(|_| it.next()),
-    }
-}
-
 /// The Clopper–Pearson interval of a share with `x` hits in `n` trials (both ends closed).
 pub fn share_bounds(x: u64, n: u64, alpha_lo: f64, alpha_hi: f64) -> Bounds {
     if n == 0 {
@@ -328,33 +314,6 @@ mod tests {
         // Each tail is within 2.5 %, and one rank narrower on either side would not be.
         assert!(binomial_cdf(100, 0.5, 39) <= 0.025 && binomial_cdf(100, 0.5, 40) > 0.025);
         assert!(binomial_sf(100, 0.5, 61) <= 0.025 && binomial_sf(100, 0.5, 60) > 0.025);
-    }
-
-    #[test]
-    fn bounds_read_off_the_histogram() {
-        let mut d = Dist::new();
-        for v in 1..=100u64 {
-            d.record(v);
-        }
-        let b = quantile_bounds(&d, 0.5, 0.025, 0.025);
-        assert_eq!(
-            b,
-            Bounds {
-                lower: Some(40.0),
-                upper: Some(61.0)
-            }
-        );
-        // p99 of 100 samples: a lower bound, no upper bound yet.
-        let b = quantile_bounds(&d, 0.99, 0.025, 0.025);
-        assert!(b.lower.is_some_and(|l| l >= 95.0), "{b:?}");
-        assert_eq!(b.upper, None);
-        assert_eq!(
-            quantile_bounds(&Dist::new(), 0.5, 0.025, 0.025),
-            Bounds {
-                lower: None,
-                upper: None
-            }
-        );
     }
 
     /// Clopper–Pearson: 0 of 100 gives [0, 3.62 %] at 95 % (the "rule of three" is 3 %); 5 of 100

@@ -212,24 +212,10 @@ fn combined_stats(reps: &[&LevelSummary], middle: &LevelStats) -> LevelStats {
 
 /// Field by field, the median of several statistics of one metric.
 pub fn median_stats(all: &[&Stats]) -> Stats {
-    let m = |f: fn(&Stats) -> f64| median(&all.iter().map(|s| f(s)).collect::<Vec<_>>());
-    Stats {
-        count: m(|s| s.count as f64).round() as u64,
-        avg: m(|s| s.avg),
-        min: m(|s| s.min),
-        max: m(|s| s.max),
-        std: m(|s| s.std),
-        p1: m(|s| s.p1),
-        p5: m(|s| s.p5),
-        p10: m(|s| s.p10),
-        p25: m(|s| s.p25),
-        p50: m(|s| s.p50),
-        p75: m(|s| s.p75),
-        p90: m(|s| s.p90),
-        p95: m(|s| s.p95),
-        p99: m(|s| s.p99),
-        p999: m(|s| s.p999),
-    }
+    let count = median(&all.iter().map(|s| s.count as f64).collect::<Vec<_>>());
+    Stats::from_fn(count.round() as u64, |stat| {
+        median(&all.iter().map(|s| stat.of(s)).collect::<Vec<_>>())
+    })
 }
 
 /// The validity of a combined level: the middle repetition's figures, trustworthy only when

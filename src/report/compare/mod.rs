@@ -146,18 +146,7 @@ pub enum LimitProblem {
     BelowZero,
 }
 
-impl LimitError {
-    /// A usage error.
-    pub fn exit_code(&self) -> u8 {
-        2
-    }
-}
-
-impl From<LimitError> for crate::error::Error {
-    fn from(e: LimitError) -> Self {
-        crate::error::Error::with_exit_code(e.exit_code(), &e)
-    }
-}
+crate::error::usage_error!(LimitError);
 
 /// Parses `--threshold METRIC:(+|-)VALUE[unit]`.
 pub fn parse_threshold(raw: &str) -> Result<Threshold, LimitError> {
