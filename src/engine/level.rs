@@ -482,6 +482,31 @@ impl Watch {
     }
 }
 
+/// The server's statistics once the load has ended. Triton counts a request after sending its
+/// response, so a read right after the last answer can miss it: the read is repeated, for half a
+/// second at most, until the successes since `opened` cover the `ok` requests the client saw. A
+/// server that counted none of them (another API's requests) is not waited for.
+async fn settled_read(
+    probe: &ServerProbe,
+    opened: Option<StatsSnapshot>,
+    ok: u64,
+) -> Option<StatsSnapshot> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(500);
+    loop {
+        let read = probe.read_stats().await.ok().flatten();
+        let counted = |r: &StatsSnapshot, o: &StatsSnapshot| {
+            let n = r.success.count.saturating_sub(o.success.count);
+            n == 0 || n >= ok
+        };
+        match (&read, &opened) {
+            (Some(r), Some(o)) if !counted(r, o) && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            _ => return read,
+        }
+    }
+}
+
 /// The windows of a level as they arrive, with the statistics counters read at each boundary.
 struct WindowLoop {
     rx: UnboundedReceiver<Window>,
@@ -583,7 +608,11 @@ impl WindowLoop {
         while let Some(w) = self.rx.recv().await {
             match policy {
                 Policy::Fixed(_) if self.windows.is_empty() => {
-                    self.push(w, probe).await;
+                    let opened = self.snapshots.last().copied().flatten();
+                    self.snapshots
+                        .push(settled_read(probe, opened, w.agg.ok).await);
+                    self.measured += 1;
+                    self.windows.push(w);
                     self.stable = true;
                 }
                 _ if w.partial => self.partial = Some(w),

@@ -186,39 +186,39 @@ fn messages_of(input: Input, images: &[Image]) -> (Option<String>, Value) {
 /// assistant's message, a tool's result a `tool_result` block of a user message, and the user
 /// text after a result joins that message as a text block (the API wants roles to alternate).
 fn anthropic_message(m: &Message, out: &mut Vec<Value>) {
-    let block = match (m.role, &m.tool_calls) {
-        (Role::Tool, _) => json!({"type": "tool_result",
-            "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(), "content": m.content}),
+    match (m.role, &m.tool_calls) {
+        (Role::Tool, _) => {
+            let id = m.tool_call_id.as_deref().unwrap_or_default();
+            let result = json!({"type": "tool_result", "tool_use_id": id, "content": m.content});
+            out.push(json!({"role": "user", "content": [result]}));
+        }
         (Role::Assistant, Some([c])) => {
             let input: Value = serde_json::from_str(&c.function.arguments).unwrap_or(json!({}));
             let call =
                 json!({"type": "tool_use", "id": c.id, "name": c.function.name, "input": input});
-            let blocks = match m.content.is_empty() {
-                true => vec![call],
-                false => vec![json!({"type": "text", "text": m.content}), call],
-            };
+            let mut blocks = Vec::new();
+            if !m.content.is_empty() {
+                blocks.push(json!({"type": "text", "text": m.content}));
+            }
+            blocks.push(call);
             out.push(json!({"role": "assistant", "content": blocks}));
-            return;
         }
-        (Role::User, _) => match out.last_mut() {
-            Some(Value::Object(last)) if last.get("role") == Some(&json!("user")) => {
-                if let Some(Value::Array(blocks)) = last.get_mut("content") {
-                    blocks.push(json!({"type": "text", "text": m.content}));
-                    return;
-                }
-                json!({"type": "text", "text": m.content})
+        (Role::User, _) if result_before(out).is_some() => {
+            if let Some(blocks) = result_before(out) {
+                blocks.push(json!({"type": "text", "text": m.content}));
             }
-            _ => {
-                out.push(json!({"role": "user", "content": m.content}));
-                return;
-            }
-        },
-        _ => {
-            out.push(json!({"role": m.role, "content": m.content}));
-            return;
         }
-    };
-    out.push(json!({"role": "user", "content": [block]}));
+        _ => out.push(json!({"role": m.role, "content": m.content})),
+    }
+}
+
+/// The blocks of the last message when it is a user message of blocks (a tool's result).
+fn result_before(out: &mut [Value]) -> Option<&mut Vec<Value>> {
+    let last = out.last_mut()?;
+    if last.get("role")? != "user" {
+        return None;
+    }
+    last.get_mut("content")?.as_array_mut()
 }
 
 /// An embeddings request's body.

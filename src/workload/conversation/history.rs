@@ -8,8 +8,8 @@
 //!
 //! A tool round trip of an agentic session is kept in the chat API's form: the answer to the
 //! turn before it is an assistant message with `tool_calls` (the server's call when it made
-//! one), and the tool's result a `tool` message answering that call by its id. The bodies of
-//! the other APIs are rendered from this form (`bodies::api_messages`).
+//! one), and the tool's result a `tool` message answering that call by its id. The Responses
+//! and Messages bodies are rendered from this form (`workload::bodies`).
 
 use serde::Serialize;
 
