@@ -203,11 +203,10 @@ fn anthropic_message(m: &Message, out: &mut Vec<Value>) {
             blocks.push(call);
             out.push(json!({"role": "assistant", "content": blocks}));
         }
-        (Role::User, _) if result_before(out).is_some() => {
-            if let Some(blocks) = result_before(out) {
-                blocks.push(json!({"type": "text", "text": m.content}));
-            }
-        }
+        (Role::User, _) => match result_before(out) {
+            Some(blocks) => blocks.push(json!({"type": "text", "text": m.content})),
+            None => out.push(json!({"role": m.role, "content": m.content})),
+        },
         _ => out.push(json!({"role": m.role, "content": m.content})),
     }
 }

@@ -115,6 +115,21 @@ fn times(records: &[Value], i: u64) -> Vec<(u64, u64)> {
     t
 }
 
+/// A quiet run of session file `file`, 4 output tokens a turn, then `extra`.
+fn file_flags<'a>(file: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let path = file.to_str().unwrap();
+    let mut flags = vec![
+        "--ui",
+        "none",
+        "--input-file",
+        path,
+        "--output-tokens-mean",
+        "4",
+    ];
+    flags.extend_from_slice(extra);
+    flags
+}
+
 async fn run_task(file_text: &str, dir: &Path) {
     let sim = start_round().await;
     let tee = Tee::start(sim.http_addr);
@@ -123,14 +138,7 @@ async fn run_task(file_text: &str, dir: &Path) {
     let out = profile(&common::chat_args(
         &tee.addr,
         &dir.join("out"),
-        &[
-            "--ui",
-            "none",
-            "--input-file",
-            file.to_str().unwrap(),
-            "--output-tokens-mean",
-            "4",
-        ],
+        &file_flags(&file, &[]),
     ))
     .await
     .unwrap();
@@ -366,16 +374,7 @@ async fn recorded_replies_of_an_agentic_file() {
     let file = tmp.path().join("a.jsonl");
     std::fs::write(&file, format!("{text}\n")).unwrap();
     let tee = Tee::start(sim.http_addr);
-    let flags = [
-        "--ui",
-        "none",
-        "--input-file",
-        file.to_str().unwrap(),
-        "--output-tokens-mean",
-        "4",
-        "--session-replies",
-        "recorded",
-    ];
+    let flags = file_flags(&file, &["--session-replies", "recorded"]);
     let out = profile(&common::chat_args(&tee.addr, &tmp.path().join("o"), &flags))
         .await
         .unwrap();
