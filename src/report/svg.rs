@@ -1,5 +1,5 @@
-//! Inline SVG charts for the HTML report, written by hand: no plotting crate, no script, no
-//! external resource. Every function is pure (data in, markup out) so its output is tested.
+//! Inline SVG charts for the HTML report, drawn with maud templates (text and attribute values
+//! escaped by default): no plotting crate, no script, no external resource. Every function is pure (data in, markup out) so its output is tested.
 //!
 //! Each chart is an `<svg class="chart" data-chart="ID">` with a `viewBox` (it scales with the
 //! page and prints crisply), a title, axes with ticks, a legend, and one `<g class="pt">` per data
@@ -7,7 +7,7 @@
 //! differ in colour *and* in dash pattern and marker shape, so they stay apart when printed in
 //! grey.
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
 mod axis;
 mod bars;
@@ -34,22 +34,6 @@ const COLORS: [&str; 8] = [
 ];
 const DASHES: [&str; 4] = ["", "7 4", "2 3", "9 3 2 3"];
 
-/// Escapes text for HTML/SVG content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// A number with as many decimals as its size needs (tick labels, coordinates).
 pub fn num(v: f64) -> String {
     let a = v.abs();
@@ -68,6 +52,18 @@ pub fn num(v: f64) -> String {
 
 fn coord(v: f64) -> String {
     format!("{v:.1}")
+}
+
+/// A path's `d` through pixel points: a move to the first, a line to each next.
+fn path_d(points: impl IntoIterator<Item = (f64, f64)>) -> String {
+    let mut d = String::new();
+    for (i, (x, y)) in points.into_iter().enumerate() {
+        d.push_str(if i == 0 { "M" } else { "L" });
+        d.push_str(&coord(x));
+        d.push(' ');
+        d.push_str(&coord(y));
+    }
+    d
 }
 
 /// One data point.
@@ -185,179 +181,136 @@ impl Chart {
     }
 }
 
-fn marker(shape: usize, cx: f64, cy: f64, color: &str) -> String {
+fn marker(shape: usize, cx: f64, cy: f64, color: &str) -> Markup {
     let poly = |pts: &[(f64, f64)]| {
-        let d: Vec<String> = pts
-            .iter()
-            .enumerate()
-            .map(|(i, (x, y))| {
-                format!(
-                    "{}{} {}",
-                    if i == 0 { "M" } else { "L" },
-                    coord(cx + x),
-                    coord(cy + y)
-                )
-            })
-            .collect();
-        format!(r#"<path d="{}Z" fill="{color}"/>"#, d.join(""))
+        let d = path_d(pts.iter().map(|(x, y)| (cx + x, cy + y)));
+        html! { path d={ (d) "Z" } fill=(color) {} }
     };
     match shape % 4 {
-        0 => format!(
-            r#"<circle cx="{}" cy="{}" r="3.6" fill="{color}"/>"#,
-            coord(cx),
-            coord(cy)
-        ),
-        1 => format!(
-            r#"<rect x="{}" y="{}" width="7" height="7" fill="{color}"/>"#,
-            coord(cx - 3.5),
-            coord(cy - 3.5)
-        ),
+        0 => html! { circle cx=(coord(cx)) cy=(coord(cy)) r="3.6" fill=(color) {} },
+        1 => html! {
+            rect x=(coord(cx - 3.5)) y=(coord(cy - 3.5)) width="7" height="7" fill=(color) {}
+        },
         2 => poly(&[(0.0, -4.5), (4.2, 3.2), (-4.2, 3.2)]),
         _ => poly(&[(0.0, -4.8), (4.8, 0.0), (0.0, 4.8), (-4.8, 0.0)]),
     }
 }
 
-fn open_svg(out: &mut String, id: &str, title: &str) {
-    let _ = write!(
-        out,
-        r#"<svg class="chart" data-chart="{}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{}"><title>{}</title><text class="ct" x="{}" y="20">{}</text>"#,
-        esc(id),
-        esc(title),
-        esc(title),
-        coord(LEFT),
-        esc(title)
-    );
+/// A chart's `<svg>` with its title and `body`.
+fn chart_svg(id: &str, title: &str, body: Markup) -> Markup {
+    html! {
+        svg.chart data-chart=(id) viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img"
+            aria-label=(title) {
+            title { (title) }
+            text.ct x=(coord(LEFT)) y="20" { (title) }
+            (body)
+        }
+    }
 }
 
-/// The stroke-dasharray attribute of a series' dash pattern (none for a solid line).
-fn dash_attr(dash: &str) -> String {
-    if dash.is_empty() {
-        String::new()
-    } else {
-        format!(r#" stroke-dasharray="{dash}""#)
-    }
+/// The stroke-dasharray of a series' dash pattern (none for a solid line).
+fn dash(i: usize) -> Option<&'static str> {
+    Some(DASHES[i % DASHES.len()]).filter(|d| !d.is_empty())
+}
+
+/// A horizontal line across the plot at pixel height `py`.
+fn across(class: Option<&str>, py: f64) -> Markup {
+    let y = coord(py);
+    html! { line class=[class] x1=(coord(LEFT)) y1=(y) x2=(coord(WIDTH - RIGHT)) y2=(y) {} }
+}
+
+/// An end-anchored text at pixel `(x, y)`.
+fn end_text(x: f64, y: f64, label: &str) -> Markup {
+    html! { text x=(coord(x)) y=(coord(y)) text-anchor="end" { (label) } }
 }
 
 /// A horizontal grid line across the plot at pixel height `py`, its tick label left of the axis.
-fn grid_line(out: &mut String, py: f64, label: &str) {
-    let label_at = (LEFT - 6.0, py + 4.0);
-    line_across(out, (r#"<line class="grid""#, ""), py, label_at, label);
+fn grid_line(py: f64, label: &str) -> Markup {
+    html! { (across(Some("grid"), py)) (end_text(LEFT - 6.0, py + 4.0, label)) }
 }
 
 /// A labelled horizontal reference line across the plot at pixel height `py`.
-fn ref_line(out: &mut String, py: f64, label: &str) {
-    let label_at = (WIDTH - RIGHT - 4.0, py - 4.0);
-    line_across(
-        out,
-        (r#"<g class="ref"><line"#, "</g>"),
-        py,
-        label_at,
-        &esc(label),
-    );
+fn ref_line(py: f64, label: &str) -> Markup {
+    html! { g.ref { (across(None, py)) (end_text(WIDTH - RIGHT - 4.0, py - 4.0, label)) } }
 }
 
-/// A horizontal line across the plot at pixel height `py` with an end-anchored `label`
-/// (written as given) at `label_at`; `wrap` opens the `<line` tag and closes after the label.
-fn line_across(out: &mut String, wrap: (&str, &str), py: f64, label_at: (f64, f64), label: &str) {
-    let _ = write!(
-        out,
-        r#"{} x1="{}" y1="{y}" x2="{}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text>{}"#,
-        wrap.0,
-        coord(LEFT),
-        coord(WIDTH - RIGHT),
-        coord(label_at.0),
-        coord(label_at.1),
-        label,
-        wrap.1,
-        y = coord(py)
-    );
+/// The width a legend text takes: legend entries are laid out by an estimate of their text width
+/// (6.2 units per char at the 11-unit font size).
+fn text_width(s: &str) -> f64 {
+    s.chars().count() as f64 * 6.2
 }
 
-fn legend(out: &mut String, title: &str, names: &[(String, usize)]) {
+fn legend(title: &str, names: &[(String, usize)]) -> Markup {
+    let start = if title.is_empty() {
+        LEFT
+    } else {
+        LEFT + 10.0 + text_width(title)
+    };
+    let xs = names.iter().scan(start, |x, (name, _)| {
+        let at = *x;
+        *x += 40.0 + text_width(name);
+        Some(at)
+    });
+    html! {
+        @if !title.is_empty() {
+            text.lt x=(coord(LEFT)) y="40" { (title) }
+        }
+        @for ((name, i), x) in names.iter().zip(xs) {
+            @let color = COLORS[i % COLORS.len()];
+            g.legend {
+                line x1=(coord(x)) y1="36" x2=(coord(x + 22.0)) y2="36" stroke=(color)
+                    stroke-width="2" stroke-dasharray=[dash(*i)] {}
+                (marker(*i, x + 11.0, 36.0, color))
+                text x=(coord(x + 27.0)) y="40" { (name) }
+            }
+        }
+    }
+}
+
+/// Colour swatches and names in the legend row, and where the row ends.
+fn legend_swatches(names: &[String]) -> (Markup, f64) {
     let mut x = LEFT;
-    if !title.is_empty() {
-        let _ = write!(
-            out,
-            r#"<text class="lt" x="{}" y="40">{}</text>"#,
-            coord(x),
-            esc(title)
-        );
-        x += 10.0 + title.chars().count() as f64 * 6.2;
+    let mut xs = Vec::with_capacity(names.len());
+    for name in names {
+        xs.push(x);
+        x += 30.0 + text_width(name);
     }
-    for (name, i) in names {
-        let color = COLORS[i % COLORS.len()];
-        let dash = DASHES[i % DASHES.len()];
-        let _ = write!(
-            out,
-            r#"<g class="legend"><line x1="{}" y1="36" x2="{}" y2="36" stroke="{color}" stroke-width="2"{}/>{}<text x="{}" y="40">{}</text></g>"#,
-            coord(x),
-            coord(x + 22.0),
-            dash_attr(dash),
-            marker(*i, x + 11.0, 36.0, color),
-            coord(x + 27.0),
-            esc(name)
-        );
-        // Legend entries are laid out by an estimate of their text width (6.2 units per char
-        // at the 11-unit font size).
-        x += 40.0 + name.chars().count() as f64 * 6.2;
-    }
-}
-
-/// Colour swatches and names in the legend row; returns where the row ends.
-fn legend_swatches(out: &mut String, names: &[String]) -> f64 {
-    let mut x = LEFT;
-    for (i, name) in names.iter().enumerate() {
-        let _ = write!(
-            out,
-            r#"<g class="legend"><rect x="{}" y="31" width="12" height="10" fill="{}"/><text x="{}" y="40">{}</text></g>"#,
-            coord(x),
-            STACK_COLORS[i % STACK_COLORS.len()],
-            coord(x + 17.0),
-            esc(name)
-        );
-        x += 30.0 + name.chars().count() as f64 * 6.2;
-    }
-    x
+    let row = html! {
+        @for (i, (name, x)) in names.iter().zip(xs).enumerate() {
+            g.legend {
+                rect x=(coord(x)) y="31" width="12" height="10"
+                    fill=(STACK_COLORS[i % STACK_COLORS.len()]) {}
+                text x=(coord(x + 17.0)) y="40" { (name) }
+            }
+        }
+    };
+    (row, x)
 }
 
 /// A dashed reference line across the plot at pixel height `py`, its words elsewhere.
-fn ref_rule(out: &mut String, py: f64) {
-    let _ = write!(
-        out,
-        r#"<g class="ref"><line x1="{}" y1="{y}" x2="{}" y2="{y}"/></g>"#,
-        coord(LEFT),
-        coord(WIDTH - RIGHT),
-        y = coord(py)
-    );
+fn ref_rule(py: f64) -> Markup {
+    html! { g.ref { (across(None, py)) } }
 }
 
 /// A reference line's key in the legend row at `x`: a dashed stroke and its words.
-fn ref_key(out: &mut String, x: f64, label: &str) {
-    let _ = write!(
-        out,
-        r#"<g class="ref"><line x1="{}" y1="36" x2="{}" y2="36"/><text x="{}" y="40">{}</text></g>"#,
-        coord(x),
-        coord(x + 22.0),
-        coord(x + 27.0),
-        esc(label)
-    );
+fn ref_key(x: f64, label: &str) -> Markup {
+    html! {
+        g.ref {
+            line x1=(coord(x)) y1="36" x2=(coord(x + 22.0)) y2="36" {}
+            text x=(coord(x + 27.0)) y="40" { (label) }
+        }
+    }
 }
 
-fn empty_chart(out: &mut String, msg: &str) {
-    let _ = write!(
-        out,
-        r#"<text class="empty" x="{}" y="{}" text-anchor="middle">{}</text></svg>"#,
-        coord(WIDTH / 2.0),
-        coord(HEIGHT / 2.0),
-        esc(msg)
-    );
+fn empty_chart(msg: &str) -> Markup {
+    html! {
+        text.empty x=(coord(WIDTH / 2.0)) y=(coord(HEIGHT / 2.0)) text-anchor="middle" { (msg) }
+    }
 }
 
 /// Renders a line/scatter chart. The y axis turns logarithmic (base 10, "log scale" in its title)
 /// when the positive values span more than [`axis::LOG_SPAN`]×.
-pub fn line_chart(c: &Chart) -> String {
-    let mut out = String::with_capacity(4096);
-    open_svg(&mut out, &c.id, &c.title);
+pub fn line_chart(c: &Chart) -> Markup {
     let pts: Vec<&Pt> = c
         .series
         .iter()
@@ -365,8 +318,7 @@ pub fn line_chart(c: &Chart) -> String {
         .filter(|p| p.x.is_finite() && p.y.is_finite())
         .collect();
     if pts.is_empty() {
-        empty_chart(&mut out, "no data");
-        return out;
+        return chart_svg(&c.id, &c.title, empty_chart("no data"));
     }
     let ys: Vec<f64> = pts
         .iter()
@@ -383,154 +335,121 @@ pub fn line_chart(c: &Chart) -> String {
         x: axis::x_axis(c, &xs),
         y: axis::y_axis(&ys),
     };
-    frame.draw(&mut out, c);
-    for (v, label) in &c.hlines {
-        ref_line(&mut out, frame.py(*v), label);
-    }
     let names: Vec<(String, usize)> = c
         .series
         .iter()
         .enumerate()
         .map(|(i, s)| (s.name.clone(), i))
         .collect();
-    if names.len() > 1 || c.lines {
-        legend(&mut out, &c.legend_title, &names);
-    }
-    for (i, s) in c.series.iter().enumerate() {
-        series(&mut out, c, &frame, i, s);
-    }
-    for m in &c.marks {
-        mark(&mut out, &frame, m);
-    }
-    out.push_str("</svg>");
-    out
+    let body = html! {
+        (frame.draw(c))
+        @for (v, label) in &c.hlines {
+            (ref_line(frame.py(*v), label))
+        }
+        @if names.len() > 1 || c.lines {
+            (legend(&c.legend_title, &names))
+        }
+        @for (i, s) in c.series.iter().enumerate() {
+            (series(c, &frame, i, s))
+        }
+        @for m in &c.marks {
+            (mark(&frame, m))
+        }
+    };
+    chart_svg(&c.id, &c.title, body)
 }
 
 /// One series: its line, its points with their hover text, and their labels.
-fn series(out: &mut String, c: &Chart, frame: &Frame, i: usize, s: &Series) {
+fn series(c: &Chart, frame: &Frame, i: usize, s: &Series) -> Markup {
     let color = COLORS[i % COLORS.len()];
-    let dash = DASHES[i % DASHES.len()];
-    let _ = write!(out, r#"<g class="series" data-series="{}">"#, esc(&s.name));
     let valid: Vec<&Pt> = s
         .points
         .iter()
         .filter(|p| p.x.is_finite() && p.y.is_finite())
         .collect();
-    if c.lines {
-        band(out, frame, &valid, color);
-    }
-    if c.lines && valid.len() > 1 {
-        let d: Vec<String> = valid
-            .iter()
-            .enumerate()
-            .map(|(j, p)| {
-                format!(
-                    "{}{} {}",
-                    if j == 0 { "M" } else { "L" },
-                    coord(frame.px(p.x)),
-                    coord(frame.py(p.y))
-                )
-            })
-            .collect();
-        let _ = write!(
-            out,
-            r#"<path class="line" d="{}" stroke="{color}"{}/>"#,
-            d.join(""),
-            dash_attr(dash)
-        );
-    }
-    for p in valid {
-        let (px, py) = (frame.px(p.x), frame.py(p.y));
-        if let Some((lo, hi)) = p.range.filter(|(lo, hi)| lo.is_finite() && hi.is_finite()) {
-            error_bar(out, px, (frame.py(lo), frame.py(hi)), color);
-        }
-        let _ = write!(
-            out,
-            r#"<g class="pt" data-x="{}" data-y="{}">{}<title>{}</title></g>"#,
-            num(p.x),
-            num(p.y),
-            marker(i, px, py, color),
-            esc(&p.tip)
-        );
-        if !p.label.is_empty() {
-            // A marked point's label goes outside the mark's ring, so the ring does not hide it.
-            let marked = c.marks.iter().any(|m| m.x == p.x && m.y == p.y);
-            let off = if marked { MARK_RADIUS + 2.0 } else { 6.0 };
-            let _ = write!(
-                out,
-                r#"<text class="pl" x="{}" y="{}">{}</text>"#,
-                coord(px + off),
-                coord(py - off),
-                esc(&p.label)
-            );
+    let line = path_d(valid.iter().map(|p| (frame.px(p.x), frame.py(p.y))));
+    html! {
+        g.series data-series=(s.name) {
+            @if c.lines {
+                (band(frame, &valid, color))
+            }
+            @if c.lines && valid.len() > 1 {
+                path.line d=(line) stroke=(color) stroke-dasharray=[dash(i)] {}
+            }
+            @for p in valid {
+                (point(c, frame, i, p))
+            }
         }
     }
-    out.push_str("</g>");
+}
+
+/// One point of series `i`: its error bar, its marker with the hover text, and its label.
+fn point(c: &Chart, frame: &Frame, i: usize, p: &Pt) -> Markup {
+    let color = COLORS[i % COLORS.len()];
+    let (px, py) = (frame.px(p.x), frame.py(p.y));
+    let range = p.range.filter(|(lo, hi)| lo.is_finite() && hi.is_finite());
+    // A marked point's label goes outside the mark's ring, so the ring does not hide it.
+    let marked = c.marks.iter().any(|m| m.x == p.x && m.y == p.y);
+    let off = if marked { MARK_RADIUS + 2.0 } else { 6.0 };
+    html! {
+        @if let Some((lo, hi)) = range {
+            (error_bar(px, (frame.py(lo), frame.py(hi)), color))
+        }
+        g.pt data-x=(num(p.x)) data-y=(num(p.y)) {
+            (marker(i, px, py, color))
+            title { (p.tip) }
+        }
+        @if !p.label.is_empty() {
+            text.pl x=(coord(px + off)) y=(coord(py - off)) { (p.label) }
+        }
+    }
 }
 
 /// A shaded band from each point's lowest to highest repetition, when every point of a line
 /// has repetitions: how far run-to-run noise reaches along the line.
-fn band(out: &mut String, frame: &Frame, pts: &[&Pt], color: &str) {
+fn band(frame: &Frame, pts: &[&Pt], color: &str) -> Markup {
     let ranges: Option<Vec<(f64, f64, f64)>> = pts
         .iter()
         .map(|p| p.range.map(|(lo, hi)| (p.x, lo, hi)))
         .collect();
     let Some(r) = ranges.filter(|r| r.len() > 1) else {
-        return;
+        return html! {};
     };
     let upper = r.iter().map(|(x, _, hi)| (frame.px(*x), frame.py(*hi)));
     let lower = r
         .iter()
         .rev()
         .map(|(x, lo, _)| (frame.px(*x), frame.py(*lo)));
-    let d: Vec<String> = upper
-        .chain(lower)
-        .enumerate()
-        .map(|(i, (x, y))| {
-            format!(
-                "{}{} {}",
-                if i == 0 { "M" } else { "L" },
-                coord(x),
-                coord(y)
-            )
-        })
-        .collect();
-    let _ = write!(
-        out,
-        r#"<path class="band" d="{}Z" fill="{color}"/>"#,
-        d.join("")
-    );
+    html! { path.band d={ (path_d(upper.chain(lower))) "Z" } fill=(color) {} }
 }
 
 /// A vertical bar from `y_lo` to `y_hi` (pixels) with short caps: the range of the repetitions
 /// behind a point.
-fn error_bar(out: &mut String, x: f64, (y_lo, y_hi): (f64, f64), color: &str) {
+fn error_bar(x: f64, (y_lo, y_hi): (f64, f64), color: &str) -> Markup {
     let (a, b, cap) = (coord(x - 4.0), coord(x + 4.0), coord(x));
     let (lo, hi) = (coord(y_lo), coord(y_hi));
-    let _ = write!(
-        out,
-        r#"<path class="errbar" d="M{cap} {lo}L{cap} {hi}M{a} {lo}L{b} {lo}M{a} {hi}L{b} {hi}" stroke="{color}"/>"#
-    );
+    let d = format!("M{cap} {lo}L{cap} {hi}M{a} {lo}L{b} {lo}M{a} {hi}L{b} {hi}");
+    html! { path.errbar d=(d) stroke=(color) {} }
 }
 
 /// Radius of the ring around an annotated point.
 const MARK_RADIUS: f64 = 9.0;
 
 /// An annotated point: a ring and its text, on the side with more room.
-fn mark(out: &mut String, frame: &Frame, m: &Mark) {
+fn mark(frame: &Frame, m: &Mark) -> Markup {
     let (px, py) = (frame.px(m.x), frame.py(m.y));
     let pw = WIDTH - LEFT - RIGHT;
     let left = px > LEFT + pw * 0.6;
-    let _ = write!(
-        out,
-        r#"<g class="mark"><circle cx="{}" cy="{}" r="{MARK_RADIUS}"/><text x="{}" y="{}" text-anchor="{}">{}</text></g>"#,
-        coord(px),
-        coord(py),
-        coord(if left { px - 13.0 } else { px + 13.0 }),
-        coord((py + 22.0).min(HEIGHT - BOTTOM - 4.0)),
-        if left { "end" } else { "start" },
-        esc(&m.text)
-    );
+    html! {
+        g.mark {
+            circle cx=(coord(px)) cy=(coord(py)) r=(MARK_RADIUS) {}
+            text x=(coord(if left { px - 13.0 } else { px + 13.0 }))
+                y=(coord((py + 22.0).min(HEIGHT - BOTTOM - 4.0)))
+                text-anchor=(if left { "end" } else { "start" }) {
+                (m.text)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -560,9 +479,10 @@ mod tests {
 
     #[test]
     fn escaping_and_numbers() {
-        assert_eq!(
-            esc(r#"<a href="x">&'"#),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        let escaped = chart_svg("e", r#"<a href="x">&'"#, html! {}).into_string();
+        assert!(
+            escaped.contains(r#"aria-label="&lt;a href=&quot;x&quot;&gt;&amp;'"><title>&lt;a href=&quot;x&quot;&gt;&amp;'</title>"#),
+            "{escaped}"
         );
         assert_eq!(num(2617.25), "2617");
         assert_eq!(num(45.25), "45.2");
@@ -590,11 +510,11 @@ mod tests {
             hlines: vec![],
             legend_title: String::new(),
         };
-        let svg = line_chart(&c);
+        let svg = line_chart(&c).into_string();
         assert!(svg.starts_with(r#"<svg class="chart" data-chart="t" viewBox="0 0 640 320" role="img" aria-label="T"><title>T</title>"#));
         assert_eq!(svg.matches(r#"<g class="pt""#).count(), 2);
         assert!(
-            svg.contains(r##"<g class="pt" data-x="2" data-y="2"><circle cx="622.0" cy="52.0" r="3.6" fill="#0b6bcb"/><title>b&lt;</title></g>"##),
+            svg.contains(r##"<g class="pt" data-x="2" data-y="2"><circle cx="622.0" cy="52.0" r="3.6" fill="#0b6bcb"></circle><title>b&lt;</title></g>"##),
             "{svg}"
         );
         assert!(svg.ends_with("</g></svg>"));
@@ -602,7 +522,8 @@ mod tests {
         let empty = line_chart(&Chart {
             series: vec![],
             ..c
-        });
+        })
+        .into_string();
         assert!(empty.contains(">no data</text></svg>"));
     }
 
@@ -618,7 +539,8 @@ mod tests {
                 ("compute".into(), vec![Some(0.9), None, Some(0.28)]),
             ],
             Some((0.5, "50% queue".into())),
-        );
+        )
+        .into_string();
         assert_eq!(svg.matches(r#"<rect class="bar""#).count(), 4);
         assert!(svg.contains("<title>32: queue 72.0%</title>"));
         assert!(svg.contains(">50% queue</text>"));

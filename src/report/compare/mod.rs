@@ -35,7 +35,6 @@ use crate::metrics::{
     Kind, MetricError, MetricRef, MetricSource, Stat, SystemMetric, parse_value, trim_num,
 };
 use crate::report::console::{Align, table};
-use crate::report::svg::esc;
 use crate::stats::LevelSummary;
 
 pub mod noise;
@@ -919,38 +918,41 @@ pub fn json(c: &Comparison) -> Value {
 }
 
 /// An HTML table of the rows with limits (the report's "compared with the previous run").
-pub fn html_table(c: &Comparison) -> String {
-    let mut out = String::from(
-        "<div class=\"tablewrap\"><table class=\"compare\"><thead><tr><th>Level</th><th>Metric</th><th>Previous</th><th>Newest</th><th>Change</th><th>Limit</th><th>Status</th></tr></thead><tbody>\n",
-    );
-    for r in c.rows.iter().filter(|r| !r.limits.is_empty()) {
-        let cl = cells(r, false);
-        let class = if r.is_regression() { "fail" } else { "pass" };
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",
-            esc(&cl[0]),
-            esc(&cl[1]),
-            esc(&cl[2]),
-            esc(&cl[3]),
-            esc(&cl[4]),
-            esc(&cl[5]),
-            if r.is_regression() {
-                "investigate"
-            } else {
-                "ok"
+pub fn html_table(c: &Comparison) -> maud::Markup {
+    maud::html! {
+        div.tablewrap {
+            table.compare {
+                thead {
+                    tr {
+                        @for h in ["Level", "Metric", "Previous", "Newest", "Change", "Limit", "Status"] {
+                            th { (h) }
+                        }
+                    }
+                }
+                tbody {
+                    @for r in c.rows.iter().filter(|r| !r.limits.is_empty()) {
+                        tr {
+                            @for cell in &cells(r, false)[..6] {
+                                td { (cell) }
+                            }
+                            @if r.is_regression() {
+                                td.fail { "investigate" }
+                            } @else {
+                                td.pass { "ok" }
+                            }
+                        }
+                    }
+                    @for l in &c.only_in_baseline {
+                        tr {
+                            td { (l) }
+                            td colspan="5" { "missing from the newest run" }
+                            td.fail { "investigate" }
+                        }
+                    }
+                }
             }
-        );
+        }
     }
-    for l in &c.only_in_baseline {
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td colspan=\"5\">missing from the newest run</td><td class=\"fail\">investigate</td></tr>",
-            esc(l)
-        );
-    }
-    out.push_str("</tbody></table></div>\n");
-    out
 }
 
 #[cfg(test)]

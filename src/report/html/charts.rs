@@ -4,6 +4,8 @@
 //! Latency axes turn logarithmic when the levels span more than ten times (a knee's tail would
 //! otherwise flatten the levels before it).
 
+use maud::{Markup, html};
+
 use super::super::svg::{self, Chart, Mark, Pt, Series, XScale};
 use super::figure::{figure, kind_title, load_label};
 use crate::analysis::knee;
@@ -102,29 +104,29 @@ impl Ctx<'_> {
 }
 
 /// The charts of one run, in a grid.
-pub(super) fn run_charts(out: &mut String, levels: &[LoadedLevel], k: &knee::Analysis) {
+pub(super) fn run_charts(levels: &[LoadedLevel], k: &knee::Analysis) -> Markup {
     let ctx = Ctx {
         levels,
         kind: kind_title(levels),
         scale: x_scale(levels),
         streaming: streamed(levels),
     };
-    out.push_str("<div class=\"charts\">\n");
-    latency_chart(out, &ctx);
-    knee_chart(out, &ctx, k);
-    itl_chart(out, &ctx);
-    queue_chart(out, &ctx);
-    error_chart(out, &ctx);
-    pareto_chart(out, &ctx);
-    isl_chart(out, &ctx);
-    turn_chart(out, &ctx);
-    super::engine::charts(out, levels, ctx.scale);
-    out.push_str("</div>\n");
+    let mut out = Vec::new();
+    latency_chart(&mut out, &ctx);
+    knee_chart(&mut out, &ctx, k);
+    itl_chart(&mut out, &ctx);
+    queue_chart(&mut out, &ctx);
+    error_chart(&mut out, &ctx);
+    pareto_chart(&mut out, &ctx);
+    isl_chart(&mut out, &ctx);
+    turn_chart(&mut out, &ctx);
+    super::engine::charts(&mut out, levels, ctx.scale);
+    html! { div.charts { @for f in &out { (f) } } }
 }
 
 /// 1. TTFT (or request latency, without streaming) avg, p50 and p99 versus load; with a reasoning
 ///    model, TTFO (the first answer token, past the reasoning) avg and p99 beside them.
-fn latency_chart(out: &mut String, ctx: &Ctx) {
+fn latency_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
     let (metric, title, what) = if ctx.streaming {
         (Metric::TimeToFirstToken, "TTFT", "time to first token")
     } else {
@@ -167,7 +169,7 @@ fn latency_chart(out: &mut String, ctx: &Ctx) {
     );
     figure(
         out,
-        &svg::line_chart(&chart),
+        svg::line_chart(&chart),
         if ctx.streaming {
             "A p99 pulling away from p50 is the tail users feel first."
         } else if batch(ctx.levels) {
@@ -186,7 +188,7 @@ fn batch(levels: &[LoadedLevel]) -> bool {
 }
 
 /// 2. Throughput versus p99 latency, one point per level labelled by its load, the knee marked.
-fn knee_chart(out: &mut String, ctx: &Ctx, k: &knee::Analysis) {
+fn knee_chart(out: &mut Vec<Markup>, ctx: &Ctx, k: &knee::Analysis) {
     let (lat, lat_name) = if ctx.streaming {
         (Metric::TimeToFirstToken, "time to first token")
     } else {
@@ -262,12 +264,12 @@ fn knee_chart(out: &mut String, ctx: &Ctx, k: &knee::Analysis) {
         marks,
         ..Chart::lines("knee", title, &x_label, tput_unit, x_scale, series)
     };
-    figure(out, &svg::line_chart(&chart), &k.recommendation);
+    figure(out, svg::line_chart(&chart), &k.recommendation);
 }
 
 /// Throughput against interactivity (per-user output tokens/s), one point per level: levels
 /// that met every SLO apart from those that did not, the Pareto frontier marked.
-fn pareto_chart(out: &mut String, ctx: &Ctx) {
+fn pareto_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
     if !ctx.streaming || ctx.levels.len() < 2 {
         return;
     }
@@ -343,13 +345,13 @@ fn pareto_chart(out: &mut String, ctx: &Ctx) {
     };
     figure(
         out,
-        &svg::line_chart(&chart),
+        svg::line_chart(&chart),
         "Each level: per-user speed against total throughput; the frontier holds the levels no other beats on both. pareto.csv has the numbers.",
     );
 }
 
 /// 3. ITL avg and p99 versus load.
-fn itl_chart(out: &mut String, ctx: &Ctx) {
+fn itl_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
     let series = if ctx.streaming {
         [("avg", Stat::Avg), ("p99", Stat::P99)]
             .iter()
@@ -373,7 +375,7 @@ fn itl_chart(out: &mut String, ctx: &Ctx) {
     );
     figure(
         out,
-        &svg::line_chart(&chart),
+        svg::line_chart(&chart),
         if ctx.streaming {
             "Decode speed per user: it grows with the batch the server decodes together."
         } else {
@@ -383,7 +385,7 @@ fn itl_chart(out: &mut String, ctx: &Ctx) {
 }
 
 /// 4. The server's queue versus compute share per level, with the verdict's limit.
-fn queue_chart(out: &mut String, ctx: &Ctx) {
+fn queue_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
     let cats: Vec<String> = ctx.levels.iter().map(|l| load_label(&l.summary)).collect();
     let queue: Vec<Option<f64>> = ctx
         .levels
@@ -396,7 +398,7 @@ fn queue_chart(out: &mut String, ctx: &Ctx) {
     let compute: Vec<Option<f64>> = queue.iter().map(|q| q.map(|q| 1.0 - q)).collect();
     figure(
         out,
-        &svg::stacked_share_chart(
+        svg::stacked_share_chart(
             "queue",
             &format!("Server time: queue vs compute, by {}", ctx.kind),
             &ctx.kind,
@@ -414,7 +416,7 @@ fn queue_chart(out: &mut String, ctx: &Ctx) {
 /// 6. TTFT p50 by input-length bucket, one line per load level (`--isl-buckets`).
 ///
 /// Request latency without streaming; nothing when no level was split.
-fn isl_chart(out: &mut String, ctx: &Ctx) {
+fn isl_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
     let what = if ctx.streaming { "TTFT" } else { "latency" };
     let lines = CategoryLines {
         id: "isl",
@@ -455,7 +457,7 @@ fn isl_chart(out: &mut String, ctx: &Ctx) {
 /// 7. TTFT avg by session turn, one line per load level (multi-turn sessions, streamed).
 ///
 /// Nothing without sessions or without streaming.
-fn turn_chart(out: &mut String, ctx: &Ctx) {
+fn turn_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
     if !ctx.streaming {
         return;
     }
@@ -506,7 +508,7 @@ impl CategoryLines {
     /// value there, its y and tooltip. Nothing when no level has a category.
     fn draw(
         self,
-        out: &mut String,
+        out: &mut Vec<Markup>,
         ctx: &Ctx,
         points: impl Fn(&LoadedLevel) -> Vec<(String, Option<(f64, String)>)>,
     ) {
@@ -544,12 +546,12 @@ impl CategoryLines {
                 series,
             )
         };
-        figure(out, &svg::line_chart(&chart), self.caption);
+        figure(out, svg::line_chart(&chart), self.caption);
     }
 }
 
 /// 5. Failed requests as a share of all, per level.
-fn error_chart(out: &mut String, ctx: &Ctx) {
+fn error_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
     let points = ctx
         .levels
         .iter()
@@ -583,7 +585,7 @@ fn error_chart(out: &mut String, ctx: &Ctx) {
     );
     figure(
         out,
-        &svg::line_chart(&chart),
+        svg::line_chart(&chart),
         "Failures are counted by kind in each level's profile_export_genai_perf.json.",
     );
 }

@@ -4,11 +4,11 @@
 //! two charts — KV-cache usage versus load, GPU utilization and power versus load (with output
 //! tokens per joule in each point's hover text).
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
 use super::figure::{figure, kind_title, load_label};
 use crate::artifact::read::LoadedLevel;
-use crate::report::svg::{self, Chart, Pt, Series, XScale, esc};
+use crate::report::svg::{self, Chart, Pt, Series, XScale};
 use crate::server_metrics::split::engine_name;
 use crate::stats::LevelSummary;
 
@@ -33,7 +33,7 @@ fn series(
 
 /// The KV-cache chart (when an engine exported its usage) and the GPU chart (when GPUs were
 /// read).
-pub(super) fn charts(out: &mut String, levels: &[LoadedLevel], scale: XScale) {
+pub(super) fn charts(out: &mut Vec<Markup>, levels: &[LoadedLevel], scale: XScale) {
     let kind = kind_title(levels);
     let at = |l: &LevelSummary| format!("{kind} {}", load_label(l));
     if levels.iter().any(|l| {
@@ -68,7 +68,7 @@ pub(super) fn charts(out: &mut String, levels: &[LoadedLevel], scale: XScale) {
         );
         figure(
             out,
-            &svg::line_chart(&c),
+            svg::line_chart(&c),
             "From the engine's own gauge, sampled every 500 ms. Near 100% the engine stops admitting requests or preempts running ones (hover for the count).",
         );
     }
@@ -77,7 +77,7 @@ pub(super) fn charts(out: &mut String, levels: &[LoadedLevel], scale: XScale) {
     }
 }
 
-fn gpu_chart(out: &mut String, levels: &[LoadedLevel], kind: &str, scale: XScale) {
+fn gpu_chart(out: &mut Vec<Markup>, levels: &[LoadedLevel], kind: &str, scale: XScale) {
     let tip = |l: &LevelSummary, what: String| {
         let tpj = l
             .gpu
@@ -111,7 +111,7 @@ fn gpu_chart(out: &mut String, levels: &[LoadedLevel], kind: &str, scale: XScale
     );
     figure(
         out,
-        &svg::line_chart(&c),
+        svg::line_chart(&c),
         "From Triton's nv_gpu_* metrics or a DCGM exporter (--gpu-metrics-url). Hover for output tokens per joule where power or energy is known.",
     );
 }
@@ -120,8 +120,8 @@ fn cell(v: Option<f64>, digits: usize) -> String {
     crate::analysis::text::fixed_or(v, digits, "–")
 }
 
-/// One level's row of the engine table.
-fn row(l: &LevelSummary) -> Option<String> {
+/// One level's row of the engine table: its load, then the engine's and the GPUs' cells.
+fn row(l: &LevelSummary) -> Option<Vec<String>> {
     let e = l.engine.as_ref();
     let g = l.gpu.as_ref();
     if e.is_none() && g.is_none() && l.server_ttft_ms().is_none() {
@@ -144,7 +144,8 @@ fn row(l: &LevelSummary) -> Option<String> {
             |g| format!("{:.1} / {:.1}", g.avg * pct, g.max * pct),
         )
     };
-    let cells = [
+    let cells = vec![
+        load_label(l),
         e.map_or("–", |e| engine_name(e.kind)).to_string(),
         gauge(e.and_then(|e| e.waiting), 1.0),
         gauge(e.and_then(|e| e.running), 1.0),
@@ -166,29 +167,57 @@ fn row(l: &LevelSummary) -> Option<String> {
         cell(g.and_then(|g| g.power_avg_w()), 0),
         cell(g.and_then(|g| g.output_tokens_per_joule), 2),
     ];
-    let mut s = format!("<tr><td>{}</td>", esc(&load_label(l)));
-    for c in cells {
-        let _ = write!(s, "<td>{}</td>", esc(&c));
-    }
-    s.push_str("</tr>");
-    Some(s)
+    Some(cells)
 }
 
 /// The engine's table, when any level has the engine's or the GPUs' view.
-pub(super) fn table(out: &mut String, levels: &[LoadedLevel]) {
-    let rows: Vec<String> = levels.iter().filter_map(|l| row(&l.summary)).collect();
+pub(super) fn table(levels: &[LoadedLevel]) -> Markup {
+    let rows: Vec<Vec<String>> = levels.iter().filter_map(|l| row(&l.summary)).collect();
     if rows.is_empty() {
-        return;
+        return html! {};
     }
-    let _ = writeln!(
-        out,
-        "<h3>The server's view</h3><div class=\"tablewrap\"><table class=\"levels engine\"><thead><tr><th>{}</th><th>Engine</th><th>Waiting avg / max</th><th>Running avg / max</th><th>Queue (ms)</th><th>Prefill (ms)</th><th>Decode (ms)</th><th>Generation (ms)</th><th>KV cache avg / max (%)</th><th>Preemptions</th><th>Server TTFT (ms)</th><th>Network + client TTFT (ms)</th><th>Prefix-cache hits (%)</th><th>GPU util (%)</th><th>GPU power (W)</th><th>Output tok/J</th></tr></thead><tbody>",
-        esc(&kind_title(levels))
-    );
-    for r in rows {
-        out.push_str(&r);
-        out.push('\n');
+    html! {
+        h3 { "The server's view" }
+        div.tablewrap {
+            table.levels.engine {
+                thead {
+                    tr {
+                        th { (kind_title(levels)) }
+                        @for h in HEADINGS {
+                            th { (h) }
+                        }
+                    }
+                }
+                tbody {
+                    @for r in &rows {
+                        tr { @for c in r { td { (c) } } }
+                    }
+                }
+            }
+        }
+        p.meta {
+            "Queue marked (est.): estimated by Little's law from the engine's waiting requests (TensorRT-LLM and llama.cpp export no queue time; llama.cpp's are its deferred requests, over the requests the client finished). Network + client TTFT: client TTFT minus the server's own — with llama.cpp, per request, against the prompt time its responses carry ("
+            code { "timings.prompt_ms" }
+            ", from taking a slot), so the wait for a free slot is in it."
+        }
     }
-    out.push_str("</tbody></table></div>\n");
-    out.push_str("<p class=\"meta\">Queue marked (est.): estimated by Little's law from the engine's waiting requests (TensorRT-LLM and llama.cpp export no queue time; llama.cpp's are its deferred requests, over the requests the client finished). Network + client TTFT: client TTFT minus the server's own — with llama.cpp, per request, against the prompt time its responses carry (<code>timings.prompt_ms</code>, from taking a slot), so the wait for a free slot is in it.</p>\n");
 }
+
+/// The engine table's headings after the load's.
+const HEADINGS: [&str; 15] = [
+    "Engine",
+    "Waiting avg / max",
+    "Running avg / max",
+    "Queue (ms)",
+    "Prefill (ms)",
+    "Decode (ms)",
+    "Generation (ms)",
+    "KV cache avg / max (%)",
+    "Preemptions",
+    "Server TTFT (ms)",
+    "Network + client TTFT (ms)",
+    "Prefix-cache hits (%)",
+    "GPU util (%)",
+    "GPU power (W)",
+    "Output tok/J",
+];

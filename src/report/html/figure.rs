@@ -1,10 +1,10 @@
 //! How a chart sits on the page, for the run's charts ([`super::charts`]) and the engine's
 //! ([`super::engine`]) alike: its figure and caption, the load axis' name and tick labels.
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
 use crate::artifact::read::LoadedLevel;
-use crate::report::svg::{self, esc};
+use crate::report::svg;
 use crate::stats::LevelSummary;
 
 /// A level's load as its axis tick and point label show it.
@@ -23,11 +23,7 @@ pub(super) fn kind_title(levels: &[LoadedLevel]) -> String {
     }
 }
 
-/// A chart with its caption.
-pub(super) fn figure(out: &mut String, svg_text: &str, caption: &str) {
-    let _ = writeln!(
-        out,
-        "<figure>{svg_text}<figcaption>{}</figcaption></figure>",
-        esc(caption)
-    );
+/// A chart with its caption, added to the figures of its grid.
+pub(super) fn figure(out: &mut Vec<Markup>, chart: Markup, caption: &str) {
+    out.push(html! { figure { (chart) figcaption { (caption) } } });
 }

@@ -17,9 +17,8 @@
 //! the caller writes the file. This module lays out the page and a run's header; the charts,
 //! the level table and the trend over runs have a file each.
 
-use std::fmt::Write as _;
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::svg::esc;
 use crate::analysis::knee;
 use crate::artifact::read::Run;
 
@@ -59,15 +58,20 @@ pub fn utc(unix_ns: u64) -> String {
     crate::context::utc_strftime(unix_ns, "%Y-%m-%d %H:%M:%S UTC")
 }
 
-/// The run's flags: valid or not, failures, short outputs, missing server data, SLO totals.
-fn badges(out: &mut String, run: &Run) {
-    out.push_str("<p class=\"badges\">");
-    let interrupted: Vec<String> = run
+/// The names of the levels for which `pick` holds, joined by commas.
+fn level_names(run: &Run, pick: impl Fn(&crate::stats::LevelSummary) -> bool) -> String {
+    let names: Vec<String> = run
         .levels
         .iter()
-        .filter(|l| l.summary.interrupted)
+        .filter(|l| pick(&l.summary))
         .map(|l| l.summary.stimulus.name())
         .collect();
+    names.join(", ")
+}
+
+/// The run's flags: valid or not, failures, short outputs, missing server data, SLO totals.
+fn badges(run: &Run) -> Markup {
+    let interrupted = level_names(run, |l| l.interrupted);
     let errors: u64 = run.levels.iter().map(|l| l.summary.stats.error_count).sum();
     let short: u64 = run
         .levels
@@ -75,68 +79,43 @@ fn badges(out: &mut String, run: &Run) {
         .map(|l| l.summary.stats.short_outputs)
         .sum();
     let no_server = run.levels.iter().all(|l| l.summary.server.is_none());
-    let untrusted: Vec<String> = run
-        .levels
-        .iter()
-        .filter(|l| !l.summary.validity.trustworthy)
-        .map(|l| l.summary.stimulus.name())
-        .collect();
-    if interrupted.is_empty() && errors == 0 && untrusted.is_empty() {
-        out.push_str("<span class=\"ok\">valid: complete, no errors</span>");
+    let untrusted = level_names(run, |l| !l.validity.trustworthy);
+    let thin = level_names(run, |l| {
+        l.validity
+            .unsupported_percentiles
+            .iter()
+            .any(|p| p == "p99")
+    });
+    let count = crate::analysis::text::count;
+    html! {
+        p.badges {
+            @if interrupted.is_empty() && errors == 0 && untrusted.is_empty() {
+                span.ok { "valid: complete, no errors" }
+            }
+            @if !untrusted.is_empty() {
+                span.bad { "not trustworthy: " (untrusted) }
+            }
+            @if !interrupted.is_empty() {
+                span.bad { "interrupted: " (interrupted) }
+            }
+            @if errors > 0 {
+                span.warn { (count(errors, "failed request")) }
+            }
+            @if short > 0 {
+                span.warn { (count(short, "response")) " shorter than asked" }
+            }
+            @if !thin.is_empty() {
+                span.warn {
+                    "p99 from fewer than " (crate::metrics::fewest_for_percentile(99))
+                    " requests (the slowest, not a tail): " (thin)
+                }
+            }
+            @if no_server {
+                span.warn { "no server-side queue/compute data" }
+            }
+            (slo_badge(run))
+        }
     }
-    if !untrusted.is_empty() {
-        let _ = write!(
-            out,
-            "<span class=\"bad\">not trustworthy: {}</span>",
-            esc(&untrusted.join(", "))
-        );
-    }
-    if !interrupted.is_empty() {
-        let _ = write!(
-            out,
-            "<span class=\"bad\">interrupted: {}</span>",
-            esc(&interrupted.join(", "))
-        );
-    }
-    if errors > 0 {
-        let _ = write!(
-            out,
-            "<span class=\"warn\">{}</span>",
-            crate::analysis::text::count(errors, "failed request")
-        );
-    }
-    if short > 0 {
-        let _ = write!(
-            out,
-            "<span class=\"warn\">{} shorter than asked</span>",
-            crate::analysis::text::count(short, "response")
-        );
-    }
-    let thin: Vec<String> = run
-        .levels
-        .iter()
-        .filter(|l| {
-            l.summary
-                .validity
-                .unsupported_percentiles
-                .iter()
-                .any(|p| p == "p99")
-        })
-        .map(|l| l.summary.stimulus.name())
-        .collect();
-    if !thin.is_empty() {
-        let _ = write!(
-            out,
-            "<span class=\"warn\">p99 from fewer than {} requests (the slowest, not a tail): {}</span>",
-            crate::metrics::fewest_for_percentile(99),
-            esc(&thin.join(", "))
-        );
-    }
-    if no_server {
-        out.push_str("<span class=\"warn\">no server-side queue/compute data</span>");
-    }
-    slo_badge(out, run);
-    out.push_str("</p>\n");
 }
 
 /// SLO checks over a run's levels: (checked, failed).
@@ -147,45 +126,28 @@ fn slo_counts(run: &Run) -> (usize, usize) {
 }
 
 /// The SLO checks of every level: all passed, or how many failed.
-fn slo_badge(out: &mut String, run: &Run) {
+fn slo_badge(run: &Run) -> Markup {
     let (slo_total, slo_failed) = slo_counts(run);
-    if slo_total > 0 {
-        if slo_failed == 0 {
-            let _ = write!(
-                out,
-                "<span class=\"ok\">SLO: {} passed</span>",
-                crate::analysis::text::count(slo_total as u64, "check")
-            );
-        } else {
-            let _ = write!(
-                out,
-                "<span class=\"bad\">SLO: {slo_failed} of {} failed</span>",
-                crate::analysis::text::count(slo_total as u64, "check")
-            );
+    let checks = crate::analysis::text::count(slo_total as u64, "check");
+    html! {
+        @if slo_total > 0 && slo_failed == 0 {
+            span.ok { "SLO: " (checks) " passed" }
+        } @else if slo_total > 0 {
+            span.bad { "SLO: " (slo_failed) " of " (checks) " failed" }
         }
     }
 }
 
-/// One run: its header (meta, command, flags, decisions), charts and level table.
-fn run_body(out: &mut String, run: &Run, opts: &Options) {
-    let summaries = run.summaries();
-    let mut k = knee::analyze(&summaries, opts.knee_min_gain);
-    let verdict = if summaries.len() > 1 {
-        crate::analysis::verdict::with_knee(&summaries, &mut k).lines
-    } else {
-        Vec::new()
-    };
-    let model = run.levels.iter().find_map(|l| l.model.clone());
-    let api = run.levels.iter().find_map(|l| l.api.clone());
-    let version = run.levels.iter().find_map(|l| l.version.clone());
+/// The run's description: its levels, model, endpoint type, start and end, and ttftbench version.
+fn meta(run: &Run) -> String {
     let mut meta = vec![crate::analysis::text::count(
         run.levels.len() as u64,
         "level",
     )];
-    if let Some(m) = model {
+    if let Some(m) = run.levels.iter().find_map(|l| l.model.clone()) {
         meta.push(format!("model {m}"));
     }
-    if let Some(a) = api {
+    if let Some(a) = run.levels.iter().find_map(|l| l.api.clone()) {
         meta.push(format!("endpoint type {a}"));
     }
     if run.started_unix_ns() > 0 {
@@ -194,138 +156,135 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
     if run.ended_unix_ns() > 0 {
         meta.push(format!("ended {}", utc(run.ended_unix_ns())));
     }
+    let version = run.levels.iter().find_map(|l| l.version.clone());
     meta.push(format!(
         "recorded by ttftbench {}",
         version.as_deref().unwrap_or("(version not recorded)")
     ));
-    let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&meta.join(" · ")));
-    if let Some(c) = run.levels.iter().find_map(|l| l.context.as_ref()) {
-        for line in c.header_lines() {
-            let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&line));
+    meta.join(" · ")
+}
+
+/// One run: its header (meta, command, flags, decisions), charts and level table.
+fn run_body(run: &Run, opts: &Options) -> Markup {
+    let summaries = run.summaries();
+    let mut k = knee::analyze(&summaries, opts.knee_min_gain);
+    let verdict = if summaries.len() > 1 {
+        crate::analysis::verdict::with_knee(&summaries, &mut k).lines
+    } else {
+        Vec::new()
+    };
+    let context = run.levels.iter().find_map(|l| l.context.as_ref());
+    html! {
+        p.meta { (meta(run)) }
+        @if let Some(c) = context {
+            @for line in c.header_lines() {
+                p.meta { (line) }
+            }
         }
-    }
-    let _ = writeln!(
-        out,
-        "<p class=\"meta\">directory: <code>{}</code></p>",
-        esc(&run.dir.display().to_string())
-    );
-    if let Some(cmd) = run.command_line() {
-        let _ = writeln!(out, "<pre class=\"cmd\">{}</pre>", esc(cmd));
-    }
-    badges(out, run);
-    if let Some(s) = &run.search {
-        search::section(out, s);
-    }
-    out.push_str("<div class=\"decision\">\n");
-    let _ = writeln!(out, "<p><strong>{}</strong></p>", esc(&k.recommendation));
-    for line in &verdict {
-        let _ = writeln!(out, "<p>{}</p>", esc(line));
-    }
-    for l in run
-        .levels
-        .iter()
-        .filter(|l| !l.summary.validity.trustworthy)
-    {
-        let _ = writeln!(
-            out,
-            "<p class=\"fail\">Not trustworthy at {}: {}</p>",
-            esc(&l.summary.stimulus.name()),
-            esc(&l.summary.validity.reasons.join("; "))
-        );
-    }
-    for l in &run.levels {
-        for s in l.slo.iter().filter(|s| !s.passed) {
-            let _ = writeln!(
-                out,
-                "<p class=\"fail\">SLO failed at {}: {} — {}</p>",
-                esc(&l.summary.stimulus.name()),
-                esc(&s.objective),
-                esc(&s.shown_actual())
-            );
+        p.meta { "directory: " code { (run.dir.display().to_string()) } }
+        @if let Some(cmd) = run.command_line() {
+            pre.cmd { (cmd) }
         }
+        (badges(run))
+        @if let Some(s) = &run.search {
+            (search::section(s))
+        }
+        div.decision {
+            p { strong { (k.recommendation) } }
+            @for line in &verdict {
+                p { (line) }
+            }
+            @for l in run.levels.iter().filter(|l| !l.summary.validity.trustworthy) {
+                p.fail {
+                    "Not trustworthy at " (l.summary.stimulus.name()) ": "
+                    (l.summary.validity.reasons.join("; "))
+                }
+            }
+            @for l in &run.levels {
+                @for s in l.slo.iter().filter(|s| !s.passed) {
+                    p.fail {
+                        "SLO failed at " (l.summary.stimulus.name()) ": " (s.objective) " — "
+                        (s.shown_actual())
+                    }
+                }
+            }
+            (drift(run))
+        }
+        (charts::run_charts(&run.levels, &k))
+        (tables::level_table(&run.levels, k.knee.as_ref().map(|k| k.level.as_str())))
+        (engine::table(&run.levels))
     }
-    drift(out, run);
-    out.push_str("</div>\n");
-    charts::run_charts(out, &run.levels, &k);
-    tables::level_table(out, &run.levels, k.knee.as_ref().map(|k| k.level.as_str()));
-    engine::table(out, &run.levels);
 }
 
 /// Each level's drift over its timeline (a soak), one paragraph per level that had enough
 /// intervals for a verdict; marked when a metric drifts.
-fn drift(out: &mut String, run: &Run) {
-    for l in &run.levels {
-        let Some(d) = &l.summary.drift else {
-            continue;
-        };
-        let lines: Vec<String> = d.metrics.iter().map(|m| m.line()).collect();
-        let class = if d.metrics.iter().any(|m| m.drifts) {
-            " class=\"fail\""
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            out,
-            "<p{class}>Drift at {} over {} (Theil–Sen slope per hour, {:.0} % interval): {}</p>",
-            esc(&l.summary.stimulus.name()),
-            esc(&crate::analysis::text::duration(d.span_s)),
-            d.confidence * 100.0,
-            esc(&lines.join("; "))
-        );
+fn drift(run: &Run) -> Markup {
+    html! {
+        @for l in &run.levels {
+            @if let Some(d) = &l.summary.drift {
+                @let lines: Vec<String> = d.metrics.iter().map(|m| m.line()).collect();
+                @let drifts = d.metrics.iter().any(|m| m.drifts);
+                p class=[drifts.then_some("fail")] {
+                    "Drift at " (l.summary.stimulus.name()) " over "
+                    (crate::analysis::text::duration(d.span_s))
+                    " (Theil–Sen slope per hour, " (format!("{:.0}", d.confidence * 100.0))
+                    " % interval): " (lines.join("; "))
+                }
+            }
+        }
     }
 }
 
 /// The whole page for `runs` (oldest first).
 pub fn render(runs: &[Run], opts: &Options) -> String {
-    let mut out = String::with_capacity(64 * 1024);
     let newest = runs.last();
     let title = match (runs.len(), newest) {
         (1, Some(r)) => format!("ttftbench report: {}", r.label),
         (n, Some(r)) => format!("ttftbench report: {n} runs, newest {}", r.label),
         _ => "ttftbench report".to_string(),
     };
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<meta name=\"generator\" content=\"ttftbench {}\"/>\n<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<header><h1>{}</h1><p class=\"meta\">Generated {} by ttftbench {}.</p></header>\n<main>\n",
-        esc(&opts.version),
-        esc(&title),
-        esc(&title),
-        esc(&opts.generated_at),
-        esc(&opts.version)
-    );
-    if runs.len() > 1 {
-        trend::trend(&mut out, runs);
-    }
-    if let Some(r) = newest {
-        let _ = writeln!(
-            out,
-            "<section class=\"run\" id=\"run-{}\"><h2>{}{}</h2>",
-            esc(&r.label),
-            if runs.len() > 1 {
-                "Newest run: "
-            } else {
-                "Run "
-            },
-            esc(&r.label)
-        );
-        run_body(&mut out, r, opts);
-        out.push_str("</section>\n");
-    }
-    if runs.len() > 1 {
-        let _ = writeln!(out, "<h2>Earlier runs</h2>");
-        for r in runs[..runs.len() - 1].iter().rev() {
-            let _ = writeln!(
-                out,
-                "<details class=\"run\" id=\"run-{}\"><summary>Run {}</summary>",
-                esc(&r.label),
-                esc(&r.label)
-            );
-            run_body(&mut out, r, opts);
-            out.push_str("</details>\n");
+    let earlier = &runs[..runs.len().saturating_sub(1)];
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="generator" content={ "ttftbench " (opts.version) };
+                title { (title) }
+                // The page's own style sheet, a constant written for it: markup already.
+                style { (PreEscaped(CSS)) }
+            }
+            body {
+                header {
+                    h1 { (title) }
+                    p.meta { "Generated " (opts.generated_at) " by ttftbench " (opts.version) "." }
+                }
+                main {
+                    @if runs.len() > 1 {
+                        (trend::trend(runs))
+                    }
+                    @if let Some(r) = newest {
+                        section.run id={ "run-" (r.label) } {
+                            h2 { @if runs.len() > 1 { "Newest run: " } @else { "Run " } (r.label) }
+                            (run_body(r, opts))
+                        }
+                    }
+                    @if !earlier.is_empty() {
+                        h2 { "Earlier runs" }
+                        @for r in earlier.iter().rev() {
+                            details.run id={ "run-" (r.label) } {
+                                summary { "Run " (r.label) }
+                                (run_body(r, opts))
+                            }
+                        }
+                    }
+                }
+                footer { "Self-contained: inline SVG charts, no script, nothing loaded from the network. Hover a point for its value. Knee: the first level beyond which throughput grows less than the set fraction while p99 latency rises by more than it." }
+            }
         }
     }
-    out.push_str("</main>\n<footer>Self-contained: inline SVG charts, no script, nothing loaded from the network. Hover a point for its value. Knee: the first level beyond which throughput grows less than the set fraction while p99 latency rises by more than it.</footer>\n</body>\n</html>\n");
-    out
+    .into_string()
 }
 
 #[cfg(test)]
@@ -426,11 +385,11 @@ mod tests {
         );
         let page = render(std::slice::from_ref(&run), &opts());
         assert_eq!(page, render(&[run], &opts()), "deterministic");
-        assert!(page.starts_with(
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
-        ));
+        assert!(
+            page.starts_with("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">")
+        );
         assert!(page.contains("<header><h1>ttftbench report: r</h1><p class=\"meta\">Generated 2026-01-02 12:00:05 UTC by ttftbench 1.2.3.</p></header>"));
-        assert!(page.contains("<p class=\"meta\">3 levels · model gpt2 · endpoint type kserve · started 2026-01-02 12:00:05 UTC · ended 2026-01-02 12:01:05 UTC · recorded by ttftbench 0.0.9</p>\n<p class=\"meta\">run 20260102T120005Z-00abcd · labels release=v2</p>\n<p class=\"meta\">server triton 2.51.0 (from GET /v2)</p>\n<p class=\"meta\">client bench-1 (linux x86_64, 2 cores)</p>"));
+        assert!(page.contains("<p class=\"meta\">3 levels · model gpt2 · endpoint type kserve · started 2026-01-02 12:00:05 UTC · ended 2026-01-02 12:01:05 UTC · recorded by ttftbench 0.0.9</p><p class=\"meta\">run 20260102T120005Z-00abcd · labels release=v2</p><p class=\"meta\">server triton 2.51.0 (from GET /v2)</p><p class=\"meta\">client bench-1 (linux x86_64, 2 cores)</p>"));
         assert!(page.contains(
             "<pre class=\"cmd\">ttftbench profile -m gpt2 --api-key &lt;redacted&gt;</pre>"
         ));
@@ -441,7 +400,7 @@ mod tests {
         ), "{page}");
         assert!(page.contains("<g class=\"mark\">"));
         assert!(!page.contains("Trend across"));
-        assert!(page.ends_with("</body>\n</html>\n"));
+        assert!(page.ends_with("</body></html>"));
     }
 
     /// A run where a level saw reasoning gets TTFO and reasoning-token columns after TTFT (a
@@ -587,7 +546,7 @@ mod tests {
         );
         let page = render(&[run], &opts());
         assert!(page.contains(
-            "<p class=\"fail\">Drift at concurrency8 over 2.0 h (Theil–Sen slope per hour, 95 % interval): TTFT p99 +12.00 ms/h [+11.00, +13.00] (+12.0 %/h): drifts; output tok/s -0.50 tokens/sec/h [-1.50, +0.50] (-0.5 %/h): steady</p>\n"
+            "<p class=\"fail\">Drift at concurrency8 over 2.0 h (Theil–Sen slope per hour, 95 % interval): TTFT p99 +12.00 ms/h [+11.00, +13.00] (+12.0 %/h): drifts; output tok/s -0.50 tokens/sec/h [-1.50, +0.50] (-0.5 %/h): steady</p>"
         ), "{page}");
         assert_eq!(page.matches("Drift at ").count(), 1);
     }

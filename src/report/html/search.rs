@@ -2,87 +2,92 @@
 //! confidence, the requests spent against the equivalent ladder, the method, and a table of
 //! every probe in the order made.
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
 use crate::artifact::search::SearchDoc;
-use crate::report::svg::esc;
 
 /// The section, inside the run's decision box and after it.
-pub(super) fn section(out: &mut String, d: &SearchDoc) {
-    out.push_str("<div class=\"decision\">\n");
-    let _ = writeln!(out, "<p><strong>Search: {}</strong></p>", esc(&d.statement));
-    let _ = writeln!(
-        out,
-        "<p>{} requests spent (warm-up included): {:.0}% of the {} a ladder of {} at {} requests per level sends.</p>",
-        d.requests_spent,
-        d.ladder.share_spent * 100.0,
-        d.ladder.requests,
-        crate::analysis::text::count(d.ladder.loads.len() as u64, "level"),
-        d.ladder.requests_per_level
-    );
-    let _ = writeln!(
-        out,
-        "<p>Method: {} (each interval at {:.2} % or more per look).</p>",
-        esc(&d.method),
-        d.look_confidence * 100.0
-    );
-    out.push_str("</div>\n");
-    let _ = write!(
-        out,
-        "<div class=\"tablewrap\"><table class=\"search\"><thead><tr><th>Probe</th><th>{}</th><th>Requests</th><th>Verdict</th><th>Proof</th><th>Stopped</th>",
-        esc(&d.over.replace('_', " "))
-    );
-    for o in &d.objectives {
-        let _ = write!(out, "<th>{}</th>", esc(o));
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for p in &d.probes {
-        let class = match p.verdict.word() {
-            "meets" => " class=\"pass\"",
-            "fails" | "saturated" => " class=\"fail\"",
-            _ => "",
-        };
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td><td title=\"{}\">{}</td>",
-            p.index,
-            crate::analysis::text::load_text(p.load),
-            p.measured,
-            p.verdict.word(),
-            <&str>::from(p.proof),
-            esc(&p.why),
-            <&str>::from(p.stopped)
-        );
-        for o in &d.objectives {
-            let cell = p
-                .objectives
-                .iter()
-                .find(|x| &x.objective == o)
-                .map_or("–".to_string(), |o| o.shown(false));
-            let _ = write!(out, "<td>{}</td>", esc(&cell));
+pub(super) fn section(d: &SearchDoc) -> Markup {
+    html! {
+        div.decision {
+            p { strong { "Search: " (d.statement) } }
+            p {
+                (d.requests_spent) " requests spent (warm-up included): "
+                (format!("{:.0}", d.ladder.share_spent * 100.0)) "% of the " (d.ladder.requests)
+                " a ladder of "
+                (crate::analysis::text::count(d.ladder.loads.len() as u64, "level"))
+                " at " (d.ladder.requests_per_level) " requests per level sends."
+            }
+            p {
+                "Method: " (d.method) " (each interval at "
+                (format!("{:.2}", d.look_confidence * 100.0)) " % or more per look)."
+            }
         }
-        out.push_str("</tr>\n");
+        div.tablewrap {
+            table.search {
+                thead {
+                    tr {
+                        th { "Probe" }
+                        th { (d.over.replace('_', " ")) }
+                        th { "Requests" }
+                        th { "Verdict" }
+                        th { "Proof" }
+                        th { "Stopped" }
+                        @for o in &d.objectives {
+                            th { (o) }
+                        }
+                    }
+                }
+                tbody {
+                    @for p in &d.probes {
+                        tr {
+                            td { (p.index) }
+                            td { (crate::analysis::text::load_text(p.load)) }
+                            td { (p.measured) }
+                            td class=[verdict_class(p.verdict.word())] { (p.verdict.word()) }
+                            td { (<&str>::from(p.proof)) }
+                            td title=(p.why) { (<&str>::from(p.stopped)) }
+                            @for o in &d.objectives {
+                                td {
+                                    @match p.objectives.iter().find(|x| &x.objective == o) {
+                                        Some(o) => (o.shown(false)),
+                                        None => "–",
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
-    out.push_str("</tbody></table></div>\n");
+}
+
+/// A probe's verdict cell's class: met, failed, or neither.
+fn verdict_class(word: &str) -> Option<&'static str> {
+    match word {
+        "meets" => Some("pass"),
+        "fails" | "saturated" => Some("fail"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn section_exact() {
-        let mut out = String::new();
-        super::section(&mut out, &crate::artifact::search::example());
+        let out = super::section(&crate::artifact::search::example()).into_string();
         assert_eq!(
             out,
-            "<div class=\"decision\">\n\
-<p><strong>Search: concurrency 8 meets time_to_first_token.p75&lt;=25ms; concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence</strong></p>\n\
-<p>65 requests spent (warm-up included): 16% of the 400 a ladder of 2 levels at 200 requests per level sends.</p>\n\
-<p>Method: m (each interval at 99.75 % or more per look).</p>\n\
-</div>\n\
-<div class=\"tablewrap\"><table class=\"search\"><thead><tr><th>Probe</th><th>concurrency</th><th>Requests</th><th>Verdict</th><th>Proof</th><th>Stopped</th><th>time_to_first_token.p75&lt;=25ms</th></tr></thead><tbody>\n\
-<tr><td>1</td><td>9</td><td>20</td><td class=\"fail\">fails</td><td>proven</td><td title=\"settled\">settled</td><td>95.39 [81.36, open]</td></tr>\n\
-<tr><td>2</td><td>8</td><td>25</td><td class=\"pass\">meets</td><td>proven</td><td title=\"settled\">settled</td><td>23.24 [14.81, 23.85]</td></tr>\n\
-</tbody></table></div>\n"
+            "<div class=\"decision\">\
+<p><strong>Search: concurrency 8 meets time_to_first_token.p75&lt;=25ms; concurrency 9 does not (fails): the highest concurrency meeting them is 8, at 95 % confidence</strong></p>\
+<p>65 requests spent (warm-up included): 16% of the 400 a ladder of 2 levels at 200 requests per level sends.</p>\
+<p>Method: m (each interval at 99.75 % or more per look).</p>\
+</div>\
+<div class=\"tablewrap\"><table class=\"search\"><thead><tr><th>Probe</th><th>concurrency</th><th>Requests</th><th>Verdict</th><th>Proof</th><th>Stopped</th><th>time_to_first_token.p75&lt;=25ms</th></tr></thead><tbody>\
+<tr><td>1</td><td>9</td><td>20</td><td class=\"fail\">fails</td><td>proven</td><td title=\"settled\">settled</td><td>95.39 [81.36, open]</td></tr>\
+<tr><td>2</td><td>8</td><td>25</td><td class=\"pass\">meets</td><td>proven</td><td title=\"settled\">settled</td><td>23.24 [14.81, 23.85]</td></tr>\
+</tbody></table></div>"
         );
     }
 }

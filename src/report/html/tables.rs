@@ -1,12 +1,11 @@
 //! The table of a run's levels, one row per level.
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
 use super::figure::{kind_title, load_label};
 use crate::artifact::read::LoadedLevel;
 use crate::metrics::Metric;
 use crate::metrics::{Kind, MetricRef, MetricSource, Stat, SystemMetric};
-use crate::report::svg::esc;
 use crate::stats::LevelSummary;
 
 /// `digits` decimals; an en dash for a missing value.
@@ -15,24 +14,22 @@ fn cell(v: Option<f64>, digits: usize) -> String {
 }
 
 /// A level's SLO cell: none checked, all passed, or which failed (in the hover text).
-pub(super) fn slo_cell(lv: &LoadedLevel) -> String {
+pub(super) fn slo_cell(lv: &LoadedLevel) -> Markup {
     let failed = lv.slo.iter().filter(|s| !s.passed).count();
-    if lv.slo.is_empty() {
-        "<td>–</td>".to_string()
-    } else if failed == 0 {
-        format!("<td class=\"pass\">pass ({})</td>", lv.slo.len())
-    } else {
-        let which: Vec<String> = lv
-            .slo
-            .iter()
-            .filter(|s| !s.passed)
-            .map(|s| format!("{} ({})", s.objective, s.shown_actual()))
-            .collect();
-        format!(
-            "<td class=\"fail\" title=\"{}\">fail {failed}/{}</td>",
-            esc(&which.join("; ")),
-            lv.slo.len()
-        )
+    let which: Vec<String> = lv
+        .slo
+        .iter()
+        .filter(|s| !s.passed)
+        .map(|s| format!("{} ({})", s.objective, s.shown_actual()))
+        .collect();
+    html! {
+        @if lv.slo.is_empty() {
+            td { "–" }
+        } @else if failed == 0 {
+            td.pass { "pass (" (lv.slo.len()) ")" }
+        } @else {
+            td.fail title=(which.join("; ")) { "fail " (failed) "/" (lv.slo.len()) }
+        }
     }
 }
 
@@ -68,18 +65,19 @@ fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
     notes.join(", ")
 }
 
+/// The extra columns of embeddings and rankings (inputs and input tokens per second), tools
+/// (the share called) and scored workloads: (heading, metric, decimals).
+type Extra = (&'static str, SystemMetric, usize);
+
 /// The table of every level of a run: latency, throughput, server queue, errors, SLOs, notes.
 /// A run where a level saw reasoning adds TTFO avg and reasoning tokens (avg) after TTFT, as the
 /// console's sweep table does; a level without reasoning shows dashes there.
-pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: Option<&str>) {
-    let kind = kind_title(levels);
-    let d = |l: &LevelSummary, m: Metric, s: Stat| l.metric(MetricRef::Dist(m, s));
-    let sys = |l: &LevelSummary, m: SystemMetric| l.metric(MetricRef::System(m));
+pub(super) fn level_table(levels: &[LoadedLevel], knee_level: Option<&str>) -> Markup {
     let reasoning = levels
         .iter()
         .any(|lv| lv.summary.stats.get(Metric::ReasoningTokenCount).is_some());
     let mut head = vec![
-        esc(&kind),
+        kind_title(levels),
         "TTFT avg (ms)".into(),
         "TTFT p50".into(),
         "TTFT p99".into(),
@@ -98,7 +96,7 @@ pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: 
     }
     // Embeddings and rankings: inputs and input tokens per second; tools: the share called.
     let has = |m: SystemMetric| levels.iter().any(|lv| sys(&lv.summary, m).is_some());
-    let extra: Vec<(&str, SystemMetric, usize)> = [
+    let extra: Vec<Extra> = [
         ("Inputs/s", SystemMetric::InputThroughput, 2),
         ("Input tok/s", SystemMetric::InputTokenThroughput, 1),
         ("Tool calls", SystemMetric::ToolCallShare, 0),
@@ -113,66 +111,83 @@ pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: 
     for h in ["Queue (ms)", "Queue share", "Errors", "SLO", "Notes"] {
         head.push(h.into());
     }
-    let _ = writeln!(
-        out,
-        "<div class=\"tablewrap\"><table class=\"levels\"><thead><tr><th>{}</th></tr></thead><tbody>",
-        head.join("</th><th>")
-    );
-    for lv in levels {
-        let l = &lv.summary;
-        let errors = match sys(l, SystemMetric::ErrorRate) {
-            Some(r) if l.stats.error_count > 0 => {
-                format!("{} ({:.1}%)", l.stats.error_count, r * 100.0)
+    html! {
+        div.tablewrap {
+            table.levels {
+                thead { tr { @for h in &head { th { (h) } } } }
+                tbody {
+                    @for lv in levels {
+                        tr {
+                            @for c in row(&lv.summary, reasoning, &extra) {
+                                td { (c) }
+                            }
+                            (slo_cell(lv))
+                            td { (notes(&lv.summary, knee_level)) }
+                        }
+                    }
+                }
             }
-            _ => l.stats.error_count.to_string(),
-        };
-        let mut row = vec![
-            esc(&load_label(l)),
-            cell(d(l, Metric::TimeToFirstToken, Stat::Avg), 2),
-            cell(d(l, Metric::TimeToFirstToken, Stat::P50), 2),
-            cell(d(l, Metric::TimeToFirstToken, Stat::P99), 2),
-        ];
-        if reasoning {
-            row.push(cell(d(l, Metric::TimeToFirstOutputToken, Stat::Avg), 2));
-            row.push(cell(d(l, Metric::ReasoningTokenCount, Stat::Avg), 1));
         }
-        row.extend([
-            cell(d(l, Metric::InterTokenLatency, Stat::Avg), 2),
-            cell(d(l, Metric::InterTokenLatency, Stat::P99), 2),
-            cell(d(l, Metric::RequestLatency, Stat::P99), 2),
-            cell(sys(l, SystemMetric::OutputTokenThroughput), 1),
-            cell(sys(l, SystemMetric::RequestThroughput), 2),
-        ]);
-        row.extend(
-            extra
-                .iter()
-                .map(|&(_, m, digits)| match MetricRef::System(m).kind() {
-                    // With their intervals: a share of a few dozen answers is rough.
-                    _ if m == SystemMetric::Accuracy => {
-                        crate::report::console::accuracy_cell(l.stats.accuracy.as_ref())
-                    }
-                    _ if m == SystemMetric::AnswerChangedShare => {
-                        crate::report::console::changed_cell(l.stats.accuracy.as_ref())
-                    }
-                    Kind::Fraction => {
-                        sys(l, m).map_or_else(|| "–".into(), |v| format!("{:.0}%", v * 100.0))
-                    }
-                    _ => cell(sys(l, m), digits),
-                }),
-        );
-        row.extend([
-            cell(sys(l, SystemMetric::ServerQueueTime), 2),
-            sys(l, SystemMetric::QueueShare)
-                .map_or_else(|| "–".to_string(), |q| format!("{:.0}%", q * 100.0)),
-            esc(&errors),
-        ]);
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td>{}<td>{}</td></tr>",
-            row.join("</td><td>"),
-            slo_cell(lv),
-            esc(&notes(l, knee_level))
-        );
     }
-    out.push_str("</tbody></table></div>\n");
+}
+
+/// A distribution's statistic at a level.
+fn d(l: &LevelSummary, m: Metric, s: Stat) -> Option<f64> {
+    l.metric(MetricRef::Dist(m, s))
+}
+
+/// A run-wide figure at a level.
+fn sys(l: &LevelSummary, m: SystemMetric) -> Option<f64> {
+    l.metric(MetricRef::System(m))
+}
+
+/// A level's cells up to its errors (the SLO and notes cells follow).
+fn row(l: &LevelSummary, reasoning: bool, extra: &[Extra]) -> Vec<String> {
+    let errors = match sys(l, SystemMetric::ErrorRate) {
+        Some(r) if l.stats.error_count > 0 => {
+            format!("{} ({:.1}%)", l.stats.error_count, r * 100.0)
+        }
+        _ => l.stats.error_count.to_string(),
+    };
+    let mut row = vec![
+        load_label(l),
+        cell(d(l, Metric::TimeToFirstToken, Stat::Avg), 2),
+        cell(d(l, Metric::TimeToFirstToken, Stat::P50), 2),
+        cell(d(l, Metric::TimeToFirstToken, Stat::P99), 2),
+    ];
+    if reasoning {
+        row.push(cell(d(l, Metric::TimeToFirstOutputToken, Stat::Avg), 2));
+        row.push(cell(d(l, Metric::ReasoningTokenCount, Stat::Avg), 1));
+    }
+    row.extend([
+        cell(d(l, Metric::InterTokenLatency, Stat::Avg), 2),
+        cell(d(l, Metric::InterTokenLatency, Stat::P99), 2),
+        cell(d(l, Metric::RequestLatency, Stat::P99), 2),
+        cell(sys(l, SystemMetric::OutputTokenThroughput), 1),
+        cell(sys(l, SystemMetric::RequestThroughput), 2),
+    ]);
+    row.extend(
+        extra
+            .iter()
+            .map(|&(_, m, digits)| match MetricRef::System(m).kind() {
+                // With their intervals: a share of a few dozen answers is rough.
+                _ if m == SystemMetric::Accuracy => {
+                    crate::report::console::accuracy_cell(l.stats.accuracy.as_ref())
+                }
+                _ if m == SystemMetric::AnswerChangedShare => {
+                    crate::report::console::changed_cell(l.stats.accuracy.as_ref())
+                }
+                Kind::Fraction => {
+                    sys(l, m).map_or_else(|| "–".into(), |v| format!("{:.0}%", v * 100.0))
+                }
+                _ => cell(sys(l, m), digits),
+            }),
+    );
+    row.extend([
+        cell(sys(l, SystemMetric::ServerQueueTime), 2),
+        sys(l, SystemMetric::QueueShare)
+            .map_or_else(|| "–".to_string(), |q| format!("{:.0}%", q * 100.0)),
+        errors,
+    ]);
+    row
 }

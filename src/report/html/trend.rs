@@ -1,7 +1,7 @@
 //! Several runs of one sweep over time (the seeds' `bench/{timestamp}` timeline): the trend of
 //! each key metric across runs, the newest run against the one before, and the runs' table.
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
 use super::charts::repetition_range;
 use super::figure::{figure, kind_title, load_label};
@@ -10,7 +10,7 @@ use crate::analysis::knee;
 use crate::artifact::read::Run;
 use crate::metrics::Metric;
 use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
-use crate::report::svg::{self, Chart, Pt, Series, XScale, esc};
+use crate::report::svg::{self, Chart, Pt, Series, XScale};
 
 /// The trend metrics drawn across runs: (chart id, title, metric, y axis, unit scale).
 #[rustfmt::skip]
@@ -41,24 +41,24 @@ fn level_names(runs: &[Run]) -> Vec<(f64, String)> {
 
 /// The trend section over several runs: a chart per key metric (one line per level), the newest
 /// run against the one before, and a table of the runs.
-pub(super) fn trend(out: &mut String, runs: &[Run]) {
-    let _ = writeln!(
-        out,
-        "<section id=\"trend\"><h2>Trend across {}</h2>\n<p class=\"meta\">Oldest to newest; one line per load level. Hover a point for its value.</p>",
-        crate::analysis::text::count(runs.len() as u64, "run")
-    );
-    out.push_str("<div class=\"charts\">\n");
-    trend_charts(out, runs);
-    out.push_str("</div>\n");
-    if let [.., prev, last] = runs {
-        changes(out, prev, last);
+pub(super) fn trend(runs: &[Run]) -> Markup {
+    let mut charts = Vec::new();
+    trend_charts(&mut charts, runs);
+    html! {
+        section #trend {
+            h2 { "Trend across " (crate::analysis::text::count(runs.len() as u64, "run")) }
+            p.meta { "Oldest to newest; one line per load level. Hover a point for its value." }
+            div.charts { @for f in &charts { (f) } }
+            @if let [.., prev, last] = runs {
+                (changes(prev, last))
+            }
+            (runs_table(runs))
+        }
     }
-    runs_table(out, runs);
-    out.push_str("</section>\n");
 }
 
 /// One chart per [`TREND`] metric that any run has.
-fn trend_charts(out: &mut String, runs: &[Run]) {
+fn trend_charts(out: &mut Vec<Markup>, runs: &[Run]) {
     let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
     let names = level_names(runs);
     let kind = runs
@@ -109,65 +109,75 @@ fn trend_charts(out: &mut String, runs: &[Run]) {
             legend_title: format!("{kind}:"),
             ..Chart::lines(id, title.into(), "run", unit, XScale::Index, series)
         };
-        figure(out, &svg::line_chart(&chart), &metric.key());
+        figure(out, svg::line_chart(&chart), &metric.key());
     }
 }
 
 /// The runs, newest first: start, levels, knee, SLO verdict, errors.
-fn runs_table(out: &mut String, runs: &[Run]) {
-    out.push_str("<h3>Runs</h3>\n<div class=\"tablewrap\"><table class=\"runs\"><thead><tr><th>Run</th><th>Started</th><th>Levels</th><th>Knee</th><th>SLO</th><th>Errors</th></tr></thead><tbody>\n");
-    for r in runs.iter().rev() {
-        let k = knee::analyze(&r.summaries(), knee::DEFAULT_MIN_GAIN);
-        let slo = match slo_counts(r) {
-            (0, _) => "<td>–</td>".to_string(),
-            (t, 0) => format!("<td class=\"pass\">pass ({t})</td>"),
-            (t, f) => format!("<td class=\"fail\">fail {f}/{t}</td>"),
-        };
-        let loads: Vec<String> = r.levels.iter().map(|l| load_label(&l.summary)).collect();
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{slo}<td>{}</td></tr>",
-            esc(&r.label),
-            if r.started_unix_ns() > 0 {
-                utc(r.started_unix_ns())
-            } else {
-                "–".into()
-            },
-            esc(&loads.join(", ")),
-            k.knee
-                .as_ref()
-                .map_or_else(|| "–".to_string(), |k| esc(&svg::num(k.value))),
-            r.levels
-                .iter()
-                .map(|l| l.summary.stats.error_count)
-                .sum::<u64>()
-        );
+fn runs_table(runs: &[Run]) -> Markup {
+    html! {
+        h3 { "Runs" }
+        div.tablewrap {
+            table.runs {
+                thead {
+                    tr {
+                        th { "Run" } th { "Started" } th { "Levels" } th { "Knee" } th { "SLO" }
+                        th { "Errors" }
+                    }
+                }
+                tbody {
+                    @for r in runs.iter().rev() {
+                        (run_row(r))
+                    }
+                }
+            }
+        }
     }
-    out.push_str("</tbody></table></div>\n");
+}
+
+/// A run's row of the runs' table.
+fn run_row(r: &Run) -> Markup {
+    let k = knee::analyze(&r.summaries(), knee::DEFAULT_MIN_GAIN);
+    let loads: Vec<String> = r.levels.iter().map(|l| load_label(&l.summary)).collect();
+    let errors: u64 = r.levels.iter().map(|l| l.summary.stats.error_count).sum();
+    html! {
+        tr {
+            td { (r.label) }
+            td {
+                @if r.started_unix_ns() > 0 { (utc(r.started_unix_ns())) } @else { "–" }
+            }
+            td { (loads.join(", ")) }
+            td {
+                @match &k.knee {
+                    Some(k) => (svg::num(k.value)),
+                    None => "–",
+                }
+            }
+            @match slo_counts(r) {
+                (0, _) => td { "–" },
+                (t, 0) => td.pass { "pass (" (t) ")" },
+                (t, f) => td.fail { "fail " (f) "/" (t) },
+            }
+            td { (errors) }
+        }
+    }
 }
 
 /// The newest run against the one before, with the seeds' rule: throughput down more than 5 %
 /// or p99 up more than 10 % is worth investigating.
-fn changes(out: &mut String, prev: &Run, last: &Run) {
+fn changes(prev: &Run, last: &Run) -> Markup {
     let cmp = crate::report::compare::compare(prev, last, &crate::report::compare::Rules::seeds());
-    let _ = writeln!(
-        out,
-        "<h3>{} compared with {}</h3>",
-        esc(&last.label),
-        esc(&prev.label)
-    );
     let regressed = cmp.regressions().count();
-    let _ = writeln!(
-        out,
-        "<p class=\"meta\">Rule: throughput down more than 5% or p99 up more than 10% — investigate. {}</p>",
-        if regressed == 0 {
-            "Nothing crossed it.".to_string()
-        } else {
-            format!(
-                "{} crossed it (marked below).",
-                crate::analysis::text::count(regressed as u64, "change")
-            )
+    html! {
+        h3 { (last.label) " compared with " (prev.label) }
+        p.meta {
+            "Rule: throughput down more than 5% or p99 up more than 10% — investigate. "
+            @if regressed == 0 {
+                "Nothing crossed it."
+            } @else {
+                (crate::analysis::text::count(regressed as u64, "change")) " crossed it (marked below)."
+            }
         }
-    );
-    out.push_str(&crate::report::compare::html_table(&cmp));
+        (crate::report::compare::html_table(&cmp))
+    }
 }

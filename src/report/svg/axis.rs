@@ -2,9 +2,9 @@
 //! with 1-2-5 steps, logarithmic ones (base 2 at the data values for load ladders, base 10 with
 //! 1-2-5 or decade ticks for values spanning more than [`LOG_SPAN`]×), and index slots.
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
-use super::{Chart, HEIGHT, LEFT, RIGHT, TOP, WIDTH, XScale, coord, esc, grid_line, num};
+use super::{Chart, HEIGHT, LEFT, RIGHT, TOP, WIDTH, XScale, coord, grid_line, num};
 
 /// Positive values spanning more than this factor get a logarithmic value axis: on a
 /// proportional one, the levels before a knee (28–180 ms under a 2,600 ms tail) are a flat line.
@@ -218,73 +218,61 @@ impl Frame {
     }
 
     /// Grid lines, ticks, the frame and the axis titles.
-    pub fn draw(&self, out: &mut String, c: &Chart) {
-        out.push_str(if self.y.is_log10() {
-            r#"<g class="axis" data-y-scale="log">"#
-        } else {
-            r#"<g class="axis">"#
-        });
-        for (t, label) in &self.y.ticks {
-            let py = TOP + Self::PH - self.y.tick_frac(*t).clamp(0.0, 1.05) * Self::PH;
-            grid_line(out, py, label);
-        }
-        self.x_ticks(out);
-        let (b, ph) = (TOP + Self::PH, Self::PH);
-        let _ = write!(
-            out,
-            r#"<line class="frame" x1="{l}" y1="{b}" x2="{r}" y2="{b}"/><line class="frame" x1="{l}" y1="{t}" x2="{l}" y2="{b}"/>"#,
-            l = coord(LEFT),
-            r = coord(WIDTH - RIGHT),
-            t = coord(TOP),
-            b = coord(b)
-        );
+    pub fn draw(&self, c: &Chart) -> Markup {
         let y_label = if self.y.is_log10() {
             log_titled(&c.y_label)
         } else {
             c.y_label.clone()
         };
-        let _ = write!(
-            out,
-            r#"<text class="at" x="{}" y="{}" text-anchor="middle">{}</text><text class="at" x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})">{}</text></g>"#,
-            coord(LEFT + Self::PW / 2.0),
-            coord(HEIGHT - 6.0),
-            esc(&c.x_label),
-            coord(TOP + ph / 2.0),
-            coord(TOP + ph / 2.0),
-            esc(&y_label)
+        let (l, r, t, b) = (
+            coord(LEFT),
+            coord(WIDTH - RIGHT),
+            coord(TOP),
+            coord(TOP + Self::PH),
         );
+        html! {
+            g.axis data-y-scale=[self.y.is_log10().then_some("log")] {
+                @for (t, label) in &self.y.ticks {
+                    @let py = TOP + Self::PH - self.y.tick_frac(*t).clamp(0.0, 1.05) * Self::PH;
+                    (grid_line(py, label))
+                }
+                (self.x_ticks())
+                line.frame x1=(l) y1=(b) x2=(r) y2=(b) {}
+                line.frame x1=(l) y1=(t) x2=(l) y2=(b) {}
+                (axis_titles(&c.x_label, &y_label))
+            }
+        }
     }
 
-    fn x_ticks(&self, out: &mut String) {
+    fn x_ticks(&self) -> Markup {
         let ticks = &self.x.ticks;
         let rotate = ticks.len() > 8 || ticks.iter().any(|(_, t)| t.chars().count() > 6);
         let base = TOP + Self::PH;
-        for (v, t) in ticks {
-            let px = LEFT + self.x.tick_frac(*v) * Self::PW;
-            let _ = write!(
-                out,
-                r#"<line class="tick" x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>"#,
-                coord(px),
-                coord(base),
-                coord(base + 4.0)
-            );
-            if rotate {
-                let _ = write!(
-                    out,
-                    r#"<text x="{0}" y="{1}" text-anchor="end" transform="rotate(-25 {0} {1})">{2}</text>"#,
-                    coord(px),
-                    coord(base + 14.0),
-                    esc(t)
-                );
-            } else {
-                let _ = write!(
-                    out,
-                    r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-                    coord(px),
-                    coord(base + 16.0),
-                    esc(t)
-                );
+        html! {
+            @for (v, t) in ticks {
+                @let px = coord(LEFT + self.x.tick_frac(*v) * Self::PW);
+                line.tick x1=(px) y1=(coord(base)) x2=(px) y2=(coord(base + 4.0)) {}
+                @if rotate {
+                    @let y = coord(base + 14.0);
+                    text x=(px) y=(y) text-anchor="end"
+                        transform=(format!("rotate(-25 {px} {y})")) { (t) }
+                } @else {
+                    text x=(px) y=(coord(base + 16.0)) text-anchor="middle" { (t) }
+                }
             }
+        }
+    }
+}
+
+/// The axis titles under the plot and, turned, left of it.
+pub(super) fn axis_titles(x_label: &str, y_label: &str) -> Markup {
+    let m = coord(TOP + Frame::PH / 2.0);
+    html! {
+        text.at x=(coord(LEFT + Frame::PW / 2.0)) y=(coord(HEIGHT - 6.0)) text-anchor="middle" {
+            (x_label)
+        }
+        text.at x="14" y=(m) text-anchor="middle" transform=(format!("rotate(-90 14 {m})")) {
+            (y_label)
         }
     }
 }

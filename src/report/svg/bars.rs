@@ -1,11 +1,11 @@
 //! The stacked share chart (the server's queue versus compute time per level): one bar per
 //! category, a dashed reference line at a limit whose words sit in the legend row.
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
 use super::{
-    BOTTOM, HEIGHT, LEFT, RIGHT, STACK_COLORS, TOP, WIDTH, coord, empty_chart, esc, grid_line,
-    legend_swatches, open_svg, ref_key, ref_rule,
+    BOTTOM, HEIGHT, LEFT, RIGHT, STACK_COLORS, TOP, WIDTH, axis::axis_titles, chart_svg, coord,
+    empty_chart, grid_line, legend_swatches, ref_key, ref_rule,
 };
 
 /// A stacked 100 % bar chart: one bar per category, `stacks` from the bottom up (values are
@@ -17,87 +17,77 @@ pub fn stacked_share_chart(
     categories: &[String],
     stacks: &[(String, Vec<Option<f64>>)],
     limit: Option<(f64, String)>,
-) -> String {
-    let mut out = String::with_capacity(4096);
-    open_svg(&mut out, id, title);
+) -> Markup {
     let any = stacks.iter().any(|(_, v)| v.iter().any(Option::is_some));
     if categories.is_empty() || !any {
-        empty_chart(
-            &mut out,
-            "no server-side data: give --server-metrics-url or make the statistics API reachable",
-        );
-        return out;
+        let msg =
+            "no server-side data: give --server-metrics-url or make the statistics API reachable";
+        return chart_svg(id, title, empty_chart(msg));
     }
     let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     let sy = |f: f64| TOP + ph - f.clamp(0.0, 1.0) * ph;
-    share_axes(&mut out, categories, x_label);
     let slot = pw / categories.len() as f64;
     let bar = (slot * 0.6).min(56.0);
     let names: Vec<String> = stacks.iter().map(|(n, _)| n.clone()).collect();
-    let legend_end = legend_swatches(&mut out, &names);
-    for (i, c) in categories.iter().enumerate() {
-        let x = LEFT + slot * (i as f64 + 0.5) - bar / 2.0;
-        let mut base = 0.0;
-        for (k, (name, values)) in stacks.iter().enumerate() {
-            let Some(v) = values.get(i).copied().flatten() else {
-                continue;
-            };
-            let v = v.clamp(0.0, 1.0 - base);
-            let _ = write!(
-                out,
-                r#"<rect class="bar" data-series="{}" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {} {:.1}%</title></rect>"#,
-                esc(name),
-                coord(x),
-                coord(sy(base + v)),
-                coord(bar),
-                coord(v * ph),
-                STACK_COLORS[k % STACK_COLORS.len()],
-                esc(c),
-                esc(name),
-                v * 100.0
-            );
-            base += v;
+    let (legend, legend_end) = legend_swatches(&names);
+    let body = html! {
+        (share_axes(categories, x_label))
+        (legend)
+        @for (i, c) in categories.iter().enumerate() {
+            @let x = LEFT + slot * (i as f64 + 0.5) - bar / 2.0;
+            @for (k, name, base, v) in segments(stacks, i) {
+                rect.bar data-series=(name) x=(coord(x)) y=(coord(sy(base + v)))
+                    width=(coord(bar)) height=(coord(v * ph))
+                    fill=(STACK_COLORS[k % STACK_COLORS.len()]) {
+                    title { (c) ": " (name) " " (format!("{:.1}", v * 100.0)) "%" }
+                }
+            }
         }
+        @if let Some((f, label)) = &limit {
+            // The line crosses the bars; its words go in the legend row, where no bar can be.
+            (ref_rule(sy(*f)))
+            (ref_key(legend_end, label))
+        }
+    };
+    chart_svg(id, title, body)
+}
+
+/// Category `i`'s stacks that have a value, from the bottom up: (stack, name, where it starts,
+/// its share, cut to what is left of the bar).
+fn segments(stacks: &[(String, Vec<Option<f64>>)], i: usize) -> Vec<(usize, &str, f64, f64)> {
+    let mut base = 0.0;
+    let mut out = Vec::new();
+    for (k, (name, values)) in stacks.iter().enumerate() {
+        let Some(v) = values.get(i).copied().flatten() else {
+            continue;
+        };
+        let v = v.clamp(0.0, 1.0 - base);
+        out.push((k, name.as_str(), base, v));
+        base += v;
     }
-    if let Some((f, label)) = limit {
-        // The line crosses the bars; its words go in the legend row, where no bar can be.
-        ref_rule(&mut out, sy(f));
-        ref_key(&mut out, legend_end, &label);
-    }
-    out.push_str("</svg>");
     out
 }
 
 /// The share axis (0–100 % in quarters), the category labels and the axis titles.
-fn share_axes(out: &mut String, categories: &[String], x_label: &str) {
+fn share_axes(categories: &[String], x_label: &str) -> Markup {
     let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     let sy = |f: f64| TOP + ph - f.clamp(0.0, 1.0) * ph;
-    out.push_str(r#"<g class="axis">"#);
-    for i in 0..=4 {
-        let f = f64::from(i) * 0.25;
-        grid_line(out, sy(f), &format!("{}%", (f * 100.0) as u32));
-    }
     let slot = pw / categories.len() as f64;
-    for (i, c) in categories.iter().enumerate() {
-        let _ = write!(
-            out,
-            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-            coord(LEFT + slot * (i as f64 + 0.5)),
-            coord(TOP + ph + 16.0),
-            esc(c)
-        );
+    let b = coord(TOP + ph);
+    html! {
+        g.axis {
+            @for i in 0..=4 {
+                @let f = f64::from(i) * 0.25;
+                (grid_line(sy(f), &format!("{}%", (f * 100.0) as u32)))
+            }
+            @for (i, c) in categories.iter().enumerate() {
+                text x=(coord(LEFT + slot * (i as f64 + 0.5))) y=(coord(TOP + ph + 16.0))
+                    text-anchor="middle" { (c) }
+            }
+            line.frame x1=(coord(LEFT)) y1=(b) x2=(coord(WIDTH - RIGHT)) y2=(b) {}
+            (axis_titles(x_label, "share of server time"))
+        }
     }
-    let _ = write!(
-        out,
-        r#"<line class="frame" x1="{l}" y1="{b}" x2="{r}" y2="{b}"/><text class="at" x="{}" y="{}" text-anchor="middle">{}</text><text class="at" x="14" y="{m}" text-anchor="middle" transform="rotate(-90 14 {m})">share of server time</text></g>"#,
-        coord(LEFT + pw / 2.0),
-        coord(HEIGHT - 6.0),
-        esc(x_label),
-        l = coord(LEFT),
-        r = coord(WIDTH - RIGHT),
-        b = coord(TOP + ph),
-        m = coord(TOP + ph / 2.0)
-    );
 }
 
 #[cfg(test)]
@@ -116,10 +106,11 @@ mod tests {
                 ("compute".into(), vec![Some(0.53), Some(0.30)]),
             ],
             Some((0.5, "50%: tune scheduling above".into())),
-        );
+        )
+        .into_string();
         assert!(
             svg.contains(
-                r#"<g class="ref"><line x1="68.0" y1="158.0" x2="622.0" y2="158.0"/></g>"#
+                r#"<g class="ref"><line x1="68.0" y1="158.0" x2="622.0" y2="158.0"></line></g>"#
             ),
             "{svg}"
         );
