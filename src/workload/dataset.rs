@@ -226,12 +226,8 @@ pub fn prepare(
         PromptSource::Synthetic { mean, stddev } => prompts::synthetic_with(
             tokenizer,
             &SyntheticSpec {
-                count: w.num_prompts as usize,
-                mean: *mean,
-                stddev: *stddev,
-                seed: w.seed,
-                salt,
                 prefixes: w.prefix_prompts,
+                ..synthetic_spec(w, (*mean, *stddev), w.num_prompts as usize, salt)
             },
         ),
         PromptSource::File(path) => {
@@ -308,17 +304,8 @@ fn prepare_sessions(
     }
     let prompts = match (&plan.source, &w.prompts) {
         (ConversationSource::Synthetic { .. }, PromptSource::Synthetic { mean, stddev }) => {
-            prompts::synthetic_with(
-                tokenizer,
-                &SyntheticSpec {
-                    count: plan.total_turns as usize,
-                    mean: *mean,
-                    stddev: *stddev,
-                    seed: w.seed,
-                    salt,
-                    prefixes: None,
-                },
-            )
+            let spec = synthetic_spec(w, (*mean, *stddev), plan.total_turns as usize, salt);
+            prompts::synthetic_with(tokenizer, &spec)
         }
         _ => conversation::file_prompts(plan, tokenizer),
     };
@@ -329,6 +316,24 @@ fn prepare_sessions(
         max_tokens,
         schedule: None,
         conversations: Some(scripts),
+    }
+}
+
+/// `count` synthetic prompts of lengths normal(`mean`, `stddev`), for the plan's seed and the
+/// run's salt, without prefix prompts.
+fn synthetic_spec(
+    w: &WorkloadPlan,
+    (mean, stddev): (u32, u32),
+    count: usize,
+    salt: Salt,
+) -> SyntheticSpec {
+    SyntheticSpec {
+        count,
+        mean,
+        stddev,
+        seed: w.seed,
+        salt,
+        prefixes: None,
     }
 }
 
@@ -375,7 +380,7 @@ pub fn build_http(
             let mine = &images[(i * per).min(images.len())..((i + 1) * per).min(images.len())];
             let body = http_body_with(t, w, Input::Text(&p.text), max_tokens, mine);
             Entry {
-                payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
+                payload: Payload::Http(json_bytes(&body)),
                 isl: p.tokens,
                 max_tokens: max_tokens.unwrap_or(0),
                 sent: crate::record::Sent {
@@ -431,7 +436,7 @@ fn build_scored(
                 }
             };
             Entry {
-                payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
+                payload: Payload::Http(json_bytes(&body)),
                 isl: u32::try_from(isl).unwrap_or(u32::MAX),
                 max_tokens,
                 sent: Sent::default(),
@@ -492,7 +497,6 @@ pub fn http_body_with(
     if matches!(t.api, Api::Responses | Api::Messages) {
         return super::bodies::chat_like_body(t, w, input, max_tokens, images);
     }
-    let deterministic = w.exact_output();
     let mut m = Map::new();
     match t.api {
         Api::Chat => {
@@ -520,11 +524,8 @@ pub fn http_body_with(
     }
     if let Some(n) = max_tokens {
         m.insert("max_tokens".into(), json!(n));
-        if deterministic {
-            m.insert("min_tokens".into(), json!(n));
-            m.insert("ignore_eos".into(), json!(true));
-        }
     }
+    super::bodies::exact_output_fields(&mut m, w, max_tokens);
     m.insert("stream".into(), json!(t.streaming));
     // Always: the server's count is recorded next to the tokenizer's (and used with
     // --use-server-token-count). Only streamed requests take `stream_options`; a whole body
@@ -535,9 +536,7 @@ pub fn http_body_with(
     if t.api == Api::Chat {
         super::bodies::tool_fields(&mut m, t.api, w);
     }
-    for (k, v) in &w.extra_inputs {
-        m.insert(k.clone(), v.clone());
-    }
+    m.extend(w.extra_inputs.iter().cloned());
     Value::Object(m)
 }
 
@@ -556,7 +555,12 @@ pub fn turn_body(
     {
         super::tools::offer(m, t.api, w.tools.as_ref(), name);
     }
-    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    json_bytes(&body)
+}
+
+/// A request body's bytes.
+fn json_bytes(body: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(body).unwrap_or_default())
 }
 
 /// The texts embeddings and synthetic rankings draw from: `n` synthetic prompts (the salt
@@ -568,17 +572,10 @@ fn texts(
     n: usize,
 ) -> Result<Vec<Prompt>, UsageError> {
     match &w.prompts {
-        PromptSource::Synthetic { mean, stddev } => Ok(prompts::synthetic_with(
-            tokenizer,
-            &SyntheticSpec {
-                count: n,
-                mean: *mean,
-                stddev: *stddev,
-                seed: w.seed,
-                salt,
-                prefixes: None,
-            },
-        )),
+        PromptSource::Synthetic { mean, stddev } => {
+            let spec = synthetic_spec(w, (*mean, *stddev), n, salt);
+            Ok(prompts::synthetic_with(tokenizer, &spec))
+        }
         PromptSource::File(path) => prompts::from_jsonl(path, tokenizer)
             .map_err(|e| UsageError(format!("--input-file: {e}"))),
         other => Err(UsageError(format!(
@@ -637,7 +634,7 @@ pub fn build_batches(
 
 fn batch_entry(body: Value, isl: u64, inputs: usize) -> Entry {
     Entry {
-        payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
+        payload: Payload::Http(json_bytes(&body)),
         isl: u32::try_from(isl).unwrap_or(u32::MAX),
         max_tokens: 0,
         sent: Sent {
@@ -648,13 +645,18 @@ fn batch_entry(body: Value, isl: u64, inputs: usize) -> Entry {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::plan::RunPlan;
     use clap::Parser;
 
     fn plan(args: &[&str]) -> RunPlan {
-        let mut argv = vec!["ttftbench", "profile", "-m", "gpt2"];
+        plan_for("gpt2", args)
+    }
+
+    /// The plan of `ttftbench profile -m MODEL ARGS...`.
+    pub(in crate::workload) fn plan_for(model: &str, args: &[&str]) -> RunPlan {
+        let mut argv = vec!["ttftbench", "profile", "-m", model];
         argv.extend_from_slice(args);
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
         let crate::cli::Command::Profile(p) = cli.command else {

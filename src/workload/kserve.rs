@@ -248,52 +248,60 @@ mod tests {
         }
     }
 
-    fn trtllm() -> ModelInfo {
+    fn model(name: &str, backend: &str, max_batch_size: i32, inputs: Vec<TensorSpec>) -> ModelInfo {
         ModelInfo {
-            name: "gpt2".into(),
-            platform: "ensemble".into(),
-            backend: String::new(),
-            max_batch_size: 64,
+            name: name.into(),
+            platform: if backend.is_empty() { "ensemble" } else { "" }.into(),
+            backend: backend.into(),
+            max_batch_size,
             decoupled: true,
-            inputs: vec![
-                spec("text_input", DataType::Bytes, false),
-                spec("max_tokens", DataType::I32, false),
-                spec("stream", DataType::Bool, true),
-                spec("exclude_input_in_output", DataType::Bool, true),
-                spec("min_tokens", DataType::I32, true),
-                spec("temperature", DataType::F32, true),
-            ],
+            inputs,
             outputs: vec![spec("text_output", DataType::Bytes, false)],
         }
     }
 
+    fn trtllm() -> ModelInfo {
+        let inputs = vec![
+            spec("text_input", DataType::Bytes, false),
+            spec("max_tokens", DataType::I32, false),
+            spec("stream", DataType::Bool, true),
+            spec("exclude_input_in_output", DataType::Bool, true),
+            spec("min_tokens", DataType::I32, true),
+            spec("temperature", DataType::F32, true),
+        ];
+        model("gpt2", "", 64, inputs)
+    }
+
     fn vllm() -> ModelInfo {
-        ModelInfo {
-            name: "vllm_model".into(),
-            platform: String::new(),
-            backend: "vllm".into(),
-            max_batch_size: 0,
-            decoupled: true,
-            inputs: vec![
-                spec("text_input", DataType::Bytes, false),
-                spec("stream", DataType::Bool, true),
-                spec("sampling_parameters", DataType::Bytes, true),
-                spec("exclude_input_in_output", DataType::Bool, true),
-            ],
-            outputs: vec![spec("text_output", DataType::Bytes, false)],
+        let inputs = vec![
+            spec("text_input", DataType::Bytes, false),
+            spec("stream", DataType::Bool, true),
+            spec("sampling_parameters", DataType::Bytes, true),
+            spec("exclude_input_in_output", DataType::Bool, true),
+        ];
+        model("vllm_model", "vllm", 0, inputs)
+    }
+
+    /// An ask for `text`; `exact` asks for exactly `max_tokens` and streams.
+    fn ask<'a>(
+        text: &'a str,
+        max_tokens: Option<u32>,
+        exact: bool,
+        extra: &'a [(String, serde_json::Value)],
+    ) -> LlmAsk<'a> {
+        LlmAsk {
+            text,
+            max_tokens,
+            deterministic: exact,
+            streaming: exact,
+            extra,
         }
     }
 
     #[test]
     fn trtllm_request_tensors() {
         let extra = vec![("temperature".to_string(), serde_json::json!(0.5))];
-        let ask = LlmAsk {
-            text: "Hi",
-            max_tokens: Some(100),
-            deterministic: true,
-            streaming: true,
-            extra: &extra,
-        };
+        let ask = ask("Hi", Some(100), true, &extra);
         let (bytes, asked) = build_request(&trtllm(), Backend::Tensorrtllm, &ask).unwrap();
         assert_eq!(asked, 100);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
@@ -326,13 +334,7 @@ mod tests {
         let mut m = trtllm();
         m.inputs.retain(|t| t.name != "min_tokens");
         m.inputs.push(spec("min_length", DataType::U32, true));
-        let ask = LlmAsk {
-            text: "x",
-            max_tokens: None,
-            deterministic: false,
-            streaming: false,
-            extra: &[],
-        };
+        let ask = ask("x", None, false, &[]);
         let (bytes, asked) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
         assert_eq!(asked, 256);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
@@ -363,13 +365,7 @@ mod tests {
 
     #[test]
     fn vllm_sampling_parameters_are_strings() {
-        let ask = LlmAsk {
-            text: "x",
-            max_tokens: Some(64),
-            deterministic: true,
-            streaming: true,
-            extra: &[],
-        };
+        let ask = ask("x", Some(64), true, &[]);
         let (bytes, asked) = build_request(&vllm(), Backend::Vllm, &ask).unwrap();
         assert_eq!(asked, 64);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
@@ -401,13 +397,7 @@ mod tests {
         assert!(e.contains("try --backend vllm"), "{e}");
         assert!(check_layout(&trtllm(), Backend::Tensorrtllm).is_ok());
         let extra = vec![("nonexistent".to_string(), serde_json::json!(1))];
-        let ask = LlmAsk {
-            text: "x",
-            max_tokens: None,
-            deterministic: false,
-            streaming: false,
-            extra: &extra,
-        };
+        let ask = ask("x", None, false, &extra);
         let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask)
             .unwrap_err()
             .0;

@@ -272,36 +272,27 @@ pub fn offer(m: &mut Map<String, Value>, api: Api, plan: Option<&ToolsPlan>, nam
     m.insert("tool_choice".into(), choice_json(&choice, api));
 }
 
+/// One definition in `api`'s form: chat nests it under `function`, Responses puts `type` in
+/// front of it, Messages names its parameters `input_schema`.
 fn tool_json(t: &ToolDef, api: Api) -> Value {
-    let mut m = Map::new();
+    let Ok(Value::Object(mut def)) = serde_json::to_value(t) else {
+        return Value::Null;
+    };
     match api {
         Api::Messages => {
-            m.insert("name".into(), json!(t.name));
-            if let Some(d) = &t.description {
-                m.insert("description".into(), json!(d));
+            // `parameters` is the last field: removing it keeps the order.
+            if let Some(p) = def.remove("parameters") {
+                def.insert("input_schema".into(), p);
             }
-            m.insert("input_schema".into(), t.parameters.clone());
+            Value::Object(def)
         }
         Api::Responses => {
-            m.insert("type".into(), json!("function"));
-            m.insert("name".into(), json!(t.name));
-            if let Some(d) = &t.description {
-                m.insert("description".into(), json!(d));
-            }
-            m.insert("parameters".into(), t.parameters.clone());
+            let mut m = Map::from_iter([("type".to_string(), json!("function"))]);
+            m.extend(def);
+            Value::Object(m)
         }
-        _ => {
-            let mut f = Map::new();
-            f.insert("name".into(), json!(t.name));
-            if let Some(d) = &t.description {
-                f.insert("description".into(), json!(d));
-            }
-            f.insert("parameters".into(), t.parameters.clone());
-            m.insert("type".into(), json!("function"));
-            m.insert("function".into(), Value::Object(f));
-        }
+        _ => json!({"type": "function", "function": def}),
     }
-    Value::Object(m)
 }
 
 #[cfg(test)]
