@@ -313,13 +313,12 @@ mod tests {
         let turn = |text: &str, tool: Option<&str>| UserTurn {
             text: text.into(),
             tokens: 1,
-            max_tokens: None,
-            recorded: None,
             tool: tool.map(|r| ToolResult {
                 name: "grep".into(),
                 text: r.into(),
                 tokens: 1,
             }),
+            ..UserTurn::default()
         };
         let mut h = super::super::conversation::history::History::default();
         h.ask(&turn("Fix it", None));

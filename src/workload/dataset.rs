@@ -48,7 +48,7 @@ pub struct Entry {
     /// Output tokens asked for (0 when the server decides).
     pub max_tokens: u32,
     /// What it carries besides its prompt: batch inputs, images, tools.
-    pub sent: crate::record::Sent,
+    pub sent: Sent,
 }
 
 /// Every prepared request, used round-robin.
@@ -379,17 +379,13 @@ pub fn build_http(
         .map(|(i, (p, max_tokens))| {
             let mine = &images[(i * per).min(images.len())..((i + 1) * per).min(images.len())];
             let body = http_body_with(t, w, Input::Text(&p.text), max_tokens, mine);
-            Entry {
-                payload: Payload::Http(json_bytes(&body)),
-                isl: p.tokens,
-                max_tokens: max_tokens.unwrap_or(0),
-                sent: crate::record::Sent {
-                    inputs: 0,
-                    images: mine.len() as u32,
-                    image_bytes: mine.iter().map(|i| i.bytes.len() as u64).sum(),
-                    tools: w.tools.is_some() && t.api.chat_like(),
-                },
-            }
+            let sent = Sent {
+                inputs: 0,
+                images: mine.len() as u32,
+                image_bytes: mine.iter().map(|i| i.bytes.len() as u64).sum(),
+                tools: w.tools.is_some() && t.api.chat_like(),
+            };
+            http_entry(&body, p.tokens.into(), max_tokens.unwrap_or(0), sent)
         })
         .collect();
     Ok(Dataset::new(entries)
@@ -435,12 +431,7 @@ fn build_scored(
                     (http_body(t, w, Input::Text(&text), Some(max_tokens)), isl)
                 }
             };
-            Entry {
-                payload: Payload::Http(json_bytes(&body)),
-                isl: u32::try_from(isl).unwrap_or(u32::MAX),
-                max_tokens,
-                sent: Sent::default(),
-            }
+            http_entry(&body, isl as u64, max_tokens, Sent::default())
         })
         .collect();
     let expected = set.items.iter().map(|i| i.expected.clone()).collect();
@@ -475,7 +466,7 @@ pub fn build_kserve(
             payload: Payload::Grpc(Bytes::from(bytes)),
             isl: p.tokens,
             max_tokens: asked,
-            sent: crate::record::Sent::default(),
+            sent: Sent::default(),
         });
     }
     Ok(Dataset::new(entries).with_schedule(prepared.schedule))
@@ -633,14 +624,18 @@ pub fn build_batches(
 }
 
 fn batch_entry(body: Value, isl: u64, inputs: usize) -> Entry {
+    let mut entry = http_entry(&body, isl, 0, Sent::default());
+    entry.sent.inputs = u32::try_from(inputs).unwrap_or(u32::MAX);
+    entry
+}
+
+/// An HTTP request's entry: its body, input length, output tokens asked for and what it carries.
+fn http_entry(body: &Value, isl: u64, max_tokens: u32, sent: Sent) -> Entry {
     Entry {
-        payload: Payload::Http(json_bytes(&body)),
+        payload: Payload::Http(json_bytes(body)),
         isl: u32::try_from(isl).unwrap_or(u32::MAX),
-        max_tokens: 0,
-        sent: Sent {
-            inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
-            ..Sent::default()
-        },
+        max_tokens,
+        sent,
     }
 }
 
@@ -717,7 +712,7 @@ pub(super) mod tests {
             payload: Payload::Http(Bytes::from(vec![n as u8])),
             isl: n,
             max_tokens: 0,
-            sent: crate::record::Sent::default(),
+            sent: Sent::default(),
         };
         let whole = Dataset::new((0..10).map(entry).collect());
         let mut seen = Vec::new();

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use prost::Message;
 
-use super::tensor::{DataType, ModelInfo, encode_bytes_elements, encode_scalar};
+use super::tensor::{DataType, ModelInfo, encode_scalar};
 use crate::error::UsageError;
 use crate::proto::model_infer_request::InferInputTensor;
 use crate::proto::{InferParameter, ModelInferRequest, infer_parameter::ParameterChoice};
@@ -93,7 +93,7 @@ pub fn build_request(
     ask: &LlmAsk<'_>,
 ) -> Result<(Vec<u8>, u32), UsageError> {
     let mut b = Tensors::default();
-    b.push_text(info, ask.text)?;
+    b.push(info, "text_input", &serde_json::json!(ask.text))?;
     let asked = match backend {
         Backend::Tensorrtllm => {
             let n = ask.max_tokens.unwrap_or(DEFAULT_TRTLLM_MAX_TOKENS);
@@ -181,20 +181,6 @@ struct Tensors {
 }
 
 impl Tensors {
-    fn push_text(&mut self, info: &ModelInfo, text: &str) -> Result<(), UsageError> {
-        let spec = info
-            .input("text_input")
-            .ok_or_else(|| UsageError(format!("model '{}' has no text_input", info.name)))?;
-        self.inputs.push(InferInputTensor {
-            name: "text_input".into(),
-            datatype: "BYTES".into(),
-            shape: info.request_shape(spec, 1, 1),
-            ..Default::default()
-        });
-        self.raw.push(encode_bytes_elements([text.as_bytes()]));
-        Ok(())
-    }
-
     /// One scalar input, encoded in the datatype the model declares.
     fn push(
         &mut self,

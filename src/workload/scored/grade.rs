@@ -274,13 +274,7 @@ mod tests {
             assert_eq!(g.grade(answer, &choice(1)), right, "{answer:?}");
         }
         // The last explicit statement wins over an earlier one and over the first letter.
-        assert_eq!(
-            g.grade("A? The answer is (C)", &choice(2)),
-            Grade {
-                correct: true,
-                unparsed: false
-            }
-        );
+        assert_eq!(g.grade("A? The answer is (C)", &choice(2)), right);
         // A letter out of range, or inside a word, is not a choice.
         assert_eq!(chosen_letter("E", 4), None);
         assert_eq!(chosen_letter("Because", 4), None);
