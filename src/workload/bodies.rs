@@ -112,7 +112,7 @@ pub fn exact_output_fields(m: &mut Map<String, Value>, w: &WorkloadPlan, max_tok
 pub fn tool_fields(m: &mut Map<String, Value>, api: Api, w: &WorkloadPlan) {
     if let Some(tools) = &w.tools {
         m.insert("tools".into(), tools.tools_json(api));
-        m.insert("tool_choice".into(), tools.choice_json(api));
+        m.insert("tool_choice".into(), tools.choice.json(api));
     }
 }
 

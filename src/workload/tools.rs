@@ -227,28 +227,24 @@ impl ToolsPlan {
     pub fn tools_json(&self, api: Api) -> Value {
         Value::Array(self.tools.iter().map(|t| tool_json(t, api)).collect())
     }
-
-    /// The request's `tool_choice` in `api`'s form.
-    pub fn choice_json(&self, api: Api) -> Value {
-        choice_json(&self.choice, api)
-    }
 }
 
-/// `tool_choice` in `api`'s form.
-fn choice_json(choice: &ToolChoice, api: Api) -> Value {
-    let messages = api == Api::Messages;
-    match (choice, messages) {
-        (ToolChoice::Auto, false) => json!("auto"),
-        (ToolChoice::None, false) => json!("none"),
-        (ToolChoice::Required, false) => json!("required"),
-        (ToolChoice::Auto, true) => json!({"type": "auto"}),
-        (ToolChoice::None, true) => json!({"type": "none"}),
-        (ToolChoice::Required, true) => json!({"type": "any"}),
-        (ToolChoice::Named(n), true) => json!({"type": "tool", "name": n}),
-        (ToolChoice::Named(n), false) if api == Api::Responses => {
-            json!({"type": "function", "name": n})
+impl ToolChoice {
+    /// The request's `tool_choice` in `api`'s form.
+    pub fn json(&self, api: Api) -> Value {
+        match (self, api == Api::Messages) {
+            (ToolChoice::Auto, false) => json!("auto"),
+            (ToolChoice::None, false) => json!("none"),
+            (ToolChoice::Required, false) => json!("required"),
+            (ToolChoice::Auto, true) => json!({"type": "auto"}),
+            (ToolChoice::None, true) => json!({"type": "none"}),
+            (ToolChoice::Required, true) => json!({"type": "any"}),
+            (ToolChoice::Named(n), true) => json!({"type": "tool", "name": n}),
+            (ToolChoice::Named(n), false) if api == Api::Responses => {
+                json!({"type": "function", "name": n})
+            }
+            (ToolChoice::Named(n), false) => json!({"type": "function", "function": {"name": n}}),
         }
-        (ToolChoice::Named(n), false) => json!({"type": "function", "function": {"name": n}}),
     }
 }
 
@@ -268,8 +264,8 @@ pub fn offer(m: &mut Map<String, Value>, api: Api, plan: Option<&ToolsPlan>, nam
         tools.push(tool_json(&def, api));
     }
     m.insert("tools".into(), Value::Array(tools));
-    let choice = ToolChoice::Named(name.to_string());
-    m.insert("tool_choice".into(), choice_json(&choice, api));
+    let choice = ToolChoice::Named(name.to_string()).json(api);
+    m.insert("tool_choice".into(), choice);
 }
 
 /// One definition in `api`'s form: chat nests it under `function`, Responses puts `type` in
@@ -367,13 +363,13 @@ mod tests {
         ];
         for (c, chat, responses, messages) in cases {
             let p = plan(c.clone());
-            assert_eq!(p.choice_json(Api::Chat).to_string(), chat, "{c:?}");
+            assert_eq!(p.choice.json(Api::Chat).to_string(), chat, "{c:?}");
             assert_eq!(
-                p.choice_json(Api::Responses).to_string(),
+                p.choice.json(Api::Responses).to_string(),
                 responses,
                 "{c:?}"
             );
-            assert_eq!(p.choice_json(Api::Messages).to_string(), messages, "{c:?}");
+            assert_eq!(p.choice.json(Api::Messages).to_string(), messages, "{c:?}");
         }
         let tools = parse_tools(WEATHER).unwrap();
         assert_eq!(parse_choice(None, &tools), Ok(ToolChoice::Auto));

@@ -573,20 +573,24 @@ fn resolve(raws: Vec<Raw>) -> Result<Dag, DagError> {
             n.saturating_add(task_turns[c])
         });
     }
-    let mut named = vec![false; sessions.len()];
-    for s in &sessions {
-        for b in s.turns.iter().flat_map(|t| &t.branches) {
-            for &c in &b.children {
-                named[c] = true;
-            }
-        }
-    }
-    let roots = (0..sessions.len()).filter(|&i| !named[i]).collect();
+    let turns = sessions.iter().flat_map(|s| &s.turns);
+    let roots = roots(sessions.len(), turns.flat_map(|t| &t.branches));
     Ok(Dag {
         sessions,
         roots,
         task_turns,
     })
+}
+
+/// The sessions (of `n`) that none of `branches` starts: the tasks' roots, in order.
+pub fn roots<'a>(n: usize, branches: impl IntoIterator<Item = &'a Branch>) -> Vec<usize> {
+    let mut named = vec![false; n];
+    for &c in branches.into_iter().flat_map(|b| &b.children) {
+        if let Some(x) = named.get_mut(c) {
+            *x = true;
+        }
+    }
+    (0..n).filter(|&i| !named[i]).collect()
 }
 
 fn resolve_session(

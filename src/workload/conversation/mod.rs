@@ -144,17 +144,10 @@ impl std::fmt::Debug for Conversations {
 impl Conversations {
     /// Wraps prepared scripts (at least one) and the API's body builder.
     pub fn new(scripts: Vec<Script>, body: BodyFn) -> Conversations {
-        let mut named = vec![false; scripts.len()];
-        for s in &scripts {
-            let branches = s.agent.iter().flat_map(|a| a.branches.iter().flatten());
-            for &c in branches.flat_map(|b| b.children.iter()) {
-                if let Some(n) = named.get_mut(c) {
-                    *n = true;
-                }
-            }
-        }
+        let agents = scripts.iter().flat_map(|s| &s.agent);
+        let branches = agents.flat_map(|a| a.branches.iter().flatten());
         Conversations {
-            roots: (0..scripts.len()).filter(|&i| !named[i]).collect(),
+            roots: dag::roots(scripts.len(), branches),
             scripts,
             body,
             started: AtomicU64::new(0),
