@@ -154,8 +154,7 @@ impl Dataset {
             entries,
             indices: Some(indices),
             schedule,
-            conversations: self.conversations,
-            answers: self.answers,
+            ..self
         })
     }
 

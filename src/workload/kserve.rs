@@ -99,11 +99,8 @@ pub fn build_request(
             let n = ask.max_tokens.unwrap_or(DEFAULT_TRTLLM_MAX_TOKENS);
             b.push(info, "max_tokens", &serde_json::json!(n))?;
             if ask.deterministic {
-                let name = if info.input("min_tokens").is_some() {
-                    "min_tokens"
-                } else if info.input("min_length").is_some() {
-                    "min_length"
-                } else {
+                let newer_first = ["min_tokens", "min_length"];
+                let Some(name) = newer_first.into_iter().find(|n| info.input(n).is_some()) else {
                     return Err(UsageError(format!(
                         "--output-tokens-mean-deterministic needs a min_tokens (or min_length) input, and model '{}' has neither; its inputs are: {}",
                         info.name,
