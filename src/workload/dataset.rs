@@ -282,21 +282,16 @@ fn prepare_sessions(
         let max_tokens = output_lengths(w, plan.turns.iter().map(|&t| t as usize).sum());
         let recorded = plan.replies == conversation::plan::Replies::Recorded;
         let scripts = conversation::agent_scripts(dag, &max_tokens, tokenizer, recorded);
-        let prompts = scripts
-            .iter()
-            .flat_map(|s| &s.turns)
-            .map(|t| Prompt {
-                text: t.text.clone(),
-                tokens: t.tokens,
+        let turns = scripts.iter().flat_map(|s| &s.turns);
+        let (prompts, max_tokens) = turns
+            .map(|t| {
+                let (text, tokens) = (t.text.clone(), t.tokens);
+                (Prompt { text, tokens }, t.max_tokens)
             })
-            .collect();
+            .unzip();
         return Prepared {
             prompts,
-            max_tokens: scripts
-                .iter()
-                .flat_map(|s| &s.turns)
-                .map(|t| t.max_tokens)
-                .collect(),
+            max_tokens,
             schedule: None,
             conversations: Some(scripts),
         };
