@@ -68,6 +68,10 @@ pub fn cache_dirs(
 
 /// The `tokenizer.json` that `spec` names (see the module docs), or every path looked at.
 pub fn locate(spec: &str, env: &HubEnv) -> Result<PathBuf, TokenizerError> {
+    let not_found = |tried| TokenizerError::NotFound {
+        spec: spec.to_string(),
+        tried,
+    };
     let given = Path::new(spec);
     if given.is_file() {
         return Ok(given.to_path_buf());
@@ -77,19 +81,11 @@ pub fn locate(spec: &str, env: &HubEnv) -> Result<PathBuf, TokenizerError> {
         if file.is_file() {
             return Ok(file);
         }
-        return Err(
-            missing_json(given).unwrap_or_else(|| TokenizerError::NotFound {
-                spec: spec.to_string(),
-                tried: vec![file],
-            }),
-        );
+        return Err(missing_json(given).unwrap_or_else(|| not_found(vec![file])));
     }
     let mut tried = vec![given.to_path_buf()];
     let Some(repo) = repo_dir_name(spec) else {
-        return Err(TokenizerError::NotFound {
-            spec: spec.to_string(),
-            tried,
-        });
+        return Err(not_found(tried));
     };
     let mut without_json = None;
     for cache in &env.caches {
@@ -108,10 +104,7 @@ pub fn locate(spec: &str, env: &HubEnv) -> Result<PathBuf, TokenizerError> {
             tried.push(file);
         }
     }
-    Err(without_json.unwrap_or(TokenizerError::NotFound {
-        spec: spec.to_string(),
-        tried,
-    }))
+    Err(without_json.unwrap_or_else(|| not_found(tried)))
 }
 
 /// `models--ORG--NAME` for a model name `ORG/NAME` (or `NAME`); `None` for what can only be a
