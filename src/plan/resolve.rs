@@ -499,9 +499,7 @@ fn prompt_source(s: &WorkloadSpec) -> Result<(PromptSource, bool), UsageError> {
         Some(p) => Some(crate::workload::trace::first_row(p)?),
         None => None,
     };
-    let trace = first
-        .as_ref()
-        .is_some_and(|v| v.get("input_length").is_some());
+    let trace = first.as_ref().is_some_and(crate::workload::trace::is_trace);
     if let (Some(v), Some(p)) = (&first, &s.input_file)
         && (crate::workload::conversation::file::is_conversation(v)
             || crate::workload::conversation::dag::is_dag(v))

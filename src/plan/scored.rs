@@ -99,8 +99,9 @@ pub fn source(
     )?;
     let grader = s.grader.unwrap_or(benchmark.default_grader());
     if let Some(item) = set.items.iter().find(|i| !grader.accepts(&i.expected)) {
-        let fits: Vec<&str> = Grader::ALL
-            .into_iter()
+        let fits: Vec<&str> = <Grader as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied()
             .filter(|g| g.accepts(&item.expected))
             .map(Grader::name)
             .collect();

@@ -147,11 +147,7 @@ pub fn plan_id(input_config: &Value, per_process: &[&str]) -> String {
         }
     }
     let text = serde_json::to_string(&v).unwrap_or_default();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let h = crate::workload::salt::fnv1a(text.as_bytes());
     format!("{h:016x}")
 }
 

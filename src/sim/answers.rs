@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::workload::scored::key::fnv1a;
+use crate::workload::salt::fnv1a;
 use crate::workload::scored::{Expected, ScoredSet};
 use crate::workload::tokenizer::Tokenizer;
 

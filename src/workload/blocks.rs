@@ -145,8 +145,7 @@ const MAX_CORRECTIONS: usize = 8;
 /// `text` counted, and when it is not `target` tokens, corrected at its end (bounded rounds):
 /// whole units dropped, or units of a continuation stream added.
 fn exact(tokenizer: &Tokenizer, units: &Units, mut text: String, target: u32, key: u64) -> Prompt {
-    let count = |t: &str| u32::try_from(tokenizer.count(t)).unwrap_or(u32::MAX);
-    let mut tokens = count(&text);
+    let mut tokens = tokenizer.tokens(&text);
     for round in 0..MAX_CORRECTIONS {
         if tokens == target {
             break;
@@ -159,7 +158,7 @@ fn exact(tokenizer: &Tokenizer, units: &Units, mut text: String, target: u32, ke
             let more = (target - tokens) as usize;
             units.push(&mut text, mix(key ^ round as u64), more);
         }
-        tokens = count(&text);
+        tokens = tokenizer.tokens(&text);
     }
     Prompt { text, tokens }
 }

@@ -92,23 +92,27 @@ pub fn chat_like_body(
             }
         }
     }
+    exact_output_fields(&mut m, w, max_tokens);
+    m.insert("stream".into(), json!(t.streaming));
+    tool_fields(&mut m, t.api, w);
+    m.extend(w.extra_inputs.iter().cloned());
+    Value::Object(m)
+}
+
+/// `min_tokens` and `ignore_eos` (vLLM's extensions), when the plan asks for exactly
+/// `max_tokens`.
+pub fn exact_output_fields(m: &mut Map<String, Value>, w: &WorkloadPlan, max_tokens: Option<u32>) {
     if let Some(n) = max_tokens.filter(|_| w.exact_output()) {
         m.insert("min_tokens".into(), json!(n));
         m.insert("ignore_eos".into(), json!(true));
     }
-    m.insert("stream".into(), json!(t.streaming));
-    tool_fields(&mut m, t.api, w);
-    for (k, v) in &w.extra_inputs {
-        m.insert(k.clone(), v.clone());
-    }
-    Value::Object(m)
 }
 
 /// `tools` and `tool_choice` in `api`'s form, when the plan sends tools.
 pub fn tool_fields(m: &mut Map<String, Value>, api: Api, w: &WorkloadPlan) {
     if let Some(tools) = &w.tools {
         m.insert("tools".into(), tools.tools_json(api));
-        m.insert("tool_choice".into(), tools.choice_json(api));
+        m.insert("tool_choice".into(), tools.choice.json(api));
     }
 }
 
@@ -226,9 +230,7 @@ pub fn embeddings_body(t: &Target, w: &WorkloadPlan, texts: &[&str]) -> Value {
     m.insert("model".into(), json!(t.model));
     m.insert("input".into(), json!(texts));
     m.insert("encoding_format".into(), json!("float"));
-    for (k, v) in &w.extra_inputs {
-        m.insert(k.clone(), v.clone());
-    }
+    m.extend(w.extra_inputs.iter().cloned());
     Value::Object(m)
 }
 
@@ -252,9 +254,7 @@ pub fn rankings_body(t: &Target, w: &WorkloadPlan, query: &str, passages: &[&str
             m.insert("passages".into(), Value::Array(ps));
         }
     }
-    for (k, v) in &w.extra_inputs {
-        m.insert(k.clone(), v.clone());
-    }
+    m.extend(w.extra_inputs.iter().cloned());
     Value::Object(m)
 }
 
@@ -262,16 +262,9 @@ pub fn rankings_body(t: &Target, w: &WorkloadPlan, query: &str, passages: &[&str
 mod tests {
     use super::*;
     use crate::plan::RunPlan;
-    use clap::Parser;
 
     fn plan(args: &[&str]) -> RunPlan {
-        let mut argv = vec!["ttftbench", "profile", "-m", "m"];
-        argv.extend_from_slice(args);
-        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
-        let crate::cli::Command::Profile(p) = cli.command else {
-            panic!("expected profile")
-        };
-        p.plan(&[]).unwrap()
+        super::super::dataset::tests::plan_for("m", args)
     }
 
     fn img() -> Image {
@@ -320,13 +313,12 @@ mod tests {
         let turn = |text: &str, tool: Option<&str>| UserTurn {
             text: text.into(),
             tokens: 1,
-            max_tokens: None,
-            recorded: None,
             tool: tool.map(|r| ToolResult {
                 name: "grep".into(),
                 text: r.into(),
                 tokens: 1,
             }),
+            ..UserTurn::default()
         };
         let mut h = super::super::conversation::history::History::default();
         h.ask(&turn("Fix it", None));

@@ -48,7 +48,7 @@ pub struct Entry {
     /// Output tokens asked for (0 when the server decides).
     pub max_tokens: u32,
     /// What it carries besides its prompt: batch inputs, images, tools.
-    pub sent: crate::record::Sent,
+    pub sent: Sent,
 }
 
 /// Every prepared request, used round-robin.
@@ -154,8 +154,7 @@ impl Dataset {
             entries,
             indices: Some(indices),
             schedule,
-            conversations: self.conversations,
-            answers: self.answers,
+            ..self
         })
     }
 
@@ -226,12 +225,8 @@ pub fn prepare(
         PromptSource::Synthetic { mean, stddev } => prompts::synthetic_with(
             tokenizer,
             &SyntheticSpec {
-                count: w.num_prompts as usize,
-                mean: *mean,
-                stddev: *stddev,
-                seed: w.seed,
-                salt,
                 prefixes: w.prefix_prompts,
+                ..synthetic_spec(w, (*mean, *stddev), w.num_prompts as usize, salt)
             },
         ),
         PromptSource::File(path) => {
@@ -287,38 +282,24 @@ fn prepare_sessions(
         let max_tokens = output_lengths(w, plan.turns.iter().map(|&t| t as usize).sum());
         let recorded = plan.replies == conversation::plan::Replies::Recorded;
         let scripts = conversation::agent_scripts(dag, &max_tokens, tokenizer, recorded);
-        let prompts = scripts
-            .iter()
-            .flat_map(|s| &s.turns)
-            .map(|t| Prompt {
-                text: t.text.clone(),
-                tokens: t.tokens,
+        let turns = scripts.iter().flat_map(|s| &s.turns);
+        let (prompts, max_tokens) = turns
+            .map(|t| {
+                let (text, tokens) = (t.text.clone(), t.tokens);
+                (Prompt { text, tokens }, t.max_tokens)
             })
-            .collect();
+            .unzip();
         return Prepared {
             prompts,
-            max_tokens: scripts
-                .iter()
-                .flat_map(|s| &s.turns)
-                .map(|t| t.max_tokens)
-                .collect(),
+            max_tokens,
             schedule: None,
             conversations: Some(scripts),
         };
     }
     let prompts = match (&plan.source, &w.prompts) {
         (ConversationSource::Synthetic { .. }, PromptSource::Synthetic { mean, stddev }) => {
-            prompts::synthetic_with(
-                tokenizer,
-                &SyntheticSpec {
-                    count: plan.total_turns as usize,
-                    mean: *mean,
-                    stddev: *stddev,
-                    seed: w.seed,
-                    salt,
-                    prefixes: None,
-                },
-            )
+            let spec = synthetic_spec(w, (*mean, *stddev), plan.total_turns as usize, salt);
+            prompts::synthetic_with(tokenizer, &spec)
         }
         _ => conversation::file_prompts(plan, tokenizer),
     };
@@ -329,6 +310,24 @@ fn prepare_sessions(
         max_tokens,
         schedule: None,
         conversations: Some(scripts),
+    }
+}
+
+/// `count` synthetic prompts of lengths normal(`mean`, `stddev`), for the plan's seed and the
+/// run's salt, without prefix prompts.
+fn synthetic_spec(
+    w: &WorkloadPlan,
+    (mean, stddev): (u32, u32),
+    count: usize,
+    salt: Salt,
+) -> SyntheticSpec {
+    SyntheticSpec {
+        count,
+        mean,
+        stddev,
+        seed: w.seed,
+        salt,
+        prefixes: None,
     }
 }
 
@@ -374,17 +373,13 @@ pub fn build_http(
         .map(|(i, (p, max_tokens))| {
             let mine = &images[(i * per).min(images.len())..((i + 1) * per).min(images.len())];
             let body = http_body_with(t, w, Input::Text(&p.text), max_tokens, mine);
-            Entry {
-                payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
-                isl: p.tokens,
-                max_tokens: max_tokens.unwrap_or(0),
-                sent: crate::record::Sent {
-                    inputs: 0,
-                    images: mine.len() as u32,
-                    image_bytes: mine.iter().map(|i| i.bytes.len() as u64).sum(),
-                    tools: w.tools.is_some() && t.api.chat_like(),
-                },
-            }
+            let sent = Sent {
+                inputs: 0,
+                images: mine.len() as u32,
+                image_bytes: mine.iter().map(|i| i.bytes.len() as u64).sum(),
+                tools: w.tools.is_some() && t.api.chat_like(),
+            };
+            http_entry(&body, p.tokens.into(), max_tokens.unwrap_or(0), sent)
         })
         .collect();
     Ok(Dataset::new(entries)
@@ -430,12 +425,7 @@ fn build_scored(
                     (http_body(t, w, Input::Text(&text), Some(max_tokens)), isl)
                 }
             };
-            Entry {
-                payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
-                isl: u32::try_from(isl).unwrap_or(u32::MAX),
-                max_tokens,
-                sent: Sent::default(),
-            }
+            http_entry(&body, isl as u64, max_tokens, Sent::default())
         })
         .collect();
     let expected = set.items.iter().map(|i| i.expected.clone()).collect();
@@ -470,7 +460,7 @@ pub fn build_kserve(
             payload: Payload::Grpc(Bytes::from(bytes)),
             isl: p.tokens,
             max_tokens: asked,
-            sent: crate::record::Sent::default(),
+            sent: Sent::default(),
         });
     }
     Ok(Dataset::new(entries).with_schedule(prepared.schedule))
@@ -492,7 +482,6 @@ pub fn http_body_with(
     if matches!(t.api, Api::Responses | Api::Messages) {
         return super::bodies::chat_like_body(t, w, input, max_tokens, images);
     }
-    let deterministic = w.exact_output();
     let mut m = Map::new();
     match t.api {
         Api::Chat => {
@@ -520,11 +509,8 @@ pub fn http_body_with(
     }
     if let Some(n) = max_tokens {
         m.insert("max_tokens".into(), json!(n));
-        if deterministic {
-            m.insert("min_tokens".into(), json!(n));
-            m.insert("ignore_eos".into(), json!(true));
-        }
     }
+    super::bodies::exact_output_fields(&mut m, w, max_tokens);
     m.insert("stream".into(), json!(t.streaming));
     // Always: the server's count is recorded next to the tokenizer's (and used with
     // --use-server-token-count). Only streamed requests take `stream_options`; a whole body
@@ -535,9 +521,7 @@ pub fn http_body_with(
     if t.api == Api::Chat {
         super::bodies::tool_fields(&mut m, t.api, w);
     }
-    for (k, v) in &w.extra_inputs {
-        m.insert(k.clone(), v.clone());
-    }
+    m.extend(w.extra_inputs.iter().cloned());
     Value::Object(m)
 }
 
@@ -556,7 +540,12 @@ pub fn turn_body(
     {
         super::tools::offer(m, t.api, w.tools.as_ref(), name);
     }
-    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    json_bytes(&body)
+}
+
+/// A request body's bytes.
+fn json_bytes(body: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(body).unwrap_or_default())
 }
 
 /// The texts embeddings and synthetic rankings draw from: `n` synthetic prompts (the salt
@@ -568,17 +557,10 @@ fn texts(
     n: usize,
 ) -> Result<Vec<Prompt>, UsageError> {
     match &w.prompts {
-        PromptSource::Synthetic { mean, stddev } => Ok(prompts::synthetic_with(
-            tokenizer,
-            &SyntheticSpec {
-                count: n,
-                mean: *mean,
-                stddev: *stddev,
-                seed: w.seed,
-                salt,
-                prefixes: None,
-            },
-        )),
+        PromptSource::Synthetic { mean, stddev } => {
+            let spec = synthetic_spec(w, (*mean, *stddev), n, salt);
+            Ok(prompts::synthetic_with(tokenizer, &spec))
+        }
         PromptSource::File(path) => prompts::from_jsonl(path, tokenizer)
             .map_err(|e| UsageError(format!("--input-file: {e}"))),
         other => Err(UsageError(format!(
@@ -636,25 +618,34 @@ pub fn build_batches(
 }
 
 fn batch_entry(body: Value, isl: u64, inputs: usize) -> Entry {
+    let mut entry = http_entry(&body, isl, 0, Sent::default());
+    entry.sent.inputs = u32::try_from(inputs).unwrap_or(u32::MAX);
+    entry
+}
+
+/// An HTTP request's entry: its body, input length, output tokens asked for and what it carries.
+fn http_entry(body: &Value, isl: u64, max_tokens: u32, sent: Sent) -> Entry {
     Entry {
-        payload: Payload::Http(Bytes::from(serde_json::to_vec(&body).unwrap_or_default())),
+        payload: Payload::Http(json_bytes(body)),
         isl: u32::try_from(isl).unwrap_or(u32::MAX),
-        max_tokens: 0,
-        sent: Sent {
-            inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
-            ..Sent::default()
-        },
+        max_tokens,
+        sent,
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::plan::RunPlan;
     use clap::Parser;
 
     fn plan(args: &[&str]) -> RunPlan {
-        let mut argv = vec!["ttftbench", "profile", "-m", "gpt2"];
+        plan_for("gpt2", args)
+    }
+
+    /// The plan of `ttftbench profile -m MODEL ARGS...`.
+    pub(in crate::workload) fn plan_for(model: &str, args: &[&str]) -> RunPlan {
+        let mut argv = vec!["ttftbench", "profile", "-m", model];
         argv.extend_from_slice(args);
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
         let crate::cli::Command::Profile(p) = cli.command else {
@@ -715,7 +706,7 @@ mod tests {
             payload: Payload::Http(Bytes::from(vec![n as u8])),
             isl: n,
             max_tokens: 0,
-            sent: crate::record::Sent::default(),
+            sent: Sent::default(),
         };
         let whole = Dataset::new((0..10).map(entry).collect());
         let mut seen = Vec::new();

@@ -112,16 +112,13 @@ impl Image {
     pub fn content_part(&self, api: Api) -> Value {
         let b64 = self.base64();
         let mime = self.format.mime();
+        let url = format!("data:{mime};base64,{b64}");
         match api {
             Api::Messages => {
                 json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": b64}})
             }
-            Api::Responses => {
-                json!({"type": "input_image", "image_url": format!("data:{mime};base64,{b64}")})
-            }
-            _ => {
-                json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{b64}")}})
-            }
+            Api::Responses => json!({"type": "input_image", "image_url": url}),
+            _ => json!({"type": "image_url", "image_url": {"url": url}}),
         }
     }
 }

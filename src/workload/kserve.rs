@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use prost::Message;
 
-use super::tensor::{DataType, ModelInfo, encode_bytes_elements, encode_scalar};
+use super::tensor::{DataType, ModelInfo, encode_scalar};
 use crate::error::UsageError;
 use crate::proto::model_infer_request::InferInputTensor;
 use crate::proto::{InferParameter, ModelInferRequest, infer_parameter::ParameterChoice};
@@ -93,17 +93,14 @@ pub fn build_request(
     ask: &LlmAsk<'_>,
 ) -> Result<(Vec<u8>, u32), UsageError> {
     let mut b = Tensors::default();
-    b.push_text(info, ask.text)?;
+    b.push(info, "text_input", &serde_json::json!(ask.text))?;
     let asked = match backend {
         Backend::Tensorrtllm => {
             let n = ask.max_tokens.unwrap_or(DEFAULT_TRTLLM_MAX_TOKENS);
             b.push(info, "max_tokens", &serde_json::json!(n))?;
             if ask.deterministic {
-                let name = if info.input("min_tokens").is_some() {
-                    "min_tokens"
-                } else if info.input("min_length").is_some() {
-                    "min_length"
-                } else {
+                let newer_first = ["min_tokens", "min_length"];
+                let Some(name) = newer_first.into_iter().find(|n| info.input(n).is_some()) else {
                     return Err(UsageError(format!(
                         "--output-tokens-mean-deterministic needs a min_tokens (or min_length) input, and model '{}' has neither; its inputs are: {}",
                         info.name,
@@ -181,20 +178,6 @@ struct Tensors {
 }
 
 impl Tensors {
-    fn push_text(&mut self, info: &ModelInfo, text: &str) -> Result<(), UsageError> {
-        let spec = info
-            .input("text_input")
-            .ok_or_else(|| UsageError(format!("model '{}' has no text_input", info.name)))?;
-        self.inputs.push(InferInputTensor {
-            name: "text_input".into(),
-            datatype: "BYTES".into(),
-            shape: info.request_shape(spec, 1, 1),
-            ..Default::default()
-        });
-        self.raw.push(encode_bytes_elements([text.as_bytes()]));
-        Ok(())
-    }
-
     /// One scalar input, encoded in the datatype the model declares.
     fn push(
         &mut self,
@@ -248,52 +231,60 @@ mod tests {
         }
     }
 
-    fn trtllm() -> ModelInfo {
+    fn model(name: &str, backend: &str, max_batch_size: i32, inputs: Vec<TensorSpec>) -> ModelInfo {
         ModelInfo {
-            name: "gpt2".into(),
-            platform: "ensemble".into(),
-            backend: String::new(),
-            max_batch_size: 64,
+            name: name.into(),
+            platform: if backend.is_empty() { "ensemble" } else { "" }.into(),
+            backend: backend.into(),
+            max_batch_size,
             decoupled: true,
-            inputs: vec![
-                spec("text_input", DataType::Bytes, false),
-                spec("max_tokens", DataType::I32, false),
-                spec("stream", DataType::Bool, true),
-                spec("exclude_input_in_output", DataType::Bool, true),
-                spec("min_tokens", DataType::I32, true),
-                spec("temperature", DataType::F32, true),
-            ],
+            inputs,
             outputs: vec![spec("text_output", DataType::Bytes, false)],
         }
     }
 
+    fn trtllm() -> ModelInfo {
+        let inputs = vec![
+            spec("text_input", DataType::Bytes, false),
+            spec("max_tokens", DataType::I32, false),
+            spec("stream", DataType::Bool, true),
+            spec("exclude_input_in_output", DataType::Bool, true),
+            spec("min_tokens", DataType::I32, true),
+            spec("temperature", DataType::F32, true),
+        ];
+        model("gpt2", "", 64, inputs)
+    }
+
     fn vllm() -> ModelInfo {
-        ModelInfo {
-            name: "vllm_model".into(),
-            platform: String::new(),
-            backend: "vllm".into(),
-            max_batch_size: 0,
-            decoupled: true,
-            inputs: vec![
-                spec("text_input", DataType::Bytes, false),
-                spec("stream", DataType::Bool, true),
-                spec("sampling_parameters", DataType::Bytes, true),
-                spec("exclude_input_in_output", DataType::Bool, true),
-            ],
-            outputs: vec![spec("text_output", DataType::Bytes, false)],
+        let inputs = vec![
+            spec("text_input", DataType::Bytes, false),
+            spec("stream", DataType::Bool, true),
+            spec("sampling_parameters", DataType::Bytes, true),
+            spec("exclude_input_in_output", DataType::Bool, true),
+        ];
+        model("vllm_model", "vllm", 0, inputs)
+    }
+
+    /// An ask for `text`; `exact` asks for exactly `max_tokens` and streams.
+    fn ask<'a>(
+        text: &'a str,
+        max_tokens: Option<u32>,
+        exact: bool,
+        extra: &'a [(String, serde_json::Value)],
+    ) -> LlmAsk<'a> {
+        LlmAsk {
+            text,
+            max_tokens,
+            deterministic: exact,
+            streaming: exact,
+            extra,
         }
     }
 
     #[test]
     fn trtllm_request_tensors() {
         let extra = vec![("temperature".to_string(), serde_json::json!(0.5))];
-        let ask = LlmAsk {
-            text: "Hi",
-            max_tokens: Some(100),
-            deterministic: true,
-            streaming: true,
-            extra: &extra,
-        };
+        let ask = ask("Hi", Some(100), true, &extra);
         let (bytes, asked) = build_request(&trtllm(), Backend::Tensorrtllm, &ask).unwrap();
         assert_eq!(asked, 100);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
@@ -326,13 +317,7 @@ mod tests {
         let mut m = trtllm();
         m.inputs.retain(|t| t.name != "min_tokens");
         m.inputs.push(spec("min_length", DataType::U32, true));
-        let ask = LlmAsk {
-            text: "x",
-            max_tokens: None,
-            deterministic: false,
-            streaming: false,
-            extra: &[],
-        };
+        let ask = ask("x", None, false, &[]);
         let (bytes, asked) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
         assert_eq!(asked, 256);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
@@ -363,13 +348,7 @@ mod tests {
 
     #[test]
     fn vllm_sampling_parameters_are_strings() {
-        let ask = LlmAsk {
-            text: "x",
-            max_tokens: Some(64),
-            deterministic: true,
-            streaming: true,
-            extra: &[],
-        };
+        let ask = ask("x", Some(64), true, &[]);
         let (bytes, asked) = build_request(&vllm(), Backend::Vllm, &ask).unwrap();
         assert_eq!(asked, 64);
         let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
@@ -401,13 +380,7 @@ mod tests {
         assert!(e.contains("try --backend vllm"), "{e}");
         assert!(check_layout(&trtllm(), Backend::Tensorrtllm).is_ok());
         let extra = vec![("nonexistent".to_string(), serde_json::json!(1))];
-        let ask = LlmAsk {
-            text: "x",
-            max_tokens: None,
-            deterministic: false,
-            streaming: false,
-            extra: &extra,
-        };
+        let ask = ask("x", None, false, &extra);
         let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask)
             .unwrap_err()
             .0;

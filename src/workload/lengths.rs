@@ -20,16 +20,6 @@ impl LengthSampler {
         LengthSampler { mean, stddev }
     }
 
-    /// The mean length.
-    pub fn mean(&self) -> u32 {
-        self.mean
-    }
-
-    /// The standard deviation.
-    pub fn stddev(&self) -> u32 {
-        self.stddev
-    }
-
     /// One length: normal(mean, stddev), rounded half away from zero, clamped to
     /// `1..=u32::MAX`. With `stddev == 0` no randomness is drawn.
     pub fn sample(&self, rng: &mut impl rand::Rng) -> u32 {

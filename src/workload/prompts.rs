@@ -212,10 +212,6 @@ impl<'t> PromptBuilder<'t> {
         c
     }
 
-    fn count(&self, text: &str) -> u32 {
-        u32::try_from(self.tokenizer.count(text)).unwrap_or(u32::MAX)
-    }
-
     /// Appends one filler unit (one token) to the draft; false if this tokenizer has none.
     fn push_filler(&self, d: &mut Draft, rng: &mut StdRng) -> bool {
         let pool = if d.text.is_empty() {
@@ -275,7 +271,7 @@ impl<'t> PromptBuilder<'t> {
         if let Some(p) = self.fillers_only(head, target) {
             return p;
         }
-        let tokens = self.count(&d.text);
+        let tokens = self.tokenizer.tokens(&d.text);
         Prompt {
             text: d.text,
             tokens,
@@ -292,7 +288,7 @@ impl<'t> PromptBuilder<'t> {
         target: u32,
         rng: &mut StdRng,
     ) -> Option<Prompt> {
-        let mut actual = self.count(&d.text);
+        let mut actual = self.tokenizer.tokens(&d.text);
         for _ in 0..MAX_CORRECTIONS {
             if actual == target {
                 break;
@@ -318,7 +314,7 @@ impl<'t> PromptBuilder<'t> {
                 }
                 d.text.truncate(d.units.last().map_or(floor, |u| u.0));
             }
-            actual = self.count(&d.text);
+            actual = self.tokenizer.tokens(&d.text);
         }
         (actual == target).then(|| Prompt {
             text: std::mem::take(&mut d.text),
@@ -340,7 +336,7 @@ impl<'t> PromptBuilder<'t> {
         for i in from..target as usize {
             text.push_str(self.fillers[i % self.fillers.len()]);
         }
-        let n = self.count(&text);
+        let n = self.tokenizer.tokens(&text);
         (n == target).then_some(Prompt { text, tokens: n })
     }
 }
@@ -578,10 +574,9 @@ pub fn from_jsonl_reader(
                 where_()
             )));
         };
-        let tokens = u32::try_from(tokenizer.count(text)).unwrap_or(u32::MAX);
         prompts.push(Prompt {
             text: text.to_owned(),
-            tokens,
+            tokens: tokenizer.tokens(text),
         });
     }
     if prompts.is_empty() {

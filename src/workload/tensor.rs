@@ -91,22 +91,13 @@ impl DataType {
     /// The model-configuration protobuf enum value; its name (`TYPE_INT32`, `TYPE_STRING`) is
     /// the datatype's name in a model configuration's JSON.
     pub fn proto(self) -> proto::DataType {
-        match self {
-            DataType::Bool => proto::DataType::TypeBool,
-            DataType::U8 => proto::DataType::TypeUint8,
-            DataType::U16 => proto::DataType::TypeUint16,
-            DataType::U32 => proto::DataType::TypeUint32,
-            DataType::U64 => proto::DataType::TypeUint64,
-            DataType::I8 => proto::DataType::TypeInt8,
-            DataType::I16 => proto::DataType::TypeInt16,
-            DataType::I32 => proto::DataType::TypeInt32,
-            DataType::I64 => proto::DataType::TypeInt64,
-            DataType::F16 => proto::DataType::TypeFp16,
-            DataType::Bf16 => proto::DataType::TypeBf16,
-            DataType::F32 => proto::DataType::TypeFp32,
-            DataType::F64 => proto::DataType::TypeFp64,
-            DataType::Bytes => proto::DataType::TypeString,
-        }
+        // `TYPE_` and the wire name, but for BYTES, which a configuration calls a string.
+        let name = match self {
+            DataType::Bytes => "STRING",
+            d => d.name(),
+        };
+        proto::DataType::from_str_name(&format!("TYPE_{name}"))
+            .unwrap_or(proto::DataType::TypeInvalid)
     }
 
     /// The datatype's name in a Triton model configuration (`"TYPE_INT32"`, `"TYPE_STRING"`).

@@ -227,28 +227,24 @@ impl ToolsPlan {
     pub fn tools_json(&self, api: Api) -> Value {
         Value::Array(self.tools.iter().map(|t| tool_json(t, api)).collect())
     }
-
-    /// The request's `tool_choice` in `api`'s form.
-    pub fn choice_json(&self, api: Api) -> Value {
-        choice_json(&self.choice, api)
-    }
 }
 
-/// `tool_choice` in `api`'s form.
-fn choice_json(choice: &ToolChoice, api: Api) -> Value {
-    let messages = api == Api::Messages;
-    match (choice, messages) {
-        (ToolChoice::Auto, false) => json!("auto"),
-        (ToolChoice::None, false) => json!("none"),
-        (ToolChoice::Required, false) => json!("required"),
-        (ToolChoice::Auto, true) => json!({"type": "auto"}),
-        (ToolChoice::None, true) => json!({"type": "none"}),
-        (ToolChoice::Required, true) => json!({"type": "any"}),
-        (ToolChoice::Named(n), true) => json!({"type": "tool", "name": n}),
-        (ToolChoice::Named(n), false) if api == Api::Responses => {
-            json!({"type": "function", "name": n})
+impl ToolChoice {
+    /// The request's `tool_choice` in `api`'s form.
+    pub fn json(&self, api: Api) -> Value {
+        match (self, api == Api::Messages) {
+            (ToolChoice::Auto, false) => json!("auto"),
+            (ToolChoice::None, false) => json!("none"),
+            (ToolChoice::Required, false) => json!("required"),
+            (ToolChoice::Auto, true) => json!({"type": "auto"}),
+            (ToolChoice::None, true) => json!({"type": "none"}),
+            (ToolChoice::Required, true) => json!({"type": "any"}),
+            (ToolChoice::Named(n), true) => json!({"type": "tool", "name": n}),
+            (ToolChoice::Named(n), false) if api == Api::Responses => {
+                json!({"type": "function", "name": n})
+            }
+            (ToolChoice::Named(n), false) => json!({"type": "function", "function": {"name": n}}),
         }
-        (ToolChoice::Named(n), false) => json!({"type": "function", "function": {"name": n}}),
     }
 }
 
@@ -268,40 +264,31 @@ pub fn offer(m: &mut Map<String, Value>, api: Api, plan: Option<&ToolsPlan>, nam
         tools.push(tool_json(&def, api));
     }
     m.insert("tools".into(), Value::Array(tools));
-    let choice = ToolChoice::Named(name.to_string());
-    m.insert("tool_choice".into(), choice_json(&choice, api));
+    let choice = ToolChoice::Named(name.to_string()).json(api);
+    m.insert("tool_choice".into(), choice);
 }
 
+/// One definition in `api`'s form: chat nests it under `function`, Responses puts `type` in
+/// front of it, Messages names its parameters `input_schema`.
 fn tool_json(t: &ToolDef, api: Api) -> Value {
-    let mut m = Map::new();
+    let Ok(Value::Object(mut def)) = serde_json::to_value(t) else {
+        return Value::Null;
+    };
     match api {
         Api::Messages => {
-            m.insert("name".into(), json!(t.name));
-            if let Some(d) = &t.description {
-                m.insert("description".into(), json!(d));
+            // `parameters` is the last field: removing it keeps the order.
+            if let Some(p) = def.remove("parameters") {
+                def.insert("input_schema".into(), p);
             }
-            m.insert("input_schema".into(), t.parameters.clone());
+            Value::Object(def)
         }
         Api::Responses => {
-            m.insert("type".into(), json!("function"));
-            m.insert("name".into(), json!(t.name));
-            if let Some(d) = &t.description {
-                m.insert("description".into(), json!(d));
-            }
-            m.insert("parameters".into(), t.parameters.clone());
+            let mut m = Map::from_iter([("type".to_string(), json!("function"))]);
+            m.extend(def);
+            Value::Object(m)
         }
-        _ => {
-            let mut f = Map::new();
-            f.insert("name".into(), json!(t.name));
-            if let Some(d) = &t.description {
-                f.insert("description".into(), json!(d));
-            }
-            f.insert("parameters".into(), t.parameters.clone());
-            m.insert("type".into(), json!("function"));
-            m.insert("function".into(), Value::Object(f));
-        }
+        _ => json!({"type": "function", "function": def}),
     }
-    Value::Object(m)
 }
 
 #[cfg(test)]
@@ -376,13 +363,13 @@ mod tests {
         ];
         for (c, chat, responses, messages) in cases {
             let p = plan(c.clone());
-            assert_eq!(p.choice_json(Api::Chat).to_string(), chat, "{c:?}");
+            assert_eq!(p.choice.json(Api::Chat).to_string(), chat, "{c:?}");
             assert_eq!(
-                p.choice_json(Api::Responses).to_string(),
+                p.choice.json(Api::Responses).to_string(),
                 responses,
                 "{c:?}"
             );
-            assert_eq!(p.choice_json(Api::Messages).to_string(), messages, "{c:?}");
+            assert_eq!(p.choice.json(Api::Messages).to_string(), messages, "{c:?}");
         }
         let tools = parse_tools(WEATHER).unwrap();
         assert_eq!(parse_choice(None, &tools), Ok(ToolChoice::Auto));

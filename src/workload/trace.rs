@@ -78,11 +78,9 @@ fn err<T>(msg: String) -> Result<T, UsageError> {
     Err(UsageError(msg))
 }
 
-/// Whether `path` holds a trace (its first non-blank line is an object with `input_length`).
-/// An empty file is refused here, whatever its form would have been; a first line that is not
-/// JSON is left to the prompt reader, which names it.
-pub fn is_trace(path: &Path) -> Result<bool, UsageError> {
-    Ok(first_row(path)?.get(TRACE_KEY).is_some())
+/// Whether a first row ([`first_row`]) is a trace's (it has `input_length`).
+pub fn is_trace(row: &Value) -> bool {
+    row.get(TRACE_KEY).is_some()
 }
 
 /// The first non-blank line of an `--input-file`, parsed (`Null` when it is not JSON: the

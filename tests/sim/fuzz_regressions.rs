@@ -80,13 +80,14 @@ fn mutation_smoke() {
 /// check nothing).
 #[test]
 fn scored_row_seeds_are_accepted_rows() {
+    use strum::VariantArray;
     use ttftbench::workload::scored::{Benchmark, rows};
     let seeds = files(&fuzz_dir("seeds", "scored_rows"));
-    assert_eq!(seeds.len(), Benchmark::ALL.len());
+    assert_eq!(seeds.len(), Benchmark::VARIANTS.len());
     for path in seeds {
         let input = std::fs::read(&path).unwrap();
         let (&pick, text) = input.split_first().unwrap();
-        let b = Benchmark::ALL[usize::from(pick) % Benchmark::ALL.len()];
+        let b = Benchmark::VARIANTS[usize::from(pick) % Benchmark::VARIANTS.len()];
         let lines = rows::read_jsonl_from(text, &path).unwrap();
         assert!(lines.len() >= 2, "{}", path.display());
         for (row, at) in &lines {

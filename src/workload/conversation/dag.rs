@@ -573,20 +573,24 @@ fn resolve(raws: Vec<Raw>) -> Result<Dag, DagError> {
             n.saturating_add(task_turns[c])
         });
     }
-    let mut named = vec![false; sessions.len()];
-    for s in &sessions {
-        for b in s.turns.iter().flat_map(|t| &t.branches) {
-            for &c in &b.children {
-                named[c] = true;
-            }
-        }
-    }
-    let roots = (0..sessions.len()).filter(|&i| !named[i]).collect();
+    let turns = sessions.iter().flat_map(|s| &s.turns);
+    let roots = roots(sessions.len(), turns.flat_map(|t| &t.branches));
     Ok(Dag {
         sessions,
         roots,
         task_turns,
     })
+}
+
+/// The sessions (of `n`) that none of `branches` starts: the tasks' roots, in order.
+pub fn roots<'a>(n: usize, branches: impl IntoIterator<Item = &'a Branch>) -> Vec<usize> {
+    let mut named = vec![false; n];
+    for &c in branches.into_iter().flat_map(|b| &b.children) {
+        if let Some(x) = named.get_mut(c) {
+            *x = true;
+        }
+    }
+    (0..n).filter(|&i| !named[i]).collect()
 }
 
 fn resolve_session(
@@ -730,6 +734,15 @@ mod tests {
         read_from(text.as_bytes())
     }
 
+    fn branch(mode: BranchMode, children: &[usize], join_at: Option<usize>) -> Branch {
+        let children = children.to_vec();
+        Branch {
+            mode,
+            children,
+            join_at,
+        }
+    }
+
     const OWN: &str = r#"{"agent": "planner", "system": "You plan.", "turns": [{"user": "Fix the test", "max_tokens": 64}, {"tool": "grep", "result": "a.rs:12", "tool_ms": 40, "think_ms": 10, "spawn": ["reader", "tester"]}, {"user": "Summarize"}, {"user": "Done?", "fork": "followup"}]}
 {"agent": "reader", "turns": [{"user": "Read a.rs"}]}
 
@@ -755,22 +768,8 @@ mod tests {
         let t1 = &p.turns[1];
         assert_eq!((t1.tool.as_deref(), t1.delay_ms), (Some("grep"), 50));
         assert_eq!(t1.said, vec![said(Role::Tool, "a.rs:12")]);
-        assert_eq!(
-            t1.branches,
-            vec![Branch {
-                mode: BranchMode::Spawn,
-                children: vec![1, 2],
-                join_at: Some(2)
-            }]
-        );
-        assert_eq!(
-            p.turns[3].branches,
-            vec![Branch {
-                mode: BranchMode::Fork,
-                children: vec![3],
-                join_at: None
-            }]
-        );
+        assert_eq!(t1.branches, [branch(BranchMode::Spawn, &[1, 2], Some(2))]);
+        assert_eq!(p.turns[3].branches, [branch(BranchMode::Fork, &[3], None)]);
         assert_eq!(d.sessions[2].line, 4, "blank lines keep the numbering");
         let recorded: Vec<_> = d.sessions[2]
             .turns
@@ -793,21 +792,8 @@ mod tests {
         assert_eq!(d.roots, vec![0]);
         let t = &d.sessions[0].turns;
         assert_eq!((t[0].delay_ms, t[0].max_tokens), (3, Some(128)));
-        assert_eq!(
-            t[0].branches,
-            vec![
-                Branch {
-                    mode: BranchMode::Spawn,
-                    children: vec![1],
-                    join_at: Some(1)
-                },
-                Branch {
-                    mode: BranchMode::Spawn,
-                    children: vec![2],
-                    join_at: Some(2)
-                }
-            ]
-        );
+        let spawn = |child, join_at| branch(BranchMode::Spawn, &[child], Some(join_at));
+        assert_eq!(t[0].branches, [spawn(1, 1), spawn(2, 2)]);
         assert_eq!(t[1].said, vec![said(Role::Tool, "42")]);
         assert_eq!(t[1].tool.as_deref(), Some("c1"));
         assert_eq!(t[1].branches[0].mode, BranchMode::Fork);

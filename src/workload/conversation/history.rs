@@ -160,16 +160,12 @@ mod tests {
     fn turns_alternate_after_the_system_messages() {
         let script = Script {
             system: vec![("sys".into(), 1)],
-            turns: Vec::new(),
-            delays_ms: Vec::new(),
-            agent: None,
+            ..Script::default()
         };
         let turn = |text: &str| UserTurn {
             text: text.into(),
             tokens: 2,
-            max_tokens: None,
-            recorded: None,
-            tool: None,
+            ..UserTurn::default()
         };
         let mut h = History::default();
         h.begin(&script);

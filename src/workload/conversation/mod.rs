@@ -40,7 +40,7 @@ pub fn sample_turns(mean: u32, stddev: u32, seed: u64, count: usize) -> Vec<u32>
 }
 
 /// One user turn as prepared before the run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct UserTurn {
     /// The user message.
     pub text: String,
@@ -68,7 +68,7 @@ pub struct ToolResult {
 }
 
 /// What one session sends.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Script {
     /// System messages with their tokens, sent first in every turn.
     pub system: Vec<(String, u32)>,
@@ -144,17 +144,10 @@ impl std::fmt::Debug for Conversations {
 impl Conversations {
     /// Wraps prepared scripts (at least one) and the API's body builder.
     pub fn new(scripts: Vec<Script>, body: BodyFn) -> Conversations {
-        let mut named = vec![false; scripts.len()];
-        for s in &scripts {
-            let branches = s.agent.iter().flat_map(|a| a.branches.iter().flatten());
-            for &c in branches.flat_map(|b| b.children.iter()) {
-                if let Some(n) = named.get_mut(c) {
-                    *n = true;
-                }
-            }
-        }
+        let agents = scripts.iter().flat_map(|s| &s.agent);
+        let branches = agents.flat_map(|a| a.branches.iter().flatten());
         Conversations {
-            roots: (0..scripts.len()).filter(|&i| !named[i]).collect(),
+            roots: dag::roots(scripts.len(), branches),
             scripts,
             body,
             started: AtomicU64::new(0),
@@ -222,7 +215,7 @@ pub fn scripts(
             let system = plan.file.get(s).map_or(Vec::new(), |c| {
                 c.system
                     .iter()
-                    .map(|t| (t.clone(), tokens(tokenizer, t)))
+                    .map(|t| (t.clone(), tokenizer.tokens(t)))
                     .collect()
             });
             let replies = plan
@@ -239,7 +232,7 @@ pub fn scripts(
                     tokens: p.tokens,
                     max_tokens,
                     recorded: replies.get(t).cloned().flatten().map(|r| {
-                        let n = tokens(tokenizer, &r);
+                        let n = tokenizer.tokens(&r);
                         (r, n)
                     }),
                     tool: None,
@@ -279,7 +272,7 @@ pub fn agent_scripts(
                 for said in &turn.said {
                     match said.role {
                         history::Role::System if t == 0 => {
-                            system.push((said.text.clone(), tokens(tokenizer, &said.text)));
+                            system.push((said.text.clone(), tokenizer.tokens(&said.text)));
                         }
                         history::Role::Tool => results.push(said.text.as_str()),
                         _ => texts.push(said.text.as_str()),
@@ -290,20 +283,20 @@ pub fn agent_scripts(
                     let text = results.join("\n\n");
                     ToolResult {
                         name: name.clone(),
-                        tokens: tokens(tokenizer, &text),
+                        tokens: tokenizer.tokens(&text),
                         text,
                     }
                 });
                 let fallback = flag.next().flatten();
                 turns.push(UserTurn {
-                    tokens: tokens(tokenizer, &text),
+                    tokens: tokenizer.tokens(&text),
                     text,
                     max_tokens: turn.max_tokens.or(fallback),
                     recorded: turn
                         .recorded
                         .as_ref()
                         .filter(|_| recorded)
-                        .map(|r| (r.clone(), tokens(tokenizer, r))),
+                        .map(|r| (r.clone(), tokenizer.tokens(r))),
                     tool,
                 });
             }
@@ -329,13 +322,9 @@ pub fn file_prompts(plan: &SessionPlan, tokenizer: &Tokenizer) -> Vec<Prompt> {
         .flat_map(|c| c.users.iter())
         .map(|t| Prompt {
             text: t.clone(),
-            tokens: tokens(tokenizer, t),
+            tokens: tokenizer.tokens(t),
         })
         .collect()
-}
-
-fn tokens(tokenizer: &Tokenizer, text: &str) -> u32 {
-    u32::try_from(tokenizer.count(text)).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -401,15 +390,7 @@ mod tests {
         assert!(t.iter().all(|&n| n >= 1) && t.iter().any(|&n| n > 4));
         assert_eq!(t, sample_turns(2, 5, 3, 200));
         let c = Conversations::new(
-            vec![
-                Script {
-                    system: Vec::new(),
-                    turns: Vec::new(),
-                    delays_ms: Vec::new(),
-                    agent: None,
-                };
-                2
-            ],
+            vec![Script::default(); 2],
             Box::new(|m, _| Bytes::from(m.len().to_string())),
         );
         let taken: Vec<(u64, usize)> = (0..3).map(|_| c.take()).map(|(n, i, _)| (n, i)).collect();

@@ -13,13 +13,21 @@
 //!
 //! Letters, markers and numbers are ASCII; other text passes through untouched.
 
-use serde::Serialize;
-
 use super::Expected;
 
-/// How responses are graded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// How responses are graded (its names declared once, in the order help texts list them).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Grader {
     /// The letter of the chosen option.
     MultipleChoice,
@@ -38,22 +46,12 @@ pub struct Grade {
     pub unparsed: bool,
 }
 
-impl Grader {
-    /// Every grader, in the order help texts list them.
-    pub const ALL: [Grader; 3] = [Grader::MultipleChoice, Grader::ExactMatch, Grader::Numeric];
+crate::names::serde_by_name!(Grader);
 
+impl Grader {
     /// Its name on the command line and in files.
     pub fn name(self) -> &'static str {
-        match self {
-            Grader::MultipleChoice => "multiple_choice",
-            Grader::ExactMatch => "exact_match",
-            Grader::Numeric => "numeric",
-        }
-    }
-
-    /// The grader `name` names.
-    pub fn from_name(name: &str) -> Option<Grader> {
-        Grader::ALL.into_iter().find(|g| g.name() == name)
+        self.into()
     }
 
     /// Whether this grader can grade answers expected as `e` (multiple choice needs choices,
@@ -276,13 +274,7 @@ mod tests {
             assert_eq!(g.grade(answer, &choice(1)), right, "{answer:?}");
         }
         // The last explicit statement wins over an earlier one and over the first letter.
-        assert_eq!(
-            g.grade("A? The answer is (C)", &choice(2)),
-            Grade {
-                correct: true,
-                unparsed: false
-            }
-        );
+        assert_eq!(g.grade("A? The answer is (C)", &choice(2)), right);
         // A letter out of range, or inside a word, is not a choice.
         assert_eq!(chosen_letter("E", 4), None);
         assert_eq!(chosen_letter("Because", 4), None);
@@ -334,9 +326,11 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for g in Grader::ALL {
-            assert_eq!(Grader::from_name(g.name()), Some(g));
-        }
-        assert_eq!(Grader::from_name("math"), None);
+        crate::names::assert_serde_round_trip::<Grader>();
+        crate::names::assert_serde_round_trip::<super::super::Benchmark>();
+        let names = [Grader::MultipleChoice, Grader::ExactMatch].map(Grader::name);
+        assert_eq!(names, ["multiple_choice", "exact_match"]);
+        assert_eq!(super::super::Benchmark::Gsm8k.name(), "gsm8k");
+        assert!("math".parse::<Grader>().is_err());
     }
 }

@@ -20,7 +20,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::ScoredError;
-use crate::workload::tokenizer::HubEnv;
+use crate::workload::tokenizer::{HubEnv, hub};
 
 /// Where Hugging Face keeps datasets on this machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,16 +39,9 @@ impl DatasetCaches {
 
     /// The caches an environment (a variable lookup) points at.
     pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> DatasetCaches {
-        let set = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let mut arrow = Vec::new();
-        arrow.extend(set("HF_DATASETS_CACHE"));
-        arrow.extend(set("HF_HOME").map(|h| h.join("datasets")));
-        arrow.extend(set("XDG_CACHE_HOME").map(|c| c.join("huggingface").join("datasets")));
-        arrow.extend(set("HOME").map(|h| h.join(".cache").join("huggingface").join("datasets")));
-        arrow.dedup();
         DatasetCaches {
             hub: HubEnv::from_vars(&var).caches,
-            arrow,
+            arrow: hub::cache_dirs(&var, &["HF_DATASETS_CACHE"], "datasets"),
         }
     }
 }
@@ -93,7 +86,7 @@ pub fn locate(want: &Want, caches: &DatasetCaches) -> Result<Found, ScoredError>
     };
     for cache in &caches.hub {
         let repo = cache.join(&hub_dir);
-        let snaps = crate::workload::tokenizer::hub::snapshots(&repo);
+        let snaps = hub::snapshots(&repo);
         tried.push(repo);
         for snap in snaps {
             if let Some(f) = in_dir(&snap, want) {
@@ -104,7 +97,7 @@ pub fn locate(want: &Want, caches: &DatasetCaches) -> Result<Found, ScoredError>
     for cache in &caches.arrow {
         let root = cache.join(&arrow_dir);
         let config = want.config.unwrap_or("default");
-        let builds = newest_first(&root.join(config), 2);
+        let builds = builds(&root.join(config), 2);
         tried.push(root.join(config));
         for build in builds {
             if let Some(f) = in_dir(&build, want) {
@@ -118,19 +111,8 @@ pub fn locate(want: &Want, caches: &DatasetCaches) -> Result<Found, ScoredError>
 /// `datasets--ORG--NAME` and `ORG___NAME` for a dataset name; `None` for what can only be a
 /// path.
 fn cache_names(spec: &str) -> Option<(String, String)> {
-    let path_like = spec.is_empty()
-        || spec.starts_with(['/', '.', '~'])
-        || spec.matches('/').count() > 1
-        || spec.contains('\\')
-        || [".jsonl", ".json", ".parquet", ".arrow"]
-            .iter()
-            .any(|e| spec.ends_with(e));
-    (!path_like).then(|| {
-        (
-            format!("datasets--{}", spec.replace('/', "--")),
-            spec.replace('/', "___"),
-        )
-    })
+    let name = hub::repo_name(spec, &[".jsonl", ".json", ".parquet", ".arrow"])?;
+    Some((format!("datasets--{name}"), spec.replace('/', "___")))
 }
 
 /// The split's files below `dir` (and the few-shot split's), when it has the graded split.
@@ -210,7 +192,7 @@ fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
 
 /// The directories `depth` levels below `dir` (the Arrow cache's `<version>/<hash>`), newest
 /// first.
-fn newest_first(dir: &Path, depth: u32) -> Vec<PathBuf> {
+fn builds(dir: &Path, depth: u32) -> Vec<PathBuf> {
     let mut level = vec![dir.to_path_buf()];
     for _ in 0..depth {
         level = level
@@ -220,15 +202,7 @@ fn newest_first(dir: &Path, depth: u32) -> Vec<PathBuf> {
             .filter(|p| p.is_dir())
             .collect();
     }
-    let mut dated: Vec<(std::time::SystemTime, PathBuf)> = level
-        .into_iter()
-        .map(|p| {
-            let t = p.metadata().and_then(|m| m.modified());
-            (t.unwrap_or(std::time::UNIX_EPOCH), p)
-        })
-        .collect();
-    dated.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    dated.into_iter().map(|(_, p)| p).collect()
+    hub::newest_first(level)
 }
 
 fn no_split(dir: &Path, want: &Want) -> ScoredError {

@@ -23,9 +23,19 @@ use serde::Serialize;
 pub use grade::Grader;
 pub use key::AnswerKey;
 
-/// The benchmarks whose rows are read (their Hugging Face field names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// The benchmarks whose rows are read (their Hugging Face field names; their own declared once).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Benchmark {
     /// `question`, `choices` (list), `answer` (index, or letter), `subject`.
     Mmlu,
@@ -35,17 +45,12 @@ pub enum Benchmark {
     Hellaswag,
 }
 
-impl Benchmark {
-    /// Every benchmark.
-    pub const ALL: [Benchmark; 3] = [Benchmark::Mmlu, Benchmark::Gsm8k, Benchmark::Hellaswag];
+crate::names::serde_by_name!(Benchmark);
 
+impl Benchmark {
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
-        match self {
-            Benchmark::Mmlu => "mmlu",
-            Benchmark::Gsm8k => "gsm8k",
-            Benchmark::Hellaswag => "hellaswag",
-        }
+        self.into()
     }
 
     /// The Hugging Face dataset looked for in the local caches when no dataset is given.
@@ -99,11 +104,6 @@ impl Benchmark {
             Benchmark::Mmlu | Benchmark::Hellaswag => 8,
             Benchmark::Gsm8k => 256,
         }
-    }
-
-    /// The benchmark `name` names.
-    pub fn from_name(name: &str) -> Option<Benchmark> {
-        Benchmark::ALL.into_iter().find(|b| b.name() == name)
     }
 }
 

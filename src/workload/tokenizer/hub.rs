@@ -38,25 +38,40 @@ impl HubEnv {
 
     /// The caches an environment (a variable lookup) points at.
     pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> HubEnv {
-        let set = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let mut caches = Vec::new();
-        caches.extend(set("HF_HUB_CACHE"));
-        caches.extend(set("HUGGINGFACE_HUB_CACHE"));
-        caches.extend(set("HF_HOME").map(|h| h.join("hub")));
-        caches.extend(set("XDG_CACHE_HOME").map(|c| c.join("huggingface").join("hub")));
-        caches.extend(set("HOME").map(|h| h.join(".cache").join("huggingface").join("hub")));
-        let mut seen = Vec::new();
-        caches.retain(|c| {
-            let new = !seen.contains(c);
-            seen.push(c.clone());
-            new
-        });
-        HubEnv { caches }
+        HubEnv {
+            caches: cache_dirs(&var, &["HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"], "hub"),
+        }
     }
+}
+
+/// The Hugging Face cache directories of kind `sub` (`hub`, `datasets`) an environment points
+/// at, in lookup order, each once: the variables `own` names, then `HF_HOME/<sub>`,
+/// `XDG_CACHE_HOME/huggingface/<sub>` and `~/.cache/huggingface/<sub>`.
+pub fn cache_dirs(
+    var: &impl Fn(&str) -> Option<OsString>,
+    own: &[&str],
+    sub: &str,
+) -> Vec<PathBuf> {
+    let set = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let mut dirs: Vec<PathBuf> = own.iter().filter_map(|k| set(k)).collect();
+    dirs.extend(set("HF_HOME").map(|h| h.join(sub)));
+    dirs.extend(set("XDG_CACHE_HOME").map(|c| c.join("huggingface").join(sub)));
+    dirs.extend(set("HOME").map(|h| h.join(".cache").join("huggingface").join(sub)));
+    let mut seen = Vec::new();
+    dirs.retain(|c| {
+        let new = !seen.contains(c);
+        seen.push(c.clone());
+        new
+    });
+    dirs
 }
 
 /// The `tokenizer.json` that `spec` names (see the module docs), or every path looked at.
 pub fn locate(spec: &str, env: &HubEnv) -> Result<PathBuf, TokenizerError> {
+    let not_found = |tried| TokenizerError::NotFound {
+        spec: spec.to_string(),
+        tried,
+    };
     let given = Path::new(spec);
     if given.is_file() {
         return Ok(given.to_path_buf());
@@ -66,19 +81,11 @@ pub fn locate(spec: &str, env: &HubEnv) -> Result<PathBuf, TokenizerError> {
         if file.is_file() {
             return Ok(file);
         }
-        return Err(
-            missing_json(given).unwrap_or_else(|| TokenizerError::NotFound {
-                spec: spec.to_string(),
-                tried: vec![file],
-            }),
-        );
+        return Err(missing_json(given).unwrap_or_else(|| not_found(vec![file])));
     }
     let mut tried = vec![given.to_path_buf()];
     let Some(repo) = repo_dir_name(spec) else {
-        return Err(TokenizerError::NotFound {
-            spec: spec.to_string(),
-            tried,
-        });
+        return Err(not_found(tried));
     };
     let mut without_json = None;
     for cache in &env.caches {
@@ -97,21 +104,25 @@ pub fn locate(spec: &str, env: &HubEnv) -> Result<PathBuf, TokenizerError> {
             tried.push(file);
         }
     }
-    Err(without_json.unwrap_or(TokenizerError::NotFound {
-        spec: spec.to_string(),
-        tried,
-    }))
+    Err(without_json.unwrap_or_else(|| not_found(tried)))
 }
 
 /// `models--ORG--NAME` for a model name `ORG/NAME` (or `NAME`); `None` for what can only be a
-/// path (absolute, relative with `.`, more than one `/`, a `.json` file name).
+/// path.
 fn repo_dir_name(spec: &str) -> Option<String> {
+    repo_name(spec, &[".json"]).map(|n| format!("models--{n}"))
+}
+
+/// `ORG--NAME` for a name `ORG/NAME` (or `NAME`) in a Hugging Face cache; `None` for what can
+/// only be a path (absolute, relative with `.`, more than one `/`, a file name ending in one of
+/// `file_ends`).
+pub fn repo_name(spec: &str, file_ends: &[&str]) -> Option<String> {
     let path_like = spec.is_empty()
         || spec.starts_with(['/', '.', '~'])
         || spec.matches('/').count() > 1
-        || spec.ends_with(".json")
-        || spec.contains('\\');
-    (!path_like).then(|| format!("models--{}", spec.replace('/', "--")))
+        || spec.contains('\\')
+        || file_ends.iter().any(|e| spec.ends_with(e));
+    (!path_like).then(|| spec.replace('/', "--"))
 }
 
 /// A model (or dataset) directory's snapshots: the one `refs/main` names first, then the
@@ -121,28 +132,27 @@ pub fn snapshots(model_dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(&root) else {
         return Vec::new();
     };
-    let mut others: Vec<(std::time::SystemTime, PathBuf)> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .map(|p| {
-            let t = p.metadata().and_then(|m| m.modified());
-            (t.unwrap_or(std::time::UNIX_EPOCH), p)
-        })
-        .collect();
-    others.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let others = newest_first(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
     let main = std::fs::read_to_string(model_dir.join("refs").join("main"))
         .ok()
         .map(|c| root.join(c.trim()))
         .filter(|p| p.is_dir());
     let mut out: Vec<PathBuf> = main.iter().cloned().collect();
-    out.extend(
-        others
-            .into_iter()
-            .map(|(_, p)| p)
-            .filter(|p| Some(p) != main.as_ref()),
-    );
+    out.extend(others.into_iter().filter(|p| Some(p) != main.as_ref()));
     out
+}
+
+/// Paths newest first (by modification time, then name).
+pub fn newest_first(paths: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut dated: Vec<(std::time::SystemTime, PathBuf)> = paths
+        .into_iter()
+        .map(|p| {
+            let t = p.metadata().and_then(|m| m.modified());
+            (t.unwrap_or(std::time::UNIX_EPOCH), p)
+        })
+        .collect();
+    dated.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    dated.into_iter().map(|(_, p)| p).collect()
 }
 
 /// The "only other tokenizer files here" error for `dir`, when it holds some.

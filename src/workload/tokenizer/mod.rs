@@ -128,6 +128,11 @@ impl Tokenizer {
         }
     }
 
+    /// [`Tokenizer::count`] as a token-count field holds it (saturating at `u32::MAX`).
+    pub fn tokens(&self, text: &str) -> u32 {
+        u32::try_from(self.count(text)).unwrap_or(u32::MAX)
+    }
+
     /// Token ids of `text`, without special tokens.
     pub fn encode(&self, text: &str) -> Vec<u32> {
         match &self.backend {
