@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::{MeasurementModeArg, PerfArgs, ProtocolArg, TensorFormatArg};
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::{Stimulus, WindowRule};
 use crate::perf::plan::{
     AUTO_TIMELINE_WINDOW, PerfPlan, Protocol, STREAMING_NEEDS_GRPC, infer_path, linear, parse_data,
@@ -14,10 +14,6 @@ use crate::plan::{resolve, values};
 use crate::target::{
     Api, Backend, Encoding, Target, normalize_url, parse_header, redact_command_line,
 };
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
 
 /// Gives a TLS file that ttftbench's own flag left unset perf_analyzer's flag's file, if any
 /// (ttftbench's flags win where both are given).

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::shard::{ShardPlan, derived_slot};
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::{Arrival, LevelLength, LevelLengthRule, Shard, Stimulus};
 use crate::server_metrics::MetricsSource;
 use crate::target::{
@@ -16,10 +16,6 @@ use crate::target::{
     Verify, bracket_host, default_endpoint, normalize_metrics_url, normalize_url, parse_header,
 };
 use crate::workload::{OutputLength, PromptSource, WorkloadPlan};
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
 
 /// What names the target, as given.
 #[derive(Debug, Clone, Default)]

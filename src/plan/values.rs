@@ -4,13 +4,9 @@
 
 use std::time::Duration;
 
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::{Arrival, Shard, Stimulus};
 use crate::metrics::{Metric, Objective};
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
 
 /// Parses each value of a repeatable flag, stopping at the first that fails.
 pub fn parse_each<T>(
