@@ -5,24 +5,13 @@ use std::path::PathBuf;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
+use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
-use crate::error::UsageError;
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
+use crate::error::{UsageError, usage};
 
 /// Which API the requests go to; its name (`--endpoint-type`, files) is its snake_case name.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, EnumString, VariantArray, VariantNames,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum Api {
@@ -108,10 +97,10 @@ impl Api {
     PartialEq,
     Eq,
     Default,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    IntoStaticStr,
+    EnumString,
+    VariantArray,
+    VariantNames,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum RankingsLayout {
@@ -152,15 +141,7 @@ pub enum ServiceKind {
 
 /// Input layout of a Triton LLM model; its name (`--backend`) is its snake_case name.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, EnumString, VariantArray, VariantNames,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum Backend {
@@ -351,16 +332,6 @@ impl Target {
     /// Full URL of the inference endpoint.
     pub fn endpoint_url(&self) -> String {
         format!("{}/{}", self.base_url, self.endpoint)
-    }
-
-    /// A cheap GET on the same server, used to open connections ahead of a level.
-    pub fn warm_url(&self) -> String {
-        match self.api {
-            Api::Generate | Api::Kserve | Api::Infer => {
-                format!("{}/v2/health/ready", self.base_url)
-            }
-            _ => format!("{}/v1/models", self.base_url),
-        }
     }
 
     /// `scheme://host:port` of the target: where the API key may go.
