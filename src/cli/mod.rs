@@ -18,6 +18,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::perf::plan::parse_range_u32;
 use crate::plan::values;
+use crate::server_metrics::ServerKind;
 
 // `--help` groups flags under these headings, in this order of purpose.
 /// Which server and model, and how to talk to it.
@@ -953,22 +954,21 @@ pub enum SearchOverArg {
     RequestRate,
 }
 
+/// An engine's name (`--server-kind`, `--metrics-style`), one of [`ServerKind::ALL`]'s.
+fn server_kind() -> impl clap::builder::TypedValueParser<Value = ServerKind> {
+    use clap::builder::TypedValueParser;
+    let names = ServerKind::ALL.iter().map(|k| k.name());
+    clap::builder::PossibleValuesParser::new(names).try_map(|s| s.parse::<ServerKind>())
+}
+
 /// Where the server's own view is read (profile and perf alike).
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = MEASUREMENT)]
 pub struct EngineViewArgs {
     /// Which engine's metrics to read from the server's page (default: detected from it):
     /// triton, trtllm, vllm, sglang, tgi, llamacpp.
-    #[arg(
-        long = "server-kind",
-        value_parser = clap::builder::TypedValueParser::try_map(
-            clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.iter().map(|k| k.name())
-            ),
-            |s| s.parse::<crate::server_metrics::ServerKind>()
-        )
-    )]
-    pub server_kind: Option<crate::server_metrics::ServerKind>,
+    #[arg(long = "server-kind", value_parser = server_kind())]
+    pub server_kind: Option<ServerKind>,
 
     /// A DCGM exporter's page for GPU telemetry (e.g. host:9400); without it GPUs are read from
     /// Triton's own metrics page when it has them.
@@ -1459,17 +1459,8 @@ pub struct ServeArgs {
     /// Which engine's metric families /metrics serves: triton, trtllm, vllm, sglang, tgi,
     /// llamacpp (llama-server's page; OpenAI responses then carry its `timings`, and /slots
     /// answers).
-    #[arg(
-        long = "metrics-style",
-        default_value = "triton",
-        value_parser = clap::builder::TypedValueParser::try_map(
-            clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.iter().map(|k| k.name())
-            ),
-            |s| s.parse::<crate::server_metrics::ServerKind>()
-        )
-    )]
-    pub metrics_style: crate::server_metrics::ServerKind,
+    #[arg(long = "metrics-style", default_value = "triton", value_parser = server_kind())]
+    pub metrics_style: ServerKind,
     /// Serve HTTP and gRPC over TLS with this certificate chain (PEM); needs --tls-key.
     #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
