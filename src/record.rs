@@ -630,38 +630,17 @@ mod tests {
 
     fn rec() -> RequestRecord {
         RequestRecord {
-            phase: Phase::Measure,
-            seq: 0,
-            prompt_index: 0,
             intended_ns: 1_000,
             sent_ns: 2_000,
             send_done_ns: Some(2_500),
             first_byte_ns: Some(5_000),
             first_token_ns: Some(10_000),
             second_token_ns: Some(12_000),
-            first_output_token_ns: None,
             last_token_ns: Some(30_000),
             end_ns: 31_000,
             isl: 10,
-            osl: 11,
-            server_osl: None,
-            tokenizer_osl: None,
-            server_isl: None,
-            client_isl: None,
-            server_timings: None,
-            reasoning_tokens: None,
-            server_reasoning_tokens: None,
-            requested_osl: 11,
-            chunks: 11,
             responses: 12,
-            lossy_text: false,
-            reconnected: false,
-            connection_reused: None,
-            answer: None,
-            conversation: None,
-            error: None,
-            sent: Sent::default(),
-            tools: ToolUse::default(),
+            ..crate::stats::test_record(0, 0, 11)
         }
     }
 
