@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{BackendArg, DistributionArg, EndpointTypeArg, ProfileArgs, ServiceKindArg};
 use crate::analysis::sequential::{Looks, MoeTarget, Rule};
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::Arrival;
 use crate::metrics::{Metric, MetricRef, Stat};
 use crate::plan::resolve::{self, StopSpec, TargetSpec, WorkloadSpec};
@@ -177,9 +177,7 @@ impl super::MeasureArgs {
 impl super::ArtifactArgs {
     fn verbosity(&self) -> Result<Verbosity, UsageError> {
         match (self.quiet, self.verbose) {
-            (true, true) => Err(UsageError(
-                "--quiet and --verbose contradict each other".into(),
-            )),
+            (true, true) => usage("--quiet and --verbose contradict each other"),
             (true, false) => Ok(Verbosity::Quiet),
             (false, true) => Ok(Verbosity::Verbose),
             (false, false) => Ok(Verbosity::Normal),
