@@ -13,12 +13,14 @@ use crate::server_metrics::MetricsSource;
 use crate::target::Target;
 
 /// Which wire protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     /// KServe v2 gRPC.
+    #[value(help = "KServe v2 gRPC")]
     Grpc,
     /// KServe v2 HTTP.
+    #[value(help = "KServe v2 HTTP/REST")]
     Http,
 }
 
