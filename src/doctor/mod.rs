@@ -79,26 +79,24 @@ impl Step {
         }
     }
 
-    fn ok(mut self, detail: impl Into<String>) -> Step {
-        self.status = Status::Ok;
-        self.detail = detail.into();
+    /// The step ended with `status`: what was found, and what to change.
+    fn ended(mut self, status: Status, detail: String, fix: Option<String>) -> Step {
+        (self.status, self.detail, self.fix) = (status, detail, fix);
         self
     }
 
-    /// `detail`: what happened (a message, or an error's text).
-    fn warn(mut self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
-        self.status = Status::Warn;
-        self.detail = detail.to_string();
-        self.fix = Some(fix.into());
-        self
+    fn ok(self, detail: impl Into<String>) -> Step {
+        self.ended(Status::Ok, detail.into(), None)
     }
 
     /// `detail`: what happened (a message, or an error's text).
-    fn fail(mut self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
-        self.status = Status::Fail;
-        self.detail = detail.to_string();
-        self.fix = Some(fix.into());
-        self
+    fn warn(self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
+        self.ended(Status::Warn, detail.to_string(), Some(fix.into()))
+    }
+
+    /// `detail`: what happened (a message, or an error's text).
+    fn fail(self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
+        self.ended(Status::Fail, detail.to_string(), Some(fix.into()))
     }
 
     /// The step with `lines` (the request's events) shown under it.
@@ -107,10 +105,8 @@ impl Step {
         self
     }
 
-    fn skip(mut self, detail: impl Into<String>) -> Step {
-        self.status = Status::Skip;
-        self.detail = detail.into();
-        self
+    fn skip(self, detail: impl Into<String>) -> Step {
+        self.ended(Status::Skip, detail.into(), None)
     }
 
     /// The step as printed: `[3/7] server metadata ... ok: triton 2.51.0` plus fix and events.
