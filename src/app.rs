@@ -332,30 +332,18 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
             Some(crate::artifact::repeat::REPETITIONS_CSV_FILE),
         ));
     }
-    if let Some(note) = crate::report::console::not_streaming_note(&summaries) {
-        text.push_str(note);
-        text.push('\n');
-    }
+    let note = crate::report::console::not_streaming_note(&summaries);
+    let mut lines: Vec<String> = note.map(str::to_string).into_iter().collect();
     if summaries.len() > 1 {
-        for line in &outcome.verdict.lines {
-            text.push_str(line);
-            text.push('\n');
-        }
-        text.push_str(&outcome.knee.recommendation);
-        text.push('\n');
+        lines.extend(outcome.verdict.lines.iter().cloned());
+        lines.push(outcome.knee.recommendation.clone());
     } else {
         // One level has no sweep to read, but what the connection did to its numbers (a
         // delayed-ACK stall, a buffered stream, requests sent again) holds for it all the same.
-        for line in crate::analysis::transport::lines(&summaries) {
-            text.push_str(&line);
-            text.push('\n');
-        }
+        lines.extend(crate::analysis::transport::lines(&summaries));
         // Nor a drop with load, but whether its accuracy is better than guessing.
         let accuracy = crate::analysis::accuracy::assess(&summaries);
-        for line in accuracy.map_or_else(Vec::new, |a| a.lines) {
-            text.push_str(&line);
-            text.push('\n');
-        }
+        lines.extend(accuracy.map_or_else(Vec::new, |a| a.lines));
     }
     let slo: Vec<(String, Vec<crate::analysis::slo::SloResult>)> = outcome
         .levels
@@ -371,14 +359,14 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
             )
         })
         .collect();
-    let thin = crate::report::console::thin_tail_line(&summaries, &plan.stop);
-    for line in crate::analysis::slo::console_lines(&slo)
-        .into_iter()
-        .chain(thin)
-        .chain(crate::report::console::untrusted_lines(
-            summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
-        ))
-    {
+    lines.extend(crate::analysis::slo::console_lines(&slo));
+    lines.extend(crate::report::console::thin_tail_line(
+        &summaries, &plan.stop,
+    ));
+    lines.extend(crate::report::console::untrusted_lines(
+        summaries.iter().map(|l| (l.stimulus.name(), &l.validity)),
+    ));
+    for line in lines {
         text.push_str(&line);
         text.push('\n');
     }

@@ -10,6 +10,11 @@ use std::path::{Path, PathBuf};
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A [`UsageError`] saying `msg`, as the `Err` a parser returns.
+pub fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
 /// Why a command did not succeed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -243,6 +243,7 @@ impl Metric {
     PartialEq,
     Eq,
     Hash,
+    clap::ValueEnum,
     strum::IntoStaticStr,
     strum::EnumString,
     strum::VariantArray,
@@ -253,8 +254,12 @@ pub enum PercentileMethod {
     /// numpy's default (GenAI-Perf, vLLM bench, AIPerf): the position `(n−1)·q` in the sorted
     /// samples, interpolated linearly between the two neighbouring samples.
     #[default]
+    #[value(
+        help = "numpy's default linear interpolation between neighbouring samples (GenAI-Perf, vLLM bench)"
+    )]
     Linear,
     /// perf_analyzer's nearest rank: the sample at position `(n−1)·q` rounded half up.
+    #[value(help = "The sample at rank (n-1)·p rounded half up (perf_analyzer)")]
     NearestRank,
 }
 

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use strum::{EnumIter, EnumString, IntoStaticStr};
 
 /// The run's single time base: a monotonic anchor plus the wall-clock time it corresponds to.
 #[derive(Clone, Copy, Debug)]
@@ -47,11 +48,6 @@ impl Clock {
         self.anchor.elapsed().as_nanos() as u64
     }
 
-    /// The monotonic instant of an offset, for sleeping until a scheduled time.
-    pub fn instant_at(&self, ns: u64) -> Instant {
-        self.anchor + std::time::Duration::from_nanos(ns)
-    }
-
     /// Offset (ns) of an instant; instants before the anchor map to 0.
     pub fn offset_of(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.anchor).as_nanos() as u64
@@ -84,17 +80,7 @@ pub enum Phase {
 /// variant's snake_case name or its `strum` name (aliases: older names read back), except for
 /// the two kinds that carry a code, whose keys hold it ([`ErrorKind::key`]).
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::EnumIter,
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, IntoStaticStr, EnumString, EnumIter,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum ErrorKind {
@@ -644,38 +630,17 @@ mod tests {
 
     fn rec() -> RequestRecord {
         RequestRecord {
-            phase: Phase::Measure,
-            seq: 0,
-            prompt_index: 0,
             intended_ns: 1_000,
             sent_ns: 2_000,
             send_done_ns: Some(2_500),
             first_byte_ns: Some(5_000),
             first_token_ns: Some(10_000),
             second_token_ns: Some(12_000),
-            first_output_token_ns: None,
             last_token_ns: Some(30_000),
             end_ns: 31_000,
             isl: 10,
-            osl: 11,
-            server_osl: None,
-            tokenizer_osl: None,
-            server_isl: None,
-            client_isl: None,
-            server_timings: None,
-            reasoning_tokens: None,
-            server_reasoning_tokens: None,
-            requested_osl: 11,
-            chunks: 11,
             responses: 12,
-            lossy_text: false,
-            reconnected: false,
-            connection_reused: None,
-            answer: None,
-            conversation: None,
-            error: None,
-            sent: Sent::default(),
-            tools: ToolUse::default(),
+            ..crate::stats::test_record(0, 0, 11)
         }
     }
 

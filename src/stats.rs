@@ -933,6 +933,10 @@ mod tests {
 
     use super::test_record as rec;
 
+    fn objective(metric: Metric, bound: f64) -> Objective {
+        Objective { metric, bound }
+    }
+
     #[test]
     fn dist_exact_moments_and_percentiles() {
         let mut d = Dist::new();
@@ -1092,10 +1096,7 @@ mod tests {
     /// Table: (ttft ms, latency ms, osl) per request → expected aggregate numbers.
     #[test]
     fn aggregate_throughput_itl_and_goodput() {
-        let objectives = [Objective {
-            metric: Metric::TimeToFirstToken,
-            bound: 50.0,
-        }];
+        let objectives = [objective(Metric::TimeToFirstToken, 50.0)];
         let mut agg = Aggregate::new();
         for (ttft, lat, osl) in [(10, 110, 11), (40, 240, 21), (60, 160, 11), (20, 1000, 1)] {
             agg.record(&rec(ttft, lat, osl), &[], &objectives);
@@ -1130,18 +1131,9 @@ mod tests {
     #[test]
     fn objective_direction() {
         let r = rec(100, 200, 11); // ITL 10 ms → 100 tokens/s/user
-        let itl = Objective {
-            metric: Metric::InterTokenLatency,
-            bound: 20.0,
-        };
-        let slow = Objective {
-            metric: Metric::InterTokenLatency,
-            bound: 5.0,
-        };
-        let tput = Objective {
-            metric: Metric::OutputTokenThroughputPerUser,
-            bound: 50.0,
-        };
+        let itl = objective(Metric::InterTokenLatency, 20.0);
+        let slow = objective(Metric::InterTokenLatency, 5.0);
+        let tput = objective(Metric::OutputTokenThroughputPerUser, 50.0);
         assert!(itl.met_by(&r));
         assert!(!slow.met_by(&r));
         assert!(tput.met_by(&r));

@@ -5,12 +5,9 @@ use std::path::PathBuf;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
+use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
-use crate::error::UsageError;
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
+use crate::error::{UsageError, usage};
 
 /// Which API the requests go to; its name (`--endpoint-type`, files) is its snake_case name.
 #[derive(
@@ -19,30 +16,46 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Copy,
     PartialEq,
     Eq,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    clap::ValueEnum,
+    IntoStaticStr,
+    EnumString,
+    VariantArray,
+    VariantNames,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum Api {
     /// Triton KServe v2 gRPC (`ModelStreamInfer` / `ModelInfer`).
+    #[value(help = "Triton KServe v2 over gRPC (ModelStreamInfer)")]
     Kserve,
     /// OpenAI chat completions.
+    #[value(help = "OpenAI `/v1/chat/completions`")]
     Chat,
     /// OpenAI completions.
+    #[value(help = "OpenAI `/v1/completions`")]
     Completions,
     /// Triton HTTP generate / generate_stream.
+    #[value(
+        help = "Triton HTTP `/v2/models/{model}/generate` (`generate_stream` with --streaming)"
+    )]
     Generate,
     /// KServe v2 HTTP tensor inference (`/v2/models/{m}/infer`), for `perf -i http`.
+    #[value(skip)]
     Infer,
     /// OpenAI Responses API (`/v1/responses`).
+    #[value(help = "OpenAI Responses API `/v1/responses`")]
     Responses,
     /// Anthropic Messages API (`/v1/messages`).
+    #[value(
+        help = "Anthropic Messages API `/v1/messages` (`x-api-key` from --api-key or ANTHROPIC_API_KEY)"
+    )]
     Messages,
     /// OpenAI embeddings (`/v1/embeddings`): batches of texts, one vector each.
+    #[value(help = "OpenAI `/v1/embeddings`: --batch-size-text texts per request, never streamed")]
     Embeddings,
     /// A reranker: one query and N passages, one score each (`/v1/rerank` and its layouts).
+    #[value(
+        help = "A reranker (`/v1/rerank`; see --rankings-api): a query and --batch-size-text passages per request, never streamed"
+    )]
     Rankings,
 }
 
@@ -108,22 +121,28 @@ impl Api {
     PartialEq,
     Eq,
     Default,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    clap::ValueEnum,
+    IntoStaticStr,
+    EnumString,
+    VariantArray,
+    VariantNames,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum RankingsLayout {
     /// Cohere/Jina `POST /v1/rerank {model, query, documents: [..]}` answered with
     /// `results[].relevance_score` (vLLM, llama-server, TEI's `/v1/rerank` too).
     #[default]
+    #[value(help = "Cohere/Jina `/v1/rerank` with `documents` (vLLM, llama-server, TEI)")]
     Rerank,
     /// Hugging Face TEI's native `POST /rerank {query, texts: [..]}`, answered with a list of
     /// `{index, score}` (GenAI-Perf's `--extra-inputs rankings:tei`).
+    #[value(help = "Hugging Face TEI's own `/rerank` with `texts` (GenAI-Perf's `rankings:tei`)")]
     Tei,
     /// NVIDIA NIM's `POST /v1/ranking {model, query: {text}, passages: [{text}]}`, answered
     /// with `rankings[].logit` (GenAI-Perf's default rankings layout).
+    #[value(
+        help = "NVIDIA NIM `/v1/ranking` with `query.text` and `passages` (GenAI-Perf's default)"
+    )]
     Nim,
 }
 
@@ -141,12 +160,14 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// GenAI-Perf's legacy `--service-kind`: which family of server (an OpenAI one implies the chat
 /// endpoint unless another is named).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum ServiceKind {
     /// Triton (KServe v2).
+    #[value(help = "Triton (gRPC by default)")]
     Triton,
     /// An OpenAI-compatible server.
+    #[value(help = "An OpenAI-compatible HTTP server")]
     Openai,
 }
 
@@ -157,16 +178,19 @@ pub enum ServiceKind {
     Copy,
     PartialEq,
     Eq,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    clap::ValueEnum,
+    IntoStaticStr,
+    EnumString,
+    VariantArray,
+    VariantNames,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum Backend {
     /// TensorRT-LLM.
+    #[value(help = "TensorRT-LLM input layout (text_input, max_tokens, stream, ...)")]
     Tensorrtllm,
     /// vLLM backend.
+    #[value(help = "vLLM backend input layout (text_input, stream, sampling_parameters)")]
     Vllm,
 }
 
@@ -242,13 +266,15 @@ pub enum Verify {
 }
 
 /// How a certificate or key file is encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Encoding {
     /// Base64 between `-----BEGIN ...-----` lines (one or more items).
     #[default]
+    #[value(help = "Base64 PEM text")]
     Pem,
     /// One raw DER item (perf_analyzer's `--ssl-https-*-type DER`).
+    #[value(help = "Raw DER")]
     Der,
 }
 
@@ -351,16 +377,6 @@ impl Target {
     /// Full URL of the inference endpoint.
     pub fn endpoint_url(&self) -> String {
         format!("{}/{}", self.base_url, self.endpoint)
-    }
-
-    /// A cheap GET on the same server, used to open connections ahead of a level.
-    pub fn warm_url(&self) -> String {
-        match self.api {
-            Api::Generate | Api::Kserve | Api::Infer => {
-                format!("{}/v2/health/ready", self.base_url)
-            }
-            _ => format!("{}/v1/models", self.base_url),
-        }
     }
 
     /// `scheme://host:port` of the target: where the API key may go.

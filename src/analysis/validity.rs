@@ -263,51 +263,22 @@ mod tests {
         assert!(v.trustworthy, "{:?}", v.reasons);
         assert_eq!(v.achieved_rate, Some(100.0));
         assert_eq!(v.cpu_share, Some(0.05));
-        let cases: Vec<(Observed, &str)> = vec![
+        /// Breaks one check of a trustworthy level.
+        type Break = fn(&mut Observed);
+        let cases: [(Break, &str); 6] = [
+            (|o| o.cpu_seconds = 19.0, "95% of 2 cores"),
+            (|o| o.send_lag_p99_ms = Some(5.0), "send lag p99 5.00 ms"),
             (
-                Observed {
-                    cpu_seconds: 19.0,
-                    ..ok()
-                },
-                "95% of 2 cores",
-            ),
-            (
-                Observed {
-                    send_lag_p99_ms: Some(5.0),
-                    ..ok()
-                },
-                "send lag p99 5.00 ms",
-            ),
-            (
-                Observed {
-                    send_span_s: 20.0,
-                    ..ok()
-                },
+                |o| o.send_span_s = 20.0,
                 "achieved 50.0 requests/s where the schedule asked for 100.0",
             ),
-            (
-                Observed {
-                    delayed_by_cap: 20,
-                    ..ok()
-                },
-                "--max-inflight",
-            ),
-            (
-                Observed {
-                    max_stall_ms: Some(80.0),
-                    ..ok()
-                },
-                "stalled for 80 ms",
-            ),
-            (
-                Observed {
-                    interrupted: true,
-                    ..ok()
-                },
-                "interrupted",
-            ),
+            (|o| o.delayed_by_cap = 20, "--max-inflight"),
+            (|o| o.max_stall_ms = Some(80.0), "stalled for 80 ms"),
+            (|o| o.interrupted = true, "interrupted"),
         ];
-        for (o, word) in cases {
+        for (break_one, word) in cases {
+            let mut o = ok();
+            break_one(&mut o);
             let v = assess(&o, DEFAULT_MAX_SEND_LAG_MS);
             assert!(!v.trustworthy);
             assert_eq!(v.reasons.len(), 1, "{:?}", v.reasons);

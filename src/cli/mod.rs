@@ -16,8 +16,12 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::metrics::PercentileMethod;
 use crate::perf::plan::parse_range_u32;
+use crate::plan::outputs::{StdoutFormat, UiMode};
 use crate::plan::values;
+use crate::server_metrics::ServerKind;
+use crate::target::{Api, Backend, Encoding, RankingsLayout, ServiceKind};
 
 // `--help` groups flags under these headings, in this order of purpose.
 /// Which server and model, and how to talk to it.
@@ -210,39 +214,6 @@ Examples:
   ttftbench man | man -l -
   ttftbench man > ~/.local/share/man/man1/ttftbench.1";
 
-/// `--endpoint-type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EndpointTypeArg {
-    /// Triton KServe v2 over gRPC (ModelStreamInfer).
-    Kserve,
-    /// OpenAI `/v1/chat/completions`.
-    Chat,
-    /// OpenAI `/v1/completions`.
-    Completions,
-    /// Triton HTTP `/v2/models/{model}/generate` (`generate_stream` with --streaming).
-    Generate,
-    /// OpenAI Responses API `/v1/responses`.
-    Responses,
-    /// Anthropic Messages API `/v1/messages` (`x-api-key` from --api-key or ANTHROPIC_API_KEY).
-    Messages,
-    /// OpenAI `/v1/embeddings`: --batch-size-text texts per request, never streamed.
-    Embeddings,
-    /// A reranker (`/v1/rerank`; see --rankings-api): a query and --batch-size-text passages per
-    /// request, never streamed.
-    Rankings,
-}
-
-/// `--rankings-api`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RankingsApiArg {
-    /// Cohere/Jina `/v1/rerank` with `documents` (vLLM, llama-server, TEI).
-    Rerank,
-    /// Hugging Face TEI's own `/rerank` with `texts` (GenAI-Perf's `rankings:tei`).
-    Tei,
-    /// NVIDIA NIM `/v1/ranking` with `query.text` and `passages` (GenAI-Perf's default).
-    Nim,
-}
-
 /// `--image-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ImageFormatArg {
@@ -303,15 +274,6 @@ pub struct ApiInputArgs {
     pub tool_choice: Option<String>,
 }
 
-/// `--service-kind` (legacy GenAI-Perf flag).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ServiceKindArg {
-    /// Triton (gRPC by default).
-    Triton,
-    /// An OpenAI-compatible HTTP server.
-    Openai,
-}
-
 /// `--raw-export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RawExportArg {
@@ -330,34 +292,6 @@ pub enum DistributionArg {
     Poisson,
     /// Gamma gaps with shape `--burstiness`.
     Gamma,
-}
-
-/// `--backend`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BackendArg {
-    /// TensorRT-LLM input layout (text_input, max_tokens, stream, ...).
-    Tensorrtllm,
-    /// vLLM backend input layout (text_input, stream, sampling_parameters).
-    Vllm,
-}
-
-/// `--percentile-method`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PercentileMethodArg {
-    /// numpy's default linear interpolation between neighbouring samples (GenAI-Perf, vLLM bench).
-    Linear,
-    /// The sample at rank (n-1)·p rounded half up (perf_analyzer).
-    NearestRank,
-}
-
-impl PercentileMethodArg {
-    /// The plan's value.
-    pub fn method(self) -> crate::metrics::PercentileMethod {
-        match self {
-            PercentileMethodArg::Linear => crate::metrics::PercentileMethod::Linear,
-            PercentileMethodArg::NearestRank => crate::metrics::PercentileMethod::NearestRank,
-        }
-    }
 }
 
 /// Flags of `ttftbench profile` (GenAI-Perf's names and aliases): the groups `search` takes too,
@@ -445,11 +379,11 @@ pub struct TargetArgs {
 
     /// Legacy GenAI-Perf service kind; `openai` implies `--endpoint-type chat` unless one is given.
     #[arg(help_heading = TARGET, long = "service-kind", value_enum)]
-    pub service_kind: Option<ServiceKindArg>,
+    pub service_kind: Option<ServiceKind>,
 
     /// Which API to drive (default: kserve; chat with --service-kind openai).
     #[arg(help_heading = TARGET, long = "endpoint-type", value_enum, value_name = "TYPE")]
-    pub endpoint_type: Option<EndpointTypeArg>,
+    pub endpoint_type: Option<Api>,
 
     /// Custom endpoint path (e.g. `v1/chat/completions`), overriding the endpoint type's default.
     #[arg(help_heading = TARGET, long = "endpoint")]
@@ -457,7 +391,7 @@ pub struct TargetArgs {
 
     /// Input layout of a Triton LLM model (default: tensorrtllm).
     #[arg(help_heading = TARGET, long = "backend", value_enum)]
-    pub backend: Option<BackendArg>,
+    pub backend: Option<Backend>,
 
     /// Server address (default localhost:8001 for kserve, localhost:8000 otherwise).
     ///
@@ -487,7 +421,7 @@ pub struct TargetArgs {
     /// How reranker requests are laid out (--endpoint-type rankings): `rerank` (Cohere/Jina
     /// `/v1/rerank`, default), `tei` (`/rerank`), `nim` (`/v1/ranking`, GenAI-Perf's default).
     #[arg(help_heading = TARGET, long = "rankings-api", value_enum)]
-    pub rankings_api: Option<RankingsApiArg>,
+    pub rankings_api: Option<RankingsLayout>,
 
     /// API key of the target (default: OPENAI_API_KEY; ANTHROPIC_API_KEY for messages).
     ///
@@ -747,7 +681,7 @@ pub struct MeasureArgs {
 
     /// How percentiles are computed: numpy's linear interpolation (GenAI-Perf's) or perf_analyzer's nearest rank.
     #[arg(help_heading = MEASUREMENT, long = "percentile-method", value_enum, default_value = "linear")]
-    pub percentile_method: PercentileMethodArg,
+    pub percentile_method: PercentileMethod,
 
     /// Time per row of each level's timeline.csv (bare number: seconds).
     #[arg(help_heading = MEASUREMENT, long = "timeline-interval", default_value = "1s", value_parser = secs)]
@@ -953,22 +887,21 @@ pub enum SearchOverArg {
     RequestRate,
 }
 
+/// An engine's name (`--server-kind`, `--metrics-style`), one of [`ServerKind::ALL`]'s.
+fn server_kind() -> impl clap::builder::TypedValueParser<Value = ServerKind> {
+    use clap::builder::TypedValueParser;
+    let names = ServerKind::ALL.iter().map(|k| k.name());
+    clap::builder::PossibleValuesParser::new(names).try_map(|s| s.parse::<ServerKind>())
+}
+
 /// Where the server's own view is read (profile and perf alike).
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = MEASUREMENT)]
 pub struct EngineViewArgs {
     /// Which engine's metrics to read from the server's page (default: detected from it):
     /// triton, trtllm, vllm, sglang, tgi, llamacpp.
-    #[arg(
-        long = "server-kind",
-        value_parser = clap::builder::TypedValueParser::try_map(
-            clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.iter().map(|k| k.name())
-            ),
-            |s| s.parse::<crate::server_metrics::ServerKind>()
-        )
-    )]
-    pub server_kind: Option<crate::server_metrics::ServerKind>,
+    #[arg(long = "server-kind", value_parser = server_kind())]
+    pub server_kind: Option<ServerKind>,
 
     /// A DCGM exporter's page for GPU telemetry (e.g. host:9400); without it GPUs are read from
     /// Triton's own metrics page when it has them.
@@ -1135,7 +1068,7 @@ pub struct PerfTlsArgs {
         ignore_case = true,
         default_value = "pem"
     )]
-    pub ssl_https_client_certificate_type: EncodingArg,
+    pub ssl_https_client_certificate_type: Encoding,
     /// HTTPS: the client certificate's private key (like --key).
     #[arg(long = "ssl-https-private-key-file", value_name = "FILE")]
     pub ssl_https_private_key_file: Option<PathBuf>,
@@ -1146,37 +1079,7 @@ pub struct PerfTlsArgs {
         ignore_case = true,
         default_value = "pem"
     )]
-    pub ssl_https_private_key_type: EncodingArg,
-}
-
-/// `--ssl-https-*-type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum EncodingArg {
-    /// Base64 PEM text.
-    #[default]
-    Pem,
-    /// Raw DER.
-    Der,
-}
-
-/// `--output`: what stdout carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormatArg {
-    /// The console tables.
-    Text,
-    /// One JSON object per finished level, then a summary object; all else on stderr.
-    Json,
-}
-
-/// `--ui`: what the terminal shows while a level runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum UiArg {
-    /// Two lines redrawn in place; one line per level stays.
-    Compact,
-    /// A full-screen panel with the ladder so far; one line per level stays.
-    Dashboard,
-    /// Nothing while levels run.
-    None,
+    pub ssl_https_private_key_type: Encoding,
 }
 
 /// Result channels of `profile` and `perf` besides the artifact files.
@@ -1190,7 +1093,7 @@ pub struct OutputArgs {
     /// `json`: one JSON object per finished level and a final summary object on stdout (for
     /// `| jq`); console text goes to stderr.
     #[arg(long = "output", value_enum, default_value = "text")]
-    pub output: OutputFormatArg,
+    pub output: StdoutFormat,
     /// Push each level's key metrics to this Prometheus Pushgateway (e.g.
     /// http://pushgateway:9091) when it ends; a failed push is a warning.
     #[arg(long = "push-gateway")]
@@ -1224,16 +1127,7 @@ pub struct OutputArgs {
     /// one line per level. When stderr is not a terminal (CI logs), a plain line every 5 s
     /// instead. `none` (or `--quiet`): nothing.
     #[arg(help_heading = OUTPUT, long = "ui", value_enum, default_value = "compact")]
-    pub ui: UiArg,
-}
-
-/// `-i`: perf_analyzer's protocol flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProtocolArg {
-    /// KServe v2 gRPC.
-    Grpc,
-    /// KServe v2 HTTP/REST.
-    Http,
+    pub ui: UiMode,
 }
 
 /// `--measurement-mode`.
@@ -1275,7 +1169,7 @@ pub struct PerfArgs {
     /// Without -i the server is asked (perf_analyzer defaults to HTTP, which fails against
     /// Triton's gRPC port 8001).
     #[arg(help_heading = TARGET, short = 'i', long = "protocol", value_enum, ignore_case = true)]
-    pub protocol: Option<ProtocolArg>,
+    pub protocol: Option<crate::perf::plan::Protocol>,
     /// Service kind; only Triton (KServe v2) is supported by this mode.
     #[arg(help_heading = TARGET, long = "service-kind", default_value = "triton")]
     pub service_kind: String,
@@ -1343,7 +1237,7 @@ pub struct PerfArgs {
     // Not `profile`'s: perf_analyzer's nearest rank is the default here.
     /// How percentiles are computed: perf_analyzer's nearest rank, or numpy's linear interpolation.
     #[arg(help_heading = MEASUREMENT, long = "percentile-method", value_enum, default_value = "nearest-rank")]
-    pub percentile_method: PercentileMethodArg,
+    pub percentile_method: PercentileMethod,
     /// Stop the sweep once a level's latency passes this (bare number: milliseconds; 0 = no limit).
     #[arg(help_heading = DECISIONS, short = 'l', long = "latency-threshold", default_value = "0", value_parser = millis)]
     pub latency_threshold: Duration,
@@ -1459,17 +1353,8 @@ pub struct ServeArgs {
     /// Which engine's metric families /metrics serves: triton, trtllm, vllm, sglang, tgi,
     /// llamacpp (llama-server's page; OpenAI responses then carry its `timings`, and /slots
     /// answers).
-    #[arg(
-        long = "metrics-style",
-        default_value = "triton",
-        value_parser = clap::builder::TypedValueParser::try_map(
-            clap::builder::PossibleValuesParser::new(
-                crate::server_metrics::ServerKind::ALL.iter().map(|k| k.name())
-            ),
-            |s| s.parse::<crate::server_metrics::ServerKind>()
-        )
-    )]
-    pub metrics_style: crate::server_metrics::ServerKind,
+    #[arg(long = "metrics-style", default_value = "triton", value_parser = server_kind())]
+    pub metrics_style: ServerKind,
     /// Serve HTTP and gRPC over TLS with this certificate chain (PEM); needs --tls-key.
     #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -1679,16 +1564,16 @@ pub struct DoctorArgs {
     pub url: Option<String>,
     /// Which API to check.
     #[arg(long = "endpoint-type", value_enum)]
-    pub endpoint_type: Option<EndpointTypeArg>,
+    pub endpoint_type: Option<Api>,
     /// Legacy GenAI-Perf service kind (`openai` means `--endpoint-type chat`).
     #[arg(long = "service-kind", value_enum)]
-    pub service_kind: Option<ServiceKindArg>,
+    pub service_kind: Option<ServiceKind>,
     /// Custom endpoint path, as for `profile`.
     #[arg(long = "endpoint")]
     pub endpoint: Option<String>,
     /// Input layout of a Triton LLM model.
     #[arg(long = "backend", value_enum)]
-    pub backend: Option<BackendArg>,
+    pub backend: Option<Backend>,
     /// Extra header `Name: value` (repeatable).
     #[arg(short = 'H', long = "header")]
     pub header: Vec<String>,
@@ -1699,7 +1584,7 @@ pub struct DoctorArgs {
     pub api_key: Option<String>,
     /// How reranker requests are laid out (--endpoint-type rankings), as for `profile`.
     #[arg(long = "rankings-api", value_enum)]
-    pub rankings_api: Option<RankingsApiArg>,
+    pub rankings_api: Option<RankingsLayout>,
     /// Prometheus endpoint (default: the target's own /metrics for an OpenAI API, then port 8002
     /// of the target host).
     #[arg(long = "server-metrics-url")]
@@ -1801,16 +1686,6 @@ impl TlsArgs {
             ca_files: self.cacert.clone(),
             cert: self.cert.clone().map(|p| (p, crate::target::Encoding::Pem)),
             key: self.key.clone().map(|p| (p, crate::target::Encoding::Pem)),
-        }
-    }
-}
-
-impl EncodingArg {
-    /// The plan's value.
-    pub fn encoding(self) -> crate::target::Encoding {
-        match self {
-            EncodingArg::Pem => crate::target::Encoding::Pem,
-            EncodingArg::Der => crate::target::Encoding::Der,
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use super::{MeasurementModeArg, PerfArgs, ProtocolArg, TensorFormatArg};
-use crate::error::UsageError;
+use super::{MeasurementModeArg, PerfArgs, TensorFormatArg};
+use crate::error::{UsageError, usage};
 use crate::load::{Stimulus, WindowRule};
 use crate::perf::plan::{
     AUTO_TIMELINE_WINDOW, PerfPlan, Protocol, STREAMING_NEEDS_GRPC, infer_path, linear, parse_data,
@@ -14,10 +14,6 @@ use crate::plan::{resolve, values};
 use crate::target::{
     Api, Backend, Encoding, Target, normalize_url, parse_header, redact_command_line,
 };
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
 
 /// Gives a TLS file that ttftbench's own flag left unset perf_analyzer's flag's file, if any
 /// (ttftbench's flags win where both are given).
@@ -36,10 +32,7 @@ impl PerfArgs {
                 self.service_kind
             ));
         }
-        let protocol = self.protocol.map(|p| match p {
-            ProtocolArg::Grpc => Protocol::Grpc,
-            ProtocolArg::Http => Protocol::Http,
-        });
+        let protocol = self.protocol;
         if self.streaming && protocol == Some(Protocol::Http) {
             return usage(STREAMING_NEEDS_GRPC);
         }
@@ -74,7 +67,7 @@ impl PerfArgs {
             request_parameters: values::parse_each(&self.request_parameter, parse_param)?,
             report_file: self.latency_report_file.clone(),
             profile_export: self.profile_export_file.clone(),
-            percentile_method: self.percentile_method.method(),
+            percentile_method: self.percentile_method,
             verbose_csv: self.verbose_csv,
             requests_log: self
                 .latency_report_file
@@ -202,13 +195,13 @@ impl PerfArgs {
             spec.skip_hostname |= p.ssl_https_verify_host == Some(0);
             spec.ca_files
                 .extend(p.ssl_https_ca_certificates_file.clone());
-            let cert_type = p.ssl_https_client_certificate_type.encoding();
+            let cert_type = p.ssl_https_client_certificate_type;
             fill(
                 &mut spec.cert,
                 &p.ssl_https_client_certificate_file,
                 cert_type,
             );
-            let key_type = p.ssl_https_private_key_type.encoding();
+            let key_type = p.ssl_https_private_key_type;
             fill(&mut spec.key, &p.ssl_https_private_key_file, key_type);
         }
         spec

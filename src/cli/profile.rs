@@ -3,45 +3,20 @@
 
 use std::time::Duration;
 
-use super::{BackendArg, DistributionArg, EndpointTypeArg, ProfileArgs, ServiceKindArg};
+use super::{DistributionArg, ProfileArgs};
 use crate::analysis::sequential::{Looks, MoeTarget, Rule};
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::Arrival;
 use crate::metrics::{Metric, MetricRef, Stat};
 use crate::plan::resolve::{self, StopSpec, TargetSpec, WorkloadSpec};
 use crate::plan::{RunPlan, Verbosity, values};
-use crate::target::{Api, Backend, ServiceKind, redact_command_line};
-
-impl From<EndpointTypeArg> for Api {
-    fn from(e: EndpointTypeArg) -> Api {
-        match e {
-            EndpointTypeArg::Kserve => Api::Kserve,
-            EndpointTypeArg::Chat => Api::Chat,
-            EndpointTypeArg::Completions => Api::Completions,
-            EndpointTypeArg::Generate => Api::Generate,
-            EndpointTypeArg::Responses => Api::Responses,
-            EndpointTypeArg::Messages => Api::Messages,
-            EndpointTypeArg::Embeddings => Api::Embeddings,
-            EndpointTypeArg::Rankings => Api::Rankings,
-        }
-    }
-}
-
-impl From<super::RankingsApiArg> for crate::target::RankingsLayout {
-    fn from(r: super::RankingsApiArg) -> Self {
-        match r {
-            super::RankingsApiArg::Rerank => crate::target::RankingsLayout::Rerank,
-            super::RankingsApiArg::Tei => crate::target::RankingsLayout::Tei,
-            super::RankingsApiArg::Nim => crate::target::RankingsLayout::Nim,
-        }
-    }
-}
+use crate::target::{Api, redact_command_line};
 
 impl super::ApiInputArgs {
     /// The newer APIs' flags as given, with `--rankings-api` and whether `--endpoint` was.
     pub fn spec(
         &self,
-        rankings_api: Option<super::RankingsApiArg>,
+        rankings_api: Option<crate::target::RankingsLayout>,
         endpoint_given: bool,
     ) -> crate::plan::apis::ApiSpec {
         use crate::workload::images::ImageFormat;
@@ -57,26 +32,8 @@ impl super::ApiInputArgs {
             image_dir: self.image_dir.clone(),
             tools: self.tools.clone(),
             tool_choice: self.tool_choice.clone(),
-            rankings_api: rankings_api.map(Into::into),
+            rankings_api,
             endpoint_given,
-        }
-    }
-}
-
-impl From<ServiceKindArg> for ServiceKind {
-    fn from(k: ServiceKindArg) -> ServiceKind {
-        match k {
-            ServiceKindArg::Triton => ServiceKind::Triton,
-            ServiceKindArg::Openai => ServiceKind::Openai,
-        }
-    }
-}
-
-impl From<BackendArg> for Backend {
-    fn from(b: BackendArg) -> Backend {
-        match b {
-            BackendArg::Tensorrtllm => Backend::Tensorrtllm,
-            BackendArg::Vllm => Backend::Vllm,
         }
     }
 }
@@ -104,9 +61,9 @@ impl super::TargetArgs {
     /// Where requests go, as given; `measure` holds the client's limits and the metrics headers.
     pub fn spec(&self, measure: &super::MeasureArgs) -> TargetSpec {
         TargetSpec {
-            endpoint_type: self.endpoint_type.map(Api::from),
-            service_kind: self.service_kind.map(ServiceKind::from),
-            backend: self.backend.map(Backend::from),
+            endpoint_type: self.endpoint_type,
+            service_kind: self.service_kind,
+            backend: self.backend,
             url: self.url.clone(),
             endpoint: self.endpoint.clone(),
             model: self.model.clone(),
@@ -177,9 +134,7 @@ impl super::MeasureArgs {
 impl super::ArtifactArgs {
     fn verbosity(&self) -> Result<Verbosity, UsageError> {
         match (self.quiet, self.verbose) {
-            (true, true) => Err(UsageError(
-                "--quiet and --verbose contradict each other".into(),
-            )),
+            (true, true) => usage("--quiet and --verbose contradict each other"),
             (true, false) => Ok(Verbosity::Quiet),
             (false, true) => Ok(Verbosity::Verbose),
             (false, false) => Ok(Verbosity::Normal),
@@ -336,7 +291,7 @@ impl ProfileArgs {
             strict: d.verdict.strict,
             max_error_rate: d.verdict.max_error_rate,
             timeline_interval: m.timeline_interval,
-            percentile_method: m.percentile_method.method(),
+            percentile_method: m.percentile_method,
             // GenAI-Perf always writes its raw export; here it is asked for by name or by flag.
             raw_export: match a.raw_export {
                 Some(r) => r == super::RawExportArg::Full,
@@ -414,21 +369,14 @@ impl super::OutputArgs {
     pub fn plan(&self) -> Result<crate::plan::outputs::Outputs, UsageError> {
         let mut outputs = crate::plan::outputs::resolve(
             self.junit.as_deref(),
-            match self.output {
-                super::OutputFormatArg::Text => crate::plan::outputs::StdoutFormat::Text,
-                super::OutputFormatArg::Json => crate::plan::outputs::StdoutFormat::Json,
-            },
+            self.output,
             self.push_gateway.as_deref(),
             std::env::var_os("GITHUB_STEP_SUMMARY").map(std::path::PathBuf::from),
         )?;
         outputs.labels = crate::plan::outputs::labels(&self.labels)?;
         outputs.request_id_header =
             crate::plan::outputs::request_id_header(&self.request_id_header)?;
-        outputs.ui = match self.ui {
-            super::UiArg::Compact => crate::plan::outputs::UiMode::Compact,
-            super::UiArg::Dashboard => crate::plan::outputs::UiMode::Dashboard,
-            super::UiArg::None => crate::plan::outputs::UiMode::None,
-        };
+        outputs.ui = self.ui;
         Ok(outputs)
     }
 }
@@ -438,14 +386,14 @@ impl super::DoctorArgs {
     /// `profile`, a 16-token prompt, `--output-tokens` asked for.
     pub fn plan(&self) -> Result<RunPlan, UsageError> {
         let target = resolve::target(&TargetSpec {
-            endpoint_type: self.endpoint_type.map(Api::from),
-            service_kind: self.service_kind.map(ServiceKind::from),
-            backend: self.backend.map(Backend::from),
+            endpoint_type: self.endpoint_type,
+            service_kind: self.service_kind,
+            backend: self.backend,
             url: self.url.clone(),
             endpoint: self.endpoint.clone(),
             model: self.model.clone(),
             // Embeddings and rankings answer once: their probe is not streamed.
-            streaming: Some(self.endpoint_type.map(Api::from).is_none_or(Api::generates)),
+            streaming: Some(self.endpoint_type.is_none_or(Api::generates)),
             headers: self.header.clone(),
             api_key: self.api_key.clone(),
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
@@ -464,7 +412,7 @@ impl super::DoctorArgs {
         })?;
         crate::plan::apis::resolve(
             &crate::plan::apis::ApiSpec {
-                rankings_api: self.rankings_api.map(Into::into),
+                rankings_api: self.rankings_api,
                 endpoint_given: self.endpoint.is_some(),
                 batch_size_text: (!target.api.generates()).then_some(2),
                 ..Default::default()

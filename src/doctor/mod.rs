@@ -79,26 +79,24 @@ impl Step {
         }
     }
 
-    fn ok(mut self, detail: impl Into<String>) -> Step {
-        self.status = Status::Ok;
-        self.detail = detail.into();
+    /// The step ended with `status`: what was found, and what to change.
+    fn ended(mut self, status: Status, detail: String, fix: Option<String>) -> Step {
+        (self.status, self.detail, self.fix) = (status, detail, fix);
         self
     }
 
-    /// `detail`: what happened (a message, or an error's text).
-    fn warn(mut self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
-        self.status = Status::Warn;
-        self.detail = detail.to_string();
-        self.fix = Some(fix.into());
-        self
+    fn ok(self, detail: impl Into<String>) -> Step {
+        self.ended(Status::Ok, detail.into(), None)
     }
 
     /// `detail`: what happened (a message, or an error's text).
-    fn fail(mut self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
-        self.status = Status::Fail;
-        self.detail = detail.to_string();
-        self.fix = Some(fix.into());
-        self
+    fn warn(self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
+        self.ended(Status::Warn, detail.to_string(), Some(fix.into()))
+    }
+
+    /// `detail`: what happened (a message, or an error's text).
+    fn fail(self, detail: impl std::fmt::Display, fix: impl Into<String>) -> Step {
+        self.ended(Status::Fail, detail.to_string(), Some(fix.into()))
     }
 
     /// The step with `lines` (the request's events) shown under it.
@@ -107,10 +105,8 @@ impl Step {
         self
     }
 
-    fn skip(mut self, detail: impl Into<String>) -> Step {
-        self.status = Status::Skip;
-        self.detail = detail.into();
-        self
+    fn skip(self, detail: impl Into<String>) -> Step {
+        self.ended(Status::Skip, detail.into(), None)
     }
 
     /// The step as printed: `[3/7] server metadata ... ok: triton 2.51.0` plus fix and events.
@@ -156,93 +152,71 @@ pub const STEPS: usize = 7;
 /// calling `report` after each step so the user sees progress.
 pub async fn diagnose(plan: &RunPlan, report: &mut dyn FnMut(usize, &Step)) -> Diagnosis {
     let mut d = Diagnosis::default();
-    let mut push = |d: &mut Diagnosis, s: Step| -> bool {
+    let _ = run_steps(plan, &mut |s: Step| {
         let failed = s.status == Status::Fail;
         report(d.steps.len() + 1, &s);
         d.steps.push(s);
-        !failed
-    };
+        (!failed).then_some(())
+    })
+    .await;
+    d
+}
+
+/// The steps in order, each handed to `push`, up to the first that fails (`push` says `None`).
+async fn run_steps(plan: &RunPlan, push: &mut dyn FnMut(Step) -> Option<()>) -> Option<()> {
     let t = &plan.target;
-    if !push(&mut d, connect(t).await) {
-        return d;
-    }
+    push(connect(t).await)?;
     let http = match http_client(t) {
         Ok(c) => c,
         Err(e) => {
-            push(
-                &mut d,
+            return push(
                 Step::new("health", "health").fail(e, "check the -H values and --api-key"),
             );
-            return d;
         }
     };
     let mut channel = None;
     match t.api {
         Api::Kserve => {
             let (s, ch) = grpc_health(t).await;
-            if !push(&mut d, s) {
-                return d;
-            }
-            let Some(ch) = ch else { return d };
+            push(s)?;
+            let ch = ch?;
             channel = Some(ch.clone());
-            if !push(&mut d, grpc_server(t, ch.clone()).await) {
-                return d;
-            }
-            let (s, _) = grpc_model(t, ch).await;
-            if !push(&mut d, s) {
-                return d;
-            }
+            push(grpc_server(t, ch.clone()).await)?;
+            push(grpc_model(t, ch).await.0)?;
         }
         Api::Generate => {
-            if !push(&mut d, http_health(&http, t).await) {
-                return d;
-            }
-            if !push(&mut d, http_server(&http, t).await) {
-                return d;
-            }
-            if !push(&mut d, http_model(&http, t).await) {
-                return d;
-            }
+            push(http_health(&http, t).await)?;
+            push(http_server(&http, t).await)?;
+            push(http_model(&http, t).await)?;
         }
         api if api.lists_openai_models() => {
             let (s, names) = openai_health(&http, t).await;
-            if !push(&mut d, s) {
-                return d;
-            }
+            push(s)?;
             push(
-                &mut d,
                 Step::new("server", "server metadata")
                     .skip("OpenAI-compatible servers have no KServe server metadata"),
-            );
-            if !push(&mut d, openai_model(t, names)) {
-                return d;
-            }
+            )?;
+            push(openai_model(t, names))?;
         }
         // Other APIs (raw tensor inference) have no token stream to check.
         _ => {
-            push(
-                &mut d,
-                Step::new("health", "endpoint type").fail(
-                    format!("doctor checks LLM endpoints; '{}' is not one", t.api.name()),
-                    "use --endpoint-type kserve, generate, chat, completions, responses, messages, embeddings or rankings",
-                ),
-            );
-            return d;
+            return push(Step::new("health", "endpoint type").fail(
+                format!("doctor checks LLM endpoints; '{}' is not one", t.api.name()),
+                "use --endpoint-type kserve, generate, chat, completions, responses, messages, embeddings or rankings",
+            ));
         }
     }
     // Metrics and statistics get only the headers meant for them, never the API key.
     match crate::engine::session::metrics_http_client(t) {
         Ok(m) => {
-            push(&mut d, metrics(&m, plan).await);
-            push(&mut d, statistics(&m, t, channel.clone()).await);
+            push(metrics(&m, plan).await);
+            push(statistics(&m, t, channel.clone()).await);
         }
         Err(e) => {
             push(
-                &mut d,
                 Step::new("metrics", "metrics endpoint").fail(e.to_string(), "check the -H values"),
             );
         }
     }
-    push(&mut d, request::request(plan).await);
-    d
+    push(request::request(plan).await)
 }

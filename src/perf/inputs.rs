@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::plan::{DataSource, ParamValue, PerfPlan, Protocol};
 use crate::client::Payload;
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use crate::proto::{InferParameter, ModelInferRequest, infer_parameter::ParameterChoice};
 use crate::workload::tensor::{
@@ -62,9 +62,7 @@ pub fn tensors(plan: &PerfPlan, info: &ModelInfo) -> Result<Vec<Vec<Tensor>>, Us
                 all.extend(read_data_file(p)?);
             }
             if all.is_empty() {
-                return Err(UsageError(
-                    "--input-data: the files hold no data entries".into(),
-                ));
+                return usage("--input-data: the files hold no data entries");
             }
             all
         }

@@ -840,9 +840,12 @@ mod tests {
     use crate::sim::{self, DataType as SimType, ModelSpec, SimConfig, TensorSpec as SimTensor};
     use clap::Parser;
 
-    fn plan(args: &[&str]) -> PerfPlan {
-        let mut argv = vec!["ttftbench", "perf"];
-        argv.extend_from_slice(args);
+    /// perf's plan of a command line written as one string.
+    fn plan(args: &str) -> PerfPlan {
+        let argv: Vec<&str> = ["ttftbench", "perf"]
+            .into_iter()
+            .chain(args.split_whitespace())
+            .collect();
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
         let crate::cli::Command::Perf(p) = cli.command else {
             panic!("expected perf")
@@ -869,22 +872,8 @@ mod tests {
     async fn grpc_responses_over_4_mib_are_read() {
         let sim = sim::start(big_output_sim()).await.unwrap();
         let url = sim.grpc_target();
-        let out = run(
-            &plan(&[
-                "-m",
-                "yolo_full",
-                "-b",
-                "2",
-                "-u",
-                &url,
-                "--request-count",
-                "3",
-            ]),
-            Interrupt::new(),
-            false,
-        )
-        .await
-        .unwrap();
+        let args = format!("-m yolo_full -b 2 -u {url} --request-count 3");
+        let out = run(&plan(&args), Interrupt::new(), false).await.unwrap();
         let l = &out.levels[0];
         assert!(l.errors.is_empty(), "5.6 MB responses: {:?}", l.errors);
         assert_eq!(l.request_count, 3);
@@ -897,24 +886,13 @@ mod tests {
     async fn unknown_model_version_is_a_usage_error() {
         let sim = sim::start(big_output_sim()).await.unwrap();
         for (proto, url) in [("grpc", sim.grpc_target()), ("http", sim.http_url())] {
-            let args = [
-                "-m",
-                "yolo_full",
-                "-i",
-                proto,
-                "-u",
-                &url,
-                "--request-count",
-                "1",
-            ];
-            let mut bad = args.to_vec();
-            bad.extend(["-x", "7"]);
-            let e = run(&plan(&bad), Interrupt::new(), false).await.unwrap_err();
+            let args = format!("-m yolo_full -i {proto} -u {url} --request-count 1");
+            let bad = plan(&format!("{args} -x 7"));
+            let e = run(&bad, Interrupt::new(), false).await.unwrap_err();
             assert_eq!(e.exit_code(), 2, "{proto}: a usage error, got {e}");
             assert!(e.to_string().contains("has no version 7"), "{proto}: {e}");
-            let mut good = args.to_vec();
-            good.extend(["-x", "1"]);
-            let out = run(&plan(&good), Interrupt::new(), false).await.unwrap();
+            let good = plan(&format!("{args} -x 1"));
+            let out = run(&good, Interrupt::new(), false).await.unwrap();
             assert_eq!(out.levels[0].request_count, 1, "{proto}");
         }
         sim.shutdown().await;

@@ -5,24 +5,22 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::{LevelLength, Stimulus, WindowRule};
 use crate::plan::values::Levels;
 use crate::plan::{LevelPart, ShardPlan};
 use crate::server_metrics::MetricsSource;
 use crate::target::Target;
 
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
-
 /// Which wire protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     /// KServe v2 gRPC.
+    #[value(help = "KServe v2 gRPC")]
     Grpc,
     /// KServe v2 HTTP.
+    #[value(help = "KServe v2 HTTP/REST")]
     Http,
 }
 

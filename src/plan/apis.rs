@@ -6,15 +6,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::target::{Api, RankingsLayout, Target, rankings_endpoint};
 use crate::workload::images::{self, ImageFormat, ImagePlan, ImageSource};
 use crate::workload::tools::{self, ToolsPlan};
 use crate::workload::{PromptSource, WorkloadPlan};
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
 
 /// The newer APIs' flags as given.
 #[derive(Debug, Clone, Default)]

@@ -9,27 +9,32 @@ use std::path::{Path, PathBuf};
 use crate::error::UsageError;
 
 /// What stdout carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum StdoutFormat {
     /// The console tables (the default).
     #[default]
+    #[value(help = "The console tables")]
     Text,
     /// One JSON object per finished level and a final summary object, one per line; everything
     /// else goes to stderr.
+    #[value(help = "One JSON object per finished level, then a summary object; all else on stderr")]
     Json,
 }
 
 /// `--ui`: what the terminal shows while a level runs. Where it is drawn, and whether a redrawn
 /// view or plain lines, is decided when the run starts (`engine::live`): only a terminal gets
 /// redraws.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum UiMode {
     /// One or two lines redrawn in place (the default), one line left per level.
     #[default]
+    #[value(help = "Two lines redrawn in place; one line per level stays")]
     Compact,
     /// A full-screen panel (the terminal's alternate screen) with the ladder so far.
+    #[value(help = "A full-screen panel with the ladder so far; one line per level stays")]
     Dashboard,
     /// Nothing while levels run (`--quiet` implies it).
+    #[value(help = "Nothing while levels run")]
     None,
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::shard::{ShardPlan, derived_slot};
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::{Arrival, LevelLength, LevelLengthRule, Shard, Stimulus};
 use crate::server_metrics::MetricsSource;
 use crate::target::{
@@ -16,10 +16,6 @@ use crate::target::{
     Verify, bracket_host, default_endpoint, normalize_metrics_url, normalize_url, parse_header,
 };
 use crate::workload::{OutputLength, PromptSource, WorkloadPlan};
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
 
 /// What names the target, as given.
 #[derive(Debug, Clone, Default)]
@@ -851,23 +847,15 @@ mod tests {
             t.endpoint_url(),
             "https://h:9/api/v2/models/m/generate_stream"
         );
-        for bad in [
-            TargetSpec {
-                endpoint_type: Some(Api::Chat),
-                backend: Some(Backend::Vllm),
-                ..spec("m")
-            },
-            TargetSpec {
-                endpoint_type: Some(Api::Kserve),
-                service_kind: Some(ServiceKind::Openai),
-                ..spec("m")
-            },
-            spec(" "),
-            TargetSpec {
-                headers: vec!["novalue".into()],
-                ..spec("m")
-            },
-        ] {
+        let refused: [fn(&mut TargetSpec); 4] = [
+            |t| (t.endpoint_type, t.backend) = (Some(Api::Chat), Some(Backend::Vllm)),
+            |t| (t.endpoint_type, t.service_kind) = (Some(Api::Kserve), Some(ServiceKind::Openai)),
+            |t| t.model = " ".into(),
+            |t| t.headers = vec!["novalue".into()],
+        ];
+        for change in refused {
+            let mut bad = spec("m");
+            change(&mut bad);
             assert!(target(&bad).is_err(), "{bad:?}");
         }
     }
@@ -962,25 +950,15 @@ mod tests {
                 ("temperature".into(), serde_json::json!(0.5))
             ]
         );
-        for bad in [
-            WorkloadSpec {
-                num_prompts: Some(0),
-                ..WorkloadSpec::default()
-            },
-            WorkloadSpec {
-                input_file: Some("p.jsonl".into()),
-                input_tokens_mean: Some(10),
-                ..WorkloadSpec::default()
-            },
-            WorkloadSpec {
-                output_deterministic: true,
-                ..WorkloadSpec::default()
-            },
-            WorkloadSpec {
-                extra_inputs: vec!["{not json".into()],
-                ..WorkloadSpec::default()
-            },
-        ] {
+        let refused: [fn(&mut WorkloadSpec); 4] = [
+            |w| w.num_prompts = Some(0),
+            |w| (w.input_file, w.input_tokens_mean) = (Some("p.jsonl".into()), Some(10)),
+            |w| w.output_deterministic = true,
+            |w| w.extra_inputs = vec!["{not json".into()],
+        ];
+        for change in refused {
+            let mut bad = WorkloadSpec::default();
+            change(&mut bad);
             assert!(workload(&bad).is_err(), "{bad:?}");
         }
     }

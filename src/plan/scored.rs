@@ -4,15 +4,11 @@
 //! the plan — chat or completions requests, temperature 0 unless `--extra-inputs` says
 //! otherwise, and levels that send every question once unless their length is given.
 
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::{LevelLength, LevelLengthRule};
 use crate::target::Api;
 use crate::workload::scored::locate::{self, DatasetCaches, Want};
 use crate::workload::scored::{self, Benchmark, Grader, ScoredSource, Selection};
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
 
 /// Few-shot examples at most (AIPerf's bound).
 pub const MAX_SHOTS: u32 = 32;

@@ -5,16 +5,12 @@
 
 use std::path::Path;
 
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::{LevelLength, LevelLengthRule, Stimulus};
 use crate::workload::conversation::{self, FileConversation};
 use crate::workload::conversation::{ConversationSource, Replies, SessionPlan};
 use crate::workload::trace::{self, ReadOptions};
 use crate::workload::{PrefixPool, PromptSalt, TraceSource, WorkloadPlan};
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
 
 /// `--block-size`'s default: Mooncake's 512 tokens per hash id.
 pub const DEFAULT_BLOCK_SIZE: u32 = 512;

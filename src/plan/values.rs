@@ -4,13 +4,9 @@
 
 use std::time::Duration;
 
-use crate::error::UsageError;
+use crate::error::{UsageError, usage};
 use crate::load::{Arrival, Shard, Stimulus};
 use crate::metrics::{Metric, Objective};
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
-    Err(UsageError(msg.into()))
-}
 
 /// Parses each value of a repeatable flag, stopping at the first that fails.
 pub fn parse_each<T>(
@@ -303,42 +299,44 @@ pub fn parse_float_levels(spec: &str, flag: &str) -> Result<Vec<f64>, UsageError
     Ok(out)
 }
 
+/// A trimmed percentage (`10%`) or fraction (`0.1`) as a fraction; `None` when it is neither.
+fn percent_or_fraction(t: &str) -> Option<f64> {
+    match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().ok().map(|v| v / 100.0),
+        None => t.parse::<f64>().ok(),
+    }
+}
+
 /// A percentage (`10%`) or a fraction (`0.1`) as a fraction, for `--knee-min-gain`.
 pub fn parse_fraction(flag: &str, raw: &str) -> Result<f64, UsageError> {
     let t = raw.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| UsageError(format!("{flag} '{t}': expected a percentage such as 10%")))?;
+    let v = percent_or_fraction(t)
+        .ok_or_else(|| UsageError(format!("{flag} '{t}': expected a percentage such as 10%")))?;
     if !(v > 0.0 && v.is_finite()) {
         return usage(format!("{flag} '{t}': must be more than 0"));
     }
     Ok(v)
 }
 
-/// `--target-moe`: a margin of error as a share of the estimate, more than 0 and below 100 %.
-pub fn parse_margin(flag: &str, raw: &str) -> Result<f64, UsageError> {
+/// A [`parse_fraction`] below 100 %; `why` ends the refusal of a larger one.
+fn fraction_below_one(flag: &str, raw: &str, why: &str) -> Result<f64, UsageError> {
     let v = parse_fraction(flag, raw)?;
     if v >= 1.0 {
-        return usage(format!(
-            "{flag} '{}': a margin of error is a share of the estimate below 100% (e.g. 5%)",
-            raw.trim()
-        ));
+        return usage(format!("{flag} '{}': {why}", raw.trim()));
     }
     Ok(v)
 }
 
+/// `--target-moe`: a margin of error as a share of the estimate, more than 0 and below 100 %.
+pub fn parse_margin(flag: &str, raw: &str) -> Result<f64, UsageError> {
+    let why = "a margin of error is a share of the estimate below 100% (e.g. 5%)";
+    fraction_below_one(flag, raw, why)
+}
+
 /// `--resolution`: how close a rate search gets to its answer, more than 0 and below 100 %.
 pub fn parse_resolution(flag: &str, raw: &str) -> Result<f64, UsageError> {
-    let v = parse_fraction(flag, raw)?;
-    if v >= 1.0 {
-        return usage(format!(
-            "{flag} '{}': the search stops when the next rate is within this share of its answer; give less than 100% (e.g. 5%)",
-            raw.trim()
-        ));
-    }
-    Ok(v)
+    let why = "the search stops when the next rate is within this share of its answer; give less than 100% (e.g. 5%)";
+    fraction_below_one(flag, raw, why)
 }
 
 /// `--moe-metric`: a percentile or the average of a per-request metric
@@ -356,11 +354,7 @@ pub fn parse_moe_metric(flag: &str, raw: &str) -> Result<crate::metrics::MetricR
 /// `--confidence`: a share above 50 % and at most 99.9 %, as `95%` or `0.95`.
 pub fn parse_confidence(raw: &str) -> Result<f64, UsageError> {
     let t = raw.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| {
+    let v = percent_or_fraction(t).ok_or_else(|| {
         UsageError(format!(
             "--confidence '{t}': expected a percentage such as 95% (or a fraction such as 0.95)"
         ))
@@ -439,11 +433,8 @@ pub fn perf_analyzer_passthrough(args: &[String]) -> Result<Passthrough, UsageEr
 /// A share from 0 to 100 % (`50%` or `0.5`), for `--max-error-rate`.
 pub fn parse_share(flag: &str, raw: &str) -> Result<f64, UsageError> {
     let t = raw.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| UsageError(format!("{flag} '{t}': expected a percentage such as 50%")))?;
+    let v = percent_or_fraction(t)
+        .ok_or_else(|| UsageError(format!("{flag} '{t}': expected a percentage such as 50%")))?;
     if !(0.0..=1.0).contains(&v) {
         return usage(format!("{flag} '{t}': must be from 0% to 100%"));
     }
@@ -733,34 +724,30 @@ mod tests {
     #[test]
     fn empty_items_zero_steps_and_negatives_are_named() {
         let int = |s: &str| parse_int_levels(s, "--concurrency").unwrap_err().0;
-        let e = int("1,,4");
-        assert!(
-            e.contains("--concurrency 1,,4: item 2 of the list is empty"),
-            "{e}"
-        );
-        let e = int("1,4,");
-        assert!(e.contains("item 3 of the list is empty"), "{e}");
-        let e = int(",8");
-        assert!(e.contains("item 1 of the list is empty"), "{e}");
-        let e = int("1:32:0");
-        assert!(e.contains("--concurrency 1:32:0: the step is '0'"), "{e}");
-        assert!(!e.contains("levels must be at least 1"), "{e}");
-        assert!(int("1:32:x").contains("the step is 'x'"));
-        let e = int("-3");
-        assert!(e.contains("levels must be positive ('-3' is not)"), "{e}");
-        assert!(int("0").contains("levels must be at least 1"));
-
         let rate = |s: &str| parse_float_levels(s, "--request-rate").unwrap_err().0;
-        let e = rate("5,,20");
-        assert!(
-            e.contains("--request-rate 5,,20: item 2 of the list is empty"),
-            "{e}"
-        );
-        let e = rate("1:8:0");
-        assert!(e.contains("--request-rate 1:8:0: the step is '0'"), "{e}");
-        assert!(rate("1:8:-1").contains("the step is '-1'"));
-        let e = rate("-3");
-        assert!(e.contains("rates must be positive ('-3' is not)"), "{e}");
+        for (e, says) in [
+            (
+                int("1,,4"),
+                "--concurrency 1,,4: item 2 of the list is empty",
+            ),
+            (int("1,4,"), "item 3 of the list is empty"),
+            (int(",8"), "item 1 of the list is empty"),
+            (int("1:32:0"), "--concurrency 1:32:0: the step is '0'"),
+            (int("1:32:x"), "the step is 'x'"),
+            (int("-3"), "levels must be positive ('-3' is not)"),
+            (int("0"), "levels must be at least 1"),
+            (
+                rate("5,,20"),
+                "--request-rate 5,,20: item 2 of the list is empty",
+            ),
+            (rate("1:8:0"), "--request-rate 1:8:0: the step is '0'"),
+            (rate("1:8:-1"), "the step is '-1'"),
+            (rate("-3"), "rates must be positive ('-3' is not)"),
+        ] {
+            assert!(e.contains(says), "{says}: {e}");
+        }
+        let e = int("1:32:0");
+        assert!(!e.contains("levels must be at least 1"), "{e}");
         // The step may still be left out, and a list may have spaces.
         assert_eq!(
             parse_float_levels("5, 10", "--request-rate").unwrap(),

@@ -347,66 +347,41 @@ mod tests {
     use super::*;
     use crate::server_metrics::engines::sample_from_text;
 
-    fn vllm(
-        waiting: f64,
-        kv: f64,
-        preempt: f64,
-        queue: (f64, f64),
-        hits: (f64, f64),
-        ttft: [f64; 3],
-    ) -> EngineSample {
+    /// A vLLM page of: waiting, KV usage, preemptions, queue time's sum and count, prefix-cache
+    /// queries and hits, then TTFT's requests under 0.1 s, all requests and sum.
+    fn vllm(v: [f64; 10]) -> EngineSample {
+        let [wait, kv, pre, q_sum, q_n, asked, hits, fast, n, sum] = v;
         let text = format!(
-            "vllm:num_requests_waiting{{model_name=\"m\"}} {waiting}\n\
+            "vllm:num_requests_waiting{{model_name=\"m\"}} {wait}\n\
              vllm:num_requests_running{{model_name=\"m\"}} 8\n\
              vllm:kv_cache_usage_perc{{model_name=\"m\"}} {kv}\n\
-             vllm:num_preemptions_total{{model_name=\"m\"}} {preempt}\n\
-             vllm:request_queue_time_seconds_sum{{model_name=\"m\"}} {}\n\
-             vllm:request_queue_time_seconds_count{{model_name=\"m\"}} {}\n\
-             vllm:prefix_cache_queries_total{{model_name=\"m\"}} {}\n\
-             vllm:prefix_cache_hits_total{{model_name=\"m\"}} {}\n\
-             vllm:time_to_first_token_seconds_bucket{{le=\"0.1\",model_name=\"m\"}} {}\n\
-             vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\",model_name=\"m\"}} {}\n\
-             vllm:time_to_first_token_seconds_sum{{model_name=\"m\"}} {}\n\
-             vllm:time_to_first_token_seconds_count{{model_name=\"m\"}} {}\n",
-            queue.0, queue.1, hits.0, hits.1, ttft[0], ttft[1], ttft[2], ttft[1]
+             vllm:num_preemptions_total{{model_name=\"m\"}} {pre}\n\
+             vllm:request_queue_time_seconds_sum{{model_name=\"m\"}} {q_sum}\n\
+             vllm:request_queue_time_seconds_count{{model_name=\"m\"}} {q_n}\n\
+             vllm:prefix_cache_queries_total{{model_name=\"m\"}} {asked}\n\
+             vllm:prefix_cache_hits_total{{model_name=\"m\"}} {hits}\n\
+             vllm:time_to_first_token_seconds_bucket{{le=\"0.1\",model_name=\"m\"}} {fast}\n\
+             vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\",model_name=\"m\"}} {n}\n\
+             vllm:time_to_first_token_seconds_sum{{model_name=\"m\"}} {sum}\n\
+             vllm:time_to_first_token_seconds_count{{model_name=\"m\"}} {n}\n"
         );
         sample_from_text(&text, None, Some("m")).unwrap()
     }
 
     #[test]
     fn a_level_is_counter_deltas_and_gauge_averages() {
-        let mut level = EngineLevel::new(vllm(
-            50.0,
-            0.9,
-            1.0,
-            (10.0, 100.0),
-            (1000.0, 100.0),
-            [90.0, 100.0, 5.0],
-        ));
-        level.observe(&vllm(
-            2.0,
-            0.5,
-            1.0,
-            (10.0, 100.0),
-            (1000.0, 100.0),
-            [90.0, 100.0, 5.0],
-        ));
-        level.observe(&vllm(
-            6.0,
-            0.7,
-            2.0,
-            (11.0, 110.0),
-            (1500.0, 400.0),
-            [95.0, 110.0, 5.6],
-        ));
-        let v = level.finish(&vllm(
-            4.0,
-            0.6,
-            4.0,
-            (13.0, 120.0),
-            (2000.0, 600.0),
-            [100.0, 120.0, 6.4],
-        ));
+        let mut level = EngineLevel::new(vllm([
+            50.0, 0.9, 1.0, 10.0, 100.0, 1000.0, 100.0, 90.0, 100.0, 5.0,
+        ]));
+        level.observe(&vllm([
+            2.0, 0.5, 1.0, 10.0, 100.0, 1000.0, 100.0, 90.0, 100.0, 5.0,
+        ]));
+        level.observe(&vllm([
+            6.0, 0.7, 2.0, 11.0, 110.0, 1500.0, 400.0, 95.0, 110.0, 5.6,
+        ]));
+        let v = level.finish(&vllm([
+            4.0, 0.6, 4.0, 13.0, 120.0, 2000.0, 600.0, 100.0, 120.0, 6.4,
+        ]));
         assert_eq!(
             v.waiting,
             Some(GaugeStats {

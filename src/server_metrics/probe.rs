@@ -319,11 +319,6 @@ impl ServerProbe {
         }
     }
 
-    /// Whether the statistics extension is readable.
-    pub fn has_stats(&self) -> bool {
-        !matches!(self.stats, StatsSource::None)
-    }
-
     /// The engine whose metrics are read, when a page with them was found.
     pub fn kind(&self) -> Option<ServerKind> {
         self.reader.prom_url.as_ref().and(self.reader.kind)

@@ -19,6 +19,7 @@
 //! points of ~170 s each; the test costs `N = n(n−1)/2` slopes, ~130,000 at most.
 
 use serde::{Deserialize, Serialize};
+use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
 use super::ci::normal_quantile;
 
@@ -168,15 +169,7 @@ impl Series {
 /// What a drift line measures; its key in files is its `strum` name, the `--slo` name of the
 /// same number.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, EnumString, VariantArray, VariantNames,
 )]
 pub enum DriftMetric {
     /// Each interval's TTFT p99 (ms).

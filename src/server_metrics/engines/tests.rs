@@ -2,6 +2,18 @@
 
 use super::*;
 
+fn ts(seconds: f64, count: f64) -> Option<TimeSum> {
+    Some(TimeSum { seconds, count })
+}
+
+fn cache(queried: Option<f64>, hits: f64, unit: CacheUnit) -> Option<PrefixCache> {
+    Some(PrefixCache {
+        queried,
+        hits,
+        unit,
+    })
+}
+
 const VLLM: &str = r#"# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 8.0
@@ -65,27 +77,9 @@ fn vllm_page() {
     );
     assert_eq!(s.preemptions, Some(3.0));
     assert_eq!(s.requests, Some(64.0), "length + stop, not abort");
-    assert_eq!(
-        s.queue,
-        Some(TimeSum {
-            seconds: 6.4,
-            count: 64.0
-        })
-    );
-    assert_eq!(
-        s.prefill,
-        Some(TimeSum {
-            seconds: 3.2,
-            count: 64.0
-        })
-    );
-    assert_eq!(
-        s.decode,
-        Some(TimeSum {
-            seconds: 96.0,
-            count: 64.0
-        })
-    );
+    assert_eq!(s.queue, ts(6.4, 64.0));
+    assert_eq!(s.prefill, ts(3.2, 64.0));
+    assert_eq!(s.decode, ts(96.0, 64.0));
     assert_eq!(s.inference, None);
     let ttft = s.ttft.as_ref().unwrap();
     assert_eq!(
@@ -99,11 +93,7 @@ fn vllm_page() {
     );
     assert_eq!(
         s.prefix_cache,
-        Some(PrefixCache {
-            queried: Some(12800.0),
-            hits: 9600.0,
-            unit: CacheUnit::Tokens
-        })
+        cache(Some(12800.0), 9600.0, CacheUnit::Tokens)
     );
     assert_eq!(s.generation_tokens, Some(27453.0));
     assert_eq!(s.prompt_tokens, None);
@@ -170,20 +160,10 @@ fn sglang_page() {
     );
     assert_eq!(s.preemptions, Some(2.0));
     assert_eq!(s.requests, Some(1000.0));
-    assert_eq!(
-        s.queue,
-        Some(TimeSum {
-            seconds: 150.0,
-            count: 1000.0
-        })
-    );
+    assert_eq!(s.queue, ts(150.0, 1000.0));
     assert_eq!(
         s.prefix_cache,
-        Some(PrefixCache {
-            queried: Some(8_128_902.0),
-            hits: 4_064_451.0,
-            unit: CacheUnit::Tokens
-        })
+        cache(Some(8_128_902.0), 4_064_451.0, CacheUnit::Tokens)
     );
     let p50 = s.ttft.as_ref().unwrap().quantile(0.5).unwrap();
     assert!((p50 - (0.2 + 0.2 * 200.0 / 300.0)).abs() < 1e-12, "{p50}");
@@ -218,34 +198,10 @@ fn tgi_page() {
     assert_eq!(s.kind, ServerKind::Tgi);
     assert_eq!((s.waiting, s.running), (Some(9.0), Some(32.0)));
     assert_eq!(s.requests, Some(120.0));
-    assert_eq!(
-        s.queue,
-        Some(TimeSum {
-            seconds: 30.5,
-            count: 120.0
-        })
-    );
-    assert_eq!(
-        s.inference,
-        Some(TimeSum {
-            seconds: 240.0,
-            count: 120.0
-        })
-    );
-    assert_eq!(
-        s.prefill_batches,
-        Some(TimeSum {
-            seconds: 4.0,
-            count: 40.0
-        })
-    );
-    assert_eq!(
-        s.decode_batches,
-        Some(TimeSum {
-            seconds: 100.0,
-            count: 5000.0
-        })
-    );
+    assert_eq!(s.queue, ts(30.5, 120.0));
+    assert_eq!(s.inference, ts(240.0, 120.0));
+    assert_eq!(s.prefill_batches, ts(4.0, 40.0));
+    assert_eq!(s.decode_batches, ts(100.0, 5000.0));
     assert_eq!(
         (s.kv_usage, s.preemptions, s.ttft.is_none()),
         (None, None, true)
@@ -292,29 +248,10 @@ fn trtllm_page_reads_the_backend_for_the_ensemble() {
     );
     assert!(!s.model_matched, "backend series read by fallback");
     assert_eq!(s.queue, None, "the executor's queue time is not exported");
-    assert_eq!(
-        s.triton_queue,
-        Some(TimeSum {
-            seconds: 0.0005,
-            count: 50.0
-        })
-    );
-    assert_eq!(
-        s.inference,
-        Some(TimeSum {
-            seconds: 40.0,
-            count: 50.0
-        })
-    );
+    assert_eq!(s.triton_queue, ts(0.0005, 50.0));
+    assert_eq!(s.inference, ts(40.0, 50.0));
     assert_eq!(s.requests, Some(50.0));
-    assert_eq!(
-        s.prefix_cache,
-        Some(PrefixCache {
-            queried: None,
-            hits: 1200.0,
-            unit: CacheUnit::Blocks
-        })
-    );
+    assert_eq!(s.prefix_cache, cache(None, 1200.0, CacheUnit::Blocks));
     // Forced to plain Triton, the same page reads Triton's pending gauge as the queue.
     let t = read_sample(&page, ServerKind::Triton, Some("ensemble")).unwrap();
     assert_eq!(
@@ -336,13 +273,7 @@ fn triton_core_and_nothing_known() {
     let s = sample_from_text(page, None, Some("gpt2")).unwrap();
     assert_eq!(s.kind, ServerKind::Triton);
     assert_eq!(s.waiting, Some(3.0));
-    assert_eq!(
-        s.queue,
-        Some(TimeSum {
-            seconds: 2.0,
-            count: 10.0
-        })
-    );
+    assert_eq!(s.queue, ts(2.0, 10.0));
     let ttft = s.ttft.unwrap();
     assert_eq!(ttft.buckets[0], (0.1, 4.0), "ms bounds become seconds");
     assert!((ttft.sum - 1.5).abs() < 1e-12);
@@ -389,11 +320,7 @@ fn vllm_032_real_pages() {
     assert_eq!(after.requests, Some(10.0), "length, not abort or error");
     assert_eq!(
         after.prefix_cache,
-        Some(PrefixCache {
-            queried: Some(194.0),
-            hits: 0.0,
-            unit: CacheUnit::Tokens
-        })
+        cache(Some(194.0), 0.0, CacheUnit::Tokens)
     );
     assert_eq!(after.spec_decode, None, "not configured: no series");
     let v = EngineLevel::new(before).finish(&after);
@@ -445,21 +372,11 @@ fn llamacpp_real_pages() {
         (after.kv_usage, after.requests, after.queue),
         (None, None, None)
     );
-    assert_eq!(
-        after.prefill_batches,
-        Some(TimeSum {
-            seconds: 0.130939,
-            count: 0.0
-        })
-    );
+    assert_eq!(after.prefill_batches, ts(0.130939, 0.0));
     assert_eq!(after.decode_sum_s, Some(0.700008));
     assert_eq!(
         after.prefix_cache,
-        Some(PrefixCache {
-            queried: Some(642.0),
-            hits: 586.0,
-            unit: CacheUnit::Tokens
-        })
+        cache(Some(642.0), 586.0, CacheUnit::Tokens)
     );
     assert_eq!(
         (after.prompt_tokens, after.generation_tokens),
