@@ -36,14 +36,17 @@ use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
+use strum::VariantArray as _;
 use tokio::time::Instant;
 
 use super::counters::{EngineStats, RequestTimes};
 use crate::proto;
 use crate::server_metrics::ServerKind;
 
-/// Why a request failed, as Triton's `nv_inference_request_failure{reason=...}` labels it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why a request failed, as Triton's `nv_inference_request_failure{reason=...}` labels it (its
+/// name in upper case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "UPPERCASE")]
 pub(crate) enum FailReason {
     /// Refused before running: queue full, server unavailable.
     Rejected,
@@ -56,22 +59,6 @@ pub(crate) enum FailReason {
 }
 
 impl FailReason {
-    const ALL: [FailReason; 4] = [
-        FailReason::Rejected,
-        FailReason::Canceled,
-        FailReason::Backend,
-        FailReason::Other,
-    ];
-
-    fn label(self) -> &'static str {
-        match self {
-            FailReason::Rejected => "REJECTED",
-            FailReason::Canceled => "CANCELED",
-            FailReason::Backend => "BACKEND",
-            FailReason::Other => "OTHER",
-        }
-    }
-
     fn index(self) -> usize {
         self as usize
     }
@@ -255,10 +242,20 @@ impl ModelMetrics {
         self.received.load(Ordering::Relaxed)
     }
 
+    /// Requests queued now (a gauge below zero, a decrement racing its increment, reads 0).
+    pub(crate) fn pending_now(&self) -> u64 {
+        self.pending.load(Ordering::Relaxed).max(0) as u64
+    }
+
+    /// Sequences holding a slot now (0 when the gauge dips below zero).
+    pub(crate) fn running_now(&self) -> u64 {
+        self.running.load(Ordering::Relaxed).max(0) as u64
+    }
+
     /// Requests waiting for the engine, as Triton's pending gauge shows them.
-    fn triton_pending(&self) -> i64 {
+    fn triton_pending(&self) -> u64 {
         if self.queue_visible {
-            self.pending.load(Ordering::Relaxed)
+            self.pending_now()
         } else {
             0
         }
@@ -592,13 +589,13 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
         "# HELP {name} Number of failed inference requests, all batch sizes\n# TYPE {name} counter"
     );
     for m in models {
-        for r in FailReason::ALL {
+        for &r in FailReason::VARIANTS {
             let v = load(&m.fail_reasons[r.index()]);
             let _ = writeln!(
                 out,
                 "{name}{{model=\"{}\",reason=\"{}\",version=\"{}\"}} {v}",
                 escape_label(&m.name),
-                r.label(),
+                <&str>::from(r),
                 escape_label(&m.version)
             );
         }
@@ -624,7 +621,7 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
             "gauge",
             "Instantaneous number of pending requests awaiting execution per-model.",
         ),
-        &|m| m.triton_pending().max(0) as u64,
+        &|m| m.triton_pending(),
     );
     for (name, help, phase) in TRITON_DURATIONS {
         counter(&mut out, name, help, &|m| us(phase(m)));
@@ -698,7 +695,7 @@ pub(crate) fn render_sim_own(out: &mut String, models: &[&ModelMetrics]) {
             "gauge",
             "Sequences holding a batch slot in the simulated engine",
         ),
-        &|m| m.running.load(Ordering::Relaxed).max(0) as u64,
+        &|m| m.running_now(),
     );
     triton_family(
         out,

@@ -19,8 +19,6 @@
 //! models `nv_inference_queue_duration_us` and `nv_inference_pending_request_count` stay at zero
 //! and the wait is part of `nv_inference_compute_infer_duration_us`, as on a real deployment.
 
-use std::sync::atomic::Ordering;
-
 use super::{family, labels, sample};
 use crate::sim::counters::EngineStats;
 use crate::sim::metrics::ModelMetrics;
@@ -43,15 +41,11 @@ pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
         "TRT LLM request metrics",
         "request_type",
         &[
-            ("waiting", |m| {
-                int(m.pending.load(Ordering::Relaxed).max(0) as u64)
-            }),
+            ("waiting", |m| int(m.pending_now())),
             ("context", |m| int(get(&m.engine.last_context))),
             ("scheduled", |m| int(get(&m.engine.last_scheduled))),
             ("max", |m| int(get(&m.engine.max_batch))),
-            ("active", |m| {
-                int(m.running.load(Ordering::Relaxed).max(0) as u64)
-            }),
+            ("active", |m| int(m.running_now())),
         ],
     );
     group(
