@@ -141,6 +141,18 @@ pub(crate) struct UnknownModel {
     pub(crate) version: Option<String>,
 }
 
+/// Why a generative route (OpenAI, Anthropic, embeddings, rerank) has no text model for a
+/// request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NoTextModel {
+    /// The request named no model, and no text model is hosted.
+    #[error("no text model is hosted")]
+    NoneHosted,
+    /// The request named a model that is not a hosted text model.
+    #[error("The model `{0}` does not exist.")]
+    Unknown(String),
+}
+
 fn version_text(version: &Option<String>) -> String {
     version
         .as_ref()
@@ -329,6 +341,22 @@ impl SimState {
         match version {
             Some(v) if !v.is_empty() && v != entry.spec.version => Err(unknown(Some(v))),
             _ => Ok(entry),
+        }
+    }
+
+    /// The text model a request names, or the first one hosted when it names none (as
+    /// single-model servers behave).
+    pub(crate) fn text_model(&self, name: Option<&str>) -> Result<&ModelEntry, NoTextModel> {
+        let Some(name) = name else {
+            return self
+                .models
+                .iter()
+                .find(|m| m.is_llm())
+                .ok_or(NoTextModel::NoneHosted);
+        };
+        match self.lookup(name, None) {
+            Ok(e) if e.is_llm() => Ok(e),
+            _ => Err(NoTextModel::Unknown(name.into())),
         }
     }
 
