@@ -518,6 +518,7 @@ pub(crate) async fn signalled(rx: &mut watch::Receiver<bool>) {
 /// engine shut down. The same two cases as a refused submission, so the same type.
 pub(crate) type SourceError = SubmitError;
 
+#[derive(Debug)]
 enum SourceKind {
     /// Instant mode: every token is ready at once.
     Instant,
@@ -536,6 +537,7 @@ enum SourceKind {
 /// The transport's view of one request's tokens: yields token indices `0..max_tokens` in order,
 /// waiting for the engine when it has to. Dropping it before the end cancels the request in the
 /// engine (its slot is freed at the next step).
+#[derive(Debug)]
 pub(crate) struct TokenSource {
     kind: SourceKind,
     next: u32,
@@ -544,15 +546,6 @@ pub(crate) struct TokenSource {
     admitted: Option<Instant>,
     /// Instant mode has no engine to abort it: it watches the server's shutdown flag itself.
     shutdown: Option<watch::Receiver<bool>>,
-}
-
-impl std::fmt::Debug for TokenSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenSource")
-            .field("next", &self.next)
-            .field("max", &self.max)
-            .finish()
-    }
 }
 
 impl TokenSource {
