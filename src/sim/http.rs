@@ -561,14 +561,6 @@ fn tensor_response(a: HttpAnswer) -> Response {
     resp
 }
 
-/// One input of a JSON infer request, shape parsed.
-struct JsonInput<'a> {
-    name: &'a str,
-    datatype: &'a str,
-    shape: Vec<i64>,
-    data: InputData<'a>,
-}
-
 /// Validates a tensor model's HTTP infer request (JSON, with binary inputs after the header):
 /// its batch size, the outputs to answer, and its `id`.
 fn parse_tensor_infer(
@@ -606,23 +598,18 @@ fn parse_tensor_infer(
             }
             None => InputData::Json(input.get("data")),
         };
-        parsed.push(JsonInput {
-            name,
-            datatype,
-            shape,
-            data,
-        });
+        parsed.push((name, datatype, shape, data));
     }
     if !rest.is_empty() {
         return Err(BadRequest::BinaryLeftOver(rest.len()));
     }
     let views: Vec<InputView<'_>> = parsed
         .iter()
-        .map(|p| InputView {
-            name: p.name,
-            datatype: p.datatype,
-            shape: &p.shape,
-            data: p.data,
+        .map(|(name, datatype, shape, data)| InputView {
+            name,
+            datatype,
+            shape,
+            data: *data,
         })
         .collect();
     let batch = validate_inputs(spec, &views)?;

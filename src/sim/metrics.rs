@@ -600,29 +600,16 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
             );
         }
     }
-    counter(
-        &mut out,
-        "nv_inference_count",
-        "Number of inferences performed (does not include cached requests)",
-        &|m| load(&m.inference_count),
-    );
-    counter(
-        &mut out,
-        "nv_inference_exec_count",
-        "Number of model executions performed (does not include cached requests)",
-        &|m| load(&m.exec_count),
-    );
     // Gauges below zero (a decrement racing its increment) show as 0.
-    triton_family(
-        &mut out,
-        models,
-        (
-            "nv_inference_pending_request_count",
-            "gauge",
-            "Instantaneous number of pending requests awaiting execution per-model.",
-        ),
-        &|m| m.triton_pending(),
-    );
+    #[rustfmt::skip]
+    let families: [SeriesFamily; 3] = [
+        ("nv_inference_count", "counter", "Number of inferences performed (does not include cached requests)", |m| m.inference_count.load(Ordering::Relaxed)),
+        ("nv_inference_exec_count", "counter", "Number of model executions performed (does not include cached requests)", |m| m.exec_count.load(Ordering::Relaxed)),
+        ("nv_inference_pending_request_count", "gauge", "Instantaneous number of pending requests awaiting execution per-model.", ModelMetrics::triton_pending),
+    ];
+    for (name, kind, help, f) in families {
+        triton_family(&mut out, models, (name, kind, help), &f);
+    }
     for (name, help, phase) in TRITON_DURATIONS {
         counter(&mut out, name, help, &|m| us(phase(m)));
     }
@@ -649,6 +636,14 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
     render_sim_own(&mut out, models);
     out
 }
+
+/// A family of one series a model: name, Prometheus type, help text, and each model's value.
+type SeriesFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&ModelMetrics) -> u64,
+);
 
 /// A family labelled `model`/`version`, one line per model; `kind` is its Prometheus type.
 fn triton_family(
@@ -687,26 +682,14 @@ pub(crate) fn render_sim_own(out: &mut String, models: &[&ModelMetrics]) {
         let _ = writeln!(out, "{name}_count{{{}}} {}", m.labels, load(&m.first_count));
     }
 
-    triton_family(
-        out,
-        models,
-        (
-            "ttftbench_sim_running_sequences",
-            "gauge",
-            "Sequences holding a batch slot in the simulated engine",
-        ),
-        &|m| m.running_now(),
-    );
-    triton_family(
-        out,
-        models,
-        (
-            "ttftbench_sim_output_tokens",
-            "counter",
-            "Output tokens of successful requests",
-        ),
-        &|m| load(&m.output_tokens),
-    );
+    #[rustfmt::skip]
+    let families: [SeriesFamily; 2] = [
+        ("ttftbench_sim_running_sequences", "gauge", "Sequences holding a batch slot in the simulated engine", ModelMetrics::running_now),
+        ("ttftbench_sim_output_tokens", "counter", "Output tokens of successful requests", |m| m.output_tokens.load(Ordering::Relaxed)),
+    ];
+    for (name, kind, help, f) in families {
+        triton_family(out, models, (name, kind, help), &f);
+    }
 }
 
 #[cfg(test)]
