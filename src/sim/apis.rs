@@ -208,7 +208,7 @@ fn image_tokens(bytes: &[u8]) -> Result<u32, BadRequest> {
 }
 
 /// The prompt of text and image tokens.
-fn prompt(text: String, image_tokens: u32) -> Prompt {
+pub(crate) fn prompt(text: String, image_tokens: u32) -> Prompt {
     match image_tokens {
         0 => Prompt::Text(text),
         n => Prompt::Mixed(text, n),

@@ -662,13 +662,13 @@ impl ModelSpec {
         }
     }
 
-    fn instance_kind(&self) -> &'static str {
+    fn instance_kind(&self) -> proto::model_instance_group::Kind {
         // The vLLM backend declares KIND_MODEL (it manages its own GPUs); Triton reports
         // KIND_CPU for everything else in a CPU-only deployment.
         if self.backend == "vllm" {
-            "KIND_MODEL"
+            proto::model_instance_group::Kind::Model
         } else {
-            "KIND_CPU"
+            proto::model_instance_group::Kind::Cpu
         }
     }
 
@@ -730,7 +730,7 @@ impl ModelSpec {
         if self.platform != "ensemble" {
             cfg["instance_group"] = json!([{
                 "name": format!("{}_0", self.name),
-                "kind": self.instance_kind(),
+                "kind": self.instance_kind().as_str_name(),
                 "count": self.instance_count(),
                 "gpus": [],
                 "secondary_devices": [],
@@ -774,16 +774,11 @@ impl ModelSpec {
         let instance_group = if self.platform == "ensemble" {
             Vec::new()
         } else {
-            let kind = if self.backend == "vllm" {
-                proto::model_instance_group::Kind::Model
-            } else {
-                proto::model_instance_group::Kind::Cpu
-            };
             vec![proto::ModelInstanceGroup {
                 name: format!("{}_0", self.name),
                 count: self.instance_count().min(i32::MAX as u32) as i32,
                 gpus: Vec::new(),
-                kind: kind as i32,
+                kind: self.instance_kind() as i32,
             }]
         };
         proto::ModelConfig {

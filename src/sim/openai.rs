@@ -173,10 +173,7 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
             }
         }
         asked = Some(last_user);
-        match images {
-            0 => Prompt::Text(text),
-            n => Prompt::Mixed(text, n),
-        }
+        super::apis::prompt(text, images)
     } else {
         match v.get("prompt") {
             Some(Value::String(s)) => Prompt::Text(s.clone()),

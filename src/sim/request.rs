@@ -537,32 +537,29 @@ impl Bag {
     /// A bag from a generate-extension JSON body: top-level keys, then the keys of
     /// `parameters` (lower precedence).
     pub(crate) fn from_generate_json(body: Value) -> Result<Bag, BadRequest> {
-        let Value::Object(map) = body else {
+        let Value::Object(mut map) = body else {
             return Err(BadRequest::Expected(
                 "a JSON object with a 'text_input' field",
             ));
         };
         let mut bag = Bag::default();
-        let mut params = None;
-        for (k, v) in map {
-            if k == "parameters" {
-                params = Some(v);
-            } else if let Some(s) = Scalar::from_json(v) {
-                bag.push(k, s);
-            }
-        }
+        let params = map.remove("parameters");
+        bag.extend_json(map);
         match params {
-            Some(Value::Object(p)) => {
-                for (k, v) in p {
-                    if let Some(s) = Scalar::from_json(v) {
-                        bag.push(k, s);
-                    }
-                }
-            }
+            Some(Value::Object(p)) => bag.extend_json(p),
             Some(Value::Null) | None => {}
             Some(_) => return Err(not_object("parameters", None)),
         }
         Ok(bag)
+    }
+
+    /// Adds the keys of a JSON object (see [`Bag::push`]); `null` values are absent.
+    fn extend_json(&mut self, map: serde_json::Map<String, Value>) {
+        for (k, v) in map {
+            if let Some(s) = Scalar::from_json(v) {
+                self.push(k, s);
+            }
+        }
     }
 }
 
@@ -621,11 +618,7 @@ pub(crate) fn interpret(mut bag: Bag) -> Result<GenParams, BadRequest> {
             return Err(not_object("sampling_parameters", None));
         };
         let mut sp = Bag::default();
-        for (k, v) in obj {
-            if let Some(s) = Scalar::from_json(v) {
-                sp.push(k, s);
-            }
-        }
+        sp.extend_json(obj);
         if max.is_none() {
             max = sp.u32("max_tokens")?;
         }
