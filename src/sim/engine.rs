@@ -111,21 +111,14 @@ impl Work {
 }
 
 /// Why a request could not be handed to the engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum SubmitError {
     /// `max_queue` requests are already waiting.
+    #[error("queue full")]
     QueueFull,
     /// The server is shutting down.
+    #[error("server is shutting down")]
     ShuttingDown,
-}
-
-impl std::fmt::Display for SubmitError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SubmitError::QueueFull => "queue full",
-            SubmitError::ShuttingDown => "server is shutting down",
-        })
-    }
 }
 
 /// How a request refused by the engine (or the batcher) or ended early by its token source
@@ -743,7 +736,7 @@ mod tests {
 
     impl Virtual {
         fn new(cfg: EngineConfig) -> Self {
-            let metrics = Arc::new(ModelMetrics::new("m", "1"));
+            let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
             let (engine, lp) = Engine::parts(cfg, metrics.clone());
             let t0 = Instant::now();
             Virtual {
@@ -1048,7 +1041,7 @@ mod tests {
 
     #[tokio::test]
     async fn real_clock_first_token_and_spacing() {
-        let metrics = Arc::new(ModelMetrics::new("m", "1"));
+        let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
         let (_tx, rx) = watch::channel(false);
         let (e, _task) = Engine::spawn(EngineConfig::default(), metrics, rx);
         let t0 = Instant::now();
@@ -1067,7 +1060,7 @@ mod tests {
 
     #[tokio::test]
     async fn shutdown_aborts_waiting_sequences() {
-        let metrics = Arc::new(ModelMetrics::new("m", "1"));
+        let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
         let (stop, rx) = watch::channel(false);
         let (e, task) = Engine::spawn(
             EngineConfig {
@@ -1110,7 +1103,7 @@ mod tests {
 
     #[tokio::test]
     async fn stall_delays_submission() {
-        let metrics = Arc::new(ModelMetrics::new("m", "1"));
+        let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
         let (_tx, rx) = watch::channel(false);
         let (e, _task) = Engine::spawn(EngineConfig::default(), metrics, rx);
         let t0 = Instant::now();

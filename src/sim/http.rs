@@ -407,11 +407,7 @@ impl EventFormat for KserveEvents {
 
     fn malformed(&mut self, buf: &mut BytesMut) {
         buf.put_slice(b"data: {\"model_name\":");
-        buf.put_slice(
-            serde_json::Value::String(self.model.clone())
-                .to_string()
-                .as_bytes(),
-        );
+        buf.put_slice(json!(self.model).to_string().as_bytes());
         buf.put_slice(b",\"text_output\":\" the\n\n");
     }
 

@@ -164,13 +164,8 @@ pub(crate) struct ModelMetrics {
 }
 
 impl ModelMetrics {
-    /// Zeroed counters for model `name`, version `version`, without batch statistics.
-    pub(crate) fn new(name: &str, version: &str) -> Self {
-        ModelMetrics::with_batch_stats(name, version, 0)
-    }
-
-    /// Zeroed counters with room for batch statistics of executions up to `max_batch` elements
-    /// (0 = none recorded).
+    /// Zeroed counters for model `name`, version `version`, with room for batch statistics of
+    /// executions up to `max_batch` elements (0 = none recorded).
     pub(crate) fn with_batch_stats(name: &str, version: &str, max_batch: u32) -> Self {
         // 1 µs .. 1 h at 3 significant digits; `saturating_record` clamps outliers. Constant
         // bounds that are valid by construction, checked once at startup.
@@ -698,7 +693,7 @@ mod tests {
 
     #[test]
     fn tracker_splits_time_without_overlap() {
-        let m = Arc::new(ModelMetrics::new("gpt2", "1"));
+        let m = Arc::new(ModelMetrics::with_batch_stats("gpt2", "1", 0));
         let t0 = Instant::now();
         let at = |ms: u64| t0 + std::time::Duration::from_millis(ms);
         let mut t = Tracker::new(m.clone(), t0);
@@ -744,7 +739,7 @@ mod tests {
 
     #[test]
     fn dropped_tracker_counts_as_canceled() {
-        let m = Arc::new(ModelMetrics::new("m", "1"));
+        let m = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
         drop(Tracker::new(m.clone(), Instant::now()));
         let text = render_prometheus(&[&*m]);
         assert!(text.contains(

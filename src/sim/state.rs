@@ -59,11 +59,8 @@ impl ModelEntry {
         shutdown: &watch::Receiver<bool>,
     ) -> (ModelEntry, Option<tokio::task::JoinHandle<()>>) {
         let is_tensor = spec.kind == ModelKind::Tensor;
-        let metrics = if is_tensor {
-            ModelMetrics::with_batch_stats(&spec.name, &spec.version, spec.max_batch())
-        } else {
-            ModelMetrics::new(&spec.name, &spec.version)
-        };
+        let batch_stats = if is_tensor { spec.max_batch() } else { 0 };
+        let metrics = ModelMetrics::with_batch_stats(&spec.name, &spec.version, batch_stats);
         let metrics = Arc::new(metrics.styled(style, !is_tensor));
         if !is_tensor {
             metrics.engine.configure(&engine);
@@ -405,15 +402,7 @@ impl SimState {
         {
             return n;
         }
-        let n = if text.len() > BLOCKING_TOKENIZE_BYTES {
-            let (tk, owned) = (self.tokenizer.clone(), text.clone());
-            let approx = text.len() / 4;
-            tokio::task::spawn_blocking(move || tk.count(&owned))
-                .await
-                .unwrap_or(approx)
-        } else {
-            self.tokenizer.count(text)
-        };
+        let n = self.tokenize(text, Tokenizer::count, text.len() / 4).await;
         let n = u32::try_from(n).unwrap_or(u32::MAX);
         let mut cache = self.token_cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= TOKEN_CACHE_CAP {
@@ -422,6 +411,23 @@ impl SimState {
         }
         cache.insert(key, n);
         n
+    }
+
+    /// `f` of the tokenizer and `text`, on the blocking pool when the text is long (`fallback`
+    /// if that task fails).
+    async fn tokenize<T: Send + 'static>(
+        &self,
+        text: &str,
+        f: fn(&Tokenizer, &str) -> T,
+        fallback: T,
+    ) -> T {
+        if text.len() <= BLOCKING_TOKENIZE_BYTES {
+            return f(&self.tokenizer, text);
+        }
+        let (tk, owned) = (self.tokenizer.clone(), text.to_owned());
+        tokio::task::spawn_blocking(move || f(&tk, &owned))
+            .await
+            .unwrap_or(fallback)
     }
 
     /// The prompt's token count and the chained hashes of its full `block`-token KV blocks, for
@@ -451,14 +457,7 @@ impl SimState {
         let (n, prefix) = match cached {
             Some(v) => v,
             None => {
-                let (tk, owned) = (self.tokenizer.clone(), text.clone());
-                let ids = if text.len() > BLOCKING_TOKENIZE_BYTES {
-                    tokio::task::spawn_blocking(move || tk.encode(&owned))
-                        .await
-                        .unwrap_or_default()
-                } else {
-                    tk.encode(&owned)
-                };
+                let ids = self.tokenize(text, Tokenizer::encode, Vec::new()).await;
                 let n = u32::try_from(ids.len()).unwrap_or(u32::MAX);
                 let v: PromptBlocks = (n, block_hashes(&ids, block).into());
                 let mut cache = self.prefix_cache.lock().unwrap_or_else(|p| p.into_inner());

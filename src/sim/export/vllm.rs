@@ -80,24 +80,15 @@ fn counter(
     help: &str,
     f: &dyn Fn(&ModelMetrics) -> u64,
 ) {
-    family(out, &format!("{name}_total"), help, "counter");
+    let (total, created) = (format!("{name}_total"), format!("{name}_created"));
     let base = |m: &ModelMetrics| labels(&[("engine", "0"), ("model_name", m.name())]);
+    family(out, &total, help, "counter");
     for m in models {
-        sample(
-            out,
-            &format!("{name}_total"),
-            &base(m),
-            &py_float(f(m) as f64),
-        );
+        sample(out, &total, &base(m), &py_float(f(m) as f64));
     }
-    family(out, &format!("{name}_created"), help, "gauge");
+    family(out, &created, help, "gauge");
     for m in models {
-        sample(
-            out,
-            &format!("{name}_created"),
-            &base(m),
-            &py_float(started),
-        );
+        sample(out, &created, &base(m), &py_float(started));
     }
 }
 
