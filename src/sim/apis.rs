@@ -1031,19 +1031,15 @@ mod tests {
         );
     }
 
-    /// The two stream formats, finished after a known token count (no engine behind them).
-    trait Finishing: EventFormat {
-        fn finish_after(&mut self, buf: &mut BytesMut, n: u32);
-    }
-    impl Finishing for ResponsesEvents {
-        fn finish_after(&mut self, buf: &mut BytesMut, n: u32) {
-            self.finish_tokens(buf, n);
+    /// The events of a 4-token stream in format `f`, finished by `finish` (no engine behind it).
+    fn four_tokens<F: EventFormat>(mut f: F, finish: fn(&mut F, &mut BytesMut, u32)) -> String {
+        let mut buf = BytesMut::new();
+        f.preamble(&mut buf);
+        for i in 0..4 {
+            f.token(&mut buf, i);
         }
-    }
-    impl Finishing for MessagesEvents {
-        fn finish_after(&mut self, buf: &mut BytesMut, n: u32) {
-            self.finish_tokens(buf, n);
-        }
+        finish(&mut f, &mut buf, 4);
+        String::from_utf8(buf.to_vec()).unwrap()
     }
 
     #[test]
@@ -1061,23 +1057,17 @@ mod tests {
             field: super::super::models::ReasoningField::Reasoning,
         });
         for (tool, reasoning) in [(None, None), (Some("f"), None), (None, r)] {
-            let mut fmts: Vec<Box<dyn Finishing>> = vec![
-                Box::new(ResponsesEvents {
-                    s: shape(tool, reasoning),
-                    seq: 0,
-                }),
-                Box::new(MessagesEvents {
-                    s: shape(tool, reasoning),
-                }),
-            ];
-            for f in fmts.iter_mut() {
-                let mut buf = BytesMut::new();
-                f.preamble(&mut buf);
-                for i in 0..4 {
-                    f.token(&mut buf, i);
-                }
-                f.finish_after(&mut buf, 4);
-                let text = String::from_utf8(buf.to_vec()).unwrap();
+            let responses = ResponsesEvents {
+                s: shape(tool, reasoning),
+                seq: 0,
+            };
+            let messages = MessagesEvents {
+                s: shape(tool, reasoning),
+            };
+            for text in [
+                four_tokens(responses, ResponsesEvents::finish_tokens),
+                four_tokens(messages, MessagesEvents::finish_tokens),
+            ] {
                 let mut out = String::new();
                 let mut reader = crate::client::events::EventReader::new();
                 for line in text.lines().filter_map(|l| l.strip_prefix("data: ")) {

@@ -971,14 +971,9 @@ impl GrpcInferenceService for GrpcSim {
         &self,
         request: Request<proto::ModelStatisticsRequest>,
     ) -> Result<Response<proto::ModelStatisticsResponse>, Status> {
-        if let Some(token) = &self.state.access_token {
-            let given = request
-                .metadata()
-                .get(ACCESS_TOKEN_HEADER)
-                .map(|v| v.as_bytes());
-            if given != Some(token.as_bytes()) {
-                return Err(Status::permission_denied(RESTRICTED_MESSAGE));
-            }
+        let given = request.metadata().get(ACCESS_TOKEN_HEADER);
+        if !self.state.may_read_stats(given.map(|v| v.as_bytes())) {
+            return Err(Status::permission_denied(RESTRICTED_MESSAGE));
         }
         let r = request.into_inner();
         let model_stats = if r.name.is_empty() {

@@ -177,11 +177,7 @@ async fn model_config(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>)
 }
 
 fn check_access(st: &SimState, headers: &HeaderMap) -> Result<(), Reject> {
-    let Some(token) = &st.access_token else {
-        return Ok(());
-    };
-    let given = headers.get(ACCESS_TOKEN_HEADER).map(HeaderValue::as_bytes);
-    if given == Some(token.as_bytes()) {
+    if st.may_read_stats(headers.get(ACCESS_TOKEN_HEADER).map(HeaderValue::as_bytes)) {
         Ok(())
     } else {
         Err(kserve_error(StatusCode::FORBIDDEN, RESTRICTED_MESSAGE).into())

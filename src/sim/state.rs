@@ -373,6 +373,14 @@ impl SimState {
         self.tokenizer.encode(text)
     }
 
+    /// True when the statistics API answers a request that gave `token` (every request when no
+    /// access token is configured).
+    pub(crate) fn may_read_stats(&self, token: Option<&[u8]>) -> bool {
+        self.access_token
+            .as_ref()
+            .is_none_or(|t| token == Some(t.as_bytes()))
+    }
+
     /// True once shutdown was requested.
     pub(crate) fn shutting_down(&self) -> bool {
         *self.shutdown.borrow()
