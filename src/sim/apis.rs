@@ -44,7 +44,7 @@ use super::request::{
     BadRequest, DEFAULT_MAX_TOKENS, Prompt, json_object, model_name, resolve_length, wrong,
 };
 use super::state::{BeginError, ModelEntry, SimState};
-use super::stream::{EventFormat, SseBody, full_json_response};
+use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response};
 use super::tokens;
 
 /// Dimension of the simulator's embeddings.
@@ -117,9 +117,6 @@ async fn require_key(State(st): State<Arc<SimState>>, req: Request, next: Next) 
     next.run(req).await
 }
 
-/// An error answer, boxed: a `Response` is too large to return by value in every `Err`.
-type Reject = Box<Response>;
-
 /// What a request asks of the engine.
 struct Asked {
     model: Option<String>,
@@ -131,31 +128,22 @@ struct Asked {
 
 /// The model a request names (or the first text model), or the error to answer.
 fn model<'a>(st: &'a SimState, name: Option<&str>, style: Style) -> Result<&'a ModelEntry, Reject> {
-    let name = match name {
-        Some(n) => n,
-        None => match st.models.iter().find(|m| m.is_llm()) {
-            Some(m) => m.spec.name.as_str(),
-            None => {
-                return Err(Box::new(error(
-                    style,
-                    StatusCode::NOT_FOUND,
-                    "no text model is hosted",
-                )));
-            }
-        },
-    };
-    match st.lookup(name, None) {
-        Ok(e) if e.is_llm() => Ok(e),
-        _ => Err(Box::new(error(
-            style,
-            StatusCode::NOT_FOUND,
-            &format!("The model `{name}` does not exist."),
-        ))),
-    }
+    st.text_model(name)
+        .map_err(|e| error(style, StatusCode::NOT_FOUND, &e.to_string()).into())
 }
 
-fn begin_error(style: Style, e: BeginError) -> Response {
-    error(style, begin_status(e), e.message())
+fn begin_error(style: Style, e: BeginError) -> Reject {
+    error(style, begin_status(e), e.message()).into()
+}
+
+/// The 400 answer to a malformed request.
+fn bad_request(style: Style, m: BadRequest) -> Reject {
+    error(style, StatusCode::BAD_REQUEST, &m.to_string()).into()
+}
+
+/// The answer to a generation whose tokens stopped coming.
+fn source_error(style: Style, e: super::engine::SourceError) -> Reject {
+    error(style, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()).into()
 }
 
 /// Text and image tokens of one message's `content`: a string, or parts (`text` /
@@ -220,7 +208,7 @@ fn image_tokens(bytes: &[u8]) -> Result<u32, BadRequest> {
 }
 
 /// The prompt of text and image tokens.
-fn prompt(text: String, image_tokens: u32) -> Prompt {
+pub(crate) fn prompt(text: String, image_tokens: u32) -> Prompt {
     match image_tokens {
         0 => Prompt::Text(text),
         n => Prompt::Mixed(text, n),
@@ -412,19 +400,20 @@ fn parse_messages(body: &[u8]) -> Result<Asked, BadRequest> {
     })
 }
 
-async fn responses(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
+async fn responses(State(st): State<Arc<SimState>>, body: Bytes) -> Answer {
     generate(st, body, Api::Responses).await
 }
 
 /// Anthropic's API refuses a request without the `anthropic-version` header; so does this one,
 /// so a client that forgets it fails here before it fails there.
-async fn messages(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn messages(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Bytes) -> Answer {
     if !headers.contains_key("anthropic-version") {
-        return error(
+        return Err(error(
             Style::Anthropic,
             StatusCode::BAD_REQUEST,
             "anthropic-version: header is required",
-        );
+        )
+        .into());
     }
     generate(st, body, Api::Messages).await
 }
@@ -436,34 +425,21 @@ enum Api {
     Messages,
 }
 
-async fn generate(st: Arc<SimState>, body: Bytes, api: Api) -> Response {
+async fn generate(st: Arc<SimState>, body: Bytes, api: Api) -> Answer {
     let arrival = Instant::now();
-    let style = match api {
-        Api::Responses => Style::OpenAi,
-        Api::Messages => Style::Anthropic,
+    let (style, parsed) = match api {
+        Api::Responses => (Style::OpenAi, parse_responses(&body)),
+        Api::Messages => (Style::Anthropic, parse_messages(&body)),
     };
-    let parsed = match api {
-        Api::Responses => parse_responses(&body),
-        Api::Messages => parse_messages(&body),
-    };
-    let asked = match parsed {
-        Ok(a) => a,
-        Err(m) => return error(style, StatusCode::BAD_REQUEST, &m.to_string()),
-    };
-    let entry = match model(&st, asked.model.as_deref(), style) {
-        Ok(e) => e,
-        Err(r) => return *r,
-    };
+    let asked = parsed.map_err(|m| bad_request(style, m))?;
+    let entry = model(&st, asked.model.as_deref(), style)?;
     let name = entry.spec.name.clone();
     // A tool call is all the answer: no reasoning before it.
     let reasoning = entry.spec.reasoning.filter(|_| asked.tool.is_none());
-    let mut g = match st
+    let mut g = st
         .begin(entry, &asked.prompt, asked.max_tokens, true, arrival)
         .await
-    {
-        Ok(g) => g,
-        Err(e) => return begin_error(style, e),
-    };
+        .map_err(|e| begin_error(style, e))?;
     let id = st.next_id();
     let shape = Shape {
         id,
@@ -474,20 +450,17 @@ async fn generate(st: Arc<SimState>, body: Bytes, api: Api) -> Response {
         tool: asked.tool,
     };
     if asked.stream {
-        return match api {
+        return Ok(match api {
             Api::Responses => SseBody::new(g, ResponsesEvents { s: shape, seq: 0 }).into_response(),
             Api::Messages => SseBody::new(g, MessagesEvents { s: shape }).into_response(),
-        };
+        });
     }
-    let n = match g.run_to_end().await {
-        Ok(n) => n,
-        Err(e) => return error(style, StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
-    };
+    let n = g.run_to_end().await.map_err(|e| source_error(style, e))?;
     let body = match api {
         Api::Responses => shape.responses_body(n),
         Api::Messages => shape.messages_body(n),
     };
-    full_json_response(&mut g, body.to_string().into_bytes())
+    Ok(full_json_response(&mut g, body.to_string().into_bytes()))
 }
 
 /// What one generative answer looks like, whatever its framing.
@@ -789,14 +762,10 @@ async fn run_batch(
     let mut g = st
         .begin(entry, &p, 1, true, arrival)
         .await
-        .map_err(|e| Box::new(begin_error(Style::OpenAi, e)))?;
-    if let Err(e) = g.run_to_end().await {
-        return Err(Box::new(error(
-            Style::OpenAi,
-            StatusCode::SERVICE_UNAVAILABLE,
-            &e.to_string(),
-        )));
-    }
+        .map_err(|e| begin_error(Style::OpenAi, e))?;
+    g.run_to_end()
+        .await
+        .map_err(|e| source_error(Style::OpenAi, e))?;
     Ok((g, entry.spec.name.clone()))
 }
 
@@ -838,19 +807,11 @@ fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, BadRequest> {
     }
 }
 
-async fn embeddings(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
-    let v = match json_object(&body) {
-        Ok(v) => v,
-        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
-    };
-    let texts = match strings(v.get("input"), "input") {
-        Ok(t) => t,
-        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
-    };
-    let (mut g, name) = match run_batch(&st, v.get("model").and_then(Value::as_str), &texts).await {
-        Ok(x) => x,
-        Err(r) => return *r,
-    };
+async fn embeddings(State(st): State<Arc<SimState>>, body: Bytes) -> Answer {
+    let bad = |m| bad_request(Style::OpenAi, m);
+    let v = json_object(&body).map_err(bad)?;
+    let texts = strings(v.get("input"), "input").map_err(bad)?;
+    let (mut g, name) = run_batch(&st, v.get("model").and_then(Value::as_str), &texts).await?;
     let mut out = String::with_capacity(texts.len() * EMBED_DIM * 12 + 128);
     out.push_str("{\"object\":\"list\",\"data\":[");
     for (i, t) in texts.iter().enumerate() {
@@ -870,16 +831,14 @@ async fn embeddings(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
         "],\"model\":{},\"usage\":{{\"prompt_tokens\":{n},\"total_tokens\":{n}}}}}",
         json!(name)
     );
-    full_json_response(&mut g, out.into_bytes())
+    Ok(full_json_response(&mut g, out.into_bytes()))
 }
 
 /// Cohere/Jina (`documents`), TEI (`texts`) and NIM (`query.text`, `passages`) rerank requests,
 /// each answered in its own form.
-async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Response {
-    let v = match json_object(&req_body) {
-        Ok(v) => v,
-        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
-    };
+async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Answer {
+    let bad = |m| bad_request(Style::OpenAi, m);
+    let v = json_object(&req_body).map_err(bad)?;
     let query = v
         .get("query")
         .and_then(|q| q.as_str().or_else(|| q.get("text")?.as_str()))
@@ -889,22 +848,17 @@ async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Response {
         .find_map(|k| v.get(k).map(|d| (*k, d)))
         .unzip();
     let (Some(query), Some(key)) = (query, key) else {
-        return error(
+        return Err(error(
             Style::OpenAi,
             StatusCode::BAD_REQUEST,
             "expected 'query' and 'documents' (or 'texts', or 'passages')",
-        );
+        )
+        .into());
     };
-    let docs = match strings(docs, key) {
-        Ok(d) => d,
-        Err(m) => return error(Style::OpenAi, StatusCode::BAD_REQUEST, &m.to_string()),
-    };
+    let docs = strings(docs, key).map_err(bad)?;
     let mut all = vec![query.clone()];
     all.extend(docs.iter().cloned());
-    let (mut g, name) = match run_batch(&st, v.get("model").and_then(Value::as_str), &all).await {
-        Ok(x) => x,
-        Err(r) => return *r,
-    };
+    let (mut g, name) = run_batch(&st, v.get("model").and_then(Value::as_str), &all).await?;
     let q = vector(&query);
     let mut scored: Vec<(usize, f32)> = docs
         .iter()
@@ -927,7 +881,7 @@ async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Response {
         _ => json!({"id": format!("rerank-{}", st.next_id()), "model": name, "usage": usage,
             "results": scored.iter().map(|(i, s)| json!({"index": i, "relevance_score": s})).collect::<Vec<_>>()}),
     };
-    full_json_response(&mut g, body.to_string().into_bytes())
+    Ok(full_json_response(&mut g, body.to_string().into_bytes()))
 }
 
 impl ResponsesEvents {
@@ -1077,19 +1031,15 @@ mod tests {
         );
     }
 
-    /// The two stream formats, finished after a known token count (no engine behind them).
-    trait Finishing: EventFormat {
-        fn finish_after(&mut self, buf: &mut BytesMut, n: u32);
-    }
-    impl Finishing for ResponsesEvents {
-        fn finish_after(&mut self, buf: &mut BytesMut, n: u32) {
-            self.finish_tokens(buf, n);
+    /// The events of a 4-token stream in format `f`, finished by `finish` (no engine behind it).
+    fn four_tokens<F: EventFormat>(mut f: F, finish: fn(&mut F, &mut BytesMut, u32)) -> String {
+        let mut buf = BytesMut::new();
+        f.preamble(&mut buf);
+        for i in 0..4 {
+            f.token(&mut buf, i);
         }
-    }
-    impl Finishing for MessagesEvents {
-        fn finish_after(&mut self, buf: &mut BytesMut, n: u32) {
-            self.finish_tokens(buf, n);
-        }
+        finish(&mut f, &mut buf, 4);
+        String::from_utf8(buf.to_vec()).unwrap()
     }
 
     #[test]
@@ -1107,23 +1057,17 @@ mod tests {
             field: super::super::models::ReasoningField::Reasoning,
         });
         for (tool, reasoning) in [(None, None), (Some("f"), None), (None, r)] {
-            let mut fmts: Vec<Box<dyn Finishing>> = vec![
-                Box::new(ResponsesEvents {
-                    s: shape(tool, reasoning),
-                    seq: 0,
-                }),
-                Box::new(MessagesEvents {
-                    s: shape(tool, reasoning),
-                }),
-            ];
-            for f in fmts.iter_mut() {
-                let mut buf = BytesMut::new();
-                f.preamble(&mut buf);
-                for i in 0..4 {
-                    f.token(&mut buf, i);
-                }
-                f.finish_after(&mut buf, 4);
-                let text = String::from_utf8(buf.to_vec()).unwrap();
+            let responses = ResponsesEvents {
+                s: shape(tool, reasoning),
+                seq: 0,
+            };
+            let messages = MessagesEvents {
+                s: shape(tool, reasoning),
+            };
+            for text in [
+                four_tokens(responses, ResponsesEvents::finish_tokens),
+                four_tokens(messages, MessagesEvents::finish_tokens),
+            ] {
                 let mut out = String::new();
                 let mut reader = crate::client::events::EventReader::new();
                 for line in text.lines().filter_map(|l| l.strip_prefix("data: ")) {

@@ -717,13 +717,7 @@ mod tests {
 
     /// 2000 + 500 × b of compute, nothing else: easy arithmetic.
     fn simple() -> TensorTiming {
-        TensorTiming {
-            base_us: 2000,
-            per_item_us: 500,
-            input_us_per_item: 0,
-            output_us_per_item: 0,
-            instance_count: 1,
-        }
+        TensorTiming::new([2000, 500, 0, 0], 1)
     }
 
     #[test]
@@ -799,13 +793,7 @@ mod tests {
 
     #[test]
     fn compute_grows_with_batch_and_phases_add_up() {
-        let timing = TensorTiming {
-            base_us: 2000,
-            per_item_us: 500,
-            input_us_per_item: 100,
-            output_us_per_item: 10,
-            instance_count: 1,
-        };
+        let timing = TensorTiming::new([2000, 500, 100, 10], 1);
         let mut v = Virtual::new(16, None, timing);
         let mut ts: Vec<_> = [1, 4, 16].iter().map(|&b| v.submit(b, 0)).collect();
         v.run_from(0);

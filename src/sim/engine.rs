@@ -111,21 +111,14 @@ impl Work {
 }
 
 /// Why a request could not be handed to the engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum SubmitError {
     /// `max_queue` requests are already waiting.
+    #[error("queue full")]
     QueueFull,
     /// The server is shutting down.
+    #[error("server is shutting down")]
     ShuttingDown,
-}
-
-impl std::fmt::Display for SubmitError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SubmitError::QueueFull => "queue full",
-            SubmitError::ShuttingDown => "server is shutting down",
-        })
-    }
 }
 
 /// How a request refused by the engine (or the batcher) or ended early by its token source
@@ -518,6 +511,7 @@ pub(crate) async fn signalled(rx: &mut watch::Receiver<bool>) {
 /// engine shut down. The same two cases as a refused submission, so the same type.
 pub(crate) type SourceError = SubmitError;
 
+#[derive(Debug)]
 enum SourceKind {
     /// Instant mode: every token is ready at once.
     Instant,
@@ -536,6 +530,7 @@ enum SourceKind {
 /// The transport's view of one request's tokens: yields token indices `0..max_tokens` in order,
 /// waiting for the engine when it has to. Dropping it before the end cancels the request in the
 /// engine (its slot is freed at the next step).
+#[derive(Debug)]
 pub(crate) struct TokenSource {
     kind: SourceKind,
     next: u32,
@@ -544,15 +539,6 @@ pub(crate) struct TokenSource {
     admitted: Option<Instant>,
     /// Instant mode has no engine to abort it: it watches the server's shutdown flag itself.
     shutdown: Option<watch::Receiver<bool>>,
-}
-
-impl std::fmt::Debug for TokenSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenSource")
-            .field("next", &self.next)
-            .field("max", &self.max)
-            .finish()
-    }
 }
 
 impl TokenSource {
@@ -750,7 +736,7 @@ mod tests {
 
     impl Virtual {
         fn new(cfg: EngineConfig) -> Self {
-            let metrics = Arc::new(ModelMetrics::new("m", "1"));
+            let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
             let (engine, lp) = Engine::parts(cfg, metrics.clone());
             let t0 = Instant::now();
             Virtual {
@@ -1055,7 +1041,7 @@ mod tests {
 
     #[tokio::test]
     async fn real_clock_first_token_and_spacing() {
-        let metrics = Arc::new(ModelMetrics::new("m", "1"));
+        let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
         let (_tx, rx) = watch::channel(false);
         let (e, _task) = Engine::spawn(EngineConfig::default(), metrics, rx);
         let t0 = Instant::now();
@@ -1074,7 +1060,7 @@ mod tests {
 
     #[tokio::test]
     async fn shutdown_aborts_waiting_sequences() {
-        let metrics = Arc::new(ModelMetrics::new("m", "1"));
+        let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
         let (stop, rx) = watch::channel(false);
         let (e, task) = Engine::spawn(
             EngineConfig {
@@ -1117,7 +1103,7 @@ mod tests {
 
     #[tokio::test]
     async fn stall_delays_submission() {
-        let metrics = Arc::new(ModelMetrics::new("m", "1"));
+        let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
         let (_tx, rx) = watch::channel(false);
         let (e, _task) = Engine::spawn(EngineConfig::default(), metrics, rx);
         let t0 = Instant::now();

@@ -82,11 +82,7 @@ pub(crate) async fn slots(State(st): State<Arc<SimState>>) -> Response {
     };
     let e = &m.metrics.engine;
     let n = super::counters::EngineStats::get(&e.max_batch).max(1);
-    let running = m
-        .metrics
-        .running
-        .load(std::sync::atomic::Ordering::Relaxed)
-        .max(0) as u64;
+    let running = m.metrics.running_now();
     let slots: Vec<Value> = (0..n)
         .map(|id| json!({"id": id, "n_ctx": 4096, "speculative": false, "is_processing": id < running}))
         .collect();

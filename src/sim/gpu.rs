@@ -163,53 +163,30 @@ fn memory_used(models: &[&ModelMetrics]) -> u64 {
     (WEIGHTS + kv).min(MEMORY_TOTAL)
 }
 
-/// Triton's GPU families for `r`.
-pub(crate) fn render_triton(out: &mut String, r: &GpuReading) {
-    let l = format!("{{gpu_uuid=\"{GPU_UUID}\"}}");
-    let mut family = |name: &str, help: &str, kind: &str, value: String| {
+/// Gauges and counters of one series each, all labelled `labels`: name, help, type, value.
+fn families(out: &mut String, labels: &str, families: &[(&str, &str, &str, String)]) {
+    for (name, help, kind, value) in families {
         let _ = writeln!(
             out,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{l} {value}"
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{labels} {value}"
         );
-    };
+    }
+}
+
+/// Triton's GPU families for `r`.
+pub(crate) fn render_triton(out: &mut String, r: &GpuReading) {
     // Triton reads DCGM's integer percent and scales it.
     let util = (r.utilization * 100.0).round() / 100.0;
-    family(
-        "nv_gpu_utilization",
-        "GPU utilization rate [0.0 - 1.0)",
-        "gauge",
-        util.to_string(),
-    );
-    family(
-        "nv_gpu_memory_total_bytes",
-        "GPU total memory, in bytes",
-        "gauge",
-        MEMORY_TOTAL.to_string(),
-    );
-    family(
-        "nv_gpu_memory_used_bytes",
-        "GPU used memory, in bytes",
-        "gauge",
-        r.memory_used.to_string(),
-    );
-    family(
-        "nv_gpu_power_usage",
-        "GPU power usage in watts",
-        "gauge",
-        format!("{:.3}", r.power_w),
-    );
-    family(
-        "nv_gpu_power_limit",
-        "GPU power management limit in watts",
-        "gauge",
-        MAX_W.to_string(),
-    );
-    family(
-        "nv_energy_consumption",
-        "GPU energy consumption in joules since the Triton Server started",
-        "counter",
-        format!("{:.3}", r.energy_j),
-    );
+    #[rustfmt::skip]
+    let rows = [
+        ("nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", "gauge", util.to_string()),
+        ("nv_gpu_memory_total_bytes", "GPU total memory, in bytes", "gauge", MEMORY_TOTAL.to_string()),
+        ("nv_gpu_memory_used_bytes", "GPU used memory, in bytes", "gauge", r.memory_used.to_string()),
+        ("nv_gpu_power_usage", "GPU power usage in watts", "gauge", format!("{:.3}", r.power_w)),
+        ("nv_gpu_power_limit", "GPU power management limit in watts", "gauge", MAX_W.to_string()),
+        ("nv_energy_consumption", "GPU energy consumption in joules since the Triton Server started", "counter", format!("{:.3}", r.energy_j)),
+    ];
+    families(out, &format!("{{gpu_uuid=\"{GPU_UUID}\"}}"), &rows);
 }
 
 /// The DCGM exporter's page for `r`.
@@ -218,44 +195,17 @@ pub(crate) fn render_dcgm(r: &GpuReading) -> String {
     let l = format!(
         "{{gpu=\"0\",UUID=\"{GPU_UUID}\",pci_bus_id=\"00000000:01:00.0\",device=\"nvidia0\",modelName=\"{GPU_NAME}\",Hostname=\"ttftbench-sim\"}}"
     );
-    let mut field = |name: &str, kind: &str, help: &str, value: String| {
-        let _ = writeln!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{l} {value}"
-        );
-    };
     let used_mib = r.memory_used / MIB;
     let util = (r.utilization * 100.0).round() as u64;
-    field(
-        "DCGM_FI_DEV_GPU_UTIL",
-        "gauge",
-        "GPU utilization (in %).",
-        util.to_string(),
-    );
-    field(
-        "DCGM_FI_DEV_FB_FREE",
-        "gauge",
-        "Framebuffer memory free (in MiB).",
-        (MEMORY_TOTAL / MIB - used_mib).to_string(),
-    );
-    field(
-        "DCGM_FI_DEV_FB_USED",
-        "gauge",
-        "Framebuffer memory used (in MiB).",
-        used_mib.to_string(),
-    );
-    field(
-        "DCGM_FI_DEV_POWER_USAGE",
-        "gauge",
-        "Power draw (in W).",
-        format!("{:.6}", r.power_w),
-    );
-    field(
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-        "counter",
-        "Total energy consumption since boot (in mJ).",
-        ((r.energy_j * 1000.0) as u64).to_string(),
-    );
+    #[rustfmt::skip]
+    let rows = [
+        ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge", util.to_string()),
+        ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge", (MEMORY_TOTAL / MIB - used_mib).to_string()),
+        ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", used_mib.to_string()),
+        ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge", format!("{:.6}", r.power_w)),
+        ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", "counter", ((r.energy_j * 1000.0) as u64).to_string()),
+    ];
+    families(&mut out, &l, &rows);
     out
 }
 

@@ -376,12 +376,7 @@ impl Mux {
                     .position(|m| std::ptr::eq(m, e))
                     .unwrap_or(0),
             ),
-            Err(e) => {
-                let head = error_head(&req);
-                let message = e.to_string();
-                self.ready.push_back(OutMsg::Error { head, message });
-                return;
-            }
+            Err(e) => return self.refuse(error_head(&req), e),
         };
         let head = entry.wire.head(&req.id);
         let layout = match entry.spec.kind {
@@ -392,9 +387,7 @@ impl Mux {
             Ok(p) => p,
             Err(e) => {
                 entry.record_invalid(arrival);
-                let message = e.to_string();
-                self.ready.push_back(OutMsg::Error { head, message });
-                return;
+                return self.refuse(head, e);
             }
         };
         // A model that is not decoupled answers with exactly one response.
@@ -408,20 +401,19 @@ impl Mux {
                 .await
         });
         self.active.push(ReqStream {
-            phase: ReqPhase::Starting(start),
-            outputs: entry.wire.outputs.clone(),
-            head,
             streaming,
             empty_final,
             echo,
-            cut_after: None,
-            malformed_at: None,
-            text: String::new(),
+            ..ReqStream::new(ReqPhase::Starting(start), head, entry.wire.outputs.clone())
         });
     }
-}
 
-impl Mux {
+    /// Answers one request with an error response at once.
+    fn refuse(&mut self, head: Bytes, e: impl std::fmt::Display) {
+        let message = e.to_string();
+        self.ready.push_back(OutMsg::Error { head, message });
+    }
+
     /// Starts one tensor request: one response once its execution ended.
     fn accept_tensor(
         &mut self,
@@ -435,9 +427,7 @@ impl Mux {
             Ok(x) => x,
             Err(e) => {
                 entry.record_invalid(arrival);
-                let message = e.to_string();
-                self.ready.push_back(OutMsg::Error { head, message });
-                return;
+                return self.refuse(head, e);
             }
         };
         let st = self.state.clone();
@@ -454,17 +444,8 @@ impl Mux {
             r.model_version.clear();
             Ok((Bytes::from(r.encode_to_vec()), run))
         });
-        self.active.push(ReqStream {
-            phase: ReqPhase::Tensor(run),
-            outputs: Bytes::new(),
-            head,
-            streaming: false,
-            empty_final: false,
-            echo: None,
-            cut_after: None,
-            malformed_at: None,
-            text: String::new(),
-        });
+        self.active
+            .push(ReqStream::new(ReqPhase::Tensor(run), head, Bytes::new()));
     }
 }
 
@@ -627,6 +608,22 @@ struct ReqStream {
 }
 
 impl ReqStream {
+    /// A request in `phase` answering with `head` and `outputs`; not streaming, echoing
+    /// nothing, no faults armed.
+    fn new(phase: ReqPhase, head: Bytes, outputs: Bytes) -> Self {
+        ReqStream {
+            phase,
+            head,
+            outputs,
+            streaming: false,
+            empty_final: false,
+            echo: None,
+            cut_after: None,
+            malformed_at: None,
+            text: String::new(),
+        }
+    }
+
     fn error(&mut self, message: String) -> Poll<Option<Result<OutMsg, Status>>> {
         self.phase = ReqPhase::Done;
         Poll::Ready(Some(Ok(OutMsg::Error {
@@ -700,14 +697,8 @@ impl Stream for ReqStream {
                     }
                     g.tracker.first_response();
                     let mut raw = BytesMut::with_capacity(this.text.len() + 16);
-                    let element = {
-                        let mut e = Vec::with_capacity(4 + this.text.len());
-                        e.extend_from_slice(&(this.text.len() as u32).to_le_bytes());
-                        e.extend_from_slice(this.text.as_bytes());
-                        e
-                    };
                     proto::ModelInferResponse {
-                        raw_output_contents: vec![element],
+                        raw_output_contents: vec![bytes_element(&this.text, false)],
                         ..Default::default()
                     }
                     .encode(&mut raw)
@@ -787,6 +778,16 @@ impl Stream for ReqStream {
             }
         }
     }
+}
+
+/// A BYTES element: `text`'s length as 4 little-endian bytes, then `text`; a malformed one
+/// (fault injection) claims 1000 bytes more than it holds.
+fn bytes_element(text: &str, malformed: bool) -> Vec<u8> {
+    let claimed = text.len() as u32 + if malformed { 1000 } else { 0 };
+    let mut e = Vec::with_capacity(4 + text.len());
+    e.extend_from_slice(&claimed.to_le_bytes());
+    e.extend_from_slice(text.as_bytes());
+    e
 }
 
 /// `ModelInfer` of a tensor model.
@@ -929,14 +930,7 @@ impl GrpcInferenceService for GrpcSim {
             text.push_str(params.prompt.text());
         }
         tokens::push_text(&mut text, n);
-        let mut element = Vec::with_capacity(4 + text.len());
-        let prefix = if g.plan.malformed {
-            text.len() as u32 + 1000
-        } else {
-            text.len() as u32
-        };
-        element.extend_from_slice(&prefix.to_le_bytes());
-        element.extend_from_slice(text.as_bytes());
+        let element = bytes_element(&text, g.plan.malformed);
         g.succeed();
         Ok(Response::new(proto::ModelInferResponse {
             model_name: entry.spec.name.clone(),
@@ -977,14 +971,9 @@ impl GrpcInferenceService for GrpcSim {
         &self,
         request: Request<proto::ModelStatisticsRequest>,
     ) -> Result<Response<proto::ModelStatisticsResponse>, Status> {
-        if let Some(token) = &self.state.access_token {
-            let given = request
-                .metadata()
-                .get(ACCESS_TOKEN_HEADER)
-                .map(|v| v.as_bytes());
-            if given != Some(token.as_bytes()) {
-                return Err(Status::permission_denied(RESTRICTED_MESSAGE));
-            }
+        let given = request.metadata().get(ACCESS_TOKEN_HEADER);
+        if !self.state.may_read_stats(given.map(|v| v.as_bytes())) {
+            return Err(Status::permission_denied(RESTRICTED_MESSAGE));
         }
         let r = request.into_inner();
         let model_stats = if r.name.is_empty() {

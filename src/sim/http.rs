@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use super::models::DataType;
 use super::request::{BadRequest, Bag, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState};
-use super::stream::{EventFormat, SseBody, full_json_response, kserve_error};
+use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response, kserve_error};
 use super::tensor::{
     HttpAnswer, InputData, InputView, OutputChoice, select_outputs, validate_inputs,
 };
@@ -127,13 +127,9 @@ fn json_response(body: Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// An early-exit HTTP answer. Boxed: a `Response` is large, and these paths run once per
-/// request at most.
-type Reject = Box<Response>;
-
 fn lookup<'a>(st: &'a SimState, p: &ModelPath) -> Result<&'a ModelEntry, Reject> {
     st.lookup(&p.model, p.version.as_deref())
-        .map_err(|m| Box::new(kserve_error(StatusCode::BAD_REQUEST, &m.to_string())))
+        .map_err(|m| kserve_error(StatusCode::BAD_REQUEST, &m.to_string()).into())
 }
 
 async fn server_metadata() -> Response {
@@ -167,65 +163,45 @@ async fn list_models(State(st): State<Arc<SimState>>) -> Response {
     json_response(Bytes::from(Value::Array(list).to_string()))
 }
 
-async fn model_metadata(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Response {
-    match lookup(&st, &p) {
-        Ok(m) => json_response(m.metadata_json.clone()),
-        Err(r) => *r,
-    }
+async fn model_metadata(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Answer {
+    Ok(json_response(lookup(&st, &p)?.metadata_json.clone()))
 }
 
-async fn model_ready(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Response {
-    match lookup(&st, &p) {
-        Ok(_) if !st.shutting_down() => StatusCode::OK.into_response(),
-        Ok(_) => StatusCode::BAD_REQUEST.into_response(),
-        Err(r) => *r,
-    }
+async fn model_ready(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Answer {
+    lookup(&st, &p)?;
+    Ok(ready(State(st)).await.into_response())
 }
 
-async fn model_config(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Response {
-    match lookup(&st, &p) {
-        Ok(m) => json_response(m.config_json.clone()),
-        Err(r) => *r,
-    }
+async fn model_config(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Answer {
+    Ok(json_response(lookup(&st, &p)?.config_json.clone()))
 }
 
 fn check_access(st: &SimState, headers: &HeaderMap) -> Result<(), Reject> {
-    let Some(token) = &st.access_token else {
-        return Ok(());
-    };
-    let given = headers.get(ACCESS_TOKEN_HEADER).map(HeaderValue::as_bytes);
-    if given == Some(token.as_bytes()) {
+    if st.may_read_stats(headers.get(ACCESS_TOKEN_HEADER).map(HeaderValue::as_bytes)) {
         Ok(())
     } else {
-        Err(Box::new(kserve_error(
-            StatusCode::FORBIDDEN,
-            RESTRICTED_MESSAGE,
-        )))
+        Err(kserve_error(StatusCode::FORBIDDEN, RESTRICTED_MESSAGE).into())
     }
 }
 
-async fn all_stats(State(st): State<Arc<SimState>>, headers: HeaderMap) -> Response {
-    if let Err(r) = check_access(&st, &headers) {
-        return *r;
-    }
+async fn all_stats(State(st): State<Arc<SimState>>, headers: HeaderMap) -> Answer {
+    check_access(&st, &headers)?;
     let stats: Vec<Value> = st.models.iter().map(|m| m.metrics.stats_json()).collect();
-    json_response(Bytes::from(json!({ "model_stats": stats }).to_string()))
+    Ok(json_response(Bytes::from(
+        json!({ "model_stats": stats }).to_string(),
+    )))
 }
 
 async fn model_stats(
     State(st): State<Arc<SimState>>,
     Path(p): Path<ModelPath>,
     headers: HeaderMap,
-) -> Response {
-    if let Err(r) = check_access(&st, &headers) {
-        return *r;
-    }
-    match lookup(&st, &p) {
-        Ok(m) => json_response(Bytes::from(
-            json!({ "model_stats": [m.metrics.stats_json()] }).to_string(),
-        )),
-        Err(r) => *r,
-    }
+) -> Answer {
+    check_access(&st, &headers)?;
+    let stats = lookup(&st, &p)?.metrics.stats_json();
+    Ok(json_response(Bytes::from(
+        json!({ "model_stats": [stats] }).to_string(),
+    )))
 }
 
 async fn metrics(State(st): State<Arc<SimState>>) -> Response {
@@ -257,18 +233,29 @@ pub(crate) fn begin_status(e: BeginError) -> StatusCode {
     }
 }
 
+/// The KServe error answer to a request that could not start.
+fn begin_error(e: BeginError) -> Reject {
+    kserve_error(begin_status(e), e.message()).into()
+}
+
+/// The KServe error answer to a generation whose tokens stopped coming.
+fn source_error(e: super::engine::SourceError) -> Reject {
+    kserve_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()).into()
+}
+
 /// Refuses tensor models on the LLM routes.
 fn require_llm(entry: &ModelEntry) -> Result<(), Reject> {
     if entry.is_llm() {
         Ok(())
     } else {
-        Err(Box::new(kserve_error(
+        Err(kserve_error(
             StatusCode::BAD_REQUEST,
             &format!(
                 "model '{}' is a tensor model: the generate extension needs a text model (send tensors to /v2/models/{}/infer)",
                 entry.spec.name, entry.spec.name
             ),
-        )))
+        )
+        .into())
     }
 }
 
@@ -289,14 +276,11 @@ async fn start_generate<'a>(
     let arrival = Instant::now();
     let entry = lookup(st, p)?;
     require_llm(entry)?;
-    let (params, id) = parse_generate(body).map_err(|m| {
-        entry.record_invalid(arrival);
-        Box::new(kserve_error(StatusCode::BAD_REQUEST, &m.to_string()))
-    })?;
+    let (params, id) = parse_generate(body).map_err(|m| invalid(entry, arrival, m))?;
     let g = st
         .begin(entry, &params.prompt, params.max_tokens, false, arrival)
         .await
-        .map_err(|e| Box::new(kserve_error(begin_status(e), e.message())))?;
+        .map_err(begin_error)?;
     Ok((entry, params, id, g))
 }
 
@@ -322,14 +306,9 @@ fn output_text(params: &GenParams, tokens_out: u32, with_input: bool) -> String 
 }
 
 /// Runs a generation to its end and returns the response text, or the error answer.
-async fn whole_text(g: &mut Generation, params: &GenParams) -> Result<String, Response> {
-    match g.run_to_end().await {
-        Ok(n) => Ok(output_text(params, n, params.echo_input())),
-        Err(e) => Err(kserve_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &e.to_string(),
-        )),
-    }
+async fn whole_text(g: &mut Generation, params: &GenParams) -> Result<String, Reject> {
+    let n = g.run_to_end().await.map_err(source_error)?;
+    Ok(output_text(params, n, params.echo_input()))
 }
 
 /// Runs a generate request to its end: the one response object, or the error answer.
@@ -338,7 +317,7 @@ async fn whole_json(
     entry: &ModelEntry,
     id: Option<&str>,
     params: &GenParams,
-) -> Result<Vec<u8>, Response> {
+) -> Result<Vec<u8>, Reject> {
     let text = whole_text(g, params).await?;
     Ok(generate_json(entry, id, &text))
 }
@@ -349,18 +328,13 @@ async fn generate<const STREAM: bool>(
     State(st): State<Arc<SimState>>,
     Path(p): Path<ModelPath>,
     body: Bytes,
-) -> Response {
-    let (entry, params, id, mut g) = match start_generate(&st, &p, &body).await {
-        Ok(x) => x,
-        Err(r) => return *r,
-    };
+) -> Answer {
+    let (entry, params, id, mut g) = start_generate(&st, &p, &body).await?;
     if STREAM {
         return stream_answer(g, entry, id, &params).await;
     }
-    match whole_json(&mut g, entry, id.as_deref(), &params).await {
-        Ok(body) => full_json_response(&mut g, body),
-        Err(r) => r,
-    }
+    let body = whole_json(&mut g, entry, id.as_deref(), &params).await?;
+    Ok(full_json_response(&mut g, body))
 }
 
 /// The `/generate_stream` answer to a started generation.
@@ -369,23 +343,20 @@ async fn stream_answer(
     entry: &ModelEntry,
     id: Option<String>,
     params: &GenParams,
-) -> Response {
+) -> Answer {
     if params.stream == Some(false) {
         // The backend was told not to stream: one event with the whole text, as TensorRT-LLM
         // and vLLM answer `stream: false` on this route.
-        let json = match whole_json(&mut g, entry, id.as_deref(), params).await {
-            Ok(json) => json,
-            Err(r) => return r,
-        };
+        let json = whole_json(&mut g, entry, id.as_deref(), params).await?;
         let mut event = b"data: ".to_vec();
         event.extend_from_slice(&json);
         event.extend_from_slice(b"\n\n");
         g.succeed();
-        return (
+        return Ok((
             [(header::CONTENT_TYPE, "text/event-stream; charset=utf-8")],
             event,
         )
-            .into_response();
+            .into_response());
     }
     let prefix = id.map(|id| {
         let head =
@@ -400,7 +371,7 @@ async fn stream_answer(
         prefix,
         model: entry.spec.name.clone(),
     };
-    SseBody::new(g, format).into_response()
+    Ok(SseBody::new(g, format).into_response())
 }
 
 /// `generate_stream` events: `data: {"model_name":..,"model_version":..,"text_output":"<token>"}`,
@@ -432,11 +403,7 @@ impl EventFormat for KserveEvents {
 
     fn malformed(&mut self, buf: &mut BytesMut) {
         buf.put_slice(b"data: {\"model_name\":");
-        buf.put_slice(
-            serde_json::Value::String(self.model.clone())
-                .to_string()
-                .as_bytes(),
-        );
+        buf.put_slice(json!(self.model).to_string().as_bytes());
         buf.put_slice(b",\"text_output\":\" the\n\n");
     }
 
@@ -458,45 +425,29 @@ async fn infer(
     Path(p): Path<ModelPath>,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
+) -> Answer {
     let arrival = Instant::now();
-    let entry = match lookup(&st, &p) {
-        Ok(e) => e,
-        Err(r) => return *r,
-    };
+    let entry = lookup(&st, &p)?;
     if entry.spec.decoupled {
-        return kserve_error(
+        return Err(kserve_error(
             StatusCode::BAD_REQUEST,
             "HTTP end point doesn't support models with decoupled transaction policy",
-        );
+        )
+        .into());
     }
     if !entry.is_llm() {
         return tensor_infer(&st, entry, &headers, body, arrival).await;
     }
-    let bad = |m: BadRequest| {
-        entry.record_invalid(arrival);
-        kserve_error(StatusCode::BAD_REQUEST, &m.to_string())
-    };
-    let (req, binary_out) = match parse_infer_json(&headers, &body) {
-        Ok(x) => x,
-        Err(m) => return bad(m),
-    };
-    let params = match bag_from_infer_request(&entry.spec, &req).and_then(|(bag, _)| interpret(bag))
-    {
-        Ok(p) => p,
-        Err(m) => return bad(m),
-    };
-    let mut g = match st
+    let bad = |m| invalid(entry, arrival, m);
+    let (req, binary_out) = parse_infer_json(&headers, &body).map_err(bad)?;
+    let params = bag_from_infer_request(&entry.spec, &req)
+        .and_then(|(bag, _)| interpret(bag))
+        .map_err(bad)?;
+    let mut g = st
         .begin(entry, &params.prompt, params.max_tokens, false, arrival)
         .await
-    {
-        Ok(g) => g,
-        Err(e) => return kserve_error(begin_status(e), e.message()),
-    };
-    let text = match whole_text(&mut g, &params).await {
-        Ok(t) => t,
-        Err(r) => return r,
-    };
+        .map_err(begin_error)?;
+    let text = whole_text(&mut g, &params).await?;
     let shape = entry.spec.single_output_shape();
     let mut head = json!({
         "model_name": entry.spec.name,
@@ -508,7 +459,7 @@ async fn infer(
     }
     if !binary_out {
         head["outputs"][0]["data"] = json!([text]);
-        return full_json_response(&mut g, head.to_string().into_bytes());
+        return Ok(full_json_response(&mut g, head.to_string().into_bytes()));
     }
     let blob_len = 4 + text.len();
     head["outputs"][0]["parameters"] = json!({ "binary_data_size": blob_len });
@@ -518,7 +469,7 @@ async fn infer(
     out.extend_from_slice(&(text.len() as u32).to_le_bytes());
     out.extend_from_slice(text.as_bytes());
     g.succeed();
-    (
+    Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
             (
@@ -528,7 +479,7 @@ async fn infer(
         ],
         out,
     )
-        .into_response()
+        .into_response())
 }
 
 /// `infer` of a tensor model: validate, run through the batcher, answer in JSON or binary.
@@ -538,30 +489,31 @@ async fn tensor_infer(
     headers: &HeaderMap,
     body: Bytes,
     arrival: Instant,
-) -> Response {
+) -> Answer {
     let parsed = parse_tensor_infer(entry, headers, &body);
     // The input tensors (megabytes for images) are not needed past validation.
     drop(body);
-    let (batch, outputs, id) = match parsed {
-        Ok(x) => x,
-        Err(m) => {
-            entry.record_invalid(arrival);
-            return kserve_error(StatusCode::BAD_REQUEST, &m.to_string());
-        }
-    };
-    let run = match st.run_tensor(entry, batch, arrival).await {
-        Ok(r) => r,
-        Err(e) => return kserve_error(begin_status(e), e.message()),
-    };
+    let (batch, outputs, id) = parsed.map_err(|m| invalid(entry, arrival, m))?;
+    let run = st
+        .run_tensor(entry, batch, arrival)
+        .await
+        .map_err(begin_error)?;
     let Some(wire) = &entry.tensor else {
-        return kserve_error(
+        return Err(kserve_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal error: tensor model without outputs",
-        );
+        )
+        .into());
     };
     let answer = wire.http_answer(&entry.spec, id.as_deref(), batch, &outputs);
     run.succeed();
-    tensor_response(answer)
+    Ok(tensor_response(answer))
+}
+
+/// Records a request that failed validation and answers it 400 with why.
+fn invalid(entry: &ModelEntry, arrival: Instant, m: BadRequest) -> Reject {
+    entry.record_invalid(arrival);
+    kserve_error(StatusCode::BAD_REQUEST, &m.to_string()).into()
 }
 
 /// Binary answers up to this size are sent as one buffer; larger ones as the JSON header
@@ -601,14 +553,6 @@ fn tensor_response(a: HttpAnswer) -> Response {
     resp
 }
 
-/// One input of a JSON infer request, shape parsed.
-struct JsonInput<'a> {
-    name: &'a str,
-    datatype: &'a str,
-    shape: Vec<i64>,
-    data: InputData<'a>,
-}
-
 /// Validates a tensor model's HTTP infer request (JSON, with binary inputs after the header):
 /// its batch size, the outputs to answer, and its `id`.
 fn parse_tensor_infer(
@@ -646,23 +590,18 @@ fn parse_tensor_infer(
             }
             None => InputData::Json(input.get("data")),
         };
-        parsed.push(JsonInput {
-            name,
-            datatype,
-            shape,
-            data,
-        });
+        parsed.push((name, datatype, shape, data));
     }
     if !rest.is_empty() {
         return Err(BadRequest::BinaryLeftOver(rest.len()));
     }
     let views: Vec<InputView<'_>> = parsed
         .iter()
-        .map(|p| InputView {
-            name: p.name,
-            datatype: p.datatype,
-            shape: &p.shape,
-            data: p.data,
+        .map(|(name, datatype, shape, data)| InputView {
+            name,
+            datatype,
+            shape,
+            data: *data,
         })
         .collect();
     let batch = validate_inputs(spec, &views)?;

@@ -36,14 +36,17 @@ use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
+use strum::VariantArray as _;
 use tokio::time::Instant;
 
 use super::counters::{EngineStats, RequestTimes};
 use crate::proto;
 use crate::server_metrics::ServerKind;
 
-/// Why a request failed, as Triton's `nv_inference_request_failure{reason=...}` labels it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why a request failed, as Triton's `nv_inference_request_failure{reason=...}` labels it (its
+/// name in upper case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "UPPERCASE")]
 pub(crate) enum FailReason {
     /// Refused before running: queue full, server unavailable.
     Rejected,
@@ -56,22 +59,6 @@ pub(crate) enum FailReason {
 }
 
 impl FailReason {
-    const ALL: [FailReason; 4] = [
-        FailReason::Rejected,
-        FailReason::Canceled,
-        FailReason::Backend,
-        FailReason::Other,
-    ];
-
-    fn label(self) -> &'static str {
-        match self {
-            FailReason::Rejected => "REJECTED",
-            FailReason::Canceled => "CANCELED",
-            FailReason::Backend => "BACKEND",
-            FailReason::Other => "OTHER",
-        }
-    }
-
     fn index(self) -> usize {
         self as usize
     }
@@ -177,13 +164,8 @@ pub(crate) struct ModelMetrics {
 }
 
 impl ModelMetrics {
-    /// Zeroed counters for model `name`, version `version`, without batch statistics.
-    pub(crate) fn new(name: &str, version: &str) -> Self {
-        ModelMetrics::with_batch_stats(name, version, 0)
-    }
-
-    /// Zeroed counters with room for batch statistics of executions up to `max_batch` elements
-    /// (0 = none recorded).
+    /// Zeroed counters for model `name`, version `version`, with room for batch statistics of
+    /// executions up to `max_batch` elements (0 = none recorded).
     pub(crate) fn with_batch_stats(name: &str, version: &str, max_batch: u32) -> Self {
         // 1 µs .. 1 h at 3 significant digits; `saturating_record` clamps outliers. Constant
         // bounds that are valid by construction, checked once at startup.
@@ -255,10 +237,20 @@ impl ModelMetrics {
         self.received.load(Ordering::Relaxed)
     }
 
+    /// Requests queued now (a gauge below zero, a decrement racing its increment, reads 0).
+    pub(crate) fn pending_now(&self) -> u64 {
+        self.pending.load(Ordering::Relaxed).max(0) as u64
+    }
+
+    /// Sequences holding a slot now (0 when the gauge dips below zero).
+    pub(crate) fn running_now(&self) -> u64 {
+        self.running.load(Ordering::Relaxed).max(0) as u64
+    }
+
     /// Requests waiting for the engine, as Triton's pending gauge shows them.
-    fn triton_pending(&self) -> i64 {
+    fn triton_pending(&self) -> u64 {
         if self.queue_visible {
-            self.pending.load(Ordering::Relaxed)
+            self.pending_now()
         } else {
             0
         }
@@ -592,40 +584,27 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
         "# HELP {name} Number of failed inference requests, all batch sizes\n# TYPE {name} counter"
     );
     for m in models {
-        for r in FailReason::ALL {
+        for &r in FailReason::VARIANTS {
             let v = load(&m.fail_reasons[r.index()]);
             let _ = writeln!(
                 out,
                 "{name}{{model=\"{}\",reason=\"{}\",version=\"{}\"}} {v}",
                 escape_label(&m.name),
-                r.label(),
+                <&str>::from(r),
                 escape_label(&m.version)
             );
         }
     }
-    counter(
-        &mut out,
-        "nv_inference_count",
-        "Number of inferences performed (does not include cached requests)",
-        &|m| load(&m.inference_count),
-    );
-    counter(
-        &mut out,
-        "nv_inference_exec_count",
-        "Number of model executions performed (does not include cached requests)",
-        &|m| load(&m.exec_count),
-    );
     // Gauges below zero (a decrement racing its increment) show as 0.
-    triton_family(
-        &mut out,
-        models,
-        (
-            "nv_inference_pending_request_count",
-            "gauge",
-            "Instantaneous number of pending requests awaiting execution per-model.",
-        ),
-        &|m| m.triton_pending().max(0) as u64,
-    );
+    #[rustfmt::skip]
+    let families: [SeriesFamily; 3] = [
+        ("nv_inference_count", "counter", "Number of inferences performed (does not include cached requests)", |m| m.inference_count.load(Ordering::Relaxed)),
+        ("nv_inference_exec_count", "counter", "Number of model executions performed (does not include cached requests)", |m| m.exec_count.load(Ordering::Relaxed)),
+        ("nv_inference_pending_request_count", "gauge", "Instantaneous number of pending requests awaiting execution per-model.", ModelMetrics::triton_pending),
+    ];
+    for (name, kind, help, f) in families {
+        triton_family(&mut out, models, (name, kind, help), &f);
+    }
     for (name, help, phase) in TRITON_DURATIONS {
         counter(&mut out, name, help, &|m| us(phase(m)));
     }
@@ -652,6 +631,14 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
     render_sim_own(&mut out, models);
     out
 }
+
+/// A family of one series a model: name, Prometheus type, help text, and each model's value.
+type SeriesFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&ModelMetrics) -> u64,
+);
 
 /// A family labelled `model`/`version`, one line per model; `kind` is its Prometheus type.
 fn triton_family(
@@ -690,26 +677,14 @@ pub(crate) fn render_sim_own(out: &mut String, models: &[&ModelMetrics]) {
         let _ = writeln!(out, "{name}_count{{{}}} {}", m.labels, load(&m.first_count));
     }
 
-    triton_family(
-        out,
-        models,
-        (
-            "ttftbench_sim_running_sequences",
-            "gauge",
-            "Sequences holding a batch slot in the simulated engine",
-        ),
-        &|m| m.running.load(Ordering::Relaxed).max(0) as u64,
-    );
-    triton_family(
-        out,
-        models,
-        (
-            "ttftbench_sim_output_tokens",
-            "counter",
-            "Output tokens of successful requests",
-        ),
-        &|m| load(&m.output_tokens),
-    );
+    #[rustfmt::skip]
+    let families: [SeriesFamily; 2] = [
+        ("ttftbench_sim_running_sequences", "gauge", "Sequences holding a batch slot in the simulated engine", ModelMetrics::running_now),
+        ("ttftbench_sim_output_tokens", "counter", "Output tokens of successful requests", |m| m.output_tokens.load(Ordering::Relaxed)),
+    ];
+    for (name, kind, help, f) in families {
+        triton_family(out, models, (name, kind, help), &f);
+    }
 }
 
 #[cfg(test)]
@@ -718,7 +693,7 @@ mod tests {
 
     #[test]
     fn tracker_splits_time_without_overlap() {
-        let m = Arc::new(ModelMetrics::new("gpt2", "1"));
+        let m = Arc::new(ModelMetrics::with_batch_stats("gpt2", "1", 0));
         let t0 = Instant::now();
         let at = |ms: u64| t0 + std::time::Duration::from_millis(ms);
         let mut t = Tracker::new(m.clone(), t0);
@@ -764,7 +739,7 @@ mod tests {
 
     #[test]
     fn dropped_tracker_counts_as_canceled() {
-        let m = Arc::new(ModelMetrics::new("m", "1"));
+        let m = Arc::new(ModelMetrics::with_batch_stats("m", "1", 0));
         drop(Tracker::new(m.clone(), Instant::now()));
         let text = render_prometheus(&[&*m]);
         assert!(text.contains(

@@ -109,17 +109,24 @@ impl Default for TensorTiming {
     /// A GPU image model in the 5 ms class: 2000 + 500 × batch µs of compute, 50 µs per element
     /// of input copy and 10 µs per element of output copy, one instance.
     fn default() -> Self {
-        TensorTiming {
-            base_us: 2000,
-            per_item_us: 500,
-            input_us_per_item: 50,
-            output_us_per_item: 10,
-            instance_count: 1,
-        }
+        TensorTiming::new([2000, 500, 50, 10], 1)
     }
 }
 
 impl TensorTiming {
+    /// `[base_us, per_item_us, input_us_per_item, output_us_per_item]` on `instance_count`
+    /// instances.
+    pub const fn new(us: [u64; 4], instance_count: u32) -> Self {
+        let [base_us, per_item_us, input_us_per_item, output_us_per_item] = us;
+        TensorTiming {
+            base_us,
+            per_item_us,
+            input_us_per_item,
+            output_us_per_item,
+            instance_count,
+        }
+    }
+
     /// Durations of the compute_input, compute_infer and compute_output phases of one execution
     /// of `batch` elements, in microseconds.
     pub fn phases_us(&self, batch: u32) -> (u64, u64, u64) {
@@ -244,8 +251,6 @@ impl ModelSpec {
     pub fn tensorrt_llm(name: &str) -> Self {
         use DataType::*;
         ModelSpec {
-            name: name.to_owned(),
-            version: "1".to_owned(),
             platform: "ensemble".to_owned(),
             backend: String::new(),
             max_batch_size: 64,
@@ -262,10 +267,7 @@ impl ModelSpec {
                 TensorSpec::optional("pad_id", I32, &[1]),
             ],
             outputs: vec![TensorSpec::new("text_output", Bytes, &[-1])],
-            dynamic_batching: None,
-            engine: None,
-            tensor_timing: None,
-            reasoning: None,
+            ..ModelSpec::tensor(name, 0, Vec::new(), Vec::new())
         }
     }
 
@@ -282,11 +284,8 @@ impl ModelSpec {
     pub fn vllm(name: &str) -> Self {
         use DataType::*;
         ModelSpec {
-            name: name.to_owned(),
-            version: "1".to_owned(),
             platform: String::new(),
             backend: "vllm".to_owned(),
-            max_batch_size: 0,
             decoupled: true,
             kind: ModelKind::Llm(LlmLayout::Vllm),
             inputs: vec![
@@ -296,10 +295,7 @@ impl ModelSpec {
                 TensorSpec::optional("exclude_input_in_output", Bool, &[1]),
             ],
             outputs: vec![TensorSpec::new("text_output", Bytes, &[-1])],
-            dynamic_batching: None,
-            engine: None,
-            tensor_timing: None,
-            reasoning: None,
+            ..ModelSpec::tensor(name, 0, Vec::new(), Vec::new())
         }
     }
 
@@ -380,13 +376,7 @@ impl ModelSpec {
             vec![TensorSpec::new("output0", F32, &[84, 100])],
         )
         .with_dynamic_batching(&[4, 8], 100)
-        .with_timing(TensorTiming {
-            base_us: 2000,
-            per_item_us: 500,
-            input_us_per_item: 200,
-            output_us_per_item: 10,
-            instance_count: 1,
-        })
+        .with_timing(TensorTiming::new([2000, 500, 200, 10], 1))
     }
 
     /// `bert_classifier`, a BERT sequence classifier exported at a fixed sequence length (as
@@ -418,13 +408,7 @@ impl ModelSpec {
             vec![TensorSpec::new("logits", F32, &[2])],
         )
         .with_dynamic_batching(&[], 0)
-        .with_timing(TensorTiming {
-            base_us: 1000,
-            per_item_us: 250,
-            input_us_per_item: 5,
-            output_us_per_item: 2,
-            instance_count: 2,
-        })
+        .with_timing(TensorTiming::new([1000, 250, 5, 2], 2))
     }
 
     /// `resnet_fp16`, a TensorRT ResNet-50 plan at FP16 (perf_analyzer's batch/precision loop
@@ -441,13 +425,7 @@ impl ModelSpec {
         )
         .with_platform("tensorrt_plan", "tensorrt")
         .with_dynamic_batching(&[8, 16], 100)
-        .with_timing(TensorTiming {
-            base_us: 1500,
-            per_item_us: 650,
-            input_us_per_item: 50,
-            output_us_per_item: 5,
-            instance_count: 1,
-        })
+        .with_timing(TensorTiming::new([1500, 650, 50, 5], 1))
     }
 
     /// `resnet_int8`: the INT8 plan of the same network, faster (1000 + 350 × batch µs). Its
@@ -463,13 +441,7 @@ impl ModelSpec {
         )
         .with_platform("tensorrt_plan", "tensorrt")
         .with_dynamic_batching(&[8, 16], 100)
-        .with_timing(TensorTiming {
-            base_us: 1000,
-            per_item_us: 350,
-            input_us_per_item: 15,
-            output_us_per_item: 5,
-            instance_count: 1,
-        })
+        .with_timing(TensorTiming::new([1000, 350, 15, 5], 1))
     }
 
     /// The models hosted when nothing else is configured: `gpt2` (TensorRT-LLM ensemble,
@@ -690,13 +662,13 @@ impl ModelSpec {
         }
     }
 
-    fn instance_kind(&self) -> &'static str {
+    fn instance_kind(&self) -> proto::model_instance_group::Kind {
         // The vLLM backend declares KIND_MODEL (it manages its own GPUs); Triton reports
         // KIND_CPU for everything else in a CPU-only deployment.
         if self.backend == "vllm" {
-            "KIND_MODEL"
+            proto::model_instance_group::Kind::Model
         } else {
-            "KIND_CPU"
+            proto::model_instance_group::Kind::Cpu
         }
     }
 
@@ -758,7 +730,7 @@ impl ModelSpec {
         if self.platform != "ensemble" {
             cfg["instance_group"] = json!([{
                 "name": format!("{}_0", self.name),
-                "kind": self.instance_kind(),
+                "kind": self.instance_kind().as_str_name(),
                 "count": self.instance_count(),
                 "gpus": [],
                 "secondary_devices": [],
@@ -802,16 +774,11 @@ impl ModelSpec {
         let instance_group = if self.platform == "ensemble" {
             Vec::new()
         } else {
-            let kind = if self.backend == "vllm" {
-                proto::model_instance_group::Kind::Model
-            } else {
-                proto::model_instance_group::Kind::Cpu
-            };
             vec![proto::ModelInstanceGroup {
                 name: format!("{}_0", self.name),
                 count: self.instance_count().min(i32::MAX as u32) as i32,
                 gpus: Vec::new(),
-                kind: kind as i32,
+                kind: self.instance_kind() as i32,
             }]
         };
         proto::ModelConfig {

@@ -30,7 +30,7 @@ use super::request::{
     BadRequest, DEFAULT_MAX_TOKENS, Prompt, Scalar, json_object, model_name, resolve_length, wrong,
 };
 use super::state::{BeginError, Generation, SimState};
-use super::stream::{EventFormat, SseBody, full_json_response};
+use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response};
 use super::tokens;
 
 /// The OpenAI router.
@@ -50,7 +50,7 @@ pub(crate) fn router(state: Arc<SimState>) -> Router {
 }
 
 /// `{"error": {"message", "type", "code"}}` with `status`.
-fn error(status: StatusCode, message: &str, kind: &str) -> Response {
+fn error(status: StatusCode, message: &str, kind: &str) -> Reject {
     let body = json!({"error": {"message": message, "type": kind, "code": status.as_u16()}});
     (
         status,
@@ -58,9 +58,10 @@ fn error(status: StatusCode, message: &str, kind: &str) -> Response {
         body.to_string(),
     )
         .into_response()
+        .into()
 }
 
-fn begin_error(e: BeginError) -> Response {
+fn begin_error(e: BeginError) -> Reject {
     let status = begin_status(e);
     let kind = if status == StatusCode::INTERNAL_SERVER_ERROR {
         "InternalServerError"
@@ -172,10 +173,7 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
             }
         }
         asked = Some(last_user);
-        match images {
-            0 => Prompt::Text(text),
-            n => Prompt::Mixed(text, n),
-        }
+        super::apis::prompt(text, images)
     } else {
         match v.get("prompt") {
             Some(Value::String(s)) => Prompt::Text(s.clone()),
@@ -222,44 +220,22 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
     })
 }
 
-async fn chat(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
+async fn chat(State(st): State<Arc<SimState>>, body: Bytes) -> Answer {
     serve(st, body, true).await
 }
 
-async fn completions(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
+async fn completions(State(st): State<Arc<SimState>>, body: Bytes) -> Answer {
     serve(st, body, false).await
 }
 
-async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
+async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Answer {
     let arrival = Instant::now();
-    let req = match parse_request(&body, chat) {
-        Ok(r) => r,
-        Err(m) => return error(StatusCode::BAD_REQUEST, &m.to_string(), "BadRequestError"),
-    };
-    let name = match &req.model {
-        Some(m) => m.as_str(),
-        // No model named: the first text model, as single-model servers behave.
-        None => match st.models.iter().find(|m| m.is_llm()) {
-            Some(m) => m.spec.name.as_str(),
-            None => {
-                return error(
-                    StatusCode::NOT_FOUND,
-                    "no text model is hosted",
-                    "NotFoundError",
-                );
-            }
-        },
-    };
-    let entry = match st.lookup(name, None) {
-        Ok(e) if e.is_llm() => e,
-        _ => {
-            return error(
-                StatusCode::NOT_FOUND,
-                &format!("The model `{name}` does not exist."),
-                "NotFoundError",
-            );
-        }
-    };
+    let req = parse_request(&body, chat)
+        .map_err(|m| error(StatusCode::BAD_REQUEST, &m.to_string(), "BadRequestError"))?;
+    let entry = st
+        .text_model(req.model.as_deref())
+        .map_err(|e| error(StatusCode::NOT_FOUND, &e.to_string(), "NotFoundError"))?;
+    let name = entry.spec.name.as_str();
     // llama.cpp's timings count the prompt's tokens.
     let llamacpp = st.metrics_style == crate::server_metrics::ServerKind::LlamaCpp;
     let need_usage = !req.stream || req.include_usage || llamacpp;
@@ -273,13 +249,10 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
         }
         _ => None,
     };
-    let mut g = match st
+    let mut g = st
         .begin(entry, &req.prompt, req.max_tokens, need_usage, arrival)
         .await
-    {
-        Ok(g) => g,
-        Err(e) => return begin_error(e),
-    };
+        .map_err(begin_error)?;
     let id = format!(
         "{}-{}",
         if chat { "chatcmpl" } else { "cmpl" },
@@ -305,18 +278,15 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
             tool: req.tool.map(|name| (name, req.max_tokens)),
             script,
         };
-        return SseBody::new(g, format).into_response();
+        return Ok(SseBody::new(g, format).into_response());
     }
-    let n = match g.run_to_end().await {
-        Ok(n) => n,
-        Err(e) => {
-            return error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &e.to_string(),
-                "ServiceUnavailableError",
-            );
-        }
-    };
+    let n = g.run_to_end().await.map_err(|e| {
+        error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &e.to_string(),
+            "ServiceUnavailableError",
+        )
+    })?;
     let mut text = String::with_capacity(tokens::text_len(n));
     if req.echo && !chat {
         text.push_str(req.prompt.text());
@@ -350,7 +320,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Response {
     if llamacpp {
         body["timings"] = super::engine_api::timings(&g);
     }
-    full_json_response(&mut g, body.to_string().into_bytes())
+    Ok(full_json_response(&mut g, body.to_string().into_bytes()))
 }
 
 /// The assistant message of `n` tokens whose text is `text`: reasoning first when the model

@@ -537,32 +537,29 @@ impl Bag {
     /// A bag from a generate-extension JSON body: top-level keys, then the keys of
     /// `parameters` (lower precedence).
     pub(crate) fn from_generate_json(body: Value) -> Result<Bag, BadRequest> {
-        let Value::Object(map) = body else {
+        let Value::Object(mut map) = body else {
             return Err(BadRequest::Expected(
                 "a JSON object with a 'text_input' field",
             ));
         };
         let mut bag = Bag::default();
-        let mut params = None;
-        for (k, v) in map {
-            if k == "parameters" {
-                params = Some(v);
-            } else if let Some(s) = Scalar::from_json(v) {
-                bag.push(k, s);
-            }
-        }
+        let params = map.remove("parameters");
+        bag.extend_json(map);
         match params {
-            Some(Value::Object(p)) => {
-                for (k, v) in p {
-                    if let Some(s) = Scalar::from_json(v) {
-                        bag.push(k, s);
-                    }
-                }
-            }
+            Some(Value::Object(p)) => bag.extend_json(p),
             Some(Value::Null) | None => {}
             Some(_) => return Err(not_object("parameters", None)),
         }
         Ok(bag)
+    }
+
+    /// Adds the keys of a JSON object (see [`Bag::push`]); `null` values are absent.
+    fn extend_json(&mut self, map: serde_json::Map<String, Value>) {
+        for (k, v) in map {
+            if let Some(s) = Scalar::from_json(v) {
+                self.push(k, s);
+            }
+        }
     }
 }
 
@@ -621,11 +618,7 @@ pub(crate) fn interpret(mut bag: Bag) -> Result<GenParams, BadRequest> {
             return Err(not_object("sampling_parameters", None));
         };
         let mut sp = Bag::default();
-        for (k, v) in obj {
-            if let Some(s) = Scalar::from_json(v) {
-                sp.push(k, s);
-            }
-        }
+        sp.extend_json(obj);
         if max.is_none() {
             max = sp.u32("max_tokens")?;
         }
@@ -794,65 +787,52 @@ fn scalar_from_contents(
     dt: DataType,
     contents: Option<&proto::InferTensorContents>,
 ) -> Result<Scalar, BadRequest> {
-    let missing = || BadRequest::NoData {
-        input: name.into(),
-        field: contents_field(dt),
-        datatype: dt.name(),
-    };
-    let c = contents.ok_or_else(missing)?;
-    // An empty field usually means the data sits in another field (INT64 values in
-    // int_contents, say), so name the field that was expected.
-    let one = |n: usize| -> Result<(), BadRequest> {
-        match n {
-            1 => Ok(()),
-            0 => Err(missing()),
-            got => Err(BadRequest::ContentsCount {
-                input: name.into(),
-                got,
-            }),
-        }
-    };
-    let scalar = match dt {
-        DataType::Bytes => {
-            one(c.bytes_contents.len())?;
-            Scalar::Text(utf8(name, &c.bytes_contents[0])?)
-        }
-        DataType::Bool => {
-            one(c.bool_contents.len())?;
-            Scalar::Bool(c.bool_contents[0])
-        }
+    let c = contents.ok_or_else(|| no_data(name, dt))?;
+    Ok(match dt {
+        DataType::Bytes => Scalar::Text(utf8(name, one(name, dt, &c.bytes_contents)?)?),
+        DataType::Bool => Scalar::Bool(*one(name, dt, &c.bool_contents)?),
         DataType::I32 | DataType::I16 | DataType::I8 => {
-            one(c.int_contents.len())?;
-            Scalar::Int(i64::from(c.int_contents[0]))
+            Scalar::Int(i64::from(*one(name, dt, &c.int_contents)?))
         }
         DataType::U32 | DataType::U16 | DataType::U8 => {
-            one(c.uint_contents.len())?;
-            Scalar::Int(i64::from(c.uint_contents[0]))
+            Scalar::Int(i64::from(*one(name, dt, &c.uint_contents)?))
         }
-        DataType::I64 => {
-            one(c.int64_contents.len())?;
-            Scalar::Int(c.int64_contents[0])
-        }
+        DataType::I64 => Scalar::Int(*one(name, dt, &c.int64_contents)?),
         DataType::U64 => {
-            one(c.uint64_contents.len())?;
-            Scalar::Int(i64::try_from(c.uint64_contents[0]).unwrap_or(i64::MAX))
+            Scalar::Int(i64::try_from(*one(name, dt, &c.uint64_contents)?).unwrap_or(i64::MAX))
         }
-        DataType::F32 => {
-            one(c.fp32_contents.len())?;
-            Scalar::Float(f64::from(c.fp32_contents[0]))
-        }
-        DataType::F64 => {
-            one(c.fp64_contents.len())?;
-            Scalar::Float(c.fp64_contents[0])
-        }
+        DataType::F32 => Scalar::Float(f64::from(*one(name, dt, &c.fp32_contents)?)),
+        DataType::F64 => Scalar::Float(*one(name, dt, &c.fp64_contents)?),
         DataType::F16 | DataType::Bf16 => {
             return Err(BadRequest::RawOnly {
                 input: name.into(),
                 datatype: dt.name(),
             });
         }
-    };
-    Ok(scalar)
+    })
+}
+
+/// The one element of input `name`'s typed-contents `field`. An empty field usually means the
+/// data sits in another field (INT64 values in int_contents, say), so the error names the
+/// field that was expected.
+fn one<'a, T>(name: &str, dt: DataType, field: &'a [T]) -> Result<&'a T, BadRequest> {
+    match field {
+        [x] => Ok(x),
+        [] => Err(no_data(name, dt)),
+        _ => Err(BadRequest::ContentsCount {
+            input: name.into(),
+            got: field.len(),
+        }),
+    }
+}
+
+/// Input `name` carries no data where a `dt` input keeps it.
+fn no_data(name: &str, dt: DataType) -> BadRequest {
+    BadRequest::NoData {
+        input: name.into(),
+        field: contents_field(dt),
+        datatype: dt.name(),
+    }
 }
 
 fn utf8(name: &str, b: &[u8]) -> Result<String, BadRequest> {
@@ -1005,48 +985,48 @@ mod tests {
             raw_input_contents: vec![bytes_raw("hi"), 3i32.to_le_bytes().to_vec()],
             ..Default::default()
         };
-        let mut r = base.clone();
-        r.inputs[1].datatype = "INT64".into();
-        let e = bag_from_infer_request(&spec, &r)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(
-            e.contains("unexpected datatype INT64") && e.contains("expecting INT32"),
-            "{e}"
-        );
-        let mut r = base.clone();
-        r.inputs[0].shape = vec![1];
-        let e = bag_from_infer_request(&spec, &r)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(e.contains("unexpected shape"), "{e}");
-        let mut r = base.clone();
-        r.inputs.pop();
-        r.raw_input_contents.pop();
-        let e = bag_from_infer_request(&spec, &r)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(
-            e.contains("missing required input(s) [\"max_tokens\"]"),
-            "{e}"
-        );
-        let mut r = base.clone();
-        r.raw_input_contents[0] = vec![9, 0, 0, 0, b'x'];
-        let e = bag_from_infer_request(&spec, &r)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(e.contains("4-byte little-endian length"), "{e}");
-        let mut r = base.clone();
-        r.inputs[0].name = "prompt".into();
-        let e = bag_from_infer_request(&spec, &r)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(e.contains("unexpected inference input 'prompt'"), "{e}");
+        type Change = fn(&mut proto::ModelInferRequest);
+        let cases: [(&str, Change, &[&str]); 5] = [
+            (
+                "datatype",
+                |r| r.inputs[1].datatype = "INT64".into(),
+                &["unexpected datatype INT64", "expecting INT32"],
+            ),
+            (
+                "shape",
+                |r| r.inputs[0].shape = vec![1],
+                &["unexpected shape"],
+            ),
+            (
+                "missing input",
+                |r| {
+                    r.inputs.pop();
+                    r.raw_input_contents.pop();
+                },
+                &["missing required input(s) [\"max_tokens\"]"],
+            ),
+            (
+                "BYTES framing",
+                |r| r.raw_input_contents[0] = vec![9, 0, 0, 0, b'x'],
+                &["4-byte little-endian length"],
+            ),
+            (
+                "unknown input",
+                |r| r.inputs[0].name = "prompt".into(),
+                &["unexpected inference input 'prompt'"],
+            ),
+        ];
+        for (label, change, wants) in cases {
+            let mut r = base.clone();
+            change(&mut r);
+            let e = bag_from_infer_request(&spec, &r)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            for want in wants {
+                assert!(e.contains(want), "{label}: {e}");
+            }
+        }
         // vLLM: no batch dimension, sampling_parameters with string values.
         let v = ModelSpec::vllm("vllm_model");
         let r = proto::ModelInferRequest {

@@ -59,11 +59,8 @@ impl ModelEntry {
         shutdown: &watch::Receiver<bool>,
     ) -> (ModelEntry, Option<tokio::task::JoinHandle<()>>) {
         let is_tensor = spec.kind == ModelKind::Tensor;
-        let metrics = if is_tensor {
-            ModelMetrics::with_batch_stats(&spec.name, &spec.version, spec.max_batch())
-        } else {
-            ModelMetrics::new(&spec.name, &spec.version)
-        };
+        let batch_stats = if is_tensor { spec.max_batch() } else { 0 };
+        let metrics = ModelMetrics::with_batch_stats(&spec.name, &spec.version, batch_stats);
         let metrics = Arc::new(metrics.styled(style, !is_tensor));
         if !is_tensor {
             metrics.engine.configure(&engine);
@@ -139,6 +136,18 @@ pub(crate) struct UnknownModel {
     pub(crate) name: String,
     /// The version asked for, when it is the version that is unknown.
     pub(crate) version: Option<String>,
+}
+
+/// Why a generative route (OpenAI, Anthropic, embeddings, rerank) has no text model for a
+/// request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NoTextModel {
+    /// The request named no model, and no text model is hosted.
+    #[error("no text model is hosted")]
+    NoneHosted,
+    /// The request named a model that is not a hosted text model.
+    #[error("The model `{0}` does not exist.")]
+    Unknown(String),
 }
 
 fn version_text(version: &Option<String>) -> String {
@@ -332,6 +341,22 @@ impl SimState {
         }
     }
 
+    /// The text model a request names, or the first one hosted when it names none (as
+    /// single-model servers behave).
+    pub(crate) fn text_model(&self, name: Option<&str>) -> Result<&ModelEntry, NoTextModel> {
+        let Some(name) = name else {
+            return self
+                .models
+                .iter()
+                .find(|m| m.is_llm())
+                .ok_or(NoTextModel::NoneHosted);
+        };
+        match self.lookup(name, None) {
+            Ok(e) if e.is_llm() => Ok(e),
+            _ => Err(NoTextModel::Unknown(name.into())),
+        }
+    }
+
     /// The simulated GPU now (advances its utilization window and energy).
     pub(crate) fn gpu_reading(&self) -> super::gpu::GpuReading {
         let all: Vec<&ModelMetrics> = self.models.iter().map(|m| &*m.metrics).collect();
@@ -346,6 +371,14 @@ impl SimState {
     /// The GPT-2 token ids of `text` (`/tokenize`).
     pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
         self.tokenizer.encode(text)
+    }
+
+    /// True when the statistics API answers a request that gave `token` (every request when no
+    /// access token is configured).
+    pub(crate) fn may_read_stats(&self, token: Option<&[u8]>) -> bool {
+        self.access_token
+            .as_ref()
+            .is_none_or(|t| token == Some(t.as_bytes()))
     }
 
     /// True once shutdown was requested.
@@ -377,15 +410,7 @@ impl SimState {
         {
             return n;
         }
-        let n = if text.len() > BLOCKING_TOKENIZE_BYTES {
-            let (tk, owned) = (self.tokenizer.clone(), text.clone());
-            let approx = text.len() / 4;
-            tokio::task::spawn_blocking(move || tk.count(&owned))
-                .await
-                .unwrap_or(approx)
-        } else {
-            self.tokenizer.count(text)
-        };
+        let n = self.tokenize(text, Tokenizer::count, text.len() / 4).await;
         let n = u32::try_from(n).unwrap_or(u32::MAX);
         let mut cache = self.token_cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= TOKEN_CACHE_CAP {
@@ -394,6 +419,23 @@ impl SimState {
         }
         cache.insert(key, n);
         n
+    }
+
+    /// `f` of the tokenizer and `text`, on the blocking pool when the text is long (`fallback`
+    /// if that task fails).
+    async fn tokenize<T: Send + 'static>(
+        &self,
+        text: &str,
+        f: fn(&Tokenizer, &str) -> T,
+        fallback: T,
+    ) -> T {
+        if text.len() <= BLOCKING_TOKENIZE_BYTES {
+            return f(&self.tokenizer, text);
+        }
+        let (tk, owned) = (self.tokenizer.clone(), text.to_owned());
+        tokio::task::spawn_blocking(move || f(&tk, &owned))
+            .await
+            .unwrap_or(fallback)
     }
 
     /// The prompt's token count and the chained hashes of its full `block`-token KV blocks, for
@@ -423,14 +465,7 @@ impl SimState {
         let (n, prefix) = match cached {
             Some(v) => v,
             None => {
-                let (tk, owned) = (self.tokenizer.clone(), text.clone());
-                let ids = if text.len() > BLOCKING_TOKENIZE_BYTES {
-                    tokio::task::spawn_blocking(move || tk.encode(&owned))
-                        .await
-                        .unwrap_or_default()
-                } else {
-                    tk.encode(&owned)
-                };
+                let ids = self.tokenize(text, Tokenizer::encode, Vec::new()).await;
                 let n = u32::try_from(ids.len()).unwrap_or(u32::MAX);
                 let v: PromptBlocks = (n, block_hashes(&ids, block).into());
                 let mut cache = self.prefix_cache.lock().unwrap_or_else(|p| p.into_inner());

@@ -218,6 +218,26 @@ pub(crate) fn full_json_response(generation: &mut Generation, body: Vec<u8>) -> 
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// An early-exit HTTP answer, for `?` in handlers. Boxed: a `Response` is large, and these
+/// paths run once per request at most.
+#[derive(Debug)]
+pub(crate) struct Reject(Box<Response>);
+
+/// A handler's answer: the response, or the error answer it stopped at.
+pub(crate) type Answer = Result<Response, Reject>;
+
+impl From<Response> for Reject {
+    fn from(r: Response) -> Self {
+        Reject(Box::new(r))
+    }
+}
+
+impl IntoResponse for Reject {
+    fn into_response(self) -> Response {
+        *self.0
+    }
+}
+
 /// A JSON error body `{"error": message}` (KServe's shape).
 pub(crate) fn kserve_error(status: StatusCode, message: &str) -> Response {
     let body = serde_json::json!({ "error": message }).to_string();

@@ -15,6 +15,7 @@
 //! at most, never per-element work.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
@@ -905,7 +906,7 @@ impl TensorWire {
             }
             first = false;
             let _ = write!(
-                VecWriter(&mut json),
+                json,
                 "{{\"name\":{},\"datatype\":\"{}\",\"shape\":{}",
                 o.name_json,
                 o.datatype.name(),
@@ -914,7 +915,7 @@ impl TensorWire {
             if binary {
                 let blob = self.raw(o, batch);
                 let _ = write!(
-                    VecWriter(&mut json),
+                    json,
                     ",\"parameters\":{{\"binary_data_size\":{}}}}}",
                     blob.len()
                 );
@@ -946,16 +947,6 @@ impl TensorWire {
         // Every token has the same length, so the first `n` elements are a prefix.
         let len = (n * (token.len() + 1)).saturating_sub(1).min(all.len());
         all.slice(..len)
-    }
-}
-
-/// `fmt::Write` into a byte vector.
-struct VecWriter<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for VecWriter<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
     }
 }
 

@@ -14,8 +14,6 @@
 //! `requests_deferred` (queued for a slot), `n_busy_slots_per_decode`. llama-server serves one
 //! model; with several the simulator adds them up.
 
-use std::sync::atomic::Ordering;
-
 use super::{family, sample};
 use crate::sim::counters::EngineStats;
 use crate::sim::metrics::ModelMetrics;
@@ -52,8 +50,8 @@ pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
     let gauges: [(&str, &str, f64); 5] = [
         ("prompt_tokens_seconds", "Average prompt throughput in tokens/s", per_second(prefilled, prompt_s)),
         ("predicted_tokens_seconds", "Average generation throughput in tokens/s", per_second(predicted, predicted_s)),
-        ("requests_processing", "Number of requests processing", total(&|m| m.running.load(Ordering::Relaxed).max(0) as f64)),
-        ("requests_deferred", "Number of requests deferred", total(&|m| m.pending.load(Ordering::Relaxed).max(0) as f64)),
+        ("requests_processing", "Number of requests processing", total(&|m| m.running_now() as f64)),
+        ("requests_deferred", "Number of requests deferred", total(&|m| m.pending_now() as f64)),
         ("n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", total(&|m| get(&m.engine.busy_slot_steps) as f64) / steps.max(1.0)),
     ];
     for (kind, items) in [("counter", &counters[..]), ("gauge", &gauges[..])] {

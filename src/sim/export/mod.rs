@@ -66,6 +66,9 @@ pub(crate) fn render_dcgm(st: &SimState) -> String {
     gpu::render_dcgm(&st.gpu_reading())
 }
 
+/// A family of one series a model: name, help text, and each model's value.
+type Family<T> = (&'static str, &'static str, fn(&ModelMetrics) -> T);
+
 /// A histogram family: name, help text, and where each model keeps it.
 type HistFamily = (&'static str, &'static str, fn(&ModelMetrics) -> &Hist);
 

@@ -16,9 +16,11 @@
 //!   `sglang:num_aborted_requests_total`; histograms `sglang:time_to_first_token_seconds`,
 //!   `sglang:inter_token_latency_seconds`, `sglang:e2e_request_latency_seconds`.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::AtomicU64;
 
-use super::{Dialect, HistFamily, family, histogram, labels, py_float, python_histograms, sample};
+use super::{
+    Dialect, Family, HistFamily, family, histogram, labels, py_float, python_histograms, sample,
+};
 use crate::sim::counters::EngineStats;
 use crate::sim::metrics::{FailReason, ModelMetrics};
 
@@ -31,6 +33,25 @@ fn scheduler_labels(m: &ModelMetrics) -> [(&str, &str); 4] {
     ]
 }
 
+fn get(a: &AtomicU64) -> u64 {
+    EngineStats::get(a)
+}
+
+/// KV tokens per block, to count the KV pool in tokens.
+fn tokens_per_block(m: &ModelMetrics) -> f64 {
+    get(&m.engine.block_size) as f64
+}
+
+/// Prefix-cache hits over lookups, in tokens (0 before the first lookup).
+fn cache_hit_rate(m: &ModelMetrics) -> f64 {
+    let q = get(&m.engine.prefix_queried_tokens);
+    if q == 0 {
+        0.0
+    } else {
+        get(&m.engine.prefix_hit_tokens) as f64 / q as f64
+    }
+}
+
 /// The `sglang:*` families of every LLM model.
 pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
     scheduler(out, models);
@@ -38,71 +59,22 @@ pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
 }
 
 fn scheduler(out: &mut String, models: &[&ModelMetrics]) {
-    let get = EngineStats::get;
-    let series =
-        |out: &mut String, kind: &str, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> f64| {
-            family(out, name, help, kind);
-            for m in models {
-                sample(out, name, &labels(&scheduler_labels(m)), &py_float(f(m)));
-            }
-        };
-    let tokens_per_block = |m: &ModelMetrics| get(&m.engine.block_size) as f64;
-    series(
-        out,
-        "gauge",
-        "sglang:num_running_reqs",
-        "The number of running requests.",
-        &|m| m.running.load(Ordering::Relaxed).max(0) as f64,
-    );
-    series(
-        out,
-        "gauge",
-        "sglang:num_used_tokens",
-        "The number of used tokens.",
-        &|m| get(&m.engine.kv_used) as f64 * tokens_per_block(m),
-    );
-    series(
-        out,
-        "gauge",
-        "sglang:token_usage",
-        "The token usage.",
-        &|m| m.engine.kv_usage(),
-    );
-    series(
-        out,
-        "gauge",
-        "sglang:num_queue_reqs",
-        "The number of requests in the waiting queue.",
-        &|m| m.pending.load(Ordering::Relaxed).max(0) as f64,
-    );
-    series(
-        out,
-        "gauge",
-        "sglang:cache_hit_rate",
-        "The prefix cache hit rate.",
-        &|m| {
-            let q = get(&m.engine.prefix_queried_tokens);
-            if q == 0 {
-                0.0
-            } else {
-                get(&m.engine.prefix_hit_tokens) as f64 / q as f64
-            }
-        },
-    );
-    series(
-        out,
-        "gauge",
-        "sglang:max_total_num_tokens",
-        "Maximum total number of tokens in the KV cache pool.",
-        &|m| get(&m.engine.kv_capacity) as f64 * tokens_per_block(m),
-    );
-    series(
-        out,
-        "counter",
-        "sglang:num_retracted_requests_total",
-        "Total number of retracted requests.",
-        &|m| get(&m.engine.preemptions) as f64,
-    );
+    #[rustfmt::skip]
+    let series: [(&str, Family<f64>); 7] = [
+        ("gauge", ("sglang:num_running_reqs", "The number of running requests.", |m| m.running_now() as f64)),
+        ("gauge", ("sglang:num_used_tokens", "The number of used tokens.", |m| get(&m.engine.kv_used) as f64 * tokens_per_block(m))),
+        ("gauge", ("sglang:token_usage", "The token usage.", |m| m.engine.kv_usage())),
+        ("gauge", ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", |m| m.pending_now() as f64)),
+        ("gauge", ("sglang:cache_hit_rate", "The prefix cache hit rate.", cache_hit_rate)),
+        ("gauge", ("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", |m| get(&m.engine.kv_capacity) as f64 * tokens_per_block(m))),
+        ("counter", ("sglang:num_retracted_requests_total", "Total number of retracted requests.", |m| get(&m.engine.preemptions) as f64)),
+    ];
+    for (kind, (name, help, f)) in series {
+        family(out, name, help, kind);
+        for m in models {
+            sample(out, name, &labels(&scheduler_labels(m)), &py_float(f(m)));
+        }
+    }
     let name = "sglang:queue_time_seconds";
     family(
         out,
@@ -122,48 +94,21 @@ fn scheduler(out: &mut String, models: &[&ModelMetrics]) {
 }
 
 fn tokenizer(out: &mut String, models: &[&ModelMetrics]) {
-    let get = EngineStats::get;
-    let counter = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> u64| {
+    #[rustfmt::skip]
+    let counters: [Family<u64>; 5] = [
+        ("sglang:prompt_tokens_total", "Number of prefill tokens processed.", |m| get(&m.engine.prompt_tokens)),
+        ("sglang:generation_tokens_total", "Number of generation tokens processed.", |m| get(&m.engine.generation_tokens)),
+        ("sglang:cached_tokens_total", "Number of cached prompt tokens.", |m| get(&m.engine.prefix_hit_tokens)),
+        ("sglang:num_requests_total", "Number of requests processed.", |m| m.successes()),
+        ("sglang:num_aborted_requests_total", "Number of requests aborted.", |m| m.failures(FailReason::Canceled)),
+    ];
+    for (name, help, f) in counters {
         family(out, name, help, "counter");
         for m in models {
-            sample(
-                out,
-                name,
-                &labels(&[("model_name", m.name())]),
-                &py_float(f(m) as f64),
-            );
+            let l = labels(&[("model_name", m.name())]);
+            sample(out, name, &l, &py_float(f(m) as f64));
         }
-    };
-    counter(
-        out,
-        "sglang:prompt_tokens_total",
-        "Number of prefill tokens processed.",
-        &|m| get(&m.engine.prompt_tokens),
-    );
-    counter(
-        out,
-        "sglang:generation_tokens_total",
-        "Number of generation tokens processed.",
-        &|m| get(&m.engine.generation_tokens),
-    );
-    counter(
-        out,
-        "sglang:cached_tokens_total",
-        "Number of cached prompt tokens.",
-        &|m| get(&m.engine.prefix_hit_tokens),
-    );
-    counter(
-        out,
-        "sglang:num_requests_total",
-        "Number of requests processed.",
-        &|m| m.successes(),
-    );
-    counter(
-        out,
-        "sglang:num_aborted_requests_total",
-        "Number of requests aborted.",
-        &|m| m.failures(FailReason::Canceled),
-    );
+    }
     #[rustfmt::skip]
     let families: [HistFamily; 3] = [
         ("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", |m| &m.times.ttft),

@@ -20,8 +20,6 @@
 //! one prefill batch (its prefill part) and one decode batch (the rest); other steps one decode
 //! batch.
 
-use std::sync::atomic::Ordering;
-
 use super::{Dialect, HistFamily, family, histogram, labels, merged, sample};
 use crate::sim::counters::{Hist, HistSnapshot};
 use crate::sim::metrics::{FailReason, ModelMetrics};
@@ -29,38 +27,17 @@ use crate::sim::metrics::{FailReason, ModelMetrics};
 /// The `tgi_*` families of the server (all LLM models added up).
 pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
     let sum = |f: &dyn Fn(&ModelMetrics) -> u64| models.iter().map(|m| f(m)).sum::<u64>();
-    let plain = |out: &mut String, kind: &str, name: &str, help: &str, v: u64| {
+    #[rustfmt::skip]
+    let plain: [(&str, &str, &str, u64); 4] = [
+        ("gauge", "tgi_queue_size", "Current queue size", sum(&|m| m.pending_now())),
+        ("gauge", "tgi_batch_current_size", "Current batch size", sum(&|m| m.running_now())),
+        ("counter", "tgi_request_count", "Total number of requests", sum(&|m| m.received())),
+        ("counter", "tgi_request_success", "Number of successful requests", sum(&|m| m.successes())),
+    ];
+    for (kind, name, help, v) in plain {
         family(out, name, help, kind);
         sample(out, name, "", &v.to_string());
-    };
-    plain(
-        out,
-        "gauge",
-        "tgi_queue_size",
-        "Current queue size",
-        sum(&|m| m.pending.load(Ordering::Relaxed).max(0) as u64),
-    );
-    plain(
-        out,
-        "gauge",
-        "tgi_batch_current_size",
-        "Current batch size",
-        sum(&|m| m.running.load(Ordering::Relaxed).max(0) as u64),
-    );
-    plain(
-        out,
-        "counter",
-        "tgi_request_count",
-        "Total number of requests",
-        sum(&|m| m.received()),
-    );
-    plain(
-        out,
-        "counter",
-        "tgi_request_success",
-        "Number of successful requests",
-        sum(&|m| m.successes()),
-    );
+    }
     let name = "tgi_request_failure";
     family(out, name, "Number of failed requests", "counter");
     for (err, reason) in [

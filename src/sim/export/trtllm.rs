@@ -19,16 +19,42 @@
 //! models `nv_inference_queue_duration_us` and `nv_inference_pending_request_count` stay at zero
 //! and the wait is part of `nv_inference_compute_infer_duration_us`, as on a real deployment.
 
-use std::sync::atomic::Ordering;
-
 use super::{family, labels, sample};
 use crate::sim::counters::EngineStats;
 use crate::sim::metrics::ModelMetrics;
 
 /// The `nv_trt_llm_*` families of every LLM model.
 pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
-    type Series<'a> = (&'a str, fn(&ModelMetrics) -> String);
-    let group = |out: &mut String, name: &str, help: &str, key: &str, series: &[Series]| {
+    type Series = (&'static str, fn(&ModelMetrics) -> String);
+    #[rustfmt::skip]
+    let groups: [(&str, &str, &str, &[Series]); 4] = [
+        ("nv_trt_llm_request_metrics", "TRT LLM request metrics", "request_type", &[
+            ("waiting", |m| int(m.pending_now())),
+            ("context", |m| int(get(&m.engine.last_context))),
+            ("scheduled", |m| int(get(&m.engine.last_scheduled))),
+            ("max", |m| int(get(&m.engine.max_batch))),
+            ("active", |m| int(m.running_now())),
+        ]),
+        ("nv_trt_llm_kv_cache_block_metrics", "TRT LLM KV cache block metrics", "kv_cache_block_type", &[
+            ("max", |m| int(get(&m.engine.kv_capacity))),
+            ("free", |m| int(get(&m.engine.kv_capacity).saturating_sub(get(&m.engine.kv_used)))),
+            ("used", |m| int(get(&m.engine.kv_used))),
+            ("tokens_per", |m| int(get(&m.engine.block_size))),
+            ("reused", |m| int(get(&m.engine.prefix_hit_blocks))),
+            ("fraction", |m| m.engine.kv_usage().to_string()),
+        ]),
+        ("nv_trt_llm_inflight_batcher_metrics", "TRT LLM inflight_batcher-specific metrics", "inflight_batcher_specific_metric", &[
+            ("micro_batch_id", |_| "0".into()),
+            ("generation_requests", |m| int(get(&m.engine.last_scheduled).saturating_sub(get(&m.engine.last_context)))),
+            ("total_context_tokens", |m| int(get(&m.engine.last_context_tokens))),
+            ("paused_requests", |_| "0".into()),
+        ]),
+        ("nv_trt_llm_general_metrics", "General TRT LLM metrics", "general_type", &[
+            ("iteration_counter", |m| int(get(&m.engine.iterations))),
+            ("timestamp", |_| int(crate::sim::unix_now().as_micros() as u64)),
+        ]),
+    ];
+    for (name, help, key, series) in groups {
         family(out, name, help, "gauge");
         for m in models {
             for (kind, value) in series {
@@ -36,68 +62,7 @@ pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
                 sample(out, name, &l, &value(m));
             }
         }
-    };
-    group(
-        out,
-        "nv_trt_llm_request_metrics",
-        "TRT LLM request metrics",
-        "request_type",
-        &[
-            ("waiting", |m| {
-                int(m.pending.load(Ordering::Relaxed).max(0) as u64)
-            }),
-            ("context", |m| int(get(&m.engine.last_context))),
-            ("scheduled", |m| int(get(&m.engine.last_scheduled))),
-            ("max", |m| int(get(&m.engine.max_batch))),
-            ("active", |m| {
-                int(m.running.load(Ordering::Relaxed).max(0) as u64)
-            }),
-        ],
-    );
-    group(
-        out,
-        "nv_trt_llm_kv_cache_block_metrics",
-        "TRT LLM KV cache block metrics",
-        "kv_cache_block_type",
-        &[
-            ("max", |m| int(get(&m.engine.kv_capacity))),
-            ("free", |m| {
-                int(get(&m.engine.kv_capacity).saturating_sub(get(&m.engine.kv_used)))
-            }),
-            ("used", |m| int(get(&m.engine.kv_used))),
-            ("tokens_per", |m| int(get(&m.engine.block_size))),
-            ("reused", |m| int(get(&m.engine.prefix_hit_blocks))),
-            ("fraction", |m| m.engine.kv_usage().to_string()),
-        ],
-    );
-    group(
-        out,
-        "nv_trt_llm_inflight_batcher_metrics",
-        "TRT LLM inflight_batcher-specific metrics",
-        "inflight_batcher_specific_metric",
-        &[
-            ("micro_batch_id", |_| "0".into()),
-            ("generation_requests", |m| {
-                int(get(&m.engine.last_scheduled).saturating_sub(get(&m.engine.last_context)))
-            }),
-            ("total_context_tokens", |m| {
-                int(get(&m.engine.last_context_tokens))
-            }),
-            ("paused_requests", |_| "0".into()),
-        ],
-    );
-    group(
-        out,
-        "nv_trt_llm_general_metrics",
-        "General TRT LLM metrics",
-        "general_type",
-        &[
-            ("iteration_counter", |m| int(get(&m.engine.iterations))),
-            ("timestamp", |_| {
-                int(crate::sim::unix_now().as_micros() as u64)
-            }),
-        ],
-    );
+    }
 }
 
 fn int(v: u64) -> String {

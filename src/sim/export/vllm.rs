@@ -17,43 +17,26 @@
 //!   `vllm:request_queue_time_seconds`, `vllm:request_inference_time_seconds`,
 //!   `vllm:request_prefill_time_seconds`, `vllm:request_decode_time_seconds`.
 
-use super::{HistFamily, family, labels, py_float, python_histograms, sample};
+use super::{Family, HistFamily, family, labels, py_float, python_histograms, sample};
 use crate::sim::counters::EngineStats;
 use crate::sim::metrics::{FailReason, ModelMetrics};
 
 /// The `vllm:*` families of every LLM model.
 pub(super) fn render(out: &mut String, models: &[&ModelMetrics], started_unix: u64) {
     let base = |m: &ModelMetrics| labels(&[("engine", "0"), ("model_name", m.name())]);
-    let gauge = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> f64| {
+    #[rustfmt::skip]
+    let gauges: [Family<f64>; 4] = [
+        ("vllm:num_requests_running", "Number of requests in model execution batches.", |m| m.running_now() as f64),
+        ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", |m| m.pending_now() as f64),
+        ("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.DEPRECATED: Use vllm:kv_cache_usage_perc instead.", |m| m.engine.kv_usage()),
+        ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", |m| m.engine.kv_usage()),
+    ];
+    for (name, help, f) in gauges {
         family(out, name, help, "gauge");
         for m in models {
             sample(out, name, &base(m), &py_float(f(m)));
         }
-    };
-    gauge(
-        out,
-        "vllm:num_requests_running",
-        "Number of requests in model execution batches.",
-        &|m| m.running.load(std::sync::atomic::Ordering::Relaxed).max(0) as f64,
-    );
-    gauge(
-        out,
-        "vllm:num_requests_waiting",
-        "Number of requests waiting to be processed.",
-        &|m| m.pending.load(std::sync::atomic::Ordering::Relaxed).max(0) as f64,
-    );
-    gauge(
-        out,
-        "vllm:gpu_cache_usage_perc",
-        "GPU KV-cache usage. 1 means 100 percent usage.DEPRECATED: Use vllm:kv_cache_usage_perc instead.",
-        &|m| m.engine.kv_usage(),
-    );
-    gauge(
-        out,
-        "vllm:kv_cache_usage_perc",
-        "KV-cache usage. 1 means 100 percent usage.",
-        &|m| m.engine.kv_usage(),
-    );
+    }
     cache_config_info(out, models);
     counters(out, models, started_unix);
     histograms(out, models);
@@ -88,9 +71,6 @@ fn cache_config_info(out: &mut String, models: &[&ModelMetrics]) {
     }
 }
 
-/// A counter family: name (without `_total`), help text, and each model's count.
-type CounterFamily = (&'static str, &'static str, fn(&ModelMetrics) -> u64);
-
 /// A counter family (`name` without `_total`): `_total` samples, then the `_created` gauge.
 fn counter(
     out: &mut String,
@@ -100,31 +80,22 @@ fn counter(
     help: &str,
     f: &dyn Fn(&ModelMetrics) -> u64,
 ) {
-    family(out, &format!("{name}_total"), help, "counter");
+    let (total, created) = (format!("{name}_total"), format!("{name}_created"));
     let base = |m: &ModelMetrics| labels(&[("engine", "0"), ("model_name", m.name())]);
+    family(out, &total, help, "counter");
     for m in models {
-        sample(
-            out,
-            &format!("{name}_total"),
-            &base(m),
-            &py_float(f(m) as f64),
-        );
+        sample(out, &total, &base(m), &py_float(f(m) as f64));
     }
-    family(out, &format!("{name}_created"), help, "gauge");
+    family(out, &created, help, "gauge");
     for m in models {
-        sample(
-            out,
-            &format!("{name}_created"),
-            &base(m),
-            &py_float(started),
-        );
+        sample(out, &created, &base(m), &py_float(started));
     }
 }
 
 fn counters(out: &mut String, models: &[&ModelMetrics], started_unix: u64) {
     let started = started_unix as f64;
     #[rustfmt::skip]
-    let families: [CounterFamily; 5] = [
+    let families: [Family<u64>; 5] = [
         ("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", |m| EngineStats::get(&m.engine.prefix_queried_tokens)),
         ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", |m| EngineStats::get(&m.engine.prefix_hit_tokens)),
         ("vllm:num_preemptions", "Cumulative number of preemption from the engine.", |m| EngineStats::get(&m.engine.preemptions)),
