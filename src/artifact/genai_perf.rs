@@ -398,9 +398,15 @@ pub fn turns_json(s: &LevelSummary) -> Value {
 pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     let st = &s.stats;
     let mut m = Map::new();
-    m.insert(
-        "request_throughput".into(),
-        json!({"unit": "requests/sec", "avg": st.request_throughput}),
+    // A system metric's `{unit, avg}` entry.
+    let avg = |m: &mut Map<String, Value>, key: &str, unit: &str, v: Value| {
+        m.insert(key.into(), json!({"unit": unit, "avg": v}));
+    };
+    avg(
+        &mut m,
+        "request_throughput",
+        "requests/sec",
+        json!(st.request_throughput),
     );
     let shown: Vec<(Metric, &Stats)> = s.shown_metrics().collect();
     let dist = |m: &mut Map<String, Value>, metric: Metric| {
@@ -412,32 +418,22 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         }
     };
     dist(&mut m, Metric::RequestLatency);
-    m.insert(
-        "request_count".into(),
-        json!({"unit": "count", "avg": st.request_count}),
-    );
+    avg(&mut m, "request_count", "count", json!(st.request_count));
     if let Some(g) = st.request_goodput {
-        m.insert(
-            "request_goodput".into(),
-            json!({"unit": "requests/sec", "avg": g}),
-        );
+        avg(&mut m, "request_goodput", "requests/sec", json!(g));
     }
     dist(&mut m, Metric::TimeToFirstToken);
     dist(&mut m, Metric::TimeToSecondToken);
     dist(&mut m, Metric::InterTokenLatency);
-    m.insert(
-        "output_token_throughput".into(),
-        json!({"unit": "tokens/sec", "avg": st.output_token_throughput}),
-    );
+    let tokens = json!(st.output_token_throughput);
+    avg(&mut m, "output_token_throughput", "tokens/sec", tokens);
     dist(&mut m, Metric::OutputTokenThroughputPerUser);
     dist(&mut m, Metric::OutputSequenceLength);
     dist(&mut m, Metric::InputSequenceLength);
-    m.insert(
-        "total_token_throughput".into(),
-        json!({"unit": "tokens/sec", "avg": st.total_token_throughput}),
-    );
+    let tokens = json!(st.total_token_throughput);
+    avg(&mut m, "total_token_throughput", "tokens/sec", tokens);
     for (key, value, unit) in api_values(&st.apis) {
-        m.insert(key.into(), json!({"unit": unit, "avg": value}));
+        avg(&mut m, key, unit, json!(value));
     }
     if let Some(a) = &st.accuracy {
         let (accuracy, changed) = accuracy_json(a);
@@ -460,50 +456,36 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     if !st.turns.is_empty() {
         m.insert("turns".into(), turns_json(s));
     }
-    m.insert(
-        "error_count".into(),
-        json!({"unit": "count", "avg": st.error_count}),
-    );
-    m.insert(
-        "errors".into(),
-        serde_json::to_value(&st.errors).unwrap_or(Value::Null),
-    );
-    m.insert(
-        "cancelled_count".into(),
-        json!({"unit": "count", "avg": st.cancelled_count}),
+    avg(&mut m, "error_count", "count", json!(st.error_count));
+    m.insert("errors".into(), json!(st.errors));
+    avg(
+        &mut m,
+        "cancelled_count",
+        "count",
+        json!(st.cancelled_count),
     );
     if st.abandoned_count > 0 {
-        m.insert(
-            "abandoned_count".into(),
-            json!({"unit": "count", "avg": st.abandoned_count}),
+        avg(
+            &mut m,
+            "abandoned_count",
+            "count",
+            json!(st.abandoned_count),
         );
     }
-    m.insert(
-        "reconnect_count".into(),
-        json!({"unit": "count", "avg": st.reconnect_count}),
+    avg(
+        &mut m,
+        "reconnect_count",
+        "count",
+        json!(st.reconnect_count),
     );
     if st.burst_count > 0 {
-        m.insert(
-            "burst_count".into(),
-            json!({"unit": "count", "avg": st.burst_count}),
-        );
+        avg(&mut m, "burst_count", "count", json!(st.burst_count));
     }
     if let Some(c) = &st.connections {
-        m.insert(
-            "connections".into(),
-            serde_json::to_value(c).unwrap_or(Value::Null),
-        );
+        m.insert("connections".into(), json!(c));
     }
-    m.insert(
-        "benchmark_duration".into(),
-        json!({"unit": "sec", "avg": st.duration_s}),
-    );
-    m.insert(
-        "server_metrics".into(),
-        s.server.as_ref().map_or(Value::Null, |d| {
-            serde_json::to_value(d).unwrap_or(Value::Null)
-        }),
-    );
+    avg(&mut m, "benchmark_duration", "sec", json!(st.duration_s));
+    m.insert("server_metrics".into(), json!(s.server));
     m.insert("engine_metrics".into(), super::server_view::engine_json(s));
     m.insert("gpu_metrics".into(), super::server_view::gpu_json(s));
     let mut validity = serde_json::to_value(&s.validity).unwrap_or_else(|_| json!({}));
@@ -517,10 +499,7 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     validity["short_output_count"] = json!(st.short_outputs);
     m.insert("validity".into(), validity);
     if let Some(d) = &s.drift {
-        m.insert(
-            "drift".into(),
-            serde_json::to_value(d).unwrap_or(Value::Null),
-        );
+        m.insert("drift".into(), json!(d));
     }
     m.insert(
         "level".into(),

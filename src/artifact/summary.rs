@@ -287,6 +287,16 @@ mod tests {
         }
     }
 
+    /// `summary.json` of `levels`, in directories `a`, `b`, ...
+    fn doc(levels: &[LevelSummary]) -> serde_json::Value {
+        let dirs: Vec<std::path::PathBuf> = ["a", "b"][..levels.len()]
+            .iter()
+            .map(std::path::PathBuf::from)
+            .collect();
+        let verdict = crate::analysis::verdict::verdict(levels);
+        json(levels, &dirs, &verdict, &serde_json::json!({}))
+    }
+
     #[test]
     fn decisions_added_to_summary_json() {
         let levels = [level(1, 45.0, None), level(8, 88.5, None)];
@@ -352,14 +362,10 @@ mod tests {
             p99,
             ..Stats::default()
         };
-        thinking
-            .stats
-            .metrics
-            .push((Metric::TimeToFirstOutputToken, st(180.25, 170.0, 240.5)));
-        thinking
-            .stats
-            .metrics
-            .push((Metric::ReasoningTokenCount, st(32.0, 32.0, 32.0)));
+        thinking.stats.metrics.extend([
+            (Metric::TimeToFirstOutputToken, st(180.25, 170.0, 240.5)),
+            (Metric::ReasoningTokenCount, st(32.0, 32.0, 32.0)),
+        ]);
         thinking.stats.cancelled_count = 7;
         thinking.stats.abandoned_count = 3;
         let text = csv(&[plain.clone(), thinking.clone()]);
@@ -393,14 +399,7 @@ mod tests {
         for l in &lines[1..] {
             assert_eq!(l.split(',').count(), header.len(), "{l}");
         }
-        let dirs = [std::path::PathBuf::from("a"), std::path::PathBuf::from("b")];
-        let levels = [plain, thinking];
-        let doc = json(
-            &levels,
-            &dirs,
-            &crate::analysis::verdict::verdict(&levels),
-            &serde_json::json!({}),
-        );
+        let doc = doc(&[plain, thinking]);
         assert_eq!(
             doc["levels"][0]["time_to_first_output_token"],
             serde_json::Value::Null
@@ -445,12 +444,7 @@ mod tests {
         assert_eq!(cell("osl_mismatch_pct"), "0.00");
         assert_eq!(cell("cached_prompt_tokens_avg"), "80.00");
         assert_eq!(cell("engine"), "", "no engine page was read");
-        let doc = json(
-            std::slice::from_ref(&l),
-            &[std::path::PathBuf::from("a")],
-            &crate::analysis::verdict::verdict(std::slice::from_ref(&l)),
-            &serde_json::json!({}),
-        );
+        let doc = doc(std::slice::from_ref(&l));
         let lv = &doc["levels"][0];
         assert_eq!(lv["server_ttft_ms"], 12.5);
         assert_eq!(lv["network_and_client_ttft_ms"], 32.75);

@@ -124,20 +124,12 @@ fn case(out: &mut String, c: &Case) {
 /// characters other than tab, newline and carriage return), which an error message from a
 /// server could carry.
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(ch),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
-            c => out.push(c),
-        }
-    }
-    out
+    let allowed = |c: char| {
+        matches!(c, '\t' | '\n' | '\r') || !(c < ' ' || c == '\u{FFFE}' || c == '\u{FFFF}')
+    };
+    let kept: String = s.chars().filter(|&c| allowed(c)).collect();
+    // HTML's escapes, but XML's name for the apostrophe (`&#39;` cannot come from escaped text).
+    crate::report::svg::esc(&kept).replace("&#39;", "&apos;")
 }
 
 /// A level's checks: its objectives, then its validity verdict.

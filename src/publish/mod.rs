@@ -148,7 +148,8 @@ pub struct RunEnd {
 }
 
 /// Which front end runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Mode {
     /// `ttftbench profile` (and `demo`).
     Profile,
@@ -159,10 +160,7 @@ pub enum Mode {
 impl Mode {
     /// The subcommand's name.
     pub fn name(self) -> &'static str {
-        match self {
-            Mode::Profile => "profile",
-            Mode::Perf => "perf",
-        }
+        self.into()
     }
 }
 

@@ -13,7 +13,8 @@ pub enum Align {
     Right,
 }
 
-/// Renders a table with a header rule, columns padded to their widest cell.
+/// Renders a table with a header rule, columns padded to their widest cell; columns past the
+/// end of `aligns` are right-aligned.
 pub fn table(headers: &[&str], aligns: &[Align], rows: &[Vec<String>]) -> String {
     let n = headers.len();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
@@ -100,12 +101,10 @@ pub fn repetitions_table(
             row
         })
         .collect();
-    let mut aligns = vec![Align::Left];
-    aligns.extend(cols.iter().map(|_| Align::Right));
     let more = file.map_or(String::new(), |f| format!(" (95 % intervals in {f})"));
     format!(
         "Over {count} repetitions: median [min–max]{more}\n{}",
-        table(&headers, &aligns, &rows)
+        table(&headers, &[Align::Left], &rows)
     )
 }
 
@@ -240,7 +239,7 @@ fn column_table(levels: &[LevelSummary], columns: &[Column]) -> String {
     let headers: Vec<&str> = columns.iter().map(|c| c.0).collect();
     let row = |l| columns.iter().map(|c| c.1(l)).collect();
     let rows: Vec<Vec<String>> = levels.iter().map(row).collect();
-    table(&headers, &vec![Align::Right; headers.len()], &rows)
+    table(&headers, &[], &rows)
 }
 
 /// Whether a level answered embeddings or rankings: inputs counted, no tokens out.
@@ -493,10 +492,8 @@ pub fn level_table(l: &LevelSummary) -> String {
             ]
         })
         .collect();
-    let mut aligns = vec![Align::Right; headers.len()];
-    aligns[0] = Align::Left;
     let mut out = format!("LLM metrics, {}\n", l.stimulus.name());
-    out.push_str(&table(&headers, &aligns, &rows));
+    out.push_str(&table(&headers, &[Align::Left], &rows));
     let st = &l.stats;
     out.push_str(&format!(
         "Output token throughput (tokens/sec): {:.2}\n",
@@ -604,12 +601,10 @@ pub fn turn_table(l: &LevelSummary) -> Option<String> {
         headers.push("Cached avg");
     }
     headers.extend(["TTFT avg", "p50", "p99", "TTFT per 1k ISL"]);
-    let mut aligns = vec![Align::Right; headers.len()];
-    aligns[0] = Align::Left;
     Some(format!(
         "TTFT (ms) by session turn, {}\n{}",
         l.stimulus.name(),
-        table(&headers, &aligns, &rows)
+        table(&headers, &[Align::Left], &rows)
     ))
 }
 
@@ -648,12 +643,10 @@ pub fn isl_table(l: &LevelSummary) -> Option<String> {
         })
         .collect();
     let headers = ["Input tokens", "Requests", "avg", "p50", "p90", "p99"];
-    let mut aligns = vec![Align::Right; headers.len()];
-    aligns[0] = Align::Left;
     Some(format!(
         "{name} (ms) by input length, {}\n{}",
         l.stimulus.name(),
-        table(&headers, &aligns, &rows)
+        table(&headers, &[Align::Left], &rows)
     ))
 }
 

@@ -314,8 +314,9 @@ pub fn relative(base: f64, cur: f64) -> Option<f64> {
     }
 }
 
-/// What happened to one metric of one level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What happened to one metric of one level; its `strum` name is the JSON's `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Status {
     /// No limit applies.
     Unchecked,
@@ -901,13 +902,7 @@ pub fn json(c: &Comparison) -> Value {
             "current": r.current,
             "change_pct": r.change().map(|x| x * 100.0),
             "limits": r.limits.iter().map(Threshold::limit_text).collect::<Vec<_>>(),
-            "status": match r.status {
-                Status::Unchecked => "unchecked",
-                Status::Ok => "ok",
-                Status::Regressed => "regressed",
-                Status::Missing => "missing",
-                Status::WithinNoise => "within_noise",
-            },
+            "status": <&str>::from(r.status),
             "baseline_values": r.base_values.iter().map(|v| v.is_finite().then_some(*v)).collect::<Vec<_>>(),
             "current_values": r.cur_values.iter().map(|v| v.is_finite().then_some(*v)).collect::<Vec<_>>(),
             "change_interval": r.interval.map(|(lo, hi)| [lo * 100.0, hi * 100.0]),
@@ -924,23 +919,16 @@ pub fn html_table(c: &Comparison) -> String {
         "<div class=\"tablewrap\"><table class=\"compare\"><thead><tr><th>Level</th><th>Metric</th><th>Previous</th><th>Newest</th><th>Change</th><th>Limit</th><th>Status</th></tr></thead><tbody>\n",
     );
     for r in c.rows.iter().filter(|r| !r.limits.is_empty()) {
-        let cl = cells(r, false);
-        let class = if r.is_regression() { "fail" } else { "pass" };
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",
-            esc(&cl[0]),
-            esc(&cl[1]),
-            esc(&cl[2]),
-            esc(&cl[3]),
-            esc(&cl[4]),
-            esc(&cl[5]),
-            if r.is_regression() {
-                "investigate"
-            } else {
-                "ok"
-            }
-        );
+        out.push_str("<tr>");
+        for c in &cells(r, false)[..6] {
+            let _ = write!(out, "<td>{}</td>", esc(c));
+        }
+        let (class, word) = if r.is_regression() {
+            ("fail", "investigate")
+        } else {
+            ("pass", "ok")
+        };
+        let _ = writeln!(out, "<td class=\"{class}\">{word}</td></tr>");
     }
     for l in &c.only_in_baseline {
         let _ = writeln!(

@@ -62,25 +62,22 @@ pub fn utc(unix_ns: u64) -> String {
 /// The run's flags: valid or not, failures, short outputs, missing server data, SLO totals.
 fn badges(out: &mut String, run: &Run) {
     out.push_str("<p class=\"badges\">");
-    let interrupted: Vec<String> = run
-        .levels
-        .iter()
-        .filter(|l| l.summary.interrupted)
-        .map(|l| l.summary.stimulus.name())
-        .collect();
-    let errors: u64 = run.levels.iter().map(|l| l.summary.stats.error_count).sum();
-    let short: u64 = run
-        .levels
-        .iter()
-        .map(|l| l.summary.stats.short_outputs)
-        .sum();
+    // The names of the levels that are `so`, joined.
+    let names = |so: &dyn Fn(&crate::stats::LevelSummary) -> bool| {
+        let named = run.levels.iter().filter(|l| so(&l.summary));
+        named
+            .map(|l| l.summary.stimulus.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let sum = |n: fn(&crate::stats::LevelSummary) -> u64| -> u64 {
+        run.levels.iter().map(|l| n(&l.summary)).sum()
+    };
+    let interrupted = names(&|l| l.interrupted);
+    let errors = sum(|l| l.stats.error_count);
+    let short = sum(|l| l.stats.short_outputs);
     let no_server = run.levels.iter().all(|l| l.summary.server.is_none());
-    let untrusted: Vec<String> = run
-        .levels
-        .iter()
-        .filter(|l| !l.summary.validity.trustworthy)
-        .map(|l| l.summary.stimulus.name())
-        .collect();
+    let untrusted = names(&|l| !l.validity.trustworthy);
     if interrupted.is_empty() && errors == 0 && untrusted.is_empty() {
         out.push_str("<span class=\"ok\">valid: complete, no errors</span>");
     }
@@ -88,14 +85,14 @@ fn badges(out: &mut String, run: &Run) {
         let _ = write!(
             out,
             "<span class=\"bad\">not trustworthy: {}</span>",
-            esc(&untrusted.join(", "))
+            esc(&untrusted)
         );
     }
     if !interrupted.is_empty() {
         let _ = write!(
             out,
             "<span class=\"bad\">interrupted: {}</span>",
-            esc(&interrupted.join(", "))
+            esc(&interrupted)
         );
     }
     if errors > 0 {
@@ -112,24 +109,18 @@ fn badges(out: &mut String, run: &Run) {
             crate::analysis::text::count(short, "response")
         );
     }
-    let thin: Vec<String> = run
-        .levels
-        .iter()
-        .filter(|l| {
-            l.summary
-                .validity
-                .unsupported_percentiles
-                .iter()
-                .any(|p| p == "p99")
-        })
-        .map(|l| l.summary.stimulus.name())
-        .collect();
+    let thin = names(&|l| {
+        l.validity
+            .unsupported_percentiles
+            .iter()
+            .any(|p| p == "p99")
+    });
     if !thin.is_empty() {
         let _ = write!(
             out,
             "<span class=\"warn\">p99 from fewer than {} requests (the slowest, not a tail): {}</span>",
             crate::metrics::fewest_for_percentile(99),
-            esc(&thin.join(", "))
+            esc(&thin)
         );
     }
     if no_server {
@@ -462,23 +453,18 @@ mod tests {
             .push((Metric::TimeToFirstOutputToken, st(412.5)));
         stats.metrics.push((Metric::ReasoningTokenCount, st(32.0)));
         stats.cancelled_count = 3;
-        let run = run_from(
-            std::path::Path::new("r"),
-            vec![level(1, 30.0, 200.0, None), thinking],
-        );
-        let page = render(&[run], &opts());
+        let page = page(vec![level(1, 30.0, 200.0, None), thinking]);
         assert!(page.contains("<th>TTFT p99</th><th>TTFO avg (ms)</th><th>Reasoning tok avg</th><th>ITL avg (ms)</th>"), "{page}");
         assert!(page.contains("<tr><td>1</td><td>15.00</td><td>15.00</td><td>30.00</td><td>–</td><td>–</td><td>3.00</td>"), "{page}");
         assert!(page.contains("<tr><td>4</td><td>150.00</td><td>150.00</td><td>300.00</td><td>412.50</td><td>32.0</td><td>3.00</td>"), "{page}");
         assert!(page.contains("<td>3 cancelled</td></tr>"), "{page}");
-        let plain = render(
-            &[run_from(
-                std::path::Path::new("r"),
-                vec![level(1, 30.0, 200.0, None)],
-            )],
-            &opts(),
-        );
+        let plain = self::page(vec![level(1, 30.0, 200.0, None)]);
         assert!(!plain.contains("TTFO avg"));
+    }
+
+    /// The page of one run of `levels`.
+    fn page(levels: Vec<LoadedLevel>) -> String {
+        render(&[run_from(std::path::Path::new("r"), levels)], &opts())
     }
 
     /// The part of a page holding one chart.
@@ -492,15 +478,11 @@ mod tests {
     /// ticks; within 10x they stay proportional.
     #[test]
     fn latency_axes_turn_log_when_levels_span_decades() {
-        let wide = run_from(
-            std::path::Path::new("r"),
-            vec![
-                level(1, 30.0, 200.0, None),
-                level(8, 180.0, 1000.0, None),
-                level(32, 2600.0, 1010.0, None),
-            ],
-        );
-        let page = render(&[wide], &opts());
+        let page = page(vec![
+            level(1, 30.0, 200.0, None),
+            level(8, 180.0, 1000.0, None),
+            level(32, 2600.0, 1010.0, None),
+        ]);
         let ttft = chart(&page, "ttft");
         assert!(
             ttft.contains(r#"<g class="axis" data-y-scale="log">"#),
@@ -527,11 +509,10 @@ mod tests {
         let label_x = format!(r#"<text class="pl" x="{:.1}""#, cx + 11.0);
         assert!(knee.contains(&label_x), "{knee}");
         // Within 10x: proportional, from 0.
-        let narrow = run_from(
-            std::path::Path::new("r"),
-            vec![level(1, 100.0, 200.0, None), level(8, 180.0, 1000.0, None)],
-        );
-        let page = render(&[narrow], &opts());
+        let page = self::page(vec![
+            level(1, 100.0, 200.0, None),
+            level(8, 180.0, 1000.0, None),
+        ]);
         let ttft = chart(&page, "ttft");
         assert!(ttft.contains(r#"<g class="axis"><line"#), "{ttft}");
         assert!(ttft.contains(">time to first token (ms)</text>"));
@@ -546,11 +527,7 @@ mod tests {
             reasons: vec!["only 1 successful request measured".into()],
             ..Default::default()
         };
-        let run = run_from(
-            std::path::Path::new("r"),
-            vec![few, level(8, 180.0, 1000.0, None)],
-        );
-        let page = render(&[run], &opts());
+        let page = page(vec![few, level(8, 180.0, 1000.0, None)]);
         assert!(!page.contains("valid: complete"));
         assert!(page.contains("<span class=\"bad\">not trustworthy: concurrency1</span>"));
         assert!(page.contains(
@@ -581,11 +558,7 @@ mod tests {
                 line(DriftMetric::OutputThroughput, -0.5, false),
             ],
         });
-        let run = run_from(
-            std::path::Path::new("r"),
-            vec![level(1, 30.0, 200.0, None), soak],
-        );
-        let page = render(&[run], &opts());
+        let page = page(vec![level(1, 30.0, 200.0, None), soak]);
         assert!(page.contains(
             "<p class=\"fail\">Drift at concurrency8 over 2.0 h (Theil–Sen slope per hour, 95 % interval): TTFT p99 +12.00 ms/h [+11.00, +13.00] (+12.0 %/h): drifts; output tok/s -0.50 tokens/sec/h [-1.50, +0.50] (-0.5 %/h): steady</p>\n"
         ), "{page}");
