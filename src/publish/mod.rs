@@ -235,12 +235,7 @@ impl Publisher {
 
     /// The final summary object of `--output json`.
     pub fn summary_json(&self, end: &RunEnd) -> Value {
-        let checks: usize = self.levels.iter().map(|l| l.slo.len()).sum();
-        let failed: usize = self
-            .levels
-            .iter()
-            .map(|l| l.slo.iter().filter(|r| !r.passed).count())
-            .sum();
+        let (checks, failed) = slo_totals(&self.levels);
         json!({
             "type": "run_summary",
             "mode": self.mode.name(),
@@ -260,6 +255,12 @@ impl Publisher {
             "verdict": end.verdict,
         })
     }
+}
+
+/// The `--slo` checks of `levels`: how many were made, and how many failed.
+fn slo_totals(levels: &[LevelReport]) -> (usize, usize) {
+    let checks = levels.iter().flat_map(|l| &l.slo);
+    (checks.clone().count(), checks.filter(|r| !r.passed).count())
 }
 
 /// Writes console text to stdout, or to stderr when stdout is reserved for JSON.

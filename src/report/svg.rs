@@ -185,21 +185,19 @@ impl Chart {
     }
 }
 
+/// SVG path data through `pts` (pixels): a move to the first, a line to each next one.
+fn path_d(pts: impl IntoIterator<Item = (f64, f64)>) -> String {
+    let step = |(i, (x, y)): (usize, (f64, f64))| {
+        let op = if i == 0 { "M" } else { "L" };
+        format!("{op}{} {}", coord(x), coord(y))
+    };
+    pts.into_iter().enumerate().map(step).collect()
+}
+
 fn marker(shape: usize, cx: f64, cy: f64, color: &str) -> String {
     let poly = |pts: &[(f64, f64)]| {
-        let d: Vec<String> = pts
-            .iter()
-            .enumerate()
-            .map(|(i, (x, y))| {
-                format!(
-                    "{}{} {}",
-                    if i == 0 { "M" } else { "L" },
-                    coord(cx + x),
-                    coord(cy + y)
-                )
-            })
-            .collect();
-        format!(r#"<path d="{}Z" fill="{color}"/>"#, d.join(""))
+        let d = path_d(pts.iter().map(|(x, y)| (cx + x, cy + y)));
+        format!(r#"<path d="{d}Z" fill="{color}"/>"#)
     };
     match shape % 4 {
         0 => format!(
@@ -420,22 +418,10 @@ fn series(out: &mut String, c: &Chart, frame: &Frame, i: usize, s: &Series) {
         band(out, frame, &valid, color);
     }
     if c.lines && valid.len() > 1 {
-        let d: Vec<String> = valid
-            .iter()
-            .enumerate()
-            .map(|(j, p)| {
-                format!(
-                    "{}{} {}",
-                    if j == 0 { "M" } else { "L" },
-                    coord(frame.px(p.x)),
-                    coord(frame.py(p.y))
-                )
-            })
-            .collect();
+        let d = path_d(valid.iter().map(|p| (frame.px(p.x), frame.py(p.y))));
         let _ = write!(
             out,
-            r#"<path class="line" d="{}" stroke="{color}"{}/>"#,
-            d.join(""),
+            r#"<path class="line" d="{d}" stroke="{color}"{}/>"#,
             dash_attr(dash)
         );
     }
@@ -483,23 +469,8 @@ fn band(out: &mut String, frame: &Frame, pts: &[&Pt], color: &str) {
         .iter()
         .rev()
         .map(|(x, lo, _)| (frame.px(*x), frame.py(*lo)));
-    let d: Vec<String> = upper
-        .chain(lower)
-        .enumerate()
-        .map(|(i, (x, y))| {
-            format!(
-                "{}{} {}",
-                if i == 0 { "M" } else { "L" },
-                coord(x),
-                coord(y)
-            )
-        })
-        .collect();
-    let _ = write!(
-        out,
-        r#"<path class="band" d="{}Z" fill="{color}"/>"#,
-        d.join("")
-    );
+    let d = path_d(upper.chain(lower));
+    let _ = write!(out, r#"<path class="band" d="{d}Z" fill="{color}"/>"#);
 }
 
 /// A vertical bar from `y_lo` to `y_hi` (pixels) with short caps: the range of the repetitions

@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use super::figure::{figure, kind_title, load_label};
+use super::tables::cell;
 use crate::artifact::read::LoadedLevel;
 use crate::report::svg::{self, Chart, Pt, Series, XScale, esc};
 use crate::server_metrics::split::engine_name;
@@ -114,10 +115,6 @@ fn gpu_chart(out: &mut String, levels: &[LoadedLevel], kind: &str, scale: XScale
         &svg::line_chart(&c),
         "From Triton's nv_gpu_* metrics or a DCGM exporter (--gpu-metrics-url). Hover for output tokens per joule where power or energy is known.",
     );
-}
-
-fn cell(v: Option<f64>, digits: usize) -> String {
-    crate::analysis::text::fixed_or(v, digits, "–")
 }
 
 /// One level's row of the engine table.

@@ -10,7 +10,7 @@ use crate::report::svg::esc;
 use crate::stats::LevelSummary;
 
 /// `digits` decimals; an en dash for a missing value.
-fn cell(v: Option<f64>, digits: usize) -> String {
+pub(super) fn cell(v: Option<f64>, digits: usize) -> String {
     crate::analysis::text::fixed_or(v, digits, "–")
 }
 
@@ -87,15 +87,16 @@ pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: 
     if reasoning {
         head.extend(["TTFO avg (ms)".into(), "Reasoning tok avg".into()]);
     }
-    for h in [
-        "ITL avg (ms)",
-        "ITL p99",
-        "Latency p99 (ms)",
-        "Output tok/s",
-        "Req/s",
-    ] {
-        head.push(h.into());
-    }
+    head.extend(
+        [
+            "ITL avg (ms)",
+            "ITL p99",
+            "Latency p99 (ms)",
+            "Output tok/s",
+            "Req/s",
+        ]
+        .map(String::from),
+    );
     // Embeddings and rankings: inputs and input tokens per second; tools: the share called.
     let has = |m: SystemMetric| levels.iter().any(|lv| sys(&lv.summary, m).is_some());
     let extra: Vec<(&str, SystemMetric, usize)> = [
@@ -110,9 +111,7 @@ pub(super) fn level_table(out: &mut String, levels: &[LoadedLevel], knee_level: 
     .filter(|(_, m, _)| has(*m))
     .collect();
     head.extend(extra.iter().map(|(h, _, _)| h.to_string()));
-    for h in ["Queue (ms)", "Queue share", "Errors", "SLO", "Notes"] {
-        head.push(h.into());
-    }
+    head.extend(["Queue (ms)", "Queue share", "Errors", "SLO", "Notes"].map(String::from));
     let _ = writeln!(
         out,
         "<div class=\"tablewrap\"><table class=\"levels\"><thead><tr><th>{}</th></tr></thead><tbody>",
