@@ -68,20 +68,13 @@
 
 use serde_json::{Map, Value, json};
 
+use super::server_view::num;
 use crate::metrics::{Metric, Stats};
 use crate::server_metrics::ServerDelta;
 use crate::stats::LevelSummary;
 
 /// Header of the distribution section.
 pub const CSV_DIST_HEADER: &str = "Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,unit";
-
-fn num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.2}")
-    } else {
-        "N/A".to_string()
-    }
-}
 
 /// The CSV file's text.
 pub fn csv(s: &LevelSummary) -> String {
@@ -151,26 +144,23 @@ fn row(key: &str, value: String, unit: &'static str) -> (String, String, &'stati
 fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
     let st = &s.stats;
     let count = |k: &str, n: u64| row(k, n.to_string(), "count");
+    let rate = |k: &str, v: f64, unit| row(k, num(v), unit);
     let mut rows = vec![
-        row(
+        rate(
             "output_token_throughput",
-            num(st.output_token_throughput),
+            st.output_token_throughput,
             "tokens/sec",
         ),
-        row(
+        rate(
             "total_token_throughput",
-            num(st.total_token_throughput),
+            st.total_token_throughput,
             "tokens/sec",
         ),
-        row(
-            "request_throughput",
-            num(st.request_throughput),
-            "requests/sec",
-        ),
+        rate("request_throughput", st.request_throughput, "requests/sec"),
     ];
     rows.extend(
         st.request_goodput
-            .map(|g| row("request_goodput", num(g), "requests/sec")),
+            .map(|g| rate("request_goodput", g, "requests/sec")),
     );
     rows.push(count("request_count", st.request_count));
     rows.push(count("error_count", st.error_count));
@@ -208,8 +198,11 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
     rows
 }
 
+/// A `(key, value, unit)` row of the CSV's second section before its value is formatted.
+pub type Entry = (&'static str, f64, &'static str);
+
 /// The newer APIs' level numbers the level has, `(key, value, unit)` (see the module's notes).
-pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<(&'static str, f64, &'static str)> {
+pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<Entry> {
     let count = |n: Option<u64>| n.map(|n| n as f64);
     [
         ("input_throughput", a.input_throughput, "inputs/sec"),
@@ -232,9 +225,7 @@ pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<(&'static str, f64, &
 /// A level's session rows, `(key, value, unit)`: sessions completed, failed and cut short, the
 /// completed ones' time to task completion (avg, p50, p90, p99, max) and their requests and
 /// tool round trips on average.
-pub fn session_values(
-    s: &crate::stats::sessions::SessionStats,
-) -> Vec<(&'static str, f64, &'static str)> {
+pub fn session_values(s: &crate::stats::sessions::SessionStats) -> Vec<Entry> {
     let mut rows = vec![
         ("session_completed_count", s.completed as f64, "count"),
         ("session_failed_count", s.failed as f64, "count"),
@@ -260,9 +251,7 @@ pub fn session_values(
 
 /// A scored level's CSV rows, `(key, value, unit)`: the accuracy and its interval, the answers
 /// graded, and where outputs were compared, the changed share, its interval and its counts.
-pub fn accuracy_values(
-    a: &crate::stats::scored::AccuracyStats,
-) -> Vec<(&'static str, f64, &'static str)> {
+pub fn accuracy_values(a: &crate::stats::scored::AccuracyStats) -> Vec<Entry> {
     let mut rows = vec![
         ("accuracy", a.accuracy, "fraction"),
         ("accuracy_ci_low", a.low, "fraction"),

@@ -287,7 +287,7 @@ fn sessions_from(
     let Some(v) = v else {
         return Ok(Default::default());
     };
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let n = |k: &str| or_zero(v, k);
     let completion = match v.get("completion").filter(|c| !c.is_null()) {
         Some(c) => dist_from("sessions.completion", c)?,
         None => Dist::default(),
@@ -306,7 +306,7 @@ fn answers_from(v: Option<&Value>) -> crate::stats::scored::AnswerTally {
     let Some(v) = v else {
         return Default::default();
     };
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let n = |k: &str| or_zero(v, k);
     let set = |k: &str| {
         let mut s = crate::stats::scored::PromptSet::default();
         for i in v.get(k).and_then(Value::as_array).into_iter().flatten() {
@@ -328,12 +328,13 @@ fn answers_from(v: Option<&Value>) -> crate::stats::scored::AnswerTally {
     }
 }
 
+/// The whole number at `k` in `v`; 0 when absent (files written before it was counted).
+fn or_zero(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(0)
+}
+
 fn apis_from(v: Option<&Value>) -> crate::stats::apis::ApiTally {
-    let n = |k: &str| {
-        v.and_then(|v| v.get(k))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let n = |k: &str| v.map_or(0, |v| or_zero(v, k));
     crate::stats::apis::ApiTally {
         inputs: n("inputs"),
         images: n("images"),
@@ -370,15 +371,14 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
     agg.sum_recv_ns = u("sum_recv_ns")?;
     agg.first_sent_ns = c.get("first_sent_unix_ns").and_then(Value::as_u64);
     agg.last_response_ns = c.get("last_response_unix_ns").and_then(Value::as_u64);
-    agg.cancelled = c.get("cancelled").and_then(Value::as_u64).unwrap_or(0);
-    agg.reconnects = c.get("reconnects").and_then(Value::as_u64).unwrap_or(0);
     // Absent in files written before these were counted.
-    let or_zero = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
-    agg.osl_compared = or_zero("osl_compared");
-    agg.isl_mismatch = or_zero("isl_mismatch");
-    agg.isl_compared = or_zero("isl_compared");
-    agg.burst = or_zero("burst");
-    agg.abandoned = or_zero("abandoned");
+    agg.cancelled = or_zero(c, "cancelled");
+    agg.reconnects = or_zero(c, "reconnects");
+    agg.osl_compared = or_zero(c, "osl_compared");
+    agg.isl_mismatch = or_zero(c, "isl_mismatch");
+    agg.isl_compared = or_zero(c, "isl_compared");
+    agg.burst = or_zero(c, "burst");
+    agg.abandoned = or_zero(c, "abandoned");
     agg.apis = apis_from(c.get("apis"));
     agg.answers = answers_from(c.get("answers"));
     agg.sessions = sessions_from(c.get("sessions"))?;
@@ -390,7 +390,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
     {
         let key = e.get("kind").and_then(Value::as_str).unwrap_or("");
         let kind = ErrorKind::from_key(key).ok_or_else(|| HistogramError::ErrorKind(key.into()))?;
-        let n = e.get("count").and_then(Value::as_u64).unwrap_or(0);
+        let n = or_zero(e, "count");
         let example = e.get("example").and_then(Value::as_str).unwrap_or("");
         // Older files listed abandoned requests among the errors (as `cancelled`).
         if kind == ErrorKind::Abandoned {

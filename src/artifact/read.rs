@@ -181,21 +181,20 @@ fn stats_from(v: &Value) -> Stats {
     Stats::from_fn(whole(v, "count"), |s| f(v, s.key()))
 }
 
+/// The distribution at `k`, when `v` has one there (null or absent: none).
+fn dist(v: &Value, k: &str) -> Option<Stats> {
+    v.get(k).filter(|v| v.is_object()).map(stats_from)
+}
+
 /// The level document's `isl_buckets` (see [`super::genai_perf`]); none in older files.
 fn isl_buckets_from(doc: &Value) -> Vec<crate::stats::isl::IslBucket> {
-    let buckets = doc.get("isl_buckets").and_then(Value::as_array);
-    let dist = |b: &Value, k: &str| b.get(k).filter(|v| v.is_object()).map(stats_from);
-    buckets
-        .into_iter()
-        .flatten()
-        .map(|b| crate::stats::isl::IslBucket {
-            min_isl: u32_of(b.get("min_isl")).unwrap_or(0),
-            max_isl: u32_of(b.get("max_isl")),
-            count: b.get("count").and_then(Value::as_u64).unwrap_or(0),
-            ttft: dist(b, "time_to_first_token"),
-            latency: dist(b, "request_latency"),
-        })
-        .collect()
+    items(doc, "isl_buckets", |b| crate::stats::isl::IslBucket {
+        min_isl: u32_of(b.get("min_isl")).unwrap_or(0),
+        max_isl: u32_of(b.get("max_isl")),
+        count: whole(b, "count"),
+        ttft: dist(b, "time_to_first_token"),
+        latency: dist(b, "request_latency"),
+    })
 }
 
 /// [`turns_from`], for the encoder's round-trip test.
@@ -206,27 +205,19 @@ pub(crate) fn level_from_json_for_tests(doc: &Value) -> Vec<crate::stats::turns:
 
 /// The level document's `turns` (see [`super::genai_perf`]); none in runs without sessions.
 fn turns_from(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
-    let turns = doc.get("turns").and_then(Value::as_array);
-    turns
-        .into_iter()
-        .flatten()
-        .map(|t| crate::stats::turns::TurnStats {
-            turn: u32_of(t.get("turn")).unwrap_or(0),
-            and_later: t.get("and_later").and_then(Value::as_bool).unwrap_or(false),
-            count: t.get("count").and_then(Value::as_u64).unwrap_or(0),
-            ttft: t
-                .get("time_to_first_token")
-                .filter(|v| v.is_object())
-                .map(stats_from),
-            isl_avg: t
-                .pointer("/input_sequence_length/avg")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-            cached_avg: t
-                .pointer("/cached_prompt_tokens/avg")
-                .and_then(Value::as_f64),
-        })
-        .collect()
+    items(doc, "turns", |t| crate::stats::turns::TurnStats {
+        turn: u32_of(t.get("turn")).unwrap_or(0),
+        and_later: t.get("and_later").and_then(Value::as_bool).unwrap_or(false),
+        count: whole(t, "count"),
+        ttft: dist(t, "time_to_first_token"),
+        isl_avg: t
+            .pointer("/input_sequence_length/avg")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0),
+        cached_avg: t
+            .pointer("/cached_prompt_tokens/avg")
+            .and_then(Value::as_f64),
+    })
 }
 
 fn server_from(v: &Value) -> Option<ServerDelta> {
@@ -334,21 +325,21 @@ fn apis_from(doc: &Value) -> crate::stats::apis::ApiStats {
 fn accuracy_from(doc: &Value) -> Option<crate::stats::scored::AccuracyStats> {
     use crate::stats::scored::{AccuracyStats, ChangedStats, Counts};
     let a = doc.get("accuracy")?;
-    let n = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
     let x = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64);
     let confidence = x(a, "confidence").unwrap_or(0.95);
     let changed = doc.get("answer_changed_share").map(|c| {
+        let example = c.get("example").and_then(typed);
         ChangedStats::of(
-            n(c, "changed"),
-            n(c, "compared"),
+            whole(c, "changed"),
+            whole(c, "compared"),
             confidence,
-            c.get("example").and_then(typed),
+            example,
         )
     });
     let counts = Counts {
-        graded: n(a, "graded"),
-        correct: n(a, "correct"),
-        unparsed: n(a, "unparsed"),
+        graded: whole(a, "graded"),
+        correct: whole(a, "correct"),
+        unparsed: whole(a, "unparsed"),
     };
     Some(AccuracyStats::of(counts, confidence, changed).at(confidence, x(a, "chance")))
 }
@@ -393,19 +384,14 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             abandoned_count: count("abandoned_count"),
             reconnect_count: count("reconnect_count"),
             burst_count: count("burst_count"),
-            connections: doc
-                .get("connections")
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            connections: doc.get("connections").and_then(typed),
             errors,
             warmup_count: 0,
             duration_s: avg("benchmark_duration"),
             output_token_throughput: avg("output_token_throughput"),
             total_token_throughput: avg("total_token_throughput"),
             request_throughput: avg("request_throughput"),
-            request_goodput: doc
-                .get("request_goodput")
-                .and_then(|v| v.get("avg"))
-                .and_then(Value::as_f64),
+            request_goodput: doc.pointer("/request_goodput/avg").and_then(Value::as_f64),
             osl_mismatch: vcount("osl_mismatch_count"),
             osl_compared: vcount("osl_compared_count"),
             isl_mismatch: vcount("isl_mismatch_count"),
@@ -414,9 +400,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             percentile_method: level.get("percentile_method").and_then(typed),
             isl_buckets: isl_buckets_from(doc),
             turns: turns_from(doc),
-            sessions: doc
-                .get("sessions")
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            sessions: doc.get("sessions").and_then(typed),
             apis: apis_from(doc),
             accuracy: accuracy_from(doc),
         },

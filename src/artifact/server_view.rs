@@ -34,7 +34,8 @@ use crate::stats::LevelSummary;
 /// One `key,value,unit` row.
 pub type Row = (String, String, &'static str);
 
-fn num(v: f64) -> String {
+/// Two decimals; `N/A` for a value that is not finite (as GenAI-Perf's CSV writes it).
+pub(super) fn num(v: f64) -> String {
     crate::analysis::text::fixed_or(Some(v), 2, "N/A")
 }
 

@@ -1,6 +1,7 @@
 //! What a person sees on the terminal: the sweep table, GenAI-Perf's per-level metric table,
 //! and error summaries. Pure functions of summaries, so their exact text is tested.
 
+use crate::analysis::text;
 use crate::metrics::Metric;
 use crate::stats::LevelSummary;
 
@@ -56,7 +57,7 @@ pub fn table(headers: &[&str], aligns: &[Align], rows: &[Vec<String>]) -> String
 
 /// Milliseconds with two decimals; `-` for a missing value.
 fn ms(v: Option<f64>) -> String {
-    crate::analysis::text::fixed_or(v, 2, "-")
+    text::fixed_or(v, 2, "-")
 }
 
 /// The numbers of a `--repeat` run that vary most from run to run, per level: the median across
@@ -140,7 +141,7 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             "Reasoning tok avg",
             cell(|l| {
                 let avg = l.shown_stat(Metric::ReasoningTokenCount).map(|s| s.avg);
-                crate::analysis::text::fixed_or(avg, 1, "-")
+                text::fixed_or(avg, 1, "-")
             }),
         ));
     }
@@ -227,7 +228,7 @@ fn tail(m: Metric) -> Box<dyn Fn(&LevelSummary) -> String> {
 /// The first column: the load, marked where the level was interrupted.
 fn load_column(levels: &[LevelSummary]) -> Column {
     let load = cell(|l| {
-        let value = crate::analysis::text::load_text(l.stimulus.value());
+        let value = text::load_text(l.stimulus.value());
         let cut = if l.interrupted { " (interrupted)" } else { "" };
         format!("{value}{cut}")
     });
@@ -322,7 +323,7 @@ pub fn session_line(l: &LevelSummary) -> Option<String> {
 pub fn accuracy_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
     a.map_or_else(
         || "-".to_string(),
-        |a| crate::analysis::text::interval(a.accuracy, a.low, a.high),
+        |a| text::interval(a.accuracy, a.low, a.high),
     )
 }
 
@@ -331,7 +332,7 @@ pub fn accuracy_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String 
 pub fn changed_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
     a.and_then(|a| a.changed.as_ref()).map_or_else(
         || "-".to_string(),
-        |c| crate::analysis::text::interval(c.share, c.low, c.high),
+        |c| text::interval(c.share, c.low, c.high),
     )
 }
 
@@ -344,7 +345,7 @@ fn share(v: Option<f64>) -> String {
 /// back, so request latency, inputs (texts, passages) and input tokens per second say what
 /// the server did.
 fn batch_sweep_table(levels: &[LevelSummary]) -> String {
-    use crate::analysis::text::fixed_or;
+    use text::fixed_or;
     let cols = [
         load_column(levels),
         ("Latency avg (ms)", avg(Metric::RequestLatency)),
@@ -371,7 +372,7 @@ fn batch_sweep_table(levels: &[LevelSummary]) -> String {
 pub fn engine_lines(l: &LevelSummary) -> String {
     use crate::server_metrics::split::{QueueSource, engine_name};
     let mut out = String::new();
-    let one = |v: Option<f64>| crate::analysis::text::fixed_or(v, 1, "-");
+    let one = |v: Option<f64>| text::fixed_or(v, 1, "-");
     if let Some(e) = &l.engine {
         let mut parts = Vec::new();
         if let Some(w) = e.waiting {
@@ -454,14 +455,14 @@ pub fn engine_lines(l: &LevelSummary) -> String {
         ));
     }
     if let Some(g) = &l.gpu {
-        let pct = |v: Option<f64>| crate::analysis::text::fixed_or(v.map(|v| v * 100.0), 0, "-");
+        let pct = |v: Option<f64>| text::fixed_or(v.map(|v| v * 100.0), 0, "-");
         out.push_str(&format!(
             "  GPUs ({}): utilization {}% avg / {}% max, {} W, {} output tokens/J\n",
             g.gpus.len(),
             pct(g.utilization_avg()),
             pct(g.utilization_max()),
-            crate::analysis::text::fixed_or(g.power_avg_w(), 0, "-"),
-            crate::analysis::text::fixed_or(g.output_tokens_per_joule, 2, "-"),
+            text::fixed_or(g.power_avg_w(), 0, "-"),
+            text::fixed_or(g.output_tokens_per_joule, 2, "-"),
         ));
     }
     out
@@ -535,7 +536,7 @@ pub fn level_table(l: &LevelSummary) -> String {
         out.push_str(&format!(
             "Server ({}): {}, avg {:.2} ms = queue {} + compute input {:.2} + infer {:.2} + output {:.2} ms\n",
             d.source,
-            crate::analysis::text::count(d.requests, "request"),
+            text::count(d.requests, "request"),
             d.avg_request_ms,
             d.avg_queue_ms.map_or_else(|| "n/a".to_string(), |q| format!("{q:.2}")),
             d.avg_compute_input_ms,
@@ -685,7 +686,7 @@ pub fn token_count_line(l: &LevelSummary) -> Option<String> {
         parts.push(format!(
             "output tokens: the server's count differs from the tokenizer's on {} of {} ({:.1}%)",
             st.osl_mismatch,
-            crate::analysis::text::count(st.osl_compared, "request"),
+            text::count(st.osl_compared, "request"),
             share * 100.0
         ));
     }
@@ -698,7 +699,7 @@ pub fn token_count_line(l: &LevelSummary) -> Option<String> {
         parts.push(format!(
             "input tokens: the server's count differs from the client's on {} of {} ({:.1}%){hint}",
             st.isl_mismatch,
-            crate::analysis::text::count(st.isl_compared, "request"),
+            text::count(st.isl_compared, "request"),
             share * 100.0
         ));
     }
@@ -767,7 +768,7 @@ pub fn drift_lines(l: &LevelSummary) -> Vec<String> {
     };
     let mut out = vec![format!(
         "drift over {} (Theil–Sen slope per hour, {:.0} % interval):",
-        crate::analysis::text::duration(d.span_s),
+        text::duration(d.span_s),
         d.confidence * 100.0
     )];
     out.extend(d.metrics.iter().map(|m| format!("  {}", m.line())));
@@ -802,7 +803,7 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
         .map(|p| {
             let mut row = vec![
                 p.index.to_string(),
-                crate::analysis::text::load_text(p.load),
+                text::load_text(p.load),
                 p.measured.to_string(),
                 p.verdict.word().to_string(),
                 <&str>::from(p.proof).to_string(),
@@ -839,18 +840,18 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
     let span = match (l.loads.first(), l.loads.last()) {
         (Some(a), Some(b)) if l.loads.len() > 1 => format!(
             " ({} to {})",
-            crate::analysis::text::load_text(*a),
-            crate::analysis::text::load_text((b * 1000.0).round() / 1000.0)
+            text::load_text(*a),
+            text::load_text((b * 1000.0).round() / 1000.0)
         ),
         _ => String::new(),
     };
     out.push_str(&format!(
         "requests spent: {} (warm-up included) in {}, {:.0}% of the {} a ladder of {}{span} at {} requests per level sends\n",
         d.requests_spent,
-        crate::analysis::text::duration(d.elapsed_s),
+        text::duration(d.elapsed_s),
         l.share_spent * 100.0,
         l.requests,
-        crate::analysis::text::count(l.loads.len() as u64, "level"),
+        text::count(l.loads.len() as u64, "level"),
         l.requests_per_level
     ));
     out
@@ -869,7 +870,7 @@ fn proof_line(d: &crate::artifact::search::SearchDoc) -> Option<String> {
             .map(|p| {
                 format!(
                     "{what} {} {} (probe {})",
-                    crate::analysis::text::load_text(load),
+                    text::load_text(load),
                     v.word(),
                     p.index
                 )
@@ -887,16 +888,10 @@ fn proof_line(d: &crate::artifact::search::SearchDoc) -> Option<String> {
     }
     let mut covered = Vec::new();
     if let Some(a) = m.meets_up_to.filter(|&a| a > d.min) {
-        covered.push(format!(
-            "every {what} below {} meets",
-            crate::analysis::text::load_text(a)
-        ));
+        covered.push(format!("every {what} below {} meets", text::load_text(a)));
     }
     if let Some(f) = m.fails_from.filter(|&f| d.max.is_none_or(|max| f < max)) {
-        covered.push(format!(
-            "every one above {} fails",
-            crate::analysis::text::load_text(f)
-        ));
+        covered.push(format!("every one above {} fails", text::load_text(f)));
     }
     let covered = if covered.is_empty() {
         String::new()

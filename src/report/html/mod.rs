@@ -17,6 +17,7 @@
 //! the caller writes the file. This module lays out the page and a run's header; the charts,
 //! the level table and the trend over runs have a file each.
 
+use crate::analysis::text;
 use std::fmt::Write as _;
 
 use super::svg::esc;
@@ -99,14 +100,14 @@ fn badges(out: &mut String, run: &Run) {
         let _ = write!(
             out,
             "<span class=\"warn\">{}</span>",
-            crate::analysis::text::count(errors, "failed request")
+            text::count(errors, "failed request")
         );
     }
     if short > 0 {
         let _ = write!(
             out,
             "<span class=\"warn\">{} shorter than asked</span>",
-            crate::analysis::text::count(short, "response")
+            text::count(short, "response")
         );
     }
     let thin = names(&|l| {
@@ -145,13 +146,13 @@ fn slo_badge(out: &mut String, run: &Run) {
             let _ = write!(
                 out,
                 "<span class=\"ok\">SLO: {} passed</span>",
-                crate::analysis::text::count(slo_total as u64, "check")
+                text::count(slo_total as u64, "check")
             );
         } else {
             let _ = write!(
                 out,
                 "<span class=\"bad\">SLO: {slo_failed} of {} failed</span>",
-                crate::analysis::text::count(slo_total as u64, "check")
+                text::count(slo_total as u64, "check")
             );
         }
     }
@@ -169,10 +170,7 @@ fn run_body(out: &mut String, run: &Run, opts: &Options) {
     let model = run.levels.iter().find_map(|l| l.model.clone());
     let api = run.levels.iter().find_map(|l| l.api.clone());
     let version = run.levels.iter().find_map(|l| l.version.clone());
-    let mut meta = vec![crate::analysis::text::count(
-        run.levels.len() as u64,
-        "level",
-    )];
+    let mut meta = vec![text::count(run.levels.len() as u64, "level")];
     if let Some(m) = model {
         meta.push(format!("model {m}"));
     }
@@ -259,7 +257,7 @@ fn drift(out: &mut String, run: &Run) {
             out,
             "<p{class}>Drift at {} over {} (Theil–Sen slope per hour, {:.0} % interval): {}</p>",
             esc(&l.summary.stimulus.name()),
-            esc(&crate::analysis::text::duration(d.span_s)),
+            esc(&text::duration(d.span_s)),
             d.confidence * 100.0,
             esc(&lines.join("; "))
         );

@@ -2,6 +2,7 @@
 //! confidence, the requests spent against the equivalent ladder, the method, and a table of
 //! every probe in the order made.
 
+use crate::analysis::text;
 use std::fmt::Write as _;
 
 use crate::artifact::search::SearchDoc;
@@ -17,7 +18,7 @@ pub(super) fn section(out: &mut String, d: &SearchDoc) {
         d.requests_spent,
         d.ladder.share_spent * 100.0,
         d.ladder.requests,
-        crate::analysis::text::count(d.ladder.loads.len() as u64, "level"),
+        text::count(d.ladder.loads.len() as u64, "level"),
         d.ladder.requests_per_level
     );
     let _ = writeln!(
@@ -46,7 +47,7 @@ pub(super) fn section(out: &mut String, d: &SearchDoc) {
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td><td title=\"{}\">{}</td>",
             p.index,
-            crate::analysis::text::load_text(p.load),
+            text::load_text(p.load),
             p.measured,
             p.verdict.word(),
             <&str>::from(p.proof),

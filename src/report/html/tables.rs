@@ -1,5 +1,6 @@
 //! The table of a run's levels, one row per level.
 
+use crate::analysis::text;
 use std::fmt::Write as _;
 
 use super::figure::{kind_title, load_label};
@@ -11,7 +12,7 @@ use crate::stats::LevelSummary;
 
 /// `digits` decimals; an en dash for a missing value.
 pub(super) fn cell(v: Option<f64>, digits: usize) -> String {
-    crate::analysis::text::fixed_or(v, digits, "–")
+    text::fixed_or(v, digits, "–")
 }
 
 /// A level's SLO cell: none checked, all passed, or which failed (in the hover text).
@@ -47,10 +48,7 @@ fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
         notes.push("interrupted".to_string());
     }
     if l.stats.short_outputs > 0 {
-        notes.push(crate::analysis::text::count(
-            l.stats.short_outputs,
-            "short output",
-        ));
+        notes.push(text::count(l.stats.short_outputs, "short output"));
     }
     if l.stats.cancelled_count > 0 {
         // Cancelled requests are in no column (not requests, not errors): the note says how many.
@@ -60,10 +58,7 @@ fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
         notes.push(format!("{} abandoned", l.stats.abandoned_count));
     }
     if l.stats.reconnect_count > 0 {
-        notes.push(crate::analysis::text::count(
-            l.stats.reconnect_count,
-            "reconnect",
-        ));
+        notes.push(text::count(l.stats.reconnect_count, "reconnect"));
     }
     notes.join(", ")
 }

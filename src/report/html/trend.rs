@@ -1,6 +1,7 @@
 //! Several runs of one sweep over time (the seeds' `bench/{timestamp}` timeline): the trend of
 //! each key metric across runs, the newest run against the one before, and the runs' table.
 
+use crate::analysis::text;
 use std::fmt::Write as _;
 
 use super::charts::repetition_range;
@@ -45,7 +46,7 @@ pub(super) fn trend(out: &mut String, runs: &[Run]) {
     let _ = writeln!(
         out,
         "<section id=\"trend\"><h2>Trend across {}</h2>\n<p class=\"meta\">Oldest to newest; one line per load level. Hover a point for its value.</p>",
-        crate::analysis::text::count(runs.len() as u64, "run")
+        text::count(runs.len() as u64, "run")
     );
     out.push_str("<div class=\"charts\">\n");
     trend_charts(out, runs);
@@ -165,7 +166,7 @@ fn changes(out: &mut String, prev: &Run, last: &Run) {
         } else {
             format!(
                 "{} crossed it (marked below).",
-                crate::analysis::text::count(regressed as u64, "change")
+                text::count(regressed as u64, "change")
             )
         }
     );
