@@ -513,23 +513,20 @@ pub fn level_table(l: &LevelSummary) -> String {
         st.request_count, st.error_count
     ));
     // Cancelled on purpose (`--request-cancellation-rate`): neither requests nor errors.
-    if st.cancelled_count > 0 {
-        out.push_str(&format!(
-            "  Cancelled: {} (left out of the statistics)",
-            st.cancelled_count
-        ));
-    }
-    if st.abandoned_count > 0 {
-        out.push_str(&format!(
-            "  Abandoned: {} (in flight at the second Ctrl-C; left out of the statistics)",
-            st.abandoned_count
-        ));
-    }
-    if st.reconnect_count > 0 {
-        out.push_str(&format!(
-            "  Reconnects: {} (sent again on a fresh connection)",
-            st.reconnect_count
-        ));
+    let out_of_stats = "left out of the statistics";
+    let abandoned = format!("in flight at the second Ctrl-C; {out_of_stats}");
+    for (what, n, why) in [
+        ("Cancelled", st.cancelled_count, out_of_stats),
+        ("Abandoned", st.abandoned_count, abandoned.as_str()),
+        (
+            "Reconnects",
+            st.reconnect_count,
+            "sent again on a fresh connection",
+        ),
+    ] {
+        if n > 0 {
+            out.push_str(&format!("  {what}: {n} ({why})"));
+        }
     }
     out.push('\n');
     if let Some(d) = &l.server {
