@@ -476,7 +476,7 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     avg(&mut m, "benchmark_duration", "sec", json!(st.duration_s));
     m.insert("server_metrics".into(), json!(s.server));
     m.insert("engine_metrics".into(), super::server_view::engine_json(s));
-    m.insert("gpu_metrics".into(), super::server_view::gpu_json(s));
+    m.insert("gpu_metrics".into(), json!(s.gpu));
     let mut validity = serde_json::to_value(&s.validity).unwrap_or_else(|_| json!({}));
     validity["interrupted"] = json!(s.interrupted);
     validity["osl_mismatch_count"] = json!(st.osl_mismatch);

@@ -57,7 +57,7 @@ fn stored_unit(m: Metric) -> &'static str {
 pub fn encode(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
     let mut metrics = Map::new();
     for (m, d) in agg.dists() {
-        if let Some(v) = dist_json(m, d) {
+        if let Some(v) = dist_entry(stored_unit(m), d) {
             metrics.insert(m.key().to_string(), v);
         }
     }
@@ -70,12 +70,8 @@ pub fn encode(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
     doc
 }
 
-/// One distribution's entry; `None` when it is empty (or, unreachably, does not serialize).
-fn dist_json(m: Metric, d: &Dist) -> Option<Value> {
-    dist_entry(stored_unit(m), d)
-}
-
-/// [`dist_json`] with its stored unit given.
+/// One distribution's entry, in `unit` (see [`stored_unit`]); `None` when it is empty (or,
+/// unreachably, does not serialize).
 fn dist_entry(unit: &str, d: &Dist) -> Option<Value> {
     if d.count() == 0 {
         return None;
@@ -116,7 +112,7 @@ fn isl_json(agg: &Aggregate) -> Value {
                 (Metric::TimeToFirstToken, ttft),
                 (Metric::RequestLatency, latency),
             ] {
-                if let Some(v) = dist_json(m, d) {
+                if let Some(v) = dist_entry(stored_unit(m), d) {
                     b.insert(m.key().to_string(), v);
                 }
             }
@@ -406,14 +402,6 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
 /// are skipped) and, when the file has them, its counters (times in Unix ns). Returns how many
 /// distributions were read and whether there were counters.
 pub fn decode(doc: &Value, agg: &mut Aggregate) -> Result<(usize, bool), HistogramError> {
-    let n = decode_into(doc, agg)?;
-    decode_isl(doc, agg)?;
-    Ok((n, decode_counters(doc, agg)?))
-}
-
-/// Decodes the distributions of a `histograms.json` document into `agg` (metrics it does not
-/// know are skipped). Returns how many were read.
-pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, HistogramError> {
     let metrics = doc
         .get("metrics")
         .and_then(Value::as_object)
@@ -427,7 +415,8 @@ pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, HistogramE
         agg.set_dist(m, d);
         n += 1;
     }
-    Ok(n)
+    decode_isl(doc, agg)?;
+    Ok((n, decode_counters(doc, agg)?))
 }
 
 /// One distribution entry of the file, checked: a damaged one is an error, never a crash.

@@ -102,10 +102,8 @@ fn engine_cells(l: &LevelSummary) -> Vec<String> {
         e.map_or(String::new(), |e| e.kind.name().to_string()),
         cell(split.map(|s| s.queue_ms)),
         split.map_or(String::new(), |s| {
-            serde_json::to_value(s.queue_source)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
+            let source = serde_json::json!(s.queue_source);
+            source.as_str().unwrap_or_default().to_string()
         }),
         cell(split.and_then(|s| s.prefill_ms)),
         cell(split.and_then(|s| s.decode_ms)),
@@ -178,7 +176,7 @@ pub fn json(
                 "osl_mismatch_share": l.stats.osl_mismatch_share(),
                 "server_metrics": l.server,
                 "engine_metrics": super::server_view::engine_json(l),
-                "gpu_metrics": super::server_view::gpu_json(l),
+                "gpu_metrics": l.gpu,
             })
         })
         .collect();
@@ -220,10 +218,7 @@ pub fn with_decisions(
         .unwrap_or_default();
     if let Some(m) = doc.as_object_mut() {
         m.insert("ttftbench_version".into(), crate::VERSION.into());
-        m.insert(
-            "knee".into(),
-            serde_json::to_value(knee).unwrap_or(serde_json::Value::Null),
-        );
+        m.insert("knee".into(), serde_json::json!(knee));
         let checked: usize = slo.iter().map(Vec::len).sum();
         if checked > 0 {
             let failed: Vec<serde_json::Value> = slo

@@ -27,8 +27,8 @@ use serde_json::Value;
 
 use crate::analysis::knee::{self, Analysis};
 use crate::analysis::verdict::{self, Verdict};
+use crate::artifact;
 use crate::artifact::write_file;
-use crate::artifact::{self, shard};
 use crate::error::{Error, Result, create_dir};
 use crate::metrics::PercentileMethod;
 use crate::perf::files::PerfSection;
@@ -302,7 +302,7 @@ pub fn level_json(m: &MergedLevel, plan: &PlanView) -> Value {
         if !m.slo.is_empty() {
             map.insert("slo".into(), crate::analysis::slo::json(&m.slo));
         }
-        map.insert("shards".into(), shard::section_json(&m.shards));
+        map.insert("shards".into(), serde_json::json!(m.shards));
     }
     doc
 }
@@ -369,7 +369,7 @@ pub fn summary_json(
     if let Some(rows) = doc.get_mut("levels").and_then(Value::as_array_mut) {
         for (row, l) in rows.iter_mut().zip(levels) {
             if let Value::Object(r) = row {
-                r.insert("shards".into(), shard::section_json(&l.merged.shards));
+                r.insert("shards".into(), serde_json::json!(l.merged.shards));
             }
         }
     }
