@@ -785,15 +785,9 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
         "Probe", load_head, "Requests", "Verdict", "Proof", "Stopped",
     ];
     headers.extend(d.objectives.iter().map(String::as_str));
-    let mut aligns = vec![
-        Align::Right,
-        Align::Right,
-        Align::Right,
-        Align::Left,
-        Align::Left,
-        Align::Left,
-    ];
-    aligns.extend(d.objectives.iter().map(|_| Align::Left));
+    use Align::{Left, Right};
+    let mut aligns = vec![Right, Right, Right, Left, Left, Left];
+    aligns.extend(d.objectives.iter().map(|_| Left));
     let rows: Vec<Vec<String>> = d
         .probes
         .iter()

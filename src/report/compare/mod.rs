@@ -759,20 +759,15 @@ fn cells(r: &Row, interval: bool) -> Vec<String> {
 
 /// The table's header and alignment, with the interval column for repetitions.
 fn columns(c: &Comparison) -> (Vec<&'static str>, Vec<Align>) {
+    use Align::{Left, Right};
     let mut h = vec!["Level", "Metric", "Baseline", "Current", "Change"];
-    let mut a = vec![
-        Align::Left,
-        Align::Left,
-        Align::Right,
-        Align::Right,
-        Align::Right,
-    ];
+    let mut a = vec![Left, Left, Right, Right, Right];
     if c.repeated {
         h.push("95% interval");
-        a.push(Align::Right);
+        a.push(Right);
     }
     h.extend(["Limit", "Status"]);
-    a.extend([Align::Right, Align::Left]);
+    a.extend([Right, Left]);
     (h, a)
 }
 
