@@ -197,9 +197,8 @@ fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), HistogramError> {
     let Some(v) = doc.get("isl_buckets") else {
         return Ok(());
     };
-    let edges: Vec<u32> = v
-        .get("edges")
-        .and_then(Value::as_array)
+    let edges: Vec<u32> = v["edges"]
+        .as_array()
         .ok_or(HistogramError::NoEdges)?
         .iter()
         .map(|e| e.as_u64().and_then(|n| u32::try_from(n).ok()))
@@ -378,12 +377,7 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
     agg.apis = apis_from(c.get("apis"));
     agg.answers = answers_from(c.get("answers"));
     agg.sessions = sessions_from(c.get("sessions"))?;
-    for e in c
-        .get("errors")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for e in c["errors"].as_array().into_iter().flatten() {
         let key = e.get("kind").and_then(Value::as_str).unwrap_or("");
         let kind = ErrorKind::from_key(key).ok_or_else(|| HistogramError::ErrorKind(key.into()))?;
         let n = or_zero(e, "count");
@@ -402,9 +396,8 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
 /// are skipped) and, when the file has them, its counters (times in Unix ns). Returns how many
 /// distributions were read and whether there were counters.
 pub fn decode(doc: &Value, agg: &mut Aggregate) -> Result<(usize, bool), HistogramError> {
-    let metrics = doc
-        .get("metrics")
-        .and_then(Value::as_object)
+    let metrics = doc["metrics"]
+        .as_object()
         .ok_or(HistogramError::NoMetrics)?;
     let mut n = 0;
     for (key, v) in metrics {
@@ -425,10 +418,7 @@ fn dist_from(key: &str, v: &Value) -> Result<Dist, HistogramError> {
         entry: key.into(),
         field,
     };
-    let b64 = v
-        .get("hdr")
-        .and_then(Value::as_str)
-        .ok_or_else(|| missing("hdr"))?;
+    let b64 = v["hdr"].as_str().ok_or_else(|| missing("hdr"))?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(b64)
         .map_err(|cause| HistogramError::Base64 {

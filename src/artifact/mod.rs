@@ -36,16 +36,23 @@ pub use atomic::write_atomic;
 /// Creates `dir` and proves a file can be written in it, before anything is sent: a run that
 /// could not keep its results is a usage mistake (exit 2), not a failure found after the load.
 pub fn ensure_writable(dir: &Path) -> crate::error::Result<()> {
-    let refuse = |e: std::io::Error| {
-        crate::error::Error::usage(format!(
-            "--artifact-dir: cannot write results under {}: {e}; choose a directory you can write \
-             (nothing was sent)",
-            dir.display()
-        ))
-    };
-    std::fs::create_dir_all(dir).map_err(refuse)?;
+    std::fs::create_dir_all(dir).map_err(|e| unwritable(dir, e))?;
+    probe(dir).map_err(|e| unwritable(dir, e))
+}
+
+/// The usage error for a directory results cannot be written under, and why.
+fn unwritable(dir: &Path, why: impl std::fmt::Display) -> crate::error::Error {
+    crate::error::Error::usage(format!(
+        "--artifact-dir: cannot write results under {}: {why}; choose a directory you can write \
+         (nothing was sent)",
+        dir.display()
+    ))
+}
+
+/// Writes an empty file in `dir` and removes it again.
+fn probe(dir: &Path) -> std::io::Result<()> {
     let probe = dir.join(format!(".ttftbench-write-check-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(refuse)?;
+    std::fs::write(&probe, b"")?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
@@ -65,13 +72,7 @@ pub fn ensure_levels_writable(dirs: &[PathBuf]) -> crate::error::Result<()> {
 
 /// Whether `dir` could be created and written in, without creating it.
 fn check_creatable(dir: &Path) -> crate::error::Result<()> {
-    let refuse = |why: String| {
-        crate::error::Error::usage(format!(
-            "--artifact-dir: cannot write results under {}: {why}; choose a directory you can \
-             write (nothing was sent)",
-            dir.display()
-        ))
-    };
+    let refuse = |why: String| unwritable(dir, why);
     let mut existing = dir;
     loop {
         match std::fs::metadata(existing) {
@@ -91,10 +92,7 @@ fn check_creatable(dir: &Path) -> crate::error::Result<()> {
             Err(e) => return Err(refuse(e.to_string())),
         }
     }
-    let probe = existing.join(format!(".ttftbench-write-check-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| refuse(format!("{}: {e}", existing.display())))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    probe(existing).map_err(|e| refuse(format!("{}: {e}", existing.display())))
 }
 
 /// Writes a whole artifact atomically (see [`atomic`]): a reader never sees half of it.

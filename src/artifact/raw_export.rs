@@ -412,10 +412,7 @@ fn http_tensors(body: &[u8], key: &str, listed: &[String]) -> Map<String, Value>
     if let Some(tensors) = header.get(key).and_then(Value::as_array) {
         for t in tensors {
             let name = t.get("name").and_then(Value::as_str).unwrap_or_default();
-            let dt = t
-                .get("datatype")
-                .and_then(Value::as_str)
-                .and_then(DataType::from_name);
+            let dt = t["datatype"].as_str().and_then(DataType::from_name);
             let size = t
                 .pointer("/parameters/binary_data_size")
                 .and_then(Value::as_u64);

@@ -506,9 +506,8 @@ fn sort_levels(levels: &mut [LoadedLevel]) {
 pub fn read_sweep(dir: &Path) -> Result<Run> {
     let path = dir.join(SUMMARY_JSON_FILE);
     let doc = read_json(&path)?;
-    let rows = doc
-        .get("levels")
-        .and_then(Value::as_array)
+    let rows = doc["levels"]
+        .as_array()
         .ok_or_else(|| Error::usage(format!("{}: no 'levels' list", path.display())))?;
     let mut levels = Vec::with_capacity(rows.len());
     for row in rows {

@@ -207,9 +207,8 @@ pub fn with_decisions(
             }
         }
     }
-    let names: Vec<String> = doc
-        .get("levels")
-        .and_then(|v| v.as_array())
+    let names: Vec<String> = doc["levels"]
+        .as_array()
         .map(|a| {
             a.iter()
                 .map(|r| r["name"].as_str().unwrap_or("").to_string())

@@ -60,9 +60,8 @@ impl PlanView {
         if let Some(s) = cfg.get_mut("shard").and_then(Value::as_object_mut) {
             s.remove("index");
         }
-        let slos = cfg
-            .get("slos")
-            .and_then(Value::as_array)
+        let slos = cfg["slos"]
+            .as_array()
             .map(|a| {
                 a.iter()
                     .filter_map(Value::as_str)
@@ -76,27 +75,18 @@ impl PlanView {
             .unwrap_or_default();
         PlanView {
             rules: Rules {
-                goodput: cfg
-                    .get("goodput")
-                    .and_then(Value::as_array)
-                    .is_some_and(|g| !g.is_empty()),
+                goodput: cfg["goodput"].as_array().is_some_and(|g| !g.is_empty()),
                 method,
                 slos,
             },
             timeline_every: Duration::from_secs_f64(
-                cfg.get("timeline_interval")
-                    .and_then(Value::as_f64)
+                cfg["timeline_interval"]
+                    .as_f64()
                     .filter(|s| *s > 0.0)
                     .unwrap_or(1.0),
             ),
-            knee_min_gain: cfg
-                .get("knee_min_gain")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.10),
-            levels: cfg
-                .get("levels")
-                .and_then(Value::as_array)
-                .map_or(1, Vec::len),
+            knee_min_gain: cfg["knee_min_gain"].as_f64().unwrap_or(0.10),
+            levels: cfg["levels"].as_array().map_or(1, Vec::len),
             plan_id: plan_id.to_string(),
             input_config: cfg,
         }
