@@ -317,9 +317,7 @@ fn answers_from(v: Option<&Value>) -> crate::stats::scored::AnswerTally {
         unparsed: n("unparsed"),
         compared: set("compared"),
         changed: set("changed"),
-        example: v
-            .get("example")
-            .and_then(|e| serde_json::from_value(e.clone()).ok()),
+        example: serde_json::from_value(v["example"].clone()).ok(),
     }
 }
 

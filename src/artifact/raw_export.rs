@@ -242,9 +242,7 @@ fn exported(bytes: &[u8], f: &ExportFormat) -> bool {
     let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
         return true;
     };
-    !v.get("choices")
-        .and_then(Value::as_array)
-        .is_some_and(|c| c.is_empty())
+    !v["choices"].as_array().is_some_and(|c| c.is_empty())
 }
 
 /// One response's `response_outputs` entry. Text responses are escaped straight into `out`: one
@@ -413,9 +411,7 @@ fn http_tensors(body: &[u8], key: &str, listed: &[String]) -> Map<String, Value>
         for t in tensors {
             let name = t.get("name").and_then(Value::as_str).unwrap_or_default();
             let dt = t["datatype"].as_str().and_then(DataType::from_name);
-            let size = t
-                .pointer("/parameters/binary_data_size")
-                .and_then(Value::as_u64);
+            let size = t["parameters"]["binary_data_size"].as_u64();
             let v = match size {
                 Some(n) => {
                     let n = (n as usize).min(binary.len());

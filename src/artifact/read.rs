@@ -210,13 +210,8 @@ fn turns_from(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
         and_later: t.get("and_later").and_then(Value::as_bool).unwrap_or(false),
         count: whole(t, "count"),
         ttft: dist(t, "time_to_first_token"),
-        isl_avg: t
-            .pointer("/input_sequence_length/avg")
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0),
-        cached_avg: t
-            .pointer("/cached_prompt_tokens/avg")
-            .and_then(Value::as_f64),
+        isl_avg: t["input_sequence_length"]["avg"].as_f64().unwrap_or(0.0),
+        cached_avg: t["cached_prompt_tokens"]["avg"].as_f64(),
     })
 }
 
@@ -303,11 +298,7 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
 
 /// The newer APIs' level numbers, where the file has them (`{unit, avg}` entries).
 fn apis_from(doc: &Value) -> crate::stats::apis::ApiStats {
-    let v = |k: &str| {
-        doc.get(k)
-            .and_then(|e| e.get("avg"))
-            .and_then(Value::as_f64)
-    };
+    let v = |k: &str| doc[k]["avg"].as_f64();
     let n = |k: &str| v(k).map(|x| x.round() as u64);
     crate::stats::apis::ApiStats {
         input_throughput: v("input_throughput"),
@@ -358,9 +349,8 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
     })?;
     let cfg = doc.get("input_config");
     let stimulus = stimulus_from(level, cfg, dir)?;
-    let streaming = cfg
-        .and_then(|c| c.pointer("/target/streaming"))
-        .and_then(Value::as_bool)
+    let streaming = doc["input_config"]["target"]["streaming"]
+        .as_bool()
         .unwrap_or_else(|| doc.get(Metric::TimeToFirstToken.key()).is_some());
     let metrics = Metric::ALL
         .iter()
@@ -408,10 +398,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         engine: doc.get("engine_metrics").and_then(typed),
         gpu: doc.get("gpu_metrics").and_then(typed),
         streaming,
-        interrupted: validity
-            .and_then(|v| v.get("interrupted"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        interrupted: doc["validity"]["interrupted"].as_bool().unwrap_or(false),
         started_unix_ns: whole(level, "started_unix_ns"),
         ended_unix_ns: whole(level, "ended_unix_ns"),
         validity: validity.and_then(typed).unwrap_or_default(),
