@@ -240,37 +240,29 @@ fn server_from(v: &Value) -> Option<ServerDelta> {
 
 /// The load level from the JSON's `level` block; for a request rate, the arrival process and
 /// in-flight cap come from the recorded plan (`input_config.levels`) when it has them.
-fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimulus> {
+fn stimulus_from(level: &Value, cfg: &Value, dir: &Path) -> Result<Stimulus> {
     use crate::load::Arrival;
-    let kind = level.get("stimulus").and_then(Value::as_str).unwrap_or("");
-    let value = level.get("value").and_then(Value::as_f64);
+    let kind = level["stimulus"].as_str().unwrap_or("");
+    let value = level["value"].as_f64();
+    let levels = cfg["levels"].as_array().map_or(&[][..], Vec::as_slice);
     match (kind, value) {
         ("concurrency", Some(v)) if v >= 1.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX) => {
             Ok(Stimulus::Concurrency(v as u32))
         }
         ("request_rate", Some(rate)) if rate > 0.0 && rate.is_finite() => {
-            let planned = cfg
-                .and_then(|c| c.get("levels"))
-                .and_then(Value::as_array)
-                .and_then(|ls| {
-                    ls.iter()
-                        .filter_map(|l| l.get("request_rate"))
-                        .find(|r| r.get("rate").and_then(Value::as_f64) == Some(rate))
-                });
-            let arrival = match planned
-                .and_then(|r| r.pointer("/arrival/kind"))
-                .and_then(Value::as_str)
-            {
+            let planned = levels
+                .iter()
+                .map(|l| &l["request_rate"])
+                .find(|r| r["rate"].as_f64() == Some(rate))
+                .unwrap_or(&Value::Null);
+            let arrival = match planned["arrival"]["kind"].as_str() {
                 Some("poisson") => Arrival::Poisson,
                 Some("gamma") => Arrival::Gamma {
-                    shape: planned
-                        .and_then(|r| r.pointer("/arrival/shape"))
-                        .and_then(Value::as_f64)
-                        .unwrap_or(1.0),
+                    shape: planned["arrival"]["shape"].as_f64().unwrap_or(1.0),
                 },
                 _ => Arrival::Constant,
             };
-            let max_inflight = u32_of(planned.and_then(|r| r.get("max_inflight"))).unwrap_or(1024);
+            let max_inflight = u32_of(planned.get("max_inflight")).unwrap_or(1024);
             Ok(Stimulus::RequestRate {
                 rate,
                 arrival,
@@ -278,11 +270,9 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
             })
         }
         ("fixed_schedule", Some(speedup)) if speedup > 0.0 && speedup.is_finite() => {
-            let levels = cfg.and_then(|c| c.get("levels")).and_then(Value::as_array);
-            let planned = levels.and_then(|ls| {
-                ls.iter()
-                    .find_map(|l| l.pointer("/fixed_schedule/max_inflight"))
-            });
+            let planned = levels
+                .iter()
+                .find_map(|l| l.pointer("/fixed_schedule/max_inflight"));
             let max_inflight = u32_of(planned).unwrap_or(1024);
             Ok(Stimulus::FixedSchedule {
                 speedup,
@@ -348,7 +338,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         ))
     })?;
     let cfg = doc.get("input_config");
-    let stimulus = stimulus_from(level, cfg, dir)?;
+    let stimulus = stimulus_from(level, &doc["input_config"], dir)?;
     let streaming = doc["input_config"]["target"]["streaming"]
         .as_bool()
         .unwrap_or_else(|| doc.get(Metric::TimeToFirstToken.key()).is_some());
