@@ -68,20 +68,13 @@
 
 use serde_json::{Map, Value, json};
 
+use super::server_view::num;
 use crate::metrics::{Metric, Stats};
 use crate::server_metrics::ServerDelta;
 use crate::stats::LevelSummary;
 
 /// Header of the distribution section.
 pub const CSV_DIST_HEADER: &str = "Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,unit";
-
-fn num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.2}")
-    } else {
-        "N/A".to_string()
-    }
-}
 
 /// The CSV file's text.
 pub fn csv(s: &LevelSummary) -> String {
@@ -151,26 +144,23 @@ fn row(key: &str, value: String, unit: &'static str) -> (String, String, &'stati
 fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
     let st = &s.stats;
     let count = |k: &str, n: u64| row(k, n.to_string(), "count");
+    let rate = |k: &str, v: f64, unit| row(k, num(v), unit);
     let mut rows = vec![
-        row(
+        rate(
             "output_token_throughput",
-            num(st.output_token_throughput),
+            st.output_token_throughput,
             "tokens/sec",
         ),
-        row(
+        rate(
             "total_token_throughput",
-            num(st.total_token_throughput),
+            st.total_token_throughput,
             "tokens/sec",
         ),
-        row(
-            "request_throughput",
-            num(st.request_throughput),
-            "requests/sec",
-        ),
+        rate("request_throughput", st.request_throughput, "requests/sec"),
     ];
     rows.extend(
         st.request_goodput
-            .map(|g| row("request_goodput", num(g), "requests/sec")),
+            .map(|g| rate("request_goodput", g, "requests/sec")),
     );
     rows.push(count("request_count", st.request_count));
     rows.push(count("error_count", st.error_count));
@@ -208,8 +198,11 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
     rows
 }
 
+/// A `(key, value, unit)` row of the CSV's second section before its value is formatted.
+pub type Entry = (&'static str, f64, &'static str);
+
 /// The newer APIs' level numbers the level has, `(key, value, unit)` (see the module's notes).
-pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<(&'static str, f64, &'static str)> {
+pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<Entry> {
     let count = |n: Option<u64>| n.map(|n| n as f64);
     [
         ("input_throughput", a.input_throughput, "inputs/sec"),
@@ -232,9 +225,7 @@ pub fn api_values(a: &crate::stats::apis::ApiStats) -> Vec<(&'static str, f64, &
 /// A level's session rows, `(key, value, unit)`: sessions completed, failed and cut short, the
 /// completed ones' time to task completion (avg, p50, p90, p99, max) and their requests and
 /// tool round trips on average.
-pub fn session_values(
-    s: &crate::stats::sessions::SessionStats,
-) -> Vec<(&'static str, f64, &'static str)> {
+pub fn session_values(s: &crate::stats::sessions::SessionStats) -> Vec<Entry> {
     let mut rows = vec![
         ("session_completed_count", s.completed as f64, "count"),
         ("session_failed_count", s.failed as f64, "count"),
@@ -260,9 +251,7 @@ pub fn session_values(
 
 /// A scored level's CSV rows, `(key, value, unit)`: the accuracy and its interval, the answers
 /// graded, and where outputs were compared, the changed share, its interval and its counts.
-pub fn accuracy_values(
-    a: &crate::stats::scored::AccuracyStats,
-) -> Vec<(&'static str, f64, &'static str)> {
+pub fn accuracy_values(a: &crate::stats::scored::AccuracyStats) -> Vec<Entry> {
     let mut rows = vec![
         ("accuracy", a.accuracy, "fraction"),
         ("accuracy_ci_low", a.low, "fraction"),
@@ -398,9 +387,15 @@ pub fn turns_json(s: &LevelSummary) -> Value {
 pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     let st = &s.stats;
     let mut m = Map::new();
-    m.insert(
-        "request_throughput".into(),
-        json!({"unit": "requests/sec", "avg": st.request_throughput}),
+    // A system metric's `{unit, avg}` entry.
+    let avg = |m: &mut Map<String, Value>, key: &str, unit: &str, v: Value| {
+        m.insert(key.into(), json!({"unit": unit, "avg": v}));
+    };
+    avg(
+        &mut m,
+        "request_throughput",
+        "requests/sec",
+        json!(st.request_throughput),
     );
     let shown: Vec<(Metric, &Stats)> = s.shown_metrics().collect();
     let dist = |m: &mut Map<String, Value>, metric: Metric| {
@@ -412,32 +407,22 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         }
     };
     dist(&mut m, Metric::RequestLatency);
-    m.insert(
-        "request_count".into(),
-        json!({"unit": "count", "avg": st.request_count}),
-    );
+    avg(&mut m, "request_count", "count", json!(st.request_count));
     if let Some(g) = st.request_goodput {
-        m.insert(
-            "request_goodput".into(),
-            json!({"unit": "requests/sec", "avg": g}),
-        );
+        avg(&mut m, "request_goodput", "requests/sec", json!(g));
     }
     dist(&mut m, Metric::TimeToFirstToken);
     dist(&mut m, Metric::TimeToSecondToken);
     dist(&mut m, Metric::InterTokenLatency);
-    m.insert(
-        "output_token_throughput".into(),
-        json!({"unit": "tokens/sec", "avg": st.output_token_throughput}),
-    );
+    let tokens = json!(st.output_token_throughput);
+    avg(&mut m, "output_token_throughput", "tokens/sec", tokens);
     dist(&mut m, Metric::OutputTokenThroughputPerUser);
     dist(&mut m, Metric::OutputSequenceLength);
     dist(&mut m, Metric::InputSequenceLength);
-    m.insert(
-        "total_token_throughput".into(),
-        json!({"unit": "tokens/sec", "avg": st.total_token_throughput}),
-    );
+    let tokens = json!(st.total_token_throughput);
+    avg(&mut m, "total_token_throughput", "tokens/sec", tokens);
     for (key, value, unit) in api_values(&st.apis) {
-        m.insert(key.into(), json!({"unit": unit, "avg": value}));
+        avg(&mut m, key, unit, json!(value));
     }
     if let Some(a) = &st.accuracy {
         let (accuracy, changed) = accuracy_json(a);
@@ -460,52 +445,38 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     if !st.turns.is_empty() {
         m.insert("turns".into(), turns_json(s));
     }
-    m.insert(
-        "error_count".into(),
-        json!({"unit": "count", "avg": st.error_count}),
-    );
-    m.insert(
-        "errors".into(),
-        serde_json::to_value(&st.errors).unwrap_or(Value::Null),
-    );
-    m.insert(
-        "cancelled_count".into(),
-        json!({"unit": "count", "avg": st.cancelled_count}),
+    avg(&mut m, "error_count", "count", json!(st.error_count));
+    m.insert("errors".into(), json!(st.errors));
+    avg(
+        &mut m,
+        "cancelled_count",
+        "count",
+        json!(st.cancelled_count),
     );
     if st.abandoned_count > 0 {
-        m.insert(
-            "abandoned_count".into(),
-            json!({"unit": "count", "avg": st.abandoned_count}),
+        avg(
+            &mut m,
+            "abandoned_count",
+            "count",
+            json!(st.abandoned_count),
         );
     }
-    m.insert(
-        "reconnect_count".into(),
-        json!({"unit": "count", "avg": st.reconnect_count}),
+    avg(
+        &mut m,
+        "reconnect_count",
+        "count",
+        json!(st.reconnect_count),
     );
     if st.burst_count > 0 {
-        m.insert(
-            "burst_count".into(),
-            json!({"unit": "count", "avg": st.burst_count}),
-        );
+        avg(&mut m, "burst_count", "count", json!(st.burst_count));
     }
     if let Some(c) = &st.connections {
-        m.insert(
-            "connections".into(),
-            serde_json::to_value(c).unwrap_or(Value::Null),
-        );
+        m.insert("connections".into(), json!(c));
     }
-    m.insert(
-        "benchmark_duration".into(),
-        json!({"unit": "sec", "avg": st.duration_s}),
-    );
-    m.insert(
-        "server_metrics".into(),
-        s.server.as_ref().map_or(Value::Null, |d| {
-            serde_json::to_value(d).unwrap_or(Value::Null)
-        }),
-    );
+    avg(&mut m, "benchmark_duration", "sec", json!(st.duration_s));
+    m.insert("server_metrics".into(), json!(s.server));
     m.insert("engine_metrics".into(), super::server_view::engine_json(s));
-    m.insert("gpu_metrics".into(), super::server_view::gpu_json(s));
+    m.insert("gpu_metrics".into(), json!(s.gpu));
     let mut validity = serde_json::to_value(&s.validity).unwrap_or_else(|_| json!({}));
     validity["interrupted"] = json!(s.interrupted);
     validity["osl_mismatch_count"] = json!(st.osl_mismatch);
@@ -517,10 +488,7 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     validity["short_output_count"] = json!(st.short_outputs);
     m.insert("validity".into(), validity);
     if let Some(d) = &s.drift {
-        m.insert(
-            "drift".into(),
-            serde_json::to_value(d).unwrap_or(Value::Null),
-        );
+        m.insert("drift".into(), json!(d));
     }
     m.insert(
         "level".into(),

@@ -98,16 +98,12 @@ pub fn level_from_genai_perf(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         output_token_throughput: avg("output_token_throughput"),
         total_token_throughput: f64::NAN,
         request_throughput,
-        request_goodput: doc
-            .get("request_goodput")
-            .and_then(|v| v.get("avg"))
-            .and_then(Value::as_f64),
+        request_goodput: doc["request_goodput"]["avg"].as_f64(),
         ..Default::default()
     };
     let summary = LevelSummary {
-        streaming: cfg
-            .pointer("/endpoint/streaming")
-            .and_then(Value::as_bool)
+        streaming: cfg["endpoint"]["streaming"]
+            .as_bool()
             .unwrap_or_else(|| doc.get(Metric::TimeToFirstToken.key()).is_some()),
         ..LevelSummary::new(stimulus, stats)
     };

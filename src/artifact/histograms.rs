@@ -57,7 +57,7 @@ fn stored_unit(m: Metric) -> &'static str {
 pub fn encode(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
     let mut metrics = Map::new();
     for (m, d) in agg.dists() {
-        if let Some(v) = dist_json(m, d) {
+        if let Some(v) = dist_entry(stored_unit(m), d) {
             metrics.insert(m.key().to_string(), v);
         }
     }
@@ -70,12 +70,8 @@ pub fn encode(agg: &Aggregate, unix_anchor_ns: u64) -> Value {
     doc
 }
 
-/// One distribution's entry; `None` when it is empty (or, unreachably, does not serialize).
-fn dist_json(m: Metric, d: &Dist) -> Option<Value> {
-    dist_entry(stored_unit(m), d)
-}
-
-/// [`dist_json`] with its stored unit given.
+/// One distribution's entry, in `unit` (see [`stored_unit`]); `None` when it is empty (or,
+/// unreachably, does not serialize).
 fn dist_entry(unit: &str, d: &Dist) -> Option<Value> {
     if d.count() == 0 {
         return None;
@@ -116,7 +112,7 @@ fn isl_json(agg: &Aggregate) -> Value {
                 (Metric::TimeToFirstToken, ttft),
                 (Metric::RequestLatency, latency),
             ] {
-                if let Some(v) = dist_json(m, d) {
+                if let Some(v) = dist_entry(stored_unit(m), d) {
                     b.insert(m.key().to_string(), v);
                 }
             }
@@ -201,9 +197,8 @@ fn decode_isl(doc: &Value, agg: &mut Aggregate) -> Result<(), HistogramError> {
     let Some(v) = doc.get("isl_buckets") else {
         return Ok(());
     };
-    let edges: Vec<u32> = v
-        .get("edges")
-        .and_then(Value::as_array)
+    let edges: Vec<u32> = v["edges"]
+        .as_array()
         .ok_or(HistogramError::NoEdges)?
         .iter()
         .map(|e| e.as_u64().and_then(|n| u32::try_from(n).ok()))
@@ -287,7 +282,7 @@ fn sessions_from(
     let Some(v) = v else {
         return Ok(Default::default());
     };
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let n = |k: &str| or_zero(v, k);
     let completion = match v.get("completion").filter(|c| !c.is_null()) {
         Some(c) => dist_from("sessions.completion", c)?,
         None => Dist::default(),
@@ -306,7 +301,7 @@ fn answers_from(v: Option<&Value>) -> crate::stats::scored::AnswerTally {
     let Some(v) = v else {
         return Default::default();
     };
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let n = |k: &str| or_zero(v, k);
     let set = |k: &str| {
         let mut s = crate::stats::scored::PromptSet::default();
         for i in v.get(k).and_then(Value::as_array).into_iter().flatten() {
@@ -322,18 +317,17 @@ fn answers_from(v: Option<&Value>) -> crate::stats::scored::AnswerTally {
         unparsed: n("unparsed"),
         compared: set("compared"),
         changed: set("changed"),
-        example: v
-            .get("example")
-            .and_then(|e| serde_json::from_value(e.clone()).ok()),
+        example: serde_json::from_value(v["example"].clone()).ok(),
     }
 }
 
+/// The whole number at `k` in `v`; 0 when absent (files written before it was counted).
+fn or_zero(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(0)
+}
+
 fn apis_from(v: Option<&Value>) -> crate::stats::apis::ApiTally {
-    let n = |k: &str| {
-        v.and_then(|v| v.get(k))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let n = |k: &str| v.map_or(0, |v| or_zero(v, k));
     crate::stats::apis::ApiTally {
         inputs: n("inputs"),
         images: n("images"),
@@ -370,27 +364,21 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
     agg.sum_recv_ns = u("sum_recv_ns")?;
     agg.first_sent_ns = c.get("first_sent_unix_ns").and_then(Value::as_u64);
     agg.last_response_ns = c.get("last_response_unix_ns").and_then(Value::as_u64);
-    agg.cancelled = c.get("cancelled").and_then(Value::as_u64).unwrap_or(0);
-    agg.reconnects = c.get("reconnects").and_then(Value::as_u64).unwrap_or(0);
     // Absent in files written before these were counted.
-    let or_zero = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
-    agg.osl_compared = or_zero("osl_compared");
-    agg.isl_mismatch = or_zero("isl_mismatch");
-    agg.isl_compared = or_zero("isl_compared");
-    agg.burst = or_zero("burst");
-    agg.abandoned = or_zero("abandoned");
+    agg.cancelled = or_zero(c, "cancelled");
+    agg.reconnects = or_zero(c, "reconnects");
+    agg.osl_compared = or_zero(c, "osl_compared");
+    agg.isl_mismatch = or_zero(c, "isl_mismatch");
+    agg.isl_compared = or_zero(c, "isl_compared");
+    agg.burst = or_zero(c, "burst");
+    agg.abandoned = or_zero(c, "abandoned");
     agg.apis = apis_from(c.get("apis"));
     agg.answers = answers_from(c.get("answers"));
     agg.sessions = sessions_from(c.get("sessions"))?;
-    for e in c
-        .get("errors")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for e in c["errors"].as_array().into_iter().flatten() {
         let key = e.get("kind").and_then(Value::as_str).unwrap_or("");
         let kind = ErrorKind::from_key(key).ok_or_else(|| HistogramError::ErrorKind(key.into()))?;
-        let n = e.get("count").and_then(Value::as_u64).unwrap_or(0);
+        let n = or_zero(e, "count");
         let example = e.get("example").and_then(Value::as_str).unwrap_or("");
         // Older files listed abandoned requests among the errors (as `cancelled`).
         if kind == ErrorKind::Abandoned {
@@ -406,17 +394,8 @@ fn decode_counters(doc: &Value, agg: &mut Aggregate) -> Result<bool, HistogramEr
 /// are skipped) and, when the file has them, its counters (times in Unix ns). Returns how many
 /// distributions were read and whether there were counters.
 pub fn decode(doc: &Value, agg: &mut Aggregate) -> Result<(usize, bool), HistogramError> {
-    let n = decode_into(doc, agg)?;
-    decode_isl(doc, agg)?;
-    Ok((n, decode_counters(doc, agg)?))
-}
-
-/// Decodes the distributions of a `histograms.json` document into `agg` (metrics it does not
-/// know are skipped). Returns how many were read.
-pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, HistogramError> {
-    let metrics = doc
-        .get("metrics")
-        .and_then(Value::as_object)
+    let metrics = doc["metrics"]
+        .as_object()
         .ok_or(HistogramError::NoMetrics)?;
     let mut n = 0;
     for (key, v) in metrics {
@@ -427,7 +406,8 @@ pub fn decode_into(doc: &Value, agg: &mut Aggregate) -> Result<usize, HistogramE
         agg.set_dist(m, d);
         n += 1;
     }
-    Ok(n)
+    decode_isl(doc, agg)?;
+    Ok((n, decode_counters(doc, agg)?))
 }
 
 /// One distribution entry of the file, checked: a damaged one is an error, never a crash.
@@ -436,10 +416,7 @@ fn dist_from(key: &str, v: &Value) -> Result<Dist, HistogramError> {
         entry: key.into(),
         field,
     };
-    let b64 = v
-        .get("hdr")
-        .and_then(Value::as_str)
-        .ok_or_else(|| missing("hdr"))?;
+    let b64 = v["hdr"].as_str().ok_or_else(|| missing("hdr"))?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(b64)
         .map_err(|cause| HistogramError::Base64 {

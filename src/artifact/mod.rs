@@ -36,16 +36,23 @@ pub use atomic::write_atomic;
 /// Creates `dir` and proves a file can be written in it, before anything is sent: a run that
 /// could not keep its results is a usage mistake (exit 2), not a failure found after the load.
 pub fn ensure_writable(dir: &Path) -> crate::error::Result<()> {
-    let refuse = |e: std::io::Error| {
-        crate::error::Error::usage(format!(
-            "--artifact-dir: cannot write results under {}: {e}; choose a directory you can write \
-             (nothing was sent)",
-            dir.display()
-        ))
-    };
-    std::fs::create_dir_all(dir).map_err(refuse)?;
+    std::fs::create_dir_all(dir).map_err(|e| unwritable(dir, e))?;
+    probe(dir).map_err(|e| unwritable(dir, e))
+}
+
+/// The usage error for a directory results cannot be written under, and why.
+fn unwritable(dir: &Path, why: impl std::fmt::Display) -> crate::error::Error {
+    crate::error::Error::usage(format!(
+        "--artifact-dir: cannot write results under {}: {why}; choose a directory you can write \
+         (nothing was sent)",
+        dir.display()
+    ))
+}
+
+/// Writes an empty file in `dir` and removes it again.
+fn probe(dir: &Path) -> std::io::Result<()> {
     let probe = dir.join(format!(".ttftbench-write-check-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(refuse)?;
+    std::fs::write(&probe, b"")?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
@@ -65,13 +72,7 @@ pub fn ensure_levels_writable(dirs: &[PathBuf]) -> crate::error::Result<()> {
 
 /// Whether `dir` could be created and written in, without creating it.
 fn check_creatable(dir: &Path) -> crate::error::Result<()> {
-    let refuse = |why: String| {
-        crate::error::Error::usage(format!(
-            "--artifact-dir: cannot write results under {}: {why}; choose a directory you can \
-             write (nothing was sent)",
-            dir.display()
-        ))
-    };
+    let refuse = |why: String| unwritable(dir, why);
     let mut existing = dir;
     loop {
         match std::fs::metadata(existing) {
@@ -91,10 +92,7 @@ fn check_creatable(dir: &Path) -> crate::error::Result<()> {
             Err(e) => return Err(refuse(e.to_string())),
         }
     }
-    let probe = existing.join(format!(".ttftbench-write-check-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| refuse(format!("{}: {e}", existing.display())))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    probe(existing).map_err(|e| refuse(format!("{}: {e}", existing.display())))
 }
 
 /// Writes a whole artifact atomically (see [`atomic`]): a reader never sees half of it.
@@ -333,117 +331,135 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn layout(args: &[&str]) -> Layout {
-        let mut argv = vec!["ttftbench", "profile", "-m", "org/model"];
+    /// The plan of `ttftbench profile -m MODEL ARGS`.
+    fn plan(model: &str, args: &[&str]) -> RunPlan {
+        let mut argv = vec!["ttftbench", "profile", "-m", model];
         argv.extend_from_slice(args);
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
         let crate::cli::Command::Profile(p) = cli.command else {
             panic!("expected profile")
         };
-        let plan = p.plan(&[]).unwrap();
-        Layout::new(&plan, "20261129_1200".into())
+        p.plan(&[]).unwrap()
     }
 
+    fn layout(args: &[&str]) -> Layout {
+        Layout::new(&plan("org/model", args), "20261129_1200".into())
+    }
+
+    /// Names follow GenAI-Perf's; shards write apart; an explicit directory of one level holds
+    /// its files, of a sweep its subdirectories; placeholders are filled.
     #[test]
-    fn default_names_follow_genai_perf() {
-        let l = layout(&["--concurrency", "8"]);
-        assert_eq!(
-            l.level_dir(&Stimulus::Concurrency(8)),
-            PathBuf::from("artifacts/org_model-triton-tensorrtllm-concurrency8")
+    fn level_and_sweep_dirs() {
+        // (flags, the level's concurrency and directory, the sweep directory)
+        type Case = (
+            &'static [&'static str],
+            Option<(u32, &'static str)>,
+            Option<&'static str>,
         );
-        let l = layout(&["--endpoint-type", "chat", "--concurrency", "1,2"]);
-        assert_eq!(
-            l.level_dir(&Stimulus::Concurrency(2)),
-            PathBuf::from("artifacts/org_model-openai-chat-concurrency2")
-        );
-        assert_eq!(l.sweep_dir(), PathBuf::from("artifacts"));
+        let cases: &[Case] = &[
+            (
+                &["--concurrency", "8"],
+                Some((8, "artifacts/org_model-triton-tensorrtllm-concurrency8")),
+                None,
+            ),
+            (
+                &["--endpoint-type", "chat", "--concurrency", "1,2"],
+                Some((2, "artifacts/org_model-openai-chat-concurrency2")),
+                Some("artifacts"),
+            ),
+            (
+                &["--concurrency", "8", "--shard", "1/4"],
+                Some((
+                    8,
+                    "artifacts/shard1-of-4/org_model-triton-tensorrtllm-concurrency8",
+                )),
+                None,
+            ),
+            (
+                &[
+                    "--shard",
+                    "2/4",
+                    "--artifact-dir",
+                    "/results/s{shard}",
+                    "--concurrency",
+                    "1,2",
+                ],
+                None,
+                Some("/results/s2"),
+            ),
+            (
+                &["--artifact-dir", "./ttft_c1"],
+                Some((1, "./ttft_c1")),
+                None,
+            ),
+            (
+                &["--artifact-dir", "out", "--concurrency", "1:4"],
+                Some((4, "out/org_model-triton-tensorrtllm-concurrency4")),
+                Some("out"),
+            ),
+            (
+                &[
+                    "--artifact-dir",
+                    "./bench/{timestamp}/c{concurrency}",
+                    "--concurrency",
+                    "1,8,32",
+                ],
+                Some((8, "./bench/20261129_1200/c8")),
+                Some("./bench/20261129_1200"),
+            ),
+        ];
+        for (args, level, sweep) in cases {
+            let l = layout(args);
+            if let Some((c, dir)) = level {
+                let got = l.level_dir(&Stimulus::Concurrency(*c));
+                assert_eq!(got, PathBuf::from(dir), "{args:?}");
+            }
+            if let Some(dir) = sweep {
+                assert_eq!(l.sweep_dir(), PathBuf::from(dir), "{args:?}");
+            }
+        }
     }
 
     #[test]
     fn repetitions_write_below_the_run_directory() {
-        let c = |n| Stimulus::Concurrency(n);
-        let l = layout(&["--concurrency", "1,2"]);
-        assert_eq!(
-            l.repetition(2, &[c(1), c(2)]),
-            PathBuf::from("artifacts/rep2")
-        );
-        let l = layout(&["--concurrency", "4"]);
-        assert_eq!(
-            l.repetition(1, &[c(4)]),
-            PathBuf::from("artifacts/org_model-triton-tensorrtllm-concurrency4/rep1")
-        );
-        let l = layout(&["--concurrency", "1,2", "--artifact-dir", "b/{timestamp}"]);
-        assert_eq!(
-            l.repetition(3, &[c(1), c(2)]),
-            PathBuf::from("b/20261129_1200/rep3")
-        );
-        let l = layout(&[
-            "--concurrency",
-            "1,2",
-            "--artifact-dir",
-            "b/{timestamp}/c{concurrency}",
-        ]);
-        assert_eq!(
-            l.repetition(1, &[c(1), c(2)]),
-            PathBuf::from("b/20261129_1200/rep1/c{concurrency}")
-        );
-        let l = layout(&["--concurrency", "1,2", "--artifact-dir", "{level}"]);
-        assert_eq!(
-            l.repetition(1, &[c(1), c(2)]),
-            PathBuf::from("./rep1/{level}")
-        );
-    }
-
-    #[test]
-    fn shards_write_apart() {
-        let l = layout(&["--concurrency", "8", "--shard", "1/4"]);
-        assert_eq!(
-            l.level_dir(&Stimulus::Concurrency(8)),
-            PathBuf::from("artifacts/shard1-of-4/org_model-triton-tensorrtllm-concurrency8")
-        );
-        let l = layout(&[
-            "--shard",
-            "2/4",
-            "--artifact-dir",
-            "/results/s{shard}",
-            "--concurrency",
-            "1,2",
-        ]);
-        assert_eq!(l.sweep_dir(), PathBuf::from("/results/s2"));
-    }
-
-    #[test]
-    fn explicit_dir_single_level_holds_files_directly() {
-        let l = layout(&["--artifact-dir", "./ttft_c1"]);
-        assert_eq!(
-            l.level_dir(&Stimulus::Concurrency(1)),
-            PathBuf::from("./ttft_c1")
-        );
-    }
-
-    #[test]
-    fn explicit_dir_sweep_gets_subdirectories() {
-        let l = layout(&["--artifact-dir", "out", "--concurrency", "1:4"]);
-        assert_eq!(
-            l.level_dir(&Stimulus::Concurrency(4)),
-            PathBuf::from("out/org_model-triton-tensorrtllm-concurrency4")
-        );
-        assert_eq!(l.sweep_dir(), PathBuf::from("out"));
-    }
-
-    #[test]
-    fn placeholders() {
-        let l = layout(&[
-            "--artifact-dir",
-            "./bench/{timestamp}/c{concurrency}",
-            "--concurrency",
-            "1,8,32",
-        ]);
-        assert_eq!(
-            l.level_dir(&Stimulus::Concurrency(8)),
-            PathBuf::from("./bench/20261129_1200/c8")
-        );
-        assert_eq!(l.sweep_dir(), PathBuf::from("./bench/20261129_1200"));
+        // (flags, repetition, the levels' concurrencies, where it writes)
+        let cases: &[(&[&str], u32, &[u32], &str)] = &[
+            (&["--concurrency", "1,2"], 2, &[1, 2], "artifacts/rep2"),
+            (
+                &["--concurrency", "4"],
+                1,
+                &[4],
+                "artifacts/org_model-triton-tensorrtllm-concurrency4/rep1",
+            ),
+            (
+                &["--concurrency", "1,2", "--artifact-dir", "b/{timestamp}"],
+                3,
+                &[1, 2],
+                "b/20261129_1200/rep3",
+            ),
+            (
+                &[
+                    "--concurrency",
+                    "1,2",
+                    "--artifact-dir",
+                    "b/{timestamp}/c{concurrency}",
+                ],
+                1,
+                &[1, 2],
+                "b/20261129_1200/rep1/c{concurrency}",
+            ),
+            (
+                &["--concurrency", "1,2", "--artifact-dir", "{level}"],
+                1,
+                &[1, 2],
+                "./rep1/{level}",
+            ),
+        ];
+        for (args, k, cs, want) in cases {
+            let levels: Vec<Stimulus> = cs.iter().map(|&c| Stimulus::Concurrency(c)).collect();
+            let got = layout(args).repetition(*k, &levels);
+            assert_eq!(got, PathBuf::from(want), "{args:?}");
+        }
     }
 
     #[test]
@@ -453,13 +469,10 @@ mod tests {
             "{}/bench/{{timestamp}}/c{{concurrency}}",
             tmp.path().display()
         );
-        let mut argv = vec!["ttftbench", "profile", "-m", "gpt2", "--concurrency", "1,8"];
-        argv.extend(["--artifact-dir", &template]);
-        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
-        let crate::cli::Command::Profile(p) = cli.command else {
-            panic!("expected profile")
-        };
-        let plan = p.plan(&[]).unwrap();
+        let plan = plan(
+            "gpt2",
+            &["--concurrency", "1,8", "--artifact-dir", template.as_str()],
+        );
         let first = fresh_layout(&plan, "20261129_1200");
         assert_eq!(first.sweep_dir(), tmp.path().join("bench/20261129_1200"));
         std::fs::create_dir_all(first.sweep_dir()).unwrap();

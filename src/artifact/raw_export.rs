@@ -242,9 +242,7 @@ fn exported(bytes: &[u8], f: &ExportFormat) -> bool {
     let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
         return true;
     };
-    !v.get("choices")
-        .and_then(Value::as_array)
-        .is_some_and(|c| c.is_empty())
+    !v["choices"].as_array().is_some_and(|c| c.is_empty())
 }
 
 /// One response's `response_outputs` entry. Text responses are escaped straight into `out`: one
@@ -313,21 +311,45 @@ fn grpc_outputs(
     let mut m = Map::new();
     if let Some(r) = resp {
         for (i, t) in r.outputs.iter().enumerate() {
-            let dt = DataType::from_name(&t.datatype);
-            let v = match (r.raw_output_contents.get(i), &t.contents) {
-                (Some(raw), _) => raw_tensor(dt, raw),
-                (None, Some(c)) => typed_tensor(dt, c),
-                (None, None) => Value::String(String::new()),
-            };
+            let v = grpc_tensor(&t.datatype, r.raw_output_contents.get(i), &t.contents);
             m.insert(t.name.clone(), v);
         }
     }
+    with_listed(m, listed)
+}
+
+/// `m` with every `listed` name it lacks as `""`.
+fn with_listed(mut m: Map<String, Value>, listed: &[String]) -> Map<String, Value> {
     for name in listed {
         if !m.contains_key(name) {
             m.insert(name.clone(), Value::String(String::new()));
         }
     }
     m
+}
+
+/// A KServe gRPC tensor's value: its raw buffer when the message has one, else its typed
+/// contents, else `""`.
+fn grpc_tensor(
+    datatype: &str,
+    raw: Option<&Vec<u8>>,
+    contents: &Option<crate::proto::InferTensorContents>,
+) -> Value {
+    let dt = DataType::from_name(datatype);
+    match (raw, contents) {
+        (Some(raw), _) => raw_tensor(dt, raw),
+        (None, Some(c)) => typed_tensor(dt, c),
+        (None, None) => Value::String(String::new()),
+    }
+}
+
+/// Values as perf_analyzer renders them: `""` for none, the value for one, else an array.
+fn one_or_many(v: Vec<Value>) -> Value {
+    match v.len() {
+        0 => Value::String(String::new()),
+        1 => v.into_iter().next().unwrap_or(Value::Null),
+        _ => Value::Array(v),
+    }
 }
 
 /// A tensor's raw little-endian buffer as perf_analyzer renders it.
@@ -355,11 +377,6 @@ pub fn raw_tensor(dt: Option<DataType>, raw: &[u8]) -> Value {
 
 /// A tensor sent in typed `contents` fields.
 fn typed_tensor(dt: Option<DataType>, c: &crate::proto::InferTensorContents) -> Value {
-    let nums = |v: Vec<Value>| match v.len() {
-        0 => Value::String(String::new()),
-        1 => v.into_iter().next().unwrap_or(Value::Null),
-        _ => Value::Array(v),
-    };
     match dt {
         Some(DataType::Bytes) => c
             .bytes_contents
@@ -367,7 +384,9 @@ fn typed_tensor(dt: Option<DataType>, c: &crate::proto::InferTensorContents) -> 
             .map_or(Value::String(String::new()), |b| {
                 Value::String(String::from_utf8_lossy(b).into_owned())
             }),
-        Some(DataType::Bool) => nums(c.bool_contents.iter().map(|&b| Value::Bool(b)).collect()),
+        Some(DataType::Bool) => {
+            one_or_many(c.bool_contents.iter().map(|&b| Value::Bool(b)).collect())
+        }
         _ => {
             let mut v: Vec<Value> = Vec::new();
             v.extend(c.int_contents.iter().map(|&x| Value::from(x)));
@@ -376,7 +395,7 @@ fn typed_tensor(dt: Option<DataType>, c: &crate::proto::InferTensorContents) -> 
             v.extend(c.uint64_contents.iter().map(|&x| Value::from(x)));
             v.extend(c.fp32_contents.iter().map(|&x| Value::from(f64::from(x))));
             v.extend(c.fp64_contents.iter().map(|&x| Value::from(x)));
-            nums(v)
+            one_or_many(v)
         }
     }
 }
@@ -391,13 +410,8 @@ fn http_tensors(body: &[u8], key: &str, listed: &[String]) -> Map<String, Value>
     if let Some(tensors) = header.get(key).and_then(Value::as_array) {
         for t in tensors {
             let name = t.get("name").and_then(Value::as_str).unwrap_or_default();
-            let dt = t
-                .get("datatype")
-                .and_then(Value::as_str)
-                .and_then(DataType::from_name);
-            let size = t
-                .pointer("/parameters/binary_data_size")
-                .and_then(Value::as_u64);
+            let dt = t["datatype"].as_str().and_then(DataType::from_name);
+            let size = t["parameters"]["binary_data_size"].as_u64();
             let v = match size {
                 Some(n) => {
                     let n = (n as usize).min(binary.len());
@@ -410,12 +424,7 @@ fn http_tensors(body: &[u8], key: &str, listed: &[String]) -> Map<String, Value>
             m.insert(name.to_string(), v);
         }
     }
-    for name in listed {
-        if !m.contains_key(name) {
-            m.insert(name.clone(), Value::String(String::new()));
-        }
-    }
-    m
+    with_listed(m, listed)
 }
 
 /// A tensor's JSON `data` (nested or flat) rendered like a raw buffer: one string for BYTES,
@@ -437,11 +446,7 @@ fn json_data(dt: Option<DataType>, data: Option<&Value>) -> Value {
             .next()
             .unwrap_or(Value::String(String::new()));
     }
-    match flat.len() {
-        0 => Value::String(String::new()),
-        1 => flat.into_iter().next().unwrap_or(Value::Null),
-        _ => Value::Array(flat),
-    }
+    one_or_many(flat)
 }
 
 /// An HTTP JSON body with the prompt in GenAI-Perf's list form (`prompt`/`text_input` strings
@@ -480,12 +485,7 @@ fn grpc_inputs(bytes: &[u8]) -> Map<String, Value> {
     let mut m = Map::new();
     if let Ok(req) = crate::proto::ModelInferRequest::decode(bytes) {
         for (i, t) in req.inputs.iter().enumerate() {
-            let dt = DataType::from_name(&t.datatype);
-            let v = match (req.raw_input_contents.get(i), &t.contents) {
-                (Some(raw), _) => raw_tensor(dt, raw),
-                (None, Some(c)) => typed_tensor(dt, c),
-                (None, None) => Value::String(String::new()),
-            };
+            let v = grpc_tensor(&t.datatype, req.raw_input_contents.get(i), &t.contents);
             m.insert(t.name.clone(), v);
         }
     }

@@ -181,21 +181,20 @@ fn stats_from(v: &Value) -> Stats {
     Stats::from_fn(whole(v, "count"), |s| f(v, s.key()))
 }
 
+/// The distribution at `k`, when `v` has one there (null or absent: none).
+fn dist(v: &Value, k: &str) -> Option<Stats> {
+    v.get(k).filter(|v| v.is_object()).map(stats_from)
+}
+
 /// The level document's `isl_buckets` (see [`super::genai_perf`]); none in older files.
 fn isl_buckets_from(doc: &Value) -> Vec<crate::stats::isl::IslBucket> {
-    let buckets = doc.get("isl_buckets").and_then(Value::as_array);
-    let dist = |b: &Value, k: &str| b.get(k).filter(|v| v.is_object()).map(stats_from);
-    buckets
-        .into_iter()
-        .flatten()
-        .map(|b| crate::stats::isl::IslBucket {
-            min_isl: u32_of(b.get("min_isl")).unwrap_or(0),
-            max_isl: u32_of(b.get("max_isl")),
-            count: b.get("count").and_then(Value::as_u64).unwrap_or(0),
-            ttft: dist(b, "time_to_first_token"),
-            latency: dist(b, "request_latency"),
-        })
-        .collect()
+    items(doc, "isl_buckets", |b| crate::stats::isl::IslBucket {
+        min_isl: u32_of(b.get("min_isl")).unwrap_or(0),
+        max_isl: u32_of(b.get("max_isl")),
+        count: whole(b, "count"),
+        ttft: dist(b, "time_to_first_token"),
+        latency: dist(b, "request_latency"),
+    })
 }
 
 /// [`turns_from`], for the encoder's round-trip test.
@@ -206,27 +205,14 @@ pub(crate) fn level_from_json_for_tests(doc: &Value) -> Vec<crate::stats::turns:
 
 /// The level document's `turns` (see [`super::genai_perf`]); none in runs without sessions.
 fn turns_from(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
-    let turns = doc.get("turns").and_then(Value::as_array);
-    turns
-        .into_iter()
-        .flatten()
-        .map(|t| crate::stats::turns::TurnStats {
-            turn: u32_of(t.get("turn")).unwrap_or(0),
-            and_later: t.get("and_later").and_then(Value::as_bool).unwrap_or(false),
-            count: t.get("count").and_then(Value::as_u64).unwrap_or(0),
-            ttft: t
-                .get("time_to_first_token")
-                .filter(|v| v.is_object())
-                .map(stats_from),
-            isl_avg: t
-                .pointer("/input_sequence_length/avg")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-            cached_avg: t
-                .pointer("/cached_prompt_tokens/avg")
-                .and_then(Value::as_f64),
-        })
-        .collect()
+    items(doc, "turns", |t| crate::stats::turns::TurnStats {
+        turn: u32_of(t.get("turn")).unwrap_or(0),
+        and_later: t.get("and_later").and_then(Value::as_bool).unwrap_or(false),
+        count: whole(t, "count"),
+        ttft: dist(t, "time_to_first_token"),
+        isl_avg: t["input_sequence_length"]["avg"].as_f64().unwrap_or(0.0),
+        cached_avg: t["cached_prompt_tokens"]["avg"].as_f64(),
+    })
 }
 
 fn server_from(v: &Value) -> Option<ServerDelta> {
@@ -254,37 +240,29 @@ fn server_from(v: &Value) -> Option<ServerDelta> {
 
 /// The load level from the JSON's `level` block; for a request rate, the arrival process and
 /// in-flight cap come from the recorded plan (`input_config.levels`) when it has them.
-fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimulus> {
+fn stimulus_from(level: &Value, cfg: &Value, dir: &Path) -> Result<Stimulus> {
     use crate::load::Arrival;
-    let kind = level.get("stimulus").and_then(Value::as_str).unwrap_or("");
-    let value = level.get("value").and_then(Value::as_f64);
+    let kind = level["stimulus"].as_str().unwrap_or("");
+    let value = level["value"].as_f64();
+    let levels = cfg["levels"].as_array().map_or(&[][..], Vec::as_slice);
     match (kind, value) {
         ("concurrency", Some(v)) if v >= 1.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX) => {
             Ok(Stimulus::Concurrency(v as u32))
         }
         ("request_rate", Some(rate)) if rate > 0.0 && rate.is_finite() => {
-            let planned = cfg
-                .and_then(|c| c.get("levels"))
-                .and_then(Value::as_array)
-                .and_then(|ls| {
-                    ls.iter()
-                        .filter_map(|l| l.get("request_rate"))
-                        .find(|r| r.get("rate").and_then(Value::as_f64) == Some(rate))
-                });
-            let arrival = match planned
-                .and_then(|r| r.pointer("/arrival/kind"))
-                .and_then(Value::as_str)
-            {
+            let planned = levels
+                .iter()
+                .map(|l| &l["request_rate"])
+                .find(|r| r["rate"].as_f64() == Some(rate))
+                .unwrap_or(&Value::Null);
+            let arrival = match planned["arrival"]["kind"].as_str() {
                 Some("poisson") => Arrival::Poisson,
                 Some("gamma") => Arrival::Gamma {
-                    shape: planned
-                        .and_then(|r| r.pointer("/arrival/shape"))
-                        .and_then(Value::as_f64)
-                        .unwrap_or(1.0),
+                    shape: planned["arrival"]["shape"].as_f64().unwrap_or(1.0),
                 },
                 _ => Arrival::Constant,
             };
-            let max_inflight = u32_of(planned.and_then(|r| r.get("max_inflight"))).unwrap_or(1024);
+            let max_inflight = u32_of(planned.get("max_inflight")).unwrap_or(1024);
             Ok(Stimulus::RequestRate {
                 rate,
                 arrival,
@@ -292,11 +270,9 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
             })
         }
         ("fixed_schedule", Some(speedup)) if speedup > 0.0 && speedup.is_finite() => {
-            let levels = cfg.and_then(|c| c.get("levels")).and_then(Value::as_array);
-            let planned = levels.and_then(|ls| {
-                ls.iter()
-                    .find_map(|l| l.pointer("/fixed_schedule/max_inflight"))
-            });
+            let planned = levels
+                .iter()
+                .find_map(|l| l.pointer("/fixed_schedule/max_inflight"));
             let max_inflight = u32_of(planned).unwrap_or(1024);
             Ok(Stimulus::FixedSchedule {
                 speedup,
@@ -312,11 +288,7 @@ fn stimulus_from(level: &Value, cfg: Option<&Value>, dir: &Path) -> Result<Stimu
 
 /// The newer APIs' level numbers, where the file has them (`{unit, avg}` entries).
 fn apis_from(doc: &Value) -> crate::stats::apis::ApiStats {
-    let v = |k: &str| {
-        doc.get(k)
-            .and_then(|e| e.get("avg"))
-            .and_then(Value::as_f64)
-    };
+    let v = |k: &str| doc[k]["avg"].as_f64();
     let n = |k: &str| v(k).map(|x| x.round() as u64);
     crate::stats::apis::ApiStats {
         input_throughput: v("input_throughput"),
@@ -334,21 +306,21 @@ fn apis_from(doc: &Value) -> crate::stats::apis::ApiStats {
 fn accuracy_from(doc: &Value) -> Option<crate::stats::scored::AccuracyStats> {
     use crate::stats::scored::{AccuracyStats, ChangedStats, Counts};
     let a = doc.get("accuracy")?;
-    let n = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
     let x = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64);
     let confidence = x(a, "confidence").unwrap_or(0.95);
     let changed = doc.get("answer_changed_share").map(|c| {
+        let example = c.get("example").and_then(typed);
         ChangedStats::of(
-            n(c, "changed"),
-            n(c, "compared"),
+            whole(c, "changed"),
+            whole(c, "compared"),
             confidence,
-            c.get("example").and_then(typed),
+            example,
         )
     });
     let counts = Counts {
-        graded: n(a, "graded"),
-        correct: n(a, "correct"),
-        unparsed: n(a, "unparsed"),
+        graded: whole(a, "graded"),
+        correct: whole(a, "correct"),
+        unparsed: whole(a, "unparsed"),
     };
     Some(AccuracyStats::of(counts, confidence, changed).at(confidence, x(a, "chance")))
 }
@@ -366,10 +338,9 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         ))
     })?;
     let cfg = doc.get("input_config");
-    let stimulus = stimulus_from(level, cfg, dir)?;
-    let streaming = cfg
-        .and_then(|c| c.pointer("/target/streaming"))
-        .and_then(Value::as_bool)
+    let stimulus = stimulus_from(level, &doc["input_config"], dir)?;
+    let streaming = doc["input_config"]["target"]["streaming"]
+        .as_bool()
         .unwrap_or_else(|| doc.get(Metric::TimeToFirstToken.key()).is_some());
     let metrics = Metric::ALL
         .iter()
@@ -393,19 +364,14 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             abandoned_count: count("abandoned_count"),
             reconnect_count: count("reconnect_count"),
             burst_count: count("burst_count"),
-            connections: doc
-                .get("connections")
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            connections: doc.get("connections").and_then(typed),
             errors,
             warmup_count: 0,
             duration_s: avg("benchmark_duration"),
             output_token_throughput: avg("output_token_throughput"),
             total_token_throughput: avg("total_token_throughput"),
             request_throughput: avg("request_throughput"),
-            request_goodput: doc
-                .get("request_goodput")
-                .and_then(|v| v.get("avg"))
-                .and_then(Value::as_f64),
+            request_goodput: doc.pointer("/request_goodput/avg").and_then(Value::as_f64),
             osl_mismatch: vcount("osl_mismatch_count"),
             osl_compared: vcount("osl_compared_count"),
             isl_mismatch: vcount("isl_mismatch_count"),
@@ -414,9 +380,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             percentile_method: level.get("percentile_method").and_then(typed),
             isl_buckets: isl_buckets_from(doc),
             turns: turns_from(doc),
-            sessions: doc
-                .get("sessions")
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            sessions: doc.get("sessions").and_then(typed),
             apis: apis_from(doc),
             accuracy: accuracy_from(doc),
         },
@@ -424,10 +388,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         engine: doc.get("engine_metrics").and_then(typed),
         gpu: doc.get("gpu_metrics").and_then(typed),
         streaming,
-        interrupted: validity
-            .and_then(|v| v.get("interrupted"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        interrupted: doc["validity"]["interrupted"].as_bool().unwrap_or(false),
         started_unix_ns: whole(level, "started_unix_ns"),
         ended_unix_ns: whole(level, "ended_unix_ns"),
         validity: validity.and_then(typed).unwrap_or_default(),
@@ -522,9 +483,8 @@ fn sort_levels(levels: &mut [LoadedLevel]) {
 pub fn read_sweep(dir: &Path) -> Result<Run> {
     let path = dir.join(SUMMARY_JSON_FILE);
     let doc = read_json(&path)?;
-    let rows = doc
-        .get("levels")
-        .and_then(Value::as_array)
+    let rows = doc["levels"]
+        .as_array()
         .ok_or_else(|| Error::usage(format!("{}: no 'levels' list", path.display())))?;
     let mut levels = Vec::with_capacity(rows.len());
     for row in rows {

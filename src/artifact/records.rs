@@ -384,6 +384,18 @@ mod tests {
     use super::*;
     use crate::record::{ErrorKind, RequestError};
 
+    /// `rec`'s row at `level` on `clock`, with its request id when it has one.
+    fn row(
+        level: &str,
+        clock: &Clock,
+        rec: &RequestRecord,
+        id: Option<&dyn std::fmt::Display>,
+    ) -> String {
+        let mut out = Vec::new();
+        write_row(&mut out, level, clock, rec, id).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     #[test]
     fn row_exact_text() {
         let clock = Clock::start();
@@ -401,8 +413,6 @@ mod tests {
             responses: 2,
             ..crate::stats::test_record(0, 0, 1)
         };
-        let mut out = Vec::new();
-        write_row(&mut out, "concurrency1", &clock, &rec, None).unwrap();
         let expected = format!(
             "{{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":3,\"prompt_index\":1,\"intended_ns\":{},\"sent_ns\":{},\"first_byte_ns\":{},\"first_token_ns\":{},\"second_token_ns\":null,\"last_token_ns\":{},\"end_ns\":{},\"ttft_ms\":3.0,\"latency_ms\":3.0,\"itl_ms\":null,\"isl\":5,\"osl\":1,\"server_osl\":null,\"tokenizer_osl\":null,\"server_isl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":2,\"lossy_text\":false,\"error\":null,\"error_message\":null}}\n",
             base,
@@ -412,17 +422,15 @@ mod tests {
             base + 3_001_000,
             base + 4_000_000
         );
-        assert_eq!(String::from_utf8(out).unwrap(), expected);
+        assert_eq!(row("concurrency1", &clock, &rec, None), expected);
 
         let mut failed = rec.clone();
         failed.error = Some(RequestError::new(
             ErrorKind::HttpStatus(503),
             "HTTP 503: busy",
         ));
-        let mut out = Vec::new();
         let ids = crate::client::request_id::RequestIds::new("run7", None);
-        write_row(&mut out, "concurrency1", &clock, &failed, Some(&ids.id(3))).unwrap();
-        let s = String::from_utf8(out).unwrap();
+        let s = row("concurrency1", &clock, &failed, Some(&ids.id(3)));
         assert!(
             s.ends_with("\"error\":\"http_503\",\"error_message\":\"HTTP 503: busy\",\"request_id\":\"run7-3\"}\n"),
             "{s}"
@@ -432,16 +440,7 @@ mod tests {
         assert_eq!(back.level, "concurrency1");
         let id = back.request_id.as_deref().unwrap();
         assert_eq!(id, "run7-3");
-        let mut again = Vec::new();
-        write_row(
-            &mut again,
-            &back.level,
-            &Clock::unix(),
-            &back.record,
-            Some(&id),
-        )
-        .unwrap();
-        assert_eq!(String::from_utf8(again).unwrap(), s);
+        assert_eq!(row(&back.level, &Clock::unix(), &back.record, Some(&id)), s);
         let mut tagged = Vec::new();
         let to = (Some(3), Some(&id as &dyn std::fmt::Display));
         write_shard_row(&mut tagged, &back.level, &Clock::unix(), &back.record, to).unwrap();
@@ -480,9 +479,7 @@ mod tests {
             responses: 12,
             ..crate::stats::test_record(0, 0, 10)
         };
-        let mut out = Vec::new();
-        write_row(&mut out, "concurrency1", &Clock::unix(), &rec, None).unwrap();
-        let s = String::from_utf8(out).unwrap();
+        let s = row("concurrency1", &Clock::unix(), &rec, None);
         assert_eq!(
             s,
             "{\"level\":\"concurrency1\",\"phase\":\"measure\",\"seq\":0,\"prompt_index\":0,\"intended_ns\":0,\"sent_ns\":1000000,\"first_byte_ns\":2000000,\"first_token_ns\":3000000,\"second_token_ns\":4000000,\"first_output_token_ns\":9000000,\"last_token_ns\":11000000,\"end_ns\":11000000,\"ttft_ms\":2.0,\"ttfo_ms\":8.0,\"latency_ms\":10.0,\"itl_ms\":0.888889,\"isl\":5,\"osl\":10,\"server_osl\":10,\"tokenizer_osl\":10,\"reasoning_tokens\":6,\"server_reasoning_tokens\":6,\"server_isl\":5,\"requested_osl\":10,\"chunks\":10,\"responses\":12,\"lossy_text\":false,\"error\":null,\"error_message\":null}\n"
@@ -511,9 +508,7 @@ mod tests {
             }),
             ..crate::stats::test_record(0, 0, 1)
         };
-        let mut out = Vec::new();
-        write_row(&mut out, "concurrency2", &Clock::unix(), &rec, None).unwrap();
-        let s = String::from_utf8(out).unwrap();
+        let s = row("concurrency2", &Clock::unix(), &rec, None);
         assert_eq!(
             s,
             "{\"level\":\"concurrency2\",\"phase\":\"measure\",\"seq\":4,\"prompt_index\":2,\"intended_ns\":0,\"sent_ns\":0,\"first_byte_ns\":null,\"first_token_ns\":1000000,\"second_token_ns\":null,\"last_token_ns\":1000000,\"end_ns\":1000000,\"ttft_ms\":1.0,\"latency_ms\":1.0,\"itl_ms\":null,\"isl\":30,\"osl\":1,\"server_osl\":null,\"tokenizer_osl\":1,\"server_isl\":null,\"requested_osl\":1,\"chunks\":1,\"responses\":1,\"lossy_text\":false,\"error\":null,\"error_message\":null,\"session\":7,\"turn\":2}\n"
@@ -533,9 +528,7 @@ mod tests {
             }),
             ..crate::stats::test_record(0, 0, 8)
         };
-        let mut out = Vec::new();
-        write_row(&mut out, "concurrency1", &Clock::unix(), &rec, None).unwrap();
-        let s = String::from_utf8(out).unwrap();
+        let s = row("concurrency1", &Clock::unix(), &rec, None);
         assert!(
             s.contains("\"server_isl\":null,\"server_prefill_ms\":12.853,\"server_decode_ms\":21.044,\"server_prompt_tokens\":1,\"server_cached_tokens\":20,\"requested_osl\""),
             "{s}"

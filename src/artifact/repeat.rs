@@ -94,11 +94,7 @@ pub fn csv(levels: &[(String, Vec<MetricSpread>)]) -> String {
     for (level, spreads) in levels {
         for m in spreads {
             let s = &m.spread;
-            let values: Vec<String> = m
-                .values
-                .iter()
-                .map(|v| crate::analysis::text::fixed_or(Some(*v), 4, ""))
-                .collect();
+            let values: Vec<String> = m.values.iter().map(|v| num(*v)).collect();
             out.push_str(&format!(
                 "{level},{},{},{},{},{},{},{},{}\n",
                 m.metric.key(),

@@ -34,7 +34,8 @@ use crate::stats::LevelSummary;
 /// One `key,value,unit` row.
 pub type Row = (String, String, &'static str);
 
-fn num(v: f64) -> String {
+/// Two decimals; `N/A` for a value that is not finite (as GenAI-Perf's CSV writes it).
+pub(super) fn num(v: f64) -> String {
     crate::analysis::text::fixed_or(Some(v), 2, "N/A")
 }
 
@@ -55,18 +56,16 @@ pub fn engine_json(s: &LevelSummary) -> Value {
     v
 }
 
-/// The `gpu_metrics` value.
-pub fn gpu_json(s: &LevelSummary) -> Value {
-    s.gpu.as_ref().map_or(Value::Null, |g| {
-        serde_json::to_value(g).unwrap_or(Value::Null)
-    })
-}
-
 /// The engine's and the GPUs' rows of the CSV's second section.
 pub fn csv_rows(s: &LevelSummary) -> Vec<Row> {
     let mut rows = engine_rows(s);
     rows.extend(gpu_rows(s));
     rows
+}
+
+/// A share as a percentage.
+fn pct(v: Option<f64>) -> Option<f64> {
+    v.map(|v| v * 100.0)
 }
 
 fn engine_rows(s: &LevelSummary) -> Vec<Row> {
@@ -94,47 +93,27 @@ fn engine_rows(s: &LevelSummary) -> Vec<Row> {
         push("engine_prefill_time_avg", sp.prefill_ms, "ms");
         push("engine_decode_time_avg", sp.decode_ms, "ms");
         push("engine_generation_time_avg", Some(sp.generation_ms), "ms");
-        push(
-            "engine_queue_share",
-            sp.queue_share().map(|q| q * 100.0),
-            "percent",
-        );
+        push("engine_queue_share", pct(sp.queue_share()), "percent");
     }
-    let pct = |g: Option<crate::server_metrics::level::GaugeStats>, max: bool| {
-        g.map(|g| if max { g.max } else { g.avg } * 100.0)
-    };
+    let (kv, ttft) = (e.kv_usage, e.server_ttft);
     push(
         "engine_kv_cache_usage_avg",
-        pct(e.kv_usage, false),
+        pct(kv.map(|g| g.avg)),
         "percent",
     );
     push(
         "engine_kv_cache_usage_max",
-        pct(e.kv_usage, true),
+        pct(kv.map(|g| g.max)),
         "percent",
     );
     push("engine_preemptions", e.preemptions, "count");
-    push(
-        "server_ttft_avg",
-        e.server_ttft.map(|t| t.avg_s * 1e3),
-        "ms",
-    );
-    push(
-        "server_ttft_p99",
-        e.server_ttft.and_then(|t| t.p99_s).map(|p| p * 1e3),
-        "ms",
-    );
-    push(
-        "network_and_client_ttft_avg",
-        s.network_and_client_ttft_ms(),
-        "ms",
-    );
+    push("server_ttft_avg", ttft.map(|t| t.avg_s * 1e3), "ms");
+    let p99 = ttft.and_then(|t| t.p99_s).map(|p| p * 1e3);
+    push("server_ttft_p99", p99, "ms");
+    let rest = s.network_and_client_ttft_ms();
+    push("network_and_client_ttft_avg", rest, "ms");
     if let Some(p) = e.prefix_cache {
-        push(
-            "prefix_cache_hit_rate",
-            p.hit_rate.map(|r| r * 100.0),
-            "percent",
-        );
+        push("prefix_cache_hit_rate", pct(p.hit_rate), "percent");
         let unit = match p.unit {
             crate::server_metrics::engines::CacheUnit::Tokens => "tokens",
             crate::server_metrics::engines::CacheUnit::Blocks => "blocks",
@@ -143,11 +122,8 @@ fn engine_rows(s: &LevelSummary) -> Vec<Row> {
     }
     push("engine_slots", e.slots.map(f64::from), "count");
     if let Some(sd) = e.spec_decode.filter(|s| s.draft_tokens > 0.0) {
-        push(
-            "spec_decode_acceptance_rate",
-            sd.acceptance_rate.map(|r| r * 100.0),
-            "percent",
-        );
+        let rate = pct(sd.acceptance_rate);
+        push("spec_decode_acceptance_rate", rate, "percent");
         push("spec_decode_draft_tokens", Some(sd.draft_tokens), "tokens");
     }
     rows
@@ -163,28 +139,14 @@ fn gpu_rows(s: &LevelSummary) -> Vec<Row> {
             rows.push((key.to_string(), num(v), unit));
         }
     };
-    push(
-        "gpu_utilization_avg",
-        g.utilization_avg().map(|u| u * 100.0),
-        "percent",
-    );
-    push(
-        "gpu_utilization_max",
-        g.utilization_max().map(|u| u * 100.0),
-        "percent",
-    );
-    push(
-        "gpu_memory_used_max",
-        g.memory_used_max_bytes().map(|b| b / GIB),
-        "GiB",
-    );
+    push("gpu_utilization_avg", pct(g.utilization_avg()), "percent");
+    push("gpu_utilization_max", pct(g.utilization_max()), "percent");
+    let memory = g.memory_used_max_bytes().map(|b| b / GIB);
+    push("gpu_memory_used_max", memory, "GiB");
     push("gpu_power_avg", g.power_avg_w(), "W");
     push("gpu_energy", g.energy_j, "J");
-    push(
-        "output_tokens_per_joule",
-        g.output_tokens_per_joule,
-        "tokens/J",
-    );
+    let per_joule = g.output_tokens_per_joule;
+    push("output_tokens_per_joule", per_joule, "tokens/J");
     rows
 }
 
@@ -341,7 +303,7 @@ output_tokens_per_joule,2.00,tokens/J"
         assert_eq!(v["network_and_client_ttft_ms"], 100.0);
         let back: EngineLevelView = serde_json::from_value(v).unwrap();
         assert_eq!(back, vllm_view());
-        let g = gpu_json(&s);
+        let g = json!(s.gpu);
         assert_eq!(g["energy_source"], "power");
         let back: GpuView = serde_json::from_value(g).unwrap();
         assert_eq!(Some(back), s.gpu);

@@ -15,13 +15,12 @@
 //!  "start": {"planned_unix_ns": ..., "actual_unix_ns": ..., "late": false}}   <- or null
 //! ```
 //!
-//! The merged level's JSON carries `shards` ([`section_json`]): the count, the plan identity,
-//! the level's planned start, the skew between the shards' actual starts, which shard's server
-//! metrics were kept, and per shard its directory, requests, errors, start delay, whether it
-//! was trustworthy, and why it was idle.
+//! The merged level's JSON carries `shards` ([`ShardsSection`], its fields in declared order):
+//! the count, the plan identity, the level's planned start, the skew between the shards' actual
+//! starts, which shard's server metrics were kept, and per shard its directory, requests,
+//! errors, start delay, whether it was trustworthy, and why it was idle.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::load::{Shard, Stimulus};
 
@@ -152,11 +151,6 @@ pub struct ShardsSection {
     pub shards: Vec<ShardPart>,
 }
 
-/// The section as JSON (field order as declared).
-pub fn section_json(s: &ShardsSection) -> Value {
-    serde_json::to_value(s).unwrap_or(Value::Null)
-}
-
 /// One console line: `concurrency8: 4 shards (skew 2.1 ms): requests 25+25+25+25, errors 0+0+0+0`.
 pub fn section_line(level: &str, s: &ShardsSection) -> String {
     let join = |f: fn(&ShardPart) -> u64| {
@@ -284,7 +278,7 @@ mod tests {
             ],
         };
         assert_eq!(
-            section_json(&s).to_string(),
+            serde_json::json!(s).to_string(),
             r#"{"count":2,"plan_id":"00000000000000ab","planned_start_unix_ns":1767225600000000000,"start_skew_ms":1.5,"server_metrics_from":0,"shards":[{"index":0,"dir":"s0/c3","requests":20,"errors":1,"start_delay_ms":0.5,"trustworthy":true,"idle":null},{"index":1,"dir":"s1/c3","requests":0,"errors":0,"start_delay_ms":null,"trustworthy":true,"idle":"no worker"}]}"#
         );
         assert_eq!(

@@ -102,10 +102,8 @@ fn engine_cells(l: &LevelSummary) -> Vec<String> {
         e.map_or(String::new(), |e| e.kind.name().to_string()),
         cell(split.map(|s| s.queue_ms)),
         split.map_or(String::new(), |s| {
-            serde_json::to_value(s.queue_source)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
+            let source = serde_json::json!(s.queue_source);
+            source.as_str().unwrap_or_default().to_string()
         }),
         cell(split.and_then(|s| s.prefill_ms)),
         cell(split.and_then(|s| s.decode_ms)),
@@ -178,7 +176,7 @@ pub fn json(
                 "osl_mismatch_share": l.stats.osl_mismatch_share(),
                 "server_metrics": l.server,
                 "engine_metrics": super::server_view::engine_json(l),
-                "gpu_metrics": super::server_view::gpu_json(l),
+                "gpu_metrics": l.gpu,
             })
         })
         .collect();
@@ -209,9 +207,8 @@ pub fn with_decisions(
             }
         }
     }
-    let names: Vec<String> = doc
-        .get("levels")
-        .and_then(|v| v.as_array())
+    let names: Vec<String> = doc["levels"]
+        .as_array()
         .map(|a| {
             a.iter()
                 .map(|r| r["name"].as_str().unwrap_or("").to_string())
@@ -220,10 +217,7 @@ pub fn with_decisions(
         .unwrap_or_default();
     if let Some(m) = doc.as_object_mut() {
         m.insert("ttftbench_version".into(), crate::VERSION.into());
-        m.insert(
-            "knee".into(),
-            serde_json::to_value(knee).unwrap_or(serde_json::Value::Null),
-        );
+        m.insert("knee".into(), serde_json::json!(knee));
         let checked: usize = slo.iter().map(Vec::len).sum();
         if checked > 0 {
             let failed: Vec<serde_json::Value> = slo
@@ -285,6 +279,16 @@ mod tests {
                 },
             )
         }
+    }
+
+    /// `summary.json` of `levels`, in directories `a`, `b`, ...
+    fn doc(levels: &[LevelSummary]) -> serde_json::Value {
+        let dirs: Vec<std::path::PathBuf> = ["a", "b"][..levels.len()]
+            .iter()
+            .map(std::path::PathBuf::from)
+            .collect();
+        let verdict = crate::analysis::verdict::verdict(levels);
+        json(levels, &dirs, &verdict, &serde_json::json!({}))
     }
 
     #[test]
@@ -352,14 +356,10 @@ mod tests {
             p99,
             ..Stats::default()
         };
-        thinking
-            .stats
-            .metrics
-            .push((Metric::TimeToFirstOutputToken, st(180.25, 170.0, 240.5)));
-        thinking
-            .stats
-            .metrics
-            .push((Metric::ReasoningTokenCount, st(32.0, 32.0, 32.0)));
+        thinking.stats.metrics.extend([
+            (Metric::TimeToFirstOutputToken, st(180.25, 170.0, 240.5)),
+            (Metric::ReasoningTokenCount, st(32.0, 32.0, 32.0)),
+        ]);
         thinking.stats.cancelled_count = 7;
         thinking.stats.abandoned_count = 3;
         let text = csv(&[plain.clone(), thinking.clone()]);
@@ -393,14 +393,7 @@ mod tests {
         for l in &lines[1..] {
             assert_eq!(l.split(',').count(), header.len(), "{l}");
         }
-        let dirs = [std::path::PathBuf::from("a"), std::path::PathBuf::from("b")];
-        let levels = [plain, thinking];
-        let doc = json(
-            &levels,
-            &dirs,
-            &crate::analysis::verdict::verdict(&levels),
-            &serde_json::json!({}),
-        );
+        let doc = doc(&[plain, thinking]);
         assert_eq!(
             doc["levels"][0]["time_to_first_output_token"],
             serde_json::Value::Null
@@ -445,12 +438,7 @@ mod tests {
         assert_eq!(cell("osl_mismatch_pct"), "0.00");
         assert_eq!(cell("cached_prompt_tokens_avg"), "80.00");
         assert_eq!(cell("engine"), "", "no engine page was read");
-        let doc = json(
-            std::slice::from_ref(&l),
-            &[std::path::PathBuf::from("a")],
-            &crate::analysis::verdict::verdict(std::slice::from_ref(&l)),
-            &serde_json::json!({}),
-        );
+        let doc = doc(std::slice::from_ref(&l));
         let lv = &doc["levels"][0];
         assert_eq!(lv["server_ttft_ms"], 12.5);
         assert_eq!(lv["network_and_client_ttft_ms"], 32.75);

@@ -64,16 +64,14 @@ pub struct MergedLevel {
 
 /// Adds up the shards of the plan's level `stimulus` (every shard index once, index order).
 pub fn merge(stimulus: Stimulus, shards: &[ShardLevel], rules: &Rules) -> MergedLevel {
+    let measured = || shards.iter().filter_map(|s| s.measured.as_ref());
     let mut agg = Aggregate::new();
-    for (_, a) in shards.iter().filter_map(|s| s.measured.as_ref()) {
+    for (_, a) in measured() {
         agg.merge(a);
     }
     let mut stats = agg.summarize(rules.goodput, rules.method);
     // A scored level's intervals at the run's confidence, and its chance rate: the shards'.
-    let scored = shards
-        .iter()
-        .filter_map(|s| s.measured.as_ref())
-        .find_map(|(l, _)| l.stats.accuracy.as_ref());
+    let scored = measured().find_map(|(l, _)| l.stats.accuracy.as_ref());
     if let (Some(a), Some(shard)) = (stats.accuracy.as_mut(), scored) {
         *a = a.at(shard.confidence, shard.chance);
     }
@@ -101,21 +99,10 @@ pub fn merge(stimulus: Stimulus, shards: &[ShardLevel], rules: &Rules) -> Merged
         // Every shard watched the same server: its view from the longest-measuring shard.
         engine: longest(shards, |l| l.engine.clone()),
         gpu: longest(shards, |l| l.gpu.clone()),
-        streaming: shards
-            .iter()
-            .filter_map(|s| s.measured.as_ref())
-            .any(|(l, _)| l.streaming),
-        interrupted: shards
-            .iter()
-            .filter_map(|s| s.measured.as_ref())
-            .any(|(l, _)| l.interrupted),
+        streaming: measured().any(|(l, _)| l.streaming),
+        interrupted: measured().any(|(l, _)| l.interrupted),
         started_unix_ns: first,
-        ended_unix_ns: shards
-            .iter()
-            .filter_map(|s| s.measured.as_ref())
-            .map(|(l, _)| l.ended_unix_ns)
-            .max()
-            .unwrap_or(0),
+        ended_unix_ns: measured().map(|(l, _)| l.ended_unix_ns).max().unwrap_or(0),
         validity,
         // Drift is judged on one process's timeline; shards' are not merged into one.
         drift: None,
@@ -247,44 +234,22 @@ mod tests {
     use super::*;
     use crate::artifact::shard::{LevelRecord, SHARD_FORMAT, StartRecord};
     use crate::load::Shard;
-    use crate::record::{Phase, RequestRecord};
+    use crate::record::RequestRecord;
 
     fn rec(sent_ms: u64, ttft_ms: u64) -> RequestRecord {
         let ms = 1_000_000;
         let t0 = 1_767_225_600_000_000_000u64;
         RequestRecord {
-            sent: Default::default(),
-            tools: Default::default(),
-            phase: Phase::Measure,
-            seq: 0,
-            prompt_index: 0,
             intended_ns: t0 + sent_ms * ms,
             sent_ns: t0 + sent_ms * ms,
-            send_done_ns: None,
             first_byte_ns: None,
             first_token_ns: Some(t0 + (sent_ms + ttft_ms) * ms),
             second_token_ns: None,
-            first_output_token_ns: None,
             last_token_ns: Some(t0 + (sent_ms + ttft_ms + 100) * ms),
             end_ns: t0 + (sent_ms + ttft_ms + 100) * ms,
             isl: 10,
-            osl: 5,
-            server_osl: None,
             tokenizer_osl: Some(5),
-            server_isl: None,
-            server_timings: None,
-            client_isl: None,
-            reasoning_tokens: None,
-            server_reasoning_tokens: None,
-            requested_osl: 5,
-            chunks: 5,
-            responses: 5,
-            lossy_text: false,
-            reconnected: false,
-            connection_reused: None,
-            answer: None,
-            conversation: None,
-            error: None,
+            ..crate::stats::test_record(0, 0, 5)
         }
     }
 
@@ -294,14 +259,8 @@ mod tests {
             agg.record(r, &[], &[]);
         }
         let planned = 1_767_225_600_000_000_000u64;
+        let stats = agg.summarize(false, PercentileMethod::Linear);
         let summary = LevelSummary {
-            stimulus: Stimulus::Concurrency(1),
-            stats: agg.summarize(false, PercentileMethod::Linear),
-            server: None,
-            engine: None,
-            gpu: None,
-            streaming: true,
-            interrupted: false,
             started_unix_ns: planned + delay_ms * 1_000_000,
             ended_unix_ns: planned + (delay_ms + 1000) * 1_000_000,
             validity: Validity {
@@ -314,7 +273,7 @@ mod tests {
                 unsupported_percentiles: vec!["p99".into()],
                 ..Validity::default()
             },
-            drift: None,
+            ..LevelSummary::new(Stimulus::Concurrency(1), stats)
         };
         ShardLevel {
             dir: format!("s{index}"),

@@ -27,8 +27,8 @@ use serde_json::Value;
 
 use crate::analysis::knee::{self, Analysis};
 use crate::analysis::verdict::{self, Verdict};
+use crate::artifact;
 use crate::artifact::write_file;
-use crate::artifact::{self, shard};
 use crate::error::{Error, Result, create_dir};
 use crate::metrics::PercentileMethod;
 use crate::perf::files::PerfSection;
@@ -60,9 +60,8 @@ impl PlanView {
         if let Some(s) = cfg.get_mut("shard").and_then(Value::as_object_mut) {
             s.remove("index");
         }
-        let slos = cfg
-            .get("slos")
-            .and_then(Value::as_array)
+        let slos = cfg["slos"]
+            .as_array()
             .map(|a| {
                 a.iter()
                     .filter_map(Value::as_str)
@@ -76,27 +75,18 @@ impl PlanView {
             .unwrap_or_default();
         PlanView {
             rules: Rules {
-                goodput: cfg
-                    .get("goodput")
-                    .and_then(Value::as_array)
-                    .is_some_and(|g| !g.is_empty()),
+                goodput: cfg["goodput"].as_array().is_some_and(|g| !g.is_empty()),
                 method,
                 slos,
             },
             timeline_every: Duration::from_secs_f64(
-                cfg.get("timeline_interval")
-                    .and_then(Value::as_f64)
+                cfg["timeline_interval"]
+                    .as_f64()
                     .filter(|s| *s > 0.0)
                     .unwrap_or(1.0),
             ),
-            knee_min_gain: cfg
-                .get("knee_min_gain")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.10),
-            levels: cfg
-                .get("levels")
-                .and_then(Value::as_array)
-                .map_or(1, Vec::len),
+            knee_min_gain: cfg["knee_min_gain"].as_f64().unwrap_or(0.10),
+            levels: cfg["levels"].as_array().map_or(1, Vec::len),
             plan_id: plan_id.to_string(),
             input_config: cfg,
         }
@@ -302,7 +292,7 @@ pub fn level_json(m: &MergedLevel, plan: &PlanView) -> Value {
         if !m.slo.is_empty() {
             map.insert("slo".into(), crate::analysis::slo::json(&m.slo));
         }
-        map.insert("shards".into(), shard::section_json(&m.shards));
+        map.insert("shards".into(), serde_json::json!(m.shards));
     }
     doc
 }
@@ -369,7 +359,7 @@ pub fn summary_json(
     if let Some(rows) = doc.get_mut("levels").and_then(Value::as_array_mut) {
         for (row, l) in rows.iter_mut().zip(levels) {
             if let Value::Object(r) = row {
-                r.insert("shards".into(), shard::section_json(&l.merged.shards));
+                r.insert("shards".into(), serde_json::json!(l.merged.shards));
             }
         }
     }

@@ -26,14 +26,10 @@ impl PerfView {
     /// Reads the settings from the plan's `input_config`.
     pub fn from_config(cfg: &Value) -> PerfView {
         PerfView {
-            percentile: cfg
-                .get("percentile")
-                .and_then(Value::as_u64)
+            percentile: cfg["percentile"]
+                .as_u64()
                 .and_then(|p| u32::try_from(p).ok()),
-            verbose_csv: cfg
-                .get("verbose_csv")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            verbose_csv: cfg["verbose_csv"].as_bool().unwrap_or(false),
         }
     }
 }

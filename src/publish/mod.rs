@@ -148,7 +148,8 @@ pub struct RunEnd {
 }
 
 /// Which front end runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Mode {
     /// `ttftbench profile` (and `demo`).
     Profile,
@@ -159,10 +160,7 @@ pub enum Mode {
 impl Mode {
     /// The subcommand's name.
     pub fn name(self) -> &'static str {
-        match self {
-            Mode::Profile => "profile",
-            Mode::Perf => "perf",
-        }
+        self.into()
     }
 }
 
@@ -237,12 +235,7 @@ impl Publisher {
 
     /// The final summary object of `--output json`.
     pub fn summary_json(&self, end: &RunEnd) -> Value {
-        let checks: usize = self.levels.iter().map(|l| l.slo.len()).sum();
-        let failed: usize = self
-            .levels
-            .iter()
-            .map(|l| l.slo.iter().filter(|r| !r.passed).count())
-            .sum();
+        let (checks, failed) = slo_totals(&self.levels);
         json!({
             "type": "run_summary",
             "mode": self.mode.name(),
@@ -262,6 +255,12 @@ impl Publisher {
             "verdict": end.verdict,
         })
     }
+}
+
+/// The `--slo` checks of `levels`: how many were made, and how many failed.
+fn slo_totals(levels: &[LevelReport]) -> (usize, usize) {
+    let checks = levels.iter().flat_map(|l| &l.slo);
+    (checks.clone().count(), checks.filter(|r| !r.passed).count())
 }
 
 /// Writes console text to stdout, or to stderr when stdout is reserved for JSON.

@@ -107,14 +107,10 @@ fn level_table(levels: &[LevelReport]) -> String {
 }
 
 fn slo_table(levels: &[LevelReport]) -> String {
-    let total: usize = levels.iter().map(|l| l.slo.len()).sum();
+    let (total, failed) = super::slo_totals(levels);
     if total == 0 {
         return String::new();
     }
-    let failed: usize = levels
-        .iter()
-        .map(|l| l.slo.iter().filter(|r| !r.passed).count())
-        .sum();
     let checks = crate::analysis::text::count(total as u64, "check");
     let mut out = if failed == 0 {
         format!("**SLO: {checks} passed**\n\n")

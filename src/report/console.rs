@@ -1,6 +1,7 @@
 //! What a person sees on the terminal: the sweep table, GenAI-Perf's per-level metric table,
 //! and error summaries. Pure functions of summaries, so their exact text is tested.
 
+use crate::analysis::text;
 use crate::metrics::Metric;
 use crate::stats::LevelSummary;
 
@@ -13,7 +14,8 @@ pub enum Align {
     Right,
 }
 
-/// Renders a table with a header rule, columns padded to their widest cell.
+/// Renders a table with a header rule, columns padded to their widest cell; columns past the
+/// end of `aligns` are right-aligned.
 pub fn table(headers: &[&str], aligns: &[Align], rows: &[Vec<String>]) -> String {
     let n = headers.len();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
@@ -55,7 +57,7 @@ pub fn table(headers: &[&str], aligns: &[Align], rows: &[Vec<String>]) -> String
 
 /// Milliseconds with two decimals; `-` for a missing value.
 fn ms(v: Option<f64>) -> String {
-    crate::analysis::text::fixed_or(v, 2, "-")
+    text::fixed_or(v, 2, "-")
 }
 
 /// The numbers of a `--repeat` run that vary most from run to run, per level: the median across
@@ -100,12 +102,10 @@ pub fn repetitions_table(
             row
         })
         .collect();
-    let mut aligns = vec![Align::Left];
-    aligns.extend(cols.iter().map(|_| Align::Right));
     let more = file.map_or(String::new(), |f| format!(" (95 % intervals in {f})"));
     format!(
         "Over {count} repetitions: median [min–max]{more}\n{}",
-        table(&headers, &aligns, &rows)
+        table(&headers, &[Align::Left], &rows)
     )
 }
 
@@ -141,7 +141,7 @@ pub fn sweep_table(levels: &[LevelSummary]) -> String {
             "Reasoning tok avg",
             cell(|l| {
                 let avg = l.shown_stat(Metric::ReasoningTokenCount).map(|s| s.avg);
-                crate::analysis::text::fixed_or(avg, 1, "-")
+                text::fixed_or(avg, 1, "-")
             }),
         ));
     }
@@ -228,7 +228,7 @@ fn tail(m: Metric) -> Box<dyn Fn(&LevelSummary) -> String> {
 /// The first column: the load, marked where the level was interrupted.
 fn load_column(levels: &[LevelSummary]) -> Column {
     let load = cell(|l| {
-        let value = crate::analysis::text::load_text(l.stimulus.value());
+        let value = text::load_text(l.stimulus.value());
         let cut = if l.interrupted { " (interrupted)" } else { "" };
         format!("{value}{cut}")
     });
@@ -240,7 +240,7 @@ fn column_table(levels: &[LevelSummary], columns: &[Column]) -> String {
     let headers: Vec<&str> = columns.iter().map(|c| c.0).collect();
     let row = |l| columns.iter().map(|c| c.1(l)).collect();
     let rows: Vec<Vec<String>> = levels.iter().map(row).collect();
-    table(&headers, &vec![Align::Right; headers.len()], &rows)
+    table(&headers, &[], &rows)
 }
 
 /// Whether a level answered embeddings or rankings: inputs counted, no tokens out.
@@ -323,7 +323,7 @@ pub fn session_line(l: &LevelSummary) -> Option<String> {
 pub fn accuracy_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
     a.map_or_else(
         || "-".to_string(),
-        |a| crate::analysis::text::interval(a.accuracy, a.low, a.high),
+        |a| text::interval(a.accuracy, a.low, a.high),
     )
 }
 
@@ -332,7 +332,7 @@ pub fn accuracy_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String 
 pub fn changed_cell(a: Option<&crate::stats::scored::AccuracyStats>) -> String {
     a.and_then(|a| a.changed.as_ref()).map_or_else(
         || "-".to_string(),
-        |c| crate::analysis::text::interval(c.share, c.low, c.high),
+        |c| text::interval(c.share, c.low, c.high),
     )
 }
 
@@ -345,7 +345,7 @@ fn share(v: Option<f64>) -> String {
 /// back, so request latency, inputs (texts, passages) and input tokens per second say what
 /// the server did.
 fn batch_sweep_table(levels: &[LevelSummary]) -> String {
-    use crate::analysis::text::fixed_or;
+    use text::fixed_or;
     let cols = [
         load_column(levels),
         ("Latency avg (ms)", avg(Metric::RequestLatency)),
@@ -372,7 +372,7 @@ fn batch_sweep_table(levels: &[LevelSummary]) -> String {
 pub fn engine_lines(l: &LevelSummary) -> String {
     use crate::server_metrics::split::{QueueSource, engine_name};
     let mut out = String::new();
-    let one = |v: Option<f64>| crate::analysis::text::fixed_or(v, 1, "-");
+    let one = |v: Option<f64>| text::fixed_or(v, 1, "-");
     if let Some(e) = &l.engine {
         let mut parts = Vec::new();
         if let Some(w) = e.waiting {
@@ -455,14 +455,14 @@ pub fn engine_lines(l: &LevelSummary) -> String {
         ));
     }
     if let Some(g) = &l.gpu {
-        let pct = |v: Option<f64>| crate::analysis::text::fixed_or(v.map(|v| v * 100.0), 0, "-");
+        let pct = |v: Option<f64>| text::fixed_or(v.map(|v| v * 100.0), 0, "-");
         out.push_str(&format!(
             "  GPUs ({}): utilization {}% avg / {}% max, {} W, {} output tokens/J\n",
             g.gpus.len(),
             pct(g.utilization_avg()),
             pct(g.utilization_max()),
-            crate::analysis::text::fixed_or(g.power_avg_w(), 0, "-"),
-            crate::analysis::text::fixed_or(g.output_tokens_per_joule, 2, "-"),
+            text::fixed_or(g.power_avg_w(), 0, "-"),
+            text::fixed_or(g.output_tokens_per_joule, 2, "-"),
         ));
     }
     out
@@ -493,10 +493,8 @@ pub fn level_table(l: &LevelSummary) -> String {
             ]
         })
         .collect();
-    let mut aligns = vec![Align::Right; headers.len()];
-    aligns[0] = Align::Left;
     let mut out = format!("LLM metrics, {}\n", l.stimulus.name());
-    out.push_str(&table(&headers, &aligns, &rows));
+    out.push_str(&table(&headers, &[Align::Left], &rows));
     let st = &l.stats;
     out.push_str(&format!(
         "Output token throughput (tokens/sec): {:.2}\n",
@@ -515,30 +513,27 @@ pub fn level_table(l: &LevelSummary) -> String {
         st.request_count, st.error_count
     ));
     // Cancelled on purpose (`--request-cancellation-rate`): neither requests nor errors.
-    if st.cancelled_count > 0 {
-        out.push_str(&format!(
-            "  Cancelled: {} (left out of the statistics)",
-            st.cancelled_count
-        ));
-    }
-    if st.abandoned_count > 0 {
-        out.push_str(&format!(
-            "  Abandoned: {} (in flight at the second Ctrl-C; left out of the statistics)",
-            st.abandoned_count
-        ));
-    }
-    if st.reconnect_count > 0 {
-        out.push_str(&format!(
-            "  Reconnects: {} (sent again on a fresh connection)",
-            st.reconnect_count
-        ));
+    let out_of_stats = "left out of the statistics";
+    let abandoned = format!("in flight at the second Ctrl-C; {out_of_stats}");
+    for (what, n, why) in [
+        ("Cancelled", st.cancelled_count, out_of_stats),
+        ("Abandoned", st.abandoned_count, abandoned.as_str()),
+        (
+            "Reconnects",
+            st.reconnect_count,
+            "sent again on a fresh connection",
+        ),
+    ] {
+        if n > 0 {
+            out.push_str(&format!("  {what}: {n} ({why})"));
+        }
     }
     out.push('\n');
     if let Some(d) = &l.server {
         out.push_str(&format!(
             "Server ({}): {}, avg {:.2} ms = queue {} + compute input {:.2} + infer {:.2} + output {:.2} ms\n",
             d.source,
-            crate::analysis::text::count(d.requests, "request"),
+            text::count(d.requests, "request"),
             d.avg_request_ms,
             d.avg_queue_ms.map_or_else(|| "n/a".to_string(), |q| format!("{q:.2}")),
             d.avg_compute_input_ms,
@@ -604,12 +599,10 @@ pub fn turn_table(l: &LevelSummary) -> Option<String> {
         headers.push("Cached avg");
     }
     headers.extend(["TTFT avg", "p50", "p99", "TTFT per 1k ISL"]);
-    let mut aligns = vec![Align::Right; headers.len()];
-    aligns[0] = Align::Left;
     Some(format!(
         "TTFT (ms) by session turn, {}\n{}",
         l.stimulus.name(),
-        table(&headers, &aligns, &rows)
+        table(&headers, &[Align::Left], &rows)
     ))
 }
 
@@ -648,12 +641,10 @@ pub fn isl_table(l: &LevelSummary) -> Option<String> {
         })
         .collect();
     let headers = ["Input tokens", "Requests", "avg", "p50", "p90", "p99"];
-    let mut aligns = vec![Align::Right; headers.len()];
-    aligns[0] = Align::Left;
     Some(format!(
         "{name} (ms) by input length, {}\n{}",
         l.stimulus.name(),
-        table(&headers, &aligns, &rows)
+        table(&headers, &[Align::Left], &rows)
     ))
 }
 
@@ -692,7 +683,7 @@ pub fn token_count_line(l: &LevelSummary) -> Option<String> {
         parts.push(format!(
             "output tokens: the server's count differs from the tokenizer's on {} of {} ({:.1}%)",
             st.osl_mismatch,
-            crate::analysis::text::count(st.osl_compared, "request"),
+            text::count(st.osl_compared, "request"),
             share * 100.0
         ));
     }
@@ -705,7 +696,7 @@ pub fn token_count_line(l: &LevelSummary) -> Option<String> {
         parts.push(format!(
             "input tokens: the server's count differs from the client's on {} of {} ({:.1}%){hint}",
             st.isl_mismatch,
-            crate::analysis::text::count(st.isl_compared, "request"),
+            text::count(st.isl_compared, "request"),
             share * 100.0
         ));
     }
@@ -774,7 +765,7 @@ pub fn drift_lines(l: &LevelSummary) -> Vec<String> {
     };
     let mut out = vec![format!(
         "drift over {} (Theil–Sen slope per hour, {:.0} % interval):",
-        crate::analysis::text::duration(d.span_s),
+        text::duration(d.span_s),
         d.confidence * 100.0
     )];
     out.extend(d.metrics.iter().map(|m| format!("  {}", m.line())));
@@ -794,22 +785,16 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
         "Probe", load_head, "Requests", "Verdict", "Proof", "Stopped",
     ];
     headers.extend(d.objectives.iter().map(String::as_str));
-    let mut aligns = vec![
-        Align::Right,
-        Align::Right,
-        Align::Right,
-        Align::Left,
-        Align::Left,
-        Align::Left,
-    ];
-    aligns.extend(d.objectives.iter().map(|_| Align::Left));
+    use Align::{Left, Right};
+    let mut aligns = vec![Right, Right, Right, Left, Left, Left];
+    aligns.extend(d.objectives.iter().map(|_| Left));
     let rows: Vec<Vec<String>> = d
         .probes
         .iter()
         .map(|p| {
             let mut row = vec![
                 p.index.to_string(),
-                crate::analysis::text::load_text(p.load),
+                text::load_text(p.load),
                 p.measured.to_string(),
                 p.verdict.word().to_string(),
                 <&str>::from(p.proof).to_string(),
@@ -846,18 +831,18 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
     let span = match (l.loads.first(), l.loads.last()) {
         (Some(a), Some(b)) if l.loads.len() > 1 => format!(
             " ({} to {})",
-            crate::analysis::text::load_text(*a),
-            crate::analysis::text::load_text((b * 1000.0).round() / 1000.0)
+            text::load_text(*a),
+            text::load_text((b * 1000.0).round() / 1000.0)
         ),
         _ => String::new(),
     };
     out.push_str(&format!(
         "requests spent: {} (warm-up included) in {}, {:.0}% of the {} a ladder of {}{span} at {} requests per level sends\n",
         d.requests_spent,
-        crate::analysis::text::duration(d.elapsed_s),
+        text::duration(d.elapsed_s),
         l.share_spent * 100.0,
         l.requests,
-        crate::analysis::text::count(l.loads.len() as u64, "level"),
+        text::count(l.loads.len() as u64, "level"),
         l.requests_per_level
     ));
     out
@@ -876,7 +861,7 @@ fn proof_line(d: &crate::artifact::search::SearchDoc) -> Option<String> {
             .map(|p| {
                 format!(
                     "{what} {} {} (probe {})",
-                    crate::analysis::text::load_text(load),
+                    text::load_text(load),
                     v.word(),
                     p.index
                 )
@@ -894,16 +879,10 @@ fn proof_line(d: &crate::artifact::search::SearchDoc) -> Option<String> {
     }
     let mut covered = Vec::new();
     if let Some(a) = m.meets_up_to.filter(|&a| a > d.min) {
-        covered.push(format!(
-            "every {what} below {} meets",
-            crate::analysis::text::load_text(a)
-        ));
+        covered.push(format!("every {what} below {} meets", text::load_text(a)));
     }
     if let Some(f) = m.fails_from.filter(|&f| d.max.is_none_or(|max| f < max)) {
-        covered.push(format!(
-            "every one above {} fails",
-            crate::analysis::text::load_text(f)
-        ));
+        covered.push(format!("every one above {} fails", text::load_text(f)));
     }
     let covered = if covered.is_empty() {
         String::new()

@@ -261,6 +261,14 @@ fn share(h: &Head, s: &Snapshot) -> Option<f64> {
     Some(f.clamp(0.0, 1.0))
 }
 
+/// The bar of how far the level has come, once past warm-up and when the goal says.
+fn progress_bar(h: &Head, s: &Snapshot) -> Option<String> {
+    (s.stage != Stage::WarmingUp)
+        .then(|| share(h, s))
+        .flatten()
+        .map(bar)
+}
+
 /// `[=========>              ]`: `share` of [`BAR`] cells.
 fn bar(share: f64) -> String {
     let full = ((share * BAR as f64) as usize).min(BAR);
@@ -287,11 +295,9 @@ fn stage_note(s: &Snapshot) -> Option<&'static str> {
 /// The first compact line: level, bar, progress, elapsed and what is left.
 fn compact_head(h: &Head, s: &Snapshot) -> String {
     let mut line = h.label();
-    if s.stage != Stage::WarmingUp
-        && let Some(f) = share(h, s)
-    {
+    if let Some(b) = progress_bar(h, s) {
         line.push(' ');
-        line.push_str(&bar(f));
+        line.push_str(&b);
     }
     line.push(' ');
     line.push_str(&progress(h, s));
@@ -362,10 +368,8 @@ pub fn dashboard(
     let row = |k: &str, v: String| format!("  {k:<12}{v}");
     let mut rows = vec![format!("ttftbench live view: {}", h.label()), String::new()];
     let mut prog = progress(h, s);
-    if s.stage != Stage::WarmingUp
-        && let Some(f) = share(h, s)
-    {
-        prog = format!("{} {prog}", bar(f));
+    if let Some(b) = progress_bar(h, s) {
+        prog = format!("{b} {prog}");
     }
     rows.push(row("progress", prog));
     let mut time = secs(s.elapsed_s);

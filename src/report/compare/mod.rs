@@ -313,8 +313,9 @@ pub fn relative(base: f64, cur: f64) -> Option<f64> {
     }
 }
 
-/// What happened to one metric of one level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What happened to one metric of one level; its `strum` name is the JSON's `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Status {
     /// No limit applies.
     Unchecked,
@@ -757,20 +758,15 @@ fn cells(r: &Row, interval: bool) -> Vec<String> {
 
 /// The table's header and alignment, with the interval column for repetitions.
 fn columns(c: &Comparison) -> (Vec<&'static str>, Vec<Align>) {
+    use Align::{Left, Right};
     let mut h = vec!["Level", "Metric", "Baseline", "Current", "Change"];
-    let mut a = vec![
-        Align::Left,
-        Align::Left,
-        Align::Right,
-        Align::Right,
-        Align::Right,
-    ];
+    let mut a = vec![Left, Left, Right, Right, Right];
     if c.repeated {
         h.push("95% interval");
-        a.push(Align::Right);
+        a.push(Right);
     }
     h.extend(["Limit", "Status"]);
-    a.extend([Align::Right, Align::Left]);
+    a.extend([Right, Left]);
     (h, a)
 }
 
@@ -900,13 +896,7 @@ pub fn json(c: &Comparison) -> Value {
             "current": r.current,
             "change_pct": r.change().map(|x| x * 100.0),
             "limits": r.limits.iter().map(Threshold::limit_text).collect::<Vec<_>>(),
-            "status": match r.status {
-                Status::Unchecked => "unchecked",
-                Status::Ok => "ok",
-                Status::Regressed => "regressed",
-                Status::Missing => "missing",
-                Status::WithinNoise => "within_noise",
-            },
+            "status": <&str>::from(r.status),
             "baseline_values": r.base_values.iter().map(|v| v.is_finite().then_some(*v)).collect::<Vec<_>>(),
             "current_values": r.cur_values.iter().map(|v| v.is_finite().then_some(*v)).collect::<Vec<_>>(),
             "change_interval": r.interval.map(|(lo, hi)| [lo * 100.0, hi * 100.0]),

@@ -9,6 +9,7 @@ use maud::{Markup, html};
 use super::super::svg::{self, Chart, Mark, Pt, Series, XScale};
 use super::figure::{figure, kind_title, load_label};
 use crate::analysis::knee;
+use crate::analysis::text;
 use crate::artifact::read::LoadedLevel;
 use crate::metrics::Metric;
 use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
@@ -444,7 +445,7 @@ fn isl_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
                         b.label(),
                         svg::num(s.p50),
                         svg::num(s.p99),
-                        crate::analysis::text::count(b.count, "request")
+                        text::count(b.count, "request")
                     );
                     (s.p50, tip)
                 });
@@ -483,7 +484,7 @@ fn turn_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
                         svg::num(s.avg),
                         svg::num(s.p99),
                         svg::num(t.isl_avg),
-                        crate::analysis::text::count(t.count, "request")
+                        text::count(t.count, "request")
                     );
                     (s.avg, tip)
                 });
@@ -568,7 +569,7 @@ fn error_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
                     ctx.kind,
                     load_label(&l.summary),
                     s.error_count,
-                    crate::analysis::text::count(s.error_count + s.request_count, "request"),
+                    text::count(s.error_count + s.request_count, "request"),
                     r * 100.0
                 ),
             ))
