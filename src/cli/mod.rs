@@ -22,6 +22,7 @@ use crate::plan::outputs::{StdoutFormat, UiMode};
 use crate::plan::values;
 use crate::server_metrics::ServerKind;
 use crate::target::{Api, Backend, Encoding, RankingsLayout, ServiceKind};
+use crate::workload::conversation::Replies;
 
 // `--help` groups flags under these headings, in this order of purpose.
 /// Which server and model, and how to talk to it.
@@ -214,15 +215,6 @@ Examples:
   ttftbench man | man -l -
   ttftbench man > ~/.local/share/man/man1/ttftbench.1";
 
-/// `--image-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ImageFormatArg {
-    /// PNG (lossless).
-    Png,
-    /// JPEG (quality 85).
-    Jpeg,
-}
-
 /// What the newer APIs add to a request: batches of texts, images, tool definitions.
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = WORKLOAD)]
@@ -255,7 +247,7 @@ pub struct ApiInputArgs {
 
     /// Encoding of synthetic images (default: each image's drawn from the seed, as GenAI-Perf).
     #[arg(long = "image-format", value_enum)]
-    pub image_format: Option<ImageFormatArg>,
+    pub image_format: Option<crate::workload::images::ImageFormat>,
 
     /// Send images from this directory (its .png, .jpg and .jpeg files, in name order, round
     /// robin) instead of synthetic ones.
@@ -549,18 +541,8 @@ pub struct WorkloadArgs {
     /// a chat client or an agent sends it), or `recorded`, the conversation file's assistant
     /// message (the same history on every run and every server; the server's answer is still
     /// measured).
-    #[arg(help_heading = WORKLOAD, long = "session-replies", value_enum, default_value_t = SessionReplies::Live)]
-    pub session_replies: SessionReplies,
-}
-
-/// `--session-replies`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum SessionReplies {
-    /// The server's own answers.
-    #[default]
-    Live,
-    /// The conversation file's recorded answers.
-    Recorded,
+    #[arg(help_heading = WORKLOAD, long = "session-replies", value_enum, default_value_t = Replies::Live)]
+    pub session_replies: Replies,
 }
 
 /// The load levels of a sweep (`profile` only: a search chooses its loads).

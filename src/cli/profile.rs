@@ -19,16 +19,12 @@ impl super::ApiInputArgs {
         rankings_api: Option<crate::target::RankingsLayout>,
         endpoint_given: bool,
     ) -> crate::plan::apis::ApiSpec {
-        use crate::workload::images::ImageFormat;
         crate::plan::apis::ApiSpec {
             batch_size_text: self.batch_size_text,
             batch_size_image: self.batch_size_image,
             image_width: (self.image_width_mean, self.image_width_stddev),
             image_height: (self.image_height_mean, self.image_height_stddev),
-            image_format: self.image_format.map(|f| match f {
-                super::ImageFormatArg::Png => ImageFormat::Png,
-                super::ImageFormatArg::Jpeg => ImageFormat::Jpeg,
-            }),
+            image_format: self.image_format,
             image_dir: self.image_dir.clone(),
             tools: self.tools.clone(),
             tool_choice: self.tool_choice.clone(),
@@ -111,12 +107,7 @@ impl super::WorkloadArgs {
                 delay_mean_ms: self.session_turn_delay_mean,
                 delay_stddev_ms: self.session_turn_delay_stddev,
                 header: Some(self.session_header.clone()),
-                replies: match self.session_replies {
-                    super::SessionReplies::Live => crate::workload::conversation::Replies::Live,
-                    super::SessionReplies::Recorded => {
-                        crate::workload::conversation::Replies::Recorded
-                    }
-                },
+                replies: self.session_replies,
             },
             rankings: false,
             accuracy: Default::default(),

@@ -21,13 +21,15 @@ use serde_json::{Value, json};
 use super::lengths::LengthSampler;
 use crate::target::Api;
 
-/// An image encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// An image encoding (`--image-format`, parsed by clap into this type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum ImageFormat {
     /// PNG.
+    #[value(help = "PNG (lossless)")]
     Png,
     /// JPEG.
+    #[value(help = "JPEG (quality 85)")]
     Jpeg,
 }
 

@@ -58,15 +58,18 @@ pub struct SessionPlan {
     pub replies: Replies,
 }
 
-/// Which answer goes into a session's history before its next turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+/// Which answer goes into a session's history before its next turn (`--session-replies`,
+/// parsed by clap into this type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Replies {
     /// The server's own answer, as a chat client or an agent sends it.
     #[default]
+    #[value(help = "The server's own answers")]
     Live,
     /// The conversation file's recorded assistant message: the same history on every run and
     /// every server (the server's answer still measured, not carried on).
+    #[value(help = "The conversation file's recorded answers")]
     Recorded,
 }
 
