@@ -1,44 +1,10 @@
 //! The flags of a scored workload (`--accuracy-*`, AIPerf's names): a dataset with known
 //! answers as the workload of any level, ladder or search, each response graded.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use crate::plan::scored::AccuracySpec;
 use crate::workload::scored::{Benchmark, Grader};
-
-/// `--accuracy-benchmark`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BenchmarkArg {
-    /// MMLU: `question`, `choices`, `answer` (index), `subject`; graded by letter.
-    Mmlu,
-    /// GSM8K: `question`, `answer` (solution ending in `#### N`); graded by the final number.
-    Gsm8k,
-    /// HellaSwag: `ctx`, `endings`, `label`; graded by exact match of the letter.
-    Hellaswag,
-}
-
-impl From<BenchmarkArg> for Benchmark {
-    fn from(b: BenchmarkArg) -> Benchmark {
-        match b {
-            BenchmarkArg::Mmlu => Benchmark::Mmlu,
-            BenchmarkArg::Gsm8k => Benchmark::Gsm8k,
-            BenchmarkArg::Hellaswag => Benchmark::Hellaswag,
-        }
-    }
-}
-
-/// `--accuracy-grader`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GraderArg {
-    /// The letter of the chosen option (`answer is (B)`, `B.`, a lone `B`).
-    #[value(name = "multiple_choice")]
-    MultipleChoice,
-    /// The answer's first line equals the expected text.
-    #[value(name = "exact_match")]
-    ExactMatch,
-    /// The answer's final number equals the expected number.
-    Numeric,
-}
 
 /// A dataset with known answers as the workload.
 #[derive(Debug, Args, Clone, Default)]
@@ -48,7 +14,7 @@ pub struct AccuracyArgs {
     /// its accuracy, and temperature-0 answers are compared across levels. Levels send every
     /// question once unless --request-count or a time says otherwise.
     #[arg(long = "accuracy-benchmark", value_enum, value_name = "BENCHMARK")]
-    pub accuracy_benchmark: Option<BenchmarkArg>,
+    pub accuracy_benchmark: Option<Benchmark>,
 
     /// Where the questions are: a .jsonl, .parquet or .arrow file, a directory of them (a
     /// Hugging Face snapshot, the `datasets` Arrow cache), or a dataset name found in this
@@ -82,7 +48,7 @@ pub struct AccuracyArgs {
     /// How answers are graded (default: multiple_choice for MMLU, numeric for GSM8K,
     /// exact_match for HellaSwag).
     #[arg(long = "accuracy-grader", value_enum, value_name = "GRADER")]
-    pub accuracy_grader: Option<GraderArg>,
+    pub accuracy_grader: Option<Grader>,
 
     /// A system prompt sent before every question.
     #[arg(long = "accuracy-system-prompt", value_name = "TEXT")]
@@ -93,17 +59,13 @@ impl AccuracyArgs {
     /// The flags as the plan reads them; `confidence`: `--confidence` (0..1).
     pub fn spec(&self, confidence: f64) -> AccuracySpec {
         AccuracySpec {
-            benchmark: self.accuracy_benchmark.map(Benchmark::from),
+            benchmark: self.accuracy_benchmark,
             dataset: self.accuracy_dataset.clone(),
             config: self.accuracy_config.clone(),
             split: self.accuracy_split.clone(),
             n_shots: self.accuracy_n_shots,
             tasks: self.accuracy_tasks.clone(),
-            grader: self.accuracy_grader.map(|g| match g {
-                GraderArg::MultipleChoice => Grader::MultipleChoice,
-                GraderArg::ExactMatch => Grader::ExactMatch,
-                GraderArg::Numeric => Grader::Numeric,
-            }),
+            grader: self.accuracy_grader,
             system_prompt: self.accuracy_system_prompt.clone(),
             confidence,
         }
@@ -131,7 +93,7 @@ pub struct AnswerArgs {
         value_name = "BENCHMARK",
         requires = "answer_key"
     )]
-    pub answer_key_benchmark: Option<BenchmarkArg>,
+    pub answer_key_benchmark: Option<Benchmark>,
 
     /// The split of a directory or cached dataset to read (default: the benchmark's graded split).
     #[arg(
@@ -175,10 +137,9 @@ pub struct AnswerArgs {
 impl AnswerArgs {
     /// The simulator's answers (`None` without --answer-key), the dataset read and checked.
     pub fn config(&self) -> Result<Option<crate::sim::AnswerConfig>, crate::error::UsageError> {
-        let (Some(spec), Some(b)) = (&self.answer_key, self.answer_key_benchmark) else {
+        let (Some(spec), Some(benchmark)) = (&self.answer_key, self.answer_key_benchmark) else {
             return Ok(None);
         };
-        let benchmark = Benchmark::from(b);
         let caches = crate::workload::scored::locate::DatasetCaches::from_process();
         let want = crate::workload::scored::locate::Want {
             spec,

@@ -26,14 +26,19 @@ use super::Expected;
     strum::EnumString,
     strum::VariantArray,
     strum::VariantNames,
+    clap::ValueEnum,
 )]
 #[strum(serialize_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum Grader {
     /// The letter of the chosen option.
+    #[value(help = "The letter of the chosen option (`answer is (B)`, `B.`, a lone `B`)")]
     MultipleChoice,
     /// The first line of the answer, equal to the expected text.
+    #[value(help = "The answer's first line equals the expected text")]
     ExactMatch,
     /// The final number of the answer, equal to the expected number.
+    #[value(help = "The answer's final number equals the expected number")]
     Numeric,
 }
 

@@ -34,14 +34,21 @@ pub use key::AnswerKey;
     strum::EnumString,
     strum::VariantArray,
     strum::VariantNames,
+    clap::ValueEnum,
 )]
 #[strum(serialize_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum Benchmark {
     /// `question`, `choices` (list), `answer` (index, or letter), `subject`.
+    #[value(help = "MMLU: `question`, `choices`, `answer` (index), `subject`; graded by letter")]
     Mmlu,
     /// `question`, `answer` (a worked solution ending in `#### <number>`).
+    #[value(
+        help = "GSM8K: `question`, `answer` (solution ending in `#### N`); graded by the final number"
+    )]
     Gsm8k,
     /// `ctx` (or `ctx_a` + `ctx_b`), `endings` (list), `label` (index), `activity_label`.
+    #[value(help = "HellaSwag: `ctx`, `endings`, `label`; graded by exact match of the letter")]
     Hellaswag,
 }
 
