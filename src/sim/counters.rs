@@ -165,6 +165,14 @@ impl Hist {
     }
 }
 
+/// A histogram of seconds in TGI's duration buckets: the engine's batch histograms
+/// ([`EngineStats::batch_prefill`], [`EngineStats::batch_decode`]), which only TGI exports.
+impl Default for Hist {
+    fn default() -> Self {
+        Hist::seconds(TGI_DURATION)
+    }
+}
+
 /// Per-request latency histograms, with the bounds of the server's metrics style.
 #[derive(Debug)]
 pub(crate) struct RequestTimes {
@@ -218,7 +226,7 @@ impl RequestTimes {
 }
 
 /// Engine-level state and counters of one LLM model.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct EngineStats {
     /// Batch slots.
     pub(crate) max_batch: AtomicU64,
@@ -269,36 +277,6 @@ pub(crate) struct EngineStats {
     pub(crate) batch_decode: Hist,
 }
 
-impl Default for EngineStats {
-    fn default() -> Self {
-        EngineStats {
-            max_batch: AtomicU64::new(0),
-            block_size: AtomicU64::new(0),
-            kv_capacity: AtomicU64::new(0),
-            prefix_caching: AtomicU64::new(0),
-            kv_used: AtomicU64::new(0),
-            preemptions: AtomicU64::new(0),
-            prefix_queried_tokens: AtomicU64::new(0),
-            prefix_hit_tokens: AtomicU64::new(0),
-            prefix_queried_blocks: AtomicU64::new(0),
-            prefix_hit_blocks: AtomicU64::new(0),
-            prompt_tokens: AtomicU64::new(0),
-            generation_tokens: AtomicU64::new(0),
-            busy_ns: AtomicU64::new(0),
-            iterations: AtomicU64::new(0),
-            last_scheduled: AtomicU64::new(0),
-            last_context: AtomicU64::new(0),
-            prefilled_tokens: AtomicU64::new(0),
-            prefill_steps_ns: AtomicU64::new(0),
-            busy_slot_steps: AtomicU64::new(0),
-            max_sequence: AtomicU64::new(0),
-            last_context_tokens: AtomicU64::new(0),
-            batch_prefill: Hist::seconds(TGI_DURATION),
-            batch_decode: Hist::seconds(TGI_DURATION),
-        }
-    }
-}
-
 impl EngineStats {
     /// Records the engine's capacity (constant while it runs).
     pub(crate) fn configure(&self, cfg: &EngineConfig) {
@@ -323,16 +301,11 @@ impl EngineStats {
         add(&self.busy_ns, step_us.saturating_mul(1000));
         add(&self.iterations, 1);
         add(&self.busy_slot_steps, running as u64);
-        add(
-            &self.prefilled_tokens,
-            admitted.iter().map(|&t| u64::from(t)).sum(),
-        );
+        let tokens = admitted.iter().map(|&t| u64::from(t)).sum();
+        add(&self.prefilled_tokens, tokens);
         set(&self.last_scheduled, running as u64);
         set(&self.last_context, admitted.len() as u64);
-        set(
-            &self.last_context_tokens,
-            admitted.iter().map(|&t| u64::from(t)).sum(),
-        );
+        set(&self.last_context_tokens, tokens);
         if !admitted.is_empty() {
             self.batch_prefill.observe(prefill_us as f64 / 1e6);
             add(&self.prefill_steps_ns, step_us.saturating_mul(1000));
@@ -369,11 +342,11 @@ impl EngineStats {
         }
         (self.kv_used.load(Ordering::Relaxed) as f64 / cap as f64).min(1.0)
     }
+}
 
-    /// Reads a counter.
-    pub(crate) fn get(a: &AtomicU64) -> u64 {
-        a.load(Ordering::Relaxed)
-    }
+/// Reads a counter.
+pub(crate) fn get(a: &AtomicU64) -> u64 {
+    a.load(Ordering::Relaxed)
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ pub(crate) async fn slots(State(st): State<Arc<SimState>>) -> Response {
         return json_body(StatusCode::OK, &json!([]));
     };
     let e = &m.metrics.engine;
-    let n = super::counters::EngineStats::get(&e.max_batch).max(1);
+    let n = super::counters::get(&e.max_batch).max(1);
     let running = m.metrics.running_now();
     let slots: Vec<Value> = (0..n)
         .map(|id| json!({"id": id, "n_ctx": 4096, "speculative": false, "is_processing": id < running}))
@@ -100,10 +100,8 @@ pub(crate) async fn tokenize(State(st): State<Arc<SimState>>, body: Bytes) -> Re
     match st.metrics_style {
         ServerKind::Vllm => vllm_tokenize(&st, &v),
         ServerKind::LlamaCpp => {
-            let tokens = match v.get("content").and_then(Value::as_str) {
-                Some(text) => st.encode(text),
-                None => Vec::new(),
-            };
+            let content = v.get("content").and_then(Value::as_str);
+            let tokens = content.map(|text| st.encode(text)).unwrap_or_default();
             json_body(StatusCode::OK, &json!({"tokens": tokens}))
         }
         _ => absent(),

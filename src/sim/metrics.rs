@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use strum::VariantArray as _;
 use tokio::time::Instant;
 
-use super::counters::{EngineStats, RequestTimes};
+use super::counters::{EngineStats, RequestTimes, get};
 use crate::proto;
 use crate::server_metrics::ServerKind;
 
@@ -78,10 +78,7 @@ impl DurStat {
     }
 
     fn get(&self) -> (u64, u64) {
-        (
-            self.count.load(Ordering::Relaxed),
-            self.ns.load(Ordering::Relaxed),
-        )
+        (get(&self.count), get(&self.ns))
     }
 
     fn json(&self) -> Value {
@@ -95,23 +92,14 @@ impl DurStat {
     }
 }
 
-/// Executions of one batch size: how many, and their cumulative phase times.
+/// Executions of one batch size: how many, and their cumulative phase times
+/// (`[count, input_ns, infer_ns, output_ns]`).
 #[derive(Debug, Default)]
-struct BatchStat {
-    count: AtomicU64,
-    input_ns: AtomicU64,
-    infer_ns: AtomicU64,
-    output_ns: AtomicU64,
-}
+struct BatchStat([AtomicU64; 4]);
 
 impl BatchStat {
     fn snapshot(&self) -> [u64; 4] {
-        [
-            self.count.load(Ordering::Relaxed),
-            self.input_ns.load(Ordering::Relaxed),
-            self.infer_ns.load(Ordering::Relaxed),
-            self.output_ns.load(Ordering::Relaxed),
-        ]
+        self.0.each_ref().map(get)
     }
 }
 
@@ -278,10 +266,9 @@ impl ModelMetrics {
             .checked_sub(1)
             .and_then(|i| self.batch_stats.get(i));
         if let Some(b) = slot {
-            b.count.fetch_add(1, Ordering::Relaxed);
-            b.input_ns.fetch_add(input_ns, Ordering::Relaxed);
-            b.infer_ns.fetch_add(infer_ns, Ordering::Relaxed);
-            b.output_ns.fetch_add(output_ns, Ordering::Relaxed);
+            for (a, v) in b.0.iter().zip([1, input_ns, infer_ns, output_ns]) {
+                a.fetch_add(v, Ordering::Relaxed);
+            }
         }
     }
 
@@ -569,7 +556,6 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
     let counter = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&ModelMetrics) -> u64| {
         triton_family(out, models, (name, "counter", help), f)
     };
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let us = |d: &DurStat| d.get().1 / 1000;
 
     counter(
@@ -585,7 +571,7 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
     );
     for m in models {
         for &r in FailReason::VARIANTS {
-            let v = load(&m.fail_reasons[r.index()]);
+            let v = get(&m.fail_reasons[r.index()]);
             let _ = writeln!(
                 out,
                 "{name}{{model=\"{}\",reason=\"{}\",version=\"{}\"}} {v}",
@@ -615,16 +601,16 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
         "# HELP {name} Duration from request to first response in milliseconds\n# TYPE {name} histogram"
     );
     for m in models {
-        let count = load(&m.first_count);
+        let count = get(&m.first_count);
         let _ = writeln!(out, "{name}_count{{{}}} {count}", m.labels);
-        let sum_ms = load(&m.first_sum_us) as f64 / 1000.0;
+        let sum_ms = get(&m.first_sum_us) as f64 / 1000.0;
         let _ = writeln!(out, "{name}_sum{{{}}} {sum_ms}", m.labels);
         let mut cum = 0;
         for (i, le) in FIRST_RESPONSE_BUCKETS_MS.iter().enumerate() {
-            cum += load(&m.first_buckets[i]);
+            cum += get(&m.first_buckets[i]);
             let _ = writeln!(out, "{name}_bucket{{{},le=\"{le}\"}} {cum}", m.labels);
         }
-        cum += load(&m.first_buckets[FIRST_RESPONSE_BUCKETS_MS.len()]);
+        cum += get(&m.first_buckets[FIRST_RESPONSE_BUCKETS_MS.len()]);
         let _ = writeln!(out, "{name}_bucket{{{},le=\"+Inf\"}} {cum}", m.labels);
     }
 
@@ -657,7 +643,6 @@ fn triton_family(
 /// (summary, µs), `ttftbench_sim_running_sequences` (gauge), `ttftbench_sim_output_tokens`
 /// (counter).
 pub(crate) fn render_sim_own(out: &mut String, models: &[&ModelMetrics]) {
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let name = "ttftbench_sim_first_response_us";
     let _ = writeln!(
         out,
@@ -673,8 +658,8 @@ pub(crate) fn render_sim_own(out: &mut String, models: &[&ModelMetrics]) {
             };
             let _ = writeln!(out, "{name}{{{},quantile=\"{q}\"}} {v}", m.labels);
         }
-        let _ = writeln!(out, "{name}_sum{{{}}} {}", m.labels, load(&m.first_sum_us));
-        let _ = writeln!(out, "{name}_count{{{}}} {}", m.labels, load(&m.first_count));
+        let _ = writeln!(out, "{name}_sum{{{}}} {}", m.labels, get(&m.first_sum_us));
+        let _ = writeln!(out, "{name}_count{{{}}} {}", m.labels, get(&m.first_count));
     }
 
     #[rustfmt::skip]

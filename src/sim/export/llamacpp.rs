@@ -15,12 +15,11 @@
 //! model; with several the simulator adds them up.
 
 use super::{family, sample};
-use crate::sim::counters::EngineStats;
+use crate::sim::counters::get;
 use crate::sim::metrics::ModelMetrics;
 
 /// The `llamacpp:*` families of every LLM model, added up.
 pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
-    let get = EngineStats::get;
     let total = |f: &dyn Fn(&ModelMetrics) -> f64| models.iter().map(|m| f(m)).sum::<f64>();
     let prefilled = total(&|m| get(&m.engine.prefilled_tokens) as f64);
     let prompt_s = total(&|m| get(&m.engine.prefill_steps_ns) as f64 / 1e9);

@@ -87,15 +87,11 @@ fn labels(pairs: &[(&str, &str)]) -> String {
     if pairs.is_empty() {
         return String::new();
     }
-    let mut s = String::from("{");
-    for (i, (k, v)) in pairs.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let _ = write!(s, "{k}=\"{}\"", escape_label(v));
-    }
-    s.push('}');
-    s
+    let inner: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+        .collect();
+    format!("{{{}}}", inner.join(","))
 }
 
 /// How a client library prints label sets and numbers.

@@ -16,12 +16,10 @@
 //!   `sglang:num_aborted_requests_total`; histograms `sglang:time_to_first_token_seconds`,
 //!   `sglang:inter_token_latency_seconds`, `sglang:e2e_request_latency_seconds`.
 
-use std::sync::atomic::AtomicU64;
-
 use super::{
     Dialect, Family, HistFamily, family, histogram, labels, py_float, python_histograms, sample,
 };
-use crate::sim::counters::EngineStats;
+use crate::sim::counters::get;
 use crate::sim::metrics::{FailReason, ModelMetrics};
 
 fn scheduler_labels(m: &ModelMetrics) -> [(&str, &str); 4] {
@@ -31,10 +29,6 @@ fn scheduler_labels(m: &ModelMetrics) -> [(&str, &str); 4] {
         ("pp_rank", "0"),
         ("tp_rank", "0"),
     ]
-}
-
-fn get(a: &AtomicU64) -> u64 {
-    EngineStats::get(a)
 }
 
 /// KV tokens per block, to count the KV pool in tokens.

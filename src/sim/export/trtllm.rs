@@ -20,7 +20,7 @@
 //! and the wait is part of `nv_inference_compute_infer_duration_us`, as on a real deployment.
 
 use super::{family, labels, sample};
-use crate::sim::counters::EngineStats;
+use crate::sim::counters::get;
 use crate::sim::metrics::ModelMetrics;
 
 /// The `nv_trt_llm_*` families of every LLM model.
@@ -67,10 +67,6 @@ pub(super) fn render(out: &mut String, models: &[&ModelMetrics]) {
 
 fn int(v: u64) -> String {
     v.to_string()
-}
-
-fn get(a: &std::sync::atomic::AtomicU64) -> u64 {
-    EngineStats::get(a)
 }
 
 /// `model`, `version` and the kind label, sorted by name as prometheus-cpp prints them.

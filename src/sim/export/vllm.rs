@@ -18,7 +18,7 @@
 //!   `vllm:request_prefill_time_seconds`, `vllm:request_decode_time_seconds`.
 
 use super::{Family, HistFamily, family, labels, py_float, python_histograms, sample};
-use crate::sim::counters::EngineStats;
+use crate::sim::counters::get;
 use crate::sim::metrics::{FailReason, ModelMetrics};
 
 /// The `vllm:*` families of every LLM model.
@@ -52,9 +52,9 @@ fn cache_config_info(out: &mut String, models: &[&ModelMetrics]) {
     );
     for m in models {
         let e = &m.engine;
-        let bs = EngineStats::get(&e.block_size).to_string();
-        let blocks = EngineStats::get(&e.kv_capacity).to_string();
-        let prefix = if EngineStats::get(&e.prefix_caching) == 1 {
+        let bs = get(&e.block_size).to_string();
+        let blocks = get(&e.kv_capacity).to_string();
+        let prefix = if get(&e.prefix_caching) == 1 {
             "True"
         } else {
             "False"
@@ -96,11 +96,11 @@ fn counters(out: &mut String, models: &[&ModelMetrics], started_unix: u64) {
     let started = started_unix as f64;
     #[rustfmt::skip]
     let families: [Family<u64>; 5] = [
-        ("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", |m| EngineStats::get(&m.engine.prefix_queried_tokens)),
-        ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", |m| EngineStats::get(&m.engine.prefix_hit_tokens)),
-        ("vllm:num_preemptions", "Cumulative number of preemption from the engine.", |m| EngineStats::get(&m.engine.preemptions)),
-        ("vllm:prompt_tokens", "Number of prefill tokens processed.", |m| EngineStats::get(&m.engine.prompt_tokens)),
-        ("vllm:generation_tokens", "Number of generation tokens processed.", |m| EngineStats::get(&m.engine.generation_tokens)),
+        ("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", |m| get(&m.engine.prefix_queried_tokens)),
+        ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", |m| get(&m.engine.prefix_hit_tokens)),
+        ("vllm:num_preemptions", "Cumulative number of preemption from the engine.", |m| get(&m.engine.preemptions)),
+        ("vllm:prompt_tokens", "Number of prefill tokens processed.", |m| get(&m.engine.prompt_tokens)),
+        ("vllm:generation_tokens", "Number of generation tokens processed.", |m| get(&m.engine.generation_tokens)),
     ];
     for (name, help, f) in families {
         counter(out, models, started, name, help, &f);
