@@ -95,15 +95,20 @@ impl ExecTimes {
         [self.start, self.input_end, self.infer_end, self.end]
     }
 
-    /// A zero-length execution at `now` (instant mode).
-    pub(crate) fn instant(now: Instant, batch: u32) -> Self {
+    /// An execution of `batch` elements with these phase boundaries (as [`ExecTimes::phases`]).
+    fn new([start, input_end, infer_end, end]: [Instant; 4], batch: u32) -> Self {
         ExecTimes {
-            start: now,
-            input_end: now,
-            infer_end: now,
-            end: now,
+            start,
+            input_end,
+            infer_end,
+            end,
             batch,
         }
+    }
+
+    /// A zero-length execution at `now` (instant mode).
+    pub(crate) fn instant(now: Instant, batch: u32) -> Self {
+        ExecTimes::new([now; 4], batch)
     }
 }
 
@@ -276,17 +281,10 @@ impl Future for Ticket {
         for attempt in 0..2 {
             match this.job.state() {
                 DONE => {
-                    let t = |i: usize| {
-                        this.batcher
-                            .at(this.job.times_ns[i].load(Ordering::Acquire))
-                    };
-                    return Poll::Ready(Ok(ExecTimes {
-                        start: t(0),
-                        input_end: t(1),
-                        infer_end: t(2),
-                        end: t(3),
-                        batch: this.job.exec_batch.load(Ordering::Acquire),
-                    }));
+                    let times = this.job.times_ns.each_ref();
+                    let phases = times.map(|t| this.batcher.at(t.load(Ordering::Acquire)));
+                    let batch = this.job.exec_batch.load(Ordering::Acquire);
+                    return Poll::Ready(Ok(ExecTimes::new(phases, batch)));
                 }
                 ABORTED | CANCELLED => return Poll::Ready(Err(SubmitError::ShuttingDown)),
                 _ if attempt == 0 => {
@@ -331,8 +329,8 @@ struct Instance {
 enum Decision {
     /// Nothing queued.
     Empty,
-    /// Run the first `n` queued requests; the batch became ready at `ready_at`.
-    Send { n: usize, ready_at: Instant },
+    /// Run the first `.0` queued requests; the batch became ready at `.1`.
+    Send(usize, Instant),
     /// Hold the queue until `t` (the oldest request's queue delay) unless more arrive.
     WaitUntil(Instant),
 }
@@ -439,7 +437,7 @@ impl BatchLoop {
                     wait = Some(t);
                     break;
                 }
-                Decision::Send { n, ready_at } => self.start(inst, n, ready_at, now),
+                Decision::Send(n, ready_at) => self.start(inst, n, ready_at, now),
             }
         }
         self.instances
@@ -465,10 +463,7 @@ impl BatchLoop {
         };
         let head_at = self.at(head.submitted_ns);
         let Some(db) = &self.cfg.dynamic else {
-            return Decision::Send {
-                n: 1,
-                ready_at: head_at,
-            };
+            return Decision::Send(1, head_at);
         };
         let max = self.cfg.max_batch;
         let preferred_max = db
@@ -504,16 +499,10 @@ impl BatchLoop {
         let newest_at = self.at(newest);
         if n == 0 {
             // Cannot happen for validated requests (each fits alone); run the head anyway.
-            return Decision::Send {
-                n: 1,
-                ready_at: head_at,
-            };
+            return Decision::Send(1, head_at);
         }
         if total >= preferred_max {
-            return Decision::Send {
-                n,
-                ready_at: newest_at,
-            };
+            return Decision::Send(n, newest_at);
         }
         if let Some(b) = blocker {
             // Full: it became sendable when the request that does not fit arrived (or at the
@@ -523,28 +512,16 @@ impl BatchLoop {
             } else {
                 self.at(b).min(expiry)
             };
-            return Decision::Send {
-                n,
-                ready_at: newest_at.max(trigger),
-            };
+            return Decision::Send(n, newest_at.max(trigger));
         }
         if let Some((bn, bnewest)) = best {
-            return Decision::Send {
-                n: bn,
-                ready_at: self.at(bnewest),
-            };
+            return Decision::Send(bn, self.at(bnewest));
         }
         if delay.is_zero() {
-            return Decision::Send {
-                n,
-                ready_at: newest_at,
-            };
+            return Decision::Send(n, newest_at);
         }
         if now >= expiry {
-            return Decision::Send {
-                n,
-                ready_at: newest_at.max(expiry),
-            };
+            return Decision::Send(n, newest_at.max(expiry));
         }
         Decision::WaitUntil(expiry)
     }
@@ -581,12 +558,7 @@ impl BatchLoop {
         let input_end = start + Duration::from_micros(input_us);
         let infer_end = input_end + Duration::from_micros(infer_us);
         let end = infer_end + Duration::from_micros(output_us);
-        let times = [
-            self.ns(start),
-            self.ns(input_end),
-            self.ns(infer_end),
-            self.ns(end),
-        ];
+        let times = [start, input_end, infer_end, end].map(|t| self.ns(t));
         for Held(job) in &jobs {
             for (slot, t) in job.times_ns.iter().zip(times) {
                 slot.store(t, Ordering::Release);
@@ -648,15 +620,7 @@ mod tests {
     impl Virtual {
         fn new(max_batch: u32, dynamic: Option<(&[i32], u64)>, timing: TensorTiming) -> Self {
             let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", max_batch));
-            let cfg = BatcherConfig {
-                max_batch,
-                dynamic: dynamic.map(|(p, d)| DynamicBatching {
-                    preferred_batch_size: p.to_vec(),
-                    max_queue_delay_us: d,
-                }),
-                timing,
-                max_queue: 0,
-            };
+            let cfg = config(max_batch, dynamic, timing);
             let (batcher, lp) = Batcher::parts(cfg, metrics.clone());
             let t0 = lp.epoch;
             Virtual {
@@ -698,6 +662,24 @@ mod tests {
 
         fn exec_count(&self) -> u64 {
             self.metrics.exec_count.load(Ordering::Relaxed)
+        }
+    }
+
+    /// An unbounded queue in front of `max_batch` elements; `dynamic` is `(preferred sizes,
+    /// queue delay µs)`.
+    fn config(
+        max_batch: u32,
+        dynamic: Option<(&[i32], u64)>,
+        timing: TensorTiming,
+    ) -> BatcherConfig {
+        BatcherConfig {
+            max_batch,
+            dynamic: dynamic.map(|(p, d)| DynamicBatching {
+                preferred_batch_size: p.to_vec(),
+                max_queue_delay_us: d,
+            }),
+            timing,
+            max_queue: 0,
         }
     }
 
@@ -894,15 +876,11 @@ mod tests {
     #[test]
     fn queue_limit() {
         let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 8));
-        let (b, _lp) = Batcher::parts(
-            BatcherConfig {
-                max_batch: 8,
-                dynamic: None,
-                timing: simple(),
-                max_queue: 1,
-            },
-            metrics,
-        );
+        let cfg = BatcherConfig {
+            max_queue: 1,
+            ..config(8, None, simple())
+        };
+        let (b, _lp) = Batcher::parts(cfg, metrics);
         let _a = b.submit(1).expect("a");
         assert_eq!(b.submit(1).err(), Some(SubmitError::QueueFull));
     }
@@ -911,19 +889,8 @@ mod tests {
     async fn real_clock_execution() {
         let metrics = Arc::new(ModelMetrics::with_batch_stats("m", "1", 8));
         let (_stop, rx) = watch::channel(false);
-        let (b, _task) = Batcher::spawn(
-            BatcherConfig {
-                max_batch: 8,
-                dynamic: Some(DynamicBatching {
-                    preferred_batch_size: vec![],
-                    max_queue_delay_us: 0,
-                }),
-                timing: simple(),
-                max_queue: 0,
-            },
-            metrics.clone(),
-            rx,
-        );
+        let cfg = config(8, Some((&[], 0)), simple());
+        let (b, _task) = Batcher::spawn(cfg, metrics.clone(), rx);
         let t0 = Instant::now();
         let tickets: Vec<_> = (0..4).map(|_| b.submit(1).expect("submit")).collect();
         let mut batches = Vec::new();
