@@ -84,16 +84,8 @@ pub(crate) struct SimGpu {
 impl SimGpu {
     /// A GPU that has been idle since now.
     pub(crate) fn new() -> Self {
-        let now = Instant::now();
         SimGpu {
-            meter: Mutex::new(Meter {
-                last: now,
-                last_busy: 0,
-                energy_j: 0.0,
-                mark: now,
-                mark_busy: 0,
-                utilization: 0.0,
-            }),
+            meter: Mutex::new(Meter::idle_since(Instant::now())),
         }
     }
 
@@ -113,6 +105,18 @@ impl SimGpu {
 }
 
 impl Meter {
+    /// A meter that has read an idle GPU at `now`.
+    fn idle_since(now: Instant) -> Self {
+        Meter {
+            last: now,
+            last_busy: 0,
+            energy_j: 0.0,
+            mark: now,
+            mark_busy: 0,
+            utilization: 0.0,
+        }
+    }
+
     /// Integrates energy up to `now` and, once the window is long enough, updates utilization.
     /// Busy time beyond wall time (parallel engines, a step counted when it starts) is capped.
     fn advance(&mut self, now: Instant, busy: u64) -> GpuReading {
@@ -216,14 +220,7 @@ mod tests {
     #[test]
     fn utilization_power_and_energy_follow_busy_time() {
         let t0 = Instant::now();
-        let mut m = Meter {
-            last: t0,
-            last_busy: 0,
-            energy_j: 0.0,
-            mark: t0,
-            mark_busy: 0,
-            utilization: 0.0,
-        };
+        let mut m = Meter::idle_since(t0);
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         // Half busy for 1 s: 0.5 utilization, energy 70 × 1 + 630 × 0.5 = 385 J.
         let r = m.advance(at(1000), 500_000_000);

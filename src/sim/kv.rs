@@ -148,13 +148,10 @@ impl KvCache {
     }
 
     fn evict_one(&mut self) -> bool {
-        match self.evictable.pop_first() {
-            Some((_, hash)) => {
-                self.entries.remove(&hash);
-                true
-            }
-            None => false,
-        }
+        let evicted = self.evictable.pop_first();
+        evicted
+            .map(|(_, hash)| self.entries.remove(&hash))
+            .is_some()
     }
 
     /// Admits a sequence whose next step stores `tokens` tokens, the first `prompt_tokens` of
@@ -276,17 +273,16 @@ impl KvCache {
 /// tokens `0..(i + 1) × block_size`. Deterministic within one process (SipHash with fixed
 /// keys), which is all a simulator's cache needs.
 pub(crate) fn block_hashes(tokens: &[u32], block_size: u32) -> Vec<u64> {
-    let bs = block_size.max(1) as usize;
-    let mut out = Vec::with_capacity(tokens.len() / bs);
-    let mut prev = 0u64;
-    for block in tokens.chunks_exact(bs) {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        prev.hash(&mut h);
-        block.hash(&mut h);
-        prev = h.finish();
-        out.push(prev);
-    }
-    out
+    let chunks = tokens.chunks_exact(block_size.max(1) as usize);
+    chunks
+        .scan(0u64, |prev, block| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            prev.hash(&mut h);
+            block.hash(&mut h);
+            *prev = h.finish();
+            Some(*prev)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -331,7 +331,6 @@ pub(crate) enum BadRequest {
     Tensor(#[from] TensorError),
 }
 
-/// `, got X` when the value is worth showing.
 /// A field of the wrong type, for the JSON bodies' parsers.
 pub(crate) fn wrong(field: &str, expected: &'static str) -> BadRequest {
     BadRequest::WrongType {
@@ -359,6 +358,7 @@ pub(crate) fn model_name(v: &Value) -> Result<Option<String>, BadRequest> {
     }
 }
 
+/// `, got X` when the value is worth showing.
 fn got_text(got: &Option<String>) -> String {
     got.as_ref()
         .map(|g| format!(", got {g}"))
@@ -462,22 +462,20 @@ impl Scalar {
             expected: "a non-negative integer",
             got: Some(self.describe()),
         };
-        let v: u64 = match self {
-            Scalar::Int(i) => u64::try_from(*i).map_err(|_| bad())?,
-            Scalar::Float(f) if f.fract() == 0.0 && *f >= 0.0 && *f <= u32::MAX as f64 => *f as u64,
+        let whole =
+            |f: f64| (f.fract() == 0.0 && f >= 0.0 && f <= u32::MAX as f64).then_some(f as u64);
+        let v = match self {
+            Scalar::Int(i) => u64::try_from(*i).ok(),
+            Scalar::Float(f) => whole(*f),
             Scalar::Text(s) => {
                 let t = s.trim();
-                match t.parse::<u64>() {
-                    Ok(v) => v,
-                    Err(_) => match t.parse::<f64>() {
-                        Ok(f) if f.fract() == 0.0 && f >= 0.0 && f <= u32::MAX as f64 => f as u64,
-                        _ => return Err(bad()),
-                    },
-                }
+                t.parse::<u64>()
+                    .ok()
+                    .or_else(|| t.parse::<f64>().ok().and_then(whole))
             }
-            _ => return Err(bad()),
+            _ => None,
         };
-        u32::try_from(v).map_err(|_| bad())
+        v.and_then(|v| u32::try_from(v).ok()).ok_or_else(bad)
     }
 
     /// The value as a boolean, leniently (`"true"`, `1`, ...).
@@ -721,16 +719,13 @@ pub(crate) fn bag_from_infer_request(
     check_required_inputs(spec, req.inputs.iter().map(|t| t.name.as_str()))?;
     let mut empty_final = false;
     for (k, p) in &req.parameters {
+        use proto::infer_parameter::ParameterChoice as P;
         let value = match &p.parameter_choice {
-            Some(proto::infer_parameter::ParameterChoice::BoolParam(b)) => Scalar::Bool(*b),
-            Some(proto::infer_parameter::ParameterChoice::Int64Param(i)) => Scalar::Int(*i),
-            Some(proto::infer_parameter::ParameterChoice::Uint64Param(u)) => {
-                Scalar::Int(i64::try_from(*u).unwrap_or(i64::MAX))
-            }
-            Some(proto::infer_parameter::ParameterChoice::DoubleParam(d)) => Scalar::Float(*d),
-            Some(proto::infer_parameter::ParameterChoice::StringParam(s)) => {
-                Scalar::Text(s.clone())
-            }
+            Some(P::BoolParam(b)) => Scalar::Bool(*b),
+            Some(P::Int64Param(i)) => Scalar::Int(*i),
+            Some(P::Uint64Param(u)) => Scalar::Int(i64::try_from(*u).unwrap_or(i64::MAX)),
+            Some(P::DoubleParam(d)) => Scalar::Float(*d),
+            Some(P::StringParam(s)) => Scalar::Text(s.clone()),
             None => continue,
         };
         match k.as_str() {
@@ -864,51 +859,47 @@ mod tests {
             (p.max_tokens, p.stream, p.prompt.text()),
             (7, Some(false), "hi")
         );
-        let p = parse_gen(json!({"text_input": "hi", "sampling_parameters": "{\"max_tokens\": \"100\", \"min_tokens\": \"100\"}"}))
-            .expect("ok");
-        assert_eq!(p.max_tokens, 100);
-        let p = parse_gen(json!({"text_input": "hi", "sampling_parameters": {"max_tokens": 3}}))
-            .expect("ok");
-        assert_eq!(p.max_tokens, 3);
+        let max = |v: Value| parse_gen(v).expect("ok").max_tokens;
+        let sp = "{\"max_tokens\": \"100\", \"min_tokens\": \"100\"}";
         assert_eq!(
-            parse_gen(json!({"text_input": "hi"}))
-                .expect("ok")
-                .max_tokens,
-            DEFAULT_MAX_TOKENS
+            max(json!({"text_input": "hi", "sampling_parameters": sp})),
+            100
         );
         assert_eq!(
-            parse_gen(json!({"text_input": "hi", "min_tokens": 40}))
-                .expect("ok")
-                .max_tokens,
-            40
+            max(json!({"text_input": "hi", "sampling_parameters": {"max_tokens": 3}})),
+            3
         );
+        assert_eq!(max(json!({"text_input": "hi"})), DEFAULT_MAX_TOKENS);
+        assert_eq!(max(json!({"text_input": "hi", "min_tokens": 40})), 40);
         // Top level wins over parameters.
-        let p =
-            parse_gen(json!({"text_input": "x", "max_tokens": 2, "parameters": {"max_tokens": 9}}))
-                .expect("ok");
-        assert_eq!(p.max_tokens, 2);
+        let top = json!({"text_input": "x", "max_tokens": 2, "parameters": {"max_tokens": 9}});
+        assert_eq!(max(top), 2);
     }
 
     #[test]
     fn generate_json_errors_say_what_was_expected() {
-        let e = parse_gen(json!({"max_tokens": 5}))
-            .expect_err("no text")
-            .to_string();
-        assert!(e.contains("text_input"), "{e}");
-        let e = parse_gen(json!({"text_input": "x", "max_tokens": "lots"}))
-            .expect_err("bad")
-            .to_string();
-        assert!(e.contains("non-negative integer"), "{e}");
-        let e = parse_gen(json!({"text_input": "x", "max_tokens": 2, "min_tokens": 3}))
-            .expect_err("bad")
-            .to_string();
-        assert!(e.contains("min_tokens"), "{e}");
-        let e = parse_gen(json!({"text_input": "x", "sampling_parameters": "{oops"}))
-            .expect_err("bad")
-            .to_string();
-        assert!(e.contains("sampling_parameters"), "{e}");
-        assert!(parse_gen(json!({"text_input": "x", "max_tokens": 0})).is_err());
-        assert!(parse_gen(json!([1, 2])).is_err());
+        for (body, want) in [
+            (json!({"max_tokens": 5}), "text_input"),
+            (
+                json!({"text_input": "x", "max_tokens": "lots"}),
+                "non-negative integer",
+            ),
+            (
+                json!({"text_input": "x", "max_tokens": 2, "min_tokens": 3}),
+                "min_tokens",
+            ),
+            (
+                json!({"text_input": "x", "sampling_parameters": "{oops"}),
+                "sampling_parameters",
+            ),
+            (json!({"text_input": "x", "max_tokens": 0}), ""),
+            (json!([1, 2]), ""),
+        ] {
+            let Err(e) = parse_gen(body.clone()) else {
+                panic!("{body} was accepted");
+            };
+            assert!(e.to_string().contains(want), "{body}: {e}");
+        }
     }
 
     fn bytes_raw(s: &str) -> Vec<u8> {

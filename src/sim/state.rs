@@ -538,19 +538,13 @@ impl SimState {
                 entry.metrics.record_execution(batch, 0, 0, 0);
                 ExecTimes::instant(now, batch)
             }
-            Some(b) => {
-                let outcome = match b.submit(batch) {
-                    Ok(ticket) => ticket.await,
-                    Err(e) => Err(e),
-                };
-                match outcome {
-                    Ok(t) => t,
-                    Err(e) => {
-                        tracker.fail(e.into());
-                        return Err(e.into());
-                    }
+            Some(b) => match async { b.submit(batch)?.await }.await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracker.fail(e.into());
+                    return Err(e.into());
                 }
-            }
+            },
         };
         Ok(TensorRun {
             tracker,
