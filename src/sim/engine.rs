@@ -52,7 +52,7 @@ use super::metrics::{FailReason, ModelMetrics};
 use super::phase::{ABORTED, CANCELLED, DONE, QUEUED, RUNNING};
 
 /// One request inside the engine, shared by the engine loop and the transport.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Seq {
     input_tokens: u32,
     /// Chained hashes of the prompt's full KV blocks (empty without prefix caching).
@@ -197,13 +197,8 @@ impl Engine {
             prefix: work.prefix.clone(),
             max_tokens: work.max_tokens.max(1),
             submitted_ns: self.ns(now),
-            admitted_ns: AtomicU64::new(0),
-            cached_tokens: AtomicU32::new(0),
-            first_token_ns: AtomicU64::new(0),
-            last_token_ns: AtomicU64::new(0),
-            produced: AtomicU32::new(0),
             state: AtomicU8::new(QUEUED),
-            waker: AtomicWaker::new(),
+            ..Seq::default()
         });
         if self.tx.send(seq.clone()).is_err() {
             self.metrics.pending.fetch_sub(1, Ordering::AcqRel);

@@ -75,7 +75,7 @@ pub(crate) struct PrefixCounters {
 }
 
 /// One engine's KV cache.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct KvCache {
     block_size: u32,
     capacity: u32,
@@ -101,12 +101,7 @@ impl KvCache {
             capacity: capacity.max(1),
             limited,
             prefix_caching,
-            private: 0,
-            shared_in_use: 0,
-            entries: HashMap::new(),
-            evictable: BTreeMap::new(),
-            next_stamp: 0,
-            counters: PrefixCounters::default(),
+            ..KvCache::default()
         }
     }
 

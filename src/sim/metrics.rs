@@ -437,10 +437,9 @@ impl Tracker {
     }
 
     fn succeed_at(&mut self, engine: EngineTimes, tokens: u32, now: Instant) {
-        if self.finished {
+        if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        self.finished = true;
         self.first_response_at(now);
         let admitted = engine
             .admitted
@@ -490,10 +489,9 @@ impl Tracker {
         batch: u32,
         now: Instant,
     ) {
-        if self.finished {
+        if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        self.finished = true;
         self.first_response_at(now);
         let ns = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as u64;
         let m = &self.metrics;
@@ -509,10 +507,9 @@ impl Tracker {
 
     /// The request failed for `reason`.
     pub(crate) fn fail(&mut self, reason: FailReason) {
-        if self.finished {
+        if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        self.finished = true;
         self.metrics
             .record_failure(reason, elapsed_ns(self.arrival));
     }
@@ -702,24 +699,21 @@ mod tests {
         assert_eq!(st["fail"]["count"], 0);
         assert_eq!(s["inference_count"], 1);
         let text = render_prometheus(&[&*m]);
-        let has = |line: &str| assert!(text.contains(line), "missing {line:?} in\n{text}");
-        has("nv_inference_request_success{model=\"gpt2\",version=\"1\"} 1\n");
-        has("nv_inference_queue_duration_us{model=\"gpt2\",version=\"1\"} 10000\n");
-        has("nv_inference_request_duration_us{model=\"gpt2\",version=\"1\"} 163000\n");
-        has(
+        for line in [
+            "nv_inference_request_success{model=\"gpt2\",version=\"1\"} 1\n",
+            "nv_inference_queue_duration_us{model=\"gpt2\",version=\"1\"} 10000\n",
+            "nv_inference_request_duration_us{model=\"gpt2\",version=\"1\"} 163000\n",
             "nv_inference_first_response_histogram_ms_bucket{model=\"gpt2\",version=\"1\",le=\"100\"} 0\n",
-        );
-        has(
             "nv_inference_first_response_histogram_ms_bucket{model=\"gpt2\",version=\"1\",le=\"500\"} 1\n",
-        );
-        has(
             "nv_inference_first_response_histogram_ms_bucket{model=\"gpt2\",version=\"1\",le=\"+Inf\"} 1\n",
-        );
-        has("nv_inference_first_response_histogram_ms_sum{model=\"gpt2\",version=\"1\"} 111\n");
-        has("ttftbench_sim_first_response_us_count{model=\"gpt2\",version=\"1\"} 1\n");
-        has("ttftbench_sim_first_response_us_sum{model=\"gpt2\",version=\"1\"} 111000\n");
-        has("ttftbench_sim_first_response_us{model=\"gpt2\",version=\"1\",quantile=\"0.5\"} 111");
-        has("# TYPE nv_inference_pending_request_count gauge\n");
+            "nv_inference_first_response_histogram_ms_sum{model=\"gpt2\",version=\"1\"} 111\n",
+            "ttftbench_sim_first_response_us_count{model=\"gpt2\",version=\"1\"} 1\n",
+            "ttftbench_sim_first_response_us_sum{model=\"gpt2\",version=\"1\"} 111000\n",
+            "ttftbench_sim_first_response_us{model=\"gpt2\",version=\"1\",quantile=\"0.5\"} 111",
+            "# TYPE nv_inference_pending_request_count gauge\n",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
     }
 
     #[test]
