@@ -33,7 +33,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -47,7 +47,7 @@ use super::engine::{MAX_CATCH_UP, SubmitError};
 use super::engine_config::EngineConfig;
 use super::metrics::ModelMetrics;
 use super::models::{DynamicBatching, ModelSpec, TensorTiming};
-use super::phase::{ABORTED, CANCELLED, DONE, QUEUED, RUNNING};
+use super::phase::{ABORTED, CANCELLED, DONE, Phase, QUEUED, RUNNING};
 
 /// How one tensor model's batcher behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,7 +117,7 @@ impl ExecTimes {
 pub(crate) struct Job {
     batch: u32,
     submitted_ns: u64,
-    state: AtomicU8,
+    state: Phase,
     /// Execution start, input end, infer end, end (ns since the batcher's epoch); written
     /// before the state turns `DONE`.
     times_ns: [AtomicU64; 4],
@@ -136,10 +136,10 @@ struct Held(Arc<Job>);
 impl Drop for Held {
     fn drop(&mut self) {
         let job = &self.0;
-        if job.transition(QUEUED, ABORTED) {
+        if job.state.transition(QUEUED, ABORTED) {
             job.metrics.pending.fetch_sub(1, Ordering::AcqRel);
             job.waker.wake();
-        } else if job.transition(RUNNING, ABORTED) {
+        } else if job.state.transition(RUNNING, ABORTED) {
             job.waker.wake();
         }
     }
@@ -152,18 +152,6 @@ enum Msg {
     Job(Held),
     /// Shutdown was requested.
     Stop,
-}
-
-impl Job {
-    fn state(&self) -> u8 {
-        self.state.load(Ordering::Acquire)
-    }
-
-    fn transition(&self, from: u8, to: u8) -> bool {
-        self.state
-            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
 }
 
 /// Handle to one tensor model's scheduler loop.
@@ -242,7 +230,7 @@ impl Batcher {
         let job = Arc::new(Job {
             batch: batch.clamp(1, self.cfg.max_batch),
             submitted_ns: now.saturating_duration_since(self.epoch).as_nanos() as u64,
-            state: AtomicU8::new(QUEUED),
+            state: Phase::default(),
             times_ns: Default::default(),
             exec_batch: AtomicU32::new(0),
             waker: AtomicWaker::new(),
@@ -279,7 +267,7 @@ impl Future for Ticket {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         for attempt in 0..2 {
-            match this.job.state() {
+            match this.job.state.get() {
                 DONE => {
                     let times = this.job.times_ns.each_ref();
                     let phases = times.map(|t| this.batcher.at(t.load(Ordering::Acquire)));
@@ -300,7 +288,7 @@ impl Future for Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        if self.job.transition(QUEUED, CANCELLED) {
+        if self.job.state.transition(QUEUED, CANCELLED) {
             self.batcher.metrics.pending.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -428,7 +416,7 @@ impl BatchLoop {
             }
         }
         // Requests whose client left are dropped from the queue here, not counted in batches.
-        self.queue.retain(|j| j.0.state() == QUEUED);
+        self.queue.retain(|j| j.0.state.get() == QUEUED);
         let mut wait = None;
         while let Some(inst) = self.free_instance() {
             match self.decide(now) {
@@ -532,7 +520,7 @@ impl BatchLoop {
         let mut batch = 0u32;
         for held in self.queue.drain(..n.min(self.queue.len())) {
             // A requester may leave between the queue check and now; it just drops out.
-            if held.0.transition(QUEUED, RUNNING) {
+            if held.0.state.transition(QUEUED, RUNNING) {
                 batch += held.0.batch;
                 jobs.push(held);
             }
@@ -583,7 +571,7 @@ impl BatchLoop {
             .running
             .fetch_sub(jobs.len() as i64, Ordering::Relaxed);
         for Held(job) in &jobs {
-            if job.transition(RUNNING, DONE) {
+            if job.state.transition(RUNNING, DONE) {
                 job.waker.wake();
             }
         }

@@ -38,7 +38,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -49,7 +49,7 @@ use tokio::time::{Instant, Sleep};
 use super::engine_config::EngineConfig;
 use super::kv::{KvCache, SeqBlocks};
 use super::metrics::{FailReason, ModelMetrics};
-use super::phase::{ABORTED, CANCELLED, DONE, QUEUED, RUNNING};
+use super::phase::{ABORTED, CANCELLED, DONE, Phase, QUEUED, RUNNING};
 
 /// One request inside the engine, shared by the engine loop and the transport.
 #[derive(Debug, Default)]
@@ -66,7 +66,7 @@ pub(crate) struct Seq {
     first_token_ns: AtomicU64,
     last_token_ns: AtomicU64,
     produced: AtomicU32,
-    state: AtomicU8,
+    state: Phase,
     waker: AtomicWaker,
 }
 
@@ -74,16 +74,6 @@ impl Seq {
     /// Tokens whose KV the sequence stores: its prompt and what it produced so far.
     fn stored_tokens(&self) -> u64 {
         u64::from(self.input_tokens) + u64::from(self.produced.load(Ordering::Relaxed))
-    }
-
-    fn state(&self) -> u8 {
-        self.state.load(Ordering::Acquire)
-    }
-
-    fn transition(&self, from: u8, to: u8) -> bool {
-        self.state
-            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
     }
 }
 
@@ -197,7 +187,6 @@ impl Engine {
             prefix: work.prefix.clone(),
             max_tokens: work.max_tokens.max(1),
             submitted_ns: self.ns(now),
-            state: AtomicU8::new(QUEUED),
             ..Seq::default()
         });
         if self.tx.send(seq.clone()).is_err() {
@@ -217,10 +206,10 @@ impl Engine {
 
     /// The transport gave up on `seq` (client disconnected).
     fn cancel(&self, seq: &Seq) {
-        if seq.transition(QUEUED, CANCELLED) {
+        if seq.state.transition(QUEUED, CANCELLED) {
             self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
         } else {
-            seq.transition(RUNNING, CANCELLED);
+            seq.state.transition(RUNNING, CANCELLED);
         }
     }
 }
@@ -335,7 +324,7 @@ impl EngineLoop {
     fn reap(&mut self) {
         let kv = &mut self.kv;
         self.running.retain_mut(|a| {
-            let keep = a.seq.state() == RUNNING;
+            let keep = a.seq.state.get() == RUNNING;
             if !keep {
                 kv.release(&mut a.blocks);
             }
@@ -372,7 +361,7 @@ impl EngineLoop {
             .engine
             .preemptions
             .fetch_add(1, Ordering::Relaxed);
-        if a.seq.transition(RUNNING, QUEUED) {
+        if a.seq.state.transition(RUNNING, QUEUED) {
             self.metrics.pending.fetch_add(1, Ordering::AcqRel);
             self.queue.push_front(a.seq);
         }
@@ -398,7 +387,7 @@ impl EngineLoop {
             let Some(seq) = self.queue.front() else {
                 break;
             };
-            if seq.state() != QUEUED {
+            if seq.state.get() != QUEUED {
                 self.queue.pop_front(); // cancelled while queued; its pending count was returned
                 continue;
             }
@@ -412,7 +401,7 @@ impl EngineLoop {
                 break; // head of line waits for blocks
             };
             let seq = self.queue.pop_front().expect("front exists");
-            if !seq.transition(QUEUED, RUNNING) {
+            if !seq.state.transition(QUEUED, RUNNING) {
                 let mut blocks = blocks;
                 self.kv.release(&mut blocks);
                 continue;
@@ -462,7 +451,7 @@ impl EngineLoop {
             }
             seq.produced.store(n, Ordering::Release);
             if n >= seq.max_tokens {
-                seq.transition(RUNNING, DONE);
+                seq.state.transition(RUNNING, DONE);
             }
             seq.waker.wake();
         }
@@ -486,10 +475,10 @@ impl EngineLoop {
             })
             .collect();
         for seq in self.queue.drain(..).chain(running) {
-            if seq.transition(QUEUED, ABORTED) {
+            if seq.state.transition(QUEUED, ABORTED) {
                 self.metrics.pending.fetch_sub(1, Ordering::AcqRel);
             } else {
-                seq.transition(RUNNING, ABORTED);
+                seq.state.transition(RUNNING, ABORTED);
             }
             seq.waker.wake();
         }
@@ -625,7 +614,7 @@ impl TokenSource {
                     if self.next < seq.produced.load(Ordering::Acquire) {
                         continue;
                     }
-                    if seq.state() == ABORTED {
+                    if seq.state.get() == ABORTED {
                         self.kind = SourceKind::Failed;
                         return Poll::Ready(Some(Err(SourceError::ShuttingDown)));
                     }
@@ -668,7 +657,7 @@ impl TokenSource {
         match &self.kind {
             SourceKind::Engine { engine, seq } => {
                 let ns = seq.admitted_ns.load(Ordering::Acquire);
-                (seq.state() != QUEUED).then(|| engine.at(ns))
+                (seq.state.get() != QUEUED).then(|| engine.at(ns))
             }
             _ => self.admitted,
         }
@@ -678,7 +667,7 @@ impl TokenSource {
     /// otherwise).
     pub(crate) fn cached_tokens(&self) -> u32 {
         match &self.kind {
-            SourceKind::Engine { seq, .. } if seq.state() != QUEUED => {
+            SourceKind::Engine { seq, .. } if seq.state.get() != QUEUED => {
                 seq.cached_tokens.load(Ordering::Acquire)
             }
             _ => 0,
@@ -698,7 +687,7 @@ impl TokenSource {
     /// When the engine produced the last token (engine mode, after the last token only).
     pub(crate) fn last_token_at(&self) -> Option<Instant> {
         match &self.kind {
-            SourceKind::Engine { engine, seq } if seq.state() == DONE => {
+            SourceKind::Engine { engine, seq } if seq.state.get() == DONE => {
                 Some(engine.at(seq.last_token_ns.load(Ordering::Acquire)))
             }
             _ => None,
