@@ -769,10 +769,8 @@ mod tests {
         v.run_from(0);
         let lens: Vec<u64> = ts
             .iter_mut()
-            .map(|t| {
-                let (s, e, _) = done(&v, t);
-                e - s
-            })
+            .map(|t| done(&v, t))
+            .map(|(s, e, _)| e - s)
             .collect();
         assert_eq!(lens, vec![2610, 4440, 11_760]);
         let s = v.metrics.stats_json();

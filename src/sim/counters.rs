@@ -204,13 +204,10 @@ impl RequestTimes {
             ServerKind::Triton | ServerKind::TrtLlm | ServerKind::LlamaCpp => [none; 5],
             ServerKind::Vllm => [VLLM_TTFT, VLLM_REQUEST, VLLM_REQUEST, VLLM_TPOT, none],
             ServerKind::Sglang => [SGLANG_TTFT, SGLANG_QUEUE, SGLANG_E2E, SGLANG_ITL, none],
-            ServerKind::Tgi => [
-                TGI_DURATION,
-                TGI_DURATION,
-                TGI_DURATION,
-                TGI_DURATION,
-                TGI_TOKENS,
-            ],
+            ServerKind::Tgi => {
+                let d = TGI_DURATION;
+                [d, d, d, d, TGI_TOKENS]
+            }
         };
         RequestTimes {
             ttft: Hist::seconds(ttft),

@@ -390,12 +390,10 @@ mod tests {
     #[test]
     fn unlimited_pool_never_refuses_and_bounds_the_cache() {
         let mut kv = KvCache::new(4, 8, false, true);
-        let mut held = Vec::new();
-        for i in 0..10u32 {
-            let h = block_hashes(&[i; 12], 4);
-            let (b, _) = kv.admit(&h, 12, 13, false).expect("never refused");
-            held.push(b);
-        }
+        let held: Vec<SeqBlocks> = (0..10u32)
+            .map(|i| block_hashes(&[i; 12], 4))
+            .map(|h| kv.admit(&h, 12, 13, false).expect("never refused").0)
+            .collect();
         assert_eq!(kv.used(), 40, "beyond the nominal capacity");
         for mut b in held {
             kv.release(&mut b);
