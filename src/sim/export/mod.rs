@@ -176,27 +176,14 @@ fn histogram(
     let plain = labels(base);
     sample(out, &format!("{name}_sum"), &plain, &dialect.num(h.sum));
     let bucket = format!("{name}_bucket");
-    for (i, &b) in h.bounds.iter().enumerate() {
-        let le = dialect.num(b);
-        sample(
-            out,
-            &bucket,
-            &dialect.with_le(base, &le),
-            &dialect.num(h.cumulative[i] as f64),
-        );
+    // The last cumulative count is the `+Inf` bucket's.
+    let les = h.bounds.iter().map(|&b| dialect.num(b));
+    for (le, &n) in les.chain(["+Inf".to_owned()]).zip(&h.cumulative) {
+        let l = dialect.with_le(base, &le);
+        sample(out, &bucket, &l, &dialect.num(n as f64));
     }
-    sample(
-        out,
-        &bucket,
-        &dialect.with_le(base, "+Inf"),
-        &dialect.num(h.count as f64),
-    );
-    sample(
-        out,
-        &format!("{name}_count"),
-        &plain,
-        &dialect.num(h.count as f64),
-    );
+    let count = dialect.num(h.count as f64);
+    sample(out, &format!("{name}_count"), &plain, &count);
 }
 
 /// Histograms of several models added bucket by bucket (engines that label nothing).

@@ -70,20 +70,11 @@ fn scheduler(out: &mut String, models: &[&ModelMetrics]) {
         }
     }
     let name = "sglang:queue_time_seconds";
-    family(
-        out,
-        name,
-        "Histogram of queueing time in seconds.",
-        "histogram",
-    );
+    let help = "Histogram of queueing time in seconds.";
+    family(out, name, help, "histogram");
     for m in models {
-        histogram(
-            out,
-            Dialect::Python,
-            name,
-            &scheduler_labels(m),
-            &m.times.queue.snapshot(),
-        );
+        let queue = m.times.queue.snapshot();
+        histogram(out, Dialect::Python, name, &scheduler_labels(m), &queue);
     }
 }
 

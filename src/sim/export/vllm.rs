@@ -44,21 +44,14 @@ pub(super) fn render(out: &mut String, models: &[&ModelMetrics], started_unix: u
 
 fn cache_config_info(out: &mut String, models: &[&ModelMetrics]) {
     let name = "vllm:cache_config_info";
-    family(
-        out,
-        name,
-        "Information of the LLMEngine CacheConfig",
-        "gauge",
-    );
+    let help = "Information of the LLMEngine CacheConfig";
+    family(out, name, help, "gauge");
     for m in models {
         let e = &m.engine;
         let bs = get(&e.block_size).to_string();
         let blocks = get(&e.kv_capacity).to_string();
-        let prefix = if get(&e.prefix_caching) == 1 {
-            "True"
-        } else {
-            "False"
-        };
+        let on = get(&e.prefix_caching) == 1;
+        let prefix = if on { "True" } else { "False" };
         let l = labels(&[
             ("block_size", &bs),
             ("cache_dtype", "auto"),
@@ -106,12 +99,8 @@ fn counters(out: &mut String, models: &[&ModelMetrics], started_unix: u64) {
         counter(out, models, started, name, help, &f);
     }
     let name = "vllm:request_success_total";
-    family(
-        out,
-        name,
-        "Count of successfully processed requests.",
-        "counter",
-    );
+    let help = "Count of successfully processed requests.";
+    family(out, name, help, "counter");
     for m in models {
         // The simulator always generates exactly max_tokens: every success ends on length.
         for (reason, n) in [
