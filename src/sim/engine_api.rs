@@ -92,10 +92,8 @@ pub(crate) async fn slots(State(st): State<Arc<SimState>>) -> Response {
 /// `POST /tokenize`, as the style's engine answers it (vLLM, llama.cpp; 404 otherwise).
 pub(crate) async fn tokenize(State(st): State<Arc<SimState>>, body: Bytes) -> Response {
     let Ok(v) = serde_json::from_slice::<Value>(&body) else {
-        return json_body(
-            StatusCode::BAD_REQUEST,
-            &json!({"error": "the body is not JSON"}),
-        );
+        let error = json!({"error": "the body is not JSON"});
+        return json_body(StatusCode::BAD_REQUEST, &error);
     };
     match st.metrics_style {
         ServerKind::Vllm => vllm_tokenize(&st, &v),
@@ -118,15 +116,12 @@ fn vllm_tokenize(st: &SimState, v: &Value) -> Response {
             .filter_map(|m| m.get("content").and_then(Value::as_str))
             .collect(),
         _ => {
-            return json_body(
-                StatusCode::BAD_REQUEST,
-                &json!({"error": {"message": "give 'prompt' (a string) or 'messages'", "type": "BadRequestError", "code": 400}}),
-            );
+            let error = json!({"error": {"message": "give 'prompt' (a string) or 'messages'", "type": "BadRequestError", "code": 400}});
+            return json_body(StatusCode::BAD_REQUEST, &error);
         }
     };
     let tokens = st.encode(&text);
-    json_body(
-        StatusCode::OK,
-        &json!({"count": tokens.len(), "max_model_len": 4096, "tokens": tokens, "token_strs": null}),
-    )
+    let body =
+        json!({"count": tokens.len(), "max_model_len": 4096, "tokens": tokens, "token_strs": null});
+    json_body(StatusCode::OK, &body)
 }

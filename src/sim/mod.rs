@@ -213,6 +213,7 @@ impl std::fmt::Debug for SimConfig {
     // Secrets are shown only as present or absent, so configs can be logged.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let secret = |s: &Option<String>| if s.is_some() { "<set>" } else { "<none>" };
+        let models: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
         f.debug_struct("SimConfig")
             .field("bind", &self.bind)
             .field("http_port", &self.http_port)
@@ -225,14 +226,7 @@ impl std::fmt::Debug for SimConfig {
             .field("metrics_style", &self.metrics_style)
             .field("tls", &self.tls)
             .field("answers", &self.answers.as_ref().map(|a| a.set.items.len()))
-            .field(
-                "models",
-                &self
-                    .models
-                    .iter()
-                    .map(|m| m.name.as_str())
-                    .collect::<Vec<_>>(),
-            )
+            .field("models", &models)
             .finish()
     }
 }
