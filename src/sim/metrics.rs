@@ -58,12 +58,6 @@ pub(crate) enum FailReason {
     Other,
 }
 
-impl FailReason {
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
 /// A `{count, ns}` pair, as the statistics extension reports durations.
 #[derive(Debug, Default)]
 struct DurStat {
@@ -217,7 +211,7 @@ impl ModelMetrics {
 
     /// Failed requests for `reason`.
     pub(crate) fn failures(&self, reason: FailReason) -> u64 {
-        self.fail_reasons[reason.index()].load(Ordering::Relaxed)
+        self.fail_reasons[reason as usize].load(Ordering::Relaxed)
     }
 
     /// Requests received.
@@ -247,7 +241,7 @@ impl ModelMetrics {
     /// Records a failed request that took `ns` from arrival.
     pub(crate) fn record_failure(&self, reason: FailReason, ns: u64) {
         self.fail.add(ns);
-        self.fail_reasons[reason.index()].fetch_add(1, Ordering::Relaxed);
+        self.fail_reasons[reason as usize].fetch_add(1, Ordering::Relaxed);
         self.touch();
     }
 
@@ -568,7 +562,7 @@ pub(crate) fn render_prometheus(models: &[&ModelMetrics]) -> String {
     );
     for m in models {
         for &r in FailReason::VARIANTS {
-            let v = get(&m.fail_reasons[r.index()]);
+            let v = get(&m.fail_reasons[r as usize]);
             let _ = writeln!(
                 out,
                 "{name}{{model=\"{}\",reason=\"{}\",version=\"{}\"}} {v}",

@@ -333,10 +333,15 @@ pub(crate) enum BadRequest {
 
 /// A field of the wrong type, for the JSON bodies' parsers.
 pub(crate) fn wrong(field: &str, expected: &'static str) -> BadRequest {
+    wrong_got(field, expected, None)
+}
+
+/// A field of the wrong type, with what it held (`got`) when that is worth saying.
+fn wrong_got(field: &str, expected: &'static str, got: Option<String>) -> BadRequest {
     BadRequest::WrongType {
         field: field.into(),
         expected,
-        got: None,
+        got,
     }
 }
 
@@ -457,11 +462,7 @@ impl Scalar {
 
     /// The value as a `u32`, leniently (integral floats and numeric strings accepted).
     pub(crate) fn to_u32(&self, name: &str) -> Result<u32, BadRequest> {
-        let bad = || BadRequest::WrongType {
-            field: name.into(),
-            expected: "a non-negative integer",
-            got: Some(self.describe()),
-        };
+        let bad = || wrong_got(name, "a non-negative integer", Some(self.describe()));
         let whole =
             |f: f64| (f.fract() == 0.0 && f >= 0.0 && f <= u32::MAX as f64).then_some(f as u64);
         let v = match self {
@@ -480,11 +481,7 @@ impl Scalar {
 
     /// The value as a boolean, leniently (`"true"`, `1`, ...).
     pub(crate) fn to_bool(&self, name: &str) -> Result<bool, BadRequest> {
-        let bad = || BadRequest::WrongType {
-            field: name.into(),
-            expected: "a boolean",
-            got: Some(self.describe()),
-        };
+        let bad = || wrong_got(name, "a boolean", Some(self.describe()));
         match self {
             Scalar::Bool(b) => Ok(*b),
             Scalar::Int(0) => Ok(false),
@@ -590,13 +587,7 @@ pub(crate) fn resolve_length(
 pub(crate) fn interpret(mut bag: Bag) -> Result<GenParams, BadRequest> {
     let prompt = match bag.take("text_input") {
         Some(Scalar::Text(s)) => s,
-        Some(other) => {
-            return Err(BadRequest::WrongType {
-                field: "text_input".into(),
-                expected: "a string",
-                got: Some(other.describe()),
-            });
-        }
+        Some(other) => return Err(wrong_got("text_input", "a string", Some(other.describe()))),
         None => return Err(BadRequest::Expected("a 'text_input' string")),
     };
     let mut max = bag.u32("max_tokens")?;
@@ -635,11 +626,7 @@ pub(crate) fn interpret(mut bag: Bag) -> Result<GenParams, BadRequest> {
 
 /// `field` is not a JSON object (`got`: what it was, when worth saying).
 fn not_object(field: &str, got: Option<String>) -> BadRequest {
-    BadRequest::WrongType {
-        field: field.into(),
-        expected: "a JSON object",
-        got,
-    }
+    wrong_got(field, "a JSON object", got)
 }
 
 /// Reads the inputs of a gRPC `ModelInferRequest` into a bag, validating them against the model
