@@ -587,38 +587,29 @@ impl TokenSource {
             if self.next >= self.max {
                 return Poll::Ready(None);
             }
-            match &mut self.kind {
+            let error = match &mut self.kind {
                 SourceKind::Instant => {
                     // The flag only ever goes from false to true, so "changed" (or "sender
                     // gone") means shutdown; checking costs one atomic load.
-                    if self
-                        .shutdown
-                        .as_ref()
-                        .is_some_and(|rx| !matches!(rx.has_changed(), Ok(false)))
-                    {
-                        self.kind = SourceKind::Failed;
-                        return Poll::Ready(Some(Err(SourceError::ShuttingDown)));
+                    let flag = self.shutdown.as_ref();
+                    if !flag.is_some_and(|rx| !matches!(rx.has_changed(), Ok(false))) {
+                        break;
                     }
-                    let i = self.next;
-                    self.next += 1;
-                    return Poll::Ready(Some(Ok(i)));
+                    SourceError::ShuttingDown
                 }
                 SourceKind::Engine { seq, .. } => {
                     if self.next < seq.produced.load(Ordering::Acquire) {
-                        let i = self.next;
-                        self.next += 1;
-                        return Poll::Ready(Some(Ok(i)));
+                        break;
                     }
                     // Register, then re-check, so a token produced in between is not missed.
                     seq.waker.register(cx.waker());
                     if self.next < seq.produced.load(Ordering::Acquire) {
-                        continue;
+                        break;
                     }
-                    if seq.state.get() == ABORTED {
-                        self.kind = SourceKind::Failed;
-                        return Poll::Ready(Some(Err(SourceError::ShuttingDown)));
+                    if seq.state.get() != ABORTED {
+                        return Poll::Pending;
                     }
-                    return Poll::Pending;
+                    SourceError::ShuttingDown
                 }
                 SourceKind::Stalled {
                     sleep,
@@ -628,23 +619,26 @@ impl TokenSource {
                     if sleep.as_mut().poll(cx).is_pending() {
                         return Poll::Pending;
                     }
-                    match engine.take() {
-                        None => {
-                            self.admitted = Some(Instant::now());
-                            self.kind = SourceKind::Instant;
+                    let Some(engine) = engine.take() else {
+                        self.admitted = Some(Instant::now());
+                        self.kind = SourceKind::Instant;
+                        continue;
+                    };
+                    match engine.submit(work) {
+                        Ok(seq) => {
+                            self.kind = SourceKind::Engine { engine, seq };
+                            continue;
                         }
-                        Some(engine) => match engine.submit(work) {
-                            Ok(seq) => self.kind = SourceKind::Engine { engine, seq },
-                            Err(e) => {
-                                self.kind = SourceKind::Failed;
-                                return Poll::Ready(Some(Err(e)));
-                            }
-                        },
+                        Err(e) => e,
                     }
                 }
                 SourceKind::Failed => return Poll::Ready(None),
-            }
+            };
+            self.kind = SourceKind::Failed;
+            return Poll::Ready(Some(Err(error)));
         }
+        self.next += 1;
+        Poll::Ready(Some(Ok(self.next - 1)))
     }
 
     /// Async form of [`TokenSource::poll_token`].
