@@ -662,33 +662,28 @@ pub(crate) fn bag_from_infer_request(
                 want: ts.datatype.name(),
             });
         }
-        let expected = spec.metadata_shape(ts);
-        let shape_ok = input.shape.len() == expected.len()
-            && input
-                .shape
-                .iter()
-                .zip(&expected)
-                .all(|(&got, &want)| got >= 0 && (want < 0 || got == want));
-        if !shape_ok {
+        let (expected, shape) = (spec.metadata_shape(ts), &input.shape);
+        let fits = |(&got, &want): (&i64, &i64)| got >= 0 && (want < 0 || got == want);
+        if shape.len() != expected.len() || !shape.iter().zip(&expected).all(fits) {
             return Err(BadRequest::Shape {
                 input: input.name.clone(),
                 model: spec.name.clone(),
                 expected,
-                got: input.shape.clone(),
+                got: shape.clone(),
                 batched: spec.max_batch_size > 0,
             });
         }
-        let count: i64 = input.shape.iter().product();
-        if spec.max_batch_size > 0 && input.shape.first().copied().unwrap_or(0) != 1 {
+        let batch = shape.first().copied().unwrap_or(0);
+        if spec.max_batch_size > 0 && batch != 1 {
             return Err(BadRequest::Batch {
                 input: input.name.clone(),
-                batch: input.shape.first().copied().unwrap_or(0),
+                batch,
             });
         }
-        if count != 1 {
+        if shape.iter().product::<i64>() != 1 {
             return Err(BadRequest::NotOneElement {
                 input: input.name.clone(),
-                shape: input.shape.clone(),
+                shape: shape.clone(),
             });
         }
         let value = if raw.is_empty() {
