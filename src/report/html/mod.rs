@@ -373,6 +373,11 @@ mod tests {
         }
     }
 
+    /// The page of one run of `levels`.
+    fn page_of(levels: Vec<LoadedLevel>) -> String {
+        render(&[run_from(std::path::Path::new("r"), levels)], &opts())
+    }
+
     #[test]
     fn one_run_page_exact_parts() {
         let run = run_from(
@@ -421,22 +426,12 @@ mod tests {
             .push((Metric::TimeToFirstOutputToken, st(412.5)));
         stats.metrics.push((Metric::ReasoningTokenCount, st(32.0)));
         stats.cancelled_count = 3;
-        let run = run_from(
-            std::path::Path::new("r"),
-            vec![level(1, 30.0, 200.0, None), thinking],
-        );
-        let page = render(&[run], &opts());
+        let page = page_of(vec![level(1, 30.0, 200.0, None), thinking]);
         assert!(page.contains("<th>TTFT p99</th><th>TTFO avg (ms)</th><th>Reasoning tok avg</th><th>ITL avg (ms)</th>"), "{page}");
         assert!(page.contains("<tr><td>1</td><td>15.00</td><td>15.00</td><td>30.00</td><td>–</td><td>–</td><td>3.00</td>"), "{page}");
         assert!(page.contains("<tr><td>4</td><td>150.00</td><td>150.00</td><td>300.00</td><td>412.50</td><td>32.0</td><td>3.00</td>"), "{page}");
         assert!(page.contains("<td>3 cancelled</td></tr>"), "{page}");
-        let plain = render(
-            &[run_from(
-                std::path::Path::new("r"),
-                vec![level(1, 30.0, 200.0, None)],
-            )],
-            &opts(),
-        );
+        let plain = page_of(vec![level(1, 30.0, 200.0, None)]);
         assert!(!plain.contains("TTFO avg"));
     }
 
@@ -451,15 +446,11 @@ mod tests {
     /// ticks; within 10x they stay proportional.
     #[test]
     fn latency_axes_turn_log_when_levels_span_decades() {
-        let wide = run_from(
-            std::path::Path::new("r"),
-            vec![
-                level(1, 30.0, 200.0, None),
-                level(8, 180.0, 1000.0, None),
-                level(32, 2600.0, 1010.0, None),
-            ],
-        );
-        let page = render(&[wide], &opts());
+        let page = page_of(vec![
+            level(1, 30.0, 200.0, None),
+            level(8, 180.0, 1000.0, None),
+            level(32, 2600.0, 1010.0, None),
+        ]);
         let ttft = chart(&page, "ttft");
         assert!(
             ttft.contains(r#"<g class="axis" data-y-scale="log">"#),
@@ -486,11 +477,10 @@ mod tests {
         let label_x = format!(r#"<text class="pl" x="{:.1}""#, cx + 11.0);
         assert!(knee.contains(&label_x), "{knee}");
         // Within 10x: proportional, from 0.
-        let narrow = run_from(
-            std::path::Path::new("r"),
-            vec![level(1, 100.0, 200.0, None), level(8, 180.0, 1000.0, None)],
-        );
-        let page = render(&[narrow], &opts());
+        let page = page_of(vec![
+            level(1, 100.0, 200.0, None),
+            level(8, 180.0, 1000.0, None),
+        ]);
         let ttft = chart(&page, "ttft");
         assert!(ttft.contains(r#"<g class="axis"><line"#), "{ttft}");
         assert!(ttft.contains(">time to first token (ms)</text>"));
@@ -505,11 +495,7 @@ mod tests {
             reasons: vec!["only 1 successful request measured".into()],
             ..Default::default()
         };
-        let run = run_from(
-            std::path::Path::new("r"),
-            vec![few, level(8, 180.0, 1000.0, None)],
-        );
-        let page = render(&[run], &opts());
+        let page = page_of(vec![few, level(8, 180.0, 1000.0, None)]);
         assert!(!page.contains("valid: complete"));
         assert!(page.contains("<span class=\"bad\">not trustworthy: concurrency1</span>"));
         assert!(page.contains(
@@ -540,11 +526,7 @@ mod tests {
                 line(DriftMetric::OutputThroughput, -0.5, false),
             ],
         });
-        let run = run_from(
-            std::path::Path::new("r"),
-            vec![level(1, 30.0, 200.0, None), soak],
-        );
-        let page = render(&[run], &opts());
+        let page = page_of(vec![level(1, 30.0, 200.0, None), soak]);
         assert!(page.contains(
             "<p class=\"fail\">Drift at concurrency8 over 2.0 h (Theil–Sen slope per hour, 95 % interval): TTFT p99 +12.00 ms/h [+11.00, +13.00] (+12.0 %/h): drifts; output tok/s -0.50 tokens/sec/h [-1.50, +0.50] (-0.5 %/h): steady</p>"
         ), "{page}");
