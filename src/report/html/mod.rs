@@ -20,6 +20,7 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::analysis::knee;
+use crate::analysis::text::count;
 use crate::artifact::read::Run;
 
 mod charts;
@@ -86,7 +87,6 @@ fn badges(run: &Run) -> Markup {
             .iter()
             .any(|p| p == "p99")
     });
-    let count = crate::analysis::text::count;
     html! {
         p.badges {
             @if interrupted.is_empty() && errors == 0 && untrusted.is_empty() {
@@ -128,7 +128,7 @@ fn slo_counts(run: &Run) -> (usize, usize) {
 /// The SLO checks of every level: all passed, or how many failed.
 fn slo_badge(run: &Run) -> Markup {
     let (slo_total, slo_failed) = slo_counts(run);
-    let checks = crate::analysis::text::count(slo_total as u64, "check");
+    let checks = count(slo_total as u64, "check");
     html! {
         @if slo_total > 0 && slo_failed == 0 {
             span.ok { "SLO: " (checks) " passed" }
@@ -140,10 +140,7 @@ fn slo_badge(run: &Run) -> Markup {
 
 /// The run's description: its levels, model, endpoint type, start and end, and ttftbench version.
 fn meta(run: &Run) -> String {
-    let mut meta = vec![crate::analysis::text::count(
-        run.levels.len() as u64,
-        "level",
-    )];
+    let mut meta = vec![count(run.levels.len() as u64, "level")];
     if let Some(m) = run.levels.iter().find_map(|l| l.model.clone()) {
         meta.push(format!("model {m}"));
     }
