@@ -197,12 +197,6 @@ fn isl_buckets_from(doc: &Value) -> Vec<crate::stats::isl::IslBucket> {
     })
 }
 
-/// [`turns_from`], for the encoder's round-trip test.
-#[cfg(test)]
-pub(crate) fn level_from_json_for_tests(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
-    turns_from(doc)
-}
-
 /// The level document's `turns` (see [`super::genai_perf`]); none in runs without sessions.
 fn turns_from(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
     items(doc, "turns", |t| crate::stats::turns::TurnStats {
