@@ -301,50 +301,34 @@ mod tests {
             p99,
             ..Stats::default()
         };
-        let context = crate::context::RunContext {
-            run_id: "20260102T120005Z-00abcd".into(),
-            labels: [("release".to_string(), "v2".to_string())].into(),
-            client: crate::context::ClientHost {
-                host: "bench-1".into(),
-                os: "linux".into(),
-                arch: "x86_64".into(),
-                kernel: None,
-                cpu: None,
-                cores: 2,
-            },
-            server: crate::context::ServerIdentity {
-                name: Some("triton".into()),
-                version: Some("2.51.0".into()),
-                extensions: Vec::new(),
-                source: "GET /v2".into(),
-            },
-            model: None,
-            gpus: Vec::new(),
+        let context = serde_json::from_value(serde_json::json!({
+            "run_id": "20260102T120005Z-00abcd", "labels": {"release": "v2"},
+            "client": {"host": "bench-1", "os": "linux", "arch": "x86_64", "cores": 2},
+            "server": {"name": "triton", "version": "2.51.0", "source": "GET /v2"},
+        }))
+        .unwrap();
+        let summary = LevelSummary {
+            started_unix_ns: 1_767_355_205_000_000_000,
+            ended_unix_ns: 1_767_355_265_000_000_000,
+            ..LevelSummary::new(
+                Stimulus::Concurrency(c),
+                LevelStats {
+                    metrics: vec![
+                        (Metric::TimeToFirstToken, st(ttft_p99)),
+                        (Metric::InterTokenLatency, st(6.0)),
+                        (Metric::RequestLatency, st(500.0)),
+                    ],
+                    request_count: 10,
+                    duration_s: 1.0,
+                    output_token_throughput: tput,
+                    total_token_throughput: tput,
+                    request_throughput: tput / 100.0,
+                    ..Default::default()
+                },
+            )
         };
         LoadedLevel {
             context: Some(context),
-            fingerprint: None,
-            dir: std::path::PathBuf::from(format!("r/c{c}")),
-            summary: LevelSummary {
-                started_unix_ns: 1_767_355_205_000_000_000,
-                ended_unix_ns: 1_767_355_265_000_000_000,
-                ..LevelSummary::new(
-                    Stimulus::Concurrency(c),
-                    LevelStats {
-                        metrics: vec![
-                            (Metric::TimeToFirstToken, st(ttft_p99)),
-                            (Metric::InterTokenLatency, st(6.0)),
-                            (Metric::RequestLatency, st(500.0)),
-                        ],
-                        request_count: 10,
-                        duration_s: 1.0,
-                        output_token_throughput: tput,
-                        total_token_throughput: tput,
-                        request_throughput: tput / 100.0,
-                        ..Default::default()
-                    },
-                )
-            },
             command_line: Some("ttftbench profile -m gpt2 --api-key <redacted>".into()),
             version: Some("0.0.9".into()),
             slo: slo_passed
@@ -358,7 +342,7 @@ mod tests {
                 .collect(),
             model: Some("gpt2".into()),
             api: Some("kserve".into()),
-            repetitions: Vec::new(),
+            ..LoadedLevel::new(std::path::Path::new(&format!("r/c{c}")), summary)
         }
     }
 
