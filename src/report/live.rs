@@ -486,30 +486,22 @@ mod tests {
 
     #[test]
     fn cancelled_requests_count_as_finished_and_are_named() {
-        let s = Snapshot {
-            done: 70,
-            cancelled: 30,
-            ..running()
-        };
-        let lines = compact(&head(Goal::Requests(200)), &s);
-        assert!(lines[0].contains("101/200 requests"), "{lines:?}");
-        assert!(
-            lines[1].contains("1 error, 30 cancelled, TTFT"),
-            "{lines:?}"
-        );
-        // Requests a second Ctrl-C abandoned are finished too, and named apart.
-        let s = Snapshot {
-            done: 60,
-            cancelled: 30,
-            abandoned: 10,
-            ..running()
-        };
-        let lines = compact(&head(Goal::Requests(200)), &s);
-        assert!(lines[0].contains("101/200 requests"), "{lines:?}");
-        assert!(
-            lines[1].contains("1 error, 30 cancelled, 10 abandoned, TTFT"),
-            "{lines:?}"
-        );
+        // (done, cancelled, abandoned, the numbers' line): requests a second Ctrl-C abandoned
+        // are finished too, and named apart.
+        for (done, cancelled, abandoned, numbers) in [
+            (70, 30, 0, "1 error, 30 cancelled, TTFT"),
+            (60, 30, 10, "1 error, 30 cancelled, 10 abandoned, TTFT"),
+        ] {
+            let s = Snapshot {
+                done,
+                cancelled,
+                abandoned,
+                ..running()
+            };
+            let lines = compact(&head(Goal::Requests(200)), &s);
+            assert!(lines[0].contains("101/200 requests"), "{lines:?}");
+            assert!(lines[1].contains(numbers), "{lines:?}");
+        }
     }
 
     #[test]
