@@ -563,15 +563,9 @@ benchmark_duration,2.50,sec
         let d = ServerDelta {
             source: "prometheus",
             requests: 10,
-            failures: 0,
             executions: 40,
-            avg_request_ms: 50.0,
-            avg_queue_ms: Some(10.0),
-            avg_compute_input_ms: 0.1,
-            avg_compute_infer_ms: 39.8,
-            avg_compute_output_ms: 0.1,
-            queue_share: Some(0.2),
             max_pending: 3.0,
+            ..ServerDelta::from_phase_avgs(10.0, 0.1, 39.8, 0.1)
         };
         let text = csv(&summary(true, Some(d)));
         let tail = text.split("benchmark_duration,2.50,sec\n").nth(1).unwrap();
