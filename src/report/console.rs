@@ -898,33 +898,31 @@ mod tests {
             p99: avg * 2.5,
             ..Stats::default()
         };
-        LevelSummary {
-            ..LevelSummary::new(
-                Stimulus::Concurrency(c),
-                LevelStats {
-                    metrics: vec![
-                        (Metric::TimeToFirstToken, s(ttft)),
-                        (Metric::InterTokenLatency, s(4.0)),
-                    ],
-                    request_count: 100,
-                    error_count: errors,
-                    errors: if errors > 0 {
-                        vec![ErrorCount {
-                            kind: "http_401".into(),
-                            count: errors,
-                            example: "HTTP 401".into(),
-                            hint: Some("add --api-key".into()),
-                        }]
-                    } else {
-                        vec![]
-                    },
-                    duration_s: 1.0,
-                    output_token_throughput: 1234.56,
-                    request_throughput: 12.3456,
-                    ..Default::default()
+        LevelSummary::new(
+            Stimulus::Concurrency(c),
+            LevelStats {
+                metrics: vec![
+                    (Metric::TimeToFirstToken, s(ttft)),
+                    (Metric::InterTokenLatency, s(4.0)),
+                ],
+                request_count: 100,
+                error_count: errors,
+                errors: if errors > 0 {
+                    vec![ErrorCount {
+                        kind: "http_401".into(),
+                        count: errors,
+                        example: "HTTP 401".into(),
+                        hint: Some("add --api-key".into()),
+                    }]
+                } else {
+                    vec![]
                 },
-            )
-        }
+                duration_s: 1.0,
+                output_token_throughput: 1234.56,
+                request_throughput: 12.3456,
+                ..Default::default()
+            },
+        )
     }
 
     #[test]
