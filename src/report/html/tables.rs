@@ -103,9 +103,7 @@ pub(super) fn level_table(levels: &[LoadedLevel], knee_level: Option<&str>) -> M
     .filter(|(_, m, _)| has(*m))
     .collect();
     head.extend(extra.iter().map(|(h, _, _)| h.to_string()));
-    for h in ["Queue (ms)", "Queue share", "Errors", "SLO", "Notes"] {
-        head.push(h.into());
-    }
+    head.extend(["Queue (ms)", "Queue share", "Errors", "SLO", "Notes"].map(String::from));
     html! {
         div.tablewrap {
             table.levels {
