@@ -763,8 +763,7 @@ fn columns(c: &Comparison) -> (Vec<&'static str>, Vec<Align>) {
 fn verdict_line(c: &Comparison) -> String {
     match c.regression_count() {
         0 => "no regressions".to_string(),
-        1 => "1 regression".to_string(),
-        n => format!("{n} regressions"),
+        n => crate::analysis::text::count(n as u64, "regression"),
     }
 }
 
