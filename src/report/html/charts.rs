@@ -212,18 +212,16 @@ fn knee_chart(out: &mut Vec<Markup>, ctx: &Ctx, k: &knee::Analysis) {
         .filter_map(|l| {
             let x = l.summary.metric(lat)?;
             let y = l.summary.metric(MetricRef::System(tput))?;
+            let tip = format!(
+                "{} {}: {} {tput_unit} at p99 {} ms",
+                ctx.kind,
+                load_label(&l.summary),
+                svg::num(y),
+                svg::num(x)
+            );
             Some(Pt {
-                x,
-                y,
-                tip: format!(
-                    "{} {}: {} {tput_unit} at p99 {} ms",
-                    ctx.kind,
-                    load_label(&l.summary),
-                    svg::num(y),
-                    svg::num(x)
-                ),
                 label: load_label(&l.summary),
-                range: None,
+                ..Pt::new(x, y, tip)
             })
         })
         .collect();
