@@ -85,15 +85,10 @@ pub fn csv(s: &LevelSummary) -> String {
         let cells = [
             st.avg, st.min, st.max, st.p99, st.p95, st.p90, st.p75, st.p50, st.p25, st.p10, st.p5,
             st.p1, st.std,
-        ];
-        out.push_str(m.key());
-        for c in cells {
-            out.push(',');
-            out.push_str(&num(c));
-        }
-        out.push(',');
-        out.push_str(m.unit().label());
-        out.push('\n');
+        ]
+        .map(num)
+        .join(",");
+        out.push_str(&format!("{},{cells},{}\n", m.key(), m.unit().label()));
     }
     out.push('\n');
     out.push_str("Metric,Value,unit\n");
@@ -120,15 +115,8 @@ fn isl_bucket_csv(s: &LevelSummary) -> String {
         out.push_str(&format!("{},{},{max},{}", b.label(), b.min_isl, b.count));
         let ttft = b.ttft.as_ref().filter(|_| s.streaming);
         for st in [ttft, b.latency.as_ref()] {
-            for v in [
-                st.map(|x| x.avg),
-                st.map(|x| x.p50),
-                st.map(|x| x.p90),
-                st.map(|x| x.p99),
-            ] {
-                out.push(',');
-                out.push_str(&num(v.unwrap_or(f64::NAN)));
-            }
+            let v = st.map_or([f64::NAN; 4], |x| [x.avg, x.p50, x.p90, x.p99]);
+            out.push_str(&format!(",{}", v.map(num).join(",")));
         }
         out.push_str(",ms\n");
     }
@@ -145,17 +133,10 @@ fn system_rows(s: &LevelSummary) -> Vec<(String, String, &'static str)> {
     let st = &s.stats;
     let count = |k: &str, n: u64| row(k, n.to_string(), "count");
     let rate = |k: &str, v: f64, unit| row(k, num(v), unit);
+    let tokens = |k: &str, v: f64| rate(k, v, "tokens/sec");
     let mut rows = vec![
-        rate(
-            "output_token_throughput",
-            st.output_token_throughput,
-            "tokens/sec",
-        ),
-        rate(
-            "total_token_throughput",
-            st.total_token_throughput,
-            "tokens/sec",
-        ),
+        tokens("output_token_throughput", st.output_token_throughput),
+        tokens("total_token_throughput", st.total_token_throughput),
         rate("request_throughput", st.request_throughput, "requests/sec"),
     ];
     rows.extend(
@@ -397,6 +378,7 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         "requests/sec",
         json!(st.request_throughput),
     );
+    let count = |m: &mut Map<String, Value>, key: &str, n: u64| avg(m, key, "count", json!(n));
     let shown: Vec<(Metric, &Stats)> = s.shown_metrics().collect();
     let dist = |m: &mut Map<String, Value>, metric: Metric| {
         if let Some((_, stats)) = shown.iter().find(|(k, _)| *k == metric) {
@@ -407,7 +389,7 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
         }
     };
     dist(&mut m, Metric::RequestLatency);
-    avg(&mut m, "request_count", "count", json!(st.request_count));
+    count(&mut m, "request_count", st.request_count);
     if let Some(g) = st.request_goodput {
         avg(&mut m, "request_goodput", "requests/sec", json!(g));
     }
@@ -445,30 +427,15 @@ pub fn json(s: &LevelSummary, input_config: &Value) -> Value {
     if !st.turns.is_empty() {
         m.insert("turns".into(), turns_json(s));
     }
-    avg(&mut m, "error_count", "count", json!(st.error_count));
+    count(&mut m, "error_count", st.error_count);
     m.insert("errors".into(), json!(st.errors));
-    avg(
-        &mut m,
-        "cancelled_count",
-        "count",
-        json!(st.cancelled_count),
-    );
+    count(&mut m, "cancelled_count", st.cancelled_count);
     if st.abandoned_count > 0 {
-        avg(
-            &mut m,
-            "abandoned_count",
-            "count",
-            json!(st.abandoned_count),
-        );
+        count(&mut m, "abandoned_count", st.abandoned_count);
     }
-    avg(
-        &mut m,
-        "reconnect_count",
-        "count",
-        json!(st.reconnect_count),
-    );
+    count(&mut m, "reconnect_count", st.reconnect_count);
     if st.burst_count > 0 {
-        avg(&mut m, "burst_count", "count", json!(st.burst_count));
+        count(&mut m, "burst_count", st.burst_count);
     }
     if let Some(c) = &st.connections {
         m.insert("connections".into(), json!(c));
@@ -596,15 +563,9 @@ benchmark_duration,2.50,sec
         let d = ServerDelta {
             source: "prometheus",
             requests: 10,
-            failures: 0,
             executions: 40,
-            avg_request_ms: 50.0,
-            avg_queue_ms: Some(10.0),
-            avg_compute_input_ms: 0.1,
-            avg_compute_infer_ms: 39.8,
-            avg_compute_output_ms: 0.1,
-            queue_share: Some(0.2),
             max_pending: 3.0,
+            ..ServerDelta::from_phase_avgs(10.0, 0.1, 39.8, 0.1)
         };
         let text = csv(&summary(true, Some(d)));
         let tail = text.split("benchmark_duration,2.50,sec\n").nth(1).unwrap();
@@ -781,8 +742,8 @@ server_max_pending_requests,3.00,count
         );
         let doc = json(&s, &Value::Null);
         assert_eq!(doc["turns"][0]["count"], 3);
-        let back = crate::artifact::read::level_from_json_for_tests(&doc);
-        assert_eq!(back, s.stats.turns);
+        let back = crate::artifact::read::level_from_json(&doc, std::path::Path::new("x"));
+        assert_eq!(back.unwrap().summary.stats.turns, s.stats.turns);
         s.streaming = false;
         assert!(turns_json(&s)[0]["time_to_first_token"].is_null());
         s.stats.turns.clear();

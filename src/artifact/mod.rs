@@ -342,8 +342,10 @@ mod tests {
         p.plan(&[]).unwrap()
     }
 
-    fn layout(args: &[&str]) -> Layout {
-        Layout::new(&plan("org/model", args), "20261129_1200".into())
+    /// The layout of `ttftbench profile -m org/model FLAGS` (flags split at white space).
+    fn layout(flags: &str) -> Layout {
+        let args: Vec<&str> = flags.split_whitespace().collect();
+        Layout::new(&plan("org/model", &args), "20261129_1200".into())
     }
 
     /// Names follow GenAI-Perf's; shards write apart; an explicit directory of one level holds
@@ -352,23 +354,23 @@ mod tests {
     fn level_and_sweep_dirs() {
         // (flags, the level's concurrency and directory, the sweep directory)
         type Case = (
-            &'static [&'static str],
+            &'static str,
             Option<(u32, &'static str)>,
             Option<&'static str>,
         );
         let cases: &[Case] = &[
             (
-                &["--concurrency", "8"],
+                "--concurrency 8",
                 Some((8, "artifacts/org_model-triton-tensorrtllm-concurrency8")),
                 None,
             ),
             (
-                &["--endpoint-type", "chat", "--concurrency", "1,2"],
+                "--endpoint-type chat --concurrency 1,2",
                 Some((2, "artifacts/org_model-openai-chat-concurrency2")),
                 Some("artifacts"),
             ),
             (
-                &["--concurrency", "8", "--shard", "1/4"],
+                "--concurrency 8 --shard 1/4",
                 Some((
                     8,
                     "artifacts/shard1-of-4/org_model-triton-tensorrtllm-concurrency8",
@@ -376,34 +378,18 @@ mod tests {
                 None,
             ),
             (
-                &[
-                    "--shard",
-                    "2/4",
-                    "--artifact-dir",
-                    "/results/s{shard}",
-                    "--concurrency",
-                    "1,2",
-                ],
+                "--shard 2/4 --artifact-dir /results/s{shard} --concurrency 1,2",
                 None,
                 Some("/results/s2"),
             ),
+            ("--artifact-dir ./ttft_c1", Some((1, "./ttft_c1")), None),
             (
-                &["--artifact-dir", "./ttft_c1"],
-                Some((1, "./ttft_c1")),
-                None,
-            ),
-            (
-                &["--artifact-dir", "out", "--concurrency", "1:4"],
+                "--artifact-dir out --concurrency 1:4",
                 Some((4, "out/org_model-triton-tensorrtllm-concurrency4")),
                 Some("out"),
             ),
             (
-                &[
-                    "--artifact-dir",
-                    "./bench/{timestamp}/c{concurrency}",
-                    "--concurrency",
-                    "1,8,32",
-                ],
+                "--artifact-dir ./bench/{timestamp}/c{concurrency} --concurrency 1,8,32",
                 Some((8, "./bench/20261129_1200/c8")),
                 Some("./bench/20261129_1200"),
             ),
@@ -423,33 +409,28 @@ mod tests {
     #[test]
     fn repetitions_write_below_the_run_directory() {
         // (flags, repetition, the levels' concurrencies, where it writes)
-        let cases: &[(&[&str], u32, &[u32], &str)] = &[
-            (&["--concurrency", "1,2"], 2, &[1, 2], "artifacts/rep2"),
+        let cases: &[(&str, u32, &[u32], &str)] = &[
+            ("--concurrency 1,2", 2, &[1, 2], "artifacts/rep2"),
             (
-                &["--concurrency", "4"],
+                "--concurrency 4",
                 1,
                 &[4],
                 "artifacts/org_model-triton-tensorrtllm-concurrency4/rep1",
             ),
             (
-                &["--concurrency", "1,2", "--artifact-dir", "b/{timestamp}"],
+                "--concurrency 1,2 --artifact-dir b/{timestamp}",
                 3,
                 &[1, 2],
                 "b/20261129_1200/rep3",
             ),
             (
-                &[
-                    "--concurrency",
-                    "1,2",
-                    "--artifact-dir",
-                    "b/{timestamp}/c{concurrency}",
-                ],
+                "--concurrency 1,2 --artifact-dir b/{timestamp}/c{concurrency}",
                 1,
                 &[1, 2],
                 "b/20261129_1200/rep1/c{concurrency}",
             ),
             (
-                &["--concurrency", "1,2", "--artifact-dir", "{level}"],
+                "--concurrency 1,2 --artifact-dir {level}",
                 1,
                 &[1, 2],
                 "./rep1/{level}",
@@ -480,7 +461,7 @@ mod tests {
         assert_eq!(second.timestamp(), "20261129_1200_2");
         assert_eq!(second.sweep_dir(), tmp.path().join("bench/20261129_1200_2"));
         // Without {timestamp} the directory is the user's to reuse.
-        let l = layout(&["--artifact-dir", "./ttft_c1"]);
+        let l = layout("--artifact-dir ./ttft_c1");
         assert_eq!(l.timestamp(), "20261129_1200");
     }
 

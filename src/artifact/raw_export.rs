@@ -790,6 +790,14 @@ mod tests {
         assert_eq!((&*ins[0], &*ins[2]), ("", ""));
     }
 
+    /// `c` as the first request of a file in format `f`, sent at 1 with no inputs, its times
+    /// as they are.
+    fn one_request(c: &Capture, f: &ExportFormat) -> String {
+        let mut out = Vec::new();
+        request(&mut out, true, 1, "{}", c, f, |t| t);
+        String::from_utf8(out).unwrap()
+    }
+
     fn chat() -> ExportFormat {
         ExportFormat {
             service_kind: "openai",
@@ -882,13 +890,9 @@ mod tests {
         for c in [&mut shaped, &mut whole] {
             c.push(9, b"[DONE]");
         }
-        let render = |c: &Capture| {
-            let mut out = Vec::new();
-            request(&mut out, true, 1, "{}", c, &chat(), |t| t);
-            String::from_utf8(out).unwrap()
-        };
-        assert_eq!(render(&shaped), render(&whole));
-        let v: Value = serde_json::from_str(&render(&shaped)).unwrap();
+        let text = one_request(&shaped, &chat());
+        assert_eq!(text, one_request(&whole, &chat()));
+        let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             v["response_outputs"][2]["response"],
             "data: {\"id\":\"a\\/b\",\"choices\":[{\"delta\":{\"content\":\" thé\"}}]}\n\n"
@@ -910,9 +914,7 @@ mod tests {
             );
             c.push(6, usage.as_bytes());
             c.push(7, b"[DONE]");
-            let mut out = Vec::new();
-            request(&mut out, true, 1, "{}", &c, &chat(), |t| t);
-            let v: Value = serde_json::from_slice(&out).unwrap();
+            let v: Value = serde_json::from_str(&one_request(&c, &chat())).unwrap();
             assert_eq!(v["response_timestamps"], serde_json::json!([5, 7]));
             let outputs = v["response_outputs"].as_array().unwrap();
             assert_eq!(outputs.len(), 2);
@@ -989,26 +991,18 @@ mod tests {
         use crate::proto::model_infer_request::InferInputTensor;
         crate::proto::ModelInferRequest {
             model_name: "m".into(),
-            inputs: vec![
-                InferInputTensor {
-                    name: "text_input".into(),
-                    datatype: "BYTES".into(),
-                    shape: vec![1, 1],
-                    ..Default::default()
-                },
-                InferInputTensor {
-                    name: "max_tokens".into(),
-                    datatype: "INT32".into(),
-                    shape: vec![1, 1],
-                    ..Default::default()
-                },
-                InferInputTensor {
-                    name: "stream".into(),
-                    datatype: "BOOL".into(),
-                    shape: vec![1, 1],
-                    ..Default::default()
-                },
-            ],
+            inputs: [
+                ("text_input", "BYTES"),
+                ("max_tokens", "INT32"),
+                ("stream", "BOOL"),
+            ]
+            .map(|(name, datatype)| InferInputTensor {
+                name: name.into(),
+                datatype: datatype.into(),
+                shape: vec![1, 1],
+                ..Default::default()
+            })
+            .to_vec(),
             raw_input_contents: vec![
                 crate::workload::tensor::encode_bytes_elements([&b"Hello"[..]]),
                 7i32.to_le_bytes().to_vec(),
@@ -1065,10 +1059,8 @@ mod tests {
             responses: ResponseForm::KserveStream,
             outputs: vec!["text_output".into()],
         };
-        let mut out = Vec::new();
-        request(&mut out, true, 1, "{}", &c, &f, |t| t);
         assert_eq!(
-            String::from_utf8(out).unwrap(),
+            one_request(&c, &f),
             r#"{"timestamp":1,"request_inputs":{},"response_timestamps":[3,4],"response_outputs":[{"text_output":" tok"},{"text_output":""}]}"#
         );
     }
@@ -1103,9 +1095,7 @@ mod tests {
         };
         let mut c = Capture::default();
         c.push(9, &body);
-        let mut out = Vec::new();
-        request(&mut out, true, 1, "{}", &c, &f, |t| t);
-        let v: Value = serde_json::from_slice(&out).unwrap();
+        let v: Value = serde_json::from_str(&one_request(&c, &f)).unwrap();
         assert_eq!(
             v["response_outputs"][0],
             serde_json::json!({"A": [1, 2], "B": 0.5, "C": ""})

@@ -197,12 +197,6 @@ fn isl_buckets_from(doc: &Value) -> Vec<crate::stats::isl::IslBucket> {
     })
 }
 
-/// [`turns_from`], for the encoder's round-trip test.
-#[cfg(test)]
-pub(crate) fn level_from_json_for_tests(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
-    turns_from(doc)
-}
-
 /// The level document's `turns` (see [`super::genai_perf`]); none in runs without sessions.
 fn turns_from(doc: &Value) -> Vec<crate::stats::turns::TurnStats> {
     items(doc, "turns", |t| crate::stats::turns::TurnStats {
@@ -351,7 +345,6 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         .collect();
     let avg = |k: &str| doc.get(k).map_or(0.0, |v| f(v, "avg"));
     let count = |k: &str| doc.get(k).map_or(0, |v| whole(v, "avg"));
-    let errors = items(doc, "errors", error_from);
     let validity = doc.get("validity");
     let vcount = |k: &str| validity.map_or(0, |v| whole(v, k));
     let summary = LevelSummary {
@@ -365,7 +358,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             reconnect_count: count("reconnect_count"),
             burst_count: count("burst_count"),
             connections: doc.get("connections").and_then(typed),
-            errors,
+            errors: items(doc, "errors", error_from),
             warmup_count: 0,
             duration_s: avg("benchmark_duration"),
             output_token_throughput: avg("output_token_throughput"),
@@ -394,20 +387,17 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
         validity: validity.and_then(typed).unwrap_or_default(),
         drift: doc.get("drift").and_then(typed),
     };
-    let slo = items(doc, "slo", slo_from);
     Ok(LoadedLevel {
         context: doc.get("context").and_then(typed),
         fingerprint: doc
             .get(crate::plan::fingerprint::FINGERPRINT_KEY)
             .and_then(typed),
-        dir: dir.to_path_buf(),
-        summary,
         command_line: text_at(cfg, "/command_line"),
         version: text_at(Some(doc), "/ttftbench_version"),
-        slo,
+        slo: items(doc, "slo", slo_from),
         model: text_at(cfg, "/target/model"),
         api: text_at(cfg, "/target/api"),
-        repetitions: Vec::new(),
+        ..LoadedLevel::new(dir, summary)
     })
 }
 
@@ -527,18 +517,12 @@ pub fn run_from(dir: &Path, mut levels: Vec<LoadedLevel>) -> Run {
 
 /// A run from level directories directly below `dir` (a shell loop's output), if there are any.
 fn read_loop_run(dir: &Path) -> Result<Option<Run>> {
-    let level_dirs: Vec<PathBuf> = subdirs(dir)
+    let levels = subdirs(dir)
         .into_iter()
         .filter(|p| kind_of(p) == DirKind::Level)
-        .collect();
-    if level_dirs.is_empty() {
-        return Ok(None);
-    }
-    let levels = level_dirs
-        .iter()
-        .map(|p| read_level(p))
+        .map(|p| read_level(&p))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Some(run_from(dir, levels)))
+    Ok((!levels.is_empty()).then(|| run_from(dir, levels)))
 }
 
 /// The runs one directory holds: itself (a sweep, a level, a loop's run) or, for a timeline, one
@@ -562,13 +546,11 @@ pub fn runs_in(dir: &Path) -> Result<Vec<Run>> {
                 // Level directories with distinct loads are one run (a shell loop's ladder);
                 // repeats of one load are one run each (`--artifact-dir ./bench/{timestamp}`
                 // at a fixed concurrency, run after every change).
-                let mut names: Vec<String> = run
+                let names: std::collections::BTreeSet<String> = run
                     .levels
                     .iter()
                     .map(|l| l.summary.stimulus.name())
                     .collect();
-                names.sort();
-                names.dedup();
                 if names.len() == run.levels.len() {
                     return Ok(vec![run]);
                 }
@@ -585,11 +567,7 @@ pub fn runs_in(dir: &Path) -> Result<Vec<Run>> {
                 match kind_of(&sub) {
                     DirKind::Sweep => runs.push(read_sweep(&sub)?),
                     DirKind::Level => {}
-                    DirKind::Other => {
-                        if let Some(r) = read_loop_run(&sub)? {
-                            runs.push(r);
-                        }
-                    }
+                    DirKind::Other => runs.extend(read_loop_run(&sub)?),
                 }
             }
             if runs.is_empty() {

@@ -91,7 +91,7 @@ struct Row<'a> {
     responses: u32,
     #[serde(default)]
     lossy_text: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     reconnected: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     connection_reused: Option<bool>,
@@ -105,11 +105,11 @@ struct Row<'a> {
     shard: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_id: Option<Shown<'a>>,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     inputs: u32,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     images: u32,
-    #[serde(default, skip_serializing_if = "is_zero64")]
+    #[serde(default, skip_serializing_if = "is_default")]
     image_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_calls: Option<u32>,
@@ -121,7 +121,7 @@ struct Row<'a> {
     ttftt_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     correct: Option<bool>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     unparsed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     answer_changed: Option<bool>,
@@ -145,12 +145,9 @@ impl<'de> Deserialize<'de> for Hex {
     }
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-fn is_zero64(n: &u64) -> bool {
-    *n == 0
+/// Whether a field holds its default (`0`, `false`): such fields are left out of the row.
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// A time in µs as the row's ms, and back (exact: µs are three decimals of ms).
@@ -260,10 +257,6 @@ pub fn write_shard_row(
     };
     serde_json::to_writer(&mut *out, &row)?;
     out.write_all(b"\n")
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 /// A row read back: its level, its record, and the id it was sent with (none in rows written

@@ -30,6 +30,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
 use crate::analysis::sequential::Stopped;
 
@@ -42,15 +43,7 @@ pub const LADDER_REQUESTS: u64 = 200;
 /// How a probe ended, for the search. Written and read back by its `strum` name (the tables'
 /// word too).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, EnumString, VariantArray, VariantNames,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum ProbeVerdict {
@@ -81,15 +74,7 @@ impl ProbeVerdict {
 
 /// How a probe was run.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, EnumString, VariantArray, VariantNames,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum ProbeKind {
@@ -102,15 +87,7 @@ pub enum ProbeKind {
 
 /// Whether a probe's verdict is proven.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    strum::IntoStaticStr,
-    strum::EnumString,
-    strum::VariantArray,
-    strum::VariantNames,
+    Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, EnumString, VariantArray, VariantNames,
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum Proof {

@@ -394,20 +394,15 @@ mod tests {
             assert_eq!(l.split(',').count(), header.len(), "{l}");
         }
         let doc = doc(&[plain, thinking]);
-        assert_eq!(
-            doc["levels"][0]["time_to_first_output_token"],
-            serde_json::Value::Null
-        );
-        assert_eq!(
-            doc["levels"][0]["reasoning_token_count"],
-            serde_json::Value::Null
-        );
-        assert_eq!(doc["levels"][0]["cancelled_count"], 0);
-        assert_eq!(doc["levels"][1]["time_to_first_output_token"]["p99"], 240.5);
-        assert_eq!(doc["levels"][1]["reasoning_token_count"]["avg"], 32.0);
-        assert_eq!(doc["levels"][1]["cancelled_count"], 7);
-        assert_eq!(doc["levels"][0]["abandoned_count"], 0);
-        assert_eq!(doc["levels"][1]["abandoned_count"], 3);
+        let (l0, l1) = (&doc["levels"][0], &doc["levels"][1]);
+        assert_eq!(l0["time_to_first_output_token"], serde_json::Value::Null);
+        assert_eq!(l0["reasoning_token_count"], serde_json::Value::Null);
+        assert_eq!(l0["cancelled_count"], 0);
+        assert_eq!(l1["time_to_first_output_token"]["p99"], 240.5);
+        assert_eq!(l1["reasoning_token_count"]["avg"], 32.0);
+        assert_eq!(l1["cancelled_count"], 7);
+        assert_eq!(l0["abandoned_count"], 0);
+        assert_eq!(l1["abandoned_count"], 3);
     }
 
     /// A llama.cpp level: its responses' timings fill the server TTFT and client-minus-server

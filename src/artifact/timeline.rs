@@ -233,19 +233,12 @@ mod tests {
         }
     }
 
-    /// A timeline of `interval` writing `t.csv` in a fresh directory (the guard keeps it).
+    /// A timeline of streamed responses by `interval` writing `t.csv` in a fresh directory (the
+    /// guard keeps it).
     fn timeline(interval: Duration) -> (tempfile::TempDir, std::path::PathBuf, Timeline) {
-        timeline_of(interval, true)
-    }
-
-    /// A timeline of `interval`, of streamed responses or not.
-    fn timeline_of(
-        interval: Duration,
-        streaming: bool,
-    ) -> (tempfile::TempDir, std::path::PathBuf, Timeline) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.csv");
-        let t = Timeline::create(&path, interval, Clock::start(), streaming).unwrap();
+        let t = Timeline::create(&path, interval, Clock::start(), true).unwrap();
         (dir, path, t)
     }
 

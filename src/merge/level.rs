@@ -85,20 +85,15 @@ pub fn merge(stimulus: Stimulus, shards: &[ShardLevel], rules: &Rules) -> Merged
     );
     // Every shard saw the same server: its counters once, from the shard whose measurement
     // spanned longest (its before/after readings bracket the others' most).
-    let server_from = shards
-        .iter()
-        .filter_map(|s| s.measured.as_ref().map(|(l, _)| (s, l)))
-        .filter(|(_, l)| l.server.is_some())
-        .max_by(|a, b| a.1.stats.duration_s.total_cmp(&b.1.stats.duration_s))
-        .map(|(s, l)| (s.record.shard.index, l.server.clone()));
+    let server_from = longest(shards, |l| l.server.clone());
     let validity = merged_validity(stimulus, shards, &agg, last - first, rules.method);
     let summary = LevelSummary {
         stimulus,
         stats,
-        server: server_from.as_ref().and_then(|(_, d)| d.clone()),
+        server: server_from.as_ref().map(|(_, d)| d.clone()),
         // Every shard watched the same server: its view from the longest-measuring shard.
-        engine: longest(shards, |l| l.engine.clone()),
-        gpu: longest(shards, |l| l.gpu.clone()),
+        engine: longest(shards, |l| l.engine.clone()).map(|(_, e)| e),
+        gpu: longest(shards, |l| l.gpu.clone()).map(|(_, g)| g),
         streaming: measured().any(|(l, _)| l.streaming),
         interrupted: measured().any(|(l, _)| l.interrupted),
         started_unix_ns: first,
@@ -212,21 +207,23 @@ fn merged_validity(
     v
 }
 
-/// `view` of the level of the shard whose measurement spanned longest, among those that have it.
-fn longest<T>(shards: &[ShardLevel], view: impl Fn(&LevelSummary) -> Option<T>) -> Option<T> {
+/// `view` of the level of the shard whose measurement spanned longest, among those that have
+/// it, with that shard's index.
+fn longest<T>(
+    shards: &[ShardLevel],
+    view: impl Fn(&LevelSummary) -> Option<T>,
+) -> Option<(u32, T)> {
     shards
         .iter()
-        .filter_map(|s| s.measured.as_ref().map(|(l, _)| l))
-        .filter_map(|l| Some((l.stats.duration_s, view(l)?)))
+        .filter_map(|s| Some((s.record.shard.index, &s.measured.as_ref()?.0)))
+        .filter_map(|(i, l)| Some((l.stats.duration_s, i, view(l)?)))
         .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, v)| v)
+        .map(|(_, i, v)| (i, v))
 }
 
+/// The larger of two optional values, or the one there is.
 fn max_of(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
-    }
+    a.into_iter().chain(b).reduce(f64::max)
 }
 
 #[cfg(test)]

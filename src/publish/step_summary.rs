@@ -66,16 +66,12 @@ pub fn run(mode: Mode, model: &str, levels: &[LevelReport], end: &RunEnd) -> Str
             cell(&l.validity.reasons.join("; "))
         );
     }
-    let _ = writeln!(
-        out,
-        "Exit code {}{}.\n",
-        end.exit_code,
-        if end.interrupted {
-            " (interrupted)"
-        } else {
-            ""
-        }
-    );
+    let cut = if end.interrupted {
+        " (interrupted)"
+    } else {
+        ""
+    };
+    let _ = writeln!(out, "Exit code {}{cut}.\n", end.exit_code);
     out
 }
 

@@ -1,6 +1,8 @@
 //! What a person sees on the terminal: the sweep table, GenAI-Perf's per-level metric table,
 //! and error summaries. Pure functions of summaries, so their exact text is tested.
 
+use std::fmt::Write as _;
+
 use crate::analysis::text;
 use crate::metrics::Metric;
 use crate::stats::LevelSummary;
@@ -396,15 +398,10 @@ pub fn engine_lines(l: &LevelSummary) -> String {
                 _ => parts.push(format!("generation {:.1} ms", s.generation_ms)),
             }
         }
-        out.push_str(&format!(
-            "  {}: {}\n",
-            engine_name(e.kind),
-            if parts.is_empty() {
-                "no gauges or times exported".to_string()
-            } else {
-                parts.join(", ")
-            }
-        ));
+        if parts.is_empty() {
+            parts.push("no gauges or times exported".to_string());
+        }
+        let _ = writeln!(out, "  {}: {}", engine_name(e.kind), parts.join(", "));
         let mut more = Vec::new();
         if let Some(k) = e.kv_usage {
             more.push(format!(
@@ -496,22 +493,15 @@ pub fn level_table(l: &LevelSummary) -> String {
     let mut out = format!("LLM metrics, {}\n", l.stimulus.name());
     out.push_str(&table(&headers, &[Align::Left], &rows));
     let st = &l.stats;
-    out.push_str(&format!(
-        "Output token throughput (tokens/sec): {:.2}\n",
-        st.output_token_throughput
-    ));
-    out.push_str(&format!(
-        "Request throughput (per sec): {:.2}\n",
-        st.request_throughput
-    ));
+    let (tokens, requests) = (st.output_token_throughput, st.request_throughput);
+    let _ = writeln!(out, "Output token throughput (tokens/sec): {tokens:.2}");
+    let _ = writeln!(out, "Request throughput (per sec): {requests:.2}");
     if let Some(g) = st.request_goodput {
-        out.push_str(&format!("Request goodput (per sec): {g:.2}\n"));
+        let _ = writeln!(out, "Request goodput (per sec): {g:.2}");
     }
     out.push_str(&api_lines(&st.apis));
-    out.push_str(&format!(
-        "Request count: {}  Errors: {}",
-        st.request_count, st.error_count
-    ));
+    let (n, errors) = (st.request_count, st.error_count);
+    let _ = write!(out, "Request count: {n}  Errors: {errors}");
     // Cancelled on purpose (`--request-cancellation-rate`): neither requests nor errors.
     let out_of_stats = "left out of the statistics";
     let abandoned = format!("in flight at the second Ctrl-C; {out_of_stats}");
@@ -811,9 +801,7 @@ pub fn search_text(d: &crate::artifact::search::SearchDoc) -> String {
         .collect();
     let mut out = table(&headers, &aligns, &rows);
     out.push_str(&format!("answer: {}\n", d.statement));
-    if let Some(line) = proof_line(d) {
-        out.push_str(&line);
-    }
+    out.push_str(&proof_line(d).unwrap_or_default());
     if let Some(a) = &d.answer {
         let mut parts = vec![
             format!("{:.2} requests/s", a.request_throughput),
@@ -910,33 +898,31 @@ mod tests {
             p99: avg * 2.5,
             ..Stats::default()
         };
-        LevelSummary {
-            ..LevelSummary::new(
-                Stimulus::Concurrency(c),
-                LevelStats {
-                    metrics: vec![
-                        (Metric::TimeToFirstToken, s(ttft)),
-                        (Metric::InterTokenLatency, s(4.0)),
-                    ],
-                    request_count: 100,
-                    error_count: errors,
-                    errors: if errors > 0 {
-                        vec![ErrorCount {
-                            kind: "http_401".into(),
-                            count: errors,
-                            example: "HTTP 401".into(),
-                            hint: Some("add --api-key".into()),
-                        }]
-                    } else {
-                        vec![]
-                    },
-                    duration_s: 1.0,
-                    output_token_throughput: 1234.56,
-                    request_throughput: 12.3456,
-                    ..Default::default()
+        LevelSummary::new(
+            Stimulus::Concurrency(c),
+            LevelStats {
+                metrics: vec![
+                    (Metric::TimeToFirstToken, s(ttft)),
+                    (Metric::InterTokenLatency, s(4.0)),
+                ],
+                request_count: 100,
+                error_count: errors,
+                errors: if errors > 0 {
+                    vec![ErrorCount {
+                        kind: "http_401".into(),
+                        count: errors,
+                        example: "HTTP 401".into(),
+                        hint: Some("add --api-key".into()),
+                    }]
+                } else {
+                    vec![]
                 },
-            )
-        }
+                duration_s: 1.0,
+                output_token_throughput: 1234.56,
+                request_throughput: 12.3456,
+                ..Default::default()
+            },
+        )
     }
 
     #[test]

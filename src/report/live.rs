@@ -179,12 +179,7 @@ fn numbers(s: &Snapshot, running: bool) -> Vec<String> {
         out.push(format!("{} in flight", s.in_flight));
     }
     out.push(count(s.errors, "error"));
-    if s.cancelled > 0 {
-        out.push(format!("{} cancelled", s.cancelled));
-    }
-    if s.abandoned > 0 {
-        out.push(format!("{} abandoned", s.abandoned));
-    }
+    out.extend(set_aside(s));
     let p99 = |v: f64| p99_text(s, v);
     if let Some((p50, v)) = s.ttft_ms {
         out.push(format!("TTFT p50 {} p99 {} ms", ms(p50), p99(v)));
@@ -202,6 +197,14 @@ fn numbers(s: &Snapshot, running: bool) -> Vec<String> {
         out.push(format!("send lag p99 {} ms", ms(lag)));
     }
     out
+}
+
+/// The requests cancelled on purpose and those abandoned in flight, where there are any.
+fn set_aside(s: &Snapshot) -> impl Iterator<Item = String> {
+    [(s.cancelled, "cancelled"), (s.abandoned, "abandoned")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
 }
 
 /// A p99 as shown: like the tables, no view shows one its successful requests cannot support
@@ -380,30 +383,18 @@ pub fn dashboard(
     if let Some(n) = stage_note(s) {
         rows.push(row("stage", n.to_string()));
     }
-    let mut requests = format!(
-        "{} done, {} in flight, {}",
-        s.done,
-        s.in_flight,
-        count(s.errors, "error")
-    );
-    if s.cancelled > 0 {
-        requests.push_str(&format!(", {} cancelled", s.cancelled));
-    }
-    if s.abandoned > 0 {
-        requests.push_str(&format!(", {} abandoned", s.abandoned));
-    }
-    rows.push(row("requests", requests));
-    if let Some((p50, p99)) = s.ttft_ms {
-        rows.push(row(
-            "TTFT",
-            format!("p50 {} ms, p99 {} ms", ms(p50), p99_text(s, p99)),
-        ));
-    }
-    if let Some((p50, p99)) = s.latency_ms {
-        rows.push(row(
-            "latency",
-            format!("p50 {} ms, p99 {} ms", ms(p50), p99_text(s, p99)),
-        ));
+    let mut requests = vec![
+        format!("{} done", s.done),
+        format!("{} in flight", s.in_flight),
+        count(s.errors, "error"),
+    ];
+    requests.extend(set_aside(s));
+    rows.push(row("requests", requests.join(", ")));
+    for (name, v) in [("TTFT", s.ttft_ms), ("latency", s.latency_ms)] {
+        if let Some((p50, p99)) = v {
+            let text = format!("p50 {} ms, p99 {} ms", ms(p50), p99_text(s, p99));
+            rows.push(row(name, text));
+        }
     }
     if let Some(itl) = s.itl_ms {
         rows.push(row("ITL", format!("avg {} ms", ms(itl))));
@@ -495,30 +486,22 @@ mod tests {
 
     #[test]
     fn cancelled_requests_count_as_finished_and_are_named() {
-        let s = Snapshot {
-            done: 70,
-            cancelled: 30,
-            ..running()
-        };
-        let lines = compact(&head(Goal::Requests(200)), &s);
-        assert!(lines[0].contains("101/200 requests"), "{lines:?}");
-        assert!(
-            lines[1].contains("1 error, 30 cancelled, TTFT"),
-            "{lines:?}"
-        );
-        // Requests a second Ctrl-C abandoned are finished too, and named apart.
-        let s = Snapshot {
-            done: 60,
-            cancelled: 30,
-            abandoned: 10,
-            ..running()
-        };
-        let lines = compact(&head(Goal::Requests(200)), &s);
-        assert!(lines[0].contains("101/200 requests"), "{lines:?}");
-        assert!(
-            lines[1].contains("1 error, 30 cancelled, 10 abandoned, TTFT"),
-            "{lines:?}"
-        );
+        // (done, cancelled, abandoned, the numbers' line): requests a second Ctrl-C abandoned
+        // are finished too, and named apart.
+        for (done, cancelled, abandoned, numbers) in [
+            (70, 30, 0, "1 error, 30 cancelled, TTFT"),
+            (60, 30, 10, "1 error, 30 cancelled, 10 abandoned, TTFT"),
+        ] {
+            let s = Snapshot {
+                done,
+                cancelled,
+                abandoned,
+                ..running()
+            };
+            let lines = compact(&head(Goal::Requests(200)), &s);
+            assert!(lines[0].contains("101/200 requests"), "{lines:?}");
+            assert!(lines[1].contains(numbers), "{lines:?}");
+        }
     }
 
     #[test]

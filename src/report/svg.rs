@@ -494,21 +494,13 @@ mod tests {
 
     #[test]
     fn tiny_chart_exact() {
+        let series = vec![Series {
+            name: "s".into(),
+            points: vec![Pt::new(1.0, 1.0, "a"), Pt::new(2.0, 2.0, "b<")],
+        }];
         let c = Chart {
-            id: "t".into(),
-            title: "T".into(),
-            x_label: "x".into(),
-            y_label: "y".into(),
-            x_scale: XScale::Linear,
-            x_ticks: vec![],
-            series: vec![Series {
-                name: "s".into(),
-                points: vec![Pt::new(1.0, 1.0, "a"), Pt::new(2.0, 2.0, "b<")],
-            }],
             lines: false,
-            marks: vec![],
-            hlines: vec![],
-            legend_title: String::new(),
+            ..Chart::lines("t", "T".into(), "x", "y", XScale::Linear, series)
         };
         let svg = line_chart(&c).into_string();
         assert!(svg.starts_with(r#"<svg class="chart" data-chart="t" viewBox="0 0 640 320" role="img" aria-label="T"><title>T</title>"#));

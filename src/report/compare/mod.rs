@@ -167,21 +167,18 @@ pub fn parse_threshold(raw: &str) -> Result<Threshold, LimitError> {
     };
     let rest = rest.trim();
     let lower = rest.to_ascii_lowercase();
+    // A percentage or points: the number before the unit, over 100.
+    let hundredths = |p: &str, problem: fn(String) -> LimitProblem| {
+        let v: Result<f64, _> = p.trim().parse();
+        v.map(|v| v / 100.0).map_err(|_| fail(problem(rest.into())))
+    };
     let value = if let Some(p) = lower.strip_suffix('%') {
-        let v: f64 = p
-            .trim()
-            .parse()
-            .map_err(|_| fail(LimitProblem::NotPercentage(rest.into())))?;
-        Limit::Relative(v / 100.0)
+        Limit::Relative(hundredths(p, LimitProblem::NotPercentage)?)
     } else if let Some(p) = lower.strip_suffix("pp") {
         if metric.kind() != Kind::Fraction {
             return Err(fail(LimitProblem::PointsNotShare));
         }
-        let v: f64 = p
-            .trim()
-            .parse()
-            .map_err(|_| fail(LimitProblem::NotPoints(rest.into())))?;
-        Limit::Absolute(v / 100.0)
+        Limit::Absolute(hundredths(p, LimitProblem::NotPoints)?)
     } else {
         let v = parse_value(rest, metric.kind()).map_err(|e| fail(e.into()))?;
         Limit::Absolute(v)
@@ -430,19 +427,13 @@ impl Comparison {
 }
 
 fn rules_text(r: &Rules) -> Vec<String> {
-    let mut v = Vec::new();
-    if let Some(d) = r.max_throughput_drop {
-        v.push(format!(
-            "throughput may fall by at most {}%",
-            trim_num(d * 100.0)
-        ));
-    }
-    if let Some(i) = r.max_p99_increase {
-        v.push(format!(
-            "p99 latency may rise by at most {}%",
-            trim_num(i * 100.0)
-        ));
-    }
+    let mut v: Vec<String> = [
+        ("throughput may fall", r.max_throughput_drop),
+        ("p99 latency may rise", r.max_p99_increase),
+    ]
+    .into_iter()
+    .filter_map(|(what, f)| f.map(|f| format!("{what} by at most {}%", trim_num(f * 100.0))))
+    .collect();
     v.extend(r.thresholds.iter().map(|t| format!("--threshold {t}")));
     v
 }
@@ -504,14 +495,13 @@ pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
     let mut notes: Vec<String> = server_change(base, cur).into_iter().collect();
     let (pairs, only_in_baseline, only_in_current) = pair_levels(base, cur, &mut notes);
     notes.extend(method_note(base, cur));
-    let mut rows = Vec::new();
-    for (name, b, c) in pairs {
-        for &m in &metrics {
-            if let Some(row) = compare_metric(&name, (b, c), m, rules) {
-                rows.push(row);
-            }
-        }
-    }
+    let rows: Vec<Row> = pairs
+        .iter()
+        .flat_map(|(name, b, c)| {
+            let row = move |&m| compare_metric(name, (*b, *c), m, rules);
+            metrics.iter().filter_map(row)
+        })
+        .collect();
     notes.extend(noise_notes(base, cur, &rows));
     let repeated = [base, cur]
         .iter()
@@ -773,8 +763,7 @@ fn columns(c: &Comparison) -> (Vec<&'static str>, Vec<Align>) {
 fn verdict_line(c: &Comparison) -> String {
     match c.regression_count() {
         0 => "no regressions".to_string(),
-        1 => "1 regression".to_string(),
-        n => format!("{n} regressions"),
+        n => crate::analysis::text::count(n as u64, "regression"),
     }
 }
 

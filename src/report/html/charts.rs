@@ -190,10 +190,10 @@ fn batch(levels: &[LoadedLevel]) -> bool {
 
 /// 2. Throughput versus p99 latency, one point per level labelled by its load, the knee marked.
 fn knee_chart(out: &mut Vec<Markup>, ctx: &Ctx, k: &knee::Analysis) {
-    let (lat, lat_name) = if ctx.streaming {
-        (Metric::TimeToFirstToken, "time to first token")
+    let (lat, lat_name, short) = if ctx.streaming {
+        (Metric::TimeToFirstToken, "time to first token", "TTFT p99")
     } else {
-        (Metric::RequestLatency, "request latency")
+        (Metric::RequestLatency, "request latency", "latency p99")
     };
     let lat = MetricRef::Dist(lat, Stat::P99);
     let tput = if k.throughput_metric == SystemMetric::OutputTokenThroughput.key() {
@@ -212,18 +212,16 @@ fn knee_chart(out: &mut Vec<Markup>, ctx: &Ctx, k: &knee::Analysis) {
         .filter_map(|l| {
             let x = l.summary.metric(lat)?;
             let y = l.summary.metric(MetricRef::System(tput))?;
+            let tip = format!(
+                "{} {}: {} {tput_unit} at p99 {} ms",
+                ctx.kind,
+                load_label(&l.summary),
+                svg::num(y),
+                svg::num(x)
+            );
             Some(Pt {
-                x,
-                y,
-                tip: format!(
-                    "{} {}: {} {tput_unit} at p99 {} ms",
-                    ctx.kind,
-                    load_label(&l.summary),
-                    svg::num(y),
-                    svg::num(x)
-                ),
                 label: load_label(&l.summary),
-                range: None,
+                ..Pt::new(x, y, tip)
             })
         })
         .collect();
@@ -244,14 +242,7 @@ fn knee_chart(out: &mut Vec<Markup>, ctx: &Ctx, k: &knee::Analysis) {
     } else {
         XScale::Linear
     };
-    let title = format!(
-        "Throughput vs {}",
-        if ctx.streaming {
-            "TTFT p99"
-        } else {
-            "latency p99"
-        }
-    );
+    let title = format!("Throughput vs {short}");
     let x_label = if x_scale == XScale::Log10 {
         svg::log_titled(&format!("{lat_name} p99 (ms)"))
     } else {
@@ -388,14 +379,8 @@ fn itl_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
 /// 4. The server's queue versus compute share per level, with the verdict's limit.
 fn queue_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
     let cats: Vec<String> = ctx.levels.iter().map(|l| load_label(&l.summary)).collect();
-    let queue: Vec<Option<f64>> = ctx
-        .levels
-        .iter()
-        .map(|l| {
-            l.summary
-                .metric(MetricRef::System(SystemMetric::QueueShare))
-        })
-        .collect();
+    let share = MetricRef::System(SystemMetric::QueueShare);
+    let queue: Vec<Option<f64>> = ctx.levels.iter().map(|l| l.summary.metric(share)).collect();
     let compute: Vec<Option<f64>> = queue.iter().map(|q| q.map(|q| 1.0 - q)).collect();
     figure(
         out,

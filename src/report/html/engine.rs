@@ -7,6 +7,7 @@
 use maud::{Markup, html};
 
 use super::figure::{figure, kind_title, load_label};
+use super::tables::cell;
 use crate::artifact::read::LoadedLevel;
 use crate::report::svg::{self, Chart, Pt, Series, XScale};
 use crate::server_metrics::split::engine_name;
@@ -114,10 +115,6 @@ fn gpu_chart(out: &mut Vec<Markup>, levels: &[LoadedLevel], kind: &str, scale: X
         svg::line_chart(&c),
         "From Triton's nv_gpu_* metrics or a DCGM exporter (--gpu-metrics-url). Hover for output tokens per joule where power or energy is known.",
     );
-}
-
-fn cell(v: Option<f64>, digits: usize) -> String {
-    crate::analysis::text::fixed_or(v, digits, "–")
 }
 
 /// One level's row of the engine table: its load, then the engine's and the GPUs' cells.

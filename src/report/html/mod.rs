@@ -20,6 +20,7 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::analysis::knee;
+use crate::analysis::text::count;
 use crate::artifact::read::Run;
 
 mod charts;
@@ -86,7 +87,6 @@ fn badges(run: &Run) -> Markup {
             .iter()
             .any(|p| p == "p99")
     });
-    let count = crate::analysis::text::count;
     html! {
         p.badges {
             @if interrupted.is_empty() && errors == 0 && untrusted.is_empty() {
@@ -128,7 +128,7 @@ fn slo_counts(run: &Run) -> (usize, usize) {
 /// The SLO checks of every level: all passed, or how many failed.
 fn slo_badge(run: &Run) -> Markup {
     let (slo_total, slo_failed) = slo_counts(run);
-    let checks = crate::analysis::text::count(slo_total as u64, "check");
+    let checks = count(slo_total as u64, "check");
     html! {
         @if slo_total > 0 && slo_failed == 0 {
             span.ok { "SLO: " (checks) " passed" }
@@ -140,10 +140,7 @@ fn slo_badge(run: &Run) -> Markup {
 
 /// The run's description: its levels, model, endpoint type, start and end, and ttftbench version.
 fn meta(run: &Run) -> String {
-    let mut meta = vec![crate::analysis::text::count(
-        run.levels.len() as u64,
-        "level",
-    )];
+    let mut meta = vec![count(run.levels.len() as u64, "level")];
     if let Some(m) = run.levels.iter().find_map(|l| l.model.clone()) {
         meta.push(format!("model {m}"));
     }
@@ -304,50 +301,34 @@ mod tests {
             p99,
             ..Stats::default()
         };
-        let context = crate::context::RunContext {
-            run_id: "20260102T120005Z-00abcd".into(),
-            labels: [("release".to_string(), "v2".to_string())].into(),
-            client: crate::context::ClientHost {
-                host: "bench-1".into(),
-                os: "linux".into(),
-                arch: "x86_64".into(),
-                kernel: None,
-                cpu: None,
-                cores: 2,
-            },
-            server: crate::context::ServerIdentity {
-                name: Some("triton".into()),
-                version: Some("2.51.0".into()),
-                extensions: Vec::new(),
-                source: "GET /v2".into(),
-            },
-            model: None,
-            gpus: Vec::new(),
+        let context = serde_json::from_value(serde_json::json!({
+            "run_id": "20260102T120005Z-00abcd", "labels": {"release": "v2"},
+            "client": {"host": "bench-1", "os": "linux", "arch": "x86_64", "cores": 2},
+            "server": {"name": "triton", "version": "2.51.0", "source": "GET /v2"},
+        }))
+        .unwrap();
+        let summary = LevelSummary {
+            started_unix_ns: 1_767_355_205_000_000_000,
+            ended_unix_ns: 1_767_355_265_000_000_000,
+            ..LevelSummary::new(
+                Stimulus::Concurrency(c),
+                LevelStats {
+                    metrics: vec![
+                        (Metric::TimeToFirstToken, st(ttft_p99)),
+                        (Metric::InterTokenLatency, st(6.0)),
+                        (Metric::RequestLatency, st(500.0)),
+                    ],
+                    request_count: 10,
+                    duration_s: 1.0,
+                    output_token_throughput: tput,
+                    total_token_throughput: tput,
+                    request_throughput: tput / 100.0,
+                    ..Default::default()
+                },
+            )
         };
         LoadedLevel {
             context: Some(context),
-            fingerprint: None,
-            dir: std::path::PathBuf::from(format!("r/c{c}")),
-            summary: LevelSummary {
-                started_unix_ns: 1_767_355_205_000_000_000,
-                ended_unix_ns: 1_767_355_265_000_000_000,
-                ..LevelSummary::new(
-                    Stimulus::Concurrency(c),
-                    LevelStats {
-                        metrics: vec![
-                            (Metric::TimeToFirstToken, st(ttft_p99)),
-                            (Metric::InterTokenLatency, st(6.0)),
-                            (Metric::RequestLatency, st(500.0)),
-                        ],
-                        request_count: 10,
-                        duration_s: 1.0,
-                        output_token_throughput: tput,
-                        total_token_throughput: tput,
-                        request_throughput: tput / 100.0,
-                        ..Default::default()
-                    },
-                )
-            },
             command_line: Some("ttftbench profile -m gpt2 --api-key <redacted>".into()),
             version: Some("0.0.9".into()),
             slo: slo_passed
@@ -361,7 +342,7 @@ mod tests {
                 .collect(),
             model: Some("gpt2".into()),
             api: Some("kserve".into()),
-            repetitions: Vec::new(),
+            ..LoadedLevel::new(std::path::Path::new(&format!("r/c{c}")), summary)
         }
     }
 
@@ -371,6 +352,11 @@ mod tests {
             version: "1.2.3".into(),
             generated_at: "2026-01-02 12:00:05 UTC".into(),
         }
+    }
+
+    /// The page of one run of `levels`.
+    fn page_of(levels: Vec<LoadedLevel>) -> String {
+        render(&[run_from(std::path::Path::new("r"), levels)], &opts())
     }
 
     #[test]
@@ -421,22 +407,12 @@ mod tests {
             .push((Metric::TimeToFirstOutputToken, st(412.5)));
         stats.metrics.push((Metric::ReasoningTokenCount, st(32.0)));
         stats.cancelled_count = 3;
-        let run = run_from(
-            std::path::Path::new("r"),
-            vec![level(1, 30.0, 200.0, None), thinking],
-        );
-        let page = render(&[run], &opts());
+        let page = page_of(vec![level(1, 30.0, 200.0, None), thinking]);
         assert!(page.contains("<th>TTFT p99</th><th>TTFO avg (ms)</th><th>Reasoning tok avg</th><th>ITL avg (ms)</th>"), "{page}");
         assert!(page.contains("<tr><td>1</td><td>15.00</td><td>15.00</td><td>30.00</td><td>–</td><td>–</td><td>3.00</td>"), "{page}");
         assert!(page.contains("<tr><td>4</td><td>150.00</td><td>150.00</td><td>300.00</td><td>412.50</td><td>32.0</td><td>3.00</td>"), "{page}");
         assert!(page.contains("<td>3 cancelled</td></tr>"), "{page}");
-        let plain = render(
-            &[run_from(
-                std::path::Path::new("r"),
-                vec![level(1, 30.0, 200.0, None)],
-            )],
-            &opts(),
-        );
+        let plain = page_of(vec![level(1, 30.0, 200.0, None)]);
         assert!(!plain.contains("TTFO avg"));
     }
 
@@ -451,15 +427,11 @@ mod tests {
     /// ticks; within 10x they stay proportional.
     #[test]
     fn latency_axes_turn_log_when_levels_span_decades() {
-        let wide = run_from(
-            std::path::Path::new("r"),
-            vec![
-                level(1, 30.0, 200.0, None),
-                level(8, 180.0, 1000.0, None),
-                level(32, 2600.0, 1010.0, None),
-            ],
-        );
-        let page = render(&[wide], &opts());
+        let page = page_of(vec![
+            level(1, 30.0, 200.0, None),
+            level(8, 180.0, 1000.0, None),
+            level(32, 2600.0, 1010.0, None),
+        ]);
         let ttft = chart(&page, "ttft");
         assert!(
             ttft.contains(r#"<g class="axis" data-y-scale="log">"#),
@@ -486,11 +458,10 @@ mod tests {
         let label_x = format!(r#"<text class="pl" x="{:.1}""#, cx + 11.0);
         assert!(knee.contains(&label_x), "{knee}");
         // Within 10x: proportional, from 0.
-        let narrow = run_from(
-            std::path::Path::new("r"),
-            vec![level(1, 100.0, 200.0, None), level(8, 180.0, 1000.0, None)],
-        );
-        let page = render(&[narrow], &opts());
+        let page = page_of(vec![
+            level(1, 100.0, 200.0, None),
+            level(8, 180.0, 1000.0, None),
+        ]);
         let ttft = chart(&page, "ttft");
         assert!(ttft.contains(r#"<g class="axis"><line"#), "{ttft}");
         assert!(ttft.contains(">time to first token (ms)</text>"));
@@ -505,11 +476,7 @@ mod tests {
             reasons: vec!["only 1 successful request measured".into()],
             ..Default::default()
         };
-        let run = run_from(
-            std::path::Path::new("r"),
-            vec![few, level(8, 180.0, 1000.0, None)],
-        );
-        let page = render(&[run], &opts());
+        let page = page_of(vec![few, level(8, 180.0, 1000.0, None)]);
         assert!(!page.contains("valid: complete"));
         assert!(page.contains("<span class=\"bad\">not trustworthy: concurrency1</span>"));
         assert!(page.contains(
@@ -540,11 +507,7 @@ mod tests {
                 line(DriftMetric::OutputThroughput, -0.5, false),
             ],
         });
-        let run = run_from(
-            std::path::Path::new("r"),
-            vec![level(1, 30.0, 200.0, None), soak],
-        );
-        let page = render(&[run], &opts());
+        let page = page_of(vec![level(1, 30.0, 200.0, None), soak]);
         assert!(page.contains(
             "<p class=\"fail\">Drift at concurrency8 over 2.0 h (Theil–Sen slope per hour, 95 % interval): TTFT p99 +12.00 ms/h [+11.00, +13.00] (+12.0 %/h): drifts; output tok/s -0.50 tokens/sec/h [-1.50, +0.50] (-0.5 %/h): steady</p>"
         ), "{page}");

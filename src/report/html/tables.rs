@@ -3,13 +3,14 @@
 use maud::{Markup, html};
 
 use super::figure::{kind_title, load_label};
+use crate::analysis::text::count;
 use crate::artifact::read::LoadedLevel;
 use crate::metrics::Metric;
 use crate::metrics::{Kind, MetricRef, MetricSource, Stat, SystemMetric};
 use crate::stats::LevelSummary;
 
-/// `digits` decimals; an en dash for a missing value.
-fn cell(v: Option<f64>, digits: usize) -> String {
+/// `digits` decimals; an en dash for a missing value (the engine's table too).
+pub(super) fn cell(v: Option<f64>, digits: usize) -> String {
     crate::analysis::text::fixed_or(v, digits, "–")
 }
 
@@ -44,10 +45,7 @@ fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
         notes.push("interrupted".to_string());
     }
     if l.stats.short_outputs > 0 {
-        notes.push(crate::analysis::text::count(
-            l.stats.short_outputs,
-            "short output",
-        ));
+        notes.push(count(l.stats.short_outputs, "short output"));
     }
     if l.stats.cancelled_count > 0 {
         // Cancelled requests are in no column (not requests, not errors): the note says how many.
@@ -57,10 +55,7 @@ fn notes(l: &LevelSummary, knee_level: Option<&str>) -> String {
         notes.push(format!("{} abandoned", l.stats.abandoned_count));
     }
     if l.stats.reconnect_count > 0 {
-        notes.push(crate::analysis::text::count(
-            l.stats.reconnect_count,
-            "reconnect",
-        ));
+        notes.push(count(l.stats.reconnect_count, "reconnect"));
     }
     notes.join(", ")
 }
@@ -108,9 +103,7 @@ pub(super) fn level_table(levels: &[LoadedLevel], knee_level: Option<&str>) -> M
     .filter(|(_, m, _)| has(*m))
     .collect();
     head.extend(extra.iter().map(|(h, _, _)| h.to_string()));
-    for h in ["Queue (ms)", "Queue share", "Errors", "SLO", "Notes"] {
-        head.push(h.into());
-    }
+    head.extend(["Queue (ms)", "Queue share", "Errors", "SLO", "Notes"].map(String::from));
     html! {
         div.tablewrap {
             table.levels {
