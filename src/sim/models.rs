@@ -416,32 +416,28 @@ impl ModelSpec {
     /// FP32 `[1000]`, `max_batch_size` 16, dynamic batching (preferred 8 and 16, 100 µs delay),
     /// 1500 + 650 × batch µs of compute.
     pub fn resnet_fp16() -> Self {
-        use DataType::*;
-        ModelSpec::tensor(
-            "resnet_fp16",
-            16,
-            vec![TensorSpec::new("input", F32, &[3, 224, 224])],
-            vec![TensorSpec::new("output", F32, &[1000])],
-        )
-        .with_platform("tensorrt_plan", "tensorrt")
-        .with_dynamic_batching(&[8, 16], 100)
-        .with_timing(TensorTiming::new([1500, 650, 50, 5], 1))
+        Self::resnet("resnet_fp16", DataType::F32, [1500, 650, 50, 5])
     }
 
     /// `resnet_int8`: the INT8 plan of the same network, faster (1000 + 350 × batch µs). Its
     /// input is quantized on the client, INT8 `[3,224,224]` (a quarter of the FP32 bytes), so
     /// clients are exercised on a 1-byte datatype too; output `output` FP32 `[1000]`.
     pub fn resnet_int8() -> Self {
-        use DataType::*;
+        Self::resnet("resnet_int8", DataType::I8, [1000, 350, 15, 5])
+    }
+
+    /// A one-instance TensorRT ResNet-50 plan with `input` of `input_type`, timed by `us` (see
+    /// [`TensorTiming::new`]).
+    fn resnet(name: &str, input_type: DataType, us: [u64; 4]) -> Self {
         ModelSpec::tensor(
-            "resnet_int8",
+            name,
             16,
-            vec![TensorSpec::new("input", I8, &[3, 224, 224])],
-            vec![TensorSpec::new("output", F32, &[1000])],
+            vec![TensorSpec::new("input", input_type, &[3, 224, 224])],
+            vec![TensorSpec::new("output", DataType::F32, &[1000])],
         )
         .with_platform("tensorrt_plan", "tensorrt")
         .with_dynamic_batching(&[8, 16], 100)
-        .with_timing(TensorTiming::new([1000, 350, 15, 5], 1))
+        .with_timing(TensorTiming::new(us, 1))
     }
 
     /// The models hosted when nothing else is configured: `gpt2` (TensorRT-LLM ensemble,
@@ -614,23 +610,18 @@ impl ModelSpec {
 
     /// KServe model metadata JSON.
     pub(crate) fn metadata_json(&self) -> Value {
-        let tensors = |ts: &[TensorSpec]| -> Vec<Value> {
-            ts.iter()
-                .map(|t| {
-                    json!({
-                        "name": t.name,
-                        "datatype": t.datatype.name(),
-                        "shape": self.metadata_shape(t),
-                    })
-                })
+        let p = self.metadata_proto();
+        let tensors = |ts: Vec<proto::model_metadata_response::TensorMetadata>| -> Vec<Value> {
+            let t = ts.into_iter();
+            t.map(|t| json!({"name": t.name, "datatype": t.datatype, "shape": t.shape}))
                 .collect()
         };
         json!({
-            "name": self.name,
-            "versions": [self.version],
-            "platform": self.metadata_platform(),
-            "inputs": tensors(&self.inputs),
-            "outputs": tensors(&self.outputs),
+            "name": p.name,
+            "versions": p.versions,
+            "platform": p.platform,
+            "inputs": tensors(p.inputs),
+            "outputs": tensors(p.outputs),
         })
     }
 
