@@ -31,7 +31,7 @@ use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::post;
 use base64::Engine as _;
 use bytes::BytesMut;
@@ -44,7 +44,7 @@ use super::request::{
     BadRequest, DEFAULT_MAX_TOKENS, Prompt, json_object, model_name, resolve_length, wrong,
 };
 use super::state::{BeginError, ModelEntry, SimState};
-use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response};
+use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response, json_answer};
 use super::tokens;
 
 /// Dimension of the simulator's embeddings.
@@ -89,30 +89,27 @@ fn error(style: Style, status: StatusCode, message: &str) -> Response {
             json!({"type": "error", "error": {"type": kind, "message": message}})
         }
     };
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    json_answer(status, body.to_string())
+}
+
+/// The API key a request gives, as `Authorization: Bearer` or Anthropic's `x-api-key`.
+pub(crate) fn given_key(h: &HeaderMap) -> Option<&str> {
+    h.get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok()?.strip_prefix("Bearer "))
+        .or_else(|| h.get("x-api-key")?.to_str().ok())
+        .map(str::trim)
 }
 
 /// The configured API key, as `Authorization: Bearer` or Anthropic's `x-api-key`.
 async fn require_key(State(st): State<Arc<SimState>>, req: Request, next: Next) -> Response {
-    if let Some(key) = &st.api_key {
-        let h = req.headers();
-        let bearer = h
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        let x = h.get("x-api-key").and_then(|v| v.to_str().ok());
-        if bearer.or(x).map(str::trim) != Some(key.as_str()) {
-            let style = match req.uri().path() {
-                "/v1/messages" => Style::Anthropic,
-                _ => Style::OpenAi,
-            };
-            return error(style, StatusCode::UNAUTHORIZED, "invalid x-api-key");
-        }
+    if let Some(key) = &st.api_key
+        && given_key(req.headers()) != Some(key.as_str())
+    {
+        let style = match req.uri().path() {
+            "/v1/messages" => Style::Anthropic,
+            _ => Style::OpenAi,
+        };
+        return error(style, StatusCode::UNAUTHORIZED, "invalid x-api-key");
     }
     next.run(req).await
 }
@@ -354,15 +351,17 @@ fn parse_responses(body: &[u8]) -> Result<Asked, BadRequest> {
         }
         _ => return Err(wrong("input", "a string or a list of messages")),
     }
-    let max = resolve_length(
-        u32_field(&v, "max_output_tokens")?,
-        u32_field(&v, "min_tokens")?,
-        DEFAULT_MAX_TOKENS,
-    )?;
+    let max = u32_field(&v, "max_output_tokens")?;
+    asked(&v, text, images, max)
+}
+
+/// What request `v` with prompt `text` and `images` image tokens asks, `max` tokens at most.
+fn asked(v: &Value, text: String, images: u32, max: Option<u32>) -> Result<Asked, BadRequest> {
+    let max_tokens = resolve_length(max, u32_field(v, "min_tokens")?, DEFAULT_MAX_TOKENS)?;
     Ok(Asked {
-        model: model_name(&v)?,
-        tool: decide_tool(&v, &text),
-        max_tokens: max,
+        model: model_name(v)?,
+        tool: decide_tool(v, &text),
+        max_tokens,
         stream: v.get("stream").and_then(Value::as_bool).unwrap_or(false),
         prompt: prompt(text, images),
     })
@@ -391,13 +390,7 @@ fn parse_messages(body: &[u8]) -> Result<Asked, BadRequest> {
         field: "max_tokens",
         shape: None,
     })?;
-    Ok(Asked {
-        model: model_name(&v)?,
-        tool: decide_tool(&v, &text),
-        max_tokens: resolve_length(Some(max), u32_field(&v, "min_tokens")?, DEFAULT_MAX_TOKENS)?,
-        stream: v.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        prompt: prompt(text, images),
-    })
+    asked(&v, text, images, Some(max))
 }
 
 async fn responses(State(st): State<Arc<SimState>>, body: Bytes) -> Answer {
@@ -539,6 +532,16 @@ impl Shape {
         }
     }
 
+    /// Token `index` inside a JSON string: a piece of the tool call's arguments, or a word.
+    fn put_token(&self, buf: &mut BytesMut, index: u32) {
+        match self.tool {
+            Some(_) => tool_piece(buf, index, self.max_tokens, true),
+            None => {
+                let _ = buf.write_str(tokens::word(index));
+            }
+        }
+    }
+
     fn stop_reason(&self) -> &'static str {
         if self.tool.is_some() {
             "tool_use"
@@ -626,12 +629,7 @@ impl EventFormat for ResponsesEvents {
             "event: {kind}\ndata: {{\"type\":\"{kind}\",\"item_id\":\"{item}_{}\",\"output_index\":{output},\"content_index\":0,\"delta\":\"",
             self.s.id
         );
-        match self.s.tool {
-            Some(_) => tool_piece(buf, index, self.s.max_tokens, true),
-            None => {
-                let _ = buf.write_str(tokens::word(index));
-            }
-        }
+        self.s.put_token(buf, index);
         let _ = write!(buf, "\",\"sequence_number\":{seq}}}\n\n");
     }
 
@@ -717,12 +715,7 @@ impl EventFormat for MessagesEvents {
             buf,
             "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{block},\"delta\":{{\"type\":\"{kind}\",\"{field}\":\""
         );
-        match self.s.tool {
-            Some(_) => tool_piece(buf, index, self.s.max_tokens, true),
-            None => {
-                let _ = buf.write_str(tokens::word(index));
-            }
-        }
+        self.s.put_token(buf, index);
         buf.extend_from_slice(b"\"}}\n\n");
     }
 

@@ -44,7 +44,7 @@ use tonic::{Code, Request, Response, Status, Streaming};
 use super::engine::signalled;
 use super::grpc_wire::text_output_tensor;
 use super::http::{
-    ACCESS_TOKEN_HEADER, EXTENSIONS, MAX_BODY_BYTES, RESTRICTED_MESSAGE, SERVER_NAME,
+    ACCESS_TOKEN_HEADER, EXTENSIONS, MAX_BODY_BYTES, RESTRICTED_MESSAGE, SERVER_NAME, output_text,
 };
 use super::metrics::FailReason;
 use super::models::{LlmLayout, ModelKind};
@@ -631,6 +631,30 @@ impl ReqStream {
             message,
         })))
     }
+
+    /// Ends the call as a dropped connection would (cut fault).
+    fn cut(&mut self) -> Poll<Option<Result<OutMsg, Status>>> {
+        if let ReqPhase::Running(g) = &mut self.phase {
+            g.tracker.fail(FailReason::Backend);
+        }
+        self.phase = ReqPhase::Done;
+        Poll::Ready(Some(Err(Status::aborted(
+            "stream cut by fault injection (cut_rate)",
+        ))))
+    }
+
+    /// The last token went out in `msg`: done if it was the final response, else an empty final
+    /// response is owed.
+    fn last_sent(&mut self, msg: OutMsg, last: bool) -> Poll<Option<Result<OutMsg, Status>>> {
+        if let ReqPhase::Running(mut g) = std::mem::replace(&mut self.phase, ReqPhase::Done) {
+            if last {
+                g.succeed();
+            } else {
+                self.phase = ReqPhase::OweEmptyFinal(g);
+            }
+        }
+        Poll::Ready(Some(Ok(msg)))
+    }
 }
 
 impl Stream for ReqStream {
@@ -689,11 +713,7 @@ impl Stream for ReqStream {
                         }
                     }
                     if g.plan.cut {
-                        g.tracker.fail(FailReason::Backend);
-                        this.phase = ReqPhase::Done;
-                        return Poll::Ready(Some(Err(Status::aborted(
-                            "stream cut by fault injection (cut_rate)",
-                        ))));
+                        return this.cut();
                     }
                     g.tracker.first_response();
                     let mut raw = BytesMut::with_capacity(this.text.len() + 16);
@@ -710,17 +730,7 @@ impl Stream for ReqStream {
                         raw: raw.freeze(),
                         last,
                     };
-                    let ReqPhase::Running(g) = std::mem::replace(&mut this.phase, ReqPhase::Done)
-                    else {
-                        return Poll::Ready(None);
-                    };
-                    if last {
-                        let mut g = g;
-                        g.succeed();
-                    } else {
-                        this.phase = ReqPhase::OweEmptyFinal(g);
-                    }
-                    return Poll::Ready(Some(Ok(msg)));
+                    return this.last_sent(msg, last);
                 }
                 ReqPhase::Running(g) => {
                     let emitted = g.source.emitted();
@@ -732,11 +742,7 @@ impl Stream for ReqStream {
                         })));
                     }
                     if this.cut_after.is_some_and(|k| emitted >= k) {
-                        g.tracker.fail(FailReason::Backend);
-                        this.phase = ReqPhase::Done;
-                        return Poll::Ready(Some(Err(Status::aborted(
-                            "stream cut by fault injection (cut_rate)",
-                        ))));
+                        return this.cut();
                     }
                     match g.source.poll_token(cx) {
                         Poll::Pending => return Poll::Pending,
@@ -751,16 +757,7 @@ impl Stream for ReqStream {
                                 last,
                             };
                             if is_last {
-                                let ReqPhase::Running(mut g) =
-                                    std::mem::replace(&mut this.phase, ReqPhase::Done)
-                                else {
-                                    return Poll::Ready(None);
-                                };
-                                if last {
-                                    g.succeed();
-                                } else {
-                                    this.phase = ReqPhase::OweEmptyFinal(g);
-                                }
+                                return this.last_sent(msg, last);
                             }
                             return Poll::Ready(Some(Ok(msg)));
                         }
@@ -925,11 +922,7 @@ impl GrpcInferenceService for GrpcSim {
                 "response cut by fault injection (cut_rate)",
             ));
         }
-        let mut text = String::new();
-        if params.echo_input() {
-            text.push_str(params.prompt.text());
-        }
-        tokens::push_text(&mut text, n);
+        let text = output_text(&params, n, params.echo_input());
         let element = bytes_element(&text, g.plan.malformed);
         g.succeed();
         Ok(Response::new(proto::ModelInferResponse {

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use bytes::{BufMut, BytesMut};
 use serde_json::{Value, json};
@@ -30,7 +30,7 @@ use super::request::{
     BadRequest, DEFAULT_MAX_TOKENS, Prompt, Scalar, json_object, model_name, resolve_length, wrong,
 };
 use super::state::{BeginError, Generation, SimState};
-use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response};
+use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response, json_answer};
 use super::tokens;
 
 /// The OpenAI router.
@@ -52,13 +52,7 @@ pub(crate) fn router(state: Arc<SimState>) -> Router {
 /// `{"error": {"message", "type", "code"}}` with `status`.
 fn error(status: StatusCode, message: &str, kind: &str) -> Reject {
     let body = json!({"error": {"message": message, "type": kind, "code": status.as_u16()}});
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
-        .into()
+    json_answer(status, body.to_string()).into()
 }
 
 fn begin_error(e: BeginError) -> Reject {
@@ -72,28 +66,16 @@ fn begin_error(e: BeginError) -> Reject {
 }
 
 async fn require_api_key(State(st): State<Arc<SimState>>, req: Request, next: Next) -> Response {
-    if let Some(key) = &st.api_key {
-        // Anthropic's clients send the key as `x-api-key` (to /v1/models too).
-        let h = req.headers();
-        let given = h
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .or_else(|| h.get("x-api-key").and_then(|v| v.to_str().ok()))
-            .map(str::trim);
-        if given != Some(key.as_str()) {
-            let body = json!({"error": {
-                "message": "Incorrect API key provided",
-                "type": "invalid_request_error",
-                "code": "invalid_api_key",
-            }});
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::CONTENT_TYPE, "application/json")],
-                body.to_string(),
-            )
-                .into_response();
-        }
+    // Anthropic's clients send the key as `x-api-key` (to /v1/models too).
+    if let Some(key) = &st.api_key
+        && super::apis::given_key(req.headers()) != Some(key.as_str())
+    {
+        let body = json!({"error": {
+            "message": "Incorrect API key provided",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }});
+        return json_answer(StatusCode::UNAUTHORIZED, body.to_string());
     }
     next.run(req).await
 }
@@ -113,11 +95,7 @@ async fn list_models(State(st): State<Arc<SimState>>) -> Response {
         })
         .collect();
     let body = json!({"object": "list", "data": data});
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    json_answer(StatusCode::OK, body.to_string())
 }
 
 /// A parsed OpenAI request.
@@ -548,20 +526,25 @@ mod tests {
         assert!(parse_request(br#"{"prompt":"x","n":2}"#, false).is_err());
     }
 
-    #[test]
-    fn chunks_are_valid_json() {
-        let mut f = OpenAiEvents {
-            head: Bytes::from_static(
-                b"data: {\"id\":\"x\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\"",
-            ),
-            chat: false,
-            include_usage: true,
+    /// Events after `head`: plain (no reasoning, tool or script) for 3 input tokens.
+    fn events(head: &'static [u8], chat: bool, include_usage: bool, timings: bool) -> OpenAiEvents {
+        OpenAiEvents {
+            head: Bytes::from_static(head),
+            chat,
+            include_usage,
             input_tokens: 3,
             reasoning: None,
-            timings: false,
+            timings,
             tool: None,
             script: None,
-        };
+        }
+    }
+
+    #[test]
+    fn chunks_are_valid_json() {
+        let head =
+            b"data: {\"id\":\"x\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\"";
+        let mut f = events(head, false, true, false);
         let mut buf = BytesMut::new();
         f.token(&mut buf, 0);
         f.finish_events(&mut buf, 1, None);
@@ -587,16 +570,8 @@ mod tests {
     /// for, else the finish chunk, as llama-server sends them.
     #[test]
     fn timings_go_on_the_last_data_event() {
-        let mut f = OpenAiEvents {
-            head: Bytes::from_static(b"data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\""),
-            chat: true,
-            include_usage: false,
-            input_tokens: 3,
-            reasoning: None,
-            timings: true,
-            tool: None,
-            script: None,
-        };
+        let head = b"data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\"";
+        let mut f = events(head, true, false, true);
         let last_data = |f: &OpenAiEvents| {
             let mut buf = BytesMut::new();
             f.finish_events(&mut buf, 2, Some(r#"{"prompt_ms":1.5}"#));
