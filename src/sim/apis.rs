@@ -426,17 +426,15 @@ async fn generate(st: Arc<SimState>, body: Bytes, api: Api) -> Answer {
     };
     let asked = parsed.map_err(|m| bad_request(style, m))?;
     let entry = model(&st, asked.model.as_deref(), style)?;
-    let name = entry.spec.name.clone();
     // A tool call is all the answer: no reasoning before it.
     let reasoning = entry.spec.reasoning.filter(|_| asked.tool.is_none());
     let mut g = st
         .begin(entry, &asked.prompt, asked.max_tokens, true, arrival)
         .await
         .map_err(|e| begin_error(style, e))?;
-    let id = st.next_id();
     let shape = Shape {
-        id,
-        model: name,
+        id: st.next_id(),
+        model: entry.spec.name.clone(),
         input_tokens: g.input_tokens,
         max_tokens: asked.max_tokens,
         reasoning,
@@ -474,15 +472,11 @@ impl Shape {
 
     /// The answer text of `n` tokens, after the reasoning.
     fn answer(&self, n: u32) -> String {
-        let mut all = String::new();
-        tokens::push_text(&mut all, n);
-        all.split_off(tokens::text_len(self.thinking(n)))
+        (self.thinking(n)..n).map(tokens::word).collect()
     }
 
     fn reasoning_text(&self, n: u32) -> String {
-        let mut all = String::new();
-        tokens::push_text(&mut all, self.thinking(n));
-        all
+        (0..self.thinking(n)).map(tokens::word).collect()
     }
 
     fn responses_output(&self, n: u32) -> Value {
@@ -962,24 +956,20 @@ mod tests {
     #[test]
     fn tools_decided_per_choice() {
         let with = |choice: Value| json!({"tools": [{"type": "function", "function": {"name": "a"}}, {"name": "b"}], "tool_choice": choice});
-        assert_eq!(decide_tool(&with(json!("required")), "x"), Some("a".into()));
-        assert_eq!(
-            decide_tool(&with(json!({"type": "any"})), "x"),
-            Some("a".into())
-        );
-        assert_eq!(decide_tool(&with(json!("none")), "x"), None);
-        assert_eq!(decide_tool(&with(json!({"type": "none"})), "x"), None);
-        assert_eq!(
-            decide_tool(&with(json!({"type": "tool", "name": "b"})), "x"),
-            Some("b".into())
-        );
-        assert_eq!(
-            decide_tool(
-                &with(json!({"type": "function", "function": {"name": "b"}})),
-                "x"
+        for (choice, want) in [
+            (json!("required"), Some("a")),
+            (json!({"type": "any"}), Some("a")),
+            (json!("none"), None),
+            (json!({"type": "none"}), None),
+            (json!({"type": "tool", "name": "b"}), Some("b")),
+            (
+                json!({"type": "function", "function": {"name": "b"}}),
+                Some("b"),
             ),
-            Some("b".into())
-        );
+        ] {
+            let got = decide_tool(&with(choice.clone()), "x");
+            assert_eq!(got.as_deref(), want, "{choice}");
+        }
         let auto: usize = (0..200)
             .filter(|i| decide_tool(&with(json!("auto")), &format!("p{i}")).is_some())
             .count();

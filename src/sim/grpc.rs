@@ -92,8 +92,7 @@ fn fragments() -> &'static Fragments {
             .map(|i| raw(tokens::bytes_element(i).to_vec()))
             .collect();
         // A BYTES element whose length prefix promises far more than the buffer holds.
-        let mut bad = 1000u32.to_le_bytes().to_vec();
-        bad.extend_from_slice(b" the");
+        let bad = [1000u32.to_le_bytes(), *b" the"].concat();
         Fragments {
             final_true: param(true),
             final_false: param(false),
@@ -781,10 +780,7 @@ impl Stream for ReqStream {
 /// (fault injection) claims 1000 bytes more than it holds.
 fn bytes_element(text: &str, malformed: bool) -> Vec<u8> {
     let claimed = text.len() as u32 + if malformed { 1000 } else { 0 };
-    let mut e = Vec::with_capacity(4 + text.len());
-    e.extend_from_slice(&claimed.to_le_bytes());
-    e.extend_from_slice(text.as_bytes());
-    e
+    [&claimed.to_le_bytes(), text.as_bytes()].concat()
 }
 
 /// `ModelInfer` of a tensor model.

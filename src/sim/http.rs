@@ -8,6 +8,7 @@
 //! request-wide `binary_data_output`) are answered the same way, with
 //! `Content-Type: application/octet-stream`; everything else is plain JSON.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Router;
@@ -399,15 +400,15 @@ impl EventFormat for KserveEvents {
     }
 
     fn malformed(&mut self, buf: &mut BytesMut) {
-        buf.put_slice(b"data: {\"model_name\":");
-        buf.put_slice(json!(self.model).to_string().as_bytes());
-        buf.put_slice(b",\"text_output\":\" the\n\n");
+        let model = json!(self.model);
+        let _ = write!(
+            buf,
+            "data: {{\"model_name\":{model},\"text_output\":\" the\n\n"
+        );
     }
 
     fn error(&mut self, buf: &mut BytesMut, message: &str) {
-        buf.put_slice(b"data: ");
-        buf.put_slice(json!({ "error": message }).to_string().as_bytes());
-        buf.put_slice(b"\n\n");
+        let _ = write!(buf, "data: {}\n\n", json!({ "error": message }));
     }
 
     fn event_size_hint(&self) -> usize {

@@ -11,6 +11,7 @@
 //! `delta.reasoning_content`; non-streaming `message.<field>`), the rest in `content` (`null`
 //! when nothing is left), and usage with `completion_tokens_details.reasoning_tokens`.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Router;
@@ -269,14 +270,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Answer {
     if req.echo && !chat {
         text.push_str(req.prompt.text());
     }
-    match &script {
-        Some(s) => {
-            for i in 0..n {
-                text.push_str(piece(Some(s), i));
-            }
-        }
-        None => tokens::push_text(&mut text, n),
-    }
+    text.extend((0..n).map(|i| piece(script.as_ref(), i)));
     drop(script);
     let choice = if let Some(name) = &req.tool {
         let call = json!({"id": format!("call_{id}"), "type": "function",
@@ -309,18 +303,10 @@ fn chat_message(text: String, reasoning: Option<ReasoningSpec>, n: u32) -> Value
     };
     let split = tokens::text_len(r.tokens.min(n));
     let content = &text[split..];
-    let mut m = serde_json::Map::new();
-    m.insert("role".into(), json!("assistant"));
-    m.insert(r.field.key().into(), json!(&text[..split]));
-    m.insert(
-        "content".into(),
-        if content.is_empty() {
-            Value::Null
-        } else {
-            json!(content)
-        },
-    );
-    Value::Object(m)
+    let mut m = json!({"role": "assistant"});
+    m[r.field.key()] = json!(&text[..split]);
+    m["content"] = json!((!content.is_empty()).then_some(content));
+    m
 }
 
 /// The usage object; a reasoning model's adds `completion_tokens_details.reasoning_tokens`.
@@ -403,12 +389,8 @@ impl OpenAiEvents {
         buf.put_slice(b"}\n\n");
         if self.include_usage {
             buf.put_slice(&self.head);
-            buf.put_slice(b",\"choices\":[],\"usage\":");
-            buf.put_slice(
-                usage(self.input_tokens, tokens_out, self.reasoning)
-                    .to_string()
-                    .as_bytes(),
-            );
+            let usage = usage(self.input_tokens, tokens_out, self.reasoning);
+            let _ = write!(buf, ",\"choices\":[],\"usage\":{usage}");
             put_timings(buf);
             buf.put_slice(b"}\n\n");
         }
@@ -431,8 +413,10 @@ impl EventFormat for OpenAiEvents {
             // The call's id and name first, its arguments token by token after.
             self.choice_open(buf);
             let call = json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_0", "type": "function", "function": {"name": name, "arguments": ""}}]});
-            buf.put_slice(call.to_string().as_bytes());
-            buf.put_slice(b",\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+            let _ = write!(
+                buf,
+                "{call},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
+            );
             return;
         }
         if self.chat {
@@ -491,9 +475,7 @@ impl EventFormat for OpenAiEvents {
     fn error(&mut self, buf: &mut BytesMut, message: &str) {
         let e =
             json!({"error": {"message": message, "type": "ServiceUnavailableError", "code": 503}});
-        buf.put_slice(b"data: ");
-        buf.put_slice(e.to_string().as_bytes());
-        buf.put_slice(b"\n\ndata: [DONE]\n\n");
+        let _ = write!(buf, "data: {e}\n\ndata: [DONE]\n\n");
     }
 
     fn event_size_hint(&self) -> usize {

@@ -931,6 +931,12 @@ mod tests {
         }
     }
 
+    /// Model `name` with one `input` and one FP32 output.
+    fn one_input(name: &str, max_batch_size: u32, input: TensorSpec) -> ModelSpec {
+        let output = TensorSpec::new("o", DataType::F32, &[1]);
+        ModelSpec::tensor(name, max_batch_size, vec![input], vec![output])
+    }
+
     #[test]
     fn valid_requests_and_batch_size() {
         let y = ModelSpec::yolov8s();
@@ -951,12 +957,7 @@ mod tests {
             ),
             Ok(1)
         );
-        let bytes_model = ModelSpec::tensor(
-            "s",
-            0,
-            vec![TensorSpec::new("t", DataType::Bytes, &[2])],
-            vec![TensorSpec::new("o", DataType::F32, &[1])],
-        );
+        let bytes_model = one_input("s", 0, TensorSpec::new("t", DataType::Bytes, &[2]));
         let framed = [2u32.to_le_bytes().as_slice(), b"hi", &0u32.to_le_bytes()].concat();
         assert_eq!(
             validate_inputs(&bytes_model, &[raw("t", "BYTES", &[2], &framed)]),
@@ -1022,12 +1023,7 @@ mod tests {
 
     #[test]
     fn bytes_framing_and_typed_counts() {
-        let m = ModelSpec::tensor(
-            "s",
-            4,
-            vec![TensorSpec::new("t", DataType::Bytes, &[2])],
-            vec![TensorSpec::new("o", DataType::F32, &[1])],
-        );
+        let m = one_input("s", 4, TensorSpec::new("t", DataType::Bytes, &[2]));
         let check = |data: &[u8]| {
             validate_inputs(&m, &[raw("t", "BYTES", &[1, 2], data)]).map_err(|e| e.to_string())
         };
@@ -1044,12 +1040,7 @@ mod tests {
             "{e}"
         );
 
-        let f = ModelSpec::tensor(
-            "f",
-            0,
-            vec![TensorSpec::new("x", DataType::F32, &[3])],
-            vec![TensorSpec::new("o", DataType::F32, &[1])],
-        );
+        let f = one_input("f", 0, TensorSpec::new("x", DataType::F32, &[3]));
         let c = proto::InferTensorContents {
             fp32_contents: vec![1.0, 2.0],
             ..Default::default()

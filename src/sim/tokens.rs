@@ -11,7 +11,7 @@
 
 use std::sync::OnceLock;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The output cycle. Each entry is one GPT-2 token (checked by a unit test).
 pub(crate) const WORDS: [&str; 100] = [
@@ -47,9 +47,7 @@ pub(crate) fn push_text(out: &mut String, n: u32) {
 /// The text of tokens `0..n`.
 #[cfg(test)]
 pub(crate) fn text(n: u32) -> String {
-    let mut s = String::new();
-    push_text(&mut s, n);
-    s
+    (0..n).map(word).collect()
 }
 
 /// Byte length of the text of tokens `0..n` (used to size buffers exactly).
@@ -77,12 +75,7 @@ pub(crate) fn bytes_element(i: u32) -> &'static [u8] {
     let table = TABLE.get_or_init(|| {
         WORDS
             .iter()
-            .map(|w| {
-                let mut b = BytesMut::with_capacity(4 + w.len());
-                b.put_u32_le(w.len() as u32);
-                b.put_slice(w.as_bytes());
-                b.freeze()
-            })
+            .map(|w| Bytes::from([&(w.len() as u32).to_le_bytes(), w.as_bytes()].concat()))
             .collect()
     });
     &table[i as usize % CYCLE]
