@@ -718,23 +718,23 @@ impl ModelSpec {
             "model_warmup": [],
             "model_transaction_policy": {"decoupled": self.decoupled},
         });
-        if self.platform != "ensemble" {
-            cfg["instance_group"] = json!([{
-                "name": format!("{}_0", self.name),
-                "kind": self.instance_kind().as_str_name(),
-                "count": self.instance_count(),
-                "gpus": [],
-                "secondary_devices": [],
-                "profile": [],
-                "passive": false,
-                "host_policy": "",
-            }]);
-        }
         if self.platform == "ensemble" {
             // Steps are left out on purpose: clients such as perf_analyzer fetch the config of
             // every composing model, and the simulator hosts only the ensemble itself.
             cfg["ensemble_scheduling"] = json!({"step": []});
-        } else if let Some(db) = &self.dynamic_batching {
+            return cfg;
+        }
+        cfg["instance_group"] = json!([{
+            "name": format!("{}_0", self.name),
+            "kind": self.instance_kind().as_str_name(),
+            "count": self.instance_count(),
+            "gpus": [],
+            "secondary_devices": [],
+            "profile": [],
+            "passive": false,
+            "host_policy": "",
+        }]);
+        if let Some(db) = &self.dynamic_batching {
             cfg["dynamic_batching"] = json!({
                 "preferred_batch_size": db.preferred_batch_size,
                 "max_queue_delay_microseconds": db.max_queue_delay_us,
@@ -750,27 +750,26 @@ impl ModelSpec {
     /// The same configuration as the gRPC `ModelConfig` message.
     pub(crate) fn config_proto(&self) -> proto::ModelConfig {
         use proto::model_config::SchedulingChoice;
-        let scheduling = if self.platform == "ensemble" {
-            Some(SchedulingChoice::EnsembleScheduling(
-                proto::ModelEnsembling { step: Vec::new() },
-            ))
+        let (scheduling, instance_group) = if self.platform == "ensemble" {
+            let steps = proto::ModelEnsembling { step: Vec::new() };
+            (
+                Some(SchedulingChoice::EnsembleScheduling(steps)),
+                Vec::new(),
+            )
         } else {
-            self.dynamic_batching.as_ref().map(|db| {
+            let batching = self.dynamic_batching.as_ref().map(|db| {
                 SchedulingChoice::DynamicBatching(proto::ModelDynamicBatching {
                     preferred_batch_size: db.preferred_batch_size.clone(),
                     max_queue_delay_microseconds: db.max_queue_delay_us,
                 })
-            })
-        };
-        let instance_group = if self.platform == "ensemble" {
-            Vec::new()
-        } else {
-            vec![proto::ModelInstanceGroup {
+            });
+            let group = proto::ModelInstanceGroup {
                 name: format!("{}_0", self.name),
                 count: self.instance_count().min(i32::MAX as u32) as i32,
                 gpus: Vec::new(),
                 kind: self.instance_kind() as i32,
-            }]
+            };
+            (batching, vec![group])
         };
         proto::ModelConfig {
             name: self.name.clone(),

@@ -118,17 +118,13 @@ struct OpenAiRequest {
 }
 
 fn lenient_u32(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
-    match v.get(key).cloned().and_then(Scalar::from_json) {
-        Some(s) => s.to_u32(key).map(Some),
-        None => Ok(None),
-    }
+    let s = v.get(key).cloned().and_then(Scalar::from_json);
+    s.map(|s| s.to_u32(key)).transpose()
 }
 
 fn lenient_bool(v: Option<&Value>, key: &str) -> Result<bool, BadRequest> {
-    match v.cloned().and_then(Scalar::from_json) {
-        Some(s) => s.to_bool(key),
-        None => Ok(false),
-    }
+    let s = v.cloned().and_then(Scalar::from_json);
+    s.map_or(Ok(false), |s| s.to_bool(key))
 }
 
 fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
@@ -156,16 +152,12 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
     } else {
         match v.get("prompt") {
             Some(Value::String(s)) => Prompt::Text(s.clone()),
-            Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
-                Prompt::Text(a[0].as_str().unwrap_or_default().to_owned())
-            }
-            Some(Value::Array(a)) if a.iter().all(Value::is_u64) => Prompt::Tokens(a.len() as u32),
-            Some(Value::Array(a))
-                if a.len() == 1 && a[0].as_array().is_some_and(|t| t.iter().all(Value::is_u64)) =>
-            {
-                Prompt::Tokens(a[0].as_array().map_or(0, |t| t.len() as u32))
-            }
-            Some(Value::Array(_)) => return Err(BadRequest::SeveralPrompts),
+            Some(Value::Array(a)) => match a.as_slice() {
+                [Value::String(s)] => Prompt::Text(s.clone()),
+                a if a.iter().all(Value::is_u64) => Prompt::Tokens(a.len() as u32),
+                [Value::Array(t)] if t.iter().all(Value::is_u64) => Prompt::Tokens(t.len() as u32),
+                _ => return Err(BadRequest::SeveralPrompts),
+            },
             _ => return Err(wrong("prompt", "a string")),
         }
     };
@@ -342,10 +334,8 @@ struct OpenAiEvents {
 
 /// The text of output token `index`: the scripted answer's, else the word cycle's.
 fn piece(script: Option<&super::answers::Scripted>, index: u32) -> &str {
-    match script.and_then(|s| s.tokens.get(index as usize)) {
-        Some(t) => t,
-        None => tokens::word(index),
-    }
+    let scripted = script.and_then(|s| s.tokens.get(index as usize));
+    scripted.map_or(tokens::word(index), String::as_str)
 }
 
 /// Appends token `index`'s text as the inside of a JSON string (scripted answers may hold
