@@ -551,8 +551,12 @@ impl Shape {
     }
 }
 
-/// One server-sent event with an `event:` line, into `buf`.
-fn event(buf: &mut BytesMut, name: &str, data: &Value) {
+/// One server-sent event `name` whose data is `{"type": name}` then `fields`, into `buf`.
+fn event(buf: &mut BytesMut, name: &str, fields: Value) {
+    let mut data = json!({ "type": name });
+    if let (Some(d), Value::Object(f)) = (data.as_object_mut(), fields) {
+        d.extend(f);
+    }
     let _ = write!(buf, "event: {name}\ndata: {data}\n\n");
 }
 
@@ -568,14 +572,16 @@ impl ResponsesEvents {
         self.seq - 1
     }
 
+    /// Event `name` with `fields`, then its sequence number.
+    fn emit(&mut self, buf: &mut BytesMut, name: &str, mut fields: Value) {
+        fields["sequence_number"] = self.next_seq().into();
+        event(buf, name, fields);
+    }
+
     /// The item now streaming: the reasoning item, the message, or the function call.
     fn item_added(&mut self, buf: &mut BytesMut, index: u32, item: Value) {
-        let seq = self.next_seq();
-        event(
-            buf,
-            "response.output_item.added",
-            &json!({"type": "response.output_item.added", "output_index": index, "item": item, "sequence_number": seq}),
-        );
+        let fields = json!({"output_index": index, "item": item});
+        self.emit(buf, "response.output_item.added", fields);
     }
 
     fn message_item(&self) -> Value {
@@ -586,13 +592,8 @@ impl ResponsesEvents {
 impl EventFormat for ResponsesEvents {
     fn preamble(&mut self, buf: &mut BytesMut) {
         for kind in ["response.created", "response.in_progress"] {
-            let seq = self.next_seq();
             let r = json!({"id": format!("resp_{}", self.s.id), "object": "response", "status": "in_progress", "model": self.s.model, "output": [], "usage": null});
-            event(
-                buf,
-                kind,
-                &json!({"type": kind, "response": r, "sequence_number": seq}),
-            );
+            self.emit(buf, kind, json!({ "response": r }));
         }
         let item = match (&self.s.tool, self.s.reasoning) {
             (Some(name), _) => {
@@ -638,12 +639,8 @@ impl EventFormat for ResponsesEvents {
     }
 
     fn error(&mut self, buf: &mut BytesMut, message: &str) {
-        let seq = self.next_seq();
-        event(
-            buf,
-            "error",
-            &json!({"type": "error", "code": "server_error", "message": message, "param": null, "sequence_number": seq}),
-        );
+        let fields = json!({"code": "server_error", "message": message, "param": null});
+        self.emit(buf, "error", fields);
     }
 
     fn event_size_hint(&self) -> usize {
@@ -658,19 +655,12 @@ struct MessagesEvents {
 
 impl MessagesEvents {
     fn block_start(&self, buf: &mut BytesMut, index: u32, block: Value) {
-        event(
-            buf,
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": index, "content_block": block}),
-        );
+        let fields = json!({"index": index, "content_block": block});
+        event(buf, "content_block_start", fields);
     }
 
     fn block_stop(&self, buf: &mut BytesMut, index: u32) {
-        event(
-            buf,
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": index}),
-        );
+        event(buf, "content_block_stop", json!({ "index": index }));
     }
 }
 
@@ -678,11 +668,7 @@ impl EventFormat for MessagesEvents {
     fn preamble(&mut self, buf: &mut BytesMut) {
         let m = json!({"id": format!("msg_{}", self.s.id), "type": "message", "role": "assistant", "content": [], "model": self.s.model,
             "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": self.s.input_tokens, "output_tokens": 0}});
-        event(
-            buf,
-            "message_start",
-            &json!({"type": "message_start", "message": m}),
-        );
+        event(buf, "message_start", json!({ "message": m }));
         let block = match (&self.s.tool, self.s.reasoning) {
             (Some(name), _) => {
                 json!({"type": "tool_use", "id": format!("toolu_{}", self.s.id), "name": name, "input": {}})
@@ -724,11 +710,8 @@ impl EventFormat for MessagesEvents {
     }
 
     fn error(&mut self, buf: &mut BytesMut, message: &str) {
-        event(
-            buf,
-            "error",
-            &json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
-        );
+        let error = json!({"type": "overloaded_error", "message": message});
+        event(buf, "error", json!({ "error": error }));
     }
 
     fn event_size_hint(&self) -> usize {
@@ -875,23 +858,15 @@ impl ResponsesEvents {
     /// The closing events of a stream that emitted `n` tokens.
     fn finish_tokens(&mut self, buf: &mut BytesMut, n: u32) {
         if self.s.tool.is_none() {
-            let seq = self.next_seq();
-            event(
-                buf,
-                "response.output_text.done",
-                &json!({"type": "response.output_text.done", "item_id": format!("msg_{}", self.s.id), "output_index": u32::from(self.s.thinking(n) > 0), "content_index": 0, "text": self.s.answer(n), "sequence_number": seq}),
-            );
+            let fields = json!({"item_id": format!("msg_{}", self.s.id), "output_index": u32::from(self.s.thinking(n) > 0), "content_index": 0, "text": self.s.answer(n)});
+            self.emit(buf, "response.output_text.done", fields);
         }
         let kind = match self.s.status(n) {
             "incomplete" => "response.incomplete",
             _ => "response.completed",
         };
-        let seq = self.next_seq();
-        event(
-            buf,
-            kind,
-            &json!({"type": kind, "response": self.s.responses_body(n), "sequence_number": seq}),
-        );
+        let fields = json!({ "response": self.s.responses_body(n) });
+        self.emit(buf, kind, fields);
     }
 }
 
@@ -901,13 +876,10 @@ impl MessagesEvents {
         let last =
             u32::from(self.s.tool.is_none() && self.s.thinking(n) > 0 && n > self.s.thinking(n));
         self.block_stop(buf, last);
-        event(
-            buf,
-            "message_delta",
-            &json!({"type": "message_delta", "delta": {"stop_reason": self.s.stop_reason(), "stop_sequence": null},
-                "usage": {"output_tokens": n}}),
-        );
-        event(buf, "message_stop", &json!({"type": "message_stop"}));
+        let delta = json!({"stop_reason": self.s.stop_reason(), "stop_sequence": null});
+        let fields = json!({"delta": delta, "usage": {"output_tokens": n}});
+        event(buf, "message_delta", fields);
+        event(buf, "message_stop", json!({}));
     }
 }
 

@@ -366,17 +366,12 @@ impl Mux {
         // An owned handle, so the model entry borrowed from it does not borrow `self`.
         let state_handle = self.state.clone();
         let state = &state_handle;
-        let (entry, index) = match state.lookup(&req.model_name, Some(&req.model_version)) {
-            Ok(e) => (
-                e,
-                state
-                    .models
-                    .iter()
-                    .position(|m| std::ptr::eq(m, e))
-                    .unwrap_or(0),
-            ),
+        let entry = match state.lookup(&req.model_name, Some(&req.model_version)) {
+            Ok(e) => e,
             Err(e) => return self.refuse(error_head(&req), e),
         };
+        let index = state.models.iter().position(|m| std::ptr::eq(m, entry));
+        let index = index.unwrap_or(0);
         let head = entry.wire.head(&req.id);
         let layout = match entry.spec.kind {
             ModelKind::Llm(l) => l,

@@ -591,12 +591,8 @@ impl ModelSpec {
 
     /// Shape of a tensor as metadata reports it: a leading -1 batch dim when batching.
     pub fn metadata_shape(&self, t: &TensorSpec) -> Vec<i64> {
-        let mut shape = Vec::with_capacity(t.dims.len() + 1);
-        if self.max_batch_size > 0 {
-            shape.push(-1);
-        }
-        shape.extend_from_slice(&t.dims);
-        shape
+        let batch = (self.max_batch_size > 0).then_some(-1);
+        batch.into_iter().chain(t.dims.iter().copied()).collect()
     }
 
     /// Shape of one output element for a batch-1 request (`[1, 1]` when batching, else `[1]`).

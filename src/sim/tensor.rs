@@ -448,18 +448,15 @@ pub(crate) fn validate_inputs(
                     input: name.into(),
                 });
             }
-            match batch {
-                None => batch = Some((b, name)),
-                Some((first, first_name)) if first != b => {
-                    return Err(TensorError::BatchMismatch {
-                        input: name.into(),
-                        model: model.into(),
-                        first: first_name.into(),
-                        first_batch: first,
-                        batch: b,
-                    });
-                }
-                Some(_) => {}
+            let (first, first_name) = *batch.get_or_insert((b, name));
+            if first != b {
+                return Err(TensorError::BatchMismatch {
+                    input: name.into(),
+                    model: model.into(),
+                    first: first_name.into(),
+                    first_batch: first,
+                    batch: b,
+                });
             }
         }
         let fits = input
@@ -577,8 +574,7 @@ const BYTES_FRAMING: &str =
 fn check_bytes_framing(model: &str, name: &str, raw: &[u8], count: u64) -> Result<(), TensorError> {
     let (input, model) = (name.to_string(), model.to_string());
     let mut rest = raw;
-    let mut n = 0u64;
-    while n < count {
+    for n in 0..count {
         if rest.is_empty() {
             return Err(TensorError::TooFewStrings {
                 input,
@@ -606,7 +602,6 @@ fn check_bytes_framing(model: &str, name: &str, raw: &[u8], count: u64) -> Resul
             });
         }
         rest = &tail[len..];
-        n += 1;
     }
     if !rest.is_empty() {
         return Err(TensorError::BytesLeftOver {
