@@ -826,8 +826,7 @@ async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Answer {
         .into());
     };
     let docs = strings(docs, key).map_err(bad)?;
-    let mut all = vec![query.clone()];
-    all.extend(docs.iter().cloned());
+    let all = [std::slice::from_ref(&query), &docs].concat();
     let (mut g, name) = run_batch(&st, v.get("model").and_then(Value::as_str), &all).await?;
     let q = vector(&query);
     let mut scored: Vec<(usize, f32)> = docs

@@ -235,9 +235,9 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Answer {
         (true, false) => "chat.completion",
         (false, _) => "text_completion",
     };
+    let mut body = json!({"id": id, "object": object, "created": created, "model": name});
     if req.stream {
-        let head = json!({"id": id, "object": object, "created": created, "model": name});
-        let mut head = head.to_string();
+        let mut head = body.to_string();
         head.pop(); // reopen the object: events append `,"choices":...}`
         let format = OpenAiEvents {
             head: Bytes::from(format!("data: {head}")),
@@ -273,14 +273,8 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Answer {
     } else {
         json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
     };
-    let mut body = json!({
-        "id": id,
-        "object": object,
-        "created": created,
-        "model": name,
-        "choices": [choice],
-        "usage": usage(g.input_tokens, n, reasoning),
-    });
+    body["choices"] = json!([choice]);
+    body["usage"] = usage(g.input_tokens, n, reasoning);
     if llamacpp {
         body["timings"] = super::engine_api::timings(&g);
     }
