@@ -147,9 +147,8 @@ impl Answers {
     fn lookup(&self, prompt: &str) -> Option<(usize, u64)> {
         let text = prompt.trim_end();
         let starts = std::iter::once(0).chain(text.match_indices("\n\n").map(|(i, _)| i + 2));
-        let mut starts: Vec<usize> = starts.collect();
-        starts.reverse();
-        starts.into_iter().find_map(|s| {
+        let starts: Vec<usize> = starts.collect();
+        starts.into_iter().rev().find_map(|s| {
             let h = fnv1a(&text.as_bytes()[s..]);
             self.by_block.get(&h).map(|&i| (i, h))
         })

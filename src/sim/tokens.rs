@@ -55,14 +55,13 @@ pub(crate) fn text_len(n: u32) -> usize {
     static PREFIX: OnceLock<(usize, Vec<usize>)> = OnceLock::new();
     // prefix[k] = total length of the first k words; a full cycle's length multiplies.
     let (cycle_len, prefix) = PREFIX.get_or_init(|| {
-        let mut prefix = Vec::with_capacity(CYCLE + 1);
         let mut acc = 0;
-        prefix.push(0);
-        for w in WORDS {
+        let ends = WORDS.iter().map(|w| {
             acc += w.len();
-            prefix.push(acc);
-        }
-        (acc, prefix)
+            acc
+        });
+        let prefix: Vec<usize> = std::iter::once(0).chain(ends).collect();
+        (prefix[CYCLE], prefix)
     });
     let n = n as usize;
     (n / CYCLE) * cycle_len + prefix[n % CYCLE]
