@@ -819,10 +819,9 @@ fn lookup<'a>(st: &'a SimState, name: &str, version: &str) -> Result<&'a ModelEn
 
 fn begin_status(e: BeginError) -> Status {
     match e {
-        BeginError::Unavailable => Status::unavailable(e.message()),
+        BeginError::Unavailable | BeginError::ShuttingDown => Status::unavailable(e.message()),
         BeginError::Injected => Status::internal(e.message()),
         BeginError::QueueFull => Status::resource_exhausted(e.message()),
-        BeginError::ShuttingDown => Status::unavailable(e.message()),
     }
 }
 

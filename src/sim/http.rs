@@ -181,10 +181,9 @@ async fn model_config(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>)
 
 fn check_access(st: &SimState, headers: &HeaderMap) -> Result<(), Reject> {
     if st.may_read_stats(headers.get(ACCESS_TOKEN_HEADER).map(HeaderValue::as_bytes)) {
-        Ok(())
-    } else {
-        Err(kserve_error(StatusCode::FORBIDDEN, RESTRICTED_MESSAGE).into())
+        return Ok(());
     }
+    Err(kserve_error(StatusCode::FORBIDDEN, RESTRICTED_MESSAGE).into())
 }
 
 async fn all_stats(State(st): State<Arc<SimState>>, headers: HeaderMap) -> Answer {
@@ -245,17 +244,13 @@ fn source_error(e: super::engine::SourceError) -> Reject {
 /// Refuses tensor models on the LLM routes.
 fn require_llm(entry: &ModelEntry) -> Result<(), Reject> {
     if entry.is_llm() {
-        Ok(())
-    } else {
-        Err(kserve_error(
-            StatusCode::BAD_REQUEST,
-            &format!(
-                "model '{}' is a tensor model: the generate extension needs a text model (send tensors to /v2/models/{}/infer)",
-                entry.spec.name, entry.spec.name
-            ),
-        )
-        .into())
+        return Ok(());
     }
+    let name = &entry.spec.name;
+    let why = format!(
+        "model '{name}' is a tensor model: the generate extension needs a text model (send tensors to /v2/models/{name}/infer)"
+    );
+    Err(kserve_error(StatusCode::BAD_REQUEST, &why).into())
 }
 
 /// Parses a generate-extension body; returns the request `id` (echoed in responses) too.
