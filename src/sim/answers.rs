@@ -147,9 +147,8 @@ impl Answers {
     fn lookup(&self, prompt: &str) -> Option<(usize, u64)> {
         let text = prompt.trim_end();
         let starts = std::iter::once(0).chain(text.match_indices("\n\n").map(|(i, _)| i + 2));
-        let mut starts: Vec<usize> = starts.collect();
-        starts.reverse();
-        starts.into_iter().find_map(|s| {
+        let starts: Vec<usize> = starts.collect();
+        starts.into_iter().rev().find_map(|s| {
             let h = fnv1a(&text.as_bytes()[s..]);
             self.by_block.get(&h).map(|&i| (i, h))
         })
@@ -230,6 +229,11 @@ mod tests {
         s.tokens.concat()
     }
 
+    /// Whether `grader` finds the answer `s` right for `expected`.
+    fn right(grader: Grader, s: &Scripted, expected: Expected) -> bool {
+        grader.grade(&text(s), &expected).correct
+    }
+
     #[test]
     fn recognises_the_question_at_the_end() {
         let a = Answers::new(cfg(1.0));
@@ -237,18 +241,14 @@ mod tests {
             .answer("header\n\nQ0\nAnswer: A\n\nQ1\nA. x\nB. y\nAnswer:", true)
             .unwrap();
         assert_eq!(text(&s), " B\n");
-        assert!(
-            Grader::MultipleChoice
-                .grade(&text(&s), &Expected::Choice { index: 1, of: 2 })
-                .correct
-        );
+        assert!(right(
+            Grader::MultipleChoice,
+            &s,
+            Expected::Choice { index: 1, of: 2 }
+        ));
         // A block holding a blank line itself is still found.
         let s = a.answer("Question: 2+2?\n\nThink.\nAnswer:", true).unwrap();
-        assert!(
-            Grader::Numeric
-                .grade(&text(&s), &Expected::Number("4".into()))
-                .correct
-        );
+        assert!(right(Grader::Numeric, &s, Expected::Number("4".into())));
         assert!(a.answer("something else", true).is_none());
         drop(s);
     }
@@ -261,16 +261,8 @@ mod tests {
         let s = a
             .answer("Question: 2+2?\n\nThink.\nAnswer:", false)
             .unwrap();
-        assert!(
-            !Grader::Numeric
-                .grade(&text(&s), &Expected::Number("4".into()))
-                .correct
-        );
-        assert!(
-            !Grader::ExactMatch
-                .grade(&text(&s), &Expected::Number("4".into()))
-                .correct
-        );
+        assert!(!right(Grader::Numeric, &s, Expected::Number("4".into())));
+        assert!(!right(Grader::ExactMatch, &s, Expected::Number("4".into())));
         assert_eq!(wrong(&Expected::Text("Paris".into()), 0), "Paris perhaps");
     }
 

@@ -31,7 +31,7 @@ use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::post;
 use base64::Engine as _;
 use bytes::BytesMut;
@@ -44,7 +44,7 @@ use super::request::{
     BadRequest, DEFAULT_MAX_TOKENS, Prompt, json_object, model_name, resolve_length, wrong,
 };
 use super::state::{BeginError, ModelEntry, SimState};
-use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response};
+use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response, json_answer};
 use super::tokens;
 
 /// Dimension of the simulator's embeddings.
@@ -89,30 +89,27 @@ fn error(style: Style, status: StatusCode, message: &str) -> Response {
             json!({"type": "error", "error": {"type": kind, "message": message}})
         }
     };
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    json_answer(status, body.to_string())
+}
+
+/// The API key a request gives, as `Authorization: Bearer` or Anthropic's `x-api-key`.
+pub(crate) fn given_key(h: &HeaderMap) -> Option<&str> {
+    h.get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok()?.strip_prefix("Bearer "))
+        .or_else(|| h.get("x-api-key")?.to_str().ok())
+        .map(str::trim)
 }
 
 /// The configured API key, as `Authorization: Bearer` or Anthropic's `x-api-key`.
 async fn require_key(State(st): State<Arc<SimState>>, req: Request, next: Next) -> Response {
-    if let Some(key) = &st.api_key {
-        let h = req.headers();
-        let bearer = h
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        let x = h.get("x-api-key").and_then(|v| v.to_str().ok());
-        if bearer.or(x).map(str::trim) != Some(key.as_str()) {
-            let style = match req.uri().path() {
-                "/v1/messages" => Style::Anthropic,
-                _ => Style::OpenAi,
-            };
-            return error(style, StatusCode::UNAUTHORIZED, "invalid x-api-key");
-        }
+    if let Some(key) = &st.api_key
+        && given_key(req.headers()) != Some(key.as_str())
+    {
+        let style = match req.uri().path() {
+            "/v1/messages" => Style::Anthropic,
+            _ => Style::OpenAi,
+        };
+        return error(style, StatusCode::UNAUTHORIZED, "invalid x-api-key");
     }
     next.run(req).await
 }
@@ -354,15 +351,17 @@ fn parse_responses(body: &[u8]) -> Result<Asked, BadRequest> {
         }
         _ => return Err(wrong("input", "a string or a list of messages")),
     }
-    let max = resolve_length(
-        u32_field(&v, "max_output_tokens")?,
-        u32_field(&v, "min_tokens")?,
-        DEFAULT_MAX_TOKENS,
-    )?;
+    let max = u32_field(&v, "max_output_tokens")?;
+    asked(&v, text, images, max)
+}
+
+/// What request `v` with prompt `text` and `images` image tokens asks, `max` tokens at most.
+fn asked(v: &Value, text: String, images: u32, max: Option<u32>) -> Result<Asked, BadRequest> {
+    let max_tokens = resolve_length(max, u32_field(v, "min_tokens")?, DEFAULT_MAX_TOKENS)?;
     Ok(Asked {
-        model: model_name(&v)?,
-        tool: decide_tool(&v, &text),
-        max_tokens: max,
+        model: model_name(v)?,
+        tool: decide_tool(v, &text),
+        max_tokens,
         stream: v.get("stream").and_then(Value::as_bool).unwrap_or(false),
         prompt: prompt(text, images),
     })
@@ -391,13 +390,7 @@ fn parse_messages(body: &[u8]) -> Result<Asked, BadRequest> {
         field: "max_tokens",
         shape: None,
     })?;
-    Ok(Asked {
-        model: model_name(&v)?,
-        tool: decide_tool(&v, &text),
-        max_tokens: resolve_length(Some(max), u32_field(&v, "min_tokens")?, DEFAULT_MAX_TOKENS)?,
-        stream: v.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        prompt: prompt(text, images),
-    })
+    asked(&v, text, images, Some(max))
 }
 
 async fn responses(State(st): State<Arc<SimState>>, body: Bytes) -> Answer {
@@ -433,17 +426,15 @@ async fn generate(st: Arc<SimState>, body: Bytes, api: Api) -> Answer {
     };
     let asked = parsed.map_err(|m| bad_request(style, m))?;
     let entry = model(&st, asked.model.as_deref(), style)?;
-    let name = entry.spec.name.clone();
     // A tool call is all the answer: no reasoning before it.
     let reasoning = entry.spec.reasoning.filter(|_| asked.tool.is_none());
     let mut g = st
         .begin(entry, &asked.prompt, asked.max_tokens, true, arrival)
         .await
         .map_err(|e| begin_error(style, e))?;
-    let id = st.next_id();
     let shape = Shape {
-        id,
-        model: name,
+        id: st.next_id(),
+        model: entry.spec.name.clone(),
         input_tokens: g.input_tokens,
         max_tokens: asked.max_tokens,
         reasoning,
@@ -481,15 +472,11 @@ impl Shape {
 
     /// The answer text of `n` tokens, after the reasoning.
     fn answer(&self, n: u32) -> String {
-        let mut all = String::new();
-        tokens::push_text(&mut all, n);
-        all.split_off(tokens::text_len(self.thinking(n)))
+        (self.thinking(n)..n).map(tokens::word).collect()
     }
 
     fn reasoning_text(&self, n: u32) -> String {
-        let mut all = String::new();
-        tokens::push_text(&mut all, self.thinking(n));
-        all
+        (0..self.thinking(n)).map(tokens::word).collect()
     }
 
     fn responses_output(&self, n: u32) -> Value {
@@ -539,6 +526,16 @@ impl Shape {
         }
     }
 
+    /// Token `index` inside a JSON string: a piece of the tool call's arguments, or a word.
+    fn put_token(&self, buf: &mut BytesMut, index: u32) {
+        match self.tool {
+            Some(_) => tool_piece(buf, index, self.max_tokens, true),
+            None => {
+                let _ = buf.write_str(tokens::word(index));
+            }
+        }
+    }
+
     fn stop_reason(&self) -> &'static str {
         if self.tool.is_some() {
             "tool_use"
@@ -554,8 +551,12 @@ impl Shape {
     }
 }
 
-/// One server-sent event with an `event:` line, into `buf`.
-fn event(buf: &mut BytesMut, name: &str, data: &Value) {
+/// One server-sent event `name` whose data is `{"type": name}` then `fields`, into `buf`.
+fn event(buf: &mut BytesMut, name: &str, fields: Value) {
+    let mut data = json!({ "type": name });
+    if let (Some(d), Value::Object(f)) = (data.as_object_mut(), fields) {
+        d.extend(f);
+    }
     let _ = write!(buf, "event: {name}\ndata: {data}\n\n");
 }
 
@@ -571,14 +572,16 @@ impl ResponsesEvents {
         self.seq - 1
     }
 
+    /// Event `name` with `fields`, then its sequence number.
+    fn emit(&mut self, buf: &mut BytesMut, name: &str, mut fields: Value) {
+        fields["sequence_number"] = self.next_seq().into();
+        event(buf, name, fields);
+    }
+
     /// The item now streaming: the reasoning item, the message, or the function call.
     fn item_added(&mut self, buf: &mut BytesMut, index: u32, item: Value) {
-        let seq = self.next_seq();
-        event(
-            buf,
-            "response.output_item.added",
-            &json!({"type": "response.output_item.added", "output_index": index, "item": item, "sequence_number": seq}),
-        );
+        let fields = json!({"output_index": index, "item": item});
+        self.emit(buf, "response.output_item.added", fields);
     }
 
     fn message_item(&self) -> Value {
@@ -589,13 +592,8 @@ impl ResponsesEvents {
 impl EventFormat for ResponsesEvents {
     fn preamble(&mut self, buf: &mut BytesMut) {
         for kind in ["response.created", "response.in_progress"] {
-            let seq = self.next_seq();
             let r = json!({"id": format!("resp_{}", self.s.id), "object": "response", "status": "in_progress", "model": self.s.model, "output": [], "usage": null});
-            event(
-                buf,
-                kind,
-                &json!({"type": kind, "response": r, "sequence_number": seq}),
-            );
+            self.emit(buf, kind, json!({ "response": r }));
         }
         let item = match (&self.s.tool, self.s.reasoning) {
             (Some(name), _) => {
@@ -626,12 +624,7 @@ impl EventFormat for ResponsesEvents {
             "event: {kind}\ndata: {{\"type\":\"{kind}\",\"item_id\":\"{item}_{}\",\"output_index\":{output},\"content_index\":0,\"delta\":\"",
             self.s.id
         );
-        match self.s.tool {
-            Some(_) => tool_piece(buf, index, self.s.max_tokens, true),
-            None => {
-                let _ = buf.write_str(tokens::word(index));
-            }
-        }
+        self.s.put_token(buf, index);
         let _ = write!(buf, "\",\"sequence_number\":{seq}}}\n\n");
     }
 
@@ -646,12 +639,8 @@ impl EventFormat for ResponsesEvents {
     }
 
     fn error(&mut self, buf: &mut BytesMut, message: &str) {
-        let seq = self.next_seq();
-        event(
-            buf,
-            "error",
-            &json!({"type": "error", "code": "server_error", "message": message, "param": null, "sequence_number": seq}),
-        );
+        let fields = json!({"code": "server_error", "message": message, "param": null});
+        self.emit(buf, "error", fields);
     }
 
     fn event_size_hint(&self) -> usize {
@@ -666,19 +655,12 @@ struct MessagesEvents {
 
 impl MessagesEvents {
     fn block_start(&self, buf: &mut BytesMut, index: u32, block: Value) {
-        event(
-            buf,
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": index, "content_block": block}),
-        );
+        let fields = json!({"index": index, "content_block": block});
+        event(buf, "content_block_start", fields);
     }
 
     fn block_stop(&self, buf: &mut BytesMut, index: u32) {
-        event(
-            buf,
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": index}),
-        );
+        event(buf, "content_block_stop", json!({ "index": index }));
     }
 }
 
@@ -686,11 +668,7 @@ impl EventFormat for MessagesEvents {
     fn preamble(&mut self, buf: &mut BytesMut) {
         let m = json!({"id": format!("msg_{}", self.s.id), "type": "message", "role": "assistant", "content": [], "model": self.s.model,
             "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": self.s.input_tokens, "output_tokens": 0}});
-        event(
-            buf,
-            "message_start",
-            &json!({"type": "message_start", "message": m}),
-        );
+        event(buf, "message_start", json!({ "message": m }));
         let block = match (&self.s.tool, self.s.reasoning) {
             (Some(name), _) => {
                 json!({"type": "tool_use", "id": format!("toolu_{}", self.s.id), "name": name, "input": {}})
@@ -717,12 +695,7 @@ impl EventFormat for MessagesEvents {
             buf,
             "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{block},\"delta\":{{\"type\":\"{kind}\",\"{field}\":\""
         );
-        match self.s.tool {
-            Some(_) => tool_piece(buf, index, self.s.max_tokens, true),
-            None => {
-                let _ = buf.write_str(tokens::word(index));
-            }
-        }
+        self.s.put_token(buf, index);
         buf.extend_from_slice(b"\"}}\n\n");
     }
 
@@ -737,11 +710,8 @@ impl EventFormat for MessagesEvents {
     }
 
     fn error(&mut self, buf: &mut BytesMut, message: &str) {
-        event(
-            buf,
-            "error",
-            &json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
-        );
+        let error = json!({"type": "overloaded_error", "message": message});
+        event(buf, "error", json!({ "error": error }));
     }
 
     fn event_size_hint(&self) -> usize {
@@ -856,8 +826,7 @@ async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Answer {
         .into());
     };
     let docs = strings(docs, key).map_err(bad)?;
-    let mut all = vec![query.clone()];
-    all.extend(docs.iter().cloned());
+    let all = [std::slice::from_ref(&query), &docs].concat();
     let (mut g, name) = run_batch(&st, v.get("model").and_then(Value::as_str), &all).await?;
     let q = vector(&query);
     let mut scored: Vec<(usize, f32)> = docs
@@ -888,23 +857,15 @@ impl ResponsesEvents {
     /// The closing events of a stream that emitted `n` tokens.
     fn finish_tokens(&mut self, buf: &mut BytesMut, n: u32) {
         if self.s.tool.is_none() {
-            let seq = self.next_seq();
-            event(
-                buf,
-                "response.output_text.done",
-                &json!({"type": "response.output_text.done", "item_id": format!("msg_{}", self.s.id), "output_index": u32::from(self.s.thinking(n) > 0), "content_index": 0, "text": self.s.answer(n), "sequence_number": seq}),
-            );
+            let fields = json!({"item_id": format!("msg_{}", self.s.id), "output_index": u32::from(self.s.thinking(n) > 0), "content_index": 0, "text": self.s.answer(n)});
+            self.emit(buf, "response.output_text.done", fields);
         }
         let kind = match self.s.status(n) {
             "incomplete" => "response.incomplete",
             _ => "response.completed",
         };
-        let seq = self.next_seq();
-        event(
-            buf,
-            kind,
-            &json!({"type": kind, "response": self.s.responses_body(n), "sequence_number": seq}),
-        );
+        let fields = json!({ "response": self.s.responses_body(n) });
+        self.emit(buf, kind, fields);
     }
 }
 
@@ -914,13 +875,10 @@ impl MessagesEvents {
         let last =
             u32::from(self.s.tool.is_none() && self.s.thinking(n) > 0 && n > self.s.thinking(n));
         self.block_stop(buf, last);
-        event(
-            buf,
-            "message_delta",
-            &json!({"type": "message_delta", "delta": {"stop_reason": self.s.stop_reason(), "stop_sequence": null},
-                "usage": {"output_tokens": n}}),
-        );
-        event(buf, "message_stop", &json!({"type": "message_stop"}));
+        let delta = json!({"stop_reason": self.s.stop_reason(), "stop_sequence": null});
+        let fields = json!({"delta": delta, "usage": {"output_tokens": n}});
+        event(buf, "message_delta", fields);
+        event(buf, "message_stop", json!({}));
     }
 }
 
@@ -969,24 +927,20 @@ mod tests {
     #[test]
     fn tools_decided_per_choice() {
         let with = |choice: Value| json!({"tools": [{"type": "function", "function": {"name": "a"}}, {"name": "b"}], "tool_choice": choice});
-        assert_eq!(decide_tool(&with(json!("required")), "x"), Some("a".into()));
-        assert_eq!(
-            decide_tool(&with(json!({"type": "any"})), "x"),
-            Some("a".into())
-        );
-        assert_eq!(decide_tool(&with(json!("none")), "x"), None);
-        assert_eq!(decide_tool(&with(json!({"type": "none"})), "x"), None);
-        assert_eq!(
-            decide_tool(&with(json!({"type": "tool", "name": "b"})), "x"),
-            Some("b".into())
-        );
-        assert_eq!(
-            decide_tool(
-                &with(json!({"type": "function", "function": {"name": "b"}})),
-                "x"
+        for (choice, want) in [
+            (json!("required"), Some("a")),
+            (json!({"type": "any"}), Some("a")),
+            (json!("none"), None),
+            (json!({"type": "none"}), None),
+            (json!({"type": "tool", "name": "b"}), Some("b")),
+            (
+                json!({"type": "function", "function": {"name": "b"}}),
+                Some("b"),
             ),
-            Some("b".into())
-        );
+        ] {
+            let got = decide_tool(&with(choice.clone()), "x");
+            assert_eq!(got.as_deref(), want, "{choice}");
+        }
         let auto: usize = (0..200)
             .filter(|i| decide_tool(&with(json!("auto")), &format!("p{i}")).is_some())
             .count();

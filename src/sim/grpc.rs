@@ -44,7 +44,7 @@ use tonic::{Code, Request, Response, Status, Streaming};
 use super::engine::signalled;
 use super::grpc_wire::text_output_tensor;
 use super::http::{
-    ACCESS_TOKEN_HEADER, EXTENSIONS, MAX_BODY_BYTES, RESTRICTED_MESSAGE, SERVER_NAME,
+    ACCESS_TOKEN_HEADER, EXTENSIONS, MAX_BODY_BYTES, RESTRICTED_MESSAGE, SERVER_NAME, output_text,
 };
 use super::metrics::FailReason;
 use super::models::{LlmLayout, ModelKind};
@@ -92,8 +92,7 @@ fn fragments() -> &'static Fragments {
             .map(|i| raw(tokens::bytes_element(i).to_vec()))
             .collect();
         // A BYTES element whose length prefix promises far more than the buffer holds.
-        let mut bad = 1000u32.to_le_bytes().to_vec();
-        bad.extend_from_slice(b" the");
+        let bad = [1000u32.to_le_bytes(), *b" the"].concat();
         Fragments {
             final_true: param(true),
             final_false: param(false),
@@ -367,17 +366,12 @@ impl Mux {
         // An owned handle, so the model entry borrowed from it does not borrow `self`.
         let state_handle = self.state.clone();
         let state = &state_handle;
-        let (entry, index) = match state.lookup(&req.model_name, Some(&req.model_version)) {
-            Ok(e) => (
-                e,
-                state
-                    .models
-                    .iter()
-                    .position(|m| std::ptr::eq(m, e))
-                    .unwrap_or(0),
-            ),
+        let entry = match state.lookup(&req.model_name, Some(&req.model_version)) {
+            Ok(e) => e,
             Err(e) => return self.refuse(error_head(&req), e),
         };
+        let index = state.models.iter().position(|m| std::ptr::eq(m, entry));
+        let index = index.unwrap_or(0);
         let head = entry.wire.head(&req.id);
         let layout = match entry.spec.kind {
             ModelKind::Llm(l) => l,
@@ -631,6 +625,30 @@ impl ReqStream {
             message,
         })))
     }
+
+    /// Ends the call as a dropped connection would (cut fault).
+    fn cut(&mut self) -> Poll<Option<Result<OutMsg, Status>>> {
+        if let ReqPhase::Running(g) = &mut self.phase {
+            g.tracker.fail(FailReason::Backend);
+        }
+        self.phase = ReqPhase::Done;
+        Poll::Ready(Some(Err(Status::aborted(
+            "stream cut by fault injection (cut_rate)",
+        ))))
+    }
+
+    /// The last token went out in `msg`: done if it was the final response, else an empty final
+    /// response is owed.
+    fn last_sent(&mut self, msg: OutMsg, last: bool) -> Poll<Option<Result<OutMsg, Status>>> {
+        if let ReqPhase::Running(mut g) = std::mem::replace(&mut self.phase, ReqPhase::Done) {
+            if last {
+                g.succeed();
+            } else {
+                self.phase = ReqPhase::OweEmptyFinal(g);
+            }
+        }
+        Poll::Ready(Some(Ok(msg)))
+    }
 }
 
 impl Stream for ReqStream {
@@ -689,11 +707,7 @@ impl Stream for ReqStream {
                         }
                     }
                     if g.plan.cut {
-                        g.tracker.fail(FailReason::Backend);
-                        this.phase = ReqPhase::Done;
-                        return Poll::Ready(Some(Err(Status::aborted(
-                            "stream cut by fault injection (cut_rate)",
-                        ))));
+                        return this.cut();
                     }
                     g.tracker.first_response();
                     let mut raw = BytesMut::with_capacity(this.text.len() + 16);
@@ -710,17 +724,7 @@ impl Stream for ReqStream {
                         raw: raw.freeze(),
                         last,
                     };
-                    let ReqPhase::Running(g) = std::mem::replace(&mut this.phase, ReqPhase::Done)
-                    else {
-                        return Poll::Ready(None);
-                    };
-                    if last {
-                        let mut g = g;
-                        g.succeed();
-                    } else {
-                        this.phase = ReqPhase::OweEmptyFinal(g);
-                    }
-                    return Poll::Ready(Some(Ok(msg)));
+                    return this.last_sent(msg, last);
                 }
                 ReqPhase::Running(g) => {
                     let emitted = g.source.emitted();
@@ -732,11 +736,7 @@ impl Stream for ReqStream {
                         })));
                     }
                     if this.cut_after.is_some_and(|k| emitted >= k) {
-                        g.tracker.fail(FailReason::Backend);
-                        this.phase = ReqPhase::Done;
-                        return Poll::Ready(Some(Err(Status::aborted(
-                            "stream cut by fault injection (cut_rate)",
-                        ))));
+                        return this.cut();
                     }
                     match g.source.poll_token(cx) {
                         Poll::Pending => return Poll::Pending,
@@ -751,16 +751,7 @@ impl Stream for ReqStream {
                                 last,
                             };
                             if is_last {
-                                let ReqPhase::Running(mut g) =
-                                    std::mem::replace(&mut this.phase, ReqPhase::Done)
-                                else {
-                                    return Poll::Ready(None);
-                                };
-                                if last {
-                                    g.succeed();
-                                } else {
-                                    this.phase = ReqPhase::OweEmptyFinal(g);
-                                }
+                                return this.last_sent(msg, last);
                             }
                             return Poll::Ready(Some(Ok(msg)));
                         }
@@ -784,10 +775,7 @@ impl Stream for ReqStream {
 /// (fault injection) claims 1000 bytes more than it holds.
 fn bytes_element(text: &str, malformed: bool) -> Vec<u8> {
     let claimed = text.len() as u32 + if malformed { 1000 } else { 0 };
-    let mut e = Vec::with_capacity(4 + text.len());
-    e.extend_from_slice(&claimed.to_le_bytes());
-    e.extend_from_slice(text.as_bytes());
-    e
+    [&claimed.to_le_bytes(), text.as_bytes()].concat()
 }
 
 /// `ModelInfer` of a tensor model.
@@ -831,10 +819,9 @@ fn lookup<'a>(st: &'a SimState, name: &str, version: &str) -> Result<&'a ModelEn
 
 fn begin_status(e: BeginError) -> Status {
     match e {
-        BeginError::Unavailable => Status::unavailable(e.message()),
+        BeginError::Unavailable | BeginError::ShuttingDown => Status::unavailable(e.message()),
         BeginError::Injected => Status::internal(e.message()),
         BeginError::QueueFull => Status::resource_exhausted(e.message()),
-        BeginError::ShuttingDown => Status::unavailable(e.message()),
     }
 }
 
@@ -925,11 +912,7 @@ impl GrpcInferenceService for GrpcSim {
                 "response cut by fault injection (cut_rate)",
             ));
         }
-        let mut text = String::new();
-        if params.echo_input() {
-            text.push_str(params.prompt.text());
-        }
-        tokens::push_text(&mut text, n);
+        let text = output_text(&params, n, params.echo_input());
         let element = bytes_element(&text, g.plan.malformed);
         g.succeed();
         Ok(Response::new(proto::ModelInferResponse {

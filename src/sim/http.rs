@@ -8,6 +8,7 @@
 //! request-wide `binary_data_output`) are answered the same way, with
 //! `Content-Type: application/octet-stream`; everything else is plain JSON.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Router;
@@ -24,7 +25,9 @@ use tokio::time::Instant;
 use super::models::DataType;
 use super::request::{BadRequest, Bag, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState};
-use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response, kserve_error};
+use super::stream::{
+    Answer, EventFormat, Reject, SseBody, full_json_response, json_answer, kserve_error,
+};
 use super::tensor::{
     HttpAnswer, InputData, InputView, OutputChoice, select_outputs, validate_inputs,
 };
@@ -123,8 +126,8 @@ struct ModelPath {
     version: Option<String>,
 }
 
-fn json_response(body: Bytes) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+fn json_response(body: impl Into<axum::body::Body>) -> Response {
+    json_answer(StatusCode::OK, body)
 }
 
 fn lookup<'a>(st: &'a SimState, p: &ModelPath) -> Result<&'a ModelEntry, Reject> {
@@ -138,7 +141,7 @@ async fn server_metadata() -> Response {
         "version": env!("CARGO_PKG_VERSION"),
         "extensions": EXTENSIONS,
     });
-    json_response(Bytes::from(body.to_string()))
+    json_response(body.to_string())
 }
 
 async fn live() -> StatusCode {
@@ -160,7 +163,7 @@ async fn list_models(State(st): State<Arc<SimState>>) -> Response {
         .iter()
         .map(|m| json!({"name": m.spec.name, "version": m.spec.version, "state": "READY"}))
         .collect();
-    json_response(Bytes::from(Value::Array(list).to_string()))
+    json_response(Value::Array(list).to_string())
 }
 
 async fn model_metadata(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>) -> Answer {
@@ -178,18 +181,15 @@ async fn model_config(State(st): State<Arc<SimState>>, Path(p): Path<ModelPath>)
 
 fn check_access(st: &SimState, headers: &HeaderMap) -> Result<(), Reject> {
     if st.may_read_stats(headers.get(ACCESS_TOKEN_HEADER).map(HeaderValue::as_bytes)) {
-        Ok(())
-    } else {
-        Err(kserve_error(StatusCode::FORBIDDEN, RESTRICTED_MESSAGE).into())
+        return Ok(());
     }
+    Err(kserve_error(StatusCode::FORBIDDEN, RESTRICTED_MESSAGE).into())
 }
 
 async fn all_stats(State(st): State<Arc<SimState>>, headers: HeaderMap) -> Answer {
     check_access(&st, &headers)?;
     let stats: Vec<Value> = st.models.iter().map(|m| m.metrics.stats_json()).collect();
-    Ok(json_response(Bytes::from(
-        json!({ "model_stats": stats }).to_string(),
-    )))
+    Ok(json_response(json!({ "model_stats": stats }).to_string()))
 }
 
 async fn model_stats(
@@ -199,9 +199,7 @@ async fn model_stats(
 ) -> Answer {
     check_access(&st, &headers)?;
     let stats = lookup(&st, &p)?.metrics.stats_json();
-    Ok(json_response(Bytes::from(
-        json!({ "model_stats": [stats] }).to_string(),
-    )))
+    Ok(json_response(json!({ "model_stats": [stats] }).to_string()))
 }
 
 async fn metrics(State(st): State<Arc<SimState>>) -> Response {
@@ -246,17 +244,13 @@ fn source_error(e: super::engine::SourceError) -> Reject {
 /// Refuses tensor models on the LLM routes.
 fn require_llm(entry: &ModelEntry) -> Result<(), Reject> {
     if entry.is_llm() {
-        Ok(())
-    } else {
-        Err(kserve_error(
-            StatusCode::BAD_REQUEST,
-            &format!(
-                "model '{}' is a tensor model: the generate extension needs a text model (send tensors to /v2/models/{}/infer)",
-                entry.spec.name, entry.spec.name
-            ),
-        )
-        .into())
+        return Ok(());
     }
+    let name = &entry.spec.name;
+    let why = format!(
+        "model '{name}' is a tensor model: the generate extension needs a text model (send tensors to /v2/models/{name}/infer)"
+    );
+    Err(kserve_error(StatusCode::BAD_REQUEST, &why).into())
 }
 
 /// Parses a generate-extension body; returns the request `id` (echoed in responses) too.
@@ -297,7 +291,8 @@ fn generate_json(entry: &ModelEntry, id: Option<&str>, text: &str) -> Vec<u8> {
     v.to_string().into_bytes()
 }
 
-fn output_text(params: &GenParams, tokens_out: u32, with_input: bool) -> String {
+/// The text of `tokens_out` tokens, after the prompt when `with_input`.
+pub(crate) fn output_text(params: &GenParams, tokens_out: u32, with_input: bool) -> String {
     let prompt = if with_input { params.prompt.text() } else { "" };
     let mut s = String::with_capacity(prompt.len() + tokens::text_len(tokens_out));
     s.push_str(prompt);
@@ -348,9 +343,7 @@ async fn stream_answer(
         // The backend was told not to stream: one event with the whole text, as TensorRT-LLM
         // and vLLM answer `stream: false` on this route.
         let json = whole_json(&mut g, entry, id.as_deref(), params).await?;
-        let mut event = b"data: ".to_vec();
-        event.extend_from_slice(&json);
-        event.extend_from_slice(b"\n\n");
+        let event = [b"data: ", &json[..], b"\n\n"].concat();
         g.succeed();
         return Ok((
             [(header::CONTENT_TYPE, "text/event-stream; charset=utf-8")],
@@ -402,15 +395,15 @@ impl EventFormat for KserveEvents {
     }
 
     fn malformed(&mut self, buf: &mut BytesMut) {
-        buf.put_slice(b"data: {\"model_name\":");
-        buf.put_slice(json!(self.model).to_string().as_bytes());
-        buf.put_slice(b",\"text_output\":\" the\n\n");
+        let model = json!(self.model);
+        let _ = write!(
+            buf,
+            "data: {{\"model_name\":{model},\"text_output\":\" the\n\n"
+        );
     }
 
     fn error(&mut self, buf: &mut BytesMut, message: &str) {
-        buf.put_slice(b"data: ");
-        buf.put_slice(json!({ "error": message }).to_string().as_bytes());
-        buf.put_slice(b"\n\n");
+        let _ = write!(buf, "data: {}\n\n", json!({ "error": message }));
     }
 
     fn event_size_hint(&self) -> usize {
@@ -461,25 +454,12 @@ async fn infer(
         head["outputs"][0]["data"] = json!([text]);
         return Ok(full_json_response(&mut g, head.to_string().into_bytes()));
     }
-    let blob_len = 4 + text.len();
-    head["outputs"][0]["parameters"] = json!({ "binary_data_size": blob_len });
-    let head = head.to_string();
-    let mut out = Vec::with_capacity(head.len() + blob_len);
-    out.extend_from_slice(head.as_bytes());
-    out.extend_from_slice(&(text.len() as u32).to_le_bytes());
-    out.extend_from_slice(text.as_bytes());
+    let blob = [&(text.len() as u32).to_le_bytes(), text.as_bytes()].concat();
+    head["outputs"][0]["parameters"] = json!({ "binary_data_size": blob.len() });
     g.succeed();
-    Ok((
-        [
-            (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
-            (
-                header::HeaderName::from_static("inference-header-content-length"),
-                head.len().to_string(),
-            ),
-        ],
-        out,
-    )
-        .into_response())
+    let json = head.to_string().into_bytes();
+    let blobs = vec![Bytes::from(blob)];
+    Ok(infer_response(HttpAnswer { json, blobs }))
 }
 
 /// `infer` of a tensor model: validate, run through the batcher, answer in JSON or binary.
@@ -507,7 +487,7 @@ async fn tensor_infer(
     };
     let answer = wire.http_answer(&entry.spec, id.as_deref(), batch, &outputs);
     run.succeed();
-    Ok(tensor_response(answer))
+    Ok(infer_response(answer))
 }
 
 /// Records a request that failed validation and answers it 400 with why.
@@ -520,9 +500,10 @@ fn invalid(entry: &ModelEntry, arrival: Instant, m: BadRequest) -> Reject {
 /// followed by the shared output buffers, uncopied.
 const COALESCE_BYTES: usize = 64 * 1024;
 
-fn tensor_response(a: HttpAnswer) -> Response {
+/// An infer answer: plain JSON, or the JSON header and the binary outputs after it.
+fn infer_response(a: HttpAnswer) -> Response {
     if a.blobs.is_empty() {
-        return ([(header::CONTENT_TYPE, "application/json")], a.json).into_response();
+        return json_answer(StatusCode::OK, a.json);
     }
     let json_len = a.json.len();
     let total = json_len + a.blobs.iter().map(Bytes::len).sum::<usize>();
@@ -783,43 +764,30 @@ fn json_data_to_raw(name: &str, dt: DataType, data: Option<&Value>) -> Result<Ve
         datatype: dt.name(),
     };
     for v in flat {
-        match dt {
-            DataType::Bytes => {
-                let s = v.as_str().ok_or_else(|| bad(v))?;
-                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                out.extend_from_slice(s.as_bytes());
-            }
-            DataType::Bool => out.push(u8::from(v.as_bool().ok_or_else(|| bad(v))?)),
-            DataType::I32 => {
-                let i = v
-                    .as_i64()
-                    .and_then(|i| i32::try_from(i).ok())
-                    .ok_or_else(|| bad(v))?;
-                out.extend_from_slice(&i.to_le_bytes());
-            }
-            DataType::U32 => {
-                let i = v
-                    .as_u64()
-                    .and_then(|i| u32::try_from(i).ok())
-                    .ok_or_else(|| bad(v))?;
-                out.extend_from_slice(&i.to_le_bytes());
-            }
-            DataType::I64 => {
-                out.extend_from_slice(&v.as_i64().ok_or_else(|| bad(v))?.to_le_bytes())
-            }
-            DataType::F32 => {
-                out.extend_from_slice(&(v.as_f64().ok_or_else(|| bad(v))? as f32).to_le_bytes())
-            }
-            DataType::F64 => {
-                out.extend_from_slice(&v.as_f64().ok_or_else(|| bad(v))?.to_le_bytes())
-            }
+        let bytes = match dt {
+            DataType::Bytes => v
+                .as_str()
+                .map(|s| [&(s.len() as u32).to_le_bytes(), s.as_bytes()].concat()),
+            DataType::Bool => v.as_bool().map(|b| vec![u8::from(b)]),
+            DataType::I32 => v
+                .as_i64()
+                .and_then(|i| i32::try_from(i).ok())
+                .map(|i| i.to_le_bytes().to_vec()),
+            DataType::U32 => v
+                .as_u64()
+                .and_then(|i| u32::try_from(i).ok())
+                .map(|i| i.to_le_bytes().to_vec()),
+            DataType::I64 => v.as_i64().map(|i| i.to_le_bytes().to_vec()),
+            DataType::F32 => v.as_f64().map(|f| (f as f32).to_le_bytes().to_vec()),
+            DataType::F64 => v.as_f64().map(|f| f.to_le_bytes().to_vec()),
             other => {
                 return Err(BadRequest::BinaryOnly {
                     input: name.into(),
                     datatype: other.name(),
                 });
             }
-        }
+        };
+        out.extend(bytes.ok_or_else(|| bad(v))?);
     }
     Ok(out)
 }

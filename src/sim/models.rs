@@ -416,32 +416,28 @@ impl ModelSpec {
     /// FP32 `[1000]`, `max_batch_size` 16, dynamic batching (preferred 8 and 16, 100 µs delay),
     /// 1500 + 650 × batch µs of compute.
     pub fn resnet_fp16() -> Self {
-        use DataType::*;
-        ModelSpec::tensor(
-            "resnet_fp16",
-            16,
-            vec![TensorSpec::new("input", F32, &[3, 224, 224])],
-            vec![TensorSpec::new("output", F32, &[1000])],
-        )
-        .with_platform("tensorrt_plan", "tensorrt")
-        .with_dynamic_batching(&[8, 16], 100)
-        .with_timing(TensorTiming::new([1500, 650, 50, 5], 1))
+        Self::resnet("resnet_fp16", DataType::F32, [1500, 650, 50, 5])
     }
 
     /// `resnet_int8`: the INT8 plan of the same network, faster (1000 + 350 × batch µs). Its
     /// input is quantized on the client, INT8 `[3,224,224]` (a quarter of the FP32 bytes), so
     /// clients are exercised on a 1-byte datatype too; output `output` FP32 `[1000]`.
     pub fn resnet_int8() -> Self {
-        use DataType::*;
+        Self::resnet("resnet_int8", DataType::I8, [1000, 350, 15, 5])
+    }
+
+    /// A one-instance TensorRT ResNet-50 plan with `input` of `input_type`, timed by `us` (see
+    /// [`TensorTiming::new`]).
+    fn resnet(name: &str, input_type: DataType, us: [u64; 4]) -> Self {
         ModelSpec::tensor(
-            "resnet_int8",
+            name,
             16,
-            vec![TensorSpec::new("input", I8, &[3, 224, 224])],
-            vec![TensorSpec::new("output", F32, &[1000])],
+            vec![TensorSpec::new("input", input_type, &[3, 224, 224])],
+            vec![TensorSpec::new("output", DataType::F32, &[1000])],
         )
         .with_platform("tensorrt_plan", "tensorrt")
         .with_dynamic_batching(&[8, 16], 100)
-        .with_timing(TensorTiming::new([1000, 350, 15, 5], 1))
+        .with_timing(TensorTiming::new(us, 1))
     }
 
     /// The models hosted when nothing else is configured: `gpt2` (TensorRT-LLM ensemble,
@@ -595,12 +591,8 @@ impl ModelSpec {
 
     /// Shape of a tensor as metadata reports it: a leading -1 batch dim when batching.
     pub fn metadata_shape(&self, t: &TensorSpec) -> Vec<i64> {
-        let mut shape = Vec::with_capacity(t.dims.len() + 1);
-        if self.max_batch_size > 0 {
-            shape.push(-1);
-        }
-        shape.extend_from_slice(&t.dims);
-        shape
+        let batch = (self.max_batch_size > 0).then_some(-1);
+        batch.into_iter().chain(t.dims.iter().copied()).collect()
     }
 
     /// Shape of one output element for a batch-1 request (`[1, 1]` when batching, else `[1]`).
@@ -614,23 +606,18 @@ impl ModelSpec {
 
     /// KServe model metadata JSON.
     pub(crate) fn metadata_json(&self) -> Value {
-        let tensors = |ts: &[TensorSpec]| -> Vec<Value> {
-            ts.iter()
-                .map(|t| {
-                    json!({
-                        "name": t.name,
-                        "datatype": t.datatype.name(),
-                        "shape": self.metadata_shape(t),
-                    })
-                })
+        let p = self.metadata_proto();
+        let tensors = |ts: Vec<proto::model_metadata_response::TensorMetadata>| -> Vec<Value> {
+            let t = ts.into_iter();
+            t.map(|t| json!({"name": t.name, "datatype": t.datatype, "shape": t.shape}))
                 .collect()
         };
         json!({
-            "name": self.name,
-            "versions": [self.version],
-            "platform": self.metadata_platform(),
-            "inputs": tensors(&self.inputs),
-            "outputs": tensors(&self.outputs),
+            "name": p.name,
+            "versions": p.versions,
+            "platform": p.platform,
+            "inputs": tensors(p.inputs),
+            "outputs": tensors(p.outputs),
         })
     }
 
@@ -727,23 +714,23 @@ impl ModelSpec {
             "model_warmup": [],
             "model_transaction_policy": {"decoupled": self.decoupled},
         });
-        if self.platform != "ensemble" {
-            cfg["instance_group"] = json!([{
-                "name": format!("{}_0", self.name),
-                "kind": self.instance_kind().as_str_name(),
-                "count": self.instance_count(),
-                "gpus": [],
-                "secondary_devices": [],
-                "profile": [],
-                "passive": false,
-                "host_policy": "",
-            }]);
-        }
         if self.platform == "ensemble" {
             // Steps are left out on purpose: clients such as perf_analyzer fetch the config of
             // every composing model, and the simulator hosts only the ensemble itself.
             cfg["ensemble_scheduling"] = json!({"step": []});
-        } else if let Some(db) = &self.dynamic_batching {
+            return cfg;
+        }
+        cfg["instance_group"] = json!([{
+            "name": format!("{}_0", self.name),
+            "kind": self.instance_kind().as_str_name(),
+            "count": self.instance_count(),
+            "gpus": [],
+            "secondary_devices": [],
+            "profile": [],
+            "passive": false,
+            "host_policy": "",
+        }]);
+        if let Some(db) = &self.dynamic_batching {
             cfg["dynamic_batching"] = json!({
                 "preferred_batch_size": db.preferred_batch_size,
                 "max_queue_delay_microseconds": db.max_queue_delay_us,
@@ -759,27 +746,26 @@ impl ModelSpec {
     /// The same configuration as the gRPC `ModelConfig` message.
     pub(crate) fn config_proto(&self) -> proto::ModelConfig {
         use proto::model_config::SchedulingChoice;
-        let scheduling = if self.platform == "ensemble" {
-            Some(SchedulingChoice::EnsembleScheduling(
-                proto::ModelEnsembling { step: Vec::new() },
-            ))
+        let (scheduling, instance_group) = if self.platform == "ensemble" {
+            let steps = proto::ModelEnsembling { step: Vec::new() };
+            (
+                Some(SchedulingChoice::EnsembleScheduling(steps)),
+                Vec::new(),
+            )
         } else {
-            self.dynamic_batching.as_ref().map(|db| {
+            let batching = self.dynamic_batching.as_ref().map(|db| {
                 SchedulingChoice::DynamicBatching(proto::ModelDynamicBatching {
                     preferred_batch_size: db.preferred_batch_size.clone(),
                     max_queue_delay_microseconds: db.max_queue_delay_us,
                 })
-            })
-        };
-        let instance_group = if self.platform == "ensemble" {
-            Vec::new()
-        } else {
-            vec![proto::ModelInstanceGroup {
+            });
+            let group = proto::ModelInstanceGroup {
                 name: format!("{}_0", self.name),
                 count: self.instance_count().min(i32::MAX as u32) as i32,
                 gpus: Vec::new(),
                 kind: self.instance_kind() as i32,
-            }]
+            };
+            (batching, vec![group])
         };
         proto::ModelConfig {
             name: self.name.clone(),

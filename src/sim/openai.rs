@@ -11,14 +11,15 @@
 //! `delta.reasoning_content`; non-streaming `message.<field>`), the rest in `content` (`null`
 //! when nothing is left), and usage with `completion_tokens_details.reasoning_tokens`.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use bytes::{BufMut, BytesMut};
 use serde_json::{Value, json};
@@ -30,7 +31,7 @@ use super::request::{
     BadRequest, DEFAULT_MAX_TOKENS, Prompt, Scalar, json_object, model_name, resolve_length, wrong,
 };
 use super::state::{BeginError, Generation, SimState};
-use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response};
+use super::stream::{Answer, EventFormat, Reject, SseBody, full_json_response, json_answer};
 use super::tokens;
 
 /// The OpenAI router.
@@ -52,13 +53,7 @@ pub(crate) fn router(state: Arc<SimState>) -> Router {
 /// `{"error": {"message", "type", "code"}}` with `status`.
 fn error(status: StatusCode, message: &str, kind: &str) -> Reject {
     let body = json!({"error": {"message": message, "type": kind, "code": status.as_u16()}});
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
-        .into()
+    json_answer(status, body.to_string()).into()
 }
 
 fn begin_error(e: BeginError) -> Reject {
@@ -72,28 +67,16 @@ fn begin_error(e: BeginError) -> Reject {
 }
 
 async fn require_api_key(State(st): State<Arc<SimState>>, req: Request, next: Next) -> Response {
-    if let Some(key) = &st.api_key {
-        // Anthropic's clients send the key as `x-api-key` (to /v1/models too).
-        let h = req.headers();
-        let given = h
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .or_else(|| h.get("x-api-key").and_then(|v| v.to_str().ok()))
-            .map(str::trim);
-        if given != Some(key.as_str()) {
-            let body = json!({"error": {
-                "message": "Incorrect API key provided",
-                "type": "invalid_request_error",
-                "code": "invalid_api_key",
-            }});
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::CONTENT_TYPE, "application/json")],
-                body.to_string(),
-            )
-                .into_response();
-        }
+    // Anthropic's clients send the key as `x-api-key` (to /v1/models too).
+    if let Some(key) = &st.api_key
+        && super::apis::given_key(req.headers()) != Some(key.as_str())
+    {
+        let body = json!({"error": {
+            "message": "Incorrect API key provided",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }});
+        return json_answer(StatusCode::UNAUTHORIZED, body.to_string());
     }
     next.run(req).await
 }
@@ -113,11 +96,7 @@ async fn list_models(State(st): State<Arc<SimState>>) -> Response {
         })
         .collect();
     let body = json!({"object": "list", "data": data});
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    json_answer(StatusCode::OK, body.to_string())
 }
 
 /// A parsed OpenAI request.
@@ -139,17 +118,13 @@ struct OpenAiRequest {
 }
 
 fn lenient_u32(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
-    match v.get(key).cloned().and_then(Scalar::from_json) {
-        Some(s) => s.to_u32(key).map(Some),
-        None => Ok(None),
-    }
+    let s = v.get(key).cloned().and_then(Scalar::from_json);
+    s.map(|s| s.to_u32(key)).transpose()
 }
 
 fn lenient_bool(v: Option<&Value>, key: &str) -> Result<bool, BadRequest> {
-    match v.cloned().and_then(Scalar::from_json) {
-        Some(s) => s.to_bool(key),
-        None => Ok(false),
-    }
+    let s = v.cloned().and_then(Scalar::from_json);
+    s.map_or(Ok(false), |s| s.to_bool(key))
 }
 
 fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
@@ -177,16 +152,12 @@ fn parse_request(body: &[u8], chat: bool) -> Result<OpenAiRequest, BadRequest> {
     } else {
         match v.get("prompt") {
             Some(Value::String(s)) => Prompt::Text(s.clone()),
-            Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
-                Prompt::Text(a[0].as_str().unwrap_or_default().to_owned())
-            }
-            Some(Value::Array(a)) if a.iter().all(Value::is_u64) => Prompt::Tokens(a.len() as u32),
-            Some(Value::Array(a))
-                if a.len() == 1 && a[0].as_array().is_some_and(|t| t.iter().all(Value::is_u64)) =>
-            {
-                Prompt::Tokens(a[0].as_array().map_or(0, |t| t.len() as u32))
-            }
-            Some(Value::Array(_)) => return Err(BadRequest::SeveralPrompts),
+            Some(Value::Array(a)) => match a.as_slice() {
+                [Value::String(s)] => Prompt::Text(s.clone()),
+                a if a.iter().all(Value::is_u64) => Prompt::Tokens(a.len() as u32),
+                [Value::Array(t)] if t.iter().all(Value::is_u64) => Prompt::Tokens(t.len() as u32),
+                _ => return Err(BadRequest::SeveralPrompts),
+            },
             _ => return Err(wrong("prompt", "a string")),
         }
     };
@@ -264,9 +235,9 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Answer {
         (true, false) => "chat.completion",
         (false, _) => "text_completion",
     };
+    let mut body = json!({"id": id, "object": object, "created": created, "model": name});
     if req.stream {
-        let head = json!({"id": id, "object": object, "created": created, "model": name});
-        let mut head = head.to_string();
+        let mut head = body.to_string();
         head.pop(); // reopen the object: events append `,"choices":...}`
         let format = OpenAiEvents {
             head: Bytes::from(format!("data: {head}")),
@@ -291,14 +262,7 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Answer {
     if req.echo && !chat {
         text.push_str(req.prompt.text());
     }
-    match &script {
-        Some(s) => {
-            for i in 0..n {
-                text.push_str(piece(Some(s), i));
-            }
-        }
-        None => tokens::push_text(&mut text, n),
-    }
+    text.extend((0..n).map(|i| piece(script.as_ref(), i)));
     drop(script);
     let choice = if let Some(name) = &req.tool {
         let call = json!({"id": format!("call_{id}"), "type": "function",
@@ -309,14 +273,8 @@ async fn serve(st: Arc<SimState>, body: Bytes, chat: bool) -> Answer {
     } else {
         json!({"index": 0, "text": text, "logprobs": null, "finish_reason": "length"})
     };
-    let mut body = json!({
-        "id": id,
-        "object": object,
-        "created": created,
-        "model": name,
-        "choices": [choice],
-        "usage": usage(g.input_tokens, n, reasoning),
-    });
+    body["choices"] = json!([choice]);
+    body["usage"] = usage(g.input_tokens, n, reasoning);
     if llamacpp {
         body["timings"] = super::engine_api::timings(&g);
     }
@@ -331,18 +289,10 @@ fn chat_message(text: String, reasoning: Option<ReasoningSpec>, n: u32) -> Value
     };
     let split = tokens::text_len(r.tokens.min(n));
     let content = &text[split..];
-    let mut m = serde_json::Map::new();
-    m.insert("role".into(), json!("assistant"));
-    m.insert(r.field.key().into(), json!(&text[..split]));
-    m.insert(
-        "content".into(),
-        if content.is_empty() {
-            Value::Null
-        } else {
-            json!(content)
-        },
-    );
-    Value::Object(m)
+    let mut m = json!({"role": "assistant"});
+    m[r.field.key()] = json!(&text[..split]);
+    m["content"] = json!((!content.is_empty()).then_some(content));
+    m
 }
 
 /// The usage object; a reasoning model's adds `completion_tokens_details.reasoning_tokens`.
@@ -378,10 +328,8 @@ struct OpenAiEvents {
 
 /// The text of output token `index`: the scripted answer's, else the word cycle's.
 fn piece(script: Option<&super::answers::Scripted>, index: u32) -> &str {
-    match script.and_then(|s| s.tokens.get(index as usize)) {
-        Some(t) => t,
-        None => tokens::word(index),
-    }
+    let scripted = script.and_then(|s| s.tokens.get(index as usize));
+    scripted.map_or(tokens::word(index), String::as_str)
 }
 
 /// Appends token `index`'s text as the inside of a JSON string (scripted answers may hold
@@ -425,12 +373,8 @@ impl OpenAiEvents {
         buf.put_slice(b"}\n\n");
         if self.include_usage {
             buf.put_slice(&self.head);
-            buf.put_slice(b",\"choices\":[],\"usage\":");
-            buf.put_slice(
-                usage(self.input_tokens, tokens_out, self.reasoning)
-                    .to_string()
-                    .as_bytes(),
-            );
+            let usage = usage(self.input_tokens, tokens_out, self.reasoning);
+            let _ = write!(buf, ",\"choices\":[],\"usage\":{usage}");
             put_timings(buf);
             buf.put_slice(b"}\n\n");
         }
@@ -453,8 +397,10 @@ impl EventFormat for OpenAiEvents {
             // The call's id and name first, its arguments token by token after.
             self.choice_open(buf);
             let call = json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_0", "type": "function", "function": {"name": name, "arguments": ""}}]});
-            buf.put_slice(call.to_string().as_bytes());
-            buf.put_slice(b",\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+            let _ = write!(
+                buf,
+                "{call},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
+            );
             return;
         }
         if self.chat {
@@ -513,9 +459,7 @@ impl EventFormat for OpenAiEvents {
     fn error(&mut self, buf: &mut BytesMut, message: &str) {
         let e =
             json!({"error": {"message": message, "type": "ServiceUnavailableError", "code": 503}});
-        buf.put_slice(b"data: ");
-        buf.put_slice(e.to_string().as_bytes());
-        buf.put_slice(b"\n\ndata: [DONE]\n\n");
+        let _ = write!(buf, "data: {e}\n\ndata: [DONE]\n\n");
     }
 
     fn event_size_hint(&self) -> usize {
@@ -548,20 +492,25 @@ mod tests {
         assert!(parse_request(br#"{"prompt":"x","n":2}"#, false).is_err());
     }
 
-    #[test]
-    fn chunks_are_valid_json() {
-        let mut f = OpenAiEvents {
-            head: Bytes::from_static(
-                b"data: {\"id\":\"x\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\"",
-            ),
-            chat: false,
-            include_usage: true,
+    /// Events after `head`: plain (no reasoning, tool or script) for 3 input tokens.
+    fn events(head: &'static [u8], chat: bool, include_usage: bool, timings: bool) -> OpenAiEvents {
+        OpenAiEvents {
+            head: Bytes::from_static(head),
+            chat,
+            include_usage,
             input_tokens: 3,
             reasoning: None,
-            timings: false,
+            timings,
             tool: None,
             script: None,
-        };
+        }
+    }
+
+    #[test]
+    fn chunks_are_valid_json() {
+        let head =
+            b"data: {\"id\":\"x\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\"";
+        let mut f = events(head, false, true, false);
         let mut buf = BytesMut::new();
         f.token(&mut buf, 0);
         f.finish_events(&mut buf, 1, None);
@@ -587,16 +536,8 @@ mod tests {
     /// for, else the finish chunk, as llama-server sends them.
     #[test]
     fn timings_go_on_the_last_data_event() {
-        let mut f = OpenAiEvents {
-            head: Bytes::from_static(b"data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\""),
-            chat: true,
-            include_usage: false,
-            input_tokens: 3,
-            reasoning: None,
-            timings: true,
-            tool: None,
-            script: None,
-        };
+        let head = b"data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\"";
+        let mut f = events(head, true, false, true);
         let last_data = |f: &OpenAiEvents| {
             let mut buf = BytesMut::new();
             f.finish_events(&mut buf, 2, Some(r#"{"prompt_ms":1.5}"#));

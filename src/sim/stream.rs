@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
@@ -91,14 +91,11 @@ impl<F: EventFormat> SseBody<F> {
 
     /// The streaming response: 200, `text/event-stream`.
     pub(crate) fn into_response(self) -> Response {
-        let mut resp = Response::new(Body::from_stream(self));
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream; charset=utf-8"),
-        );
-        resp.headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        resp
+        let headers = [
+            (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ];
+        (headers, Body::from_stream(self)).into_response()
     }
 
     fn reserve(&mut self) {
@@ -203,19 +200,20 @@ pub(crate) fn full_json_response(generation: &mut Generation, body: Vec<u8>) -> 
             ))
         });
         let parts = futures_util::stream::iter([Ok(first)]).chain(cut);
-        let mut resp = Response::new(Body::from_stream(parts));
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        return resp;
+        return json_answer(StatusCode::OK, Body::from_stream(parts));
     }
     generation.succeed();
     let mut body = body;
     if plan.malformed {
         body.truncate(body.len() / 2);
     }
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    json_answer(StatusCode::OK, body)
+}
+
+/// An answer with `status` and a JSON `body`.
+pub(crate) fn json_answer(status: StatusCode, body: impl Into<Body>) -> Response {
+    let json = [(header::CONTENT_TYPE, "application/json")];
+    (status, json, body.into()).into_response()
 }
 
 /// An early-exit HTTP answer, for `?` in handlers. Boxed: a `Response` is large, and these
@@ -240,6 +238,5 @@ impl IntoResponse for Reject {
 
 /// A JSON error body `{"error": message}` (KServe's shape).
 pub(crate) fn kserve_error(status: StatusCode, message: &str) -> Response {
-    let body = serde_json::json!({ "error": message }).to_string();
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    json_answer(status, serde_json::json!({ "error": message }).to_string())
 }

@@ -14,7 +14,6 @@
 //! (and, for JSON answers, one precomputed `0,0,...` text per output), so answering costs a copy
 //! at most, never per-element work.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::OnceLock;
 
@@ -377,16 +376,8 @@ fn no_data_fix(contents_field: &Option<&'static str>) -> String {
 
 /// `[1,3,640,640]`, Triton's way of printing dims.
 pub(crate) fn dims(d: &[i64]) -> String {
-    let mut s = String::with_capacity(d.len() * 4 + 2);
-    s.push('[');
-    for (i, x) in d.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let _ = write!(s, "{x}");
-    }
-    s.push(']');
-    s
+    let d: Vec<String> = d.iter().map(i64::to_string).collect();
+    format!("[{}]", d.join(","))
 }
 
 fn element_count(shape: &[i64]) -> Option<u64> {
@@ -457,18 +448,15 @@ pub(crate) fn validate_inputs(
                     input: name.into(),
                 });
             }
-            match batch {
-                None => batch = Some((b, name)),
-                Some((first, first_name)) if first != b => {
-                    return Err(TensorError::BatchMismatch {
-                        input: name.into(),
-                        model: model.into(),
-                        first: first_name.into(),
-                        first_batch: first,
-                        batch: b,
-                    });
-                }
-                Some(_) => {}
+            let (first, first_name) = *batch.get_or_insert((b, name));
+            if first != b {
+                return Err(TensorError::BatchMismatch {
+                    input: name.into(),
+                    model: model.into(),
+                    first: first_name.into(),
+                    first_batch: first,
+                    batch: b,
+                });
             }
         }
         let fits = input
@@ -551,22 +539,19 @@ fn check_data(
         InputData::Contents(None) => Err(TensorError::NoData {
             input: name.into(),
             model: model.into(),
-            contents_field: Some(contents_field(dt)),
+            contents_field: Some(contents(dt, None).0),
         }),
-        InputData::Contents(Some(c)) => {
-            let Some(len) = contents_len(dt, c) else {
-                return Err(TensorError::RawOnly {
-                    input: name.into(),
-                    model: model.into(),
-                    datatype: dt.name(),
-                });
-            };
-            if len as u64 != count {
-                let field = format!("contents.{}", contents_field(dt));
-                return Err(element_count(field, len as u64));
+        InputData::Contents(Some(c)) => match contents(dt, Some(c)) {
+            (_, None) => Err(TensorError::RawOnly {
+                input: name.into(),
+                model: model.into(),
+                datatype: dt.name(),
+            }),
+            (field, Some(len)) if len as u64 != count => {
+                Err(element_count(format!("contents.{field}"), len as u64))
             }
-            Ok(())
-        }
+            _ => Ok(()),
+        },
         InputData::Json(None) => Err(TensorError::NoData {
             input: name.into(),
             model: model.into(),
@@ -589,8 +574,7 @@ const BYTES_FRAMING: &str =
 fn check_bytes_framing(model: &str, name: &str, raw: &[u8], count: u64) -> Result<(), TensorError> {
     let (input, model) = (name.to_string(), model.to_string());
     let mut rest = raw;
-    let mut n = 0u64;
-    while n < count {
+    for n in 0..count {
         if rest.is_empty() {
             return Err(TensorError::TooFewStrings {
                 input,
@@ -618,7 +602,6 @@ fn check_bytes_framing(model: &str, name: &str, raw: &[u8], count: u64) -> Resul
             });
         }
         rest = &tail[len..];
-        n += 1;
     }
     if !rest.is_empty() {
         return Err(TensorError::BytesLeftOver {
@@ -633,32 +616,28 @@ fn check_bytes_framing(model: &str, name: &str, raw: &[u8], count: u64) -> Resul
 
 /// The typed-contents field that carries `dt`.
 pub(crate) fn contents_field(dt: DataType) -> &'static str {
-    match dt {
-        DataType::Bytes => "bytes_contents",
-        DataType::Bool => "bool_contents",
-        DataType::I8 | DataType::I16 | DataType::I32 => "int_contents",
-        DataType::U8 | DataType::U16 | DataType::U32 => "uint_contents",
-        DataType::I64 => "int64_contents",
-        DataType::U64 => "uint64_contents",
-        DataType::F32 => "fp32_contents",
-        DataType::F64 => "fp64_contents",
-        DataType::F16 | DataType::Bf16 => "raw_input_contents",
-    }
+    contents(dt, None).0
 }
 
-/// Elements in the typed-contents field of `dt`; `None` for types that must travel raw.
-fn contents_len(dt: DataType, c: &proto::InferTensorContents) -> Option<usize> {
-    Some(match dt {
-        DataType::Bytes => c.bytes_contents.len(),
-        DataType::Bool => c.bool_contents.len(),
-        DataType::I8 | DataType::I16 | DataType::I32 => c.int_contents.len(),
-        DataType::U8 | DataType::U16 | DataType::U32 => c.uint_contents.len(),
-        DataType::I64 => c.int64_contents.len(),
-        DataType::U64 => c.uint64_contents.len(),
-        DataType::F32 => c.fp32_contents.len(),
-        DataType::F64 => c.fp64_contents.len(),
-        DataType::F16 | DataType::Bf16 => return None,
-    })
+/// The typed-contents field that carries `dt`, and the elements in it in `c` (`None` for types
+/// that must travel raw).
+fn contents(dt: DataType, c: Option<&proto::InferTensorContents>) -> (&'static str, Option<usize>) {
+    let len = |f: fn(&proto::InferTensorContents) -> usize| c.map(f);
+    match dt {
+        DataType::Bytes => ("bytes_contents", len(|c| c.bytes_contents.len())),
+        DataType::Bool => ("bool_contents", len(|c| c.bool_contents.len())),
+        DataType::I8 | DataType::I16 | DataType::I32 => {
+            ("int_contents", len(|c| c.int_contents.len()))
+        }
+        DataType::U8 | DataType::U16 | DataType::U32 => {
+            ("uint_contents", len(|c| c.uint_contents.len()))
+        }
+        DataType::I64 => ("int64_contents", len(|c| c.int64_contents.len())),
+        DataType::U64 => ("uint64_contents", len(|c| c.uint64_contents.len())),
+        DataType::F32 => ("fp32_contents", len(|c| c.fp32_contents.len())),
+        DataType::F64 => ("fp64_contents", len(|c| c.fp64_contents.len())),
+        DataType::F16 | DataType::Bf16 => ("raw_input_contents", None),
+    }
 }
 
 /// Counts the elements of JSON `data` (flat or nested, row-major), checking each one fits `dt`.
@@ -817,12 +796,8 @@ impl TensorWire {
     }
 
     fn shape(&self, o: &OutputWire, batch: u32) -> Vec<i64> {
-        let mut s = Vec::with_capacity(o.dims.len() + 1);
-        if self.batched {
-            s.push(i64::from(batch));
-        }
-        s.extend_from_slice(&o.dims);
-        s
+        let b = self.batched.then_some(i64::from(batch));
+        b.into_iter().chain(o.dims.iter().copied()).collect()
     }
 
     fn elems(&self, o: &OutputWire, batch: u32) -> usize {
@@ -850,29 +825,28 @@ impl TensorWire {
         batch: u32,
         outputs: &[OutputChoice],
     ) -> proto::ModelInferResponse {
-        let mut r = proto::ModelInferResponse {
-            model_name: spec.name.clone(),
-            model_version: spec.version.clone(),
-            id,
-            parameters: Default::default(),
-            outputs: Vec::with_capacity(outputs.len()),
-            raw_output_contents: Vec::with_capacity(outputs.len()),
-        };
-        for &(i, _) in outputs {
-            let Some(o) = self.outputs.get(i) else {
-                continue;
-            };
-            r.outputs
-                .push(proto::model_infer_response::InferOutputTensor {
+        let (outputs, raw_output_contents) = outputs
+            .iter()
+            .filter_map(|&(i, _)| self.outputs.get(i))
+            .map(|o| {
+                let tensor = proto::model_infer_response::InferOutputTensor {
                     name: o.name.clone(),
                     datatype: o.datatype.name().to_owned(),
                     shape: self.shape(o, batch),
                     parameters: Default::default(),
                     contents: None,
-                });
-            r.raw_output_contents.push(self.raw(o, batch).to_vec());
+                };
+                (tensor, self.raw(o, batch).to_vec())
+            })
+            .unzip();
+        proto::ModelInferResponse {
+            model_name: spec.name.clone(),
+            model_version: spec.version.clone(),
+            id,
+            parameters: Default::default(),
+            outputs,
+            raw_output_contents,
         }
-        r
     }
 
     /// The HTTP answer: JSON `data` for outputs not asked in binary, blobs for the others.
@@ -885,26 +859,21 @@ impl TensorWire {
     ) -> HttpAnswer {
         let mut json = Vec::with_capacity(256);
         let mut blobs = Vec::new();
-        json.extend_from_slice(b"{");
-        if let Some(id) = id {
-            json.extend_from_slice(b"\"id\":");
-            json.extend_from_slice(Value::String(id.to_owned()).to_string().as_bytes());
-            json.push(b',');
-        }
-        json.extend_from_slice(b"\"model_name\":");
-        json.extend_from_slice(Value::String(spec.name.clone()).to_string().as_bytes());
-        json.extend_from_slice(b",\"model_version\":");
-        json.extend_from_slice(Value::String(spec.version.clone()).to_string().as_bytes());
-        json.extend_from_slice(b",\"outputs\":[");
-        let mut first = true;
-        for &(i, binary) in outputs {
-            let Some(o) = self.outputs.get(i) else {
-                continue;
-            };
-            if !first {
+        let id = id.map(|id| format!("\"id\":{},", Value::from(id)));
+        let _ = write!(
+            json,
+            "{{{}\"model_name\":{},\"model_version\":{},\"outputs\":[",
+            id.unwrap_or_default(),
+            Value::from(spec.name.as_str()),
+            Value::from(spec.version.as_str())
+        );
+        let chosen = outputs
+            .iter()
+            .filter_map(|&(i, binary)| Some((self.outputs.get(i)?, binary)));
+        for (k, (o, binary)) in chosen.enumerate() {
+            if k > 0 {
                 json.push(b',');
             }
-            first = false;
             let _ = write!(
                 json,
                 "{{\"name\":{},\"datatype\":\"{}\",\"shape\":{}",
@@ -935,14 +904,7 @@ impl TensorWire {
         let token = o.json_token();
         let all = o.json_data.get_or_init(|| {
             let max = o.item_elems * self.max_batch;
-            let mut s = Vec::with_capacity(max * (token.len() + 1));
-            for i in 0..max {
-                if i > 0 {
-                    s.push(b',');
-                }
-                s.extend_from_slice(token.as_bytes());
-            }
-            Bytes::from(s)
+            Bytes::from(vec![token; max].join(","))
         });
         // Every token has the same length, so the first `n` elements are a prefix.
         let len = (n * (token.len() + 1)).saturating_sub(1).min(all.len());
@@ -962,6 +924,12 @@ mod tests {
             shape,
             data: InputData::Raw(data),
         }
+    }
+
+    /// Model `name` with one `input` and one FP32 output.
+    fn one_input(name: &str, max_batch_size: u32, input: TensorSpec) -> ModelSpec {
+        let output = TensorSpec::new("o", DataType::F32, &[1]);
+        ModelSpec::tensor(name, max_batch_size, vec![input], vec![output])
     }
 
     #[test]
@@ -984,12 +952,7 @@ mod tests {
             ),
             Ok(1)
         );
-        let bytes_model = ModelSpec::tensor(
-            "s",
-            0,
-            vec![TensorSpec::new("t", DataType::Bytes, &[2])],
-            vec![TensorSpec::new("o", DataType::F32, &[1])],
-        );
+        let bytes_model = one_input("s", 0, TensorSpec::new("t", DataType::Bytes, &[2]));
         let framed = [2u32.to_le_bytes().as_slice(), b"hi", &0u32.to_le_bytes()].concat();
         assert_eq!(
             validate_inputs(&bytes_model, &[raw("t", "BYTES", &[2], &framed)]),
@@ -1055,12 +1018,7 @@ mod tests {
 
     #[test]
     fn bytes_framing_and_typed_counts() {
-        let m = ModelSpec::tensor(
-            "s",
-            4,
-            vec![TensorSpec::new("t", DataType::Bytes, &[2])],
-            vec![TensorSpec::new("o", DataType::F32, &[1])],
-        );
+        let m = one_input("s", 4, TensorSpec::new("t", DataType::Bytes, &[2]));
         let check = |data: &[u8]| {
             validate_inputs(&m, &[raw("t", "BYTES", &[1, 2], data)]).map_err(|e| e.to_string())
         };
@@ -1077,12 +1035,7 @@ mod tests {
             "{e}"
         );
 
-        let f = ModelSpec::tensor(
-            "f",
-            0,
-            vec![TensorSpec::new("x", DataType::F32, &[3])],
-            vec![TensorSpec::new("o", DataType::F32, &[1])],
-        );
+        let f = one_input("f", 0, TensorSpec::new("x", DataType::F32, &[3]));
         let c = proto::InferTensorContents {
             fp32_contents: vec![1.0, 2.0],
             ..Default::default()

@@ -11,7 +11,7 @@
 
 use std::sync::OnceLock;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The output cycle. Each entry is one GPT-2 token (checked by a unit test).
 pub(crate) const WORDS: [&str; 100] = [
@@ -47,9 +47,7 @@ pub(crate) fn push_text(out: &mut String, n: u32) {
 /// The text of tokens `0..n`.
 #[cfg(test)]
 pub(crate) fn text(n: u32) -> String {
-    let mut s = String::new();
-    push_text(&mut s, n);
-    s
+    (0..n).map(word).collect()
 }
 
 /// Byte length of the text of tokens `0..n` (used to size buffers exactly).
@@ -57,14 +55,13 @@ pub(crate) fn text_len(n: u32) -> usize {
     static PREFIX: OnceLock<(usize, Vec<usize>)> = OnceLock::new();
     // prefix[k] = total length of the first k words; a full cycle's length multiplies.
     let (cycle_len, prefix) = PREFIX.get_or_init(|| {
-        let mut prefix = Vec::with_capacity(CYCLE + 1);
         let mut acc = 0;
-        prefix.push(0);
-        for w in WORDS {
+        let ends = WORDS.iter().map(|w| {
             acc += w.len();
-            prefix.push(acc);
-        }
-        (acc, prefix)
+            acc
+        });
+        let prefix: Vec<usize> = std::iter::once(0).chain(ends).collect();
+        (prefix[CYCLE], prefix)
     });
     let n = n as usize;
     (n / CYCLE) * cycle_len + prefix[n % CYCLE]
@@ -77,12 +74,7 @@ pub(crate) fn bytes_element(i: u32) -> &'static [u8] {
     let table = TABLE.get_or_init(|| {
         WORDS
             .iter()
-            .map(|w| {
-                let mut b = BytesMut::with_capacity(4 + w.len());
-                b.put_u32_le(w.len() as u32);
-                b.put_slice(w.as_bytes());
-                b.freeze()
-            })
+            .map(|w| Bytes::from([&(w.len() as u32).to_le_bytes(), w.as_bytes()].concat()))
             .collect()
     });
     &table[i as usize % CYCLE]
