@@ -281,13 +281,24 @@ mod tests {
         }
     }
 
+    /// The request built for `ask`, decoded, and the output tokens asked for.
+    fn request(m: &ModelInfo, backend: Backend, ask: &LlmAsk) -> (ModelInferRequest, u32) {
+        let (bytes, asked) = build_request(m, backend, ask).unwrap();
+        (ModelInferRequest::decode(bytes.as_slice()).unwrap(), asked)
+    }
+
+    /// The raw contents of input `name`.
+    fn raw<'a>(req: &'a ModelInferRequest, name: &str) -> &'a [u8] {
+        let i = req.inputs.iter().position(|t| t.name == name).unwrap();
+        &req.raw_input_contents[i]
+    }
+
     #[test]
     fn trtllm_request_tensors() {
         let extra = vec![("temperature".to_string(), serde_json::json!(0.5))];
         let ask = ask("Hi", Some(100), true, &extra);
-        let (bytes, asked) = build_request(&trtllm(), Backend::Tensorrtllm, &ask).unwrap();
+        let (req, asked) = request(&trtllm(), Backend::Tensorrtllm, &ask);
         assert_eq!(asked, 100);
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
         let names: Vec<&str> = req.inputs.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
             names,
@@ -318,17 +329,15 @@ mod tests {
         m.inputs.retain(|t| t.name != "min_tokens");
         m.inputs.push(spec("min_length", DataType::U32, true));
         let ask = ask("x", None, false, &[]);
-        let (bytes, asked) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
+        let (req, asked) = request(&m, Backend::Tensorrtllm, &ask);
         assert_eq!(asked, 256);
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
         // Not streamed, but the model is decoupled: its end may be a flags-only FINAL.
         assert!(
             req.parameters
                 .contains_key("triton_enable_empty_final_response")
         );
         m.decoupled = false;
-        let (bytes, _) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
+        let (req, _) = request(&m, Backend::Tensorrtllm, &ask);
         assert!(req.parameters.is_empty(), "ModelInfer to a plain model");
         m.decoupled = true;
         let ask = LlmAsk {
@@ -336,28 +345,16 @@ mod tests {
             deterministic: true,
             ..ask
         };
-        let (bytes, _) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
-        let i = req
-            .inputs
-            .iter()
-            .position(|t| t.name == "min_length")
-            .unwrap();
-        assert_eq!(req.raw_input_contents[i], 7u32.to_le_bytes());
+        let (req, _) = request(&m, Backend::Tensorrtllm, &ask);
+        assert_eq!(raw(&req, "min_length"), 7u32.to_le_bytes());
     }
 
     #[test]
     fn vllm_sampling_parameters_are_strings() {
         let ask = ask("x", Some(64), true, &[]);
-        let (bytes, asked) = build_request(&vllm(), Backend::Vllm, &ask).unwrap();
+        let (req, asked) = request(&vllm(), Backend::Vllm, &ask);
         assert_eq!(asked, 64);
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
-        let i = req
-            .inputs
-            .iter()
-            .position(|t| t.name == "sampling_parameters")
-            .unwrap();
-        let blob = &req.raw_input_contents[i];
+        let blob = raw(&req, "sampling_parameters");
         let json: serde_json::Value = serde_json::from_slice(&blob[4..]).unwrap();
         assert_eq!(
             json,

@@ -372,27 +372,24 @@ mod tests {
 
     #[test]
     fn scalar_encodings() {
-        assert_eq!(
-            encode_scalar(DataType::I32, &json!(256)).unwrap(),
-            256i32.to_le_bytes()
-        );
-        assert_eq!(
-            encode_scalar(DataType::U32, &json!("7")).unwrap(),
-            7u32.to_le_bytes()
-        );
-        assert_eq!(encode_scalar(DataType::Bool, &json!(true)).unwrap(), [1]);
-        assert_eq!(encode_scalar(DataType::Bool, &json!("false")).unwrap(), [0]);
-        assert_eq!(
-            encode_scalar(DataType::F32, &json!(0.5)).unwrap(),
-            0.5f32.to_le_bytes()
-        );
-        assert_eq!(
-            encode_scalar(DataType::Bytes, &json!("hi")).unwrap(),
-            [2, 0, 0, 0, b'h', b'i']
-        );
-        assert!(encode_scalar(DataType::I8, &json!(300)).is_err());
-        assert!(encode_scalar(DataType::U32, &json!(-1)).is_err());
-        assert!(encode_scalar(DataType::I32, &json!("abc")).is_err());
+        let ok: [(DataType, Value, &[u8]); 6] = [
+            (DataType::I32, json!(256), &256i32.to_le_bytes()),
+            (DataType::U32, json!("7"), &7u32.to_le_bytes()),
+            (DataType::Bool, json!(true), &[1]),
+            (DataType::Bool, json!("false"), &[0]),
+            (DataType::F32, json!(0.5), &0.5f32.to_le_bytes()),
+            (DataType::Bytes, json!("hi"), &[2, 0, 0, 0, b'h', b'i']),
+        ];
+        for (dt, v, want) in ok {
+            assert_eq!(encode_scalar(dt, &v).unwrap(), want, "{dt:?} {v}");
+        }
+        for (dt, v) in [
+            (DataType::I8, json!(300)),
+            (DataType::U32, json!(-1)),
+            (DataType::I32, json!("abc")),
+        ] {
+            assert!(encode_scalar(dt, &v).is_err(), "{dt:?} {v}");
+        }
     }
 
     #[test]
