@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::bodies::Input;
+use super::bodies::{self, Input};
 use super::conversation::history::Message;
 use super::conversation::{self, Conversations};
 use super::conversation::{ConversationSource, SessionPlan};
@@ -474,7 +474,7 @@ pub fn http_body_with(
     images: &[super::images::Image],
 ) -> Value {
     if matches!(t.api, Api::Responses | Api::Messages) {
-        return super::bodies::chat_like_body(t, w, input, max_tokens, images);
+        return bodies::chat_like_body(t, w, input, max_tokens, images);
     }
     let mut m = Map::new();
     if matches!(t.api, Api::Chat | Api::Completions) {
@@ -482,7 +482,7 @@ pub fn http_body_with(
     }
     let (key, value) = match (t.api, input) {
         (Api::Chat, Input::Text(text)) if !images.is_empty() => {
-            let content = super::bodies::content(Api::Chat, text, images);
+            let content = bodies::content(Api::Chat, text, images);
             ("messages", json!([{"role": "user", "content": content}]))
         }
         (Api::Chat, _) => ("messages", input.messages()),
@@ -493,7 +493,7 @@ pub fn http_body_with(
     if let Some(n) = max_tokens {
         m.insert("max_tokens".into(), json!(n));
     }
-    super::bodies::exact_output_fields(&mut m, w, max_tokens);
+    bodies::exact_output_fields(&mut m, w, max_tokens);
     m.insert("stream".into(), json!(t.streaming));
     // Always: the server's count is recorded next to the tokenizer's (and used with
     // --use-server-token-count). Only streamed requests take `stream_options`; a whole body
@@ -502,7 +502,7 @@ pub fn http_body_with(
         m.insert("stream_options".into(), json!({"include_usage": true}));
     }
     if t.api == Api::Chat {
-        super::bodies::tool_fields(&mut m, t.api, w);
+        bodies::tool_fields(&mut m, t.api, w);
     }
     m.extend(w.extra_inputs.iter().cloned());
     Value::Object(m)
@@ -571,7 +571,7 @@ pub fn build_batches(
                     .chain(ps.iter().copied())
                     .map(|s| tokenizer.count(s) as u64)
                     .sum::<u64>();
-                batch_entry(super::bodies::rankings_body(t, w, q, &ps), isl, ps.len())
+                batch_entry(bodies::rankings_body(t, w, q, &ps), isl, ps.len())
             })
             .collect();
         return Ok(Dataset::new(entries));
@@ -587,14 +587,11 @@ pub fn build_batches(
                 .collect();
             let isl = group.iter().map(|p| u64::from(p.tokens)).sum::<u64>();
             let strs: Vec<&str> = group.iter().map(|p| p.text.as_str()).collect();
-            match rankings {
-                true => batch_entry(
-                    super::bodies::rankings_body(t, w, strs[0], &strs[1..]),
-                    isl,
-                    b,
-                ),
-                false => batch_entry(super::bodies::embeddings_body(t, w, &strs), isl, b),
-            }
+            let body = match rankings {
+                true => bodies::rankings_body(t, w, strs[0], &strs[1..]),
+                false => bodies::embeddings_body(t, w, &strs),
+            };
+            batch_entry(body, isl, b)
         })
         .collect();
     Ok(Dataset::new(entries))

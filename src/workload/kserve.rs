@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 
 use prost::Message;
+use serde_json::{Value, json};
 
 use super::tensor::{DataType, ModelInfo, encode_scalar};
 use crate::error::UsageError;
@@ -41,7 +42,7 @@ pub struct LlmAsk<'a> {
     /// Stream tokens.
     pub streaming: bool,
     /// `--extra-inputs`.
-    pub extra: &'a [(String, serde_json::Value)],
+    pub extra: &'a [(String, Value)],
 }
 
 /// Checks that the model's inputs fit the layout, before any request is built.
@@ -93,11 +94,11 @@ pub fn build_request(
     ask: &LlmAsk<'_>,
 ) -> Result<(Vec<u8>, u32), UsageError> {
     let mut b = Tensors::default();
-    b.push(info, "text_input", &serde_json::json!(ask.text))?;
+    b.push(info, "text_input", &json!(ask.text))?;
     let asked = match backend {
         Backend::Tensorrtllm => {
             let n = ask.max_tokens.unwrap_or(DEFAULT_TRTLLM_MAX_TOKENS);
-            b.push(info, "max_tokens", &serde_json::json!(n))?;
+            b.push(info, "max_tokens", &json!(n))?;
             if ask.deterministic {
                 let newer_first = ["min_tokens", "min_length"];
                 let Some(name) = newer_first.into_iter().find(|n| info.input(n).is_some()) else {
@@ -107,27 +108,19 @@ pub fn build_request(
                         info.describe_inputs()
                     )));
                 };
-                b.push(info, name, &serde_json::json!(n))?;
+                b.push(info, name, &json!(n))?;
             }
             n
         }
         Backend::Vllm => {
-            let mut sp = serde_json::Map::new();
             let n = ask.max_tokens;
-            if let Some(n) = n {
-                sp.insert("max_tokens".into(), serde_json::json!(n.to_string()));
-                if ask.deterministic {
-                    sp.insert("min_tokens".into(), serde_json::json!(n.to_string()));
-                    sp.insert("ignore_eos".into(), serde_json::json!("true"));
-                }
-            }
+            let sp = match (n.map(|n| n.to_string()), ask.deterministic) {
+                (Some(n), true) => json!({"max_tokens": n, "min_tokens": n, "ignore_eos": "true"}),
+                (Some(n), false) => json!({"max_tokens": n}),
+                (None, _) => json!({}),
+            };
             if info.input("sampling_parameters").is_some() {
-                let json = serde_json::Value::Object(sp).to_string();
-                b.push(
-                    info,
-                    "sampling_parameters",
-                    &serde_json::Value::String(json),
-                )?;
+                b.push(info, "sampling_parameters", &json!(sp.to_string()))?;
             } else if n.is_some() {
                 return Err(UsageError(format!(
                     "--output-tokens-mean needs the sampling_parameters input of the vLLM layout, and model '{}' lacks it; its inputs are: {}",
@@ -139,10 +132,10 @@ pub fn build_request(
         }
     };
     if info.input("stream").is_some() {
-        b.push(info, "stream", &serde_json::json!(ask.streaming))?;
+        b.push(info, "stream", &json!(ask.streaming))?;
     }
     if info.input("exclude_input_in_output").is_some() {
-        b.push(info, "exclude_input_in_output", &serde_json::json!(true))?;
+        b.push(info, "exclude_input_in_output", &json!(true))?;
     }
     for (name, value) in ask.extra {
         // A user value replaces the layout's default for the same input.
@@ -179,12 +172,7 @@ struct Tensors {
 
 impl Tensors {
     /// One scalar input, encoded in the datatype the model declares.
-    fn push(
-        &mut self,
-        info: &ModelInfo,
-        name: &str,
-        value: &serde_json::Value,
-    ) -> Result<(), UsageError> {
+    fn push(&mut self, info: &ModelInfo, name: &str, value: &Value) -> Result<(), UsageError> {
         let spec = info.input(name).ok_or_else(|| {
             UsageError(format!(
                 "model '{}' has no input '{name}'; its inputs are: {}",
@@ -270,7 +258,7 @@ mod tests {
         text: &'a str,
         max_tokens: Option<u32>,
         exact: bool,
-        extra: &'a [(String, serde_json::Value)],
+        extra: &'a [(String, Value)],
     ) -> LlmAsk<'a> {
         LlmAsk {
             text,
@@ -295,7 +283,7 @@ mod tests {
 
     #[test]
     fn trtllm_request_tensors() {
-        let extra = vec![("temperature".to_string(), serde_json::json!(0.5))];
+        let extra = vec![("temperature".to_string(), json!(0.5))];
         let ask = ask("Hi", Some(100), true, &extra);
         let (req, asked) = request(&trtllm(), Backend::Tensorrtllm, &ask);
         assert_eq!(asked, 100);
@@ -355,10 +343,10 @@ mod tests {
         let (req, asked) = request(&vllm(), Backend::Vllm, &ask);
         assert_eq!(asked, 64);
         let blob = raw(&req, "sampling_parameters");
-        let json: serde_json::Value = serde_json::from_slice(&blob[4..]).unwrap();
+        let json: Value = serde_json::from_slice(&blob[4..]).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"max_tokens": "64", "min_tokens": "64", "ignore_eos": "true"})
+            json!({"max_tokens": "64", "min_tokens": "64", "ignore_eos": "true"})
         );
         assert!(
             req.inputs.iter().all(|t| t.shape == [1]),
@@ -376,13 +364,13 @@ mod tests {
         );
         assert!(e.contains("try --backend vllm"), "{e}");
         assert!(check_layout(&trtllm(), Backend::Tensorrtllm).is_ok());
-        let extra = vec![("nonexistent".to_string(), serde_json::json!(1))];
+        let extra = vec![("nonexistent".to_string(), json!(1))];
         let ask = ask("x", None, false, &extra);
         let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask)
             .unwrap_err()
             .0;
         assert!(e.contains("has no input 'nonexistent'"), "{e}");
-        let bad = vec![("max_tokens".to_string(), serde_json::json!("lots"))];
+        let bad = vec![("max_tokens".to_string(), json!("lots"))];
         let ask = LlmAsk { extra: &bad, ..ask };
         let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask)
             .unwrap_err()
