@@ -153,12 +153,10 @@ pub fn build_request(
     }
     let req = ModelInferRequest {
         model_name: info.name.clone(),
-        model_version: String::new(),
-        id: String::new(),
         parameters,
         inputs: b.inputs,
-        outputs: vec![],
         raw_input_contents: b.raw,
+        ..Default::default()
     };
     Ok((req.encode_to_vec(), asked))
 }
@@ -269,6 +267,8 @@ mod tests {
         }
     }
 
+    const EMPTY_FINAL: &str = "triton_enable_empty_final_response";
+
     /// The request built for `ask`, decoded, and the output tokens asked for.
     fn request(m: &ModelInfo, backend: Backend, ask: &LlmAsk) -> (ModelInferRequest, u32) {
         let (bytes, asked) = build_request(m, backend, ask).unwrap();
@@ -304,10 +304,7 @@ mod tests {
         assert_eq!(req.raw_input_contents[1], 100i32.to_le_bytes());
         assert_eq!(req.raw_input_contents[3], [1]);
         assert_eq!(req.raw_input_contents[5], 0.5f32.to_le_bytes());
-        assert!(
-            req.parameters
-                .contains_key("triton_enable_empty_final_response")
-        );
+        assert!(req.parameters.contains_key(EMPTY_FINAL));
         assert_eq!(req.inputs[1].datatype, "INT32");
     }
 
@@ -320,10 +317,7 @@ mod tests {
         let (req, asked) = request(&m, Backend::Tensorrtllm, &ask);
         assert_eq!(asked, 256);
         // Not streamed, but the model is decoupled: its end may be a flags-only FINAL.
-        assert!(
-            req.parameters
-                .contains_key("triton_enable_empty_final_response")
-        );
+        assert!(req.parameters.contains_key(EMPTY_FINAL));
         m.decoupled = false;
         let (req, _) = request(&m, Backend::Tensorrtllm, &ask);
         assert!(req.parameters.is_empty(), "ModelInfer to a plain model");

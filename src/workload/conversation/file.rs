@@ -442,12 +442,8 @@ mod tests {
             e.0.contains("element 1 of the array: field \"messages\" has no user message"),
             "{e}"
         );
-        assert!(
-            read("[{\"messages\": [")
-                .unwrap_err()
-                .0
-                .contains("invalid JSON")
-        );
+        let e = read("[{\"messages\": [").unwrap_err();
+        assert!(e.0.contains("invalid JSON"), "{e}");
         assert!(read("[]").unwrap_err().0.contains("no conversations"));
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("a.json");

@@ -173,6 +173,7 @@ mod tests {
     use super::super::Tokenizer;
     use super::super::builtin::{GPT2_TOKENIZER_JSON_GZ, gunzip};
     use super::*;
+    use TokenizerError::NoTokenizerJson;
 
     /// A fake hub cache: `models--ORG--NAME` with an old snapshot and the `refs/main` one, each
     /// holding a `tokenizer.json` (the main one is the real GPT-2 file).
@@ -312,16 +313,10 @@ mod tests {
             caches: vec![dir.path().to_path_buf()],
         };
         let err = locate("org/llama", &e).unwrap_err();
-        assert!(
-            matches!(err, TokenizerError::NoTokenizerJson { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, NoTokenizerJson { .. }), "{err}");
         assert!(err.to_string().contains("tokenizer.model"), "{err}");
         // The same for a directory given directly.
         let err = locate(snap.to_str().unwrap(), &e).unwrap_err();
-        assert!(
-            matches!(err, TokenizerError::NoTokenizerJson { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, NoTokenizerJson { .. }), "{err}");
     }
 }
