@@ -212,17 +212,13 @@ pub fn scripts(
         .iter()
         .enumerate()
         .map(|(s, &turns)| {
-            let system = plan.file.get(s).map_or(Vec::new(), |c| {
-                c.system
-                    .iter()
-                    .map(|t| (t.clone(), tokenizer.tokens(t)))
-                    .collect()
+            let file = plan.file.get(s);
+            let system = file.map_or(Vec::new(), |c| {
+                let counted = c.system.iter().map(|t| (t.clone(), tokenizer.tokens(t)));
+                counted.collect()
             });
-            let replies = plan
-                .file
-                .get(s)
-                .filter(|_| plan.replies == Replies::Recorded)
-                .map_or(&[][..], |c| &c.replies[..]);
+            let recorded = file.filter(|_| plan.replies == Replies::Recorded);
+            let replies = recorded.map_or(&[][..], |c| &c.replies[..]);
             let turns: Vec<UserTurn> = prompts
                 .by_ref()
                 .take(turns as usize)
