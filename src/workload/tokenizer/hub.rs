@@ -57,12 +57,8 @@ pub fn cache_dirs(
     dirs.extend(set("HF_HOME").map(|h| h.join(sub)));
     dirs.extend(set("XDG_CACHE_HOME").map(|c| c.join("huggingface").join(sub)));
     dirs.extend(set("HOME").map(|h| h.join(".cache").join("huggingface").join(sub)));
-    let mut seen = Vec::new();
-    dirs.retain(|c| {
-        let new = !seen.contains(c);
-        seen.push(c.clone());
-        new
-    });
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|c| seen.insert(c.clone()));
     dirs
 }
 
