@@ -94,14 +94,12 @@ fn hellaswag(row: &Row, at: &str) -> Result<Item, ScoredError> {
 }
 
 fn choice_item(block: String, index: u8, of: usize, subject: Option<String>, at: &str) -> Item {
+    let of = of as u8;
     Item {
         subject,
         block,
         solution: format!(" {}", super::grade::letter(index)),
-        expected: Expected::Choice {
-            index,
-            of: of as u8,
-        },
+        expected: Expected::Choice { index, of },
         at: at.to_string(),
     }
 }
