@@ -242,13 +242,9 @@ pub fn prepare(
         PromptSource::Trace(t) => {
             let prompts =
                 super::blocks::trace_prompts(tokenizer, &t.trace, t.block_size, w.seed, salt)?;
+            let requests = &t.trace.requests;
             return Ok(Prepared {
-                max_tokens: t
-                    .trace
-                    .requests
-                    .iter()
-                    .map(|r| Some(r.output_length))
-                    .collect(),
+                max_tokens: requests.iter().map(|r| Some(r.output_length)).collect(),
                 schedule: t.trace.schedule_ns(t.start_ms),
                 prompts,
                 ..Prepared::default()

@@ -203,15 +203,8 @@ mod tests {
             ("HF_HUB_CACHE", Path::new("/c")),
             ("XDG_CACHE_HOME", Path::new("/x")),
         ]);
-        let expected: Vec<PathBuf> = [
-            "/c",
-            "/h/hub",
-            "/x/huggingface/hub",
-            "/home/u/.cache/huggingface/hub",
-        ]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
+        let expected = "/c /h/hub /x/huggingface/hub /home/u/.cache/huggingface/hub";
+        let expected: Vec<PathBuf> = expected.split(' ').map(PathBuf::from).collect();
         assert_eq!(e.caches, expected);
         let e = env(&[
             ("HF_HUB_CACHE", Path::new("/h/hub")),
