@@ -100,11 +100,8 @@ impl Script {
     /// The tool turn `t` offers the model, named as its choice: the tool whose result the next
     /// turn carries (the recorded agent called it there).
     pub fn offers_tool(&self, t: usize) -> Option<&str> {
-        self.turns
-            .get(t + 1)?
-            .tool
-            .as_ref()
-            .map(|r| r.name.as_str())
+        let next = self.turns.get(t + 1)?;
+        next.tool.as_ref().map(|r| r.name.as_str())
     }
 
     /// The branches started after turn `t` (none for a line of turns).
