@@ -51,11 +51,8 @@ pub fn check_layout(info: &ModelInfo, backend: Backend) -> Result<(), UsageError
         Backend::Tensorrtllm => &["text_input", "max_tokens"],
         Backend::Vllm => &["text_input"],
     };
-    let missing: Vec<&str> = needed
-        .iter()
-        .copied()
-        .filter(|n| info.input(n).is_none())
-        .collect();
+    let absent = |n: &&str| info.input(n).is_none();
+    let missing: Vec<&str> = needed.iter().copied().filter(absent).collect();
     if !missing.is_empty() {
         let other = match backend {
             Backend::Tensorrtllm if info.input("sampling_parameters").is_some() => {

@@ -68,10 +68,8 @@ impl DataType {
         let s = s.trim().to_ascii_uppercase();
         s.parse().ok().or_else(|| {
             let config = proto::DataType::from_str_name(&s)?;
-            DataType::VARIANTS
-                .iter()
-                .copied()
-                .find(|d| d.proto() == config)
+            let mut all = DataType::VARIANTS.iter().copied();
+            all.find(|d| d.proto() == config)
         })
     }
 
@@ -152,17 +150,12 @@ impl ModelInfo {
         self.inputs
             .iter()
             .map(|t| {
-                let dims = t
-                    .dims
-                    .iter()
-                    .map(i64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",");
+                let dims: Vec<String> = t.dims.iter().map(i64::to_string).collect();
                 format!(
                     "{} ({} [{}]{})",
                     t.name,
                     t.datatype.name(),
-                    dims,
+                    dims.join(","),
                     if t.optional { ", optional" } else { "" }
                 )
             })
