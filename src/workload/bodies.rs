@@ -48,12 +48,10 @@ impl Input<'_> {
     pub(super) fn text(&self) -> Value {
         match self {
             Input::Text(text) => json!(text),
-            Input::Messages(m) => json!(
-                m.iter()
-                    .map(|m| m.content.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n\n")
-            ),
+            Input::Messages(m) => {
+                let texts: Vec<&str> = m.iter().map(|m| m.content.as_str()).collect();
+                json!(texts.join("\n\n"))
+            }
         }
     }
 }

@@ -289,11 +289,8 @@ pub fn read_set(s: &Selection, found: &locate::Found) -> Result<ScoredSet, Score
 }
 
 fn files_text(files: &[PathBuf]) -> String {
-    files
-        .iter()
-        .map(|f| f.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    names.join(", ")
 }
 
 /// Every row of `files` as an item of `b`, in order.
