@@ -48,12 +48,10 @@ impl Input<'_> {
     pub(super) fn text(&self) -> Value {
         match self {
             Input::Text(text) => json!(text),
-            Input::Messages(m) => json!(
-                m.iter()
-                    .map(|m| m.content.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n\n")
-            ),
+            Input::Messages(m) => {
+                let texts: Vec<&str> = m.iter().map(|m| m.content.as_str()).collect();
+                json!(texts.join("\n\n"))
+            }
         }
     }
 }
@@ -226,36 +224,29 @@ fn result_before(out: &mut [Value]) -> Option<&mut Vec<Value>> {
 
 /// An embeddings request's body.
 pub fn embeddings_body(t: &Target, w: &WorkloadPlan, texts: &[&str]) -> Value {
-    let mut m = Map::new();
-    m.insert("model".into(), json!(t.model));
-    m.insert("input".into(), json!(texts));
-    m.insert("encoding_format".into(), json!("float"));
-    m.extend(w.extra_inputs.iter().cloned());
-    Value::Object(m)
+    let body = json!({"model": t.model, "input": texts, "encoding_format": "float"});
+    with_extra(body, w)
 }
 
 /// A reranker request's body in the target's layout.
 pub fn rankings_body(t: &Target, w: &WorkloadPlan, query: &str, passages: &[&str]) -> Value {
-    let mut m = Map::new();
-    match t.rankings {
-        RankingsLayout::Rerank => {
-            m.insert("model".into(), json!(t.model));
-            m.insert("query".into(), json!(query));
-            m.insert("documents".into(), json!(passages));
-        }
-        RankingsLayout::Tei => {
-            m.insert("query".into(), json!(query));
-            m.insert("texts".into(), json!(passages));
-        }
+    let body = match t.rankings {
+        RankingsLayout::Rerank => json!({"model": t.model, "query": query, "documents": passages}),
+        RankingsLayout::Tei => json!({"query": query, "texts": passages}),
         RankingsLayout::Nim => {
-            m.insert("model".into(), json!(t.model));
-            m.insert("query".into(), json!({"text": query}));
             let ps: Vec<Value> = passages.iter().map(|p| json!({"text": p})).collect();
-            m.insert("passages".into(), Value::Array(ps));
+            json!({"model": t.model, "query": {"text": query}, "passages": ps})
         }
+    };
+    with_extra(body, w)
+}
+
+/// A body object with the plan's `--extra-inputs` added last.
+fn with_extra(mut body: Value, w: &WorkloadPlan) -> Value {
+    if let Value::Object(m) = &mut body {
+        m.extend(w.extra_inputs.iter().cloned());
     }
-    m.extend(w.extra_inputs.iter().cloned());
-    Value::Object(m)
+    body
 }
 
 #[cfg(test)]
@@ -263,7 +254,7 @@ mod tests {
     use super::*;
     use crate::plan::RunPlan;
 
-    fn plan(args: &[&str]) -> RunPlan {
+    fn plan(args: &str) -> RunPlan {
         super::super::dataset::tests::plan_for("m", args)
     }
 
@@ -279,7 +270,7 @@ mod tests {
     /// Responses and Messages bodies, exactly, with and without images.
     #[test]
     fn responses_and_messages_bodies() {
-        let p = plan(&["--endpoint-type", "responses", "--streaming"]);
+        let p = plan("--endpoint-type responses --streaming");
         let b = chat_like_body(&p.target, &p.workload, Input::Text("hi"), Some(8), &[]);
         assert_eq!(
             b.to_string(),
@@ -290,7 +281,7 @@ mod tests {
             b.to_string(),
             r#"{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"hi"},{"type":"input_image","image_url":"data:image/png;base64,YWJj"}]}],"stream":true}"#
         );
-        let p = plan(&["--endpoint-type", "messages", "--streaming"]);
+        let p = plan("--endpoint-type messages --streaming");
         let b = chat_like_body(&p.target, &p.workload, Input::Text("hi"), None, &[]);
         assert_eq!(
             b.to_string(),
@@ -326,7 +317,7 @@ mod tests {
         h.answer("", 3, Some(call));
         h.ask(&turn("Go on", Some("a.rs:1")));
         let body = |api: &str, offer| {
-            let p = plan(&["--endpoint-type", api, "--output-tokens-mean", "4"]);
+            let p = plan(&format!("--endpoint-type {api} --output-tokens-mean 4"));
             let b = super::super::dataset::turn_body(
                 &p.target,
                 &p.workload,
@@ -358,12 +349,7 @@ mod tests {
     /// Embeddings and each rankings layout, exactly.
     #[test]
     fn batch_bodies() {
-        let p = plan(&[
-            "--endpoint-type",
-            "embeddings",
-            "--extra-inputs",
-            "dimensions:8",
-        ]);
+        let p = plan("--endpoint-type embeddings --extra-inputs dimensions:8");
         assert_eq!(
             embeddings_body(&p.target, &p.workload, &["a", "b"]).to_string(),
             r#"{"model":"m","input":["a","b"],"encoding_format":"float","dimensions":8}"#
@@ -379,7 +365,7 @@ mod tests {
                 r#"{"model":"m","query":{"text":"q"},"passages":[{"text":"a"},{"text":"b"}]}"#,
             ),
         ] {
-            let p = plan(&["--endpoint-type", "rankings", "--rankings-api", layout]);
+            let p = plan(&format!("--endpoint-type rankings --rankings-api {layout}"));
             assert_eq!(
                 rankings_body(&p.target, &p.workload, "q", &["a", "b"]).to_string(),
                 want,

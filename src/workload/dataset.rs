@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::bodies::Input;
+use super::bodies::{self, Input};
 use super::conversation::history::Message;
 use super::conversation::{self, Conversations};
 use super::conversation::{ConversationSource, SessionPlan};
@@ -52,7 +52,7 @@ pub struct Entry {
 }
 
 /// Every prepared request, used round-robin.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Dataset {
     entries: Vec<Entry>,
     /// Each entry's index in the whole dataset, when this is a shard's part of it.
@@ -71,10 +71,7 @@ impl Dataset {
     pub fn new(entries: Vec<Entry>) -> Dataset {
         Dataset {
             entries,
-            indices: None,
-            schedule: None,
-            conversations: None,
-            answers: None,
+            ..Dataset::default()
         }
     }
 
@@ -160,10 +157,7 @@ impl Dataset {
 
     /// The index in the whole dataset of entry `i` (`i` itself unless partitioned).
     pub fn prompt_index(&self, i: usize) -> u32 {
-        match &self.indices {
-            Some(ix) => ix[i],
-            None => i as u32,
-        }
+        self.indices.as_ref().map_or(i as u32, |ix| ix[i])
     }
 
     /// Every entry's input length, in dataset order.
@@ -199,7 +193,7 @@ impl Dataset {
 const OUTPUT_SEED_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// A plan's prompts with what each asks for, before request bodies are built.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Prepared {
     /// The prompts, in dataset order.
     pub prompts: Vec<Prompt>,
@@ -248,16 +242,12 @@ pub fn prepare(
         PromptSource::Trace(t) => {
             let prompts =
                 super::blocks::trace_prompts(tokenizer, &t.trace, t.block_size, w.seed, salt)?;
+            let requests = &t.trace.requests;
             return Ok(Prepared {
-                max_tokens: t
-                    .trace
-                    .requests
-                    .iter()
-                    .map(|r| Some(r.output_length))
-                    .collect(),
+                max_tokens: requests.iter().map(|r| Some(r.output_length)).collect(),
                 schedule: t.trace.schedule_ns(t.start_ms),
                 prompts,
-                conversations: None,
+                ..Prepared::default()
             });
         }
     };
@@ -265,8 +255,7 @@ pub fn prepare(
     Ok(Prepared {
         prompts,
         max_tokens,
-        schedule: None,
-        conversations: None,
+        ..Prepared::default()
     })
 }
 
@@ -292,8 +281,8 @@ fn prepare_sessions(
         return Prepared {
             prompts,
             max_tokens,
-            schedule: None,
             conversations: Some(scripts),
+            ..Prepared::default()
         };
     }
     let prompts = match (&plan.source, &w.prompts) {
@@ -308,8 +297,8 @@ fn prepare_sessions(
     Prepared {
         prompts,
         max_tokens,
-        schedule: None,
         conversations: Some(scripts),
+        ..Prepared::default()
     }
 }
 
@@ -446,8 +435,8 @@ pub fn build_kserve(
 ) -> Result<Dataset, UsageError> {
     let prepared = prepare(w, tokenizer, salt)?;
     let deterministic = w.exact_output();
-    let mut entries = Vec::with_capacity(prepared.prompts.len());
-    for (p, max_tokens) in prepared.prompts.iter().zip(prepared.max_tokens) {
+    let entries = prepared.prompts.iter().zip(prepared.max_tokens);
+    let entries = entries.map(|(p, max_tokens)| {
         let ask = LlmAsk {
             text: &p.text,
             max_tokens,
@@ -456,13 +445,14 @@ pub fn build_kserve(
             extra: &w.extra_inputs,
         };
         let (bytes, asked) = kserve::build_request(info, t.backend, &ask)?;
-        entries.push(Entry {
+        Ok(Entry {
             payload: Payload::Grpc(Bytes::from(bytes)),
             isl: p.tokens,
             max_tokens: asked,
             sent: Sent::default(),
-        });
-    }
+        })
+    });
+    let entries = entries.collect::<Result<_, UsageError>>()?;
     Ok(Dataset::new(entries).with_schedule(prepared.schedule))
 }
 
@@ -480,37 +470,26 @@ pub fn http_body_with(
     images: &[super::images::Image],
 ) -> Value {
     if matches!(t.api, Api::Responses | Api::Messages) {
-        return super::bodies::chat_like_body(t, w, input, max_tokens, images);
+        return bodies::chat_like_body(t, w, input, max_tokens, images);
     }
     let mut m = Map::new();
-    match t.api {
-        Api::Chat => {
-            m.insert("model".into(), json!(t.model));
-            match input {
-                Input::Text(text) if !images.is_empty() => {
-                    let content = super::bodies::content(Api::Chat, text, images);
-                    m.insert(
-                        "messages".into(),
-                        json!([{"role": "user", "content": content}]),
-                    );
-                }
-                _ => {
-                    m.insert("messages".into(), input.messages());
-                }
-            }
-        }
-        Api::Completions => {
-            m.insert("model".into(), json!(t.model));
-            m.insert("prompt".into(), input.text());
-        }
-        _ => {
-            m.insert("text_input".into(), input.text());
-        }
+    if matches!(t.api, Api::Chat | Api::Completions) {
+        m.insert("model".into(), json!(t.model));
     }
+    let (key, value) = match (t.api, input) {
+        (Api::Chat, Input::Text(text)) if !images.is_empty() => {
+            let content = bodies::content(Api::Chat, text, images);
+            ("messages", json!([{"role": "user", "content": content}]))
+        }
+        (Api::Chat, _) => ("messages", input.messages()),
+        (Api::Completions, _) => ("prompt", input.text()),
+        _ => ("text_input", input.text()),
+    };
+    m.insert(key.into(), value);
     if let Some(n) = max_tokens {
         m.insert("max_tokens".into(), json!(n));
     }
-    super::bodies::exact_output_fields(&mut m, w, max_tokens);
+    bodies::exact_output_fields(&mut m, w, max_tokens);
     m.insert("stream".into(), json!(t.streaming));
     // Always: the server's count is recorded next to the tokenizer's (and used with
     // --use-server-token-count). Only streamed requests take `stream_options`; a whole body
@@ -519,7 +498,7 @@ pub fn http_body_with(
         m.insert("stream_options".into(), json!({"include_usage": true}));
     }
     if t.api == Api::Chat {
-        super::bodies::tool_fields(&mut m, t.api, w);
+        bodies::tool_fields(&mut m, t.api, w);
     }
     m.extend(w.extra_inputs.iter().cloned());
     Value::Object(m)
@@ -588,7 +567,7 @@ pub fn build_batches(
                     .chain(ps.iter().copied())
                     .map(|s| tokenizer.count(s) as u64)
                     .sum::<u64>();
-                batch_entry(super::bodies::rankings_body(t, w, q, &ps), isl, ps.len())
+                batch_entry(bodies::rankings_body(t, w, q, &ps), isl, ps.len())
             })
             .collect();
         return Ok(Dataset::new(entries));
@@ -604,14 +583,11 @@ pub fn build_batches(
                 .collect();
             let isl = group.iter().map(|p| u64::from(p.tokens)).sum::<u64>();
             let strs: Vec<&str> = group.iter().map(|p| p.text.as_str()).collect();
-            match rankings {
-                true => batch_entry(
-                    super::bodies::rankings_body(t, w, strs[0], &strs[1..]),
-                    isl,
-                    b,
-                ),
-                false => batch_entry(super::bodies::embeddings_body(t, w, &strs), isl, b),
-            }
+            let body = match rankings {
+                true => bodies::rankings_body(t, w, strs[0], &strs[1..]),
+                false => bodies::embeddings_body(t, w, &strs),
+            };
+            batch_entry(body, isl, b)
         })
         .collect();
     Ok(Dataset::new(entries))
@@ -639,14 +615,14 @@ pub(super) mod tests {
     use crate::plan::RunPlan;
     use clap::Parser;
 
-    fn plan(args: &[&str]) -> RunPlan {
+    fn plan(args: &str) -> RunPlan {
         plan_for("gpt2", args)
     }
 
-    /// The plan of `ttftbench profile -m MODEL ARGS...`.
-    pub(in crate::workload) fn plan_for(model: &str, args: &[&str]) -> RunPlan {
+    /// The plan of `ttftbench profile -m MODEL ARGS...` (the arguments split at spaces).
+    pub(in crate::workload) fn plan_for(model: &str, args: &str) -> RunPlan {
         let mut argv = vec!["ttftbench", "profile", "-m", model];
-        argv.extend_from_slice(args);
+        argv.extend(args.split_whitespace());
         let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
         let crate::cli::Command::Profile(p) = cli.command else {
             panic!("expected profile")
@@ -656,17 +632,9 @@ pub(super) mod tests {
 
     #[test]
     fn chat_body() {
-        let p = plan(&[
-            "--endpoint-type",
-            "chat",
-            "--streaming",
-            "--output-tokens-mean",
-            "100",
-            "--output-tokens-mean-deterministic",
-            "--use-server-token-count",
-            "--extra-inputs",
-            "temperature:0",
-        ]);
+        let p = plan(
+            "--endpoint-type chat --streaming --output-tokens-mean 100 --output-tokens-mean-deterministic --use-server-token-count --extra-inputs temperature:0",
+        );
         let body = http_body(&p.target, &p.workload, Input::Text("hi"), Some(100));
         assert_eq!(
             body,
@@ -682,18 +650,18 @@ pub(super) mod tests {
 
     #[test]
     fn generate_and_completions_bodies() {
-        let p = plan(&["--endpoint-type", "generate", "--streaming"]);
+        let p = plan("--endpoint-type generate --streaming");
         assert_eq!(
             http_body(&p.target, &p.workload, Input::Text("Hello"), Some(8)),
             json!({"text_input": "Hello", "max_tokens": 8, "stream": true})
         );
-        let p = plan(&["--endpoint-type", "completions", "--no-streaming"]);
+        let p = plan("--endpoint-type completions --no-streaming");
         assert_eq!(
             http_body(&p.target, &p.workload, Input::Text("x"), None),
             json!({"model": "gpt2", "prompt": "x", "stream": false})
         );
         // Streamed by default: the endpoint can.
-        let p = plan(&["--endpoint-type", "completions"]);
+        let p = plan("--endpoint-type completions");
         assert_eq!(
             http_body(&p.target, &p.workload, Input::Text("x"), None)["stream"],
             json!(true)
@@ -734,20 +702,9 @@ pub(super) mod tests {
 
     #[test]
     fn dataset_is_deterministic() {
-        let p = plan(&[
-            "--endpoint-type",
-            "chat",
-            "--num-prompts",
-            "5",
-            "--synthetic-input-tokens-mean",
-            "50",
-            "--synthetic-input-tokens-stddev",
-            "5",
-            "--output-tokens-mean",
-            "20",
-            "--output-tokens-stddev",
-            "4",
-        ]);
+        let p = plan(
+            "--endpoint-type chat --num-prompts 5 --synthetic-input-tokens-mean 50 --synthetic-input-tokens-stddev 5 --output-tokens-mean 20 --output-tokens-stddev 4",
+        );
         let tk = Tokenizer::builtin_gpt2();
         let a = build_http(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
         let b = build_http(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
@@ -767,16 +724,9 @@ pub(super) mod tests {
     #[test]
     fn batch_datasets() {
         let tk = Tokenizer::builtin_gpt2();
-        let p = plan(&[
-            "--endpoint-type",
-            "embeddings",
-            "-b",
-            "4",
-            "--num-prompts",
-            "3",
-            "--synthetic-input-tokens-mean",
-            "10",
-        ]);
+        let p = plan(
+            "--endpoint-type embeddings -b 4 --num-prompts 3 --synthetic-input-tokens-mean 10",
+        );
         let d = build_batches(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
         assert_eq!(d.len(), 3);
         for i in 0..3 {
@@ -788,16 +738,8 @@ pub(super) mod tests {
             let v: Value = serde_json::from_slice(b).unwrap();
             assert_eq!(v["input"].as_array().unwrap().len(), 4);
         }
-        let p = plan(&[
-            "--endpoint-type",
-            "rankings",
-            "-b",
-            "3",
-            "--num-prompts",
-            "2",
-            "--synthetic-input-tokens-mean",
-            "10",
-        ]);
+        let p =
+            plan("--endpoint-type rankings -b 3 --num-prompts 2 --synthetic-input-tokens-mean 10");
         let d = build_batches(&p.target, &p.workload, &tk, Salt::NONE).unwrap();
         assert_eq!((d.entry(1).isl, d.entry(1).sent.inputs), (40, 3));
     }

@@ -192,13 +192,8 @@ pub fn synthetic(
                 0 => ImageFormat::Png,
                 _ => ImageFormat::Jpeg,
             });
-            let pixel_seed = rng.random::<u64>();
-            draw(
-                widths[i].min(MAX_SIDE),
-                heights[i].min(MAX_SIDE),
-                f,
-                pixel_seed,
-            )
+            let (w, h) = (widths[i].min(MAX_SIDE), heights[i].min(MAX_SIDE));
+            draw(w, h, f, rng.random::<u64>())
         })
         .collect()
 }

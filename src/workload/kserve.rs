@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 
 use prost::Message;
+use serde_json::{Value, json};
 
 use super::tensor::{DataType, ModelInfo, encode_scalar};
 use crate::error::UsageError;
@@ -41,7 +42,7 @@ pub struct LlmAsk<'a> {
     /// Stream tokens.
     pub streaming: bool,
     /// `--extra-inputs`.
-    pub extra: &'a [(String, serde_json::Value)],
+    pub extra: &'a [(String, Value)],
 }
 
 /// Checks that the model's inputs fit the layout, before any request is built.
@@ -50,11 +51,8 @@ pub fn check_layout(info: &ModelInfo, backend: Backend) -> Result<(), UsageError
         Backend::Tensorrtllm => &["text_input", "max_tokens"],
         Backend::Vllm => &["text_input"],
     };
-    let missing: Vec<&str> = needed
-        .iter()
-        .copied()
-        .filter(|n| info.input(n).is_none())
-        .collect();
+    let absent = |n: &&str| info.input(n).is_none();
+    let missing: Vec<&str> = needed.iter().copied().filter(absent).collect();
     if !missing.is_empty() {
         let other = match backend {
             Backend::Tensorrtllm if info.input("sampling_parameters").is_some() => {
@@ -93,11 +91,11 @@ pub fn build_request(
     ask: &LlmAsk<'_>,
 ) -> Result<(Vec<u8>, u32), UsageError> {
     let mut b = Tensors::default();
-    b.push(info, "text_input", &serde_json::json!(ask.text))?;
+    b.push(info, "text_input", &json!(ask.text))?;
     let asked = match backend {
         Backend::Tensorrtllm => {
             let n = ask.max_tokens.unwrap_or(DEFAULT_TRTLLM_MAX_TOKENS);
-            b.push(info, "max_tokens", &serde_json::json!(n))?;
+            b.push(info, "max_tokens", &json!(n))?;
             if ask.deterministic {
                 let newer_first = ["min_tokens", "min_length"];
                 let Some(name) = newer_first.into_iter().find(|n| info.input(n).is_some()) else {
@@ -107,27 +105,19 @@ pub fn build_request(
                         info.describe_inputs()
                     )));
                 };
-                b.push(info, name, &serde_json::json!(n))?;
+                b.push(info, name, &json!(n))?;
             }
             n
         }
         Backend::Vllm => {
-            let mut sp = serde_json::Map::new();
             let n = ask.max_tokens;
-            if let Some(n) = n {
-                sp.insert("max_tokens".into(), serde_json::json!(n.to_string()));
-                if ask.deterministic {
-                    sp.insert("min_tokens".into(), serde_json::json!(n.to_string()));
-                    sp.insert("ignore_eos".into(), serde_json::json!("true"));
-                }
-            }
+            let sp = match (n.map(|n| n.to_string()), ask.deterministic) {
+                (Some(n), true) => json!({"max_tokens": n, "min_tokens": n, "ignore_eos": "true"}),
+                (Some(n), false) => json!({"max_tokens": n}),
+                (None, _) => json!({}),
+            };
             if info.input("sampling_parameters").is_some() {
-                let json = serde_json::Value::Object(sp).to_string();
-                b.push(
-                    info,
-                    "sampling_parameters",
-                    &serde_json::Value::String(json),
-                )?;
+                b.push(info, "sampling_parameters", &json!(sp.to_string()))?;
             } else if n.is_some() {
                 return Err(UsageError(format!(
                     "--output-tokens-mean needs the sampling_parameters input of the vLLM layout, and model '{}' lacks it; its inputs are: {}",
@@ -139,10 +129,10 @@ pub fn build_request(
         }
     };
     if info.input("stream").is_some() {
-        b.push(info, "stream", &serde_json::json!(ask.streaming))?;
+        b.push(info, "stream", &json!(ask.streaming))?;
     }
     if info.input("exclude_input_in_output").is_some() {
-        b.push(info, "exclude_input_in_output", &serde_json::json!(true))?;
+        b.push(info, "exclude_input_in_output", &json!(true))?;
     }
     for (name, value) in ask.extra {
         // A user value replaces the layout's default for the same input.
@@ -160,12 +150,10 @@ pub fn build_request(
     }
     let req = ModelInferRequest {
         model_name: info.name.clone(),
-        model_version: String::new(),
-        id: String::new(),
         parameters,
         inputs: b.inputs,
-        outputs: vec![],
         raw_input_contents: b.raw,
+        ..Default::default()
     };
     Ok((req.encode_to_vec(), asked))
 }
@@ -179,12 +167,7 @@ struct Tensors {
 
 impl Tensors {
     /// One scalar input, encoded in the datatype the model declares.
-    fn push(
-        &mut self,
-        info: &ModelInfo,
-        name: &str,
-        value: &serde_json::Value,
-    ) -> Result<(), UsageError> {
+    fn push(&mut self, info: &ModelInfo, name: &str, value: &Value) -> Result<(), UsageError> {
         let spec = info.input(name).ok_or_else(|| {
             UsageError(format!(
                 "model '{}' has no input '{name}'; its inputs are: {}",
@@ -270,7 +253,7 @@ mod tests {
         text: &'a str,
         max_tokens: Option<u32>,
         exact: bool,
-        extra: &'a [(String, serde_json::Value)],
+        extra: &'a [(String, Value)],
     ) -> LlmAsk<'a> {
         LlmAsk {
             text,
@@ -281,13 +264,26 @@ mod tests {
         }
     }
 
+    const EMPTY_FINAL: &str = "triton_enable_empty_final_response";
+
+    /// The request built for `ask`, decoded, and the output tokens asked for.
+    fn request(m: &ModelInfo, backend: Backend, ask: &LlmAsk) -> (ModelInferRequest, u32) {
+        let (bytes, asked) = build_request(m, backend, ask).unwrap();
+        (ModelInferRequest::decode(bytes.as_slice()).unwrap(), asked)
+    }
+
+    /// The raw contents of input `name`.
+    fn raw<'a>(req: &'a ModelInferRequest, name: &str) -> &'a [u8] {
+        let i = req.inputs.iter().position(|t| t.name == name).unwrap();
+        &req.raw_input_contents[i]
+    }
+
     #[test]
     fn trtllm_request_tensors() {
-        let extra = vec![("temperature".to_string(), serde_json::json!(0.5))];
+        let extra = vec![("temperature".to_string(), json!(0.5))];
         let ask = ask("Hi", Some(100), true, &extra);
-        let (bytes, asked) = build_request(&trtllm(), Backend::Tensorrtllm, &ask).unwrap();
+        let (req, asked) = request(&trtllm(), Backend::Tensorrtllm, &ask);
         assert_eq!(asked, 100);
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
         let names: Vec<&str> = req.inputs.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
             names,
@@ -305,10 +301,7 @@ mod tests {
         assert_eq!(req.raw_input_contents[1], 100i32.to_le_bytes());
         assert_eq!(req.raw_input_contents[3], [1]);
         assert_eq!(req.raw_input_contents[5], 0.5f32.to_le_bytes());
-        assert!(
-            req.parameters
-                .contains_key("triton_enable_empty_final_response")
-        );
+        assert!(req.parameters.contains_key(EMPTY_FINAL));
         assert_eq!(req.inputs[1].datatype, "INT32");
     }
 
@@ -318,17 +311,12 @@ mod tests {
         m.inputs.retain(|t| t.name != "min_tokens");
         m.inputs.push(spec("min_length", DataType::U32, true));
         let ask = ask("x", None, false, &[]);
-        let (bytes, asked) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
+        let (req, asked) = request(&m, Backend::Tensorrtllm, &ask);
         assert_eq!(asked, 256);
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
         // Not streamed, but the model is decoupled: its end may be a flags-only FINAL.
-        assert!(
-            req.parameters
-                .contains_key("triton_enable_empty_final_response")
-        );
+        assert!(req.parameters.contains_key(EMPTY_FINAL));
         m.decoupled = false;
-        let (bytes, _) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
+        let (req, _) = request(&m, Backend::Tensorrtllm, &ask);
         assert!(req.parameters.is_empty(), "ModelInfer to a plain model");
         m.decoupled = true;
         let ask = LlmAsk {
@@ -336,32 +324,20 @@ mod tests {
             deterministic: true,
             ..ask
         };
-        let (bytes, _) = build_request(&m, Backend::Tensorrtllm, &ask).unwrap();
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
-        let i = req
-            .inputs
-            .iter()
-            .position(|t| t.name == "min_length")
-            .unwrap();
-        assert_eq!(req.raw_input_contents[i], 7u32.to_le_bytes());
+        let (req, _) = request(&m, Backend::Tensorrtllm, &ask);
+        assert_eq!(raw(&req, "min_length"), 7u32.to_le_bytes());
     }
 
     #[test]
     fn vllm_sampling_parameters_are_strings() {
         let ask = ask("x", Some(64), true, &[]);
-        let (bytes, asked) = build_request(&vllm(), Backend::Vllm, &ask).unwrap();
+        let (req, asked) = request(&vllm(), Backend::Vllm, &ask);
         assert_eq!(asked, 64);
-        let req = ModelInferRequest::decode(bytes.as_slice()).unwrap();
-        let i = req
-            .inputs
-            .iter()
-            .position(|t| t.name == "sampling_parameters")
-            .unwrap();
-        let blob = &req.raw_input_contents[i];
-        let json: serde_json::Value = serde_json::from_slice(&blob[4..]).unwrap();
+        let blob = raw(&req, "sampling_parameters");
+        let json: Value = serde_json::from_slice(&blob[4..]).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"max_tokens": "64", "min_tokens": "64", "ignore_eos": "true"})
+            json!({"max_tokens": "64", "min_tokens": "64", "ignore_eos": "true"})
         );
         assert!(
             req.inputs.iter().all(|t| t.shape == [1]),
@@ -379,13 +355,13 @@ mod tests {
         );
         assert!(e.contains("try --backend vllm"), "{e}");
         assert!(check_layout(&trtllm(), Backend::Tensorrtllm).is_ok());
-        let extra = vec![("nonexistent".to_string(), serde_json::json!(1))];
+        let extra = vec![("nonexistent".to_string(), json!(1))];
         let ask = ask("x", None, false, &extra);
         let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask)
             .unwrap_err()
             .0;
         assert!(e.contains("has no input 'nonexistent'"), "{e}");
-        let bad = vec![("max_tokens".to_string(), serde_json::json!("lots"))];
+        let bad = vec![("max_tokens".to_string(), json!("lots"))];
         let ask = LlmAsk { extra: &bad, ..ask };
         let e = build_request(&trtllm(), Backend::Tensorrtllm, &ask)
             .unwrap_err()

@@ -63,11 +63,7 @@ mod tests {
         assert_eq!(s.seeded(5, 10), s.seeded(5, 10));
         assert_eq!(LengthSampler::new(7, 0).seeded(1, 3), vec![7, 7, 7]);
         assert_eq!(LengthSampler::new(0, 0).seeded(1, 2), vec![1, 1]);
-        assert!(
-            LengthSampler::new(1, 50)
-                .seeded(2, 1000)
-                .iter()
-                .all(|&n| n >= 1)
-        );
+        let wide = LengthSampler::new(1, 50).seeded(2, 1000);
+        assert!(wide.iter().all(|&n| n >= 1));
     }
 }

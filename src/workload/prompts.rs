@@ -20,7 +20,7 @@ use super::spec::PrefixPool;
 use super::tokenizer::Tokenizer;
 
 /// One prompt to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Prompt {
     /// The prompt text.
     pub text: String,
@@ -230,11 +230,7 @@ impl<'t> PromptBuilder<'t> {
 
     /// A prompt of exactly `target` tokens if at all possible (see [`synthetic_with`]).
     fn build(&mut self, target: u32, rng: &mut StdRng) -> Prompt {
-        let empty = Prompt {
-            text: String::new(),
-            tokens: 0,
-        };
-        self.build_on(&empty, target, rng)
+        self.build_on(&Prompt::default(), target, rng)
     }
 
     /// `head` followed by words, `target` tokens in all if at all possible: only the words
@@ -248,7 +244,7 @@ impl<'t> PromptBuilder<'t> {
         let floor = head.text.len();
         // 1. Sentences while the next unit's memoised cost fits. A unit costing nothing would not
         // advance the estimate, so the number of units is bounded too.
-        let mut words = Sentences::new();
+        let mut words = Sentences::default();
         let max_units = (target as usize).saturating_mul(4).saturating_add(64);
         while d.estimate < target && d.units.len() < max_units {
             let start = d.text.len();
@@ -356,6 +352,7 @@ const INITIAL_FILLER_CANDIDATES: &[&str] = &[
 /// A stream of sentence units (words with their leading space, and punctuation) from simple
 /// English templates: `Det [Adj] Noun Verb Det [Adj] Noun [Prep Det Noun] [Adv]`, sometimes two
 /// clauses joined by a conjunction.
+#[derive(Default)]
 struct Sentences {
     /// Units of the current sentence still to emit (indices into the word lists, resolved when
     /// emitted); refilled when empty.
@@ -370,12 +367,6 @@ enum Unit {
 }
 
 impl Sentences {
-    fn new() -> Self {
-        Sentences {
-            pending: Vec::new(),
-        }
-    }
-
     /// Appends the next unit to `text`: a space and a word (no space at the very start), or a
     /// punctuation mark; sentence-initial words are capitalised.
     fn push_next(&mut self, text: &mut String, rng: &mut StdRng) {
@@ -683,14 +674,12 @@ mod tests {
         let salt = Salt::resolve(&crate::workload::PromptSalt::Text("run-2".into()), None);
         let salted = check(&synthetic_with(&tk, &SyntheticSpec { salt, ..spec }));
         assert!(plain.iter().zip(&salted).all(|(a, b)| a[..3] != b[..3]));
+        let unpooled = SyntheticSpec {
+            prefixes: None,
+            ..spec
+        };
         assert_eq!(
-            synthetic_with(
-                &tk,
-                &SyntheticSpec {
-                    prefixes: None,
-                    ..spec
-                }
-            ),
+            synthetic_with(&tk, &unpooled),
             synthetic(&tk, 12, 40, 8, 3),
             "no salt, no pool: the plain generator"
         );
@@ -776,13 +765,7 @@ mod tests {
         );
         let p = from_jsonl(f.path(), &tk).unwrap();
         assert_eq!(p.len(), 3);
-        assert_eq!(
-            p[0],
-            Prompt {
-                text: "Hello world".into(),
-                tokens: 2
-            }
-        );
+        assert_eq!((p[0].text.as_str(), p[0].tokens), ("Hello world", 2));
         assert_eq!(p[1].text, "What is the capital of France?");
         assert_eq!(p[1].tokens as usize, tk.count(&p[1].text));
         assert_eq!(p[2].text, "日本");

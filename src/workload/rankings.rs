@@ -275,11 +275,7 @@ mod tests {
             let e = rows(text).unwrap_err().to_string();
             assert!(e.contains(says), "{text}: {e}");
         }
-        assert!(
-            texts("{\"prompt\": \"x\"}")
-                .unwrap_err()
-                .to_string()
-                .contains("line 1")
-        );
+        let e = texts("{\"prompt\": \"x\"}").unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
     }
 }

@@ -22,32 +22,26 @@ use crate::proto;
     strum::VariantArray,
     strum::VariantNames,
 )]
+// The integer and float variants' names say what they hold.
+#[allow(missing_docs)]
 pub enum DataType {
     /// 1 byte, 0 or 1.
     #[strum(to_string = "BOOL")]
     Bool,
-    #[allow(missing_docs)]
     #[strum(to_string = "UINT8")]
     U8,
-    #[allow(missing_docs)]
     #[strum(to_string = "UINT16")]
     U16,
-    #[allow(missing_docs)]
     #[strum(to_string = "UINT32")]
     U32,
-    #[allow(missing_docs)]
     #[strum(to_string = "UINT64")]
     U64,
-    #[allow(missing_docs)]
     #[strum(to_string = "INT8")]
     I8,
-    #[allow(missing_docs)]
     #[strum(to_string = "INT16")]
     I16,
-    #[allow(missing_docs)]
     #[strum(to_string = "INT32")]
     I32,
-    #[allow(missing_docs)]
     #[strum(to_string = "INT64")]
     I64,
     /// IEEE half precision.
@@ -56,10 +50,8 @@ pub enum DataType {
     /// bfloat16.
     #[strum(to_string = "BF16")]
     Bf16,
-    #[allow(missing_docs)]
     #[strum(to_string = "FP32")]
     F32,
-    #[allow(missing_docs)]
     #[strum(to_string = "FP64")]
     F64,
     /// Variable-length byte strings (`TYPE_STRING` in model configs).
@@ -76,10 +68,8 @@ impl DataType {
         let s = s.trim().to_ascii_uppercase();
         s.parse().ok().or_else(|| {
             let config = proto::DataType::from_str_name(&s)?;
-            DataType::VARIANTS
-                .iter()
-                .copied()
-                .find(|d| d.proto() == config)
+            let mut all = DataType::VARIANTS.iter().copied();
+            all.find(|d| d.proto() == config)
         })
     }
 
@@ -160,17 +150,12 @@ impl ModelInfo {
         self.inputs
             .iter()
             .map(|t| {
-                let dims = t
-                    .dims
-                    .iter()
-                    .map(i64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",");
+                let dims: Vec<String> = t.dims.iter().map(i64::to_string).collect();
                 format!(
                     "{} ({} [{}]{})",
                     t.name,
                     t.datatype.name(),
-                    dims,
+                    dims.join(","),
                     if t.optional { ", optional" } else { "" }
                 )
             })
@@ -372,27 +357,24 @@ mod tests {
 
     #[test]
     fn scalar_encodings() {
-        assert_eq!(
-            encode_scalar(DataType::I32, &json!(256)).unwrap(),
-            256i32.to_le_bytes()
-        );
-        assert_eq!(
-            encode_scalar(DataType::U32, &json!("7")).unwrap(),
-            7u32.to_le_bytes()
-        );
-        assert_eq!(encode_scalar(DataType::Bool, &json!(true)).unwrap(), [1]);
-        assert_eq!(encode_scalar(DataType::Bool, &json!("false")).unwrap(), [0]);
-        assert_eq!(
-            encode_scalar(DataType::F32, &json!(0.5)).unwrap(),
-            0.5f32.to_le_bytes()
-        );
-        assert_eq!(
-            encode_scalar(DataType::Bytes, &json!("hi")).unwrap(),
-            [2, 0, 0, 0, b'h', b'i']
-        );
-        assert!(encode_scalar(DataType::I8, &json!(300)).is_err());
-        assert!(encode_scalar(DataType::U32, &json!(-1)).is_err());
-        assert!(encode_scalar(DataType::I32, &json!("abc")).is_err());
+        let ok: [(DataType, Value, &[u8]); 6] = [
+            (DataType::I32, json!(256), &256i32.to_le_bytes()),
+            (DataType::U32, json!("7"), &7u32.to_le_bytes()),
+            (DataType::Bool, json!(true), &[1]),
+            (DataType::Bool, json!("false"), &[0]),
+            (DataType::F32, json!(0.5), &0.5f32.to_le_bytes()),
+            (DataType::Bytes, json!("hi"), &[2, 0, 0, 0, b'h', b'i']),
+        ];
+        for (dt, v, want) in ok {
+            assert_eq!(encode_scalar(dt, &v).unwrap(), want, "{dt:?} {v}");
+        }
+        for (dt, v) in [
+            (DataType::I8, json!(300)),
+            (DataType::U32, json!(-1)),
+            (DataType::I32, json!("abc")),
+        ] {
+            assert!(encode_scalar(dt, &v).is_err(), "{dt:?} {v}");
+        }
     }
 
     #[test]

@@ -606,15 +606,12 @@ fn resolve_session(
             let mut children = Vec::with_capacity(names.len());
             for name in names {
                 let Some(&c) = index.get(name.as_str()) else {
+                    let known: Vec<&str> = raws.iter().map(|r| r.id.as_str()).collect();
                     return Err(DagError::Dangling {
                         session: r.id.clone(),
                         turn: t,
                         target: name.clone(),
-                        known: raws
-                            .iter()
-                            .map(|r| r.id.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
+                        known: known.join(", "),
                     });
                 };
                 children.push(c);

@@ -29,7 +29,7 @@ use crate::error::UsageError;
 pub const KEYS: [&str; 2] = ["conversations", "messages"];
 
 /// One conversation of a file: what is sent of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FileConversation {
     /// Line in the file (1-based), or position in a JSON array file (1-based), for messages.
     pub line: usize,
@@ -225,9 +225,7 @@ fn parse_value(value: Value, line: usize) -> Result<FileConversation, Conversati
     };
     let mut conversation = FileConversation {
         line,
-        system: Vec::new(),
-        users: Vec::new(),
-        replies: Vec::new(),
+        ..FileConversation::default()
     };
     for (i, item) in items.iter().enumerate() {
         let Some(m) = item.as_object() else {
@@ -444,12 +442,8 @@ mod tests {
             e.0.contains("element 1 of the array: field \"messages\" has no user message"),
             "{e}"
         );
-        assert!(
-            read("[{\"messages\": [")
-                .unwrap_err()
-                .0
-                .contains("invalid JSON")
-        );
+        let e = read("[{\"messages\": [").unwrap_err();
+        assert!(e.0.contains("invalid JSON"), "{e}");
         assert!(read("[]").unwrap_err().0.contains("no conversations"));
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("a.json");

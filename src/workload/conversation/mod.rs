@@ -100,11 +100,8 @@ impl Script {
     /// The tool turn `t` offers the model, named as its choice: the tool whose result the next
     /// turn carries (the recorded agent called it there).
     pub fn offers_tool(&self, t: usize) -> Option<&str> {
-        self.turns
-            .get(t + 1)?
-            .tool
-            .as_ref()
-            .map(|r| r.name.as_str())
+        let next = self.turns.get(t + 1)?;
+        next.tool.as_ref().map(|r| r.name.as_str())
     }
 
     /// The branches started after turn `t` (none for a line of turns).
@@ -212,17 +209,13 @@ pub fn scripts(
         .iter()
         .enumerate()
         .map(|(s, &turns)| {
-            let system = plan.file.get(s).map_or(Vec::new(), |c| {
-                c.system
-                    .iter()
-                    .map(|t| (t.clone(), tokenizer.tokens(t)))
-                    .collect()
+            let file = plan.file.get(s);
+            let system = file.map_or(Vec::new(), |c| {
+                let counted = c.system.iter().map(|t| (t.clone(), tokenizer.tokens(t)));
+                counted.collect()
             });
-            let replies = plan
-                .file
-                .get(s)
-                .filter(|_| plan.replies == Replies::Recorded)
-                .map_or(&[][..], |c| &c.replies[..]);
+            let recorded = file.filter(|_| plan.replies == Replies::Recorded);
+            let replies = recorded.map_or(&[][..], |c| &c.replies[..]);
             let turns: Vec<UserTurn> = prompts
                 .by_ref()
                 .take(turns as usize)

@@ -214,11 +214,8 @@ fn no_split(dir: &Path, want: &Want) -> ScoredError {
 }
 
 fn not_found(want: &Want, tried: &[PathBuf]) -> ScoredError {
-    let list = tried
-        .iter()
-        .map(|p| format!("  {}", p.display()))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let lines: Vec<String> = tried.iter().map(|p| format!("  {}", p.display())).collect();
+    let list = lines.join("\n");
     ScoredError(format!(
         "--accuracy-dataset {}: no such file or directory, and no copy of it in the Hugging Face caches; looked at:\n{list}\ngive a .jsonl, .parquet or .arrow file (or a directory of them), or fetch the dataset on a machine with internet (`huggingface-cli download --repo-type dataset {}`) and copy its cache here",
         want.spec, want.spec

@@ -261,20 +261,16 @@ pub fn read_set(s: &Selection, found: &locate::Found) -> Result<ScoredSet, Score
             .filter(|t| !known.contains(t.as_str()))
             .collect();
         if !unknown.is_empty() {
+            let quoted: Vec<String> = unknown.iter().map(|t| format!("'{t}'")).collect();
             let some: Vec<&str> = known.iter().take(12).copied().collect();
+            let some = match some.is_empty() {
+                true => "(none: its rows have no subject)".to_string(),
+                false => some.join(", "),
+            };
             return Err(ScoredError(format!(
-                "--accuracy-tasks: no question of subject {} in {}; its subjects include: {}",
-                unknown
-                    .iter()
-                    .map(|t| format!("'{t}'"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                "--accuracy-tasks: no question of subject {} in {}; its subjects include: {some}",
+                quoted.join(", "),
                 files_text(&found.graded),
-                if some.is_empty() {
-                    "(none: its rows have no subject)".to_string()
-                } else {
-                    some.join(", ")
-                }
             )));
         }
         items.retain(|i| i.subject.as_ref().is_some_and(|s2| s.tasks.contains(s2)));
@@ -293,11 +289,8 @@ pub fn read_set(s: &Selection, found: &locate::Found) -> Result<ScoredSet, Score
 }
 
 fn files_text(files: &[PathBuf]) -> String {
-    files
-        .iter()
-        .map(|f| f.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    names.join(", ")
 }
 
 /// Every row of `files` as an item of `b`, in order.

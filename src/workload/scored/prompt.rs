@@ -20,15 +20,13 @@ use crate::workload::conversation::history::{Message, Role};
 
 /// A question with lettered options, and the answer cue.
 pub fn choice_block(question: &str, options: &[String]) -> String {
-    let mut s = question.trim_end().to_string();
-    for (i, o) in options.iter().enumerate() {
-        s.push('\n');
-        s.push(super::grade::letter(i as u8));
-        s.push_str(". ");
-        s.push_str(o.trim());
-    }
-    s.push_str("\nAnswer:");
-    s
+    let letter = super::grade::letter;
+    let lettered: String = options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| format!("\n{}. {}", letter(i as u8), o.trim()))
+        .collect();
+    format!("{}{lettered}\nAnswer:", question.trim_end())
 }
 
 /// A context to continue (HellaSwag), its possible endings lettered.
@@ -155,17 +153,8 @@ mod tests {
         );
         let m = messages(&f, &q);
         let roles: Vec<Role> = m.iter().map(|m| m.role).collect();
-        assert_eq!(
-            roles,
-            [
-                Role::System,
-                Role::User,
-                Role::Assistant,
-                Role::User,
-                Role::Assistant,
-                Role::User
-            ]
-        );
+        let (s, u, a) = (Role::System, Role::User, Role::Assistant);
+        assert_eq!(roles, [s, u, a, u, a, u]);
         assert_eq!(m[1].content, format!("{h}\n\nQ2\nAnswer:"));
         assert_eq!(m[2].content, "B");
         assert_eq!(

@@ -75,15 +75,11 @@ fn gsm8k(row: &Row, at: &str) -> Result<Item, ScoredError> {
 }
 
 fn hellaswag(row: &Row, at: &str) -> Result<Item, ScoredError> {
-    let ctx = match row.get("ctx").and_then(Value::as_str) {
-        Some(c) => c.to_string(),
-        None => match (
-            row.get("ctx_a").and_then(Value::as_str),
-            row.get("ctx_b").and_then(Value::as_str),
-        ) {
-            (Some(a), Some(b)) => format!("{a} {b}").trim().to_string(),
-            _ => return Err(missing(at, "hellaswag", "ctx", "the context to continue")),
-        },
+    let field = |k: &str| row.get(k).and_then(Value::as_str);
+    let ctx = match (field("ctx"), field("ctx_a"), field("ctx_b")) {
+        (Some(c), _, _) => c.to_string(),
+        (None, Some(a), Some(b)) => format!("{a} {b}").trim().to_string(),
+        _ => return Err(missing(at, "hellaswag", "ctx", "the context to continue")),
     };
     let endings = options(row, "endings", at, "hellaswag")?;
     if matches!(row.get("label"), Some(Value::String(s)) if s.trim().is_empty()) {
@@ -92,23 +88,18 @@ fn hellaswag(row: &Row, at: &str) -> Result<Item, ScoredError> {
         )));
     }
     let index = answer_index(row, "label", endings.len(), at, "hellaswag")?;
-    let subject = row
-        .get("activity_label")
-        .and_then(Value::as_str)
-        .map(String::from);
+    let subject = field("activity_label").map(String::from);
     let block = prompt::continuation_block(subject.as_deref(), &ctx, &endings);
     Ok(choice_item(block, index, endings.len(), subject, at))
 }
 
 fn choice_item(block: String, index: u8, of: usize, subject: Option<String>, at: &str) -> Item {
+    let of = of as u8;
     Item {
         subject,
         block,
         solution: format!(" {}", super::grade::letter(index)),
-        expected: Expected::Choice {
-            index,
-            of: of as u8,
-        },
+        expected: Expected::Choice { index, of },
         at: at.to_string(),
     }
 }
@@ -162,16 +153,10 @@ fn options(row: &Row, field: &str, at: &str, b: &str) -> Result<Vec<String>, Sco
 fn answer_index(row: &Row, field: &str, of: usize, at: &str, b: &str) -> Result<u8, ScoredError> {
     let index = match row.get(field) {
         Some(Value::Number(n)) => n.as_u64(),
-        Some(Value::String(s)) => {
-            let s = s.trim();
-            match s.parse::<u64>() {
-                Ok(n) => Some(n),
-                Err(_) if s.len() == 1 && s.as_bytes()[0].is_ascii_uppercase() => {
-                    Some(u64::from(s.as_bytes()[0] - b'A'))
-                }
-                Err(_) => None,
-            }
-        }
+        Some(Value::String(s)) => match s.trim().as_bytes() {
+            [letter @ b'A'..=b'Z'] => Some(u64::from(letter - b'A')),
+            _ => s.trim().parse().ok(),
+        },
         None | Some(Value::Null) => {
             return Err(missing(
                 at,

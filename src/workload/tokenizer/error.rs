@@ -57,17 +57,13 @@ pub enum TokenizerError {
 }
 
 fn not_found_message(spec: &str, tried: &[PathBuf]) -> String {
-    let mut m = format!(
-        "'{spec}' is not a tokenizer.json file, a directory holding one, or a model in the local Hugging Face cache (nothing is downloaded). Looked at:"
-    );
-    for p in tried {
-        m.push_str("\n  ");
-        m.push_str(&p.display().to_string());
-    }
-    m.push_str(
-        "\n  Give the path of a tokenizer.json (or of the directory holding it), or put the model's tokenizer in the cache first (e.g. `huggingface-cli download ORG/NAME tokenizer.json`; HF_HOME / HF_HUB_CACHE choose the cache).",
-    );
-    m
+    let list: String = tried
+        .iter()
+        .map(|p| format!("\n  {}", p.display()))
+        .collect();
+    format!(
+        "'{spec}' is not a tokenizer.json file, a directory holding one, or a model in the local Hugging Face cache (nothing is downloaded). Looked at:{list}\n  Give the path of a tokenizer.json (or of the directory holding it), or put the model's tokenizer in the cache first (e.g. `huggingface-cli download ORG/NAME tokenizer.json`; HF_HOME / HF_HUB_CACHE choose the cache)."
+    )
 }
 
 /// Why a `tokenizer.json` is left to the Hugging Face pipeline rather than the fast engine: not

@@ -52,17 +52,11 @@ fn fast_engine_for(hf: &tokenizers::Tokenizer) -> Result<ByteLevelBpe, NotFast> 
     // `unk_token`, `byte_fallback` and `fuse_unk` only matter for characters missing from the
     // vocabulary, which cannot happen once all 256 byte symbols are present (checked when the
     // engine is built).
-    if bpe.dropout.is_some_and(|d| d > 0.0)
-        || bpe
-            .continuing_subword_prefix
-            .as_deref()
-            .is_some_and(|p| !p.is_empty())
-        || bpe
-            .end_of_word_suffix
-            .as_deref()
-            .is_some_and(|s| !s.is_empty())
-        || bpe.ignore_merges
-    {
+    let affixes = [&bpe.continuing_subword_prefix, &bpe.end_of_word_suffix];
+    let affixed = affixes
+        .iter()
+        .any(|a| a.as_deref().is_some_and(|s| !s.is_empty()));
+    if bpe.dropout.is_some_and(|d| d > 0.0) || affixed || bpe.ignore_merges {
         return Err(NotFast::BpeOptions);
     }
     if hf.get_encode_special_tokens() {

@@ -57,12 +57,8 @@ pub fn cache_dirs(
     dirs.extend(set("HF_HOME").map(|h| h.join(sub)));
     dirs.extend(set("XDG_CACHE_HOME").map(|c| c.join("huggingface").join(sub)));
     dirs.extend(set("HOME").map(|h| h.join(".cache").join("huggingface").join(sub)));
-    let mut seen = Vec::new();
-    dirs.retain(|c| {
-        let new = !seen.contains(c);
-        seen.push(c.clone());
-        new
-    });
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|c| seen.insert(c.clone()));
     dirs
 }
 
@@ -173,6 +169,7 @@ mod tests {
     use super::super::Tokenizer;
     use super::super::builtin::{GPT2_TOKENIZER_JSON_GZ, gunzip};
     use super::*;
+    use TokenizerError::NoTokenizerJson;
 
     /// A fake hub cache: `models--ORG--NAME` with an old snapshot and the `refs/main` one, each
     /// holding a `tokenizer.json` (the main one is the real GPT-2 file).
@@ -206,15 +203,8 @@ mod tests {
             ("HF_HUB_CACHE", Path::new("/c")),
             ("XDG_CACHE_HOME", Path::new("/x")),
         ]);
-        let expected: Vec<PathBuf> = [
-            "/c",
-            "/h/hub",
-            "/x/huggingface/hub",
-            "/home/u/.cache/huggingface/hub",
-        ]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
+        let expected = "/c /h/hub /x/huggingface/hub /home/u/.cache/huggingface/hub";
+        let expected: Vec<PathBuf> = expected.split(' ').map(PathBuf::from).collect();
         assert_eq!(e.caches, expected);
         let e = env(&[
             ("HF_HUB_CACHE", Path::new("/h/hub")),
@@ -312,16 +302,10 @@ mod tests {
             caches: vec![dir.path().to_path_buf()],
         };
         let err = locate("org/llama", &e).unwrap_err();
-        assert!(
-            matches!(err, TokenizerError::NoTokenizerJson { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, NoTokenizerJson { .. }), "{err}");
         assert!(err.to_string().contains("tokenizer.model"), "{err}");
         // The same for a directory given directly.
         let err = locate(snap.to_str().unwrap(), &e).unwrap_err();
-        assert!(
-            matches!(err, TokenizerError::NoTokenizerJson { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, NoTokenizerJson { .. }), "{err}");
     }
 }
