@@ -24,7 +24,7 @@ use crate::error::UsageError;
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use crate::record::{Clock, ErrorKind, RequestError};
 use crate::target::Target;
-use crate::workload::tensor::{DataType, ModelInfo, TensorSpec};
+use crate::workload::tensor::ModelInfo;
 
 const STREAM_PATH: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
 const INFER_PATH: &str = "/inference.GRPCInferenceService/ModelInfer";
@@ -584,7 +584,7 @@ pub async fn discover_version(
         .map(|r| r.into_inner().config)
         .ok()
         .flatten();
-    Ok(model_info(meta, config))
+    Ok(crate::client::discovery::model_info(meta, config))
 }
 
 /// Whether a failed versioned metadata call failed because of the version: the model itself
@@ -663,62 +663,6 @@ async fn model_names(
         v.dedup();
         v
     })
-}
-
-/// Combines metadata (names, datatypes, shapes) with config (batching, decoupled, optional inputs).
-pub fn model_info(
-    meta: crate::proto::ModelMetadataResponse,
-    config: Option<crate::proto::ModelConfig>,
-) -> ModelInfo {
-    let max_batch_size = config.as_ref().map_or(0, |c| c.max_batch_size);
-    let strip_batch = |shape: &[i64]| -> Vec<i64> {
-        // Metadata shapes include the batch dimension (-1) when the model batches.
-        if max_batch_size > 0 && !shape.is_empty() {
-            shape[1..].to_vec()
-        } else {
-            shape.to_vec()
-        }
-    };
-    let optional = |name: &str| {
-        config
-            .as_ref()
-            .is_some_and(|c| c.input.iter().any(|i| i.name == name && i.optional))
-    };
-    let inputs = meta
-        .inputs
-        .iter()
-        .map(|t| TensorSpec {
-            name: t.name.clone(),
-            datatype: DataType::from_name(&t.datatype).unwrap_or(DataType::Bytes),
-            dims: strip_batch(&t.shape),
-            optional: optional(&t.name),
-        })
-        .collect();
-    let outputs = meta
-        .outputs
-        .iter()
-        .map(|t| TensorSpec {
-            name: t.name.clone(),
-            datatype: DataType::from_name(&t.datatype).unwrap_or(DataType::Bytes),
-            dims: strip_batch(&t.shape),
-            optional: false,
-        })
-        .collect();
-    ModelInfo {
-        name: meta.name,
-        platform: meta.platform,
-        backend: config
-            .as_ref()
-            .map(|c| c.backend.clone())
-            .unwrap_or_default(),
-        max_batch_size,
-        decoupled: config
-            .as_ref()
-            .and_then(|c| c.model_transaction_policy.as_ref())
-            .is_some_and(|p| p.decoupled),
-        inputs,
-        outputs,
-    }
 }
 
 #[cfg(test)]
