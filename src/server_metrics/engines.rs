@@ -82,7 +82,7 @@ pub struct SpecDecode {
 /// One model's state on one engine's metrics page at one instant. Gauges (`waiting`,
 /// `running`, `kv_usage`) are instantaneous; everything else is cumulative since the server
 /// started. `None` = the engine does not export it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct EngineSample {
     /// Which engine's families were read.
     pub kind: ServerKind,
@@ -136,25 +136,7 @@ impl EngineSample {
         EngineSample {
             kind,
             model_matched: true,
-            waiting: None,
-            running: None,
-            kv_usage: None,
-            preemptions: None,
-            requests: None,
-            queue: None,
-            triton_queue: None,
-            prefill: None,
-            decode: None,
-            inference: None,
-            e2e: None,
-            prefill_batches: None,
-            decode_batches: None,
-            decode_sum_s: None,
-            spec_decode: None,
-            ttft: None,
-            prefix_cache: None,
-            prompt_tokens: None,
-            generation_tokens: None,
+            ..EngineSample::default()
         }
     }
 }

@@ -20,7 +20,7 @@ use super::level::GaugeAcc;
 use super::prometheus::{Exposition, Sample};
 
 /// One GPU at one instant.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct GpuSample {
     /// UUID (`GPU-…`), or the index when the page has none.
     pub uuid: String,
@@ -80,12 +80,7 @@ pub fn read_gpus(page: &Exposition) -> Vec<GpuSample> {
                 None => {
                     gpus.push(GpuSample {
                         uuid: id.to_string(),
-                        name: None,
-                        utilization: None,
-                        memory_used_bytes: None,
-                        memory_total_bytes: None,
-                        power_w: None,
-                        energy_j: None,
+                        ..GpuSample::default()
                     });
                     gpus.last_mut().expect("just pushed")
                 }
