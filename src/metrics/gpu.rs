@@ -72,13 +72,10 @@ impl GpuView {
                 .map(|g| g.power_w.map(|p| p.avg * window_s))
                 .sum()
         };
-        let (energy_j, energy_source) = match total_energy_j(&gpus) {
-            Some(e) => (Some(e), Some(EnergySource::Counter)),
-            None => match from_power() {
-                Some(e) => (Some(e), Some(EnergySource::Power)),
-                None => (None, None),
-            },
-        };
+        let (energy_j, energy_source) = total_energy_j(&gpus)
+            .map(|e| (e, EnergySource::Counter))
+            .or_else(|| from_power().map(|e| (e, EnergySource::Power)))
+            .unzip();
         GpuView {
             gpus,
             window_s,
