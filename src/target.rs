@@ -381,20 +381,10 @@ impl Target {
 
     /// `scheme://host:port` of the target: where the API key may go.
     pub fn origin(&self) -> String {
-        match reqwest::Url::parse(&self.base_url) {
-            Ok(u) => {
-                let mut o = format!(
-                    "{}://{}",
-                    u.scheme(),
-                    bracket_host(u.host_str().unwrap_or_default())
-                );
-                if let Some(p) = u.port() {
-                    o.push_str(&format!(":{p}"));
-                }
-                o
-            }
-            Err(_) => self.base_url.clone(),
-        }
+        reqwest::Url::parse(&self.base_url).map_or_else(
+            |_| self.base_url.clone(),
+            |u| u.origin().ascii_serialization(),
+        )
     }
 
     /// Whether `-H` header `h` may go to the metrics and statistics endpoints: named by
@@ -535,12 +525,11 @@ pub fn normalize_url(raw: &str) -> Result<(String, String), UsageError> {
         .host_str()
         .ok_or_else(|| UsageError(format!("-u {raw}: no host")))?
         .to_string();
-    let mut base = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default());
-    if let Some(port) = url.port() {
-        base.push_str(&format!(":{port}"));
-    }
-    let path = url.path().trim_end_matches('/');
-    base.push_str(path);
+    let base = format!(
+        "{}{}",
+        url.origin().ascii_serialization(),
+        url.path().trim_end_matches('/')
+    );
     Ok((base, host.trim_matches(['[', ']']).to_string()))
 }
 
