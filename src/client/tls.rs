@@ -69,7 +69,7 @@ impl fmt::Debug for TlsContext {
     // The key is never shown.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TlsContext")
-            .field("verify", &self.verifier.mode())
+            .field("verify", &self.verifier.mode)
             .field("client_certificate", &self.identity.is_some())
             .finish()
     }
@@ -243,10 +243,6 @@ impl Verifier {
             mode: tls.verify,
             webpki,
         })
-    }
-
-    fn mode(&self) -> Verify {
-        self.mode
     }
 }
 

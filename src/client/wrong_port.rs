@@ -58,20 +58,19 @@ pub async fn answers_grpc(t: &Target) -> bool {
 /// TLS when the target uses it.
 pub async fn answers_http(t: &Target) -> bool {
     super::http::install_tls_provider();
-    let mut b = reqwest::Client::builder()
-        .no_proxy()
-        .http1_only()
-        .timeout(PROBE_TIMEOUT);
-    if t.uses_tls() {
-        let Ok(ctx) = super::tls::TlsContext::new(&t.tls) else {
-            return false;
-        };
-        let Ok(with_tls) = ctx.reqwest(b) else {
-            return false;
-        };
-        b = with_tls;
-    }
-    let Ok(c) = b.build() else {
+    let client = || {
+        let b = reqwest::Client::builder()
+            .no_proxy()
+            .http1_only()
+            .timeout(PROBE_TIMEOUT);
+        match t.uses_tls() {
+            true => super::tls::TlsContext::new(&t.tls).ok()?.reqwest(b).ok()?,
+            false => b,
+        }
+        .build()
+        .ok()
+    };
+    let Some(c) = client() else {
         return false;
     };
     c.get(format!("{}/v2/health/live", t.base_url))

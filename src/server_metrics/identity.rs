@@ -98,10 +98,13 @@ fn from_version_json(v: &Value, name: Option<&str>, source: &str) -> Option<Serv
     Some(ServerIdentity {
         name: name.map(str::to_string),
         version: Some(version),
-        extensions: Vec::new(),
         source: source.into(),
+        ..ServerIdentity::default()
     })
 }
+
+/// Reads an identity from a JSON document.
+type Reader = fn(&Value) -> Option<ServerIdentity>;
 
 /// The server's identity over HTTP at `base_url`; `client` must carry no API key (the metrics
 /// client), since these paths need none.
@@ -112,23 +115,17 @@ pub async fn identify_http(client: &reqwest::Client, base_url: &str) -> ServerId
             .ok()?;
         serde_json::from_str::<Value>(&text).ok()
     };
-    if let Some(id) = json_at("/v2")
-        .await
-        .and_then(|v| from_kserve_json(&v, "GET /v2"))
-    {
-        return id;
-    }
-    if let Some(id) = json_at("/version")
-        .await
-        .and_then(|v| from_version_json(&v, None, "GET /version"))
-    {
-        return id;
-    }
-    if let Some(id) = json_at("/info")
-        .await
-        .and_then(|v| from_version_json(&v, Some("text-generation-inference"), "GET /info"))
-    {
-        return id;
+    let readers: [(&str, Reader); 3] = [
+        ("/v2", |v| from_kserve_json(v, "GET /v2")),
+        ("/version", |v| from_version_json(v, None, "GET /version")),
+        ("/info", |v| {
+            from_version_json(v, Some("text-generation-inference"), "GET /info")
+        }),
+    ];
+    for (path, read) in readers {
+        if let Some(id) = json_at(path).await.and_then(|v| read(&v)) {
+            return id;
+        }
     }
     server_header(client, base_url)
         .await
@@ -151,8 +148,8 @@ async fn server_header(client: &reqwest::Client, base_url: &str) -> Option<Serve
     Some(ServerIdentity {
         name: Some(field(name)),
         version,
-        extensions: Vec::new(),
         source: "Server header".into(),
+        ..ServerIdentity::default()
     })
 }
 
