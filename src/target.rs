@@ -598,38 +598,27 @@ pub fn redact_url_password(s: &str) -> Option<String> {
 /// The command line for the record, with secret flag values, secret headers and URL passwords
 /// redacted.
 pub fn redact_command_line(argv: &[String]) -> String {
+    // The flag whose value the next argument is: a credential or a header.
+    let mut value_of: Option<&str> = None;
     let mut out = Vec::with_capacity(argv.len());
-    let mut redact_next = false;
-    let mut header_next = false;
     for a in argv {
-        if redact_next {
-            out.push("<redacted>".to_string());
-            redact_next = false;
-            continue;
-        }
-        if header_next {
-            out.push(shell_quote(&redact_header_arg(a)));
-            header_next = false;
-            continue;
-        }
-        if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| is_secret_flag(f)) {
-            out.push(format!("{flag}=<redacted>"));
-            continue;
-        }
-        if is_secret_flag(a) {
-            redact_next = true;
-        }
-        if a == "-H" || a == "--header" {
-            header_next = true;
-        }
-        if let Some(h) = a.strip_prefix("--header=") {
-            out.push(format!("--header={}", shell_quote(&redact_header_arg(h))));
-            continue;
-        }
-        match redact_url_password(a) {
-            Some(r) => out.push(shell_quote(&r)),
-            None => out.push(shell_quote(a)),
-        }
+        let shown = match value_of.take() {
+            Some("-H" | "--header") => shell_quote(&redact_header_arg(a)),
+            Some(_) => "<redacted>".to_string(),
+            None => {
+                if is_secret_flag(a) || a == "-H" || a == "--header" {
+                    value_of = Some(a);
+                }
+                if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| is_secret_flag(f)) {
+                    format!("{flag}=<redacted>")
+                } else if let Some(h) = a.strip_prefix("--header=") {
+                    format!("--header={}", shell_quote(&redact_header_arg(h)))
+                } else {
+                    shell_quote(&redact_url_password(a).unwrap_or_else(|| a.clone()))
+                }
+            }
+        };
+        out.push(shown);
     }
     out.join(" ")
 }
