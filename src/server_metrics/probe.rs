@@ -227,16 +227,14 @@ impl Sampled {
         end: &ProbeSnapshot,
         window_s: f64,
     ) -> (Option<EngineLevelView>, Option<GpuView>) {
-        let engine = match (self.engine, &end.engine) {
-            (Some(level), Some(e)) => Some(level.finish_over(e, window_s).with_slots(self.slots)),
-            _ => None,
-        };
-        let gpus = match self.gpus {
-            Some(level) if !end.gpus.is_empty() => {
-                Some(GpuView::new(level.finish(&end.gpus), window_s))
-            }
-            _ => None,
-        };
+        let engine = self
+            .engine
+            .zip(end.engine.as_ref())
+            .map(|(level, e)| level.finish_over(e, window_s).with_slots(self.slots));
+        let gpus = self
+            .gpus
+            .filter(|_| !end.gpus.is_empty())
+            .map(|level| GpuView::new(level.finish(&end.gpus), window_s));
         (engine, gpus)
     }
 }
