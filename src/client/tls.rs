@@ -82,16 +82,15 @@ impl TlsContext {
         if tls.insecure() {
             warn_insecure_once();
         }
-        let identity = match &tls.identity {
-            None => None,
-            Some(id) => Some(Arc::new(Identity {
+        let identity = tls.identity.as_ref().map(|id| {
+            Ok::<_, UsageError>(Arc::new(Identity {
                 chain: read_certs("--cert", &id.cert, id.cert_encoding)?,
                 key: read_key(&id.key, id.key_encoding)?,
-            })),
-        };
+            }))
+        });
         Ok(TlsContext {
             verifier: Arc::new(Verifier::new(tls)?),
-            identity,
+            identity: identity.transpose()?,
         })
     }
 
@@ -142,13 +141,12 @@ impl TlsContext {
 fn pem(label: &str, der: &[u8]) -> String {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for line in b64.as_bytes().chunks(64) {
-        out.push_str(std::str::from_utf8(line).unwrap_or_default());
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
+    let lines: String = b64
+        .as_bytes()
+        .chunks(64)
+        .map(|line| format!("{}\n", String::from_utf8_lossy(line)))
+        .collect();
+    format!("-----BEGIN {label}-----\n{lines}-----END {label}-----\n")
 }
 
 fn read_file(flag: &str, path: &Path) -> Result<Vec<u8>, UsageError> {

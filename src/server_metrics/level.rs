@@ -196,7 +196,7 @@ impl EngineLevelView {
 }
 
 /// Accumulates one level's engine samples.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineLevel {
     start: EngineSample,
     waiting: GaugeAcc,
@@ -211,9 +211,7 @@ impl EngineLevel {
         EngineLevel {
             matched: start.model_matched,
             start,
-            waiting: GaugeAcc::default(),
-            running: GaugeAcc::default(),
-            kv: GaugeAcc::default(),
+            ..EngineLevel::default()
         }
     }
 

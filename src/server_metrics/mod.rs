@@ -116,7 +116,7 @@ pub fn parse_prometheus(text: &str, model: &str) -> Option<Snapshot> {
 }
 
 /// What the server did during a level: differences of its counters, as averages per request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ServerDelta {
     /// Where the numbers come from (`prometheus` or `statistics`).
     pub source: &'static str,
@@ -315,16 +315,13 @@ impl ServerDelta {
         let total = queue + input + infer + output;
         ServerDelta {
             source: "statistics",
-            requests: 0,
-            failures: 0,
-            executions: 0,
             avg_request_ms: total,
             avg_queue_ms: Some(queue),
             avg_compute_input_ms: input,
             avg_compute_infer_ms: infer,
             avg_compute_output_ms: output,
             queue_share: (total > 0.0).then(|| queue / total),
-            max_pending: 0.0,
+            ..ServerDelta::default()
         }
     }
 }

@@ -420,25 +420,20 @@ impl ServerProbe {
                     .ok_or(StatsError::NoModelStats)
             }
             StatsSource::Grpc(channel, md) => {
-                match model_statistics_version(
-                    channel.clone(),
-                    &self.reader.model,
-                    &self.version,
-                    md,
-                )
-                .await
-                {
-                    Ok(s) => Ok(Some(s)),
-                    Err(s)
+                model_statistics_version(channel.clone(), &self.reader.model, &self.version, md)
+                    .await
+                    .map(Some)
+                    .map_err(|s| {
                         if matches!(
                             s.code(),
                             tonic::Code::PermissionDenied | tonic::Code::Unauthenticated
-                        ) || s.message().contains("restricted") =>
-                    {
-                        Err(StatsError::Restricted)
-                    }
-                    Err(s) => Err(StatsError::Grpc(s)),
-                }
+                        ) || s.message().contains("restricted")
+                        {
+                            StatsError::Restricted
+                        } else {
+                            StatsError::Grpc(s)
+                        }
+                    })
             }
         }
     }
