@@ -428,9 +428,9 @@ fn read_trtllm(page: &Exposition, model: Option<&str>) -> EngineSample {
             t,
         )
     };
-    let fraction = kv("fraction").or_else(|| match (kv("used"), kv("max")) {
-        (Some(u), Some(m)) if m > 0.0 => Some(u / m),
-        _ => None,
+    let fraction = kv("fraction").or_else(|| {
+        let (used, max) = kv("used").zip(kv("max")).filter(|&(_, m)| m > 0.0)?;
+        Some(used / max)
     });
     let core = read_triton_core(page, model, ServerKind::TrtLlm);
     EngineSample {

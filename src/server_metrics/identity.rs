@@ -204,26 +204,23 @@ pub fn describe_openai_model(listing: &Value, model: &str) -> Option<Value> {
         .as_array()?
         .iter()
         .find(|m| m.get("id").and_then(Value::as_str) == Some(model))?;
-    let mut out = serde_json::Map::new();
-    for key in [
+    let keys = [
         "id",
         "owned_by",
         "root",
         "parent",
         "max_model_len",
         "created",
-    ] {
-        match entry.get(key) {
-            Some(Value::String(s)) => {
-                out.insert(key.into(), Value::String(field(s)));
-            }
-            Some(n @ Value::Number(_)) => {
-                out.insert(key.into(), n.clone());
-            }
-            _ => {}
-        }
-    }
-    Some(Value::Object(out))
+    ];
+    let out = keys.into_iter().filter_map(|key| {
+        let value = match entry.get(key)? {
+            Value::String(s) => Value::String(field(s)),
+            n @ Value::Number(_) => n.clone(),
+            _ => return None,
+        };
+        Some((key.to_string(), value))
+    });
+    Some(Value::Object(out.collect()))
 }
 
 /// The model's entry from `GET {base_url}/v1/models` (bounded read); `client` is the
