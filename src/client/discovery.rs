@@ -101,54 +101,39 @@ pub async fn openai_models(
         // Not every OpenAI-compatible server implements /v1/models; that is not an error.
         return Ok(None);
     }
-    let v: Value = match resp.json().await {
-        Ok(v) => v,
-        Err(_) => return Ok(None),
+    let Ok(v) = resp.json::<Value>().await else {
+        return Ok(None);
     };
-    let names = v.get("data").and_then(Value::as_array).map(|a| {
+    Ok(v.get("data").and_then(Value::as_array).map(|a| {
         a.iter()
             .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
-            .collect::<Vec<_>>()
-    });
-    Ok(names)
+            .collect()
+    }))
 }
 
 /// Model names a Triton server reports, over HTTP: its repository index, or — when the index is
 /// empty or restricted (PyTriton loads models with inline configs, so its index is empty) — the
 /// per-model statistics, which list every loaded model.
 pub async fn triton_models_http(client: &reqwest::Client, base_url: &str) -> Option<Vec<String>> {
-    let names_of = |v: &Value, key: Option<&str>| -> Vec<String> {
-        let list = match key {
-            Some(k) => v.get(k).and_then(Value::as_array),
-            None => v.as_array(),
-        };
-        list.map(|a| {
-            a.iter()
-                .filter_map(|m| m.get("name").and_then(Value::as_str).map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    // The names in the list under `key` (the answer itself without one) of a successful answer.
+    let names_at = |req: reqwest::RequestBuilder, key: Option<&'static str>| async move {
+        let resp = req.send().await.ok().filter(|r| r.status().is_success())?;
+        let v = resp.json::<Value>().await.ok()?;
+        let list = key.map_or(Some(&v), |k| v.get(k))?.as_array()?;
+        let names = list
+            .iter()
+            .filter_map(|m| m.get("name").and_then(Value::as_str).map(str::to_string));
+        Some(names.collect::<Vec<_>>())
     };
-    let mut names = Vec::new();
-    if let Ok(resp) = client
-        .post(format!("{base_url}/v2/repository/index"))
-        .json(&serde_json::json!({}))
-        .send()
+    let index = client.post(format!("{base_url}/v2/repository/index"));
+    let mut names = names_at(index.json(&serde_json::json!({})), None)
         .await
-        && resp.status().is_success()
-        && let Ok(v) = resp.json::<Value>().await
-    {
-        names = names_of(&v, None);
-    }
-    if names.is_empty()
-        && let Ok(resp) = client
-            .get(format!("{base_url}/v2/models/stats"))
-            .send()
+        .unwrap_or_default();
+    if names.is_empty() {
+        let stats = client.get(format!("{base_url}/v2/models/stats"));
+        names = names_at(stats, Some("model_stats"))
             .await
-        && resp.status().is_success()
-        && let Ok(v) = resp.json::<Value>().await
-    {
-        names = names_of(&v, Some("model_stats"));
+            .unwrap_or_default();
     }
     if names.is_empty() {
         return None;

@@ -625,39 +625,21 @@ async fn model_names(
     md: &MetadataMap,
 ) -> Option<Vec<String>> {
     use crate::proto::{ModelStatisticsRequest, RepositoryIndexRequest};
-    let index = c
-        .repository_index(with_metadata(
-            tonic::Request::new(RepositoryIndexRequest::default()),
-            md,
-        ))
-        .await
-        .ok()
-        .map(|r| {
-            r.into_inner()
-                .models
-                .into_iter()
-                .map(|m| m.name)
-                .collect::<Vec<_>>()
+    let index = RepositoryIndexRequest::default();
+    let index = c.repository_index(with_metadata(tonic::Request::new(index), md));
+    let mut names = index.await.ok().map(|r| {
+        let models = r.into_inner().models;
+        models.into_iter().map(|m| m.name).collect::<Vec<_>>()
+    });
+    if names.as_ref().is_none_or(Vec::is_empty) {
+        let stats = ModelStatisticsRequest::default();
+        let stats = c.model_statistics(with_metadata(tonic::Request::new(stats), md));
+        let listed = stats.await.ok().map(|r| {
+            let models = r.into_inner().model_stats;
+            models.into_iter().map(|m| m.name).collect::<Vec<_>>()
         });
-    let names = match index {
-        Some(v) if !v.is_empty() => Some(v),
-        index => c
-            .model_statistics(with_metadata(
-                tonic::Request::new(ModelStatisticsRequest::default()),
-                md,
-            ))
-            .await
-            .ok()
-            .map(|r| {
-                r.into_inner()
-                    .model_stats
-                    .into_iter()
-                    .map(|m| m.name)
-                    .collect::<Vec<_>>()
-            })
-            .filter(|v| !v.is_empty())
-            .or(index),
-    };
+        names = listed.filter(|v| !v.is_empty()).or(names);
+    }
     names.map(|mut v| {
         v.sort();
         v.dedup();

@@ -7,23 +7,18 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::target::Target;
 
-/// The two ways to talk to a KServe v2 server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The two ways to talk to a KServe v2 server; its name in messages is the protocol's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
 pub enum Wire {
     /// HTTP/1.1 (KServe v2 REST, OpenAI-compatible).
+    #[strum(to_string = "HTTP")]
     Http,
     /// KServe v2 gRPC.
+    #[strum(to_string = "gRPC")]
     Grpc,
 }
 
 impl Wire {
-    fn name(self) -> &'static str {
-        match self {
-            Wire::Http => "HTTP",
-            Wire::Grpc => "gRPC",
-        }
-    }
-
     fn other(self) -> Wire {
         match self {
             Wire::Http => Wire::Grpc,
@@ -95,9 +90,8 @@ pub async fn explain(err: Error, t: &Target, asked: Wire, fix: &str) -> Error {
         return err;
     }
     Error::usage(format!(
-        "{} speaks {}, not {}: {fix}",
+        "{} speaks {}, not {asked}: {fix}",
         t.base_url,
-        asked.other().name(),
-        asked.name()
+        asked.other()
     ))
 }
