@@ -733,10 +733,7 @@ impl MetricRef {
     /// write system metrics).
     pub fn parse(s: &str) -> Result<MetricRef, MetricError> {
         let s = s.trim();
-        let (name, stat) = match s.split_once('.') {
-            Some((n, st)) => (n, Some(st)),
-            None => (s, None),
-        };
+        let (name, stat) = s.split_once('.').map_or((s, None), |(n, st)| (n, Some(st)));
         if let Some(sys) = SystemMetric::parse(name) {
             return match stat {
                 None | Some("avg") => Ok(MetricRef::System(sys)),
@@ -746,12 +743,9 @@ impl MetricRef {
                 }),
             };
         }
-        let Some(metric) = Metric::from_key(name) else {
-            return Err(MetricError::UnknownMetric(name.into()));
-        };
-        let Some(stat) = stat else {
-            return Err(MetricError::NoStat(name.into()));
-        };
+        let metric =
+            Metric::from_key(name).ok_or_else(|| MetricError::UnknownMetric(name.into()))?;
+        let stat = stat.ok_or_else(|| MetricError::NoStat(name.into()))?;
         let stat = Stat::parse(stat).ok_or_else(|| MetricError::UnknownStat {
             stat: stat.into(),
             name: name.into(),

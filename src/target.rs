@@ -600,9 +600,9 @@ pub fn redact_url_password(s: &str) -> Option<String> {
 pub fn redact_command_line(argv: &[String]) -> String {
     // The flag whose value the next argument is: a credential or a header.
     let mut value_of: Option<&str> = None;
-    let mut out = Vec::with_capacity(argv.len());
-    for a in argv {
-        let shown = match value_of.take() {
+    let shown: Vec<String> = argv
+        .iter()
+        .map(|a| match value_of.take() {
             Some("-H" | "--header") => shell_quote(&redact_header_arg(a)),
             Some(_) => "<redacted>".to_string(),
             None => {
@@ -617,10 +617,9 @@ pub fn redact_command_line(argv: &[String]) -> String {
                     shell_quote(&redact_url_password(a).unwrap_or_else(|| a.clone()))
                 }
             }
-        };
-        out.push(shown);
-    }
-    out.join(" ")
+        })
+        .collect();
+    shown.join(" ")
 }
 
 fn shell_quote(s: &str) -> String {

@@ -252,10 +252,9 @@ impl Selector {
     }
 
     fn keeps(&self, s: &Sample) -> bool {
-        match &self.value {
-            Some(v) => s.label(self.key) == Some(v.as_str()),
-            None => true,
-        }
+        self.value
+            .as_deref()
+            .is_none_or(|v| s.label(self.key) == Some(v))
     }
 }
 
