@@ -590,33 +590,27 @@ fn tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 }
 
 /// A distinguished name's CN, O, OU and C attributes, in order.
-fn dn_text(mut name: &[u8]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    while let Some((_, set, rest)) = tlv(name) {
-        name = rest;
-        let Some((_, atv, _)) = tlv(set) else {
-            continue;
-        };
-        let Some((_, oid, value)) = tlv(atv) else {
-            continue;
-        };
-        let key = match oid {
-            [0x55, 0x04, 0x03] => "CN",
-            [0x55, 0x04, 0x0a] => "O",
-            [0x55, 0x04, 0x0b] => "OU",
-            [0x55, 0x04, 0x06] => "C",
-            _ => continue,
-        };
-        let Some((_, v, _)) = tlv(value) else {
-            continue;
-        };
-        let text: String = String::from_utf8_lossy(v)
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(120)
-            .collect();
-        parts.push(format!("{key}={text}"));
-    }
+fn dn_text(name: &[u8]) -> String {
+    let sets = std::iter::successors(tlv(name), |&(_, _, rest)| tlv(rest));
+    let parts: Vec<String> = sets
+        .filter_map(|(_, set, _)| {
+            let (_, atv, _) = tlv(set)?;
+            let (_, oid, value) = tlv(atv)?;
+            let key = match oid {
+                [0x55, 0x04, 0x03] => "CN",
+                [0x55, 0x04, 0x0a] => "O",
+                [0x55, 0x04, 0x0b] => "OU",
+                [0x55, 0x04, 0x06] => "C",
+                _ => return None,
+            };
+            let text: String = String::from_utf8_lossy(tlv(value)?.1)
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(120)
+                .collect();
+            Some(format!("{key}={text}"))
+        })
+        .collect();
     if parts.is_empty() {
         "(empty name)".into()
     } else {
