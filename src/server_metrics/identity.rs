@@ -141,10 +141,9 @@ async fn server_header(client: &reqwest::Client, base_url: &str) -> Option<Serve
         .await
         .ok()?;
     let h = resp.headers().get(reqwest::header::SERVER)?.to_str().ok()?;
-    let (name, version) = match h.split_once('/') {
-        Some((n, v)) => (n, Some(field(v))),
-        None => (h, None),
-    };
+    let (name, version) = h
+        .split_once('/')
+        .map_or((h, None), |(n, v)| (n, Some(field(v))));
     Some(ServerIdentity {
         name: Some(field(name)),
         version,

@@ -276,10 +276,8 @@ impl EngineLevel {
 }
 
 fn ttft_view(before: Option<&Histogram>, after: Option<&Histogram>) -> Option<TtftView> {
-    let h = match before {
-        Some(b) => after?.since(b),
-        None => after?.clone(),
-    };
+    let after = after?;
+    let h = before.map_or_else(|| after.clone(), |b| after.since(b));
     Some(TtftView {
         count: h.count,
         avg_s: h.mean()?,
