@@ -159,12 +159,10 @@ fn metadata_of(
 
 /// Adds `-H` metadata to a request.
 pub fn with_metadata<T>(mut req: tonic::Request<T>, md: &MetadataMap) -> tonic::Request<T> {
-    if !md.is_empty() {
-        let m = req.metadata_mut();
-        for kv in md.iter() {
-            if let tonic::metadata::KeyAndValueRef::Ascii(k, v) = kv {
-                m.append(k.clone(), v.clone());
-            }
+    let m = req.metadata_mut();
+    for kv in md.iter() {
+        if let tonic::metadata::KeyAndValueRef::Ascii(k, v) = kv {
+            m.append(k.clone(), v.clone());
         }
     }
     req
