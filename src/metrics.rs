@@ -280,6 +280,7 @@ impl fmt::Display for PercentileMethod {
 
 /// Summary statistics of one metric, in its display unit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)] // p5 to p999: as p1.
 pub struct Stats {
     /// Samples.
     pub count: u64,
@@ -294,23 +295,14 @@ pub struct Stats {
     /// Percentiles by the level's [`PercentileMethod`], within [min, max] and within 0.05 % of
     /// the exact value on the samples (exact below 2048 stored units).
     pub p1: f64,
-    #[allow(missing_docs)]
     pub p5: f64,
-    #[allow(missing_docs)]
     pub p10: f64,
-    #[allow(missing_docs)]
     pub p25: f64,
-    #[allow(missing_docs)]
     pub p50: f64,
-    #[allow(missing_docs)]
     pub p75: f64,
-    #[allow(missing_docs)]
     pub p90: f64,
-    #[allow(missing_docs)]
     pub p95: f64,
-    #[allow(missing_docs)]
     pub p99: f64,
-    #[allow(missing_docs)]
     pub p999: f64,
 }
 
@@ -741,10 +733,7 @@ impl MetricRef {
     /// write system metrics).
     pub fn parse(s: &str) -> Result<MetricRef, MetricError> {
         let s = s.trim();
-        let (name, stat) = match s.split_once('.') {
-            Some((n, st)) => (n, Some(st)),
-            None => (s, None),
-        };
+        let (name, stat) = s.split_once('.').map_or((s, None), |(n, st)| (n, Some(st)));
         if let Some(sys) = SystemMetric::parse(name) {
             return match stat {
                 None | Some("avg") => Ok(MetricRef::System(sys)),
@@ -754,12 +743,9 @@ impl MetricRef {
                 }),
             };
         }
-        let Some(metric) = Metric::from_key(name) else {
-            return Err(MetricError::UnknownMetric(name.into()));
-        };
-        let Some(stat) = stat else {
-            return Err(MetricError::NoStat(name.into()));
-        };
+        let metric =
+            Metric::from_key(name).ok_or_else(|| MetricError::UnknownMetric(name.into()))?;
+        let stat = stat.ok_or_else(|| MetricError::NoStat(name.into()))?;
         let stat = Stat::parse(stat).ok_or_else(|| MetricError::UnknownStat {
             stat: stat.into(),
             name: name.into(),
@@ -928,53 +914,36 @@ pub fn parse_value(raw: &str, kind: Kind) -> Result<f64, MetricError> {
     if !v.is_finite() {
         return Err(MetricError::NotFinite(t.into()));
     }
-    let bad_unit = |valid| {
-        Err(MetricError::Unit {
-            unit: unit.clone(),
+    match (kind, unit.as_str()) {
+        (Kind::Time, "" | "ms") => Ok(v),
+        (Kind::Time, "s" | "sec") => Ok(v * 1000.0),
+        (Kind::Time, "us" | "µs") => Ok(v / 1000.0),
+        (Kind::Fraction, "%") => Ok(v / 100.0),
+        (Kind::Fraction, "") if (0.0..=1.0).contains(&v) => Ok(v),
+        (Kind::Fraction, "") => Err(MetricError::BareShare {
+            text: t.into(),
+            value: v,
+        }),
+        (Kind::TokenRate, "" | "/s" | "tok/s" | "tokens/s" | "tokens/sec")
+        | (Kind::RequestRate, "" | "/s" | "req/s" | "requests/s" | "requests/sec")
+        | (Kind::InputRate, "" | "/s" | "inputs/s" | "inputs/sec")
+        | (Kind::PerUserRate, "" | "tok/s/user" | "tokens/sec/user")
+        | (Kind::Tokens, "" | "tokens" | "tok")
+        | (Kind::Count, "") => Ok(v),
+        _ => Err(MetricError::Unit {
+            valid: match kind {
+                Kind::Time => "ms, s or us",
+                Kind::Fraction => "% (or a bare fraction 0..1)",
+                Kind::TokenRate => "tok/s (or no unit)",
+                Kind::RequestRate => "req/s (or no unit)",
+                Kind::InputRate => "inputs/s (or no unit)",
+                Kind::PerUserRate => "tok/s/user (or no unit)",
+                Kind::Tokens => "tokens (or no unit)",
+                Kind::Count => "no unit",
+            },
+            unit,
             kind,
-            valid,
-        })
-    };
-    match kind {
-        Kind::Time => match unit.as_str() {
-            "" | "ms" => Ok(v),
-            "s" | "sec" => Ok(v * 1000.0),
-            "us" | "µs" => Ok(v / 1000.0),
-            _ => bad_unit("ms, s or us"),
-        },
-        Kind::Fraction => match unit.as_str() {
-            "%" => Ok(v / 100.0),
-            "" if (0.0..=1.0).contains(&v) => Ok(v),
-            "" => Err(MetricError::BareShare {
-                text: t.into(),
-                value: v,
-            }),
-            _ => bad_unit("% (or a bare fraction 0..1)"),
-        },
-        Kind::TokenRate => match unit.as_str() {
-            "" | "/s" | "tok/s" | "tokens/s" | "tokens/sec" => Ok(v),
-            _ => bad_unit("tok/s (or no unit)"),
-        },
-        Kind::RequestRate => match unit.as_str() {
-            "" | "/s" | "req/s" | "requests/s" | "requests/sec" => Ok(v),
-            _ => bad_unit("req/s (or no unit)"),
-        },
-        Kind::InputRate => match unit.as_str() {
-            "" | "/s" | "inputs/s" | "inputs/sec" => Ok(v),
-            _ => bad_unit("inputs/s (or no unit)"),
-        },
-        Kind::PerUserRate => match unit.as_str() {
-            "" | "tok/s/user" | "tokens/sec/user" => Ok(v),
-            _ => bad_unit("tok/s/user (or no unit)"),
-        },
-        Kind::Tokens => match unit.as_str() {
-            "" | "tokens" | "tok" => Ok(v),
-            _ => bad_unit("tokens (or no unit)"),
-        },
-        Kind::Count => match unit.as_str() {
-            "" => Ok(v),
-            _ => bad_unit("no unit"),
-        },
+        }),
     }
 }
 

@@ -537,10 +537,7 @@ impl RequestRecord {
 
     /// Time between the first and second tokens (GenAI-Perf's time_to_second_token).
     pub fn ttst_ns(&self) -> Option<u64> {
-        match (self.first_token_ns, self.second_token_ns) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-            _ => None,
-        }
+        Some(self.second_token_ns?.saturating_sub(self.first_token_ns?))
     }
 
     /// Client TTFT minus the server's prompt processing (its `timings.prompt_ms`): the
@@ -573,10 +570,7 @@ impl RequestRecord {
 
     /// Client receive time: from the first response byte to the last response.
     pub fn recv_ns(&self) -> Option<u64> {
-        match (self.first_byte_ns, self.last_token_ns) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-            _ => None,
-        }
+        Some(self.last_token_ns?.saturating_sub(self.first_byte_ns?))
     }
 
     /// How late the request left compared with its intended time.

@@ -381,20 +381,10 @@ impl Target {
 
     /// `scheme://host:port` of the target: where the API key may go.
     pub fn origin(&self) -> String {
-        match reqwest::Url::parse(&self.base_url) {
-            Ok(u) => {
-                let mut o = format!(
-                    "{}://{}",
-                    u.scheme(),
-                    bracket_host(u.host_str().unwrap_or_default())
-                );
-                if let Some(p) = u.port() {
-                    o.push_str(&format!(":{p}"));
-                }
-                o
-            }
-            Err(_) => self.base_url.clone(),
-        }
+        reqwest::Url::parse(&self.base_url).map_or_else(
+            |_| self.base_url.clone(),
+            |u| u.origin().ascii_serialization(),
+        )
     }
 
     /// Whether `-H` header `h` may go to the metrics and statistics endpoints: named by
@@ -535,12 +525,11 @@ pub fn normalize_url(raw: &str) -> Result<(String, String), UsageError> {
         .host_str()
         .ok_or_else(|| UsageError(format!("-u {raw}: no host")))?
         .to_string();
-    let mut base = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default());
-    if let Some(port) = url.port() {
-        base.push_str(&format!(":{port}"));
-    }
-    let path = url.path().trim_end_matches('/');
-    base.push_str(path);
+    let base = format!(
+        "{}{}",
+        url.origin().ascii_serialization(),
+        url.path().trim_end_matches('/')
+    );
     Ok((base, host.trim_matches(['[', ']']).to_string()))
 }
 
@@ -609,40 +598,28 @@ pub fn redact_url_password(s: &str) -> Option<String> {
 /// The command line for the record, with secret flag values, secret headers and URL passwords
 /// redacted.
 pub fn redact_command_line(argv: &[String]) -> String {
-    let mut out = Vec::with_capacity(argv.len());
-    let mut redact_next = false;
-    let mut header_next = false;
-    for a in argv {
-        if redact_next {
-            out.push("<redacted>".to_string());
-            redact_next = false;
-            continue;
-        }
-        if header_next {
-            out.push(shell_quote(&redact_header_arg(a)));
-            header_next = false;
-            continue;
-        }
-        if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| is_secret_flag(f)) {
-            out.push(format!("{flag}=<redacted>"));
-            continue;
-        }
-        if is_secret_flag(a) {
-            redact_next = true;
-        }
-        if a == "-H" || a == "--header" {
-            header_next = true;
-        }
-        if let Some(h) = a.strip_prefix("--header=") {
-            out.push(format!("--header={}", shell_quote(&redact_header_arg(h))));
-            continue;
-        }
-        match redact_url_password(a) {
-            Some(r) => out.push(shell_quote(&r)),
-            None => out.push(shell_quote(a)),
-        }
-    }
-    out.join(" ")
+    // The flag whose value the next argument is: a credential or a header.
+    let mut value_of: Option<&str> = None;
+    let shown: Vec<String> = argv
+        .iter()
+        .map(|a| match value_of.take() {
+            Some("-H" | "--header") => shell_quote(&redact_header_arg(a)),
+            Some(_) => "<redacted>".to_string(),
+            None => {
+                if is_secret_flag(a) || a == "-H" || a == "--header" {
+                    value_of = Some(a);
+                }
+                if let Some((flag, _)) = a.split_once('=').filter(|(f, _)| is_secret_flag(f)) {
+                    format!("{flag}=<redacted>")
+                } else if let Some(h) = a.strip_prefix("--header=") {
+                    format!("--header={}", shell_quote(&redact_header_arg(h)))
+                } else {
+                    shell_quote(&redact_url_password(a).unwrap_or_else(|| a.clone()))
+                }
+            }
+        })
+        .collect();
+    shown.join(" ")
 }
 
 fn shell_quote(s: &str) -> String {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::error_chain;
 use crate::error::UsageError;
 use crate::target::Target;
-use crate::workload::tensor::ModelInfo;
+use crate::workload::tensor::{DataType, ModelInfo, TensorSpec};
 
 /// Why the target cannot be profiled.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ impl From<PreflightError> for crate::error::Error {
     }
 }
 
-fn unavailable(target: &Target, url: &str, e: &reqwest::Error) -> PreflightError {
+fn unavailable(target: &Target, e: &reqwest::Error) -> PreflightError {
     let mut msg = format!(
         "cannot reach the server at {}: {}",
         target.base_url,
@@ -49,7 +49,6 @@ fn unavailable(target: &Target, url: &str, e: &reqwest::Error) -> PreflightError
             target.base_url.trim_start_matches("http://")
         ));
     }
-    let _ = url;
     PreflightError::Unavailable(msg)
 }
 
@@ -78,7 +77,7 @@ async fn get_authorized(
         .get(url)
         .send()
         .await
-        .map_err(|e| unavailable(target, url, &e))?;
+        .map_err(|e| unavailable(target, &e))?;
     let status = resp.status();
     if status == 401 || status == 403 {
         return Err(auth_error(
@@ -102,54 +101,39 @@ pub async fn openai_models(
         // Not every OpenAI-compatible server implements /v1/models; that is not an error.
         return Ok(None);
     }
-    let v: Value = match resp.json().await {
-        Ok(v) => v,
-        Err(_) => return Ok(None),
+    let Ok(v) = resp.json::<Value>().await else {
+        return Ok(None);
     };
-    let names = v.get("data").and_then(Value::as_array).map(|a| {
+    Ok(v.get("data").and_then(Value::as_array).map(|a| {
         a.iter()
             .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
-            .collect::<Vec<_>>()
-    });
-    Ok(names)
+            .collect()
+    }))
 }
 
 /// Model names a Triton server reports, over HTTP: its repository index, or — when the index is
 /// empty or restricted (PyTriton loads models with inline configs, so its index is empty) — the
 /// per-model statistics, which list every loaded model.
 pub async fn triton_models_http(client: &reqwest::Client, base_url: &str) -> Option<Vec<String>> {
-    let names_of = |v: &Value, key: Option<&str>| -> Vec<String> {
-        let list = match key {
-            Some(k) => v.get(k).and_then(Value::as_array),
-            None => v.as_array(),
-        };
-        list.map(|a| {
-            a.iter()
-                .filter_map(|m| m.get("name").and_then(Value::as_str).map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    // The names in the list under `key` (the answer itself without one) of a successful answer.
+    let names_at = |req: reqwest::RequestBuilder, key: Option<&'static str>| async move {
+        let resp = req.send().await.ok().filter(|r| r.status().is_success())?;
+        let v = resp.json::<Value>().await.ok()?;
+        let list = key.map_or(Some(&v), |k| v.get(k))?.as_array()?;
+        let names = list
+            .iter()
+            .filter_map(|m| m.get("name").and_then(Value::as_str).map(str::to_string));
+        Some(names.collect::<Vec<_>>())
     };
-    let mut names = Vec::new();
-    if let Ok(resp) = client
-        .post(format!("{base_url}/v2/repository/index"))
-        .json(&serde_json::json!({}))
-        .send()
+    let index = client.post(format!("{base_url}/v2/repository/index"));
+    let mut names = names_at(index.json(&serde_json::json!({})), None)
         .await
-        && resp.status().is_success()
-        && let Ok(v) = resp.json::<Value>().await
-    {
-        names = names_of(&v, None);
-    }
-    if names.is_empty()
-        && let Ok(resp) = client
-            .get(format!("{base_url}/v2/models/stats"))
-            .send()
+        .unwrap_or_default();
+    if names.is_empty() {
+        let stats = client.get(format!("{base_url}/v2/models/stats"));
+        names = names_at(stats, Some("model_stats"))
             .await
-        && resp.status().is_success()
-        && let Ok(v) = resp.json::<Value>().await
-    {
-        names = names_of(&v, Some("model_stats"));
+            .unwrap_or_default();
     }
     if names.is_empty() {
         return None;
@@ -242,19 +226,8 @@ pub async fn model_info_http_version(
     version: &str,
 ) -> Result<ModelInfo, PreflightError> {
     let base = format!("{}/{}", target.base_url, model_path(&target.model, version));
-    let resp = client
-        .get(&base)
-        .send()
-        .await
-        .map_err(|e| unavailable(target, &base, &e))?;
+    let resp = get_authorized(client, target, &base).await?;
     let status = resp.status();
-    if status == 401 || status == 403 {
-        return Err(auth_error(
-            target,
-            status,
-            &resp.text().await.unwrap_or_default(),
-        ));
-    }
     if (status == 400 || status == 404) && !version.is_empty() {
         let unversioned = format!("{}/{}", target.base_url, model_path(&target.model, ""));
         if let Ok(r) = client.get(&unversioned).send().await
@@ -286,89 +259,108 @@ pub async fn model_info_http_version(
     Ok(model_info_from_json(&meta, config.as_ref()))
 }
 
-/// Builds [`ModelInfo`] from KServe metadata JSON and Triton's config JSON. Dimensions may be
-/// numbers or strings (protobuf's JSON mapping writes int64 as strings).
+/// Combines metadata (names, datatypes, shapes) with config (batching, decoupled, optional inputs).
+pub fn model_info(
+    meta: crate::proto::ModelMetadataResponse,
+    config: Option<crate::proto::ModelConfig>,
+) -> ModelInfo {
+    let max_batch_size = config.as_ref().map_or(0, |c| c.max_batch_size);
+    let strip_batch = |shape: &[i64]| -> Vec<i64> {
+        // Metadata shapes include the batch dimension (-1) when the model batches.
+        if max_batch_size > 0 && !shape.is_empty() {
+            shape[1..].to_vec()
+        } else {
+            shape.to_vec()
+        }
+    };
+    let optional = |name: &str| {
+        config
+            .as_ref()
+            .is_some_and(|c| c.input.iter().any(|i| i.name == name && i.optional))
+    };
+    let spec =
+        |t: &crate::proto::model_metadata_response::TensorMetadata, may_be_optional| TensorSpec {
+            name: t.name.clone(),
+            datatype: DataType::from_name(&t.datatype).unwrap_or(DataType::Bytes),
+            dims: strip_batch(&t.shape),
+            optional: may_be_optional && optional(&t.name),
+        };
+    ModelInfo {
+        name: meta.name,
+        platform: meta.platform,
+        backend: config
+            .as_ref()
+            .map(|c| c.backend.clone())
+            .unwrap_or_default(),
+        max_batch_size,
+        decoupled: config
+            .as_ref()
+            .and_then(|c| c.model_transaction_policy.as_ref())
+            .is_some_and(|p| p.decoupled),
+        inputs: meta.inputs.iter().map(|t| spec(t, true)).collect(),
+        outputs: meta.outputs.iter().map(|t| spec(t, false)).collect(),
+    }
+}
+
+/// Builds [`ModelInfo`] from KServe metadata JSON and Triton's config JSON, read into the
+/// messages gRPC answers with ([`model_info`]). Dimensions may be numbers or strings (protobuf's
+/// JSON mapping writes int64 as strings).
 pub fn model_info_from_json(meta: &Value, config: Option<&Value>) -> ModelInfo {
-    use crate::workload::tensor::{DataType, TensorSpec};
+    use crate::proto::model_metadata_response::TensorMetadata;
+    use crate::proto::{ModelConfig, ModelInput, ModelMetadataResponse, ModelTransactionPolicy};
     let int = |v: &Value| {
         v.as_i64()
             .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
     };
-    let max_batch_size = config
-        .and_then(|c| c.get("max_batch_size"))
-        .and_then(int)
-        .unwrap_or(0) as i32;
-    let optional = |name: &str| {
-        config
-            .and_then(|c| c.get("input"))
-            .and_then(Value::as_array)
-            .is_some_and(|ins| {
-                ins.iter().any(|i| {
-                    i.get("name").and_then(Value::as_str) == Some(name)
-                        && i.get("optional").and_then(Value::as_bool) == Some(true)
-                })
-            })
+    let text = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
     };
-    let tensors = |key: &str, with_optional: bool| -> Vec<TensorSpec> {
-        meta.get(key)
+    let list = |v: &Value, key: &str| {
+        v.get(key)
             .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|t| {
-                        let name = t
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string();
-                        let mut dims: Vec<i64> = t
-                            .get("shape")
-                            .and_then(Value::as_array)
-                            .map(|s| s.iter().filter_map(int).collect())
-                            .unwrap_or_default();
-                        // Metadata shapes include the batch dimension when the model batches.
-                        if max_batch_size > 0 && !dims.is_empty() {
-                            dims.remove(0);
-                        }
-                        TensorSpec {
-                            optional: with_optional && optional(&name),
-                            datatype: t
-                                .get("datatype")
-                                .and_then(Value::as_str)
-                                .and_then(DataType::from_name)
-                                .unwrap_or(DataType::Bytes),
-                            dims,
-                            name,
-                        }
-                    })
-                    .collect()
-            })
+            .cloned()
             .unwrap_or_default()
     };
-    ModelInfo {
-        name: meta
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        platform: meta
-            .get("platform")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        backend: config
-            .and_then(|c| c.get("backend"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        max_batch_size,
-        decoupled: config
-            .and_then(|c| c.get("model_transaction_policy"))
-            .and_then(|p| p.get("decoupled"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        inputs: tensors("inputs", true),
-        outputs: tensors("outputs", false),
-    }
+    let tensors = |key: &str| {
+        list(meta, key)
+            .iter()
+            .map(|t| TensorMetadata {
+                name: text(t, "name"),
+                datatype: text(t, "datatype"),
+                shape: list(t, "shape").iter().filter_map(int).collect(),
+            })
+            .collect()
+    };
+    let config = config.map(|c| ModelConfig {
+        max_batch_size: c.get("max_batch_size").and_then(int).unwrap_or(0) as i32,
+        backend: text(c, "backend"),
+        input: list(c, "input")
+            .iter()
+            .map(|i| ModelInput {
+                name: text(i, "name"),
+                optional: i.get("optional").and_then(Value::as_bool) == Some(true),
+                ..Default::default()
+            })
+            .collect(),
+        model_transaction_policy: Some(ModelTransactionPolicy {
+            decoupled: c
+                .pointer("/model_transaction_policy/decoupled")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        }),
+        ..Default::default()
+    });
+    let meta = ModelMetadataResponse {
+        name: text(meta, "name"),
+        platform: text(meta, "platform"),
+        inputs: tensors("inputs"),
+        outputs: tensors("outputs"),
+        ..Default::default()
+    };
+    model_info(meta, config)
 }
 
 #[cfg(test)]

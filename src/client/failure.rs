@@ -54,9 +54,7 @@ pub fn chain_kind(e: &(dyn Error + 'static)) -> Option<ErrorKind> {
 /// The wait a `Retry-After` header asks for: whole (or decimal) seconds. An HTTP date is not
 /// read (`None`): the client's own backoff applies instead.
 pub fn retry_after(value: &[u8]) -> Option<Duration> {
-    let s = std::str::from_utf8(value).ok()?.trim();
-    let secs: f64 = s.parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(MAX_WAIT_S)))
+    wait(std::str::from_utf8(value).ok()?.trim().parse().ok()?)
 }
 
 /// The wait a gRPC status asks for: `grpc-retry-pushback-ms` (gRPC's retry pushback), else a
@@ -64,8 +62,7 @@ pub fn retry_after(value: &[u8]) -> Option<Duration> {
 pub fn grpc_pushback(md: &http::HeaderMap) -> Option<Duration> {
     if let Some(v) = md.get("grpc-retry-pushback-ms") {
         let ms: f64 = v.to_str().ok()?.trim().parse().ok()?;
-        return (ms.is_finite() && ms >= 0.0)
-            .then(|| Duration::from_secs_f64((ms / 1000.0).min(MAX_WAIT_S)));
+        return wait(ms / 1000.0);
     }
     md.get("retry-after")
         .and_then(|v| retry_after(v.as_bytes()))
@@ -73,6 +70,11 @@ pub fn grpc_pushback(md: &http::HeaderMap) -> Option<Duration> {
 
 /// Longest server-requested wait honoured; the run's end bounds it further.
 const MAX_WAIT_S: f64 = 3600.0;
+
+/// A wait of `secs` asked for by the server, when it is a wait at all.
+fn wait(secs: f64) -> Option<Duration> {
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(MAX_WAIT_S)))
+}
 
 /// The kind of a non-success HTTP status: 429, and 503 that says when to come back
 /// (`Retry-After`), are rate limiting; anything else is its status code.

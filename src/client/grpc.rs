@@ -24,7 +24,7 @@ use crate::error::UsageError;
 use crate::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use crate::record::{Clock, ErrorKind, RequestError};
 use crate::target::Target;
-use crate::workload::tensor::{DataType, ModelInfo, TensorSpec};
+use crate::workload::tensor::ModelInfo;
 
 const STREAM_PATH: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
 const INFER_PATH: &str = "/inference.GRPCInferenceService/ModelInfer";
@@ -159,12 +159,10 @@ fn metadata_of(
 
 /// Adds `-H` metadata to a request.
 pub fn with_metadata<T>(mut req: tonic::Request<T>, md: &MetadataMap) -> tonic::Request<T> {
-    if !md.is_empty() {
-        let m = req.metadata_mut();
-        for kv in md.iter() {
-            if let tonic::metadata::KeyAndValueRef::Ascii(k, v) = kv {
-                m.append(k.clone(), v.clone());
-            }
+    let m = req.metadata_mut();
+    for kv in md.iter() {
+        if let tonic::metadata::KeyAndValueRef::Ascii(k, v) = kv {
+            m.append(k.clone(), v.clone());
         }
     }
     req
@@ -584,7 +582,7 @@ pub async fn discover_version(
         .map(|r| r.into_inner().config)
         .ok()
         .flatten();
-    Ok(model_info(meta, config))
+    Ok(crate::client::discovery::model_info(meta, config))
 }
 
 /// Whether a failed versioned metadata call failed because of the version: the model itself
@@ -625,100 +623,26 @@ async fn model_names(
     md: &MetadataMap,
 ) -> Option<Vec<String>> {
     use crate::proto::{ModelStatisticsRequest, RepositoryIndexRequest};
-    let index = c
-        .repository_index(with_metadata(
-            tonic::Request::new(RepositoryIndexRequest::default()),
-            md,
-        ))
-        .await
-        .ok()
-        .map(|r| {
-            r.into_inner()
-                .models
-                .into_iter()
-                .map(|m| m.name)
-                .collect::<Vec<_>>()
+    let index = RepositoryIndexRequest::default();
+    let index = c.repository_index(with_metadata(tonic::Request::new(index), md));
+    let mut names = index.await.ok().map(|r| {
+        let models = r.into_inner().models;
+        models.into_iter().map(|m| m.name).collect::<Vec<_>>()
+    });
+    if names.as_ref().is_none_or(Vec::is_empty) {
+        let stats = ModelStatisticsRequest::default();
+        let stats = c.model_statistics(with_metadata(tonic::Request::new(stats), md));
+        let listed = stats.await.ok().map(|r| {
+            let models = r.into_inner().model_stats;
+            models.into_iter().map(|m| m.name).collect::<Vec<_>>()
         });
-    let names = match index {
-        Some(v) if !v.is_empty() => Some(v),
-        index => c
-            .model_statistics(with_metadata(
-                tonic::Request::new(ModelStatisticsRequest::default()),
-                md,
-            ))
-            .await
-            .ok()
-            .map(|r| {
-                r.into_inner()
-                    .model_stats
-                    .into_iter()
-                    .map(|m| m.name)
-                    .collect::<Vec<_>>()
-            })
-            .filter(|v| !v.is_empty())
-            .or(index),
-    };
+        names = listed.filter(|v| !v.is_empty()).or(names);
+    }
     names.map(|mut v| {
         v.sort();
         v.dedup();
         v
     })
-}
-
-/// Combines metadata (names, datatypes, shapes) with config (batching, decoupled, optional inputs).
-pub fn model_info(
-    meta: crate::proto::ModelMetadataResponse,
-    config: Option<crate::proto::ModelConfig>,
-) -> ModelInfo {
-    let max_batch_size = config.as_ref().map_or(0, |c| c.max_batch_size);
-    let strip_batch = |shape: &[i64]| -> Vec<i64> {
-        // Metadata shapes include the batch dimension (-1) when the model batches.
-        if max_batch_size > 0 && !shape.is_empty() {
-            shape[1..].to_vec()
-        } else {
-            shape.to_vec()
-        }
-    };
-    let optional = |name: &str| {
-        config
-            .as_ref()
-            .is_some_and(|c| c.input.iter().any(|i| i.name == name && i.optional))
-    };
-    let inputs = meta
-        .inputs
-        .iter()
-        .map(|t| TensorSpec {
-            name: t.name.clone(),
-            datatype: DataType::from_name(&t.datatype).unwrap_or(DataType::Bytes),
-            dims: strip_batch(&t.shape),
-            optional: optional(&t.name),
-        })
-        .collect();
-    let outputs = meta
-        .outputs
-        .iter()
-        .map(|t| TensorSpec {
-            name: t.name.clone(),
-            datatype: DataType::from_name(&t.datatype).unwrap_or(DataType::Bytes),
-            dims: strip_batch(&t.shape),
-            optional: false,
-        })
-        .collect();
-    ModelInfo {
-        name: meta.name,
-        platform: meta.platform,
-        backend: config
-            .as_ref()
-            .map(|c| c.backend.clone())
-            .unwrap_or_default(),
-        max_batch_size,
-        decoupled: config
-            .as_ref()
-            .and_then(|c| c.model_transaction_policy.as_ref())
-            .is_some_and(|p| p.decoupled),
-        inputs,
-        outputs,
-    }
 }
 
 #[cfg(test)]

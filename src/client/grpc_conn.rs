@@ -58,11 +58,7 @@ impl GrpcTarget {
     ) -> Result<GrpcTarget, crate::error::UsageError> {
         let (host, port) = super::tls::host_port(base_url)
             .ok_or_else(|| crate::error::UsageError(format!("invalid gRPC address {base_url}")))?;
-        let addr = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
+        let addr = format!("{}:{port}", crate::target::bracket_host(&host));
         let mut headers = metadata;
         headers.insert("content-type", HeaderValue::from_static("application/grpc"));
         headers.insert("te", HeaderValue::from_static("trailers"));

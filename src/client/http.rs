@@ -52,10 +52,10 @@ impl HttpClient {
         let url = reqwest::Url::parse(&target.endpoint_url()).map_err(|e| {
             crate::error::Error::usage(format!("invalid URL {}: {e}", target.endpoint_url()))
         })?;
-        let tls = match target.uses_tls() {
-            true => Some(super::tls::TlsContext::new(&target.tls)?),
-            false => None,
-        };
+        let tls = target
+            .uses_tls()
+            .then(|| super::tls::TlsContext::new(&target.tls))
+            .transpose()?;
         let mut builder = reqwest::Client::builder()
             .no_proxy()
             .tcp_nodelay(true)

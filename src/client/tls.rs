@@ -47,6 +47,11 @@ fn provider() -> Arc<CryptoProvider> {
         .clone()
 }
 
+/// The signature algorithms the provider verifies.
+fn algorithms() -> rustls::crypto::WebPkiSupportedAlgorithms {
+    provider().signature_verification_algorithms
+}
+
 /// The system's trusted roots, read once per process.
 fn system_roots() -> &'static [CertificateDer<'static>] {
     static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
@@ -69,7 +74,7 @@ impl fmt::Debug for TlsContext {
     // The key is never shown.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TlsContext")
-            .field("verify", &self.verifier.mode())
+            .field("verify", &self.verifier.mode)
             .field("client_certificate", &self.identity.is_some())
             .finish()
     }
@@ -82,16 +87,15 @@ impl TlsContext {
         if tls.insecure() {
             warn_insecure_once();
         }
-        let identity = match &tls.identity {
-            None => None,
-            Some(id) => Some(Arc::new(Identity {
+        let identity = tls.identity.as_ref().map(|id| {
+            Ok::<_, UsageError>(Arc::new(Identity {
                 chain: read_certs("--cert", &id.cert, id.cert_encoding)?,
                 key: read_key(&id.key, id.key_encoding)?,
-            })),
-        };
+            }))
+        });
         Ok(TlsContext {
             verifier: Arc::new(Verifier::new(tls)?),
-            identity,
+            identity: identity.transpose()?,
         })
     }
 
@@ -142,13 +146,12 @@ impl TlsContext {
 fn pem(label: &str, der: &[u8]) -> String {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for line in b64.as_bytes().chunks(64) {
-        out.push_str(std::str::from_utf8(line).unwrap_or_default());
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
+    let lines: String = b64
+        .as_bytes()
+        .chunks(64)
+        .map(|line| format!("{}\n", String::from_utf8_lossy(line)))
+        .collect();
+    format!("-----BEGIN {label}-----\n{lines}-----END {label}-----\n")
 }
 
 fn read_file(flag: &str, path: &Path) -> Result<Vec<u8>, UsageError> {
@@ -244,10 +247,6 @@ impl Verifier {
             webpki,
         })
     }
-
-    fn mode(&self) -> Verify {
-        self.mode
-    }
 }
 
 impl ServerCertVerifier for Verifier {
@@ -288,12 +287,7 @@ impl ServerCertVerifier for Verifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &provider().signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms())
     }
 
     fn verify_tls13_signature(
@@ -302,18 +296,11 @@ impl ServerCertVerifier for Verifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &provider().signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms())
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        provider()
-            .signature_verification_algorithms
-            .supported_schemes()
+        algorithms().supported_schemes()
     }
 }
 
@@ -603,33 +590,27 @@ fn tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 }
 
 /// A distinguished name's CN, O, OU and C attributes, in order.
-fn dn_text(mut name: &[u8]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    while let Some((_, set, rest)) = tlv(name) {
-        name = rest;
-        let Some((_, atv, _)) = tlv(set) else {
-            continue;
-        };
-        let Some((_, oid, value)) = tlv(atv) else {
-            continue;
-        };
-        let key = match oid {
-            [0x55, 0x04, 0x03] => "CN",
-            [0x55, 0x04, 0x0a] => "O",
-            [0x55, 0x04, 0x0b] => "OU",
-            [0x55, 0x04, 0x06] => "C",
-            _ => continue,
-        };
-        let Some((_, v, _)) = tlv(value) else {
-            continue;
-        };
-        let text: String = String::from_utf8_lossy(v)
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(120)
-            .collect();
-        parts.push(format!("{key}={text}"));
-    }
+fn dn_text(name: &[u8]) -> String {
+    let sets = std::iter::successors(tlv(name), |&(_, _, rest)| tlv(rest));
+    let parts: Vec<String> = sets
+        .filter_map(|(_, set, _)| {
+            let (_, atv, _) = tlv(set)?;
+            let (_, oid, value) = tlv(atv)?;
+            let key = match oid {
+                [0x55, 0x04, 0x03] => "CN",
+                [0x55, 0x04, 0x0a] => "O",
+                [0x55, 0x04, 0x0b] => "OU",
+                [0x55, 0x04, 0x06] => "C",
+                _ => return None,
+            };
+            let text: String = String::from_utf8_lossy(tlv(value)?.1)
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(120)
+                .collect();
+            Some(format!("{key}={text}"))
+        })
+        .collect();
     if parts.is_empty() {
         "(empty name)".into()
     } else {

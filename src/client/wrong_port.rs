@@ -7,23 +7,18 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::target::Target;
 
-/// The two ways to talk to a KServe v2 server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The two ways to talk to a KServe v2 server; its name in messages is the protocol's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
 pub enum Wire {
     /// HTTP/1.1 (KServe v2 REST, OpenAI-compatible).
+    #[strum(to_string = "HTTP")]
     Http,
     /// KServe v2 gRPC.
+    #[strum(to_string = "gRPC")]
     Grpc,
 }
 
 impl Wire {
-    fn name(self) -> &'static str {
-        match self {
-            Wire::Http => "HTTP",
-            Wire::Grpc => "gRPC",
-        }
-    }
-
     fn other(self) -> Wire {
         match self {
             Wire::Http => Wire::Grpc,
@@ -58,20 +53,19 @@ pub async fn answers_grpc(t: &Target) -> bool {
 /// TLS when the target uses it.
 pub async fn answers_http(t: &Target) -> bool {
     super::http::install_tls_provider();
-    let mut b = reqwest::Client::builder()
-        .no_proxy()
-        .http1_only()
-        .timeout(PROBE_TIMEOUT);
-    if t.uses_tls() {
-        let Ok(ctx) = super::tls::TlsContext::new(&t.tls) else {
-            return false;
-        };
-        let Ok(with_tls) = ctx.reqwest(b) else {
-            return false;
-        };
-        b = with_tls;
-    }
-    let Ok(c) = b.build() else {
+    let client = || {
+        let b = reqwest::Client::builder()
+            .no_proxy()
+            .http1_only()
+            .timeout(PROBE_TIMEOUT);
+        match t.uses_tls() {
+            true => super::tls::TlsContext::new(&t.tls).ok()?.reqwest(b).ok()?,
+            false => b,
+        }
+        .build()
+        .ok()
+    };
+    let Some(c) = client() else {
         return false;
     };
     c.get(format!("{}/v2/health/live", t.base_url))
@@ -96,9 +90,8 @@ pub async fn explain(err: Error, t: &Target, asked: Wire, fix: &str) -> Error {
         return err;
     }
     Error::usage(format!(
-        "{} speaks {}, not {}: {fix}",
+        "{} speaks {}, not {asked}: {fix}",
         t.base_url,
-        asked.other().name(),
-        asked.name()
+        asked.other()
     ))
 }

@@ -72,13 +72,10 @@ impl GpuView {
                 .map(|g| g.power_w.map(|p| p.avg * window_s))
                 .sum()
         };
-        let (energy_j, energy_source) = match total_energy_j(&gpus) {
-            Some(e) => (Some(e), Some(EnergySource::Counter)),
-            None => match from_power() {
-                Some(e) => (Some(e), Some(EnergySource::Power)),
-                None => (None, None),
-            },
-        };
+        let (energy_j, energy_source) = total_energy_j(&gpus)
+            .map(|e| (e, EnergySource::Counter))
+            .or_else(|| from_power().map(|e| (e, EnergySource::Power)))
+            .unzip();
         GpuView {
             gpus,
             window_s,
@@ -90,12 +87,10 @@ impl GpuView {
 
     /// Adds tokens per joule for a level that produced `tokens_per_s` output tokens a second.
     pub fn with_output_rate(mut self, tokens_per_s: f64) -> GpuView {
-        self.output_tokens_per_joule = match self.energy_j {
-            Some(e) if e > 0.0 && self.window_s > 0.0 && tokens_per_s.is_finite() => {
-                Some(tokens_per_s / (e / self.window_s))
-            }
-            _ => None,
-        };
+        self.output_tokens_per_joule = self
+            .energy_j
+            .filter(|&e| e > 0.0 && self.window_s > 0.0 && tokens_per_s.is_finite())
+            .map(|e| tokens_per_s / (e / self.window_s));
         self
     }
 

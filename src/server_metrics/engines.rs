@@ -82,7 +82,7 @@ pub struct SpecDecode {
 /// One model's state on one engine's metrics page at one instant. Gauges (`waiting`,
 /// `running`, `kv_usage`) are instantaneous; everything else is cumulative since the server
 /// started. `None` = the engine does not export it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct EngineSample {
     /// Which engine's families were read.
     pub kind: ServerKind,
@@ -136,43 +136,28 @@ impl EngineSample {
         EngineSample {
             kind,
             model_matched: true,
-            waiting: None,
-            running: None,
-            kv_usage: None,
-            preemptions: None,
-            requests: None,
-            queue: None,
-            triton_queue: None,
-            prefill: None,
-            decode: None,
-            inference: None,
-            e2e: None,
-            prefill_batches: None,
-            decode_batches: None,
-            decode_sum_s: None,
-            spec_decode: None,
-            ttft: None,
-            prefix_cache: None,
-            prompt_tokens: None,
-            generation_tokens: None,
+            ..EngineSample::default()
         }
     }
 }
 
-/// The engine whose families the page carries, most specific first (a Triton page with the
-/// vLLM backend's `vllm:*` families is vLLM; one with `nv_trt_llm_*` is TensorRT-LLM).
+/// Each engine's family prefix, most specific first (a Triton page with the vLLM backend's
+/// `vllm:*` families is vLLM; one with `nv_trt_llm_*` is TensorRT-LLM).
+const FAMILIES: [(&str, ServerKind); 6] = [
+    ("vllm:", ServerKind::Vllm),
+    ("sglang:", ServerKind::Sglang),
+    ("tgi_", ServerKind::Tgi),
+    ("nv_trt_llm_", ServerKind::TrtLlm),
+    ("nv_inference_", ServerKind::Triton),
+    ("llamacpp:", ServerKind::LlamaCpp),
+];
+
+/// The engine whose families the page carries, the most specific first ([`FAMILIES`]).
 pub fn detect(page: &Exposition) -> Option<ServerKind> {
-    [
-        ("vllm:", ServerKind::Vllm),
-        ("sglang:", ServerKind::Sglang),
-        ("tgi_", ServerKind::Tgi),
-        ("nv_trt_llm_", ServerKind::TrtLlm),
-        ("nv_inference_", ServerKind::Triton),
-        ("llamacpp:", ServerKind::LlamaCpp),
-    ]
-    .into_iter()
-    .find(|(prefix, _)| page.has_prefix(prefix))
-    .map(|(_, k)| k)
+    FAMILIES
+        .into_iter()
+        .find(|(prefix, _)| page.has_prefix(prefix))
+        .map(|(_, k)| k)
 }
 
 /// Parses `text`, picks the engine (`forced`, or [`detect`]) and reads `model`'s sample.
@@ -193,13 +178,17 @@ pub fn read_sample(
     kind: ServerKind,
     model: Option<&str>,
 ) -> Option<EngineSample> {
+    let (prefix, _) = FAMILIES.into_iter().find(|&(_, k)| k == kind)?;
+    if !page.has_prefix(prefix) {
+        return None;
+    }
     let mut s = match kind {
-        ServerKind::Vllm => read_vllm(page, model)?,
-        ServerKind::Sglang => read_sglang(page, model)?,
-        ServerKind::Tgi => read_tgi(page)?,
-        ServerKind::TrtLlm => read_trtllm(page, model)?,
+        ServerKind::Vllm => read_vllm(page, model),
+        ServerKind::Sglang => read_sglang(page, model),
+        ServerKind::Tgi => read_tgi(page),
+        ServerKind::TrtLlm => read_trtllm(page, model),
         ServerKind::Triton => read_triton_core(page, model, ServerKind::Triton)?,
-        ServerKind::LlamaCpp => read_llamacpp(page)?,
+        ServerKind::LlamaCpp => read_llamacpp(page),
     };
     if s.triton_queue.is_none()
         && let Some(t) = read_triton_core(page, model, kind)
@@ -263,10 +252,9 @@ impl Selector {
     }
 
     fn keeps(&self, s: &Sample) -> bool {
-        match &self.value {
-            Some(v) => s.label(self.key) == Some(v.as_str()),
-            None => true,
-        }
+        self.value
+            .as_deref()
+            .is_none_or(|v| s.label(self.key) == Some(v))
     }
 }
 
@@ -301,10 +289,7 @@ fn time_sum(h: Option<Histogram>) -> Option<TimeSum> {
     })
 }
 
-fn read_vllm(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
-    if !page.has_prefix("vllm:") {
-        return None;
-    }
+fn read_vllm(page: &Exposition, model: Option<&str>) -> EngineSample {
     let sel = Selector::new(page, "vllm:", &["model_name", "model"], model);
     let t = |f: &str| time_sum(hist(page, &sel, f));
     let queries = counter(page, &sel, "vllm:prefix_cache_queries")
@@ -315,7 +300,7 @@ fn read_vllm(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
     let success = page.sum("vllm:request_success_total", |s| {
         sel.keeps(s) && !matches!(s.label("finished_reason"), Some("abort" | "error"))
     });
-    Some(EngineSample {
+    EngineSample {
         model_matched: sel.matched,
         waiting: sum(page, &sel, "vllm:num_requests_waiting"),
         running: sum(page, &sel, "vllm:num_requests_running"),
@@ -338,7 +323,7 @@ fn read_vllm(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
         generation_tokens: counter(page, &sel, "vllm:generation_tokens"),
         spec_decode: spec_decode(page, &sel, "vllm:spec_decode_num_"),
         ..EngineSample::empty(ServerKind::Vllm)
-    })
+    }
 }
 
 /// The three speculative-decoding counters under `prefix` (`drafts`, `draft_tokens`,
@@ -352,17 +337,14 @@ fn spec_decode(page: &Exposition, sel: &Selector, prefix: &str) -> Option<SpecDe
     })
 }
 
-fn read_llamacpp(page: &Exposition) -> Option<EngineSample> {
-    if !page.has_prefix("llamacpp:") {
-        return None;
-    }
+fn read_llamacpp(page: &Exposition) -> EngineSample {
     let all = Selector::all();
     let c = |name: &str| counter(page, &all, name);
     // `prompt_tokens_total` excludes the tokens reused from the cache: together they are the
     // prompt tokens looked up.
     let processed = c("llamacpp:prompt_tokens");
     let cached = c("llamacpp:prompt_tokens_cached");
-    Some(EngineSample {
+    EngineSample {
         waiting: sum(page, &all, "llamacpp:requests_deferred"),
         running: sum(page, &all, "llamacpp:requests_processing"),
         kv_usage: sum(page, &all, "llamacpp:kv_cache_usage_ratio"),
@@ -380,17 +362,14 @@ fn read_llamacpp(page: &Exposition) -> Option<EngineSample> {
         generation_tokens: c("llamacpp:tokens_predicted"),
         spec_decode: spec_decode(page, &all, "llamacpp:spec_decode_num_"),
         ..EngineSample::empty(ServerKind::LlamaCpp)
-    })
+    }
 }
 
-fn read_sglang(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
-    if !page.has_prefix("sglang:") {
-        return None;
-    }
+fn read_sglang(page: &Exposition, model: Option<&str>) -> EngineSample {
     let sel = Selector::new(page, "sglang:", &["model_name"], model);
     let prompt = counter(page, &sel, "sglang:prompt_tokens");
     let cached = counter(page, &sel, "sglang:cached_tokens");
-    Some(EngineSample {
+    EngineSample {
         model_matched: sel.matched,
         waiting: sum(page, &sel, "sglang:num_queue_reqs"),
         running: sum(page, &sel, "sglang:num_running_reqs"),
@@ -408,13 +387,10 @@ fn read_sglang(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
         prompt_tokens: prompt,
         generation_tokens: counter(page, &sel, "sglang:generation_tokens"),
         ..EngineSample::empty(ServerKind::Sglang)
-    })
+    }
 }
 
-fn read_tgi(page: &Exposition) -> Option<EngineSample> {
-    if !page.has_prefix("tgi_") {
-        return None;
-    }
+fn read_tgi(page: &Exposition) -> EngineSample {
     let all = Selector::all();
     let t = |f: &str| time_sum(hist(page, &all, f));
     let batch = |method: &'static str| {
@@ -422,7 +398,7 @@ fn read_tgi(page: &Exposition) -> Option<EngineSample> {
             s.label("method") == Some(method)
         }))
     };
-    Some(EngineSample {
+    EngineSample {
         waiting: sum(page, &all, "tgi_queue_size"),
         running: sum(page, &all, "tgi_batch_current_size"),
         requests: counter(page, &all, "tgi_request_success"),
@@ -433,13 +409,10 @@ fn read_tgi(page: &Exposition) -> Option<EngineSample> {
         decode_batches: batch("decode"),
         generation_tokens: hist(page, &all, "tgi_request_generated_tokens").map(|h| h.sum),
         ..EngineSample::empty(ServerKind::Tgi)
-    })
+    }
 }
 
-fn read_trtllm(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
-    if !page.has_prefix("nv_trt_llm_") {
-        return None;
-    }
+fn read_trtllm(page: &Exposition, model: Option<&str>) -> EngineSample {
     // The backend's families carry the TensorRT-LLM model's name (often `tensorrt_llm`), not
     // the ensemble's a client addresses: fall back to the page's only one.
     let sel = Selector::new(page, "nv_trt_llm_", &["model"], model);
@@ -454,12 +427,12 @@ fn read_trtllm(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
             t,
         )
     };
-    let fraction = kv("fraction").or_else(|| match (kv("used"), kv("max")) {
-        (Some(u), Some(m)) if m > 0.0 => Some(u / m),
-        _ => None,
+    let fraction = kv("fraction").or_else(|| {
+        let (used, max) = kv("used").zip(kv("max")).filter(|&(_, m)| m > 0.0)?;
+        Some(used / max)
     });
     let core = read_triton_core(page, model, ServerKind::TrtLlm);
-    Some(EngineSample {
+    EngineSample {
         model_matched: sel.matched,
         waiting: req("waiting"),
         running: req("active"),
@@ -472,7 +445,7 @@ fn read_trtllm(page: &Exposition, model: Option<&str>) -> Option<EngineSample> {
         // The executor's queue time is not exported; Triton's counter misses it.
         queue: None,
         ..core.unwrap_or_else(|| EngineSample::empty(ServerKind::TrtLlm))
-    })
+    }
 }
 
 /// Triton's core families of `model` (`kind` is what the sample says it is).

@@ -10,6 +10,8 @@
 //! `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` (mJ, counter). Everything is converted to fractions,
 //! bytes, watts and joules; GPUs are keyed by UUID (or index when a page has no UUID).
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 // What a level's GPUs did is measurement vocabulary (`metrics::gpu`): statistics and reports
@@ -20,7 +22,7 @@ use super::level::GaugeAcc;
 use super::prometheus::{Exposition, Sample};
 
 /// One GPU at one instant.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct GpuSample {
     /// UUID (`GPU-…`), or the index when the page has none.
     pub uuid: String,
@@ -75,21 +77,14 @@ pub fn read_gpus(page: &Exposition) -> Vec<GpuSample> {
     for (family, scale, set) in fields {
         for s in page.series(family) {
             let Some(id) = gpu_id(s) else { continue };
-            let g = match gpus.iter().position(|g| g.uuid == id) {
-                Some(i) => &mut gpus[i],
-                None => {
-                    gpus.push(GpuSample {
-                        uuid: id.to_string(),
-                        name: None,
-                        utilization: None,
-                        memory_used_bytes: None,
-                        memory_total_bytes: None,
-                        power_w: None,
-                        energy_j: None,
-                    });
-                    gpus.last_mut().expect("just pushed")
-                }
-            };
+            let i = gpus.iter().position(|g| g.uuid == id).unwrap_or_else(|| {
+                gpus.push(GpuSample {
+                    uuid: id.to_string(),
+                    ..GpuSample::default()
+                });
+                gpus.len() - 1
+            });
+            let g = &mut gpus[i];
             if g.name.is_none() {
                 g.name = s.label("modelName").map(str::to_string);
             }
@@ -118,7 +113,7 @@ struct Acc {
 #[derive(Debug, Clone)]
 pub struct GpuLevel {
     start: Vec<GpuSample>,
-    acc: Vec<(String, Acc)>,
+    acc: HashMap<String, Acc>,
 }
 
 impl GpuLevel {
@@ -126,21 +121,14 @@ impl GpuLevel {
     pub fn new(start: Vec<GpuSample>) -> Self {
         GpuLevel {
             start,
-            acc: Vec::new(),
+            acc: HashMap::new(),
         }
     }
 
     /// Samples taken while the level runs.
     pub fn observe(&mut self, gpus: &[GpuSample]) {
         for g in gpus {
-            let i = match self.acc.iter().position(|(id, _)| *id == g.uuid) {
-                Some(i) => i,
-                None => {
-                    self.acc.push((g.uuid.clone(), Acc::default()));
-                    self.acc.len() - 1
-                }
-            };
-            let a = &mut self.acc[i].1;
+            let a = self.acc.entry(g.uuid.clone()).or_default();
             a.util.push(g.utilization);
             a.mem.push(g.memory_used_bytes);
             a.power.push(g.power_w);
@@ -152,17 +140,12 @@ impl GpuLevel {
         self.observe(end);
         end.iter()
             .map(|g| {
-                let acc = self
-                    .acc
-                    .iter()
-                    .find(|(id, _)| *id == g.uuid)
-                    .map(|(_, a)| a.clone())
-                    .unwrap_or_default();
+                let acc = self.acc.remove(&g.uuid).unwrap_or_default();
                 let before = self.start.iter().find(|s| s.uuid == g.uuid);
-                let energy_j = match (before.and_then(|b| b.energy_j), g.energy_j) {
-                    (Some(b), Some(a)) => Some((a - b).max(0.0)),
-                    _ => None,
-                };
+                let energy_j = before
+                    .and_then(|b| b.energy_j)
+                    .zip(g.energy_j)
+                    .map(|(b, a)| (a - b).max(0.0));
                 GpuLevelView {
                     uuid: g.uuid.clone(),
                     name: g.name.clone(),

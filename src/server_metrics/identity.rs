@@ -98,10 +98,13 @@ fn from_version_json(v: &Value, name: Option<&str>, source: &str) -> Option<Serv
     Some(ServerIdentity {
         name: name.map(str::to_string),
         version: Some(version),
-        extensions: Vec::new(),
         source: source.into(),
+        ..ServerIdentity::default()
     })
 }
+
+/// Reads an identity from a JSON document.
+type Reader = fn(&Value) -> Option<ServerIdentity>;
 
 /// The server's identity over HTTP at `base_url`; `client` must carry no API key (the metrics
 /// client), since these paths need none.
@@ -112,23 +115,17 @@ pub async fn identify_http(client: &reqwest::Client, base_url: &str) -> ServerId
             .ok()?;
         serde_json::from_str::<Value>(&text).ok()
     };
-    if let Some(id) = json_at("/v2")
-        .await
-        .and_then(|v| from_kserve_json(&v, "GET /v2"))
-    {
-        return id;
-    }
-    if let Some(id) = json_at("/version")
-        .await
-        .and_then(|v| from_version_json(&v, None, "GET /version"))
-    {
-        return id;
-    }
-    if let Some(id) = json_at("/info")
-        .await
-        .and_then(|v| from_version_json(&v, Some("text-generation-inference"), "GET /info"))
-    {
-        return id;
+    let readers: [(&str, Reader); 3] = [
+        ("/v2", |v| from_kserve_json(v, "GET /v2")),
+        ("/version", |v| from_version_json(v, None, "GET /version")),
+        ("/info", |v| {
+            from_version_json(v, Some("text-generation-inference"), "GET /info")
+        }),
+    ];
+    for (path, read) in readers {
+        if let Some(id) = json_at(path).await.and_then(|v| read(&v)) {
+            return id;
+        }
     }
     server_header(client, base_url)
         .await
@@ -144,15 +141,14 @@ async fn server_header(client: &reqwest::Client, base_url: &str) -> Option<Serve
         .await
         .ok()?;
     let h = resp.headers().get(reqwest::header::SERVER)?.to_str().ok()?;
-    let (name, version) = match h.split_once('/') {
-        Some((n, v)) => (n, Some(field(v))),
-        None => (h, None),
-    };
+    let (name, version) = h
+        .split_once('/')
+        .map_or((h, None), |(n, v)| (n, Some(field(v))));
     Some(ServerIdentity {
         name: Some(field(name)),
         version,
-        extensions: Vec::new(),
         source: "Server header".into(),
+        ..ServerIdentity::default()
     })
 }
 
@@ -207,26 +203,23 @@ pub fn describe_openai_model(listing: &Value, model: &str) -> Option<Value> {
         .as_array()?
         .iter()
         .find(|m| m.get("id").and_then(Value::as_str) == Some(model))?;
-    let mut out = serde_json::Map::new();
-    for key in [
+    let keys = [
         "id",
         "owned_by",
         "root",
         "parent",
         "max_model_len",
         "created",
-    ] {
-        match entry.get(key) {
-            Some(Value::String(s)) => {
-                out.insert(key.into(), Value::String(field(s)));
-            }
-            Some(n @ Value::Number(_)) => {
-                out.insert(key.into(), n.clone());
-            }
-            _ => {}
-        }
-    }
-    Some(Value::Object(out))
+    ];
+    let out = keys.into_iter().filter_map(|key| {
+        let value = match entry.get(key)? {
+            Value::String(s) => Value::String(field(s)),
+            n @ Value::Number(_) => n.clone(),
+            _ => return None,
+        };
+        Some((key.to_string(), value))
+    });
+    Some(Value::Object(out.collect()))
 }
 
 /// The model's entry from `GET {base_url}/v1/models` (bounded read); `client` is the

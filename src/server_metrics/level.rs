@@ -89,7 +89,7 @@ pub struct SpecDecodeView {
 
 /// The engine's own view of a level. Read back from a level's JSON (`engine_metrics`), where a
 /// missing field is `None`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EngineLevelView {
     /// Which engine.
     pub kind: ServerKind,
@@ -154,28 +154,7 @@ impl EngineLevelView {
         EngineLevelView {
             kind,
             model_matched: true,
-            waiting: None,
-            running: None,
-            kv_usage: None,
-            preemptions: None,
-            requests: None,
-            avg_queue_s: None,
-            avg_triton_queue_s: None,
-            avg_prefill_s: None,
-            avg_decode_s: None,
-            avg_inference_s: None,
-            avg_e2e_s: None,
-            prefill_busy_s: None,
-            decode_busy_s: None,
-            decode_total_s: None,
-            spec_decode: None,
-            slots: None,
-            requests_from_client: false,
-            server_ttft: None,
-            prefix_cache: None,
-            prompt_tokens: None,
-            generation_tokens: None,
-            window_s: None,
+            ..EngineLevelView::default()
         }
     }
 
@@ -217,7 +196,7 @@ impl EngineLevelView {
 }
 
 /// Accumulates one level's engine samples.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineLevel {
     start: EngineSample,
     waiting: GaugeAcc,
@@ -232,9 +211,7 @@ impl EngineLevel {
         EngineLevel {
             matched: start.model_matched,
             start,
-            waiting: GaugeAcc::default(),
-            running: GaugeAcc::default(),
-            kv: GaugeAcc::default(),
+            ..EngineLevel::default()
         }
     }
 
@@ -289,22 +266,18 @@ impl EngineLevel {
             decode_busy_s: busy(b.decode_batches, end.decode_batches),
             decode_total_s: d(b.decode_sum_s, end.decode_sum_s),
             spec_decode: spec_view(b.spec_decode, end.spec_decode),
-            slots: None,
-            requests_from_client: false,
             server_ttft: ttft_view(b.ttft.as_ref(), end.ttft.as_ref()),
             prefix_cache: prefix_view(b, end),
             prompt_tokens: d(b.prompt_tokens, end.prompt_tokens),
             generation_tokens: d(b.generation_tokens, end.generation_tokens),
-            window_s: None,
+            ..EngineLevelView::default()
         }
     }
 }
 
 fn ttft_view(before: Option<&Histogram>, after: Option<&Histogram>) -> Option<TtftView> {
-    let h = match before {
-        Some(b) => after?.since(b),
-        None => after?.clone(),
-    };
+    let after = after?;
+    let h = before.map_or_else(|| after.clone(), |b| after.since(b));
     Some(TtftView {
         count: h.count,
         avg_s: h.mean()?,

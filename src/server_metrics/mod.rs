@@ -87,37 +87,13 @@ pub struct Snapshot {
 pub fn parse_prometheus(text: &str, model: &str) -> Option<Snapshot> {
     let mut s = Snapshot::default();
     let mut seen = false;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (name, labels, rest) = match line.find('{') {
-            Some(b) => {
-                let Some(e) = line[b..].find('}') else {
-                    continue;
-                };
-                (&line[..b], &line[b + 1..b + e], &line[b + e + 1..])
-            }
-            None => match line.split_once(char::is_whitespace) {
-                Some((n, r)) => (n, "", r),
-                None => continue,
-            },
-        };
-        if !name.starts_with("nv_inference_") {
-            continue;
-        }
-        if label_value(labels, "model") != Some(model) {
-            continue;
-        }
-        let Some(value) = rest
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<f64>().ok())
-        else {
-            continue;
-        };
-        let slot = match name {
+    let page = prometheus::parse(text);
+    for sample in page
+        .samples
+        .iter()
+        .filter(|x| x.label("model") == Some(model))
+    {
+        let slot = match sample.name.as_str() {
             "nv_inference_request_success" => &mut s.success,
             "nv_inference_request_failure" => &mut s.failure,
             "nv_inference_count" => &mut s.inference_count,
@@ -133,44 +109,14 @@ pub fn parse_prometheus(text: &str, model: &str) -> Option<Snapshot> {
             "nv_inference_pending_request_count" => &mut s.pending,
             _ => continue,
         };
-        *slot += value;
+        *slot += sample.value;
         seen = true;
     }
     seen.then_some(s)
 }
 
-/// The value of label `key` in a `k="v",k2="v2"` label list (escapes in values are rare in
-/// Triton's labels and only `\"` matters for finding the end).
-fn label_value<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
-    let mut rest = labels;
-    while !rest.is_empty() {
-        let eq = rest.find('=')?;
-        let k = rest[..eq].trim().trim_start_matches(',').trim();
-        let after = &rest[eq + 1..];
-        let after = after.strip_prefix('"')?;
-        let mut end = 0;
-        let bytes = after.as_bytes();
-        while end < bytes.len() {
-            if bytes[end] == b'\\' {
-                end += 2;
-                continue;
-            }
-            if bytes[end] == b'"' {
-                break;
-            }
-            end += 1;
-        }
-        let v = &after[..end.min(after.len())];
-        if k == key {
-            return Some(v);
-        }
-        rest = after.get(end + 1..).unwrap_or("");
-    }
-    None
-}
-
 /// What the server did during a level: differences of its counters, as averages per request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ServerDelta {
     /// Where the numbers come from (`prometheus` or `statistics`).
     pub source: &'static str,
@@ -369,16 +315,13 @@ impl ServerDelta {
         let total = queue + input + infer + output;
         ServerDelta {
             source: "statistics",
-            requests: 0,
-            failures: 0,
-            executions: 0,
             avg_request_ms: total,
             avg_queue_ms: Some(queue),
             avg_compute_input_ms: input,
             avg_compute_infer_ms: infer,
             avg_compute_output_ms: output,
             queue_share: (total > 0.0).then(|| queue / total),
-            max_pending: 0.0,
+            ..ServerDelta::default()
         }
     }
 }
@@ -591,10 +534,9 @@ nv_gpu_utilization{gpu_uuid="GPU-1"} 0.5
 
     #[test]
     fn label_parsing_handles_escapes_and_order() {
-        assert_eq!(
-            label_value(r#"version="1",model="a\"b""#, "model"),
-            Some(r#"a\"b"#)
-        );
-        assert_eq!(label_value(r#"model="m""#, "version"), None);
+        let page = r#"nv_inference_count{version="1",model="a\"b"} 4"#;
+        assert_eq!(parse_prometheus(page, "a\"b").unwrap().inference_count, 4.0);
+        let unlabelled = r#"nv_inference_count{version="1"} 4"#;
+        assert_eq!(parse_prometheus(unlabelled, "m"), None);
     }
 }

@@ -227,16 +227,14 @@ impl Sampled {
         end: &ProbeSnapshot,
         window_s: f64,
     ) -> (Option<EngineLevelView>, Option<GpuView>) {
-        let engine = match (self.engine, &end.engine) {
-            (Some(level), Some(e)) => Some(level.finish_over(e, window_s).with_slots(self.slots)),
-            _ => None,
-        };
-        let gpus = match self.gpus {
-            Some(level) if !end.gpus.is_empty() => {
-                Some(GpuView::new(level.finish(&end.gpus), window_s))
-            }
-            _ => None,
-        };
+        let engine = self
+            .engine
+            .zip(end.engine.as_ref())
+            .map(|(level, e)| level.finish_over(e, window_s).with_slots(self.slots));
+        let gpus = self
+            .gpus
+            .filter(|_| !end.gpus.is_empty())
+            .map(|level| GpuView::new(level.finish(&end.gpus), window_s));
         (engine, gpus)
     }
 }
@@ -422,25 +420,20 @@ impl ServerProbe {
                     .ok_or(StatsError::NoModelStats)
             }
             StatsSource::Grpc(channel, md) => {
-                match model_statistics_version(
-                    channel.clone(),
-                    &self.reader.model,
-                    &self.version,
-                    md,
-                )
-                .await
-                {
-                    Ok(s) => Ok(Some(s)),
-                    Err(s)
+                model_statistics_version(channel.clone(), &self.reader.model, &self.version, md)
+                    .await
+                    .map(Some)
+                    .map_err(|s| {
                         if matches!(
                             s.code(),
                             tonic::Code::PermissionDenied | tonic::Code::Unauthenticated
-                        ) || s.message().contains("restricted") =>
-                    {
-                        Err(StatsError::Restricted)
-                    }
-                    Err(s) => Err(StatsError::Grpc(s)),
-                }
+                        ) || s.message().contains("restricted")
+                        {
+                            StatsError::Restricted
+                        } else {
+                            StatsError::Grpc(s)
+                        }
+                    })
             }
         }
     }

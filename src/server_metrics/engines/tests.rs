@@ -1,6 +1,8 @@
 //! Exact readings of pages shaped like each engine's real output.
 
 use super::*;
+use crate::server_metrics::level::EngineLevel;
+use crate::server_metrics::split::QueueSource;
 
 fn ts(seconds: f64, count: f64) -> Option<TimeSum> {
     Some(TimeSum { seconds, count })
@@ -302,7 +304,6 @@ fn close(a: Option<f64>, b: f64) -> bool {
 // The page's own digits, as vLLM printed them.
 #[allow(clippy::excessive_precision)]
 fn vllm_032_real_pages() {
-    use crate::server_metrics::level::EngineLevel;
     let model = Some("tiny-llama");
     let before = real("vllm", "metrics_before", ServerKind::Vllm, model);
     let after = real("vllm", "metrics_after", ServerKind::Vllm, model);
@@ -346,10 +347,7 @@ fn vllm_032_real_pages() {
         (Some(194.0), Some(80.0))
     );
     let s = v.split().unwrap();
-    assert_eq!(
-        s.queue_source,
-        crate::server_metrics::split::QueueSource::Engine
-    );
+    assert_eq!(s.queue_source, QueueSource::Engine);
     assert!(close(s.prefill_ms, 156.2468869994973 / 10.0));
 }
 
@@ -358,7 +356,6 @@ fn vllm_032_real_pages() {
 /// caches.
 #[test]
 fn llamacpp_real_pages() {
-    use crate::server_metrics::level::EngineLevel;
     let before = real("llamacpp", "metrics_before", ServerKind::LlamaCpp, None);
     let after = real(
         "llamacpp",
@@ -395,10 +392,7 @@ fn llamacpp_real_pages() {
     assert!(v.requests_from_client);
     assert!(close(v.avg_decode_s, 0.700008 / 32.0));
     let s = v.split().unwrap();
-    assert_eq!(
-        s.queue_source,
-        crate::server_metrics::split::QueueSource::WaitingGauge
-    );
+    assert_eq!(s.queue_source, QueueSource::WaitingGauge);
     assert_eq!(s.queue_ms, 0.0, "nothing deferred");
     assert!(close(s.prefill_ms, 12.5));
     assert!(close(Some(s.generation_ms), 12.5 + 700.008 / 32.0));
