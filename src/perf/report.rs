@@ -72,6 +72,15 @@ fn load_value(s: &Stimulus) -> String {
     }
 }
 
+/// The kind of load as the summary names it.
+fn load_kind(s: &Stimulus) -> &'static str {
+    match s {
+        Stimulus::Concurrency(_) => "Concurrency",
+        Stimulus::RequestRate { .. } => "Request Rate",
+        Stimulus::FixedSchedule { .. } => "Fixed schedule",
+    }
+}
+
 /// What the client waited for beyond sending and receiving (ns), floored at 0.
 fn response_wait_ns(l: &PerfLevel) -> f64 {
     (l.latency.avg - l.avg_send_ns - l.avg_recv_ns).max(0.0)
@@ -183,16 +192,13 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
     let wait = response_wait_ns(l);
     if l.streaming {
         // perf_analyzer omits client-library times for decoupled models.
-    } else if protocol == "gRPC" {
-        out.push_str(&format!(
-            "    Avg gRPC time: {} usec ((un)marshal request/response {} usec + response wait {} usec)\n",
-            us(l.latency.avg),
-            us(l.avg_send_ns + l.avg_recv_ns),
-            us(wait)
-        ));
     } else {
+        let io = match protocol {
+            "gRPC" => "(un)marshal request/response",
+            _ => "send/recv",
+        };
         out.push_str(&format!(
-            "    Avg HTTP time: {} usec (send/recv {} usec + response wait {} usec)\n",
+            "    Avg {protocol} time: {} usec ({io} {} usec + response wait {} usec)\n",
             us(l.latency.avg),
             us(l.avg_send_ns + l.avg_recv_ns),
             us(wait)
@@ -225,11 +231,7 @@ pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
         out.push_str(&format!(
             "  Failed to obtain stable measurement within {} measurement windows for {} {}. Please try to increase the --measurement-interval.\n",
             l.windows,
-            match l.stimulus {
-                Stimulus::Concurrency(_) => "concurrency",
-                Stimulus::RequestRate { .. } => "request rate",
-                Stimulus::FixedSchedule { .. } => "fixed schedule",
-            },
+            load_kind(&l.stimulus).to_lowercase(),
             load_value(&l.stimulus)
         ));
     }
@@ -305,14 +307,10 @@ pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
             (Some(99), None) => l.latency.p99,
             _ => l.latency.avg,
         };
-        let head = match l.stimulus {
-            Stimulus::Concurrency(_) => "Concurrency",
-            Stimulus::RequestRate { .. } => "Request Rate",
-            Stimulus::FixedSchedule { .. } => "Fixed schedule",
-        };
-        let head = format!("{head}: {}", load_value(&l.stimulus));
         out.push_str(&format!(
-            "{head}, throughput: {} infer/sec, latency {} usec\n",
+            "{}: {}, throughput: {} infer/sec, latency {} usec\n",
+            load_kind(&l.stimulus),
+            load_value(&l.stimulus),
             g6(l.throughput),
             us(lat)
         ));
