@@ -396,13 +396,8 @@ impl Aggregate {
         self.ok += 1;
         self.sum_osl += u64::from(rec.osl);
         self.sum_isl += u64::from(rec.isl);
-        self.first_sent_ns = Some(
-            self.first_sent_ns
-                .map_or(rec.sent_ns, |t| t.min(rec.sent_ns)),
-        );
-        if let Some(last) = rec.last_token_ns {
-            self.last_response_ns = Some(self.last_response_ns.map_or(last, |t| t.max(last)));
-        }
+        self.first_sent_ns = Some(self.first_sent_ns.unwrap_or(u64::MAX).min(rec.sent_ns));
+        self.last_response_ns = self.last_response_ns.max(rec.last_token_ns);
         if let (Some(server), Some(counted)) = (rec.server_osl, rec.tokenizer_osl) {
             self.osl_compared += 1;
             self.osl_mismatch += u64::from(server != counted);
@@ -441,11 +436,7 @@ impl Aggregate {
 
     /// Accounts a failed request by its kind, keeping the first message as the example.
     pub fn record_error(&mut self, kind: ErrorKind, message: &str) {
-        let entry = self
-            .errors
-            .entry(kind)
-            .or_insert_with(|| (0, message.to_string()));
-        entry.0 += 1;
+        self.add_errors(kind, 1, message);
     }
 
     /// One metric's distribution.
@@ -508,19 +499,15 @@ impl Aggregate {
         self.cancelled += other.cancelled;
         self.abandoned += other.abandoned;
         for (k, (n, msg)) in &other.errors {
-            let e = self.errors.entry(*k).or_insert_with(|| (0, msg.clone()));
-            e.0 += n;
+            self.add_errors(*k, *n, msg);
         }
         self.sum_osl += other.sum_osl;
         self.sum_isl += other.sum_isl;
-        self.first_sent_ns = match (self.first_sent_ns, other.first_sent_ns) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.last_response_ns = match (self.last_response_ns, other.last_response_ns) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
+        self.first_sent_ns = (self.first_sent_ns.into_iter())
+            .chain(other.first_sent_ns)
+            .min();
+        // `None` orders below every time, so the later of two is their max.
+        self.last_response_ns = self.last_response_ns.max(other.last_response_ns);
         self.osl_mismatch += other.osl_mismatch;
         self.osl_compared += other.osl_compared;
         self.isl_mismatch += other.isl_mismatch;

@@ -213,6 +213,10 @@ impl PerfArgs {
         periodic: Option<(u32, u32, u32)>,
     ) -> Result<(Vec<Stimulus>, bool), UsageError> {
         let arrival = super::profile::arrival(self.request_distribution, 1.0)?;
+        let concurrency = |start, end, step| -> Result<(Vec<Stimulus>, bool), UsageError> {
+            let levels = linear(start, end, step)?.into_iter();
+            Ok((levels.map(Stimulus::Concurrency).collect(), false))
+        };
         match (self.concurrency_range, &self.request_rate_range) {
             (_, Some(r)) => {
                 let cap = periodic.map_or(1024, |(_, end, _)| end.max(1));
@@ -234,20 +238,10 @@ impl PerfArgs {
                     }
                     return Ok((vec![Stimulus::Concurrency(start)], true));
                 }
-                let levels = linear(start, end, step)?
-                    .into_iter()
-                    .map(Stimulus::Concurrency)
-                    .collect();
-                Ok((levels, false))
+                concurrency(start, end, step)
             }
             (None, None) => match periodic {
-                Some((start, end, step)) => Ok((
-                    linear(start, end.max(start), step)?
-                        .into_iter()
-                        .map(Stimulus::Concurrency)
-                        .collect(),
-                    false,
-                )),
+                Some((start, end, step)) => concurrency(start, end.max(start), step),
                 None => Ok((vec![Stimulus::Concurrency(1)], false)),
             },
         }

@@ -360,21 +360,14 @@ mod tests {
     fn stream_response_text_and_final_flag() {
         use crate::proto::model_infer_response::InferOutputTensor;
         use crate::proto::{InferParameter, ModelInferResponse, infer_parameter::ParameterChoice};
-        let bytes = |parts: &[&str]| {
-            let mut v = Vec::new();
-            for p in parts {
-                v.extend_from_slice(&(p.len() as u32).to_le_bytes());
-                v.extend_from_slice(p.as_bytes());
-            }
-            v
-        };
+        use crate::workload::tensor::encode_bytes_elements;
         let mut r = ModelInferResponse {
             outputs: vec![InferOutputTensor {
                 name: "text_output".into(),
                 datatype: "BYTES".into(),
                 ..Default::default()
             }],
-            raw_output_contents: vec![bytes(&[" hello", " world"])],
+            raw_output_contents: vec![encode_bytes_elements([&b" hello"[..], b" world"])],
             ..Default::default()
         };
         r.parameters.insert(
