@@ -395,13 +395,8 @@ fn fuzz_models() -> &'static [(crate::perf::plan::PerfPlan, ModelInfo); 2] {
             outputs: vec![spec("OUT", DataType::F32, &[1], false)],
         };
         let plan = |batch: &str| {
-            use clap::Parser;
-            let argv = ["ttftbench", "perf", "-m", "m", "-b", batch];
-            let cli = crate::cli::Cli::try_parse_from(argv).expect("fixed perf arguments parse");
-            let crate::cli::Command::Perf(p) = cli.command else {
-                unreachable!("the arguments name the perf command")
-            };
-            let mut plan = p.plan(&[]).expect("fixed perf plan builds");
+            let mut plan = crate::cli::perf::plan_of(&["-m", "m", "-b", batch])
+                .expect("fixed perf plan builds");
             plan.data = crate::perf::plan::DataSource::Files(vec![PathBuf::from("fuzz.json")]);
             plan
         };

@@ -652,17 +652,11 @@ pub fn dataset(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     /// The plan of `perf -m m` and these flags (one string, its words split at spaces).
     fn plan(flags: &str) -> PerfPlan {
-        let mut argv = vec!["ttftbench", "perf", "-m", "m"];
-        argv.extend(flags.split_whitespace());
-        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
-        let crate::cli::Command::Perf(p) = cli.command else {
-            panic!("expected perf")
-        };
-        p.plan(&[]).unwrap()
+        let line = format!("-m m {flags}");
+        crate::cli::perf::plan_of(&line.split_whitespace().collect::<Vec<_>>()).unwrap()
     }
 
     fn spec(name: &str, dt: DataType, dims: &[i64]) -> TensorSpec {
@@ -775,13 +769,7 @@ mod tests {
         .unwrap();
         assert_eq!(t.len(), 3);
         assert_eq!(t[0][0].shape, [3]);
-        assert_eq!(
-            t[0][0].raw,
-            [1i64, 2, 3]
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>()
-        );
+        assert_eq!(t[0][0].raw, [1i64, 2, 3].map(i64::to_le_bytes).concat());
         assert_eq!(t[0][1].raw, [2, 0, 0, 0, b'h', b'i']);
         assert_eq!(t[1][0].shape, [2]);
         assert_eq!(t[2][0].raw, 7i64.to_le_bytes().repeat(2));
