@@ -373,24 +373,13 @@ mod tests {
     }
 
     fn level(c: u32, tput: f64, ttft_p99: Option<f64>, ok: u64) -> LevelSummary {
-        let mut metrics = vec![(
-            Metric::RequestLatency,
-            Stats {
-                count: 10,
-                p99: 1000.0 + f64::from(c),
-                ..Stats::default()
-            },
-        )];
-        if let Some(p) = ttft_p99 {
-            metrics.push((
-                Metric::TimeToFirstToken,
-                Stats {
-                    count: 10,
-                    p99: p,
-                    ..Stats::default()
-                },
-            ));
-        }
+        let p99 = |p99| Stats {
+            count: 10,
+            p99,
+            ..Stats::default()
+        };
+        let mut metrics = vec![(Metric::RequestLatency, p99(1000.0 + f64::from(c)))];
+        metrics.extend(ttft_p99.map(|p| (Metric::TimeToFirstToken, p99(p))));
         LevelSummary {
             streaming: ttft_p99.is_some(),
             ..LevelSummary::new(
