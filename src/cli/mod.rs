@@ -1640,12 +1640,11 @@ impl TlsArgs {
     /// The TLS options as given.
     pub fn spec(&self) -> crate::plan::resolve::TlsSpec {
         crate::plan::resolve::TlsSpec {
-            use_tls: false,
             insecure: self.insecure,
-            skip_hostname: false,
             ca_files: self.cacert.clone(),
             cert: self.cert.clone().map(|p| (p, crate::target::Encoding::Pem)),
             key: self.key.clone().map(|p| (p, crate::target::Encoding::Pem)),
+            ..Default::default()
         }
     }
 }

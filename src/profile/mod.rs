@@ -410,14 +410,11 @@ impl Runner {
         if ui.speaks() {
             levels::say_measured(&measured, plan.shard.shard);
             report_level(&measured.summary, level.dir, ui.verbosity);
-            for line in measured.settled.iter().flat_map(Settled::lines) {
+            let lines = (measured.settled.iter().flat_map(Settled::lines))
+                .chain(console::drift_lines(&measured.summary))
+                .chain(slo.iter().map(|r| format!("SLO {}", r.line())));
+            for line in lines {
                 eprintln!("  {line}");
-            }
-            for line in console::drift_lines(&measured.summary) {
-                eprintln!("  {line}");
-            }
-            for r in &slo {
-                eprintln!("  SLO {}", r.line());
             }
         }
         Ok(Kept {
