@@ -25,7 +25,8 @@ use crate::error::{UsageError, usage};
 use crate::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use crate::proto::{InferParameter, ModelInferRequest, infer_parameter::ParameterChoice};
 use crate::workload::tensor::{
-    DataType, ModelInfo, TensorSpec, element_value, encode_bytes_elements, encode_scalar,
+    DataType, ModelInfo, TensorSpec, bytes_elements, element_value, encode_bytes_elements,
+    encode_scalar,
 };
 use crate::workload::{Dataset, Entry};
 
@@ -556,17 +557,9 @@ pub fn http_request(
 fn json_values(t: &Tensor) -> Vec<Value> {
     let r = &t.raw;
     match t.datatype {
-        DataType::Bytes => {
-            let mut out = Vec::new();
-            let mut i = 0;
-            while i + 4 <= r.len() {
-                let n = u32::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]) as usize;
-                let end = (i + 4 + n).min(r.len());
-                out.push(json!(String::from_utf8_lossy(&r[i + 4..end])));
-                i = end;
-            }
-            out
-        }
+        DataType::Bytes => bytes_elements(r)
+            .map(|e| json!(String::from_utf8_lossy(e)))
+            .collect(),
         // Half-precision values travel as their float value.
         dt => r
             .chunks_exact(dt.size().unwrap_or(1))
