@@ -730,10 +730,8 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     if l.stats.error_count > 0 {
         eprint!("{}", console::error_lines(l));
     }
-    if let Some(line) = console::accuracy_line(l) {
-        eprintln!("  {line}");
-    }
-    if let Some(line) = console::session_line(l) {
+    let lines = [console::accuracy_line(l), console::session_line(l)];
+    for line in lines.into_iter().flatten() {
         eprintln!("  {line}");
     }
     // Sessions are run to see TTFT by turn: the table is the point, so it is not kept for -v.
