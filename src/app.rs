@@ -164,27 +164,20 @@ async fn serve(a: &ServeArgs) -> Result<u8> {
         .map_err(|e| Error::failed(format!("cannot start the simulated server: {e:#}")))?;
     // Output errors are ignored: a server whose stdout reader went away keeps serving.
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "ttftbench serve: simulated Triton-compatible inference server"
-    );
     let over = if handle.tls { " over TLS" } else { "" };
     let _ = writeln!(
         out,
-        "HTTP (KServe v2 + OpenAI){over} listening on {}",
-        handle.http_addr
+        "ttftbench serve: simulated Triton-compatible inference server\n\
+         HTTP (KServe v2 + OpenAI){over} listening on {}\n\
+         gRPC (KServe v2){over} listening on {}\n\
+         metrics (Prometheus, {} families; DCGM at /dcgm/metrics) listening on {}\n\
+         models: {}",
+        handle.http_addr,
+        handle.grpc_addr,
+        a.metrics_style,
+        handle.metrics_addr,
+        handle.model_names().join(", ")
     );
-    let _ = writeln!(
-        out,
-        "gRPC (KServe v2){over} listening on {}",
-        handle.grpc_addr
-    );
-    let _ = writeln!(
-        out,
-        "metrics (Prometheus, {} families; DCGM at /dcgm/metrics) listening on {}",
-        a.metrics_style, handle.metrics_addr
-    );
-    let _ = writeln!(out, "models: {}", handle.model_names().join(", "));
     let _ = out.flush();
     drop(out);
     wait_signal()
@@ -374,14 +367,12 @@ fn finish(outcome: &Outcome, plan: &RunPlan) -> u8 {
     if verbosity != Verbosity::Quiet
         && let Some(d) = &outcome.sweep_dir
     {
-        eprintln!(
-            "summary: {}",
-            d.join(crate::artifact::SUMMARY_FILE).display()
-        );
-        eprintln!(
-            "report: {}",
-            d.join(crate::report::html::REPORT_FILE).display()
-        );
+        for (what, file) in [
+            ("summary", crate::artifact::SUMMARY_FILE),
+            ("report", crate::report::html::REPORT_FILE),
+        ] {
+            eprintln!("{what}: {}", d.join(file).display());
+        }
     }
     let end = outcome.ending(plan.strict, plan.max_error_rate);
     for line in &end.lines {
@@ -479,17 +470,14 @@ fn compare(a: &crate::cli::CompareArgs) -> Result<u8> {
     use crate::cli::CompareFormat;
     use crate::error::UsageError;
     use crate::report::compare::{self as cmp, Rules};
+    let percent = |flag, v: &Option<String>| {
+        v.as_deref()
+            .map(|v| cmp::parse_percent(flag, v))
+            .transpose()
+    };
     let mut rules = Rules {
-        max_throughput_drop: a
-            .max_throughput_drop
-            .as_deref()
-            .map(|v| cmp::parse_percent("--max-throughput-drop", v))
-            .transpose()?,
-        max_p99_increase: a
-            .max_p99_increase
-            .as_deref()
-            .map(|v| cmp::parse_percent("--max-p99-increase", v))
-            .transpose()?,
+        max_throughput_drop: percent("--max-throughput-drop", &a.max_throughput_drop)?,
+        max_p99_increase: percent("--max-p99-increase", &a.max_p99_increase)?,
         thresholds: a
             .threshold
             .iter()
@@ -623,17 +611,11 @@ async fn doctor(a: &crate::cli::DoctorArgs) -> Result<u8> {
         .iter()
         .filter(|s| s.status == crate::doctor::Status::Warn)
         .count();
-    println!(
-        "all checks passed{}. Next: one level, then the ladder:",
-        if warnings > 0 {
-            format!(
-                " ({warnings} warning{})",
-                if warnings == 1 { "" } else { "s" }
-            )
-        } else {
-            String::new()
-        }
-    );
+    let warned = match warnings {
+        0 => String::new(),
+        n => format!(" ({})", crate::analysis::text::count(n as u64, "warning")),
+    };
+    println!("all checks passed{warned}. Next: one level, then the ladder:");
     let mut cmd = format!(
         "ttftbench profile -m {} -u {}",
         t.model,

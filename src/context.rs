@@ -183,25 +183,18 @@ fn model_line(m: &serde_json::Value) -> String {
             .filter(|v| !v.is_empty())
     };
     let name = s("name").or(s("id")).unwrap_or("?");
-    let mut parts = Vec::new();
-    if let Some(p) = s("platform") {
-        parts.push(format!("platform {p}"));
-    }
-    if let Some(b) = s("backend") {
-        parts.push(format!("backend {b}"));
-    }
-    if let Some(n) = m.get("max_batch_size").and_then(serde_json::Value::as_i64) {
-        parts.push(format!("max batch {n}"));
-    }
-    if m.get("decoupled").and_then(serde_json::Value::as_bool) == Some(true) {
-        parts.push("decoupled".into());
-    }
-    if let Some(o) = s("owned_by") {
-        parts.push(format!("owned by {o}"));
-    }
-    if let Some(n) = m.get("max_model_len").and_then(serde_json::Value::as_u64) {
-        parts.push(format!("max_model_len {n}"));
-    }
+    use serde_json::Value;
+    let parts: Vec<String> = [
+        s("platform").map(|p| format!("platform {p}")),
+        s("backend").map(|b| format!("backend {b}")),
+        (m.get("max_batch_size").and_then(Value::as_i64)).map(|n| format!("max batch {n}")),
+        (m.get("decoupled").and_then(Value::as_bool) == Some(true)).then(|| "decoupled".into()),
+        s("owned_by").map(|o| format!("owned by {o}")),
+        (m.get("max_model_len").and_then(Value::as_u64)).map(|n| format!("max_model_len {n}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     if parts.is_empty() {
         name.to_string()
     } else {

@@ -28,72 +28,30 @@ pub struct Target {
     pub run: fn(&[u8]),
 }
 
+impl Target {
+    const fn new(name: &'static str, run: fn(&[u8])) -> Target {
+        Target { name, run }
+    }
+}
+
 /// Every target, in the order `scripts/fuzz.sh` runs them.
 pub const TARGETS: &[Target] = &[
-    Target {
-        name: "sse",
-        run: sse_framing,
-    },
-    Target {
-        name: "events",
-        run: event_json,
-    },
-    Target {
-        name: "wire",
-        run: kserve_wire,
-    },
-    Target {
-        name: "grpc_frames",
-        run: grpc_framing,
-    },
-    Target {
-        name: "prometheus",
-        run: prometheus_text,
-    },
-    Target {
-        name: "level_json",
-        run: level_json,
-    },
-    Target {
-        name: "genai_perf_json",
-        run: genai_perf_json,
-    },
-    Target {
-        name: "histograms",
-        run: histograms_json,
-    },
-    Target {
-        name: "perf_csv",
-        run: perf_csv,
-    },
-    Target {
-        name: "input_data",
-        run: input_data,
-    },
-    Target {
-        name: "prompts",
-        run: prompt_file,
-    },
-    Target {
-        name: "trace",
-        run: trace_file,
-    },
-    Target {
-        name: "conversations",
-        run: conversation_file,
-    },
-    Target {
-        name: "scored_rows",
-        run: scored_rows,
-    },
-    Target {
-        name: "graders",
-        run: graders,
-    },
-    Target {
-        name: "agentic",
-        run: agentic_file,
-    },
+    Target::new("sse", sse_framing),
+    Target::new("events", event_json),
+    Target::new("wire", kserve_wire),
+    Target::new("grpc_frames", grpc_framing),
+    Target::new("prometheus", prometheus_text),
+    Target::new("level_json", level_json),
+    Target::new("genai_perf_json", genai_perf_json),
+    Target::new("histograms", histograms_json),
+    Target::new("perf_csv", perf_csv),
+    Target::new("input_data", input_data),
+    Target::new("prompts", prompt_file),
+    Target::new("trace", trace_file),
+    Target::new("conversations", conversation_file),
+    Target::new("scored_rows", scored_rows),
+    Target::new("graders", graders),
+    Target::new("agentic", agentic_file),
 ];
 
 /// The target called `name`.
@@ -107,15 +65,10 @@ type Events = Vec<(Vec<u8>, Vec<u8>)>;
 fn frame(chunks: &[&[u8]]) -> (Events, bool) {
     let mut p = sse::SseParser::new();
     let mut out = Events::new();
-    let mut failed = false;
-    for c in chunks {
-        if p.feed(c, |n, d| out.push((n.to_vec(), d.to_vec())))
+    let failed = chunks.iter().any(|c| {
+        p.feed(c, |n, d| out.push((n.to_vec(), d.to_vec())))
             .is_err()
-        {
-            failed = true;
-            break;
-        }
-    }
+    });
     if !failed {
         p.finish(|n, d| out.push((n.to_vec(), d.to_vec())));
     }
@@ -442,13 +395,8 @@ fn fuzz_models() -> &'static [(crate::perf::plan::PerfPlan, ModelInfo); 2] {
             outputs: vec![spec("OUT", DataType::F32, &[1], false)],
         };
         let plan = |batch: &str| {
-            use clap::Parser;
-            let argv = ["ttftbench", "perf", "-m", "m", "-b", batch];
-            let cli = crate::cli::Cli::try_parse_from(argv).expect("fixed perf arguments parse");
-            let crate::cli::Command::Perf(p) = cli.command else {
-                unreachable!("the arguments name the perf command")
-            };
-            let mut plan = p.plan(&[]).expect("fixed perf plan builds");
+            let mut plan = crate::cli::perf::plan_of(&["-m", "m", "-b", batch])
+                .expect("fixed perf plan builds");
             plan.data = crate::perf::plan::DataSource::Files(vec![PathBuf::from("fuzz.json")]);
             plan
         };

@@ -53,15 +53,12 @@ impl Moments {
 
     #[inline]
     fn record(&mut self, v: u64) {
-        self.count += 1;
-        let f = v as f64;
-        self.sum += f;
-        self.sum_sq += f * f;
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
+        // Times one is exact: the same sums as adding `v` and its square.
+        self.record_n(v, 1);
     }
 
     /// `n` samples of value `v` (the moments of `n` single records, in one step).
+    #[inline]
     fn record_n(&mut self, v: u64, n: u64) {
         self.count += n;
         let f = v as f64;
@@ -396,13 +393,8 @@ impl Aggregate {
         self.ok += 1;
         self.sum_osl += u64::from(rec.osl);
         self.sum_isl += u64::from(rec.isl);
-        self.first_sent_ns = Some(
-            self.first_sent_ns
-                .map_or(rec.sent_ns, |t| t.min(rec.sent_ns)),
-        );
-        if let Some(last) = rec.last_token_ns {
-            self.last_response_ns = Some(self.last_response_ns.map_or(last, |t| t.max(last)));
-        }
+        self.first_sent_ns = Some(self.first_sent_ns.unwrap_or(u64::MAX).min(rec.sent_ns));
+        self.last_response_ns = self.last_response_ns.max(rec.last_token_ns);
         if let (Some(server), Some(counted)) = (rec.server_osl, rec.tokenizer_osl) {
             self.osl_compared += 1;
             self.osl_mismatch += u64::from(server != counted);
@@ -411,13 +403,9 @@ impl Aggregate {
             self.isl_compared += 1;
             self.isl_mismatch += u64::from(server != rec.client_isl());
         }
-        if rec.osl < rec.requested_osl {
-            self.short_outputs += 1;
-        }
+        self.short_outputs += u64::from(rec.osl < rec.requested_osl);
         self.sum_chunks += u64::from(rec.chunks);
-        if rec.arrived_in_a_burst() {
-            self.burst += 1;
-        }
+        self.burst += u64::from(rec.arrived_in_a_burst());
         if let Some(s) = rec.send_ns() {
             self.sum_send_ns += s;
             self.send_count += 1;
@@ -434,18 +422,12 @@ impl Aggregate {
         self.connections.record(rec);
         self.apis.record(rec);
         self.answers.record(rec);
-        if objectives.iter().all(|o| o.met_by(rec)) {
-            self.good += 1;
-        }
+        self.good += u64::from(objectives.iter().all(|o| o.met_by(rec)));
     }
 
     /// Accounts a failed request by its kind, keeping the first message as the example.
     pub fn record_error(&mut self, kind: ErrorKind, message: &str) {
-        let entry = self
-            .errors
-            .entry(kind)
-            .or_insert_with(|| (0, message.to_string()));
-        entry.0 += 1;
+        self.add_errors(kind, 1, message);
     }
 
     /// One metric's distribution.
@@ -508,19 +490,15 @@ impl Aggregate {
         self.cancelled += other.cancelled;
         self.abandoned += other.abandoned;
         for (k, (n, msg)) in &other.errors {
-            let e = self.errors.entry(*k).or_insert_with(|| (0, msg.clone()));
-            e.0 += n;
+            self.add_errors(*k, *n, msg);
         }
         self.sum_osl += other.sum_osl;
         self.sum_isl += other.sum_isl;
-        self.first_sent_ns = match (self.first_sent_ns, other.first_sent_ns) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.last_response_ns = match (self.last_response_ns, other.last_response_ns) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
+        self.first_sent_ns = (self.first_sent_ns.into_iter())
+            .chain(other.first_sent_ns)
+            .min();
+        // `None` orders below every time, so the later of two is their max.
+        self.last_response_ns = self.last_response_ns.max(other.last_response_ns);
         self.osl_mismatch += other.osl_mismatch;
         self.osl_compared += other.osl_compared;
         self.isl_mismatch += other.isl_mismatch;
@@ -663,6 +641,18 @@ impl LevelStats {
     pub fn get(&self, m: Metric) -> Option<&Stats> {
         self.metrics.iter().find(|(k, _)| *k == m).map(|(_, s)| s)
     }
+
+    /// The share of requests with both counts whose server and tokenizer output counts differ
+    /// (`None` when the server reported no counts).
+    pub fn osl_mismatch_share(&self) -> Option<f64> {
+        (self.osl_compared > 0).then(|| self.osl_mismatch as f64 / self.osl_compared as f64)
+    }
+
+    /// The share of requests with a server input count whose count differs from the client's
+    /// (`None` when the server reported no counts).
+    pub fn isl_mismatch_share(&self) -> Option<f64> {
+        (self.isl_compared > 0).then(|| self.isl_mismatch as f64 / self.isl_compared as f64)
+    }
 }
 
 /// Everything known about one finished level: what the encoders and reports read.
@@ -727,9 +717,7 @@ impl LevelSummary {
             })
             .map(|(m, s)| (*m, s))
     }
-}
 
-impl LevelSummary {
     /// The statistics of `m` a level shows: none for a streaming-only metric (TTFT, ITL) of a level
     /// run without `--streaming`. Unlike [`crate::metrics::MetricSource::metric`] it does not drop
     /// statistics that count no samples; callers that relied on that keep their own filter.
@@ -738,9 +726,7 @@ impl LevelSummary {
             .get(m)
             .filter(|_| self.streaming || !m.streaming_only())
     }
-}
 
-impl LevelSummary {
     /// The engine's own split of its time (queue, prefill, decode), for engines other than
     /// plain Triton (whose statistics, in [`LevelSummary::server`], are the better source).
     pub fn engine_split(&self) -> Option<crate::server_metrics::split::EngineSplit> {
@@ -772,23 +758,7 @@ impl LevelSummary {
         let server = self.engine.as_ref()?.server_ttft?;
         (server.count > 0.0).then_some(server.avg_s * 1e3)
     }
-}
 
-impl LevelStats {
-    /// The share of requests with both counts whose server and tokenizer output counts differ
-    /// (`None` when the server reported no counts).
-    pub fn osl_mismatch_share(&self) -> Option<f64> {
-        (self.osl_compared > 0).then(|| self.osl_mismatch as f64 / self.osl_compared as f64)
-    }
-
-    /// The share of requests with a server input count whose count differs from the client's
-    /// (`None` when the server reported no counts).
-    pub fn isl_mismatch_share(&self) -> Option<f64> {
-        (self.isl_compared > 0).then(|| self.isl_mismatch as f64 / self.isl_compared as f64)
-    }
-}
-
-impl LevelSummary {
     /// One drift line's slope as a share of its median per hour, counted only when the line
     /// drifts (its interval excludes zero and the change is large): a steady line reads 0, so
     /// an objective on drift does not fail on the noise of a short level extrapolated to an

@@ -184,7 +184,7 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
     // Open loop: a rate the server completes more slowly than it is sent is past the knee
     // whatever the curve looks like: its queue grows for as long as the load lasts.
     let behind = with.iter().position(|(l, _)| falls_behind(l));
-    if let Some(j) = behind {
+    let recommendation = if let Some(j) = behind {
         let (l, _) = with[j];
         let sent = l.validity.achieved_rate.unwrap_or(0.0);
         let lag = format!(
@@ -193,7 +193,7 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
             l.stats.request_throughput,
             sent
         );
-        let recommendation = if j == 0 {
+        if j == 0 {
             format!("no sustainable {kind} in this sweep: {lag}; lower the rates")
         } else {
             let (kl, p) = with[j - 1];
@@ -203,47 +203,41 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
                 knee_point(kl, &p, lat_name, tput_unit),
                 load = super::text::load_text(p.load),
             )
-        };
-        return Analysis {
-            min_gain,
-            throughput_metric: throughput.key().to_string(),
-            latency_metric: latency.key(),
-            knee,
-            recommendation,
-        };
-    }
-    let recommendation = match find(&points, min_gain) {
-        Finding::Knee(k) => {
-            let (l, p) = with[k];
-            let found = knee_at(l, p, &points[k + 1..]);
-            let (gain, max_l) = (found.max_gain_beyond, found.max_p99_beyond_ms);
-            knee = Some(found);
-            format!(
-                "knee at {kind} {load}: max sustainable {kind} ≈ {load} {}; beyond it {tput_label} grows less than {pct} (at most {:+.1}%) while {lat_name} rises to {:.1} ms",
-                knee_point(l, &p, lat_name, tput_unit),
-                gain * 100.0,
-                max_l,
-                load = super::text::load_text(p.load),
-            )
         }
-        Finding::TooFewLevels if levels.len() <= 1 => {
-            "one level: the knee needs a sweep (e.g. --concurrency 1,2,4,8,16,32)".to_string()
+    } else {
+        match find(&points, min_gain) {
+            Finding::Knee(k) => {
+                let (l, p) = with[k];
+                let found = knee_at(l, p, &points[k + 1..]);
+                let (gain, max_l) = (found.max_gain_beyond, found.max_p99_beyond_ms);
+                knee = Some(found);
+                format!(
+                    "knee at {kind} {load}: max sustainable {kind} ≈ {load} {}; beyond it {tput_label} grows less than {pct} (at most {:+.1}%) while {lat_name} rises to {:.1} ms",
+                    knee_point(l, &p, lat_name, tput_unit),
+                    gain * 100.0,
+                    max_l,
+                    load = super::text::load_text(p.load),
+                )
+            }
+            Finding::TooFewLevels if levels.len() <= 1 => {
+                "one level: the knee needs a sweep (e.g. --concurrency 1,2,4,8,16,32)".to_string()
+            }
+            Finding::TooFewLevels => {
+                "fewer than two levels with successful requests: no knee".to_string()
+            }
+            Finding::StillGrowing { last_gain } => {
+                let last = points.last().map_or(0.0, |p| p.load);
+                format!(
+                    "no knee up to {kind} {}: {tput_label} still grew {:+.0}% over the last step; extend the sweep to higher {kind} to find it",
+                    super::text::load_text(last),
+                    last_gain * 100.0
+                )
+            }
+            Finding::LatencyFlat(k) => format!(
+                "no knee: {tput_label} stopped growing after {kind} {} but {lat_name} did not rise by more than {pct}",
+                super::text::load_text(points[k].load)
+            ),
         }
-        Finding::TooFewLevels => {
-            "fewer than two levels with successful requests: no knee".to_string()
-        }
-        Finding::StillGrowing { last_gain } => {
-            let last = points.last().map_or(0.0, |p| p.load);
-            format!(
-                "no knee up to {kind} {}: {tput_label} still grew {:+.0}% over the last step; extend the sweep to higher {kind} to find it",
-                super::text::load_text(last),
-                last_gain * 100.0
-            )
-        }
-        Finding::LatencyFlat(k) => format!(
-            "no knee: {tput_label} stopped growing after {kind} {} but {lat_name} did not rise by more than {pct}",
-            super::text::load_text(points[k].load)
-        ),
     };
     Analysis {
         min_gain,
@@ -379,24 +373,13 @@ mod tests {
     }
 
     fn level(c: u32, tput: f64, ttft_p99: Option<f64>, ok: u64) -> LevelSummary {
-        let mut metrics = vec![(
-            Metric::RequestLatency,
-            Stats {
-                count: 10,
-                p99: 1000.0 + f64::from(c),
-                ..Stats::default()
-            },
-        )];
-        if let Some(p) = ttft_p99 {
-            metrics.push((
-                Metric::TimeToFirstToken,
-                Stats {
-                    count: 10,
-                    p99: p,
-                    ..Stats::default()
-                },
-            ));
-        }
+        let p99 = |p99| Stats {
+            count: 10,
+            p99,
+            ..Stats::default()
+        };
+        let mut metrics = vec![(Metric::RequestLatency, p99(1000.0 + f64::from(c)))];
+        metrics.extend(ttft_p99.map(|p| (Metric::TimeToFirstToken, p99(p))));
         LevelSummary {
             streaming: ttft_p99.is_some(),
             ..LevelSummary::new(

@@ -151,16 +151,11 @@ pub fn console_lines(levels: &[(String, Vec<SloResult>)]) -> Vec<String> {
         .iter()
         .map(|(_, r)| r.iter().filter(|x| !x.passed).count())
         .sum();
+    let checks = crate::analysis::text::count(total as u64, "check");
     out.push(if failed == 0 {
-        format!(
-            "SLO: {} passed",
-            crate::analysis::text::count(total as u64, "check")
-        )
+        format!("SLO: {checks} passed")
     } else {
-        format!(
-            "SLO: {failed} of {} failed (exit code 1)",
-            crate::analysis::text::count(total as u64, "check")
-        )
+        format!("SLO: {failed} of {checks} failed (exit code 1)")
     });
     out
 }

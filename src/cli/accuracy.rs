@@ -13,45 +13,41 @@ pub struct AccuracyArgs {
     /// Send a benchmark's questions as the workload and grade every answer; each level reports
     /// its accuracy, and temperature-0 answers are compared across levels. Levels send every
     /// question once unless --request-count or a time says otherwise.
-    #[arg(long = "accuracy-benchmark", value_enum, value_name = "BENCHMARK")]
+    #[arg(long, value_enum, value_name = "BENCHMARK")]
     pub accuracy_benchmark: Option<Benchmark>,
 
     /// Where the questions are: a .jsonl, .parquet or .arrow file, a directory of them (a
     /// Hugging Face snapshot, the `datasets` Arrow cache), or a dataset name found in this
     /// machine's Hugging Face caches (default: cais/mmlu, openai/gsm8k, Rowan/hellaswag).
-    #[arg(long = "accuracy-dataset", value_name = "FILE|DIR|NAME")]
+    #[arg(long, value_name = "FILE|DIR|NAME")]
     pub accuracy_dataset: Option<String>,
 
     /// The dataset's configuration (subset) directory (default: all for MMLU, main for GSM8K).
-    #[arg(long = "accuracy-config", value_name = "NAME")]
+    #[arg(long, value_name = "NAME")]
     pub accuracy_config: Option<String>,
 
     /// The split graded (default: test; validation for HellaSwag, whose test split is unlabelled).
-    #[arg(long = "accuracy-split", value_name = "NAME")]
+    #[arg(long, value_name = "NAME")]
     pub accuracy_split: Option<String>,
 
     /// Worked examples before each question (0 to 32, default 0): from the few-shot split
     /// (MMLU's dev, GSM8K's and HellaSwag's train) when the dataset has it, else its first rows,
     /// which are then not graded.
-    #[arg(long = "accuracy-n-shots", value_name = "K")]
+    #[arg(long, value_name = "K")]
     pub accuracy_n_shots: Option<u32>,
 
     /// Subjects graded (MMLU's `subject`, HellaSwag's `activity_label`), comma-separated or
     /// repeated (default: all).
-    #[arg(
-        long = "accuracy-tasks",
-        value_delimiter = ',',
-        value_name = "SUBJECTS"
-    )]
+    #[arg(long, value_delimiter = ',', value_name = "SUBJECTS")]
     pub accuracy_tasks: Vec<String>,
 
     /// How answers are graded (default: multiple_choice for MMLU, numeric for GSM8K,
     /// exact_match for HellaSwag).
-    #[arg(long = "accuracy-grader", value_enum, value_name = "GRADER")]
+    #[arg(long, value_enum, value_name = "GRADER")]
     pub accuracy_grader: Option<Grader>,
 
     /// A system prompt sent before every question.
-    #[arg(long = "accuracy-system-prompt", value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT")]
     pub accuracy_system_prompt: Option<String>,
 }
 
@@ -79,58 +75,37 @@ pub struct AnswerArgs {
     /// Answer the questions of this dataset (a file, directory or cached dataset name, as
     /// `profile --accuracy-dataset` takes it) on the OpenAI routes: a prompt ending in one of
     /// its questions gets ` {answer}` and a line break first.
-    #[arg(
-        long = "answer-key",
-        value_name = "FILE|DIR|NAME",
-        requires = "answer_key_benchmark"
-    )]
+    #[arg(long, value_name = "FILE|DIR|NAME", requires = "answer_key_benchmark")]
     pub answer_key: Option<String>,
 
     /// Whose fields the --answer-key rows have.
-    #[arg(
-        long = "answer-key-benchmark",
-        value_enum,
-        value_name = "BENCHMARK",
-        requires = "answer_key"
-    )]
+    #[arg(long, value_enum, value_name = "BENCHMARK", requires = "answer_key")]
     pub answer_key_benchmark: Option<Benchmark>,
 
     /// The split of a directory or cached dataset to read (default: the benchmark's graded split).
-    #[arg(
-        long = "answer-key-split",
-        value_name = "NAME",
-        requires = "answer_key"
-    )]
+    #[arg(long, value_name = "NAME", requires = "answer_key")]
     pub answer_key_split: Option<String>,
 
     /// Probability of a right answer at light load.
-    #[arg(long = "answer-accuracy", default_value_t = 1.0, value_name = "P")]
+    #[arg(long, default_value_t = 1.0, value_name = "P")]
     pub answer_accuracy: f64,
 
     /// How much that probability falls per scored request in flight beyond
     /// --accuracy-drop-above (e.g. 0.05: 40 points lower at 8 more requests).
-    #[arg(
-        long = "accuracy-drop-per-batch",
-        default_value_t = 0.0,
-        value_name = "P"
-    )]
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub accuracy_drop_per_batch: f64,
 
     /// Scored requests in flight (this one included) up to which accuracy holds.
-    #[arg(long = "accuracy-drop-above", default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub accuracy_drop_above: u32,
 
     /// Share of temperature-0 prompts whose output changes (a word after the answer) when more
     /// than --nondeterministic-above scored requests are in flight; 0: deterministic.
-    #[arg(
-        long = "nondeterministic-share",
-        default_value_t = 0.0,
-        value_name = "P"
-    )]
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub nondeterministic_share: f64,
 
     /// Scored requests in flight up to which temperature-0 outputs stay the same.
-    #[arg(long = "nondeterministic-above", default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub nondeterministic_above: u32,
 }
 

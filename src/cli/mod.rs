@@ -221,48 +221,48 @@ Examples:
 pub struct ApiInputArgs {
     /// Texts per embeddings request, or passages per rankings request (GenAI-Perf's name;
     /// default 1). Other endpoint types send one prompt per request.
-    #[arg(long = "batch-size-text", visible_alias = "batch-size", short = 'b')]
+    #[arg(long, visible_alias = "batch-size", short = 'b')]
     pub batch_size_text: Option<u32>,
 
     /// Images per request when images are sent (--image-width-mean or --image-dir; default 1).
-    #[arg(long = "batch-size-image")]
+    #[arg(long)]
     pub batch_size_image: Option<u32>,
 
     /// Mean width in pixels of synthetic images sent with each chat, responses or messages
     /// prompt (0 or absent: no synthetic images).
-    #[arg(long = "image-width-mean", value_name = "PX")]
+    #[arg(long, value_name = "PX")]
     pub image_width_mean: Option<u32>,
 
     /// Standard deviation of the synthetic images' width (pixels).
-    #[arg(long = "image-width-stddev", value_name = "PX")]
+    #[arg(long, value_name = "PX")]
     pub image_width_stddev: Option<u32>,
 
     /// Mean height in pixels of synthetic images (default: the width's mean).
-    #[arg(long = "image-height-mean", value_name = "PX")]
+    #[arg(long, value_name = "PX")]
     pub image_height_mean: Option<u32>,
 
     /// Standard deviation of the synthetic images' height (pixels).
-    #[arg(long = "image-height-stddev", value_name = "PX")]
+    #[arg(long, value_name = "PX")]
     pub image_height_stddev: Option<u32>,
 
     /// Encoding of synthetic images (default: each image's drawn from the seed, as GenAI-Perf).
-    #[arg(long = "image-format", value_enum)]
+    #[arg(long, value_enum)]
     pub image_format: Option<crate::workload::images::ImageFormat>,
 
     /// Send images from this directory (its .png, .jpg and .jpeg files, in name order, round
     /// robin) instead of synthetic ones.
-    #[arg(long = "image-dir", value_name = "DIR")]
+    #[arg(long, value_name = "DIR")]
     pub image_dir: Option<PathBuf>,
 
     /// OpenAI tool definitions sent with every chat, responses or messages request: a JSON file
     /// holding a list of `{"type": "function", "function": {"name", "description",
     /// "parameters"}}` (converted to each API's form).
-    #[arg(long = "tools", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
 
     /// Whether the model must call a tool: `auto` (it decides; the default), `none`, `required`
     /// (some tool), or the name of one tool in --tools.
-    #[arg(long = "tool-choice", value_name = "auto|none|required|NAME")]
+    #[arg(long, value_name = "auto|none|required|NAME")]
     pub tool_choice: Option<String>,
 }
 
@@ -366,29 +366,29 @@ pub struct RunArgs {
 #[derive(Debug, Args, Clone)]
 pub struct TargetArgs {
     /// Model name as the server knows it.
-    #[arg(help_heading = TARGET, short = 'm', long = "model")]
+    #[arg(help_heading = TARGET, short = 'm', long)]
     pub model: String,
 
     /// Legacy GenAI-Perf service kind; `openai` implies `--endpoint-type chat` unless one is given.
-    #[arg(help_heading = TARGET, long = "service-kind", value_enum)]
+    #[arg(help_heading = TARGET, long, value_enum)]
     pub service_kind: Option<ServiceKind>,
 
     /// Which API to drive (default: kserve; chat with --service-kind openai).
-    #[arg(help_heading = TARGET, long = "endpoint-type", value_enum, value_name = "TYPE")]
+    #[arg(help_heading = TARGET, long, value_enum, value_name = "TYPE")]
     pub endpoint_type: Option<Api>,
 
     /// Custom endpoint path (e.g. `v1/chat/completions`), overriding the endpoint type's default.
-    #[arg(help_heading = TARGET, long = "endpoint")]
+    #[arg(help_heading = TARGET, long)]
     pub endpoint: Option<String>,
 
     /// Input layout of a Triton LLM model (default: tensorrtllm).
-    #[arg(help_heading = TARGET, long = "backend", value_enum)]
+    #[arg(help_heading = TARGET, long, value_enum)]
     pub backend: Option<Backend>,
 
     /// Server address (default localhost:8001 for kserve, localhost:8000 otherwise).
     ///
     /// With or without a scheme: `host:port`, `http://host:port`, `https://host` (TLS).
-    #[arg(help_heading = TARGET, short = 'u', long = "url")]
+    #[arg(help_heading = TARGET, short = 'u', long)]
     pub url: Option<String>,
 
     /// Stream responses, for TTFT, TTST and ITL (default: where the target can).
@@ -396,23 +396,23 @@ pub struct TargetArgs {
     /// On by default where the target can stream: an OpenAI-style chat, completions, responses
     /// or messages endpoint, or a decoupled Triton model (read from its config); the run's first
     /// line says which and why.
-    #[arg(help_heading = TARGET, long = "streaming", conflicts_with = "no_streaming")]
+    #[arg(help_heading = TARGET, long, conflicts_with = "no_streaming")]
     pub streaming: bool,
 
     /// Ask for whole responses (request latency only: no TTFT or ITL).
-    #[arg(help_heading = TARGET, long = "no-streaming")]
+    #[arg(help_heading = TARGET, long)]
     pub no_streaming: bool,
 
     /// Extra HTTP header `Name: value` (repeatable).
     ///
     /// Sent to the inference server (discovery included); to metrics and statistics only when
     /// --metrics-header names it.
-    #[arg(help_heading = TARGET, short = 'H', long = "header")]
+    #[arg(help_heading = TARGET, short = 'H', long)]
     pub header: Vec<String>,
 
     /// How reranker requests are laid out (--endpoint-type rankings): `rerank` (Cohere/Jina
     /// `/v1/rerank`, default), `tei` (`/rerank`), `nim` (`/v1/ranking`, GenAI-Perf's default).
-    #[arg(help_heading = TARGET, long = "rankings-api", value_enum)]
+    #[arg(help_heading = TARGET, long, value_enum)]
     pub rankings_api: Option<RankingsLayout>,
 
     /// API key of the target (default: OPENAI_API_KEY; ANTHROPIC_API_KEY for messages).
@@ -421,7 +421,7 @@ pub struct TargetArgs {
     /// only (never to metrics, never written to artifacts or logs). When this is not given,
     /// OpenAI-style endpoint types read `OPENAI_API_KEY` and messages reads
     /// `ANTHROPIC_API_KEY`; Triton targets read neither.
-    #[arg(help_heading = TARGET, long = "api-key", value_name = "KEY")]
+    #[arg(help_heading = TARGET, long, value_name = "KEY")]
     pub api_key: Option<String>,
 
     /// TLS.
@@ -434,43 +434,43 @@ pub struct TargetArgs {
 pub struct WorkloadArgs {
     /// Number of unique prompts in the dataset (reused round-robin; default 100). Alone, also the
     /// number of requests measured per level.
-    #[arg(help_heading = WORKLOAD, long = "num-prompts", alias = "num-dataset-entries")]
+    #[arg(help_heading = WORKLOAD, long, alias = "num-dataset-entries")]
     pub num_prompts: Option<u32>,
 
     /// Mean input (prompt) length in tokens (default 550).
-    #[arg(help_heading = WORKLOAD, long = "synthetic-input-tokens-mean", alias = "isl", value_name = "TOKENS")]
+    #[arg(help_heading = WORKLOAD, long, alias = "isl", value_name = "TOKENS")]
     pub synthetic_input_tokens_mean: Option<u32>,
 
     /// Standard deviation of the input length in tokens.
-    #[arg(help_heading = WORKLOAD, long = "synthetic-input-tokens-stddev", default_value_t = 0)]
+    #[arg(help_heading = WORKLOAD, long, default_value_t = 0)]
     pub synthetic_input_tokens_stddev: u32,
 
     /// Mean output length in tokens (default: none asked for, the server decides).
     ///
     /// Sent as the API's max-tokens field.
-    #[arg(help_heading = WORKLOAD, long = "output-tokens-mean", alias = "osl", value_name = "TOKENS")]
+    #[arg(help_heading = WORKLOAD, long, alias = "osl", value_name = "TOKENS")]
     pub output_tokens_mean: Option<u32>,
 
     /// Standard deviation of the output length in tokens.
-    #[arg(help_heading = WORKLOAD, long = "output-tokens-stddev", default_value_t = 0)]
+    #[arg(help_heading = WORKLOAD, long, default_value_t = 0)]
     pub output_tokens_stddev: u32,
 
     /// Ask the server to produce exactly the sampled output length (min_tokens / ignore_eos).
-    #[arg(help_heading = WORKLOAD, long = "output-tokens-mean-deterministic")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub output_tokens_mean_deterministic: bool,
 
     /// Tokenizer to count tokens with: a Hugging Face `tokenizer.json`, a directory holding one,
     /// or a model name (`meta-llama/Meta-Llama-3-8B-Instruct`) already in the local Hugging Face
     /// cache (HF_HOME / HF_HUB_CACHE; nothing is downloaded). Default: built-in GPT-2.
-    #[arg(help_heading = WORKLOAD, long = "tokenizer")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub tokenizer: Option<String>,
 
     /// Seed for prompts and output lengths.
-    #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
+    #[arg(help_heading = WORKLOAD, long, default_value_t = 0)]
     pub random_seed: u64,
 
     /// Extra request field `name:value` (value parsed as JSON when it is JSON) or a JSON object.
-    #[arg(help_heading = WORKLOAD, long = "extra-inputs")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub extra_inputs: Vec<String>,
 
     /// Batches of texts, images and tools.
@@ -484,64 +484,64 @@ pub struct WorkloadArgs {
     /// whose prompts are synthesized to its lengths and shared blocks, or conversations replayed
     /// as multi-turn sessions (ShareGPT `{"conversations": [{"from", "value"}, ..]}` or OpenAI
     /// `{"messages": [{"role", "content"}, ..]}` per line).
-    #[arg(help_heading = WORKLOAD, long = "input-file", value_name = "FILE")]
+    #[arg(help_heading = WORKLOAD, long, value_name = "FILE")]
     pub input_file: Option<PathBuf>,
 
     /// Tokens per hash id of a trace (default 512, Mooncake's).
-    #[arg(help_heading = WORKLOAD, long = "block-size")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub block_size: Option<u32>,
 
     /// Shared system prompts: this many distinct prefixes, one (round robin) in front of every
     /// synthetic prompt, so a server's prefix cache can reuse them.
-    #[arg(help_heading = WORKLOAD, long = "num-prefix-prompts")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub num_prefix_prompts: Option<u32>,
 
     /// Tokens in each prefix prompt (default 100); prepended, so a prompt's input length is this
     /// plus its synthetic length, as in GenAI-Perf.
-    #[arg(help_heading = WORKLOAD, long = "prefix-prompt-length")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub prefix_prompt_length: Option<u32>,
 
     /// Salt of the prompt text, so a run never meets an earlier run's prefix cache: `auto` (a
     /// fresh salt per run), `none` (the same seed sends byte-identical prompts every run), or a
     /// text (runs with the same text send the same prompts, and may share a cache on purpose).
     /// Lengths and sharing within the run do not depend on it.
-    #[arg(help_heading = WORKLOAD, long = "prompt-salt", value_name = "auto|none|TEXT", default_value = "auto")]
+    #[arg(help_heading = WORKLOAD, long, value_name = "auto|none|TEXT", default_value = "auto")]
     pub prompt_salt: String,
 
     /// Multi-turn sessions: this many distinct sessions (default 100 when --session-turns-mean
     /// is given; with a conversation file, its first N). Turn N of a session sends the whole
     /// history (earlier user messages and the server's answers) plus a new user message; a
     /// session stays on one worker and connection, so --concurrency counts sessions in flight.
-    #[arg(help_heading = WORKLOAD, long = "num-sessions", alias = "conversation-num")]
+    #[arg(help_heading = WORKLOAD, long, alias = "conversation-num")]
     pub num_sessions: Option<u32>,
 
     /// Mean user turns per synthetic session (default 1; sampled from a normal, at least 1).
-    #[arg(help_heading = WORKLOAD, long = "session-turns-mean")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub session_turns_mean: Option<u32>,
 
     /// Standard deviation of the user turns per synthetic session.
-    #[arg(help_heading = WORKLOAD, long = "session-turns-stddev")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub session_turns_stddev: Option<u32>,
 
     /// Mean think time between a turn's answer and the session's next turn (ms; default 0).
-    #[arg(help_heading = WORKLOAD, long = "session-turn-delay-mean", value_name = "MS")]
+    #[arg(help_heading = WORKLOAD, long, value_name = "MS")]
     pub session_turn_delay_mean: Option<u64>,
 
     /// Standard deviation of the think time (ms); sampled delays are clamped at 0.
-    #[arg(help_heading = WORKLOAD, long = "session-turn-delay-stddev", value_name = "MS")]
+    #[arg(help_heading = WORKLOAD, long, value_name = "MS")]
     pub session_turn_delay_stddev: Option<u64>,
 
     /// The HTTP header every request of a multi-turn or agentic session carries its session's
     /// id in (`RUN-sN`; the same for every turn and sub-agent of one task, so a KV-aware router
     /// such as Dynamo's or llm-d's can keep the session on one replica); `none` sends none.
-    #[arg(help_heading = WORKLOAD, long = "session-header", value_name = "NAME|none", default_value = "X-Session-ID")]
+    #[arg(help_heading = WORKLOAD, long, value_name = "NAME|none", default_value = "X-Session-ID")]
     pub session_header: String,
 
     /// Which answer a session's next turn carries in its history: `live`, the server's own (as
     /// a chat client or an agent sends it), or `recorded`, the conversation file's assistant
     /// message (the same history on every run and every server; the server's answer is still
     /// measured).
-    #[arg(help_heading = WORKLOAD, long = "session-replies", value_enum, default_value_t = Replies::Live)]
+    #[arg(help_heading = WORKLOAD, long, value_enum, default_value_t = Replies::Live)]
     pub session_replies: Replies,
 }
 
@@ -552,14 +552,14 @@ pub struct LevelArgs {
     ///
     /// `N`, `start:end[:step]` (inclusive; powers of two without a step) or a list
     /// `1,4,8,16,32`. Each value is one level of the sweep.
-    #[arg(help_heading = LOAD, long = "concurrency", value_name = "LEVELS", value_parser = FlagValue(values::concurrency_flag))]
+    #[arg(help_heading = LOAD, long, value_name = "LEVELS", value_parser = FlagValue(values::concurrency_flag))]
     pub concurrency: Option<values::Levels<u32>>,
 
     /// Open-loop request rates (requests/s): 5, 1:16 (doubling), 5:20:5 or 5,10,20.
     ///
     /// `R`, `start:end[:step]` (doubling without a step) or a list `5,10,20`. Each value is one
     /// level. Excludes --concurrency.
-    #[arg(help_heading = LOAD, long = "request-rate", conflicts_with = "concurrency", value_name = "LEVELS", value_parser = FlagValue(values::rate_flag))]
+    #[arg(help_heading = LOAD, long, conflicts_with = "concurrency", value_name = "LEVELS", value_parser = FlagValue(values::rate_flag))]
     pub request_rate: Option<values::Levels<f64>>,
 }
 
@@ -567,16 +567,16 @@ pub struct LevelArgs {
 #[derive(Debug, Args, Clone)]
 pub struct ArrivalArgs {
     /// Gaps between open-loop requests.
-    #[arg(help_heading = LOAD, long = "request-distribution", value_enum, default_value = "constant")]
+    #[arg(help_heading = LOAD, long, value_enum, default_value = "constant")]
     pub request_distribution: DistributionArg,
 
     /// Shape of gamma-distributed gaps (< 1 burstier than Poisson, > 1 more regular).
-    #[arg(help_heading = LOAD, long = "burstiness", default_value_t = 1.0)]
+    #[arg(help_heading = LOAD, long, default_value_t = 1.0)]
     pub burstiness: f64,
 
     /// Cap on requests in flight under --request-rate; a send that finds the cap reached leaves
     /// late, and its lag is reported.
-    #[arg(help_heading = LOAD, long = "max-inflight", default_value_t = 1024)]
+    #[arg(help_heading = LOAD, long, default_value_t = 1024)]
     pub max_inflight: u32,
 }
 
@@ -585,19 +585,19 @@ pub struct ArrivalArgs {
 pub struct FixedScheduleArgs {
     /// Send a trace's requests at their timestamps (relative to the first row, or to
     /// --fixed-schedule-start) instead of at a concurrency or rate: one level, `fixed_schedule`.
-    #[arg(help_heading = LOAD, long = "fixed-schedule")]
+    #[arg(help_heading = LOAD, long)]
     pub fixed_schedule: bool,
 
     /// Replay a fixed schedule this many times faster (timestamps divided by it).
-    #[arg(help_heading = LOAD, long = "fixed-schedule-speedup", default_value_t = 1.0, requires = "fixed_schedule")]
+    #[arg(help_heading = LOAD, long, default_value_t = 1.0, requires = "fixed_schedule")]
     pub fixed_schedule_speedup: f64,
 
     /// Replay only the trace's rows from this timestamp on (ms); the schedule counts from it.
-    #[arg(help_heading = LOAD, long = "fixed-schedule-start", alias = "fixed-schedule-start-offset", requires = "fixed_schedule")]
+    #[arg(help_heading = LOAD, long, alias = "fixed-schedule-start-offset", requires = "fixed_schedule")]
     pub fixed_schedule_start: Option<u64>,
 
     /// Replay only the trace's rows up to this timestamp (ms, inclusive).
-    #[arg(help_heading = LOAD, long = "fixed-schedule-end", alias = "fixed-schedule-end-offset", requires = "fixed_schedule")]
+    #[arg(help_heading = LOAD, long, alias = "fixed-schedule-end-offset", requires = "fixed_schedule")]
     pub fixed_schedule_end: Option<u64>,
 }
 
@@ -610,17 +610,17 @@ pub struct StopArgs {
     /// or 25 s of sending when the server is slower than that, whichever comes first; or
     /// --num-prompts when that alone is given; with sessions, every session once. With
     /// sessions it counts turns (each turn is one request), not sessions.
-    #[arg(help_heading = MEASUREMENT, long = "request-count", alias = "num-requests", value_name = "N")]
+    #[arg(help_heading = MEASUREMENT, long, alias = "num-requests", value_name = "N")]
     pub request_count: Option<u64>,
 
     /// Measurement window per level (bare number: ms; or 500ms, 10s, 1m).
     ///
     /// Requests sent within it are measured.
-    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", value_parser = millis, value_name = "TIME")]
+    #[arg(help_heading = MEASUREMENT, short = 'p', long, value_parser = millis, value_name = "TIME")]
     pub measurement_interval: Option<Duration>,
 
     /// Seconds per level: requests sent within it are measured (like --measurement-interval, in s).
-    #[arg(help_heading = MEASUREMENT, long = "duration", conflicts_with_all = ["measurement_interval", "request_count"], value_parser = secs)]
+    #[arg(help_heading = MEASUREMENT, long, conflicts_with_all = ["measurement_interval", "request_count"], value_parser = secs)]
     pub duration: Option<Duration>,
 }
 
@@ -630,12 +630,12 @@ pub struct MoeArgs {
     /// Stop each level once the margin of error of --moe-metric is at most this share of its
     /// estimate (5%), at --confidence; --request-count (default 10000) and
     /// --measurement-interval/--duration cap a level, and a saturated level stops early.
-    #[arg(help_heading = MEASUREMENT, long = "target-moe", value_name = "SHARE", value_parser = FlagValue(values::parse_margin))]
+    #[arg(help_heading = MEASUREMENT, long, value_name = "SHARE", value_parser = FlagValue(values::parse_margin))]
     pub target_moe: Option<f64>,
 
     /// The statistic --target-moe judges: a percentile or the average of a per-request metric
     /// (default: time_to_first_token.p99 with --streaming, request_latency.p99 without).
-    #[arg(help_heading = MEASUREMENT, long = "moe-metric", value_name = "METRIC.STAT", requires = "target_moe", value_parser = FlagValue(values::parse_moe_metric))]
+    #[arg(help_heading = MEASUREMENT, long, value_name = "METRIC.STAT", requires = "target_moe", value_parser = FlagValue(values::parse_moe_metric))]
     pub moe_metric: Option<crate::metrics::MetricRef>,
 }
 
@@ -645,33 +645,33 @@ pub struct MeasureArgs {
     /// Confidence of --target-moe's intervals and of a search's decisions (default 95%).
     ///
     /// More than 50% and at most 99.9%.
-    #[arg(help_heading = MEASUREMENT, long = "confidence", value_parser = FlagValue(|_, raw| values::parse_confidence(raw)))]
+    #[arg(help_heading = MEASUREMENT, long, value_parser = FlagValue(|_, raw| values::parse_confidence(raw)))]
     pub confidence: Option<f64>,
 
     /// Requests sent before measuring each level (excluded from the results).
     #[arg(
         help_heading = MEASUREMENT,
-        long = "warmup-request-count",
+        long,
         alias = "num-warmup-requests",
         default_value_t = 0
     )]
     pub warmup_request_count: u64,
 
     /// Load before measuring each level, excluded from the results (bare number: seconds).
-    #[arg(help_heading = MEASUREMENT, long = "warmup-duration", conflicts_with = "warmup_request_count", value_parser = secs)]
+    #[arg(help_heading = MEASUREMENT, long, conflicts_with = "warmup_request_count", value_parser = secs)]
     pub warmup_duration: Option<Duration>,
 
     /// How percentiles are computed: numpy's linear interpolation (GenAI-Perf's) or perf_analyzer's nearest rank.
-    #[arg(help_heading = MEASUREMENT, long = "percentile-method", value_enum, default_value = "linear")]
+    #[arg(help_heading = MEASUREMENT, long, value_enum, default_value = "linear")]
     pub percentile_method: PercentileMethod,
 
     /// Time per row of each level's timeline.csv (bare number: seconds).
-    #[arg(help_heading = MEASUREMENT, long = "timeline-interval", default_value = "1s", value_parser = secs)]
+    #[arg(help_heading = MEASUREMENT, long, default_value = "1s", value_parser = secs)]
     pub timeline_interval: Duration,
 
     /// Prometheus endpoint of the server (default: the target's own /metrics for an OpenAI API,
     /// then port 8002 of the target host, whichever answers).
-    #[arg(help_heading = MEASUREMENT, long = "server-metrics-url", alias = "server-metrics-urls")]
+    #[arg(help_heading = MEASUREMENT, long, alias = "server-metrics-urls")]
     pub server_metrics_url: Option<String>,
 
     /// The engine's and the GPUs' view, and which headers the metrics endpoints get.
@@ -681,18 +681,18 @@ pub struct MeasureArgs {
     /// Split TTFT and latency by input length: rising edges in tokens (`128,512,2048` gives
     /// `<128`, `128-511`, `512-2047`, `>=2048`) or `auto` (the quartiles of the prompts'
     /// lengths). Per bucket in the JSON, a CSV section, the console (-v) and report.html.
-    #[arg(help_heading = MEASUREMENT, long = "isl-buckets", value_name = "EDGES|auto", value_parser = FlagValue(|_, raw| values::parse_isl_buckets(Some(raw))))]
+    #[arg(help_heading = MEASUREMENT, long, value_name = "EDGES|auto", value_parser = FlagValue(|_, raw| values::parse_isl_buckets(Some(raw))))]
     pub isl_buckets: Option<values::IslBuckets>,
 
     /// Count output tokens from the server's usage report instead of the tokenizer.
-    #[arg(help_heading = MEASUREMENT, long = "use-server-token-count")]
+    #[arg(help_heading = MEASUREMENT, long)]
     pub use_server_token_count: bool,
 
     /// Count each prompt's input tokens with the server's own tokenizer (vLLM's /tokenize, chat
     /// template included), once before the run, so input lengths match the server's usage;
     /// chat and completions endpoint types. The tokenizer still shapes synthetic prompts and
     /// counts output tokens.
-    #[arg(help_heading = MEASUREMENT, long = "tokenizer-from-server")]
+    #[arg(help_heading = MEASUREMENT, long)]
     pub tokenizer_from_server: bool,
 
     /// The timeout, cancellation and size cap of each request (shared with `perf`).
@@ -705,7 +705,7 @@ pub struct MeasureArgs {
 pub struct RequestArgs {
     /// Per-request timeout (bare number: seconds); a timed-out request counts as an error of kind
     /// `timeout`.
-    #[arg(help_heading = MEASUREMENT, long = "request-timeout", default_value = "600s", value_parser = secs)]
+    #[arg(help_heading = MEASUREMENT, long, default_value = "600s", value_parser = secs)]
     pub request_timeout: Duration,
 
     /// `--request-cancellation-rate`, `--request-cancellation-delay`.
@@ -715,14 +715,14 @@ pub struct RequestArgs {
     /// Largest server-sent event, streamed message or whole response body accepted (bytes, or
     /// with a KiB/MiB/GiB suffix); a response past it ends as a `response_too_large` error
     /// instead of being buffered.
-    #[arg(help_heading = MEASUREMENT, long = "max-event-size", default_value = "4MiB", value_parser = parse_size)]
+    #[arg(help_heading = MEASUREMENT, long, default_value = "4MiB", value_parser = parse_size)]
     pub max_event_size: usize,
 
     /// Acknowledge every read at once (Linux TCP_QUICKACK) instead of delaying the ACK, so a
     /// server sending with Nagle's algorithm on is not held up by this client: measures the
     /// server without that ~40 ms stall (off by default: real clients delay their ACKs, and the
     /// run names the stall when it sees one).
-    #[arg(help_heading = MEASUREMENT, long = "tcp-quickack")]
+    #[arg(help_heading = MEASUREMENT, long)]
     pub tcp_quickack: bool,
 }
 
@@ -734,12 +734,12 @@ pub struct DecisionArgs {
     pub verdict: VerdictArgs,
 
     /// Goodput objectives `metric:value` (ms for times, tokens/sec/user for per-user throughput).
-    #[arg(help_heading = DECISIONS, short = 'g', long = "goodput", num_args = 1.., value_parser = FlagValue(values::parse_goodput))]
+    #[arg(help_heading = DECISIONS, short = 'g', long, num_args = 1.., value_parser = FlagValue(values::parse_goodput))]
     pub goodput: Vec<values::Objectives>,
 
     /// Knee detection: the knee is the first level beyond which throughput grows by less than
     /// this while p99 latency rises by more.
-    #[arg(help_heading = DECISIONS, long = "knee-min-gain", default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
+    #[arg(help_heading = DECISIONS, long, default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
     pub knee_min_gain: f64,
 }
 
@@ -751,20 +751,20 @@ pub struct VerdictArgs {
     /// Checked at the end of every level, `METRIC[.STAT] OP VALUE[unit]`:
     /// `time_to_first_token.p99<=500ms`, `queue_share<=50%`, `request_throughput>=10`,
     /// `error_rate<1%`. Any failure makes the exit code 1.
-    #[arg(help_heading = DECISIONS, long = "slo", value_parser = FlagValue(values::parse_slo))]
+    #[arg(help_heading = DECISIONS, long, value_parser = FlagValue(values::parse_slo))]
     pub slo: Vec<crate::metrics::Slo>,
 
     /// Send-lag p99 above which an open-loop level is marked not trustworthy (bare number: ms).
-    #[arg(help_heading = DECISIONS, long = "max-send-lag", default_value = "2ms", value_parser = millis)]
+    #[arg(help_heading = DECISIONS, long, default_value = "2ms", value_parser = millis)]
     pub max_send_lag: Duration,
 
     /// Exit with code 1 when any level's measurement is not trustworthy.
-    #[arg(help_heading = DECISIONS, long = "strict")]
+    #[arg(help_heading = DECISIONS, long)]
     pub strict: bool,
 
     /// Fail the run (exit 1) when a level's share of failed requests is above this (10%, 0.1):
     /// past a few percent the percentiles describe only the survivors. 100% accepts any.
-    #[arg(help_heading = DECISIONS, long = "max-error-rate", default_value = "5%", value_parser = FlagValue(values::parse_share))]
+    #[arg(help_heading = DECISIONS, long, default_value = "5%", value_parser = FlagValue(values::parse_share))]
     pub max_error_rate: f64,
 }
 
@@ -776,13 +776,13 @@ pub struct ArtifactArgs {
     /// response as received, ~23 KB per 100-token streamed request, written after each level);
     /// `none` keeps requests.jsonl (~0.6 KB per request) and the statistics files. Default:
     /// none, unless --profile-export-file names the file.
-    #[arg(help_heading = OUTPUT, long = "raw-export", value_enum)]
+    #[arg(help_heading = OUTPUT, long, value_enum)]
     pub raw_export: Option<RawExportArg>,
 
     /// File name of the raw export in each level directory (GenAI-Perf's flag: a bare name;
     /// naming it asks for the raw export); the statistics files are named after its stem:
     /// NAME.json → NAME_genai_perf.csv/.json. Default: profile_export.json.
-    #[arg(help_heading = OUTPUT, long = "profile-export-file")]
+    #[arg(help_heading = OUTPUT, long)]
     pub profile_export_file: Option<String>,
 
     /// Where files go: a directory per level for a sweep ({timestamp}, {concurrency}, ...).
@@ -792,7 +792,7 @@ pub struct ArtifactArgs {
     /// if an earlier run in the same second took it), `{model}`,
     /// `{concurrency}`/`{rate}`/`{level}` (per level), `{shard}` (the shard index with
     /// --shard/--shards), e.g. `./bench/{timestamp}/c{concurrency}`.
-    #[arg(help_heading = OUTPUT, long = "artifact-dir", value_name = "DIR")]
+    #[arg(help_heading = OUTPUT, long, value_name = "DIR")]
     pub artifact_dir: Option<PathBuf>,
 
     /// JUnit report, JSON stdout, Pushgateway.
@@ -800,15 +800,15 @@ pub struct ArtifactArgs {
     pub outputs: OutputArgs,
 
     /// More detail on the console.
-    #[arg(help_heading = OUTPUT, short = 'v', long = "verbose")]
+    #[arg(help_heading = OUTPUT, short = 'v', long)]
     pub verbose: bool,
 
     /// Print only the results table.
-    #[arg(help_heading = OUTPUT, long = "quiet")]
+    #[arg(help_heading = OUTPUT, long)]
     pub quiet: bool,
 
     /// Write report.html for a single level too (GenAI-Perf's flag; a sweep always gets one).
-    #[arg(help_heading = OUTPUT, long = "generate-plots")]
+    #[arg(help_heading = OUTPUT, long)]
     pub generate_plots: bool,
 }
 
@@ -824,39 +824,39 @@ pub struct SearchArgs {
     ///
     /// Closed-loop concurrency or open-loop request rate (with --request-distribution,
     /// --burstiness and --max-inflight).
-    #[arg(help_heading = SEARCH, long = "over", value_enum, default_value = "concurrency")]
+    #[arg(help_heading = SEARCH, long, value_enum, default_value = "concurrency")]
     pub over: SearchOverArg,
 
     /// Lowest load, where the search starts (default 1: concurrency 1, or 1 request/s).
-    #[arg(help_heading = SEARCH, long = "min")]
+    #[arg(help_heading = SEARCH, long)]
     pub min: Option<f64>,
 
     /// Highest load the search may try, and its first probe (default: climbing from --min).
     ///
     /// Without it the search climbs from --min with short scouts, doubling until a load fails,
     /// up to concurrency 4096 or 100000 requests/s.
-    #[arg(help_heading = SEARCH, long = "max")]
+    #[arg(help_heading = SEARCH, long)]
     pub max: Option<f64>,
 
     /// A rate search stops bisecting when the next load above its answer is within this share
     /// (concurrency stops at one step).
-    #[arg(help_heading = SEARCH, long = "resolution", default_value = "5%", value_parser = FlagValue(values::parse_resolution))]
+    #[arg(help_heading = SEARCH, long, default_value = "5%", value_parser = FlagValue(values::parse_resolution))]
     pub resolution: f64,
 
     /// Most successful requests a probe measures.
     ///
     /// A probe whose decision is still open then is reported undecided (and counts as not
     /// meeting the objectives).
-    #[arg(help_heading = SEARCH, long = "max-probe-requests", default_value_t = crate::plan::search::DEFAULT_MAX_PROBE_REQUESTS)]
+    #[arg(help_heading = SEARCH, long, default_value_t = crate::plan::search::DEFAULT_MAX_PROBE_REQUESTS)]
     pub max_probe_requests: u64,
 
     /// Longest a probe measures (bare number: seconds; or 90s, 5m); undecided past it.
-    #[arg(help_heading = SEARCH, long = "max-probe-time", value_parser = secs)]
+    #[arg(help_heading = SEARCH, long, value_parser = secs)]
     pub max_probe_time: Option<Duration>,
 
     /// Longest the whole search runs (bare number: seconds; or 90s, 10m): then the probe under
     /// way stops and the answer is the highest load proven so far, with its confidence.
-    #[arg(help_heading = SEARCH, long = "max-time", value_parser = secs)]
+    #[arg(help_heading = SEARCH, long, value_parser = secs)]
     pub max_time: Option<Duration>,
 }
 
@@ -882,17 +882,17 @@ fn server_kind() -> impl clap::builder::TypedValueParser<Value = ServerKind> {
 pub struct EngineViewArgs {
     /// Which engine's metrics to read from the server's page (default: detected from it):
     /// triton, trtllm, vllm, sglang, tgi, llamacpp.
-    #[arg(long = "server-kind", value_parser = server_kind())]
+    #[arg(long, value_parser = server_kind())]
     pub server_kind: Option<ServerKind>,
 
     /// A DCGM exporter's page for GPU telemetry (e.g. host:9400); without it GPUs are read from
     /// Triton's own metrics page when it has them.
-    #[arg(long = "gpu-metrics-url")]
+    #[arg(long)]
     pub gpu_metrics_url: Option<String>,
 
     /// Send the -H header of this name to the metrics and statistics endpoints too (repeatable);
     /// other -H headers go only to the inference server (Triton's triton-access-token always may).
-    #[arg(long = "metrics-header")]
+    #[arg(long)]
     pub metrics_header: Vec<String>,
 }
 
@@ -931,10 +931,10 @@ pub struct RepeatArgs {
     /// directory rep1/, rep2/, ...) and report per level the median of every statistic across
     /// them with its spread (min, max, 95 % interval); `compare` then tells a regression from
     /// noise.
-    #[arg(long = "repeat", value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
     /// Pause between repetitions (bare number: seconds), e.g. to let the server settle.
-    #[arg(long = "repeat-pause", value_name = "S", default_value = "0s", value_parser = secs)]
+    #[arg(long, value_name = "S", default_value = "0s", value_parser = secs)]
     pub repeat_pause: Duration,
 }
 
@@ -971,22 +971,22 @@ pub struct ShardArgs {
     /// windows of each level (no shard can know when the others' windows agree), reports the
     /// last three as perf_analyzer does, and marks the level stable when they agreed; a level
     /// lasts -r × 1.2 × the measurement interval on every shard (give -r 3 for the shortest).
-    #[arg(long = "shard", value_name = "I/N", value_parser = FlagValue(values::parse_shard))]
+    #[arg(long, value_name = "I/N", value_parser = FlagValue(values::parse_shard))]
     pub shard: Option<crate::load::Shard>,
     /// Run one of N shards, its index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or
     /// --shard-index.
-    #[arg(long = "shards", value_name = "N")]
+    #[arg(long, value_name = "N")]
     pub shards: Option<u32>,
     /// This process's shard index with --shards (Kubernetes sets JOB_COMPLETION_INDEX).
-    #[arg(long = "shard-index", env = "JOB_COMPLETION_INDEX", value_name = "I")]
+    #[arg(long, env = "JOB_COMPLETION_INDEX", value_name = "I")]
     pub shard_index: Option<u32>,
     /// Start the first level at this moment — Unix seconds or RFC 3339 (2026-01-01T12:00:00Z) —
     /// and later levels on shared boundaries after it, so all shards load the server together.
-    #[arg(long = "start-at", value_name = "TIME", value_parser = FlagValue(values::parse_start_at))]
+    #[arg(long, value_name = "TIME", value_parser = FlagValue(values::parse_start_at))]
     pub start_at: Option<u64>,
     /// Time between level starts after --start-at (bare number: seconds); by default a level's
     /// length plus a drain allowance, when the plan fixes that length.
-    #[arg(long = "level-slot", value_parser = secs)]
+    #[arg(long, value_parser = secs)]
     pub level_slot: Option<Duration>,
 }
 
@@ -997,18 +997,18 @@ pub struct ShardArgs {
 pub struct TlsArgs {
     /// CA certificate(s) to trust in addition to the system's roots: a PEM file with one or more
     /// certificates (repeatable). For servers whose certificate a private CA signed.
-    #[arg(long = "cacert", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub cacert: Vec<PathBuf>,
     /// Client certificate chain (PEM) for servers that require mutual TLS; needs --key.
-    #[arg(long = "cert", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub cert: Option<PathBuf>,
     /// Private key of --cert (PEM: PKCS#8, RSA or EC). Its path may be shown; its contents never
     /// reach artifacts or logs.
-    #[arg(long = "key", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
     /// Do not verify the server's certificate at all (anyone on the path could pose as the
     /// server). Warned about, and recorded in the artifacts.
-    #[arg(short = 'k', long = "insecure")]
+    #[arg(short = 'k', long)]
     pub insecure: bool,
 }
 
@@ -1018,49 +1018,39 @@ pub struct TlsArgs {
 #[command(next_help_heading = TARGET)]
 pub struct PerfTlsArgs {
     /// gRPC over TLS (perf_analyzer's name).
-    #[arg(long = "ssl-grpc-use-ssl")]
+    #[arg(long)]
     pub ssl_grpc_use_ssl: bool,
     /// gRPC: PEM file of the root certificates to trust (like --cacert).
-    #[arg(long = "ssl-grpc-root-certifications-file", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub ssl_grpc_root_certifications_file: Option<PathBuf>,
     /// gRPC: PEM file of the client's private key (like --key).
-    #[arg(long = "ssl-grpc-private-key-file", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub ssl_grpc_private_key_file: Option<PathBuf>,
     /// gRPC: PEM file of the client's certificate chain (like --cert).
-    #[arg(long = "ssl-grpc-certificate-chain-file", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub ssl_grpc_certificate_chain_file: Option<PathBuf>,
     /// HTTPS: verify the server's certificate, 1 (default) or 0 (like -k), as libcurl's
     /// CURLOPT_SSL_VERIFYPEER.
-    #[arg(long = "ssl-https-verify-peer", value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    #[arg(long, value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
     pub ssl_https_verify_peer: Option<u8>,
     /// HTTPS: check the certificate's name against the host, 2 (default; 1 means the same, as in
     /// libcurl) or 0 (chain checked, name not), as libcurl's CURLOPT_SSL_VERIFYHOST.
-    #[arg(long = "ssl-https-verify-host", value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2))]
+    #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2))]
     pub ssl_https_verify_host: Option<u8>,
     /// HTTPS: CA bundle to trust (like --cacert).
-    #[arg(long = "ssl-https-ca-certificates-file", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub ssl_https_ca_certificates_file: Option<PathBuf>,
     /// HTTPS: client certificate (like --cert).
-    #[arg(long = "ssl-https-client-certificate-file", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub ssl_https_client_certificate_file: Option<PathBuf>,
     /// HTTPS: how the client certificate file is encoded.
-    #[arg(
-        long = "ssl-https-client-certificate-type",
-        value_enum,
-        ignore_case = true,
-        default_value = "pem"
-    )]
+    #[arg(long, value_enum, ignore_case = true, default_value = "pem")]
     pub ssl_https_client_certificate_type: Encoding,
     /// HTTPS: the client certificate's private key (like --key).
-    #[arg(long = "ssl-https-private-key-file", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub ssl_https_private_key_file: Option<PathBuf>,
     /// HTTPS: how the private key file is encoded.
-    #[arg(
-        long = "ssl-https-private-key-type",
-        value_enum,
-        ignore_case = true,
-        default_value = "pem"
-    )]
+    #[arg(long, value_enum, ignore_case = true, default_value = "pem")]
     pub ssl_https_private_key_type: Encoding,
 }
 
@@ -1070,15 +1060,15 @@ pub struct PerfTlsArgs {
 pub struct OutputArgs {
     /// Write a JUnit XML report here: one test case per --slo objective and per level's validity
     /// verdict, for CI test reporters (GitLab, Jenkins, GitHub).
-    #[arg(long = "junit")]
+    #[arg(long)]
     pub junit: Option<PathBuf>,
     /// `json`: one JSON object per finished level and a final summary object on stdout (for
     /// `| jq`); console text goes to stderr.
-    #[arg(long = "output", value_enum, default_value = "text")]
+    #[arg(long, value_enum, default_value = "text")]
     pub output: StdoutFormat,
     /// Push each level's key metrics to this Prometheus Pushgateway (e.g.
     /// http://pushgateway:9091) when it ends; a failed push is a warning.
-    #[arg(long = "push-gateway")]
+    #[arg(long)]
     pub push_gateway: Option<String>,
     /// Tag the run: KEY=VALUE, repeatable (e.g. --label release=v2.3 --label gpu=h100). Recorded
     /// with the run id, client host and server version in every level's JSON and summary.json,
@@ -1088,27 +1078,23 @@ pub struct OutputArgs {
     /// The HTTP header each request carries its id in (`RUN-SEQ`: the run id and the request's
     /// `seq`, recorded as `request_id` in requests.jsonl); `none` sends none. Over gRPC the id
     /// goes in KServe's `id` field.
-    #[arg(
-        long = "request-id-header",
-        value_name = "NAME|none",
-        default_value = "X-Request-ID"
-    )]
+    #[arg(long, value_name = "NAME|none", default_value = "X-Request-ID")]
     pub request_id_header: String,
     /// Read flags from a TOML file, or YAML for a `.yaml`/`.yml` file: keys are the long flag
     /// names (`model = "gpt2"`, `concurrency = [1, 2, 4]`, `streaming = true`; in YAML
     /// `model: gpt2`); flags on the command line win. Every run writes its own flags as
     /// `run.toml` in its artifact directory, so `--config run.toml` repeats it.
-    #[arg(long = "config", value_name = "FILE.toml|FILE.yaml")]
+    #[arg(long, value_name = "FILE.toml|FILE.yaml")]
     pub config: Option<PathBuf>,
     /// Print the run's flags (file and command line together) as a config file and exit.
-    #[arg(long = "print-config")]
+    #[arg(long)]
     pub print_config: bool,
     /// What stderr shows while a level runs: elapsed and remaining, requests done, in flight and
     /// failed, running TTFT p50/p99, ITL, output tokens/s, send lag (request-rate levels).
     /// `compact` redraws two lines, `dashboard` a full screen with the ladder so far; both leave
     /// one line per level. When stderr is not a terminal (CI logs), a plain line every 5 s
     /// instead. `none` (or `--quiet`): nothing.
-    #[arg(help_heading = OUTPUT, long = "ui", value_enum, default_value = "compact")]
+    #[arg(help_heading = OUTPUT, long, value_enum, default_value = "compact")]
     pub ui: UiMode,
 }
 
@@ -1141,94 +1127,94 @@ pub struct PerfArgs {
     #[arg(help_heading = TARGET, short = 'm', long = "model-name", visible_alias = "model")]
     pub model: String,
     /// Model version (default: the server's choice).
-    #[arg(help_heading = TARGET, short = 'x', long = "model-version")]
+    #[arg(help_heading = TARGET, short = 'x', long)]
     pub model_version: Option<String>,
     /// Server address, with or without scheme (default localhost:8001 for gRPC, :8000 for HTTP).
-    #[arg(help_heading = TARGET, short = 'u', long = "url")]
+    #[arg(help_heading = TARGET, short = 'u', long)]
     pub url: Option<String>,
     /// Protocol (default: gRPC when the address answers gRPC, else HTTP).
     ///
     /// Without -i the server is asked (perf_analyzer defaults to HTTP, which fails against
     /// Triton's gRPC port 8001).
-    #[arg(help_heading = TARGET, short = 'i', long = "protocol", value_enum, ignore_case = true)]
+    #[arg(help_heading = TARGET, short = 'i', long, value_enum, ignore_case = true)]
     pub protocol: Option<crate::perf::plan::Protocol>,
     /// Service kind; only Triton (KServe v2) is supported by this mode.
-    #[arg(help_heading = TARGET, long = "service-kind", default_value = "triton")]
+    #[arg(help_heading = TARGET, long, default_value = "triton")]
     pub service_kind: String,
     /// Batch size of each request (the model's leading dimension).
-    #[arg(help_heading = WORKLOAD, short = 'b', long = "batch-size", default_value_t = 1)]
+    #[arg(help_heading = WORKLOAD, short = 'b', long, default_value_t = 1)]
     pub batch_size: u32,
     /// Shape of an input with variable dimensions: `NAME:d1,d2,...` (repeatable).
-    #[arg(help_heading = WORKLOAD, long = "shape")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub shape: Vec<String>,
     /// `random`, `zero`, or a JSON file in perf_analyzer's input-data format (repeatable).
-    #[arg(help_heading = WORKLOAD, long = "input-data")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub input_data: Vec<String>,
     /// Length of random strings for BYTES inputs.
-    #[arg(help_heading = WORKLOAD, long = "string-length", default_value_t = 128)]
+    #[arg(help_heading = WORKLOAD, long, default_value_t = 128)]
     pub string_length: usize,
     /// Fixed string for BYTES inputs instead of random ones.
-    #[arg(help_heading = WORKLOAD, long = "string-data")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub string_data: Option<String>,
     /// Concurrency sweep `start[:end[:step]]`, inclusive and linear (default 1).
     ///
     /// `1:32:2` = 1, 3, ..., 31.
-    #[arg(help_heading = LOAD, long = "concurrency-range", value_name = "RANGE", value_parser = FlagValue(|flag, raw| parse_range_u32(raw, flag)))]
+    #[arg(help_heading = LOAD, long, value_name = "RANGE", value_parser = FlagValue(|flag, raw| parse_range_u32(raw, flag)))]
     pub concurrency_range: Option<(u32, u32, u32)>,
     /// Request-rate sweep `start[:end[:step]]` (requests/s), inclusive and linear.
-    #[arg(help_heading = LOAD, long = "request-rate-range", conflicts_with = "concurrency_range", value_name = "RANGE", value_parser = FlagValue(crate::perf::plan::rate_range_flag))]
+    #[arg(help_heading = LOAD, long, conflicts_with = "concurrency_range", value_name = "RANGE", value_parser = FlagValue(crate::perf::plan::rate_range_flag))]
     pub request_rate_range: Option<values::Levels<f64>>,
     /// Gaps between requests under --request-rate-range.
-    #[arg(help_heading = LOAD, long = "request-distribution", value_enum, default_value = "constant")]
+    #[arg(help_heading = LOAD, long, value_enum, default_value = "constant")]
     pub request_distribution: DistributionArg,
     /// Ramp concurrency `start[:end[:step]]`: begin at start, add step requests each time the
     /// latest requests have received --request-period responses, up to end; measured once,
     /// without stability windows. With --request-rate-range, the rate drives the load and this
     /// caps requests in flight at end.
-    #[arg(help_heading = LOAD, long = "periodic-concurrency-range", value_parser = FlagValue(|flag, raw| parse_range_u32(raw, flag)))]
+    #[arg(help_heading = LOAD, long, value_parser = FlagValue(|flag, raw| parse_range_u32(raw, flag)))]
     pub periodic_concurrency_range: Option<(u32, u32, u32)>,
     /// Responses each request of a periodic-concurrency step waits for before the next step.
-    #[arg(help_heading = LOAD, long = "request-period", default_value_t = 10)]
+    #[arg(help_heading = LOAD, long, default_value_t = 10)]
     pub request_period: u32,
     // Not `profile`'s: perf_analyzer's stability window (5 s by default, windows of 1.2 × it),
     // where profile's ends a level once.
     /// Measurement window (bare number: milliseconds).
     ///
     /// Windows last 1.2 × this, as in perf_analyzer.
-    #[arg(help_heading = MEASUREMENT, short = 'p', long = "measurement-interval", default_value = "5000", value_parser = millis, value_name = "TIME")]
+    #[arg(help_heading = MEASUREMENT, short = 'p', long, default_value = "5000", value_parser = millis, value_name = "TIME")]
     pub measurement_interval: Duration,
     /// How windows end.
-    #[arg(help_heading = MEASUREMENT, long = "measurement-mode", value_enum, default_value = "time_windows")]
+    #[arg(help_heading = MEASUREMENT, long, value_enum, default_value = "time_windows")]
     pub measurement_mode: MeasurementModeArg,
     /// Completed requests per window in count_windows mode.
-    #[arg(help_heading = MEASUREMENT, long = "measurement-request-count", default_value_t = 50)]
+    #[arg(help_heading = MEASUREMENT, long, default_value_t = 50)]
     pub measurement_request_count: u64,
     // Not `profile`'s: it also turns the stability loop off.
     /// Measure exactly this many requests in one window (no stability loop).
-    #[arg(help_heading = MEASUREMENT, long = "request-count", value_name = "N")]
+    #[arg(help_heading = MEASUREMENT, long, value_name = "N")]
     pub request_count: Option<u64>,
     /// Stability: the last 3 windows' throughput and latency within this percentage.
-    #[arg(help_heading = MEASUREMENT, short = 's', long = "stability-percentage", default_value_t = 10.0)]
+    #[arg(help_heading = MEASUREMENT, short = 's', long, default_value_t = 10.0)]
     pub stability_percentage: f64,
     /// Most windows per level before giving up on stability.
-    #[arg(help_heading = MEASUREMENT, short = 'r', long = "max-trials", default_value_t = 10)]
+    #[arg(help_heading = MEASUREMENT, short = 'r', long, default_value_t = 10)]
     pub max_trials: u32,
     /// Stabilize on, and report, this latency percentile instead of the average.
-    #[arg(help_heading = MEASUREMENT, long = "percentile")]
+    #[arg(help_heading = MEASUREMENT, long)]
     pub percentile: Option<u32>,
     // Not `profile`'s: perf_analyzer's nearest rank is the default here.
     /// How percentiles are computed: perf_analyzer's nearest rank, or numpy's linear interpolation.
-    #[arg(help_heading = MEASUREMENT, long = "percentile-method", value_enum, default_value = "nearest-rank")]
+    #[arg(help_heading = MEASUREMENT, long, value_enum, default_value = "nearest-rank")]
     pub percentile_method: PercentileMethod,
     /// Stop the sweep once a level's latency passes this (bare number: milliseconds; 0 = no limit).
-    #[arg(help_heading = DECISIONS, short = 'l', long = "latency-threshold", default_value = "0", value_parser = millis)]
+    #[arg(help_heading = DECISIONS, short = 'l', long, default_value = "0", value_parser = millis)]
     pub latency_threshold: Duration,
     /// Requests sent before measuring each level.
-    #[arg(help_heading = MEASUREMENT, long = "warmup-request-count", default_value_t = 0)]
+    #[arg(help_heading = MEASUREMENT, long, default_value_t = 0)]
     pub warmup_request_count: u64,
     // Not `profile`'s: gRPC only and off unless given (no --no-streaming, no detection).
     /// Decoupled models: stream responses over gRPC (time to first response, response throughput).
-    #[arg(help_heading = TARGET, long = "streaming")]
+    #[arg(help_heading = TARGET, long)]
     pub streaming: bool,
     /// Accepted for perf_analyzer compatibility: requests are always asynchronous here.
     #[arg(help_heading = TARGET, short = 'a', long = "async")]
@@ -1238,44 +1224,44 @@ pub struct PerfArgs {
     #[arg(help_heading = TARGET, long = "sync")]
     pub sync_mode: bool,
     /// Accepted for perf_analyzer compatibility: the async runtime sizes itself.
-    #[arg(help_heading = LOAD, long = "max-threads")]
+    #[arg(help_heading = LOAD, long)]
     pub max_threads: Option<u32>,
     /// Request parameter `name:value[:type]` (type bool, int, string; inferred when omitted).
-    #[arg(help_heading = WORKLOAD, long = "request-parameter")]
+    #[arg(help_heading = WORKLOAD, long)]
     pub request_parameter: Vec<String>,
     /// Write perf_analyzer's latency report CSV here.
-    #[arg(help_heading = OUTPUT, short = 'f', long = "latency-report-file", visible_alias = "file", value_name = "FILE")]
+    #[arg(help_heading = OUTPUT, short = 'f', long, visible_alias = "file", value_name = "FILE")]
     pub latency_report_file: Option<std::path::PathBuf>,
     /// Write perf_analyzer's raw per-request export (JSON: every request's inputs, timestamps and
     /// output tensors, one experiment per level) here.
-    #[arg(help_heading = OUTPUT, long = "profile-export-file")]
+    #[arg(help_heading = OUTPUT, long)]
     pub profile_export_file: Option<std::path::PathBuf>,
     /// Add perf_analyzer's verbose columns to the CSV; with -f, also write every measured
     /// request (send time, latency, first response, error) to <stem>.requests.jsonl beside it.
-    #[arg(help_heading = OUTPUT, long = "verbose-csv")]
+    #[arg(help_heading = OUTPUT, long)]
     pub verbose_csv: bool,
     /// One CSV row per --timeline-interval of the run (soak tests: watch drift over hours).
-    #[arg(help_heading = OUTPUT, long = "timeline")]
+    #[arg(help_heading = OUTPUT, long)]
     pub timeline: Option<std::path::PathBuf>,
     // Not `profile`'s: rows of the --timeline file over the whole run, not of each level.
     /// Time per timeline row (bare number: seconds).
-    #[arg(help_heading = OUTPUT, long = "timeline-interval", default_value = "10s", value_parser = secs)]
+    #[arg(help_heading = OUTPUT, long, default_value = "10s", value_parser = secs)]
     pub timeline_interval: Duration,
     /// HTTP header `Name: value` (repeatable), sent as gRPC metadata too.
     ///
     /// On statistics and metrics calls only when --metrics-header names it (or it is
     /// triton-access-token).
-    #[arg(help_heading = TARGET, short = 'H', long = "header")]
+    #[arg(help_heading = TARGET, short = 'H', long)]
     pub header: Vec<String>,
     /// HTTP input tensor encoding.
-    #[arg(help_heading = TARGET, long = "input-tensor-format", value_enum, default_value = "binary")]
+    #[arg(help_heading = TARGET, long, value_enum, default_value = "binary")]
     pub input_tensor_format: TensorFormatArg,
     /// HTTP output tensor encoding.
-    #[arg(help_heading = TARGET, long = "output-tensor-format", value_enum, default_value = "binary")]
+    #[arg(help_heading = TARGET, long, value_enum, default_value = "binary")]
     pub output_tensor_format: TensorFormatArg,
     /// Prometheus endpoint for the pending-request gauge and the engine's metrics (default: port
     /// 8002 of the server, if it answers).
-    #[arg(help_heading = MEASUREMENT, long = "metrics-url")]
+    #[arg(help_heading = MEASUREMENT, long)]
     pub metrics_url: Option<String>,
     /// The engine's and the GPUs' view, and which headers the metrics endpoints get.
     #[command(flatten)]
@@ -1284,7 +1270,7 @@ pub struct PerfArgs {
     #[command(flatten)]
     pub requests: RequestArgs,
     /// Seed for random input data and schedules.
-    #[arg(help_heading = WORKLOAD, long = "random-seed", default_value_t = 0)]
+    #[arg(help_heading = WORKLOAD, long, default_value_t = 0)]
     pub random_seed: u64,
     /// `--slo`, `--max-send-lag`, `--strict`, `--max-error-rate` (as `profile`'s).
     #[command(flatten)]
@@ -1297,7 +1283,7 @@ pub struct PerfArgs {
     #[command(flatten)]
     pub pa_tls: PerfTlsArgs,
     /// Print each measurement window.
-    #[arg(help_heading = OUTPUT, short = 'v', long = "verbose")]
+    #[arg(help_heading = OUTPUT, short = 'v', long)]
     pub verbose: bool,
     /// JUnit report, JSON stdout, Pushgateway.
     #[command(flatten)]
@@ -1306,7 +1292,7 @@ pub struct PerfArgs {
     /// CSV and JSON, histograms.json, requests.jsonl; with --shard also shard.json), for
     /// `report`, `compare` and `merge`. Under --shard/--shards the default is
     /// artifacts/perf-shard{I}-of-{N}; `{shard}` is replaced by the shard index.
-    #[arg(help_heading = OUTPUT, long = "artifact-dir")]
+    #[arg(help_heading = OUTPUT, long)]
     pub artifact_dir: Option<PathBuf>,
     /// Where this process takes part in a run of several.
     #[command(flatten)]
@@ -1321,30 +1307,30 @@ pub struct PerfArgs {
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
     /// Address to bind every listener to (0.0.0.0 serves every interface).
-    #[arg(long = "address", default_value = "127.0.0.1")]
+    #[arg(long, default_value = "127.0.0.1")]
     pub address: std::net::IpAddr,
     /// KServe v2 HTTP + OpenAI port (0 = any free port, printed).
-    #[arg(long = "http-port", default_value_t = 8000)]
+    #[arg(long, default_value_t = 8000)]
     pub http_port: u16,
     /// KServe v2 gRPC port (0 = any free port, printed).
-    #[arg(long = "grpc-port", default_value_t = 8001)]
+    #[arg(long, default_value_t = 8001)]
     pub grpc_port: u16,
     /// Prometheus metrics port (0 = any free port, printed); also serves /dcgm/metrics.
-    #[arg(long = "metrics-port", default_value_t = 8002)]
+    #[arg(long, default_value_t = 8002)]
     pub metrics_port: u16,
     /// Which engine's metric families /metrics serves: triton, trtllm, vllm, sglang, tgi,
     /// llamacpp (llama-server's page; OpenAI responses then carry its `timings`, and /slots
     /// answers).
-    #[arg(long = "metrics-style", default_value = "triton", value_parser = server_kind())]
+    #[arg(long, default_value = "triton", value_parser = server_kind())]
     pub metrics_style: ServerKind,
     /// Serve HTTP and gRPC over TLS with this certificate chain (PEM); needs --tls-key.
-    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// Private key of --tls-cert (PEM).
-    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// Require client certificates signed by this CA (PEM) on HTTP and gRPC: mutual TLS.
-    #[arg(long = "tls-client-ca", value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_client_ca: Option<PathBuf>,
     /// Engine timing and faults.
     #[command(flatten)]
@@ -1359,89 +1345,81 @@ pub struct ServeArgs {
 #[derive(Debug, Args, Clone)]
 pub struct EngineArgs {
     /// Batch slots: sequences decoded together; more requests wait in the queue.
-    #[arg(long = "max-batch", default_value_t = crate::sim::EngineConfig::default().max_batch)]
+    #[arg(long, default_value_t = crate::sim::EngineConfig::default().max_batch)]
     pub max_batch: usize,
     /// Fixed cost of a prefill, in microseconds.
-    #[arg(long = "prefill-base-us", default_value_t = crate::sim::EngineConfig::default().prefill_base_us)]
+    #[arg(long, default_value_t = crate::sim::EngineConfig::default().prefill_base_us)]
     pub prefill_base_us: u64,
     /// Prefill cost per input token, in microseconds.
-    #[arg(long = "prefill-us-per-token", default_value_t = crate::sim::EngineConfig::default().prefill_us_per_token)]
+    #[arg(long, default_value_t = crate::sim::EngineConfig::default().prefill_us_per_token)]
     pub prefill_us_per_token: u64,
     /// Fixed cost of a decode step, in microseconds.
-    #[arg(long = "decode-base-us", default_value_t = crate::sim::EngineConfig::default().decode_base_us)]
+    #[arg(long, default_value_t = crate::sim::EngineConfig::default().decode_base_us)]
     pub decode_base_us: u64,
     /// Extra decode-step cost per running sequence, in microseconds.
-    #[arg(long = "decode-us-per-seq", default_value_t = crate::sim::EngineConfig::default().decode_us_per_seq)]
+    #[arg(long, default_value_t = crate::sim::EngineConfig::default().decode_us_per_seq)]
     pub decode_us_per_seq: u64,
     /// KV-cache blocks per model (0 = unlimited: never blocks admission or preempts).
-    #[arg(long = "kv-blocks", default_value_t = crate::sim::EngineConfig::default().kv_blocks)]
+    #[arg(long, default_value_t = crate::sim::EngineConfig::default().kv_blocks)]
     pub kv_blocks: u32,
     /// Tokens per KV-cache block.
-    #[arg(long = "kv-block-size", default_value_t = crate::sim::EngineConfig::default().kv_block_size)]
+    #[arg(long, default_value_t = crate::sim::EngineConfig::default().kv_block_size)]
     pub kv_block_size: u32,
     /// Reuse cached prompt blocks: shared prefixes skip that part of prefill.
-    #[arg(long = "prefix-caching")]
+    #[arg(long)]
     pub prefix_caching: bool,
     /// Queue limit (0 = unbounded); beyond it requests are rejected (HTTP 503 / RESOURCE_EXHAUSTED).
-    #[arg(long = "max-queue", default_value_t = 0)]
+    #[arg(long, default_value_t = 0)]
     pub max_queue: usize,
     /// No timing at all: tokens as fast as the transport takes them (for benchmarking clients).
-    #[arg(long = "instant")]
+    #[arg(long)]
     pub instant: bool,
     /// Share of requests answered with a server error.
-    #[arg(long = "fault-error-rate", default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0)]
     pub fault_error_rate: f64,
     /// Share of streams cut off half-way.
-    #[arg(long = "fault-cut-rate", default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0)]
     pub fault_cut_rate: f64,
     /// Share of requests that stall before their first token.
-    #[arg(long = "fault-stall-rate", default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0)]
     pub fault_stall_rate: f64,
     /// How long a stalled request stalls, in milliseconds.
-    #[arg(long = "fault-stall-ms", default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000)]
     pub fault_stall_ms: u64,
     /// Share of streams with one malformed event.
-    #[arg(long = "fault-malformed-rate", default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0)]
     pub fault_malformed_rate: f64,
     /// Answer every inference request with 503 / UNAVAILABLE.
-    #[arg(long = "fault-unavailable")]
+    #[arg(long)]
     pub fault_unavailable: bool,
     /// When the outage of --fault-outage-ms begins, in milliseconds after the server started.
-    #[arg(long = "fault-outage-after-ms", default_value_t = 0)]
+    #[arg(long, default_value_t = 0)]
     pub fault_outage_after_ms: u64,
     /// An outage this long (ms): HTTP and gRPC listeners closed, open connections reset, then
     /// back on the same ports (0 = none).
-    #[arg(long = "fault-outage-ms", default_value_t = 0)]
+    #[arg(long, default_value_t = 0)]
     pub fault_outage_ms: u64,
     /// Share of requests refused as rate-limited (HTTP 429 / gRPC RESOURCE_EXHAUSTED) with a
     /// Retry-After.
-    #[arg(long = "fault-rate-limit-rate", default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0)]
     pub fault_rate_limit_rate: f64,
     /// Share of requests refused as unavailable (HTTP 503 / gRPC UNAVAILABLE) with a Retry-After.
-    #[arg(long = "fault-unavailable-rate", default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0)]
     pub fault_unavailable_rate: f64,
     /// The Retry-After (seconds) sent with rate-limited and unavailable answers.
-    #[arg(long = "fault-retry-after", default_value_t = 1)]
+    #[arg(long, default_value_t = 1)]
     pub fault_retry_after: u64,
     /// Share of gRPC calls reset (RST_STREAM) after their first response.
-    #[arg(long = "fault-reset-rate", default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0)]
     pub fault_reset_rate: f64,
     /// Send GOAWAY on every gRPC connection this many milliseconds after it opened (0 = never).
-    #[arg(long = "fault-goaway-ms", default_value_t = 0)]
+    #[arg(long, default_value_t = 0)]
     pub fault_goaway_ms: u64,
     /// Require `Authorization: Bearer KEY` on the OpenAI routes.
-    #[arg(
-        long = "require-api-key",
-        env = "TTFTBENCH_SIM_API_KEY",
-        hide_env_values = true
-    )]
+    #[arg(long, env = "TTFTBENCH_SIM_API_KEY", hide_env_values = true)]
     pub require_api_key: Option<String>,
     /// Restrict the statistics API to requests with header `triton-access-token: TOKEN`.
-    #[arg(
-        long = "access-token",
-        env = "TTFTBENCH_SIM_ACCESS_TOKEN",
-        hide_env_values = true
-    )]
+    #[arg(long, env = "TTFTBENCH_SIM_ACCESS_TOKEN", hide_env_values = true)]
     pub access_token: Option<String>,
 }
 
@@ -1449,13 +1427,13 @@ pub struct EngineArgs {
 #[derive(Debug, Args, Clone)]
 pub struct DemoArgs {
     /// Concurrency levels of the sweep.
-    #[arg(long = "concurrency", default_value = "1,2,4,8,16,32", value_parser = FlagValue(values::concurrency_flag))]
+    #[arg(long, default_value = "1,2,4,8,16,32", value_parser = FlagValue(values::concurrency_flag))]
     pub concurrency: values::Levels<u32>,
     /// Where artifacts go.
-    #[arg(long = "artifact-dir", default_value = "artifacts/demo")]
+    #[arg(long, default_value = "artifacts/demo")]
     pub artifact_dir: PathBuf,
     /// Print only the results table.
-    #[arg(long = "quiet")]
+    #[arg(long)]
     pub quiet: bool,
 }
 
@@ -1468,10 +1446,10 @@ pub struct ReportArgs {
     pub dirs: Vec<PathBuf>,
     /// Where to write the page (default: `report.html` inside the one directory given, else in
     /// the current directory).
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     /// Knee detection fraction (see `profile --knee-min-gain`).
-    #[arg(long = "knee-min-gain", default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
+    #[arg(long, default_value = "10%", value_parser = FlagValue(values::parse_fraction))]
     pub knee_min_gain: f64,
 }
 
@@ -1483,10 +1461,10 @@ pub struct MergeArgs {
     #[arg(required = true, num_args = 1..)]
     pub dirs: Vec<PathBuf>,
     /// Where the merged run goes (a new directory, not inside a shard's).
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long)]
     pub output: PathBuf,
     /// Print only the results table.
-    #[arg(long = "quiet")]
+    #[arg(long)]
     pub quiet: bool,
 }
 
@@ -1511,27 +1489,27 @@ pub struct CompareArgs {
     pub current: Option<PathBuf>,
     /// Compare runs whose workloads differ (endpoint, model, input/output lengths, tokenizer,
     /// prompts, stop rule); without it such runs are refused.
-    #[arg(long = "allow-mismatch")]
+    #[arg(long)]
     pub allow_mismatch: bool,
     /// Largest allowed fall of request, output-token and input (embeddings, rankings)
     /// throughput, e.g. `5%`.
-    #[arg(long = "max-throughput-drop")]
+    #[arg(long)]
     pub max_throughput_drop: Option<String>,
     /// Largest allowed rise of any p99 latency (TTFT, ITL, request latency), e.g. `10%`.
-    #[arg(long = "max-p99-increase")]
+    #[arg(long)]
     pub max_p99_increase: Option<String>,
     /// Per-metric limit `METRIC[.STAT]:(+|-)LIMIT` (repeatable): `time_to_first_token.p99:+10%`,
     /// `request_throughput:-5%`, `time_to_first_token.p99:+50ms`, `queue_share:+5pp`.
-    #[arg(long = "threshold")]
+    #[arg(long)]
     pub threshold: Vec<String>,
     /// Output format.
-    #[arg(long = "format", value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value = "table")]
     pub format: CompareFormat,
     /// Write the output to this file instead of standard output.
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     /// Write a JUnit XML report here: one test case per limit on each metric of each level.
-    #[arg(long = "junit")]
+    #[arg(long)]
     pub junit: Option<PathBuf>,
 }
 
@@ -1539,43 +1517,43 @@ pub struct CompareArgs {
 #[derive(Debug, Args, Clone)]
 pub struct DoctorArgs {
     /// Model name as the server knows it.
-    #[arg(short = 'm', long = "model")]
+    #[arg(short = 'm', long)]
     pub model: String,
     /// Server address (default localhost:8001 for kserve, localhost:8000 otherwise).
-    #[arg(short = 'u', long = "url")]
+    #[arg(short = 'u', long)]
     pub url: Option<String>,
     /// Which API to check.
-    #[arg(long = "endpoint-type", value_enum)]
+    #[arg(long, value_enum)]
     pub endpoint_type: Option<Api>,
     /// Legacy GenAI-Perf service kind (`openai` means `--endpoint-type chat`).
-    #[arg(long = "service-kind", value_enum)]
+    #[arg(long, value_enum)]
     pub service_kind: Option<ServiceKind>,
     /// Custom endpoint path, as for `profile`.
-    #[arg(long = "endpoint")]
+    #[arg(long)]
     pub endpoint: Option<String>,
     /// Input layout of a Triton LLM model.
-    #[arg(long = "backend", value_enum)]
+    #[arg(long, value_enum)]
     pub backend: Option<Backend>,
     /// Extra header `Name: value` (repeatable).
-    #[arg(short = 'H', long = "header")]
+    #[arg(short = 'H', long)]
     pub header: Vec<String>,
     /// API key sent as `Authorization: Bearer` (`x-api-key` for messages) to the target only
     /// (never printed); when not given, OpenAI-style endpoint types read `OPENAI_API_KEY` and
     /// messages reads `ANTHROPIC_API_KEY`.
-    #[arg(long = "api-key")]
+    #[arg(long)]
     pub api_key: Option<String>,
     /// How reranker requests are laid out (--endpoint-type rankings), as for `profile`.
-    #[arg(long = "rankings-api", value_enum)]
+    #[arg(long, value_enum)]
     pub rankings_api: Option<RankingsLayout>,
     /// Prometheus endpoint (default: the target's own /metrics for an OpenAI API, then port 8002
     /// of the target host).
-    #[arg(long = "server-metrics-url")]
+    #[arg(long)]
     pub server_metrics_url: Option<String>,
     /// Send the -H header of this name to the metrics and statistics endpoints too (repeatable).
-    #[arg(long = "metrics-header")]
+    #[arg(long)]
     pub metrics_header: Vec<String>,
     /// Output tokens to ask for in the test request.
-    #[arg(long = "output-tokens", default_value_t = 12)]
+    #[arg(long, default_value_t = 12)]
     pub output_tokens: u32,
     /// TLS.
     #[command(flatten)]
@@ -1662,12 +1640,11 @@ impl TlsArgs {
     /// The TLS options as given.
     pub fn spec(&self) -> crate::plan::resolve::TlsSpec {
         crate::plan::resolve::TlsSpec {
-            use_tls: false,
             insecure: self.insecure,
-            skip_hostname: false,
             ca_files: self.cacert.clone(),
             cert: self.cert.clone().map(|p| (p, crate::target::Encoding::Pem)),
             key: self.key.clone().map(|p| (p, crate::target::Encoding::Pem)),
+            ..Default::default()
         }
     }
 }

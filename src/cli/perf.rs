@@ -23,6 +23,19 @@ fn fill(slot: &mut Option<(PathBuf, Encoding)>, file: &Option<PathBuf>, encoding
     }
 }
 
+/// The plan of `ttftbench perf WORDS...` as the command line makes it, with no command line
+/// recorded (tests and the fuzz targets); clap's refusal is a usage error with its message.
+#[doc(hidden)]
+pub fn plan_of(words: &[&str]) -> Result<PerfPlan, UsageError> {
+    use clap::Parser;
+    let argv = ["ttftbench", "perf"].iter().chain(words);
+    let cli = super::Cli::try_parse_from(argv).map_err(|e| UsageError(e.to_string()))?;
+    let super::Command::Perf(p) = cli.command else {
+        unreachable!("the words follow `perf`")
+    };
+    p.plan(&[])
+}
+
 impl PerfArgs {
     /// The validated plan of these flags; `argv` is kept (redacted) for the record.
     pub fn plan(&self, argv: &[String]) -> Result<PerfPlan, UsageError> {
@@ -213,6 +226,10 @@ impl PerfArgs {
         periodic: Option<(u32, u32, u32)>,
     ) -> Result<(Vec<Stimulus>, bool), UsageError> {
         let arrival = super::profile::arrival(self.request_distribution, 1.0)?;
+        let concurrency = |start, end, step| -> Result<(Vec<Stimulus>, bool), UsageError> {
+            let levels = linear(start, end, step)?.into_iter();
+            Ok((levels.map(Stimulus::Concurrency).collect(), false))
+        };
         match (self.concurrency_range, &self.request_rate_range) {
             (_, Some(r)) => {
                 let cap = periodic.map_or(1024, |(_, end, _)| end.max(1));
@@ -234,20 +251,10 @@ impl PerfArgs {
                     }
                     return Ok((vec![Stimulus::Concurrency(start)], true));
                 }
-                let levels = linear(start, end, step)?
-                    .into_iter()
-                    .map(Stimulus::Concurrency)
-                    .collect();
-                Ok((levels, false))
+                concurrency(start, end, step)
             }
             (None, None) => match periodic {
-                Some((start, end, step)) => Ok((
-                    linear(start, end.max(start), step)?
-                        .into_iter()
-                        .map(Stimulus::Concurrency)
-                        .collect(),
-                    false,
-                )),
+                Some((start, end, step)) => concurrency(start, end.max(start), step),
                 None => Ok((vec![Stimulus::Concurrency(1)], false)),
             },
         }
@@ -326,21 +333,12 @@ mod tests {
     use super::*;
     use crate::load::Arrival;
     use crate::perf::plan::{ParamValue, parse_range_f64, parse_range_u32};
-    use clap::Parser;
     use std::path::Path;
     use std::time::Duration;
 
     /// The plan of a command line written as one string (its words split at spaces).
     fn plan(line: &str) -> Result<PerfPlan, UsageError> {
-        let argv: Vec<&str> = ["ttftbench", "perf"]
-            .into_iter()
-            .chain(line.split_whitespace())
-            .collect();
-        let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| UsageError(e.to_string()))?;
-        match cli.command {
-            crate::cli::Command::Perf(p) => p.plan(&[]),
-            other => panic!("expected perf, got {other:?}"),
-        }
+        plan_of(&line.split_whitespace().collect::<Vec<_>>())
     }
 
     #[test]

@@ -376,7 +376,7 @@ impl super::DoctorArgs {
     /// doctor's one-prompt streamed plan: the same target resolution and request building as
     /// `profile`, a 16-token prompt, `--output-tokens` asked for.
     pub fn plan(&self) -> Result<RunPlan, UsageError> {
-        let target = resolve::target(&TargetSpec {
+        let mut target = resolve::target(&TargetSpec {
             endpoint_type: self.endpoint_type,
             service_kind: self.service_kind,
             backend: self.backend,
@@ -390,11 +390,9 @@ impl super::DoctorArgs {
             env_api_key: std::env::var("OPENAI_API_KEY").ok(),
             env_anthropic_key: std::env::var("ANTHROPIC_API_KEY").ok(),
             metrics_headers: self.metrics_header.clone(),
-            max_event_bytes: 0,
-            tcp_quickack: false,
             tls: self.tls.spec(),
+            ..TargetSpec::default()
         })?;
-        let mut target = target;
         let mut workload = resolve::workload(&WorkloadSpec {
             input_tokens_mean: Some(16),
             output_tokens_mean: target.api.generates().then_some(self.output_tokens.max(1)),

@@ -40,13 +40,8 @@ impl SearchArgs {
         if run.goodput.is_empty() {
             run.goodput = goodput_from(&run.slos);
         }
-        run.artifact_dir = Some(
-            self.run
-                .artifacts
-                .artifact_dir
-                .clone()
-                .unwrap_or_else(|| DEFAULT_ARTIFACT_DIR.into()),
-        );
+        let dir = self.run.artifacts.artifact_dir.clone();
+        run.artifact_dir = Some(dir.unwrap_or_else(|| DEFAULT_ARTIFACT_DIR.into()));
         // The layout gives every probe a directory of its own below the search's.
         run.levels = vec![axis.stimulus(min), axis.stimulus(max.0)];
         let resolution = match axis {

@@ -26,28 +26,21 @@ const KEY_FIX: &str = "the server wants credentials: add --api-key KEY (or set O
 
 const NOT_DECOUPLED_FIX: &str = "the model sends one response per request, so TTFT equals the whole latency: deploy it in decoupled mode (model_transaction_policy { decoupled: true } in config.pbtxt, as TensorRT-LLM and vLLM streaming models are), or profile it without --streaming to measure request latency only";
 
-/// The outcome of one step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The outcome of one step, named as a step's line prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 pub enum Status {
     /// Works.
+    #[strum(serialize = "ok")]
     Ok,
     /// Works without it, but something is missing.
+    #[strum(serialize = "WARN")]
     Warn,
     /// Broken: the steps after it were not run.
+    #[strum(serialize = "FAIL")]
     Fail,
     /// Does not apply to this endpoint type.
+    #[strum(serialize = "skip")]
     Skip,
-}
-
-impl Status {
-    fn word(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Warn => "WARN",
-            Status::Fail => "FAIL",
-            Status::Skip => "skip",
-        }
-    }
 }
 
 /// One step's result.
@@ -111,7 +104,8 @@ impl Step {
 
     /// The step as printed: `[3/7] server metadata ... ok: triton 2.51.0` plus fix and events.
     pub fn render(&self, index: usize, total: usize) -> String {
-        let mut out = format!("[{index}/{total}] {}: {}", self.title, self.status.word());
+        let status: &str = self.status.into();
+        let mut out = format!("[{index}/{total}] {}: {status}", self.title);
         if !self.detail.is_empty() {
             let _ = write!(out, " — {}", self.detail);
         }

@@ -44,14 +44,11 @@ pub(super) async fn request(plan: &RunPlan) -> Step {
     // Embeddings and rankings: the answer must hold one vector or score per input sent.
     ex.expect_inputs = entry.sent.inputs;
     let clock = shared.clock;
-    let result = match tokio::time::timeout(REQUEST_TIMEOUT, shared.client.prepare(&mut ex)).await {
-        Ok(Ok(())) => Ok(clock.now_ns()),
-        Ok(Err(e)) => Err(Some(e)),
-        Err(_) => Err(None),
-    };
-    let sent_ns = match result {
-        Ok(t) => t,
-        Err(e) => return failed(step, e, Vec::new()),
+    let sent_ns = match tokio::time::timeout(REQUEST_TIMEOUT, shared.client.prepare(&mut ex)).await
+    {
+        Ok(Ok(())) => clock.now_ns(),
+        Ok(Err(e)) => return failed(step, Some(e), Vec::new()),
+        Err(_) => return failed(step, None, Vec::new()),
     };
     let sent = tokio::time::timeout(
         REQUEST_TIMEOUT,
@@ -285,13 +282,8 @@ fn stream_text(r: Option<&crate::proto::ModelInferResponse>) -> (String, bool) {
     let mut text = String::new();
     if let Some(i) = idx {
         if let Some(raw) = r.raw_output_contents.get(i) {
-            // BYTES elements: a 4-byte little-endian length, then the bytes.
-            let mut rest = raw.as_slice();
-            while rest.len() >= 4 {
-                let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                let end = (4 + n).min(rest.len());
-                text.push_str(&String::from_utf8_lossy(&rest[4..end]));
-                rest = &rest[end..];
+            for e in crate::workload::tensor::bytes_elements(raw) {
+                text.push_str(&String::from_utf8_lossy(e));
             }
         } else if let Some(c) = r.outputs[i].contents.as_ref() {
             for b in &c.bytes_contents {
@@ -360,21 +352,14 @@ mod tests {
     fn stream_response_text_and_final_flag() {
         use crate::proto::model_infer_response::InferOutputTensor;
         use crate::proto::{InferParameter, ModelInferResponse, infer_parameter::ParameterChoice};
-        let bytes = |parts: &[&str]| {
-            let mut v = Vec::new();
-            for p in parts {
-                v.extend_from_slice(&(p.len() as u32).to_le_bytes());
-                v.extend_from_slice(p.as_bytes());
-            }
-            v
-        };
+        use crate::workload::tensor::encode_bytes_elements;
         let mut r = ModelInferResponse {
             outputs: vec![InferOutputTensor {
                 name: "text_output".into(),
                 datatype: "BYTES".into(),
                 ..Default::default()
             }],
-            raw_output_contents: vec![bytes(&[" hello", " world"])],
+            raw_output_contents: vec![encode_bytes_elements([&b" hello"[..], b" world"])],
             ..Default::default()
         };
         r.parameters.insert(

@@ -95,17 +95,15 @@ impl Sinks {
         timeline: Option<(&Path, Duration)>,
         streaming: bool,
     ) -> crate::error::Result<Sinks> {
-        let timeline = match timeline {
-            Some((path, every)) => Some(
+        let timeline = timeline
+            .map(|(path, every)| {
                 Timeline::create(path, every, shared.clock, streaming)
-                    .map_err(|e| crate::error::Error::io("write", path, e))?,
-            ),
-            None => None,
-        };
-        let records = match records {
-            Some(path) => Some(RecordsFile::create(path, shared.request_ids.clone())?),
-            None => None,
-        };
+                    .map_err(|e| crate::error::Error::io("write", path, e))
+            })
+            .transpose()?;
+        let records = records
+            .map(|path| RecordsFile::create(path, shared.request_ids.clone()))
+            .transpose()?;
         Ok(Sinks {
             records,
             timeline,
@@ -127,10 +125,9 @@ impl Sinks {
 
     /// The first error the raw export met, naming the file.
     pub fn raw_result(&mut self, what: &str) -> crate::error::Result<()> {
-        match self.raw_error.take() {
-            Some(e) => Err(crate::error::Error::failed(format!("writing {what}: {e}"))),
-            None => Ok(()),
-        }
+        let failed =
+            |e: std::io::Error| crate::error::Error::failed(format!("writing {what}: {e}"));
+        self.raw_error.take().map_or(Ok(()), |e| Err(failed(e)))
     }
 }
 
@@ -164,6 +161,11 @@ impl Window {
             bins: Vec::new(),
         }
     }
+
+    /// Length in seconds.
+    pub fn secs(&self) -> f64 {
+        self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9
+    }
 }
 
 /// A trend bin being filled: sums of send time (s) and value (ms), and the count.
@@ -172,13 +174,6 @@ struct Bin {
     t: f64,
     v: f64,
     n: u32,
-}
-
-impl Window {
-    /// Length in seconds.
-    pub fn secs(&self) -> f64 {
-        self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9
-    }
 }
 
 /// What the collector needs to know about its level.

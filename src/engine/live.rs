@@ -268,36 +268,21 @@ fn back_to_top(drawn: usize) -> String {
 /// One frame of the compact view over the `drawn` lines already there: each line rewritten and
 /// its old tail erased, in one write, so the terminal never shows a blank view (no flicker).
 fn compact_frame(drawn: usize, lines: &[String]) -> String {
-    let mut s = back_to_top(drawn);
-    for (i, l) in lines.iter().enumerate() {
-        if i > 0 {
-            s.push('\n');
-        }
-        s.push_str(l);
-        s.push_str("\x1b[K");
-    }
     // Anything below (a longer frame before) goes too.
-    s.push_str("\x1b[J");
-    s
+    format!("{}{}\x1b[J", back_to_top(drawn), tails_erased(lines, "\n"))
+}
+
+/// The lines joined by `sep`, each followed by erasing the rest of its screen line.
+fn tails_erased(lines: &[String], sep: &str) -> String {
+    let erased: Vec<String> = lines.iter().map(|l| format!("{l}\x1b[K")).collect();
+    erased.join(sep)
 }
 
 /// One frame of the dashboard: home, each row over the old one, the rest erased; `enter`
 /// switches to the alternate screen and hides the cursor first.
 fn dashboard_frame(enter: bool, rows: &[String]) -> String {
-    let mut s = String::new();
-    if enter {
-        s.push_str("\x1b[?1049h\x1b[?25l");
-    }
-    s.push_str("\x1b[H");
-    for (i, r) in rows.iter().enumerate() {
-        if i > 0 {
-            s.push_str("\r\n");
-        }
-        s.push_str(r);
-        s.push_str("\x1b[K");
-    }
-    s.push_str("\x1b[J");
-    s
+    let enter = if enter { "\x1b[?1049h\x1b[?25l" } else { "" };
+    format!("{enter}\x1b[H{}\x1b[J", tails_erased(rows, "\r\n"))
 }
 
 /// stderr's terminal size (columns, rows), when it is a terminal.
@@ -706,15 +691,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_tally_counts_measured_requests_and_in_flight_ones() {
+    /// A tally of this shape and the feed it publishes to.
+    fn tally(streaming: bool, open_loop: bool, max_in_flight: u64) -> (Arc<Feed>, Tally) {
         let feed = Arc::new(Feed::default());
         let shape = Shape {
-            streaming: true,
-            open_loop: true,
-            max_in_flight: 8,
+            streaming,
+            open_loop,
+            max_in_flight,
         };
-        let mut t = Tally::new(feed.clone(), shape);
+        (feed.clone(), Tally::new(feed, shape))
+    }
+
+    #[test]
+    fn the_tally_counts_measured_requests_and_in_flight_ones() {
+        let (feed, mut t) = tally(true, true, 8);
         t.record(&rec(Phase::Warmup, 5, false));
         for ms in 1..=100 {
             t.record(&rec(Phase::Measure, ms, false));
@@ -746,13 +736,7 @@ mod tests {
 
     #[test]
     fn unstreamed_responses_have_no_ttft() {
-        let feed = Arc::new(Feed::default());
-        let shape = Shape {
-            streaming: false,
-            open_loop: false,
-            max_in_flight: 1,
-        };
-        let mut t = Tally::new(feed.clone(), shape);
+        let (feed, mut t) = tally(false, false, 1);
         t.record(&rec(Phase::Measure, 5, false));
         t.tick(2_000_000_000, 1_000_000_000);
         let s = feed.latest();

@@ -8,6 +8,7 @@
 use crate::analysis::slo::SloResult;
 use crate::load::Stimulus;
 use crate::stats::{ErrorCount, LevelSummary};
+use std::fmt::Write as _;
 
 /// Error share above which a level gets a warning line under the table.
 pub const LOUD_ERROR_SHARE: f64 = 0.01;
@@ -71,11 +72,7 @@ impl LevelEnd<'_> {
             percent(self.error_share())
         );
         if let Some(e) = self.errors.first() {
-            line.push_str(&format!(
-                ", most with {}: {}",
-                e.kind,
-                short_error(&e.example)
-            ));
+            let _ = write!(line, ", most with {}: {}", e.kind, short_error(&e.example));
         }
         line
     }

@@ -25,7 +25,8 @@ use crate::error::{UsageError, usage};
 use crate::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use crate::proto::{InferParameter, ModelInferRequest, infer_parameter::ParameterChoice};
 use crate::workload::tensor::{
-    DataType, ModelInfo, TensorSpec, element_value, encode_bytes_elements, encode_scalar,
+    DataType, ModelInfo, TensorSpec, bytes_elements, element_value, encode_bytes_elements,
+    encode_scalar,
 };
 use crate::workload::{Dataset, Entry};
 
@@ -556,17 +557,9 @@ pub fn http_request(
 fn json_values(t: &Tensor) -> Vec<Value> {
     let r = &t.raw;
     match t.datatype {
-        DataType::Bytes => {
-            let mut out = Vec::new();
-            let mut i = 0;
-            while i + 4 <= r.len() {
-                let n = u32::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]) as usize;
-                let end = (i + 4 + n).min(r.len());
-                out.push(json!(String::from_utf8_lossy(&r[i + 4..end])));
-                i = end;
-            }
-            out
-        }
+        DataType::Bytes => bytes_elements(r)
+            .map(|e| json!(String::from_utf8_lossy(e)))
+            .collect(),
         // Half-precision values travel as their float value.
         dt => r
             .chunks_exact(dt.size().unwrap_or(1))
@@ -652,17 +645,11 @@ pub fn dataset(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     /// The plan of `perf -m m` and these flags (one string, its words split at spaces).
     fn plan(flags: &str) -> PerfPlan {
-        let mut argv = vec!["ttftbench", "perf", "-m", "m"];
-        argv.extend(flags.split_whitespace());
-        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
-        let crate::cli::Command::Perf(p) = cli.command else {
-            panic!("expected perf")
-        };
-        p.plan(&[]).unwrap()
+        let line = format!("-m m {flags}");
+        crate::cli::perf::plan_of(&line.split_whitespace().collect::<Vec<_>>()).unwrap()
     }
 
     fn spec(name: &str, dt: DataType, dims: &[i64]) -> TensorSpec {
@@ -775,13 +762,7 @@ mod tests {
         .unwrap();
         assert_eq!(t.len(), 3);
         assert_eq!(t[0][0].shape, [3]);
-        assert_eq!(
-            t[0][0].raw,
-            [1i64, 2, 3]
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>()
-        );
+        assert_eq!(t[0][0].raw, [1i64, 2, 3].map(i64::to_le_bytes).concat());
         assert_eq!(t[0][1].raw, [2, 0, 0, 0, b'h', b'i']);
         assert_eq!(t[1][0].shape, [2]);
         assert_eq!(t[2][0].raw, 7i64.to_le_bytes().repeat(2));

@@ -838,19 +838,10 @@ fn policy(plan: &PerfPlan, stop: LevelLength) -> Policy {
 mod tests {
     use super::*;
     use crate::sim::{self, DataType as SimType, ModelSpec, SimConfig, TensorSpec as SimTensor};
-    use clap::Parser;
 
     /// perf's plan of a command line written as one string.
     fn plan(args: &str) -> PerfPlan {
-        let argv: Vec<&str> = ["ttftbench", "perf"]
-            .into_iter()
-            .chain(args.split_whitespace())
-            .collect();
-        let cli = crate::cli::Cli::try_parse_from(&argv).unwrap();
-        let crate::cli::Command::Perf(p) = cli.command else {
-            panic!("expected perf")
-        };
-        p.plan(&[]).unwrap()
+        crate::cli::perf::plan_of(&args.split_whitespace().collect::<Vec<_>>()).unwrap()
     }
 
     /// A YOLOv8-sized output: `[84,8400]` FP32, 2.8 MB per image.

@@ -429,14 +429,10 @@ pub fn parse_range_f64(raw: &str, flag: &str) -> Result<Vec<f64>, UsageError> {
             "{flag} {raw}: the end ({end}) is below the start ({start})"
         ));
     }
-    let mut out = Vec::new();
-    while out.len() <= 1000 {
-        let v = start + step * out.len() as f64;
-        if v > end * (1.0 + 1e-9) {
-            break;
-        }
-        out.push(v);
-    }
+    let out: Vec<f64> = (0..=1000)
+        .map(|i| start + step * f64::from(i))
+        .take_while(|&v| v <= end * (1.0 + 1e-9))
+        .collect();
     if out.len() > 1000 {
         return usage(format!("{flag} {raw}: too many levels (at most 1000)"));
     }

@@ -22,13 +22,11 @@
 
 use super::{PerfLevel, ServerView};
 use crate::load::Stimulus;
+use std::fmt::Write;
 
 /// C++ `ostream << double` default formatting: 6 significant digits, no trailing zeros.
 pub fn g6(v: f64) -> String {
-    if !v.is_finite() {
-        return "0".into();
-    }
-    if v == 0.0 {
+    if !v.is_finite() || v == 0.0 {
         return "0".into();
     }
     let exp = v.abs().log10().floor() as i32;
@@ -72,6 +70,15 @@ fn load_value(s: &Stimulus) -> String {
     }
 }
 
+/// The kind of load as the summary names it.
+fn load_kind(s: &Stimulus) -> &'static str {
+    match s {
+        Stimulus::Concurrency(_) => "Concurrency",
+        Stimulus::RequestRate { .. } => "Request Rate",
+        Stimulus::FixedSchedule { .. } => "Fixed schedule",
+    }
+}
+
 /// What the client waited for beyond sending and receiving (ns), floored at 0.
 fn response_wait_ns(l: &PerfLevel) -> f64 {
     (l.latency.avg - l.avg_send_ns - l.avg_recv_ns).max(0.0)
@@ -89,54 +96,46 @@ fn stimulus_label(s: &Stimulus) -> String {
 /// The `*** Measurement Settings ***` block.
 pub fn settings(s: &super::Settings) -> String {
     let mut out = String::from("*** Measurement Settings ***\n");
-    out.push_str(&format!("  Batch size: {}\n", s.batch));
+    let _ = writeln!(out, "  Batch size: {}", s.batch);
     out.push_str("  Service Kind: Triton\n");
-    match s.window {
+    let _ = match s.window {
         crate::load::WindowRule::Time(d) => {
             out.push_str("  Using \"time_windows\" mode for stabilization\n");
             // The flag's value; windows last 1.2 × this.
-            out.push_str(&format!(
-                "  Measurement window: {} msec\n",
-                (d.as_millis() as f64 / 1.2).round() as u64
-            ));
+            let flag = (d.as_millis() as f64 / 1.2).round() as u64;
+            writeln!(out, "  Measurement window: {flag} msec")
         }
         crate::load::WindowRule::Count(n) => {
             out.push_str("  Using \"count_windows\" mode for stabilization\n");
-            out.push_str(&format!(
-                "  Minimum number of samples in each window: {n}\n"
-            ));
+            writeln!(out, "  Minimum number of samples in each window: {n}")
         }
         crate::load::WindowRule::Requests(n) => {
-            out.push_str(&format!("  Measuring {n} requests in one window\n"))
+            writeln!(out, "  Measuring {n} requests in one window")
         }
-        crate::load::WindowRule::Once(d) => out.push_str(&format!(
-            "  Measuring one window of {} msec (no stability trials)\n",
+        crate::load::WindowRule::Once(d) => writeln!(
+            out,
+            "  Measuring one window of {} msec (no stability trials)",
             d.as_millis()
-        )),
-        crate::load::WindowRule::Looks(l) => out.push_str(&format!(
-            "  Measuring until the decision is settled, at most {} requests\n",
+        ),
+        crate::load::WindowRule::Looks(l) => writeln!(
+            out,
+            "  Measuring until the decision is settled, at most {} requests",
             l.cap
-        )),
-    }
+        ),
+    };
     if s.latency_threshold_ms > 0 {
-        out.push_str(&format!(
-            "  Latency limit: {} msec\n",
-            s.latency_threshold_ms
-        ));
+        let _ = writeln!(out, "  Latency limit: {} msec", s.latency_threshold_ms);
     }
-    out.push_str(&format!(
-        "  Using asynchronous calls for inference over {}\n",
+    let _ = writeln!(
+        out,
+        "  Using asynchronous calls for inference over {}",
         s.protocol
-    ));
+    );
     if s.streaming {
         out.push_str("  Streaming responses (ModelStreamInfer)\n");
     }
-    match s.percentile {
-        Some(p) => out.push_str(&format!(
-            "  Stabilizing using p{p} latency and throughput\n"
-        )),
-        None => out.push_str("  Stabilizing using average latency and throughput\n"),
-    }
+    let which = s.percentile.map_or("average".into(), |p| format!("p{p}"));
+    let _ = writeln!(out, "  Stabilizing using {which} latency and throughput");
     out.push('\n');
     out
 }
@@ -145,93 +144,80 @@ pub fn settings(s: &super::Settings) -> String {
 pub fn level(l: &PerfLevel, protocol: &str, percentile: Option<u32>) -> String {
     let mut out = format!("{}\n", stimulus_label(&l.stimulus));
     out.push_str("  Client: \n");
-    out.push_str(&format!("    Request count: {}\n", l.request_count));
-    out.push_str(&format!("    Throughput: {} infer/sec\n", g6(l.throughput)));
+    let _ = writeln!(out, "    Request count: {}", l.request_count);
+    let _ = writeln!(out, "    Throughput: {} infer/sec", g6(l.throughput));
     if l.streaming {
-        out.push_str(&format!(
-            "    Response Throughput: {} responses/sec\n",
-            g6(l.response_throughput)
-        ));
+        let rt = g6(l.response_throughput);
+        let _ = writeln!(out, "    Response Throughput: {rt} responses/sec");
         if let Some(f) = &l.first_response {
-            out.push_str(&format!(
-                "    Avg time to first response: {} usec\n",
-                us(f.avg)
-            ));
+            let _ = writeln!(out, "    Avg time to first response: {} usec", us(f.avg));
         }
         if l.whole_responses {
             out.push_str(WHOLE_LINE);
         }
     }
     if percentile.is_none() {
-        out.push_str(&format!(
-            "    Avg latency: {} usec (standard deviation {} usec)\n",
+        let _ = writeln!(
+            out,
+            "    Avg latency: {} usec (standard deviation {} usec)",
             us(l.latency.avg),
             us(l.latency.std)
-        ));
+        );
     }
-    for (p, v) in [
+    let ps = [
         (50, l.latency.p50),
         (90, l.latency.p90),
         (95, l.latency.p95),
         (99, l.latency.p99),
-    ] {
-        out.push_str(&format!("    p{p} latency: {} usec\n", us(v)));
-    }
-    if let Some((p, v)) = l.extra_percentile {
-        out.push_str(&format!("    p{p} latency: {} usec\n", us(v)));
+    ];
+    for (p, v) in ps.into_iter().chain(l.extra_percentile) {
+        let _ = writeln!(out, "    p{p} latency: {} usec", us(v));
     }
     let wait = response_wait_ns(l);
     if l.streaming {
         // perf_analyzer omits client-library times for decoupled models.
-    } else if protocol == "gRPC" {
-        out.push_str(&format!(
-            "    Avg gRPC time: {} usec ((un)marshal request/response {} usec + response wait {} usec)\n",
-            us(l.latency.avg),
-            us(l.avg_send_ns + l.avg_recv_ns),
-            us(wait)
-        ));
     } else {
-        out.push_str(&format!(
-            "    Avg HTTP time: {} usec (send/recv {} usec + response wait {} usec)\n",
+        let io = match protocol {
+            "gRPC" => "(un)marshal request/response",
+            _ => "send/recv",
+        };
+        let _ = writeln!(
+            out,
+            "    Avg {protocol} time: {} usec ({io} {} usec + response wait {} usec)",
             us(l.latency.avg),
             us(l.avg_send_ns + l.avg_recv_ns),
             us(wait)
-        ));
+        );
     }
     out.push_str(&failed_and_cancelled(l));
     if let Some(s) = &l.server {
         out.push_str("  Server: \n");
-        out.push_str(&format!("    Inference count: {}\n", s.inference_count));
-        out.push_str(&format!("    Execution count: {}\n", s.execution_count));
-        out.push_str(&format!(
-            "    Successful request count: {}\n",
-            s.success_count
-        ));
-        out.push_str(&format!(
-            "    Avg request latency: {} usec (overhead {} usec + queue {} usec + compute input {} usec + compute infer {} usec + compute output {} usec)\n",
+        let _ = writeln!(out, "    Inference count: {}", s.inference_count);
+        let _ = writeln!(out, "    Execution count: {}", s.execution_count);
+        let _ = writeln!(out, "    Successful request count: {}", s.success_count);
+        let _ = writeln!(
+            out,
+            "    Avg request latency: {} usec (overhead {} usec + queue {} usec + compute input {} usec + compute infer {} usec + compute output {} usec)",
             us(s.avg_request_ns),
             us(overhead_ns(s)),
             us(s.avg_queue_ns),
             us(s.avg_compute_input_ns),
             us(s.avg_compute_infer_ns),
             us(s.avg_compute_output_ns)
-        ));
+        );
     }
     if l.interrupted {
         out.push_str(
             "  Interrupted: these numbers cover the partial measurement window before the signal.\n",
         );
     } else if !l.stable {
-        out.push_str(&format!(
-            "  Failed to obtain stable measurement within {} measurement windows for {} {}. Please try to increase the --measurement-interval.\n",
+        let _ = writeln!(
+            out,
+            "  Failed to obtain stable measurement within {} measurement windows for {} {}. Please try to increase the --measurement-interval.",
             l.windows,
-            match l.stimulus {
-                Stimulus::Concurrency(_) => "concurrency",
-                Stimulus::RequestRate { .. } => "request rate",
-                Stimulus::FixedSchedule { .. } => "fixed schedule",
-            },
+            load_kind(&l.stimulus).to_lowercase(),
             load_value(&l.stimulus)
-        ));
+        );
     }
     out.push('\n');
     out
@@ -264,30 +250,28 @@ pub fn whole_responses_hint(model: &str, stream_input: bool) -> String {
 fn failed_and_cancelled(l: &PerfLevel) -> String {
     let mut out = String::new();
     if l.error_count > 0 {
-        out.push_str(&format!("    Failed requests: {}\n", l.error_count));
+        let _ = writeln!(out, "    Failed requests: {}", l.error_count);
         for e in &l.errors {
-            out.push_str(&format!(
-                "      {} × {}: {}\n",
-                e.count,
-                e.kind,
-                short_error(&e.example)
-            ));
+            let example = short_error(&e.example);
+            let _ = writeln!(out, "      {} × {}: {example}", e.count, e.kind);
             if let Some(h) = &e.hint {
-                out.push_str(&format!("        hint: {h}\n"));
+                let _ = writeln!(out, "        hint: {h}");
             }
         }
     }
     if l.cancelled_count > 0 {
-        out.push_str(&format!(
-            "    Cancelled requests: {} (left out of the statistics)\n",
-            l.cancelled_count
-        ));
+        let n = l.cancelled_count;
+        let _ = writeln!(
+            out,
+            "    Cancelled requests: {n} (left out of the statistics)"
+        );
     }
     if l.abandoned_count > 0 {
-        out.push_str(&format!(
-            "    Abandoned requests: {} (in flight at the second Ctrl-C; left out of the statistics)\n",
+        let _ = writeln!(
+            out,
+            "    Abandoned requests: {} (in flight at the second Ctrl-C; left out of the statistics)",
             l.abandoned_count
-        ));
+        );
     }
     out
 }
@@ -305,17 +289,14 @@ pub fn summary(levels: &[PerfLevel], percentile: Option<u32>) -> String {
             (Some(99), None) => l.latency.p99,
             _ => l.latency.avg,
         };
-        let head = match l.stimulus {
-            Stimulus::Concurrency(_) => "Concurrency",
-            Stimulus::RequestRate { .. } => "Request Rate",
-            Stimulus::FixedSchedule { .. } => "Fixed schedule",
-        };
-        let head = format!("{head}: {}", load_value(&l.stimulus));
-        out.push_str(&format!(
-            "{head}, throughput: {} infer/sec, latency {} usec\n",
+        let _ = writeln!(
+            out,
+            "{}: {}, throughput: {} infer/sec, latency {} usec",
+            load_kind(&l.stimulus),
+            load_value(&l.stimulus),
             g6(l.throughput),
             us(lat)
-        ));
+        );
     }
     out
 }
@@ -410,23 +391,20 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
     }
     head.push("Client Send".into());
     if server {
-        for h in [
-            "Network+Server Send/Recv",
-            "Server Queue",
-            "Server Compute Input",
-            "Server Compute Infer",
-            "Server Compute Output",
-        ] {
-            head.push(h.into());
-        }
+        head.extend(
+            [
+                "Network+Server Send/Recv",
+                "Server Queue",
+                "Server Compute Input",
+                "Server Compute Infer",
+                "Server Compute Output",
+            ]
+            .map(String::from),
+        );
     }
     head.push("Client Recv".into());
-    for p in [50, 90, 95, 99] {
-        head.push(format!("p{p} latency"));
-    }
-    if let Some(p) = extra_p {
-        head.push(format!("p{p} latency"));
-    }
+    let ps = [50, 90, 95, 99].into_iter().chain(extra_p);
+    head.extend(ps.map(|p| format!("p{p} latency")));
     if o.verbose {
         if o.percentile.is_none() {
             head.push("Avg latency".into());
@@ -465,23 +443,19 @@ pub fn csv(levels: &[PerfLevel], o: CsvOptions) -> String {
                 + s.avg_compute_infer_ns
                 + s.avg_compute_output_ns;
             let network = (l.latency.avg - l.avg_send_ns - l.avg_recv_ns - accounted).max(0.0);
-            for v in [
+            let server_ns = [
                 network,
                 s.avg_queue_ns,
                 s.avg_compute_input_ns,
                 s.avg_compute_infer_ns,
                 s.avg_compute_output_ns,
-            ] {
-                r.push(us(v).to_string());
-            }
+            ];
+            r.extend(server_ns.map(|v| us(v).to_string()));
         }
         r.push(us(l.avg_recv_ns).to_string());
-        for v in [l.latency.p50, l.latency.p90, l.latency.p95, l.latency.p99] {
-            r.push(us(v).to_string());
-        }
-        if extra_p.is_some() {
-            r.push(us(l.extra_percentile.map_or(0.0, |(_, v)| v)).to_string());
-        }
+        let extra = extra_p.map(|_| l.extra_percentile.map_or(0.0, |(_, v)| v));
+        let ps = [l.latency.p50, l.latency.p90, l.latency.p95, l.latency.p99];
+        r.extend(ps.into_iter().chain(extra).map(|v| us(v).to_string()));
         if o.verbose {
             if o.percentile.is_none() {
                 r.push(us(l.latency.avg).to_string());

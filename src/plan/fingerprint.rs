@@ -101,17 +101,13 @@ impl RunPlan {
         // Runs salted afresh (the default) measure the same thing whatever their salts; runs
         // whose prompts may meet an earlier run's cache do not. Absent means `auto`, as in runs
         // recorded before the salt existed, so their baselines stay comparable.
-        match &w.prompt_salt {
-            PromptSalt::Auto => {}
-            PromptSalt::None => {
-                print.insert(SALT_KEY.into(), "none (same text every run)".into());
-            }
-            PromptSalt::Text(_) => {
-                print.insert(
-                    SALT_KEY.into(),
-                    "fixed (shared with runs of the same salt)".into(),
-                );
-            }
+        let salt = match &w.prompt_salt {
+            PromptSalt::Auto => None,
+            PromptSalt::None => Some("none (same text every run)"),
+            PromptSalt::Text(_) => Some("fixed (shared with runs of the same salt)"),
+        };
+        if let Some(salt) = salt {
+            print.insert(SALT_KEY.into(), salt.into());
         }
         // Multi-turn sessions send histories, not single prompts; a run without them has no
         // key, like the runs recorded before they existed.

@@ -184,23 +184,14 @@ mod tests {
             vec![Ok((Stimulus::Concurrency(1), LevelLength::Requests(30))); 3],
             "requests split over the shards with a worker"
         );
-        let p = plan(1, 4).part(
-            0,
-            Stimulus::Concurrency(8),
-            LevelLength::Requests(10),
-            Some(LevelLength::Requests(2)),
-        );
+        let (ten, two) = (LevelLength::Requests(10), Some(LevelLength::Requests(2)));
+        let p = plan(1, 4).part(0, Stimulus::Concurrency(8), ten, two);
         assert_eq!(
             p.load,
             Ok((Stimulus::Concurrency(2), LevelLength::Requests(3)))
         );
         assert_eq!(p.warmup, Some(LevelLength::Requests(1)));
-        let p = plan(2, 4).part(
-            0,
-            Stimulus::Concurrency(8),
-            LevelLength::Requests(10),
-            Some(LevelLength::Requests(2)),
-        );
+        let p = plan(2, 4).part(0, Stimulus::Concurrency(8), ten, two);
         assert_eq!(
             p.warmup, None,
             "2 warm-up requests over 4 shards: none for shard 2"

@@ -534,35 +534,22 @@ pub fn parse_int_levels(spec: &str, flag: &str) -> Result<Vec<u32>, UsageError> 
         [start, end] | [start, end, _] => {
             let (start, end) = (num(start)?, num(end)?);
             ordered(flag, spec, start, end)?;
-            let mut out = Vec::new();
-            if let [_, _, step] = parts.as_slice() {
-                let step = match step.trim().parse::<u32>() {
-                    Ok(n) if n > 0 => n,
+            let step = match parts.as_slice() {
+                [_, _, step] => match step.trim().parse::<u32>() {
+                    Ok(n) if n > 0 => Some(n),
                     _ => {
                         return usage(format!(
                             "{flag} {spec}: the step is '{}'; give a step of at least 1, or leave it out to double from the start (start:end)",
                             step.trim()
                         ));
                     }
-                };
-                let mut v = start;
-                while v <= end {
-                    out.push(v);
-                    v = match v.checked_add(step) {
-                        Some(n) => n,
-                        None => break,
-                    };
-                }
-            } else {
-                let mut v = start;
-                while v <= end {
-                    out.push(v);
-                    v = match v.checked_mul(2) {
-                        Some(n) => n,
-                        None => break,
-                    };
-                }
-            }
+                },
+                _ => None,
+            };
+            let next = |v: &u32| step.map_or(v.checked_mul(2), |s| v.checked_add(s));
+            let out: Vec<u32> = std::iter::successors(Some(start), next)
+                .take_while(|&v| v <= end)
+                .collect();
             if out.len() > 1000 {
                 return usage(format!(
                     "{flag} {spec}: {} levels is too many (at most 1000)",

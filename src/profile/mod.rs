@@ -410,14 +410,11 @@ impl Runner {
         if ui.speaks() {
             levels::say_measured(&measured, plan.shard.shard);
             report_level(&measured.summary, level.dir, ui.verbosity);
-            for line in measured.settled.iter().flat_map(Settled::lines) {
+            let lines = (measured.settled.iter().flat_map(Settled::lines))
+                .chain(console::drift_lines(&measured.summary))
+                .chain(slo.iter().map(|r| format!("SLO {}", r.line())));
+            for line in lines {
                 eprintln!("  {line}");
-            }
-            for line in console::drift_lines(&measured.summary) {
-                eprintln!("  {line}");
-            }
-            for r in &slo {
-                eprintln!("  SLO {}", r.line());
             }
         }
         Ok(Kept {
@@ -733,10 +730,8 @@ fn report_level(l: &LevelSummary, dir: &Path, verbosity: Verbosity) {
     if l.stats.error_count > 0 {
         eprint!("{}", console::error_lines(l));
     }
-    if let Some(line) = console::accuracy_line(l) {
-        eprintln!("  {line}");
-    }
-    if let Some(line) = console::session_line(l) {
+    let lines = [console::accuracy_line(l), console::session_line(l)];
+    for line in lines.into_iter().flatten() {
         eprintln!("  {line}");
     }
     // Sessions are run to see TTFT by turn: the table is the point, so it is not kept for -v.

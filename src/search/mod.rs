@@ -282,10 +282,7 @@ fn scout_cap(plan: &SearchPlan, load: f64) -> u64 {
 /// The rule a probe measures under: the search's, cut to a scout's first look, and to the
 /// time the search has left.
 fn probe_rule(plan: &SearchPlan, load: f64, kind: Kind, left: Option<Duration>) -> Rule {
-    let max_time = match (plan.rule.max_time, left) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    let max_time = plan.rule.max_time.into_iter().chain(left).min();
     match kind {
         Kind::Proof => Rule {
             max_time,

@@ -189,6 +189,18 @@ pub fn encode_bytes_elements<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> V
     out
 }
 
+/// Decodes BYTES elements (each a 4-byte little-endian length followed by its bytes); an
+/// element its length says runs past the end ends at the end.
+pub fn bytes_elements(raw: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = raw;
+    std::iter::from_fn(move || {
+        let (len, tail) = rest.split_first_chunk::<4>()?;
+        let (item, after) = tail.split_at((u32::from_le_bytes(*len) as usize).min(tail.len()));
+        rest = after;
+        Some(item)
+    })
+}
+
 /// Why a JSON value cannot be one element of a tensor's datatype. Callers name the input (or
 /// the file and field) in front, as a usage error.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

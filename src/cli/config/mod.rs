@@ -163,21 +163,19 @@ fn unknown_key(cmd: &clap::Command, key: &str, path: &Path, line: usize) -> Usag
 
 /// The long flags the command line sets (`--name`, `--name=v`, `-x`, `-xVALUE`).
 fn given_flags(cmd: &clap::Command, args: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for a in args.iter().take_while(|a| *a != "--") {
-        let long = if let Some(rest) = a.strip_prefix("--") {
+    let long = |a: &String| {
+        if let Some(rest) = a.strip_prefix("--") {
             let name = rest.split('=').next().unwrap_or(rest);
             find_arg(cmd, name).and_then(Arg::get_long)
-        } else if let Some(c) = a.strip_prefix('-').and_then(|r| r.chars().next()) {
+        } else {
+            let c = a.strip_prefix('-').and_then(|r| r.chars().next())?;
             cmd.get_arguments()
                 .find(|x| x.get_short() == Some(c))
                 .and_then(Arg::get_long)
-        } else {
-            None
-        };
-        out.extend(long.map(str::to_string));
-    }
-    out
+        }
+    };
+    let given = args.iter().take_while(|a| *a != "--");
+    given.filter_map(long).map(str::to_string).collect()
 }
 
 /// A config value of a kind its flag does not take; the reader puts the file, line and key in
@@ -316,10 +314,7 @@ pub fn resolved(argv: &[String]) -> String {
         "# ttftbench {} {sub}: the flags of this run; `ttftbench {sub} --config run.toml` repeats it.\n",
         crate::VERSION
     );
-    for w in withheld {
-        out.push_str(&w);
-        out.push('\n');
-    }
+    out.extend(withheld.iter().map(|w| format!("{w}\n")));
     out.push_str(&toml::to_string(&doc).unwrap_or_default());
     out
 }
