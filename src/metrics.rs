@@ -280,7 +280,6 @@ impl fmt::Display for PercentileMethod {
 
 /// Summary statistics of one metric, in its display unit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[allow(missing_docs)] // p5 to p999: as p1.
 pub struct Stats {
     /// Samples.
     pub count: u64,
@@ -295,14 +294,23 @@ pub struct Stats {
     /// Percentiles by the level's [`PercentileMethod`], within [min, max] and within 0.05 % of
     /// the exact value on the samples (exact below 2048 stored units).
     pub p1: f64,
+    #[allow(missing_docs)]
     pub p5: f64,
+    #[allow(missing_docs)]
     pub p10: f64,
+    #[allow(missing_docs)]
     pub p25: f64,
+    #[allow(missing_docs)]
     pub p50: f64,
+    #[allow(missing_docs)]
     pub p75: f64,
+    #[allow(missing_docs)]
     pub p90: f64,
+    #[allow(missing_docs)]
     pub p95: f64,
+    #[allow(missing_docs)]
     pub p99: f64,
+    #[allow(missing_docs)]
     pub p999: f64,
 }
 

@@ -22,26 +22,32 @@ use crate::proto;
     strum::VariantArray,
     strum::VariantNames,
 )]
-// The integer and float variants' names say what they hold.
-#[allow(missing_docs)]
 pub enum DataType {
     /// 1 byte, 0 or 1.
     #[strum(to_string = "BOOL")]
     Bool,
+    #[allow(missing_docs)]
     #[strum(to_string = "UINT8")]
     U8,
+    #[allow(missing_docs)]
     #[strum(to_string = "UINT16")]
     U16,
+    #[allow(missing_docs)]
     #[strum(to_string = "UINT32")]
     U32,
+    #[allow(missing_docs)]
     #[strum(to_string = "UINT64")]
     U64,
+    #[allow(missing_docs)]
     #[strum(to_string = "INT8")]
     I8,
+    #[allow(missing_docs)]
     #[strum(to_string = "INT16")]
     I16,
+    #[allow(missing_docs)]
     #[strum(to_string = "INT32")]
     I32,
+    #[allow(missing_docs)]
     #[strum(to_string = "INT64")]
     I64,
     /// IEEE half precision.
@@ -50,8 +56,10 @@ pub enum DataType {
     /// bfloat16.
     #[strum(to_string = "BF16")]
     Bf16,
+    #[allow(missing_docs)]
     #[strum(to_string = "FP32")]
     F32,
+    #[allow(missing_docs)]
     #[strum(to_string = "FP64")]
     F64,
     /// Variable-length byte strings (`TYPE_STRING` in model configs).
