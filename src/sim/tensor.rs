@@ -539,7 +539,7 @@ fn check_data(
         InputData::Contents(None) => Err(TensorError::NoData {
             input: name.into(),
             model: model.into(),
-            contents_field: Some(contents(dt, None).0),
+            contents_field: Some(contents_field(dt)),
         }),
         InputData::Contents(Some(c)) => match contents(dt, Some(c)) {
             (_, None) => Err(TensorError::RawOnly {
