@@ -125,11 +125,6 @@ impl Interrupt {
         let _ = rx.wait_for(|s| *s).await;
     }
 
-    /// Whether in-flight requests were abandoned.
-    pub fn aborted(&self) -> bool {
-        *self.abort_rx.borrow()
-    }
-
     /// Resolves when in-flight requests are abandoned.
     pub async fn wait_abort(&self) {
         let mut rx = self.abort_rx.clone();
