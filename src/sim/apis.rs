@@ -284,12 +284,7 @@ pub(crate) fn decide_tool(body: &Value, prompt: &str) -> Option<String> {
         Some(Value::String(s)) => s.as_str(),
         Some(v) => v.get("type").and_then(Value::as_str).unwrap_or("auto"),
     };
-    let named = choice.and_then(|v| {
-        v.get("name")
-            .or_else(|| v.pointer("/function/name"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
+    let named = choice.and_then(name);
     match kind {
         "none" => None,
         "required" | "any" => Some(first),
