@@ -35,7 +35,7 @@ use prost::Message;
 use prost::encoding::{WireType, encode_key, encode_varint};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::codegen::Service;
 use tonic::codegen::{BoxFuture, http};
 use tonic::server::NamedService;
@@ -207,29 +207,18 @@ impl Encoder for FragmentEncoder {
     }
 }
 
-struct RequestDecoder(tonic_prost::ProstDecoder<proto::ModelInferRequest>);
-
-impl Decoder for RequestDecoder {
-    type Item = proto::ModelInferRequest;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Status> {
-        self.0.decode(src)
-    }
-}
-
 impl Codec for StreamCodec {
     type Encode = OutMsg;
     type Decode = proto::ModelInferRequest;
     type Encoder = FragmentEncoder;
-    type Decoder = RequestDecoder;
+    type Decoder = tonic_prost::ProstDecoder<proto::ModelInferRequest>;
 
     fn encoder(&mut self) -> FragmentEncoder {
         FragmentEncoder
     }
 
-    fn decoder(&mut self) -> RequestDecoder {
-        RequestDecoder(tonic_prost::ProstDecoder::default())
+    fn decoder(&mut self) -> Self::Decoder {
+        tonic_prost::ProstDecoder::default()
     }
 }
 
