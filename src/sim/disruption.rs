@@ -296,23 +296,10 @@ fn is_inference_rpc(path: &str) -> bool {
 /// `grpc-retry-pushback-ms`) and resets a share after their first response message.
 #[derive(Clone)]
 pub(crate) struct GrpcAdmission<S> {
-    inner: S,
-    state: Arc<SimState>,
-}
-
-/// Builds [`GrpcAdmission`] around the gRPC routes.
-#[derive(Clone)]
-pub(crate) struct GrpcAdmissionLayer(pub(crate) Arc<SimState>);
-
-impl<S> tower::Layer<S> for GrpcAdmissionLayer {
-    type Service = GrpcAdmission<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        GrpcAdmission {
-            inner,
-            state: self.0.clone(),
-        }
-    }
+    /// The gRPC routes.
+    pub(crate) inner: S,
+    /// Whose faults apply.
+    pub(crate) state: Arc<SimState>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
