@@ -190,14 +190,12 @@ impl OutMsg {
     }
 }
 
-/// Codec for `ModelStreamInfer`: decodes requests with prost, encodes precomputed fragments.
+/// Codec for `ModelStreamInfer`: decodes requests with prost, encodes precomputed fragments
+/// (it is its own encoder).
 #[derive(Debug, Clone, Copy, Default)]
 struct StreamCodec;
 
-#[derive(Debug, Clone, Copy, Default)]
-struct FragmentEncoder;
-
-impl Encoder for FragmentEncoder {
+impl Encoder for StreamCodec {
     type Item = OutMsg;
     type Error = Status;
 
@@ -210,11 +208,11 @@ impl Encoder for FragmentEncoder {
 impl Codec for StreamCodec {
     type Encode = OutMsg;
     type Decode = proto::ModelInferRequest;
-    type Encoder = FragmentEncoder;
+    type Encoder = StreamCodec;
     type Decoder = tonic_prost::ProstDecoder<proto::ModelInferRequest>;
 
-    fn encoder(&mut self) -> FragmentEncoder {
-        FragmentEncoder
+    fn encoder(&mut self) -> StreamCodec {
+        StreamCodec
     }
 
     fn decoder(&mut self) -> Self::Decoder {
