@@ -156,7 +156,12 @@ impl Engine {
         });
         metrics.engine.configure(&cfg);
         let lp = EngineLoop {
-            kv: cfg.kv_cache(),
+            kv: KvCache::new(
+                cfg.kv_block_size,
+                cfg.kv_capacity(),
+                cfg.kv_blocks > 0,
+                cfg.prefix_caching,
+            ),
             cfg,
             rx,
             epoch,
