@@ -284,12 +284,7 @@ pub(crate) fn decide_tool(body: &Value, prompt: &str) -> Option<String> {
         Some(Value::String(s)) => s.as_str(),
         Some(v) => v.get("type").and_then(Value::as_str).unwrap_or("auto"),
     };
-    let named = choice.and_then(|v| {
-        v.get("name")
-            .or_else(|| v.pointer("/function/name"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
+    let named = choice.and_then(name);
     match kind {
         "none" => None,
         "required" | "any" => Some(first),
@@ -324,7 +319,7 @@ pub(crate) fn tool_arguments(n: u32) -> String {
     s
 }
 
-/// `field` is not what it must be (`expected`).
+/// Whole-number field `key` (absent or `null`: `None`), capped at `u32::MAX`.
 fn u32_field(v: &Value, key: &str) -> Result<Option<u32>, BadRequest> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -584,6 +579,20 @@ impl ResponsesEvents {
         self.emit(buf, "response.output_item.added", fields);
     }
 
+    /// The closing events of a stream that emitted `n` tokens.
+    fn finish_tokens(&mut self, buf: &mut BytesMut, n: u32) {
+        if self.s.tool.is_none() {
+            let fields = json!({"item_id": format!("msg_{}", self.s.id), "output_index": u32::from(self.s.thinking(n) > 0), "content_index": 0, "text": self.s.answer(n)});
+            self.emit(buf, "response.output_text.done", fields);
+        }
+        let kind = match self.s.status(n) {
+            "incomplete" => "response.incomplete",
+            _ => "response.completed",
+        };
+        let fields = json!({ "response": self.s.responses_body(n) });
+        self.emit(buf, kind, fields);
+    }
+
     fn message_item(&self) -> Value {
         json!({"type": "message", "id": format!("msg_{}", self.s.id), "role": "assistant", "status": "in_progress", "content": []})
     }
@@ -657,6 +666,17 @@ impl MessagesEvents {
     fn block_start(&self, buf: &mut BytesMut, index: u32, block: Value) {
         let fields = json!({"index": index, "content_block": block});
         event(buf, "content_block_start", fields);
+    }
+
+    /// The closing events of a stream that emitted `n` tokens.
+    fn finish_tokens(&mut self, buf: &mut BytesMut, n: u32) {
+        let last =
+            u32::from(self.s.tool.is_none() && self.s.thinking(n) > 0 && n > self.s.thinking(n));
+        self.block_stop(buf, last);
+        let delta = json!({"stop_reason": self.s.stop_reason(), "stop_sequence": null});
+        let fields = json!({"delta": delta, "usage": {"output_tokens": n}});
+        event(buf, "message_delta", fields);
+        event(buf, "message_stop", json!({}));
     }
 
     fn block_stop(&self, buf: &mut BytesMut, index: u32) {
@@ -851,35 +871,6 @@ async fn rerank(State(st): State<Arc<SimState>>, req_body: Bytes) -> Answer {
             "results": scored.iter().map(|(i, s)| json!({"index": i, "relevance_score": s})).collect::<Vec<_>>()}),
     };
     Ok(full_json_response(&mut g, body.to_string().into_bytes()))
-}
-
-impl ResponsesEvents {
-    /// The closing events of a stream that emitted `n` tokens.
-    fn finish_tokens(&mut self, buf: &mut BytesMut, n: u32) {
-        if self.s.tool.is_none() {
-            let fields = json!({"item_id": format!("msg_{}", self.s.id), "output_index": u32::from(self.s.thinking(n) > 0), "content_index": 0, "text": self.s.answer(n)});
-            self.emit(buf, "response.output_text.done", fields);
-        }
-        let kind = match self.s.status(n) {
-            "incomplete" => "response.incomplete",
-            _ => "response.completed",
-        };
-        let fields = json!({ "response": self.s.responses_body(n) });
-        self.emit(buf, kind, fields);
-    }
-}
-
-impl MessagesEvents {
-    /// The closing events of a stream that emitted `n` tokens.
-    fn finish_tokens(&mut self, buf: &mut BytesMut, n: u32) {
-        let last =
-            u32::from(self.s.tool.is_none() && self.s.thinking(n) > 0 && n > self.s.thinking(n));
-        self.block_stop(buf, last);
-        let delta = json!({"stop_reason": self.s.stop_reason(), "stop_sequence": null});
-        let fields = json!({"delta": delta, "usage": {"output_tokens": n}});
-        event(buf, "message_delta", fields);
-        event(buf, "message_stop", json!({}));
-    }
 }
 
 #[cfg(test)]

@@ -77,38 +77,21 @@ impl BatcherConfig {
 /// When the execution a request joined ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ExecTimes {
-    /// Execution start (end of the request's queue phase).
-    pub(crate) start: Instant,
-    /// End of compute_input.
-    pub(crate) input_end: Instant,
-    /// End of compute_infer.
-    pub(crate) infer_end: Instant,
-    /// End of compute_output: the outputs are ready.
-    pub(crate) end: Instant,
+    /// The phase boundaries, as [`super::metrics::Tracker::succeed_tensor`] takes them:
+    /// execution start (end of the request's queue phase), end of compute_input, end of
+    /// compute_infer, end of compute_output (the outputs are ready).
+    pub(crate) phases: [Instant; 4],
     /// Elements in the whole execution (this request's and its batch mates').
     pub(crate) batch: u32,
 }
 
 impl ExecTimes {
-    /// The four phase boundaries, as [`super::metrics::Tracker::succeed_tensor`] takes them.
-    pub(crate) fn phases(&self) -> [Instant; 4] {
-        [self.start, self.input_end, self.infer_end, self.end]
-    }
-
-    /// An execution of `batch` elements with these phase boundaries (as [`ExecTimes::phases`]).
-    fn new([start, input_end, infer_end, end]: [Instant; 4], batch: u32) -> Self {
-        ExecTimes {
-            start,
-            input_end,
-            infer_end,
-            end,
-            batch,
-        }
-    }
-
     /// A zero-length execution at `now` (instant mode).
     pub(crate) fn instant(now: Instant, batch: u32) -> Self {
-        ExecTimes::new([now; 4], batch)
+        ExecTimes {
+            phases: [now; 4],
+            batch,
+        }
     }
 }
 
@@ -272,7 +255,7 @@ impl Future for Ticket {
                     let times = this.job.times_ns.each_ref();
                     let phases = times.map(|t| this.batcher.at(t.load(Ordering::Acquire)));
                     let batch = this.job.exec_batch.load(Ordering::Acquire);
-                    return Poll::Ready(Ok(ExecTimes::new(phases, batch)));
+                    return Poll::Ready(Ok(ExecTimes { phases, batch }));
                 }
                 ABORTED | CANCELLED => return Poll::Ready(Err(SubmitError::ShuttingDown)),
                 _ if attempt == 0 => {
@@ -675,7 +658,10 @@ mod tests {
     fn done(v: &Virtual, t: &mut Ticket) -> (u64, u64, u32) {
         let mut cx = Context::from_waker(noop_waker_ref());
         match Pin::new(t).poll(&mut cx) {
-            Poll::Ready(Ok(e)) => (v.us(e.start), v.us(e.end), e.batch),
+            Poll::Ready(Ok(ExecTimes {
+                phases: [start, .., end],
+                batch,
+            })) => (v.us(start), v.us(end), batch),
             other => panic!("ticket not done: {other:?}"),
         }
     }
@@ -882,7 +868,7 @@ mod tests {
         let mut batches = Vec::new();
         for t in tickets {
             let e = t.await.expect("done");
-            assert!(e.end - e.start >= Duration::from_micros(2500));
+            assert!(e.phases[3] - e.phases[0] >= Duration::from_micros(2500));
             batches.push(e.batch);
         }
         // Sleeps never end early, so the lower bound is exact; the upper bound only catches a

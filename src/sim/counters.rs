@@ -241,9 +241,7 @@ pub(crate) struct EngineStats {
     pub(crate) prefix_queried_tokens: AtomicU64,
     /// Of which cached.
     pub(crate) prefix_hit_tokens: AtomicU64,
-    /// Full prompt blocks looked up.
-    pub(crate) prefix_queried_blocks: AtomicU64,
-    /// Of which cached (reused).
+    /// Full prompt blocks found cached (reused).
     pub(crate) prefix_hit_blocks: AtomicU64,
     /// Prompt tokens of requests whose first token was produced.
     pub(crate) prompt_tokens: AtomicU64,
@@ -327,7 +325,6 @@ impl EngineStats {
         let set = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
         set(&self.prefix_queried_tokens, c.queried_tokens);
         set(&self.prefix_hit_tokens, c.hit_tokens);
-        set(&self.prefix_queried_blocks, c.queried_blocks);
         set(&self.prefix_hit_blocks, c.hit_blocks);
     }
 

@@ -7,13 +7,12 @@
 //! connection accepted before it is shut down with `SO_LINGER` 0, so the peer reads an end of
 //! stream or a reset in the middle of whatever it was doing.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -50,11 +49,10 @@ impl Outage {
     }
 }
 
-/// Open connections of one listener, so an outage can reset them.
+/// Open connections of one listener, by descriptor, so an outage can reset them.
 #[derive(Debug, Default)]
 struct Registry {
-    next: AtomicU64,
-    fds: Mutex<HashMap<u64, RawFd>>,
+    fds: Mutex<HashSet<RawFd>>,
 }
 
 impl Registry {
@@ -62,7 +60,7 @@ impl Registry {
     /// server's side sees end of stream at once and drops it, which sends the peer a reset.
     fn reset_all(&self) {
         let fds = self.fds.lock().unwrap_or_else(|e| e.into_inner());
-        for fd in fds.values() {
+        for fd in fds.iter() {
             let linger = libc::linger {
                 l_onoff: 1,
                 l_linger: 0,
@@ -87,7 +85,6 @@ impl Registry {
 #[derive(Debug)]
 pub(crate) struct Tracked {
     inner: TcpStream,
-    id: u64,
     registry: Arc<Registry>,
 }
 
@@ -95,7 +92,7 @@ impl Drop for Tracked {
     fn drop(&mut self) {
         // Leaves the registry before `inner` closes the descriptor (fields drop after this).
         let mut fds = self.registry.fds.lock().unwrap_or_else(|e| e.into_inner());
-        fds.remove(&self.id);
+        fds.remove(&self.inner.as_raw_fd());
     }
 }
 
@@ -205,16 +202,13 @@ impl OutageListener {
                 None => continue,
                 Some(Ok((stream, peer))) => {
                     let _ = stream.set_nodelay(true);
-                    let id = self.registry.next.fetch_add(1, Ordering::Relaxed);
-                    let fd = stream.as_raw_fd();
                     self.registry
                         .fds
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(id, fd);
+                        .insert(stream.as_raw_fd());
                     let tracked = Tracked {
                         inner: stream,
-                        id,
                         registry: self.registry.clone(),
                     };
                     return (tracked, peer);
@@ -296,23 +290,10 @@ fn is_inference_rpc(path: &str) -> bool {
 /// `grpc-retry-pushback-ms`) and resets a share after their first response message.
 #[derive(Clone)]
 pub(crate) struct GrpcAdmission<S> {
-    inner: S,
-    state: Arc<SimState>,
-}
-
-/// Builds [`GrpcAdmission`] around the gRPC routes.
-#[derive(Clone)]
-pub(crate) struct GrpcAdmissionLayer(pub(crate) Arc<SimState>);
-
-impl<S> tower::Layer<S> for GrpcAdmissionLayer {
-    type Service = GrpcAdmission<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        GrpcAdmission {
-            inner,
-            state: self.0.clone(),
-        }
-    }
+    /// The gRPC routes.
+    pub(crate) inner: S,
+    /// Whose faults apply.
+    pub(crate) state: Arc<SimState>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;

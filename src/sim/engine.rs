@@ -156,7 +156,12 @@ impl Engine {
         });
         metrics.engine.configure(&cfg);
         let lp = EngineLoop {
-            kv: cfg.kv_cache(),
+            kv: KvCache::new(
+                cfg.kv_block_size,
+                cfg.kv_capacity(),
+                cfg.kv_blocks > 0,
+                cfg.prefix_caching,
+            ),
             cfg,
             rx,
             epoch,
@@ -394,7 +399,7 @@ impl EngineLoop {
             let produced = u64::from(seq.produced.load(Ordering::Relaxed));
             let stored = seq.stored_tokens();
             let alone = self.running.is_empty();
-            let Some((blocks, adm)) =
+            let Some((blocks, cached)) =
                 self.kv
                     .admit(&seq.prefix, seq.input_tokens, stored + 1, alone)
             else {
@@ -412,10 +417,9 @@ impl EngineLoop {
                 // arrival; a preempted one keeps its first admission.
                 seq.admitted_ns
                     .store(start_ns.max(seq.submitted_ns), Ordering::Release);
-                seq.cached_tokens
-                    .store(adm.cached_tokens, Ordering::Release);
+                seq.cached_tokens.store(cached, Ordering::Release);
             }
-            let prefill = stored.saturating_sub(u64::from(adm.cached_tokens));
+            let prefill = stored.saturating_sub(u64::from(cached));
             self.admitted_tokens
                 .push(u32::try_from(prefill).unwrap_or(u32::MAX));
             self.running.push(Active { seq, blocks });

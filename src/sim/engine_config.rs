@@ -4,8 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::kv::KvCache;
-
 /// Timing and capacity of the simulated engine. All times in microseconds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -101,15 +99,5 @@ impl EngineConfig {
         }
         let tokens = self.max_batch as u64 * NOMINAL_TOKENS_PER_SLOT;
         u32::try_from(tokens.div_ceil(u64::from(self.kv_block_size.max(1)))).unwrap_or(u32::MAX)
-    }
-
-    /// An empty KV cache of this configuration.
-    pub(crate) fn kv_cache(&self) -> KvCache {
-        KvCache::new(
-            self.kv_block_size,
-            self.kv_capacity(),
-            self.kv_blocks > 0,
-            self.prefix_caching,
-        )
     }
 }

@@ -159,11 +159,6 @@ impl Faults {
     /// Numbers the next request and returns its faults.
     pub(crate) fn next(&self) -> FaultPlan {
         let i = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        self.plan_for(i)
-    }
-
-    /// The faults of request number `i` (1-based).
-    pub(crate) fn plan_for(&self, i: u64) -> FaultPlan {
         let c = &self.cfg;
         FaultPlan {
             error: hits(c.error_rate, i),

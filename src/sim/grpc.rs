@@ -35,7 +35,7 @@ use prost::Message;
 use prost::encoding::{WireType, encode_key, encode_varint};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::codegen::Service;
 use tonic::codegen::{BoxFuture, http};
 use tonic::server::NamedService;
@@ -51,7 +51,7 @@ use super::models::{LlmLayout, ModelKind};
 use super::request::{BadRequest, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState, TensorRun};
 use super::tensor::{
-    InputData, InputView, OutputChoice, TensorError, select_outputs, validate_inputs,
+    InputData, InputView, OutputChoice, TensorError, bytes_element, select_outputs, validate_inputs,
 };
 use super::tokens;
 use crate::proto;
@@ -89,7 +89,7 @@ fn fragments() -> &'static Fragments {
             )
         };
         let words = (0..tokens::CYCLE as u32)
-            .map(|i| raw(tokens::bytes_element(i).to_vec()))
+            .map(|i| raw(bytes_element(tokens::word(i).as_bytes())))
             .collect();
         // A BYTES element whose length prefix promises far more than the buffer holds.
         let bad = [1000u32.to_le_bytes(), *b" the"].concat();
@@ -190,14 +190,12 @@ impl OutMsg {
     }
 }
 
-/// Codec for `ModelStreamInfer`: decodes requests with prost, encodes precomputed fragments.
+/// Codec for `ModelStreamInfer`: decodes requests with prost, encodes precomputed fragments
+/// (it is its own encoder).
 #[derive(Debug, Clone, Copy, Default)]
 struct StreamCodec;
 
-#[derive(Debug, Clone, Copy, Default)]
-struct FragmentEncoder;
-
-impl Encoder for FragmentEncoder {
+impl Encoder for StreamCodec {
     type Item = OutMsg;
     type Error = Status;
 
@@ -207,29 +205,18 @@ impl Encoder for FragmentEncoder {
     }
 }
 
-struct RequestDecoder(tonic_prost::ProstDecoder<proto::ModelInferRequest>);
-
-impl Decoder for RequestDecoder {
-    type Item = proto::ModelInferRequest;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Status> {
-        self.0.decode(src)
-    }
-}
-
 impl Codec for StreamCodec {
     type Encode = OutMsg;
     type Decode = proto::ModelInferRequest;
-    type Encoder = FragmentEncoder;
-    type Decoder = RequestDecoder;
+    type Encoder = StreamCodec;
+    type Decoder = tonic_prost::ProstDecoder<proto::ModelInferRequest>;
 
-    fn encoder(&mut self) -> FragmentEncoder {
-        FragmentEncoder
+    fn encoder(&mut self) -> StreamCodec {
+        StreamCodec
     }
 
-    fn decoder(&mut self) -> RequestDecoder {
-        RequestDecoder(tonic_prost::ProstDecoder::default())
+    fn decoder(&mut self) -> Self::Decoder {
+        tonic_prost::ProstDecoder::default()
     }
 }
 
@@ -712,7 +699,7 @@ impl Stream for ReqStream {
                     g.tracker.first_response();
                     let mut raw = BytesMut::with_capacity(this.text.len() + 16);
                     proto::ModelInferResponse {
-                        raw_output_contents: vec![bytes_element(&this.text, false)],
+                        raw_output_contents: vec![bytes_element(this.text.as_bytes())],
                         ..Default::default()
                     }
                     .encode(&mut raw)
@@ -771,9 +758,9 @@ impl Stream for ReqStream {
     }
 }
 
-/// A BYTES element: `text`'s length as 4 little-endian bytes, then `text`; a malformed one
-/// (fault injection) claims 1000 bytes more than it holds.
-fn bytes_element(text: &str, malformed: bool) -> Vec<u8> {
+/// `text` as a BYTES element; a malformed one (fault injection) claims 1000 bytes more than it
+/// holds.
+fn text_element(text: &str, malformed: bool) -> Vec<u8> {
     let claimed = text.len() as u32 + if malformed { 1000 } else { 0 };
     [&claimed.to_le_bytes(), text.as_bytes()].concat()
 }
@@ -913,7 +900,7 @@ impl GrpcInferenceService for GrpcSim {
             ));
         }
         let text = output_text(&params, n, params.echo_input());
-        let element = bytes_element(&text, g.plan.malformed);
+        let element = text_element(&text, g.plan.malformed);
         g.succeed();
         Ok(Response::new(proto::ModelInferResponse {
             model_name: entry.spec.name.clone(),
@@ -1038,7 +1025,7 @@ mod tests {
         assert_eq!(r.outputs[0].shape, vec![1, 1]);
         assert_eq!(
             r.raw_output_contents,
-            vec![tokens::bytes_element(1).to_vec()]
+            vec![bytes_element(tokens::word(1).as_bytes())]
         );
 
         let r = OutMsg::EmptyFinal { head: head.clone() }

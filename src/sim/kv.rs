@@ -50,17 +50,6 @@ impl SeqBlocks {
     }
 }
 
-/// What admitting a sequence found in the prefix cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Admission {
-    /// Leading prompt tokens whose KV was already cached (no prefill needed).
-    pub(crate) cached_tokens: u32,
-    /// Blocks that were hits.
-    pub(crate) hit_blocks: u32,
-    /// Blocks looked up.
-    pub(crate) queried_blocks: u32,
-}
-
 /// Cumulative prefix-cache counters (zero while the prefix cache is off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct PrefixCounters {
@@ -68,9 +57,7 @@ pub(crate) struct PrefixCounters {
     pub(crate) queried_tokens: u64,
     /// Of which found cached (vLLM's `prefix_cache_hits`, SGLang's `cached_tokens`).
     pub(crate) hit_tokens: u64,
-    /// Full prompt blocks looked up.
-    pub(crate) queried_blocks: u64,
-    /// Of which found cached (TensorRT-LLM's reused blocks).
+    /// Full prompt blocks found cached (TensorRT-LLM's reused blocks).
     pub(crate) hit_blocks: u64,
 }
 
@@ -150,16 +137,17 @@ impl KvCache {
     }
 
     /// Admits a sequence whose next step stores `tokens` tokens, the first `prompt_tokens` of
-    /// which are prompt tokens with full-block hashes `hashes`. Returns its blocks and what the
-    /// prefix cache saved, or `None` when the pool cannot hold it (`overcommit`: take the blocks
-    /// anyway, for a sequence that runs alone).
+    /// which are prompt tokens with full-block hashes `hashes`. Returns its blocks and its
+    /// leading prompt tokens whose KV was already cached (no prefill needed), or `None` when the
+    /// pool cannot hold it (`overcommit`: take the blocks anyway, for a sequence that runs
+    /// alone).
     pub(crate) fn admit(
         &mut self,
         hashes: &[u64],
         prompt_tokens: u32,
         tokens: u64,
         overcommit: bool,
-    ) -> Option<(SeqBlocks, Admission)> {
+    ) -> Option<(SeqBlocks, u32)> {
         let need = self.blocks_for(tokens);
         let hashes = if self.prefix_caching { hashes } else { &[] };
         // At most `prompt − 1` tokens may hit: the last prompt token is always computed.
@@ -197,19 +185,14 @@ impl KvCache {
         }
         blocks.private = need.saturating_sub(blocks.shared.len() as u32);
         self.private += blocks.private;
-        let adm = Admission {
-            cached_tokens: hits as u32 * self.block_size,
-            hit_blocks: hits as u32,
-            queried_blocks: lookup as u32,
-        };
+        let cached = hits as u32 * self.block_size;
         if self.prefix_caching {
             self.counters.queried_tokens += u64::from(prompt_tokens);
-            self.counters.hit_tokens += u64::from(adm.cached_tokens);
-            self.counters.queried_blocks += lookup as u64;
+            self.counters.hit_tokens += u64::from(cached);
             self.counters.hit_blocks += hits as u64;
         }
         self.trim();
-        Some((blocks, adm))
+        Some((blocks, cached))
     }
 
     fn acquire(&mut self, hash: u64) {
@@ -305,8 +288,8 @@ mod tests {
     #[test]
     fn limited_pool_refuses_then_grows_and_releases() {
         let mut kv = KvCache::new(4, 10, true, false);
-        let (mut a, adm) = kv.admit(&[], 10, 11, false).expect("fits");
-        assert_eq!((a.len(), kv.used(), adm.cached_tokens), (3, 3, 0));
+        let (mut a, cached) = kv.admit(&[], 10, 11, false).expect("fits");
+        assert_eq!((a.len(), kv.used(), cached), (3, 3, 0));
         let (mut b, _) = kv.admit(&[], 20, 21, false).expect("fits");
         assert_eq!(kv.used(), 9);
         assert!(kv.admit(&[], 8, 9, false).is_none(), "needs 3, 1 free");
@@ -326,39 +309,24 @@ mod tests {
         let mut kv = KvCache::new(4, 100, true, true);
         let sys = [1, 2, 3, 4, 5, 6, 7, 8];
         let ha = hashes(&sys, 6); // 14 tokens: 3 full blocks
-        let (mut a, adm) = kv.admit(&ha, 14, 15, false).expect("a");
-        assert_eq!(
-            adm,
-            Admission {
-                cached_tokens: 0,
-                hit_blocks: 0,
-                queried_blocks: 3
-            }
-        );
+        let (mut a, cached) = kv.admit(&ha, 14, 15, false).expect("a");
+        assert_eq!(cached, 0);
         assert_eq!(kv.used(), 4, "3 registered + 1 private");
         // 10 tokens: the same two leading blocks, then a partial block of its own.
         let hb = block_hashes(&[1, 2, 3, 4, 5, 6, 7, 8, 77, 78], 4);
         assert_eq!(hb[..], ha[..2]);
-        let (mut b, adm) = kv.admit(&hb, 10, 11, false).expect("b");
-        assert_eq!(adm.cached_tokens, 8, "two shared blocks");
+        let (mut b, cached) = kv.admit(&hb, 10, 11, false).expect("b");
+        assert_eq!(cached, 8, "two shared blocks");
         assert_eq!(b.len(), 3);
         assert_eq!(kv.used(), 5, "4 of a + 1 new private of b");
         let c = kv.counters();
-        assert_eq!(
-            (
-                c.queried_tokens,
-                c.hit_tokens,
-                c.queried_blocks,
-                c.hit_blocks
-            ),
-            (24, 8, 5, 2)
-        );
+        assert_eq!((c.queried_tokens, c.hit_tokens, c.hit_blocks), (24, 8, 2));
         // Released blocks stay cached: a third request hits them after everybody left.
         kv.release(&mut a);
         kv.release(&mut b);
         assert_eq!(kv.used(), 0);
-        let (_, adm) = kv.admit(&ha, 14, 15, false).expect("again");
-        assert_eq!(adm.cached_tokens, 12);
+        let (_, cached) = kv.admit(&ha, 14, 15, false).expect("again");
+        assert_eq!(cached, 12);
     }
 
     #[test]
@@ -367,8 +335,8 @@ mod tests {
         let h = block_hashes(&[1, 2, 3, 4, 5, 6, 7, 8], 4);
         let (mut a, _) = kv.admit(&h, 8, 9, false).expect("a");
         kv.release(&mut a);
-        let (_, adm) = kv.admit(&h, 8, 9, false).expect("b");
-        assert_eq!(adm.cached_tokens, 4, "block 2 holds the last prompt token");
+        let (_, cached) = kv.admit(&h, 8, 9, false).expect("b");
+        assert_eq!(cached, 4, "block 2 holds the last prompt token");
     }
 
     #[test]
@@ -381,10 +349,10 @@ mod tests {
         let (mut b, _) = kv.admit(&hb, 9, 9, false).expect("b: evicts a's blocks");
         assert_eq!(kv.used(), 3);
         kv.release(&mut b);
-        let (_, adm) = kv.admit(&ha, 9, 9, false).expect("a again");
-        assert_eq!(adm.cached_tokens, 0, "a's blocks were evicted");
-        let (_, adm) = kv.admit(&hb, 9, 9, true).expect("b again, overcommitted");
-        assert_eq!(adm.cached_tokens, 0, "b's blocks went to a");
+        let (_, cached) = kv.admit(&ha, 9, 9, false).expect("a again");
+        assert_eq!(cached, 0, "a's blocks were evicted");
+        let (_, cached) = kv.admit(&hb, 9, 9, true).expect("b again, overcommitted");
+        assert_eq!(cached, 0, "b's blocks went to a");
     }
 
     #[test]

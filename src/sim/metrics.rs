@@ -474,19 +474,12 @@ impl Tracker {
     /// joined; the queue phase runs from [`Tracker::mark_submitted`] to `start`.
     /// `inference_count` grows by `batch`; the batcher counted the execution itself.
     pub(crate) fn succeed_tensor(&mut self, phases: [Instant; 4], batch: u32) {
-        self.succeed_tensor_at(phases, batch, Instant::now());
-    }
-
-    fn succeed_tensor_at(
-        &mut self,
-        [start, input_end, infer_end, end]: [Instant; 4],
-        batch: u32,
-        now: Instant,
-    ) {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
+        let now = Instant::now();
         self.first_response_at(now);
+        let [start, input_end, infer_end, end] = phases;
         let ns = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as u64;
         let m = &self.metrics;
         m.success.add(ns(self.arrival, now));

@@ -459,7 +459,11 @@ pub async fn start(cfg: SimConfig) -> anyhow::Result<SimHandle> {
     let svc = grpc::GrpcService::new(state.clone());
     let sig = signal(shutdown_rx.clone());
     let goaway = (cfg_faults.goaway_ms > 0).then(|| Duration::from_millis(cfg_faults.goaway_ms));
-    let admission = disruption::GrpcAdmissionLayer(state.clone());
+    let admission_state = state.clone();
+    let admission = tower::layer::layer_fn(move |inner| disruption::GrpcAdmission {
+        inner,
+        state: admission_state.clone(),
+    });
     servers.push(tokio::spawn(async move {
         let mut builder = tonic::transport::Server::builder()
             // hyper's default of 200 streams per connection is far below what a load test

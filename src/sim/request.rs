@@ -822,6 +822,7 @@ fn utf8(name: &str, b: &[u8]) -> Result<String, BadRequest> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::tensor::bytes_element;
     use serde_json::json;
 
     fn parse_gen(v: Value) -> Result<GenParams, BadRequest> {
@@ -884,12 +885,6 @@ mod tests {
         }
     }
 
-    fn bytes_raw(s: &str) -> Vec<u8> {
-        let mut v = (s.len() as u32).to_le_bytes().to_vec();
-        v.extend_from_slice(s.as_bytes());
-        v
-    }
-
     fn tensor(name: &str, dt: &str, shape: &[i64]) -> proto::model_infer_request::InferInputTensor {
         proto::model_infer_request::InferInputTensor {
             name: name.into(),
@@ -910,7 +905,11 @@ mod tests {
                 tensor("max_tokens", "INT32", &[1, 1]),
                 tensor("stream", "BOOL", &[1, 1]),
             ],
-            raw_input_contents: vec![bytes_raw("hello"), 9i32.to_le_bytes().to_vec(), vec![1]],
+            raw_input_contents: vec![
+                bytes_element(b"hello"),
+                9i32.to_le_bytes().to_vec(),
+                vec![1],
+            ],
             ..Default::default()
         };
         req.parameters.insert(
@@ -955,7 +954,7 @@ mod tests {
                 tensor("text_input", "BYTES", &[1, 1]),
                 tensor("max_tokens", "INT32", &[1, 1]),
             ],
-            raw_input_contents: vec![bytes_raw("hi"), 3i32.to_le_bytes().to_vec()],
+            raw_input_contents: vec![bytes_element(b"hi"), 3i32.to_le_bytes().to_vec()],
             ..Default::default()
         };
         type Change = fn(&mut proto::ModelInferRequest);
@@ -1007,7 +1006,10 @@ mod tests {
                 tensor("text_input", "BYTES", &[1]),
                 tensor("sampling_parameters", "BYTES", &[1]),
             ],
-            raw_input_contents: vec![bytes_raw("hi"), bytes_raw("{\"max_tokens\": \"12\"}")],
+            raw_input_contents: vec![
+                bytes_element(b"hi"),
+                bytes_element(b"{\"max_tokens\": \"12\"}"),
+            ],
             ..Default::default()
         };
         let (bag, _) = bag_from_infer_request(&v, &r).expect("vllm");

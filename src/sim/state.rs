@@ -230,7 +230,7 @@ pub(crate) struct TensorRun {
 impl TensorRun {
     /// Records success now.
     pub(crate) fn succeed(mut self) {
-        self.tracker.succeed_tensor(self.times.phases(), self.batch);
+        self.tracker.succeed_tensor(self.times.phases, self.batch);
     }
 }
 

@@ -11,8 +11,6 @@
 
 use std::sync::OnceLock;
 
-use bytes::Bytes;
-
 /// The output cycle. Each entry is one GPT-2 token (checked by a unit test).
 pub(crate) const WORDS: [&str; 100] = [
     " the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " was", " with",
@@ -67,19 +65,6 @@ pub(crate) fn text_len(n: u32) -> usize {
     (n / CYCLE) * cycle_len + prefix[n % CYCLE]
 }
 
-/// Each word as a KServe BYTES element: 4-byte little-endian length, then the bytes. Shared
-/// `Bytes`, so handing one to a response costs a reference-count increment, not an allocation.
-pub(crate) fn bytes_element(i: u32) -> &'static [u8] {
-    static TABLE: OnceLock<Vec<Bytes>> = OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        WORDS
-            .iter()
-            .map(|w| Bytes::from([&(w.len() as u32).to_le_bytes(), w.as_bytes()].concat()))
-            .collect()
-    });
-    &table[i as usize % CYCLE]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,16 +86,6 @@ mod tests {
             let t = text(n);
             assert_eq!(tk.count(&t), n as usize, "n = {n}");
             assert_eq!(text_len(n), t.len(), "n = {n}");
-        }
-    }
-
-    #[test]
-    fn bytes_elements_are_length_prefixed() {
-        for i in 0..CYCLE as u32 {
-            let e = bytes_element(i);
-            let len = u32::from_le_bytes([e[0], e[1], e[2], e[3]]) as usize;
-            assert_eq!(&e[4..], word(i).as_bytes());
-            assert_eq!(len, word(i).len());
         }
     }
 }
