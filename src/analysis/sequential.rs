@@ -193,8 +193,9 @@ pub fn has_interval(slo: &Slo) -> bool {
 }
 
 /// Where an objective stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Decision {
     /// Its interval lies wholly on the good side of the bound.
     Meets,
@@ -207,11 +208,7 @@ pub enum Decision {
 impl Decision {
     /// `meets`, `fails`, `open`.
     pub fn word(self) -> &'static str {
-        match self {
-            Decision::Meets => "meets",
-            Decision::Fails => "fails",
-            Decision::Open => "open",
-        }
+        self.into()
     }
 }
 

@@ -143,8 +143,11 @@ struct Raw {
 /// A turn as read: branches by name.
 struct RawTurn {
     turn: AgentTurn,
-    branches: Vec<(BranchMode, Vec<String>, Option<usize>)>,
+    branches: Vec<RawBranch>,
 }
+
+/// A branch as read: its mode, the sessions it names, and its `join_at`.
+type RawBranch = (BranchMode, Vec<String>, Option<usize>);
 
 /// What is wrong with one line of an agentic session file: the field, and what to write
 /// instead ([`DagError::Line`] puts the line in front).
@@ -469,8 +472,6 @@ fn content_text(v: Option<&Value>) -> Option<String> {
         _ => None,
     }
 }
-
-type RawBranch = (BranchMode, Vec<String>, Option<usize>);
 
 /// AIPerf's `spawns`: bare names join at the next turn; `{"children": [...], "join_at": K}`.
 fn aiperf_spawns(v: &Value) -> Result<Vec<RawBranch>, LineError> {
