@@ -139,11 +139,6 @@ impl Rule {
         )
     }
 
-    /// How many objectives have an interval (`k`).
-    pub fn interval_objectives(&self) -> usize {
-        self.objectives.iter().filter(|o| has_interval(o)).count()
-    }
-
     /// The lowest confidence of an objective's interval at one look (its two ends' per-look
     /// levels taken together); the asked confidence when there are none.
     pub fn look_confidence(&self) -> f64 {
@@ -623,7 +618,7 @@ mod tests {
             &["ttft.p90<=15ms", "error_rate<1%", "request_throughput>=1"],
             100,
         );
-        assert_eq!(r.interval_objectives(), 2);
+        assert_eq!(r.boundaries.iter().flatten().count(), 2, "k");
         assert!(r.boundaries[2].is_none());
         for b in r.boundaries.iter().flatten() {
             // A wrong meets within α/2 = 0.025 for each objective (a level meets only when all
