@@ -63,14 +63,15 @@ pub use crate::load::Looks;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MoeTarget {
     /// The statistic: a percentile or the average of a per-request metric.
-    #[serde(serialize_with = "key")]
+    #[serde(serialize_with = "as_text")]
     pub metric: MetricRef,
     /// The largest margin of error, as a share of the estimate (0.05: 5 %).
     pub target: f64,
 }
 
-fn key<S: serde::Serializer>(m: &MetricRef, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&m.key())
+/// A value written as its text: a metric's key, an objective.
+fn as_text<S: serde::Serializer>(v: &impl std::fmt::Display, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 /// The stop rule of a level.
@@ -211,7 +212,7 @@ impl Decision {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Check {
     /// The objective.
-    #[serde(serialize_with = "slo_str")]
+    #[serde(serialize_with = "as_text")]
     pub objective: Slo,
     /// Its point estimate (the metric's unit), when measured.
     pub estimate: Option<f64>,
@@ -223,10 +224,6 @@ pub struct Check {
     pub decision: Decision,
     /// Whether it has an interval (else it is checked on its value when the level stops).
     pub interval: bool,
-}
-
-fn slo_str<S: serde::Serializer>(slo: &Slo, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&slo.to_string())
 }
 
 impl Check {
@@ -536,7 +533,7 @@ pub struct Settled {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MoeShown {
     /// The statistic.
-    #[serde(serialize_with = "key")]
+    #[serde(serialize_with = "as_text")]
     pub metric: MetricRef,
     /// The target share.
     pub target: f64,
