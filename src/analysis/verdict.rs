@@ -269,15 +269,11 @@ fn step(a: &Reading, b: &Reading) -> Step {
 
 /// `concurrency 1 → 4: <deltas> — <what it means>`.
 fn step_line(a: &Reading, b: &Reading, s: &Step, again: bool) -> String {
-    let mut deltas = vec![format!(
-        "{} {:+.1} ms",
-        if b.engine.is_some() {
-            b.queue_noun()
-        } else {
-            "queue".to_string()
-        },
-        s.queue_delta_ms
-    )];
+    let queue = match b.engine {
+        Some(_) => b.queue_noun(),
+        None => "queue".to_string(),
+    };
+    let mut deltas = vec![format!("{queue} {:+.1} ms", s.queue_delta_ms)];
     match (s.prefill_delta_ms, s.decode_delta_ms) {
         (Some(p), Some(d)) => deltas.push(format!("prefill {p:+.1} ms, decode {d:+.1} ms")),
         _ if b.engine.is_some() => deltas.push(format!("generation {:+.1} ms", s.compute_delta_ms)),
@@ -391,18 +387,12 @@ fn kv_note(l: &LevelSummary) -> Option<String> {
     let e = l.engine.as_ref()?;
     let peak = e.kv_usage.map(|g| g.max).filter(|&m| m >= KV_PRESSURE);
     let preempted = e.preemptions.filter(|&p| p > 0.0);
-    match (peak, preempted) {
-        (None, None) => None,
-        (Some(m), None) => Some(format!("KV cache {:.0}% full at peak", m * 100.0)),
-        (peak, Some(p)) => Some(format!(
-            "{}{}",
-            peak.map_or(String::new(), |m| format!(
-                "KV cache {:.0}% full at peak, ",
-                m * 100.0
-            )),
-            super::text::count(p.round() as u64, "preemption")
-        )),
-    }
+    let parts: Vec<String> = peak
+        .map(|m| format!("KV cache {:.0}% full at peak", m * 100.0))
+        .into_iter()
+        .chain(preempted.map(|p| super::text::count(p.round() as u64, "preemption")))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// One line naming every level under KV pressure.
