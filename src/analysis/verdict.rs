@@ -213,12 +213,11 @@ fn read(levels: &[LevelSummary], knee: Option<(&str, &mut Option<String>)>) -> V
     {
         v.lines.push(LLAMACPP_NOTE.to_string());
     }
-    if triton_partial(&with) {
+    if let Some(covered) = triton_partial(&with) {
         v.server_partial = true;
-        let covered = coverage(&with);
         v.lines.push(format!(
             "note: the server's statistics cover only {:.0}% of the time clients wait for a response (a decoupled model is timed while its execute call runs, not while it streams), so queue and compute shares describe scheduling, not generation",
-            covered.iter().sum::<f64>() / covered.len() as f64 * 100.0
+            covered * 100.0
         ));
         return v;
     }
@@ -443,13 +442,14 @@ fn knee_cause(with: &[Reading], v: &Verdict, knee: &str) -> Option<String> {
     Some(format!("{why}{kv}"))
 }
 
-/// Whether Triton's statistics (not an engine's split) cover only a small part of what
-/// clients wait at every level.
-fn triton_partial(with: &[Reading]) -> bool {
+/// The share of what clients wait that Triton's statistics (not an engine's split) cover, on
+/// average, when they cover only a small part of it at every level.
+fn triton_partial(with: &[Reading]) -> Option<f64> {
     let covered = coverage(with);
-    with.iter().all(|r| r.engine.is_none())
+    let partial = with.iter().all(|r| r.engine.is_none())
         && !covered.is_empty()
-        && covered.iter().all(|c| *c < PARTIAL_COVERAGE)
+        && covered.iter().all(|c| *c < PARTIAL_COVERAGE);
+    partial.then(|| covered.iter().sum::<f64>() / covered.len() as f64)
 }
 
 /// Server time over client latency, per level read from Triton's statistics.
