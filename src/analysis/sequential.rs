@@ -243,10 +243,9 @@ impl Check {
             "{} {value}{interval}: {}",
             self.objective.metric,
             match (self.decision, self.interval) {
-                (Decision::Meets, _) => format!("meets {}", self.objective),
-                (Decision::Fails, _) => format!("fails {}", self.objective),
                 (Decision::Open, true) => format!("open against {}", self.objective),
                 (Decision::Open, false) => "checked on its value at the end".to_string(),
+                (d, _) => format!("{} {}", d.word(), self.objective),
             }
         )
     }
