@@ -125,13 +125,6 @@ impl Analysis {
     }
 }
 
-fn short_latency_name(m: MetricRef) -> &'static str {
-    match m {
-        MetricRef::Dist(Metric::TimeToFirstToken, _) => "TTFT p99",
-        _ => "request latency p99",
-    }
-}
-
 /// Analyses a sweep's levels (any order). `min_gain` is a fraction (0.10 = 10 %).
 pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
     let mut sorted: Vec<&LevelSummary> = levels
@@ -139,26 +132,18 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
         .filter(|l| l.stats.request_count > 0)
         .collect();
     sorted.sort_by(|a, b| a.stimulus.value().total_cmp(&b.stimulus.value()));
-    let streamed = !sorted.is_empty()
-        && sorted.iter().all(|l| {
-            l.metric(MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99))
-                .is_some()
-        });
-    let latency = if streamed {
-        MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99)
-    } else {
-        MetricRef::Dist(Metric::RequestLatency, Stat::P99)
+    let ttft = MetricRef::Dist(Metric::TimeToFirstToken, Stat::P99);
+    let request_latency = MetricRef::Dist(Metric::RequestLatency, Stat::P99);
+    let streamed = !sorted.is_empty() && sorted.iter().all(|l| l.metric(ttft).is_some());
+    let (latency, lat_name) = match streamed {
+        true => (ttft, "TTFT p99"),
+        false => (request_latency, "request latency p99"),
     };
     let tokens = !sorted.is_empty() && sorted.iter().all(|l| l.stats.output_token_throughput > 0.0);
-    let throughput = if tokens {
-        SystemMetric::OutputTokenThroughput
-    } else {
-        SystemMetric::RequestThroughput
-    };
-    let (tput_label, tput_unit) = if tokens {
-        ("output throughput", "output tok/s")
-    } else {
-        ("request throughput", "req/s")
+    use SystemMetric::{OutputTokenThroughput, RequestThroughput};
+    let (throughput, tput_label, tput_unit) = match tokens {
+        true => (OutputTokenThroughput, "output throughput", "output tok/s"),
+        false => (RequestThroughput, "request throughput", "req/s"),
     };
     let with: Vec<(&LevelSummary, Point)> = sorted
         .iter()
@@ -178,7 +163,6 @@ pub fn analyze(levels: &[LevelSummary], min_gain: f64) -> Analysis {
         .first()
         .map_or("load", |(l, _)| l.stimulus.kind())
         .replace('_', " ");
-    let lat_name = short_latency_name(latency);
     let pct = format!("{:.0}%", min_gain * 100.0);
     let mut knee = None;
     // Open loop: a rate the server completes more slowly than it is sent is past the knee

@@ -63,14 +63,15 @@ pub use crate::load::Looks;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MoeTarget {
     /// The statistic: a percentile or the average of a per-request metric.
-    #[serde(serialize_with = "key")]
+    #[serde(serialize_with = "as_text")]
     pub metric: MetricRef,
     /// The largest margin of error, as a share of the estimate (0.05: 5 %).
     pub target: f64,
 }
 
-fn key<S: serde::Serializer>(m: &MetricRef, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&m.key())
+/// A value written as its text: a metric's key, an objective.
+fn as_text<S: serde::Serializer>(v: &impl std::fmt::Display, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 /// The stop rule of a level.
@@ -139,11 +140,6 @@ impl Rule {
         )
     }
 
-    /// How many objectives have an interval (`k`).
-    pub fn interval_objectives(&self) -> usize {
-        self.objectives.iter().filter(|o| has_interval(o)).count()
-    }
-
     /// The lowest confidence of an objective's interval at one look (its two ends' per-look
     /// levels taken together); the asked confidence when there are none.
     pub fn look_confidence(&self) -> f64 {
@@ -193,8 +189,9 @@ pub fn has_interval(slo: &Slo) -> bool {
 }
 
 /// Where an objective stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Decision {
     /// Its interval lies wholly on the good side of the bound.
     Meets,
@@ -207,11 +204,7 @@ pub enum Decision {
 impl Decision {
     /// `meets`, `fails`, `open`.
     pub fn word(self) -> &'static str {
-        match self {
-            Decision::Meets => "meets",
-            Decision::Fails => "fails",
-            Decision::Open => "open",
-        }
+        self.into()
     }
 }
 
@@ -219,7 +212,7 @@ impl Decision {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Check {
     /// The objective.
-    #[serde(serialize_with = "slo_str")]
+    #[serde(serialize_with = "as_text")]
     pub objective: Slo,
     /// Its point estimate (the metric's unit), when measured.
     pub estimate: Option<f64>,
@@ -231,10 +224,6 @@ pub struct Check {
     pub decision: Decision,
     /// Whether it has an interval (else it is checked on its value when the level stops).
     pub interval: bool,
-}
-
-fn slo_str<S: serde::Serializer>(slo: &Slo, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&slo.to_string())
 }
 
 impl Check {
@@ -254,10 +243,9 @@ impl Check {
             "{} {value}{interval}: {}",
             self.objective.metric,
             match (self.decision, self.interval) {
-                (Decision::Meets, _) => format!("meets {}", self.objective),
-                (Decision::Fails, _) => format!("fails {}", self.objective),
                 (Decision::Open, true) => format!("open against {}", self.objective),
                 (Decision::Open, false) => "checked on its value at the end".to_string(),
+                (d, _) => format!("{} {}", d.word(), self.objective),
             }
         )
     }
@@ -544,7 +532,7 @@ pub struct Settled {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MoeShown {
     /// The statistic.
-    #[serde(serialize_with = "key")]
+    #[serde(serialize_with = "as_text")]
     pub metric: MetricRef,
     /// The target share.
     pub target: f64,
@@ -626,7 +614,7 @@ mod tests {
             &["ttft.p90<=15ms", "error_rate<1%", "request_throughput>=1"],
             100,
         );
-        assert_eq!(r.interval_objectives(), 2);
+        assert_eq!(r.boundaries.iter().flatten().count(), 2, "k");
         assert!(r.boundaries[2].is_none());
         for b in r.boundaries.iter().flatten() {
             // A wrong meets within α/2 = 0.025 for each objective (a level meets only when all

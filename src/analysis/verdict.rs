@@ -213,12 +213,11 @@ fn read(levels: &[LevelSummary], knee: Option<(&str, &mut Option<String>)>) -> V
     {
         v.lines.push(LLAMACPP_NOTE.to_string());
     }
-    if triton_partial(&with) {
+    if let Some(covered) = triton_partial(&with) {
         v.server_partial = true;
-        let covered = coverage(&with);
         v.lines.push(format!(
             "note: the server's statistics cover only {:.0}% of the time clients wait for a response (a decoupled model is timed while its execute call runs, not while it streams), so queue and compute shares describe scheduling, not generation",
-            covered.iter().sum::<f64>() / covered.len() as f64 * 100.0
+            covered * 100.0
         ));
         return v;
     }
@@ -269,15 +268,11 @@ fn step(a: &Reading, b: &Reading) -> Step {
 
 /// `concurrency 1 → 4: <deltas> — <what it means>`.
 fn step_line(a: &Reading, b: &Reading, s: &Step, again: bool) -> String {
-    let mut deltas = vec![format!(
-        "{} {:+.1} ms",
-        if b.engine.is_some() {
-            b.queue_noun()
-        } else {
-            "queue".to_string()
-        },
-        s.queue_delta_ms
-    )];
+    let queue = match b.engine {
+        Some(_) => b.queue_noun(),
+        None => "queue".to_string(),
+    };
+    let mut deltas = vec![format!("{queue} {:+.1} ms", s.queue_delta_ms)];
     match (s.prefill_delta_ms, s.decode_delta_ms) {
         (Some(p), Some(d)) => deltas.push(format!("prefill {p:+.1} ms, decode {d:+.1} ms")),
         _ if b.engine.is_some() => deltas.push(format!("generation {:+.1} ms", s.compute_delta_ms)),
@@ -391,18 +386,12 @@ fn kv_note(l: &LevelSummary) -> Option<String> {
     let e = l.engine.as_ref()?;
     let peak = e.kv_usage.map(|g| g.max).filter(|&m| m >= KV_PRESSURE);
     let preempted = e.preemptions.filter(|&p| p > 0.0);
-    match (peak, preempted) {
-        (None, None) => None,
-        (Some(m), None) => Some(format!("KV cache {:.0}% full at peak", m * 100.0)),
-        (peak, Some(p)) => Some(format!(
-            "{}{}",
-            peak.map_or(String::new(), |m| format!(
-                "KV cache {:.0}% full at peak, ",
-                m * 100.0
-            )),
-            super::text::count(p.round() as u64, "preemption")
-        )),
-    }
+    let parts: Vec<String> = peak
+        .map(|m| format!("KV cache {:.0}% full at peak", m * 100.0))
+        .into_iter()
+        .chain(preempted.map(|p| super::text::count(p.round() as u64, "preemption")))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// One line naming every level under KV pressure.
@@ -453,13 +442,14 @@ fn knee_cause(with: &[Reading], v: &Verdict, knee: &str) -> Option<String> {
     Some(format!("{why}{kv}"))
 }
 
-/// Whether Triton's statistics (not an engine's split) cover only a small part of what
-/// clients wait at every level.
-fn triton_partial(with: &[Reading]) -> bool {
+/// The share of what clients wait that Triton's statistics (not an engine's split) cover, on
+/// average, when they cover only a small part of it at every level.
+fn triton_partial(with: &[Reading]) -> Option<f64> {
     let covered = coverage(with);
-    with.iter().all(|r| r.engine.is_none())
+    let partial = with.iter().all(|r| r.engine.is_none())
         && !covered.is_empty()
-        && covered.iter().all(|c| *c < PARTIAL_COVERAGE)
+        && covered.iter().all(|c| *c < PARTIAL_COVERAGE);
+    partial.then(|| covered.iter().sum::<f64>() / covered.len() as f64)
 }
 
 /// Server time over client latency, per level read from Triton's statistics.

@@ -83,13 +83,6 @@ pub struct ApiStats {
     pub tool_args_valid_share: Option<f64>,
 }
 
-impl ApiStats {
-    /// Whether the level had any of these numbers.
-    pub fn is_empty(&self) -> bool {
-        *self == ApiStats::default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +104,6 @@ mod tests {
         assert_eq!(s.tool_args_valid_share, Some(0.75));
         assert_eq!(s.image_count, None);
         let none = ApiTally::default().summarize(2.0, 1000);
-        assert!(none.is_empty(), "{none:?}");
+        assert_eq!(none, ApiStats::default());
     }
 }

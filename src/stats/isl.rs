@@ -72,13 +72,11 @@ impl IslDists {
     /// Replaces bucket `i`'s distributions (rebuilding from files); false when there is no
     /// such bucket.
     pub fn set(&mut self, i: usize, ttft: Dist, latency: Dist) -> bool {
-        match self.dists.get_mut(i) {
-            Some(slot) => {
-                *slot = (ttft, latency);
-                true
-            }
-            None => false,
-        }
+        let Some(slot) = self.dists.get_mut(i) else {
+            return false;
+        };
+        *slot = (ttft, latency);
+        true
     }
 
     /// Accounts a measured, successful request.

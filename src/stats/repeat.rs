@@ -115,7 +115,8 @@ pub fn median(values: &[f64]) -> f64 {
     median_sorted(&v)
 }
 
-fn median_sorted(v: &[f64]) -> f64 {
+/// [`median`] of values already sorted.
+pub fn median_sorted(v: &[f64]) -> f64 {
     match v.len() {
         0 => f64::NAN,
         n if n % 2 == 1 => v[n / 2],

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
 use super::ci::normal_quantile;
+use super::repeat::{median, median_sorted};
 
 /// Points a [`Series`] keeps before merging neighbours.
 pub const SERIES_POINTS: usize = 512;
@@ -73,11 +74,6 @@ pub fn theil_sen(points: &[(f64, f64)], confidence: f64) -> Option<Slope> {
     }
     slopes.sort_by(f64::total_cmp);
     let big_n = slopes.len();
-    let median = if big_n % 2 == 1 {
-        slopes[big_n / 2]
-    } else {
-        (slopes[big_n / 2 - 1] + slopes[big_n / 2]) / 2.0
-    };
     let var_s = n * (n - 1.0) * (2.0 * n + 5.0) / 18.0;
     let c = normal_quantile((1.0 + confidence) / 2.0) * var_s.sqrt();
     // 1-based ranks (N − C)/2 and (N + C)/2 + 1, clamped to the slopes there are.
@@ -85,7 +81,7 @@ pub fn theil_sen(points: &[(f64, f64)], confidence: f64) -> Option<Slope> {
     let lower = slopes[rank((big_n as f64 - c) / 2.0)];
     let upper = slopes[rank((big_n as f64 + c) / 2.0 + 1.0)];
     Some(Slope {
-        per_s: median,
+        per_s: median_sorted(&slopes),
         lower,
         upper,
     })
@@ -152,17 +148,10 @@ impl Series {
 
     /// The median of the kept values.
     pub fn median(&self) -> f64 {
-        let mut v: Vec<f64> = self.points.iter().map(|p| p.1).collect();
-        if v.is_empty() {
+        if self.points.is_empty() {
             return 0.0;
         }
-        v.sort_by(f64::total_cmp);
-        let m = v.len() / 2;
-        if v.len() % 2 == 1 {
-            v[m]
-        } else {
-            (v[m - 1] + v[m]) / 2.0
-        }
+        median(&self.points.iter().map(|p| p.1).collect::<Vec<_>>())
     }
 }
 

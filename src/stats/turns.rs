@@ -107,11 +107,8 @@ impl TurnDists {
                 and_later: i == MAX_TURNS - 1,
                 count: b.count,
                 ttft: (b.ttft.count() > 0).then(|| b.ttft.stats_by(1e-6, method)),
-                isl_avg: if b.count == 0 {
-                    0.0
-                } else {
-                    b.sum_isl as f64 / b.count as f64
-                },
+                // `sum_isl` grows only with `count`: 0 without requests.
+                isl_avg: b.sum_isl as f64 / b.count.max(1) as f64,
                 cached_avg: (b.cached.0 > 0).then(|| b.cached.1 as f64 / b.cached.0 as f64),
             })
             .collect()

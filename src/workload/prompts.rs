@@ -362,8 +362,8 @@ struct Sentences {
 #[derive(Clone, Copy)]
 enum Unit {
     Word(&'static str),
-    Comma,
-    End(&'static str),
+    /// A comma, or the mark that ends a sentence.
+    Mark(&'static str),
 }
 
 impl Sentences {
@@ -393,8 +393,7 @@ impl Sentences {
                     text.push_str(w);
                 }
             }
-            Unit::Comma => text.push(','),
-            Unit::End(p) => text.push_str(p),
+            Unit::Mark(p) => text.push_str(p),
         }
     }
 
@@ -402,7 +401,7 @@ impl Sentences {
         let mut s = Vec::with_capacity(24);
         Self::clause(&mut s, rng);
         if rng.random_bool(0.35) {
-            s.push(Unit::Comma);
+            s.push(Unit::Mark(","));
             s.push(Unit::Word(pick(CONJUNCTIONS, rng)));
             Self::clause(&mut s, rng);
         }
@@ -411,7 +410,7 @@ impl Sentences {
             1 => "!",
             _ => ".",
         };
-        s.push(Unit::End(end));
+        s.push(Unit::Mark(end));
         s.reverse();
         self.pending = s;
     }

@@ -33,10 +33,7 @@ impl Salt {
 
     /// The seed of the run's text streams: `seed` itself without a salt.
     pub fn text_seed(&self, seed: u64) -> u64 {
-        match self.0 {
-            None => seed,
-            Some(k) => seed ^ mix(k),
-        }
+        self.0.map_or(seed, |k| seed ^ mix(k))
     }
 }
 

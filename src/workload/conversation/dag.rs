@@ -143,8 +143,11 @@ struct Raw {
 /// A turn as read: branches by name.
 struct RawTurn {
     turn: AgentTurn,
-    branches: Vec<(BranchMode, Vec<String>, Option<usize>)>,
+    branches: Vec<RawBranch>,
 }
+
+/// A branch as read: its mode, the sessions it names, and its `join_at`.
+type RawBranch = (BranchMode, Vec<String>, Option<usize>);
 
 /// What is wrong with one line of an agentic session file: the field, and what to write
 /// instead ([`DagError::Line`] puts the line in front).
@@ -339,12 +342,10 @@ fn own_turn(m: &Map<String, Value>) -> Result<RawTurn, LineError> {
     };
     if let Some(result) = m.get("result") {
         let text = result.as_str().ok_or("\"result\" must be a string")?;
-        let name = match m.get("tool") {
-            Some(v) => v.as_str().ok_or("\"tool\" must be a string")?,
-            None => {
-                return Err("\"result\" needs \"tool\", the name of the tool that gave it".into());
-            }
-        };
+        let name = m
+            .get("tool")
+            .ok_or("\"result\" needs \"tool\", the name of the tool that gave it")?;
+        let name = name.as_str().ok_or("\"tool\" must be a string")?;
         turn.said.push(said(Role::Tool, text));
         turn.tool = Some(name.to_string());
     }
@@ -470,8 +471,6 @@ fn content_text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-type RawBranch = (BranchMode, Vec<String>, Option<usize>);
-
 /// AIPerf's `spawns`: bare names join at the next turn; `{"children": [...], "join_at": K}`.
 fn aiperf_spawns(v: &Value) -> Result<Vec<RawBranch>, LineError> {
     let list = v.as_array().ok_or("\"spawns\" must be an array")?;
@@ -545,19 +544,18 @@ fn resolve(raws: Vec<Raw>) -> Result<Dag, DagError> {
     }
     let mut index: HashMap<&str, usize> = HashMap::new();
     for (i, r) in raws.iter().enumerate() {
-        if let Some(&first) = index.get(r.id.as_str()) {
+        if let Some(first) = index.insert(&r.id, i) {
             return Err(DagError::Duplicate {
                 id: r.id.clone(),
                 line: r.line,
                 first: raws[first].line,
             });
         }
-        index.insert(&r.id, i);
     }
-    let mut sessions = Vec::with_capacity(raws.len());
-    for r in &raws {
-        sessions.push(resolve_session(r, &raws, &index)?);
-    }
+    let sessions: Vec<AgentSession> = raws
+        .iter()
+        .map(|r| resolve_session(r, &raws, &index))
+        .collect::<Result<_, _>>()?;
     check_forks(&sessions)?;
     let order = check_cycles(&sessions)?;
     let mut task_turns = vec![0u64; sessions.len()];

@@ -181,11 +181,6 @@ impl Conversations {
             .as_ref()
             .map_or(s.turns.len() as u64, |a| a.task_turns)
     }
-
-    /// The scripts.
-    pub fn scripts(&self) -> &[Script] {
-        &self.scripts
-    }
 }
 
 /// The scripts of `plan`: `prompts` are the user messages of every turn in session order

@@ -80,13 +80,10 @@ impl Grader {
                 let Expected::Choice { index, of } = *expected else {
                     return Grade::UNPARSED;
                 };
-                match chosen_letter(answer, of) {
-                    Some((i, unparsed)) => Grade {
-                        correct: i == index,
-                        unparsed,
-                    },
-                    None => Grade::UNPARSED,
-                }
+                chosen_letter(answer, of).map_or(Grade::UNPARSED, |(i, unparsed)| Grade {
+                    correct: i == index,
+                    unparsed,
+                })
             }
             Grader::ExactMatch => {
                 let line = answer

@@ -38,11 +38,6 @@ impl AnswerKey {
         self.expected.is_empty()
     }
 
-    /// The grader.
-    pub fn grader(&self) -> Grader {
-        self.grader
-    }
-
     /// Whether outputs are compared across levels (requests asked for temperature 0).
     pub fn greedy(&self) -> bool {
         self.greedy

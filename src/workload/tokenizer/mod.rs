@@ -38,7 +38,7 @@ mod tests;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use error::{NotFast, TokenizerError};
+pub use error::TokenizerError;
 pub use hub::HubEnv;
 
 use bpe::ByteLevelBpe;
