@@ -67,6 +67,11 @@ impl Run {
             .unwrap_or(0)
     }
 
+    /// Whether any level brings repetitions (`--repeat`).
+    pub fn repeated(&self) -> bool {
+        self.levels.iter().any(|l| !l.repetitions.is_empty())
+    }
+
     /// The command line of the run (the first level's).
     pub fn command_line(&self) -> Option<&str> {
         self.levels.iter().find_map(|l| l.command_line.as_deref())
@@ -164,16 +169,6 @@ fn error_from(e: &Value) -> ErrorCount {
         count: whole(e, "count"),
         example: text(e, "example"),
         hint: e.get("hint").and_then(Value::as_str).map(str::to_string),
-    }
-}
-
-/// One entry of a level's `slo` results.
-fn slo_from(s: &Value) -> RecordedSlo {
-    RecordedSlo {
-        objective: text(s, "objective"),
-        actual: s.get("actual").and_then(Value::as_f64),
-        unit: text(s, "unit"),
-        passed: s.get("passed").and_then(Value::as_bool).unwrap_or(false),
     }
 }
 
@@ -394,7 +389,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             .and_then(typed),
         command_line: text_at(cfg, "/command_line"),
         version: text_at(Some(doc), "/ttftbench_version"),
-        slo: items(doc, "slo", slo_from),
+        slo: items(doc, "slo", |s| typed(s).unwrap_or_default()),
         model: text_at(cfg, "/target/model"),
         api: text_at(cfg, "/target/api"),
         ..LoadedLevel::new(dir, summary)
