@@ -221,8 +221,9 @@ impl Dist {
     }
 }
 
-/// Failures of one kind.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Failures of one kind (a field absent where it is read back reads as empty).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ErrorCount {
     /// Stable key (`http_503`, `stream_cut`, ...).
     pub kind: String,

@@ -308,13 +308,15 @@ fn stats_json(unit: &str, st: &Stats) -> Value {
     })
 }
 
+/// `m`'s distribution as the level's own, or null.
+fn dist_json(m: Metric, st: Option<&Stats>) -> Value {
+    st.map_or(Value::Null, |st| stats_json(m.unit().label(), st))
+}
+
 /// `isl_buckets`: one object a bucket, `{min_isl, max_isl (exclusive, null for the last),
 /// count, time_to_first_token, request_latency}`, the two distributions as the level's own
 /// (null where the bucket had no request; TTFT only when the level streamed).
 fn isl_buckets_json(s: &LevelSummary) -> Value {
-    let dist = |m: Metric, st: Option<&Stats>| {
-        st.map_or(Value::Null, |st| stats_json(m.unit().label(), st))
-    };
     let buckets: Vec<Value> = s
         .stats
         .isl_buckets
@@ -324,8 +326,8 @@ fn isl_buckets_json(s: &LevelSummary) -> Value {
                 "min_isl": b.min_isl,
                 "max_isl": b.max_isl,
                 "count": b.count,
-                "time_to_first_token": dist(Metric::TimeToFirstToken, b.ttft.as_ref().filter(|_| s.streaming)),
-                "request_latency": dist(Metric::RequestLatency, b.latency.as_ref()),
+                "time_to_first_token": dist_json(Metric::TimeToFirstToken, b.ttft.as_ref().filter(|_| s.streaming)),
+                "request_latency": dist_json(Metric::RequestLatency, b.latency.as_ref()),
             })
         })
         .collect();
@@ -341,13 +343,10 @@ pub fn turns_json(s: &LevelSummary) -> Value {
         .turns
         .iter()
         .map(|t| {
-            let ttft = t
-                .ttft
-                .as_ref()
-                .filter(|_| s.streaming)
-                .map_or(Value::Null, |st| {
-                    stats_json(Metric::TimeToFirstToken.unit().label(), st)
-                });
+            let ttft = dist_json(
+                Metric::TimeToFirstToken,
+                t.ttft.as_ref().filter(|_| s.streaming),
+            );
             let mut v = json!({
                 "turn": t.turn,
                 "and_later": t.and_later,

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use crate::stats::LevelSummary;
 
-/// An SLO check as recorded in a level's JSON.
-#[derive(Debug, Clone, PartialEq)]
+/// An SLO check as recorded in a level's JSON (a field absent there reads as empty).
+#[derive(Debug, Clone, PartialEq, Default, serde::Deserialize)]
+#[serde(default)]
 pub struct RecordedSlo {
     /// The objective as written (`time_to_first_token.p99<=500ms`).
     pub objective: String,

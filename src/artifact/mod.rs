@@ -237,14 +237,7 @@ impl Layout {
     pub fn sweep_dir(&self) -> PathBuf {
         match &self.template {
             Some(t) if self.has_level_placeholder() => {
-                let mut dir = PathBuf::new();
-                for comp in Path::new(t).components() {
-                    let c = comp.as_os_str().to_string_lossy();
-                    if LEVEL_PLACEHOLDERS.iter().any(|p| c.contains(p)) {
-                        break;
-                    }
-                    dir.push(comp);
-                }
+                let (dir, _) = split_at_level(t);
                 if dir.as_os_str().is_empty() {
                     PathBuf::from(".")
                 } else {
@@ -255,9 +248,7 @@ impl Layout {
             None => self.root.clone(),
         }
     }
-}
 
-impl Layout {
     /// The `--artifact-dir` of repetition `k` (1-based) of a `--repeat` run of `levels`: `rep{k}`
     /// inside the directory that holds the sweep's files (for a single level, inside the level's
     /// own directory), the per-level part of a template kept below it. The timestamp is already
@@ -267,15 +258,7 @@ impl Layout {
         let rep = format!("rep{k}");
         match (&self.template, levels) {
             (Some(t), _) if self.has_level_placeholder() => {
-                let sweep = self.sweep_dir();
-                let rest: PathBuf = Path::new(t)
-                    .components()
-                    .skip_while(|c| {
-                        let c = c.as_os_str().to_string_lossy();
-                        !LEVEL_PLACEHOLDERS.iter().any(|p| c.contains(p))
-                    })
-                    .collect();
-                sweep.join(rep).join(rest)
+                self.sweep_dir().join(rep).join(split_at_level(t).1)
             }
             (_, [one]) => self.level_dir(one).join(rep),
             _ => self.sweep_dir().join(rep),
@@ -283,12 +266,22 @@ impl Layout {
     }
 }
 
+/// A template split at its first per-level component: the directories above it, and the rest.
+fn split_at_level(t: &str) -> (PathBuf, PathBuf) {
+    let parts: Vec<_> = Path::new(t).components().collect();
+    let at = parts
+        .iter()
+        .position(|c| {
+            let c = c.as_os_str().to_string_lossy();
+            LEVEL_PLACEHOLDERS.iter().any(|p| c.contains(p))
+        })
+        .unwrap_or(parts.len());
+    (parts[..at].iter().collect(), parts[at..].iter().collect())
+}
+
 fn expand_level(t: &str, s: &Stimulus) -> String {
-    let value = match s {
-        Stimulus::Concurrency(n) => n.to_string(),
-        Stimulus::RequestRate { rate, .. } => format!("{rate}"),
-        Stimulus::FixedSchedule { speedup, .. } => format!("{speedup}"),
-    };
+    // A concurrency's whole number prints without a fraction (`8`), a rate as given (`2.5`).
+    let value = s.value().to_string();
     t.replace("{concurrency}", &value)
         .replace("{rate}", &value)
         .replace("{level}", &s.name())

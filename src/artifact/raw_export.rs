@@ -147,11 +147,6 @@ pub fn open(stimulus: &Stimulus) -> String {
     format!("{FILE_OPEN}{}", experiment_open(stimulus, true))
 }
 
-/// A one-experiment file's end.
-pub fn close(window: Option<(u64, u64)>, version: &str, f: &ExportFormat) -> String {
-    format!("{}{}", experiment_close(window), file_close(version, f))
-}
-
 /// One request object (preceded by a comma unless it is the first), appended to `out`.
 /// `inputs` is the request's `request_inputs` object as JSON text ([`request_inputs`]);
 /// `unix` turns a run-clock offset into Unix ns.
@@ -770,6 +765,11 @@ impl RawExportWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A one-experiment file's end.
+    fn close(window: Option<(u64, u64)>, version: &str, f: &ExportFormat) -> String {
+        format!("{}{}", experiment_close(window), file_close(version, f))
+    }
 
     /// Found merging shards' exports: a shard's records name prompts by their index in the whole
     /// dataset, and its export gave them another prompt's inputs, or `{}`.

@@ -27,7 +27,7 @@ use crate::error::UsageError;
 use crate::load::Stimulus;
 use crate::metrics::{Metric, Stat, Stats};
 use crate::server_metrics::ServerDelta;
-use crate::stats::{ErrorCount, LevelStats, LevelSummary};
+use crate::stats::{LevelStats, LevelSummary};
 
 /// One run: the levels of one sweep (or of one shell loop), in load order.
 #[derive(Debug, Clone)]
@@ -65,6 +65,11 @@ impl Run {
             .filter(|&t| t > 0)
             .min()
             .unwrap_or(0)
+    }
+
+    /// Whether any level brings repetitions (`--repeat`).
+    pub fn repeated(&self) -> bool {
+        self.levels.iter().any(|l| !l.repetitions.is_empty())
     }
 
     /// The command line of the run (the first level's).
@@ -132,11 +137,6 @@ fn u32_of(v: Option<&Value>) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
-/// A text field, empty when absent.
-fn text(v: &Value, k: &str) -> String {
-    v.get(k).and_then(Value::as_str).unwrap_or("").to_string()
-}
-
 /// The text at a JSON pointer into `v`, when both are there.
 fn text_at(v: Option<&Value>, pointer: &str) -> Option<String> {
     v.and_then(|v| v.pointer(pointer))
@@ -155,26 +155,6 @@ fn items<T>(v: &Value, k: &str, item: impl Fn(&Value) -> T) -> Vec<T> {
         .and_then(Value::as_array)
         .map(|a| a.iter().map(item).collect())
         .unwrap_or_default()
-}
-
-/// One entry of a level's `errors`.
-fn error_from(e: &Value) -> ErrorCount {
-    ErrorCount {
-        kind: text(e, "kind"),
-        count: whole(e, "count"),
-        example: text(e, "example"),
-        hint: e.get("hint").and_then(Value::as_str).map(str::to_string),
-    }
-}
-
-/// One entry of a level's `slo` results.
-fn slo_from(s: &Value) -> RecordedSlo {
-    RecordedSlo {
-        objective: text(s, "objective"),
-        actual: s.get("actual").and_then(Value::as_f64),
-        unit: text(s, "unit"),
-        passed: s.get("passed").and_then(Value::as_bool).unwrap_or(false),
-    }
 }
 
 fn stats_from(v: &Value) -> Stats {
@@ -358,7 +338,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             reconnect_count: count("reconnect_count"),
             burst_count: count("burst_count"),
             connections: doc.get("connections").and_then(typed),
-            errors: items(doc, "errors", error_from),
+            errors: items(doc, "errors", |e| typed(e).unwrap_or_default()),
             warmup_count: 0,
             duration_s: avg("benchmark_duration"),
             output_token_throughput: avg("output_token_throughput"),
@@ -394,7 +374,7 @@ pub fn level_from_json(doc: &Value, dir: &Path) -> Result<LoadedLevel> {
             .and_then(typed),
         command_line: text_at(cfg, "/command_line"),
         version: text_at(Some(doc), "/ttftbench_version"),
-        slo: items(doc, "slo", slo_from),
+        slo: items(doc, "slo", |s| typed(s).unwrap_or_default()),
         model: text_at(cfg, "/target/model"),
         api: text_at(cfg, "/target/api"),
         ..LoadedLevel::new(dir, summary)
@@ -830,6 +810,7 @@ fn common_parent(paths: &[PathBuf]) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::ErrorCount;
     use serde_json::json;
 
     #[test]

@@ -44,8 +44,9 @@ pub fn block(count: usize, dirs: Option<&[String]>, spreads: &[MetricSpread]) ->
             let s = &m.spread;
             (
                 m.metric.key(),
+                // serde_json writes a missing (NaN) value as null.
                 json!({
-                    "values": m.values.iter().map(|v| finite(*v)).collect::<Vec<_>>(),
+                    "values": m.values,
                     "n": s.n,
                     "median": s.median,
                     "min": s.min,
@@ -66,10 +67,6 @@ pub fn block(count: usize, dirs: Option<&[String]>, spreads: &[MetricSpread]) ->
         m.insert("dirs".into(), json!(d));
     }
     b
-}
-
-fn finite(v: f64) -> Value {
-    if v.is_finite() { json!(v) } else { Value::Null }
 }
 
 /// Adds each level's `repetitions` block (without `dirs`) to a sweep's `summary.json` document

@@ -194,8 +194,10 @@ pub fn with_decisions(
     slo: &[Vec<crate::analysis::slo::SloResult>],
     knee: &crate::analysis::knee::Analysis,
 ) -> serde_json::Value {
+    let mut names = Vec::new();
     if let Some(rows) = doc.get_mut("levels").and_then(|v| v.as_array_mut()) {
         for (i, row) in rows.iter_mut().enumerate() {
+            names.push(row["name"].as_str().unwrap_or("").to_string());
             let Some(obj) = row.as_object_mut() else {
                 continue;
             };
@@ -207,14 +209,6 @@ pub fn with_decisions(
             }
         }
     }
-    let names: Vec<String> = doc["levels"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|r| r["name"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default();
     if let Some(m) = doc.as_object_mut() {
         m.insert("ttftbench_version".into(), crate::VERSION.into());
         m.insert("knee".into(), serde_json::json!(knee));

@@ -19,15 +19,6 @@ pub struct Member {
     pub record: ShardRecord,
 }
 
-/// One level of the run with every shard's directory, by shard index.
-#[derive(Debug, Clone)]
-pub struct LevelGroup {
-    /// The level's place in the plan.
-    pub index: u32,
-    /// Shard directories, index 0 first.
-    pub members: Vec<Member>,
-}
-
 /// The shard level directories in (or right below) `arg`.
 fn level_dirs(arg: &Path) -> Result<Vec<PathBuf>> {
     if !arg.is_dir() {
@@ -67,9 +58,9 @@ fn read_member(dir: PathBuf) -> Result<Member> {
     Ok(Member { dir, record })
 }
 
-/// Reads every argument's shard directories and groups them by level, refusing mixed runs,
-/// duplicate or missing shards.
-pub fn gather(args: &[PathBuf]) -> Result<Vec<LevelGroup>> {
+/// Reads every argument's shard directories and groups them by level (in plan order, each
+/// level's shards index 0 first), refusing mixed runs, duplicate or missing shards.
+pub fn gather(args: &[PathBuf]) -> Result<Vec<Vec<Member>>> {
     if args.is_empty() {
         return Err(Error::usage("merge: give the shards' artifact directories"));
     }
@@ -94,7 +85,7 @@ pub fn gather(args: &[PathBuf]) -> Result<Vec<LevelGroup>> {
         .map(|(index, mut members)| {
             members.sort_by_key(|m| m.record.shard.index);
             check_shards(index, &members, count)?;
-            Ok(LevelGroup { index, members })
+            Ok(members)
         })
         .collect()
 }

@@ -33,7 +33,7 @@ use crate::error::{Error, Result, create_dir};
 use crate::metrics::PercentileMethod;
 use crate::perf::files::PerfSection;
 use crate::stats::{Aggregate, LevelSummary};
-use inputs::{LevelGroup, Member};
+use inputs::Member;
 use level::{MergedLevel, Rules, ShardLevel};
 
 /// What the shards' recorded plan says about summarizing and writing the merged run.
@@ -107,8 +107,6 @@ pub struct WrittenLevel {
 pub struct Merged {
     /// Levels in plan order.
     pub levels: Vec<WrittenLevel>,
-    /// Where `summary.csv` and `report.html` went, for a sweep.
-    pub sweep_dir: Option<PathBuf>,
     /// The server-side verdict over the levels.
     pub verdict: Verdict,
     /// The knee of the sweep.
@@ -131,12 +129,12 @@ pub fn run(args: &[PathBuf], out: &Path) -> Result<Merged> {
         let (shards, doc, sections) = read_group(g)?;
         let view = match (&plan, doc) {
             (Some(p), _) => p.clone(),
-            (None, Some(doc)) => PlanView::from_level_json(&doc, &g.members[0].record.plan_id),
+            (None, Some(doc)) => PlanView::from_level_json(&doc, &g[0].record.plan_id),
             (None, None) => continue,
         };
-        let merged = level::merge(g.members[0].record.level.stimulus, &shards, &view.rules);
+        let merged = level::merge(g[0].record.level.stimulus, &shards, &view.rules);
         let dir = if view.levels > 1 {
-            out.join(level_dir_name(&g.members[0]))
+            out.join(level_dir_name(&g[0]))
         } else {
             out.to_path_buf()
         };
@@ -151,7 +149,7 @@ pub fn run(args: &[PathBuf], out: &Path) -> Result<Merged> {
                 written.measured
             ));
         }
-        if g.members[0].record.mode == "perf"
+        if g[0].record.mode == "perf"
             && let Some(section) = perf::combine(&sections, merged.shards.server_metrics_from)
         {
             let pv = perf::PerfView::from_config(&view.input_config);
@@ -180,15 +178,11 @@ pub fn run(args: &[PathBuf], out: &Path) -> Result<Merged> {
         let pv = perf::PerfView::from_config(&plan.input_config);
         write_file(&out.join(perf::PERF_CSV_FILE), perf::csv(&perf_levels, pv))?;
     }
-    let sweep_dir = if plan.levels > 1 {
+    if plan.levels > 1 {
         write_sweep(out, &levels, &plan, (&verdict, &knee), args)?;
-        Some(out.to_path_buf())
-    } else {
-        None
-    };
+    }
     Ok(Merged {
         levels,
-        sweep_dir,
         verdict,
         knee,
         notices,
@@ -229,11 +223,11 @@ fn level_dir_name(m: &Member) -> String {
 type ReadGroup = (Vec<ShardLevel>, Option<Value>, Vec<(u32, PerfSection)>);
 
 /// Reads every shard's part of a level.
-fn read_group(g: &LevelGroup) -> Result<ReadGroup> {
-    let mut out = Vec::with_capacity(g.members.len());
+fn read_group(g: &[Member]) -> Result<ReadGroup> {
+    let mut out = Vec::with_capacity(g.len());
     let mut first_doc = None;
     let mut sections = Vec::new();
-    for m in &g.members {
+    for m in g {
         let measured = if m.record.idle.is_some() {
             None
         } else {
@@ -302,7 +296,7 @@ fn write_level(
     dir: &Path,
     m: &MergedLevel,
     plan: &PlanView,
-    g: &LevelGroup,
+    g: &[Member],
 ) -> Result<records::Written> {
     create_dir(dir)?;
     write_file(
@@ -318,7 +312,6 @@ fn write_level(
         serde_json::to_string(&artifact::histograms::encode(&m.agg, 0)).unwrap_or_default(),
     )?;
     let files: Vec<(u32, PathBuf)> = g
-        .members
         .iter()
         .filter(|m| m.record.idle.is_none())
         .map(|m| (m.record.shard.index, m.dir.join(artifact::RECORDS_FILE)))

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::inputs::{LevelGroup, Member};
+use super::inputs::Member;
 use crate::artifact::raw_export::{self, RAW_EXPORT_FILE};
 use crate::error::{Error, Result};
 use crate::load::Stimulus;
@@ -182,14 +182,10 @@ impl Reader {
 
 /// Merges the level's shards' exports into `dir`'s `profile_export.json` when every loaded
 /// shard has one; returns notices (why none was written).
-pub fn merge_level(g: &LevelGroup, dir: &Path, whole: Stimulus) -> Result<Vec<String>> {
-    let loaded: Vec<_> = g
-        .members
+pub fn merge_level(g: &[Member], dir: &Path, whole: Stimulus) -> Result<Vec<String>> {
+    let (with, without): (Vec<&Member>, Vec<&Member>) = g
         .iter()
         .filter(|m| m.record.idle.is_none())
-        .collect();
-    let (with, without): (Vec<&Member>, Vec<&Member>) = loaded
-        .into_iter()
         .partition(|m| m.dir.join(RAW_EXPORT_FILE).is_file());
     if with.is_empty() {
         return Ok(Vec::new());
@@ -214,8 +210,7 @@ pub fn merge_level(g: &LevelGroup, dir: &Path, whole: Stimulus) -> Result<Vec<St
 /// of requests written. Written beside `to` and renamed, so a failure leaves no half file.
 pub fn merge_files(files: &[PathBuf], to: &Path, whole: Stimulus) -> Result<u64> {
     let part = to.with_extension("json.part");
-    let result = write_merged(files, &part, whole);
-    match result {
+    match write_merged(files, &part, whole) {
         Ok(n) => {
             std::fs::rename(&part, to).map_err(|e| Error::io("write", to, e))?;
             Ok(n)
@@ -255,10 +250,10 @@ fn write_merged(files: &[PathBuf], to: &Path, whole: Stimulus) -> Result<u64> {
             heads.push(Reverse((key, i)));
         }
     }
-    let mut tails = Vec::with_capacity(readers.len());
-    for r in readers {
-        tails.push(r.tail()?);
-    }
+    let tails = readers
+        .into_iter()
+        .map(Reader::tail)
+        .collect::<Result<Vec<_>>>()?;
     let window = tails
         .iter()
         .filter_map(|t| t.window)

@@ -246,7 +246,7 @@ fn column_table(levels: &[LevelSummary], columns: &[Column]) -> String {
 }
 
 /// Whether a level answered embeddings or rankings: inputs counted, no tokens out.
-fn is_batch(l: &LevelSummary) -> bool {
+pub fn is_batch(l: &LevelSummary) -> bool {
     l.stats.apis.input_throughput.is_some()
 }
 

@@ -13,7 +13,7 @@ mod axis;
 mod bars;
 
 use axis::Frame;
-pub use axis::{LOG_SPAN, log_titled, nice_ticks, spans_decades};
+pub use axis::{log_titled, spans_decades};
 pub use bars::stacked_share_chart;
 
 /// Width of every chart's coordinate system.
@@ -454,6 +454,7 @@ fn mark(frame: &Frame, m: &Mark) -> Markup {
 
 #[cfg(test)]
 mod tests {
+    use super::axis::nice_ticks;
     use super::*;
 
     #[test]

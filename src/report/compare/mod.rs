@@ -172,27 +172,23 @@ pub fn parse_threshold(raw: &str) -> Result<Threshold, LimitError> {
         let v: Result<f64, _> = p.trim().parse();
         v.map(|v| v / 100.0).map_err(|_| fail(problem(rest.into())))
     };
-    let value = if let Some(p) = lower.strip_suffix('%') {
-        Limit::Relative(hundredths(p, LimitProblem::NotPercentage)?)
+    let (limit, v): (fn(f64) -> Limit, f64) = if let Some(p) = lower.strip_suffix('%') {
+        (Limit::Relative, hundredths(p, LimitProblem::NotPercentage)?)
     } else if let Some(p) = lower.strip_suffix("pp") {
         if metric.kind() != Kind::Fraction {
             return Err(fail(LimitProblem::PointsNotShare));
         }
-        Limit::Absolute(hundredths(p, LimitProblem::NotPoints)?)
+        (Limit::Absolute, hundredths(p, LimitProblem::NotPoints)?)
     } else {
         let v = parse_value(rest, metric.kind()).map_err(|e| fail(e.into()))?;
-        Limit::Absolute(v)
+        (Limit::Absolute, v)
     };
-    let (Limit::Relative(v) | Limit::Absolute(v)) = value;
     if !(v.is_finite() && v >= 0.0) {
         return Err(fail(LimitProblem::NoSize));
     }
     Ok(Threshold {
         metric,
-        limit: match value {
-            Limit::Relative(v) => Limit::Relative(sign * v),
-            Limit::Absolute(v) => Limit::Absolute(sign * v),
-        },
+        limit: limit(sign * v),
     })
 }
 
@@ -503,11 +499,8 @@ pub fn compare(base: &Run, cur: &Run, rules: &Rules) -> Comparison {
         })
         .collect();
     notes.extend(noise_notes(base, cur, &rows));
-    let repeated = [base, cur]
-        .iter()
-        .any(|r| r.levels.iter().any(|l| !l.repetitions.is_empty()));
     Comparison {
-        repeated,
+        repeated: base.repeated() || cur.repeated(),
         baseline: (base.label.clone(), base.dir.display().to_string()),
         current: (cur.label.clone(), cur.dir.display().to_string()),
         rules: rules_text(rules),
@@ -642,8 +635,7 @@ fn judge(limits: &[Threshold], bv: f64, cv: f64, sides: noise::Sides<'_>) -> Sta
 /// What the comparison can say about noise: that single runs cannot tell it from a change, or
 /// where one side's repetitions spread wider than a limit (one note per metric and side).
 fn noise_notes(base: &Run, cur: &Run, rows: &[Row]) -> Vec<String> {
-    let repeated = |r: &Run| r.levels.iter().any(|l| !l.repetitions.is_empty());
-    if !repeated(base) && !repeated(cur) {
+    if !base.repeated() && !cur.repeated() {
         return vec![
             "single runs on both sides: the verdict cannot account for run-to-run noise; run both with --repeat 3 to tell a regression from noise".into(),
         ];

@@ -13,6 +13,7 @@ use crate::analysis::text;
 use crate::artifact::read::LoadedLevel;
 use crate::metrics::Metric;
 use crate::metrics::{MetricRef, MetricSource, Stat, SystemMetric};
+use crate::report::console::is_batch;
 use crate::stats::LevelSummary;
 
 /// Log2 for geometric load ladders, else proportional.
@@ -173,19 +174,12 @@ fn latency_chart(out: &mut Vec<Markup>, ctx: &Ctx) {
         svg::line_chart(&chart),
         if ctx.streaming {
             "A p99 pulling away from p50 is the tail users feel first."
-        } else if batch(ctx.levels) {
+        } else if ctx.levels.iter().any(|l| is_batch(&l.summary)) {
             "Embeddings and rankings answers come whole: request latency is their latency."
         } else {
             "Not streamed: there is no TTFT without --streaming, so request latency is shown."
         },
     );
-}
-
-/// Whether the levels answered embeddings or rankings (inputs counted, no tokens out).
-fn batch(levels: &[LoadedLevel]) -> bool {
-    levels
-        .iter()
-        .any(|l| l.summary.stats.apis.input_throughput.is_some())
 }
 
 /// 2. Throughput versus p99 latency, one point per level labelled by its load, the knee marked.
