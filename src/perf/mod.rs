@@ -249,6 +249,15 @@ impl PerfLevel {
             .map(|p| (p, lat_dist.percentile(f64::from(p), method)));
         let first = agg.dist(Metric::TimeToFirstToken);
         let whole = streaming && agg.came_whole();
+        // As perf_analyzer: client send/receive times are not meaningful for decoupled
+        // streams (the "receive" would span the whole generation), so they are 0 there.
+        let client_avg = |sum_ns: u64, count: u64| {
+            if count > 0 && !streaming {
+                sum_ns as f64 / count as f64
+            } else {
+                0.0
+            }
+        };
         PerfLevel {
             stimulus: summary.stimulus,
             request_count: agg.ok,
@@ -261,18 +270,8 @@ impl PerfLevel {
             first_response: (streaming && !whole && first.count() > 0)
                 .then(|| first.stats_by(1.0, method)),
             extra_percentile: extra,
-            // As perf_analyzer: client send/receive times are not meaningful for decoupled
-            // streams (the "receive" would span the whole generation), so they are 0 there.
-            avg_send_ns: if agg.send_count > 0 && !streaming {
-                agg.sum_send_ns as f64 / agg.send_count as f64
-            } else {
-                0.0
-            },
-            avg_recv_ns: if agg.ok > 0 && !streaming {
-                agg.sum_recv_ns as f64 / agg.ok as f64
-            } else {
-                0.0
-            },
+            avg_send_ns: client_avg(agg.sum_send_ns, agg.send_count),
+            avg_recv_ns: client_avg(agg.sum_recv_ns, agg.ok),
             streaming,
             whole_responses: whole,
             stable: w.stable,
