@@ -191,23 +191,6 @@ impl crate::metrics::MetricSource for PerfLevel {
     }
 }
 
-/// What the settings block shows.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Batch size.
-    pub batch: u32,
-    /// Window rule.
-    pub window: WindowRule,
-    /// Latency threshold (ms).
-    pub latency_threshold_ms: u64,
-    /// "gRPC" or "HTTP".
-    pub protocol: &'static str,
-    /// Streaming.
-    pub streaming: bool,
-    /// `--percentile`.
-    pub percentile: Option<u32>,
-}
-
 impl PerfLevel {
     /// perf_analyzer's numbers of a measured level: throughput in inferences (requests × batch)
     /// per second of the reported windows, latencies in ns, the server's statistics over those
@@ -415,23 +398,19 @@ pub async fn run(plan: &PerfPlan, interrupt: Interrupt, print: bool) -> Result<P
     crate::artifact::ensure_levels_writable(&dirs)?;
     let (protocol, info, client, probe) = session::prepare(plan).await?;
     let dataset = partition(inputs::dataset(plan, &info, protocol)?, plan, print)?;
-    let settings = Settings {
-        batch: plan.batch,
-        window: plan.windows,
-        latency_threshold_ms: plan.latency_threshold_ms,
-        protocol: if protocol == Protocol::Grpc {
-            "gRPC"
-        } else {
-            "HTTP"
-        },
-        streaming: plan.target.streaming,
-        percentile: plan.percentile,
+    let protocol_name = if protocol == Protocol::Grpc {
+        "gRPC"
+    } else {
+        "HTTP"
     };
     if print {
         for n in &probe.notices {
             eprintln!("{n}");
         }
-        crate::publish::console_text(plan.outputs.json_stdout(), &report::settings(&settings));
+        crate::publish::console_text(
+            plan.outputs.json_stdout(),
+            &report::settings(plan, protocol_name),
+        );
     }
     let context = crate::context::RunContext::new(
         plan.outputs.labels.clone(),
@@ -484,7 +463,7 @@ pub async fn run(plan: &PerfPlan, interrupt: Interrupt, print: bool) -> Result<P
         session,
         context,
         sinks,
-        settings,
+        protocol: protocol_name,
         print,
         publisher,
         todo: plan.levels.iter().copied().collect(),
@@ -604,7 +583,8 @@ struct Sweep<'a> {
     context: crate::context::RunContext,
     /// The run-wide timeline, requests log, raw export and live view.
     sinks: Sinks,
-    settings: Settings,
+    /// `gRPC` or `HTTP`, as the report names the protocol.
+    protocol: &'static str,
     /// Whether perf_analyzer's console report is printed.
     print: bool,
     publisher: Publisher,
@@ -796,11 +776,8 @@ impl Sweep<'_> {
     /// Prints the level's block of perf_analyzer's report and hands it to the result channels.
     async fn publish(&mut self, whole: Stimulus, level: &PerfLevel) {
         if self.print {
-            self.publisher.text(&report::level(
-                level,
-                self.settings.protocol,
-                self.plan.percentile,
-            ));
+            self.publisher
+                .text(&report::level(level, self.protocol, self.plan.percentile));
         }
         self.publisher
             .level(LevelReport {
