@@ -201,17 +201,7 @@ impl PerfLevel {
         percentile: Option<u32>,
         method: PercentileMethod,
     ) -> PerfLevel {
-        let windows = files::PerfSection {
-            batch,
-            windows: m.windows.measured,
-            stable: m.windows.stable,
-            window_secs: m.windows.secs,
-            server: m
-                .windows
-                .stats
-                .as_ref()
-                .map(|(a, b)| ServerView::between(a, b)),
-        };
+        let windows = files::PerfSection::of(m, batch);
         PerfLevel::from_parts(&m.summary, &m.agg, &windows, percentile, method)
     }
 
@@ -759,7 +749,7 @@ impl Sweep<'_> {
         level: &PerfLevel,
     ) -> Result<()> {
         levels::note_gpus(&mut self.context, measured);
-        let section = files::PerfSection::of(level, self.plan.batch, measured.windows.secs);
+        let section = files::PerfSection::of(measured, self.plan.batch);
         let own = vec![section.entry()];
         let writer = levels::Mode::writer(self);
         let doc = writer.level_doc(
