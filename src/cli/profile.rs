@@ -47,11 +47,7 @@ pub fn arrival(d: DistributionArg, burstiness: f64) -> Result<Arrival, UsageErro
 impl super::TargetArgs {
     /// `--streaming` / `--no-streaming`; `None` leaves it to what the target can do.
     pub fn streaming_asked(&self) -> Option<bool> {
-        match (self.streaming, self.no_streaming) {
-            (true, _) => Some(true),
-            (false, true) => Some(false),
-            (false, false) => None,
-        }
+        (self.streaming || self.no_streaming).then_some(self.streaming)
     }
 
     /// Where requests go, as given; `measure` holds the client's limits and the metrics headers.
