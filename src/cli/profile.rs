@@ -47,11 +47,7 @@ pub fn arrival(d: DistributionArg, burstiness: f64) -> Result<Arrival, UsageErro
 impl super::TargetArgs {
     /// `--streaming` / `--no-streaming`; `None` leaves it to what the target can do.
     pub fn streaming_asked(&self) -> Option<bool> {
-        match (self.streaming, self.no_streaming) {
-            (true, _) => Some(true),
-            (false, true) => Some(false),
-            (false, false) => None,
-        }
+        (self.streaming || self.no_streaming).then_some(self.streaming)
     }
 
     /// Where requests go, as given; `measure` holds the client's limits and the metrics headers.
@@ -117,8 +113,8 @@ impl super::WorkloadArgs {
 
 impl super::MeasureArgs {
     /// `--confidence`, 95 % when not given.
-    pub fn confidence(&self) -> Result<f64, UsageError> {
-        Ok(self.confidence.unwrap_or(DEFAULT_CONFIDENCE))
+    pub fn confidence(&self) -> f64 {
+        self.confidence.unwrap_or(DEFAULT_CONFIDENCE)
     }
 }
 
@@ -196,7 +192,7 @@ impl ProfileArgs {
         Ok(Some(Rule::new(
             Vec::new(),
             Some(MoeTarget { metric, target }),
-            measure.confidence()?,
+            measure.confidence(),
             Looks::new(self.stop.request_count.unwrap_or(DEFAULT_MOE_CAP)),
             self.stop.measurement_interval.or(self.stop.duration),
         )))
@@ -234,7 +230,7 @@ impl ProfileArgs {
         let mut target = resolve::target(&t.spec(m))?;
         let mut workload = resolve::workload(&WorkloadSpec {
             rankings: target.api == Api::Rankings,
-            accuracy: accuracy.spec(m.confidence()?),
+            accuracy: accuracy.spec(m.confidence()),
             ..w.spec(&self.fixed_schedule)
         })?;
         crate::plan::apis::resolve(

@@ -32,7 +32,7 @@ impl SearchArgs {
         let rule = Rule::new(
             run.slos.clone(),
             None,
-            self.run.measure.confidence()?,
+            self.run.measure.confidence(),
             Looks::new(self.max_probe_requests),
             self.max_probe_time,
         );

@@ -284,24 +284,18 @@ fn describe(info: &ModelInfo) -> String {
     )
 }
 
-pub(super) async fn grpc_model(
-    t: &Target,
-    ch: tonic::transport::Channel,
-) -> (Step, Option<ModelInfo>) {
+pub(super) async fn grpc_model(t: &Target, ch: tonic::transport::Channel) -> Step {
     let step = Step::new("model", format!("model '{}' metadata and config", t.model));
     match grpc::discover(ch, t).await {
         Ok(info) => {
             let detail = describe(&info);
             if let Err(e) = kserve::check_layout(&info, t.backend) {
-                return (
-                    step.fail(detail, format!("{e} (give the matching --backend)")),
-                    None,
-                );
+                return step.fail(detail, format!("{e} (give the matching --backend)"));
             }
             if !info.decoupled {
-                return (step.fail(detail, NOT_DECOUPLED_FIX), None);
+                return step.fail(detail, NOT_DECOUPLED_FIX);
             }
-            (step.ok(detail), Some(info))
+            step.ok(detail)
         }
         Err(PreflightError::Usage(u)) => {
             let msg = u.0;
@@ -310,9 +304,9 @@ pub(super) async fn grpc_model(
             } else {
                 "add the credentials the server asks for"
             };
-            (step.fail(msg, fix), None)
+            step.fail(msg, fix)
         }
-        Err(PreflightError::Unavailable(m)) => (step.fail(m, "see the server's log"), None),
+        Err(PreflightError::Unavailable(m)) => step.fail(m, "see the server's log"),
     }
 }
 

@@ -176,7 +176,7 @@ async fn run_steps(plan: &RunPlan, push: &mut dyn FnMut(Step) -> Option<()>) -> 
             let ch = ch?;
             channel = Some(ch.clone());
             push(grpc_server(t, ch.clone()).await)?;
-            push(grpc_model(t, ch).await.0)?;
+            push(grpc_model(t, ch).await)?;
         }
         Api::Generate => {
             push(http_health(&http, t).await)?;

@@ -44,14 +44,16 @@ impl PerfSection {
         (PERF_KEY, serde_json::to_value(self).unwrap_or_default())
     }
 
-    /// The section of a measured level (`window_secs`: its reported windows' length).
-    pub fn of(level: &super::PerfLevel, batch: u32, window_secs: f64) -> PerfSection {
+    /// The section of a measured level: how its windows went, the server's statistics over
+    /// the reported ones.
+    pub fn of(m: &crate::engine::Measured, batch: u32) -> PerfSection {
+        let w = &m.windows;
         PerfSection {
             batch,
-            windows: level.windows,
-            stable: level.stable,
-            window_secs,
-            server: level.server.clone(),
+            windows: w.measured,
+            stable: w.stable,
+            window_secs: w.secs,
+            server: w.stats.as_ref().map(|(a, b)| ServerView::between(a, b)),
         }
     }
 }

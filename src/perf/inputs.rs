@@ -192,15 +192,6 @@ fn item_shape(
     Ok(spec.dims.clone())
 }
 
-fn with_batch(plan: &PerfPlan, info: &ModelInfo, item: &[i64]) -> Vec<i64> {
-    let mut s = Vec::with_capacity(item.len() + 1);
-    if info.max_batch_size > 0 {
-        s.push(i64::from(plan.batch));
-    }
-    s.extend_from_slice(item);
-    s
-}
-
 fn elements(shape: &[i64]) -> usize {
     shape.iter().map(|d| (*d).max(0) as usize).product()
 }
@@ -252,7 +243,7 @@ fn generated(
     Ok(batched(plan, info, spec, &item, one))
 }
 
-/// Replicates one item's contents along the batch dimension.
+/// Replicates one item's contents along the batch dimension, when the model batches.
 fn batched(
     plan: &PerfPlan,
     info: &ModelInfo,
@@ -260,16 +251,19 @@ fn batched(
     item: &[i64],
     one: Vec<u8>,
 ) -> Tensor {
-    let copies = if info.max_batch_size > 0 {
-        plan.batch as usize
+    let (shape, raw) = if info.max_batch_size > 0 {
+        let batch = std::iter::once(i64::from(plan.batch));
+        (
+            batch.chain(item.iter().copied()).collect(),
+            one.repeat(plan.batch as usize),
+        )
     } else {
-        1
+        (item.to_vec(), one)
     };
-    let raw = if copies == 1 { one } else { one.repeat(copies) };
     Tensor {
         name: spec.name.clone(),
         datatype: spec.datatype,
-        shape: with_batch(plan, info, item),
+        shape,
         raw,
     }
 }
@@ -525,32 +519,32 @@ pub fn http_request(
         .iter()
         .map(|o| json!({"name": o.name, "parameters": {"binary_data": plan.binary_outputs}}))
         .collect();
-    if plan.binary_inputs {
-        let inputs: Vec<Value> = tensors
-            .iter()
-            .map(|t| json!({"name": t.name, "shape": t.shape, "datatype": t.datatype.name(), "parameters": {"binary_data_size": t.raw.len()}}))
-            .collect();
-        let mut header = json!({"inputs": inputs, "outputs": outputs});
-        if !params.is_empty() {
-            header["parameters"] = Value::Object(params);
-        }
-        let mut body = serde_json::to_vec(&header).unwrap_or_default();
-        let header_len = body.len();
-        for t in tensors {
-            body.extend_from_slice(&t.raw);
-        }
-        (body, Some(header_len))
-    } else {
-        let inputs: Vec<Value> = tensors
-            .iter()
-            .map(|t| json!({"name": t.name, "shape": t.shape, "datatype": t.datatype.name(), "data": json_values(t)}))
-            .collect();
-        let mut doc = json!({"inputs": inputs, "outputs": outputs});
-        if !params.is_empty() {
-            doc["parameters"] = Value::Object(params);
-        }
-        (serde_json::to_vec(&doc).unwrap_or_default(), None)
+    let inputs: Vec<Value> = tensors
+        .iter()
+        .map(|t| {
+            let mut input =
+                json!({"name": t.name, "shape": t.shape, "datatype": t.datatype.name()});
+            if plan.binary_inputs {
+                input["parameters"] = json!({"binary_data_size": t.raw.len()});
+            } else {
+                input["data"] = Value::Array(json_values(t));
+            }
+            input
+        })
+        .collect();
+    let mut header = json!({"inputs": inputs, "outputs": outputs});
+    if !params.is_empty() {
+        header["parameters"] = Value::Object(params);
     }
+    let mut body = serde_json::to_vec(&header).unwrap_or_default();
+    if !plan.binary_inputs {
+        return (body, None);
+    }
+    let header_len = body.len();
+    for t in tensors {
+        body.extend_from_slice(&t.raw);
+    }
+    (body, Some(header_len))
 }
 
 /// A tensor's values as a flat JSON list (for the all-JSON HTTP encoding).

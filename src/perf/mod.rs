@@ -191,23 +191,6 @@ impl crate::metrics::MetricSource for PerfLevel {
     }
 }
 
-/// What the settings block shows.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Batch size.
-    pub batch: u32,
-    /// Window rule.
-    pub window: WindowRule,
-    /// Latency threshold (ms).
-    pub latency_threshold_ms: u64,
-    /// "gRPC" or "HTTP".
-    pub protocol: &'static str,
-    /// Streaming.
-    pub streaming: bool,
-    /// `--percentile`.
-    pub percentile: Option<u32>,
-}
-
 impl PerfLevel {
     /// perf_analyzer's numbers of a measured level: throughput in inferences (requests × batch)
     /// per second of the reported windows, latencies in ns, the server's statistics over those
@@ -218,17 +201,7 @@ impl PerfLevel {
         percentile: Option<u32>,
         method: PercentileMethod,
     ) -> PerfLevel {
-        let windows = files::PerfSection {
-            batch,
-            windows: m.windows.measured,
-            stable: m.windows.stable,
-            window_secs: m.windows.secs,
-            server: m
-                .windows
-                .stats
-                .as_ref()
-                .map(|(a, b)| ServerView::between(a, b)),
-        };
+        let windows = files::PerfSection::of(m, batch);
         PerfLevel::from_parts(&m.summary, &m.agg, &windows, percentile, method)
     }
 
@@ -249,6 +222,15 @@ impl PerfLevel {
             .map(|p| (p, lat_dist.percentile(f64::from(p), method)));
         let first = agg.dist(Metric::TimeToFirstToken);
         let whole = streaming && agg.came_whole();
+        // As perf_analyzer: client send/receive times are not meaningful for decoupled
+        // streams (the "receive" would span the whole generation), so they are 0 there.
+        let client_avg = |sum_ns: u64, count: u64| {
+            if count > 0 && !streaming {
+                sum_ns as f64 / count as f64
+            } else {
+                0.0
+            }
+        };
         PerfLevel {
             stimulus: summary.stimulus,
             request_count: agg.ok,
@@ -261,18 +243,8 @@ impl PerfLevel {
             first_response: (streaming && !whole && first.count() > 0)
                 .then(|| first.stats_by(1.0, method)),
             extra_percentile: extra,
-            // As perf_analyzer: client send/receive times are not meaningful for decoupled
-            // streams (the "receive" would span the whole generation), so they are 0 there.
-            avg_send_ns: if agg.send_count > 0 && !streaming {
-                agg.sum_send_ns as f64 / agg.send_count as f64
-            } else {
-                0.0
-            },
-            avg_recv_ns: if agg.ok > 0 && !streaming {
-                agg.sum_recv_ns as f64 / agg.ok as f64
-            } else {
-                0.0
-            },
+            avg_send_ns: client_avg(agg.sum_send_ns, agg.send_count),
+            avg_recv_ns: client_avg(agg.sum_recv_ns, agg.ok),
             streaming,
             whole_responses: whole,
             stable: w.stable,
@@ -416,23 +388,19 @@ pub async fn run(plan: &PerfPlan, interrupt: Interrupt, print: bool) -> Result<P
     crate::artifact::ensure_levels_writable(&dirs)?;
     let (protocol, info, client, probe) = session::prepare(plan).await?;
     let dataset = partition(inputs::dataset(plan, &info, protocol)?, plan, print)?;
-    let settings = Settings {
-        batch: plan.batch,
-        window: plan.windows,
-        latency_threshold_ms: plan.latency_threshold_ms,
-        protocol: if protocol == Protocol::Grpc {
-            "gRPC"
-        } else {
-            "HTTP"
-        },
-        streaming: plan.target.streaming,
-        percentile: plan.percentile,
+    let protocol_name = if protocol == Protocol::Grpc {
+        "gRPC"
+    } else {
+        "HTTP"
     };
     if print {
         for n in &probe.notices {
             eprintln!("{n}");
         }
-        crate::publish::console_text(plan.outputs.json_stdout(), &report::settings(&settings));
+        crate::publish::console_text(
+            plan.outputs.json_stdout(),
+            &report::settings(plan, protocol_name),
+        );
     }
     let context = crate::context::RunContext::new(
         plan.outputs.labels.clone(),
@@ -485,7 +453,7 @@ pub async fn run(plan: &PerfPlan, interrupt: Interrupt, print: bool) -> Result<P
         session,
         context,
         sinks,
-        settings,
+        protocol: protocol_name,
         print,
         publisher,
         todo: plan.levels.iter().copied().collect(),
@@ -605,7 +573,8 @@ struct Sweep<'a> {
     context: crate::context::RunContext,
     /// The run-wide timeline, requests log, raw export and live view.
     sinks: Sinks,
-    settings: Settings,
+    /// `gRPC` or `HTTP`, as the report names the protocol.
+    protocol: &'static str,
     /// Whether perf_analyzer's console report is printed.
     print: bool,
     publisher: Publisher,
@@ -780,7 +749,7 @@ impl Sweep<'_> {
         level: &PerfLevel,
     ) -> Result<()> {
         levels::note_gpus(&mut self.context, measured);
-        let section = files::PerfSection::of(level, self.plan.batch, measured.windows.secs);
+        let section = files::PerfSection::of(measured, self.plan.batch);
         let own = vec![section.entry()];
         let writer = levels::Mode::writer(self);
         let doc = writer.level_doc(
@@ -797,11 +766,8 @@ impl Sweep<'_> {
     /// Prints the level's block of perf_analyzer's report and hands it to the result channels.
     async fn publish(&mut self, whole: Stimulus, level: &PerfLevel) {
         if self.print {
-            self.publisher.text(&report::level(
-                level,
-                self.settings.protocol,
-                self.plan.percentile,
-            ));
+            self.publisher
+                .text(&report::level(level, self.protocol, self.plan.percentile));
         }
         self.publisher
             .level(LevelReport {

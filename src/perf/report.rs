@@ -94,11 +94,11 @@ fn stimulus_label(s: &Stimulus) -> String {
 }
 
 /// The `*** Measurement Settings ***` block.
-pub fn settings(s: &super::Settings) -> String {
+pub fn settings(plan: &super::plan::PerfPlan, protocol: &str) -> String {
     let mut out = String::from("*** Measurement Settings ***\n");
-    let _ = writeln!(out, "  Batch size: {}", s.batch);
+    let _ = writeln!(out, "  Batch size: {}", plan.batch);
     out.push_str("  Service Kind: Triton\n");
-    let _ = match s.window {
+    let _ = match plan.windows {
         crate::load::WindowRule::Time(d) => {
             out.push_str("  Using \"time_windows\" mode for stabilization\n");
             // The flag's value; windows last 1.2 × this.
@@ -123,18 +123,19 @@ pub fn settings(s: &super::Settings) -> String {
             l.cap
         ),
     };
-    if s.latency_threshold_ms > 0 {
-        let _ = writeln!(out, "  Latency limit: {} msec", s.latency_threshold_ms);
+    if plan.latency_threshold_ms > 0 {
+        let _ = writeln!(out, "  Latency limit: {} msec", plan.latency_threshold_ms);
     }
     let _ = writeln!(
         out,
-        "  Using asynchronous calls for inference over {}",
-        s.protocol
+        "  Using asynchronous calls for inference over {protocol}"
     );
-    if s.streaming {
+    if plan.target.streaming {
         out.push_str("  Streaming responses (ModelStreamInfer)\n");
     }
-    let which = s.percentile.map_or("average".into(), |p| format!("p{p}"));
+    let which = plan
+        .percentile
+        .map_or("average".into(), |p| format!("p{p}"));
     let _ = writeln!(out, "  Stabilizing using {which} latency and throughput");
     out.push('\n');
     out

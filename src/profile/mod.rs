@@ -330,8 +330,9 @@ impl Runner {
     ) -> Result<LevelResult> {
         create_dir(level.dir)?;
         let measured = self.measure(plan, level).await?;
-        let kept = self.keep(plan, level, measured, ui)?;
-        Ok(kept.publish(&mut self.publisher).await)
+        let (report, result) = self.keep(plan, level, measured, ui)?;
+        self.publisher.level(report).await;
+        Ok(result)
     }
 
     /// One level on the engine, with its own `requests.jsonl` and timeline in its directory.
@@ -382,14 +383,15 @@ impl Runner {
         Ok(measured)
     }
 
-    /// Checks a measured level's SLOs, writes its files and says it on the console.
+    /// Checks a measured level's SLOs, writes its files and says it on the console: what is
+    /// published, and what is kept.
     fn keep(
         &mut self,
         plan: &RunPlan,
         level: &LevelRun<'_>,
         measured: Measured,
         ui: Ui,
-    ) -> Result<Kept> {
+    ) -> Result<(LevelReport, LevelResult)> {
         let slo = slo::evaluate(&plan.slos, &measured.summary);
         levels::note_gpus(&mut self.ids.context, &measured);
         let writer = self.writer(plan);
@@ -417,37 +419,22 @@ impl Runner {
                 eprintln!("  {line}");
             }
         }
-        Ok(Kept {
-            report: LevelReport {
-                stimulus: level.part.whole,
-                doc,
-                slo: slo.clone(),
-                validity: measured.summary.validity.clone(),
-                key: KeyMetrics::of(&measured.summary),
-            },
-            result: LevelResult {
-                sent: measured.sent,
-                summary: measured.summary,
-                dir: level.dir.to_path_buf(),
-                slo,
-                repetitions: Vec::new(),
-                settled: measured.settled,
-            },
-        })
-    }
-}
-
-/// A measured level with its files written: what is published, then kept.
-struct Kept {
-    report: LevelReport,
-    result: LevelResult,
-}
-
-impl Kept {
-    /// Hands the level to the result channels and returns it.
-    async fn publish(self, publisher: &mut Publisher) -> LevelResult {
-        publisher.level(self.report).await;
-        self.result
+        let report = LevelReport {
+            stimulus: level.part.whole,
+            doc,
+            slo: slo.clone(),
+            validity: measured.summary.validity.clone(),
+            key: KeyMetrics::of(&measured.summary),
+        };
+        let result = LevelResult {
+            sent: measured.sent,
+            summary: measured.summary,
+            dir: level.dir.to_path_buf(),
+            slo,
+            repetitions: Vec::new(),
+            settled: measured.settled,
+        };
+        Ok((report, result))
     }
 }
 
@@ -646,12 +633,11 @@ pub(crate) fn write_sweep(
     }
     artifact::repeat::add_to_summary(&mut doc, spreads);
     artifact::stamp(&mut doc);
-    write_file(&d.join(artifact::SUMMARY_JSON_FILE), pretty(&doc))?;
+    write_file(
+        &d.join(artifact::SUMMARY_JSON_FILE),
+        serde_json::to_string_pretty(&doc).unwrap_or_default(),
+    )?;
     write_report(plan, d, levels, &ids.context)
-}
-
-fn pretty(v: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
 /// Writes `report.html` into `dir`: the sweep's, next to `summary.csv`, or a single level's

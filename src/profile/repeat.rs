@@ -174,14 +174,8 @@ fn combine_level(
 fn relative(from: &Path, target: &Path) -> PathBuf {
     let (f, t): (Vec<_>, Vec<_>) = (from.components().collect(), target.components().collect());
     let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
-    let mut out = PathBuf::new();
-    for _ in common..f.len() {
-        out.push("..");
-    }
-    for c in &t[common..] {
-        out.push(c);
-    }
-    out
+    let up = std::iter::repeat_n(std::path::Component::ParentDir, f.len() - common);
+    up.chain(t[common..].iter().copied()).collect()
 }
 
 /// The sweep's files (`summary.csv`, `summary.json` with each level's spread, `report.html`)

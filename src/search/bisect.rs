@@ -222,59 +222,33 @@ mod tests {
         tried.iter().map(|t| t.0).collect()
     }
 
+    /// Each probe's kind, in order, as a letter: `P` a proof, `S` a scout.
+    fn kinds(tried: &[(f64, Kind)]) -> String {
+        let letter = |k: Kind| if k == Kind::Proof { 'P' } else { 'S' };
+        tried.iter().map(|t| letter(t.1)).collect()
+    }
+
     #[test]
     fn from_max_scouts_down_then_bisects_with_one_meets_proof() {
-        use Kind::{Proof as P, Scout as S};
         let (tried, answer, next) = probes(Order::new(true, 1.0, 64.0, 1.0, true), |c| c <= 8.0);
-        assert_eq!(
-            tried,
-            [
-                (64.0, P),
-                (32.0, S),
-                (16.0, S),
-                (8.0, S),
-                (12.0, P),
-                (10.0, P),
-                (9.0, P),
-                (8.0, P)
-            ]
-        );
+        assert_eq!(loads(&tried), [64.0, 32.0, 16.0, 8.0, 12.0, 10.0, 9.0, 8.0]);
+        assert_eq!(kinds(&tried), "PSSSPPPP");
         assert_eq!((answer, next), (Some(8.0), Some(9.0)));
         // The scout at 32 is covered by the proof at 40: one meets proof in all.
         let (tried, answer, _) = probes(Order::new(true, 1.0, 64.0, 1.0, true), |c| c <= 40.0);
-        assert_eq!(
-            tried,
-            [
-                (64.0, P),
-                (32.0, S),
-                (48.0, P),
-                (40.0, P),
-                (44.0, P),
-                (42.0, P),
-                (41.0, P)
-            ]
-        );
+        assert_eq!(loads(&tried), [64.0, 32.0, 48.0, 40.0, 44.0, 42.0, 41.0]);
+        assert_eq!(kinds(&tried), "PSPPPPP");
         assert_eq!(answer, Some(40.0));
     }
 
     #[test]
     fn climbs_with_scouts_and_proves_only_the_answer() {
         let (tried, answer, next) = probes(Order::new(true, 1.0, 4096.0, 1.0, false), |c| c <= 8.0);
-        use Kind::{Proof as P, Scout as S};
         assert_eq!(
-            tried,
-            [
-                (1.0, S),
-                (2.0, S),
-                (4.0, S),
-                (8.0, S),
-                (16.0, S),
-                (12.0, P),
-                (10.0, P),
-                (9.0, P),
-                (8.0, P)
-            ]
+            loads(&tried),
+            [1.0, 2.0, 4.0, 8.0, 16.0, 12.0, 10.0, 9.0, 8.0]
         );
+        assert_eq!(kinds(&tried), "SSSSSPPPP");
         assert_eq!((answer, next), (Some(8.0), Some(9.0)));
         let (tried, answer, _) = probes(Order::new(true, 1.0, 4096.0, 1.0, false), |c| c <= 11.0);
         assert_eq!(loads(&tried), [1.0, 2.0, 4.0, 8.0, 16.0, 12.0, 10.0, 11.0]);

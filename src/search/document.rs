@@ -38,7 +38,7 @@ pub fn document(
             .iter()
             .filter(|p| p.verdict == ProbeVerdict::Fails)
             .map(|p| p.load)
-            .fold(None, |m: Option<f64>, l| Some(m.map_or(l, |m| m.min(l)))),
+            .reduce(f64::min),
     };
     let spent: u64 = probes.iter().map(|p| p.level.sent).sum();
     let top = next.map_or_else(|| answer.map_or(plan.min, |a| a.load), |n| n.load);

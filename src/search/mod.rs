@@ -48,8 +48,6 @@ pub struct Probe {
 /// A finished (or interrupted, or timed-out) search.
 #[derive(Debug, Clone)]
 pub struct SearchOutcome {
-    /// Every probe, in the order made.
-    pub probes: Vec<Probe>,
     /// What `search.json` holds: the answer, its confidence, the probes, the cost.
     pub doc: SearchDoc,
     /// The search's directory.
@@ -142,7 +140,7 @@ pub async fn run(plan: &SearchPlan, interrupt: Interrupt, ui: Ui) -> Result<Sear
         knee: None,
         verdict: vec![doc.statement.clone()],
     })?;
-    Ok(SearchOutcome { probes, doc, dir })
+    Ok(SearchOutcome { doc, dir })
 }
 
 /// `search`'s choices in the level loop: the probes [`bisect`] orders, each under the
