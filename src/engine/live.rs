@@ -185,11 +185,6 @@ impl LiveView {
         }
     }
 
-    /// How it draws.
-    pub fn display(&self) -> Display {
-        self.inner.display
-    }
-
     /// Levels in the plan.
     pub fn total(&self) -> Option<u32> {
         self.inner.total
