@@ -248,6 +248,7 @@ impl Metric {
     strum::EnumString,
     strum::VariantArray,
     strum::VariantNames,
+    strum::Display,
 )]
 #[strum(serialize_all = "kebab-case")]
 pub enum PercentileMethod {
@@ -269,12 +270,6 @@ impl PercentileMethod {
     /// The name used on the command line and in the JSON files.
     pub fn key(self) -> &'static str {
         self.into()
-    }
-}
-
-impl fmt::Display for PercentileMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.key())
     }
 }
 

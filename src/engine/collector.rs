@@ -120,14 +120,10 @@ impl Sinks {
         if let Some(r) = self.records.take() {
             r.finish()?;
         }
-        self.raw_result(what)
-    }
-
-    /// The first error the raw export met, naming the file.
-    pub fn raw_result(&mut self, what: &str) -> crate::error::Result<()> {
-        let failed =
-            |e: std::io::Error| crate::error::Error::failed(format!("writing {what}: {e}"));
-        self.raw_error.take().map_or(Ok(()), |e| Err(failed(e)))
+        match self.raw_error.take() {
+            Some(e) => Err(crate::error::Error::failed(format!("writing {what}: {e}"))),
+            None => Ok(()),
+        }
     }
 }
 
