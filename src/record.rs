@@ -22,14 +22,9 @@ pub struct Clock {
 impl Clock {
     /// Starts a clock now.
     pub fn start() -> Clock {
-        let anchor = Instant::now();
-        let unix_anchor_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
         Clock {
-            anchor,
-            unix_anchor_ns,
+            anchor: Instant::now(),
+            unix_anchor_ns: unix_now_ns(),
         }
     }
 
@@ -62,6 +57,13 @@ impl Clock {
     pub fn unix_anchor_ns(&self) -> u64 {
         self.unix_anchor_ns
     }
+}
+
+/// The wall clock now, Unix ns.
+pub fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Whether a request counts in the results.
