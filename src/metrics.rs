@@ -357,17 +357,14 @@ impl Objective {
     /// Whether a request meets the objective. Time metrics must be at most the bound, throughput
     /// at least; a metric the request does not have (ITL of a one-token answer) cannot be missed.
     pub fn met_by(&self, rec: &RequestRecord) -> bool {
-        match per_request_value(self.metric, rec) {
-            None => true,
-            Some(v) => {
-                let shown = v as f64 * self.metric.unit().scale();
-                if self.metric == Metric::OutputTokenThroughputPerUser {
-                    shown >= self.bound
-                } else {
-                    shown <= self.bound
-                }
+        per_request_value(self.metric, rec).is_none_or(|v| {
+            let shown = v as f64 * self.metric.unit().scale();
+            if self.metric == Metric::OutputTokenThroughputPerUser {
+                shown >= self.bound
+            } else {
+                shown <= self.bound
             }
-        }
+        })
     }
 }
 
