@@ -246,7 +246,8 @@ pub fn grpc_code_name(code: i32) -> &'static str {
 }
 
 /// A failed request: the kind (counted) and a message (the first of each kind is shown).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", .kind.key())]
 pub struct RequestError {
     /// What kind of failure.
     pub kind: ErrorKind,
@@ -261,12 +262,6 @@ impl RequestError {
             kind,
             message: message.into().into_boxed_str(),
         }
-    }
-}
-
-impl std::fmt::Display for RequestError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.kind.key(), self.message)
     }
 }
 
