@@ -468,7 +468,7 @@ impl LevelLive {
 }
 
 /// What the level's load is, for what its tally keeps.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Shape {
     /// Responses stream: TTFT and ITL mean something.
     pub streaming: bool,
@@ -480,6 +480,7 @@ pub struct Shape {
 }
 
 /// The collector's running numbers for the view: measured requests only, warm-up counted.
+#[derive(Default)]
 pub struct Tally {
     feed: Arc<Feed>,
     shape: Shape,
@@ -507,19 +508,7 @@ impl Tally {
         Tally {
             feed,
             shape,
-            ttft: Dist::new(),
-            latency: Dist::new(),
-            lag: Dist::new(),
-            itl_sum_ns: 0.0,
-            itl_count: 0,
-            done: 0,
-            errors: 0,
-            cancelled: 0,
-            abandoned: 0,
-            warmup: 0,
-            osl: 0,
-            windows: 0,
-            next_publish_ns: 0,
+            ..Tally::default()
         }
     }
 
