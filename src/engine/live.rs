@@ -427,6 +427,7 @@ impl Feed {
 
 /// A level's share of the live view: the counters the workers bump, the tally its collector
 /// keeps and the drawing. Without a view only the counters, which nobody else reads.
+#[derive(Default)]
 pub struct LevelLive {
     /// For the collector's [`super::collector::Setup`].
     pub tally: Option<Tally>,
@@ -442,12 +443,7 @@ impl LevelLive {
     /// Starts drawing level `head`, a load of `shape`, on `view` when there is one.
     pub fn start(view: Option<&LiveView>, head: Head, shape: Shape, times: Times) -> LevelLive {
         let Some(view) = view else {
-            return LevelLive {
-                tally: None,
-                warmup_sent: Arc::default(),
-                sent: Arc::default(),
-                view: None,
-            };
+            return LevelLive::default();
         };
         let feed = Arc::new(Feed::default());
         LevelLive {
