@@ -65,16 +65,6 @@ impl Error {
         Error::Failed(msg.into())
     }
 
-    /// The error a typed cause becomes at the command line: its message, and its own exit code
-    /// (2: usage, 1: failed run). Typed errors that reach `main` say their code with an
-    /// `exit_code` method and convert through this.
-    pub fn with_exit_code(code: u8, cause: &impl std::fmt::Display) -> Error {
-        match code {
-            2 => Error::Usage(cause.to_string()),
-            _ => Error::Failed(cause.to_string()),
-        }
-    }
-
     /// An I/O error on `path`.
     pub fn io(action: &'static str, path: &Path, source: std::io::Error) -> Error {
         Error::Io {
@@ -133,7 +123,7 @@ macro_rules! usage_error {
 
         impl From<$t> for $crate::error::Error {
             fn from(e: $t) -> Self {
-                $crate::error::Error::with_exit_code(e.exit_code(), &e)
+                $crate::error::Error::Usage(e.to_string())
             }
         }
     };

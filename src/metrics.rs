@@ -248,6 +248,7 @@ impl Metric {
     strum::EnumString,
     strum::VariantArray,
     strum::VariantNames,
+    strum::Display,
 )]
 #[strum(serialize_all = "kebab-case")]
 pub enum PercentileMethod {
@@ -269,12 +270,6 @@ impl PercentileMethod {
     /// The name used on the command line and in the JSON files.
     pub fn key(self) -> &'static str {
         self.into()
-    }
-}
-
-impl fmt::Display for PercentileMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.key())
     }
 }
 
@@ -362,17 +357,14 @@ impl Objective {
     /// Whether a request meets the objective. Time metrics must be at most the bound, throughput
     /// at least; a metric the request does not have (ITL of a one-token answer) cannot be missed.
     pub fn met_by(&self, rec: &RequestRecord) -> bool {
-        match per_request_value(self.metric, rec) {
-            None => true,
-            Some(v) => {
-                let shown = v as f64 * self.metric.unit().scale();
-                if self.metric == Metric::OutputTokenThroughputPerUser {
-                    shown >= self.bound
-                } else {
-                    shown <= self.bound
-                }
+        per_request_value(self.metric, rec).is_none_or(|v| {
+            let shown = v as f64 * self.metric.unit().scale();
+            if self.metric == Metric::OutputTokenThroughputPerUser {
+                shown >= self.bound
+            } else {
+                shown <= self.bound
             }
-        }
+        })
     }
 }
 
@@ -407,7 +399,7 @@ pub fn per_request_value(metric: Metric, rec: &RequestRecord) -> Option<u64> {
 }
 
 /// A statistic of a distribution; its key in files and expressions is its lower-case name
-/// (`p99.9` for [`Stat::P999`]), `mean` and `median` read back too.
+/// (`p99.9` for [`Stat::P999`]), `mean`, `median` and `p999` read back too.
 #[derive(
     Debug,
     Clone,
@@ -463,11 +455,6 @@ impl Stat {
     /// The key used in files and expressions (`p99`, `p99.9`).
     pub fn key(self) -> &'static str {
         self.into()
-    }
-
-    /// Parses a statistic name (`mean`, `median` and `p999` are accepted too).
-    pub fn parse(s: &str) -> Option<Stat> {
-        s.parse().ok()
     }
 
     /// The quantile (0..1) a percentile statistic estimates; `None` for the others.
@@ -587,10 +574,6 @@ impl SystemMetric {
     /// Key in expressions and files.
     pub fn key(self) -> &'static str {
         self.into()
-    }
-
-    fn parse(s: &str) -> Option<SystemMetric> {
-        s.parse().ok()
     }
 
     fn kind(self) -> Kind {
@@ -742,7 +725,7 @@ impl MetricRef {
     pub fn parse(s: &str) -> Result<MetricRef, MetricError> {
         let s = s.trim();
         let (name, stat) = s.split_once('.').map_or((s, None), |(n, st)| (n, Some(st)));
-        if let Some(sys) = SystemMetric::parse(name) {
+        if let Ok(sys) = name.parse::<SystemMetric>() {
             return match stat {
                 None | Some("avg") => Ok(MetricRef::System(sys)),
                 Some(other) => Err(MetricError::SingleNumber {
@@ -754,7 +737,7 @@ impl MetricRef {
         let metric =
             Metric::from_key(name).ok_or_else(|| MetricError::UnknownMetric(name.into()))?;
         let stat = stat.ok_or_else(|| MetricError::NoStat(name.into()))?;
-        let stat = Stat::parse(stat).ok_or_else(|| MetricError::UnknownStat {
+        let stat = stat.parse::<Stat>().map_err(|_| MetricError::UnknownStat {
             stat: stat.into(),
             name: name.into(),
         })?;
@@ -1108,7 +1091,7 @@ mod tests {
             Metric::TimeToFirstTokenIntended.key(),
             "time_to_first_token_from_intended"
         );
-        assert_eq!(Stat::parse("median"), Some(Stat::P50));
+        assert_eq!("median".parse::<Stat>(), Ok(Stat::P50));
         assert_eq!(Stat::P999.key(), "p99.9");
         assert_eq!(
             MetricRef::parse("server_queue_share"),

@@ -22,14 +22,9 @@ pub struct Clock {
 impl Clock {
     /// Starts a clock now.
     pub fn start() -> Clock {
-        let anchor = Instant::now();
-        let unix_anchor_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
         Clock {
-            anchor,
-            unix_anchor_ns,
+            anchor: Instant::now(),
+            unix_anchor_ns: unix_now_ns(),
         }
     }
 
@@ -62,6 +57,13 @@ impl Clock {
     pub fn unix_anchor_ns(&self) -> u64 {
         self.unix_anchor_ns
     }
+}
+
+/// The wall clock now, Unix ns.
+pub fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Whether a request counts in the results.
@@ -244,7 +246,8 @@ pub fn grpc_code_name(code: i32) -> &'static str {
 }
 
 /// A failed request: the kind (counted) and a message (the first of each kind is shown).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", .kind.key())]
 pub struct RequestError {
     /// What kind of failure.
     pub kind: ErrorKind,
@@ -259,12 +262,6 @@ impl RequestError {
             kind,
             message: message.into().into_boxed_str(),
         }
-    }
-}
-
-impl std::fmt::Display for RequestError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.kind.key(), self.message)
     }
 }
 

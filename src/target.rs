@@ -90,15 +90,7 @@ impl Api {
     /// TEI for Responses, Messages, embeddings and rerank too); Triton's generate and KServe
     /// list theirs in the model repository.
     pub fn lists_openai_models(self) -> bool {
-        match self {
-            Api::Chat
-            | Api::Completions
-            | Api::Responses
-            | Api::Messages
-            | Api::Embeddings
-            | Api::Rankings => true,
-            Api::Kserve | Api::Generate | Api::Infer => false,
-        }
+        !matches!(self, Api::Kserve | Api::Generate | Api::Infer)
     }
 
     /// Whether requests carry chat-like input: roles, images and tool definitions.

@@ -11,10 +11,10 @@
 //!   TEI's `/v1/rerank`), NIM `{"rankings": [{"index", "logit"}]}`, TEI `[{"index", "score"}]`;
 //! * an `error` field (string or `{message}`), in either.
 
-use super::seed::seed;
 use std::fmt;
 
 use base64::Engine as _;
+use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// What a valid answer held.
@@ -39,31 +39,29 @@ pub enum BatchError {
 
 /// Checks an embeddings answer to a request of `expected` texts.
 pub fn embeddings(body: &[u8], expected: u32) -> Result<BatchReply, BatchError> {
-    let mut r = Reading::default();
-    let mut de = serde_json::Deserializer::from_slice(body);
-    if let Err(e) = (EmbeddingsSeed { r: &mut r })
-        .deserialize(&mut de)
-        .and_then(|()| de.end())
-    {
-        return Err(BatchError::Malformed(not_json("embeddings", body, &e)));
-    }
-    if let Some(e) = r.error {
+    let answer: Embeddings = serde_json::from_slice(body)
+        .map_err(|e| BatchError::Malformed(not_json("embeddings", body, &e)))?;
+    if let Some(e) = super::events::error_message(&answer.error) {
         return Err(BatchError::Server(e));
     }
-    if let Some(msg) = r.bad {
-        return Err(BatchError::Malformed(msg));
-    }
-    let Some(data) = r.data else {
+    let Some(data) = answer.data else {
         return Err(BatchError::Malformed(
             "the answer has no \"data\" list of embeddings".into(),
         ));
     };
-    check_count(data.len(), &data, expected, "embedding")?;
-    let dim = data.first().map(|d| d.1);
-    if let Some(i) = data.iter().position(|d| Some(d.1) != dim) {
+    if let Some(msg) = data
+        .iter()
+        .enumerate()
+        .find_map(|(i, d)| d.embedding.problem(i))
+    {
+        return Err(BatchError::Malformed(msg));
+    }
+    check_count(data.iter().map(|d| d.index.as_u64()), expected, "embedding")?;
+    let dim = data.first().map(|d| d.embedding.dim);
+    if let Some(i) = data.iter().position(|d| Some(d.embedding.dim) != dim) {
         return Err(BatchError::Malformed(format!(
             "embedding {i} has {} dimensions where embedding 0 has {}",
-            data[i].1,
+            data[i].embedding.dim,
             dim.unwrap_or(0)
         )));
     }
@@ -73,7 +71,7 @@ pub fn embeddings(body: &[u8], expected: u32) -> Result<BatchReply, BatchError> 
     Ok(BatchReply {
         items: expected,
         dim,
-        prompt_tokens: r.prompt_tokens,
+        prompt_tokens: prompt_tokens(&answer.usage),
     })
 }
 
@@ -95,7 +93,7 @@ pub fn rankings(body: &[u8], expected: u32) -> Result<BatchReply, BatchError> {
                 )
             })?,
     };
-    let mut seen: Vec<(Option<u64>, u32)> = Vec::with_capacity(list.len());
+    let mut seen: Vec<Option<u64>> = Vec::with_capacity(list.len());
     for (i, item) in list.iter().enumerate() {
         let score = ["relevance_score", "score", "logit"]
             .iter()
@@ -106,34 +104,37 @@ pub fn rankings(body: &[u8], expected: u32) -> Result<BatchReply, BatchError> {
                 "result {i}'s score is not a finite number: {score}"
             )));
         }
-        seen.push((item.get("index").and_then(serde_json::Value::as_u64), 0));
+        seen.push(item.get("index").and_then(serde_json::Value::as_u64));
     }
-    check_count(list.len(), &seen, expected, "score")?;
+    check_count(seen.into_iter(), expected, "score")?;
     Ok(BatchReply {
         items: expected,
         dim: None,
-        prompt_tokens: v
-            .pointer("/usage/prompt_tokens")
-            .and_then(serde_json::Value::as_u64)
-            .map(|n| n.min(u64::from(u32::MAX)) as u32),
+        prompt_tokens: v.get("usage").and_then(prompt_tokens),
     })
 }
 
+/// `usage.prompt_tokens`, when the server reported it.
+fn prompt_tokens(usage: &serde_json::Value) -> Option<u32> {
+    let n = usage.get("prompt_tokens")?.as_u64()?;
+    Some(n.min(u64::from(u32::MAX)) as u32)
+}
+
 /// One item per input, and (where items say their index) every index once, below `expected`.
-fn check_count<T>(
-    n: usize,
-    items: &[(Option<u64>, T)],
+fn check_count(
+    indexes: impl ExactSizeIterator<Item = Option<u64>>,
     expected: u32,
     what: &str,
 ) -> Result<(), BatchError> {
+    let n = indexes.len();
     if n != expected as usize {
         return Err(BatchError::Malformed(format!(
             "{n} {what}s for {expected} inputs: the server must answer each input once"
         )));
     }
     let mut hit = vec![false; n];
-    for (i, (index, _)) in items.iter().enumerate() {
-        let Some(ix) = *index else { continue };
+    for (i, index) in indexes.enumerate() {
+        let Some(ix) = index else { continue };
         match hit.get_mut(ix as usize) {
             Some(h) if !*h => *h = true,
             Some(_) => {
@@ -165,142 +166,94 @@ fn not_json(api: &str, body: &[u8], e: &serde_json::Error) -> String {
     format!("the {api} answer is not valid JSON ({e}): {text}")
 }
 
-/// An embeddings answer as read: each item's index and dimension.
-#[derive(Default)]
-struct Reading {
-    data: Option<Vec<(Option<u64>, u32)>>,
-    prompt_tokens: Option<u32>,
-    error: Option<String>,
-    /// The first thing wrong inside the data (a null or a non-number in a vector).
-    bad: Option<String>,
+/// An embeddings answer as read; `usage`, `error` and each `index` may have any shape.
+#[derive(Deserialize)]
+struct Embeddings {
+    data: Option<Vec<Embedding>>,
+    #[serde(default)]
+    usage: serde_json::Value,
+    #[serde(default)]
+    error: serde_json::Value,
 }
 
-struct EmbeddingsSeed<'a> {
-    r: &'a mut Reading,
-}
-
-seed! {
-    EmbeddingsSeed, deserialize_map, "an embeddings answer",
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match key.as_ref() {
-                "data" => {
-                    let mut items = Vec::new();
-                    map.next_value_seed(DataSeed { items: &mut items, bad: &mut self.r.bad })?;
-                    self.r.data = Some(items);
-                }
-                "usage" => {
-                    let u: serde_json::Value = map.next_value()?;
-                    self.r.prompt_tokens = u
-                        .get("prompt_tokens")
-                        .and_then(serde_json::Value::as_u64)
-                        .map(|n| n.min(u64::from(u32::MAX)) as u32);
-                }
-                "error" => {
-                    let v: serde_json::Value = map.next_value()?;
-                    self.r.error = super::events::error_message(&v);
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-struct DataSeed<'a> {
-    items: &'a mut Vec<(Option<u64>, u32)>,
-    bad: &'a mut Option<String>,
-}
-
-seed! {
-    DataSeed, deserialize_seq, "a list of embeddings",
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        loop {
-            let mut item = (None, 0u32);
-            let i = self.items.len();
-            let more = seq.next_element_seed(ItemSeed { item: &mut item, bad: &mut *self.bad, i })?;
-            if more.is_none() {
-                return Ok(());
-            }
-            self.items.push(item);
-        }
-    }
-}
-
-struct ItemSeed<'a> {
-    item: &'a mut (Option<u64>, u32),
-    bad: &'a mut Option<String>,
-    i: usize,
-}
-
-seed! {
-    ItemSeed, deserialize_map, "an embedding object",
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match key.as_ref() {
-                "index" => {
-                    let v: serde_json::Value = map.next_value()?;
-                    self.item.0 = v.as_u64();
-                }
-                "embedding" => map.next_value_seed(VectorSeed {
-                    dim: &mut self.item.1,
-                    bad: &mut *self.bad,
-                    i: self.i,
-                })?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
+#[derive(Deserialize)]
+struct Embedding {
+    #[serde(default)]
+    index: serde_json::Value,
+    #[serde(default)]
+    embedding: Vector,
 }
 
 /// A vector: its numbers counted and checked finite (JSON numbers always are; a `null` or a
-/// string in place of one is noted), or a base64 string of little-endian f32s.
-struct VectorSeed<'a> {
-    dim: &'a mut u32,
-    bad: &'a mut Option<String>,
-    i: usize,
+/// string in place of one is noted), or a base64 string of little-endian f32s. Read without
+/// keeping the numbers.
+#[derive(Default)]
+struct Vector {
+    dim: u32,
+    /// The first thing wrong in it.
+    bad: Option<Bad>,
 }
 
-seed! {
-    VectorSeed, deserialize_any, "an embedding vector",
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut n = 0u32;
+#[derive(Clone, Copy)]
+enum Bad {
+    /// A null or a non-number at this position.
+    NotFiniteAt(u32),
+    /// A base64 float that is NaN or infinite.
+    NonFinite,
+    /// A string that is not base64 of 32-bit floats.
+    NotBase64,
+}
+
+impl Vector {
+    /// What is wrong with embedding `i`, when something is.
+    fn problem(&self, i: usize) -> Option<String> {
+        Some(match self.bad? {
+            Bad::NotFiniteAt(n) => {
+                format!("embedding {i} holds a value that is not a finite number at position {n}")
+            }
+            Bad::NonFinite => format!("embedding {i} holds a non-finite number"),
+            Bad::NotBase64 => {
+                format!("embedding {i} is a string that is not base64 of 32-bit floats")
+            }
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Vector {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Vector, D::Error> {
+        d.deserialize_any(Vector::default())
+    }
+}
+
+impl<'de> Visitor<'de> for Vector {
+    type Value = Vector;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an embedding vector")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Vector, A::Error> {
         while let Some(finite) = seq.next_element_seed(Number)? {
             if !finite && self.bad.is_none() {
-                *self.bad = Some(format!(
-                    "embedding {} holds a value that is not a finite number at position {n}",
-                    self.i
-                ));
+                self.bad = Some(Bad::NotFiniteAt(self.dim));
             }
-            n += 1;
+            self.dim += 1;
         }
-        *self.dim = n;
-        Ok(())
+        Ok(self)
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        match base64::engine::general_purpose::STANDARD.decode(v) {
-            Ok(bytes) if bytes.len() % 4 == 0 => {
-                let finite = bytes
-                    .chunks_exact(4)
-                    .all(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_finite());
-                if !finite && self.bad.is_none() {
-                    *self.bad = Some(format!("embedding {} holds a non-finite number", self.i));
-                }
-                *self.dim = (bytes.len() / 4) as u32;
-            }
-            _ => {
-                *self.bad = Some(format!(
-                    "embedding {} is a string that is not base64 of 32-bit floats",
-                    self.i
-                ));
-            }
-        }
-        Ok(())
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Vector, E> {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(v);
+        let Some(bytes) = bytes.ok().filter(|b| b.len() % 4 == 0) else {
+            return Ok(Vector {
+                dim: 0,
+                bad: Some(Bad::NotBase64),
+            });
+        };
+        let finite = bytes
+            .chunks_exact(4)
+            .all(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_finite());
+        Ok(Vector {
+            dim: (bytes.len() / 4) as u32,
+            bad: (!finite).then_some(Bad::NonFinite),
+        })
     }
 }
 

@@ -9,24 +9,15 @@ use crate::target::Target;
 use crate::workload::tensor::{DataType, ModelInfo, TensorSpec};
 
 /// Why the target cannot be profiled.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum PreflightError {
     /// The user's flags are wrong (unknown model, wrong credentials): exit code 2.
+    #[error("{0}")]
     Usage(UsageError),
     /// The server is unreachable or broken: exit code 1.
+    #[error("{0}")]
     Unavailable(String),
 }
-
-impl std::fmt::Display for PreflightError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PreflightError::Usage(u) => write!(f, "{u}"),
-            PreflightError::Unavailable(s) => f.write_str(s),
-        }
-    }
-}
-
-impl std::error::Error for PreflightError {}
 
 impl From<PreflightError> for crate::error::Error {
     fn from(e: PreflightError) -> crate::error::Error {

@@ -39,8 +39,6 @@ pub const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
 /// opens its own connection ([`Exchange`] keeps it between requests).
 #[derive(Clone, Debug)]
 pub struct GrpcClient {
-    /// For discovery and statistics calls.
-    channel: Channel,
     route: Arc<Route>,
     ids: Arc<AtomicU64>,
     streaming: bool,
@@ -169,12 +167,11 @@ pub fn with_metadata<T>(mut req: tonic::Request<T>, md: &MetadataMap) -> tonic::
 }
 
 impl GrpcClient {
-    /// A client for the target's model; `channel` (already open) serves discovery and
-    /// statistics calls. Workers connect on their first request ([`GrpcClient::prepare`]).
+    /// A client for the target's model. Workers connect on their first request
+    /// ([`GrpcClient::prepare`]).
     pub fn new(
         target: &Target,
         info: &ModelInfo,
-        channel: Channel,
         mode: ResponseMode,
     ) -> crate::error::Result<GrpcClient> {
         let tls = match target.uses_tls() {
@@ -188,7 +185,6 @@ impl GrpcClient {
         let metadata = metadata_for(target)?.into_headers();
         let conn_target = GrpcTarget::new(&target.base_url, tls, metadata)?;
         Ok(GrpcClient {
-            channel,
             route: Arc::new(Route {
                 stream_uri: conn_target.uri(STREAM_PATH)?,
                 infer_uri: conn_target.uri(INFER_PATH)?,
@@ -212,11 +208,6 @@ impl GrpcClient {
     /// than `ModelInfer`.
     pub fn stream_rpc(&self) -> bool {
         self.streaming || self.decoupled
-    }
-
-    /// A channel for discovery and statistics calls.
-    pub fn channel(&self) -> Channel {
-        self.channel.clone()
     }
 
     /// Makes sure the worker's connection is open and set up, outside any measured time.

@@ -305,7 +305,8 @@ impl ServerCertVerifier for Verifier {
 }
 
 /// The server's certificate was refused: why, and whose it was.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{} was refused: {}", self.which(), self.why())]
 pub struct Rejected {
     /// What rustls found wrong.
     pub reason: CertificateError,
@@ -375,14 +376,6 @@ impl Rejected {
         }
     }
 }
-
-impl fmt::Display for Rejected {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} was refused: {}", self.which(), self.why())
-    }
-}
-
-impl std::error::Error for Rejected {}
 
 /// A TLS failure, read from an error's chain.
 #[derive(Debug, Clone)]

@@ -18,15 +18,6 @@ pub enum Wire {
     Grpc,
 }
 
-impl Wire {
-    fn other(self) -> Wire {
-        match self {
-            Wire::Http => Wire::Grpc,
-            Wire::Grpc => Wire::Http,
-        }
-    }
-}
-
 /// How long each probe may take (a wrong port answers at once; a slow right one gets time).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -82,16 +73,12 @@ pub async fn explain(err: Error, t: &Target, asked: Wire, fix: &str) -> Error {
     if matches!(err, Error::Usage(_) | Error::Interrupted) {
         return err;
     }
-    let answers = match asked.other() {
-        Wire::Http => answers_http(t).await,
-        Wire::Grpc => answers_grpc(t).await,
+    let (other, answers) = match asked {
+        Wire::Grpc => (Wire::Http, answers_http(t).await),
+        Wire::Http => (Wire::Grpc, answers_grpc(t).await),
     };
     if !answers {
         return err;
     }
-    Error::usage(format!(
-        "{} speaks {}, not {asked}: {fix}",
-        t.base_url,
-        asked.other()
-    ))
+    Error::usage(format!("{} speaks {other}, not {asked}: {fix}", t.base_url))
 }

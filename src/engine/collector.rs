@@ -120,14 +120,10 @@ impl Sinks {
         if let Some(r) = self.records.take() {
             r.finish()?;
         }
-        self.raw_result(what)
-    }
-
-    /// The first error the raw export met, naming the file.
-    pub fn raw_result(&mut self, what: &str) -> crate::error::Result<()> {
-        let failed =
-            |e: std::io::Error| crate::error::Error::failed(format!("writing {what}: {e}"));
-        self.raw_error.take().map_or(Ok(()), |e| Err(failed(e)))
+        match self.raw_error.take() {
+            Some(e) => Err(crate::error::Error::failed(format!("writing {what}: {e}"))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -243,14 +239,10 @@ struct Cutter {
 
 impl Cutter {
     fn new(setup: Setup, sinks: Sinks, tx: UnboundedSender<Window>) -> Cutter {
-        let len_ns = match setup.rule {
-            WindowRule::Time(d) => Some(d.as_nanos() as u64),
-            WindowRule::Looks(_) => Some(LOOK_TICK.as_nanos() as u64),
-            _ => None,
-        };
-        let looks = match setup.rule {
-            WindowRule::Looks(l) => l.schedule(),
-            _ => Vec::new(),
+        let (len_ns, looks) = match setup.rule {
+            WindowRule::Time(d) => (Some(d.as_nanos() as u64), Vec::new()),
+            WindowRule::Looks(l) => (Some(LOOK_TICK.as_nanos() as u64), l.schedule()),
+            _ => (None, Vec::new()),
         };
         Cutter {
             setup,
@@ -348,14 +340,12 @@ impl Cutter {
 
     /// Opens the first window once the measurement has started.
     fn open_if_started(&mut self) {
-        if self.cur.is_none() {
-            let start = self.setup.measure_start.load(Ordering::Acquire);
-            if start > 0 {
-                let end = self.len_ns.map_or(u64::MAX, |l| start + l);
-                self.cur = Some(Window::open(start, end, &self.setup.isl_edges));
-                if let Some(t) = self.sinks.timeline.as_mut() {
-                    t.measure_from(start);
-                }
+        let start = self.setup.measure_start.load(Ordering::Acquire);
+        if self.cur.is_none() && start > 0 {
+            let end = self.len_ns.map_or(u64::MAX, |l| start + l);
+            self.cur = Some(Window::open(start, end, &self.setup.isl_edges));
+            if let Some(t) = self.sinks.timeline.as_mut() {
+                t.measure_from(start);
             }
         }
     }

@@ -59,36 +59,9 @@ impl Writer<'_> {
         })
     }
 
-    /// The level JSON's identity fields: the version, the plan's identity and, for a shard, which.
-    pub fn stamp(&self, doc: &mut Value) {
-        if let Value::Object(map) = doc {
-            map.insert("ttftbench_version".into(), crate::VERSION.into());
-            map.insert("plan_id".into(), self.plan_id.into());
-            if !self.shard.shard.is_whole() {
-                map.insert(
-                    "shard".into(),
-                    serde_json::to_value(self.shard.shard).unwrap_or_default(),
-                );
-            }
-        }
-    }
-
-    /// Writes `shard.json` alone into `dir` for a level at which this shard has no load; returns
-    /// the reason, or `None` when the shard has load there (or the run is whole).
-    pub fn write_idle(&self, dir: &Path, part: &LevelPart) -> Result<Option<String>> {
-        let Err(reason) = &part.load else {
-            return Ok(None);
-        };
-        let Some(record) = self.shard_record(part, None) else {
-            return Ok(None);
-        };
-        crate::error::create_dir(dir)?;
-        write_file(&dir.join(SHARD_FILE), shard::encode(&record))?;
-        Ok(Some(reason.to_string()))
-    }
-
     /// A level's JSON document, in this key order: GenAI-Perf's numbers of `summary` (with
-    /// `input_config`), this writer's [`stamp`](Self::stamp), the mode's own sections (`own`:
+    /// `input_config`), the identity fields (the version, the plan's identity and, for a shard,
+    /// which), the mode's own sections (`own`:
     /// profile's workload fingerprint, perf's windows), the `--slo` results when there are
     /// objectives, the run's `context` and the schema version.
     pub fn level_doc(
@@ -100,8 +73,15 @@ impl Writer<'_> {
         context: &RunContext,
     ) -> Value {
         let mut doc = artifact::genai_perf::json(summary, input_config);
-        self.stamp(&mut doc);
         if let Value::Object(map) = &mut doc {
+            map.insert("ttftbench_version".into(), crate::VERSION.into());
+            map.insert("plan_id".into(), self.plan_id.into());
+            if !self.shard.shard.is_whole() {
+                map.insert(
+                    "shard".into(),
+                    serde_json::to_value(self.shard.shard).unwrap_or_default(),
+                );
+            }
             for (key, value) in own {
                 map.insert(key.into(), value);
             }

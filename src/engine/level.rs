@@ -463,11 +463,7 @@ impl Watch {
         };
         let after = probe.snapshot().await;
         let max_pending = sampled.as_ref().map_or(0.0, |s| s.max_pending);
-        let server = if self.full {
-            ServerProbe::delta(&self.before, &after, max_pending)
-        } else {
-            None
-        };
+        let server = ServerProbe::delta(&self.before, &after, max_pending).filter(|_| self.full);
         let (engine, gpu) = sampled
             .map(|s| s.finish(&after, self.wall0.elapsed().as_secs_f64()))
             .unwrap_or_default();

@@ -128,17 +128,20 @@ pub fn write_idle(
     dir: &Path,
     say: bool,
 ) -> Result<Option<(String, String)>> {
-    let Some(why) = writer.write_idle(dir, part)? else {
+    let (Err(why), Some(record)) = (&part.load, writer.shard_record(part, None)) else {
         return Ok(None);
     };
+    crate::error::create_dir(dir)?;
+    let file = dir.join(crate::artifact::shard::SHARD_FILE);
+    crate::artifact::write_file(&file, crate::artifact::shard::encode(&record))?;
     let name = part.whole.name();
     if say {
         eprintln!(
             "{name}: no load for this shard ({why}); {} says so",
-            dir.join(crate::artifact::shard::SHARD_FILE).display()
+            file.display()
         );
     }
-    Ok(Some((name, why)))
+    Ok(Some((name, why.to_string())))
 }
 
 /// Says a measured level's server-view notes and, when it started after its planned moment

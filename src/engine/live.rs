@@ -185,11 +185,6 @@ impl LiveView {
         }
     }
 
-    /// How it draws.
-    pub fn display(&self) -> Display {
-        self.inner.display
-    }
-
     /// Levels in the plan.
     pub fn total(&self) -> Option<u32> {
         self.inner.total
@@ -432,6 +427,7 @@ impl Feed {
 
 /// A level's share of the live view: the counters the workers bump, the tally its collector
 /// keeps and the drawing. Without a view only the counters, which nobody else reads.
+#[derive(Default)]
 pub struct LevelLive {
     /// For the collector's [`super::collector::Setup`].
     pub tally: Option<Tally>,
@@ -447,12 +443,7 @@ impl LevelLive {
     /// Starts drawing level `head`, a load of `shape`, on `view` when there is one.
     pub fn start(view: Option<&LiveView>, head: Head, shape: Shape, times: Times) -> LevelLive {
         let Some(view) = view else {
-            return LevelLive {
-                tally: None,
-                warmup_sent: Arc::default(),
-                sent: Arc::default(),
-                view: None,
-            };
+            return LevelLive::default();
         };
         let feed = Arc::new(Feed::default());
         LevelLive {
@@ -473,7 +464,7 @@ impl LevelLive {
 }
 
 /// What the level's load is, for what its tally keeps.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Shape {
     /// Responses stream: TTFT and ITL mean something.
     pub streaming: bool,
@@ -485,6 +476,7 @@ pub struct Shape {
 }
 
 /// The collector's running numbers for the view: measured requests only, warm-up counted.
+#[derive(Default)]
 pub struct Tally {
     feed: Arc<Feed>,
     shape: Shape,
@@ -512,19 +504,7 @@ impl Tally {
         Tally {
             feed,
             shape,
-            ttft: Dist::new(),
-            latency: Dist::new(),
-            lag: Dist::new(),
-            itl_sum_ns: 0.0,
-            itl_count: 0,
-            done: 0,
-            errors: 0,
-            cancelled: 0,
-            abandoned: 0,
-            warmup: 0,
-            osl: 0,
-            windows: 0,
-            next_publish_ns: 0,
+            ..Tally::default()
         }
     }
 

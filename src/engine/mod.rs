@@ -26,7 +26,7 @@ pub mod streaming;
 use std::sync::Arc;
 
 pub use collector::{RecordsFile, Sinks};
-pub use level::{LevelSpec, Measured, Pass, Policy, Stability, Windows, measure_level};
+pub use level::{LevelSpec, Measured, Pass, Policy, Stability, measure_level};
 
 use crate::load::{LevelLength, PhaseSpec, Shared, Stimulus};
 use crate::record::Phase;

@@ -181,7 +181,7 @@ async fn connect_llm(
                 check_server_count(&t.model, &output_names(&info), &plan.workload.extra_inputs)?;
             }
             let dataset = dataset::build_kserve(t, &plan.workload, tokenizer, &info, salt(plan))?;
-            let client = GrpcClient::new(t, &info, channel.clone(), grpc::ResponseMode::Text)?;
+            let client = GrpcClient::new(t, &info, grpc::ResponseMode::Text)?;
             let md = grpc::stats_metadata_for(t)?;
             let mut probe = ServerProbe::new(
                 calls,

@@ -4,12 +4,13 @@
 //! while waiting still ends at the agreed moment; the last stretch sleeps on the monotonic clock.
 //! A shard that reaches a level after its moment starts at once and records how late it was.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::load::Interrupt;
 use crate::plan::ShardPlan;
+pub use crate::record::unix_now_ns;
 
 /// How a level's start went against its planned moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -28,13 +29,6 @@ impl LevelStart {
     pub fn delay_ns(&self) -> u64 {
         self.actual_unix_ns.saturating_sub(self.planned_unix_ns)
     }
-}
-
-/// The wall clock now, Unix ns.
-pub fn unix_now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// With `--start-at`: the line that says when the first level starts (and, with a level slot,

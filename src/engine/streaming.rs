@@ -31,14 +31,13 @@ pub async fn settle(plan: &RunPlan) -> Result<Settled<'_>> {
             line: None,
         });
     }
-    let decoupled = match t.api.stream_support() {
-        StreamSupport::IfDecoupled => decoupled(t).await,
-        StreamSupport::Always | StreamSupport::Never => None,
-    };
-    let streams = match t.api.stream_support() {
-        StreamSupport::Always => true,
-        StreamSupport::Never => false,
-        StreamSupport::IfDecoupled => decoupled.unwrap_or(true),
+    let (streams, decoupled) = match t.api.stream_support() {
+        StreamSupport::Always => (true, None),
+        StreamSupport::Never => (false, None),
+        StreamSupport::IfDecoupled => {
+            let decoupled = decoupled(t).await;
+            (decoupled.unwrap_or(true), decoupled)
+        }
     };
     let line = choice_line(t, streams, decoupled);
     if streams == t.streaming {

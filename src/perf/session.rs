@@ -60,7 +60,7 @@ async fn connect(plan: &PerfPlan, protocol: Protocol) -> Result<(ModelInfo, Clie
             let channel = grpc::connect(t).await?;
             let info = grpc::discover_version(channel.clone(), t, &plan.model_version).await?;
             check_model(plan, &info, protocol)?;
-            let client = GrpcClient::new(t, &info, channel.clone(), ResponseMode::Tensors)?;
+            let client = GrpcClient::new(t, &info, ResponseMode::Tensors)?;
             let md = grpc::stats_metadata_for(t)?;
             let mut probe = ServerProbe::new(
                 http,

@@ -18,9 +18,7 @@ pub mod prometheus;
 pub mod split;
 
 pub use kind::ServerKind;
-pub use probe::{
-    Attribution, PageOrigin, ProbeConfig, ProbeSnapshot, Sampled, Sampler, ServerProbe, StatsSource,
-};
+pub use probe::{Attribution, ProbeConfig, ProbeSnapshot, Sampler, ServerProbe, StatsSource};
 
 use serde::Serialize;
 
@@ -363,16 +361,6 @@ pub enum PageError {
         /// The page.
         url: String,
     },
-    /// A page without Triton's counters of the model.
-    #[error(
-        "{url} has no nv_inference_* counters for model '{model}' (is it a Triton metrics endpoint?)"
-    )]
-    NoCounters {
-        /// The page.
-        url: String,
-        /// The model.
-        model: String,
-    },
 }
 
 /// Fetches a metrics page as text.
@@ -403,19 +391,6 @@ pub async fn fetch_page(client: &reqwest::Client, url: &str) -> Result<String, P
         body.extend_from_slice(&chunk);
     }
     Ok(String::from_utf8_lossy(&body).into_owned())
-}
-
-/// Fetches the metrics page and reads Triton's counters of `model`.
-pub async fn scrape(
-    client: &reqwest::Client,
-    url: &str,
-    model: &str,
-) -> Result<Snapshot, PageError> {
-    let text = fetch_page(client, url).await?;
-    parse_prometheus(&text, model).ok_or_else(|| PageError::NoCounters {
-        url: url.into(),
-        model: model.into(),
-    })
 }
 
 /// Cumulative per-model statistics (Triton's statistics extension).

@@ -317,11 +317,6 @@ impl ServerProbe {
         }
     }
 
-    /// The engine whose metrics are read, when a page with them was found.
-    pub fn kind(&self) -> Option<ServerKind> {
-        self.reader.prom_url.as_ref().and(self.reader.kind)
-    }
-
     /// Probes every source once. A guessed metrics page that does not answer is dropped
     /// silently; one the user named (`--server-metrics-url`, `--gpu-metrics-url`) that does not
     /// answer is a usage error, before any request is sent (a page that answers without the

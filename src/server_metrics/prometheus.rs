@@ -1,30 +1,12 @@
 //! What a Prometheus text page says: a lenient parser of the text exposition format (0.0.4, and
-//! the OpenMetrics text that servers also send) into plain samples, with lookups for the four
-//! metric types: counters, gauges, histograms (`_bucket{le=…}`, `_sum`, `_count`) and
-//! summaries (`{quantile=…}`, `_sum`, `_count`).
+//! the OpenMetrics text that servers also send) into plain samples, with lookups for counters,
+//! gauges and histograms (`_bucket{le=…}`, `_sum`, `_count`).
 //!
-//! Lines that are not a well-formed sample or `# TYPE` comment are skipped, never an error: a
+//! Comments and lines that are not a well-formed sample are skipped, never an error: a
 //! scrape of a live server may be cut off mid-line, and exporters differ in small ways
 //! (timestamps after the value, `NaN`, `+Inf`, exponents, a trailing comma in the label set,
 //! escaped label values `\\`, `\"`, `\n`, CRLF line ends, `# EOF`). The parser does not panic on
 //! any input and allocates only per accepted sample.
-
-use std::collections::HashMap;
-
-/// The four metric types (and `untyped` for families without a `# TYPE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricType {
-    /// Monotonic counter.
-    Counter,
-    /// Value that goes up and down.
-    Gauge,
-    /// Cumulative buckets plus sum and count.
-    Histogram,
-    /// Quantiles plus sum and count.
-    Summary,
-    /// Declared `untyped`, or another type this reader does not distinguish.
-    Untyped,
-}
 
 /// One sample line: metric name, labels in page order, value.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +34,6 @@ impl Sample {
 pub struct Exposition {
     /// Every accepted sample, in page order.
     pub samples: Vec<Sample>,
-    types: HashMap<String, MetricType>,
 }
 
 /// A histogram read from a page (possibly several label sets added up). In JSON the `+Inf`
@@ -67,50 +48,15 @@ pub struct Histogram {
     pub count: f64,
 }
 
-/// A summary read from a page.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Summary {
-    /// `(quantile, value)` ascending by quantile.
-    pub quantiles: Vec<(f64, f64)>,
-    /// `_sum`.
-    pub sum: f64,
-    /// `_count`.
-    pub count: f64,
-}
-
-/// Parses a page; junk lines are skipped.
+/// Parses a page; comments and junk lines are skipped (neither starts with a name).
 pub fn parse(text: &str) -> Exposition {
-    let mut out = Exposition::default();
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(comment) = line.strip_prefix('#') {
-            if let Some((name, kind)) = type_comment(comment) {
-                out.types.insert(name.to_string(), kind);
-            }
-            continue;
-        }
-        if let Some(s) = sample_line(line) {
-            out.samples.push(s);
-        }
+    Exposition {
+        samples: text
+            .lines()
+            .map(str::trim)
+            .filter_map(sample_line)
+            .collect(),
     }
-    out
-}
-
-/// `TYPE name kind` of a `#` comment.
-fn type_comment(comment: &str) -> Option<(&str, MetricType)> {
-    let mut parts = comment.split_whitespace();
-    if parts.next()? != "TYPE" {
-        return None;
-    }
-    let name = parts.next()?;
-    let kind = match parts.next()? {
-        "counter" => MetricType::Counter,
-        "gauge" => MetricType::Gauge,
-        "histogram" => MetricType::Histogram,
-        "summary" => MetricType::Summary,
-        _ => MetricType::Untyped,
-    };
-    Some((name, kind))
 }
 
 fn is_name_start(c: u8) -> bool {
@@ -211,11 +157,6 @@ fn number(s: &str) -> Option<f64> {
 }
 
 impl Exposition {
-    /// The type declared for `family` (`None` without a `# TYPE` line).
-    pub fn metric_type(&self, family: &str) -> Option<MetricType> {
-        self.types.get(family).copied()
-    }
-
     /// True when any sample's name starts with `prefix`.
     pub fn has_prefix(&self, prefix: &str) -> bool {
         self.samples.iter().any(|s| s.name.starts_with(prefix))
@@ -262,27 +203,6 @@ impl Exposition {
             count: count.or(inf).unwrap_or(0.0),
             sum: sum.unwrap_or(0.0),
             buckets,
-        })
-    }
-
-    /// Summary `family` of the first label set that passes `keep` (ignoring `quantile`).
-    pub fn summary(&self, family: &str, keep: impl Fn(&Sample) -> bool) -> Option<Summary> {
-        let mut quantiles: Vec<(f64, f64)> = self
-            .series(family)
-            .filter(|s| keep(s))
-            .filter_map(|s| Some((number(s.label("quantile")?)?, s.value)))
-            .collect();
-        quantiles.sort_by(|a, b| a.0.total_cmp(&b.0));
-        quantiles.dedup_by(|a, b| a.0 == b.0);
-        let sum = self.sum(&format!("{family}_sum"), &keep);
-        let count = self.sum(&format!("{family}_count"), &keep);
-        if quantiles.is_empty() && sum.is_none() && count.is_none() {
-            return None;
-        }
-        Some(Summary {
-            quantiles,
-            sum: sum.unwrap_or(0.0),
-            count: count.unwrap_or(0.0),
         })
     }
 }
@@ -375,8 +295,6 @@ mod tests {
         assert_eq!(e.samples[1].value, 450.0);
         assert!(e.samples[2].value.is_nan());
         assert_eq!(e.samples[3].value, f64::INFINITY);
-        assert_eq!(e.metric_type("a_total"), Some(MetricType::Counter));
-        assert_eq!(e.metric_type("b"), None);
     }
 
     #[test]
@@ -423,14 +341,6 @@ x_count{m=\"b\"} 2
     }
 
     #[test]
-    fn summaries() {
-        let page = "s{quantile=\"0.9\"} 7\ns{quantile=\"0.5\"} 5\ns_sum 50\ns_count 10\n";
-        let s = parse(page).summary("s", |_| true).unwrap();
-        assert_eq!(s.quantiles, vec![(0.5, 5.0), (0.9, 7.0)]);
-        assert_eq!((s.sum, s.count), (50.0, 10.0));
-    }
-
-    #[test]
     fn never_panics_on_random_or_cut_input() {
         use rand::{RngExt, SeedableRng};
         let real = "# TYPE vllm:x histogram\nvllm:x_bucket{engine=\"0\",le=\"0.1\",model_name=\"m\\\"q\"} 1.0\nvllm:x_sum{engine=\"0\"} 0.5\n";
@@ -449,7 +359,6 @@ x_count{m=\"b\"} 2
             let text = String::from_utf8_lossy(&bytes);
             let e = parse(&text);
             let _ = e.histogram("a", |_| true).map(|h| h.quantile(0.5));
-            let _ = e.summary("a", |_| true);
         }
     }
 }
