@@ -51,13 +51,14 @@ use super::models::{LlmLayout, ModelKind};
 use super::request::{BadRequest, GenParams, bag_from_infer_request, interpret};
 use super::state::{BeginError, Generation, ModelEntry, SimState, TensorRun};
 use super::tensor::{
-    InputData, InputView, OutputChoice, TensorError, bytes_element, select_outputs, validate_inputs,
+    InputData, InputView, OutputChoice, TensorError, select_outputs, validate_inputs,
 };
 use super::tokens;
 use crate::proto;
 use crate::proto::grpc_inference_service_server::{
     GrpcInferenceService, GrpcInferenceServiceServer,
 };
+use crate::workload::tensor::encode_bytes_elements;
 
 const STREAM_INFER_PATH: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
 
@@ -89,7 +90,7 @@ fn fragments() -> &'static Fragments {
             )
         };
         let words = (0..tokens::CYCLE as u32)
-            .map(|i| raw(bytes_element(tokens::word(i).as_bytes())))
+            .map(|i| raw(encode_bytes_elements([tokens::word(i).as_bytes()])))
             .collect();
         // A BYTES element whose length prefix promises far more than the buffer holds.
         let bad = [1000u32.to_le_bytes(), *b" the"].concat();
@@ -699,7 +700,7 @@ impl Stream for ReqStream {
                     g.tracker.first_response();
                     let mut raw = BytesMut::with_capacity(this.text.len() + 16);
                     proto::ModelInferResponse {
-                        raw_output_contents: vec![bytes_element(this.text.as_bytes())],
+                        raw_output_contents: vec![encode_bytes_elements([this.text.as_bytes()])],
                         ..Default::default()
                     }
                     .encode(&mut raw)
@@ -1025,7 +1026,7 @@ mod tests {
         assert_eq!(r.outputs[0].shape, vec![1, 1]);
         assert_eq!(
             r.raw_output_contents,
-            vec![bytes_element(tokens::word(1).as_bytes())]
+            vec![encode_bytes_elements([tokens::word(1).as_bytes()])]
         );
 
         let r = OutMsg::EmptyFinal { head: head.clone() }

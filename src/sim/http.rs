@@ -29,10 +29,11 @@ use super::stream::{
     Answer, EventFormat, Reject, SseBody, full_json_response, json_answer, kserve_error,
 };
 use super::tensor::{
-    HttpAnswer, InputData, InputView, OutputChoice, bytes_element, select_outputs, validate_inputs,
+    HttpAnswer, InputData, InputView, OutputChoice, select_outputs, validate_inputs,
 };
 use super::tokens;
 use crate::proto;
+use crate::workload::tensor::encode_bytes_elements;
 
 /// Largest request body accepted (image tensors of a batch of 8 are ~40 MB).
 pub(crate) const MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
@@ -454,7 +455,7 @@ async fn infer(
         head["outputs"][0]["data"] = json!([text]);
         return Ok(full_json_response(&mut g, head.to_string().into_bytes()));
     }
-    let blob = bytes_element(text.as_bytes());
+    let blob = encode_bytes_elements([text.as_bytes()]);
     head["outputs"][0]["parameters"] = json!({ "binary_data_size": blob.len() });
     g.succeed();
     let json = head.to_string().into_bytes();
@@ -765,7 +766,7 @@ fn json_data_to_raw(name: &str, dt: DataType, data: Option<&Value>) -> Result<Ve
     };
     for v in flat {
         let bytes = match dt {
-            DataType::Bytes => v.as_str().map(|s| bytes_element(s.as_bytes())),
+            DataType::Bytes => v.as_str().map(|s| encode_bytes_elements([s.as_bytes()])),
             DataType::Bool => v.as_bool().map(|b| vec![u8::from(b)]),
             DataType::I32 => v
                 .as_i64()

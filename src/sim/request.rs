@@ -822,7 +822,7 @@ fn utf8(name: &str, b: &[u8]) -> Result<String, BadRequest> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::tensor::bytes_element;
+    use crate::workload::tensor::encode_bytes_elements;
     use serde_json::json;
 
     fn parse_gen(v: Value) -> Result<GenParams, BadRequest> {
@@ -906,7 +906,7 @@ mod tests {
                 tensor("stream", "BOOL", &[1, 1]),
             ],
             raw_input_contents: vec![
-                bytes_element(b"hello"),
+                encode_bytes_elements([b"hello".as_slice()]),
                 9i32.to_le_bytes().to_vec(),
                 vec![1],
             ],
@@ -954,7 +954,10 @@ mod tests {
                 tensor("text_input", "BYTES", &[1, 1]),
                 tensor("max_tokens", "INT32", &[1, 1]),
             ],
-            raw_input_contents: vec![bytes_element(b"hi"), 3i32.to_le_bytes().to_vec()],
+            raw_input_contents: vec![
+                encode_bytes_elements([b"hi".as_slice()]),
+                3i32.to_le_bytes().to_vec(),
+            ],
             ..Default::default()
         };
         type Change = fn(&mut proto::ModelInferRequest);
@@ -1007,8 +1010,8 @@ mod tests {
                 tensor("sampling_parameters", "BYTES", &[1]),
             ],
             raw_input_contents: vec![
-                bytes_element(b"hi"),
-                bytes_element(b"{\"max_tokens\": \"12\"}"),
+                encode_bytes_elements([b"hi".as_slice()]),
+                encode_bytes_elements([b"{\"max_tokens\": \"12\"}".as_slice()]),
             ],
             ..Default::default()
         };

@@ -571,11 +571,6 @@ fn check_data(
 const BYTES_FRAMING: &str =
     "each BYTES element is a 4-byte little-endian length followed by that many bytes";
 
-/// `s` as one KServe BYTES element: its length as 4 little-endian bytes, then `s`.
-pub(crate) fn bytes_element(s: &[u8]) -> Vec<u8> {
-    [&(s.len() as u32).to_le_bytes(), s].concat()
-}
-
 fn check_bytes_framing(model: &str, name: &str, raw: &[u8], count: u64) -> Result<(), TensorError> {
     let (input, model) = (name.to_string(), model.to_string());
     let mut rest = raw;
@@ -921,6 +916,7 @@ impl TensorWire {
 mod tests {
     use super::*;
     use crate::sim::models::TensorSpec;
+    use crate::workload::tensor::encode_bytes_elements;
 
     fn raw<'a>(name: &'a str, dt: &'a str, shape: &'a [i64], data: &'a [u8]) -> InputView<'a> {
         InputView {
@@ -1070,7 +1066,7 @@ mod tests {
     #[test]
     fn bytes_elements_are_length_prefixed() {
         for w in crate::sim::tokens::WORDS {
-            let e = bytes_element(w.as_bytes());
+            let e = encode_bytes_elements([w.as_bytes()]);
             let len = u32::from_le_bytes([e[0], e[1], e[2], e[3]]) as usize;
             assert_eq!(&e[4..], w.as_bytes());
             assert_eq!(len, w.len());
