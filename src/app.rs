@@ -447,7 +447,7 @@ fn report(a: &crate::cli::ReportArgs) -> Result<u8> {
     let opts = html::Options {
         knee_min_gain: a.knee_min_gain,
         version: crate::VERSION.to_string(),
-        generated_at: html::utc(html::now_unix_ns()),
+        generated_at: html::utc(crate::record::unix_now_ns()),
     };
     let page = html::render(&runs, &opts);
     write_file(&out, page)?;

@@ -59,7 +59,7 @@ impl Clock {
     }
 }
 
-/// The wall clock now, Unix ns.
+/// The wall clock now, Unix nanoseconds (0 if the clock is before 1970).
 pub fn unix_now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::load::Interrupt;
 use crate::plan::ShardPlan;
-pub use crate::record::unix_now_ns;
+use crate::record::unix_now_ns;
 
 /// How a level's start went against its planned moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -392,7 +392,7 @@ fn write_sweep(
     let opts = crate::report::html::Options {
         knee_min_gain: plan.knee_min_gain,
         version: crate::VERSION.to_string(),
-        generated_at: crate::report::html::utc(crate::report::html::now_unix_ns()),
+        generated_at: crate::report::html::utc(crate::record::unix_now_ns()),
     };
     write_file(
         &out.join(crate::report::html::REPORT_FILE),

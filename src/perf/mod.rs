@@ -406,7 +406,7 @@ pub async fn run(plan: &PerfPlan, interrupt: Interrupt, print: bool) -> Result<P
         plan.outputs.labels.clone(),
         probe.identity.clone(),
         probe.model.clone(),
-        crate::engine::start::unix_now_ns(),
+        crate::record::unix_now_ns(),
     );
     let shared = Shared {
         client,

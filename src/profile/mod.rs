@@ -552,7 +552,7 @@ impl Ids {
                 plan.outputs.labels.clone(),
                 ServerIdentity::default(),
                 None,
-                crate::engine::start::unix_now_ns(),
+                crate::record::unix_now_ns(),
             ),
         }
     }
@@ -670,7 +670,7 @@ fn write_report(
     let opts = crate::report::html::Options {
         knee_min_gain: plan.knee_min_gain,
         version: crate::VERSION.to_string(),
-        generated_at: crate::report::html::utc(crate::report::html::now_unix_ns()),
+        generated_at: crate::report::html::utc(crate::record::unix_now_ns()),
     };
     write_file(
         &sweep_dir.join(crate::report::html::REPORT_FILE),

@@ -348,9 +348,7 @@ impl Drop for SimHandle {
 
 /// Time since the Unix epoch by the wall clock (zero if the clock is before 1970).
 pub(crate) fn unix_now() -> Duration {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
+    Duration::from_nanos(crate::record::unix_now_ns())
 }
 
 /// Pending connections the kernel may hold per listener: a load test opening thousands of

@@ -47,13 +47,6 @@ pub struct Options {
     pub generated_at: String,
 }
 
-/// The wall clock now, Unix nanoseconds (0 if the clock is before 1970).
-pub fn now_unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
 /// `2026-01-02 12:00:05 UTC` from Unix nanoseconds (proleptic Gregorian calendar).
 pub fn utc(unix_ns: u64) -> String {
     crate::context::utc_strftime(unix_ns, "%Y-%m-%d %H:%M:%S UTC")
