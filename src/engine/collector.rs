@@ -338,10 +338,14 @@ impl Cutter {
         };
     }
 
-    /// Opens the first window once the measurement has started.
+    /// Opens the first window once the measurement has started (called for every record: the
+    /// shared start is read only while no window is open).
     fn open_if_started(&mut self) {
+        if self.cur.is_some() {
+            return;
+        }
         let start = self.setup.measure_start.load(Ordering::Acquire);
-        if self.cur.is_none() && start > 0 {
+        if start > 0 {
             let end = self.len_ns.map_or(u64::MAX, |l| start + l);
             self.cur = Some(Window::open(start, end, &self.setup.isl_edges));
             if let Some(t) = self.sinks.timeline.as_mut() {
